@@ -1,0 +1,92 @@
+/**
+ * The Express application, without `listen` (tests drive it with supertest; `server.ts` serves it).
+ *
+ * Order of a request: request id → route match → auth → per-project rate limit → JSON body (size-limited per
+ * route) → schema validation → handler → envelope; failures go to the one error middleware.
+ *
+ * @module
+ */
+import express, { type Express } from 'express';
+import { adminOnly, authenticate, AuthCache } from './http/auth';
+import type { AppDeps } from './http/context';
+import { errorHandler, notFoundHandler } from './http/errors';
+import { rateLimit } from './http/rate-limit';
+import { requestId } from './http/request-id';
+import { mountRoutes, type AnyRoute } from './http/route';
+import { buildOpenApi } from './openapi';
+import { adminRoutes } from './routes/admin';
+import { emailRoutes } from './routes/emails';
+import { mountHealth } from './routes/health';
+import { sendRoutes } from './routes/send';
+import { templateRoutes } from './routes/templates';
+
+export type { AppDeps } from './http/context';
+
+const VERSION = '0.1.0';
+
+/** The app plus the handles a host may need. */
+export interface App {
+  app: Express;
+  /** Drops cached key lookups (after disabling a project or rotating keys from outside this process). */
+  authCache: AuthCache;
+  routes: AnyRoute[];
+}
+
+/** Builds the application from its dependencies. */
+export function createApp(deps: AppDeps): App {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', false);
+  app.set('query parser', 'simple');
+
+  const authCache = new AuthCache(deps.config.authCacheTtlMs);
+  const limit = rateLimit(deps.redis, deps.config.queuePrefix, deps.config.rateLimitPerMinute);
+  const { db } = deps.database;
+
+  app.use(requestId(deps.logger));
+
+  const routes: AnyRoute[] = [
+    ...sendRoutes(deps),
+    ...emailRoutes(deps),
+    ...templateRoutes(deps),
+    ...adminRoutes(deps, () => authCache.clear()),
+  ];
+
+  const router = express.Router();
+  mountHealth(router, deps);
+  const openapi = buildOpenApi(routes, { version: VERSION, serverUrl: deps.config.publicUrl });
+  router.get('/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
+  const swaggerDir: string = require('swagger-ui-dist').getAbsoluteFSPath();
+  router.use('/docs/assets', express.static(swaggerDir, { index: false, maxAge: '1d' }));
+  router.get('/docs', (_req, res) => {
+    res.type('html').send(docsPage);
+  });
+  mountRoutes(router, routes, {
+    secret: [authenticate(db, authCache, ['secret']), limit],
+    anyKey: [authenticate(db, authCache, ['secret', 'public']), limit],
+    admin: [adminOnly(deps.config.adminToken)],
+  });
+  app.use(router);
+  app.use(notFoundHandler);
+  app.use(errorHandler);
+  return { app, authCache, routes };
+}
+
+const docsPage = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Mailroom API</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+</head>
+<body>
+<div id="ui"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>
+window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui', deepLinking: true });
+</script>
+</body>
+</html>`;
+

@@ -1,0 +1,69 @@
+/**
+ * Operator CLI (`npm run cli -- …`). Prints JSON on success; exits 1 with a message on error.
+ *
+ *   project create --name NAME              → { id, name, publicKey, secretKey }
+ *   project rotate-keys --project ID        → new keys; old ones valid for KEY_ROTATION_GRACE_HOURS
+ *   project disable|enable --project ID
+ *   domain add --project ID --domain example.com [--verified]
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import { AppError, isUuid, loadConfig } from '@mailroom/core';
+import { createDatabase } from '@mailroom/db';
+import { adminOps } from './routes/admin';
+
+const USAGE = `usage:
+  npm run cli -- project create --name NAME
+  npm run cli -- project rotate-keys --project ID
+  npm run cli -- project disable --project ID
+  npm run cli -- project enable --project ID
+  npm run cli -- domain add --project ID --domain DOMAIN [--verified]`;
+
+/** Runs one CLI command. @returns the JSON-serialisable result. @throws {@link AppError} or usage errors. */
+export async function runCli(argv: string[], env: Record<string, string | undefined>): Promise<unknown> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { name: { type: 'string' }, project: { type: 'string' }, domain: { type: 'string' }, verified: { type: 'boolean' } },
+  });
+  const command = positionals.join(' ');
+  const config = loadConfig(env);
+  const database = createDatabase({ url: config.databaseUrl, poolSize: 1, applicationName: 'mailroom-cli' });
+  const project = () => {
+    if (!values.project || !isUuid(values.project)) throw new Error(`--project ID is required (a project id)\n${USAGE}`);
+    return values.project;
+  };
+  try {
+    switch (command) {
+      case 'project create':
+        if (!values.name?.trim()) throw new Error(`--name is required\n${USAGE}`);
+        return await adminOps.createProject(database.db, values.name.trim());
+      case 'project rotate-keys':
+        return await adminOps.rotateKeys(database.db, project(), config.keyRotationGraceHours);
+      case 'project disable':
+      case 'project enable':
+        return await adminOps.setDisabled(database.db, project(), command === 'project disable');
+      case 'domain add': {
+        if (!values.domain) throw new Error(`--domain is required\n${USAGE}`);
+        const d = await adminOps.addDomain(database.db, project(), values.domain, values.verified ?? false);
+        return { id: d.id, projectId: d.projectId, domain: d.domain, verified: d.verified };
+      }
+      default:
+        throw new Error(USAGE);
+    }
+  } finally {
+    await database.close();
+  }
+}
+
+if (require.main === module) {
+  runCli(process.argv.slice(2), process.env)
+    .then((result) => {
+      process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    })
+    .catch((err: Error) => {
+      process.stderr.write(`${err instanceof AppError ? `${err.code}: ` : ''}${err.message}\n`);
+      process.exit(1);
+    });
+}

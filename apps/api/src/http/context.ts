@@ -1,0 +1,37 @@
+/**
+ * What the middleware chain attaches to a request (`res.locals`), and the app's dependencies.
+ *
+ * @module
+ */
+import type { Config, Logger, SendJobPayload } from '@mailroom/core';
+import type { Database } from '@mailroom/db';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { KeyKind } from '@mailroom/core';
+
+/** Everything `createApp` needs; the caller owns (and closes) these. */
+export interface AppDeps {
+  config: Config;
+  database: Database;
+  /** Fail-fast Redis connection (producer role) for the queue and the rate limiter. */
+  redis: Redis;
+  sendQueue: Queue<SendJobPayload>;
+  logger: Logger;
+}
+
+/** The authenticated caller. */
+export interface AuthContext {
+  projectId: string;
+  kind: KeyKind;
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Locals {
+      requestId: string;
+      log: Logger;
+      auth?: AuthContext;
+    }
+  }
+}

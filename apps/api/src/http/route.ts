@@ -1,0 +1,120 @@
+/**
+ * Route declarations. One declaration gives the Express handler chain (auth → rate limit → body parsing →
+ * validation → handler → envelope) and the OpenAPI operation, from the same TypeBox schemas.
+ *
+ * @module
+ */
+import express, { type RequestHandler, type Router } from 'express';
+import type { Static, TSchema } from '@sinclair/typebox';
+import { AppError, bodyValidator, ErrorCode, paramValidator, type Logger } from '@mailroom/core';
+import type { AuthContext } from './context';
+
+/** Who may call a route. */
+export type RouteAuth = 'secret' | 'any-key' | 'admin' | 'none';
+
+/** What a handler receives. */
+export interface RouteContext<B, Q, P> {
+  body: B;
+  query: Q;
+  params: P;
+  auth: AuthContext;
+  log: Logger;
+  requestId: string;
+  req: express.Request;
+  res: express.Response;
+}
+
+/** What a handler returns: the `data` of the success envelope, and the status (default: the route's). */
+export interface RouteResult {
+  status?: number;
+  data: unknown;
+}
+
+/** A route: transport, schemas (runtime + docs) and the handler. */
+export interface RouteDef<B extends TSchema | undefined = undefined, Q extends TSchema | undefined = undefined, P extends TSchema | undefined = undefined> {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** Express path, e.g. `/templates/:id`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  auth: RouteAuth;
+  body?: B;
+  query?: Q;
+  params?: P;
+  /** Largest accepted body (`bytes` string for body-parser), default `100kb`. */
+  bodyLimit?: string;
+  /** Schema of `data` in the success envelope. */
+  response: TSchema;
+  /** Success status; a handler may return another documented one. */
+  status: number;
+  /** Other documented success statuses with their meaning. */
+  otherStatuses?: Record<number, string>;
+  /** Error statuses the route can give (documented). */
+  errors: number[];
+  handler: (ctx: RouteContext<S<B>, S<Q>, S<P>>) => Promise<RouteResult>;
+}
+
+type S<T> = T extends TSchema ? Static<T> : undefined;
+
+/** Identity function that keeps the schema-derived types of a route declaration. */
+export function route<B extends TSchema | undefined = undefined, Q extends TSchema | undefined = undefined, P extends TSchema | undefined = undefined>(
+  def: RouteDef<B, Q, P>,
+): RouteDef<B, Q, P> {
+  return def;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = RouteDef<any, any, any>;
+
+/** Middleware a route's `auth` maps to, supplied by the app. */
+export interface AuthMiddleware {
+  secret: RequestHandler[];
+  anyKey: RequestHandler[];
+  admin: RequestHandler[];
+}
+
+function jsonBody(limit: string): RequestHandler[] {
+  const parse = express.json({ limit, type: ['application/json', 'application/*+json'], strict: false });
+  const require: RequestHandler = (req, _res, next) => {
+    if (!req.is(['application/json', 'application/*+json'])) {
+      throw new AppError(ErrorCode.BAD_REQUEST, 'Content-Type must be application/json', {
+        suggestion: 'Send the body as JSON with "Content-Type: application/json".',
+      });
+    }
+    next();
+  };
+  return [require, parse];
+}
+
+/** Mounts the routes on a router. */
+export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthMiddleware): void {
+  for (const def of routes) {
+    const chain: RequestHandler[] = [];
+    if (def.auth === 'secret') chain.push(...auth.secret);
+    if (def.auth === 'any-key') chain.push(...auth.anyKey);
+    if (def.auth === 'admin') chain.push(...auth.admin);
+    if (def.body) chain.push(...jsonBody(def.bodyLimit ?? '100kb'));
+    const validateBody = def.body ? bodyValidator(def.body) : undefined;
+    const validateQuery = def.query ? paramValidator(def.query) : undefined;
+    const validateParams = def.params ? paramValidator(def.params) : undefined;
+    chain.push(async (req, res) => {
+      const query = validateQuery ? validateQuery({ ...req.query }) : undefined;
+      const params = validateParams ? validateParams({ ...req.params }) : undefined;
+      const body = validateBody ? validateBody(req.body) : undefined;
+      const result = await def.handler({
+        body,
+        query,
+        params,
+        auth: res.locals.auth!,
+        log: res.locals.log,
+        requestId: res.locals.requestId,
+        req,
+        res,
+      });
+      res.status(result.status ?? def.status).json({ success: true, data: result.data });
+    });
+    router[def.method](def.path, ...chain);
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * Schemas shared by several routes.
+ *
+ * @module
+ */
+import { Type, type TSchema } from '@sinclair/typebox';
+
+/** A string limited to `values`, reported as `invalid_enum_value` (not as a union of constants). */
+export function StringEnum<T extends string>(values: readonly T[], description?: string) {
+  return Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
+}
+
+/** Nullable variant of a schema. */
+export function Nullable<T extends TSchema>(schema: T) {
+  return Type.Union([schema, Type.Null()]);
+}
+
+/** An email address (RFC 5321 length limit). */
+export const EmailAddress = Type.String({ format: 'email', maxLength: 320, description: 'an email address' });
+
+/** `:id` path parameter. */
+export const IdParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'resource id' }) });
+
+/** `limit` and `cursor` of every list (API.md "Pagination"). */
+export const PageQuery = {
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'page size, 1–100' }),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'nextCursor of the previous page' })),
+};
+
+/** The paging fields every list response carries. */
+export const PageFields = {
+  nextCursor: Nullable(Type.String({ description: 'pass as `cursor` for the next page; null on the last page' })),
+  hasMore: Type.Boolean(),
+  total: Type.Integer({ description: 'items matching the filters' }),
+};
+
+/** Response of a delete. */
+export const Deleted = Type.Object({ id: Type.String(), deleted: Type.Literal(true) });
+
+/** ISO 8601 timestamp. */
+export const Timestamp = Type.String({ format: 'date-time' });

@@ -1,0 +1,77 @@
+/**
+ * `GET /emails/{id}`: an email's status and timeline.
+ *
+ * @module
+ */
+import { Type } from '@sinclair/typebox';
+import { notFound } from '@mailroom/core';
+import { getEmailWithTimeline, EMAIL_STATUSES } from '@mailroom/db';
+import { route } from '../http/route';
+import type { AppDeps } from '../http/context';
+import { IdParams, Nullable, StringEnum, Timestamp } from './common';
+
+const Email = Type.Object({
+  id: Type.String(),
+  status: StringEnum(EMAIL_STATUSES),
+  source: Type.String({ description: 'transactional, workflow or campaign' }),
+  to: Type.Object({ email: Type.String(), name: Nullable(Type.String()) }),
+  from: Type.Object({ email: Type.String(), name: Nullable(Type.String()) }),
+  replyTo: Nullable(Type.String()),
+  subject: Type.String({ description: 'the rendered subject once sent, else the subject template' }),
+  contactId: Nullable(Type.String()),
+  templateId: Nullable(Type.String()),
+  messageId: Nullable(Type.String({ description: 'SES message id' })),
+  error: Nullable(Type.String()),
+  attempts: Type.Integer(),
+  createdAt: Timestamp,
+  sentAt: Nullable(Timestamp),
+  timeline: Type.Array(
+    Type.Object({
+      type: Type.String({ description: 'queued, deferred, sent, failed, cancelled, then delivery events' }),
+      at: Timestamp,
+      data: Nullable(Type.Record(Type.String(), Type.Unknown())),
+    }),
+  ),
+});
+
+/** Routes of this module. */
+export function emailRoutes(deps: AppDeps) {
+  return [
+    route({
+      method: 'get',
+      path: '/emails/:id',
+      operationId: 'getEmail',
+      tag: 'Sending',
+      summary: 'Get an email with its timeline',
+      auth: 'secret',
+      params: IdParams,
+      response: Email,
+      status: 200,
+      errors: [400, 401, 403, 404, 429],
+      handler: async ({ params, auth }) => {
+        const found = await getEmailWithTimeline(deps.database.db, auth.projectId, params.id);
+        if (!found) throw notFound('Email');
+        const { email: e, timeline } = found;
+        return {
+          data: {
+            id: e.id,
+            status: e.status,
+            source: e.source,
+            to: { email: e.toEmail, name: e.toName },
+            from: { email: e.fromEmail, name: e.fromName },
+            replyTo: e.replyTo,
+            subject: e.renderedSubject ?? e.subject,
+            contactId: e.contactId,
+            templateId: e.templateId,
+            messageId: e.messageId,
+            error: e.error,
+            attempts: e.attempts,
+            createdAt: e.createdAt.toISOString(),
+            sentAt: e.sentAt?.toISOString() ?? null,
+            timeline: timeline.map((t) => ({ type: t.type, at: t.createdAt.toISOString(), data: t.data ?? null })),
+          },
+        };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,88 @@
+/**
+ * `POST /v1/send`: transactional email (spec "POST /v1/send"; API.md).
+ *
+ * @module
+ */
+import { Type } from '@sinclair/typebox';
+import { route } from '../http/route';
+import type { AppDeps } from '../http/context';
+import { acceptSend, ATTACHMENT_LIMITS } from '../services/send';
+import { EmailAddress, StringEnum, Timestamp } from './common';
+
+const Mailbox = Type.Object(
+  { name: Type.Optional(Type.String({ maxLength: 200 })), email: EmailAddress },
+  { additionalProperties: false, description: '{ name, email }' },
+);
+const Address = Type.Union([EmailAddress, Mailbox], { description: 'an email address or { name, email }' });
+
+const Attachment = Type.Object(
+  {
+    filename: Type.String({ minLength: 1, maxLength: 255 }),
+    content: Type.String({ minLength: 1, description: 'base64-encoded bytes' }),
+    contentType: Type.Optional(Type.String({ minLength: 3, maxLength: 255, pattern: '^[\\w.+-]+/[\\w.+-]+$' })),
+  },
+  { additionalProperties: false },
+);
+
+/** Body of `POST /v1/send`. */
+export const SendBody = Type.Object(
+  {
+    to: Type.Union([Address, Type.Array(Address, { minItems: 1, maxItems: 100 })], {
+      description: 'an email address, { name, email }, or an array of up to 100 of them',
+    }),
+    subject: Type.Optional(Type.String({ minLength: 1, maxLength: 998 })),
+    body: Type.Optional(Type.String({ minLength: 1, maxLength: 2_000_000, description: 'HTML (or Markdown with type=markdown)' })),
+    template: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'template id' })),
+    from: Type.Optional(Address),
+    name: Type.Optional(Type.String({ maxLength: 200, description: 'sender display name' })),
+    reply: Type.Optional(EmailAddress),
+    subscribed: Type.Optional(Type.Boolean({ description: 'marketing subscription; default false for new contacts, unchanged for existing ones' })),
+    data: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: 'template variables; `{ value, persistent: false }` values are used for rendering only and not stored on the contact',
+      }),
+    ),
+    headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'custom email headers' })),
+    attachments: Type.Optional(
+      Type.Array(Attachment, { maxItems: ATTACHMENT_LIMITS.count, description: 'at most 10, 10 MB decoded in total' }),
+    ),
+    type: Type.Optional(StringEnum(['html', 'markdown'] as const, 'body format')),
+  },
+  { additionalProperties: false },
+);
+
+const SendResult = Type.Object({
+  emails: Type.Array(
+    Type.Object({
+      contact: Type.Object({ id: Type.String(), email: Type.String() }),
+      email: Type.String({ description: 'email id; read its status at GET /emails/{id}' }),
+    }),
+  ),
+  timestamp: Timestamp,
+});
+
+/** Routes of this module. */
+export function sendRoutes(deps: AppDeps) {
+  return [
+    route({
+      method: 'post',
+      path: '/v1/send',
+      operationId: 'sendEmail',
+      tag: 'Sending',
+      summary: 'Send transactional email',
+      description:
+        'Queues one email per distinct recipient and creates or updates their contacts. ' +
+        'Responds 202 once every email is stored; delivery happens in the worker. ' +
+        'The sender domain must be a verified domain of the project.',
+      auth: 'secret',
+      body: SendBody,
+      bodyLimit: '16mb',
+      response: SendResult,
+      status: 202,
+      errors: [400, 401, 403, 404, 413, 422, 429],
+      handler: async ({ body, auth, log }) => ({
+        data: await acceptSend({ ...deps, log }, auth.projectId, body),
+      }),
+    }),
+  ];
+}

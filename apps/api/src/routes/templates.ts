@@ -1,0 +1,209 @@
+/**
+ * Templates: `POST/GET/PATCH/DELETE /templates[/{id}]`. The list carries both forms of API.md: keyset
+ * (`items`, `nextCursor`, `hasMore`, `total`) and the reference page form (`templates`, `page`, `pageSize`,
+ * `totalPages`); `page` is accepted instead of `cursor`.
+ *
+ * @module
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { assertTemplate, decodeCursor, encodeCursor, notFound, TemplateSyntaxError, validationError, type FieldError } from '@mailroom/core';
+import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate, type TemplateRow } from '@mailroom/db';
+import { route } from '../http/route';
+import type { AppDeps } from '../http/context';
+import { Deleted, EmailAddress, IdParams, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
+
+const TemplateType = StringEnum(['TRANSACTIONAL', 'MARKETING'] as const, 'TRANSACTIONAL or MARKETING');
+
+const fields = {
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  subject: Type.String({ minLength: 1, maxLength: 998, description: 'subject template' }),
+  body: Type.String({ minLength: 1, maxLength: 2_000_000, description: 'HTML body template: {{var}} escaped, {{{var}}} raw, {{var ?? default}}' }),
+  type: TemplateType,
+  from: Nullable(EmailAddress),
+  fromName: Nullable(Type.String({ maxLength: 200 })),
+  replyTo: Nullable(EmailAddress),
+};
+
+const CreateTemplate = Type.Object(
+  {
+    name: fields.name,
+    subject: fields.subject,
+    body: fields.body,
+    type: Type.Optional(fields.type),
+    from: Type.Optional(fields.from),
+    fromName: Type.Optional(fields.fromName),
+    replyTo: Type.Optional(fields.replyTo),
+  },
+  { additionalProperties: false },
+);
+const UpdateTemplate = Type.Partial(Type.Object(fields), { additionalProperties: false, minProperties: 1 });
+
+const Template = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  subject: Type.String(),
+  body: Type.String(),
+  type: TemplateType,
+  from: Nullable(Type.String()),
+  fromName: Nullable(Type.String()),
+  replyTo: Nullable(Type.String()),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+const ListQuery = Type.Object(
+  {
+    ...PageQuery,
+    page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: 'page number, instead of cursor' })),
+    type: Type.Optional(TemplateType),
+    search: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'case-insensitive match in name or subject' })),
+  },
+  { additionalProperties: false },
+);
+
+const TemplateList = Type.Object({
+  items: Type.Array(Template),
+  ...PageFields,
+  templates: Type.Array(Template, { description: 'same as items (reference form)' }),
+  page: Type.Integer(),
+  pageSize: Type.Integer(),
+  totalPages: Type.Integer(),
+});
+
+function present(t: TemplateRow): Static<typeof Template> {
+  return {
+    id: t.id,
+    name: t.name,
+    subject: t.subject,
+    body: t.body,
+    type: t.type,
+    from: t.from,
+    fromName: t.fromName,
+    replyTo: t.replyTo,
+    createdAt: t.createdAt.toISOString(),
+    updatedAt: t.updatedAt.toISOString(),
+  };
+}
+
+function checkSyntax(input: { subject?: string; body?: string }): void {
+  const errors: FieldError[] = [];
+  for (const field of ['subject', 'body'] as const) {
+    const source = input[field];
+    if (source === undefined) continue;
+    try {
+      assertTemplate(source);
+    } catch (err) {
+      if (!(err instanceof TemplateSyntaxError)) throw err;
+      errors.push({ field, message: `template syntax error: ${err.message}`, code: 'custom' });
+    }
+  }
+  if (errors.length) throw validationError(errors);
+}
+
+/** Routes of this module. */
+export function templateRoutes(deps: AppDeps) {
+  const { db } = deps.database;
+  return [
+    route({
+      method: 'post',
+      path: '/templates',
+      operationId: 'createTemplate',
+      tag: 'Templates',
+      summary: 'Create a template',
+      auth: 'secret',
+      body: CreateTemplate,
+      response: Template,
+      status: 201,
+      errors: [400, 401, 403, 422, 429],
+      handler: async ({ body, auth }) => {
+        checkSyntax(body);
+        const row = await createTemplate(db, auth.projectId, { ...body, type: body.type ?? 'TRANSACTIONAL' });
+        return { data: present(row) };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/templates',
+      operationId: 'listTemplates',
+      tag: 'Templates',
+      summary: 'List templates, newest first',
+      auth: 'secret',
+      query: ListQuery,
+      response: TemplateList,
+      status: 200,
+      errors: [400, 401, 403, 429],
+      handler: async ({ query, auth }) => {
+        const afterId = query.cursor ? decodeCursor(query.cursor) : undefined;
+        const result = await listTemplates(db, auth.projectId, { limit: query.limit, afterId, page: query.page, type: query.type, search: query.search });
+        const items = result.items.map(present);
+        const last = result.items[result.items.length - 1];
+        return {
+          data: {
+            items,
+            nextCursor: result.hasMore && last ? encodeCursor(last.id) : null,
+            hasMore: result.hasMore,
+            total: result.total,
+            templates: items,
+            page: Math.floor(result.before / query.limit) + 1,
+            pageSize: query.limit,
+            totalPages: Math.ceil(result.total / query.limit),
+          },
+        };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/templates/:id',
+      operationId: 'getTemplate',
+      tag: 'Templates',
+      summary: 'Get a template',
+      auth: 'secret',
+      params: IdParams,
+      response: Template,
+      status: 200,
+      errors: [400, 401, 403, 404, 429],
+      handler: async ({ params, auth }) => {
+        const row = await getTemplate(db, auth.projectId, params.id);
+        if (!row) throw notFound('Template');
+        return { data: present(row) };
+      },
+    }),
+    route({
+      method: 'patch',
+      path: '/templates/:id',
+      operationId: 'updateTemplate',
+      tag: 'Templates',
+      summary: 'Update a template',
+      description: 'Fields not sent are unchanged; null clears from, fromName or replyTo. Emails already queued keep the content they were accepted with.',
+      auth: 'secret',
+      params: IdParams,
+      body: UpdateTemplate,
+      response: Template,
+      status: 200,
+      errors: [400, 401, 403, 404, 422, 429],
+      handler: async ({ params, body, auth }) => {
+        checkSyntax(body);
+        const row = await updateTemplate(db, auth.projectId, params.id, body);
+        if (!row) throw notFound('Template');
+        return { data: present(row) };
+      },
+    }),
+    route({
+      method: 'delete',
+      path: '/templates/:id',
+      operationId: 'deleteTemplate',
+      tag: 'Templates',
+      summary: 'Delete a template',
+      description: 'Emails already queued from it are still sent with the content they were accepted with.',
+      auth: 'secret',
+      params: IdParams,
+      response: Deleted,
+      status: 200,
+      errors: [400, 401, 403, 404, 429],
+      handler: async ({ params, auth }) => {
+        if (!(await deleteTemplate(db, auth.projectId, params.id))) throw notFound('Template');
+        return { data: { id: params.id, deleted: true } };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,62 @@
+/**
+ * API process entry point: load config once, connect, listen on `PORT`, shut down gracefully on SIGTERM/SIGINT
+ * (stop accepting, let in-flight requests finish, close the queue, Redis and Postgres; forced exit after 15 s).
+ *
+ * @module
+ */
+import type { Server } from 'node:http';
+import { createLogger, createRedis, createSendQueue, loadConfig, type Config } from '@mailroom/core';
+import { createDatabase } from '@mailroom/db';
+import { createApp } from './app';
+
+/** Starts the API; resolves once it listens. @returns a `stop()` that shuts it down gracefully. */
+export async function startApi(config: Config): Promise<{ server: Server; stop: () => Promise<void> }> {
+  const logger = createLogger(config, 'api');
+  const database = createDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, applicationName: 'mailroom-api' });
+  const redis = createRedis(config, 'producer');
+  const sendQueue = createSendQueue(config, redis);
+  const { app } = createApp({ config, database, redis, sendQueue, logger });
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(config.port, () => resolve(s));
+  });
+  server.keepAliveTimeout = 65_000;
+  logger.info({ port: config.port, publicUrl: config.publicUrl }, 'api listening');
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      logger.info('api shutting down');
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await sendQueue.close().catch(() => undefined);
+      redis.disconnect();
+      await database.close();
+      logger.info('api stopped');
+    })());
+  return { server, stop };
+}
+
+if (require.main === module) {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(1);
+  }
+  startApi(config)
+    .then(({ stop }) => {
+      for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+        process.once(signal, () => {
+          setTimeout(() => process.exit(1), 15_000).unref();
+          stop().then(() => process.exit(0));
+        });
+      }
+    })
+    .catch((err: Error) => {
+      console.error(`api failed to start: ${err.message}`);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,215 @@
+/**
+ * Accepting transactional email (`POST /v1/send`): resolve template and sender, check everything that can be
+ * checked, then write contacts, attachments, email rows and their `queued` timeline entries in one transaction,
+ * and only then enqueue one `send` job per email (`jobId` = email id).
+ *
+ * If enqueueing fails after the commit (Redis down), the request still succeeds: the rows are the truth and the
+ * worker's reconciler enqueues them. Nothing is written when any check fails.
+ *
+ * @module
+ */
+import {
+  AppError,
+  assertTemplate,
+  checkCustomHeaders,
+  domainCovers,
+  emailDomain,
+  ErrorCode,
+  isUuid,
+  newId,
+  normalizeEmail,
+  sendJobOptions,
+  SendPriority,
+  splitVariables,
+  TemplateSyntaxError,
+  validationError,
+  type BodyFormat,
+  type Config,
+  type FieldError,
+  type Logger,
+  type Mailbox,
+  type SendJobPayload,
+} from '@mailroom/core';
+import {
+  getTemplate,
+  insertAttachments,
+  insertQueuedEmails,
+  upsertContacts,
+  verifiedDomains,
+  type Database,
+} from '@mailroom/db';
+import type { Queue } from 'bullmq';
+
+/** Attachment limits of the spec: at most 10 items and 10 MB (decoded) in total. */
+export const ATTACHMENT_LIMITS = { count: 10, totalBytes: 10 * 1024 * 1024 } as const;
+
+/** A recipient or sender as the API accepts it: an address, or `{ name, email }`. */
+export type AddressInput = string | { name?: string; email: string };
+
+/** The validated body of `POST /v1/send`. */
+export interface SendRequest {
+  to: AddressInput | AddressInput[];
+  subject?: string;
+  body?: string;
+  template?: string;
+  from?: AddressInput;
+  name?: string;
+  reply?: string;
+  subscribed?: boolean;
+  data?: Record<string, unknown>;
+  headers?: Record<string, string>;
+  attachments?: { filename: string; content: string; contentType?: string }[];
+  type?: BodyFormat;
+}
+
+/** The spec's Send result. */
+export interface SendResult {
+  emails: { contact: { id: string; email: string }; email: string }[];
+  timestamp: string;
+}
+
+function mailbox(input: AddressInput): Mailbox {
+  if (typeof input === 'string') return { email: normalizeEmail(input) };
+  const name = input.name?.trim();
+  return { email: normalizeEmail(input.email), ...(name ? { name } : {}) };
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
+  const errors: FieldError[] = [];
+  let total = 0;
+  const files = items.map((a, i) => {
+    const compact = a.content.replace(/\s+/g, '');
+    if (!BASE64.test(compact)) {
+      errors.push({ field: `attachments.${i}.content`, message: 'must be base64-encoded', code: 'invalid_string' });
+    }
+    const content = Buffer.from(compact, 'base64');
+    total += content.length;
+    return { filename: a.filename, contentType: a.contentType ?? 'application/octet-stream', content };
+  });
+  if (total > ATTACHMENT_LIMITS.totalBytes) {
+    errors.push({ field: 'attachments', message: `total size ${total} bytes exceeds ${ATTACHMENT_LIMITS.totalBytes} bytes (10 MB)`, code: 'too_big' });
+  }
+  return { files, errors };
+}
+
+/**
+ * Accepts a send request for a project.
+ *
+ * @throws {@link AppError} 404 (template not in this project), 422 (business rules: sender, content, headers,
+ *   attachments, template syntax); Postgres errors propagate (mapped to 503 when it is unreachable).
+ */
+export async function acceptSend(
+  deps: { config: Config; database: Database; sendQueue: Queue<SendJobPayload>; log: Logger },
+  projectId: string,
+  req: SendRequest,
+): Promise<SendResult> {
+  const { db } = deps.database;
+  const errors: FieldError[] = [];
+
+  let template: Awaited<ReturnType<typeof getTemplate>>;
+  if (req.template !== undefined) {
+    template = isUuid(req.template) ? await getTemplate(db, projectId, req.template) : undefined;
+    if (!template) throw new AppError(ErrorCode.NOT_FOUND, 'Template not found');
+  }
+
+  const subject = req.subject ?? template?.subject;
+  const body = req.body ?? template?.body;
+  if (subject === undefined) errors.push({ field: 'subject', message: 'is required when no template is given', code: 'invalid_type' });
+  if (body === undefined) errors.push({ field: 'body', message: 'is required when no template is given', code: 'invalid_type' });
+
+  const fromInput: Mailbox | undefined = req.from !== undefined ? mailbox(req.from) : template?.from ? { email: template.from } : undefined;
+  const fromName = req.name?.trim() || fromInput?.name || (req.from === undefined ? template?.fromName : undefined) || undefined;
+  const replyTo = req.reply ?? template?.replyTo ?? undefined;
+  if (!fromInput) {
+    errors.push({ field: 'from', message: 'is required unless the template has a from address', code: 'invalid_type' });
+  }
+
+  for (const [field, source] of [['subject', subject], ['body', body]] as const) {
+    if (source === undefined) continue;
+    try {
+      assertTemplate(source);
+    } catch (err) {
+      if (!(err instanceof TemplateSyntaxError)) throw err;
+      errors.push({ field: req[field] === undefined ? 'template' : field, message: `template syntax error: ${err.message}`, code: 'custom' });
+    }
+  }
+  if (req.headers) errors.push(...checkCustomHeaders(req.headers));
+  const decoded = req.attachments ? decodeAttachments(req.attachments) : { files: [], errors: [] };
+  errors.push(...decoded.errors);
+
+  if (fromInput && !errors.some((e) => e.field === 'from')) {
+    const domain = emailDomain(fromInput.email);
+    const verified = await verifiedDomains(db, projectId);
+    if (!verified.some((v) => domainCovers(v, domain))) {
+      errors.push({
+        field: 'from',
+        message: `the domain ${domain} is not a verified sending domain of this project`,
+        code: 'custom',
+      });
+    }
+  }
+  if (errors.length > 0) throw validationError(errors);
+
+  const recipients = new Map<string, Mailbox>();
+  for (const r of (Array.isArray(req.to) ? req.to : [req.to]).map(mailbox)) {
+    const key = r.email.toLowerCase();
+    if (!recipients.has(key)) recipients.set(key, r);
+  }
+  const { render, persist } = splitVariables(req.data);
+  const format: BodyFormat = req.type ?? 'html';
+
+  const written = await db.transaction(async (tx) => {
+    const contacts = await upsertContacts(
+      tx,
+      projectId,
+      [...recipients.values()].map((r) => ({ email: r.email, subscribed: req.subscribed, defaultSubscribed: false, data: persist })),
+    );
+    const contactByKey = new Map(contacts.map((c) => [c.emailKey, c]));
+    const attachmentIds = await insertAttachments(tx, projectId, decoded.files);
+    const rows = [...recipients.values()].map((r) => {
+      const contact = contactByKey.get(r.email.toLowerCase())!;
+      return {
+        id: newId(),
+        projectId,
+        contactId: contact.id,
+        templateId: template?.id ?? null,
+        source: 'transactional' as const,
+        toEmail: r.email,
+        toName: r.name ?? null,
+        fromEmail: fromInput!.email,
+        fromName: fromName ?? null,
+        replyTo: replyTo ?? null,
+        subject: subject!,
+        body: body!,
+        bodyFormat: format,
+        variables: render,
+        headers: req.headers ?? {},
+        attachmentIds,
+        contact,
+      };
+    });
+    await insertQueuedEmails(tx, rows.map(({ contact: _c, ...row }) => row));
+    return rows;
+  });
+
+  try {
+    await deps.sendQueue.addBulk(
+      written.map((row) => ({
+        name: 'send',
+        data: { emailId: row.id, projectId },
+        opts: sendJobOptions(deps.config, row.id, SendPriority.transactional),
+      })),
+    );
+  } catch (err) {
+    // Accepted all the same: the rows are committed and the reconciler enqueues them once Redis is back.
+    deps.log.warn({ err, emails: written.length }, 'enqueue failed; the reconciler will enqueue these emails');
+  }
+
+  return {
+    emails: written.map((row) => ({ contact: { id: row.contact.id, email: row.contact.email }, email: row.id })),
+    timestamp: new Date().toISOString(),
+  };
+}
+

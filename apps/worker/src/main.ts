@@ -1,0 +1,112 @@
+/**
+ * Worker process entry point: the `send` worker, the reconciler, a health endpoint, graceful shutdown.
+ *
+ * Shutdown (SIGTERM/SIGINT): stop taking jobs, let active ones finish (a job cut off by a hard kill is retried
+ * by another worker after its lock expires), stop the reconciler, close Redis and Postgres.
+ *
+ * @module
+ */
+import http from 'node:http';
+import { sql } from 'drizzle-orm';
+import type { Worker } from 'bullmq';
+import { createLogger, createRedis, createSendQueue, loadConfig, type Config, type Logger } from '@mailroom/core';
+import { createDatabase } from '@mailroom/db';
+import { createSendProcessor } from './processors/send';
+import { startReconciler } from './processors/reconcile';
+import { createSendWorker } from './queues/send';
+import { SesTransport, type MailTransport } from './ses/transport';
+
+/** A running worker process. */
+export interface RunningWorker {
+  worker: Worker;
+  /** Port of the health endpoint (0 when disabled). */
+  healthPort: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the worker.
+ *
+ * @param options.transport - defaults to SES v2 per config.
+ * @param options.healthPort - port of `GET /health/live|ready`; `0` picks a free one, `null` disables it.
+ */
+export async function startWorker(
+  config: Config,
+  options: { transport?: MailTransport; healthPort?: number | null; logger?: Logger } = {},
+): Promise<RunningWorker> {
+  const logger = options.logger ?? createLogger(config, 'worker');
+  const database = createDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, applicationName: 'mailroom-worker' });
+  const connection = createRedis(config, 'worker');
+  const transport = options.transport ?? new SesTransport(config);
+  const sendQueue = createSendQueue(config, connection);
+
+  let worker!: Worker;
+  const processor = createSendProcessor({ config, database, transport, logger, worker: () => worker });
+  worker = createSendWorker(config, connection, processor);
+  worker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'job attempt failed'));
+  worker.on('error', (err) => logger.error({ err }, 'worker error'));
+  const reconciler = startReconciler({ config, database, sendQueue, redis: connection, logger });
+  void worker.run();
+  await worker.waitUntilReady();
+
+  let server: http.Server | undefined;
+  let healthPort = 0;
+  if (options.healthPort !== null) {
+    server = http.createServer(async (req, res) => {
+      if (req.url === '/health/live') {
+        res.writeHead(worker.isRunning() ? 200 : 503, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ status: worker.isRunning() ? 'ok' : 'stopping' }));
+        return;
+      }
+      if (req.url === '/health/ready') {
+        const checks = await Promise.allSettled([database.db.execute(sql`select 1`), connection.ping()]);
+        const ok = checks.every((c) => c.status === 'fulfilled') && worker.isRunning();
+        res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ status: ok ? 'ok' : 'unavailable' }));
+        return;
+      }
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => server!.listen(options.healthPort ?? config.workerHealthPort, resolve));
+    healthPort = (server.address() as { port: number }).port;
+  }
+  logger.info({ concurrency: config.workerConcurrency, ratePerSecond: config.sesMaxSendRate, healthPort }, 'worker started');
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      logger.info('worker shutting down');
+      await worker.close();
+      await reconciler.stop();
+      await sendQueue.close().catch(() => undefined);
+      server?.close();
+      transport.close();
+      connection.disconnect();
+      await database.close();
+      logger.info('worker stopped');
+    })());
+  return { worker, healthPort, stop };
+}
+
+if (require.main === module) {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(1);
+  }
+  startWorker(config)
+    .then(({ stop }) => {
+      for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+        process.once(signal, () => {
+          setTimeout(() => process.exit(1), 60_000).unref();
+          stop().then(() => process.exit(0));
+        });
+      }
+    })
+    .catch((err: Error) => {
+      console.error(`worker failed to start: ${err.message}`);
+      process.exit(1);
+    });
+}

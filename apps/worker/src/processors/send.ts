@@ -1,0 +1,157 @@
+/**
+ * The `send` job: deliver one email row to SES, at most once per successful claim.
+ *
+ * 1. Validate the payload (an invalid one is unrecoverable, never retried).
+ * 2. Claim the row atomically (`queued → sending`, with a fresh claim token). A row already final is skipped;
+ *    a row held by a live claim is delayed until its lease ends.
+ * 3. Re-check the project (disabled → `cancelled`), render subject and body against the contact's data and the
+ *    request's variables, build the MIME message, hand it to SES.
+ * 4. Finish the row with the claim token: `sent` (SES message id), back to `queued` for a retry (throttling:
+ *    no attempt spent; transient: backoff), or `failed` with the reason (permanent, or attempts exhausted).
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import {
+  buildMime,
+  dataValidator,
+  emailDomain,
+  renderContent,
+  SendJobPayload,
+  TemplateSyntaxError,
+  type Config,
+  type Logger,
+} from '@mailroom/core';
+import { claimEmail, finishEmail, loadAttachments, type Database } from '@mailroom/db';
+import { classifySendError, type MailTransport } from '../ses/transport';
+
+const validatePayload = dataValidator(SendJobPayload);
+
+/** What a finished job reports (shown in the dashboard). */
+export type SendJobResult =
+  | { outcome: 'sent'; messageId: string }
+  | { outcome: 'skipped'; reason: string }
+  | { outcome: 'failed' | 'cancelled'; reason: string };
+
+/** Dependencies of the processor. */
+export interface SendProcessorDeps {
+  config: Config;
+  database: Database;
+  transport: MailTransport;
+  logger: Logger;
+  /** The worker running this processor (for queue-wide throttling pauses). */
+  worker: () => Worker;
+}
+
+/** Creates the BullMQ processor function of the `send` queue. */
+export function createSendProcessor(deps: SendProcessorDeps) {
+  const { config, transport } = deps;
+  const { db } = deps.database;
+
+  return async (job: Job, token?: string): Promise<SendJobResult> => {
+    const checked = validatePayload(job.data);
+    if (!checked.ok) throw new UnrecoverableError(`invalid send payload: ${JSON.stringify(checked.errors)}`);
+    const { emailId } = checked.value;
+    const log = deps.logger.child({ jobId: job.id, emailId, projectId: checked.value.projectId });
+
+    const claimToken = randomUUID();
+    const claim = await claimEmail(db, emailId, claimToken, config.sendLeaseMs);
+    if (!claim.ok) {
+      if (claim.kind === 'leased') {
+        // Another worker holds the row (or died holding it): look again when its lease ends.
+        await job.moveToDelayed(claim.until.getTime() + 50, token);
+        throw new DelayedError();
+      }
+      log.debug({ reason: claim.kind }, 'send skipped');
+      return { outcome: 'skipped', reason: claim.kind === 'final' ? `already ${claim.status}` : 'email no longer exists' };
+    }
+    const email = claim.email;
+    if (email.previousStatus === 'sending') {
+      log.warn('re-sending an email whose worker died mid-send (same Message-ID)');
+    }
+
+    const finish = (outcome: Parameters<typeof finishEmail>[3]) => finishEmail(db, emailId, claimToken, outcome);
+
+    if (email.projectDisabled) {
+      await finish({ status: 'cancelled', reason: 'project disabled' });
+      log.info('send cancelled: project disabled');
+      return { outcome: 'cancelled', reason: 'project disabled' };
+    }
+
+    let raw: Buffer;
+    let subject: string;
+    try {
+      const context = { email: email.toEmail, ...(email.contactData ?? {}), ...email.variables };
+      const content = renderContent({ subject: email.subject, body: email.body, format: email.bodyFormat }, context);
+      subject = content.subject;
+      const files = await loadAttachments(db, email.projectId, email.attachmentIds);
+      raw = await buildMime({
+        from: { email: email.fromEmail, ...(email.fromName ? { name: email.fromName } : {}) },
+        to: { email: email.toEmail, ...(email.toName ? { name: email.toName } : {}) },
+        replyTo: email.replyTo,
+        subject: content.subject,
+        html: content.html,
+        text: content.text,
+        headers: email.headers,
+        attachments: files.map((f) => ({ filename: f.filename, content: f.content, contentType: f.contentType })),
+        messageId: `${email.id}@${emailDomain(email.fromEmail)}`,
+      });
+    } catch (err) {
+      if (err instanceof TemplateSyntaxError) {
+        await finish({ status: 'failed', reason: `template error: ${err.message}` });
+        return { outcome: 'failed', reason: err.message };
+      }
+      return retryOrFail(job, log, finish, `internal: ${(err as Error).message}`, err);
+    }
+
+    let messageId: string;
+    try {
+      ({ messageId } = await transport.send({
+        raw,
+        from: email.fromEmail,
+        to: [email.toEmail],
+        tags: { email_id: email.id, project_id: email.projectId },
+      }));
+    } catch (err) {
+      const c = classifySendError(err);
+      if (c.kind === 'throttled') {
+        await finish({ status: 'queued', reason: c.reason, retryInMs: c.retryInMs });
+        log.warn({ reason: c.reason, retryInMs: c.retryInMs }, 'SES throttled; queue paused');
+        // Pauses the whole queue (every worker) and puts the job back without spending an attempt.
+        await deps.worker().rateLimit(c.retryInMs);
+        throw Worker.RateLimitError();
+      }
+      if (c.kind === 'permanent') {
+        await finish({ status: 'failed', reason: c.reason });
+        log.warn({ reason: c.reason }, 'send failed permanently');
+        return { outcome: 'failed', reason: c.reason };
+      }
+      return retryOrFail(job, log, finish, c.reason, err);
+    }
+
+    const recorded = await finish({ status: 'sent', messageId, renderedSubject: subject });
+    if (!recorded) log.error({ messageId }, 'sent, but the claim was lost before recording it');
+    log.info({ messageId }, 'email sent');
+    return { outcome: 'sent', messageId };
+  };
+}
+
+/** Transient failure: put the row back for the next attempt, or fail it when this was the last one. */
+async function retryOrFail(
+  job: Job,
+  log: Logger,
+  finish: (o: Parameters<typeof finishEmail>[3]) => Promise<boolean>,
+  reason: string,
+  err: unknown,
+): Promise<SendJobResult> {
+  const attempts = job.opts.attempts ?? 1;
+  if (job.attemptsMade + 1 >= attempts) {
+    await finish({ status: 'failed', reason: `gave up after ${attempts} attempts: ${reason}` });
+    log.error({ reason, attempts }, 'send failed: attempts exhausted');
+    return { outcome: 'failed', reason };
+  }
+  await finish({ status: 'queued', reason });
+  log.warn({ reason, attempt: job.attemptsMade + 1 }, 'send deferred: transient failure');
+  throw err instanceof Error ? err : new Error(reason);
+}

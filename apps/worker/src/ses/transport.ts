@@ -1,0 +1,103 @@
+/**
+ * Delivery to Amazon SES (API v2 `SendEmail` with raw MIME content), behind the {@link MailTransport}
+ * interface so the worker does not care whether it talks to AWS or the local emulator (`SES_ENDPOINT`).
+ *
+ * @module
+ */
+import { SESv2Client, SendEmailCommand } from '@aws-sdk/client-sesv2';
+import type { Config } from '@mailroom/core';
+
+/** One raw message to hand over. */
+export interface OutboundMessage {
+  /** RFC 5322 bytes (see `buildMime`). */
+  raw: Buffer;
+  from: string;
+  to: string[];
+  /** SES message tags (`[A-Za-z0-9_-]` names and values), returned on SES events. */
+  tags?: Record<string, string>;
+}
+
+/** Something that accepts a message and returns the provider's message id. */
+export interface MailTransport {
+  /** @throws the provider's error; classify it with {@link classifySendError}. */
+  send(message: OutboundMessage): Promise<{ messageId: string }>;
+  close(): void;
+}
+
+/** How the worker must treat a failed send. */
+export type SendErrorClass =
+  /** Over the account's rate or quota, or sending paused: try again later without spending an attempt. */
+  | { kind: 'throttled'; retryInMs: number; reason: string }
+  /** Network trouble or a 5xx: retry with backoff, spending an attempt. */
+  | { kind: 'transient'; reason: string }
+  /** SES refused the message itself: retrying cannot help. */
+  | { kind: 'permanent'; reason: string };
+
+const THROTTLED: Record<string, number> = {
+  TooManyRequestsException: 1_000,
+  ThrottlingException: 1_000,
+  Throttling: 1_000,
+  LimitExceededException: 60_000,
+  // Account-level stops: the mail waits (it is never dropped) until the operator resolves them.
+  SendingPausedException: 60_000,
+  AccountSuspendedException: 300_000,
+};
+
+const PERMANENT = new Set([
+  'MessageRejected',
+  'MailFromDomainNotVerifiedException',
+  'NotFoundException',
+  'BadRequestException',
+  'InvalidParameterValue',
+]);
+
+/**
+ * Classifies an error thrown by {@link MailTransport.send}, per the SES v2 `SendEmail` error list
+ * (https://docs.aws.amazon.com/ses/latest/APIReference-V2/API_SendEmail.html#API_SendEmail_Errors).
+ */
+export function classifySendError(err: unknown): SendErrorClass {
+  const e = err as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number }; $retryable?: unknown };
+  const name = e.name ?? 'Error';
+  const reason = `${name}: ${e.message ?? 'unknown error'}`.slice(0, 1000);
+  const throttledMs = THROTTLED[name];
+  if (throttledMs !== undefined) return { kind: 'throttled', retryInMs: throttledMs, reason };
+  const status = e.$metadata?.httpStatusCode;
+  if (status === 429) return { kind: 'throttled', retryInMs: 1_000, reason };
+  if (PERMANENT.has(name)) return { kind: 'permanent', reason };
+  if (status !== undefined && status >= 400 && status < 500) return { kind: 'permanent', reason };
+  return { kind: 'transient', reason };
+}
+
+/** The SES v2 implementation. */
+export class SesTransport implements MailTransport {
+  private readonly client: SESv2Client;
+
+  constructor(private readonly config: Pick<Config, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet'>) {
+    this.client = new SESv2Client({
+      region: config.sesRegion,
+      endpoint: config.sesEndpoint,
+      credentials: config.awsCredentials ?? (config.sesEndpoint ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined),
+      // One attempt per call: retries are the queue's business (backoff, throttling, attempt counting).
+      maxAttempts: 1,
+      requestHandler: { connectionTimeout: 5_000, requestTimeout: 30_000 },
+    });
+  }
+
+  async send(message: OutboundMessage): Promise<{ messageId: string }> {
+    const out = await this.client.send(
+      new SendEmailCommand({
+        FromEmailAddress: message.from,
+        Destination: { ToAddresses: message.to },
+        Content: { Raw: { Data: message.raw } },
+        ConfigurationSetName: this.config.sesConfigurationSet,
+        EmailTags: Object.entries(message.tags ?? {}).map(([Name, Value]) => ({ Name, Value })),
+      }),
+    );
+    if (!out.MessageId) throw Object.assign(new Error('SES returned no MessageId'), { name: 'MissingMessageId' });
+    return { messageId: out.MessageId };
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * Runtime configuration, parsed once from environment variables into a typed, frozen object.
+ *
+ * Nothing else in the code base reads `process.env`: entry points call {@link loadConfig} once and pass
+ * the result down. Bad values fail fast with a {@link ConfigError} naming the variable.
+ *
+ * @module
+ */
+
+/** Typed configuration shared by the API, the worker and the CLI. */
+export interface Config {
+  /** `NODE_ENV`: `production`, `development` or `test`. */
+  readonly env: 'production' | 'development' | 'test';
+  /** `DATABASE_URL`: Postgres connection string. */
+  readonly databaseUrl: string;
+  /** `DB_POOL_SIZE`: connections per process. */
+  readonly dbPoolSize: number;
+  /** `REDIS_URL`: Redis connection string (queues, rate limits). */
+  readonly redisUrl: string;
+  /** `QUEUE_PREFIX`: BullMQ key prefix, hash-tagged (`{name}`) so keys share one Redis Cluster slot. */
+  readonly queuePrefix: string;
+  /** `PORT`: HTTP port of the API. */
+  readonly port: number;
+  /** `PUBLIC_URL`: the externally reachable base URL of the API (links in mail). */
+  readonly publicUrl: string;
+  /** `ADMIN_TOKEN`: bearer token of `/admin/*`; admin routes are off when unset. */
+  readonly adminToken: string | undefined;
+  /** `LOG_LEVEL`: pino level. */
+  readonly logLevel: string;
+  /** `LOG_PRETTY`: human-readable logs (development). */
+  readonly logPretty: boolean;
+  /** `SES_REGION`. */
+  readonly sesRegion: string;
+  /** `SES_ENDPOINT`: override of the SES endpoint, e.g. the local emulator `http://127.0.0.1:8005`. */
+  readonly sesEndpoint: string | undefined;
+  /** `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`; when unset the AWS default credential chain applies. */
+  readonly awsCredentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
+  /** `SES_CONFIGURATION_SET`: passed on every send when set (event publishing). */
+  readonly sesConfigurationSet: string | undefined;
+  /** `SES_MAX_SEND_RATE`: emails/s across all workers; never exceeded in any one-second window. */
+  readonly sesMaxSendRate: number;
+  /** `RATE_LIMIT_PER_MINUTE`: API requests per minute per project. */
+  readonly rateLimitPerMinute: number;
+  /** `AUTH_CACHE_TTL_MS`: how long a key → project lookup is cached in memory (ms). */
+  readonly authCacheTtlMs: number;
+  /** `KEY_ROTATION_GRACE_HOURS`: how long a rotated-out key keeps working (hours). */
+  readonly keyRotationGraceHours: number;
+  /** `WORKER_CONCURRENCY`: jobs processed at once per worker process. */
+  readonly workerConcurrency: number;
+  /** `WORKER_HEALTH_PORT`: port of the worker's `/health/live` and `/health/ready`. */
+  readonly workerHealthPort: number;
+  /** `WORKER_LOCK_MS`: BullMQ job lock (ms); a dead worker's jobs are retried after about this long. */
+  readonly workerLockMs: number;
+  /** `SEND_LEASE_MS`: after this long (ms) an email claimed by a worker that died may be claimed again. */
+  readonly sendLeaseMs: number;
+  /** `RECONCILE_INTERVAL_MS`: how often the reconciler looks for queued emails without a job (ms). */
+  readonly reconcileIntervalMs: number;
+  /** `RECONCILE_AFTER_MS`: a queued email older than this (ms) is checked for a live job. */
+  readonly reconcileAfterMs: number;
+  /** `SEND_MAX_ATTEMPTS`: attempts for transient SES failures before an email is marked failed. */
+  readonly sendMaxAttempts: number;
+  /** `SEND_BACKOFF_MS`: base of the exponential backoff between attempts (ms). */
+  readonly sendBackoffMs: number;
+}
+
+/** Thrown by {@link loadConfig} when a variable is malformed; `variable` names it. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`Invalid configuration: ${variable} ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string, fallback?: string): string {
+  const v = env[name]?.trim();
+  if (v) return v;
+  if (fallback === undefined) throw new ConfigError(name, 'is required');
+  return fallback;
+}
+
+function optional(env: Env, name: string): string | undefined {
+  const v = env[name]?.trim();
+  return v ? v : undefined;
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (!raw) return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, fallback: string | undefined, protocols: string[]): string | undefined {
+  const raw = optional(env, name) ?? fallback;
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be a URL, got "${raw}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+/**
+ * Parses and validates configuration.
+ *
+ * @param env - the environment (normally `process.env`, passed by the entry point).
+ * @returns a frozen {@link Config}.
+ * @throws {@link ConfigError} naming the first bad variable.
+ */
+export function loadConfig(env: Env): Config {
+  const nodeEnv = str(env, 'NODE_ENV', 'development');
+  if (!['production', 'development', 'test'].includes(nodeEnv)) {
+    throw new ConfigError('NODE_ENV', `must be production, development or test, got "${nodeEnv}"`);
+  }
+  const accessKeyId = optional(env, 'AWS_ACCESS_KEY_ID');
+  const secretAccessKey = optional(env, 'AWS_SECRET_ACCESS_KEY');
+  if (Boolean(accessKeyId) !== Boolean(secretAccessKey)) {
+    throw new ConfigError(accessKeyId ? 'AWS_SECRET_ACCESS_KEY' : 'AWS_ACCESS_KEY_ID', 'must be set together with its pair');
+  }
+  const queuePrefix = str(env, 'QUEUE_PREFIX', '{mailroom}');
+  if (!/^[\w{}:.-]{1,64}$/.test(queuePrefix)) {
+    throw new ConfigError('QUEUE_PREFIX', 'may hold only letters, digits, _ - . : { } (at most 64)');
+  }
+  const port = int(env, 'PORT', 8080, 0, 65535);
+  const adminToken = optional(env, 'ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
+  }
+  const config: Config = {
+    env: nodeEnv as Config['env'],
+    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/mailroom', ['postgres:', 'postgresql:'])!,
+    dbPoolSize: int(env, 'DB_POOL_SIZE', 10, 1, 500),
+    redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!,
+    queuePrefix,
+    port,
+    publicUrl: url(env, 'PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:'])!,
+    adminToken,
+    logLevel: str(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info'),
+    logPretty: bool(env, 'LOG_PRETTY', false),
+    sesRegion: str(env, 'SES_REGION', 'us-east-1'),
+    sesEndpoint: url(env, 'SES_ENDPOINT', undefined, ['http:', 'https:']),
+    awsCredentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
+    sesConfigurationSet: optional(env, 'SES_CONFIGURATION_SET'),
+    sesMaxSendRate: int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
+    authCacheTtlMs: int(env, 'AUTH_CACHE_TTL_MS', 10_000, 0, 3_600_000),
+    keyRotationGraceHours: int(env, 'KEY_ROTATION_GRACE_HOURS', 24, 0, 24 * 90),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 8, 1, 1000),
+    workerHealthPort: int(env, 'WORKER_HEALTH_PORT', 8081, 0, 65535),
+    workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),
+    sendLeaseMs: int(env, 'SEND_LEASE_MS', 60_000, 1000, 3_600_000),
+    reconcileIntervalMs: int(env, 'RECONCILE_INTERVAL_MS', 30_000, 100, 3_600_000),
+    reconcileAfterMs: int(env, 'RECONCILE_AFTER_MS', 60_000, 0, 86_400_000),
+    sendMaxAttempts: int(env, 'SEND_MAX_ATTEMPTS', 8, 1, 100),
+    sendBackoffMs: int(env, 'SEND_BACKOFF_MS', 5_000, 10, 3_600_000),
+  };
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be a pino level, got "${config.logLevel}"`);
+  }
+  return Object.freeze(config);
+}

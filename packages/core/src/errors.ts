@@ -1,0 +1,100 @@
+/**
+ * The one home of API errors: machine-readable codes, their HTTP statuses, and {@link AppError}.
+ *
+ * Error bodies follow the service specification's standard form (see `shared/API.md`):
+ * `{ success: false, error: { code, message, statusCode, requestId, errors?, suggestion? }, timestamp }`.
+ *
+ * @module
+ */
+
+/** Machine-readable error codes; values are part of the public API and never renamed. */
+export const ErrorCode = {
+  BAD_REQUEST: 'BAD_REQUEST',
+  INVALID_JSON: 'INVALID_JSON',
+  INVALID_PARAMETERS: 'INVALID_PARAMETERS',
+  UNAUTHORIZED: 'UNAUTHORIZED',
+  FORBIDDEN: 'FORBIDDEN',
+  PUBLIC_KEY_NOT_ALLOWED: 'PUBLIC_KEY_NOT_ALLOWED',
+  PROJECT_DISABLED: 'PROJECT_DISABLED',
+  NOT_FOUND: 'NOT_FOUND',
+  CONFLICT: 'CONFLICT',
+  INVALID_STATE: 'INVALID_STATE',
+  IDEMPOTENCY_CONFLICT: 'IDEMPOTENCY_CONFLICT',
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  VALIDATION_ERROR: 'VALIDATION_ERROR',
+  RATE_LIMITED: 'RATE_LIMITED',
+  INTERNAL_ERROR: 'INTERNAL_ERROR',
+  SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** HTTP status of each code. */
+export const errorStatus: Record<ErrorCode, number> = {
+  BAD_REQUEST: 400,
+  INVALID_JSON: 400,
+  INVALID_PARAMETERS: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  PUBLIC_KEY_NOT_ALLOWED: 403,
+  PROJECT_DISABLED: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  INVALID_STATE: 409,
+  IDEMPOTENCY_CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  VALIDATION_ERROR: 422,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+};
+
+/** Field-level codes of `errors[]` items (the spec's example is `invalid_string`). */
+export type FieldErrorCode =
+  | 'invalid_type'
+  | 'invalid_string'
+  | 'invalid_enum_value'
+  | 'too_small'
+  | 'too_big'
+  | 'unrecognized_keys'
+  | 'custom';
+
+/** One item of `error.errors`: `field` is a dotted path such as `to.0.email`. */
+export interface FieldError {
+  field: string;
+  message: string;
+  code: FieldErrorCode;
+}
+
+/** An expected failure with its public code; anything else thrown becomes a 500 `INTERNAL_ERROR`. */
+export class AppError extends Error {
+  readonly statusCode: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly options: { errors?: FieldError[]; suggestion?: string; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+    this.name = 'AppError';
+    this.statusCode = errorStatus[code];
+  }
+}
+
+/** 422 `VALIDATION_ERROR` for one or more fields. */
+export function validationError(errors: FieldError[], message?: string): AppError {
+  const first = errors[0];
+  return new AppError(
+    ErrorCode.VALIDATION_ERROR,
+    message ?? (errors.length === 1 && first ? `${first.field}: ${first.message}` : 'Request validation failed'),
+    { errors, suggestion: 'Correct the fields listed in error.errors and retry.' },
+  );
+}
+
+/** 422 for a single field. */
+export function fieldError(field: string, message: string, code: FieldErrorCode = 'custom'): AppError {
+  return validationError([{ field, message, code }]);
+}
+
+/** 404 that never reveals whether the id exists in another project. */
+export function notFound(resource: string): AppError {
+  return new AppError(ErrorCode.NOT_FOUND, `${resource} not found`);
+}

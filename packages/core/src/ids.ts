@@ -1,0 +1,41 @@
+/**
+ * Identifiers and keyset cursors.
+ *
+ * Every row id is a UUIDv7 (RFC 9562): time-ordered, so `ORDER BY id` is creation order and a keyset cursor is
+ * just the last id seen, encoded opaquely.
+ *
+ * @module
+ */
+import { v7 as uuidv7, validate as uuidValidate } from 'uuid';
+import { AppError, ErrorCode } from './errors';
+
+/** A new UUIDv7 (RFC 9562 §5.7). */
+export function newId(): string {
+  return uuidv7();
+}
+
+/** True when `value` is a UUID string (any version); ids that are not can never exist. */
+export function isUuid(value: string): boolean {
+  return uuidValidate(value);
+}
+
+/** Encodes the last id of a page as an opaque cursor (base64url). */
+export function encodeCursor(lastId: string): string {
+  return Buffer.from(`v1:${lastId}`, 'utf8').toString('base64url');
+}
+
+/**
+ * Decodes a cursor made by {@link encodeCursor}.
+ *
+ * @throws {@link AppError} 400 `INVALID_PARAMETERS` naming `cursor` when it is not one of ours.
+ */
+export function decodeCursor(cursor: string): string {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const id = text.startsWith('v1:') ? text.slice(3) : '';
+  if (!isUuid(id)) {
+    throw new AppError(ErrorCode.INVALID_PARAMETERS, 'cursor: is not a cursor returned by this API', {
+      errors: [{ field: 'cursor', message: 'is not a cursor returned by this API', code: 'invalid_string' }],
+    });
+  }
+  return id;
+}

@@ -1,0 +1,34 @@
+/**
+ * pino logging. Log with fields, not interpolation: `log.info({ emailId }, 'email sent')`.
+ * Child loggers carry `requestId` (API) or `jobId` (worker) on every line.
+ *
+ * @module
+ */
+import pino, { type Logger } from 'pino';
+import type { Config } from './config';
+
+export type { Logger } from 'pino';
+
+/**
+ * Creates the process logger.
+ *
+ * @param config - `logLevel` and `logPretty` are used; pretty output needs the optional `pino-pretty` package.
+ * @param name - the process role (`api`, `worker`, `cli`), added to every line as `service`.
+ */
+export function createLogger(config: Pick<Config, 'logLevel' | 'logPretty'>, name: string): Logger {
+  let transport: pino.TransportSingleOptions | undefined;
+  if (config.logPretty) {
+    try {
+      require.resolve('pino-pretty');
+      transport = { target: 'pino-pretty', options: { colorize: true, translateTime: 'HH:MM:ss.l' } };
+    } catch {
+      transport = undefined;
+    }
+  }
+  return pino({
+    level: config.logLevel,
+    base: { service: name },
+    redact: { paths: ['req.headers.authorization', '*.secretKey', '*.password'], censor: '[redacted]' },
+    transport,
+  });
+}

@@ -1,0 +1,172 @@
+/**
+ * Request and job-payload validation. A TypeBox schema is at once the ajv runtime schema, the TypeScript type
+ * (`Static<typeof S>`) and the OpenAPI component, so the docs cannot drift from what is enforced.
+ *
+ * ajv errors are translated into the spec's `errors[]` items: `{ field: 'to.0.email', message, code }`.
+ *
+ * @module
+ */
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { Static, TSchema } from '@sinclair/typebox';
+import { AppError, ErrorCode, type FieldError, type FieldErrorCode } from './errors';
+
+function makeAjv(coerceTypes: boolean): Ajv {
+  const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes, useDefaults: coerceTypes });
+  addFormats(ajv);
+  return ajv;
+}
+
+const bodyAjv = makeAjv(false);
+// Query strings and path parameters arrive as text: coerce "20" → 20 and "true" → true.
+const paramAjv = makeAjv(true);
+
+const keywordCode: Record<string, FieldErrorCode> = {
+  type: 'invalid_type',
+  required: 'invalid_type',
+  format: 'invalid_string',
+  pattern: 'invalid_string',
+  enum: 'invalid_enum_value',
+  const: 'invalid_enum_value',
+  minLength: 'too_small',
+  minimum: 'too_small',
+  exclusiveMinimum: 'too_small',
+  minItems: 'too_small',
+  minProperties: 'too_small',
+  maxLength: 'too_big',
+  maximum: 'too_big',
+  exclusiveMaximum: 'too_big',
+  maxItems: 'too_big',
+  maxProperties: 'too_big',
+  additionalProperties: 'unrecognized_keys',
+};
+
+function pointerToPath(pointer: string): string {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .join('.');
+}
+
+function join(base: string, key: string): string {
+  return base ? `${base}.${key}` : key;
+}
+
+function toFieldError(e: ErrorObject, root: string): FieldError {
+  const path = pointerToPath(e.instancePath);
+  const code = keywordCode[e.keyword] ?? 'custom';
+  const p = e.params as Record<string, unknown>;
+  if (e.keyword === 'required') {
+    return { field: join(join(root, path), String(p.missingProperty)), message: 'is required', code };
+  }
+  if (e.keyword === 'additionalProperties') {
+    return { field: join(join(root, path), String(p.additionalProperty)), message: 'is not a recognized field', code };
+  }
+  const field = join(root, path) || root || '(root)';
+  if (e.keyword === 'enum') {
+    return { field, message: `must be one of: ${(p.allowedValues as unknown[]).join(', ')}`, code };
+  }
+  if (e.keyword === 'format') return { field, message: `must be a valid ${String(p.format)}`, code };
+  return { field, message: e.message ?? 'is invalid', code };
+}
+
+/**
+ * Collapses the per-branch noise of `anyOf` failures: when exactly one branch has the right JSON type at the
+ * failing path, its own errors are reported (e.g. `to.email must be a valid email`); otherwise one
+ * `invalid_type` error describes the accepted shapes.
+ */
+function simplify(errors: ErrorObject[], schemaDescription: (schemaPath: string) => string | undefined): ErrorObject[] {
+  const anyOfs = errors.filter((e) => e.keyword === 'anyOf');
+  if (anyOfs.length === 0) return errors;
+  // Innermost anyOf failures first, so nested unions are resolved before their parents.
+  anyOfs.sort((a, b) => b.schemaPath.length - a.schemaPath.length);
+  let remaining = errors;
+  for (const union of anyOfs) {
+    if (!remaining.includes(union)) continue;
+    const prefix = union.schemaPath.replace(/\/anyOf$/, '/anyOf/');
+    const inside = remaining.filter((e) => e !== union && e.schemaPath.startsWith(prefix));
+    const byBranch = new Map<string, ErrorObject[]>();
+    for (const e of inside) {
+      const branch = e.schemaPath.slice(prefix.length).split('/')[0]!;
+      byBranch.set(branch, [...(byBranch.get(branch) ?? []), e]);
+    }
+    const typeMatched = [...byBranch.values()].filter(
+      (errs) => !errs.some((e) => e.keyword === 'type' && e.instancePath === union.instancePath),
+    );
+    const replacement: ErrorObject[] =
+      typeMatched.length === 1
+        ? typeMatched[0]!
+        : [
+            {
+              ...union,
+              keyword: 'type',
+              message: schemaDescription(union.schemaPath.replace(/\/anyOf$/, '')) ?? 'does not match any accepted shape',
+            },
+          ];
+    remaining = [...remaining.filter((e) => e !== union && !inside.includes(e)), ...replacement];
+  }
+  return remaining;
+}
+
+function describeAt(schema: TSchema, schemaPath: string): string | undefined {
+  let node: unknown = schema;
+  for (const seg of schemaPath.replace(/^#\/?/, '').split('/').filter(Boolean)) {
+    if (node && typeof node === 'object') node = (node as Record<string, unknown>)[seg];
+  }
+  const d = node && typeof node === 'object' ? (node as { description?: unknown }).description : undefined;
+  return typeof d === 'string' ? `must be ${d}` : undefined;
+}
+
+/** A compiled validator: returns the typed value or throws an {@link AppError}. */
+export type Validator<T> = (value: unknown) => T;
+
+/**
+ * Compiles a request-body validator.
+ *
+ * @throws at call time: {@link AppError} 422 `VALIDATION_ERROR` with `errors[]`.
+ */
+export function bodyValidator<S extends TSchema>(schema: S): Validator<Static<S>> {
+  return build(bodyAjv.compile(schema), schema, '', (errors) =>
+    new AppError(
+      ErrorCode.VALIDATION_ERROR,
+      errors.length === 1 ? `${errors[0]!.field}: ${errors[0]!.message}` : 'Request validation failed',
+      { errors, suggestion: 'Correct the fields listed in error.errors and retry.' },
+    ),
+  );
+}
+
+/**
+ * Compiles a query-string or path-parameter validator (coercing text to numbers and booleans, applying defaults).
+ *
+ * @throws at call time: {@link AppError} 400 `INVALID_PARAMETERS` with `errors[]`.
+ */
+export function paramValidator<S extends TSchema>(schema: S): Validator<Static<S>> {
+  return build(paramAjv.compile(schema), schema, '', (errors) =>
+    new AppError(
+      ErrorCode.INVALID_PARAMETERS,
+      errors.length === 1 ? `${errors[0]!.field}: ${errors[0]!.message}` : 'Invalid parameters',
+      { errors },
+    ),
+  );
+}
+
+/**
+ * Compiles a validator for data we produced ourselves (job payloads): returns errors instead of throwing.
+ */
+export function dataValidator<S extends TSchema>(schema: S): (value: unknown) => { ok: true; value: Static<S> } | { ok: false; errors: FieldError[] } {
+  const fn = bodyAjv.compile(schema);
+  return (value) =>
+    fn(value)
+      ? { ok: true, value: value as Static<S> }
+      : { ok: false, errors: simplify(fn.errors ?? [], (p) => describeAt(schema, p)).map((e) => toFieldError(e, '')) };
+}
+
+function build<T>(fn: ValidateFunction, schema: TSchema, root: string, fail: (errors: FieldError[]) => AppError): Validator<T> {
+  return (value) => {
+    if (fn(value)) return value as T;
+    const errors = simplify(fn.errors ?? [], (p) => describeAt(schema, p)).map((e) => toFieldError(e, root));
+    const unique = new Map(errors.map((e) => [`${e.field}|${e.code}|${e.message}`, e]));
+    throw fail([...unique.values()]);
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * Postgres access: one `pg` pool per process wrapped by Drizzle.
+ *
+ * @module
+ */
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { Pool } from 'pg';
+import * as schema from './schema';
+
+export type Schema = typeof schema;
+/** The Drizzle database handle. */
+export type Db = NodePgDatabase<Schema>;
+/** A transaction handle, accepted wherever {@link Db} is (queries take `DbOrTx` first). */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+export type DbOrTx = Db | Tx;
+
+/** A pool and its Drizzle wrapper; `close()` ends every connection. */
+export interface Database {
+  db: Db;
+  pool: Pool;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a pool.
+ *
+ * @param options.url - Postgres connection string.
+ * @param options.poolSize - maximum connections of this process (budget: see README "Postgres connections").
+ * @param options.applicationName - shown in `pg_stat_activity`.
+ */
+export function createDatabase(options: { url: string; poolSize: number; applicationName: string }): Database {
+  const pool = new Pool({
+    connectionString: options.url,
+    max: options.poolSize,
+    application_name: options.applicationName,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client that loses its server emits here; without a listener the process would crash.
+  pool.on('error', () => undefined);
+  const db = drizzle(pool, { schema });
+  let closed = false;
+  return {
+    db,
+    pool,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,16 @@
+/**
+ * `npm run migrate`: creates the database if needed and applies every pending migration.
+ *
+ * @module
+ */
+import { loadConfig } from '@mailroom/core';
+import { ensureDatabase, migrate } from './migrate';
+
+const url = loadConfig(process.env).databaseUrl;
+ensureDatabase(url)
+  .then(() => migrate(url))
+  .then(() => console.log('migrations applied'))
+  .catch((err: Error) => {
+    console.error(`migration failed: ${err.message}`);
+    process.exit(1);
+  });

@@ -1,0 +1,181 @@
+/**
+ * Email rows and their timeline: written by the API in the request's transaction, claimed and finished by the
+ * worker. Status moves are single conditional UPDATEs, so two processes can never both own a row.
+ *
+ * @module
+ */
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+import { newId } from '@mailroom/core';
+import type { DbOrTx } from '../client';
+import { attachments, emailEvents, emails, type EmailSource, type EmailStatus } from '../schema';
+
+export type EmailRow = typeof emails.$inferSelect;
+export type NewEmail = Omit<typeof emails.$inferInsert, 'createdAt' | 'updatedAt' | 'status'>;
+
+/** Stores attachments once for all recipients of a request. @returns their ids, in input order. */
+export async function insertAttachments(
+  db: DbOrTx,
+  projectId: string,
+  files: { filename: string; contentType: string; content: Buffer }[],
+): Promise<string[]> {
+  if (files.length === 0) return [];
+  const rows = files.map((f) => ({ id: newId(), projectId, filename: f.filename, contentType: f.contentType, size: f.content.length, content: f.content }));
+  await db.insert(attachments).values(rows);
+  return rows.map((r) => r.id);
+}
+
+/** Loads attachments of a project by id, in the order of `ids`. */
+export async function loadAttachments(db: DbOrTx, projectId: string, ids: string[]) {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .select()
+    .from(attachments)
+    .where(and(eq(attachments.projectId, projectId), inArray(attachments.id, ids)));
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return ids.map((id) => byId.get(id)).filter((r): r is NonNullable<typeof r> => r !== undefined);
+}
+
+/** Inserts queued emails and their `queued` timeline entries (two statements, same transaction as the caller). */
+export async function insertQueuedEmails(db: DbOrTx, rows: (NewEmail & { id: string })[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db.insert(emails).values(rows.map((r) => ({ ...r, status: 'queued' as const })));
+  await db.insert(emailEvents).values(rows.map((r) => ({ emailId: r.id, projectId: r.projectId, type: 'queued' })));
+}
+
+/** An email of the project with its timeline (oldest first), or `undefined`. */
+export async function getEmailWithTimeline(db: DbOrTx, projectId: string, id: string) {
+  const [email] = await db.select().from(emails).where(and(eq(emails.projectId, projectId), eq(emails.id, id)));
+  if (!email) return undefined;
+  const timeline = await db
+    .select({ type: emailEvents.type, data: emailEvents.data, createdAt: emailEvents.createdAt })
+    .from(emailEvents)
+    .where(and(eq(emailEvents.projectId, projectId), eq(emailEvents.emailId, id)))
+    .orderBy(asc(emailEvents.id));
+  return { email, timeline };
+}
+
+function camelCase(row: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(row).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), v]));
+}
+
+/** A claimed email with what sending it needs. */
+export interface ClaimedEmail extends EmailRow {
+  /** Status before the claim: `sending` means a previous owner died after claiming (see {@link claimEmail}). */
+  previousStatus: EmailStatus;
+  projectDisabled: boolean;
+  contactData: Record<string, unknown> | null;
+}
+
+/** Why {@link claimEmail} did not claim. */
+export type ClaimMiss =
+  | { kind: 'missing' }
+  | { kind: 'final'; status: EmailStatus }
+  | { kind: 'leased'; until: Date };
+
+/**
+ * Atomically takes ownership of an email for sending: `queued → sending`, or re-takes a `sending` row whose
+ * lease (`leaseMs`) has expired because its worker died. The claim token must be shown to finish the row.
+ *
+ * A re-taken `sending` row may or may not have reached SES before its worker died (SES has no idempotency key);
+ * it is sent again with the same Message-ID so receivers can collapse the copy. That window is the time between
+ * SES accepting a message and the `sent` update committing.
+ */
+export async function claimEmail(
+  db: DbOrTx,
+  emailId: string,
+  token: string,
+  leaseMs: number,
+): Promise<{ ok: true; email: ClaimedEmail } | ({ ok: false } & ClaimMiss)> {
+  const claimed = await db.execute<Record<string, unknown>>(sql`
+    update emails e set status = 'sending', claim_token = ${token}::uuid, claimed_at = now(),
+      attempts = e.attempts + 1, updated_at = now()
+    from (select id, status as previous_status from emails where id = ${emailId}::uuid for update) p
+    where e.id = p.id and (e.status = 'queued'
+      or (e.status = 'sending' and e.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})))
+    returning e.*, p.previous_status,
+      (select disabled from projects where id = e.project_id) as project_disabled,
+      (select data from contacts where id = e.contact_id) as contact_data
+  `);
+  const hit = claimed.rows[0];
+  if (hit) {
+    const { previous_status, project_disabled, contact_data, ...row } = hit;
+    return {
+      ok: true,
+      email: {
+        ...(camelCase(row) as EmailRow),
+        previousStatus: previous_status as EmailStatus,
+        projectDisabled: project_disabled === true,
+        contactData: (contact_data as Record<string, unknown> | null) ?? null,
+      },
+    };
+  }
+  const [row] = await db
+    .select({ status: emails.status, claimedAt: emails.claimedAt })
+    .from(emails)
+    .where(eq(emails.id, emailId));
+  if (!row) return { ok: false, kind: 'missing' };
+  if (row.status === 'sending' && row.claimedAt) {
+    return { ok: false, kind: 'leased', until: new Date(row.claimedAt.getTime() + leaseMs) };
+  }
+  return { ok: false, kind: 'final', status: row.status };
+}
+
+/**
+ * Moves a claimed email on and records the timeline entry, in one statement. Only the claim holder (`token`)
+ * can do it; @returns false when the claim was lost.
+ */
+export async function finishEmail(
+  db: DbOrTx,
+  emailId: string,
+  token: string,
+  outcome:
+    | { status: 'sent'; messageId: string; renderedSubject: string }
+    | { status: 'queued'; reason: string; retryInMs?: number }
+    | { status: 'failed' | 'cancelled'; reason: string },
+): Promise<boolean> {
+  const sent = outcome.status === 'sent';
+  const eventType = outcome.status === 'queued' ? 'deferred' : outcome.status;
+  const eventData = sent
+    ? { messageId: outcome.messageId }
+    : { reason: outcome.reason, ...('retryInMs' in outcome && outcome.retryInMs !== undefined ? { retryInMs: outcome.retryInMs } : {}) };
+  const result = await db.execute(sql`
+    with moved as (
+      update emails set
+        status = ${outcome.status},
+        claim_token = null,
+        message_id = ${sent ? outcome.messageId : null},
+        rendered_subject = coalesce(${sent ? outcome.renderedSubject : null}, rendered_subject),
+        sent_at = case when ${sent}::boolean then now() else sent_at end,
+        error = ${sent || outcome.status === 'queued' ? null : outcome.reason},
+        updated_at = now()
+      where id = ${emailId}::uuid and claim_token = ${token}::uuid and status = 'sending'
+      returning id, project_id
+    )
+    insert into email_events (id, email_id, project_id, type, data)
+    select ${newId()}::uuid, id, project_id, ${eventType}, ${JSON.stringify(eventData)}::jsonb from moved
+  `);
+  return (result.rowCount ?? 0) > 0;
+}
+
+/** A queued (or lease-expired sending) email the reconciler should make sure has a job. */
+export interface PendingEmail {
+  id: string;
+  projectId: string;
+  source: EmailSource;
+}
+
+/**
+ * Pending emails older than `olderThanMs`, in creation order after `afterId` (keyset), for the reconciler.
+ * Uses the partial index `emails_pending_idx`.
+ */
+export async function pendingEmails(db: DbOrTx, olderThanMs: number, afterId: string | null, limit: number): Promise<PendingEmail[]> {
+  const rows = await db.execute<{ id: string; project_id: string; source: EmailSource }>(sql`
+    select id, project_id, source from emails
+    where status in ('queued', 'sending')
+      and id > ${afterId ?? '00000000-0000-0000-0000-000000000000'}::uuid
+      and updated_at < now() - make_interval(secs => ${olderThanMs / 1000})
+    order by id
+    limit ${limit}
+  `);
+  return rows.rows.map((r) => ({ id: r.id, projectId: r.project_id, source: r.source }));
+}

@@ -1,0 +1,103 @@
+import { check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
+import { bytea, createdAt, idColumn, updatedAt } from './columns';
+import { projects } from './projects';
+import { contacts } from './contacts';
+import { templates } from './templates';
+
+/**
+ * Email statuses. `queued → sending → sent` is the send path; `delivered`, `opened`, `clicked`, `bounced`,
+ * `complained` come from SES events; `failed`, `suppressed`, `cancelled` are final without delivery.
+ */
+export const EMAIL_STATUSES = [
+  'queued',
+  'sending',
+  'sent',
+  'delivered',
+  'opened',
+  'clicked',
+  'bounced',
+  'complained',
+  'failed',
+  'suppressed',
+  'cancelled',
+] as const;
+export type EmailStatus = (typeof EMAIL_STATUSES)[number];
+
+/** Where an email came from; decides its queue priority lane. */
+export type EmailSource = 'transactional' | 'workflow' | 'campaign';
+
+/** An attachment, stored once per request and referenced by each recipient's email row. */
+export const attachments = pgTable(
+  'attachments',
+  {
+    id: idColumn(),
+    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    filename: text('filename').notNull(),
+    contentType: text('content_type').notNull(),
+    size: integer('size').notNull(),
+    content: bytea('content').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('attachments_project_idx').on(t.projectId)],
+);
+
+/**
+ * One row per recipient. The row is written (status `queued`) before any job exists, so Postgres is the source
+ * of truth: the reconciler re-enqueues queued rows whose job was lost. `subject`/`body` are template sources,
+ * rendered in the worker at send time against the contact's data and `variables`.
+ */
+export const emails = pgTable(
+  'emails',
+  {
+    id: idColumn(),
+    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    contactId: uuid('contact_id').references(() => contacts.id, { onDelete: 'set null' }),
+    templateId: uuid('template_id').references(() => templates.id, { onDelete: 'set null' }),
+    source: text('source').notNull().$type<EmailSource>(),
+    toEmail: text('to_email').notNull(),
+    toName: text('to_name'),
+    fromEmail: text('from_email').notNull(),
+    fromName: text('from_name'),
+    replyTo: text('reply_to'),
+    subject: text('subject').notNull(),
+    body: text('body').notNull(),
+    bodyFormat: text('body_format').notNull().$type<'html' | 'markdown'>(),
+    variables: jsonb('variables').$type<Record<string, unknown>>().notNull().default({}),
+    headers: jsonb('headers').$type<Record<string, string>>().notNull().default({}),
+    attachmentIds: uuid('attachment_ids').array().notNull().default(sql`'{}'::uuid[]`),
+    status: text('status').notNull().$type<EmailStatus>(),
+    renderedSubject: text('rendered_subject'),
+    messageId: text('message_id'),
+    error: text('error'),
+    attempts: integer('attempts').notNull().default(0),
+    claimToken: uuid('claim_token'),
+    claimedAt: timestamp('claimed_at', { withTimezone: true, mode: 'date' }),
+    sentAt: timestamp('sent_at', { withTimezone: true, mode: 'date' }),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index('emails_project_id_idx').on(t.projectId, t.id),
+    index('emails_contact_idx').on(t.contactId),
+    // The reconciler's scan: only rows not yet handed to SES, in creation order.
+    index('emails_pending_idx').on(t.id).where(sql`${t.status} in ('queued', 'sending')`),
+    uniqueIndex('emails_message_id_idx').on(t.messageId).where(sql`${t.messageId} is not null`),
+    check('emails_status_check', sql.raw(`status in (${EMAIL_STATUSES.map((s) => `'${s}'`).join(', ')})`)),
+    check('emails_source_check', sql`${t.source} in ('transactional', 'workflow', 'campaign')`),
+  ],
+);
+
+/** The timeline of an email: queued, sent, deferred, failed, cancelled, and (from SES) delivery events. */
+export const emailEvents = pgTable(
+  'email_events',
+  {
+    id: idColumn(),
+    emailId: uuid('email_id').notNull().references(() => emails.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    type: text('type').notNull(),
+    data: jsonb('data').$type<Record<string, unknown>>(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('email_events_email_idx').on(t.emailId, t.id)],
+);

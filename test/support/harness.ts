@@ -1,0 +1,180 @@
+/**
+ * Test helpers: configuration against the per-run services, an in-process API, projects, the SES record.
+ */
+import { randomBytes } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import type { Redis } from 'ioredis';
+import { createLogger, createRedis, createSendQueue, loadConfig, type Config } from '@mailroom/core';
+import { addDomain, createDatabase, createProject, type Database } from '@mailroom/db';
+import { createApp, type App } from '../../apps/api/src/app';
+import type { RecordedSend } from './ses-recorder';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+/** A unique, hash-tagged queue prefix. */
+export function uniquePrefix(): string {
+  return `{t${randomBytes(5).toString('hex')}}`;
+}
+
+/** Environment for a process under test (the API, a worker). */
+export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    NODE_ENV: 'test',
+    DATABASE_URL: process.env.TEST_DATABASE_URL!,
+    REDIS_URL: process.env.TEST_REDIS_URL!,
+    SES_ENDPOINT: process.env.TEST_SES_ENDPOINT!,
+    SES_REGION: 'us-east-1',
+    ADMIN_TOKEN,
+    DB_POOL_SIZE: '5',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    QUEUE_PREFIX: uniquePrefix(),
+    SEND_BACKOFF_MS: '200',
+    WORKER_LOCK_MS: '5000',
+    SEND_LEASE_MS: '5000',
+    RECONCILE_INTERVAL_MS: '60000',
+    ...overrides,
+  };
+}
+
+/** Parsed configuration for in-process use. */
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig(testEnv(overrides));
+}
+
+/** An in-process API with its own connections; `close()` releases them. */
+export interface TestApi extends App {
+  config: Config;
+  database: Database;
+  redis: Redis;
+  close(): Promise<void>;
+}
+
+/** Builds the API app for supertest. */
+export async function startTestApi(config: Config): Promise<TestApi> {
+  const database = createDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, applicationName: 'test-api' });
+  const redis = createRedis(config, 'producer');
+  await waitReady(redis);
+  const sendQueue = createSendQueue(config, redis);
+  const logger = createLogger(config, 'api');
+  const app = createApp({ config, database, redis, sendQueue, logger });
+  return {
+    ...app,
+    config,
+    database,
+    redis,
+    close: async () => {
+      await sendQueue.close();
+      redis.disconnect();
+      await database.close();
+    },
+  };
+}
+
+/** Resolves when a fail-fast Redis connection is ready. */
+export async function waitReady(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('redis not ready')), 5000);
+    redis.once('ready', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}
+
+/** A project with keys and a verified sending domain of its own. */
+export interface TestProject {
+  id: string;
+  publicKey: string;
+  secretKey: string;
+  domain: string;
+  /** `Authorization` header value of the secret key. */
+  auth: string;
+}
+
+/** Creates a project with a verified, unique sending domain. */
+export async function createTestProject(database: Database): Promise<TestProject> {
+  const p = await createProject(database.db, `test ${randomBytes(3).toString('hex')}`);
+  const domain = `d${randomBytes(5).toString('hex')}.example.com`;
+  await addDomain(database.db, p.id, domain, true);
+  return { id: p.id, publicKey: p.publicKey, secretKey: p.secretKey, domain, auth: `Bearer ${p.secretKey}` };
+}
+
+/** A unique recipient address at the reserved `.test` TLD. */
+export function recipient(tag = 'r'): string {
+  return `${tag}.${randomBytes(5).toString('hex')}@inbox.test`;
+}
+
+/** Everything the SES emulator was sent, as recorded by the proxy in front of it. */
+export async function sesRecorded(): Promise<RecordedSend[]> {
+  const res = await fetch(`${process.env.TEST_SES_ENDPOINT}/__recorded`);
+  return (await res.json()) as RecordedSend[];
+}
+
+/** Accepted (200) SES sends to any of `addresses`. */
+export async function sesSendsTo(addresses: string[]): Promise<RecordedSend[]> {
+  const wanted = new Set(addresses.map((a) => a.toLowerCase()));
+  return (await sesRecorded()).filter((s) => s.status === 200 && s.to.some((t) => wanted.has(t.toLowerCase())));
+}
+
+/** Parses a recorded raw message. */
+export function parseMail(send: RecordedSend): Promise<ParsedMail> {
+  return simpleParser(send.raw);
+}
+
+/** Makes the proxy answer the next `times` sends whose raw MIME contains `match` with a recorded SES error. */
+export async function sesFault(fault: { match: string; status: number; type: string; message: string; times: number }): Promise<void> {
+  await fetch(`${process.env.TEST_SES_ENDPOINT}/__faults`, {
+    method: 'POST',
+    body: JSON.stringify({
+      match: fault.match,
+      status: fault.status,
+      times: fault.times,
+      // The shape SES v2 (restJson1) returns, as recorded from the service: type header + JSON message.
+      headers: { 'x-amzn-errortype': `${fault.type}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` },
+      body: JSON.stringify({ message: fault.message }),
+    }),
+  });
+}
+
+/** Polls `check` until it returns a truthy value. */
+export async function waitFor<T>(check: () => Promise<T | undefined | false | null>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Deletes every Redis key under a queue prefix (what a Redis flush does to this test's queues). */
+export async function deletePrefix(redis: Redis, prefix: string): Promise<number> {
+  let cursor = '0';
+  let deleted = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) deleted += await redis.del(...keys);
+  } while (cursor !== '0');
+  return deleted;
+}
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/** Starts a worker as a separate OS process (tsx), with `env`. Its stdout/stderr go to the test's output when TEST_LOG_LEVEL is set. */
+export function spawnWorker(env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, [require.resolve('tsx/cli'), '--tsconfig', path.join(ROOT, 'tsconfig.json'), path.join(ROOT, 'apps/worker/src/main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, WORKER_HEALTH_PORT: '0' },
+    stdio: process.env.TEST_LOG_LEVEL ? 'inherit' : 'ignore',
+  });
+}
+
+/** Waits for a child process to exit. */
+export function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}

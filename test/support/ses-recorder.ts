@@ -1,0 +1,97 @@
+/**
+ * A recording proxy in front of the real SES v2 emulator (`aws-ses-v2-local`).
+ *
+ * The emulator keeps parsed messages with second-resolution times and drops custom headers of raw mail, so
+ * tests route SES traffic through this proxy, which forwards every request unchanged and records each
+ * `SendEmail` call: arrival time (ms), the raw MIME bytes, and the emulator's answer. It can also answer with
+ * a recorded SES error for matching requests (fault injection), to exercise throttling and rejections.
+ *
+ * Endpoints of its own: `GET /__recorded`, `POST /__faults` `{ match, status, body, times }`.
+ */
+import http from 'node:http';
+
+export interface RecordedSend {
+  at: number;
+  raw: string;
+  from?: string;
+  to: string[];
+  status: number;
+  messageId?: string;
+}
+
+interface Fault {
+  match: string;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  times: number;
+}
+
+/** Starts the proxy on a free loopback port. */
+export async function startSesRecorder(upstream: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const sends: RecordedSend[] = [];
+  const faults: Fault[] = [];
+  const target = new URL(upstream);
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = Date.now();
+      const body = Buffer.concat(chunks);
+      if (req.url?.startsWith('/__recorded')) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(sends));
+        return;
+      }
+      if (req.url === '/__faults' && req.method === 'POST') {
+        const f = JSON.parse(body.toString()) as Partial<Fault>;
+        faults.push({ match: f.match!, status: f.status ?? 400, headers: f.headers ?? {}, body: f.body ?? '', times: f.times ?? 1 });
+        res.writeHead(204).end();
+        return;
+      }
+      const isSend = req.method === 'POST' && req.url === '/v2/email/outbound-emails';
+      let record: RecordedSend | undefined;
+      if (isSend) {
+        const parsed = JSON.parse(body.toString()) as { FromEmailAddress?: string; Destination?: { ToAddresses?: string[] }; Content?: { Raw?: { Data?: string } } };
+        const raw = Buffer.from(parsed.Content?.Raw?.Data ?? '', 'base64').toString('utf8');
+        record = { at, raw, from: parsed.FromEmailAddress, to: parsed.Destination?.ToAddresses ?? [], status: 0 };
+        const fault = faults.find((f) => f.times > 0 && raw.includes(f.match));
+        if (fault) {
+          fault.times--;
+          record.status = fault.status;
+          sends.push(record);
+          res.writeHead(fault.status, { 'content-type': 'application/json', ...fault.headers }).end(fault.body);
+          return;
+        }
+      }
+      const upstreamReq = http.request(
+        { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers },
+        (up) => {
+          const out: Buffer[] = [];
+          up.on('data', (c: Buffer) => out.push(c));
+          up.on('end', () => {
+            const payload = Buffer.concat(out);
+            if (record) {
+              record.status = up.statusCode ?? 0;
+              try {
+                record.messageId = (JSON.parse(payload.toString()) as { MessageId?: string }).MessageId;
+              } catch {
+                /* not JSON */
+              }
+              sends.push(record);
+            }
+            res.writeHead(up.statusCode ?? 502, up.headers).end(payload);
+          });
+        },
+      );
+      upstreamReq.on('error', () => res.writeHead(502).end());
+      upstreamReq.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
