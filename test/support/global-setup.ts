@@ -10,7 +10,6 @@ import net from 'node:net';
 import { Client } from 'pg';
 import IORedis from 'ioredis';
 import { migrate } from '../../packages/db/src/migrate';
-import { startSesRecorder } from './ses-recorder';
 
 const ADMIN_DB_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -69,12 +68,23 @@ export default async function globalSetup(): Promise<void> {
   const emulator: ChildProcess = spawn(process.execPath, [cli, '--host', '127.0.0.1', '--port', String(sesPort)], { stdio: 'ignore' });
   const emulatorUrl = `http://127.0.0.1:${sesPort}`;
   await waitForHttp(`${emulatorUrl}/health-check`, 15_000);
-  const recorder = await startSesRecorder(emulatorUrl);
+  const recorderProcess = spawn(
+    process.execPath,
+    [require.resolve('tsx/cli'), path.join(__dirname, 'ses-recorder.ts'), emulatorUrl],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const recorderUrl = await new Promise<string>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('SES recorder did not start')), 15_000);
+    recorderProcess.stdout!.once('data', (d: Buffer) => {
+      clearTimeout(t);
+      resolve(d.toString().trim());
+    });
+  });
 
   process.env.TEST_DATABASE_URL = dbUrl.toString();
   process.env.TEST_DATABASE_NAME = dbName;
   process.env.TEST_REDIS_URL = REDIS_URL;
-  process.env.TEST_SES_ENDPOINT = recorder.url;
+  process.env.TEST_SES_ENDPOINT = recorderUrl;
   process.env.TEST_SES_EMULATOR = emulatorUrl;
-  (globalThis as Record<string, unknown>).__mailroom = { emulator, recorder, dbName };
+  (globalThis as Record<string, unknown>).__mailroom = { emulator, recorderProcess, dbName };
 }

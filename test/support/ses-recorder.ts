@@ -3,7 +3,8 @@
  *
  * The emulator keeps parsed messages with second-resolution times and drops custom headers of raw mail, so
  * tests route SES traffic through this proxy, which forwards every request unchanged and records each
- * `SendEmail` call: arrival time (ms), the raw MIME bytes, and the emulator's answer. It can also answer with
+ * `SendEmail` call: arrival time (ms), the raw MIME bytes, and the emulator's answer. It runs in a process of
+ * its own (`ses-recorder-main.ts`) so that the tests' own work cannot delay its timestamps. It can also answer with
  * a recorded SES error for matching requests (fault injection), to exercise throttling and rejections.
  *
  * Endpoints of its own: `GET /__recorded`, `POST /__faults` `{ match, status, body, times }`.
@@ -34,10 +35,11 @@ export async function startSesRecorder(upstream: string): Promise<{ url: string;
   const target = new URL(upstream);
 
   const server = http.createServer((req, res) => {
+    // Arrival = when the request's headers arrived, at sub-millisecond resolution.
+    const at = performance.timeOrigin + performance.now();
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const at = Date.now();
       const body = Buffer.concat(chunks);
       if (req.url?.startsWith('/__recorded')) {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(sends));
@@ -94,4 +96,9 @@ export async function startSesRecorder(upstream: string): Promise<{ url: string;
     url: `http://127.0.0.1:${port}`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+if (require.main === module) {
+  // Child-process entry: `ses-recorder.ts <upstream url>`; prints the proxy's URL on stdout.
+  startSesRecorder(process.argv[2]!).then(({ url }) => process.stdout.write(`${url}\n`));
 }

@@ -15,6 +15,7 @@ import { createSendProcessor } from './processors/send';
 import { startReconciler } from './processors/reconcile';
 import { createSendWorker } from './queues/send';
 import { SesTransport, type MailTransport } from './ses/transport';
+import { SendRateGate } from './ses/rate-gate';
 
 /** A running worker process. */
 export interface RunningWorker {
@@ -37,7 +38,8 @@ export async function startWorker(
   const logger = options.logger ?? createLogger(config, 'worker');
   const database = createDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, applicationName: 'mailroom-worker' });
   const connection = createRedis(config, 'worker');
-  const transport = options.transport ?? new SesTransport(config);
+  const gate = new SendRateGate(connection, `${config.queuePrefix}:ses-rate-gate`, config.sesMaxSendRate);
+  const transport = options.transport ?? new SesTransport(config, gate);
   const sendQueue = createSendQueue(config, connection);
 
   let worker!: Worker;

@@ -3,7 +3,7 @@
  *
  * Rate: BullMQ's limiter is global (kept in Redis, shared by every worker process). A limiter of
  * `{ max: 14, duration: 1000 }` releases bursts of 14 at each window start, so a sliding second can see 28;
- * one job per `ceil(1000 / rate)` ms keeps every one-second window at `rate` or fewer (see README, "Sending rate").
+ * a smooth one (one job per ~1000/rate ms) avoids the bursts (see README, "Sending rate").
  *
  * @module
  */
@@ -11,9 +11,13 @@ import { Worker, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { QueueName, queueOptions, type Config } from '@mailroom/core';
 
-/** The smooth limiter for `emailsPerSecond`: one job every `ceil(1000 / rate)` ms. */
+/**
+ * The smooth limiter for `emailsPerSecond`: one job start every `floor(1000 / rate)` ms. It paces jobs so they
+ * wait in Redis rather than in worker memory; the exact bound is enforced at the SES call by `SendRateGate`,
+ * which is slightly slower, so jobs arrive at the gate just ahead of their slot.
+ */
 export function smoothLimiter(emailsPerSecond: number): { max: number; duration: number } {
-  return { max: 1, duration: Math.ceil(1000 / emailsPerSecond) };
+  return { max: 1, duration: Math.max(1, Math.floor(1000 / emailsPerSecond)) };
 }
 
 /** Options of the `send` worker. */

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { SESv2Client, SendEmailCommand } from '@aws-sdk/client-sesv2';
+import { SESv2Client, SendEmailCommand, type ServiceInputTypes, type ServiceOutputTypes } from '@aws-sdk/client-sesv2';
+import type { FinalizeRequestMiddleware } from '@smithy/types';
 import type { Config } from '@mailroom/core';
 
 /** One raw message to hand over. */
@@ -72,7 +73,14 @@ export function classifySendError(err: unknown): SendErrorClass {
 export class SesTransport implements MailTransport {
   private readonly client: SESv2Client;
 
-  constructor(private readonly config: Pick<Config, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet'>) {
+  /**
+   * @param gate - when given, every `SendEmail` waits for a slot after it is signed, immediately before it is
+   *   written to the network (see {@link SendRateGate}).
+   */
+  constructor(
+    private readonly config: Pick<Config, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet'>,
+    gate?: { acquire(): Promise<unknown> },
+  ) {
     this.client = new SESv2Client({
       region: config.sesRegion,
       endpoint: config.sesEndpoint,
@@ -81,6 +89,16 @@ export class SesTransport implements MailTransport {
       maxAttempts: 1,
       requestHandler: { connectionTimeout: 5_000, requestTimeout: 30_000 },
     });
+    if (gate) {
+      const waitForSlot: FinalizeRequestMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next) => async (args) => {
+        await gate.acquire();
+        return next(args);
+      };
+      this.client.middlewareStack.addRelativeTo(
+        waitForSlot,
+        { name: 'mailroomSendRateGate', relation: 'after', toMiddleware: 'httpSigningMiddleware' },
+      );
+    }
   }
 
   async send(message: OutboundMessage): Promise<{ messageId: string }> {
