@@ -7,6 +7,7 @@
  * @module
  */
 import MailComposer from 'nodemailer/lib/mail-composer';
+import { detectMimeType } from 'nodemailer/lib/mime-funcs';
 import type { FieldError } from './errors';
 import type { Mailbox } from './address';
 
@@ -63,6 +64,11 @@ export function checkCustomHeaders(headers: Record<string, unknown>): FieldError
     }
   }
   return errors;
+}
+
+/** The content type of an attachment: the one given, else derived from the file name's extension. */
+export function attachmentContentType(filename: string, given?: string): string {
+  return given ?? detectMimeType(filename) ?? 'application/octet-stream';
 }
 
 /** One attachment of an outgoing message. */

@@ -11,6 +11,7 @@
 import {
   AppError,
   assertTemplate,
+  attachmentContentType,
   checkCustomHeaders,
   domainCovers,
   emailDomain,
@@ -86,7 +87,7 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
     }
     const content = Buffer.from(compact, 'base64');
     total += content.length;
-    return { filename: a.filename, contentType: a.contentType ?? 'application/octet-stream', content };
+    return { filename: a.filename, contentType: attachmentContentType(a.filename, a.contentType), content };
   });
   if (total > ATTACHMENT_LIMITS.totalBytes) {
     errors.push({ field: 'attachments', message: `total size ${total} bytes exceeds ${ATTACHMENT_LIMITS.totalBytes} bytes (10 MB)`, code: 'too_big' });

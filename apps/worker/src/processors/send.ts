@@ -12,7 +12,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job, type Worker } from 'bullmq';
 import {
   buildMime,
   dataValidator,
@@ -118,9 +118,12 @@ export function createSendProcessor(deps: SendProcessorDeps) {
       if (c.kind === 'throttled') {
         await finish({ status: 'queued', reason: c.reason, retryInMs: c.retryInMs });
         log.warn({ reason: c.reason, retryInMs: c.retryInMs }, 'SES throttled; queue paused');
-        // Pauses the whole queue (every worker) and puts the job back without spending an attempt.
+        // Pause the whole queue (every worker) for the same time, and put this job back without spending an
+        // attempt. A delayed job is promoted with a wake-up signal; `Worker.RateLimitError` returned prioritized
+        // jobs to the wait set without one (measured: 5 s, the blocking timeout, instead of 1 s).
         await deps.worker().rateLimit(c.retryInMs);
-        throw Worker.RateLimitError();
+        await job.moveToDelayed(Date.now() + c.retryInMs, token);
+        throw new DelayedError();
       }
       if (c.kind === 'permanent') {
         await finish({ status: 'failed', reason: c.reason });
