@@ -98,3 +98,17 @@ export function fieldError(field: string, message: string, code: FieldErrorCode 
 export function notFound(resource: string): AppError {
   return new AppError(ErrorCode.NOT_FOUND, `${resource} not found`);
 }
+
+/**
+ * The driver error code (`23505`, `ECONNREFUSED`, …) of an error or of its `cause` chain: query builders such as
+ * Drizzle wrap the driver's error in their own.
+ */
+export function errorCode(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 5 && e && typeof e === 'object'; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

@@ -7,7 +7,7 @@
  * @module
  */
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
-import { AppError, ErrorCode } from '@mailroom/core';
+import { AppError, ErrorCode, errorCode } from '@mailroom/core';
 
 /** Sends the error body for `err`. */
 export function sendError(res: Response, err: AppError): void {
@@ -42,8 +42,9 @@ function classify(err: unknown): AppError | undefined {
   if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
     return new AppError(ErrorCode.BAD_REQUEST, 'Unsupported request body encoding');
   }
-  if (e.code === '23505') return new AppError(ErrorCode.CONFLICT, 'The resource already exists');
-  if ((e.code && UNAVAILABLE_CODES.has(e.code)) || e.name === 'MaxRetriesPerRequestError' ||
+  const code = errorCode(err);
+  if (code === '23505') return new AppError(ErrorCode.CONFLICT, 'The resource already exists');
+  if ((code && UNAVAILABLE_CODES.has(code)) || e.name === 'MaxRetriesPerRequestError' ||
       /Connection is closed|connection terminated|timeout exceeded when trying to connect|Stream isn't writeable/i.test(e.message ?? '')) {
     return new AppError(ErrorCode.SERVICE_UNAVAILABLE, 'A backing service is unavailable; retry shortly', {
       headers: { 'Retry-After': '5' },

@@ -4,7 +4,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { AppError, ErrorCode, notFound } from '@mailroom/core';
+import { AppError, ErrorCode, errorCode, notFound } from '@mailroom/core';
 import { addDomain, createProject, rotateKeys, setProjectDisabled, type Db } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
@@ -40,8 +40,8 @@ export const adminOps = {
     return p;
   },
   addDomain: async (db: Db, projectId: string, domain: string, verified: boolean) => {
-    const r = await addDomain(db, projectId, domain, verified).catch((err: { code?: string }) => {
-      if (err.code === '23503') throw notFound('Project');
+    const r = await addDomain(db, projectId, domain, verified).catch((err: unknown) => {
+      if (errorCode(err) === '23503') throw notFound('Project');
       throw err;
     });
     if (!r.ok) throw new AppError(ErrorCode.CONFLICT, `The domain ${domain} belongs to another project`);

@@ -76,7 +76,7 @@ export function sendRoutes(deps: AppDeps) {
         'The sender domain must be a verified domain of the project.',
       auth: 'secret',
       body: SendBody,
-      bodyLimit: '16mb',
+      bodyLimit: '20mb',
       response: SendResult,
       status: 202,
       errors: [400, 401, 403, 404, 413, 422, 429],
