@@ -1,0 +1,61 @@
+/**
+ * SES error classification, exercised through the real SDK: each case is an HTTP response as SES v2 returns it
+ * (restJson1: status, `x-amzn-ErrorType` header, JSON body), deserialised by @aws-sdk/client-sesv2 into the error
+ * the worker actually sees.
+ */
+import { HttpResponse } from '@smithy/protocol-http';
+import { Readable } from 'node:stream';
+import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2';
+import { classifySendError } from './transport';
+
+function clientAnswering(status: number, errorType: string, message: string): SESv2Client {
+  return new SESv2Client({
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+    maxAttempts: 1,
+    requestHandler: {
+      handle: async () => ({
+        response: new HttpResponse({
+          statusCode: status,
+          headers: { 'content-type': 'application/json', 'x-amzn-errortype': `${errorType}:http://internal.amazon.com/coral/com.amazonaws.sesv2/`, 'x-amzn-requestid': 'r-1' },
+          body: Readable.from([Buffer.from(JSON.stringify({ message }))]),
+        }),
+      }),
+    },
+  });
+}
+
+async function errorFrom(status: number, type: string, message: string): Promise<unknown> {
+  const client = clientAnswering(status, type, message);
+  try {
+    await client.send(new SendEmailCommand({ FromEmailAddress: 'a@b.test', Content: { Raw: { Data: Buffer.from('x') } } }));
+  } catch (err) {
+    return err;
+  } finally {
+    client.destroy();
+  }
+  throw new Error('expected an error');
+}
+
+test.each([
+  [429, 'TooManyRequestsException', 'Maximum sending rate exceeded.', 'throttled'],
+  [400, 'LimitExceededException', 'Daily message quota exceeded.', 'throttled'],
+  [400, 'SendingPausedException', 'Sending is paused for this account.', 'throttled'],
+  [400, 'AccountSuspendedException', 'The account has been suspended.', 'throttled'],
+  [400, 'MessageRejected', 'Email address is not verified.', 'permanent'],
+  [400, 'MailFromDomainNotVerifiedException', 'MAIL FROM domain not verified', 'permanent'],
+  [404, 'NotFoundException', 'Configuration set does not exist.', 'permanent'],
+  [400, 'BadRequestException', 'Illegal address', 'permanent'],
+  [500, 'InternalFailure', 'Internal error', 'transient'],
+  [503, 'ServiceUnavailable', 'Service unavailable', 'transient'],
+])('%i %s → %s', async (status, type, message, kind) => {
+  const err = await errorFrom(status, type, message);
+  const c = classifySendError(err);
+  expect(c.kind).toBe(kind);
+  expect(c.reason).toBe(`${type}: ${message}`);
+});
+
+test('network failures are transient', () => {
+  expect(classifySendError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })).kind).toBe('transient');
+  expect(classifySendError(Object.assign(new Error('timed out'), { name: 'TimeoutError' })).kind).toBe('transient');
+});
