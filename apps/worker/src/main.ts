@@ -38,7 +38,7 @@ export async function startWorker(
   const logger = options.logger ?? createLogger(config, 'worker');
   const database = createDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, applicationName: 'mailroom-worker' });
   const connection = createRedis(config, 'worker');
-  const gate = new SendRateGate(connection, `${config.queuePrefix}:ses-rate-gate`, config.sesMaxSendRate);
+  const gate = new SendRateGate(connection, `${config.queuePrefix}:ses-rate-gate`, config.sesMaxSendRate, config.sesRateSafetyMs);
   const transport = options.transport ?? new SesTransport(config, gate);
   const sendQueue = createSendQueue(config, connection);
 

@@ -39,6 +39,12 @@ export interface Config {
   readonly sesConfigurationSet: string | undefined;
   /** `SES_MAX_SEND_RATE`: emails/s across all workers; never exceeded in any one-second window. */
   readonly sesMaxSendRate: number;
+  /**
+   * `SES_RATE_SAFETY_MS`: margin (ms per second of sends) of the send-rate gate, absorbing the delay between the
+   * gate's decision and the request reaching SES on a loaded host. The gate spaces sends by
+   * `(1000 + margin) / SES_MAX_SEND_RATE` ms.
+   */
+  readonly sesRateSafetyMs: number;
   /** `RATE_LIMIT_PER_MINUTE`: API requests per minute per project. */
   readonly rateLimitPerMinute: number;
   /** `AUTH_CACHE_TTL_MS`: how long a key → project lookup is cached in memory (ms). */
@@ -162,6 +168,7 @@ export function loadConfig(env: Env): Config {
     awsCredentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
     sesConfigurationSet: optional(env, 'SES_CONFIGURATION_SET'),
     sesMaxSendRate: int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000),
+    sesRateSafetyMs: int(env, 'SES_RATE_SAFETY_MS', 25, 0, 500),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
     authCacheTtlMs: int(env, 'AUTH_CACHE_TTL_MS', 10_000, 0, 3_600_000),
     keyRotationGraceHours: int(env, 'KEY_ROTATION_GRACE_HOURS', 24, 0, 24 * 90),

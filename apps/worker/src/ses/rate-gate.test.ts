@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { gateIntervalMicros, SendRateGate } from './rate-gate';
 
 test('interval: (1000 + margin) ms per second of sends', () => {
-  expect(gateIntervalMicros(14)).toBe(72143);
+  expect(gateIntervalMicros(14, 25)).toBe(73215);
   expect(gateIntervalMicros(1, 0)).toBe(1_000_000);
 });
 
@@ -11,7 +11,7 @@ test('concurrent callers on separate connections get one grant per interval', as
   const key = `{gate-${randomBytes(4).toString('hex')}}:gate`;
   const conns = [0, 1, 2].map(() => new IORedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'));
   try {
-    const gates = conns.map((c) => new SendRateGate(c, key, 50));
+    const gates = conns.map((c) => new SendRateGate(c, key, 50, 10));
     const times: number[] = [];
     await Promise.all(
       gates.flatMap((g) => Array.from({ length: 10 }, async () => {

@@ -27,11 +27,11 @@ end
 return last + interval - now
 `;
 
-/** Margin (ms) spread over each second's worth of intervals; tolerates that much send-time jitter. */
-export const GATE_SAFETY_MS = 10;
-
-/** Interval between two sends (µs) for a rate in emails/s. */
-export function gateIntervalMicros(emailsPerSecond: number, safetyMs = GATE_SAFETY_MS): number {
+/**
+ * Interval between two sends (µs) for a rate in emails/s; `safetyMs` is spread over each second's worth of
+ * intervals and tolerates that much send-time jitter (`SES_RATE_SAFETY_MS`).
+ */
+export function gateIntervalMicros(emailsPerSecond: number, safetyMs: number): number {
   return Math.ceil(((1000 + safetyMs) * 1000) / emailsPerSecond);
 }
 
@@ -43,13 +43,15 @@ export class SendRateGate {
    * @param redis - any connection (the script runs atomically on the server, using the server's clock).
    * @param key - one key shared by every worker of the deployment.
    * @param emailsPerSecond - `SES_MAX_SEND_RATE`.
+   * @param safetyMs - `SES_RATE_SAFETY_MS`.
    */
   constructor(
     private readonly redis: Redis,
     private readonly key: string,
     emailsPerSecond: number,
+    safetyMs: number,
   ) {
-    this.intervalUs = gateIntervalMicros(emailsPerSecond);
+    this.intervalUs = gateIntervalMicros(emailsPerSecond, safetyMs);
   }
 
   /** Waits until this process may send, and records the send. @returns the time waited in ms. */
