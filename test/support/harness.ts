@@ -164,11 +164,15 @@ export async function deletePrefix(redis: Redis, prefix: string): Promise<number
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
-/** Starts a worker as a separate OS process (tsx), with `env`. Its stdout/stderr go to the test's output when TEST_LOG_LEVEL is set. */
+/**
+ * Starts a worker as a separate OS process, with `env`. Node runs it directly with tsx's loader (not the tsx
+ * CLI, which would run the worker in a child of its own), so a signal sent to the returned process reaches the
+ * worker itself. Output goes to the test's output when TEST_LOG_LEVEL is set.
+ */
 export function spawnWorker(env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [require.resolve('tsx/cli'), '--tsconfig', path.join(ROOT, 'tsconfig.json'), path.join(ROOT, 'apps/worker/src/main.ts')], {
+  return spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'apps/worker/src/main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, ...env, WORKER_HEALTH_PORT: '0' },
+    env: { ...process.env, ...env, WORKER_HEALTH_PORT: '0', TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json') },
     stdio: process.env.TEST_LOG_LEVEL ? 'inherit' : 'ignore',
   });
 }

@@ -5,12 +5,14 @@
  *   project rotate-keys --project ID        → new keys; old ones valid for KEY_ROTATION_GRACE_HOURS
  *   project disable|enable --project ID
  *   domain add --project ID --domain example.com [--verified]
+ *   dev setup [--domain example.com]        → a development project owning the domain (verified), with fresh
+ *                                              keys (earlier keys stay valid for the rotation grace period)
  *
  * @module
  */
 import { parseArgs } from 'node:util';
 import { AppError, isUuid, loadConfig } from '@mailroom/core';
-import { createDatabase } from '@mailroom/db';
+import { createDatabase, domainOwner } from '@mailroom/db';
 import { adminOps } from './routes/admin';
 
 const USAGE = `usage:
@@ -18,7 +20,8 @@ const USAGE = `usage:
   npm run cli -- project rotate-keys --project ID
   npm run cli -- project disable --project ID
   npm run cli -- project enable --project ID
-  npm run cli -- domain add --project ID --domain DOMAIN [--verified]`;
+  npm run cli -- domain add --project ID --domain DOMAIN [--verified]
+  npm run cli -- dev setup [--domain example.com]`;
 
 /** Runs one CLI command. @returns the JSON-serialisable result. @throws {@link AppError} or usage errors. */
 export async function runCli(argv: string[], env: Record<string, string | undefined>): Promise<unknown> {
@@ -48,6 +51,15 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
         if (!values.domain) throw new Error(`--domain is required\n${USAGE}`);
         const d = await adminOps.addDomain(database.db, project(), values.domain, values.verified ?? false);
         return { id: d.id, projectId: d.projectId, domain: d.domain, verified: d.verified };
+      }
+      case 'dev setup': {
+        const domain = values.domain ?? 'example.com';
+        const owner = await domainOwner(database.db, domain);
+        const project = owner
+          ? await adminOps.rotateKeys(database.db, owner, config.keyRotationGraceHours)
+          : await adminOps.createProject(database.db, 'Development');
+        await adminOps.addDomain(database.db, project.id, domain, true);
+        return { ...project, domain };
       }
       default:
         throw new Error(USAGE);

@@ -123,3 +123,9 @@ export async function verifiedDomains(db: DbOrTx, projectId: string): Promise<st
     .where(and(eq(domains.projectId, projectId), eq(domains.verified, true)));
   return rows.map((r) => r.domain);
 }
+
+/** The project that registered `domain`, or `undefined`. */
+export async function domainOwner(db: DbOrTx, domain: string): Promise<string | undefined> {
+  const [row] = await db.select({ projectId: domains.projectId }).from(domains).where(eq(domains.domain, domain.trim().toLowerCase()));
+  return row?.projectId;
+}
