@@ -1,0 +1,40 @@
+# One image for api, worker and migrate (target "runtime"); a small one for the local SES emulator ("ses").
+
+FROM node:20-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY packages/core/package.json packages/core/
+COPY packages/db/package.json packages/db/
+COPY apps/api/package.json apps/api/
+COPY apps/worker/package.json apps/worker/
+RUN npm install --no-audit --no-fund
+
+FROM deps AS build
+COPY tsconfig.base.json tsconfig.json ./
+COPY packages packages
+COPY apps apps
+RUN npm run build
+
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY packages/core/package.json packages/core/
+COPY packages/db/package.json packages/db/
+COPY apps/api/package.json apps/api/
+COPY apps/worker/package.json apps/worker/
+RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/packages/core/dist packages/core/dist
+COPY --from=build /app/packages/db/dist packages/db/dist
+COPY packages/db/drizzle packages/db/drizzle
+COPY --from=build /app/apps/api/dist apps/api/dist
+COPY --from=build /app/apps/worker/dist apps/worker/dist
+USER node
+EXPOSE 8080 8081
+CMD ["node", "apps/api/dist/server.js"]
+
+FROM node:20-bookworm-slim AS ses
+RUN npm install -g aws-ses-v2-local@2.10.2 && npm cache clean --force
+USER node
+EXPOSE 8005
+CMD ["aws-ses-v2-local", "--host", "0.0.0.0", "--port", "8005"]
