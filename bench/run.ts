@@ -1,0 +1,238 @@
+/**
+ * Benchmarks (`npm run bench [-- api|worker]`): print numbers, assert nothing.
+ *
+ * api    — POST /v1/send requests/s and p50/p99 latency (autocannon, 10 connections, API in its own process),
+ *          for 1 and 10 recipients, beside the bare cost of the same SQL and Redis round trips without HTTP.
+ * worker — emails/s drained against the SES emulator with the limiter raised (1 worker process), and the
+ *          limiter's accuracy at 14/s with 2 worker processes (arrival times at SES).
+ *
+ * Uses its own database (`mailroom_bench`, re-created) and queue prefix; Postgres and Redis must answer.
+ */
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { sql } from 'drizzle-orm';
+import {
+  createLogger,
+  createRedis,
+  createSendQueue,
+  loadConfig,
+  newId,
+  sendJobOptions,
+  SendPriority,
+  type Config,
+} from '@mailroom/core';
+import { addDomain, createDatabase, createProject, insertQueuedEmails, upsertContacts, verifiedDomains, type Database } from '@mailroom/db';
+import { acceptSend } from '../apps/api/src/services/send';
+import { freePort, freshDatabase, startSesStack, waitForHttp } from '../test/support/services';
+import type { RecordedSend } from '../test/support/ses-recorder';
+
+const ROOT = path.resolve(__dirname, '..');
+const ADMIN_DB_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const results: Record<string, unknown> = {};
+
+/** Runs an entry point in its own process; `nodeFlags` e.g. `--cpu-prof` (BENCH_PROFILE=dir profiles the drain). */
+function spawnApp(file: string, env: Record<string, string>, nodeFlags: string[] = []): ChildProcess {
+  return spawn(process.execPath, [...nodeFlags, '--import', 'tsx', path.join(ROOT, file)], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json') },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+const stop = (p: ChildProcess) => new Promise<void>((resolve) => (p.exitCode !== null ? resolve() : (p.once('exit', () => resolve()), p.kill('SIGTERM'))));
+
+function table(title: string, rows: Record<string, string | number>[]): void {
+  console.log(`\n${title}`);
+  console.table(rows);
+}
+
+async function project(database: Database) {
+  const p = await createProject(database.db, 'bench');
+  const domain = `bench-${Date.now()}.example.com`;
+  await addDomain(database.db, p.id, domain, true);
+  return { ...p, domain };
+}
+
+async function benchApi(env: Record<string, string>, config: Config, database: Database): Promise<void> {
+  const port = await freePort();
+  const api = spawnApp('apps/api/src/server.ts', { ...env, PORT: String(port), RATE_LIMIT_PER_MINUTE: '10000000' });
+  await waitForHttp(`http://127.0.0.1:${port}/health/ready`, 30_000);
+  const p = await project(database);
+  const rows: Record<string, string | number>[] = [];
+  const duration = Number(process.env.BENCH_SECONDS ?? 10);
+  let n = 0;
+  try {
+    for (const recipients of [1, 10]) {
+      const run = await autocannon({
+        url: `http://127.0.0.1:${port}/v1/send`,
+        connections: 10,
+        duration,
+        requests: [
+          {
+            method: 'POST',
+            headers: { authorization: `Bearer ${p.secretKey}`, 'content-type': 'application/json' },
+            setupRequest: (req) => ({
+              ...req,
+              body: JSON.stringify({
+                to: Array.from({ length: recipients }, () => `u${n++}@bench.test`),
+                from: `b@${p.domain}`,
+                subject: 'Hello {{name}}',
+                body: '<p>Hi {{name}}</p>',
+                data: { name: 'Ann' },
+              }),
+            }),
+          },
+        ],
+      });
+      const bare = await bareCost(config, database, p.id, recipients, duration);
+      rows.push({
+        recipients,
+        'req/s': Math.round(run.requests.average),
+        'emails/s': Math.round(run.requests.average * recipients),
+        'p50 ms': run.latency.p50,
+        'p99 ms': run.latency.p99,
+        non2xx: run.non2xx,
+        'bare SQL+Redis req/s': Math.round(bare),
+        'ratio api/bare': (run.requests.average / bare).toFixed(2),
+      });
+    }
+  } finally {
+    await stop(api);
+  }
+  table(`POST /v1/send (${duration} s each, 10 connections, API in one process on this ${require('node:os').cpus().length}-core machine)`, rows);
+  results.api = rows;
+}
+
+/**
+ * The same round trips /v1/send makes, without HTTP, auth, validation or rendering checks: the verified-domain
+ * read, the transaction (contact upsert, email and timeline inserts), and the enqueue; 10 at a time.
+ */
+async function bareCost(config: Config, database: Database, projectId: string, recipients: number, seconds: number): Promise<number> {
+  const redis = createRedis(config, 'producer');
+  await new Promise((r) => redis.once('ready', r));
+  const queue = createSendQueue(config, redis);
+  let done = 0;
+  let k = 0;
+  const deadline = Date.now() + seconds * 1000;
+  const loop = async () => {
+    while (Date.now() < deadline) {
+      await verifiedDomains(database.db, projectId);
+      const ids: string[] = [];
+      await database.db.transaction(async (tx) => {
+        const contacts = await upsertContacts(tx, projectId, Array.from({ length: recipients }, () => ({ email: `bare${k++}@bench.test`, defaultSubscribed: false, data: { name: 'Ann' } })));
+        const rows = contacts.map((c) => {
+          const id = newId();
+          ids.push(id);
+          return { id, projectId, contactId: c.id, templateId: null, source: 'transactional' as const, toEmail: c.email, toName: null, fromEmail: 'b@x.test', fromName: null, replyTo: null, subject: 's', body: 'b', bodyFormat: 'html' as const, variables: {}, headers: {}, attachmentIds: [] };
+        });
+        await insertQueuedEmails(tx, rows);
+      });
+      await queue.addBulk(ids.map((id) => ({ name: 'send', data: { emailId: id, projectId }, opts: sendJobOptions(config, id, SendPriority.transactional) })));
+      done++;
+    }
+  };
+  await Promise.all(Array.from({ length: 10 }, loop));
+  await queue.close();
+  redis.disconnect();
+  return done / seconds;
+}
+
+async function enqueue(config: Config, database: Database, count: number, domain: string, projectId: string, tag: string): Promise<string[]> {
+  const redis = createRedis(config, 'producer');
+  await new Promise((r) => redis.once('ready', r));
+  const sendQueue = createSendQueue(config, redis);
+  const log = createLogger(config, 'bench');
+  const ids: string[] = [];
+  for (let i = 0; i < count; i += 100) {
+    const to = Array.from({ length: Math.min(100, count - i) }, (_, j) => `${tag}${i + j}@bench.test`);
+    const r = await acceptSend({ config, database, sendQueue, log }, projectId, { to, from: `w@${domain}`, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', data: { name: 'Ann' } });
+    ids.push(...r.emails.map((e) => e.email));
+  }
+  await sendQueue.close();
+  redis.disconnect();
+  return ids;
+}
+
+async function sentCount(database: Database, ids: string[]): Promise<number> {
+  const r = await database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where id = any(${`{${ids.join(',')}}`}::uuid[]) and status = 'sent'`);
+  return (r.rows[0] as { n: number }).n;
+}
+
+async function benchWorker(baseEnv: Record<string, string>, database: Database, sesEndpoint: string): Promise<void> {
+  const p = await project(database);
+  const rows: Record<string, string | number>[] = [];
+
+  // Throughput with the limiter raised out of the way.
+  const total = Number(process.env.BENCH_EMAILS ?? 3000);
+  const fastEnv = { ...baseEnv, QUEUE_PREFIX: `{bench-fast-${Date.now()}}`, SES_MAX_SEND_RATE: '10000', SES_RATE_SAFETY_MS: '0', WORKER_CONCURRENCY: '32', WORKER_HEALTH_PORT: '0' };
+  const fastConfig = loadConfig(fastEnv);
+  const ids = await enqueue(fastConfig, database, total, p.domain, p.id, 'fast');
+  const started = performance.now();
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const worker = spawnApp('apps/worker/src/main.ts', fastEnv, profile);
+  let sent = 0;
+  while ((sent = await sentCount(database, ids)) < total) await new Promise((r) => setTimeout(r, 200));
+  const seconds = (performance.now() - started) / 1000;
+  await stop(worker);
+  rows.push({ measure: `drain ${total} emails, limiter raised, 1 worker process (incl. start-up)`, value: `${(sent / seconds).toFixed(0)} emails/s (${seconds.toFixed(1)} s)` });
+
+  // Limiter accuracy at 14/s with two processes.
+  const n = 140;
+  const rateEnv = { ...baseEnv, QUEUE_PREFIX: `{bench-rate-${Date.now()}}`, SES_MAX_SEND_RATE: '14', WORKER_HEALTH_PORT: '0' };
+  const rateIds = await enqueue(loadConfig(rateEnv), database, n, p.domain, p.id, 'rate');
+  const workers = [spawnApp('apps/worker/src/main.ts', rateEnv), spawnApp('apps/worker/src/main.ts', rateEnv)];
+  while ((await sentCount(database, rateIds)) < n) await new Promise((r) => setTimeout(r, 200));
+  await Promise.all(workers.map(stop));
+  const recorded = (await (await fetch(`${sesEndpoint}/__recorded`)).json()) as RecordedSend[];
+  const times = recorded.filter((s) => s.to[0]?.startsWith('rate')).map((s) => s.at).sort((a, b) => a - b);
+  let busiest = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (times[i]! - times[j]! >= 1000) j++;
+    busiest = Math.max(busiest, i - j + 1);
+  }
+  const tightest = Math.min(...times.slice(14).map((t, i) => t - times[i]!));
+  const rate = (times.length - 1) / ((times[times.length - 1]! - times[0]!) / 1000);
+  rows.push({ measure: `limiter at 14/s, 2 worker processes, ${n} emails: achieved rate`, value: `${rate.toFixed(2)} emails/s` });
+  rows.push({ measure: 'limiter: busiest one-second window (must be ≤ 14)', value: busiest });
+  rows.push({ measure: 'limiter: tightest span of 15 consecutive sends (must be ≥ 1000 ms)', value: `${tightest.toFixed(1)} ms` });
+  table('Worker', rows);
+  results.worker = rows;
+}
+
+async function main(): Promise<void> {
+  const which = process.argv[2];
+  const dbUrl = await freshDatabase(ADMIN_DB_URL, 'mailroom_bench');
+  const ses = await startSesStack();
+  const env = {
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: dbUrl,
+    REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    SES_ENDPOINT: ses.endpoint,
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    QUEUE_PREFIX: `{bench-${Date.now()}}`,
+    DB_POOL_SIZE: '20',
+  };
+  const config = loadConfig(env);
+  const database = createDatabase({ url: dbUrl, poolSize: 20, applicationName: 'bench' });
+  try {
+    if (!which || which === 'api') await benchApi(env, config, database);
+    if (!which || which === 'worker') await benchWorker(env, database, ses.endpoint);
+  } finally {
+    await database.close();
+    ses.stop();
+  }
+  mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
+  writeFileSync(path.join(ROOT, 'bench/results/latest.json'), JSON.stringify({ at: new Date().toISOString(), results }, null, 2));
+}
+
+main().then(
+  () => process.exit(0),
+  (err: Error) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
