@@ -2,32 +2,23 @@
  * GET /emails/{id}: the timeline of an accepted email; errors; tenant isolation.
  */
 import request from 'supertest';
-import { loadConfig } from '@mailroom/core';
-import { createTestProject, recipient, startTestApi, testEnv, type TestApi, type TestProject } from '../support/harness';
+import { createTestProject, recipient, useApiWithProject } from '../support/harness';
 
-let api: TestApi;
-let p: TestProject;
-beforeAll(async () => {
-  api = await startTestApi(loadConfig(testEnv()));
-  p = await createTestProject(api.database);
-});
-afterAll(async () => {
-  await api.close();
-});
+const ctx = useApiWithProject();
 
 test('an accepted email reads back as queued with its timeline', async () => {
   const to = recipient();
-  const sent = await request(api.app).post('/v1/send').set('Authorization', p.auth)
-    .send({ to: { name: 'Ann', email: to }, from: { name: 'Shop', email: `shop@${p.domain}` }, subject: 'Order {{n}}', body: 'b', data: { n: 7 } });
+  const sent = await request(ctx.api.app).post('/v1/send').set('Authorization', ctx.p.auth)
+    .send({ to: { name: 'Ann', email: to }, from: { name: 'Shop', email: `shop@${ctx.p.domain}` }, subject: 'Order {{n}}', body: 'b', data: { n: 7 } });
   const id = sent.body.data.emails[0].email;
-  const res = await request(api.app).get(`/emails/${id}`).set('Authorization', p.auth);
+  const res = await request(ctx.api.app).get(`/emails/${id}`).set('Authorization', ctx.p.auth);
   expect(res.status).toBe(200);
   expect(res.body.data).toMatchObject({
     id,
     status: 'queued',
     source: 'transactional',
     to: { email: to, name: 'Ann' },
-    from: { email: `shop@${p.domain}`, name: 'Shop' },
+    from: { email: `shop@${ctx.p.domain}`, name: 'Shop' },
     subject: 'Order {{n}}',
     contactId: sent.body.data.emails[0].contact.id,
     messageId: null,
@@ -39,18 +30,18 @@ test('an accepted email reads back as queued with its timeline', async () => {
 });
 
 test('errors: 400 malformed id, 404 unknown id', async () => {
-  expect((await request(api.app).get('/emails/123').set('Authorization', p.auth)).status).toBe(400);
-  const res = await request(api.app).get('/emails/0190aaaa-0000-7000-8000-000000000000').set('Authorization', p.auth);
+  expect((await request(ctx.api.app).get('/emails/123').set('Authorization', ctx.p.auth)).status).toBe(400);
+  const res = await request(ctx.api.app).get('/emails/0190aaaa-0000-7000-8000-000000000000').set('Authorization', ctx.p.auth);
   expect(res.status).toBe(404);
   expect(res.body.error.code).toBe('NOT_FOUND');
 });
 
 test("security: another project's email is 404; public key 403; no key 401", async () => {
-  const other = await createTestProject(api.database);
-  const sent = await request(api.app).post('/v1/send').set('Authorization', other.auth).send({ to: recipient(), from: `x@${other.domain}`, subject: 's', body: 'b' });
+  const other = await createTestProject(ctx.api.database);
+  const sent = await request(ctx.api.app).post('/v1/send').set('Authorization', other.auth).send({ to: recipient(), from: `x@${other.domain}`, subject: 's', body: 'b' });
   const id = sent.body.data.emails[0].email;
-  expect((await request(api.app).get(`/emails/${id}`).set('Authorization', p.auth)).status).toBe(404);
-  expect((await request(api.app).get(`/emails/${id}`).set('Authorization', `Bearer ${other.publicKey}`)).status).toBe(403);
-  expect((await request(api.app).get(`/emails/${id}`)).status).toBe(401);
-  expect((await request(api.app).get(`/emails/${id}`).set('Authorization', other.auth)).status).toBe(200);
+  expect((await request(ctx.api.app).get(`/emails/${id}`).set('Authorization', ctx.p.auth)).status).toBe(404);
+  expect((await request(ctx.api.app).get(`/emails/${id}`).set('Authorization', `Bearer ${other.publicKey}`)).status).toBe(403);
+  expect((await request(ctx.api.app).get(`/emails/${id}`)).status).toBe(401);
+  expect((await request(ctx.api.app).get(`/emails/${id}`).set('Authorization', other.auth)).status).toBe(200);
 });

@@ -4,74 +4,65 @@
  */
 import request from 'supertest';
 import { and, eq, sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/core';
 import { contacts, emails, setProjectDisabled } from '@mailroom/db';
-import { createTestProject, recipient, startTestApi, testEnv, type TestApi, type TestProject } from '../support/harness';
+import { createTestProject, recipient, useApiWithProject } from '../support/harness';
 
-let api: TestApi;
-let p: TestProject;
-beforeAll(async () => {
-  api = await startTestApi(loadConfig(testEnv()));
-  p = await createTestProject(api.database);
-});
-afterAll(async () => {
-  await api.close();
-});
+const ctx = useApiWithProject();
 
-const send = (body: unknown, auth = p.auth) => request(api.app).post('/v1/send').set('Authorization', auth).send(body as object);
+const send = (body: unknown, auth = ctx.p.auth) => request(ctx.api.app).post('/v1/send').set('Authorization', auth).send(body as object);
 const emailCount = async (projectId: string) =>
-  ((await api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where project_id = ${projectId}`)).rows[0] as { n: number }).n;
+  ((await ctx.api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where project_id = ${projectId}`)).rows[0] as { n: number }).n;
 
 describe('happy path', () => {
   test('queues one email per distinct recipient and answers 202 with the Send result', async () => {
     const a = recipient();
     const b = recipient();
-    const res = await send({ to: [a, { name: 'B', email: b }, a.toUpperCase()], from: `x@${p.domain}`, subject: 'S', body: '<p>B</p>' });
+    const res = await send({ to: [a, { name: 'B', email: b }, a.toUpperCase()], from: `x@${ctx.p.domain}`, subject: 'S', body: '<p>B</p>' });
     expect(res.status).toBe(202);
     expect(res.body.success).toBe(true);
     expect(res.body.data.emails).toHaveLength(2);
     expect(res.body.data.emails[0]).toEqual({ contact: { id: expect.any(String), email: expect.any(String) }, email: expect.any(String) });
     expect(new Date(res.body.data.timestamp).toString()).not.toBe('Invalid Date');
-    const jobs = await Promise.all(res.body.data.emails.map((e: { email: string }) => api.redis.exists(`${api.config.queuePrefix}:send:${e.email}`)));
+    const jobs = await Promise.all(res.body.data.emails.map((e: { email: string }) => ctx.api.redis.exists(`${ctx.api.config.queuePrefix}:send:${e.email}`)));
     expect(jobs).toEqual([1, 1]);
-    const [row] = await api.database.db.select().from(emails).where(eq(emails.id, res.body.data.emails[0].email));
-    expect(row).toMatchObject({ status: 'queued', fromEmail: `x@${p.domain}`, subject: 'S', source: 'transactional' });
+    const [row] = await ctx.api.database.db.select().from(emails).where(eq(emails.id, res.body.data.emails[0].email));
+    expect(row).toMatchObject({ status: 'queued', fromEmail: `x@${ctx.p.domain}`, subject: 'S', source: 'transactional' });
   });
 
   test('a subdomain of a verified domain may send; `name` sets the display name; reply sets Reply-To', async () => {
-    const res = await send({ to: recipient(), from: `x@mail.${p.domain}`, name: 'Sender', reply: `r@${p.domain}`, subject: 's', body: 'b' });
+    const res = await send({ to: recipient(), from: `x@mail.${ctx.p.domain}`, name: 'Sender', reply: `r@${ctx.p.domain}`, subject: 's', body: 'b' });
     expect(res.status).toBe(202);
-    const [row] = await api.database.db.select().from(emails).where(eq(emails.id, res.body.data.emails[0].email));
-    expect(row).toMatchObject({ fromName: 'Sender', replyTo: `r@${p.domain}` });
+    const [row] = await ctx.api.database.db.select().from(emails).where(eq(emails.id, res.body.data.emails[0].email));
+    expect(row).toMatchObject({ fromName: 'Sender', replyTo: `r@${ctx.p.domain}` });
   });
 
   test('creates the contact unsubscribed by default, and never changes subscription when `subscribed` is omitted', async () => {
     const to = recipient();
-    const first = await send({ to, from: `x@${p.domain}`, subject: 's', body: 'b', data: { plan: 'pro', temp: { value: 1, persistent: false } } });
+    const first = await send({ to, from: `x@${ctx.p.domain}`, subject: 's', body: 'b', data: { plan: 'pro', temp: { value: 1, persistent: false } } });
     const id = first.body.data.emails[0].contact.id;
-    const read = async () => (await api.database.db.select().from(contacts).where(eq(contacts.id, id)))[0]!;
+    const read = async () => (await ctx.api.database.db.select().from(contacts).where(eq(contacts.id, id)))[0]!;
     expect(await read()).toMatchObject({ subscribed: false, data: { plan: 'pro' } });
-    await send({ to, from: `x@${p.domain}`, subject: 's', body: 'b', subscribed: true });
+    await send({ to, from: `x@${ctx.p.domain}`, subject: 's', body: 'b', subscribed: true });
     expect((await read()).subscribed).toBe(true);
-    await send({ to, from: `x@${p.domain}`, subject: 's', body: 'b', data: { plan: null, seats: 3 } });
+    await send({ to, from: `x@${ctx.p.domain}`, subject: 's', body: 'b', data: { plan: null, seats: 3 } });
     expect(await read()).toMatchObject({ subscribed: true, data: { seats: 3 } });
   });
 
   test('the Plunk SDK request shape is accepted (type, headers, subscribed, name, from)', async () => {
-    const res = await send({ to: recipient(), subject: 'Hi', body: '**md**', type: 'markdown', subscribed: true, name: 'Plunk', from: `p@${p.domain}`, headers: { 'X-Entity-Ref-ID': '1' } });
+    const res = await send({ to: recipient(), subject: 'Hi', body: '**md**', type: 'markdown', subscribed: true, name: 'Plunk', from: `p@${ctx.p.domain}`, headers: { 'X-Entity-Ref-ID': '1' } });
     expect(res.status).toBe(202);
   });
 
   test('a template supplies subject, body, from and reply-to; request fields override them', async () => {
-    const t = await request(api.app).post('/templates').set('Authorization', p.auth)
-      .send({ name: 't', subject: 'T {{x}}', body: 'B', from: `t@${p.domain}`, fromName: 'Tpl', replyTo: `tr@${p.domain}` });
+    const t = await request(ctx.api.app).post('/templates').set('Authorization', ctx.p.auth)
+      .send({ name: 't', subject: 'T {{x}}', body: 'B', from: `t@${ctx.p.domain}`, fromName: 'Tpl', replyTo: `tr@${ctx.p.domain}` });
     const plain = await send({ to: recipient(), template: t.body.data.id });
     expect(plain.status).toBe(202);
-    const [row] = await api.database.db.select().from(emails).where(eq(emails.id, plain.body.data.emails[0].email));
-    expect(row).toMatchObject({ subject: 'T {{x}}', body: 'B', fromEmail: `t@${p.domain}`, fromName: 'Tpl', replyTo: `tr@${p.domain}`, templateId: t.body.data.id });
-    const over = await send({ to: recipient(), template: t.body.data.id, subject: 'Own', from: `o@${p.domain}`, reply: `or@${p.domain}` });
-    const [row2] = await api.database.db.select().from(emails).where(eq(emails.id, over.body.data.emails[0].email));
-    expect(row2).toMatchObject({ subject: 'Own', body: 'B', fromEmail: `o@${p.domain}`, fromName: null, replyTo: `or@${p.domain}` });
+    const [row] = await ctx.api.database.db.select().from(emails).where(eq(emails.id, plain.body.data.emails[0].email));
+    expect(row).toMatchObject({ subject: 'T {{x}}', body: 'B', fromEmail: `t@${ctx.p.domain}`, fromName: 'Tpl', replyTo: `tr@${ctx.p.domain}`, templateId: t.body.data.id });
+    const over = await send({ to: recipient(), template: t.body.data.id, subject: 'Own', from: `o@${ctx.p.domain}`, reply: `or@${ctx.p.domain}` });
+    const [row2] = await ctx.api.database.db.select().from(emails).where(eq(emails.id, over.body.data.emails[0].email));
+    expect(row2).toMatchObject({ subject: 'Own', body: 'B', fromEmail: `o@${ctx.p.domain}`, fromName: null, replyTo: `or@${ctx.p.domain}` });
   });
 });
 
@@ -84,17 +75,17 @@ describe('errors', () => {
   };
 
   test('400 INVALID_JSON for malformed JSON', async () => {
-    const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).set('Content-Type', 'application/json').send('{"to": ');
+    const res = await request(ctx.api.app).post('/v1/send').set('Authorization', ctx.p.auth).set('Content-Type', 'application/json').send('{"to": ');
     expectError(res, 400, 'INVALID_JSON');
   });
 
   test('400 BAD_REQUEST for a body that is not JSON', async () => {
-    const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).set('Content-Type', 'text/plain').send('to=a');
+    const res = await request(ctx.api.app).post('/v1/send').set('Authorization', ctx.p.auth).set('Content-Type', 'text/plain').send('to=a');
     expectError(res, 400, 'BAD_REQUEST');
   });
 
   test('413 PAYLOAD_TOO_LARGE for a body over 20 MB', async () => {
-    const res = await send({ to: recipient(), from: `x@${p.domain}`, subject: 's', body: 'x'.repeat(21 * 1024 * 1024) });
+    const res = await send({ to: recipient(), from: `x@${ctx.p.domain}`, subject: 's', body: 'x'.repeat(21 * 1024 * 1024) });
     expectError(res, 413, 'PAYLOAD_TOO_LARGE');
   });
 
@@ -132,22 +123,22 @@ describe('errors', () => {
     [{ to: 'a@b.test', subject: 's', body: 'b', from: 'x@FROM', headers: { 'Bad Name': 'v' } }, 'headers.Bad Name'],
     [{ to: 'a@b.test', subject: 's', body: 'b', from: 'x@FROM', attachments: [{ filename: 'a', content: 'not base64!' }] }, 'attachments.0.content'],
   ])('422 for business rules: %j names %s', async (body, field) => {
-    const before = await emailCount(p.id);
-    const res = await send(JSON.parse(JSON.stringify(body).replace(/FROM/g, p.domain)));
+    const before = await emailCount(ctx.p.id);
+    const res = await send(JSON.parse(JSON.stringify(body).replace(/FROM/g, ctx.p.domain)));
     expectError(res, 422, 'VALIDATION_ERROR');
     expect(res.body.error.errors.map((e: { field: string }) => e.field)).toContain(field);
-    expect(await emailCount(p.id)).toBe(before);
+    expect(await emailCount(ctx.p.id)).toBe(before);
   });
 
   test('422 for attachments over 10 MB in total, and nothing is written', async () => {
-    const before = await emailCount(p.id);
+    const before = await emailCount(ctx.p.id);
     const six = Buffer.alloc(6 * 1024 * 1024, 1).toString('base64');
     const to = recipient();
-    const res = await send({ to, from: `x@${p.domain}`, subject: 's', body: 'b', attachments: [{ filename: 'a', content: six }, { filename: 'b', content: six }] });
+    const res = await send({ to, from: `x@${ctx.p.domain}`, subject: 's', body: 'b', attachments: [{ filename: 'a', content: six }, { filename: 'b', content: six }] });
     expectError(res, 422, 'VALIDATION_ERROR');
     expect(res.body.error.errors[0]).toMatchObject({ field: 'attachments', code: 'too_big' });
-    expect(await emailCount(p.id)).toBe(before);
-    expect(await api.database.db.select().from(contacts).where(and(eq(contacts.projectId, p.id), eq(contacts.emailKey, to)))).toHaveLength(0);
+    expect(await emailCount(ctx.p.id)).toBe(before);
+    expect(await ctx.api.database.db.select().from(contacts).where(and(eq(contacts.projectId, ctx.p.id), eq(contacts.emailKey, to)))).toHaveLength(0);
   });
 
   test('404 for an unknown template', async () => {
@@ -159,7 +150,7 @@ describe('errors', () => {
 describe('security', () => {
   test('401 without a key, with a malformed key, with an unknown key', async () => {
     for (const auth of [undefined, 'Basic abc', 'Bearer nonsense', `Bearer sk_${'A'.repeat(43)}`]) {
-      const req = request(api.app).post('/v1/send');
+      const req = request(ctx.api.app).post('/v1/send');
       const res = await (auth ? req.set('Authorization', auth) : req).send({ to: 'a@b.test', subject: 's', body: 'b' });
       expect(res.status).toBe(401);
       expect(res.body.error.code).toBe('UNAUTHORIZED');
@@ -167,34 +158,34 @@ describe('security', () => {
   });
 
   test('403 PUBLIC_KEY_NOT_ALLOWED for a public key', async () => {
-    const res = await send({ to: 'a@b.test', subject: 's', body: 'b', from: `x@${p.domain}` }, `Bearer ${p.publicKey}`);
+    const res = await send({ to: 'a@b.test', subject: 's', body: 'b', from: `x@${ctx.p.domain}` }, `Bearer ${ctx.p.publicKey}`);
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('PUBLIC_KEY_NOT_ALLOWED');
   });
 
   test("another project's template is 404 and its domain is not a verified sender", async () => {
-    const other = await createTestProject(api.database);
-    const t = await request(api.app).post('/templates').set('Authorization', other.auth).send({ name: 'o', subject: 's', body: 'b' });
-    expect((await send({ to: 'a@b.test', template: t.body.data.id, from: `x@${p.domain}` })).status).toBe(404);
+    const other = await createTestProject(ctx.api.database);
+    const t = await request(ctx.api.app).post('/templates').set('Authorization', other.auth).send({ name: 'o', subject: 's', body: 'b' });
+    expect((await send({ to: 'a@b.test', template: t.body.data.id, from: `x@${ctx.p.domain}` })).status).toBe(404);
     const res = await send({ to: 'a@b.test', subject: 's', body: 'b', from: `x@${other.domain}` });
     expect(res.status).toBe(422);
     expect(res.body.error.errors[0].field).toBe('from');
   });
 
   test('403 PROJECT_DISABLED for a disabled project', async () => {
-    const q = await createTestProject(api.database);
-    await setProjectDisabled(api.database.db, q.id, true);
-    api.authCache.clear();
+    const q = await createTestProject(ctx.api.database);
+    await setProjectDisabled(ctx.api.database.db, q.id, true);
+    ctx.api.authCache.clear();
     const res = await send({ to: 'a@b.test', subject: 's', body: 'b', from: `x@${q.domain}` }, q.auth);
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('PROJECT_DISABLED');
   });
 
   test('request ids: echoed when well-formed, generated otherwise', async () => {
-    const res = await request(api.app).post('/v1/send').set('X-Request-Id', 'client-req-123456').send({});
+    const res = await request(ctx.api.app).post('/v1/send').set('X-Request-Id', 'client-req-123456').send({});
     expect(res.headers['x-request-id']).toBe('client-req-123456');
     expect(res.body.error.requestId).toBe('client-req-123456');
-    const bad = await request(api.app).post('/v1/send').set('X-Request-Id', 'bad id\twith spaces').send({});
+    const bad = await request(ctx.api.app).post('/v1/send').set('X-Request-Id', 'bad id\twith spaces').send({});
     expect(bad.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

@@ -2,44 +2,35 @@
  * Templates CRUD and both list forms; errors; tenant isolation.
  */
 import request from 'supertest';
-import { loadConfig } from '@mailroom/core';
-import { createTestProject, startTestApi, testEnv, type TestApi, type TestProject } from '../support/harness';
+import { createTestProject, useApiWithProject, type TestProject } from '../support/harness';
 
-let api: TestApi;
-let p: TestProject;
-beforeAll(async () => {
-  api = await startTestApi(loadConfig(testEnv()));
-  p = await createTestProject(api.database);
-});
-afterAll(async () => {
-  await api.close();
-});
+const ctx = useApiWithProject();
 
 const as = (project: TestProject) => ({
-  post: (path: string, body: object) => request(api.app).post(path).set('Authorization', project.auth).send(body),
-  get: (path: string) => request(api.app).get(path).set('Authorization', project.auth),
-  patch: (path: string, body: object) => request(api.app).patch(path).set('Authorization', project.auth).send(body),
-  del: (path: string) => request(api.app).delete(path).set('Authorization', project.auth),
+  post: (path: string, body: object) => request(ctx.api.app).post(path).set('Authorization', project.auth).send(body),
+  get: (path: string) => request(ctx.api.app).get(path).set('Authorization', project.auth),
+  patch: (path: string, body: object) => request(ctx.api.app).patch(path).set('Authorization', project.auth).send(body),
+  del: (path: string) => request(ctx.api.app).delete(path).set('Authorization', project.auth),
 });
 
 describe('happy path', () => {
   test('create, read, update, delete', async () => {
-    const c = await as(p).post('/templates', { name: 'Welcome', subject: 'Hi {{name}}', body: '<p>{{name}}</p>', from: `a@${p.domain}` });
+    const c = await as(ctx.p).post('/templates', { name: 'Welcome', subject: 'Hi {{name}}', body: '<p>{{name}}</p>', from: `a@${ctx.p.domain}` });
     expect(c.status).toBe(201);
-    expect(c.body.data).toMatchObject({ name: 'Welcome', type: 'TRANSACTIONAL', from: `a@${p.domain}`, fromName: null, replyTo: null });
+    expect(c.body.data).toMatchObject({ name: 'Welcome', type: 'TRANSACTIONAL', from: `a@${ctx.p.domain}`, fromName: null, replyTo: null });
     const id = c.body.data.id;
-    expect((await as(p).get(`/templates/${id}`)).body.data).toEqual(c.body.data);
-    const u = await as(p).patch(`/templates/${id}`, { subject: 'Hello {{name}}', type: 'MARKETING', from: null });
+    expect((await as(ctx.p).get(`/templates/${id}`)).body.data).toEqual(c.body.data);
+    const u = await as(ctx.p).patch(`/templates/${id}`, { subject: 'Hello {{name}}', type: 'MARKETING', from: null });
     expect(u.status).toBe(200);
     expect(u.body.data).toMatchObject({ subject: 'Hello {{name}}', type: 'MARKETING', from: null, body: '<p>{{name}}</p>' });
-    const d = await as(p).del(`/templates/${id}`);
+    const d = await as(ctx.p).del(`/templates/${id}`);
     expect(d.status).toBe(200);
     expect(d.body.data).toEqual({ id, deleted: true });
-    expect((await as(p).get(`/templates/${id}`)).status).toBe(404);
+    expect((await as(ctx.p).get(`/templates/${id}`)).status).toBe(404);
   });
 
   test('list: keyset pages newest first, both forms, filters and page numbers', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(ctx.api.database);
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       const r = await as(q).post('/templates', { name: `T${i} ${i % 2 ? 'odd' : 'even'}`, subject: `S${i}`, body: 'b', type: i < 2 ? 'MARKETING' : 'TRANSACTIONAL' });
@@ -77,26 +68,26 @@ describe('errors', () => {
     [{ name: '', subject: 's', body: 'b' }, 'name', 'too_small'],
     [{ name: 'n', subject: 's', body: '{{#each items}}' }, 'body', 'custom'],
   ])('422 on create: %j names %s', async (body, field, code) => {
-    const res = await as(p).post('/templates', body);
+    const res = await as(ctx.p).post('/templates', body);
     expect(res.status).toBe(422);
     expect(res.body.error.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field, code })]));
   });
 
   test('422 on an empty or invalid update; 404 on unknown ids; 400 on malformed ids and parameters', async () => {
-    const c = await as(p).post('/templates', { name: 'n', subject: 's', body: 'b' });
+    const c = await as(ctx.p).post('/templates', { name: 'n', subject: 's', body: 'b' });
     const id = c.body.data.id;
-    expect((await as(p).patch(`/templates/${id}`, {})).status).toBe(422);
-    expect((await as(p).patch(`/templates/${id}`, { subject: '{{' })).status).toBe(422);
+    expect((await as(ctx.p).patch(`/templates/${id}`, {})).status).toBe(422);
+    expect((await as(ctx.p).patch(`/templates/${id}`, { subject: '{{' })).status).toBe(422);
     const unknown = '0190aaaa-0000-7000-8000-000000000000';
-    for (const res of [await as(p).get(`/templates/${unknown}`), await as(p).patch(`/templates/${unknown}`, { name: 'x' }), await as(p).del(`/templates/${unknown}`)]) {
+    for (const res of [await as(ctx.p).get(`/templates/${unknown}`), await as(ctx.p).patch(`/templates/${unknown}`, { name: 'x' }), await as(ctx.p).del(`/templates/${unknown}`)]) {
       expect(res.status).toBe(404);
       expect(res.body.error.code).toBe('NOT_FOUND');
     }
-    const malformed = await as(p).get('/templates/not-a-uuid');
+    const malformed = await as(ctx.p).get('/templates/not-a-uuid');
     expect(malformed.status).toBe(400);
     expect(malformed.body.error).toMatchObject({ code: 'INVALID_PARAMETERS', errors: [{ field: 'id', code: 'invalid_string' }] });
     for (const qs of ['limit=0', 'limit=101', 'limit=abc', 'type=X', 'cursor=bogus', 'page=0']) {
-      const res = await as(p).get(`/templates?${qs}`);
+      const res = await as(ctx.p).get(`/templates?${qs}`);
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('INVALID_PARAMETERS');
       expect(res.body.error.errors[0].field).toBe(qs.split('=')[0]);
@@ -106,21 +97,21 @@ describe('errors', () => {
 
 describe('security', () => {
   test("another project's template is invisible: 404 on read, update and delete, absent from lists", async () => {
-    const other = await createTestProject(api.database);
+    const other = await createTestProject(ctx.api.database);
     const t = await as(other).post('/templates', { name: 'secret', subject: 's', body: 'b' });
     const id = t.body.data.id;
-    expect((await as(p).get(`/templates/${id}`)).status).toBe(404);
-    expect((await as(p).patch(`/templates/${id}`, { name: 'x' })).status).toBe(404);
-    expect((await as(p).del(`/templates/${id}`)).status).toBe(404);
-    const list = await as(p).get('/templates?search=secret&limit=100');
+    expect((await as(ctx.p).get(`/templates/${id}`)).status).toBe(404);
+    expect((await as(ctx.p).patch(`/templates/${id}`, { name: 'x' })).status).toBe(404);
+    expect((await as(ctx.p).del(`/templates/${id}`)).status).toBe(404);
+    const list = await as(ctx.p).get('/templates?search=secret&limit=100');
     expect(list.body.data.items.map((x: { id: string }) => x.id)).not.toContain(id);
     expect((await as(other).get(`/templates/${id}`)).body.data.name).toBe('secret');
   });
 
   test('public keys are refused; no key is 401', async () => {
-    const res = await request(api.app).get('/templates').set('Authorization', `Bearer ${p.publicKey}`);
+    const res = await request(ctx.api.app).get('/templates').set('Authorization', `Bearer ${ctx.p.publicKey}`);
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('PUBLIC_KEY_NOT_ALLOWED');
-    expect((await request(api.app).get('/templates')).status).toBe(401);
+    expect((await request(ctx.api.app).get('/templates')).status).toBe(401);
   });
 });

@@ -107,16 +107,15 @@ export function recipient(tag = 'r'): string {
   return `${tag}.${randomBytes(5).toString('hex')}@inbox.test`;
 }
 
-/** Everything the SES emulator was sent, as recorded by the proxy in front of it. */
-export async function sesRecorded(): Promise<RecordedSend[]> {
-  const res = await fetch(`${process.env.TEST_SES_ENDPOINT}/__recorded`);
+/** SES sends to any of `addresses` (any status), as recorded by the proxy in front of the emulator. */
+export async function sesRecordedTo(addresses: string[]): Promise<RecordedSend[]> {
+  const res = await fetch(`${process.env.TEST_SES_ENDPOINT}/__recorded`, { method: 'POST', body: JSON.stringify({ to: addresses }) });
   return (await res.json()) as RecordedSend[];
 }
 
 /** Accepted (200) SES sends to any of `addresses`. */
 export async function sesSendsTo(addresses: string[]): Promise<RecordedSend[]> {
-  const wanted = new Set(addresses.map((a) => a.toLowerCase()));
-  return (await sesRecorded()).filter((s) => s.status === 200 && s.to.some((t) => wanted.has(t.toLowerCase())));
+  return (await sesRecordedTo(addresses)).filter((s) => s.status === 200);
 }
 
 /** Parses a recorded raw message. */
@@ -181,4 +180,28 @@ export function spawnWorker(env: Record<string, string>): ChildProcess {
 export function exited(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+/**
+ * Registers `beforeAll`/`afterAll` that start an in-process API (fresh queue prefix) with one project, and
+ * returns accessors for them.
+ */
+export function useApiWithProject(envOverrides: Record<string, string> = {}): { readonly api: TestApi; readonly p: TestProject } {
+  let api: TestApi | undefined;
+  let p: TestProject | undefined;
+  beforeAll(async () => {
+    api = await startTestApi(testConfig(envOverrides));
+    p = await createTestProject(api.database);
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+  return {
+    get api() {
+      return api!;
+    },
+    get p() {
+      return p!;
+    },
+  };
 }

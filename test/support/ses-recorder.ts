@@ -7,7 +7,8 @@
  * its own (`ses-recorder-main.ts`) so that the tests' own work cannot delay its timestamps. It can also answer with
  * a recorded SES error for matching requests (fault injection), to exercise throttling and rejections.
  *
- * Endpoints of its own: `GET /__recorded`, `POST /__faults` `{ match, status, body, times }`.
+ * Endpoints of its own: `POST /__recorded` `{ to?: string[], toPrefix?: string }` (the matching sends),
+ * `POST /__faults` `{ match, status, body, times }`.
  */
 import http from 'node:http';
 
@@ -41,8 +42,14 @@ export async function startSesRecorder(upstream: string): Promise<{ url: string;
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      if (req.url?.startsWith('/__recorded')) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(sends));
+      if (req.url === '/__recorded' && req.method === 'POST') {
+        // Filtered here, so that callers polling for their own messages never make this process serialise
+        // everything it holds (that blocked its event loop and skewed arrival times).
+        const q = JSON.parse(body.toString() || '{}') as { to?: string[]; toPrefix?: string };
+        const wanted = new Set((q.to ?? []).map((a) => a.toLowerCase()));
+        const match = (s: RecordedSend) =>
+          s.to.some((t) => wanted.has(t.toLowerCase()) || (q.toPrefix !== undefined && t.toLowerCase().startsWith(q.toPrefix)));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(sends.filter(match)));
         return;
       }
       if (req.url === '/__faults' && req.method === 'POST') {

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Server } from 'node:http';
-import { createLogger, createRedis, createSendQueue, loadConfig, type Config } from '@mailroom/core';
+import { createLogger, createRedis, createSendQueue, runService, type Config } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createApp } from './app';
 
@@ -38,25 +38,4 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
   return { server, stop };
 }
 
-if (require.main === module) {
-  let config: Config;
-  try {
-    config = loadConfig(process.env);
-  } catch (err) {
-    console.error((err as Error).message);
-    process.exit(1);
-  }
-  startApi(config)
-    .then(({ stop }) => {
-      for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-        process.once(signal, () => {
-          setTimeout(() => process.exit(1), 15_000).unref();
-          stop().then(() => process.exit(0));
-        });
-      }
-    })
-    .catch((err: Error) => {
-      console.error(`api failed to start: ${err.message}`);
-      process.exit(1);
-    });
-}
+if (require.main === module) runService('api', startApi, 15_000);

@@ -9,7 +9,7 @@
 import http from 'node:http';
 import { sql } from 'drizzle-orm';
 import type { Worker } from 'bullmq';
-import { createLogger, createRedis, createSendQueue, loadConfig, type Config, type Logger } from '@mailroom/core';
+import { createLogger, createRedis, createSendQueue, runService, type Config, type Logger } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createSendProcessor } from './processors/send';
 import { startReconciler } from './processors/reconcile';
@@ -90,25 +90,4 @@ export async function startWorker(
   return { worker, healthPort, stop };
 }
 
-if (require.main === module) {
-  let config: Config;
-  try {
-    config = loadConfig(process.env);
-  } catch (err) {
-    console.error((err as Error).message);
-    process.exit(1);
-  }
-  startWorker(config)
-    .then(({ stop }) => {
-      for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-        process.once(signal, () => {
-          setTimeout(() => process.exit(1), 60_000).unref();
-          stop().then(() => process.exit(0));
-        });
-      }
-    })
-    .catch((err: Error) => {
-      console.error(`worker failed to start: ${err.message}`);
-      process.exit(1);
-    });
-}
+if (require.main === module) runService('worker', (config: Config) => startWorker(config), 60_000);

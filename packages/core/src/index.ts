@@ -8,3 +8,4 @@ export * from './keys';
 export * from './templates';
 export * from './queues';
 export * from './mail';
+export * from './process';
