@@ -168,12 +168,21 @@ const ROOT = path.resolve(__dirname, '..', '..');
  * CLI, which would run the worker in a child of its own), so a signal sent to the returned process reaches the
  * worker itself. Output goes to the test's output when TEST_LOG_LEVEL is set.
  */
-export function spawnWorker(env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'apps/worker/src/main.ts')], {
+export function spawnWorker(env: Record<string, string>): ChildProcess & { output: string[] } {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'apps/worker/src/main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, ...env, WORKER_HEALTH_PORT: '0', TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json') },
-    stdio: process.env.TEST_LOG_LEVEL ? 'inherit' : 'ignore',
-  });
+    env: { ...process.env, ...env, WORKER_HEALTH_PORT: '0', TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json'), LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }) as ChildProcess & { output: string[] };
+  // Keep what it printed (start-up line with its effective settings, errors) for failure messages.
+  child.output = [];
+  const keep = (d: Buffer) => {
+    child.output.push(...d.toString().split('\n').filter((l) => l && !l.includes('"email sent"')));
+    if (child.output.length > 200) child.output.splice(0, child.output.length - 200);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  return child;
 }
 
 /** Waits for a child process to exit. */
