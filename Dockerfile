@@ -1,6 +1,6 @@
 # One image for api, worker and migrate (target "runtime"); a small one for the local SES emulator ("ses").
 
-FROM node:20-bookworm-slim AS deps
+FROM node:22-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/core/package.json packages/core/
@@ -15,7 +15,7 @@ COPY packages packages
 COPY apps apps
 RUN npm run build
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:22-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -33,7 +33,7 @@ USER node
 EXPOSE 8080 8081
 CMD ["node", "apps/api/dist/server.js"]
 
-FROM node:20-bookworm-slim AS ses
+FROM node:22-bookworm-slim AS ses
 RUN npm install -g aws-ses-v2-local@2.10.2 && npm cache clean --force
 USER node
 EXPOSE 8005

@@ -5,13 +5,14 @@
 import request from 'supertest';
 import type { ChildProcess } from 'node:child_process';
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/core';
+import { loadConfig, type Config } from '@mailroom/core';
 import { contacts, emails } from '@mailroom/db';
 import { startWorker } from '../../apps/worker/src/main';
 import {
   createTestProject,
   deletePrefix,
   exited,
+  isolatedDatabase,
   parseMail,
   recipient,
   sesSendsTo,
@@ -84,14 +85,18 @@ describe('a worker killed in the middle of a batch', () => {
 });
 
 describe('Redis loses every job after acceptance', () => {
-  const env = testEnv({ RECONCILE_INTERVAL_MS: '300', RECONCILE_AFTER_MS: '0', SES_MAX_SEND_RATE: '100' });
-  const config = loadConfig(env);
+  let config: Config;
   let api: TestApi;
+  let db: { url: string; drop: () => Promise<void> };
   beforeAll(async () => {
+    // Its own database: an eager reconciler adopts every pending email of the database it watches.
+    db = await isolatedDatabase();
+    config = loadConfig(testEnv({ DATABASE_URL: db.url, RECONCILE_INTERVAL_MS: '300', RECONCILE_AFTER_MS: '0', SES_MAX_SEND_RATE: '100' }));
     api = await startTestApi(config);
   });
   afterAll(async () => {
     await api.close();
+    await db.drop();
   });
 
   test('the reconciler re-enqueues and delivers every email exactly once', async () => {

@@ -24,6 +24,8 @@ export default async function globalSetup(): Promise<void> {
     redis.disconnect();
   }
 
+  // The SDK's notice that releases after January 2027 need Node 22 would repeat in every worker's output.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   const ses = await startSesStack();
   process.env.TEST_DATABASE_URL = dbUrl;
   process.env.TEST_REDIS_URL = REDIS_URL;

@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import { createLogger, createRedis, createSendQueue, loadConfig, type Config } from '@mailroom/core';
 import { addDomain, createDatabase, createProject, type Database } from '@mailroom/db';
 import { createApp, type App } from '../../apps/api/src/app';
+import { dropDatabase, freshDatabase } from './services';
 import type { RecordedSend } from './ses-recorder';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -213,4 +214,15 @@ export function useApiWithProject(envOverrides: Record<string, string> = {}): { 
       return p!;
     },
   };
+}
+
+/**
+ * A migrated database of the caller's own, for tests whose worker runs the reconciler eagerly: the reconciler
+ * adopts every pending email of its database, so on the shared test database it would take other files' mail.
+ */
+export async function isolatedDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const admin = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const name = `mailroom_test_iso_${Date.now()}_${randomBytes(3).toString('hex')}`;
+  const url = await freshDatabase(admin, name);
+  return { url, drop: () => dropDatabase(admin, name) };
 }
