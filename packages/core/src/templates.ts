@@ -13,6 +13,7 @@
 import Handlebars from 'handlebars';
 import { marked } from 'marked';
 import { compile as compileHtmlToText } from 'html-to-text';
+import type { FieldError } from './errors';
 
 const hbs = Handlebars.create();
 
@@ -72,6 +73,29 @@ function compile(source: string, escape: boolean): Compiled {
  */
 export function assertTemplate(source: string): void {
   compile(source, true);
+}
+
+/**
+ * Syntax errors of template sources, as field errors.
+ *
+ * @param sources - field name → template source (`undefined` entries are skipped).
+ * @param fieldName - maps a source's key to the reported field (e.g. `template` when it came from a template).
+ */
+export function templateSyntaxErrors(
+  sources: Record<string, string | undefined>,
+  fieldName: (key: string) => string = (key) => key,
+): FieldError[] {
+  const errors: FieldError[] = [];
+  for (const [key, source] of Object.entries(sources)) {
+    if (source === undefined) continue;
+    try {
+      assertTemplate(source);
+    } catch (err) {
+      if (!(err instanceof TemplateSyntaxError)) throw err;
+      errors.push({ field: fieldName(key), message: `template syntax error: ${err.message}`, code: 'custom' });
+    }
+  }
+  return errors;
 }
 
 /** Body source language: HTML, or Markdown converted to HTML after variables are substituted. */

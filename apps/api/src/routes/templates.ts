@@ -6,7 +6,7 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { assertTemplate, decodeCursor, encodeCursor, notFound, TemplateSyntaxError, validationError, type FieldError } from '@mailroom/core';
+import { decodeCursor, encodeCursor, notFound, templateSyntaxErrors, validationError } from '@mailroom/core';
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate, type TemplateRow } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
@@ -86,17 +86,7 @@ function present(t: TemplateRow): Static<typeof Template> {
 }
 
 function checkSyntax(input: { subject?: string; body?: string }): void {
-  const errors: FieldError[] = [];
-  for (const field of ['subject', 'body'] as const) {
-    const source = input[field];
-    if (source === undefined) continue;
-    try {
-      assertTemplate(source);
-    } catch (err) {
-      if (!(err instanceof TemplateSyntaxError)) throw err;
-      errors.push({ field, message: `template syntax error: ${err.message}`, code: 'custom' });
-    }
-  }
+  const errors = templateSyntaxErrors({ subject: input.subject, body: input.body });
   if (errors.length) throw validationError(errors);
 }
 

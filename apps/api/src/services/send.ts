@@ -10,7 +10,6 @@
  */
 import {
   AppError,
-  assertTemplate,
   attachmentContentType,
   checkCustomHeaders,
   domainCovers,
@@ -22,7 +21,7 @@ import {
   sendJobOptions,
   SendPriority,
   splitVariables,
-  TemplateSyntaxError,
+  templateSyntaxErrors,
   validationError,
   type BodyFormat,
   type Config,
@@ -128,15 +127,7 @@ export async function acceptSend(
     errors.push({ field: 'from', message: 'is required unless the template has a from address', code: 'invalid_type' });
   }
 
-  for (const [field, source] of [['subject', subject], ['body', body]] as const) {
-    if (source === undefined) continue;
-    try {
-      assertTemplate(source);
-    } catch (err) {
-      if (!(err instanceof TemplateSyntaxError)) throw err;
-      errors.push({ field: req[field] === undefined ? 'template' : field, message: `template syntax error: ${err.message}`, code: 'custom' });
-    }
-  }
+  errors.push(...templateSyntaxErrors({ subject, body }, (key) => (req[key as 'subject' | 'body'] === undefined ? 'template' : key)));
   if (req.headers) errors.push(...checkCustomHeaders(req.headers));
   const decoded = req.attachments ? decodeAttachments(req.attachments) : { files: [], errors: [] };
   errors.push(...decoded.errors);
