@@ -89,11 +89,6 @@ export function validationError(errors: FieldError[], message?: string): AppErro
   );
 }
 
-/** 422 for a single field. */
-export function fieldError(field: string, message: string, code: FieldErrorCode = 'custom'): AppError {
-  return validationError([{ field, message, code }]);
-}
-
 /** 404 that never reveals whether the id exists in another project. */
 export function notFound(resource: string): AppError {
   return new AppError(ErrorCode.NOT_FOUND, `${resource} not found`);

@@ -13,8 +13,6 @@ import type { Config } from './config';
 export const QueueName = {
   /** One job per email row (`jobId` = email id). */
   send: 'send',
-  /** Repeatable housekeeping (the reconciler). */
-  maintenance: 'maintenance',
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
@@ -33,9 +31,6 @@ export const SendJobPayload = Type.Object(
   { additionalProperties: false },
 );
 export type SendJobPayload = Static<typeof SendJobPayload>;
-
-/** Name of the reconciler's repeatable job in the `maintenance` queue. */
-export const RECONCILE_JOB = 'reconcile-emails';
 
 /**
  * Job options of a `send` job.

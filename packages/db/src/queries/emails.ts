@@ -78,7 +78,8 @@ export type ClaimMiss =
  *
  * A re-taken `sending` row may or may not have reached SES before its worker died (SES has no idempotency key);
  * it is sent again with the same Message-ID so receivers can collapse the copy. That window is the time between
- * SES accepting a message and the `sent` update committing.
+ * SES accepting a message and the `sent` update committing (SES's response time plus one UPDATE), and only a hard
+ * kill can fall into it.
  */
 export async function claimEmail(
   db: DbOrTx,

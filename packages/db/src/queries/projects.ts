@@ -83,12 +83,6 @@ export async function findKey(db: Db, keyHash: string): Promise<KeyRecord | unde
   return row ? { projectId: row.projectId, kind: row.kind, projectDisabled: row.projectDisabled } : undefined;
 }
 
-/** Returns the project, or `undefined`. */
-export async function getProject(db: DbOrTx, projectId: string) {
-  const [row] = await db.select().from(projects).where(eq(projects.id, projectId));
-  return row;
-}
-
 /** Outcome of {@link addDomain}. */
 export type AddDomainResult =
   | { ok: true; domain: typeof domains.$inferSelect }
