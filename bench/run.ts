@@ -147,7 +147,9 @@ async function enqueue(config: Config, database: Database, count: number, domain
   const ids: string[] = [];
   for (let i = 0; i < count; i += 100) {
     const to = Array.from({ length: Math.min(100, count - i) }, (_, j) => `${tag}${i + j}@bench.test`);
-    const r = await acceptSend({ config, database, sendQueue, log }, projectId, { to, from: `w@${domain}`, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', data: { name: 'Ann' } });
+    const jobs: (() => Promise<void>)[] = [];
+    const r = await acceptSend({ config, db: database.db, sendQueue, log }, projectId, { to, from: `w@${domain}`, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', data: { name: 'Ann' } }, (fn) => jobs.push(fn));
+    for (const job of jobs) await job();
     ids.push(...r.emails.map((e) => e.email));
   }
   await sendQueue.close();

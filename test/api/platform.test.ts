@@ -8,7 +8,7 @@ import { loadConfig } from '@mailroom/core';
 import { errorHandler } from '../../apps/api/src/http/errors';
 import { createTestProject, startTestApi, testEnv, type TestApi } from '../support/harness';
 import { createApp } from '../../apps/api/src/app';
-import { createLogger, createRedis, createSendQueue } from '@mailroom/core';
+import { createImportQueue, createLogger, createRedis, createSendQueue } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 
 let api: TestApi;
@@ -75,7 +75,8 @@ test('503 SERVICE_UNAVAILABLE when Postgres is unreachable; readiness names what
   const database = createDatabase({ url: config.databaseUrl, poolSize: 1, applicationName: 'test-down' });
   const redis = createRedis(config, 'producer');
   const sendQueue = createSendQueue(config, redis);
-  const { app } = createApp({ config, database, redis, sendQueue, logger: createLogger(config, 'api') });
+  const importQueue = createImportQueue(config, redis);
+  const { app } = createApp({ config, database, redis, sendQueue, importQueue, logger: createLogger(config, 'api') });
   try {
     const res = await request(app).get('/templates').set('Authorization', `Bearer sk_${'x'.repeat(43)}`);
     expect(res.status).toBe(503);
@@ -85,6 +86,7 @@ test('503 SERVICE_UNAVAILABLE when Postgres is unreachable; readiness names what
     expect(ready.body.data.checks.postgres).toMatch(/^error/);
   } finally {
     await sendQueue.close();
+    await importQueue.close();
     redis.disconnect();
     await database.close();
   }

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import type { Redis } from 'ioredis';
-import { createLogger, createRedis, createSendQueue, loadConfig, type Config } from '@mailroom/core';
+import { createImportQueue, createLogger, createRedis, createSendQueue, loadConfig, type Config } from '@mailroom/core';
 import { addDomain, createDatabase, createProject, type Database } from '@mailroom/db';
 import { createApp, type App } from '../../apps/api/src/app';
 import { dropDatabase, freshDatabase } from './services';
@@ -58,8 +58,9 @@ export async function startTestApi(config: Config): Promise<TestApi> {
   const redis = createRedis(config, 'producer');
   await waitReady(redis);
   const sendQueue = createSendQueue(config, redis);
+  const importQueue = createImportQueue(config, redis);
   const logger = createLogger(config, 'api');
-  const app = createApp({ config, database, redis, sendQueue, logger });
+  const app = createApp({ config, database, redis, sendQueue, importQueue, logger });
   return {
     ...app,
     config,
@@ -67,6 +68,7 @@ export async function startTestApi(config: Config): Promise<TestApi> {
     redis,
     close: async () => {
       await sendQueue.close();
+      await importQueue.close();
       redis.disconnect();
       await database.close();
     },

@@ -67,7 +67,7 @@ export function createApp(deps: AppDeps): App {
     secret: [authenticate(db, authCache, ['secret']), limit],
     anyKey: [authenticate(db, authCache, ['secret', 'public']), limit],
     admin: [adminOnly(deps.config.adminToken)],
-  });
+  }, deps.database);
   app.use(router);
   app.use(notFoundHandler);
   app.use(errorHandler);

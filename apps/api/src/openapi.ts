@@ -11,9 +11,9 @@ const statusText: Record<number, string> = {
   401: 'Missing, malformed or unknown API key (UNAUTHORIZED)',
   403: 'Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN)',
   404: 'Unknown id, or an id of another project (NOT_FOUND)',
-  409: 'State conflict (CONFLICT, INVALID_STATE)',
+  409: 'State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT)',
   413: 'Request body too large (PAYLOAD_TOO_LARGE)',
-  422: 'Validation failed; error.errors lists the fields (VALIDATION_ERROR)',
+  422: 'Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT)',
   429: 'Rate limit exceeded; see Retry-After (RATE_LIMITED)',
 };
 
@@ -52,6 +52,17 @@ const ErrorBody = {
     message: { type: 'string', description: 'same as error.message (for Plunk SDKs)' },
     timestamp: { type: 'string', format: 'date-time' },
   },
+};
+
+const IdempotencyKeyParameter = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed ' +
+    'for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; ' +
+    'a duplicate sent while the first is still running waits for it (409 CONFLICT after 10 s).',
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
 };
 
 function plain(schema: TSchema): unknown {
@@ -97,8 +108,13 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string; server
       description: r.description,
       tags: [r.tag],
       security: r.auth === 'none' ? [] : r.auth === 'admin' ? [{ adminToken: [] }] : [{ apiKey: [] }],
-      parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')],
+      parameters: [
+        ...parameters(r.params, 'path'),
+        ...parameters(r.query, 'query'),
+        ...(r.idempotent ? [IdempotencyKeyParameter] : []),
+      ],
       ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: plain(r.body) } } } } : {}),
+      ...(r.requestBody ? { requestBody: r.requestBody } : {}),
       responses,
     };
   }

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Server } from 'node:http';
-import { createLogger, createRedis, createSendQueue, runService, type Config } from '@mailroom/core';
+import { createImportQueue, createLogger, createRedis, createSendQueue, runService, type Config } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createApp } from './app';
 
@@ -15,7 +15,8 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
   const database = createDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, applicationName: 'mailroom-api' });
   const redis = createRedis(config, 'producer');
   const sendQueue = createSendQueue(config, redis);
-  const { app } = createApp({ config, database, redis, sendQueue, logger });
+  const importQueue = createImportQueue(config, redis);
+  const { app } = createApp({ config, database, redis, sendQueue, importQueue, logger });
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(config.port, () => resolve(s));
   });
@@ -31,6 +32,7 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
         server.closeIdleConnections();
       });
       await sendQueue.close().catch(() => undefined);
+      await importQueue.close().catch(() => undefined);
       redis.disconnect();
       await database.close();
       logger.info('api stopped');

@@ -67,6 +67,12 @@ export interface Config {
   readonly sendMaxAttempts: number;
   /** `SEND_BACKOFF_MS`: base of the exponential backoff between attempts (ms). */
   readonly sendBackoffMs: number;
+  /** `IMPORT_MAX_BYTES`: largest contact import file (bytes); larger uploads get 413. */
+  readonly importMaxBytes: number;
+  /** `IMPORT_BATCH_SIZE`: contacts per import statement (rows). */
+  readonly importBatchSize: number;
+  /** `IMPORT_CONCURRENCY`: imports processed at once per worker process. */
+  readonly importConcurrency: number;
 }
 
 /** Thrown by {@link loadConfig} when a variable is malformed; `variable` names it. */
@@ -180,6 +186,9 @@ export function loadConfig(env: Env): Config {
     reconcileAfterMs: int(env, 'RECONCILE_AFTER_MS', 60_000, 0, 86_400_000),
     sendMaxAttempts: int(env, 'SEND_MAX_ATTEMPTS', 8, 1, 100),
     sendBackoffMs: int(env, 'SEND_BACKOFF_MS', 5_000, 10, 3_600_000),
+    importMaxBytes: int(env, 'IMPORT_MAX_BYTES', 256 * 1024 * 1024, 1, 16 * 1024 * 1024 * 1024),
+    importBatchSize: int(env, 'IMPORT_BATCH_SIZE', 5_000, 1, 50_000),
+    importConcurrency: int(env, 'IMPORT_CONCURRENCY', 1, 1, 16),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be a pino level, got "${config.logLevel}"`);

@@ -40,7 +40,8 @@ export const errorStatus: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
   CONFLICT: 409,
   INVALID_STATE: 409,
-  IDEMPOTENCY_CONFLICT: 409,
+  // IETF draft-ietf-httpapi-idempotency-key-header §2.7: a key reused with another payload is 422.
+  IDEMPOTENCY_CONFLICT: 422,
   PAYLOAD_TOO_LARGE: 413,
   VALIDATION_ERROR: 422,
   RATE_LIMITED: 429,

@@ -14,6 +14,23 @@ export function newId(): string {
   return uuidv7();
 }
 
+/**
+ * A new UUIDv7 for the millisecond `ms` (Unix epoch ms). Rows whose `created_at` is that same millisecond keep id
+ * order equal to time order, so time filters can be id ranges ({@link idLowerBound}).
+ */
+export function newIdAt(ms: number): string {
+  return uuidv7({ msecs: ms });
+}
+
+/**
+ * The smallest UUIDv7 of millisecond `ms`: `id >= idLowerBound(t)` selects rows made at or after `t`, and
+ * `id < idLowerBound(t + 1)` those made at or before `t` (for ids made by {@link newIdAt} or {@link newId}).
+ */
+export function idLowerBound(ms: number): string {
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}
+
 /** True when `value` is a UUID string (any version); ids that are not can never exist. */
 export function isUuid(value: string): boolean {
   return uuidValidate(value);

@@ -9,3 +9,5 @@ export * from './templates';
 export * from './queues';
 export * from './mail';
 export * from './process';
+export * from './contacts';
+export * from './imports';

@@ -13,6 +13,8 @@ import type { Config } from './config';
 export const QueueName = {
   /** One job per email row (`jobId` = email id). */
   send: 'send',
+  /** One job per contact import (`jobId` = import id). */
+  contactImport: 'contact-import',
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
@@ -76,4 +78,33 @@ export function queueOptions(config: Pick<Config, 'queuePrefix'>, connection: Re
 /** Creates the producer side of the `send` queue. */
 export function createSendQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<SendJobPayload> {
   return new Queue<SendJobPayload>(QueueName.send, queueOptions(config, connection));
+}
+
+/** Payload of a `contact-import` job; the import row holds the file and the progress. */
+export const ImportJobPayload = Type.Object(
+  {
+    importId: Type.String({ format: 'uuid' }),
+    projectId: Type.String({ format: 'uuid' }),
+  },
+  { additionalProperties: false },
+);
+export type ImportJobPayload = Static<typeof ImportJobPayload>;
+
+/** Attempts of an import job: each resumes after the last committed batch. */
+export const IMPORT_ATTEMPTS = 5;
+
+/** Job options of a `contact-import` job (`jobId` = import id, so the reconciler cannot duplicate it). */
+export function importJobOptions(importId: string): JobsOptions {
+  return {
+    jobId: importId,
+    attempts: IMPORT_ATTEMPTS,
+    backoff: { type: 'exponential', delay: 2_000 },
+    removeOnComplete: { age: 24 * 3600 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  };
+}
+
+/** Creates the producer side of the `contact-import` queue. */
+export function createImportQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<ImportJobPayload> {
+  return new Queue<ImportJobPayload>(QueueName.contactImport, queueOptions(config, connection));
 }

@@ -5,3 +5,6 @@ export * from './queries/projects';
 export * from './queries/contacts';
 export * from './queries/templates';
 export * from './queries/emails';
+export * from './queries/events';
+export * from './queries/imports';
+export * from './queries/idempotency';

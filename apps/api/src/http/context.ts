@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Config, Logger, SendJobPayload } from '@mailroom/core';
+import type { Config, ImportJobPayload, Logger, SendJobPayload } from '@mailroom/core';
 import type { Database } from '@mailroom/db';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -16,6 +16,7 @@ export interface AppDeps {
   /** Fail-fast Redis connection (producer role) for the queue and the rate limiter. */
   redis: Redis;
   sendQueue: Queue<SendJobPayload>;
+  importQueue: Queue<ImportJobPayload>;
   logger: Logger;
 }
 

@@ -7,7 +7,9 @@
 import express, { type RequestHandler, type Router } from 'express';
 import type { Static, TSchema } from '@sinclair/typebox';
 import { AppError, bodyValidator, ErrorCode, paramValidator, type Logger } from '@mailroom/core';
+import type { Database, DbOrTx } from '@mailroom/db';
 import type { AuthContext } from './context';
+import { runIdempotent } from './idempotency';
 
 /** Who may call a route. */
 export type RouteAuth = 'secret' | 'any-key' | 'admin' | 'none';
@@ -22,6 +24,13 @@ export interface RouteContext<B, Q, P> {
   requestId: string;
   req: express.Request;
   res: express.Response;
+  /**
+   * Where the handler writes. On an `idempotent` route called with an `Idempotency-Key`, this is the transaction
+   * that holds the key and stores the response, so the effect and its replay record commit together.
+   */
+  db: DbOrTx;
+  /** Registers work to do once the effect is committed (enqueueing jobs); not run when a response is replayed. */
+  afterCommit(fn: () => Promise<void>): void;
 }
 
 /** What a handler returns: the `data` of the success envelope, and the status (default: the route's). */
@@ -53,6 +62,13 @@ export interface RouteDef<B extends TSchema | undefined = undefined, Q extends T
   otherStatuses?: Record<number, string>;
   /** Error statuses the route can give (documented). */
   errors: number[];
+  /**
+   * Honours the `Idempotency-Key` header: the first response to a key is replayed for 24 h; the same key with
+   * another body is 422 `IDEMPOTENCY_CONFLICT`. The handler must write only through `ctx.db`.
+   */
+  idempotent?: boolean;
+  /** OpenAPI `requestBody` of a route that reads a non-JSON body itself (no `body` schema). */
+  requestBody?: Record<string, unknown>;
   handler: (ctx: RouteContext<S<B>, S<Q>, S<P>>) => Promise<RouteResult>;
 }
 
@@ -89,7 +105,7 @@ function jsonBody(limit: string): RequestHandler[] {
 }
 
 /** Mounts the routes on a router. */
-export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthMiddleware): void {
+export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthMiddleware, database: Database): void {
   for (const def of routes) {
     const chain: RequestHandler[] = [];
     if (def.auth === 'secret') chain.push(...auth.secret);
@@ -103,16 +119,17 @@ export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthMiddle
       const query = validateQuery ? validateQuery({ ...req.query }) : undefined;
       const params = validateParams ? validateParams({ ...req.params }) : undefined;
       const body = validateBody ? validateBody(req.body) : undefined;
-      const result = await def.handler({
-        body,
-        query,
-        params,
-        auth: res.locals.auth!,
-        log: res.locals.log,
-        requestId: res.locals.requestId,
-        req,
-        res,
-      });
+      const run = (db: DbOrTx, afterCommit: (fn: () => Promise<void>) => void) =>
+        def.handler({ body, query, params, auth: res.locals.auth!, log: res.locals.log, requestId: res.locals.requestId, req, res, db, afterCommit });
+      if (def.idempotent) {
+        const out = await runIdempotent(database, req, res.locals.auth!.projectId, body, run, def.status);
+        if (out.replayed) res.set('Idempotent-Replayed', 'true');
+        res.status(out.status).json({ success: true, data: out.data });
+        return;
+      }
+      const later: (() => Promise<void>)[] = [];
+      const result = await run(database.db, (fn) => later.push(fn));
+      for (const fn of later) await fn();
       res.status(result.status ?? def.status).json({ success: true, data: result.data });
     });
     router[def.method](def.path, ...chain);

@@ -15,8 +15,7 @@ export function Nullable<T extends TSchema>(schema: T) {
   return Type.Union([schema, Type.Null()]);
 }
 
-/** An email address (RFC 5321 length limit). */
-export const EmailAddress = Type.String({ format: 'email', maxLength: 320, description: 'an email address' });
+export { EmailAddress } from '@mailroom/core';
 
 /** `:id` path parameter. */
 export const IdParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'resource id' }) });

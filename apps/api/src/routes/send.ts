@@ -79,9 +79,10 @@ export function sendRoutes(deps: AppDeps) {
       bodyLimit: '20mb',
       response: SendResult,
       status: 202,
-      errors: [400, 401, 403, 404, 413, 422, 429],
-      handler: async ({ body, auth, log }) => ({
-        data: await acceptSend({ ...deps, log }, auth.projectId, body),
+      errors: [400, 401, 403, 404, 409, 413, 422, 429],
+      idempotent: true,
+      handler: async ({ body, auth, log, db, afterCommit }) => ({
+        data: await acceptSend({ config: deps.config, sendQueue: deps.sendQueue, db, log }, auth.projectId, body, afterCommit),
       }),
     }),
   ];

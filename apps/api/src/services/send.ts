@@ -3,6 +3,9 @@
  * checked, then write contacts, attachments, email rows and their `queued` timeline entries in one transaction,
  * and only then enqueue one `send` job per email (`jobId` = email id).
  *
+ * The writes go through `db`, which may be the caller's transaction (an idempotent request's); enqueueing is
+ * handed to `afterCommit`.
+ *
  * If enqueueing fails after the commit (Redis down), the request still succeeds: the rows are the truth and the
  * worker's reconciler enqueues them. Nothing is written when any check fails.
  *
@@ -36,7 +39,7 @@ import {
   insertQueuedEmails,
   upsertContacts,
   verifiedDomains,
-  type Database,
+  type DbOrTx,
 } from '@mailroom/db';
 import type { Queue } from 'bullmq';
 
@@ -102,11 +105,12 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
  *   attachments, template syntax); Postgres errors propagate (mapped to 503 when it is unreachable).
  */
 export async function acceptSend(
-  deps: { config: Config; database: Database; sendQueue: Queue<SendJobPayload>; log: Logger },
+  deps: { config: Config; db: DbOrTx; sendQueue: Queue<SendJobPayload>; log: Logger },
   projectId: string,
   req: SendRequest,
+  afterCommit: (fn: () => Promise<void>) => void,
 ): Promise<SendResult> {
-  const { db } = deps.database;
+  const { db } = deps;
   const errors: FieldError[] = [];
 
   let template: Awaited<ReturnType<typeof getTemplate>>;
@@ -187,18 +191,20 @@ export async function acceptSend(
     return rows;
   });
 
-  try {
-    await deps.sendQueue.addBulk(
-      written.map((row) => ({
-        name: 'send',
-        data: { emailId: row.id, projectId },
-        opts: sendJobOptions(deps.config, row.id, SendPriority.transactional),
-      })),
-    );
-  } catch (err) {
-    // Accepted all the same: the rows are committed and the reconciler enqueues them once Redis is back.
-    deps.log.warn({ err, emails: written.length }, 'enqueue failed; the reconciler will enqueue these emails');
-  }
+  afterCommit(async () => {
+    try {
+      await deps.sendQueue.addBulk(
+        written.map((row) => ({
+          name: 'send',
+          data: { emailId: row.id, projectId },
+          opts: sendJobOptions(deps.config, row.id, SendPriority.transactional),
+        })),
+      );
+    } catch (err) {
+      // Accepted all the same: the rows are committed and the reconciler enqueues them once Redis is back.
+      deps.log.warn({ err, emails: written.length }, 'enqueue failed; the reconciler will enqueue these emails');
+    }
+  });
 
   return {
     emails: written.map((row) => ({ contact: { id: row.contact.id, email: row.contact.email }, email: row.id })),

@@ -7,9 +7,10 @@
  *
  * @module
  */
-import { sql } from 'drizzle-orm';
-import { emailKey, newId, normalizeEmail } from '@mailroom/core';
+import { and, eq, sql, type SQL } from 'drizzle-orm';
+import { emailKey, newId, newIdAt, normalizeEmail } from '@mailroom/core';
 import type { DbOrTx } from '../client';
+import { contacts, contactStats } from '../schema';
 
 /** One contact to create or update. */
 export interface ContactUpsert {
@@ -34,15 +35,21 @@ export interface UpsertedContact {
   inserted: boolean;
 }
 
-/**
- * Creates or updates contacts in one statement, race-free (`INSERT … ON CONFLICT (project_id, email_key)`).
- * Input rows with the same address are merged first (later rows win). Rows are locked in address order so
- * concurrent multi-recipient upserts cannot deadlock.
- *
- * @returns one row per distinct address, in address order.
- */
-export async function upsertContacts(db: DbOrTx, projectId: string, inputs: ContactUpsert[]): Promise<UpsertedContact[]> {
-  const merged = new Map<string, ContactUpsert & { key: string }>();
+/** Splits a `data` patch into the keys to set and the keys to remove (`null` values). */
+export function splitPatch(patch: Record<string, unknown> | undefined): { set: Record<string, unknown>; removed: string[] } {
+  const set: Record<string, unknown> = {};
+  const removed: string[] = [];
+  for (const [k, v] of Object.entries(patch ?? {})) {
+    if (v === null) removed.push(k);
+    else set[k] = v;
+  }
+  return { set, removed };
+}
+
+type UpsertRow = ContactUpsert & { key: string };
+
+function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
+  const merged = new Map<string, UpsertRow>();
   for (const input of inputs) {
     const key = emailKey(input.email);
     const prev = merged.get(key);
@@ -54,54 +61,238 @@ export async function upsertContacts(db: DbOrTx, projectId: string, inputs: Cont
       data: { ...(prev?.data ?? {}), ...(input.data ?? {}) },
     });
   }
-  const rows = [...merged.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  if (rows.length === 0) return [];
+  return [...merged.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
 
+/**
+ * The `input` and `upserted` common table expressions of a contact upsert, to follow `WITH`. `upserted` returns
+ * `id, email, email_key, subscribed, data, created_at, updated_at, inserted`. Rows must be distinct by key.
+ */
+function upsertCtes(projectId: string, rows: UpsertRow[]): SQL {
   const values = sql.join(
     rows.map((r) => {
-      const patch = r.data ?? {};
-      const clean = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== null));
-      const removed = Object.keys(patch).filter((k) => patch[k] === null);
+      const { set, removed } = splitPatch(r.data);
       return sql`(${newId()}::uuid, ${r.email}, ${r.key}, ${r.subscribed ?? r.defaultSubscribed}::boolean,
-        ${r.subscribed !== undefined}::boolean, ${JSON.stringify(clean)}::jsonb, ${JSON.stringify(removed)}::jsonb)`;
+        ${r.subscribed !== undefined}::boolean, ${JSON.stringify(set)}::jsonb, ${JSON.stringify(removed)}::jsonb)`;
     }),
     sql`, `,
   );
+  return sql`input (id, email, email_key, subscribed, stated, patch, removed) as (values ${values}),
+    upserted as (
+      insert into contacts (id, project_id, email, email_key, subscribed, data)
+      select id, ${projectId}::uuid, email, email_key, subscribed, patch from input
+      on conflict (project_id, email_key) do update set
+        subscribed = case
+          when (select i.stated from input i where i.email_key = excluded.email_key) then excluded.subscribed
+          else contacts.subscribed end,
+        data = (contacts.data || excluded.data) - (
+          select coalesce(array_agg(k), '{}'::text[])
+          from input i, jsonb_array_elements_text(i.removed) k
+          where i.email_key = excluded.email_key),
+        updated_at = now()
+      returning id, email, email_key, subscribed, data, created_at, updated_at, (xmax = 0) as inserted
+    )`;
+}
 
-  const result = await db.execute<{
-    id: string;
-    email: string;
-    email_key: string;
-    subscribed: boolean;
-    data: Record<string, unknown>;
-    created_at: Date;
-    updated_at: Date;
-    inserted: boolean;
-  }>(sql`
-    with input (id, email, email_key, subscribed, stated, patch, removed) as (values ${values})
-    insert into contacts (id, project_id, email, email_key, subscribed, data)
-    select id, ${projectId}::uuid, email, email_key, subscribed, patch from input
-    on conflict (project_id, email_key) do update set
-      subscribed = case
-        when (select i.stated from input i where i.email_key = excluded.email_key) then excluded.subscribed
-        else contacts.subscribed end,
-      data = (contacts.data || excluded.data) - (
-        select coalesce(array_agg(k), '{}'::text[])
-        from input i, jsonb_array_elements_text(i.removed) k
-        where i.email_key = excluded.email_key),
-      updated_at = now()
-    returning id, email, email_key, subscribed, data, created_at, updated_at, (xmax = 0) as inserted
+type ContactSqlRow = {
+  id: string;
+  email: string;
+  email_key: string;
+  subscribed: boolean;
+  data: Record<string, unknown>;
+  created_at: Date | string;
+  updated_at: Date | string;
+  inserted: boolean;
+};
+
+function fromSql(r: ContactSqlRow): UpsertedContact {
+  return {
+    id: r.id,
+    email: r.email,
+    emailKey: r.email_key,
+    subscribed: r.subscribed,
+    data: r.data,
+    createdAt: new Date(r.created_at),
+    updatedAt: new Date(r.updated_at),
+    inserted: r.inserted,
+  };
+}
+
+/**
+ * Creates or updates contacts in one statement, race-free (`INSERT … ON CONFLICT (project_id, email_key)`).
+ * Input rows with the same address are merged first (later rows win). Rows are locked in address order so
+ * concurrent multi-recipient upserts cannot deadlock. Meant for request-sized inputs (up to a few hundred
+ * rows); bulk imports use {@link importContactBatch}.
+ *
+ * @returns one row per distinct address, in address order.
+ */
+export async function upsertContacts(db: DbOrTx, projectId: string, inputs: ContactUpsert[]): Promise<UpsertedContact[]> {
+  const rows = mergeInputs(inputs);
+  if (rows.length === 0) return [];
+  const result = await db.execute<ContactSqlRow>(sql`with ${upsertCtes(projectId, rows)} select * from upserted`);
+  return result.rows.map(fromSql).sort((a, b) => (a.emailKey < b.emailKey ? -1 : a.emailKey > b.emailKey ? 1 : 0));
+}
+
+/** What `POST /v1/track` records. */
+export interface TrackInput {
+  email: string;
+  subscribed?: boolean;
+  /** Stored on the contact (shallow merge; `null` removes a key). */
+  contactData: Record<string, unknown>;
+  /** Event name, already checked. */
+  name: string;
+  /** Stored on the event (includes non-persistent values). */
+  eventData: Record<string, unknown>;
+}
+
+/** Result of {@link trackEvent}. */
+export interface TrackResult {
+  contact: UpsertedContact;
+  eventId: string;
+  createdAt: Date;
+}
+
+/**
+ * Records a custom event: upserts the contact (new contacts default to subscribed) and inserts the event, in one
+ * statement (one round trip; the contact-count and event-name counters follow by trigger). Concurrent calls for
+ * one new address create one contact and one event each.
+ */
+export async function trackEvent(db: DbOrTx, projectId: string, input: TrackInput): Promise<TrackResult> {
+  const rows = mergeInputs([{ email: input.email, subscribed: input.subscribed, defaultSubscribed: true, data: input.contactData }]);
+  const now = Date.now();
+  const eventId = newIdAt(now);
+  const createdAt = new Date(now);
+  const result = await db.execute<ContactSqlRow>(sql`
+    with ${upsertCtes(projectId, rows)},
+    ev as (
+      insert into events (id, project_id, contact_id, name, data, created_at)
+      select ${eventId}::uuid, ${projectId}::uuid, u.id, ${input.name}, ${JSON.stringify(input.eventData)}::jsonb, ${createdAt.toISOString()}::timestamptz
+      from upserted u
+      returning id
+    )
+    select u.* from upserted u, ev
   `);
-  return result.rows
-    .map((r) => ({
-      id: r.id,
-      email: r.email,
-      emailKey: r.email_key,
-      subscribed: r.subscribed,
-      data: r.data,
-      createdAt: new Date(r.created_at),
-      updatedAt: new Date(r.updated_at),
-      inserted: r.inserted,
-    }))
-    .sort((a, b) => (a.emailKey < b.emailKey ? -1 : a.emailKey > b.emailKey ? 1 : 0));
+  return { contact: fromSql(result.rows[0]!), eventId, createdAt };
+}
+
+/** A stored contact. */
+export type ContactRow = typeof contacts.$inferSelect;
+
+/** A contact of the project, or `undefined` (also for another project's id). */
+export async function getContact(db: DbOrTx, projectId: string, id: string): Promise<ContactRow | undefined> {
+  const [row] = await db.select().from(contacts).where(and(eq(contacts.projectId, projectId), eq(contacts.id, id)));
+  return row;
+}
+
+/** The contact with this address (case-insensitive), or `undefined`. */
+export async function findContactByEmail(db: DbOrTx, projectId: string, email: string): Promise<ContactRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(contacts)
+    .where(and(eq(contacts.projectId, projectId), eq(contacts.emailKey, emailKey(email))));
+  return row;
+}
+
+/**
+ * `PATCH /contacts/{id}`: merges `data` in SQL (shallow; `null` removes a key) and sets `subscribed` when given.
+ *
+ * @returns the updated contact, or `undefined` when the project has no such contact.
+ */
+export async function updateContact(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+  patch: { subscribed?: boolean; data?: Record<string, unknown> },
+): Promise<ContactRow | undefined> {
+  const { set, removed } = splitPatch(patch.data);
+  const [row] = await db
+    .update(contacts)
+    .set({
+      ...(patch.subscribed !== undefined ? { subscribed: patch.subscribed } : {}),
+      data: sql`(${contacts.data} || ${JSON.stringify(set)}::jsonb) - ${removed}::text[]`,
+      updatedAt: new Date(),
+    })
+    .where(and(eq(contacts.projectId, projectId), eq(contacts.id, id)))
+    .returning();
+  return row;
+}
+
+/**
+ * Deletes a contact, in one transaction: its emails not yet handed to a worker (`queued`) are cancelled (with a
+ * `cancelled` timeline entry), its events are deleted (cascade), and its other emails stay as the sending log
+ * with `contactId` null. The contact row is locked first, so a concurrent `/v1/send` either commits before
+ * (and its email is cancelled here) or after (and creates a new contact).
+ *
+ * @returns whether the contact existed.
+ */
+export async function deleteContact(db: DbOrTx, projectId: string, id: string): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const locked = await tx.execute(sql`select id from contacts where project_id = ${projectId}::uuid and id = ${id}::uuid for update`);
+    if (locked.rows.length === 0) return false;
+    await tx.execute(sql`
+      with cancelled as (
+        update emails set status = 'cancelled', error = 'contact deleted', updated_at = now()
+        where project_id = ${projectId}::uuid and contact_id = ${id}::uuid and status = 'queued'
+        returning id
+      )
+      insert into email_events (id, email_id, project_id, type, data)
+      select gen_random_uuid(), c.id, ${projectId}::uuid, 'cancelled', '{"reason":"contact deleted"}'::jsonb from cancelled c
+    `);
+    await tx.delete(contacts).where(and(eq(contacts.projectId, projectId), eq(contacts.id, id)));
+    return true;
+  });
+}
+
+/** Exact counts are made up to this many matches; beyond it `total` is this lower bound. */
+export const SEARCH_COUNT_CAP = 10_000;
+
+/** Filters and paging of {@link listContacts}. */
+export interface ContactListQuery {
+  limit: number;
+  /** Keyset: contacts created before this id (newest first). */
+  beforeId?: string;
+  subscribed?: boolean;
+  /** Case-insensitive substring of the address. */
+  search?: string;
+}
+
+/**
+ * Lists contacts newest first by keyset (`id < cursor`), so a page never repeats or skips a contact that
+ * exists for the whole listing, whatever is inserted or deleted meanwhile.
+ *
+ * `total`: from the maintained counters (exact, O(1)) without `search`; with `search`, an exact count capped at
+ * {@link SEARCH_COUNT_CAP} (`totalExact: false` when the cap is reached).
+ */
+export async function listContacts(db: DbOrTx, projectId: string, q: ContactListQuery) {
+  const filters: SQL[] = [eq(contacts.projectId, projectId)];
+  if (q.subscribed !== undefined) filters.push(eq(contacts.subscribed, q.subscribed));
+  if (q.search) {
+    const pattern = `%${q.search.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%`;
+    filters.push(sql`${contacts.emailKey} like ${pattern}`);
+  }
+  const page = await db
+    .select()
+    .from(contacts)
+    .where(and(...filters, q.beforeId ? sql`${contacts.id} < ${q.beforeId}::uuid` : undefined))
+    .orderBy(sql`${contacts.id} desc`)
+    .limit(q.limit + 1);
+
+  let total: number;
+  let totalExact = true;
+  if (q.search) {
+    const counted = await db.execute<{ n: number }>(
+      sql`select count(*)::int as n from (select 1 from contacts where ${and(...filters)} limit ${SEARCH_COUNT_CAP + 1}) m`,
+    );
+    total = counted.rows[0]!.n;
+    if (total > SEARCH_COUNT_CAP) {
+      total = SEARCH_COUNT_CAP;
+      totalExact = false;
+    }
+  } else {
+    const [stats] = await db.select().from(contactStats).where(eq(contactStats.projectId, projectId));
+    const all = stats?.total ?? 0;
+    const subscribed = stats?.subscribed ?? 0;
+    total = q.subscribed === undefined ? all : q.subscribed ? subscribed : all - subscribed;
+  }
+  return { items: page.slice(0, q.limit), hasMore: page.length > q.limit, total, totalExact };
 }

@@ -1,4 +1,4 @@
-import { boolean, index, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
 
@@ -21,5 +21,21 @@ export const contacts = pgTable(
   (t) => [
     uniqueIndex('contacts_project_email_key_idx').on(t.projectId, t.emailKey),
     index('contacts_project_id_idx').on(t.projectId, t.id),
+    // `GET /contacts?subscribed=false` pages the (usually few) unsubscribed contacts without scanning the rest.
+    index('contacts_project_subscribed_idx').on(t.projectId, t.subscribed, t.id),
+    // `GET /contacts?search=`: substring match on the address (pg_trgm), intersected with the project (btree_gin).
+    index('contacts_email_trgm_idx').using('gin', t.projectId, t.emailKey.op('gin_trgm_ops')),
   ],
 );
+
+/**
+ * Contact counts per project, maintained by statement-level triggers on `contacts` (migration
+ * `0002_contact_counters`), so `total` on `GET /contacts` never counts millions of rows.
+ */
+export const contactStats = pgTable('contact_stats', {
+  projectId: uuid('project_id')
+    .primaryKey()
+    .references(() => projects.id, { onDelete: 'cascade' }),
+  total: bigint('total', { mode: 'number' }).notNull().default(0),
+  subscribed: bigint('subscribed', { mode: 'number' }).notNull().default(0),
+});

@@ -1,0 +1,276 @@
+/**
+ * Bulk contact imports: the uploaded file (chunked in Postgres), batched upserts with their progress, row errors.
+ * Every query is scoped by `projectId` or by an import id the caller already resolved for its project.
+ *
+ * @module
+ */
+import { and, asc, eq, sql } from 'drizzle-orm';
+import { newId, type ImportRecord, type ImportRowError } from '@mailroom/core';
+import type { DbOrTx } from '../client';
+import { contactImportChunks, contactImportErrors, contactImports, type ImportFormat } from '../schema';
+
+export type { ImportRecord, ImportRowError };
+
+export type ContactImportRow = typeof contactImports.$inferSelect;
+
+/** Row errors kept per import (the `failed` count covers all of them). */
+export const IMPORT_ERRORS_KEPT = 1_000;
+
+/** Creates an import in state `uploading` (invisible to workers until {@link markImportQueued}). */
+export async function createImport(
+  db: DbOrTx,
+  projectId: string,
+  input: { format: ImportFormat; filename: string | null; defaultSubscribed: boolean },
+): Promise<ContactImportRow> {
+  const [row] = await db
+    .insert(contactImports)
+    .values({ projectId, status: 'uploading', format: input.format, filename: input.filename, defaultSubscribed: input.defaultSubscribed })
+    .returning();
+  return row!;
+}
+
+/** Stores chunk `seq` (0-based) of an upload. */
+export async function appendImportChunk(db: DbOrTx, importId: string, seq: number, data: Buffer): Promise<void> {
+  await db.insert(contactImportChunks).values({ importId, seq, data });
+}
+
+/** Ends the upload: `uploading → queued` with the file's size (bytes) and chunk count. */
+export async function markImportQueued(db: DbOrTx, importId: string, sizeBytes: number, chunkCount: number): Promise<ContactImportRow> {
+  const [row] = await db
+    .update(contactImports)
+    .set({ status: 'queued', sizeBytes, chunkCount, updatedAt: new Date() })
+    .where(and(eq(contactImports.id, importId), eq(contactImports.status, 'uploading')))
+    .returning();
+  return row!;
+}
+
+/** Deletes an import and its chunks and errors (a failed upload leaves nothing behind). */
+export async function deleteImport(db: DbOrTx, importId: string): Promise<void> {
+  await db.delete(contactImports).where(eq(contactImports.id, importId));
+}
+
+/** An import of the project, or `undefined` (also for another project's id). */
+export async function getImport(db: DbOrTx, projectId: string, id: string): Promise<ContactImportRow | undefined> {
+  const [row] = await db.select().from(contactImports).where(and(eq(contactImports.projectId, projectId), eq(contactImports.id, id)));
+  return row;
+}
+
+/** The kept row errors of an import, in file order. */
+export async function getImportErrors(db: DbOrTx, importId: string) {
+  return db
+    .select({ row: contactImportErrors.row, email: contactImportErrors.email, errors: contactImportErrors.errors })
+    .from(contactImportErrors)
+    .where(eq(contactImportErrors.importId, importId))
+    .orderBy(asc(contactImportErrors.row))
+    .limit(IMPORT_ERRORS_KEPT);
+}
+
+/**
+ * Takes an import for processing: `queued | running → running` (a `running` one is resumed after a crash).
+ *
+ * @returns the row, or `undefined` when it is missing or already final.
+ */
+export async function startImport(db: DbOrTx, importId: string): Promise<ContactImportRow | undefined> {
+  const [row] = await db
+    .update(contactImports)
+    .set({ status: 'running', startedAt: sql`coalesce(${contactImports.startedAt}, now())`, updatedAt: new Date() })
+    .where(and(eq(contactImports.id, importId), sql`${contactImports.status} in ('queued', 'running')`))
+    .returning();
+  return row;
+}
+
+/** Chunk `seq` of an upload, or `undefined` past the end. */
+export async function readImportChunk(db: DbOrTx, importId: string, seq: number): Promise<Buffer | undefined> {
+  const [row] = await db
+    .select({ data: contactImportChunks.data })
+    .from(contactImportChunks)
+    .where(and(eq(contactImportChunks.importId, importId), eq(contactImportChunks.seq, seq)));
+  return row?.data;
+}
+
+/** Outcome counts of a batch. */
+export interface ImportCounts {
+  created: number;
+  updated: number;
+  skipped: number;
+}
+
+/**
+ * Folds records with the same address into the first (later values win), as applying them in file order
+ * would. A folded record counts as `updated` when it changes what the earlier ones set, else `skipped`.
+ */
+function foldDuplicates(records: ImportRecord[]): { distinct: ImportRecord[]; updated: number; skipped: number } {
+  const byKey = new Map<string, ImportRecord>();
+  let updated = 0;
+  let skipped = 0;
+  for (const r of records) {
+    const prev = byKey.get(r.emailKey);
+    if (!prev) {
+      byKey.set(r.emailKey, { ...r, set: { ...r.set }, removed: [...r.removed] });
+      continue;
+    }
+    const changes =
+      (r.subscribed !== undefined && r.subscribed !== prev.subscribed) ||
+      Object.entries(r.set).some(([k, v]) => JSON.stringify(prev.set[k]) !== JSON.stringify(v)) ||
+      r.removed.some((k) => k in prev.set || !prev.removed.includes(k));
+    if (changes) updated++;
+    else skipped++;
+    for (const k of r.removed) delete prev.set[k];
+    Object.assign(prev.set, r.set);
+    prev.removed = [...new Set([...prev.removed.filter((k) => !(k in r.set)), ...r.removed])];
+    if (r.subscribed !== undefined) prev.subscribed = r.subscribed;
+  }
+  return { distinct: [...byKey.values()], updated, skipped };
+}
+
+/**
+ * Applies a batch of records to a project's contacts in one statement with array parameters (no per-row
+ * statements): existing contacts are merged in SQL (`data || set - removed`; `subscribed` only when stated, so an
+ * unsubscribed contact stays unsubscribed unless its row says otherwise) and written only when something
+ * changes; new ones are inserted (`subscribed` = stated or `defaultSubscribed`). A contact inserted concurrently
+ * between the two steps is retried as an update.
+ *
+ * @returns created (new contacts), updated (changed), skipped (already as the file says).
+ */
+export async function importContactBatch(
+  db: DbOrTx,
+  projectId: string,
+  records: ImportRecord[],
+  defaultSubscribed: boolean,
+): Promise<ImportCounts> {
+  const folded = foldDuplicates(records);
+  const counts: ImportCounts = { created: 0, updated: folded.updated, skipped: folded.skipped };
+  let pending = folded.distinct;
+  for (let attempt = 0; pending.length > 0; attempt++) {
+    if (attempt === 5) throw new Error('contact import batch kept racing with concurrent inserts');
+    const result = await db.execute<{ seen: number; updated: number; created: number; raced: string[] }>(sql`
+      with input as (
+        select * from unnest(
+          ${pending.map(() => newId())}::uuid[],
+          ${pending.map((r) => r.email)}::text[],
+          ${pending.map((r) => r.emailKey)}::text[],
+          ${pending.map((r) => r.subscribed ?? defaultSubscribed)}::boolean[],
+          ${pending.map((r) => r.subscribed !== undefined)}::boolean[],
+          ${pending.map((r) => JSON.stringify(r.set))}::jsonb[],
+          ${pending.map((r) => JSON.stringify(r.removed))}::jsonb[]
+        ) as t(id, email, email_key, subscribed, stated, patch, removed)
+      ),
+      prepared as (
+        select i.*, array(select jsonb_array_elements_text(i.removed)) as removed_keys from input i
+      ),
+      seen as (
+        select c.email_key from contacts c join input i on i.email_key = c.email_key where c.project_id = ${projectId}::uuid
+      ),
+      upd as (
+        update contacts c set
+          subscribed = case when p.stated then p.subscribed else c.subscribed end,
+          data = (c.data || p.patch) - p.removed_keys,
+          updated_at = now()
+        from prepared p
+        where c.project_id = ${projectId}::uuid and c.email_key = p.email_key
+          and ((p.stated and c.subscribed <> p.subscribed) or ((c.data || p.patch) - p.removed_keys) <> c.data)
+        returning c.email_key
+      ),
+      ins as (
+        insert into contacts (id, project_id, email, email_key, subscribed, data)
+        select p.id, ${projectId}::uuid, p.email, p.email_key, p.subscribed, p.patch
+        from prepared p where not exists (select 1 from seen s where s.email_key = p.email_key)
+        on conflict (project_id, email_key) do nothing
+        returning email_key
+      )
+      select (select count(*) from seen)::int as seen,
+        (select count(*) from upd)::int as updated,
+        (select count(*) from ins)::int as created,
+        array(
+          select p.email_key from prepared p
+          where not exists (select 1 from seen s where s.email_key = p.email_key)
+            and not exists (select 1 from ins where ins.email_key = p.email_key)
+        ) as raced
+    `);
+    const r = result.rows[0]!;
+    counts.created += r.created;
+    counts.updated += r.updated;
+    counts.skipped += r.seen - r.updated;
+    const raced = new Set(r.raced);
+    pending = pending.filter((p) => raced.has(p.emailKey));
+  }
+  return counts;
+}
+
+/**
+ * Commits one batch of an import in one transaction: the contacts, the kept row errors, and the progress
+ * (`rowsProcessed`, counts). The progress update is conditional on the previous `rowsProcessed`, so two
+ * workers can never both apply the same batch.
+ *
+ * @throws when the import moved on meanwhile (another worker owns it); nothing of the batch is kept.
+ */
+export async function commitImportBatch(
+  db: DbOrTx,
+  imp: { id: string; projectId: string; defaultSubscribed: boolean },
+  batch: { records: ImportRecord[]; errors: ImportRowError[]; fromRow: number; toRow: number; bytesProcessed: number; errorsKept: number },
+): Promise<ImportCounts> {
+  return db.transaction(async (tx) => {
+    const counts = batch.records.length
+      ? await importContactBatch(tx, imp.projectId, batch.records, imp.defaultSubscribed)
+      : { created: 0, updated: 0, skipped: 0 };
+    const keep = batch.errors.slice(0, Math.max(0, IMPORT_ERRORS_KEPT - batch.errorsKept));
+    if (keep.length) {
+      await tx
+        .insert(contactImportErrors)
+        .values(keep.map((e) => ({ importId: imp.id, row: e.row, email: e.email, errors: e.errors })))
+        .onConflictDoNothing();
+    }
+    const moved = await tx
+      .update(contactImports)
+      .set({
+        rowsProcessed: batch.toRow,
+        bytesProcessed: batch.bytesProcessed,
+        created: sql`${contactImports.created} + ${counts.created}`,
+        updated: sql`${contactImports.updated} + ${counts.updated}`,
+        skipped: sql`${contactImports.skipped} + ${counts.skipped}`,
+        failed: sql`${contactImports.failed} + ${batch.errors.length}`,
+        updatedAt: new Date(),
+      })
+      .where(and(eq(contactImports.id, imp.id), eq(contactImports.rowsProcessed, batch.fromRow), eq(contactImports.status, 'running')))
+      .returning({ id: contactImports.id });
+    if (moved.length === 0) throw new Error(`import ${imp.id} is no longer at row ${batch.fromRow}: another worker owns it`);
+    return counts;
+  });
+}
+
+/** Ends an import: `completed` (or `failed` with `error`); its uploaded file is deleted. */
+export async function finishImport(db: DbOrTx, importId: string, outcome: { error?: string; bytesProcessed?: number }): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx
+      .update(contactImports)
+      .set({
+        status: outcome.error ? 'failed' : 'completed',
+        error: outcome.error ?? null,
+        ...(outcome.bytesProcessed !== undefined ? { bytesProcessed: outcome.bytesProcessed } : {}),
+        finishedAt: new Date(),
+        updatedAt: new Date(),
+      })
+      .where(eq(contactImports.id, importId));
+    await tx.delete(contactImportChunks).where(eq(contactImportChunks.importId, importId));
+  });
+}
+
+/**
+ * Imports that should be running but may have lost their job (Redis flushed): `queued` or `running` and not
+ * updated for `olderThanMs`. Also deletes uploads abandoned for `abandonedMs` (the API died mid-upload).
+ */
+export async function pendingImports(db: DbOrTx, olderThanMs: number, abandonedMs: number): Promise<{ id: string; projectId: string }[]> {
+  await db.execute(sql`
+    delete from contact_imports where status = 'uploading'
+      and updated_at < now() - make_interval(secs => ${abandonedMs / 1000})`);
+  const rows = await db.execute<{ id: string; project_id: string }>(sql`
+    select id, project_id from contact_imports
+    where status in ('queued', 'running') and updated_at < now() - make_interval(secs => ${olderThanMs / 1000})
+    order by id limit 1000`);
+  return rows.rows.map((r) => ({ id: r.id, projectId: r.project_id }));
+}
+
+/** Marks an upload as alive (each stored chunk), so it is not taken for abandoned. */
+export async function touchImport(db: DbOrTx, importId: string): Promise<void> {
+  await db.update(contactImports).set({ updatedAt: new Date() }).where(eq(contactImports.id, importId));
+}

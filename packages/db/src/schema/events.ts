@@ -1,0 +1,43 @@
+import { bigint, index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { createdAt, idColumn } from './columns';
+import { projects } from './projects';
+import { contacts } from './contacts';
+
+/**
+ * A contact event (`POST /v1/track`, and system events such as `email.sent` later). The id is a UUIDv7 made from
+ * the same millisecond as `createdAt`, so `since`/`until` filters become id ranges on the keyset indexes.
+ * Events belong to their contact: deleting the contact deletes them.
+ */
+export const events = pgTable(
+  'events',
+  {
+    id: idColumn(),
+    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    contactId: uuid('contact_id').notNull().references(() => contacts.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    data: jsonb('data').$type<Record<string, unknown>>().notNull().default({}),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index('events_project_id_idx').on(t.projectId, t.id),
+    // Serves both `?contactId=` and the cascade from a deleted contact (`where contact_id = …`).
+    index('events_contact_idx').on(t.contactId, t.id),
+    index('events_project_name_idx').on(t.projectId, t.name, t.id),
+  ],
+);
+
+/**
+ * Distinct event names per project with their counts and last occurrence, maintained by statement-level
+ * triggers on `events` (migration `0002_contact_counters`); a name whose count reaches zero is removed.
+ */
+export const eventNames = pgTable(
+  'event_names',
+  {
+    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    count: bigint('count', { mode: 'number' }).notNull(),
+    firstSeenAt: timestamp('first_seen_at', { withTimezone: true, mode: 'date' }).notNull(),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.name] })],
+);
