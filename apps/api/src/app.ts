@@ -15,6 +15,9 @@ import { requestId } from './http/request-id';
 import { mountRoutes, type AnyRoute } from './http/route';
 import { buildOpenApi } from './openapi';
 import { adminRoutes } from './routes/admin';
+import { contactRoutes } from './routes/contacts';
+import { eventRoutes } from './routes/events';
+import { importRoutes } from './routes/imports';
 import { emailRoutes } from './routes/emails';
 import { mountHealth } from './routes/health';
 import { sendRoutes } from './routes/send';
@@ -47,7 +50,11 @@ export function createApp(deps: AppDeps): App {
 
   const routes: AnyRoute[] = [
     ...sendRoutes(deps),
+    ...eventRoutes(deps),
     ...emailRoutes(deps),
+    // Before `/contacts/:id`, whose pattern would also match `/contacts/import`.
+    ...importRoutes(deps),
+    ...contactRoutes(deps),
     ...templateRoutes(deps),
     ...adminRoutes(deps, () => authCache.clear()),
   ];

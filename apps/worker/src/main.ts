@@ -1,5 +1,6 @@
 /**
- * Worker process entry point: the `send` worker, the reconciler, a health endpoint, graceful shutdown.
+ * Worker process entry point: the `send` and `contact-import` workers, the reconciler, a health endpoint,
+ * graceful shutdown.
  *
  * Shutdown (SIGTERM/SIGINT): stop taking jobs, let active ones finish (a job cut off by a hard kill is retried
  * by another worker after its lock expires), stop the reconciler, close Redis and Postgres.
@@ -9,17 +10,21 @@
 import http from 'node:http';
 import { sql } from 'drizzle-orm';
 import type { Worker } from 'bullmq';
-import { createLogger, createRedis, createSendQueue, runService, type Config, type Logger } from '@mailroom/core';
+import { createImportQueue, createLogger, createRedis, createSendQueue, runService, type Config, type Logger } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createSendProcessor } from './processors/send';
 import { startReconciler } from './processors/reconcile';
+import { createImportProcessor } from './processors/import';
 import { createSendWorker } from './queues/send';
+import { createImportWorker } from './queues/import';
 import { SesTransport, type MailTransport } from './ses/transport';
 import { SendRateGate } from './ses/rate-gate';
 
 /** A running worker process. */
 export interface RunningWorker {
   worker: Worker;
+  /** The `contact-import` worker. */
+  importWorker: Worker;
   /** Port of the health endpoint (0 when disabled). */
   healthPort: number;
   stop(): Promise<void>;
@@ -41,15 +46,20 @@ export async function startWorker(
   const gate = new SendRateGate(connection, `${config.queuePrefix}:ses-rate-gate`, config.sesMaxSendRate, config.sesRateSafetyMs);
   const transport = options.transport ?? new SesTransport(config, gate);
   const sendQueue = createSendQueue(config, connection);
+  const importQueue = createImportQueue(config, connection);
 
   let worker!: Worker;
   const processor = createSendProcessor({ config, database, transport, logger, worker: () => worker });
   worker = createSendWorker(config, connection, processor);
   worker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'job attempt failed'));
   worker.on('error', (err) => logger.error({ err }, 'worker error'));
-  const reconciler = startReconciler({ config, database, sendQueue, redis: connection, logger });
+  const importWorker = createImportWorker(config, connection, createImportProcessor({ config, database, logger }));
+  importWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'import attempt failed'));
+  importWorker.on('error', (err) => logger.error({ err }, 'import worker error'));
+  const reconciler = startReconciler({ config, database, sendQueue, importQueue, redis: connection, logger });
   void worker.run();
-  await worker.waitUntilReady();
+  void importWorker.run();
+  await Promise.all([worker.waitUntilReady(), importWorker.waitUntilReady()]);
 
   let server: http.Server | undefined;
   let healthPort = 0;
@@ -78,16 +88,17 @@ export async function startWorker(
   const stop = () =>
     (stopping ??= (async () => {
       logger.info('worker shutting down');
-      await worker.close();
+      await Promise.all([worker.close(), importWorker.close()]);
       await reconciler.stop();
       await sendQueue.close().catch(() => undefined);
+      await importQueue.close().catch(() => undefined);
       server?.close();
       transport.close();
       connection.disconnect();
       await database.close();
       logger.info('worker stopped');
     })());
-  return { worker, healthPort, stop };
+  return { worker, importWorker, healthPort, stop };
 }
 
 if (require.main === module) runService('worker', (config: Config) => startWorker(config), 60_000);

@@ -51,6 +51,14 @@ export interface ImportRowError {
 /** What the parser yields: a record or a row error. */
 export type ImportItem = { ok: true; record: ImportRecord } | { ok: false; error: ImportRowError };
 
+/** The file cannot be read on (the import fails with this message; rows before it stay imported). */
+export class ImportFileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ImportFileError';
+  }
+}
+
 /** Largest CSV record or NDJSON line (bytes); a runaway quote cannot make the parser buffer the file. */
 export const IMPORT_MAX_RECORD_BYTES = 1024 * 1024;
 
@@ -202,8 +210,9 @@ export type ByteSource = AsyncIterable<Buffer>;
  * Parses an import file as a stream of records and row errors, in file order. Malformed CSV records (bad
  * quoting, a record over 1 MiB) and invalid records are row errors, never fatal.
  *
- * @throws when the file cannot be read on: a CSV header without `email`, or JSON that is not a well-formed
- *   array (JSON cannot resynchronise after a syntax error). Records yielded before stay valid.
+ * @throws {@link ImportFileError} when the file cannot be read on: a CSV header without `email`, or JSON that is
+ *   not a well-formed array (JSON cannot resynchronise after a syntax error). Records yielded before stay valid.
+ *   Errors of `source` propagate as they are.
  */
 export async function* parseImportFile(format: ImportFormat, source: ByteSource): AsyncGenerator<ImportItem> {
   if (format === 'csv') yield* parseCsvFile(source);
@@ -230,7 +239,7 @@ async function* parseCsvFile(source: ByteSource): AsyncGenerator<ImportItem> {
     on_record: (cells: string[]) => ({ seq: seq++, cells }),
   };
   const parser = parseCsv(options as unknown as CsvOptions);
-  const input = Readable.from(source);
+  const input = Readable.from(source, { highWaterMark: 1 });
   input.on('error', (err) => parser.destroy(err));
   input.pipe(parser);
   let cols: CsvColumns | undefined;
@@ -242,7 +251,7 @@ async function* parseCsvFile(source: ByteSource): AsyncGenerator<ImportItem> {
     while (skipped.length && skipped[0]!.seq < rec.seq) yield skipItem(skipped.shift()!);
     if (!cols) {
       const c = csvColumns(rec.cells);
-      if (!c.ok) throw new Error(`file: ${c.error.message}`);
+      if (!c.ok) throw new ImportFileError(c.error.message);
       cols = c.columns;
       continue;
     }
@@ -252,7 +261,7 @@ async function* parseCsvFile(source: ByteSource): AsyncGenerator<ImportItem> {
 }
 
 async function* parseNdjson(source: ByteSource): AsyncGenerator<ImportItem> {
-  const lines = createInterface({ input: Readable.from(source), crlfDelay: Infinity });
+  const lines = createInterface({ input: Readable.from(source, { highWaterMark: 1 }), crlfDelay: Infinity });
   let row = 0;
   for await (const line of lines) {
     if (line.trim() === '') continue;
@@ -278,13 +287,22 @@ async function* parseJsonArray(source: ByteSource): AsyncGenerator<ImportItem> {
   const { parser } = require('stream-json') as typeof import('stream-json');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { streamArray } = require('stream-json/streamers/StreamArray') as typeof import('stream-json/streamers/StreamArray');
-  const input = Readable.from(source);
+  const input = Readable.from(source, { highWaterMark: 1 });
   const tokens = parser();
   const elements = streamArray();
-  input.on('error', (err) => tokens.destroy(err));
-  tokens.on('error', (err) => elements.destroy(new Error(`file: invalid JSON: ${err.message}`)));
+  let sourceError: unknown;
+  input.on('error', (err) => {
+    sourceError = err;
+    tokens.destroy(err);
+  });
+  tokens.on('error', (err) => elements.destroy(err));
   input.pipe(tokens).pipe(elements);
-  for await (const { key, value } of elements as AsyncIterable<{ key: number; value: unknown }>) {
-    yield importRecord(key + 1, value);
+  try {
+    for await (const { key, value } of elements as AsyncIterable<{ key: number; value: unknown }>) {
+      yield importRecord(key + 1, value);
+    }
+  } catch (err) {
+    if (sourceError) throw sourceError;
+    throw new ImportFileError(`invalid JSON: ${(err as Error).message}`);
   }
 }

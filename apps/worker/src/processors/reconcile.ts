@@ -1,7 +1,8 @@
 /**
  * The reconciler: Postgres is the source of truth, so any email row still `queued` (or `sending` past its
- * lease) without a live job gets one. Covers a Redis outage or flush after acceptance, and a crash between the
- * API's commit and its enqueue.
+ * lease) and any contact import still `queued`/`running` without a live job gets one. Covers a Redis outage or
+ * flush after acceptance, and a crash between the API's commit and its enqueue. Each pass also deletes expired
+ * idempotency keys and uploads abandoned mid-way.
  *
  * Runs on a timer in every worker process; a Redis lock (SET NX PX) lets one process do each pass. It uses
  * no persisted scheduler state, so it keeps running after Redis loses everything.
@@ -10,8 +11,19 @@
  */
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { sendJobOptions, SendPriority, type Config, type Logger, type SendJobPayload } from '@mailroom/core';
-import { pendingEmails, type Database } from '@mailroom/db';
+import {
+  importJobOptions,
+  sendJobOptions,
+  SendPriority,
+  type Config,
+  type ImportJobPayload,
+  type Logger,
+  type SendJobPayload,
+} from '@mailroom/core';
+import { pendingEmails, pendingImports, purgeIdempotencyKeys, type Database } from '@mailroom/db';
+
+/** An upload not touched for this long (ms) was abandoned by its API process. */
+const ABANDONED_UPLOAD_MS = 3600_000;
 
 const BATCH = 500;
 
@@ -19,19 +31,39 @@ const BATCH = 500;
 export interface ReconcileResult {
   checked: number;
   enqueued: number;
+  importsEnqueued: number;
 }
 
-/**
- * One pass over pending emails older than `RECONCILE_AFTER_MS`, in id order, in batches of 500.
- *
- * @returns how many rows were checked and how many jobs were (re-)created.
- */
-export async function reconcileOnce(deps: {
+/** Queues the reconciler feeds. */
+export interface ReconcileDeps {
   config: Config;
   database: Database;
   sendQueue: Queue<SendJobPayload>;
+  importQueue: Queue<ImportJobPayload>;
   logger: Logger;
-}): Promise<ReconcileResult> {
+}
+
+/** Re-creates the jobs of pending imports that have none. @returns how many. */
+async function reconcileImports(deps: ReconcileDeps): Promise<number> {
+  const pending = await pendingImports(deps.database.db, deps.config.reconcileAfterMs, ABANDONED_UPLOAD_MS);
+  let enqueued = 0;
+  for (const imp of pending) {
+    const state = await deps.importQueue.getJobState(imp.id);
+    if (state === 'completed' || state === 'failed') await deps.importQueue.remove(imp.id).catch(() => undefined);
+    else if (state !== 'unknown') continue;
+    await deps.importQueue.add('import', { importId: imp.id, projectId: imp.projectId }, importJobOptions(imp.id));
+    enqueued++;
+  }
+  return enqueued;
+}
+
+/**
+ * One pass: pending emails older than `RECONCILE_AFTER_MS` (in id order, in batches of 500), then pending
+ * imports, then expired idempotency keys.
+ *
+ * @returns how many email rows were checked and how many email and import jobs were (re-)created.
+ */
+export async function reconcileOnce(deps: ReconcileDeps): Promise<ReconcileResult> {
   const { config, sendQueue } = deps;
   let afterId: string | null = null;
   let checked = 0;
@@ -65,19 +97,16 @@ export async function reconcileOnce(deps: {
     if (batch.length < BATCH) break;
   }
   if (enqueued > 0) deps.logger.warn({ checked, enqueued }, 'reconciler re-enqueued emails without a job');
-  return { checked, enqueued };
+  const importsEnqueued = await reconcileImports(deps);
+  if (importsEnqueued > 0) deps.logger.warn({ imports: importsEnqueued }, 'reconciler re-enqueued imports without a job');
+  await purgeIdempotencyKeys(deps.database.db);
+  return { checked, enqueued, importsEnqueued };
 }
 
 /**
  * Starts the periodic reconciler. @returns `stop()`, which waits for a running pass to end.
  */
-export function startReconciler(deps: {
-  config: Config;
-  database: Database;
-  sendQueue: Queue<SendJobPayload>;
-  redis: Redis;
-  logger: Logger;
-}): { stop: () => Promise<void> } {
+export function startReconciler(deps: ReconcileDeps & { redis: Redis }): { stop: () => Promise<void> } {
   const lockKey = `${deps.config.queuePrefix}:reconciler:lock`;
   let running: Promise<unknown> = Promise.resolve();
   let stopped = false;

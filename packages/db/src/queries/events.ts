@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { and, asc, desc, eq, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, sql, type SQL } from 'drizzle-orm';
 import { idLowerBound } from '@mailroom/core';
 import type { DbOrTx } from '../client';
 import { contacts, eventNames, events } from '../schema';
@@ -72,11 +72,18 @@ export async function listEvents(db: DbOrTx, projectId: string, q: EventListQuer
   };
 }
 
-/** Distinct event names of a project, alphabetically, with their counts and first/last occurrence. */
-export async function listEventNames(db: DbOrTx, projectId: string) {
-  return db
+/**
+ * Distinct event names of a project, alphabetically (keyset on the name), with their counts and first/last
+ * occurrence. `total` is the number of distinct names.
+ */
+export async function listEventNames(db: DbOrTx, projectId: string, q: { limit: number; after?: string }) {
+  const where = eq(eventNames.projectId, projectId);
+  const rows = await db
     .select({ name: eventNames.name, count: eventNames.count, firstSeenAt: eventNames.firstSeenAt, lastSeenAt: eventNames.lastSeenAt })
     .from(eventNames)
-    .where(eq(eventNames.projectId, projectId))
-    .orderBy(asc(eventNames.name));
+    .where(and(where, q.after !== undefined ? gt(eventNames.name, q.after) : undefined))
+    .orderBy(asc(eventNames.name))
+    .limit(q.limit + 1);
+  const [{ total }] = (await db.select({ total: count() }).from(eventNames).where(where)) as [{ total: number }];
+  return { items: rows.slice(0, q.limit), hasMore: rows.length > q.limit, total };
 }

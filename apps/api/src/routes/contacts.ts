@@ -1,0 +1,184 @@
+/**
+ * Contacts: `GET/POST /contacts`, `GET/PATCH/DELETE /contacts/{id}` (spec "Contact", API.md "Resources").
+ *
+ * - List: newest first by keyset; both forms of API.md (`items`/`nextCursor` and the reference
+ *   `contacts`/`cursor`); `total` from maintained counters (exact) or, with `search`, counted up to 10,000.
+ * - Upsert (`POST`): 201 with `_meta.isNew` for a new contact, 200 with `_meta.isUpdate` for an existing one.
+ * - `data` merges shallowly in SQL (a `null` value removes the key); `subscribed` changes only when stated.
+ * - Delete: the contact's events are deleted with it; its queued emails are cancelled; sent emails remain in the
+ *   sending log (`GET /emails/{id}`) without a contact.
+ *
+ * @module
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { ContactData, ContactInput, decodeCursor, encodeCursor, notFound } from '@mailroom/core';
+import { deleteContact, getContact, listContacts, updateContact, upsertContacts, type ContactRow } from '@mailroom/db';
+import { route } from '../http/route';
+import type { AppDeps } from '../http/context';
+import { Deleted, IdParams, Nullable, PageFields, PageQuery, Timestamp } from './common';
+
+/** A contact as the API returns it. */
+export const Contact = Type.Object({
+  id: Type.String(),
+  email: Type.String(),
+  subscribed: Type.Boolean({ description: 'subscribed to marketing email' }),
+  data: Type.Record(Type.String(), Type.Unknown()),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+/** Presents a stored contact. */
+export function presentContact(c: Pick<ContactRow, 'id' | 'email' | 'subscribed' | 'data' | 'createdAt' | 'updatedAt'>): Static<typeof Contact> {
+  return {
+    id: c.id,
+    email: c.email,
+    subscribed: c.subscribed,
+    data: c.data,
+    createdAt: c.createdAt.toISOString(),
+    updatedAt: c.updatedAt.toISOString(),
+  };
+}
+
+const ListQuery = Type.Object(
+  {
+    ...PageQuery,
+    subscribed: Type.Optional(Type.Boolean({ description: 'only subscribed (true) or unsubscribed (false) contacts' })),
+    search: Type.Optional(Type.String({ minLength: 1, maxLength: 320, description: 'case-insensitive substring of the email address' })),
+  },
+  { additionalProperties: false },
+);
+
+const ContactList = Type.Object({
+  items: Type.Array(Contact),
+  ...PageFields,
+  totalExact: Type.Boolean({ description: 'false when `total` is a lower bound (a search matching more than 10,000 contacts)' }),
+  contacts: Type.Array(Contact, { description: 'same as items (reference form)' }),
+  cursor: Nullable(Type.String({ description: 'same as nextCursor (reference form)' })),
+});
+
+const UpsertResult = Type.Intersect([
+  Contact,
+  Type.Object({ _meta: Type.Object({ isNew: Type.Boolean(), isUpdate: Type.Boolean() }) }),
+]);
+
+const UpdateBody = Type.Object(
+  {
+    subscribed: Type.Optional(Type.Boolean()),
+    data: Type.Optional(ContactData),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+/** Routes of this module. */
+export function contactRoutes(deps: AppDeps) {
+  const { db } = deps.database;
+  return [
+    route({
+      method: 'get',
+      path: '/contacts',
+      operationId: 'listContacts',
+      tag: 'Contacts',
+      summary: 'List contacts, newest first',
+      description:
+        'Keyset pagination: pass `nextCursor` back as `cursor`. A contact that exists for the whole listing appears ' +
+        'exactly once, whatever is inserted or deleted meanwhile. `search` matches any part of the address, ' +
+        'case-insensitively (trigram index).',
+      auth: 'secret',
+      query: ListQuery,
+      response: ContactList,
+      status: 200,
+      errors: [400, 401, 403, 429],
+      handler: async ({ query, auth }) => {
+        const beforeId = query.cursor ? decodeCursor(query.cursor) : undefined;
+        const page = await listContacts(db, auth.projectId, { limit: query.limit, beforeId, subscribed: query.subscribed, search: query.search });
+        const items = page.items.map(presentContact);
+        const last = page.items[page.items.length - 1];
+        const nextCursor = page.hasMore && last ? encodeCursor(last.id) : null;
+        return {
+          data: { items, nextCursor, hasMore: page.hasMore, total: page.total, totalExact: page.totalExact, contacts: items, cursor: nextCursor },
+        };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/contacts',
+      operationId: 'upsertContact',
+      tag: 'Contacts',
+      summary: 'Create or update a contact by email',
+      description:
+        'Upsert by address (case-insensitive). New contacts default to `subscribed: true`; for an existing contact ' +
+        'an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key).',
+      auth: 'secret',
+      body: ContactInput,
+      response: UpsertResult,
+      status: 201,
+      otherStatuses: { 200: 'The contact existed and was updated (`_meta.isUpdate`)' },
+      errors: [400, 401, 403, 409, 422, 429],
+      idempotent: true,
+      handler: async ({ body, auth, db: tx }) => {
+        const [c] = await upsertContacts(tx, auth.projectId, [
+          { email: body.email, subscribed: body.subscribed, defaultSubscribed: true, data: body.data },
+        ]);
+        return {
+          status: c!.inserted ? 201 : 200,
+          data: { ...presentContact(c!), _meta: { isNew: c!.inserted, isUpdate: !c!.inserted } },
+        };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/contacts/:id',
+      operationId: 'getContact',
+      tag: 'Contacts',
+      summary: 'Get a contact',
+      auth: 'secret',
+      params: IdParams,
+      response: Contact,
+      status: 200,
+      errors: [400, 401, 403, 404, 429],
+      handler: async ({ params, auth }) => {
+        const c = await getContact(db, auth.projectId, params.id);
+        if (!c) throw notFound('Contact');
+        return { data: presentContact(c) };
+      },
+    }),
+    route({
+      method: 'patch',
+      path: '/contacts/:id',
+      operationId: 'updateContact',
+      tag: 'Contacts',
+      summary: 'Update a contact',
+      description: '`data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given.',
+      auth: 'secret',
+      params: IdParams,
+      body: UpdateBody,
+      response: Contact,
+      status: 200,
+      errors: [400, 401, 403, 404, 422, 429],
+      handler: async ({ params, body, auth }) => {
+        const c = await updateContact(db, auth.projectId, params.id, body);
+        if (!c) throw notFound('Contact');
+        return { data: presentContact(c) };
+      },
+    }),
+    route({
+      method: 'delete',
+      path: '/contacts/:id',
+      operationId: 'deleteContact',
+      tag: 'Contacts',
+      summary: 'Delete a contact',
+      description:
+        'Deletes the contact and its events. Its emails not yet picked up by a worker are cancelled; emails already ' +
+        'sent stay readable at GET /emails/{id}, without a contact.',
+      auth: 'secret',
+      params: IdParams,
+      response: Deleted,
+      status: 200,
+      errors: [400, 401, 403, 404, 429],
+      handler: async ({ params, auth }) => {
+        if (!(await deleteContact(db, auth.projectId, params.id))) throw notFound('Contact');
+        return { data: { id: params.id, deleted: true } };
+      },
+    }),
+  ];
+}
