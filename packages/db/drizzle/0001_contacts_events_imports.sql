@@ -70,7 +70,7 @@ CREATE TABLE "idempotency_keys" (
 	"key" text NOT NULL,
 	"fingerprint" text NOT NULL,
 	"status_code" integer NOT NULL,
-	"response" jsonb NOT NULL,
+	"response" json NOT NULL,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
 	CONSTRAINT "idempotency_keys_project_id_key_pk" PRIMARY KEY("project_id","key")
 );

@@ -209,7 +209,7 @@ export async function updateContact(
     .update(contacts)
     .set({
       ...(patch.subscribed !== undefined ? { subscribed: patch.subscribed } : {}),
-      data: sql`(${contacts.data} || ${JSON.stringify(set)}::jsonb) - ${removed}::text[]`,
+      data: sql`(${contacts.data} || ${JSON.stringify(set)}::jsonb) - ${sql.param(removed)}::text[]`,
       updatedAt: new Date(),
     })
     .where(and(eq(contacts.projectId, projectId), eq(contacts.id, id)))

@@ -27,9 +27,9 @@ export type IdempotencyClaim =
 export async function claimIdempotencyKey(tx: DbOrTx, projectId: string, key: string, fingerprint: string): Promise<IdempotencyClaim> {
   const claimed = await tx.execute(sql`
     insert into idempotency_keys (project_id, key, fingerprint, status_code, response, created_at)
-    values (${projectId}::uuid, ${key}, ${fingerprint}, 0, 'null'::jsonb, now())
+    values (${projectId}::uuid, ${key}, ${fingerprint}, 0, 'null'::json, now())
     on conflict (project_id, key) do update set
-      fingerprint = excluded.fingerprint, status_code = 0, response = 'null'::jsonb, created_at = now()
+      fingerprint = excluded.fingerprint, status_code = 0, response = 'null'::json, created_at = now()
     where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_MS / 1000})
     returning 1`);
   if (claimed.rows.length > 0) return { kind: 'claimed' };

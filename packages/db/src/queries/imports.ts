@@ -146,13 +146,13 @@ export async function importContactBatch(
     const result = await db.execute<{ seen: number; updated: number; created: number; raced: string[] }>(sql`
       with input as (
         select * from unnest(
-          ${pending.map(() => newId())}::uuid[],
-          ${pending.map((r) => r.email)}::text[],
-          ${pending.map((r) => r.emailKey)}::text[],
-          ${pending.map((r) => r.subscribed ?? defaultSubscribed)}::boolean[],
-          ${pending.map((r) => r.subscribed !== undefined)}::boolean[],
-          ${pending.map((r) => JSON.stringify(r.set))}::jsonb[],
-          ${pending.map((r) => JSON.stringify(r.removed))}::jsonb[]
+          ${sql.param(pending.map(() => newId()))}::uuid[],
+          ${sql.param(pending.map((r) => r.email))}::text[],
+          ${sql.param(pending.map((r) => r.emailKey))}::text[],
+          ${sql.param(pending.map((r) => r.subscribed ?? defaultSubscribed))}::boolean[],
+          ${sql.param(pending.map((r) => r.subscribed !== undefined))}::boolean[],
+          ${sql.param(pending.map((r) => JSON.stringify(r.set)))}::jsonb[],
+          ${sql.param(pending.map((r) => JSON.stringify(r.removed)))}::jsonb[]
         ) as t(id, email, email_key, subscribed, stated, patch, removed)
       ),
       prepared as (

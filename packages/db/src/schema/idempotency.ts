@@ -1,4 +1,4 @@
-import { integer, jsonb, pgTable, primaryKey, text, uuid } from 'drizzle-orm/pg-core';
+import { integer, json, pgTable, primaryKey, text, uuid } from 'drizzle-orm/pg-core';
 import { createdAt } from './columns';
 import { projects } from './projects';
 
@@ -15,7 +15,8 @@ export const idempotencyKeys = pgTable(
     /** SHA-256 of method, path and the canonical JSON body. */
     fingerprint: text('fingerprint').notNull(),
     statusCode: integer('status_code').notNull(),
-    response: jsonb('response').notNull(),
+    // `json`, not `jsonb`: a replay returns the first response byte for byte (jsonb would reorder keys).
+    response: json('response').notNull(),
     createdAt: createdAt(),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.key] })],

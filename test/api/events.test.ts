@@ -1,0 +1,171 @@
+/**
+ * POST /v1/track, GET /events, GET /events/names: happy path, concurrency, errors, security.
+ */
+import request from 'supertest';
+import { createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
+
+const ctx = useApiWithProject();
+
+const track = (body: object, key: string) => request(ctx.api.app).post('/v1/track').set('Authorization', `Bearer ${key}`).send(body);
+const get = (project: TestProject, path: string) => request(ctx.api.app).get(path).set('Authorization', project.auth);
+
+describe('POST /v1/track', () => {
+  test('creates the contact (subscribed by default) and the event; public and secret keys; Track result', async () => {
+    const email = recipient('t');
+    const res = await track({ email, event: '  signed-up ', data: { plan: 'pro', page: { value: '/pricing', persistent: false } } }, ctx.p.publicKey);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ success: true, data: { contact: expect.any(String), event: expect.any(String), timestamp: expect.any(String) } });
+    const contact = await get(ctx.p, `/contacts/${res.body.data.contact}`);
+    expect(contact.body.data).toMatchObject({ email, subscribed: true, data: { plan: 'pro' } });
+    expect(contact.body.data.data).not.toHaveProperty('page');
+    const list = await get(ctx.p, `/events?contactId=${res.body.data.contact}`);
+    expect(list.body.data.items).toEqual([
+      { id: res.body.data.event, name: 'signed-up', contactId: res.body.data.contact, email, data: { plan: 'pro', page: '/pricing' }, createdAt: res.body.data.timestamp },
+    ]);
+    const bySecret = await track({ email, event: 'logged-in' }, ctx.p.secretKey);
+    expect(bySecret.status).toBe(200);
+    expect(bySecret.body.data.contact).toBe(res.body.data.contact);
+  });
+
+  test('subscribed: default only for new contacts; stated values change existing ones', async () => {
+    const email = recipient('s');
+    const first = await track({ email, event: 'a', subscribed: false }, ctx.p.publicKey);
+    const read = async () => (await get(ctx.p, `/contacts/${first.body.data.contact}`)).body.data.subscribed;
+    expect(await read()).toBe(false);
+    await track({ email, event: 'b' }, ctx.p.publicKey);
+    expect(await read()).toBe(false);
+    await track({ email, event: 'c', subscribed: true }, ctx.p.publicKey);
+    expect(await read()).toBe(true);
+  });
+
+  test('100 concurrent calls for one new address: one contact, 100 events, every call 200', async () => {
+    const q = await createTestProject(ctx.api.database);
+    const email = recipient('burst');
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => track({ email, event: 'burst', data: { [`k${i}`]: i } }, q.publicKey)));
+    expect(results.map((r) => r.status)).toEqual(Array(100).fill(200));
+    expect(new Set(results.map((r) => r.body.data.contact)).size).toBe(1);
+    expect(new Set(results.map((r) => r.body.data.event)).size).toBe(100);
+    const contacts = await get(q, '/contacts');
+    expect(contacts.body.data.total).toBe(1);
+    expect(Object.keys(contacts.body.data.items[0].data)).toHaveLength(100);
+    const events = await get(q, '/events?limit=100');
+    expect(events.body.data).toMatchObject({ total: 100, hasMore: false });
+    const names = await get(q, '/events/names');
+    expect(names.body.data.items).toEqual([{ name: 'burst', count: 100, firstSeenAt: expect.any(String), lastSeenAt: expect.any(String) }]);
+  });
+
+  test.each([
+    [{ event: 'e' }, 'email', 'invalid_type'],
+    [{ email: 'nope', event: 'e' }, 'email', 'invalid_string'],
+    [{ email: 'a@b.test' }, 'event', 'invalid_type'],
+    [{ email: 'a@b.test', event: '   ' }, 'event', 'too_small'],
+    [{ email: 'a@b.test', event: 'x'.repeat(256) }, 'event', 'too_big'],
+    [{ email: 'a@b.test', event: 'email.opened' }, 'event', 'custom'],
+    [{ email: 'a@b.test', event: 'Contact.Created' }, 'event', 'custom'],
+    [{ email: 'a@b.test', event: 'segment.entered' }, 'event', 'custom'],
+    [{ email: 'a@b.test', event: 'e', data: 'x' }, 'data', 'invalid_type'],
+    [{ email: 'a@b.test', event: 'e', extra: 1 }, 'extra', 'unrecognized_keys'],
+  ])('422 for %# names %s', async (body, field, code) => {
+    const res = await track(body, ctx.p.publicKey);
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field, code })]));
+    expect(res.body.message).toBeDefined();
+  });
+
+  test('a refused event creates no contact', async () => {
+    const email = recipient('refused');
+    expect((await track({ email, event: 'email.sent' }, ctx.p.publicKey)).status).toBe(422);
+    expect((await get(ctx.p, `/contacts?search=${encodeURIComponent(email)}`)).body.data.total).toBe(0);
+  });
+
+  test('401 without a key or with an unknown one; disabled project 403', async () => {
+    expect((await request(ctx.api.app).post('/v1/track').send({ email: 'a@b.test', event: 'e' })).status).toBe(401);
+    expect((await track({ email: 'a@b.test', event: 'e' }, `pk_${'x'.repeat(43)}`)).status).toBe(401);
+    const q = await createTestProject(ctx.api.database);
+    await request(ctx.api.app).post(`/admin/projects/${q.id}/disable`).set('Authorization', 'Bearer test-admin-token-0123456789');
+    const res = await track({ email: 'a@b.test', event: 'e' }, q.publicKey);
+    expect(res.status).toBe(403);
+    expect(res.body.error.code).toBe('PROJECT_DISABLED');
+  });
+});
+
+describe('GET /events and /events/names', () => {
+  let q: TestProject;
+  const a = recipient('ea');
+  const b = recipient('eb');
+  const stamps: string[] = [];
+  beforeAll(async () => {
+    q = await createTestProject(ctx.api.database);
+    for (const [email, event] of [[a, 'viewed'], [b, 'viewed'], [a, 'bought'], [a, 'viewed'], [b, 'left']] as const) {
+      stamps.push((await track({ email, event, data: { n: stamps.length } }, q.secretKey)).body.data.timestamp);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  });
+
+  test('newest first, keyset pages, totals', async () => {
+    const first = await get(q, '/events?limit=2');
+    expect(first.status).toBe(200);
+    expect(first.body.data).toMatchObject({ total: 5, totalExact: true, hasMore: true });
+    expect(first.body.data.items.map((e: { data: { n: number } }) => e.data.n)).toEqual([4, 3]);
+    const rest: number[] = [];
+    let cursor = first.body.data.nextCursor;
+    while (cursor) {
+      const page = await get(q, `/events?limit=2&cursor=${cursor}`);
+      rest.push(...page.body.data.items.map((e: { data: { n: number } }) => e.data.n));
+      cursor = page.body.data.nextCursor;
+    }
+    expect(rest).toEqual([2, 1, 0]);
+  });
+
+  test('filters: contactId, email (case-insensitive), name, since/until (inclusive), combined', async () => {
+    const byEmail = await get(q, `/events?email=${encodeURIComponent(a.toUpperCase())}`);
+    expect(byEmail.body.data.items.map((e: { data: { n: number } }) => e.data.n)).toEqual([3, 2, 0]);
+    const contactId = byEmail.body.data.items[0].contactId;
+    expect((await get(q, `/events?contactId=${contactId}`)).body.data.total).toBe(3);
+    expect((await get(q, '/events?name=viewed')).body.data.total).toBe(3);
+    expect((await get(q, `/events?name=viewed&email=${encodeURIComponent(b)}`)).body.data.items.map((e: { data: { n: number } }) => e.data.n)).toEqual([1]);
+    const window = await get(q, `/events?since=${stamps[1]}&until=${stamps[3]}`);
+    expect(window.body.data.items.map((e: { data: { n: number } }) => e.data.n)).toEqual([3, 2, 1]);
+    expect((await get(q, '/events?email=nobody%40nowhere.test')).body.data).toMatchObject({ total: 0, items: [] });
+  });
+
+  test('names: distinct, alphabetical, with counts and first/last seen; keyset pages', async () => {
+    const names = await get(q, '/events/names');
+    expect(names.body.data).toMatchObject({ total: 3, hasMore: false });
+    expect(names.body.data.items.map((n: { name: string; count: number }) => [n.name, n.count])).toEqual([['bought', 1], ['left', 1], ['viewed', 3]]);
+    const viewed = names.body.data.items[2];
+    expect(viewed.firstSeenAt).toBe(stamps[0]);
+    expect(viewed.lastSeenAt).toBe(stamps[3]);
+    const p1 = await get(q, '/events/names?limit=2');
+    const p2 = await get(q, `/events/names?limit=2&cursor=${p1.body.data.nextCursor}`);
+    expect([...p1.body.data.items, ...p2.body.data.items].map((n: { name: string }) => n.name)).toEqual(['bought', 'left', 'viewed']);
+  });
+
+  test('deleting a contact removes its events from lists and counts', async () => {
+    const r = await get(q, `/events?email=${encodeURIComponent(b)}`);
+    const contactId = r.body.data.items[0].contactId;
+    expect((await request(ctx.api.app).delete(`/contacts/${contactId}`).set('Authorization', q.auth)).status).toBe(200);
+    expect((await get(q, '/events')).body.data.total).toBe(3);
+    const names = await get(q, '/events/names');
+    expect(names.body.data.items.map((n: { name: string; count: number }) => [n.name, n.count])).toEqual([['bought', 1], ['viewed', 2]]);
+  });
+
+  test('400 on bad parameters', async () => {
+    for (const qs of ['contactId=nope', 'since=yesterday', 'limit=500', 'cursor=abc', `since=${stamps[3]}&until=${stamps[0]}`, 'colour=red']) {
+      const res = await get(q, `/events?${qs}`);
+      expect(res.status).toBe(400);
+    }
+    expect((await get(q, '/events/names?cursor=zz')).status).toBe(400);
+  });
+
+  test('tenant isolation: another project sees none of these events or names; pk_ is refused', async () => {
+    const other = await createTestProject(ctx.api.database);
+    const mine = await get(q, '/events?limit=1');
+    expect((await get(other, '/events')).body.data.total).toBe(0);
+    expect((await get(other, `/events?contactId=${mine.body.data.items[0].contactId}`)).body.data.total).toBe(0);
+    expect((await get(other, `/events?email=${encodeURIComponent(a)}`)).body.data.total).toBe(0);
+    expect((await get(other, '/events/names')).body.data.total).toBe(0);
+    const pk = await request(ctx.api.app).get('/events').set('Authorization', `Bearer ${q.publicKey}`);
+    expect(pk.status).toBe(403);
+  });
+});
