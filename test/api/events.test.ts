@@ -65,7 +65,7 @@ describe('POST /v1/track', () => {
     [{ email: 'a@b.test', event: 'segment.entered' }, 'event', 'custom'],
     [{ email: 'a@b.test', event: 'e', data: 'x' }, 'data', 'invalid_type'],
     [{ email: 'a@b.test', event: 'e', extra: 1 }, 'extra', 'unrecognized_keys'],
-  ])('422 for %# names %s', async (body, field, code) => {
+  ].map(([body, field, code]) => ({ body: body as object, field, code })))('422 names $field ($code)', async ({ body, field, code }) => {
     const res = await track(body, ctx.p.publicKey);
     expect(res.status).toBe(422);
     expect(res.body.error.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field, code })]));
