@@ -108,3 +108,15 @@ export function errorCode(err: unknown): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * The message of the innermost `cause` of an error: the driver's own words ("canceling statement due to lock
+ * timeout") rather than a query builder's wrapper, which repeats the whole statement and its parameters.
+ */
+export function rootMessage(err: unknown): string {
+  let e: unknown = err;
+  for (let depth = 0; depth < 5 && e && typeof e === 'object' && (e as { cause?: unknown }).cause; depth++) {
+    e = (e as { cause: unknown }).cause;
+  }
+  return e instanceof Error ? e.message : String(e);
+}

@@ -291,11 +291,18 @@ async function* parseJsonArray(source: ByteSource): AsyncGenerator<ImportItem> {
   const tokens = parser();
   const elements = streamArray();
   let sourceError: unknown;
+  let syntaxError: Error | undefined;
   input.on('error', (err) => {
     sourceError = err;
     tokens.destroy(err);
   });
-  tokens.on('error', (err) => elements.destroy(err));
+  // On a syntax error, end the element stream gracefully so the elements parsed before it still come out.
+  tokens.on('error', (err) => {
+    syntaxError ??= err;
+    input.unpipe(tokens);
+    tokens.unpipe(elements);
+    elements.end();
+  });
   input.pipe(tokens).pipe(elements);
   try {
     for await (const { key, value } of elements as AsyncIterable<{ key: number; value: unknown }>) {
@@ -305,4 +312,6 @@ async function* parseJsonArray(source: ByteSource): AsyncGenerator<ImportItem> {
     if (sourceError) throw sourceError;
     throw new ImportFileError(`invalid JSON: ${(err as Error).message}`);
   }
+  if (sourceError) throw sourceError;
+  if (syntaxError) throw new ImportFileError(`invalid JSON: ${syntaxError.message}`);
 }

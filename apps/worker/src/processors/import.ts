@@ -16,6 +16,7 @@ import {
   ImportFileError,
   ImportJobPayload,
   parseImportFile,
+  rootMessage,
   type Config,
   type ImportRecord,
   type ImportRowError,
@@ -76,12 +77,19 @@ async function runImport(deps: ImportProcessorDeps, imp: ContactImportRow, log: 
     inflight.catch(() => undefined);
   };
 
-  for await (const item of parseImportFile(imp.format, chunks())) {
-    index++;
-    if (index <= imp.rowsProcessed) continue;
-    if (item.ok) records.push(item.record);
-    else errors.push(item.error);
-    if (records.length + errors.length >= deps.config.importBatchSize) await commit();
+  try {
+    for await (const item of parseImportFile(imp.format, chunks())) {
+      index++;
+      if (index <= imp.rowsProcessed) continue;
+      if (item.ok) records.push(item.record);
+      else errors.push(item.error);
+      if (records.length + errors.length >= deps.config.importBatchSize) await commit();
+    }
+  } catch (err) {
+    // The records before an unreadable part of the file are valid: keep them.
+    if (err instanceof ImportFileError && records.length + errors.length > 0) await commit();
+    await inflight;
+    throw err;
   }
   if (records.length + errors.length > 0) await commit();
   await inflight;
@@ -113,11 +121,12 @@ export function createImportProcessor(deps: ImportProcessorDeps) {
       }
       const attempts = job.opts.attempts ?? IMPORT_ATTEMPTS;
       if (job.attemptsMade + 1 >= attempts) {
-        const reason = `stopped after ${attempts} attempts: ${(err as Error).message}`;
+        const reason = `stopped after ${attempts} attempts: ${rootMessage(err)}`;
         await finishImport(db, importId, { error: reason }).catch(() => undefined);
-        log.error({ err }, 'import failed');
+        log.error({ reason }, 'import failed');
       }
-      throw err;
+      // Retried from the last committed batch; the wrapped query text (with its rows) stays out of Redis and logs.
+      throw new Error(rootMessage(err));
     }
   };
 }
