@@ -1,10 +1,12 @@
 /**
- * Benchmarks (`npm run bench [-- api|worker]`): print numbers, assert nothing.
+ * Benchmarks (`npm run bench [-- api|worker|contacts]`): print numbers, assert nothing.
  *
  * api    — POST /v1/send requests/s and p50/p99 latency (autocannon, 10 connections, API in its own process),
  *          for 1 and 10 recipients, beside the bare cost of the same SQL and Redis round trips without HTTP.
  * worker — emails/s drained against the SES emulator with the limiter raised (1 worker process), and the
  *          limiter's accuracy at 14/s with 2 worker processes (arrival times at SES).
+ * contacts — a 1,000,000-row CSV import, /v1/track and contact list/search latency at that size
+ *          (bench/contacts.ts; BENCH_CONTACTS sets the size).
  *
  * Uses its own database (`mailroom_bench`, re-created) and queue prefix; Postgres and Redis must answer.
  */
@@ -26,6 +28,7 @@ import {
 import { addDomain, createDatabase, createProject, insertQueuedEmails, upsertContacts, verifiedDomains, type Database } from '@mailroom/db';
 import { acceptSend } from '../apps/api/src/services/send';
 import { freePort, freshDatabase, startSesStack, waitForHttp } from '../test/support/services';
+import { benchContacts } from './contacts';
 import type { RecordedSend } from '../test/support/ses-recorder';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -223,6 +226,7 @@ async function main(): Promise<void> {
   try {
     if (!which || which === 'api') await benchApi(env, config, database);
     if (!which || which === 'worker') await benchWorker(env, database, ses.endpoint);
+    if (!which || which === 'contacts') results.contacts = await benchContacts(env, config, database, await project(database), spawnApp, stop);
   } finally {
     await database.close();
     ses.stop();

@@ -6,16 +6,11 @@ import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import { newId } from '@mailroom/core';
 import { emailEvents, emails, events } from '@mailroom/db';
-import { createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
+import { createTestProject, recipient, useApiWithProject, client, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();
 
-const as = (project: TestProject) => ({
-  post: (path: string, body: object) => request(ctx.api.app).post(path).set('Authorization', project.auth).send(body),
-  get: (path: string) => request(ctx.api.app).get(path).set('Authorization', project.auth),
-  patch: (path: string, body: object) => request(ctx.api.app).patch(path).set('Authorization', project.auth).send(body),
-  del: (path: string) => request(ctx.api.app).delete(path).set('Authorization', project.auth),
-});
+const as = (project: TestProject) => client(ctx.api.app, project);
 
 /** Inserts `n` contacts straight into the project (fast setup for list tests). */
 async function seed(projectId: string, n: number, tag: string): Promise<void> {

@@ -2,16 +2,11 @@
  * Templates CRUD and both list forms; errors; tenant isolation.
  */
 import request from 'supertest';
-import { createTestProject, useApiWithProject, type TestProject } from '../support/harness';
+import { createTestProject, useApiWithProject, client, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();
 
-const as = (project: TestProject) => ({
-  post: (path: string, body: object) => request(ctx.api.app).post(path).set('Authorization', project.auth).send(body),
-  get: (path: string) => request(ctx.api.app).get(path).set('Authorization', project.auth),
-  patch: (path: string, body: object) => request(ctx.api.app).patch(path).set('Authorization', project.auth).send(body),
-  del: (path: string) => request(ctx.api.app).delete(path).set('Authorization', project.auth),
-});
+const as = (project: TestProject) => client(ctx.api.app, project);
 
 describe('happy path', () => {
   test('create, read, update, delete', async () => {

@@ -5,6 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { simpleParser, type ParsedMail } from 'mailparser';
+import request from 'supertest';
+import type { Express } from 'express';
 import type { Redis } from 'ioredis';
 import { createImportQueue, createLogger, createRedis, createSendQueue, loadConfig, type Config } from '@mailroom/core';
 import { addDomain, createDatabase, createProject, type Database } from '@mailroom/db';
@@ -227,4 +229,14 @@ export async function isolatedDatabase(): Promise<{ url: string; drop: () => Pro
   const name = `mailroom_test_iso_${Date.now()}_${randomBytes(3).toString('hex')}`;
   const url = await freshDatabase(admin, name);
   return { url, drop: () => dropDatabase(admin, name) };
+}
+
+/** supertest calls to `app` authenticated with the project's secret key. */
+export function client(app: Express, project: TestProject) {
+  return {
+    post: (path: string, body: object) => request(app).post(path).set('Authorization', project.auth).send(body),
+    get: (path: string) => request(app).get(path).set('Authorization', project.auth),
+    patch: (path: string, body: object) => request(app).patch(path).set('Authorization', project.auth).send(body),
+    del: (path: string) => request(app).delete(path).set('Authorization', project.auth),
+  };
 }

@@ -202,6 +202,9 @@ export async function importContactBatch(
  * (`rowsProcessed`, counts). The progress update is conditional on the previous `rowsProcessed`, so two
  * workers can never both apply the same batch.
  *
+ * Commits are asynchronous (`synchronous_commit = off`, no fsync wait per batch): a database crash may lose the
+ * last batches' commits, contacts and progress together, so a resumed import redoes exactly those.
+ *
  * @throws when the import moved on meanwhile (another worker owns it); nothing of the batch is kept.
  */
 export async function commitImportBatch(
@@ -210,6 +213,7 @@ export async function commitImportBatch(
   batch: { records: ImportRecord[]; errors: ImportRowError[]; fromRow: number; toRow: number; bytesProcessed: number; errorsKept: number },
 ): Promise<ImportCounts> {
   return db.transaction(async (tx) => {
+    await tx.execute(sql`set local synchronous_commit = off`);
     const counts = batch.records.length
       ? await importContactBatch(tx, imp.projectId, batch.records, imp.defaultSubscribed)
       : { created: 0, updated: 0, skipped: 0 };

@@ -1,0 +1,196 @@
+/**
+ * Contacts at scale (`npm run bench -- contacts`): with BENCH_CONTACTS (default 1,000,000) contacts in one project:
+ *
+ * - import of a CSV of that many rows through `POST /contacts/import` (API and worker in their own processes):
+ *   upload time, import time, rows/s, and the peak RSS of the worker and the API (VmHWM);
+ * - `POST /v1/track` requests/s and p50/p99 latency (autocannon, 10 connections; existing and new addresses),
+ *   beside the bare cost of its SQL (the same `trackEvent` statement, 10 at a time, no HTTP);
+ * - `GET /contacts` latency at the first page and at a deep cursor (90% down), and `search` latency for a full
+ *   address, a common substring and a substring nothing matches.
+ */
+import autocannon from 'autocannon';
+import { createWriteStream, createReadStream, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { once } from 'node:events';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { sql } from 'drizzle-orm';
+import { encodeCursor, type Config } from '@mailroom/core';
+import { trackEvent, type Database } from '@mailroom/db';
+import { freePort, waitForHttp } from '../test/support/services';
+
+type Spawn = (file: string, env: Record<string, string>) => import('node:child_process').ChildProcess;
+type Row = Record<string, string | number>;
+
+/** Peak and current resident set size of a process (MiB), from /proc. */
+function memory(pid: number): { peak: number; now: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(/(\d+) kB/.exec(status.split('\n').find((l) => l.startsWith(field)) ?? '')?.[1] ?? 0);
+  return { peak: Math.round(kb('VmHWM:') / 1024), now: Math.round(kb('VmRSS:') / 1024) };
+}
+
+async function writeCsv(file: string, rows: number): Promise<number> {
+  const out = createWriteStream(file);
+  out.write('email,first_name,plan,subscribed\n');
+  for (let i = 0; i < rows; i++) {
+    const line = `user${i}@example${i % 50}.com,First${i},${i % 7 === 0 ? 'pro' : 'free'},${i % 10 === 0 ? 'false' : ''}\n`;
+    if (!out.write(line)) await once(out, 'drain');
+  }
+  out.end();
+  await once(out, 'finish');
+  return statSync(file).size;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function timeRequests(url: string, auth: string, n: number): Promise<{ p50: number; p99: number; total: number }> {
+  const times: number[] = [];
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    const res = await fetch(url, { headers: { authorization: auth } });
+    const body = (await res.json()) as { data: { total: number } };
+    times.push(performance.now() - t);
+    total = body.data.total;
+    if (res.status !== 200) throw new Error(`${url}: ${res.status}`);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: Number(percentile(times, 50).toFixed(1)), p99: Number(percentile(times, 99).toFixed(1)), total };
+}
+
+/** Runs the contacts benchmarks; returns the printed rows. */
+export async function benchContacts(
+  env: Record<string, string>,
+  config: Config,
+  database: Database,
+  project: { id: string; secretKey: string; publicKey: string },
+  spawnApp: Spawn,
+  stop: (p: import('node:child_process').ChildProcess) => Promise<void>,
+): Promise<Record<string, Row[]>> {
+  const count = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
+  const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+  const auth = `Bearer ${project.secretKey}`;
+  const port = await freePort();
+  const appEnv = { ...env, PORT: String(port), RATE_LIMIT_PER_MINUTE: '10000000', IMPORT_MAX_BYTES: String(1024 ** 3), WORKER_HEALTH_PORT: '0' };
+  const api = spawnApp('apps/api/src/server.ts', appEnv);
+  const worker = spawnApp('apps/worker/src/main.ts', appEnv);
+  const base = `http://127.0.0.1:${port}`;
+  const out: Record<string, Row[]> = {};
+  try {
+    await waitForHttp(`${base}/health/ready`, 30_000);
+
+    // Import.
+    const file = path.join(os.tmpdir(), `mailroom-bench-${process.pid}.csv`);
+    const bytes = await writeCsv(file, count);
+    const workerBefore = memory(worker.pid!);
+    const t0 = performance.now();
+    const res = await fetch(`${base}/contacts/import`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'text/csv' },
+      body: Readable.toWeb(createReadStream(file)) as ReadableStream,
+      duplex: 'half',
+    } as RequestInit);
+    const accepted = (await res.json()) as { data: { id: string } };
+    if (res.status !== 202) throw new Error(`import upload: ${res.status} ${JSON.stringify(accepted)}`);
+    const uploaded = performance.now();
+    let state: { status: string; counts: Record<string, number>; startedAt: string; finishedAt: string; error: string | null };
+    for (;;) {
+      const r = await fetch(`${base}/contacts/import/${accepted.data.id}`, { headers: { authorization: auth } });
+      state = ((await r.json()) as { data: typeof state }).data;
+      if (state.status === 'completed' || state.status === 'failed') break;
+      await new Promise((r2) => setTimeout(r2, 200));
+    }
+    const done = performance.now();
+    unlinkSync(file);
+    if (state.status !== 'completed') throw new Error(`import failed: ${state.error}`);
+    const importMs = new Date(state.finishedAt).getTime() - new Date(state.startedAt).getTime();
+    out.import = [
+      { measure: 'rows', value: count },
+      { measure: 'file size', value: `${(bytes / 1024 / 1024).toFixed(1)} MiB` },
+      { measure: 'upload (202 after the last byte is stored)', value: `${((uploaded - t0) / 1000).toFixed(1)} s` },
+      { measure: 'import in the worker (started → finished)', value: `${(importMs / 1000).toFixed(1)} s` },
+      { measure: 'rows/s (worker)', value: Math.round(count / (importMs / 1000)) },
+      { measure: 'wall time, upload start → completed', value: `${((done - t0) / 1000).toFixed(1)} s` },
+      { measure: 'counts', value: JSON.stringify(state.counts) },
+      { measure: 'worker RSS before → peak (MiB)', value: `${workerBefore.now} → ${memory(worker.pid!).peak}` },
+      { measure: 'API peak RSS (MiB)', value: memory(api.pid!).peak },
+    ];
+    console.log(`\nImport of ${count} contacts`);
+    console.table(out.import);
+    await database.db.execute(sql`analyze contacts`);
+
+    // /v1/track.
+    let n = 0;
+    const track = await autocannon({
+      url: `${base}/v1/track`,
+      connections: 10,
+      duration: seconds,
+      requests: [
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${project.publicKey}`, 'content-type': 'application/json' },
+          setupRequest: (req) => {
+            const i = n++;
+            // Three in four calls hit an existing contact, one in four creates one.
+            const email = i % 4 === 0 ? `new${i}@track.test` : `user${(i * 7919) % count}@example${((i * 7919) % count) % 50}.com`;
+            return { ...req, body: JSON.stringify({ email, event: `event-${i % 5}`, data: { step: i % 10, plan: 'pro' } }) };
+          },
+        },
+      ],
+    });
+    let done2 = 0;
+    const until = performance.now() + seconds * 1000;
+    let m = 0;
+    const loop = async () => {
+      while (performance.now() < until) {
+        const i = m++;
+        const email = i % 4 === 0 ? `bare${i}@track.test` : `user${(i * 104729) % count}@example${((i * 104729) % count) % 50}.com`;
+        await trackEvent(database.db, project.id, { email, name: `event-${i % 5}`, contactData: { step: i % 10, plan: 'pro' }, eventData: { step: i % 10, plan: 'pro' } });
+        done2++;
+      }
+    };
+    await Promise.all(Array.from({ length: 10 }, loop));
+    const bare = done2 / seconds;
+    out.track = [
+      {
+        'req/s': Math.round(track.requests.average),
+        'p50 ms': track.latency.p50,
+        'p99 ms': track.latency.p99,
+        non2xx: track.non2xx,
+        'bare SQL req/s': Math.round(bare),
+        'ratio api/bare': (track.requests.average / bare).toFixed(2),
+      },
+    ];
+    console.log(`\nPOST /v1/track (${seconds} s, 10 connections, ${count} contacts in the project)`);
+    console.table(out.track);
+
+    // Lists and search.
+    const deep = await database.db.execute<{ id: string }>(
+      sql`select id from contacts where project_id = ${project.id}::uuid order by id desc offset ${Math.floor(count * 0.9)} limit 1`,
+    );
+    const cursor = encodeCursor(deep.rows[0]!.id);
+    const cases: [string, string][] = [
+      ['first page (limit 20)', '/contacts'],
+      ['first page (limit 100)', '/contacts?limit=100'],
+      ['deep cursor, 90% down (limit 20)', `/contacts?cursor=${cursor}`],
+      ['subscribed=false, first page', '/contacts?subscribed=false'],
+      ['search: a full address', `/contacts?search=user${Math.floor(count / 2)}@example${Math.floor(count / 2) % 50}.com`],
+      ['search: a common substring (example7.com)', '/contacts?search=example7.com'],
+      ['search: a rare substring (user99999@)', '/contacts?search=user99999@'],
+      ['search: matches nothing', '/contacts?search=zzzqqq'],
+    ];
+    out.lists = [];
+    for (const [label, url] of cases) {
+      const t = await timeRequests(`${base}${url}`, auth, 40);
+      out.lists.push({ request: label, 'p50 ms': t.p50, 'p99 ms': t.p99, total: t.total });
+    }
+    console.log(`\nGET /contacts with ${count} contacts (40 sequential requests each)`);
+    console.table(out.lists);
+  } finally {
+    await stop(api);
+    await stop(worker);
+  }
+  return out;
+}
