@@ -41,6 +41,12 @@ export function encodeCursor(lastId: string): string {
   return Buffer.from(`v1:${lastId}`, 'utf8').toString('base64url');
 }
 
+function invalidCursor(): AppError {
+  return new AppError(ErrorCode.INVALID_PARAMETERS, 'cursor: is not a cursor returned by this API', {
+    errors: [{ field: 'cursor', message: 'is not a cursor returned by this API', code: 'invalid_string' }],
+  });
+}
+
 /**
  * Decodes a cursor made by {@link encodeCursor}.
  *
@@ -49,10 +55,22 @@ export function encodeCursor(lastId: string): string {
 export function decodeCursor(cursor: string): string {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const id = text.startsWith('v1:') ? text.slice(3) : '';
-  if (!isUuid(id)) {
-    throw new AppError(ErrorCode.INVALID_PARAMETERS, 'cursor: is not a cursor returned by this API', {
-      errors: [{ field: 'cursor', message: 'is not a cursor returned by this API', code: 'invalid_string' }],
-    });
-  }
+  if (!isUuid(id)) throw invalidCursor();
   return id;
+}
+
+/** Encodes the last key of a page ordered by a text key (e.g. event names) as an opaque cursor (base64url). */
+export function encodeKeyCursor(lastKey: string): string {
+  return Buffer.from(`k1:${lastKey}`, 'utf8').toString('base64url');
+}
+
+/**
+ * Decodes a cursor made by {@link encodeKeyCursor}.
+ *
+ * @throws {@link AppError} 400 `INVALID_PARAMETERS` naming `cursor` when it is not one of ours.
+ */
+export function decodeKeyCursor(cursor: string): string {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!text.startsWith('k1:') || text.length < 4) throw invalidCursor();
+  return text.slice(3);
 }

@@ -20,7 +20,7 @@ import { createInterface } from 'node:readline';
 import { parse as parseCsv, type CsvError, type Options as CsvOptions } from 'csv-parse';
 import { parse as parseCsvSync } from 'csv-parse/sync';
 import { normalizeEmail, emailKey } from './address';
-import { ContactInput } from './contacts';
+import { ContactInput, splitPatch } from './contacts';
 import type { FieldError } from './errors';
 import { dataValidator } from './validation';
 
@@ -172,12 +172,7 @@ export function importRecord(row: number, value: unknown): ImportItem {
     return { ok: false, error: { row, email, errors: checked.errors } };
   }
   const v = checked.value;
-  const set: Record<string, unknown> = {};
-  const removed: string[] = [];
-  for (const [k, d] of Object.entries(v.data ?? {})) {
-    if (d === null) removed.push(k);
-    else set[k] = d;
-  }
+  const { set, removed } = splitPatch(v.data);
   const email = normalizeEmail(v.email);
   return { ok: true, record: { row, email, emailKey: emailKey(email), subscribed: v.subscribed, set, removed } };
 }

@@ -61,7 +61,8 @@ export function idempotencyKeyOf(req: express.Request): string | undefined {
   return key;
 }
 
-type Run = (db: DbOrTx, afterCommit: (fn: () => Promise<void>) => void) => Promise<RouteResult>;
+/** A route handler bound to its request: where to write, and where to register after-commit work. */
+export type Run = (db: DbOrTx, afterCommit: (fn: () => Promise<void>) => void) => Promise<RouteResult>;
 
 async function retryingTransientConflicts<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -72,6 +73,14 @@ async function retryingTransientConflicts<T>(fn: () => Promise<T>): Promise<T> {
       if (attempt >= 3 || (code !== DEADLOCK && code !== SERIALIZATION)) throw err;
     }
   }
+}
+
+/** Runs a handler on the pool, then its after-commit work (a keyless request: no transaction of ours). */
+export async function runDirect(database: Database, run: Run, defaultStatus: number): Promise<{ status: number; data: unknown; replayed: false }> {
+  const later: (() => Promise<void>)[] = [];
+  const result = await run(database.db, (fn) => later.push(fn));
+  for (const fn of later) await fn();
+  return { status: result.status ?? defaultStatus, data: result.data, replayed: false };
 }
 
 /**
@@ -91,12 +100,8 @@ export async function runIdempotent(
 ): Promise<{ status: number; data: unknown; replayed: boolean }> {
   const key = idempotencyKeyOf(req);
   return retryingTransientConflicts(async () => {
+    if (key === undefined) return runDirect(database, run, defaultStatus);
     const later: (() => Promise<void>)[] = [];
-    if (key === undefined) {
-      const result = await run(database.db, (fn) => later.push(fn));
-      for (const fn of later) await fn();
-      return { status: result.status ?? defaultStatus, data: result.data, replayed: false };
-    }
     const fingerprint = requestFingerprint(req.method, req.path, body);
     let out: { status: number; data: unknown; replayed: boolean };
     try {

@@ -9,7 +9,7 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import { AppError, bodyValidator, ErrorCode, paramValidator, type Logger } from '@mailroom/core';
 import type { Database, DbOrTx } from '@mailroom/db';
 import type { AuthContext } from './context';
-import { runIdempotent } from './idempotency';
+import { runDirect, runIdempotent } from './idempotency';
 
 /** Who may call a route. */
 export type RouteAuth = 'secret' | 'any-key' | 'admin' | 'none';
@@ -121,16 +121,11 @@ export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthMiddle
       const body = validateBody ? validateBody(req.body) : undefined;
       const run = (db: DbOrTx, afterCommit: (fn: () => Promise<void>) => void) =>
         def.handler({ body, query, params, auth: res.locals.auth!, log: res.locals.log, requestId: res.locals.requestId, req, res, db, afterCommit });
-      if (def.idempotent) {
-        const out = await runIdempotent(database, req, res.locals.auth!.projectId, body, run, def.status);
-        if (out.replayed) res.set('Idempotent-Replayed', 'true');
-        res.status(out.status).json({ success: true, data: out.data });
-        return;
-      }
-      const later: (() => Promise<void>)[] = [];
-      const result = await run(database.db, (fn) => later.push(fn));
-      for (const fn of later) await fn();
-      res.status(result.status ?? def.status).json({ success: true, data: result.data });
+      const out = def.idempotent
+        ? await runIdempotent(database, req, res.locals.auth!.projectId, body, run, def.status)
+        : await runDirect(database, run, def.status);
+      if (out.replayed) res.set('Idempotent-Replayed', 'true');
+      res.status(out.status).json({ success: true, data: out.data });
     });
     router[def.method](def.path, ...chain);
   }

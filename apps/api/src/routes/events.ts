@@ -8,8 +8,10 @@ import {
   AppError,
   checkEventName,
   decodeCursor,
+  decodeKeyCursor,
   EmailAddress,
   encodeCursor,
+  encodeKeyCursor,
   ErrorCode,
   splitVariables,
   validationError,
@@ -166,13 +168,13 @@ export function eventRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const after = query.cursor ? decodeNameCursor(query.cursor) : undefined;
+        const after = query.cursor ? decodeKeyCursor(query.cursor) : undefined;
         const page = await listEventNames(db, auth.projectId, { limit: query.limit, after });
         const last = page.items[page.items.length - 1];
         return {
           data: {
             items: page.items.map((n) => ({ ...n, firstSeenAt: n.firstSeenAt.toISOString(), lastSeenAt: n.lastSeenAt.toISOString() })),
-            nextCursor: page.hasMore && last ? Buffer.from(`n:${last.name}`, 'utf8').toString('base64url') : null,
+            nextCursor: page.hasMore && last ? encodeKeyCursor(last.name) : null,
             hasMore: page.hasMore,
             total: page.total,
           },
@@ -180,14 +182,4 @@ export function eventRoutes(deps: AppDeps) {
       },
     }),
   ];
-}
-
-function decodeNameCursor(cursor: string): string {
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!text.startsWith('n:') || text.length < 3) {
-    throw new AppError(ErrorCode.INVALID_PARAMETERS, 'cursor: is not a cursor returned by this API', {
-      errors: [{ field: 'cursor', message: 'is not a cursor returned by this API', code: 'invalid_string' }],
-    });
-  }
-  return text.slice(2);
 }

@@ -131,7 +131,7 @@ export function importRoutes(deps: AppDeps) {
       handler: async ({ params, auth }) => {
         const row = await getImport(db, auth.projectId, params.id);
         if (!row || row.status === 'uploading') throw notFound('Import');
-        return { data: present(row, await getImportErrors(db, row.id)) };
+        return { data: present(row, await getImportErrors(db, auth.projectId, row.id)) };
       },
     }),
   ];

@@ -31,7 +31,6 @@ import {
   createImport,
   deleteImport,
   markImportQueued,
-  touchImport,
   type ContactImportRow,
   type Db,
 } from '@mailroom/db';
@@ -146,10 +145,7 @@ export async function acceptImport(
       pending.push(piece);
       pendingBytes += piece.length;
       if (!importId && pendingBytes >= HEAD_BYTES) await start(false);
-      if (importId && pendingBytes >= IMPORT_CHUNK_BYTES) {
-        await flush(IMPORT_CHUNK_BYTES);
-        await touchImport(deps.db, importId);
-      }
+      if (importId && pendingBytes >= IMPORT_CHUNK_BYTES) await flush(IMPORT_CHUNK_BYTES);
     }
     if ((upload.stream as { truncated?: boolean }).truncated) throw tooLarge(max);
     if (!importId) await start(true);

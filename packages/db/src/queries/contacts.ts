@@ -8,7 +8,7 @@
  * @module
  */
 import { and, eq, sql, type SQL } from 'drizzle-orm';
-import { emailKey, newId, newIdAt, normalizeEmail } from '@mailroom/core';
+import { emailKey, newId, newIdAt, normalizeEmail, splitPatch } from '@mailroom/core';
 import type { DbOrTx } from '../client';
 import { contacts, contactStats } from '../schema';
 
@@ -33,17 +33,6 @@ export interface UpsertedContact {
   createdAt: Date;
   updatedAt: Date;
   inserted: boolean;
-}
-
-/** Splits a `data` patch into the keys to set and the keys to remove (`null` values). */
-export function splitPatch(patch: Record<string, unknown> | undefined): { set: Record<string, unknown>; removed: string[] } {
-  const set: Record<string, unknown> = {};
-  const removed: string[] = [];
-  for (const [k, v] of Object.entries(patch ?? {})) {
-    if (v === null) removed.push(k);
-    else set[k] = v;
-  }
-  return { set, removed };
 }
 
 type UpsertRow = ContactUpsert & { key: string };

@@ -29,9 +29,14 @@ export async function createImport(
   return row!;
 }
 
-/** Stores chunk `seq` (0-based) of an upload. */
+/**
+ * Stores chunk `seq` (0-based) of an upload and marks the upload alive (one statement), so the reconciler does
+ * not take a slow upload for an abandoned one.
+ */
 export async function appendImportChunk(db: DbOrTx, importId: string, seq: number, data: Buffer): Promise<void> {
-  await db.insert(contactImportChunks).values({ importId, seq, data });
+  await db.execute(sql`
+    with chunk as (insert into contact_import_chunks (import_id, seq, data) values (${importId}::uuid, ${seq}, ${data}))
+    update contact_imports set updated_at = now() where id = ${importId}::uuid`);
 }
 
 /** Ends the upload: `uploading → queued` with the file's size (bytes) and chunk count. */
@@ -55,12 +60,13 @@ export async function getImport(db: DbOrTx, projectId: string, id: string): Prom
   return row;
 }
 
-/** The kept row errors of an import, in file order. */
-export async function getImportErrors(db: DbOrTx, importId: string) {
+/** The kept row errors of an import of the project, in file order. */
+export async function getImportErrors(db: DbOrTx, projectId: string, importId: string) {
   return db
     .select({ row: contactImportErrors.row, email: contactImportErrors.email, errors: contactImportErrors.errors })
     .from(contactImportErrors)
-    .where(eq(contactImportErrors.importId, importId))
+    .innerJoin(contactImports, eq(contactImports.id, contactImportErrors.importId))
+    .where(and(eq(contactImports.projectId, projectId), eq(contactImportErrors.importId, importId)))
     .orderBy(asc(contactImportErrors.row))
     .limit(IMPORT_ERRORS_KEPT);
 }
@@ -272,9 +278,4 @@ export async function pendingImports(db: DbOrTx, olderThanMs: number, abandonedM
     where status in ('queued', 'running') and updated_at < now() - make_interval(secs => ${olderThanMs / 1000})
     order by id limit 1000`);
   return rows.rows.map((r) => ({ id: r.id, projectId: r.project_id }));
-}
-
-/** Marks an upload as alive (each stored chunk), so it is not taken for abandoned. */
-export async function touchImport(db: DbOrTx, importId: string): Promise<void> {
-  await db.update(contactImports).set({ updatedAt: new Date() }).where(eq(contactImports.id, importId));
 }
