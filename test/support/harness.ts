@@ -8,7 +8,7 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import request from 'supertest';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
-import { createImportQueue, createLogger, createRedis, createSendQueue, loadConfig, type Config } from '@mailroom/core';
+import { createCampaignQueue, createImportQueue, createLogger, createRedis, createSendQueue, loadConfig, type Config } from '@mailroom/core';
 import { addDomain, createDatabase, createProject, type Database } from '@mailroom/db';
 import { createApp, type App } from '../../apps/api/src/app';
 import { dropDatabase, freshDatabase } from './services';
@@ -61,8 +61,9 @@ export async function startTestApi(config: Config): Promise<TestApi> {
   await waitReady(redis);
   const sendQueue = createSendQueue(config, redis);
   const importQueue = createImportQueue(config, redis);
+  const campaignQueue = createCampaignQueue(config, redis);
   const logger = createLogger(config, 'api');
-  const app = createApp({ config, database, redis, sendQueue, importQueue, logger });
+  const app = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, logger });
   return {
     ...app,
     config,
@@ -71,6 +72,7 @@ export async function startTestApi(config: Config): Promise<TestApi> {
     close: async () => {
       await sendQueue.close();
       await importQueue.close();
+      await campaignQueue.close();
       redis.disconnect();
       await database.close();
     },

@@ -22,6 +22,9 @@ import { emailRoutes } from './routes/emails';
 import { mountHealth } from './routes/health';
 import { sendRoutes } from './routes/send';
 import { templateRoutes } from './routes/templates';
+import { segmentRoutes } from './routes/segments';
+import { campaignRoutes } from './routes/campaigns';
+import { mountUnsubscribe } from './routes/unsubscribe';
 
 export type { AppDeps } from './http/context';
 
@@ -56,11 +59,14 @@ export function createApp(deps: AppDeps): App {
     ...importRoutes(deps),
     ...contactRoutes(deps),
     ...templateRoutes(deps),
+    ...segmentRoutes(deps),
+    ...campaignRoutes(deps),
     ...adminRoutes(deps, () => authCache.clear()),
   ];
 
   const router = express.Router();
   mountHealth(router, deps);
+  mountUnsubscribe(router, deps);
   const openapi = buildOpenApi(routes, { version: VERSION, serverUrl: deps.config.publicUrl });
   router.get('/openapi.json', (_req, res) => {
     res.json(openapi);

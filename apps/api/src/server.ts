@@ -5,7 +5,7 @@
  * @module
  */
 import type { Server } from 'node:http';
-import { createImportQueue, createLogger, createRedis, createSendQueue, runService, type Config } from '@mailroom/core';
+import { createCampaignQueue, createImportQueue, createLogger, createRedis, createSendQueue, runService, type Config } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createApp } from './app';
 
@@ -16,7 +16,8 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
   const redis = createRedis(config, 'producer');
   const sendQueue = createSendQueue(config, redis);
   const importQueue = createImportQueue(config, redis);
-  const { app } = createApp({ config, database, redis, sendQueue, importQueue, logger });
+  const campaignQueue = createCampaignQueue(config, redis);
+  const { app } = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, logger });
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(config.port, () => resolve(s));
   });
@@ -33,6 +34,7 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
       });
       await sendQueue.close().catch(() => undefined);
       await importQueue.close().catch(() => undefined);
+      await campaignQueue.close().catch(() => undefined);
       redis.disconnect();
       await database.close();
       logger.info('api stopped');

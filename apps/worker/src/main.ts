@@ -1,6 +1,6 @@
 /**
- * Worker process entry point: the `send` and `contact-import` workers, the reconciler, a health endpoint,
- * graceful shutdown.
+ * Worker process entry point: the `send`, `contact-import` and `campaign` workers, the reconciler, the segment
+ * refresher, a health endpoint, graceful shutdown.
  *
  * Shutdown (SIGTERM/SIGINT): stop taking jobs, let active ones finish (a job cut off by a hard kill is retried
  * by another worker after its lock expires), stop the reconciler, close Redis and Postgres.
@@ -10,11 +10,14 @@
 import http from 'node:http';
 import { sql } from 'drizzle-orm';
 import type { Worker } from 'bullmq';
-import { createImportQueue, createLogger, createRedis, createSendQueue, runService, type Config, type Logger } from '@mailroom/core';
+import { createCampaignQueue, createImportQueue, createLogger, createRedis, createSendQueue, runService, type Config, type Logger } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createSendProcessor } from './processors/send';
 import { startReconciler } from './processors/reconcile';
 import { createImportProcessor } from './processors/import';
+import { createCampaignProcessor } from './processors/campaign';
+import { startSegmentRefresher } from './processors/segments';
+import { createCampaignWorker } from './queues/campaign';
 import { createSendWorker } from './queues/send';
 import { createImportWorker } from './queues/import';
 import { SesTransport, type MailTransport } from './ses/transport';
@@ -25,6 +28,8 @@ export interface RunningWorker {
   worker: Worker;
   /** The `contact-import` worker. */
   importWorker: Worker;
+  /** The `campaign` worker. */
+  campaignWorker: Worker;
   /** Port of the health endpoint (0 when disabled). */
   healthPort: number;
   stop(): Promise<void>;
@@ -47,6 +52,7 @@ export async function startWorker(
   const transport = options.transport ?? new SesTransport(config, gate);
   const sendQueue = createSendQueue(config, connection);
   const importQueue = createImportQueue(config, connection);
+  const campaignQueue = createCampaignQueue(config, connection);
 
   let worker!: Worker;
   const processor = createSendProcessor({ config, database, transport, logger, worker: () => worker });
@@ -56,10 +62,15 @@ export async function startWorker(
   const importWorker = createImportWorker(config, connection, createImportProcessor({ config, database, logger }));
   importWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'import attempt failed'));
   importWorker.on('error', (err) => logger.error({ err }, 'import worker error'));
-  const reconciler = startReconciler({ config, database, sendQueue, importQueue, redis: connection, logger });
+  const campaignWorker = createCampaignWorker(config, connection, createCampaignProcessor({ config, database, sendQueue, logger }));
+  campaignWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'campaign attempt failed'));
+  campaignWorker.on('error', (err) => logger.error({ err }, 'campaign worker error'));
+  const reconciler = startReconciler({ config, database, sendQueue, importQueue, campaignQueue, redis: connection, logger });
+  const refresher = startSegmentRefresher({ config, database, redis: connection, logger });
   void worker.run();
   void importWorker.run();
-  await Promise.all([worker.waitUntilReady(), importWorker.waitUntilReady()]);
+  void campaignWorker.run();
+  await Promise.all([worker.waitUntilReady(), importWorker.waitUntilReady(), campaignWorker.waitUntilReady()]);
 
   let server: http.Server | undefined;
   let healthPort = 0;
@@ -88,17 +99,18 @@ export async function startWorker(
   const stop = () =>
     (stopping ??= (async () => {
       logger.info('worker shutting down');
-      await Promise.all([worker.close(), importWorker.close()]);
-      await reconciler.stop();
+      await Promise.all([worker.close(), importWorker.close(), campaignWorker.close()]);
+      await Promise.all([reconciler.stop(), refresher.stop()]);
       await sendQueue.close().catch(() => undefined);
       await importQueue.close().catch(() => undefined);
+      await campaignQueue.close().catch(() => undefined);
       server?.close();
       transport.close();
       connection.disconnect();
       await database.close();
       logger.info('worker stopped');
     })());
-  return { worker, importWorker, healthPort, stop };
+  return { worker, importWorker, campaignWorker, healthPort, stop };
 }
 
 if (require.main === module) runService('worker', (config: Config) => startWorker(config), 60_000);

@@ -73,6 +73,17 @@ export interface Config {
   readonly importBatchSize: number;
   /** `IMPORT_CONCURRENCY`: imports processed at once per worker process. */
   readonly importConcurrency: number;
+  /** `CAMPAIGN_BATCH_SIZE`: recipients turned into email rows per fan-out statement (rows). */
+  readonly campaignBatchSize: number;
+  /**
+   * `CAMPAIGN_QUEUE_WINDOW`: most emails of one campaign waiting in the send queue at once (jobs); the rest wait
+   * as rows, so Redis never holds a whole audience.
+   */
+  readonly campaignQueueWindow: number;
+  /** `CAMPAIGN_TICK_MS`: how often a sending campaign tops up its window and checks for completion (ms). */
+  readonly campaignTickMs: number;
+  /** `SEGMENT_REFRESH_MS`: how often dynamic segments are recounted and tracked memberships re-evaluated (ms). */
+  readonly segmentRefreshMs: number;
 }
 
 /** Thrown by {@link loadConfig} when a variable is malformed; `variable` names it. */
@@ -189,6 +200,10 @@ export function loadConfig(env: Env): Config {
     importMaxBytes: int(env, 'IMPORT_MAX_BYTES', 256 * 1024 * 1024, 1, 16 * 1024 * 1024 * 1024),
     importBatchSize: int(env, 'IMPORT_BATCH_SIZE', 5_000, 1, 50_000),
     importConcurrency: int(env, 'IMPORT_CONCURRENCY', 1, 1, 16),
+    campaignBatchSize: int(env, 'CAMPAIGN_BATCH_SIZE', 5_000, 1, 50_000),
+    campaignQueueWindow: int(env, 'CAMPAIGN_QUEUE_WINDOW', 5_000, 1, 1_000_000),
+    campaignTickMs: int(env, 'CAMPAIGN_TICK_MS', 1_000, 10, 60_000),
+    segmentRefreshMs: int(env, 'SEGMENT_REFRESH_MS', 300_000, 100, 86_400_000),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be a pino level, got "${config.logLevel}"`);

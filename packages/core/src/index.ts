@@ -11,3 +11,5 @@ export * from './mail';
 export * from './process';
 export * from './contacts';
 export * from './imports';
+export * from './segments';
+export * from './unsubscribe';

@@ -15,6 +15,8 @@ export const QueueName = {
   send: 'send',
   /** One job per contact import (`jobId` = import id). */
   contactImport: 'contact-import',
+  /** One long-lived job per started or scheduled campaign (`jobId` = campaign id): fan-out, feeding, completion. */
+  campaign: 'campaign',
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
@@ -107,4 +109,58 @@ export function importJobOptions(importId: string): JobsOptions {
 /** Creates the producer side of the `contact-import` queue. */
 export function createImportQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<ImportJobPayload> {
   return new Queue<ImportJobPayload>(QueueName.contactImport, queueOptions(config, connection));
+}
+
+/** Payload of a `campaign` job; the campaign row holds the state. */
+export const CampaignJobPayload = Type.Object(
+  {
+    campaignId: Type.String({ format: 'uuid' }),
+    projectId: Type.String({ format: 'uuid' }),
+  },
+  { additionalProperties: false },
+);
+export type CampaignJobPayload = Static<typeof CampaignJobPayload>;
+
+/**
+ * Job options of a `campaign` job (`jobId` = campaign id, so the API, the scheduler and the reconciler can never
+ * run two for one campaign). A scheduled campaign's job is delayed until `scheduledAt`.
+ *
+ * @param delayMs - delay before the first run (ms); 0 to start now.
+ */
+export function campaignJobOptions(campaignId: string, delayMs: number): JobsOptions {
+  return {
+    jobId: campaignId,
+    delay: Math.max(0, delayMs),
+    attempts: 20,
+    backoff: { type: 'exponential', delay: 1_000 },
+    // The campaign row is the record; a finished job is removed so its id is free (the reconciler re-adds one
+    // for a campaign still SENDING or due).
+    removeOnComplete: true,
+    removeOnFail: { age: 7 * 24 * 3600 },
+  };
+}
+
+/** Creates the producer side of the `campaign` queue. */
+export function createCampaignQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<CampaignJobPayload> {
+  return new Queue<CampaignJobPayload>(QueueName.campaign, queueOptions(config, connection));
+}
+
+/**
+ * Makes sure a campaign has exactly one job, due at `runAt`: adds it when missing (or finished), moves a delayed
+ * one to the new time (a reschedule), and leaves a waiting or running one alone (it re-reads the campaign).
+ */
+export async function scheduleCampaignJob(queue: Queue<CampaignJobPayload>, campaign: { id: string; projectId: string }, runAt: Date): Promise<void> {
+  const delay = runAt.getTime() - Date.now();
+  const job = await queue.getJob(campaign.id);
+  if (job) {
+    const state = await job.getState();
+    if (state === 'delayed') {
+      if (delay <= 0) await job.promote();
+      else await job.changeDelay(delay);
+      return;
+    }
+    if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return;
+    await job.remove().catch(() => undefined);
+  }
+  await queue.add('campaign', { campaignId: campaign.id, projectId: campaign.projectId }, campaignJobOptions(campaign.id, delay));
 }

@@ -8,3 +8,7 @@ export * from './queries/emails';
 export * from './queries/events';
 export * from './queries/imports';
 export * from './queries/idempotency';
+export * from './queries/segment-filter';
+export * from './queries/segments';
+export * from './queries/campaigns';
+export * from './queries/unsubscribe';

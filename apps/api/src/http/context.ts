@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Config, ImportJobPayload, Logger, SendJobPayload } from '@mailroom/core';
+import type { CampaignJobPayload, Config, ImportJobPayload, Logger, SendJobPayload } from '@mailroom/core';
 import type { Database } from '@mailroom/db';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -17,6 +17,7 @@ export interface AppDeps {
   redis: Redis;
   sendQueue: Queue<SendJobPayload>;
   importQueue: Queue<ImportJobPayload>;
+  campaignQueue: Queue<CampaignJobPayload>;
   logger: Logger;
 }
 

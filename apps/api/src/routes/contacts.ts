@@ -11,8 +11,8 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { ContactData, ContactInput, decodeCursor, encodeCursor, notFound } from '@mailroom/core';
-import { deleteContact, getContact, listContacts, updateContact, upsertContacts, type ContactRow } from '@mailroom/db';
+import { AppError, ContactData, ContactInput, decodeCursor, encodeCursor, ErrorCode, notFound, parseSegmentFilter, type SegmentFilter } from '@mailroom/core';
+import { compileFilter, deleteContact, getContact, listContacts, updateContact, upsertContacts, type ContactRow } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, PageFields, PageQuery, Timestamp } from './common';
@@ -44,6 +44,9 @@ const ListQuery = Type.Object(
     ...PageQuery,
     subscribed: Type.Optional(Type.Boolean({ description: 'only subscribed (true) or unsubscribed (false) contacts' })),
     search: Type.Optional(Type.String({ minLength: 1, maxLength: 320, description: 'case-insensitive substring of the email address' })),
+    filter: Type.Optional(
+      Type.String({ minLength: 2, maxLength: 20_000, description: 'a segment filter as JSON (see POST /segments); invalid filters get 422 naming the path' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -69,6 +72,19 @@ const UpdateBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
+/** `?filter=`: JSON text (400 when it does not parse), then the segment language (422 naming the path). */
+function parseFilterParam(text: string): SegmentFilter {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new AppError(ErrorCode.INVALID_PARAMETERS, 'filter: is not valid JSON', {
+      errors: [{ field: 'filter', message: 'is not valid JSON', code: 'invalid_string' }],
+    });
+  }
+  return parseSegmentFilter(parsed, 'filter');
+}
+
 /** Routes of this module. */
 export function contactRoutes(deps: AppDeps) {
   const { db } = deps.database;
@@ -82,7 +98,8 @@ export function contactRoutes(deps: AppDeps) {
       description:
         'Keyset pagination: pass `nextCursor` back as `cursor`. A contact that exists for the whole listing appears ' +
         'exactly once, whatever is inserted or deleted meanwhile. `search` matches any part of the address, ' +
-        'case-insensitively (trigram index).',
+        'case-insensitively (trigram index). `filter` takes a segment filter (JSON, URL-encoded), compiled by the ' +
+        'same compiler as segments and campaigns.',
       auth: 'secret',
       query: ListQuery,
       response: ContactList,
@@ -90,7 +107,8 @@ export function contactRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
         const beforeId = query.cursor ? decodeCursor(query.cursor) : undefined;
-        const page = await listContacts(db, auth.projectId, { limit: query.limit, beforeId, subscribed: query.subscribed, search: query.search });
+        const predicate = query.filter !== undefined ? compileFilter(parseFilterParam(query.filter), { projectId: auth.projectId, now: Date.now() }) : undefined;
+        const page = await listContacts(db, auth.projectId, { limit: query.limit, beforeId, subscribed: query.subscribed, search: query.search, predicate });
         const items = page.items.map(presentContact);
         const last = page.items[page.items.length - 1];
         const nextCursor = page.hasMore && last ? encodeCursor(last.id) : null;

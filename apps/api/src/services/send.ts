@@ -15,8 +15,6 @@ import {
   AppError,
   attachmentContentType,
   checkCustomHeaders,
-  domainCovers,
-  emailDomain,
   ErrorCode,
   isUuid,
   newId,
@@ -38,9 +36,9 @@ import {
   insertAttachments,
   insertQueuedEmails,
   upsertContacts,
-  verifiedDomains,
   type DbOrTx,
 } from '@mailroom/db';
+import { senderError } from './sender';
 import type { Queue } from 'bullmq';
 
 /** Attachment limits of the spec: at most 10 items and 10 MB (decoded) in total. */
@@ -137,15 +135,8 @@ export async function acceptSend(
   errors.push(...decoded.errors);
 
   if (fromInput && !errors.some((e) => e.field === 'from')) {
-    const domain = emailDomain(fromInput.email);
-    const verified = await verifiedDomains(db, projectId);
-    if (!verified.some((v) => domainCovers(v, domain))) {
-      errors.push({
-        field: 'from',
-        message: `the domain ${domain} is not a verified sending domain of this project`,
-        code: 'custom',
-      });
-    }
+    const problem = await senderError(db, projectId, fromInput.email);
+    if (problem) errors.push(problem);
   }
   if (errors.length > 0) throw validationError(errors);
 
@@ -173,6 +164,8 @@ export async function acceptSend(
         contactId: contact.id,
         templateId: template?.id ?? null,
         source: 'transactional' as const,
+        // A MARKETING template's mail carries the unsubscribe link and List-Unsubscribe (RFC 8058).
+        marketing: template?.type === 'MARKETING',
         toEmail: r.email,
         toName: r.name ?? null,
         fromEmail: fromInput!.email,

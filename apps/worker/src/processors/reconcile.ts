@@ -1,6 +1,6 @@
 /**
  * The reconciler: Postgres is the source of truth, so any email row still `queued` (or `sending` past its
- * lease) and any contact import still `queued`/`running` without a live job gets one. Covers a Redis outage or
+ * lease), any contact import still `queued`/`running` and any campaign SENDING or due without a live job gets one. Covers a Redis outage or
  * flush after acceptance, and a crash between the API's commit and its enqueue. Each pass also deletes expired
  * idempotency keys and uploads abandoned mid-way.
  *
@@ -12,15 +12,17 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
+  scheduleCampaignJob,
   importJobOptions,
   sendJobOptions,
   SendPriority,
   type Config,
+  type CampaignJobPayload,
   type ImportJobPayload,
   type Logger,
   type SendJobPayload,
 } from '@mailroom/core';
-import { pendingEmails, pendingImports, purgeIdempotencyKeys, type Database } from '@mailroom/db';
+import { activeCampaigns, pendingEmails, pendingImports, purgeIdempotencyKeys, type Database } from '@mailroom/db';
 
 /** An upload not touched for this long (ms) was abandoned by its API process. */
 const ABANDONED_UPLOAD_MS = 3600_000;
@@ -32,6 +34,7 @@ export interface ReconcileResult {
   checked: number;
   enqueued: number;
   importsEnqueued: number;
+  campaignsEnqueued: number;
 }
 
 /** Queues the reconciler feeds. */
@@ -40,7 +43,27 @@ export interface ReconcileDeps {
   database: Database;
   sendQueue: Queue<SendJobPayload>;
   importQueue: Queue<ImportJobPayload>;
+  campaignQueue: Queue<CampaignJobPayload>;
   logger: Logger;
+}
+
+/**
+ * Gives every SENDING campaign, and every SCHEDULED one due before the next pass, a live job; wakes a delayed
+ * job of a campaign already due (a reschedule whose job move was missed). @returns how many jobs were made or woken.
+ */
+async function reconcileCampaigns(deps: ReconcileDeps): Promise<number> {
+  const active = await activeCampaigns(deps.database.db, deps.config.reconcileIntervalMs);
+  let fixed = 0;
+  for (const c of active) {
+    const state = await deps.campaignQueue.getJobState(c.id);
+    const runAt = c.status === 'SENDING' ? new Date() : (c.scheduledAt ?? new Date());
+    const lost = state === 'unknown' || state === 'completed' || state === 'failed';
+    const overslept = state === 'delayed' && c.status === 'SCHEDULED' && runAt.getTime() <= Date.now();
+    if (!lost && !overslept) continue;
+    await scheduleCampaignJob(deps.campaignQueue, c, runAt);
+    fixed++;
+  }
+  return fixed;
 }
 
 /** Re-creates the jobs of pending imports that have none. @returns how many. */
@@ -99,8 +122,10 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<ReconcileResul
   if (enqueued > 0) deps.logger.warn({ checked, enqueued }, 'reconciler re-enqueued emails without a job');
   const importsEnqueued = await reconcileImports(deps);
   if (importsEnqueued > 0) deps.logger.warn({ imports: importsEnqueued }, 'reconciler re-enqueued imports without a job');
+  const campaignsEnqueued = await reconcileCampaigns(deps);
+  if (campaignsEnqueued > 0) deps.logger.warn({ campaigns: campaignsEnqueued }, 'reconciler re-created campaign jobs');
   await purgeIdempotencyKeys(deps.database.db);
-  return { checked, enqueued, importsEnqueued };
+  return { checked, enqueued, importsEnqueued, campaignsEnqueued };
 }
 
 /**

@@ -4,8 +4,9 @@
  * 1. Validate the payload (an invalid one is unrecoverable, never retried).
  * 2. Claim the row atomically (`queued → sending`, with a fresh claim token). A row already final is skipped;
  *    a row held by a live claim is delayed until its lease ends.
- * 3. Re-check the project (disabled → `cancelled`), render subject and body against the contact's data and the
- *    request's variables, build the MIME message, hand it to SES.
+ * 3. Re-check the project (disabled → `cancelled`) and the campaign (cancelled → `cancelled`), render subject and
+ *    body (a campaign email's from the campaign) against the contact's data, the request's variables and
+ *    `unsubscribeUrl`, build the MIME message (marketing mail with List-Unsubscribe, RFC 8058), hand it to SES.
  * 4. Finish the row with the claim token: `sent` (SES message id), back to `queued` for a retry (throttling:
  *    no attempt spent; transient: backoff), or `failed` with the reason (permanent, or attempts exhausted).
  *
@@ -15,7 +16,10 @@ import { randomUUID } from 'node:crypto';
 import { DelayedError, UnrecoverableError, type Job, type Worker } from 'bullmq';
 import {
   buildMime,
+  createUnsubscribeToken,
   dataValidator,
+  listUnsubscribeHeaders,
+  unsubscribeUrl,
   emailDomain,
   renderContent,
   SendJobPayload,
@@ -79,11 +83,21 @@ export function createSendProcessor(deps: SendProcessorDeps) {
       return { outcome: 'cancelled', reason: 'project disabled' };
     }
 
+    if (email.campaign?.status === 'CANCELLED') {
+      await finish({ status: 'cancelled', reason: 'campaign cancelled' });
+      return { outcome: 'cancelled', reason: 'campaign cancelled' };
+    }
+
     let raw: Buffer;
     let subject: string;
     try {
-      const context = { email: email.toEmail, ...(email.contactData ?? {}), ...email.variables };
-      const content = renderContent({ subject: email.subject, body: email.body, format: email.bodyFormat }, context);
+      // Marketing mail links to the one-click unsubscribe page of this very email (signed token, RFC 8058).
+      const unsubscribe = unsubscribeUrl(config.publicUrl, createUnsubscribeToken(email.id, email.signingKey));
+      const context = { email: email.toEmail, ...(email.contactData ?? {}), ...email.variables, unsubscribeUrl: unsubscribe };
+      const source = email.campaign
+        ? { subject: email.campaign.subject, body: email.campaign.body, format: 'html' as const }
+        : { subject: email.subject!, body: email.body!, format: email.bodyFormat! };
+      const content = renderContent(source, context);
       subject = content.subject;
       const files = await loadAttachments(db, email.projectId, email.attachmentIds);
       raw = await buildMime({
@@ -93,7 +107,7 @@ export function createSendProcessor(deps: SendProcessorDeps) {
         subject: content.subject,
         html: content.html,
         text: content.text,
-        headers: email.headers,
+        headers: email.marketing ? { ...email.headers, ...listUnsubscribeHeaders(unsubscribe) } : email.headers,
         attachments: files.map((f) => ({ filename: f.filename, content: f.content, contentType: f.contentType })),
         messageId: `${email.id}@${emailDomain(email.fromEmail)}`,
       });

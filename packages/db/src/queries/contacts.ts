@@ -243,14 +243,16 @@ export interface ContactListQuery {
   subscribed?: boolean;
   /** Case-insensitive substring of the address. */
   search?: string;
+  /** A compiled segment filter over `contacts` (`compileFilter`, alias `contacts`). */
+  predicate?: SQL;
 }
 
 /**
  * Lists contacts newest first by keyset (`id < cursor`), so a page never repeats or skips a contact that
  * exists for the whole listing, whatever is inserted or deleted meanwhile.
  *
- * `total`: from the maintained counters (exact, O(1)) without `search`; with `search`, an exact count capped at
- * {@link SEARCH_COUNT_CAP} (`totalExact: false` when the cap is reached).
+ * `total`: from the maintained counters (exact, O(1)) without `search` or `predicate`; with either, an exact
+ * count capped at {@link SEARCH_COUNT_CAP} (`totalExact: false` when the cap is reached).
  */
 export async function listContacts(db: DbOrTx, projectId: string, q: ContactListQuery) {
   const filters: SQL[] = [eq(contacts.projectId, projectId)];
@@ -259,6 +261,7 @@ export async function listContacts(db: DbOrTx, projectId: string, q: ContactList
     const pattern = `%${q.search.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%`;
     filters.push(sql`${contacts.emailKey} like ${pattern}`);
   }
+  if (q.predicate) filters.push(q.predicate);
   const page = await db
     .select()
     .from(contacts)
@@ -268,7 +271,7 @@ export async function listContacts(db: DbOrTx, projectId: string, q: ContactList
 
   let total: number;
   let totalExact = true;
-  if (q.search) {
+  if (q.search || q.predicate) {
     const counted = await db.execute<{ n: number }>(
       sql`select count(*)::int as n from (select 1 from contacts where ${and(...filters)} limit ${SEARCH_COUNT_CAP + 1}) m`,
     );

@@ -7,7 +7,7 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { newId } from '@mailroom/core';
 import type { DbOrTx } from '../client';
-import { attachments, emailEvents, emails, type EmailSource, type EmailStatus } from '../schema';
+import { attachments, campaigns, emailEvents, emails, type EmailSource, type EmailStatus } from '../schema';
 
 export type EmailRow = typeof emails.$inferSelect;
 export type NewEmail = Omit<typeof emails.$inferInsert, 'createdAt' | 'updatedAt' | 'status'>;
@@ -42,16 +42,25 @@ export async function insertQueuedEmails(db: DbOrTx, rows: (NewEmail & { id: str
   await db.insert(emailEvents).values(rows.map((r) => ({ emailId: r.id, projectId: r.projectId, type: 'queued' })));
 }
 
-/** An email of the project with its timeline (oldest first), or `undefined`. */
+/**
+ * An email of the project with its timeline (oldest first), or `undefined`. A campaign's email reads its subject
+ * from the campaign, and its `queued` entry is its creation (fan-out writes no timeline row per recipient).
+ */
 export async function getEmailWithTimeline(db: DbOrTx, projectId: string, id: string) {
-  const [email] = await db.select().from(emails).where(and(eq(emails.projectId, projectId), eq(emails.id, id)));
-  if (!email) return undefined;
-  const timeline = await db
+  const [found] = await db
+    .select({ email: emails, campaignSubject: campaigns.subject })
+    .from(emails)
+    .leftJoin(campaigns, eq(campaigns.id, emails.campaignId))
+    .where(and(eq(emails.projectId, projectId), eq(emails.id, id)));
+  if (!found) return undefined;
+  const { email, campaignSubject } = found;
+  const timeline: { type: string; data: Record<string, unknown> | null; createdAt: Date }[] = await db
     .select({ type: emailEvents.type, data: emailEvents.data, createdAt: emailEvents.createdAt })
     .from(emailEvents)
     .where(and(eq(emailEvents.projectId, projectId), eq(emailEvents.emailId, id)))
     .orderBy(asc(emailEvents.id));
-  return { email, timeline };
+  if (email.campaignId && timeline[0]?.type !== 'queued') timeline.unshift({ type: 'queued', data: null, createdAt: email.createdAt });
+  return { email: { ...email, subject: email.subject ?? campaignSubject ?? '' }, timeline };
 }
 
 function camelCase(row: Record<string, unknown>): Record<string, unknown> {
@@ -63,7 +72,11 @@ export interface ClaimedEmail extends EmailRow {
   /** Status before the claim: `sending` means a previous owner died after claiming (see {@link claimEmail}). */
   previousStatus: EmailStatus;
   projectDisabled: boolean;
+  /** The project's key for unsubscribe tokens. */
+  signingKey: Buffer;
   contactData: Record<string, unknown> | null;
+  /** For a campaign's email: the campaign's content and status (the row stores no copy of the body). */
+  campaign: { subject: string; body: string; status: string } | null;
 }
 
 /** Why {@link claimEmail} did not claim. */
@@ -95,18 +108,22 @@ export async function claimEmail(
       or (e.status = 'sending' and e.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})))
     returning e.*, p.previous_status,
       (select disabled from projects where id = e.project_id) as project_disabled,
-      (select data from contacts where id = e.contact_id) as contact_data
+      (select signing_key from projects where id = e.project_id) as signing_key,
+      (select data from contacts where id = e.contact_id) as contact_data,
+      (select json_build_object('subject', k.subject, 'body', k.body, 'status', k.status) from campaigns k where k.id = e.campaign_id) as campaign
   `);
   const hit = claimed.rows[0];
   if (hit) {
-    const { previous_status, project_disabled, contact_data, ...row } = hit;
+    const { previous_status, project_disabled, signing_key, contact_data, campaign, ...row } = hit;
     return {
       ok: true,
       email: {
         ...(camelCase(row) as EmailRow),
         previousStatus: previous_status as EmailStatus,
         projectDisabled: project_disabled === true,
+        signingKey: signing_key as Buffer,
         contactData: (contact_data as Record<string, unknown> | null) ?? null,
+        campaign: (campaign as ClaimedEmail['campaign']) ?? null,
       },
     };
   }
@@ -167,7 +184,8 @@ export interface PendingEmail {
 
 /**
  * Pending emails older than `olderThanMs`, in creation order after `afterId` (keyset), for the reconciler.
- * Uses the partial index `emails_pending_idx`.
+ * Uses the partial index `emails_pending_idx`. A campaign's emails not yet handed to the send queue by its job
+ * (beyond the campaign's `enqueue_cursor`) are not pending in this sense.
  */
 export async function pendingEmails(db: DbOrTx, olderThanMs: number, afterId: string | null, limit: number): Promise<PendingEmail[]> {
   const rows = await db.execute<{ id: string; project_id: string; source: EmailSource }>(sql`
@@ -175,6 +193,9 @@ export async function pendingEmails(db: DbOrTx, olderThanMs: number, afterId: st
     where status in ('queued', 'sending')
       and id > ${afterId ?? '00000000-0000-0000-0000-000000000000'}::uuid
       and updated_at < now() - make_interval(secs => ${olderThanMs / 1000})
+      -- A campaign's emails beyond its feeding window wait as rows by design; its job enqueues them.
+      and (campaign_id is null or contact_id is null
+        or contact_id <= (select k.enqueue_cursor from campaigns k where k.id = emails.campaign_id))
     order by id
     limit ${limit}
   `);

@@ -25,6 +25,8 @@ export const contacts = pgTable(
     index('contacts_project_subscribed_idx').on(t.projectId, t.subscribed, t.id),
     // `GET /contacts?search=`: substring match on the address (pg_trgm), intersected with the project (btree_gin).
     index('contacts_email_trgm_idx').using('gin', t.projectId, t.emailKey.op('gin_trgm_ops')),
+    // Segment filters on `data.<path> equals` compile to containment (`data @> …`), served by this index.
+    index('contacts_data_idx').using('gin', t.projectId, t.data.op('jsonb_path_ops')),
   ],
 );
 

@@ -1,9 +1,10 @@
-import { check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { bytea, createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
 import { contacts } from './contacts';
 import { templates } from './templates';
+import { campaigns } from './campaigns';
 
 /**
  * Email statuses. `queued → sending → sent` is the send path; `delivered`, `opened`, `clicked`, `bounced`,
@@ -54,15 +55,19 @@ export const emails = pgTable(
     projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
     contactId: uuid('contact_id').references(() => contacts.id, { onDelete: 'set null' }),
     templateId: uuid('template_id').references(() => templates.id, { onDelete: 'set null' }),
+    /** Set for a campaign's recipients: subject, body and format are then read from the campaign. */
+    campaignId: uuid('campaign_id').references(() => campaigns.id, { onDelete: 'cascade' }),
+    /** Marketing mail (campaigns, MARKETING templates): carries the unsubscribe link and List-Unsubscribe. */
+    marketing: boolean('marketing').notNull().default(false),
     source: text('source').notNull().$type<EmailSource>(),
     toEmail: text('to_email').notNull(),
     toName: text('to_name'),
     fromEmail: text('from_email').notNull(),
     fromName: text('from_name'),
     replyTo: text('reply_to'),
-    subject: text('subject').notNull(),
-    body: text('body').notNull(),
-    bodyFormat: text('body_format').notNull().$type<'html' | 'markdown'>(),
+    subject: text('subject'),
+    body: text('body'),
+    bodyFormat: text('body_format').$type<'html' | 'markdown'>(),
     variables: jsonb('variables').$type<Record<string, unknown>>().notNull().default({}),
     headers: jsonb('headers').$type<Record<string, string>>().notNull().default({}),
     attachmentIds: uuid('attachment_ids').array().notNull().default(sql`'{}'::uuid[]`),
@@ -83,6 +88,13 @@ export const emails = pgTable(
     // The reconciler's scan: only rows not yet handed to SES, in creation order.
     index('emails_pending_idx').on(t.id).where(sql`${t.status} in ('queued', 'sending')`),
     uniqueIndex('emails_message_id_idx').on(t.messageId).where(sql`${t.messageId} is not null`),
+    // One email per contact per campaign: a retried fan-out batch inserts nobody twice.
+    uniqueIndex('emails_campaign_contact_idx').on(t.campaignId, t.contactId).where(sql`${t.campaignId} is not null`),
+    // Campaign stats (counts by status) and the send-rate window of the ETA.
+    index('emails_campaign_status_idx').on(t.campaignId, t.status, t.sentAt).where(sql`${t.campaignId} is not null`),
+    // The campaign feeder's window: a campaign's emails not yet handed to SES, in audience (contact id) order.
+    index('emails_campaign_pending_idx').on(t.campaignId, t.contactId).where(sql`${t.campaignId} is not null and ${t.status} in ('queued', 'sending')`),
+    check('emails_content_check', sql`${t.campaignId} is not null or (${t.subject} is not null and ${t.body} is not null and ${t.bodyFormat} is not null)`),
     check('emails_status_check', sql.raw(`status in (${EMAIL_STATUSES.map((s) => `'${s}'`).join(', ')})`)),
     check('emails_source_check', sql`${t.source} in ('transactional', 'workflow', 'campaign')`),
   ],

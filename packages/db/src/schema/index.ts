@@ -6,3 +6,5 @@ export * from './emails';
 export * from './events';
 export * from './imports';
 export * from './idempotency';
+export * from './segments';
+export * from './campaigns';

@@ -1,12 +1,16 @@
 import { boolean, index, pgTable, text, timestamp, uuid, check } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
-import { createdAt, idColumn, updatedAt } from './columns';
+import { bytea, createdAt, idColumn, updatedAt } from './columns';
 
 /** A tenant. Every other row belongs to one project; a disabled project can neither call the API nor send. */
 export const projects = pgTable('projects', {
   id: idColumn(),
   name: text('name').notNull(),
   disabled: boolean('disabled').notNull().default(false),
+  /** HMAC-SHA256 key of the project's unsubscribe tokens (32 random bytes, never shown). */
+  signingKey: bytea('signing_key')
+    .notNull()
+    .default(sql`decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex')`),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
 });

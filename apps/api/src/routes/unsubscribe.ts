@@ -1,0 +1,66 @@
+/**
+ * The public unsubscribe endpoint of marketing mail (API.md "Marketing mail"; RFC 8058 one-click; RFC 2369
+ * List-Unsubscribe). No API key: the signed token in the path is the authority.
+ *
+ * - `GET /unsubscribe/{token}`: a confirmation page with one button. A GET never unsubscribes, because link
+ *   scanners and mail security gateways fetch every link in a message.
+ * - `POST /unsubscribe/{token}`: unsubscribes the email's contact (`subscribed=false`, event
+ *   `contact.unsubscribed`, the email's timeline, the campaign's count). Mailbox providers POST
+ *   `List-Unsubscribe=One-Click` here (RFC 8058 §3.2). Idempotent: a repeat changes nothing and answers the same.
+ *   Answers HTML, or the JSON envelope when the client accepts JSON.
+ *
+ * An unknown, tampered or foreign token gets 404, and nothing changes.
+ *
+ * @module
+ */
+import express, { type Request, type Response, type Router } from 'express';
+import { notFound, unsubscribeTokenEmailId, verifyUnsubscribeToken } from '@mailroom/core';
+import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db';
+import type { AppDeps } from '../http/context';
+
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function page(title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<meta name="robots" content="noindex"><title>${title}</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}
+button{font:inherit;padding:.5rem 1rem;cursor:pointer}</style></head><body>${body}</body></html>`;
+}
+
+/** Mounts the two unsubscribe routes. */
+export function mountUnsubscribe(router: Router, deps: AppDeps): void {
+  const { db } = deps.database;
+
+  const resolve = async (token: string): Promise<UnsubscribeTarget> => {
+    const emailId = unsubscribeTokenEmailId(token);
+    const target = emailId ? await unsubscribeTarget(db, emailId) : undefined;
+    if (!target || !verifyUnsubscribeToken(token, target.emailId, target.signingKey)) throw notFound('Unsubscribe link');
+    return target;
+  };
+
+  router.get('/unsubscribe/:token', async (req: Request, res: Response) => {
+    const target = await resolve(String(req.params.token));
+    res.set('Cache-Control', 'no-store').type('html').send(
+      page(
+        'Unsubscribe',
+        `<h1>Unsubscribe</h1><p>Stop marketing email to <strong>${escapeHtml(target.toEmail)}</strong>?</p>
+<form method="post"><button type="submit">Unsubscribe</button></form>`,
+      ),
+    );
+  });
+
+  // RFC 8058 bodies are `application/x-www-form-urlencoded` (or multipart); only the fact of the POST matters.
+  router.post('/unsubscribe/:token', express.urlencoded({ extended: false, limit: '4kb' }), async (req: Request, res: Response) => {
+    const target = await resolve(String(req.params.token));
+    const oneClick = (req.body as Record<string, unknown> | undefined)?.['List-Unsubscribe'] === 'One-Click' || req.is('multipart/form-data') !== false;
+    const changed = await unsubscribeContact(db, target, oneClick ? 'one-click' : 'link');
+    res.set('Cache-Control', 'no-store');
+    if (req.accepts(['html', 'json']) === 'json') {
+      res.json({ success: true, data: { email: target.toEmail, unsubscribed: true, changed } });
+      return;
+    }
+    res.type('html').send(page('Unsubscribed', `<h1>Unsubscribed</h1><p>${escapeHtml(target.toEmail)} will no longer receive marketing email from us.</p>`));
+  });
+}

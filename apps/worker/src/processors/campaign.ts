@@ -1,0 +1,144 @@
+/**
+ * The `campaign` job: one per started or scheduled campaign, re-delayed by itself between rounds.
+ *
+ * 1. SCHEDULED and not yet due: sleep until `scheduledAt` (a reschedule moves the job or is seen on waking).
+ *    Due: check the audience still exists (a deleted segment fails the campaign with a reason), then SENDING.
+ * 2. SENDING: fan out the audience in keyset batches (`fanoutBatch`: subscribed contacts only, bulk insert,
+ *    unique per campaign and contact, cursor committed with the rows), and feed the send queue at the campaign
+ *    lane, keeping at most `CAMPAIGN_QUEUE_WINDOW` of its emails in Redis.
+ * 3. When the audience is exhausted and every email is final: SENT. Otherwise come back in `CAMPAIGN_TICK_MS`.
+ *
+ * A crash anywhere is safe: batches are atomic and idempotent, enqueueing is idempotent (`jobId` = email id),
+ * and the reconciler re-creates a lost campaign job.
+ *
+ * @module
+ */
+import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
+import { sql, type SQL } from 'drizzle-orm';
+import {
+  CampaignJobPayload,
+  dataValidator,
+  parseSegmentFilter,
+  sendJobOptions,
+  SendPriority,
+  type Config,
+  type Logger,
+  type SendJobPayload,
+} from '@mailroom/core';
+import {
+  advanceEnqueueCursor,
+  compileFilter,
+  completeCampaign,
+  failCampaign,
+  fanoutBatch,
+  getSegment,
+  loadCampaign,
+  nextCampaignEmails,
+  segmentPredicate,
+  startScheduledCampaign,
+  type CampaignRow,
+  type Database,
+} from '@mailroom/db';
+
+const validatePayload = dataValidator(CampaignJobPayload);
+
+/** How long one run fans out before it yields (ms); the job comes back after `CAMPAIGN_TICK_MS`. */
+const FANOUT_SLICE_MS = 10_000;
+
+/** What a finished job reports. */
+export type CampaignJobResult = { outcome: 'sent' | 'failed' | 'skipped'; reason?: string; recipients?: number };
+
+/** Dependencies of the processor. */
+export interface CampaignProcessorDeps {
+  config: Config;
+  database: Database;
+  sendQueue: Queue<SendJobPayload>;
+  logger: Logger;
+}
+
+/** The audience predicate over `contacts c`, or the reason the campaign cannot have one. */
+async function audienceOf(deps: CampaignProcessorDeps, c: CampaignRow): Promise<SQL | string> {
+  const now = (c.startedAt ?? new Date()).getTime();
+  if (c.audienceType === 'ALL') return sql`true`;
+  if (c.audienceType === 'FILTERED') {
+    return compileFilter(parseSegmentFilter(c.audienceFilter, 'audienceFilter'), { projectId: c.projectId, now, alias: 'c' });
+  }
+  const segment = c.segmentId ? await getSegment(deps.database.db, c.projectId, c.segmentId) : undefined;
+  if (!segment) return 'the campaign\'s segment was deleted';
+  return segmentPredicate(segment, now, 'c');
+}
+
+/** Creates the BullMQ processor function of the `campaign` queue. */
+export function createCampaignProcessor(deps: CampaignProcessorDeps) {
+  const { config } = deps;
+  const { db } = deps.database;
+
+  /** Tops up the campaign's window in the send queue. @returns how many emails were enqueued. */
+  const feed = async (campaignId: string, projectId: string): Promise<number> => {
+    const next = await nextCampaignEmails(db, { id: campaignId }, config.campaignQueueWindow);
+    if (next.length === 0) return 0;
+    for (let i = 0; i < next.length; i += 1000) {
+      const chunk = next.slice(i, i + 1000);
+      await deps.sendQueue.addBulk(
+        chunk.map((e) => ({ name: 'send', data: { emailId: e.id, projectId }, opts: sendJobOptions(config, e.id, SendPriority.campaign) })),
+      );
+      await advanceEnqueueCursor(db, campaignId, chunk[chunk.length - 1]!.contactId);
+    }
+    return next.length;
+  };
+
+  return async (job: Job, token?: string): Promise<CampaignJobResult> => {
+    const checked = validatePayload(job.data);
+    if (!checked.ok) throw new UnrecoverableError(`invalid campaign payload: ${JSON.stringify(checked.errors)}`);
+    const { campaignId, projectId } = checked.value;
+    const log = deps.logger.child({ jobId: job.id, campaignId, projectId });
+    const later = async (at: number): Promise<never> => {
+      await job.moveToDelayed(at, token);
+      throw new DelayedError();
+    };
+
+    let c = await loadCampaign(db, campaignId);
+    if (!c) return { outcome: 'skipped', reason: 'campaign deleted' };
+    if (c.status === 'SCHEDULED') {
+      const due = c.scheduledAt?.getTime() ?? 0;
+      if (due > Date.now() + 5) return later(due);
+      const audience = await audienceOf(deps, c);
+      if (typeof audience === 'string') {
+        await failCampaign(db, campaignId, audience);
+        log.warn({ reason: audience }, 'scheduled campaign failed to start');
+        return { outcome: 'failed', reason: audience };
+      }
+      c = (await startScheduledCampaign(db, campaignId)) ?? (await loadCampaign(db, campaignId));
+      if (!c) return { outcome: 'skipped', reason: 'campaign deleted' };
+      if (c.status === 'SENDING') log.info('scheduled campaign started');
+    }
+    if (c.status !== 'SENDING') return { outcome: 'skipped', reason: `campaign is ${c.status}` };
+
+    if (!c.fanoutDone) {
+      const audience = await audienceOf(deps, c);
+      if (typeof audience === 'string') {
+        await failCampaign(db, campaignId, audience);
+        return { outcome: 'failed', reason: audience };
+      }
+      const until = Date.now() + FANOUT_SLICE_MS;
+      let inserted = 0;
+      for (;;) {
+        const batch = await fanoutBatch(db, campaignId, audience, config.campaignBatchSize);
+        inserted += batch.inserted;
+        await feed(campaignId, projectId);
+        if (!batch.applied || batch.done || Date.now() > until) break;
+        await job.extendLock(token!, config.workerLockMs).catch(() => undefined);
+      }
+      log.debug({ inserted }, 'campaign fan-out round');
+    }
+    await feed(campaignId, projectId);
+    if (await completeCampaign(db, campaignId)) {
+      const done = await loadCampaign(db, campaignId);
+      log.info({ recipients: done?.recipients }, 'campaign sent');
+      return { outcome: 'sent', recipients: done?.recipients ?? 0 };
+    }
+    const current = await loadCampaign(db, campaignId);
+    if (!current || current.status !== 'SENDING') return { outcome: 'skipped', reason: `campaign is ${current?.status ?? 'deleted'}` };
+    return later(Date.now() + (current.fanoutDone ? config.campaignTickMs : 0));
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * The segment refresher: recounts DYNAMIC segments whose count is missing (new or changed filter) or older than
+ * `SEGMENT_REFRESH_MS`, and for tracked segments records `segment.<name>.entry` / `.exit` events for the
+ * contacts whose membership changed since the last pass (so membership events lag by at most that interval).
+ *
+ * Runs on a timer in every worker process; a Redis lock lets one process do each pass.
+ *
+ * @module
+ */
+import type { Redis } from 'ioredis';
+import type { Config, Logger } from '@mailroom/core';
+import { dueSegments, refreshSegment, type Database } from '@mailroom/db';
+
+/** Segments refreshed per pass at most. */
+const PER_PASS = 20;
+
+/** Dependencies of the refresher. */
+export interface SegmentRefresherDeps {
+  config: Config;
+  database: Database;
+  redis: Redis;
+  logger: Logger;
+}
+
+/** One pass. @returns how many segments were refreshed. */
+export async function refreshSegmentsOnce(deps: SegmentRefresherDeps): Promise<number> {
+  const due = await dueSegments(deps.database.db, deps.config.segmentRefreshMs, PER_PASS);
+  for (const segment of due) {
+    try {
+      const r = await refreshSegment(deps.database.db, segment);
+      if (r.entered || r.exited) deps.logger.info({ segmentId: segment.id, ...r }, 'segment membership changed');
+    } catch (err) {
+      deps.logger.error({ err, segmentId: segment.id }, 'segment refresh failed');
+    }
+  }
+  return due.length;
+}
+
+/** Starts the refresher. @returns `stop()`, which waits for a running pass. */
+export function startSegmentRefresher(deps: SegmentRefresherDeps): { stop: () => Promise<void> } {
+  const lockKey = `${deps.config.queuePrefix}:segment-refresher:lock`;
+  const intervalMs = Math.min(1_000, deps.config.segmentRefreshMs);
+  let running: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+  let busy = false;
+  const tick = async () => {
+    // Held for the pass (a minute at most), released after it, so a slow pass is not run twice at once.
+    const got = await deps.redis.set(lockKey, String(process.pid), 'PX', 60_000, 'NX');
+    if (got !== 'OK') return;
+    try {
+      await refreshSegmentsOnce(deps);
+    } finally {
+      await deps.redis.del(lockKey);
+    }
+  };
+  const timer = setInterval(() => {
+    if (stopped || busy) return;
+    busy = true;
+    running = tick()
+      .catch((err) => deps.logger.error({ err }, 'segment refresher pass failed'))
+      .finally(() => (busy = false));
+  }, intervalMs);
+  timer.unref();
+  return {
+    stop: async () => {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

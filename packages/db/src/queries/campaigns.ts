@@ -1,0 +1,279 @@
+/**
+ * Campaigns: CRUD and state transitions (API.md "Campaign states"), the worker's fan-out and feeding of the send
+ * queue, completion, and statistics. Every transition is one conditional UPDATE on the status, so two requests
+ * (or a request and the worker) can never both move a campaign.
+ *
+ * @module
+ */
+import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import type { DbOrTx } from '../client';
+import { campaigns, type CampaignStatus } from '../schema';
+
+export type CampaignRow = typeof campaigns.$inferSelect;
+export type NewCampaign = Pick<
+  typeof campaigns.$inferInsert,
+  'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'audienceType' | 'segmentId' | 'audienceFilter'
+>;
+
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+/** Inserts a DRAFT campaign. */
+export async function createCampaign(db: DbOrTx, projectId: string, input: NewCampaign): Promise<CampaignRow> {
+  const [row] = await db.insert(campaigns).values({ ...input, projectId, status: 'DRAFT' }).returning();
+  return row!;
+}
+
+/** A campaign of the project, or `undefined`. */
+export async function getCampaign(db: DbOrTx, projectId: string, id: string): Promise<CampaignRow | undefined> {
+  const [row] = await db.select().from(campaigns).where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id)));
+  return row;
+}
+
+/** Campaigns newest first by keyset, optionally of one status, with the matching total. */
+export async function listCampaigns(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string; status?: CampaignStatus }) {
+  const where = and(eq(campaigns.projectId, projectId), q.status ? eq(campaigns.status, q.status) : undefined);
+  const page = await db
+    .select()
+    .from(campaigns)
+    .where(and(where, q.beforeId ? sql`${campaigns.id} < ${q.beforeId}::uuid` : undefined))
+    .orderBy(desc(campaigns.id))
+    .limit(q.limit + 1);
+  const [count] = await db.select({ n: sql<number>`count(*)::int` }).from(campaigns).where(where);
+  return { items: page.slice(0, q.limit), hasMore: page.length > q.limit, total: count?.n ?? 0 };
+}
+
+/** Outcome of a transition: the updated row, or why not. */
+export type Transition = { ok: true; campaign: CampaignRow } | { ok: false; reason: 'missing' } | { ok: false; reason: 'state'; status: CampaignStatus };
+
+async function explainMiss(db: DbOrTx, projectId: string, id: string): Promise<Transition> {
+  const current = await getCampaign(db, projectId, id);
+  return current ? { ok: false, reason: 'state', status: current.status } : { ok: false, reason: 'missing' };
+}
+
+/** Updates content or audience of a DRAFT or SCHEDULED campaign. */
+export async function updateCampaign(db: DbOrTx, projectId: string, id: string, patch: Partial<NewCampaign>): Promise<Transition> {
+  const [row] = await db
+    .update(campaigns)
+    .set({ ...patch, updatedAt: new Date() })
+    .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, ['DRAFT', 'SCHEDULED'])))
+    .returning();
+  return row ? { ok: true, campaign: row } : explainMiss(db, projectId, id);
+}
+
+/** Deletes a DRAFT campaign. */
+export async function deleteDraftCampaign(db: DbOrTx, projectId: string, id: string): Promise<Transition> {
+  const [row] = await db
+    .delete(campaigns)
+    .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), eq(campaigns.status, 'DRAFT')))
+    .returning();
+  return row ? { ok: true, campaign: row } : explainMiss(db, projectId, id);
+}
+
+/**
+ * `POST /campaigns/{id}/send`: from DRAFT or SCHEDULED, to SCHEDULED at `scheduledAt` (a future time; also
+ * reschedules) or to SENDING now (`scheduledAt` null).
+ */
+export async function sendCampaign(db: DbOrTx, projectId: string, id: string, scheduledAt: Date | null): Promise<Transition> {
+  const [row] = await db
+    .update(campaigns)
+    .set(
+      scheduledAt
+        ? { status: 'SCHEDULED', scheduledAt, updatedAt: new Date() }
+        : { status: 'SENDING', scheduledAt: sql`coalesce(${campaigns.scheduledAt}, now())`, startedAt: new Date(), updatedAt: new Date() },
+    )
+    .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, ['DRAFT', 'SCHEDULED'])))
+    .returning();
+  return row ? { ok: true, campaign: row } : explainMiss(db, projectId, id);
+}
+
+/**
+ * Cancels a DRAFT, SCHEDULED or SENDING campaign, and in the same transaction every one of its emails not yet
+ * claimed by a worker (`queued` → `cancelled`, with a timeline entry). Emails already handed to SES stay sent.
+ *
+ * @returns the transition and how many emails were cancelled.
+ */
+export async function cancelCampaign(db: DbOrTx, projectId: string, id: string): Promise<Transition & { cancelledEmails?: number }> {
+  return db.transaction(async (tx) => {
+    // Takes the row lock a fan-out batch also takes: a batch commits wholly before or after the cancel.
+    const [row] = await tx
+      .update(campaigns)
+      .set({ status: 'CANCELLED', cancelledAt: new Date(), completedAt: new Date(), updatedAt: new Date() })
+      .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, ['DRAFT', 'SCHEDULED', 'SENDING'])))
+      .returning();
+    if (!row) return explainMiss(tx, projectId, id);
+    const cancelled = await tx.execute<{ n: number }>(sql`
+      with cancelled as (
+        update emails set status = 'cancelled', error = 'campaign cancelled', updated_at = now()
+        where campaign_id = ${id}::uuid and status = 'queued'
+        returning id
+      ), timeline as (
+        insert into email_events (id, email_id, project_id, type, data)
+        select mailroom_uuid_v7(clock_timestamp()), c.id, ${projectId}::uuid, 'cancelled', '{"reason":"campaign cancelled"}'::jsonb from cancelled c
+      )
+      select count(*)::int as n from cancelled
+    `);
+    return { ok: true, campaign: row, cancelledEmails: cancelled.rows[0]!.n };
+  });
+}
+
+/** Marks a SCHEDULED or SENDING campaign FAILED with a reason (it cannot start). @returns whether it moved. */
+export async function failCampaign(db: DbOrTx, id: string, error: string): Promise<boolean> {
+  const rows = await db
+    .update(campaigns)
+    .set({ status: 'FAILED', error, completedAt: new Date(), updatedAt: new Date() })
+    .where(and(eq(campaigns.id, id), inArray(campaigns.status, ['SCHEDULED', 'SENDING'])))
+    .returning({ id: campaigns.id });
+  return rows.length > 0;
+}
+
+/** A campaign by id, for the worker (its payload names the project too). */
+export async function loadCampaign(db: DbOrTx, id: string): Promise<CampaignRow | undefined> {
+  const [row] = await db.select().from(campaigns).where(eq(campaigns.id, id));
+  return row;
+}
+
+/** SCHEDULED → SENDING once `scheduled_at` has come. @returns the started campaign, or undefined. */
+export async function startScheduledCampaign(db: DbOrTx, id: string): Promise<CampaignRow | undefined> {
+  const [row] = await db
+    .update(campaigns)
+    .set({ status: 'SENDING', startedAt: new Date(), updatedAt: new Date() })
+    .where(and(eq(campaigns.id, id), eq(campaigns.status, 'SCHEDULED'), sql`${campaigns.scheduledAt} <= now()`))
+    .returning();
+  return row;
+}
+
+/** Result of one fan-out batch. */
+export interface FanoutBatch {
+  /** False when the campaign is no longer SENDING (cancelled meanwhile) or the audience was already done. */
+  applied: boolean;
+  inserted: number;
+  done: boolean;
+}
+
+/**
+ * Turns the next `batchSize` contacts of the audience (after `fanout_cursor`, in contact id order) into queued
+ * email rows, in one transaction holding the campaign row lock: bulk `INSERT … ON CONFLICT (campaign_id,
+ * contact_id) DO NOTHING` and the cursor advance commit together, so a retried or duplicated batch inserts
+ * nobody twice. Only subscribed contacts are taken.
+ *
+ * @param audience - predicate over `contacts` aliased `c` (segment, filter, or `true` for ALL).
+ */
+export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL, batchSize: number): Promise<FanoutBatch> {
+  return db.transaction(async (tx) => {
+    const locked = await tx.execute<{ status: CampaignStatus; fanout_done: boolean; fanout_cursor: string | null; project_id: string }>(
+      sql`select status, fanout_done, fanout_cursor, project_id from campaigns where id = ${campaignId}::uuid for update`,
+    );
+    const c = locked.rows[0];
+    if (!c || c.status !== 'SENDING' || c.fanout_done) return { applied: false, inserted: 0, done: c?.fanout_done ?? true };
+    const result = await tx.execute<{ inserted: number; taken: number }>(sql`
+      with batch as (
+        select c.id, c.email from contacts c
+        where c.project_id = ${c.project_id}::uuid and c.subscribed and c.id > ${c.fanout_cursor ?? NIL_UUID}::uuid and ${audience}
+        order by c.id
+        limit ${batchSize}
+      ),
+      ins as (
+        insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, from_name, reply_to, status)
+        select mailroom_uuid_v7(clock_timestamp()), k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued'
+        from batch b, campaigns k where k.id = ${campaignId}::uuid
+        on conflict (campaign_id, contact_id) where campaign_id is not null do nothing
+        returning id
+      ),
+      moved as (
+        update campaigns set
+          fanout_cursor = coalesce((select max(id::text)::uuid from batch), fanout_cursor),
+          fanout_done = (select count(*) from batch) < ${batchSize},
+          recipients = recipients + (select count(*) from ins),
+          updated_at = now()
+        where id = ${campaignId}::uuid
+        returning 1
+      )
+      select (select count(*) from ins)::int as inserted, (select count(*) from batch)::int as taken, (select count(*) from moved)::int as moved
+    `);
+    const r = result.rows[0]!;
+    return { applied: true, inserted: r.inserted, done: r.taken < batchSize };
+  });
+}
+
+/** A campaign email to enqueue. */
+export interface CampaignEmailRef {
+  id: string;
+  contactId: string;
+}
+
+/**
+ * The next emails to hand to the send queue, keeping at most `window` of the campaign's emails outstanding
+ * (queued or sending, already handed over). Only rows of committed fan-out batches are returned.
+ */
+export async function nextCampaignEmails(db: DbOrTx, campaign: Pick<CampaignRow, 'id'>, window: number): Promise<CampaignEmailRef[]> {
+  const state = await db.execute<{ status: string; enqueue_cursor: string | null; fanout_cursor: string | null }>(
+    sql`select status, enqueue_cursor, fanout_cursor from campaigns where id = ${campaign.id}::uuid`,
+  );
+  const s = state.rows[0];
+  if (!s || s.status !== 'SENDING' || !s.fanout_cursor) return [];
+  const enqueued = s.enqueue_cursor ?? NIL_UUID;
+  const outstanding = await db.execute<{ n: number }>(sql`
+    select count(*)::int as n from emails
+    where campaign_id = ${campaign.id}::uuid and status in ('queued', 'sending') and contact_id <= ${enqueued}::uuid
+  `);
+  const room = window - outstanding.rows[0]!.n;
+  if (room <= 0) return [];
+  const rows = await db.execute<{ id: string; contact_id: string }>(sql`
+    select id, contact_id from emails
+    where campaign_id = ${campaign.id}::uuid and status in ('queued', 'sending')
+      and contact_id > ${enqueued}::uuid and contact_id <= ${s.fanout_cursor}::uuid
+    order by contact_id
+    limit ${room}
+  `);
+  return rows.rows.map((r) => ({ id: r.id, contactId: r.contact_id }));
+}
+
+/** Records that emails up to contact id `contactId` were handed to the send queue (never moves backwards). */
+export async function advanceEnqueueCursor(db: DbOrTx, campaignId: string, contactId: string): Promise<void> {
+  await db.execute(sql`
+    update campaigns set enqueue_cursor = ${contactId}::uuid
+    where id = ${campaignId}::uuid and (enqueue_cursor is null or enqueue_cursor < ${contactId}::uuid)
+  `);
+}
+
+/**
+ * SENDING → SENT when the audience is exhausted and every recipient's email is final (nothing queued or
+ * sending). @returns whether the campaign is now SENT.
+ */
+export async function completeCampaign(db: DbOrTx, id: string): Promise<boolean> {
+  const rows = await db.execute(sql`
+    update campaigns set status = 'SENT', completed_at = now(), updated_at = now()
+    where id = ${id}::uuid and status = 'SENDING' and fanout_done
+      and not exists (select 1 from emails where campaign_id = ${id}::uuid and status in ('queued', 'sending'))
+    returning id
+  `);
+  return (rows.rowCount ?? 0) > 0;
+}
+
+/** Campaigns that should have a live campaign job: SENDING, or SCHEDULED and due within `horizonMs`. */
+export async function activeCampaigns(db: DbOrTx, horizonMs: number): Promise<Pick<CampaignRow, 'id' | 'projectId' | 'status' | 'scheduledAt'>[]> {
+  return db
+    .select({ id: campaigns.id, projectId: campaigns.projectId, status: campaigns.status, scheduledAt: campaigns.scheduledAt })
+    .from(campaigns)
+    .where(
+      sql`${campaigns.status} in ('SCHEDULED', 'SENDING') and (${campaigns.status} = 'SENDING' or ${campaigns.scheduledAt} <= now() + make_interval(secs => ${horizonMs / 1000}))`,
+    )
+    .orderBy(campaigns.id)
+    .limit(1000);
+}
+
+/** Email counts of a campaign by status, and how many were sent in the last `rateWindowMs`. */
+export async function campaignEmailCounts(db: DbOrTx, campaignId: string, rateWindowMs: number) {
+  const rows = await db.execute<{ status: string; n: number; recent: number }>(sql`
+    select status, count(*)::int as n,
+      count(*) filter (where sent_at > now() - make_interval(secs => ${rateWindowMs / 1000}))::int as recent
+    from emails where campaign_id = ${campaignId}::uuid group by status
+  `);
+  const byStatus: Record<string, number> = {};
+  let recentlySent = 0;
+  for (const r of rows.rows) {
+    byStatus[r.status] = r.n;
+    recentlySent += r.recent;
+  }
+  return { byStatus, recentlySent };
+}

@@ -1,0 +1,63 @@
+/**
+ * The public unsubscribe action (API.md "Marketing mail", RFC 8058): the token names an email; the email's
+ * contact is unsubscribed.
+ *
+ * @module
+ */
+import { sql } from 'drizzle-orm';
+import type { DbOrTx } from '../client';
+
+/** What a token's email points at, with the key that verifies the token. */
+export interface UnsubscribeTarget {
+  emailId: string;
+  projectId: string;
+  contactId: string | null;
+  campaignId: string | null;
+  toEmail: string;
+  signingKey: Buffer;
+}
+
+/** Loads the email a token names, or `undefined`. */
+export async function unsubscribeTarget(db: DbOrTx, emailId: string): Promise<UnsubscribeTarget | undefined> {
+  const rows = await db.execute<{ id: string; project_id: string; contact_id: string | null; campaign_id: string | null; to_email: string; signing_key: Buffer }>(sql`
+    select e.id, e.project_id, e.contact_id, e.campaign_id, e.to_email, p.signing_key
+    from emails e join projects p on p.id = e.project_id where e.id = ${emailId}::uuid
+  `);
+  const r = rows.rows[0];
+  return r && { emailId: r.id, projectId: r.project_id, contactId: r.contact_id, campaignId: r.campaign_id, toEmail: r.to_email, signingKey: r.signing_key };
+}
+
+/**
+ * Unsubscribes the email's contact, idempotently, in one statement: only a contact still subscribed changes,
+ * and only then are `contact.unsubscribed` (event), `unsubscribed` (the email's timeline) and the campaign's
+ * unsubscribe count written.
+ *
+ * @param method - `one-click` (RFC 8058 POST from a mailbox provider) or `link` (the page in the message).
+ * @returns whether this call changed the contact (false: already unsubscribed, or deleted).
+ */
+export async function unsubscribeContact(db: DbOrTx, target: UnsubscribeTarget, method: 'one-click' | 'link'): Promise<boolean> {
+  if (!target.contactId) return false;
+  const data = JSON.stringify({ emailId: target.emailId, campaignId: target.campaignId, method });
+  const result = await db.execute<{ n: number }>(sql`
+    with changed as (
+      update contacts set subscribed = false, updated_at = now()
+      where id = ${target.contactId}::uuid and project_id = ${target.projectId}::uuid and subscribed
+      returning id
+    ),
+    t as (select date_trunc('milliseconds', now()) as at),
+    ev as (
+      insert into events (id, project_id, contact_id, name, data, created_at)
+      select mailroom_uuid_v7(t.at), ${target.projectId}::uuid, c.id, 'contact.unsubscribed', ${data}::jsonb, t.at from changed c, t
+    ),
+    timeline as (
+      insert into email_events (id, email_id, project_id, type, data)
+      select mailroom_uuid_v7(clock_timestamp()), ${target.emailId}::uuid, ${target.projectId}::uuid, 'unsubscribed', ${data}::jsonb from changed
+    ),
+    counted as (
+      update campaigns set unsubscribed = unsubscribed + 1
+      where id = ${target.campaignId}::uuid and exists (select 1 from changed)
+    )
+    select count(*)::int as n from changed
+  `);
+  return result.rows[0]!.n > 0;
+}
