@@ -8,7 +8,8 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import request from 'supertest';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
-import { createCampaignQueue, createImportQueue, createLogger, createRedis, createSendQueue, loadConfig, type Config } from '@mailroom/core';
+import { createCampaignQueue, createImportQueue, createLogger, createRedis, createSendQueue, loadConfig, type CampaignJobPayload, type Config } from '@mailroom/core';
+import type { Queue } from 'bullmq';
 import { addDomain, createDatabase, createProject, type Database } from '@mailroom/db';
 import { createApp, type App } from '../../apps/api/src/app';
 import { dropDatabase, freshDatabase } from './services';
@@ -51,6 +52,7 @@ export interface TestApi extends App {
   config: Config;
   database: Database;
   redis: Redis;
+  campaignQueue: Queue<CampaignJobPayload>;
   close(): Promise<void>;
 }
 
@@ -69,6 +71,7 @@ export async function startTestApi(config: Config): Promise<TestApi> {
     config,
     database,
     redis,
+    campaignQueue,
     close: async () => {
       await sendQueue.close();
       await importQueue.close();
