@@ -7,6 +7,9 @@
  *          limiter's accuracy at 14/s with 2 worker processes (arrival times at SES).
  * contacts — a 1,000,000-row CSV import, /v1/track and contact list/search latency at that size
  *          (bench/contacts.ts; BENCH_CONTACTS sets the size).
+ * campaigns — segment preview latency (data.* and event.* filters) and a campaign's fan-out to 1,000,000
+ *          contacts: time to all recipients queued, send-queue size, worker peak memory, stats and cancel latency
+ *          (bench/campaigns.ts; BENCH_CAMPAIGN_CONTACTS sets the size).
  *
  * Uses its own database (`mailroom_bench`, re-created) and queue prefix; Postgres and Redis must answer.
  */
@@ -29,6 +32,7 @@ import { addDomain, createDatabase, createProject, insertQueuedEmails, upsertCon
 import { acceptSend } from '../apps/api/src/services/send';
 import { freePort, freshDatabase, startSesStack, waitForHttp } from '../test/support/services';
 import { benchContacts } from './contacts';
+import { benchCampaigns } from './campaigns';
 import type { RecordedSend } from '../test/support/ses-recorder';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -208,6 +212,7 @@ async function benchWorker(baseEnv: Record<string, string>, database: Database, 
 
 async function main(): Promise<void> {
   const which = process.argv[2];
+  if (which && !['api', 'worker', 'contacts', 'campaigns'].includes(which)) throw new Error(`unknown benchmark ${which}: api, worker, contacts or campaigns`);
   const dbUrl = await freshDatabase(ADMIN_DB_URL, 'mailroom_bench');
   const ses = await startSesStack();
   const env = {
@@ -227,6 +232,7 @@ async function main(): Promise<void> {
     if (!which || which === 'api') await benchApi(env, config, database);
     if (!which || which === 'worker') await benchWorker(env, database, ses.endpoint);
     if (!which || which === 'contacts') results.contacts = await benchContacts(env, config, database, await project(database), spawnApp, stop);
+    if (!which || which === 'campaigns') results.campaigns = await benchCampaigns(env, config, database, await project(database), spawnApp, stop);
   } finally {
     await database.close();
     ses.stop();

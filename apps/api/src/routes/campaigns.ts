@@ -379,17 +379,20 @@ export function campaignRoutes(deps: AppDeps) {
       operationId: 'cancelCampaign',
       tag: 'Campaigns',
       summary: 'Cancel a campaign',
-      description: 'From DRAFT, SCHEDULED or SENDING. During SENDING, every email not yet handed to SES is cancelled.',
+      description:
+        'From DRAFT, SCHEDULED or SENDING. During SENDING, no further email reaches SES: emails in the send queue are ' +
+        'cancelled here (`cancelledEmails`), and the worker cancels the rest of the audience right after.',
       auth: 'secret',
       params: IdParams,
       response: Type.Intersect([Campaign, Type.Object({ cancelledEmails: Type.Integer() })]),
       status: 200,
       errors: [400, 401, 403, 404, 409, 429],
-      handler: async ({ params, auth }) => {
+      handler: async ({ params, auth, log }) => {
         const t = await cancelCampaign(db, auth.projectId, params.id);
         if (!t.ok) throw refused(t, 'cancel');
-        // The job would see CANCELLED and end; removing a delayed one just frees it sooner.
-        await deps.campaignQueue.remove(params.id).catch(() => undefined);
+        // Wake the campaign's job now: it sweeps the emails the queue never received, then ends.
+        if (t.campaign.recipients > 0) await schedule(t.campaign, log);
+        else await deps.campaignQueue.remove(params.id).catch(() => undefined);
         return { data: { ...presentCampaign(t.campaign), cancelledEmails: t.cancelledEmails ?? 0 } };
       },
     }),

@@ -7,6 +7,7 @@
  *    unique per campaign and contact, cursor committed with the rows), and feed the send queue at the campaign
  *    lane, keeping at most `CAMPAIGN_QUEUE_WINDOW` of its emails in Redis.
  * 3. When the audience is exhausted and every email is final: SENT. Otherwise come back in `CAMPAIGN_TICK_MS`.
+ * 4. CANCELLED: cancel the emails the API's cancel did not reach (rows never handed to the send queue).
  *
  * A crash anywhere is safe: batches are atomic and idempotent, enqueueing is idempotent (`jobId` = email id),
  * and the reconciler re-creates a lost campaign job.
@@ -36,6 +37,7 @@ import {
   nextCampaignEmails,
   segmentPredicate,
   startScheduledCampaign,
+  sweepCancelledCampaign,
   type CampaignRow,
   type Database,
 } from '@mailroom/db';
@@ -44,6 +46,9 @@ const validatePayload = dataValidator(CampaignJobPayload);
 
 /** How long one run fans out before it yields (ms); the job comes back after `CAMPAIGN_TICK_MS`. */
 const FANOUT_SLICE_MS = 10_000;
+
+/** Emails cancelled per statement when sweeping a cancelled campaign. */
+const SWEEP_BATCH = 10_000;
 
 /** What a finished job reports. */
 export type CampaignJobResult = { outcome: 'sent' | 'failed' | 'skipped'; reason?: string; recipients?: number };
@@ -112,6 +117,18 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       if (!c) return { outcome: 'skipped', reason: 'campaign deleted' };
       if (c.status === 'SENDING') log.info('scheduled campaign started');
     }
+    // Emails never handed to the send queue are still `queued` rows: close them in bounded batches.
+    const sweep = async (): Promise<CampaignJobResult> => {
+      let swept = 0;
+      for (let n = -1; n !== 0; ) {
+        n = await sweepCancelledCampaign(db, campaignId, SWEEP_BATCH);
+        swept += n;
+        await job.extendLock(token!, config.workerLockMs).catch(() => undefined);
+      }
+      if (swept > 0) log.info({ swept }, 'cancelled campaign swept');
+      return { outcome: 'skipped', reason: 'campaign cancelled' };
+    };
+    if (c.status === 'CANCELLED') return sweep();
     if (c.status !== 'SENDING') return { outcome: 'skipped', reason: `campaign is ${c.status}` };
 
     if (!c.fanoutDone) {
@@ -138,6 +155,7 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       return { outcome: 'sent', recipients: done?.recipients ?? 0 };
     }
     const current = await loadCampaign(db, campaignId);
+    if (current?.status === 'CANCELLED') return sweep();
     if (!current || current.status !== 'SENDING') return { outcome: 'skipped', reason: `campaign is ${current?.status ?? 'deleted'}` };
     return later(Date.now() + (current.fanoutDone ? config.campaignTickMs : 0));
   };

@@ -56,7 +56,7 @@ async function reconcileCampaigns(deps: ReconcileDeps): Promise<number> {
   let fixed = 0;
   for (const c of active) {
     const state = await deps.campaignQueue.getJobState(c.id);
-    const runAt = c.status === 'SENDING' ? new Date() : (c.scheduledAt ?? new Date());
+    const runAt = c.status === 'SCHEDULED' ? (c.scheduledAt ?? new Date()) : new Date();
     const lost = state === 'unknown' || state === 'completed' || state === 'failed';
     const overslept = state === 'delayed' && c.status === 'SCHEDULED' && runAt.getTime() <= Date.now();
     if (!lost && !overslept) continue;

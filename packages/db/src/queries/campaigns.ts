@@ -87,10 +87,14 @@ export async function sendCampaign(db: DbOrTx, projectId: string, id: string, sc
 }
 
 /**
- * Cancels a DRAFT, SCHEDULED or SENDING campaign, and in the same transaction every one of its emails not yet
- * claimed by a worker (`queued` → `cancelled`, with a timeline entry). Emails already handed to SES stay sent.
+ * Cancels a DRAFT, SCHEDULED or SENDING campaign, and in the same transaction its emails already handed to the
+ * send queue and not yet claimed by a worker (`queued` → `cancelled`, with a timeline entry): at most the
+ * campaign's queue window, so the request stays short at any audience size. The rest (rows beyond the window) can
+ * no longer be fed to the queue; the campaign job sweeps them with {@link sweepCancelledCampaign}. A worker that
+ * claims an email of a cancelled campaign cancels it too, so nothing more reaches SES. Emails already handed to
+ * SES stay sent.
  *
- * @returns the transition and how many emails were cancelled.
+ * @returns the transition and how many emails were cancelled here.
  */
 export async function cancelCampaign(db: DbOrTx, projectId: string, id: string): Promise<Transition & { cancelledEmails?: number }> {
   return db.transaction(async (tx) => {
@@ -104,7 +108,7 @@ export async function cancelCampaign(db: DbOrTx, projectId: string, id: string):
     const cancelled = await tx.execute<{ n: number }>(sql`
       with cancelled as (
         update emails set status = 'cancelled', error = 'campaign cancelled', updated_at = now()
-        where campaign_id = ${id}::uuid and status = 'queued'
+        where campaign_id = ${id}::uuid and status = 'queued' and contact_id <= ${row.enqueueCursor ?? NIL_UUID}::uuid
         returning id
       ), timeline as (
         insert into email_events (id, email_id, project_id, type, data)
@@ -114,6 +118,30 @@ export async function cancelCampaign(db: DbOrTx, projectId: string, id: string):
     `);
     return { ok: true, campaign: row, cancelledEmails: cancelled.rows[0]!.n };
   });
+}
+
+/**
+ * Cancels up to `limit` still-queued emails of a CANCELLED campaign (with their timeline entries).
+ *
+ * @returns how many; 0 when none are left.
+ */
+export async function sweepCancelledCampaign(db: DbOrTx, id: string, limit: number): Promise<number> {
+  const result = await db.execute<{ n: number }>(sql`
+    with batch as (
+      select id from emails where campaign_id = ${id}::uuid and status = 'queued'
+        and exists (select 1 from campaigns where id = ${id}::uuid and status = 'CANCELLED')
+      limit ${limit}
+    ), cancelled as (
+      update emails e set status = 'cancelled', error = 'campaign cancelled', updated_at = now()
+      from batch where e.id = batch.id and e.status = 'queued'
+      returning e.id, e.project_id
+    ), timeline as (
+      insert into email_events (id, email_id, project_id, type, data)
+      select mailroom_uuid_v7(clock_timestamp()), c.id, c.project_id, 'cancelled', '{"reason":"campaign cancelled"}'::jsonb from cancelled c
+    )
+    select count(*)::int as n from cancelled
+  `);
+  return result.rows[0]!.n;
 }
 
 /** Marks a SCHEDULED or SENDING campaign FAILED with a reason (it cannot start). @returns whether it moved. */
@@ -250,13 +278,18 @@ export async function completeCampaign(db: DbOrTx, id: string): Promise<boolean>
   return (rows.rowCount ?? 0) > 0;
 }
 
-/** Campaigns that should have a live campaign job: SENDING, or SCHEDULED and due within `horizonMs`. */
+/**
+ * Campaigns that should have a live campaign job: SENDING, SCHEDULED and due within `horizonMs`, or CANCELLED
+ * with emails still to sweep.
+ */
 export async function activeCampaigns(db: DbOrTx, horizonMs: number): Promise<Pick<CampaignRow, 'id' | 'projectId' | 'status' | 'scheduledAt'>[]> {
   return db
     .select({ id: campaigns.id, projectId: campaigns.projectId, status: campaigns.status, scheduledAt: campaigns.scheduledAt })
     .from(campaigns)
     .where(
-      sql`${campaigns.status} in ('SCHEDULED', 'SENDING') and (${campaigns.status} = 'SENDING' or ${campaigns.scheduledAt} <= now() + make_interval(secs => ${horizonMs / 1000}))`,
+      sql`(${campaigns.status} in ('SCHEDULED', 'SENDING') and (${campaigns.status} = 'SENDING' or ${campaigns.scheduledAt} <= now() + make_interval(secs => ${horizonMs / 1000})))
+        or (${campaigns.status} = 'CANCELLED' and ${campaigns.recipients} > 0 and ${campaigns.cancelledAt} > now() - interval '7 days'
+          and exists (select 1 from emails e where e.campaign_id = ${campaigns.id} and e.status = 'queued'))`,
     )
     .orderBy(campaigns.id)
     .limit(1000);
