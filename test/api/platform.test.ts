@@ -29,7 +29,9 @@ test('health: live and ready', async () => {
 test('OpenAPI document is generated from the route schemas; /docs works offline', async () => {
   const doc = (await request(api.app).get('/openapi.json')).body;
   expect(doc.openapi).toBe('3.1.0');
-  expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/send', '/templates', '/templates/{id}', '/emails/{id}', '/admin/projects']));
+  expect(Object.keys(doc.paths)).toEqual(
+    expect.arrayContaining(['/v1/send', '/templates', '/templates/{id}', '/emails/{id}', '/admin/projects', '/segments/preview', '/campaigns/{id}/send', '/unsubscribe/{token}']),
+  );
   const send = doc.paths['/v1/send'].post;
   expect(send.requestBody.content['application/json'].schema.properties.to).toBeDefined();
   expect(send.requestBody.content['application/json'].schema.additionalProperties).toBe(false);

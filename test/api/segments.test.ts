@@ -255,11 +255,14 @@ describe('segments', () => {
     const ids = await seed(p.id, [{ tag: 'm', data: { score: 90 } }, { tag: 'n', data: { score: 10 } }]);
     const s = await as(p).post('/segments', { name: 'High', filter: [{ field: 'data.score', operator: 'greaterThan', value: 50 }], trackMembership: true });
     const db = ctx.api.database.db;
-    expect(await refreshSegment(db, (await getSegment(db, p.id, s.body.data.id))!)).toEqual({ count: 1, entered: 1, exited: 0 });
-    expect(await refreshSegment(db, (await getSegment(db, p.id, s.body.data.id))!)).toEqual({ count: 1, entered: 0, exited: 0 });
+    // Workers of other test files refresh due segments of this database too: judge by the outcome (members,
+    // events), which is the same whoever refreshed, not by this call's return value.
+    const refresh = async () => refreshSegment(db, (await getSegment(db, p.id, s.body.data.id))!);
+    expect((await refresh()).count).toBe(1);
+    expect(await refresh()).toEqual({ count: 1, entered: 0, exited: 0 });
     await as(p).patch(`/contacts/${ids.m}`, { data: { score: 5 } });
     await as(p).patch(`/contacts/${ids.n}`, { data: { score: 70 } });
-    expect(await refreshSegment(db, (await getSegment(db, p.id, s.body.data.id))!)).toEqual({ count: 1, entered: 1, exited: 1 });
+    expect((await refresh()).count).toBe(1);
     const names = async (id: string) => (await as(p).get(`/events?contactId=${id}`)).body.data.items.map((e: { name: string }) => e.name);
     expect(await names(ids.m!)).toEqual(['segment.High.exit', 'segment.High.entry']);
     expect(await names(ids.n!)).toEqual(['segment.High.entry']);
@@ -268,7 +271,8 @@ describe('segments', () => {
     );
     // Tracking off drops the materialised members; the next refresh just counts.
     await as(p).patch(`/segments/${s.body.data.id}`, { trackMembership: false });
-    expect(await refreshSegment(db, (await getSegment(db, p.id, s.body.data.id))!)).toEqual({ count: 1, entered: 0, exited: 0 });
+    expect(await refresh()).toEqual({ count: 1, entered: 0, exited: 0 });
+    expect((await as(p).get(`/segments/${s.body.data.id}`)).body.data.memberCount).toBe(1);
   });
 
   test('errors: missing filter, filter on STATIC, duplicate name, members of a DYNAMIC segment, unknown ids, bad body', async () => {

@@ -24,7 +24,7 @@ import { sendRoutes } from './routes/send';
 import { templateRoutes } from './routes/templates';
 import { segmentRoutes } from './routes/segments';
 import { campaignRoutes } from './routes/campaigns';
-import { mountUnsubscribe } from './routes/unsubscribe';
+import { mountUnsubscribe, unsubscribeOpenApiPaths } from './routes/unsubscribe';
 
 export type { AppDeps } from './http/context';
 
@@ -67,7 +67,8 @@ export function createApp(deps: AppDeps): App {
   const router = express.Router();
   mountHealth(router, deps);
   mountUnsubscribe(router, deps);
-  const openapi = buildOpenApi(routes, { version: VERSION, serverUrl: deps.config.publicUrl });
+  const built = buildOpenApi(routes, { version: VERSION, serverUrl: deps.config.publicUrl });
+  const openapi = { ...built, paths: { ...built.paths, ...unsubscribeOpenApiPaths } };
   router.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });

@@ -64,3 +64,32 @@ export function mountUnsubscribe(router: Router, deps: AppDeps): void {
     res.type('html').send(page('Unsubscribed', `<h1>Unsubscribed</h1><p>${escapeHtml(target.toEmail)} will no longer receive marketing email from us.</p>`));
   });
 }
+
+const tokenParameter = { name: 'token', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' }, description: 'the signed token from the message' };
+
+/** OpenAPI paths of the two routes (they answer HTML, so they are not declared with `route()`). */
+export const unsubscribeOpenApiPaths = {
+  '/unsubscribe/{token}': {
+    get: {
+      operationId: 'unsubscribePage',
+      summary: 'Unsubscribe confirmation page (never unsubscribes by itself)',
+      tags: ['Unsubscribe'],
+      security: [],
+      parameters: [tokenParameter],
+      responses: { 200: { description: 'HTML page with one button', content: { 'text/html': {} } }, 404: { description: 'Unknown, tampered or foreign token' } },
+    },
+    post: {
+      operationId: 'unsubscribe',
+      summary: 'Unsubscribe (RFC 8058 one-click, or the page\'s button); idempotent',
+      description:
+        'Sets the contact\'s `subscribed` to false, records `contact.unsubscribed` and the email\'s `unsubscribed` timeline ' +
+        'entry, and counts it on the campaign, once. Answers HTML, or `{success, data: {email, unsubscribed, changed}}` ' +
+        'when the client accepts JSON.',
+      tags: ['Unsubscribe'],
+      security: [],
+      parameters: [tokenParameter],
+      requestBody: { required: false, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { 'List-Unsubscribe': { const: 'One-Click' } } } } } },
+      responses: { 200: { description: 'Unsubscribed (or already)' }, 404: { description: 'Unknown, tampered or foreign token' } },
+    },
+  },
+};
