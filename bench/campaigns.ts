@@ -12,20 +12,14 @@
  * API and worker run in their own processes. SES is the emulator at the default 14/s: the benchmark measures
  * the fan-out, not sending.
  */
-import { readFileSync } from 'node:fs';
 import { sql } from 'drizzle-orm';
 import { createRedis, createSendQueue, type Config } from '@mailroom/core';
 import type { Database } from '@mailroom/db';
 import { freePort, waitForHttp } from '../test/support/services';
+import { memory } from './contacts';
 
 type Spawn = (file: string, env: Record<string, string>) => import('node:child_process').ChildProcess;
 type Row = Record<string, string | number>;
-
-function memory(pid: number): { peak: number; now: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(/(\d+) kB/.exec(status.split('\n').find((l) => l.startsWith(field)) ?? '')?.[1] ?? 0);
-  return { peak: Math.round(kb('VmHWM:') / 1024), now: Math.round(kb('VmRSS:') / 1024) };
-}
 
 const ms = (t: number) => Number((performance.now() - t).toFixed(1));
 

@@ -23,7 +23,7 @@ type Spawn = (file: string, env: Record<string, string>) => import('node:child_p
 type Row = Record<string, string | number>;
 
 /** Peak and current resident set size of a process (MiB), from /proc. */
-function memory(pid: number): { peak: number; now: number } {
+export function memory(pid: number): { peak: number; now: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(/(\d+) kB/.exec(status.split('\n').find((l) => l.startsWith(field)) ?? '')?.[1] ?? 0);
   return { peak: Math.round(kb('VmHWM:') / 1024), now: Math.round(kb('VmRSS:') / 1024) };

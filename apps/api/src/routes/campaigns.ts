@@ -12,8 +12,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import {
   AppError,
-  decodeCursor,
-  encodeCursor,
   ErrorCode,
   newId,
   normalizeEmail,
@@ -48,7 +46,7 @@ import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { senderError } from '../services/sender';
 import { FilterField } from './segments';
-import { Deleted, EmailAddress, IdParams, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
+import { cursorId, Deleted, EmailAddress, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 
 const Status = StringEnum(CAMPAIGN_STATUSES, 'DRAFT, SCHEDULED, SENDING, SENT, CANCELLED or FAILED');
 const AudienceType = StringEnum(['ALL', 'SEGMENT', 'FILTERED'] as const, 'ALL subscribed contacts, a SEGMENT, or a FILTERED audience');
@@ -256,9 +254,8 @@ export function campaignRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const page = await listCampaigns(db, auth.projectId, { limit: query.limit, status: query.status, beforeId: query.cursor ? decodeCursor(query.cursor) : undefined });
-        const last = page.items[page.items.length - 1];
-        return { data: { items: page.items.map(presentCampaign), nextCursor: page.hasMore && last ? encodeCursor(last.id) : null, hasMore: page.hasMore, total: page.total } };
+        const page = await listCampaigns(db, auth.projectId, { limit: query.limit, status: query.status, beforeId: cursorId(query.cursor) });
+        return { data: keysetPage(page, presentCampaign, page.total) };
       },
     }),
     route({

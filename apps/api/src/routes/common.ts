@@ -4,6 +4,7 @@
  * @module
  */
 import { Type, type TSchema } from '@sinclair/typebox';
+import { decodeCursor, encodeCursor } from '@mailroom/core';
 
 /** A string limited to `values`, reported as `invalid_enum_value` (not as a union of constants). */
 export function StringEnum<T extends string>(values: readonly T[], description?: string) {
@@ -38,3 +39,17 @@ export const Deleted = Type.Object({ id: Type.String(), deleted: Type.Literal(tr
 
 /** ISO 8601 timestamp. */
 export const Timestamp = Type.String({ format: 'date-time' });
+
+/** The id a `cursor` query parameter stands for (400 `INVALID_PARAMETERS` when it is not ours), or undefined. */
+export function cursorId(cursor: string | undefined): string | undefined {
+  return cursor ? decodeCursor(cursor) : undefined;
+}
+
+/**
+ * The list body of API.md "Pagination" from one keyset page (newest first by id): `items`, `nextCursor` (the last
+ * item's id, opaque; null on the last page), `hasMore` and `total`.
+ */
+export function keysetPage<R extends { id: string }, T>(page: { items: R[]; hasMore: boolean }, present: (row: R) => T, total: number) {
+  const last = page.items[page.items.length - 1];
+  return { items: page.items.map(present), nextCursor: page.hasMore && last ? encodeCursor(last.id) : null, hasMore: page.hasMore, total };
+}

@@ -10,7 +10,7 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { AppError, decodeCursor, encodeCursor, ErrorCode, notFound, parseSegmentFilter, validationError } from '@mailroom/core';
+import { AppError, ErrorCode, notFound, parseSegmentFilter, validationError } from '@mailroom/core';
 import {
   changeStaticMembers,
   compileFilter,
@@ -27,7 +27,7 @@ import {
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Contact, presentContact } from './contacts';
-import { Deleted, IdParams, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
+import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 
 /** The segment filter language as a request field (checked further by `parseSegmentFilter`). */
 export const FilterField = Type.Unsafe<unknown>({
@@ -145,9 +145,8 @@ export function segmentRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const page = await listSegments(db, auth.projectId, { limit: query.limit, beforeId: query.cursor ? decodeCursor(query.cursor) : undefined });
-        const last = page.items[page.items.length - 1];
-        return { data: { items: page.items.map(presentSegment), nextCursor: page.hasMore && last ? encodeCursor(last.id) : null, hasMore: page.hasMore, total: page.total } };
+        const page = await listSegments(db, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor) });
+        return { data: keysetPage(page, presentSegment, page.total) };
       },
     }),
     route({
@@ -269,53 +268,33 @@ export function segmentRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, query, auth }) => {
         const s = await load(auth.projectId, params.id);
-        const page = await listMatchingContacts(db, auth.projectId, segmentPredicate(s, Date.now()), {
-          limit: query.limit,
-          beforeId: query.cursor ? decodeCursor(query.cursor) : undefined,
-        });
-        const last = page.items[page.items.length - 1];
-        return {
-          data: { items: page.items.map(presentContact), nextCursor: page.hasMore && last ? encodeCursor(last.id) : null, hasMore: page.hasMore, total: s.memberCount ?? 0 },
-        };
+        const page = await listMatchingContacts(db, auth.projectId, segmentPredicate(s, Date.now()), { limit: query.limit, beforeId: cursorId(query.cursor) });
+        return { data: keysetPage(page, presentContact, s.memberCount ?? 0) };
       },
     }),
-    route({
-      method: 'post',
-      path: '/segments/:id/members',
-      operationId: 'addSegmentMembers',
-      tag: 'Segments',
-      summary: 'Add contacts to a STATIC segment',
-      description: 'By contact id or address (at most 1,000 of each); unknown ones are listed in `notFound`. Adding a member twice changes nothing.',
-      auth: 'secret',
-      params: IdParams,
-      body: MemberRefs,
-      response: MembershipResult,
-      status: 200,
-      errors: [400, 401, 403, 404, 409, 422, 429],
-      handler: async ({ params, body, auth }) => {
-        const s = await load(auth.projectId, params.id);
-        staticOnly(s);
-        return { data: await changeStaticMembers(db, s, 'add', body) };
-      },
-    }),
-    route({
-      method: 'post',
-      path: '/segments/:id/members/remove',
-      operationId: 'removeSegmentMembers',
-      tag: 'Segments',
-      summary: 'Remove contacts from a STATIC segment',
-      auth: 'secret',
-      params: IdParams,
-      body: MemberRefs,
-      response: MembershipResult,
-      status: 200,
-      errors: [400, 401, 403, 404, 409, 422, 429],
-      handler: async ({ params, body, auth }) => {
-        const s = await load(auth.projectId, params.id);
-        staticOnly(s);
-        return { data: await changeStaticMembers(db, s, 'remove', body) };
-      },
-    }),
+    ...(['add', 'remove'] as const).map((action) =>
+      route({
+        method: 'post',
+        path: action === 'add' ? '/segments/:id/members' : '/segments/:id/members/remove',
+        operationId: action === 'add' ? 'addSegmentMembers' : 'removeSegmentMembers',
+        tag: 'Segments',
+        summary: action === 'add' ? 'Add contacts to a STATIC segment' : 'Remove contacts from a STATIC segment',
+        description:
+          'By contact id or address (at most 1,000 of each); unknown ones are listed in `notFound`. Adding a member ' +
+          'twice, or removing a non-member, changes nothing.',
+        auth: 'secret',
+        params: IdParams,
+        body: MemberRefs,
+        response: MembershipResult,
+        status: 200,
+        errors: [400, 401, 403, 404, 409, 422, 429],
+        handler: async ({ params, body, auth }) => {
+          const s = await load(auth.projectId, params.id);
+          staticOnly(s);
+          return { data: await changeStaticMembers(db, s, action, body) };
+        },
+      }),
+    ),
     route({
       method: 'delete',
       path: '/segments/:id/members/:contactId',

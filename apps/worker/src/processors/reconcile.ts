@@ -1,6 +1,7 @@
 /**
  * The reconciler: Postgres is the source of truth, so any email row still `queued` (or `sending` past its
- * lease), any contact import still `queued`/`running` and any campaign SENDING or due without a live job gets one. Covers a Redis outage or
+ * lease), any contact import still `queued`/`running` and any campaign SENDING or due (or CANCELLED with rows
+ * to sweep) without a live job gets one. Covers a Redis outage or
  * flush after acceptance, and a crash between the API's commit and its enqueue. Each pass also deletes expired
  * idempotency keys and uploads abandoned mid-way.
  *
@@ -22,6 +23,7 @@ import {
   type Logger,
   type SendJobPayload,
 } from '@mailroom/core';
+import { startLockedTimer } from './timer';
 import { activeCampaigns, pendingEmails, pendingImports, purgeIdempotencyKeys, type Database } from '@mailroom/db';
 
 /** An upload not touched for this long (ms) was abandoned by its API process. */
@@ -132,24 +134,17 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<ReconcileResul
  * Starts the periodic reconciler. @returns `stop()`, which waits for a running pass to end.
  */
 export function startReconciler(deps: ReconcileDeps & { redis: Redis }): { stop: () => Promise<void> } {
-  const lockKey = `${deps.config.queuePrefix}:reconciler:lock`;
-  let running: Promise<unknown> = Promise.resolve();
-  let stopped = false;
-  const tick = async () => {
-    const got = await deps.redis.set(lockKey, String(process.pid), 'PX', Math.max(1000, deps.config.reconcileIntervalMs - 50), 'NX');
-    if (got !== 'OK') return;
-    await reconcileOnce(deps);
-  };
-  const timer = setInterval(() => {
-    if (stopped) return;
-    running = running.then(tick).catch((err) => deps.logger.error({ err }, 'reconciler pass failed'));
-  }, deps.config.reconcileIntervalMs);
-  timer.unref();
-  return {
-    stop: async () => {
-      stopped = true;
-      clearInterval(timer);
-      await running;
+  return startLockedTimer(
+    {
+      redis: deps.redis,
+      lockKey: `${deps.config.queuePrefix}:reconciler:lock`,
+      intervalMs: deps.config.reconcileIntervalMs,
+      // Not released: it expires just before the next tick, so one pass per interval runs across all processes.
+      lockMs: Math.max(1000, deps.config.reconcileIntervalMs - 50),
+      release: false,
+      logger: deps.logger,
+      name: 'reconciler',
     },
-  };
+    () => reconcileOnce(deps),
+  );
 }

@@ -10,6 +10,7 @@
 import type { Redis } from 'ioredis';
 import type { Config, Logger } from '@mailroom/core';
 import { dueSegments, refreshSegment, type Database } from '@mailroom/db';
+import { startLockedTimer } from './timer';
 
 /** Segments refreshed per pass at most. */
 const PER_PASS = 20;
@@ -38,34 +39,17 @@ export async function refreshSegmentsOnce(deps: SegmentRefresherDeps): Promise<n
 
 /** Starts the refresher. @returns `stop()`, which waits for a running pass. */
 export function startSegmentRefresher(deps: SegmentRefresherDeps): { stop: () => Promise<void> } {
-  const lockKey = `${deps.config.queuePrefix}:segment-refresher:lock`;
-  const intervalMs = Math.min(1_000, deps.config.segmentRefreshMs);
-  let running: Promise<unknown> = Promise.resolve();
-  let stopped = false;
-  let busy = false;
-  const tick = async () => {
-    // Held for the pass (a minute at most), released after it, so a slow pass is not run twice at once.
-    const got = await deps.redis.set(lockKey, String(process.pid), 'PX', 60_000, 'NX');
-    if (got !== 'OK') return;
-    try {
-      await refreshSegmentsOnce(deps);
-    } finally {
-      await deps.redis.del(lockKey);
-    }
-  };
-  const timer = setInterval(() => {
-    if (stopped || busy) return;
-    busy = true;
-    running = tick()
-      .catch((err) => deps.logger.error({ err }, 'segment refresher pass failed'))
-      .finally(() => (busy = false));
-  }, intervalMs);
-  timer.unref();
-  return {
-    stop: async () => {
-      stopped = true;
-      clearInterval(timer);
-      await running;
+  return startLockedTimer(
+    {
+      redis: deps.redis,
+      lockKey: `${deps.config.queuePrefix}:segment-refresher:lock`,
+      intervalMs: Math.min(1_000, deps.config.segmentRefreshMs),
+      // Held for the pass (a minute at most) and released after it, so a slow pass never runs twice at once.
+      lockMs: 60_000,
+      release: true,
+      logger: deps.logger,
+      name: 'segment refresher',
     },
-  };
+    () => refreshSegmentsOnce(deps),
+  );
 }
