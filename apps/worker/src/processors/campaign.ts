@@ -104,18 +104,18 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
 
     let c = await loadCampaign(db, campaignId);
     if (!c) return { outcome: 'skipped', reason: 'campaign deleted' };
+    // The audience predicate, built once per run; a string says why there is none (the campaign then fails).
+    let audience: SQL | string | undefined;
     if (c.status === 'SCHEDULED') {
       const due = c.scheduledAt?.getTime() ?? 0;
       if (due > Date.now() + 5) return later(due);
-      const audience = await audienceOf(deps, c);
-      if (typeof audience === 'string') {
-        await failCampaign(db, campaignId, audience);
-        log.warn({ reason: audience }, 'scheduled campaign failed to start');
-        return { outcome: 'failed', reason: audience };
+      // Checked before starting, so a campaign whose segment is gone fails from SCHEDULED, never half-sent.
+      audience = await audienceOf(deps, c);
+      if (typeof audience !== 'string') {
+        c = (await startScheduledCampaign(db, campaignId)) ?? (await loadCampaign(db, campaignId));
+        if (!c) return { outcome: 'skipped', reason: 'campaign deleted' };
+        if (c.status === 'SENDING') log.info('scheduled campaign started');
       }
-      c = (await startScheduledCampaign(db, campaignId)) ?? (await loadCampaign(db, campaignId));
-      if (!c) return { outcome: 'skipped', reason: 'campaign deleted' };
-      if (c.status === 'SENDING') log.info('scheduled campaign started');
     }
     // Emails never handed to the send queue are still `queued` rows: close them in bounded batches.
     const sweep = async (): Promise<CampaignJobResult> => {
@@ -129,12 +129,13 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       return { outcome: 'skipped', reason: 'campaign cancelled' };
     };
     if (c.status === 'CANCELLED') return sweep();
-    if (c.status !== 'SENDING') return { outcome: 'skipped', reason: `campaign is ${c.status}` };
+    if (c.status !== 'SENDING' && typeof audience !== 'string') return { outcome: 'skipped', reason: `campaign is ${c.status}` };
 
     if (!c.fanoutDone) {
-      const audience = await audienceOf(deps, c);
+      audience ??= await audienceOf(deps, c);
       if (typeof audience === 'string') {
         await failCampaign(db, campaignId, audience);
+        log.warn({ reason: audience }, 'campaign failed: no audience');
         return { outcome: 'failed', reason: audience };
       }
       const until = Date.now() + FANOUT_SLICE_MS;
