@@ -22,6 +22,7 @@ import {
   createLogger,
   createRedis,
   createSendQueue,
+  createWebhookQueue,
   loadConfig,
   newId,
   sendJobOptions,
@@ -150,16 +151,18 @@ async function enqueue(config: Config, database: Database, count: number, domain
   const redis = createRedis(config, 'producer');
   await new Promise((r) => redis.once('ready', r));
   const sendQueue = createSendQueue(config, redis);
+  const webhookQueue = createWebhookQueue(config, redis);
   const log = createLogger(config, 'bench');
   const ids: string[] = [];
   for (let i = 0; i < count; i += 100) {
     const to = Array.from({ length: Math.min(100, count - i) }, (_, j) => `${tag}${i + j}@bench.test`);
     const jobs: (() => Promise<void>)[] = [];
-    const r = await acceptSend({ config, db: database.db, sendQueue, log }, projectId, { to, from: `w@${domain}`, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', data: { name: 'Ann' } }, (fn) => jobs.push(fn));
+    const r = await acceptSend({ config, db: database.db, sendQueue, webhookQueue, log }, projectId, { to, from: `w@${domain}`, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', data: { name: 'Ann' } }, (fn) => jobs.push(fn));
     for (const job of jobs) await job();
     ids.push(...r.emails.map((e) => e.email));
   }
   await sendQueue.close();
+  await webhookQueue.close();
   redis.disconnect();
   return ids;
 }

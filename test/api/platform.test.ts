@@ -8,7 +8,7 @@ import { loadConfig } from '@mailroom/core';
 import { errorHandler } from '../../apps/api/src/http/errors';
 import { createTestProject, startTestApi, testEnv, type TestApi } from '../support/harness';
 import { createApp } from '../../apps/api/src/app';
-import { createCampaignQueue, createImportQueue, createLogger, createRedis, createSendQueue } from '@mailroom/core';
+import { createCampaignQueue, createWebhookQueue, createImportQueue, createLogger, createRedis, createSendQueue } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 
 let api: TestApi;
@@ -79,7 +79,8 @@ test('503 SERVICE_UNAVAILABLE when Postgres is unreachable; readiness names what
   const sendQueue = createSendQueue(config, redis);
   const importQueue = createImportQueue(config, redis);
   const campaignQueue = createCampaignQueue(config, redis);
-  const { app } = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, logger: createLogger(config, 'api') });
+  const webhookQueue = createWebhookQueue(config, redis);
+  const { app } = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, webhookQueue, logger: createLogger(config, 'api') });
   try {
     const res = await request(app).get('/templates').set('Authorization', `Bearer sk_${'x'.repeat(43)}`);
     expect(res.status).toBe(503);
@@ -91,6 +92,7 @@ test('503 SERVICE_UNAVAILABLE when Postgres is unreachable; readiness names what
     await sendQueue.close();
     await importQueue.close();
     await campaignQueue.close();
+    await webhookQueue.close();
     redis.disconnect();
     await database.close();
   }

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Server } from 'node:http';
-import { createCampaignQueue, createImportQueue, createLogger, createRedis, createSendQueue, runService, type Config } from '@mailroom/core';
+import { createCampaignQueue, createWebhookQueue, createImportQueue, createLogger, createRedis, createSendQueue, runService, type Config } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createApp } from './app';
 
@@ -17,7 +17,8 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
   const sendQueue = createSendQueue(config, redis);
   const importQueue = createImportQueue(config, redis);
   const campaignQueue = createCampaignQueue(config, redis);
-  const { app } = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, logger });
+  const webhookQueue = createWebhookQueue(config, redis);
+  const { app } = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, webhookQueue, logger });
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(config.port, () => resolve(s));
   });
@@ -35,6 +36,7 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
       await sendQueue.close().catch(() => undefined);
       await importQueue.close().catch(() => undefined);
       await campaignQueue.close().catch(() => undefined);
+      await webhookQueue.close().catch(() => undefined);
       redis.disconnect();
       await database.close();
       logger.info('api stopped');

@@ -1,5 +1,5 @@
 /**
- * Worker process entry point: the `send`, `contact-import` and `campaign` workers, the reconciler, the segment
+ * Worker process entry point: the `send`, `contact-import`, `campaign` and `webhook` workers, the reconciler, the segment
  * refresher, a health endpoint, graceful shutdown.
  *
  * Shutdown (SIGTERM/SIGINT): stop taking jobs, let active ones finish (a job cut off by a hard kill is retried
@@ -10,7 +10,7 @@
 import http from 'node:http';
 import { sql } from 'drizzle-orm';
 import type { Worker } from 'bullmq';
-import { createCampaignQueue, createImportQueue, createLogger, createRedis, createSendQueue, runService, type Config, type Logger } from '@mailroom/core';
+import { createCampaignQueue, createImportQueue, createLogger, createRedis, createSendQueue, createWebhookQueue, runService, type Config, type Logger } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createSendProcessor } from './processors/send';
 import { startReconciler } from './processors/reconcile';
@@ -18,6 +18,8 @@ import { createImportProcessor } from './processors/import';
 import { createCampaignProcessor } from './processors/campaign';
 import { startSegmentRefresher } from './processors/segments';
 import { createCampaignWorker } from './queues/campaign';
+import { createWebhookWorker } from './queues/webhook';
+import { createWebhookProcessor } from './processors/webhook';
 import { createSendWorker } from './queues/send';
 import { createImportWorker } from './queues/import';
 import { SesTransport, type MailTransport } from './ses/transport';
@@ -30,6 +32,8 @@ export interface RunningWorker {
   importWorker: Worker;
   /** The `campaign` worker. */
   campaignWorker: Worker;
+  /** The `webhook` worker. */
+  webhookWorker: Worker;
   /** Port of the health endpoint (0 when disabled). */
   healthPort: number;
   stop(): Promise<void>;
@@ -53,9 +57,10 @@ export async function startWorker(
   const sendQueue = createSendQueue(config, connection);
   const importQueue = createImportQueue(config, connection);
   const campaignQueue = createCampaignQueue(config, connection);
+  const webhookQueue = createWebhookQueue(config, connection);
 
   let worker!: Worker;
-  const processor = createSendProcessor({ config, database, transport, logger, worker: () => worker });
+  const processor = createSendProcessor({ config, database, transport, logger, webhookQueue, worker: () => worker });
   worker = createSendWorker(config, connection, processor);
   worker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'job attempt failed'));
   worker.on('error', (err) => logger.error({ err }, 'worker error'));
@@ -65,12 +70,15 @@ export async function startWorker(
   const campaignWorker = createCampaignWorker(config, connection, createCampaignProcessor({ config, database, sendQueue, logger }));
   campaignWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'campaign attempt failed'));
   campaignWorker.on('error', (err) => logger.error({ err }, 'campaign worker error'));
-  const reconciler = startReconciler({ config, database, sendQueue, importQueue, campaignQueue, redis: connection, logger });
+  const webhookWorker = createWebhookWorker(config, connection, createWebhookProcessor({ config, database, logger }));
+  webhookWorker.on('error', (err) => logger.error({ err }, 'webhook worker error'));
+  const reconciler = startReconciler({ config, database, sendQueue, importQueue, campaignQueue, webhookQueue, redis: connection, logger });
   const refresher = startSegmentRefresher({ config, database, redis: connection, logger });
   void worker.run();
   void importWorker.run();
   void campaignWorker.run();
-  await Promise.all([worker.waitUntilReady(), importWorker.waitUntilReady(), campaignWorker.waitUntilReady()]);
+  void webhookWorker.run();
+  await Promise.all([worker.waitUntilReady(), importWorker.waitUntilReady(), campaignWorker.waitUntilReady(), webhookWorker.waitUntilReady()]);
 
   let server: http.Server | undefined;
   let healthPort = 0;
@@ -99,18 +107,19 @@ export async function startWorker(
   const stop = () =>
     (stopping ??= (async () => {
       logger.info('worker shutting down');
-      await Promise.all([worker.close(), importWorker.close(), campaignWorker.close()]);
+      await Promise.all([worker.close(), importWorker.close(), campaignWorker.close(), webhookWorker.close()]);
       await Promise.all([reconciler.stop(), refresher.stop()]);
       await sendQueue.close().catch(() => undefined);
       await importQueue.close().catch(() => undefined);
       await campaignQueue.close().catch(() => undefined);
+      await webhookQueue.close().catch(() => undefined);
       server?.close();
       transport.close();
       connection.disconnect();
       await database.close();
       logger.info('worker stopped');
     })());
-  return { worker, importWorker, campaignWorker, healthPort, stop };
+  return { worker, importWorker, campaignWorker, webhookWorker, healthPort, stop };
 }
 
 if (require.main === module) runService('worker', (config: Config) => startWorker(config), 60_000);

@@ -84,6 +84,35 @@ export interface Config {
   readonly campaignTickMs: number;
   /** `SEGMENT_REFRESH_MS`: how often dynamic segments are recounted and tracked memberships re-evaluated (ms). */
   readonly segmentRefreshMs: number;
+  /**
+   * `SNS_TOPIC_ARNS`: comma-separated SNS topic ARNs whose messages `POST /webhooks/ses` accepts (SES event
+   * publishing). Empty: the endpoint refuses every message.
+   */
+  readonly snsTopicArns: readonly string[];
+  /**
+   * `SNS_CERT_HOSTS`: comma-separated host patterns a `SigningCertURL` (and a `SubscribeURL`) may point at; `*`
+   * stands for one DNS label. Default: Amazon SNS (`sns.*.amazonaws.com`, `sns.*.amazonaws.com.cn`). URLs must be
+   * https, except on a loopback host listed here explicitly (tests serve their own certificate there).
+   */
+  readonly snsCertHosts: readonly string[];
+  /** `SOFT_BOUNCE_LIMIT`: transient bounces of one address within the window that suppress it. */
+  readonly softBounceLimit: number;
+  /** `SOFT_BOUNCE_WINDOW_HOURS`: the window of {@link softBounceLimit} (hours). */
+  readonly softBounceWindowHours: number;
+  /**
+   * `WEBHOOK_RETRY_SCHEDULE_MS`: comma-separated waits (ms) before each retry of a failed webhook delivery.
+   * Default: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (about 28 hours in all, 8 attempts).
+   */
+  readonly webhookRetryScheduleMs: readonly number[];
+  /** `WEBHOOK_TIMEOUT_MS`: how long one webhook attempt may take, connection included (ms). */
+  readonly webhookTimeoutMs: number;
+  /** `WEBHOOK_CONCURRENCY`: webhook deliveries in flight per worker process. */
+  readonly webhookConcurrency: number;
+  /**
+   * `WEBHOOK_ALLOW_PRIVATE_TARGETS`: allow webhook URLs on private, loopback and link-local addresses (off by
+   * default: a tenant must not reach the operator's internal network).
+   */
+  readonly webhookAllowPrivateTargets: boolean;
 }
 
 /** Thrown by {@link loadConfig} when a variable is malformed; `variable` names it. */
@@ -126,6 +155,23 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
   if (['0', 'false', 'no', 'off'].includes(raw)) return false;
   throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function list(env: Env, name: string, fallback: readonly string[]): readonly string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  return Object.freeze(raw.split(',').map((v) => v.trim()).filter(Boolean));
+}
+
+function intList(env: Env, name: string, fallback: readonly number[], min: number, max: number): readonly number[] {
+  const items = list(env, name, fallback.map(String));
+  const values = items.map((v) => {
+    if (!/^\d+$/.test(v)) throw new ConfigError(name, `must be whole numbers separated by commas, got "${v}"`);
+    const n = Number(v);
+    if (n < min || n > max) throw new ConfigError(name, `values must be between ${min} and ${max}, got ${n}`);
+    return n;
+  });
+  return Object.freeze(values);
 }
 
 function url(env: Env, name: string, fallback: string | undefined, protocols: string[]): string | undefined {
@@ -204,7 +250,21 @@ export function loadConfig(env: Env): Config {
     campaignQueueWindow: int(env, 'CAMPAIGN_QUEUE_WINDOW', 5_000, 1, 1_000_000),
     campaignTickMs: int(env, 'CAMPAIGN_TICK_MS', 1_000, 10, 60_000),
     segmentRefreshMs: int(env, 'SEGMENT_REFRESH_MS', 300_000, 100, 86_400_000),
+    snsTopicArns: list(env, 'SNS_TOPIC_ARNS', []),
+    snsCertHosts: list(env, 'SNS_CERT_HOSTS', ['sns.*.amazonaws.com', 'sns.*.amazonaws.com.cn']),
+    softBounceLimit: int(env, 'SOFT_BOUNCE_LIMIT', 3, 1, 1000),
+    softBounceWindowHours: int(env, 'SOFT_BOUNCE_WINDOW_HOURS', 72, 1, 24 * 365),
+    webhookRetryScheduleMs: intList(env, 'WEBHOOK_RETRY_SCHEDULE_MS', [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000], 0, 7 * 86_400_000),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+    webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 16, 1, 1000),
+    webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
   };
+  for (const arn of config.snsTopicArns) {
+    if (!/^arn:aws[\w-]*:sns:[\w-]+:\d{12}:[\w-]{1,256}$/.test(arn)) throw new ConfigError('SNS_TOPIC_ARNS', `must list SNS topic ARNs, got "${arn}"`);
+  }
+  for (const host of config.snsCertHosts) {
+    if (!/^[\w*.-]+(:\d+)?$/.test(host)) throw new ConfigError('SNS_CERT_HOSTS', `must list host names, got "${host}"`);
+  }
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be a pino level, got "${config.logLevel}"`);
   }

@@ -13,3 +13,6 @@ export * from './contacts';
 export * from './imports';
 export * from './segments';
 export * from './unsubscribe';
+export * from './sns';
+export * from './ses-events';
+export * from './webhooks';

@@ -17,6 +17,8 @@ export const QueueName = {
   contactImport: 'contact-import',
   /** One long-lived job per started or scheduled campaign (`jobId` = campaign id): fan-out, feeding, completion. */
   campaign: 'campaign',
+  /** One job per webhook delivery round (`jobId` = `wh-<delivery id>-<generation>`); the delivery row is the record. */
+  webhook: 'webhook',
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
@@ -163,4 +165,59 @@ export async function scheduleCampaignJob(queue: Queue<CampaignJobPayload>, camp
     await job.remove().catch(() => undefined);
   }
   await queue.add('campaign', { campaignId: campaign.id, projectId: campaign.projectId }, campaignJobOptions(campaign.id, delay));
+}
+
+/** Payload of a `webhook` job; the delivery row holds the event, the endpoint row the URL and secret. */
+export const WebhookJobPayload = Type.Object(
+  {
+    deliveryId: Type.String({ format: 'uuid' }),
+    projectId: Type.String({ format: 'uuid' }),
+    generation: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+export type WebhookJobPayload = Static<typeof WebhookJobPayload>;
+
+/** Name of the worker's backoff strategy that reads {@link Config.webhookRetryScheduleMs}. */
+export const WEBHOOK_BACKOFF = 'webhook-schedule';
+
+/** A delivery to enqueue: its id and redelivery generation. */
+export interface WebhookDeliveryRef {
+  id: string;
+  projectId: string;
+  generation: number;
+}
+
+/**
+ * Job options of a `webhook` job: one attempt plus one per entry of the retry schedule, waits taken from the
+ * schedule by the worker's {@link WEBHOOK_BACKOFF} strategy.
+ */
+export function webhookJobOptions(config: Pick<Config, 'webhookRetryScheduleMs'>, ref: WebhookDeliveryRef): JobsOptions {
+  return {
+    jobId: `wh-${ref.id}-${ref.generation}`,
+    attempts: config.webhookRetryScheduleMs.length + 1,
+    backoff: { type: WEBHOOK_BACKOFF },
+    removeOnComplete: { age: 3600, count: 10_000 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  };
+}
+
+/** Creates the producer side of the `webhook` queue. */
+export function createWebhookQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<WebhookJobPayload> {
+  return new Queue<WebhookJobPayload>(QueueName.webhook, queueOptions(config, connection));
+}
+
+/**
+ * Enqueues deliveries written by a committed transaction. A failure is logged by the caller and repaired by the
+ * reconciler (the rows are the outbox), so it never fails the work that produced the events.
+ */
+export async function enqueueWebhookDeliveries(
+  queue: Queue<WebhookJobPayload>,
+  config: Pick<Config, 'webhookRetryScheduleMs'>,
+  refs: readonly WebhookDeliveryRef[],
+): Promise<void> {
+  if (refs.length === 0) return;
+  await queue.addBulk(
+    refs.map((ref) => ({ name: 'webhook', data: { deliveryId: ref.id, projectId: ref.projectId, generation: ref.generation }, opts: webhookJobOptions(config, ref) })),
+  );
 }

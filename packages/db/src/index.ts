@@ -12,3 +12,6 @@ export * from './queries/segment-filter';
 export * from './queries/segments';
 export * from './queries/campaigns';
 export * from './queries/unsubscribe';
+export * from './queries/suppressions';
+export * from './queries/webhooks';
+export * from './queries/feedback';

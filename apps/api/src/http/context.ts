@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { CampaignJobPayload, Config, ImportJobPayload, Logger, SendJobPayload } from '@mailroom/core';
+import type { CampaignJobPayload, WebhookJobPayload, Config, ImportJobPayload, Logger, SendJobPayload } from '@mailroom/core';
 import type { Database } from '@mailroom/db';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -18,6 +18,8 @@ export interface AppDeps {
   sendQueue: Queue<SendJobPayload>;
   importQueue: Queue<ImportJobPayload>;
   campaignQueue: Queue<CampaignJobPayload>;
+  /** Deliveries of outbound webhooks, enqueued after the transaction that wrote them commits. */
+  webhookQueue: Queue<WebhookJobPayload>;
   logger: Logger;
 }
 

@@ -183,8 +183,6 @@ const Stats = Type.Object({
 /** Status groups of the stats: a later status implies the earlier ones (an opened email was delivered). */
 const REACHED = {
   sent: ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'],
-  delivered: ['delivered', 'opened', 'clicked', 'complained'],
-  opened: ['opened', 'clicked'],
   final: ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'failed', 'cancelled', 'suppressed'],
 } as const;
 
@@ -455,14 +453,13 @@ export function campaignRoutes(deps: AppDeps) {
         const c = await getCampaign(db, auth.projectId, params.id);
         if (!c) throw notFound('Campaign');
         const RATE_WINDOW_MS = 60_000;
-        const { byStatus, recentlySent } = await campaignEmailCounts(db, c.id, RATE_WINDOW_MS);
+        const { byStatus, recentlySent, delivered, opened, clicked } = await campaignEmailCounts(db, c.id, RATE_WINDOW_MS);
         const sum = (statuses: readonly string[]) => statuses.reduce((n, s) => n + (byStatus[s] ?? 0), 0);
         const sent = sum(REACHED.sent);
         const rate = (n: number) => (sent > 0 ? Math.round((n / sent) * 10_000) / 10_000 : 0);
         const queued = sum(['queued', 'sending']);
         const final = sum(REACHED.final);
         const sendRate = Math.round((recentlySent / (RATE_WINDOW_MS / 1000)) * 100) / 100;
-        const delivered = sum(REACHED.delivered);
         return {
           data: {
             campaignId: c.id,
@@ -471,8 +468,8 @@ export function campaignRoutes(deps: AppDeps) {
             queued,
             sent,
             delivered,
-            opened: sum(REACHED.opened),
-            clicked: byStatus.clicked ?? 0,
+            opened,
+            clicked,
             bounced: byStatus.bounced ?? 0,
             complained: byStatus.complained ?? 0,
             failed: byStatus.failed ?? 0,
@@ -481,8 +478,8 @@ export function campaignRoutes(deps: AppDeps) {
             unsubscribed: c.unsubscribed,
             rates: {
               delivery: rate(delivered),
-              open: rate(sum(REACHED.opened)),
-              click: rate(byStatus.clicked ?? 0),
+              open: rate(opened),
+              click: rate(clicked),
               bounce: rate(byStatus.bounced ?? 0),
               complaint: rate(byStatus.complained ?? 0),
               unsubscribe: rate(c.unsubscribed),

@@ -56,8 +56,12 @@ const SendResult = Type.Object({
     Type.Object({
       contact: Type.Object({ id: Type.String(), email: Type.String() }),
       email: Type.String({ description: 'email id; read its status at GET /emails/{id}' }),
+      status: Type.Union([Type.Literal('queued'), Type.Literal('suppressed')], {
+        description: '`suppressed`: the address is on the suppression list; the email is stored with this status and never sent',
+      }),
     }),
   ),
+  suppressed: Type.Array(Type.String(), { description: 'recipients on the suppression list (not sent)' }),
   timestamp: Timestamp,
 });
 
@@ -73,7 +77,9 @@ export function sendRoutes(deps: AppDeps) {
       description:
         'Queues one email per distinct recipient and creates or updates their contacts. ' +
         'Responds 202 once every email is stored; delivery happens in the worker. ' +
-        'The sender domain must be a verified domain of the project.',
+        'The sender domain must be a verified domain of the project. ' +
+        'A recipient on the suppression list gets an email with status `suppressed` that is never sent; ' +
+        'the response lists those recipients in `suppressed`.',
       auth: 'secret',
       body: SendBody,
       bodyLimit: '20mb',
@@ -82,7 +88,7 @@ export function sendRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 413, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, log, db, afterCommit }) => ({
-        data: await acceptSend({ config: deps.config, sendQueue: deps.sendQueue, db, log }, auth.projectId, body, afterCommit),
+        data: await acceptSend({ config: deps.config, sendQueue: deps.sendQueue, webhookQueue: deps.webhookQueue, db, log }, auth.projectId, body, afterCommit),
       }),
     }),
   ];

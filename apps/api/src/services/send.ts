@@ -30,11 +30,15 @@ import {
   type Logger,
   type Mailbox,
   type SendJobPayload,
+  type WebhookJobPayload,
+  enqueueWebhookDeliveries,
 } from '@mailroom/core';
 import {
   getTemplate,
   insertAttachments,
   insertQueuedEmails,
+  recordWebhookEvents,
+  suppressedKeys,
   upsertContacts,
   type DbOrTx,
 } from '@mailroom/db';
@@ -63,9 +67,13 @@ export interface SendRequest {
   type?: BodyFormat;
 }
 
-/** The spec's Send result. */
+/**
+ * The spec's Send result, plus each email's `status` (`queued`, or `suppressed`: stored, never sent) and the
+ * list of `suppressed` addresses.
+ */
 export interface SendResult {
-  emails: { contact: { id: string; email: string }; email: string }[];
+  emails: { contact: { id: string; email: string }; email: string; status: 'queued' | 'suppressed' }[];
+  suppressed: string[];
   timestamp: string;
 }
 
@@ -103,7 +111,7 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
  *   attachments, template syntax); Postgres errors propagate (mapped to 503 when it is unreachable).
  */
 export async function acceptSend(
-  deps: { config: Config; db: DbOrTx; sendQueue: Queue<SendJobPayload>; log: Logger },
+  deps: { config: Config; db: DbOrTx; sendQueue: Queue<SendJobPayload>; webhookQueue: Queue<WebhookJobPayload>; log: Logger },
   projectId: string,
   req: SendRequest,
   afterCommit: (fn: () => Promise<void>) => void,
@@ -156,9 +164,11 @@ export async function acceptSend(
     );
     const contactByKey = new Map(contacts.map((c) => [c.emailKey, c]));
     const attachmentIds = await insertAttachments(tx, projectId, decoded.files);
+    const suppressed = await suppressedKeys(tx, projectId, [...recipients.keys()]);
     const rows = [...recipients.values()].map((r) => {
       const contact = contactByKey.get(r.email.toLowerCase())!;
       return {
+        ...(suppressed.has(r.email.toLowerCase()) ? { suppressed: { reason: 'address is on the suppression list' } } : {}),
         id: newId(),
         projectId,
         contactId: contact.id,
@@ -181,13 +191,27 @@ export async function acceptSend(
       };
     });
     await insertQueuedEmails(tx, rows.map(({ contact: _c, ...row }) => row));
-    return rows;
+    const deliveries = await recordWebhookEvents(
+      tx,
+      projectId,
+      rows
+        .filter((row) => row.suppressed)
+        .map((row) => ({ type: 'email.suppressed', data: { emailId: row.id, contactId: row.contact.id, campaignId: null, messageId: null, to: row.toEmail, from: row.fromEmail, status: 'suppressed' } })),
+    );
+    return { rows, deliveries };
   });
+  const queued = written.rows.filter((row) => !row.suppressed);
 
   afterCommit(async () => {
     try {
+      await enqueueWebhookDeliveries(deps.webhookQueue, deps.config, written.deliveries);
+    } catch (err) {
+      deps.log.warn({ err }, 'webhook enqueue failed; the reconciler will enqueue these deliveries');
+    }
+    if (queued.length === 0) return;
+    try {
       await deps.sendQueue.addBulk(
-        written.map((row) => ({
+        queued.map((row) => ({
           name: 'send',
           data: { emailId: row.id, projectId },
           opts: sendJobOptions(deps.config, row.id, SendPriority.transactional),
@@ -195,12 +219,13 @@ export async function acceptSend(
       );
     } catch (err) {
       // Accepted all the same: the rows are committed and the reconciler enqueues them once Redis is back.
-      deps.log.warn({ err, emails: written.length }, 'enqueue failed; the reconciler will enqueue these emails');
+      deps.log.warn({ err, emails: queued.length }, 'enqueue failed; the reconciler will enqueue these emails');
     }
   });
 
   return {
-    emails: written.map((row) => ({ contact: { id: row.contact.id, email: row.contact.email }, email: row.id })),
+    emails: written.rows.map((row) => ({ contact: { id: row.contact.id, email: row.contact.email }, email: row.id, status: row.suppressed ? 'suppressed' : 'queued' })),
+    suppressed: written.rows.filter((row) => row.suppressed).map((row) => row.toEmail),
     timestamp: new Date().toISOString(),
   };
 }

@@ -1,9 +1,9 @@
 /**
  * The reconciler: Postgres is the source of truth, so any email row still `queued` (or `sending` past its
  * lease), any contact import still `queued`/`running` and any campaign SENDING or due (or CANCELLED with rows
- * to sweep) without a live job gets one. Covers a Redis outage or
+ * to sweep) and any pending webhook delivery past its due time without a live job gets one. Covers a Redis outage or
  * flush after acceptance, and a crash between the API's commit and its enqueue. Each pass also deletes expired
- * idempotency keys and uploads abandoned mid-way.
+ * idempotency keys, uploads abandoned mid-way and SNS message ids past their retention.
  *
  * Runs on a timer in every worker process; a Redis lock (SET NX PX) lets one process do each pass. It uses
  * no persisted scheduler state, so it keeps running after Redis loses everything.
@@ -13,6 +13,7 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
+  enqueueWebhookDeliveries,
   scheduleCampaignJob,
   importJobOptions,
   sendJobOptions,
@@ -22,9 +23,13 @@ import {
   type ImportJobPayload,
   type Logger,
   type SendJobPayload,
+  type WebhookJobPayload,
 } from '@mailroom/core';
 import { startLockedTimer } from './timer';
-import { activeCampaigns, pendingEmails, pendingImports, purgeIdempotencyKeys, type Database } from '@mailroom/db';
+import { activeCampaigns, pendingEmails, pendingImports, pruneSnsMessages, purgeIdempotencyKeys, stalePendingDeliveries, type Database } from '@mailroom/db';
+
+/** SNS message ids are kept this long for redelivery detection (days); SNS gives up long before. */
+const SNS_MESSAGE_RETENTION_DAYS = 30;
 
 /** An upload not touched for this long (ms) was abandoned by its API process. */
 const ABANDONED_UPLOAD_MS = 3600_000;
@@ -37,6 +42,7 @@ export interface ReconcileResult {
   enqueued: number;
   importsEnqueued: number;
   campaignsEnqueued: number;
+  webhooksEnqueued: number;
 }
 
 /** Queues the reconciler feeds. */
@@ -46,6 +52,7 @@ export interface ReconcileDeps {
   sendQueue: Queue<SendJobPayload>;
   importQueue: Queue<ImportJobPayload>;
   campaignQueue: Queue<CampaignJobPayload>;
+  webhookQueue: Queue<WebhookJobPayload>;
   logger: Logger;
 }
 
@@ -66,6 +73,24 @@ async function reconcileCampaigns(deps: ReconcileDeps): Promise<number> {
     fixed++;
   }
   return fixed;
+}
+
+/**
+ * Re-adds the jobs of pending webhook deliveries not touched for `RECONCILE_AFTER_MS` past their due time (their
+ * job was lost, or never added). A live job has the same id, so adding again is a no-op for it.
+ */
+async function reconcileWebhooks(deps: ReconcileDeps): Promise<number> {
+  let afterId: string | null = null;
+  let enqueued = 0;
+  for (;;) {
+    const batch = await stalePendingDeliveries(deps.database.db, deps.config.reconcileAfterMs, afterId, BATCH);
+    if (batch.length === 0) break;
+    afterId = batch[batch.length - 1]!.id;
+    await enqueueWebhookDeliveries(deps.webhookQueue, deps.config, batch);
+    enqueued += batch.length;
+    if (batch.length < BATCH) break;
+  }
+  return enqueued;
 }
 
 /** Re-creates the jobs of pending imports that have none. @returns how many. */
@@ -126,8 +151,11 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<ReconcileResul
   if (importsEnqueued > 0) deps.logger.warn({ imports: importsEnqueued }, 'reconciler re-enqueued imports without a job');
   const campaignsEnqueued = await reconcileCampaigns(deps);
   if (campaignsEnqueued > 0) deps.logger.warn({ campaigns: campaignsEnqueued }, 'reconciler re-created campaign jobs');
+  const webhooksEnqueued = await reconcileWebhooks(deps);
+  if (webhooksEnqueued > 0) deps.logger.warn({ deliveries: webhooksEnqueued }, 'reconciler re-enqueued webhook deliveries');
   await purgeIdempotencyKeys(deps.database.db);
-  return { checked, enqueued, importsEnqueued, campaignsEnqueued };
+  await pruneSnsMessages(deps.database.db, SNS_MESSAGE_RETENTION_DAYS);
+  return { checked, enqueued, importsEnqueued, campaignsEnqueued, webhooksEnqueued };
 }
 
 /**

@@ -4,16 +4,18 @@
  * 1. Validate the payload (an invalid one is unrecoverable, never retried).
  * 2. Claim the row atomically (`queued → sending`, with a fresh claim token). A row already final is skipped;
  *    a row held by a live claim is delayed until its lease ends.
- * 3. Re-check the project (disabled → `cancelled`) and the campaign (cancelled → `cancelled`), render subject and
+ * 3. Re-check the project (disabled → `cancelled`), the campaign (cancelled → `cancelled`) and the suppression
+ *    list (the address bounced or complained since → `suppressed`), render subject and
  *    body (a campaign email's from the campaign) against the contact's data, the request's variables and
  *    `unsubscribeUrl`, build the MIME message (marketing mail with List-Unsubscribe, RFC 8058), hand it to SES.
  * 4. Finish the row with the claim token: `sent` (SES message id), back to `queued` for a retry (throttling:
- *    no attempt spent; transient: backoff), or `failed` with the reason (permanent, or attempts exhausted).
+ *    no attempt spent; transient: backoff), or `failed` with the reason (permanent, or attempts exhausted). A
+ *    final status writes its webhook deliveries (`email.sent`, `email.failed`, …) in the same transaction.
  *
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { DelayedError, UnrecoverableError, type Job, type Worker } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job, type Queue, type Worker } from 'bullmq';
 import {
   buildMime,
   createUnsubscribeToken,
@@ -24,10 +26,12 @@ import {
   renderContent,
   SendJobPayload,
   TemplateSyntaxError,
+  enqueueWebhookDeliveries,
   type Config,
   type Logger,
+  type WebhookJobPayload,
 } from '@mailroom/core';
-import { claimEmail, finishEmail, loadAttachments, type Database } from '@mailroom/db';
+import { claimEmail, finishEmail, loadAttachments, recordWebhookEvents, type Database } from '@mailroom/db';
 import { classifySendError, type MailTransport } from '../ses/transport';
 
 const validatePayload = dataValidator(SendJobPayload);
@@ -36,7 +40,14 @@ const validatePayload = dataValidator(SendJobPayload);
 export type SendJobResult =
   | { outcome: 'sent'; messageId: string }
   | { outcome: 'skipped'; reason: string }
-  | { outcome: 'failed' | 'cancelled'; reason: string };
+  | { outcome: 'failed' | 'cancelled' | 'suppressed'; reason: string };
+
+/** The webhook event each final outcome announces. */
+const WEBHOOK_TYPE: Partial<Record<Parameters<typeof finishEmail>[3]['status'], string>> = {
+  sent: 'email.sent',
+  failed: 'email.failed',
+  suppressed: 'email.suppressed',
+};
 
 /** Dependencies of the processor. */
 export interface SendProcessorDeps {
@@ -44,6 +55,8 @@ export interface SendProcessorDeps {
   database: Database;
   transport: MailTransport;
   logger: Logger;
+  /** Producer of webhook deliveries (email.sent, email.failed, email.suppressed). */
+  webhookQueue: Queue<WebhookJobPayload>;
   /** The worker running this processor (for queue-wide throttling pauses). */
   worker: () => Worker;
 }
@@ -75,7 +88,29 @@ export function createSendProcessor(deps: SendProcessorDeps) {
       log.warn('re-sending an email whose worker died mid-send (same Message-ID)');
     }
 
-    const finish = (outcome: Parameters<typeof finishEmail>[3]) => finishEmail(db, emailId, claimToken, outcome);
+    // Finishing a row and writing its webhook deliveries (email.sent, email.failed, email.suppressed) is one
+    // transaction: the event is announced if and only if the status it announces committed.
+    const finish = async (outcome: Parameters<typeof finishEmail>[3]) => {
+      const type = WEBHOOK_TYPE[outcome.status];
+      const { finished, deliveries } = await db.transaction(async (tx) => {
+        const finished = await finishEmail(tx, emailId, claimToken, outcome);
+        const data = {
+          emailId: email.id,
+          contactId: email.contactId,
+          campaignId: email.campaignId,
+          messageId: 'messageId' in outcome ? outcome.messageId : null,
+          to: email.toEmail,
+          from: email.fromEmail,
+          status: outcome.status,
+          ...('reason' in outcome ? { reason: outcome.reason } : {}),
+        };
+        return { finished, deliveries: finished && type ? await recordWebhookEvents(tx, email.projectId, [{ type, data }]) : [] };
+      });
+      await enqueueWebhookDeliveries(deps.webhookQueue, config, deliveries).catch((err: unknown) =>
+        log.warn({ err }, 'webhook enqueue failed; the reconciler will enqueue these deliveries'),
+      );
+      return finished;
+    };
 
     if (email.projectDisabled) {
       await finish({ status: 'cancelled', reason: 'project disabled' });
@@ -86,6 +121,13 @@ export function createSendProcessor(deps: SendProcessorDeps) {
     if (email.campaign?.status === 'CANCELLED') {
       await finish({ status: 'cancelled', reason: 'campaign cancelled' });
       return { outcome: 'cancelled', reason: 'campaign cancelled' };
+    }
+
+    // The address may have bounced or complained since this email was accepted.
+    if (email.suppressed) {
+      await finish({ status: 'suppressed', reason: 'address is on the suppression list' });
+      log.info('send skipped: recipient suppressed');
+      return { outcome: 'suppressed', reason: 'address is on the suppression list' };
     }
 
     let raw: Buffer;

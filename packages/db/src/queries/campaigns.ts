@@ -6,6 +6,7 @@
  * @module
  */
 import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { contactSuppressedSql } from './suppressions';
 import type { DbOrTx } from '../client';
 import { campaigns, type CampaignStatus } from '../schema';
 
@@ -182,7 +183,8 @@ export interface FanoutBatch {
  * Turns the next `batchSize` contacts of the audience (after `fanout_cursor`, in contact id order) into queued
  * email rows, in one transaction holding the campaign row lock: bulk `INSERT … ON CONFLICT (campaign_id,
  * contact_id) DO NOTHING` and the cursor advance commit together, so a retried or duplicated batch inserts
- * nobody twice. Only subscribed contacts are taken.
+ * nobody twice. Only subscribed contacts whose address is not on the suppression list are taken (one that
+ * bounces later is caught again at send time).
  *
  * @param audience - predicate over `contacts` aliased `c` (segment, filter, or `true` for ALL).
  */
@@ -197,6 +199,7 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
       with batch as (
         select c.id, c.email from contacts c
         where c.project_id = ${c.project_id}::uuid and c.subscribed and c.id > ${c.fanout_cursor ?? NIL_UUID}::uuid and ${audience}
+          and not ${contactSuppressedSql('c')}
         order by c.id
         limit ${batchSize}
       ),
@@ -295,18 +298,31 @@ export async function activeCampaigns(db: DbOrTx, horizonMs: number): Promise<Pi
     .limit(1000);
 }
 
-/** Email counts of a campaign by status, and how many were sent in the last `rateWindowMs`. */
+/**
+ * Email counts of a campaign by status, how many were sent in the last `rateWindowMs`, and how many were
+ * delivered, opened and clicked (from SES events: first-event timestamps, so the order events arrive in and a
+ * later status such as `complained` do not hide them).
+ */
 export async function campaignEmailCounts(db: DbOrTx, campaignId: string, rateWindowMs: number) {
-  const rows = await db.execute<{ status: string; n: number; recent: number }>(sql`
+  const rows = await db.execute<{ status: string; n: number; recent: number; delivered: number; opened: number; clicked: number }>(sql`
     select status, count(*)::int as n,
-      count(*) filter (where sent_at > now() - make_interval(secs => ${rateWindowMs / 1000}))::int as recent
+      count(*) filter (where sent_at > now() - make_interval(secs => ${rateWindowMs / 1000}))::int as recent,
+      -- An open or a click proves delivery, and a click an open, whatever order SES reported them in.
+      count(*) filter (where delivered_at is not null or opened_at is not null or clicked_at is not null
+        or status in ('delivered', 'opened', 'clicked', 'complained'))::int as delivered,
+      count(*) filter (where opened_at is not null or clicked_at is not null)::int as opened,
+      count(*) filter (where clicked_at is not null)::int as clicked
     from emails where campaign_id = ${campaignId}::uuid group by status
   `);
   const byStatus: Record<string, number> = {};
   let recentlySent = 0;
+  const engaged = { delivered: 0, opened: 0, clicked: 0 };
   for (const r of rows.rows) {
     byStatus[r.status] = r.n;
     recentlySent += r.recent;
+    engaged.delivered += r.delivered;
+    engaged.opened += r.opened;
+    engaged.clicked += r.clicked;
   }
-  return { byStatus, recentlySent };
+  return { byStatus, recentlySent, ...engaged };
 }

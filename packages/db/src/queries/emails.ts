@@ -35,11 +35,16 @@ export async function loadAttachments(db: DbOrTx, projectId: string, ids: string
   return ids.map((id) => byId.get(id)).filter((r): r is NonNullable<typeof r> => r !== undefined);
 }
 
-/** Inserts queued emails and their `queued` timeline entries (two statements, same transaction as the caller). */
-export async function insertQueuedEmails(db: DbOrTx, rows: (NewEmail & { id: string })[]): Promise<void> {
+/**
+ * Inserts new emails and their first timeline entries (two statements, same transaction as the caller): `queued`,
+ * or `suppressed` for a row given `suppressed` (an address on the suppression list: stored, never sent).
+ */
+export async function insertQueuedEmails(db: DbOrTx, rows: (NewEmail & { id: string; suppressed?: { reason: string } })[]): Promise<void> {
   if (rows.length === 0) return;
-  await db.insert(emails).values(rows.map((r) => ({ ...r, status: 'queued' as const })));
-  await db.insert(emailEvents).values(rows.map((r) => ({ emailId: r.id, projectId: r.projectId, type: 'queued' })));
+  await db.insert(emails).values(rows.map(({ suppressed, ...r }) => ({ ...r, status: suppressed ? ('suppressed' as const) : ('queued' as const), error: suppressed ? `suppressed: ${suppressed.reason}` : null })));
+  await db.insert(emailEvents).values(
+    rows.map((r) => ({ emailId: r.id, projectId: r.projectId, type: r.suppressed ? 'suppressed' : 'queued', data: r.suppressed ? { reason: r.suppressed.reason } : null })),
+  );
 }
 
 /**
@@ -77,6 +82,8 @@ export interface ClaimedEmail extends EmailRow {
   contactData: Record<string, unknown> | null;
   /** For a campaign's email: the campaign's content and status (the row stores no copy of the body). */
   campaign: { subject: string; body: string; status: string } | null;
+  /** The recipient is on the project's suppression list now (it may have bounced since the email was accepted). */
+  suppressed: boolean;
 }
 
 /** Why {@link claimEmail} did not claim. */
@@ -110,11 +117,12 @@ export async function claimEmail(
       (select disabled from projects where id = e.project_id) as project_disabled,
       (select signing_key from projects where id = e.project_id) as signing_key,
       (select data from contacts where id = e.contact_id) as contact_data,
-      (select json_build_object('subject', k.subject, 'body', k.body, 'status', k.status) from campaigns k where k.id = e.campaign_id) as campaign
+      (select json_build_object('subject', k.subject, 'body', k.body, 'status', k.status) from campaigns k where k.id = e.campaign_id) as campaign,
+      exists (select 1 from suppressions s where s.project_id = e.project_id and s.email_key = lower(e.to_email)) as suppressed
   `);
   const hit = claimed.rows[0];
   if (hit) {
-    const { previous_status, project_disabled, signing_key, contact_data, campaign, ...row } = hit;
+    const { previous_status, project_disabled, signing_key, contact_data, campaign, suppressed, ...row } = hit;
     return {
       ok: true,
       email: {
@@ -124,6 +132,7 @@ export async function claimEmail(
         signingKey: signing_key as Buffer,
         contactData: (contact_data as Record<string, unknown> | null) ?? null,
         campaign: (campaign as ClaimedEmail['campaign']) ?? null,
+        suppressed: suppressed === true,
       },
     };
   }
@@ -149,7 +158,7 @@ export async function finishEmail(
   outcome:
     | { status: 'sent'; messageId: string; renderedSubject: string }
     | { status: 'queued'; reason: string; retryInMs?: number }
-    | { status: 'failed' | 'cancelled'; reason: string },
+    | { status: 'failed' | 'cancelled' | 'suppressed'; reason: string },
 ): Promise<boolean> {
   const sent = outcome.status === 'sent';
   const eventType = outcome.status === 'queued' ? 'deferred' : outcome.status;

@@ -32,10 +32,11 @@ export async function unsubscribeTarget(db: DbOrTx, emailId: string): Promise<Un
  * and only then are `contact.unsubscribed` (event), `unsubscribed` (the email's timeline) and the campaign's
  * unsubscribe count written.
  *
- * @param method - `one-click` (RFC 8058 POST from a mailbox provider) or `link` (the page in the message).
+ * @param method - `one-click` (RFC 8058 POST from a mailbox provider), `link` (the page in the message) or
+ *   `complaint` (the recipient reported the message as spam).
  * @returns whether this call changed the contact (false: already unsubscribed, or deleted).
  */
-export async function unsubscribeContact(db: DbOrTx, target: UnsubscribeTarget, method: 'one-click' | 'link'): Promise<boolean> {
+export async function unsubscribeContact(db: DbOrTx, target: UnsubscribeTarget, method: 'one-click' | 'link' | 'complaint'): Promise<boolean> {
   if (!target.contactId) return false;
   const data = JSON.stringify({ emailId: target.emailId, campaignId: target.campaignId, method });
   const result = await db.execute<{ n: number }>(sql`

@@ -79,6 +79,12 @@ export const emails = pgTable(
     claimToken: uuid('claim_token'),
     claimedAt: timestamp('claimed_at', { withTimezone: true, mode: 'date' }),
     sentAt: timestamp('sent_at', { withTimezone: true, mode: 'date' }),
+    /** First SES Delivery, Open and Click events (SES event time); counts are atomic increments per event. */
+    deliveredAt: timestamp('delivered_at', { withTimezone: true, mode: 'date' }),
+    openedAt: timestamp('opened_at', { withTimezone: true, mode: 'date' }),
+    clickedAt: timestamp('clicked_at', { withTimezone: true, mode: 'date' }),
+    openCount: integer('open_count').notNull().default(0),
+    clickCount: integer('click_count').notNull().default(0),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

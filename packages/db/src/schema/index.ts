@@ -8,3 +8,5 @@ export * from './imports';
 export * from './idempotency';
 export * from './segments';
 export * from './campaigns';
+export * from './feedback';
+export * from './webhooks';
