@@ -25,6 +25,9 @@ import { templateRoutes } from './routes/templates';
 import { segmentRoutes } from './routes/segments';
 import { campaignRoutes } from './routes/campaigns';
 import { mountUnsubscribe, unsubscribeOpenApiPaths } from './routes/unsubscribe';
+import { mountSesWebhook, sesWebhookOpenApiPaths } from './routes/ses-webhook';
+import { suppressionRoutes } from './routes/suppressions';
+import { webhookRoutes } from './routes/webhooks';
 
 export type { AppDeps } from './http/context';
 
@@ -61,14 +64,17 @@ export function createApp(deps: AppDeps): App {
     ...templateRoutes(deps),
     ...segmentRoutes(deps),
     ...campaignRoutes(deps),
+    ...suppressionRoutes(deps),
+    ...webhookRoutes(deps),
     ...adminRoutes(deps, () => authCache.clear()),
   ];
 
   const router = express.Router();
   mountHealth(router, deps);
   mountUnsubscribe(router, deps);
+  mountSesWebhook(router, deps);
   const built = buildOpenApi(routes, { version: VERSION, serverUrl: deps.config.publicUrl });
-  const openapi = { ...built, paths: { ...built.paths, ...unsubscribeOpenApiPaths } };
+  const openapi = { ...built, paths: { ...built.paths, ...unsubscribeOpenApiPaths, ...sesWebhookOpenApiPaths } };
   router.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });

@@ -67,7 +67,7 @@ export async function startWorker(
   const importWorker = createImportWorker(config, connection, createImportProcessor({ config, database, logger }));
   importWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'import attempt failed'));
   importWorker.on('error', (err) => logger.error({ err }, 'import worker error'));
-  const campaignWorker = createCampaignWorker(config, connection, createCampaignProcessor({ config, database, sendQueue, logger }));
+  const campaignWorker = createCampaignWorker(config, connection, createCampaignProcessor({ config, database, sendQueue, webhookQueue, logger }));
   campaignWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'campaign attempt failed'));
   campaignWorker.on('error', (err) => logger.error({ err }, 'campaign worker error'));
   const webhookWorker = createWebhookWorker(config, connection, createWebhookProcessor({ config, database, logger }));

@@ -221,3 +221,20 @@ export async function enqueueWebhookDeliveries(
     refs.map((ref) => ({ name: 'webhook', data: { deliveryId: ref.id, projectId: ref.projectId, generation: ref.generation }, opts: webhookJobOptions(config, ref) })),
   );
 }
+
+/**
+ * {@link enqueueWebhookDeliveries} for code whose own work is already committed: a failure (Redis down) is
+ * logged, never thrown; the reconciler enqueues those deliveries later.
+ */
+export async function announceWebhookDeliveries(
+  queue: Queue<WebhookJobPayload>,
+  config: Pick<Config, 'webhookRetryScheduleMs'>,
+  refs: readonly WebhookDeliveryRef[],
+  log: { warn: (o: object, m: string) => void },
+): Promise<void> {
+  try {
+    await enqueueWebhookDeliveries(queue, config, refs);
+  } catch (err) {
+    log.warn({ err, deliveries: refs.length }, 'webhook enqueue failed; the reconciler will enqueue these deliveries');
+  }
+}

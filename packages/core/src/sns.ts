@@ -38,7 +38,7 @@ const validateSnsMessage = dataValidator(SnsMessage);
 /** Why a message was refused; `status` is the HTTP answer (SNS retries 5xx, not 4xx). */
 export class SnsRejection extends Error {
   constructor(
-    readonly status: 400 | 403 | 502,
+    readonly status: 400 | 403 | 503,
     message: string,
   ) {
     super(message);
@@ -134,7 +134,7 @@ export class SnsVerifier {
    * Checks the certificate URL, then the signature.
    *
    * @throws {@link SnsRejection} 403 for an untrusted certificate URL, an expired certificate or a bad signature;
-   *   502 when the certificate cannot be fetched (SNS retries the message).
+   *   503 when the certificate cannot be fetched (SNS retries the message).
    */
   async verify(m: SnsMessage): Promise<void> {
     if (!isTrustedSnsUrl(m.SigningCertURL, this.hostPatterns) || !new URL(m.SigningCertURL).pathname.endsWith('.pem')) {
@@ -166,7 +166,7 @@ export class SnsVerifier {
           }
         },
         (err: Error) => {
-          throw new SnsRejection(502, `cannot fetch the signing certificate: ${err.message}`);
+          throw new SnsRejection(503, `cannot fetch the signing certificate: ${err.message}`);
         },
       );
       if (this.certs.size >= 100) this.certs.delete(this.certs.keys().next().value!);

@@ -5,7 +5,7 @@
  * - `GET /unsubscribe/{token}`: a confirmation page with one button. A GET never unsubscribes, because link
  *   scanners and mail security gateways fetch every link in a message.
  * - `POST /unsubscribe/{token}`: unsubscribes the email's contact (`subscribed=false`, event
- *   `contact.unsubscribed`, the email's timeline, the campaign's count). Mailbox providers POST
+ *   `contact.unsubscribed`, the email's timeline, the campaign's count, the `contact.unsubscribed` webhook). Mailbox providers POST
  *   `List-Unsubscribe=One-Click` here (RFC 8058 §3.2). Idempotent: a repeat changes nothing and answers the same.
  *   Answers HTML, or the JSON envelope when the client accepts JSON.
  *
@@ -14,8 +14,8 @@
  * @module
  */
 import express, { type Request, type Response, type Router } from 'express';
-import { notFound, unsubscribeTokenEmailId, verifyUnsubscribeToken } from '@mailroom/core';
-import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db';
+import { announceWebhookDeliveries, notFound, unsubscribeTokenEmailId, verifyUnsubscribeToken } from '@mailroom/core';
+import { unsubscribeContact, withWebhookEvents, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db';
 import type { AppDeps } from '../http/context';
 
 function escapeHtml(s: string): string {
@@ -55,7 +55,15 @@ export function mountUnsubscribe(router: Router, deps: AppDeps): void {
   router.post('/unsubscribe/:token', express.urlencoded({ extended: false, limit: '4kb' }), async (req: Request, res: Response) => {
     const target = await resolve(String(req.params.token));
     const oneClick = (req.body as Record<string, unknown> | undefined)?.['List-Unsubscribe'] === 'One-Click' || req.is('multipart/form-data') !== false;
-    const changed = await unsubscribeContact(db, target, oneClick ? 'one-click' : 'link');
+    const method = oneClick ? 'one-click' : 'link';
+    const data = { contactId: target.contactId, email: target.toEmail, method, emailId: target.emailId, campaignId: target.campaignId };
+    const { result: changed, deliveries } = await withWebhookEvents(
+      db,
+      target.projectId,
+      (tx) => unsubscribeContact(tx, target, method),
+      (done) => (done ? [{ type: 'contact.unsubscribed', data }] : []),
+    );
+    await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, res.locals.log);
     res.set('Cache-Control', 'no-store');
     if (req.accepts(['html', 'json']) === 'json') {
       res.json({ success: true, data: { email: target.toEmail, unsubscribed: true, changed } });

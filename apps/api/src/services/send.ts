@@ -31,7 +31,7 @@ import {
   type Mailbox,
   type SendJobPayload,
   type WebhookJobPayload,
-  enqueueWebhookDeliveries,
+  announceWebhookDeliveries,
 } from '@mailroom/core';
 import {
   getTemplate,
@@ -203,11 +203,7 @@ export async function acceptSend(
   const queued = written.rows.filter((row) => !row.suppressed);
 
   afterCommit(async () => {
-    try {
-      await enqueueWebhookDeliveries(deps.webhookQueue, deps.config, written.deliveries);
-    } catch (err) {
-      deps.log.warn({ err }, 'webhook enqueue failed; the reconciler will enqueue these deliveries');
-    }
+    await announceWebhookDeliveries(deps.webhookQueue, deps.config, written.deliveries, deps.log);
     if (queued.length === 0) return;
     try {
       await deps.sendQueue.addBulk(

@@ -25,6 +25,8 @@ import {
   type Config,
   type Logger,
   type SendJobPayload,
+  type WebhookJobPayload,
+  announceWebhookDeliveries,
 } from '@mailroom/core';
 import {
   advanceEnqueueCursor,
@@ -38,8 +40,10 @@ import {
   segmentPredicate,
   startScheduledCampaign,
   sweepCancelledCampaign,
+  withWebhookEvents,
   type CampaignRow,
   type Database,
+  type DbOrTx,
 } from '@mailroom/db';
 
 const validatePayload = dataValidator(CampaignJobPayload);
@@ -58,6 +62,8 @@ export interface CampaignProcessorDeps {
   config: Config;
   database: Database;
   sendQueue: Queue<SendJobPayload>;
+  /** Producer of campaign.sending / campaign.sent / campaign.failed webhook deliveries. */
+  webhookQueue: Queue<WebhookJobPayload>;
   logger: Logger;
 }
 
@@ -77,6 +83,16 @@ async function audienceOf(deps: CampaignProcessorDeps, c: CampaignRow): Promise<
 export function createCampaignProcessor(deps: CampaignProcessorDeps) {
   const { config } = deps;
   const { db } = deps.database;
+
+  /**
+   * Runs a campaign transition and announces it (`campaign.<event>`) in the same transaction when it happened.
+   * @returns whether it happened.
+   */
+  const transition = async (projectId: string, campaignId: string, event: string, move: (tx: DbOrTx) => Promise<boolean>, log: Logger): Promise<boolean> => {
+    const { result, deliveries } = await withWebhookEvents(db, projectId, move, (moved) => (moved ? [{ type: `campaign.${event}`, data: { campaignId } }] : []));
+    await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log);
+    return result;
+  };
 
   /** Tops up the campaign's window in the send queue. @returns how many emails were enqueued. */
   const feed = async (campaignId: string, projectId: string): Promise<number> => {
@@ -112,7 +128,8 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       // Checked before starting, so a campaign whose segment is gone fails from SCHEDULED, never half-sent.
       audience = await audienceOf(deps, c);
       if (typeof audience !== 'string') {
-        c = (await startScheduledCampaign(db, campaignId)) ?? (await loadCampaign(db, campaignId));
+        await transition(projectId, campaignId, 'sending', async (tx) => (await startScheduledCampaign(tx, campaignId)) !== undefined, log);
+        c = await loadCampaign(db, campaignId);
         if (!c) return { outcome: 'skipped', reason: 'campaign deleted' };
         if (c.status === 'SENDING') log.info('scheduled campaign started');
       }
@@ -134,7 +151,8 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
     if (!c.fanoutDone) {
       audience ??= await audienceOf(deps, c);
       if (typeof audience === 'string') {
-        await failCampaign(db, campaignId, audience);
+        const reason = audience;
+        await transition(projectId, campaignId, 'failed', (tx) => failCampaign(tx, campaignId, reason), log);
         log.warn({ reason: audience }, 'campaign failed: no audience');
         return { outcome: 'failed', reason: audience };
       }
@@ -150,7 +168,7 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       log.debug({ inserted }, 'campaign fan-out round');
     }
     await feed(campaignId, projectId);
-    if (await completeCampaign(db, campaignId)) {
+    if (await transition(projectId, campaignId, 'sent', (tx) => completeCampaign(tx, campaignId), log)) {
       const done = await loadCampaign(db, campaignId);
       log.info({ recipients: done?.recipients }, 'campaign sent');
       return { outcome: 'sent', recipients: done?.recipients ?? 0 };

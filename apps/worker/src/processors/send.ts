@@ -26,12 +26,12 @@ import {
   renderContent,
   SendJobPayload,
   TemplateSyntaxError,
-  enqueueWebhookDeliveries,
+  announceWebhookDeliveries,
   type Config,
   type Logger,
   type WebhookJobPayload,
 } from '@mailroom/core';
-import { claimEmail, finishEmail, loadAttachments, recordWebhookEvents, type Database } from '@mailroom/db';
+import { claimEmail, finishEmail, loadAttachments, withWebhookEvents, type Database } from '@mailroom/db';
 import { classifySendError, type MailTransport } from '../ses/transport';
 
 const validatePayload = dataValidator(SendJobPayload);
@@ -92,24 +92,24 @@ export function createSendProcessor(deps: SendProcessorDeps) {
     // transaction: the event is announced if and only if the status it announces committed.
     const finish = async (outcome: Parameters<typeof finishEmail>[3]) => {
       const type = WEBHOOK_TYPE[outcome.status];
-      const { finished, deliveries } = await db.transaction(async (tx) => {
-        const finished = await finishEmail(tx, emailId, claimToken, outcome);
-        const data = {
-          emailId: email.id,
-          contactId: email.contactId,
-          campaignId: email.campaignId,
-          messageId: 'messageId' in outcome ? outcome.messageId : null,
-          to: email.toEmail,
-          from: email.fromEmail,
-          status: outcome.status,
-          ...('reason' in outcome ? { reason: outcome.reason } : {}),
-        };
-        return { finished, deliveries: finished && type ? await recordWebhookEvents(tx, email.projectId, [{ type, data }]) : [] };
-      });
-      await enqueueWebhookDeliveries(deps.webhookQueue, config, deliveries).catch((err: unknown) =>
-        log.warn({ err }, 'webhook enqueue failed; the reconciler will enqueue these deliveries'),
+      const data = {
+        emailId: email.id,
+        contactId: email.contactId,
+        campaignId: email.campaignId,
+        messageId: 'messageId' in outcome ? outcome.messageId : null,
+        to: email.toEmail,
+        from: email.fromEmail,
+        status: outcome.status,
+        ...('reason' in outcome ? { reason: outcome.reason } : {}),
+      };
+      const { result, deliveries } = await withWebhookEvents(
+        db,
+        email.projectId,
+        (tx) => finishEmail(tx, emailId, claimToken, outcome),
+        (finished) => (finished && type ? [{ type, data }] : []),
       );
-      return finished;
+      await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log);
+      return result;
     };
 
     if (email.projectDisabled) {

@@ -245,3 +245,21 @@ export async function stalePendingDeliveries(db: DbOrTx, olderThanMs: number, af
   `);
   return rows.rows.map((r) => ({ id: r.id, projectId: r.project_id, generation: r.generation }));
 }
+
+/**
+ * Runs `change` in a transaction and records the webhook events it announces (`events(result)`, empty when
+ * nothing changed) in the same transaction: an event is announced if and only if its change committed.
+ *
+ * @returns the change's result and the deliveries to enqueue after the commit.
+ */
+export async function withWebhookEvents<T>(
+  db: DbOrTx,
+  projectId: string,
+  change: (tx: DbOrTx) => Promise<T>,
+  events: (result: T) => WebhookEvent[],
+): Promise<{ result: T; deliveries: WebhookDeliveryRef[] }> {
+  return db.transaction(async (tx) => {
+    const result = await change(tx);
+    return { result, deliveries: await recordWebhookEvents(tx, projectId, events(result)) };
+  });
+}
