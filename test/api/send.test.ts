@@ -21,7 +21,8 @@ describe('happy path', () => {
     expect(res.status).toBe(202);
     expect(res.body.success).toBe(true);
     expect(res.body.data.emails).toHaveLength(2);
-    expect(res.body.data.emails[0]).toEqual({ contact: { id: expect.any(String), email: expect.any(String) }, email: expect.any(String) });
+    expect(res.body.data.emails[0]).toEqual({ contact: { id: expect.any(String), email: expect.any(String) }, email: expect.any(String), status: 'queued' });
+    expect(res.body.data.suppressed).toEqual([]);
     expect(new Date(res.body.data.timestamp).toString()).not.toBe('Invalid Date');
     const jobs = await Promise.all(res.body.data.emails.map((e: { email: string }) => ctx.api.redis.exists(`${ctx.api.config.queuePrefix}:send:${e.email}`)));
     expect(jobs).toEqual([1, 1]);

@@ -1,0 +1,243 @@
+/**
+ * `POST /webhooks/ses`: SNS signature checks (forged, tampered, unsigned, foreign topic, untrusted certificate
+ * host: refused, nothing changes), redelivered messages (no second effect), subscription confirmation, and every
+ * SES event type's effect: forward-only status, atomic open/click counts, the timeline, contact events,
+ * suppression (hard, soft after the limit, complaint + unsubscribe), campaign statistics and tenant safety.
+ */
+import request from 'supertest';
+import { randomUUID } from 'node:crypto';
+import { eq, sql } from 'drizzle-orm';
+import { emails, events, suppressions } from '@mailroom/db';
+import { client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
+import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
+
+let sns: SnsHarness;
+let ctx: ReturnType<typeof useApiWithProject>;
+{
+  // The API must know the harness's topic and certificate host before it starts.
+  const env: Record<string, string> = {};
+  beforeAll(async () => {
+    sns = await startSnsHarness();
+    Object.assign(env, { SNS_TOPIC_ARNS: sns.topicArn, SNS_CERT_HOSTS: `sns.*.amazonaws.com,${sns.certHost}`, SOFT_BOUNCE_LIMIT: '3', SOFT_BOUNCE_WINDOW_HOURS: '24' });
+  });
+  ctx = useApiWithProject(env);
+  afterAll(() => sns.close());
+}
+
+const post = (body: object | string, contentType = 'text/plain; charset=UTF-8') =>
+  request(ctx.api.app).post('/webhooks/ses').set('Content-Type', contentType).set('x-amz-sns-message-type', 'Notification').send(typeof body === 'string' ? body : JSON.stringify(body));
+
+/** An email accepted by /v1/send and recorded as handed to SES with a fresh SES message id (what the worker does). */
+async function sentEmail(p: TestProject, to = recipient('fb')): Promise<{ id: string; to: string; messageId: string; contactId: string }> {
+  const res = await client(ctx.api.app, p).post('/v1/send', { to, from: `n@${p.domain}`, subject: 'S', body: '<p>B</p>' });
+  expect(res.status).toBe(202);
+  const id = res.body.data.emails[0].email as string;
+  const messageId = `0100018f${randomUUID().replace(/-/g, '')}-000000`;
+  await ctx.api.database.db.update(emails).set({ status: 'sent', messageId, sentAt: new Date() }).where(eq(emails.id, id));
+  return { id, to, messageId, contactId: res.body.data.emails[0].contact.id };
+}
+
+const emailRow = async (id: string) => (await ctx.api.database.db.select().from(emails).where(eq(emails.id, id)))[0]!;
+const contactEvents = async (contactId: string) =>
+  (await ctx.api.database.db.select({ name: events.name, data: events.data }).from(events).where(eq(events.contactId, contactId))).map((e) => e.name).filter((n) => n.startsWith('email.'));
+const suppressionOf = async (projectId: string, email: string) =>
+  (await ctx.api.database.db.select().from(suppressions).where(sql`${suppressions.projectId} = ${projectId}::uuid and ${suppressions.emailKey} = ${email.toLowerCase()}`))[0];
+
+describe('SNS authenticity', () => {
+  test('a Delivery signed with SignatureVersion 1 or 2 is accepted; the email moves to delivered', async () => {
+    for (const version of ['1', '2'] as const) {
+      const e = await sentEmail(ctx.p);
+      const res = await post(sns.notification(sesEvent('Delivery', e), { version }));
+      expect(res.status).toBe(200);
+      expect(res.body.data).toMatchObject({ type: 'Notification', duplicate: false, emailId: e.id, status: 'delivered' });
+      expect((await emailRow(e.id)).deliveredAt).not.toBeNull();
+    }
+  });
+
+  test('forged, tampered, unsigned or re-pointed messages are refused with 403 and change nothing', async () => {
+    const e = await sentEmail(ctx.p);
+    const good = sns.notification(sesEvent('Bounce', e, { bounceType: 'Permanent' }));
+    const tampered = { ...good, Message: good.Message.replace('Permanent', 'Transient') };
+    const forgedSignature = { ...good, Signature: Buffer.from('x'.repeat(256)).toString('base64') };
+    const unsigned: Record<string, unknown> = { ...good };
+    delete unsigned.Signature;
+    const foreignCert = sns.sign({ ...good, SigningCertURL: 'https://evil.example.com/SimpleNotificationService-x.pem' });
+    const lookalikeCert = sns.sign({ ...good, SigningCertURL: 'https://sns.us-east-1.amazonaws.com.evil.example/cert.pem' });
+    const foreignTopic = sns.notification(sesEvent('Bounce', e), { topicArn: 'arn:aws:sns:us-east-1:999999999999:other' });
+    // Signed by another key, served from the trusted host: the signature does not verify against the real certificate.
+    const otherKey = { ...good, MessageId: randomUUID() };
+
+    for (const [what, m, status] of [
+      ['tampered', tampered, 403],
+      ['forged signature', forgedSignature, 403],
+      ['unsigned', unsigned, 400],
+      ['certificate off SNS hosts', foreignCert, 403],
+      ['look-alike host', lookalikeCert, 403],
+      ['unknown topic', foreignTopic, 403],
+      ['message id changed after signing', otherKey, 403],
+    ] as const) {
+      const res = await post(m);
+      expect({ what, status: res.status }).toEqual({ what, status });
+      expect(res.body.success).toBe(false);
+    }
+    expect(await post('not json').then((r) => r.status)).toBe(400);
+    expect(await post({ Type: 'Notification' }).then((r) => r.status)).toBe(400);
+    const row = await emailRow(e.id);
+    expect(row.status).toBe('sent');
+    expect(await suppressionOf(ctx.p.id, e.to)).toBeUndefined();
+    expect(await contactEvents(e.contactId)).toEqual([]);
+  });
+
+  test('a redelivered message (same MessageId) changes nothing twice', async () => {
+    const e = await sentEmail(ctx.p);
+    const open = sns.notification(sesEvent('Open', e));
+    const first = await post(open);
+    const again = await post(open);
+    expect(first.body.data.duplicate).toBe(false);
+    expect(again.status).toBe(200);
+    expect(again.body.data.duplicate).toBe(true);
+    const row = await emailRow(e.id);
+    expect(row.openCount).toBe(1);
+    expect(await contactEvents(e.contactId)).toEqual(['email.opened']);
+  });
+
+  test('SubscriptionConfirmation is confirmed by fetching SubscribeURL; UnsubscribeConfirmation is acknowledged only', async () => {
+    const before = sns.confirmations.length;
+    const res = await post(sns.confirmation('SubscriptionConfirmation'));
+    expect(res.status).toBe(200);
+    expect(sns.confirmations.length).toBe(before + 1);
+    expect(sns.confirmations.at(-1)).toContain('Action=ConfirmSubscription');
+    const unsub = await post(sns.confirmation('UnsubscribeConfirmation'));
+    expect(unsub.status).toBe(200);
+    expect(sns.confirmations.length).toBe(before + 1);
+    // A confirmation whose SubscribeURL is off the trusted hosts is refused, even when signed.
+    const m = sns.confirmation('SubscriptionConfirmation');
+    const evil = sns.sign({ ...m, SubscribeURL: 'https://evil.example.com/confirm' });
+    expect((await post(evil)).status).toBe(403);
+  });
+
+  test('an SES record that is not an event is a 400; an event about a message that is not ours is acknowledged and ignored', async () => {
+    expect((await post(sns.notification({ hello: 'world' }))).status).toBe(400);
+    const res = await post(sns.notification(sesEvent('Delivery', { messageId: 'not-ours-1', to: 'x@y.test' })));
+    expect(res.status).toBe(200);
+    expect(res.body.data.ignored).toBe('unknown message');
+  });
+});
+
+describe('event effects', () => {
+  test('status only moves forward: Open after Click stays clicked, Delivery after Open stays opened; counts are exact', async () => {
+    const a = await sentEmail(ctx.p);
+    for (const type of ['Delivery', 'Click', 'Open', 'Open', 'Delivery'] as const) {
+      expect((await post(sns.notification(sesEvent(type, a)))).status).toBe(200);
+    }
+    let row = await emailRow(a.id);
+    expect(row).toMatchObject({ status: 'clicked', openCount: 2, clickCount: 1 });
+    expect(row.openedAt).not.toBeNull();
+
+    const b = await sentEmail(ctx.p);
+    for (const type of ['Open', 'Delivery'] as const) await post(sns.notification(sesEvent(type, b)));
+    row = await emailRow(b.id);
+    expect(row).toMatchObject({ status: 'opened', openCount: 1, clickCount: 0 });
+    expect(row.deliveredAt).not.toBeNull();
+
+    const timeline = await client(ctx.api.app, ctx.p).get(`/emails/${b.id}`);
+    const types = timeline.body.data.timeline.map((t: { type: string }) => t.type);
+    expect(types).toEqual(expect.arrayContaining(['queued', 'opened', 'delivered']));
+  });
+
+  test('concurrent opens and clicks of one email are all counted', async () => {
+    const e = await sentEmail(ctx.p);
+    await Promise.all(Array.from({ length: 12 }, (_, i) => post(sns.notification(sesEvent(i % 3 === 0 ? 'Click' : 'Open', e)))));
+    const row = await emailRow(e.id);
+    expect(row.openCount + row.clickCount).toBe(12);
+    expect(row.clickCount).toBe(4);
+    expect(row.status).toBe('clicked');
+  });
+
+  test('the contact gets email.delivered / opened / clicked / bounced / complained events that segment filters see', async () => {
+    const e = await sentEmail(ctx.p);
+    for (const type of ['Delivery', 'Open', 'Click'] as const) await post(sns.notification(sesEvent(type, e, { link: 'https://shop.example/x' })));
+    expect(await contactEvents(e.contactId)).toEqual(['email.delivered', 'email.opened', 'email.clicked']);
+    const [clicked] = await ctx.api.database.db.select({ data: events.data }).from(events).where(sql`${events.contactId} = ${e.contactId}::uuid and ${events.name} = 'email.clicked'`);
+    expect(clicked!.data).toMatchObject({ emailId: e.id, messageId: e.messageId, link: 'https://shop.example/x' });
+    const preview = await client(ctx.api.app, ctx.p).post('/segments/preview', { filter: [{ field: 'email.clicked', operator: 'exists' }] });
+    expect(preview.status).toBe(200);
+    expect(preview.body.data.sample.map((c: { id: string }) => c.id)).toContain(e.contactId);
+  });
+
+  test('a permanent bounce suppresses the address at once, with its reason and source email', async () => {
+    const e = await sentEmail(ctx.p);
+    const res = await post(sns.notification(sesEvent('Bounce', e, { bounceType: 'Permanent' })));
+    expect(res.body.data).toMatchObject({ status: 'bounced', suppressed: [e.to] });
+    const s = await suppressionOf(ctx.p.id, e.to);
+    expect(s).toMatchObject({ reason: 'hard_bounce', sourceEmailId: e.id });
+    expect(s!.details).toMatchObject({ bounceType: 'Permanent', bounceSubType: 'General', diagnosticCode: 'smtp; 550 5.1.1 user unknown' });
+  });
+
+  test('transient bounces suppress only at SOFT_BOUNCE_LIMIT within the window', async () => {
+    const to = recipient('soft');
+    for (let i = 1; i <= 3; i++) {
+      const e = await sentEmail(ctx.p, to);
+      const res = await post(sns.notification(sesEvent('Bounce', e, { bounceType: 'Transient' })));
+      expect(res.body.data.status).toBe('bounced');
+      const s = await suppressionOf(ctx.p.id, to);
+      if (i < 3) expect(s).toBeUndefined();
+      else expect(s).toMatchObject({ reason: 'soft_bounce', details: expect.objectContaining({ softBounces: 3, windowHours: 24 }) });
+    }
+  });
+
+  test('an old transient bounce outside the window does not count', async () => {
+    const to = recipient('softold');
+    const old = new Date(Date.now() - 30 * 3600_000);
+    for (let i = 0; i < 2; i++) {
+      const e = await sentEmail(ctx.p, to);
+      await post(sns.notification(sesEvent('Bounce', e, { bounceType: 'Transient', at: old })));
+    }
+    const e = await sentEmail(ctx.p, to);
+    await post(sns.notification(sesEvent('Bounce', e, { bounceType: 'Undetermined' })));
+    expect(await suppressionOf(ctx.p.id, to)).toBeUndefined();
+  });
+
+  test('a complaint suppresses the address and unsubscribes the contact', async () => {
+    const to = recipient('cmp');
+    const as = client(ctx.api.app, ctx.p);
+    await as.post('/contacts', { email: to, subscribed: true });
+    const e = await sentEmail(ctx.p, to);
+    const res = await post(sns.notification(sesEvent('Complaint', e)));
+    expect(res.body.data).toMatchObject({ status: 'complained', suppressed: [to] });
+    expect(await suppressionOf(ctx.p.id, to)).toMatchObject({ reason: 'complaint' });
+    const contact = await as.get(`/contacts/${e.contactId}`);
+    expect(contact.body.data.subscribed).toBe(false);
+    const names = (await ctx.api.database.db.select({ name: events.name }).from(events).where(eq(events.contactId, e.contactId))).map((r) => r.name);
+    expect(names).toEqual(expect.arrayContaining(['email.complained', 'contact.unsubscribed']));
+  });
+
+  test('Reject and Rendering Failure fail the email with the reason; DeliveryDelay only adds to the timeline', async () => {
+    const r = await sentEmail(ctx.p);
+    await post(sns.notification(sesEvent('Reject', r)));
+    expect(await emailRow(r.id)).toMatchObject({ status: 'failed', error: 'Bad content' });
+    const f = await sentEmail(ctx.p);
+    await post(sns.notification(sesEvent('Rendering Failure', f)));
+    expect(await emailRow(f.id)).toMatchObject({ status: 'failed', error: 'Attribute name is missing' });
+    const d = await sentEmail(ctx.p);
+    await post(sns.notification(sesEvent('DeliveryDelay', d)));
+    expect((await emailRow(d.id)).status).toBe('sent');
+    const timeline = await client(ctx.api.app, ctx.p).get(`/emails/${d.id}`);
+    expect(timeline.body.data.timeline.map((t: { type: string }) => t.type)).toContain('delivery_delayed');
+  });
+
+  test('an event racing the worker (message id not yet recorded) is matched by the email_id tag and leaves the row to the worker', async () => {
+    const res = await client(ctx.api.app, ctx.p).post('/v1/send', { to: recipient('race'), from: `n@${ctx.p.domain}`, subject: 'S', body: 'B' });
+    const id = res.body.data.emails[0].email as string;
+    await ctx.api.database.db.update(emails).set({ status: 'sending' }).where(eq(emails.id, id));
+    const out = await post(sns.notification(sesEvent('Delivery', { messageId: 'not-yet-recorded', to: 'x@y.test', emailId: id, projectId: ctx.p.id })));
+    expect(out.body.data.emailId).toBe(id);
+    const row = await emailRow(id);
+    expect(row.status).toBe('sending');
+    expect(row.deliveredAt).not.toBeNull();
+    // A tag naming another project's email is not trusted.
+    const other = await createTestProject(ctx.api.database);
+    const foreign = await post(sns.notification(sesEvent('Delivery', { messageId: 'not-yet-2', to: 'x@y.test', emailId: id, projectId: other.id })));
+    expect(foreign.body.data.ignored).toBe('unknown message');
+  });
+});
