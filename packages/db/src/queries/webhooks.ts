@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { and, asc, desc, eq, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, sql } from 'drizzle-orm';
 import { newId, type WebhookDeliveryRef } from '@mailroom/core';
 import type { DbOrTx } from '../client';
 import { webhookAttempts, webhookDeliveries, webhookEndpoints, type WebhookDeliveryStatus } from '../schema';
@@ -129,7 +129,7 @@ export async function listWebhookDeliveries(
     ? await db
         .select()
         .from(webhookAttempts)
-        .where(and(eq(webhookAttempts.projectId, projectId), sql`${webhookAttempts.deliveryId} in ${sql.param(items.map((d) => d.id))}`))
+        .where(and(eq(webhookAttempts.projectId, projectId), inArray(webhookAttempts.deliveryId, items.map((d) => d.id))))
         .orderBy(asc(webhookAttempts.id))
     : [];
   const [count] = await db.select({ n: sql<number>`count(*)::int` }).from(webhookDeliveries).where(filters);
