@@ -106,7 +106,7 @@ export function webhookUrlProblem(raw: string, allowPrivate: boolean): string | 
 }
 
 /** A `lookup` for sockets that only hands out public addresses (the DNS-rebinding-safe half of the check). */
-const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
+export const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
   dns.lookup(hostname, { ...options, all: true }, (err, results) => {
     if (err) return callback(err, '', 0);
     const list = results as dns.LookupAddress[];
