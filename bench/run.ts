@@ -1,5 +1,5 @@
 /**
- * Benchmarks (`npm run bench [-- api|worker|contacts]`): print numbers, assert nothing.
+ * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback]`): print numbers, assert nothing.
  *
  * api    — POST /v1/send requests/s and p50/p99 latency (autocannon, 10 connections, API in its own process),
  *          for 1 and 10 recipients, beside the bare cost of the same SQL and Redis round trips without HTTP.
@@ -10,6 +10,9 @@
  * campaigns — segment preview latency (data.* and event.* filters) and a campaign's fan-out to 1,000,000
  *          contacts: time to all recipients queued, send-queue size, worker peak memory, stats and cancel latency
  *          (bench/campaigns.ts; BENCH_CAMPAIGN_CONTACTS sets the size).
+ *
+ * feedback — SNS notifications/s at POST /webhooks/ses, signature check included, fresh and redelivered
+ *          (bench/feedback.ts; BENCH_FEEDBACK_EVENTS sets the count).
  *
  * Uses its own database (`mailroom_bench`, re-created) and queue prefix; Postgres and Redis must answer.
  */
@@ -34,6 +37,7 @@ import { acceptSend } from '../apps/api/src/services/send';
 import { freePort, freshDatabase, startSesStack, waitForHttp } from '../test/support/services';
 import { benchContacts } from './contacts';
 import { benchCampaigns } from './campaigns';
+import { benchFeedback } from './feedback';
 import type { RecordedSend } from '../test/support/ses-recorder';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -215,7 +219,7 @@ async function benchWorker(baseEnv: Record<string, string>, database: Database, 
 
 async function main(): Promise<void> {
   const which = process.argv[2];
-  if (which && !['api', 'worker', 'contacts', 'campaigns'].includes(which)) throw new Error(`unknown benchmark ${which}: api, worker, contacts or campaigns`);
+  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback'].includes(which)) throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns or feedback`);
   const dbUrl = await freshDatabase(ADMIN_DB_URL, 'mailroom_bench');
   const ses = await startSesStack();
   const env = {
@@ -236,6 +240,7 @@ async function main(): Promise<void> {
     if (!which || which === 'worker') await benchWorker(env, database, ses.endpoint);
     if (!which || which === 'contacts') results.contacts = await benchContacts(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'campaigns') results.campaigns = await benchCampaigns(env, config, database, await project(database), spawnApp, stop);
+    if (!which || which === 'feedback') results.feedback = await benchFeedback(env, config, database, await project(database), spawnApp, stop);
   } finally {
     await database.close();
     ses.stop();
