@@ -5,9 +5,10 @@
  *
  * @module
  */
-import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { contactSuppressedSql } from './suppressions';
 import type { DbOrTx } from '../client';
+import { keysetList } from './keyset';
 import { campaigns, type CampaignStatus } from '../schema';
 
 export type CampaignRow = typeof campaigns.$inferSelect;
@@ -32,15 +33,7 @@ export async function getCampaign(db: DbOrTx, projectId: string, id: string): Pr
 
 /** Campaigns newest first by keyset, optionally of one status, with the matching total. */
 export async function listCampaigns(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string; status?: CampaignStatus }) {
-  const where = and(eq(campaigns.projectId, projectId), q.status ? eq(campaigns.status, q.status) : undefined);
-  const page = await db
-    .select()
-    .from(campaigns)
-    .where(and(where, q.beforeId ? sql`${campaigns.id} < ${q.beforeId}::uuid` : undefined))
-    .orderBy(desc(campaigns.id))
-    .limit(q.limit + 1);
-  const [count] = await db.select({ n: sql<number>`count(*)::int` }).from(campaigns).where(where);
-  return { items: page.slice(0, q.limit), hasMore: page.length > q.limit, total: count?.n ?? 0 };
+  return keysetList(db, campaigns, and(eq(campaigns.projectId, projectId), q.status ? eq(campaigns.status, q.status) : undefined), q);
 }
 
 /** Outcome of a transition: the updated row, or why not. */

@@ -7,6 +7,7 @@
 import { and, desc, eq, sql } from 'drizzle-orm';
 import { parseSegmentFilter, type SegmentFilter } from '@mailroom/core';
 import type { DbOrTx } from '../client';
+import { keysetList } from './keyset';
 import { campaigns, contacts, segments, type SegmentType } from '../schema';
 import { compileFilter } from './segment-filter';
 import type { ContactRow } from './contacts';
@@ -50,14 +51,7 @@ export async function getSegment(db: DbOrTx, projectId: string, id: string): Pro
 
 /** Segments newest first by keyset, with the project's total. */
 export async function listSegments(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string }) {
-  const page = await db
-    .select()
-    .from(segments)
-    .where(and(eq(segments.projectId, projectId), q.beforeId ? sql`${segments.id} < ${q.beforeId}::uuid` : undefined))
-    .orderBy(desc(segments.id))
-    .limit(q.limit + 1);
-  const [count] = await db.select({ n: sql<number>`count(*)::int` }).from(segments).where(eq(segments.projectId, projectId));
-  return { items: page.slice(0, q.limit), hasMore: page.length > q.limit, total: count?.n ?? 0 };
+  return keysetList(db, segments, eq(segments.projectId, projectId), q);
 }
 
 /**

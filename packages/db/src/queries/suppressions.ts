@@ -4,9 +4,10 @@
  *
  * @module
  */
-import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import { emailKey, newId, normalizeEmail } from '@mailroom/core';
 import type { DbOrTx } from '../client';
+import { keysetList } from './keyset';
 import { suppressions, type SuppressionReason } from '../schema';
 
 export type SuppressionRow = typeof suppressions.$inferSelect;
@@ -87,14 +88,7 @@ export async function listSuppressions(
     q.search ? sql`${suppressions.emailKey} like ${`%${q.search.toLowerCase().replace(/[\\%_]/g, '\\$&')}%`}` : undefined,
     q.reason ? eq(suppressions.reason, q.reason) : undefined,
   );
-  const page = await db
-    .select()
-    .from(suppressions)
-    .where(and(filters, q.beforeId ? sql`${suppressions.id} < ${q.beforeId}::uuid` : undefined))
-    .orderBy(desc(suppressions.id))
-    .limit(q.limit + 1);
-  const [count] = await db.select({ n: sql<number>`count(*)::int` }).from(suppressions).where(filters);
-  return { items: page.slice(0, q.limit), hasMore: page.length > q.limit, total: count?.n ?? 0 };
+  return keysetList(db, suppressions, filters, q);
 }
 
 /**

@@ -6,9 +6,10 @@
  *
  * @module
  */
-import { and, asc, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { newId, type WebhookDeliveryRef } from '@mailroom/core';
 import type { DbOrTx } from '../client';
+import { keysetList } from './keyset';
 import { webhookAttempts, webhookDeliveries, webhookEndpoints, type WebhookDeliveryStatus } from '../schema';
 
 export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;
@@ -64,14 +65,7 @@ export async function getWebhookEndpoint(db: DbOrTx, projectId: string, id: stri
 
 /** A keyset page of the project's endpoints, newest first. */
 export async function listWebhookEndpoints(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string }) {
-  const page = await db
-    .select()
-    .from(webhookEndpoints)
-    .where(and(eq(webhookEndpoints.projectId, projectId), q.beforeId ? sql`${webhookEndpoints.id} < ${q.beforeId}::uuid` : undefined))
-    .orderBy(desc(webhookEndpoints.id))
-    .limit(q.limit + 1);
-  const [count] = await db.select({ n: sql<number>`count(*)::int` }).from(webhookEndpoints).where(eq(webhookEndpoints.projectId, projectId));
-  return { items: page.slice(0, q.limit), hasMore: page.length > q.limit, total: count?.n ?? 0 };
+  return keysetList(db, webhookEndpoints, eq(webhookEndpoints.projectId, projectId), q);
 }
 
 /** Updates an endpoint. Enabling it clears the platform's disable reason. */
@@ -118,13 +112,8 @@ export async function listWebhookDeliveries(
     eq(webhookDeliveries.endpointId, endpointId),
     q.status ? eq(webhookDeliveries.status, q.status) : undefined,
   );
-  const page = await db
-    .select()
-    .from(webhookDeliveries)
-    .where(and(filters, q.beforeId ? sql`${webhookDeliveries.id} < ${q.beforeId}::uuid` : undefined))
-    .orderBy(desc(webhookDeliveries.id))
-    .limit(q.limit + 1);
-  const items = page.slice(0, q.limit);
+  const page = await keysetList(db, webhookDeliveries, filters, q);
+  const items = page.items;
   const attempts = items.length
     ? await db
         .select()
@@ -132,12 +121,7 @@ export async function listWebhookDeliveries(
         .where(and(eq(webhookAttempts.projectId, projectId), inArray(webhookAttempts.deliveryId, items.map((d) => d.id))))
         .orderBy(asc(webhookAttempts.id))
     : [];
-  const [count] = await db.select({ n: sql<number>`count(*)::int` }).from(webhookDeliveries).where(filters);
-  return {
-    items: items.map((d) => ({ ...d, attemptLog: attempts.filter((a) => a.deliveryId === d.id) })),
-    hasMore: page.length > q.limit,
-    total: count?.n ?? 0,
-  };
+  return { ...page, items: items.map((d) => ({ ...d, attemptLog: attempts.filter((a) => a.deliveryId === d.id) })) };
 }
 
 /**
