@@ -141,6 +141,8 @@ describe('event effects', () => {
     expect(row.deliveredAt).not.toBeNull();
 
     const timeline = await client(ctx.api.app, ctx.p).get(`/emails/${b.id}`);
+    expect(timeline.body.data).toMatchObject({ status: 'opened', opens: 1, clicks: 0, clickedAt: null });
+    expect(timeline.body.data.deliveredAt).not.toBeNull();
     const types = timeline.body.data.timeline.map((t: { type: string }) => t.type);
     expect(types).toEqual(expect.arrayContaining(['queued', 'opened', 'delivered']));
   });

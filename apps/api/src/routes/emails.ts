@@ -26,9 +26,16 @@ const Email = Type.Object({
   attempts: Type.Integer(),
   createdAt: Timestamp,
   sentAt: Nullable(Timestamp),
+  deliveredAt: Nullable(Timestamp),
+  openedAt: Nullable(Timestamp),
+  clickedAt: Nullable(Timestamp),
+  opens: Type.Integer({ description: 'SES Open events (each load of the tracking pixel)' }),
+  clicks: Type.Integer({ description: 'SES Click events' }),
   timeline: Type.Array(
     Type.Object({
-      type: Type.String({ description: 'queued, deferred, sent, failed, cancelled, then delivery events' }),
+      type: Type.String({
+        description: 'queued, deferred, sent, failed, cancelled, suppressed, then SES events: delivered, delivery_delayed, opened, clicked, bounced, complained, unsubscribed',
+      }),
       at: Timestamp,
       data: Nullable(Type.Record(Type.String(), Type.Unknown())),
     }),
@@ -70,6 +77,11 @@ export function emailRoutes(deps: AppDeps) {
             attempts: e.attempts,
             createdAt: e.createdAt.toISOString(),
             sentAt: e.sentAt?.toISOString() ?? null,
+            deliveredAt: e.deliveredAt?.toISOString() ?? null,
+            openedAt: e.openedAt?.toISOString() ?? null,
+            clickedAt: e.clickedAt?.toISOString() ?? null,
+            opens: e.openCount,
+            clicks: e.clickCount,
             timeline: timeline.map((t) => ({ type: t.type, at: t.createdAt.toISOString(), data: t.data ?? null })),
           },
         };
