@@ -5,7 +5,8 @@
  */
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
-import { webhookDeliveries, webhookEndpoints } from '@mailroom/db';
+import { createUnsubscribeToken } from '@mailroom/core';
+import { projects, webhookDeliveries, webhookEndpoints } from '@mailroom/db';
 import { client, createTestProject, useApiWithProject } from '../support/harness';
 
 const ctx = useApiWithProject();
@@ -75,6 +76,42 @@ describe('happy path', () => {
     expect(await ctx.api.redis.exists(jobId(1))).toBe(1);
     expect((await c.get(`/webhooks/endpoints/${wanted}/deliveries?status=pending`)).body.data.total).toBe(2);
   });
+});
+
+test('campaign transitions are announced: sending, cancelled, and failed when its segment is deleted', async () => {
+  const p = await createTestProject(ctx.api.database);
+  const c = client(ctx.api.app, p);
+  const hook = (await c.post('/webhooks/endpoints', { url: 'https://camp.example.com/', eventTypes: ['campaign.*'] })).body.data.id;
+  const base = { name: 'c', subject: 'S', body: '<p>B</p>', from: `news@${p.domain}` };
+  const now = (await c.post('/campaigns', { ...base, audienceType: 'ALL' })).body.data.id;
+  expect((await c.post(`/campaigns/${now}/send`, {})).status).toBe(200);
+  expect((await c.post(`/campaigns/${now}/cancel`, {})).status).toBe(200);
+  const segment = (await c.post('/segments', { name: 'gone', filter: [{ field: 'email', operator: 'contains', value: '@' }] })).body.data.id;
+  const later = (await c.post('/campaigns', { ...base, audienceType: 'SEGMENT', segmentId: segment })).body.data.id;
+  await c.post(`/campaigns/${later}/send`, { scheduledAt: new Date(Date.now() + 3600_000).toISOString() });
+  expect((await c.del(`/segments/${segment}`)).status).toBe(200);
+  const log = (await c.get(`/webhooks/endpoints/${hook}/deliveries`)).body.data.items;
+  const seen = log.map((d: { payload: { type: string; data: { campaignId: string } } }) => `${d.payload.type} ${d.payload.data.campaignId}`).sort();
+  expect(seen).toEqual([`campaign.cancelled ${now}`, `campaign.failed ${later}`, `campaign.sending ${now}`].sort());
+});
+
+test('an unsubscribe through the link of a message is announced as contact.unsubscribed, once', async () => {
+  const p = await createTestProject(ctx.api.database);
+  const c = client(ctx.api.app, p);
+  const hook = (await c.post('/webhooks/endpoints', { url: 'https://crm.example.com/', eventTypes: ['contact.unsubscribed'] })).body.data.id;
+  const to = 'reader@unsub.test';
+  await c.post('/contacts', { email: to, subscribed: true });
+  const sent = await c.post('/v1/send', { to, from: `n@${p.domain}`, subject: 'S', body: 'B' });
+  const emailId = sent.body.data.emails[0].email;
+  const [project] = await ctx.api.database.db.select({ key: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
+  const token = createUnsubscribeToken(emailId, project!.key);
+  for (let i = 0; i < 2; i++) {
+    const res = await request(ctx.api.app).post(`/unsubscribe/${token}`).type('form').send({ 'List-Unsubscribe': 'One-Click' });
+    expect(res.status).toBe(200);
+  }
+  const log = (await c.get(`/webhooks/endpoints/${hook}/deliveries`)).body.data;
+  expect(log.total).toBe(1);
+  expect(log.items[0].payload.data).toMatchObject({ email: to, method: 'one-click', emailId, contactId: sent.body.data.emails[0].contact.id });
 });
 
 describe('errors', () => {

@@ -10,7 +10,7 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { AppError, ErrorCode, notFound, parseSegmentFilter, validationError } from '@mailroom/core';
+import { announceWebhookDeliveries, AppError, ErrorCode, notFound, parseSegmentFilter, validationError } from '@mailroom/core';
 import {
   changeStaticMembers,
   compileFilter,
@@ -22,6 +22,7 @@ import {
   listSegments,
   segmentPredicate,
   updateSegment,
+  withWebhookEvents,
   type SegmentRow,
 } from '@mailroom/db';
 import { route } from '../http/route';
@@ -246,8 +247,14 @@ export function segmentRoutes(deps: AppDeps) {
       response: Type.Intersect([Deleted, Type.Object({ failedCampaigns: Type.Array(Type.String()) })]),
       status: 200,
       errors: [400, 401, 403, 404, 409, 429],
-      handler: async ({ params, auth }) => {
-        const r = await deleteSegment(db, auth.projectId, params.id);
+      handler: async ({ params, auth, log }) => {
+        const { result: r, deliveries } = await withWebhookEvents(
+          db,
+          auth.projectId,
+          (tx) => deleteSegment(tx, auth.projectId, params.id),
+          (done) => (done.deleted ? done.failedCampaigns.map((campaignId) => ({ type: 'campaign.failed', data: { campaignId } })) : []),
+        );
+        await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
         if (!r.deleted && r.reason === 'missing') throw notFound('Segment');
         if (!r.deleted) throw new AppError(ErrorCode.CONFLICT, `Campaign ${r.campaignId} is still sending to this segment; cancel it or wait until its recipients are queued`);
         return { data: { id: params.id, deleted: true as const, failedCampaigns: r.failedCampaigns } };
