@@ -31,7 +31,7 @@ import {
   type Logger,
   type WebhookJobPayload,
 } from '@mailroom/core';
-import { claimEmail, finishEmail, loadAttachments, withWebhookEvents, type Database } from '@mailroom/db';
+import { claimEmail, finishEmail, loadAttachments, type Database } from '@mailroom/db';
 import { classifySendError, type MailTransport } from '../ses/transport';
 
 const validatePayload = dataValidator(SendJobPayload);
@@ -89,7 +89,7 @@ export function createSendProcessor(deps: SendProcessorDeps) {
     }
 
     // Finishing a row and writing its webhook deliveries (email.sent, email.failed, email.suppressed) is one
-    // transaction: the event is announced if and only if the status it announces committed.
+    // statement: the event is announced if and only if the status it announces committed.
     const finish = async (outcome: Parameters<typeof finishEmail>[3]) => {
       const type = WEBHOOK_TYPE[outcome.status];
       const data = {
@@ -102,14 +102,9 @@ export function createSendProcessor(deps: SendProcessorDeps) {
         status: outcome.status,
         ...('reason' in outcome ? { reason: outcome.reason } : {}),
       };
-      const { result, deliveries } = await withWebhookEvents(
-        db,
-        email.projectId,
-        (tx) => finishEmail(tx, emailId, claimToken, outcome),
-        (finished) => (finished && type ? [{ type, data }] : []),
-      );
+      const { finished, deliveries } = await finishEmail(db, emailId, claimToken, outcome, type ? { type, data } : undefined);
       await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log);
-      return result;
+      return finished;
     };
 
     if (email.projectDisabled) {

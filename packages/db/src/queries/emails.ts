@@ -5,8 +5,9 @@
  * @module
  */
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import { newId } from '@mailroom/core';
+import { newId, type WebhookDeliveryRef } from '@mailroom/core';
 import type { DbOrTx } from '../client';
+import { endpointWants } from './webhooks';
 import { attachments, campaigns, emailEvents, emails, type EmailSource, type EmailStatus } from '../schema';
 
 export type EmailRow = typeof emails.$inferSelect;
@@ -148,8 +149,11 @@ export async function claimEmail(
 }
 
 /**
- * Moves a claimed email on and records the timeline entry, in one statement. Only the claim holder (`token`)
- * can do it; @returns false when the claim was lost.
+ * Moves a claimed email on, records the timeline entry and, when `announce` is given, writes the webhook
+ * deliveries of that event for the project's subscribed endpoints: one statement (one round trip), so the event
+ * is announced if and only if the move committed. Only the claim holder (`token`) can do it.
+ *
+ * @returns whether the row moved (false: the claim was lost), and the webhook deliveries to enqueue.
  */
 export async function finishEmail(
   db: DbOrTx,
@@ -159,13 +163,15 @@ export async function finishEmail(
     | { status: 'sent'; messageId: string; renderedSubject: string }
     | { status: 'queued'; reason: string; retryInMs?: number }
     | { status: 'failed' | 'cancelled' | 'suppressed'; reason: string },
-): Promise<boolean> {
+  announce?: { type: string; data: Record<string, unknown> },
+): Promise<{ finished: boolean; deliveries: WebhookDeliveryRef[] }> {
   const sent = outcome.status === 'sent';
   const eventType = outcome.status === 'queued' ? 'deferred' : outcome.status;
   const eventData = sent
     ? { messageId: outcome.messageId }
     : { reason: outcome.reason, ...('retryInMs' in outcome && outcome.retryInMs !== undefined ? { retryInMs: outcome.retryInMs } : {}) };
-  const result = await db.execute(sql`
+  const hookType = announce?.type ?? null;
+  const result = await db.execute<{ moved: number; deliveries: { id: string; projectId: string; generation: number }[] }>(sql`
     with moved as (
       update emails set
         status = ${outcome.status},
@@ -177,11 +183,24 @@ export async function finishEmail(
         updated_at = now()
       where id = ${emailId}::uuid and claim_token = ${token}::uuid and status = 'sending'
       returning id, project_id
+    ),
+    timeline as (
+      insert into email_events (id, email_id, project_id, type, data)
+      select ${newId()}::uuid, id, project_id, ${eventType}, ${JSON.stringify(eventData)}::jsonb from moved
+    ),
+    hooks as (
+      insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload)
+      select mailroom_uuid_v7(clock_timestamp()), m.project_id, w.id, ${hookType}::text,
+        jsonb_build_object('type', ${hookType}::text, 'timestamp', ${new Date().toISOString()}::text, 'data', ${JSON.stringify(announce?.data ?? {})}::jsonb)
+      from moved m join webhook_endpoints w on w.project_id = m.project_id and ${endpointWants(sql`${hookType}::text`)}
+      where ${hookType}::text is not null
+      returning id, project_id, generation
     )
-    insert into email_events (id, email_id, project_id, type, data)
-    select ${newId()}::uuid, id, project_id, ${eventType}, ${JSON.stringify(eventData)}::jsonb from moved
+    select (select count(*) from moved)::int as moved,
+      coalesce((select json_agg(json_build_object('id', id, 'projectId', project_id, 'generation', generation)) from hooks), '[]'::json) as deliveries
   `);
-  return (result.rowCount ?? 0) > 0;
+  const row = result.rows[0]!;
+  return { finished: row.moved > 0, deliveries: row.deliveries };
 }
 
 /** A queued (or lease-expired sending) email the reconciler should make sure has a job. */

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { newId, type WebhookDeliveryRef } from '@mailroom/core';
 import type { DbOrTx } from '../client';
 import { keysetList } from './keyset';
@@ -24,6 +24,14 @@ export interface WebhookEvent {
 }
 
 /**
+ * SQL condition: the endpoint aliased `w` is enabled and subscribed to the event type `type` (exactly, by its
+ * family wildcard `<family>.*`, or by `*`); the same rule as `webhookPatternsMatch` in `@mailroom/core`.
+ */
+export function endpointWants(type: SQL): SQL {
+  return sql`w.enabled and (${type} = any(w.event_types) or split_part(${type}, '.', 1) || '.*' = any(w.event_types) or '*' = any(w.event_types))`;
+}
+
+/**
  * Writes one delivery per (event, enabled endpoint subscribed to its type), in one statement. The payload is the
  * Standard Webhooks body `{ type, timestamp, data }`.
  *
@@ -37,8 +45,7 @@ export async function recordWebhookEvents(db: DbOrTx, projectId: string, events:
     select mailroom_uuid_v7(clock_timestamp()), ${projectId}::uuid, w.id, ev.type,
       jsonb_build_object('type', ev.type, 'timestamp', ev.ts, 'data', ev.data)
     from jsonb_to_recordset(${input}::jsonb) as ev(type text, ts text, data jsonb)
-    join webhook_endpoints w on w.project_id = ${projectId}::uuid and w.enabled
-      and (ev.type = any(w.event_types) or split_part(ev.type, '.', 1) || '.*' = any(w.event_types) or '*' = any(w.event_types))
+    join webhook_endpoints w on w.project_id = ${projectId}::uuid and ${endpointWants(sql`ev.type`)}
     returning id, generation
   `);
   return rows.rows.map((r) => ({ id: r.id, projectId, generation: r.generation }));
