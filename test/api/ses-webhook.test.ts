@@ -64,6 +64,8 @@ describe('SNS authenticity', () => {
     const foreignCert = sns.sign({ ...good, SigningCertURL: 'https://evil.example.com/SimpleNotificationService-x.pem' });
     const lookalikeCert = sns.sign({ ...good, SigningCertURL: 'https://sns.us-east-1.amazonaws.com.evil.example/cert.pem' });
     const foreignTopic = sns.notification(sesEvent('Bounce', e), { topicArn: 'arn:aws:sns:us-east-1:999999999999:other' });
+    // Correctly signed, but older than the redelivery memory: a replay of a captured message.
+    const stale = sns.sign({ ...good, MessageId: randomUUID(), Timestamp: new Date(Date.now() - 31 * 86_400_000).toISOString() });
     // Signed by another key, served from the trusted host: the signature does not verify against the real certificate.
     const otherKey = { ...good, MessageId: randomUUID() };
 
@@ -74,6 +76,7 @@ describe('SNS authenticity', () => {
       ['certificate off SNS hosts', foreignCert, 403],
       ['look-alike host', lookalikeCert, 403],
       ['unknown topic', foreignTopic, 403],
+      ['older than the retention', stale, 403],
       ['message id changed after signing', otherKey, 403],
     ] as const) {
       const res = await post(m);

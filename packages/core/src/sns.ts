@@ -35,6 +35,12 @@ export type SnsMessage = Static<typeof SnsMessage>;
 
 const validateSnsMessage = dataValidator(SnsMessage);
 
+/**
+ * SNS message ids are remembered this long (days) to recognise redeliveries; an older message is refused
+ * outright, so a captured message cannot be replayed once its id is forgotten. SNS stops retrying long before.
+ */
+export const SNS_MESSAGE_RETENTION_DAYS = 30;
+
 /** Why a message was refused; `status` is the HTTP answer (SNS retries 5xx, not 4xx). */
 export class SnsRejection extends Error {
   constructor(
@@ -131,12 +137,17 @@ export class SnsVerifier {
   ) {}
 
   /**
-   * Checks the certificate URL, then the signature.
+   * Checks the message's age, the certificate URL, then the signature.
    *
-   * @throws {@link SnsRejection} 403 for an untrusted certificate URL, an expired certificate or a bad signature;
+   * @throws {@link SnsRejection} 403 for a message older than {@link SNS_MESSAGE_RETENTION_DAYS}, an untrusted
+   *   certificate URL, an expired certificate or a bad signature;
    *   503 when the certificate cannot be fetched (SNS retries the message).
    */
   async verify(m: SnsMessage): Promise<void> {
+    const sentAt = Date.parse(m.Timestamp);
+    if (Number.isNaN(sentAt) || sentAt < Date.now() - SNS_MESSAGE_RETENTION_DAYS * 86_400_000) {
+      throw new SnsRejection(403, `message is older than ${SNS_MESSAGE_RETENTION_DAYS} days (or has no valid Timestamp)`);
+    }
     if (!isTrustedSnsUrl(m.SigningCertURL, this.hostPatterns) || !new URL(m.SigningCertURL).pathname.endsWith('.pem')) {
       throw new SnsRejection(403, 'SigningCertURL is not on a trusted SNS host');
     }

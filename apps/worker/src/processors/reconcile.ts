@@ -14,6 +14,7 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   enqueueWebhookDeliveries,
+  SNS_MESSAGE_RETENTION_DAYS,
   scheduleCampaignJob,
   importJobOptions,
   sendJobOptions,
@@ -27,9 +28,6 @@ import {
 } from '@mailroom/core';
 import { startLockedTimer } from './timer';
 import { activeCampaigns, pendingEmails, pendingImports, pruneSnsMessages, purgeIdempotencyKeys, stalePendingDeliveries, type Database } from '@mailroom/db';
-
-/** SNS message ids are kept this long for redelivery detection (days); SNS gives up long before. */
-const SNS_MESSAGE_RETENTION_DAYS = 30;
 
 /** An upload not touched for this long (ms) was abandoned by its API process. */
 const ABANDONED_UPLOAD_MS = 3600_000;
