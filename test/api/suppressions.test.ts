@@ -88,6 +88,8 @@ describe('errors', () => {
     expect(badItem.status).toBe(422);
     expect(badItem.body.error.errors[0].field).toBe('emails.1');
     expect((await as.del('/suppressions/nobody@nowhere.test')).status).toBe(404);
+    expect((await as.del('/suppressions/no-at-sign')).status).toBe(400);
+    expect((await as.get('/suppressions/no-at-sign')).status).toBe(400);
     expect((await as.get('/suppressions?reason=sometimes')).status).toBe(400);
     expect((await as.get('/suppressions?cursor=zzz')).status).toBe(400);
   });

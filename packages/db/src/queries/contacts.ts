@@ -9,6 +9,7 @@
  */
 import { and, eq, sql, type SQL } from 'drizzle-orm';
 import { emailKey, newId, newIdAt, normalizeEmail, splitPatch } from '@mailroom/core';
+import { likePattern } from './like';
 import type { DbOrTx } from '../client';
 import { contacts, contactStats } from '../schema';
 
@@ -258,8 +259,7 @@ export async function listContacts(db: DbOrTx, projectId: string, q: ContactList
   const filters: SQL[] = [eq(contacts.projectId, projectId)];
   if (q.subscribed !== undefined) filters.push(eq(contacts.subscribed, q.subscribed));
   if (q.search) {
-    const pattern = `%${q.search.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%`;
-    filters.push(sql`${contacts.emailKey} like ${pattern}`);
+    filters.push(sql`${contacts.emailKey} like ${likePattern(q.search.toLowerCase())}`);
   }
   if (q.predicate) filters.push(q.predicate);
   const page = await db

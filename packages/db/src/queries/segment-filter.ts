@@ -17,6 +17,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { idLowerBound, windowStart, type FilterCondition, type FilterScalar, type SegmentFilter } from '@mailroom/core';
+import { likePattern } from './like';
 
 /** Where the compiled predicate runs. */
 export interface FilterContext {
@@ -35,11 +36,6 @@ const COMPARE: Record<string, string> = {
   greaterThanOrEqual: '>=',
   lessThanOrEqual: '<=',
 };
-
-function likePattern(value: string, mode: 'contains' | 'startsWith' | 'endsWith'): string {
-  const escaped = value.replace(/[\\%_]/g, (c) => '\\' + c);
-  return mode === 'contains' ? `%${escaped}%` : mode === 'startsWith' ? `${escaped}%` : `%${escaped}`;
-}
 
 function nest(path: string[], value: unknown): unknown {
   return path.reduceRight<unknown>((inner, key) => ({ [key]: inner }), value);

@@ -6,6 +6,7 @@
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { emailKey, newId, normalizeEmail } from '@mailroom/core';
+import { likePattern } from './like';
 import type { DbOrTx } from '../client';
 import { keysetList } from './keyset';
 import { suppressions, type SuppressionReason } from '../schema';
@@ -85,7 +86,7 @@ export async function listSuppressions(
 ) {
   const filters = and(
     eq(suppressions.projectId, projectId),
-    q.search ? sql`${suppressions.emailKey} like ${`%${q.search.toLowerCase().replace(/[\\%_]/g, '\\$&')}%`}` : undefined,
+    q.search ? sql`${suppressions.emailKey} like ${likePattern(q.search.toLowerCase())}` : undefined,
     q.reason ? eq(suppressions.reason, q.reason) : undefined,
   );
   return keysetList(db, suppressions, filters, q);

@@ -4,6 +4,7 @@
  * @module
  */
 import { and, count, desc, eq, ilike, lt, or, type SQL } from 'drizzle-orm';
+import { likePattern } from './like';
 import type { DbOrTx } from '../client';
 import { templates, type TemplateType } from '../schema';
 
@@ -68,7 +69,7 @@ export async function listTemplates(db: DbOrTx, projectId: string, q: TemplateLi
   const filters: SQL[] = [eq(templates.projectId, projectId)];
   if (q.type) filters.push(eq(templates.type, q.type));
   if (q.search) {
-    const pattern = `%${q.search.replace(/[\\%_]/g, (c) => '\\' + c)}%`;
+    const pattern = likePattern(q.search);
     filters.push(or(ilike(templates.name, pattern), ilike(templates.subject, pattern))!);
   }
   const where = and(...filters);
