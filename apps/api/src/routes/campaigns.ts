@@ -23,9 +23,6 @@ import {
   templateSyntaxErrors,
   validationError,
   type FieldError,
-  announceWebhookDeliveries,
-  type Logger,
-  type WebhookDeliveryRef,
 } from '@mailroom/core';
 import {
   CAMPAIGN_STATUSES,
@@ -44,11 +41,11 @@ import {
   type DbOrTx,
   type NewCampaign,
   type Transition,
-  withWebhookEvents,
 } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { senderError } from '../services/sender';
+import { announcedChange } from '../services/webhooks';
 import { FilterField } from './segments';
 import { cursorId, Deleted, EmailAddress, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 
@@ -243,7 +240,6 @@ export function campaignRoutes(deps: AppDeps) {
       log.warn({ err, campaignId: c.id }, 'campaign job not scheduled; the reconciler will');
     }
   };
-  const announce = (deliveries: WebhookDeliveryRef[], log: Logger) => announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
   return [
     route({
       method: 'get',
@@ -367,14 +363,14 @@ export function campaignRoutes(deps: AppDeps) {
         const errors = await campaignErrors(db, auth.projectId, current);
         if (errors.length > 0) throw validationError(errors);
         const at = body.scheduledAt ? new Date(body.scheduledAt) : null;
-        const { result: t, deliveries } = await withWebhookEvents(
-          db,
+        const t = await announcedChange(
+          deps,
+          log,
           auth.projectId,
           (tx) => sendCampaign(tx, auth.projectId, params.id, at && at.getTime() > Date.now() ? at : null),
           (r) => (r.ok && r.campaign.status === 'SENDING' ? [{ type: 'campaign.sending', data: { campaignId: r.campaign.id } }] : []),
         );
         if (!t.ok) throw refused(t, 'send');
-        await announce(deliveries, log);
         await schedule(t.campaign, log);
         return { data: presentCampaign(t.campaign) };
       },
@@ -394,14 +390,14 @@ export function campaignRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 409, 429],
       handler: async ({ params, auth, log }) => {
-        const { result: t, deliveries } = await withWebhookEvents(
-          db,
+        const t = await announcedChange(
+          deps,
+          log,
           auth.projectId,
           (tx) => cancelCampaign(tx, auth.projectId, params.id),
           (r) => (r.ok ? [{ type: 'campaign.cancelled', data: { campaignId: r.campaign.id } }] : []),
         );
         if (!t.ok) throw refused(t, 'cancel');
-        await announce(deliveries, log);
         // Wake the campaign's job now: it sweeps the emails the queue never received, then ends.
         if (t.campaign.recipients > 0) await schedule(t.campaign, log);
         else await deps.campaignQueue.remove(params.id).catch(() => undefined);

@@ -10,7 +10,7 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { announceWebhookDeliveries, AppError, ErrorCode, notFound, parseSegmentFilter, validationError } from '@mailroom/core';
+import { AppError, ErrorCode, notFound, parseSegmentFilter, validationError } from '@mailroom/core';
 import {
   changeStaticMembers,
   compileFilter,
@@ -22,10 +22,10 @@ import {
   listSegments,
   segmentPredicate,
   updateSegment,
-  withWebhookEvents,
   type SegmentRow,
 } from '@mailroom/db';
 import { route } from '../http/route';
+import { announcedChange } from '../services/webhooks';
 import type { AppDeps } from '../http/context';
 import { Contact, presentContact } from './contacts';
 import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
@@ -248,13 +248,13 @@ export function segmentRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 409, 429],
       handler: async ({ params, auth, log }) => {
-        const { result: r, deliveries } = await withWebhookEvents(
-          db,
+        const r = await announcedChange(
+          deps,
+          log,
           auth.projectId,
           (tx) => deleteSegment(tx, auth.projectId, params.id),
           (done) => (done.deleted ? done.failedCampaigns.map((campaignId) => ({ type: 'campaign.failed', data: { campaignId } })) : []),
         );
-        await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
         if (!r.deleted && r.reason === 'missing') throw notFound('Segment');
         if (!r.deleted) throw new AppError(ErrorCode.CONFLICT, `Campaign ${r.campaignId} is still sending to this segment; cancel it or wait until its recipients are queued`);
         return { data: { id: params.id, deleted: true as const, failedCampaigns: r.failedCampaigns } };

@@ -14,9 +14,10 @@
  * @module
  */
 import express, { type Request, type Response, type Router } from 'express';
-import { announceWebhookDeliveries, notFound, unsubscribeTokenEmailId, verifyUnsubscribeToken } from '@mailroom/core';
-import { unsubscribeContact, withWebhookEvents, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db';
+import { notFound, unsubscribeTokenEmailId, verifyUnsubscribeToken } from '@mailroom/core';
+import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db';
 import type { AppDeps } from '../http/context';
+import { announcedChange } from '../services/webhooks';
 
 function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -57,13 +58,13 @@ export function mountUnsubscribe(router: Router, deps: AppDeps): void {
     const oneClick = (req.body as Record<string, unknown> | undefined)?.['List-Unsubscribe'] === 'One-Click' || req.is('multipart/form-data') !== false;
     const method = oneClick ? 'one-click' : 'link';
     const data = { contactId: target.contactId, email: target.toEmail, method, emailId: target.emailId, campaignId: target.campaignId };
-    const { result: changed, deliveries } = await withWebhookEvents(
-      db,
+    const changed = await announcedChange(
+      deps,
+      res.locals.log,
       target.projectId,
       (tx) => unsubscribeContact(tx, target, method),
       (done) => (done ? [{ type: 'contact.unsubscribed', data }] : []),
     );
-    await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, res.locals.log);
     res.set('Cache-Control', 'no-store');
     if (req.accepts(['html', 'json']) === 'json') {
       res.json({ success: true, data: { email: target.toEmail, unsubscribed: true, changed } });

@@ -85,10 +85,10 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
   const { db } = deps.database;
 
   /**
-   * Runs a campaign transition and announces it (`campaign.<event>`) in the same transaction when it happened.
-   * @returns whether it happened.
+   * Runs a campaign transition and announces it (`campaign.<event>`) in the same transaction when it happened
+   * (`move` returned something truthy). @returns what `move` returned.
    */
-  const transition = async (projectId: string, campaignId: string, event: string, move: (tx: DbOrTx) => Promise<boolean>, log: Logger): Promise<boolean> => {
+  const transition = async <T>(projectId: string, campaignId: string, event: string, move: (tx: DbOrTx) => Promise<T>, log: Logger): Promise<T> => {
     const { result, deliveries } = await withWebhookEvents(db, projectId, move, (moved) => (moved ? [{ type: `campaign.${event}`, data: { campaignId } }] : []));
     await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log);
     return result;
@@ -128,8 +128,7 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       // Checked before starting, so a campaign whose segment is gone fails from SCHEDULED, never half-sent.
       audience = await audienceOf(deps, c);
       if (typeof audience !== 'string') {
-        await transition(projectId, campaignId, 'sending', async (tx) => (await startScheduledCampaign(tx, campaignId)) !== undefined, log);
-        c = await loadCampaign(db, campaignId);
+        c = (await transition(projectId, campaignId, 'sending', (tx) => startScheduledCampaign(tx, campaignId), log)) ?? (await loadCampaign(db, campaignId));
         if (!c) return { outcome: 'skipped', reason: 'campaign deleted' };
         if (c.status === 'SENDING') log.info('scheduled campaign started');
       }

@@ -1,0 +1,26 @@
+/**
+ * Changes that outbound webhooks announce, for routes that write outside an idempotent request's transaction:
+ * the change and its webhook deliveries commit together ({@link withWebhookEvents}), then the deliveries are
+ * enqueued (a Redis failure is logged and repaired by the reconciler, never returned to the caller).
+ *
+ * @module
+ */
+import { announceWebhookDeliveries, type Logger } from '@mailroom/core';
+import { withWebhookEvents, type DbOrTx, type WebhookEvent } from '@mailroom/db';
+import type { AppDeps } from '../http/context';
+
+/**
+ * Runs `change` in a transaction with the webhook events it announces (`events(result)`, empty when nothing
+ * changed), then enqueues their deliveries. @returns the change's result.
+ */
+export async function announcedChange<T>(
+  deps: Pick<AppDeps, 'database' | 'webhookQueue' | 'config'>,
+  log: Logger,
+  projectId: string,
+  change: (tx: DbOrTx) => Promise<T>,
+  events: (result: T) => WebhookEvent[],
+): Promise<T> {
+  const { result, deliveries } = await withWebhookEvents(deps.database.db, projectId, change, events);
+  await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
+  return result;
+}
