@@ -95,36 +95,39 @@ export async function applySesFeedback(db: DbOrTx, fb: SesFeedback, policy: Soft
   const at = fb.occurredAt.toISOString();
   const order = sql.param([...STATUS_ORDER]);
 
+  const base = { emailId: email.id, contactId: email.contact_id, campaignId: email.campaign_id, messageId: fb.messageId, to: email.to_email, from: email.from_email };
+  const contactEvent = email.contact_id && CONTACT_EVENTS.has(effect.event!) ? effect.event! : null;
+  // One statement: the status move and counters, the timeline entry and the contact event.
   const updated = await db.execute<{ status: string }>(sql`
-    update emails set
-      status = case when ${effect.status ?? null}::text is not null
-          and array_position(${order}::text[], status) < array_position(${order}::text[], ${effect.status ?? null}::text)
-        then ${effect.status ?? null}::text else status end,
-      delivered_at = case when ${fb.kind} = 'delivered' then coalesce(delivered_at, ${at}::timestamptz) else delivered_at end,
-      opened_at = case when ${fb.kind} = 'opened' then coalesce(opened_at, ${at}::timestamptz) else opened_at end,
-      clicked_at = case when ${fb.kind} = 'clicked' then coalesce(clicked_at, ${at}::timestamptz) else clicked_at end,
-      open_count = open_count + (${fb.kind} = 'opened')::int,
-      click_count = click_count + (${fb.kind} = 'clicked')::int,
-      error = case when ${effect.status === 'failed'} then ${String(fb.details.reason ?? fb.sesType)} else error end,
-      updated_at = now()
-    where id = ${email.id}::uuid
-    returning status
+    with moved as (
+      update emails set
+        status = case when ${effect.status ?? null}::text is not null
+            and array_position(${order}::text[], status) < array_position(${order}::text[], ${effect.status ?? null}::text)
+          then ${effect.status ?? null}::text else status end,
+        delivered_at = case when ${fb.kind} = 'delivered' then coalesce(delivered_at, ${at}::timestamptz) else delivered_at end,
+        opened_at = case when ${fb.kind} = 'opened' then coalesce(opened_at, ${at}::timestamptz) else opened_at end,
+        clicked_at = case when ${fb.kind} = 'clicked' then coalesce(clicked_at, ${at}::timestamptz) else clicked_at end,
+        open_count = open_count + (${fb.kind} = 'opened')::int,
+        click_count = click_count + (${fb.kind} = 'clicked')::int,
+        error = case when ${effect.status === 'failed'} then ${String(fb.details.reason ?? fb.sesType)} else error end,
+        updated_at = now()
+      where id = ${email.id}::uuid
+      returning status
+    ),
+    timeline as (
+      insert into email_events (id, email_id, project_id, type, data, created_at)
+      values (mailroom_uuid_v7(${at}::timestamptz), ${email.id}::uuid, ${email.project_id}::uuid, ${effect.timeline!},
+        ${JSON.stringify({ messageId: fb.messageId, ...fb.details })}::jsonb, ${at}::timestamptz)
+    ),
+    contact_event as (
+      insert into events (id, project_id, contact_id, name, data, created_at)
+      select mailroom_uuid_v7(${at}::timestamptz), ${email.project_id}::uuid, ${email.contact_id}::uuid, ${contactEvent}::text,
+        ${JSON.stringify({ ...base, ...fb.details })}::jsonb, ${at}::timestamptz
+      where ${contactEvent}::text is not null
+    )
+    select status from moved
   `);
   const status = updated.rows[0]!.status;
-  const base = { emailId: email.id, contactId: email.contact_id, campaignId: email.campaign_id, messageId: fb.messageId, to: email.to_email, from: email.from_email };
-  const eventData = JSON.stringify({ ...base, ...fb.details });
-
-  await db.execute(sql`
-    insert into email_events (id, email_id, project_id, type, data, created_at)
-    values (mailroom_uuid_v7(${at}::timestamptz), ${email.id}::uuid, ${email.project_id}::uuid, ${effect.timeline!},
-      ${JSON.stringify({ messageId: fb.messageId, ...fb.details })}::jsonb, ${at}::timestamptz)
-  `);
-  if (email.contact_id && CONTACT_EVENTS.has(effect.event!)) {
-    await db.execute(sql`
-      insert into events (id, project_id, contact_id, name, data, created_at)
-      values (mailroom_uuid_v7(${at}::timestamptz), ${email.project_id}::uuid, ${email.contact_id}::uuid, ${effect.event!}, ${eventData}::jsonb, ${at}::timestamptz)
-    `);
-  }
 
   const toSuppress: NewSuppression[] = [];
   const recipients = fb.recipients.length > 0 ? fb.recipients : [email.to_email];
@@ -151,7 +154,7 @@ export async function applySesFeedback(db: DbOrTx, fb: SesFeedback, policy: Soft
   if (fb.kind === 'complained') {
     unsubscribed = await unsubscribeContact(
       db,
-      { emailId: email.id, projectId: email.project_id, contactId: email.contact_id, campaignId: email.campaign_id, toEmail: email.to_email, signingKey: Buffer.alloc(0) },
+      { emailId: email.id, projectId: email.project_id, contactId: email.contact_id, campaignId: email.campaign_id },
       'complaint',
     );
   }

@@ -36,7 +36,11 @@ export async function unsubscribeTarget(db: DbOrTx, emailId: string): Promise<Un
  *   `complaint` (the recipient reported the message as spam).
  * @returns whether this call changed the contact (false: already unsubscribed, or deleted).
  */
-export async function unsubscribeContact(db: DbOrTx, target: UnsubscribeTarget, method: 'one-click' | 'link' | 'complaint'): Promise<boolean> {
+export async function unsubscribeContact(
+  db: DbOrTx,
+  target: Pick<UnsubscribeTarget, 'emailId' | 'projectId' | 'contactId' | 'campaignId'>,
+  method: 'one-click' | 'link' | 'complaint',
+): Promise<boolean> {
   if (!target.contactId) return false;
   const data = JSON.stringify({ emailId: target.emailId, campaignId: target.campaignId, method });
   const result = await db.execute<{ n: number }>(sql`
