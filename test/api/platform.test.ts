@@ -8,7 +8,7 @@ import { loadConfig } from '@mailroom/core';
 import { errorHandler } from '../../apps/api/src/http/errors';
 import { createTestProject, startTestApi, testEnv, type TestApi } from '../support/harness';
 import { createApp } from '../../apps/api/src/app';
-import { createCampaignQueue, createWebhookQueue, createImportQueue, createLogger, createRedis, createSendQueue } from '@mailroom/core';
+import { createCampaignQueue, createWebhookQueue, createWorkflowQueue, createImportQueue, createLogger, createRedis, createSendQueue } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 
 let api: TestApi;
@@ -80,7 +80,8 @@ test('503 SERVICE_UNAVAILABLE when Postgres is unreachable; readiness names what
   const importQueue = createImportQueue(config, redis);
   const campaignQueue = createCampaignQueue(config, redis);
   const webhookQueue = createWebhookQueue(config, redis);
-  const { app } = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, webhookQueue, logger: createLogger(config, 'api') });
+  const workflowQueue = createWorkflowQueue(config, redis);
+  const { app } = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, logger: createLogger(config, 'api') });
   try {
     const res = await request(app).get('/templates').set('Authorization', `Bearer sk_${'x'.repeat(43)}`);
     expect(res.status).toBe(503);
@@ -93,6 +94,7 @@ test('503 SERVICE_UNAVAILABLE when Postgres is unreachable; readiness names what
     await importQueue.close();
     await campaignQueue.close();
     await webhookQueue.close();
+    await workflowQueue.close();
     redis.disconnect();
     await database.close();
   }

@@ -8,7 +8,7 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import request from 'supertest';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
-import { createCampaignQueue, createImportQueue, createWebhookQueue, createLogger, createRedis, createSendQueue, loadConfig, type CampaignJobPayload, type Config } from '@mailroom/core';
+import { createCampaignQueue, createImportQueue, createWebhookQueue, createWorkflowQueue, createLogger, createRedis, createSendQueue, loadConfig, type CampaignJobPayload, type Config } from '@mailroom/core';
 import type { Queue } from 'bullmq';
 import { addDomain, createDatabase, createProject, type Database } from '@mailroom/db';
 import { createApp, type App } from '../../apps/api/src/app';
@@ -65,8 +65,9 @@ export async function startTestApi(config: Config): Promise<TestApi> {
   const importQueue = createImportQueue(config, redis);
   const campaignQueue = createCampaignQueue(config, redis);
   const webhookQueue = createWebhookQueue(config, redis);
+  const workflowQueue = createWorkflowQueue(config, redis);
   const logger = createLogger(config, 'api');
-  const app = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, webhookQueue, logger });
+  const app = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, logger });
   return {
     ...app,
     config,
@@ -78,6 +79,7 @@ export async function startTestApi(config: Config): Promise<TestApi> {
       await importQueue.close();
       await campaignQueue.close();
       await webhookQueue.close();
+      await workflowQueue.close();
       redis.disconnect();
       await database.close();
     },

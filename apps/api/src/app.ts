@@ -28,6 +28,7 @@ import { mountUnsubscribe, unsubscribeOpenApiPaths } from './routes/unsubscribe'
 import { mountSesWebhook, sesWebhookOpenApiPaths } from './routes/ses-webhook';
 import { suppressionRoutes } from './routes/suppressions';
 import { webhookRoutes } from './routes/webhooks';
+import { workflowRoutes } from './routes/workflows';
 
 export type { AppDeps } from './http/context';
 
@@ -66,6 +67,7 @@ export function createApp(deps: AppDeps): App {
     ...campaignRoutes(deps),
     ...suppressionRoutes(deps),
     ...webhookRoutes(deps),
+    ...workflowRoutes(deps),
     ...adminRoutes(deps, () => authCache.clear()),
   ];
 

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Server } from 'node:http';
-import { createCampaignQueue, createWebhookQueue, createImportQueue, createLogger, createRedis, createSendQueue, runService, type Config } from '@mailroom/core';
+import { createCampaignQueue, createWebhookQueue, createWorkflowQueue, createImportQueue, createLogger, createRedis, createSendQueue, runService, type Config } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createApp } from './app';
 
@@ -18,7 +18,8 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
   const importQueue = createImportQueue(config, redis);
   const campaignQueue = createCampaignQueue(config, redis);
   const webhookQueue = createWebhookQueue(config, redis);
-  const { app } = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, webhookQueue, logger });
+  const workflowQueue = createWorkflowQueue(config, redis);
+  const { app } = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, logger });
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(config.port, () => resolve(s));
   });
@@ -37,6 +38,7 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
       await importQueue.close().catch(() => undefined);
       await campaignQueue.close().catch(() => undefined);
       await webhookQueue.close().catch(() => undefined);
+      await workflowQueue.close().catch(() => undefined);
       redis.disconnect();
       await database.close();
       logger.info('api stopped');

@@ -1,6 +1,6 @@
 /**
- * Worker process entry point: the `send`, `contact-import`, `campaign` and `webhook` workers, the reconciler, the segment
- * refresher, a health endpoint, graceful shutdown.
+ * Worker process entry point: the `send`, `contact-import`, `campaign`, `webhook` and `workflow` workers, the
+ * workflow inbox drainer, the reconciler, the segment refresher, a health endpoint, graceful shutdown.
  *
  * Shutdown (SIGTERM/SIGINT): stop taking jobs, let active ones finish (a job cut off by a hard kill is retried
  * by another worker after its lock expires), stop the reconciler, close Redis and Postgres.
@@ -10,7 +10,7 @@
 import http from 'node:http';
 import { sql } from 'drizzle-orm';
 import type { Worker } from 'bullmq';
-import { createCampaignQueue, createImportQueue, createLogger, createRedis, createSendQueue, createWebhookQueue, runService, type Config, type Logger } from '@mailroom/core';
+import { createCampaignQueue, createImportQueue, createLogger, createRedis, createSendQueue, createWebhookQueue, createWorkflowQueue, runService, type Config, type Logger } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createSendProcessor } from './processors/send';
 import { startReconciler } from './processors/reconcile';
@@ -21,6 +21,9 @@ import { createCampaignWorker } from './queues/campaign';
 import { createWebhookWorker } from './queues/webhook';
 import { createWebhookProcessor } from './processors/webhook';
 import { createSendWorker } from './queues/send';
+import { createWorkflowWorker } from './queues/workflow';
+import { createWorkflowProcessor } from './processors/workflow';
+import { startWorkflowInbox } from './processors/workflow-inbox';
 import { createImportWorker } from './queues/import';
 import { SesTransport, type MailTransport } from './ses/transport';
 import { SendRateGate } from './ses/rate-gate';
@@ -34,6 +37,8 @@ export interface RunningWorker {
   campaignWorker: Worker;
   /** The `webhook` worker. */
   webhookWorker: Worker;
+  /** The `workflow` worker. */
+  workflowWorker: Worker;
   /** Port of the health endpoint (0 when disabled). */
   healthPort: number;
   stop(): Promise<void>;
@@ -58,6 +63,7 @@ export async function startWorker(
   const importQueue = createImportQueue(config, connection);
   const campaignQueue = createCampaignQueue(config, connection);
   const webhookQueue = createWebhookQueue(config, connection);
+  const workflowQueue = createWorkflowQueue(config, connection);
 
   let worker!: Worker;
   const processor = createSendProcessor({ config, database, transport, logger, webhookQueue, worker: () => worker });
@@ -72,13 +78,18 @@ export async function startWorker(
   campaignWorker.on('error', (err) => logger.error({ err }, 'campaign worker error'));
   const webhookWorker = createWebhookWorker(config, connection, createWebhookProcessor({ config, database, logger }));
   webhookWorker.on('error', (err) => logger.error({ err }, 'webhook worker error'));
-  const reconciler = startReconciler({ config, database, sendQueue, importQueue, campaignQueue, webhookQueue, redis: connection, logger });
+  const workflowWorker = createWorkflowWorker(config, connection, createWorkflowProcessor({ config, database, sendQueue, webhookQueue, workflowQueue, logger }));
+  workflowWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'workflow attempt failed'));
+  workflowWorker.on('error', (err) => logger.error({ err }, 'workflow worker error'));
+  const inbox = startWorkflowInbox({ config, database, workflowQueue, webhookQueue, logger });
+  const reconciler = startReconciler({ config, database, sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, redis: connection, logger });
   const refresher = startSegmentRefresher({ config, database, redis: connection, logger });
   void worker.run();
   void importWorker.run();
   void campaignWorker.run();
   void webhookWorker.run();
-  await Promise.all([worker.waitUntilReady(), importWorker.waitUntilReady(), campaignWorker.waitUntilReady(), webhookWorker.waitUntilReady()]);
+  void workflowWorker.run();
+  await Promise.all([worker.waitUntilReady(), importWorker.waitUntilReady(), campaignWorker.waitUntilReady(), webhookWorker.waitUntilReady(), workflowWorker.waitUntilReady()]);
 
   let server: http.Server | undefined;
   let healthPort = 0;
@@ -107,19 +118,21 @@ export async function startWorker(
   const stop = () =>
     (stopping ??= (async () => {
       logger.info('worker shutting down');
-      await Promise.all([worker.close(), importWorker.close(), campaignWorker.close(), webhookWorker.close()]);
+      await inbox.stop();
+      await Promise.all([worker.close(), importWorker.close(), campaignWorker.close(), webhookWorker.close(), workflowWorker.close()]);
       await Promise.all([reconciler.stop(), refresher.stop()]);
       await sendQueue.close().catch(() => undefined);
       await importQueue.close().catch(() => undefined);
       await campaignQueue.close().catch(() => undefined);
       await webhookQueue.close().catch(() => undefined);
+      await workflowQueue.close().catch(() => undefined);
       server?.close();
       transport.close();
       connection.disconnect();
       await database.close();
       logger.info('worker stopped');
     })());
-  return { worker, importWorker, campaignWorker, webhookWorker, healthPort, stop };
+  return { worker, importWorker, campaignWorker, webhookWorker, workflowWorker, healthPort, stop };
 }
 
 if (require.main === module) runService('worker', (config: Config) => startWorker(config), 60_000);

@@ -113,6 +113,17 @@ export interface Config {
    * default: a tenant must not reach the operator's internal network).
    */
   readonly webhookAllowPrivateTargets: boolean;
+  /** `WORKFLOW_CONCURRENCY`: workflow executions run at once per worker process. */
+  readonly workflowConcurrency: number;
+  /**
+   * `WORKFLOW_LEASE_MS`: how long a worker holds an execution it runs (ms, extended for a WEBHOOK step's timeout);
+   * an execution whose worker died is resumed by another after this.
+   */
+  readonly workflowLeaseMs: number;
+  /** `WORKFLOW_INBOX_POLL_MS`: how often the worker looks for trigger events besides being notified (ms). */
+  readonly workflowInboxPollMs: number;
+  /** `WORKFLOW_RETRY_BACKOFF_MS`: base of the exponential backoff between WEBHOOK step attempts (ms). */
+  readonly workflowRetryBackoffMs: number;
 }
 
 /** Thrown by {@link loadConfig} when a variable is malformed; `variable` names it. */
@@ -258,6 +269,10 @@ export function loadConfig(env: Env): Config {
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
     webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 16, 1, 1000),
     webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
+    workflowConcurrency: int(env, 'WORKFLOW_CONCURRENCY', 32, 1, 1000),
+    workflowLeaseMs: int(env, 'WORKFLOW_LEASE_MS', 60_000, 500, 3_600_000),
+    workflowInboxPollMs: int(env, 'WORKFLOW_INBOX_POLL_MS', 1_000, 10, 60_000),
+    workflowRetryBackoffMs: int(env, 'WORKFLOW_RETRY_BACKOFF_MS', 5_000, 10, 3_600_000),
   };
   for (const arn of config.snsTopicArns) {
     if (!/^arn:aws[\w-]*:sns:[\w-]+:\d{12}:[\w-]{1,256}$/.test(arn)) throw new ConfigError('SNS_TOPIC_ARNS', `must list SNS topic ARNs, got "${arn}"`);

@@ -16,3 +16,4 @@ export * from './unsubscribe';
 export * from './sns';
 export * from './ses-events';
 export * from './webhooks';
+export * from './workflows';

@@ -19,6 +19,8 @@ export const QueueName = {
   campaign: 'campaign',
   /** One job per webhook delivery round (`jobId` = `wh-<delivery id>-<generation>`); the delivery row is the record. */
   webhook: 'webhook',
+  /** Runs of workflow executions (`jobId` = `wf-<execution>-<version>[-<suffix>]`); the execution row is the record. */
+  workflow: 'workflow',
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
@@ -236,5 +238,65 @@ export async function announceWebhookDeliveries(
     await enqueueWebhookDeliveries(queue, config, refs);
   } catch (err) {
     log.warn({ err, deliveries: refs.length }, 'webhook enqueue failed; the reconciler will enqueue these deliveries');
+  }
+}
+
+/** Payload of a `workflow` job: run execution `executionId` as far as it can go now. */
+export const WorkflowJobPayload = Type.Object(
+  {
+    executionId: Type.String({ format: 'uuid' }),
+    projectId: Type.String({ format: 'uuid' }),
+  },
+  { additionalProperties: false },
+);
+export type WorkflowJobPayload = Static<typeof WorkflowJobPayload>;
+
+/** An execution to run, at the version it was seen at. */
+export interface ExecutionJobRef {
+  id: string;
+  projectId: string;
+  version: number;
+}
+
+/**
+ * Job options of a `workflow` job. `jobId` = `wf-<execution>-<version>[-<suffix>]`: the API, the inbox drainer,
+ * the engine and the reconciler asking for the same run of the same version make one job. Runs are idempotent
+ * (lease + compare-and-set), so an extra job is harmless.
+ *
+ * @param delayMs - wait before the run (ms): the end of a DELAY, a WAIT_FOR_EVENT timeout, a WEBHOOK retry.
+ */
+export function workflowJobOptions(ref: ExecutionJobRef, delayMs = 0, suffix?: string): JobsOptions {
+  return {
+    jobId: `wf-${ref.id}-${ref.version}${suffix ? `-${suffix}` : ''}`,
+    delay: Math.max(0, Math.round(delayMs)),
+    attempts: 10,
+    backoff: { type: 'exponential', delay: 1_000 },
+    // The execution row is the record; a finished job frees its id at once.
+    removeOnComplete: true,
+    removeOnFail: { age: 7 * 24 * 3600 },
+  };
+}
+
+/** Creates the producer side of the `workflow` queue. */
+export function createWorkflowQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<WorkflowJobPayload> {
+  return new Queue<WorkflowJobPayload>(QueueName.workflow, queueOptions(config, connection));
+}
+
+/**
+ * Enqueues runs of executions whose state is committed. A failure (Redis down) is logged, never thrown: the
+ * reconciler finds overdue executions in Postgres and enqueues them.
+ */
+export async function enqueueExecutions(
+  queue: Queue<WorkflowJobPayload>,
+  refs: readonly ExecutionJobRef[],
+  log: { warn: (o: object, m: string) => void },
+  delayMs = 0,
+  suffix?: string,
+): Promise<void> {
+  if (refs.length === 0) return;
+  try {
+    await queue.addBulk(refs.map((ref) => ({ name: 'run', data: { executionId: ref.id, projectId: ref.projectId }, opts: workflowJobOptions(ref, delayMs, suffix) })));
+  } catch (err) {
+    log.warn({ err, executions: refs.length }, 'workflow enqueue failed; the reconciler will enqueue these executions');
   }
 }

@@ -15,7 +15,9 @@
  * - `event.<name>`: `exists` (performed), `notExists`, `within` / `notWithin` (performed in the last
  *   `value` `unit`s), or a count comparison (`greaterThan`… with an integer `value`, optionally over `window`);
  * - `email.sent|delivered|opened|clicked|bounced|complained`: `exists`, `notExists`, `within`, `notWithin`,
- *   optionally restricted to one campaign (`campaignId`).
+ *   optionally restricted to one campaign (`campaignId`);
+ * - `context.<path>` (workflow CONDITION steps only, {@link FilterOptions.allowContext}): the execution's context
+ *   (`context.trigger.data.<key>` is the data of the event that started it), compared like `data.<path>`.
  *
  * `notEquals`, `notContains`, `notIn` and `notExists` include contacts that lack the key.
  *
@@ -79,17 +81,32 @@ export type FilterCondition =
   | { kind: 'subscribed'; op: 'equals' | 'notEquals'; value: boolean }
   | { kind: 'timestamp'; column: 'createdAt' | 'updatedAt'; op: Exclude<Comparison, 'notEquals'>; value: Date }
   | { kind: 'timestamp'; column: 'createdAt' | 'updatedAt'; op: 'within' | 'notWithin'; window: FilterWindow }
-  | { kind: 'data'; path: string[]; op: 'equals' | 'notEquals'; value: FilterScalar }
-  | { kind: 'data'; path: string[]; op: Exclude<Comparison, 'equals' | 'notEquals'>; value: FilterScalar }
-  | { kind: 'data'; path: string[]; op: TextMatch; value: string }
-  | { kind: 'data'; path: string[]; op: 'in' | 'notIn'; values: (string | number | boolean)[] }
-  | { kind: 'data'; path: string[]; op: 'exists' | 'notExists' }
-  | { kind: 'data'; path: string[]; op: 'within' | 'notWithin'; window: FilterWindow }
+  | ({ kind: 'data'; path: string[] } & DataSource & DataTest)
   | { kind: 'event'; name: string; op: 'exists' | 'notExists' }
   | { kind: 'event'; name: string; op: 'within' | 'notWithin'; window: FilterWindow }
   | { kind: 'eventCount'; name: string; op: Comparison; count: number; window?: FilterWindow }
   | { kind: 'emailActivity'; activity: EmailActivity; op: 'exists' | 'notExists'; campaignId?: string }
   | { kind: 'emailActivity'; activity: EmailActivity; op: 'within' | 'notWithin'; window: FilterWindow; campaignId?: string };
+
+/** Where a `data`-kind condition reads: the contact's `data`, or (workflows) the execution's context. */
+export interface DataSource {
+  root?: 'context';
+}
+
+/** The comparison of a `data`-kind condition. */
+export type DataTest =
+  | { op: 'equals' | 'notEquals'; value: FilterScalar }
+  | { op: Exclude<Comparison, 'equals' | 'notEquals'>; value: FilterScalar }
+  | { op: TextMatch; value: string }
+  | { op: 'in' | 'notIn'; values: (string | number | boolean)[] }
+  | { op: 'exists' | 'notExists' }
+  | { op: 'within' | 'notWithin'; window: FilterWindow };
+
+/** Options of {@link parseSegmentFilter}. */
+export interface FilterOptions {
+  /** Accept `context.<path>` conditions (workflow CONDITION steps). */
+  allowContext?: boolean;
+}
 
 /** A validated filter: a condition, or a group of filters combined by `logic`. An empty AND matches everyone. */
 export type SegmentFilter = FilterCondition | { kind: 'group'; logic: 'AND' | 'OR'; children: SegmentFilter[] };
@@ -113,6 +130,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
 class Parser {
   readonly errors: FieldError[] = [];
   private conditions = 0;
+
+  constructor(private readonly options: FilterOptions = {}) {}
 
   fail(field: string, message: string, code: FieldError['code'] = 'custom'): undefined {
     this.errors.push({ field, message, code });
@@ -253,26 +272,28 @@ class Parser {
       const value = this.date(input.value, vp);
       return value && { kind: 'timestamp', column: field, op: op as 'equals', value };
     }
-    if (field.startsWith('data.')) {
-      const segments = field.slice(5).split('.');
+    const dataRoot = field.startsWith('data.') ? 'data' : this.options.allowContext && field.startsWith('context.') ? 'context' : undefined;
+    if (dataRoot) {
+      const segments = field.slice(dataRoot.length + 1).split('.');
+      const source: DataSource = dataRoot === 'context' ? { root: 'context' } : {};
       if (segments.length > FILTER_LIMITS.pathSegments || !segments.every((s) => PATH_SEGMENT.test(s))) {
         return this.fail(`${path}.field`, `data path must be 1–${FILTER_LIMITS.pathSegments} dot-separated keys without spaces`, 'invalid_string');
       }
-      if (op === 'exists' || op === 'notExists') return { kind: 'data', path: segments, op };
+      if (op === 'exists' || op === 'notExists') return { kind: 'data', ...source, path: segments, op };
       if (op === 'within' || op === 'notWithin') {
         const window = this.window(input, path, 'value', 'unit');
-        return window && { kind: 'data', path: segments, op, window };
+        return window && { kind: 'data', ...source, path: segments, op, window };
       }
       if (op === 'in' || op === 'notIn') {
         const values = this.list(input.value, vp);
         if (!values) return undefined;
         const bad = values.findIndex((v) => !['string', 'number', 'boolean'].includes(typeof v));
         if (bad >= 0) return this.fail(`${vp}.${bad}`, 'must be a string, number or boolean', 'invalid_type');
-        return { kind: 'data', path: segments, op, values: values as (string | number | boolean)[] };
+        return { kind: 'data', ...source, path: segments, op, values: values as (string | number | boolean)[] };
       }
       if (TEXT_MATCHES.includes(op)) {
         const value = this.text(input.value, vp);
-        return value === undefined ? undefined : { kind: 'data', path: segments, op: op as 'contains', value };
+        return value === undefined ? undefined : { kind: 'data', ...source, path: segments, op: op as 'contains', value };
       }
       if (input.value === null || input.value === undefined) {
         return this.fail(vp, `is required (use exists / notExists to test for a missing key)`, 'invalid_type');
@@ -280,7 +301,7 @@ class Parser {
       const value = this.scalar(input.value, vp, ORDERINGS.includes(op));
       if (!value) return undefined;
       if (ORDERINGS.includes(op) && value.type === 'boolean') return this.fail(vp, `${op} needs a number, string or date`, 'invalid_type');
-      return { kind: 'data', path: segments, op: op as 'equals', value };
+      return { kind: 'data', ...source, path: segments, op: op as 'equals', value };
     }
     if (field.startsWith('event.')) {
       const name = field.slice(6);
@@ -319,7 +340,8 @@ class Parser {
       }
       return unsupported('email.<activity> (use exists, notExists, within or notWithin)');
     }
-    return this.fail(`${path}.field`, 'must be email, subscribed, createdAt, updatedAt, data.<path>, event.<name> or email.<activity>', 'invalid_enum_value');
+    const contextField = this.options.allowContext ? ', context.<path>' : '';
+    return this.fail(`${path}.field`, `must be email, subscribed, createdAt, updatedAt, data.<path>${contextField}, event.<name> or email.<activity>`, 'invalid_enum_value');
   }
 }
 
@@ -329,10 +351,11 @@ class Parser {
  * @param input - the parsed JSON.
  * @param field - the name of the request field holding it, used as the prefix of error paths
  *   (`audienceFilter.groups.0.filters.1.operator`).
+ * @param options - {@link FilterOptions}.
  * @throws {@link AppError} 422 `VALIDATION_ERROR` listing every problem with its path.
  */
-export function parseSegmentFilter(input: unknown, field: string): SegmentFilter {
-  const parser = new Parser();
+export function parseSegmentFilter(input: unknown, field: string, options: FilterOptions = {}): SegmentFilter {
+  const parser = new Parser(options);
   const filter = parser.filter(input, field, 1);
   if (parser.errors.length > 0 || !filter) throw validationError(parser.errors.length ? parser.errors : [{ field, message: 'is invalid', code: 'custom' }]);
   return filter;

@@ -147,3 +147,21 @@ export function splitVariables(data: Record<string, unknown> | undefined): {
   }
   return { render, persist };
 }
+
+function jsonEscapeStrings(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return JSON.stringify(value).slice(1, -1);
+  if (depth > 20 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v) => jsonEscapeStrings(v, depth + 1));
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonEscapeStrings(v, depth + 1)]));
+}
+
+/**
+ * Renders a JSON body template (workflow WEBHOOK steps): the same language, but every string value is inserted
+ * JSON-string-escaped instead of HTML-escaped, so `"{{contact.name}}"` is always one valid JSON string whatever the
+ * data holds (quotes, backslashes, newlines). Numbers and booleans are inserted as written.
+ *
+ * @throws {@link TemplateSyntaxError} when the source does not parse.
+ */
+export function renderJsonTemplate(source: string, context: Record<string, unknown>): string {
+  return compile(source, false)(jsonEscapeStrings(context) as object);
+}

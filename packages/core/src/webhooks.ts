@@ -40,6 +40,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'workflow.completed',
   'workflow.exited',
   'workflow.failed',
+  'workflow.cancelled',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 

@@ -15,3 +15,5 @@ export * from './queries/unsubscribe';
 export * from './queries/suppressions';
 export * from './queries/webhooks';
 export * from './queries/feedback';
+export * from './queries/workflows';
+export * from './queries/workflow-engine';

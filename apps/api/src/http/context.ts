@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { CampaignJobPayload, WebhookJobPayload, Config, ImportJobPayload, Logger, SendJobPayload } from '@mailroom/core';
+import type { CampaignJobPayload, WebhookJobPayload, Config, ImportJobPayload, Logger, SendJobPayload, WorkflowJobPayload } from '@mailroom/core';
 import type { Database } from '@mailroom/db';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -20,6 +20,8 @@ export interface AppDeps {
   campaignQueue: Queue<CampaignJobPayload>;
   /** Deliveries of outbound webhooks, enqueued after the transaction that wrote them commits. */
   webhookQueue: Queue<WebhookJobPayload>;
+  /** Runs of workflow executions started by hand (`POST /workflows/{id}/executions`). */
+  workflowQueue: Queue<WorkflowJobPayload>;
   logger: Logger;
 }
 

@@ -1,7 +1,8 @@
 /**
  * The reconciler: Postgres is the source of truth, so any email row still `queued` (or `sending` past its
  * lease), any contact import still `queued`/`running` and any campaign SENDING or due (or CANCELLED with rows
- * to sweep) and any pending webhook delivery past its due time without a live job gets one. Covers a Redis outage or
+ * to sweep), any pending webhook delivery past its due time and any live workflow execution overdue without a
+ * live job gets one. Covers a Redis outage or
  * flush after acceptance, and a crash between the API's commit and its enqueue. Each pass also deletes expired
  * idempotency keys, uploads abandoned mid-way and SNS message ids past their retention.
  *
@@ -25,9 +26,11 @@ import {
   type Logger,
   type SendJobPayload,
   type WebhookJobPayload,
+  type WorkflowJobPayload,
+  enqueueExecutions,
 } from '@mailroom/core';
 import { startLockedTimer } from './timer';
-import { activeCampaigns, pendingEmails, pendingImports, pruneSnsMessages, purgeIdempotencyKeys, stalePendingDeliveries, type Database } from '@mailroom/db';
+import { activeCampaigns, overdueExecutions, pendingEmails, pendingImports, pruneSnsMessages, purgeIdempotencyKeys, stalePendingDeliveries, type Database } from '@mailroom/db';
 
 /** An upload not touched for this long (ms) was abandoned by its API process. */
 const ABANDONED_UPLOAD_MS = 3600_000;
@@ -41,6 +44,7 @@ export interface ReconcileResult {
   importsEnqueued: number;
   campaignsEnqueued: number;
   webhooksEnqueued: number;
+  executionsEnqueued: number;
 }
 
 /** Queues the reconciler feeds. */
@@ -51,6 +55,7 @@ export interface ReconcileDeps {
   importQueue: Queue<ImportJobPayload>;
   campaignQueue: Queue<CampaignJobPayload>;
   webhookQueue: Queue<WebhookJobPayload>;
+  workflowQueue: Queue<WorkflowJobPayload>;
   logger: Logger;
 }
 
@@ -89,6 +94,18 @@ async function reconcileWebhooks(deps: ReconcileDeps): Promise<number> {
     if (batch.length < BATCH) break;
   }
   return enqueued;
+}
+
+/**
+ * Re-adds jobs for live workflow executions overdue by `RECONCILE_AFTER_MS` and not leased: their job was lost
+ * (Redis flushed, a crash between a commit and its enqueue). The job id carries the due time, so repeated passes
+ * over one overdue execution make one job.
+ */
+async function reconcileExecutions(deps: ReconcileDeps): Promise<number> {
+  // One batch per pass: enqueued rows stay overdue until their jobs run.
+  const batch = await overdueExecutions(deps.database.db, deps.config.reconcileAfterMs, BATCH);
+  for (const x of batch) await enqueueExecutions(deps.workflowQueue, [x], deps.logger, 0, `r${x.dueAt.getTime()}`);
+  return batch.length;
 }
 
 /** Re-creates the jobs of pending imports that have none. @returns how many. */
@@ -151,9 +168,11 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<ReconcileResul
   if (campaignsEnqueued > 0) deps.logger.warn({ campaigns: campaignsEnqueued }, 'reconciler re-created campaign jobs');
   const webhooksEnqueued = await reconcileWebhooks(deps);
   if (webhooksEnqueued > 0) deps.logger.warn({ deliveries: webhooksEnqueued }, 'reconciler re-enqueued webhook deliveries');
+  const executionsEnqueued = await reconcileExecutions(deps);
+  if (executionsEnqueued > 0) deps.logger.warn({ executions: executionsEnqueued }, 'reconciler re-enqueued overdue workflow executions');
   await purgeIdempotencyKeys(deps.database.db);
   await pruneSnsMessages(deps.database.db, SNS_MESSAGE_RETENTION_DAYS);
-  return { checked, enqueued, importsEnqueued, campaignsEnqueued, webhooksEnqueued };
+  return { checked, enqueued, importsEnqueued, campaignsEnqueued, webhooksEnqueued, executionsEnqueued };
 }
 
 /**

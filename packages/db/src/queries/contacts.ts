@@ -81,6 +81,27 @@ function upsertCtes(projectId: string, rows: UpsertRow[]): SQL {
           where i.email_key = excluded.email_key),
         updated_at = now()
       returning id, email, email_key, subscribed, data, created_at, updated_at, (xmax = 0) as inserted
+    ),
+    ${subscriptionEvents(projectId)}`;
+}
+
+/**
+ * The `prior` and `subscription_events` CTEs, after `upserted`: records `contact.subscribed` for a contact created
+ * subscribed or switched on, and `contact.unsubscribed` (method `api`) for one switched off, so workflows and
+ * segments see subscription changes made through the API. `prior` reads the statement's snapshot: two
+ * concurrent requests switching the same contact may both record the change.
+ */
+function subscriptionEvents(projectId: string): SQL {
+  return sql`prior as (
+      select c.id, c.subscribed from contacts c
+      where c.project_id = ${projectId}::uuid and c.email_key in (select email_key from input)
+    ),
+    subscription_events as (
+      insert into events (id, project_id, contact_id, name, data, created_at)
+      select mailroom_uuid_v7(clock_timestamp()), ${projectId}::uuid, u.id,
+        case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{"method":"api"}'::jsonb, clock_timestamp()
+      from upserted u left join prior p on p.id = u.id
+      where (u.inserted and u.subscribed) or (not u.inserted and p.subscribed is distinct from u.subscribed and p.id is not null)
     )`;
 }
 
@@ -195,16 +216,37 @@ export async function updateContact(
   patch: { subscribed?: boolean; data?: Record<string, unknown> },
 ): Promise<ContactRow | undefined> {
   const { set, removed } = splitPatch(patch.data);
-  const [row] = await db
-    .update(contacts)
-    .set({
-      ...(patch.subscribed !== undefined ? { subscribed: patch.subscribed } : {}),
-      data: sql`(${contacts.data} || ${JSON.stringify(set)}::jsonb) - ${sql.param(removed)}::text[]`,
-      updatedAt: new Date(),
-    })
-    .where(and(eq(contacts.projectId, projectId), eq(contacts.id, id)))
-    .returning();
-  return row;
+  // `old` locks the row before the update reads it, so the subscription change is seen exactly once.
+  const rows = await db.execute<Record<string, unknown>>(sql`
+    with old as (select id, subscribed from contacts where project_id = ${projectId}::uuid and id = ${id}::uuid for update),
+    updated as (
+      update contacts c set
+        subscribed = coalesce(${patch.subscribed ?? null}::boolean, c.subscribed),
+        data = (c.data || ${JSON.stringify(set)}::jsonb) - ${sql.param(removed)}::text[],
+        updated_at = now()
+      from old where c.id = old.id
+      returning c.*, old.subscribed as old_subscribed
+    ),
+    subscription_events as (
+      insert into events (id, project_id, contact_id, name, data, created_at)
+      select mailroom_uuid_v7(clock_timestamp()), ${projectId}::uuid, u.id,
+        case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{"method":"api"}'::jsonb, clock_timestamp()
+      from updated u where u.subscribed <> u.old_subscribed
+    )
+    select id, project_id, email, email_key, subscribed, data, created_at, updated_at from updated
+  `);
+  const r = rows.rows[0];
+  if (!r) return undefined;
+  return {
+    id: r.id as string,
+    projectId: r.project_id as string,
+    email: r.email as string,
+    emailKey: r.email_key as string,
+    subscribed: r.subscribed as boolean,
+    data: r.data as Record<string, unknown>,
+    createdAt: new Date(r.created_at as string),
+    updatedAt: new Date(r.updated_at as string),
+  };
 }
 
 /**

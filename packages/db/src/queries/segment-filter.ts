@@ -26,6 +26,8 @@ export interface FilterContext {
   now: number;
   /** Alias (or table name) of `contacts` in the surrounding query; default `contacts`. */
   alias?: string;
+  /** What `context.<path>` conditions read (a workflow execution's context); absent: they match nothing. */
+  context?: Record<string, unknown>;
 }
 
 const COMPARE: Record<string, string> = {
@@ -69,8 +71,11 @@ export function compileFilter(filter: SegmentFilter, ctx: FilterContext): SQL {
   const alias = sql.identifier(ctx.alias ?? 'contacts');
   const col = (name: string) => sql`${alias}.${sql.identifier(name)}`;
 
-  const typed = (path: string[], v: FilterScalar, op: string): SQL => {
-    const at = sql`(${col('data')} #> ${sql.param(path)}::text[])`;
+  const contextJson = sql`${JSON.stringify(ctx.context ?? {})}::jsonb`;
+  const source = (c: { root?: 'context' }): SQL => (c.root === 'context' ? contextJson : col('data'));
+
+  const typed = (data: SQL, path: string[], v: FilterScalar, op: string): SQL => {
+    const at = sql`(${data} #> ${sql.param(path)}::text[])`;
     const o = sql.raw(COMPARE[op]!);
     switch (v.type) {
       case 'number':
@@ -108,7 +113,8 @@ export function compileFilter(filter: SegmentFilter, ctx: FilterContext): SQL {
         return sql`${column} ${sql.raw(COMPARE[c.op]!)} ${c.value.toISOString()}::timestamptz`;
       }
       case 'data': {
-        const at = sql`(${col('data')} #> ${sql.param(c.path)}::text[])`;
+        const data = source(c);
+        const at = sql`(${data} #> ${sql.param(c.path)}::text[])`;
         const text = sql`(case when jsonb_typeof(${at}) = 'string' then ${at} #>> '{}' end)`;
         switch (c.op) {
           case 'exists':
@@ -116,9 +122,9 @@ export function compileFilter(filter: SegmentFilter, ctx: FilterContext): SQL {
           case 'notExists':
             return sql`coalesce(jsonb_typeof(${at}), 'null') = 'null'`;
           case 'equals':
-            return sql`${col('data')} @> ${JSON.stringify(nest(c.path, c.value.value))}::jsonb`;
+            return sql`${data} @> ${JSON.stringify(nest(c.path, c.value.value))}::jsonb`;
           case 'notEquals':
-            return sql`not (${col('data')} @> ${JSON.stringify(nest(c.path, c.value.value))}::jsonb)`;
+            return sql`not (${data} @> ${JSON.stringify(nest(c.path, c.value.value))}::jsonb)`;
           case 'in':
             return sql`coalesce(${JSON.stringify(c.values)}::jsonb @> jsonb_build_array(${at}), false)`;
           case 'notIn':
@@ -138,7 +144,7 @@ export function compileFilter(filter: SegmentFilter, ctx: FilterContext): SQL {
               : sql`not coalesce(${ts} >= ${since}::timestamptz, false)`;
           }
           default:
-            return sql`coalesce(${typed(c.path, c.value, c.op)}, false)`;
+            return sql`coalesce(${typed(data, c.path, c.value, c.op)}, false)`;
         }
       }
       case 'event': {

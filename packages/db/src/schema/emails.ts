@@ -5,6 +5,7 @@ import { projects } from './projects';
 import { contacts } from './contacts';
 import { templates } from './templates';
 import { campaigns } from './campaigns';
+import { workflowExecutions, workflowStepRuns } from './workflows';
 
 /**
  * Email statuses. `queued → sending → sent` is the send path; `delivered`, `opened`, `clicked`, `bounced`,
@@ -57,6 +58,9 @@ export const emails = pgTable(
     templateId: uuid('template_id').references(() => templates.id, { onDelete: 'set null' }),
     /** Set for a campaign's recipients: subject, body and format are then read from the campaign. */
     campaignId: uuid('campaign_id').references(() => campaigns.id, { onDelete: 'cascade' }),
+    /** Set for a workflow's email: the execution, and the step run that sent it (at most one email per run). */
+    workflowExecutionId: uuid('workflow_execution_id').references(() => workflowExecutions.id, { onDelete: 'set null' }),
+    workflowStepRunId: uuid('workflow_step_run_id').references(() => workflowStepRuns.id, { onDelete: 'set null' }),
     /** Marketing mail (campaigns, MARKETING templates): carries the unsubscribe link and List-Unsubscribe. */
     marketing: boolean('marketing').notNull().default(false),
     source: text('source').notNull().$type<EmailSource>(),
@@ -96,6 +100,8 @@ export const emails = pgTable(
     uniqueIndex('emails_message_id_idx').on(t.messageId).where(sql`${t.messageId} is not null`),
     // One email per contact per campaign: a retried fan-out batch inserts nobody twice.
     uniqueIndex('emails_campaign_contact_idx').on(t.campaignId, t.contactId).where(sql`${t.campaignId} is not null`),
+    // A retried SEND_EMAIL step finds the email it already wrote instead of writing a second one.
+    uniqueIndex('emails_workflow_step_run_idx').on(t.workflowStepRunId).where(sql`${t.workflowStepRunId} is not null`),
     // Campaign stats (counts by status) and the send-rate window of the ETA.
     index('emails_campaign_status_idx').on(t.campaignId, t.status, t.sentAt).where(sql`${t.campaignId} is not null`),
     // The campaign feeder's window: a campaign's emails not yet handed to SES, in audience (contact id) order.

@@ -10,3 +10,4 @@ export * from './segments';
 export * from './campaigns';
 export * from './feedback';
 export * from './webhooks';
+export * from './workflows';

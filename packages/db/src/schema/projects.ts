@@ -11,6 +11,8 @@ export const projects = pgTable('projects', {
   signingKey: bytea('signing_key')
     .notNull()
     .default(sql`decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex')`),
+  /** Standard Webhooks secret (`whsec_…`) signing the project's workflow WEBHOOK calls; made on first use. */
+  workflowWebhookSecret: text('workflow_webhook_secret'),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
 });

@@ -1,0 +1,350 @@
+/**
+ * Workflows as the API edits them: the workflow, its steps and transitions (one by one or as a whole graph), and
+ * its executions (list, history, manual start, cancel). Every query is scoped by project.
+ *
+ * Removing a step that executions stand on ends those executions EXITED (`step removed`) in the same transaction,
+ * so no execution is left pointing at nothing.
+ *
+ * @module
+ */
+import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { newId, type ExecutionStatus, type WorkflowBranch, type WorkflowStepType, type WebhookDeliveryRef } from '@mailroom/core';
+import type { DbOrTx } from '../client';
+import { keysetList } from './keyset';
+import { recordWebhookEvents } from './webhooks';
+import { workflowExecutions, workflows, workflowStepRuns, workflowSteps, workflowTransitions } from '../schema';
+
+export type WorkflowRow = typeof workflows.$inferSelect;
+export type WorkflowStepRow = typeof workflowSteps.$inferSelect;
+export type WorkflowTransitionRow = typeof workflowTransitions.$inferSelect;
+export type ExecutionRow = typeof workflowExecutions.$inferSelect;
+export type StepRunRow = typeof workflowStepRuns.$inferSelect;
+
+/** A workflow with its whole graph. */
+export interface WorkflowGraph {
+  workflow: WorkflowRow;
+  steps: WorkflowStepRow[];
+  transitions: WorkflowTransitionRow[];
+}
+
+/** Fields of a new workflow. */
+export interface NewWorkflow {
+  name: string;
+  description?: string | null;
+  triggerType: 'EVENT' | 'MANUAL';
+  triggerEvent: string | null;
+  allowReentry?: boolean;
+}
+
+/** Creates a workflow (disabled, no steps). */
+export async function createWorkflow(db: DbOrTx, projectId: string, w: NewWorkflow): Promise<WorkflowRow> {
+  const [row] = await db
+    .insert(workflows)
+    .values({ projectId, name: w.name, description: w.description ?? null, triggerType: w.triggerType, triggerEvent: w.triggerEvent, allowReentry: w.allowReentry ?? false })
+    .returning();
+  return row!;
+}
+
+/** A workflow of the project, or `undefined`. */
+export async function getWorkflow(db: DbOrTx, projectId: string, id: string): Promise<WorkflowRow | undefined> {
+  const [row] = await db.select().from(workflows).where(and(eq(workflows.projectId, projectId), eq(workflows.id, id)));
+  return row;
+}
+
+/** Locks a workflow of the project for the transaction (serializes edits of one graph). @returns whether it exists. */
+export async function lockWorkflow(tx: DbOrTx, projectId: string, id: string): Promise<boolean> {
+  const rows = await tx.execute(sql`select id from workflows where project_id = ${projectId}::uuid and id = ${id}::uuid for update`);
+  return rows.rows.length > 0;
+}
+
+/** A workflow with its steps and transitions (both in creation order), or `undefined`. */
+export async function loadWorkflowGraph(db: DbOrTx, projectId: string, id: string): Promise<WorkflowGraph | undefined> {
+  const workflow = await getWorkflow(db, projectId, id);
+  if (!workflow) return undefined;
+  const [steps, transitions] = await Promise.all([
+    db.select().from(workflowSteps).where(and(eq(workflowSteps.projectId, projectId), eq(workflowSteps.workflowId, id))).orderBy(asc(workflowSteps.id)),
+    db.select().from(workflowTransitions).where(and(eq(workflowTransitions.projectId, projectId), eq(workflowTransitions.workflowId, id))).orderBy(asc(workflowTransitions.id)),
+  ]);
+  return { workflow, steps, transitions };
+}
+
+/** One keyset page of the project's workflows, newest first. */
+export function listWorkflows(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string; enabled?: boolean }) {
+  return keysetList(db, workflows, and(eq(workflows.projectId, projectId), q.enabled === undefined ? undefined : eq(workflows.enabled, q.enabled)), q);
+}
+
+/** Changes a workflow's fields. @returns the row, or `undefined` when the project has no such workflow. */
+export async function updateWorkflow(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+  patch: Partial<Pick<WorkflowRow, 'name' | 'description' | 'triggerType' | 'triggerEvent' | 'allowReentry' | 'enabled'>>,
+): Promise<WorkflowRow | undefined> {
+  const [row] = await db
+    .update(workflows)
+    .set({ ...patch, updatedAt: new Date() })
+    .where(and(eq(workflows.projectId, projectId), eq(workflows.id, id)))
+    .returning();
+  return row;
+}
+
+/** Deletes a workflow with its steps, transitions and executions (their jobs then find nothing to do). */
+export async function deleteWorkflow(db: DbOrTx, projectId: string, id: string): Promise<boolean> {
+  const rows = await db.delete(workflows).where(and(eq(workflows.projectId, projectId), eq(workflows.id, id))).returning({ id: workflows.id });
+  return rows.length > 0;
+}
+
+/** Adds a step. */
+export async function insertStep(db: DbOrTx, projectId: string, workflowId: string, s: { type: WorkflowStepType; name: string; config: Record<string, unknown> }): Promise<WorkflowStepRow> {
+  const [row] = await db.insert(workflowSteps).values({ projectId, workflowId, type: s.type, name: s.name, config: s.config }).returning();
+  return row!;
+}
+
+/** A step of a workflow of the project, or `undefined`. */
+export async function getStep(db: DbOrTx, projectId: string, workflowId: string, stepId: string): Promise<WorkflowStepRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(workflowSteps)
+    .where(and(eq(workflowSteps.projectId, projectId), eq(workflowSteps.workflowId, workflowId), eq(workflowSteps.id, stepId)));
+  return row;
+}
+
+/** Changes a step's name or configuration. */
+export async function updateStep(
+  db: DbOrTx,
+  projectId: string,
+  workflowId: string,
+  stepId: string,
+  patch: { name?: string; config?: Record<string, unknown> },
+): Promise<WorkflowStepRow | undefined> {
+  const [row] = await db
+    .update(workflowSteps)
+    .set({ ...patch, updatedAt: new Date() })
+    .where(and(eq(workflowSteps.projectId, projectId), eq(workflowSteps.workflowId, workflowId), eq(workflowSteps.id, stepId)))
+    .returning();
+  return row;
+}
+
+/**
+ * Ends the live executions standing on `stepIds` as EXITED (`step removed`), with their open step runs.
+ * @returns the webhook deliveries (`workflow.exited`) to enqueue after commit.
+ */
+async function exitExecutionsAt(tx: DbOrTx, projectId: string, workflowId: string, stepIds: string[]): Promise<WebhookDeliveryRef[]> {
+  if (stepIds.length === 0) return [];
+  const exited = await tx
+    .update(workflowExecutions)
+    .set({ status: 'EXITED', exitReason: 'step removed', version: sql`${workflowExecutions.version} + 1`, finishedAt: new Date(), updatedAt: new Date(), leaseToken: null, leaseUntil: null })
+    .where(
+      and(
+        eq(workflowExecutions.projectId, projectId),
+        eq(workflowExecutions.workflowId, workflowId),
+        inArray(workflowExecutions.currentStepId, stepIds),
+        inArray(workflowExecutions.status, ['RUNNING', 'WAITING']),
+      ),
+    )
+    .returning({ id: workflowExecutions.id, contactId: workflowExecutions.contactId });
+  if (exited.length === 0) return [];
+  await closeOpenRuns(tx, exited.map((e) => e.id), 'CANCELLED', 'step removed');
+  return recordWebhookEvents(
+    tx,
+    projectId,
+    exited.map((e) => ({ type: 'workflow.exited', data: { workflowId, executionId: e.id, contactId: e.contactId, status: 'EXITED', reason: 'step removed' } })),
+  );
+}
+
+/** Marks the RUNNING/WAITING step runs of executions as ended (`status`), with `error`. */
+async function closeOpenRuns(tx: DbOrTx, executionIds: string[], status: 'CANCELLED' | 'FAILED', error: string): Promise<void> {
+  await tx
+    .update(workflowStepRuns)
+    .set({ status, error, finishedAt: new Date() })
+    .where(and(inArray(workflowStepRuns.executionId, executionIds), inArray(workflowStepRuns.status, ['RUNNING', 'WAITING'])));
+}
+
+/**
+ * Deletes a step and its transitions; executions standing on it end EXITED. Run in a transaction.
+ * @returns `undefined` when there is no such step, else the webhook deliveries to enqueue.
+ */
+export async function deleteStep(tx: DbOrTx, projectId: string, workflowId: string, stepId: string): Promise<WebhookDeliveryRef[] | undefined> {
+  const step = await getStep(tx, projectId, workflowId, stepId);
+  if (!step) return undefined;
+  const deliveries = await exitExecutionsAt(tx, projectId, workflowId, [stepId]);
+  await tx.delete(workflowSteps).where(and(eq(workflowSteps.projectId, projectId), eq(workflowSteps.id, stepId)));
+  return deliveries;
+}
+
+/** Adds a transition; a second edge for the same (from, branch) violates a unique index (the route says 409). */
+export async function insertTransition(
+  db: DbOrTx,
+  projectId: string,
+  workflowId: string,
+  t: { fromStepId: string | null; toStepId: string; branch: WorkflowBranch },
+): Promise<WorkflowTransitionRow> {
+  const [row] = await db.insert(workflowTransitions).values({ projectId, workflowId, ...t }).returning();
+  return row!;
+}
+
+/** Deletes a transition. @returns whether it existed. */
+export async function deleteTransition(db: DbOrTx, projectId: string, workflowId: string, id: string): Promise<boolean> {
+  const rows = await db
+    .delete(workflowTransitions)
+    .where(and(eq(workflowTransitions.projectId, projectId), eq(workflowTransitions.workflowId, workflowId), eq(workflowTransitions.id, id)))
+    .returning({ id: workflowTransitions.id });
+  return rows.length > 0;
+}
+
+/** A step of a graph replacement: an existing step (`id`) or a new one, named by `key` in transitions. */
+export interface GraphStepInput {
+  key: string;
+  id?: string;
+  type: WorkflowStepType;
+  name: string;
+  config: Record<string, unknown>;
+}
+
+/**
+ * Replaces a workflow's graph in the caller's transaction: steps with an `id` are kept (updated), others are
+ * created, steps left out are deleted (executions on them end EXITED), and all transitions are replaced.
+ * Transitions name steps by `key`; `from: null` is the trigger. The caller has validated the graph.
+ *
+ * @returns the new steps by key, and the webhook deliveries to enqueue after commit.
+ */
+export async function replaceGraph(
+  tx: DbOrTx,
+  projectId: string,
+  workflowId: string,
+  steps: GraphStepInput[],
+  transitions: { from: string | null; to: string; branch: WorkflowBranch }[],
+): Promise<{ ids: Map<string, string>; deliveries: WebhookDeliveryRef[] }> {
+  const existing = await tx
+    .select({ id: workflowSteps.id })
+    .from(workflowSteps)
+    .where(and(eq(workflowSteps.projectId, projectId), eq(workflowSteps.workflowId, workflowId)));
+  const kept = new Set(steps.map((s) => s.id).filter((id): id is string => id !== undefined));
+  const removed = existing.map((s) => s.id).filter((id) => !kept.has(id));
+  const deliveries = await exitExecutionsAt(tx, projectId, workflowId, removed);
+  await tx.delete(workflowTransitions).where(and(eq(workflowTransitions.projectId, projectId), eq(workflowTransitions.workflowId, workflowId)));
+  if (removed.length > 0) await tx.delete(workflowSteps).where(and(eq(workflowSteps.projectId, projectId), inArray(workflowSteps.id, removed)));
+  const ids = new Map<string, string>();
+  for (const s of steps) {
+    if (s.id) {
+      await updateStep(tx, projectId, workflowId, s.id, { name: s.name, config: s.config });
+      ids.set(s.key, s.id);
+    }
+  }
+  const created = steps.filter((s) => !s.id).map((s) => ({ id: newId(), projectId, workflowId, type: s.type, name: s.name, config: s.config, key: s.key }));
+  if (created.length > 0) await tx.insert(workflowSteps).values(created.map(({ key: _key, ...row }) => row));
+  for (const c of created) ids.set(c.key, c.id);
+  if (transitions.length > 0) {
+    await tx.insert(workflowTransitions).values(
+      transitions.map((t) => ({ projectId, workflowId, fromStepId: t.from === null ? null : ids.get(t.from)!, toStepId: ids.get(t.to)!, branch: t.branch })),
+    );
+  }
+  return { ids, deliveries };
+}
+
+/** One keyset page of a workflow's executions, newest first, optionally of one status. */
+export function listExecutions(db: DbOrTx, projectId: string, workflowId: string, q: { limit: number; beforeId?: string; status?: ExecutionStatus; contactId?: string }) {
+  const where: (SQL | undefined)[] = [eq(workflowExecutions.projectId, projectId), eq(workflowExecutions.workflowId, workflowId)];
+  if (q.status) where.push(eq(workflowExecutions.status, q.status));
+  if (q.contactId) where.push(eq(workflowExecutions.contactId, q.contactId));
+  return keysetList(db, workflowExecutions, and(...where), q);
+}
+
+/** An execution of a workflow of the project with its step history (oldest first), or `undefined`. */
+export async function getExecution(db: DbOrTx, projectId: string, workflowId: string, id: string): Promise<{ execution: ExecutionRow; steps: StepRunRow[] } | undefined> {
+  const [execution] = await db
+    .select()
+    .from(workflowExecutions)
+    .where(and(eq(workflowExecutions.projectId, projectId), eq(workflowExecutions.workflowId, workflowId), eq(workflowExecutions.id, id)));
+  if (!execution) return undefined;
+  const steps = await db
+    .select()
+    .from(workflowStepRuns)
+    .where(and(eq(workflowStepRuns.projectId, projectId), eq(workflowStepRuns.executionId, id)))
+    .orderBy(asc(workflowStepRuns.version));
+  return { execution, steps };
+}
+
+/** The first step of a workflow (the trigger's transition), or null. */
+export function entryStepSql(workflowId: SQL): SQL {
+  return sql`(select t.to_step_id from workflow_transitions t where t.workflow_id = ${workflowId} and t.from_step_id is null)`;
+}
+
+/**
+ * Starts an execution by hand (`POST /workflows/{id}/executions`), with `workflow.started`. Without re-entry a
+ * contact that already entered gets `conflict`.
+ *
+ * @param data - becomes `context.trigger.data`.
+ */
+export async function startManualExecution(
+  tx: DbOrTx,
+  workflow: WorkflowRow,
+  contactId: string,
+  data: Record<string, unknown>,
+): Promise<{ ok: true; execution: ExecutionRow; deliveries: WebhookDeliveryRef[] } | { ok: false }> {
+  const id = newId();
+  const entryKey = workflow.allowReentry ? `manual:${id}` : `contact:${contactId}`;
+  const context = { trigger: { name: 'manual', data, at: new Date().toISOString() } };
+  const rows = await tx.execute<{ id: string }>(sql`
+    insert into workflow_executions (id, project_id, workflow_id, contact_id, status, current_step_id, due_at, entry_key, context)
+    values (${id}::uuid, ${workflow.projectId}::uuid, ${workflow.id}::uuid, ${contactId}::uuid, 'RUNNING',
+      ${entryStepSql(sql`${workflow.id}::uuid`)}, now(), ${entryKey}, ${JSON.stringify(context)}::jsonb)
+    on conflict (workflow_id, entry_key) do nothing
+    returning id
+  `);
+  if (rows.rows.length === 0) return { ok: false };
+  const [execution] = await tx.select().from(workflowExecutions).where(eq(workflowExecutions.id, id));
+  const deliveries = await recordWebhookEvents(tx, workflow.projectId, [
+    { type: 'workflow.started', data: { workflowId: workflow.id, executionId: id, contactId, status: 'RUNNING', trigger: 'manual' } },
+  ]);
+  return { ok: true, execution: execution!, deliveries };
+}
+
+/**
+ * Cancels a live execution: CANCELLED, version bumped so no pending job, timeout or event can move it again.
+ * A step in flight in a worker loses its compare-and-set and its effect is rolled back (email, contact update);
+ * an HTTP call already made stays made.
+ *
+ * @returns the row (`cancelled` false when it was already final), or `undefined` when there is no such execution.
+ */
+export async function cancelExecution(
+  tx: DbOrTx,
+  projectId: string,
+  workflowId: string,
+  id: string,
+): Promise<{ execution: ExecutionRow; cancelled: boolean; deliveries: WebhookDeliveryRef[] } | undefined> {
+  const [row] = await tx
+    .update(workflowExecutions)
+    .set({ status: 'CANCELLED', version: sql`${workflowExecutions.version} + 1`, finishedAt: new Date(), updatedAt: new Date(), waitEvent: null, leaseToken: null, leaseUntil: null })
+    .where(
+      and(
+        eq(workflowExecutions.projectId, projectId),
+        eq(workflowExecutions.workflowId, workflowId),
+        eq(workflowExecutions.id, id),
+        inArray(workflowExecutions.status, ['RUNNING', 'WAITING']),
+      ),
+    )
+    .returning();
+  if (!row) {
+    const found = await getExecution(tx, projectId, workflowId, id);
+    return found && { execution: found.execution, cancelled: false, deliveries: [] };
+  }
+  await closeOpenRuns(tx, [id], 'CANCELLED', 'execution cancelled');
+  const deliveries = await recordWebhookEvents(tx, projectId, [
+    { type: 'workflow.cancelled', data: { workflowId, executionId: id, contactId: row.contactId, status: 'CANCELLED' } },
+  ]);
+  return { execution: row, cancelled: true, deliveries };
+}
+
+/**
+ * The project's secret signing workflow WEBHOOK calls (Standard Webhooks), made on first use by `make`.
+ */
+export async function workflowWebhookSecret(db: DbOrTx, projectId: string, make: () => string): Promise<string> {
+  const read = async () =>
+    (await db.execute<{ secret: string | null }>(sql`select workflow_webhook_secret as secret from projects where id = ${projectId}::uuid`)).rows[0]?.secret;
+  const existing = await read();
+  if (existing) return existing;
+  // Two first uses at once: the row lock makes one write win, the other reads it.
+  await db.execute(sql`update projects set workflow_webhook_secret = ${make()} where id = ${projectId}::uuid and workflow_webhook_secret is null`);
+  return (await read())!;
+}
