@@ -246,6 +246,7 @@ export function client(app: Express, project: TestProject) {
     post: (path: string, body: object) => request(app).post(path).set('Authorization', project.auth).send(body),
     get: (path: string) => request(app).get(path).set('Authorization', project.auth),
     patch: (path: string, body: object) => request(app).patch(path).set('Authorization', project.auth).send(body),
+    put: (path: string, body: object) => request(app).put(path).set('Authorization', project.auth).send(body),
     del: (path: string) => request(app).delete(path).set('Authorization', project.auth),
   };
 }

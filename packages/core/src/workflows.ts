@@ -127,7 +127,7 @@ const configValidators = Object.fromEntries(
  */
 export function parseStepConfig<T extends WorkflowStepType>(type: T, config: unknown, field: string): StepConfig<T> {
   const checked = configValidators[type](config ?? {});
-  if (!checked.ok) throw validationError(checked.errors.map((e) => ({ ...e, field: e.field ? `${field}.${e.field}` : field })));
+  if (!checked.ok) throw validationError(checked.errors.map((e) => ({ ...e, field: e.field && e.field !== '(root)' ? `${field}.${e.field}` : field })));
   const value = checked.value as Record<string, unknown>;
   const errors: FieldError[] = [];
   if (type === 'DELAY' && durationMs(value as Duration) > MAX_WAIT_MS) errors.push({ field, message: 'must be at most one year', code: 'too_big' });
