@@ -18,10 +18,13 @@ describe('POST /v1/track', () => {
     const contact = await get(ctx.p, `/contacts/${res.body.data.contact}`);
     expect(contact.body.data).toMatchObject({ email, subscribed: true, data: { plan: 'pro' } });
     expect(contact.body.data.data).not.toHaveProperty('page');
-    const list = await get(ctx.p, `/events?contactId=${res.body.data.contact}`);
+    const list = await get(ctx.p, `/events?contactId=${res.body.data.contact}&name=signed-up`);
     expect(list.body.data.items).toEqual([
       { id: res.body.data.event, name: 'signed-up', contactId: res.body.data.contact, email, data: { plan: 'pro', page: '/pricing' }, createdAt: res.body.data.timestamp },
     ]);
+    // A new subscribed contact also gets the system event that workflows can start on.
+    const system = await get(ctx.p, `/events?contactId=${res.body.data.contact}&name=contact.subscribed`);
+    expect(system.body.data.items).toEqual([expect.objectContaining({ name: 'contact.subscribed', data: { method: 'api' } })]);
     const bySecret = await track({ email, event: 'logged-in' }, ctx.p.secretKey);
     expect(bySecret.status).toBe(200);
     expect(bySecret.body.data.contact).toBe(res.body.data.contact);
@@ -36,6 +39,9 @@ describe('POST /v1/track', () => {
     expect(await read()).toBe(false);
     await track({ email, event: 'c', subscribed: true }, ctx.p.publicKey);
     expect(await read()).toBe(true);
+    // Only the change to subscribed is a subscription event; creating the contact unsubscribed is none.
+    const system = await get(ctx.p, `/events?contactId=${first.body.data.contact}&name=contact.subscribed`);
+    expect(system.body.data.total).toBe(1);
   });
 
   test('100 concurrent calls for one new address: one contact, 100 events, every call 200', async () => {
@@ -48,10 +54,14 @@ describe('POST /v1/track', () => {
     const contacts = await get(q, '/contacts');
     expect(contacts.body.data.total).toBe(1);
     expect(Object.keys(contacts.body.data.items[0].data)).toHaveLength(100);
-    const events = await get(q, '/events?limit=100');
+    const events = await get(q, '/events?limit=100&name=burst');
     expect(events.body.data).toMatchObject({ total: 100, hasMore: false });
+    // One contact was created subscribed: one contact.subscribed, however many requests raced to create it.
     const names = await get(q, '/events/names');
-    expect(names.body.data.items).toEqual([{ name: 'burst', count: 100, firstSeenAt: expect.any(String), lastSeenAt: expect.any(String) }]);
+    expect(names.body.data.items).toEqual([
+      { name: 'burst', count: 100, firstSeenAt: expect.any(String), lastSeenAt: expect.any(String) },
+      { name: 'contact.subscribed', count: 1, firstSeenAt: expect.any(String), lastSeenAt: expect.any(String) },
+    ]);
   });
 
   test.each([
@@ -96,8 +106,9 @@ describe('GET /events and /events/names', () => {
   const stamps: string[] = [];
   beforeAll(async () => {
     q = await createTestProject(ctx.api.database);
+    // Contacts created unsubscribed, so the only events are these five (no contact.subscribed).
     for (const [email, event] of [[a, 'viewed'], [b, 'viewed'], [a, 'bought'], [a, 'viewed'], [b, 'left']] as const) {
-      stamps.push((await track({ email, event, data: { n: stamps.length } }, q.secretKey)).body.data.timestamp);
+      stamps.push((await track({ email, event, subscribed: false, data: { n: stamps.length } }, q.secretKey)).body.data.timestamp);
       await new Promise((r) => setTimeout(r, 5));
     }
   });

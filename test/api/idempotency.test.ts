@@ -69,7 +69,7 @@ test('/v1/track: concurrent duplicates record one event', async () => {
   );
   expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
   expect(new Set(results.map((r) => r.body.data.event)).size).toBe(1);
-  const rows = await ctx.api.database.db.select().from(events).where(eq(events.contactId, results[0]!.body.data.contact));
+  const rows = await ctx.api.database.db.select().from(events).where(and(eq(events.contactId, results[0]!.body.data.contact), eq(events.name, 'paid')));
   expect(rows).toHaveLength(1);
 });
 

@@ -8,7 +8,7 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import request from 'supertest';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
-import { createCampaignQueue, createImportQueue, createWebhookQueue, createWorkflowQueue, createLogger, createRedis, createSendQueue, loadConfig, type CampaignJobPayload, type Config } from '@mailroom/core';
+import { createCampaignQueue, createImportQueue, createWebhookQueue, createWorkflowQueue, createLogger, createRedis, createSendQueue, loadConfig, type CampaignJobPayload, type Config, type WorkflowJobPayload } from '@mailroom/core';
 import type { Queue } from 'bullmq';
 import { addDomain, createDatabase, createProject, type Database } from '@mailroom/db';
 import { createApp, type App } from '../../apps/api/src/app';
@@ -53,6 +53,7 @@ export interface TestApi extends App {
   database: Database;
   redis: Redis;
   campaignQueue: Queue<CampaignJobPayload>;
+  workflowQueue: Queue<WorkflowJobPayload>;
   close(): Promise<void>;
 }
 
@@ -74,6 +75,7 @@ export async function startTestApi(config: Config): Promise<TestApi> {
     database,
     redis,
     campaignQueue,
+    workflowQueue,
     close: async () => {
       await sendQueue.close();
       await importQueue.close();

@@ -1,6 +1,6 @@
 /**
  * A webhook receiver on loopback: records every request (headers, raw body, time) and answers 500 to the first
- * `failFirst` requests, then 200.
+ * `failFirst` requests, then 200; while held, it records requests and never answers them.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
@@ -18,18 +18,25 @@ export interface Receiver {
   received: ReceivedWebhook[];
   /** Answers 500 to the next `n` requests. */
   failNext(n: number): void;
+  /** While on, requests are recorded and never answered (a target that hangs). */
+  hold(on: boolean): void;
   close(): Promise<void>;
 }
 
 /** Starts a receiver. */
 export async function startReceiver(failFirst = 0): Promise<Receiver> {
   let failures = failFirst;
+  let holding = false;
   const received: ReceivedWebhook[] = [];
   const server = http.createServer((req, res) => {
     let body = '';
     req.setEncoding('utf8');
     req.on('data', (c: string) => (body += c));
     req.on('end', () => {
+      if (holding) {
+        received.push({ headers: req.headers, body, status: 0, at: Date.now() });
+        return;
+      }
       const status = failures > 0 ? 500 : 200;
       if (failures > 0) failures--;
       received.push({ headers: req.headers, body, status, at: Date.now() });
@@ -41,7 +48,12 @@ export async function startReceiver(failFirst = 0): Promise<Receiver> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
     received,
     failNext: (n) => (failures = n),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    hold: (on) => (holding = on),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 

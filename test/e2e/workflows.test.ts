@@ -1,0 +1,377 @@
+/**
+ * Workflows end to end (API → events → inbox → worker → SES emulator / webhook receiver), on a database of its
+ * own: tracked and system events start executions in the worker; a DELAY delays by its length; WAIT_FOR_EVENT
+ * takes the event or the timeout branch exactly once, even when both arrive together; a cancelled execution
+ * never resumes; 20 identical concurrent triggers start one execution; duplicate jobs and a crashed worker
+ * repeat no effect; disabling stops new executions only; marketing mail skips unsubscribed contacts; WEBHOOK
+ * calls are signed, carry a stable idempotency key and are retried.
+ */
+import { randomUUID } from 'node:crypto';
+import { and, eq } from 'drizzle-orm';
+import { loadConfig, type Config } from '@mailroom/core';
+import { emails } from '@mailroom/db';
+import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
+import { client, createTestProject, exited, isolatedDatabase, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';
+
+let iso: { url: string; drop: () => Promise<void> };
+let env: Record<string, string>;
+let config: Config;
+let api: TestApi;
+let worker: RunningWorker | undefined;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  iso = await isolatedDatabase();
+  env = testEnv({
+    DATABASE_URL: iso.url,
+    SES_MAX_SEND_RATE: '50',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WORKFLOW_LEASE_MS: '1500',
+    WORKFLOW_RETRY_BACKOFF_MS: '200',
+    WORKFLOW_INBOX_POLL_MS: '200',
+    RECONCILE_INTERVAL_MS: '500',
+    RECONCILE_AFTER_MS: '1000',
+  });
+  config = loadConfig(env);
+  api = await startTestApi(config);
+  receiver = await startReceiver();
+  worker = await startWorker(config, { healthPort: null });
+});
+afterAll(async () => {
+  await worker?.stop();
+  await api.close();
+  await receiver.close();
+  await iso.drop();
+});
+
+type Exec = { id: string; status: string; contactId: string; exitReason: string | null; steps: { type: string; status: string; branch: string | null; output: Record<string, unknown> | null; startedAt: string; attempts: number; id: string }[] };
+
+async function setup(p: TestProject, trigger: object, graph: { steps: object[]; transitions: object[] }, extra: object = {}) {
+  const c = client(api.app, p);
+  const created = await c.post('/workflows', { name: 'wf', trigger, ...extra });
+  expect(created.status).toBe(201);
+  const id = created.body.data.id as string;
+  const put = await c.put(`/workflows/${id}/graph`, graph);
+  expect(put.status).toBe(200);
+  expect((await c.patch(`/workflows/${id}`, { enabled: true })).status).toBe(200);
+  return id;
+}
+
+async function template(p: TestProject, type: 'TRANSACTIONAL' | 'MARKETING' = 'TRANSACTIONAL') {
+  const res = await client(api.app, p).post('/templates', { name: 't', subject: 'Hello {{trigger.plan}}', body: '<p>Hi {{email}}</p>', type, from: `wf@${p.domain}` });
+  return res.body.data.id as string;
+}
+
+const track = (p: TestProject, email: string, event: string, data: object = {}, subscribed?: boolean) =>
+  client(api.app, p).post('/v1/track', { email, event, data, ...(subscribed === undefined ? {} : { subscribed }) });
+
+async function executions(p: TestProject, wid: string, query = ''): Promise<{ id: string; status: string; contactId: string }[]> {
+  const res = await client(api.app, p).get(`/workflows/${wid}/executions?limit=100${query}`);
+  return res.body.data.items;
+}
+
+async function execution(p: TestProject, wid: string, eid: string): Promise<Exec> {
+  return (await client(api.app, p).get(`/workflows/${wid}/executions/${eid}`)).body.data;
+}
+
+/** Waits for the only execution of `wid` for the contact of `email` to reach one of `statuses`. */
+async function settled(p: TestProject, wid: string, email: string, statuses: string[], timeoutMs = 15_000): Promise<Exec> {
+  const contact = (await client(api.app, p).get(`/contacts?search=${encodeURIComponent(email)}`)).body.data.items[0];
+  return waitFor(
+    async () => {
+      const list = await executions(p, wid, `&contactId=${contact.id}`);
+      if (list.length !== 1 || !statuses.includes(list[0]!.status)) return undefined;
+      return execution(p, wid, list[0]!.id);
+    },
+    timeoutMs,
+    `execution of ${email} in ${statuses.join('/')}`,
+  );
+}
+
+test('a tracked event starts the workflow in the worker; SEND_EMAIL sends one email; the history lists each step', async () => {
+  const p = await createTestProject(api.database);
+  const tpl = await template(p);
+  const wid = await setup(p, { type: 'EVENT', event: 'signup' }, {
+    steps: [
+      { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } },
+      { key: 'end', type: 'EXIT', config: { reason: 'welcomed' } },
+    ],
+    transitions: [{ from: null, to: 'send' }, { from: 'send', to: 'end' }],
+  });
+  const to = recipient('signup');
+  const tracked = await track(p, to, 'signup', { plan: 'pro' });
+  expect(tracked.status).toBe(200);
+  const x = await settled(p, wid, to, ['EXITED']);
+  expect(x.exitReason).toBe('welcomed');
+  expect(x.steps.map((s) => [s.type, s.status])).toEqual([
+    ['SEND_EMAIL', 'COMPLETED'],
+    ['EXIT', 'COMPLETED'],
+  ]);
+  const emailId = x.steps[0]!.output!.emailId as string;
+  const sent = await waitFor(async () => {
+    const s = await sesSendsTo([to]);
+    return s.length > 0 && s;
+  });
+  expect(sent).toHaveLength(1);
+  const [row] = await api.database.db.select().from(emails).where(eq(emails.id, emailId));
+  expect(row).toMatchObject({ source: 'workflow', workflowExecutionId: x.id, workflowStepRunId: x.steps[0]!.id, renderedSubject: 'Hello pro' });
+});
+
+test('a DELAY of 2 seconds delays the next step by 2 seconds', async () => {
+  const p = await createTestProject(api.database);
+  const wid = await setup(p, { type: 'EVENT', event: 'go' }, {
+    steps: [
+      { key: 'd', type: 'DELAY', config: { amount: 2, unit: 'seconds' } },
+      { key: 'u', type: 'UPDATE_CONTACT', config: { data: { delayed: true } } },
+    ],
+    transitions: [{ from: null, to: 'd' }, { from: 'd', to: 'u' }],
+  });
+  const to = recipient('delay');
+  await track(p, to, 'go');
+  const waiting = await settled(p, wid, to, ['WAITING']);
+  expect(waiting.steps.map((s) => [s.type, s.status])).toEqual([['DELAY', 'WAITING']]);
+  const x = await settled(p, wid, to, ['COMPLETED']);
+  const gap = Date.parse(x.steps[1]!.startedAt) - Date.parse(x.steps[0]!.startedAt);
+  expect(gap).toBeGreaterThanOrEqual(2000);
+  expect(gap).toBeLessThan(3000);
+  const contact = (await client(api.app, p).get(`/contacts/${x.contactId}`)).body.data;
+  expect(contact.data.delayed).toBe(true);
+});
+
+describe('WAIT_FOR_EVENT', () => {
+  const graph = {
+    steps: [
+      { key: 'w', type: 'WAIT_FOR_EVENT', config: { event: 'purchase', timeout: { amount: 1, unit: 'seconds' } } },
+      { key: 'viaEvent', type: 'UPDATE_CONTACT', config: { data: { via: 'event' } } },
+      { key: 'viaTimeout', type: 'UPDATE_CONTACT', config: { data: { via: 'timeout' } } },
+    ],
+    transitions: [
+      { from: null, to: 'w' },
+      { from: 'w', to: 'viaEvent', branch: 'event' },
+      { from: 'w', to: 'viaTimeout', branch: 'timeout' },
+    ],
+  };
+
+  test('the event branch, the timeout branch, and a cancelled execution that never resumes', async () => {
+    const p = await createTestProject(api.database);
+    const wid = await setup(p, { type: 'EVENT', event: 'cart' }, graph);
+    const [buyer, idle, cancelled] = [recipient('buyer'), recipient('idle'), recipient('cancel')];
+    await Promise.all([track(p, buyer, 'cart'), track(p, idle, 'cart'), track(p, cancelled, 'cart')]);
+    await settled(p, wid, buyer, ['WAITING']);
+    const c = await settled(p, wid, cancelled, ['WAITING']);
+    expect((await client(api.app, p).post(`/workflows/${wid}/executions/${c.id}/cancel`, {})).status).toBe(200);
+    await track(p, buyer, 'purchase', { amount: 42 });
+    await track(p, cancelled, 'purchase');
+    const b = await settled(p, wid, buyer, ['COMPLETED']);
+    expect(b.steps.map((s) => [s.type, s.branch])).toEqual([['WAIT_FOR_EVENT', 'event'], ['UPDATE_CONTACT', 'next']]);
+    const i = await settled(p, wid, idle, ['COMPLETED']);
+    expect(i.steps.map((s) => [s.type, s.branch])).toEqual([['WAIT_FOR_EVENT', 'timeout'], ['UPDATE_CONTACT', 'next']]);
+    // Past the timeout and the event: the cancelled one stays as it was.
+    await new Promise((r) => setTimeout(r, 1500));
+    const after = await execution(p, wid, c.id);
+    expect(after.status).toBe('CANCELLED');
+    expect(after.steps.map((s) => [s.type, s.status])).toEqual([['WAIT_FOR_EVENT', 'CANCELLED']]);
+  });
+
+  test('an event and the timeout arriving together advance each execution exactly once', async () => {
+    const p = await createTestProject(api.database);
+    const wid = await setup(p, { type: 'EVENT', event: 'cart' }, graph);
+    const people = Array.from({ length: 12 }, (_, n) => recipient(`race${n}`));
+    await Promise.all(people.map((e) => track(p, e, 'cart')));
+    const waits = await Promise.all(people.map((e) => settled(p, wid, e, ['WAITING'])));
+    // Fire each event around its timeout: some just before, some just after, some at the same moment.
+    await Promise.all(
+      people.map(async (e, n) => {
+        const started = Date.parse(waits[n]!.steps[0]!.startedAt);
+        const at = started + 1000 + (n % 6) * 20 - 60;
+        await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
+        await track(p, e, 'purchase');
+      }),
+    );
+    for (const e of people) {
+      const x = await settled(p, wid, e, ['COMPLETED']);
+      expect(x.steps).toHaveLength(2);
+      const branch = x.steps[0]!.branch;
+      expect(['event', 'timeout']).toContain(branch);
+      const contact = (await client(api.app, p).get(`/contacts/${x.contactId}`)).body.data;
+      expect(contact.data.via).toBe(branch);
+    }
+  });
+});
+
+test('20 concurrent identical trigger events for one contact start one execution without re-entry (20 with it)', async () => {
+  const p = await createTestProject(api.database);
+  const graph = { steps: [{ key: 'd', type: 'DELAY', config: { amount: 1, unit: 'hours' } }], transitions: [{ from: null, to: 'd' }] };
+  const once = await setup(p, { type: 'EVENT', event: 'burst' }, graph);
+  const every = await setup(p, { type: 'EVENT', event: 'burst' }, graph, { allowReentry: true });
+  const to = recipient('burst');
+  await track(p, to, 'hello');
+  const res = await Promise.all(Array.from({ length: 20 }, () => track(p, to, 'burst')));
+  expect(res.every((r) => r.status === 200)).toBe(true);
+  await waitFor(async () => (await executions(p, every)).length === 20, 15_000, '20 executions with re-entry');
+  await waitFor(async () => (await executions(p, once, '&status=WAITING')).length === 1, 15_000, 'the one execution waiting');
+  expect(await executions(p, once)).toHaveLength(1);
+});
+
+test('duplicate and retried jobs for one execution send one email', async () => {
+  const p = await createTestProject(api.database);
+  const tpl = await template(p);
+  const wid = await setup(p, { type: 'MANUAL' }, { steps: [{ key: 's', type: 'SEND_EMAIL', config: { templateId: tpl } }], transitions: [{ from: null, to: 's' }] });
+  const to = recipient('dup');
+  await client(api.app, p).post('/contacts', { email: to });
+  const started = await client(api.app, p).post(`/workflows/${wid}/executions`, { email: to });
+  const eid = started.body.data.id as string;
+  const jobs = Array.from({ length: 6 }, () => ({ name: 'run', data: { executionId: eid, projectId: p.id }, opts: { jobId: `dup-${randomUUID()}` } }));
+  await api.workflowQueue.addBulk(jobs);
+  const x = await settled(p, wid, to, ['COMPLETED']);
+  expect(x.steps).toHaveLength(1);
+  // A job for the finished execution changes nothing.
+  await api.workflowQueue.add('run', { executionId: eid, projectId: p.id }, { jobId: `late-${randomUUID()}` });
+  await new Promise((r) => setTimeout(r, 500));
+  const rows = await api.database.db.select().from(emails).where(and(eq(emails.projectId, p.id), eq(emails.workflowExecutionId, eid)));
+  expect(rows).toHaveLength(1);
+  await waitFor(async () => (await sesSendsTo([to])).length === 1);
+});
+
+test('disabling stops new executions; an execution in flight runs to its end', async () => {
+  const p = await createTestProject(api.database);
+  const wid = await setup(p, { type: 'EVENT', event: 'trial' }, {
+    steps: [
+      { key: 'd', type: 'DELAY', config: { amount: 1, unit: 'seconds' } },
+      { key: 'u', type: 'UPDATE_CONTACT', config: { data: { finished: true } } },
+    ],
+    transitions: [{ from: null, to: 'd' }, { from: 'd', to: 'u' }],
+  });
+  const [early, late] = [recipient('early'), recipient('late')];
+  await track(p, early, 'trial');
+  await settled(p, wid, early, ['WAITING']);
+  expect((await client(api.app, p).patch(`/workflows/${wid}`, { enabled: false })).status).toBe(200);
+  await track(p, late, 'trial');
+  await settled(p, wid, early, ['COMPLETED']);
+  await new Promise((r) => setTimeout(r, 500));
+  expect(await executions(p, wid)).toHaveLength(1);
+});
+
+test('CONDITION on the trigger data; a MARKETING template is never sent to an unsubscribed contact', async () => {
+  const p = await createTestProject(api.database);
+  const tpl = await template(p, 'MARKETING');
+  const wid = await setup(p, { type: 'EVENT', event: 'upgrade' }, {
+    steps: [
+      { key: 'pro', type: 'CONDITION', config: { filter: [{ field: 'context.trigger.data.plan', operator: 'equals', value: 'pro' }] } },
+      { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } },
+      { key: 'no', type: 'EXIT', config: { reason: 'not pro' } },
+    ],
+    transitions: [
+      { from: null, to: 'pro' },
+      { from: 'pro', to: 'send', branch: 'yes' },
+      { from: 'pro', to: 'no', branch: 'no' },
+    ],
+  });
+  const [optedOut, subscriber, free] = [recipient('optout'), recipient('sub'), recipient('free')];
+  await track(p, optedOut, 'upgrade', { plan: 'pro' }, false);
+  await track(p, subscriber, 'upgrade', { plan: 'pro' }, true);
+  await track(p, free, 'upgrade', { plan: 'free' }, true);
+  const skipped = await settled(p, wid, optedOut, ['COMPLETED']);
+  expect(skipped.steps.map((s) => [s.type, s.status, s.branch])).toEqual([
+    ['CONDITION', 'COMPLETED', 'yes'],
+    ['SEND_EMAIL', 'SKIPPED', 'next'],
+  ]);
+  const sent = await settled(p, wid, subscriber, ['COMPLETED']);
+  expect(sent.steps[1]!.status).toBe('COMPLETED');
+  const exitedFree = await settled(p, wid, free, ['EXITED']);
+  expect(exitedFree.exitReason).toBe('not pro');
+  await waitFor(async () => (await sesSendsTo([subscriber])).length === 1);
+  expect(await sesSendsTo([optedOut, free])).toHaveLength(0);
+});
+
+test('WEBHOOK: signed with the project secret, one idempotency key across retries, JSON-escaped body; the answer lands in the context', async () => {
+  const p = await createTestProject(api.database);
+  const secret = (await client(api.app, p).get('/workflows/webhook-secret')).body.data.secret as string;
+  const wid = await setup(p, { type: 'EVENT', event: 'paid' }, {
+    steps: [
+      {
+        key: 'hook',
+        type: 'WEBHOOK',
+        config: { url: `${receiver.url}/paid`, headers: { 'X-Source': 'mailroom' }, body: '{"email":"{{contact.email}}","note":"{{trigger.note}}"}', retries: 3, timeoutMs: 2000 },
+      },
+      { key: 'check', type: 'CONDITION', config: { filter: [{ field: 'context.webhook.statusCode', operator: 'equals', value: 200 }] } },
+      { key: 'ok', type: 'EXIT', config: { reason: 'hook answered' } },
+      { key: 'ko', type: 'EXIT', config: { reason: 'unexpected' } },
+    ],
+    transitions: [
+      { from: null, to: 'hook' },
+      { from: 'hook', to: 'check' },
+      { from: 'check', to: 'ok', branch: 'yes' },
+      { from: 'check', to: 'ko', branch: 'no' },
+    ],
+  });
+  const to = recipient('hook');
+  receiver.failNext(2);
+  const before = receiver.received.length;
+  await track(p, to, 'paid', { note: 'say "hi"\\ \n' });
+  const x = await settled(p, wid, to, ['EXITED']);
+  expect(x.exitReason).toBe('hook answered');
+  expect(x.steps[0]).toMatchObject({ type: 'WEBHOOK', status: 'COMPLETED', attempts: 3 });
+  const calls = receiver.received.slice(before).filter((r) => r.body.includes(to));
+  expect(calls.map((c) => c.status)).toEqual([500, 500, 200]);
+  for (const c of calls) {
+    expect(c.headers['idempotency-key']).toBe(x.steps[0]!.id);
+    expect(c.headers['webhook-id']).toBe(x.steps[0]!.id);
+    expect(c.headers['x-source']).toBe('mailroom');
+    expect(verifyStandardWebhook(secret, c)).toBe(true);
+    expect(JSON.parse(c.body)).toEqual({ email: to, note: 'say "hi"\\ \n' });
+  }
+});
+
+test('contact.subscribed, a system event, starts a workflow', async () => {
+  const p = await createTestProject(api.database);
+  const wid = await setup(p, { type: 'EVENT', event: 'contact.subscribed' }, { steps: [{ key: 'x', type: 'EXIT', config: { reason: 'hello' } }], transitions: [{ from: null, to: 'x' }] });
+  const [joined, quiet] = [recipient('joined'), recipient('quiet')];
+  await client(api.app, p).post('/contacts', { email: joined, subscribed: true });
+  const q = await client(api.app, p).post('/contacts', { email: quiet, subscribed: false });
+  await settled(p, wid, joined, ['EXITED']);
+  expect(await executions(p, wid)).toHaveLength(1);
+  // Subscribing later (PATCH) is a subscription too.
+  await client(api.app, p).patch(`/contacts/${q.body.data.id}`, { subscribed: true });
+  await settled(p, wid, quiet, ['EXITED']);
+});
+
+test('a worker killed during a WEBHOOK call: another resumes the step with the same idempotency key, and the next email is sent once', async () => {
+  await worker?.stop();
+  worker = undefined;
+  const p = await createTestProject(api.database);
+  const tpl = await template(p);
+  const wid = await setup(p, { type: 'EVENT', event: 'crash' }, {
+    steps: [
+      { key: 'hook', type: 'WEBHOOK', config: { url: `${receiver.url}/crash`, timeoutMs: 3000, retries: 0 } },
+      { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } },
+    ],
+    transitions: [{ from: null, to: 'hook' }, { from: 'hook', to: 'send' }],
+  });
+  const to = recipient('crash');
+  const before = receiver.received.length;
+  receiver.hold(true);
+  const child = spawnWorker(env);
+  try {
+    await track(p, to, 'crash');
+    await waitFor(async () => receiver.received.slice(before).some((r) => r.body.includes(to)), 20_000, 'the first call');
+    child.kill('SIGKILL');
+    await exited(child);
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+  receiver.hold(false);
+  worker = await startWorker(config, { healthPort: null });
+  const x = await settled(p, wid, to, ['COMPLETED'], 40_000);
+  const calls = receiver.received.slice(before).filter((r) => r.body.includes(to));
+  expect(calls.length).toBe(2);
+  expect(new Set(calls.map((c) => c.headers['idempotency-key']))).toEqual(new Set([x.steps[0]!.id]));
+  expect(x.steps.map((s) => [s.type, s.status])).toEqual([
+    ['WEBHOOK', 'COMPLETED'],
+    ['SEND_EMAIL', 'COMPLETED'],
+  ]);
+  await waitFor(async () => (await sesSendsTo([to])).length === 1, 20_000, 'one email');
+  await new Promise((r) => setTimeout(r, 500));
+  expect(await sesSendsTo([to])).toHaveLength(1);
+}, 90_000);
