@@ -8,6 +8,7 @@
  *    move (`version`), and the step's effect commits in that move's transaction: the email row of SEND_EMAIL,
  *    the contact change of UPDATE_CONTACT. A retried job finds the version moved and repeats nothing; a cancel
  *    or a racing event makes the move fail and the effect roll back.
+ *    An execution of a disabled project is CANCELLED instead (its mail would be cancelled too).
  * 3. Stop at a DELAY or WAIT_FOR_EVENT (a delayed job wakes it), a WEBHOOK retry (a delayed job retries it), or a
  *    final status; release the lease; then enqueue send jobs and webhook deliveries of what committed.
  *
@@ -45,6 +46,7 @@ import {
 import {
   beginStepRun,
   claimExecution,
+  closeOpenRuns,
   conditionMatches,
   contactForSend,
   deferExecution,
@@ -112,7 +114,16 @@ class ExecutionRun {
   }
 
   /** Runs until the execution waits, ends, or the per-job step cap. @returns whether the cap stopped it. */
-  async run(): Promise<boolean> {
+  async run(projectDisabled: boolean): Promise<boolean> {
+    if (projectDisabled) {
+      // As its queued mail is cancelled, a disabled project's executions are: nothing of theirs runs any more.
+      await this.tx(async (tx, hooks) => {
+        const moved = await this.move(tx, hooks, this.x, { status: 'CANCELLED', error: 'project disabled' });
+        if (moved) await closeOpenRuns(tx, [moved.id], 'CANCELLED', 'project disabled');
+        return moved;
+      });
+      return false;
+    }
     for (let i = 0; i < MAX_STEPS_PER_JOB; i++) {
       const next = await this.advance();
       if (!next) return false;
@@ -185,7 +196,7 @@ class ExecutionRun {
   /** The move into `status` with its webhook event, when final. */
   private async move(tx: DbOrTx, hooks: WebhookDeliveryRef[], x: ExecutionRow, move: ExecutionMove): Promise<ExecutionRow | undefined> {
     const moved = await moveExecution(tx, x, this.lease, move);
-    if (moved && ['COMPLETED', 'EXITED', 'FAILED'].includes(move.status)) {
+    if (moved && ['COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'].includes(move.status)) {
       const type = `workflow.${move.status.toLowerCase()}`;
       const extra = { status: move.status, ...(move.exitReason ? { reason: move.exitReason } : {}), ...(move.error ? { error: move.error } : {}) };
       hooks.push(...(await recordWebhookEvents(tx, x.projectId, [{ type, data: this.hookData(x, extra) }])));
@@ -423,7 +434,7 @@ export function createWorkflowProcessor(deps: WorkflowProcessorDeps) {
     const run = new ExecutionRun(deps, claim.execution, graph, lease, log);
     let capped = false;
     try {
-      capped = await run.run();
+      capped = await run.run(claim.projectDisabled);
     } finally {
       await run.finish(capped);
     }

@@ -17,11 +17,11 @@ import type { DbOrTx } from '../client';
 import { compileFilter } from './segment-filter';
 import { recordWebhookEvents } from './webhooks';
 import { entryStepSql, type ExecutionRow, type StepRunRow, type WorkflowStepRow } from './workflows';
-import { workflowExecutions, workflowStepRuns } from '../schema';
+import { projects, workflowExecutions, workflowStepRuns } from '../schema';
 
 /** Why {@link claimExecution} did not lease. */
 export type ClaimOutcome =
-  | { kind: 'claimed'; execution: ExecutionRow }
+  | { kind: 'claimed'; execution: ExecutionRow; projectDisabled: boolean }
   | { kind: 'held'; until: Date }
   | { kind: 'final'; status: ExecutionStatus }
   | { kind: 'missing' };
@@ -41,7 +41,10 @@ export async function claimExecution(db: DbOrTx, id: string, token: string, leas
       ),
     )
     .returning();
-  if (row) return { kind: 'claimed', execution: row };
+  if (row) {
+    const [project] = await db.select({ disabled: projects.disabled }).from(projects).where(eq(projects.id, row.projectId));
+    return { kind: 'claimed', execution: row, projectDisabled: project?.disabled ?? true };
+  }
   const [seen] = await db
     .select({ status: workflowExecutions.status, leaseUntil: workflowExecutions.leaseUntil })
     .from(workflowExecutions)
@@ -252,8 +255,9 @@ export interface ExecutionRef {
  * - starts an execution of every enabled workflow triggered by each event (`ON CONFLICT (workflow_id, entry_key)
  *   DO NOTHING`: without re-entry a contact enters once, however many identical events arrive at once; with
  *   re-entry once per event), with `workflow.started`;
- * - wakes every execution WAITING for the event since before it was recorded (compare-and-set: `WAITING` and the
- *   version move together, so a timeout running at the same moment loses).
+ * - wakes every execution WAITING for the event since before it was recorded, and whose timeout had not passed
+ *   when it was (compare-and-set: `WAITING` and the version move together, so a timeout job running at the same
+ *   moment loses; an event recorded after the timeout leaves it to the timeout job).
  *
  * @returns the executions to run, and the webhook deliveries to enqueue once committed.
  */
@@ -274,6 +278,7 @@ export async function drainWorkflowInbox(
       jsonb_build_object('trigger', jsonb_build_object('name', e.name, 'eventId', e.id, 'data', e.data, 'at', e.created_at))
     from events e
     join workflows w on w.project_id = e.project_id and w.enabled and w.trigger_type = 'EVENT' and w.trigger_event = e.name
+    join projects p on p.id = e.project_id and not p.disabled
     where e.id = any(${ids})
     order by e.id
     on conflict (workflow_id, entry_key) do nothing
@@ -285,7 +290,7 @@ export async function drainWorkflowInbox(
       context = x.context || jsonb_build_object('event', jsonb_build_object('name', e.name, 'eventId', e.id, 'data', e.data, 'at', e.created_at))
     from events e
     where e.id = any(${ids}) and x.status = 'WAITING' and x.project_id = e.project_id and x.contact_id = e.contact_id
-      and x.wait_event = e.name and x.wait_since <= e.created_at
+      and x.wait_event = e.name and x.wait_since <= e.created_at and e.created_at <= x.due_at
     returning x.id, x.project_id, x.version
   `);
   const byProject = new Map<string, { type: string; data: Record<string, unknown> }[]>();
