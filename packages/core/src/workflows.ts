@@ -16,6 +16,7 @@ import { EmailAddress } from './contacts';
 import { validationError, type FieldError } from './errors';
 import { dataValidator } from './validation';
 import { parseSegmentFilter } from './segments';
+import { templateSyntaxErrors } from './templates';
 
 /** Step types. */
 export const WORKFLOW_STEP_TYPES = ['SEND_EMAIL', 'DELAY', 'WAIT_FOR_EVENT', 'CONDITION', 'WEBHOOK', 'UPDATE_CONTACT', 'EXIT'] as const;
@@ -95,7 +96,14 @@ export const STEP_CONFIG_SCHEMAS = {
       headers: Type.Optional(
         Type.Record(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$" }), Type.String({ maxLength: 2000, pattern: '^[^\\r\\n]*$' }), { maxProperties: 20 }),
       ),
-      body: Type.Optional(Type.String({ maxLength: 65_536, description: 'a template rendered against contact, trigger and context; default: a JSON summary' })),
+      body: Type.Optional(
+        Type.String({
+          maxLength: 65_536,
+          description:
+            'a template rendered against contact, trigger, event and context, strings JSON-escaped; default: a JSON summary. ' +
+            'Write `{{n}} }`, not `{{n}}}`, before a closing brace (three braces close a raw {{{…}}} tag)',
+        }),
+      ),
       timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 30_000, default: 10_000 })),
       retries: Type.Optional(Type.Integer({ minimum: 0, maximum: 10, default: 3 })),
     },
@@ -136,6 +144,7 @@ export function parseStepConfig<T extends WorkflowStepType>(type: T, config: unk
   }
   if (type === 'CONDITION') parseSegmentFilter(value.filter, `${field}.filter`, { allowContext: true });
   if (type === 'WEBHOOK') {
+    if (typeof value.body === 'string') errors.push(...templateSyntaxErrors({ [`${field}.body`]: value.body }));
     for (const name of Object.keys((value.headers as Record<string, string>) ?? {})) {
       if (RESERVED_HEADERS.test(name)) errors.push({ field: `${field}.headers.${name}`, message: 'is set by the platform', code: 'custom' });
     }
