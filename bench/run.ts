@@ -1,5 +1,5 @@
 /**
- * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback]`): print numbers, assert nothing.
+ * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows]`): print numbers, assert nothing.
  *
  * api    — POST /v1/send requests/s and p50/p99 latency (autocannon, 10 connections, API in its own process),
  *          for 1 and 10 recipients, beside the bare cost of the same SQL and Redis round trips without HTTP.
@@ -13,6 +13,9 @@
  *
  * feedback — SNS notifications/s at POST /webhooks/ses, signature check included, fresh and redelivered
  *          (bench/feedback.ts; BENCH_FEEDBACK_EVENTS sets the count).
+ * workflows — executions started per second from a burst of trigger events through /v1/track, the lag from an
+ *          event to its first step, and /v1/track latency with and without a workflow on the event
+ *          (bench/workflows.ts; BENCH_WORKFLOW_EVENTS sets the count).
  *
  * Uses its own database (`mailroom_bench`, re-created) and queue prefix; Postgres and Redis must answer.
  */
@@ -38,6 +41,7 @@ import { freePort, freshDatabase, startSesStack, waitForHttp } from '../test/sup
 import { benchContacts } from './contacts';
 import { benchCampaigns } from './campaigns';
 import { benchFeedback } from './feedback';
+import { benchWorkflows } from './workflows';
 import type { RecordedSend } from '../test/support/ses-recorder';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -219,7 +223,9 @@ async function benchWorker(baseEnv: Record<string, string>, database: Database, 
 
 async function main(): Promise<void> {
   const which = process.argv[2];
-  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback'].includes(which)) throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns or feedback`);
+  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows'].includes(which)) {
+    throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback or workflows`);
+  }
   const dbUrl = await freshDatabase(ADMIN_DB_URL, 'mailroom_bench');
   const ses = await startSesStack();
   const env = {
@@ -241,6 +247,7 @@ async function main(): Promise<void> {
     if (!which || which === 'contacts') results.contacts = await benchContacts(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'campaigns') results.campaigns = await benchCampaigns(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'feedback') results.feedback = await benchFeedback(env, config, database, await project(database), spawnApp, stop);
+    if (!which || which === 'workflows') results.workflows = await benchWorkflows(env, config, database, await project(database), spawnApp, stop);
   } finally {
     await database.close();
     ses.stop();

@@ -59,6 +59,7 @@ import {
   loadWorkflowGraph,
   replaceGraph,
   startManualExecution,
+  touchWorkflow,
   updateStep,
   updateWorkflow,
   workflowWebhookSecret,
@@ -302,6 +303,7 @@ export function workflowRoutes(deps: AppDeps) {
       if (!(await lockWorkflow(tx, projectId, workflowId))) throw notFound('Workflow');
       const w = (await getWorkflow(tx, projectId, workflowId))!;
       const result = await change(tx, w);
+      await touchWorkflow(tx, projectId, workflowId);
       if (w.enabled) {
         const g = (await loadWorkflowGraph(tx, projectId, workflowId))!;
         const errors = storedGraphErrors(g);
@@ -626,6 +628,7 @@ export function workflowRoutes(deps: AppDeps) {
             if (kept && kept.type !== s.type) foreign.push({ field: `steps.${i}.type`, message: `step ${s.id} is a ${kept.type}; a step's type cannot change`, code: 'custom' });
           });
           if (foreign.length > 0) throw validationError(foreign);
+          await touchWorkflow(tx, auth.projectId, params.id);
           return replaceGraph(
             tx,
             auth.projectId,

@@ -46,7 +46,6 @@ import {
 import {
   beginStepRun,
   claimExecution,
-  closeOpenRuns,
   conditionMatches,
   contactForSend,
   deferExecution,
@@ -54,20 +53,19 @@ import {
   eventForWait,
   extendLease,
   finishStepRun,
-  finishWaitingRun,
   getContact,
   getTemplate,
   insertQueuedEmails,
   leasedExecution,
   loadWorkflowGraph,
   moveExecution,
-  recordWebhookEvents,
   releaseExecution,
   updateContact,
   workflowWebhookSecret,
   type Database,
   type DbOrTx,
   type ExecutionMove,
+  type MoveEffects,
   type ExecutionRow,
   type StepRunRow,
   type WorkflowGraph,
@@ -101,6 +99,8 @@ class ExecutionRun {
   private readonly sends: string[] = [];
   /** A delayed job to add when the run stops: version, due time, id suffix. */
   private wake: { version: number; at: Date; suffix?: string } | undefined;
+  /** The run begun by the last move (the step the execution now stands on). */
+  private begun: StepRunRow | undefined;
   steps = 0;
 
   constructor(
@@ -117,11 +117,7 @@ class ExecutionRun {
   async run(projectDisabled: boolean): Promise<boolean> {
     if (projectDisabled) {
       // As its queued mail is cancelled, a disabled project's executions are: nothing of theirs runs any more.
-      await this.tx(async (tx, hooks) => {
-        const moved = await this.move(tx, hooks, this.x, { status: 'CANCELLED', error: 'project disabled' });
-        if (moved) await closeOpenRuns(tx, [moved.id], 'CANCELLED', 'project disabled');
-        return moved;
-      });
+      await this.move(this.db, this.x, { status: 'CANCELLED', error: 'project disabled' }, { endRun: { target: 'open', status: 'CANCELLED', error: 'project disabled' } });
       return false;
     }
     for (let i = 0; i < MAX_STEPS_PER_JOB; i++) {
@@ -132,9 +128,10 @@ class ExecutionRun {
     return true;
   }
 
-  /** Releases the lease, then hands over what committed: send jobs, webhook deliveries, the next job. */
+  /** Releases the lease (a final move already did), then hands over what committed: send jobs, webhook deliveries, the next job. */
   async finish(capped: boolean): Promise<void> {
-    const after = await releaseExecution(this.db, this.x.id, this.lease);
+    const live = (s: string) => s === 'RUNNING' || s === 'WAITING';
+    const after = live(this.x.status) ? await releaseExecution(this.db, this.x.id, this.lease) : undefined;
     const { deps, log } = this;
     if (this.sends.length > 0) {
       try {
@@ -150,9 +147,8 @@ class ExecutionRun {
       await enqueueExecutions(deps.workflowQueue, [{ ...this.x, version: this.wake.version }], log, this.wake.at.getTime() - Date.now(), this.wake.suffix);
     }
     // Moved by someone else while leased (an event woke it), or stopped by the cap: run it again now.
-    const live = after && (after.status === 'RUNNING' || after.status === 'WAITING');
     const due = after && (!after.dueAt || after.dueAt.getTime() <= Date.now());
-    if (live && due && (capped || after.version !== this.x.version)) {
+    if (after && live(after.status) && due && (capped || after.version !== this.x.version)) {
       await enqueueExecutions(deps.workflowQueue, [after], log, 0, this.lease.slice(0, 8));
     }
   }
@@ -161,25 +157,24 @@ class ExecutionRun {
     return id ? this.graph.steps.find((s) => s.id === id) : undefined;
   }
 
-  private nextOf(stepId: string, branch: WorkflowBranch): string | undefined {
-    return this.graph.transitions.find((t) => t.fromStepId === stepId && t.branch === branch)?.toStepId;
+  private nextOf(stepId: string, branch: WorkflowBranch): WorkflowStepRow | undefined {
+    return this.step(this.graph.transitions.find((t) => t.fromStepId === stepId && t.branch === branch)?.toStepId ?? null);
   }
 
-  /** Runs `fn` in a transaction that commits only when it returns a row; its webhook deliveries are kept then. */
-  private async tx(fn: (tx: DbOrTx, hooks: WebhookDeliveryRef[]) => Promise<ExecutionRow | undefined>): Promise<ExecutionRow | undefined> {
-    const hooks: WebhookDeliveryRef[] = [];
-    try {
-      const row = await this.db.transaction(async (tx) => {
-        const r = await fn(tx, hooks);
-        if (!r) throw new Rollback();
-        return r;
-      });
-      this.deliveries.push(...hooks);
-      return row;
-    } catch (err) {
-      if (err instanceof Rollback) return this.lost();
-      throw err;
-    }
+  /**
+   * One move with its effects. A final move announces `workflow.<status>`. @returns the moved row, or (another
+   * mover won) the row as it now is if still ours and live, else undefined.
+   */
+  private async move(db: DbOrTx, x: ExecutionRow, move: ExecutionMove, effects: MoveEffects = {}): Promise<ExecutionRow | undefined> {
+    const final = ['COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'].includes(move.status);
+    const extra = { status: move.status, ...(move.exitReason ? { reason: move.exitReason } : {}), ...(move.error ? { error: move.error } : {}) };
+    const hook = final ? { type: `workflow.${move.status.toLowerCase()}`, data: { workflowId: x.workflowId, executionId: x.id, contactId: x.contactId, ...extra } } : undefined;
+    const r = await moveExecution(db, x, this.lease, move, { ...effects, ...(hook ? { hook } : {}) });
+    if (!r.execution) return undefined;
+    this.deliveries.push(...r.deliveries);
+    this.begun = r.run;
+    if (final) this.log.info(extra, 'workflow execution ended');
+    return r.execution;
   }
 
   /** A move lost its compare-and-set: continue with the row as it now is, if it is still ours and live. */
@@ -189,59 +184,62 @@ class ExecutionRun {
     return row;
   }
 
-  private hookData(x: ExecutionRow, extra: Record<string, unknown>) {
-    return { workflowId: x.workflowId, executionId: x.id, contactId: x.contactId, ...extra };
-  }
-
-  /** The move into `status` with its webhook event, when final. */
-  private async move(tx: DbOrTx, hooks: WebhookDeliveryRef[], x: ExecutionRow, move: ExecutionMove): Promise<ExecutionRow | undefined> {
-    const moved = await moveExecution(tx, x, this.lease, move);
-    if (moved && ['COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'].includes(move.status)) {
-      const type = `workflow.${move.status.toLowerCase()}`;
-      const extra = { status: move.status, ...(move.exitReason ? { reason: move.exitReason } : {}), ...(move.error ? { error: move.error } : {}) };
-      hooks.push(...(await recordWebhookEvents(tx, x.projectId, [{ type, data: this.hookData(x, extra) }])));
-    }
-    return moved;
-  }
-
-  /** Leaves `step` by `branch`: to the next step, or COMPLETED when the branch leads nowhere. */
-  private follow(tx: DbOrTx, hooks: WebhookDeliveryRef[], x: ExecutionRow, step: WorkflowStepRow, branch: WorkflowBranch, context?: Record<string, unknown>) {
+  /** The move that leaves `step` by `branch`: to the next step (its run begun), or COMPLETED when the branch leads nowhere. */
+  private leave(step: WorkflowStepRow, branch: WorkflowBranch, context?: Record<string, unknown>): { move: ExecutionMove; beginRun?: MoveEffects['beginRun'] } {
     const to = this.nextOf(step.id, branch);
-    return this.move(tx, hooks, x, to ? { status: 'RUNNING', currentStepId: to, resumeBranch: null, context } : { status: 'COMPLETED', resumeBranch: null, context });
+    return to
+      ? { move: { status: 'RUNNING', currentStepId: to.id, resumeBranch: null, context }, beginRun: { stepId: to.id, stepType: to.type } }
+      : { move: { status: 'COMPLETED', resumeBranch: null, context } };
   }
 
   /**
-   * Ends a step run and moves on by `branch`, with `effect` committed in the same transaction after the move's
-   * compare-and-set succeeded.
+   * Ends a step run and moves on by `branch`. `effect` (the step's own write) commits in the same transaction,
+   * after the move's compare-and-set succeeded; without one the move is a single statement.
    */
-  private done(
+  private async done(
     run: StepRunRow,
     step: WorkflowStepRow,
     branch: WorkflowBranch,
     end: { status: 'COMPLETED' | 'SKIPPED'; output?: Record<string, unknown> },
-    effect?: (tx: DbOrTx) => Promise<void>,
-    context?: Record<string, unknown>,
-  ) {
+    opts: { effect?: (tx: DbOrTx) => Promise<unknown>; context?: Record<string, unknown>; committed?: () => void } = {},
+  ): Promise<ExecutionRow | undefined> {
     const x = this.x;
-    return this.tx(async (tx, hooks) => {
-      const moved = await this.follow(tx, hooks, x, step, branch, context);
-      if (!moved) return undefined;
-      if (effect) await effect(tx);
-      await finishStepRun(tx, run.id, { status: end.status, branch, output: end.output, error: null });
+    const { move, beginRun } = this.leave(step, branch, opts.context);
+    const effects: MoveEffects = { endRun: { target: { id: run.id }, status: end.status, branch, output: end.output, error: null }, beginRun };
+    const { effect } = opts;
+    if (!effect) {
+      const moved = await this.move(this.db, x, move, effects);
+      if (moved) opts.committed?.();
+      return moved ?? this.lost();
+    }
+    const mark = this.deliveries.length;
+    try {
+      const moved = await this.db.transaction(async (tx) => {
+        const m = await this.move(tx, x, move, effects);
+        if (!m) throw new Rollback();
+        await effect(tx);
+        return m;
+      });
+      opts.committed?.();
       return moved;
-    });
+    } catch (err) {
+      // Rolled back: nothing the move wrote exists.
+      this.deliveries.length = mark;
+      this.begun = undefined;
+      if (err instanceof Rollback) return this.lost();
+      throw err;
+    }
   }
 
-  /** Ends the execution EXITED or FAILED, closing the step run (a lost compare-and-set continues with the winner). */
-  private end(run: StepRunRow | undefined, status: 'EXITED' | 'FAILED', reason: string): Promise<ExecutionRow | undefined> {
-    const x = this.x;
-    return this.tx(async (tx, hooks) => {
-      const moved = await this.move(tx, hooks, x, status === 'EXITED' ? { status, exitReason: reason } : { status, error: reason });
-      if (!moved) return undefined;
-      if (run) await finishStepRun(tx, run.id, status === 'FAILED' ? { status: 'FAILED', error: reason } : { status: 'COMPLETED', output: { reason } });
-      this.log.info({ status, reason }, 'workflow execution ended');
-      return moved;
-    });
+  /** Ends the execution EXITED or FAILED, closing the step run. */
+  private async end(run: StepRunRow | undefined, status: 'EXITED' | 'FAILED', reason: string): Promise<ExecutionRow | undefined> {
+    const move: ExecutionMove = status === 'EXITED' ? { status, exitReason: reason } : { status, error: reason };
+    const endRun: MoveEffects['endRun'] = run
+      ? status === 'FAILED'
+        ? { target: { id: run.id }, status: 'FAILED', error: reason }
+        : { target: { id: run.id }, status: 'COMPLETED', output: { reason } }
+      : undefined;
+    return (await this.move(this.db, this.x, move, endRun ? { endRun } : {})) ?? this.lost();
   }
 
   /** One move. @returns the execution to continue with, or undefined to stop. */
@@ -264,19 +262,18 @@ class ExecutionRun {
         branch = event ? 'event' : 'timeout';
         if (event) context = { event: eventContext(event) };
       }
-      return (await moveExecution(this.db, x, this.lease, { status: 'RUNNING', resumeBranch: branch, context })) ?? this.lost();
+      return (await this.move(this.db, x, { status: 'RUNNING', resumeBranch: branch, context })) ?? this.lost();
     }
-    if (!x.currentStepId) return this.tx((tx, hooks) => this.move(tx, hooks, x, { status: 'COMPLETED' }));
+    if (!x.currentStepId) return (await this.move(this.db, x, { status: 'COMPLETED' })) ?? this.lost();
     if (!step) return this.end(undefined, 'EXITED', 'step removed');
     if (x.resumeBranch) {
+      // A DELAY or WAIT_FOR_EVENT ended: close its run along the branch and go on.
       const branch = x.resumeBranch as WorkflowBranch;
-      return this.tx(async (tx, hooks) => {
-        const moved = await this.follow(tx, hooks, x, step, branch);
-        if (moved) await finishWaitingRun(tx, x.id, branch, branch === 'event' ? { event: x.context.event } : undefined);
-        return moved;
-      });
+      const { move, beginRun } = this.leave(step, branch);
+      const output = branch === 'event' ? { event: x.context.event } : undefined;
+      return (await this.move(this.db, x, move, { endRun: { target: 'open', status: 'COMPLETED', branch, ...(output ? { output } : {}) }, beginRun })) ?? this.lost();
     }
-    const run = await beginStepRun(this.db, x, step);
+    const run = this.begun && this.begun.executionId === x.id && this.begun.version === x.version ? this.begun : await beginStepRun(this.db, x, step);
     switch (step.type) {
       case 'SEND_EMAIL':
         return this.sendEmail(run, step, step.config as StepConfig<'SEND_EMAIL'>);
@@ -293,8 +290,8 @@ class ExecutionRun {
       }
       case 'UPDATE_CONTACT': {
         const cfg = step.config as StepConfig<'UPDATE_CONTACT'>;
-        return this.done(run, step, 'next', { status: 'COMPLETED', output: { ...cfg } }, async (tx) => {
-          await updateContact(tx, x.projectId, x.contactId, { data: cfg.data, subscribed: cfg.subscribed });
+        return this.done(run, step, 'next', { status: 'COMPLETED', output: { ...cfg } }, {
+          effect: (tx) => updateContact(tx, x.projectId, x.contactId, { data: cfg.data, subscribed: cfg.subscribed }),
         });
       }
       case 'WEBHOOK':
@@ -306,23 +303,20 @@ class ExecutionRun {
 
   /** DELAY (`event` null) or WAIT_FOR_EVENT: WAITING until `ms` from now, the step run open until it ends. */
   private async wait(run: StepRunRow, ms: number, event: string | null): Promise<ExecutionRow | undefined> {
-    const x = this.x;
     const until = new Date(Date.now() + ms);
-    const waiting = await this.tx(async (tx) => {
-      const moved = await moveExecution(tx, x, this.lease, { status: 'WAITING', dueAt: until, waitEvent: event, resumeBranch: null });
-      if (moved) await finishStepRun(tx, run.id, { status: 'WAITING', output: { until: until.toISOString(), ...(event ? { event } : {}) } });
-      return moved;
-    });
-    if (!waiting || waiting.status !== 'WAITING') return waiting;
+    const waiting = await this.move(
+      this.db,
+      this.x,
+      { status: 'WAITING', dueAt: until, waitEvent: event, resumeBranch: null },
+      { endRun: { target: { id: run.id }, status: 'WAITING', output: { until: until.toISOString(), ...(event ? { event } : {}) } } },
+    );
+    if (!waiting) return this.lost();
+    this.x = waiting;
     if (event) {
       // An event committed while the wait was committing reached no inbox: look for it now.
       const early = await eventForWait(this.db, waiting);
-      if (early) {
-        this.x = waiting;
-        return (await moveExecution(this.db, waiting, this.lease, { status: 'RUNNING', resumeBranch: 'event', context: { event: eventContext(early) } })) ?? this.lost();
-      }
+      if (early) return (await this.move(this.db, waiting, { status: 'RUNNING', resumeBranch: 'event', context: { event: eventContext(early) } })) ?? this.lost();
     }
-    this.x = waiting;
     this.wake = { version: waiting.version, at: until };
     return undefined;
   }
@@ -339,30 +333,30 @@ class ExecutionRun {
     if (!from) return this.end(run, 'FAILED', 'neither the step nor the template has a from address');
     const emailId = newId();
     const variables = { ...(cfg.data ?? {}), trigger: (x.context.trigger as { data?: unknown } | undefined)?.data ?? {}, event: (x.context.event as { data?: unknown } | undefined)?.data ?? {} };
-    const moved = await this.done(run, step, 'next', { status: 'COMPLETED', output: { emailId } }, (tx) =>
-      insertQueuedEmails(tx, [
-        {
-          id: emailId,
-          projectId: x.projectId,
-          contactId: x.contactId,
-          templateId: template.id,
-          workflowExecutionId: x.id,
-          workflowStepRunId: run.id,
-          marketing,
-          source: 'workflow',
-          toEmail: contact.email,
-          fromEmail: from,
-          fromName: cfg.fromName ?? template.fromName,
-          replyTo: cfg.replyTo ?? template.replyTo,
-          subject: template.subject,
-          body: template.body,
-          bodyFormat: 'html',
-          variables,
-        },
-      ]),
-    );
-    if (moved) this.sends.push(emailId);
-    return moved;
+    return this.done(run, step, 'next', { status: 'COMPLETED', output: { emailId } }, {
+      effect: (tx) =>
+        insertQueuedEmails(tx, [
+          {
+            id: emailId,
+            projectId: x.projectId,
+            contactId: x.contactId,
+            templateId: template.id,
+            workflowExecutionId: x.id,
+            workflowStepRunId: run.id,
+            marketing,
+            source: 'workflow',
+            toEmail: contact.email,
+            fromEmail: from,
+            fromName: cfg.fromName ?? template.fromName,
+            replyTo: cfg.replyTo ?? template.replyTo,
+            subject: template.subject,
+            body: template.body,
+            bodyFormat: 'html',
+            variables,
+          },
+        ]),
+      committed: () => this.sends.push(emailId),
+    });
   }
 
   private async webhook(run: StepRunRow, step: WorkflowStepRow, cfg: StepConfig<'WEBHOOK'>): Promise<ExecutionRow | undefined> {
@@ -393,7 +387,7 @@ class ExecutionRun {
       } catch {
         // Not JSON: kept as text.
       }
-      return this.done(run, step, 'next', { status: 'COMPLETED', output }, undefined, { webhook: { statusCode: res.statusCode, body: parsed } });
+      return this.done(run, step, 'next', { status: 'COMPLETED', output }, { context: { webhook: { statusCode: res.statusCode, body: parsed } } });
     }
     const error = res.error ?? `HTTP ${res.statusCode}`;
     const refused = res.error?.startsWith('refused') ?? false;
@@ -409,10 +403,27 @@ class ExecutionRun {
   }
 }
 
+/** Graphs kept in memory per worker process (workflows). */
+const GRAPH_CACHE_SIZE = 500;
+
 /** Creates the BullMQ processor function of the `workflow` queue. */
 export function createWorkflowProcessor(deps: WorkflowProcessorDeps) {
   const { config } = deps;
   const { db } = deps.database;
+  // Graphs by workflow, valid while the workflow's updated_at (read with each claim) is unchanged: every graph
+  // edit moves it in the edit's transaction.
+  // A graph loaded after the claim may be newer than the claim's version: kept under that version, it is served
+  // to claims of that version only, and a newer claim reloads.
+  const graphs = new Map<string, { version: string; graph: WorkflowGraph }>();
+  const graphOf = async (projectId: string, workflowId: string, version: string): Promise<WorkflowGraph | undefined> => {
+    const hit = graphs.get(workflowId);
+    if (hit && hit.version === version) return hit.graph;
+    const graph = await loadWorkflowGraph(db, projectId, workflowId);
+    if (!graph) return undefined;
+    if (graphs.size >= GRAPH_CACHE_SIZE) graphs.delete(graphs.keys().next().value!);
+    graphs.set(workflowId, { version, graph });
+    return graph;
+  };
   return async (job: Job, token?: string): Promise<WorkflowJobResult> => {
     const checked = validatePayload(job.data);
     if (!checked.ok) throw new UnrecoverableError(`invalid workflow payload: ${JSON.stringify(checked.errors)}`);
@@ -426,7 +437,7 @@ export function createWorkflowProcessor(deps: WorkflowProcessorDeps) {
       throw new DelayedError();
     }
     if (claim.kind !== 'claimed') return { outcome: 'skipped', reason: claim.kind === 'final' ? `execution already ${claim.status}` : 'execution no longer exists' };
-    const graph = await loadWorkflowGraph(db, projectId, claim.execution.workflowId);
+    const graph = await graphOf(projectId, claim.execution.workflowId, claim.workflowVersion);
     if (!graph) {
       await releaseExecution(db, executionId, lease);
       return { outcome: 'skipped', reason: 'workflow no longer exists' };

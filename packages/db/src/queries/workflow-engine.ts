@@ -11,23 +11,25 @@
  *
  * @module
  */
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, getTableColumns, inArray, sql } from 'drizzle-orm';
 import { newId, type ExecutionStatus, type SegmentFilter, type StepRunStatus, type WebhookDeliveryRef } from '@mailroom/core';
 import type { DbOrTx } from '../client';
 import { compileFilter } from './segment-filter';
-import { recordWebhookEvents } from './webhooks';
+import { endpointWants, recordWebhookEvents } from './webhooks';
 import { entryStepSql, type ExecutionRow, type StepRunRow, type WorkflowStepRow } from './workflows';
-import { projects, workflowExecutions, workflowStepRuns } from '../schema';
+import { workflowExecutions, workflowStepRuns } from '../schema';
 
 /** Why {@link claimExecution} did not lease. */
 export type ClaimOutcome =
-  | { kind: 'claimed'; execution: ExecutionRow; projectDisabled: boolean }
+  | { kind: 'claimed'; execution: ExecutionRow; projectDisabled: boolean; workflowVersion: string }
   | { kind: 'held'; until: Date }
   | { kind: 'final'; status: ExecutionStatus }
   | { kind: 'missing' };
 
 /**
- * Leases a live (RUNNING or WAITING) execution for `leaseMs` unless another worker holds an unexpired lease.
+ * Leases a live (RUNNING or WAITING) execution for `leaseMs` unless another worker holds an unexpired lease, in
+ * one statement that also reads whether its project is disabled and its workflow's `updated_at` in µs (which every
+ * graph edit moves: the engine caches graphs by it).
  */
 export async function claimExecution(db: DbOrTx, id: string, token: string, leaseMs: number): Promise<ClaimOutcome> {
   const [row] = await db
@@ -40,10 +42,14 @@ export async function claimExecution(db: DbOrTx, id: string, token: string, leas
         sql`(${workflowExecutions.leaseUntil} is null or ${workflowExecutions.leaseUntil} < now())`,
       ),
     )
-    .returning();
+    .returning({
+      ...getTableColumns(workflowExecutions),
+      projectDisabled: sql<boolean>`(select p.disabled from projects p where p.id = ${workflowExecutions.projectId})`,
+      workflowVersion: sql<string>`(select (extract(epoch from w.updated_at) * 1000000)::bigint::text from workflows w where w.id = ${workflowExecutions.workflowId})`,
+    });
   if (row) {
-    const [project] = await db.select({ disabled: projects.disabled }).from(projects).where(eq(projects.id, row.projectId));
-    return { kind: 'claimed', execution: row, projectDisabled: project?.disabled ?? true };
+    const { projectDisabled, workflowVersion, ...execution } = row;
+    return { kind: 'claimed', execution, projectDisabled: projectDisabled !== false, workflowVersion };
   }
   const [seen] = await db
     .select({ status: workflowExecutions.status, leaseUntil: workflowExecutions.leaseUntil })
@@ -97,37 +103,114 @@ export interface ExecutionMove {
 
 const FINAL: readonly ExecutionStatus[] = ['COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'];
 
+/** What commits with a move, in the move's statement (only if the compare-and-set succeeds). */
+export interface MoveEffects {
+  /** Ends a step run: the run `id`, or `open` (the execution's RUNNING or WAITING run). */
+  endRun?: { target: { id: string } | 'open'; status: StepRunStatus; branch?: string | null; output?: Record<string, unknown>; error?: string | null };
+  /** Begins the run of the step the move leads to, at the new version (returned as `run`). */
+  beginRun?: { stepId: string; stepType: string };
+  /** A webhook event, written to the outbox for the project's subscribed endpoints. */
+  hook?: { type: string; data: Record<string, unknown> };
+}
+
+/** Result of {@link moveExecution}. */
+export interface MoveResult {
+  /** The moved row; undefined when another mover won (nothing was written). */
+  execution: ExecutionRow | undefined;
+  /** The run begun by `beginRun`. */
+  run?: StepRunRow;
+  deliveries: WebhookDeliveryRef[];
+}
+
+const EXECUTION_DATES = new Set(['dueAt', 'waitSince', 'leaseUntil', 'createdAt', 'updatedAt', 'finishedAt', 'startedAt']);
+
+/** A row read as JSON (`to_jsonb`): camelCase keys, timestamps as Dates. */
+function rowFromJson<T>(j: Record<string, unknown>): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(j)) {
+    const key = k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+    out[key] = EXECUTION_DATES.has(key) && typeof v === 'string' ? new Date(v) : v;
+  }
+  return out as T;
+}
+
 /**
- * Compare-and-set: moves the execution from `from.version` (which it must still have, live, under this lease)
- * and bumps the version. @returns the moved row, or `undefined` when another mover won.
+ * Compare-and-set: moves the execution from `from.version` (which it must still have, live, under this lease),
+ * bumps the version, and commits `effects` in the same statement (one round trip, atomic without a
+ * transaction). A final move also ends the lease.
+ *
+ * @returns the moved row (undefined when another mover won), the begun run, the webhook deliveries to enqueue.
  */
-export async function moveExecution(tx: DbOrTx, from: { id: string; version: number }, token: string, move: ExecutionMove): Promise<ExecutionRow | undefined> {
+export async function moveExecution(
+  db: DbOrTx,
+  from: { id: string; version: number },
+  token: string,
+  move: ExecutionMove,
+  effects: MoveEffects = {},
+): Promise<MoveResult> {
   const final = FINAL.includes(move.status);
-  const [row] = await tx
-    .update(workflowExecutions)
-    .set({
-      status: move.status,
-      version: sql`${workflowExecutions.version} + 1`,
-      ...(move.currentStepId !== undefined ? { currentStepId: move.currentStepId } : {}),
-      dueAt: final ? null : (move.dueAt ?? sql`now()`),
-      ...(move.waitEvent !== undefined ? { waitEvent: move.waitEvent, waitSince: move.waitEvent ? sql`clock_timestamp()` : null } : {}),
-      ...(move.resumeBranch !== undefined ? { resumeBranch: move.resumeBranch } : {}),
-      ...(move.context ? { context: sql`${workflowExecutions.context} || ${JSON.stringify(move.context)}::jsonb` } : {}),
-      ...(move.exitReason !== undefined ? { exitReason: move.exitReason } : {}),
-      ...(move.error !== undefined ? { error: move.error } : {}),
-      ...(final ? { finishedAt: new Date(), waitEvent: null } : {}),
-      updatedAt: new Date(),
-    })
-    .where(
-      and(
-        eq(workflowExecutions.id, from.id),
-        eq(workflowExecutions.version, from.version),
-        eq(workflowExecutions.leaseToken, token),
-        inArray(workflowExecutions.status, ['RUNNING', 'WAITING']),
-      ),
+  const setStep = move.currentStepId !== undefined;
+  const setWait = move.waitEvent !== undefined;
+  const setResume = move.resumeBranch !== undefined;
+  const end = effects.endRun;
+  const endById = end && end.target !== 'open' ? end.target.id : null;
+  const hookType = effects.hook?.type ?? null;
+  const rows = await db.execute<{ execution: Record<string, unknown> | null; run: Record<string, unknown> | null; deliveries: WebhookDeliveryRef[] }>(sql`
+    with moved as (
+      update workflow_executions x set
+        status = ${move.status},
+        version = x.version + 1,
+        current_step_id = case when ${setStep}::boolean then ${move.currentStepId ?? null}::uuid else x.current_step_id end,
+        due_at = case when ${final}::boolean then null else coalesce(${move.dueAt?.toISOString() ?? null}::timestamptz, now()) end,
+        wait_event = case when ${final}::boolean then null when ${setWait}::boolean then ${move.waitEvent ?? null}::text else x.wait_event end,
+        wait_since = case when ${setWait}::boolean then (case when ${move.waitEvent ?? null}::text is null then null else clock_timestamp() end) else x.wait_since end,
+        resume_branch = case when ${setResume}::boolean then ${move.resumeBranch ?? null}::text else x.resume_branch end,
+        context = x.context || ${JSON.stringify(move.context ?? {})}::jsonb,
+        exit_reason = coalesce(${move.exitReason ?? null}::text, x.exit_reason),
+        error = coalesce(${move.error ?? null}::text, x.error),
+        finished_at = case when ${final}::boolean then now() else x.finished_at end,
+        lease_token = case when ${final}::boolean then null else x.lease_token end,
+        lease_until = case when ${final}::boolean then null else x.lease_until end,
+        updated_at = now()
+      where x.id = ${from.id}::uuid and x.version = ${from.version} and x.lease_token = ${token}::uuid and x.status in ('RUNNING', 'WAITING')
+      returning x.*
+    ),
+    run_end as (
+      update workflow_step_runs r set
+        status = ${end?.status ?? 'COMPLETED'},
+        branch = case when ${end?.branch !== undefined}::boolean then ${end?.branch ?? null}::text else r.branch end,
+        output = coalesce(${end?.output ? JSON.stringify(end.output) : null}::jsonb, r.output),
+        error = case when ${end?.error !== undefined}::boolean then ${end?.error ?? null}::text else r.error end,
+        finished_at = case when ${end?.status ?? 'COMPLETED'} in ('RUNNING', 'WAITING') then null else now() end
+      from moved m
+      where ${end !== undefined}::boolean and r.execution_id = m.id
+        and (case when ${endById}::uuid is null then r.status in ('RUNNING', 'WAITING') else r.id = ${endById}::uuid end)
+    ),
+    run_begin as (
+      insert into workflow_step_runs (id, execution_id, project_id, step_id, step_type, version, status)
+      select ${newId()}::uuid, m.id, m.project_id, ${effects.beginRun?.stepId ?? null}::uuid, ${effects.beginRun?.stepType ?? null}::text, m.version, 'RUNNING'
+      from moved m where ${effects.beginRun !== undefined}::boolean
+      on conflict (execution_id, version) do nothing
+      returning *
+    ),
+    hooks as (
+      insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload)
+      select mailroom_uuid_v7(clock_timestamp()), m.project_id, w.id, ${hookType}::text,
+        jsonb_build_object('type', ${hookType}::text, 'timestamp', ${new Date().toISOString()}::text, 'data', ${JSON.stringify(effects.hook?.data ?? {})}::jsonb)
+      from moved m join webhook_endpoints w on w.project_id = m.project_id and ${endpointWants(sql`${hookType}::text`)}
+      where ${hookType}::text is not null
+      returning id, project_id, generation
     )
-    .returning();
-  return row;
+    select (select to_jsonb(m) from moved m) as execution,
+      (select to_jsonb(b) from run_begin b) as run,
+      coalesce((select json_agg(json_build_object('id', id, 'projectId', project_id, 'generation', generation)) from hooks), '[]'::json) as deliveries
+  `);
+  const r = rows.rows[0]!;
+  return {
+    execution: r.execution ? rowFromJson<ExecutionRow>(r.execution) : undefined,
+    ...(r.run ? { run: rowFromJson<StepRunRow>(r.run) } : {}),
+    deliveries: r.deliveries,
+  };
 }
 
 /** Sets when a RUNNING execution's step is retried (WEBHOOK backoff), without a move. */
@@ -143,14 +226,12 @@ export async function deferExecution(db: DbOrTx, id: string, token: string, dueA
  * is the idempotency key of the step's effect).
  */
 export async function beginStepRun(db: DbOrTx, x: ExecutionRow, step: WorkflowStepRow): Promise<StepRunRow> {
-  await db
+  // One round trip: the new run, or (a retried job) the one already begun at this version.
+  const [run] = await db
     .insert(workflowStepRuns)
     .values({ id: newId(), executionId: x.id, projectId: x.projectId, stepId: step.id, stepType: step.type, version: x.version, status: 'RUNNING' })
-    .onConflictDoNothing();
-  const [run] = await db
-    .select()
-    .from(workflowStepRuns)
-    .where(and(eq(workflowStepRuns.executionId, x.id), eq(workflowStepRuns.version, x.version)));
+    .onConflictDoUpdate({ target: [workflowStepRuns.executionId, workflowStepRuns.version], set: { executionId: sql`excluded.execution_id` } })
+    .returning();
   return run!;
 }
 
@@ -172,14 +253,6 @@ export async function finishStepRun(
       ...(waiting ? {} : { finishedAt: new Date() }),
     })
     .where(eq(workflowStepRuns.id, runId));
-}
-
-/** Completes the WAITING run of an execution (a delay or wait that ended) along `branch`. */
-export async function finishWaitingRun(tx: DbOrTx, executionId: string, branch: string, output?: Record<string, unknown>): Promise<void> {
-  await tx
-    .update(workflowStepRuns)
-    .set({ status: 'COMPLETED', branch, finishedAt: new Date(), ...(output ? { output } : {}) })
-    .where(and(eq(workflowStepRuns.executionId, executionId), eq(workflowStepRuns.status, 'WAITING')));
 }
 
 /** A recorded event, as the engine hands it to an execution's context. */

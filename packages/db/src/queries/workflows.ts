@@ -57,6 +57,14 @@ export async function lockWorkflow(tx: DbOrTx, projectId: string, id: string): P
   return rows.rows.length > 0;
 }
 
+/**
+ * Moves a workflow's `updated_at`: every change of its graph does, in the change's transaction, so the engine's
+ * graph cache (keyed by it) never runs an execution on a stale graph.
+ */
+export async function touchWorkflow(tx: DbOrTx, projectId: string, id: string): Promise<void> {
+  await tx.execute(sql`update workflows set updated_at = clock_timestamp() where project_id = ${projectId}::uuid and id = ${id}::uuid`);
+}
+
 /** A workflow with its steps and transitions (both in creation order), or `undefined`. */
 export async function loadWorkflowGraph(db: DbOrTx, projectId: string, id: string): Promise<WorkflowGraph | undefined> {
   const workflow = await getWorkflow(db, projectId, id);
