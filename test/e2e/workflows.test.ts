@@ -9,9 +9,9 @@
 import { randomUUID } from 'node:crypto';
 import { and, eq } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/core';
-import { contacts, emails, projects, workflowExecutions } from '@mailroom/db';
+import { contacts, emails, projects, workflowExecutions, workflowInbox } from '@mailroom/db';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, exited, isolatedDatabase, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import { client, createTestProject, deletePrefix, exited, isolatedDatabase, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';
 
 let iso: { url: string; drop: () => Promise<void> };
@@ -391,6 +391,37 @@ test('segment.<name>.entry, a system event, starts a workflow when a contact ent
   const x = await settled(p, wid, vip, ['EXITED'], 20_000);
   expect(x.exitReason).toBe('vip');
   expect(await executions(p, wid)).toHaveLength(1);
+});
+
+test('nothing of a workflow runs in the request: with no worker, a tracked event leaves an inbox row and no execution; a worker then runs it', async () => {
+  await worker?.stop();
+  worker = undefined;
+  const p = await createTestProject(api.database);
+  const wid = await setup(p, { type: 'EVENT', event: 'queued' }, { steps: [{ key: 'u', type: 'UPDATE_CONTACT', config: { data: { ran: true } } }], transitions: [{ from: null, to: 'u' }] });
+  const to = recipient('noworker');
+  const res = await track(p, to, 'queued');
+  expect(res.status).toBe(200);
+  const inbox = await api.database.db.select().from(workflowInbox).where(eq(workflowInbox.eventId, res.body.data.event));
+  expect(inbox).toHaveLength(1);
+  expect(await executions(p, wid)).toHaveLength(0);
+  worker = await startWorker(config, { healthPort: null });
+  const x = await settled(p, wid, to, ['COMPLETED']);
+  expect((await client(api.app, p).get(`/contacts/${x.contactId}`)).body.data.data.ran).toBe(true);
+});
+
+test('an execution whose job was lost (Redis flushed) is found by the reconciler and run', async () => {
+  await worker?.stop();
+  worker = undefined;
+  const p = await createTestProject(api.database);
+  const wid = await setup(p, { type: 'MANUAL' }, { steps: [{ key: 'u', type: 'UPDATE_CONTACT', config: { data: { recovered: true } } }], transitions: [{ from: null, to: 'u' }] });
+  const to = recipient('lost');
+  await client(api.app, p).post('/contacts', { email: to });
+  const started = await client(api.app, p).post(`/workflows/${wid}/executions`, { email: to });
+  expect(started.status).toBe(201);
+  expect(await deletePrefix(api.redis, config.queuePrefix)).toBeGreaterThan(0);
+  worker = await startWorker(config, { healthPort: null });
+  const x = await settled(p, wid, to, ['COMPLETED'], 20_000);
+  expect(x.steps.map((s) => [s.type, s.status])).toEqual([['UPDATE_CONTACT', 'COMPLETED']]);
 });
 
 test('a worker killed during a WEBHOOK call: another resumes the step with the same idempotency key, and the next email is sent once', async () => {

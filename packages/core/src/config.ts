@@ -113,7 +113,10 @@ export interface Config {
    * default: a tenant must not reach the operator's internal network).
    */
   readonly webhookAllowPrivateTargets: boolean;
-  /** `WORKFLOW_CONCURRENCY`: workflow executions run at once per worker process. */
+  /**
+   * `WORKFLOW_CONCURRENCY`: workflow executions run at once per worker process. Each holds a database connection
+   * while it moves, so more than `DB_POOL_SIZE` only queues on the pool.
+   */
   readonly workflowConcurrency: number;
   /**
    * `WORKFLOW_LEASE_MS`: how long a worker holds an execution it runs (ms, extended for a WEBHOOK step's timeout);
@@ -269,7 +272,7 @@ export function loadConfig(env: Env): Config {
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
     webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 16, 1, 1000),
     webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
-    workflowConcurrency: int(env, 'WORKFLOW_CONCURRENCY', 32, 1, 1000),
+    workflowConcurrency: int(env, 'WORKFLOW_CONCURRENCY', 16, 1, 1000),
     workflowLeaseMs: int(env, 'WORKFLOW_LEASE_MS', 60_000, 500, 3_600_000),
     workflowInboxPollMs: int(env, 'WORKFLOW_INBOX_POLL_MS', 1_000, 10, 60_000),
     workflowRetryBackoffMs: int(env, 'WORKFLOW_RETRY_BACKOFF_MS', 5_000, 10, 3_600_000),
