@@ -133,6 +133,23 @@ describe('happy path', () => {
     expect(twice.body.error.code).toBe('INVALID_STATE');
   });
 
+  test('removing the step an execution stands on ends it EXITED (step removed), with workflow.exited written', async () => {
+    const id = await workflow({ trigger: { type: 'MANUAL' } });
+    await as().put(`/workflows/${id}/graph`, {
+      steps: [{ key: 'd', type: 'DELAY', config: { amount: 1, unit: 'days' } }],
+      transitions: [{ from: null, to: 'd' }],
+    });
+    await as().patch(`/workflows/${id}`, { enabled: true });
+    const email = recipient('rm');
+    await as().post('/contacts', { email });
+    const started = await as().post(`/workflows/${id}/executions`, { email });
+    const put = await as().put(`/workflows/${id}/graph`, { steps: [{ key: 'x', type: 'EXIT', config: {} }], transitions: [{ from: null, to: 'x' }] });
+    expect(put.status).toBe(200);
+    const x = await as().get(`/workflows/${id}/executions/${started.body.data.id}`);
+    expect(x.body.data).toMatchObject({ status: 'EXITED', exitReason: 'step removed' });
+    expect(x.body.data.finishedAt).toBeTruthy();
+  });
+
   test('with re-entry, one contact can be started again', async () => {
     const id = await workflow({ trigger: { type: 'MANUAL' }, allowReentry: true });
     await as().put(`/workflows/${id}/graph`, { steps: [{ key: 'x', type: 'EXIT', config: {} }], transitions: [{ from: null, to: 'x' }] });

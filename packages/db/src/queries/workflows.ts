@@ -134,30 +134,49 @@ export async function updateStep(
 }
 
 /**
- * Ends the live executions standing on `stepIds` as EXITED (`step removed`), with their open step runs.
- * @returns the webhook deliveries (`workflow.exited`) to enqueue after commit.
+ * Stops the live (RUNNING or WAITING) executions of a workflow matching `which`: EXITED (`reason` as exit reason) or
+ * CANCELLED, version bumped so no pending job, timeout or event moves them again, lease ended, open step runs
+ * cancelled, and `workflow.exited` / `workflow.cancelled` written to the outbox, all in the caller's transaction.
+ *
+ * @returns the stopped rows and the webhook deliveries to enqueue after commit.
  */
-async function exitExecutionsAt(tx: DbOrTx, projectId: string, workflowId: string, stepIds: string[]): Promise<WebhookDeliveryRef[]> {
-  if (stepIds.length === 0) return [];
-  const exited = await tx
+async function stopExecutions(
+  tx: DbOrTx,
+  projectId: string,
+  workflowId: string,
+  which: SQL,
+  status: 'EXITED' | 'CANCELLED',
+  reason: string,
+): Promise<{ rows: ExecutionRow[]; deliveries: WebhookDeliveryRef[] }> {
+  const rows = await tx
     .update(workflowExecutions)
-    .set({ status: 'EXITED', exitReason: 'step removed', version: sql`${workflowExecutions.version} + 1`, finishedAt: new Date(), updatedAt: new Date(), leaseToken: null, leaseUntil: null })
-    .where(
-      and(
-        eq(workflowExecutions.projectId, projectId),
-        eq(workflowExecutions.workflowId, workflowId),
-        inArray(workflowExecutions.currentStepId, stepIds),
-        inArray(workflowExecutions.status, ['RUNNING', 'WAITING']),
-      ),
-    )
-    .returning({ id: workflowExecutions.id, contactId: workflowExecutions.contactId });
-  if (exited.length === 0) return [];
-  await closeOpenRuns(tx, exited.map((e) => e.id), 'CANCELLED', 'step removed');
-  return recordWebhookEvents(
+    .set({
+      status,
+      ...(status === 'EXITED' ? { exitReason: reason } : {}),
+      version: sql`${workflowExecutions.version} + 1`,
+      finishedAt: new Date(),
+      updatedAt: new Date(),
+      waitEvent: null,
+      leaseToken: null,
+      leaseUntil: null,
+    })
+    .where(and(eq(workflowExecutions.projectId, projectId), eq(workflowExecutions.workflowId, workflowId), which, inArray(workflowExecutions.status, ['RUNNING', 'WAITING'])))
+    .returning();
+  if (rows.length === 0) return { rows, deliveries: [] };
+  await closeOpenRuns(tx, rows.map((e) => e.id), 'CANCELLED', reason);
+  const type = `workflow.${status.toLowerCase()}`;
+  const deliveries = await recordWebhookEvents(
     tx,
     projectId,
-    exited.map((e) => ({ type: 'workflow.exited', data: { workflowId, executionId: e.id, contactId: e.contactId, status: 'EXITED', reason: 'step removed' } })),
+    rows.map((e) => ({ type, data: { workflowId, executionId: e.id, contactId: e.contactId, status, ...(status === 'EXITED' ? { reason } : {}) } })),
   );
+  return { rows, deliveries };
+}
+
+/** Ends the live executions standing on `stepIds` as EXITED (`step removed`). @returns the deliveries to enqueue. */
+async function exitExecutionsAt(tx: DbOrTx, projectId: string, workflowId: string, stepIds: string[]): Promise<WebhookDeliveryRef[]> {
+  if (stepIds.length === 0) return [];
+  return (await stopExecutions(tx, projectId, workflowId, inArray(workflowExecutions.currentStepId, stepIds), 'EXITED', 'step removed')).deliveries;
 }
 
 /** Marks the RUNNING/WAITING step runs of executions as ended (`status`), with `error`. */
@@ -321,26 +340,12 @@ export async function cancelExecution(
   workflowId: string,
   id: string,
 ): Promise<{ execution: ExecutionRow; cancelled: boolean; deliveries: WebhookDeliveryRef[] } | undefined> {
-  const [row] = await tx
-    .update(workflowExecutions)
-    .set({ status: 'CANCELLED', version: sql`${workflowExecutions.version} + 1`, finishedAt: new Date(), updatedAt: new Date(), waitEvent: null, leaseToken: null, leaseUntil: null })
-    .where(
-      and(
-        eq(workflowExecutions.projectId, projectId),
-        eq(workflowExecutions.workflowId, workflowId),
-        eq(workflowExecutions.id, id),
-        inArray(workflowExecutions.status, ['RUNNING', 'WAITING']),
-      ),
-    )
-    .returning();
+  const { rows, deliveries } = await stopExecutions(tx, projectId, workflowId, eq(workflowExecutions.id, id), 'CANCELLED', 'execution cancelled');
+  const row = rows[0];
   if (!row) {
     const found = await getExecution(tx, projectId, workflowId, id);
     return found && { execution: found.execution, cancelled: false, deliveries: [] };
   }
-  await closeOpenRuns(tx, [id], 'CANCELLED', 'execution cancelled');
-  const deliveries = await recordWebhookEvents(tx, projectId, [
-    { type: 'workflow.cancelled', data: { workflowId, executionId: id, contactId: row.contactId, status: 'CANCELLED' } },
-  ]);
   return { execution: row, cancelled: true, deliveries };
 }
 
