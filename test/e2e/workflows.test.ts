@@ -375,9 +375,17 @@ test('contact.subscribed, a system event, starts a workflow', async () => {
   const q = await client(api.app, p).post('/contacts', { email: quiet, subscribed: false });
   await settled(p, wid, joined, ['EXITED']);
   expect(await executions(p, wid)).toHaveLength(1);
-  // Subscribing later (PATCH) is a subscription too.
+  // Subscribing later (PATCH) is a subscription too; so is /v1/send stating it. /v1/send without it is none.
   await client(api.app, p).patch(`/contacts/${q.body.data.id}`, { subscribed: true });
   await settled(p, wid, quiet, ['EXITED']);
+  const [viaSend, plainSend] = [recipient('viasend'), recipient('plainsend')];
+  for (const [to, extra] of [[viaSend, { subscribed: true }], [plainSend, {}]] as const) {
+    const sent = await client(api.app, p).post('/v1/send', { to, from: `n@${p.domain}`, subject: 'Hi', body: '<p>Hi</p>', ...extra });
+    expect(sent.status).toBe(202);
+  }
+  await settled(p, wid, viaSend, ['EXITED']);
+  await new Promise((r) => setTimeout(r, 500));
+  expect(await executions(p, wid)).toHaveLength(3);
 });
 
 test('segment.<name>.entry, a system event, starts a workflow when a contact enters a tracked segment', async () => {
