@@ -7,7 +7,7 @@
  * calls are signed, carry a stable idempotency key and are retried.
  */
 import { randomUUID } from 'node:crypto';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/core';
 import { contacts, emails, projects, workflowExecutions, workflowInbox } from '@mailroom/db';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
@@ -130,6 +130,25 @@ test('a tracked event starts the workflow in the worker; SEND_EMAIL sends one em
   expect(hooks.map((h) => h.type).sort()).toEqual(['workflow.exited', 'workflow.started']);
   expect(hooks.find((h) => h.type === 'workflow.exited')!.data).toMatchObject({ workflowId: wid, executionId: x.id, contactId: x.contactId, status: 'EXITED', reason: 'welcomed' });
   expect(verifyStandardWebhook(endpoint.body.data.secret, receiver.received.find((r) => r.body.includes('workflow.started') && r.body.includes(x.id))!)).toBe(true);
+  // EXITED stays EXITED: the same trigger again (no re-entry) neither starts another execution nor moves this one.
+  await track(p, to, 'signup', { plan: 'pro' });
+  await new Promise((r) => setTimeout(r, 500));
+  expect(await executions(p, wid)).toHaveLength(1);
+  const again = await execution(p, wid, x.id);
+  expect(again).toMatchObject({ status: 'EXITED', exitReason: 'welcomed', updatedAt: (x as unknown as { updatedAt: string }).updatedAt });
+  expect(again.steps).toHaveLength(2);
+});
+
+test('email.opened, recorded by delivery feedback (not the API), starts a workflow', async () => {
+  const p = await createTestProject(api.database);
+  const wid = await setup(p, { type: 'EVENT', event: 'email.opened' }, { steps: [{ key: 'x', type: 'EXIT', config: { reason: 'opened' } }], transitions: [{ from: null, to: 'x' }] });
+  const to = recipient('opened');
+  const c = await client(api.app, p).post('/contacts', { email: to });
+  // The row SES feedback writes for an Open (packages/db feedback.ts), inserted the same way: straight into events.
+  await api.database.db.execute(sql`insert into events (id, project_id, contact_id, name, data, created_at)
+    values (mailroom_uuid_v7(clock_timestamp()), ${p.id}::uuid, ${c.body.data.id}::uuid, 'email.opened', '{"emailId":"x"}'::jsonb, clock_timestamp())`);
+  const x = await settled(p, wid, to, ['EXITED']);
+  expect(x.exitReason).toBe('opened');
 });
 
 test('a DELAY of 2 seconds delays the next step by 2 seconds', async () => {
