@@ -653,13 +653,17 @@ export function workflowRoutes(deps: AppDeps) {
         { ...PageQuery, status: Type.Optional(StringEnum(EXECUTION_STATUSES)), contactId: Type.Optional(Type.String({ format: 'uuid' })) },
         { additionalProperties: false },
       ),
-      response: Type.Object({ items: Type.Array(Execution), ...PageFields }),
+      response: Type.Object({
+        items: Type.Array(Execution),
+        ...PageFields,
+        totalExact: Type.Boolean({ description: 'false when `total` is a lower bound (more than 10,000 matching executions)' }),
+      }),
       status: 200,
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, query, auth }) => {
         if (!(await getWorkflow(db, auth.projectId, params.id))) throw notFound('Workflow');
         const page = await listExecutions(db, auth.projectId, params.id, { limit: query.limit, beforeId: cursorId(query.cursor), status: query.status, contactId: query.contactId });
-        return { data: keysetPage(page, presentExecution, page.total) };
+        return { data: { ...keysetPage(page, presentExecution, page.total), totalExact: page.totalExact } };
       },
     }),
     route({

@@ -13,6 +13,8 @@ export interface KeysetPage<R> {
   items: R[];
   hasMore: boolean;
   total: number;
+  /** False when `total` is the `countCap` lower bound. */
+  totalExact: boolean;
 }
 
 /**
@@ -20,12 +22,14 @@ export interface KeysetPage<R> {
  *
  * @param q.limit - page size (rows); one more row is read to know whether more follow.
  * @param q.beforeId - the last id of the previous page (decoded cursor).
+ * @param q.countCap - count at most this many rows (a table that grows without bound); `totalExact` says whether
+ *   the cap was reached.
  */
 export async function keysetList<T extends PgTable & { id: PgColumn }>(
   db: DbOrTx,
   table: T,
   where: SQL | undefined,
-  q: { limit: number; beforeId?: string },
+  q: { limit: number; beforeId?: string; countCap?: number },
 ): Promise<KeysetPage<T['$inferSelect']>> {
   const page = (await db
     .select()
@@ -33,6 +37,13 @@ export async function keysetList<T extends PgTable & { id: PgColumn }>(
     .where(and(where, q.beforeId ? sql`${table.id} < ${q.beforeId}::uuid` : undefined))
     .orderBy(desc(table.id))
     .limit(q.limit + 1)) as T['$inferSelect'][];
+  const items = page.slice(0, q.limit);
+  if (q.countCap !== undefined) {
+    const capped = db.select({ one: sql`1` }).from(table as PgTable).where(where).limit(q.countCap + 1).as('capped');
+    const [count] = await db.select({ n: sql<number>`count(*)::int` }).from(capped);
+    const n = count?.n ?? 0;
+    return { items, hasMore: page.length > q.limit, total: Math.min(n, q.countCap), totalExact: n <= q.countCap };
+  }
   const [count] = await db.select({ n: sql<number>`count(*)::int` }).from(table as PgTable).where(where);
-  return { items: page.slice(0, q.limit), hasMore: page.length > q.limit, total: count?.n ?? 0 };
+  return { items, hasMore: page.length > q.limit, total: count?.n ?? 0, totalExact: true };
 }

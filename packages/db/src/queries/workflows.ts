@@ -269,12 +269,18 @@ export async function replaceGraph(
   return { ids, deliveries };
 }
 
-/** One keyset page of a workflow's executions, newest first, optionally of one status. */
+/** Executions are counted exactly up to this many; beyond it `total` is this lower bound (`totalExact: false`). */
+export const EXECUTION_COUNT_CAP = 10_000;
+
+/**
+ * One keyset page of a workflow's executions, newest first, optionally of one status or contact. A busy workflow
+ * has millions of executions, so `total` is an exact count capped at {@link EXECUTION_COUNT_CAP}.
+ */
 export function listExecutions(db: DbOrTx, projectId: string, workflowId: string, q: { limit: number; beforeId?: string; status?: ExecutionStatus; contactId?: string }) {
-  const where: (SQL | undefined)[] = [eq(workflowExecutions.projectId, projectId), eq(workflowExecutions.workflowId, workflowId)];
-  if (q.status) where.push(eq(workflowExecutions.status, q.status));
-  if (q.contactId) where.push(eq(workflowExecutions.contactId, q.contactId));
-  return keysetList(db, workflowExecutions, and(...where), q);
+  const filters: (SQL | undefined)[] = [eq(workflowExecutions.projectId, projectId), eq(workflowExecutions.workflowId, workflowId)];
+  if (q.status) filters.push(eq(workflowExecutions.status, q.status));
+  if (q.contactId) filters.push(eq(workflowExecutions.contactId, q.contactId));
+  return keysetList(db, workflowExecutions, and(...filters), { ...q, countCap: EXECUTION_COUNT_CAP });
 }
 
 /** An execution of a workflow of the project with its step history (oldest first), or `undefined`. */
