@@ -162,8 +162,9 @@ class ExecutionRun {
   }
 
   /**
-   * One move with its effects. A final move announces `workflow.<status>`. @returns the moved row, or (another
-   * mover won) the row as it now is if still ours and live, else undefined.
+   * One move with its effects; a final move also announces `workflow.<status>`. Keeps the deliveries and the run
+   * it began. @returns the moved row, or undefined when another mover won (callers then continue from
+   * {@link ExecutionRun.lost}).
    */
   private async move(db: DbOrTx, x: ExecutionRow, move: ExecutionMove, effects: MoveEffects = {}): Promise<ExecutionRow | undefined> {
     const final = ['COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'].includes(move.status);
