@@ -29,6 +29,7 @@ import { mountSesWebhook, sesWebhookOpenApiPaths } from './routes/ses-webhook';
 import { suppressionRoutes } from './routes/suppressions';
 import { webhookRoutes } from './routes/webhooks';
 import { workflowRoutes } from './routes/workflows';
+import { verifyRoutes } from './routes/verify';
 
 export type { AppDeps } from './http/context';
 
@@ -57,6 +58,7 @@ export function createApp(deps: AppDeps): App {
 
   const routes: AnyRoute[] = [
     ...sendRoutes(deps),
+    ...verifyRoutes(deps),
     ...eventRoutes(deps),
     ...emailRoutes(deps),
     // Before `/contacts/:id`, whose pattern would also match `/contacts/import`.

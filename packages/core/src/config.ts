@@ -127,6 +127,23 @@ export interface Config {
   readonly workflowInboxPollMs: number;
   /** `WORKFLOW_RETRY_BACKOFF_MS`: base of the exponential backoff between WEBHOOK step attempts (ms). */
   readonly workflowRetryBackoffMs: number;
+  /** `DNS_SERVERS`: comma-separated `host` or `host:port` resolvers for verification and domains; unset: the system's. */
+  readonly dnsServers: readonly string[];
+  /** `DNS_TIMEOUT_MS`: one DNS query attempt (ms). */
+  readonly dnsTimeoutMs: number;
+  /** `DNS_TRIES`: attempts per DNS query. */
+  readonly dnsTries: number;
+  /** `DNS_CACHE_TTL_S`: how long a domain's DNS answer is cached in Redis (s); nonexistent domains a tenth of it. */
+  readonly dnsCacheTtlS: number;
+  /**
+   * `DOMAIN_IDENTITY_PROVIDER`: `ses` (SES v2 email identities, Easy DKIM) or `local` (records checked through DNS
+   * by this service: the emulator has no identities). Default `local` when `SES_ENDPOINT` is set, else `ses`.
+   */
+  readonly domainIdentityProvider: 'ses' | 'local';
+  /** `MAIL_FROM_SUBDOMAIN`: the custom MAIL FROM subdomain registered for each sending domain (`mail` → mail.example.com). */
+  readonly mailFromSubdomain: string;
+  /** `DOMAIN_REFRESH_MS`: how often the worker re-checks pending sending domains (ms). */
+  readonly domainRefreshMs: number;
 }
 
 /** Thrown by {@link loadConfig} when a variable is malformed; `variable` names it. */
@@ -186,6 +203,13 @@ function intList(env: Env, name: string, fallback: readonly number[], min: numbe
     return n;
   });
   return Object.freeze(values);
+}
+
+function identityProvider(env: Env): 'ses' | 'local' {
+  const v = optional(env, 'DOMAIN_IDENTITY_PROVIDER');
+  if (v === undefined) return optional(env, 'SES_ENDPOINT') ? 'local' : 'ses';
+  if (v !== 'ses' && v !== 'local') throw new ConfigError('DOMAIN_IDENTITY_PROVIDER', `must be ses or local, got "${v}"`);
+  return v;
 }
 
 function url(env: Env, name: string, fallback: string | undefined, protocols: string[]): string | undefined {
@@ -276,7 +300,20 @@ export function loadConfig(env: Env): Config {
     workflowLeaseMs: int(env, 'WORKFLOW_LEASE_MS', 60_000, 500, 3_600_000),
     workflowInboxPollMs: int(env, 'WORKFLOW_INBOX_POLL_MS', 1_000, 10, 60_000),
     workflowRetryBackoffMs: int(env, 'WORKFLOW_RETRY_BACKOFF_MS', 5_000, 10, 3_600_000),
+    dnsServers: list(env, 'DNS_SERVERS', []),
+    dnsTimeoutMs: int(env, 'DNS_TIMEOUT_MS', 2_000, 50, 30_000),
+    dnsTries: int(env, 'DNS_TRIES', 2, 1, 5),
+    dnsCacheTtlS: int(env, 'DNS_CACHE_TTL_S', 3_600, 0, 7 * 86_400),
+    domainIdentityProvider: identityProvider(env),
+    mailFromSubdomain: str(env, 'MAIL_FROM_SUBDOMAIN', 'mail'),
+    domainRefreshMs: int(env, 'DOMAIN_REFRESH_MS', 60_000, 100, 86_400_000),
   };
+  for (const server of config.dnsServers) {
+    if (!/^(\[[0-9a-f:]+\]|[\w.-]+)(:\d{1,5})?$/i.test(server)) throw new ConfigError('DNS_SERVERS', `must list host or host:port entries, got "${server}"`);
+  }
+  if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(config.mailFromSubdomain)) {
+    throw new ConfigError('MAIL_FROM_SUBDOMAIN', 'must be one DNS label (letters, digits, hyphens)');
+  }
   for (const arn of config.snsTopicArns) {
     if (!/^arn:aws[\w-]*:sns:[\w-]+:\d{12}:[\w-]{1,256}$/.test(arn)) throw new ConfigError('SNS_TOPIC_ARNS', `must list SNS topic ARNs, got "${arn}"`);
   }

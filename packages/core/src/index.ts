@@ -17,3 +17,5 @@ export * from './sns';
 export * from './ses-events';
 export * from './webhooks';
 export * from './workflows';
+export * from './verify';
+export * from './dns';

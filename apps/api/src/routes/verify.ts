@@ -1,0 +1,75 @@
+/**
+ * Email verification: `POST /v1/verify` (one address) and `POST /v1/verify/batch` (up to 100, sharing one DNS
+ * lookup per domain). The checks and the `valid` rule are `@mailroom/core` verify; DNS answers are cached in Redis.
+ *
+ * @module
+ */
+import { Type } from '@sinclair/typebox';
+import { cachedDnsLookup, createResolver, memoizedLookup, verifyEmail } from '@mailroom/core';
+import { route } from '../http/route';
+import type { AppDeps } from '../http/context';
+import { Nullable } from './common';
+
+const Result = Type.Object({
+  email: Type.String(),
+  valid: Type.Boolean({
+    description:
+      'false for bad syntax, a domain that does not exist, or a domain that cannot receive mail (a null MX, RFC 7505, or neither MX nor ' +
+      'A/AAAA records: RFC 5321 implicit MX counts as receiving). Disposable, alias, role and typo addresses stay valid and are flagged. ' +
+      'When DNS does not answer in time, what could not be checked does not make it false; `reasons` says so.',
+  }),
+  isDisposable: Type.Boolean({ description: 'a temporary-mailbox service (matched on the registrable domain: x.mailinator.com counts)' }),
+  isAlias: Type.Boolean({ description: 'a relay service: Apple Hide My Email, Firefox Relay, SimpleLogin, addy.io, DuckDuckGo, Proton Pass…' }),
+  isTypo: Type.Boolean({ description: 'the domain looks misspelled; see `suggestion`' }),
+  isPlusAddressed: Type.Boolean({ description: 'a subaddress: local+tag@' }),
+  isPersonalEmail: Type.Boolean({ description: 'a free personal provider (gmail.com, yahoo.co.uk…)' }),
+  isRoleAccount: Type.Boolean({ description: 'a team or function address: admin@, info@, support@, noreply@, postmaster@…' }),
+  domainExists: Type.Boolean(),
+  hasWebsite: Type.Boolean({ description: 'A/AAAA for the domain or www.' }),
+  hasMxRecords: Type.Boolean(),
+  suggestion: Nullable(Type.String({ description: 'the address with the domain corrected, when `isTypo`' })),
+  reasons: Type.Array(Type.String(), { description: 'every false or risky flag, in plain words' }),
+});
+
+const Address = Type.String({ minLength: 1, maxLength: 320, description: 'the address to check; bad syntax is a result (`valid: false`), not an error' });
+
+/** Routes of this module. */
+export function verifyRoutes(deps: AppDeps) {
+  const resolver = createResolver({ servers: deps.config.dnsServers, timeoutMs: deps.config.dnsTimeoutMs, tries: deps.config.dnsTries });
+  const lookup = cachedDnsLookup(resolver, deps.config.dnsCacheTtlS > 0 ? deps.redis : undefined, deps.config.queuePrefix, deps.config.dnsCacheTtlS);
+  return [
+    route({
+      method: 'post',
+      path: '/v1/verify',
+      operationId: 'verifyEmail',
+      tag: 'Verification',
+      summary: 'Check whether an address is worth mailing',
+      description:
+        'Syntax (RFC 5322, quoted local parts, internationalized domains via punycode), disposable, alias, personal-provider and role ' +
+        'lists, plus-addressing, domain typos (with `suggestion`), and DNS: MX, implicit MX, null MX, domain existence, website.',
+      auth: 'secret',
+      body: Type.Object({ email: Address }, { additionalProperties: false }),
+      response: Result,
+      status: 200,
+      errors: [400, 401, 403, 413, 422, 429],
+      handler: async ({ body }) => ({ data: await verifyEmail(body.email, lookup) }),
+    }),
+    route({
+      method: 'post',
+      path: '/v1/verify/batch',
+      operationId: 'verifyEmails',
+      tag: 'Verification',
+      summary: 'Check up to 100 addresses at once',
+      description: 'Results in input order; addresses of one domain share one DNS lookup.',
+      auth: 'secret',
+      body: Type.Object({ emails: Type.Array(Address, { minItems: 1, maxItems: 100 }) }, { additionalProperties: false }),
+      response: Type.Object({ results: Type.Array(Result) }),
+      status: 200,
+      errors: [400, 401, 403, 413, 422, 429],
+      handler: async ({ body }) => {
+        const shared = memoizedLookup(lookup);
+        return { data: { results: await Promise.all(body.emails.map((e) => verifyEmail(e, shared))) } };
+      },
+    }),
+  ];
+}
