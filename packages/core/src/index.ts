@@ -19,3 +19,4 @@ export * from './webhooks';
 export * from './workflows';
 export * from './verify';
 export * from './dns';
+export * from './identities';

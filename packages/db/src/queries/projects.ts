@@ -96,11 +96,12 @@ export async function addDomain(db: Db, projectId: string, domain: string, verif
   const name = domain.trim().toLowerCase().replace(/\.$/, '');
   const [row] = await db
     .insert(domains)
-    .values({ projectId, domain: name, verified, verifiedAt: verified ? new Date() : null })
+    .values({ projectId, domain: name, verified, verifiedAt: verified ? new Date() : null, status: verified ? 'verified' : 'pending' })
     .onConflictDoUpdate({
       target: domains.domain,
       set: {
         verified: sql`excluded.verified`,
+        status: sql`excluded.status`,
         verifiedAt: sql`case when excluded.verified then coalesce(${domains.verifiedAt}, now()) else null end`,
       },
       setWhere: eq(domains.projectId, projectId),

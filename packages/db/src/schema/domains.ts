@@ -1,8 +1,17 @@
-import { boolean, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, index, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
 import { createdAt, idColumn } from './columns';
 import { projects } from './projects';
+import type { DomainRecord } from '@mailroom/core';
 
-/** A sending domain. A domain belongs to at most one project; `from` addresses must be on a verified one. */
+/** Verification states of a sending domain. */
+export const DOMAIN_STATUSES = ['pending', 'verified', 'failed'] as const;
+export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
+
+/**
+ * A sending domain. A domain belongs to at most one project; `from` addresses must be on a verified one
+ * (`verified` is what the sender check reads; `status` is the identity's state: pending → verified or failed).
+ */
 export const domains = pgTable(
   'domains',
   {
@@ -11,7 +20,22 @@ export const domains = pgTable(
     domain: text('domain').notNull(),
     verified: boolean('verified').notNull().default(false),
     verifiedAt: timestamp('verified_at', { withTimezone: true, mode: 'date' }),
+    status: text('status').notNull().$type<DomainStatus>().default('pending'),
+    /** Easy DKIM tokens: `<token>._domainkey.<domain>` CNAME `<token>.dkim.amazonses.com`. */
+    dkimTokens: text('dkim_tokens').array().notNull().default(sql`'{}'::text[]`),
+    /** The custom MAIL FROM domain (`mail.<domain>`). */
+    mailFromDomain: text('mail_from_domain'),
+    records: jsonb('records').$type<DomainRecord[]>().notNull().default([]),
+    checkedAt: timestamp('checked_at', { withTimezone: true, mode: 'date' }),
+    failedAt: timestamp('failed_at', { withTimezone: true, mode: 'date' }),
+    failureReason: text('failure_reason'),
     createdAt: createdAt(),
   },
-  (t) => [uniqueIndex('domains_domain_idx').on(t.domain), index('domains_project_idx').on(t.projectId)],
+  (t) => [
+    uniqueIndex('domains_domain_idx').on(t.domain),
+    index('domains_project_idx').on(t.projectId, t.id),
+    // The worker's refresh: pending domains, least recently checked first.
+    index('domains_pending_idx').on(t.checkedAt).where(sql`${t.status} = 'pending'`),
+    check('domains_status_check', sql.raw(`status in (${DOMAIN_STATUSES.map((s) => `'${s}'`).join(', ')})`)),
+  ],
 );
