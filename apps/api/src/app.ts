@@ -30,6 +30,7 @@ import { suppressionRoutes } from './routes/suppressions';
 import { webhookRoutes } from './routes/webhooks';
 import { workflowRoutes } from './routes/workflows';
 import { verifyRoutes } from './routes/verify';
+import { domainRoutes } from './routes/domains';
 
 export type { AppDeps } from './http/context';
 
@@ -70,6 +71,7 @@ export function createApp(deps: AppDeps): App {
     ...suppressionRoutes(deps),
     ...webhookRoutes(deps),
     ...workflowRoutes(deps),
+    ...domainRoutes(deps),
     ...adminRoutes(deps, () => authCache.clear()),
   ];
 

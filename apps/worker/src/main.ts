@@ -1,6 +1,6 @@
 /**
  * Worker process entry point: the `send`, `contact-import`, `campaign`, `webhook` and `workflow` workers, the
- * workflow inbox drainer, the reconciler, the segment refresher, a health endpoint, graceful shutdown.
+ * workflow inbox drainer, the reconciler, the segment and domain refreshers, a health endpoint, graceful shutdown.
  *
  * Shutdown (SIGTERM/SIGINT): stop taking jobs, let active ones finish (a job cut off by a hard kill is retried
  * by another worker after its lock expires), stop the reconciler, close Redis and Postgres.
@@ -10,7 +10,7 @@
 import http from 'node:http';
 import { sql } from 'drizzle-orm';
 import type { Worker } from 'bullmq';
-import { createCampaignQueue, createImportQueue, createLogger, createRedis, createSendQueue, createWebhookQueue, createWorkflowQueue, runService, type Config, type Logger } from '@mailroom/core';
+import { createCampaignQueue, createIdentityProvider, createImportQueue, createLogger, createRedis, createResolver, createSendQueue, createWebhookQueue, createWorkflowQueue, runService, type Config, type DomainIdentityProvider, type Logger } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createSendProcessor } from './processors/send';
 import { startReconciler } from './processors/reconcile';
@@ -24,6 +24,7 @@ import { createSendWorker } from './queues/send';
 import { createWorkflowWorker } from './queues/workflow';
 import { createWorkflowProcessor } from './processors/workflow';
 import { startWorkflowInbox } from './processors/workflow-inbox';
+import { startDomainRefresher } from './processors/domains';
 import { createImportWorker } from './queues/import';
 import { SesTransport, type MailTransport } from './ses/transport';
 import { SendRateGate } from './ses/rate-gate';
@@ -48,11 +49,12 @@ export interface RunningWorker {
  * Starts the worker.
  *
  * @param options.transport - defaults to SES v2 per config.
+ * @param options.identities - defaults to the provider `DOMAIN_IDENTITY_PROVIDER` selects.
  * @param options.healthPort - port of `GET /health/live|ready`; `0` picks a free one, `null` disables it.
  */
 export async function startWorker(
   config: Config,
-  options: { transport?: MailTransport; healthPort?: number | null; logger?: Logger } = {},
+  options: { transport?: MailTransport; healthPort?: number | null; logger?: Logger; identities?: DomainIdentityProvider } = {},
 ): Promise<RunningWorker> {
   const logger = options.logger ?? createLogger(config, 'worker');
   const database = createDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, applicationName: 'mailroom-worker' });
@@ -84,6 +86,8 @@ export async function startWorker(
   const inbox = startWorkflowInbox({ config, database, workflowQueue, webhookQueue, logger });
   const reconciler = startReconciler({ config, database, sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, redis: connection, logger });
   const refresher = startSegmentRefresher({ config, database, redis: connection, logger });
+  const identities = options.identities ?? createIdentityProvider(config, createResolver({ servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs, tries: config.dnsTries }));
+  const domainRefresher = startDomainRefresher({ config, database, identities, redis: connection, logger });
   void worker.run();
   void importWorker.run();
   void campaignWorker.run();
@@ -120,7 +124,7 @@ export async function startWorker(
       logger.info('worker shutting down');
       await inbox.stop();
       await Promise.all([worker.close(), importWorker.close(), campaignWorker.close(), webhookWorker.close(), workflowWorker.close()]);
-      await Promise.all([reconciler.stop(), refresher.stop()]);
+      await Promise.all([reconciler.stop(), refresher.stop(), domainRefresher.stop()]);
       await sendQueue.close().catch(() => undefined);
       await importQueue.close().catch(() => undefined);
       await campaignQueue.close().catch(() => undefined);

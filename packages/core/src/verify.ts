@@ -91,6 +91,15 @@ const popularDomains = new Set<string>(POPULAR_DOMAINS);
 
 const HOSTNAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*\.[a-z][a-z0-9-]{0,62}$/;
 
+/**
+ * A domain name in ASCII (IDNA), lower-cased, without a trailing dot, when it is a valid host name with a
+ * top-level domain; else null.
+ */
+export function asciiHostname(domain: string): string | null {
+  const ascii = domainToASCII(domain.trim().toLowerCase().replace(/\.$/, ''));
+  return ascii && HOSTNAME.test(ascii) ? ascii : null;
+}
+
 /** The parts of a syntactically valid address. */
 export interface ParsedAddress {
   local: string;
@@ -117,8 +126,8 @@ export function parseAddress(email: string): { ok: true; address: ParsedAddress 
   if (Buffer.byteLength(local) > 64) return { ok: false, reason: 'the part before @ is longer than 64 octets (RFC 5321)' };
   const domain = parsed.domain.toLowerCase();
   if (domain.startsWith('[')) return { ok: false, reason: 'address literals ([1.2.3.4]) are not accepted' };
-  const asciiDomain = domainToASCII(domain);
-  if (!asciiDomain || !HOSTNAME.test(asciiDomain)) return { ok: false, reason: `"${domain}" is not a valid domain name` };
+  const asciiDomain = asciiHostname(domain);
+  if (!asciiDomain) return { ok: false, reason: `"${domain}" is not a valid domain name` };
   return { ok: true, address: { local, domain, asciiDomain, registrable: getDomain(asciiDomain) ?? asciiDomain } };
 }
 

@@ -17,3 +17,4 @@ export * from './queries/webhooks';
 export * from './queries/feedback';
 export * from './queries/workflows';
 export * from './queries/workflow-engine';
+export * from './queries/domains';

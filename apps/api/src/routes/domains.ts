@@ -1,0 +1,177 @@
+/**
+ * Sending domains: `POST /domains` registers the identity (Easy DKIM and a custom MAIL FROM domain) and returns the
+ * DNS records to publish; `GET /domains` (keyset, `verified`), `GET /domains/{id}`, `POST /domains/{id}/verify`
+ * (check now) and `DELETE /domains/{id}` (also removes the identity; 409 while a SCHEDULED or SENDING campaign
+ * sends from it). The worker re-checks pending domains every `DOMAIN_REFRESH_MS`. `from` addresses must be on a
+ * verified domain of the project (or a subdomain of one).
+ *
+ * @module
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { AppError, asciiHostname, createIdentityProvider, createResolver, domainRecords, ErrorCode, notFound, validationError, type DomainIdentityProvider } from '@mailroom/core';
+import { campaignUsingDomain, deleteDomain, domainTaken, getDomain, insertDomain, listDomains, recordDomainCheck, type DomainRow } from '@mailroom/db';
+import { route } from '../http/route';
+import type { AppDeps } from '../http/context';
+import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
+
+const RecordState = StringEnum(['pending', 'found', 'failed'] as const);
+
+const DnsRecord = Type.Object({
+  purpose: StringEnum(['dkim', 'mail-from-mx', 'mail-from-spf', 'dmarc'] as const),
+  type: StringEnum(['CNAME', 'TXT', 'MX'] as const),
+  name: Type.String(),
+  value: Type.String(),
+  priority: Type.Optional(Type.Integer()),
+  required: Type.Boolean({ description: 'false for the DMARC suggestion' }),
+  status: RecordState,
+});
+
+const Domain = Type.Object({
+  id: Type.String(),
+  domain: Type.String(),
+  status: StringEnum(['pending', 'verified', 'failed'] as const),
+  verified: Type.Boolean(),
+  mailFromDomain: Nullable(Type.String()),
+  records: Type.Array(DnsRecord, { description: 'publish these; `status` is what the last check found' }),
+  checkedAt: Nullable(Timestamp),
+  verifiedAt: Nullable(Timestamp),
+  failedAt: Nullable(Timestamp),
+  failureReason: Nullable(Type.String()),
+  createdAt: Timestamp,
+});
+
+function present(d: DomainRow): Static<typeof Domain> {
+  return {
+    id: d.id,
+    domain: d.domain,
+    status: d.status,
+    verified: d.verified,
+    mailFromDomain: d.mailFromDomain,
+    records: d.records,
+    checkedAt: d.checkedAt?.toISOString() ?? null,
+    verifiedAt: d.verifiedAt?.toISOString() ?? null,
+    failedAt: d.failedAt?.toISOString() ?? null,
+    failureReason: d.failureReason,
+    createdAt: d.createdAt.toISOString(),
+  };
+}
+
+/** Routes of this module. `identities` defaults to the provider `DOMAIN_IDENTITY_PROVIDER` selects. */
+export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider) {
+  const { db } = deps.database;
+  const provider =
+    identities ?? createIdentityProvider(deps.config, createResolver({ servers: deps.config.dnsServers, timeoutMs: deps.config.dnsTimeoutMs, tries: deps.config.dnsTries }));
+
+  const checkNow = async (d: DomainRow): Promise<DomainRow> => {
+    const check = await provider.check(d.domain, d.records);
+    return (await recordDomainCheck(db, d.id, check)) ?? d;
+  };
+
+  return [
+    route({
+      method: 'get',
+      path: '/domains',
+      operationId: 'listDomains',
+      tag: 'Domains',
+      summary: 'List sending domains, newest first',
+      auth: 'secret',
+      query: Type.Object({ ...PageQuery, verified: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
+      response: Type.Object({ items: Type.Array(Domain), ...PageFields }),
+      status: 200,
+      errors: [400, 401, 403, 429],
+      handler: async ({ query, auth }) => {
+        const page = await listDomains(db, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor), verified: query.verified });
+        return { data: keysetPage(page, present, page.total) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/domains',
+      operationId: 'addDomain',
+      tag: 'Domains',
+      summary: 'Add a sending domain; returns the DNS records to publish',
+      description:
+        'Registers the domain with the identity provider (SES: `CreateEmailIdentity` with Easy DKIM, and a custom MAIL FROM domain ' +
+        '`MAIL_FROM_SUBDOMAIN.<domain>`). Publish the three DKIM CNAMEs, the MAIL FROM MX and SPF TXT, and consider the DMARC TXT; the ' +
+        'worker re-checks pending domains every `DOMAIN_REFRESH_MS`, and `POST /domains/{id}/verify` checks now. A domain belongs to one ' +
+        'project: one already added anywhere is 409. Internationalized names are stored in ASCII (punycode).',
+      auth: 'secret',
+      body: Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }, { additionalProperties: false }),
+      response: Domain,
+      status: 201,
+      errors: [400, 401, 403, 409, 413, 422, 429],
+      handler: async ({ body, auth, log }) => {
+        const domain = asciiHostname(body.domain);
+        if (!domain) throw validationError([{ field: 'domain', message: 'must be a domain name such as example.com', code: 'invalid_string' }]);
+        if (await domainTaken(db, domain)) throw new AppError(ErrorCode.CONFLICT, `The domain ${domain} has already been added`);
+        const mailFromDomain = `${deps.config.mailFromSubdomain}.${domain}`;
+        const { dkimTokens } = await provider.create(domain, mailFromDomain);
+        const records = domainRecords(domain, mailFromDomain, dkimTokens, deps.config.sesRegion);
+        const inserted = await insertDomain(db, auth.projectId, { domain, mailFromDomain, dkimTokens, records });
+        if (!inserted.ok) {
+          // Another request added it meanwhile: the identity is theirs to keep.
+          log.warn({ domain }, 'domain added concurrently');
+          throw new AppError(ErrorCode.CONFLICT, `The domain ${domain} has already been added`);
+        }
+        return { data: present(inserted.domain) };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/domains/:id',
+      operationId: 'getDomain',
+      tag: 'Domains',
+      summary: 'A sending domain with its records and their state',
+      auth: 'secret',
+      params: IdParams,
+      response: Domain,
+      status: 200,
+      errors: [400, 401, 403, 404, 429],
+      handler: async ({ params, auth }) => {
+        const d = await getDomain(db, auth.projectId, params.id);
+        if (!d) throw notFound('Domain');
+        return { data: present(d) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/domains/:id/verify',
+      operationId: 'verifyDomain',
+      tag: 'Domains',
+      summary: 'Check the domain now',
+      description: 'Asks the identity provider (SES `GetEmailIdentity`, or the DNS records themselves locally) and records the answer.',
+      auth: 'secret',
+      params: IdParams,
+      response: Domain,
+      status: 200,
+      errors: [400, 401, 403, 404, 429],
+      handler: async ({ params, auth }) => {
+        const d = await getDomain(db, auth.projectId, params.id);
+        if (!d) throw notFound('Domain');
+        return { data: present(await checkNow(d)) };
+      },
+    }),
+    route({
+      method: 'delete',
+      path: '/domains/:id',
+      operationId: 'deleteDomain',
+      tag: 'Domains',
+      summary: 'Remove a sending domain and its identity',
+      description: 'Refused (409) while a SCHEDULED or SENDING campaign sends from the domain or a subdomain; cancel or finish it first.',
+      auth: 'secret',
+      params: IdParams,
+      response: Deleted,
+      status: 200,
+      errors: [400, 401, 403, 404, 409, 429],
+      handler: async ({ params, auth }) => {
+        const d = await getDomain(db, auth.projectId, params.id);
+        if (!d) throw notFound('Domain');
+        const campaign = await campaignUsingDomain(db, auth.projectId, d.domain);
+        if (campaign) throw new AppError(ErrorCode.CONFLICT, `Campaign ${campaign.id} is ${campaign.status} from ${d.domain}; cancel it or wait until it is sent`);
+        await provider.delete(d.domain);
+        if (!(await deleteDomain(db, auth.projectId, d.id))) throw notFound('Domain');
+        return { data: { id: d.id, deleted: true as const } };
+      },
+    }),
+  ];
+}

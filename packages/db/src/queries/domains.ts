@@ -1,0 +1,109 @@
+/**
+ * Sending domains as the API and the worker's refresher use them. Every query is scoped by project, except the
+ * refresher's scan of pending domains (it then updates each by id).
+ *
+ * @module
+ */
+import { and, asc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
+import type { DomainRecord } from '@mailroom/core';
+import type { DbOrTx } from '../client';
+import { keysetList } from './keyset';
+import { likePattern } from './like';
+import { campaigns, domains, type DomainStatus } from '../schema';
+
+export type DomainRow = typeof domains.$inferSelect;
+
+/**
+ * Inserts a pending domain with its records. @returns the row, or `taken` when any project (this one included)
+ * has it already.
+ */
+export async function insertDomain(
+  db: DbOrTx,
+  projectId: string,
+  d: { domain: string; mailFromDomain: string; dkimTokens: string[]; records: DomainRecord[] },
+): Promise<{ ok: true; domain: DomainRow } | { ok: false }> {
+  const [row] = await db
+    .insert(domains)
+    .values({ projectId, domain: d.domain, mailFromDomain: d.mailFromDomain, dkimTokens: d.dkimTokens, records: d.records, status: 'pending', verified: false })
+    .onConflictDoNothing({ target: domains.domain })
+    .returning();
+  return row ? { ok: true, domain: row } : { ok: false };
+}
+
+/** Whether any project has registered `domain`. */
+export async function domainTaken(db: DbOrTx, domain: string): Promise<boolean> {
+  const [row] = await db.select({ id: domains.id }).from(domains).where(eq(domains.domain, domain));
+  return row !== undefined;
+}
+
+/** A domain of the project, or `undefined`. */
+export async function getDomain(db: DbOrTx, projectId: string, id: string): Promise<DomainRow | undefined> {
+  const [row] = await db.select().from(domains).where(and(eq(domains.projectId, projectId), eq(domains.id, id)));
+  return row;
+}
+
+/** One keyset page of the project's domains, newest first, optionally only (un)verified ones. */
+export function listDomains(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string; verified?: boolean }) {
+  return keysetList(db, domains, and(eq(domains.projectId, projectId), q.verified === undefined ? undefined : eq(domains.verified, q.verified)), q);
+}
+
+/**
+ * Records a check: status and per-record state; `verified` (what the sender check reads) follows the status;
+ * `verifiedAt` / `failedAt` keep when the domain first reached that state.
+ */
+export async function recordDomainCheck(
+  db: DbOrTx,
+  id: string,
+  check: { status: DomainStatus; records: DomainRecord[]; reason?: string },
+): Promise<DomainRow | undefined> {
+  const verified = check.status === 'verified';
+  const [row] = await db
+    .update(domains)
+    .set({
+      status: check.status,
+      verified,
+      records: check.records,
+      checkedAt: new Date(),
+      verifiedAt: verified ? sql`coalesce(${domains.verifiedAt}, now())` : null,
+      failedAt: check.status === 'failed' ? sql`coalesce(${domains.failedAt}, now())` : null,
+      failureReason: check.status === 'failed' ? (check.reason ?? null) : null,
+    })
+    .where(eq(domains.id, id))
+    .returning();
+  return row;
+}
+
+/** Pending domains not checked for `olderThanMs`, least recently checked first (the worker's refresh). */
+export async function duePendingDomains(db: DbOrTx, olderThanMs: number, limit: number): Promise<DomainRow[]> {
+  return db
+    .select()
+    .from(domains)
+    .where(and(eq(domains.status, 'pending'), or(isNull(domains.checkedAt), lt(domains.checkedAt, new Date(Date.now() - olderThanMs)))))
+    .orderBy(asc(domains.checkedAt))
+    .limit(limit);
+}
+
+/**
+ * The first SCHEDULED or SENDING campaign of the project whose sender is on `domain` or a subdomain of it, or
+ * `undefined`: such a domain cannot be removed.
+ */
+export async function campaignUsingDomain(db: DbOrTx, projectId: string, domain: string): Promise<{ id: string; status: string } | undefined> {
+  const [row] = await db
+    .select({ id: campaigns.id, status: campaigns.status })
+    .from(campaigns)
+    .where(
+      and(
+        eq(campaigns.projectId, projectId),
+        inArray(campaigns.status, ['SCHEDULED', 'SENDING']),
+        sql`(lower(split_part(${campaigns.fromEmail}, '@', 2)) = ${domain} or lower(split_part(${campaigns.fromEmail}, '@', 2)) like ${likePattern(`.${domain}`, 'endsWith')})`,
+      ),
+    )
+    .limit(1);
+  return row;
+}
+
+/** Deletes a domain of the project. @returns whether it existed. */
+export async function deleteDomain(db: DbOrTx, projectId: string, id: string): Promise<boolean> {
+  const rows = await db.delete(domains).where(and(eq(domains.projectId, projectId), eq(domains.id, id))).returning({ id: domains.id });
+  return rows.length > 0;
+}
