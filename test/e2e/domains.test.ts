@@ -1,0 +1,55 @@
+/**
+ * A sending domain end to end, on a database of its own: added through the API, its records published in the test's
+ * DNS server, verified by the worker's refresher (no manual check), then mail from it reaches SES.
+ */
+import { randomBytes } from 'node:crypto';
+import { loadConfig } from '@mailroom/core';
+import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
+import { startDnsServer, type TestDnsServer } from '../support/dns-server';
+import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
+
+let iso: { url: string; drop: () => Promise<void> };
+let dns: TestDnsServer;
+let api: TestApi;
+let worker: RunningWorker;
+
+beforeAll(async () => {
+  iso = await isolatedDatabase();
+  dns = await startDnsServer();
+  const config = loadConfig(testEnv({ DATABASE_URL: iso.url, DNS_SERVERS: dns.server, DNS_TIMEOUT_MS: '300', DNS_TRIES: '1', DOMAIN_IDENTITY_PROVIDER: 'local', DOMAIN_REFRESH_MS: '200' }));
+  api = await startTestApi(config);
+  worker = await startWorker(config, { healthPort: null });
+});
+afterAll(async () => {
+  await worker.stop();
+  await api.close();
+  await dns.close();
+  await iso.drop();
+});
+
+test('pending → verified by the worker once the records appear in DNS; then mail from the domain is delivered', async () => {
+  const p = await createTestProject(api.database);
+  const domain = `shop-${randomBytes(4).toString('hex')}.test`;
+  const added = await client(api.app, p).post('/domains', { domain });
+  expect(added.status).toBe(201);
+  await new Promise((r) => setTimeout(r, 600));
+  expect((await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data).toMatchObject({ status: 'pending', checkedAt: expect.any(String) });
+  for (const r of added.body.data.records as { type: string; name: string; value: string; priority?: number }[]) {
+    if (r.type === 'CNAME') dns.zone.set(r.name, { CNAME: r.value });
+    if (r.type === 'MX') dns.zone.set(r.name, { ...dns.zone.get(r.name), MX: [{ exchange: r.value, priority: r.priority ?? 10 }] });
+    if (r.type === 'TXT') dns.zone.set(r.name, { ...dns.zone.get(r.name), TXT: [r.value] });
+  }
+  const verified = await waitFor(async () => {
+    const d = (await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
+    return d.status === 'verified' && d;
+  }, 10_000, 'domain verified by the refresher');
+  expect(verified.verifiedAt).toBeTruthy();
+  const to = recipient('dom');
+  const sent = await client(api.app, p).post('/v1/send', { to, from: `orders@${domain}`, subject: 'Your order', body: '<p>Thanks</p>' });
+  expect(sent.status).toBe(202);
+  const at = await waitFor(async () => {
+    const s = await sesSendsTo([to]);
+    return s.length > 0 && s;
+  });
+  expect(at).toHaveLength(1);
+});
