@@ -1,5 +1,5 @@
 /**
- * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows]`): print numbers, assert nothing.
+ * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows|verify]`): print numbers, assert nothing.
  *
  * api    — POST /v1/send requests/s and p50/p99 latency (autocannon, 10 connections, API in its own process),
  *          for 1 and 10 recipients, beside the bare cost of the same SQL and Redis round trips without HTTP.
@@ -16,6 +16,8 @@
  * workflows — executions started per second from a burst of trigger events through /v1/track, the lag from an
  *          event to its first step, and /v1/track latency with and without a workflow on the event
  *          (bench/workflows.ts; BENCH_WORKFLOW_EVENTS sets the count).
+ * verify — POST /v1/verify requests/s with a warm DNS cache and with cold DNS on a loopback DNS server
+ *          (bench/verify.ts; BENCH_VERIFY_REQUESTS sets the count).
  *
  * Uses its own database (`mailroom_bench`, re-created) and queue prefix; Postgres and Redis must answer.
  */
@@ -42,6 +44,7 @@ import { benchContacts } from './contacts';
 import { benchCampaigns } from './campaigns';
 import { benchFeedback } from './feedback';
 import { benchWorkflows } from './workflows';
+import { benchVerify } from './verify';
 import type { RecordedSend } from '../test/support/ses-recorder';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -223,8 +226,8 @@ async function benchWorker(baseEnv: Record<string, string>, database: Database, 
 
 async function main(): Promise<void> {
   const which = process.argv[2];
-  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows'].includes(which)) {
-    throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback or workflows`);
+  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify'].includes(which)) {
+    throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows or verify`);
   }
   const dbUrl = await freshDatabase(ADMIN_DB_URL, 'mailroom_bench');
   const ses = await startSesStack();
@@ -248,6 +251,7 @@ async function main(): Promise<void> {
     if (!which || which === 'campaigns') results.campaigns = await benchCampaigns(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'feedback') results.feedback = await benchFeedback(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'workflows') results.workflows = await benchWorkflows(env, config, database, await project(database), spawnApp, stop);
+    if (!which || which === 'verify') results.verify = await benchVerify(env, config, database, await project(database), spawnApp, stop);
   } finally {
     await database.close();
     ses.stop();
