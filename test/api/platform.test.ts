@@ -30,7 +30,7 @@ test('OpenAPI document is generated from the route schemas; /docs works offline'
   const doc = (await request(api.app).get('/openapi.json')).body;
   expect(doc.openapi).toBe('3.1.0');
   expect(Object.keys(doc.paths)).toEqual(
-    expect.arrayContaining(['/v1/send', '/templates', '/templates/{id}', '/emails/{id}', '/admin/projects', '/segments/preview', '/campaigns/{id}/send', '/unsubscribe/{token}', '/workflows/{id}/graph', '/workflows/{id}/executions/{executionId}/cancel']),
+    expect.arrayContaining(['/v1/send', '/templates', '/templates/{id}', '/emails/{id}', '/admin/projects', '/segments/preview', '/campaigns/{id}/send', '/unsubscribe/{token}', '/workflows/{id}/graph', '/workflows/{id}/executions/{executionId}/cancel', '/v1/verify', '/v1/verify/batch', '/domains', '/domains/{id}/verify']),
   );
   const send = doc.paths['/v1/send'].post;
   expect(send.requestBody.content['application/json'].schema.properties.to).toBeDefined();
