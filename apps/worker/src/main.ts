@@ -86,7 +86,7 @@ export async function startWorker(
   const inbox = startWorkflowInbox({ config, database, workflowQueue, webhookQueue, logger });
   const reconciler = startReconciler({ config, database, sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, redis: connection, logger });
   const refresher = startSegmentRefresher({ config, database, redis: connection, logger });
-  const identities = options.identities ?? createIdentityProvider(config, createResolver({ servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs, tries: config.dnsTries }));
+  const identities = options.identities ?? createIdentityProvider(config, createResolver(config));
   const domainRefresher = startDomainRefresher({ config, database, identities, redis: connection, logger });
   void worker.run();
   void importWorker.run();

@@ -7,22 +7,16 @@
  */
 import { Resolver } from 'node:dns/promises';
 import type { Redis } from 'ioredis';
+import type { Config } from './config';
 import type { DnsLookup, DomainDns } from './verify';
 
-/** Resolver settings. */
-export interface DnsSettings {
-  /** `host` or `host:port` entries; empty: the system's resolvers. */
-  servers: readonly string[];
-  /** Per query attempt (ms). */
-  timeoutMs: number;
-  /** Attempts per query. */
-  tries: number;
-}
-
-/** A resolver with the settings applied. */
-export function createResolver(s: DnsSettings): Resolver {
-  const resolver = new Resolver({ timeout: s.timeoutMs, tries: s.tries });
-  if (s.servers.length > 0) resolver.setServers([...s.servers]);
+/**
+ * A resolver with `DNS_SERVERS` (empty: the system's resolvers), `DNS_TIMEOUT_MS` per attempt and `DNS_TRIES`
+ * attempts per query.
+ */
+export function createResolver(config: Pick<Config, 'dnsServers' | 'dnsTimeoutMs' | 'dnsTries'>): Resolver {
+  const resolver = new Resolver({ timeout: config.dnsTimeoutMs, tries: config.dnsTries });
+  if (config.dnsServers.length > 0) resolver.setServers([...config.dnsServers]);
   return resolver;
 }
 

@@ -60,7 +60,7 @@ function present(d: DomainRow): Static<typeof Domain> {
 export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider) {
   const { db } = deps.database;
   const provider =
-    identities ?? createIdentityProvider(deps.config, createResolver({ servers: deps.config.dnsServers, timeoutMs: deps.config.dnsTimeoutMs, tries: deps.config.dnsTries }));
+    identities ?? createIdentityProvider(deps.config, createResolver(deps.config));
 
   const checkNow = async (d: DomainRow): Promise<DomainRow> => {
     const check = await provider.check(d.domain, d.records);

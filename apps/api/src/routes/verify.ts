@@ -35,7 +35,7 @@ const Address = Type.String({ minLength: 1, maxLength: 320, description: 'the ad
 
 /** Routes of this module. */
 export function verifyRoutes(deps: AppDeps) {
-  const resolver = createResolver({ servers: deps.config.dnsServers, timeoutMs: deps.config.dnsTimeoutMs, tries: deps.config.dnsTries });
+  const resolver = createResolver(deps.config);
   const lookup = cachedDnsLookup(resolver, deps.config.dnsCacheTtlS > 0 ? deps.redis : undefined, deps.config.queuePrefix, deps.config.dnsCacheTtlS);
   return [
     route({
