@@ -73,12 +73,21 @@ export async function recordDomainCheck(
   return row;
 }
 
-/** Pending domains not checked for `olderThanMs`, least recently checked first (the worker's refresh). */
+/**
+ * Pending domains with a registered identity (DKIM tokens; operator-added domains have none) not checked for
+ * `olderThanMs`, least recently checked first (the worker's refresh).
+ */
 export async function duePendingDomains(db: DbOrTx, olderThanMs: number, limit: number): Promise<DomainRow[]> {
   return db
     .select()
     .from(domains)
-    .where(and(eq(domains.status, 'pending'), or(isNull(domains.checkedAt), lt(domains.checkedAt, new Date(Date.now() - olderThanMs)))))
+    .where(
+      and(
+        eq(domains.status, 'pending'),
+        sql`cardinality(${domains.dkimTokens}) > 0`,
+        or(isNull(domains.checkedAt), lt(domains.checkedAt, new Date(Date.now() - olderThanMs))),
+      ),
+    )
     .orderBy(asc(domains.checkedAt))
     .limit(limit);
 }
