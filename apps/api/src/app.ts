@@ -14,6 +14,7 @@ import { rateLimit } from './http/rate-limit';
 import { requestId } from './http/request-id';
 import { mountRoutes, type AnyRoute } from './http/route';
 import { buildOpenApi } from './openapi';
+import { ApiMetrics } from './http/metrics';
 import { adminRoutes } from './routes/admin';
 import { contactRoutes } from './routes/contacts';
 import { eventRoutes } from './routes/events';
@@ -41,6 +42,8 @@ export interface App {
   app: Express;
   /** Drops cached key lookups (after disabling a project or rotating keys from outside this process). */
   authCache: AuthCache;
+  /** This app's Prometheus metrics (served at `GET /metrics`). */
+  metrics: ApiMetrics;
   routes: AnyRoute[];
 }
 
@@ -55,7 +58,9 @@ export function createApp(deps: AppDeps): App {
   const limit = rateLimit(deps.redis, deps.config.queuePrefix, deps.config.rateLimitPerMinute);
   const { db } = deps.database;
 
+  const metrics = new ApiMetrics();
   app.use(requestId(deps.logger));
+  app.use(metrics.middleware());
 
   const routes: AnyRoute[] = [
     ...sendRoutes(deps),
@@ -77,6 +82,9 @@ export function createApp(deps: AppDeps): App {
 
   const router = express.Router();
   mountHealth(router, deps);
+  router.get('/metrics', adminOnly(deps.config.adminToken), async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
   mountUnsubscribe(router, deps);
   mountSesWebhook(router, deps);
   const built = buildOpenApi(routes, { version: VERSION, serverUrl: deps.config.publicUrl });
@@ -97,7 +105,7 @@ export function createApp(deps: AppDeps): App {
   app.use(router);
   app.use(notFoundHandler);
   app.use(errorHandler);
-  return { app, authCache, routes };
+  return { app, authCache, metrics, routes };
 }
 
 const docsPage = `<!doctype html>

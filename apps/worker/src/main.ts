@@ -1,6 +1,7 @@
 /**
  * Worker process entry point: the `send`, `contact-import`, `campaign`, `webhook` and `workflow` workers, the
- * workflow inbox drainer, the reconciler, the segment and domain refreshers, a health endpoint, graceful shutdown.
+ * workflow inbox drainer, the reconciler, the segment and domain refreshers, a health and metrics endpoint
+ * (`/health/live`, `/health/ready`, `/metrics`), graceful shutdown.
  *
  * Shutdown (SIGTERM/SIGINT): stop taking jobs, let active ones finish (a job cut off by a hard kill is retried
  * by another worker after its lock expires), stop the reconciler, close Redis and Postgres.
@@ -28,6 +29,9 @@ import { startDomainRefresher } from './processors/domains';
 import { createImportWorker } from './queues/import';
 import { SesTransport, type MailTransport } from './ses/transport';
 import { SendRateGate } from './ses/rate-gate';
+import { WorkerMetrics } from './metrics';
+import type { SendJobResult } from './processors/send';
+import type { WorkflowJobResult } from './processors/workflow';
 
 /** A running worker process. */
 export interface RunningWorker {
@@ -40,8 +44,10 @@ export interface RunningWorker {
   webhookWorker: Worker;
   /** The `workflow` worker. */
   workflowWorker: Worker;
-  /** Port of the health endpoint (0 when disabled). */
+  /** Port of the health and metrics endpoint (0 when disabled). */
   healthPort: number;
+  /** This worker's Prometheus metrics. */
+  metrics: WorkerMetrics;
   stop(): Promise<void>;
 }
 
@@ -60,16 +66,25 @@ export async function startWorker(
   const database = createDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, applicationName: 'mailroom-worker' });
   const connection = createRedis(config, 'worker');
   const gate = new SendRateGate(connection, `${config.queuePrefix}:ses-rate-gate`, config.sesMaxSendRate, config.sesRateSafetyMs);
-  const transport = options.transport ?? new SesTransport(config, gate);
   const sendQueue = createSendQueue(config, connection);
   const importQueue = createImportQueue(config, connection);
   const campaignQueue = createCampaignQueue(config, connection);
   const webhookQueue = createWebhookQueue(config, connection);
   const workflowQueue = createWorkflowQueue(config, connection);
+  const metrics = new WorkerMetrics([sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue], database);
+  const timedGate = {
+    acquire: async () => {
+      const waitedMs = await gate.acquire();
+      metrics.gateWait.observe(waitedMs / 1000);
+      return waitedMs;
+    },
+  };
+  const transport = options.transport ?? new SesTransport(config, timedGate, (ms, ok) => metrics.sesSend.observe({ outcome: ok ? 'ok' : 'error' }, ms / 1000));
 
   let worker!: Worker;
-  const processor = createSendProcessor({ config, database, transport, logger, webhookQueue, worker: () => worker });
+  const processor = createSendProcessor({ config, database, transport, logger, webhookQueue, worker: () => worker, onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }) });
   worker = createSendWorker(config, connection, processor);
+  worker.on('completed', (_job, result: SendJobResult) => metrics.emails.inc({ outcome: result.outcome }));
   worker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'job attempt failed'));
   worker.on('error', (err) => logger.error({ err }, 'worker error'));
   const importWorker = createImportWorker(config, connection, createImportProcessor({ config, database, logger }));
@@ -81,10 +96,28 @@ export async function startWorker(
   const webhookWorker = createWebhookWorker(config, connection, createWebhookProcessor({ config, database, logger }));
   webhookWorker.on('error', (err) => logger.error({ err }, 'webhook worker error'));
   const workflowWorker = createWorkflowWorker(config, connection, createWorkflowProcessor({ config, database, sendQueue, webhookQueue, workflowQueue, logger }));
+  workflowWorker.on('completed', (_job, r: WorkflowJobResult) => metrics.workflowJobs.inc({ status: r.outcome === 'ran' ? r.status : 'skipped' }));
   workflowWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'workflow attempt failed'));
   workflowWorker.on('error', (err) => logger.error({ err }, 'workflow worker error'));
   const inbox = startWorkflowInbox({ config, database, workflowQueue, webhookQueue, logger });
-  const reconciler = startReconciler({ config, database, sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, redis: connection, logger });
+  const reconciler = startReconciler({
+    config,
+    database,
+    sendQueue,
+    importQueue,
+    campaignQueue,
+    webhookQueue,
+    workflowQueue,
+    redis: connection,
+    logger,
+    onPass: (r) => {
+      metrics.reenqueued.inc({ kind: 'email' }, r.enqueued);
+      metrics.reenqueued.inc({ kind: 'import' }, r.importsEnqueued);
+      metrics.reenqueued.inc({ kind: 'campaign' }, r.campaignsEnqueued);
+      metrics.reenqueued.inc({ kind: 'webhook' }, r.webhooksEnqueued);
+      metrics.reenqueued.inc({ kind: 'workflow' }, r.executionsEnqueued);
+    },
+  });
   const refresher = startSegmentRefresher({ config, database, redis: connection, logger });
   const identities = options.identities ?? createIdentityProvider(config, createResolver(config));
   const domainRefresher = startDomainRefresher({ config, database, identities, redis: connection, logger });
@@ -102,6 +135,16 @@ export async function startWorker(
       if (req.url === '/health/live') {
         res.writeHead(worker.isRunning() ? 200 : 503, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ status: worker.isRunning() ? 'ok' : 'stopping' }));
+        return;
+      }
+      if (req.url === '/metrics') {
+        try {
+          const body = await metrics.registry.metrics();
+          res.writeHead(200, { 'content-type': metrics.registry.contentType });
+          res.end(body);
+        } catch (err) {
+          res.writeHead(500).end(String(err));
+        }
         return;
       }
       if (req.url === '/health/ready') {
@@ -136,7 +179,7 @@ export async function startWorker(
       await database.close();
       logger.info('worker stopped');
     })());
-  return { worker, importWorker, campaignWorker, webhookWorker, workflowWorker, healthPort, stop };
+  return { worker, importWorker, campaignWorker, webhookWorker, workflowWorker, healthPort, metrics, stop };
 }
 
 if (require.main === module) runService('worker', (config: Config) => startWorker(config), 60_000);

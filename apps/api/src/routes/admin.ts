@@ -5,7 +5,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { AppError, ErrorCode, errorCode, notFound } from '@mailroom/core';
-import { addDomain, createProject, rotateKeys, setProjectDisabled, type Db } from '@mailroom/db';
+import { addDomain, createProject, emailStatsByProject, rotateKeys, setProjectDisabled, type Db } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, Timestamp } from './common';
@@ -54,6 +54,29 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
   const { db } = deps.database;
   const { config } = deps;
   return [
+    route({
+      method: 'get',
+      path: '/admin/stats',
+      operationId: 'adminStats',
+      tag: 'Admin',
+      summary: 'Emails per project by status, over the last hour and the last day',
+      description: 'Counts emails created in each window, by their current status. Projects without email in the last day are left out.',
+      auth: 'admin',
+      response: Type.Object({
+        generatedAt: Timestamp,
+        projects: Type.Array(
+          Type.Object({
+            projectId: Type.String(),
+            projectName: Type.String(),
+            lastHour: Type.Record(Type.String(), Type.Integer(), { description: 'status → emails created in the last hour' }),
+            lastDay: Type.Record(Type.String(), Type.Integer(), { description: 'status → emails created in the last 24 hours' }),
+          }),
+        ),
+      }),
+      status: 200,
+      errors: [401, 403],
+      handler: async () => ({ data: { generatedAt: new Date().toISOString(), projects: await emailStatsByProject(deps.database.db) } }),
+    }),
     route({
       method: 'post',
       path: '/admin/projects',

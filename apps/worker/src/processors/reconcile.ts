@@ -176,9 +176,10 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<ReconcileResul
 }
 
 /**
- * Starts the periodic reconciler. @returns `stop()`, which waits for a running pass to end.
+ * Starts the periodic reconciler; `onPass` gets each pass's result (metrics). @returns `stop()`, which waits for a
+ * running pass to end.
  */
-export function startReconciler(deps: ReconcileDeps & { redis: Redis }): { stop: () => Promise<void> } {
+export function startReconciler(deps: ReconcileDeps & { redis: Redis; onPass?: (r: ReconcileResult) => void }): { stop: () => Promise<void> } {
   return startLockedTimer(
     {
       redis: deps.redis,
@@ -190,6 +191,6 @@ export function startReconciler(deps: ReconcileDeps & { redis: Redis }): { stop:
       logger: deps.logger,
       name: 'reconciler',
     },
-    () => reconcileOnce(deps),
+    async () => deps.onPass?.(await reconcileOnce(deps)),
   );
 }

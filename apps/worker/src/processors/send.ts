@@ -59,6 +59,8 @@ export interface SendProcessorDeps {
   webhookQueue: Queue<WebhookJobPayload>;
   /** The worker running this processor (for queue-wide throttling pauses). */
   worker: () => Worker;
+  /** Told of each SES throttle (metrics). */
+  onThrottled?: () => void;
 }
 
 /** Creates the BullMQ processor function of the `send` queue. */
@@ -169,6 +171,7 @@ export function createSendProcessor(deps: SendProcessorDeps) {
       if (c.kind === 'throttled') {
         await finish({ status: 'queued', reason: c.reason, retryInMs: c.retryInMs });
         log.warn({ reason: c.reason, retryInMs: c.retryInMs }, 'SES throttled; queue paused');
+        deps.onThrottled?.();
         // Pause the whole queue (every worker) for the same time, and put this job back without spending an
         // attempt. A delayed job is promoted with a wake-up signal; `Worker.RateLimitError` returned prioritized
         // jobs to the wait set without one (measured: 5 s, the blocking timeout, instead of 1 s).

@@ -76,10 +76,12 @@ export class SesTransport implements MailTransport {
   /**
    * @param gate - when given, every `SendEmail` waits for a slot after it is signed, immediately before it is
    *   written to the network (see {@link SendRateGate}).
+   * @param observe - told how long each request took on the wire (ms, after the gate) and whether it succeeded.
    */
   constructor(
     private readonly config: Pick<Config, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet'>,
     gate?: { acquire(): Promise<unknown> },
+    observe?: (ms: number, ok: boolean) => void,
   ) {
     this.client = new SESv2Client({
       region: config.sesRegion,
@@ -92,7 +94,15 @@ export class SesTransport implements MailTransport {
     if (gate) {
       const waitForSlot: FinalizeRequestMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next) => async (args) => {
         await gate.acquire();
-        return next(args);
+        const started = performance.now();
+        try {
+          const out = await next(args);
+          observe?.(performance.now() - started, true);
+          return out;
+        } catch (err) {
+          observe?.(performance.now() - started, false);
+          throw err;
+        }
       };
       this.client.middlewareStack.addRelativeTo(
         waitForSlot,

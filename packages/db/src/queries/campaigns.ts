@@ -319,3 +319,16 @@ export async function campaignEmailCounts(db: DbOrTx, campaignId: string, rateWi
   }
   return { byStatus, recentlySent, ...engaged };
 }
+
+/**
+ * Progress of every SENDING campaign, for metrics: recipients so far and emails not yet final (`queued`/`sending`,
+ * counted on the partial index `emails_campaign_pending_idx`, so finished rows cost nothing).
+ */
+export async function sendingCampaignProgress(db: DbOrTx): Promise<{ id: string; projectId: string; recipients: number; pending: number }[]> {
+  const rows = await db.execute<{ id: string; project_id: string; recipients: string | number; pending: number }>(sql`
+    select c.id, c.project_id, c.recipients,
+      (select count(*)::int from emails m where m.campaign_id = c.id and m.status in ('queued', 'sending')) as pending
+    from campaigns c where c.status = 'SENDING'
+  `);
+  return rows.rows.map((r) => ({ id: r.id, projectId: r.project_id, recipients: Number(r.recipients), pending: r.pending }));
+}

@@ -5,7 +5,7 @@
  * @module
  */
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import { newId, type WebhookDeliveryRef } from '@mailroom/core';
+import { idLowerBound, newId, type WebhookDeliveryRef } from '@mailroom/core';
 import type { DbOrTx } from '../client';
 import { endpointWants } from './webhooks';
 import { attachments, campaigns, emailEvents, emails, type EmailSource, type EmailStatus } from '../schema';
@@ -228,4 +228,36 @@ export async function pendingEmails(db: DbOrTx, olderThanMs: number, afterId: st
     limit ${limit}
   `);
   return rows.rows.map((r) => ({ id: r.id, projectId: r.project_id, source: r.source }));
+}
+
+/** One project's email counts by status over the last hour and the last day. */
+export interface ProjectEmailStats {
+  projectId: string;
+  projectName: string;
+  lastHour: Record<string, number>;
+  lastDay: Record<string, number>;
+}
+
+/**
+ * Email counts per project and status, for emails created in the last hour and the last day (operators'
+ * `GET /admin/stats`). Email ids are UUIDv7 of their creation time, so the window is a primary-key range.
+ */
+export async function emailStatsByProject(db: DbOrTx, now = Date.now()): Promise<ProjectEmailStats[]> {
+  const rows = await db.execute<{ project_id: string; name: string; status: string; hour: number; day: number }>(sql`
+    select e.project_id, p.name, e.status,
+      count(*) filter (where e.id >= ${idLowerBound(now - 3_600_000)}::uuid)::int as hour,
+      count(*)::int as day
+    from emails e join projects p on p.id = e.project_id
+    where e.id >= ${idLowerBound(now - 86_400_000)}::uuid
+    group by e.project_id, p.name, e.status
+    order by e.project_id, e.status
+  `);
+  const byProject = new Map<string, ProjectEmailStats>();
+  for (const r of rows.rows) {
+    const s = byProject.get(r.project_id) ?? { projectId: r.project_id, projectName: r.name, lastHour: {}, lastDay: {} };
+    if (r.hour > 0) s.lastHour[r.status] = r.hour;
+    s.lastDay[r.status] = r.day;
+    byProject.set(r.project_id, s);
+  }
+  return [...byProject.values()];
 }

@@ -1,0 +1,47 @@
+/**
+ * Prometheus metrics of an API process (`prom-client`, one registry per app): requests by route template and
+ * status, their latency, and the process's default metrics. Served at `GET /metrics` behind `ADMIN_TOKEN`
+ * (Prometheus sends it as a bearer token).
+ *
+ * @module
+ */
+import type { RequestHandler } from 'express';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+/** The API's metrics. */
+export class ApiMetrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({
+    name: 'mailroom_http_requests_total',
+    help: 'HTTP requests by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly duration = new Histogram({
+    name: 'mailroom_http_request_duration_seconds',
+    help: 'HTTP request latency (s) by method and route template',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'mailroom_api_' });
+  }
+
+  /**
+   * Middleware recording each request when it finishes. The route is Express's template (`/workflows/:id`), never
+   * the raw path, so ids do not explode the label set; unmatched requests count as `unmatched`.
+   */
+  middleware(): RequestHandler {
+    return (req, res, next) => {
+      const end = this.duration.startTimer();
+      res.on('finish', () => {
+        const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+        this.requests.inc({ method: req.method, route, status: String(res.statusCode) });
+        end({ method: req.method, route });
+      });
+      next();
+    };
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * The worker's Prometheus metrics on its health port: send outcomes (sent, failed, throttled), SES latency by
+ * outcome, the send-rate gate's waits, queue depths per queue and state, and every metric family announced.
+ */
+import { loadConfig } from '@mailroom/core';
+import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
+import { client, createTestProject, recipient, sesFault, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
+
+let api: TestApi;
+let worker: RunningWorker;
+
+beforeAll(async () => {
+  const config = loadConfig(testEnv({ SES_MAX_SEND_RATE: '50' }));
+  api = await startTestApi(config);
+  worker = await startWorker(config, { healthPort: 0 });
+});
+afterAll(async () => {
+  await worker.stop();
+  await api.close();
+});
+
+const scrape = async () => (await fetch(`http://127.0.0.1:${worker.healthPort}/metrics`)).text();
+const value = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"()+.]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+
+test('send outcomes, SES latency, gate waits and queue depths are exported', async () => {
+  const p = await createTestProject(api.database);
+  const [ok, throttled, rejected] = [recipient('m-ok'), recipient('m-throttle'), recipient('m-reject')];
+  await sesFault({ match: throttled, status: 429, type: 'TooManyRequestsException', message: 'Maximum sending rate exceeded.', times: 1 });
+  await sesFault({ match: rejected, status: 400, type: 'MessageRejected', message: 'Email address is not verified.', times: 1 });
+  for (const to of [ok, throttled, rejected]) {
+    expect((await client(api.app, p).post('/v1/send', { to, from: `m@${p.domain}`, subject: 's', body: 'b' })).status).toBe(202);
+  }
+  const text = await waitFor(async () => {
+    const t = await scrape();
+    return value(t, 'mailroom_emails_total{outcome="sent"}') === 2 && value(t, 'mailroom_emails_total{outcome="failed"}') === 1 && t;
+  }, 30_000, 'two sent and one failed');
+  expect(value(text, 'mailroom_emails_total{outcome="throttled"}')).toBe(1);
+  expect(value(text, 'mailroom_ses_send_duration_seconds_count{outcome="ok"}')).toBe(2);
+  expect(value(text, 'mailroom_ses_send_duration_seconds_count{outcome="error"}')).toBe(2);
+  expect(value(text, 'mailroom_send_rate_gate_wait_seconds_count')).toBe(4);
+  expect(value(text, 'mailroom_queue_jobs{queue="send",state="waiting"}')).toBe(0);
+  expect(value(text, 'mailroom_queue_jobs{queue="workflow",state="failed"}')).toBe(0);
+  for (const family of ['mailroom_campaign_progress_ratio', 'mailroom_campaign_pending_emails', 'mailroom_reconciler_reenqueued_total', 'mailroom_workflow_jobs_total', 'mailroom_worker_process_cpu_seconds_total']) {
+    expect(text).toContain(`# HELP ${family}`);
+  }
+});
