@@ -1,0 +1,69 @@
+/**
+ * Scale-out: three worker processes on one Redis and one Postgres share the queue and the global send rate. One is
+ * stopped gracefully (SIGTERM) and one killed (SIGKILL) mid-way; the third finishes. Every email is delivered, once
+ * (apart from at most one message SES may have taken at the instant of the kill: SES has no idempotency key), and no
+ * one-second window at SES sees more than SES_MAX_SEND_RATE sends.
+ */
+import request from 'supertest';
+import type { ChildProcess } from 'node:child_process';
+import { inArray } from 'drizzle-orm';
+import { loadConfig } from '@mailroom/core';
+import { emails } from '@mailroom/db';
+import { createTestProject, exited, isolatedDatabase, parseMail, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
+
+const RATE = 14;
+let iso: { url: string; drop: () => Promise<void> };
+let api: TestApi;
+const children: ChildProcess[] = [];
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  iso = await isolatedDatabase();
+  env = testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: String(RATE), WORKER_CONCURRENCY: '4', WORKER_LOCK_MS: '3000', SEND_LEASE_MS: '3000' });
+  api = await startTestApi(loadConfig(env));
+});
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await Promise.all(children.map(exited));
+  await api.close();
+  await iso.drop();
+});
+
+test('three workers: one stopped, one killed mid-way; every email delivered once, never above the rate', async () => {
+  const p = await createTestProject(api.database);
+  const to = Array.from({ length: 210 }, () => recipient('scale'));
+  const ids: string[] = [];
+  for (let i = 0; i < to.length; i += 70) {
+    const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to: to.slice(i, i + 70), from: `s@${p.domain}`, subject: 's', body: '<p>s</p>' });
+    expect(res.status).toBe(202);
+    ids.push(...res.body.data.emails.map((e: { email: string }) => e.email));
+  }
+  const [a, b, c] = [spawnWorker(env), spawnWorker(env), spawnWorker(env)];
+  children.push(a, b, c);
+  await waitFor(async () => (await sesSendsTo(to)).length >= 50 || undefined, 60_000, '50 sends');
+  a.kill('SIGTERM');
+  expect(await exited(a)).toBe(0);
+  await waitFor(async () => (await sesSendsTo(to)).length >= 100 || undefined, 60_000, '100 sends');
+  b.kill('SIGKILL');
+  await exited(b);
+  await waitFor(
+    async () => {
+      const rows = await api.database.db.select({ status: emails.status }).from(emails).where(inArray(emails.id, ids));
+      return rows.every((r) => r.status === 'sent') || undefined;
+    },
+    90_000,
+    'all 210 sent',
+  );
+  const sends = await sesSendsTo(to);
+  const atSes = (await Promise.all(sends.map(parseMail))).map((m) => m.messageId!.replace(/^<|@.*$/g, ''));
+  expect(new Set(atSes)).toEqual(new Set(ids));
+  expect(atSes.length - ids.length).toBeLessThanOrEqual(1);
+  const times = sends.map((s) => s.at).sort((x, y) => x - y);
+  let busiest = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (times[i]! - times[j]! >= 1000) j++;
+    busiest = Math.max(busiest, i - j + 1);
+  }
+  expect(busiest).toBeLessThanOrEqual(RATE);
+  console.log(`scale-out: 3 workers, ${sends.length} sends for ${ids.length} emails (SIGTERM at 50, SIGKILL at 100), busiest 1 s window ${busiest}`);
+}, 150_000);
