@@ -3,7 +3,7 @@
  *
  * api    — POST /v1/send requests/s and p50/p99 latency (autocannon, 10 connections, API in its own process),
  *          for 1 and 10 recipients, beside the bare cost of the same SQL and Redis round trips without HTTP.
- * worker — emails/s drained against the SES emulator with the limiter raised (1 worker process), and the
+ * worker — emails/s drained against the SES emulator with the limiter raised (1, 2 and 4 worker processes), and the
  *          limiter's accuracy at 14/s with 2 worker processes (arrival times at SES).
  * contacts — a 1,000,000-row CSV import, /v1/track and contact list/search latency at that size
  *          (bench/contacts.ts; BENCH_CONTACTS sets the size).
@@ -187,19 +187,27 @@ async function benchWorker(baseEnv: Record<string, string>, database: Database, 
   const p = await project(database);
   const rows: Record<string, string | number>[] = [];
 
-  // Throughput with the limiter raised out of the way.
+  // Throughput with the limiter raised out of the way, for 1, 2 and 4 worker processes (the ratio shows how well
+  // the work spreads; on this 2-core machine the processes share the cores with Postgres, Redis and the emulator).
   const total = Number(process.env.BENCH_EMAILS ?? 3000);
-  const fastEnv = { ...baseEnv, QUEUE_PREFIX: `{bench-fast-${Date.now()}}`, SES_MAX_SEND_RATE: '10000', SES_RATE_SAFETY_MS: '0', WORKER_CONCURRENCY: '32', WORKER_HEALTH_PORT: '0' };
-  const fastConfig = loadConfig(fastEnv);
-  const ids = await enqueue(fastConfig, database, total, p.domain, p.id, 'fast');
-  const started = performance.now();
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const worker = spawnApp('apps/worker/src/main.ts', fastEnv, profile);
-  let sent = 0;
-  while ((sent = await sentCount(database, ids)) < total) await new Promise((r) => setTimeout(r, 200));
-  const seconds = (performance.now() - started) / 1000;
-  await stop(worker);
-  rows.push({ measure: `drain ${total} emails, limiter raised, 1 worker process (incl. start-up)`, value: `${(sent / seconds).toFixed(0)} emails/s (${seconds.toFixed(1)} s)` });
+  let single = 0;
+  for (const processes of [1, 2, 4]) {
+    const fastEnv = { ...baseEnv, QUEUE_PREFIX: `{bench-fast${processes}-${Date.now()}}`, SES_MAX_SEND_RATE: '10000', SES_RATE_SAFETY_MS: '0', WORKER_CONCURRENCY: '32', WORKER_HEALTH_PORT: '0' };
+    const ids = await enqueue(loadConfig(fastEnv), database, total, p.domain, p.id, `fast${processes}`);
+    const started = performance.now();
+    const workers = Array.from({ length: processes }, (_, i) => spawnApp('apps/worker/src/main.ts', fastEnv, i === 0 ? profile : []));
+    let sent = 0;
+    while ((sent = await sentCount(database, ids)) < total) await new Promise((r) => setTimeout(r, 200));
+    const seconds = (performance.now() - started) / 1000;
+    await Promise.all(workers.map(stop));
+    const rate = sent / seconds;
+    if (processes === 1) single = rate;
+    rows.push({
+      measure: `drain ${total} emails, limiter raised, ${processes} worker process${processes > 1 ? 'es' : ''} (incl. start-up)`,
+      value: `${rate.toFixed(0)} emails/s (${seconds.toFixed(1)} s)${processes > 1 ? `, ${(rate / single).toFixed(2)}× one process` : ''}`,
+    });
+  }
 
   // Limiter accuracy at 14/s with two processes.
   const n = 140;
