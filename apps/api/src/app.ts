@@ -15,6 +15,7 @@ import { requestId } from './http/request-id';
 import { mountRoutes, type AnyRoute } from './http/route';
 import { buildOpenApi } from './openapi';
 import { ApiMetrics } from './http/metrics';
+import { mountQueueDashboard } from './routes/queues-dashboard';
 import { adminRoutes } from './routes/admin';
 import { contactRoutes } from './routes/contacts';
 import { eventRoutes } from './routes/events';
@@ -82,6 +83,7 @@ export function createApp(deps: AppDeps): App {
 
   const router = express.Router();
   mountHealth(router, deps);
+  mountQueueDashboard(router, deps);
   router.get('/metrics', adminOnly(deps.config.adminToken), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });

@@ -1,0 +1,89 @@
+/**
+ * The queue dashboard in a real headless browser (Debian's chromium driven by playwright-core), offline (every
+ * request off this host is refused): unauthenticated visits go to the login page, a wrong token is refused, the
+ * right one opens bull-board listing every queue, and a failed job shows why it failed.
+ *
+ * DASHBOARD_SCREENSHOT=<file> keeps a screenshot of the failed job in the dashboard (docs/queue-dashboard.png was
+ * made so).
+ */
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { Queue, Worker } from 'bullmq';
+import { chromium, type Browser } from 'playwright-core';
+import { createRedis, QueueName, queueOptions } from '@mailroom/core';
+import { ADMIN_TOKEN, startTestApi, testConfig, waitFor, type TestApi } from '../support/harness';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+let api: TestApi;
+let server: http.Server;
+let base: string;
+let browser: Browser;
+
+beforeAll(async () => {
+  api = await startTestApi(testConfig());
+  server = http.createServer(api.app);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+});
+afterAll(async () => {
+  await browser?.close();
+  await new Promise<void>((r) => server.close(() => r()));
+  await api.close();
+});
+
+test('login in a browser, every queue listed, a failed job with its reason; wrong token refused; offline', async () => {
+  // A job that fails, as an operator would find it.
+  const connection = createRedis(api.config, 'worker');
+  const failing = new Worker(QueueName.webhook, async () => {
+    throw new Error('endpoint answered 500: upstream exploded');
+  }, { ...queueOptions(api.config, connection), autorun: true });
+  await failing.waitUntilReady();
+  const producer = createRedis(api.config, 'producer');
+  const q = new Queue(QueueName.webhook, queueOptions(api.config, producer));
+  await q.add('webhook', { deliveryId: '00000000-0000-7000-8000-000000000001', projectId: '00000000-0000-7000-8000-000000000002', generation: 0 }, { jobId: 'wh-demo-0', attempts: 1 });
+  await waitFor(async () => (await q.getFailedCount()) > 0, 10_000, 'a failed job');
+  await failing.close();
+  await q.close();
+  producer.disconnect();
+  connection.disconnect();
+
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const offsite: string[] = [];
+  await context.route('**/*', (route) => {
+    const url = new URL(route.request().url());
+    if (url.hostname === '127.0.0.1') return route.continue();
+    offsite.push(url.hostname);
+    return route.abort();
+  });
+  const page = await context.newPage();
+  await page.goto(`${base}/admin/queues`);
+  expect(new URL(page.url()).pathname).toBe('/admin/login');
+
+  await page.fill('#token', 'not-the-token-at-all');
+  await page.click('button[type=submit]');
+  await page.waitForSelector('.error');
+  expect(await page.textContent('.error')).toContain('not right');
+
+  await page.fill('#token', ADMIN_TOKEN);
+  await Promise.all([page.waitForURL(`${base}/admin/queues**`), page.click('button[type=submit]')]);
+  for (const name of ['send', 'contact-import', 'campaign', 'webhook', 'workflow']) {
+    await page.getByText(name, { exact: true }).first().waitFor({ timeout: 15_000 });
+  }
+
+  await page.goto(`${base}/admin/queues/queue/webhook?status=failed`);
+  await page.getByText('upstream exploded').first().waitFor({ timeout: 15_000 });
+  await page.screenshot({ path: process.env.DASHBOARD_SCREENSHOT ?? path.join(os.tmpdir(), 'mailroom-dashboard-failed.png') });
+  // Without the cookie or the token: a browser is sent to the login page, an API client gets 401.
+  const anon = await fetch(`${base}/admin/queues/api/queues`, { redirect: 'manual', headers: { accept: 'text/html' } });
+  expect(anon.status).toBe(303);
+  expect(anon.headers.get('location')).toBe('/admin/login');
+  expect((await fetch(`${base}/admin/queues/api/queues`, { headers: { accept: 'application/json' } })).status).toBe(401);
+  const withToken = await fetch(`${base}/admin/queues/api/queues`, { headers: { accept: 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` } });
+  expect(withToken.status).toBe(200);
+  // All of that worked offline: the only thing the page asks of the outside is bull-board's web font, refused here.
+  expect(offsite.filter((h) => !/(^|\.)(googleapis|gstatic)\.com$/.test(h))).toEqual([]);
+  await context.close();
+}, 90_000);
