@@ -17,6 +17,11 @@ export interface Config {
   readonly dbPoolSize: number;
   /** `REDIS_URL`: Redis connection string (queues, rate limits). */
   readonly redisUrl: string;
+  /**
+   * `REDIS_CLUSTER_NODES`: comma-separated `host:port` seed nodes of a Redis Cluster; when set it replaces
+   * `REDIS_URL` (its credentials and TLS still apply to every node). `QUEUE_PREFIX` must then carry a hash tag.
+   */
+  readonly redisClusterNodes: readonly string[];
   /** `QUEUE_PREFIX`: BullMQ key prefix, hash-tagged (`{name}`) so keys share one Redis Cluster slot. */
   readonly queuePrefix: string;
   /** `PORT`: HTTP port of the API. */
@@ -258,6 +263,7 @@ export function loadConfig(env: Env): Config {
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/mailroom', ['postgres:', 'postgresql:'])!,
     dbPoolSize: int(env, 'DB_POOL_SIZE', 10, 1, 500),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!,
+    redisClusterNodes: list(env, 'REDIS_CLUSTER_NODES', []),
     queuePrefix,
     port,
     publicUrl: url(env, 'PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:'])!,
@@ -308,6 +314,12 @@ export function loadConfig(env: Env): Config {
     mailFromSubdomain: str(env, 'MAIL_FROM_SUBDOMAIN', 'mail'),
     domainRefreshMs: int(env, 'DOMAIN_REFRESH_MS', 60_000, 100, 86_400_000),
   };
+  for (const node of config.redisClusterNodes) {
+    if (!/^[\w.-]+:\d{1,5}$/.test(node)) throw new ConfigError('REDIS_CLUSTER_NODES', `must list host:port entries, got "${node}"`);
+  }
+  if (config.redisClusterNodes.length > 0 && !/\{[^{}]+\}/.test(config.queuePrefix)) {
+    throw new ConfigError('QUEUE_PREFIX', 'must carry a hash tag ({name}) with REDIS_CLUSTER_NODES, so every key of a queue is in one slot');
+  }
   for (const server of config.dnsServers) {
     if (!/^(\[[0-9a-f:]+\]|[\w.-]+)(:\d{1,5})?$/i.test(server)) throw new ConfigError('DNS_SERVERS', `must list host or host:port entries, got "${server}"`);
   }
