@@ -7,7 +7,8 @@ COPY packages/core/package.json packages/core/
 COPY packages/db/package.json packages/db/
 COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
-RUN npm install --no-audit --no-fund
+# No install scripts: none is needed to build or run, and free-email-domains' would re-download its list.
+RUN npm install --no-audit --no-fund --ignore-scripts
 
 FROM deps AS build
 COPY tsconfig.base.json tsconfig.json ./
@@ -23,7 +24,7 @@ COPY packages/core/package.json packages/core/
 COPY packages/db/package.json packages/db/
 COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
-RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm install --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 COPY --from=build /app/packages/core/dist packages/core/dist
 COPY --from=build /app/packages/db/dist packages/db/dist
 COPY packages/db/drizzle packages/db/drizzle
