@@ -69,7 +69,7 @@ test('login in a browser, every queue listed, a failed job with its reason; wron
 
   await page.fill('#token', ADMIN_TOKEN);
   await Promise.all([page.waitForURL(`${base}/admin/queues**`), page.click('button[type=submit]')]);
-  for (const name of ['send', 'contact-import', 'campaign', 'webhook', 'workflow']) {
+  for (const name of ['send', 'contact-import', 'campaign', 'webhook', 'workflow', 'maintenance']) {
     await page.getByText(name, { exact: true }).first().waitFor({ timeout: 15_000 });
   }
 

@@ -1,6 +1,7 @@
 /**
  * Worker process entry point: the `send`, `contact-import`, `campaign`, `webhook` and `workflow` workers, the
- * workflow inbox drainer, the reconciler, the segment and domain refreshers, a health and metrics endpoint
+ * workflow inbox drainer, the `maintenance` worker and its timers (reconciler, segment and domain refreshers), a
+ * health and metrics endpoint
  * (`/health/live`, `/health/ready`, `/metrics`), graceful shutdown.
  *
  * Shutdown (SIGTERM/SIGINT): stop taking jobs, let active ones finish (a job cut off by a hard kill is retried
@@ -14,10 +15,10 @@ import type { Worker } from 'bullmq';
 import { createCampaignQueue, createIdentityProvider, createImportQueue, createLogger, createRedis, createResolver, createSendQueue, createWebhookQueue, createWorkflowQueue, runService, type Config, type DomainIdentityProvider, type Logger } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createSendProcessor } from './processors/send';
-import { startReconciler } from './processors/reconcile';
+import { reconcileTask } from './processors/reconcile';
 import { createImportProcessor } from './processors/import';
 import { createCampaignProcessor } from './processors/campaign';
-import { startSegmentRefresher } from './processors/segments';
+import { segmentsTask } from './processors/segments';
 import { createCampaignWorker } from './queues/campaign';
 import { createWebhookWorker } from './queues/webhook';
 import { createWebhookProcessor } from './processors/webhook';
@@ -25,7 +26,8 @@ import { createSendWorker } from './queues/send';
 import { createWorkflowWorker } from './queues/workflow';
 import { createWorkflowProcessor } from './processors/workflow';
 import { startWorkflowInbox } from './processors/workflow-inbox';
-import { startDomainRefresher } from './processors/domains';
+import { domainsTask } from './processors/domains';
+import { createMaintenanceQueue, startMaintenance } from './processors/maintenance';
 import { createImportWorker } from './queues/import';
 import { SesTransport, type MailTransport } from './ses/transport';
 import { SendRateGate } from './ses/rate-gate';
@@ -71,7 +73,8 @@ export async function startWorker(
   const campaignQueue = createCampaignQueue(config, connection);
   const webhookQueue = createWebhookQueue(config, connection);
   const workflowQueue = createWorkflowQueue(config, connection);
-  const metrics = new WorkerMetrics([sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue], database);
+  const maintenanceQueue = createMaintenanceQueue(config, connection);
+  const metrics = new WorkerMetrics([sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, maintenanceQueue], database);
   const timedGate = {
     acquire: async () => {
       const waitedMs = await gate.acquire();
@@ -100,27 +103,28 @@ export async function startWorker(
   workflowWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'workflow attempt failed'));
   workflowWorker.on('error', (err) => logger.error({ err }, 'workflow worker error'));
   const inbox = startWorkflowInbox({ config, database, workflowQueue, webhookQueue, logger });
-  const reconciler = startReconciler({
-    config,
-    database,
-    sendQueue,
-    importQueue,
-    campaignQueue,
-    webhookQueue,
-    workflowQueue,
-    redis: connection,
-    logger,
-    onPass: (r) => {
-      metrics.reenqueued.inc({ kind: 'email' }, r.enqueued);
-      metrics.reenqueued.inc({ kind: 'import' }, r.importsEnqueued);
-      metrics.reenqueued.inc({ kind: 'campaign' }, r.campaignsEnqueued);
-      metrics.reenqueued.inc({ kind: 'webhook' }, r.webhooksEnqueued);
-      metrics.reenqueued.inc({ kind: 'workflow' }, r.executionsEnqueued);
-    },
-  });
-  const refresher = startSegmentRefresher({ config, database, redis: connection, logger });
   const identities = options.identities ?? createIdentityProvider(config, createResolver(config));
-  const domainRefresher = startDomainRefresher({ config, database, identities, redis: connection, logger });
+  const maintenance = startMaintenance({ config, redis: connection, queue: maintenanceQueue, logger }, [
+    reconcileTask({
+      config,
+      database,
+      sendQueue,
+      importQueue,
+      campaignQueue,
+      webhookQueue,
+      workflowQueue,
+      logger,
+      onPass: (r) => {
+        metrics.reenqueued.inc({ kind: 'email' }, r.enqueued);
+        metrics.reenqueued.inc({ kind: 'import' }, r.importsEnqueued);
+        metrics.reenqueued.inc({ kind: 'campaign' }, r.campaignsEnqueued);
+        metrics.reenqueued.inc({ kind: 'webhook' }, r.webhooksEnqueued);
+        metrics.reenqueued.inc({ kind: 'workflow' }, r.executionsEnqueued);
+      },
+    }),
+    segmentsTask({ config, database, logger }),
+    domainsTask({ config, database, identities, logger }),
+  ]);
   void worker.run();
   void importWorker.run();
   void campaignWorker.run();
@@ -167,12 +171,13 @@ export async function startWorker(
       logger.info('worker shutting down');
       await inbox.stop();
       await Promise.all([worker.close(), importWorker.close(), campaignWorker.close(), webhookWorker.close(), workflowWorker.close()]);
-      await Promise.all([reconciler.stop(), refresher.stop(), domainRefresher.stop()]);
+      await maintenance.stop();
       await sendQueue.close().catch(() => undefined);
       await importQueue.close().catch(() => undefined);
       await campaignQueue.close().catch(() => undefined);
       await webhookQueue.close().catch(() => undefined);
       await workflowQueue.close().catch(() => undefined);
+      await maintenanceQueue.close().catch(() => undefined);
       server?.close();
       transport.close();
       connection.disconnect();

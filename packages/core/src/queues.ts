@@ -21,6 +21,8 @@ export const QueueName = {
   webhook: 'webhook',
   /** Runs of workflow executions (`jobId` = `wf-<execution>-<version>[-<suffix>]`); the execution row is the record. */
   workflow: 'workflow',
+  /** Passes of the reconciler and the segment and domain refreshers (`jobId` = `<task>-<tick>`). */
+  maintenance: 'maintenance',
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 

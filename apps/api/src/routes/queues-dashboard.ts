@@ -1,6 +1,6 @@
 /**
  * The queue dashboard: bull-board (`@bull-board/express`) at `/admin/queues`, showing every queue (send,
- * contact-import, campaign, webhook, workflow), where operators see why a job failed and retry it.
+ * contact-import, campaign, webhook, workflow, maintenance), where operators see why a job failed and retry it.
  *
  * Guarded by `ADMIN_TOKEN`, usable from a browser: `GET /admin/login` shows a form; `POST /admin/login` with the
  * right token sets an HttpOnly, SameSite=Strict session cookie (`mailroom_admin`, an HMAC of the token and its
@@ -16,7 +16,8 @@ import { parse as parseCookies } from 'cookie';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import { safeEqual } from '@mailroom/core';
+import { Queue } from 'bullmq';
+import { QueueName, queueOptions, safeEqual } from '@mailroom/core';
 import type { AppDeps } from '../http/context';
 
 const BASE = '/admin/queues';
@@ -51,7 +52,10 @@ export function mountQueueDashboard(router: Router, deps: AppDeps): void {
   if (!token) return;
   const serverAdapter = new ExpressAdapter().setBasePath(BASE);
   createBullBoard({
-    queues: [deps.sendQueue, deps.importQueue, deps.campaignQueue, deps.webhookQueue, deps.workflowQueue].map((q) => new BullMQAdapter(q)),
+    // The maintenance queue is the worker's; the dashboard reads it through this process's connection.
+    queues: [deps.sendQueue, deps.importQueue, deps.campaignQueue, deps.webhookQueue, deps.workflowQueue, new Queue(QueueName.maintenance, queueOptions(deps.config, deps.redis))].map(
+      (q) => new BullMQAdapter(q),
+    ),
     serverAdapter,
     options: { uiConfig: { boardTitle: 'Mailroom queues' } },
   });

@@ -3,14 +3,13 @@
  * 50 per pass) with the identity provider (SES `GetEmailIdentity`, or the DNS records themselves locally), and
  * records when each became verified or failed.
  *
- * Runs on a timer in every worker process; a Redis lock lets one process do each pass.
+ * Runs as the `domains` maintenance task (see `maintenance.ts`).
  *
  * @module
  */
-import type { Redis } from 'ioredis';
 import type { Config, DomainIdentityProvider, Logger } from '@mailroom/core';
 import { duePendingDomains, recordDomainCheck, type Database } from '@mailroom/db';
-import { startLockedTimer } from './timer';
+import type { MaintenanceTask } from './maintenance';
 
 const PER_PASS = 50;
 
@@ -19,7 +18,6 @@ export interface DomainRefresherDeps {
   config: Config;
   database: Database;
   identities: DomainIdentityProvider;
-  redis: Redis;
   logger: Logger;
 }
 
@@ -38,18 +36,13 @@ export async function refreshDomainsOnce(deps: DomainRefresherDeps): Promise<num
   return due.length;
 }
 
-/** Starts the refresher. @returns `stop()`, which waits for a running pass. */
-export function startDomainRefresher(deps: DomainRefresherDeps): { stop: () => Promise<void> } {
-  return startLockedTimer(
-    {
-      redis: deps.redis,
-      lockKey: `${deps.config.queuePrefix}:domain-refresher:lock`,
-      intervalMs: deps.config.domainRefreshMs,
-      lockMs: Math.max(1000, deps.config.domainRefreshMs - 50),
-      release: false,
-      logger: deps.logger,
-      name: 'domain refresher',
-    },
-    () => refreshDomainsOnce(deps),
-  );
+/** The refresher as a maintenance task: every `DOMAIN_REFRESH_MS`, one pass per interval across all processes. */
+export function domainsTask(deps: DomainRefresherDeps): MaintenanceTask {
+  return {
+    name: 'domains',
+    intervalMs: deps.config.domainRefreshMs,
+    lockMs: Math.max(1000, deps.config.domainRefreshMs - 50),
+    release: false,
+    run: async () => ({ checked: await refreshDomainsOnce(deps) }),
+  };
 }

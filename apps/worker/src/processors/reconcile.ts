@@ -6,13 +6,12 @@
  * flush after acceptance, and a crash between the API's commit and its enqueue. Each pass also deletes expired
  * idempotency keys, uploads abandoned mid-way and SNS message ids past their retention.
  *
- * Runs on a timer in every worker process; a Redis lock (SET NX PX) lets one process do each pass. It uses
- * no persisted scheduler state, so it keeps running after Redis loses everything.
+ * Runs as the `reconcile` maintenance task (see `maintenance.ts`): scheduled in process memory, one pass per
+ * interval across all processes; it keeps running after Redis loses everything.
  *
  * @module
  */
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import {
   enqueueWebhookDeliveries,
   SNS_MESSAGE_RETENTION_DAYS,
@@ -29,7 +28,7 @@ import {
   type WorkflowJobPayload,
   enqueueExecutions,
 } from '@mailroom/core';
-import { startLockedTimer } from './timer';
+import type { MaintenanceTask } from './maintenance';
 import { activeCampaigns, overdueExecutions, pendingEmails, pendingImports, pruneSnsMessages, purgeIdempotencyKeys, stalePendingDeliveries, type Database } from '@mailroom/db';
 
 /** An upload not touched for this long (ms) was abandoned by its API process. */
@@ -176,21 +175,19 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<ReconcileResul
 }
 
 /**
- * Starts the periodic reconciler; `onPass` gets each pass's result (metrics). @returns `stop()`, which waits for a
- * running pass to end.
+ * The reconciler as a maintenance task: every `RECONCILE_INTERVAL_MS`; its lock expires just before the next tick
+ * (not released), so one pass per interval runs across all processes. `onPass` gets each pass's result (metrics).
  */
-export function startReconciler(deps: ReconcileDeps & { redis: Redis; onPass?: (r: ReconcileResult) => void }): { stop: () => Promise<void> } {
-  return startLockedTimer(
-    {
-      redis: deps.redis,
-      lockKey: `${deps.config.queuePrefix}:reconciler:lock`,
-      intervalMs: deps.config.reconcileIntervalMs,
-      // Not released: it expires just before the next tick, so one pass per interval runs across all processes.
-      lockMs: Math.max(1000, deps.config.reconcileIntervalMs - 50),
-      release: false,
-      logger: deps.logger,
-      name: 'reconciler',
+export function reconcileTask(deps: ReconcileDeps & { onPass?: (r: ReconcileResult) => void }): MaintenanceTask {
+  return {
+    name: 'reconcile',
+    intervalMs: deps.config.reconcileIntervalMs,
+    lockMs: Math.max(1000, deps.config.reconcileIntervalMs - 50),
+    release: false,
+    run: async () => {
+      const r = await reconcileOnce(deps);
+      deps.onPass?.(r);
+      return r;
     },
-    async () => deps.onPass?.(await reconcileOnce(deps)),
-  );
+  };
 }

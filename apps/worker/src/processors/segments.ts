@@ -3,14 +3,13 @@
  * `SEGMENT_REFRESH_MS`, and for tracked segments records `segment.<name>.entry` / `.exit` events for the
  * contacts whose membership changed since the last pass (so membership events lag by at most that interval).
  *
- * Runs on a timer in every worker process; a Redis lock lets one process do each pass.
+ * Runs as the `segments` maintenance task (see `maintenance.ts`).
  *
  * @module
  */
-import type { Redis } from 'ioredis';
 import type { Config, Logger } from '@mailroom/core';
 import { dueSegments, refreshSegment, type Database } from '@mailroom/db';
-import { startLockedTimer } from './timer';
+import type { MaintenanceTask } from './maintenance';
 
 /** Segments refreshed per pass at most. */
 const PER_PASS = 20;
@@ -19,7 +18,6 @@ const PER_PASS = 20;
 export interface SegmentRefresherDeps {
   config: Config;
   database: Database;
-  redis: Redis;
   logger: Logger;
 }
 
@@ -37,19 +35,11 @@ export async function refreshSegmentsOnce(deps: SegmentRefresherDeps): Promise<n
   return due.length;
 }
 
-/** Starts the refresher. @returns `stop()`, which waits for a running pass. */
-export function startSegmentRefresher(deps: SegmentRefresherDeps): { stop: () => Promise<void> } {
-  return startLockedTimer(
-    {
-      redis: deps.redis,
-      lockKey: `${deps.config.queuePrefix}:segment-refresher:lock`,
-      intervalMs: Math.min(1_000, deps.config.segmentRefreshMs),
-      // Held for the pass (a minute at most) and released after it, so a slow pass never runs twice at once.
-      lockMs: 60_000,
-      release: true,
-      logger: deps.logger,
-      name: 'segment refresher',
-    },
-    () => refreshSegmentsOnce(deps),
-  );
+/**
+ * The refresher as a maintenance task: ticks every second (or `SEGMENT_REFRESH_MS` when shorter) and picks the
+ * segments that are due; its lock is held for the pass (a minute at most) and released after it, so a slow pass
+ * never runs twice at once.
+ */
+export function segmentsTask(deps: SegmentRefresherDeps): MaintenanceTask {
+  return { name: 'segments', intervalMs: Math.min(1_000, deps.config.segmentRefreshMs), lockMs: 60_000, release: true, run: async () => ({ refreshed: await refreshSegmentsOnce(deps) }) };
 }
