@@ -34,7 +34,7 @@ afterAll(async () => {
   await api.close();
 });
 
-test('login in a browser, every queue listed, a failed job with its reason; wrong token refused; offline', async () => {
+test('login in a browser, every queue listed, a failed job with its reason, retried; wrong token refused; offline', async () => {
   // A job that fails, as an operator would find it.
   const connection = createRedis(api.config, 'worker');
   const failing = new Worker(QueueName.webhook, async () => {
@@ -46,8 +46,6 @@ test('login in a browser, every queue listed, a failed job with its reason; wron
   await q.add('webhook', { deliveryId: '00000000-0000-7000-8000-000000000001', projectId: '00000000-0000-7000-8000-000000000002', generation: 0 }, { jobId: 'wh-demo-0', attempts: 1 });
   await waitFor(async () => (await q.getFailedCount()) > 0, 10_000, 'a failed job');
   await failing.close();
-  await q.close();
-  producer.disconnect();
   connection.disconnect();
 
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -76,6 +74,12 @@ test('login in a browser, every queue listed, a failed job with its reason; wron
   await page.goto(`${base}/admin/queues/queue/webhook?status=failed`);
   await page.getByText('upstream exploded').first().waitFor({ timeout: 15_000 });
   await page.screenshot({ path: process.env.DASHBOARD_SCREENSHOT ?? path.join(os.tmpdir(), 'mailroom-dashboard-failed.png') });
+  // Retry it, as the dashboard's retry button does, with the browser's session: back to waiting.
+  const retried = await page.request.put(`${base}/admin/queues/api/queues/webhook/wh-demo-0/retry`);
+  expect(retried.ok()).toBe(true);
+  expect(await q.getJobState('wh-demo-0')).toBe('waiting');
+  await q.close();
+  producer.disconnect();
   // Without the cookie or the token: a browser is sent to the login page, an API client gets 401.
   const anon = await fetch(`${base}/admin/queues/api/queues`, { redirect: 'manual', headers: { accept: 'text/html' } });
   expect(anon.status).toBe(303);
