@@ -6,7 +6,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { domainRecords, SesIdentityProvider } from './identities';
+import { domainRecords, identityFailure, SesIdentityProvider } from './identities';
 
 const TOKENS = ['ihjtj4nsgb5kdxjfc4kwqwufpmg6ldry', 'pu3zv2cbzj3jhnqyoubp4mwvd5fgu3hu', '2wdjdlmkx5rs4yvb2fptx4h4c4zdhtpd'];
 
@@ -92,4 +92,17 @@ test('delete: DeleteEmailIdentity; an identity SES does not have is fine; other 
   await provider.delete('example.com');
   await provider.delete('example.com');
   await expect(provider.delete('example.com')).rejects.toMatchObject({ name: 'BadRequestException' });
+});
+
+test('failures are told apart: a request SES rejects (the caller can fix it) from SES not answering', async () => {
+  answers['POST /v2/email/identities'] = [
+    { status: 400, body: { message: 'Invalid domain name bad_domain.' }, error: 'BadRequestException' },
+    { status: 429, body: { message: 'Rate exceeded' }, error: 'TooManyRequestsException' },
+    { status: 500, body: { message: 'internal' }, error: 'InternalFailure' },
+  ];
+  const failure = (p: Promise<unknown>) => p.then(() => undefined, identityFailure);
+  expect(await failure(provider.create('bad_domain', 'mail.bad_domain'))).toEqual({ kind: 'rejected', message: 'BadRequestException: Invalid domain name bad_domain.' });
+  expect((await failure(provider.create('example.com', 'mail.example.com')))!.kind).toBe('unavailable');
+  expect((await failure(provider.create('example.com', 'mail.example.com')))!.kind).toBe('unavailable');
+  expect(identityFailure(Object.assign(new Error('connect ECONNREFUSED'), { name: 'Error' })).kind).toBe('unavailable');
 });

@@ -159,6 +159,19 @@ export class LocalIdentityProvider implements DomainIdentityProvider {
   }
 }
 
+/**
+ * Why a provider call failed: SES `rejected` the request itself (a 400 such as `BadRequestException`: the caller
+ * can fix it), or the provider is `unavailable` (throttled, a 5xx, unreachable, or refusing our credentials: the
+ * operator's or AWS's problem, worth retrying later).
+ */
+export function identityFailure(err: unknown): { kind: 'rejected' | 'unavailable'; message: string } {
+  const e = err as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+  const message = `${e.name ?? 'Error'}: ${e.message ?? 'unknown error'}`.slice(0, 500);
+  const status = e.$metadata?.httpStatusCode;
+  const rejected = status === 400 && !/Throttl|TooManyRequests|LimitExceeded/.test(e.name ?? '');
+  return { kind: rejected ? 'rejected' : 'unavailable', message };
+}
+
 /** The provider `DOMAIN_IDENTITY_PROVIDER` selects. */
 export function createIdentityProvider(config: Config, resolver: Resolver): DomainIdentityProvider {
   return config.domainIdentityProvider === 'ses' ? new SesIdentityProvider(config) : new LocalIdentityProvider(resolver);

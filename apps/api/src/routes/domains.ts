@@ -8,7 +8,7 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { AppError, asciiHostname, createIdentityProvider, createResolver, domainRecords, ErrorCode, notFound, validationError, type DomainIdentityProvider } from '@mailroom/core';
+import { AppError, asciiHostname, createIdentityProvider, createResolver, domainRecords, ErrorCode, identityFailure, notFound, validationError, type DomainIdentityProvider } from '@mailroom/core';
 import { campaignUsingDomain, deleteDomain, domainTaken, getDomain, insertDomain, listDomains, recordDomainCheck, type DomainRow } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
@@ -62,8 +62,22 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
   const provider =
     identities ?? createIdentityProvider(deps.config, createResolver(deps.config));
 
+  /**
+   * Calls the identity provider: a request SES rejects is the caller's 422 on `domain`; a provider that does not
+   * answer (throttled, down, our credentials refused) is 503, and nothing was written.
+   */
+  const callProvider = async <T>(call: () => Promise<T>): Promise<T> => {
+    try {
+      return await call();
+    } catch (err) {
+      const f = identityFailure(err);
+      if (f.kind === 'rejected') throw validationError([{ field: 'domain', message: `refused by the identity provider: ${f.message}`, code: 'custom' }]);
+      throw new AppError(ErrorCode.SERVICE_UNAVAILABLE, `The identity provider did not answer: ${f.message}`, { suggestion: 'Retry later.' });
+    }
+  };
+
   const checkNow = async (d: DomainRow): Promise<DomainRow> => {
-    const check = await provider.check(d.domain, d.records);
+    const check = await callProvider(() => provider.check(d.domain, d.records));
     return (await recordDomainCheck(db, d.id, check)) ?? d;
   };
 
@@ -99,13 +113,13 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       body: Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }, { additionalProperties: false }),
       response: Domain,
       status: 201,
-      errors: [400, 401, 403, 409, 413, 422, 429],
+      errors: [400, 401, 403, 409, 413, 422, 429, 503],
       handler: async ({ body, auth, log }) => {
         const domain = asciiHostname(body.domain);
         if (!domain) throw validationError([{ field: 'domain', message: 'must be a domain name such as example.com', code: 'invalid_string' }]);
         if (await domainTaken(db, domain)) throw new AppError(ErrorCode.CONFLICT, `The domain ${domain} has already been added`);
         const mailFromDomain = `${deps.config.mailFromSubdomain}.${domain}`;
-        const { dkimTokens } = await provider.create(domain, mailFromDomain);
+        const { dkimTokens } = await callProvider(() => provider.create(domain, mailFromDomain));
         const records = domainRecords(domain, mailFromDomain, dkimTokens, deps.config.sesRegion);
         const inserted = await insertDomain(db, auth.projectId, { domain, mailFromDomain, dkimTokens, records });
         if (!inserted.ok) {
@@ -144,7 +158,7 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       params: IdParams,
       response: Domain,
       status: 200,
-      errors: [400, 401, 403, 404, 429],
+      errors: [400, 401, 403, 404, 422, 429, 503],
       handler: async ({ params, auth }) => {
         const d = await getDomain(db, auth.projectId, params.id);
         if (!d) throw notFound('Domain');
@@ -162,13 +176,13 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       params: IdParams,
       response: Deleted,
       status: 200,
-      errors: [400, 401, 403, 404, 409, 429],
+      errors: [400, 401, 403, 404, 409, 422, 429, 503],
       handler: async ({ params, auth }) => {
         const d = await getDomain(db, auth.projectId, params.id);
         if (!d) throw notFound('Domain');
         const campaign = await campaignUsingDomain(db, auth.projectId, d.domain);
         if (campaign) throw new AppError(ErrorCode.CONFLICT, `Campaign ${campaign.id} is ${campaign.status} from ${d.domain}; cancel it or wait until it is sent`);
-        await provider.delete(d.domain);
+        await callProvider(() => provider.delete(d.domain));
         if (!(await deleteDomain(db, auth.projectId, d.id))) throw notFound('Domain');
         return { data: { id: d.id, deleted: true as const } };
       },
