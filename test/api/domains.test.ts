@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import { client, createTestProject, recipient, startTestApi, testConfig, type TestApi, type TestProject } from '../support/harness';
+import { ADMIN_TOKEN, client, createTestProject, recipient, startTestApi, testConfig, type TestApi, type TestProject } from '../support/harness';
 
 let dns: TestDnsServer;
 let api: TestApi;
@@ -95,6 +95,11 @@ test('one project per domain: another project gets 409 on add, 404 on read, 422 
   expect((await client(api.app, other).get(`/domains/${added.body.data.id}`)).status).toBe(404);
   expect((await client(api.app, other).del(`/domains/${added.body.data.id}`)).status).toBe(404);
   expect((await sendFrom(other, `x@${domain}`)).status).toBe(422);
+  // An operator's domain (admin API, written any way) is the same row POST /domains sees.
+  const opDomain = `op-${randomBytes(4).toString('hex')}.test`;
+  const byOperator = await request(api.app).post(`/admin/projects/${other.id}/domains`).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ domain: `${opDomain.toUpperCase()}.` });
+  expect(byOperator.body.data.domain).toBe(opDomain);
+  expect((await client(api.app, p).post('/domains', { domain: opDomain })).status).toBe(409);
 });
 
 test('delete: refused while a campaign is scheduled from the domain; then removed, and sending from it is refused again', async () => {

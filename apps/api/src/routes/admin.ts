@@ -4,7 +4,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { AppError, ErrorCode, errorCode, notFound } from '@mailroom/core';
+import { AppError, ErrorCode, errorCode, notFound, validationError } from '@mailroom/core';
 import { addDomain, createProject, emailStatsByProject, rotateKeys, setProjectDisabled, type Db } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
@@ -44,6 +44,7 @@ export const adminOps = {
       if (errorCode(err) === '23503') throw notFound('Project');
       throw err;
     });
+    if (!r.ok && r.reason === 'invalid') throw validationError([{ field: 'domain', message: 'must be a domain name such as example.com', code: 'invalid_string' }]);
     if (!r.ok) throw new AppError(ErrorCode.CONFLICT, `The domain ${domain} belongs to another project`);
     return r.domain;
   },

@@ -4,7 +4,7 @@
  * @module
  */
 import { and, eq, gt, isNull, or, sql } from 'drizzle-orm';
-import { generateKey, hashKey, type KeyKind } from '@mailroom/core';
+import { asciiHostname, generateKey, hashKey, type KeyKind } from '@mailroom/core';
 import type { Db, DbOrTx } from '../client';
 import { apiKeys, domains, projects } from '../schema';
 
@@ -86,14 +86,16 @@ export async function findKey(db: Db, keyHash: string): Promise<KeyRecord | unde
 /** Outcome of {@link addDomain}. */
 export type AddDomainResult =
   | { ok: true; domain: typeof domains.$inferSelect }
-  | { ok: false; reason: 'taken' };
+  | { ok: false; reason: 'taken' | 'invalid' };
 
 /**
  * Registers a sending domain for a project (idempotent for the same project; `verified` is updated).
  * A domain already registered by another project is refused.
  */
 export async function addDomain(db: Db, projectId: string, domain: string, verified: boolean): Promise<AddDomainResult> {
-  const name = domain.trim().toLowerCase().replace(/\.$/, '');
+  // The same normal form as `POST /domains` (ASCII, lower case, no trailing dot), so both paths meet on one row.
+  const name = asciiHostname(domain);
+  if (!name) return { ok: false, reason: 'invalid' };
   const [row] = await db
     .insert(domains)
     .values({ projectId, domain: name, verified, verifiedAt: verified ? new Date() : null, status: verified ? 'verified' : 'pending' })
@@ -121,6 +123,8 @@ export async function verifiedDomains(db: DbOrTx, projectId: string): Promise<st
 
 /** The project that registered `domain`, or `undefined`. */
 export async function domainOwner(db: DbOrTx, domain: string): Promise<string | undefined> {
-  const [row] = await db.select({ projectId: domains.projectId }).from(domains).where(eq(domains.domain, domain.trim().toLowerCase()));
+  const name = asciiHostname(domain);
+  if (!name) return undefined;
+  const [row] = await db.select({ projectId: domains.projectId }).from(domains).where(eq(domains.domain, name));
   return row?.projectId;
 }
