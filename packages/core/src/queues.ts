@@ -311,19 +311,26 @@ export function createWorkflowQueue(config: Pick<Config, 'queuePrefix'>, connect
 }
 
 /**
- * Enqueues runs of executions whose state is committed. A failure (Redis down) is logged, never thrown: the
- * reconciler finds overdue executions in Postgres and enqueues them.
+ * Enqueues runs of executions whose state is committed, in one round trip (`suffix`: one for all, or per
+ * execution). A failure (Redis down) is logged, never thrown: the reconciler finds overdue executions in Postgres
+ * and enqueues them.
  */
-export async function enqueueExecutions(
+export async function enqueueExecutions<R extends ExecutionJobRef>(
   queue: Queue<WorkflowJobPayload>,
-  refs: readonly ExecutionJobRef[],
+  refs: readonly R[],
   log: { warn: (o: object, m: string) => void },
   delayMs = 0,
-  suffix?: string,
+  suffix?: string | ((ref: R) => string),
 ): Promise<void> {
   if (refs.length === 0) return;
   try {
-    await queue.addBulk(refs.map((ref) => ({ name: 'run', data: { executionId: ref.id, projectId: ref.projectId }, opts: workflowJobOptions(ref, delayMs, suffix) })));
+    await queue.addBulk(
+      refs.map((ref) => ({
+        name: 'run',
+        data: { executionId: ref.id, projectId: ref.projectId },
+        opts: workflowJobOptions(ref, delayMs, typeof suffix === 'function' ? suffix(ref) : suffix),
+      })),
+    );
   } catch (err) {
     log.warn({ err, executions: refs.length }, 'workflow enqueue failed; the reconciler will enqueue these executions');
   }

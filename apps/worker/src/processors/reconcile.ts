@@ -103,7 +103,7 @@ async function reconcileWebhooks(deps: ReconcileDeps): Promise<number> {
 async function reconcileExecutions(deps: ReconcileDeps): Promise<number> {
   // One batch per pass: enqueued rows stay overdue until their jobs run.
   const batch = await overdueExecutions(deps.database.db, deps.config.reconcileAfterMs, BATCH);
-  for (const x of batch) await enqueueExecutions(deps.workflowQueue, [x], deps.logger, 0, `r${x.dueAt.getTime()}`);
+  await enqueueExecutions(deps.workflowQueue, batch, deps.logger, 0, (x) => `r${x.dueAt.getTime()}`);
   return batch.length;
 }
 
