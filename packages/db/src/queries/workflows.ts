@@ -180,7 +180,7 @@ async function exitExecutionsAt(tx: DbOrTx, projectId: string, workflowId: strin
 }
 
 /** Marks the RUNNING/WAITING step runs of executions as ended (`status`), with `error`. */
-export async function closeOpenRuns(tx: DbOrTx, executionIds: string[], status: 'CANCELLED' | 'FAILED', error: string): Promise<void> {
+async function closeOpenRuns(tx: DbOrTx, executionIds: string[], status: 'CANCELLED' | 'FAILED', error: string): Promise<void> {
   await tx
     .update(workflowStepRuns)
     .set({ status, error, finishedAt: new Date() })
