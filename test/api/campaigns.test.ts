@@ -138,7 +138,7 @@ describe('state machine', () => {
   test('a sender domain no longer verified blocks the send (422 from)', async () => {
     const p = await createTestProject(ctx.api.database);
     const id = (await draft(p)).body.data.id;
-    await ctx.api.database.db.execute(sql`update domains set verified = false where project_id = ${p.id}::uuid`);
+    await ctx.api.database.db.execute(sql`update domains set status = 'pending' where project_id = ${p.id}::uuid`);
     const res = await as(p).post(`/campaigns/${id}/send`, {});
     expect(res.status).toBe(422);
     expect(res.body.error.errors[0].field).toBe('from');

@@ -24,7 +24,7 @@ export async function insertDomain(
 ): Promise<{ ok: true; domain: DomainRow } | { ok: false }> {
   const [row] = await db
     .insert(domains)
-    .values({ projectId, domain: d.domain, mailFromDomain: d.mailFromDomain, dkimTokens: d.dkimTokens, records: d.records, status: 'pending', verified: false })
+    .values({ projectId, domain: d.domain, mailFromDomain: d.mailFromDomain, dkimTokens: d.dkimTokens, records: d.records, status: 'pending' })
     .onConflictDoNothing({ target: domains.domain })
     .returning();
   return row ? { ok: true, domain: row } : { ok: false };
@@ -48,7 +48,7 @@ export function listDomains(db: DbOrTx, projectId: string, q: { limit: number; b
 }
 
 /**
- * Records a check: status and per-record state; `verified` (what the sender check reads) follows the status;
+ * Records a check: status and per-record state (`verified` follows the status: a generated column);
  * `verifiedAt` / `failedAt` keep when the domain first reached that state.
  */
 export async function recordDomainCheck(
@@ -61,7 +61,6 @@ export async function recordDomainCheck(
     .update(domains)
     .set({
       status: check.status,
-      verified,
       records: check.records,
       checkedAt: new Date(),
       verifiedAt: verified ? sql`coalesce(${domains.verifiedAt}, now())` : null,

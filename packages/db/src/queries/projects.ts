@@ -98,13 +98,12 @@ export async function addDomain(db: Db, projectId: string, domain: string, verif
   if (!name) return { ok: false, reason: 'invalid' };
   const [row] = await db
     .insert(domains)
-    .values({ projectId, domain: name, verified, verifiedAt: verified ? new Date() : null, status: verified ? 'verified' : 'pending' })
+    .values({ projectId, domain: name, verifiedAt: verified ? new Date() : null, status: verified ? 'verified' : 'pending' })
     .onConflictDoUpdate({
       target: domains.domain,
       set: {
-        verified: sql`excluded.verified`,
         status: sql`excluded.status`,
-        verifiedAt: sql`case when excluded.verified then coalesce(${domains.verifiedAt}, now()) else null end`,
+        verifiedAt: sql`case when excluded.status = 'verified' then coalesce(${domains.verifiedAt}, now()) else null end`,
       },
       setWhere: eq(domains.projectId, projectId),
     })

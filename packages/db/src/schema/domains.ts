@@ -9,8 +9,8 @@ export const DOMAIN_STATUSES = ['pending', 'verified', 'failed'] as const;
 export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
 
 /**
- * A sending domain. A domain belongs to at most one project; `from` addresses must be on a verified one
- * (`verified` is what the sender check reads; `status` is the identity's state: pending → verified or failed).
+ * A sending domain. A domain belongs to at most one project; `from` addresses must be on a verified one.
+ * `status` is the identity's state (pending → verified or failed); `verified` is derived from it.
  */
 export const domains = pgTable(
   'domains',
@@ -18,7 +18,8 @@ export const domains = pgTable(
     id: idColumn(),
     projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
     domain: text('domain').notNull(),
-    verified: boolean('verified').notNull().default(false),
+    /** `status = 'verified'`, kept by Postgres (a generated column): what the sender check reads. */
+    verified: boolean('verified').notNull().generatedAlwaysAs(sql`status = 'verified'`),
     verifiedAt: timestamp('verified_at', { withTimezone: true, mode: 'date' }),
     status: text('status').notNull().$type<DomainStatus>().default('pending'),
     /** Easy DKIM tokens: `<token>._domainkey.<domain>` CNAME `<token>.dkim.amazonses.com`. */
