@@ -2,6 +2,7 @@ export * from './config';
 export * from './errors';
 export * from './logger';
 export * from './validation';
+export * from './json-guard';
 export * from './ids';
 export * from './address';
 export * from './keys';
