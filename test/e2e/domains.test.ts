@@ -32,8 +32,12 @@ test('pending → verified by the worker once the records appear in DNS; then ma
   const domain = `shop-${randomBytes(4).toString('hex')}.test`;
   const added = await client(api.app, p).post('/domains', { domain });
   expect(added.status).toBe(201);
-  await new Promise((r) => setTimeout(r, 600));
-  expect((await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data).toMatchObject({ status: 'pending', checkedAt: expect.any(String) });
+  // The refresher checks it (records not published yet) and leaves it pending: wait on that state, not a sleep.
+  const checked = await waitFor(async () => {
+    const d = (await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
+    return d.checkedAt ? d : undefined;
+  }, 20_000, 'the first refresh of the domain');
+  expect(checked).toMatchObject({ status: 'pending', checkedAt: expect.any(String) });
   for (const r of added.body.data.records as { type: string; name: string; value: string; priority?: number }[]) {
     if (r.type === 'CNAME') dns.zone.set(r.name, { CNAME: r.value });
     if (r.type === 'MX') dns.zone.set(r.name, { ...dns.zone.get(r.name), MX: [{ exchange: r.value, priority: r.priority ?? 10 }] });

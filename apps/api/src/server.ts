@@ -5,14 +5,19 @@
  * @module
  */
 import type { Server } from 'node:http';
-import { createCampaignQueue, createWebhookQueue, createWorkflowQueue, createImportQueue, createLogger, createRedis, createSendQueue, runService, type Config } from '@mailroom/core';
+import { createCampaignQueue, createWebhookQueue, createWorkflowQueue, createImportQueue, createLogger, createRedis, createSendQueue, listenOn, runService, type Config } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createApp } from './app';
 
 /** Starts the API; resolves once it listens. @returns a `stop()` that shuts it down gracefully. */
 export async function startApi(config: Config): Promise<{ server: Server; stop: () => Promise<void> }> {
   const logger = createLogger(config, 'api');
-  const database = createDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, applicationName: 'mailroom-api' });
+  const database = createDatabase({
+    url: config.databaseUrl,
+    poolSize: config.dbPoolSize,
+    applicationName: 'mailroom-api',
+    onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
+  });
   const redis = createRedis(config, 'producer');
   const sendQueue = createSendQueue(config, redis);
   const importQueue = createImportQueue(config, redis);
@@ -20,9 +25,15 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
   const webhookQueue = createWebhookQueue(config, redis);
   const workflowQueue = createWorkflowQueue(config, redis);
   const { app } = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, logger });
-  const server = await new Promise<Server>((resolve) => {
-    const s = app.listen(config.port, () => resolve(s));
-  });
+  let server: Server;
+  try {
+    server = await listenOn(app, config.port, 'api');
+  } catch (err) {
+    await Promise.all([sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue].map((q) => q.close().catch(() => undefined)));
+    redis.disconnect();
+    await database.close();
+    throw err;
+  }
   server.keepAliveTimeout = 65_000;
   logger.info({ port: config.port, publicUrl: config.publicUrl }, 'api listening');
 

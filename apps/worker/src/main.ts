@@ -12,7 +12,7 @@
 import http from 'node:http';
 import { sql } from 'drizzle-orm';
 import type { Worker } from 'bullmq';
-import { createCampaignQueue, createIdentityProvider, createImportQueue, createLogger, createRedis, createResolver, createSendQueue, createWebhookQueue, createWorkflowQueue, runService, type Config, type DomainIdentityProvider, type Logger } from '@mailroom/core';
+import { listenOn, createCampaignQueue, createIdentityProvider, createImportQueue, createLogger, createRedis, createResolver, createSendQueue, createWebhookQueue, createWorkflowQueue, runService, type Config, type DomainIdentityProvider, type Logger } from '@mailroom/core';
 import { createDatabase } from '@mailroom/db';
 import { createSendProcessor } from './processors/send';
 import { reconcileTask } from './processors/reconcile';
@@ -65,7 +65,12 @@ export async function startWorker(
   options: { transport?: MailTransport; healthPort?: number | null; logger?: Logger; identities?: DomainIdentityProvider } = {},
 ): Promise<RunningWorker> {
   const logger = options.logger ?? createLogger(config, 'worker');
-  const database = createDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, applicationName: 'mailroom-worker' });
+  const database = createDatabase({
+    url: config.databaseUrl,
+    poolSize: config.dbPoolSize,
+    applicationName: 'mailroom-worker',
+    onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
+  });
   const connection = createRedis(config, 'worker');
   const gate = new SendRateGate(connection, `${config.queuePrefix}:ses-rate-gate`, config.sesMaxSendRate, config.sesRateSafetyMs);
   const sendQueue = createSendQueue(config, connection);
@@ -85,7 +90,7 @@ export async function startWorker(
   const transport = options.transport ?? new SesTransport(config, timedGate, (ms, ok) => metrics.sesSend.observe({ outcome: ok ? 'ok' : 'error' }, ms / 1000));
 
   let worker!: Worker;
-  const processor = createSendProcessor({ config, database, transport, logger, webhookQueue, worker: () => worker, onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }) });
+  const processor = createSendProcessor({ config, database, redis: connection, transport, logger, webhookQueue, worker: () => worker, onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }) });
   worker = createSendWorker(config, connection, processor);
   worker.on('completed', (_job, result: SendJobResult) => metrics.emails.inc({ outcome: result.outcome }));
   worker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'job attempt failed'));
@@ -134,8 +139,10 @@ export async function startWorker(
 
   let server: http.Server | undefined;
   let healthPort = 0;
+  let stopping: Promise<void> | undefined;
+  const stopAll = (): Promise<void> => (stopping ??= shutdown());
   if (options.healthPort !== null) {
-    server = http.createServer(async (req, res) => {
+    const health: http.RequestListener = async (req, res) => {
       if (req.url === '/health/live') {
         res.writeHead(worker.isRunning() ? 200 : 503, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ status: worker.isRunning() ? 'ok' : 'stopping' }));
@@ -159,32 +166,38 @@ export async function startWorker(
         return;
       }
       res.writeHead(404).end();
-    });
-    await new Promise<void>((resolve) => server!.listen(options.healthPort ?? config.workerHealthPort, resolve));
+    };
+    const port = options.healthPort ?? config.workerHealthPort;
+    try {
+      server = await listenOn(health, port, 'worker health and metrics');
+    } catch (err) {
+      // Nothing may keep running behind a port that is not served: stop the workers just started, then fail.
+      await stopAll();
+      throw err;
+    }
     healthPort = (server.address() as { port: number }).port;
   }
   logger.info({ concurrency: config.workerConcurrency, ratePerSecond: config.sesMaxSendRate, healthPort }, 'worker started');
+  return { worker, importWorker, campaignWorker, webhookWorker, workflowWorker, healthPort, metrics, stop: stopAll };
 
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      logger.info('worker shutting down');
-      await inbox.stop();
-      await Promise.all([worker.close(), importWorker.close(), campaignWorker.close(), webhookWorker.close(), workflowWorker.close()]);
-      await maintenance.stop();
-      await sendQueue.close().catch(() => undefined);
-      await importQueue.close().catch(() => undefined);
-      await campaignQueue.close().catch(() => undefined);
-      await webhookQueue.close().catch(() => undefined);
-      await workflowQueue.close().catch(() => undefined);
-      await maintenanceQueue.close().catch(() => undefined);
-      server?.close();
-      transport.close();
-      connection.disconnect();
-      await database.close();
-      logger.info('worker stopped');
-    })());
-  return { worker, importWorker, campaignWorker, webhookWorker, workflowWorker, healthPort, metrics, stop };
+  /** Stop taking jobs, let active ones finish, close the timers, queues, Redis and Postgres. */
+  async function shutdown(): Promise<void> {
+    logger.info('worker shutting down');
+    await inbox.stop();
+    await Promise.all([worker.close(), importWorker.close(), campaignWorker.close(), webhookWorker.close(), workflowWorker.close()]);
+    await maintenance.stop();
+    await sendQueue.close().catch(() => undefined);
+    await importQueue.close().catch(() => undefined);
+    await campaignQueue.close().catch(() => undefined);
+    await webhookQueue.close().catch(() => undefined);
+    await workflowQueue.close().catch(() => undefined);
+    await maintenanceQueue.close().catch(() => undefined);
+    server?.close();
+    transport.close();
+    connection.disconnect();
+    await database.close();
+    logger.info('worker stopped');
+  }
 }
 
 if (require.main === module) runService('worker', (config: Config) => startWorker(config), 60_000);

@@ -21,6 +21,7 @@ export const ErrorCode = {
   INVALID_STATE: 'INVALID_STATE',
   IDEMPOTENCY_CONFLICT: 'IDEMPOTENCY_CONFLICT',
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   VALIDATION_ERROR: 'VALIDATION_ERROR',
   RATE_LIMITED: 'RATE_LIMITED',
   INTERNAL_ERROR: 'INTERNAL_ERROR',
@@ -43,6 +44,8 @@ export const errorStatus: Record<ErrorCode, number> = {
   // IETF draft-ietf-httpapi-idempotency-key-header §2.7: a key reused with another payload is 422.
   IDEMPOTENCY_CONFLICT: 422,
   PAYLOAD_TOO_LARGE: 413,
+  // RFC 9110 §15.5.16: a Content-Encoding (or charset) the server cannot decode.
+  UNSUPPORTED_MEDIA_TYPE: 415,
   VALIDATION_ERROR: 422,
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
@@ -119,4 +122,37 @@ export function rootMessage(err: unknown): string {
     e = (e as { cause: unknown }).cause;
   }
   return e instanceof Error ? e.message : String(e);
+}
+
+/** Socket-level failures of a connection to Postgres or Redis. */
+const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/**
+ * What the drivers say when a connection died or could not be had: pg ("Connection terminated unexpectedly",
+ * "Client has encountered a connection error and is not queryable", pool timeouts) and ioredis ("Connection is
+ * closed", `MaxRetriesPerRequestError`, a stream that is not writeable, a command refused while offline).
+ */
+const UNAVAILABLE_MESSAGE = /connection terminated|not currently accepting connections|not queryable|Connection is closed|timeout exceeded when trying to connect|Stream isn't writeable|enableOfflineQueue|Connection ended|the database system is (starting up|shutting down|in recovery)|terminating connection/i;
+
+/**
+ * True when `err` (or anything in its `cause` chain) means a backing service, Postgres or Redis, is unreachable
+ * or dropped the connection: the caller should answer 503 `SERVICE_UNAVAILABLE` or retry later, never treat it as
+ * a bug or as the input's fault.
+ *
+ * Postgres SQLSTATE classes 08 (connection exception) and 57P (operator intervention: `57P01`
+ * admin shutdown / `pg_terminate_backend`, `57P02` crash shutdown, `57P03` cannot connect now) and `53300`
+ * (too many connections) count, as do socket errors and the drivers' own messages for a dead connection.
+ */
+export function isUnavailableError(err: unknown): boolean {
+  let e: unknown = err;
+  for (let depth = 0; depth < 6 && e && typeof e === 'object'; depth++) {
+    const { code, name, message } = e as { code?: unknown; name?: unknown; message?: unknown };
+    if (typeof code === 'string') {
+      if (UNAVAILABLE_SOCKET_CODES.has(code) || code.startsWith('08') || code.startsWith('57P') || code === '53300') return true;
+    }
+    if (name === 'MaxRetriesPerRequestError') return true;
+    if (typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
 }

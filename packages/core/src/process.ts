@@ -4,7 +4,43 @@
  *
  * @module
  */
+import http, { type RequestListener, type Server } from 'node:http';
 import { loadConfig, type Config } from './config';
+import { isUnavailableError } from './errors';
+import { createLogger } from './logger';
+
+/** Why a server could not bind its port, in words an operator acts on. */
+const LISTEN_HINTS: Record<string, string> = {
+  EADDRINUSE: 'the port is already in use by another process',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'the address is not available on this machine',
+};
+
+/**
+ * Starts an HTTP server and resolves once it is listening. Express 5's `app.listen(port, cb)` hands a bind
+ * failure to the callback, so a second process on a taken port would log "listening" and serve nothing; this
+ * rejects instead.
+ *
+ * @param handler - the request listener (an Express app is one).
+ * @param port - TCP port; `0` picks a free one.
+ * @param what - names the server in the error (`api`, `worker health`).
+ * @throws Error `<what> cannot listen on port <port>: <code> (<hint>)` when the port cannot be bound.
+ */
+export function listenOn(handler: RequestListener, port: number, what = 'server'): Promise<Server> {
+  const server = http.createServer(handler);
+  return new Promise<Server>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      server.close();
+      const code = err.code ?? 'error';
+      reject(new Error(`${what} cannot listen on port ${port}: ${code} (${LISTEN_HINTS[code] ?? err.message})`));
+    };
+    server.once('error', onError);
+    server.listen(port, () => {
+      server.off('error', onError);
+      resolve(server);
+    });
+  });
+}
 
 /**
  * Runs a service until it is signalled.
@@ -21,6 +57,21 @@ export function runService(name: string, start: (config: Config) => Promise<{ st
     console.error((err as Error).message);
     process.exit(1);
   }
+  // Last line of defence: a connection error that some client emits with no listener (a dropped Postgres or
+  // Redis socket) is weather, not a bug, and must not end the process; the work it interrupted is retried.
+  // Anything else is a bug: log it and exit, as Node would.
+  const log = createLogger(config, name);
+  const guard = (kind: string) => (err: unknown) => {
+    if (isUnavailableError(err)) {
+      log.warn({ err }, `${kind}: a backing service connection was lost; continuing`);
+      return;
+    }
+    log.fatal({ err }, kind);
+    console.error(`${name}: ${kind}`, err);
+    process.exit(1);
+  };
+  process.on('uncaughtException', guard('uncaught exception'));
+  process.on('unhandledRejection', guard('unhandled rejection'));
   start(config)
     .then(({ stop }) => {
       for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -27,8 +27,14 @@ export interface Database {
  * @param options.url - Postgres connection string.
  * @param options.poolSize - maximum connections of this process (budget: see README "Postgres connections").
  * @param options.applicationName - shown in `pg_stat_activity`.
+ * @param options.onConnectionError - told of a connection lost outside a query (for logging); never throws.
  */
-export function createDatabase(options: { url: string; poolSize: number; applicationName: string }): Database {
+export function createDatabase(options: {
+  url: string;
+  poolSize: number;
+  applicationName: string;
+  onConnectionError?: (err: Error) => void;
+}): Database {
   const pool = new Pool({
     connectionString: options.url,
     max: options.poolSize,
@@ -36,8 +42,15 @@ export function createDatabase(options: { url: string; poolSize: number; applica
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
   });
-  // An idle client that loses its server emits here; without a listener the process would crash.
-  pool.on('error', () => undefined);
+  // An idle client that loses its server emits on the pool; without a listener the process would crash.
+  pool.on('error', (err) => options.onConnectionError?.(err));
+  // A checked-out client has no pool listener (pg-pool removes it while the client is lent out): a connection
+  // that dies between two statements of a transaction (`pg_terminate_backend`, a failover, a pgbouncer restart,
+  // `idle_in_transaction_session_timeout`) would emit an unhandled 'error' and end the process. The statement in
+  // flight, or the next one, rejects on its own, and the pool drops the client when it is released.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => options.onConnectionError?.(err));
+  });
   const db = drizzle(pool, { schema });
   let closed = false;
   return {

@@ -12,10 +12,18 @@
  *    no attempt spent; transient: backoff), or `failed` with the reason (permanent, or attempts exhausted). A
  *    final status writes its webhook deliveries (`email.sent`, `email.failed`, …) in the same transaction.
  *
+ * Once SES has accepted a message, its outcome is never thrown away: the `sent` write is retried while Postgres
+ * is unreachable (backoff from 100 ms to 2 s, for as long as the claim's lease leaves room), and if it still
+ * cannot be written the outcome is kept in Redis (`<prefix>:ses-accepted:<email id>`, 7 days). Whoever claims
+ * the row again after the lease finds it there and records `sent` without calling SES. What remains: a process
+ * killed (or Postgres and Redis both unreachable) between SES's answer and either write re-sends that one
+ * message, with the same Message-ID, after the lease (README, "Reliability").
+ *
  * @module
  */
 import { randomUUID } from 'node:crypto';
 import { DelayedError, UnrecoverableError, type Job, type Queue, type Worker } from 'bullmq';
+import type { Redis, Cluster } from 'ioredis';
 import {
   buildMime,
   createUnsubscribeToken,
@@ -27,6 +35,7 @@ import {
   SendJobPayload,
   TemplateSyntaxError,
   announceWebhookDeliveries,
+  isUnavailableError,
   type Config,
   type Logger,
   type WebhookJobPayload,
@@ -61,6 +70,19 @@ export interface SendProcessorDeps {
   worker: () => Worker;
   /** Told of each SES throttle (metrics). */
   onThrottled?: () => void;
+  /** Where an SES outcome that Postgres could not take is kept until the row is claimed again. */
+  redis: Redis | Cluster;
+}
+
+/** How long (s) an SES outcome waits in Redis for its row to be claimed again. */
+const ACCEPTED_TTL_S = 7 * 86_400;
+/** Time (ms) left on the lease when the `sent` write stops retrying, so no other worker can claim meanwhile. */
+const LEASE_MARGIN_MS = 2_000;
+
+/** What SES answered for a message whose `sent` write failed. */
+interface AcceptedBySes {
+  messageId: string;
+  renderedSubject: string;
 }
 
 /** Creates the BullMQ processor function of the `send` queue. */
@@ -75,6 +97,7 @@ export function createSendProcessor(deps: SendProcessorDeps) {
     const log = deps.logger.child({ jobId: job.id, emailId, projectId: checked.value.projectId });
 
     const claimToken = randomUUID();
+    const claimedAt = Date.now();
     const claim = await claimEmail(db, emailId, claimToken, config.sendLeaseMs);
     if (!claim.ok) {
       if (claim.kind === 'leased') {
@@ -86,9 +109,7 @@ export function createSendProcessor(deps: SendProcessorDeps) {
       return { outcome: 'skipped', reason: claim.kind === 'final' ? `already ${claim.status}` : 'email no longer exists' };
     }
     const email = claim.email;
-    if (email.previousStatus === 'sending') {
-      log.warn('re-sending an email whose worker died mid-send (same Message-ID)');
-    }
+    const acceptedKey = `${config.queuePrefix}:ses-accepted:${emailId}`;
 
     // Finishing a row and writing its webhook deliveries (email.sent, email.failed, email.suppressed) is one
     // statement: the event is announced if and only if the status it announces committed.
@@ -108,6 +129,20 @@ export function createSendProcessor(deps: SendProcessorDeps) {
       await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log);
       return finished;
     };
+
+    if (email.previousStatus === 'sending') {
+      // A claim that outlived its lease: SES may already have this message. Only a `sent` write that failed
+      // leaves its outcome behind; without one, the earlier worker died before or during the SES call.
+      const kept = await deps.redis.get(acceptedKey);
+      if (kept) {
+        const accepted = JSON.parse(kept) as AcceptedBySes;
+        await finish({ status: 'sent', ...accepted });
+        await deps.redis.del(acceptedKey).catch(() => undefined);
+        log.warn({ messageId: accepted.messageId }, 'recorded a send that SES accepted before Postgres was lost; not sent again');
+        return { outcome: 'sent', messageId: accepted.messageId };
+      }
+      log.warn('re-sending an email whose worker died mid-send (same Message-ID)');
+    }
 
     if (email.projectDisabled) {
       await finish({ status: 'cancelled', reason: 'project disabled' });
@@ -187,11 +222,38 @@ export function createSendProcessor(deps: SendProcessorDeps) {
       return retryOrFail(job, log, finish, c.reason, err);
     }
 
-    const recorded = await finish({ status: 'sent', messageId, renderedSubject: subject });
+    const accepted: AcceptedBySes = { messageId, renderedSubject: subject };
+    const recorded = await recordAccepted(() => finish({ status: 'sent', ...accepted }), claimedAt + config.sendLeaseMs - LEASE_MARGIN_MS).catch(async (err) => {
+      // Postgres stayed away for the whole lease: keep SES's answer for the next claim, then retry the job.
+      try {
+        await deps.redis.set(acceptedKey, JSON.stringify(accepted), 'EX', ACCEPTED_TTL_S);
+        log.error({ messageId, err: (err as Error).message }, 'SES accepted the message but Postgres is unreachable; outcome kept in Redis');
+      } catch (redisErr) {
+        log.error({ messageId, err: (err as Error).message, redisErr: (redisErr as Error).message }, 'SES accepted the message but neither Postgres nor Redis took the outcome; it may be sent again');
+      }
+      throw err;
+    });
     if (!recorded) log.error({ messageId }, 'sent, but the claim was lost before recording it');
     log.info({ messageId }, 'email sent');
     return { outcome: 'sent', messageId };
   };
+}
+
+/**
+ * Runs the write that records an SES outcome, again and again while Postgres is unreachable
+ * ({@link isUnavailableError}), with backoff from 100 ms doubling to 2 s, until `deadline` (epoch ms).
+ *
+ * @throws the last error when the deadline passes, or at once for an error that is not a lost connection.
+ */
+async function recordAccepted<T>(write: () => Promise<T>, deadline: number): Promise<T> {
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!isUnavailableError(err) || Date.now() + delay > deadline) throw err;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
 }
 
 /** Transient failure: put the row back for the next attempt, or fail it when this was the last one. */

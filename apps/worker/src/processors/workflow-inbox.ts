@@ -77,26 +77,44 @@ export function startWorkflowInbox(deps: WorkflowInboxDeps): { stop: () => Promi
   };
 
   let client: Client | undefined;
+  /** The newest connection attempt; losses reported by older ones are already handled. */
+  let current: Client | undefined;
   let retry: NodeJS.Timeout | undefined;
+  /** One reconnection at a time, whatever reported the loss (an 'error', an 'end', a failed connect). */
+  const reconnectLater = (c: Client): void => {
+    if (client === c) client = undefined;
+    c.end().catch(() => undefined);
+    if (stopped || retry || c !== current) return;
+    current = undefined;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void listen();
+    }, 1_000);
+    retry.unref();
+  };
   const listen = async (): Promise<void> => {
     if (stopped) return;
     const c = new Client({ connectionString: deps.config.databaseUrl, application_name: 'mailroom-workflow-inbox' });
+    current = c;
     c.on('notification', kick);
-    c.on('error', () => {
-      // The poll keeps draining meanwhile; reconnect the listener.
-      if (client === c) client = undefined;
-      c.end().catch(() => undefined);
-      if (!stopped) retry = setTimeout(() => void listen(), 1_000);
+    // A terminated backend, a failover or a restart: the poll keeps draining meanwhile; reconnect the listener.
+    c.on('error', (err) => {
+      log.warn({ err: err.message }, 'workflow inbox LISTEN connection lost; reconnecting');
+      reconnectLater(c);
     });
+    c.on('end', () => reconnectLater(c));
     try {
       await c.connect();
       await c.query(`LISTEN ${INBOX_CHANNEL}`);
+      if (stopped) {
+        await c.end().catch(() => undefined);
+        return;
+      }
       client = c;
       kick();
     } catch (err) {
       log.warn({ err }, 'workflow inbox LISTEN failed; polling only until it reconnects');
-      c.end().catch(() => undefined);
-      if (!stopped) retry = setTimeout(() => void listen(), 1_000);
+      reconnectLater(c);
     }
   };
   void listen();
@@ -109,7 +127,9 @@ export function startWorkflowInbox(deps: WorkflowInboxDeps): { stop: () => Promi
       clearInterval(poll);
       if (retry) clearTimeout(retry);
       await running;
-      await client?.end().catch(() => undefined);
+      const c = client;
+      client = undefined;
+      await c?.end().catch(() => undefined);
     },
   };
 }
