@@ -5,8 +5,8 @@
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import type { Job } from 'bullmq';
-import { createLogger, loadConfig } from '@mailroom/core';
-import { contactImports, createDatabase } from '@mailroom/db';
+import { createImportQueue, createLogger, findJsonProblem, loadConfig, type ImportRecord } from '@mailroom/core';
+import { commitImportBatch, contactImports, createDatabase, createImport, getImportErrors, isRowDataError, markImportQueued, startImport } from '@mailroom/db';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { createImportProcessor } from '../../apps/worker/src/processors/import';
 import { createTestProject, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
@@ -127,6 +127,207 @@ describe('happy path', () => {
   });
 });
 
+describe('a bad row is a row error, never fatal', () => {
+  /** The BullMQ job of an import: it must have run once, with no failed attempt before it. */
+  async function jobOf(id: string) {
+    const queue = createImportQueue(config, api.redis);
+    try {
+      return (await queue.getJob(id))!;
+    } finally {
+      await queue.close();
+    }
+  }
+  const deep = (levels: number) => '{"a":'.repeat(levels) + '1' + '}'.repeat(levels);
+  type RowError = { row: number; email: string | null; errors: { field: string; message: string; code: string }[] };
+  const fieldsByRow = (errors: RowError[]) => Object.fromEntries(errors.map((e) => [e.row, [...new Set(e.errors.map((f) => f.field))]]));
+
+  test('JSON array: NUL in a value, NUL in a data key, 5,000-deep data, a lone surrogate, a bad email; the rows around them are imported', async () => {
+    const q = await createTestProject(api.database);
+    // Raw JSON text: JSON.stringify would not keep "\ud800" a lone surrogate escape, and a 5,000-deep value is built by hand.
+    const rows = [
+      '{"email":"g1@x.test","data":{"plan":"pro"}}',
+      '{"email":"nul-value@x.test","data":{"note":"a\\u0000b"}}',
+      '{"email":"g2@x.test"}',
+      '{"email":"nul-key@x.test","data":{"k\\u0000":1}}',
+      `{"email":"deep@x.test","data":{"x":${deep(5000)}}}`,
+      '{"email":"g3@x.test","data":{"ok":{"nested":[1,2,{"three":3}]}}}',
+      '{"email":"lone@x.test","data":{"s":"\\ud800"}}',
+      `{"email":"${'l'.repeat(330)}@x.test"}`,
+      '{"email":"nul\\u0000mail@x.test"}',
+      '{"email":"unknown-key@x.test","x\\u0000y":1}',
+      '{"email":"g4@x.test"}',
+    ];
+    const res = await raw(q, `[${rows.join(',\n')}]`, 'application/json');
+    expect(res.status).toBe(202);
+    const done = await finished(q, res.body.data.id);
+    expect(done.status).toBe('completed');
+    expect(done.error).toBeNull();
+    expect(done.counts).toEqual({ created: 4, updated: 0, skipped: 0, failed: 7 });
+    expect(fieldsByRow(done.errors)).toEqual({
+      2: ['data.note'],
+      4: ['data.k\\u0000'],
+      5: [expect.stringMatching(/^data\.x(\.a)+$/)],
+      7: ['data.s'],
+      8: ['email'],
+      9: ['email'],
+      10: ['x\\u0000y'],
+    });
+    expect(done.errors[0].errors[0]).toMatchObject({ message: expect.stringContaining('NUL'), code: 'invalid_string' });
+    expect(done.errors[2].errors[0]).toMatchObject({ message: expect.stringContaining('nested too deeply'), code: 'too_big' });
+    expect(done.errors[3].errors[0]).toMatchObject({ message: expect.stringContaining('surrogate'), code: 'invalid_string' });
+    // What is stored about a bad row is itself storable: NUL shown as the text \u0000.
+    expect(done.errors[5].email).toBe('nul\\u0000mail@x.test');
+    expect(findJsonProblem(done.errors, 'errors', 1000)).toBeUndefined();
+    const all = await contactsOf(q);
+    expect([...all.keys()].sort()).toEqual(['g1@x.test', 'g2@x.test', 'g3@x.test', 'g4@x.test']);
+    expect(all.get('g3@x.test')?.data).toEqual({ ok: { nested: [1, 2, { three: 3 }] } });
+    const job = await jobOf(res.body.data.id);
+    expect(job.returnvalue).toMatchObject({ outcome: 'completed', failed: 7 });
+    expect(job.stacktrace).toEqual([]);
+    expect(job.attemptsMade).toBeLessThanOrEqual(1);
+  });
+
+  test('NDJSON: NUL, 5,000- and 50,000-deep rows and a line of raw 0x00 bytes are row errors between good lines', async () => {
+    const q = await createTestProject(api.database);
+    const lines = [
+      '{"email":"n1@x.test"}',
+      '{"email":"n-nul@x.test","data":{"v":"\\u0000"}}',
+      `{"email":"n-deep@x.test","data":{"x":${deep(5000)}}}`,
+      `{"email":"n-deeper@x.test","data":{"x":${'['.repeat(50_000)}${']'.repeat(50_000)}}}`,
+      // JSON.parse quotes the NUL bytes in its message: the stored row error must not hold them.
+      '\u0000\u0000{}',
+      '{"email":"n2@x.test"}',
+    ];
+    const res = await raw(q, lines.join('\n'), 'application/x-ndjson');
+    const done = await finished(q, res.body.data.id);
+    expect(done.status).toBe('completed');
+    expect(done.counts).toEqual({ created: 2, updated: 0, skipped: 0, failed: 4 });
+    expect(fieldsByRow(done.errors)).toEqual({
+      2: ['data.v'],
+      3: [expect.stringMatching(/^data\.x(\.a)+$/)],
+      4: [expect.stringMatching(/^data\.x(\.0)+$/)],
+      5: ['(row)'],
+    });
+    expect(done.errors[3].errors[0]).toMatchObject({ message: expect.stringContaining('invalid JSON'), code: 'invalid_type' });
+    expect(findJsonProblem(done.errors, 'errors', 1000)).toBeUndefined();
+    expect([...(await contactsOf(q)).keys()].sort()).toEqual(['n1@x.test', 'n2@x.test']);
+    expect((await jobOf(res.body.data.id)).stacktrace).toEqual([]);
+  });
+
+  test('CSV: a raw 0x00 byte in a data cell and in an email cell are row errors; good rows in the same batch are imported', async () => {
+    const q = await createTestProject(api.database);
+    const lines = ['email,name,city'];
+    for (let i = 0; i < 30; i++) lines.push(`c${i}@x.test,Name ${i},Paris`);
+    lines.push('zero-name@x.test,Bad\u0000Name,Paris');
+    lines.push('zero\u0000mail@x.test,Zero,Paris');
+    lines.push('"quoted@x.test","in \u0000 quotes",Rome');
+    for (let i = 30; i < 60; i++) lines.push(`c${i}@x.test,Name ${i},Paris`);
+    const file = Buffer.from(lines.join('\n') + '\n', 'utf8');
+    expect(file.includes(0)).toBe(true);
+    const res = await upload(q, file, 'zero.csv');
+    expect(res.status).toBe(202);
+    const done = await finished(q, res.body.data.id);
+    expect(done.status).toBe('completed');
+    expect(done.counts).toEqual({ created: 60, updated: 0, skipped: 0, failed: 3 });
+    expect(fieldsByRow(done.errors)).toEqual({ 31: ['data.name'], 32: ['email'], 33: ['data.name'] });
+    expect(done.errors[0]).toMatchObject({ email: 'zero-name@x.test', errors: [expect.objectContaining({ message: expect.stringContaining('NUL') })] });
+    expect(done.errors[1].email).toBe('zero\\u0000mail@x.test');
+    const all = await contactsOf(q);
+    expect(all.size).toBe(60);
+    expect(all.get('c59@x.test')?.data).toEqual({ name: 'Name 59', city: 'Paris' });
+    expect((await jobOf(res.body.data.id)).stacktrace).toEqual([]);
+  });
+});
+
+describe('a batch Postgres refuses for its data is split, never failed whole', () => {
+  // Records built by hand, past the parser's guard, stand for anything the guard does not know yet.
+  const rec = (row: number, email: string, set: Record<string, unknown> = {}): ImportRecord => ({
+    row,
+    email,
+    emailKey: email.toLowerCase(),
+    set,
+    removed: [],
+  });
+  async function runningImport(projectId: string) {
+    const { db } = api.database;
+    const imp = await createImport(db, projectId, { format: 'json', filename: null, defaultSubscribed: true });
+    await markImportQueued(db, imp.id, 0, 0);
+    return (await startImport(db, imp.id))!;
+  }
+
+  test('only the refused rows become row errors (22P05, 22021, 22P02); the others are applied; messages are storable', async () => {
+    const q = await createTestProject(api.database);
+    const imp = await runningImport(q.id);
+    const records = [
+      rec(1, 'b1@x.test'),
+      rec(2, 'b2@x.test', { ok: 1 }),
+      rec(3, 'nul-json@x.test', { note: 'a\u0000b' }),
+      rec(4, 'b4@x.test'),
+      rec(6, 'b6@x.test'),
+      rec(7, 'nul\u0000text@x.test'),
+      rec(8, 'b8@x.test'),
+      rec(9, 'lone@x.test', { s: '\ud800' }),
+      rec(10, 'b10@x.test'),
+    ];
+    const parserError = { row: 5, email: null, errors: [{ field: '(row)', message: 'invalid JSON: \u0000 quoted', code: 'custom' as const }] };
+    const counts = await commitImportBatch(api.database.db, imp, { records, errors: [parserError], fromRow: 0, toRow: 10, bytesProcessed: 0, errorsKept: 0 });
+    expect(counts).toEqual({ created: 6, updated: 0, skipped: 0, failed: 4 });
+    const errors = await getImportErrors(api.database.db, q.id, imp.id);
+    expect(errors.map((e) => [e.row, e.email, e.errors[0]!.field])).toEqual([
+      [3, 'nul-json@x.test', 'data.note'],
+      [5, null, '(row)'],
+      [7, 'nul\\u0000text@x.test', 'email'],
+      [9, 'lone@x.test', 'data.s'],
+    ]);
+    expect(errors[0]!.errors[0]!.message).toMatch(/could not be stored \(22P05\)/);
+    expect(errors[1]!.errors[0]!.message).toBe('invalid JSON: \\u0000 quoted');
+    expect(errors[2]!.errors[0]!.message).toMatch(/could not be stored \(22021\)/);
+    expect(errors[3]!.errors[0]!.message).toMatch(/could not be stored \(22P02\)/);
+    expect([...(await contactsOf(q)).keys()].sort()).toEqual(['b10@x.test', 'b1@x.test', 'b2@x.test', 'b4@x.test', 'b6@x.test', 'b8@x.test']);
+    const [row] = await api.database.db.select().from(contactImports).where(eq(contactImports.id, imp.id));
+    expect(row).toMatchObject({ rowsProcessed: 10, created: 6, failed: 4 });
+  });
+
+  test('an error that is not about the data (lock timeout, lost connection) still fails the batch whole, for a retry', async () => {
+    const q = await createTestProject(api.database);
+    const imp = await runningImport(q.id);
+    await request(api.app).post('/contacts').set('Authorization', q.auth).send({ email: 'locked@x.test' });
+    const blocker = await api.database.pool.connect();
+    const impatient = createDatabase({ url: `${config.databaseUrl}?options=-c%20lock_timeout%3D300`, poolSize: 1, applicationName: 'impatient' });
+    try {
+      await blocker.query('begin');
+      await blocker.query(`select 1 from contacts where project_id = $1 and email_key = 'locked@x.test' for update`, [q.id]);
+      const records = [rec(1, 'fresh@x.test'), rec(2, 'bad@x.test', { v: '\u0000' }), rec(3, 'locked@x.test', { n: 1 })];
+      const attempt = commitImportBatch(impatient.db, imp, { records, errors: [], fromRow: 0, toRow: 3, bytesProcessed: 0, errorsKept: 0 });
+      await expect(attempt).rejects.toThrow();
+      expect(isRowDataError(await attempt.catch((e: unknown) => e))).toBe(false);
+    } finally {
+      await blocker.query('rollback');
+      blocker.release();
+      await impatient.close();
+    }
+    // Nothing of the batch was kept: no contact, no error, no progress.
+    expect((await contactsOf(q)).has('fresh@x.test')).toBe(false);
+    expect(await getImportErrors(api.database.db, q.id, imp.id)).toEqual([]);
+    const [row] = await api.database.db.select().from(contactImports).where(eq(contactImports.id, imp.id));
+    expect(row).toMatchObject({ rowsProcessed: 0, created: 0, failed: 0 });
+  });
+
+  test('isRowDataError: a data exception is, a terminated connection is not', async () => {
+    const client = await api.database.pool.connect();
+    try {
+      const bad = await client.query(`select $1::jsonb`, ['{"a":"\\u0000"}']).catch((e: unknown) => e);
+      expect(isRowDataError(bad)).toBe(true);
+      const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
+      await api.database.pool.query('select pg_terminate_backend($1)', [rows[0]!.pid]);
+      const lost = await waitFor(async () => client.query('select 1').then(() => undefined, (e: unknown) => e as object), 10_000, 'the terminated connection to fail');
+      expect(isRowDataError(lost)).toBe(false);
+    } finally {
+      client.release(true);
+    }
+  });
+});
+
 describe('bad input is refused before anything is stored', () => {
   const importCount = async (projectId: string) =>
     (await api.database.db.select().from(contactImports).where(eq(contactImports.projectId, projectId))).length;
@@ -135,6 +336,7 @@ describe('bad input is refused before anything is stored', () => {
     ['a 0-byte file', '', 'empty.csv', 'is empty'],
     ['wrong column names', 'mail,name\na@x.test,A\n', 'c.csv', 'no "email" column (found: mail, name)'],
     ['a column named twice', 'email,Email\na@x.test,b\n', 'c.csv', 'twice'],
+    ['a CSV header with a 0x00 byte', 'email,na\u0000me\na@x.test,b\n', 'c.csv', 'column 2 contains the NUL character'],
     ['an NDJSON file whose first line is not an object', '[1,2]\n', 'c.ndjson', 'line 1 is not a JSON object'],
     ['a JSON file that is not an array', '{"email":"a@x.test"}', 'c.json', 'JSON array'],
   ])('422 for %s', async (_label, content, filename, message) => {
@@ -156,6 +358,29 @@ describe('bad input is refused before anything is stored', () => {
     expect(viaBody.status).toBe(413);
     expect(await importCount(q.id)).toBe(0);
     expect((await contactsOf(q)).size).toBe(0);
+  });
+
+  test('4xx for a multipart file name with a NUL byte, raw or percent-encoded (RFC 5987); nothing stored', async () => {
+    const q = await createTestProject(api.database);
+    const rawName = await upload(q, 'email\na@x.test\n', 'con\u0000tacts.csv');
+    expect(rawName.status).toBe(400);
+    const body = [
+      '--b0undary',
+      `Content-Disposition: form-data; name="file"; filename*=UTF-8''con%00tacts.csv`,
+      'Content-Type: text/csv',
+      '',
+      'email\na@x.test',
+      '--b0undary--',
+      '',
+    ].join('\r\n');
+    const encoded = await request(api.app)
+      .post('/contacts/import')
+      .set('Authorization', q.auth)
+      .set('Content-Type', 'multipart/form-data; boundary=b0undary')
+      .send(body);
+    expect(encoded.status).toBe(422);
+    expect(encoded.body.error.errors[0]).toMatchObject({ field: 'file', message: expect.stringContaining('NUL') });
+    expect(await importCount(q.id)).toBe(0);
   });
 
   test('422 when the format cannot be told or the file field is missing; ?format= decides', async () => {

@@ -12,6 +12,9 @@
  *   `POST /contacts`: `{ email, subscribed?, data? }`; a `data` key set to `null` is removed from the contact.
  * - `subscribed` is applied only when a record states it, so an import never re-subscribes someone who
  *   unsubscribed unless that record says so. New contacts whose record does not state it get the import's default.
+ * - A record Postgres could not store is a row error naming the field, never a failed import: U+0000 in a string
+ *   or key (a raw 0x00 byte in a CSV cell), nesting deeper than {@link MAX_JSON_DEPTH} (the record is depth 0, so
+ *   `data` values get 31 levels), or a lone UTF-16 surrogate (`"\ud800"` in JSON), which `jsonb` refuses.
  *
  * @module
  */
@@ -22,6 +25,7 @@ import { parse as parseCsvSync } from 'csv-parse/sync';
 import { normalizeEmail, emailKey } from './address';
 import { ContactInput, splitPatch } from './contacts';
 import type { FieldError } from './errors';
+import { findJsonProblem, hasNul, LONE_SURROGATE, MAX_JSON_DEPTH } from './json-guard';
 import { dataValidator } from './validation';
 
 /** Import file formats. */
@@ -97,6 +101,10 @@ export interface CsvColumns {
  */
 export function csvColumns(header: string[]): { ok: true; columns: CsvColumns } | { ok: false; error: FieldError } {
   const names = header.map((h) => h.trim());
+  const nul = names.findIndex(hasNul);
+  if (nul >= 0) {
+    return { ok: false, error: { field: 'file', message: `the CSV header's column ${nul + 1} contains the NUL character (\\u0000)`, code: 'invalid_string' } };
+  }
   const seen = new Map<string, number>();
   for (const name of names) {
     if (!name) continue;
@@ -164,17 +172,60 @@ const validateContact = dataValidator(ContactInput);
 const TRUE = new Set(['true', 'yes', 'y', '1']);
 const FALSE = new Set(['false', 'no', 'n', '0']);
 
-/** Validates and normalises one record (the `POST /contacts` body shape). */
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
+/** Longest text kept of a rejected record's address, field or message in its stored row error (characters). */
+export const IMPORT_ERROR_TEXT_MAX = 500;
+
+/**
+ * Makes text from a rejected record storable in Postgres `text`/`jsonb`: U+0000 becomes the six characters
+ * `\u0000`, a lone surrogate becomes U+FFFD, and text over `max` characters is cut (ending in `…`).
+ */
+export function storableText(s: string, max = Number.POSITIVE_INFINITY): string {
+  let out = s.replace(/\u0000/g, '\\u0000').replace(LONE_SURROGATES, '\uFFFD');
+  if (out.length > max) out = out.slice(0, max - 1).replace(/[\uD800-\uDBFF]$/, '') + '…';
+  return out;
+}
+
+/**
+ * A row error whose every string can be stored (see {@link storableText}; each cut to
+ * {@link IMPORT_ERROR_TEXT_MAX} characters): a rejected record's address and the messages quoting its content
+ * (a parser's, a driver's) may hold the very bytes that made it unstorable.
+ */
+export function storableRowError(e: ImportRowError): ImportRowError {
+  const t = (s: string) => storableText(s, IMPORT_ERROR_TEXT_MAX);
+  return {
+    row: e.row,
+    email: e.email === null ? null : t(e.email),
+    errors: e.errors.map((f) => ({ field: t(f.field), message: t(f.message), code: f.code })),
+  };
+}
+
+/**
+ * The first reason a record cannot be stored at all, before its shape is checked: U+0000 or nesting deeper than
+ * {@link MAX_JSON_DEPTH} ({@link findJsonProblem}), or a lone surrogate.
+ */
+export function findUnstorable(value: unknown): FieldError | undefined {
+  return findJsonProblem(value, '', MAX_JSON_DEPTH);
+}
+
+/**
+ * Validates and normalises one record (the `POST /contacts` body shape).
+ *
+ * @param row - the record's 1-based number in the file.
+ * @returns the record, or a row error: first what Postgres could not store ({@link findUnstorable}), else the
+ *   schema's field errors. Never throws for any JSON value (the walks are iterative).
+ */
 export function importRecord(row: number, value: unknown): ImportItem {
+  const email = value && typeof value === 'object' && typeof (value as { email?: unknown }).email === 'string' ? (value as { email: string }).email : null;
+  const unstorable = findUnstorable(value);
+  if (unstorable) return { ok: false, error: { row, email, errors: [unstorable] } };
   const checked = validateContact(value);
-  if (!checked.ok) {
-    const email = value && typeof value === 'object' && typeof (value as { email?: unknown }).email === 'string' ? (value as { email: string }).email : null;
-    return { ok: false, error: { row, email, errors: checked.errors } };
-  }
+  if (!checked.ok) return { ok: false, error: { row, email, errors: checked.errors } };
   const v = checked.value;
   const { set, removed } = splitPatch(v.data);
-  const email = normalizeEmail(v.email);
-  return { ok: true, record: { row, email, emailKey: emailKey(email), subscribed: v.subscribed, set, removed } };
+  const normalized = normalizeEmail(v.email);
+  return { ok: true, record: { row, email: normalized, emailKey: emailKey(normalized), subscribed: v.subscribed, set, removed } };
 }
 
 function csvRecord(row: number, cells: string[], cols: CsvColumns): ImportItem {

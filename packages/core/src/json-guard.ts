@@ -1,6 +1,7 @@
 /**
  * Guards for JSON values that came from outside (request bodies, query strings, import rows): what Postgres
- * `text`/`jsonb` cannot store (U+0000 in a string or an object key) and what would exhaust the stack further on
+ * `text`/`jsonb` cannot store (U+0000, or a lone UTF-16 surrogate such as `"\ud800"` parsed from JSON, in a string
+ * or an object key: `jsonb` refuses both, 22P05 / 22P02) and what would exhaust the stack further on
  * (nesting deeper than {@link MAX_JSON_DEPTH}). The walk is iterative, so a 100,000-deep value is refused
  * without recursion.
  *
@@ -23,8 +24,23 @@ export function hasNul(s: string): boolean {
   return s.includes('\u0000');
 }
 
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** What is wrong with text Postgres cannot store, or `undefined` when it can. */
+function unstorableText(s: string): string | undefined {
+  if (hasNul(s)) return 'must not contain the NUL character (\\u0000)';
+  if (LONE_SURROGATE.test(s)) return 'must not contain a lone UTF-16 surrogate (e.g. \\ud800)';
+  return undefined;
+}
+
+/** A key made printable for an error's `field` path (the key itself may be what cannot be stored). */
+function printableKey(k: string): string {
+  return k.replace(/\u0000/g, '\\u0000').replace(new RegExp(LONE_SURROGATE.source, 'g'), '\uFFFD');
+}
+
 /**
- * Finds the first hostile spot in a JSON value: a string or object key with U+0000, or nesting deeper than
+ * Finds the first hostile spot in a JSON value: a string or object key with U+0000 or a lone surrogate, or nesting deeper than
  * `maxDepth` (the value itself is depth 0; each object or array entered adds 1).
  *
  * @param value - a parsed JSON value (anything `JSON.parse` returns); other values are walked the same way.
@@ -37,7 +53,8 @@ export function findJsonProblem(value: unknown, root = '', maxDepth = MAX_JSON_D
   while (stack.length > 0) {
     const { v, path, depth } = stack.pop()!;
     if (typeof v === 'string') {
-      if (hasNul(v)) return { field: path || '(root)', message: 'must not contain the NUL character (\\u0000)', code: 'invalid_string' };
+      const problem = unstorableText(v);
+      if (problem) return { field: path || '(root)', message: problem, code: 'invalid_string' };
       continue;
     }
     if (v === null || typeof v !== 'object') continue;
@@ -51,7 +68,8 @@ export function findJsonProblem(value: unknown, root = '', maxDepth = MAX_JSON_D
     const keys = Object.keys(v);
     for (let i = keys.length - 1; i >= 0; i--) {
       const k = keys[i]!;
-      if (hasNul(k)) return { field: join(path, k.replace(/\u0000/g, '\\u0000')), message: 'key must not contain the NUL character (\\u0000)', code: 'invalid_string' };
+      const problem = unstorableText(k);
+      if (problem) return { field: join(path, printableKey(k)), message: `key ${problem}`, code: 'invalid_string' };
       stack.push({ v: (v as Record<string, unknown>)[k], path: join(path, k), depth: depth + 1 });
     }
   }

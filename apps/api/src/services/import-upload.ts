@@ -18,6 +18,7 @@ import {
   AppError,
   checkImportHead,
   ErrorCode,
+  hasNul,
   importFormatOf,
   importJobOptions,
   validationError,
@@ -92,8 +93,8 @@ function openUpload(req: express.Request, max: number): Promise<Upload> {
  * @param options.format - overrides what the media type or file name say.
  * @param options.subscribed - `subscribed` of new contacts whose record does not state it.
  * @returns the queued import.
- * @throws {@link AppError} 400 (malformed multipart), 413 (over `IMPORT_MAX_BYTES`), 422 (`file` missing, empty
- *   or refused by its head check; `format` unknown).
+ * @throws {@link AppError} 400 (malformed multipart), 413 (over `IMPORT_MAX_BYTES`), 422 (`file` missing, empty,
+ *   refused by its head check or named with a NUL; `format` unknown).
  */
 export async function acceptImport(
   deps: { config: Config; db: Db; importQueue: Queue<ImportJobPayload>; log: Logger },
@@ -108,6 +109,10 @@ export async function acceptImport(
   try {
     if (Number.isFinite(declared) && declared > max + (multipart ? MULTIPART_OVERHEAD : 0)) throw tooLarge(max);
     const upload = await openUpload(req, max);
+    // An RFC 5987 name (`filename*=UTF-8''a%00b.csv`) decodes to U+0000, which the `filename` column cannot hold.
+    if (upload.filename !== null && hasNul(upload.filename)) {
+      throw validationError([{ field: 'file', message: 'the file name must not contain the NUL character (\\u0000)', code: 'invalid_string' }]);
+    }
     const format = options.format ?? importFormatOf(upload.mediaType, upload.filename);
     if (!format) {
       throw validationError([

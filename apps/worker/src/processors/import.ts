@@ -7,6 +7,11 @@
  * records already committed, so a crash or a lost lock never applies or counts a row twice. Memory stays flat:
  * one chunk, one batch being parsed and one being committed.
  *
+ * A bad row is a row error, never a failed import: the parser refuses what Postgres could not store, and a batch
+ * Postgres still refuses for its data is split until only the offending rows are left out (`commitImportBatch`).
+ * Only infrastructure errors (Postgres or Redis unreachable, a lock timeout) make the job retry, and only an
+ * unreadable file (`ImportFileError`) fails the import.
+ *
  * @module
  */
 import { UnrecoverableError, type Job } from 'bullmq';
@@ -60,17 +65,19 @@ async function runImport(deps: ImportProcessorDeps, imp: ContactImportRow, log: 
   let index = 0;
 
   const commit = async () => {
-    const batch = { records, errors, fromRow: committedRow, toRow: index, bytesProcessed: bytesRead, errorsKept: totals.failed };
+    const batch = { records, errors, fromRow: committedRow, toRow: index, bytesProcessed: bytesRead, errorsKept: 0 };
     records = [];
     errors = [];
     committedRow = index;
-    // One batch in flight: wait for the previous one before this one (progress is conditional on it).
+    // One batch in flight: wait for the previous one before this one (progress is conditional on it, and its
+    // failed count includes the rows Postgres refused, which only its commit knows).
     await inflight;
-    totals.failed += batch.errors.length;
+    batch.errorsKept = totals.failed;
     inflight = commitImportBatch(db, imp, batch).then((c) => {
       totals.created += c.created;
       totals.updated += c.updated;
       totals.skipped += c.skipped;
+      totals.failed += c.failed;
       totals.rows = batch.toRow;
     });
     // Surface a failure now rather than after the next batch has been parsed.

@@ -5,7 +5,7 @@
  * @module
  */
 import { and, asc, eq, sql } from 'drizzle-orm';
-import { newId, type ImportRecord, type ImportRowError } from '@mailroom/core';
+import { errorCode, newId, rootMessage, storableRowError, storableText, findUnstorable, type ImportRecord, type ImportRowError } from '@mailroom/core';
 import type { DbOrTx } from '../client';
 import { contactImportChunks, contactImportErrors, contactImports, type ImportFormat } from '../schema';
 
@@ -204,26 +204,96 @@ export async function importContactBatch(
 }
 
 /**
+ * True when a Postgres error blames the data of a statement rather than the server or the connection: SQLSTATE
+ * class 22 (data exception: 22P05 untranslatable character, 22021 bad byte sequence, 22P02 bad JSON…) and class
+ * 54 (program limit exceeded: 54001 stack depth, 54000 index row too large). Splitting the statement's rows can
+ * isolate such a failure. Connection loss (08xxx, 57P01, socket errors), lock timeouts (55P03) and everything
+ * else are not: retrying the same rows later may succeed.
+ */
+export function isRowDataError(err: unknown): boolean {
+  const code = errorCode(err);
+  return !!code && /^(22|54)[0-9A-Z]{3}$/.test(code);
+}
+
+/** Counts of a committed batch; `failed` covers the parser's row errors and the rows Postgres refused. */
+export interface ImportBatchCounts extends ImportCounts {
+  failed: number;
+}
+
+/** The row error of a record Postgres refused: the field when the guard can tell, else the whole row. */
+function refusedRowError(r: ImportRecord, err: unknown): ImportRowError {
+  const located = findUnstorable({ email: r.email, data: { ...Object.fromEntries(r.removed.map((k) => [k, null])), ...r.set } });
+  return {
+    row: r.row,
+    email: r.email,
+    errors: [
+      {
+        field: located?.field ?? '(row)',
+        message: `could not be stored (${errorCode(err)}): ${located?.message ?? rootMessage(err)}`,
+        code: located?.code ?? 'custom',
+      },
+    ],
+  };
+}
+
+/**
+ * Applies records inside a savepoint; when Postgres refuses them for their data ({@link isRowDataError}), splits
+ * them in halves (file order kept) until the refused records stand alone, and returns those as row errors. A few
+ * bad rows in a batch of n cost O(bad × log n) extra statements, and every other row is applied.
+ *
+ * @throws any error that is not a data error (connection lost, lock timeout): the caller's transaction fails whole.
+ */
+async function applyIsolatingBadRows(
+  tx: DbOrTx,
+  projectId: string,
+  records: ImportRecord[],
+  defaultSubscribed: boolean,
+): Promise<{ counts: ImportCounts; refused: ImportRowError[] }> {
+  try {
+    const counts = await tx.transaction((sp) => importContactBatch(sp, projectId, records, defaultSubscribed));
+    return { counts, refused: [] };
+  } catch (err) {
+    if (!isRowDataError(err)) throw err;
+    if (records.length === 1) return { counts: { created: 0, updated: 0, skipped: 0 }, refused: [refusedRowError(records[0]!, err)] };
+    const mid = Math.ceil(records.length / 2);
+    const a = await applyIsolatingBadRows(tx, projectId, records.slice(0, mid), defaultSubscribed);
+    const b = await applyIsolatingBadRows(tx, projectId, records.slice(mid), defaultSubscribed);
+    return {
+      counts: { created: a.counts.created + b.counts.created, updated: a.counts.updated + b.counts.updated, skipped: a.counts.skipped + b.counts.skipped },
+      refused: [...a.refused, ...b.refused],
+    };
+  }
+}
+
+/**
  * Commits one batch of an import in one transaction: the contacts, the kept row errors, and the progress
  * (`rowsProcessed`, counts). The progress update is conditional on the previous `rowsProcessed`, so two
  * workers can never both apply the same batch.
  *
+ * A record Postgres refuses for its data (see {@link isRowDataError}) becomes a row error of this batch and the
+ * other records are applied: a bad row is never fatal. Row errors are stored through {@link storableRowError},
+ * so a message quoting a NUL byte cannot fail the batch itself.
+ *
  * Commits are asynchronous (`synchronous_commit = off`, no fsync wait per batch): a database crash may lose the
  * last batches' commits, contacts and progress together, so a resumed import redoes exactly those.
  *
- * @throws when the import moved on meanwhile (another worker owns it); nothing of the batch is kept.
+ * @param batch.errorsKept - row errors already kept for this import; at most `IMPORT_ERRORS_KEPT` are kept.
+ * @returns the batch's counts; `failed` = parser row errors + refused records.
+ * @throws when the import moved on meanwhile (another worker owns it), or on any error that is not a data error
+ *   (connection lost, lock timeout); nothing of the batch is kept, and a retry redoes it.
  */
 export async function commitImportBatch(
   db: DbOrTx,
   imp: { id: string; projectId: string; defaultSubscribed: boolean },
   batch: { records: ImportRecord[]; errors: ImportRowError[]; fromRow: number; toRow: number; bytesProcessed: number; errorsKept: number },
-): Promise<ImportCounts> {
+): Promise<ImportBatchCounts> {
   return db.transaction(async (tx) => {
     await tx.execute(sql`set local synchronous_commit = off`);
-    const counts = batch.records.length
-      ? await importContactBatch(tx, imp.projectId, batch.records, imp.defaultSubscribed)
-      : { created: 0, updated: 0, skipped: 0 };
-    const keep = batch.errors.slice(0, Math.max(0, IMPORT_ERRORS_KEPT - batch.errorsKept));
+    const { counts, refused } = batch.records.length
+      ? await applyIsolatingBadRows(tx, imp.projectId, batch.records, imp.defaultSubscribed)
+      : { counts: { created: 0, updated: 0, skipped: 0 }, refused: [] };
+    const errors = refused.length ? [...batch.errors, ...refused].sort((a, b) => a.row - b.row) : batch.errors;
+    const keep = errors.slice(0, Math.max(0, IMPORT_ERRORS_KEPT - batch.errorsKept)).map(storableRowError);
     if (keep.length) {
       await tx
         .insert(contactImportErrors)
@@ -238,24 +308,27 @@ export async function commitImportBatch(
         created: sql`${contactImports.created} + ${counts.created}`,
         updated: sql`${contactImports.updated} + ${counts.updated}`,
         skipped: sql`${contactImports.skipped} + ${counts.skipped}`,
-        failed: sql`${contactImports.failed} + ${batch.errors.length}`,
+        failed: sql`${contactImports.failed} + ${errors.length}`,
         updatedAt: new Date(),
       })
       .where(and(eq(contactImports.id, imp.id), eq(contactImports.rowsProcessed, batch.fromRow), eq(contactImports.status, 'running')))
       .returning({ id: contactImports.id });
     if (moved.length === 0) throw new Error(`import ${imp.id} is no longer at row ${batch.fromRow}: another worker owns it`);
-    return counts;
+    return { ...counts, failed: errors.length };
   });
 }
 
-/** Ends an import: `completed` (or `failed` with `error`); its uploaded file is deleted. */
+/**
+ * Ends an import: `completed` (or `failed` with `error`, stored through `storableText`, since a parser's message
+ * may quote a NUL byte of the file); its uploaded file is deleted.
+ */
 export async function finishImport(db: DbOrTx, importId: string, outcome: { error?: string; bytesProcessed?: number }): Promise<void> {
   await db.transaction(async (tx) => {
     await tx
       .update(contactImports)
       .set({
         status: outcome.error ? 'failed' : 'completed',
-        error: outcome.error ?? null,
+        error: outcome.error ? storableText(outcome.error, 2_000) : null,
         ...(outcome.bytesProcessed !== undefined ? { bytesProcessed: outcome.bytesProcessed } : {}),
         finishedAt: new Date(),
         updatedAt: new Date(),
