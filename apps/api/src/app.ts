@@ -10,7 +10,7 @@ import express, { type Express } from 'express';
 import { adminOnly, authenticate, AuthCache } from './http/auth';
 import type { AppDeps } from './http/context';
 import { errorHandler, notFoundHandler } from './http/errors';
-import { rateLimit } from './http/rate-limit';
+import { AuthFailureLimiter, rateLimit } from './http/rate-limit';
 import { requestId } from './http/request-id';
 import { mountRoutes, type AnyRoute } from './http/route';
 import { buildOpenApi } from './openapi';
@@ -55,7 +55,8 @@ export function createApp(deps: AppDeps): App {
   app.set('trust proxy', false);
   app.set('query parser', 'simple');
 
-  const authCache = new AuthCache(deps.config.authCacheTtlMs);
+  const authCache = new AuthCache(deps.config.authCacheTtlMs, deps.config.authNegativeCacheTtlMs);
+  const authFailures = new AuthFailureLimiter(deps.redis, deps.config.queuePrefix, deps.config.authFailureLimitPerMinute);
   const limit = rateLimit(deps.redis, deps.config.queuePrefix, deps.config.rateLimitPerMinute);
   const { db } = deps.database;
 
@@ -83,8 +84,8 @@ export function createApp(deps: AppDeps): App {
 
   const router = express.Router();
   mountHealth(router, deps);
-  mountQueueDashboard(router, deps);
-  router.get('/metrics', adminOnly(deps.config.adminToken), async (_req, res) => {
+  mountQueueDashboard(router, deps, authFailures);
+  router.get('/metrics', adminOnly(deps.config.adminToken, authFailures), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
   mountUnsubscribe(router, deps);
@@ -100,9 +101,9 @@ export function createApp(deps: AppDeps): App {
     res.type('html').send(docsPage);
   });
   mountRoutes(router, routes, {
-    secret: [authenticate(db, authCache, ['secret']), limit],
-    anyKey: [authenticate(db, authCache, ['secret', 'public']), limit],
-    admin: [adminOnly(deps.config.adminToken)],
+    secret: [authenticate(db, authCache, ['secret'], authFailures), limit],
+    anyKey: [authenticate(db, authCache, ['secret', 'public'], authFailures), limit],
+    admin: [adminOnly(deps.config.adminToken, authFailures)],
   }, deps.database);
   app.use(router);
   app.use(notFoundHandler);

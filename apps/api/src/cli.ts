@@ -3,6 +3,10 @@
  *
  *   project create --name NAME              → { id, name, publicKey, secretKey }
  *   project rotate-keys --project ID        → new keys; old ones valid for KEY_ROTATION_GRACE_HOURS
+ *   project keys --project ID               → the project's keys: id, kind, 10-character prefix, dates, active
+ *   project revoke-key --project ID --key K → revokes one key at once; K is the key, its 10-character prefix (as
+ *                                              `project keys` lists it) or its id. Revoking a current key prints a
+ *                                              replacement of the same kind (`replacementKey`, shown once)
  *   project disable|enable --project ID
  *   domain add --project ID --domain example.com [--verified]
  *   dev setup [--domain example.com]        → a development project owning the domain (verified), with fresh
@@ -18,6 +22,8 @@ import { adminOps } from './routes/admin';
 const USAGE = `usage:
   npm run cli -- project create --name NAME
   npm run cli -- project rotate-keys --project ID
+  npm run cli -- project keys --project ID
+  npm run cli -- project revoke-key --project ID --key KEY|PREFIX|KEY_ID
   npm run cli -- project disable --project ID
   npm run cli -- project enable --project ID
   npm run cli -- domain add --project ID --domain DOMAIN [--verified]
@@ -28,7 +34,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { name: { type: 'string' }, project: { type: 'string' }, domain: { type: 'string' }, verified: { type: 'boolean' } },
+    options: { name: { type: 'string' }, project: { type: 'string' }, key: { type: 'string' }, domain: { type: 'string' }, verified: { type: 'boolean' } },
   });
   const command = positionals.join(' ');
   const config = loadConfig(env);
@@ -44,6 +50,11 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
         return await adminOps.createProject(database.db, values.name.trim());
       case 'project rotate-keys':
         return await adminOps.rotateKeys(database.db, project(), config.keyRotationGraceHours);
+      case 'project keys':
+        return await adminOps.listKeys(database.db, project());
+      case 'project revoke-key':
+        if (!values.key?.trim()) throw new Error(`--key is required (the key, its first 10 characters or its id)\n${USAGE}`);
+        return await adminOps.revokeKey(database.db, project(), values.key);
       case 'project disable':
       case 'project enable':
         return await adminOps.setDisabled(database.db, project(), command === 'project disable');

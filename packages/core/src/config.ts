@@ -56,6 +56,20 @@ export interface Config {
   readonly authCacheTtlMs: number;
   /** `KEY_ROTATION_GRACE_HOURS`: how long a rotated-out key keeps working (hours). */
   readonly keyRotationGraceHours: number;
+  /**
+   * `AUTH_NEGATIVE_CACHE_TTL_MS`: how long a key found unknown is remembered as unknown in each API process (ms),
+   * so repeated tries cost no database lookup. Short, so a key just issued by another process works soon.
+   */
+  readonly authNegativeCacheTtlMs: number;
+  /**
+   * `AUTH_FAILURE_LIMIT_PER_MINUTE`: failed authentications (unknown or malformed keys, wrong admin tokens) per
+   * client IP per minute, across API processes (Redis); beyond it 429 `RATE_LIMITED` with `Retry-After`.
+   */
+  readonly authFailureLimitPerMinute: number;
+  /** `ADMIN_LOGIN_LIMIT_PER_MINUTE`: `POST /admin/login` attempts per client IP per minute. */
+  readonly adminLoginLimitPerMinute: number;
+  /** `UNSUBSCRIBE_LIMIT_PER_MINUTE`: `POST /unsubscribe/{token}` requests per client IP per minute. */
+  readonly unsubscribeLimitPerMinute: number;
   /** `WORKER_CONCURRENCY`: jobs processed at once per worker process. */
   readonly workerConcurrency: number;
   /** `WORKER_HEALTH_PORT`: port of the worker's `/health/live` and `/health/ready`. */
@@ -279,6 +293,10 @@ export function loadConfig(env: Env): Config {
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
     authCacheTtlMs: int(env, 'AUTH_CACHE_TTL_MS', 10_000, 0, 3_600_000),
     keyRotationGraceHours: int(env, 'KEY_ROTATION_GRACE_HOURS', 24, 0, 24 * 90),
+    authNegativeCacheTtlMs: int(env, 'AUTH_NEGATIVE_CACHE_TTL_MS', 5_000, 0, 60_000),
+    authFailureLimitPerMinute: int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 20, 1, 1_000_000),
+    adminLoginLimitPerMinute: int(env, 'ADMIN_LOGIN_LIMIT_PER_MINUTE', 10, 1, 1_000_000),
+    unsubscribeLimitPerMinute: int(env, 'UNSUBSCRIBE_LIMIT_PER_MINUTE', 300, 1, 1_000_000),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 8, 1, 1000),
     workerHealthPort: int(env, 'WORKER_HEALTH_PORT', 8081, 0, 65535),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),

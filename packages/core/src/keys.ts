@@ -32,3 +32,28 @@ export function safeEqual(a: string, b: string): boolean {
   const hb = createHash('sha256').update(b).digest();
   return timingSafeEqual(ha, hb);
 }
+
+/** Characters of a key kept in clear beside its hash (`key_prefix`): `sk_`/`pk_` and 7 more. */
+export const KEY_PREFIX_LENGTH = 10;
+
+/**
+ * A reference to one stored key, in a form an operator who leaked it actually holds: the key itself (matched by
+ * its SHA-256), its visible prefix (the first {@link KEY_PREFIX_LENGTH} characters, as key listings show it) or
+ * the key's id (a UUID).
+ */
+export type KeyReference = { by: 'key'; key: string } | { by: 'prefix'; prefix: string } | { by: 'id'; id: string };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Reads what an operator gave to name a key (surrounding whitespace ignored).
+ *
+ * @returns `undefined` when `input` is neither a key, nor a 10-character `sk_`/`pk_` prefix, nor a UUID.
+ */
+export function parseKeyReference(input: string): KeyReference | undefined {
+  const value = input.trim();
+  if (keyKind(value)) return { by: 'key', key: value };
+  if (/^(sk|pk)_[A-Za-z0-9_-]+$/.test(value) && value.length === KEY_PREFIX_LENGTH) return { by: 'prefix', prefix: value };
+  if (UUID.test(value)) return { by: 'id', id: value.toLowerCase() };
+  return undefined;
+}

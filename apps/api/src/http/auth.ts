@@ -1,43 +1,92 @@
 /**
  * API-key authentication (spec "Authentication"; API.md): `Authorization: Bearer sk_…|pk_…`.
  *
- * - missing, malformed or unknown key → 401 `UNAUTHORIZED`;
+ * - missing, malformed, unknown, expired or revoked key → 401 `UNAUTHORIZED`;
  * - a public key on a secret-key route → 403 `PUBLIC_KEY_NOT_ALLOWED`;
- * - a disabled project → 403 `PROJECT_DISABLED`.
+ * - a disabled project → 403 `PROJECT_DISABLED`;
+ * - a client IP over its failed-authentication limit → 429 `RATE_LIMITED` with `Retry-After`.
  *
- * Lookups are by SHA-256 hash and cached in memory for `AUTH_CACHE_TTL_MS`, so disabling a project or rotating
- * a key reaches every API process within that time.
+ * Lookups are by SHA-256 hash and cached in memory for `AUTH_CACHE_TTL_MS`, so disabling a project, rotating or
+ * revoking a key reaches every API process within that time (at once in the process that made the change). A key
+ * found unknown is remembered as unknown for `AUTH_NEGATIVE_CACHE_TTL_MS`, so repeating it costs no database
+ * lookup; a malformed key never costs one.
  *
  * @module
  */
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { AppError, ErrorCode, hashKey, keyKind, safeEqual, type KeyKind } from '@mailroom/core';
 import { findKey, type Db, type KeyRecord } from '@mailroom/db';
+import { clientIp, type AuthFailureLimiter } from './rate-limit';
 
-/** A bounded TTL cache of key hash → key record (`null` caches a miss). */
+/**
+ * The in-process cache of key lookups, by key hash (hex SHA-256).
+ *
+ * - A key found valid is cached for `ttlMs`; after that it is looked up again, but the process keeps remembering
+ *   that the hash was valid (up to `maxEntries` hashes, oldest forgotten first): {@link knownGood} lets a client
+ *   that authenticates through an IP that is over its failure limit keep working.
+ * - A key found unknown is cached as unknown for `negativeTtlMs`, in its own bounded map, so a flood of made-up
+ *   keys never pushes valid ones out.
+ */
 export class AuthCache {
-  private readonly entries = new Map<string, { value: KeyRecord | null; expires: number }>();
+  private readonly entries = new Map<string, { value: KeyRecord; expires: number }>();
+  private readonly misses = new Map<string, number>();
+
+  /**
+   * @param ttlMs - how long a valid key's record is trusted (ms; `AUTH_CACHE_TTL_MS`).
+   * @param negativeTtlMs - how long an unknown key stays unknown without a lookup (ms; `AUTH_NEGATIVE_CACHE_TTL_MS`).
+   * @param maxEntries - bound of each of the two maps (entries).
+   */
   constructor(
     private readonly ttlMs: number,
+    private readonly negativeTtlMs = Math.min(ttlMs, 5_000),
     private readonly maxEntries = 10_000,
   ) {}
 
+  /**
+   * The record of the key whose hash is `hash`, from the cache or from `load` (the database).
+   *
+   * @returns `null` for an unknown (or expired, or revoked) key.
+   * @throws whatever `load` throws (e.g. Postgres unavailable); nothing is cached then.
+   */
   async lookup(hash: string, load: () => Promise<KeyRecord | undefined>): Promise<KeyRecord | null> {
     const now = Date.now();
     const hit = this.entries.get(hash);
     if (hit && hit.expires > now) return hit.value;
+    const miss = this.misses.get(hash);
+    if (miss !== undefined && miss > now) return null;
     const value = (await load()) ?? null;
-    if (this.ttlMs > 0) {
-      if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-      this.entries.set(hash, { value, expires: now + this.ttlMs });
+    if (value) {
+      this.misses.delete(hash);
+      this.entries.delete(hash);
+      bounded(this.entries, this.maxEntries).set(hash, { value, expires: Date.now() + this.ttlMs });
+    } else {
+      this.entries.delete(hash);
+      if (this.negativeTtlMs > 0) {
+        this.misses.delete(hash);
+        bounded(this.misses, this.maxEntries).set(hash, Date.now() + this.negativeTtlMs);
+      }
     }
     return value;
   }
 
-  /** Forgets everything (after an admin change in this process). */
-  clear(): void {
-    this.entries.clear();
+  /** Whether this process has seen the key valid (it may have been revoked since: {@link lookup} decides). */
+  knownGood(hash: string): boolean {
+    return this.entries.has(hash);
   }
+
+  /**
+   * Forgets every lookup (after an admin change in this process: a project created, a key rotated or revoked, a
+   * project disabled): the next request of each key reads the database. Hashes seen valid stay {@link knownGood}.
+   */
+  clear(): void {
+    this.misses.clear();
+    for (const entry of this.entries.values()) entry.expires = 0;
+  }
+}
+
+function bounded<K, V>(map: Map<K, V>, max: number): Map<K, V> {
+  while (map.size >= max) map.delete(map.keys().next().value as K);
+  return map;
 }
 
 function bearer(header: string | undefined): string | undefined {
@@ -46,11 +95,16 @@ function bearer(header: string | undefined): string | undefined {
 }
 
 /**
- * Authenticates the request.
+ * Authenticates the request and sets `res.locals.auth` (`{ projectId, kind }`).
+ *
+ * A failed authentication (malformed or unknown key) counts against the client IP in `failures`; an IP over its
+ * limit gets 429 for any key this process has not seen valid, before any database lookup. A missing header is
+ * not counted (it guesses nothing).
  *
  * @param accept - key kinds this route takes (`['secret']` for most, `['public', 'secret']` for `/v1/track`).
+ * @throws {@link AppError} 401 `UNAUTHORIZED`, 403 `PUBLIC_KEY_NOT_ALLOWED` / `PROJECT_DISABLED`, 429 `RATE_LIMITED`.
  */
-export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[]): RequestHandler {
+export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[], failures: AuthFailureLimiter): RequestHandler {
   return async (req, res, next) => {
     const key = bearer(req.get('authorization'));
     if (!key) {
@@ -58,10 +112,14 @@ export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[]): Reque
         suggestion: 'Use the secret key (sk_…) of your project.',
       });
     }
-    const kind = keyKind(key);
-    if (!kind) throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid API key');
-    const record = await cache.lookup(hashKey(key), () => findKey(db, hashKey(key)));
-    if (!record) throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid API key');
+    const ip = clientIp(req);
+    const hash = keyKind(key) ? hashKey(key) : undefined;
+    if (!hash || !cache.knownGood(hash)) await failures.assertNotBlocked(ip);
+    const record = hash ? await cache.lookup(hash, () => findKey(db, hash)) : null;
+    if (!record) {
+      await failures.fail(ip);
+      throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid API key');
+    }
     if (!accept.includes(record.kind)) {
       throw new AppError(ErrorCode.PUBLIC_KEY_NOT_ALLOWED, 'A public key (pk_) cannot be used on this endpoint', {
         suggestion: 'Use the secret key (sk_…); public keys work only with /v1/track.',
@@ -74,12 +132,30 @@ export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[]): Reque
   };
 }
 
-/** Guards `/admin/*` with `ADMIN_TOKEN` (constant-time compare); admin routes are off when it is unset. */
-export function adminOnly(adminToken: string | undefined): RequestHandler {
-  return (req, _res, next) => {
+/**
+ * Checks an admin token given by `req` (constant-time). The right token always passes; a wrong one counts as a
+ * failed authentication of the client IP.
+ *
+ * @returns `true` for the right token, `false` when none was given.
+ * @throws {@link AppError} 401 `UNAUTHORIZED` for a wrong token, 429 `RATE_LIMITED` once the IP is over its limit.
+ */
+export async function checkAdminToken(req: Request, given: string | undefined, adminToken: string, failures: AuthFailureLimiter): Promise<boolean> {
+  if (!given) return false;
+  if (safeEqual(given, adminToken)) return true;
+  await failures.fail(clientIp(req));
+  throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid admin token');
+}
+
+/**
+ * Guards `/admin/*` with `ADMIN_TOKEN` (bearer, constant-time compare); admin routes are off (403) when it is
+ * unset. Wrong tokens count against the client IP in `failures` (429 beyond the limit).
+ */
+export function adminOnly(adminToken: string | undefined, failures: AuthFailureLimiter): RequestHandler {
+  return async (req, _res, next) => {
     if (!adminToken) throw new AppError(ErrorCode.FORBIDDEN, 'The admin API is disabled: set ADMIN_TOKEN to enable it');
-    const token = bearer(req.get('authorization'));
-    if (!token || !safeEqual(token, adminToken)) throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid admin token');
+    if (!(await checkAdminToken(req, bearer(req.get('authorization')), adminToken, failures))) {
+      throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid admin token');
+    }
     next();
   };
 }

@@ -4,11 +4,11 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { AppError, ErrorCode, errorCode, notFound, validationError } from '@mailroom/core';
-import { addDomain, createProject, emailStatsByProject, rotateKeys, setProjectDisabled, type Db } from '@mailroom/db';
+import { AppError, ErrorCode, errorCode, notFound, parseKeyReference, validationError } from '@mailroom/core';
+import { addDomain, createProject, emailStatsByProject, listKeys, revokeKey, rotateKeys, setProjectDisabled, type Db, type KeySummary } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { IdParams, Timestamp } from './common';
+import { IdParams, Nullable, Timestamp } from './common';
 
 const IssuedProject = Type.Object({
   id: Type.String(),
@@ -19,12 +19,43 @@ const IssuedProject = Type.Object({
 });
 const ProjectState = Type.Object({ id: Type.String(), name: Type.String(), disabled: Type.Boolean() });
 const Domain = Type.Object({ id: Type.String(), projectId: Type.String(), domain: Type.String(), verified: Type.Boolean(), createdAt: Timestamp });
+const KeyFields = {
+  id: Type.String({ description: 'the key\'s id' }),
+  kind: Type.Union([Type.Literal('secret'), Type.Literal('public')]),
+  keyPrefix: Type.String({ description: 'the first 10 characters of the key (sk_… or pk_…), the only part stored in clear' }),
+  createdAt: Timestamp,
+  expiresAt: Nullable(Timestamp),
+  revokedAt: Nullable(Timestamp),
+  active: Type.Boolean({ description: 'authenticates now: neither revoked nor expired' }),
+};
+const KeyInfo = Type.Object(KeyFields);
+const RevokedKey = Type.Object({
+  ...KeyFields,
+  projectId: Type.String(),
+  alreadyRevoked: Type.Boolean({ description: 'the key was revoked before this call; nothing changed' }),
+  replacementKey: Nullable(
+    Type.String({ description: 'a new key of the same kind, shown once: issued when the revoked key was a current key (not one a rotation had already ended)' }),
+  ),
+});
 const DomainName = Type.String({
   minLength: 3,
   maxLength: 253,
   pattern: '^(?=.{3,253}$)([a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.)+[a-zA-Z]{2,63}\\.?$',
   description: 'a domain name, e.g. example.com',
 });
+
+/** A key as `/admin` and the CLI show it (ISO timestamps). */
+export function presentKey(k: KeySummary) {
+  return {
+    id: k.id,
+    kind: k.kind,
+    keyPrefix: k.keyPrefix,
+    createdAt: k.createdAt.toISOString(),
+    expiresAt: k.expiresAt?.toISOString() ?? null,
+    revokedAt: k.revokedAt?.toISOString() ?? null,
+    active: k.active,
+  };
+}
 
 /** The operations shared by `/admin/*` and the CLI. */
 export const adminOps = {
@@ -33,6 +64,29 @@ export const adminOps = {
     const p = await rotateKeys(db, projectId, graceHours);
     if (!p) throw notFound('Project');
     return p;
+  },
+  listKeys: async (db: Db, projectId: string) => {
+    const keys = await listKeys(db, projectId);
+    if (!keys) throw notFound('Project');
+    return keys.map(presentKey);
+  },
+  /**
+   * Revokes one key of the project at once; `reference` is the key itself, its 10-character prefix or its id.
+   * Revoking a current key issues a replacement of the same kind (`replacementKey`, shown once).
+   *
+   * @throws {@link AppError} 422 on `key` (not a key, prefix or id), 404 (project, or no such key in it), 409 `CONFLICT`
+   * (a prefix shared by several keys of the project).
+   */
+  revokeKey: async (db: Db, projectId: string, reference: string) => {
+    const ref = parseKeyReference(reference);
+    if (!ref) {
+      throw validationError([{ field: 'key', message: 'must be the key (sk_… or pk_…), its first 10 characters, or its id', code: 'invalid_string' }]);
+    }
+    const r = await revokeKey(db, projectId, ref);
+    if (!r.ok && r.reason === 'project_not_found') throw notFound('Project');
+    if (!r.ok && r.reason === 'key_not_found') throw notFound('API key');
+    if (!r.ok) throw new AppError(ErrorCode.CONFLICT, 'More than one key of this project starts with that prefix: give the whole key or its id');
+    return { ...presentKey(r.key), projectId, alreadyRevoked: r.alreadyRevoked, replacementKey: r.replacementKey };
   },
   setDisabled: async (db: Db, projectId: string, disabled: boolean) => {
     const p = await setProjectDisabled(db, projectId, disabled);
@@ -75,7 +129,7 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
         ),
       }),
       status: 200,
-      errors: [401, 403],
+      errors: [401, 403, 429],
       handler: async () => ({ data: { generatedAt: new Date().toISOString(), projects: await emailStatsByProject(deps.database.db) } }),
     }),
     route({
@@ -88,8 +142,54 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
       body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
       response: IssuedProject,
       status: 201,
-      errors: [400, 401, 403, 422],
-      handler: async ({ body }) => ({ data: await adminOps.createProject(db, body.name) }),
+      errors: [400, 401, 403, 422, 429],
+      handler: async ({ body }) => {
+        const p = await adminOps.createProject(db, body.name);
+        // Its keys may have been tried (and cached as unknown) in this process before they existed.
+        onChange();
+        return { data: p };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/admin/projects/:id/keys',
+      operationId: 'adminListKeys',
+      tag: 'Admin',
+      summary: 'The project\'s API keys (prefix, dates, revocation), oldest first',
+      description: 'Never the keys themselves: only their first 10 characters. Revoked and expired keys stay listed as the audit trail.',
+      auth: 'admin',
+      params: IdParams,
+      response: Type.Array(KeyInfo),
+      status: 200,
+      errors: [400, 401, 403, 404, 429],
+      handler: async ({ params }) => ({ data: await adminOps.listKeys(db, params.id) }),
+    }),
+    route({
+      method: 'post',
+      path: '/admin/projects/:id/keys/revoke',
+      operationId: 'adminRevokeKey',
+      tag: 'Admin',
+      summary: 'Revoke one API key at once (a leaked key)',
+      description:
+        'Name the key by the key itself, its first 10 characters (as listed) or its id. The key is refused at once by this ' +
+        'process and by every other API process within AUTH_CACHE_TTL_MS. Revoking a current key issues a replacement of ' +
+        'the same kind, returned once in `replacementKey`; a key a rotation already ended gets none. Repeating a revocation ' +
+        'changes nothing (`alreadyRevoked`).',
+      auth: 'admin',
+      params: IdParams,
+      body: Type.Object(
+        { key: Type.String({ minLength: 1, maxLength: 200, description: 'sk_…/pk_… key, its 10-character prefix, or the key id' }) },
+        { additionalProperties: false },
+      ),
+      response: RevokedKey,
+      status: 200,
+      errors: [400, 401, 403, 404, 409, 422, 429],
+      handler: async ({ params, body, log }) => {
+        const r = await adminOps.revokeKey(db, params.id, body.key);
+        onChange();
+        log.info({ projectId: r.projectId, keyId: r.id, keyPrefix: r.keyPrefix, revokedAt: r.revokedAt, alreadyRevoked: r.alreadyRevoked, replaced: r.replacementKey !== null }, 'api key revoked');
+        return { data: r };
+      },
     }),
     route({
       method: 'post',
@@ -101,7 +201,7 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
       params: IdParams,
       response: IssuedProject,
       status: 200,
-      errors: [400, 401, 403, 404],
+      errors: [400, 401, 403, 404, 429],
       handler: async ({ params }) => {
         const p = await adminOps.rotateKeys(db, params.id, config.keyRotationGraceHours);
         onChange();
@@ -119,7 +219,7 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
         params: IdParams,
         response: ProjectState,
         status: 200,
-        errors: [400, 401, 403, 404],
+        errors: [400, 401, 403, 404, 429],
         handler: async ({ params }) => {
           const p = await adminOps.setDisabled(db, params.id, action === 'disable');
           onChange();
@@ -138,7 +238,7 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
       body: Type.Object({ domain: DomainName, verified: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
       response: Domain,
       status: 201,
-      errors: [400, 401, 403, 404, 409, 422],
+      errors: [400, 401, 403, 404, 409, 422, 429],
       handler: async ({ params, body }) => {
         const d = await adminOps.addDomain(db, params.id, body.domain, body.verified ?? false);
         return { data: { id: d.id, projectId: d.projectId, domain: d.domain, verified: d.verified, createdAt: d.createdAt.toISOString() } };

@@ -8,17 +8,26 @@
  * `Authorization: Bearer <ADMIN_TOKEN>` header works too. Without either, a browser is sent to the login page
  * and anything else gets 401.
  *
+ * Abuse: `POST /admin/login` is limited per client IP (`ADMIN_LOGIN_LIMIT_PER_MINUTE`), and a wrong token there
+ * or in the bearer header counts as a failed authentication (`AUTH_FAILURE_LIMIT_PER_MINUTE`); both answer 429
+ * with `Retry-After` (the login page for a browser, the standard error body otherwise).
+ *
+ * While Redis is unreachable the dashboard's API (`/admin/queues/api/…`) answers 503 `SERVICE_UNAVAILABLE` with
+ * the standard error body, like every other route, rather than bull-board's own 500.
+ *
  * @module
  */
 import { createHmac } from 'node:crypto';
-import express, { type RequestHandler, type Router } from 'express';
+import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import { parse as parseCookies } from 'cookie';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
-import { QueueName, queueOptions, safeEqual } from '@mailroom/core';
+import { AppError, ErrorCode, isUnavailableError, QueueName, queueOptions, safeEqual } from '@mailroom/core';
+import { checkAdminToken } from '../http/auth';
 import type { AppDeps } from '../http/context';
+import { clientIp, IpLimiter, type AuthFailureLimiter } from '../http/rate-limit';
 
 const BASE = '/admin/queues';
 const COOKIE = 'mailroom_admin';
@@ -46,11 +55,31 @@ function loginPage(message?: string): string {
 <button type="submit">Sign in</button></form></body></html>`;
 }
 
-/** Mounts the login routes and the dashboard (nothing when `ADMIN_TOKEN` is unset: the admin surface is off). */
-export function mountQueueDashboard(router: Router, deps: AppDeps): void {
+/**
+ * bull-board's adapter, except that an error meaning Redis (or Postgres) is unreachable goes on to the app's
+ * error middleware (503 `SERVICE_UNAVAILABLE`, standard body) instead of bull-board's 500.
+ */
+class DashboardAdapter extends ExpressAdapter {
+  override setErrorHandler(handler: Parameters<ExpressAdapter['setErrorHandler']>[0]): this {
+    return super.setErrorHandler((err) => {
+      if (isUnavailableError(err)) throw err;
+      return handler(err);
+    });
+  }
+}
+
+const unavailable = () => new AppError(ErrorCode.SERVICE_UNAVAILABLE, 'The queue dashboard needs Redis, which is unreachable; retry shortly', { headers: { 'Retry-After': '5' } });
+
+/**
+ * Mounts the login routes and the dashboard (nothing when `ADMIN_TOKEN` is unset: the admin surface is off).
+ *
+ * @param failures - the app's failed-authentication counter (wrong tokens count against the client IP).
+ */
+export function mountQueueDashboard(router: Router, deps: AppDeps, failures: AuthFailureLimiter): void {
   const token = deps.config.adminToken;
   if (!token) return;
-  const serverAdapter = new ExpressAdapter().setBasePath(BASE);
+  const loginLimit = new IpLimiter(deps.redis, deps.config.queuePrefix, 'adminlogin', deps.config.adminLoginLimitPerMinute, 'sign-in attempts');
+  const serverAdapter = new DashboardAdapter().setBasePath(BASE);
   createBullBoard({
     // The maintenance queue is the worker's; the dashboard reads it through this process's connection.
     queues: [deps.sendQueue, deps.importQueue, deps.campaignQueue, deps.webhookQueue, deps.workflowQueue, new Queue(QueueName.maintenance, queueOptions(deps.config, deps.redis))].map(
@@ -63,11 +92,27 @@ export function mountQueueDashboard(router: Router, deps: AppDeps): void {
   router.get('/admin/login', (_req, res) => {
     res.type('html').send(loginPage());
   });
-  router.post('/admin/login', express.urlencoded({ extended: false, limit: '4kb' }), (req, res) => {
+  // A browser gets the login page with the refusal; any other client the standard error body.
+  const refuse = (req: Request, res: Response, err: unknown): void => {
+    if (!(err instanceof AppError) || req.accepts(['html', 'json']) !== 'html') throw err;
+    for (const [k, v] of Object.entries(err.options.headers ?? {})) res.setHeader(k, v);
+    const message = err.code === ErrorCode.RATE_LIMITED ? `Too many attempts: try again in ${err.options.headers?.['Retry-After'] ?? 'a few'} s.` : 'That token is not right.';
+    res.status(err.statusCode).type('html').send(loginPage(message));
+  };
+  router.post('/admin/login', async (req, res, next) => {
+    // Counted before the body is read: a refused client costs no parsing.
+    try {
+      await loginLimit.consume(clientIp(req));
+    } catch (err) {
+      return refuse(req, res, err);
+    }
+    next();
+  }, express.urlencoded({ extended: false, limit: '4kb' }), async (req, res) => {
     const given = typeof req.body?.token === 'string' ? req.body.token : '';
-    if (!safeEqual(given, token)) {
-      res.status(401).type('html').send(loginPage('That token is not right.'));
-      return;
+    try {
+      if (!(await checkAdminToken(req, given, token, failures))) throw new AppError(ErrorCode.UNAUTHORIZED, 'Give the admin token');
+    } catch (err) {
+      return refuse(req, res, err);
     }
     res.cookie(COOKIE, sessionValue(token, Date.now()), { httpOnly: true, sameSite: 'strict', path: '/admin', maxAge: SESSION_MS, secure: deps.config.publicUrl.startsWith('https:') });
     res.redirect(303, BASE);
@@ -77,12 +122,19 @@ export function mountQueueDashboard(router: Router, deps: AppDeps): void {
     res.redirect(303, '/admin/login');
   });
 
-  const guard: RequestHandler = (req, res, next) => {
+  const guard: RequestHandler = async (req, res, next) => {
     const header = req.get('authorization');
     const bearer = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
-    if ((bearer && safeEqual(bearer, token)) || validSession(token, parseCookies(req.headers.cookie ?? '')[COOKIE])) return next();
+    // A wrong bearer token counts as a failed authentication (401, or 429 beyond the limit).
+    if ((await checkAdminToken(req, bearer, token, failures)) || validSession(token, parseCookies(req.headers.cookie ?? '')[COOKIE])) return next();
     if (req.accepts(['html', 'json']) === 'html' && req.method === 'GET') return res.redirect(303, '/admin/login');
-    res.status(401).json({ success: false, error: { code: 'UNAUTHORIZED', message: 'Sign in at /admin/login or send the admin token', statusCode: 401 } });
+    throw new AppError(ErrorCode.UNAUTHORIZED, 'Sign in at /admin/login or send the admin token');
   };
-  router.use(BASE, guard, serverAdapter.getRouter());
+  // The dashboard's API reads Redis on every call: with Redis down, answer 503 at once rather than try. (A call
+  // already under way when Redis goes gets its 503 from DashboardAdapter.)
+  const redisUp: RequestHandler = (req, _res, next) => {
+    if (req.path.startsWith('/api/') && deps.redis.status !== 'ready') throw unavailable();
+    next();
+  };
+  router.use(BASE, guard, redisUp, serverAdapter.getRouter());
 }

@@ -9,7 +9,10 @@
  *   `List-Unsubscribe=One-Click` here (RFC 8058 §3.2). Idempotent: a repeat changes nothing and answers the same.
  *   Answers HTML, or the JSON envelope when the client accepts JSON.
  *
- * An unknown, tampered or foreign token gets 404, and nothing changes.
+ * An unknown, tampered or foreign token gets 404, and nothing changes. The POST is limited per client IP
+ * (`UNSUBSCRIBE_LIMIT_PER_MINUTE`, default 300: mailbox providers send one-click POSTs from shared relays, so the
+ * limit is there to bound a flood of made-up tokens, each costing a database lookup, not to ration real
+ * unsubscribes); beyond it 429 `RATE_LIMITED` with `Retry-After`.
  *
  * @module
  */
@@ -17,6 +20,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { notFound, unsubscribeTokenEmailId, verifyUnsubscribeToken } from '@mailroom/core';
 import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db';
 import type { AppDeps } from '../http/context';
+import { IpLimiter } from '../http/rate-limit';
 import { announcedChange } from '../services/webhooks';
 
 function escapeHtml(s: string): string {
@@ -33,6 +37,7 @@ button{font:inherit;padding:.5rem 1rem;cursor:pointer}</style></head><body>${bod
 /** Mounts the two unsubscribe routes. */
 export function mountUnsubscribe(router: Router, deps: AppDeps): void {
   const { db } = deps.database;
+  const limit = new IpLimiter(deps.redis, deps.config.queuePrefix, 'unsubscribe', deps.config.unsubscribeLimitPerMinute, 'unsubscribe requests');
 
   const resolve = async (token: string): Promise<UnsubscribeTarget> => {
     const emailId = unsubscribeTokenEmailId(token);
@@ -53,7 +58,7 @@ export function mountUnsubscribe(router: Router, deps: AppDeps): void {
   });
 
   // RFC 8058 bodies are `application/x-www-form-urlencoded` (or multipart); only the fact of the POST matters.
-  router.post('/unsubscribe/:token', express.urlencoded({ extended: false, limit: '4kb' }), async (req: Request, res: Response) => {
+  router.post('/unsubscribe/:token', limit.middleware(), express.urlencoded({ extended: false, limit: '4kb' }), async (req: Request, res: Response) => {
     const target = await resolve(String(req.params.token));
     const oneClick = (req.body as Record<string, unknown> | undefined)?.['List-Unsubscribe'] === 'One-Click' || req.is('multipart/form-data') !== false;
     const method = oneClick ? 'one-click' : 'link';
@@ -98,7 +103,11 @@ export const unsubscribeOpenApiPaths = {
       security: [],
       parameters: [tokenParameter],
       requestBody: { required: false, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { 'List-Unsubscribe': { const: 'One-Click' } } } } } },
-      responses: { 200: { description: 'Unsubscribed (or already)' }, 404: { description: 'Unknown, tampered or foreign token' } },
+      responses: {
+        200: { description: 'Unsubscribed (or already)' },
+        404: { description: 'Unknown, tampered or foreign token' },
+        429: { description: 'Over UNSUBSCRIBE_LIMIT_PER_MINUTE requests from this IP in the minute (`Retry-After` says when to retry)' },
+      },
     },
   },
 };

@@ -4,7 +4,7 @@
  * @module
  */
 import { and, eq, gt, isNull, or, sql } from 'drizzle-orm';
-import { asciiHostname, generateKey, hashKey, type KeyKind } from '@mailroom/core';
+import { asciiHostname, generateKey, hashKey, KEY_PREFIX_LENGTH, type KeyKind, type KeyReference } from '@mailroom/core';
 import type { Db, DbOrTx } from '../client';
 import { apiKeys, domains, projects } from '../schema';
 
@@ -17,13 +17,15 @@ export interface IssuedProject {
   secretKey: string;
 }
 
+async function issueKey(db: DbOrTx, projectId: string, kind: KeyKind): Promise<string> {
+  const key = generateKey(kind);
+  await db.insert(apiKeys).values({ projectId, kind, keyHash: hashKey(key), keyPrefix: key.slice(0, KEY_PREFIX_LENGTH) });
+  return key;
+}
+
 async function issueKeys(db: DbOrTx, projectId: string): Promise<{ publicKey: string; secretKey: string }> {
-  const publicKey = generateKey('public');
-  const secretKey = generateKey('secret');
-  await db.insert(apiKeys).values([
-    { projectId, kind: 'public', keyHash: hashKey(publicKey), keyPrefix: publicKey.slice(0, 10) },
-    { projectId, kind: 'secret', keyHash: hashKey(secretKey), keyPrefix: secretKey.slice(0, 10) },
-  ]);
+  const publicKey = await issueKey(db, projectId, 'public');
+  const secretKey = await issueKey(db, projectId, 'secret');
   return { publicKey, secretKey };
 }
 
@@ -73,14 +75,95 @@ export interface KeyRecord {
   projectDisabled: boolean;
 }
 
-/** Looks up an unexpired key by its SHA-256 hash. */
+/** Looks up a key that is neither expired nor revoked by its SHA-256 hash (hex). */
 export async function findKey(db: Db, keyHash: string): Promise<KeyRecord | undefined> {
   const [row] = await db
-    .select({ projectId: apiKeys.projectId, kind: apiKeys.kind, projectDisabled: projects.disabled, keyHash: apiKeys.keyHash })
+    .select({ projectId: apiKeys.projectId, kind: apiKeys.kind, projectDisabled: projects.disabled })
     .from(apiKeys)
     .innerJoin(projects, eq(projects.id, apiKeys.projectId))
-    .where(and(eq(apiKeys.keyHash, keyHash), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, sql`now()`))));
+    .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, sql`now()`))));
   return row ? { projectId: row.projectId, kind: row.kind, projectDisabled: row.projectDisabled } : undefined;
+}
+
+/** One API key as operators see it: never the key itself, only its visible prefix. */
+export interface KeySummary {
+  id: string;
+  kind: KeyKind;
+  /** The first {@link KEY_PREFIX_LENGTH} characters of the key, e.g. `sk_AbC1234`. */
+  keyPrefix: string;
+  createdAt: Date;
+  /** When a rotation ends (or ended) the key; null while it is a current key. */
+  expiresAt: Date | null;
+  /** When an operator revoked the key; null if never. */
+  revokedAt: Date | null;
+  /** Whether the key authenticates now (not revoked, not expired). */
+  active: boolean;
+}
+
+const keySummaryColumns = {
+  id: apiKeys.id,
+  kind: apiKeys.kind,
+  keyPrefix: apiKeys.keyPrefix,
+  createdAt: apiKeys.createdAt,
+  expiresAt: apiKeys.expiresAt,
+  revokedAt: apiKeys.revokedAt,
+  active: sql<boolean>`(${apiKeys.revokedAt} is null and (${apiKeys.expiresAt} is null or ${apiKeys.expiresAt} > now()))`,
+};
+
+/**
+ * The project's keys, oldest first (revoked and expired ones included: they are the audit trail).
+ *
+ * @returns `undefined` when the project does not exist.
+ */
+export async function listKeys(db: Db, projectId: string): Promise<KeySummary[] | undefined> {
+  const [project] = await db.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId));
+  if (!project) return undefined;
+  return db.select(keySummaryColumns).from(apiKeys).where(eq(apiKeys.projectId, projectId)).orderBy(apiKeys.createdAt, apiKeys.id);
+}
+
+/** Outcome of {@link revokeKey}. */
+export type RevokeKeyResult =
+  | { ok: true; key: KeySummary; alreadyRevoked: boolean; replacementKey: string | null }
+  | { ok: false; reason: 'project_not_found' | 'key_not_found' | 'ambiguous' };
+
+/**
+ * Revokes one key of a project at once (sets `revoked_at`; the row stays as the audit trail). `selector` is the
+ * key itself, its visible prefix or its id (see `parseKeyReference`).
+ *
+ * Revoking a current key (one no rotation has ended yet) also issues a new key of the same kind, returned once
+ * in `replacementKey`, so the project is never left without a working key of that kind; the other kind is left
+ * alone. A key already in a rotation's grace period, or already expired, gets no replacement: the rotation
+ * issued it. Revoking a revoked key changes nothing (`alreadyRevoked`, the original `revokedAt`).
+ *
+ * Every process's auth cache still holds the key for up to `AUTH_CACHE_TTL_MS`: that is the bound on how long
+ * a revoked key keeps working elsewhere.
+ *
+ * @returns `ambiguous` when a prefix matches more than one key of the project (give the key or its id).
+ */
+export async function revokeKey(db: Db, projectId: string, selector: KeyReference): Promise<RevokeKeyResult> {
+  return db.transaction(async (tx) => {
+    // The same lock as rotateKeys: a revocation and a rotation of one project never interleave.
+    const [project] = await tx.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).for('update');
+    if (!project) return { ok: false, reason: 'project_not_found' };
+    const match =
+      selector.by === 'key'
+        ? eq(apiKeys.keyHash, hashKey(selector.key))
+        : selector.by === 'prefix'
+          ? eq(apiKeys.keyPrefix, selector.prefix)
+          : eq(apiKeys.id, selector.id);
+    const rows = await tx.select(keySummaryColumns).from(apiKeys).where(and(eq(apiKeys.projectId, projectId), match)).limit(2);
+    if (rows.length === 0) return { ok: false, reason: 'key_not_found' };
+    if (rows.length > 1) return { ok: false, reason: 'ambiguous' };
+    const row = rows[0]!;
+    if (row.revokedAt) return { ok: true, key: row, alreadyRevoked: true, replacementKey: null };
+    const [revoked] = await tx
+      .update(apiKeys)
+      .set({ revokedAt: sql`now()` })
+      .where(eq(apiKeys.id, row.id))
+      .returning({ revokedAt: apiKeys.revokedAt });
+    const replacementKey = row.expiresAt === null ? await issueKey(tx, projectId, row.kind) : null;
+    return { ok: true, key: { ...row, revokedAt: revoked!.revokedAt, active: false }, alreadyRevoked: false, replacementKey };
+  });
 }
 
 /** Outcome of {@link addDomain}. */

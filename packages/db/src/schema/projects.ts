@@ -19,7 +19,8 @@ export const projects = pgTable('projects', {
 
 /**
  * API keys, stored as SHA-256 hashes. `expiresAt` is set when a key is rotated out (grace period); a key is
- * valid while it is null or in the future.
+ * valid while it is null or in the future, and it has not been revoked. `revokedAt` records when an operator
+ * revoked the key (a leaked key): it ends the key at once, whatever its expiry, and stays as the audit trail.
  */
 export const apiKeys = pgTable(
   'api_keys',
@@ -31,6 +32,7 @@ export const apiKeys = pgTable(
     keyPrefix: text('key_prefix').notNull(),
     createdAt: createdAt(),
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
+    revokedAt: timestamp('revoked_at', { withTimezone: true, mode: 'date' }),
   },
   (t) => [index('api_keys_project_idx').on(t.projectId), check('api_keys_kind_check', sql`${t.kind} in ('secret', 'public')`)],
 );
