@@ -1,18 +1,21 @@
 /**
- * Once per test run: a fresh database (created and migrated here, dropped in teardown), the SES emulator and
- * the recording proxy. Tests assume nothing else about the services: each test file uses its own queue prefix
+ * Once per test run: the services and tools the tests need (found, started or installed: `provision.ts`), a
+ * fresh database (created and migrated here, dropped in teardown), the SES emulator and the recording proxy. Tests assume nothing else about the services: each test file uses its own queue prefix
  * and each test its own project.
  */
 import { randomBytes } from 'node:crypto';
 import IORedis from 'ioredis';
+import { ensureServices, ensureTools } from './provision';
 import { freshDatabase, startSesStack } from './services';
 
 export const ADMIN_DB_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export default async function globalSetup(): Promise<void> {
+  const adminUrl = await ensureServices(ADMIN_DB_URL, REDIS_URL);
+  ensureTools();
   const dbName = `mailroom_test_${Date.now()}_${randomBytes(3).toString('hex')}`;
-  const dbUrl = await freshDatabase(ADMIN_DB_URL, dbName);
+  const dbUrl = await freshDatabase(adminUrl, dbName);
 
   const redis = new IORedis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {

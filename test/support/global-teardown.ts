@@ -5,5 +5,5 @@ export default async function globalTeardown(): Promise<void> {
   const state = (globalThis as Record<string, unknown>).__mailroom as { ses: SesStack; dbName: string } | undefined;
   if (!state) return;
   state.ses.stop();
-  await dropDatabase(ADMIN_DB_URL, state.dbName);
+  await dropDatabase(process.env.TEST_POSTGRES_URL ?? ADMIN_DB_URL, state.dbName);
 }
