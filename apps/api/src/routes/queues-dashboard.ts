@@ -59,7 +59,24 @@ function loginPage(message?: string): string {
  * bull-board's adapter, except that an error meaning Redis (or Postgres) is unreachable goes on to the app's
  * error middleware (503 `SERVICE_UNAVAILABLE`, standard body) instead of bull-board's 500.
  */
+/** A `<link>` to a stylesheet on Google Fonts. */
+const REMOTE_FONT_LINK = /<link[^>]+href="https:\/\/fonts\.(googleapis|gstatic)\.com[^>]*>/g;
+
 class DashboardAdapter extends ExpressAdapter {
+  /**
+   * bull-board's page links a web font from fonts.googleapis.com, which an offline or locked-down operator network
+   * cannot reach (and which tells a third party who opens the dashboard): the rendered page drops the link and
+   * falls back to the system font. Everything else the page loads is served from here.
+   */
+  override setViewsPath(viewPath: string): this {
+    super.setViewsPath(viewPath);
+    type Engine = (file: string, options: object, cb: (err: Error | null, html?: string) => void) => void;
+    const app = (this as unknown as { app: { engines: Record<string, Engine>; engine(ext: string, fn: Engine): void } }).app;
+    const render = app.engines['.ejs']!;
+    app.engine('ejs', (file, options, cb) => render(file, options, (err, html) => cb(err, html?.replace(REMOTE_FONT_LINK, ''))));
+    return this;
+  }
+
   override setErrorHandler(handler: Parameters<ExpressAdapter['setErrorHandler']>[0]): this {
     return super.setErrorHandler((err) => {
       if (isUnavailableError(err)) throw err;
