@@ -8,11 +8,12 @@ import type { AnyRoute } from './http/route';
 
 const statusText: Record<number, string> = {
   400: 'Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS)',
-  401: 'Missing, malformed or unknown API key (UNAUTHORIZED)',
+  401: 'Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED)',
   403: 'Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN)',
   404: 'Unknown id, or an id of another project (NOT_FOUND)',
   409: 'State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT)',
   413: 'Request body too large (PAYLOAD_TOO_LARGE)',
+  415: 'Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400',
   422: 'Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT)',
   429: 'Rate limit exceeded; see Retry-After (RATE_LIMITED)',
 };
@@ -94,7 +95,8 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string; server
     for (const [status, text] of Object.entries(r.otherStatuses ?? {})) {
       responses[status] = { description: text, content: { 'application/json': { schema: envelope } } };
     }
-    for (const status of r.errors) {
+    // Every route that reads a JSON body can meet an encoding it does not speak.
+    for (const status of r.body && !r.errors.includes(415) ? [...r.errors, 415] : r.errors) {
       responses[status] = {
         description: statusText[status] ?? 'Error',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },

@@ -7,8 +7,11 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FieldError } from './errors';
 
-/** An email address (RFC 5321 length limit), as every route and import row accepts it. */
-export const EmailAddress = Type.String({ format: 'email', maxLength: 320, description: 'an email address' });
+/**
+ * An email address, as every route and import row accepts it: the `email` format checks the syntax and RFC 5321's
+ * size limits (the whole address at most 254 octets, the local part 64, the domain 253, each label 63).
+ */
+export const EmailAddress = Type.String({ format: 'email', description: 'an email address (RFC 5321: at most 254 characters, local part at most 64)' });
 
 /** Contact metadata: free-form JSON object; a key set to `null` is removed from the stored data. */
 export const ContactData = Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), {

@@ -25,6 +25,7 @@
  */
 import { isUuid } from './ids';
 import { validationError, type FieldError } from './errors';
+import { findJsonProblem } from './json-guard';
 
 export const FILTER_OPERATORS = [
   'equals',
@@ -56,7 +57,7 @@ export const EMAIL_ACTIVITIES = ['sent', 'delivered', 'opened', 'clicked', 'boun
 export type EmailActivity = (typeof EMAIL_ACTIVITIES)[number];
 
 /** Limits that keep one filter's SQL bounded. */
-export const FILTER_LIMITS = { depth: 5, conditions: 50, inValues: 500, stringLength: 1000, pathSegments: 10 } as const;
+export const FILTER_LIMITS = { depth: 5, conditions: 50, inValues: 500, stringLength: 1000, pathSegments: 10, maxCount: Number.MAX_SAFE_INTEGER } as const;
 
 /** A scalar a condition compares with; `date` is an ISO 8601 string compared as a timestamp. */
 export type FilterScalar =
@@ -113,9 +114,17 @@ export type SegmentFilter = FilterCondition | { kind: 'group'; logic: 'AND' | 'O
 
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?$/;
 
-/** True when `s` is an ISO 8601 date or date-time that the filter language compares as a timestamp. */
+/**
+ * True when `s` is an ISO 8601 date or date-time that the filter language compares as a timestamp: its instant
+ * must fall in the years 0001–9999 UTC, which Postgres `timestamptz` accepts as written by `toISOString()`
+ * (`0000-12-31T10:00:00Z`, what `0001-01-01T00:00+14:00` is in UTC, is out of its range).
+ */
 export function isIsoDate(s: string): boolean {
-  return ISO_DATE.test(s) && !Number.isNaN(Date.parse(s));
+  if (!ISO_DATE.test(s)) return false;
+  const t = Date.parse(s);
+  if (Number.isNaN(t)) return false;
+  const year = new Date(t).getUTCFullYear();
+  return year >= 1 && year <= 9999;
 }
 
 const COMPARISONS: readonly string[] = ['equals', 'notEquals', 'greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual'];
@@ -313,7 +322,10 @@ class Parser {
       }
       if (!COMPARISONS.includes(op)) return unsupported('event.<name> (use exists, notExists, within, notWithin or a count comparison)');
       const count = input.value;
-      if (typeof count !== 'number' || !Number.isInteger(count) || count < 0) return this.fail(vp, 'must be a whole number (the event count)', 'invalid_type');
+      if (typeof count !== 'number' || !Number.isInteger(count)) return this.fail(vp, 'must be a whole number (the event count)', 'invalid_type');
+      // Compared with count(*), a bigint: anything past 2^53 - 1 is neither exact here nor in range there.
+      if (count < 0) return this.fail(vp, 'must be at least 0 (the event count)', 'too_small');
+      if (count > FILTER_LIMITS.maxCount) return this.fail(vp, `must be at most ${FILTER_LIMITS.maxCount} (the event count)`, 'too_big');
       let window: FilterWindow | undefined;
       if (input.window !== undefined) {
         if (!isObject(input.window)) return this.fail(`${path}.window`, 'must be {value, unit}', 'invalid_type');
@@ -352,9 +364,13 @@ class Parser {
  * @param field - the name of the request field holding it, used as the prefix of error paths
  *   (`audienceFilter.groups.0.filters.1.operator`).
  * @param options - {@link FilterOptions}.
- * @throws {@link AppError} 422 `VALIDATION_ERROR` listing every problem with its path.
+ * @throws {@link AppError} 422 `VALIDATION_ERROR` listing every problem with its path; U+0000 anywhere or
+ *   nesting deeper than `MAX_JSON_DEPTH` is refused first (a filter also arrives as `?filter=` JSON text, which
+ *   no body guard has seen).
  */
 export function parseSegmentFilter(input: unknown, field: string, options: FilterOptions = {}): SegmentFilter {
+  const hostile = findJsonProblem(input, field);
+  if (hostile) throw validationError([hostile]);
   const parser = new Parser(options);
   const filter = parser.filter(input, field, 1);
   if (parser.errors.length > 0 || !filter) throw validationError(parser.errors.length ? parser.errors : [{ field, message: 'is invalid', code: 'custom' }]);

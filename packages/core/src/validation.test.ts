@@ -45,3 +45,35 @@ describe('ajv errors become the spec errors[]', () => {
     expect(d({ id: 'x' })).toEqual({ ok: false, errors: [{ field: 'id', message: 'must be a valid uuid', code: 'invalid_string' }] });
   });
 });
+
+describe('hostile input is refused before the schema', () => {
+  const v = bodyValidator(Type.Object({ data: Type.Optional(Type.Record(Type.String(), Type.Unknown())), name: Type.Optional(Type.String()) }, { additionalProperties: false }));
+  test('U+0000 in a value or a key names the field', () => {
+    expect(errorsOf(() => v({ name: 'a\u0000' }))).toEqual({ status: 422, errors: [{ field: 'name', message: expect.stringMatching(/NUL/), code: 'invalid_string' }] });
+    expect(errorsOf(() => v({ data: { 'k\u0000': 1 } })).errors![0]!.field).toBe('data.k\\u0000');
+  });
+  test('nesting deeper than 32 levels is refused without recursion', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(errorsOf(() => v({ data: { x: deep } })).errors![0]).toMatchObject({ field: expect.stringMatching(/^data\.x(\.0)+$/), code: 'too_big' });
+  });
+  test('parameters: NUL is 400, numbers must be plain decimal text', () => {
+    const q = paramValidator(Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), search: Type.Optional(Type.String()) }));
+    expect(errorsOf(() => q({ search: 'a\u0000' }))).toMatchObject({ status: 400, errors: [{ field: 'search', code: 'invalid_string' }] });
+    for (const bad of ['1e2', '0x10', ' 5', '5 ', '5.0', '+5', '', 'Infinity']) {
+      expect(errorsOf(() => q({ limit: bad }))).toMatchObject({ status: 400, errors: [{ field: 'limit', code: 'invalid_type' }] });
+    }
+    expect(q({ limit: '007' })).toEqual({ limit: 7 });
+    expect(errorsOf(() => q({ limit: '-5' })).errors![0]).toMatchObject({ field: 'limit', code: 'too_small' });
+  });
+  test('format email applies the RFC 5321 size limits', () => {
+    const e = bodyValidator(Type.Object({ email: Type.String({ format: 'email' }) }));
+    expect(e({ email: `${'a'.repeat(64)}@b.test` })).toBeTruthy();
+    expect(errorsOf(() => e({ email: `${'a'.repeat(65)}@b.test` })).errors).toEqual([
+      { field: 'email', message: 'local part must be at most 64 characters (RFC 5321)', code: 'too_big' },
+    ]);
+    expect(errorsOf(() => e({ email: `a@${'b'.repeat(64)}.test` })).errors![0]!.message).toMatch(/labels must be at most 63/);
+    expect(errorsOf(() => e({ email: `a@${Array.from({ length: 5 }, () => 'b'.repeat(60)).join('.')}` })).errors![0]!.message).toMatch(/at most 25[34]/);
+    expect(errorsOf(() => e({ email: 'not an address' })).errors![0]!.message).toBe('must be a valid email');
+  });
+});

@@ -8,12 +8,28 @@
  */
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import { fullFormats } from 'ajv-formats/dist/formats';
 import type { Static, TSchema } from '@sinclair/typebox';
+import { addressLengthProblem } from './address';
 import { AppError, ErrorCode, type FieldError, type FieldErrorCode } from './errors';
+import { findJsonProblem } from './json-guard';
+
+const emailSyntax = fullFormats.email as RegExp;
+
+/**
+ * `format: "email"`: ajv-formats' syntax plus the RFC 5321 size limits ({@link addressLengthProblem}), so every
+ * schema that takes an address (send `to`, contacts, track, suppressions, import rows…) refuses an address a
+ * mail server would refuse, once, here.
+ */
+function isEmail(s: string): boolean {
+  return emailSyntax.test(s) && addressLengthProblem(s) === undefined;
+}
 
 function makeAjv(coerceTypes: boolean): Ajv {
-  const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes, useDefaults: coerceTypes });
+  // `verbose` keeps the failing value on each error, so a too-long address can be told from bad syntax.
+  const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes, useDefaults: coerceTypes, verbose: true });
   addFormats(ajv);
+  ajv.addFormat('email', { type: 'string', validate: isEmail });
   return ajv;
 }
 
@@ -67,7 +83,10 @@ function toFieldError(e: ErrorObject, root: string): FieldError {
   if (e.keyword === 'enum') {
     return { field, message: `must be one of: ${(p.allowedValues as unknown[]).join(', ')}`, code };
   }
-  if (e.keyword === 'format') return { field, message: `must be a valid ${String(p.format)}`, code };
+  if (e.keyword === 'format') {
+    const tooLong = p.format === 'email' && typeof e.data === 'string' ? addressLengthProblem(e.data) : undefined;
+    return { field, message: tooLong ?? `must be a valid ${String(p.format)}`, code: tooLong ? 'too_big' : code };
+  }
   return { field, message: e.message ?? 'is invalid', code };
 }
 
@@ -121,34 +140,87 @@ function describeAt(schema: TSchema, schemaPath: string): string | undefined {
 /** A compiled validator: returns the typed value or throws an {@link AppError}. */
 export type Validator<T> = (value: unknown) => T;
 
-/**
- * Compiles a request-body validator.
- *
- * @throws at call time: {@link AppError} 422 `VALIDATION_ERROR` with `errors[]`.
- */
-export function bodyValidator<S extends TSchema>(schema: S): Validator<Static<S>> {
-  return build(bodyAjv.compile(schema), schema, '', (errors) =>
-    new AppError(
-      ErrorCode.VALIDATION_ERROR,
-      errors.length === 1 ? `${errors[0]!.field}: ${errors[0]!.message}` : 'Request validation failed',
-      { errors, suggestion: 'Correct the fields listed in error.errors and retry.' },
-    ),
+function bodyFailure(errors: FieldError[]): AppError {
+  return new AppError(
+    ErrorCode.VALIDATION_ERROR,
+    errors.length === 1 ? `${errors[0]!.field}: ${errors[0]!.message}` : 'Request validation failed',
+    { errors, suggestion: 'Correct the fields listed in error.errors and retry.' },
+  );
+}
+
+function paramFailure(errors: FieldError[]): AppError {
+  return new AppError(
+    ErrorCode.INVALID_PARAMETERS,
+    errors.length === 1 ? `${errors[0]!.field}: ${errors[0]!.message}` : 'Invalid parameters',
+    { errors },
   );
 }
 
 /**
- * Compiles a query-string or path-parameter validator (coercing text to numbers and booleans, applying defaults).
+ * Compiles a request-body validator. Before the schema, the body is walked once (iteratively) by
+ * {@link findJsonProblem}: U+0000 in any string or key (Postgres `text`/`jsonb` cannot store it) or nesting
+ * deeper than `MAX_JSON_DEPTH` (32) is refused on its field, so nothing after validation (ajv, hashing,
+ * `JSON.stringify`, the driver) ever sees a value that would fail in Postgres or exhaust the stack.
  *
- * @throws at call time: {@link AppError} 400 `INVALID_PARAMETERS` with `errors[]`.
+ * @throws at call time: {@link AppError} 422 `VALIDATION_ERROR` with `errors[]`.
+ */
+export function bodyValidator<S extends TSchema>(schema: S): Validator<Static<S>> {
+  const validate = build<Static<S>>(bodyAjv.compile(schema), schema, '', bodyFailure);
+  return (value) => {
+    const problem = findJsonProblem(value);
+    if (problem) throw bodyFailure([problem]);
+    return validate(value);
+  };
+}
+
+/** Plain decimal integers only: no exponent, hex, fraction, sign tricks or surrounding space (`1e2`, `0x10`, ` 5`). */
+const DECIMAL_INTEGER = /^-?\d+$/;
+const DECIMAL_NUMBER = /^-?\d+(?:\.\d+)?$/;
+
+function schemaTypes(prop: unknown): string[] {
+  if (!prop || typeof prop !== 'object') return [];
+  const p = prop as { type?: unknown; anyOf?: unknown[] };
+  const own = Array.isArray(p.type) ? (p.type as string[]) : typeof p.type === 'string' ? [p.type] : [];
+  return [...own, ...(Array.isArray(p.anyOf) ? p.anyOf.flatMap(schemaTypes) : [])];
+}
+
+/**
+ * The numeric parameters of a query/path schema and the text each accepts. ajv's coercion takes anything
+ * `Number()` takes (`1e2`, `0x10`, ` 5`, `5.0`), so the text is checked before it coerces.
+ */
+function numericParams(schema: TSchema): Array<{ name: string; pattern: RegExp; what: string }> {
+  const props = (schema as { properties?: Record<string, unknown> }).properties ?? {};
+  const out: Array<{ name: string; pattern: RegExp; what: string }> = [];
+  for (const [name, prop] of Object.entries(props)) {
+    const types = schemaTypes(prop);
+    if (types.includes('integer')) out.push({ name, pattern: DECIMAL_INTEGER, what: 'a plain decimal integer' });
+    else if (types.includes('number')) out.push({ name, pattern: DECIMAL_NUMBER, what: 'a plain decimal number' });
+  }
+  return out;
+}
+
+/**
+ * Compiles a query-string or path-parameter validator (coercing text to numbers and booleans, applying defaults).
+ * Before coercion: U+0000 in any value or name is refused (nothing with it could be stored or matched), and
+ * numeric parameters must be plain decimal text (`limit=20`, not `1e2`, `0x10`, `%205` or `5.0`).
+ *
+ * @throws at call time: {@link AppError} 400 `INVALID_PARAMETERS` with `errors[]` naming the parameter.
  */
 export function paramValidator<S extends TSchema>(schema: S): Validator<Static<S>> {
-  return build(paramAjv.compile(schema), schema, '', (errors) =>
-    new AppError(
-      ErrorCode.INVALID_PARAMETERS,
-      errors.length === 1 ? `${errors[0]!.field}: ${errors[0]!.message}` : 'Invalid parameters',
-      { errors },
-    ),
-  );
+  const validate = build<Static<S>>(paramAjv.compile(schema), schema, '', paramFailure);
+  const numeric = numericParams(schema);
+  return (value) => {
+    const problem = findJsonProblem(value);
+    if (problem) throw paramFailure([problem]);
+    if (value && typeof value === 'object') {
+      const given = value as Record<string, unknown>;
+      const errors: FieldError[] = numeric
+        .filter(({ name, pattern }) => typeof given[name] === 'string' && !pattern.test(given[name] as string))
+        .map(({ name, what }) => ({ field: name, message: `must be ${what}`, code: 'invalid_type' }));
+      if (errors.length > 0) throw paramFailure(errors);
+    }
+    return validate(value);
+  };
 }
 
 /**

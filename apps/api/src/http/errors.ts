@@ -7,7 +7,7 @@
  * @module
  */
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
-import { AppError, ErrorCode, errorCode } from '@mailroom/core';
+import { AppError, ErrorCode, errorCode, isUnavailableError } from '@mailroom/core';
 
 /** Sends the error body for `err`. */
 export function sendError(res: Response, err: AppError): void {
@@ -28,7 +28,47 @@ export function sendError(res: Response, err: AppError): void {
   });
 }
 
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P03', '08006', '08001', '08003']);
+/** zlib's codes for a stream it cannot decode (gzip/deflate: `Z_DATA_ERROR`, `Z_BUF_ERROR`…; brotli: `ERR__ERROR_FORMAT_…`). */
+const UNDECODABLE = /^(Z_|ERR__ERROR_|ERR_BROTLI|ERR_ZSTD)/;
+
+/**
+ * A request body or path the body parsers or the router could not read: the client's fault, never a 500.
+ * - an unknown `Content-Encoding` (or several stacked) or charset: 415 `UNSUPPORTED_MEDIA_TYPE` (RFC 9110 §15.5.16);
+ * - a gzip, deflate or br body that does not decode: 400 `BAD_REQUEST` naming `Content-Encoding`;
+ * - a path segment that is not valid percent-encoding: 400 `INVALID_PARAMETERS`;
+ * - any other 4xx that body-parser raises (aborted upload, wrong `Content-Length`): 400 `BAD_REQUEST`.
+ */
+function bodyReadFailure(err: unknown): AppError | undefined {
+  const e = err as { type?: string; code?: string; message?: string; status?: number; encoding?: string; charset?: string };
+  if (e.type === 'encoding.unsupported') {
+    const message = `Content-Encoding "${e.encoding ?? ''}" is not supported; send identity, gzip, deflate or br`;
+    return new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, message, {
+      errors: [{ field: 'Content-Encoding', message: 'must be one of: identity, gzip, deflate, br', code: 'invalid_enum_value' }],
+    });
+  }
+  if (e.type === 'charset.unsupported') {
+    return new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Unsupported charset "${e.charset ?? ''}"; send UTF-8`, {
+      errors: [{ field: 'Content-Type', message: 'charset must be utf-8', code: 'invalid_enum_value' }],
+    });
+  }
+  if (typeof e.code === 'string' && UNDECODABLE.test(e.code) && e.status === 400) {
+    return new AppError(ErrorCode.BAD_REQUEST, 'Request body could not be decoded as its Content-Encoding says', {
+      errors: [{ field: 'Content-Encoding', message: `body does not decode (${e.code})`, code: 'custom' }],
+      suggestion: 'Compress the body with the encoding named in Content-Encoding, or send it uncompressed.',
+    });
+  }
+  if (err instanceof URIError && e.status === 400) {
+    return new AppError(ErrorCode.INVALID_PARAMETERS, 'A path parameter is not valid percent-encoding', {
+      errors: [{ field: 'path', message: 'must be valid percent-encoded UTF-8', code: 'invalid_string' }],
+    });
+  }
+  if (typeof e.type === 'string' && e.type.startsWith('request.') && e.status !== undefined && e.status >= 400 && e.status < 500) {
+    return new AppError(ErrorCode.BAD_REQUEST, 'The request body could not be read', {
+      errors: [{ field: 'body', message: e.message ?? 'could not be read', code: 'custom' }],
+    });
+  }
+  return undefined;
+}
 
 /** Maps what infrastructure throws onto public errors; `undefined` means unexpected. */
 function classify(err: unknown): AppError | undefined {
@@ -39,13 +79,11 @@ function classify(err: unknown): AppError | undefined {
     return new AppError(ErrorCode.INVALID_JSON, 'Malformed JSON in request body', { suggestion: 'Send a valid JSON document.' });
   }
   if (e.type === 'entity.too.large') return new AppError(ErrorCode.PAYLOAD_TOO_LARGE, 'Request body is too large');
-  if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
-    return new AppError(ErrorCode.BAD_REQUEST, 'Unsupported request body encoding');
-  }
+  const unreadable = bodyReadFailure(err);
+  if (unreadable) return unreadable;
   const code = errorCode(err);
   if (code === '23505') return new AppError(ErrorCode.CONFLICT, 'The resource already exists');
-  if ((code && UNAVAILABLE_CODES.has(code)) || e.name === 'MaxRetriesPerRequestError' ||
-      /Connection is closed|connection terminated|timeout exceeded when trying to connect|Stream isn't writeable/i.test(e.message ?? '')) {
+  if (isUnavailableError(err)) {
     return new AppError(ErrorCode.SERVICE_UNAVAILABLE, 'A backing service is unavailable; retry shortly', {
       headers: { 'Retry-After': '5' },
     });

@@ -2,6 +2,12 @@
  * Route declarations. One declaration gives the Express handler chain (auth → rate limit → body parsing →
  * validation → handler → envelope) and the OpenAPI operation, from the same TypeBox schemas.
  *
+ * Validation (`@mailroom/core` validation) first walks the raw query, path parameters and body once, iteratively,
+ * for what no schema expresses: U+0000 anywhere (Postgres `text`/`jsonb` refuse it) and nesting deeper than 32
+ * levels (400 `INVALID_PARAMETERS` / 422 `VALIDATION_ERROR` naming the field), and takes numeric parameters only
+ * as plain decimal text. So no handler, hash or driver call ever sees a value that would fail in Postgres or
+ * exhaust the stack.
+ *
  * @module
  */
 import express, { type RequestHandler, type Router } from 'express';

@@ -23,7 +23,7 @@ export const IdParams = Type.Object({ id: Type.String({ format: 'uuid', descript
 
 /** `limit` and `cursor` of every list (API.md "Pagination"). */
 export const PageQuery = {
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'page size, 1–100' }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'page size, 1–100, as plain decimal digits (`1e2`, `0x10`, ` 5` are 400)' }),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'nextCursor of the previous page' })),
 };
 

@@ -29,7 +29,8 @@ const TrackBody = Type.Object(
     data: Type.Optional(
       Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), {
         description:
-          'stored on the event and merged into the contact; `{ value, persistent: false }` values are stored on the event only',
+          'stored on the event and merged into the contact; `{ value, persistent: false }` values are stored on the event only. ' +
+          'At most 32 levels of nesting in the whole body; no U+0000 in any string or key (422 naming the field)',
       }),
     ),
   },

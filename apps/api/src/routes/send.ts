@@ -39,7 +39,9 @@ export const SendBody = Type.Object(
     subscribed: Type.Optional(Type.Boolean({ description: 'marketing subscription; default false for new contacts, unchanged for existing ones' })),
     data: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), {
-        description: 'template variables; `{ value, persistent: false }` values are used for rendering only and not stored on the contact',
+        description:
+          'template variables; `{ value, persistent: false }` values are used for rendering only and not stored on the contact. ' +
+          'At most 32 levels of nesting in the whole body; no U+0000 in any string or key (422 naming the field)',
       }),
     ),
     headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'custom email headers' })),
