@@ -130,29 +130,48 @@ const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDO
 /**
  * What the drivers say when a connection died or could not be had: pg ("Connection terminated unexpectedly",
  * "Client has encountered a connection error and is not queryable", pool timeouts) and ioredis ("Connection is
- * closed", `MaxRetriesPerRequestError`, a stream that is not writeable, a command refused while offline).
+ * closed", a stream that is not writeable, a command refused while offline). Read only on an error with no code
+ * and no cause (the driver's own words, not a wrapper that quotes a statement and its parameters).
  */
-const UNAVAILABLE_MESSAGE = /connection terminated|not currently accepting connections|not queryable|Connection is closed|timeout exceeded when trying to connect|Stream isn't writeable|enableOfflineQueue|Connection ended|the database system is (starting up|shutting down|in recovery)|terminating connection/i;
+const UNAVAILABLE_MESSAGE = /connection terminated|not queryable|Connection is closed|timeout exceeded when trying to connect|Stream isn't writeable|enableOfflineQueue|Connection ended/i;
+
+/** Redis replies that mean "not now" (a replica promoted, a restart loading its data, a cluster resharding). */
+const REDIS_NOT_NOW = /^(READONLY|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN)\b/;
+
+/** Errors that are always bugs in our code, whatever their message says. */
+const PROGRAMMING_ERRORS = new Set(['TypeError', 'RangeError', 'ReferenceError', 'SyntaxError']);
+
+/** A Postgres SQLSTATE that means the server or the connection is unavailable. */
+function unavailableSqlState(code: string, message: string): boolean {
+  return code.startsWith('08') || code.startsWith('57P') || code === '53300' || (code === '55000' && /not currently accepting connections/i.test(message));
+}
 
 /**
  * True when `err` (or anything in its `cause` chain) means a backing service, Postgres or Redis, is unreachable
  * or dropped the connection: the caller should answer 503 `SERVICE_UNAVAILABLE` or retry later, never treat it as
  * a bug or as the input's fault.
  *
- * Postgres SQLSTATE classes 08 (connection exception) and 57P (operator intervention: `57P01`
- * admin shutdown / `pg_terminate_backend`, `57P02` crash shutdown, `57P03` cannot connect now) and `53300`
- * (too many connections) count, as do socket errors and the drivers' own messages for a dead connection.
+ * - Socket errors (`ECONNREFUSED`, `ECONNRESET`, `ETIMEDOUT`, …), ioredis's `MaxRetriesPerRequestError`, and
+ *   Redis replies `READONLY`, `LOADING`, `CLUSTERDOWN`, `TRYAGAIN`, `MASTERDOWN`.
+ * - Otherwise a Postgres error (a five-character SQLSTATE anywhere in the chain) decides by its code alone: classes `08`
+ *   (connection exception) and `57P` (`57P01` admin shutdown / `pg_terminate_backend`, `57P02` crash shutdown,
+ *   `57P03` cannot connect now), `53300` (too many connections), and `55000` "database … is not currently
+ *   accepting connections". Any other SQLSTATE is not unavailability, whatever its message quotes.
+ * - Otherwise the innermost error's message, when it is a driver's error (not a `TypeError` and the like).
  */
 export function isUnavailableError(err: unknown): boolean {
-  let e: unknown = err;
-  for (let depth = 0; depth < 6 && e && typeof e === 'object'; depth++) {
-    const { code, name, message } = e as { code?: unknown; name?: unknown; message?: unknown };
-    if (typeof code === 'string') {
-      if (UNAVAILABLE_SOCKET_CODES.has(code) || code.startsWith('08') || code.startsWith('57P') || code === '53300') return true;
-    }
-    if (name === 'MaxRetriesPerRequestError') return true;
-    if (typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message)) return true;
-    e = (e as { cause?: unknown }).cause;
+  const chain: Array<{ code?: unknown; name?: unknown; message?: unknown; cause?: unknown }> = [];
+  for (let e: unknown = err; e && typeof e === 'object' && chain.length < 6; e = (e as { cause?: unknown }).cause) {
+    chain.push(e as (typeof chain)[number]);
   }
-  return false;
+  for (const e of chain) {
+    if (typeof e.code === 'string' && UNAVAILABLE_SOCKET_CODES.has(e.code)) return true;
+    if (e.name === 'MaxRetriesPerRequestError') return true;
+    if (typeof e.message === 'string' && REDIS_NOT_NOW.test(e.message)) return true;
+  }
+  const sqlState = chain.find((e) => typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code));
+  if (sqlState) return unavailableSqlState(sqlState.code as string, String(sqlState.message ?? ''));
+  const root = chain[chain.length - 1];
+  if (!root || typeof root.message !== 'string' || PROGRAMMING_ERRORS.has(String(root.name))) return false;
+  return UNAVAILABLE_MESSAGE.test(root.message);
 }

@@ -37,6 +37,8 @@ export function listenOn(handler: RequestListener, port: number, what = 'server'
     server.once('error', onError);
     server.listen(port, () => {
       server.off('error', onError);
+      // Later server errors (EMFILE when out of file descriptors) fail connections, not the process.
+      server.on('error', (err) => process.emitWarning(`${what} server error: ${err.message}`));
       resolve(server);
     });
   });

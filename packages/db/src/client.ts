@@ -41,9 +41,11 @@ export function createDatabase(options: {
     application_name: options.applicationName,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
+    // TCP keepalive: a connection whose packets are silently dropped (a failover behind a NAT) is noticed.
+    keepAlive: true,
   });
-  // An idle client that loses its server emits on the pool; without a listener the process would crash.
-  pool.on('error', (err) => options.onConnectionError?.(err));
+  // An idle client that loses its server also emits on the pool; the client's own listener below reports it.
+  pool.on('error', () => undefined);
   // A checked-out client has no pool listener (pg-pool removes it while the client is lent out): a connection
   // that dies between two statements of a transaction (`pg_terminate_backend`, a failover, a pgbouncer restart,
   // `idle_in_transaction_session_timeout`) would emit an unhandled 'error' and end the process. The statement in

@@ -12,12 +12,13 @@
  *    no attempt spent; transient: backoff), or `failed` with the reason (permanent, or attempts exhausted). A
  *    final status writes its webhook deliveries (`email.sent`, `email.failed`, …) in the same transaction.
  *
- * Once SES has accepted a message, its outcome is never thrown away: the `sent` write is retried while Postgres
- * is unreachable (backoff from 100 ms to 2 s, for as long as the claim's lease leaves room), and if it still
- * cannot be written the outcome is kept in Redis (`<prefix>:ses-accepted:<email id>`, 7 days). Whoever claims
+ * Once SES has accepted a message, its outcome is never thrown away. The `sent` write may take only what is left
+ * of the claim's lease (`SEND_LEASE_MS` less 2 s) and is retried while Postgres is unreachable (backoff from
+ * 100 ms to 2 s). As soon as one attempt fails, or before one that has less than 1 s of lease left, the outcome
+ * is kept in Redis (`<prefix>:ses-accepted:<email id>`, 7 days; removed once the write succeeds). Whoever claims
  * the row again after the lease finds it there and records `sent` without calling SES. What remains: a process
- * killed (or Postgres and Redis both unreachable) between SES's answer and either write re-sends that one
- * message, with the same Message-ID, after the lease (README, "Reliability").
+ * hard-killed between SES's answer and the first write, or Postgres and Redis both unreachable then, re-sends
+ * that one message, with the same Message-ID, after the lease (README, "Reliability").
  *
  * @module
  */
@@ -133,9 +134,8 @@ export function createSendProcessor(deps: SendProcessorDeps) {
     if (email.previousStatus === 'sending') {
       // A claim that outlived its lease: SES may already have this message. Only a `sent` write that failed
       // leaves its outcome behind; without one, the earlier worker died before or during the SES call.
-      const kept = await deps.redis.get(acceptedKey);
-      if (kept) {
-        const accepted = JSON.parse(kept) as AcceptedBySes;
+      const accepted = parseAccepted(await deps.redis.get(acceptedKey));
+      if (accepted) {
         await finish({ status: 'sent', ...accepted });
         await deps.redis.del(acceptedKey).catch(() => undefined);
         log.warn({ messageId: accepted.messageId }, 'recorded a send that SES accepted before Postgres was lost; not sent again');
@@ -223,34 +223,74 @@ export function createSendProcessor(deps: SendProcessorDeps) {
     }
 
     const accepted: AcceptedBySes = { messageId, renderedSubject: subject };
-    const recorded = await recordAccepted(() => finish({ status: 'sent', ...accepted }), claimedAt + config.sendLeaseMs - LEASE_MARGIN_MS).catch(async (err) => {
-      // Postgres stayed away for the whole lease: keep SES's answer for the next claim, then retry the job.
+    // Kept in Redis before any write that could outlive the lease, and as soon as one write fails: whoever
+    // claims the row after the lease then records it instead of sending again.
+    let kept = false;
+    const keep = async (why: string): Promise<void> => {
+      if (kept) return;
       try {
-        await deps.redis.set(acceptedKey, JSON.stringify(accepted), 'EX', ACCEPTED_TTL_S);
-        log.error({ messageId, err: (err as Error).message }, 'SES accepted the message but Postgres is unreachable; outcome kept in Redis');
-      } catch (redisErr) {
-        log.error({ messageId, err: (err as Error).message, redisErr: (redisErr as Error).message }, 'SES accepted the message but neither Postgres nor Redis took the outcome; it may be sent again');
+        await withTimeout(deps.redis.set(acceptedKey, JSON.stringify(accepted), 'EX', ACCEPTED_TTL_S), KEEP_TIMEOUT_MS);
+        kept = true;
+        log.warn({ messageId, why }, 'SES outcome kept in Redis until the sent write succeeds');
+      } catch (err) {
+        log.error({ messageId, why, err: (err as Error).message }, 'SES accepted the message but Redis did not take its outcome either; it may be sent again after the lease');
       }
+    };
+    const recorded = await recordAccepted(() => finish({ status: 'sent', ...accepted }), claimedAt + config.sendLeaseMs - LEASE_MARGIN_MS, keep).catch(async (err) => {
+      log.error({ messageId, err: (err as Error).message }, 'SES accepted the message but the sent write failed; the job retries');
       throw err;
     });
+    if (kept) await deps.redis.del(acceptedKey).catch(() => undefined);
     if (!recorded) log.error({ messageId }, 'sent, but the claim was lost before recording it');
     log.info({ messageId }, 'email sent');
     return { outcome: 'sent', messageId };
   };
 }
 
+/** How long (ms) keeping an SES outcome in Redis may take before it is given up (Redis may be down too). */
+const KEEP_TIMEOUT_MS = 2_000;
+
+/** Rejects with `Error('timed out after N ms')` when `p` has not settled within `ms`; `p` itself runs on. */
+async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A kept SES outcome, or undefined when there is none (or it cannot be read: then the message is re-sent). */
+function parseAccepted(kept: string | null): AcceptedBySes | undefined {
+  if (!kept) return undefined;
+  try {
+    const v = JSON.parse(kept) as Partial<AcceptedBySes>;
+    return typeof v.messageId === 'string' && typeof v.renderedSubject === 'string' ? { messageId: v.messageId, renderedSubject: v.renderedSubject } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Runs the write that records an SES outcome, again and again while Postgres is unreachable
- * ({@link isUnavailableError}), with backoff from 100 ms doubling to 2 s, until `deadline` (epoch ms).
+ * Runs the write that records an SES outcome until it succeeds or the lease runs out (`deadline`, epoch ms):
+ * each attempt may take only the time left (a write on a silently dropped connection would otherwise hang past
+ * the lease, when another worker may claim the row), and is tried again while Postgres is unreachable
+ * ({@link isUnavailableError}) or did not answer in time, with backoff from 100 ms doubling to 2 s.
  *
+ * @param keep - called (once is enough; it is idempotent) before an attempt that has less than 1 s of lease left
+ *   and after any failed attempt, so the outcome survives the lease.
  * @throws the last error when the deadline passes, or at once for an error that is not a lost connection.
  */
-async function recordAccepted<T>(write: () => Promise<T>, deadline: number): Promise<T> {
+async function recordAccepted<T>(write: () => Promise<T>, deadline: number, keep: (why: string) => Promise<void>): Promise<T> {
   for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
+    const left = deadline - Date.now();
+    if (left < 1_000) await keep('little of the lease left');
     try {
-      return await write();
+      return await withTimeout(write(), Math.max(left, 1_000));
     } catch (err) {
-      if (!isUnavailableError(err) || Date.now() + delay > deadline) throw err;
+      await keep((err as Error).message);
+      const timedOut = /^timed out after/.test((err as Error).message);
+      if ((!timedOut && !isUnavailableError(err)) || Date.now() + delay > deadline) throw err;
       await new Promise((r) => setTimeout(r, delay));
     }
   }

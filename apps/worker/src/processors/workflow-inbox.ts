@@ -94,7 +94,14 @@ export function startWorkflowInbox(deps: WorkflowInboxDeps): { stop: () => Promi
   };
   const listen = async (): Promise<void> => {
     if (stopped) return;
-    const c = new Client({ connectionString: deps.config.databaseUrl, application_name: 'mailroom-workflow-inbox' });
+    // Bounded connect, and TCP keepalive so that a connection whose packets are silently dropped is noticed.
+    const c = new Client({
+      connectionString: deps.config.databaseUrl,
+      application_name: 'mailroom-workflow-inbox',
+      connectionTimeoutMillis: 5_000,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    });
     current = c;
     c.on('notification', kick);
     // A terminated backend, a failover or a restart: the poll keeps draining meanwhile; reconnect the listener.
