@@ -24,19 +24,22 @@ export interface KeysetPage<R> {
  * @param q.beforeId - the last id of the previous page (decoded cursor).
  * @param q.countCap - count at most this many rows (a table that grows without bound); `totalExact` says whether
  *   the cap was reached.
+ * @param q.offset - rows to skip (Plunk's page numbers: `(page - 1) * pageSize`, capped by the caller); with a
+ *   cursor the page is pure keyset and no offset is given.
  */
 export async function keysetList<T extends PgTable & { id: PgColumn }>(
   db: DbOrTx,
   table: T,
   where: SQL | undefined,
-  q: { limit: number; beforeId?: string; countCap?: number },
+  q: { limit: number; beforeId?: string; countCap?: number; offset?: number },
 ): Promise<KeysetPage<T['$inferSelect']>> {
   const page = (await db
     .select()
     .from(table as PgTable)
     .where(and(where, q.beforeId ? sql`${table.id} < ${q.beforeId}::uuid` : undefined))
     .orderBy(desc(table.id))
-    .limit(q.limit + 1)) as T['$inferSelect'][];
+    .limit(q.limit + 1)
+    .offset(q.offset ?? 0)) as T['$inferSelect'][];
   const items = page.slice(0, q.limit);
   if (q.countCap !== undefined) {
     const capped = db.select({ one: sql`1` }).from(table as PgTable).where(where).limit(q.countCap + 1).as('capped');
