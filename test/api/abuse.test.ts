@@ -1,12 +1,18 @@
 /**
  * Abuse of the unauthenticated surface: the negative key cache, the per-IP failed-authentication limit (keys and
- * admin tokens, across processes), and the per-IP limits of `POST /admin/login` and `POST /unsubscribe/{token}`.
- * Each scenario runs its own API (its own QUEUE_PREFIX, so its own Redis counters), all from 127.0.0.1.
+ * admin tokens, across processes; counted before the lookup, so parallel bursts cannot pass it; a trickle of
+ * lookups for a blocked address), the client IP (TRUST_PROXY, IPv6 /64), and the per-IP limits of
+ * `POST /admin/login` and of failed unsubscribe lookups. Each scenario runs its own API (its own QUEUE_PREFIX, so
+ * its own Redis counters), all from 127.0.0.1 unless a trusted proxy says otherwise.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { generateKey, hashKey } from '@mailroom/core';
-import { apiKeys, createProject } from '@mailroom/db';
-import { ADMIN_TOKEN, recipient, startTestApi, testConfig, waitFor, type TestApi } from '../support/harness';
+import { eq } from 'drizzle-orm';
+import { createUnsubscribeToken, generateKey, hashKey } from '@mailroom/core';
+import { apiKeys, createProject, projects } from '@mailroom/db';
+import { ipKey } from '../../apps/api/src/http/rate-limit';
+import { ADMIN_TOKEN, client, createTestProject, recipient, startTestApi, testConfig, waitFor, type TestApi } from '../support/harness';
 
 const started: TestApi[] = [];
 async function apiWith(env: Record<string, string>): Promise<TestApi> {
@@ -14,9 +20,27 @@ async function apiWith(env: Record<string, string>): Promise<TestApi> {
   started.push(api);
   return api;
 }
+const servers: Server[] = [];
 afterAll(async () => {
+  await Promise.all(servers.map((srv) => new Promise((resolve) => srv.close(resolve))));
   await Promise.all(started.map((a) => a.close()));
 });
+
+/** One listening server for a burst (supertest would start one per request otherwise). */
+async function listening(api: TestApi): Promise<string> {
+  const srv = createServer(api.app);
+  servers.push(srv);
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+}
+
+/** Status codes of `n` requests made at once, counted by status. */
+async function burst(n: number, send: (i: number) => Promise<request.Response>): Promise<Record<number, number>> {
+  const answers = await Promise.all(Array.from({ length: n }, (_, i) => send(i)));
+  const counts: Record<number, number> = {};
+  for (const a of answers) counts[a.status] = (counts[a.status] ?? 0) + 1;
+  return counts;
+}
 
 const templatesAs = (api: TestApi, key: string) => request(api.app).get('/templates').set('Authorization', `Bearer ${key}`);
 
@@ -91,25 +115,47 @@ describe('per-IP failed-authentication limit', () => {
     expect((await templatesAs(api, good.secretKey)).status).toBe(200);
   });
 
-  test('wrong admin tokens count too (admin API, metrics, dashboard); the right token still works', async () => {
+  test('wrong admin tokens count too (admin API, metrics, dashboard); once blocked, a bearer token gets 429 even when right; a session cookie still works', async () => {
     const api = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '3' });
-    const wrong = (path: string) => request(api.app).get(path).set('Authorization', 'Bearer not-the-admin-token-at-all');
-    expect((await wrong('/admin/stats')).status).toBe(401);
-    expect((await wrong('/metrics')).status).toBe(401);
-    const dash = await wrong('/admin/queues/api/queues').set('Accept', 'application/json');
+    const as = (path: string, token: string) => request(api.app).get(path).set('Accept', 'application/json').set('Authorization', `Bearer ${token}`);
+    // The right token never counts.
+    for (let i = 0; i < 5; i++) expect((await as('/admin/stats', ADMIN_TOKEN)).status).toBe(200);
+    const wrong = 'not-the-admin-token-at-all';
+    expect((await as('/admin/stats', wrong)).status).toBe(401);
+    expect((await as('/metrics', wrong)).status).toBe(401);
+    const dash = await as('/admin/queues/api/queues', wrong);
     expect(dash.status).toBe(401);
     expect(dash.body.error.code).toBe('UNAUTHORIZED');
-    expectRateLimited(await wrong('/admin/stats'));
-    expectRateLimited(await wrong('/admin/queues/api/queues').set('Accept', 'application/json'));
+    expectRateLimited(await as('/admin/stats', wrong));
+    expectRateLimited(await as('/admin/queues/api/queues', wrong));
+    // A blocked address learns nothing about the token: the right one is refused the same way, everywhere.
+    expectRateLimited(await as('/admin/stats', ADMIN_TOKEN));
+    expectRateLimited(await as('/metrics', ADMIN_TOKEN));
+    expectRateLimited(await as('/admin/queues/api/queues', ADMIN_TOKEN));
     // The same address is now refused for made-up API keys as well: one counter per IP.
     expectRateLimited(await templatesAs(api, generateKey('secret')));
-    const right = await request(api.app).get('/admin/stats').set('Authorization', `Bearer ${ADMIN_TOKEN}`);
-    expect(right.status).toBe(200);
+    // An operator signs in through the form (its own, slow limit) and works on with the session cookie.
+    const login = await request(api.app).post('/admin/login').type('form').send({ token: ADMIN_TOKEN });
+    expect(login.status).toBe(303);
+    const cookie = login.headers['set-cookie']![0]!.split(';')[0]!;
+    const board = await request(api.app).get('/admin/queues/api/queues').set('Accept', 'application/json').set('Cookie', cookie);
+    expect(board.status).toBe(200);
+    // A cookie with a right bearer token is let in on the cookie; a forged cookie is not.
+    expect((await as('/admin/queues/api/queues', ADMIN_TOKEN).set('Cookie', cookie)).status).toBe(200);
+    expectRateLimited(await as('/admin/queues/api/queues', ADMIN_TOKEN).set('Cookie', `mailroom_admin=${Date.now()}.forged`));
+  });
+
+  test('parallel guesses cannot pass the admin limit: at most the limit of wrong tokens get an answer other than 429', async () => {
+    const api = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '5' });
+    const base = await listening(api);
+    const counts = await burst(30, (i) => request(base).get('/admin/stats').set('Authorization', `Bearer wrong-admin-token-${i}-xxxxxxxx`));
+    expect(counts).toEqual({ 401: 5, 429: 25 });
   });
 
   test('the count is shared by every API process (Redis); a blocked address costs the other process no lookup', async () => {
-    const a = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '4' });
-    const b = await startTestApi(testConfig({ AUTH_FAILURE_LIMIT_PER_MINUTE: '4', QUEUE_PREFIX: a.config.queuePrefix }));
+    // One trickle lookup a minute: a's refusal below spends it, so b has none left.
+    const a = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '4', BLOCKED_LOOKUP_INTERVAL_S: '60' });
+    const b = await startTestApi(testConfig({ AUTH_FAILURE_LIMIT_PER_MINUTE: '4', BLOCKED_LOOKUP_INTERVAL_S: '60', QUEUE_PREFIX: a.config.queuePrefix }));
     started.push(b);
     for (let i = 0; i < 2; i++) expect((await templatesAs(a, generateKey('secret'))).status).toBe(401);
     for (let i = 0; i < 2; i++) expect((await templatesAs(b, generateKey('secret'))).status).toBe(401);
@@ -117,6 +163,124 @@ describe('per-IP failed-authentication limit', () => {
     // b refuses before looking anything up: even with its database gone, the answer is 429, not 5xx.
     await b.database.close();
     expectRateLimited(await templatesAs(b, generateKey('secret')));
+  });
+
+  test('a parallel burst of made-up keys is counted before the lookup: at most the limit (plus one trickle lookup) reach the database', async () => {
+    const api = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '20', AUTH_NEGATIVE_CACHE_TTL_MS: '0' });
+    const base = await listening(api);
+    const open = await burst(50, () => request(base).get('/templates').set('Authorization', `Bearer ${generateKey('secret')}`));
+    // Each 401 is a distinct key looked up in the database; everything else was refused before any lookup.
+    expect((open[401] ?? 0) + (open[429] ?? 0)).toBe(50);
+    expect(open[401]).toBeGreaterThanOrEqual(20);
+    expect(open[401]).toBeLessThanOrEqual(21);
+
+    // The proof without counting: with the database gone, a request that reaches a lookup fails 5xx, one refused
+    // before it gets 429. A fresh address budget (another prefix) makes the whole limit available again.
+    const closed = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '20', AUTH_NEGATIVE_CACHE_TTL_MS: '0' });
+    const closedBase = await listening(closed);
+    await closed.database.close();
+    const counts = await burst(50, () => request(closedBase).get('/templates').set('Authorization', `Bearer ${generateKey('secret')}`));
+    const lookups = Object.entries(counts).filter(([status]) => Number(status) >= 500).reduce((n, [, c]) => n + c, 0);
+    expect(counts[429]).toBeGreaterThanOrEqual(29);
+    expect(lookups).toBeLessThanOrEqual(21);
+    expect(lookups + counts[429]!).toBe(50);
+  });
+
+  test('a valid key is never counted: parallel first requests of one key share one lookup, and pass even far beyond the limit', async () => {
+    const api = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '3' });
+    const p = await createProject(api.database.db, 'burst');
+    const base = await listening(api);
+    expect(await burst(40, () => request(base).get('/templates').set('Authorization', `Bearer ${p.secretKey}`))).toEqual({ 200: 40 });
+    // The whole failure budget is still there.
+    for (let i = 0; i < 3; i++) expect((await templatesAs(api, generateKey('secret'))).status).toBe(401);
+    expectRateLimited(await templatesAs(api, generateKey('secret')));
+  });
+
+  test('a blocked address still gets one lookup per BLOCKED_LOOKUP_INTERVAL_S: a valid key unseen by a (restarted) process gets through within seconds, then keeps working', async () => {
+    const offender = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '3', BLOCKED_LOOKUP_INTERVAL_S: '2' });
+    const good = await createProject(offender.database.db, 'shares-an-ip');
+    for (let i = 0; i < 3; i++) expect((await templatesAs(offender, generateKey('secret'))).status).toBe(401);
+    expectRateLimited(await templatesAs(offender, generateKey('secret')));
+    // A process that has never seen the good key (a restart), sharing the Redis counters.
+    const restarted = await startTestApi(testConfig({ AUTH_FAILURE_LIMIT_PER_MINUTE: '3', BLOCKED_LOOKUP_INTERVAL_S: '2', QUEUE_PREFIX: offender.config.queuePrefix }));
+    started.push(restarted);
+    const t0 = Date.now();
+    const statuses = new Set<number>();
+    await waitFor(
+      async () => {
+        const res = await templatesAs(restarted, good.secretKey);
+        statuses.add(res.status);
+        return res.status === 200;
+      },
+      10_000,
+      'the valid key to get its trickle lookup',
+    );
+    // Within one trickle interval (plus slack for a slow machine), and only 200s or 429s on the way.
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect([...statuses].every((st) => st === 200 || st === 429)).toBe(true);
+    // Now known good there: no Redis, no refusal.
+    for (let i = 0; i < 10; i++) expect((await templatesAs(restarted, good.secretKey)).status).toBe(200);
+    // Everything else from the address is still refused, a trickle lookup that finds nothing included.
+    for (let i = 0; i < 5; i++) expectRateLimited(await templatesAs(restarted, generateKey('secret')));
+    expectRateLimited(await templatesAs(restarted, 'garbage'));
+  });
+});
+
+describe('client IP', () => {
+  test('ipKey: IPv4 by address, IPv4-mapped IPv6 as IPv4, other IPv6 by its /64', () => {
+    expect(ipKey('203.0.113.5')).toBe('203.0.113.5');
+    expect(ipKey('::ffff:203.0.113.5')).toBe('203.0.113.5');
+    expect(ipKey('::FFFF:cb00:7105')).toBe('203.0.113.5');
+    expect(ipKey('0:0:0:0:0:ffff:1.2.3.4')).toBe('1.2.3.4');
+    expect(ipKey('2001:db8:1:2::1')).toBe('2001:db8:1:2::/64');
+    expect(ipKey('2001:0DB8:0001:0002:ffff:ffff:ffff:ffff')).toBe('2001:db8:1:2::/64');
+    expect(ipKey('2001:db8:1:2:3:4:1.2.3.4')).toBe('2001:db8:1:2::/64');
+    expect(ipKey('2001:db8:1:3::1')).toBe('2001:db8:1:3::/64');
+    expect(ipKey('2001:db8::1')).toBe('2001:db8::/64');
+    expect(ipKey('2001:db8:0:1::5')).toBe('2001:db8:0:1::/64');
+    expect(ipKey('2001:0:0:1::')).toBe('2001:0:0:1::/64');
+    expect(ipKey('64:ff9b::192.0.2.1')).toBe('64:ff9b::/64');
+    expect(ipKey('fe80::1%eth0')).toBe('fe80::/64');
+    expect(ipKey('::1')).toBe('::/64');
+    expect(ipKey('::')).toBe('::/64');
+    expect(ipKey('unknown')).toBe('unknown');
+  });
+
+  const fromIp = (api: TestApi, ip: string, key = generateKey('secret')) => templatesAs(api, key).set('X-Forwarded-For', ip);
+
+  test('TRUST_PROXY unset: X-Forwarded-For is ignored, every request counts against the TCP peer', async () => {
+    const api = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '2' });
+    expect((await fromIp(api, '198.51.100.1')).status).toBe(401);
+    expect((await fromIp(api, '198.51.100.2')).status).toBe(401);
+    expectRateLimited(await fromIp(api, '198.51.100.3'));
+  });
+
+  test('TRUST_PROXY=loopback: the client behind the proxy is counted; IPv6 clients by /64, IPv4-mapped as IPv4', async () => {
+    const api = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '2', TRUST_PROXY: 'loopback' });
+    expect((await fromIp(api, '203.0.113.5')).status).toBe(401);
+    expect((await fromIp(api, '198.51.100.9, 203.0.113.5')).status).toBe(401);
+    expectRateLimited(await fromIp(api, '203.0.113.5'));
+    expectRateLimited(await fromIp(api, '::ffff:203.0.113.5'));
+    // Another client behind the same proxy is not locked out.
+    expect((await fromIp(api, '203.0.113.6')).status).toBe(401);
+    expect((await fromIp(api, '2001:db8:1:2::1')).status).toBe(401);
+    expect((await fromIp(api, '2001:db8:1:2:aaaa:bbbb:cccc:dddd')).status).toBe(401);
+    expectRateLimited(await fromIp(api, '2001:db8:1:2::ffff'));
+    expect((await fromIp(api, '2001:db8:1:3::1')).status).toBe(401);
+    // The same keying for the other per-IP limits (here: failed unsubscribe lookups).
+    const unsub = await apiWith({ UNSUBSCRIBE_LIMIT_PER_MINUTE: '1', TRUST_PROXY: '127.0.0.1/8' });
+    const get = (ip: string) => request(unsub.app).get(`/unsubscribe/${'B'.repeat(43)}`).set('X-Forwarded-For', ip);
+    expect((await get('2001:db8:9:9::1')).status).toBe(404);
+    expectRateLimited(await get('2001:db8:9:9::2'));
+    expect((await get('2001:db8:9:8::1')).status).toBe(404);
+  });
+
+  test('TRUST_PROXY=1 (one hop) takes the address the proxy appended, not what the client wrote before it', async () => {
+    const api = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '1', TRUST_PROXY: '1' });
+    expect((await fromIp(api, '10.9.9.9, 192.0.2.1')).status).toBe(401);
+    // The client forging another left-most entry is still 192.0.2.1.
+    expectRateLimited(await fromIp(api, '10.9.9.8, 192.0.2.1'));
+    expect((await fromIp(api, '192.0.2.2')).status).toBe(401);
   });
 });
 
@@ -150,15 +314,51 @@ describe('POST /admin/login limit', () => {
   });
 });
 
-describe('POST /unsubscribe/{token} limit', () => {
-  test('per IP: beyond the limit 429 with Retry-After; the page (GET) is not counted', async () => {
+describe('unsubscribe: failed lookups limited per IP, valid tokens never counted', () => {
+  /** Emails of a fresh project and their unsubscribe tokens. */
+  async function validTokens(api: TestApi, n: number): Promise<string[]> {
+    const p = await createTestProject(api.database);
+    const sent = await client(api.app, p).post('/v1/send', { to: Array.from({ length: n }, () => recipient('u')), from: `n@${p.domain}`, subject: 'S', body: 'B' });
+    expect(sent.status).toBe(202);
+    const [row] = await api.database.db.select({ key: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
+    return sent.body.data.emails.map((e: { email: string }) => createUnsubscribeToken(e.email, row!.key));
+  }
+  const post = (api: TestApi, token: string) => request(api.app).post(`/unsubscribe/${token}`).set('Accept', 'application/json').type('form').send({ 'List-Unsubscribe': 'One-Click' });
+  const get = (api: TestApi, token: string) => request(api.app).get(`/unsubscribe/${token}`);
+  const madeUp = () => Buffer.from(`${Math.random()}${Date.now()}made-up-token-bytes`).toString('base64url').slice(0, 43);
+
+  test('valid tokens (POST and GET) never count; unknown ones (POST and GET) get 404 up to the limit, then 429 with Retry-After', async () => {
     const api = await apiWith({ UNSUBSCRIBE_LIMIT_PER_MINUTE: '3' });
-    const token = 'A'.repeat(43);
-    for (let i = 0; i < 3; i++) {
-      const res = await request(api.app).post(`/unsubscribe/${token}`).set('Accept', 'application/json').type('form').send({ 'List-Unsubscribe': 'One-Click' });
-      expect(res.status).toBe(404);
+    const tokens = await validTokens(api, 3);
+    // Far more valid requests than the limit, one-click POSTs and page views.
+    for (let i = 0; i < 4; i++) {
+      for (const token of tokens) {
+        expect((await post(api, token)).status).toBe(200);
+        expect((await get(api, token)).status).toBe(200);
+      }
     }
-    expectRateLimited(await request(api.app).post(`/unsubscribe/${token}`).set('Accept', 'application/json').type('form').send({ 'List-Unsubscribe': 'One-Click' }));
-    expect((await request(api.app).get(`/unsubscribe/${token}`)).status).toBe(404);
+    expect((await post(api, madeUp())).status).toBe(404);
+    expect((await get(api, madeUp())).status).toBe(404);
+    // Valid tokens between failures change nothing.
+    for (const token of tokens) expect((await post(api, token)).status).toBe(200);
+    expect((await get(api, 'not-a-token')).status).toBe(404);
+    expectRateLimited(await post(api, madeUp()));
+    expectRateLimited(await get(api, madeUp()));
+    expectRateLimited(await get(api, 'not-a-token'));
+    // A valid token from the blocked address still gets through within seconds (one lookup per interval).
+    await waitFor(async () => (await post(api, tokens[0]!)).status === 200, 10_000, 'the trickle lookup of a valid token');
+  });
+
+  test('a parallel burst of made-up tokens is counted before the lookup; parallel valid one-click POSTs within the limit all succeed', async () => {
+    const api = await apiWith({ UNSUBSCRIBE_LIMIT_PER_MINUTE: '10' });
+    const tokens = await validTokens(api, 10);
+    const base = await listening(api);
+    const unsubscribe = (token: string) => request(base).post(`/unsubscribe/${token}`).set('Accept', 'application/json').type('form').send({ 'List-Unsubscribe': 'One-Click' });
+    // As many lookups at once as the limit, each given back, and again: none counts.
+    for (let round = 0; round < 2; round++) expect(await burst(10, (i) => unsubscribe(tokens[i]!))).toEqual({ 200: 10 });
+    const counts = await burst(40, () => unsubscribe(madeUp()));
+    expect(counts[404]).toBeGreaterThanOrEqual(10);
+    expect(counts[404]).toBeLessThanOrEqual(11);
+    expect(counts[404]! + counts[429]!).toBe(40);
   });
 });

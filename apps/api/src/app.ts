@@ -10,7 +10,7 @@ import express, { type Express } from 'express';
 import { adminOnly, authenticate, AuthCache } from './http/auth';
 import type { AppDeps } from './http/context';
 import { errorHandler, notFoundHandler } from './http/errors';
-import { AuthFailureLimiter, rateLimit } from './http/rate-limit';
+import { FailureLimiter, rateLimit } from './http/rate-limit';
 import { requestId } from './http/request-id';
 import { mountRoutes, type AnyRoute } from './http/route';
 import { buildOpenApi } from './openapi';
@@ -52,11 +52,18 @@ export interface App {
 export function createApp(deps: AppDeps): App {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', false);
+  // Decides `req.ip`, which every per-IP limit counts against (TRUST_PROXY; Express's own forms).
+  const { trustProxy } = deps.config;
+  app.set('trust proxy', Array.isArray(trustProxy) ? [...trustProxy] : trustProxy);
   app.set('query parser', 'simple');
 
   const authCache = new AuthCache(deps.config.authCacheTtlMs, deps.config.authNegativeCacheTtlMs);
-  const authFailures = new AuthFailureLimiter(deps.redis, deps.config.queuePrefix, deps.config.authFailureLimitPerMinute);
+  const authFailures = new FailureLimiter(deps.redis, deps.config.queuePrefix, {
+    name: 'authfail',
+    perMinute: deps.config.authFailureLimitPerMinute,
+    trickleIntervalS: deps.config.blockedLookupIntervalS,
+    what: 'failed authentications',
+  });
   const limit = rateLimit(deps.redis, deps.config.queuePrefix, deps.config.rateLimitPerMinute);
   const { db } = deps.database;
 

@@ -26,3 +26,32 @@ describe('config', () => {
     }
   });
 });
+
+describe('TRUST_PROXY', () => {
+  test.each([
+    [undefined, false],
+    ['false', false],
+    ['FALSE', false],
+    ['true', true],
+    ['0', 0],
+    ['2', 2],
+    ['loopback', ['loopback']],
+    ['loopback, 10.0.0.0/8 ,fd00::/8,192.168.1.1,uniquelocal,LinkLocal', ['loopback', '10.0.0.0/8', 'fd00::/8', '192.168.1.1', 'uniquelocal', 'linklocal']],
+    ['10.0.0.0/255.0.0.0', ['10.0.0.0/255.0.0.0']],
+    ['2001:db8::1', ['2001:db8::1']],
+  ])('%s → %j', (raw, expected) => {
+    const c = loadConfig(raw === undefined ? {} : { TRUST_PROXY: raw });
+    expect(c.trustProxy).toEqual(expected);
+    if (Array.isArray(c.trustProxy)) expect(Object.isFrozen(c.trustProxy)).toBe(true);
+  });
+
+  test.each(['yes', '10.0.0.0/33', 'fd00::/129', 'proxy.example.com', '10.0.0.1/8/8', '101', '1.2.3', '10.0.0.0/255.0.0'])('"%s" fails naming TRUST_PROXY', (raw) => {
+    expect(() => loadConfig({ TRUST_PROXY: raw })).toThrow(/TRUST_PROXY/);
+  });
+
+  test('BLOCKED_LOOKUP_INTERVAL_S: default 2 s, 1..60', () => {
+    expect(loadConfig({}).blockedLookupIntervalS).toBe(2);
+    expect(loadConfig({ BLOCKED_LOOKUP_INTERVAL_S: '5' }).blockedLookupIntervalS).toBe(5);
+    expect(() => loadConfig({ BLOCKED_LOOKUP_INTERVAL_S: '0' })).toThrow(/BLOCKED_LOOKUP_INTERVAL_S/);
+  });
+});

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { isIP, isIPv4 } from 'node:net';
 
 /** Typed configuration shared by the API, the worker and the CLI. */
 export interface Config {
@@ -68,8 +69,25 @@ export interface Config {
   readonly authFailureLimitPerMinute: number;
   /** `ADMIN_LOGIN_LIMIT_PER_MINUTE`: `POST /admin/login` attempts per client IP per minute. */
   readonly adminLoginLimitPerMinute: number;
-  /** `UNSUBSCRIBE_LIMIT_PER_MINUTE`: `POST /unsubscribe/{token}` requests per client IP per minute. */
+  /**
+   * `UNSUBSCRIBE_LIMIT_PER_MINUTE`: failed unsubscribe lookups (tokens that resolve to nothing, `GET` or `POST
+   * /unsubscribe/{token}`) per client IP per minute. Valid tokens are never counted.
+   */
   readonly unsubscribeLimitPerMinute: number;
+  /**
+   * `BLOCKED_LOOKUP_INTERVAL_S`: while a client IP is over its failure limit (keys or unsubscribe tokens), one
+   * lookup per this many seconds (per IP) is still made for a credential the process has not seen valid, so a
+   * legitimate client sharing the address gets through within seconds (s).
+   */
+  readonly blockedLookupIntervalS: number;
+  /**
+   * `TRUST_PROXY`: Express's `trust proxy` setting, which decides the client IP (`req.ip`) that per-IP limits
+   * count against. `false` (default: the TCP peer; `X-Forwarded-For` ignored), `true` (the left-most
+   * `X-Forwarded-For` entry: only behind a proxy that overwrites it), a hop count (trust that many proxies in
+   * front of the API), or the addresses/CIDRs of trusted proxies (with the names `loopback`, `linklocal`,
+   * `uniquelocal`).
+   */
+  readonly trustProxy: TrustProxy;
   /** `WORKER_CONCURRENCY`: jobs processed at once per worker process. */
   readonly workerConcurrency: number;
   /** `WORKER_HEALTH_PORT`: port of the worker's `/health/live` and `/health/ready`. */
@@ -165,6 +183,12 @@ export interface Config {
   readonly domainRefreshMs: number;
 }
 
+/**
+ * A `trust proxy` value as Express takes it (expressjs.com "Express behind proxies"): a boolean, a hop count, or a
+ * list of trusted proxy addresses, CIDR subnets and the names `loopback`, `linklocal`, `uniquelocal`.
+ */
+export type TrustProxy = boolean | number | readonly string[];
+
 /** Thrown by {@link loadConfig} when a variable is malformed; `variable` names it. */
 export class ConfigError extends Error {
   constructor(
@@ -222,6 +246,39 @@ function intList(env: Env, name: string, fallback: readonly number[], min: numbe
     return n;
   });
   return Object.freeze(values);
+}
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** One `TRUST_PROXY` list entry: a name, an IPv4/IPv6 address, `address/prefix`, or IPv4 `address/netmask`. */
+function validProxyEntry(entry: string): boolean {
+  if (PROXY_NAMES.has(entry)) return true;
+  const [addr, range, ...rest] = entry.split('/');
+  const family = isIP(addr ?? '');
+  if (!family || rest.length > 0) return false;
+  if (range === undefined) return true;
+  if (/^\d{1,3}$/.test(range)) return Number(range) <= (family === 4 ? 32 : 128);
+  return family === 4 && isIPv4(range);
+}
+
+function trustProxy(env: Env): TrustProxy {
+  const raw = optional(env, 'TRUST_PROXY');
+  if (raw === undefined) return false;
+  const lower = raw.toLowerCase();
+  if (lower === 'false') return false;
+  if (lower === 'true') return true;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 100) throw new ConfigError('TRUST_PROXY', `hop count must be at most 100, got ${hops}`);
+    return hops;
+  }
+  const entries = raw.split(',').map((v) => v.trim()).filter(Boolean);
+  for (const entry of entries) {
+    if (!validProxyEntry(entry.toLowerCase())) {
+      throw new ConfigError('TRUST_PROXY', `must be true, false, a hop count, or addresses/CIDRs/loopback/linklocal/uniquelocal separated by commas, got "${entry}"`);
+    }
+  }
+  return Object.freeze(entries.map((e) => (PROXY_NAMES.has(e.toLowerCase()) ? e.toLowerCase() : e)));
 }
 
 function identityProvider(env: Env): 'ses' | 'local' {
@@ -297,6 +354,8 @@ export function loadConfig(env: Env): Config {
     authFailureLimitPerMinute: int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 20, 1, 1_000_000),
     adminLoginLimitPerMinute: int(env, 'ADMIN_LOGIN_LIMIT_PER_MINUTE', 10, 1, 1_000_000),
     unsubscribeLimitPerMinute: int(env, 'UNSUBSCRIBE_LIMIT_PER_MINUTE', 300, 1, 1_000_000),
+    blockedLookupIntervalS: int(env, 'BLOCKED_LOOKUP_INTERVAL_S', 2, 1, 60),
+    trustProxy: trustProxy(env),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 8, 1, 1000),
     workerHealthPort: int(env, 'WORKER_HEALTH_PORT', 8081, 0, 65535),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),

@@ -9,14 +9,20 @@
  * Lookups are by SHA-256 hash and cached in memory for `AUTH_CACHE_TTL_MS`, so disabling a project, rotating or
  * revoking a key reaches every API process within that time (at once in the process that made the change). A key
  * found unknown is remembered as unknown for `AUTH_NEGATIVE_CACHE_TTL_MS`, so repeating it costs no database
- * lookup; a malformed key never costs one.
+ * lookup; a malformed key never costs one. Parallel requests with the same key share one lookup.
+ *
+ * Every database lookup of a key this process has not seen valid is counted against the client IP before it is
+ * made (`FailureLimiter.attempt`, atomic in Redis) and given back when the key is valid, so a parallel burst of
+ * made-up keys reaches the database at most `AUTH_FAILURE_LIMIT_PER_MINUTE` times a minute (plus the trickle of
+ * one lookup per `BLOCKED_LOOKUP_INTERVAL_S` of a blocked address). A key this process has seen valid costs no
+ * Redis call here.
  *
  * @module
  */
 import type { Request, RequestHandler } from 'express';
 import { AppError, ErrorCode, hashKey, keyKind, safeEqual, type KeyKind } from '@mailroom/core';
 import { findKey, type Db, type KeyRecord } from '@mailroom/db';
-import { clientIp, type AuthFailureLimiter } from './rate-limit';
+import { clientIp, type Attempt, type FailureLimiter } from './rate-limit';
 
 /**
  * The in-process cache of key lookups, by key hash (hex SHA-256).
@@ -30,6 +36,7 @@ import { clientIp, type AuthFailureLimiter } from './rate-limit';
 export class AuthCache {
   private readonly entries = new Map<string, { value: KeyRecord; expires: number }>();
   private readonly misses = new Map<string, number>();
+  private readonly inflight = new Map<string, Promise<KeyRecord | null>>();
 
   /**
    * @param ttlMs - how long a valid key's record is trusted (ms; `AUTH_CACHE_TTL_MS`).
@@ -74,6 +81,34 @@ export class AuthCache {
     return this.entries.has(hash);
   }
 
+  /** Whether the key is remembered as unknown now ({@link lookup} answers `null` without a database lookup). */
+  knownBad(hash: string): boolean {
+    const miss = this.misses.get(hash);
+    return miss !== undefined && miss > Date.now();
+  }
+
+  /** The lookup of `hash` another request has under way ({@link leading}), if any. */
+  pending(hash: string): Promise<KeyRecord | null> | undefined {
+    return this.inflight.get(hash);
+  }
+
+  /**
+   * Runs `run` (the counted lookup of `hash`) as the one under way for that hash, so that parallel requests
+   * with the same key wait for it ({@link pending}) instead of each counting and looking up. `run` is started
+   * and registered in the same tick, so no request in between can miss it.
+   *
+   * @returns what `run` returns. @throws what it throws (waiting requests then try on their own).
+   */
+  async leading(hash: string, run: () => Promise<KeyRecord | null>): Promise<KeyRecord | null> {
+    const flight = run();
+    this.inflight.set(hash, flight);
+    try {
+      return await flight;
+    } finally {
+      if (this.inflight.get(hash) === flight) this.inflight.delete(hash);
+    }
+  }
+
   /**
    * Forgets every lookup (after an admin change in this process: a project created, a key rotated or revoked, a
    * project disabled): the next request of each key reads the database. Hashes seen valid stay {@link knownGood}.
@@ -97,14 +132,20 @@ function bearer(header: string | undefined): string | undefined {
 /**
  * Authenticates the request and sets `res.locals.auth` (`{ projectId, kind }`).
  *
- * A failed authentication (malformed or unknown key) counts against the client IP in `failures`; an IP over its
- * limit gets 429 for any key this process has not seen valid, before any database lookup. A missing header is
- * not counted (it guesses nothing).
+ * Per client IP ({@link clientIp}) in `failures`:
+ * - a key this process has seen valid: no count, no Redis call, looked up (from cache) as usual;
+ * - a malformed key, or one answered without a lookup of its own (negative cache, or the lookup of a parallel
+ *   request with the same key): counted as a failure when it fails (401, or 429 beyond the limit);
+ * - any other key: counted before its database lookup (429 without a lookup beyond the limit, except for the
+ *   blocked address's trickle lookup), and given back if the key is valid.
+ *
+ * A missing header is not counted (it guesses nothing).
  *
  * @param accept - key kinds this route takes (`['secret']` for most, `['public', 'secret']` for `/v1/track`).
- * @throws {@link AppError} 401 `UNAUTHORIZED`, 403 `PUBLIC_KEY_NOT_ALLOWED` / `PROJECT_DISABLED`, 429 `RATE_LIMITED`.
+ * @throws {@link AppError} 401 `UNAUTHORIZED`, 403 `PUBLIC_KEY_NOT_ALLOWED` / `PROJECT_DISABLED`, 429 `RATE_LIMITED`;
+ *   503 `SERVICE_UNAVAILABLE` when the lookup cannot reach Postgres.
  */
-export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[], failures: AuthFailureLimiter): RequestHandler {
+export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[], failures: FailureLimiter): RequestHandler {
   return async (req, res, next) => {
     const key = bearer(req.get('authorization'));
     if (!key) {
@@ -113,12 +154,31 @@ export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[], failur
       });
     }
     const ip = clientIp(req);
-    const hash = keyKind(key) ? hashKey(key) : undefined;
-    if (!hash || !cache.knownGood(hash)) await failures.assertNotBlocked(ip);
-    const record = hash ? await cache.lookup(hash, () => findKey(db, hash)) : null;
-    if (!record) {
+    const invalid = () => new AppError(ErrorCode.UNAUTHORIZED, 'Invalid API key');
+    if (!keyKind(key)) {
       await failures.fail(ip);
-      throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid API key');
+      throw invalid();
+    }
+    const hash = hashKey(key);
+    const load = () => findKey(db, hash);
+    let record: KeyRecord | null | undefined;
+    if (cache.knownGood(hash) || cache.knownBad(hash)) {
+      record = await cache.lookup(hash, load);
+    } else {
+      // A lookup of this key under way (a parallel request) answers this one too, uncounted if it finds the key.
+      record = await cache.pending(hash)?.catch(() => undefined);
+    }
+    if (record === undefined) {
+      let attempt: Attempt | undefined;
+      record = await cache.leading(hash, async () => {
+        attempt = await failures.attempt(ip);
+        return cache.lookup(hash, load);
+      });
+      if (!record) throw attempt!.failure(invalid());
+      await attempt!.succeeded();
+    } else if (!record) {
+      await failures.fail(ip);
+      throw invalid();
     }
     if (!accept.includes(record.kind)) {
       throw new AppError(ErrorCode.PUBLIC_KEY_NOT_ALLOWED, 'A public key (pk_) cannot be used on this endpoint', {
@@ -133,13 +193,14 @@ export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[], failur
 }
 
 /**
- * Checks an admin token given by `req` (constant-time). The right token always passes; a wrong one counts as a
+ * Checks an admin token typed into the dashboard's login form (constant-time). The right token passes (the form
+ * has its own per-IP attempt limit, `ADMIN_LOGIN_LIMIT_PER_MINUTE`, counted before this); a wrong one counts as a
  * failed authentication of the client IP.
  *
  * @returns `true` for the right token, `false` when none was given.
  * @throws {@link AppError} 401 `UNAUTHORIZED` for a wrong token, 429 `RATE_LIMITED` once the IP is over its limit.
  */
-export async function checkAdminToken(req: Request, given: string | undefined, adminToken: string, failures: AuthFailureLimiter): Promise<boolean> {
+export async function checkAdminToken(req: Request, given: string | undefined, adminToken: string, failures: FailureLimiter): Promise<boolean> {
   if (!given) return false;
   if (safeEqual(given, adminToken)) return true;
   await failures.fail(clientIp(req));
@@ -147,13 +208,37 @@ export async function checkAdminToken(req: Request, given: string | undefined, a
 }
 
 /**
- * Guards `/admin/*` with `ADMIN_TOKEN` (bearer, constant-time compare); admin routes are off (403) when it is
- * unset. Wrong tokens count against the client IP in `failures` (429 beyond the limit).
+ * Checks an admin token sent as a bearer header (admin API, `/metrics`, the dashboard), constant-time.
+ *
+ * A client IP over its failed-authentication limit gets 429 whatever the token, so a blocked address learns
+ * nothing about the tokens it tries; otherwise the right token passes (uncounted) and a wrong one is counted
+ * (atomically, so parallel guesses cannot exceed the limit).
+ *
+ * @returns `true` for the right token, `false` when none was given.
+ * @throws {@link AppError} 401 `UNAUTHORIZED` for a wrong token, 429 `RATE_LIMITED` (with `Retry-After`) when the
+ *   IP is over its limit.
  */
-export function adminOnly(adminToken: string | undefined, failures: AuthFailureLimiter): RequestHandler {
+export async function checkAdminBearer(req: Request, given: string | undefined, adminToken: string, failures: FailureLimiter): Promise<boolean> {
+  if (!given) return false;
+  const ip = clientIp(req);
+  if (safeEqual(given, adminToken)) {
+    await failures.assertNotBlocked(ip);
+    return true;
+  }
+  await failures.fail(ip);
+  throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid admin token');
+}
+
+/**
+ * Guards `/admin/*` and `/metrics` with `ADMIN_TOKEN` (bearer, see {@link checkAdminBearer}); admin routes are off
+ * (403) when it is unset.
+ *
+ * @throws {@link AppError} 403 `FORBIDDEN` (no `ADMIN_TOKEN`), 401 `UNAUTHORIZED`, 429 `RATE_LIMITED`.
+ */
+export function adminOnly(adminToken: string | undefined, failures: FailureLimiter): RequestHandler {
   return async (req, _res, next) => {
     if (!adminToken) throw new AppError(ErrorCode.FORBIDDEN, 'The admin API is disabled: set ADMIN_TOKEN to enable it');
-    if (!(await checkAdminToken(req, bearer(req.get('authorization')), adminToken, failures))) {
+    if (!(await checkAdminBearer(req, bearer(req.get('authorization')), adminToken, failures))) {
       throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid admin token');
     }
     next();

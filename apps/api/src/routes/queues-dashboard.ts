@@ -8,9 +8,12 @@
  * `Authorization: Bearer <ADMIN_TOKEN>` header works too. Without either, a browser is sent to the login page
  * and anything else gets 401.
  *
- * Abuse: `POST /admin/login` is limited per client IP (`ADMIN_LOGIN_LIMIT_PER_MINUTE`), and a wrong token there
- * or in the bearer header counts as a failed authentication (`AUTH_FAILURE_LIMIT_PER_MINUTE`); both answer 429
- * with `Retry-After` (the login page for a browser, the standard error body otherwise).
+ * Abuse: `POST /admin/login` is limited per client IP (`ADMIN_LOGIN_LIMIT_PER_MINUTE`, every attempt counted
+ * before the token is read), and a wrong token there or in the bearer header counts as a failed authentication
+ * (`AUTH_FAILURE_LIMIT_PER_MINUTE`); both answer 429 with `Retry-After` (the login page for a browser, the
+ * standard error body otherwise). Once the address is over its failure limit, a bearer header gets 429 whatever
+ * the token (no oracle at full speed); a valid session cookie keeps working, and the login form (at its own
+ * slow limit) still takes the right token.
  *
  * While Redis is unreachable the dashboard's API (`/admin/queues/api/…`) answers 503 `SERVICE_UNAVAILABLE` with
  * the standard error body, like every other route, rather than bull-board's own 500.
@@ -25,9 +28,9 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import { AppError, ErrorCode, isUnavailableError, QueueName, queueOptions, safeEqual } from '@mailroom/core';
-import { checkAdminToken } from '../http/auth';
+import { checkAdminBearer, checkAdminToken } from '../http/auth';
 import type { AppDeps } from '../http/context';
-import { clientIp, IpLimiter, type AuthFailureLimiter } from '../http/rate-limit';
+import { clientIp, IpLimiter, type FailureLimiter } from '../http/rate-limit';
 
 const BASE = '/admin/queues';
 const COOKIE = 'mailroom_admin';
@@ -55,13 +58,13 @@ function loginPage(message?: string): string {
 <button type="submit">Sign in</button></form></body></html>`;
 }
 
+/** A `<link>` to a stylesheet on Google Fonts. */
+const REMOTE_FONT_LINK = /<link[^>]+href="https:\/\/fonts\.(googleapis|gstatic)\.com[^>]*>/g;
+
 /**
  * bull-board's adapter, except that an error meaning Redis (or Postgres) is unreachable goes on to the app's
  * error middleware (503 `SERVICE_UNAVAILABLE`, standard body) instead of bull-board's 500.
  */
-/** A `<link>` to a stylesheet on Google Fonts. */
-const REMOTE_FONT_LINK = /<link[^>]+href="https:\/\/fonts\.(googleapis|gstatic)\.com[^>]*>/g;
-
 class DashboardAdapter extends ExpressAdapter {
   /**
    * bull-board's page links a web font from fonts.googleapis.com, which an offline or locked-down operator network
@@ -92,7 +95,7 @@ const unavailable = () => new AppError(ErrorCode.SERVICE_UNAVAILABLE, 'The queue
  *
  * @param failures - the app's failed-authentication counter (wrong tokens count against the client IP).
  */
-export function mountQueueDashboard(router: Router, deps: AppDeps, failures: AuthFailureLimiter): void {
+export function mountQueueDashboard(router: Router, deps: AppDeps, failures: FailureLimiter): void {
   const token = deps.config.adminToken;
   if (!token) return;
   const loginLimit = new IpLimiter(deps.redis, deps.config.queuePrefix, 'adminlogin', deps.config.adminLoginLimitPerMinute, 'sign-in attempts');
@@ -142,8 +145,10 @@ export function mountQueueDashboard(router: Router, deps: AppDeps, failures: Aut
   const guard: RequestHandler = async (req, res, next) => {
     const header = req.get('authorization');
     const bearer = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
-    // A wrong bearer token counts as a failed authentication (401, or 429 beyond the limit).
-    if ((await checkAdminToken(req, bearer, token, failures)) || validSession(token, parseCookies(req.headers.cookie ?? '')[COOKIE])) return next();
+    // A signed-in operator is let through first: it costs no Redis call and works from a blocked address.
+    if (validSession(token, parseCookies(req.headers.cookie ?? '')[COOKIE])) return next();
+    // A wrong bearer token counts as a failed authentication (401, or 429 beyond the limit, whatever the token).
+    if (await checkAdminBearer(req, bearer, token, failures)) return next();
     if (req.accepts(['html', 'json']) === 'html' && req.method === 'GET') return res.redirect(303, '/admin/login');
     throw new AppError(ErrorCode.UNAUTHORIZED, 'Sign in at /admin/login or send the admin token');
   };

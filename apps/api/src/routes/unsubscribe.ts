@@ -9,10 +9,14 @@
  *   `List-Unsubscribe=One-Click` here (RFC 8058 §3.2). Idempotent: a repeat changes nothing and answers the same.
  *   Answers HTML, or the JSON envelope when the client accepts JSON.
  *
- * An unknown, tampered or foreign token gets 404, and nothing changes. The POST is limited per client IP
- * (`UNSUBSCRIBE_LIMIT_PER_MINUTE`, default 300: mailbox providers send one-click POSTs from shared relays, so the
- * limit is there to bound a flood of made-up tokens, each costing a database lookup, not to ration real
- * unsubscribes); beyond it 429 `RATE_LIMITED` with `Retry-After`.
+ * An unknown, tampered or foreign token gets 404, and nothing changes. Both routes count *failed* lookups per
+ * client IP (`UNSUBSCRIBE_LIMIT_PER_MINUTE`, default 300): each made-up token costs a database lookup, while
+ * mailbox providers send real one-click POSTs from shared relays, which must never be rationed. A lookup is
+ * counted before it is made (atomic in Redis, so a parallel burst cannot pass the limit) and given back when the
+ * token resolves, so valid tokens never count. Beyond the limit the address gets 429 `RATE_LIMITED` with
+ * `Retry-After` and no lookup, except one lookup per `BLOCKED_LOOKUP_INTERVAL_S` (a valid token then succeeds).
+ * So a valid token is refused only while its address is over the limit through failures of its own (or, at one
+ * instant, more than the limit of lookups in flight).
  *
  * @module
  */
@@ -20,7 +24,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { notFound, unsubscribeTokenEmailId, verifyUnsubscribeToken } from '@mailroom/core';
 import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db';
 import type { AppDeps } from '../http/context';
-import { IpLimiter } from '../http/rate-limit';
+import { clientIp, FailureLimiter } from '../http/rate-limit';
 import { announcedChange } from '../services/webhooks';
 
 function escapeHtml(s: string): string {
@@ -37,17 +41,37 @@ button{font:inherit;padding:.5rem 1rem;cursor:pointer}</style></head><body>${bod
 /** Mounts the two unsubscribe routes. */
 export function mountUnsubscribe(router: Router, deps: AppDeps): void {
   const { db } = deps.database;
-  const limit = new IpLimiter(deps.redis, deps.config.queuePrefix, 'unsubscribe', deps.config.unsubscribeLimitPerMinute, 'unsubscribe requests');
+  const failures = new FailureLimiter(deps.redis, deps.config.queuePrefix, {
+    name: 'unsubscribe',
+    perMinute: deps.config.unsubscribeLimitPerMinute,
+    trickleIntervalS: deps.config.blockedLookupIntervalS,
+    what: 'unknown unsubscribe links',
+  });
 
-  const resolve = async (token: string): Promise<UnsubscribeTarget> => {
+  /**
+   * The email a token names, once its MAC checks out. A token not even shaped like one costs no lookup and is
+   * counted as a failure after; any other is counted before its lookup and given back if it resolves.
+   *
+   * @throws {@link AppError} 404 `NOT_FOUND` (unknown, tampered or foreign), 429 `RATE_LIMITED` (address over its
+   *   limit of failed lookups).
+   */
+  const resolve = async (req: Request): Promise<UnsubscribeTarget> => {
+    const token = String(req.params.token);
+    const client = clientIp(req);
     const emailId = unsubscribeTokenEmailId(token);
-    const target = emailId ? await unsubscribeTarget(db, emailId) : undefined;
-    if (!target || !verifyUnsubscribeToken(token, target.emailId, target.signingKey)) throw notFound('Unsubscribe link');
+    if (!emailId) {
+      await failures.fail(client);
+      throw notFound('Unsubscribe link');
+    }
+    const attempt = await failures.attempt(client);
+    const target = await unsubscribeTarget(db, emailId);
+    if (!target || !verifyUnsubscribeToken(token, target.emailId, target.signingKey)) throw attempt.failure(notFound('Unsubscribe link'));
+    await attempt.succeeded();
     return target;
   };
 
   router.get('/unsubscribe/:token', async (req: Request, res: Response) => {
-    const target = await resolve(String(req.params.token));
+    const target = await resolve(req);
     res.set('Cache-Control', 'no-store').type('html').send(
       page(
         'Unsubscribe',
@@ -58,8 +82,8 @@ export function mountUnsubscribe(router: Router, deps: AppDeps): void {
   });
 
   // RFC 8058 bodies are `application/x-www-form-urlencoded` (or multipart); only the fact of the POST matters.
-  router.post('/unsubscribe/:token', limit.middleware(), express.urlencoded({ extended: false, limit: '4kb' }), async (req: Request, res: Response) => {
-    const target = await resolve(String(req.params.token));
+  router.post('/unsubscribe/:token', express.urlencoded({ extended: false, limit: '4kb' }), async (req: Request, res: Response) => {
+    const target = await resolve(req);
     const oneClick = (req.body as Record<string, unknown> | undefined)?.['List-Unsubscribe'] === 'One-Click' || req.is('multipart/form-data') !== false;
     const method = oneClick ? 'one-click' : 'link';
     const data = { contactId: target.contactId, email: target.toEmail, method, emailId: target.emailId, campaignId: target.campaignId };
@@ -90,7 +114,11 @@ export const unsubscribeOpenApiPaths = {
       tags: ['Unsubscribe'],
       security: [],
       parameters: [tokenParameter],
-      responses: { 200: { description: 'HTML page with one button', content: { 'text/html': {} } }, 404: { description: 'Unknown, tampered or foreign token' } },
+      responses: {
+        200: { description: 'HTML page with one button', content: { 'text/html': {} } },
+        404: { description: 'Unknown, tampered or foreign token' },
+        429: { description: 'Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute (`Retry-After` says when to retry)' },
+      },
     },
     post: {
       operationId: 'unsubscribe',
@@ -106,7 +134,7 @@ export const unsubscribeOpenApiPaths = {
       responses: {
         200: { description: 'Unsubscribed (or already)' },
         404: { description: 'Unknown, tampered or foreign token' },
-        429: { description: 'Over UNSUBSCRIBE_LIMIT_PER_MINUTE requests from this IP in the minute (`Retry-After` says when to retry)' },
+        429: { description: 'Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute (`Retry-After` says when to retry); valid tokens are never counted' },
       },
     },
   },
