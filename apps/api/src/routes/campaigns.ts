@@ -7,6 +7,12 @@
  * every recipient's email reached a final state. The worker's `campaign` job does the fan-out; this module only
  * moves state and (re)schedules that job.
  *
+ * Plunk v2 compatibility (API.md), where the specification is silent: `PUT /campaigns/{id}` is the PATCH;
+ * `audienceCondition` stands for `audienceFilter`, `scheduledFor` for `scheduledAt`, the test's `email` for `to`, and
+ * Plunk's `type` (`MARKETING`; campaigns here are marketing mail) is accepted. Answers carry Plunk's names beside
+ * ours (`audienceCondition`, `scheduledFor`, `totalRecipients`, `sentAt`; the list's `campaigns`, `page`,
+ * `pageSize`, `totalPages`; the stats' counts and percentages).
+ *
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
@@ -47,7 +53,22 @@ import type { AppDeps } from '../http/context';
 import { senderError } from '../services/sender';
 import { announcedChange } from '../services/webhooks';
 import { FilterField } from './segments';
-import { cursorId, Deleted, EmailAddress, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
+import {
+  cursorId,
+  Deleted,
+  EmailAddress,
+  IdParams,
+  keysetPage,
+  Nullable,
+  PageFields,
+  PageQuery,
+  PlunkPageFields,
+  PlunkPageQuery,
+  plunkPageFields,
+  resolvePaging,
+  StringEnum,
+  Timestamp,
+} from './common';
 
 const Status = StringEnum(CAMPAIGN_STATUSES, 'DRAFT, SCHEDULED, SENDING, SENT, CANCELLED or FAILED');
 const AudienceType = StringEnum(['ALL', 'SEGMENT', 'FILTERED'] as const, 'ALL subscribed contacts, a SEGMENT, or a FILTERED audience');
@@ -74,7 +95,11 @@ const Campaign = Type.Object({
   recipients: Type.Integer({ description: 'emails created so far (final once the audience is exhausted)' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+  audienceCondition: Nullable(Type.Unknown({ description: 'same as audienceFilter (Plunk\'s name)' })),
+  scheduledFor: Nullable(Timestamp),
+  totalRecipients: Type.Integer({ description: 'same as recipients (Plunk\'s name)' }),
+  sentAt: Nullable(Timestamp),
+}, { description: 'Plunk v2 clients also find their names: audienceCondition, scheduledFor, totalRecipients, sentAt (= startedAt).' });
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
@@ -102,6 +127,10 @@ function presentCampaign(c: CampaignRow): Static<typeof Campaign> {
     recipients: c.recipients,
     createdAt: c.createdAt.toISOString(),
     updatedAt: c.updatedAt.toISOString(),
+    audienceCondition: c.audienceFilter ?? null,
+    scheduledFor: iso(c.scheduledAt),
+    totalRecipients: c.recipients,
+    sentAt: iso(c.startedAt),
   };
 }
 
@@ -118,6 +147,40 @@ const fields = {
   audienceFilter: Nullable(FilterField),
 };
 
+/** Plunk v2's names and fields of a campaign body, accepted beside ours. */
+const PlunkCampaignFields = {
+  audienceCondition: Type.Optional(Nullable(Type.Unsafe<unknown>({ ...FilterField, description: "Plunk's name for audienceFilter; give only one of the two" }))),
+  type: Type.Optional(
+    StringEnum(['MARKETING', 'TRANSACTIONAL', 'ALL', 'SEGMENT', 'FILTERED'] as const, "Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)"),
+  ),
+};
+
+/**
+ * Maps Plunk's fields of a create or update body onto ours: `audienceCondition` → `audienceFilter`; `type`
+ * MARKETING is dropped, and so is an audience value equal to `audienceType` (an answer's `type` sent back); on an
+ * update without `audienceType`, an audience value in `type` stands for it.
+ *
+ * @throws {@link AppError} 422 naming the field: both names of one field given, `type` TRANSACTIONAL, or an audience
+ *   `type` that contradicts `audienceType`.
+ */
+function fromPlunk<B extends { audienceFilter?: unknown; audienceType?: Static<typeof AudienceType>; audienceCondition?: unknown; type?: Static<typeof PlunkCampaignFields.type> }>(
+  body: B,
+): Omit<B, 'audienceCondition' | 'type'> {
+  const { audienceCondition, type, ...ours } = body;
+  const errors: FieldError[] = [];
+  if (audienceCondition !== undefined) {
+    if (ours.audienceFilter !== undefined) errors.push({ field: 'audienceCondition', message: 'give the filter once: audienceFilter and audienceCondition are the same field', code: 'custom' });
+    else ours.audienceFilter = audienceCondition;
+  }
+  if (type === 'TRANSACTIONAL') errors.push({ field: 'type', message: 'campaigns are marketing mail (subscribed contacts, unsubscribe link); send transactional mail with POST /v1/send', code: 'invalid_enum_value' });
+  else if (type !== undefined && type !== 'MARKETING') {
+    if (ours.audienceType !== undefined && ours.audienceType !== type) errors.push({ field: 'type', message: `is ${type} but audienceType is ${ours.audienceType}`, code: 'custom' });
+    else ours.audienceType = type;
+  }
+  if (errors.length > 0) throw validationError(errors);
+  return ours;
+}
+
 const CreateCampaign = Type.Object(
   {
     name: fields.name,
@@ -130,22 +193,37 @@ const CreateCampaign = Type.Object(
     audienceType: fields.audienceType,
     segmentId: Type.Optional(fields.segmentId),
     audienceFilter: Type.Optional(fields.audienceFilter),
+    ...PlunkCampaignFields,
   },
   { additionalProperties: false },
 );
-const UpdateCampaign = Type.Partial(Type.Object(fields), { additionalProperties: false, minProperties: 1 });
-
-const ListQuery = Type.Object({ ...PageQuery, status: Type.Optional(Status) }, { additionalProperties: false });
-
-const SendBody = Type.Object(
-  { scheduledAt: Type.Optional(Nullable(Type.String({ format: 'date-time', description: 'a future time schedules; absent or past sends now' }))) },
-  { additionalProperties: false },
+const UpdateCampaign = Type.Object(
+  { ...Type.Partial(Type.Object(fields)).properties, ...PlunkCampaignFields },
+  { additionalProperties: false, minProperties: 1 },
 );
 
-const TestBody = Type.Object(
+const ListQuery = Type.Object(
   {
-    to: Type.Union([EmailAddress, Type.Array(EmailAddress, { minItems: 1, maxItems: 10 })], { description: 'one address or up to 10' }),
+    ...PageQuery,
+    ...PlunkPageQuery,
+    status: Type.Optional(Status),
+    search: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'case-insensitive part of the name, subject or sender (as Plunk\'s list)' })),
   },
+  { additionalProperties: false },
+);
+
+const ScheduleTime = Nullable(Type.String({ format: 'date-time', description: 'a future time schedules; absent or past sends now' }));
+const SendBody = Type.Object(
+  {
+    scheduledAt: Type.Optional(ScheduleTime),
+    scheduledFor: Type.Optional(Nullable(Type.String({ format: 'date-time', description: "Plunk's name for scheduledAt; give only one of the two" }))),
+  },
+  { additionalProperties: false },
+);
+
+const Recipients = Type.Union([EmailAddress, Type.Array(EmailAddress, { minItems: 1, maxItems: 10 })], { description: 'one address or up to 10' });
+const TestBody = Type.Object(
+  { to: Type.Optional(Recipients), email: Type.Optional(Type.Unsafe<unknown>({ ...Recipients, description: "Plunk's name for `to`; give only one of the two" })) },
   { additionalProperties: false },
 );
 
@@ -179,6 +257,16 @@ const Stats = Type.Object({
   audienceComplete: Type.Boolean({ description: 'false while recipients are still being added' }),
   sendRate: Type.Number({ description: 'emails/s of this campaign over the last minute' }),
   etaSeconds: Nullable(Type.Integer({ description: 'time to send the rest at the current rate; null when unknown' })),
+  totalRecipients: Type.Integer({ description: "Plunk's name for recipients" }),
+  sentCount: Type.Integer({ description: "Plunk's name for sent" }),
+  deliveredCount: Type.Integer(),
+  openedCount: Type.Integer(),
+  clickedCount: Type.Integer(),
+  bouncedCount: Type.Integer(),
+  openRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded, as Plunk gives it; 0 before any is sent' }),
+  clickRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded' }),
+  bounceRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded' }),
+  deliveryRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded' }),
 });
 
 /** Status groups of the stats: a later status implies the earlier ones (an opened email was delivered). */
@@ -247,14 +335,28 @@ export function campaignRoutes(deps: AppDeps) {
       operationId: 'listCampaigns',
       tag: 'Campaigns',
       summary: 'List campaigns, newest first',
+      description: 'Keyset pages by `cursor`; Plunk\'s `page`/`pageSize` are read by offset within the first 10,000 rows.',
       auth: 'secret',
       query: ListQuery,
-      response: Type.Object({ items: Type.Array(Campaign), ...PageFields }),
+      response: Type.Object({
+        items: Type.Array(Campaign),
+        ...PageFields,
+        campaigns: Type.Array(Campaign, { description: 'same as items (Plunk\'s form)' }),
+        ...PlunkPageFields,
+      }),
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const page = await listCampaigns(db, auth.projectId, { limit: query.limit, status: query.status, beforeId: cursorId(query.cursor) });
-        return { data: keysetPage(page, presentCampaign, page.total) };
+        const paging = resolvePaging(query);
+        const page = await listCampaigns(db, auth.projectId, {
+          limit: paging.limit,
+          offset: paging.offset,
+          status: query.status,
+          search: query.search,
+          beforeId: cursorId(query.cursor),
+        });
+        const body = keysetPage(page, presentCampaign, page.total);
+        return { data: { ...body, campaigns: body.items, ...plunkPageFields(page.total, paging.page, paging.limit) } };
       },
     }),
     route({
@@ -273,7 +375,8 @@ export function campaignRoutes(deps: AppDeps) {
       status: 201,
       errors: [400, 401, 403, 422, 429],
       handler: async ({ body, auth }) => {
-        const input = { ...toColumns(body), audienceType: body.audienceType } as NewCampaign & { fromEmail: string };
+        const ours = fromPlunk(body);
+        const input = { ...toColumns(ours), audienceType: ours.audienceType } as NewCampaign & { fromEmail: string };
         const errors = await campaignErrors(db, auth.projectId, input);
         if (errors.length > 0) throw validationError(errors);
         return { data: presentCampaign(await createCampaign(db, auth.projectId, input)) };
@@ -296,34 +399,38 @@ export function campaignRoutes(deps: AppDeps) {
         return { data: presentCampaign(c) };
       },
     }),
-    route({
-      method: 'patch',
-      path: '/campaigns/:id',
-      operationId: 'updateCampaign',
-      tag: 'Campaigns',
-      summary: 'Update a DRAFT or SCHEDULED campaign',
-      auth: 'secret',
-      params: IdParams,
-      body: UpdateCampaign,
-      response: Campaign,
-      status: 200,
-      errors: [400, 401, 403, 404, 409, 422, 429],
-      handler: async ({ params, body, auth }) => {
-        const current = await getCampaign(db, auth.projectId, params.id);
+    ...(['patch', 'put'] as const).map((method) =>
+      route({
+        method,
+        path: '/campaigns/:id',
+        operationId: method === 'patch' ? 'updateCampaign' : 'replaceCampaignPlunk',
+        tag: 'Campaigns',
+        summary: method === 'patch' ? 'Update a DRAFT or SCHEDULED campaign' : 'Update a campaign (Plunk v2\'s method; same as PATCH)',
+        description: 'Fields left out are kept. `audienceCondition` (Plunk) stands for `audienceFilter`.',
+        auth: 'secret',
+        params: IdParams,
+        body: UpdateCampaign,
+        response: Campaign,
+        status: 200,
+        errors: [400, 401, 403, 404, 409, 422, 429],
+        handler: async ({ params, body: given, auth }) => {
+          const body = fromPlunk(given);
+          const current = await getCampaign(db, auth.projectId, params.id);
         if (!current) throw notFound('Campaign');
-        if (current.status !== 'DRAFT' && current.status !== 'SCHEDULED') throw refused({ ok: false, reason: 'state', status: current.status }, 'update');
-        const patch = toColumns(body);
-        const merged = { ...current, ...patch };
-        // Switching the audience type drops the other type's settings unless they are restated.
-        if (body.audienceType && body.audienceType !== 'SEGMENT' && body.segmentId === undefined) merged.segmentId = patch.segmentId = null;
-        if (body.audienceType && body.audienceType !== 'FILTERED' && body.audienceFilter === undefined) merged.audienceFilter = patch.audienceFilter = null;
-        const errors = await campaignErrors(db, auth.projectId, merged);
-        if (errors.length > 0) throw validationError(errors);
-        const t = await updateCampaign(db, auth.projectId, params.id, patch);
-        if (!t.ok) throw refused(t, 'update');
-        return { data: presentCampaign(t.campaign) };
-      },
-    }),
+          if (current.status !== 'DRAFT' && current.status !== 'SCHEDULED') throw refused({ ok: false, reason: 'state', status: current.status }, 'update');
+          const patch = toColumns(body);
+          const merged = { ...current, ...patch };
+          // Switching the audience type drops the other type's settings unless they are restated.
+          if (body.audienceType && body.audienceType !== 'SEGMENT' && body.segmentId === undefined) merged.segmentId = patch.segmentId = null;
+          if (body.audienceType && body.audienceType !== 'FILTERED' && body.audienceFilter === undefined) merged.audienceFilter = patch.audienceFilter = null;
+          const errors = await campaignErrors(db, auth.projectId, merged);
+          if (errors.length > 0) throw validationError(errors);
+          const t = await updateCampaign(db, auth.projectId, params.id, patch);
+          if (!t.ok) throw refused(t, 'update');
+          return { data: presentCampaign(t.campaign) };
+        },
+      }),
+    ),
     route({
       method: 'delete',
       path: '/campaigns/:id',
@@ -349,7 +456,7 @@ export function campaignRoutes(deps: AppDeps) {
       summary: 'Send a campaign now, or schedule it',
       description:
         'From DRAFT or SCHEDULED: a future `scheduledAt` schedules (or reschedules) the campaign; otherwise it starts ' +
-        'SENDING now. The audience and sender are checked again here (422).',
+        'SENDING now. The audience and sender are checked again here (422). `scheduledFor` (Plunk) stands for `scheduledAt`.',
       auth: 'secret',
       params: IdParams,
       body: SendBody,
@@ -362,7 +469,11 @@ export function campaignRoutes(deps: AppDeps) {
         if (current.status !== 'DRAFT' && current.status !== 'SCHEDULED') throw refused({ ok: false, reason: 'state', status: current.status }, 'send');
         const errors = await campaignErrors(db, auth.projectId, current);
         if (errors.length > 0) throw validationError(errors);
-        const at = body.scheduledAt ? new Date(body.scheduledAt) : null;
+        if (body.scheduledAt !== undefined && body.scheduledFor !== undefined) {
+          throw validationError([{ field: 'scheduledFor', message: 'give the time once: scheduledAt and scheduledFor are the same field', code: 'custom' }]);
+        }
+        const when = body.scheduledAt ?? body.scheduledFor;
+        const at = when ? new Date(when) : null;
         const t = await announcedChange(
           deps,
           log,
@@ -412,7 +523,8 @@ export function campaignRoutes(deps: AppDeps) {
       summary: 'Send a test of a campaign',
       description:
         'Sends the campaign as it would be sent, to the given addresses (rendered with their contact data when they ' +
-        'are contacts), on the transactional lane. Does not change the campaign or its statistics.',
+        'are contacts), on the transactional lane. Does not change the campaign or its statistics. `email` (Plunk) ' +
+        'stands for `to`.',
       auth: 'secret',
       params: IdParams,
       body: TestBody,
@@ -424,7 +536,10 @@ export function campaignRoutes(deps: AppDeps) {
         if (!c) throw notFound('Campaign');
         const sender = await senderError(db, auth.projectId, c.fromEmail);
         if (sender) throw validationError([sender]);
-        const to = [...new Set((Array.isArray(body.to) ? body.to : [body.to]).map(normalizeEmail))];
+        if (body.to !== undefined && body.email !== undefined) throw validationError([{ field: 'email', message: 'give the addresses once: to and email are the same field', code: 'custom' }]);
+        const given = (body.to ?? body.email) as Static<typeof Recipients> | undefined;
+        if (given === undefined) throw validationError([{ field: 'to', message: 'is required', code: 'invalid_type' }]);
+        const to = [...new Set((Array.isArray(given) ? given : [given]).map(normalizeEmail))];
         const rows = await Promise.all(
           to.map(async (email) => {
             const contact = await findContactByEmail(db, auth.projectId, email);
@@ -470,6 +585,9 @@ export function campaignRoutes(deps: AppDeps) {
         const sum = (statuses: readonly string[]) => statuses.reduce((n, s) => n + (byStatus[s] ?? 0), 0);
         const sent = sum(REACHED.sent);
         const rate = (n: number) => (sent > 0 ? Math.round((n / sent) * 10_000) / 10_000 : 0);
+        // Plunk's percentages: unrounded, of the emails sent.
+        const percent = (n: number) => (sent > 0 ? (n / sent) * 100 : 0);
+        const bounced = byStatus.bounced ?? 0;
         const queued = sum(['queued', 'sending']);
         const final = sum(REACHED.final);
         const sendRate = Math.round((recentlySent / (RATE_WINDOW_MS / 1000)) * 100) / 100;
@@ -501,6 +619,16 @@ export function campaignRoutes(deps: AppDeps) {
             audienceComplete: c.fanoutDone,
             sendRate,
             etaSeconds: c.status !== 'SENDING' ? null : queued === 0 && c.fanoutDone ? 0 : sendRate > 0 && c.fanoutDone ? Math.ceil(queued / sendRate) : null,
+            totalRecipients: c.recipients,
+            sentCount: sent,
+            deliveredCount: delivered,
+            openedCount: opened,
+            clickedCount: clicked,
+            bouncedCount: bounced,
+            openRate: percent(opened),
+            clickRate: percent(clicked),
+            bounceRate: percent(bounced),
+            deliveryRate: percent(delivered),
           },
         };
       },

@@ -3,6 +3,10 @@
  * `POST /segments/preview`, and the members of STATIC segments (`POST /segments/{id}/members`,
  * `POST /segments/{id}/members/remove`, `DELETE /segments/{id}/members/{contactId}`).
  *
+ * Plunk v2 compatibility (API.md): Plunk's `filters` (and its later name `condition`) are accepted as aliases of
+ * `filter` and answered beside it; the lists take Plunk's `page`/`pageSize` and answer `segments` / `contacts`,
+ * `page`, `pageSize`, `totalPages` beside ours.
+ *
  * DYNAMIC segments hold a filter in the segment language (`@mailroom/core` segments), compiled to one SQL
  * predicate; STATIC segments hold explicit members. Counts are read from the segment row (maintained by trigger,
  * or recounted by the worker), never counted on read.
@@ -28,7 +32,21 @@ import { route } from '../http/route';
 import { announcedChange } from '../services/webhooks';
 import type { AppDeps } from '../http/context';
 import { Contact, presentContact } from './contacts';
-import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
+import {
+  cursorId,
+  Deleted,
+  IdParams,
+  keysetPage,
+  Nullable,
+  PageFields,
+  PageQuery,
+  PlunkPageFields,
+  PlunkPageQuery,
+  plunkPageFields,
+  resolvePaging,
+  StringEnum,
+  Timestamp,
+} from './common';
 
 /** The segment filter language as a request field (checked further by `parseSegmentFilter`). */
 export const FilterField = Type.Unsafe<unknown>({
@@ -52,6 +70,8 @@ const Segment = Type.Object({
   description: Nullable(Type.String()),
   type: SegmentType,
   filter: Nullable(Type.Unknown()),
+  filters: Nullable(Type.Unknown({ description: "same as `filter` (Plunk v2's name)" })),
+  condition: Nullable(Type.Unknown({ description: "same as `filter` (Plunk v2's later name)" })),
   trackMembership: Type.Boolean({ description: 'records segment.<name>.entry / .exit events when membership changes' }),
   memberCount: Nullable(Type.Integer({ description: 'members; null until a new or changed DYNAMIC segment is first counted' })),
   memberCountAt: Nullable(Timestamp),
@@ -61,12 +81,15 @@ const Segment = Type.Object({
 
 function presentSegment(s: SegmentRow): Static<typeof Segment> {
   const counted = s.memberCountAt !== null;
+  const filter = s.filter ?? null;
   return {
     id: s.id,
     name: s.name,
     description: s.description,
     type: s.type,
-    filter: s.filter ?? null,
+    filter,
+    filters: filter,
+    condition: filter,
     trackMembership: s.trackMembership,
     memberCount: counted ? (s.memberCount ?? 0) : null,
     memberCountAt: s.memberCountAt?.toISOString() ?? null,
@@ -77,12 +100,34 @@ function presentSegment(s: SegmentRow): Static<typeof Segment> {
 
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '^\\S(.*\\S)?$', description: 'unique in the project; used in segment.<name>.entry/exit events' });
 
+/** Plunk v2's names for `filter`: give one of the three. */
+const FilterAliases = {
+  filters: Type.Optional(Type.Unsafe<unknown>({ ...FilterField, description: "Plunk v2's name for `filter` (same language); give only one of filter, filters, condition" })),
+  condition: Type.Optional(Type.Unsafe<unknown>({ ...FilterField, description: "Plunk v2's later name for `filter` (same language); give only one of filter, filters, condition" })),
+};
+
+/**
+ * The filter of a request given as `filter`, `filters` or `condition` (Plunk's names), with the field it came in
+ * (so errors name the field the client sent).
+ *
+ * @throws {@link AppError} 422 naming the second field when more than one is given.
+ */
+export function requestFilter(body: { filter?: unknown; filters?: unknown; condition?: unknown }): { value?: unknown; field: string } {
+  const given = (['filter', 'filters', 'condition'] as const).filter((k) => body[k] !== undefined);
+  if (given.length > 1) {
+    throw validationError([{ field: given[1]!, message: `give the filter once: ${given.join(' and ')} are the same field`, code: 'custom' }]);
+  }
+  const field = given[0] ?? 'filter';
+  return { value: body[field as 'filter'], field };
+}
+
 const CreateSegment = Type.Object(
   {
     name: Name,
     description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
     type: Type.Optional(SegmentType),
     filter: Type.Optional(FilterField),
+    ...FilterAliases,
     trackMembership: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
@@ -92,7 +137,9 @@ const UpdateSegment = Type.Object(
   {
     name: Type.Optional(Name),
     description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+    type: Type.Optional(Type.Unsafe<'DYNAMIC' | 'STATIC'>({ ...SegmentType, description: 'the current type, as Plunk clients send it back; a segment\'s type cannot change (422)' })),
     filter: Type.Optional(FilterField),
+    ...FilterAliases,
     trackMembership: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false, minProperties: 1 },
@@ -116,9 +163,21 @@ const Preview = Type.Object({
   sample: Type.Array(Contact, { description: 'newest matching contacts' }),
 });
 
-const ListQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });
+const ListQuery = Type.Object({ ...PageQuery, ...PlunkPageQuery }, { additionalProperties: false });
 
-const ContactPage = Type.Object({ items: Type.Array(Contact), ...PageFields });
+const SegmentPage = Type.Object({
+  items: Type.Array(Segment),
+  ...PageFields,
+  segments: Type.Array(Segment, { description: 'same as items (Plunk\'s form)' }),
+  ...PlunkPageFields,
+});
+
+const ContactPage = Type.Object({
+  items: Type.Array(Contact),
+  ...PageFields,
+  contacts: Type.Array(Contact, { description: 'same as items (Plunk\'s form)' }),
+  ...PlunkPageFields,
+});
 
 /** Routes of this module. */
 export function segmentRoutes(deps: AppDeps) {
@@ -140,14 +199,17 @@ export function segmentRoutes(deps: AppDeps) {
       operationId: 'listSegments',
       tag: 'Segments',
       summary: 'List segments, newest first',
+      description: 'Keyset pages by `cursor`; Plunk\'s `page`/`pageSize` are read by offset within the first 10,000 rows.',
       auth: 'secret',
       query: ListQuery,
-      response: Type.Object({ items: Type.Array(Segment), ...PageFields }),
+      response: SegmentPage,
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const page = await listSegments(db, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor) });
-        return { data: keysetPage(page, presentSegment, page.total) };
+        const paging = resolvePaging(query);
+        const page = await listSegments(db, auth.projectId, { limit: paging.limit, offset: paging.offset, beforeId: cursorId(query.cursor) });
+        const body = keysetPage(page, presentSegment, page.total);
+        return { data: { ...body, segments: body.items, ...plunkPageFields(page.total, paging.page, paging.limit) } };
       },
     }),
     route({
@@ -167,11 +229,13 @@ export function segmentRoutes(deps: AppDeps) {
       status: 201,
       errors: [400, 401, 403, 409, 422, 429],
       handler: async ({ body, auth }) => {
-        const type = body.type ?? (body.filter !== undefined ? 'DYNAMIC' : 'STATIC');
-        if (type === 'DYNAMIC' && body.filter === undefined) throw validationError([{ field: 'filter', message: 'is required for a DYNAMIC segment', code: 'invalid_type' }]);
-        if (type === 'STATIC' && body.filter !== undefined) throw validationError([{ field: 'filter', message: 'a STATIC segment has no filter', code: 'custom' }]);
-        if (body.filter !== undefined) parseSegmentFilter(body.filter, 'filter');
-        const s = await createSegment(db, auth.projectId, { ...body, type });
+        const { filters: _f, condition: _c, ...fields } = body;
+        const filter = requestFilter(body);
+        const type = body.type ?? (filter.value !== undefined ? 'DYNAMIC' : 'STATIC');
+        if (type === 'DYNAMIC' && filter.value === undefined) throw validationError([{ field: 'filter', message: 'is required for a DYNAMIC segment (or Plunk\'s filters / condition)', code: 'invalid_type' }]);
+        if (type === 'STATIC' && filter.value !== undefined) throw validationError([{ field: filter.field, message: 'a STATIC segment has no filter', code: 'custom' }]);
+        if (filter.value !== undefined) parseSegmentFilter(filter.value, filter.field);
+        const s = await createSegment(db, auth.projectId, { ...fields, filter: filter.value, type });
         return { data: presentSegment(s) };
       },
     }),
@@ -182,12 +246,17 @@ export function segmentRoutes(deps: AppDeps) {
       tag: 'Segments',
       summary: 'Count and sample the contacts a filter matches, without saving',
       auth: 'secret',
-      body: Type.Object({ filter: FilterField, sampleSize: Type.Optional(Type.Integer({ minimum: 0, maximum: 50, default: 10 })) }, { additionalProperties: false }),
+      body: Type.Object(
+        { filter: Type.Optional(FilterField), ...FilterAliases, sampleSize: Type.Optional(Type.Integer({ minimum: 0, maximum: 50, default: 10 })) },
+        { additionalProperties: false },
+      ),
       response: Preview,
       status: 200,
       errors: [400, 401, 403, 422, 429],
       handler: async ({ body, auth }) => {
-        const filter = parseSegmentFilter(body.filter, 'filter');
+        const given = requestFilter(body);
+        if (given.value === undefined) throw validationError([{ field: 'filter', message: 'is required', code: 'invalid_type' }]);
+        const filter = parseSegmentFilter(given.value, given.field);
         const predicate = compileFilter(filter, { projectId: auth.projectId, now: Date.now() });
         const [counted, sample] = await Promise.all([
           countMatchingContacts(db, auth.projectId, filter),
@@ -215,7 +284,9 @@ export function segmentRoutes(deps: AppDeps) {
       operationId: 'updateSegment',
       tag: 'Segments',
       summary: 'Update a segment',
-      description: 'A new filter is counted again by the worker (`memberCount` is null until then).',
+      description:
+        'A new filter is counted again by the worker (`memberCount` is null until then). `filters` / `condition` ' +
+        '(Plunk v2) stand for `filter`; `type` may be sent back unchanged.',
       auth: 'secret',
       params: IdParams,
       body: UpdateSegment,
@@ -224,11 +295,14 @@ export function segmentRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 422, 429],
       handler: async ({ params, body, auth }) => {
         const current = await load(auth.projectId, params.id);
-        if (body.filter !== undefined) {
-          if (current.type === 'STATIC') throw validationError([{ field: 'filter', message: 'a STATIC segment has no filter', code: 'custom' }]);
-          parseSegmentFilter(body.filter, 'filter');
+        const { filters: _f, condition: _c, type, ...fields } = body;
+        if (type !== undefined && type !== current.type) throw validationError([{ field: 'type', message: `a segment's type cannot change (this one is ${current.type})`, code: 'custom' }]);
+        const filter = requestFilter(body);
+        if (filter.value !== undefined) {
+          if (current.type === 'STATIC') throw validationError([{ field: filter.field, message: 'a STATIC segment has no filter', code: 'custom' }]);
+          parseSegmentFilter(filter.value, filter.field);
         }
-        const s = await updateSegment(db, auth.projectId, params.id, body);
+        const s = await updateSegment(db, auth.projectId, params.id, { ...fields, filter: filter.value });
         if (!s) throw notFound('Segment');
         return { data: presentSegment(s) };
       },
@@ -266,7 +340,9 @@ export function segmentRoutes(deps: AppDeps) {
       operationId: 'listSegmentContacts',
       tag: 'Segments',
       summary: 'List the members of a segment, newest first',
-      description: 'DYNAMIC segments are evaluated live; `total` is the segment\'s maintained `memberCount`.',
+      description:
+        'DYNAMIC segments are evaluated live; `total` is the segment\'s maintained `memberCount`. Keyset pages by ' +
+        '`cursor`; Plunk\'s `page`/`pageSize` are read by offset within the first 10,000 members.',
       auth: 'secret',
       params: IdParams,
       query: ListQuery,
@@ -274,9 +350,16 @@ export function segmentRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, query, auth }) => {
+        const paging = resolvePaging(query);
         const s = await load(auth.projectId, params.id);
-        const page = await listMatchingContacts(db, auth.projectId, segmentPredicate(s, Date.now()), { limit: query.limit, beforeId: cursorId(query.cursor) });
-        return { data: keysetPage(page, presentContact, s.memberCount ?? 0) };
+        const page = await listMatchingContacts(db, auth.projectId, segmentPredicate(s, Date.now()), {
+          limit: paging.limit,
+          offset: paging.offset,
+          beforeId: cursorId(query.cursor),
+        });
+        const total = s.memberCount ?? 0;
+        const body = keysetPage(page, presentContact, total);
+        return { data: { ...body, contacts: body.items, ...plunkPageFields(total, paging.page, paging.limit) } };
       },
     }),
     ...(['add', 'remove'] as const).map((action) =>

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, eq, ilike, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { contactSuppressedSql } from './suppressions';
 import type { DbOrTx } from '../client';
 import { keysetList } from './keyset';
@@ -31,9 +31,20 @@ export async function getCampaign(db: DbOrTx, projectId: string, id: string): Pr
   return row;
 }
 
-/** Campaigns newest first by keyset, optionally of one status, with the matching total. */
-export async function listCampaigns(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string; status?: CampaignStatus }) {
-  return keysetList(db, campaigns, and(eq(campaigns.projectId, projectId), q.status ? eq(campaigns.status, q.status) : undefined), q);
+/**
+ * Campaigns newest first by keyset (or skipping `offset` rows for page numbers), optionally of one status and
+ * matching `search` (case-insensitive substring of name, subject or sender, as Plunk's list), with the matching total.
+ */
+export async function listCampaigns(
+  db: DbOrTx,
+  projectId: string,
+  q: { limit: number; beforeId?: string; offset?: number; status?: CampaignStatus; search?: string },
+) {
+  const pattern = q.search ? `%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : undefined;
+  const matches = pattern
+    ? or(ilike(campaigns.name, pattern), ilike(campaigns.subject, pattern), ilike(campaigns.fromEmail, pattern))
+    : undefined;
+  return keysetList(db, campaigns, and(eq(campaigns.projectId, projectId), q.status ? eq(campaigns.status, q.status) : undefined, matches), q);
 }
 
 /** Outcome of a transition: the updated row, or why not. */

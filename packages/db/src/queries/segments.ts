@@ -49,8 +49,8 @@ export async function getSegment(db: DbOrTx, projectId: string, id: string): Pro
   return row;
 }
 
-/** Segments newest first by keyset, with the project's total. */
-export async function listSegments(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string }) {
+/** Segments newest first by keyset (or skipping `offset` rows for page numbers), with the project's total. */
+export async function listSegments(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string; offset?: number }) {
   return keysetList(db, segments, eq(segments.projectId, projectId), q);
 }
 
@@ -134,19 +134,22 @@ export function segmentPredicate(segment: SegmentRow, now: number, alias = 'cont
 /**
  * Contacts matching a predicate, newest first by keyset. Shared by `GET /contacts?filter=`,
  * `GET /segments/{id}/contacts` and previews.
+ *
+ * @param q.offset - rows to skip (Plunk's page numbers, capped by the caller); absent with a cursor.
  */
 export async function listMatchingContacts(
   db: DbOrTx,
   projectId: string,
   predicate: ReturnType<typeof sql>,
-  q: { limit: number; beforeId?: string },
+  q: { limit: number; beforeId?: string; offset?: number },
 ): Promise<{ items: ContactRow[]; hasMore: boolean }> {
   const page = await db
     .select()
     .from(contacts)
     .where(and(eq(contacts.projectId, projectId), predicate, q.beforeId ? sql`${contacts.id} < ${q.beforeId}::uuid` : undefined))
     .orderBy(desc(contacts.id))
-    .limit(q.limit + 1);
+    .limit(q.limit + 1)
+    .offset(q.offset ?? 0);
   return { items: page.slice(0, q.limit), hasMore: page.length > q.limit };
 }
 
