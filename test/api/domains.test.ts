@@ -2,7 +2,7 @@
  * Sending domains over the API with the local identity provider and a DNS server of the test's own: add (records
  * to publish, pending), sending from it refused until verified, verification when the records appear, subdomains
  * covered, one project per domain, the verified filter, delete refused while a campaign is scheduled from it,
- * bad input, keys.
+ * bad input, keys; Plunk v2's `GET /domains/{id}/verify` and `dkimTokens`; sending from an internationalised domain.
  */
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -121,11 +121,40 @@ test('delete: refused while a campaign is scheduled from the domain; then remove
   expect((await sendFrom(p, `hi@${domain}`)).status).toBe(422);
 });
 
-test('internationalized names are stored in ASCII (punycode)', async () => {
+test('internationalized names are stored in ASCII (punycode); a from address written in Unicode sends from it once verified', async () => {
   const tag = randomBytes(3).toString('hex');
   const res = await client(api.app, p).post('/domains', { domain: `bücher-${tag}.test` });
   expect(res.status).toBe(201);
   expect(res.body.data.domain).toMatch(/^xn--bcher-.*\.test$/);
+  expect((await sendFrom(p, `Bücher <post@bücher-${tag}.test>`)).status).toBe(422);
+  publish(res.body.data.records);
+  expect((await client(api.app, p).get(`/domains/${res.body.data.id}/verify`)).body.data.verified).toBe(true);
+  const sent = await sendFrom(p, `Bücher <post@BÜCHER-${tag}.test>`);
+  expect(sent.status).toBe(202);
+  const email = await client(api.app, p).get(`/emails/${sent.body.data.emails[0].email}`);
+  expect(email.body.data.from).toEqual({ email: `post@${res.body.data.domain}`, name: 'Bücher' });
+});
+
+test("Plunk v2: GET /domains/{id}/verify checks like POST and answers dkimTokens (and Plunk's tokens); 404 for another project", async () => {
+  const domain = `plunk-${randomBytes(4).toString('hex')}.test`;
+  const added = await client(api.app, p).post('/domains', { domain });
+  const d = added.body.data;
+  expect(d.projectId).toBe(p.id);
+  expect(d.dkimTokens).toHaveLength(3);
+  expect(d.dkimTokens).toEqual((d.records as Rec[]).filter((r) => r.purpose === 'dkim').map((r) => r.name.split('.')[0]));
+  expect((await client(api.app, p).get(`/domains/${d.id}`)).body.data.dkimTokens).toEqual(d.dkimTokens);
+  const early = await client(api.app, p).get(`/domains/${d.id}/verify`);
+  expect(early.status).toBe(200);
+  expect(early.body.data).toMatchObject({ id: d.id, domain, status: 'pending', verified: false, dkimTokens: d.dkimTokens, tokens: d.dkimTokens });
+  expect(early.body.data.checkedAt).toBeTruthy();
+  publish(d.records);
+  const checked = await client(api.app, p).get(`/domains/${d.id}/verify`);
+  expect(checked.body.data).toMatchObject({ status: 'verified', verified: true, tokens: d.dkimTokens });
+  expect((await client(api.app, p).post(`/domains/${d.id}/verify`, {})).body.data.tokens).toEqual(d.dkimTokens);
+  const other = await createTestProject(api.database);
+  expect((await client(api.app, other).get(`/domains/${d.id}/verify`)).status).toBe(404);
+  expect((await client(api.app, p).get('/domains/nope/verify')).status).toBe(400);
+  expect((await request(api.app).get(`/domains/${d.id}/verify`).set('Authorization', `Bearer ${p.publicKey}`)).status).toBe(403);
 });
 
 test('errors: bad domain names (422 on domain), bad id (400), public key (403)', async () => {

@@ -1,5 +1,6 @@
 /**
- * POST /v1/track, GET /events, GET /events/names: happy path, concurrency, errors, security.
+ * POST /v1/track, POST /events/track (Plunk's path), GET /events, GET /events/names: happy path, concurrency,
+ * Plunk v2 forms (eventName, page/pageSize, events, eventNames), IDN addresses, errors, security.
  */
 import request from 'supertest';
 import { createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
@@ -20,7 +21,15 @@ describe('POST /v1/track', () => {
     expect(contact.body.data.data).not.toHaveProperty('page');
     const list = await get(ctx.p, `/events?contactId=${res.body.data.contact}&name=signed-up`);
     expect(list.body.data.items).toEqual([
-      { id: res.body.data.event, name: 'signed-up', contactId: res.body.data.contact, email, data: { plan: 'pro', page: '/pricing' }, createdAt: res.body.data.timestamp },
+      {
+        id: res.body.data.event,
+        name: 'signed-up',
+        contactId: res.body.data.contact,
+        email,
+        contact: { id: res.body.data.contact, email },
+        data: { plan: 'pro', page: '/pricing' },
+        createdAt: res.body.data.timestamp,
+      },
     ]);
     // A new subscribed contact also gets the system event that workflows can start on.
     const system = await get(ctx.p, `/events?contactId=${res.body.data.contact}&name=contact.subscribed`);
@@ -80,6 +89,21 @@ describe('POST /v1/track', () => {
     expect(res.status).toBe(422);
     expect(res.body.error.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field, code })]));
     expect(res.body.message).toBeDefined();
+  });
+
+  test('an internationalised domain is stored in punycode and found either way; a non-ASCII local part is 422 saying why', async () => {
+    const tag = Math.random().toString(36).slice(2, 8);
+    const res = await track({ email: `Ann.${tag}@Bücher.DE`, event: 'idn' }, ctx.p.publicKey);
+    expect(res.status).toBe(200);
+    const contact = await get(ctx.p, `/contacts/${res.body.data.contact}`);
+    expect(contact.body.data.email).toBe(`Ann.${tag}@xn--bcher-kva.de`);
+    const again = await track({ email: `ann.${tag}@xn--bcher-kva.de`, event: 'idn' }, ctx.p.publicKey);
+    expect(again.body.data.contact).toBe(res.body.data.contact);
+    expect((await get(ctx.p, `/events?email=${encodeURIComponent(`ann.${tag}@bücher.de`)}&name=idn`)).body.data.total).toBe(2);
+    const local = await track({ email: `jürgen.${tag}@example.de`, event: 'idn' }, ctx.p.publicKey);
+    expect(local.status).toBe(422);
+    expect(local.body.error.errors).toEqual([{ field: 'email', message: expect.stringMatching(/only ASCII characters before the @.*SMTPUTF8/), code: 'invalid_string' }]);
+    expect((await track({ email: 'a@bü_cher..de', event: 'idn' }, ctx.p.publicKey)).status).toBe(422);
   });
 
   test('a refused event creates no contact', async () => {
@@ -152,6 +176,26 @@ describe('GET /events and /events/names', () => {
     expect([...p1.body.data.items, ...p2.body.data.items].map((n: { name: string }) => n.name)).toEqual(['bought', 'left', 'viewed']);
   });
 
+  test("Plunk's forms: eventName filter, page/pageSize, events and page fields; eventNames", async () => {
+    const byName = await get(q, '/events?eventName=viewed');
+    expect(byName.status).toBe(200);
+    expect(byName.body.data.total).toBe(3);
+    expect(byName.body.data.events).toEqual(byName.body.data.items);
+    expect(byName.body.data).toMatchObject({ page: 1, pageSize: 20, totalPages: 1 });
+    expect(byName.body.data.items.every((e: { name: string }) => e.name === 'viewed')).toBe(true);
+    expect((await get(q, '/events?eventName=viewed&name=viewed')).body.data.total).toBe(3);
+    const pages: number[][] = [];
+    for (const page of [1, 2, 3]) {
+      const r = await get(q, `/events?page=${page}&pageSize=2`);
+      expect(r.body.data).toMatchObject({ page, pageSize: 2, totalPages: 3, total: 5 });
+      pages.push(r.body.data.events.map((e: { data: { n: number } }) => e.data.n));
+    }
+    expect(pages).toEqual([[4, 3], [2, 1], [0]]);
+    expect((await get(q, '/events?page=2&pageSize=2&eventName=viewed')).body.data.events.map((e: { data: { n: number } }) => e.data.n)).toEqual([0]);
+    const names = await get(q, '/events/names');
+    expect(names.body.data.eventNames).toEqual(['bought', 'left', 'viewed']);
+  });
+
   test('deleting a contact removes its events from lists and counts', async () => {
     const r = await get(q, `/events?email=${encodeURIComponent(b)}`);
     const contactId = r.body.data.items[0].contactId;
@@ -162,7 +206,7 @@ describe('GET /events and /events/names', () => {
   });
 
   test('400 on bad parameters', async () => {
-    for (const qs of ['contactId=nope', 'since=yesterday', 'limit=500', 'cursor=abc', `since=${stamps[3]}&until=${stamps[0]}`, 'colour=red']) {
+    for (const qs of ['contactId=nope', 'since=yesterday', 'limit=500', 'cursor=abc', `since=${stamps[3]}&until=${stamps[0]}`, 'colour=red', 'eventName=a&name=b', 'page=0', 'pageSize=101', 'page=1000&pageSize=100']) {
       const res = await get(q, `/events?${qs}`);
       expect(res.status).toBe(400);
     }
@@ -178,5 +222,66 @@ describe('GET /events and /events/names', () => {
     expect((await get(other, '/events/names')).body.data.total).toBe(0);
     const pk = await request(ctx.api.app).get('/events').set('Authorization', `Bearer ${q.publicKey}`);
     expect(pk.status).toBe(403);
+  });
+});
+
+describe('POST /events/track (Plunk v2 path)', () => {
+  const post = (body: object, key = ctx.p.secretKey) => request(ctx.api.app).post('/events/track').set('Authorization', `Bearer ${key}`).send(body);
+
+  test("our body: the same operation as /v1/track, 201 with the Track result and Plunk's event fields", async () => {
+    const email = recipient('pt');
+    const res = await post({ email, event: 'signed-up', data: { plan: 'pro', page: { value: '/p', persistent: false } } });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toEqual({
+      contact: expect.any(String),
+      event: expect.any(String),
+      timestamp: expect.any(String),
+      id: res.body.data.event,
+      projectId: ctx.p.id,
+      contactId: res.body.data.contact,
+      name: 'signed-up',
+      data: { plan: 'pro', page: '/p' },
+      createdAt: res.body.data.timestamp,
+    });
+    const contact = await get(ctx.p, `/contacts/${res.body.data.contact}`);
+    expect(contact.body.data).toMatchObject({ email, subscribed: true, data: { plan: 'pro' } });
+    const listed = await get(ctx.p, `/events?contactId=${res.body.data.contact}&eventName=signed-up`);
+    expect(listed.body.data.items.map((e: { id: string }) => e.id)).toEqual([res.body.data.id]);
+  });
+
+  test("Plunk's body: name and contactId of an existing contact", async () => {
+    const email = recipient('pc');
+    const first = await post({ email, event: 'first' });
+    const res = await post({ name: 'plunk-event', contactId: first.body.data.contactId, data: { x: 1 } });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ name: 'plunk-event', contactId: first.body.data.contactId, contact: first.body.data.contactId, data: { x: 1 } });
+    expect((await get(ctx.p, `/contacts/${first.body.data.contactId}`)).body.data.data).toEqual({ x: 1 });
+  });
+
+  test.each([
+    [{ email: 'a@b.test' }, 'event', 'invalid_type'],
+    [{ event: 'e' }, 'email', 'invalid_type'],
+    [{ email: 'a@b.test', event: 'e', name: 'e' }, 'name', 'custom'],
+    [{ email: 'a@b.test', contactId: '01a20c99-8048-7298-b435-4dc10216336a', event: 'e' }, 'contactId', 'custom'],
+    [{ contactId: 'nope', name: 'e' }, 'contactId', 'invalid_string'],
+    [{ email: 'a@b.test', name: 'email.sent' }, 'name', 'custom'],
+    [{ email: 'a@b.test', event: 'e', emailId: 'x' }, 'emailId', 'unrecognized_keys'],
+  ].map(([body, field, code]) => ({ body: body as object, field, code })))('422 names $field ($code)', async ({ body, field, code }) => {
+    const res = await post(body);
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field, code })]));
+  });
+
+  test("security: another project's contact id is 404 and nothing is recorded; pk_ is 403; no key is 401", async () => {
+    const other = await createTestProject(ctx.api.database);
+    const theirs = await request(ctx.api.app).post('/v1/track').set('Authorization', `Bearer ${other.secretKey}`).send({ email: recipient('o'), event: 'x' });
+    const res = await post({ name: 'stolen', contactId: theirs.body.data.contact });
+    expect(res.status).toBe(404);
+    expect((await get(other, '/events?eventName=stolen')).body.data.total).toBe(0);
+    expect((await get(ctx.p, '/events?eventName=stolen')).body.data.total).toBe(0);
+    const pk = await post({ email: recipient('pk'), event: 'e' }, ctx.p.publicKey);
+    expect(pk.status).toBe(403);
+    expect(pk.body.error.code).toBe('PUBLIC_KEY_NOT_ALLOWED');
+    expect((await request(ctx.api.app).post('/events/track').send({ email: 'a@b.test', event: 'e' })).status).toBe(401);
   });
 });

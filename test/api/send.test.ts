@@ -37,6 +37,31 @@ describe('happy path', () => {
     expect(row).toMatchObject({ fromName: 'Sender', replyTo: `r@${ctx.p.domain}` });
   });
 
+  test('mailbox strings: from "Acme <x@…>" gives the sender name (an explicit `name` wins); to and reply take them too', async () => {
+    const a = recipient('mb');
+    const res = await send({ to: `"Ann, A." <${a}>`, from: `Acme <X@${ctx.p.domain.toUpperCase()}>`, reply: 'Support <help@x.test>', subject: 's', body: 'b' });
+    expect(res.status).toBe(202);
+    const [row] = await ctx.api.database.db.select().from(emails).where(eq(emails.id, res.body.data.emails[0].email));
+    expect(row).toMatchObject({ fromEmail: `X@${ctx.p.domain}`, fromName: 'Acme', toEmail: a, toName: 'Ann, A.', replyTo: 'Support <help@x.test>' });
+    const named = await send({ to: recipient(), from: `Acme <x@${ctx.p.domain}>`, name: 'Acme Billing', subject: 's', body: 'b' });
+    const [row2] = await ctx.api.database.db.select().from(emails).where(eq(emails.id, named.body.data.emails[0].email));
+    expect(row2).toMatchObject({ fromEmail: `x@${ctx.p.domain}`, fromName: 'Acme Billing' });
+    // The domain of a mailbox string is checked like any from: an unverified one is 422 on from.
+    const refused = await send({ to: recipient(), from: 'Acme <x@unverified.example.org>', subject: 's', body: 'b' });
+    expect(refused.status).toBe(422);
+    expect(refused.body.error.errors).toEqual([expect.objectContaining({ field: 'from', message: expect.stringContaining('unverified.example.org') })]);
+  });
+
+  test('an internationalised recipient domain is stored in punycode, on the email and the contact', async () => {
+    const tag = Math.random().toString(36).slice(2, 8);
+    const res = await send({ to: [`Ann.${tag}@Bücher.de`, `ann.${tag}@xn--bcher-kva.de`], from: `x@${ctx.p.domain}`, subject: 's', body: 'b' });
+    expect(res.status).toBe(202);
+    expect(res.body.data.emails).toHaveLength(1);
+    expect(res.body.data.emails[0].contact.email).toBe(`Ann.${tag}@xn--bcher-kva.de`);
+    const [row] = await ctx.api.database.db.select().from(emails).where(eq(emails.id, res.body.data.emails[0].email));
+    expect(row!.toEmail).toBe(`Ann.${tag}@xn--bcher-kva.de`);
+  });
+
   test('creates the contact unsubscribed by default, and never changes subscription when `subscribed` is omitted', async () => {
     const to = recipient();
     const first = await send({ to, from: `x@${ctx.p.domain}`, subject: 's', body: 'b', data: { plan: 'pro', temp: { value: 1, persistent: false } } });
@@ -101,6 +126,12 @@ describe('errors', () => {
     [{ to: 'a@b.test', subject: 's', body: 'b', type: 'pdf' }, 'type', 'invalid_enum_value'],
     [{ to: 'a@b.test', subject: 's', body: 'b', subscribed: 'yes' }, 'subscribed', 'invalid_type'],
     [{ to: 'a@b.test', subject: 's', body: 'b', reply: 'nope' }, 'reply', 'invalid_string'],
+    [{ to: 'a@b.test', subject: 's', body: 'b', reply: 'Help <nope>' }, 'reply', 'invalid_string'],
+    [{ to: 'jürgen@example.de', subject: 's', body: 'b' }, 'to', 'invalid_string'],
+    [{ to: 'a@b.test', from: 'Jürgen <jürgen@bücher.de>', subject: 's', body: 'b' }, 'from', 'invalid_string'],
+    [{ to: 'a@b.test', from: 'Acme <a@b.test>, Other <c@d.test>', subject: 's', body: 'b' }, 'from', 'invalid_string'],
+    [{ to: 'a@b.test', from: 'Acme <a@b..test>', subject: 's', body: 'b' }, 'from', 'invalid_string'],
+    [{ to: 'a@b.test', from: `Acme <${'x'.repeat(600)}@b.test>`, subject: 's', body: 'b' }, 'from', 'too_big'],
     [{ to: 'a@b.test', subject: 's', body: 'b', headers: { 'X-A': 1 } }, 'headers.X-A', 'invalid_type'],
     [{ to: 'a@b.test', subject: '', body: 'b' }, 'subject', 'too_small'],
     [{ to: Array.from({ length: 101 }, (_, i) => `a${i}@b.test`), subject: 's', body: 'b' }, 'to', 'too_big'],

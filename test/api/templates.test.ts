@@ -1,5 +1,6 @@
 /**
- * Templates CRUD and both list forms; errors; tenant isolation.
+ * Templates CRUD and both list forms; Plunk v2 forms (description, mailbox strings in from/replyTo, pageSize);
+ * internationalised sender domains; errors; tenant isolation.
  */
 import request from 'supertest';
 import { createTestProject, useApiWithProject, client, type TestProject } from '../support/harness';
@@ -12,7 +13,7 @@ describe('happy path', () => {
   test('create, read, update, delete', async () => {
     const c = await as(ctx.p).post('/templates', { name: 'Welcome', subject: 'Hi {{name}}', body: '<p>{{name}}</p>', from: `a@${ctx.p.domain}` });
     expect(c.status).toBe(201);
-    expect(c.body.data).toMatchObject({ name: 'Welcome', type: 'TRANSACTIONAL', from: `a@${ctx.p.domain}`, fromName: null, replyTo: null });
+    expect(c.body.data).toMatchObject({ name: 'Welcome', description: null, type: 'TRANSACTIONAL', from: `a@${ctx.p.domain}`, fromName: null, replyTo: null });
     const id = c.body.data.id;
     expect((await as(ctx.p).get(`/templates/${id}`)).body.data).toEqual(c.body.data);
     const u = await as(ctx.p).patch(`/templates/${id}`, { subject: 'Hello {{name}}', type: 'MARKETING', from: null });
@@ -54,11 +55,59 @@ describe('happy path', () => {
   });
 });
 
+describe('Plunk v2 forms', () => {
+  test('description is stored, answered in GET and lists, searchable, updated and cleared', async () => {
+    const q = await createTestProject(ctx.api.database);
+    const c = await as(q).post('/templates', { name: 'Receipt', description: 'Sent after checkout', subject: 's', body: 'b' });
+    expect(c.status).toBe(201);
+    expect(c.body.data.description).toBe('Sent after checkout');
+    expect((await as(q).get(`/templates/${c.body.data.id}`)).body.data.description).toBe('Sent after checkout');
+    const list = await as(q).get('/templates?search=checkout');
+    expect(list.body.data.templates.map((t: { id: string; description: string }) => [t.id, t.description])).toEqual([[c.body.data.id, 'Sent after checkout']]);
+    expect((await as(q).patch(`/templates/${c.body.data.id}`, { description: 'After payment' })).body.data.description).toBe('After payment');
+    expect((await as(q).patch(`/templates/${c.body.data.id}`, { description: null })).body.data.description).toBeNull();
+  });
+
+  test('from as a mailbox string: the display name becomes fromName unless fromName is given; replyTo keeps its name', async () => {
+    const d = ctx.p.domain;
+    const c = await as(ctx.p).post('/templates', { name: 'n', subject: 's', body: 'b', from: `Acme <Hello@${d.toUpperCase()}>`, replyTo: '"Acme, Support" <help@x.test>' });
+    expect(c.status).toBe(201);
+    expect(c.body.data).toMatchObject({ from: `Hello@${d}`, fromName: 'Acme', replyTo: '"Acme, Support" <help@x.test>' });
+    const explicit = await as(ctx.p).post('/templates', { name: 'n', subject: 's', body: 'b', from: `Acme <hello@${d}>`, fromName: 'Acme Billing' });
+    expect(explicit.body.data).toMatchObject({ from: `hello@${d}`, fromName: 'Acme Billing' });
+    const id = c.body.data.id;
+    // A bare address leaves the stored name alone; a mailbox string replaces it; fromName: null wins and clears.
+    expect((await as(ctx.p).patch(`/templates/${id}`, { from: `news@${d}` })).body.data).toMatchObject({ from: `news@${d}`, fromName: 'Acme' });
+    expect((await as(ctx.p).patch(`/templates/${id}`, { from: `Acme News <news@${d}>` })).body.data).toMatchObject({ fromName: 'Acme News' });
+    expect((await as(ctx.p).patch(`/templates/${id}`, { from: `Acme <news@${d}>`, fromName: null })).body.data).toMatchObject({ fromName: null });
+    expect((await as(ctx.p).patch(`/templates/${id}`, { replyTo: 'help@x.test' })).body.data.replyTo).toBe('help@x.test');
+  });
+
+  test('an internationalised from domain is stored in punycode', async () => {
+    const c = await as(ctx.p).post('/templates', { name: 'n', subject: 's', body: 'b', from: 'Bücher <post@bücher.de>' });
+    expect(c.status).toBe(201);
+    expect(c.body.data).toMatchObject({ from: 'post@xn--bcher-kva.de', fromName: 'Bücher' });
+  });
+
+  test('pageSize is an alias of limit', async () => {
+    const q = await createTestProject(ctx.api.database);
+    for (let i = 0; i < 3; i++) await as(q).post('/templates', { name: `T${i}`, subject: 's', body: 'b' });
+    const r = await as(q).get('/templates?page=2&pageSize=2');
+    expect(r.body.data).toMatchObject({ page: 2, pageSize: 2, totalPages: 2, total: 3 });
+    expect(r.body.data.templates.map((t: { name: string }) => t.name)).toEqual(['T0']);
+  });
+});
+
 describe('errors', () => {
   test.each([
     [{ subject: 's', body: 'b' }, 'name', 'invalid_type'],
     [{ name: 'n', subject: 's', body: 'b', type: 'OTHER' }, 'type', 'invalid_enum_value'],
     [{ name: 'n', subject: 's', body: 'b', from: 'nope' }, 'from', 'invalid_string'],
+    [{ name: 'n', subject: 's', body: 'b', from: 'Acme <nope>' }, 'from', 'invalid_string'],
+    [{ name: 'n', subject: 's', body: 'b', from: 'a@b.test, c@d.test' }, 'from', 'invalid_string'],
+    [{ name: 'n', subject: 's', body: 'b', from: 'Jürgen <jürgen@bücher.de>' }, 'from', 'invalid_string'],
+    [{ name: 'n', subject: 's', body: 'b', replyTo: 'Help <help>' }, 'replyTo', 'invalid_string'],
+    [{ name: 'n', subject: 's', body: 'b', description: 'x'.repeat(2001) }, 'description', 'too_big'],
     [{ name: 'n', subject: 's', body: 'b', colour: 'red' }, 'colour', 'unrecognized_keys'],
     [{ name: '', subject: 's', body: 'b' }, 'name', 'too_small'],
     [{ name: 'n', subject: 's', body: '{{#each items}}' }, 'body', 'custom'],
@@ -81,7 +130,7 @@ describe('errors', () => {
     const malformed = await as(ctx.p).get('/templates/not-a-uuid');
     expect(malformed.status).toBe(400);
     expect(malformed.body.error).toMatchObject({ code: 'INVALID_PARAMETERS', errors: [{ field: 'id', code: 'invalid_string' }] });
-    for (const qs of ['limit=0', 'limit=101', 'limit=abc', 'type=X', 'cursor=bogus', 'page=0']) {
+    for (const qs of ['limit=0', 'limit=101', 'limit=abc', 'type=X', 'cursor=bogus', 'page=0', 'pageSize=0', 'pageSize=101']) {
       const res = await as(ctx.p).get(`/templates?${qs}`);
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('INVALID_PARAMETERS');

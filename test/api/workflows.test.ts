@@ -328,6 +328,18 @@ describe('errors', () => {
     expect((await as().get(`/workflows/${missing}`)).status).toBe(404);
     expect((await as().post(`/workflows/${missing}/steps`, { type: 'EXIT', config: {} })).status).toBe(404);
     expect((await as().get(`/workflows/${missing}/executions`)).status).toBe(404);
+    expect((await as().del(`/workflows/${missing}/executions/${missing}`)).status).toBe(404);
+    expect((await as().del(`/workflows/${missing}/executions/nope`)).status).toBe(400);
+  });
+
+  test('page/pageSize beside cursor: 400 past 10,000 rows or out of range', async () => {
+    const deep = await as().get('/workflows?page=200&pageSize=100');
+    expect(deep.status).toBe(400);
+    expect(deep.body.error.errors[0].field).toBe('page');
+    expect((await as().get('/workflows?pageSize=101')).status).toBe(400);
+    expect((await as().get('/workflows?page=0')).status).toBe(400);
+    const id = await workflow();
+    expect((await as().get(`/workflows/${id}/executions?page=102&pageSize=100`)).status).toBe(400);
   });
 });
 
@@ -344,6 +356,9 @@ describe('security', () => {
     expect((await other.post(`/workflows/${id}/steps`, { type: 'EXIT', config: {} })).status).toBe(404);
     expect((await other.get(`/workflows/${id}/executions`)).status).toBe(404);
     expect((await other.get('/workflows')).body.data.total).toBe(0);
+    expect((await other.get('/workflows?page=1&pageSize=5')).body.data).toMatchObject({ workflows: [], total: 0, page: 1, totalPages: 1 });
+    const pkCancel = await request(ctx.api.app).delete(`/workflows/${id}/executions/${id}`).set('Authorization', `Bearer ${ctx.p.publicKey}`);
+    expect(pkCancel.status).toBe(403);
     // A SEND_EMAIL step cannot use another project's template.
     const theirs = await other.post('/templates', { name: 't', subject: 's', body: 'b', type: 'TRANSACTIONAL', from: 'x@x.example' });
     const res = await as().post(`/workflows/${id}/steps`, { type: 'SEND_EMAIL', config: { templateId: theirs.body.data.id } });

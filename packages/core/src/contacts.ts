@@ -9,9 +9,16 @@ import type { FieldError } from './errors';
 
 /**
  * An email address, as every route and import row accepts it: the `email` format checks the syntax and RFC 5321's
- * size limits (the whole address at most 254 octets, the local part 64, the domain 253, each label 63).
+ * size limits (the whole address at most 254 octets, the local part 64, the domain 253, each label 63) on the
+ * address's ASCII form. An internationalised domain (`user@bücher.de`) is accepted and stored and sent in punycode
+ * (`user@xn--bcher-kva.de`); a non-ASCII local part is refused (Amazon SES has no SMTPUTF8).
  */
-export const EmailAddress = Type.String({ format: 'email', description: 'an email address (RFC 5321: at most 254 characters, local part at most 64)' });
+export const EmailAddress = Type.String({
+  format: 'email',
+  description:
+    'an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and ' +
+    'stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8)',
+});
 
 /** Contact metadata: free-form JSON object; a key set to `null` is removed from the stored data. */
 export const ContactData = Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), {

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { AppError } from './errors';
-import { bodyValidator, dataValidator, paramValidator } from './validation';
+import { bodyValidator, dataValidator, MailboxString, paramValidator } from './validation';
+import { emailDomain, emailKey, formatMailbox, normalizeEmail, parseMailbox, senderFromMailbox } from './address';
 
 const Mailbox = Type.Object({ name: Type.Optional(Type.String()), email: Type.String({ format: 'email' }) }, { additionalProperties: false });
 const Address = Type.Union([Type.String({ format: 'email' }), Mailbox], { description: 'an address or { name, email }' });
@@ -75,5 +76,60 @@ describe('hostile input is refused before the schema', () => {
     expect(errorsOf(() => e({ email: `a@${'b'.repeat(64)}.test` })).errors![0]!.message).toMatch(/labels must be at most 63/);
     expect(errorsOf(() => e({ email: `a@${Array.from({ length: 5 }, () => 'b'.repeat(60)).join('.')}` })).errors![0]!.message).toMatch(/at most 25[34]/);
     expect(errorsOf(() => e({ email: 'not an address' })).errors![0]!.message).toBe('must be a valid email');
+  });
+});
+
+describe('internationalised addresses', () => {
+  const e = bodyValidator(Type.Object({ email: Type.String({ format: 'email' }) }));
+  test('an IDN domain is accepted, measured and normalised in punycode', () => {
+    expect(e({ email: 'user@bücher.de' })).toEqual({ email: 'user@bücher.de' });
+    expect(normalizeEmail(' User@Bücher.DE ')).toBe('User@xn--bcher-kva.de');
+    expect(emailKey('User@BÜCHER.de')).toBe('user@xn--bcher-kva.de');
+    expect(emailDomain('a@bücher.de')).toBe('xn--bcher-kva.de');
+    // 60 × "ü" is 120 UTF-8 octets but a 64-character label in punycode: too long as it travels.
+    expect(errorsOf(() => e({ email: `a@${'ü'.repeat(60)}.de` })).errors![0]!.message).toMatch(/labels must be at most 63/);
+    expect(errorsOf(() => e({ email: 'a@bü..de' })).errors![0]).toMatchObject({ message: 'must be a valid email', code: 'invalid_string' });
+  });
+  test('a non-ASCII local part is refused, saying why', () => {
+    expect(errorsOf(() => e({ email: 'jürgen@example.de' })).errors).toEqual([
+      { field: 'email', message: expect.stringMatching(/^must have only ASCII characters before the @: Amazon SES does not support SMTPUTF8 \(RFC 6531\)/), code: 'invalid_string' },
+    ]);
+  });
+});
+
+describe('mailbox strings', () => {
+  const m = bodyValidator(Type.Object({ from: MailboxString }));
+  test.each([
+    ['hello@acme.test', { email: 'hello@acme.test' }],
+    ['Acme <hello@ACME.test>', { email: 'hello@acme.test', name: 'Acme' }],
+    ['"Acme, Inc." <hello@acme.test>', { email: 'hello@acme.test', name: 'Acme, Inc.' }],
+    ['<hello@acme.test>', { email: 'hello@acme.test' }],
+    ['  Jürgen Müller <post@bücher.de>  ', { email: 'post@xn--bcher-kva.de', name: 'Jürgen Müller' }],
+  ])('%s is accepted and parsed', (from, mailbox) => {
+    expect(m({ from })).toEqual({ from });
+    expect(parseMailbox(from)).toEqual({ ok: true, mailbox });
+  });
+  test.each([
+    ['Acme <hello>', /mailbox such as "Acme <hello@acme.com>"/, 'invalid_string'],
+    ['Acme <a@b.test>, Other <c@d.test>', /mailbox such as/, 'invalid_string'],
+    ['Acme <a@b.test', /mailbox such as/, 'invalid_string'],
+    ['Jürgen <jürgen@bücher.de>', /only ASCII characters before the @/, 'invalid_string'],
+    [`Acme <${'a'.repeat(65)}@b.test>`, /local part must be at most 64/, 'too_big'],
+  ])('%s is refused on its field', (from, message, code) => {
+    expect(errorsOf(() => m({ from })).errors).toEqual([{ field: 'from', message: expect.stringMatching(message), code }]);
+  });
+  test('a string too long to be a mailbox is refused without being parsed', () => {
+    const errors = errorsOf(() => m({ from: `${'<'.repeat(200_000)}a@b.test>` })).errors!;
+    expect(errors.every((x) => x.field === 'from' && x.code === 'too_big')).toBe(true);
+  });
+  test('formatMailbox quotes what needs quoting; senderFromMailbox lets an explicit name win', () => {
+    expect(formatMailbox({ email: 'a@b.test' })).toBe('a@b.test');
+    expect(formatMailbox({ email: 'a@b.test', name: 'Acme' })).toBe('Acme <a@b.test>');
+    expect(formatMailbox({ email: 'a@b.test', name: 'Acme, "Inc"' })).toBe('"Acme, \\"Inc\\"" <a@b.test>');
+    expect(parseMailbox(formatMailbox({ email: 'a@b.test', name: 'Acme, "Inc"' }))).toEqual({ ok: true, mailbox: { email: 'a@b.test', name: 'Acme, "Inc"' } });
+    expect(senderFromMailbox('Acme <a@b.test>')).toEqual({ email: 'a@b.test', name: 'Acme' });
+    expect(senderFromMailbox('Acme <a@b.test>', 'Billing')).toEqual({ email: 'a@b.test', name: 'Billing' });
+    expect(senderFromMailbox('Acme <a@b.test>', null)).toEqual({ email: 'a@b.test', name: null });
+    expect(senderFromMailbox('a@b.test')).toEqual({ email: 'a@b.test', name: undefined });
   });
 });

@@ -8,28 +8,49 @@
  */
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import { fullFormats } from 'ajv-formats/dist/formats';
-import type { Static, TSchema } from '@sinclair/typebox';
-import { addressLengthProblem } from './address';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { addressProblem, MAILBOX_MAX_LENGTH, parseMailbox } from './address';
 import { AppError, ErrorCode, type FieldError, type FieldErrorCode } from './errors';
 import { findJsonProblem } from './json-guard';
 
-const emailSyntax = fullFormats.email as RegExp;
-
 /**
- * `format: "email"`: ajv-formats' syntax plus the RFC 5321 size limits ({@link addressLengthProblem}), so every
- * schema that takes an address (send `to`, contacts, track, suppressions, import rows…) refuses an address a
- * mail server would refuse, once, here.
+ * `format: "email"`: ajv-formats' syntax and the RFC 5321 size limits, checked on the address's ASCII form (an
+ * internationalised domain in punycode), with ASCII-only local parts ({@link addressProblem}), so every schema
+ * that takes an address (send `to`, contacts, track, suppressions, import rows…) refuses an address a mail server
+ * or SES would refuse, once, here.
  */
 function isEmail(s: string): boolean {
-  return emailSyntax.test(s) && addressLengthProblem(s) === undefined;
+  return addressProblem(s) === undefined;
 }
+
+/**
+ * `format: "mailbox"`: an address or an RFC 5322 mailbox string with a display name (`Acme <hello@acme.com>`),
+ * see {@link parseMailbox}. Strings longer than {@link MAILBOX_MAX_LENGTH} are refused before they are parsed.
+ */
+function isMailbox(s: string): boolean {
+  return s.length <= MAILBOX_MAX_LENGTH && parseMailbox(s).ok;
+}
+
+/**
+ * A sender or reply-to given as one string: a bare address or a mailbox with a display name
+ * (`"Acme <hello@acme.com>"`, Plunk v2's form). Read it with `parseMailbox` / `senderFromMailbox` (address.ts):
+ * the display name maps onto the resource's name field (`fromName`, `name`), and an explicit name field wins.
+ */
+export const MailboxString = Type.String({
+  format: 'mailbox',
+  maxLength: MAILBOX_MAX_LENGTH,
+  description:
+    'an email address, or a mailbox with a display name such as "Acme <hello@acme.com>" (RFC 5322); the display name is used ' +
+    'as the sender name unless a name field is given. Internationalised domains are accepted and stored in punycode; the part ' +
+    'before the @ must be ASCII',
+});
 
 function makeAjv(coerceTypes: boolean): Ajv {
   // `verbose` keeps the failing value on each error, so a too-long address can be told from bad syntax.
   const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes, useDefaults: coerceTypes, verbose: true });
   addFormats(ajv);
   ajv.addFormat('email', { type: 'string', validate: isEmail });
+  ajv.addFormat('mailbox', { type: 'string', validate: isMailbox });
   return ajv;
 }
 
@@ -83,10 +104,15 @@ function toFieldError(e: ErrorObject, root: string): FieldError {
   if (e.keyword === 'enum') {
     return { field, message: `must be one of: ${(p.allowedValues as unknown[]).join(', ')}`, code };
   }
-  if (e.keyword === 'format') {
-    const tooLong = p.format === 'email' && typeof e.data === 'string' ? addressLengthProblem(e.data) : undefined;
-    return { field, message: tooLong ?? `must be a valid ${String(p.format)}`, code: tooLong ? 'too_big' : code };
+  if (e.keyword === 'format' && typeof e.data === 'string' && (p.format === 'email' || p.format === 'mailbox')) {
+    const problem = p.format === 'email' ? addressProblem(e.data) : (() => {
+      const r = parseMailbox(e.data);
+      return r.ok ? undefined : r.reason;
+    })();
+    const message = problem ?? `must be a valid ${String(p.format)}`;
+    return { field, message, code: /at most \d+/.test(message) ? 'too_big' : code };
   }
+  if (e.keyword === 'format') return { field, message: `must be a valid ${String(p.format)}`, code };
   return { field, message: e.message ?? 'is invalid', code };
 }
 

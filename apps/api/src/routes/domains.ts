@@ -5,6 +5,9 @@
  * sends from it). The worker re-checks pending domains every `DOMAIN_REFRESH_MS`. `from` addresses must be on a
  * verified domain of the project (or a subdomain of one).
  *
+ * Plunk v2 compatibility: `GET /domains/{id}/verify` (Plunk's method) does what the POST does, every domain answer
+ * carries `dkimTokens` and `projectId`, and the verify answer also carries Plunk's `tokens`.
+ *
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
@@ -28,10 +31,12 @@ const DnsRecord = Type.Object({
 
 const Domain = Type.Object({
   id: Type.String(),
+  projectId: Type.String(),
   domain: Type.String(),
   status: StringEnum(['pending', 'verified', 'failed'] as const),
   verified: Type.Boolean(),
   mailFromDomain: Nullable(Type.String()),
+  dkimTokens: Type.Array(Type.String(), { description: 'Easy DKIM tokens: publish `<token>._domainkey.<domain>` CNAME `<token>.dkim.amazonses.com` (also in records)' }),
   records: Type.Array(DnsRecord, { description: 'publish these; `status` is what the last check found' }),
   checkedAt: Nullable(Timestamp),
   verifiedAt: Nullable(Timestamp),
@@ -40,13 +45,18 @@ const Domain = Type.Object({
   createdAt: Timestamp,
 });
 
+/** The answer of a verification: the domain, with Plunk's name for the DKIM tokens. */
+const VerifyResult = Type.Object({ ...Domain.properties, tokens: Type.Array(Type.String(), { description: "same as dkimTokens (Plunk's form)" }) });
+
 function present(d: DomainRow): Static<typeof Domain> {
   return {
     id: d.id,
+    projectId: d.projectId,
     domain: d.domain,
     status: d.status,
     verified: d.verified,
     mailFromDomain: d.mailFromDomain,
+    dkimTokens: d.dkimTokens,
     records: d.records,
     checkedAt: d.checkedAt?.toISOString() ?? null,
     verifiedAt: d.verifiedAt?.toISOString() ?? null,
@@ -147,24 +157,29 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
         return { data: present(d) };
       },
     }),
-    route({
-      method: 'post',
-      path: '/domains/:id/verify',
-      operationId: 'verifyDomain',
-      tag: 'Domains',
-      summary: 'Check the domain now',
-      description: 'Asks the identity provider (SES `GetEmailIdentity`, or the DNS records themselves locally) and records the answer.',
-      auth: 'secret',
-      params: IdParams,
-      response: Domain,
-      status: 200,
-      errors: [400, 401, 403, 404, 422, 429, 503],
-      handler: async ({ params, auth }) => {
-        const d = await getDomain(db, auth.projectId, params.id);
-        if (!d) throw notFound('Domain');
-        return { data: present(await checkNow(d)) };
-      },
-    }),
+    ...(['post', 'get'] as const).map((method) =>
+      route({
+        method,
+        path: '/domains/:id/verify',
+        operationId: method === 'post' ? 'verifyDomain' : 'verifyDomainPlunk',
+        tag: 'Domains',
+        summary: method === 'post' ? 'Check the domain now' : 'Check the domain now (Plunk v2 method)',
+        description:
+          'Asks the identity provider (SES `GetEmailIdentity`, or the DNS records themselves locally) and records the answer. ' +
+          "`GET` is Plunk v2's method for the same check; the answer carries Plunk's `tokens` (= `dkimTokens`) too.",
+        auth: 'secret',
+        params: IdParams,
+        response: VerifyResult,
+        status: 200,
+        errors: [400, 401, 403, 404, 422, 429, 503],
+        handler: async ({ params, auth }) => {
+          const d = await getDomain(db, auth.projectId, params.id);
+          if (!d) throw notFound('Domain');
+          const checked = present(await checkNow(d));
+          return { data: { ...checked, tokens: checked.dkimTokens } };
+        },
+      }),
+    ),
     route({
       method: 'delete',
       path: '/domains/:id',

@@ -1,12 +1,17 @@
 /**
  * Contact events: `POST /v1/track` (public or secret key), `GET /events`, `GET /events/names`.
  *
+ * Plunk v2 compatibility (API.md): `POST /events/track` records an event the way `/v1/track` does and also takes
+ * Plunk's body (`name` for `event`, `contactId` instead of `email`); `GET /events` takes `eventName` (for `name`)
+ * and `page`/`pageSize`, and answers `events` beside `items`; `GET /events/names` answers `eventNames` too.
+ *
  * @module
  */
 import { Type } from '@sinclair/typebox';
 import {
   AppError,
   checkEventName,
+  notFound,
   decodeCursor,
   decodeKeyCursor,
   EmailAddress,
@@ -15,11 +20,12 @@ import {
   ErrorCode,
   splitVariables,
   validationError,
+  type FieldError,
 } from '@mailroom/core';
-import { findContactByEmail, listEventNames, listEvents, trackEvent } from '@mailroom/db';
+import { findContactByEmail, getContact, listEventNames, listEvents, trackEvent, type DbOrTx } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { PageFields, PageQuery, Timestamp } from './common';
+import { PageFields, PageQuery, PlunkPageFields, PlunkPageQuery, plunkPageFields, resolvePaging, Timestamp } from './common';
 
 const TrackBody = Type.Object(
   {
@@ -37,10 +43,35 @@ const TrackBody = Type.Object(
   { additionalProperties: false },
 );
 
+const EventNameText = Type.String({ minLength: 1, maxLength: 1000, description: 'event name: trimmed, 1–255 characters; email.*, contact.* and segment.* are reserved' });
+
+/** `POST /events/track`: our body, or Plunk v2's (`name` for `event`, `contactId` for `email`). */
+const EventsTrackBody = Type.Object(
+  {
+    email: Type.Optional(EmailAddress),
+    contactId: Type.Optional(Type.String({ format: 'uuid', description: "Plunk's form: an existing contact's id, instead of `email`" })),
+    event: Type.Optional(EventNameText),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: "Plunk's name for `event`" })),
+    subscribed: TrackBody.properties.subscribed,
+    data: TrackBody.properties.data,
+  },
+  { additionalProperties: false },
+);
+
 const TrackResult = Type.Object({
   contact: Type.String({ description: 'contact id' }),
   event: Type.String({ description: 'event id' }),
   timestamp: Timestamp,
+});
+
+const EventsTrackResult = Type.Object({
+  ...TrackResult.properties,
+  id: Type.String({ description: "the event id (Plunk's event fields follow)" }),
+  projectId: Type.String(),
+  contactId: Type.String(),
+  name: Type.String(),
+  data: Type.Record(Type.String(), Type.Unknown()),
+  createdAt: Timestamp,
 });
 
 const Event = Type.Object({
@@ -48,6 +79,7 @@ const Event = Type.Object({
   name: Type.String(),
   contactId: Type.String(),
   email: Type.String(),
+  contact: Type.Object({ id: Type.String(), email: Type.String() }, { description: "the contact (Plunk's form)" }),
   data: Type.Record(Type.String(), Type.Unknown()),
   createdAt: Timestamp,
 });
@@ -58,6 +90,8 @@ const EventQuery = Type.Object(
     contactId: Type.Optional(Type.String({ format: 'uuid', description: 'only this contact’s events' })),
     email: Type.Optional(Type.String({ minLength: 3, maxLength: 320, description: 'only the events of the contact with this address (case-insensitive)' })),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'exact event name' })),
+    eventName: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "Plunk's name for `name`" })),
+    ...PlunkPageQuery,
     since: Type.Optional(Type.String({ format: 'date-time', description: 'events at or after this time (ISO 8601)' })),
     until: Type.Optional(Type.String({ format: 'date-time', description: 'events at or before this time (ISO 8601)' })),
   },
@@ -68,6 +102,8 @@ const EventList = Type.Object({
   items: Type.Array(Event),
   ...PageFields,
   totalExact: Type.Boolean({ description: 'false when `total` is a lower bound (more than 10,000 matching events)' }),
+  events: Type.Array(Event, { description: "same as items (Plunk's form)" }),
+  ...PlunkPageFields,
 });
 
 const NameQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });
@@ -79,7 +115,37 @@ const EventName = Type.Object({
   lastSeenAt: Timestamp,
 });
 
-const NameList = Type.Object({ items: Type.Array(EventName), ...PageFields });
+const NameList = Type.Object({
+  items: Type.Array(EventName),
+  ...PageFields,
+  eventNames: Type.Array(Type.String(), { description: "the names of this page (Plunk's form)" }),
+});
+
+function badParameter(field: string, message: string): AppError {
+  return new AppError(ErrorCode.INVALID_PARAMETERS, `${field}: ${message}`, { errors: [{ field, message, code: 'custom' }] });
+}
+
+/** The field error when not exactly one of `primary` and its Plunk alternative `alias` is given. */
+function oneOf(body: Record<string, unknown>, primary: string, alias: string): FieldError | undefined {
+  const has = (k: string) => body[k] !== undefined;
+  if (!has(primary) && !has(alias)) return { field: primary, message: `is required (or ${alias})`, code: 'invalid_type' };
+  if (has(primary) && has(alias)) return { field: alias, message: `give ${primary} or ${alias}, not both`, code: 'custom' };
+  return undefined;
+}
+
+/** The one tracking operation behind `/v1/track` and `/events/track`. */
+async function track(
+  tx: DbOrTx,
+  projectId: string,
+  input: { email: string; event: string; subscribed?: boolean; data?: Record<string, unknown> },
+  field: 'event' | 'name' = 'event',
+) {
+  const name = checkEventName(input.event);
+  if (!name.ok) throw validationError([{ ...name.error, field }]);
+  const { render, persist } = splitVariables(input.data);
+  const r = await trackEvent(tx, projectId, { email: input.email, subscribed: input.subscribed, contactData: persist, name: name.name, eventData: render });
+  return { r, name: name.name, data: render };
+}
 
 /** Routes of this module. */
 export function eventRoutes(deps: AppDeps) {
@@ -102,17 +168,43 @@ export function eventRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 409, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, db: tx }) => {
-        const name = checkEventName(body.event);
-        if (!name.ok) throw validationError([name.error]);
-        const { render, persist } = splitVariables(body.data);
-        const r = await trackEvent(tx, auth.projectId, {
-          email: body.email,
-          subscribed: body.subscribed,
-          contactData: persist,
-          name: name.name,
-          eventData: render,
-        });
+        const { r } = await track(tx, auth.projectId, body);
         return { data: { contact: r.contact.id, event: r.eventId, timestamp: r.createdAt.toISOString() } };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/events/track',
+      operationId: 'trackEventPlunk',
+      tag: 'Events',
+      summary: 'Track an event (Plunk v2 path)',
+      description:
+        "Plunk v2's tracking path: the same operation as `POST /v1/track` (contact upsert, `data` rules), answered 201 " +
+        "with the Track result plus Plunk's event fields (`id`, `projectId`, `contactId`, `name`, `data`, `createdAt`). Takes our " +
+        "body, or Plunk's: `name` instead of `event`, and `contactId` (an existing contact of the project, else 404) instead of " +
+        '`email`. Exactly one of `event`/`name` and one of `email`/`contactId`. A secret key is required, as in Plunk ' +
+        '(public keys track through `/v1/track`).',
+      auth: 'secret',
+      body: EventsTrackBody,
+      response: EventsTrackResult,
+      status: 201,
+      errors: [400, 401, 403, 404, 409, 422, 429],
+      idempotent: true,
+      handler: async ({ body, auth, db: tx }) => {
+        const problems = [oneOf(body, 'event', 'name'), oneOf(body, 'email', 'contactId')].filter((p) => p !== undefined);
+        if (problems.length) throw validationError(problems);
+        let email = body.email;
+        if (email === undefined) {
+          const contact = await getContact(tx, auth.projectId, body.contactId!);
+          if (!contact) throw notFound('Contact');
+          email = contact.email;
+        }
+        const event = (body.event ?? body.name)!;
+        const { r, name, data } = await track(tx, auth.projectId, { email, event, subscribed: body.subscribed, data: body.data }, body.event === undefined ? 'name' : 'event');
+        const createdAt = r.createdAt.toISOString();
+        return {
+          data: { contact: r.contact.id, event: r.eventId, timestamp: createdAt, id: r.eventId, projectId: auth.projectId, contactId: r.contact.id, name, data, createdAt },
+        };
       },
     }),
     route({
@@ -121,7 +213,10 @@ export function eventRoutes(deps: AppDeps) {
       operationId: 'listEvents',
       tag: 'Events',
       summary: 'List events, newest first',
-      description: 'Keyset pagination; filters combine. `since` and `until` are inclusive, at millisecond precision.',
+      description:
+        'Keyset pagination; filters combine. `since` and `until` are inclusive, at millisecond precision. Plunk v2 forms: `eventName` ' +
+        '(= `name`), `page`/`pageSize` (page numbers read by offset, at most 10,000 rows deep; use `cursor` beyond), and `events`, ' +
+        '`page`, `pageSize`, `totalPages` in the answer.',
       auth: 'secret',
       query: EventQuery,
       response: EventList,
@@ -136,22 +231,32 @@ export function eventRoutes(deps: AppDeps) {
             errors: [{ field: 'until', message: 'must not be before since', code: 'custom' }],
           });
         }
+        if (query.name !== undefined && query.eventName !== undefined && query.name !== query.eventName) {
+          throw badParameter('eventName', 'differs from name; give one of them');
+        }
+        const name = query.name ?? query.eventName;
+        const paging = resolvePaging(query);
         let contactId = query.contactId;
         if (query.email !== undefined) {
           const contact = await findContactByEmail(db, auth.projectId, query.email);
-          const empty = { items: [], nextCursor: null, hasMore: false, total: 0, totalExact: true };
-          if (!contact || (contactId && contactId !== contact.id)) return { data: empty };
+          if (!contact || (contactId && contactId !== contact.id)) {
+            const empty = { items: [], nextCursor: null, hasMore: false, total: 0, totalExact: true, events: [] };
+            return { data: { ...empty, ...plunkPageFields(0, paging.page, paging.limit) } };
+          }
           contactId = contact.id;
         }
-        const page = await listEvents(db, auth.projectId, { limit: query.limit, beforeId, contactId, name: query.name, since, until });
+        const page = await listEvents(db, auth.projectId, { limit: paging.limit, offset: paging.offset, beforeId, contactId, name, since, until });
         const last = page.items[page.items.length - 1];
+        const items = page.items.map((e) => ({ ...e, contact: { id: e.contactId, email: e.email }, createdAt: e.createdAt.toISOString() }));
         return {
           data: {
-            items: page.items.map((e) => ({ ...e, createdAt: e.createdAt.toISOString() })),
+            items,
             nextCursor: page.hasMore && last ? encodeCursor(last.id) : null,
             hasMore: page.hasMore,
             total: page.total,
             totalExact: page.totalExact,
+            events: items,
+            ...plunkPageFields(page.total, paging.page, paging.limit),
           },
         };
       },
@@ -162,7 +267,9 @@ export function eventRoutes(deps: AppDeps) {
       operationId: 'listEventNames',
       tag: 'Events',
       summary: 'List distinct event names with counts',
-      description: 'Alphabetical; counts and first/last seen are maintained as events are recorded and deleted.',
+      description:
+        "Alphabetical; counts and first/last seen are maintained as events are recorded and deleted. `eventNames` lists this page's " +
+        "names (Plunk v2's form).",
       auth: 'secret',
       query: NameQuery,
       response: NameList,
@@ -178,6 +285,7 @@ export function eventRoutes(deps: AppDeps) {
             nextCursor: page.hasMore && last ? encodeKeyCursor(last.name) : null,
             hasMore: page.hasMore,
             total: page.total,
+            eventNames: page.items.map((n) => n.name),
           },
         };
       },

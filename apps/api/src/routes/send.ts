@@ -4,6 +4,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
+import { MAILBOX_MAX_LENGTH, MailboxString } from '@mailroom/core';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { acceptSend, ATTACHMENT_LIMITS } from '../services/send';
@@ -13,7 +14,9 @@ const Mailbox = Type.Object(
   { name: Type.Optional(Type.String({ maxLength: 200 })), email: EmailAddress },
   { additionalProperties: false, description: '{ name, email }' },
 );
-const Address = Type.Union([EmailAddress, Mailbox], { description: 'an email address or { name, email }' });
+const Address = Type.Union([MailboxString, Mailbox], {
+  description: 'an email address, a mailbox string such as "Ann <ann@example.com>", or { name, email }',
+});
 
 const Attachment = Type.Object(
   {
@@ -28,14 +31,20 @@ const Attachment = Type.Object(
 export const SendBody = Type.Object(
   {
     to: Type.Union([Address, Type.Array(Address, { minItems: 1, maxItems: 100 })], {
-      description: 'an email address, { name, email }, or an array of up to 100 of them',
+      description: 'an email address, a mailbox string ("Ann <ann@example.com>"), { name, email }, or an array of up to 100 of them',
     }),
     subject: Type.Optional(Type.String({ minLength: 1, maxLength: 998 })),
     body: Type.Optional(Type.String({ minLength: 1, maxLength: 2_000_000, description: 'HTML (or Markdown with type=markdown)' })),
     template: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'template id' })),
     from: Type.Optional(Address),
-    name: Type.Optional(Type.String({ maxLength: 200, description: 'sender display name' })),
-    reply: Type.Optional(EmailAddress),
+    name: Type.Optional(Type.String({ maxLength: 200, description: 'sender display name; wins over a display name given in `from`' })),
+    reply: Type.Optional(
+      Type.String({
+        format: 'mailbox',
+        maxLength: MAILBOX_MAX_LENGTH,
+        description: 'reply-to: an email address or a mailbox string such as "Support <help@example.com>" (the name is kept)',
+      }),
+    ),
     subscribed: Type.Optional(Type.Boolean({ description: 'marketing subscription; default false for new contacts, unchanged for existing ones' })),
     data: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), {

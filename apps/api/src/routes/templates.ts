@@ -1,32 +1,48 @@
 /**
  * Templates: `POST/GET/PATCH/DELETE /templates[/{id}]`. The list carries both forms of API.md: keyset
  * (`items`, `nextCursor`, `hasMore`, `total`) and the reference page form (`templates`, `page`, `pageSize`,
- * `totalPages`); `page` is accepted instead of `cursor`.
+ * `totalPages`); `page` (and Plunk's `pageSize`) is accepted instead of `cursor`.
+ *
+ * Plunk v2 compatibility: `description` is stored and answered; `from` and `replyTo` may be mailbox strings
+ * (`Acme <hello@acme.com>`): the display name of `from` becomes `fromName` unless `fromName` is given, and the
+ * reply-to keeps its name.
  *
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { decodeCursor, encodeCursor, notFound, templateSyntaxErrors, validationError } from '@mailroom/core';
+import { decodeCursor, encodeCursor, formatMailbox, MAILBOX_MAX_LENGTH, notFound, parseMailbox, senderFromMailbox, templateSyntaxErrors, validationError } from '@mailroom/core';
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate, type TemplateRow } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { Deleted, EmailAddress, IdParams, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
+import { Deleted, IdParams, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 
 const TemplateType = StringEnum(['TRANSACTIONAL', 'MARKETING'] as const, 'TRANSACTIONAL or MARKETING');
 
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
+  description: Nullable(Type.String({ maxLength: 2000, description: "free text for people (Plunk v2's field); never rendered" })),
   subject: Type.String({ minLength: 1, maxLength: 998, description: 'subject template' }),
   body: Type.String({ minLength: 1, maxLength: 2_000_000, description: 'HTML body template: {{var}} escaped, {{{var}}} raw, {{var ?? default}}' }),
   type: TemplateType,
-  from: Nullable(EmailAddress),
-  fromName: Nullable(Type.String({ maxLength: 200 })),
-  replyTo: Nullable(EmailAddress),
+  from: Nullable(
+    Type.String({
+      format: 'mailbox',
+      maxLength: MAILBOX_MAX_LENGTH,
+      description:
+        'sender address, or a mailbox string such as "Acme <hello@acme.com>" (Plunk v2\'s form): the display name becomes fromName ' +
+        'unless fromName is given. An internationalised domain is stored in punycode',
+    }),
+  ),
+  fromName: Nullable(Type.String({ maxLength: 200, description: 'sender name; wins over a display name in from' })),
+  replyTo: Nullable(
+    Type.String({ format: 'mailbox', maxLength: MAILBOX_MAX_LENGTH, description: 'reply-to address, or a mailbox string such as "Support <help@acme.com>" (kept with its name)' }),
+  ),
 };
 
 const CreateTemplate = Type.Object(
   {
     name: fields.name,
+    description: Type.Optional(fields.description),
     subject: fields.subject,
     body: fields.body,
     type: Type.Optional(fields.type),
@@ -40,11 +56,13 @@ const UpdateTemplate = Type.Partial(Type.Object(fields), { additionalProperties:
 
 const Template = Type.Object({
   id: Type.String(),
+  projectId: Type.String({ description: "the template's project (Plunk's field)" }),
   name: Type.String(),
+  description: Nullable(Type.String()),
   subject: Type.String(),
   body: Type.String(),
   type: TemplateType,
-  from: Nullable(Type.String()),
+  from: Nullable(Type.String({ description: 'the sender address (its display name is in fromName)' })),
   fromName: Nullable(Type.String()),
   replyTo: Nullable(Type.String()),
   createdAt: Timestamp,
@@ -55,8 +73,9 @@ const ListQuery = Type.Object(
   {
     ...PageQuery,
     page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: 'page number, instead of cursor' })),
+    pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "Plunk's name for `limit`" })),
     type: Type.Optional(TemplateType),
-    search: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'case-insensitive match in name or subject' })),
+    search: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'case-insensitive match in name, description or subject' })),
   },
   { additionalProperties: false },
 );
@@ -73,7 +92,9 @@ const TemplateList = Type.Object({
 function present(t: TemplateRow): Static<typeof Template> {
   return {
     id: t.id,
+    projectId: t.projectId,
     name: t.name,
+    description: t.description,
     subject: t.subject,
     body: t.body,
     type: t.type,
@@ -88,6 +109,24 @@ function present(t: TemplateRow): Static<typeof Template> {
 function checkSyntax(input: { subject?: string; body?: string }): void {
   const errors = templateSyntaxErrors({ subject: input.subject, body: input.body });
   if (errors.length) throw validationError(errors);
+}
+
+/**
+ * Reads mailbox strings into the stored columns: `from` keeps the bare (normalised) address and its display name
+ * becomes `fromName` unless the request names `fromName` itself; `replyTo` is kept as a normalised mailbox string.
+ */
+function senderColumns<T extends { from?: string | null; fromName?: string | null; replyTo?: string | null }>(input: T): T {
+  const out = { ...input };
+  if (typeof input.from === 'string') {
+    const sender = senderFromMailbox(input.from, input.fromName);
+    out.from = sender.email;
+    if (sender.name !== undefined) out.fromName = sender.name;
+  }
+  if (typeof input.replyTo === 'string') {
+    const parsed = parseMailbox(input.replyTo);
+    if (parsed.ok) out.replyTo = formatMailbox(parsed.mailbox);
+  }
+  return out;
 }
 
 /** Routes of this module. */
@@ -107,7 +146,7 @@ export function templateRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 422, 429],
       handler: async ({ body, auth }) => {
         checkSyntax(body);
-        const row = await createTemplate(db, auth.projectId, { ...body, type: body.type ?? 'TRANSACTIONAL' });
+        const row = await createTemplate(db, auth.projectId, { ...senderColumns(body), type: body.type ?? 'TRANSACTIONAL' });
         return { data: present(row) };
       },
     }),
@@ -124,7 +163,8 @@ export function templateRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
         const afterId = query.cursor ? decodeCursor(query.cursor) : undefined;
-        const result = await listTemplates(db, auth.projectId, { limit: query.limit, afterId, page: query.page, type: query.type, search: query.search });
+        const limit = query.pageSize ?? query.limit;
+        const result = await listTemplates(db, auth.projectId, { limit, afterId, page: query.page, type: query.type, search: query.search });
         const items = result.items.map(present);
         const last = result.items[result.items.length - 1];
         return {
@@ -134,9 +174,9 @@ export function templateRoutes(deps: AppDeps) {
             hasMore: result.hasMore,
             total: result.total,
             templates: items,
-            page: Math.floor(result.before / query.limit) + 1,
-            pageSize: query.limit,
-            totalPages: Math.ceil(result.total / query.limit),
+            page: Math.floor(result.before / limit) + 1,
+            pageSize: limit,
+            totalPages: Math.ceil(result.total / limit),
           },
         };
       },
@@ -164,7 +204,9 @@ export function templateRoutes(deps: AppDeps) {
       operationId: 'updateTemplate',
       tag: 'Templates',
       summary: 'Update a template',
-      description: 'Fields not sent are unchanged; null clears from, fromName or replyTo. Emails already queued keep the content they were accepted with.',
+      description:
+        'Fields not sent are unchanged; null clears description, from, fromName or replyTo. A mailbox string in from sets fromName ' +
+        'too, unless fromName is sent. Emails already queued keep the content they were accepted with.',
       auth: 'secret',
       params: IdParams,
       body: UpdateTemplate,
@@ -173,7 +215,7 @@ export function templateRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 422, 429],
       handler: async ({ params, body, auth }) => {
         checkSyntax(body);
-        const row = await updateTemplate(db, auth.projectId, params.id, body);
+        const row = await updateTemplate(db, auth.projectId, params.id, senderColumns(body));
         if (!row) throw notFound('Template');
         return { data: present(row) };
       },

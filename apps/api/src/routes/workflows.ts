@@ -6,6 +6,12 @@
  * `POST /workflows/{id}/executions`, `POST /workflows/{id}/executions/{executionId}/cancel`); and the project's
  * signing secret of WEBHOOK steps (`GET /workflows/webhook-secret`).
  *
+ * Plunk v2's workflow model is accepted beside ours (API.md "Plunk v2 compatibility"; the mapping is in
+ * `@mailroom/core` workflows-plunk): `eventName` / `triggerType` / `triggerConfig`, steps with `position`,
+ * `templateId` and `autoConnect`, transitions with `condition` / `waitOutcome` / `priority` (the trigger is
+ * `fromStepId: null` or the workflow's own id), Plunk's step configurations, `page`/`pageSize`, and
+ * `DELETE …/executions/{id}` to cancel; answers carry Plunk's field names beside ours.
+ *
  * Rules:
  * - A workflow is created disabled. Enabling it checks its whole graph (one trigger transition, reachable steps,
  *   complete branches, no cycle without a delay, templates of this project with a verified sender); an enabled
@@ -19,15 +25,21 @@
 import { Type, type Static } from '@sinclair/typebox';
 import {
   AppError,
+  autoConnectBranches,
   branchesOf,
   EmailAddress,
   enqueueExecutions,
   ErrorCode,
   EXECUTION_STATUSES,
+  fromPlunkStepConfig,
   graphProblems,
   newWebhookSecret,
   notFound,
   parseStepConfig,
+  plunkTransitionFields,
+  plunkTriggerConfig,
+  resolveBranch,
+  resolveTrigger,
   STEP_RUN_STATUSES,
   validationError,
   webhookUrlProblem,
@@ -41,6 +53,7 @@ import {
 } from '@mailroom/core';
 import {
   cancelExecution,
+  contactEmails,
   createWorkflow,
   deleteStep,
   deleteTransition,
@@ -59,6 +72,7 @@ import {
   loadWorkflowGraph,
   replaceGraph,
   startManualExecution,
+  stepSummaries,
   touchWorkflow,
   updateStep,
   updateWorkflow,
@@ -74,7 +88,21 @@ import {
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { senderError } from '../services/sender';
-import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
+import {
+  cursorId,
+  Deleted,
+  IdParams,
+  keysetPage,
+  Nullable,
+  PageFields,
+  PageQuery,
+  plunkPageFields,
+  PlunkPageFields,
+  PlunkPageQuery,
+  resolvePaging,
+  StringEnum,
+  Timestamp,
+} from './common';
 
 const EventName = Type.String({ minLength: 1, maxLength: 255, pattern: '^\\S(.*\\S)?$', description: 'a custom event name, or a system event: contact.subscribed, contact.unsubscribed, email.opened, segment.<name>.entry, …' });
 
@@ -88,6 +116,13 @@ const TriggerInput = Type.Object(
 
 const Trigger = Type.Object({ type: StringEnum(['EVENT', 'MANUAL'] as const), event: Nullable(Type.String()) });
 
+/** Plunk's trigger fields, accepted instead of `trigger`. */
+const PlunkTriggerInput = {
+  eventName: Type.Optional(Type.String({ description: "Plunk's form of `trigger: {type: EVENT, event}`" })),
+  triggerType: Type.Optional(Type.String({ description: "Plunk's form: EVENT or MANUAL (SCHEDULE is refused, 422)" })),
+  triggerConfig: Type.Optional(Type.Unknown({ description: "Plunk's form: `{eventName}` of an EVENT trigger, or null" })),
+};
+
 const Workflow = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -95,6 +130,8 @@ const Workflow = Type.Object({
   trigger: Trigger,
   allowReentry: Type.Boolean({ description: 'false: a contact enters at most once; true: once per trigger event (or manual start)' }),
   enabled: Type.Boolean(),
+  triggerType: StringEnum(['EVENT', 'MANUAL'] as const, "Plunk's name for trigger.type"),
+  triggerConfig: Nullable(Type.Object({ eventName: Type.String() }, { description: "Plunk's form of trigger.event" })),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -107,14 +144,24 @@ const StepConfigField = Type.Record(Type.String(), Type.Unknown(), {
     'By type. SEND_EMAIL `{templateId, from?, fromName?, replyTo?, data?}`; DELAY `{amount, unit}` (seconds, minutes, hours, days, weeks; ' +
     'at most a year); WAIT_FOR_EVENT `{event, timeout: {amount, unit}}`; CONDITION `{filter}` (the segment language, plus ' +
     '`context.<path>`, e.g. `context.trigger.data.plan`); WEBHOOK `{url, method?, headers?, body?, timeoutMs?, retries?}`; ' +
-    'UPDATE_CONTACT `{data?, subscribed?}`; EXIT `{reason?}`.',
+    'UPDATE_CONTACT `{data?, subscribed?}`; EXIT `{reason?}`. Plunk\'s forms are accepted and stored in ours: WAIT_FOR_EVENT ' +
+    '`{eventName, timeout: seconds}` (no timeout: one year); CONDITION `{field, operator, value}` (`contact.email`, ' +
+    '`contact.subscribed`, `data.x`, `event.x` = the trigger\'s data; `notEquals`/`notContains` need the value to exist; ' +
+    '`mode: multi` is refused); UPDATE_CONTACT `{updates, subscriptionAction}`; WEBHOOK `body` as a JSON value (its ' +
+    '`{{email}}`, `{{data.x}}`, `{{event.x}}` become `{{contact.email}}`, `{{contact.data.x}}`, `{{trigger.x}}`); ' +
+    'SEND_EMAIL `recipient: {type: CONTACT}` (CUSTOM is refused).',
 });
+
+const Position = Type.Record(Type.String(), Type.Unknown(), { description: 'where an editor draws the step (Plunk\'s `{x, y}`); stored, never read by the engine' });
 
 const Step = Type.Object({
   id: Type.String(),
+  workflowId: Type.String(),
   type: StepType,
   name: Type.String(),
   config: Type.Record(Type.String(), Type.Unknown()),
+  position: Nullable(Position),
+  templateId: Nullable(Type.String({ description: "Plunk's field: config.templateId of a SEND_EMAIL step, else null" })),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -124,9 +171,16 @@ const Transition = Type.Object({
   fromStepId: Nullable(Type.String({ description: 'null: from the trigger' })),
   toStepId: Type.String(),
   branch: Branch,
+  condition: Nullable(Type.Object({ branch: Type.String() }, { description: "Plunk's form of a yes/no branch" })),
+  waitOutcome: Nullable(StringEnum(['EVENT', 'TIMEOUT'] as const, "Plunk's form of an event/timeout branch")),
+  priority: Type.Integer({ description: "Plunk's field (0; 1 for timeout): branches are exclusive, so it orders nothing" }),
 });
 
-const WorkflowDetail = Type.Composite([Workflow, Type.Object({ steps: Type.Array(Step), transitions: Type.Array(Transition) })]);
+const GraphStep = Type.Composite([Step, Type.Object({ outgoingTransitions: Type.Array(Transition), incomingTransitions: Type.Array(Transition) })]);
+
+const WorkflowDetail = Type.Composite([Workflow, Type.Object({ steps: Type.Array(GraphStep), transitions: Type.Array(Transition) })]);
+
+const StepSummary = Type.Object({ id: Type.String(), name: Type.String(), type: StepType });
 
 const Execution = Type.Object({
   id: Type.String(),
@@ -142,6 +196,9 @@ const Execution = Type.Object({
   startedAt: Timestamp,
   updatedAt: Timestamp,
   finishedAt: Nullable(Timestamp),
+  completedAt: Nullable(Timestamp),
+  currentStep: Nullable(StepSummary),
+  contact: Nullable(Type.Object({ id: Type.String(), email: Type.String() })),
 });
 
 const StepRun = Type.Object({
@@ -157,34 +214,77 @@ const StepRun = Type.Object({
   finishedAt: Nullable(Timestamp),
 });
 
-const ExecutionDetail = Type.Composite([Execution, Type.Object({ steps: Type.Array(StepRun) })]);
+const StepExecution = Type.Composite([
+  StepRun,
+  Type.Object({ executionId: Type.String(), completedAt: Nullable(Timestamp), step: Nullable(StepSummary) }),
+]);
+
+const ExecutionDetail = Type.Composite([
+  Execution,
+  Type.Object({ steps: Type.Array(StepRun), stepExecutions: Type.Array(StepExecution, { description: "Plunk's name for `steps`, each with its step's id, name and type" }) }),
+]);
 
 function presentWorkflow(w: WorkflowRow): Static<typeof Workflow> {
+  const trigger = { type: w.triggerType, event: w.triggerEvent };
   return {
     id: w.id,
     name: w.name,
     description: w.description,
-    trigger: { type: w.triggerType, event: w.triggerEvent },
+    trigger,
     allowReentry: w.allowReentry,
     enabled: w.enabled,
+    triggerType: w.triggerType,
+    triggerConfig: plunkTriggerConfig(trigger),
     createdAt: w.createdAt.toISOString(),
     updatedAt: w.updatedAt.toISOString(),
   };
 }
 
 function presentStep(s: WorkflowStepRow): Static<typeof Step> {
-  return { id: s.id, type: s.type, name: s.name, config: s.config, createdAt: s.createdAt.toISOString(), updatedAt: s.updatedAt.toISOString() };
+  return {
+    id: s.id,
+    workflowId: s.workflowId,
+    type: s.type,
+    name: s.name,
+    config: s.config,
+    position: s.position,
+    templateId: s.type === 'SEND_EMAIL' ? ((s.config.templateId as string | undefined) ?? null) : null,
+    createdAt: s.createdAt.toISOString(),
+    updatedAt: s.updatedAt.toISOString(),
+  };
 }
 
 function presentTransition(t: WorkflowTransitionRow): Static<typeof Transition> {
-  return { id: t.id, fromStepId: t.fromStepId, toStepId: t.toStepId, branch: t.branch as WorkflowBranch };
+  const branch = t.branch as WorkflowBranch;
+  return { id: t.id, fromStepId: t.fromStepId, toStepId: t.toStepId, branch, ...plunkTransitionFields(branch) };
 }
 
 function presentGraph(g: WorkflowGraph): Static<typeof WorkflowDetail> {
-  return { ...presentWorkflow(g.workflow), steps: g.steps.map(presentStep), transitions: g.transitions.map(presentTransition) };
+  const transitions = g.transitions.map(presentTransition);
+  return {
+    ...presentWorkflow(g.workflow),
+    steps: g.steps.map((s) => ({
+      ...presentStep(s),
+      outgoingTransitions: transitions.filter((t) => t.fromStepId === s.id),
+      incomingTransitions: transitions.filter((t) => t.toStepId === s.id),
+    })),
+    transitions,
+  };
 }
 
-function presentExecution(x: ExecutionRow): Static<typeof Execution> {
+/** What execution answers show of steps and contacts (Plunk's `currentStep`, `contact`, `stepExecutions[].step`). */
+interface ExecutionLookups {
+  steps: Map<string, Static<typeof StepSummary>>;
+  emails: Map<string, string>;
+}
+
+async function executionLookups(projectId: string, workflowId: string, rows: ExecutionRow[], db: DbOrTx): Promise<ExecutionLookups> {
+  const [steps, emails] = await Promise.all([stepSummaries(db, projectId, workflowId), contactEmails(db, projectId, rows.map((x) => x.contactId))]);
+  return { steps, emails };
+}
+
+function presentExecution(x: ExecutionRow, look: ExecutionLookups): Static<typeof Execution> {
+  const email = look.emails.get(x.contactId);
   return {
     id: x.id,
     workflowId: x.workflowId,
@@ -199,6 +299,9 @@ function presentExecution(x: ExecutionRow): Static<typeof Execution> {
     startedAt: x.createdAt.toISOString(),
     updatedAt: x.updatedAt.toISOString(),
     finishedAt: x.finishedAt?.toISOString() ?? null,
+    completedAt: x.finishedAt?.toISOString() ?? null,
+    currentStep: (x.currentStepId && look.steps.get(x.currentStepId)) || null,
+    contact: email === undefined ? null : { id: x.contactId, email },
   };
 }
 
@@ -217,11 +320,15 @@ function presentRun(r: StepRunRow): Static<typeof StepRun> {
   };
 }
 
-/** The stored trigger columns of a trigger input. @throws 422 naming `trigger.event`. */
-function triggerColumns(t: Static<typeof TriggerInput>): { triggerType: 'EVENT' | 'MANUAL'; triggerEvent: string | null } {
-  if (t.type === 'EVENT' && !t.event) throw validationError([{ field: 'trigger.event', message: 'is required for an EVENT trigger', code: 'invalid_type' }]);
-  if (t.type === 'MANUAL' && t.event !== undefined) throw validationError([{ field: 'trigger.event', message: 'applies to EVENT triggers only', code: 'unrecognized_keys' }]);
-  return { triggerType: t.type, triggerEvent: t.type === 'EVENT' ? t.event! : null };
+function presentStepExecution(r: StepRunRow, look: ExecutionLookups): Static<typeof StepExecution> {
+  const run = presentRun(r);
+  return { ...run, executionId: r.executionId, completedAt: run.finishedAt, step: (r.stepId && look.steps.get(r.stepId)) || null };
+}
+
+/** The stored trigger columns of a request's trigger (ours or Plunk's). @throws 422 naming the field. */
+function triggerColumns(body: Parameters<typeof resolveTrigger>[0], current?: WorkflowRow): { triggerType: 'EVENT' | 'MANUAL'; triggerEvent: string | null } | undefined {
+  const t = resolveTrigger(body, current && { type: current.triggerType, event: current.triggerEvent });
+  return t && { triggerType: t.type, triggerEvent: t.event };
 }
 
 /**
@@ -334,14 +441,25 @@ export function workflowRoutes(deps: AppDeps) {
       operationId: 'listWorkflows',
       tag: 'Workflows',
       summary: 'List workflows, newest first',
+      description: "Pages by `cursor`, or by Plunk's `page`/`pageSize` (at most 10,000 rows deep); the answer carries Plunk's `workflows`, `page`, `pageSize` and `totalPages` beside `items`.",
       auth: 'secret',
-      query: Type.Object({ ...PageQuery, enabled: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
-      response: Type.Object({ items: Type.Array(Workflow), ...PageFields }),
+      query: Type.Object(
+        {
+          ...PageQuery,
+          ...PlunkPageQuery,
+          enabled: Type.Optional(Type.Boolean()),
+          search: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'part of the name or description, any case' })),
+        },
+        { additionalProperties: false },
+      ),
+      response: Type.Object({ items: Type.Array(Workflow), ...PageFields, workflows: Type.Array(Workflow, { description: "Plunk's name for `items`" }), ...PlunkPageFields }),
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const page = await listWorkflows(db, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor), enabled: query.enabled });
-        return { data: keysetPage(page, presentWorkflow, page.total) };
+        const paging = resolvePaging(query);
+        const page = await listWorkflows(db, auth.projectId, { limit: paging.limit, offset: paging.offset, beforeId: cursorId(query.cursor), enabled: query.enabled, search: query.search });
+        const body = keysetPage(page, presentWorkflow, page.total);
+        return { data: { ...body, workflows: body.items, ...plunkPageFields(page.total, paging.page, paging.limit) } };
       },
     }),
     route({
@@ -350,13 +468,18 @@ export function workflowRoutes(deps: AppDeps) {
       operationId: 'createWorkflow',
       tag: 'Workflows',
       summary: 'Create a workflow (disabled)',
+      description:
+        "`trigger` is required, or Plunk's `eventName` (an EVENT trigger) or `triggerType` + `triggerConfig: {eventName}`. " +
+        "Plunk's `enabled: false` is accepted; `enabled: true` is refused (422): add steps, then enable with PATCH.",
       auth: 'secret',
       body: Type.Object(
         {
           name: Type.String({ minLength: 1, maxLength: 200 }),
           description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
-          trigger: TriggerInput,
+          trigger: Type.Optional(TriggerInput),
+          ...PlunkTriggerInput,
           allowReentry: Type.Optional(Type.Boolean({ default: false })),
+          enabled: Type.Optional(Type.Boolean({ description: 'false only: a workflow is created disabled' })),
         },
         { additionalProperties: false },
       ),
@@ -365,7 +488,10 @@ export function workflowRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 413, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, db: tx }) => {
-        const w = await createWorkflow(tx, auth.projectId, { name: body.name, description: body.description, allowReentry: body.allowReentry, ...triggerColumns(body.trigger) });
+        if (body.enabled === true) throw validationError([{ field: 'enabled', message: 'a workflow is created disabled: add its steps, then PATCH enabled: true', code: 'custom' }]);
+        const trigger = triggerColumns(body);
+        if (!trigger) throw validationError([{ field: 'trigger', message: 'is required (or Plunk\'s eventName, or triggerType with triggerConfig)', code: 'invalid_type' }]);
+        const w = await createWorkflow(tx, auth.projectId, { name: body.name, description: body.description, allowReentry: body.allowReentry, ...trigger });
         return { data: presentGraph({ workflow: w, steps: [], transitions: [] }) };
       },
     }),
@@ -394,7 +520,9 @@ export function workflowRoutes(deps: AppDeps) {
       summary: 'Update a workflow; enable or disable it',
       description:
         '`enabled: true` checks the whole graph and the SEND_EMAIL steps\' templates and senders (422 listing every problem). ' +
-        '`enabled: false` stops new executions; executions in flight run to their end (cancel them to stop them).',
+        '`enabled: false` stops new executions; executions in flight run to their end (cancel them to stop them). ' +
+        "Plunk's `triggerType` / `triggerConfig: {eventName}` (or `eventName`) are accepted instead of `trigger`; `triggerType: EVENT` " +
+        'alone keeps the event name of an EVENT workflow.',
       auth: 'secret',
       params: IdParams,
       body: Type.Object(
@@ -402,6 +530,7 @@ export function workflowRoutes(deps: AppDeps) {
           name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
           description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
           trigger: Type.Optional(TriggerInput),
+          ...PlunkTriggerInput,
           allowReentry: Type.Optional(Type.Boolean()),
           enabled: Type.Optional(Type.Boolean()),
         },
@@ -411,8 +540,8 @@ export function workflowRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 413, 422, 429],
       handler: async ({ params, body, auth }) => {
-        const patch = { name: body.name, description: body.description, allowReentry: body.allowReentry, enabled: body.enabled, ...(body.trigger ? triggerColumns(body.trigger) : {}) };
         await graphChange(auth.projectId, params.id, async (tx, w) => {
+          const patch = { name: body.name, description: body.description, allowReentry: body.allowReentry, enabled: body.enabled, ...triggerColumns(body, w) };
           if (body.enabled === true && !w.enabled) {
             const g = (await loadWorkflowGraph(tx, auth.projectId, params.id))!;
             const errors = [...storedGraphErrors(g), ...(await stepRefErrors(tx, auth.projectId, g.steps, allowPrivate))];
@@ -446,16 +575,50 @@ export function workflowRoutes(deps: AppDeps) {
       operationId: 'addWorkflowStep',
       tag: 'Workflows',
       summary: 'Add a step',
-      description: 'Connect it with `POST /workflows/{id}/transitions`. On an enabled workflow an unconnected step is refused (422): disable it first, or use `PUT /workflows/{id}/graph`.',
+      description:
+        'Connect it with `POST /workflows/{id}/transitions`, or with `autoConnect: true` (Plunk\'s default when `position` is ' +
+        'given): from the last step that leads nowhere (or the trigger when nothing leaves it) — by `yes` from a CONDITION, by ' +
+        '`event` and `timeout` from a WAIT_FOR_EVENT. On an enabled workflow an unconnected step is refused (422): disable it ' +
+        'first, or use `PUT /workflows/{id}/graph`. Plunk\'s step-level `templateId` is a SEND_EMAIL\'s `config.templateId`; its ' +
+        'TRIGGER type is refused (the trigger is the workflow\'s own).',
       auth: 'secret',
       params: IdParams,
-      body: Type.Object({ type: StepType, name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), config: StepConfigField }, { additionalProperties: false }),
+      body: Type.Object(
+        {
+          type: StringEnum([...WORKFLOW_STEP_TYPES, 'TRIGGER'] as const),
+          name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+          config: StepConfigField,
+          position: Type.Optional(Nullable(Position)),
+          templateId: Type.Optional(Nullable(Type.String({ format: 'uuid', description: "Plunk's form of config.templateId (SEND_EMAIL)" }))),
+          autoConnect: Type.Optional(Type.Boolean({ description: 'connect from the last open step (default: true when `position` is given, as in Plunk; else false)' })),
+        },
+        { additionalProperties: false },
+      ),
       response: Step,
       status: 201,
       errors: [400, 401, 403, 404, 413, 422, 429],
       handler: async ({ params, body, auth }) => {
-        const config = await checkStep(db, auth.projectId, body.type, body.config, 'config', allowPrivate);
-        const step = await graphChange(auth.projectId, params.id, (tx) => insertStep(tx, auth.projectId, params.id, { type: body.type, name: body.name ?? body.type, config }));
+        if (body.type === 'TRIGGER') {
+          throw validationError([{ field: 'type', message: 'the trigger is the workflow\'s own (trigger, or Plunk\'s eventName/triggerType); connect from it with fromStepId null', code: 'custom' }]);
+        }
+        const type = body.type;
+        const config = await checkStep(db, auth.projectId, type, fromPlunkStepConfig(type, body.config, 'config', body.templateId), 'config', allowPrivate);
+        const autoConnect = body.autoConnect ?? body.position !== undefined;
+        const step = await graphChange(auth.projectId, params.id, async (tx) => {
+          const g = autoConnect ? (await loadWorkflowGraph(tx, auth.projectId, params.id))! : undefined;
+          const row = await insertStep(tx, auth.projectId, params.id, { type, name: body.name ?? type, config, position: body.position });
+          if (g) {
+            // Plunk's autoConnect: the last step (in creation order) that leads nowhere, the trigger counting first.
+            const open: (WorkflowStepRow | null)[] = g.transitions.some((t) => t.fromStepId === null) ? [] : [null];
+            open.push(...g.steps.filter((s) => s.type !== 'EXIT' && !g.transitions.some((t) => t.fromStepId === s.id)));
+            const from = open[open.length - 1];
+            if (from !== undefined) {
+              const branches = from === null ? (['next'] as const) : autoConnectBranches(from.type);
+              for (const branch of branches) await insertTransition(tx, auth.projectId, params.id, { fromStepId: from?.id ?? null, toStepId: row.id, branch });
+            }
+          }
+          return row;
+        });
         return { data: presentStep(step) };
       },
     }),
@@ -464,19 +627,34 @@ export function workflowRoutes(deps: AppDeps) {
       path: '/workflows/:id/steps/:stepId',
       operationId: 'updateWorkflowStep',
       tag: 'Workflows',
-      summary: 'Change a step\'s name or configuration',
-      description: 'The type cannot change (delete the step and add another). Executions waiting at the step keep the wait they started.',
+      summary: 'Change a step\'s name, configuration or position',
+      description:
+        'The type cannot change (delete the step and add another). Executions waiting at the step keep the wait they started. ' +
+        "Plunk's `templateId` changes a SEND_EMAIL's `config.templateId` (null is refused: a SEND_EMAIL needs a template).",
       auth: 'secret',
       params: StepParams,
-      body: Type.Object({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), config: Type.Optional(StepConfigField) }, { additionalProperties: false, minProperties: 1 }),
+      body: Type.Object(
+        {
+          name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+          config: Type.Optional(StepConfigField),
+          position: Type.Optional(Nullable(Position)),
+          templateId: Type.Optional(Nullable(Type.String({ format: 'uuid', description: "Plunk's form of config.templateId (SEND_EMAIL)" }))),
+        },
+        { additionalProperties: false, minProperties: 1 },
+      ),
       response: Step,
       status: 200,
       errors: [400, 401, 403, 404, 413, 422, 429],
       handler: async ({ params, body, auth }) => {
         const existing = await getStep(db, auth.projectId, params.id, params.stepId);
         if (!existing) throw notFound('Step');
-        const config = body.config === undefined ? undefined : await checkStep(db, auth.projectId, existing.type, body.config, 'config', allowPrivate);
-        const step = await graphChange(auth.projectId, params.id, (tx) => updateStep(tx, auth.projectId, params.id, params.stepId, { name: body.name, config }));
+        if (body.templateId === null && existing.type === 'SEND_EMAIL') {
+          throw validationError([{ field: 'templateId', message: 'a SEND_EMAIL step needs a template', code: 'invalid_type' }]);
+        }
+        const templateId = body.templateId ?? undefined;
+        const source = body.config ?? (templateId !== undefined ? { ...existing.config, templateId: undefined } : undefined);
+        const config = source === undefined ? undefined : await checkStep(db, auth.projectId, existing.type, fromPlunkStepConfig(existing.type, source, 'config', templateId), 'config', allowPrivate);
+        const step = await graphChange(auth.projectId, params.id, (tx) => updateStep(tx, auth.projectId, params.id, params.stepId, { name: body.name, config, position: body.position }));
         if (!step) throw notFound('Step');
         return { data: presentStep(step) };
       },
@@ -506,13 +684,21 @@ export function workflowRoutes(deps: AppDeps) {
       operationId: 'addWorkflowTransition',
       tag: 'Workflows',
       summary: 'Connect two steps (or the trigger to the first step)',
+      description:
+        "Plunk's form is accepted: `fromStepId` may be the workflow's own id (Plunk's TRIGGER step), `condition: {branch: yes|no}` " +
+        'names a CONDITION branch, `waitOutcome: EVENT|TIMEOUT` (or `condition: {branch: event|timeout}`, `condition: {fallback: true}`) ' +
+        'a WAIT_FOR_EVENT branch (without one, the first free of event and timeout); `priority` is accepted and not stored: ' +
+        'branches are exclusive, so there is nothing to order.',
       auth: 'secret',
       params: IdParams,
       body: Type.Object(
         {
-          fromStepId: Nullable(Type.String({ format: 'uuid', description: 'null: from the trigger' })),
+          fromStepId: Nullable(Type.String({ format: 'uuid', description: "null (or, Plunk's form, the workflow's id): from the trigger" })),
           toStepId: Type.String({ format: 'uuid' }),
           branch: Type.Optional(Branch),
+          condition: Type.Optional(Type.Unknown({ description: "Plunk's form: `{branch: yes|no|event|timeout}` or `{fallback: true}` (timeout), or null" })),
+          waitOutcome: Type.Optional(Nullable(StringEnum(['EVENT', 'TIMEOUT'] as const, "Plunk's form of the event/timeout branch"))),
+          priority: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: "Plunk's field; accepted, not stored" })),
         },
         { additionalProperties: false },
       ),
@@ -520,26 +706,29 @@ export function workflowRoutes(deps: AppDeps) {
       status: 201,
       errors: [400, 401, 403, 404, 409, 413, 422, 429],
       handler: async ({ params, body, auth }) => {
-        const branch = body.branch ?? 'next';
+        const fromStepId = body.fromStepId === params.id ? null : body.fromStepId;
         const t = await graphChange(auth.projectId, params.id, async (tx) => {
-          const [from, to] = await Promise.all([
-            body.fromStepId ? getStep(tx, auth.projectId, params.id, body.fromStepId) : Promise.resolve(null),
+          const [from, to, g] = await Promise.all([
+            fromStepId ? getStep(tx, auth.projectId, params.id, fromStepId) : Promise.resolve(null),
             getStep(tx, auth.projectId, params.id, body.toStepId),
+            loadWorkflowGraph(tx, auth.projectId, params.id),
           ]);
+          const taken = g!.transitions.filter((e) => e.fromStepId === (fromStepId ?? null)).map((e) => e.branch);
+          const branch = from === undefined ? (body.branch ?? 'next') : resolveBranch({ ...body, waitOutcome: body.waitOutcome ?? undefined }, from ? from.type : null, taken);
+          const branchField = body.branch ? 'branch' : body.waitOutcome ? 'waitOutcome' : body.condition ? 'condition.branch' : 'branch';
           const errors: FieldError[] = [];
           if (from === undefined) errors.push({ field: 'fromStepId', message: 'no such step in this workflow', code: 'custom' });
           if (!to) errors.push({ field: 'toStepId', message: 'no such step in this workflow', code: 'custom' });
           const allowed = from ? branchesOf(from.type) : from === null ? (['next'] as const) : WORKFLOW_BRANCHES;
           if (!allowed.includes(branch)) {
             const message = allowed.length === 0 ? 'an EXIT step has no outgoing transitions' : `must be one of ${allowed.join(', ')} ${from ? `for a ${from.type} step` : 'from the trigger'}`;
-            errors.push({ field: 'branch', message, code: 'custom' });
+            errors.push({ field: branchField, message, code: 'custom' });
           }
           if (errors.length > 0) throw validationError(errors);
-          const g = (await loadWorkflowGraph(tx, auth.projectId, params.id))!;
-          if (g.transitions.some((e) => e.fromStepId === (body.fromStepId ?? null) && e.branch === branch)) {
-            throw new AppError(ErrorCode.CONFLICT, `There is already a ${branch} transition from ${body.fromStepId ?? 'the trigger'}; delete it first`);
+          if (taken.includes(branch)) {
+            throw new AppError(ErrorCode.CONFLICT, `There is already a ${branch} transition from ${fromStepId ?? 'the trigger'}; delete it first`);
           }
-          return insertTransition(tx, auth.projectId, params.id, { fromStepId: body.fromStepId, toStepId: body.toStepId, branch });
+          return insertTransition(tx, auth.projectId, params.id, { fromStepId, toStepId: body.toStepId, branch });
         });
         return { data: presentTransition(t) };
       },
@@ -580,7 +769,14 @@ export function workflowRoutes(deps: AppDeps) {
         {
           steps: Type.Array(
             Type.Object(
-              { key: StepKey, id: Type.Optional(Type.String({ format: 'uuid' })), type: StepType, name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), config: StepConfigField },
+              {
+                key: StepKey,
+                id: Type.Optional(Type.String({ format: 'uuid' })),
+                type: StepType,
+                name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+                config: StepConfigField,
+                position: Type.Optional(Nullable(Position)),
+              },
               { additionalProperties: false },
             ),
             { maxItems: 200 },
@@ -605,7 +801,7 @@ export function workflowRoutes(deps: AppDeps) {
         const configs: Record<string, unknown>[] = [];
         for (const [i, s] of body.steps.entries()) {
           try {
-            configs.push(await checkStep(db, auth.projectId, s.type, s.config, `steps.${i}.config`, allowPrivate));
+            configs.push(await checkStep(db, auth.projectId, s.type, fromPlunkStepConfig(s.type, s.config, `steps.${i}.config`), `steps.${i}.config`, allowPrivate));
           } catch (err) {
             if (err instanceof AppError && err.options.errors) errors.push(...err.options.errors);
             else throw err;
@@ -633,7 +829,7 @@ export function workflowRoutes(deps: AppDeps) {
             tx,
             auth.projectId,
             params.id,
-            body.steps.map((s, i) => ({ key: s.key, id: s.id, type: s.type, name: s.name ?? s.type, config: configs[i]! })),
+            body.steps.map((s, i) => ({ key: s.key, id: s.id, type: s.type, name: s.name ?? s.type, config: configs[i]!, position: s.position })),
             body.transitions.map((t) => ({ from: t.from, to: t.to, branch: t.branch ?? 'next' })),
           );
         });
@@ -647,23 +843,35 @@ export function workflowRoutes(deps: AppDeps) {
       operationId: 'listWorkflowExecutions',
       tag: 'Workflows',
       summary: 'List a workflow\'s executions, newest first',
+      description: "Pages by `cursor`, or by Plunk's `page`/`pageSize` (at most 10,000 rows deep); the answer carries Plunk's `executions`, `page`, `pageSize` and `totalPages` beside `items`.",
       auth: 'secret',
       params: IdParams,
       query: Type.Object(
-        { ...PageQuery, status: Type.Optional(StringEnum(EXECUTION_STATUSES)), contactId: Type.Optional(Type.String({ format: 'uuid' })) },
+        { ...PageQuery, ...PlunkPageQuery, status: Type.Optional(StringEnum(EXECUTION_STATUSES)), contactId: Type.Optional(Type.String({ format: 'uuid' })) },
         { additionalProperties: false },
       ),
       response: Type.Object({
         items: Type.Array(Execution),
         ...PageFields,
         totalExact: Type.Boolean({ description: 'false when `total` is a lower bound (more than 10,000 matching executions)' }),
+        executions: Type.Array(Execution, { description: "Plunk's name for `items`" }),
+        ...PlunkPageFields,
       }),
       status: 200,
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, query, auth }) => {
         if (!(await getWorkflow(db, auth.projectId, params.id))) throw notFound('Workflow');
-        const page = await listExecutions(db, auth.projectId, params.id, { limit: query.limit, beforeId: cursorId(query.cursor), status: query.status, contactId: query.contactId });
-        return { data: { ...keysetPage(page, presentExecution, page.total), totalExact: page.totalExact } };
+        const paging = resolvePaging(query);
+        const page = await listExecutions(db, auth.projectId, params.id, {
+          limit: paging.limit,
+          offset: paging.offset,
+          beforeId: cursorId(query.cursor),
+          status: query.status,
+          contactId: query.contactId,
+        });
+        const look = await executionLookups(auth.projectId, params.id, page.items, db);
+        const body = keysetPage(page, (x) => presentExecution(x, look), page.total);
+        return { data: { ...body, totalExact: page.totalExact, executions: body.items, ...plunkPageFields(page.total, paging.page, paging.limit) } };
       },
     }),
     route({
@@ -680,7 +888,8 @@ export function workflowRoutes(deps: AppDeps) {
       handler: async ({ params, auth }) => {
         const found = await getExecution(db, auth.projectId, params.id, params.executionId);
         if (!found) throw notFound('Execution');
-        return { data: { ...presentExecution(found.execution), steps: found.steps.map(presentRun) } };
+        const look = await executionLookups(auth.projectId, params.id, [found.execution], db);
+        return { data: { ...presentExecution(found.execution, look), steps: found.steps.map(presentRun), stepExecutions: found.steps.map((r) => presentStepExecution(r, look)) } };
       },
     }),
     route({
@@ -691,8 +900,8 @@ export function workflowRoutes(deps: AppDeps) {
       summary: 'Start an execution for a contact by hand',
       description:
         'For MANUAL workflows (and EVENT ones, to test them). The workflow must be enabled (409 `INVALID_STATE`). Without ' +
-        're-entry a contact that already entered gets 409 `CONFLICT`. `data` becomes `context.trigger.data`. The execution ' +
-        'runs in the worker; this returns it RUNNING.',
+        're-entry a contact that already entered gets 409 `CONFLICT`. `data` (or Plunk\'s `context`) becomes `context.trigger.data`. ' +
+        'The execution runs in the worker; this returns it RUNNING.',
       auth: 'secret',
       params: IdParams,
       body: Type.Object(
@@ -700,6 +909,7 @@ export function workflowRoutes(deps: AppDeps) {
           contactId: Type.Optional(Type.String({ format: 'uuid' })),
           email: Type.Optional(EmailAddress),
           data: Type.Optional(Type.Record(Type.String({ maxLength: 200 }), Type.Unknown())),
+          context: Type.Optional(Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), { description: "Plunk's name for `data`" })),
         },
         { additionalProperties: false },
       ),
@@ -711,41 +921,47 @@ export function workflowRoutes(deps: AppDeps) {
         if ((body.contactId === undefined) === (body.email === undefined)) {
           throw validationError([{ field: 'contactId', message: 'give either `contactId` or `email`', code: 'invalid_type' }]);
         }
+        if (body.data !== undefined && body.context !== undefined) {
+          throw validationError([{ field: 'context', message: 'give either `data` or Plunk\'s `context`, not both', code: 'custom' }]);
+        }
         const w = await getWorkflow(tx, auth.projectId, params.id);
         if (!w) throw notFound('Workflow');
         if (!w.enabled) throw new AppError(ErrorCode.INVALID_STATE, 'The workflow is disabled; enable it (PATCH enabled: true) to start executions');
         const contact = body.contactId ? await getContact(tx, auth.projectId, body.contactId) : await findContactByEmail(tx, auth.projectId, body.email!);
         if (!contact) throw validationError([{ field: body.contactId ? 'contactId' : 'email', message: 'no such contact in this project', code: 'custom' }]);
-        const started = await startManualExecution(tx, w, contact.id, body.data ?? {});
+        const started = await startManualExecution(tx, w, contact.id, body.data ?? body.context ?? {});
         if (!started.ok) throw new AppError(ErrorCode.CONFLICT, 'The contact already entered this workflow and it does not allow re-entry');
         afterCommit(async () => {
           await enqueueExecutions(deps.workflowQueue, [started.execution], log);
           await announceWebhookDeliveries(deps.webhookQueue, deps.config, started.deliveries, log);
         });
-        return { data: presentExecution(started.execution) };
+        return { data: presentExecution(started.execution, await executionLookups(auth.projectId, params.id, [started.execution], tx)) };
       },
     }),
-    route({
-      method: 'post',
-      path: '/workflows/:id/executions/:executionId/cancel',
-      operationId: 'cancelWorkflowExecution',
-      tag: 'Workflows',
-      summary: 'Cancel an execution',
-      description:
-        'RUNNING or WAITING → CANCELLED, for good: no timeout, event or retried job moves it again. A step in flight loses its ' +
-        'effect (its email or contact change is rolled back), except a WEBHOOK call already made. A final execution gives 409 `INVALID_STATE`.',
-      auth: 'secret',
-      params: ExecutionParams,
-      response: Execution,
-      status: 200,
-      errors: [400, 401, 403, 404, 409, 429],
-      handler: async ({ params, auth, log }) => {
-        const r = await deps.database.db.transaction((tx) => cancelExecution(tx, auth.projectId, params.id, params.executionId));
-        if (!r) throw notFound('Execution');
-        if (!r.cancelled) throw new AppError(ErrorCode.INVALID_STATE, `The execution is already ${r.execution.status}`);
-        await announceWebhookDeliveries(deps.webhookQueue, deps.config, r.deliveries, log);
-        return { data: presentExecution(r.execution) };
-      },
-    }),
+    ...(['post', 'delete'] as const).map((method) =>
+      route({
+        method,
+        path: method === 'post' ? '/workflows/:id/executions/:executionId/cancel' : '/workflows/:id/executions/:executionId',
+        operationId: method === 'post' ? 'cancelWorkflowExecution' : 'cancelWorkflowExecutionByDelete',
+        tag: 'Workflows',
+        summary: method === 'post' ? 'Cancel an execution' : "Cancel an execution (Plunk's form of POST …/cancel)",
+        description:
+          'RUNNING or WAITING → CANCELLED, for good: no timeout, event or retried job moves it again. A step in flight loses its ' +
+          'effect (its email or contact change is rolled back), except a WEBHOOK call already made. A final execution gives 409 `INVALID_STATE`. ' +
+          'The execution is kept (its history stays readable).',
+        auth: 'secret',
+        params: ExecutionParams,
+        response: Execution,
+        status: 200,
+        errors: [400, 401, 403, 404, 409, 429],
+        handler: async ({ params, auth, log }) => {
+          const r = await deps.database.db.transaction((tx) => cancelExecution(tx, auth.projectId, params.id, params.executionId));
+          if (!r) throw notFound('Execution');
+          if (!r.cancelled) throw new AppError(ErrorCode.INVALID_STATE, `The execution is already ${r.execution.status}`);
+          await announceWebhookDeliveries(deps.webhookQueue, deps.config, r.deliveries, log);
+          return { data: presentExecution(r.execution, await executionLookups(auth.projectId, params.id, [r.execution], db)) };
+        },
+      }),
+    ),
   ];
 }

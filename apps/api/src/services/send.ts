@@ -18,7 +18,9 @@ import {
   ErrorCode,
   isUuid,
   newId,
+  formatMailbox,
   normalizeEmail,
+  parseMailbox,
   sendJobOptions,
   SendPriority,
   splitVariables,
@@ -48,7 +50,7 @@ import type { Queue } from 'bullmq';
 /** Attachment limits of the spec: at most 10 items and 10 MB (decoded) in total. */
 export const ATTACHMENT_LIMITS = { count: 10, totalBytes: 10 * 1024 * 1024 } as const;
 
-/** A recipient or sender as the API accepts it: an address, or `{ name, email }`. */
+/** A recipient or sender as the API accepts it: an address or mailbox string (`Ann <ann@x.com>`), or `{ name, email }`. */
 export type AddressInput = string | { name?: string; email: string };
 
 /** The validated body of `POST /v1/send`. */
@@ -78,7 +80,11 @@ export interface SendResult {
 }
 
 function mailbox(input: AddressInput): Mailbox {
-  if (typeof input === 'string') return { email: normalizeEmail(input) };
+  if (typeof input === 'string') {
+    // Validated by the `mailbox` format: a bare address or `Name <address>`.
+    const parsed = parseMailbox(input);
+    return parsed.ok ? parsed.mailbox : { email: normalizeEmail(input) };
+  }
   const name = input.name?.trim();
   return { email: normalizeEmail(input.email), ...(name ? { name } : {}) };
 }
@@ -132,7 +138,7 @@ export async function acceptSend(
 
   const fromInput: Mailbox | undefined = req.from !== undefined ? mailbox(req.from) : template?.from ? { email: template.from } : undefined;
   const fromName = req.name?.trim() || fromInput?.name || (req.from === undefined ? template?.fromName : undefined) || undefined;
-  const replyTo = req.reply ?? template?.replyTo ?? undefined;
+  const replyTo = (req.reply !== undefined ? formatMailbox(mailbox(req.reply)) : undefined) ?? template?.replyTo ?? undefined;
   if (!fromInput) {
     errors.push({ field: 'from', message: 'is required unless the template has a from address', code: 'invalid_type' });
   }

@@ -13,6 +13,8 @@ export interface EventListQuery {
   limit: number;
   /** Keyset: events recorded before this id (newest first). */
   beforeId?: string;
+  /** Rows to skip (Plunk's page numbers, capped by the caller); not combined with `beforeId` by the API. */
+  offset?: number;
   /** Only this contact's events (the `email` filter is resolved to a contact by the caller). */
   contactId?: string;
   /** Exact event name. */
@@ -59,7 +61,8 @@ export async function listEvents(db: DbOrTx, projectId: string, q: EventListQuer
     .innerJoin(contacts, eq(contacts.id, events.contactId))
     .where(and(where, q.beforeId ? sql`${events.id} < ${q.beforeId}::uuid` : undefined))
     .orderBy(desc(events.id))
-    .limit(q.limit + 1);
+    .limit(q.limit + 1)
+    .offset(q.offset ?? 0);
   const counted = await db.execute<{ n: number }>(
     sql`select count(*)::int as n from (select 1 from events where ${where} limit ${countCap + 1}) m`,
   );

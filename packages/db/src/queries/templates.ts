@@ -55,7 +55,7 @@ export interface TemplateListQuery {
   /** Page number (1-based) for the page-number compatibility form; ignored when `afterId` is set. */
   page?: number;
   type?: TemplateType;
-  /** Case-insensitive substring of the name or subject. */
+  /** Case-insensitive substring of the name, description or subject. */
   search?: string;
 }
 
@@ -70,7 +70,7 @@ export async function listTemplates(db: DbOrTx, projectId: string, q: TemplateLi
   if (q.type) filters.push(eq(templates.type, q.type));
   if (q.search) {
     const pattern = likePattern(q.search);
-    filters.push(or(ilike(templates.name, pattern), ilike(templates.subject, pattern))!);
+    filters.push(or(ilike(templates.name, pattern), ilike(templates.description, pattern), ilike(templates.subject, pattern))!);
   }
   const where = and(...filters);
   const pageWhere = q.afterId ? and(where, lt(templates.id, q.afterId)) : where;

@@ -7,12 +7,12 @@
  *
  * @module
  */
-import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, ilike, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { newId, type ExecutionStatus, type WorkflowBranch, type WorkflowStepType, type WebhookDeliveryRef } from '@mailroom/core';
 import type { DbOrTx } from '../client';
 import { keysetList } from './keyset';
 import { recordWebhookEvents } from './webhooks';
-import { workflowExecutions, workflows, workflowStepRuns, workflowSteps, workflowTransitions } from '../schema';
+import { contacts, workflowExecutions, workflows, workflowStepRuns, workflowSteps, workflowTransitions } from '../schema';
 
 export type WorkflowRow = typeof workflows.$inferSelect;
 export type WorkflowStepRow = typeof workflowSteps.$inferSelect;
@@ -76,9 +76,22 @@ export async function loadWorkflowGraph(db: DbOrTx, projectId: string, id: strin
   return { workflow, steps, transitions };
 }
 
-/** One keyset page of the project's workflows, newest first. */
-export function listWorkflows(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string; enabled?: boolean }) {
-  return keysetList(db, workflows, and(eq(workflows.projectId, projectId), q.enabled === undefined ? undefined : eq(workflows.enabled, q.enabled)), q);
+/**
+ * One page of the project's workflows, newest first: keyset after `beforeId`, or `offset` rows in (Plunk's page
+ * numbers). `search` matches name or description, case-insensitively.
+ */
+export function listWorkflows(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string; offset?: number; enabled?: boolean; search?: string }) {
+  const pattern = q.search === undefined ? undefined : `%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  return keysetList(
+    db,
+    workflows,
+    and(
+      eq(workflows.projectId, projectId),
+      q.enabled === undefined ? undefined : eq(workflows.enabled, q.enabled),
+      pattern === undefined ? undefined : or(ilike(workflows.name, pattern), ilike(workflows.description, pattern)),
+    ),
+    q,
+  );
 }
 
 /** Changes a workflow's fields. @returns the row, or `undefined` when the project has no such workflow. */
@@ -102,9 +115,14 @@ export async function deleteWorkflow(db: DbOrTx, projectId: string, id: string):
   return rows.length > 0;
 }
 
-/** Adds a step. */
-export async function insertStep(db: DbOrTx, projectId: string, workflowId: string, s: { type: WorkflowStepType; name: string; config: Record<string, unknown> }): Promise<WorkflowStepRow> {
-  const [row] = await db.insert(workflowSteps).values({ projectId, workflowId, type: s.type, name: s.name, config: s.config }).returning();
+/** Adds a step; `position` is where an editor draws it (stored, never read by the engine). */
+export async function insertStep(
+  db: DbOrTx,
+  projectId: string,
+  workflowId: string,
+  s: { type: WorkflowStepType; name: string; config: Record<string, unknown>; position?: Record<string, unknown> | null },
+): Promise<WorkflowStepRow> {
+  const [row] = await db.insert(workflowSteps).values({ projectId, workflowId, type: s.type, name: s.name, config: s.config, position: s.position ?? null }).returning();
   return row!;
 }
 
@@ -117,13 +135,13 @@ export async function getStep(db: DbOrTx, projectId: string, workflowId: string,
   return row;
 }
 
-/** Changes a step's name or configuration. */
+/** Changes a step's name, configuration or position. */
 export async function updateStep(
   db: DbOrTx,
   projectId: string,
   workflowId: string,
   stepId: string,
-  patch: { name?: string; config?: Record<string, unknown> },
+  patch: { name?: string; config?: Record<string, unknown>; position?: Record<string, unknown> | null },
 ): Promise<WorkflowStepRow | undefined> {
   const [row] = await db
     .update(workflowSteps)
@@ -226,6 +244,8 @@ export interface GraphStepInput {
   type: WorkflowStepType;
   name: string;
   config: Record<string, unknown>;
+  /** Where an editor draws it; undefined keeps a kept step's position. */
+  position?: Record<string, unknown> | null;
 }
 
 /**
@@ -254,11 +274,11 @@ export async function replaceGraph(
   const ids = new Map<string, string>();
   for (const s of steps) {
     if (s.id) {
-      await updateStep(tx, projectId, workflowId, s.id, { name: s.name, config: s.config });
+      await updateStep(tx, projectId, workflowId, s.id, { name: s.name, config: s.config, ...(s.position === undefined ? {} : { position: s.position }) });
       ids.set(s.key, s.id);
     }
   }
-  const created = steps.filter((s) => !s.id).map((s) => ({ id: newId(), projectId, workflowId, type: s.type, name: s.name, config: s.config, key: s.key }));
+  const created = steps.filter((s) => !s.id).map((s) => ({ id: newId(), projectId, workflowId, type: s.type, name: s.name, config: s.config, position: s.position ?? null, key: s.key }));
   if (created.length > 0) await tx.insert(workflowSteps).values(created.map(({ key: _key, ...row }) => row));
   for (const c of created) ids.set(c.key, c.id);
   if (transitions.length > 0) {
@@ -276,7 +296,12 @@ export const EXECUTION_COUNT_CAP = 10_000;
  * One keyset page of a workflow's executions, newest first, optionally of one status or contact. A busy workflow
  * has millions of executions, so `total` is an exact count capped at {@link EXECUTION_COUNT_CAP}.
  */
-export function listExecutions(db: DbOrTx, projectId: string, workflowId: string, q: { limit: number; beforeId?: string; status?: ExecutionStatus; contactId?: string }) {
+export function listExecutions(
+  db: DbOrTx,
+  projectId: string,
+  workflowId: string,
+  q: { limit: number; beforeId?: string; offset?: number; status?: ExecutionStatus; contactId?: string },
+) {
   const filters: (SQL | undefined)[] = [eq(workflowExecutions.projectId, projectId), eq(workflowExecutions.workflowId, workflowId)];
   if (q.status) filters.push(eq(workflowExecutions.status, q.status));
   if (q.contactId) filters.push(eq(workflowExecutions.contactId, q.contactId));
@@ -296,6 +321,25 @@ export async function getExecution(db: DbOrTx, projectId: string, workflowId: st
     .where(and(eq(workflowStepRuns.projectId, projectId), eq(workflowStepRuns.executionId, id)))
     .orderBy(asc(workflowStepRuns.version));
   return { execution, steps };
+}
+
+/** The id, name and type of each step of a workflow (what execution answers show of their steps). */
+export async function stepSummaries(db: DbOrTx, projectId: string, workflowId: string): Promise<Map<string, { id: string; name: string; type: WorkflowStepType }>> {
+  const rows = await db
+    .select({ id: workflowSteps.id, name: workflowSteps.name, type: workflowSteps.type })
+    .from(workflowSteps)
+    .where(and(eq(workflowSteps.projectId, projectId), eq(workflowSteps.workflowId, workflowId)));
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** The email address of each of `contactIds` in the project. */
+export async function contactEmails(db: DbOrTx, projectId: string, contactIds: string[]): Promise<Map<string, string>> {
+  if (contactIds.length === 0) return new Map();
+  const rows = await db
+    .select({ id: contacts.id, email: contacts.email })
+    .from(contacts)
+    .where(and(eq(contacts.projectId, projectId), inArray(contacts.id, [...new Set(contactIds)])));
+  return new Map(rows.map((r) => [r.id, r.email]));
 }
 
 /** The first step of a workflow (the trigger's transition), or null. */

@@ -12,6 +12,8 @@ export const templates = pgTable(
     id: idColumn(),
     projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
+    /** Free text for people (Plunk v2's template `description`); never rendered. */
+    description: text('description'),
     subject: text('subject').notNull(),
     body: text('body').notNull(),
     type: text('type').notNull().$type<TemplateType>(),

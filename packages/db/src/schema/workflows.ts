@@ -35,7 +35,7 @@ export const workflows = pgTable(
   ],
 );
 
-/** A step of a workflow; `config` is the type's validated configuration. */
+/** A step of a workflow; `config` is the type's validated configuration, `position` where an editor draws it. */
 export const workflowSteps = pgTable(
   'workflow_steps',
   {
@@ -45,6 +45,8 @@ export const workflowSteps = pgTable(
     type: text('type').notNull().$type<WorkflowStepType>(),
     name: text('name').notNull(),
     config: jsonb('config').$type<Record<string, unknown>>().notNull().default({}),
+    // Where a visual editor draws the step (Plunk v2's `position`, e.g. `{x, y}`); the engine never reads it.
+    position: jsonb('position').$type<Record<string, unknown>>(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

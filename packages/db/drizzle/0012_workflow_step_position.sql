@@ -1,0 +1,1 @@
+ALTER TABLE "workflow_steps" ADD COLUMN "position" jsonb;
