@@ -165,6 +165,18 @@ describe('campaigns as Plunk v2 writes them', () => {
     ...extra,
   });
 
+  test('`from` and `replyTo` as RFC 5322 mailbox strings; a stated fromName wins over the display name', async () => {
+    const p = await createTestProject(ctx.api.database);
+    const named = await as(p).post('/campaigns', plunkCampaign(p, { from: `Acme News <news@${p.domain}>`, fromName: undefined, replyTo: '"Support, Acme" <help@acme.test>' }));
+    expect(named.status).toBe(201);
+    expect(named.body.data).toMatchObject({ from: `news@${p.domain}`, fromName: 'Acme News', replyTo: '"Support, Acme" <help@acme.test>' });
+    const stated = await as(p).patch(`/campaigns/${named.body.data.id}`, { from: `Other <news@${p.domain}>`, fromName: 'Stated' });
+    expect(stated.body.data).toMatchObject({ from: `news@${p.domain}`, fromName: 'Stated' });
+    const bad = await as(p).post('/campaigns', plunkCampaign(p, { from: 'Acme <not an address>' }));
+    expect(bad.status).toBe(422);
+    expect(fieldsOf(bad)).toContain('from');
+  });
+
   test('create with `audienceCondition` and `type: MARKETING`; answers carry Plunk\'s names beside ours', async () => {
     const p = await createTestProject(ctx.api.database);
     const res = await as(p).post('/campaigns', plunkCampaign(p));

@@ -90,6 +90,7 @@ export function outOfRange(s: Schema): unknown[] {
   if (t === 'string' && !s.enum) {
     if (s.maxLength !== undefined && s.maxLength <= 50_000) out.push('x'.repeat(s.maxLength + 1));
     if ((s.minLength ?? 0) > 0) out.push('');
+    if (s.format === 'mailbox') out.push('Acme <not-an-address>', 'Acme <a@b.com', '<>', `J\u00fcrgen <j\u00fcrgen@example.com>`);
     if (s.format === 'email') out.push('not-an-address', `${'a'.repeat(65)}@example.com`, `a@${'b'.repeat(64)}.com`, `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.com`);
     if (s.format === 'uuid') out.push('not-a-uuid', '00000000-0000-0000-0000-00000000000g');
     if (s.format === 'date-time') out.push('yesterday', '2024-13-45T25:61:00Z');

@@ -85,6 +85,8 @@ function stringArb(s: Schema): fc.Arbitrary<unknown> {
   switch (s.format) {
     case 'email':
       return SAFE.map((x) => `${x}@example.com`);
+    case 'mailbox':
+      return fc.oneof(SAFE.map((x) => `${x}@example.com`), SAFE.map((x) => `Name ${x} <${x}@example.com>`));
     case 'uuid':
       return fc.uuid();
     case 'date-time':

@@ -188,3 +188,23 @@ export function senderFromMailbox(from: string, explicitName?: string | null): {
   const mailbox = parsed.ok ? parsed.mailbox : { email: normalizeEmail(from) };
   return { email: mailbox.email, name: explicitName !== undefined ? explicitName : mailbox.name };
 }
+
+/**
+ * Applies the mailbox forms of a sender's fields (templates, campaigns): a `from` written as
+ * `"Acme <hello@acme.com>"` becomes `from: "hello@acme.com"` and, unless `fromName` is given (a `null` clears it),
+ * `fromName: "Acme"`; a `replyTo` mailbox keeps its name in RFC 5322 form (`Name <addr>`). Fields not given stay
+ * absent; plain addresses pass through normalised.
+ */
+export function senderFields<T extends { from?: string | null; fromName?: string | null; replyTo?: string | null }>(input: T): T {
+  const out = { ...input };
+  if (typeof input.from === 'string') {
+    const sender = senderFromMailbox(input.from, input.fromName);
+    out.from = sender.email;
+    if (sender.name !== undefined) out.fromName = sender.name;
+  }
+  if (typeof input.replyTo === 'string') {
+    const parsed = parseMailbox(input.replyTo);
+    if (parsed.ok) out.replyTo = formatMailbox(parsed.mailbox);
+  }
+  return out;
+}

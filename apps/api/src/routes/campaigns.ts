@@ -19,9 +19,11 @@ import { Type, type Static } from '@sinclair/typebox';
 import {
   AppError,
   ErrorCode,
+  MailboxString,
   newId,
   normalizeEmail,
   notFound,
+  senderFields,
   parseSegmentFilter,
   scheduleCampaignJob,
   sendJobOptions,
@@ -139,9 +141,9 @@ const fields = {
   description: Nullable(Type.String({ maxLength: 2000 })),
   subject: Type.String({ minLength: 1, maxLength: 998, description: 'subject template' }),
   body: Type.String({ minLength: 1, maxLength: 2_000_000, description: 'HTML body template; {{unsubscribeUrl}} is the recipient\'s unsubscribe link' }),
-  from: EmailAddress,
+  from: MailboxString,
   fromName: Nullable(Type.String({ maxLength: 200 })),
-  replyTo: Nullable(EmailAddress),
+  replyTo: Nullable(MailboxString),
   audienceType: AudienceType,
   segmentId: Nullable(Type.String({ format: 'uuid' })),
   audienceFilter: Nullable(FilterField),
@@ -312,8 +314,9 @@ async function campaignErrors(db: DbOrTx, projectId: string, c: NewCampaign & { 
   return errors;
 }
 
+/** Body fields → columns: a mailbox `from` ("Acme <hello@acme.com>") gives the address and, unless stated, `fromName`. */
 function toColumns(body: Partial<Static<typeof UpdateCampaign>>): Partial<NewCampaign> {
-  const { from, ...rest } = body;
+  const { from, ...rest } = senderFields(body);
   return { ...rest, ...(from !== undefined ? { fromEmail: normalizeEmail(from) } : {}) } as Partial<NewCampaign>;
 }
 

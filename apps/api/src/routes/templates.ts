@@ -10,7 +10,7 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { decodeCursor, encodeCursor, formatMailbox, MAILBOX_MAX_LENGTH, notFound, parseMailbox, senderFromMailbox, templateSyntaxErrors, validationError } from '@mailroom/core';
+import { decodeCursor, encodeCursor, MAILBOX_MAX_LENGTH, notFound, senderFields, templateSyntaxErrors, validationError } from '@mailroom/core';
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate, type TemplateRow } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
@@ -111,24 +111,6 @@ function checkSyntax(input: { subject?: string; body?: string }): void {
   if (errors.length) throw validationError(errors);
 }
 
-/**
- * Reads mailbox strings into the stored columns: `from` keeps the bare (normalised) address and its display name
- * becomes `fromName` unless the request names `fromName` itself; `replyTo` is kept as a normalised mailbox string.
- */
-function senderColumns<T extends { from?: string | null; fromName?: string | null; replyTo?: string | null }>(input: T): T {
-  const out = { ...input };
-  if (typeof input.from === 'string') {
-    const sender = senderFromMailbox(input.from, input.fromName);
-    out.from = sender.email;
-    if (sender.name !== undefined) out.fromName = sender.name;
-  }
-  if (typeof input.replyTo === 'string') {
-    const parsed = parseMailbox(input.replyTo);
-    if (parsed.ok) out.replyTo = formatMailbox(parsed.mailbox);
-  }
-  return out;
-}
-
 /** Routes of this module. */
 export function templateRoutes(deps: AppDeps) {
   const { db } = deps.database;
@@ -146,7 +128,7 @@ export function templateRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 422, 429],
       handler: async ({ body, auth }) => {
         checkSyntax(body);
-        const row = await createTemplate(db, auth.projectId, { ...senderColumns(body), type: body.type ?? 'TRANSACTIONAL' });
+        const row = await createTemplate(db, auth.projectId, { ...senderFields(body), type: body.type ?? 'TRANSACTIONAL' });
         return { data: present(row) };
       },
     }),
@@ -215,7 +197,7 @@ export function templateRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 422, 429],
       handler: async ({ params, body, auth }) => {
         checkSyntax(body);
-        const row = await updateTemplate(db, auth.projectId, params.id, senderColumns(body));
+        const row = await updateTemplate(db, auth.projectId, params.id, senderFields(body));
         if (!row) throw notFound('Template');
         return { data: present(row) };
       },
