@@ -17,6 +17,7 @@ import { buildOpenApi } from './openapi';
 import { ApiMetrics } from './http/metrics';
 import { mountQueueDashboard } from './routes/queues-dashboard';
 import { adminRoutes } from './routes/admin';
+import { adminKeyRoutes } from './routes/admin-keys';
 import { contactRoutes } from './routes/contacts';
 import { eventRoutes } from './routes/events';
 import { importRoutes } from './routes/imports';
@@ -87,6 +88,7 @@ export function createApp(deps: AppDeps): App {
     ...workflowRoutes(deps),
     ...domainRoutes(deps),
     ...adminRoutes(deps, () => authCache.clear()),
+    ...adminKeyRoutes(deps, () => authCache.clear()),
   ];
 
   const router = express.Router();

@@ -11,13 +11,19 @@
  *   domain add --project ID --domain example.com [--verified]
  *   dev setup [--domain example.com]        → a development project owning the domain (verified), with fresh
  *                                              keys (earlier keys stay valid for the rotation grace period)
+ *   project import-keys --project ID --secret-key sk_… [--public-key pk_…]
+ *                                           → stores keys brought from elsewhere (hashed); 409 if already in use
+ *   import plunk --database-url postgres://… [--batch-size N]
+ *                                           → imports a Plunk v2 database (README "Moving in from Plunk");
+ *                                              progress on stderr, the summary (JSON) on stdout
  *
  * @module
  */
 import { parseArgs } from 'node:util';
 import { AppError, isUuid, loadConfig } from '@mailroom/core';
-import { createDatabase, domainOwner } from '@mailroom/db';
+import { createDatabase, domainOwner, importFromPlunk } from '@mailroom/db';
 import { adminOps } from './routes/admin';
+import { importKeysOp } from './routes/admin-keys';
 
 const USAGE = `usage:
   npm run cli -- project create --name NAME
@@ -27,14 +33,34 @@ const USAGE = `usage:
   npm run cli -- project disable --project ID
   npm run cli -- project enable --project ID
   npm run cli -- domain add --project ID --domain DOMAIN [--verified]
-  npm run cli -- dev setup [--domain example.com]`;
+  npm run cli -- dev setup [--domain example.com]
+  npm run cli -- project import-keys --project ID --secret-key sk_... [--public-key pk_...]
+  npm run cli -- import plunk --database-url postgres://... [--batch-size N]`;
 
-/** Runs one CLI command. @returns the JSON-serialisable result. @throws {@link AppError} or usage errors. */
-export async function runCli(argv: string[], env: Record<string, string | undefined>): Promise<unknown> {
+/**
+ * Runs one CLI command. @returns the JSON-serialisable result. @throws {@link AppError} or usage errors.
+ *
+ * @param progress - where long commands (`import plunk`) report progress lines (default: stderr).
+ */
+export async function runCli(
+  argv: string[],
+  env: Record<string, string | undefined>,
+  progress: (line: string) => void = (line) => process.stderr.write(line + '\n'),
+): Promise<unknown> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { name: { type: 'string' }, project: { type: 'string' }, key: { type: 'string' }, domain: { type: 'string' }, verified: { type: 'boolean' } },
+    options: {
+      name: { type: 'string' },
+      project: { type: 'string' },
+      key: { type: 'string' },
+      domain: { type: 'string' },
+      verified: { type: 'boolean' },
+      'secret-key': { type: 'string' },
+      'public-key': { type: 'string' },
+      'database-url': { type: 'string' },
+      'batch-size': { type: 'string' },
+    },
   });
   const command = positionals.join(' ');
   const config = loadConfig(env);
@@ -62,6 +88,28 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
         if (!values.domain) throw new Error(`--domain is required\n${USAGE}`);
         const d = await adminOps.addDomain(database.db, project(), values.domain, values.verified ?? false);
         return { id: d.id, projectId: d.projectId, domain: d.domain, verified: d.verified };
+      }
+      case 'project import-keys':
+        if (!values['secret-key']) throw new Error(`--secret-key is required\n${USAGE}`);
+        return await importKeysOp(database.db, project(), { secretKey: values['secret-key'], publicKey: values['public-key'] });
+      case 'import plunk': {
+        const url = values['database-url'];
+        if (!url || !/^postgres(ql)?:\/\//.test(url)) throw new Error(`--database-url postgres://… (the Plunk database) is required\n${USAGE}`);
+        const batchSize = values['batch-size'] === undefined ? undefined : Number(values['batch-size']);
+        if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize >= 1 && batchSize <= 10_000)) {
+          throw new Error(`--batch-size must be a whole number from 1 to 10000\n${USAGE}`);
+        }
+        const last = new Map<string, number>();
+        return await importFromPlunk(database.db, url, {
+          batchSize,
+          onProgress: (kind, done, total) => {
+            // One line per kind per ~10% (and its last batch), so 100k contacts print a dozen lines, not fifty.
+            const step = Math.max(1, Math.ceil(total / 10));
+            if (done < total && Math.floor(done / step) === last.get(kind)) return;
+            last.set(kind, Math.floor(done / step));
+            progress(`import plunk: ${kind} ${done}/${total}`);
+          },
+        });
       }
       case 'dev setup': {
         const domain = values.domain ?? 'example.com';

@@ -18,3 +18,14 @@ export * from './queries/feedback';
 export * from './queries/workflows';
 export * from './queries/workflow-engine';
 export * from './queries/domains';
+export { importProjectKeys, type ImportKeysResult } from './queries/import-keys';
+export {
+  importFromPlunk,
+  PLUNK_IMPORT_KINDS,
+  type PlunkImportKind,
+  type PlunkImportOptions,
+  type PlunkImportReport,
+  type KindTally,
+  type UnmappedRow,
+} from './plunk-import/run';
+export { plunkRowId } from './plunk-import/ids';
