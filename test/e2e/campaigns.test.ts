@@ -223,7 +223,10 @@ describe('with a worker', () => {
     expect(stats.sent).toBe(settled);
     expect(stats.sent + stats.cancelled).toBe(rows.length);
     expect(stats.queued).toBe(0);
-    expect(cancel.body.data.cancelledEmails).toBeGreaterThan(0);
+    // The cancel answers the queued emails it cancelled itself; the worker cancels the rest of the audience after
+    // it (how many were already fanned out at that moment depends on the machine's load).
+    expect(cancel.body.data.cancelledEmails).toBeLessThanOrEqual(stats.cancelled);
+    expect(stats.sent).toBeLessThan(150);
   });
 
   test('transactional mail sent during a large campaign goes out before the campaign\'s remaining mail', async () => {

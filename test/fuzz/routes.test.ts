@@ -16,7 +16,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import fc from 'fast-check';
-import { ADMIN_TOKEN, createTestProject, startTestApi, testConfig, type TestApi, type TestProject } from '../support/harness';
+import { ADMIN_TOKEN, createTestProject, isolatedDatabase, startTestApi, testConfig, type TestApi, type TestProject } from '../support/harness';
 import { fromSchema, type Gen, type Schema } from './schema-arbitrary';
 import { BODY_MUTATIONS, Deep, mutateBody, outOfRange, serialize, type BodyMutation } from './mutations';
 import { changedTables, projectSnapshot, type Snapshot } from './snapshot';
@@ -315,9 +315,13 @@ function problems(a: Answer): string[] {
 let api: TestApi;
 let server: http.Server;
 let port: number;
+let iso: { url: string; drop: () => Promise<void> };
 
 beforeAll(async () => {
-  api = await startTestApi(testConfig({ RATE_LIMIT_PER_MINUTE: '10000000' }));
+  // A database of its own: the admin routes' "nothing written" check counts every project, and the other test
+  // files create projects in the shared database while this one runs.
+  iso = await isolatedDatabase();
+  api = await startTestApi(testConfig({ DATABASE_URL: iso.url, RATE_LIMIT_PER_MINUTE: '10000000' }));
   server = http.createServer(api.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   port = (server.address() as AddressInfo).port;
@@ -327,6 +331,7 @@ afterAll(async () => {
   agent.destroy();
   await new Promise((resolve) => server.close(resolve));
   await api.close();
+  await iso.drop();
 });
 
 test('every operation refuses hostile input with a 4xx naming the field, and stores nothing', async () => {

@@ -51,6 +51,11 @@ export interface Config {
    * `(1000 + margin) / SES_MAX_SEND_RATE` ms.
    */
   readonly sesRateSafetyMs: number;
+  /**
+   * `SES_TIMEOUT_MS`: longest one SES call may take on the wire, connecting included (ms). A call cut off by it is
+   * "SES unreachable": retried later without spending an attempt. Keep it well under `SEND_LEASE_MS`.
+   */
+  readonly sesTimeoutMs: number;
   /** `RATE_LIMIT_PER_MINUTE`: API requests per minute per project. */
   readonly rateLimitPerMinute: number;
   /** `AUTH_CACHE_TTL_MS`: how long a key → project lookup is cached in memory (ms). */
@@ -347,6 +352,7 @@ export function loadConfig(env: Env): Config {
     sesConfigurationSet: optional(env, 'SES_CONFIGURATION_SET'),
     sesMaxSendRate: int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000),
     sesRateSafetyMs: int(env, 'SES_RATE_SAFETY_MS', 25, 0, 500),
+    sesTimeoutMs: int(env, 'SES_TIMEOUT_MS', 30_000, 100, 300_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
     authCacheTtlMs: int(env, 'AUTH_CACHE_TTL_MS', 10_000, 0, 3_600_000),
     keyRotationGraceHours: int(env, 'KEY_ROTATION_GRACE_HOURS', 24, 0, 24 * 90),

@@ -8,8 +8,9 @@
  *    list (the address bounced or complained since → `suppressed`), render subject and
  *    body (a campaign email's from the campaign) against the contact's data, the request's variables and
  *    `unsubscribeUrl`, build the MIME message (marketing mail with List-Unsubscribe, RFC 8058), hand it to SES.
- * 4. Finish the row with the claim token: `sent` (SES message id), back to `queued` for a retry (throttling:
- *    no attempt spent; transient: backoff), or `failed` with the reason (permanent, or attempts exhausted). A
+ * 4. Finish the row with the claim token: `sent` (SES message id), back to `queued` for a retry (throttling or
+ *    SES unreachable: no attempt spent, the queue paused; a 5xx: backoff), or `failed` with the reason
+ *    (permanent, or attempts exhausted). A
  *    final status writes its webhook deliveries (`email.sent`, `email.failed`, …) in the same transaction.
  *
  * Once SES has accepted a message, its outcome is never thrown away. The `sent` write may take only what is left
@@ -75,6 +76,9 @@ export interface SendProcessorDeps {
   redis: Redis | Cluster;
 }
 
+/** Longest pause (ms) of the send queue while SES is unreachable. */
+const UNREACHABLE_MAX_DELAY_MS = 30_000;
+
 /** How long (s) an SES outcome waits in Redis for its row to be claimed again. */
 const ACCEPTED_TTL_S = 7 * 86_400;
 /** Time (ms) left on the lease when the `sent` write stops retrying, so no other worker can claim meanwhile. */
@@ -90,6 +94,8 @@ interface AcceptedBySes {
 export function createSendProcessor(deps: SendProcessorDeps) {
   const { config, transport } = deps;
   const { db } = deps.database;
+  /** SES calls in a row that found it unreachable (this process); sets the pause before the next try. */
+  let unreachableStreak = 0;
 
   return async (job: Job, token?: string): Promise<SendJobResult> => {
     const checked = validatePayload(job.data);
@@ -214,6 +220,17 @@ export function createSendProcessor(deps: SendProcessorDeps) {
         await job.moveToDelayed(Date.now() + c.retryInMs, token);
         throw new DelayedError();
       }
+      if (c.kind === 'unreachable') {
+        // An SES outage is weather: no attempt is spent, however long it lasts. The queue pauses with backoff
+        // (SEND_BACKOFF_MS doubling per consecutive failure, at most 30 s) so a dead endpoint is not hammered.
+        unreachableStreak++;
+        const retryInMs = Math.min(config.sendBackoffMs * 2 ** Math.min(unreachableStreak - 1, 16), UNREACHABLE_MAX_DELAY_MS);
+        await finish({ status: 'queued', reason: c.reason, retryInMs });
+        log.warn({ reason: c.reason, retryInMs }, 'send deferred: SES unreachable; queue paused');
+        await deps.worker().rateLimit(retryInMs);
+        await job.moveToDelayed(Date.now() + retryInMs, token);
+        throw new DelayedError();
+      }
       if (c.kind === 'permanent') {
         await finish({ status: 'failed', reason: c.reason });
         log.warn({ reason: c.reason }, 'send failed permanently');
@@ -222,6 +239,7 @@ export function createSendProcessor(deps: SendProcessorDeps) {
       return retryOrFail(job, log, finish, c.reason, err);
     }
 
+    unreachableStreak = 0;
     const accepted: AcceptedBySes = { messageId, renderedSubject: subject };
     // Kept in Redis before any write that could outlive the lease, and as soon as one write fails: whoever
     // claims the row after the lease then records it instead of sending again.

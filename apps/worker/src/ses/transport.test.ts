@@ -55,7 +55,11 @@ test.each([
   expect(c.reason).toBe(`${type}: ${message}`);
 });
 
-test('network failures are transient', () => {
-  expect(classifySendError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })).kind).toBe('transient');
-  expect(classifySendError(Object.assign(new Error('timed out'), { name: 'TimeoutError' })).kind).toBe('transient');
+test('SES not answering at all is "unreachable" (no attempt spent), not a transient failure of the message', () => {
+  expect(classifySendError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })).kind).toBe('unreachable');
+  expect(classifySendError(Object.assign(new Error('timed out'), { name: 'TimeoutError' })).kind).toBe('unreachable');
+  expect(classifySendError(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })).kind).toBe('unreachable');
+  expect(classifySendError(Object.assign(new Error('getaddrinfo EAI_AGAIN email.us-east-1.amazonaws.com'), { code: 'EAI_AGAIN' })).kind).toBe('unreachable');
+  // An answer, even a 5xx, is not unreachability: it spends an attempt.
+  expect(classifySendError(Object.assign(new Error('Service unavailable'), { name: 'ServiceUnavailable', $metadata: { httpStatusCode: 503 } })).kind).toBe('transient');
 });

@@ -29,7 +29,12 @@ export interface MailTransport {
 export type SendErrorClass =
   /** Over the account's rate or quota, or sending paused: try again later without spending an attempt. */
   | { kind: 'throttled'; retryInMs: number; reason: string }
-  /** Network trouble or a 5xx: retry with backoff, spending an attempt. */
+  /**
+   * SES could not be reached at all (connection refused or reset, DNS, no answer within `SES_TIMEOUT_MS`): an
+   * outage, not this message's fault. Try again later without spending an attempt, however long it lasts.
+   */
+  | { kind: 'unreachable'; reason: string }
+  /** SES answered with a 5xx (or something unforeseen happened): retry with backoff, spending an attempt. */
   | { kind: 'transient'; reason: string }
   /** SES refused the message itself: retrying cannot help. */
   | { kind: 'permanent'; reason: string };
@@ -43,6 +48,9 @@ const THROTTLED: Record<string, number> = {
   SendingPausedException: 60_000,
   AccountSuspendedException: 300_000,
 };
+
+/** Socket and timeout errors: the request never got an answer from SES. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'TimeoutError', 'RequestTimeout']);
 
 const PERMANENT = new Set([
   'MessageRejected',
@@ -66,6 +74,9 @@ export function classifySendError(err: unknown): SendErrorClass {
   if (status === 429) return { kind: 'throttled', retryInMs: 1_000, reason };
   if (PERMANENT.has(name)) return { kind: 'permanent', reason };
   if (status !== undefined && status >= 400 && status < 500) return { kind: 'permanent', reason };
+  if (status === undefined && (UNREACHABLE.has(name) || (e.code !== undefined && UNREACHABLE.has(e.code)) || /socket hang up/i.test(e.message ?? ''))) {
+    return { kind: 'unreachable', reason };
+  }
   return { kind: 'transient', reason };
 }
 
@@ -77,19 +88,30 @@ export class SesTransport implements MailTransport {
    * @param gate - when given, every `SendEmail` waits for a slot after it is signed, immediately before it is
    *   written to the network (see {@link SendRateGate}).
    * @param observe - told how long each request took on the wire (ms, after the gate) and whether it succeeded.
+   *
+   * A call that gets no complete answer within `SES_TIMEOUT_MS` (the rate gate's wait not included) is aborted
+   * with a `TimeoutError` (`ETIMEDOUT`): SES unreachable, retried without spending an attempt. The SDK's
+   * `requestTimeout` alone only logs a warning (`throwOnRequestTimeout` is off by default), so an endpoint that
+   * accepts the connection and never answers held each send for its 300 s socket timeout.
    */
   constructor(
-    private readonly config: Pick<Config, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet'>,
+    private readonly config: Pick<Config, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet' | 'sesTimeoutMs'>,
     gate?: { acquire(): Promise<unknown> },
     observe?: (ms: number, ok: boolean) => void,
   ) {
+    const timeoutMs = config.sesTimeoutMs;
     this.client = new SESv2Client({
       region: config.sesRegion,
       endpoint: config.sesEndpoint,
       credentials: config.awsCredentials ?? (config.sesEndpoint ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined),
       // One attempt per call: retries are the queue's business (backoff, throttling, attempt counting).
       maxAttempts: 1,
-      requestHandler: { connectionTimeout: 5_000, requestTimeout: 30_000 },
+      requestHandler: {
+        connectionTimeout: Math.min(5_000, timeoutMs),
+        requestTimeout: timeoutMs,
+        // Without it the SDK only warns when requestTimeout passes and keeps waiting.
+        throwOnRequestTimeout: true,
+      },
     });
     if (gate) {
       const waitForSlot: FinalizeRequestMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next) => async (args) => {
