@@ -82,7 +82,7 @@ export async function benchCampaigns(
         times.push(ms(t));
       }
       times.sort((a, b) => a - b);
-      previews.push({ filter: name, matched, 'p50 ms': times[2]!, 'max ms': times[4]! });
+      previews.push({ filter: name, matched, 'p50 ms': times[2], 'max ms': times[4] });
     }
     console.log(`\nPOST /segments/preview (count + sample) at ${count} contacts`);
     console.table(previews);
@@ -98,7 +98,7 @@ export async function benchCampaigns(
     for (;;) {
       const row = await db.execute<{ fanout_done: boolean; recipients: number }>(sql`select fanout_done, recipients::int from campaigns where id = ${id}::uuid`);
       maxQueued = Math.max(maxQueued, await sendQueue.count());
-      if (row.rows[0]!.fanout_done) break;
+      if (row.rows[0].fanout_done) break;
       await new Promise((r) => setTimeout(r, 250));
     }
     const fanoutMs = ms(t);
@@ -113,7 +113,7 @@ export async function benchCampaigns(
     // The rest of the audience (never handed to the queue) is cancelled by the worker: time it to zero queued.
     for (;;) {
       const left = await db.execute<{ n: number }>(sql`select count(*)::int as n from emails where campaign_id = ${id}::uuid and status = 'queued'`);
-      if (left.rows[0]!.n === 0) break;
+      if (left.rows[0].n === 0) break;
       await new Promise((r) => setTimeout(r, 250));
     }
     const sweepMs = ms(t);

@@ -42,7 +42,7 @@ async function writeCsv(file: string, rows: number): Promise<number> {
 }
 
 function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 async function timeRequests(url: string, auth: string, n: number): Promise<{ p50: number; p99: number; total: number }> {
@@ -91,7 +91,7 @@ export async function benchContacts(
       headers: { authorization: auth, 'content-type': 'text/csv' },
       body: Readable.toWeb(createReadStream(file)) as ReadableStream,
       duplex: 'half',
-    } as RequestInit);
+    });
     const accepted = (await res.json()) as { data: { id: string } };
     if (res.status !== 202) throw new Error(`import upload: ${res.status} ${JSON.stringify(accepted)}`);
     const uploaded = performance.now();
@@ -170,7 +170,7 @@ export async function benchContacts(
     const deep = await database.db.execute<{ id: string }>(
       sql`select id from contacts where project_id = ${project.id}::uuid order by id desc offset ${Math.floor(count * 0.9)} limit 1`,
     );
-    const cursor = encodeCursor(deep.rows[0]!.id);
+    const cursor = encodeCursor(deep.rows[0].id);
     const cases: [string, string][] = [
       ['first page (limit 20)', '/contacts'],
       ['first page (limit 100)', '/contacts?limit=100'],

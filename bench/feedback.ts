@@ -88,7 +88,7 @@ export async function benchFeedback(
         (select count(*)::int from webhook_deliveries where project_id = ${p.id}::uuid) as deliveries
       from emails where project_id = ${p.id}::uuid and message_id like ${`bench-${tag}-%`}
     `);
-    const c = counts.rows[0]!;
+    const c = counts.rows[0];
     rows.push({ run: `check: delivered ${c.delivered}, opened once ${c.opened}, webhook deliveries ${c.deliveries}`, notifications: '', 'per second': '', 'p50 ms': '', 'p99 ms': '', non2xx: '' });
   } finally {
     await stop(api);

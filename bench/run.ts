@@ -24,6 +24,7 @@
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import {
@@ -120,7 +121,7 @@ async function benchApi(env: Record<string, string>, config: Config, database: D
   } finally {
     await stop(api);
   }
-  table(`POST /v1/send (${duration} s each, 10 connections, API in one process on this ${require('node:os').cpus().length}-core machine)`, rows);
+  table(`POST /v1/send (${duration} s each, 10 connections, API in one process on this ${os.cpus().length}-core machine)`, rows);
   results.api = rows;
 }
 
@@ -180,7 +181,7 @@ async function enqueue(config: Config, database: Database, count: number, domain
 
 async function sentCount(database: Database, ids: string[]): Promise<number> {
   const r = await database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where id = any(${`{${ids.join(',')}}`}::uuid[]) and status = 'sent'`);
-  return (r.rows[0] as { n: number }).n;
+  return (r.rows[0]).n;
 }
 
 async function benchWorker(baseEnv: Record<string, string>, database: Database, sesEndpoint: string): Promise<void> {
@@ -220,11 +221,11 @@ async function benchWorker(baseEnv: Record<string, string>, database: Database, 
   const times = recorded.map((s) => s.at).sort((a, b) => a - b);
   let busiest = 0;
   for (let i = 0, j = 0; i < times.length; i++) {
-    while (times[i]! - times[j]! >= 1000) j++;
+    while (times[i] - times[j] >= 1000) j++;
     busiest = Math.max(busiest, i - j + 1);
   }
-  const tightest = Math.min(...times.slice(14).map((t, i) => t - times[i]!));
-  const rate = (times.length - 1) / ((times[times.length - 1]! - times[0]!) / 1000);
+  const tightest = Math.min(...times.slice(14).map((t, i) => t - times[i]));
+  const rate = (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
   rows.push({ measure: `limiter at 14/s, 2 worker processes, ${n} emails: achieved rate`, value: `${rate.toFixed(2)} emails/s` });
   rows.push({ measure: 'limiter: busiest one-second window (must be ≤ 14)', value: busiest });
   rows.push({ measure: 'limiter: tightest span of 15 consecutive sends (must be ≥ 1000 ms)', value: `${tightest.toFixed(1)} ms` });

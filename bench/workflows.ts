@@ -51,7 +51,7 @@ async function waitExited(database: Database, workflowId: string, total: number)
   const deadline = Date.now() + 900_000;
   for (;;) {
     const r = await database.db.execute<{ n: number }>(sql`select count(*)::int as n from workflow_executions where workflow_id = ${workflowId}::uuid and status = 'EXITED'`);
-    if (r.rows[0]!.n >= total || Date.now() > deadline) return;
+    if (r.rows[0].n >= total || Date.now() > deadline) return;
     await new Promise((res) => setTimeout(res, 200));
   }
 }
@@ -75,7 +75,7 @@ async function stats(database: Database, workflowId: string) {
       max(extract(epoch from first_step_at - event_at) * 1000) as max
     from x
   `);
-  return r.rows[0]!;
+  return r.rows[0];
 }
 
 /** Runs the benchmark and prints its table. @returns the rows. */
@@ -106,8 +106,8 @@ export async function benchWorkflows(
     await waitExited(database, burstWf, total);
     const b = await stats(database, burstWf);
     rows.push({ measure: `burst waiting in the inbox: executions started (one per event)`, value: `${b.executions} of ${total}, ${b.finished} finished` });
-    rows.push({ measure: 'burst: executions started per second (first → last created)', value: `${Math.round(b.executions! / b.start_span_s!)} /s over ${b.start_span_s!.toFixed(1)} s` });
-    rows.push({ measure: 'burst: executions finished per second (first created → last EXITED; 2 steps each)', value: `${Math.round(b.finished! / b.finish_span_s!)} /s over ${b.finish_span_s!.toFixed(1)} s` });
+    rows.push({ measure: 'burst: executions started per second (first → last created)', value: `${Math.round(b.executions / b.start_span_s)} /s over ${b.start_span_s.toFixed(1)} s` });
+    rows.push({ measure: 'burst: executions finished per second (first created → last EXITED; 2 steps each)', value: `${Math.round(b.finished / b.finish_span_s)} /s over ${b.finish_span_s.toFixed(1)} s` });
 
     await updateWorkflow(database.db, p.id, steadyWf, { enabled: true });
     const rate = Number(process.env.BENCH_WORKFLOW_RATE ?? 100);
@@ -115,7 +115,7 @@ export async function benchWorkflows(
     rows.push({ measure: `/v1/track at a steady ${rate} events/s (${steady}), worker running`, value: await track(port, p.secretKey, steady, 'bench.steady', `t${tag}`, rate) });
     await waitExited(database, steadyWf, steady);
     const s = await stats(database, steadyWf);
-    rows.push({ measure: `steady ${rate}/s: lag event → first step started, p50 / p95 / p99 / max`, value: `${Math.round(s.p50!)} / ${Math.round(s.p95!)} / ${Math.round(s.p99!)} / ${Math.round(s.max!)} ms` });
+    rows.push({ measure: `steady ${rate}/s: lag event → first step started, p50 / p95 / p99 / max`, value: `${Math.round(s.p50)} / ${Math.round(s.p95)} / ${Math.round(s.p99)} / ${Math.round(s.max)} ms` });
   } finally {
     await stop(api);
     if (worker) await stop(worker);

@@ -137,7 +137,7 @@ describe('per-IP failed-authentication limit', () => {
     // An operator signs in through the form (its own, slow limit) and works on with the session cookie.
     const login = await request(api.app).post('/admin/login').type('form').send({ token: ADMIN_TOKEN });
     expect(login.status).toBe(303);
-    const cookie = login.headers['set-cookie']![0]!.split(';')[0]!;
+    const cookie = login.headers['set-cookie'][0].split(';')[0];
     const board = await request(api.app).get('/admin/queues/api/queues').set('Accept', 'application/json').set('Cookie', cookie);
     expect(board.status).toBe(200);
     // A cookie with a right bearer token is let in on the cookie; a forged cookie is not.
@@ -183,7 +183,7 @@ describe('per-IP failed-authentication limit', () => {
     const lookups = Object.entries(counts).filter(([status]) => Number(status) >= 500).reduce((n, [, c]) => n + c, 0);
     expect(counts[429]).toBeGreaterThanOrEqual(29);
     expect(lookups).toBeLessThanOrEqual(21);
-    expect(lookups + counts[429]!).toBe(50);
+    expect(lookups + counts[429]).toBe(50);
   });
 
   test('a valid key is never counted: parallel first requests of one key share one lookup, and pass even far beyond the limit', async () => {
@@ -321,7 +321,7 @@ describe('unsubscribe: failed lookups limited per IP, valid tokens never counted
     const sent = await client(api.app, p).post('/v1/send', { to: Array.from({ length: n }, () => recipient('u')), from: `n@${p.domain}`, subject: 'S', body: 'B' });
     expect(sent.status).toBe(202);
     const [row] = await api.database.db.select({ key: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
-    return sent.body.data.emails.map((e: { email: string }) => createUnsubscribeToken(e.email, row!.key));
+    return sent.body.data.emails.map((e: { email: string }) => createUnsubscribeToken(e.email, row.key));
   }
   const post = (api: TestApi, token: string) => request(api.app).post(`/unsubscribe/${token}`).set('Accept', 'application/json').type('form').send({ 'List-Unsubscribe': 'One-Click' });
   const get = (api: TestApi, token: string) => request(api.app).get(`/unsubscribe/${token}`);
@@ -346,7 +346,7 @@ describe('unsubscribe: failed lookups limited per IP, valid tokens never counted
     expectRateLimited(await get(api, madeUp()));
     expectRateLimited(await get(api, 'not-a-token'));
     // A valid token from the blocked address still gets through within seconds (one lookup per interval).
-    await waitFor(async () => (await post(api, tokens[0]!)).status === 200, 10_000, 'the trickle lookup of a valid token');
+    await waitFor(async () => (await post(api, tokens[0])).status === 200, 10_000, 'the trickle lookup of a valid token');
   });
 
   test('a parallel burst of made-up tokens is counted before the lookup; parallel valid one-click POSTs within the limit all succeed', async () => {
@@ -355,10 +355,10 @@ describe('unsubscribe: failed lookups limited per IP, valid tokens never counted
     const base = await listening(api);
     const unsubscribe = (token: string) => request(base).post(`/unsubscribe/${token}`).set('Accept', 'application/json').type('form').send({ 'List-Unsubscribe': 'One-Click' });
     // As many lookups at once as the limit, each given back, and again: none counts.
-    for (let round = 0; round < 2; round++) expect(await burst(10, (i) => unsubscribe(tokens[i]!))).toEqual({ 200: 10 });
+    for (let round = 0; round < 2; round++) expect(await burst(10, (i) => unsubscribe(tokens[i]))).toEqual({ 200: 10 });
     const counts = await burst(40, () => unsubscribe(madeUp()));
     expect(counts[404]).toBeGreaterThanOrEqual(10);
     expect(counts[404]).toBeLessThanOrEqual(11);
-    expect(counts[404]! + counts[429]!).toBe(40);
+    expect(counts[404] + counts[429]).toBe(40);
   });
 });

@@ -17,12 +17,12 @@ const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
 
 test('one image from the runtime stage for api, worker and migrate', () => {
   for (const name of ['api', 'worker', 'migrate']) {
-    const s = compose.services[name]!;
+    const s = compose.services[name];
     expect({ name, target: s.build?.target, image: s.image }).toEqual({ name, target: 'runtime', image: 'mailroom:local' });
   }
-  expect(compose.services.api!.command).toEqual(['node', 'apps/api/dist/server.js']);
-  expect(compose.services.worker!.command).toEqual(['node', 'apps/worker/dist/main.js']);
-  expect(compose.services.migrate!.command).toEqual(['node', 'packages/db/dist/migrate-cli.js']);
+  expect(compose.services.api.command).toEqual(['node', 'apps/api/dist/server.js']);
+  expect(compose.services.worker.command).toEqual(['node', 'apps/worker/dist/main.js']);
+  expect(compose.services.migrate.command).toEqual(['node', 'packages/db/dist/migrate-cli.js']);
 });
 
 test('the runtime stage runs as a non-root user with production dependencies only', () => {
@@ -36,9 +36,9 @@ test('every long-running service has a health check; the worker scales (no host 
     if (name === 'migrate') continue;
     expect({ name, healthcheck: Array.isArray(s.healthcheck?.test) }).toEqual({ name, healthcheck: true });
   }
-  expect(compose.services.worker!.ports).toBeUndefined();
-  expect(compose.services.worker!.container_name).toBeUndefined();
-  expect(compose.services.worker!.depends_on?.migrate?.condition).toBe('service_completed_successfully');
+  expect(compose.services.worker.ports).toBeUndefined();
+  expect(compose.services.worker.container_name).toBeUndefined();
+  expect(compose.services.worker.depends_on?.migrate?.condition).toBe('service_completed_successfully');
 });
 
 test('docker compose config accepts the file (the compose plugin, or docker-compose, whichever is installed)', () => {

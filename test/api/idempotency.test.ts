@@ -55,7 +55,7 @@ test('/v1/send: 20 concurrent duplicates produce one email and identical respons
   expect(new Set(results.map((r) => JSON.stringify(r.body.data))).size).toBe(1);
   expect(results.filter((r) => r.headers['idempotent-replayed'] === 'true')).toHaveLength(19);
   expect(await emailRows(to)).toHaveLength(1);
-  const jobs = await ctx.api.redis.exists(`${ctx.api.config.queuePrefix}:send:${results[0]!.body.data.emails[0].email}`);
+  const jobs = await ctx.api.redis.exists(`${ctx.api.config.queuePrefix}:send:${results[0].body.data.emails[0].email}`);
   expect(jobs).toBe(1);
 });
 
@@ -69,7 +69,7 @@ test('/v1/track: concurrent duplicates record one event', async () => {
   );
   expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
   expect(new Set(results.map((r) => r.body.data.event)).size).toBe(1);
-  const rows = await ctx.api.database.db.select().from(events).where(and(eq(events.contactId, results[0]!.body.data.contact), eq(events.name, 'paid')));
+  const rows = await ctx.api.database.db.select().from(events).where(and(eq(events.contactId, results[0].body.data.contact), eq(events.name, 'paid')));
   expect(rows).toHaveLength(1);
 });
 

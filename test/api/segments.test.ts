@@ -47,11 +47,11 @@ describe('filter language', () => {
       { tag: 'unsub', subscribed: false, data: { plan: 'Pro' } },
       { tag: 'old', data: { plan: 'team', lastSeen: new Date(Date.now() - 2 * day).toISOString() }, createdAt: new Date(Date.now() - 40 * day) },
     ]);
-    await event(p.id, ids.pro1!, 'purchase');
-    await event(p.id, ids.pro1!, 'purchase');
-    await event(p.id, ids.pro1!, 'purchase', Date.now() - 10 * day);
-    await event(p.id, ids.free!, 'purchase', Date.now() - 10 * day);
-    await event(p.id, ids.none!, 'login');
+    await event(p.id, ids.pro1, 'purchase');
+    await event(p.id, ids.pro1, 'purchase');
+    await event(p.id, ids.pro1, 'purchase', Date.now() - 10 * day);
+    await event(p.id, ids.free, 'purchase', Date.now() - 10 * day);
+    await event(p.id, ids.none, 'login');
   });
 
   const tagsOf = async (filter: unknown): Promise<string[]> => {
@@ -264,8 +264,8 @@ describe('segments', () => {
     await as(p).patch(`/contacts/${ids.n}`, { data: { score: 70 } });
     expect((await refresh()).count).toBe(1);
     const names = async (id: string) => (await as(p).get(`/events?contactId=${id}`)).body.data.items.map((e: { name: string }) => e.name);
-    expect(await names(ids.m!)).toEqual(['segment.High.exit', 'segment.High.entry']);
-    expect(await names(ids.n!)).toEqual(['segment.High.entry']);
+    expect(await names(ids.m)).toEqual(['segment.High.exit', 'segment.High.entry']);
+    expect(await names(ids.n)).toEqual(['segment.High.entry']);
     expect((await as(p).get('/events/names')).body.data.items.map((n: { name: string }) => n.name)).toEqual(
       expect.arrayContaining(['segment.High.entry', 'segment.High.exit']),
     );
@@ -308,10 +308,10 @@ describe('segments', () => {
     expect((await as(q).get(`/segments/${id}`)).status).toBe(404);
     expect((await as(q).get(`/segments/${id}/contacts`)).status).toBe(404);
     expect((await as(q).patch(`/segments/${id}`, { name: 'theirs' })).status).toBe(404);
-    expect((await as(q).post(`/segments/${id}/members`, { contactIds: [c!] })).status).toBe(404);
+    expect((await as(q).post(`/segments/${id}/members`, { contactIds: [c] })).status).toBe(404);
     expect((await as(q).del(`/segments/${id}`)).status).toBe(404);
     // Another project's contact cannot be added to my segment.
-    expect((await as(p).post(`/segments/${id}/members`, { contactIds: [c!] })).body.data).toEqual({ changed: 0, notFound: [c] });
+    expect((await as(p).post(`/segments/${id}/members`, { contactIds: [c] })).body.data).toEqual({ changed: 0, notFound: [c] });
     expect((await as(q).get('/segments')).body.data.total).toBe(0);
     const pk = await request(ctx.api.app).get('/segments').set('Authorization', `Bearer ${p.publicKey}`);
     expect(pk.status).toBe(403);

@@ -11,7 +11,7 @@ const ctx = useApiWithProject();
 
 const send = (body: unknown, auth = ctx.p.auth) => request(ctx.api.app).post('/v1/send').set('Authorization', auth).send(body as object);
 const emailCount = async (projectId: string) =>
-  ((await ctx.api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where project_id = ${projectId}`)).rows[0] as { n: number }).n;
+  ((await ctx.api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where project_id = ${projectId}`)).rows[0]).n;
 
 describe('happy path', () => {
   test('queues one email per distinct recipient and answers 202 with the Send result', async () => {
@@ -59,14 +59,14 @@ describe('happy path', () => {
     expect(res.body.data.emails).toHaveLength(1);
     expect(res.body.data.emails[0].contact.email).toBe(`Ann.${tag}@xn--bcher-kva.de`);
     const [row] = await ctx.api.database.db.select().from(emails).where(eq(emails.id, res.body.data.emails[0].email));
-    expect(row!.toEmail).toBe(`Ann.${tag}@xn--bcher-kva.de`);
+    expect(row.toEmail).toBe(`Ann.${tag}@xn--bcher-kva.de`);
   });
 
   test('creates the contact unsubscribed by default, and never changes subscription when `subscribed` is omitted', async () => {
     const to = recipient();
     const first = await send({ to, from: `x@${ctx.p.domain}`, subject: 's', body: 'b', data: { plan: 'pro', temp: { value: 1, persistent: false } } });
     const id = first.body.data.emails[0].contact.id;
-    const read = async () => (await ctx.api.database.db.select().from(contacts).where(eq(contacts.id, id)))[0]!;
+    const read = async () => (await ctx.api.database.db.select().from(contacts).where(eq(contacts.id, id)))[0];
     expect(await read()).toMatchObject({ subscribed: false, data: { plan: 'pro' } });
     await send({ to, from: `x@${ctx.p.domain}`, subject: 's', body: 'b', subscribed: true });
     expect((await read()).subscribed).toBe(true);

@@ -48,7 +48,7 @@ async function terminate(admin: Client, db: string): Promise<number> {
       where datname = $1 and application_name = any($2) and pid <> pg_backend_pid()`,
     [db, VICTIMS],
   );
-  return Number(r.rows[0]!.n);
+  return Number(r.rows[0].n);
 }
 
 describe('a Postgres connection storm during sends', () => {
@@ -127,7 +127,7 @@ describe('a Postgres connection storm during sends', () => {
           });
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
           const body = (await res.json()) as { data?: { emails: Array<{ email: string }> }; error?: { code: string } };
-          if (res.status === 202) accepted.set(to, body.data!.emails[0]!.email);
+          if (res.status === 202) accepted.set(to, body.data!.emails[0].email);
           else expect(body.error?.code).toBe('SERVICE_UNAVAILABLE');
         } catch (err) {
           unanswered.push(`${to}: ${(err as Error).message}`);
@@ -217,8 +217,8 @@ describe('a port that cannot be bound', () => {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
-      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
       expect(await exited(child)).not.toBe(0);
       expect(out).toMatch(new RegExp(`worker health and metrics cannot listen on port ${port}: EADDRINUSE`));
     } finally {
@@ -307,6 +307,6 @@ describe('Postgres lost right after SES accepted a message', () => {
     // the lease and the kept SES outcome is recorded instead of a second send.
     const { row, atSes } = await sendOne(testEnv({ DATABASE_URL: iso.url, SEND_LEASE_MS: '3000', SEND_BACKOFF_MS: '200', RECONCILE_INTERVAL_MS: '1000', RECONCILE_AFTER_MS: '1000' }), 4_000);
     expect(atSes).toHaveLength(1);
-    expect(row.messageId).toBe(atSes[0]!.messageId);
+    expect(row.messageId).toBe(atSes[0].messageId);
   }, 90_000);
 });

@@ -17,7 +17,7 @@
  * the SES timeout (plus a wide margin for a busy machine); every accepted email `sent` once SES is healthy, none
  * `failed` because of a transient refusal; duplicates only among frozen requests passed on to SES.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -197,7 +197,7 @@ describe('SES refusing, then frozen, then healthy again', () => {
   afterAll(async () => {
     if (worker) {
       worker.child.kill('SIGKILL');
-      await exited(worker.child as ChildProcess);
+      await exited(worker.child);
     }
     await api?.close();
     await ses?.close();

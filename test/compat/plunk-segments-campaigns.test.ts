@@ -45,9 +45,9 @@ describe('segments as Plunk v2 writes them', () => {
     // The stored filter works: the preview (also by Plunk's name) and the live members agree.
     const [pro] = await seed(p.id, ['pro', 'free']);
     const preview = await as(p).post('/segments/preview', { condition: planIs('pro') });
-    expect(preview.body.data).toMatchObject({ count: 1, sample: [{ id: pro!.id }] });
+    expect(preview.body.data).toMatchObject({ count: 1, sample: [{ id: pro.id }] });
     const members = await as(p).get(`/segments/${nested.body.data.id}/contacts?page=1&pageSize=20`);
-    expect(members.body.data.contacts.map((c: { id: string }) => c.id)).toEqual([pro!.id]);
+    expect(members.body.data.contacts.map((c: { id: string }) => c.id)).toEqual([pro.id]);
     // GET answers the same shape.
     expect((await as(p).get(`/segments/${nested.body.data.id}`)).body.data).toEqual(nested.body.data);
   });
@@ -123,11 +123,11 @@ describe('Plunk page numbers on segment lists', () => {
     await refreshSegment(ctx.api.database.db, (await getSegment(ctx.api.database.db, p.id, dyn))!);
     const last = await as(p).get(`/segments/${dyn}/contacts?page=3&pageSize=2`);
     expect(last.body.data).toMatchObject({ total: 5, page: 3, totalPages: 3, hasMore: false });
-    expect(last.body.data.contacts.map((c: { id: string }) => c.id)).toEqual([people[0]!.id]);
+    expect(last.body.data.contacts.map((c: { id: string }) => c.id)).toEqual([people[0].id]);
     // A cursor stays pure keyset: page is ignored beside it.
     const firstPage = await as(p).get(`/segments/${dyn}/contacts?limit=2`);
     const next = await as(p).get(`/segments/${dyn}/contacts?limit=2&page=3&cursor=${firstPage.body.data.nextCursor}`);
-    expect(next.body.data.items.map((c: { id: string }) => c.id)).toEqual([people[2]!.id, people[1]!.id]);
+    expect(next.body.data.items.map((c: { id: string }) => c.id)).toEqual([people[2].id, people[1].id]);
     expect(next.body.data.page).toBe(1);
   });
 
@@ -306,7 +306,7 @@ describe('campaigns as Plunk v2 writes them', () => {
     for (const [i, s] of states.entries()) {
       await db.execute(sql`
         insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, status, sent_at, delivered_at, opened_at, clicked_at)
-        values (${newId()}::uuid, ${p.id}::uuid, ${people[i]!.id}::uuid, ${id}::uuid, true, 'campaign', ${people[i]!.email}, ${`news@${p.domain}`}, ${s.status},
+        values (${newId()}::uuid, ${p.id}::uuid, ${people[i].id}::uuid, ${id}::uuid, true, 'campaign', ${people[i].email}, ${`news@${p.domain}`}, ${s.status},
           now(), ${s.delivered ? sql`now()` : null}, ${s.opened ? sql`now()` : null}, ${s.clicked ? sql`now()` : null})`);
     }
     await db.execute(sql`update campaigns set status = 'SENT', recipients = 3, fanout_done = true where id = ${id}::uuid`);

@@ -176,11 +176,11 @@ describe('a Plunk v2 integration, request by request', () => {
     }, 30_000, `an SES send to ${asciiTo}`);
     // SES is asked to send to and from the ASCII forms; the headers carry them too (a mail reader may show them in
     // Unicode: mailparser does, so the addresses are read from the raw bytes).
-    expect(sent!.to).toEqual([asciiTo]);
-    expect(sent!.raw).toMatch(new RegExp(`^From: Acme Team <hello@${asciiDomain}>\r?$`, 'm'));
-    expect(sent!.raw).toMatch(new RegExp(`^To: Ann <${asciiTo}>\r?$`, 'm'));
-    expect(sent!.raw).not.toMatch(/bücher|empfänger/);
-    const mail = await parseMail(sent!);
+    expect(sent.to).toEqual([asciiTo]);
+    expect(sent.raw).toMatch(new RegExp(`^From: Acme Team <hello@${asciiDomain}>\r?$`, 'm'));
+    expect(sent.raw).toMatch(new RegExp(`^To: Ann <${asciiTo}>\r?$`, 'm'));
+    expect(sent.raw).not.toMatch(/bücher|empfänger/);
+    const mail = await parseMail(sent);
     expect(mail.subject).toBe('Welcome, Ann');
     expect(mail.from?.value.map((a) => a.name)).toEqual(['Acme Team']);
     expect(mail.replyTo?.value).toEqual([{ name: '', address: 'support@acme.test' }]);
@@ -198,8 +198,8 @@ describe('a Plunk v2 integration, request by request', () => {
       const s = await sesSendsTo([asciiTo]);
       return s.length ? s : undefined;
     }, 30_000, `an SES send to ${asciiTo}`);
-    expect(sent!.raw).toMatch(new RegExp(`^From: "Acme, Billing" <billing@${asciiDomain}>\r?$`, 'm'));
-    const mail = await parseMail(sent!);
+    expect(sent.raw).toMatch(new RegExp(`^From: "Acme, Billing" <billing@${asciiDomain}>\r?$`, 'm'));
+    const mail = await parseMail(sent);
     expect(mail.from?.value.map((a) => a.name)).toEqual(['Acme, Billing']);
     expect(mail.replyTo?.value).toEqual([{ name: 'Help Desk', address: 'help@acme.test' }]);
 

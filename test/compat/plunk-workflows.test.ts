@@ -52,6 +52,13 @@ async function template(p: TestProject) {
   return res.body.data.id as string;
 }
 
+/** A workflow step as GET /workflows/{id} shows it (the fields these tests read). */
+type StepView = {
+  name: string;
+  position: unknown;
+  incomingTransitions: unknown;
+  outgoingTransitions: Array<{ waitOutcome: string; toStepId: string; condition: { branch: string } }>;
+};
 type Exec = { id: string; status: string; contactId: string; currentStep: { id: string; name: string; type: string } | null };
 
 /** Waits for the execution of `email`'s contact (read through Plunk's page form) to reach `status`. */
@@ -138,7 +145,7 @@ test('a Plunk v2 integration builds a workflow step by step, enables it, and it 
   // GET /workflows/{id}: steps carry position and outgoing/incoming transitions, as Plunk's include gives them.
   const got = await as(p).get(`/workflows/${wid}`);
   expect(got.status).toBe(200);
-  const byName = Object.fromEntries((got.body.data.steps as { name: string }[]).map((s) => [s.name, s])) as Record<string, any>;
+  const byName = Object.fromEntries((got.body.data.steps as StepView[]).map((s) => [s.name, s]));
   expect(byName['Welcome'].position).toEqual({ x: 100, y: 250 });
   expect(byName['Welcome'].incomingTransitions).toEqual([expect.objectContaining({ fromStepId: null, branch: 'next' })]);
   expect(byName['Welcome'].outgoingTransitions).toEqual([expect.objectContaining({ toStepId: wait.body.data.id, branch: 'next', condition: null, waitOutcome: null })]);

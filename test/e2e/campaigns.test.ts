@@ -43,7 +43,7 @@ async function seed(api: TestApi, projectId: string, n: number, tag: string, dat
 const recipientsOf = async (api: TestApi, campaignId: string) =>
   api.database.db.select({ to: emails.toEmail, status: emails.status, sentAt: emails.sentAt, contactId: emails.contactId }).from(emails).where(eq(emails.campaignId, campaignId));
 
-const acceptedTo = async (addresses: string[]) => (await sesSendsTo(addresses)).map((s) => s.to[0]!.toLowerCase());
+const acceptedTo = async (addresses: string[]) => (await sesSendsTo(addresses)).map((s) => s.to[0].toLowerCase());
 
 function countsOf(list: string[]): Map<string, number> {
   const m = new Map<string, number>();
@@ -96,7 +96,7 @@ describe('with a worker', () => {
     const done = await waitStatus(api, p, eq, 'SENT');
     expect(done.recipients).toBe(25);
     expect((await acceptedTo(everyone)).sort()).toEqual([...pro].sort());
-    const mail = await parseMail((await sesSendsTo([pro[0]!]))[0]!);
+    const mail = await parseMail((await sesSendsTo([pro[0]]))[0]);
     expect(mail.subject).toBe('Hello pro');
 
     const ne = await startCampaign(api, p, { audienceType: 'FILTERED', audienceFilter: [{ field: 'data.plan', operator: 'notEquals', value: 'pro' }] });
@@ -113,7 +113,7 @@ describe('with a worker', () => {
     const [to] = await seed(api, p.id, 1, 'unsub', { plan: 'x' });
     const id = await startCampaign(api, p, { audienceType: 'ALL' });
     await waitStatus(api, p, id, 'SENT');
-    const mail = await parseMail((await sesSendsTo([to!]))[0]!);
+    const mail = await parseMail((await sesSendsTo([to]))[0]);
     // mailparser parses List-* headers into objects; read the raw lines.
     const raw = (name: string) => mail.headerLines.find((h) => h.key === name)?.line.replace(/^[^:]+:\s*/, '');
     const header = raw('list-unsubscribe') ?? '';
@@ -127,7 +127,7 @@ describe('with a worker', () => {
     expect(page.status).toBe(200);
     expect(page.text).toContain(to);
     expect(page.text).toContain('<form method="post">');
-    const contact = (await client(api.app, p).get(`/contacts?search=${encodeURIComponent(to!)}`)).body.data.items[0];
+    const contact = (await client(api.app, p).get(`/contacts?search=${encodeURIComponent(to)}`)).body.data.items[0];
     expect(contact.subscribed).toBe(true);
 
     const token = path.split('/').pop()!;
@@ -143,9 +143,9 @@ describe('with a worker', () => {
     expect((await client(api.app, p).get(`/contacts/${contact.id}`)).body.data.subscribed).toBe(false);
     const evs = await api.database.db.select().from(events).where(and(eq(events.contactId, contact.id), eq(events.name, 'contact.unsubscribed')));
     expect(evs).toHaveLength(1);
-    expect(evs[0]!.data).toMatchObject({ campaignId: id, method: 'one-click' });
+    expect(evs[0].data).toMatchObject({ campaignId: id, method: 'one-click' });
     expect((await client(api.app, p).get(`/campaigns/${id}/stats`)).body.data.unsubscribed).toBe(1);
-    const emailId = (await api.database.db.select({ id: emails.id }).from(emails).where(eq(emails.campaignId, id)))[0]!.id;
+    const emailId = (await api.database.db.select({ id: emails.id }).from(emails).where(eq(emails.campaignId, id)))[0].id;
     const timeline = (await client(api.app, p).get(`/emails/${emailId}`)).body.data.timeline.map((t: { type: string }) => t.type);
     expect(timeline).toEqual(['queued', 'sent', 'unsubscribed']);
     // The next campaign skips the unsubscribed contact.
@@ -179,8 +179,8 @@ describe('with a worker', () => {
     const id = await startCampaign(api, p, { audienceType: 'ALL' }, at);
     expect((await client(api.app, p).get(`/campaigns/${id}`)).body.data.status).toBe('SCHEDULED');
     await waitStatus(api, p, id, 'SENT', 10_000);
-    const [send] = await sesSendsTo([a!]);
-    expect(send!.at).toBeGreaterThanOrEqual(at.getTime() - 50);
+    const [send] = await sesSendsTo([a]);
+    expect(send.at).toBeGreaterThanOrEqual(at.getTime() - 50);
 
     const q = await createTestProject(api.database);
     const [b] = await seed(api, q.id, 1, 'resched', null);
@@ -195,9 +195,9 @@ describe('with a worker', () => {
 
     await new Promise((res) => setTimeout(res, 2000));
     expect((await client(api.app, q).get(`/campaigns/${moved}`)).body.data.status).toBe('SCHEDULED');
-    expect(await sesSendsTo([b!, c!])).toHaveLength(0);
+    expect(await sesSendsTo([b, c])).toHaveLength(0);
     await waitStatus(api, q, moved, 'SENT', 10_000);
-    const sends = await sesSendsTo([b!, c!]);
+    const sends = await sesSendsTo([b, c]);
     expect(sends).toHaveLength(2);
     expect(Math.min(...sends.map((s) => s.at))).toBeGreaterThanOrEqual(later.getTime() - 50);
     expect((await client(api.app, r).get(`/campaigns/${cancelled}`)).body.data).toMatchObject({ status: 'CANCELLED', recipients: 0 });
@@ -241,8 +241,8 @@ describe('with a worker', () => {
       const s = await sesSendsTo([t]);
       return s.length ? s : undefined;
     }, 10_000, 'transactional send');
-    const campaignBefore = (await sesSendsTo(to)).filter((s) => s.at < sent!.at).length;
-    console.log(`priority: transactional sent after ${campaignBefore} of 200 campaign emails; accepted-to-SES ${Math.round(sent!.at - Date.parse(res.body.data.timestamp))} ms after acceptance`);
+    const campaignBefore = (await sesSendsTo(to)).filter((s) => s.at < sent.at).length;
+    console.log(`priority: transactional sent after ${campaignBefore} of 200 campaign emails; accepted-to-SES ${Math.round(sent.at - Date.parse(res.body.data.timestamp))} ms after acceptance`);
     expect(200 - campaignBefore).toBeGreaterThan(100);
     await client(api.app, p).post(`/campaigns/${id}/cancel`, {});
   });
@@ -287,7 +287,7 @@ describe('a worker killed mid-campaign', () => {
     const twice = [...counts].filter(([, n]) => n > 1);
     // As for any email: only a message SES accepted in the instant of the kill can be sent again (same Message-ID).
     expect(twice.length).toBeLessThanOrEqual(1);
-    for (const [address] of twice) expect((await sesSendsTo([address]))[0]!.at).toBeLessThan(respawnedAt);
+    for (const [address] of twice) expect((await sesSendsTo([address]))[0].at).toBeLessThan(respawnedAt);
     console.log(`campaign kill: ${before} of 160 sent before SIGKILL, duplicates: ${twice.length}`);
   }, 120_000);
 });
@@ -335,13 +335,13 @@ describe('lost jobs and marketing templates', () => {
     expect((await as.post('/v1/send', { to: b, template: transactional })).status).toBe(202);
     const [ma, mb] = await waitFor(async () => {
       const [x, y] = [await sesSendsTo([a]), await sesSendsTo([b])];
-      return x.length && y.length ? [await parseMail(x[0]!), await parseMail(y[0]!)] : undefined;
+      return x.length && y.length ? [await parseMail(x[0]), await parseMail(y[0])] : undefined;
     }, 10_000, 'both sent');
-    const line = ma!.headerLines.find((h) => h.key === 'list-unsubscribe')?.line ?? '';
+    const line = ma.headerLines.find((h) => h.key === 'list-unsubscribe')?.line ?? '';
     const url = /<(http[^>]+)>/.exec(line)?.[1];
     expect(url).toBeDefined();
-    expect(ma!.html).toContain(`href="${url}"`);
-    expect(mb!.headerLines.some((h) => h.key === 'list-unsubscribe')).toBe(false);
+    expect(ma.html).toContain(`href="${url}"`);
+    expect(mb.headerLines.some((h) => h.key === 'list-unsubscribe')).toBe(false);
     const res = await request(api.app).post(new URL(url!).pathname).set('Accept', 'application/json');
     expect(res.body.data).toMatchObject({ email: a, unsubscribed: true, changed: true });
   });

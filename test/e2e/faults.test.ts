@@ -80,9 +80,9 @@ describe('a worker killed in the middle of a batch', () => {
     // recorder a few ms after the signal), and before the second worker existed; the copy is the second worker's.
     for (const [id] of twice) {
       const sends = (await sesSendsTo(to)).filter((s) => s.raw.includes(id));
-      expect(sends[0]!.at).toBeGreaterThan(killedAt - 1000);
-      expect(sends[0]!.at).toBeLessThan(respawnedAt);
-      expect(sends[1]!.at).toBeGreaterThan(respawnedAt);
+      expect(sends[0].at).toBeGreaterThan(killedAt - 1000);
+      expect(sends[0].at).toBeLessThan(respawnedAt);
+      expect(sends[1].at).toBeGreaterThan(respawnedAt);
     }
     console.log(`kill: ${sentBeforeKill} sent before SIGKILL, ${heldByDeadWorker} claimed by the dead worker, 40 delivered after, duplicates: ${twice.length}`);
   }, 90_000);
@@ -145,10 +145,10 @@ describe('concurrent sends to one new address', () => {
     const rows = await api.database.db.select().from(contacts).where(and(eq(contacts.projectId, p.id), eq(contacts.emailKey, to)));
     expect(rows).toHaveLength(1);
     // Every request's data key survived: the merge happens in SQL, not read-modify-write.
-    expect(Object.keys(rows[0]!.data).sort()).toEqual(Array.from({ length: 50 }, (_, i) => `k${i}`).sort());
+    expect(Object.keys(rows[0].data).sort()).toEqual(Array.from({ length: 50 }, (_, i) => `k${i}`).sort());
     const contactIds = new Set(results.map((r) => r.body.data.emails[0].contact.id));
-    expect([...contactIds]).toEqual([rows[0]!.id]);
-    const [{ n }] = (await api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where contact_id = ${rows[0]!.id}`)).rows as [{ n: number }];
+    expect([...contactIds]).toEqual([rows[0].id]);
+    const [{ n }] = (await api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where contact_id = ${rows[0].id}`)).rows as [{ n: number }];
     expect(n).toBe(50);
   });
 });

@@ -273,16 +273,16 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
     const counts = await commitImportBatch(api.database.db, imp, { records, errors: [parserError], fromRow: 0, toRow: 10, bytesProcessed: 0, errorsKept: 0 });
     expect(counts).toEqual({ created: 6, updated: 0, skipped: 0, failed: 4 });
     const errors = await getImportErrors(api.database.db, q.id, imp.id);
-    expect(errors.map((e) => [e.row, e.email, e.errors[0]!.field])).toEqual([
+    expect(errors.map((e) => [e.row, e.email, e.errors[0].field])).toEqual([
       [3, 'nul-json@x.test', 'data.note'],
       [5, null, '(row)'],
       [7, 'nul\\u0000text@x.test', 'email'],
       [9, 'lone@x.test', 'data.s'],
     ]);
-    expect(errors[0]!.errors[0]!.message).toMatch(/could not be stored \(22P05\)/);
-    expect(errors[1]!.errors[0]!.message).toBe('invalid JSON: \\u0000 quoted');
-    expect(errors[2]!.errors[0]!.message).toMatch(/could not be stored \(22021\)/);
-    expect(errors[3]!.errors[0]!.message).toMatch(/could not be stored \(22P02\)/);
+    expect(errors[0].errors[0].message).toMatch(/could not be stored \(22P05\)/);
+    expect(errors[1].errors[0].message).toBe('invalid JSON: \\u0000 quoted');
+    expect(errors[2].errors[0].message).toMatch(/could not be stored \(22021\)/);
+    expect(errors[3].errors[0].message).toMatch(/could not be stored \(22P02\)/);
     expect([...(await contactsOf(q)).keys()].sort()).toEqual(['b10@x.test', 'b1@x.test', 'b2@x.test', 'b4@x.test', 'b6@x.test', 'b8@x.test']);
     const [row] = await api.database.db.select().from(contactImports).where(eq(contactImports.id, imp.id));
     expect(row).toMatchObject({ rowsProcessed: 10, created: 6, failed: 4 });
@@ -319,7 +319,7 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
       const bad = await client.query(`select $1::jsonb`, ['{"a":"\\u0000"}']).catch((e: unknown) => e);
       expect(isRowDataError(bad)).toBe(true);
       const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
-      await api.database.pool.query('select pg_terminate_backend($1)', [rows[0]!.pid]);
+      await api.database.pool.query('select pg_terminate_backend($1)', [rows[0].pid]);
       const lost = await waitFor(async () => client.query('select 1').then(() => undefined, (e: unknown) => e as object), 10_000, 'the terminated connection to fail');
       expect(isRowDataError(lost)).toBe(false);
     } finally {
@@ -446,7 +446,7 @@ describe('resuming', () => {
       blocker.release();
       await impatient.close();
     }
-    const progress = async () => (await idleApi.database.db.select().from(contactImports).where(eq(contactImports.id, id)))[0]!;
+    const progress = async () => (await idleApi.database.db.select().from(contactImports).where(eq(contactImports.id, id)))[0];
     const cut = await progress();
     expect(cut).toMatchObject({ status: 'running', rowsProcessed: 1475, created: 1475 });
 
@@ -460,6 +460,6 @@ describe('resuming', () => {
     expect(done).toMatchObject({ status: 'completed', rowsProcessed: total, created: total - 1, updated: 1, skipped: 0, failed: 0 });
     expect((await contactsOf(q)).size).toBe(total);
     const chunks = await idleApi.database.db.execute<{ n: number }>(sql`select count(*)::int as n from contact_import_chunks where import_id = ${id}::uuid`);
-    expect(chunks.rows[0]!.n).toBe(0);
+    expect(chunks.rows[0].n).toBe(0);
   });
 });

@@ -13,7 +13,7 @@ export function maxInWindow(times: number[], windowMs: number): number {
   let best = 0;
   let start = 0;
   for (let end = 0; end < sorted.length; end++) {
-    while (sorted[end]! - sorted[start]! >= windowMs) start++;
+    while (sorted[end] - sorted[start] >= windowMs) start++;
     best = Math.max(best, end - start + 1);
   }
   return best;
@@ -54,7 +54,7 @@ test('two worker processes together never exceed 14 sends in any one-second wind
   const spanS = (Math.max(...times) - Math.min(...times)) / 1000;
   const sorted = [...times].sort((a, b) => a - b);
   // The tightest span of 15 consecutive sends: 1000 ms or more means no second ever held 15.
-  const tightest15 = Math.min(...sorted.slice(14).map((t, i) => t - sorted[i]!));
+  const tightest15 = Math.min(...sorted.slice(14).map((t, i) => t - sorted[i]));
   console.log(
     `limiter: 70 sends in ${spanS.toFixed(2)} s (${(69 / spanS).toFixed(2)}/s), busiest 1 s window: ${peak}, ` +
       `tightest 15 consecutive sends: ${tightest15.toFixed(1)} ms`,

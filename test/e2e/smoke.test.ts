@@ -27,7 +27,7 @@ test('smoke: send one email end to end', async () => {
     const s = await sesSendsTo([to]);
     return s.length ? s : undefined;
   });
-  const mail = await parseMail(sent!);
+  const mail = await parseMail(sent);
   expect(mail.subject).toBe('Hi <b>Ann</b>');
   expect(mail.html).toContain('Hello &lt;b&gt;Ann&lt;/b&gt;');
 });

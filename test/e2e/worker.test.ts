@@ -22,7 +22,7 @@ import {
 
 async function emailRow(api: TestApi, id: string) {
   const [row] = await api.database.db.select().from(emails).where(eq(emails.id, id));
-  return row!;
+  return row;
 }
 
 async function waitStatus(api: TestApi, id: string, status: string, timeoutMs = 20_000) {
@@ -89,7 +89,7 @@ describe('with a running worker', () => {
     for (const s of sends) expect(s.to).toHaveLength(1);
     const mail = await parseMail(sends.find((s) => s.to[0] === a)!);
     expect(mail.subject).toBe('Welcome friend – café ☕');
-    expect(sends[0]!.raw).toMatch(/^Subject: =\?UTF-8\?[QB]\?/m);
+    expect(sends[0].raw).toMatch(/^Subject: =\?UTF-8\?[QB]\?/m);
     expect(mail.html).toContain('<h1>Hi friend</h1>');
     expect(mail.html).toContain('&lt;script&gt;alert(1)&lt;/script&gt; &amp; co');
     expect(mail.html).not.toContain('<script>');
@@ -104,10 +104,10 @@ describe('with a running worker', () => {
     // RFC 2047 encoded-word for non-ASCII header text.
     expect(mail.headers.get('x-unicode')).toBe('=?UTF-8?Q?na=C3=AFve?=');
     expect(mail.attachments).toHaveLength(2);
-    expect(Buffer.compare(mail.attachments[0]!.content, bytes)).toBe(0);
-    expect(mail.attachments[0]!.filename).toBe('data.bin');
-    expect(mail.attachments[1]!.content.toString()).toBe('hello');
-    expect(mail.attachments[1]!.contentType).toBe('text/plain');
+    expect(Buffer.compare(mail.attachments[0].content, bytes)).toBe(0);
+    expect(mail.attachments[0].filename).toBe('data.bin');
+    expect(mail.attachments[1].content.toString()).toBe('hello');
+    expect(mail.attachments[1].contentType).toBe('text/plain');
     const toB = await parseMail(sends.find((s) => s.to[0] === b)!);
     expect(toB.to && !Array.isArray(toB.to) ? toB.to.value[0] : undefined).toEqual({ address: b, name: 'Bo Ström' });
 

@@ -82,8 +82,8 @@ async function settled(p: TestProject, wid: string, email: string, statuses: str
   return waitFor(
     async () => {
       const list = await executions(p, wid, `&contactId=${contact.id}`);
-      if (list.length !== 1 || !statuses.includes(list[0]!.status)) return undefined;
-      return execution(p, wid, list[0]!.id);
+      if (list.length !== 1 || !statuses.includes(list[0].status)) return undefined;
+      return execution(p, wid, list[0].id);
     },
     timeoutMs,
     `execution of ${email} in ${statuses.join('/')}`,
@@ -111,7 +111,7 @@ test('a tracked event starts the workflow in the worker; SEND_EMAIL sends one em
     ['SEND_EMAIL', 'COMPLETED'],
     ['EXIT', 'COMPLETED'],
   ]);
-  const emailId = x.steps[0]!.output!.emailId as string;
+  const emailId = x.steps[0].output!.emailId as string;
   const sent = await waitFor(async () => {
     const s = await sesSendsTo([to]);
     return s.length > 0 && s;
@@ -122,7 +122,7 @@ test('a tracked event starts the workflow in the worker; SEND_EMAIL sends one em
     const [r] = await api.database.db.select().from(emails).where(eq(emails.id, emailId));
     return r?.status === 'sent' && r;
   });
-  expect(row).toMatchObject({ source: 'workflow', workflowExecutionId: x.id, workflowStepRunId: x.steps[0]!.id, renderedSubject: 'Hello pro' });
+  expect(row).toMatchObject({ source: 'workflow', workflowExecutionId: x.id, workflowStepRunId: x.steps[0].id, renderedSubject: 'Hello pro' });
   const hooks = await waitFor(async () => {
     const got = receiver.received.filter((r) => r.headers['webhook-id'] && r.body.includes(x.id)).map((r) => JSON.parse(r.body) as { type: string; data: Record<string, unknown> });
     return got.length >= 2 && got;
@@ -165,7 +165,7 @@ test('a DELAY of 2 seconds delays the next step by 2 seconds', async () => {
   const waiting = await settled(p, wid, to, ['WAITING']);
   expect(waiting.steps.map((s) => [s.type, s.status])).toEqual([['DELAY', 'WAITING']]);
   const x = await settled(p, wid, to, ['COMPLETED']);
-  const gap = Date.parse(x.steps[1]!.startedAt) - Date.parse(x.steps[0]!.startedAt);
+  const gap = Date.parse(x.steps[1].startedAt) - Date.parse(x.steps[0].startedAt);
   expect(gap).toBeGreaterThanOrEqual(2000);
   expect(gap).toBeLessThan(3000);
   const contact = (await client(api.app, p).get(`/contacts/${x.contactId}`)).body.data;
@@ -216,7 +216,7 @@ describe('WAIT_FOR_EVENT', () => {
     // Fire each event around its timeout: from 100 ms before to 100 ms after.
     await Promise.all(
       people.map(async (e, n) => {
-        const started = Date.parse(waits[n]!.steps[0]!.startedAt);
+        const started = Date.parse(waits[n].steps[0].startedAt);
         const at = started + 1000 + (n % 6) * 40 - 100;
         await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
         await track(p, e, 'purchase');
@@ -226,7 +226,7 @@ describe('WAIT_FOR_EVENT', () => {
     for (const e of people) {
       const x = await settled(p, wid, e, ['COMPLETED']);
       expect(x.steps).toHaveLength(2);
-      const branch = x.steps[0]!.branch!;
+      const branch = x.steps[0].branch!;
       branches.push(branch);
       expect(['event', 'timeout']).toContain(branch);
       const contact = (await client(api.app, p).get(`/contacts/${x.contactId}`)).body.data;
@@ -309,7 +309,7 @@ test('a disabled project\'s executions are cancelled and run no further step', a
     });
     expect(x.error).toBe('project disabled');
     const [contact] = await api.database.db.select().from(contacts).where(eq(contacts.id, x.contactId));
-    expect(contact!.data.ran).toBeUndefined();
+    expect(contact.data.ran).toBeUndefined();
   } finally {
     await api.database.db.update(projects).set({ disabled: false }).where(eq(projects.id, p.id));
   }
@@ -340,7 +340,7 @@ test('CONDITION on the trigger data; a MARKETING template is never sent to an un
     ['SEND_EMAIL', 'SKIPPED', 'next'],
   ]);
   const sent = await settled(p, wid, subscriber, ['COMPLETED']);
-  expect(sent.steps[1]!.status).toBe('COMPLETED');
+  expect(sent.steps[1].status).toBe('COMPLETED');
   const exitedFree = await settled(p, wid, free, ['EXITED']);
   expect(exitedFree.exitReason).toBe('not pro');
   await waitFor(async () => (await sesSendsTo([subscriber])).length === 1);
@@ -378,8 +378,8 @@ test('WEBHOOK: signed with the project secret, one idempotency key across retrie
   const calls = receiver.received.slice(before).filter((r) => r.body.includes(to));
   expect(calls.map((c) => c.status)).toEqual([500, 500, 200]);
   for (const c of calls) {
-    expect(c.headers['idempotency-key']).toBe(x.steps[0]!.id);
-    expect(c.headers['webhook-id']).toBe(x.steps[0]!.id);
+    expect(c.headers['idempotency-key']).toBe(x.steps[0].id);
+    expect(c.headers['webhook-id']).toBe(x.steps[0].id);
     expect(c.headers['x-source']).toBe('mailroom');
     expect(verifyStandardWebhook(secret, c)).toBe(true);
     expect(JSON.parse(c.body)).toEqual({ email: to, note: 'say "hi"\\ \n' });
@@ -480,7 +480,7 @@ test('a worker killed during a WEBHOOK call: another resumes the step with the s
   const x = await settled(p, wid, to, ['COMPLETED'], 40_000);
   const calls = receiver.received.slice(before).filter((r) => r.body.includes(to));
   expect(calls.length).toBe(2);
-  expect(new Set(calls.map((c) => c.headers['idempotency-key']))).toEqual(new Set([x.steps[0]!.id]));
+  expect(new Set(calls.map((c) => c.headers['idempotency-key']))).toEqual(new Set([x.steps[0].id]));
   expect(x.steps.map((s) => [s.type, s.status])).toEqual([
     ['WEBHOOK', 'COMPLETED'],
     ['SEND_EMAIL', 'COMPLETED'],

@@ -47,7 +47,7 @@ function set(holder: { root: unknown }, path: string[], value: unknown): void {
     return;
   }
   const parent = get(holder.root, path.slice(0, -1)) as Record<string, unknown>;
-  parent[path[path.length - 1]!] = value;
+  parent[path[path.length - 1]] = value;
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -137,7 +137,7 @@ function soleBranch(spots: Spot[], sp: Spot): boolean {
  */
 export function mutateBody(gen: Gen, kind: BodyMutation, pick: number, deepDepth: number, deepShape: 'array' | 'object'): { body: unknown; what: string } {
   const holder = { root: clone(gen.value) };
-  const at = (spots: Spot[]) => spots[pick % spots.length]!;
+  const at = (spots: Spot[]) => spots[pick % spots.length];
   const where = (sp: Spot) => sp.path.join('.') || '(root)';
   const live = gen.spots.filter((sp) => get(holder.root, sp.path) !== undefined || sp.path.length === 0);
   const fallback = () => ({ body: new Deep(40, deepShape), what: `${kind} (no spot) → whole body nested 40 deep` });
@@ -146,7 +146,7 @@ export function mutateBody(gen: Gen, kind: BodyMutation, pick: number, deepDepth
       const strings = live.filter((sp) => typeof get(holder.root, sp.path) === 'string');
       if (strings.length === 0) {
         if (!isPlainObject(holder.root)) return fallback();
-        (holder.root as Record<string, unknown>)['nul\u0000'] = 'x';
+        (holder.root)['nul\u0000'] = 'x';
         return { body: holder.root, what: 'NUL key added at root' };
       }
       const sp = at(strings);
@@ -162,7 +162,7 @@ export function mutateBody(gen: Gen, kind: BodyMutation, pick: number, deepDepth
       const obj = get(holder.root, sp.path) as Record<string, unknown>;
       const keys = Object.keys(obj);
       if (keys.length > 0 && pick % 2 === 0) {
-        const k = keys[pick % keys.length]!;
+        const k = keys[pick % keys.length];
         obj[`${k}\u0000`] = obj[k];
         delete obj[k];
         return { body: holder.root, what: `NUL in key ${k} at ${where(sp)}` };
@@ -213,7 +213,7 @@ export function mutateBody(gen: Gen, kind: BodyMutation, pick: number, deepDepth
       const sp = at(withRequired);
       const obj = get(holder.root, sp.path) as Record<string, unknown>;
       const present = sp.schema.required!.filter((k) => k in obj);
-      const k = present[pick % present.length]!;
+      const k = present[pick % present.length];
       delete obj[k];
       return { body: holder.root, what: `required ${k} removed at ${where(sp)}` };
     }

@@ -49,9 +49,9 @@ interface Operation {
  */
 const BODY_NOT_FUZZED = new Set(['importContacts']);
 
-const QUERY_MUTATIONS = ['q-nul', 'q-number', 'q-range', 'q-repeat', 'q-filter'] as const;
+type QueryMutation = 'q-nul' | 'q-number' | 'q-range' | 'q-repeat' | 'q-filter';
 const ENCODING_MUTATIONS = ['bad-encoding', 'unknown-encoding', 'compressed-hostile', 'wrong-content-type'] as const;
-type Kind = BodyMutation | (typeof QUERY_MUTATIONS)[number] | (typeof ENCODING_MUTATIONS)[number] | 'p-bad' | 'text-garbage';
+type Kind = BodyMutation | QueryMutation | (typeof ENCODING_MUTATIONS)[number] | 'p-bad' | 'text-garbage';
 
 /** Path segments no path parameter accepts (already percent-encoded as they go on the wire). */
 const BAD_PATH = ['not-a-uuid', '%00', 'a%00b%40c.test', '%E0%A4%A', 'x'.repeat(3000), '%2e%2e%2f%2e%2e', '%20', '1e2', '-1', 'null', 'a%40b%40c', '%F0%9F%92%A9', '0x10', '%0A'];
@@ -143,7 +143,7 @@ function inputArb(op: Operation, kinds: Kind[]): fc.Arbitrary<Input> {
       params
         .filter((p) => p.in === 'path')
         .map((p) => [p.name, p.schema.format === 'uuid' || p.name.endsWith('Id') || p.name === 'id' ? fc.uuid() : fc.constantFrom('x@example.com', 'A'.repeat(43))]),
-    ) as Record<string, fc.Arbitrary<string>>,
+    ),
   );
   return fc.record({
     kind: fc.constantFrom(...kinds),
@@ -169,7 +169,7 @@ function build(op: Operation, input: Input, auth: string | undefined): Built {
   const queryPairs: string[] = Object.entries(input.query).map(([k, v]) => `${k}=${paramText(v)}`);
   let body: Buffer | undefined;
   let what: string = input.kind;
-  const pickFrom = <T>(xs: T[]) => xs[input.pick % xs.length]!;
+  const pickFrom = <T>(xs: T[]) => xs[input.pick % xs.length];
   const jsonBody = (v: unknown) => {
     headers['Content-Type'] = 'application/json';
     body = Buffer.from(serialize(v));
@@ -199,7 +199,7 @@ function build(op: Operation, input: Input, auth: string | undefined): Built {
         ['gzip', Buffer.alloc(0)],
         ['deflate', gzipSync(plain)],
       ];
-      const [enc, bytes] = variants[input.compressor % variants.length]!;
+      const [enc, bytes] = variants[input.compressor % variants.length];
       headers['Content-Type'] = op.requestBody?.content['application/json'] ? 'application/json' : 'text/plain';
       headers['Content-Encoding'] = enc;
       body = bytes;
@@ -207,7 +207,7 @@ function build(op: Operation, input: Input, auth: string | undefined): Built {
       break;
     }
     case 'unknown-encoding': {
-      const enc = ['compress', 'zstd', 'x-fuzz', 'gzip, br', 'identity, gzip', 'exi'][input.compressor % 6]!;
+      const enc = ['compress', 'zstd', 'x-fuzz', 'gzip, br', 'identity, gzip', 'exi'][input.compressor % 6];
       headers['Content-Type'] = op.requestBody?.content['application/json'] ? 'application/json' : 'text/plain';
       headers['Content-Encoding'] = enc;
       body = Buffer.from(input.body ? serialize(input.body.value) : '{}');
@@ -215,8 +215,8 @@ function build(op: Operation, input: Input, auth: string | undefined): Built {
       break;
     }
     case 'compressed-hostile': {
-      const m = mutated(BODY_MUTATIONS[input.pick % BODY_MUTATIONS.length]!);
-      const [enc, compress] = ([['gzip', gzipSync], ['deflate', deflateSync], ['br', brotliCompressSync]] as const)[input.compressor % 3]!;
+      const m = mutated(BODY_MUTATIONS[input.pick % BODY_MUTATIONS.length]);
+      const [enc, compress] = ([['gzip', gzipSync], ['deflate', deflateSync], ['br', brotliCompressSync]] as const)[input.compressor % 3];
       headers['Content-Type'] = 'application/json';
       headers['Content-Encoding'] = enc;
       body = compress(Buffer.from(serialize(m.body)));
@@ -239,8 +239,8 @@ function build(op: Operation, input: Input, auth: string | undefined): Built {
         '{"Type":' + '9'.repeat(400) + '}',
         '\u0000'.repeat(50),
       ];
-      body = Buffer.from(texts[input.compressor % texts.length]!);
-      what = `SNS body: ${texts[input.compressor % texts.length]!.slice(0, 40)}`;
+      body = Buffer.from(texts[input.compressor % texts.length]);
+      what = `SNS body: ${texts[input.compressor % texts.length].slice(0, 40)}`;
       break;
     }
     case 'q-nul':
@@ -282,16 +282,16 @@ function build(op: Operation, input: Input, auth: string | undefined): Built {
     }
     case 'p-bad': {
       const names = params.filter((p) => p.in === 'path').map((p) => p.name);
-      const name = names[input.pick % names.length]!;
+      const name = names[input.pick % names.length];
       pathValues[name] = BAD_PATH[(Math.floor(input.pick / names.length) + input.compressor) % BAD_PATH.length]!;
       encoded.add(name);
-      what = `path ${name}=${pathValues[name]!.slice(0, 40)}`;
+      what = `path ${name}=${pathValues[name].slice(0, 40)}`;
       // A body, if the operation takes one, stays a plausible one: the path alone must be refused.
       if (input.body && op.requestBody?.content['application/json']) jsonBody(input.body.value);
       break;
     }
   }
-  const path = op.path.replace(/\{(\w+)\}/g, (_m, name: string) => (encoded.has(name) ? pathValues[name]! : encodeURIComponent(pathValues[name]!)));
+  const path = op.path.replace(/\{(\w+)\}/g, (_m, name: string) => (encoded.has(name) ? pathValues[name] : encodeURIComponent(pathValues[name])));
   return { method: op.method, path: queryPairs.length ? `${path}?${queryPairs.join('&')}` : path, headers, body, what };
 }
 
@@ -359,7 +359,7 @@ test('every operation refuses hostile input with a 4xx naming the field, and sto
     const project: TestProject = await createTestProject(api.database);
     const scheme = Object.keys(op.security?.[0] ?? {})[0];
     const auth = scheme === 'apiKey' ? project.auth : scheme === 'adminToken' ? `Bearer ${ADMIN_TOKEN}` : undefined;
-    const projectCount = async () => (await api.database.pool.query<{ n: string }>('select count(*) as n from projects')).rows[0]!.n;
+    const projectCount = async () => (await api.database.pool.query<{ n: string }>('select count(*) as n from projects')).rows[0].n;
     const details = await fc.check(
       fc.asyncProperty(inputArb(op, kinds), async (input) => {
         const req = build(op, input, auth);

@@ -60,7 +60,7 @@ export function acceptedTypes(s: Schema): Set<string> | undefined {
     }
     return all;
   }
-  if (s.allOf) return acceptedTypes(s.allOf[0]!);
+  if (s.allOf) return acceptedTypes(s.allOf[0]);
   if (s.const !== undefined) return new Set([jsonType(s.const)]);
   if (s.enum) return new Set(s.enum.map(jsonType));
   if (s.type === undefined) return undefined;
@@ -156,7 +156,7 @@ export function fromSchema(s: Schema, path: string[] = [], depth = 4): fc.Arbitr
         const value: Record<string, unknown> = {};
         const spots: Spot[] = [{ path, schema: s }];
         props.forEach(([k], i) => {
-          const g = gens[i] as Gen | undefined;
+          const g = gens[i];
           if (!g) return;
           value[k] = g.value;
           spots.push(...g.spots);

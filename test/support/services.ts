@@ -79,7 +79,7 @@ export async function startSesStack(): Promise<SesStack> {
   });
   const endpoint = await new Promise<string>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error('SES recorder did not start')), 15_000);
-    recorderProcess.stdout!.once('data', (d: Buffer) => {
+    recorderProcess.stdout.once('data', (d: Buffer) => {
       clearTimeout(t);
       resolve(d.toString().trim());
     });

@@ -107,5 +107,5 @@ export async function startSesRecorder(upstream: string): Promise<{ url: string;
 
 if (require.main === module) {
   // Child-process entry: `ses-recorder.ts <upstream url>`; prints the proxy's URL on stdout.
-  void startSesRecorder(process.argv[2]!).then(({ url }) => process.stdout.write(`${url}\n`));
+  void startSesRecorder(process.argv[2]).then(({ url }) => process.stdout.write(`${url}\n`));
 }

@@ -51,7 +51,7 @@ export async function startSnsHarness(): Promise<SnsHarness> {
   const sign = (m: Omit<SnsMessage, 'Signature'>): SnsMessage => {
     const signer = createSign(m.SignatureVersion === '1' ? 'RSA-SHA1' : 'RSA-SHA256');
     signer.update(snsStringToSign(m as SnsMessage), 'utf8');
-    return { ...m, Signature: signer.sign(pems.private, 'base64') } as SnsMessage;
+    return { ...m, Signature: signer.sign(pems.private, 'base64') };
   };
 
   return {

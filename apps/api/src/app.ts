@@ -7,6 +7,7 @@
  * @module
  */
 import express, { type Express } from 'express';
+import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { adminOnly, authenticate, AuthCache } from './http/auth';
 import type { AppDeps } from './http/context';
 import { errorHandler, notFoundHandler } from './http/errors';
@@ -55,7 +56,7 @@ export function createApp(deps: AppDeps): App {
   app.disable('x-powered-by');
   // Decides `req.ip`, which every per-IP limit counts against (TRUST_PROXY; Express's own forms).
   const { trustProxy } = deps.config;
-  app.set('trust proxy', Array.isArray(trustProxy) ? [...trustProxy] : trustProxy);
+  app.set('trust proxy', typeof trustProxy === 'boolean' || typeof trustProxy === 'number' ? trustProxy : [...trustProxy]);
   app.set('query parser', 'simple');
 
   const authCache = new AuthCache(deps.config.authCacheTtlMs, deps.config.authNegativeCacheTtlMs);
@@ -104,7 +105,7 @@ export function createApp(deps: AppDeps): App {
   router.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });
-  const swaggerDir: string = require('swagger-ui-dist').getAbsoluteFSPath();
+  const swaggerDir = getAbsoluteFSPath();
   router.use('/docs/assets', express.static(swaggerDir, { index: false, maxAge: '1d' }));
   router.get('/docs', (_req, res) => {
     res.type('html').send(docsPage);

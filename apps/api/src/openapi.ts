@@ -104,18 +104,18 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string; server
     }
     responses['500'] = { description: 'Unexpected error (INTERNAL_ERROR); 503 when a backing service is down', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
     paths[path] ??= {};
-    paths[path]![r.method] = {
+    paths[path][r.method] = {
       operationId: r.operationId,
       summary: r.summary,
       description: r.description,
       tags: [r.tag],
       security: r.auth === 'none' ? [] : r.auth === 'admin' ? [{ adminToken: [] }] : [{ apiKey: [] }],
       parameters: [
-        ...parameters(r.params, 'path'),
-        ...parameters(r.query, 'query'),
+        ...parameters(r.params as TSchema | undefined, 'path'),
+        ...parameters(r.query as TSchema | undefined, 'query'),
         ...(r.idempotent ? [IdempotencyKeyParameter] : []),
       ],
-      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: plain(r.body) } } } } : {}),
+      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: plain(r.body as TSchema) } } } } : {}),
       ...(r.requestBody ? { requestBody: r.requestBody } : {}),
       responses,
     };

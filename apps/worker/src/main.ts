@@ -142,7 +142,7 @@ export async function startWorker(
   let stopping: Promise<void> | undefined;
   const stopAll = (): Promise<void> => (stopping ??= shutdown());
   if (options.healthPort !== null) {
-    const health: http.RequestListener = async (req, res) => {
+    const serveHealth = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
       if (req.url === '/health/live') {
         res.writeHead(worker.isRunning() ? 200 : 503, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ status: worker.isRunning() ? 'ok' : 'stopping' }));
@@ -167,6 +167,8 @@ export async function startWorker(
       }
       res.writeHead(404).end();
     };
+    // node:http ignores a listener's result; serveHealth catches what can fail (metrics) and cannot reject otherwise.
+    const health: http.RequestListener = (req, res) => void serveHealth(req, res);
     const port = options.healthPort ?? config.workerHealthPort;
     try {
       server = await listenOn(health, port, 'worker health and metrics');

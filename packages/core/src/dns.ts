@@ -56,7 +56,7 @@ export async function lookupDomain(resolver: Resolver, domain: string): Promise<
   try {
     const mx = await records(() => resolver.resolveMx(domain));
     if (mx === 'nxdomain') return none;
-    const nullMx = mx.length === 1 && (mx[0]!.exchange === '' || mx[0]!.exchange === '.');
+    const nullMx = mx.length === 1 && (mx[0].exchange === '' || mx[0].exchange === '.');
     const exchanges = nullMx ? [] : mx.sort((a, b) => a.priority - b.priority).map((m) => m.exchange);
     const [apex, www] = await Promise.all([hasAddress(resolver, domain), hasAddress(resolver, `www.${domain}`)]);
     return { domainExists: true, mx: exchanges, nullMx, implicitMx: !nullMx && exchanges.length === 0 && apex, hasWebsite: apex || www };

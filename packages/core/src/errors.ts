@@ -162,7 +162,7 @@ function unavailableSqlState(code: string, message: string): boolean {
 export function isUnavailableError(err: unknown): boolean {
   const chain: Array<{ code?: unknown; name?: unknown; message?: unknown; cause?: unknown }> = [];
   for (let e: unknown = err; e && typeof e === 'object' && chain.length < 6; e = (e as { cause?: unknown }).cause) {
-    chain.push(e as (typeof chain)[number]);
+    chain.push(e);
   }
   for (const e of chain) {
     if (typeof e.code === 'string' && UNAVAILABLE_SOCKET_CODES.has(e.code)) return true;
@@ -170,7 +170,7 @@ export function isUnavailableError(err: unknown): boolean {
     if (typeof e.message === 'string' && REDIS_NOT_NOW.test(e.message)) return true;
   }
   const sqlState = chain.find((e) => typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code));
-  if (sqlState) return unavailableSqlState(sqlState.code as string, String(sqlState.message ?? ''));
+  if (sqlState) return unavailableSqlState(sqlState.code as string, typeof sqlState.message === 'string' ? sqlState.message : '');
   const root = chain[chain.length - 1];
   if (!root || typeof root.message !== 'string' || PROGRAMMING_ERRORS.has(String(root.name))) return false;
   return UNAVAILABLE_MESSAGE.test(root.message);

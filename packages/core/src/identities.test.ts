@@ -55,8 +55,8 @@ test('create: CreateEmailIdentity (Easy DKIM tokens), then the custom MAIL FROM 
   answers['PUT /v2/email/identities/example.com/mail-from'] = [{ status: 200, body: {} }];
   const { dkimTokens } = await provider.create('example.com', 'mail.example.com');
   expect(dkimTokens).toEqual(TOKENS);
-  expect(JSON.parse(seen[0]!.body)).toEqual({ EmailIdentity: 'example.com' });
-  expect(JSON.parse(seen[1]!.body)).toEqual({ MailFromDomain: 'mail.example.com', BehaviorOnMxFailure: 'USE_DEFAULT_VALUE' });
+  expect(JSON.parse(seen[0].body)).toEqual({ EmailIdentity: 'example.com' });
+  expect(JSON.parse(seen[1].body)).toEqual({ MailFromDomain: 'mail.example.com', BehaviorOnMxFailure: 'USE_DEFAULT_VALUE' });
 });
 
 test('create of an identity SES already has reads its tokens (AlreadyExistsException)', async () => {

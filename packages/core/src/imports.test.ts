@@ -31,8 +31,8 @@ describe('importRecord refuses what Postgres could not store, naming the field',
     expect(item.ok).toBe(false);
     if (item.ok) return;
     expect(item.error.row).toBe(7);
-    expect(item.error.errors[0]!.field).toBe(field);
-    if (code) expect(item.error.errors[0]!.code).toBe(code);
+    expect(item.error.errors[0].field).toBe(field);
+    if (code) expect(item.error.errors[0].code).toBe(code);
   });
 
   test('a value nested 100,000 deep is one row error (no stack overflow); 31 levels inside data are accepted', () => {
@@ -89,7 +89,7 @@ describe('parseImportFile', () => {
     const text = `[{"email":"a@x.test"},{"email":"b@x.test","data":{"k\\u0000":1}},{"email":"c@x.test","data":{"s":"\\ud800"}},{"email":"d@x.test","data":{"x":${deep}}},{"email":"e@x.test"}]`;
     const items = await collect('json', text);
     expect(items.map((i) => i.ok)).toEqual([true, false, false, false, true]);
-    expect(rowErrorFields(items).map(([row, fields]) => [row, fields[0]!.split('.').slice(0, 2).join('.')])).toEqual([
+    expect(rowErrorFields(items).map(([row, fields]) => [row, fields[0].split('.').slice(0, 2).join('.')])).toEqual([
       [2, 'data.k\\u0000'],
       [3, 'data.s'],
       [4, 'data.x'],

@@ -72,7 +72,7 @@ export const IMPORT_MAX_RECORD_BYTES = 1024 * 1024;
  * @returns `undefined` when neither says (the caller asks for `format`).
  */
 export function importFormatOf(mediaType: string | undefined, filename?: string | null): ImportFormat | undefined {
-  const type = (mediaType ?? '').split(';')[0]!.trim().toLowerCase();
+  const type = (mediaType ?? '').split(';')[0].trim().toLowerCase();
   if (type === 'text/csv' || type === 'application/csv') return 'csv';
   if (['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'application/x-jsonlines', 'application/jsonlines'].includes(type)) {
     return 'ndjson';
@@ -144,7 +144,7 @@ export function checkImportHead(format: ImportFormat, head: Buffer, complete: bo
   if (format === 'json') {
     return text.trimStart().startsWith('[') ? undefined : { field: 'file', message: 'must be a JSON array of contacts', code: 'invalid_type' };
   }
-  const firstLine = text.trimStart().split(/\r?\n/)[0]!;
+  const firstLine = text.trimStart().split(/\r?\n/)[0];
   const lineComplete = complete || /\r?\n/.test(text.trimStart());
   if (format === 'ndjson') {
     if (!lineComplete) return undefined;
@@ -159,7 +159,7 @@ export function checkImportHead(format: ImportFormat, head: Buffer, complete: bo
   if (!lineComplete) return { field: 'file', message: 'the CSV header row is longer than 64 KiB', code: 'too_big' };
   let header: string[];
   try {
-    header = (parseCsvSync(firstLine, { bom: true, relax_column_count: true }) as string[][])[0] ?? [];
+    header = parseCsvSync(firstLine, { bom: true, relax_column_count: true })[0] ?? [];
   } catch (err) {
     return { field: 'file', message: `the CSV header row is malformed: ${(err as Error).message}`, code: 'custom' };
   }
@@ -294,7 +294,7 @@ async function* parseCsvFile(source: ByteSource): AsyncGenerator<ImportItem> {
     error: { row: s.seq, email: null, errors: [{ field: '(row)', message: `malformed CSV: ${s.err.message}`, code: 'custom' }] },
   });
   for await (const rec of parser as AsyncIterable<{ seq: number; cells: string[] }>) {
-    while (skipped.length && skipped[0]!.seq < rec.seq) yield skipItem(skipped.shift()!);
+    while (skipped.length && skipped[0].seq < rec.seq) yield skipItem(skipped.shift()!);
     if (!cols) {
       const c = csvColumns(rec.cells);
       if (!c.ok) throw new ImportFileError(c.error.message);
@@ -336,7 +336,7 @@ async function* parseJsonArray(source: ByteSource): AsyncGenerator<ImportItem> {
   const input = Readable.from(source, { highWaterMark: 1 });
   const tokens = parser();
   const elements = streamArray();
-  let sourceError: unknown;
+  let sourceError: Error | undefined;
   let syntaxError: Error | undefined;
   input.on('error', (err) => {
     sourceError = err;

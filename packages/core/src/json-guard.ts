@@ -67,7 +67,7 @@ export function findJsonProblem(value: unknown, root = '', maxDepth = MAX_JSON_D
     }
     const keys = Object.keys(v);
     for (let i = keys.length - 1; i >= 0; i--) {
-      const k = keys[i]!;
+      const k = keys[i];
       const problem = unstorableText(k);
       if (problem) return { field: join(path, printableKey(k)), message: `key ${problem}`, code: 'invalid_string' };
       stack.push({ v: (v as Record<string, unknown>)[k], path: join(path, k), depth: depth + 1 });

@@ -88,7 +88,7 @@ export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes
     };
     const nodes = config.redisClusterNodes.map((n) => {
       const [host, port] = n.split(':');
-      return { host: host!, port: Number(port) };
+      return { host: host, port: Number(port) };
     });
     redis = new IORedis.Cluster(nodes, {
       redisOptions: nodeOptions,

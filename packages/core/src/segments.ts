@@ -173,7 +173,7 @@ class Parser {
       if (g.filters === undefined && (g.conditions === undefined || g.conditions === null)) {
         return this.fail(gp, 'needs filters or conditions', 'invalid_type');
       }
-      children.push(parts.length === 1 ? parts[0]! : { kind: 'group', logic: 'AND', children: parts });
+      children.push(parts.length === 1 ? parts[0] : { kind: 'group', logic: 'AND', children: parts });
       return undefined;
     });
     return { kind: 'group', logic: logic === 'OR' ? 'OR' : 'AND', children };
@@ -234,7 +234,7 @@ class Parser {
   private list(value: unknown, path: string): unknown[] | undefined {
     if (!Array.isArray(value) || value.length === 0) return this.fail(path, 'must be a non-empty array', 'invalid_type');
     if (value.length > FILTER_LIMITS.inValues) return this.fail(path, `must have at most ${FILTER_LIMITS.inValues} values`, 'too_big');
-    return value;
+    return value as unknown[];
   }
 
   condition(input: unknown, path: string): FilterCondition | undefined {
@@ -261,7 +261,7 @@ class Parser {
         const values = this.list(input.value, vp);
         if (!values) return undefined;
         const texts = values.map((v, i) => this.text(v, `${vp}.${i}`));
-        return texts.every((t) => t !== undefined) ? { kind: 'email', op, values: texts.map((t) => t!.toLowerCase()) } : undefined;
+        return texts.every((t) => t !== undefined) ? { kind: 'email', op, values: texts.map((t) => t.toLowerCase()) } : undefined;
       }
       if (op !== 'equals' && op !== 'notEquals' && !TEXT_MATCHES.includes(op)) return unsupported('email');
       const value = this.text(input.value, vp);

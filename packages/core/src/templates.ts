@@ -39,7 +39,7 @@ export function rewriteFallbacks(source: string): string {
   return source.replace(FALLBACK, (whole, open: string, path: string, rawDefault: string, close: string) => {
     if (open.length !== close.length) return whole;
     const quoted = /^(["'])(.*)\1$/s.exec(rawDefault);
-    const value = quoted ? quoted[2]! : rawDefault;
+    const value = quoted ? quoted[2] : rawDefault;
     return `${open}__fallback ${path} ${JSON.stringify(value)}${close}`;
   });
 }
@@ -121,7 +121,7 @@ export function renderContent(
 ): RenderedContent {
   const subject = compile(content.subject, false)(context).replace(/[\r\n]+/g, ' ').trim();
   const rendered = compile(content.body, true)(context);
-  const html = content.format === 'markdown' ? (marked.parse(rendered, { async: false }) as string) : rendered;
+  const html = content.format === 'markdown' ? (marked.parse(rendered, { async: false })) : rendered;
   const text = htmlToText(html);
   return { subject, html, text };
 }

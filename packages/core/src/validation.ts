@@ -133,7 +133,7 @@ function simplify(errors: ErrorObject[], schemaDescription: (schemaPath: string)
     const inside = remaining.filter((e) => e !== union && e.schemaPath.startsWith(prefix));
     const byBranch = new Map<string, ErrorObject[]>();
     for (const e of inside) {
-      const branch = e.schemaPath.slice(prefix.length).split('/')[0]!;
+      const branch = e.schemaPath.slice(prefix.length).split('/')[0];
       byBranch.set(branch, [...(byBranch.get(branch) ?? []), e]);
     }
     const typeMatched = [...byBranch.values()].filter(
@@ -141,7 +141,7 @@ function simplify(errors: ErrorObject[], schemaDescription: (schemaPath: string)
     );
     const replacement: ErrorObject[] =
       typeMatched.length === 1
-        ? typeMatched[0]!
+        ? typeMatched[0]
         : [
             {
               ...union,
@@ -169,7 +169,7 @@ export type Validator<T> = (value: unknown) => T;
 function bodyFailure(errors: FieldError[]): AppError {
   return new AppError(
     ErrorCode.VALIDATION_ERROR,
-    errors.length === 1 ? `${errors[0]!.field}: ${errors[0]!.message}` : 'Request validation failed',
+    errors.length === 1 ? `${errors[0].field}: ${errors[0].message}` : 'Request validation failed',
     { errors, suggestion: 'Correct the fields listed in error.errors and retry.' },
   );
 }
@@ -177,7 +177,7 @@ function bodyFailure(errors: FieldError[]): AppError {
 function paramFailure(errors: FieldError[]): AppError {
   return new AppError(
     ErrorCode.INVALID_PARAMETERS,
-    errors.length === 1 ? `${errors[0]!.field}: ${errors[0]!.message}` : 'Invalid parameters',
+    errors.length === 1 ? `${errors[0].field}: ${errors[0].message}` : 'Invalid parameters',
     { errors },
   );
 }
@@ -241,7 +241,7 @@ export function paramValidator<S extends TSchema>(schema: S): Validator<Static<S
     if (value && typeof value === 'object') {
       const given = value as Record<string, unknown>;
       const errors: FieldError[] = numeric
-        .filter(({ name, pattern }) => typeof given[name] === 'string' && !pattern.test(given[name] as string))
+        .filter(({ name, pattern }) => typeof given[name] === 'string' && !pattern.test(given[name]))
         .map(({ name, what }) => ({ field: name, message: `must be ${what}`, code: 'invalid_type' }));
       if (errors.length > 0) throw paramFailure(errors);
     }

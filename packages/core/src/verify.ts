@@ -85,8 +85,8 @@ export const ALIAS_DOMAINS: ReadonlySet<string> = new Set([
 ]);
 
 const disposable = disposableEmailBlocklistSet();
-const personal = new Set<string>(freeEmailDomains as string[]);
-const roles = new Set<string>((roleAddresses as string[]).map((r) => r.toLowerCase()));
+const personal = new Set<string>(freeEmailDomains);
+const roles = new Set<string>((roleAddresses).map((r) => r.toLowerCase()));
 const popularDomains = new Set<string>(POPULAR_DOMAINS);
 
 const HOSTNAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*\.[a-z][a-z0-9-]{0,62}$/;
@@ -138,7 +138,7 @@ function listed(set: ReadonlySet<string>, a: ParsedAddress): boolean {
 
 /** The checks that need no network. */
 export function offlineChecks(a: ParsedAddress) {
-  const base = a.local.split('+')[0]!.toLowerCase();
+  const base = a.local.split('+')[0].toLowerCase();
   const suggestion = suggestDomain({ email: `x@${a.asciiDomain}` });
   return {
     isDisposable: listed(disposable, a),

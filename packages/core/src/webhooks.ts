@@ -110,13 +110,13 @@ export function webhookUrlProblem(raw: string, allowPrivate: boolean): string | 
 export const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
   dns.lookup(hostname, { ...options, all: true }, (err, results) => {
     if (err) return callback(err, '', 0);
-    const list = results as dns.LookupAddress[];
+    const list = results;
     const allowed = list.filter((r) => isPublicAddress(r.address));
     if (allowed.length === 0) {
       return callback(new ForbiddenTargetError(`${hostname} resolves only to non-public addresses`), '', 0);
     }
     if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, allowed);
-    callback(null, allowed[0]!.address, allowed[0]!.family);
+    callback(null, allowed[0].address, allowed[0].family);
   });
 };
 

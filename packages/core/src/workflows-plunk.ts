@@ -215,7 +215,7 @@ export interface TriggerFields {
 export function resolveTrigger(body: TriggerFields, current?: TriggerSpec): TriggerSpec | undefined {
   const plunk = (['eventName', 'triggerType', 'triggerConfig'] as const).filter((k) => body[k] !== undefined);
   if (body.trigger) {
-    if (plunk.length > 0) fail(plunk[0]!, 'give either trigger (ours) or Plunk\'s eventName/triggerType/triggerConfig, not both');
+    if (plunk.length > 0) fail(plunk[0], 'give either trigger (ours) or Plunk\'s eventName/triggerType/triggerConfig, not both');
     const t = body.trigger;
     if (t.type === 'EVENT' && !t.event) fail('trigger.event', 'is required for an EVENT trigger', 'invalid_type');
     if (t.type === 'MANUAL' && t.event !== undefined) fail('trigger.event', 'applies to EVENT triggers only', 'unrecognized_keys');
@@ -294,7 +294,7 @@ export function resolveBranch(body: PlunkTransitionFields, fromType: WorkflowSte
   }
   const first = named[0];
   const clash = named.find((n) => n.branch !== first?.branch);
-  if (clash) fail(clash.field, `names the ${clash.branch} branch but ${first!.field} names ${first!.branch}`);
+  if (clash) fail(clash.field, `names the ${clash.branch} branch but ${first.field} names ${first.branch}`);
   if (first) return first.branch;
   const plunkForm = body.condition !== undefined || body.waitOutcome !== undefined || body.priority !== undefined;
   if (plunkForm && fromType === 'WAIT_FOR_EVENT') return taken.includes('event') ? 'timeout' : 'event';

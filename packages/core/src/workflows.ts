@@ -150,7 +150,7 @@ export function parseStepConfig<T extends WorkflowStepType>(type: T, config: unk
     }
   }
   if (errors.length > 0) throw validationError(errors);
-  return value as StepConfig<T>;
+  return value;
 }
 
 /** The branches a step of `type` may leave by. */
@@ -234,7 +234,7 @@ export function graphProblems(steps: readonly GraphStep[], transitions: readonly
   if (entry) steps.forEach((s, i) => !seen.has(s.ref) && problems.push({ at: { step: i }, message: 'is not reachable from the trigger' }));
   // A cycle without a delay is a cycle among the steps that do not wait.
   const waits = (ref: string) => {
-    const t = steps[index.get(ref)!]!.type;
+    const t = steps[index.get(ref)!].type;
     return t === 'DELAY' || t === 'WAIT_FOR_EVENT';
   };
   const state = new Map<string, 'open' | 'done'>();

@@ -19,7 +19,7 @@ import type express from 'express';
 import { sql } from 'drizzle-orm';
 import { AppError, ErrorCode, errorCode } from '@mailroom/core';
 import { claimIdempotencyKey, storeIdempotentResponse, type Database, type DbOrTx } from '@mailroom/db';
-import type { RouteResult } from './route';
+import type { RouteResult } from './route-result';
 
 /** Longest accepted key (characters). */
 export const IDEMPOTENCY_KEY_MAX = 255;

@@ -37,7 +37,8 @@ export class ApiMetrics {
     return (req, res, next) => {
       const end = this.duration.startTimer();
       res.on('finish', () => {
-        const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+        const routePath = (req.route as { path?: string | RegExp | Array<string | RegExp> } | undefined)?.path; // Express types `req.route` as `any`
+        const route = routePath ? `${req.baseUrl}${String(routePath)}` : 'unmatched';
         this.requests.inc({ method: req.method, route, status: String(res.statusCode) });
         end({ method: req.method, route });
       });

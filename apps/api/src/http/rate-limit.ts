@@ -74,11 +74,11 @@ function perMinuteLimiter(redis: Redis, keyPrefix: string, name: string, perMinu
  */
 export function ipKey(address: string): string {
   if (isIPv4(address)) return address;
-  const bare = address.split('%')[0]!;
+  const bare = address.split('%')[0];
   if (!isIPv6(bare)) return address;
   const groups = ipv6Groups(bare.toLowerCase());
   if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
-    return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
+    return [groups[6] >> 8, groups[6] & 0xff, groups[7] >> 8, groups[7] & 0xff].join('.');
   }
   // The network address in RFC 5952 form: its four zero host groups are the longest zero run, so they (with any
   // zero groups right before them) become `::`.
@@ -92,7 +92,7 @@ function ipv6Groups(address: string): number[] {
   let text = address;
   const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
   if (dotted) {
-    const [a, b, c, d] = dotted[1]!.split('.').map(Number) as [number, number, number, number];
+    const [a, b, c, d] = dotted[1].split('.').map(Number) as [number, number, number, number];
     text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
   const [left, right] = text.split('::') as [string, string | undefined];

@@ -16,6 +16,7 @@ import { AppError, bodyValidator, ErrorCode, paramValidator, type Logger } from 
 import type { Database, DbOrTx } from '@mailroom/db';
 import type { AuthContext } from './context';
 import { runDirect, runIdempotent } from './idempotency';
+import type { RouteResult } from './route-result';
 
 /** Who may call a route. */
 export type RouteAuth = 'secret' | 'any-key' | 'admin' | 'none';
@@ -36,14 +37,11 @@ export interface RouteContext<B, Q, P> {
    */
   db: DbOrTx;
   /** Registers work to do once the effect is committed (enqueueing jobs); not run when a response is replayed. */
-  afterCommit(fn: () => Promise<void>): void;
+  afterCommit: (fn: () => Promise<void>) => void;
 }
 
-/** What a handler returns: the `data` of the success envelope, and the status (default: the route's). */
-export interface RouteResult {
-  status?: number;
-  data: unknown;
-}
+/** Re-exported so handlers keep importing the route types from one place. */
+export type { RouteResult } from './route-result';
 
 /** A route: transport, schemas (runtime + docs) and the handler. */
 export interface RouteDef<B extends TSchema | undefined = undefined, Q extends TSchema | undefined = undefined, P extends TSchema | undefined = undefined> {
@@ -122,13 +120,15 @@ export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthMiddle
     const validateQuery = def.query ? paramValidator(def.query) : undefined;
     const validateParams = def.params ? paramValidator(def.params) : undefined;
     chain.push(async (req, res) => {
-      const query = validateQuery ? validateQuery({ ...req.query }) : undefined;
-      const params = validateParams ? validateParams({ ...req.params }) : undefined;
-      const body = validateBody ? validateBody(req.body) : undefined;
+      const query: unknown = validateQuery ? validateQuery({ ...req.query }) : undefined;
+      const params: unknown = validateParams ? validateParams({ ...req.params }) : undefined;
+      const body: unknown = validateBody ? validateBody(req.body) : undefined;
+      // Express types `res.locals` as `any`; these are set by the auth and request-id middleware.
+      const locals = res.locals as { auth?: AuthContext; log: Logger; requestId: string };
       const run = (db: DbOrTx, afterCommit: (fn: () => Promise<void>) => void) =>
-        def.handler({ body, query, params, auth: res.locals.auth!, log: res.locals.log, requestId: res.locals.requestId, req, res, db, afterCommit });
+        def.handler({ body, query, params, auth: locals.auth!, log: locals.log, requestId: locals.requestId, req, res, db, afterCommit });
       const out = def.idempotent
-        ? await runIdempotent(database, req, res.locals.auth!.projectId, body, run, def.status)
+        ? await runIdempotent(database, req, locals.auth!.projectId, body, run, def.status)
         : await runDirect(database, run, def.status);
       if (out.replayed) res.set('Idempotent-Replayed', 'true');
       res.status(out.status).json({ success: true, data: out.data });

@@ -317,7 +317,7 @@ async function campaignErrors(db: DbOrTx, projectId: string, c: NewCampaign & { 
 /** Body fields → columns: a mailbox `from` ("Acme <hello@acme.com>") gives the address and, unless stated, `fromName`. */
 function toColumns(body: Partial<Static<typeof UpdateCampaign>>): Partial<NewCampaign> {
   const { from, ...rest } = senderFields(body);
-  return { ...rest, ...(from !== undefined ? { fromEmail: normalizeEmail(from) } : {}) } as Partial<NewCampaign>;
+  return { ...rest, ...(from !== undefined ? { fromEmail: normalizeEmail(from) } : {}) };
 }
 
 /** Routes of this module. */

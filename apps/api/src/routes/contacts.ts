@@ -138,8 +138,8 @@ export function contactRoutes(deps: AppDeps) {
           { email: body.email, subscribed: body.subscribed, defaultSubscribed: true, data: body.data },
         ]);
         return {
-          status: c!.inserted ? 201 : 200,
-          data: { ...presentContact(c!), _meta: { isNew: c!.inserted, isUpdate: !c!.inserted } },
+          status: c.inserted ? 201 : 200,
+          data: { ...presentContact(c), _meta: { isNew: c.inserted, isUpdate: !c.inserted } },
         };
       },
     }),

@@ -75,7 +75,7 @@ class DashboardAdapter extends ExpressAdapter {
     super.setViewsPath(viewPath);
     type Engine = (file: string, options: object, cb: (err: Error | null, html?: string) => void) => void;
     const app = (this as unknown as { app: { engines: Record<string, Engine>; engine(ext: string, fn: Engine): void } }).app;
-    const render = app.engines['.ejs']!;
+    const render = app.engines['.ejs'];
     app.engine('ejs', (file, options, cb) => render(file, options, (err, html) => cb(err, html?.replace(REMOTE_FONT_LINK, ''))));
     return this;
   }
@@ -128,7 +128,8 @@ export function mountQueueDashboard(router: Router, deps: AppDeps, failures: Fai
     }
     next();
   }, express.urlencoded({ extended: false, limit: '4kb' }), async (req, res) => {
-    const given = typeof req.body?.token === 'string' ? req.body.token : '';
+    const posted = (req.body as { token?: unknown } | undefined)?.token;
+    const given = typeof posted === 'string' ? posted : '';
     try {
       if (!(await checkAdminToken(req, given, token, failures))) throw new AppError(ErrorCode.UNAUTHORIZED, 'Give the admin token');
     } catch (err) {
@@ -158,5 +159,5 @@ export function mountQueueDashboard(router: Router, deps: AppDeps, failures: Fai
     if (req.path.startsWith('/api/') && deps.redis.status !== 'ready') throw unavailable();
     next();
   };
-  router.use(BASE, guard, redisUp, serverAdapter.getRouter());
+  router.use(BASE, guard, redisUp, serverAdapter.getRouter() as RequestHandler);
 }

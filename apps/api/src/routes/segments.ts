@@ -115,7 +115,7 @@ const FilterAliases = {
 export function requestFilter(body: { filter?: unknown; filters?: unknown; condition?: unknown }): { value?: unknown; field: string } {
   const given = (['filter', 'filters', 'condition'] as const).filter((k) => body[k] !== undefined);
   if (given.length > 1) {
-    throw validationError([{ field: given[1]!, message: `give the filter once: ${given.join(' and ')} are the same field`, code: 'custom' }]);
+    throw validationError([{ field: given[1], message: `give the filter once: ${given.join(' and ')} are the same field`, code: 'custom' }]);
   }
   const field = given[0] ?? 'filter';
   return { value: body[field as 'filter'], field };

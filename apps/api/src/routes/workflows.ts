@@ -375,7 +375,7 @@ function storedGraphErrors(g: Pick<WorkflowGraph, 'steps' | 'transitions'>): Fie
     g.steps.map((s) => ({ ref: s.id, type: s.type })),
     g.transitions.map((t) => ({ from: t.fromStepId, to: t.toStepId, branch: t.branch as WorkflowBranch })),
   );
-  return graphErrors(problems, (i) => `steps.${g.steps[i]!.id}`, (i) => `transitions.${g.transitions[i]!.id}`, 'graph');
+  return graphErrors(problems, (i) => `steps.${g.steps[i].id}`, (i) => `transitions.${g.transitions[i].id}`, 'graph');
 }
 
 /** Re-checks every SEND_EMAIL step's references (a template may have been deleted or changed since). */
@@ -829,7 +829,7 @@ export function workflowRoutes(deps: AppDeps) {
             tx,
             auth.projectId,
             params.id,
-            body.steps.map((s, i) => ({ key: s.key, id: s.id, type: s.type, name: s.name ?? s.type, config: configs[i]!, position: s.position })),
+            body.steps.map((s, i) => ({ key: s.key, id: s.id, type: s.type, name: s.name ?? s.type, config: configs[i], position: s.position })),
             body.transitions.map((t) => ({ from: t.from, to: t.to, branch: t.branch ?? 'next' })),
           );
         });

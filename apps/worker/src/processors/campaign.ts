@@ -103,7 +103,7 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       await deps.sendQueue.addBulk(
         chunk.map((e) => ({ name: 'send', data: { emailId: e.id, projectId }, opts: sendJobOptions(config, e.id, SendPriority.campaign) })),
       );
-      await advanceEnqueueCursor(db, campaignId, chunk[chunk.length - 1]!.contactId);
+      await advanceEnqueueCursor(db, campaignId, chunk[chunk.length - 1].contactId);
     }
     return next.length;
   };

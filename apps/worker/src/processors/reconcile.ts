@@ -87,7 +87,7 @@ async function reconcileWebhooks(deps: ReconcileDeps): Promise<number> {
   for (;;) {
     const batch = await stalePendingDeliveries(deps.database.db, deps.config.reconcileAfterMs, afterId, BATCH);
     if (batch.length === 0) break;
-    afterId = batch[batch.length - 1]!.id;
+    afterId = batch[batch.length - 1].id;
     await enqueueWebhookDeliveries(deps.webhookQueue, deps.config, batch);
     enqueued += batch.length;
     if (batch.length < BATCH) break;
@@ -136,16 +136,16 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<ReconcileResul
     const batch = await pendingEmails(deps.database.db, config.reconcileAfterMs, afterId, BATCH);
     if (batch.length === 0) break;
     checked += batch.length;
-    afterId = batch[batch.length - 1]!.id;
+    afterId = batch[batch.length - 1].id;
     const states = await Promise.all(batch.map((e) => sendQueue.getJobState(e.id)));
     const missing = [];
     for (let i = 0; i < batch.length; i++) {
       const state = states[i];
-      if (state === 'unknown') missing.push(batch[i]!);
+      if (state === 'unknown') missing.push(batch[i]);
       else if (state === 'completed' || state === 'failed') {
         // A finished job whose row is still pending: drop the stale job so a new one can take its id.
-        await sendQueue.remove(batch[i]!.id).catch(() => undefined);
-        missing.push(batch[i]!);
+        await sendQueue.remove(batch[i].id).catch(() => undefined);
+        missing.push(batch[i]);
       }
     }
     if (missing.length > 0) {

@@ -254,7 +254,7 @@ export function createSendProcessor(deps: SendProcessorDeps) {
         log.error({ messageId, why, err: (err as Error).message }, 'SES accepted the message but Redis did not take its outcome either; it may be sent again after the lease');
       }
     };
-    const recorded = await recordAccepted(() => finish({ status: 'sent', ...accepted }), claimedAt + config.sendLeaseMs - LEASE_MARGIN_MS, keep).catch(async (err) => {
+    const recorded = await recordAccepted(() => finish({ status: 'sent', ...accepted }), claimedAt + config.sendLeaseMs - LEASE_MARGIN_MS, keep).catch((err) => {
       log.error({ messageId, err: (err as Error).message }, 'SES accepted the message but the sent write failed; the job retries');
       throw err;
     });

@@ -14,7 +14,7 @@ import { QueueName, queueOptions, WEBHOOK_BACKOFF, type Config } from '@mailroom
  */
 export function webhookBackoffMs(schedule: readonly number[], attemptsMade: number): number {
   if (schedule.length === 0) return 0;
-  return schedule[Math.min(attemptsMade, schedule.length) - 1] ?? schedule[0]!;
+  return schedule[Math.min(attemptsMade, schedule.length) - 1] ?? schedule[0];
 }
 
 /** Creates the `webhook` worker (not yet running). */

@@ -40,8 +40,8 @@ export function plunkRowId(kind: PlunkKind, plunkId: string, createdAt: Date | s
   const bytes = Buffer.alloc(16);
   bytes.writeUIntBE(ms, 0, 6);
   createHash('sha256').update(`plunk:${kind}:${plunkId}`, 'utf8').digest().copy(bytes, 6, 0, 10);
-  bytes[6] = 0x70 | (bytes[6]! & 0x0f); // version 7
-  bytes[8] = 0x80 | (bytes[8]! & 0x3f); // variant 10
+  bytes[6] = 0x70 | (bytes[6] & 0x0f); // version 7
+  bytes[8] = 0x80 | (bytes[8] & 0x3f); // variant 10
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

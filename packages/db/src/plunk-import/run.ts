@@ -190,7 +190,7 @@ async function bulkInsert(db: Db, table: PgTable, rows: Record<string, unknown>[
     return `"${column.name}"`;
   };
   const list = fields.map(name).join(', ');
-  const json = JSON.stringify(rows.map((r) => Object.fromEntries(fields.map((f) => [columns[f]!.name, r[f] ?? null]))));
+  const json = JSON.stringify(rows.map((r) => Object.fromEntries(fields.map((f) => [columns[f].name, r[f] ?? null]))));
   const result = await db.execute<Record<string, unknown>>(
     sql`INSERT INTO ${sql.raw(`"${getTableName(table)}"`)} (${sql.raw(list)}) SELECT ${sql.raw(list)} FROM jsonb_populate_recordset(NULL::${sql.raw(`"${getTableName(table)}"`)}, ${json}::jsonb) ON CONFLICT DO NOTHING RETURNING ${sql.raw(returning.map((f) => `${name(f)} AS "${f}"`).join(', '))}`,
   );
@@ -243,7 +243,7 @@ export async function importFromPlunk(db: Db, sourceUrl: string, options: PlunkI
     await run.each('segments', PLUNK_QUERIES.segments, (batch) =>
       run.write('segments', segments, batch.map((r) => item(r.id, m.mapSegment(r, ctx))), byId, ['id'], idsIn(db, segments), remember(ctx.segment)),
     );
-    const memberKey = (row: Record<string, unknown>) => `${row.segmentId}:${row.contactId}`;
+    const memberKey = (row: Record<string, unknown>) => `${String(row.segmentId)}:${String(row.contactId)}`;
     await run.each('segmentMembers', PLUNK_QUERIES.segmentMembers, (batch) =>
       run.write(
         'segmentMembers',

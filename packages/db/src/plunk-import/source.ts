@@ -14,9 +14,9 @@ import { Pool, types } from 'pg';
  */
 const sourceTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === types.builtins.TIMESTAMP && format !== 'binary'
+    oid === (types.builtins.TIMESTAMP as number) && format !== 'binary'
       ? (value: string) => new Date(value.replace(' ', 'T') + 'Z')
-      : types.getTypeParser(oid, format as 'text')) as typeof types.getTypeParser,
+      : types.getTypeParser(oid, format)) as typeof types.getTypeParser,
 };
 
 /** One keyset-paged read of a Plunk table. */
@@ -151,7 +151,7 @@ export class PlunkSource {
   /** Counts the rows a query would read (for progress). */
   async count(q: PlunkQuery): Promise<number> {
     const { rows } = await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${q.from}${q.where ? ` WHERE ${q.where}` : ''}`);
-    return Number(rows[0]!.n);
+    return Number(rows[0].n);
   }
 
   /**
@@ -171,7 +171,7 @@ export class PlunkSource {
       if (rows.length === 0) return;
       yield rows;
       if (rows.length < size) return;
-      const last = rows[rows.length - 1]!;
+      const last = rows[rows.length - 1];
       after = q.keyFields.map((f) => last[f]);
     }
   }

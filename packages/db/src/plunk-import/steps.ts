@@ -30,6 +30,7 @@ function convert(type: WorkflowStepType, c: Obj, templateColumn: unknown, templa
     case 'SEND_EMAIL': {
       const plunkTemplate = (typeof templateColumn === 'string' && templateColumn) || c.templateId;
       const templateId = typeof plunkTemplate === 'string' ? template(plunkTemplate) : undefined;
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a foreign dump's odd id is reported as it stringifies
       if (!templateId) return `its template ${String(plunkTemplate ?? '(none)')} was not imported`;
       return defined({ templateId, from: c.from, fromName: c.fromName, replyTo: c.replyTo });
     }
@@ -79,7 +80,7 @@ export function mapStepConfig(
   const converted = convert(t, obj(config), templateColumn, template);
   if (typeof converted === 'string') return { ok: false, reason: converted };
   try {
-    return { ok: true, type: t, config: parseStepConfig(t, converted, 'config') as Obj };
+    return { ok: true, type: t, config: parseStepConfig(t, converted, 'config') };
   } catch (err) {
     return { ok: false, reason: `${t} config: ${reasonOf(err)}` };
   }

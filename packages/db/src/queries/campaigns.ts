@@ -22,7 +22,7 @@ const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 /** Inserts a DRAFT campaign. */
 export async function createCampaign(db: DbOrTx, projectId: string, input: NewCampaign): Promise<CampaignRow> {
   const [row] = await db.insert(campaigns).values({ ...input, projectId, status: 'DRAFT' }).returning();
-  return row!;
+  return row;
 }
 
 /** A campaign of the project, or `undefined`. */
@@ -121,7 +121,7 @@ export async function cancelCampaign(db: DbOrTx, projectId: string, id: string):
       )
       select count(*)::int as n from cancelled
     `);
-    return { ok: true, campaign: row, cancelledEmails: cancelled.rows[0]!.n };
+    return { ok: true, campaign: row, cancelledEmails: cancelled.rows[0].n };
   });
 }
 
@@ -146,7 +146,7 @@ export async function sweepCancelledCampaign(db: DbOrTx, id: string, limit: numb
     )
     select count(*)::int as n from cancelled
   `);
-  return result.rows[0]!.n;
+  return result.rows[0].n;
 }
 
 /** Marks a SCHEDULED or SENDING campaign FAILED with a reason (it cannot start). @returns whether it moved. */
@@ -225,7 +225,7 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
       )
       select (select count(*) from ins)::int as inserted, (select count(*) from batch)::int as taken, (select count(*) from moved)::int as moved
     `);
-    const r = result.rows[0]!;
+    const r = result.rows[0];
     return { applied: true, inserted: r.inserted, done: r.taken < batchSize };
   });
 }
@@ -251,7 +251,7 @@ export async function nextCampaignEmails(db: DbOrTx, campaign: Pick<CampaignRow,
     select count(*)::int as n from emails
     where campaign_id = ${campaign.id}::uuid and status in ('queued', 'sending') and contact_id <= ${enqueued}::uuid
   `);
-  const room = window - outstanding.rows[0]!.n;
+  const room = window - outstanding.rows[0].n;
   if (room <= 0) return [];
   const rows = await db.execute<{ id: string; contact_id: string }>(sql`
     select id, contact_id from emails

@@ -191,7 +191,7 @@ export async function trackEvent(db: DbOrTx, projectId: string, input: TrackInpu
     )
     select u.* from upserted u, ev
   `);
-  return { contact: fromSql(result.rows[0]!), eventId, createdAt };
+  return { contact: fromSql(result.rows[0]), eventId, createdAt };
 }
 
 /** A stored contact. */
@@ -325,7 +325,7 @@ export async function listContacts(db: DbOrTx, projectId: string, q: ContactList
     const counted = await db.execute<{ n: number }>(
       sql`select count(*)::int as n from (select 1 from contacts where ${and(...filters)} limit ${SEARCH_COUNT_CAP + 1}) m`,
     );
-    total = counted.rows[0]!.n;
+    total = counted.rows[0].n;
     if (total > SEARCH_COUNT_CAP) {
       total = SEARCH_COUNT_CAP;
       totalExact = false;

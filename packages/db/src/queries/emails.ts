@@ -199,7 +199,7 @@ export async function finishEmail(
     select (select count(*) from moved)::int as moved,
       coalesce((select json_agg(json_build_object('id', id, 'projectId', project_id, 'generation', generation)) from hooks), '[]'::json) as deliveries
   `);
-  const row = result.rows[0]!;
+  const row = result.rows[0];
   return { finished: row.moved > 0, deliveries: row.deliveries };
 }
 

@@ -66,7 +66,7 @@ export async function listEvents(db: DbOrTx, projectId: string, q: EventListQuer
   const counted = await db.execute<{ n: number }>(
     sql`select count(*)::int as n from (select 1 from events where ${where} limit ${countCap + 1}) m`,
   );
-  const n = counted.rows[0]!.n;
+  const n = counted.rows[0].n;
   return {
     items: rows.slice(0, q.limit) as EventItem[],
     hasMore: rows.length > q.limit,

@@ -45,7 +45,7 @@ export async function importProjectKeys(db: Db, projectId: string, keys: { kind:
         if (!row) throw new InUse(kind);
         ids.push(row.id);
       }
-      const all = (await listKeys(tx as unknown as Db, projectId)) ?? [];
+      const all = (await listKeys(tx, projectId)) ?? [];
       return { ok: true, keys: all.filter((k) => ids.includes(k.id)) } as const;
     });
   } catch (err) {

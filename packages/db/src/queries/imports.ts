@@ -26,7 +26,7 @@ export async function createImport(
     .insert(contactImports)
     .values({ projectId, status: 'uploading', format: input.format, filename: input.filename, defaultSubscribed: input.defaultSubscribed })
     .returning();
-  return row!;
+  return row;
 }
 
 /**
@@ -46,7 +46,7 @@ export async function markImportQueued(db: DbOrTx, importId: string, sizeBytes: 
     .set({ status: 'queued', sizeBytes, chunkCount, updatedAt: new Date() })
     .where(and(eq(contactImports.id, importId), eq(contactImports.status, 'uploading')))
     .returning();
-  return row!;
+  return row;
 }
 
 /** Deletes an import and its chunks and errors (a failed upload leaves nothing behind). */
@@ -193,7 +193,7 @@ export async function importContactBatch(
             and not exists (select 1 from ins where ins.email_key = p.email_key)
         ) as raced
     `);
-    const r = result.rows[0]!;
+    const r = result.rows[0];
     counts.created += r.created;
     counts.updated += r.updated;
     counts.skipped += r.seen - r.updated;
@@ -254,7 +254,7 @@ async function applyIsolatingBadRows(
     return { counts, refused: [] };
   } catch (err) {
     if (!isRowDataError(err)) throw err;
-    if (records.length === 1) return { counts: { created: 0, updated: 0, skipped: 0 }, refused: [refusedRowError(records[0]!, err)] };
+    if (records.length === 1) return { counts: { created: 0, updated: 0, skipped: 0 }, refused: [refusedRowError(records[0], err)] };
     const mid = Math.ceil(records.length / 2);
     const a = await applyIsolatingBadRows(tx, projectId, records.slice(0, mid), defaultSubscribed);
     const b = await applyIsolatingBadRows(tx, projectId, records.slice(mid), defaultSubscribed);

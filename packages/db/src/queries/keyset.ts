@@ -35,6 +35,7 @@ export async function keysetList<T extends PgTable & { id: PgColumn }>(
 ): Promise<KeysetPage<T['$inferSelect']>> {
   const page = (await db
     .select()
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- widening T lets drizzle's conditional types resolve
     .from(table as PgTable)
     .where(and(where, q.beforeId ? sql`${table.id} < ${q.beforeId}::uuid` : undefined))
     .orderBy(desc(table.id))
@@ -47,6 +48,7 @@ export async function keysetList<T extends PgTable & { id: PgColumn }>(
     const n = count?.n ?? 0;
     return { items, hasMore: page.length > q.limit, total: Math.min(n, q.countCap), totalExact: n <= q.countCap };
   }
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- widening T lets drizzle's conditional types resolve
   const [count] = await db.select({ n: sql<number>`count(*)::int` }).from(table as PgTable).where(where);
   return { items, hasMore: page.length > q.limit, total: count?.n ?? 0, totalExact: true };
 }

@@ -33,8 +33,8 @@ async function issueKeys(db: DbOrTx, projectId: string): Promise<{ publicKey: st
 export async function createProject(db: Db, name: string): Promise<IssuedProject> {
   return db.transaction(async (tx) => {
     const [project] = await tx.insert(projects).values({ name }).returning();
-    const keys = await issueKeys(tx, project!.id);
-    return { id: project!.id, name: project!.name, disabled: project!.disabled, ...keys };
+    const keys = await issueKeys(tx, project.id);
+    return { id: project.id, name: project.name, disabled: project.disabled, ...keys };
   });
 }
 
@@ -154,7 +154,7 @@ export async function revokeKey(db: Db, projectId: string, selector: KeyReferenc
     const rows = await tx.select(keySummaryColumns).from(apiKeys).where(and(eq(apiKeys.projectId, projectId), match)).limit(2);
     if (rows.length === 0) return { ok: false, reason: 'key_not_found' };
     if (rows.length > 1) return { ok: false, reason: 'ambiguous' };
-    const row = rows[0]!;
+    const row = rows[0];
     if (row.revokedAt) return { ok: true, key: row, alreadyRevoked: true, replacementKey: null };
     const [revoked] = await tx
       .update(apiKeys)
@@ -162,7 +162,7 @@ export async function revokeKey(db: Db, projectId: string, selector: KeyReferenc
       .where(eq(apiKeys.id, row.id))
       .returning({ revokedAt: apiKeys.revokedAt });
     const replacementKey = row.expiresAt === null ? await issueKey(tx, projectId, row.kind) : null;
-    return { ok: true, key: { ...row, revokedAt: revoked!.revokedAt, active: false }, alreadyRevoked: false, replacementKey };
+    return { ok: true, key: { ...row, revokedAt: revoked.revokedAt, active: false }, alreadyRevoked: false, replacementKey };
   });
 }
 

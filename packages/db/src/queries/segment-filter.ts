@@ -76,7 +76,7 @@ export function compileFilter(filter: SegmentFilter, ctx: FilterContext): SQL {
 
   const typed = (data: SQL, path: string[], v: FilterScalar, op: string): SQL => {
     const at = sql`(${data} #> ${sql.param(path)}::text[])`;
-    const o = sql.raw(COMPARE[op]!);
+    const o = sql.raw(COMPARE[op]);
     switch (v.type) {
       case 'number':
         return sql`(case when jsonb_typeof(${at}) = 'number' then ${at}::numeric end) ${o} ${v.value}::numeric`;
@@ -110,7 +110,7 @@ export function compileFilter(filter: SegmentFilter, ctx: FilterContext): SQL {
           const since = new Date(windowStart(c.window, ctx.now)).toISOString();
           return c.op === 'within' ? sql`${column} >= ${since}::timestamptz` : sql`${column} < ${since}::timestamptz`;
         }
-        return sql`${column} ${sql.raw(COMPARE[c.op]!)} ${c.value.toISOString()}::timestamptz`;
+        return sql`${column} ${sql.raw(COMPARE[c.op])} ${c.value.toISOString()}::timestamptz`;
       }
       case 'data': {
         const data = source(c);
@@ -154,7 +154,7 @@ export function compileFilter(filter: SegmentFilter, ctx: FilterContext): SQL {
       }
       case 'eventCount': {
         const since = c.window ? sql` and e.id >= ${idLowerBound(windowStart(c.window, ctx.now))}::uuid` : sql``;
-        const o = sql.raw(COMPARE[c.op]!);
+        const o = sql.raw(COMPARE[c.op]);
         const grouped = (having: SQL) =>
           sql`(select e.contact_id from events e where e.project_id = ${ctx.projectId}::uuid and e.name = ${c.name}${since} group by e.contact_id having ${having})`;
         return zeroSatisfies(c.op, c.count)

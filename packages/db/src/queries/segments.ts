@@ -40,7 +40,7 @@ export async function createSegment(db: DbOrTx, projectId: string, input: NewSeg
       memberCountAt: input.type === 'STATIC' ? new Date() : null,
     })
     .returning();
-  return row!;
+  return row;
 }
 
 /** A segment of the project, or `undefined`. */
@@ -167,7 +167,7 @@ export async function countMatchingContacts(
   const result = await db.execute<{ n: number }>(
     sql`select count(*)::int as n from (select 1 from contacts c where c.project_id = ${projectId}::uuid and ${predicate}${limit}) m`,
   );
-  const n = result.rows[0]!.n;
+  const n = result.rows[0].n;
   return cap !== undefined && n > cap ? { count: cap, exact: false } : { count: n, exact: true };
 }
 
@@ -216,7 +216,7 @@ export async function changeStaticMembers(
     ? sql`, ev as (${entryExitEvents(segment.id, segment.name, action === 'add' ? 'entry' : 'exit', segment.projectId, 'changed')})`
     : sql``;
   const result = await db.execute<{ n: number }>(sql`with changed as (${change})${track} select count(*)::int as n from changed`);
-  return { changed: result.rows[0]!.n, notFound };
+  return { changed: result.rows[0].n, notFound };
 }
 
 /** Segments whose count is missing or older than `staleMs`, for the worker's refresher (oldest first). */
@@ -273,5 +273,5 @@ export async function refreshSegment(db: DbOrTx, segment: SegmentRow): Promise<{
     .set({ memberCountAt: new Date() })
     .where(eq(segments.id, segment.id))
     .returning({ n: segments.memberCount });
-  return { count: row?.n ?? 0, entered: result.rows[0]!.entered, exited: result.rows[0]!.exited };
+  return { count: row?.n ?? 0, entered: result.rows[0].entered, exited: result.rows[0].exited };
 }

@@ -14,7 +14,7 @@ export type NewTemplate = Omit<typeof templates.$inferInsert, 'id' | 'projectId'
 /** Creates a template. */
 export async function createTemplate(db: DbOrTx, projectId: string, input: NewTemplate): Promise<TemplateRow> {
   const [row] = await db.insert(templates).values({ ...input, projectId }).returning();
-  return row!;
+  return row;
 }
 
 /** A template of the project, or `undefined` (also for another project's id). */

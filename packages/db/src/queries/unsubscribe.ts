@@ -64,5 +64,5 @@ export async function unsubscribeContact(
     )
     select count(*)::int as n from changed
   `);
-  return result.rows[0]!.n > 0;
+  return result.rows[0].n > 0;
 }

@@ -61,7 +61,7 @@ export async function createWebhookEndpoint(
     .insert(webhookEndpoints)
     .values({ id: newId(), projectId, url: e.url, eventTypes: [...new Set(e.eventTypes)], description: e.description ?? null, enabled: e.enabled ?? true, secret: e.secret })
     .returning();
-  return row!;
+  return row;
 }
 
 /** An endpoint of the project, or `undefined`. */

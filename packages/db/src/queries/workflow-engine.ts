@@ -205,7 +205,7 @@ export async function moveExecution(
       (select to_jsonb(b) from run_begin b) as run,
       coalesce((select json_agg(json_build_object('id', id, 'projectId', project_id, 'generation', generation)) from hooks), '[]'::json) as deliveries
   `);
-  const r = rows.rows[0]!;
+  const r = rows.rows[0];
   return {
     execution: r.execution ? rowFromJson<ExecutionRow>(r.execution) : undefined,
     ...(r.run ? { run: rowFromJson<StepRunRow>(r.run) } : {}),
@@ -232,7 +232,7 @@ export async function beginStepRun(db: DbOrTx, x: ExecutionRow, step: WorkflowSt
     .values({ id: newId(), executionId: x.id, projectId: x.projectId, stepId: step.id, stepType: step.type, version: x.version, status: 'RUNNING' })
     .onConflictDoUpdate({ target: [workflowStepRuns.executionId, workflowStepRuns.version], set: { executionId: sql`excluded.execution_id` } })
     .returning();
-  return run!;
+  return run;
 }
 
 /** Records the end (or the wait) of a step run. */
@@ -294,7 +294,7 @@ export async function conditionMatches(db: DbOrTx, x: ExecutionRow, filter: Segm
   const rows = await db.execute<{ ok: boolean }>(sql`
     select exists (select 1 from contacts c where c.project_id = ${x.projectId}::uuid and c.id = ${x.contactId}::uuid and ${predicate}) as ok
   `);
-  return rows.rows[0]!.ok;
+  return rows.rows[0].ok;
 }
 
 /** What SEND_EMAIL needs of the contact now. */

@@ -42,7 +42,7 @@ export async function createWorkflow(db: DbOrTx, projectId: string, w: NewWorkfl
     .insert(workflows)
     .values({ projectId, name: w.name, description: w.description ?? null, triggerType: w.triggerType, triggerEvent: w.triggerEvent, allowReentry: w.allowReentry ?? false })
     .returning();
-  return row!;
+  return row;
 }
 
 /** A workflow of the project, or `undefined`. */
@@ -123,7 +123,7 @@ export async function insertStep(
   s: { type: WorkflowStepType; name: string; config: Record<string, unknown>; position?: Record<string, unknown> | null },
 ): Promise<WorkflowStepRow> {
   const [row] = await db.insert(workflowSteps).values({ projectId, workflowId, type: s.type, name: s.name, config: s.config, position: s.position ?? null }).returning();
-  return row!;
+  return row;
 }
 
 /** A step of a workflow of the project, or `undefined`. */
@@ -225,7 +225,7 @@ export async function insertTransition(
   t: { fromStepId: string | null; toStepId: string; branch: WorkflowBranch },
 ): Promise<WorkflowTransitionRow> {
   const [row] = await db.insert(workflowTransitions).values({ projectId, workflowId, ...t }).returning();
-  return row!;
+  return row;
 }
 
 /** Deletes a transition. @returns whether it existed. */
@@ -374,7 +374,7 @@ export async function startManualExecution(
   const deliveries = await recordWebhookEvents(tx, workflow.projectId, [
     { type: 'workflow.started', data: { workflowId: workflow.id, executionId: id, contactId, status: 'RUNNING', trigger: 'manual' } },
   ]);
-  return { ok: true, execution: execution!, deliveries };
+  return { ok: true, execution: execution, deliveries };
 }
 
 /**
