@@ -37,7 +37,7 @@ async function sentEmail(p: TestProject, to = recipient('fb')): Promise<{ id: st
   return { id, to, messageId, contactId: res.body.data.emails[0].contact.id };
 }
 
-const emailRow = async (id: string) => (await ctx.api.database.db.select().from(emails).where(eq(emails.id, id)))[0]!;
+const emailRow = async (id: string) => (await ctx.api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
 const contactEvents = async (contactId: string) =>
   (await ctx.api.database.db.select({ name: events.name, data: events.data }).from(events).where(eq(events.contactId, contactId))).map((e) => e.name).filter((n) => n.startsWith('email.'));
 const suppressionOf = async (projectId: string, email: string) =>
@@ -59,8 +59,8 @@ describe('SNS authenticity', () => {
     const good = sns.notification(sesEvent('Bounce', e, { bounceType: 'Permanent' }));
     const tampered = { ...good, Message: good.Message.replace('Permanent', 'Transient') };
     const forgedSignature = { ...good, Signature: Buffer.from('x'.repeat(256)).toString('base64') };
-    const unsigned: Record<string, unknown> = { ...good };
-    delete unsigned.Signature;
+    const without = (...fields: string[]) => Object.fromEntries(Object.entries(good).filter(([k]) => !fields.includes(k)));
+    const unsigned = without('Signature');
     const foreignCert = sns.sign({ ...good, SigningCertURL: 'https://evil.example.com/SimpleNotificationService-x.pem' });
     const lookalikeCert = sns.sign({ ...good, SigningCertURL: 'https://sns.us-east-1.amazonaws.com.evil.example/cert.pem' });
     const foreignTopic = sns.notification(sesEvent('Bounce', e), { topicArn: 'arn:aws:sns:us-east-1:999999999999:other' });
@@ -72,7 +72,12 @@ describe('SNS authenticity', () => {
     for (const [what, m, status] of [
       ['tampered', tampered, 403],
       ['forged signature', forgedSignature, 403],
-      ['unsigned', unsigned, 400],
+      ['unsigned', unsigned, 403],
+      ['no signature fields at all', without('Signature', 'SignatureVersion', 'SigningCertURL'), 403],
+      ['no SignatureVersion', without('SignatureVersion'), 403],
+      ['unknown SignatureVersion', { ...good, SignatureVersion: '3' }, 403],
+      ['no SigningCertURL', without('SigningCertURL'), 403],
+      ['empty Signature', { ...good, Signature: '' }, 403],
       ['certificate off SNS hosts', foreignCert, 403],
       ['look-alike host', lookalikeCert, 403],
       ['unknown topic', foreignTopic, 403],
@@ -85,6 +90,12 @@ describe('SNS authenticity', () => {
     }
     expect(await post('not json').then((r) => r.status)).toBe(400);
     expect(await post({ Type: 'Notification' }).then((r) => r.status)).toBe(400);
+    // Malformed stays malformed even when it is also unsigned: the shape is checked first.
+    expect(await post(without('Signature', 'MessageId')).then((r) => r.status)).toBe(400);
+    expect(await post({ ...good, Type: 'Nonsense' }).then((r) => r.status)).toBe(400);
+    const unsignedAnswer = await post(unsigned);
+    expect(unsignedAnswer.body.error).toMatchObject({ code: 'FORBIDDEN', statusCode: 403 });
+    expect(unsignedAnswer.body.error.message).toMatch(/unsigned/);
     const row = await emailRow(e.id);
     expect(row.status).toBe('sent');
     expect(await suppressionOf(ctx.p.id, e.to)).toBeUndefined();
@@ -164,7 +175,7 @@ describe('event effects', () => {
     for (const type of ['Delivery', 'Open', 'Click'] as const) await post(sns.notification(sesEvent(type, e, { link: 'https://shop.example/x' })));
     expect(await contactEvents(e.contactId)).toEqual(['email.delivered', 'email.opened', 'email.clicked']);
     const [clicked] = await ctx.api.database.db.select({ data: events.data }).from(events).where(sql`${events.contactId} = ${e.contactId}::uuid and ${events.name} = 'email.clicked'`);
-    expect(clicked!.data).toMatchObject({ emailId: e.id, messageId: e.messageId, link: 'https://shop.example/x' });
+    expect(clicked.data).toMatchObject({ emailId: e.id, messageId: e.messageId, link: 'https://shop.example/x' });
     const preview = await client(ctx.api.app, ctx.p).post('/segments/preview', { filter: [{ field: 'email.clicked', operator: 'exists' }] });
     expect(preview.status).toBe(200);
     expect(preview.body.data.sample.map((c: { id: string }) => c.id)).toContain(e.contactId);
@@ -176,7 +187,35 @@ describe('event effects', () => {
     expect(res.body.data).toMatchObject({ status: 'bounced', suppressed: [e.to] });
     const s = await suppressionOf(ctx.p.id, e.to);
     expect(s).toMatchObject({ reason: 'hard_bounce', sourceEmailId: e.id });
-    expect(s!.details).toMatchObject({ bounceType: 'Permanent', bounceSubType: 'General', diagnosticCode: 'smtp; 550 5.1.1 user unknown' });
+    expect(s.details).toMatchObject({ bounceType: 'Permanent', bounceSubType: 'General', diagnosticCode: 'smtp; 550 5.1.1 user unknown' });
+  });
+
+  test('email.bounced and email.delivery_delayed webhooks: data.status is the email status, the enhanced status code is smtpStatus', async () => {
+    const p = await createTestProject(ctx.api.database);
+    const as = client(ctx.api.app, p);
+    const hook = (await as.post('/webhooks/endpoints', { url: 'https://hooks.example.com/ses', eventTypes: ['email.bounced', 'email.delivery_delayed'] })).body.data;
+    const delayed = await sentEmail(p);
+    await post(sns.notification(sesEvent('DeliveryDelay', delayed)));
+    const bounced = await sentEmail(p);
+    expect((await post(sns.notification(sesEvent('Bounce', bounced, { bounceType: 'Permanent' })))).status).toBe(200);
+
+    const items = (await as.get(`/webhooks/endpoints/${hook.id}/deliveries`)).body.data.items as { eventType: string; payload: { data: Record<string, unknown> } }[];
+    const payload = (type: string) => items.find((i) => i.eventType === type)!.payload.data;
+    expect(payload('email.bounced')).toMatchObject({
+      emailId: bounced.id,
+      status: 'bounced',
+      smtpStatus: '5.1.1',
+      bounceType: 'Permanent',
+      bounceSubType: 'General',
+      diagnosticCode: 'smtp; 550 5.1.1 user unknown',
+    });
+    expect(payload('email.delivery_delayed')).toMatchObject({ emailId: delayed.id, status: 'sent', smtpStatus: '4.2.2' });
+    // The timeline and the contact event carry the code under the same name.
+    const timeline = (await as.get(`/emails/${bounced.id}`)).body.data.timeline as { type: string; data?: Record<string, unknown> }[];
+    expect(timeline.find((t) => t.type === 'bounced')).toMatchObject({ data: expect.objectContaining({ smtpStatus: '5.1.1' }) });
+    const [contactEvent] = await ctx.api.database.db.select({ data: events.data }).from(events).where(sql`${events.contactId} = ${bounced.contactId}::uuid and ${events.name} = 'email.bounced'`);
+    expect(contactEvent.data).toMatchObject({ smtpStatus: '5.1.1' });
+    expect(contactEvent.data).not.toHaveProperty('status');
   });
 
   test('transient bounces suppress only at SOFT_BOUNCE_LIMIT within the window', async () => {

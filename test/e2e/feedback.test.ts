@@ -2,8 +2,8 @@
  * Delivery feedback end to end (API → worker → SES emulator → signed SNS notification → suppression and webhooks
  * → a receiving endpoint): a bounce stops the next send and deleting the suppression lets it through; an address
  * suppressed after acceptance is caught at send time; campaigns skip suppressed contacts and count SES events;
- * an endpoint that fails three times then succeeds gets the event once with a valid signature; an endpoint that
- * never succeeds is disabled.
+ * an endpoint that fails three times then succeeds gets the event once with a valid signature; a bounce's
+ * webhook carries the email's status and the bounce code apart; an endpoint that never succeeds is disabled.
  *
  * Runs on a database of its own: the worker's reconciler adopts every pending row of its database.
  */
@@ -49,7 +49,7 @@ const startTheWorker = async () => {
   worker ??= await startWorker(config, { healthPort: null });
 };
 
-const emailRow = async (id: string) => (await api.database.db.select().from(emails).where(eq(emails.id, id)))[0]!;
+const emailRow = async (id: string) => (await api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
 const waitSent = (id: string) => waitFor(async () => ((await emailRow(id)).status === 'sent' ? emailRow(id) : undefined), 20_000, `email ${id} sent`);
 /** POSTs an SNS message the way SNS does (JSON text as text/plain). */
 const postSns = (m: object) => request(api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
@@ -64,10 +64,10 @@ test('an address suppressed after its email was accepted is caught at send time:
   const p = await createTestProject(api.database);
   const to = recipient('late');
   const accepted = await send(p, to);
-  expect(accepted.emails[0]!.status).toBe('queued');
+  expect(accepted.emails[0].status).toBe('queued');
   await client(api.app, p).post('/suppressions', { email: to });
   await startTheWorker();
-  await waitFor(async () => (await emailRow(accepted.emails[0]!.email)).status === 'suppressed', 20_000, 'suppressed at claim');
+  await waitFor(async () => (await emailRow(accepted.emails[0].email)).status === 'suppressed', 20_000, 'suppressed at claim');
   expect(await sesSendsTo([to])).toHaveLength(0);
 });
 
@@ -76,7 +76,7 @@ test('bounce → suppressed → the next /v1/send is not sent; deleting the supp
   const p = await createTestProject(api.database);
   const to = recipient('bounce');
   const first = await send(p, to);
-  const sent = await waitSent(first.emails[0]!.email);
+  const sent = await waitSent(first.emails[0].email);
   expect(sent.messageId).toBeTruthy();
   expect(await sesSendsTo([to])).toHaveLength(1);
 
@@ -86,17 +86,17 @@ test('bounce → suppressed → the next /v1/send is not sent; deleting the supp
 
   const second = await send(p, to);
   expect(second.suppressed).toEqual([to]);
-  expect(second.emails[0]!.status).toBe('suppressed');
+  expect(second.emails[0].status).toBe('suppressed');
   // A control email sent after it proves the worker has drained the queue past that point.
   const control = await send(p, recipient('control'));
-  await waitSent(control.emails[0]!.email);
+  await waitSent(control.emails[0].email);
   expect(await sesSendsTo([to])).toHaveLength(1);
-  expect((await emailRow(second.emails[0]!.email)).status).toBe('suppressed');
+  expect((await emailRow(second.emails[0].email)).status).toBe('suppressed');
 
   expect((await client(api.app, p).del(`/suppressions/${to}`)).status).toBe(200);
   const third = await send(p, to);
-  expect(third.emails[0]!.status).toBe('queued');
-  await waitSent(third.emails[0]!.email);
+  expect(third.emails[0].status).toBe('queued');
+  await waitSent(third.emails[0].email);
   expect(await sesSendsTo([to])).toHaveLength(2);
 });
 
@@ -119,7 +119,7 @@ test('a campaign skips suppressed contacts, and its stats count the SES events t
   const rows = await api.database.db.select().from(emails).where(eq(emails.campaignId, created.body.data.id));
   const [a, b] = rows;
   for (const [row, type] of [[a, 'Delivery'], [a, 'Open'], [a, 'Click'], [b, 'Delivery'], [b, 'Open'], [b, 'Complaint']] as const) {
-    expect((await postSns(sns.notification(sesEvent(type, { messageId: row!.messageId!, to: row!.toEmail })))).status).toBe(200);
+    expect((await postSns(sns.notification(sesEvent(type, { messageId: row.messageId!, to: row.toEmail })))).status).toBe(200);
   }
   const stats = (await as.get(`/campaigns/${created.body.data.id}/stats`)).body.data;
   expect(stats).toMatchObject({ recipients: 3, sent: 3, delivered: 2, opened: 2, clicked: 1, complained: 1, unsubscribed: 1 });
@@ -140,7 +140,7 @@ describe('outbound webhooks', () => {
     const endpoint = (await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['email.delivered'] })).body.data;
     const to = recipient('hook');
     const accepted = await send(p, to);
-    const sent = await waitSent(accepted.emails[0]!.email);
+    const sent = await waitSent(accepted.emails[0].email);
 
     receiver.failNext(3);
     const before = receiver.received.length;
@@ -155,11 +155,11 @@ describe('outbound webhooks', () => {
     expect(hits.filter((r) => r.status === 200)).toHaveLength(1);
     expect(new Set(all.map((r) => r.headers['webhook-id'])).size).toBe(1);
     for (const r of all) expect(verifyStandardWebhook(endpoint.secret, r)).toBe(true);
-    expect(verifyStandardWebhook('whsec_' + Buffer.alloc(32).toString('base64'), all[3]!)).toBe(false);
-    const payload = JSON.parse(all[3]!.body);
+    expect(verifyStandardWebhook('whsec_' + Buffer.alloc(32).toString('base64'), all[3])).toBe(false);
+    const payload = JSON.parse(all[3].body);
     expect(payload).toMatchObject({
       type: 'email.delivered',
-      data: { emailId: sent.id, contactId: accepted.emails[0]!.contact.id, campaignId: null, messageId: sent.messageId, to, status: 'delivered' },
+      data: { emailId: sent.id, contactId: accepted.emails[0].contact.id, campaignId: null, messageId: sent.messageId, to, status: 'delivered' },
     });
 
     const log = (await as.get(`/webhooks/endpoints/${endpoint.id}/deliveries`)).body.data.items[0];
@@ -171,7 +171,32 @@ describe('outbound webhooks', () => {
     const n = receiver.received.length;
     expect((await as.post(`/webhooks/endpoints/${endpoint.id}/deliveries/${log.id}/redeliver`, {})).status).toBe(202);
     const redelivered = await waitFor(async () => receiver.received[n], 10_000, 'redelivery');
-    expect(redelivered.headers['webhook-id']).toBe(all[0]!.headers['webhook-id']);
+    expect(redelivered.headers['webhook-id']).toBe(all[0].headers['webhook-id']);
+  });
+
+  test('a bounce reaches the endpoint as email.bounced with data.status "bounced" and the bounce code in smtpStatus', async () => {
+    const p = await createTestProject(api.database);
+    const as = client(api.app, p);
+    const endpoint = (await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['email.bounced'] })).body.data;
+    const to = recipient('bounced-hook');
+    const accepted = await send(p, to);
+    const sent = await waitSent(accepted.emails[0].email);
+    const res = await postSns(sns.notification(sesEvent('Bounce', { messageId: sent.messageId!, to }, { bounceType: 'Permanent' })));
+    expect(res.status).toBe(200);
+    const got = await waitFor(async () => receiver.received.find((r) => r.status === 200 && r.body.includes(sent.id) && r.body.includes('"email.bounced"')), 20_000, 'email.bounced webhook');
+    expect(verifyStandardWebhook(endpoint.secret, got)).toBe(true);
+    expect(JSON.parse(got.body)).toMatchObject({
+      type: 'email.bounced',
+      data: {
+        emailId: sent.id,
+        messageId: sent.messageId,
+        to,
+        status: 'bounced',
+        smtpStatus: '5.1.1',
+        bounceType: 'Permanent',
+        diagnosticCode: 'smtp; 550 5.1.1 user unknown',
+      },
+    });
   });
 
   test('email.sent is announced by the worker; an endpoint that never succeeds is disabled after the whole schedule', async () => {
@@ -181,7 +206,7 @@ describe('outbound webhooks', () => {
     const healthy = (await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['email.*'] })).body.data;
     const to = recipient('sent');
     const accepted = await send(p, to);
-    const sent = await waitSent(accepted.emails[0]!.email);
+    const sent = await waitSent(accepted.emails[0].email);
     const got = await waitFor(async () => receiver.received.find((r) => r.body.includes(sent.id) && r.body.includes('"email.sent"')), 10_000, 'email.sent webhook');
     expect(verifyStandardWebhook(healthy.secret, got)).toBe(true);
     expect(JSON.parse(got.body).data).toMatchObject({ emailId: sent.id, messageId: sent.messageId, status: 'sent' });
@@ -197,7 +222,7 @@ describe('outbound webhooks', () => {
 
     // Disabled: new events make no deliveries for it.
     const next = await send(p, recipient('after'));
-    await waitSent(next.emails[0]!.email);
+    await waitSent(next.emails[0].email);
     expect((await as.get(`/webhooks/endpoints/${broken.id}/deliveries`)).body.data.total).toBe(1);
   });
 });

@@ -12,6 +12,7 @@ import { emails } from '@mailroom/db';
 import { createTestProject, exited, isolatedDatabase, parseMail, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 
 const RATE = 14;
+const SAFETY_MS = 50;
 let iso: { url: string; drop: () => Promise<void> };
 let api: TestApi;
 const children: ChildProcess[] = [];
@@ -19,7 +20,17 @@ let env: Record<string, string>;
 
 beforeAll(async () => {
   iso = await isolatedDatabase();
-  env = testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: String(RATE), WORKER_CONCURRENCY: '4', WORKER_LOCK_MS: '3000', SEND_LEASE_MS: '3000' });
+  env = testEnv({
+    DATABASE_URL: iso.url,
+    SES_MAX_SEND_RATE: String(RATE),
+    // The gate counts sends when their requests are written; the margin covers the way from the socket to where
+    // SES (here: the recording proxy) timestamps them. The proxy shares two busy cores with three workers,
+    // Postgres, Redis and jest, and its own scheduling delay, measured up to 30 ms under load, is that way here.
+    SES_RATE_SAFETY_MS: String(SAFETY_MS),
+    WORKER_CONCURRENCY: '4',
+    WORKER_LOCK_MS: '3000',
+    SEND_LEASE_MS: '3000',
+  });
   api = await startTestApi(loadConfig(env));
 });
 afterAll(async () => {
@@ -61,9 +72,14 @@ test('three workers: one stopped, one killed mid-way; every email delivered once
   const times = sends.map((s) => s.at).sort((x, y) => x - y);
   let busiest = 0;
   for (let i = 0, j = 0; i < times.length; i++) {
-    while (times[i]! - times[j]! >= 1000) j++;
+    while (times[i] - times[j] >= 1000) j++;
     busiest = Math.max(busiest, i - j + 1);
   }
+  // The tightest span of RATE + 1 consecutive sends: 1000 ms or more means no second ever held RATE + 1.
+  const tightest = Math.min(...times.slice(RATE).map((t, i) => t - times[i]));
+  console.log(
+    `scale-out: 3 workers, ${sends.length} sends for ${ids.length} emails (SIGTERM at 50, SIGKILL at 100), ` +
+      `busiest 1 s window ${busiest}, tightest ${RATE + 1} consecutive sends ${tightest.toFixed(1)} ms`,
+  );
   expect(busiest).toBeLessThanOrEqual(RATE);
-  console.log(`scale-out: 3 workers, ${sends.length} sends for ${ids.length} emails (SIGTERM at 50, SIGKILL at 100), busiest 1 s window ${busiest}`);
 }, 150_000);

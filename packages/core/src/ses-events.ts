@@ -38,7 +38,11 @@ export interface SesFeedback {
   /** Addresses concerned (bounced, complained, delayed, delivered recipients). */
   recipients: string[];
   bounceType?: BounceType;
-  /** What the email's timeline and the webhook payload show (bounce subtype, diagnostic code, link, user agent…). */
+  /**
+   * What the email's timeline and the webhook payload show (bounce subtype, diagnostic code, link, user agent…).
+   * A bounce's or delay's RFC 3463 enhanced status code (`5.1.1`; SES's `status` of the first recipient) is
+   * `smtpStatus`, never `status`: in a webhook payload `status` is the email's status.
+   */
   details: Record<string, unknown>;
 }
 
@@ -85,7 +89,7 @@ export function parseSesEvent(text: string): SesFeedback {
   if (!messageId) throw new SesEventError('SES event has no mail.messageId');
   const tags: Record<string, string> = {};
   for (const [k, v] of Object.entries(obj(mail.tags))) {
-    const first = Array.isArray(v) ? v[0] : v;
+    const first: unknown = Array.isArray(v) ? (v as unknown[])[0] : v;
     if (typeof first === 'string') tags[k] = first;
   }
   const base = { sesType, messageId, tags };
@@ -103,7 +107,7 @@ export function parseSesEvent(text: string): SesFeedback {
         kind: 'delivery_delayed',
         occurredAt: time(d.timestamp, mail.timestamp),
         recipients: addresses(delayed),
-        details: compact({ delayType: str(d.delayType), expirationTime: str(d.expirationTime), status: str(delayed[0]?.status), diagnosticCode: str(delayed[0]?.diagnosticCode) }),
+        details: compact({ delayType: str(d.delayType), expirationTime: str(d.expirationTime), smtpStatus: str(delayed[0]?.status), diagnosticCode: str(delayed[0]?.diagnosticCode) }),
       };
     }
     case 'Bounce': {
@@ -116,7 +120,7 @@ export function parseSesEvent(text: string): SesFeedback {
         bounceType,
         occurredAt: time(b.timestamp, mail.timestamp),
         recipients: addresses(bounced),
-        details: compact({ bounceType, bounceSubType: str(b.bounceSubType), status: str(bounced[0]?.status), diagnosticCode: str(bounced[0]?.diagnosticCode), feedbackId: str(b.feedbackId) }),
+        details: compact({ bounceType, bounceSubType: str(b.bounceSubType), smtpStatus: str(bounced[0]?.status), diagnosticCode: str(bounced[0]?.diagnosticCode), feedbackId: str(b.feedbackId) }),
       };
     }
     case 'Complaint': {

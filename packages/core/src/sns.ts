@@ -33,7 +33,10 @@ export const SnsMessage = Type.Object({
 });
 export type SnsMessage = Static<typeof SnsMessage>;
 
-const validateSnsMessage = dataValidator(SnsMessage);
+/** The fields that authenticate a message: without them (or with them malformed) it is unsigned. */
+const SIGNATURE_FIELDS = ['SignatureVersion', 'Signature', 'SigningCertURL'] as const;
+const validateSnsContent = dataValidator(Type.Omit(SnsMessage, [...SIGNATURE_FIELDS]));
+const validateSnsSignature = dataValidator(Type.Pick(SnsMessage, [...SIGNATURE_FIELDS]));
 
 /**
  * SNS message ids are remembered this long (days) to recognise redeliveries; an older message is refused
@@ -53,9 +56,12 @@ export class SnsRejection extends Error {
 }
 
 /**
- * Parses a request body into an SNS message.
+ * Parses a request body into an SNS message. A body that is malformed is a bad request; one that is well formed
+ * but carries no usable signature cannot be authenticated, which is an authentication failure like a signature
+ * that does not verify.
  *
- * @throws {@link SnsRejection} 400 when it is not JSON of the SNS shape.
+ * @throws {@link SnsRejection} 400 when it is not JSON of the SNS shape (signature fields aside);
+ *   403 when `SignatureVersion` (`1` or `2`), `Signature` or `SigningCertURL` is missing or malformed.
  */
 export function parseSnsMessage(body: string): SnsMessage {
   let json: unknown;
@@ -64,13 +70,16 @@ export function parseSnsMessage(body: string): SnsMessage {
   } catch {
     throw new SnsRejection(400, 'body is not JSON');
   }
-  const checked = validateSnsMessage(json);
-  if (!checked.ok) throw new SnsRejection(400, `not an SNS message: ${checked.errors.map((e) => `${e.field} ${e.message}`).join('; ')}`);
-  const m = checked.value;
+  const describe = (errors: { field: string; message: string }[]) => errors.map((e) => `${e.field} ${e.message}`).join('; ');
+  const content = validateSnsContent(json);
+  if (!content.ok) throw new SnsRejection(400, `not an SNS message: ${describe(content.errors)}`);
+  const m = content.value;
   if (m.Type !== 'Notification' && (m.Token === undefined || m.SubscribeURL === undefined)) {
     throw new SnsRejection(400, `${m.Type} without Token or SubscribeURL`);
   }
-  return m;
+  const signature = validateSnsSignature(json);
+  if (!signature.ok) throw new SnsRejection(403, `unsigned SNS message: ${describe(signature.errors)}`);
+  return json as SnsMessage;
 }
 
 /** The canonical string SNS signs for a message (field order per message type, fixed by Amazon). */

@@ -5,7 +5,9 @@
  *
  * - Every message is checked: its topic must be one we accept, and its signature must verify against the
  *   certificate at `SigningCertURL` on a trusted SNS host (see `@mailroom/core` sns). Anything else is refused
- *   (400 malformed, 403 unsigned, forged, tampered or foreign) and changes nothing.
+ *   (400 malformed JSON or not of the SNS shape; 403 unsigned, i.e. `SignatureVersion`, `Signature` or
+ *   `SigningCertURL` missing or malformed, forged, tampered, stale or foreign: an authentication failure) and
+ *   changes nothing.
  * - `SubscriptionConfirmation`: confirmed by fetching its `SubscribeURL` (also on a trusted host).
  *   `UnsubscribeConfirmation`: acknowledged and logged (re-subscribing is an operator's decision).
  * - `Notification`: one transaction records the SNS `MessageId` and applies the SES event (status, counters,
@@ -124,8 +126,12 @@ export const sesWebhookOpenApiPaths = {
       requestBody: { required: true, content: { 'text/plain': { schema: { type: 'string', description: 'the SNS message JSON' } } } },
       responses: {
         200: { description: 'Processed (or a redelivery, `duplicate: true`)' },
-        400: { description: 'Not an SNS message, or not an SES event' },
-        403: { description: 'Unsigned, forged or tampered message, untrusted certificate URL, or a topic not accepted' },
+        400: { description: 'Malformed: not JSON, not of the SNS message shape (signature fields aside), or not an SES event' },
+        403: {
+          description:
+            'Not authenticated: unsigned (`SignatureVersion` 1 or 2, `Signature` or `SigningCertURL` missing or malformed), ' +
+            'forged or tampered, older than 30 days, untrusted certificate URL, or a topic not accepted',
+        },
         503: { description: 'Signing certificate or database unreachable; SNS retries' },
       },
     },

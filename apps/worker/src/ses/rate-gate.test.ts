@@ -1,6 +1,27 @@
 import IORedis from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import { gateIntervalMicros, SendRateGate } from './rate-gate';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { gateIntervalMicros, SendRateGate, SES_SEND_PATH } from './rate-gate';
+
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const freshKey = () => `{gate-${randomBytes(4).toString('hex')}}:gate`;
+/** The tightest span (ms) of `n` consecutive times. */
+const tightest = (times: number[], n: number) => {
+  const sorted = [...times].sort((a, b) => a - b);
+  return Math.min(...sorted.slice(n - 1).map((t, i) => t - sorted[i]));
+};
+
+let conns: IORedis[] = [];
+afterEach(() => {
+  for (const c of conns) c.disconnect();
+  conns = [];
+});
+const connect = (n: number) => {
+  const made = Array.from({ length: n }, () => new IORedis(redisUrl));
+  conns.push(...made);
+  return made;
+};
 
 test('interval: (1000 + margin) ms per second of sends', () => {
   expect(gateIntervalMicros(14, 25)).toBe(73215);
@@ -8,24 +29,131 @@ test('interval: (1000 + margin) ms per second of sends', () => {
 });
 
 test('concurrent callers on separate connections get one grant per interval', async () => {
-  const key = `{gate-${randomBytes(4).toString('hex')}}:gate`;
-  const conns = [0, 1, 2].map(() => new IORedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'));
+  const key = freshKey();
+  const gates = connect(3).map((c) => new SendRateGate(c, key, 50, 10));
+  const grants: Array<{ at: number; gate: number }> = [];
+  await Promise.all(
+    gates.flatMap((g, gate) => Array.from({ length: 10 }, async () => {
+      await g.acquire();
+      grants.push({ at: performance.now(), gate });
+    })),
+  );
+  grants.sort((a, b) => a.at - b.at);
+  // 30 grants at 50/s take at least 29 intervals of 20.2 ms (the decisions are spaced on the Redis clock;
+  // reply jitter moves single grants, not the span).
+  expect(grants[29].at - grants[0].at).toBeGreaterThan(29 * 20.2 - 2);
+  // No caller starves: every connection is granted among the first half, whatever the machine's load (a bound
+  // on the wall time would only measure the load).
+  expect(new Set(grants.slice(0, 15).map((g) => g.gate)).size).toBe(3);
+});
+
+/** A TCP proxy to Redis that hands every reply to its client `delayMs` late (a worker whose event loop lags). */
+async function laggingRedisProxy(delayMs: number): Promise<{ url: string; close: () => Promise<void> }> {
+  const target = new URL(redisUrl);
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 6379), target.hostname);
+    sockets.add(client).add(upstream);
+    client.pipe(upstream);
+    upstream.on('data', (chunk) => setTimeout(() => client.write(chunk), delayMs));
+    const end = () => { client.destroy(); upstream.destroy(); };
+    client.on('close', end).on('error', end);
+    upstream.on('close', end).on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+test('a worker whose grant reaches it late still leaves rate + 1 writes a full window apart', async () => {
+  // 5/s, no margin: decisions 200 ms apart, at most 5 writes in any 1000 ms. One worker gets its Redis replies
+  // 150 ms late (measured on a busy host: up to 132 ms) and takes the first grant; it writes 150 ms after the
+  // decision. Two others then send 10 emails on the decisions after it. With the decisions spaced alone, the late
+  // write and the 5 decisions after it make 6 writes in 1000 - 150 ms.
+  const proxy = await laggingRedisProxy(150);
   try {
-    const gates = conns.map((c) => new SendRateGate(c, key, 50, 10));
-    const times: number[] = [];
-    await Promise.all(
-      gates.flatMap((g) => Array.from({ length: 10 }, async () => {
-        await g.acquire();
-        times.push(performance.now());
-      })),
-    );
-    times.sort((a, b) => a - b);
-    // 30 grants at 50/s take at least 29 intervals of 20.2 ms (the decisions are spaced on the Redis clock;
-    // reply jitter moves single grants, not the span), and not much more: callers do not starve.
-    const span = times[29]! - times[0]!;
-    expect(span).toBeGreaterThan(29 * 20.2 - 2);
-    expect(span).toBeLessThan(29 * 20.2 + 250);
+    const key = freshKey();
+    const lagging = new IORedis(proxy.url);
+    conns.push(lagging);
+    await lagging.ping();
+    const writes: number[] = [];
+    const send = async (g: SendRateGate) => {
+      await g.acquire();
+      writes.push(performance.now());
+    };
+    const direct = connect(2).map((c) => new SendRateGate(c, key, 5, 0));
+    const first = send(new SendRateGate(lagging, key, 5, 0));
+    // Its request reaches Redis at once (only replies lag); the others start asking just after.
+    await new Promise((r) => setTimeout(r, 20));
+    await Promise.all([first, ...direct.flatMap((g) => Array.from({ length: 5 }, () => send(g)))]);
+    expect(writes).toHaveLength(11);
+    const span6 = tightest(writes, 6);
+    console.log(`rate gate, a lagging worker: tightest 6 consecutive writes ${span6.toFixed(1)} ms (window 1000 ms)`);
+    expect(span6).toBeGreaterThanOrEqual(1000 - 2);
   } finally {
-    for (const c of conns) c.disconnect();
+    await proxy.close();
+  }
+});
+
+test('a grant never confirmed (its process killed before the write) keeps its place until it expires', async () => {
+  const key = freshKey();
+  const [dying, living] = connect(2);
+  // 3/s, no margin: at most 3 sends in any 1000 ms.
+  await new SendRateGate(dying, key, 3, 0).acquire();
+  dying.disconnect(); // the confirmation, due right after this tick, is lost
+  const gate = new SendRateGate(living, key, 3, 0);
+  const granted: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    await gate.acquire();
+    granted.push(performance.now());
+  }
+  // The dead grant holds one of three places: the third grant here waits for the first to leave the window.
+  expect(granted[2] - granted[0]).toBeGreaterThanOrEqual(1000 - 5);
+});
+
+test('a grant is confirmed when its SES request has been written, not before: a slow write holds the window open', async () => {
+  // A receiver that reads nothing for 400 ms, and a body larger than the socket buffers: the request's last byte
+  // reaches the operating system only once the receiver reads, well after the grant.
+  const server = http.createServer((req, res) => {
+    req.pause();
+    setTimeout(() => {
+      req.resume();
+      req.on('end', () => res.end('{}'));
+    }, 400);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const [conn] = connect(1);
+    // 2/s, no margin: decisions 500 ms apart, at most 2 sends in any 1000 ms.
+    const gate = new SendRateGate(conn, freshKey(), 2, 0);
+    const granted: number[] = [];
+    await gate.acquire();
+    granted.push(performance.now());
+    const req = http.request({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, path: SES_SEND_PATH, method: 'POST', agent: false });
+    let written = 0;
+    req.on('finish', () => (written = performance.now()));
+    const answered = new Promise<void>((resolve, reject) => {
+      req.on('response', (res) => res.resume().on('end', resolve));
+      req.on('error', reject);
+    });
+    req.end(Buffer.alloc(32 * 1024 * 1024));
+    // Two more grants with no request of their own (confirmed at once).
+    for (let i = 0; i < 2; i++) {
+      await gate.acquire();
+      granted.push(performance.now());
+    }
+    await answered;
+    expect(written - granted[0]).toBeGreaterThan(300);
+    // Any 3 consecutive writes span the window: counted from the first send's write, not from its grant (which
+    // would let the third grant come 1000 ms after the first grant, a few hundred ms after the slow write).
+    const writes = [written, granted[1], granted[2]];
+    expect(tightest(writes, 3)).toBeGreaterThanOrEqual(1000 - 5);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
   }
 });

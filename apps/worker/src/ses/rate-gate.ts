@@ -1,65 +1,181 @@
 /**
- * The exact global send-rate gate: at most `emailsPerSecond` SES calls in any one-second window, across every
- * worker process, measured at the moment a signed request leaves for SES.
+ * The exact global send-rate gate: at most `emailsPerSecond` SES requests in any one-second window, across every
+ * worker process, counted where the requests leave for SES.
  *
- * BullMQ's limiter paces job *starts*; the work between a job's start and its SES call (claim, render, MIME,
- * signing) varies, and measured here that alone let 16 sends into one second at a 14/s limit. Reserving future
- * slots is not enough either: a sender that wakes late still leaves the next one on its early slot (measured:
- * 15 in a second). So the decision is taken at send time against the *last actual* send: one Redis script
- * atomically checks `now >= last + interval` on the server's clock and, if so, records `now` as the last send;
- * otherwise it answers how long to wait and the caller sleeps and asks again. Only the sub-millisecond path from
- * the script's reply to the socket write is left between decision and send; the interval's small safety margin
- * covers it.
+ * Why it looks the way it does (each step was measured: `test/e2e/scale.test.ts`, `test/e2e/limiter.test.ts`):
+ * - BullMQ's limiter paces job *starts*; the work between a job's start and its SES call (claim, render, MIME,
+ *   signing) varies, which alone let 16 sends into one second at 14/s. So the gate is taken after signing,
+ *   immediately before the request is written.
+ * - Spacing the *decisions* (`now ≥ last + interval` in one Redis script) is not enough on a busy host: the time
+ *   from the script's decision to the request on the wire is not bounded. Measured with three workers on two busy
+ *   cores: the Redis reply reached the worker's JavaScript up to 132 ms after it was sent (p99 20 ms), and the
+ *   request reached SES up to 155 ms after its decision. A send decided early and written late bunches up with
+ *   the ones after it: 15 sends in one second in 2 of 4 runs at a 25 ms margin.
+ * - So every grant is *confirmed* once its request has been written, and the window counts confirmations: the
+ *   SES `SendEmail` request that starts right after a grant (seen on Node's `http.client.request.start`
+ *   diagnostics channel, matched by method and path) confirms it on its `finish` event, when its last byte has
+ *   been handed to the operating system (or on `close`, if it never gets there). A second script records the
+ *   send at the Redis clock's `now`, which is therefore no earlier than the write. A new grant is given only
+ *   while fewer than `emailsPerSecond` sends are recorded in the trailing window of `1000 + safetyMs` ms; a
+ *   grant not yet confirmed counts as inside the window (until {@link PENDING_TTL_MS}, for a process killed in
+ *   between). The decision for a send is taken before its write and every earlier send's record is after its
+ *   write, so any `emailsPerSecond + 1` requests leave at least `1000 + safetyMs` ms apart however late a worker
+ *   runs; `safetyMs` only has to absorb the jitter of the way from the socket to SES. (Confirming in the check
+ *   phase right after the grant instead was not enough: a request that has to open a connection, or whose socket
+ *   is not yet back in the pool, is written later; measured, 15 sends in a second in 2 of 10 runs.) A grant whose
+ *   request never starts (the SDK failed before sending, or a caller that is not the SES client) is confirmed
+ *   in the check phase after the grant.
+ * - Decisions stay spaced by `(1000 + safetyMs) / emailsPerSecond` too, so the sends are smooth, not bursts.
+ *
+ * Keys: `key` (last decision, µs), `key:pending` and `key:sent` (sorted sets, member = grant token, score = µs on
+ * the Redis clock). They share `key`'s hash slot when `key` carries a `{hash tag}`.
  *
  * @module
  */
+import { randomBytes } from 'node:crypto';
+import diagnostics from 'node:diagnostics_channel';
+import type { ClientRequest } from 'node:http';
 import type { Redis } from 'ioredis';
 
+/** How long (ms) an unconfirmed grant keeps its place in the window: a process killed between grant and write. */
+export const PENDING_TTL_MS = 5_000;
+
+/**
+ * KEYS: last, pending, sent. ARGV: interval µs, window µs, limit, pending TTL µs, token.
+ * Returns 0 when granted (the token is pending), else the µs to wait before asking again.
+ */
 const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval, window, limit, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local last = tonumber(redis.call('GET', KEYS[1]) or '0')
-local interval = tonumber(ARGV[1])
-if now >= last + interval then
-  redis.call('SET', KEYS[1], string.format('%.0f', now), 'PX', 60000)
-  return 0
+if now < last + interval then
+  return last + interval - now
 end
-return last + interval - now
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', string.format('%.0f', now - window))
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.0f', now - ttl))
+local sent = redis.call('ZCARD', KEYS[3])
+local held = sent + redis.call('ZCARD', KEYS[2])
+if held >= limit then
+  local k = held - limit
+  if k < sent then
+    local s = redis.call('ZRANGE', KEYS[3], k, k, 'WITHSCORES')
+    return math.max(1000, tonumber(s[2]) + window - now + 1)
+  end
+  return 2000
+end
+local stamp = string.format('%.0f', now)
+local keep = math.ceil(math.max(window, ttl) / 1000) + 1000
+redis.call('SET', KEYS[1], stamp, 'PX', keep)
+redis.call('ZADD', KEYS[2], stamp, ARGV[5])
+redis.call('PEXPIRE', KEYS[2], keep)
+return 0
 `;
 
+/** KEYS: pending, sent. ARGV: token, keep ms. Moves the token to `sent` at the Redis clock's now. */
+const CONFIRM = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], string.format('%.0f', now), ARGV[1])
+redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]))
+return 0
+`;
+
+/** The request a grant is for: SES v2 `SendEmail` (`POST /v2/email/outbound-emails`). */
+export const SES_SEND_PATH = '/v2/email/outbound-emails';
+
+/** Confirmations of this process's grants whose request has not started yet, oldest first. */
+const awaitingRequest: (() => void)[] = [];
+let listening = false;
+
+/** Hands each SES send request that starts to the oldest grant waiting for one; it confirms once written. */
+function listenForSesRequests(): void {
+  if (listening) return;
+  listening = true;
+  diagnostics.subscribe('http.client.request.start', (message) => {
+    const request = (message as { request: ClientRequest }).request;
+    if (request.method !== 'POST' || !request.path.startsWith(SES_SEND_PATH)) return;
+    const confirm = awaitingRequest.shift();
+    if (!confirm) return;
+    if (request.writableFinished) confirm();
+    else {
+      request.once('finish', confirm);
+      request.once('close', confirm);
+    }
+  });
+}
+
 /**
- * Interval between two sends (µs) for a rate in emails/s; `safetyMs` is spread over each second's worth of
- * intervals and tolerates that much send-time jitter (`SES_RATE_SAFETY_MS`).
+ * Interval between two decisions (µs) for a rate in emails/s; `safetyMs` is spread over each second's worth of
+ * intervals (`SES_RATE_SAFETY_MS`).
  */
 export function gateIntervalMicros(emailsPerSecond: number, safetyMs: number): number {
   return Math.ceil(((1000 + safetyMs) * 1000) / emailsPerSecond);
 }
 
-/** The shared last-send time in Redis. */
+/** The shared send-rate gate in Redis (see the module notes). */
 export class SendRateGate {
   private readonly intervalUs: number;
+  private readonly windowUs: number;
+  private readonly keepMs: number;
+  private readonly keys: [string, string, string];
+  private readonly id = randomBytes(6).toString('hex');
+  private seq = 0;
 
   /**
-   * @param redis - any connection (the script runs atomically on the server, using the server's clock).
+   * @param redis - any connection (the scripts run atomically on the server, using the server's clock).
    * @param key - one key shared by every worker of the deployment.
-   * @param emailsPerSecond - `SES_MAX_SEND_RATE`.
-   * @param safetyMs - `SES_RATE_SAFETY_MS`.
+   * @param emailsPerSecond - `SES_MAX_SEND_RATE`: sends allowed in any window of `1000 + safetyMs` ms.
+   * @param safetyMs - `SES_RATE_SAFETY_MS`: ms added to the one-second window, for jitter after the write.
    */
   constructor(
     private readonly redis: Redis,
-    private readonly key: string,
-    emailsPerSecond: number,
+    key: string,
+    private readonly emailsPerSecond: number,
     safetyMs: number,
   ) {
     this.intervalUs = gateIntervalMicros(emailsPerSecond, safetyMs);
+    this.windowUs = (1000 + safetyMs) * 1000;
+    this.keepMs = Math.max(1000 + safetyMs, PENDING_TTL_MS) + 1000;
+    this.keys = [key, `${key}:pending`, `${key}:sent`];
+    listenForSesRequests();
   }
 
-  /** Waits until this process may send, and records the send. @returns the time waited in ms. */
+  /**
+   * Waits until this process may send, records the grant, and confirms it once the caller's SES request has been
+   * written (the caller must start that request without yielding to the event loop, as the SES transport does
+   * right after signing). A failed confirmation leaves the grant pending until {@link PENDING_TTL_MS}: slower,
+   * never faster.
+   *
+   * @returns the time waited in ms.
+   * @throws the Redis error when Redis cannot be asked (the send is then not made).
+   */
   async acquire(): Promise<number> {
     const started = performance.now();
+    const token = `${this.id}:${++this.seq}`;
+    const [last, pending, sent] = this.keys;
     for (;;) {
-      const waitUs = Number(await this.redis.eval(TAKE, 1, this.key, String(this.intervalUs)));
-      if (waitUs <= 0) return performance.now() - started;
+      const waitUs = Number(
+        await this.redis.eval(TAKE, 3, last, pending, sent, this.intervalUs, this.windowUs, this.emailsPerSecond, PENDING_TTL_MS * 1000, token),
+      );
+      if (waitUs <= 0) {
+        let done = false;
+        const confirm = () => {
+          if (done) return;
+          done = true;
+          this.redis.eval(CONFIRM, 2, pending, sent, token, this.keepMs).catch(() => undefined);
+        };
+        awaitingRequest.push(confirm);
+        // The caller starts its request in the microtasks that follow this return; if none started, confirm now.
+        setImmediate(() => {
+          const i = awaitingRequest.indexOf(confirm);
+          if (i === -1) return;
+          awaitingRequest.splice(i, 1);
+          confirm();
+        });
+        return performance.now() - started;
+      }
       await new Promise((r) => setTimeout(r, Math.max(1, waitUs / 1000)));
     }
   }

@@ -109,7 +109,7 @@ export async function applySesFeedback(db: DbOrTx, fb: SesFeedback, policy: Soft
         clicked_at = case when ${fb.kind} = 'clicked' then coalesce(clicked_at, ${at}::timestamptz) else clicked_at end,
         open_count = open_count + (${fb.kind} = 'opened')::int,
         click_count = click_count + (${fb.kind} = 'clicked')::int,
-        error = case when ${effect.status === 'failed'} then ${String(fb.details.reason ?? fb.sesType)} else error end,
+        error = case when ${effect.status === 'failed'} then ${typeof fb.details.reason === 'string' ? fb.details.reason : fb.sesType} else error end,
         updated_at = now()
       where id = ${email.id}::uuid
       returning status
@@ -127,7 +127,7 @@ export async function applySesFeedback(db: DbOrTx, fb: SesFeedback, policy: Soft
     )
     select status from moved
   `);
-  const status = updated.rows[0]!.status;
+  const status = updated.rows[0].status;
 
   const toSuppress: NewSuppression[] = [];
   const recipients = fb.recipients.length > 0 ? fb.recipients : [email.to_email];
@@ -143,7 +143,7 @@ export async function applySesFeedback(db: DbOrTx, fb: SesFeedback, policy: Soft
       where contact_id = ${email.contact_id}::uuid and name = 'email.bounced'
         and data->>'bounceType' in ('Transient', 'Undetermined') and created_at >= ${since}::timestamptz
     `);
-    const n = counted.rows[0]!.n;
+    const n = counted.rows[0].n;
     if (n >= policy.limit) {
       toSuppress.push({ email: email.to_email, reason: 'soft_bounce', sourceEmailId: email.id, details: { ...source.details, softBounces: n, windowHours: policy.windowHours } });
     }
@@ -159,7 +159,8 @@ export async function applySesFeedback(db: DbOrTx, fb: SesFeedback, policy: Soft
     );
   }
 
-  const events: WebhookEvent[] = [{ type: effect.event!, occurredAt: fb.occurredAt, data: { ...base, status, ...fb.details } }];
+  // `status` last: it is the email's status, whatever the event's details carry.
+  const events: WebhookEvent[] = [{ type: effect.event!, occurredAt: fb.occurredAt, data: { ...base, ...fb.details, status } }];
   for (const s of added) {
     events.push({ type: 'contact.suppressed', data: { email: s.email, contactId: email.contact_id, reason: s.reason, sourceEmailId: email.id, suppressionId: s.id } });
   }
