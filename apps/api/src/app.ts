@@ -33,6 +33,8 @@ import { mountSesWebhook, sesWebhookOpenApiPaths } from './routes/ses-webhook';
 import { suppressionRoutes } from './routes/suppressions';
 import { webhookRoutes } from './routes/webhooks';
 import { workflowRoutes } from './routes/workflows';
+import { workflowGraphRoutes } from './routes/workflow-graph';
+import { workflowExecutionRoutes } from './routes/workflow-executions';
 import { verifyRoutes } from './routes/verify';
 import { domainRoutes } from './routes/domains';
 
@@ -87,6 +89,8 @@ export function createApp(deps: AppDeps): App {
     ...suppressionRoutes(deps),
     ...webhookRoutes(deps),
     ...workflowRoutes(deps),
+    ...workflowGraphRoutes(deps),
+    ...workflowExecutionRoutes(deps),
     ...domainRoutes(deps),
     ...adminRoutes(deps, () => authCache.clear()),
     ...adminKeyRoutes(deps, () => authCache.clear()),

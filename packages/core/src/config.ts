@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { isIP, isIPv4 } from 'node:net';
+import { parseTrustProxy, type TrustProxy } from './trust-proxy';
 
 /** Typed configuration shared by the API, the worker and the CLI. */
 export interface Config {
@@ -193,11 +193,7 @@ export interface Config {
   readonly domainRefreshMs: number;
 }
 
-/**
- * A `trust proxy` value as Express takes it (expressjs.com "Express behind proxies"): a boolean, a hop count, or a
- * list of trusted proxy addresses, CIDR subnets and the names `loopback`, `linklocal`, `uniquelocal`.
- */
-export type TrustProxy = boolean | number | readonly string[];
+export type { TrustProxy } from './trust-proxy';
 
 /** Thrown by {@link loadConfig} when a variable is malformed; `variable` names it. */
 export class ConfigError extends Error {
@@ -258,37 +254,10 @@ function intList(env: Env, name: string, fallback: readonly number[], min: numbe
   return Object.freeze(values);
 }
 
-const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
-
-/** One `TRUST_PROXY` list entry: a name, an IPv4/IPv6 address, `address/prefix`, or IPv4 `address/netmask`. */
-function validProxyEntry(entry: string): boolean {
-  if (PROXY_NAMES.has(entry)) return true;
-  const [addr, range, ...rest] = entry.split('/');
-  const family = isIP(addr ?? '');
-  if (!family || rest.length > 0) return false;
-  if (range === undefined) return true;
-  if (/^\d{1,3}$/.test(range)) return Number(range) <= (family === 4 ? 32 : 128);
-  return family === 4 && isIPv4(range);
-}
-
 function trustProxy(env: Env): TrustProxy {
-  const raw = optional(env, 'TRUST_PROXY');
-  if (raw === undefined) return false;
-  const lower = raw.toLowerCase();
-  if (lower === 'false') return false;
-  if (lower === 'true') return true;
-  if (/^\d+$/.test(raw)) {
-    const hops = Number(raw);
-    if (hops > 100) throw new ConfigError('TRUST_PROXY', `hop count must be at most 100, got ${hops}`);
-    return hops;
-  }
-  const entries = raw.split(',').map((v) => v.trim()).filter(Boolean);
-  for (const entry of entries) {
-    if (!validProxyEntry(entry.toLowerCase())) {
-      throw new ConfigError('TRUST_PROXY', `must be true, false, a hop count, or addresses/CIDRs/loopback/linklocal/uniquelocal separated by commas, got "${entry}"`);
-    }
-  }
-  return Object.freeze(entries.map((e) => (PROXY_NAMES.has(e.toLowerCase()) ? e.toLowerCase() : e)));
+  const parsed = parseTrustProxy(optional(env, 'TRUST_PROXY'));
+  if (!parsed.ok) throw new ConfigError('TRUST_PROXY', parsed.reason);
+  return parsed.value;
 }
 
 function identityProvider(env: Env): 'ses' | 'local' {

@@ -16,309 +16,52 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { newId, normalizeEmail, notFound, scheduleCampaignJob, sendJobOptions, SendPriority, validationError } from '@mailroom/core';
 import {
-  AppError,
-  ErrorCode,
-  MailboxString,
-  newId,
-  normalizeEmail,
-  notFound,
-  senderFields,
-  parseSegmentFilter,
-  scheduleCampaignJob,
-  sendJobOptions,
-  SendPriority,
-  templateSyntaxErrors,
-  validationError,
-  type FieldError,
-} from '@mailroom/core';
-import {
-  CAMPAIGN_STATUSES,
   campaignEmailCounts,
   cancelCampaign,
   createCampaign,
   deleteDraftCampaign,
   findContactByEmail,
   getCampaign,
-  getSegment,
   insertQueuedEmails,
   listCampaigns,
   sendCampaign,
   updateCampaign,
   type CampaignRow,
-  type DbOrTx,
   type NewCampaign,
-  type Transition,
 } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { senderError } from '../services/sender';
 import { announcedChange } from '../services/webhooks';
-import { FilterField } from './segments';
 import {
   cursorId,
   Deleted,
-  EmailAddress,
   IdParams,
   keysetPage,
-  Nullable,
   PageFields,
-  PageQuery,
   PlunkPageFields,
-  PlunkPageQuery,
   plunkPageFields,
   resolvePaging,
-  StringEnum,
-  Timestamp,
 } from './common';
+import {
+  Campaign,
+  presentCampaign,
+  fromPlunk,
+  CreateCampaign,
+  UpdateCampaign,
+  ListQuery,
+  SendBody,
+  Recipients,
+  TestBody,
+  Stats,
+  REACHED,
+  refused,
+  campaignErrors,
+  toColumns,
+} from './campaign-shapes';
 
-const Status = StringEnum(CAMPAIGN_STATUSES, 'DRAFT, SCHEDULED, SENDING, SENT, CANCELLED or FAILED');
-const AudienceType = StringEnum(['ALL', 'SEGMENT', 'FILTERED'] as const, 'ALL subscribed contacts, a SEGMENT, or a FILTERED audience');
-
-const Campaign = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  description: Nullable(Type.String()),
-  subject: Type.String(),
-  body: Type.String(),
-  from: Type.String(),
-  fromName: Nullable(Type.String()),
-  replyTo: Nullable(Type.String()),
-  audienceType: AudienceType,
-  type: AudienceType,
-  segmentId: Nullable(Type.String()),
-  audienceFilter: Nullable(Type.Unknown()),
-  status: Status,
-  scheduledAt: Nullable(Timestamp),
-  startedAt: Nullable(Timestamp),
-  completedAt: Nullable(Timestamp),
-  cancelledAt: Nullable(Timestamp),
-  error: Nullable(Type.String({ description: 'why a FAILED campaign could not start' })),
-  recipients: Type.Integer({ description: 'emails created so far (final once the audience is exhausted)' }),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  audienceCondition: Nullable(Type.Unknown({ description: 'same as audienceFilter (Plunk\'s name)' })),
-  scheduledFor: Nullable(Timestamp),
-  totalRecipients: Type.Integer({ description: 'same as recipients (Plunk\'s name)' }),
-  sentAt: Nullable(Timestamp),
-}, { description: 'Plunk v2 clients also find their names: audienceCondition, scheduledFor, totalRecipients, sentAt (= startedAt).' });
-
-const iso = (d: Date | null) => d?.toISOString() ?? null;
-
-function presentCampaign(c: CampaignRow): Static<typeof Campaign> {
-  return {
-    id: c.id,
-    name: c.name,
-    description: c.description,
-    subject: c.subject,
-    body: c.body,
-    from: c.fromEmail,
-    fromName: c.fromName,
-    replyTo: c.replyTo,
-    audienceType: c.audienceType,
-    // API.md: the create response's `type` equals `audienceType`.
-    type: c.audienceType,
-    segmentId: c.segmentId,
-    audienceFilter: c.audienceFilter ?? null,
-    status: c.status,
-    scheduledAt: iso(c.scheduledAt),
-    startedAt: iso(c.startedAt),
-    completedAt: iso(c.completedAt),
-    cancelledAt: iso(c.cancelledAt),
-    error: c.error,
-    recipients: c.recipients,
-    createdAt: c.createdAt.toISOString(),
-    updatedAt: c.updatedAt.toISOString(),
-    audienceCondition: c.audienceFilter ?? null,
-    scheduledFor: iso(c.scheduledAt),
-    totalRecipients: c.recipients,
-    sentAt: iso(c.startedAt),
-  };
-}
-
-const fields = {
-  name: Type.String({ minLength: 1, maxLength: 200 }),
-  description: Nullable(Type.String({ maxLength: 2000 })),
-  subject: Type.String({ minLength: 1, maxLength: 998, description: 'subject template' }),
-  body: Type.String({ minLength: 1, maxLength: 2_000_000, description: 'HTML body template; {{unsubscribeUrl}} is the recipient\'s unsubscribe link' }),
-  from: MailboxString,
-  fromName: Nullable(Type.String({ maxLength: 200 })),
-  replyTo: Nullable(MailboxString),
-  audienceType: AudienceType,
-  segmentId: Nullable(Type.String({ format: 'uuid' })),
-  audienceFilter: Nullable(FilterField),
-};
-
-/** Plunk v2's names and fields of a campaign body, accepted beside ours. */
-const PlunkCampaignFields = {
-  audienceCondition: Type.Optional(Nullable(Type.Unsafe<unknown>({ ...FilterField, description: "Plunk's name for audienceFilter; give only one of the two" }))),
-  type: Type.Optional(
-    StringEnum(['MARKETING', 'TRANSACTIONAL', 'ALL', 'SEGMENT', 'FILTERED'] as const, "Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)"),
-  ),
-};
-
-/**
- * Maps Plunk's fields of a create or update body onto ours: `audienceCondition` → `audienceFilter`; `type`
- * MARKETING is dropped, and so is an audience value equal to `audienceType` (an answer's `type` sent back); on an
- * update without `audienceType`, an audience value in `type` stands for it.
- *
- * @throws {@link AppError} 422 naming the field: both names of one field given, `type` TRANSACTIONAL, or an audience
- *   `type` that contradicts `audienceType`.
- */
-function fromPlunk<B extends { audienceFilter?: unknown; audienceType?: Static<typeof AudienceType>; audienceCondition?: unknown; type?: Static<typeof PlunkCampaignFields.type> }>(
-  body: B,
-): Omit<B, 'audienceCondition' | 'type'> {
-  const { audienceCondition, type, ...ours } = body;
-  const errors: FieldError[] = [];
-  if (audienceCondition !== undefined) {
-    if (ours.audienceFilter !== undefined) errors.push({ field: 'audienceCondition', message: 'give the filter once: audienceFilter and audienceCondition are the same field', code: 'custom' });
-    else ours.audienceFilter = audienceCondition;
-  }
-  if (type === 'TRANSACTIONAL') errors.push({ field: 'type', message: 'campaigns are marketing mail (subscribed contacts, unsubscribe link); send transactional mail with POST /v1/send', code: 'invalid_enum_value' });
-  else if (type !== undefined && type !== 'MARKETING') {
-    if (ours.audienceType !== undefined && ours.audienceType !== type) errors.push({ field: 'type', message: `is ${type} but audienceType is ${ours.audienceType}`, code: 'custom' });
-    else ours.audienceType = type;
-  }
-  if (errors.length > 0) throw validationError(errors);
-  return ours;
-}
-
-const CreateCampaign = Type.Object(
-  {
-    name: fields.name,
-    description: Type.Optional(fields.description),
-    subject: fields.subject,
-    body: fields.body,
-    from: fields.from,
-    fromName: Type.Optional(fields.fromName),
-    replyTo: Type.Optional(fields.replyTo),
-    audienceType: fields.audienceType,
-    segmentId: Type.Optional(fields.segmentId),
-    audienceFilter: Type.Optional(fields.audienceFilter),
-    ...PlunkCampaignFields,
-  },
-  { additionalProperties: false },
-);
-const UpdateCampaign = Type.Object(
-  { ...Type.Partial(Type.Object(fields)).properties, ...PlunkCampaignFields },
-  { additionalProperties: false, minProperties: 1 },
-);
-
-const ListQuery = Type.Object(
-  {
-    ...PageQuery,
-    ...PlunkPageQuery,
-    status: Type.Optional(Status),
-    search: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'case-insensitive part of the name, subject or sender (as Plunk\'s list)' })),
-  },
-  { additionalProperties: false },
-);
-
-const ScheduleTime = Nullable(Type.String({ format: 'date-time', description: 'a future time schedules; absent or past sends now' }));
-const SendBody = Type.Object(
-  {
-    scheduledAt: Type.Optional(ScheduleTime),
-    scheduledFor: Type.Optional(Nullable(Type.String({ format: 'date-time', description: "Plunk's name for scheduledAt; give only one of the two" }))),
-  },
-  { additionalProperties: false },
-);
-
-const Recipients = Type.Union([EmailAddress, Type.Array(EmailAddress, { minItems: 1, maxItems: 10 })], { description: 'one address or up to 10' });
-const TestBody = Type.Object(
-  { to: Type.Optional(Recipients), email: Type.Optional(Type.Unsafe<unknown>({ ...Recipients, description: "Plunk's name for `to`; give only one of the two" })) },
-  { additionalProperties: false },
-);
-
-const Stats = Type.Object({
-  campaignId: Type.String(),
-  status: Status,
-  recipients: Type.Integer(),
-  queued: Type.Integer({ description: 'not yet handed to SES (queued or sending)' }),
-  sent: Type.Integer({ description: 'accepted by SES (including those later delivered, opened, bounced…)' }),
-  delivered: Type.Integer(),
-  opened: Type.Integer(),
-  clicked: Type.Integer(),
-  bounced: Type.Integer(),
-  complained: Type.Integer(),
-  failed: Type.Integer(),
-  cancelled: Type.Integer(),
-  suppressed: Type.Integer(),
-  unsubscribed: Type.Integer(),
-  rates: Type.Object(
-    {
-      delivery: Type.Number(),
-      open: Type.Number(),
-      click: Type.Number(),
-      bounce: Type.Number(),
-      complaint: Type.Number(),
-      unsubscribe: Type.Number(),
-    },
-    { description: 'fractions (0–1) of `sent`' },
-  ),
-  progress: Type.Number({ description: 'fraction (0–1) of recipients whose email is final' }),
-  audienceComplete: Type.Boolean({ description: 'false while recipients are still being added' }),
-  sendRate: Type.Number({ description: 'emails/s of this campaign over the last minute' }),
-  etaSeconds: Nullable(Type.Integer({ description: 'time to send the rest at the current rate; null when unknown' })),
-  totalRecipients: Type.Integer({ description: "Plunk's name for recipients" }),
-  sentCount: Type.Integer({ description: "Plunk's name for sent" }),
-  deliveredCount: Type.Integer(),
-  openedCount: Type.Integer(),
-  clickedCount: Type.Integer(),
-  bouncedCount: Type.Integer(),
-  openRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded, as Plunk gives it; 0 before any is sent' }),
-  clickRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded' }),
-  bounceRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded' }),
-  deliveryRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded' }),
-});
-
-/** Status groups of the stats: a later status implies the earlier ones (an opened email was delivered). */
-const REACHED = {
-  sent: ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'],
-  final: ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'failed', 'cancelled', 'suppressed'],
-} as const;
-
-/** The 409 or 404 of a refused transition. */
-function refused(t: Exclude<Transition, { ok: true }>, action: string): AppError {
-  if (t.reason === 'missing') return notFound('Campaign');
-  return new AppError(ErrorCode.INVALID_STATE, `Cannot ${action} a campaign that is ${t.status}`, {
-    suggestion: 'See the campaign states: DRAFT → SCHEDULED → SENDING → SENT; CANCELLED from DRAFT, SCHEDULED or SENDING.',
-  });
-}
-
-/** Checks the audience and content rules of a campaign (as it would be after a create or patch). */
-async function campaignErrors(db: DbOrTx, projectId: string, c: NewCampaign & { fromEmail: string }): Promise<FieldError[]> {
-  const errors: FieldError[] = [];
-  if (c.audienceType === 'SEGMENT') {
-    if (!c.segmentId) errors.push({ field: 'segmentId', message: 'is required when audienceType is SEGMENT', code: 'invalid_type' });
-    else if (!(await getSegment(db, projectId, c.segmentId))) errors.push({ field: 'segmentId', message: 'is not a segment of this project', code: 'custom' });
-  } else if (c.segmentId) {
-    errors.push({ field: 'segmentId', message: 'is only used when audienceType is SEGMENT', code: 'custom' });
-  }
-  if (c.audienceType === 'FILTERED') {
-    if (c.audienceFilter === null || c.audienceFilter === undefined) {
-      errors.push({ field: 'audienceFilter', message: 'is required when audienceType is FILTERED', code: 'invalid_type' });
-    } else {
-      try {
-        parseSegmentFilter(c.audienceFilter, 'audienceFilter');
-      } catch (err) {
-        if (err instanceof AppError && err.options.errors) errors.push(...err.options.errors);
-        else throw err;
-      }
-    }
-  } else if (c.audienceFilter !== null && c.audienceFilter !== undefined) {
-    errors.push({ field: 'audienceFilter', message: 'is only used when audienceType is FILTERED', code: 'custom' });
-  }
-  errors.push(...templateSyntaxErrors({ subject: c.subject, body: c.body }, (k) => k));
-  const sender = await senderError(db, projectId, c.fromEmail);
-  if (sender) errors.push(sender);
-  return errors;
-}
-
-/** Body fields → columns: a mailbox `from` ("Acme <hello@acme.com>") gives the address and, unless stated, `fromName`. */
-function toColumns(body: Partial<Static<typeof UpdateCampaign>>): Partial<NewCampaign> {
-  const { from, ...rest } = senderFields(body);
-  return { ...rest, ...(from !== undefined ? { fromEmail: normalizeEmail(from) } : {}) };
-}
 
 /** Routes of this module. */
 export function campaignRoutes(deps: AppDeps) {
