@@ -62,7 +62,6 @@ import {
   toColumns,
 } from './campaign-shapes';
 
-
 /** Routes of this module. */
 export function campaignRoutes(deps: AppDeps) {
   const { db } = deps.database;

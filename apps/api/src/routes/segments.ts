@@ -49,7 +49,6 @@ import {
 } from './common';
 import { FilterAliases, FilterField, requestFilter } from './filter-fields';
 
-
 const SegmentType = StringEnum(['DYNAMIC', 'STATIC'] as const, 'DYNAMIC (filter) or STATIC (explicit members)');
 
 const Segment = Type.Object({
@@ -87,7 +86,6 @@ function presentSegment(s: SegmentRow): Static<typeof Segment> {
 }
 
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '^\\S(.*\\S)?$', description: 'unique in the project; used in segment.<name>.entry/exit events' });
-
 
 const CreateSegment = Type.Object(
   {
