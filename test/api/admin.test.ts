@@ -109,7 +109,15 @@ test('the CLI, as an operator runs it: project create prints JSON keys; domain a
   const run = (args: string[]) => promisify(execFile)('npm', ['run', '--silent', 'cli', '--', ...args], { cwd: root, env });
   const { stdout } = await run(['project', 'create', '--name', 'From CLI']);
   const project = JSON.parse(stdout) as { id: string; name: string; publicKey: string; secretKey: string };
-  expect(project).toEqual({ id: expect.any(String), name: 'From CLI', disabled: false, publicKey: expect.stringMatching(/^pk_/), secretKey: expect.stringMatching(/^sk_/) });
+  expect(project).toEqual({
+    id: expect.any(String),
+    name: 'From CLI',
+    disabled: false,
+    publicKey: expect.stringMatching(/^pk_/),
+    secretKey: expect.stringMatching(/^sk_/),
+    testPublicKey: expect.stringMatching(/^pk_test_/),
+    testSecretKey: expect.stringMatching(/^sk_test_/),
+  });
   const domain = `cli-${Date.now()}.example.com`;
   const added = JSON.parse((await run(['domain', 'add', '--project', project.id, '--domain', domain, '--verified'])).stdout);
   expect(added).toMatchObject({ domain, verified: true });
@@ -144,7 +152,7 @@ describe('key revocation', () => {
     const keys = await admin().get(`/admin/projects/${id}/keys`);
     expect(keys.status).toBe(200);
     const listed = keys.body.data as { id: string; kind: string; keyPrefix: string; revokedAt: string | null; active: boolean }[];
-    expect(listed).toHaveLength(3);
+    expect(listed).toHaveLength(5); // the live pair, the test pair, the replacement
     expect(listed.find((k) => k.keyPrefix === secretKey.slice(0, 10))).toMatchObject({ id: res.body.data.id, revokedAt: res.body.data.revokedAt, active: false });
     expect(listed.find((k) => k.keyPrefix === res.body.data.replacementKey.slice(0, 10))).toMatchObject({ kind: 'secret', revokedAt: null, active: true });
     expect(JSON.stringify(listed)).not.toContain(secretKey);

@@ -28,6 +28,7 @@ describe('POST /v1/track', () => {
         email,
         contact: { id: res.body.data.contact, email },
         data: { plan: 'pro', page: '/pricing' },
+        test: false,
         createdAt: res.body.data.timestamp,
       },
     ]);

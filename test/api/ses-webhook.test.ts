@@ -285,3 +285,22 @@ describe('event effects', () => {
     expect(foreign.body.data.ignored).toBe('unknown message');
   });
 });
+
+describe('reputation counts', () => {
+  const countsOf = async (projectId: string) =>
+    (
+      await ctx.api.database.db.execute<{ delivered: number; hard: number; soft: number; complaints: number }>(sql`
+        select sum(delivered)::int as delivered, sum(hard_bounces)::int as hard, sum(soft_bounces)::int as soft, sum(complaints)::int as complaints
+        from reputation_counts where project_id = ${projectId}::uuid`)
+    ).rows[0];
+
+  test('each outcome counts once per email; a hard bounce after a soft one counts as hard and marks the email hard', async () => {
+    const p = await createTestProject(ctx.api.database);
+    const e = await sentEmail(p);
+    for (const [type, bounceType] of [['Delivery'], ['Delivery'], ['Bounce', 'Transient'], ['Bounce', 'Transient'], ['Bounce', 'Permanent'], ['Bounce', 'Permanent'], ['Complaint'], ['Complaint']] as const) {
+      expect((await post(sns.notification(sesEvent(type, e, bounceType ? { bounceType } : {})))).status).toBe(200);
+    }
+    expect(await countsOf(p.id)).toEqual({ delivered: 1, hard: 1, soft: 1, complaints: 1 });
+    expect((await emailRow(e.id)).bounceType).toBe('hard');
+  });
+});

@@ -16,9 +16,12 @@ import { requestId } from './http/request-id';
 import { mountRoutes, type AnyRoute } from './http/route';
 import { buildOpenApi } from './openapi';
 import { ApiMetrics } from './http/metrics';
+import { registerReputationMetrics } from './http/reputation-metrics';
 import { mountQueueDashboard } from './routes/queues-dashboard';
 import { adminRoutes } from './routes/admin';
 import { adminKeyRoutes } from './routes/admin-keys';
+import { adminGuardrailRoutes } from './routes/admin-guardrails';
+import { reputationRoutes } from './routes/reputation';
 import { contactRoutes } from './routes/contacts';
 import { eventRoutes } from './routes/events';
 import { importRoutes } from './routes/imports';
@@ -26,8 +29,12 @@ import { emailRoutes } from './routes/emails';
 import { mountHealth } from './routes/health';
 import { sendRoutes } from './routes/send';
 import { templateRoutes } from './routes/templates';
+import { templateRenderRoutes } from './routes/template-render';
+import { emailRawOpenApiPaths, mountEmailRaw } from './routes/email-raw';
 import { segmentRoutes } from './routes/segments';
 import { campaignRoutes } from './routes/campaigns';
+import { campaignGuardrailRoutes } from './routes/campaign-guardrails';
+import { campaignRetryRoutes } from './routes/campaign-retry';
 import { mountUnsubscribe, unsubscribeOpenApiPaths } from './routes/unsubscribe';
 import { mountSesWebhook, sesWebhookOpenApiPaths } from './routes/ses-webhook';
 import { suppressionRoutes } from './routes/suppressions';
@@ -72,6 +79,7 @@ export function createApp(deps: AppDeps): App {
   const { db } = deps.database;
 
   const metrics = new ApiMetrics();
+  registerReputationMetrics(metrics.registry, db, deps.logger, { ttlMs: deps.config.reputationMetricsTtlMs });
   app.use(requestId(deps.logger));
   app.use(metrics.middleware());
 
@@ -84,8 +92,12 @@ export function createApp(deps: AppDeps): App {
     ...importRoutes(deps),
     ...contactRoutes(deps),
     ...templateRoutes(deps),
+    ...templateRenderRoutes(deps),
     ...segmentRoutes(deps),
     ...campaignRoutes(deps),
+    ...campaignGuardrailRoutes(deps),
+    ...campaignRetryRoutes(deps),
+    ...reputationRoutes(deps),
     ...suppressionRoutes(deps),
     ...webhookRoutes(deps),
     ...workflowRoutes(deps),
@@ -94,6 +106,7 @@ export function createApp(deps: AppDeps): App {
     ...domainRoutes(deps),
     ...adminRoutes(deps, () => authCache.clear()),
     ...adminKeyRoutes(deps, () => authCache.clear()),
+    ...adminGuardrailRoutes(deps),
   ];
 
   const router = express.Router();
@@ -105,7 +118,7 @@ export function createApp(deps: AppDeps): App {
   mountUnsubscribe(router, deps);
   mountSesWebhook(router, deps);
   const built = buildOpenApi(routes, { version: VERSION, serverUrl: deps.config.publicUrl });
-  const openapi = { ...built, paths: { ...built.paths, ...unsubscribeOpenApiPaths, ...sesWebhookOpenApiPaths } };
+  const openapi = { ...built, paths: { ...built.paths, ...emailRawOpenApiPaths, ...unsubscribeOpenApiPaths, ...sesWebhookOpenApiPaths } };
   router.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });
@@ -114,6 +127,8 @@ export function createApp(deps: AppDeps): App {
   router.get('/docs', (_req, res) => {
     res.type('html').send(docsPage);
   });
+  // Answers message/rfc822, not the JSON envelope: mounted by hand behind the same secret-key chain.
+  mountEmailRaw(router, deps, [authenticate(db, authCache, ['secret'], authFailures), limit]);
   mountRoutes(router, routes, {
     secret: [authenticate(db, authCache, ['secret'], authFailures), limit],
     anyKey: [authenticate(db, authCache, ['secret', 'public'], authFailures), limit],

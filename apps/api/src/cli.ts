@@ -1,13 +1,19 @@
 /**
  * Operator CLI (`npm run cli -- …`). Prints JSON on success; exits 1 with a message on error.
  *
- *   project create --name NAME              → { id, name, publicKey, secretKey }
- *   project rotate-keys --project ID        → new keys; old ones valid for KEY_ROTATION_GRACE_HOURS
- *   project keys --project ID               → the project's keys: id, kind, 10-character prefix, dates, active
- *   project revoke-key --project ID --key K → revokes one key at once; K is the key, its 10-character prefix (as
- *                                              `project keys` lists it) or its id. Revoking a current key prints a
- *                                              replacement of the same kind (`replacementKey`, shown once)
+ *   project create --name NAME              → { id, name, publicKey, secretKey, testPublicKey, testSecretKey }
+ *   project rotate-keys --project ID [--mode live|test]
+ *                                           → new keys of that mode (default live); the old ones of that mode
+ *                                              stay valid for KEY_ROTATION_GRACE_HOURS. `--mode test` on a project
+ *                                              made before test mode issues its first sk_test_/pk_test_ pair
+ *   project keys --project ID               → the project's keys: id, kind, mode, prefix, dates, active
+ *   project revoke-key --project ID --key K → revokes one key at once; K is the key, its prefix (as `project keys`
+ *                                              lists it) or its id. Revoking a current key prints a replacement of
+ *                                              the same kind and mode (`replacementKey`, shown once)
  *   project disable|enable --project ID
+ *   project guardrails --project ID [--min-sample N] [--max-hard-bounce-rate R] [--max-complaint-rate R]
+ *                                           → the project's campaign guardrails (overrides, effective, defaults);
+ *                                              each flag sets that setting, `default` clears it
  *   domain add --project ID --domain example.com [--verified]
  *   dev setup [--domain example.com]        → a development project owning the domain (verified), with fresh
  *                                              keys (earlier keys stay valid for the rotation grace period)
@@ -24,14 +30,16 @@ import { AppError, isUuid, loadConfig } from '@mailroom/core';
 import { createDatabase, domainOwner, importFromPlunk } from '@mailroom/db';
 import { adminOps } from './routes/admin';
 import { importKeysOp } from './routes/admin-keys';
+import { guardrailOps } from './routes/admin-guardrails';
 
 const USAGE = `usage:
   npm run cli -- project create --name NAME
-  npm run cli -- project rotate-keys --project ID
+  npm run cli -- project rotate-keys --project ID [--mode live|test]
   npm run cli -- project keys --project ID
   npm run cli -- project revoke-key --project ID --key KEY|PREFIX|KEY_ID
   npm run cli -- project disable --project ID
   npm run cli -- project enable --project ID
+  npm run cli -- project guardrails --project ID [--min-sample N|default] [--max-hard-bounce-rate R|default] [--max-complaint-rate R|default]
   npm run cli -- domain add --project ID --domain DOMAIN [--verified]
   npm run cli -- dev setup [--domain example.com]
   npm run cli -- project import-keys --project ID --secret-key sk_... [--public-key pk_...]
@@ -54,12 +62,16 @@ export async function runCli(
       name: { type: 'string' },
       project: { type: 'string' },
       key: { type: 'string' },
+      mode: { type: 'string' },
       domain: { type: 'string' },
       verified: { type: 'boolean' },
       'secret-key': { type: 'string' },
       'public-key': { type: 'string' },
       'database-url': { type: 'string' },
       'batch-size': { type: 'string' },
+      'min-sample': { type: 'string' },
+      'max-hard-bounce-rate': { type: 'string' },
+      'max-complaint-rate': { type: 'string' },
     },
   });
   const command = positionals.join(' ');
@@ -74,16 +86,29 @@ export async function runCli(
       case 'project create':
         if (!values.name?.trim()) throw new Error(`--name is required\n${USAGE}`);
         return await adminOps.createProject(database.db, values.name.trim());
-      case 'project rotate-keys':
-        return await adminOps.rotateKeys(database.db, project(), config.keyRotationGraceHours);
+      case 'project rotate-keys': {
+        const mode = values.mode ?? 'live';
+        if (mode !== 'live' && mode !== 'test') throw new Error(`--mode must be live or test\n${USAGE}`);
+        return await adminOps.rotateKeys(database.db, project(), config.keyRotationGraceHours, mode);
+      }
       case 'project keys':
         return await adminOps.listKeys(database.db, project());
       case 'project revoke-key':
-        if (!values.key?.trim()) throw new Error(`--key is required (the key, its first 10 characters or its id)\n${USAGE}`);
+        if (!values.key?.trim()) throw new Error(`--key is required (the key, its prefix as listed or its id)\n${USAGE}`);
         return await adminOps.revokeKey(database.db, project(), values.key);
       case 'project disable':
       case 'project enable':
         return await adminOps.setDisabled(database.db, project(), command === 'project disable');
+      case 'project guardrails': {
+        const patch: Record<string, unknown> = {};
+        for (const [flag, field] of [['min-sample', 'minSample'], ['max-hard-bounce-rate', 'maxHardBounceRate'], ['max-complaint-rate', 'maxComplaintRate']] as const) {
+          const v = values[flag]?.trim();
+          // Not a number: passed on as text, so the 422 names the setting and its rule.
+          if (v !== undefined) patch[field] = v === 'default' ? null : /^(\d+(\.\d*)?|\.\d+)$/.test(v) ? Number(v) : v;
+        }
+        if (Object.keys(patch).length === 0) return await guardrailOps.get(database.db, config.guardrails, project());
+        return await guardrailOps.set(database.db, config.guardrails, project(), patch);
+      }
       case 'domain add': {
         if (!values.domain) throw new Error(`--domain is required\n${USAGE}`);
         const d = await adminOps.addDomain(database.db, project(), values.domain, values.verified ?? false);

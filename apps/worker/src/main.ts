@@ -1,6 +1,7 @@
 /**
  * Worker process entry point: the `send`, `contact-import`, `campaign`, `webhook` and `workflow` workers, the
- * workflow inbox drainer, the `maintenance` worker and its timers (reconciler, segment and domain refreshers), a
+ * workflow inbox drainer, the `maintenance` worker and its timers (reconciler, segment and domain refreshers, SES
+ * quota watcher, test-message retention), the SES account reading that sets the send rate (`ses/account.ts`), a
  * health and metrics endpoint
  * (`/health/live`, `/health/ready`, `/metrics`), graceful shutdown.
  *
@@ -12,8 +13,8 @@
 import http from 'node:http';
 import { sql } from 'drizzle-orm';
 import type { Worker } from 'bullmq';
-import { listenOn, createCampaignQueue, createIdentityProvider, createImportQueue, createLogger, createRedis, createResolver, createSendQueue, createWebhookQueue, createWorkflowQueue, runService, type Config, type DomainIdentityProvider, type Logger } from '@mailroom/core';
-import { createDatabase } from '@mailroom/db';
+import { listenOn, createAccountProvider, createCampaignQueue, createIdentityProvider, createImportQueue, createLogger, createRedis, createResolver, createSendQueue, createWebhookQueue, createWorkflowQueue, runService, type AccountProvider, type Config, type DomainIdentityProvider, type Logger } from '@mailroom/core';
+import { createDatabase, sentInLast24Hours, sentSinceHour } from '@mailroom/db';
 import { createSendProcessor } from './processors/send';
 import { reconcileTask } from './processors/reconcile';
 import { createImportProcessor } from './processors/import';
@@ -22,7 +23,7 @@ import { segmentsTask } from './processors/segments';
 import { createCampaignWorker } from './queues/campaign';
 import { createWebhookWorker } from './queues/webhook';
 import { createWebhookProcessor } from './processors/webhook';
-import { createSendWorker } from './queues/send';
+import { createSendWorker, setSendWorkerRate } from './queues/send';
 import { createWorkflowWorker } from './queues/workflow';
 import { createWorkflowProcessor } from './processors/workflow';
 import { startWorkflowInbox } from './processors/workflow-inbox';
@@ -31,6 +32,10 @@ import { createMaintenanceQueue, startMaintenance } from './processors/maintenan
 import { createImportWorker } from './queues/import';
 import { SesTransport, type MailTransport } from './ses/transport';
 import { SendRateGate } from './ses/rate-gate';
+import { AccountWatcher } from './ses/account';
+import { registerAccountMetrics } from './ses/account-metrics';
+import { quotaTask } from './processors/quota';
+import { testMessagesTask } from './processors/test-messages';
 import { WorkerMetrics } from './metrics';
 import type { SendJobResult } from './processors/send';
 import type { WorkflowJobResult } from './processors/workflow';
@@ -58,11 +63,12 @@ export interface RunningWorker {
  *
  * @param options.transport - defaults to SES v2 per config.
  * @param options.identities - defaults to the provider `DOMAIN_IDENTITY_PROVIDER` selects.
+ * @param options.account - the SES account's figures; defaults to the provider `SES_ACCOUNT_PROVIDER` selects.
  * @param options.healthPort - port of `GET /health/live|ready`; `0` picks a free one, `null` disables it.
  */
 export async function startWorker(
   config: Config,
-  options: { transport?: MailTransport; healthPort?: number | null; logger?: Logger; identities?: DomainIdentityProvider } = {},
+  options: { transport?: MailTransport; healthPort?: number | null; logger?: Logger; identities?: DomainIdentityProvider; account?: AccountProvider } = {},
 ): Promise<RunningWorker> {
   const logger = options.logger ?? createLogger(config, 'worker');
   const database = createDatabase({
@@ -72,7 +78,15 @@ export async function startWorker(
     onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
   });
   const connection = createRedis(config, 'worker');
-  const gate = new SendRateGate(connection, `${config.queuePrefix}:ses-rate-gate`, config.sesMaxSendRate, config.sesRateSafetyMs);
+  // The send rate: the account's maximum (read now and every SES_ACCOUNT_REFRESH_MS), capped by SES_MAX_SEND_RATE.
+  const account = new AccountWatcher({
+    provider: options.account ?? createAccountProvider(config, () => sentInLast24Hours(database.db)),
+    config,
+    logger,
+    sentSinceHour: (hour) => sentSinceHour(database.db, hour),
+  });
+  await account.start();
+  const gate = new SendRateGate(connection, `${config.queuePrefix}:ses-rate-gate`, account.rate, config.sesRateSafetyMs);
   const sendQueue = createSendQueue(config, connection);
   const importQueue = createImportQueue(config, connection);
   const campaignQueue = createCampaignQueue(config, connection);
@@ -91,19 +105,24 @@ export async function startWorker(
 
   let worker!: Worker;
   const processor = createSendProcessor({ config, database, redis: connection, transport, logger, webhookQueue, worker: () => worker, onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }) });
-  worker = createSendWorker(config, connection, processor);
+  worker = createSendWorker(config, connection, processor, account.rate);
+  account.onRateChange((rate) => {
+    gate.setRate(rate);
+    setSendWorkerRate(worker, rate);
+  });
+  registerAccountMetrics(metrics.registry, account, config.sesQuotaReserve);
   worker.on('completed', (_job, result: SendJobResult) => metrics.emails.inc({ outcome: result.outcome }));
   worker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'job attempt failed'));
   worker.on('error', (err) => logger.error({ err }, 'worker error'));
   const importWorker = createImportWorker(config, connection, createImportProcessor({ config, database, logger }));
   importWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'import attempt failed'));
   importWorker.on('error', (err) => logger.error({ err }, 'import worker error'));
-  const campaignWorker = createCampaignWorker(config, connection, createCampaignProcessor({ config, database, sendQueue, webhookQueue, logger }));
+  const campaignWorker = createCampaignWorker(config, connection, createCampaignProcessor({ config, database, sendQueue, webhookQueue, logger, sendRate: () => account.rate }));
   campaignWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'campaign attempt failed'));
   campaignWorker.on('error', (err) => logger.error({ err }, 'campaign worker error'));
   const webhookWorker = createWebhookWorker(config, connection, createWebhookProcessor({ config, database, logger }));
   webhookWorker.on('error', (err) => logger.error({ err }, 'webhook worker error'));
-  const workflowWorker = createWorkflowWorker(config, connection, createWorkflowProcessor({ config, database, sendQueue, webhookQueue, workflowQueue, logger }));
+  const workflowWorker = createWorkflowWorker(config, connection, createWorkflowProcessor({ config, database, sendQueue, webhookQueue, workflowQueue, logger, redis: connection }));
   workflowWorker.on('completed', (_job, r: WorkflowJobResult) => metrics.workflowJobs.inc({ status: r.outcome === 'ran' ? r.status : 'skipped' }));
   workflowWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'workflow attempt failed'));
   workflowWorker.on('error', (err) => logger.error({ err }, 'workflow worker error'));
@@ -129,6 +148,8 @@ export async function startWorker(
     }),
     segmentsTask({ config, database, logger }),
     domainsTask({ config, database, identities, logger }),
+    quotaTask({ config, database, account, sendQueue, campaignQueue, webhookQueue, logger }),
+    testMessagesTask({ config, database, logger }),
   ]);
   void worker.run();
   void importWorker.run();
@@ -179,12 +200,13 @@ export async function startWorker(
     }
     healthPort = (server.address() as { port: number }).port;
   }
-  logger.info({ concurrency: config.workerConcurrency, ratePerSecond: config.sesMaxSendRate, healthPort }, 'worker started');
+  logger.info({ concurrency: config.workerConcurrency, ratePerSecond: account.rate, capPerSecond: config.sesMaxSendRate ?? null, healthPort }, 'worker started');
   return { worker, importWorker, campaignWorker, webhookWorker, workflowWorker, healthPort, metrics, stop: stopAll };
 
   /** Stop taking jobs, let active ones finish, close the timers, queues, Redis and Postgres. */
   async function shutdown(): Promise<void> {
     logger.info('worker shutting down');
+    account.stop();
     await inbox.stop();
     await Promise.all([worker.close(), importWorker.close(), campaignWorker.close(), webhookWorker.close(), workflowWorker.close()]);
     await maintenance.stop();

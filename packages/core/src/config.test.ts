@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from './config';
 describe('config', () => {
   test('defaults', () => {
     const c = loadConfig({});
-    expect(c).toMatchObject({ port: 8080, sesMaxSendRate: 14, rateLimitPerMinute: 1000, queuePrefix: '{mailroom}', publicUrl: 'http://localhost:8080', adminToken: undefined });
+    expect(c).toMatchObject({ port: 8080, sesMaxSendRate: undefined, rateLimitPerMinute: 1000, queuePrefix: '{mailroom}', publicUrl: 'http://localhost:8080', adminToken: undefined });
     expect(Object.isFrozen(c)).toBe(true);
   });
   test.each([
@@ -16,6 +16,10 @@ describe('config', () => {
     [{ NODE_ENV: 'staging' }, 'NODE_ENV'],
     [{ LOG_PRETTY: 'maybe' }, 'LOG_PRETTY'],
     [{ QUEUE_PREFIX: 'has space' }, 'QUEUE_PREFIX'],
+    [{ SES_ACCOUNT_PROVIDER: 'aws' }, 'SES_ACCOUNT_PROVIDER'],
+    [{ SES_QUOTA_RESERVE: '0.6' }, 'SES_QUOTA_RESERVE'],
+    [{ SES_QUOTA_RESERVE: '5%' }, 'SES_QUOTA_RESERVE'],
+    [{ SES_LOCAL_MAX_24H_SEND: '0' }, 'SES_LOCAL_MAX_24H_SEND'],
   ])('%j fails naming %s', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     try {
@@ -24,6 +28,24 @@ describe('config', () => {
       expect((err as ConfigError).variable).toBe(variable);
       expect((err as Error).message).toContain(variable);
     }
+  });
+});
+
+describe('send rate and SES account', () => {
+  test('SES_MAX_SEND_RATE is an optional cap; the local provider takes it as its rate unless told otherwise', () => {
+    expect(loadConfig({})).toMatchObject({
+      sesMaxSendRate: undefined,
+      sesAccountProvider: 'ses',
+      sesAccountRefreshMs: 300_000,
+      sesQuotaCheckMs: 10_000,
+      sesQuotaReserve: 0.05,
+      sesLocalMaxSendRate: 14,
+      sesLocalMax24HourSend: 50_000,
+      campaignLaneSeconds: 3,
+      sendFairSharePerMinute: 100,
+    });
+    expect(loadConfig({ SES_ENDPOINT: 'http://127.0.0.1:8005', SES_MAX_SEND_RATE: '50' })).toMatchObject({ sesAccountProvider: 'local', sesMaxSendRate: 50, sesLocalMaxSendRate: 50 });
+    expect(loadConfig({ SES_ENDPOINT: 'http://127.0.0.1:8005', SES_ACCOUNT_PROVIDER: 'ses', SES_LOCAL_MAX_SEND_RATE: '3' })).toMatchObject({ sesAccountProvider: 'ses', sesLocalMaxSendRate: 3 });
   });
 });
 

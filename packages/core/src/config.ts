@@ -6,10 +6,13 @@
  *
  * @module
  */
-import { parseTrustProxy, type TrustProxy } from './trust-proxy';
+import { bool, ConfigError, fraction, int, intList, list, optional, sesProvider, str, trustProxy, url, type Env } from './config-env';
+import type { TrustProxy } from './trust-proxy';
+import type { SendRateConfig } from './config-send-rate';
+import { DEFAULT_GUARDRAILS, type Guardrails } from './guardrails';
 
 /** Typed configuration shared by the API, the worker and the CLI. */
-export interface Config {
+export interface Config extends SendRateConfig {
   /** `NODE_ENV`: `production`, `development` or `test`. */
   readonly env: 'production' | 'development' | 'test';
   /** `DATABASE_URL`: Postgres connection string. */
@@ -43,16 +46,6 @@ export interface Config {
   readonly awsCredentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
   /** `SES_CONFIGURATION_SET`: passed on every send when set (event publishing). */
   readonly sesConfigurationSet: string | undefined;
-  /** `SES_MAX_SEND_RATE`: emails/s across all workers; never exceeded in any one-second window. */
-  readonly sesMaxSendRate: number;
-  /**
-   * `SES_RATE_SAFETY_MS`: margin (ms) added to the send-rate gate's one-second window. Sends are recorded when
-   * their request has been written, so the margin covers only the way from the socket to SES (and the clock of
-   * whoever counts there): at most `SES_MAX_SEND_RATE` requests leave in any `1000 + margin` ms, spaced by at least
-   * `(1000 + margin) / SES_MAX_SEND_RATE` ms. 50 ms held 14/s in every run of the scale test beside two CPU burners
-   * (25 ms let a 15th send in once in ten); it costs 2.4% of the rate.
-   */
-  readonly sesRateSafetyMs: number;
   /**
    * `SES_TIMEOUT_MS`: longest one SES call may take on the wire, connecting included (ms). A call cut off by it is
    * "SES unreachable": retried later without spending an attempt. Keep it well under `SEND_LEASE_MS`.
@@ -126,6 +119,11 @@ export interface Config {
   readonly campaignQueueWindow: number;
   /** `CAMPAIGN_TICK_MS`: how often a sending campaign tops up its window and checks for completion (ms). */
   readonly campaignTickMs: number;
+  /**
+   * `CAMPAIGN_PAUSE_RECHECK_MS`: how long a send job of a PAUSED campaign waits before it looks again (ms). A
+   * resume wakes the campaign's jobs at once; this only bounds a wake-up that was missed.
+   */
+  readonly campaignPauseRecheckMs: number;
   /** `SEGMENT_REFRESH_MS`: how often dynamic segments are recounted and tracked memberships re-evaluated (ms). */
   readonly segmentRefreshMs: number;
   /**
@@ -142,10 +140,27 @@ export interface Config {
    * URL), and a URL on any other port needs it in the pattern (`127.0.0.1:8443`). `*` never matches a port.
    */
   readonly snsCertHosts: readonly string[];
+  /**
+   * `TEST_MESSAGE_RETENTION_HOURS`: how long the MIME message of a test email is kept in the test sink after it
+   * was stored (hours, at least 1; default 168 = 7 days). Older ones are deleted by the worker's `test-messages`
+   * maintenance task; `GET /emails/{id}/raw` then answers 404 saying the message expired.
+   */
+  readonly testMessageRetentionHours: number;
+  /**
+   * `REPUTATION_METRICS_TTL_MS`: how long each API process serves the reputation gauges of `/metrics` from one read
+   * of `reputation_counts` (ms; default 60000). 0: read on every scrape (concurrent scrapes still share one read).
+   */
+  readonly reputationMetricsTtlMs: number;
   /** `SOFT_BOUNCE_LIMIT`: transient bounces of one address within the window that suppress it. */
   readonly softBounceLimit: number;
   /** `SOFT_BOUNCE_WINDOW_HOURS`: the window of {@link softBounceLimit} (hours). */
   readonly softBounceWindowHours: number;
+  /**
+   * Service defaults of the campaign guardrails (a project's `guardrails` overrides each): `GUARDRAIL_MIN_SAMPLE`
+   * (outcomes before a campaign is judged, default 200), `GUARDRAIL_MAX_HARD_BOUNCE_RATE` (hard bounces per
+   * outcome, fraction, default 0.02) and `GUARDRAIL_MAX_COMPLAINT_RATE` (complaints per outcome, default 0.0005).
+   */
+  readonly guardrails: Readonly<Guardrails>;
   /**
    * `WEBHOOK_RETRY_SCHEDULE_MS`: comma-separated waits (ms) before each retry of a failed webhook delivery.
    * Default: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (about 28 hours in all, 8 attempts).
@@ -194,93 +209,7 @@ export interface Config {
 }
 
 export type { TrustProxy } from './trust-proxy';
-
-/** Thrown by {@link loadConfig} when a variable is malformed; `variable` names it. */
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`Invalid configuration: ${variable} ${message}`);
-    this.name = 'ConfigError';
-  }
-}
-
-type Env = Record<string, string | undefined>;
-
-function str(env: Env, name: string, fallback?: string): string {
-  const v = env[name]?.trim();
-  if (v) return v;
-  if (fallback === undefined) throw new ConfigError(name, 'is required');
-  return fallback;
-}
-
-function optional(env: Env, name: string): string | undefined {
-  const v = env[name]?.trim();
-  return v ? v : undefined;
-}
-
-function int(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name]?.trim();
-  if (!raw) return fallback;
-  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
-  return n;
-}
-
-function bool(env: Env, name: string, fallback: boolean): boolean {
-  const raw = env[name]?.trim().toLowerCase();
-  if (!raw) return fallback;
-  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
-  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
-  throw new ConfigError(name, `must be true or false, got "${raw}"`);
-}
-
-function list(env: Env, name: string, fallback: readonly string[]): readonly string[] {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  return Object.freeze(raw.split(',').map((v) => v.trim()).filter(Boolean));
-}
-
-function intList(env: Env, name: string, fallback: readonly number[], min: number, max: number): readonly number[] {
-  const items = list(env, name, fallback.map(String));
-  const values = items.map((v) => {
-    if (!/^\d+$/.test(v)) throw new ConfigError(name, `must be whole numbers separated by commas, got "${v}"`);
-    const n = Number(v);
-    if (n < min || n > max) throw new ConfigError(name, `values must be between ${min} and ${max}, got ${n}`);
-    return n;
-  });
-  return Object.freeze(values);
-}
-
-function trustProxy(env: Env): TrustProxy {
-  const parsed = parseTrustProxy(optional(env, 'TRUST_PROXY'));
-  if (!parsed.ok) throw new ConfigError('TRUST_PROXY', parsed.reason);
-  return parsed.value;
-}
-
-function identityProvider(env: Env): 'ses' | 'local' {
-  const v = optional(env, 'DOMAIN_IDENTITY_PROVIDER');
-  if (v === undefined) return optional(env, 'SES_ENDPOINT') ? 'local' : 'ses';
-  if (v !== 'ses' && v !== 'local') throw new ConfigError('DOMAIN_IDENTITY_PROVIDER', `must be ses or local, got "${v}"`);
-  return v;
-}
-
-function url(env: Env, name: string, fallback: string | undefined, protocols: string[]): string | undefined {
-  const raw = optional(env, name) ?? fallback;
-  if (raw === undefined) return undefined;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(name, `must be a URL, got "${raw}"`);
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
-  }
-  return raw.replace(/\/+$/, '');
-}
+export { ConfigError } from './config-env';
 
 /**
  * Parses and validates configuration.
@@ -324,7 +253,13 @@ export function loadConfig(env: Env): Config {
     sesEndpoint: url(env, 'SES_ENDPOINT', undefined, ['http:', 'https:']),
     awsCredentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
     sesConfigurationSet: optional(env, 'SES_CONFIGURATION_SET'),
-    sesMaxSendRate: int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000),
+    sesMaxSendRate: optional(env, 'SES_MAX_SEND_RATE') === undefined ? undefined : int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000),
+    sesAccountProvider: sesProvider(env, 'SES_ACCOUNT_PROVIDER'),
+    sesAccountRefreshMs: int(env, 'SES_ACCOUNT_REFRESH_MS', 300_000, 100, 86_400_000),
+    sesQuotaCheckMs: int(env, 'SES_QUOTA_CHECK_MS', 10_000, 100, 3_600_000),
+    sesQuotaReserve: fraction(env, 'SES_QUOTA_RESERVE', 0.05),
+    sesLocalMaxSendRate: int(env, 'SES_LOCAL_MAX_SEND_RATE', optional(env, 'SES_MAX_SEND_RATE') === undefined ? 14 : int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000), 1, 10000),
+    sesLocalMax24HourSend: int(env, 'SES_LOCAL_MAX_24H_SEND', 50_000, 1, 1_000_000_000),
     sesRateSafetyMs: int(env, 'SES_RATE_SAFETY_MS', 50, 0, 500),
     sesTimeoutMs: int(env, 'SES_TIMEOUT_MS', 30_000, 100, 300_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
@@ -350,11 +285,21 @@ export function loadConfig(env: Env): Config {
     campaignBatchSize: int(env, 'CAMPAIGN_BATCH_SIZE', 5_000, 1, 50_000),
     campaignQueueWindow: int(env, 'CAMPAIGN_QUEUE_WINDOW', 5_000, 1, 1_000_000),
     campaignTickMs: int(env, 'CAMPAIGN_TICK_MS', 1_000, 10, 60_000),
+    campaignLaneSeconds: int(env, 'CAMPAIGN_LANE_SECONDS', 3, 1, 3_600),
+    sendFairSharePerMinute: int(env, 'SEND_FAIR_SHARE_PER_MINUTE', 100, 1, 10_000_000),
+    campaignPauseRecheckMs: int(env, 'CAMPAIGN_PAUSE_RECHECK_MS', 60_000, 100, 3_600_000),
     segmentRefreshMs: int(env, 'SEGMENT_REFRESH_MS', 300_000, 100, 86_400_000),
     snsTopicArns: list(env, 'SNS_TOPIC_ARNS', []),
     snsCertHosts: list(env, 'SNS_CERT_HOSTS', ['sns.*.amazonaws.com', 'sns.*.amazonaws.com.cn']),
+    testMessageRetentionHours: int(env, 'TEST_MESSAGE_RETENTION_HOURS', 168, 1, 24 * 3650),
+    reputationMetricsTtlMs: int(env, 'REPUTATION_METRICS_TTL_MS', 60_000, 0, 3_600_000),
     softBounceLimit: int(env, 'SOFT_BOUNCE_LIMIT', 3, 1, 1000),
     softBounceWindowHours: int(env, 'SOFT_BOUNCE_WINDOW_HOURS', 72, 1, 24 * 365),
+    guardrails: Object.freeze({
+      minSample: int(env, 'GUARDRAIL_MIN_SAMPLE', DEFAULT_GUARDRAILS.minSample, 1, 10_000_000),
+      maxHardBounceRate: fraction(env, 'GUARDRAIL_MAX_HARD_BOUNCE_RATE', DEFAULT_GUARDRAILS.maxHardBounceRate),
+      maxComplaintRate: fraction(env, 'GUARDRAIL_MAX_COMPLAINT_RATE', DEFAULT_GUARDRAILS.maxComplaintRate),
+    }),
     webhookRetryScheduleMs: intList(env, 'WEBHOOK_RETRY_SCHEDULE_MS', [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000], 0, 7 * 86_400_000),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
     webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 16, 1, 1000),
@@ -367,10 +312,11 @@ export function loadConfig(env: Env): Config {
     dnsTimeoutMs: int(env, 'DNS_TIMEOUT_MS', 2_000, 50, 30_000),
     dnsTries: int(env, 'DNS_TRIES', 2, 1, 5),
     dnsCacheTtlS: int(env, 'DNS_CACHE_TTL_S', 3_600, 0, 7 * 86_400),
-    domainIdentityProvider: identityProvider(env),
+    domainIdentityProvider: sesProvider(env, 'DOMAIN_IDENTITY_PROVIDER'),
     mailFromSubdomain: str(env, 'MAIL_FROM_SUBDOMAIN', 'mail'),
     domainRefreshMs: int(env, 'DOMAIN_REFRESH_MS', 60_000, 100, 86_400_000),
   };
+  if (config.sesQuotaReserve > 0.5) throw new ConfigError('SES_QUOTA_RESERVE', `must be at most 0.5, got ${config.sesQuotaReserve}`);
   for (const node of config.redisClusterNodes) {
     if (!/^[\w.-]+:\d{1,5}$/.test(node)) throw new ConfigError('REDIS_CLUSTER_NODES', `must list host:port entries, got "${node}"`);
   }

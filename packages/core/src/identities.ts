@@ -21,9 +21,10 @@ import {
   DeleteEmailIdentityCommand,
   GetEmailIdentityCommand,
   PutEmailIdentityMailFromAttributesCommand,
-  SESv2Client,
+  type SESv2Client,
 } from '@aws-sdk/client-sesv2';
 import type { Config } from './config';
+import { createSesClient } from './ses-client';
 
 /** One DNS record to publish and its state at the last check. */
 export interface DomainRecord {
@@ -74,14 +75,7 @@ export class SesIdentityProvider implements DomainIdentityProvider {
   private readonly client: SESv2Client;
 
   constructor(config: Pick<Config, 'sesRegion' | 'sesEndpoint' | 'awsCredentials'>, client?: SESv2Client) {
-    this.client =
-      client ??
-      new SESv2Client({
-        region: config.sesRegion,
-        ...(config.sesEndpoint ? { endpoint: config.sesEndpoint } : {}),
-        credentials: config.awsCredentials ?? (config.sesEndpoint ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined),
-        maxAttempts: 3,
-      });
+    this.client = client ?? createSesClient(config);
   }
 
   async create(domain: string, mailFromDomain: string): Promise<{ dkimTokens: string[] }> {

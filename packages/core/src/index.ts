@@ -7,6 +7,7 @@ export * from './ids';
 export * from './address';
 export * from './keys';
 export * from './templates';
+export { templateVariables, missingVariables, type TemplateVariable } from './template-variables';
 export * from './queues';
 export * from './mail';
 export * from './process';
@@ -21,3 +22,33 @@ export * from './workflows';
 export * from './verify';
 export * from './dns';
 export * from './identities';
+export {
+  createAccountProvider,
+  effectiveSendRate,
+  FALLBACK_SEND_RATE,
+  LocalAccountProvider,
+  quotaState,
+  SesAccountProvider,
+  type AccountProvider,
+  type QuotaState,
+  type SesAccount,
+} from './ses-account';
+export { createSesClient } from './ses-client';
+export { demotedPriority, lanePriorities, MAX_DEMOTION, type SharedLane } from './send-lanes';
+export type { SendRateConfig } from './config-send-rate';
+export {
+  DEFAULT_GUARDRAILS,
+  SES_REVIEW_LEVELS,
+  GUARDRAIL_FIELDS,
+  effectiveGuardrails,
+  judgeCampaign,
+  outcomesSince,
+  sesRates,
+  validGuardrailValue,
+  type Guardrails,
+  type GuardrailField,
+  type GuardrailOverrides,
+  type GuardrailDetails,
+  type GuardrailVerdict,
+  type OutcomeCounts,
+} from './guardrails';

@@ -197,6 +197,25 @@ export async function scheduleCampaignJob(queue: Queue<CampaignJobPayload>, camp
   await queue.add('campaign', { campaignId: campaign.id, projectId: campaign.projectId }, campaignJobOptions(campaign.id, delay));
 }
 
+/**
+ * Wakes the delayed jobs among `jobIds` at once (e.g. a resumed campaign's send jobs, which wait delayed while it
+ * is paused). Jobs in any other state, or gone, are left alone. @returns how many were promoted.
+ */
+export async function promoteDelayedJobs(queue: Queue, jobIds: readonly string[]): Promise<number> {
+  let promoted = 0;
+  for (let i = 0; i < jobIds.length; i += 100) {
+    const woken = await Promise.all(
+      jobIds.slice(i, i + 100).map(async (id) => {
+        const job = await queue.getJob(id);
+        if (!job || !(await job.isDelayed())) return false;
+        return job.promote().then(() => true, () => false);
+      }),
+    );
+    promoted += woken.filter(Boolean).length;
+  }
+  return promoted;
+}
+
 /** Payload of a `webhook` job; the delivery row holds the event, the endpoint row the URL and secret. */
 export const WebhookJobPayload = Type.Object(
   {

@@ -33,6 +33,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'contact.unsubscribed',
   'contact.suppressed',
   'campaign.sending',
+  'campaign.paused',
+  'campaign.resumed',
   'campaign.sent',
   'campaign.cancelled',
   'campaign.failed',

@@ -1,5 +1,6 @@
 /**
- * API-key authentication (spec "Authentication"; API.md): `Authorization: Bearer sk_…|pk_…`.
+ * API-key authentication (spec "Authentication"; API.md): `Authorization: Bearer sk_…|pk_…` (or a test key,
+ * `sk_test_…|pk_test_…`: the same routes, and the request carries `mode: 'test'`).
  *
  * - missing, malformed, unknown, expired or revoked key → 401 `UNAUTHORIZED`;
  * - a public key on a secret-key route → 403 `PUBLIC_KEY_NOT_ALLOWED`;
@@ -130,7 +131,8 @@ function bearer(header: string | undefined): string | undefined {
 }
 
 /**
- * Authenticates the request and sets `res.locals.auth` (`{ projectId, kind }`).
+ * Authenticates the request and sets `res.locals.auth` (`{ projectId, kind, mode }`; `mode` is the stored key's,
+ * `test` for `sk_test_…`/`pk_test_…` keys, and is cached with the rest of the key's record).
  *
  * Per client IP ({@link clientIp}) in `failures`:
  * - a key this process has seen valid: no count, no Redis call, looked up (from cache) as usual;
@@ -186,8 +188,8 @@ export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[], failur
       });
     }
     if (record.projectDisabled) throw new AppError(ErrorCode.PROJECT_DISABLED, 'This project is disabled');
-    res.locals.auth = { projectId: record.projectId, kind: record.kind };
-    res.locals.log = res.locals.log.child({ projectId: record.projectId });
+    res.locals.auth = { projectId: record.projectId, kind: record.kind, mode: record.mode };
+    res.locals.log = res.locals.log.child({ projectId: record.projectId, ...(record.mode === 'test' ? { keyMode: 'test' } : {}) });
     next();
   };
 }

@@ -7,7 +7,7 @@ import type { CampaignJobPayload, WebhookJobPayload, Config, ImportJobPayload, L
 import type { Database } from '@mailroom/db';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { KeyKind } from '@mailroom/core';
+import type { KeyKind, KeyMode } from '@mailroom/core';
 
 /** Everything `createApp` needs; the caller owns (and closes) these. */
 export interface AppDeps {
@@ -29,6 +29,8 @@ export interface AppDeps {
 export interface AuthContext {
   projectId: string;
   kind: KeyKind;
+  /** `test` for a test key (`sk_test_…`, `pk_test_…`): what the request creates is test data (README "Test mode"). */
+  mode: KeyMode;
 }
 
 declare global {

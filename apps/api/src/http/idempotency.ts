@@ -84,7 +84,8 @@ export async function runDirect(database: Database, run: Run, defaultStatus: num
 }
 
 /**
- * Runs an idempotent route's handler.
+ * Runs an idempotent route's handler. Keys are scoped by project and by key mode (live and test keys never share
+ * a stored answer).
  *
  * @returns the status and `data` to send, and whether they are a replay.
  * @throws {@link AppError} 400 (malformed key), 409 `CONFLICT` (duplicate still in progress after 10 s),
@@ -93,12 +94,16 @@ export async function runDirect(database: Database, run: Run, defaultStatus: num
 export async function runIdempotent(
   database: Database,
   req: express.Request,
-  projectId: string,
+  auth: { projectId: string; mode: 'live' | 'test' },
   body: unknown,
   run: Run,
   defaultStatus: number,
 ): Promise<{ status: number; data: unknown; replayed: boolean }> {
-  const key = idempotencyKeyOf(req);
+  const given = idempotencyKeyOf(req);
+  const projectId = auth.projectId;
+  // Live and test keys of one project keep separate key spaces: a staging run (test key) that used an order id as
+  // its key must not make production's identical request (live key) replay the test answer and send nothing.
+  const key = given === undefined || auth.mode === 'live' ? given : `test:${given}`;
   return retryingTransientConflicts(async () => {
     if (key === undefined) return runDirect(database, run, defaultStatus);
     const later: (() => Promise<void>)[] = [];

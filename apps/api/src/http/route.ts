@@ -128,7 +128,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthMiddle
       const run = (db: DbOrTx, afterCommit: (fn: () => Promise<void>) => void) =>
         def.handler({ body, query, params, auth: locals.auth!, log: locals.log, requestId: locals.requestId, req, res, db, afterCommit });
       const out = def.idempotent
-        ? await runIdempotent(database, req, locals.auth!.projectId, body, run, def.status)
+        ? await runIdempotent(database, req, locals.auth!, body, run, def.status)
         : await runDirect(database, run, def.status);
       if (out.replayed) res.set('Idempotent-Replayed', 'true');
       res.status(out.status).json({ success: true, data: out.data });

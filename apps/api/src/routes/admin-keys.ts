@@ -45,7 +45,8 @@ const ImportedKeys = Type.Object({
     Type.Object({
       id: Type.String(),
       kind: Type.Union([Type.Literal('secret'), Type.Literal('public')]),
-      keyPrefix: Type.String({ description: 'the first 10 characters of the key' }),
+      mode: Type.Union([Type.Literal('live'), Type.Literal('test')], { description: 'test for a key shaped sk_test_…/pk_test_…' }),
+      keyPrefix: Type.String({ description: 'the first 10 characters of the key (15 of a test key)' }),
       createdAt: Timestamp,
       expiresAt: Nullable(Timestamp),
       revokedAt: Nullable(Timestamp),

@@ -4,11 +4,11 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { AppError, ErrorCode, errorCode, notFound, parseKeyReference, validationError } from '@mailroom/core';
+import { AppError, ErrorCode, errorCode, notFound, parseKeyReference, validationError, type KeyMode as KeyModeName } from '@mailroom/core';
 import { addDomain, createProject, emailStatsByProject, listKeys, revokeKey, rotateKeys, setProjectDisabled, type Db, type KeySummary } from '@mailroom/db';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { IdParams, Nullable, Timestamp } from './common';
+import { IdParams, Nullable, StringEnum, Timestamp } from './common';
 
 const IssuedProject = Type.Object({
   id: Type.String(),
@@ -16,13 +16,27 @@ const IssuedProject = Type.Object({
   disabled: Type.Boolean(),
   publicKey: Type.String({ description: 'pk_…, shown once' }),
   secretKey: Type.String({ description: 'sk_…, shown once' }),
+  testPublicKey: Type.String({ description: 'pk_test_…, shown once: a test key (README "Test mode")' }),
+  testSecretKey: Type.String({ description: 'sk_test_…, shown once: a test key; its mail goes to the sink, never to SES' }),
+});
+const KeyMode = StringEnum(['live', 'test'] as const, '`live` keys (sk_…, pk_…) send through SES; `test` keys (sk_test_…, pk_test_…) deliver to the test sink');
+const RotatedKeys = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  disabled: Type.Boolean(),
+  mode: KeyMode,
+  publicKey: Type.String({ description: 'the new public key of that mode (pk_… or pk_test_…), shown once' }),
+  secretKey: Type.String({ description: 'the new secret key of that mode (sk_… or sk_test_…), shown once' }),
 });
 const ProjectState = Type.Object({ id: Type.String(), name: Type.String(), disabled: Type.Boolean() });
 const Domain = Type.Object({ id: Type.String(), projectId: Type.String(), domain: Type.String(), verified: Type.Boolean(), createdAt: Timestamp });
 const KeyFields = {
   id: Type.String({ description: 'the key\'s id' }),
   kind: Type.Union([Type.Literal('secret'), Type.Literal('public')]),
-  keyPrefix: Type.String({ description: 'the first 10 characters of the key (sk_… or pk_…), the only part stored in clear' }),
+  mode: KeyMode,
+  keyPrefix: Type.String({
+    description: 'the first 10 characters of a live key (sk_… or pk_…), 15 of a test key (sk_test_… or pk_test_…): the only part stored in clear',
+  }),
   createdAt: Timestamp,
   expiresAt: Nullable(Timestamp),
   revokedAt: Nullable(Timestamp),
@@ -49,6 +63,7 @@ export function presentKey(k: KeySummary) {
   return {
     id: k.id,
     kind: k.kind,
+    mode: k.mode,
     keyPrefix: k.keyPrefix,
     createdAt: k.createdAt.toISOString(),
     expiresAt: k.expiresAt?.toISOString() ?? null,
@@ -60,8 +75,9 @@ export function presentKey(k: KeySummary) {
 /** The operations shared by `/admin/*` and the CLI. */
 export const adminOps = {
   createProject: (db: Db, name: string) => createProject(db, name),
-  rotateKeys: async (db: Db, projectId: string, graceHours: number) => {
-    const p = await rotateKeys(db, projectId, graceHours);
+  /** Rotates the keys of one mode (`live` by default); the other mode's keys are left alone. */
+  rotateKeys: async (db: Db, projectId: string, graceHours: number, mode: KeyModeName = 'live') => {
+    const p = await rotateKeys(db, projectId, graceHours, mode);
     if (!p) throw notFound('Project');
     return p;
   },
@@ -80,7 +96,9 @@ export const adminOps = {
   revokeKey: async (db: Db, projectId: string, reference: string) => {
     const ref = parseKeyReference(reference);
     if (!ref) {
-      throw validationError([{ field: 'key', message: 'must be the key (sk_… or pk_…), its first 10 characters, or its id', code: 'invalid_string' }]);
+      throw validationError([
+        { field: 'key', message: 'must be the key (sk_… or pk_…), its prefix as listed (10 characters, 15 for sk_test_…/pk_test_…), or its id', code: 'invalid_string' },
+      ]);
     }
     const r = await revokeKey(db, projectId, ref);
     if (!r.ok && r.reason === 'project_not_found') throw notFound('Project');
@@ -137,7 +155,7 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
       path: '/admin/projects',
       operationId: 'adminCreateProject',
       tag: 'Admin',
-      summary: 'Create a project with a key pair',
+      summary: 'Create a project with a live key pair and a test key pair',
       auth: 'admin',
       body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
       response: IssuedProject,
@@ -178,7 +196,7 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
       auth: 'admin',
       params: IdParams,
       body: Type.Object(
-        { key: Type.String({ minLength: 1, maxLength: 200, description: 'sk_…/pk_… key, its 10-character prefix, or the key id' }) },
+        { key: Type.String({ minLength: 1, maxLength: 200, description: 'sk_…/pk_… key, its prefix as listed (10 characters; 15 for a test key), or the key id' }) },
         { additionalProperties: false },
       ),
       response: RevokedKey,
@@ -196,14 +214,18 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
       path: '/admin/projects/:id/rotate-keys',
       operationId: 'adminRotateKeys',
       tag: 'Admin',
-      summary: 'Issue new keys; the old ones keep working for KEY_ROTATION_GRACE_HOURS',
+      summary: 'Issue new keys of one mode; the old ones of that mode keep working for KEY_ROTATION_GRACE_HOURS',
+      description:
+        '`mode=live` (default) rotates the sk_…/pk_… pair, `mode=test` the sk_test_…/pk_test_… pair; keys of the other mode ' +
+        'are left alone. A project made before test mode has no test keys: `mode=test` issues its first pair.',
       auth: 'admin',
       params: IdParams,
-      response: IssuedProject,
+      query: Type.Object({ mode: Type.Optional(KeyMode) }, { additionalProperties: false }),
+      response: RotatedKeys,
       status: 200,
       errors: [400, 401, 403, 404, 429],
-      handler: async ({ params }) => {
-        const p = await adminOps.rotateKeys(db, params.id, config.keyRotationGraceHours);
+      handler: async ({ params, query }) => {
+        const p = await adminOps.rotateKeys(db, params.id, config.keyRotationGraceHours, query.mode ?? 'live');
         onChange();
         return { data: p };
       },

@@ -18,12 +18,13 @@ import {
   validationError,
   type FieldError,
 } from '@mailroom/core';
-import { CAMPAIGN_STATUSES, getSegment, type CampaignRow, type DbOrTx, type NewCampaign, type Transition } from '@mailroom/db';
+import { CAMPAIGN_PAUSE_REASONS, CAMPAIGN_STATUSES, getSegment, type CampaignRow, type DbOrTx, type NewCampaign, type Transition } from '@mailroom/db';
 import { senderError } from '../services/sender';
 import { FilterField } from './filter-fields';
 import { EmailAddress, Nullable, PageQuery, PlunkPageQuery, StringEnum, Timestamp } from './common';
 
-export const Status = StringEnum(CAMPAIGN_STATUSES, 'DRAFT, SCHEDULED, SENDING, SENT, CANCELLED or FAILED');
+export const Status = StringEnum(CAMPAIGN_STATUSES, 'DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED');
+export const PauseReason = StringEnum(CAMPAIGN_PAUSE_REASONS, 'bounce_rate, complaint_rate (a guardrail) or quota (the SES account\'s 24-hour quota)');
 export const AudienceType = StringEnum(['ALL', 'SEGMENT', 'FILTERED'] as const, 'ALL subscribed contacts, a SEGMENT, or a FILTERED audience');
 
 export const Campaign = Type.Object({
@@ -46,6 +47,10 @@ export const Campaign = Type.Object({
   cancelledAt: Nullable(Timestamp),
   error: Nullable(Type.String({ description: 'why a FAILED campaign could not start' })),
   recipients: Type.Integer({ description: 'emails created so far (final once the audience is exhausted)' }),
+  pausedReason: Nullable(PauseReason),
+  pausedAt: Nullable(Timestamp),
+  pauseDetails: Nullable(Type.Record(Type.String(), Type.Unknown(), { description: 'the figures that made it pause: rates, sample, thresholds or quota' })),
+  test: Type.Boolean({ description: 'sent with a test key: its emails go to the sink, never to SES' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
   audienceCondition: Nullable(Type.Unknown({ description: 'same as audienceFilter (Plunk\'s name)' })),
@@ -78,6 +83,10 @@ export function presentCampaign(c: CampaignRow): Static<typeof Campaign> {
     cancelledAt: iso(c.cancelledAt),
     error: c.error,
     recipients: c.recipients,
+    pausedReason: c.pausedReason,
+    pausedAt: iso(c.pausedAt),
+    pauseDetails: c.pauseDetails,
+    test: c.test,
     createdAt: c.createdAt.toISOString(),
     updatedAt: c.updatedAt.toISOString(),
     audienceCondition: c.audienceFilter ?? null,
@@ -228,11 +237,23 @@ export const REACHED = {
   final: ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'failed', 'cancelled', 'suppressed'],
 } as const;
 
+/**
+ * Refuses a test key an action that would send a live campaign's mail through SES (resume, retry-failed): test
+ * keys never mail anyone. @throws {@link AppError} 403 `FORBIDDEN`.
+ */
+export function refuseTestKeyOnLive(auth: { mode: 'live' | 'test' }, c: Pick<CampaignRow, 'test'>, action: string): void {
+  if (auth.mode === 'test' && !c.test) {
+    throw new AppError(ErrorCode.FORBIDDEN, `A test key cannot ${action} a live campaign: that would send real mail`, {
+      suggestion: 'Use the live secret key (sk_…) of the project.',
+    });
+  }
+}
+
 /** The 409 or 404 of a refused transition. */
 export function refused(t: Exclude<Transition, { ok: true }>, action: string): AppError {
   if (t.reason === 'missing') return notFound('Campaign');
   return new AppError(ErrorCode.INVALID_STATE, `Cannot ${action} a campaign that is ${t.status}`, {
-    suggestion: 'See the campaign states: DRAFT → SCHEDULED → SENDING → SENT; CANCELLED from DRAFT, SCHEDULED or SENDING.',
+    suggestion: 'See the campaign states: DRAFT → SCHEDULED → SENDING → SENT; PAUSED from SENDING, resumed to SENDING; CANCELLED from DRAFT, SCHEDULED, SENDING or PAUSED.',
   });
 }
 

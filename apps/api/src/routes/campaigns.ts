@@ -2,7 +2,8 @@
  * Campaigns: `GET/POST /campaigns`, `GET/PATCH/DELETE /campaigns/{id}`, `POST /campaigns/{id}/send|cancel|test`,
  * `GET /campaigns/{id}/stats` (spec "Campaign"; API.md "Campaign states").
  *
- * States: DRAFT → SCHEDULED → SENDING → SENT; CANCELLED from DRAFT, SCHEDULED or SENDING; FAILED when a
+ * States: DRAFT → SCHEDULED → SENDING → SENT; PAUSED from SENDING (a guardrail or the SES quota) and back by
+ * resume (campaign-guardrails.ts); CANCELLED from DRAFT, SCHEDULED, SENDING or PAUSED; FAILED when a
  * scheduled campaign cannot start (its segment was deleted). Every other move is 409 `INVALID_STATE`. SENT means
  * every recipient's email reached a final state. The worker's `campaign` job does the fan-out; this module only
  * moves state and (re)schedules that job.
@@ -201,7 +202,8 @@ export function campaignRoutes(deps: AppDeps) {
       summary: 'Send a campaign now, or schedule it',
       description:
         'From DRAFT or SCHEDULED: a future `scheduledAt` schedules (or reschedules) the campaign; otherwise it starts ' +
-        'SENDING now. The audience and sender are checked again here (422). `scheduledFor` (Plunk) stands for `scheduledAt`.',
+        'SENDING now. The audience and sender are checked again here (422). `scheduledFor` (Plunk) stands for `scheduledAt`. ' +
+        'Sent with a test key (sk_test_…), the campaign is a test campaign (`test: true`): its emails go to the test sink, never to SES.',
       auth: 'secret',
       params: IdParams,
       body: SendBody,
@@ -223,7 +225,7 @@ export function campaignRoutes(deps: AppDeps) {
           deps,
           log,
           auth.projectId,
-          (tx) => sendCampaign(tx, auth.projectId, params.id, at && at.getTime() > Date.now() ? at : null),
+          (tx) => sendCampaign(tx, auth.projectId, params.id, at && at.getTime() > Date.now() ? at : null, auth.mode === 'test'),
           (r) => (r.ok && r.campaign.status === 'SENDING' ? [{ type: 'campaign.sending', data: { campaignId: r.campaign.id } }] : []),
         );
         if (!t.ok) throw refused(t, 'send');
@@ -238,7 +240,7 @@ export function campaignRoutes(deps: AppDeps) {
       tag: 'Campaigns',
       summary: 'Cancel a campaign',
       description:
-        'From DRAFT, SCHEDULED or SENDING. During SENDING, no further email reaches SES: emails in the send queue are ' +
+        'From DRAFT, SCHEDULED, SENDING or PAUSED. During SENDING or PAUSED, no further email reaches SES: emails in the send queue are ' +
         'cancelled here (`cancelledEmails`), and the worker cancels the rest of the audience right after.',
       auth: 'secret',
       params: IdParams,
@@ -301,6 +303,7 @@ export function campaignRoutes(deps: AppDeps) {
               subject: c.subject,
               body: c.body,
               bodyFormat: 'html' as const,
+              test: auth.mode === 'test',
             };
           }),
         );

@@ -136,7 +136,7 @@ export function contactRoutes(deps: AppDeps) {
       handler: async ({ body, auth, db: tx }) => {
         const [c] = await upsertContacts(tx, auth.projectId, [
           { email: body.email, subscribed: body.subscribed, defaultSubscribed: true, data: body.data },
-        ]);
+        ], { test: auth.mode === 'test' });
         return {
           status: c.inserted ? 201 : 200,
           data: { ...presentContact(c), _meta: { isNew: c.inserted, isUpdate: !c.inserted } },
@@ -174,7 +174,7 @@ export function contactRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 422, 429],
       handler: async ({ params, body, auth }) => {
-        const c = await updateContact(db, auth.projectId, params.id, body);
+        const c = await updateContact(db, auth.projectId, params.id, body, { test: auth.mode === 'test' });
         if (!c) throw notFound('Contact');
         return { data: presentContact(c) };
       },

@@ -1,7 +1,7 @@
 /**
  * Sending domains: `POST /domains` registers the identity (Easy DKIM and a custom MAIL FROM domain) and returns the
  * DNS records to publish; `GET /domains` (keyset, `verified`), `GET /domains/{id}`, `POST /domains/{id}/verify`
- * (check now) and `DELETE /domains/{id}` (also removes the identity; 409 while a SCHEDULED or SENDING campaign
+ * (check now) and `DELETE /domains/{id}` (also removes the identity; 409 while a SCHEDULED, SENDING or PAUSED campaign
  * sends from it). The worker re-checks pending domains every `DOMAIN_REFRESH_MS`. `from` addresses must be on a
  * verified domain of the project (or a subdomain of one).
  *
@@ -186,7 +186,7 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       operationId: 'deleteDomain',
       tag: 'Domains',
       summary: 'Remove a sending domain and its identity',
-      description: 'Refused (409) while a SCHEDULED or SENDING campaign sends from the domain or a subdomain; cancel or finish it first.',
+      description: 'Refused (409) while a SCHEDULED, SENDING or PAUSED campaign sends from the domain or a subdomain; cancel or finish it first.',
       auth: 'secret',
       params: IdParams,
       response: Deleted,

@@ -21,7 +21,8 @@ const Email = Type.Object({
   contactId: Nullable(Type.String()),
   templateId: Nullable(Type.String()),
   campaignId: Nullable(Type.String()),
-  messageId: Nullable(Type.String({ description: 'SES message id' })),
+  messageId: Nullable(Type.String({ description: 'SES message id (`test-<email id>` for a test email)' })),
+  test: Type.Boolean({ description: 'made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw)' }),
   error: Nullable(Type.String()),
   attempts: Type.Integer(),
   createdAt: Timestamp,
@@ -34,7 +35,7 @@ const Email = Type.Object({
   timeline: Type.Array(
     Type.Object({
       type: Type.String({
-        description: 'queued, deferred, sent, failed, cancelled, suppressed, then SES events: delivered, delivery_delayed, opened, clicked, bounced, complained, unsubscribed',
+        description: 'queued, deferred, sent, failed, retried (a campaign\'s retry-failed re-queued it), cancelled, suppressed, then SES events: delivered, delivery_delayed, opened, clicked, bounced, complained, unsubscribed',
       }),
       at: Timestamp,
       data: Nullable(Type.Record(Type.String(), Type.Unknown())),
@@ -73,6 +74,7 @@ export function emailRoutes(deps: AppDeps) {
             templateId: e.templateId,
             campaignId: e.campaignId,
             messageId: e.messageId,
+            test: e.test,
             error: e.error,
             attempts: e.attempts,
             createdAt: e.createdAt.toISOString(),

@@ -81,6 +81,7 @@ const Event = Type.Object({
   email: Type.String(),
   contact: Type.Object({ id: Type.String(), email: Type.String() }, { description: "the contact (Plunk's form)" }),
   data: Type.Record(Type.String(), Type.Unknown()),
+  test: Type.Boolean({ description: 'recorded with a test key: it starts and wakes test workflow executions only' }),
   createdAt: Timestamp,
 });
 
@@ -137,13 +138,20 @@ function oneOf(body: Record<string, unknown>, primary: string, alias: string): F
 async function track(
   tx: DbOrTx,
   projectId: string,
-  input: { email: string; event: string; subscribed?: boolean; data?: Record<string, unknown> },
+  input: { email: string; event: string; subscribed?: boolean; data?: Record<string, unknown>; test: boolean },
   field: 'event' | 'name' = 'event',
 ) {
   const name = checkEventName(input.event);
   if (!name.ok) throw validationError([{ ...name.error, field }]);
   const { render, persist } = splitVariables(input.data);
-  const r = await trackEvent(tx, projectId, { email: input.email, subscribed: input.subscribed, contactData: persist, name: name.name, eventData: render });
+  const r = await trackEvent(tx, projectId, {
+    email: input.email,
+    subscribed: input.subscribed,
+    contactData: persist,
+    name: name.name,
+    eventData: render,
+    test: input.test,
+  });
   return { r, name: name.name, data: render };
 }
 
@@ -160,7 +168,8 @@ export function eventRoutes(deps: AppDeps) {
       description:
         'Creates or updates the contact and records the event, in one statement. Accepts public (pk_) and secret ' +
         'keys. `data` is stored on the event and merged into the contact, except `{ value, persistent: false }` ' +
-        'values, which are stored on the event only.',
+        'values, which are stored on the event only. Tracked with a test key (pk_test_…, sk_test_…), the event is a test event ' +
+        '(`test: true`): the workflow executions it starts are test executions, whose emails go to the test sink, and it wakes only test executions.',
       auth: 'any-key',
       body: TrackBody,
       response: TrackResult,
@@ -168,7 +177,7 @@ export function eventRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 409, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, db: tx }) => {
-        const { r } = await track(tx, auth.projectId, body);
+        const { r } = await track(tx, auth.projectId, { ...body, test: auth.mode === 'test' });
         return { data: { contact: r.contact.id, event: r.eventId, timestamp: r.createdAt.toISOString() } };
       },
     }),
@@ -200,7 +209,8 @@ export function eventRoutes(deps: AppDeps) {
           email = contact.email;
         }
         const event = (body.event ?? body.name)!;
-        const { r, name, data } = await track(tx, auth.projectId, { email, event, subscribed: body.subscribed, data: body.data }, body.event === undefined ? 'name' : 'event');
+        const input = { email, event, subscribed: body.subscribed, data: body.data, test: auth.mode === 'test' };
+        const { r, name, data } = await track(tx, auth.projectId, input, body.event === undefined ? 'name' : 'event');
         const createdAt = r.createdAt.toISOString();
         return {
           data: { contact: r.contact.id, event: r.eventId, timestamp: createdAt, id: r.eventId, projectId: auth.projectId, contactId: r.contact.id, name, data, createdAt },

@@ -347,7 +347,7 @@ export function segmentRoutes(deps: AppDeps) {
         handler: async ({ params, body, auth }) => {
           const s = await load(auth.projectId, params.id);
           staticOnly(s);
-          return { data: await changeStaticMembers(db, s, action, body) };
+          return { data: await changeStaticMembers(db, s, action, body, { test: auth.mode === 'test' }) };
         },
       }),
     ),
@@ -365,7 +365,7 @@ export function segmentRoutes(deps: AppDeps) {
       handler: async ({ params, auth }) => {
         const s = await load(auth.projectId, params.id);
         staticOnly(s);
-        const r = await changeStaticMembers(db, s, 'remove', { contactIds: [params.contactId] });
+        const r = await changeStaticMembers(db, s, 'remove', { contactIds: [params.contactId] }, { test: auth.mode === 'test' });
         if (r.changed === 0) throw notFound('Segment member');
         return { data: { id: params.contactId, deleted: true as const } };
       },

@@ -90,7 +90,9 @@ export function sendRoutes(deps: AppDeps) {
         'Responds 202 once every email is stored; delivery happens in the worker. ' +
         'The sender domain must be a verified domain of the project. ' +
         'A recipient on the suppression list gets an email with status `suppressed` that is never sent; ' +
-        'the response lists those recipients in `suppressed`.',
+        'the response lists those recipients in `suppressed`. ' +
+        'With a test key (sk_test_…) the emails are test emails: checked, stored and rendered exactly as live, then delivered ' +
+        'to the test sink instead of SES (read them at GET /emails/{id}/raw).',
       auth: 'secret',
       body: SendBody,
       bodyLimit: '20mb',
@@ -99,7 +101,7 @@ export function sendRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 413, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, log, db, afterCommit }) => ({
-        data: await acceptSend({ config: deps.config, sendQueue: deps.sendQueue, webhookQueue: deps.webhookQueue, db, log }, auth.projectId, body, afterCommit),
+        data: await acceptSend({ config: deps.config, sendQueue: deps.sendQueue, webhookQueue: deps.webhookQueue, db, log, redis: deps.redis }, auth.projectId, body, afterCommit, auth.mode),
       }),
     }),
   ];

@@ -11,7 +11,7 @@
  * - `SubscriptionConfirmation`: confirmed by fetching its `SubscribeURL` (also on a trusted host).
  *   `UnsubscribeConfirmation`: acknowledged and logged (re-subscribing is an operator's decision).
  * - `Notification`: one transaction records the SNS `MessageId` and applies the SES event (status, counters,
- *   timeline, contact event, suppression, webhook deliveries). A redelivered message id is acknowledged with no
+ *   timeline, contact event, suppression, the campaign guardrail's pause, webhook deliveries). A redelivered message id is acknowledged with no
  *   effect. The webhook deliveries are enqueued after the commit.
  *
  * SNS (https://docs.aws.amazon.com/sns/latest/dg/sns-message-delivery-retries.html) retries 5xx answers, so a
@@ -75,7 +75,7 @@ export function mountSesWebhook(router: Router, deps: AppDeps): void {
     }
     const outcome = await db.transaction(async (tx): Promise<FeedbackOutcome | 'duplicate'> => {
       if (!(await recordSnsMessage(tx, { messageId: m.MessageId, topicArn: m.TopicArn, type: m.Type }))) return 'duplicate';
-      return applySesFeedback(tx, parseSesEvent(m.Message), policy);
+      return applySesFeedback(tx, parseSesEvent(m.Message), policy, config.guardrails);
     });
     if (outcome === 'duplicate') return { type: m.Type, duplicate: true };
     if (!outcome.applied) {

@@ -118,7 +118,8 @@ export function workflowExecutionRoutes(deps: AppDeps) {
       description:
         'For MANUAL workflows (and EVENT ones, to test them). The workflow must be enabled (409 `INVALID_STATE`). Without ' +
         're-entry a contact that already entered gets 409 `CONFLICT`. `data` (or Plunk\'s `context`) becomes `context.trigger.data`. ' +
-        'The execution runs in the worker; this returns it RUNNING.',
+        'The execution runs in the worker; this returns it RUNNING. Started with a test key (sk_test_…), it is a test execution ' +
+        '(`test: true`): its emails go to the test sink, never to SES, and only test events wake it.',
       auth: 'secret',
       params: IdParams,
       body: Type.Object(
@@ -146,7 +147,7 @@ export function workflowExecutionRoutes(deps: AppDeps) {
         if (!w.enabled) throw new AppError(ErrorCode.INVALID_STATE, 'The workflow is disabled; enable it (PATCH enabled: true) to start executions');
         const contact = body.contactId ? await getContact(tx, auth.projectId, body.contactId) : await findContactByEmail(tx, auth.projectId, body.email!);
         if (!contact) throw validationError([{ field: body.contactId ? 'contactId' : 'email', message: 'no such contact in this project', code: 'custom' }]);
-        const started = await startManualExecution(tx, w, contact.id, body.data ?? body.context ?? {});
+        const started = await startManualExecution(tx, w, contact.id, body.data ?? body.context ?? {}, auth.mode === 'test');
         if (!started.ok) throw new AppError(ErrorCode.CONFLICT, 'The contact already entered this workflow and it does not allow re-entry');
         afterCommit(async () => {
           await enqueueExecutions(deps.workflowQueue, [started.execution], log);

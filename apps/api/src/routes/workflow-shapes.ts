@@ -134,6 +134,9 @@ export const Execution = Type.Object({
   context: Type.Record(Type.String(), Type.Unknown(), { description: '`trigger` (the starting event), `event` (the last awaited event), `webhook` (the last WEBHOOK answer)' }),
   exitReason: Nullable(Type.String()),
   error: Nullable(Type.String()),
+  test: Type.Boolean({
+    description: 'a test execution: started by a test event (tracked with a test key) or a test key; its emails go to the test sink, and only test events wake it',
+  }),
   startedAt: Timestamp,
   updatedAt: Timestamp,
   finishedAt: Nullable(Timestamp),
@@ -237,6 +240,7 @@ export function presentExecution(x: ExecutionRow, look: ExecutionLookups): Stati
     context: x.context,
     exitReason: x.exitReason,
     error: x.error,
+    test: x.test,
     startedAt: x.createdAt.toISOString(),
     updatedAt: x.updatedAt.toISOString(),
     finishedAt: x.finishedAt?.toISOString() ?? null,

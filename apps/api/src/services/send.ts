@@ -19,6 +19,7 @@ import {
   isUuid,
   newId,
   formatMailbox,
+  lanePriorities,
   normalizeEmail,
   parseMailbox,
   sendJobOptions,
@@ -29,6 +30,7 @@ import {
   type BodyFormat,
   type Config,
   type FieldError,
+  type KeyMode,
   type Logger,
   type Mailbox,
   type SendJobPayload,
@@ -46,6 +48,7 @@ import {
 } from '@mailroom/db';
 import { senderError } from './sender';
 import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 
 /** Attachment limits of the spec: at most 10 items and 10 MB (decoded) in total. */
 export const ATTACHMENT_LIMITS = { count: 10, totalBytes: 10 * 1024 * 1024 } as const;
@@ -113,16 +116,20 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
 /**
  * Accepts a send request for a project.
  *
+ * @param mode - the key's mode: `test` stores the emails as test emails (`emails.test`), validated, stored and
+ *   rendered exactly as live ones; the worker delivers them to the test sink instead of SES.
  * @throws {@link AppError} 404 (template not in this project), 422 (business rules: sender, content, headers,
  *   attachments, template syntax); Postgres errors propagate (mapped to 503 when it is unreachable).
  */
 export async function acceptSend(
-  deps: { config: Config; db: DbOrTx; sendQueue: Queue<SendJobPayload>; webhookQueue: Queue<WebhookJobPayload>; log: Logger },
+  deps: { config: Config; db: DbOrTx; sendQueue: Queue<SendJobPayload>; webhookQueue: Queue<WebhookJobPayload>; log: Logger; redis?: Redis },
   projectId: string,
   req: SendRequest,
   afterCommit: (fn: () => Promise<void>) => void,
+  mode: KeyMode = 'live',
 ): Promise<SendResult> {
   const { db } = deps;
+  const test = mode === 'test';
   const errors: FieldError[] = [];
 
   let template: Awaited<ReturnType<typeof getTemplate>>;
@@ -167,6 +174,7 @@ export async function acceptSend(
       tx,
       projectId,
       [...recipients.values()].map((r) => ({ email: r.email, subscribed: req.subscribed, defaultSubscribed: false, data: persist })),
+      { test },
     );
     const contactByKey = new Map(contacts.map((c) => [c.emailKey, c]));
     const attachmentIds = await insertAttachments(tx, projectId, decoded.files);
@@ -193,6 +201,7 @@ export async function acceptSend(
         variables: render,
         headers: req.headers ?? {},
         attachmentIds,
+        test,
         contact,
       };
     });
@@ -202,7 +211,7 @@ export async function acceptSend(
       projectId,
       rows
         .filter((row) => row.suppressed)
-        .map((row) => ({ type: 'email.suppressed', data: { emailId: row.id, contactId: row.contact.id, campaignId: null, messageId: null, to: row.toEmail, from: row.fromEmail, status: 'suppressed' } })),
+        .map((row) => ({ type: 'email.suppressed', data: { emailId: row.id, contactId: row.contact.id, campaignId: null, messageId: null, to: row.toEmail, from: row.fromEmail, status: 'suppressed', ...(test ? { test } : {}) } })),
     );
     return { rows, deliveries };
   });
@@ -212,11 +221,13 @@ export async function acceptSend(
     await announceWebhookDeliveries(deps.webhookQueue, deps.config, written.deliveries, deps.log);
     if (queued.length === 0) return;
     try {
+      // A project's burst beyond its fair share per minute moves down inside the transactional lane (send-lanes.ts).
+      const priorities = await lanePriorities(deps.redis, deps.config, 'transactional', projectId, queued.length);
       await deps.sendQueue.addBulk(
-        queued.map((row) => ({
+        queued.map((row, i) => ({
           name: 'send',
           data: { emailId: row.id, projectId },
-          opts: sendJobOptions(deps.config, row.id, SendPriority.transactional),
+          opts: sendJobOptions(deps.config, row.id, priorities[i] ?? SendPriority.transactional),
         })),
       );
     } catch (err) {

@@ -5,9 +5,11 @@
  *    Due: check the audience still exists (a deleted segment fails the campaign with a reason), then SENDING.
  * 2. SENDING: fan out the audience in keyset batches (`fanoutBatch`: subscribed contacts only, bulk insert,
  *    unique per campaign and contact, cursor committed with the rows), and feed the send queue at the campaign
- *    lane, keeping at most `CAMPAIGN_QUEUE_WINDOW` of its emails in Redis.
+ *    lane, keeping only the campaign's fair share of that lane in Redis (campaign-lane.ts; at most
+ *    `CAMPAIGN_QUEUE_WINDOW`).
  * 3. When the audience is exhausted and every email is final: SENT. Otherwise come back in `CAMPAIGN_TICK_MS`.
  * 4. CANCELLED: cancel the emails the API's cancel did not reach (rows never handed to the send queue).
+ * 5. PAUSED (a guardrail or the SES quota): neither fan out nor feed; wait delayed until the resume wakes the job.
  *
  * A crash anywhere is safe: batches are atomic and idempotent, enqueueing is idempotent (`jobId` = email id),
  * and the reconciler re-creates a lost campaign job.
@@ -19,6 +21,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import {
   CampaignJobPayload,
   dataValidator,
+  effectiveSendRate,
   parseSegmentFilter,
   sendJobOptions,
   SendPriority,
@@ -30,6 +33,7 @@ import {
 } from '@mailroom/core';
 import {
   advanceEnqueueCursor,
+  campaignLaneShare,
   compileFilter,
   completeCampaign,
   failCampaign,
@@ -45,6 +49,8 @@ import {
   type Database,
   type DbOrTx,
 } from '@mailroom/db';
+import { campaignLaneDepth, campaignWindow } from './campaign-lane';
+import { freeRetriedJobIds } from './campaign-retry';
 
 const validatePayload = dataValidator(CampaignJobPayload);
 
@@ -65,6 +71,8 @@ export interface CampaignProcessorDeps {
   /** Producer of campaign.sending / campaign.sent / campaign.failed webhook deliveries. */
   webhookQueue: Queue<WebhookJobPayload>;
   logger: Logger;
+  /** The send rate in force (emails/s), which sizes the campaign lane; default `SES_MAX_SEND_RATE`, else 14. */
+  sendRate?: () => number;
 }
 
 /** The audience predicate over `contacts c`, or the reason the campaign cannot have one. */
@@ -94,12 +102,20 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
     return result;
   };
 
-  /** Tops up the campaign's window in the send queue. @returns how many emails were enqueued. */
+  const sendRate = deps.sendRate ?? (() => effectiveSendRate(undefined, config.sesMaxSendRate));
+
+  /**
+   * Tops up the campaign's window in the send queue: its fair share of the campaign lane (campaign-lane.ts).
+   * @returns how many emails were enqueued.
+   */
   const feed = async (campaignId: string, projectId: string): Promise<number> => {
-    const next = await nextCampaignEmails(db, { id: campaignId }, config.campaignQueueWindow);
+    const window = campaignWindow(campaignLaneDepth(sendRate(), config), await campaignLaneShare(db, campaignId, projectId), config.campaignQueueWindow);
+    const next = await nextCampaignEmails(db, { id: campaignId }, window);
     if (next.length === 0) return 0;
     for (let i = 0; i < next.length; i += 1000) {
       const chunk = next.slice(i, i + 1000);
+      // Emails re-queued by retry-failed: their first try's finished job still holds the id.
+      await freeRetriedJobIds(db, deps.sendQueue, campaignId, chunk.map((e) => e.id));
       await deps.sendQueue.addBulk(
         chunk.map((e) => ({ name: 'send', data: { emailId: e.id, projectId }, opts: sendJobOptions(config, e.id, SendPriority.campaign) })),
       );
@@ -144,7 +160,15 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       if (swept > 0) log.info({ swept }, 'cancelled campaign swept');
       return { outcome: 'skipped', reason: 'campaign cancelled' };
     };
+    // PAUSED: the job waits delayed (resume promotes it). A resume that committed before this job was delayed
+    // found it active and left it alone: look once more and wake it if the campaign is no longer paused.
+    const paused = async (): Promise<never> => {
+      await job.moveToDelayed(Date.now() + config.campaignPauseRecheckMs, token);
+      if ((await loadCampaign(db, campaignId))?.status !== 'PAUSED') await job.promote().catch(() => undefined);
+      throw new DelayedError();
+    };
     if (c.status === 'CANCELLED') return sweep();
+    if (c.status === 'PAUSED') return paused();
     if (c.status !== 'SENDING' && typeof audience !== 'string') return { outcome: 'skipped', reason: `campaign is ${c.status}` };
 
     if (!c.fanoutDone) {
@@ -174,6 +198,7 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
     }
     const current = await loadCampaign(db, campaignId);
     if (current?.status === 'CANCELLED') return sweep();
+    if (current?.status === 'PAUSED') return paused();
     if (!current || current.status !== 'SENDING') return { outcome: 'skipped', reason: `campaign is ${current?.status ?? 'deleted'}` };
     return later(Date.now() + (current.fanoutDone ? config.campaignTickMs : 0));
   };

@@ -42,7 +42,7 @@ import {
   type Logger,
   type WebhookJobPayload,
 } from '@mailroom/core';
-import { claimEmail, finishEmail, loadAttachments, type Database } from '@mailroom/db';
+import { claimEmail, finishEmail, loadAttachments, loadCampaign, storeTestMessage, type Database } from '@mailroom/db';
 import { classifySendError, type MailTransport } from '../ses/transport';
 
 const validatePayload = dataValidator(SendJobPayload);
@@ -112,6 +112,15 @@ export function createSendProcessor(deps: SendProcessorDeps) {
         await job.moveToDelayed(claim.until.getTime() + 50, token);
         throw new DelayedError();
       }
+      if (claim.kind === 'paused') {
+        // The campaign paused (a guardrail or the quota): the row stays queued and the job waits, without
+        // spending an attempt. Resuming promotes the campaign's waiting jobs; this recheck is the fallback.
+        await job.moveToDelayed(Date.now() + config.campaignPauseRecheckMs, token);
+        // A resume committed after the claim looked may have promoted the campaign's jobs before this one was
+        // delayed (measured: a few emails waited the whole recheck): look once more and wake it if so.
+        if ((await loadCampaign(db, claim.campaignId))?.status !== 'PAUSED') await job.promote().catch(() => undefined);
+        throw new DelayedError();
+      }
       log.debug({ reason: claim.kind }, 'send skipped');
       return { outcome: 'skipped', reason: claim.kind === 'final' ? `already ${claim.status}` : 'email no longer exists' };
     }
@@ -131,6 +140,7 @@ export function createSendProcessor(deps: SendProcessorDeps) {
         from: email.fromEmail,
         status: outcome.status,
         ...('reason' in outcome ? { reason: outcome.reason } : {}),
+        ...(email.test ? { test: true } : {}),
       };
       const { finished, deliveries } = await finishEmail(db, emailId, claimToken, outcome, type ? { type, data } : undefined);
       await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log);
@@ -159,6 +169,12 @@ export function createSendProcessor(deps: SendProcessorDeps) {
     if (email.campaign?.status === 'CANCELLED') {
       await finish({ status: 'cancelled', reason: 'campaign cancelled' });
       return { outcome: 'cancelled', reason: 'campaign cancelled' };
+    }
+
+    if (email.unsubscribed) {
+      await finish({ status: 'cancelled', reason: 'contact unsubscribed' });
+      log.info('send cancelled: contact unsubscribed since the email was written');
+      return { outcome: 'cancelled', reason: 'contact unsubscribed' };
     }
 
     // The address may have bounced or complained since this email was accepted.
@@ -193,10 +209,19 @@ export function createSendProcessor(deps: SendProcessorDeps) {
       });
     } catch (err) {
       if (err instanceof TemplateSyntaxError) {
-        await finish({ status: 'failed', reason: `template error: ${err.message}` });
+        await finish({ status: 'failed', reason: `template error: ${err.message}`, failureKind: 'permanent' });
         return { outcome: 'failed', reason: err.message };
       }
       return retryOrFail(job, log, finish, `internal: ${(err as Error).message}`, err);
+    }
+
+    // Test mode: the very message built above goes to the sink instead of SES (no SES call, no rate-gate slot).
+    if (email.test) {
+      const testMessageId = `test-${email.id}`;
+      await storeTestMessage(db, email.id, email.projectId, raw);
+      await finish({ status: 'sent', messageId: testMessageId, renderedSubject: subject });
+      log.info({ messageId: testMessageId }, 'test email delivered to the sink');
+      return { outcome: 'sent', messageId: testMessageId };
     }
 
     let messageId: string;
@@ -232,7 +257,7 @@ export function createSendProcessor(deps: SendProcessorDeps) {
         throw new DelayedError();
       }
       if (c.kind === 'permanent') {
-        await finish({ status: 'failed', reason: c.reason });
+        await finish({ status: 'failed', reason: c.reason, failureKind: 'permanent' });
         log.warn({ reason: c.reason }, 'send failed permanently');
         return { outcome: 'failed', reason: c.reason };
       }
@@ -324,7 +349,7 @@ async function retryOrFail(
 ): Promise<SendJobResult> {
   const attempts = job.opts.attempts ?? 1;
   if (job.attemptsMade + 1 >= attempts) {
-    await finish({ status: 'failed', reason: `gave up after ${attempts} attempts: ${reason}` });
+    await finish({ status: 'failed', reason: `gave up after ${attempts} attempts: ${reason}`, failureKind: 'transient' });
     log.error({ reason, attempts }, 'send failed: attempts exhausted');
     return { outcome: 'failed', reason };
   }

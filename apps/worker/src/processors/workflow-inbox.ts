@@ -10,6 +10,9 @@
  *
  * The API's `/v1/track` only inserts the event: nothing of a workflow runs in the request.
  *
+ * Test mode: a test event (`events.test`, recorded with a test key) starts test executions and wakes only test
+ * ones; a live event wakes only live ones (packages/db/src/queries/workflow-inbox.ts).
+ *
  * @module
  */
 import { Client } from 'pg';

@@ -16,23 +16,24 @@
  * (Standard Webhooks signature with the project's workflow secret), the same on every attempt, so a call
  * repeated after a crash between the answer and the move can be recognised by the receiver.
  *
+ * Test mode: a test execution (`test`, from a test event or a test key's manual start) writes test emails (the
+ * sink, never SES) and test events (UPDATE_CONTACT); its WEBHOOK calls still go out, with `test: true`.
+ *
  * @module
  */
 import { randomUUID } from 'node:crypto';
 import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import {
   announceWebhookDeliveries,
   dataValidator,
   durationMs,
   enqueueExecutions,
+  lanePriorities,
   newId,
-  newWebhookSecret,
   parseSegmentFilter,
-  renderJsonTemplate,
-  sendHttp,
   sendJobOptions,
   SendPriority,
-  signWebhook,
   WorkflowJobPayload,
   type Config,
   type ExecutionStatus,
@@ -53,7 +54,6 @@ import {
   eventForWait,
   extendLease,
   finishStepRun,
-  getContact,
   getTemplate,
   insertQueuedEmails,
   leasedExecution,
@@ -61,7 +61,6 @@ import {
   moveExecution,
   releaseExecution,
   updateContact,
-  workflowWebhookSecret,
   type Database,
   type DbOrTx,
   type ExecutionMove,
@@ -71,6 +70,7 @@ import {
   type WorkflowGraph,
   type WorkflowStepRow,
 } from '@mailroom/db';
+import { callStepWebhook, GraphCache, workflowEmailRow } from './workflow-effects';
 
 const validatePayload = dataValidator(WorkflowJobPayload);
 
@@ -85,6 +85,8 @@ export interface WorkflowProcessorDeps {
   webhookQueue: Queue<WebhookJobPayload>;
   workflowQueue: Queue<WorkflowJobPayload>;
   logger: Logger;
+  /** Counts each project's workflow sends per minute (fair share inside the lane); omitted: no demotion. */
+  redis?: Redis;
 }
 
 /** What a finished job reports (shown in the dashboard). */
@@ -135,8 +137,10 @@ class ExecutionRun {
     const { deps, log } = this;
     if (this.sends.length > 0) {
       try {
+        // A project's burst beyond its fair share per minute moves down inside the workflow lane (send-lanes.ts).
+        const priorities = await lanePriorities(deps.redis, deps.config, 'workflow', this.x.projectId, this.sends.length);
         await deps.sendQueue.addBulk(
-          this.sends.map((emailId) => ({ name: 'send', data: { emailId, projectId: this.x.projectId }, opts: sendJobOptions(deps.config, emailId, SendPriority.workflow) })),
+          this.sends.map((emailId, i) => ({ name: 'send', data: { emailId, projectId: this.x.projectId }, opts: sendJobOptions(deps.config, emailId, priorities[i] ?? SendPriority.workflow) })),
         );
       } catch (err) {
         log.warn({ err, emails: this.sends.length }, 'send enqueue failed; the reconciler will enqueue these emails');
@@ -169,7 +173,8 @@ class ExecutionRun {
   private async move(db: DbOrTx, x: ExecutionRow, move: ExecutionMove, effects: MoveEffects = {}): Promise<ExecutionRow | undefined> {
     const final = ['COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'].includes(move.status);
     const extra = { status: move.status, ...(move.exitReason ? { reason: move.exitReason } : {}), ...(move.error ? { error: move.error } : {}) };
-    const hook = final ? { type: `workflow.${move.status.toLowerCase()}`, data: { workflowId: x.workflowId, executionId: x.id, contactId: x.contactId, ...extra } } : undefined;
+    const data = { workflowId: x.workflowId, executionId: x.id, contactId: x.contactId, ...extra, ...(x.test ? { test: true } : {}) };
+    const hook = final ? { type: `workflow.${move.status.toLowerCase()}`, data } : undefined;
     const r = await moveExecution(db, x, this.lease, move, { ...effects, ...(hook ? { hook } : {}) });
     if (!r.execution) return undefined;
     this.deliveries.push(...r.deliveries);
@@ -292,7 +297,7 @@ class ExecutionRun {
       case 'UPDATE_CONTACT': {
         const cfg = step.config as StepConfig<'UPDATE_CONTACT'>;
         return this.done(run, step, 'next', { status: 'COMPLETED', output: { ...cfg } }, {
-          effect: (tx) => updateContact(tx, x.projectId, x.contactId, { data: cfg.data, subscribed: cfg.subscribed }),
+          effect: (tx) => updateContact(tx, x.projectId, x.contactId, { data: cfg.data, subscribed: cfg.subscribed }, { test: x.test }),
         });
       }
       case 'WEBHOOK':
@@ -333,29 +338,8 @@ class ExecutionRun {
     const from = cfg.from ?? template.from;
     if (!from) return this.end(run, 'FAILED', 'neither the step nor the template has a from address');
     const emailId = newId();
-    const variables = { ...(cfg.data ?? {}), trigger: (x.context.trigger as { data?: unknown } | undefined)?.data ?? {}, event: (x.context.event as { data?: unknown } | undefined)?.data ?? {} };
     return this.done(run, step, 'next', { status: 'COMPLETED', output: { emailId } }, {
-      effect: (tx) =>
-        insertQueuedEmails(tx, [
-          {
-            id: emailId,
-            projectId: x.projectId,
-            contactId: x.contactId,
-            templateId: template.id,
-            workflowExecutionId: x.id,
-            workflowStepRunId: run.id,
-            marketing,
-            source: 'workflow',
-            toEmail: contact.email,
-            fromEmail: from,
-            fromName: cfg.fromName ?? template.fromName,
-            replyTo: cfg.replyTo ?? template.replyTo,
-            subject: template.subject,
-            body: template.body,
-            bodyFormat: 'html',
-            variables,
-          },
-        ]),
+      effect: (tx) => insertQueuedEmails(tx, [workflowEmailRow({ id: emailId, execution: x, run, template, contact, cfg, from })]),
       committed: () => this.sends.push(emailId),
     });
   }
@@ -368,30 +352,9 @@ class ExecutionRun {
     const attempt = run.attempts + 1;
     await extendLease(this.db, x.id, this.lease, timeoutMs + config.workflowLeaseMs);
     await finishStepRun(this.db, run.id, { status: 'RUNNING', attempts: attempt });
-    const [secret, contact] = await Promise.all([workflowWebhookSecret(this.db, x.projectId, newWebhookSecret), getContact(this.db, x.projectId, x.contactId)]);
-    const contactView = contact ? { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data } : { id: x.contactId };
-    const method = cfg.method ?? 'POST';
-    const withBody = method !== 'GET' && method !== 'DELETE';
-    const ids = { workflowId: x.workflowId, executionId: x.id, stepId: step.id, stepRunId: run.id };
-    const body = !withBody
-      ? ''
-      : cfg.body !== undefined
-        ? renderJsonTemplate(cfg.body, { ...ids, contact: contactView, trigger: (x.context.trigger as { data?: unknown })?.data ?? {}, event: (x.context.event as { data?: unknown })?.data ?? {}, context: x.context })
-        : JSON.stringify({ type: 'workflow.webhook', ...ids, contact: contactView, context: x.context });
-    const headers = { ...(cfg.headers ?? {}), 'idempotency-key': run.id, ...signWebhook(secret, run.id, new Date(), body) };
-    const res = await sendHttp(cfg.url, { method, headers, body, timeoutMs, allowPrivate: config.webhookAllowPrivateTargets });
-    const output = { statusCode: res.statusCode ?? null, response: res.body ?? null, durationMs: res.durationMs, attempts: attempt };
-    if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) {
-      let parsed: unknown = res.body ?? null;
-      try {
-        parsed = JSON.parse(res.body ?? '');
-      } catch {
-        // Not JSON: kept as text.
-      }
-      return this.done(run, step, 'next', { status: 'COMPLETED', output }, { context: { webhook: { statusCode: res.statusCode, body: parsed } } });
-    }
-    const error = res.error ?? `HTTP ${res.statusCode}`;
-    const refused = res.error?.startsWith('refused') ?? false;
+    const call = await callStepWebhook(this.db, config, { execution: x, run, step, cfg, attempt, timeoutMs });
+    if (call.ok) return this.done(run, step, 'next', { status: 'COMPLETED', output: call.output }, { context: { webhook: call.webhook } });
+    const { error, refused, output } = call;
     if (attempt <= retries && !refused) {
       const at = new Date(Date.now() + config.workflowRetryBackoffMs * 2 ** (attempt - 1));
       await finishStepRun(this.db, run.id, { status: 'RUNNING', error, output });
@@ -404,27 +367,11 @@ class ExecutionRun {
   }
 }
 
-/** Graphs kept in memory per worker process (workflows). */
-const GRAPH_CACHE_SIZE = 500;
-
 /** Creates the BullMQ processor function of the `workflow` queue. */
 export function createWorkflowProcessor(deps: WorkflowProcessorDeps) {
   const { config } = deps;
   const { db } = deps.database;
-  // Graphs by workflow, valid while the workflow's updated_at (read with each claim) is unchanged: every graph
-  // edit moves it in the edit's transaction.
-  // A graph loaded after the claim may be newer than the claim's version: kept under that version, it is served
-  // to claims of that version only, and a newer claim reloads.
-  const graphs = new Map<string, { version: string; graph: WorkflowGraph }>();
-  const graphOf = async (projectId: string, workflowId: string, version: string): Promise<WorkflowGraph | undefined> => {
-    const hit = graphs.get(workflowId);
-    if (hit && hit.version === version) return hit.graph;
-    const graph = await loadWorkflowGraph(db, projectId, workflowId);
-    if (!graph) return undefined;
-    if (graphs.size >= GRAPH_CACHE_SIZE) graphs.delete(graphs.keys().next().value!);
-    graphs.set(workflowId, { version, graph });
-    return graph;
-  };
+  const graphs = new GraphCache((projectId, workflowId) => loadWorkflowGraph(db, projectId, workflowId));
   return async (job: Job, token?: string): Promise<WorkflowJobResult> => {
     const checked = validatePayload(job.data);
     if (!checked.ok) throw new UnrecoverableError(`invalid workflow payload: ${JSON.stringify(checked.errors)}`);
@@ -438,7 +385,7 @@ export function createWorkflowProcessor(deps: WorkflowProcessorDeps) {
       throw new DelayedError();
     }
     if (claim.kind !== 'claimed') return { outcome: 'skipped', reason: claim.kind === 'final' ? `execution already ${claim.status}` : 'execution no longer exists' };
-    const graph = await graphOf(projectId, claim.execution.workflowId, claim.workflowVersion);
+    const graph = await graphs.get(projectId, claim.execution.workflowId, claim.workflowVersion);
     if (!graph) {
       await releaseExecution(db, executionId, lease);
       return { outcome: 'skipped', reason: 'workflow no longer exists' };

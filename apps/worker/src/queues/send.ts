@@ -9,7 +9,7 @@
  */
 import { Worker, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { QueueName, queueOptions, type Config } from '@mailroom/core';
+import { effectiveSendRate, QueueName, queueOptions, type Config } from '@mailroom/core';
 
 /**
  * The smooth limiter for `emailsPerSecond`: one job start every `floor(1000 / rate)` ms. It paces jobs so they
@@ -20,12 +20,16 @@ export function smoothLimiter(emailsPerSecond: number): { max: number; duration:
   return { max: 1, duration: Math.max(1, Math.floor(1000 / emailsPerSecond)) };
 }
 
-/** Options of the `send` worker. */
-export function sendWorkerOptions(config: Config, connection: Redis): WorkerOptions {
+/**
+ * Options of the `send` worker.
+ *
+ * @param emailsPerSecond - the send rate in force (see `AccountWatcher`); default `SES_MAX_SEND_RATE`, else 14.
+ */
+export function sendWorkerOptions(config: Config, connection: Redis, emailsPerSecond = effectiveSendRate(undefined, config.sesMaxSendRate)): WorkerOptions {
   return {
     ...queueOptions(config, connection),
     concurrency: config.workerConcurrency,
-    limiter: smoothLimiter(config.sesMaxSendRate),
+    limiter: smoothLimiter(emailsPerSecond),
     lockDuration: config.workerLockMs,
     stalledInterval: config.workerLockMs,
     // A job whose worker died is retried, not failed: the claim makes a retry safe.
@@ -34,11 +38,20 @@ export function sendWorkerOptions(config: Config, connection: Redis): WorkerOpti
   };
 }
 
-/** Creates the `send` worker (not yet running). */
+/** Creates the `send` worker (not yet running), pacing job starts at `emailsPerSecond`. */
 export function createSendWorker(
   config: Config,
   connection: Redis,
   processor: ConstructorParameters<typeof Worker>[1],
+  emailsPerSecond?: number,
 ): Worker {
-  return new Worker(QueueName.send, processor, sendWorkerOptions(config, connection));
+  return new Worker(QueueName.send, processor, sendWorkerOptions(config, connection, emailsPerSecond));
+}
+
+/**
+ * Moves a running `send` worker's limiter to a new rate. BullMQ reads `opts.limiter` on every fetch of a job
+ * (its `moveToActive` script gets the limiter as an argument), so the next job start follows the new pace.
+ */
+export function setSendWorkerRate(worker: Worker, emailsPerSecond: number): void {
+  worker.opts.limiter = smoothLimiter(emailsPerSecond);
 }

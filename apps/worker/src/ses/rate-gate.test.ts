@@ -157,3 +157,18 @@ test('a grant is confirmed when its SES request has been written, not before: a 
     await new Promise((resolve) => server.close(resolve));
   }
 });
+
+test('setRate: the next decisions follow the new rate (an account reading changed it)', async () => {
+  const [conn] = connect(1);
+  const gate = new SendRateGate(conn, freshKey(), 50, 0);
+  for (let i = 0; i < 3; i++) await gate.acquire();
+  gate.setRate(4);
+  expect(gate.rate).toBe(4);
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    await gate.acquire();
+    times.push(performance.now());
+  }
+  // At 4/s decisions are 250 ms apart on the Redis clock (at 50/s, 20 ms); the margin absorbs reply jitter.
+  expect(times[2] - times[0]).toBeGreaterThan(300);
+});

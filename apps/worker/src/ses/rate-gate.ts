@@ -116,7 +116,7 @@ export function gateIntervalMicros(emailsPerSecond: number, safetyMs: number): n
 
 /** The shared send-rate gate in Redis (see the module notes). */
 export class SendRateGate {
-  private readonly intervalUs: number;
+  private intervalUs: number;
   private readonly windowUs: number;
   private readonly keepMs: number;
   private readonly keys: [string, string, string];
@@ -126,20 +126,35 @@ export class SendRateGate {
   /**
    * @param redis - any connection (the scripts run atomically on the server, using the server's clock).
    * @param key - one key shared by every worker of the deployment.
-   * @param emailsPerSecond - `SES_MAX_SEND_RATE`: sends allowed in any window of `1000 + safetyMs` ms.
+   * @param emailsPerSecond - the send rate (the SES account's, capped by `SES_MAX_SEND_RATE`): sends allowed in any
+   *   window of `1000 + safetyMs` ms; changed later with {@link setRate}.
    * @param safetyMs - `SES_RATE_SAFETY_MS`: ms added to the one-second window, for jitter after the write.
    */
   constructor(
     private readonly redis: Redis,
     key: string,
-    private readonly emailsPerSecond: number,
-    safetyMs: number,
+    private emailsPerSecond: number,
+    private readonly safetyMs: number,
   ) {
     this.intervalUs = gateIntervalMicros(emailsPerSecond, safetyMs);
     this.windowUs = (1000 + safetyMs) * 1000;
     this.keepMs = Math.max(1000 + safetyMs, PENDING_TTL_MS) + 1000;
     this.keys = [key, `${key}:pending`, `${key}:sent`];
     listenForSesRequests();
+  }
+
+  /**
+   * Changes the rate (emails/s, ≥ 1) from the next decision on: the rate travels with each decision, so every
+   * process decides by its own latest reading of the account (they agree again within `SES_ACCOUNT_REFRESH_MS`).
+   */
+  setRate(emailsPerSecond: number): void {
+    this.emailsPerSecond = Math.max(1, emailsPerSecond);
+    this.intervalUs = gateIntervalMicros(this.emailsPerSecond, this.safetyMs);
+  }
+
+  /** The rate in force (emails/s). */
+  get rate(): number {
+    return this.emailsPerSecond;
   }
 
   /**

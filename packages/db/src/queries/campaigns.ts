@@ -17,7 +17,7 @@ export type NewCampaign = Pick<
   'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'audienceType' | 'segmentId' | 'audienceFilter'
 >;
 
-const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** Inserts a DRAFT campaign. */
 export async function createCampaign(db: DbOrTx, projectId: string, input: NewCampaign): Promise<CampaignRow> {
@@ -77,14 +77,17 @@ export async function deleteDraftCampaign(db: DbOrTx, projectId: string, id: str
 /**
  * `POST /campaigns/{id}/send`: from DRAFT or SCHEDULED, to SCHEDULED at `scheduledAt` (a future time; also
  * reschedules) or to SENDING now (`scheduledAt` null).
+ *
+ * @param test - sent with a test key: the campaign and every email it fans out are test data (delivered to the
+ *   test sink, never to SES). The last send or reschedule decides.
  */
-export async function sendCampaign(db: DbOrTx, projectId: string, id: string, scheduledAt: Date | null): Promise<Transition> {
+export async function sendCampaign(db: DbOrTx, projectId: string, id: string, scheduledAt: Date | null, test = false): Promise<Transition> {
   const [row] = await db
     .update(campaigns)
     .set(
       scheduledAt
-        ? { status: 'SCHEDULED', scheduledAt, updatedAt: new Date() }
-        : { status: 'SENDING', scheduledAt: sql`coalesce(${campaigns.scheduledAt}, now())`, startedAt: new Date(), updatedAt: new Date() },
+        ? { status: 'SCHEDULED', scheduledAt, test, updatedAt: new Date() }
+        : { status: 'SENDING', scheduledAt: sql`coalesce(${campaigns.scheduledAt}, now())`, startedAt: new Date(), test, updatedAt: new Date() },
     )
     .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, ['DRAFT', 'SCHEDULED'])))
     .returning();
@@ -92,7 +95,7 @@ export async function sendCampaign(db: DbOrTx, projectId: string, id: string, sc
 }
 
 /**
- * Cancels a DRAFT, SCHEDULED or SENDING campaign, and in the same transaction its emails already handed to the
+ * Cancels a DRAFT, SCHEDULED, SENDING or PAUSED campaign, and in the same transaction its emails already handed to the
  * send queue and not yet claimed by a worker (`queued` → `cancelled`, with a timeline entry): at most the
  * campaign's queue window, so the request stays short at any audience size. The rest (rows beyond the window) can
  * no longer be fed to the queue; the campaign job sweeps them with {@link sweepCancelledCampaign}. A worker that
@@ -107,7 +110,7 @@ export async function cancelCampaign(db: DbOrTx, projectId: string, id: string):
     const [row] = await tx
       .update(campaigns)
       .set({ status: 'CANCELLED', cancelledAt: new Date(), completedAt: new Date(), updatedAt: new Date() })
-      .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, ['DRAFT', 'SCHEDULED', 'SENDING'])))
+      .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, ['DRAFT', 'SCHEDULED', 'SENDING', 'PAUSED'])))
       .returning();
     if (!row) return explainMiss(tx, projectId, id);
     const cancelled = await tx.execute<{ n: number }>(sql`
@@ -208,8 +211,8 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
         limit ${batchSize}
       ),
       ins as (
-        insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, from_name, reply_to, status)
-        select mailroom_uuid_v7(clock_timestamp()), k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued'
+        insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, from_name, reply_to, status, test)
+        select mailroom_uuid_v7(clock_timestamp()), k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued', k.test
         from batch b, campaigns k where k.id = ${campaignId}::uuid
         on conflict (campaign_id, contact_id) where campaign_id is not null do nothing
         returning id

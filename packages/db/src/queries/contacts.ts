@@ -58,7 +58,7 @@ function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
  * The `input` and `upserted` common table expressions of a contact upsert, to follow `WITH`. `upserted` returns
  * `id, email, email_key, subscribed, data, created_at, updated_at, inserted`. Rows must be distinct by key.
  */
-function upsertCtes(projectId: string, rows: UpsertRow[]): SQL {
+function upsertCtes(projectId: string, rows: UpsertRow[], test = false): SQL {
   const values = sql.join(
     rows.map((r) => {
       const { set, removed } = splitPatch(r.data);
@@ -81,7 +81,7 @@ function upsertCtes(projectId: string, rows: UpsertRow[]): SQL {
           where i.email_key = excluded.email_key),
         updated_at = now()
       returning id, email, email_key, subscribed, data, created_at, updated_at, (xmax = 0) as inserted
-    )${mayChangeSubscription(rows) ? sql`, ${subscriptionEvents(projectId)}` : sql``}`;
+    )${mayChangeSubscription(rows) ? sql`, ${subscriptionEvents(projectId, test)}` : sql``}`;
 }
 
 /**
@@ -97,17 +97,18 @@ function mayChangeSubscription(rows: UpsertRow[]): boolean {
  * The `prior` and `subscription_events` CTEs, after `upserted`: records `contact.subscribed` for a contact created
  * subscribed or switched on, and `contact.unsubscribed` (method `api`) for one switched off, so workflows and
  * segments see subscription changes made through the API. `prior` reads the statement's snapshot: two
- * concurrent requests switching the same contact may both record the change.
+ * concurrent requests switching the same contact may both record the change. `test`: the events are test events
+ * (a test key's request: they start and wake test workflow executions only).
  */
-function subscriptionEvents(projectId: string): SQL {
+function subscriptionEvents(projectId: string, test: boolean): SQL {
   return sql`prior as (
       select c.id, c.subscribed from contacts c
       where c.project_id = ${projectId}::uuid and c.email_key in (select email_key from input)
     ),
     subscription_events as (
-      insert into events (id, project_id, contact_id, name, data, created_at)
+      insert into events (id, project_id, contact_id, name, data, created_at, test)
       select mailroom_uuid_v7(clock_timestamp()), ${projectId}::uuid, u.id,
-        case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{"method":"api"}'::jsonb, clock_timestamp()
+        case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{"method":"api"}'::jsonb, clock_timestamp(), ${test}::boolean
       from upserted u left join prior p on p.id = u.id
       where (u.inserted and u.subscribed) or (not u.inserted and p.subscribed is distinct from u.subscribed and p.id is not null)
     )`;
@@ -143,12 +144,13 @@ function fromSql(r: ContactSqlRow): UpsertedContact {
  * concurrent multi-recipient upserts cannot deadlock. Meant for request-sized inputs (up to a few hundred
  * rows); bulk imports use {@link importContactBatch}.
  *
+ * @param opts.test - a test key's request: the subscription events it records are test events.
  * @returns one row per distinct address, in address order.
  */
-export async function upsertContacts(db: DbOrTx, projectId: string, inputs: ContactUpsert[]): Promise<UpsertedContact[]> {
+export async function upsertContacts(db: DbOrTx, projectId: string, inputs: ContactUpsert[], opts: { test?: boolean } = {}): Promise<UpsertedContact[]> {
   const rows = mergeInputs(inputs);
   if (rows.length === 0) return [];
-  const result = await db.execute<ContactSqlRow>(sql`with ${upsertCtes(projectId, rows)} select * from upserted`);
+  const result = await db.execute<ContactSqlRow>(sql`with ${upsertCtes(projectId, rows, opts.test)} select * from upserted`);
   return result.rows.map(fromSql).sort((a, b) => (a.emailKey < b.emailKey ? -1 : a.emailKey > b.emailKey ? 1 : 0));
 }
 
@@ -162,6 +164,8 @@ export interface TrackInput {
   name: string;
   /** Stored on the event (includes non-persistent values). */
   eventData: Record<string, unknown>;
+  /** Tracked with a test key: a test event (and its subscription event); it starts and wakes test executions only. */
+  test?: boolean;
 }
 
 /** Result of {@link trackEvent}. */
@@ -182,10 +186,11 @@ export async function trackEvent(db: DbOrTx, projectId: string, input: TrackInpu
   const eventId = newIdAt(now);
   const createdAt = new Date(now);
   const result = await db.execute<ContactSqlRow>(sql`
-    with ${upsertCtes(projectId, rows)},
+    with ${upsertCtes(projectId, rows, input.test)},
     ev as (
-      insert into events (id, project_id, contact_id, name, data, created_at)
-      select ${eventId}::uuid, ${projectId}::uuid, u.id, ${input.name}, ${JSON.stringify(input.eventData)}::jsonb, ${createdAt.toISOString()}::timestamptz
+      insert into events (id, project_id, contact_id, name, data, created_at, test)
+      select ${eventId}::uuid, ${projectId}::uuid, u.id, ${input.name}, ${JSON.stringify(input.eventData)}::jsonb, ${createdAt.toISOString()}::timestamptz,
+        ${input.test ?? false}::boolean
       from upserted u
       returning id
     )
@@ -215,6 +220,7 @@ export async function findContactByEmail(db: DbOrTx, projectId: string, email: s
 /**
  * `PATCH /contacts/{id}`: merges `data` in SQL (shallow; `null` removes a key) and sets `subscribed` when given.
  *
+ * @param opts.test - a test key's request or a test execution's UPDATE_CONTACT: the subscription event is a test event.
  * @returns the updated contact, or `undefined` when the project has no such contact.
  */
 export async function updateContact(
@@ -222,6 +228,7 @@ export async function updateContact(
   projectId: string,
   id: string,
   patch: { subscribed?: boolean; data?: Record<string, unknown> },
+  opts: { test?: boolean } = {},
 ): Promise<ContactRow | undefined> {
   const { set, removed } = splitPatch(patch.data);
   // `old` locks the row before the update reads it, so the subscription change is seen exactly once.
@@ -236,9 +243,9 @@ export async function updateContact(
       returning c.*, old.subscribed as old_subscribed
     ),
     subscription_events as (
-      insert into events (id, project_id, contact_id, name, data, created_at)
+      insert into events (id, project_id, contact_id, name, data, created_at, test)
       select mailroom_uuid_v7(clock_timestamp()), ${projectId}::uuid, u.id,
-        case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{"method":"api"}'::jsonb, clock_timestamp()
+        case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{"method":"api"}'::jsonb, clock_timestamp(), ${opts.test ?? false}::boolean
       from updated u where u.subscribed <> u.old_subscribed
     )
     select id, project_id, email, email_key, subscribed, data, created_at, updated_at from updated

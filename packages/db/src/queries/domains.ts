@@ -92,7 +92,7 @@ export async function duePendingDomains(db: DbOrTx, olderThanMs: number, limit: 
 }
 
 /**
- * The first SCHEDULED or SENDING campaign of the project whose sender is on `domain` or a subdomain of it, or
+ * The first SCHEDULED, SENDING or PAUSED campaign of the project whose sender is on `domain` or a subdomain of it, or
  * `undefined`: such a domain cannot be removed.
  */
 export async function campaignUsingDomain(db: DbOrTx, projectId: string, domain: string): Promise<{ id: string; status: string } | undefined> {
@@ -102,7 +102,7 @@ export async function campaignUsingDomain(db: DbOrTx, projectId: string, domain:
     .where(
       and(
         eq(campaigns.projectId, projectId),
-        inArray(campaigns.status, ['SCHEDULED', 'SENDING']),
+        inArray(campaigns.status, ['SCHEDULED', 'SENDING', 'PAUSED']),
         sql`(lower(split_part(${campaigns.fromEmail}, '@', 2)) = ${domain} or lower(split_part(${campaigns.fromEmail}, '@', 2)) like ${likePattern(`.${domain}`, 'endsWith')})`,
       ),
     )

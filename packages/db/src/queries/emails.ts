@@ -9,6 +9,7 @@ import { idLowerBound, newId, type WebhookDeliveryRef } from '@mailroom/core';
 import type { DbOrTx } from '../client';
 import { endpointWants } from './webhooks';
 import { attachments, campaigns, emailEvents, emails, type EmailSource, type EmailStatus } from '../schema';
+import { countReputation } from './reputation-counts';
 
 export type EmailRow = typeof emails.$inferSelect;
 export type NewEmail = Omit<typeof emails.$inferInsert, 'createdAt' | 'updatedAt' | 'status'>;
@@ -85,17 +86,24 @@ export interface ClaimedEmail extends EmailRow {
   campaign: { subject: string; body: string; status: string } | null;
   /** The recipient is on the project's suppression list now (it may have bounced since the email was accepted). */
   suppressed: boolean;
+  /**
+   * A campaign's or workflow's marketing email whose contact unsubscribed since it was written (a paused campaign
+   * can hold its emails for hours): it is never sent.
+   */
+  unsubscribed: boolean;
 }
 
 /** Why {@link claimEmail} did not claim. */
 export type ClaimMiss =
   | { kind: 'missing' }
   | { kind: 'final'; status: EmailStatus }
-  | { kind: 'leased'; until: Date };
+  | { kind: 'leased'; until: Date }
+  | { kind: 'paused'; campaignId: string };
 
 /**
  * Atomically takes ownership of an email for sending: `queued → sending`, or re-takes a `sending` row whose
  * lease (`leaseMs`) has expired because its worker died. The claim token must be shown to finish the row.
+ * A queued email of a PAUSED campaign is not claimed (`kind: 'paused'`): it waits, queued, for the resume.
  *
  * A re-taken `sending` row may or may not have reached SES before its worker died (SES has no idempotency key);
  * it is sent again with the same Message-ID so receivers can collapse the copy. That window is the time between
@@ -114,16 +122,20 @@ export async function claimEmail(
     from (select id, status as previous_status from emails where id = ${emailId}::uuid for update) p
     where e.id = p.id and (e.status = 'queued'
       or (e.status = 'sending' and e.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})))
+      -- A paused campaign's emails stay queued until it resumes.
+      and not (e.status = 'queued' and exists (select 1 from campaigns k where k.id = e.campaign_id and k.status = 'PAUSED'))
     returning e.*, p.previous_status,
       (select disabled from projects where id = e.project_id) as project_disabled,
       (select signing_key from projects where id = e.project_id) as signing_key,
       (select data from contacts where id = e.contact_id) as contact_data,
       (select json_build_object('subject', k.subject, 'body', k.body, 'status', k.status) from campaigns k where k.id = e.campaign_id) as campaign,
-      exists (select 1 from suppressions s where s.project_id = e.project_id and s.email_key = lower(e.to_email)) as suppressed
+      exists (select 1 from suppressions s where s.project_id = e.project_id and s.email_key = lower(e.to_email)) as suppressed,
+      (e.marketing and e.source in ('campaign', 'workflow')
+        and exists (select 1 from contacts c where c.id = e.contact_id and not c.subscribed)) as unsubscribed
   `);
   const hit = claimed.rows[0];
   if (hit) {
-    const { previous_status, project_disabled, signing_key, contact_data, campaign, suppressed, ...row } = hit;
+    const { previous_status, project_disabled, signing_key, contact_data, campaign, suppressed, unsubscribed, ...row } = hit;
     return {
       ok: true,
       email: {
@@ -134,14 +146,17 @@ export async function claimEmail(
         contactData: (contact_data as Record<string, unknown> | null) ?? null,
         campaign: (campaign as ClaimedEmail['campaign']) ?? null,
         suppressed: suppressed === true,
+        unsubscribed: unsubscribed === true,
       },
     };
   }
   const [row] = await db
-    .select({ status: emails.status, claimedAt: emails.claimedAt })
+    .select({ status: emails.status, claimedAt: emails.claimedAt, campaignId: emails.campaignId, campaignStatus: campaigns.status })
     .from(emails)
+    .leftJoin(campaigns, eq(campaigns.id, emails.campaignId))
     .where(eq(emails.id, emailId));
   if (!row) return { ok: false, kind: 'missing' };
+  if (row.status === 'queued' && row.campaignId && row.campaignStatus === 'PAUSED') return { ok: false, kind: 'paused', campaignId: row.campaignId };
   if (row.status === 'sending' && row.claimedAt) {
     return { ok: false, kind: 'leased', until: new Date(row.claimedAt.getTime() + leaseMs) };
   }
@@ -162,7 +177,8 @@ export async function finishEmail(
   outcome:
     | { status: 'sent'; messageId: string; renderedSubject: string }
     | { status: 'queued'; reason: string; retryInMs?: number }
-    | { status: 'failed' | 'cancelled' | 'suppressed'; reason: string },
+    | { status: 'failed'; reason: string; failureKind: 'transient' | 'permanent' }
+    | { status: 'cancelled' | 'suppressed'; reason: string },
   announce?: { type: string; data: Record<string, unknown> },
 ): Promise<{ finished: boolean; deliveries: WebhookDeliveryRef[] }> {
   const sent = outcome.status === 'sent';
@@ -180,9 +196,14 @@ export async function finishEmail(
         rendered_subject = coalesce(${sent ? outcome.renderedSubject : null}, rendered_subject),
         sent_at = case when ${sent}::boolean then now() else sent_at end,
         error = ${sent || outcome.status === 'queued' ? null : outcome.reason},
+        failure_kind = ${'failureKind' in outcome ? outcome.failureKind : null},
         updated_at = now()
       where id = ${emailId}::uuid and claim_token = ${token}::uuid and status = 'sending'
-      returning id, project_id
+      returning id, project_id, from_email, campaign_id, test
+    ),
+    counted as (
+      ${countReputation(sql`select project_id, from_email, campaign_id, 1 as sent, 0 as delivered, 0 as hard, 0 as soft, 0 as complaints
+        from moved where ${sent}::boolean and not test`)}
     ),
     timeline as (
       insert into email_events (id, email_id, project_id, type, data)

@@ -32,6 +32,8 @@ export interface EventItem {
   contactId: string;
   email: string;
   data: Record<string, unknown>;
+  /** Recorded with a test key (test mode). */
+  test: boolean;
   createdAt: Date;
 }
 
@@ -55,6 +57,7 @@ export async function listEvents(db: DbOrTx, projectId: string, q: EventListQuer
       contactId: events.contactId,
       email: contacts.email,
       data: events.data,
+      test: events.test,
       createdAt: events.createdAt,
     })
     .from(events)

@@ -6,8 +6,10 @@
  * @module
  */
 import { sql } from 'drizzle-orm';
-import type { SesFeedback, WebhookDeliveryRef } from '@mailroom/core';
+import { DEFAULT_GUARDRAILS, type Guardrails, type SesFeedback, type WebhookDeliveryRef } from '@mailroom/core';
 import type { DbOrTx } from '../client';
+import { enforceCampaignGuardrail } from './guardrails';
+import { countReputation } from './reputation-counts';
 import { addSuppressions, type NewSuppression } from './suppressions';
 import { unsubscribeContact } from './unsubscribe';
 import { recordWebhookEvents, type WebhookEvent } from './webhooks';
@@ -86,8 +88,16 @@ async function findEmail(db: DbOrTx, fb: SesFeedback): Promise<EmailForFeedback 
  *   bounces when the contact has had `policy.limit` of them within `policy.windowHours`. A complaint also
  *   unsubscribes the contact.
  * - Webhook deliveries for `email.<x>`, `contact.suppressed` and `contact.unsubscribed`.
+ * - The campaign guardrail: a delivery, bounce or complaint of a SENDING campaign's email has its campaign judged
+ *   on its outcomes (`enforceCampaignGuardrail`, with `guardrails` as the service defaults) and paused, with its
+ *   `campaign.paused` deliveries, when a rate is over.
  */
-export async function applySesFeedback(db: DbOrTx, fb: SesFeedback, policy: SoftBouncePolicy): Promise<FeedbackOutcome> {
+export async function applySesFeedback(
+  db: DbOrTx,
+  fb: SesFeedback,
+  policy: SoftBouncePolicy,
+  guardrails: Readonly<Guardrails> = DEFAULT_GUARDRAILS,
+): Promise<FeedbackOutcome> {
   const effect = EFFECTS[fb.kind];
   if (!effect) return { applied: false, reason: 'no effect' };
   const email = await findEmail(db, fb);
@@ -97,9 +107,15 @@ export async function applySesFeedback(db: DbOrTx, fb: SesFeedback, policy: Soft
 
   const base = { emailId: email.id, contactId: email.contact_id, campaignId: email.campaign_id, messageId: fb.messageId, to: email.to_email, from: email.from_email };
   const contactEvent = email.contact_id && CONTACT_EVENTS.has(effect.event!) ? effect.event! : null;
-  // One statement: the status move and counters, the timeline entry and the contact event.
-  const updated = await db.execute<{ status: string }>(sql`
-    with moved as (
+  const bounceType = fb.kind === 'bounced' ? (fb.bounceType === 'Permanent' ? 'hard' : 'soft') : null;
+  // One statement: the status move and counters, the timeline entry and the contact event; `old` reads the row
+  // as it was (the same snapshot), for the reputation counts written last (below).
+  const updated = await db.execute<{ status: string; test: boolean; undelivered: boolean; old_bounce: string | null; uncomplained: boolean }>(sql`
+    with old as (
+      select test, delivered_at is null as undelivered, bounce_type as old_bounce, status <> 'complained' as uncomplained
+      from emails where id = ${email.id}::uuid
+    ),
+    moved as (
       update emails set
         status = case when ${effect.status ?? null}::text is not null
             and array_position(${order}::text[], status) < array_position(${order}::text[], ${effect.status ?? null}::text)
@@ -109,6 +125,9 @@ export async function applySesFeedback(db: DbOrTx, fb: SesFeedback, policy: Soft
         clicked_at = case when ${fb.kind} = 'clicked' then coalesce(clicked_at, ${at}::timestamptz) else clicked_at end,
         open_count = open_count + (${fb.kind} = 'opened')::int,
         click_count = click_count + (${fb.kind} = 'clicked')::int,
+        -- A hard bounce after a soft one upgrades it (the guardrail judges hard bounces).
+        bounce_type = case when ${bounceType}::text = 'hard' then 'hard' else coalesce(bounce_type, ${bounceType}::text) end,
+        failure_kind = case when ${effect.status === 'failed'} then 'permanent' else failure_kind end,
         error = case when ${effect.status === 'failed'} then ${typeof fb.details.reason === 'string' ? fb.details.reason : fb.sesType} else error end,
         updated_at = now()
       where id = ${email.id}::uuid
@@ -125,9 +144,9 @@ export async function applySesFeedback(db: DbOrTx, fb: SesFeedback, policy: Soft
         ${JSON.stringify({ ...base, ...fb.details })}::jsonb, ${at}::timestamptz
       where ${contactEvent}::text is not null
     )
-    select status from moved
+    select moved.status, old.* from moved, old
   `);
-  const status = updated.rows[0].status;
+  const { status, ...was } = updated.rows[0];
 
   const toSuppress: NewSuppression[] = [];
   const recipients = fb.recipients.length > 0 ? fb.recipients : [email.to_email];
@@ -166,6 +185,25 @@ export async function applySesFeedback(db: DbOrTx, fb: SesFeedback, policy: Soft
   }
   if (unsubscribed) events.push({ type: 'contact.unsubscribed', data: { contactId: email.contact_id, email: email.to_email, method: 'complaint', emailId: email.id, campaignId: email.campaign_id } });
   const deliveries = await recordWebhookEvents(db, email.project_id, events);
+  // Reputation counts, each outcome once per email (the first delivery, the first soft bounce, the first hard
+  // bounce even after a soft one, the first complaint). Written last, so the shared counts row of a campaign's
+  // hour is locked only from here to the commit, not through the rest of this transaction.
+  const counts = {
+    delivered: fb.kind === 'delivered' && was.undelivered ? 1 : 0,
+    hard: bounceType === 'hard' && was.old_bounce !== 'hard' ? 1 : 0,
+    soft: bounceType === 'soft' && was.old_bounce === null ? 1 : 0,
+    complaints: fb.kind === 'complained' && was.uncomplained ? 1 : 0,
+  };
+  if (!was.test && counts.delivered + counts.hard + counts.soft + counts.complaints > 0) {
+    await db.execute(
+      countReputation(sql`select ${email.project_id}::uuid as project_id, ${email.from_email}::text as from_email, ${email.campaign_id}::uuid as campaign_id,
+        0 as sent, ${counts.delivered}::int as delivered, ${counts.hard}::int as hard, ${counts.soft}::int as soft, ${counts.complaints}::int as complaints`),
+    );
+  }
+  // After the count: an outcome of a campaign email may pause its campaign, in this same transaction.
+  if (email.campaign_id && (fb.kind === 'delivered' || fb.kind === 'bounced' || fb.kind === 'complained')) {
+    deliveries.push(...(await enforceCampaignGuardrail(db, email.campaign_id, guardrails)).deliveries);
+  }
   return { applied: true, emailId: email.id, projectId: email.project_id, status, suppressed: added.map((s) => s.email), unsubscribed, deliveries };
 }
 

@@ -1,11 +1,11 @@
 /**
  * Keys brought from elsewhere (an operator moving a Plunk project by hand): stored like ours, as SHA-256 hashes
- * beside their 10-character prefix, so clients keep the keys they have.
+ * beside their visible prefix (`keyPrefix`), so clients keep the keys they have.
  *
  * @module
  */
 import { eq } from 'drizzle-orm';
-import { hashKey, KEY_PREFIX_LENGTH, type KeyKind } from '@mailroom/core';
+import { hashKey, keyMode, keyPrefix, type KeyKind } from '@mailroom/core';
 import type { Db } from '../client';
 import { apiKeys, projects } from '../schema';
 import { listKeys, type KeySummary } from './projects';
@@ -19,6 +19,7 @@ export type ImportKeysResult =
 /**
  * Adds the given keys to a project as current keys (the project's other keys are left as they are), all or none.
  * The caller checks each key's shape and kind (`keyKind` of `@mailroom/core`).
+ * A key shaped as a test key (`sk_test_…`, `pk_test_…`) is stored as a test key.
  *
  * @param keys - the keys in clear, by kind; only their hashes are stored.
  * @returns the project's keys that were added, or why none was: `key_in_use` when a key is already stored here
@@ -39,7 +40,7 @@ export async function importProjectKeys(db: Db, projectId: string, keys: { kind:
       for (const { kind, key } of keys) {
         const [row] = await tx
           .insert(apiKeys)
-          .values({ projectId, kind, keyHash: hashKey(key), keyPrefix: key.slice(0, KEY_PREFIX_LENGTH) })
+          .values({ projectId, kind, mode: keyMode(key), keyHash: hashKey(key), keyPrefix: keyPrefix(key) })
           .onConflictDoNothing({ target: apiKeys.keyHash })
           .returning({ id: apiKeys.id });
         if (!row) throw new InUse(kind);

@@ -4,7 +4,7 @@
  * @module
  */
 import { and, eq, gt, isNull, or, sql } from 'drizzle-orm';
-import { asciiHostname, generateKey, hashKey, KEY_PREFIX_LENGTH, type KeyKind, type KeyReference } from '@mailroom/core';
+import { asciiHostname, generateKey, hashKey, keyPrefix, type KeyKind, type KeyMode, type KeyReference } from '@mailroom/core';
 import type { Db, DbOrTx } from '../client';
 import { apiKeys, domains, projects } from '../schema';
 
@@ -17,33 +17,47 @@ export interface IssuedProject {
   secretKey: string;
 }
 
-async function issueKey(db: DbOrTx, projectId: string, kind: KeyKind): Promise<string> {
-  const key = generateKey(kind);
-  await db.insert(apiKeys).values({ projectId, kind, keyHash: hashKey(key), keyPrefix: key.slice(0, KEY_PREFIX_LENGTH) });
+/** A new project: its live key pair and its test key pair (`pk_test_…`, `sk_test_…`), shown this once. */
+export interface CreatedProject extends IssuedProject {
+  testPublicKey: string;
+  testSecretKey: string;
+}
+
+/** A project's freshly rotated key pair of one mode (`sk_test_…`/`pk_test_…` when `mode` is `test`). */
+export interface RotatedKeys extends IssuedProject {
+  mode: KeyMode;
+}
+
+async function issueKey(db: DbOrTx, projectId: string, kind: KeyKind, mode: KeyMode): Promise<string> {
+  const key = generateKey(kind, mode);
+  await db.insert(apiKeys).values({ projectId, kind, mode, keyHash: hashKey(key), keyPrefix: keyPrefix(key) });
   return key;
 }
 
-async function issueKeys(db: DbOrTx, projectId: string): Promise<{ publicKey: string; secretKey: string }> {
-  const publicKey = await issueKey(db, projectId, 'public');
-  const secretKey = await issueKey(db, projectId, 'secret');
+async function issueKeys(db: DbOrTx, projectId: string, mode: KeyMode): Promise<{ publicKey: string; secretKey: string }> {
+  const publicKey = await issueKey(db, projectId, 'public', mode);
+  const secretKey = await issueKey(db, projectId, 'secret', mode);
   return { publicKey, secretKey };
 }
 
-/** Creates a project and its first key pair. */
-export async function createProject(db: Db, name: string): Promise<IssuedProject> {
+/** Creates a project with its first live key pair and its first test key pair. */
+export async function createProject(db: Db, name: string): Promise<CreatedProject> {
   return db.transaction(async (tx) => {
     const [project] = await tx.insert(projects).values({ name }).returning();
-    const keys = await issueKeys(tx, project.id);
-    return { id: project.id, name: project.name, disabled: project.disabled, ...keys };
+    const live = await issueKeys(tx, project.id, 'live');
+    const test = await issueKeys(tx, project.id, 'test');
+    return { id: project.id, name: project.name, disabled: project.disabled, ...live, testPublicKey: test.publicKey, testSecretKey: test.secretKey };
   });
 }
 
 /**
- * Issues a new key pair; the current keys keep working for `graceHours` (0 = revoked now).
+ * Issues a new key pair of one mode; the project's current keys of that mode keep working for `graceHours`
+ * (0 = revoked now), and keys of the other mode are left alone. Rotating `test` on a project that has no test
+ * keys (one made before test mode) simply issues its first test pair.
  *
  * @returns the project with the new keys, or `undefined` when the project does not exist.
  */
-export async function rotateKeys(db: Db, projectId: string, graceHours: number): Promise<IssuedProject | undefined> {
+export async function rotateKeys(db: Db, projectId: string, graceHours: number, mode: KeyMode = 'live'): Promise<RotatedKeys | undefined> {
   return db.transaction(async (tx) => {
     const [project] = await tx.select().from(projects).where(eq(projects.id, projectId)).for('update');
     if (!project) return undefined;
@@ -52,9 +66,9 @@ export async function rotateKeys(db: Db, projectId: string, graceHours: number):
     await tx
       .update(apiKeys)
       .set({ expiresAt: sql`least(coalesce(${apiKeys.expiresAt}, ${expiry}), ${expiry})` })
-      .where(eq(apiKeys.projectId, projectId));
-    const keys = await issueKeys(tx, projectId);
-    return { id: project.id, name: project.name, disabled: project.disabled, ...keys };
+      .where(and(eq(apiKeys.projectId, projectId), eq(apiKeys.mode, mode)));
+    const keys = await issueKeys(tx, projectId, mode);
+    return { id: project.id, name: project.name, disabled: project.disabled, mode, ...keys };
   });
 }
 
@@ -72,24 +86,27 @@ export async function setProjectDisabled(db: Db, projectId: string, disabled: bo
 export interface KeyRecord {
   projectId: string;
   kind: KeyKind;
+  /** `test`: what the key creates is test data (mail goes to the sink, never to SES). */
+  mode: KeyMode;
   projectDisabled: boolean;
 }
 
 /** Looks up a key that is neither expired nor revoked by its SHA-256 hash (hex). */
 export async function findKey(db: Db, keyHash: string): Promise<KeyRecord | undefined> {
   const [row] = await db
-    .select({ projectId: apiKeys.projectId, kind: apiKeys.kind, projectDisabled: projects.disabled })
+    .select({ projectId: apiKeys.projectId, kind: apiKeys.kind, mode: apiKeys.mode, projectDisabled: projects.disabled })
     .from(apiKeys)
     .innerJoin(projects, eq(projects.id, apiKeys.projectId))
     .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, sql`now()`))));
-  return row ? { projectId: row.projectId, kind: row.kind, projectDisabled: row.projectDisabled } : undefined;
+  return row ? { projectId: row.projectId, kind: row.kind, mode: row.mode, projectDisabled: row.projectDisabled } : undefined;
 }
 
 /** One API key as operators see it: never the key itself, only its visible prefix. */
 export interface KeySummary {
   id: string;
   kind: KeyKind;
-  /** The first {@link KEY_PREFIX_LENGTH} characters of the key, e.g. `sk_AbC1234`. */
+  mode: KeyMode;
+  /** The visible prefix of the key (`keyPrefix` of `@mailroom/core`), e.g. `sk_AbC1234` or `sk_test_AbC1234`. */
   keyPrefix: string;
   createdAt: Date;
   /** When a rotation ends (or ended) the key; null while it is a current key. */
@@ -103,6 +120,7 @@ export interface KeySummary {
 const keySummaryColumns = {
   id: apiKeys.id,
   kind: apiKeys.kind,
+  mode: apiKeys.mode,
   keyPrefix: apiKeys.keyPrefix,
   createdAt: apiKeys.createdAt,
   expiresAt: apiKeys.expiresAt,
@@ -130,9 +148,9 @@ export type RevokeKeyResult =
  * Revokes one key of a project at once (sets `revoked_at`; the row stays as the audit trail). `selector` is the
  * key itself, its visible prefix or its id (see `parseKeyReference`).
  *
- * Revoking a current key (one no rotation has ended yet) also issues a new key of the same kind, returned once
- * in `replacementKey`, so the project is never left without a working key of that kind; the other kind is left
- * alone. A key already in a rotation's grace period, or already expired, gets no replacement: the rotation
+ * Revoking a current key (one no rotation has ended yet) also issues a new key of the same kind and mode,
+ * returned once in `replacementKey`, so the project is never left without a working key of that kind and mode;
+ * the other keys are left alone. A key already in a rotation's grace period, or already expired, gets no replacement: the rotation
  * issued it. Revoking a revoked key changes nothing (`alreadyRevoked`, the original `revokedAt`).
  *
  * Every process's auth cache still holds the key for up to `AUTH_CACHE_TTL_MS`: that is the bound on how long
@@ -161,7 +179,7 @@ export async function revokeKey(db: Db, projectId: string, selector: KeyReferenc
       .set({ revokedAt: sql`now()` })
       .where(eq(apiKeys.id, row.id))
       .returning({ revokedAt: apiKeys.revokedAt });
-    const replacementKey = row.expiresAt === null ? await issueKey(tx, projectId, row.kind) : null;
+    const replacementKey = row.expiresAt === null ? await issueKey(tx, projectId, row.kind, row.mode) : null;
     return { ok: true, key: { ...row, revokedAt: revoked.revokedAt, active: false }, alreadyRevoked: false, replacementKey };
   });
 }

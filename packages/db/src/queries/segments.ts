@@ -98,7 +98,7 @@ export type DeleteSegmentResult = { deleted: true; failedCampaigns: string[] } |
 
 /**
  * Deletes a segment. Campaigns SCHEDULED on it become FAILED (their audience is gone) in the same transaction;
- * a campaign still building its recipient list from it blocks the delete (`in-use`). DRAFT campaigns keep
+ * a campaign still building its recipient list from it (SENDING or PAUSED) blocks the delete (`in-use`). DRAFT campaigns keep
  * `segmentId: null` and must be given another audience before sending.
  */
 export async function deleteSegment(db: DbOrTx, projectId: string, id: string): Promise<DeleteSegmentResult> {
@@ -108,10 +108,10 @@ export async function deleteSegment(db: DbOrTx, projectId: string, id: string): 
     if (!seg) return { deleted: false, reason: 'missing' };
     const using = await tx.execute<{ id: string; status: string; fanout_done: boolean }>(sql`
       select id, status, fanout_done from campaigns
-      where project_id = ${projectId}::uuid and segment_id = ${id}::uuid and status in ('SCHEDULED', 'SENDING')
+      where project_id = ${projectId}::uuid and segment_id = ${id}::uuid and status in ('SCHEDULED', 'SENDING', 'PAUSED')
       order by id for update
     `);
-    const fanningOut = using.rows.find((c) => c.status === 'SENDING' && !c.fanout_done);
+    const fanningOut = using.rows.find((c) => (c.status === 'SENDING' || c.status === 'PAUSED') && !c.fanout_done);
     if (fanningOut) return { deleted: false, reason: 'in-use', campaignId: fanningOut.id };
     const failed = await tx
       .update(campaigns)
@@ -179,22 +179,24 @@ export interface MembershipChange {
   notFound: string[];
 }
 
-function entryExitEvents(segmentId: string, name: string, kind: 'entry' | 'exit', projectId: string, cte: string) {
-  return sql`insert into events (id, project_id, contact_id, name, data, created_at)
+function entryExitEvents(segmentId: string, name: string, kind: 'entry' | 'exit', projectId: string, cte: string, test = false) {
+  return sql`insert into events (id, project_id, contact_id, name, data, created_at, test)
     select mailroom_uuid_v7(t.at), ${projectId}::uuid, x.contact_id, ${`segment.${name}.${kind}`},
-      jsonb_build_object('segmentId', ${segmentId}::text), t.at
+      jsonb_build_object('segmentId', ${segmentId}::text), t.at, ${test}::boolean
     from ${sql.identifier(cte)} x, (select date_trunc('milliseconds', now()) as at) t`;
 }
 
 /**
  * Adds contacts (by id or address) to a STATIC segment, or removes them. With tracking on, records
- * `segment.<name>.entry` / `.exit` events for the contacts that actually changed, in the same statement.
+ * `segment.<name>.entry` / `.exit` events for the contacts that actually changed, in the same statement
+ * (test events with `opts.test`: a test key's request).
  */
 export async function changeStaticMembers(
   db: DbOrTx,
   segment: SegmentRow,
   action: 'add' | 'remove',
   refs: { contactIds?: string[]; emails?: string[] },
+  opts: { test?: boolean } = {},
 ): Promise<MembershipChange> {
   const ids = refs.contactIds ?? [];
   const keys = (refs.emails ?? []).map((e) => e.trim().toLowerCase());
@@ -213,7 +215,7 @@ export async function changeStaticMembers(
           select ${segment.id}::uuid, unnest(${sql.param(targets)}::uuid[]) on conflict do nothing returning contact_id`
       : sql`delete from segment_members where segment_id = ${segment.id}::uuid and contact_id = any(${sql.param(targets)}::uuid[]) returning contact_id`;
   const track = segment.trackMembership
-    ? sql`, ev as (${entryExitEvents(segment.id, segment.name, action === 'add' ? 'entry' : 'exit', segment.projectId, 'changed')})`
+    ? sql`, ev as (${entryExitEvents(segment.id, segment.name, action === 'add' ? 'entry' : 'exit', segment.projectId, 'changed', opts.test)})`
     : sql``;
   const result = await db.execute<{ n: number }>(sql`with changed as (${change})${track} select count(*)::int as n from changed`);
   return { changed: result.rows[0].n, notFound };

@@ -30,7 +30,8 @@ export async function unsubscribeTarget(db: DbOrTx, emailId: string): Promise<Un
 /**
  * Unsubscribes the email's contact, idempotently, in one statement: only a contact still subscribed changes,
  * and only then are `contact.unsubscribed` (event), `unsubscribed` (the email's timeline) and the campaign's
- * unsubscribe count written.
+ * unsubscribe count written. Through a test email's link, the event is a test event (it starts and wakes test
+ * workflow executions only).
  *
  * @param method - `one-click` (RFC 8058 POST from a mailbox provider), `link` (the page in the message) or
  *   `complaint` (the recipient reported the message as spam).
@@ -51,8 +52,10 @@ export async function unsubscribeContact(
     ),
     t as (select date_trunc('milliseconds', now()) as at),
     ev as (
-      insert into events (id, project_id, contact_id, name, data, created_at)
-      select mailroom_uuid_v7(t.at), ${target.projectId}::uuid, c.id, 'contact.unsubscribed', ${data}::jsonb, t.at from changed c, t
+      insert into events (id, project_id, contact_id, name, data, created_at, test)
+      select mailroom_uuid_v7(t.at), ${target.projectId}::uuid, c.id, 'contact.unsubscribed', ${data}::jsonb, t.at,
+        coalesce((select e.test from emails e where e.id = ${target.emailId}::uuid), false)
+      from changed c, t
     ),
     timeline as (
       insert into email_events (id, email_id, project_id, type, data)

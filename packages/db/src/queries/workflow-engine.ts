@@ -4,7 +4,7 @@
  * - A job leases an execution ({@link claimExecution}: a token and a deadline) before running it; another job for
  *   the same execution waits for the lease to end, so two workers never run one execution's step at once.
  * - Every move is a compare-and-set on `version` ({@link moveExecution}), also required by the event path
- *   ({@link drainWorkflowInbox}) and by cancel: of two movers racing from one state, exactly one wins.
+ *   (`drainWorkflowInbox`, workflow-inbox.ts) and by cancel: of two movers racing from one state, exactly one wins.
  * - A step's effect commits in the transaction of the move that leaves the step (the email row, the contact
  *   update), so a retried job cannot repeat it; a WEBHOOK call, which cannot be rolled back, carries the step
  *   run's id as its idempotency key.
@@ -15,8 +15,8 @@ import { and, eq, getTableColumns, inArray, sql } from 'drizzle-orm';
 import { newId, type ExecutionStatus, type SegmentFilter, type StepRunStatus, type WebhookDeliveryRef } from '@mailroom/core';
 import type { DbOrTx } from '../client';
 import { compileFilter } from './segment-filter';
-import { endpointWants, recordWebhookEvents } from './webhooks';
-import { entryStepSql, type ExecutionRow, type StepRunRow, type WorkflowStepRow } from './workflows';
+import { endpointWants } from './webhooks';
+import type { ExecutionRow, StepRunRow, WorkflowStepRow } from './workflows';
 import { workflowExecutions, workflowStepRuns } from '../schema';
 
 /** Why {@link claimExecution} did not lease. */
@@ -265,14 +265,15 @@ export interface WaitedEvent {
 
 /**
  * The first event the WAITING execution waits for that was recorded at or after its wait began (and, with
- * `until`, no later than that). Closes the race of an event committed while the wait itself was committing.
+ * `until`, no later than that), of the execution's mode (`test`). Closes the race of an event committed while the
+ * wait itself was committing.
  */
 export async function eventForWait(db: DbOrTx, x: ExecutionRow, until?: Date): Promise<WaitedEvent | undefined> {
   if (!x.waitEvent || !x.waitSince) return undefined;
   const rows = await db.execute<{ id: string; name: string; data: Record<string, unknown>; created_at: string | Date }>(sql`
     select id, name, data, created_at from events
     where project_id = ${x.projectId}::uuid and contact_id = ${x.contactId}::uuid and name = ${x.waitEvent}
-      and created_at >= ${x.waitSince.toISOString()}::timestamptz
+      and test = ${x.test}::boolean and created_at >= ${x.waitSince.toISOString()}::timestamptz
       ${until ? sql`and created_at <= ${until.toISOString()}::timestamptz` : sql``}
     order by created_at, id limit 1
   `);
@@ -320,66 +321,6 @@ export interface ExecutionRef {
   id: string;
   projectId: string;
   version: number;
-}
-
-/**
- * Takes up to `limit` inbox rows (SKIP LOCKED: drainers in several workers share the inbox) and, in the caller's
- * transaction:
- * - starts an execution of every enabled workflow triggered by each event (`ON CONFLICT (workflow_id, entry_key)
- *   DO NOTHING`: without re-entry a contact enters once, however many identical events arrive at once; with
- *   re-entry once per event), with `workflow.started`;
- * - wakes every execution WAITING for the event since before it was recorded, and whose timeout had not passed
- *   when it was (compare-and-set: `WAITING` and the version move together, so a timeout job running at the same
- *   moment loses; an event recorded after the timeout leaves it to the timeout job).
- *
- * @returns the executions to run, and the webhook deliveries to enqueue once committed.
- */
-export async function drainWorkflowInbox(
-  tx: DbOrTx,
-  limit: number,
-): Promise<{ taken: number; started: ExecutionRef[]; woken: ExecutionRef[]; deliveries: WebhookDeliveryRef[] }> {
-  const taken = await tx.execute<{ event_id: string }>(sql`
-    delete from workflow_inbox where id in (select id from workflow_inbox order by id limit ${limit} for update skip locked)
-    returning event_id
-  `);
-  if (taken.rows.length === 0) return { taken: 0, started: [], woken: [], deliveries: [] };
-  const ids = sql`${sql.param(taken.rows.map((r) => r.event_id))}::uuid[]`;
-  const started = await tx.execute<{ id: string; project_id: string; workflow_id: string; contact_id: string; trigger: string }>(sql`
-    insert into workflow_executions (id, project_id, workflow_id, contact_id, status, current_step_id, due_at, entry_key, trigger_event_id, context)
-    select mailroom_uuid_v7(clock_timestamp()), e.project_id, w.id, e.contact_id, 'RUNNING', ${entryStepSql(sql`w.id`)}, now(),
-      case when w.allow_reentry then 'event:' || e.id::text else 'contact:' || e.contact_id::text end, e.id,
-      jsonb_build_object('trigger', jsonb_build_object('name', e.name, 'eventId', e.id, 'data', e.data, 'at', e.created_at))
-    from events e
-    join workflows w on w.project_id = e.project_id and w.enabled and w.trigger_type = 'EVENT' and w.trigger_event = e.name
-    join projects p on p.id = e.project_id and not p.disabled
-    where e.id = any(${ids})
-    order by e.id
-    on conflict (workflow_id, entry_key) do nothing
-    returning id, project_id, workflow_id, contact_id, context #>> '{trigger,name}' as trigger
-  `);
-  const woken = await tx.execute<{ id: string; project_id: string; version: number }>(sql`
-    update workflow_executions x set status = 'RUNNING', resume_branch = 'event', version = x.version + 1, due_at = now(),
-      updated_at = now(), wait_event = null,
-      context = x.context || jsonb_build_object('event', jsonb_build_object('name', e.name, 'eventId', e.id, 'data', e.data, 'at', e.created_at))
-    from events e
-    where e.id = any(${ids}) and x.status = 'WAITING' and x.project_id = e.project_id and x.contact_id = e.contact_id
-      and x.wait_event = e.name and x.wait_since <= e.created_at and e.created_at <= x.due_at
-    returning x.id, x.project_id, x.version
-  `);
-  const byProject = new Map<string, { type: string; data: Record<string, unknown> }[]>();
-  for (const r of started.rows) {
-    const list = byProject.get(r.project_id) ?? [];
-    list.push({ type: 'workflow.started', data: { workflowId: r.workflow_id, executionId: r.id, contactId: r.contact_id, status: 'RUNNING', trigger: r.trigger } });
-    byProject.set(r.project_id, list);
-  }
-  const deliveries: WebhookDeliveryRef[] = [];
-  for (const [projectId, events] of byProject) deliveries.push(...(await recordWebhookEvents(tx, projectId, events)));
-  return {
-    taken: taken.rows.length,
-    started: started.rows.map((r) => ({ id: r.id, projectId: r.project_id, version: 0 })),
-    woken: woken.rows.map((r) => ({ id: r.id, projectId: r.project_id, version: r.version })),
-    deliveries,
-  };
 }
 
 /**

@@ -186,7 +186,7 @@ async function stopExecutions(
   const deliveries = await recordWebhookEvents(
     tx,
     projectId,
-    rows.map((e) => ({ type, data: { workflowId, executionId: e.id, contactId: e.contactId, status, ...(status === 'EXITED' ? { reason } : {}) } })),
+    rows.map((e) => ({ type, data: { workflowId, executionId: e.id, contactId: e.contactId, status, ...(status === 'EXITED' ? { reason } : {}), ...(e.test ? { test: true } : {}) } })),
   );
   return { rows, deliveries };
 }
@@ -352,27 +352,29 @@ export function entryStepSql(workflowId: SQL): SQL {
  * contact that already entered gets `conflict`.
  *
  * @param data - becomes `context.trigger.data`.
+ * @param test - a test key's start: a test execution (entry key `test:…`, its emails go to the test sink).
  */
 export async function startManualExecution(
   tx: DbOrTx,
   workflow: WorkflowRow,
   contactId: string,
   data: Record<string, unknown>,
+  test = false,
 ): Promise<{ ok: true; execution: ExecutionRow; deliveries: WebhookDeliveryRef[] } | { ok: false }> {
   const id = newId();
-  const entryKey = workflow.allowReentry ? `manual:${id}` : `contact:${contactId}`;
+  const entryKey = (test ? 'test:' : '') + (workflow.allowReentry ? `manual:${id}` : `contact:${contactId}`);
   const context = { trigger: { name: 'manual', data, at: new Date().toISOString() } };
   const rows = await tx.execute<{ id: string }>(sql`
-    insert into workflow_executions (id, project_id, workflow_id, contact_id, status, current_step_id, due_at, entry_key, context)
+    insert into workflow_executions (id, project_id, workflow_id, contact_id, status, current_step_id, due_at, entry_key, context, test)
     values (${id}::uuid, ${workflow.projectId}::uuid, ${workflow.id}::uuid, ${contactId}::uuid, 'RUNNING',
-      ${entryStepSql(sql`${workflow.id}::uuid`)}, now(), ${entryKey}, ${JSON.stringify(context)}::jsonb)
+      ${entryStepSql(sql`${workflow.id}::uuid`)}, now(), ${entryKey}, ${JSON.stringify(context)}::jsonb, ${test}::boolean)
     on conflict (workflow_id, entry_key) do nothing
     returning id
   `);
   if (rows.rows.length === 0) return { ok: false };
   const [execution] = await tx.select().from(workflowExecutions).where(eq(workflowExecutions.id, id));
   const deliveries = await recordWebhookEvents(tx, workflow.projectId, [
-    { type: 'workflow.started', data: { workflowId: workflow.id, executionId: id, contactId, status: 'RUNNING', trigger: 'manual' } },
+    { type: 'workflow.started', data: { workflowId: workflow.id, executionId: id, contactId, status: 'RUNNING', trigger: 'manual', ...(test ? { test } : {}) } },
   ]);
   return { ok: true, execution: execution, deliveries };
 }

@@ -4,9 +4,16 @@ import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
 import { segments } from './segments';
 
-/** Campaign states (API.md): DRAFT → SCHEDULED → SENDING → SENT; CANCELLED from the first three; FAILED when it cannot start. */
-export const CAMPAIGN_STATUSES = ['DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED', 'FAILED'] as const;
+/**
+ * Campaign states (API.md): DRAFT → SCHEDULED → SENDING → SENT; CANCELLED from DRAFT, SCHEDULED, SENDING and
+ * PAUSED; FAILED when it cannot start. PAUSED is entered only from SENDING (a guardrail or the SES quota) and
+ * left by resume (back to SENDING) or cancel.
+ */
+export const CAMPAIGN_STATUSES = ['DRAFT', 'SCHEDULED', 'SENDING', 'PAUSED', 'SENT', 'CANCELLED', 'FAILED'] as const;
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
+/** Why a campaign paused: its hard-bounce rate, its complaint rate, or the SES account's 24-hour quota. */
+export const CAMPAIGN_PAUSE_REASONS = ['bounce_rate', 'complaint_rate', 'quota'] as const;
+export type CampaignPauseReason = (typeof CAMPAIGN_PAUSE_REASONS)[number];
 export type AudienceType = 'ALL' | 'SEGMENT' | 'FILTERED';
 
 /**
@@ -43,6 +50,14 @@ export const campaigns = pgTable(
     fanoutDone: boolean('fanout_done').notNull().default(false),
     enqueueCursor: uuid('enqueue_cursor'),
     unsubscribed: bigint('unsubscribed', { mode: 'number' }).notNull().default(0),
+    /** Why and when it paused, and the figures that made it pause (rates, sample, quota); null unless PAUSED. */
+    pausedReason: text('paused_reason').$type<CampaignPauseReason>(),
+    pausedAt: timestamp('paused_at', { withTimezone: true, mode: 'date' }),
+    pauseDetails: jsonb('pause_details').$type<Record<string, unknown>>(),
+    /** Sent with a test key: its emails go to the sink, never to SES. */
+    test: boolean('test').notNull().default(false),
+    /** When `retry-failed` re-queued its transiently failed emails (it runs once per campaign). */
+    retryFailedAt: timestamp('retry_failed_at', { withTimezone: true, mode: 'date' }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -52,7 +67,10 @@ export const campaigns = pgTable(
     index('campaigns_segment_idx').on(t.segmentId).where(sql`${t.segmentId} is not null`),
     // The reconciler's scan: campaigns that should have a live campaign job.
     index('campaigns_active_idx').on(t.id).where(sql`${t.status} in ('SCHEDULED', 'SENDING')`),
+    // Campaigns waiting for the SES quota to free (the quota watcher resumes them).
+    index('campaigns_paused_idx').on(t.pausedReason, t.id).where(sql`${t.status} = 'PAUSED'`),
     check('campaigns_status_check', sql.raw(`status in (${CAMPAIGN_STATUSES.map((s) => `'${s}'`).join(', ')})`)),
+    check('campaigns_pause_reason_check', sql.raw(`paused_reason is null or paused_reason in (${CAMPAIGN_PAUSE_REASONS.map((s) => `'${s}'`).join(', ')})`)),
     check('campaigns_audience_check', sql`${t.audienceType} in ('ALL', 'SEGMENT', 'FILTERED')`),
   ],
 );

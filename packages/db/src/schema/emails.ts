@@ -89,6 +89,14 @@ export const emails = pgTable(
     clickedAt: timestamp('clicked_at', { withTimezone: true, mode: 'date' }),
     openCount: integer('open_count').notNull().default(0),
     clickCount: integer('click_count').notNull().default(0),
+    /** Made with a test key: delivered to the sink (`test_messages`), never to SES; never counted in reputation or quota. */
+    test: boolean('test').notNull().default(false),
+    /** For a `bounced` email: SES `Permanent` → `hard`, `Transient`/`Undetermined` → `soft`. */
+    bounceType: text('bounce_type').$type<'hard' | 'soft'>(),
+    /** For a `failed` email: `transient` (attempts ran out on a retryable error) or `permanent` (SES refused it). */
+    failureKind: text('failure_kind').$type<'transient' | 'permanent'>(),
+    /** When `retry-failed` put this email back in the queue (at most once). */
+    retriedAt: timestamp('retried_at', { withTimezone: true, mode: 'date' }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -108,6 +116,8 @@ export const emails = pgTable(
     index('emails_campaign_pending_idx').on(t.campaignId, t.contactId).where(sql`${t.campaignId} is not null and ${t.status} in ('queued', 'sending')`),
     check('emails_content_check', sql`${t.campaignId} is not null or (${t.subject} is not null and ${t.body} is not null and ${t.bodyFormat} is not null)`),
     check('emails_status_check', sql.raw(`status in (${EMAIL_STATUSES.map((s) => `'${s}'`).join(', ')})`)),
+    check('emails_bounce_type_check', sql`${t.bounceType} is null or ${t.bounceType} in ('hard', 'soft')`),
+    check('emails_failure_kind_check', sql`${t.failureKind} is null or ${t.failureKind} in ('transient', 'permanent')`),
     check('emails_source_check', sql`${t.source} in ('transactional', 'workflow', 'campaign')`),
   ],
 );

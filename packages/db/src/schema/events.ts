@@ -1,4 +1,4 @@
-import { bigint, index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, idColumn } from './columns';
 import { projects } from './projects';
 import { contacts } from './contacts';
@@ -16,6 +16,11 @@ export const events = pgTable(
     contactId: uuid('contact_id').notNull().references(() => contacts.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     data: jsonb('data').$type<Record<string, unknown>>().notNull().default({}),
+    /**
+     * Recorded with a test key (or by a test execution, or through a test email's unsubscribe link): it starts
+     * and wakes test workflow executions only, whose email goes to the test sink (README "Test mode").
+     */
+    test: boolean('test').notNull().default(false),
     createdAt: createdAt(),
   },
   (t) => [

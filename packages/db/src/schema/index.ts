@@ -11,3 +11,4 @@ export * from './campaigns';
 export * from './feedback';
 export * from './webhooks';
 export * from './workflows';
+export * from './deliverability';

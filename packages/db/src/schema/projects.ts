@@ -1,6 +1,20 @@
-import { boolean, index, pgTable, text, timestamp, uuid, check } from 'drizzle-orm/pg-core';
+import { boolean, index, jsonb, pgTable, text, timestamp, uuid, check } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { bytea, createdAt, idColumn, updatedAt } from './columns';
+
+/** Per-project overrides of the campaign guardrails (see `projects.guardrails`). */
+export interface ProjectGuardrails {
+  /** Outcomes (deliveries plus bounces) a campaign needs before its rates are judged. */
+  minSample?: number;
+  /** Hard bounces per outcome above which the campaign pauses (fraction). */
+  maxHardBounceRate?: number;
+  /** Complaints per outcome (deliveries plus bounces) above which the campaign pauses (fraction). */
+  maxComplaintRate?: number;
+}
+
+/** Key modes: `live` keys send through SES; `test` keys (`sk_test_…`, `pk_test_…`) deliver to a sink. */
+export const API_KEY_MODES = ['live', 'test'] as const;
+export type ApiKeyMode = (typeof API_KEY_MODES)[number];
 
 /** A tenant. Every other row belongs to one project; a disabled project can neither call the API nor send. */
 export const projects = pgTable('projects', {
@@ -13,6 +27,11 @@ export const projects = pgTable('projects', {
     .default(sql`decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex')`),
   /** Standard Webhooks secret (`whsec_…`) signing the project's workflow WEBHOOK calls; made on first use. */
   workflowWebhookSecret: text('workflow_webhook_secret'),
+  /**
+   * Deliverability guardrails of this project's campaigns, each field overriding the service default when set:
+   * `{ minSample?: number, maxHardBounceRate?: number, maxComplaintRate?: number }` (rates are fractions, 0.02 = 2%).
+   */
+  guardrails: jsonb('guardrails').$type<ProjectGuardrails>(),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
 });
@@ -30,9 +49,15 @@ export const apiKeys = pgTable(
     kind: text('kind').notNull().$type<'secret' | 'public'>(),
     keyHash: text('key_hash').notNull().unique(),
     keyPrefix: text('key_prefix').notNull(),
+    /** `test` keys create test data: validated, stored and rendered as live, delivered to a sink (never SES). */
+    mode: text('mode').notNull().$type<ApiKeyMode>().default('live'),
     createdAt: createdAt(),
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
     revokedAt: timestamp('revoked_at', { withTimezone: true, mode: 'date' }),
   },
-  (t) => [index('api_keys_project_idx').on(t.projectId), check('api_keys_kind_check', sql`${t.kind} in ('secret', 'public')`)],
+  (t) => [
+    index('api_keys_project_idx').on(t.projectId),
+    check('api_keys_kind_check', sql`${t.kind} in ('secret', 'public')`),
+    check('api_keys_mode_check', sql`${t.mode} in ('live', 'test')`),
+  ],
 );

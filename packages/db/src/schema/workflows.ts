@@ -80,7 +80,8 @@ export const workflowTransitions = pgTable(
  * `version`, so two movers (an event and a timeout, a retried job) can never both advance it.
  *
  * - `entryKey` makes entry idempotent: `contact:<id>` without re-entry (one execution per contact, ever),
- *   `event:<id>` with re-entry (one per trigger event), `manual:<id>` for manual starts with re-entry.
+ *   `event:<id>` with re-entry (one per trigger event), `manual:<id>` for manual starts with re-entry; a test
+ *   execution's key has the prefix `test:` (`test:contact:<id>`), so test entries never block live ones.
  * - `dueAt`: when the next job should run it (now for RUNNING; the end of a delay or wait for WAITING).
  * - `resumeBranch`: set when a WAITING step ended (`next` after a delay, `event` or `timeout`); the job records
  *   it and follows that branch.
@@ -107,6 +108,11 @@ export const workflowExecutions = pgTable(
     context: jsonb('context').$type<Record<string, unknown>>().notNull().default({}),
     exitReason: text('exit_reason'),
     error: text('error'),
+    /**
+     * Started by a test event or a test key's manual start: its SEND_EMAIL emails are test emails (sink, never
+     * SES); only test events wake it, and a test event wakes no live execution.
+     */
+    test: boolean('test').notNull().default(false),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     finishedAt: timestamp('finished_at', { withTimezone: true, mode: 'date' }),

@@ -1,0 +1,135 @@
+/**
+ * The reputation gauges of the API's `/metrics`: each project's figures of `GET /reputation` (overall, per
+ * window), read from Postgres with one grouped query over 7 days of `reputation_counts`.
+ *
+ * **Cached per process.** A read's figures are served for `REPUTATION_METRICS_TTL_MS` (default 60 s) after it
+ * started, so scrapes (of every Prometheus, every API process) cost one query per process per TTL, not one each.
+ * A read in flight is shared by every caller (the gauges of one scrape, and concurrent scrapes), and every gauge of
+ * one scrape reads the same snapshot. A failed read is never cached: its scrape answers `up` 0 without the series,
+ * and the next scrape reads again.
+ *
+ * - `mailroom_reputation_emails{project,window,outcome}`: outcome `sent`, `delivered`, `hard_bounce`,
+ *   `soft_bounce`, `complaint`; window `24h` or `7d` (hourly buckets, see `GET /reputation`);
+ * - `mailroom_reputation_hard_bounce_rate{project,window}` and `mailroom_reputation_complaint_rate{project,window}`:
+ *   per email sent, as SES computes them (no series while a window has nothing sent);
+ * - `mailroom_reputation_up`: 1 when the figures served were read (by this scrape or a cached read within the
+ *   TTL: as it was at that read), 0 when this scrape's read failed or was slower than {@link READ_TIMEOUT_MS}. The
+ *   scrape itself never fails for it: the per-project series are then left out rather than shown stale.
+ *
+ * Labels are the project id and the window only (no domain or campaign: those are in `GET /reputation`), so the
+ * series count is bounded by the projects that sent in the last 7 days.
+ *
+ * @module
+ */
+import { Gauge, type Registry } from 'prom-client';
+import { sesRates, type Logger } from '@mailroom/core';
+import { reputationByProject, type Db, type ReputationCounts, type ReputationWindow } from '@mailroom/db';
+
+/** How long a scrape waits for the figures (ms). */
+export const READ_TIMEOUT_MS = 3_000;
+
+const WINDOW_LABEL: Record<ReputationWindow, string> = { last24h: '24h', last7d: '7d' };
+const OUTCOMES: [keyof ReputationCounts, string][] = [
+  ['sent', 'sent'],
+  ['delivered', 'delivered'],
+  ['hardBounces', 'hard_bounce'],
+  ['softBounces', 'soft_bounce'],
+  ['complaints', 'complaint'],
+];
+
+type Snapshot = Awaited<ReturnType<typeof reputationByProject>> | undefined;
+
+/** Options of {@link registerReputationMetrics}. */
+export interface ReputationMetricsOptions {
+  /** `REPUTATION_METRICS_TTL_MS`: how long one read's figures are served (ms); 0 reads on every scrape. */
+  ttlMs: number;
+  /** The clock (ms since the epoch); tests replace it. */
+  now?: () => number;
+}
+
+/**
+ * Registers the reputation gauges on `registry`, read through a per-process cache (see the module notes). Read
+ * errors are logged (warn) and reported by `mailroom_reputation_up`; they never fail the scrape.
+ */
+export function registerReputationMetrics(registry: Registry, db: Db, log: Logger, options: ReputationMetricsOptions): void {
+  const now = options.now ?? Date.now;
+  let inFlight: Promise<Snapshot> | undefined;
+  let cached: { at: number; figures: NonNullable<Snapshot> } | undefined;
+  // The snapshot handed out in this turn of the event loop: the gauges of one scrape collect in one turn, so they
+  // all get the same one even when the TTL runs out between two of them.
+  let thisTurn: Promise<Snapshot> | undefined;
+  const read = (): Promise<Snapshot> => {
+    if (inFlight) return inFlight;
+    const at = now();
+    if (cached && at - cached.at < options.ttlMs) return Promise.resolve(cached.figures);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${READ_TIMEOUT_MS} ms`)), READ_TIMEOUT_MS);
+    });
+    inFlight = Promise.race([reputationByProject(db), timeout])
+      .then((figures) => {
+        cached = { at, figures };
+        return figures;
+      })
+      .catch((err: unknown) => {
+        cached = undefined;
+        log.warn({ err }, 'reputation metrics not read');
+        return undefined;
+      })
+      .finally(() => {
+        clearTimeout(timer);
+        inFlight = undefined;
+      });
+    return inFlight;
+  };
+  const snapshot = (): Promise<Snapshot> => {
+    if (!thisTurn) {
+      thisTurn = read();
+      setImmediate(() => (thisTurn = undefined));
+    }
+    return thisTurn;
+  };
+  const each = (s: NonNullable<Snapshot>, fn: (labels: { project: string; window: string }, c: ReputationCounts) => void) => {
+    for (const p of s) for (const w of Object.keys(WINDOW_LABEL) as ReputationWindow[]) fn({ project: p.projectId, window: WINDOW_LABEL[w] }, p.windows[w]);
+  };
+
+  new Gauge({
+    name: 'mailroom_reputation_emails',
+    help: 'emails per project, window (24h, 7d: hourly buckets ending now) and outcome (sent, delivered, hard_bounce, soft_bounce, complaint)',
+    labelNames: ['project', 'window', 'outcome'] as const,
+    registers: [registry],
+    async collect() {
+      const s = await snapshot();
+      this.reset();
+      if (s) each(s, (labels, c) => OUTCOMES.forEach(([field, outcome]) => this.set({ ...labels, outcome }, c[field])));
+    },
+  });
+  for (const [name, rate] of [
+    ['mailroom_reputation_hard_bounce_rate', 'hardBounceRate'],
+    ['mailroom_reputation_complaint_rate', 'complaintRate'],
+  ] as const) {
+    new Gauge({
+      name,
+      help: `${rate === 'hardBounceRate' ? 'hard bounces' : 'complaints'} per email sent, per project and window, as SES computes it (0–1)`,
+      labelNames: ['project', 'window'] as const,
+      registers: [registry],
+      async collect() {
+        const s = await snapshot();
+        this.reset();
+        if (!s) return;
+        each(s, (labels, c) => {
+          const v = sesRates(c)[rate];
+          if (v !== null) this.set(labels, v);
+        });
+      },
+    });
+  }
+  new Gauge({
+    name: 'mailroom_reputation_up',
+    help: '1 when the reputation figures served were read from Postgres (by this scrape, or by a read cached for REPUTATION_METRICS_TTL_MS), 0 when this scrape could not read them',
+    registers: [registry],
+    async collect() {
+      this.set((await snapshot()) ? 1 : 0);
+    },
+  });
+}

@@ -1,0 +1,105 @@
+/**
+ * `GET /reputation`: a project's sending reputation as SES sees it, over the last 24 hours and the last 7 days,
+ * overall, per sending domain and per campaign, beside the guardrails its campaigns are judged by and SES's review
+ * levels.
+ *
+ * @module
+ */
+import { Type } from '@sinclair/typebox';
+import { effectiveGuardrails, SES_REVIEW_LEVELS, sesRates } from '@mailroom/core';
+import { getProjectGuardrails, projectReputation, type ReputationCounts, type ReputationWindowCounts } from '@mailroom/db';
+import { route } from '../http/route';
+import type { AppDeps } from '../http/context';
+import { Nullable, Timestamp } from './common';
+
+/** Most campaigns listed per window. */
+const CAMPAIGN_LIMIT = 100;
+
+const FigureFields = {
+  sent: Type.Integer({ description: 'emails SES accepted (test emails never count)' }),
+  delivered: Type.Integer({ description: 'first deliveries SES reported' }),
+  hardBounces: Type.Integer({ description: 'permanent bounces' }),
+  softBounces: Type.Integer({ description: 'transient and undetermined bounces' }),
+  complaints: Type.Integer(),
+  hardBounceRate: Nullable(Type.Number({ description: 'hardBounces / sent, as SES computes its bounce rate; null when nothing was sent' })),
+  complaintRate: Nullable(Type.Number({ description: 'complaints / sent, as SES computes its complaint rate; null when nothing was sent' })),
+};
+
+const Window = Type.Object({
+  since: Type.String({ format: 'date-time', description: 'start of the first hourly bucket (counts are kept per UTC hour)' }),
+  overall: Type.Object(FigureFields),
+  domains: Type.Array(Type.Object({ domain: Type.String({ description: 'sending domain (the From address after @)' }), ...FigureFields }), {
+    description: 'per sending domain with activity in the window, most sent first',
+  }),
+  campaigns: Type.Array(Type.Object({ campaignId: Type.String(), name: Nullable(Type.String({ description: 'null once the campaign is deleted' })), ...FigureFields }), {
+    description: `per campaign with activity in the window, most sent first, at most ${CAMPAIGN_LIMIT}`,
+  }),
+  campaignsTruncated: Type.Boolean({ description: `more than ${CAMPAIGN_LIMIT} campaigns had activity in the window` }),
+});
+
+const Reputation = Type.Object({
+  generatedAt: Timestamp,
+  last24h: Window,
+  last7d: Window,
+  guardrails: Type.Object(
+    {
+      minSample: Type.Integer({ description: 'outcomes (deliveries plus hard and soft bounces) before a campaign is judged' }),
+      maxHardBounceRate: Type.Number({ description: 'hard bounces per outcome above which a SENDING campaign pauses' }),
+      maxComplaintRate: Type.Number({ description: 'complaints per outcome above which a SENDING campaign pauses' }),
+    },
+    { description: "the guardrails this project's campaigns are judged by (service defaults unless the operator set the project's own)" },
+  ),
+  sesReviewLevels: Type.Object(
+    { hardBounceRate: Type.Number(), complaintRate: Type.Number() },
+    { description: 'the rates at which SES puts the (shared) account under review: 0.05 and 0.001' },
+  ),
+});
+
+function figures<T extends ReputationCounts>(c: T) {
+  return { ...c, ...sesRates(c) };
+}
+
+function presentWindow(w: ReputationWindowCounts) {
+  return {
+    since: w.since.toISOString(),
+    overall: figures(w.overall),
+    domains: w.domains.map(figures),
+    campaigns: w.campaigns.map(figures),
+    campaignsTruncated: w.campaignsTruncated,
+  };
+}
+
+/** The route of this module. */
+export function reputationRoutes(deps: AppDeps) {
+  const { db } = deps.database;
+  return [
+    route({
+      method: 'get',
+      path: '/reputation',
+      operationId: 'getReputation',
+      tag: 'Reputation',
+      summary: 'Sends, deliveries, bounces, complaints and their rates over the last 24 hours and 7 days',
+      description:
+        'Overall, per sending domain and per campaign. Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ' +
+        'ending with the current one (23 to 24 hours of history), `last7d` the 168 such buckets. An outcome counts in ' +
+        'the hour SES reported it. Rates are per email sent, as SES computes them for its account review ' +
+        '(`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count.',
+      auth: 'secret',
+      response: Reputation,
+      status: 200,
+      errors: [401, 403, 429],
+      handler: async ({ auth }) => {
+        const [r, overrides] = [await projectReputation(db, auth.projectId, CAMPAIGN_LIMIT), await getProjectGuardrails(db, auth.projectId)];
+        return {
+          data: {
+            generatedAt: new Date().toISOString(),
+            last24h: presentWindow(r.windows.last24h),
+            last7d: presentWindow(r.windows.last7d),
+            guardrails: effectiveGuardrails(deps.config.guardrails, overrides),
+            sesReviewLevels: { ...SES_REVIEW_LEVELS },
+          },
+        };
+      },
+    }),
+  ];
+}

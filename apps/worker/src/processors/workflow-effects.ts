@@ -1,0 +1,115 @@
+/**
+ * The pieces of the workflow engine's steps that do not move the execution (workflow.ts runs the steps and
+ * decides what follows): the email row a SEND_EMAIL step writes, the HTTP call of a WEBHOOK step, and the cache
+ * of workflow graphs.
+ *
+ * WEBHOOK: the request carries * the step run's id as `Idempotency-Key` and as the Standard Webhooks `webhook-id`, signed
+ * with the project's workflow secret, the same on every attempt, so a receiver can recognise a call repeated after
+ * a crash. The body is the step's JSON template rendered against the execution (strings JSON-escaped), or a
+ * default `{ type: 'workflow.webhook', … }` envelope; a test execution's calls say `test: true`.
+ *
+ * @module
+ */
+import { newWebhookSecret, renderJsonTemplate, sendHttp, signWebhook, type Config, type StepConfig } from '@mailroom/core';
+import { getContact, workflowWebhookSecret, type contactForSend, type getTemplate, type DbOrTx, type ExecutionRow, type NewEmail, type StepRunRow, type WorkflowGraph, type WorkflowStepRow } from '@mailroom/db';
+
+/** The email row of a SEND_EMAIL step, and what it is made from. */
+export function workflowEmailRow(a: {
+  id: string;
+  execution: ExecutionRow;
+  run: StepRunRow;
+  template: NonNullable<Awaited<ReturnType<typeof getTemplate>>>;
+  contact: NonNullable<Awaited<ReturnType<typeof contactForSend>>>;
+  cfg: StepConfig<'SEND_EMAIL'>;
+  from: string;
+}): NewEmail & { id: string } {
+  const { execution: x, template, cfg } = a;
+  return {
+    id: a.id,
+    projectId: x.projectId,
+    contactId: x.contactId,
+    templateId: template.id,
+    workflowExecutionId: x.id,
+    workflowStepRunId: a.run.id,
+    marketing: template.type === 'MARKETING',
+    source: 'workflow',
+    toEmail: a.contact.email,
+    fromEmail: a.from,
+    fromName: cfg.fromName ?? template.fromName,
+    replyTo: cfg.replyTo ?? template.replyTo,
+    subject: template.subject,
+    body: template.body,
+    bodyFormat: 'html',
+    variables: { ...(cfg.data ?? {}), trigger: (x.context.trigger as { data?: unknown } | undefined)?.data ?? {}, event: (x.context.event as { data?: unknown } | undefined)?.data ?? {} },
+    // A test execution's email is a test email: the send processor delivers it to the sink, never to SES.
+    test: x.test,
+  };
+}
+
+/** What one attempt produced: `output` is stored on the step run either way. */
+export type StepWebhookResult =
+  | { ok: true; output: Record<string, unknown>; webhook: { statusCode: number; body: unknown } }
+  | { ok: false; output: Record<string, unknown>; error: string; refused: boolean };
+
+/**
+ * Makes one attempt of a WEBHOOK step. A 2xx answer is `ok` (its body parsed as JSON when it is JSON, else kept as
+ * text); anything else, a timeout (`timeoutMs`) or a network error is not. `refused` means the target itself is
+ * not allowed (a private address without `WEBHOOK_ALLOW_PRIVATE_TARGETS`): retrying cannot help.
+ */
+export async function callStepWebhook(
+  db: DbOrTx,
+  config: Pick<Config, 'webhookAllowPrivateTargets'>,
+  a: { execution: ExecutionRow; run: StepRunRow; step: WorkflowStepRow; cfg: StepConfig<'WEBHOOK'>; attempt: number; timeoutMs: number },
+): Promise<StepWebhookResult> {
+  const { execution: x, run, step, cfg, attempt, timeoutMs } = a;
+  const [secret, contact] = await Promise.all([workflowWebhookSecret(db, x.projectId, newWebhookSecret), getContact(db, x.projectId, x.contactId)]);
+  const contactView = contact ? { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data } : { id: x.contactId };
+  const method = cfg.method ?? 'POST';
+  const withBody = method !== 'GET' && method !== 'DELETE';
+  // A test execution still calls the URL (the user's own endpoint), and says it is a test.
+  const ids = { workflowId: x.workflowId, executionId: x.id, stepId: step.id, stepRunId: run.id, ...(x.test ? { test: true } : {}) };
+  const body = !withBody
+    ? ''
+    : cfg.body !== undefined
+      ? renderJsonTemplate(cfg.body, { ...ids, test: x.test, contact: contactView, trigger: (x.context.trigger as { data?: unknown })?.data ?? {}, event: (x.context.event as { data?: unknown })?.data ?? {}, context: x.context })
+      : JSON.stringify({ type: 'workflow.webhook', ...ids, contact: contactView, context: x.context });
+  const headers = { ...(cfg.headers ?? {}), 'idempotency-key': run.id, ...signWebhook(secret, run.id, new Date(), body) };
+  const res = await sendHttp(cfg.url, { method, headers, body, timeoutMs, allowPrivate: config.webhookAllowPrivateTargets });
+  const output = { statusCode: res.statusCode ?? null, response: res.body ?? null, durationMs: res.durationMs, attempts: attempt };
+  if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) {
+    let parsed: unknown = res.body ?? null;
+    try {
+      parsed = JSON.parse(res.body ?? '');
+    } catch {
+      // Not JSON: kept as text.
+    }
+    return { ok: true, output, webhook: { statusCode: res.statusCode, body: parsed } };
+  }
+  return { ok: false, output, error: res.error ?? `HTTP ${res.statusCode}`, refused: res.error?.startsWith('refused') ?? false };
+}
+
+/** Graphs kept in memory per worker process (workflows). */
+const GRAPH_CACHE_SIZE = 500;
+
+/**
+ * Workflow graphs by workflow, valid while the workflow's `updated_at` (read with each claim) is unchanged: every
+ * graph edit moves it in the edit's transaction. A graph loaded after the claim may be newer than the claim's
+ * version: kept under that version, it is served to claims of that version only, and a newer claim reloads.
+ * At most 500 graphs are kept (the oldest entry goes first).
+ */
+export class GraphCache {
+  private readonly graphs = new Map<string, { version: string; graph: WorkflowGraph }>();
+
+  constructor(private readonly load: (projectId: string, workflowId: string) => Promise<WorkflowGraph | undefined>) {}
+
+  /** The graph of `workflowId` as of `version` (the claim's `updated_at`), or undefined when the workflow is gone. */
+  async get(projectId: string, workflowId: string, version: string): Promise<WorkflowGraph | undefined> {
+    const hit = this.graphs.get(workflowId);
+    if (hit && hit.version === version) return hit.graph;
+    const graph = await this.load(projectId, workflowId);
+    if (!graph) return undefined;
+    if (this.graphs.size >= GRAPH_CACHE_SIZE) this.graphs.delete(this.graphs.keys().next().value!);
+    this.graphs.set(workflowId, { version, graph });
+    return graph;
+  }
+}

@@ -1,0 +1,49 @@
+/** Per-project demotion inside the transactional and workflow lanes, with the per-minute count in a real Redis. */
+import { randomBytes } from 'node:crypto';
+import IORedis from 'ioredis';
+import { demotedPriority, lanePriorities } from './send-lanes';
+import { SendPriority } from './queues';
+
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+test('within the share the lane\'s own priority; then one step down per tenfold, never into the next lane', () => {
+  expect(demotedPriority('transactional', 0, 100)).toBe(1);
+  expect(demotedPriority('transactional', 99, 100)).toBe(1);
+  expect(demotedPriority('transactional', 100, 100)).toBe(2);
+  expect(demotedPriority('transactional', 999, 100)).toBe(2);
+  expect(demotedPriority('transactional', 1_000, 100)).toBe(3);
+  expect(demotedPriority('transactional', 10_000, 100)).toBe(4);
+  expect(demotedPriority('transactional', 10_000_000, 100)).toBe(4);
+  expect(demotedPriority('transactional', 10_000_000, 100)).toBeLessThan(SendPriority.workflow);
+  expect(demotedPriority('workflow', 0, 100)).toBe(5);
+  expect(demotedPriority('workflow', 10_000_000, 100)).toBe(8);
+  expect(demotedPriority('workflow', 10_000_000, 100)).toBeLessThan(SendPriority.campaign);
+});
+
+describe('lanePriorities', () => {
+  const redis = new IORedis(redisUrl);
+  afterAll(() => redis.disconnect());
+  const config = { queuePrefix: `{lanes-${randomBytes(4).toString('hex')}}`, sendFairSharePerMinute: 10 };
+
+  test('counts each project apart: a burst is demoted, another project\'s first emails are not', async () => {
+    // The count is per minute: start clear of a minute boundary so the calls below share one.
+    const left = 60_000 - (Date.now() % 60_000);
+    if (left < 2_000) await new Promise((r) => setTimeout(r, left + 10));
+    const burst = await lanePriorities(redis, config, 'transactional', 'project-a', 120);
+    expect(burst.slice(0, 10).every((p) => p === 1)).toBe(true);
+    expect(burst.slice(10, 100).every((p) => p === 2)).toBe(true);
+    expect(burst.slice(100).every((p) => p === 3)).toBe(true);
+    expect(await lanePriorities(redis, config, 'transactional', 'project-b', 2)).toEqual([1, 1]);
+    // The same project goes on where its count stands; the workflow lane is counted apart.
+    expect(await lanePriorities(redis, config, 'transactional', 'project-a', 1)).toEqual([3]);
+    expect(await lanePriorities(redis, config, 'workflow', 'project-a', 1)).toEqual([5]);
+  });
+
+  test('without Redis (none given, or down) every email keeps the lane\'s priority', async () => {
+    expect(await lanePriorities(undefined, config, 'transactional', 'p', 3)).toEqual([1, 1, 1]);
+    const down = new IORedis('redis://127.0.0.1:1', { maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true });
+    down.on('error', () => undefined);
+    expect(await lanePriorities(down, config, 'workflow', 'p', 2)).toEqual([5, 5]);
+    down.disconnect();
+  });
+});

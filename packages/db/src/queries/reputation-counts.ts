@@ -1,0 +1,45 @@
+/**
+ * Maintenance of `reputation_counts`: live sending outcomes per project, UTC hour, sending domain and campaign.
+ * Counted inside the statement that records the outcome (the `sent` write, the SES event), so a count exists if
+ * and only if its outcome committed. Test emails are never counted.
+ *
+ * @module
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import { NO_CAMPAIGN } from '../schema';
+
+/**
+ * An `insert … on conflict do update` adding outcome counts, usable as a CTE body.
+ *
+ * @param rows - a `select` of `project_id, from_email, campaign_id, sent, delivered, hard, soft, complaints`
+ *   (counts as integers; `campaign_id` null outside campaigns). Rows are summed per key first, so one statement
+ *   may count several outcomes of one key. The hour is the current UTC hour.
+ */
+export function countReputation(rows: SQL): SQL {
+  return sql`
+    insert into reputation_counts as r (project_id, hour, domain, campaign_id, sent, delivered, hard_bounces, soft_bounces, complaints)
+    select project_id, date_trunc('hour', now() at time zone 'UTC') at time zone 'UTC',
+      lower(split_part(from_email, '@', 2)), coalesce(campaign_id, ${NO_CAMPAIGN}::uuid),
+      sum(sent), sum(delivered), sum(hard), sum(soft), sum(complaints)
+    from (${rows}) as outcome
+    group by 1, 2, 3, 4
+    on conflict (project_id, hour, domain, campaign_id) do update set
+      sent = r.sent + excluded.sent,
+      delivered = r.delivered + excluded.delivered,
+      hard_bounces = r.hard_bounces + excluded.hard_bounces,
+      soft_bounces = r.soft_bounces + excluded.soft_bounces,
+      complaints = r.complaints + excluded.complaints`;
+}
+
+/**
+ * A campaign's outcome totals over all its hours and sending domains, as a scalar subquery giving one jsonb
+ * `{ delivered, hardBounces, softBounces, complaints }` (numbers; zeros when nothing was counted). Reads through
+ * `reputation_counts_campaign_idx`.
+ *
+ * @param campaignId - an SQL expression of the campaign id (a parameter or an outer column).
+ */
+export function campaignOutcomesJson(campaignId: SQL): SQL {
+  return sql`(select jsonb_build_object('delivered', coalesce(sum(delivered), 0), 'hardBounces', coalesce(sum(hard_bounces), 0),
+      'softBounces', coalesce(sum(soft_bounces), 0), 'complaints', coalesce(sum(complaints), 0))
+    from reputation_counts where campaign_id = ${campaignId} and campaign_id <> ${NO_CAMPAIGN}::uuid)`;
+}

@@ -1,0 +1,141 @@
+/**
+ * Reading `reputation_counts` (`GET /reputation`, the reputation gauges of `/metrics`). Counts are kept per UTC
+ * hour, so a window is a whole number of hourly buckets ending with the current one: "the last 24 hours" is the
+ * 24 buckets from the start of the hour 23 hours before the current one up to now (between 23 and 24 hours of
+ * history), "the last 7 days" the 168 such buckets.
+ *
+ * @module
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { DbOrTx } from '../client';
+import { NO_CAMPAIGN } from '../schema';
+
+/** The reporting windows and their number of hourly buckets. */
+export const REPUTATION_WINDOWS = { last24h: 24, last7d: 168 } as const;
+export type ReputationWindow = keyof typeof REPUTATION_WINDOWS;
+
+/** Outcome counts over a window. */
+export interface ReputationCounts {
+  sent: number;
+  delivered: number;
+  hardBounces: number;
+  softBounces: number;
+  complaints: number;
+}
+
+/** One window of a project's reputation. */
+export interface ReputationWindowCounts {
+  /** Start of the window's first hourly bucket. */
+  since: Date;
+  overall: ReputationCounts;
+  /** Per sending domain with activity in the window, most sent first. */
+  domains: (ReputationCounts & { domain: string })[];
+  /** Per campaign with activity in the window, most sent first, at most the limit asked. */
+  campaigns: (ReputationCounts & { campaignId: string; name: string | null })[];
+  /** More campaigns had activity than were listed. */
+  campaignsTruncated: boolean;
+}
+
+const ZERO: ReputationCounts = { sent: 0, delivered: 0, hardBounces: 0, softBounces: 0, complaints: 0 };
+const COLUMNS = { sent: 'sent', delivered: 'delivered', hardBounces: 'hard_bounces', softBounces: 'soft_bounces', complaints: 'complaints' } as const;
+type Prefix = 'd' | 'w';
+type Sums = Record<`${Prefix}_${keyof ReputationCounts}`, number>;
+
+/** `coalesce(sum(<alias>.<column>) filter (where …), 0)::float8 as <prefix>_<field>` for every count. */
+function sums(alias: string, prefix: Prefix, filter: SQL = sql`true`): SQL {
+  return sql.join(
+    Object.entries(COLUMNS).map(
+      ([field, column]) => sql`coalesce(sum(${sql.identifier(alias)}.${sql.identifier(column)}) filter (where ${filter}), 0)::float8 as ${sql.identifier(`${prefix}_${field}`)}`,
+    ),
+    sql`, `,
+  );
+}
+
+function pick(r: Sums, prefix: Prefix): ReputationCounts {
+  return {
+    sent: r[`${prefix}_sent`],
+    delivered: r[`${prefix}_delivered`],
+    hardBounces: r[`${prefix}_hardBounces`],
+    softBounces: r[`${prefix}_softBounces`],
+    complaints: r[`${prefix}_complaints`],
+  };
+}
+
+/** The current UTC hour's start, as `countReputation` stamps it (the database's clock). */
+const CURRENT_HOUR = sql`(date_trunc('hour', now() at time zone 'UTC') at time zone 'UTC')`;
+
+const active = (c: ReputationCounts) => c.sent + c.delivered + c.hardBounces + c.softBounces + c.complaints > 0;
+
+/** The current hour and the windows' first buckets, read once so that every read of one answer uses the same. */
+async function windowStarts(db: DbOrTx): Promise<{ hour: Date; starts: Record<ReputationWindow, Date> }> {
+  const r = await db.execute<{ hour: Date | string }>(sql`select ${CURRENT_HOUR} as hour`);
+  const hour = new Date(r.rows[0].hour);
+  const start = (buckets: number) => new Date(hour.getTime() - (buckets - 1) * 3_600_000);
+  return { hour, starts: { last24h: start(REPUTATION_WINDOWS.last24h), last7d: start(REPUTATION_WINDOWS.last7d) } };
+}
+
+/**
+ * A project's outcome counts over the last 24 hours and the last 7 days: overall, per sending domain and per
+ * campaign (mail outside campaigns is in the overall and domain figures only). Reads by the primary key's
+ * `(project_id, hour)` prefix.
+ *
+ * @param campaignLimit - most campaigns listed per window.
+ * @returns the current hour's start and both windows.
+ */
+export async function projectReputation(
+  db: DbOrTx,
+  projectId: string,
+  campaignLimit: number,
+): Promise<{ hour: Date; windows: Record<ReputationWindow, ReputationWindowCounts> }> {
+  const { hour, starts } = await windowStarts(db);
+  const day = sql`r.hour >= ${starts.last24h.toISOString()}::timestamptz`;
+  const grouped = await db.execute<Sums & { domain: string | null; total: boolean }>(sql`
+    select grouping(r.domain) = 1 as total, r.domain, ${sums('r', 'd', day)}, ${sums('r', 'w')}
+    from reputation_counts r
+    where r.project_id = ${projectId}::uuid and r.hour >= ${starts.last7d.toISOString()}::timestamptz
+    group by grouping sets ((), (r.domain))
+  `);
+  const total = grouped.rows.find((r) => r.total);
+  const domainsOf = (prefix: Prefix) =>
+    grouped.rows
+      .filter((r) => !r.total)
+      .map((r) => ({ domain: r.domain!, ...pick(r, prefix) }))
+      .filter(active)
+      .sort((a, b) => b.sent - a.sent || a.domain.localeCompare(b.domain));
+
+  const campaignsOf = async (from: Date) => {
+    const r = await db.execute<Sums & { campaign_id: string; name: string | null }>(sql`
+      select r.campaign_id, c.name, ${sums('r', 'w')}
+      from reputation_counts r left join campaigns c on c.id = r.campaign_id and c.project_id = r.project_id
+      where r.project_id = ${projectId}::uuid and r.hour >= ${from.toISOString()}::timestamptz and r.campaign_id <> ${NO_CAMPAIGN}::uuid
+      group by r.campaign_id, c.name
+      order by w_sent desc, r.campaign_id
+      limit ${campaignLimit + 1}
+    `);
+    const list = r.rows.map((x) => ({ campaignId: x.campaign_id, name: x.name, ...pick(x, 'w') }));
+    return { campaigns: list.slice(0, campaignLimit), campaignsTruncated: list.length > campaignLimit };
+  };
+
+  return {
+    hour,
+    windows: {
+      last24h: { since: starts.last24h, overall: total ? pick(total, 'd') : ZERO, domains: domainsOf('d'), ...(await campaignsOf(starts.last24h)) },
+      last7d: { since: starts.last7d, overall: total ? pick(total, 'w') : ZERO, domains: domainsOf('w'), ...(await campaignsOf(starts.last7d)) },
+    },
+  };
+}
+
+/**
+ * Every project's outcome counts over both windows (projects with activity in the last 7 days), for `/metrics`:
+ * one grouped read through `reputation_counts_hour_idx`.
+ */
+export async function reputationByProject(db: DbOrTx): Promise<{ projectId: string; windows: Record<ReputationWindow, ReputationCounts> }[]> {
+  const start = (buckets: number) => sql`(${CURRENT_HOUR} - make_interval(hours => ${buckets - 1}::int))`;
+  const rows = await db.execute<Sums & { project_id: string }>(sql`
+    select r.project_id, ${sums('r', 'd', sql`r.hour >= ${start(REPUTATION_WINDOWS.last24h)}`)}, ${sums('r', 'w')}
+    from reputation_counts r
+    where r.hour >= ${start(REPUTATION_WINDOWS.last7d)}
+    group by r.project_id
+  `);
+  return rows.rows.map((r) => ({ projectId: r.project_id, windows: { last24h: pick(r, 'd'), last7d: pick(r, 'w') } }));
+}

@@ -1,0 +1,142 @@
+/**
+ * Fair share of the send rate between projects (issue 18), measured at SES (arrival times at the recording proxy
+ * in front of the emulator): at 14/s, project A's 600-recipient campaign starts, project B's 60-recipient
+ * campaign starts about a second of sending later; B gets about half the rate while both run and finishes long
+ * before A, instead of after A's whole queue; the rate stays busy; a transactional email sent mid-way overtakes
+ * both. Sizes are the issue's 1,000 / 100 scaled to 600 / 60 so the run stays under a minute at 14/s. Inside the
+ * transactional lane, one project's burst of `/v1/send` does not hold another project's email behind it.
+ *
+ * Own database: the worker's reconciler and quota watcher read every campaign of their database.
+ */
+import { sql } from 'drizzle-orm';
+import { loadConfig, type Config } from '@mailroom/core';
+import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
+import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+
+const RATE = 14;
+const SIZE_A = 600;
+const SIZE_B = 60;
+
+let iso: { url: string; drop: () => Promise<void> };
+let config: Config;
+let api: TestApi;
+let worker: RunningWorker;
+
+beforeAll(async () => {
+  iso = await isolatedDatabase();
+  // Default lane settings (CAMPAIGN_LANE_SECONDS 3, CAMPAIGN_TICK_MS 1000, CAMPAIGN_QUEUE_WINDOW 5000).
+  config = loadConfig(testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: String(RATE), SES_RATE_SAFETY_MS: '50', WORKER_CONCURRENCY: '8', SEND_FAIR_SHARE_PER_MINUTE: '10' }));
+  api = await startTestApi(config);
+  worker = await startWorker(config, { healthPort: null });
+});
+afterAll(async () => {
+  await worker.stop();
+  await api.close();
+  await iso.drop();
+});
+
+async function seed(projectId: string, n: number, tag: string): Promise<string[]> {
+  const to = Array.from({ length: n }, () => recipient(tag));
+  await api.database.db.execute(sql`
+    insert into contacts (id, project_id, email, email_key, subscribed, data)
+    select gen_random_uuid(), ${projectId}::uuid, e, e, true, '{}'::jsonb from unnest(${sql.param(to)}::text[]) as e`);
+  return to;
+}
+
+async function startCampaign(p: TestProject): Promise<string> {
+  const as = client(api.app, p);
+  const created = await as.post('/campaigns', { name: 'fair', subject: 'News', body: '<p>News</p><a href="{{unsubscribeUrl}}">stop</a>', from: `news@${p.domain}`, audienceType: 'ALL' });
+  expect(created.status).toBe(201);
+  expect((await as.post(`/campaigns/${created.body.data.id}/send`, {})).status).toBe(200);
+  return created.body.data.id as string;
+}
+
+const times = async (to: string[]) => (await sesSendsTo(to)).map((s) => s.at).sort((a, b) => a - b);
+const inRange = (ts: number[], from: number, to: number) => ts.filter((t) => t >= from && t <= to).length;
+
+test(`two projects' campaigns (${SIZE_A} and ${SIZE_B} at ${RATE}/s) share the rate; transactional mail overtakes both`, async () => {
+  const [a, b, c] = [await createTestProject(api.database), await createTestProject(api.database), await createTestProject(api.database)];
+  const [toA, toB] = [await seed(a.id, SIZE_A, 'fa'), await seed(b.id, SIZE_B, 'fb')];
+
+  const startA = Date.now();
+  const idA = await startCampaign(a);
+  // B starts one second of sending later: once A has 14 emails at SES.
+  await waitFor(async () => ((await sesSendsTo(toA)).length >= RATE ? true : undefined), 20_000, 'A sending for a second');
+  const startB = Date.now();
+  const idB = await startCampaign(b);
+
+  // Mid-way through B, a third project sends a transactional email.
+  await waitFor(async () => ((await sesSendsTo(toB)).length >= SIZE_B / 2 ? true : undefined), 60_000, 'B half sent');
+  const otp = recipient('fotp');
+  const accepted = await client(api.app, c).post('/v1/send', { to: otp, from: `alerts@${c.domain}`, subject: 'Your code', body: '<p>123456</p>' });
+  expect(accepted.status).toBe(202);
+  const acceptedAt = Date.parse(accepted.body.data.timestamp as string);
+  const [otpSend] = await waitFor(async () => {
+    const s = await sesSendsTo([otp]);
+    return s.length ? s : undefined;
+  }, 20_000, 'transactional email at SES');
+
+  const sentStatus = async (id: string) => (await api.database.db.execute<{ status: string }>(sql`select status from campaigns where id = ${id}::uuid`)).rows[0].status === 'SENT';
+  await waitFor(async () => ((await sentStatus(idB)) ? true : undefined), 60_000, 'B SENT');
+  await waitFor(async () => ((await sentStatus(idA)) ? true : undefined), 90_000, 'A SENT');
+
+  const [tA, tB] = [await times(toA), await times(toB)];
+  expect(tA).toHaveLength(SIZE_A);
+  expect(tB).toHaveLength(SIZE_B);
+  const [firstA, lastA, firstB, lastB] = [tA[0], tA[tA.length - 1], tB[0], tB[tB.length - 1]];
+  const durationA = lastA - firstA;
+  const durationB = lastB - firstB;
+  // While both ran (B's first to B's last send), how the sends were split.
+  const [overlapA, overlapB] = [inRange(tA, firstB, lastB), inRange(tB, firstB, lastB)];
+  const overlapRate = (overlapA + overlapB - 1) / ((lastB - firstB) / 1000);
+  const shareB = overlapB / (overlapA + overlapB);
+  const campaignSendsBeforeOtp = inRange(tA, acceptedAt, otpSend.at) + inRange(tB, acceptedAt, otpSend.at);
+  const overallRate = (SIZE_A + SIZE_B + 1 - 1) / ((Math.max(lastA, lastB, otpSend.at) - firstA) / 1000);
+  const s = (ms: number) => (ms / 1000).toFixed(1);
+  console.log(
+    `fair share at ${RATE}/s: A (${SIZE_A}) started at 0 s, first send ${s(firstA - startA)} s, finished ${s(lastA - startA)} s, duration ${s(durationA)} s; ` +
+      `B (${SIZE_B}) started ${s(startB - startA)} s, first send ${s(firstB - startA)} s (${s(firstB - startB)} s after its start), finished ${s(lastB - startA)} s, duration ${s(durationB)} s; ` +
+      `B finished at ${((100 * (lastB - firstA)) / durationA).toFixed(0)}% of A's duration; while both ran: A ${overlapA} / B ${overlapB} sends (B's share ${(100 * shareB).toFixed(0)}%), ${overlapRate.toFixed(1)} emails/s; ` +
+      `whole run ${overallRate.toFixed(1)} emails/s; transactional email at SES ${Math.round(otpSend.at - acceptedAt)} ms after acceptance, ${campaignSendsBeforeOtp} campaign sends in between`,
+  );
+
+  // B finishes long before A, not after it (one after the other, B would end at 100%+ of A's duration).
+  expect(lastB - firstA).toBeLessThan(0.4 * durationA);
+  // Both progress while both run: B has about half the rate (an even split is 50%).
+  expect(shareB).toBeGreaterThan(0.3);
+  expect(overlapA / (overlapA + overlapB)).toBeGreaterThan(0.3);
+  // The rate stays busy: no gaps between the campaigns' top-ups (the gate allows 13.3/s at 14 with its 50 ms margin).
+  expect(overallRate).toBeGreaterThan(0.75 * RATE);
+  // The transactional email overtakes both campaigns: only sends already claimed when it came (at most the
+  // worker's concurrency) go before it.
+  expect(campaignSendsBeforeOtp).toBeLessThanOrEqual(config.workerConcurrency + 1);
+  expect(otpSend.at).toBeLessThan(Math.max(lastA, lastB));
+}, 150_000);
+
+test('a burst of /v1/send from one project does not hold another project\'s transactional email behind it', async () => {
+  const [x, y] = [await createTestProject(api.database), await createTestProject(api.database)];
+  const burst = Array.from({ length: 140 }, () => recipient('burst'));
+  // Shares are counted per minute: start clear of a minute boundary so the whole burst falls in one.
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < 5_000) await new Promise((r) => setTimeout(r, left + 10));
+  for (let i = 0; i < burst.length; i += 35) {
+    const res = await client(api.app, x).post('/v1/send', { to: burst.slice(i, i + 35), from: `bulk@${x.domain}`, subject: 'Receipt', body: '<p>Receipt</p>' });
+    expect(res.status).toBe(202);
+  }
+  const mine = recipient('reset');
+  const accepted = await client(api.app, y).post('/v1/send', { to: mine, from: `auth@${y.domain}`, subject: 'Reset your password', body: '<p>Reset</p>' });
+  expect(accepted.status).toBe(202);
+  const [sent] = await waitFor(async () => {
+    const s = await sesSendsTo([mine]);
+    return s.length ? s : undefined;
+  }, 30_000, 'the other project\'s email at SES');
+  await waitFor(async () => ((await sesSendsTo(burst)).length === burst.length ? true : undefined), 60_000, 'the whole burst at SES');
+  const before = inRange(await times(burst), 0, sent.at);
+  console.log(
+    `transactional fair share at ${RATE}/s (SEND_FAIR_SHARE_PER_MINUTE 10): project Y's email went out after ${before} of project X's 140-email burst, ` +
+      `${Math.round(sent.at - Date.parse(accepted.body.data.timestamp as string))} ms after acceptance (first come, first served: after all 140, about ${Math.round(140 / RATE)} s)`,
+  );
+  // X's first 10 this minute keep priority 1; the rest of its burst moved down, so Y's email overtakes it
+  // (what goes before it: X's first 10 and what the worker had already claimed).
+  expect(before).toBeLessThanOrEqual(10 + config.workerConcurrency + 2);
+}, 90_000);
