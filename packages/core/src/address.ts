@@ -208,3 +208,14 @@ export function senderFields<T extends { from?: string | null; fromName?: string
   }
   return out;
 }
+
+const HOSTNAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*\.[a-z][a-z0-9-]{0,62}$/;
+
+/**
+ * A domain name in ASCII (IDNA), lower-cased, without a trailing dot, when it is a valid host name with a
+ * top-level domain; else null.
+ */
+export function asciiHostname(domain: string): string | null {
+  const ascii = domainToASCII(domain.trim().toLowerCase().replace(/\.$/, ''));
+  return ascii && HOSTNAME.test(ascii) ? ascii : null;
+}

@@ -9,7 +9,7 @@
 import { bool, ConfigError, fraction, int, intList, list, optional, sesProvider, str, trustProxy, url, type Env } from './config-env';
 import type { TrustProxy } from './trust-proxy';
 import type { SendRateConfig } from './config-send-rate';
-import { DEFAULT_GUARDRAILS, type Guardrails } from './guardrails';
+import { DEFAULT_GUARDRAILS, type Guardrails } from './guardrail-defaults';
 
 /** Typed configuration shared by the API, the worker and the CLI. */
 export interface Config extends SendRateConfig {

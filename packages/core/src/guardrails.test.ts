@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig } from './config';
-import { DEFAULT_GUARDRAILS, effectiveGuardrails, judgeCampaign, outcomesSince, sesRates, validGuardrailValue, type Guardrails } from './guardrails';
+import { effectiveGuardrails, judgeCampaign, outcomesSince, sesRates, validGuardrailValue } from './guardrails';
+import { DEFAULT_GUARDRAILS, type Guardrails } from './guardrail-defaults';
 
 const g: Guardrails = { minSample: 200, maxHardBounceRate: 0.02, maxComplaintRate: 0.0005 };
 const counts = (delivered: number, hardBounces: number, softBounces = 0, complaints = 0) => ({ delivered, hardBounces, softBounces, complaints });

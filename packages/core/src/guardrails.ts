@@ -13,16 +13,8 @@
  *
  * @module
  */
+import type { Guardrails } from './guardrail-defaults';
 
-/** The thresholds a campaign is judged by. Rates are fractions (0.02 = 2 %). */
-export interface Guardrails {
-  /** Outcomes (deliveries plus hard and soft bounces) a campaign needs before its rates are judged (≥ 1). */
-  minSample: number;
-  /** Hard bounces per outcome above which the campaign pauses (0–1). */
-  maxHardBounceRate: number;
-  /** Complaints per outcome above which the campaign pauses (0–1). */
-  maxComplaintRate: number;
-}
 
 /** The names of the guardrail settings, in the order they are shown. */
 export const GUARDRAIL_FIELDS = ['minSample', 'maxHardBounceRate', 'maxComplaintRate'] as const;
@@ -31,13 +23,6 @@ export type GuardrailField = (typeof GUARDRAIL_FIELDS)[number];
 /** A project's overrides as stored (`projects.guardrails`): a field left out (or null) takes the service default. */
 export type GuardrailOverrides = { [K in GuardrailField]?: number | null };
 
-/**
- * The service defaults (`GUARDRAIL_MIN_SAMPLE`, `GUARDRAIL_MAX_HARD_BOUNCE_RATE`, `GUARDRAIL_MAX_COMPLAINT_RATE`):
- * 200 outcomes, 2 % hard bounces, 0.05 % complaints. SES reviews an account at 5 % bounces and 0.1 % complaints
- * (and warns at half of that); the defaults stop a campaign at well under half of each, so one tenant's bad list
- * is stopped before it moves the shared account's rates noticeably.
- */
-export const DEFAULT_GUARDRAILS: Readonly<Guardrails> = Object.freeze({ minSample: 200, maxHardBounceRate: 0.02, maxComplaintRate: 0.0005 });
 
 /** The rates at which SES puts an account under review (bounces and complaints per email sent). */
 export const SES_REVIEW_LEVELS = Object.freeze({ hardBounceRate: 0.05, complaintRate: 0.001 });

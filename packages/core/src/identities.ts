@@ -14,6 +14,7 @@
  *
  * @module
  */
+import type { DomainRecord } from './domain-record';
 import { randomBytes } from 'node:crypto';
 import type { Resolver } from 'node:dns/promises';
 import {
@@ -27,15 +28,6 @@ import type { Config } from './config';
 import { createSesClient } from './ses-client';
 
 /** One DNS record to publish and its state at the last check. */
-export interface DomainRecord {
-  purpose: 'dkim' | 'mail-from-mx' | 'mail-from-spf' | 'dmarc';
-  type: 'CNAME' | 'TXT' | 'MX';
-  name: string;
-  value: string;
-  priority?: number;
-  required: boolean;
-  status: 'pending' | 'found' | 'failed';
-}
 
 /** The records to publish for `domain` (all `pending`). */
 export function domainRecords(domain: string, mailFromDomain: string, dkimTokens: readonly string[], region: string): DomainRecord[] {

@@ -18,18 +18,18 @@
  *
  * @module
  */
+import { splitPatch } from './data-patch';
+import type { ImportFormat } from './import-format';
 import { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { parse as parseCsv, type CsvError, type Options as CsvOptions } from 'csv-parse';
 import { parse as parseCsvSync } from 'csv-parse/sync';
 import { normalizeEmail, emailKey } from './address';
-import { ContactInput, splitPatch } from './contacts';
+import { ContactInput } from './contacts';
 import type { FieldError } from './errors';
 import { findJsonProblem, hasNul, LONE_SURROGATE, MAX_JSON_DEPTH } from './json-guard';
 import { dataValidator } from './validation';
 
-/** Import file formats. */
-export type ImportFormat = 'csv' | 'ndjson' | 'json';
 
 /** One valid record, normalised. */
 export interface ImportRecord {

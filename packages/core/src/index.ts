@@ -1,3 +1,9 @@
+export * from './workflow-states';
+export * from './domain-record';
+export * from './import-format';
+export * from './webhook-delivery-ref';
+export * from './data-patch';
+export * from './guardrail-defaults';
 export * from './config';
 export * from './errors';
 export * from './logger';
@@ -37,7 +43,6 @@ export { createSesClient } from './ses-client';
 export { demotedPriority, lanePriorities, MAX_DEMOTION, type SharedLane } from './send-lanes';
 export type { SendRateConfig } from './config-send-rate';
 export {
-  DEFAULT_GUARDRAILS,
   SES_REVIEW_LEVELS,
   GUARDRAIL_FIELDS,
   effectiveGuardrails,
@@ -45,7 +50,6 @@ export {
   outcomesSince,
   sesRates,
   validGuardrailValue,
-  type Guardrails,
   type GuardrailField,
   type GuardrailOverrides,
   type GuardrailDetails,

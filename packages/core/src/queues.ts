@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { WebhookDeliveryRef } from './webhook-delivery-ref';
 import { Type, type Static } from '@sinclair/typebox';
 import { Queue, type JobsOptions, type QueueOptions } from 'bullmq';
 import IORedis, { type Redis, type RedisOptions } from 'ioredis';
@@ -230,12 +231,6 @@ export type WebhookJobPayload = Static<typeof WebhookJobPayload>;
 /** Name of the worker's backoff strategy that reads {@link Config.webhookRetryScheduleMs}. */
 export const WEBHOOK_BACKOFF = 'webhook-schedule';
 
-/** A delivery to enqueue: its id and redelivery generation. */
-export interface WebhookDeliveryRef {
-  id: string;
-  projectId: string;
-  generation: number;
-}
 
 /**
  * Job options of a `webhook` job: one attempt plus one per entry of the retry schedule, waits taken from the

@@ -20,7 +20,7 @@
  *
  * @module
  */
-import { domainToASCII } from 'node:url';
+import { asciiHostname } from './address';
 import { parseOneAddress } from 'email-addresses';
 import { getDomain } from 'tldts';
 import { disposableEmailBlocklistSet } from 'disposable-email-domains-js';
@@ -89,16 +89,7 @@ const personal = new Set<string>(freeEmailDomains);
 const roles = new Set<string>((roleAddresses).map((r) => r.toLowerCase()));
 const popularDomains = new Set<string>(POPULAR_DOMAINS);
 
-const HOSTNAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*\.[a-z][a-z0-9-]{0,62}$/;
 
-/**
- * A domain name in ASCII (IDNA), lower-cased, without a trailing dot, when it is a valid host name with a
- * top-level domain; else null.
- */
-export function asciiHostname(domain: string): string | null {
-  const ascii = domainToASCII(domain.trim().toLowerCase().replace(/\.$/, ''));
-  return ascii && HOSTNAME.test(ascii) ? ascii : null;
-}
 
 /** The parts of a syntactically valid address. */
 export interface ParsedAddress {

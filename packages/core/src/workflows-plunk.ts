@@ -25,7 +25,8 @@
  */
 import { validationError, type FieldError } from './errors';
 import { parseSegmentFilter } from './segments';
-import { MAX_WAIT_MS, type WorkflowBranch, type WorkflowStepType, type WorkflowTriggerType } from './workflows';
+import { MAX_WAIT_MS, type WorkflowTriggerType } from './workflows';
+import type { WorkflowBranch, WorkflowStepType } from './workflow-states';
 
 type Json = Record<string, unknown>;
 

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { WORKFLOW_STEP_TYPES, type WorkflowStepType, type WorkflowBranch } from './workflow-states';
 import { Type, type Static } from '@sinclair/typebox';
 import { EmailAddress } from './contacts';
 import { validationError, type FieldError } from './errors';
@@ -18,25 +19,11 @@ import { dataValidator } from './validation';
 import { parseSegmentFilter } from './segments';
 import { templateSyntaxErrors } from './templates';
 
-/** Step types. */
-export const WORKFLOW_STEP_TYPES = ['SEND_EMAIL', 'DELAY', 'WAIT_FOR_EVENT', 'CONDITION', 'WEBHOOK', 'UPDATE_CONTACT', 'EXIT'] as const;
-export type WorkflowStepType = (typeof WORKFLOW_STEP_TYPES)[number];
-
-/** Branch names of transitions. */
-export const WORKFLOW_BRANCHES = ['next', 'yes', 'no', 'event', 'timeout'] as const;
-export type WorkflowBranch = (typeof WORKFLOW_BRANCHES)[number];
 
 /** Trigger types. */
 export const WORKFLOW_TRIGGER_TYPES = ['EVENT', 'MANUAL'] as const;
 export type WorkflowTriggerType = (typeof WORKFLOW_TRIGGER_TYPES)[number];
 
-/** Execution statuses: RUNNING and WAITING are live, the rest final and never change again. */
-export const EXECUTION_STATUSES = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'] as const;
-export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
-
-/** Statuses of one step's run in an execution's history. */
-export const STEP_RUN_STATUSES = ['RUNNING', 'WAITING', 'COMPLETED', 'SKIPPED', 'FAILED', 'CANCELLED'] as const;
-export type StepRunStatus = (typeof STEP_RUN_STATUSES)[number];
 
 /** Duration units of DELAY and WAIT_FOR_EVENT. */
 export const DURATION_UNITS = ['seconds', 'minutes', 'hours', 'days', 'weeks'] as const;
