@@ -3,8 +3,17 @@
 FROM node:22-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-COPY packages/core/package.json packages/core/
+COPY packages/audiences/package.json packages/audiences/
+COPY packages/contacts/package.json packages/contacts/
 COPY packages/db/package.json packages/db/
+COPY packages/feedback/package.json packages/feedback/
+COPY packages/mail/package.json packages/mail/
+COPY packages/platform/package.json packages/platform/
+COPY packages/plunk-import/package.json packages/plunk-import/
+COPY packages/queues/package.json packages/queues/
+COPY packages/verify/package.json packages/verify/
+COPY packages/webhooks/package.json packages/webhooks/
+COPY packages/workflows/package.json packages/workflows/
 COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
 # No install scripts: none is needed to build or run, and free-email-domains' would re-download its list.
@@ -20,13 +29,31 @@ FROM node:22-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-COPY packages/core/package.json packages/core/
+COPY packages/audiences/package.json packages/audiences/
+COPY packages/contacts/package.json packages/contacts/
 COPY packages/db/package.json packages/db/
+COPY packages/feedback/package.json packages/feedback/
+COPY packages/mail/package.json packages/mail/
+COPY packages/platform/package.json packages/platform/
+COPY packages/plunk-import/package.json packages/plunk-import/
+COPY packages/queues/package.json packages/queues/
+COPY packages/verify/package.json packages/verify/
+COPY packages/webhooks/package.json packages/webhooks/
+COPY packages/workflows/package.json packages/workflows/
 COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
 RUN npm install --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
-COPY --from=build /app/packages/core/dist packages/core/dist
+COPY --from=build /app/packages/audiences/dist packages/audiences/dist
+COPY --from=build /app/packages/contacts/dist packages/contacts/dist
 COPY --from=build /app/packages/db/dist packages/db/dist
+COPY --from=build /app/packages/feedback/dist packages/feedback/dist
+COPY --from=build /app/packages/mail/dist packages/mail/dist
+COPY --from=build /app/packages/platform/dist packages/platform/dist
+COPY --from=build /app/packages/plunk-import/dist packages/plunk-import/dist
+COPY --from=build /app/packages/queues/dist packages/queues/dist
+COPY --from=build /app/packages/verify/dist packages/verify/dist
+COPY --from=build /app/packages/webhooks/dist packages/webhooks/dist
+COPY --from=build /app/packages/workflows/dist packages/workflows/dist
 COPY packages/db/drizzle packages/db/drizzle
 COPY --from=build /app/apps/api/dist apps/api/dist
 COPY --from=build /app/apps/worker/dist apps/worker/dist

@@ -17,7 +17,7 @@ export default tseslint.config(
     },
     plugins: { 'import-x': importX },
     settings: {
-      // Resolves `@mailroom/core` / `@mailroom/db` through tsconfig.json `paths` to the packages' sources.
+      // Resolves `@mailroom/<package>/<module>` through tsconfig.json `paths` to the packages' sources.
       'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
     },
     linterOptions: { reportUnusedDisableDirectives: 'error' },
@@ -48,7 +48,7 @@ export default tseslint.config(
   },
   {
     // A Plunk database dump is foreign JSON: its rows are `Record<string, any>` and mapped field by field.
-    files: ['packages/db/src/plunk-import/**/*.ts'],
+    files: ['packages/plunk-import/src/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',

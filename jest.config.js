@@ -5,8 +5,8 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }] },
   moduleNameMapper: {
-    '^@mailroom/core$': '<rootDir>/packages/core/src',
-    '^@mailroom/db$': '<rootDir>/packages/db/src',
+    // `@mailroom/<package>/<module>` → that package's source (tsconfig.json `paths` says the same to tsc).
+    '^@mailroom/([^/]+)/(.*)$': '<rootDir>/packages/$1/src/$2',
   },
   modulePathIgnorePatterns: ['<rootDir>/.*/dist/'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',

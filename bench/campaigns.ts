@@ -13,8 +13,9 @@
  * the fan-out, not sending.
  */
 import { sql } from 'drizzle-orm';
-import { createRedis, createSendQueue, type Config } from '@mailroom/core';
-import type { Database } from '@mailroom/db';
+import { createRedis, createSendQueue } from '@mailroom/queues/queues';
+import { type Config } from '@mailroom/platform/config';
+import type { Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
 import { memory } from './contacts';
 

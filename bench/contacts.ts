@@ -15,8 +15,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { sql } from 'drizzle-orm';
-import { encodeCursor, type Config } from '@mailroom/core';
-import { trackEvent, type Database } from '@mailroom/db';
+import { encodeCursor } from '@mailroom/platform/ids';
+import { type Config } from '@mailroom/platform/config';
+import { trackEvent } from '@mailroom/db/queries/contacts';
+import { type Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
 
 type Spawn = (file: string, env: Record<string, string>) => import('node:child_process').ChildProcess;

@@ -9,8 +9,9 @@
 import autocannon from 'autocannon';
 import type { ChildProcess } from 'node:child_process';
 import { sql } from 'drizzle-orm';
-import type { Config } from '@mailroom/core';
-import { createWebhookEndpoint, type Database } from '@mailroom/db';
+import type { Config } from '@mailroom/platform/config';
+import { createWebhookEndpoint } from '@mailroom/db/queries/webhooks';
+import { type Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
 import { sesEvent, startSnsHarness } from '../test/support/sns';
 

@@ -27,18 +27,20 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
+import { createLogger } from '@mailroom/platform/logger';
 import {
-  createLogger,
   createRedis,
   createSendQueue,
   createWebhookQueue,
-  loadConfig,
-  newId,
   sendJobOptions,
   SendPriority,
-  type Config,
-} from '@mailroom/core';
-import { addDomain, createDatabase, createProject, insertQueuedEmails, upsertContacts, verifiedDomains, type Database } from '@mailroom/db';
+} from '@mailroom/queues/queues';
+import { loadConfig, type Config } from '@mailroom/platform/config';
+import { newId } from '@mailroom/platform/ids';
+import { addDomain, createProject, verifiedDomains } from '@mailroom/db/queries/projects';
+import { createDatabase, type Database } from '@mailroom/db/client';
+import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { upsertContacts } from '@mailroom/db/queries/contacts';
 import { acceptSend } from '../apps/api/src/services/send';
 import { freePort, freshDatabase, startSesStack, waitForHttp } from '../test/support/services';
 import { benchContacts } from './contacts';

@@ -8,8 +8,8 @@
  */
 import autocannon from 'autocannon';
 import type { ChildProcess } from 'node:child_process';
-import type { Config } from '@mailroom/core';
-import type { Database } from '@mailroom/db';
+import type { Config } from '@mailroom/platform/config';
+import type { Database } from '@mailroom/db/client';
 import { startDnsServer } from '../test/support/dns-server';
 import { freePort, waitForHttp } from '../test/support/services';
 

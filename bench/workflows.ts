@@ -12,8 +12,9 @@
 import autocannon from 'autocannon';
 import type { ChildProcess } from 'node:child_process';
 import { sql } from 'drizzle-orm';
-import type { Config } from '@mailroom/core';
-import { createWorkflow, insertStep, insertTransition, updateWorkflow, type Database } from '@mailroom/db';
+import type { Config } from '@mailroom/platform/config';
+import { createWorkflow, insertStep, insertTransition, updateWorkflow } from '@mailroom/db/queries/workflows';
+import { type Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
 
 type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => ChildProcess;

@@ -9,8 +9,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
-import { createUnsubscribeToken, generateKey, hashKey } from '@mailroom/core';
-import { apiKeys, createProject, projects } from '@mailroom/db';
+import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
+import { generateKey, hashKey } from '@mailroom/platform/keys';
+import { apiKeys, projects } from '@mailroom/db/schema/projects';
+import { createProject } from '@mailroom/db/queries/projects';
 import { ipKey } from '../../apps/api/src/http/rate-limit';
 import { ADMIN_TOKEN, client, createTestProject, recipient, startTestApi, testConfig, waitFor, type TestApi } from '../support/harness';
 

@@ -5,8 +5,9 @@ import request from 'supertest';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { hashKey, loadConfig } from '@mailroom/core';
-import { apiKeys } from '@mailroom/db';
+import { hashKey } from '@mailroom/platform/keys';
+import { loadConfig } from '@mailroom/platform/config';
+import { apiKeys } from '@mailroom/db/schema/projects';
 import { runCli } from '../../apps/api/src/cli';
 import { ADMIN_TOKEN, recipient, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 

@@ -5,8 +5,9 @@
  */
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
-import { claimEmail, insertQueuedEmails, pauseCampaign } from '@mailroom/db';
-import { newId } from '@mailroom/core';
+import { claimEmail, insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { pauseCampaign } from '@mailroom/audiences/queries/campaign-pause';
+import { newId } from '@mailroom/platform/ids';
 import { ADMIN_TOKEN, client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();

@@ -9,8 +9,13 @@
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
 import { eq, sql } from 'drizzle-orm';
-import { newId } from '@mailroom/core';
-import { campaigns, emails, insertQueuedEmails, pauseCampaign, retriedEmailIds, webhookDeliveries } from '@mailroom/db';
+import { newId } from '@mailroom/platform/ids';
+import { campaigns } from '@mailroom/db/schema/campaigns';
+import { emails } from '@mailroom/db/schema/emails';
+import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { pauseCampaign } from '@mailroom/audiences/queries/campaign-pause';
+import { retriedEmailIds } from '@mailroom/db/queries/campaign-retry';
+import { webhookDeliveries } from '@mailroom/db/schema/webhooks';
 import { client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();

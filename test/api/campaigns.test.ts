@@ -4,7 +4,7 @@
  * send, listing, tenant isolation.
  */
 import { sql } from 'drizzle-orm';
-import { newId } from '@mailroom/core';
+import { newId } from '@mailroom/platform/ids';
 import { client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();

@@ -4,8 +4,9 @@
  */
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
-import { newId } from '@mailroom/core';
-import { emailEvents, emails, events } from '@mailroom/db';
+import { newId } from '@mailroom/platform/ids';
+import { emailEvents, emails } from '@mailroom/db/schema/emails';
+import { events } from '@mailroom/db/schema/events';
 import { createTestProject, recipient, useApiWithProject, client, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();

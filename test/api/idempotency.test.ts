@@ -5,7 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { and, eq, sql } from 'drizzle-orm';
-import { emails, events, idempotencyKeys } from '@mailroom/db';
+import { emails } from '@mailroom/db/schema/emails';
+import { events } from '@mailroom/db/schema/events';
+import { idempotencyKeys } from '@mailroom/db/schema/idempotency';
 import { createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();

@@ -4,12 +4,20 @@
  */
 import express from 'express';
 import request from 'supertest';
-import { loadConfig } from '@mailroom/core';
+import { loadConfig } from '@mailroom/platform/config';
 import { errorHandler } from '../../apps/api/src/http/errors';
 import { createTestProject, startTestApi, testEnv, type TestApi } from '../support/harness';
 import { createApp } from '../../apps/api/src/app';
-import { createCampaignQueue, createWebhookQueue, createWorkflowQueue, createImportQueue, createLogger, createRedis, createSendQueue } from '@mailroom/core';
-import { createDatabase } from '@mailroom/db';
+import {
+  createCampaignQueue,
+  createWebhookQueue,
+  createWorkflowQueue,
+  createImportQueue,
+  createRedis,
+  createSendQueue,
+} from '@mailroom/queues/queues';
+import { createLogger } from '@mailroom/platform/logger';
+import { createDatabase } from '@mailroom/db/client';
 
 let api: TestApi;
 beforeAll(async () => {

@@ -10,8 +10,11 @@
 import request from 'supertest';
 import { sql } from 'drizzle-orm';
 import { Registry } from 'prom-client';
-import { createLogger, DEFAULT_GUARDRAILS, loadConfig } from '@mailroom/core';
-import { addDomain, type Db } from '@mailroom/db';
+import { createLogger } from '@mailroom/platform/logger';
+import { DEFAULT_GUARDRAILS } from '@mailroom/platform/guardrail-defaults';
+import { loadConfig } from '@mailroom/platform/config';
+import { addDomain } from '@mailroom/db/queries/projects';
+import { type Db } from '@mailroom/db/client';
 import { registerReputationMetrics } from '../../apps/api/src/http/reputation-metrics';
 import { ADMIN_TOKEN, client, createTestProject, isolatedDatabase, recipient, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';

@@ -4,8 +4,8 @@
  */
 import request from 'supertest';
 import { sql } from 'drizzle-orm';
-import { newId, newIdAt } from '@mailroom/core';
-import { getSegment, refreshSegment } from '@mailroom/db';
+import { newId, newIdAt } from '@mailroom/platform/ids';
+import { getSegment, refreshSegment } from '@mailroom/audiences/queries/segments';
 import { client, createTestProject, useApiWithProject, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();

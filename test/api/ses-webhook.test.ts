@@ -7,7 +7,9 @@
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
 import { eq, sql } from 'drizzle-orm';
-import { emails, events, suppressions } from '@mailroom/db';
+import { emails } from '@mailroom/db/schema/emails';
+import { events } from '@mailroom/db/schema/events';
+import { suppressions } from '@mailroom/db/schema/feedback';
 import { client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
 

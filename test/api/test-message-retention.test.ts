@@ -9,8 +9,12 @@
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { eq, inArray, sql } from 'drizzle-orm';
-import { createLogger, loadConfig } from '@mailroom/core';
-import { addDomain, createProject, emails, pruneTestMessages, storeTestMessage, TEST_MESSAGE_PRUNE_BATCH, testMessages } from '@mailroom/db';
+import { createLogger } from '@mailroom/platform/logger';
+import { loadConfig } from '@mailroom/platform/config';
+import { addDomain, createProject } from '@mailroom/db/queries/projects';
+import { emails } from '@mailroom/db/schema/emails';
+import { pruneTestMessages, storeTestMessage, TEST_MESSAGE_PRUNE_BATCH } from '@mailroom/db/queries/test-messages';
+import { testMessages } from '@mailroom/db/schema/deliverability';
 import { pruneTestMessagesOnce, testMessagesTask, PRUNE_INTERVAL_MS } from '../../apps/worker/src/processors/test-messages';
 import { recipient, startTestApi, testEnv, type TestApi } from '../support/harness';
 

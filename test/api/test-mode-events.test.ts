@@ -8,8 +8,10 @@
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
-import { createUnsubscribeToken, loadConfig } from '@mailroom/core';
-import { addDomain, createProject, projects, type CreatedProject } from '@mailroom/db';
+import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
+import { loadConfig } from '@mailroom/platform/config';
+import { addDomain, createProject, type CreatedProject } from '@mailroom/db/queries/projects';
+import { projects } from '@mailroom/db/schema/projects';
 import { recipient, startTestApi, testEnv, type TestApi } from '../support/harness';
 
 let api: TestApi;

@@ -6,8 +6,13 @@
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
-import { generateKey, keyPrefix, loadConfig, parseKeyReference } from '@mailroom/core';
-import { addDomain, apiKeys, campaigns, createProject, emails, storeTestMessage } from '@mailroom/db';
+import { generateKey, keyPrefix, parseKeyReference } from '@mailroom/platform/keys';
+import { loadConfig } from '@mailroom/platform/config';
+import { addDomain, createProject } from '@mailroom/db/queries/projects';
+import { apiKeys } from '@mailroom/db/schema/projects';
+import { campaigns } from '@mailroom/db/schema/campaigns';
+import { emails } from '@mailroom/db/schema/emails';
+import { storeTestMessage } from '@mailroom/db/queries/test-messages';
 import { runCli } from '../../apps/api/src/cli';
 import { ADMIN_TOKEN, recipient, startTestApi, testEnv, type TestApi } from '../support/harness';
 

@@ -5,8 +5,9 @@
  */
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
-import { createUnsubscribeToken } from '@mailroom/core';
-import { projects, webhookDeliveries, webhookEndpoints } from '@mailroom/db';
+import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
+import { projects } from '@mailroom/db/schema/projects';
+import { webhookDeliveries, webhookEndpoints } from '@mailroom/db/schema/webhooks';
 import { client, createTestProject, useApiWithProject } from '../support/harness';
 
 const ctx = useApiWithProject();

@@ -5,7 +5,8 @@
  */
 import net from 'node:net';
 import { inArray } from 'drizzle-orm';
-import { emails, type Database } from '@mailroom/db';
+import { emails } from '@mailroom/db/schema/emails';
+import { type Database } from '@mailroom/db/client';
 import { parseMail, sesSendsTo } from '../support/harness';
 
 /** Email id → SES copies accepted (status 200) for the given recipients. */

@@ -10,8 +10,8 @@
  */
 import { inArray } from 'drizzle-orm';
 import request from 'supertest';
-import { loadConfig } from '@mailroom/core';
-import { emails } from '@mailroom/db';
+import { loadConfig } from '@mailroom/platform/config';
+import { emails } from '@mailroom/db/schema/emails';
 import { createTestProject, exited, isolatedDatabase, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 import { statusCounts, survival } from './survival';
 

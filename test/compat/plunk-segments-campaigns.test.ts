@@ -7,8 +7,8 @@
  */
 import request from 'supertest';
 import { sql } from 'drizzle-orm';
-import { newId } from '@mailroom/core';
-import { getSegment, refreshSegment } from '@mailroom/db';
+import { newId } from '@mailroom/platform/ids';
+import { getSegment, refreshSegment } from '@mailroom/audiences/queries/segments';
 import { client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();

@@ -9,8 +9,10 @@
 import request from 'supertest';
 import type { ChildProcess } from 'node:child_process';
 import { and, eq, sql } from 'drizzle-orm';
-import { loadConfig, newId, type Config } from '@mailroom/core';
-import { emails, events } from '@mailroom/db';
+import { loadConfig, type Config } from '@mailroom/platform/config';
+import { newId } from '@mailroom/platform/ids';
+import { emails } from '@mailroom/db/schema/emails';
+import { events } from '@mailroom/db/schema/events';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,

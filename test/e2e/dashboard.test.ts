@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Queue, Worker } from 'bullmq';
 import { chromium, type Browser } from 'playwright-core';
-import { createRedis, QueueName, queueOptions } from '@mailroom/core';
+import { createRedis, QueueName, queueOptions } from '@mailroom/queues/queues';
 import { ADMIN_TOKEN, startTestApi, testConfig, waitFor, type TestApi } from '../support/harness';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -5,8 +5,9 @@
 import request from 'supertest';
 import type { ChildProcess } from 'node:child_process';
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/core';
-import { contacts, emails } from '@mailroom/db';
+import { loadConfig, type Config } from '@mailroom/platform/config';
+import { contacts } from '@mailroom/db/schema/contacts';
+import { emails } from '@mailroom/db/schema/emails';
 import { startWorker } from '../../apps/worker/src/main';
 import {
   createTestProject,

@@ -9,8 +9,8 @@
  */
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/core';
-import { emails } from '@mailroom/db';
+import { loadConfig, type Config } from '@mailroom/platform/config';
+import { emails } from '@mailroom/db/schema/emails';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';

@@ -5,8 +5,21 @@
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import type { Job } from 'bullmq';
-import { createImportQueue, createLogger, findJsonProblem, loadConfig, type ImportRecord } from '@mailroom/core';
-import { commitImportBatch, contactImports, createDatabase, createImport, getImportErrors, isRowDataError, markImportQueued, startImport } from '@mailroom/db';
+import { createImportQueue } from '@mailroom/queues/queues';
+import { createLogger } from '@mailroom/platform/logger';
+import { findJsonProblem } from '@mailroom/platform/json-guard';
+import { loadConfig } from '@mailroom/platform/config';
+import { type ImportRecord } from '@mailroom/contacts/imports';
+import {
+  commitImportBatch,
+  createImport,
+  getImportErrors,
+  isRowDataError,
+  markImportQueued,
+  startImport,
+} from '@mailroom/contacts/queries/imports';
+import { contactImports } from '@mailroom/db/schema/imports';
+import { createDatabase } from '@mailroom/db/client';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { createImportProcessor } from '../../apps/worker/src/processors/import';
 import { createTestProject, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';

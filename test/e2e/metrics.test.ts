@@ -3,7 +3,8 @@
  * outcome, the send-rate gate's waits, queue depths per queue and state, and every metric family announced.
  */
 import { Queue } from 'bullmq';
-import { loadConfig, QueueName, queueOptions } from '@mailroom/core';
+import { loadConfig } from '@mailroom/platform/config';
+import { QueueName, queueOptions } from '@mailroom/queues/queues';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { client, createTestProject, recipient, sesFault, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 

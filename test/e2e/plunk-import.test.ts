@@ -9,7 +9,8 @@ import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import request from 'supertest';
-import { plunkRowId, type PlunkImportReport } from '@mailroom/db';
+import { plunkRowId } from '@mailroom/plunk-import/ids';
+import { type PlunkImportReport } from '@mailroom/plunk-import/run';
 import { runCli } from '../../apps/api/src/cli';
 import { ADMIN_TOKEN, isolatedDatabase, startTestApi, testConfig, testEnv, type TestApi } from '../support/harness';
 

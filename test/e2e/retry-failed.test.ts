@@ -10,8 +10,9 @@
  */
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
-import { createSendQueue, loadConfig, type Config } from '@mailroom/core';
-import { emails } from '@mailroom/db';
+import { createSendQueue } from '@mailroom/queues/queues';
+import { loadConfig, type Config } from '@mailroom/platform/config';
+import { emails } from '@mailroom/db/schema/emails';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,

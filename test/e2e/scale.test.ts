@@ -7,8 +7,8 @@
 import request from 'supertest';
 import type { ChildProcess } from 'node:child_process';
 import { inArray } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/core';
-import { emails } from '@mailroom/db';
+import { loadConfig } from '@mailroom/platform/config';
+import { emails } from '@mailroom/db/schema/emails';
 import { createTestProject, exited, isolatedDatabase, parseMail, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 
 const RATE = 14;

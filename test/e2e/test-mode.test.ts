@@ -11,8 +11,12 @@
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
-import { createUnsubscribeToken, loadConfig, type Config } from '@mailroom/core';
-import { addDomain, createProject, emails, projects, testMessages, type CreatedProject } from '@mailroom/db';
+import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
+import { loadConfig, type Config } from '@mailroom/platform/config';
+import { addDomain, createProject, type CreatedProject } from '@mailroom/db/queries/projects';
+import { emails } from '@mailroom/db/schema/emails';
+import { projects } from '@mailroom/db/schema/projects';
+import { testMessages } from '@mailroom/db/schema/deliverability';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { isolatedDatabase, recipient, sesRecordedTo, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 import { startReceiver, type Receiver } from '../support/receiver';

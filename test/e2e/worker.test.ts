@@ -4,8 +4,11 @@
 import request from 'supertest';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
-import { createSendQueue, loadConfig, sendJobOptions, SendPriority } from '@mailroom/core';
-import { claimEmail, emails, setProjectDisabled } from '@mailroom/db';
+import { createSendQueue, sendJobOptions, SendPriority } from '@mailroom/queues/queues';
+import { loadConfig } from '@mailroom/platform/config';
+import { claimEmail } from '@mailroom/db/queries/emails';
+import { emails } from '@mailroom/db/schema/emails';
+import { setProjectDisabled } from '@mailroom/db/queries/projects';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   createTestProject,

@@ -8,8 +8,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { and, eq, sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/core';
-import { contacts, emails, projects, workflowExecutions, workflowInbox } from '@mailroom/db';
+import { loadConfig, type Config } from '@mailroom/platform/config';
+import { contacts } from '@mailroom/db/schema/contacts';
+import { emails } from '@mailroom/db/schema/emails';
+import { projects } from '@mailroom/db/schema/projects';
+import { workflowExecutions, workflowInbox } from '@mailroom/db/schema/workflows';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { client, createTestProject, deletePrefix, exited, isolatedDatabase, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';

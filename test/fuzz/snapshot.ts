@@ -4,7 +4,7 @@
  * summarised as its row count and an md5 of its rows for the project, plus the project's own row. Two equal
  * snapshots mean no row was inserted, updated or deleted in between.
  */
-import type { Database } from '@mailroom/db';
+import type { Database } from '@mailroom/db/client';
 
 /** `table → "count:md5"` for one project. */
 export type Snapshot = Record<string, string>;

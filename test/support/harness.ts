@@ -8,9 +8,21 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import request from 'supertest';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
-import { createCampaignQueue, createImportQueue, createWebhookQueue, createWorkflowQueue, createLogger, createRedis, createSendQueue, loadConfig, type CampaignJobPayload, type Config, type WorkflowJobPayload } from '@mailroom/core';
+import {
+  createCampaignQueue,
+  createImportQueue,
+  createWebhookQueue,
+  createWorkflowQueue,
+  createRedis,
+  createSendQueue,
+  type CampaignJobPayload,
+  type WorkflowJobPayload,
+} from '@mailroom/queues/queues';
+import { createLogger } from '@mailroom/platform/logger';
+import { loadConfig, type Config } from '@mailroom/platform/config';
 import type { Queue } from 'bullmq';
-import { addDomain, createDatabase, createProject, type Database } from '@mailroom/db';
+import { addDomain, createProject } from '@mailroom/db/queries/projects';
+import { createDatabase, type Database } from '@mailroom/db/client';
 import { createApp, type App } from '../../apps/api/src/app';
 import { dropDatabase, freshDatabase } from './services';
 import type { RecordedSend } from './ses-recorder';

@@ -5,7 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { claimEmail, finishEmail, type Db } from '@mailroom/db';
+import { claimEmail, finishEmail } from '@mailroom/db/queries/emails';
+import { type Db } from '@mailroom/db/client';
 import { recipient } from './harness';
 
 /** A sent email as an SES event names it. */

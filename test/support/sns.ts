@@ -8,7 +8,7 @@ import { createSign, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generate } from 'selfsigned';
-import { snsStringToSign, type SnsMessage } from '@mailroom/core';
+import { snsStringToSign, type SnsMessage } from '@mailroom/feedback/sns';
 
 export interface SnsHarness {
   /** `127.0.0.1:<port>`: the value of SNS_CERT_HOSTS for the API under test. */

@@ -26,8 +26,12 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { AppError, isUuid, loadConfig } from '@mailroom/core';
-import { createDatabase, domainOwner, importFromPlunk } from '@mailroom/db';
+import { AppError } from '@mailroom/platform/errors';
+import { isUuid } from '@mailroom/platform/ids';
+import { loadConfig } from '@mailroom/platform/config';
+import { createDatabase } from '@mailroom/db/client';
+import { domainOwner } from '@mailroom/db/queries/projects';
+import { importFromPlunk } from '@mailroom/plunk-import/run';
 import { adminOps } from './routes/admin';
 import { importKeysOp } from './routes/admin-keys';
 import { guardrailOps } from './routes/admin-guardrails';

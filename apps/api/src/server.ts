@@ -5,8 +5,18 @@
  * @module
  */
 import type { Server } from 'node:http';
-import { createCampaignQueue, createWebhookQueue, createWorkflowQueue, createImportQueue, createLogger, createRedis, createSendQueue, listenOn, runService, type Config } from '@mailroom/core';
-import { createDatabase } from '@mailroom/db';
+import {
+  createCampaignQueue,
+  createWebhookQueue,
+  createWorkflowQueue,
+  createImportQueue,
+  createRedis,
+  createSendQueue,
+} from '@mailroom/queues/queues';
+import { createLogger } from '@mailroom/platform/logger';
+import { listenOn, runService } from '@mailroom/platform/process';
+import { type Config } from '@mailroom/platform/config';
+import { createDatabase } from '@mailroom/db/client';
 import { createApp } from './app';
 
 /** Starts the API; resolves once it listens. @returns a `stop()` that shuts it down gracefully. */

@@ -13,8 +13,22 @@
 import http from 'node:http';
 import { sql } from 'drizzle-orm';
 import type { Worker } from 'bullmq';
-import { listenOn, createAccountProvider, createCampaignQueue, createIdentityProvider, createImportQueue, createLogger, createRedis, createResolver, createSendQueue, createWebhookQueue, createWorkflowQueue, runService, type AccountProvider, type Config, type DomainIdentityProvider, type Logger } from '@mailroom/core';
-import { createDatabase, sentInLast24Hours, sentSinceHour } from '@mailroom/db';
+import { listenOn, runService } from '@mailroom/platform/process';
+import { createAccountProvider, type AccountProvider } from '@mailroom/mail/ses-account';
+import {
+  createCampaignQueue,
+  createImportQueue,
+  createRedis,
+  createSendQueue,
+  createWebhookQueue,
+  createWorkflowQueue,
+} from '@mailroom/queues/queues';
+import { createIdentityProvider, type DomainIdentityProvider } from '@mailroom/mail/identities';
+import { createLogger, type Logger } from '@mailroom/platform/logger';
+import { createResolver } from '@mailroom/verify/dns';
+import { type Config } from '@mailroom/platform/config';
+import { createDatabase } from '@mailroom/db/client';
+import { sentInLast24Hours, sentSinceHour } from '@mailroom/db/queries/send-quota';
 import { createSendProcessor } from './processors/send';
 import { reconcileTask } from './processors/reconcile';
 import { createImportProcessor } from './processors/import';

@@ -18,7 +18,8 @@
  */
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { sendingCampaignProgress, type Database } from '@mailroom/db';
+import { sendingCampaignProgress } from '@mailroom/db/queries/campaigns';
+import { type Database } from '@mailroom/db/client';
 
 /** The worker's metrics. */
 export class WorkerMetrics {

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { loadConfig } from '@mailroom/core';
+import { loadConfig } from '@mailroom/platform/config';
 import { ensureDatabase, migrate } from './migrate';
 
 const url = loadConfig(process.env).databaseUrl;

@@ -21,8 +21,10 @@
  * @module
  */
 import type { Request, RequestHandler } from 'express';
-import { AppError, ErrorCode, hashKey, keyKind, safeEqual, type KeyKind } from '@mailroom/core';
-import { findKey, type Db, type KeyRecord } from '@mailroom/db';
+import { AppError, ErrorCode } from '@mailroom/platform/errors';
+import { hashKey, keyKind, safeEqual, type KeyKind } from '@mailroom/platform/keys';
+import { findKey, type KeyRecord } from '@mailroom/db/queries/projects';
+import { type Db } from '@mailroom/db/client';
 import { clientIp, type Attempt, type FailureLimiter } from './rate-limit';
 
 /**

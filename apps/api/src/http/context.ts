@@ -3,11 +3,19 @@
  *
  * @module
  */
-import type { CampaignJobPayload, WebhookJobPayload, Config, ImportJobPayload, Logger, SendJobPayload, WorkflowJobPayload } from '@mailroom/core';
-import type { Database } from '@mailroom/db';
+import type {
+  CampaignJobPayload,
+  WebhookJobPayload,
+  ImportJobPayload,
+  SendJobPayload,
+  WorkflowJobPayload,
+} from '@mailroom/queues/queues';
+import type { Config } from '@mailroom/platform/config';
+import type { Logger } from '@mailroom/platform/logger';
+import type { Database } from '@mailroom/db/client';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { KeyKind, KeyMode } from '@mailroom/core';
+import type { KeyKind, KeyMode } from '@mailroom/platform/keys';
 
 /** Everything `createApp` needs; the caller owns (and closes) these. */
 export interface AppDeps {

@@ -7,7 +7,7 @@
  * @module
  */
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
-import { AppError, ErrorCode, errorCode, isUnavailableError } from '@mailroom/core';
+import { AppError, ErrorCode, errorCode, isUnavailableError } from '@mailroom/platform/errors';
 
 /** Sends the error body for `err`. */
 export function sendError(res: Response, err: AppError): void {

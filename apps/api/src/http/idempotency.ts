@@ -17,8 +17,9 @@
 import { createHash } from 'node:crypto';
 import type express from 'express';
 import { sql } from 'drizzle-orm';
-import { AppError, ErrorCode, errorCode } from '@mailroom/core';
-import { claimIdempotencyKey, storeIdempotentResponse, type Database, type DbOrTx } from '@mailroom/db';
+import { AppError, ErrorCode, errorCode } from '@mailroom/platform/errors';
+import { claimIdempotencyKey, storeIdempotentResponse } from '@mailroom/db/queries/idempotency';
+import { type Database, type DbOrTx } from '@mailroom/db/client';
 import type { RouteResult } from './route-result';
 
 /** Longest accepted key (characters). */

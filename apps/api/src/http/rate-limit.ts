@@ -20,7 +20,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import type { RequestHandler } from 'express';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Redis } from 'ioredis';
-import { AppError, ErrorCode } from '@mailroom/core';
+import { AppError, ErrorCode } from '@mailroom/platform/errors';
 
 /** Creates the middleware; `perMinute` requests per project per 60 s window. */
 export function rateLimit(redis: Redis, keyPrefix: string, perMinute: number): RequestHandler {

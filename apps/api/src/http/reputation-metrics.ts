@@ -22,8 +22,10 @@
  * @module
  */
 import { Gauge, type Registry } from 'prom-client';
-import { sesRates, type Logger } from '@mailroom/core';
-import { reputationByProject, type Db, type ReputationCounts, type ReputationWindow } from '@mailroom/db';
+import { sesRates } from '@mailroom/audiences/guardrails';
+import { type Logger } from '@mailroom/platform/logger';
+import { reputationByProject, type ReputationCounts, type ReputationWindow } from '@mailroom/db/queries/reputation';
+import { type Db } from '@mailroom/db/client';
 
 /** How long a scrape waits for the figures (ms). */
 export const READ_TIMEOUT_MS = 3_000;

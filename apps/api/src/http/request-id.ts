@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '@mailroom/core';
+import type { Logger } from '@mailroom/platform/logger';
 
 const INBOUND_ID = /^[\w.:-]{8,128}$/;
 

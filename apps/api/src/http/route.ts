@@ -12,8 +12,10 @@
  */
 import express, { type RequestHandler, type Router } from 'express';
 import type { Static, TSchema } from '@sinclair/typebox';
-import { AppError, bodyValidator, ErrorCode, paramValidator, type Logger } from '@mailroom/core';
-import type { Database, DbOrTx } from '@mailroom/db';
+import { AppError, ErrorCode } from '@mailroom/platform/errors';
+import { bodyValidator, paramValidator } from '@mailroom/platform/validation';
+import { type Logger } from '@mailroom/platform/logger';
+import type { Database, DbOrTx } from '@mailroom/db/client';
 import type { AuthContext } from './context';
 import { runDirect, runIdempotent } from './idempotency';
 import type { RouteResult } from './route-result';

@@ -8,14 +8,13 @@ import { Type } from '@sinclair/typebox';
 import {
   effectiveGuardrails,
   GUARDRAIL_FIELDS,
-  notFound,
-  validationError,
   validGuardrailValue,
-  type FieldError,
   type GuardrailOverrides,
-  type Guardrails,
-} from '@mailroom/core';
-import { getProjectGuardrails, updateProjectGuardrails, type DbOrTx } from '@mailroom/db';
+} from '@mailroom/audiences/guardrails';
+import { notFound, validationError, type FieldError } from '@mailroom/platform/errors';
+import { type Guardrails } from '@mailroom/platform/guardrail-defaults';
+import { getProjectGuardrails, updateProjectGuardrails } from '@mailroom/audiences/queries/guardrails';
+import { type DbOrTx } from '@mailroom/db/client';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, Nullable } from './common';

@@ -5,8 +5,10 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { AppError, ErrorCode, keyKind, notFound, validationError, type FieldError, type KeyKind } from '@mailroom/core';
-import { importProjectKeys, type Db } from '@mailroom/db';
+import { AppError, ErrorCode, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
+import { keyKind, type KeyKind } from '@mailroom/platform/keys';
+import { importProjectKeys } from '@mailroom/db/queries/import-keys';
+import { type Db } from '@mailroom/db/client';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, Nullable, Timestamp } from './common';

@@ -4,8 +4,19 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { AppError, ErrorCode, errorCode, notFound, parseKeyReference, validationError, type KeyMode as KeyModeName } from '@mailroom/core';
-import { addDomain, createProject, emailStatsByProject, listKeys, revokeKey, rotateKeys, setProjectDisabled, type Db, type KeySummary } from '@mailroom/db';
+import { AppError, ErrorCode, errorCode, notFound, validationError } from '@mailroom/platform/errors';
+import { parseKeyReference, type KeyMode as KeyModeName } from '@mailroom/platform/keys';
+import {
+  addDomain,
+  createProject,
+  listKeys,
+  revokeKey,
+  rotateKeys,
+  setProjectDisabled,
+  type KeySummary,
+} from '@mailroom/db/queries/projects';
+import { emailStatsByProject } from '@mailroom/db/queries/emails';
+import { type Db } from '@mailroom/db/client';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, Nullable, StringEnum, Timestamp } from './common';

@@ -9,8 +9,11 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { announceWebhookDeliveries, encodeCursor, notFound, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/core';
-import { campaignEmailsInQueue, campaignTimeline, getCampaign, resumeCampaign } from '@mailroom/db';
+import { announceWebhookDeliveries, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/queues/queues';
+import { encodeCursor } from '@mailroom/platform/ids';
+import { notFound } from '@mailroom/platform/errors';
+import { campaignEmailsInQueue, campaignTimeline, resumeCampaign } from '@mailroom/audiences/queries/campaign-pause';
+import { getCampaign } from '@mailroom/db/queries/campaigns';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Campaign, presentCampaign, refused, refuseTestKeyOnLive } from './campaign-shapes';

@@ -6,8 +6,10 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { AppError, announceWebhookDeliveries, ErrorCode, notFound, scheduleCampaignJob } from '@mailroom/core';
-import { getCampaign, retryFailedCampaign } from '@mailroom/db';
+import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
+import { announceWebhookDeliveries, scheduleCampaignJob } from '@mailroom/queues/queues';
+import { getCampaign } from '@mailroom/db/queries/campaigns';
+import { retryFailedCampaign } from '@mailroom/db/queries/campaign-retry';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Campaign, presentCampaign, refuseTestKeyOnLive } from './campaign-shapes';

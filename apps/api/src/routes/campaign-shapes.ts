@@ -6,19 +6,15 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import {
-  AppError,
-  ErrorCode,
-  MailboxString,
-  normalizeEmail,
-  notFound,
-  senderFields,
-  parseSegmentFilter,
-  templateSyntaxErrors,
-  validationError,
-  type FieldError,
-} from '@mailroom/core';
-import { CAMPAIGN_PAUSE_REASONS, CAMPAIGN_STATUSES, getSegment, type CampaignRow, type DbOrTx, type NewCampaign, type Transition } from '@mailroom/db';
+import { AppError, ErrorCode, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
+import { MailboxString } from '@mailroom/platform/validation';
+import { normalizeEmail, senderFields } from '@mailroom/platform/address';
+import { parseSegmentFilter } from '@mailroom/audiences/segments';
+import { templateSyntaxErrors } from '@mailroom/mail/templates';
+import { CAMPAIGN_PAUSE_REASONS, CAMPAIGN_STATUSES } from '@mailroom/db/schema/campaigns';
+import { getSegment } from '@mailroom/audiences/queries/segments';
+import { type CampaignRow, type NewCampaign, type Transition } from '@mailroom/db/queries/campaigns';
+import { type DbOrTx } from '@mailroom/db/client';
 import { senderError } from '../services/sender';
 import { FilterField } from './filter-fields';
 import { EmailAddress, Nullable, PageQuery, PlunkPageQuery, StringEnum, Timestamp } from './common';

@@ -17,21 +17,24 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { newId, normalizeEmail, notFound, scheduleCampaignJob, sendJobOptions, SendPriority, validationError } from '@mailroom/core';
+import { newId } from '@mailroom/platform/ids';
+import { normalizeEmail } from '@mailroom/platform/address';
+import { notFound, validationError } from '@mailroom/platform/errors';
+import { scheduleCampaignJob, sendJobOptions, SendPriority } from '@mailroom/queues/queues';
 import {
   campaignEmailCounts,
   cancelCampaign,
   createCampaign,
   deleteDraftCampaign,
-  findContactByEmail,
   getCampaign,
-  insertQueuedEmails,
   listCampaigns,
   sendCampaign,
   updateCampaign,
   type CampaignRow,
   type NewCampaign,
-} from '@mailroom/db';
+} from '@mailroom/db/queries/campaigns';
+import { findContactByEmail } from '@mailroom/db/queries/contacts';
+import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { senderError } from '../services/sender';

@@ -4,7 +4,8 @@
  * @module
  */
 import { Type, type TSchema } from '@sinclair/typebox';
-import { AppError, decodeCursor, encodeCursor, ErrorCode } from '@mailroom/core';
+import { AppError, ErrorCode } from '@mailroom/platform/errors';
+import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
 
 /** A string limited to `values`, reported as `invalid_enum_value` (not as a union of constants). */
 export function StringEnum<T extends string>(values: readonly T[], description?: string) {
@@ -16,7 +17,7 @@ export function Nullable<T extends TSchema>(schema: T) {
   return Type.Union([schema, Type.Null()]);
 }
 
-export { EmailAddress } from '@mailroom/core';
+export { EmailAddress } from '@mailroom/contacts/contacts';
 
 /** `:id` path parameter. */
 export const IdParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'resource id' }) });

@@ -11,8 +11,19 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { AppError, ContactData, ContactInput, decodeCursor, encodeCursor, ErrorCode, notFound, parseSegmentFilter, type SegmentFilter } from '@mailroom/core';
-import { compileFilter, deleteContact, getContact, listContacts, updateContact, upsertContacts, type ContactRow } from '@mailroom/db';
+import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
+import { ContactData, ContactInput } from '@mailroom/contacts/contacts';
+import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
+import { parseSegmentFilter, type SegmentFilter } from '@mailroom/audiences/segments';
+import { compileFilter } from '@mailroom/audiences/queries/segment-filter';
+import {
+  deleteContact,
+  getContact,
+  listContacts,
+  updateContact,
+  upsertContacts,
+  type ContactRow,
+} from '@mailroom/db/queries/contacts';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, PageFields, PageQuery, Timestamp } from './common';

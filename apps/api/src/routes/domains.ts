@@ -11,8 +11,25 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { AppError, asciiHostname, createIdentityProvider, createResolver, domainRecords, ErrorCode, identityFailure, notFound, validationError, type DomainIdentityProvider } from '@mailroom/core';
-import { campaignUsingDomain, deleteDomain, domainTaken, getDomain, insertDomain, listDomains, recordDomainCheck, type DomainRow } from '@mailroom/db';
+import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
+import { asciiHostname } from '@mailroom/platform/address';
+import {
+  createIdentityProvider,
+  domainRecords,
+  identityFailure,
+  type DomainIdentityProvider,
+} from '@mailroom/mail/identities';
+import { createResolver } from '@mailroom/verify/dns';
+import {
+  campaignUsingDomain,
+  deleteDomain,
+  domainTaken,
+  getDomain,
+  insertDomain,
+  listDomains,
+  recordDomainCheck,
+  type DomainRow,
+} from '@mailroom/db/queries/domains';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';

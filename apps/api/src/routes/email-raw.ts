@@ -14,8 +14,9 @@
  * @module
  */
 import type { Request, RequestHandler, Response, Router } from 'express';
-import { AppError, ErrorCode, notFound, paramValidator } from '@mailroom/core';
-import { getTestMessage } from '@mailroom/db';
+import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
+import { paramValidator } from '@mailroom/platform/validation';
+import { getTestMessage } from '@mailroom/db/queries/test-messages';
 import type { AppDeps } from '../http/context';
 import { IdParams } from './common';
 

@@ -4,8 +4,9 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { notFound } from '@mailroom/core';
-import { getEmailWithTimeline, EMAIL_STATUSES } from '@mailroom/db';
+import { notFound } from '@mailroom/platform/errors';
+import { getEmailWithTimeline } from '@mailroom/db/queries/emails';
+import { EMAIL_STATUSES } from '@mailroom/db/schema/emails';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, Nullable, StringEnum, Timestamp } from './common';

@@ -8,21 +8,13 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import {
-  AppError,
-  checkEventName,
-  notFound,
-  decodeCursor,
-  decodeKeyCursor,
-  EmailAddress,
-  encodeCursor,
-  encodeKeyCursor,
-  ErrorCode,
-  splitVariables,
-  validationError,
-  type FieldError,
-} from '@mailroom/core';
-import { findContactByEmail, getContact, listEventNames, listEvents, trackEvent, type DbOrTx } from '@mailroom/db';
+import { AppError, notFound, ErrorCode, validationError, type FieldError } from '@mailroom/platform/errors';
+import { checkEventName, EmailAddress } from '@mailroom/contacts/contacts';
+import { decodeCursor, decodeKeyCursor, encodeCursor, encodeKeyCursor } from '@mailroom/platform/ids';
+import { splitVariables } from '@mailroom/mail/templates';
+import { findContactByEmail, getContact, trackEvent } from '@mailroom/db/queries/contacts';
+import { listEventNames, listEvents } from '@mailroom/db/queries/events';
+import { type DbOrTx } from '@mailroom/db/client';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { PageFields, PageQuery, PlunkPageFields, PlunkPageQuery, plunkPageFields, resolvePaging, Timestamp } from './common';

@@ -5,7 +5,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { validationError } from '@mailroom/core';
+import { validationError } from '@mailroom/platform/errors';
 
 /** The segment filter language as a request field (checked further by `parseSegmentFilter`). */
 export const FilterField = Type.Unsafe<unknown>({

@@ -5,8 +5,13 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { notFound } from '@mailroom/core';
-import { getImport, getImportErrors, IMPORT_ERRORS_KEPT, type ContactImportRow } from '@mailroom/db';
+import { notFound } from '@mailroom/platform/errors';
+import {
+  getImport,
+  getImportErrors,
+  IMPORT_ERRORS_KEPT,
+  type ContactImportRow,
+} from '@mailroom/contacts/queries/imports';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { acceptImport } from '../services/import-upload';

@@ -6,8 +6,9 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { effectiveGuardrails, SES_REVIEW_LEVELS, sesRates } from '@mailroom/core';
-import { getProjectGuardrails, projectReputation, type ReputationCounts, type ReputationWindowCounts } from '@mailroom/db';
+import { effectiveGuardrails, SES_REVIEW_LEVELS, sesRates } from '@mailroom/audiences/guardrails';
+import { getProjectGuardrails } from '@mailroom/audiences/queries/guardrails';
+import { projectReputation, type ReputationCounts, type ReputationWindowCounts } from '@mailroom/db/queries/reputation';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Nullable, Timestamp } from './common';

@@ -14,10 +14,10 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { AppError, ErrorCode, notFound, parseSegmentFilter, validationError } from '@mailroom/core';
+import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
+import { parseSegmentFilter } from '@mailroom/audiences/segments';
 import {
   changeStaticMembers,
-  compileFilter,
   countMatchingContacts,
   createSegment,
   deleteSegment,
@@ -27,7 +27,8 @@ import {
   segmentPredicate,
   updateSegment,
   type SegmentRow,
-} from '@mailroom/db';
+} from '@mailroom/audiences/queries/segments';
+import { compileFilter } from '@mailroom/audiences/queries/segment-filter';
 import { route } from '../http/route';
 import { announcedChange } from '../services/webhooks';
 import type { AppDeps } from '../http/context';

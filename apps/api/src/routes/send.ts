@@ -4,7 +4,8 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { MAILBOX_MAX_LENGTH, MailboxString } from '@mailroom/core';
+import { MAILBOX_MAX_LENGTH } from '@mailroom/platform/address';
+import { MailboxString } from '@mailroom/platform/validation';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { acceptSend, ATTACHMENT_LIMITS } from '../services/send';

@@ -20,19 +20,11 @@
  * @module
  */
 import express, { type Request, type Response, type Router } from 'express';
-import {
-  AppError,
-  announceWebhookDeliveries,
-  ErrorCode,
-  isTrustedSnsUrl,
-  parseSesEvent,
-  parseSnsMessage,
-  SesEventError,
-  SnsRejection,
-  SnsVerifier,
-  type SnsMessage,
-} from '@mailroom/core';
-import { applySesFeedback, recordSnsMessage, type FeedbackOutcome } from '@mailroom/db';
+import { AppError, ErrorCode } from '@mailroom/platform/errors';
+import { announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { isTrustedSnsUrl, parseSnsMessage, SnsRejection, SnsVerifier, type SnsMessage } from '@mailroom/feedback/sns';
+import { parseSesEvent, SesEventError } from '@mailroom/feedback/ses-events';
+import { applySesFeedback, recordSnsMessage, type FeedbackOutcome } from '@mailroom/feedback/queries/feedback';
 import type { AppDeps } from '../http/context';
 
 const REJECTION_CODE = { 400: ErrorCode.BAD_REQUEST, 403: ErrorCode.FORBIDDEN, 503: ErrorCode.SERVICE_UNAVAILABLE } as const;

@@ -9,8 +9,19 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { EmailAddress, emailKey, announceWebhookDeliveries, normalizeEmail, notFound, validationError } from '@mailroom/core';
-import { addSuppressions, deleteSuppression, getSuppression, listSuppressions, recordWebhookEvents, SUPPRESSION_REASONS, type SuppressionRow } from '@mailroom/db';
+import { EmailAddress } from '@mailroom/contacts/contacts';
+import { emailKey, normalizeEmail } from '@mailroom/platform/address';
+import { announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { notFound, validationError } from '@mailroom/platform/errors';
+import {
+  addSuppressions,
+  deleteSuppression,
+  getSuppression,
+  listSuppressions,
+  type SuppressionRow,
+} from '@mailroom/db/queries/suppressions';
+import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
+import { SUPPRESSION_REASONS } from '@mailroom/db/schema/feedback';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { cursorId, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';

@@ -11,18 +11,14 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import {
-  missingVariables,
-  notFound,
-  renderContent,
-  splitVariables,
-  templateSyntaxErrors,
-  unsubscribeUrl,
-  validationError,
-  type BodyFormat,
-  type Config,
-} from '@mailroom/core';
-import { getContact, getTemplate, type DbOrTx } from '@mailroom/db';
+import { missingVariables } from '@mailroom/mail/template-variables';
+import { notFound, validationError } from '@mailroom/platform/errors';
+import { renderContent, splitVariables, templateSyntaxErrors, type BodyFormat } from '@mailroom/mail/templates';
+import { unsubscribeUrl } from '@mailroom/mail/unsubscribe';
+import { type Config } from '@mailroom/platform/config';
+import { getContact } from '@mailroom/db/queries/contacts';
+import { getTemplate } from '@mailroom/db/queries/templates';
+import { type DbOrTx } from '@mailroom/db/client';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, StringEnum } from './common';

@@ -10,8 +10,18 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { decodeCursor, encodeCursor, MAILBOX_MAX_LENGTH, notFound, senderFields, templateSyntaxErrors, validationError } from '@mailroom/core';
-import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate, type TemplateRow } from '@mailroom/db';
+import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
+import { MAILBOX_MAX_LENGTH, senderFields } from '@mailroom/platform/address';
+import { notFound, validationError } from '@mailroom/platform/errors';
+import { templateSyntaxErrors } from '@mailroom/mail/templates';
+import {
+  createTemplate,
+  deleteTemplate,
+  getTemplate,
+  listTemplates,
+  updateTemplate,
+  type TemplateRow,
+} from '@mailroom/db/queries/templates';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';

@@ -21,8 +21,9 @@
  * @module
  */
 import express, { type Request, type Response, type Router } from 'express';
-import { notFound, unsubscribeTokenEmailId, verifyUnsubscribeToken } from '@mailroom/core';
-import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db';
+import { notFound } from '@mailroom/platform/errors';
+import { unsubscribeTokenEmailId, verifyUnsubscribeToken } from '@mailroom/mail/unsubscribe';
+import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db/queries/unsubscribe';
 import type { AppDeps } from '../http/context';
 import { clientIp, FailureLimiter } from '../http/rate-limit';
 import { announcedChange } from '../services/webhooks';

@@ -5,7 +5,8 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { cachedDnsLookup, createResolver, memoizedLookup, verifyEmail } from '@mailroom/core';
+import { cachedDnsLookup, createResolver, memoizedLookup } from '@mailroom/verify/dns';
+import { verifyEmail } from '@mailroom/verify/verify';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Nullable } from './common';

@@ -10,18 +10,14 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { AppError, ErrorCode, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
+import { announceWebhookDeliveries } from '@mailroom/queues/queues';
 import {
-  AppError,
-  announceWebhookDeliveries,
-  ErrorCode,
   isWebhookEventPattern,
   newWebhookSecret,
-  notFound,
-  validationError,
   WEBHOOK_EVENT_TYPES,
   webhookUrlProblem,
-  type FieldError,
-} from '@mailroom/core';
+} from '@mailroom/webhooks/webhooks';
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
@@ -30,9 +26,9 @@ import {
   listWebhookEndpoints,
   redeliverWebhook,
   updateWebhookEndpoint,
-  WEBHOOK_DELIVERY_STATUSES,
   type WebhookEndpointRow,
-} from '@mailroom/db';
+} from '@mailroom/db/queries/webhooks';
+import { WEBHOOK_DELIVERY_STATUSES } from '@mailroom/db/schema/webhooks';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';

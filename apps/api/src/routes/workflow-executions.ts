@@ -7,25 +7,18 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import {
-  AppError,
-  EmailAddress,
-  enqueueExecutions,
-  ErrorCode,
-  EXECUTION_STATUSES,
-  notFound,
-  validationError,
-  announceWebhookDeliveries,
-} from '@mailroom/core';
+import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
+import { EmailAddress } from '@mailroom/contacts/contacts';
+import { enqueueExecutions, announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { EXECUTION_STATUSES } from '@mailroom/db/schema/workflow-states';
 import {
   cancelExecution,
-  findContactByEmail,
-  getContact,
   getExecution,
   getWorkflow,
   listExecutions,
   startManualExecution,
-} from '@mailroom/db';
+} from '@mailroom/db/queries/workflows';
+import { findContactByEmail, getContact } from '@mailroom/db/queries/contacts';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import {

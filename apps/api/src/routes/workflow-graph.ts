@@ -7,21 +7,11 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import {
-  AppError,
-  autoConnectBranches,
-  branchesOf,
-  ErrorCode,
-  fromPlunkStepConfig,
-  graphProblems,
-  notFound,
-  resolveBranch,
-  validationError,
-  WORKFLOW_BRANCHES,
-  WORKFLOW_STEP_TYPES,
-  type FieldError,
-  announceWebhookDeliveries,
-} from '@mailroom/core';
+import { AppError, ErrorCode, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
+import { autoConnectBranches, fromPlunkStepConfig, resolveBranch } from '@mailroom/workflows/workflows-plunk';
+import { branchesOf, graphProblems } from '@mailroom/workflows/workflows';
+import { WORKFLOW_BRANCHES, WORKFLOW_STEP_TYPES } from '@mailroom/db/schema/workflow-states';
+import { announceWebhookDeliveries } from '@mailroom/queues/queues';
 import {
   deleteStep,
   deleteTransition,
@@ -34,7 +24,7 @@ import {
   touchWorkflow,
   updateStep,
   type WorkflowStepRow,
-} from '@mailroom/db';
+} from '@mailroom/db/queries/workflows';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, StringEnum } from './common';

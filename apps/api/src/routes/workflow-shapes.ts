@@ -6,41 +6,34 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { AppError, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
 import {
-  AppError,
   EXECUTION_STATUSES,
-  graphProblems,
-  notFound,
-  parseStepConfig,
-  plunkTransitionFields,
-  plunkTriggerConfig,
-  resolveTrigger,
   STEP_RUN_STATUSES,
-  validationError,
-  webhookUrlProblem,
   WORKFLOW_BRANCHES,
   WORKFLOW_STEP_TYPES,
-  type FieldError,
-  type GraphProblem,
   type WorkflowBranch,
   type WorkflowStepType,
-} from '@mailroom/core';
+} from '@mailroom/db/schema/workflow-states';
+import { graphProblems, parseStepConfig, type GraphProblem } from '@mailroom/workflows/workflows';
+import { plunkTransitionFields, plunkTriggerConfig, resolveTrigger } from '@mailroom/workflows/workflows-plunk';
+import { webhookUrlProblem } from '@mailroom/webhooks/webhooks';
 import {
   contactEmails,
-  getTemplate,
   getWorkflow,
   lockWorkflow,
   loadWorkflowGraph,
   stepSummaries,
   touchWorkflow,
-  type DbOrTx,
   type ExecutionRow,
   type StepRunRow,
   type WorkflowGraph,
   type WorkflowRow,
   type WorkflowStepRow,
   type WorkflowTransitionRow,
-} from '@mailroom/db';
+} from '@mailroom/db/queries/workflows';
+import { getTemplate } from '@mailroom/db/queries/templates';
+import { type DbOrTx } from '@mailroom/db/client';
 import type { AppDeps } from '../http/context';
 import { senderError } from '../services/sender';
 import { Nullable, StringEnum, Timestamp } from './common';

@@ -20,7 +20,8 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { newWebhookSecret, notFound, validationError } from '@mailroom/core';
+import { newWebhookSecret } from '@mailroom/webhooks/webhooks';
+import { notFound, validationError } from '@mailroom/platform/errors';
 import {
   createWorkflow,
   deleteWorkflow,
@@ -28,7 +29,7 @@ import {
   loadWorkflowGraph,
   updateWorkflow,
   workflowWebhookSecret,
-} from '@mailroom/db';
+} from '@mailroom/db/queries/workflows';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import {

@@ -14,27 +14,21 @@ import type { Readable } from 'node:stream';
 import type express from 'express';
 import busboy from 'busboy';
 import type { Queue } from 'bullmq';
-import {
-  AppError,
-  checkImportHead,
-  ErrorCode,
-  hasNul,
-  importFormatOf,
-  importJobOptions,
-  validationError,
-  type Config,
-  type ImportFormat,
-  type ImportJobPayload,
-  type Logger,
-} from '@mailroom/core';
+import { AppError, ErrorCode, validationError } from '@mailroom/platform/errors';
+import { checkImportHead, importFormatOf } from '@mailroom/contacts/imports';
+import { hasNul } from '@mailroom/platform/json-guard';
+import { importJobOptions, type ImportJobPayload } from '@mailroom/queues/queues';
+import { type Config } from '@mailroom/platform/config';
+import { type ImportFormat } from '@mailroom/db/schema/import-format';
+import { type Logger } from '@mailroom/platform/logger';
 import {
   appendImportChunk,
   createImport,
   deleteImport,
   markImportQueued,
   type ContactImportRow,
-  type Db,
-} from '@mailroom/db';
+} from '@mailroom/contacts/queries/imports';
+import { type Db } from '@mailroom/db/client';
 
 /** Size of a stored chunk (bytes). */
 export const IMPORT_CHUNK_BYTES = 1024 * 1024;

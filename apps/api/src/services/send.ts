@@ -11,41 +11,28 @@
  *
  * @module
  */
+import { AppError, ErrorCode, validationError, type FieldError } from '@mailroom/platform/errors';
+import { attachmentContentType, checkCustomHeaders } from '@mailroom/mail/mail';
+import { isUuid, newId } from '@mailroom/platform/ids';
+import { formatMailbox, normalizeEmail, parseMailbox, type Mailbox } from '@mailroom/platform/address';
+import { lanePriorities } from '@mailroom/queues/send-lanes';
 import {
-  AppError,
-  attachmentContentType,
-  checkCustomHeaders,
-  ErrorCode,
-  isUuid,
-  newId,
-  formatMailbox,
-  lanePriorities,
-  normalizeEmail,
-  parseMailbox,
   sendJobOptions,
   SendPriority,
-  splitVariables,
-  templateSyntaxErrors,
-  validationError,
-  type BodyFormat,
-  type Config,
-  type FieldError,
-  type KeyMode,
-  type Logger,
-  type Mailbox,
   type SendJobPayload,
   type WebhookJobPayload,
   announceWebhookDeliveries,
-} from '@mailroom/core';
-import {
-  getTemplate,
-  insertAttachments,
-  insertQueuedEmails,
-  recordWebhookEvents,
-  suppressedKeys,
-  upsertContacts,
-  type DbOrTx,
-} from '@mailroom/db';
+} from '@mailroom/queues/queues';
+import { splitVariables, templateSyntaxErrors, type BodyFormat } from '@mailroom/mail/templates';
+import { type Config } from '@mailroom/platform/config';
+import { type KeyMode } from '@mailroom/platform/keys';
+import { type Logger } from '@mailroom/platform/logger';
+import { getTemplate } from '@mailroom/db/queries/templates';
+import { insertAttachments, insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
+import { suppressedKeys } from '@mailroom/db/queries/suppressions';
+import { upsertContacts } from '@mailroom/db/queries/contacts';
+import { type DbOrTx } from '@mailroom/db/client';
 import { senderError } from './sender';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -4,8 +4,10 @@
  *
  * @module
  */
-import { domainCovers, emailDomain, type FieldError } from '@mailroom/core';
-import { verifiedDomains, type DbOrTx } from '@mailroom/db';
+import { domainCovers, emailDomain } from '@mailroom/platform/address';
+import { type FieldError } from '@mailroom/platform/errors';
+import { verifiedDomains } from '@mailroom/db/queries/projects';
+import { type DbOrTx } from '@mailroom/db/client';
 
 /**
  * Checks a sender address.

@@ -5,8 +5,10 @@
  *
  * @module
  */
-import { announceWebhookDeliveries, type Logger } from '@mailroom/core';
-import { withWebhookEvents, type DbOrTx, type WebhookEvent } from '@mailroom/db';
+import { announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { type Logger } from '@mailroom/platform/logger';
+import { withWebhookEvents, type WebhookEvent } from '@mailroom/db/queries/webhooks';
+import { type DbOrTx } from '@mailroom/db/client';
 import type { AppDeps } from '../http/context';
 
 /**

@@ -20,8 +20,8 @@
  *
  * @module
  */
-import type { Config } from '@mailroom/core';
-import type { LaneShare } from '@mailroom/db';
+import type { Config } from '@mailroom/platform/config';
+import type { LaneShare } from '@mailroom/db/queries/send-quota';
 
 /** The smallest campaign lane (jobs), whatever the rate. */
 export const MIN_LANE_DEPTH = 20;

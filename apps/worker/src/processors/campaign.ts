@@ -20,35 +20,33 @@ import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import { sql, type SQL } from 'drizzle-orm';
 import {
   CampaignJobPayload,
-  dataValidator,
-  effectiveSendRate,
-  parseSegmentFilter,
   sendJobOptions,
   SendPriority,
-  type Config,
-  type Logger,
   type SendJobPayload,
   type WebhookJobPayload,
   announceWebhookDeliveries,
-} from '@mailroom/core';
+} from '@mailroom/queues/queues';
+import { dataValidator } from '@mailroom/platform/validation';
+import { effectiveSendRate } from '@mailroom/mail/ses-account';
+import { parseSegmentFilter } from '@mailroom/audiences/segments';
+import { type Config } from '@mailroom/platform/config';
+import { type Logger } from '@mailroom/platform/logger';
 import {
   advanceEnqueueCursor,
-  campaignLaneShare,
-  compileFilter,
   completeCampaign,
   failCampaign,
   fanoutBatch,
-  getSegment,
   loadCampaign,
   nextCampaignEmails,
-  segmentPredicate,
   startScheduledCampaign,
   sweepCancelledCampaign,
-  withWebhookEvents,
   type CampaignRow,
-  type Database,
-  type DbOrTx,
-} from '@mailroom/db';
+} from '@mailroom/db/queries/campaigns';
+import { campaignLaneShare } from '@mailroom/db/queries/send-quota';
+import { compileFilter } from '@mailroom/audiences/queries/segment-filter';
+import { getSegment, segmentPredicate } from '@mailroom/audiences/queries/segments';
+import { withWebhookEvents } from '@mailroom/db/queries/webhooks';
+import { type Database, type DbOrTx } from '@mailroom/db/client';
 import { campaignLaneDepth, campaignWindow } from './campaign-lane';
 import { freeRetriedJobIds } from './campaign-retry';
 

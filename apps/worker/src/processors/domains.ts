@@ -7,8 +7,11 @@
  *
  * @module
  */
-import type { Config, DomainIdentityProvider, Logger } from '@mailroom/core';
-import { duePendingDomains, recordDomainCheck, type Database } from '@mailroom/db';
+import type { Config } from '@mailroom/platform/config';
+import type { DomainIdentityProvider } from '@mailroom/mail/identities';
+import type { Logger } from '@mailroom/platform/logger';
+import { duePendingDomains, recordDomainCheck } from '@mailroom/db/queries/domains';
+import { type Database } from '@mailroom/db/client';
 import type { MaintenanceTask } from './maintenance';
 
 const PER_PASS = 50;

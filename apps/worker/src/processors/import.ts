@@ -15,19 +15,20 @@
  * @module
  */
 import { UnrecoverableError, type Job } from 'bullmq';
+import { dataValidator } from '@mailroom/platform/validation';
+import { IMPORT_ATTEMPTS, ImportJobPayload } from '@mailroom/queues/queues';
+import { ImportFileError, parseImportFile, type ImportRecord, type ImportRowError } from '@mailroom/contacts/imports';
+import { rootMessage } from '@mailroom/platform/errors';
+import { type Config } from '@mailroom/platform/config';
+import { type Logger } from '@mailroom/platform/logger';
 import {
-  dataValidator,
-  IMPORT_ATTEMPTS,
-  ImportFileError,
-  ImportJobPayload,
-  parseImportFile,
-  rootMessage,
-  type Config,
-  type ImportRecord,
-  type ImportRowError,
-  type Logger,
-} from '@mailroom/core';
-import { commitImportBatch, finishImport, readImportChunk, startImport, type ContactImportRow, type Database } from '@mailroom/db';
+  commitImportBatch,
+  finishImport,
+  readImportChunk,
+  startImport,
+  type ContactImportRow,
+} from '@mailroom/contacts/queries/imports';
+import { type Database } from '@mailroom/db/client';
 
 const validatePayload = dataValidator(ImportJobPayload);
 

@@ -14,7 +14,9 @@
  */
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { QueueName, queueOptions, type Config, type Logger } from '@mailroom/core';
+import { QueueName, queueOptions } from '@mailroom/queues/queues';
+import { type Config } from '@mailroom/platform/config';
+import { type Logger } from '@mailroom/platform/logger';
 
 /** One periodic task. */
 export interface MaintenanceTask {

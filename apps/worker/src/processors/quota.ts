@@ -21,15 +21,22 @@ import type { Queue } from 'bullmq';
 import {
   announceWebhookDeliveries,
   promoteDelayedJobs,
-  quotaState,
   scheduleCampaignJob,
   type CampaignJobPayload,
-  type Config,
-  type Logger,
   type SendJobPayload,
   type WebhookJobPayload,
-} from '@mailroom/core';
-import { campaignEmailsInQueue, pauseCampaign, pausedCampaigns, resumeCampaign, sendingLiveCampaigns, type Database } from '@mailroom/db';
+} from '@mailroom/queues/queues';
+import { quotaState } from '@mailroom/mail/ses-account';
+import { type Config } from '@mailroom/platform/config';
+import { type Logger } from '@mailroom/platform/logger';
+import {
+  campaignEmailsInQueue,
+  pauseCampaign,
+  pausedCampaigns,
+  resumeCampaign,
+} from '@mailroom/audiences/queries/campaign-pause';
+import { sendingLiveCampaigns } from '@mailroom/db/queries/send-quota';
+import { type Database } from '@mailroom/db/client';
 import type { AccountWatcher } from '../ses/account';
 import type { MaintenanceTask } from './maintenance';
 

@@ -14,22 +14,29 @@
 import type { Queue } from 'bullmq';
 import {
   enqueueWebhookDeliveries,
-  SNS_MESSAGE_RETENTION_DAYS,
   scheduleCampaignJob,
   importJobOptions,
   sendJobOptions,
   SendPriority,
-  type Config,
   type CampaignJobPayload,
   type ImportJobPayload,
-  type Logger,
   type SendJobPayload,
   type WebhookJobPayload,
   type WorkflowJobPayload,
   enqueueExecutions,
-} from '@mailroom/core';
+} from '@mailroom/queues/queues';
+import { SNS_MESSAGE_RETENTION_DAYS } from '@mailroom/feedback/sns';
+import { type Config } from '@mailroom/platform/config';
+import { type Logger } from '@mailroom/platform/logger';
 import type { MaintenanceTask } from './maintenance';
-import { activeCampaigns, overdueExecutions, pendingEmails, pendingImports, pruneSnsMessages, purgeIdempotencyKeys, stalePendingDeliveries, type Database } from '@mailroom/db';
+import { activeCampaigns } from '@mailroom/db/queries/campaigns';
+import { overdueExecutions } from '@mailroom/workflows/queries/workflow-engine';
+import { pendingEmails } from '@mailroom/db/queries/emails';
+import { pendingImports } from '@mailroom/contacts/queries/imports';
+import { pruneSnsMessages } from '@mailroom/feedback/queries/feedback';
+import { purgeIdempotencyKeys } from '@mailroom/db/queries/idempotency';
+import { stalePendingDeliveries } from '@mailroom/db/queries/webhooks';
+import { type Database } from '@mailroom/db/client';
 
 /** An upload not touched for this long (ms) was abandoned by its API process. */
 const ABANDONED_UPLOAD_MS = 3600_000;

@@ -7,8 +7,10 @@
  *
  * @module
  */
-import type { Config, Logger } from '@mailroom/core';
-import { dueSegments, refreshSegment, type Database } from '@mailroom/db';
+import type { Config } from '@mailroom/platform/config';
+import type { Logger } from '@mailroom/platform/logger';
+import { dueSegments, refreshSegment } from '@mailroom/audiences/queries/segments';
+import { type Database } from '@mailroom/db/client';
 import type { MaintenanceTask } from './maintenance';
 
 /** Segments refreshed per pass at most. */

@@ -26,23 +26,19 @@
 import { randomUUID } from 'node:crypto';
 import { DelayedError, UnrecoverableError, type Job, type Queue, type Worker } from 'bullmq';
 import type { Redis, Cluster } from 'ioredis';
-import {
-  buildMime,
-  createUnsubscribeToken,
-  dataValidator,
-  listUnsubscribeHeaders,
-  unsubscribeUrl,
-  emailDomain,
-  renderContent,
-  SendJobPayload,
-  TemplateSyntaxError,
-  announceWebhookDeliveries,
-  isUnavailableError,
-  type Config,
-  type Logger,
-  type WebhookJobPayload,
-} from '@mailroom/core';
-import { claimEmail, finishEmail, loadAttachments, loadCampaign, storeTestMessage, type Database } from '@mailroom/db';
+import { buildMime } from '@mailroom/mail/mail';
+import { createUnsubscribeToken, listUnsubscribeHeaders, unsubscribeUrl } from '@mailroom/mail/unsubscribe';
+import { dataValidator } from '@mailroom/platform/validation';
+import { emailDomain } from '@mailroom/platform/address';
+import { renderContent, TemplateSyntaxError } from '@mailroom/mail/templates';
+import { SendJobPayload, announceWebhookDeliveries, type WebhookJobPayload } from '@mailroom/queues/queues';
+import { isUnavailableError } from '@mailroom/platform/errors';
+import { type Config } from '@mailroom/platform/config';
+import { type Logger } from '@mailroom/platform/logger';
+import { claimEmail, finishEmail, loadAttachments } from '@mailroom/db/queries/emails';
+import { loadCampaign } from '@mailroom/db/queries/campaigns';
+import { storeTestMessage } from '@mailroom/db/queries/test-messages';
+import { type Database } from '@mailroom/db/client';
 import { classifySendError, type MailTransport } from '../ses/transport';
 
 const validatePayload = dataValidator(SendJobPayload);

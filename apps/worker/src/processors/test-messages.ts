@@ -10,8 +10,10 @@
  *
  * @module
  */
-import type { Config, Logger } from '@mailroom/core';
-import { pruneTestMessages, type Database } from '@mailroom/db';
+import type { Config } from '@mailroom/platform/config';
+import type { Logger } from '@mailroom/platform/logger';
+import { pruneTestMessages } from '@mailroom/db/queries/test-messages';
+import { type Database } from '@mailroom/db/client';
 import type { MaintenanceTask } from './maintenance';
 
 /** How often the retention pass runs (ms): a message outlives its retention by at most about this long. */

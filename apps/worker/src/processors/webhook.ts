@@ -12,8 +12,18 @@
  * @module
  */
 import { UnrecoverableError, type Job } from 'bullmq';
-import { dataValidator, sendHttp, signWebhook, WebhookJobPayload, type Config, type Logger } from '@mailroom/core';
-import { abandonWebhookDelivery, deliveryForAttempt, disableFailingEndpoint, recordWebhookAttempt, type Database } from '@mailroom/db';
+import { dataValidator } from '@mailroom/platform/validation';
+import { sendHttp, signWebhook } from '@mailroom/webhooks/webhooks';
+import { WebhookJobPayload } from '@mailroom/queues/queues';
+import { type Config } from '@mailroom/platform/config';
+import { type Logger } from '@mailroom/platform/logger';
+import {
+  abandonWebhookDelivery,
+  deliveryForAttempt,
+  disableFailingEndpoint,
+  recordWebhookAttempt,
+} from '@mailroom/db/queries/webhooks';
+import { type Database } from '@mailroom/db/client';
 import { webhookBackoffMs } from '../queues/webhook';
 
 const validatePayload = dataValidator(WebhookJobPayload);

@@ -10,8 +10,22 @@
  *
  * @module
  */
-import { newWebhookSecret, renderJsonTemplate, sendHttp, signWebhook, type Config, type StepConfig } from '@mailroom/core';
-import { getContact, workflowWebhookSecret, type contactForSend, type getTemplate, type DbOrTx, type ExecutionRow, type NewEmail, type StepRunRow, type WorkflowGraph, type WorkflowStepRow } from '@mailroom/db';
+import { newWebhookSecret, sendHttp, signWebhook } from '@mailroom/webhooks/webhooks';
+import { renderJsonTemplate } from '@mailroom/mail/templates';
+import { type Config } from '@mailroom/platform/config';
+import { type StepConfig } from '@mailroom/workflows/workflows';
+import { getContact } from '@mailroom/db/queries/contacts';
+import {
+  workflowWebhookSecret,
+  type ExecutionRow,
+  type StepRunRow,
+  type WorkflowGraph,
+  type WorkflowStepRow,
+} from '@mailroom/db/queries/workflows';
+import { type contactForSend } from '@mailroom/workflows/queries/workflow-engine';
+import { type getTemplate } from '@mailroom/db/queries/templates';
+import { type DbOrTx } from '@mailroom/db/client';
+import { type NewEmail } from '@mailroom/db/queries/emails';
 
 /** The email row of a SEND_EMAIL step, and what it is made from. */
 export function workflowEmailRow(a: {

@@ -17,8 +17,16 @@
  */
 import { Client } from 'pg';
 import type { Queue } from 'bullmq';
-import { announceWebhookDeliveries, enqueueExecutions, type Config, type Logger, type WebhookJobPayload, type WorkflowJobPayload } from '@mailroom/core';
-import { drainWorkflowInbox, type Database } from '@mailroom/db';
+import {
+  announceWebhookDeliveries,
+  enqueueExecutions,
+  type WebhookJobPayload,
+  type WorkflowJobPayload,
+} from '@mailroom/queues/queues';
+import { type Config } from '@mailroom/platform/config';
+import { type Logger } from '@mailroom/platform/logger';
+import { drainWorkflowInbox } from '@mailroom/workflows/queries/workflow-inbox';
+import { type Database } from '@mailroom/db/client';
 
 /** Inbox rows per transaction. */
 const BATCH = 500;

@@ -26,24 +26,22 @@ import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   announceWebhookDeliveries,
-  dataValidator,
-  durationMs,
   enqueueExecutions,
-  lanePriorities,
-  newId,
-  parseSegmentFilter,
   sendJobOptions,
   SendPriority,
   WorkflowJobPayload,
-  type Config,
-  type ExecutionStatus,
-  type Logger,
   type SendJobPayload,
-  type StepConfig,
-  type WebhookDeliveryRef,
   type WebhookJobPayload,
-  type WorkflowBranch,
-} from '@mailroom/core';
+} from '@mailroom/queues/queues';
+import { dataValidator } from '@mailroom/platform/validation';
+import { durationMs, type StepConfig } from '@mailroom/workflows/workflows';
+import { lanePriorities } from '@mailroom/queues/send-lanes';
+import { newId } from '@mailroom/platform/ids';
+import { parseSegmentFilter } from '@mailroom/audiences/segments';
+import { type Config } from '@mailroom/platform/config';
+import { type ExecutionStatus, type WorkflowBranch } from '@mailroom/db/schema/workflow-states';
+import { type Logger } from '@mailroom/platform/logger';
+import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import {
   beginStepRun,
   claimExecution,
@@ -54,22 +52,23 @@ import {
   eventForWait,
   extendLease,
   finishStepRun,
-  getTemplate,
-  insertQueuedEmails,
   leasedExecution,
-  loadWorkflowGraph,
   moveExecution,
   releaseExecution,
-  updateContact,
-  type Database,
-  type DbOrTx,
   type ExecutionMove,
   type MoveEffects,
+} from '@mailroom/workflows/queries/workflow-engine';
+import { getTemplate } from '@mailroom/db/queries/templates';
+import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import {
+  loadWorkflowGraph,
   type ExecutionRow,
   type StepRunRow,
   type WorkflowGraph,
   type WorkflowStepRow,
-} from '@mailroom/db';
+} from '@mailroom/db/queries/workflows';
+import { updateContact } from '@mailroom/db/queries/contacts';
+import { type Database, type DbOrTx } from '@mailroom/db/client';
 import { callStepWebhook, GraphCache, workflowEmailRow } from './workflow-effects';
 
 const validatePayload = dataValidator(WorkflowJobPayload);

@@ -6,7 +6,8 @@
  */
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { QueueName, queueOptions, type Config } from '@mailroom/core';
+import { QueueName, queueOptions } from '@mailroom/queues/queues';
+import { type Config } from '@mailroom/platform/config';
 
 /** Campaign jobs run at once per worker process. */
 export const CAMPAIGN_CONCURRENCY = 4;

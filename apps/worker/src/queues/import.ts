@@ -7,7 +7,8 @@
  */
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { QueueName, queueOptions, type Config } from '@mailroom/core';
+import { QueueName, queueOptions } from '@mailroom/queues/queues';
+import { type Config } from '@mailroom/platform/config';
 
 /** Creates the `contact-import` worker (not yet running). */
 export function createImportWorker(config: Config, connection: Redis, processor: ConstructorParameters<typeof Worker>[1]): Worker {

@@ -9,7 +9,9 @@
  */
 import { Worker, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { effectiveSendRate, QueueName, queueOptions, type Config } from '@mailroom/core';
+import { effectiveSendRate } from '@mailroom/mail/ses-account';
+import { QueueName, queueOptions } from '@mailroom/queues/queues';
+import { type Config } from '@mailroom/platform/config';
 
 /**
  * The smooth limiter for `emailsPerSecond`: one job start every `floor(1000 / rate)` ms. It paces jobs so they

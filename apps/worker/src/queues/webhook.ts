@@ -6,7 +6,8 @@
  */
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { QueueName, queueOptions, WEBHOOK_BACKOFF, type Config } from '@mailroom/core';
+import { QueueName, queueOptions, WEBHOOK_BACKOFF } from '@mailroom/queues/queues';
+import { type Config } from '@mailroom/platform/config';
 
 /**
  * The wait (ms) before retry number `attemptsMade` (1-based: after the first failure, `schedule[0]`); the last

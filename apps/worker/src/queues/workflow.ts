@@ -6,7 +6,8 @@
  */
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { QueueName, queueOptions, type Config } from '@mailroom/core';
+import { QueueName, queueOptions } from '@mailroom/queues/queues';
+import { type Config } from '@mailroom/platform/config';
 
 /** Creates the `workflow` worker (not yet running). */
 export function createWorkflowWorker(config: Config, connection: Redis, processor: ConstructorParameters<typeof Worker>[1]): Worker {

@@ -15,7 +15,7 @@
  * @module
  */
 import { Gauge, type Registry } from 'prom-client';
-import { quotaState } from '@mailroom/core';
+import { quotaState } from '@mailroom/mail/ses-account';
 import type { AccountEstimate, AccountWatcher } from './account';
 
 /** Registers the account gauges on `registry`. */

@@ -3,7 +3,8 @@
  * test moves. It reads at start, keeps the last figures (or the cap, or 14/s) when a read fails, pushes a changed
  * rate to its listeners, and adds the sends since a reading to the reading's 24-hour count.
  */
-import { createLogger, type AccountProvider, type SesAccount } from '@mailroom/core';
+import { createLogger } from '@mailroom/platform/logger';
+import { type AccountProvider, type SesAccount } from '@mailroom/mail/ses-account';
 import { AccountWatcher, FIRST_READ_WAIT_MS } from './account';
 
 const logger = createLogger({ logLevel: 'silent', logPretty: false }, 'test');

@@ -14,7 +14,9 @@
  *
  * @module
  */
-import { effectiveSendRate, type AccountProvider, type Config, type Logger, type SesAccount } from '@mailroom/core';
+import { effectiveSendRate, type AccountProvider, type SesAccount } from '@mailroom/mail/ses-account';
+import { type Config } from '@mailroom/platform/config';
+import { type Logger } from '@mailroom/platform/logger';
 
 /** How long the start waits for the first reading before it goes on with the fallback rate (ms). */
 export const FIRST_READ_WAIT_MS = 5_000;

@@ -6,7 +6,7 @@
  */
 import { SESv2Client, SendEmailCommand, type ServiceInputTypes, type ServiceOutputTypes } from '@aws-sdk/client-sesv2';
 import type { FinalizeRequestMiddleware } from '@smithy/types';
-import type { Config } from '@mailroom/core';
+import type { Config } from '@mailroom/platform/config';
 
 /** One raw message to hand over. */
 export interface OutboundMessage {

@@ -16,7 +16,7 @@
  * @module
  */
 import { sql } from 'drizzle-orm';
-import type { WebhookDeliveryRef } from '@mailroom/core';
+import type { WebhookDeliveryRef } from './webhook-delivery-ref';
 import type { DbOrTx } from '../client';
 import type { CampaignStatus } from '../schema';
 import { loadCampaign, type CampaignRow } from './campaigns';

@@ -8,7 +8,9 @@
  * @module
  */
 import { and, eq, sql, type SQL } from 'drizzle-orm';
-import { emailKey, newId, newIdAt, normalizeEmail, splitPatch } from '@mailroom/core';
+import { emailKey, normalizeEmail } from '@mailroom/platform/address';
+import { newId, newIdAt } from '@mailroom/platform/ids';
+import { splitPatch } from './data-patch';
 import { likePattern } from './like';
 import type { DbOrTx } from '../client';
 import { contacts, contactStats } from '../schema';

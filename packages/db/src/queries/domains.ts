@@ -5,7 +5,7 @@
  * @module
  */
 import { and, asc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
-import type { DomainRecord } from '@mailroom/core';
+import type { DomainRecord } from '../schema/domain-record';
 import type { DbOrTx } from '../client';
 import { keysetList } from './keyset';
 import { likePattern } from './like';

@@ -5,7 +5,8 @@
  * @module
  */
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import { idLowerBound, newId, type WebhookDeliveryRef } from '@mailroom/core';
+import { idLowerBound, newId } from '@mailroom/platform/ids';
+import { type WebhookDeliveryRef } from './webhook-delivery-ref';
 import type { DbOrTx } from '../client';
 import { endpointWants } from './webhooks';
 import { attachments, campaigns, emailEvents, emails, type EmailSource, type EmailStatus } from '../schema';

@@ -4,7 +4,7 @@
  * @module
  */
 import { and, asc, count, desc, eq, gt, sql, type SQL } from 'drizzle-orm';
-import { idLowerBound } from '@mailroom/core';
+import { idLowerBound } from '@mailroom/platform/ids';
 import type { DbOrTx } from '../client';
 import { contacts, eventNames, events } from '../schema';
 

@@ -5,7 +5,7 @@
  * @module
  */
 import { eq } from 'drizzle-orm';
-import { hashKey, keyMode, keyPrefix, type KeyKind } from '@mailroom/core';
+import { hashKey, keyMode, keyPrefix, type KeyKind } from '@mailroom/platform/keys';
 import type { Db } from '../client';
 import { apiKeys, projects } from '../schema';
 import { listKeys, type KeySummary } from './projects';

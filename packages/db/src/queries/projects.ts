@@ -4,7 +4,15 @@
  * @module
  */
 import { and, eq, gt, isNull, or, sql } from 'drizzle-orm';
-import { asciiHostname, generateKey, hashKey, keyPrefix, type KeyKind, type KeyMode, type KeyReference } from '@mailroom/core';
+import { asciiHostname } from '@mailroom/platform/address';
+import {
+  generateKey,
+  hashKey,
+  keyPrefix,
+  type KeyKind,
+  type KeyMode,
+  type KeyReference,
+} from '@mailroom/platform/keys';
 import type { Db, DbOrTx } from '../client';
 import { apiKeys, domains, projects } from '../schema';
 

@@ -5,7 +5,8 @@
  * @module
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { emailKey, newId, normalizeEmail } from '@mailroom/core';
+import { emailKey, normalizeEmail } from '@mailroom/platform/address';
+import { newId } from '@mailroom/platform/ids';
 import { likePattern } from './like';
 import type { DbOrTx } from '../client';
 import { keysetList } from './keyset';

@@ -7,7 +7,8 @@
  * @module
  */
 import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
-import { newId, type WebhookDeliveryRef } from '@mailroom/core';
+import { newId } from '@mailroom/platform/ids';
+import { type WebhookDeliveryRef } from './webhook-delivery-ref';
 import type { DbOrTx } from '../client';
 import { keysetList } from './keyset';
 import { webhookAttempts, webhookDeliveries, webhookEndpoints, type WebhookDeliveryStatus } from '../schema';

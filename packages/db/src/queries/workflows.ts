@@ -8,7 +8,9 @@
  * @module
  */
 import { and, asc, eq, ilike, inArray, or, sql, type SQL } from 'drizzle-orm';
-import { newId, type ExecutionStatus, type WorkflowBranch, type WorkflowStepType, type WebhookDeliveryRef } from '@mailroom/core';
+import { newId } from '@mailroom/platform/ids';
+import { type ExecutionStatus, type WorkflowBranch, type WorkflowStepType } from '../schema/workflow-states';
+import { type WebhookDeliveryRef } from './webhook-delivery-ref';
 import type { DbOrTx } from '../client';
 import { keysetList } from './keyset';
 import { recordWebhookEvents } from './webhooks';

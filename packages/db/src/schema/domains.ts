@@ -2,7 +2,7 @@ import { boolean, check, index, jsonb, pgTable, text, timestamp, uniqueIndex, uu
 import { sql } from 'drizzle-orm';
 import { createdAt, idColumn } from './columns';
 import { projects } from './projects';
-import type { DomainRecord } from '@mailroom/core';
+import type { DomainRecord } from './domain-record';
 
 /** Verification states of a sending domain. */
 export const DOMAIN_STATUSES = ['pending', 'verified', 'failed'] as const;

@@ -6,7 +6,7 @@ import { projects } from './projects';
 /** States of a contact import: `uploading` (request still streaming) → `queued` → `running` → `completed` | `failed`. */
 export const IMPORT_STATUSES = ['uploading', 'queued', 'running', 'completed', 'failed'] as const;
 export type ImportStatus = (typeof IMPORT_STATUSES)[number];
-import type { ImportFormat } from '@mailroom/core';
+import type { ImportFormat } from './import-format';
 export type { ImportFormat };
 
 /**

@@ -1,14 +1,89 @@
-export * from './projects';
-export * from './contacts';
-export * from './templates';
-export * from './domains';
-export * from './emails';
-export * from './events';
-export * from './imports';
-export * from './idempotency';
-export * from './segments';
-export * from './campaigns';
-export * from './feedback';
-export * from './webhooks';
-export * from './workflows';
-export * from './deliverability';
+/**
+ * The tables of the schema, one module per resource: what `drizzle(pool, { schema })` and drizzle-kit read. Queries
+ * import tables from their own modules (`@mailroom/db/schema/<resource>`).
+ *
+ * @module
+ */
+export {
+  API_KEY_MODES,
+  projects,
+  apiKeys,
+  type ProjectGuardrails,
+  type ApiKeyMode,
+} from './projects';
+export {
+  contacts,
+  contactStats,
+} from './contacts';
+export {
+  templates,
+  type TemplateType,
+} from './templates';
+export {
+  DOMAIN_STATUSES,
+  domains,
+  type DomainStatus,
+} from './domains';
+export {
+  EMAIL_STATUSES,
+  attachments,
+  emails,
+  emailEvents,
+  type EmailStatus,
+  type EmailSource,
+} from './emails';
+export {
+  events,
+  eventNames,
+} from './events';
+export {
+  IMPORT_STATUSES,
+  contactImports,
+  contactImportChunks,
+  contactImportErrors,
+  type ImportStatus,
+  type ImportFormat,
+} from './imports';
+export {
+  idempotencyKeys,
+} from './idempotency';
+export {
+  segments,
+  segmentMembers,
+  type SegmentType,
+} from './segments';
+export {
+  CAMPAIGN_STATUSES,
+  CAMPAIGN_PAUSE_REASONS,
+  campaigns,
+  type CampaignStatus,
+  type CampaignPauseReason,
+  type AudienceType,
+} from './campaigns';
+export {
+  SUPPRESSION_REASONS,
+  suppressions,
+  snsMessages,
+  type SuppressionReason,
+} from './feedback';
+export {
+  webhookEndpoints,
+  WEBHOOK_DELIVERY_STATUSES,
+  webhookDeliveries,
+  webhookAttempts,
+  type WebhookDeliveryStatus,
+} from './webhooks';
+export {
+  workflows,
+  workflowSteps,
+  workflowTransitions,
+  workflowExecutions,
+  workflowStepRuns,
+  workflowInbox,
+} from './workflows';
+export {
+  NO_CAMPAIGN,
+  reputationCounts,
+  campaignEvents,
+  testMessages,
+} from './deliverability';

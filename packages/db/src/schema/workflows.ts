@@ -3,8 +3,8 @@ import { sql } from 'drizzle-orm';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
 import { contacts } from './contacts';
-import { EXECUTION_STATUSES, STEP_RUN_STATUSES, WORKFLOW_BRANCHES, WORKFLOW_STEP_TYPES } from '@mailroom/core';
-import type { ExecutionStatus, StepRunStatus, WorkflowStepType } from '@mailroom/core';
+import { EXECUTION_STATUSES, STEP_RUN_STATUSES, WORKFLOW_BRANCHES, WORKFLOW_STEP_TYPES } from './workflow-states';
+import type { ExecutionStatus, StepRunStatus, WorkflowStepType } from './workflow-states';
 
 
 const inList = (column: string, values: readonly string[]) => sql.raw(`${column} in (${values.map((v) => `'${v}'`).join(', ')})`);

@@ -1,0 +1,363 @@
+/**
+ * Contact import files: formats, the header check the API makes before accepting an upload, and the streaming
+ * parser the worker runs (csv-parse for CSV, `readline` for NDJSON, stream-json for a JSON array). Nothing here
+ * holds a whole file: records come out one at a time, in file order.
+ *
+ * Record rules (one contact per record):
+ * - CSV: a header row naming the columns. `email` (required, case-insensitive) and `subscribed` (optional:
+ *   true/false, yes/no, 1/0; an empty cell means "not stated") are fields of the contact; every other named
+ *   column becomes a `data` key holding the cell's text. Empty cells set nothing (they never erase stored data).
+ *   Columns with an empty header are ignored.
+ * - NDJSON (one JSON object per line) and JSON (an array of objects): each record has the shape of the body of
+ *   `POST /contacts`: `{ email, subscribed?, data? }`; a `data` key set to `null` is removed from the contact.
+ * - `subscribed` is applied only when a record states it, so an import never re-subscribes someone who
+ *   unsubscribed unless that record says so. New contacts whose record does not state it get the import's default.
+ * - A record Postgres could not store is a row error naming the field, never a failed import: U+0000 in a string
+ *   or key (a raw 0x00 byte in a CSV cell), nesting deeper than {@link MAX_JSON_DEPTH} (the record is depth 0, so
+ *   `data` values get 31 levels), or a lone UTF-16 surrogate (`"\ud800"` in JSON), which `jsonb` refuses.
+ *
+ * @module
+ */
+import { splitPatch } from '@mailroom/db/queries/data-patch';
+import type { ImportFormat } from '@mailroom/db/schema/import-format';
+import { Readable } from 'node:stream';
+import { createInterface } from 'node:readline';
+import { parse as parseCsv, type CsvError, type Options as CsvOptions } from 'csv-parse';
+import { parse as parseCsvSync } from 'csv-parse/sync';
+import { normalizeEmail, emailKey } from '@mailroom/platform/address';
+import { ContactInput } from './contacts';
+import type { FieldError } from '@mailroom/platform/errors';
+import { findJsonProblem, hasNul, LONE_SURROGATE, MAX_JSON_DEPTH } from '@mailroom/platform/json-guard';
+import { dataValidator } from '@mailroom/platform/validation';
+
+
+/** One valid record, normalised. */
+export interface ImportRecord {
+  /** 1-based record number in the file (the CSV header is not a record). */
+  row: number;
+  email: string;
+  emailKey: string;
+  /** Stated subscription; `undefined` keeps an existing contact's value. */
+  subscribed?: boolean;
+  /** `data` keys to set. */
+  set: Record<string, unknown>;
+  /** `data` keys to remove. */
+  removed: string[];
+}
+
+/** A record that cannot be applied, with the reasons. */
+export interface ImportRowError {
+  row: number;
+  email: string | null;
+  errors: FieldError[];
+}
+
+/** What the parser yields: a record or a row error. */
+export type ImportItem = { ok: true; record: ImportRecord } | { ok: false; error: ImportRowError };
+
+/** The file cannot be read on (the import fails with this message; rows before it stay imported). */
+export class ImportFileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ImportFileError';
+  }
+}
+
+/** Largest CSV record or NDJSON line (bytes); a runaway quote cannot make the parser buffer the file. */
+export const IMPORT_MAX_RECORD_BYTES = 1024 * 1024;
+
+/**
+ * The format of an upload from its media type, then its file name.
+ *
+ * @returns `undefined` when neither says (the caller asks for `format`).
+ */
+export function importFormatOf(mediaType: string | undefined, filename?: string | null): ImportFormat | undefined {
+  const type = (mediaType ?? '').split(';')[0].trim().toLowerCase();
+  if (type === 'text/csv' || type === 'application/csv') return 'csv';
+  if (['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'application/x-jsonlines', 'application/jsonlines'].includes(type)) {
+    return 'ndjson';
+  }
+  if (type === 'application/json') return 'json';
+  const ext = (filename ?? '').toLowerCase().split('.').pop();
+  if (ext === 'csv') return 'csv';
+  if (ext === 'ndjson' || ext === 'jsonl') return 'ndjson';
+  if (ext === 'json') return 'json';
+  return undefined;
+}
+
+/** The columns of a CSV header: where `email` and `subscribed` are, and the `data` key of every other column. */
+export interface CsvColumns {
+  email: number;
+  subscribed: number | undefined;
+  /** `[index, key]` of the data columns. */
+  data: [number, string][];
+  count: number;
+}
+
+/**
+ * Reads a CSV header row.
+ *
+ * @returns the columns, or the problem (field `file`): no `email` column, or a column named twice.
+ */
+export function csvColumns(header: string[]): { ok: true; columns: CsvColumns } | { ok: false; error: FieldError } {
+  const names = header.map((h) => h.trim());
+  const nul = names.findIndex(hasNul);
+  if (nul >= 0) {
+    return { ok: false, error: { field: 'file', message: `the CSV header's column ${nul + 1} contains the NUL character (\\u0000)`, code: 'invalid_string' } };
+  }
+  const seen = new Map<string, number>();
+  for (const name of names) {
+    if (!name) continue;
+    const k = name.toLowerCase();
+    if (seen.has(k)) return { ok: false, error: { field: 'file', message: `the CSV header names the column "${name}" twice`, code: 'custom' } };
+    seen.set(k, 1);
+  }
+  const email = names.findIndex((n) => n.toLowerCase() === 'email');
+  if (email < 0) {
+    const found = names.filter(Boolean).slice(0, 20).join(', ') || '(none)';
+    return {
+      ok: false,
+      error: { field: 'file', message: `the CSV header has no "email" column (found: ${found})`, code: 'custom' },
+    };
+  }
+  const sub = names.findIndex((n) => n.toLowerCase() === 'subscribed');
+  const data: [number, string][] = [];
+  names.forEach((n, i) => {
+    if (n && i !== email && i !== sub) data.push([i, n]);
+  });
+  return { ok: true, columns: { email, subscribed: sub < 0 ? undefined : sub, data, count: names.length } };
+}
+
+/**
+ * Checks the start of an upload before anything is stored, so a wrong file is refused at once (422) instead of
+ * failing later in the worker.
+ *
+ * @param head - the first bytes of the file (up to 64 KiB, or all of it when shorter).
+ * @param complete - whether `head` is the whole file.
+ * @returns `undefined` when the file may be imported, else the problem on field `file`.
+ */
+export function checkImportHead(format: ImportFormat, head: Buffer, complete: boolean): FieldError | undefined {
+  const text = head.toString('utf8').replace(/^\uFEFF/, '');
+  if (text.trim().length === 0) {
+    return { field: 'file', message: complete ? 'is empty' : 'starts with 64 KiB of blank space', code: complete ? 'too_small' : 'custom' };
+  }
+  if (format === 'json') {
+    return text.trimStart().startsWith('[') ? undefined : { field: 'file', message: 'must be a JSON array of contacts', code: 'invalid_type' };
+  }
+  const firstLine = text.trimStart().split(/\r?\n/)[0];
+  const lineComplete = complete || /\r?\n/.test(text.trimStart());
+  if (format === 'ndjson') {
+    if (!lineComplete) return undefined;
+    try {
+      const v: unknown = JSON.parse(firstLine);
+      if (v && typeof v === 'object' && !Array.isArray(v)) return undefined;
+    } catch {
+      // reported below
+    }
+    return { field: 'file', message: 'line 1 is not a JSON object (NDJSON: one contact object per line)', code: 'invalid_type' };
+  }
+  if (!lineComplete) return { field: 'file', message: 'the CSV header row is longer than 64 KiB', code: 'too_big' };
+  let header: string[];
+  try {
+    header = parseCsvSync(firstLine, { bom: true, relax_column_count: true })[0] ?? [];
+  } catch (err) {
+    return { field: 'file', message: `the CSV header row is malformed: ${(err as Error).message}`, code: 'custom' };
+  }
+  const cols = csvColumns(header);
+  return cols.ok ? undefined : cols.error;
+}
+
+const validateContact = dataValidator(ContactInput);
+
+const TRUE = new Set(['true', 'yes', 'y', '1']);
+const FALSE = new Set(['false', 'no', 'n', '0']);
+
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
+/** Longest text kept of a rejected record's address, field or message in its stored row error (characters). */
+export const IMPORT_ERROR_TEXT_MAX = 500;
+
+/**
+ * Makes text from a rejected record storable in Postgres `text`/`jsonb`: U+0000 becomes the six characters
+ * `\u0000`, a lone surrogate becomes U+FFFD, and text over `max` characters is cut (ending in `…`).
+ */
+export function storableText(s: string, max = Number.POSITIVE_INFINITY): string {
+  let out = s.replace(/\u0000/g, '\\u0000').replace(LONE_SURROGATES, '\uFFFD');
+  if (out.length > max) out = out.slice(0, max - 1).replace(/[\uD800-\uDBFF]$/, '') + '…';
+  return out;
+}
+
+/**
+ * A row error whose every string can be stored (see {@link storableText}; each cut to
+ * {@link IMPORT_ERROR_TEXT_MAX} characters): a rejected record's address and the messages quoting its content
+ * (a parser's, a driver's) may hold the very bytes that made it unstorable.
+ */
+export function storableRowError(e: ImportRowError): ImportRowError {
+  const t = (s: string) => storableText(s, IMPORT_ERROR_TEXT_MAX);
+  return {
+    row: e.row,
+    email: e.email === null ? null : t(e.email),
+    errors: e.errors.map((f) => ({ field: t(f.field), message: t(f.message), code: f.code })),
+  };
+}
+
+/**
+ * The first reason a record cannot be stored at all, before its shape is checked: U+0000 or nesting deeper than
+ * {@link MAX_JSON_DEPTH} ({@link findJsonProblem}), or a lone surrogate.
+ */
+export function findUnstorable(value: unknown): FieldError | undefined {
+  return findJsonProblem(value, '', MAX_JSON_DEPTH);
+}
+
+/**
+ * Validates and normalises one record (the `POST /contacts` body shape).
+ *
+ * @param row - the record's 1-based number in the file.
+ * @returns the record, or a row error: first what Postgres could not store ({@link findUnstorable}), else the
+ *   schema's field errors. Never throws for any JSON value (the walks are iterative).
+ */
+export function importRecord(row: number, value: unknown): ImportItem {
+  const email = value && typeof value === 'object' && typeof (value as { email?: unknown }).email === 'string' ? (value as { email: string }).email : null;
+  const unstorable = findUnstorable(value);
+  if (unstorable) return { ok: false, error: { row, email, errors: [unstorable] } };
+  const checked = validateContact(value);
+  if (!checked.ok) return { ok: false, error: { row, email, errors: checked.errors } };
+  const v = checked.value;
+  const { set, removed } = splitPatch(v.data);
+  const normalized = normalizeEmail(v.email);
+  return { ok: true, record: { row, email: normalized, emailKey: emailKey(normalized), subscribed: v.subscribed, set, removed } };
+}
+
+function csvRecord(row: number, cells: string[], cols: CsvColumns): ImportItem {
+  const email = cells[cols.email] ?? '';
+  if (cells.length > cols.count) {
+    return { ok: false, error: { row, email: email || null, errors: [{ field: '(row)', message: `has ${cells.length} fields, the header has ${cols.count}`, code: 'custom' }] } };
+  }
+  const value: { email: string; subscribed?: boolean; data: Record<string, string> } = { email, data: {} };
+  if (cols.subscribed !== undefined) {
+    const raw = (cells[cols.subscribed] ?? '').toLowerCase();
+    if (TRUE.has(raw)) value.subscribed = true;
+    else if (FALSE.has(raw)) value.subscribed = false;
+    else if (raw !== '') {
+      return { ok: false, error: { row, email: email || null, errors: [{ field: 'subscribed', message: 'must be true/false, yes/no or 1/0 (or empty)', code: 'invalid_type' }] } };
+    }
+  }
+  for (const [i, key] of cols.data) {
+    const cell = cells[i];
+    if (cell !== undefined && cell !== '') value.data[key] = cell;
+  }
+  return importRecord(row, value);
+}
+
+/** A source of the file's bytes, in order. */
+export type ByteSource = AsyncIterable<Buffer>;
+
+/**
+ * Parses an import file as a stream of records and row errors, in file order. Malformed CSV records (bad
+ * quoting, a record over 1 MiB) and invalid records are row errors, never fatal.
+ *
+ * @throws {@link ImportFileError} when the file cannot be read on: a CSV header without `email`, or JSON that is
+ *   not a well-formed array (JSON cannot resynchronise after a syntax error). Records yielded before stay valid.
+ *   Errors of `source` propagate as they are.
+ */
+export async function* parseImportFile(format: ImportFormat, source: ByteSource): AsyncGenerator<ImportItem> {
+  if (format === 'csv') yield* parseCsvFile(source);
+  else if (format === 'ndjson') yield* parseNdjson(source);
+  else yield* parseJsonArray(source);
+}
+
+async function* parseCsvFile(source: ByteSource): AsyncGenerator<ImportItem> {
+  // csv-parse reports skipped (malformed) records through `on_skip` and good ones through `on_record`, both
+  // synchronously and in file order; one sequence number over both keeps the row numbers in file order.
+  let seq = 0;
+  const skipped: { seq: number; err: CsvError }[] = [];
+  const options: CsvOptions<{ seq: number; cells: string[] }, string[]> = {
+    bom: true,
+    trim: true,
+    skip_empty_lines: true,
+    relax_column_count: true,
+    skip_records_with_error: true,
+    max_record_size: IMPORT_MAX_RECORD_BYTES,
+    on_skip: (err: CsvError | undefined) => {
+      if (err) skipped.push({ seq: seq++, err });
+      return undefined;
+    },
+    on_record: (cells: string[]) => ({ seq: seq++, cells }),
+  };
+  const parser = parseCsv(options as unknown as CsvOptions);
+  const input = Readable.from(source, { highWaterMark: 1 });
+  input.on('error', (err) => parser.destroy(err));
+  input.pipe(parser);
+  let cols: CsvColumns | undefined;
+  const skipItem = (s: { seq: number; err: CsvError }): ImportItem => ({
+    ok: false,
+    error: { row: s.seq, email: null, errors: [{ field: '(row)', message: `malformed CSV: ${s.err.message}`, code: 'custom' }] },
+  });
+  for await (const rec of parser as AsyncIterable<{ seq: number; cells: string[] }>) {
+    while (skipped.length && skipped[0].seq < rec.seq) yield skipItem(skipped.shift()!);
+    if (!cols) {
+      const c = csvColumns(rec.cells);
+      if (!c.ok) throw new ImportFileError(c.error.message);
+      cols = c.columns;
+      continue;
+    }
+    yield csvRecord(rec.seq, rec.cells, cols);
+  }
+  for (const s of skipped.splice(0)) yield skipItem(s);
+}
+
+async function* parseNdjson(source: ByteSource): AsyncGenerator<ImportItem> {
+  const lines = createInterface({ input: Readable.from(source, { highWaterMark: 1 }), crlfDelay: Infinity });
+  let row = 0;
+  for await (const line of lines) {
+    if (line.trim() === '') continue;
+    row++;
+    if (Buffer.byteLength(line) > IMPORT_MAX_RECORD_BYTES) {
+      yield { ok: false, error: { row, email: null, errors: [{ field: '(row)', message: 'line is longer than 1 MiB', code: 'too_big' }] } };
+      continue;
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(line.replace(/^\uFEFF/, ''));
+    } catch (err) {
+      yield { ok: false, error: { row, email: null, errors: [{ field: '(row)', message: `invalid JSON: ${(err as Error).message}`, code: 'invalid_type' }] } };
+      continue;
+    }
+    yield importRecord(row, value);
+  }
+}
+
+async function* parseJsonArray(source: ByteSource): AsyncGenerator<ImportItem> {
+  // stream-json 1.x (CommonJS): a SAX-style tokenizer plus a streamer that assembles one array element at a time.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { parser } = require('stream-json') as typeof import('stream-json');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { streamArray } = require('stream-json/streamers/StreamArray') as typeof import('stream-json/streamers/StreamArray');
+  const input = Readable.from(source, { highWaterMark: 1 });
+  const tokens = parser();
+  const elements = streamArray();
+  let sourceError: Error | undefined;
+  let syntaxError: Error | undefined;
+  input.on('error', (err) => {
+    sourceError = err;
+    tokens.destroy(err);
+  });
+  // On a syntax error, end the element stream gracefully so the elements parsed before it still come out.
+  tokens.on('error', (err) => {
+    syntaxError ??= err;
+    input.unpipe(tokens);
+    tokens.unpipe(elements);
+    elements.end();
+  });
+  input.pipe(tokens).pipe(elements);
+  try {
+    for await (const { key, value } of elements as AsyncIterable<{ key: number; value: unknown }>) {
+      yield importRecord(key + 1, value);
+    }
+  } catch (err) {
+    if (sourceError) throw sourceError;
+    throw new ImportFileError(`invalid JSON: ${(err as Error).message}`);
+  }
+  if (sourceError) throw sourceError;
+  if (syntaxError) throw new ImportFileError(`invalid JSON: ${syntaxError.message}`);
+}

@@ -1,0 +1,356 @@
+/**
+ * Bulk contact imports: the uploaded file (chunked in Postgres), batched upserts with their progress, row errors.
+ * Every query is scoped by `projectId` or by an import id the caller already resolved for its project.
+ *
+ * @module
+ */
+import { and, asc, eq, sql } from 'drizzle-orm';
+import { errorCode, rootMessage } from '@mailroom/platform/errors';
+import { newId } from '@mailroom/platform/ids';
+import { storableRowError, storableText, findUnstorable, type ImportRecord, type ImportRowError } from '../imports';
+import type { DbOrTx } from '@mailroom/db/client';
+import { contactImportChunks, contactImportErrors, contactImports, type ImportFormat } from '@mailroom/db/schema';
+
+export type { ImportRecord, ImportRowError };
+
+export type ContactImportRow = typeof contactImports.$inferSelect;
+
+/** Row errors kept per import (the `failed` count covers all of them). */
+export const IMPORT_ERRORS_KEPT = 1_000;
+
+/** Creates an import in state `uploading` (invisible to workers until {@link markImportQueued}). */
+export async function createImport(
+  db: DbOrTx,
+  projectId: string,
+  input: { format: ImportFormat; filename: string | null; defaultSubscribed: boolean },
+): Promise<ContactImportRow> {
+  const [row] = await db
+    .insert(contactImports)
+    .values({ projectId, status: 'uploading', format: input.format, filename: input.filename, defaultSubscribed: input.defaultSubscribed })
+    .returning();
+  return row;
+}
+
+/**
+ * Stores chunk `seq` (0-based) of an upload and marks the upload alive (one statement), so the reconciler does
+ * not take a slow upload for an abandoned one.
+ */
+export async function appendImportChunk(db: DbOrTx, importId: string, seq: number, data: Buffer): Promise<void> {
+  await db.execute(sql`
+    with chunk as (insert into contact_import_chunks (import_id, seq, data) values (${importId}::uuid, ${seq}, ${data}))
+    update contact_imports set updated_at = now() where id = ${importId}::uuid`);
+}
+
+/** Ends the upload: `uploading → queued` with the file's size (bytes) and chunk count. */
+export async function markImportQueued(db: DbOrTx, importId: string, sizeBytes: number, chunkCount: number): Promise<ContactImportRow> {
+  const [row] = await db
+    .update(contactImports)
+    .set({ status: 'queued', sizeBytes, chunkCount, updatedAt: new Date() })
+    .where(and(eq(contactImports.id, importId), eq(contactImports.status, 'uploading')))
+    .returning();
+  return row;
+}
+
+/** Deletes an import and its chunks and errors (a failed upload leaves nothing behind). */
+export async function deleteImport(db: DbOrTx, importId: string): Promise<void> {
+  await db.delete(contactImports).where(eq(contactImports.id, importId));
+}
+
+/** An import of the project, or `undefined` (also for another project's id). */
+export async function getImport(db: DbOrTx, projectId: string, id: string): Promise<ContactImportRow | undefined> {
+  const [row] = await db.select().from(contactImports).where(and(eq(contactImports.projectId, projectId), eq(contactImports.id, id)));
+  return row;
+}
+
+/** The kept row errors of an import of the project, in file order. */
+export async function getImportErrors(db: DbOrTx, projectId: string, importId: string) {
+  return db
+    .select({ row: contactImportErrors.row, email: contactImportErrors.email, errors: contactImportErrors.errors })
+    .from(contactImportErrors)
+    .innerJoin(contactImports, eq(contactImports.id, contactImportErrors.importId))
+    .where(and(eq(contactImports.projectId, projectId), eq(contactImportErrors.importId, importId)))
+    .orderBy(asc(contactImportErrors.row))
+    .limit(IMPORT_ERRORS_KEPT);
+}
+
+/**
+ * Takes an import for processing: `queued | running → running` (a `running` one is resumed after a crash).
+ *
+ * @returns the row, or `undefined` when it is missing or already final.
+ */
+export async function startImport(db: DbOrTx, importId: string): Promise<ContactImportRow | undefined> {
+  const [row] = await db
+    .update(contactImports)
+    .set({ status: 'running', startedAt: sql`coalesce(${contactImports.startedAt}, now())`, updatedAt: new Date() })
+    .where(and(eq(contactImports.id, importId), sql`${contactImports.status} in ('queued', 'running')`))
+    .returning();
+  return row;
+}
+
+/** Chunk `seq` of an upload, or `undefined` past the end. */
+export async function readImportChunk(db: DbOrTx, importId: string, seq: number): Promise<Buffer | undefined> {
+  const [row] = await db
+    .select({ data: contactImportChunks.data })
+    .from(contactImportChunks)
+    .where(and(eq(contactImportChunks.importId, importId), eq(contactImportChunks.seq, seq)));
+  return row?.data;
+}
+
+/** Outcome counts of a batch. */
+export interface ImportCounts {
+  created: number;
+  updated: number;
+  skipped: number;
+}
+
+/**
+ * Folds records with the same address into the first (later values win), as applying them in file order
+ * would. A folded record counts as `updated` when it changes what the earlier ones set, else `skipped`.
+ */
+function foldDuplicates(records: ImportRecord[]): { distinct: ImportRecord[]; updated: number; skipped: number } {
+  const byKey = new Map<string, ImportRecord>();
+  let updated = 0;
+  let skipped = 0;
+  for (const r of records) {
+    const prev = byKey.get(r.emailKey);
+    if (!prev) {
+      byKey.set(r.emailKey, { ...r, set: { ...r.set }, removed: [...r.removed] });
+      continue;
+    }
+    const changes =
+      (r.subscribed !== undefined && r.subscribed !== prev.subscribed) ||
+      Object.entries(r.set).some(([k, v]) => JSON.stringify(prev.set[k]) !== JSON.stringify(v)) ||
+      r.removed.some((k) => k in prev.set || !prev.removed.includes(k));
+    if (changes) updated++;
+    else skipped++;
+    for (const k of r.removed) delete prev.set[k];
+    Object.assign(prev.set, r.set);
+    prev.removed = [...new Set([...prev.removed.filter((k) => !(k in r.set)), ...r.removed])];
+    if (r.subscribed !== undefined) prev.subscribed = r.subscribed;
+  }
+  return { distinct: [...byKey.values()], updated, skipped };
+}
+
+/**
+ * Applies a batch of records to a project's contacts in one statement with array parameters (no per-row
+ * statements): existing contacts are merged in SQL (`data || set - removed`; `subscribed` only when stated, so an
+ * unsubscribed contact stays unsubscribed unless its row says otherwise) and written only when something
+ * changes; new ones are inserted (`subscribed` = stated or `defaultSubscribed`). A contact inserted concurrently
+ * between the two steps is retried as an update.
+ *
+ * @returns created (new contacts), updated (changed), skipped (already as the file says).
+ */
+export async function importContactBatch(
+  db: DbOrTx,
+  projectId: string,
+  records: ImportRecord[],
+  defaultSubscribed: boolean,
+): Promise<ImportCounts> {
+  const folded = foldDuplicates(records);
+  const counts: ImportCounts = { created: 0, updated: folded.updated, skipped: folded.skipped };
+  let pending = folded.distinct;
+  for (let attempt = 0; pending.length > 0; attempt++) {
+    if (attempt === 5) throw new Error('contact import batch kept racing with concurrent inserts');
+    const result = await db.execute<{ seen: number; updated: number; created: number; raced: string[] }>(sql`
+      with input as (
+        select * from unnest(
+          ${sql.param(pending.map(() => newId()))}::uuid[],
+          ${sql.param(pending.map((r) => r.email))}::text[],
+          ${sql.param(pending.map((r) => r.emailKey))}::text[],
+          ${sql.param(pending.map((r) => r.subscribed ?? defaultSubscribed))}::boolean[],
+          ${sql.param(pending.map((r) => r.subscribed !== undefined))}::boolean[],
+          ${sql.param(pending.map((r) => JSON.stringify(r.set)))}::jsonb[],
+          ${sql.param(pending.map((r) => JSON.stringify(r.removed)))}::jsonb[]
+        ) as t(id, email, email_key, subscribed, stated, patch, removed)
+      ),
+      prepared as (
+        select i.*, array(select jsonb_array_elements_text(i.removed)) as removed_keys from input i
+      ),
+      seen as (
+        select c.email_key from contacts c join input i on i.email_key = c.email_key where c.project_id = ${projectId}::uuid
+      ),
+      upd as (
+        update contacts c set
+          subscribed = case when p.stated then p.subscribed else c.subscribed end,
+          data = (c.data || p.patch) - p.removed_keys,
+          updated_at = now()
+        from prepared p
+        where c.project_id = ${projectId}::uuid and c.email_key = p.email_key
+          and ((p.stated and c.subscribed <> p.subscribed) or ((c.data || p.patch) - p.removed_keys) <> c.data)
+        returning c.email_key
+      ),
+      ins as (
+        insert into contacts (id, project_id, email, email_key, subscribed, data)
+        select p.id, ${projectId}::uuid, p.email, p.email_key, p.subscribed, p.patch
+        from prepared p where not exists (select 1 from seen s where s.email_key = p.email_key)
+        on conflict (project_id, email_key) do nothing
+        returning email_key
+      )
+      select (select count(*) from seen)::int as seen,
+        (select count(*) from upd)::int as updated,
+        (select count(*) from ins)::int as created,
+        array(
+          select p.email_key from prepared p
+          where not exists (select 1 from seen s where s.email_key = p.email_key)
+            and not exists (select 1 from ins where ins.email_key = p.email_key)
+        ) as raced
+    `);
+    const r = result.rows[0];
+    counts.created += r.created;
+    counts.updated += r.updated;
+    counts.skipped += r.seen - r.updated;
+    const raced = new Set(r.raced);
+    pending = pending.filter((p) => raced.has(p.emailKey));
+  }
+  return counts;
+}
+
+/**
+ * True when a Postgres error blames the data of a statement rather than the server or the connection: SQLSTATE
+ * class 22 (data exception: 22P05 untranslatable character, 22021 bad byte sequence, 22P02 bad JSON…) and class
+ * 54 (program limit exceeded: 54001 stack depth, 54000 index row too large). Splitting the statement's rows can
+ * isolate such a failure. Connection loss (08xxx, 57P01, socket errors), lock timeouts (55P03) and everything
+ * else are not: retrying the same rows later may succeed.
+ */
+export function isRowDataError(err: unknown): boolean {
+  const code = errorCode(err);
+  return !!code && /^(22|54)[0-9A-Z]{3}$/.test(code);
+}
+
+/** Counts of a committed batch; `failed` covers the parser's row errors and the rows Postgres refused. */
+export interface ImportBatchCounts extends ImportCounts {
+  failed: number;
+}
+
+/** The row error of a record Postgres refused: the field when the guard can tell, else the whole row. */
+function refusedRowError(r: ImportRecord, err: unknown): ImportRowError {
+  const located = findUnstorable({ email: r.email, data: { ...Object.fromEntries(r.removed.map((k) => [k, null])), ...r.set } });
+  return {
+    row: r.row,
+    email: r.email,
+    errors: [
+      {
+        field: located?.field ?? '(row)',
+        message: `could not be stored (${errorCode(err)}): ${located?.message ?? rootMessage(err)}`,
+        code: located?.code ?? 'custom',
+      },
+    ],
+  };
+}
+
+/**
+ * Applies records inside a savepoint; when Postgres refuses them for their data ({@link isRowDataError}), splits
+ * them in halves (file order kept) until the refused records stand alone, and returns those as row errors. A few
+ * bad rows in a batch of n cost O(bad × log n) extra statements, and every other row is applied.
+ *
+ * @throws any error that is not a data error (connection lost, lock timeout): the caller's transaction fails whole.
+ */
+async function applyIsolatingBadRows(
+  tx: DbOrTx,
+  projectId: string,
+  records: ImportRecord[],
+  defaultSubscribed: boolean,
+): Promise<{ counts: ImportCounts; refused: ImportRowError[] }> {
+  try {
+    const counts = await tx.transaction((sp) => importContactBatch(sp, projectId, records, defaultSubscribed));
+    return { counts, refused: [] };
+  } catch (err) {
+    if (!isRowDataError(err)) throw err;
+    if (records.length === 1) return { counts: { created: 0, updated: 0, skipped: 0 }, refused: [refusedRowError(records[0], err)] };
+    const mid = Math.ceil(records.length / 2);
+    const a = await applyIsolatingBadRows(tx, projectId, records.slice(0, mid), defaultSubscribed);
+    const b = await applyIsolatingBadRows(tx, projectId, records.slice(mid), defaultSubscribed);
+    return {
+      counts: { created: a.counts.created + b.counts.created, updated: a.counts.updated + b.counts.updated, skipped: a.counts.skipped + b.counts.skipped },
+      refused: [...a.refused, ...b.refused],
+    };
+  }
+}
+
+/**
+ * Commits one batch of an import in one transaction: the contacts, the kept row errors, and the progress
+ * (`rowsProcessed`, counts). The progress update is conditional on the previous `rowsProcessed`, so two
+ * workers can never both apply the same batch.
+ *
+ * A record Postgres refuses for its data (see {@link isRowDataError}) becomes a row error of this batch and the
+ * other records are applied: a bad row is never fatal. Row errors are stored through {@link storableRowError},
+ * so a message quoting a NUL byte cannot fail the batch itself.
+ *
+ * Commits are asynchronous (`synchronous_commit = off`, no fsync wait per batch): a database crash may lose the
+ * last batches' commits, contacts and progress together, so a resumed import redoes exactly those.
+ *
+ * @param batch.errorsKept - row errors already kept for this import; at most `IMPORT_ERRORS_KEPT` are kept.
+ * @returns the batch's counts; `failed` = parser row errors + refused records.
+ * @throws when the import moved on meanwhile (another worker owns it), or on any error that is not a data error
+ *   (connection lost, lock timeout); nothing of the batch is kept, and a retry redoes it.
+ */
+export async function commitImportBatch(
+  db: DbOrTx,
+  imp: { id: string; projectId: string; defaultSubscribed: boolean },
+  batch: { records: ImportRecord[]; errors: ImportRowError[]; fromRow: number; toRow: number; bytesProcessed: number; errorsKept: number },
+): Promise<ImportBatchCounts> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`set local synchronous_commit = off`);
+    const { counts, refused } = batch.records.length
+      ? await applyIsolatingBadRows(tx, imp.projectId, batch.records, imp.defaultSubscribed)
+      : { counts: { created: 0, updated: 0, skipped: 0 }, refused: [] };
+    const errors = refused.length ? [...batch.errors, ...refused].sort((a, b) => a.row - b.row) : batch.errors;
+    const keep = errors.slice(0, Math.max(0, IMPORT_ERRORS_KEPT - batch.errorsKept)).map(storableRowError);
+    if (keep.length) {
+      await tx
+        .insert(contactImportErrors)
+        .values(keep.map((e) => ({ importId: imp.id, row: e.row, email: e.email, errors: e.errors })))
+        .onConflictDoNothing();
+    }
+    const moved = await tx
+      .update(contactImports)
+      .set({
+        rowsProcessed: batch.toRow,
+        bytesProcessed: batch.bytesProcessed,
+        created: sql`${contactImports.created} + ${counts.created}`,
+        updated: sql`${contactImports.updated} + ${counts.updated}`,
+        skipped: sql`${contactImports.skipped} + ${counts.skipped}`,
+        failed: sql`${contactImports.failed} + ${errors.length}`,
+        updatedAt: new Date(),
+      })
+      .where(and(eq(contactImports.id, imp.id), eq(contactImports.rowsProcessed, batch.fromRow), eq(contactImports.status, 'running')))
+      .returning({ id: contactImports.id });
+    if (moved.length === 0) throw new Error(`import ${imp.id} is no longer at row ${batch.fromRow}: another worker owns it`);
+    return { ...counts, failed: errors.length };
+  });
+}
+
+/**
+ * Ends an import: `completed` (or `failed` with `error`, stored through `storableText`, since a parser's message
+ * may quote a NUL byte of the file); its uploaded file is deleted.
+ */
+export async function finishImport(db: DbOrTx, importId: string, outcome: { error?: string; bytesProcessed?: number }): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx
+      .update(contactImports)
+      .set({
+        status: outcome.error ? 'failed' : 'completed',
+        error: outcome.error ? storableText(outcome.error, 2_000) : null,
+        ...(outcome.bytesProcessed !== undefined ? { bytesProcessed: outcome.bytesProcessed } : {}),
+        finishedAt: new Date(),
+        updatedAt: new Date(),
+      })
+      .where(eq(contactImports.id, importId));
+    await tx.delete(contactImportChunks).where(eq(contactImportChunks.importId, importId));
+  });
+}
+
+/**
+ * Imports that should be running but may have lost their job (Redis flushed): `queued` or `running` and not
+ * updated for `olderThanMs`. Also deletes uploads abandoned for `abandonedMs` (the API died mid-upload).
+ */
+export async function pendingImports(db: DbOrTx, olderThanMs: number, abandonedMs: number): Promise<{ id: string; projectId: string }[]> {
+  await db.execute(sql`
+    delete from contact_imports where status = 'uploading'
+      and updated_at < now() - make_interval(secs => ${abandonedMs / 1000})`);
+  const rows = await db.execute<{ id: string; project_id: string }>(sql`
+    select id, project_id from contact_imports
+    where status in ('queued', 'running') and updated_at < now() - make_interval(secs => ${olderThanMs / 1000})
+    order by id limit 1000`);
+  return rows.rows.map((r) => ({ id: r.id, projectId: r.project_id }));
+}

@@ -1,0 +1,322 @@
+/**
+ * Plunk v2's workflow model, mapped onto ours (API.md "Plunk v2 compatibility"). Plunk clients send their own
+ * shapes; these functions turn them into our configuration, trigger and branch, or refuse what has no equivalent
+ * here with a 422 naming the field. Our forms stay primary: a request already in our form passes unchanged.
+ *
+ * Mapping (Plunk → ours):
+ * - workflow `eventName` / `triggerType` + `triggerConfig: {eventName}` → `trigger: {type, event}`; SCHEDULE
+ *   triggers (cron) are refused.
+ * - SEND_EMAIL: the step's `templateId` → `config.templateId`; `recipient: {type: CONTACT}` is the default here;
+ *   a CUSTOM recipient is refused (a workflow mails its own contact).
+ * - WAIT_FOR_EVENT `{eventName, timeout: seconds}` → `{event, timeout: {amount, unit: seconds}}`; no timeout
+ *   (Plunk waits forever) becomes our longest wait, one year.
+ * - CONDITION `{field, operator, value}` → `{filter: [...]}` of the segment language: `contact.email` → `email`,
+ *   `contact.subscribed` → `subscribed`, `data.x` / `contact.data.x` → `data.x`, `event.x` / `workflow.x` (the
+ *   trigger event's data) → `context.trigger.data.x`; `notEquals` / `notContains` do not match a missing value
+ *   (as in Plunk). The multi-branch form (`mode: multi`) is refused: our CONDITION has yes and no only.
+ * - UPDATE_CONTACT `{updates, subscriptionAction}` → `{data, subscribed}`.
+ * - WEBHOOK `body` as a JSON value → the same JSON as our body template; Plunk's variables in its strings are
+ *   renamed to ours (`{{email}}` → `{{contact.email}}`, `{{data.x}}` → `{{contact.data.x}}`, `{{event.x}}` →
+ *   `{{trigger.x}}`, another top-level name → `{{contact.data.<name>}}`).
+ * - transitions: `condition: {branch: yes|no|event|timeout}`, `condition: {fallback: true}` (timeout) and
+ *   `waitOutcome: EVENT|TIMEOUT` → `branch`; `priority` is accepted and not stored (branches are exclusive).
+ *
+ * @module
+ */
+import { validationError, type FieldError } from '@mailroom/platform/errors';
+import { parseSegmentFilter } from '@mailroom/audiences/segments';
+import { MAX_WAIT_MS, type WorkflowTriggerType } from './workflows';
+import type { WorkflowBranch, WorkflowStepType } from '@mailroom/db/schema/workflow-states';
+
+type Json = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const fail = (field: string, message: string, code: FieldError['code'] = 'custom'): never => {
+  throw validationError([{ field, message, code }]);
+};
+
+/** The Plunk operators of a binary CONDITION, all of which our filter language has. */
+export const PLUNK_CONDITION_OPERATORS = [
+  'equals',
+  'notEquals',
+  'contains',
+  'notContains',
+  'greaterThan',
+  'lessThan',
+  'greaterThanOrEqual',
+  'lessThanOrEqual',
+  'exists',
+  'notExists',
+] as const;
+
+/**
+ * The field of our filter language a Plunk CONDITION field names: `contact.email` → `email`,
+ * `contact.subscribed` → `subscribed`, `contact.data.x` / `data.x` → `data.x`, `event.x` / `workflow.x` →
+ * `context.trigger.data.x`. Any other field is taken as ours (`createdAt`, `context.…`) and checked by the filter
+ * language.
+ */
+export function plunkConditionField(field: string): string {
+  if (field === 'contact.email') return 'email';
+  if (field === 'contact.subscribed') return 'subscribed';
+  if (field.startsWith('contact.data.')) return field.slice('contact.'.length);
+  const m = /^(event|workflow)\.(.+)$/.exec(field);
+  if (m) return `context.trigger.data.${m[2]}`;
+  return field;
+}
+
+/** Plunk's CONDITION `{field, operator, value}` as our `{filter}`; errors name `<field>.field|operator|value`. */
+function plunkCondition(config: Json, field: string): Json {
+  if ('mode' in config) {
+    fail(`${field}.mode`, 'multi-branch conditions are not supported: a CONDITION here has a yes and a no branch; chain CONDITION steps instead');
+  }
+  if ('filter' in config) fail(`${field}.filter`, 'give either filter (ours) or field/operator/value (Plunk), not both');
+  const extra = Object.keys(config).filter((k) => !['field', 'operator', 'value'].includes(k));
+  if (extra.length > 0) fail(`${field}.${extra[0]}`, 'is not a recognized field', 'unrecognized_keys');
+  if (typeof config.field !== 'string' || config.field.length === 0) fail(`${field}.field`, 'must be a non-empty string', 'invalid_type');
+  const operator = config.operator ?? 'equals';
+  if (typeof operator !== 'string' || !(PLUNK_CONDITION_OPERATORS as readonly string[]).includes(operator)) {
+    fail(`${field}.operator`, `must be one of ${PLUNK_CONDITION_OPERATORS.join(', ')}`, 'invalid_enum_value');
+  }
+  const target = plunkConditionField(config.field as string);
+  const test = { field: target, operator, ...('value' in config && operator !== 'exists' && operator !== 'notExists' ? { value: config.value } : {}) };
+  // Plunk's negative operators never match a missing value; ours include it, so require the value to exist.
+  const filter = operator === 'notEquals' || operator === 'notContains' ? [{ field: target, operator: 'exists' }, test] : [test];
+  try {
+    parseSegmentFilter(filter, field, { allowContext: true });
+  } catch (err) {
+    const errors = (err as { options?: { errors?: FieldError[] } }).options?.errors;
+    if (!errors) throw err;
+    throw validationError(
+      errors.map((e) => {
+        const last = e.field.split('.').pop()!;
+        return { ...e, field: ['field', 'operator', 'value'].includes(last) ? `${field}.${last}` : field };
+      }),
+    );
+  }
+  return { filter };
+}
+
+/** Renames Plunk's template variables in a WEBHOOK body string to ours (see the module comment). */
+export function plunkWebhookTemplate(source: string): string {
+  const ours = new Set(['contact', 'trigger', 'event', 'context', 'workflowId', 'executionId', 'stepId', 'stepRunId']);
+  return source.replace(/(\{\{\{?\s*)([A-Za-z_$][\w$]*)((?:\.[\w$-]+)*)/g, (_all, open: string, root: string, rest: string) => {
+    if (root === 'email' || root === 'id') return `${open}contact.${root}${rest}`;
+    if (root === 'data') return `${open}contact.data${rest}`;
+    if (root === 'event' || root === 'workflow') return `${open}trigger${rest}`;
+    if (ours.has(root)) return `${open}${root}${rest}`;
+    return `${open}contact.data.${root}${rest}`;
+  });
+}
+
+/** Renames variables in every string of a JSON value (keys included). */
+function renameInJson(value: unknown): unknown {
+  if (typeof value === 'string') return plunkWebhookTemplate(value);
+  if (Array.isArray(value)) return value.map(renameInJson);
+  if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [plunkWebhookTemplate(k), renameInJson(v)]));
+  return value;
+}
+
+/**
+ * A step configuration in Plunk's form turned into ours (see the module comment); one already in our form is
+ * returned as is. The result is then validated by {@link parseStepConfig}.
+ *
+ * @param type - the step type (ours; Plunk's TRIGGER is refused by the caller).
+ * @param config - the request's configuration.
+ * @param field - the request field holding it (`config`), prefix of error paths.
+ * @param templateId - Plunk's step-level `templateId` (SEND_EMAIL), or undefined.
+ * @throws {@link AppError} 422 `VALIDATION_ERROR` naming the field that has no equivalent here.
+ */
+export function fromPlunkStepConfig(type: WorkflowStepType, config: unknown, field: string, templateId?: string | null): unknown {
+  if (templateId !== undefined && templateId !== null && type !== 'SEND_EMAIL') fail('templateId', 'applies to SEND_EMAIL steps only');
+  if (!isObject(config)) {
+    if (type === 'SEND_EMAIL' && templateId && (config === undefined || config === null)) return { templateId };
+    return config;
+  }
+  const c: Json = { ...config };
+  switch (type) {
+    case 'SEND_EMAIL': {
+      if (templateId) {
+        if (c.templateId !== undefined && c.templateId !== templateId) fail('templateId', 'differs from config.templateId; give one');
+        c.templateId = templateId;
+      }
+      if ('recipient' in c) {
+        const r = c.recipient;
+        if (isObject(r) && r.type === 'CUSTOM') fail(`${field}.recipient`, 'a workflow mails the contact it runs for; a CUSTOM recipient is not supported');
+        if (!(r === null || r === undefined || (isObject(r) && r.type === 'CONTACT' && Object.keys(r).every((k) => k === 'type' || k === 'customEmail')))) {
+          fail(`${field}.recipient`, 'must be {type: CONTACT}', 'invalid_type');
+        }
+        delete c.recipient;
+      }
+      return c;
+    }
+    case 'WAIT_FOR_EVENT': {
+      if (!('eventName' in c)) return c;
+      if ('event' in c) fail(`${field}.eventName`, 'give either event (ours) or eventName (Plunk), not both');
+      c.event = c.eventName;
+      delete c.eventName;
+      if (c.timeout === undefined || c.timeout === null) {
+        c.timeout = { amount: MAX_WAIT_MS / 1000, unit: 'seconds' };
+      } else if (typeof c.timeout === 'number') {
+        if (!Number.isFinite(c.timeout) || c.timeout <= 0) fail(`${field}.timeout`, 'must be a positive number of seconds', 'too_small');
+        if (c.timeout > MAX_WAIT_MS / 1000) fail(`${field}.timeout`, 'must be at most one year (31,536,000 seconds)', 'too_big');
+        c.timeout = { amount: Math.ceil(c.timeout), unit: 'seconds' };
+      }
+      return c;
+    }
+    case 'CONDITION':
+      return 'field' in c || 'operator' in c || 'mode' in c ? plunkCondition(c, field) : c;
+    case 'UPDATE_CONTACT': {
+      if (!('updates' in c) && !('subscriptionAction' in c)) return c;
+      if ('updates' in c) {
+        if ('data' in c) fail(`${field}.updates`, 'give either data (ours) or updates (Plunk), not both');
+        if (c.updates !== undefined && c.updates !== null) c.data = c.updates;
+        delete c.updates;
+      }
+      if ('subscriptionAction' in c) {
+        const action = c.subscriptionAction;
+        if ('subscribed' in c) fail(`${field}.subscriptionAction`, 'give either subscribed (ours) or subscriptionAction (Plunk), not both');
+        if (action !== undefined && action !== null && !['none', 'subscribe', 'unsubscribe'].includes(action as string)) {
+          fail(`${field}.subscriptionAction`, 'must be one of none, subscribe, unsubscribe', 'invalid_enum_value');
+        }
+        if (action === 'subscribe' || action === 'unsubscribe') c.subscribed = action === 'subscribe';
+        delete c.subscriptionAction;
+      }
+      return c;
+    }
+    case 'WEBHOOK':
+      if (c.body === null) delete c.body;
+      else if (c.body !== undefined && typeof c.body !== 'string') c.body = JSON.stringify(renameInJson(c.body));
+      return c;
+    default:
+      return c;
+  }
+}
+
+/** A trigger as stored: EVENT with its event name, or MANUAL. */
+export interface TriggerSpec {
+  type: WorkflowTriggerType;
+  event: string | null;
+}
+
+/** The trigger fields of a workflow request: ours (`trigger`) or Plunk's (`eventName`, `triggerType`, `triggerConfig`). */
+export interface TriggerFields {
+  trigger?: { type: WorkflowTriggerType; event?: string };
+  eventName?: string;
+  triggerType?: string;
+  triggerConfig?: unknown;
+}
+
+/**
+ * The trigger a workflow request sets, from our `trigger` or Plunk's fields, or undefined when it sets none.
+ *
+ * @param current - the workflow's trigger (updates): Plunk's `triggerType: EVENT` alone keeps its event name.
+ * @throws {@link AppError} 422 naming `trigger.event`, `eventName`, `triggerType` or `triggerConfig.<key>`.
+ */
+export function resolveTrigger(body: TriggerFields, current?: TriggerSpec): TriggerSpec | undefined {
+  const plunk = (['eventName', 'triggerType', 'triggerConfig'] as const).filter((k) => body[k] !== undefined);
+  if (body.trigger) {
+    if (plunk.length > 0) fail(plunk[0], 'give either trigger (ours) or Plunk\'s eventName/triggerType/triggerConfig, not both');
+    const t = body.trigger;
+    if (t.type === 'EVENT' && !t.event) fail('trigger.event', 'is required for an EVENT trigger', 'invalid_type');
+    if (t.type === 'MANUAL' && t.event !== undefined) fail('trigger.event', 'applies to EVENT triggers only', 'unrecognized_keys');
+    return { type: t.type, event: t.type === 'EVENT' ? t.event! : null };
+  }
+  if (plunk.length === 0) return undefined;
+  if (body.triggerType !== undefined && body.triggerType !== 'EVENT' && body.triggerType !== 'MANUAL') {
+    fail('triggerType', body.triggerType === 'SCHEDULE' ? 'SCHEDULE (cron) triggers are not supported: use EVENT or MANUAL' : 'must be one of EVENT, MANUAL', 'invalid_enum_value');
+  }
+  let configEvent: string | undefined;
+  if (body.triggerConfig !== undefined && body.triggerConfig !== null) {
+    if (!isObject(body.triggerConfig)) fail('triggerConfig', 'must be an object {eventName}', 'invalid_type');
+    const cfg = body.triggerConfig as Json;
+    const extra = Object.keys(cfg).find((k) => k !== 'eventName');
+    if (extra) fail(`triggerConfig.${extra}`, extra === 'schedule' ? 'schedules (cron) are not supported' : 'is not a recognized field', 'unrecognized_keys');
+    if (cfg.eventName !== undefined) {
+      if (typeof cfg.eventName !== 'string' || !/^\S(.*\S)?$/.test(cfg.eventName) || cfg.eventName.length > 255) {
+        fail('triggerConfig.eventName', 'must be an event name (1–255 characters, no surrounding spaces)', 'invalid_string');
+      }
+      configEvent = cfg.eventName as string;
+    }
+  }
+  if (body.eventName !== undefined && configEvent !== undefined && body.eventName !== configEvent) fail('eventName', 'differs from triggerConfig.eventName');
+  const event = body.eventName ?? configEvent;
+  const type = (body.triggerType as WorkflowTriggerType | undefined) ?? (event !== undefined ? 'EVENT' : current?.type ?? 'MANUAL');
+  if (type === 'MANUAL') {
+    if (event !== undefined) fail(body.eventName !== undefined ? 'eventName' : 'triggerConfig.eventName', 'applies to EVENT triggers only', 'unrecognized_keys');
+    return { type, event: null };
+  }
+  const name = event ?? (current?.type === 'EVENT' ? current.event : null);
+  if (!name) fail('triggerConfig.eventName', 'is required for an EVENT trigger', 'invalid_type');
+  return { type, event: name };
+}
+
+/** Plunk's `triggerConfig` of a stored trigger. */
+export function plunkTriggerConfig(t: TriggerSpec): { eventName: string } | null {
+  return t.type === 'EVENT' && t.event ? { eventName: t.event } : null;
+}
+
+/** Plunk's transition fields of a transition request. */
+export interface PlunkTransitionFields {
+  branch?: WorkflowBranch;
+  condition?: unknown;
+  waitOutcome?: string;
+  priority?: number;
+}
+
+/**
+ * The branch a transition request names, from our `branch` or Plunk's `condition` / `waitOutcome` (see the module
+ * comment). Without any of them: `next`, except that a Plunk-form request (with `condition`, `waitOutcome` or
+ * `priority`) from a WAIT_FOR_EVENT step takes the first free of `event` and `timeout`.
+ *
+ * @param fromType - the type of the step it leaves (null: the trigger).
+ * @param taken - branches already used from that step.
+ * @throws {@link AppError} 422 naming `condition`, `condition.branch` or `waitOutcome`.
+ */
+export function resolveBranch(body: PlunkTransitionFields, fromType: WorkflowStepType | null, taken: readonly string[]): WorkflowBranch {
+  const named: { field: string; branch: WorkflowBranch }[] = [];
+  if (body.branch) named.push({ field: 'branch', branch: body.branch });
+  if (body.waitOutcome !== undefined && body.waitOutcome !== null) {
+    if (body.waitOutcome !== 'EVENT' && body.waitOutcome !== 'TIMEOUT') fail('waitOutcome', 'must be one of EVENT, TIMEOUT', 'invalid_enum_value');
+    if (fromType !== 'WAIT_FOR_EVENT') fail('waitOutcome', 'applies to transitions from a WAIT_FOR_EVENT step only');
+    named.push({ field: 'waitOutcome', branch: body.waitOutcome === 'EVENT' ? 'event' : 'timeout' });
+  }
+  if (body.condition !== undefined && body.condition !== null) {
+    if (!isObject(body.condition)) fail('condition', 'must be an object {branch}', 'invalid_type');
+    const cond = body.condition as Json;
+    if (cond.fallback === true && !('branch' in cond)) {
+      named.push({ field: 'condition.fallback', branch: 'timeout' });
+    } else {
+      const extra = Object.keys(cond).find((k) => k !== 'branch');
+      if (extra) fail(`condition.${extra}`, 'is not supported: a transition is chosen by its branch', 'unrecognized_keys');
+      if (!['yes', 'no', 'event', 'timeout'].includes(cond.branch as string)) fail('condition.branch', 'must be one of yes, no (CONDITION), event, timeout (WAIT_FOR_EVENT)', 'invalid_enum_value');
+      named.push({ field: 'condition.branch', branch: cond.branch as WorkflowBranch });
+    }
+  }
+  const first = named[0];
+  const clash = named.find((n) => n.branch !== first?.branch);
+  if (clash) fail(clash.field, `names the ${clash.branch} branch but ${first.field} names ${first.branch}`);
+  if (first) return first.branch;
+  const plunkForm = body.condition !== undefined || body.waitOutcome !== undefined || body.priority !== undefined;
+  if (plunkForm && fromType === 'WAIT_FOR_EVENT') return taken.includes('event') ? 'timeout' : 'event';
+  if (plunkForm && fromType === 'CONDITION') fail('condition.branch', 'a transition from a CONDITION step needs condition: {branch: yes|no}', 'invalid_type');
+  return 'next';
+}
+
+/** Plunk's `condition`, `waitOutcome` and `priority` of a stored branch. */
+export function plunkTransitionFields(branch: WorkflowBranch): { condition: { branch: string } | null; waitOutcome: 'EVENT' | 'TIMEOUT' | null; priority: number } {
+  if (branch === 'yes' || branch === 'no') return { condition: { branch }, waitOutcome: null, priority: 0 };
+  if (branch === 'event') return { condition: null, waitOutcome: 'EVENT', priority: 0 };
+  if (branch === 'timeout') return { condition: null, waitOutcome: 'TIMEOUT', priority: 1 };
+  return { condition: null, waitOutcome: null, priority: 0 };
+}
+
+/**
+ * The branches Plunk's `autoConnect` adds from a leaf step of `type` to a new step: `yes` from a CONDITION,
+ * `event` and `timeout` from a WAIT_FOR_EVENT (both continue to the new step), `next` otherwise.
+ */
+export function autoConnectBranches(type: WorkflowStepType | null): WorkflowBranch[] {
+  if (type === 'CONDITION') return ['yes'];
+  if (type === 'WAIT_FOR_EVENT') return ['event', 'timeout'];
+  return ['next'];
+}
