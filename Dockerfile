@@ -11,6 +11,7 @@ COPY packages/mail/package.json packages/mail/
 COPY packages/platform/package.json packages/platform/
 COPY packages/plunk-import/package.json packages/plunk-import/
 COPY packages/queues/package.json packages/queues/
+COPY packages/sending/package.json packages/sending/
 COPY packages/verify/package.json packages/verify/
 COPY packages/webhooks/package.json packages/webhooks/
 COPY packages/workflows/package.json packages/workflows/
@@ -37,6 +38,7 @@ COPY packages/mail/package.json packages/mail/
 COPY packages/platform/package.json packages/platform/
 COPY packages/plunk-import/package.json packages/plunk-import/
 COPY packages/queues/package.json packages/queues/
+COPY packages/sending/package.json packages/sending/
 COPY packages/verify/package.json packages/verify/
 COPY packages/webhooks/package.json packages/webhooks/
 COPY packages/workflows/package.json packages/workflows/
@@ -51,6 +53,7 @@ COPY --from=build /app/packages/mail/dist packages/mail/dist
 COPY --from=build /app/packages/platform/dist packages/platform/dist
 COPY --from=build /app/packages/plunk-import/dist packages/plunk-import/dist
 COPY --from=build /app/packages/queues/dist packages/queues/dist
+COPY --from=build /app/packages/sending/dist packages/sending/dist
 COPY --from=build /app/packages/verify/dist packages/verify/dist
 COPY --from=build /app/packages/webhooks/dist packages/webhooks/dist
 COPY --from=build /app/packages/workflows/dist packages/workflows/dist
