@@ -15,7 +15,7 @@ import { CAMPAIGN_PAUSE_REASONS, CAMPAIGN_STATUSES } from '@mailroom/db/schema/c
 import { getSegment } from '@mailroom/audiences/queries/segments';
 import { type CampaignRow, type NewCampaign, type Transition } from '@mailroom/db/queries/campaigns';
 import { type DbOrTx } from '@mailroom/db/client';
-import { senderError } from '../services/sender';
+import { senderError } from '@mailroom/mail/sender';
 import { FilterField } from './filter-fields';
 import { EmailAddress, Nullable, PageQuery, PlunkPageQuery, StringEnum, Timestamp } from './common';
 

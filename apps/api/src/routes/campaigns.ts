@@ -37,8 +37,8 @@ import { findContactByEmail } from '@mailroom/db/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { senderError } from '../services/sender';
-import { announcedChange } from '../services/webhooks';
+import { senderError } from '@mailroom/mail/sender';
+import { announcedChange } from '@mailroom/webhooks/announce';
 import {
   cursorId,
   Deleted,

@@ -30,7 +30,7 @@ import {
 } from '@mailroom/audiences/queries/segments';
 import { compileFilter } from '@mailroom/audiences/queries/segment-filter';
 import { route } from '../http/route';
-import { announcedChange } from '../services/webhooks';
+import { announcedChange } from '@mailroom/webhooks/announce';
 import type { AppDeps } from '../http/context';
 import { Contact, presentContact } from './contacts';
 import {

@@ -26,7 +26,7 @@ import { unsubscribeTokenEmailId, verifyUnsubscribeToken } from '@mailroom/mail/
 import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db/queries/unsubscribe';
 import type { AppDeps } from '../http/context';
 import { clientIp, FailureLimiter } from '../http/rate-limit';
-import { announcedChange } from '../services/webhooks';
+import { announcedChange } from '@mailroom/webhooks/announce';
 
 function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

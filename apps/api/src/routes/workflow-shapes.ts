@@ -35,7 +35,7 @@ import {
 import { getTemplate } from '@mailroom/db/queries/templates';
 import { type DbOrTx } from '@mailroom/db/client';
 import type { AppDeps } from '../http/context';
-import { senderError } from '../services/sender';
+import { senderError } from '@mailroom/mail/sender';
 import { Nullable, StringEnum, Timestamp } from './common';
 
 export const EventName = Type.String({ minLength: 1, maxLength: 255, pattern: '^\\S(.*\\S)?$', description: 'a custom event name, or a system event: contact.subscribed, contact.unsubscribed, email.opened, segment.<name>.entry, …' });

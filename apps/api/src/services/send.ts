@@ -33,7 +33,7 @@ import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 import { suppressedKeys } from '@mailroom/db/queries/suppressions';
 import { upsertContacts } from '@mailroom/db/queries/contacts';
 import { type DbOrTx } from '@mailroom/db/client';
-import { senderError } from './sender';
+import { senderError } from '@mailroom/mail/sender';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 

@@ -5,18 +5,26 @@
  *
  * @module
  */
-import { announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { announceWebhookDeliveries, type WebhookJobPayload } from '@mailroom/queues/queues';
+import type { Config } from '@mailroom/platform/config';
+import type { Queue } from 'bullmq';
 import { type Logger } from '@mailroom/platform/logger';
 import { withWebhookEvents, type WebhookEvent } from '@mailroom/db/queries/webhooks';
 import { type DbOrTx } from '@mailroom/db/client';
-import type { AppDeps } from '../http/context';
+
+/** What announcing a change needs: the database, the webhook queue and the retry schedule. */
+export interface AnnounceDeps {
+  database: { db: DbOrTx };
+  webhookQueue: Queue<WebhookJobPayload>;
+  config: Pick<Config, 'webhookRetryScheduleMs'>;
+}
 
 /**
  * Runs `change` in a transaction with the webhook events it announces (`events(result)`, empty when nothing
  * changed), then enqueues their deliveries. @returns the change's result.
  */
 export async function announcedChange<T>(
-  deps: Pick<AppDeps, 'database' | 'webhookQueue' | 'config'>,
+  deps: AnnounceDeps,
   log: Logger,
   projectId: string,
   change: (tx: DbOrTx) => Promise<T>,
