@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { Client } from 'pg';
-import { migrate } from '@mailroom/db/migrate';
+import { migrate } from '../../packages/db/src/migrate';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
