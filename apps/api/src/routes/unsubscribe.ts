@@ -5,7 +5,8 @@
  * - `GET /unsubscribe/{token}`: a confirmation page with one button. A GET never unsubscribes, because link
  *   scanners and mail security gateways fetch every link in a message.
  * - `POST /unsubscribe/{token}`: unsubscribes the email's contact (`subscribed=false`, event
- *   `contact.unsubscribed`, the email's timeline, the campaign's count, the `contact.unsubscribed` webhook). Mailbox providers POST
+ *   `contact.unsubscribed`, the email's timeline, the campaign's count, the `contact.unsubscribed` webhook:
+ *   `@mailroom/feedback/unsubscribe`). Mailbox providers POST
  *   `List-Unsubscribe=One-Click` here (RFC 8058 §3.2). Idempotent: a repeat changes nothing and answers the same.
  *   Answers HTML, or the JSON envelope when the client accepts JSON.
  *
