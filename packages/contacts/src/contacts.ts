@@ -6,6 +6,8 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import type { FieldError } from '@mailroom/platform/errors';
+import { upsertContacts, type UpsertedContact } from '@mailroom/db/queries/contacts';
+import { type DbOrTx } from '@mailroom/db/client';
 
 /**
  * An email address, as every route and import row accepts it: the `email` format checks the syntax and RFC 5321's
@@ -36,6 +38,18 @@ export const ContactInput = Type.Object(
 );
 export type ContactInput = Static<typeof ContactInput>;
 
+/**
+ * Creates or updates one contact by address (case-insensitive). A new contact is subscribed unless `subscribed`
+ * says otherwise; an existing one keeps its subscription when `subscribed` is omitted, and `data` is merged
+ * shallowly (a `null` value removes the key).
+ *
+ * @param opts.test - a test key's request: the subscription events it records are test events.
+ * @returns the stored contact; `inserted` tells whether it is new.
+ */
+export async function upsertContact(tx: DbOrTx, projectId: string, input: ContactInput, opts: { test: boolean }): Promise<UpsertedContact> {
+  const [c] = await upsertContacts(tx, projectId, [{ email: input.email, subscribed: input.subscribed, defaultSubscribed: true, data: input.data }], opts);
+  return c;
+}
 
 /** Longest accepted event name (characters). */
 export const EVENT_NAME_MAX = 255;

@@ -87,15 +87,13 @@ export function cachedDnsLookup(resolver: Resolver, redis: Redis | undefined, pr
   };
 }
 
-/** A lookup that asks once per domain for its lifetime (one batch request). */
-export function memoizedLookup(lookup: DnsLookup): DnsLookup {
-  const seen = new Map<string, Promise<DomainDns>>();
-  return (domain) => {
-    let p = seen.get(domain);
-    if (!p) {
-      p = lookup(domain);
-      seen.set(domain, p);
-    }
-    return p;
-  };
+/**
+ * The lookup verification uses: {@link createResolver}'s resolver behind the Redis cache of {@link cachedDnsLookup}
+ * (keys under `QUEUE_PREFIX`), or no cache when `DNS_CACHE_TTL_S` is 0.
+ */
+export function createDnsLookup(
+  config: Pick<Config, 'dnsServers' | 'dnsTimeoutMs' | 'dnsTries' | 'dnsCacheTtlS' | 'queuePrefix'>,
+  redis: Redis,
+): DnsLookup {
+  return cachedDnsLookup(createResolver(config), config.dnsCacheTtlS > 0 ? redis : undefined, config.queuePrefix, config.dnsCacheTtlS);
 }

@@ -215,3 +215,26 @@ export async function verifyEmail(email: string, dns: DnsLookup): Promise<Verifi
   result.valid = true;
   return result;
 }
+
+/** A lookup that asks once per domain for its lifetime (one batch request). */
+export function memoizedLookup(lookup: DnsLookup): DnsLookup {
+  const seen = new Map<string, Promise<DomainDns>>();
+  return (domain) => {
+    let p = seen.get(domain);
+    if (!p) {
+      p = lookup(domain);
+      seen.set(domain, p);
+    }
+    return p;
+  };
+}
+
+/**
+ * Verifies many addresses (`POST /v1/verify/batch`): addresses of one domain share one lookup.
+ *
+ * @returns the results in input order.
+ */
+export function verifyEmails(emails: readonly string[], dns: DnsLookup): Promise<VerificationResult[]> {
+  const shared = memoizedLookup(dns);
+  return Promise.all(emails.map((e) => verifyEmail(e, shared)));
+}

@@ -12,7 +12,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
-import { ContactData, ContactInput } from '@mailroom/contacts/contacts';
+import { ContactData, ContactInput, upsertContact } from '@mailroom/contacts/contacts';
 import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
 import { parseSegmentFilter, type SegmentFilter } from '@mailroom/audiences/segments';
 import { compileFilter } from '@mailroom/audiences/queries/segment-filter';
@@ -21,7 +21,6 @@ import {
   getContact,
   listContacts,
   updateContact,
-  upsertContacts,
   type ContactRow,
 } from '@mailroom/db/queries/contacts';
 import { route } from '../http/route';
@@ -145,9 +144,7 @@ export function contactRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 409, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, db: tx }) => {
-        const [c] = await upsertContacts(tx, auth.projectId, [
-          { email: body.email, subscribed: body.subscribed, defaultSubscribed: true, data: body.data },
-        ], { test: auth.mode === 'test' });
+        const c = await upsertContact(tx, auth.projectId, body, { test: auth.mode === 'test' });
         return {
           status: c.inserted ? 201 : 200,
           data: { ...presentContact(c), _meta: { isNew: c.inserted, isUpdate: !c.inserted } },

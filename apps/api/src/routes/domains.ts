@@ -11,25 +11,11 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
-import { asciiHostname } from '@mailroom/platform/address';
-import {
-  createIdentityProvider,
-  domainRecords,
-  identityFailure,
-  type DomainIdentityProvider,
-} from '@mailroom/mail/identities';
+import { notFound } from '@mailroom/platform/errors';
+import { createIdentityProvider, type DomainIdentityProvider } from '@mailroom/mail/identities';
+import { addDomain, checkDomain, removeDomain } from '@mailroom/mail/domains';
 import { createResolver } from '@mailroom/verify/dns';
-import {
-  campaignUsingDomain,
-  deleteDomain,
-  domainTaken,
-  getDomain,
-  insertDomain,
-  listDomains,
-  recordDomainCheck,
-  type DomainRow,
-} from '@mailroom/db/queries/domains';
+import { getDomain, listDomains, type DomainRow } from '@mailroom/db/queries/domains';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
@@ -89,24 +75,7 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
   const provider =
     identities ?? createIdentityProvider(deps.config, createResolver(deps.config));
 
-  /**
-   * Calls the identity provider: a request SES rejects is the caller's 422 on `domain`; a provider that does not
-   * answer (throttled, down, our credentials refused) is 503, and nothing was written.
-   */
-  const callProvider = async <T>(call: () => Promise<T>): Promise<T> => {
-    try {
-      return await call();
-    } catch (err) {
-      const f = identityFailure(err);
-      if (f.kind === 'rejected') throw validationError([{ field: 'domain', message: `refused by the identity provider: ${f.message}`, code: 'custom' }]);
-      throw new AppError(ErrorCode.SERVICE_UNAVAILABLE, `The identity provider did not answer: ${f.message}`, { suggestion: 'Retry later.' });
-    }
-  };
-
-  const checkNow = async (d: DomainRow): Promise<DomainRow> => {
-    const check = await callProvider(() => provider.check(d.domain, d.records));
-    return (await recordDomainCheck(db, d.id, check)) ?? d;
-  };
+  const domains = { db, config: deps.config, identities: provider };
 
   return [
     route({
@@ -142,19 +111,7 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       status: 201,
       errors: [400, 401, 403, 409, 413, 422, 429, 503],
       handler: async ({ body, auth, log }) => {
-        const domain = asciiHostname(body.domain);
-        if (!domain) throw validationError([{ field: 'domain', message: 'must be a domain name such as example.com', code: 'invalid_string' }]);
-        if (await domainTaken(db, domain)) throw new AppError(ErrorCode.CONFLICT, `The domain ${domain} has already been added`);
-        const mailFromDomain = `${deps.config.mailFromSubdomain}.${domain}`;
-        const { dkimTokens } = await callProvider(() => provider.create(domain, mailFromDomain));
-        const records = domainRecords(domain, mailFromDomain, dkimTokens, deps.config.sesRegion);
-        const inserted = await insertDomain(db, auth.projectId, { domain, mailFromDomain, dkimTokens, records });
-        if (!inserted.ok) {
-          // Another request added it meanwhile: the identity is theirs to keep.
-          log.warn({ domain }, 'domain added concurrently');
-          throw new AppError(ErrorCode.CONFLICT, `The domain ${domain} has already been added`);
-        }
-        return { data: present(inserted.domain) };
+        return { data: present(await addDomain(domains, auth.projectId, body.domain, log)) };
       },
     }),
     route({
@@ -190,9 +147,7 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
         status: 200,
         errors: [400, 401, 403, 404, 422, 429, 503],
         handler: async ({ params, auth }) => {
-          const d = await getDomain(db, auth.projectId, params.id);
-          if (!d) throw notFound('Domain');
-          const checked = present(await checkNow(d));
+          const checked = present(await checkDomain(domains, auth.projectId, params.id));
           return { data: { ...checked, tokens: checked.dkimTokens } };
         },
       }),
@@ -210,12 +165,7 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       status: 200,
       errors: [400, 401, 403, 404, 409, 422, 429, 503],
       handler: async ({ params, auth }) => {
-        const d = await getDomain(db, auth.projectId, params.id);
-        if (!d) throw notFound('Domain');
-        const campaign = await campaignUsingDomain(db, auth.projectId, d.domain);
-        if (campaign) throw new AppError(ErrorCode.CONFLICT, `Campaign ${campaign.id} is ${campaign.status} from ${d.domain}; cancel it or wait until it is sent`);
-        await callProvider(() => provider.delete(d.domain));
-        if (!(await deleteDomain(db, auth.projectId, d.id))) throw notFound('Domain');
+        const d = await removeDomain(domains, auth.projectId, params.id);
         return { data: { id: d.id, deleted: true as const } };
       },
     }),

@@ -8,13 +8,12 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { AppError, notFound, ErrorCode, validationError, type FieldError } from '@mailroom/platform/errors';
-import { checkEventName, EmailAddress } from '@mailroom/contacts/contacts';
+import { AppError, ErrorCode } from '@mailroom/platform/errors';
+import { EmailAddress } from '@mailroom/contacts/contacts';
+import { trackContactEvent, trackPlunkEvent } from '@mailroom/contacts/events';
 import { decodeCursor, decodeKeyCursor, encodeCursor, encodeKeyCursor } from '@mailroom/platform/ids';
-import { splitVariables } from '@mailroom/mail/templates';
-import { findContactByEmail, getContact, trackEvent } from '@mailroom/db/queries/contacts';
+import { findContactByEmail } from '@mailroom/db/queries/contacts';
 import { listEventNames, listEvents } from '@mailroom/db/queries/events';
-import { type DbOrTx } from '@mailroom/db/client';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { PageFields, PageQuery, PlunkPageFields, PlunkPageQuery, plunkPageFields, resolvePaging, Timestamp } from './common';
@@ -118,35 +117,6 @@ function badParameter(field: string, message: string): AppError {
   return new AppError(ErrorCode.INVALID_PARAMETERS, `${field}: ${message}`, { errors: [{ field, message, code: 'custom' }] });
 }
 
-/** The field error when not exactly one of `primary` and its Plunk alternative `alias` is given. */
-function oneOf(body: Record<string, unknown>, primary: string, alias: string): FieldError | undefined {
-  const has = (k: string) => body[k] !== undefined;
-  if (!has(primary) && !has(alias)) return { field: primary, message: `is required (or ${alias})`, code: 'invalid_type' };
-  if (has(primary) && has(alias)) return { field: alias, message: `give ${primary} or ${alias}, not both`, code: 'custom' };
-  return undefined;
-}
-
-/** The one tracking operation behind `/v1/track` and `/events/track`. */
-async function track(
-  tx: DbOrTx,
-  projectId: string,
-  input: { email: string; event: string; subscribed?: boolean; data?: Record<string, unknown>; test: boolean },
-  field: 'event' | 'name' = 'event',
-) {
-  const name = checkEventName(input.event);
-  if (!name.ok) throw validationError([{ ...name.error, field }]);
-  const { render, persist } = splitVariables(input.data);
-  const r = await trackEvent(tx, projectId, {
-    email: input.email,
-    subscribed: input.subscribed,
-    contactData: persist,
-    name: name.name,
-    eventData: render,
-    test: input.test,
-  });
-  return { r, name: name.name, data: render };
-}
-
 /** Routes of this module. */
 export function eventRoutes(deps: AppDeps) {
   const { db } = deps.database;
@@ -169,7 +139,7 @@ export function eventRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 409, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, db: tx }) => {
-        const { r } = await track(tx, auth.projectId, { ...body, test: auth.mode === 'test' });
+        const { r } = await trackContactEvent(tx, auth.projectId, { ...body, test: auth.mode === 'test' });
         return { data: { contact: r.contact.id, event: r.eventId, timestamp: r.createdAt.toISOString() } };
       },
     }),
@@ -192,17 +162,7 @@ export function eventRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, db: tx }) => {
-        const problems = [oneOf(body, 'event', 'name'), oneOf(body, 'email', 'contactId')].filter((p) => p !== undefined);
-        if (problems.length) throw validationError(problems);
-        let email = body.email;
-        if (email === undefined) {
-          const contact = await getContact(tx, auth.projectId, body.contactId!);
-          if (!contact) throw notFound('Contact');
-          email = contact.email;
-        }
-        const event = (body.event ?? body.name)!;
-        const input = { email, event, subscribed: body.subscribed, data: body.data, test: auth.mode === 'test' };
-        const { r, name, data } = await track(tx, auth.projectId, input, body.event === undefined ? 'name' : 'event');
+        const { r, name, data } = await trackPlunkEvent(tx, auth.projectId, body, auth.mode === 'test');
         const createdAt = r.createdAt.toISOString();
         return {
           data: { contact: r.contact.id, event: r.eventId, timestamp: createdAt, id: r.eventId, projectId: auth.projectId, contactId: r.contact.id, name, data, createdAt },

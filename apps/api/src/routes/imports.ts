@@ -1,11 +1,19 @@
 /**
  * Bulk contact import: `POST /contacts/import` (202, queued) and `GET /contacts/import/{id}` (state, progress,
- * counts, row errors). File rules: `@mailroom/core` `imports` module.
+ * counts, row errors). File rules: `@mailroom/contacts/imports`; storing the upload:
+ * `@mailroom/contacts/import-upload`.
+ *
+ * Bodies: `multipart/form-data` with the file in the field `file` (busboy), or the file itself as the body with
+ * `Content-Type: text/csv`, `application/x-ndjson` or `application/json`.
  *
  * @module
  */
+import type express from 'express';
+import busboy from 'busboy';
 import { Type, type Static } from '@sinclair/typebox';
-import { notFound } from '@mailroom/platform/errors';
+import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
+import { importJobOptions } from '@mailroom/queues/queues';
+import { importTooLarge, storeImport, type ImportUpload } from '@mailroom/contacts/import-upload';
 import {
   getImport,
   getImportErrors,
@@ -14,7 +22,6 @@ import {
 } from '@mailroom/contacts/queries/imports';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { acceptImport } from '../services/import-upload';
 import { IdParams, Nullable, StringEnum, Timestamp } from './common';
 
 const ImportStatus = StringEnum(['queued', 'running', 'completed', 'failed'] as const, 'queued → running → completed | failed');
@@ -58,6 +65,69 @@ const ImportQuery = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/** Room for multipart boundaries and part headers on top of the file limit (bytes). */
+const MULTIPART_OVERHEAD = 64 * 1024;
+
+/** The file stream of a multipart body (field `file`), or of the body itself. */
+function openUpload(req: express.Request, max: number): Promise<ImportUpload> {
+  const contentType = req.get('content-type') ?? '';
+  if (!contentType.toLowerCase().startsWith('multipart/form-data')) {
+    return Promise.resolve({ stream: req, filename: null, mediaType: contentType || undefined });
+  }
+  return new Promise((resolve, reject) => {
+    let bb: busboy.Busboy;
+    try {
+      bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: max + 1, fields: 20, parts: 25 } });
+    } catch (err) {
+      reject(new AppError(ErrorCode.BAD_REQUEST, `Malformed multipart body: ${(err as Error).message}`));
+      return;
+    }
+    let found = false;
+    bb.on('file', (name, stream, info) => {
+      if (name !== 'file' || found) {
+        stream.resume();
+        return;
+      }
+      found = true;
+      resolve({ stream, filename: info.filename ?? null, mediaType: info.mimeType });
+    });
+    bb.on('error', (err) => reject(new AppError(ErrorCode.BAD_REQUEST, `Malformed multipart body: ${(err as Error).message}`)));
+    bb.on('close', () => {
+      if (!found) reject(validationError([{ field: 'file', message: 'is required (multipart field "file")', code: 'invalid_type' }]));
+    });
+    req.pipe(bb);
+  });
+}
+
+/**
+ * Reads the request's file and stores it as a queued import (`storeImport`).
+ *
+ * @throws {@link AppError} 400 (malformed multipart), 413 (a declared `Content-Length` over the limit), 422 (`file`
+ *   missing), and whatever `storeImport` throws.
+ */
+async function acceptImport(
+  deps: AppDeps,
+  log: AppDeps['logger'],
+  projectId: string,
+  req: express.Request,
+  options: { format?: ContactImportRow['format']; subscribed: boolean },
+): Promise<ContactImportRow> {
+  const max = deps.config.importMaxBytes;
+  const declared = Number(req.get('content-length') ?? NaN);
+  const multipart = (req.get('content-type') ?? '').toLowerCase().startsWith('multipart/form-data');
+  try {
+    if (Number.isFinite(declared) && declared > max + (multipart ? MULTIPART_OVERHEAD : 0)) throw importTooLarge(max);
+    const upload = await openUpload(req, max);
+    const enqueue = (imp: ContactImportRow) => deps.importQueue.add('import', { importId: imp.id, projectId }, importJobOptions(imp.id));
+    return await storeImport({ db: deps.database.db, maxBytes: max, enqueue, log }, projectId, upload, options);
+  } catch (err) {
+    // Let the client finish sending so it can read the error; an oversized body is cut off by `Connection: close`.
+    req.unpipe();
+    req.resume();
+    throw err;
+  }
+}
 
 function present(row: ContactImportRow, errors: Static<typeof RowError>[]): Static<typeof ContactImport> {
   return {
@@ -115,7 +185,7 @@ export function importRoutes(deps: AppDeps) {
       status: 202,
       errors: [400, 401, 403, 413, 422, 429],
       handler: async ({ query, auth, req, log }) => {
-        const row = await acceptImport({ config: deps.config, db, importQueue: deps.importQueue, log }, auth.projectId, req, {
+        const row = await acceptImport(deps, log, auth.projectId, req, {
           format: query.format,
           subscribed: query.subscribed,
         });

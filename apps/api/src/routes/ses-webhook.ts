@@ -1,91 +1,33 @@
 /**
  * `POST /webhooks/ses`: the Amazon SNS HTTP(S) endpoint of SES event publishing (a configuration set,
  * `SES_CONFIGURATION_SET`, publishing to an SNS topic listed in `SNS_TOPIC_ARNS`). No API key: the SNS
- * signature is the authority.
+ * signature is the authority. What a message does: `@mailroom/feedback/ses-webhook`.
  *
- * - Every message is checked: its topic must be one we accept, and its signature must verify against the
- *   certificate at `SigningCertURL` on a trusted SNS host (see `@mailroom/core` sns). Anything else is refused
- *   (400 malformed JSON or not of the SNS shape; 403 unsigned, i.e. `SignatureVersion`, `Signature` or
- *   `SigningCertURL` missing or malformed, forged, tampered, stale or foreign: an authentication failure) and
- *   changes nothing.
- * - `SubscriptionConfirmation`: confirmed by fetching its `SubscribeURL` (also on a trusted host).
- *   `UnsubscribeConfirmation`: acknowledged and logged (re-subscribing is an operator's decision).
- * - `Notification`: one transaction records the SNS `MessageId` and applies the SES event (status, counters,
- *   timeline, contact event, suppression, the campaign guardrail's pause, webhook deliveries). A redelivered message id is acknowledged with no
- *   effect. The webhook deliveries are enqueued after the commit.
- *
- * SNS (https://docs.aws.amazon.com/sns/latest/dg/sns-message-delivery-retries.html) retries 5xx answers, so a
- * passing database or certificate-fetch problem is answered 503 and the message comes back.
+ * Answers: 200 with the handling's result; a refused message is 400 (malformed JSON, not of the SNS shape, or not
+ * an SES event), 403 (unsigned, i.e. `SignatureVersion`, `Signature` or `SigningCertURL` missing or malformed,
+ * forged, tampered, stale or foreign: an authentication failure) or 503 (certificate or confirmation fetch failed),
+ * and changes nothing. SNS retries 5xx answers, so a passing database problem comes back too.
  *
  * @module
  */
 import express, { type Request, type Response, type Router } from 'express';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
-import { announceWebhookDeliveries } from '@mailroom/queues/queues';
-import { isTrustedSnsUrl, parseSnsMessage, SnsRejection, SnsVerifier, type SnsMessage } from '@mailroom/feedback/sns';
-import { parseSesEvent, SesEventError } from '@mailroom/feedback/ses-events';
-import { applySesFeedback, recordSnsMessage, type FeedbackOutcome } from '@mailroom/feedback/queries/feedback';
+import { SnsRejection } from '@mailroom/feedback/sns';
+import { SesEventError } from '@mailroom/feedback/ses-events';
+import { createSesWebhookHandler } from '@mailroom/feedback/ses-webhook';
 import type { AppDeps } from '../http/context';
 
 const REJECTION_CODE = { 400: ErrorCode.BAD_REQUEST, 403: ErrorCode.FORBIDDEN, 503: ErrorCode.SERVICE_UNAVAILABLE } as const;
 
-/** What the endpoint answers (`data` of the envelope). */
-export interface SesWebhookResult {
-  type: SnsMessage['Type'];
-  /** The message id was seen before: nothing changed. */
-  duplicate: boolean;
-  /** For a notification: the email it concerned and what it did (absent for unknown messages). */
-  emailId?: string;
-  status?: string;
-  suppressed?: string[];
-  ignored?: string;
-}
-
 /** Mounts `POST /webhooks/ses`. */
 export function mountSesWebhook(router: Router, deps: AppDeps): void {
-  const { config } = deps;
-  const { db } = deps.database;
-  const verifier = new SnsVerifier(config.snsCertHosts);
-  const topics = new Set(config.snsTopicArns);
-  const policy = { limit: config.softBounceLimit, windowHours: config.softBounceWindowHours };
-
-  const handle = async (m: SnsMessage, log: AppDeps['logger']): Promise<SesWebhookResult> => {
-    if (m.Type === 'SubscriptionConfirmation') {
-      if (!isTrustedSnsUrl(m.SubscribeURL!, config.snsCertHosts)) throw new SnsRejection(403, 'SubscribeURL is not on a trusted SNS host');
-      const res = await fetch(m.SubscribeURL!, { redirect: 'error', signal: AbortSignal.timeout(5_000) }).catch((err: Error) => {
-        throw new SnsRejection(503, `cannot confirm the subscription: ${err.message}`);
-      });
-      if (!res.ok) throw new SnsRejection(503, `subscription confirmation answered ${res.status}`);
-      const fresh = await recordSnsMessage(db, { messageId: m.MessageId, topicArn: m.TopicArn, type: m.Type });
-      log.info({ topicArn: m.TopicArn }, 'SNS subscription confirmed');
-      return { type: m.Type, duplicate: !fresh };
-    }
-    if (m.Type === 'UnsubscribeConfirmation') {
-      const fresh = await recordSnsMessage(db, { messageId: m.MessageId, topicArn: m.TopicArn, type: m.Type });
-      log.warn({ topicArn: m.TopicArn }, 'SNS subscription removed: SES events stop arriving until an operator re-subscribes');
-      return { type: m.Type, duplicate: !fresh };
-    }
-    const outcome = await db.transaction(async (tx): Promise<FeedbackOutcome | 'duplicate'> => {
-      if (!(await recordSnsMessage(tx, { messageId: m.MessageId, topicArn: m.TopicArn, type: m.Type }))) return 'duplicate';
-      return applySesFeedback(tx, parseSesEvent(m.Message), policy, config.guardrails);
-    });
-    if (outcome === 'duplicate') return { type: m.Type, duplicate: true };
-    if (!outcome.applied) {
-      log.info({ snsMessageId: m.MessageId, reason: outcome.reason }, 'SES event ignored');
-      return { type: m.Type, duplicate: false, ignored: outcome.reason };
-    }
-    await announceWebhookDeliveries(deps.webhookQueue, config, outcome.deliveries, log);
-    return { type: m.Type, duplicate: false, emailId: outcome.emailId, status: outcome.status, suppressed: outcome.suppressed };
-  };
+  const handle = createSesWebhookHandler({ config: deps.config, db: deps.database.db, webhookQueue: deps.webhookQueue });
 
   // SNS posts `text/plain; charset=UTF-8` whatever the content; read the body as text of any type.
   router.post('/webhooks/ses', express.text({ type: () => true, limit: '512kb' }), async (req: Request, res: Response) => {
     const log = res.locals.log;
     try {
-      const m = parseSnsMessage(typeof req.body === 'string' ? req.body : '');
-      if (!topics.has(m.TopicArn)) throw new SnsRejection(403, 'topic is not accepted here (SNS_TOPIC_ARNS)');
-      await verifier.verify(m);
-      const data = await handle(m, log);
+      const data = await handle(typeof req.body === 'string' ? req.body : '', log);
       res.json({ success: true, data });
     } catch (err) {
       if (err instanceof SnsRejection) {

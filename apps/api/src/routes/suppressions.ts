@@ -10,17 +10,15 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { EmailAddress } from '@mailroom/contacts/contacts';
-import { emailKey, normalizeEmail } from '@mailroom/platform/address';
 import { announceWebhookDeliveries } from '@mailroom/queues/queues';
-import { notFound, validationError } from '@mailroom/platform/errors';
+import { notFound } from '@mailroom/platform/errors';
+import { suppressManually } from '@mailroom/feedback/suppressions';
 import {
-  addSuppressions,
   deleteSuppression,
   getSuppression,
   listSuppressions,
   type SuppressionRow,
 } from '@mailroom/db/queries/suppressions';
-import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 import { SUPPRESSION_REASONS } from '@mailroom/db/schema/feedback';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
@@ -96,21 +94,9 @@ export function suppressionRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, db: tx, afterCommit, log }) => {
-        if ((body.email === undefined) === (body.emails === undefined)) {
-          throw validationError([{ field: 'email', message: 'give either `email` or `emails`', code: 'invalid_type' }]);
-        }
-        const emails = body.emails ?? [body.email!];
-        const details = body.note ? { note: body.note } : {};
-        const added = await addSuppressions(tx, auth.projectId, emails.map((email) => ({ email, reason: 'manual' as const, details })));
-        const deliveries = await recordWebhookEvents(
-          tx,
-          auth.projectId,
-          added.map((a) => ({ type: 'contact.suppressed', data: { email: a.email, contactId: null, reason: a.reason, sourceEmailId: null, suppressionId: a.id } })),
-        );
+        const { added, alreadySuppressed, deliveries } = await suppressManually(tx, auth.projectId, body);
         afterCommit(() => announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log));
-        const addedKeys = new Set(added.map((a) => a.emailKey));
-        const already = [...new Set(emails.map((e) => normalizeEmail(e)).filter((e) => !addedKeys.has(emailKey(e))))];
-        return { status: added.length > 0 ? 201 : 200, data: { added: added.map(present), alreadySuppressed: already } };
+        return { status: added.length > 0 ? 201 : 200, data: { added: added.map(present), alreadySuppressed } };
       },
     }),
     route({

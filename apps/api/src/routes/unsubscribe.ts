@@ -5,7 +5,8 @@
  * - `GET /unsubscribe/{token}`: a confirmation page with one button. A GET never unsubscribes, because link
  *   scanners and mail security gateways fetch every link in a message.
  * - `POST /unsubscribe/{token}`: unsubscribes the email's contact (`subscribed=false`, event
- *   `contact.unsubscribed`, the email's timeline, the campaign's count, the `contact.unsubscribed` webhook). Mailbox providers POST
+ *   `contact.unsubscribed`, the email's timeline, the campaign's count, the `contact.unsubscribed` webhook:
+ *   `@mailroom/feedback/unsubscribe`). Mailbox providers POST
  *   `List-Unsubscribe=One-Click` here (RFC 8058 §3.2). Idempotent: a repeat changes nothing and answers the same.
  *   Answers HTML, or the JSON envelope when the client accepts JSON.
  *
@@ -22,11 +23,11 @@
  */
 import express, { type Request, type Response, type Router } from 'express';
 import { notFound } from '@mailroom/platform/errors';
-import { unsubscribeTokenEmailId, verifyUnsubscribeToken } from '@mailroom/mail/unsubscribe';
-import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db/queries/unsubscribe';
+import { unsubscribeTokenEmailId } from '@mailroom/mail/unsubscribe';
+import { type UnsubscribeTarget } from '@mailroom/db/queries/unsubscribe';
+import { unsubscribeTargetOf, unsubscribeThroughLink } from '@mailroom/feedback/unsubscribe';
 import type { AppDeps } from '../http/context';
 import { clientIp, FailureLimiter } from '../http/rate-limit';
-import { announcedChange } from '@mailroom/webhooks/announce';
 
 function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -65,8 +66,8 @@ export function mountUnsubscribe(router: Router, deps: AppDeps): void {
       throw notFound('Unsubscribe link');
     }
     const attempt = await failures.attempt(client);
-    const target = await unsubscribeTarget(db, emailId);
-    if (!target || !verifyUnsubscribeToken(token, target.emailId, target.signingKey)) throw attempt.failure(notFound('Unsubscribe link'));
+    const target = await unsubscribeTargetOf(db, emailId, token);
+    if (!target) throw attempt.failure(notFound('Unsubscribe link'));
     await attempt.succeeded();
     return target;
   };
@@ -86,15 +87,7 @@ export function mountUnsubscribe(router: Router, deps: AppDeps): void {
   router.post('/unsubscribe/:token', express.urlencoded({ extended: false, limit: '4kb' }), async (req: Request, res: Response) => {
     const target = await resolve(req);
     const oneClick = (req.body as Record<string, unknown> | undefined)?.['List-Unsubscribe'] === 'One-Click' || req.is('multipart/form-data') !== false;
-    const method = oneClick ? 'one-click' : 'link';
-    const data = { contactId: target.contactId, email: target.toEmail, method, emailId: target.emailId, campaignId: target.campaignId };
-    const changed = await announcedChange(
-      deps,
-      res.locals.log,
-      target.projectId,
-      (tx) => unsubscribeContact(tx, target, method),
-      (done) => (done ? [{ type: 'contact.unsubscribed', data }] : []),
-    );
+    const changed = await unsubscribeThroughLink(deps, res.locals.log, target, oneClick);
     res.set('Cache-Control', 'no-store');
     if (req.accepts(['html', 'json']) === 'json') {
       res.json({ success: true, data: { email: target.toEmail, unsubscribed: true, changed } });

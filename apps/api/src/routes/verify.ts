@@ -1,12 +1,13 @@
 /**
  * Email verification: `POST /v1/verify` (one address) and `POST /v1/verify/batch` (up to 100, sharing one DNS
- * lookup per domain). The checks and the `valid` rule are `@mailroom/core` verify; DNS answers are cached in Redis.
+ * lookup per domain). The checks and the `valid` rule are `@mailroom/verify/verify`; DNS answers are cached in Redis
+ * (`@mailroom/verify/dns`).
  *
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { cachedDnsLookup, createResolver, memoizedLookup } from '@mailroom/verify/dns';
-import { verifyEmail } from '@mailroom/verify/verify';
+import { createDnsLookup } from '@mailroom/verify/dns';
+import { verifyEmail, verifyEmails } from '@mailroom/verify/verify';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Nullable } from './common';
@@ -36,8 +37,7 @@ const Address = Type.String({ minLength: 1, maxLength: 320, description: 'the ad
 
 /** Routes of this module. */
 export function verifyRoutes(deps: AppDeps) {
-  const resolver = createResolver(deps.config);
-  const lookup = cachedDnsLookup(resolver, deps.config.dnsCacheTtlS > 0 ? deps.redis : undefined, deps.config.queuePrefix, deps.config.dnsCacheTtlS);
+  const lookup = createDnsLookup(deps.config, deps.redis);
   return [
     route({
       method: 'post',
@@ -67,10 +67,7 @@ export function verifyRoutes(deps: AppDeps) {
       response: Type.Object({ results: Type.Array(Result) }),
       status: 200,
       errors: [400, 401, 403, 413, 422, 429],
-      handler: async ({ body }) => {
-        const shared = memoizedLookup(lookup);
-        return { data: { results: await Promise.all(body.emails.map((e) => verifyEmail(e, shared))) } };
-      },
+      handler: async ({ body }) => ({ data: { results: await verifyEmails(body.emails, lookup) } }),
     }),
   ];
 }

@@ -10,22 +10,13 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { AppError, ErrorCode, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
-import { announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { notFound } from '@mailroom/platform/errors';
+import { WEBHOOK_EVENT_TYPES } from '@mailroom/webhooks/webhooks';
+import { addEndpoint, changeEndpoint, loadEndpoint, redeliver } from '@mailroom/webhooks/endpoints';
 import {
-  isWebhookEventPattern,
-  newWebhookSecret,
-  WEBHOOK_EVENT_TYPES,
-  webhookUrlProblem,
-} from '@mailroom/webhooks/webhooks';
-import {
-  createWebhookEndpoint,
   deleteWebhookEndpoint,
-  getWebhookEndpoint,
   listWebhookDeliveries,
   listWebhookEndpoints,
-  redeliverWebhook,
-  updateWebhookEndpoint,
   type WebhookEndpointRow,
 } from '@mailroom/db/queries/webhooks';
 import { WEBHOOK_DELIVERY_STATUSES } from '@mailroom/db/schema/webhooks';
@@ -103,28 +94,10 @@ const Delivery = Type.Object({
 
 const DeliveryParams = Type.Object({ id: Type.String({ format: 'uuid' }), deliveryId: Type.String({ format: 'uuid' }) });
 
-/** Field errors of an endpoint's URL and event types. */
-function endpointErrors(body: { url?: string; eventTypes?: string[] }, allowPrivate: boolean): FieldError[] {
-  const errors: FieldError[] = [];
-  if (body.url !== undefined) {
-    const problem = webhookUrlProblem(body.url, allowPrivate);
-    if (problem) errors.push({ field: 'url', message: problem, code: 'invalid_string' });
-  }
-  body.eventTypes?.forEach((t, i) => {
-    if (!isWebhookEventPattern(t)) errors.push({ field: `eventTypes.${i}`, message: `unknown event type "${t}"`, code: 'invalid_enum_value' });
-  });
-  return errors;
-}
-
 /** Routes of this module. */
 export function webhookRoutes(deps: AppDeps) {
   const { db } = deps.database;
   const allowPrivate = deps.config.webhookAllowPrivateTargets;
-  const load = async (projectId: string, id: string) => {
-    const e = await getWebhookEndpoint(db, projectId, id);
-    if (!e) throw notFound('Webhook endpoint');
-    return e;
-  };
   return [
     route({
       method: 'get',
@@ -164,9 +137,7 @@ export function webhookRoutes(deps: AppDeps) {
       status: 201,
       errors: [400, 401, 403, 422, 429],
       handler: async ({ body, auth }) => {
-        const errors = endpointErrors(body, allowPrivate);
-        if (errors.length > 0) throw validationError(errors);
-        const e = await createWebhookEndpoint(db, auth.projectId, { ...body, secret: newWebhookSecret() });
+        const e = await addEndpoint(db, auth.projectId, body, allowPrivate);
         return { data: { ...present(e), secret: e.secret } };
       },
     }),
@@ -181,7 +152,7 @@ export function webhookRoutes(deps: AppDeps) {
       response: Endpoint,
       status: 200,
       errors: [400, 401, 403, 404, 429],
-      handler: async ({ params, auth }) => ({ data: present(await load(auth.projectId, params.id)) }),
+      handler: async ({ params, auth }) => ({ data: present(await loadEndpoint(db, auth.projectId, params.id)) }),
     }),
     route({
       method: 'patch',
@@ -199,10 +170,7 @@ export function webhookRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 422, 429],
       handler: async ({ params, body, auth }) => {
-        const errors = endpointErrors(body, allowPrivate);
-        if (errors.length > 0) throw validationError(errors);
-        const e = await updateWebhookEndpoint(db, auth.projectId, params.id, body);
-        if (!e) throw notFound('Webhook endpoint');
+        const e = await changeEndpoint(db, auth.projectId, params.id, body, allowPrivate);
         return { data: present(e) };
       },
     }),
@@ -235,7 +203,7 @@ export function webhookRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, query, auth }) => {
-        await load(auth.projectId, params.id);
+        await loadEndpoint(db, auth.projectId, params.id);
         const page = await listWebhookDeliveries(db, auth.projectId, params.id, { limit: query.limit, beforeId: cursorId(query.cursor), status: query.status });
         return {
           data: keysetPage(
@@ -277,11 +245,7 @@ export function webhookRoutes(deps: AppDeps) {
       status: 202,
       errors: [400, 401, 403, 404, 409, 429],
       handler: async ({ params, auth, log }) => {
-        const endpoint = await load(auth.projectId, params.id);
-        if (!endpoint.enabled) throw new AppError(ErrorCode.INVALID_STATE, 'The endpoint is disabled; enable it (PATCH enabled: true) before redelivering');
-        const ref = await redeliverWebhook(db, auth.projectId, params.id, params.deliveryId);
-        if (!ref) throw notFound('Webhook delivery');
-        await announceWebhookDeliveries(deps.webhookQueue, deps.config, [ref], log);
+        const ref = await redeliver(deps, log, auth.projectId, params.id, params.deliveryId);
         return { data: { id: ref.id, status: 'pending' as const } };
       },
     }),

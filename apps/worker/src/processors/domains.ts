@@ -1,7 +1,7 @@
 /**
  * The domain refresher: every `DOMAIN_REFRESH_MS`, re-checks pending sending domains (least recently checked first,
  * 50 per pass) with the identity provider (SES `GetEmailIdentity`, or the DNS records themselves locally), and
- * records when each became verified or failed.
+ * records when each became verified or failed (`refreshPendingDomains` of `@mailroom/mail/domains`).
  *
  * Runs as the `domains` maintenance task (see `maintenance.ts`).
  *
@@ -10,7 +10,7 @@
 import type { Config } from '@mailroom/platform/config';
 import type { DomainIdentityProvider } from '@mailroom/mail/identities';
 import type { Logger } from '@mailroom/platform/logger';
-import { duePendingDomains, recordDomainCheck } from '@mailroom/db/queries/domains';
+import { refreshPendingDomains } from '@mailroom/mail/domains';
 import { type Database } from '@mailroom/db/client';
 import type { MaintenanceTask } from './maintenance';
 
@@ -26,17 +26,7 @@ export interface DomainRefresherDeps {
 
 /** One pass. @returns how many domains were checked. */
 export async function refreshDomainsOnce(deps: DomainRefresherDeps): Promise<number> {
-  const due = await duePendingDomains(deps.database.db, deps.config.domainRefreshMs, PER_PASS);
-  for (const d of due) {
-    try {
-      const check = await deps.identities.check(d.domain, d.records);
-      await recordDomainCheck(deps.database.db, d.id, check);
-      if (check.status !== 'pending') deps.logger.info({ domainId: d.id, domain: d.domain, projectId: d.projectId, status: check.status, reason: check.reason }, 'sending domain checked');
-    } catch (err) {
-      deps.logger.warn({ err, domainId: d.id, domain: d.domain }, 'sending domain check failed; retried next pass');
-    }
-  }
-  return due.length;
+  return refreshPendingDomains({ db: deps.database.db, identities: deps.identities, logger: deps.logger }, deps.config.domainRefreshMs, PER_PASS);
 }
 
 /** The refresher as a maintenance task: every `DOMAIN_REFRESH_MS`, one pass per interval across all processes. */

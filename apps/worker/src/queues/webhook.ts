@@ -8,15 +8,7 @@ import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { QueueName, queueOptions, WEBHOOK_BACKOFF } from '@mailroom/queues/queues';
 import { type Config } from '@mailroom/platform/config';
-
-/**
- * The wait (ms) before retry number `attemptsMade` (1-based: after the first failure, `schedule[0]`); the last
- * entry repeats if attempts outnumber it.
- */
-export function webhookBackoffMs(schedule: readonly number[], attemptsMade: number): number {
-  if (schedule.length === 0) return 0;
-  return schedule[Math.min(attemptsMade, schedule.length) - 1] ?? schedule[0];
-}
+import { webhookBackoffMs } from '@mailroom/webhooks/delivery';
 
 /** Creates the `webhook` worker (not yet running). */
 export function createWebhookWorker(config: Config, connection: Redis, processor: ConstructorParameters<typeof Worker>[1]): Worker {

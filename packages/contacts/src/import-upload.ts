@@ -1,84 +1,54 @@
 /**
- * Accepting a contact import (`POST /contacts/import`): the upload is streamed into Postgres in 1 MiB chunks
- * (never held whole in memory, never put in Redis), after its first bytes passed {@link checkImportHead}; then
- * the import is queued and a `contact-import` job is enqueued (`jobId` = import id).
+ * Storing a contact import: the uploaded file is streamed into Postgres in 1 MiB chunks (never held whole in
+ * memory, never put in Redis), after its first bytes passed {@link checkImportHead}; then the import is marked
+ * queued and handed to `enqueue` (the caller's `contact-import` job).
  *
- * Bodies: `multipart/form-data` with the file in the field `file` (busboy), or the file itself as the body with
- * `Content-Type: text/csv`, `application/x-ndjson` or `application/json`.
- *
- * A failed upload (too large, refused head, client gone) deletes what it stored: the request changes nothing.
+ * A failed upload (too large, refused head, stream error) deletes what it stored: nothing changes.
  *
  * @module
  */
 import type { Readable } from 'node:stream';
-import type express from 'express';
-import busboy from 'busboy';
-import type { Queue } from 'bullmq';
 import { AppError, ErrorCode, validationError } from '@mailroom/platform/errors';
-import { checkImportHead, importFormatOf } from '@mailroom/contacts/imports';
 import { hasNul } from '@mailroom/platform/json-guard';
-import { importJobOptions, type ImportJobPayload } from '@mailroom/queues/queues';
-import { type Config } from '@mailroom/platform/config';
 import { type ImportFormat } from '@mailroom/db/schema/import-format';
 import { type Logger } from '@mailroom/platform/logger';
+import { type Db } from '@mailroom/db/client';
+import { checkImportHead, importFormatOf } from './imports';
 import {
   appendImportChunk,
   createImport,
   deleteImport,
   markImportQueued,
   type ContactImportRow,
-} from '@mailroom/contacts/queries/imports';
-import { type Db } from '@mailroom/db/client';
+} from './queries/imports';
 
 /** Size of a stored chunk (bytes). */
 export const IMPORT_CHUNK_BYTES = 1024 * 1024;
 /** Bytes looked at before anything is stored. */
 const HEAD_BYTES = 64 * 1024;
-/** Room for multipart boundaries and part headers on top of the file limit (bytes). */
-const MULTIPART_OVERHEAD = 64 * 1024;
 
-interface Upload {
+/** An uploaded file: its bytes, and what the client said about it. */
+export interface ImportUpload {
   stream: Readable;
   filename: string | null;
   mediaType: string | undefined;
 }
 
-function tooLarge(max: number): AppError {
+/** 413 for a file over `max` bytes (`Connection: close`: the rest of an oversized body is not read). */
+export function importTooLarge(max: number): AppError {
   return new AppError(ErrorCode.PAYLOAD_TOO_LARGE, `The import file is larger than ${max} bytes`, {
     suggestion: 'Split the file, or raise IMPORT_MAX_BYTES on the server.',
     headers: { Connection: 'close' },
   });
 }
 
-/** The file stream of a multipart body (field `file`), or of the body itself. */
-function openUpload(req: express.Request, max: number): Promise<Upload> {
-  const contentType = req.get('content-type') ?? '';
-  if (!contentType.toLowerCase().startsWith('multipart/form-data')) {
-    return Promise.resolve({ stream: req, filename: null, mediaType: contentType || undefined });
-  }
-  return new Promise((resolve, reject) => {
-    let bb: busboy.Busboy;
-    try {
-      bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: max + 1, fields: 20, parts: 25 } });
-    } catch (err) {
-      reject(new AppError(ErrorCode.BAD_REQUEST, `Malformed multipart body: ${(err as Error).message}`));
-      return;
-    }
-    let found = false;
-    bb.on('file', (name, stream, info) => {
-      if (name !== 'file' || found) {
-        stream.resume();
-        return;
-      }
-      found = true;
-      resolve({ stream, filename: info.filename ?? null, mediaType: info.mimeType });
-    });
-    bb.on('error', (err) => reject(new AppError(ErrorCode.BAD_REQUEST, `Malformed multipart body: ${(err as Error).message}`)));
-    bb.on('close', () => {
-      if (!found) reject(validationError([{ field: 'file', message: 'is required (multipart field "file")', code: 'invalid_type' }]));
-    });
-    req.pipe(bb);
-  });
+/** What storing an import needs. `enqueue` starts the import's job; its failure is logged, not thrown. */
+export interface StoreImportDeps {
+  db: Db;
+  /** Largest file (bytes), `IMPORT_MAX_BYTES`. */
+  maxBytes: number;
+  enqueue: (imp: ContactImportRow) => Promise<unknown>;
+  log: Logger;
 }
 
 /**
@@ -87,22 +57,18 @@ function openUpload(req: express.Request, max: number): Promise<Upload> {
  * @param options.format - overrides what the media type or file name say.
  * @param options.subscribed - `subscribed` of new contacts whose record does not state it.
  * @returns the queued import.
- * @throws {@link AppError} 400 (malformed multipart), 413 (over `IMPORT_MAX_BYTES`), 422 (`file` missing, empty,
- *   refused by its head check or named with a NUL; `format` unknown).
+ * @throws {@link AppError} 413 (over `maxBytes`, or `upload.stream.truncated`), 422 (empty, refused by its head
+ *   check or named with a NUL; `format` unknown); whatever the stream throws. Nothing is left stored.
  */
-export async function acceptImport(
-  deps: { config: Config; db: Db; importQueue: Queue<ImportJobPayload>; log: Logger },
+export async function storeImport(
+  deps: StoreImportDeps,
   projectId: string,
-  req: express.Request,
+  upload: ImportUpload,
   options: { format?: ImportFormat; subscribed: boolean },
 ): Promise<ContactImportRow> {
-  const max = deps.config.importMaxBytes;
-  const declared = Number(req.get('content-length') ?? NaN);
-  const multipart = (req.get('content-type') ?? '').toLowerCase().startsWith('multipart/form-data');
+  const max = deps.maxBytes;
   let importId: string | undefined;
   try {
-    if (Number.isFinite(declared) && declared > max + (multipart ? MULTIPART_OVERHEAD : 0)) throw tooLarge(max);
-    const upload = await openUpload(req, max);
     // An RFC 5987 name (`filename*=UTF-8''a%00b.csv`) decodes to U+0000, which the `filename` column cannot hold.
     if (upload.filename !== null && hasNul(upload.filename)) {
       throw validationError([{ field: 'file', message: 'the file name must not contain the NUL character (\\u0000)', code: 'invalid_string' }]);
@@ -140,18 +106,19 @@ export async function acceptImport(
 
     for await (const piece of upload.stream as AsyncIterable<Buffer>) {
       size += piece.length;
-      if (size > max) throw tooLarge(max);
+      if (size > max) throw importTooLarge(max);
       pending.push(piece);
       pendingBytes += piece.length;
       if (!importId && pendingBytes >= HEAD_BYTES) await start(false);
       if (importId && pendingBytes >= IMPORT_CHUNK_BYTES) await flush(IMPORT_CHUNK_BYTES);
     }
-    if ((upload.stream as { truncated?: boolean }).truncated) throw tooLarge(max);
+    // busboy marks a file cut at its `fileSize` limit.
+    if ((upload.stream as { truncated?: boolean }).truncated) throw importTooLarge(max);
     if (!importId) await start(true);
     await flush(1);
     const queued = await markImportQueued(deps.db, importId!, size, seq);
     try {
-      await deps.importQueue.add('import', { importId: queued.id, projectId }, importJobOptions(queued.id));
+      await deps.enqueue(queued);
     } catch (err) {
       // Queued in Postgres all the same: the worker's reconciler enqueues it once Redis answers.
       deps.log.warn({ err, importId: queued.id }, 'enqueue failed; the reconciler will enqueue this import');
@@ -159,9 +126,6 @@ export async function acceptImport(
     return queued;
   } catch (err) {
     if (importId) await deleteImport(deps.db, importId).catch(() => undefined);
-    // Let the client finish sending so it can read the error; an oversized body is cut off by `Connection: close`.
-    req.unpipe();
-    req.resume();
     throw err;
   }
 }
