@@ -52,7 +52,7 @@ import { quotaTask } from './processors/quota';
 import { testMessagesTask } from './processors/test-messages';
 import { WorkerMetrics } from './metrics';
 import type { SendJobResult } from './processors/send';
-import type { WorkflowJobResult } from './processors/workflow';
+import type { WorkflowJobResult } from '@mailroom/workflows/engine/engine';
 
 /** A running worker process. */
 export interface RunningWorker {

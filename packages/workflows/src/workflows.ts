@@ -1,7 +1,7 @@
 /**
- * Workflows: the step catalog (each type's configuration schema), durations, the graph rules, and the queue
- * payload of the `workflow` queue. The engine that runs executions lives in the worker; the API validates with
- * this module.
+ * Workflows: the step catalog (each type's configuration schema), durations and the graph rules. The rules of
+ * edits (enable, piecewise and whole-graph changes, manual starts, cancels) are in graph/*.ts, the engine that runs
+ * executions in engine/*.ts.
  *
  * A workflow is a graph: the trigger (EVENT: an event name; MANUAL: started through the API) leads to a first
  * step; each step leads on along a branch:

@@ -7,18 +7,12 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
+import { notFound } from '@mailroom/platform/errors';
 import { EmailAddress } from '@mailroom/contacts/contacts';
 import { enqueueExecutions, announceWebhookDeliveries } from '@mailroom/queues/queues';
 import { EXECUTION_STATUSES } from '@mailroom/db/schema/workflow-states';
-import {
-  cancelExecution,
-  getExecution,
-  getWorkflow,
-  listExecutions,
-  startManualExecution,
-} from '@mailroom/db/queries/workflows';
-import { findContactByEmail, getContact } from '@mailroom/db/queries/contacts';
+import { getExecution, getWorkflow, listExecutions } from '@mailroom/db/queries/workflows';
+import { cancelWorkflowExecution, startExecution } from '@mailroom/workflows/graph/executions';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import {
@@ -129,19 +123,7 @@ export function workflowExecutionRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 413, 422, 429],
       idempotent: true,
       handler: async ({ params, body, auth, db: tx, afterCommit, log }) => {
-        if ((body.contactId === undefined) === (body.email === undefined)) {
-          throw validationError([{ field: 'contactId', message: 'give either `contactId` or `email`', code: 'invalid_type' }]);
-        }
-        if (body.data !== undefined && body.context !== undefined) {
-          throw validationError([{ field: 'context', message: 'give either `data` or Plunk\'s `context`, not both', code: 'custom' }]);
-        }
-        const w = await getWorkflow(tx, auth.projectId, params.id);
-        if (!w) throw notFound('Workflow');
-        if (!w.enabled) throw new AppError(ErrorCode.INVALID_STATE, 'The workflow is disabled; enable it (PATCH enabled: true) to start executions');
-        const contact = body.contactId ? await getContact(tx, auth.projectId, body.contactId) : await findContactByEmail(tx, auth.projectId, body.email!);
-        if (!contact) throw validationError([{ field: body.contactId ? 'contactId' : 'email', message: 'no such contact in this project', code: 'custom' }]);
-        const started = await startManualExecution(tx, w, contact.id, body.data ?? body.context ?? {}, auth.mode === 'test');
-        if (!started.ok) throw new AppError(ErrorCode.CONFLICT, 'The contact already entered this workflow and it does not allow re-entry');
+        const started = await startExecution(tx, auth.projectId, params.id, body, auth.mode === 'test');
         afterCommit(async () => {
           await enqueueExecutions(deps.workflowQueue, [started.execution], log);
           await announceWebhookDeliveries(deps.webhookQueue, deps.config, started.deliveries, log);
@@ -166,9 +148,7 @@ export function workflowExecutionRoutes(deps: AppDeps) {
         status: 200,
         errors: [400, 401, 403, 404, 409, 429],
         handler: async ({ params, auth, log }) => {
-          const r = await deps.database.db.transaction((tx) => cancelExecution(tx, auth.projectId, params.id, params.executionId));
-          if (!r) throw notFound('Execution');
-          if (!r.cancelled) throw new AppError(ErrorCode.INVALID_STATE, `The execution is already ${r.execution.status}`);
+          const r = await cancelWorkflowExecution(db, auth.projectId, params.id, params.executionId);
           await announceWebhookDeliveries(deps.webhookQueue, deps.config, r.deliveries, log);
           return { data: presentExecution(r.execution, await executionLookups(auth.projectId, params.id, [r.execution], db)) };
         },

@@ -7,24 +7,11 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { AppError, ErrorCode, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
-import { autoConnectBranches, fromPlunkStepConfig, resolveBranch } from '@mailroom/workflows/workflows-plunk';
-import { branchesOf, graphProblems } from '@mailroom/workflows/workflows';
-import { WORKFLOW_BRANCHES, WORKFLOW_STEP_TYPES } from '@mailroom/db/schema/workflow-states';
+import { WORKFLOW_STEP_TYPES } from '@mailroom/db/schema/workflow-states';
 import { announceWebhookDeliveries } from '@mailroom/queues/queues';
-import {
-  deleteStep,
-  deleteTransition,
-  getStep,
-  insertStep,
-  insertTransition,
-  lockWorkflow,
-  loadWorkflowGraph,
-  replaceGraph,
-  touchWorkflow,
-  updateStep,
-  type WorkflowStepRow,
-} from '@mailroom/db/queries/workflows';
+import { loadWorkflowGraph } from '@mailroom/db/queries/workflows';
+import { addStep, addTransition, editStep, removeStep, removeTransition } from '@mailroom/workflows/graph/edit';
+import { replaceWorkflowGraph } from '@mailroom/workflows/graph/replace';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, StringEnum } from './common';
@@ -39,19 +26,15 @@ import {
   presentStep,
   presentTransition,
   presentGraph,
-  checkStep,
-  graphErrors,
   StepParams,
   TransitionParams,
   StepKey,
-  graphChanger,
 } from './workflow-shapes';
 
 /** Routes of this module. */
 export function workflowGraphRoutes(deps: AppDeps) {
   const { db } = deps.database;
   const allowPrivate = deps.config.webhookAllowPrivateTargets;
-  const graphChange = graphChanger(deps);
   return [
     route({
       method: 'post',
@@ -82,27 +65,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
       status: 201,
       errors: [400, 401, 403, 404, 413, 422, 429],
       handler: async ({ params, body, auth }) => {
-        if (body.type === 'TRIGGER') {
-          throw validationError([{ field: 'type', message: 'the trigger is the workflow\'s own (trigger, or Plunk\'s eventName/triggerType); connect from it with fromStepId null', code: 'custom' }]);
-        }
-        const type = body.type;
-        const config = await checkStep(db, auth.projectId, type, fromPlunkStepConfig(type, body.config, 'config', body.templateId), 'config', allowPrivate);
-        const autoConnect = body.autoConnect ?? body.position !== undefined;
-        const step = await graphChange(auth.projectId, params.id, async (tx) => {
-          const g = autoConnect ? (await loadWorkflowGraph(tx, auth.projectId, params.id))! : undefined;
-          const row = await insertStep(tx, auth.projectId, params.id, { type, name: body.name ?? type, config, position: body.position });
-          if (g) {
-            // Plunk's autoConnect: the last step (in creation order) that leads nowhere, the trigger counting first.
-            const open: (WorkflowStepRow | null)[] = g.transitions.some((t) => t.fromStepId === null) ? [] : [null];
-            open.push(...g.steps.filter((s) => s.type !== 'EXIT' && !g.transitions.some((t) => t.fromStepId === s.id)));
-            const from = open[open.length - 1];
-            if (from !== undefined) {
-              const branches = from === null ? (['next'] as const) : autoConnectBranches(from.type);
-              for (const branch of branches) await insertTransition(tx, auth.projectId, params.id, { fromStepId: from?.id ?? null, toStepId: row.id, branch });
-            }
-          }
-          return row;
-        });
+        const step = await addStep(db, auth.projectId, params.id, body, allowPrivate);
         return { data: presentStep(step) };
       },
     }),
@@ -130,16 +93,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 413, 422, 429],
       handler: async ({ params, body, auth }) => {
-        const existing = await getStep(db, auth.projectId, params.id, params.stepId);
-        if (!existing) throw notFound('Step');
-        if (body.templateId === null && existing.type === 'SEND_EMAIL') {
-          throw validationError([{ field: 'templateId', message: 'a SEND_EMAIL step needs a template', code: 'invalid_type' }]);
-        }
-        const templateId = body.templateId ?? undefined;
-        const source = body.config ?? (templateId !== undefined ? { ...existing.config, templateId: undefined } : undefined);
-        const config = source === undefined ? undefined : await checkStep(db, auth.projectId, existing.type, fromPlunkStepConfig(existing.type, source, 'config', templateId), 'config', allowPrivate);
-        const step = await graphChange(auth.projectId, params.id, (tx) => updateStep(tx, auth.projectId, params.id, params.stepId, { name: body.name, config, position: body.position }));
-        if (!step) throw notFound('Step');
+        const step = await editStep(db, auth.projectId, params.id, params.stepId, body, allowPrivate);
         return { data: presentStep(step) };
       },
     }),
@@ -156,8 +110,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 422, 429],
       handler: async ({ params, auth, log }) => {
-        const deliveries = await graphChange(auth.projectId, params.id, (tx) => deleteStep(tx, auth.projectId, params.id, params.stepId));
-        if (!deliveries) throw notFound('Step');
+        const deliveries = await removeStep(db, auth.projectId, params.id, params.stepId);
         await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
         return { data: { id: params.stepId, deleted: true as const } };
       },
@@ -190,30 +143,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
       status: 201,
       errors: [400, 401, 403, 404, 409, 413, 422, 429],
       handler: async ({ params, body, auth }) => {
-        const fromStepId = body.fromStepId === params.id ? null : body.fromStepId;
-        const t = await graphChange(auth.projectId, params.id, async (tx) => {
-          const [from, to, g] = await Promise.all([
-            fromStepId ? getStep(tx, auth.projectId, params.id, fromStepId) : Promise.resolve(null),
-            getStep(tx, auth.projectId, params.id, body.toStepId),
-            loadWorkflowGraph(tx, auth.projectId, params.id),
-          ]);
-          const taken = g!.transitions.filter((e) => e.fromStepId === (fromStepId ?? null)).map((e) => e.branch);
-          const branch = from === undefined ? (body.branch ?? 'next') : resolveBranch({ ...body, waitOutcome: body.waitOutcome ?? undefined }, from ? from.type : null, taken);
-          const branchField = body.branch ? 'branch' : body.waitOutcome ? 'waitOutcome' : body.condition ? 'condition.branch' : 'branch';
-          const errors: FieldError[] = [];
-          if (from === undefined) errors.push({ field: 'fromStepId', message: 'no such step in this workflow', code: 'custom' });
-          if (!to) errors.push({ field: 'toStepId', message: 'no such step in this workflow', code: 'custom' });
-          const allowed = from ? branchesOf(from.type) : from === null ? (['next'] as const) : WORKFLOW_BRANCHES;
-          if (!allowed.includes(branch)) {
-            const message = allowed.length === 0 ? 'an EXIT step has no outgoing transitions' : `must be one of ${allowed.join(', ')} ${from ? `for a ${from.type} step` : 'from the trigger'}`;
-            errors.push({ field: branchField, message, code: 'custom' });
-          }
-          if (errors.length > 0) throw validationError(errors);
-          if (taken.includes(branch)) {
-            throw new AppError(ErrorCode.CONFLICT, `There is already a ${branch} transition from ${fromStepId ?? 'the trigger'}; delete it first`);
-          }
-          return insertTransition(tx, auth.projectId, params.id, { fromStepId, toStepId: body.toStepId, branch });
-        });
+        const t = await addTransition(db, auth.projectId, params.id, body);
         return { data: presentTransition(t) };
       },
     }),
@@ -229,8 +159,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 422, 429],
       handler: async ({ params, auth }) => {
-        const deleted = await graphChange(auth.projectId, params.id, (tx) => deleteTransition(tx, auth.projectId, params.id, params.transitionId));
-        if (!deleted) throw notFound('Transition');
+        await removeTransition(db, auth.projectId, params.id, params.transitionId);
         return { data: { id: params.transitionId, deleted: true as const } };
       },
     }),
@@ -276,47 +205,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 413, 422, 429],
       handler: async ({ params, body, auth, log }) => {
-        const errors: FieldError[] = [];
-        const keys = new Set<string>();
-        body.steps.forEach((s, i) => {
-          if (keys.has(s.key)) errors.push({ field: `steps.${i}.key`, message: `duplicate key ${s.key}`, code: 'custom' });
-          keys.add(s.key);
-        });
-        const configs: Record<string, unknown>[] = [];
-        for (const [i, s] of body.steps.entries()) {
-          try {
-            configs.push(await checkStep(db, auth.projectId, s.type, fromPlunkStepConfig(s.type, s.config, `steps.${i}.config`), `steps.${i}.config`, allowPrivate));
-          } catch (err) {
-            if (err instanceof AppError && err.options.errors) errors.push(...err.options.errors);
-            else throw err;
-          }
-        }
-        const problems = graphProblems(
-          body.steps.map((s) => ({ ref: s.key, type: s.type })),
-          body.transitions.map((t) => ({ from: t.from, to: t.to, branch: t.branch ?? 'next' })),
-        );
-        errors.push(...graphErrors(problems, (i) => `steps.${i}`, (i) => `transitions.${i}`, 'transitions'));
-        if (errors.length > 0) throw validationError(errors, 'The graph cannot run; nothing was changed');
-        const { deliveries } = await deps.database.db.transaction(async (tx) => {
-          if (!(await lockWorkflow(tx, auth.projectId, params.id))) throw notFound('Workflow');
-          const g = (await loadWorkflowGraph(tx, auth.projectId, params.id))!;
-          const owned = new Set(g.steps.map((s) => s.id));
-          const foreign: FieldError[] = [];
-          body.steps.forEach((s, i) => {
-            if (s.id && !owned.has(s.id)) foreign.push({ field: `steps.${i}.id`, message: 'no such step in this workflow', code: 'custom' });
-            const kept = s.id ? g.steps.find((x) => x.id === s.id) : undefined;
-            if (kept && kept.type !== s.type) foreign.push({ field: `steps.${i}.type`, message: `step ${s.id} is a ${kept.type}; a step's type cannot change`, code: 'custom' });
-          });
-          if (foreign.length > 0) throw validationError(foreign);
-          await touchWorkflow(tx, auth.projectId, params.id);
-          return replaceGraph(
-            tx,
-            auth.projectId,
-            params.id,
-            body.steps.map((s, i) => ({ key: s.key, id: s.id, type: s.type, name: s.name ?? s.type, config: configs[i], position: s.position })),
-            body.transitions.map((t) => ({ from: t.from, to: t.to, branch: t.branch ?? 'next' })),
-          );
-        });
+        const deliveries = await replaceWorkflowGraph(db, auth.projectId, params.id, body, allowPrivate);
         await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
         return { data: presentGraph((await loadWorkflowGraph(db, auth.projectId, params.id))!) };
       },

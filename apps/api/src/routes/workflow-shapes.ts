@@ -1,30 +1,16 @@
 /**
  * The shapes of the workflow routes (`workflows.ts`, `workflow-graph.ts`, `workflow-executions.ts`): TypeBox
  * schemas of workflows, steps, transitions and executions (ours with Plunk v2's field names beside them), the
- * presenters that build them from rows, and the checks every graph edit shares.
+ * presenters that build them from rows. The rules every graph edit follows are in `@mailroom/workflows` graph/*.
  *
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { AppError, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
-import {
-  EXECUTION_STATUSES,
-  STEP_RUN_STATUSES,
-  WORKFLOW_BRANCHES,
-  WORKFLOW_STEP_TYPES,
-  type WorkflowBranch,
-  type WorkflowStepType,
-} from '@mailroom/db/schema/workflow-states';
-import { graphProblems, parseStepConfig, type GraphProblem } from '@mailroom/workflows/workflows';
-import { plunkTransitionFields, plunkTriggerConfig, resolveTrigger } from '@mailroom/workflows/workflows-plunk';
-import { webhookUrlProblem } from '@mailroom/webhooks/webhooks';
+import { EXECUTION_STATUSES, STEP_RUN_STATUSES, WORKFLOW_BRANCHES, WORKFLOW_STEP_TYPES, type WorkflowBranch } from '@mailroom/db/schema/workflow-states';
+import { plunkTransitionFields, plunkTriggerConfig } from '@mailroom/workflows/workflows-plunk';
 import {
   contactEmails,
-  getWorkflow,
-  lockWorkflow,
-  loadWorkflowGraph,
   stepSummaries,
-  touchWorkflow,
   type ExecutionRow,
   type StepRunRow,
   type WorkflowGraph,
@@ -32,10 +18,7 @@ import {
   type WorkflowStepRow,
   type WorkflowTransitionRow,
 } from '@mailroom/db/queries/workflows';
-import { getTemplate } from '@mailroom/db/queries/templates';
 import { type DbOrTx } from '@mailroom/db/client';
-import type { AppDeps } from '../http/context';
-import { senderError } from '@mailroom/mail/sender';
 import { Nullable, StringEnum, Timestamp } from './common';
 
 export const EventName = Type.String({ minLength: 1, maxLength: 255, pattern: '^\\S(.*\\S)?$', description: 'a custom event name, or a system event: contact.subscribed, contact.unsubscribed, email.opened, segment.<name>.entry, …' });
@@ -263,98 +246,8 @@ export function presentStepExecution(r: StepRunRow, look: ExecutionLookups): Sta
   return { ...run, executionId: r.executionId, completedAt: run.finishedAt, step: (r.stepId && look.steps.get(r.stepId)) || null };
 }
 
-/** The stored trigger columns of a request's trigger (ours or Plunk's). @throws 422 naming the field. */
-export function triggerColumns(body: Parameters<typeof resolveTrigger>[0], current?: WorkflowRow): { triggerType: 'EVENT' | 'MANUAL'; triggerEvent: string | null } | undefined {
-  const t = resolveTrigger(body, current && { type: current.triggerType, event: current.triggerEvent });
-  return t && { triggerType: t.type, triggerEvent: t.event };
-}
-
-/**
- * Checks a step's configuration: its schema, and what it refers to in the project (a SEND_EMAIL template of this
- * project with a sender on a verified domain; a WEBHOOK URL on a public host unless the operator allows private
- * targets). @returns the normalized configuration. @throws 422.
- */
-export async function checkStep(
-  db: DbOrTx,
-  projectId: string,
-  type: WorkflowStepType,
-  config: unknown,
-  field: string,
-  allowPrivate: boolean,
-): Promise<Record<string, unknown>> {
-  const value = parseStepConfig(type, config, field) as Record<string, unknown>;
-  if (type === 'WEBHOOK') {
-    const problem = webhookUrlProblem(value.url as string, allowPrivate);
-    if (problem) throw validationError([{ field: `${field}.url`, message: problem, code: 'invalid_string' }]);
-  }
-  if (type === 'SEND_EMAIL') {
-    const template = await getTemplate(db, projectId, value.templateId as string);
-    if (!template) throw validationError([{ field: `${field}.templateId`, message: 'no template with this id in this project', code: 'custom' }]);
-    const from = (value.from as string | undefined) ?? template.from;
-    if (!from) throw validationError([{ field: `${field}.from`, message: 'is required: the template has no from address', code: 'invalid_type' }]);
-    const bad = await senderError(db, projectId, from, value.from ? `${field}.from` : `${field}.templateId`);
-    if (bad) throw validationError([bad]);
-  }
-  return value;
-}
-
-/** Graph problems as field errors: `steps.<ref>` / `transitions.<ref>` / `graph`. */
-export function graphErrors(problems: GraphProblem[], stepRef: (i: number) => string, transitionRef: (i: number) => string, whole: string): FieldError[] {
-  return problems.map((p) => ({
-    field: p.at === null ? whole : 'step' in p.at ? stepRef(p.at.step) : transitionRef(p.at.transition),
-    message: p.message,
-    code: 'custom' as const,
-  }));
-}
-
-/** The stored graph's problems (enable, or edits of an enabled workflow). */
-export function storedGraphErrors(g: Pick<WorkflowGraph, 'steps' | 'transitions'>): FieldError[] {
-  const problems = graphProblems(
-    g.steps.map((s) => ({ ref: s.id, type: s.type })),
-    g.transitions.map((t) => ({ from: t.fromStepId, to: t.toStepId, branch: t.branch as WorkflowBranch })),
-  );
-  return graphErrors(problems, (i) => `steps.${g.steps[i].id}`, (i) => `transitions.${g.transitions[i].id}`, 'graph');
-}
-
-/** Re-checks every SEND_EMAIL step's references (a template may have been deleted or changed since). */
-export async function stepRefErrors(db: DbOrTx, projectId: string, steps: WorkflowStepRow[], allowPrivate: boolean): Promise<FieldError[]> {
-  const errors: FieldError[] = [];
-  for (const s of steps) {
-    try {
-      await checkStep(db, projectId, s.type, s.config, `steps.${s.id}.config`, allowPrivate);
-    } catch (err) {
-      if (err instanceof AppError && err.options.errors) errors.push(...err.options.errors);
-      else throw err;
-    }
-  }
-  return errors;
-}
-
 export const StepParams = Type.Object({ id: Type.String({ format: 'uuid' }), stepId: Type.String({ format: 'uuid' }) });
 export const TransitionParams = Type.Object({ id: Type.String({ format: 'uuid' }), transitionId: Type.String({ format: 'uuid' }) });
 export const ExecutionParams = Type.Object({ id: Type.String({ format: 'uuid' }), executionId: Type.String({ format: 'uuid' }) });
 
 export const StepKey = Type.String({ minLength: 1, maxLength: 100, description: 'your name for the step in this request, used by transitions' });
-
-/**
- * Runs `change` on a workflow's graph in a transaction: the workflow is locked (concurrent edits of one graph are
- * serialized), touched (graph caches key on `updated_at`), and an enabled workflow must still have a valid graph
- * after the change.
- *
- * @throws {@link AppError} 404 for an unknown workflow; 422 when the change would leave an enabled graph unable to run.
- */
-export function graphChanger(deps: AppDeps) {
-  return async <T>(projectId: string, workflowId: string, change: (tx: DbOrTx, w: WorkflowRow) => Promise<T>): Promise<T> =>
-    deps.database.db.transaction(async (tx) => {
-      if (!(await lockWorkflow(tx, projectId, workflowId))) throw notFound('Workflow');
-      const w = (await getWorkflow(tx, projectId, workflowId))!;
-      const result = await change(tx, w);
-      await touchWorkflow(tx, projectId, workflowId);
-      if (w.enabled) {
-        const g = (await loadWorkflowGraph(tx, projectId, workflowId))!;
-        const errors = storedGraphErrors(g);
-        if (errors.length > 0) throw validationError(errors, 'The workflow is enabled and this change would leave its graph unable to run; disable it first or send the whole graph with PUT /workflows/{id}/graph');
-      }
-      return result;
-    });
-}

@@ -4,7 +4,7 @@
  * `workflow-executions.ts`, the shapes all three answer with in `workflow-shapes.ts`.
  *
  * Plunk v2's workflow model is accepted beside ours (API.md "Plunk v2 compatibility"; the mapping is in
- * `@mailroom/core` workflows-plunk): `eventName` / `triggerType` / `triggerConfig`, steps with `position`,
+ * `@mailroom/workflows` workflows-plunk; the rules are in `@mailroom/workflows` graph/*): `eventName` / `triggerType` / `triggerConfig`, steps with `position`,
  * `templateId` and `autoConnect`, transitions with `condition` / `waitOutcome` / `priority` (the trigger is
  * `fromStepId: null` or the workflow's own id), Plunk's step configurations, `page`/`pageSize`, and
  * `DELETE …/executions/{id}` to cancel; answers carry Plunk's field names beside ours.
@@ -21,15 +21,9 @@
  */
 import { Type } from '@sinclair/typebox';
 import { newWebhookSecret } from '@mailroom/webhooks/webhooks';
-import { notFound, validationError } from '@mailroom/platform/errors';
-import {
-  createWorkflow,
-  deleteWorkflow,
-  listWorkflows,
-  loadWorkflowGraph,
-  updateWorkflow,
-  workflowWebhookSecret,
-} from '@mailroom/db/queries/workflows';
+import { notFound } from '@mailroom/platform/errors';
+import { deleteWorkflow, listWorkflows, loadWorkflowGraph, workflowWebhookSecret } from '@mailroom/db/queries/workflows';
+import { editWorkflow, newWorkflow } from '@mailroom/workflows/graph/workflow';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import {
@@ -45,24 +39,12 @@ import {
   PlunkPageQuery,
   resolvePaging,
 } from './common';
-import {
-  TriggerInput,
-  PlunkTriggerInput,
-  Workflow,
-  WorkflowDetail,
-  presentWorkflow,
-  presentGraph,
-  triggerColumns,
-  storedGraphErrors,
-  stepRefErrors,
-  graphChanger,
-} from './workflow-shapes';
+import { TriggerInput, PlunkTriggerInput, Workflow, WorkflowDetail, presentWorkflow, presentGraph } from './workflow-shapes';
 
 /** Routes of this module. */
 export function workflowRoutes(deps: AppDeps) {
   const { db } = deps.database;
   const allowPrivate = deps.config.webhookAllowPrivateTargets;
-  const graphChange = graphChanger(deps);
   return [
     route({
       method: 'get',
@@ -132,10 +114,7 @@ export function workflowRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 413, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, db: tx }) => {
-        if (body.enabled === true) throw validationError([{ field: 'enabled', message: 'a workflow is created disabled: add its steps, then PATCH enabled: true', code: 'custom' }]);
-        const trigger = triggerColumns(body);
-        if (!trigger) throw validationError([{ field: 'trigger', message: 'is required (or Plunk\'s eventName, or triggerType with triggerConfig)', code: 'invalid_type' }]);
-        const w = await createWorkflow(tx, auth.projectId, { name: body.name, description: body.description, allowReentry: body.allowReentry, ...trigger });
+        const w = await newWorkflow(tx, auth.projectId, body);
         return { data: presentGraph({ workflow: w, steps: [], transitions: [] }) };
       },
     }),
@@ -184,15 +163,7 @@ export function workflowRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 413, 422, 429],
       handler: async ({ params, body, auth }) => {
-        await graphChange(auth.projectId, params.id, async (tx, w) => {
-          const patch = { name: body.name, description: body.description, allowReentry: body.allowReentry, enabled: body.enabled, ...triggerColumns(body, w) };
-          if (body.enabled === true && !w.enabled) {
-            const g = (await loadWorkflowGraph(tx, auth.projectId, params.id))!;
-            const errors = [...storedGraphErrors(g), ...(await stepRefErrors(tx, auth.projectId, g.steps, allowPrivate))];
-            if (errors.length > 0) throw validationError(errors, 'The workflow cannot be enabled: its graph or steps have problems');
-          }
-          await updateWorkflow(tx, auth.projectId, params.id, Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)));
-        });
+        await editWorkflow(db, auth.projectId, params.id, body, allowPrivate);
         return { data: presentGraph((await loadWorkflowGraph(db, auth.projectId, params.id))!) };
       },
     }),

@@ -1,5 +1,5 @@
 /**
- * The workflow engine's state moves, run by the worker.
+ * The workflow engine's state moves, made by the engine (../engine/run.ts).
  *
  * - A job leases an execution ({@link claimExecution}: a token and a deadline) before running it; another job for
  *   the same execution waits for the lease to end, so two workers never run one execution's step at once.

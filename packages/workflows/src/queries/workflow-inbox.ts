@@ -1,5 +1,5 @@
 /**
- * The workflow inbox drain: recorded events start and wake executions (see the worker's workflow-inbox.ts).
+ * The workflow inbox drain: recorded events start and wake executions (the drainer is ../engine/inbox.ts).
  *
  * Test mode: an event's `test` (read through the inbox row's `event_id`) is its execution's. A test event starts
  * test executions (entry key `test:…`, so a contact's test entry never blocks its live one, nor the reverse) and

@@ -1,9 +1,8 @@
 /**
- * The pieces of the workflow engine's steps that do not move the execution (workflow.ts runs the steps and
- * decides what follows): the email row a SEND_EMAIL step writes, the HTTP call of a WEBHOOK step, and the cache
- * of workflow graphs.
+ * The pieces of the workflow engine's steps that do not move the execution (run.ts runs the steps and decides
+ * what follows): the email row a SEND_EMAIL step writes and the HTTP call of a WEBHOOK step.
  *
- * WEBHOOK: the request carries * the step run's id as `Idempotency-Key` and as the Standard Webhooks `webhook-id`, signed
+ * WEBHOOK: the request carries the step run's id as `Idempotency-Key` and as the Standard Webhooks `webhook-id`, signed
  * with the project's workflow secret, the same on every attempt, so a receiver can recognise a call repeated after
  * a crash. The body is the step's JSON template rendered against the execution (strings JSON-escaped), or a
  * default `{ type: 'workflow.webhook', … }` envelope; a test execution's calls say `test: true`.
@@ -13,16 +12,10 @@
 import { newWebhookSecret, sendHttp, signWebhook } from '@mailroom/webhooks/webhooks';
 import { renderJsonTemplate } from '@mailroom/mail/templates';
 import { type Config } from '@mailroom/platform/config';
-import { type StepConfig } from '@mailroom/workflows/workflows';
+import { type StepConfig } from '../workflows';
 import { getContact } from '@mailroom/db/queries/contacts';
-import {
-  workflowWebhookSecret,
-  type ExecutionRow,
-  type StepRunRow,
-  type WorkflowGraph,
-  type WorkflowStepRow,
-} from '@mailroom/db/queries/workflows';
-import { type contactForSend } from '@mailroom/workflows/queries/workflow-engine';
+import { workflowWebhookSecret, type ExecutionRow, type StepRunRow, type WorkflowStepRow } from '@mailroom/db/queries/workflows';
+import { type contactForSend } from '../queries/workflow-engine';
 import { type getTemplate } from '@mailroom/db/queries/templates';
 import { type DbOrTx } from '@mailroom/db/client';
 import { type NewEmail } from '@mailroom/db/queries/emails';
@@ -100,30 +93,4 @@ export async function callStepWebhook(
     return { ok: true, output, webhook: { statusCode: res.statusCode, body: parsed } };
   }
   return { ok: false, output, error: res.error ?? `HTTP ${res.statusCode}`, refused: res.error?.startsWith('refused') ?? false };
-}
-
-/** Graphs kept in memory per worker process (workflows). */
-const GRAPH_CACHE_SIZE = 500;
-
-/**
- * Workflow graphs by workflow, valid while the workflow's `updated_at` (read with each claim) is unchanged: every
- * graph edit moves it in the edit's transaction. A graph loaded after the claim may be newer than the claim's
- * version: kept under that version, it is served to claims of that version only, and a newer claim reloads.
- * At most 500 graphs are kept (the oldest entry goes first).
- */
-export class GraphCache {
-  private readonly graphs = new Map<string, { version: string; graph: WorkflowGraph }>();
-
-  constructor(private readonly load: (projectId: string, workflowId: string) => Promise<WorkflowGraph | undefined>) {}
-
-  /** The graph of `workflowId` as of `version` (the claim's `updated_at`), or undefined when the workflow is gone. */
-  async get(projectId: string, workflowId: string, version: string): Promise<WorkflowGraph | undefined> {
-    const hit = this.graphs.get(workflowId);
-    if (hit && hit.version === version) return hit.graph;
-    const graph = await this.load(projectId, workflowId);
-    if (!graph) return undefined;
-    if (this.graphs.size >= GRAPH_CACHE_SIZE) this.graphs.delete(this.graphs.keys().next().value!);
-    this.graphs.set(workflowId, { version, graph });
-    return graph;
-  }
 }
