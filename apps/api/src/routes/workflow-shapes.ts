@@ -8,16 +8,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { EXECUTION_STATUSES, STEP_RUN_STATUSES, WORKFLOW_BRANCHES, WORKFLOW_STEP_TYPES, type WorkflowBranch } from '@mailroom/db/schema/workflow-states';
 import { plunkTransitionFields, plunkTriggerConfig } from '@mailroom/workflows/workflows-plunk';
-import {
-  contactEmails,
-  stepSummaries,
-  type ExecutionRow,
-  type StepRunRow,
-  type WorkflowGraph,
-  type WorkflowRow,
-  type WorkflowStepRow,
-  type WorkflowTransitionRow,
-} from '@mailroom/db/queries/workflows';
+import { type ExecutionRow, type StepRunRow, type WorkflowGraph, type WorkflowRow, type WorkflowStepRow, type WorkflowTransitionRow } from '@mailroom/db/queries/workflows';
+import { contactEmails, stepSummaries } from '@mailroom/db/queries/workflow-executions';
 import { type DbOrTx } from '@mailroom/db/client';
 import { Nullable, StringEnum, Timestamp } from './common';
 
