@@ -28,13 +28,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
-import {
-  createRedis,
-  createSendQueue,
-  createWebhookQueue,
-  sendJobOptions,
-  SendPriority,
-} from '@mailroom/queues/queues';
+import { sendJobOptions, SendPriority } from '@mailroom/queues/catalog';
+import { createRedis } from '@mailroom/queues/connection';
+import { createSendQueue, createWebhookQueue } from '@mailroom/queues/create';
 import { loadConfig, type Config } from '@mailroom/platform/config';
 import { newId } from '@mailroom/platform/ids';
 import { addDomain, createProject, verifiedDomains } from '@mailroom/db/queries/projects';

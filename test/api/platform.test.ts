@@ -8,14 +8,8 @@ import { loadConfig } from '@mailroom/platform/config';
 import { errorHandler } from '../../apps/api/src/http/errors';
 import { createTestProject, startTestApi, testEnv, type TestApi } from '../support/harness';
 import { createApp } from '../../apps/api/src/app';
-import {
-  createCampaignQueue,
-  createWebhookQueue,
-  createWorkflowQueue,
-  createImportQueue,
-  createRedis,
-  createSendQueue,
-} from '@mailroom/queues/queues';
+import { createRedis } from '@mailroom/queues/connection';
+import { createCampaignQueue, createWebhookQueue, createWorkflowQueue, createImportQueue, createSendQueue } from '@mailroom/queues/create';
 import { createLogger } from '@mailroom/platform/logger';
 import { createDatabase } from '@mailroom/db/client';
 

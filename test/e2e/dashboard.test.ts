@@ -12,7 +12,8 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Queue, Worker } from 'bullmq';
 import { chromium, type Browser } from 'playwright-core';
-import { createRedis, QueueName, queueOptions } from '@mailroom/queues/queues';
+import { QueueName } from '@mailroom/queues/catalog';
+import { createRedis, queueOptions } from '@mailroom/queues/connection';
 import { ADMIN_TOKEN, startTestApi, testConfig, waitFor, type TestApi } from '../support/harness';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -4,7 +4,8 @@
  */
 import { Queue } from 'bullmq';
 import { loadConfig } from '@mailroom/platform/config';
-import { QueueName, queueOptions } from '@mailroom/queues/queues';
+import { QueueName } from '@mailroom/queues/catalog';
+import { queueOptions } from '@mailroom/queues/connection';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { client, createTestProject, recipient, sesFault, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 

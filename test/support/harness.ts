@@ -8,16 +8,9 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import request from 'supertest';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
-import {
-  createCampaignQueue,
-  createImportQueue,
-  createWebhookQueue,
-  createWorkflowQueue,
-  createRedis,
-  createSendQueue,
-  type CampaignJobPayload,
-  type WorkflowJobPayload,
-} from '@mailroom/queues/queues';
+import { type CampaignJobPayload, type WorkflowJobPayload } from '@mailroom/queues/catalog';
+import { createRedis } from '@mailroom/queues/connection';
+import { createCampaignQueue, createImportQueue, createWebhookQueue, createWorkflowQueue, createSendQueue } from '@mailroom/queues/create';
 import { createLogger } from '@mailroom/platform/logger';
 import { loadConfig, type Config } from '@mailroom/platform/config';
 import type { Queue } from 'bullmq';

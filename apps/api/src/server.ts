@@ -5,14 +5,8 @@
  * @module
  */
 import type { Server } from 'node:http';
-import {
-  createCampaignQueue,
-  createWebhookQueue,
-  createWorkflowQueue,
-  createImportQueue,
-  createRedis,
-  createSendQueue,
-} from '@mailroom/queues/queues';
+import { createRedis } from '@mailroom/queues/connection';
+import { createCampaignQueue, createWebhookQueue, createWorkflowQueue, createImportQueue, createSendQueue } from '@mailroom/queues/create';
 import { createLogger } from '@mailroom/platform/logger';
 import { listenOn, runService } from '@mailroom/platform/process';
 import { type Config } from '@mailroom/platform/config';

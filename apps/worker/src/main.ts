@@ -15,14 +15,8 @@ import { sql } from 'drizzle-orm';
 import type { Worker } from 'bullmq';
 import { listenOn, runService } from '@mailroom/platform/process';
 import { createAccountProvider, type AccountProvider } from '@mailroom/mail/ses-account';
-import {
-  createCampaignQueue,
-  createImportQueue,
-  createRedis,
-  createSendQueue,
-  createWebhookQueue,
-  createWorkflowQueue,
-} from '@mailroom/queues/queues';
+import { createRedis } from '@mailroom/queues/connection';
+import { createCampaignQueue, createImportQueue, createSendQueue, createWebhookQueue, createWorkflowQueue } from '@mailroom/queues/create';
 import { createIdentityProvider, type DomainIdentityProvider } from '@mailroom/mail/identities';
 import { createLogger, type Logger } from '@mailroom/platform/logger';
 import { createResolver } from '@mailroom/verify/dns';

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { announceWebhookDeliveries, type WebhookJobPayload } from '@mailroom/queues/queues';
+import { type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import type { Config } from '@mailroom/platform/config';
 import type { Queue } from 'bullmq';
 import { type Logger } from '@mailroom/platform/logger';

@@ -3,13 +3,7 @@
  *
  * @module
  */
-import type {
-  CampaignJobPayload,
-  WebhookJobPayload,
-  ImportJobPayload,
-  SendJobPayload,
-  WorkflowJobPayload,
-} from '@mailroom/queues/queues';
+import type { CampaignJobPayload, WebhookJobPayload, ImportJobPayload, SendJobPayload, WorkflowJobPayload } from '@mailroom/queues/catalog';
 import type { Config } from '@mailroom/platform/config';
 import type { Logger } from '@mailroom/platform/logger';
 import type { Database } from '@mailroom/db/client';

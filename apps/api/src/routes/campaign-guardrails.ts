@@ -9,7 +9,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { announceWebhookDeliveries, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/queues/queues';
+import { announceWebhookDeliveries, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { encodeCursor } from '@mailroom/platform/ids';
 import { notFound } from '@mailroom/platform/errors';
 import { campaignEmailsInQueue, campaignTimeline, resumeCampaign } from '@mailroom/audiences/queries/campaign-pause';

@@ -7,7 +7,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
-import { announceWebhookDeliveries, scheduleCampaignJob } from '@mailroom/queues/queues';
+import { announceWebhookDeliveries, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { getCampaign } from '@mailroom/db/queries/campaigns';
 import { retryFailedCampaign } from '@mailroom/db/queries/campaign-retry';
 import { route } from '../http/route';

@@ -20,7 +20,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import { newId } from '@mailroom/platform/ids';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { notFound, validationError } from '@mailroom/platform/errors';
-import { scheduleCampaignJob, sendJobOptions, SendPriority } from '@mailroom/queues/queues';
+import { sendJobOptions, SendPriority } from '@mailroom/queues/catalog';
+import { scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import {
   campaignEmailCounts,
   cancelCampaign,

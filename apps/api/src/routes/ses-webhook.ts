@@ -21,7 +21,7 @@
  */
 import express, { type Request, type Response, type Router } from 'express';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
-import { announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { isTrustedSnsUrl, parseSnsMessage, SnsRejection, SnsVerifier, type SnsMessage } from '@mailroom/feedback/sns';
 import { parseSesEvent, SesEventError } from '@mailroom/feedback/ses-events';
 import { applySesFeedback, recordSnsMessage, type FeedbackOutcome } from '@mailroom/feedback/queries/feedback';

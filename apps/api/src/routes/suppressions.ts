@@ -11,7 +11,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { EmailAddress } from '@mailroom/contacts/contacts';
 import { emailKey, normalizeEmail } from '@mailroom/platform/address';
-import { announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { notFound, validationError } from '@mailroom/platform/errors';
 import {
   addSuppressions,

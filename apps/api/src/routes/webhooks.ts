@@ -11,7 +11,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
-import { announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import {
   isWebhookEventPattern,
   newWebhookSecret,

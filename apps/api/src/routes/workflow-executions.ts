@@ -9,7 +9,7 @@
 import { Type } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
 import { EmailAddress } from '@mailroom/contacts/contacts';
-import { enqueueExecutions, announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { enqueueExecutions, announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { EXECUTION_STATUSES } from '@mailroom/db/schema/workflow-states';
 import {
   cancelExecution,

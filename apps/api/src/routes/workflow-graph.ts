@@ -11,7 +11,7 @@ import { AppError, ErrorCode, notFound, validationError, type FieldError } from 
 import { autoConnectBranches, fromPlunkStepConfig, resolveBranch } from '@mailroom/workflows/workflows-plunk';
 import { branchesOf, graphProblems } from '@mailroom/workflows/workflows';
 import { WORKFLOW_BRANCHES, WORKFLOW_STEP_TYPES } from '@mailroom/db/schema/workflow-states';
-import { announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import {
   deleteStep,
   deleteTransition,

@@ -17,7 +17,7 @@ import type { Queue } from 'bullmq';
 import { AppError, ErrorCode, validationError } from '@mailroom/platform/errors';
 import { checkImportHead, importFormatOf } from '@mailroom/contacts/imports';
 import { hasNul } from '@mailroom/platform/json-guard';
-import { importJobOptions, type ImportJobPayload } from '@mailroom/queues/queues';
+import { importJobOptions, type ImportJobPayload } from '@mailroom/queues/catalog';
 import { type Config } from '@mailroom/platform/config';
 import { type ImportFormat } from '@mailroom/db/schema/import-format';
 import { type Logger } from '@mailroom/platform/logger';

@@ -16,13 +16,8 @@ import { attachmentContentType, checkCustomHeaders } from '@mailroom/mail/mail';
 import { isUuid, newId } from '@mailroom/platform/ids';
 import { formatMailbox, normalizeEmail, parseMailbox, type Mailbox } from '@mailroom/platform/address';
 import { lanePriorities } from '@mailroom/queues/send-lanes';
-import {
-  sendJobOptions,
-  SendPriority,
-  type SendJobPayload,
-  type WebhookJobPayload,
-  announceWebhookDeliveries,
-} from '@mailroom/queues/queues';
+import { sendJobOptions, SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { splitVariables, templateSyntaxErrors, type BodyFormat } from '@mailroom/mail/templates';
 import { type Config } from '@mailroom/platform/config';
 import { type KeyMode } from '@mailroom/platform/keys';

@@ -18,14 +18,8 @@
  */
 import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import { sql, type SQL } from 'drizzle-orm';
-import {
-  CampaignJobPayload,
-  sendJobOptions,
-  SendPriority,
-  type SendJobPayload,
-  type WebhookJobPayload,
-  announceWebhookDeliveries,
-} from '@mailroom/queues/queues';
+import { CampaignJobPayload, sendJobOptions, SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { dataValidator } from '@mailroom/platform/validation';
 import { effectiveSendRate } from '@mailroom/mail/ses-account';
 import { parseSegmentFilter } from '@mailroom/audiences/segments';

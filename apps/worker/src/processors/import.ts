@@ -16,7 +16,7 @@
  */
 import { UnrecoverableError, type Job } from 'bullmq';
 import { dataValidator } from '@mailroom/platform/validation';
-import { IMPORT_ATTEMPTS, ImportJobPayload } from '@mailroom/queues/queues';
+import { IMPORT_ATTEMPTS, ImportJobPayload } from '@mailroom/queues/catalog';
 import { ImportFileError, parseImportFile, type ImportRecord, type ImportRowError } from '@mailroom/contacts/imports';
 import { rootMessage } from '@mailroom/platform/errors';
 import { type Config } from '@mailroom/platform/config';

@@ -14,7 +14,8 @@
  */
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { QueueName, queueOptions } from '@mailroom/queues/queues';
+import { QueueName } from '@mailroom/queues/catalog';
+import { queueOptions } from '@mailroom/queues/connection';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';
 

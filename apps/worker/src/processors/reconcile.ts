@@ -12,19 +12,8 @@
  * @module
  */
 import type { Queue } from 'bullmq';
-import {
-  enqueueWebhookDeliveries,
-  scheduleCampaignJob,
-  importJobOptions,
-  sendJobOptions,
-  SendPriority,
-  type CampaignJobPayload,
-  type ImportJobPayload,
-  type SendJobPayload,
-  type WebhookJobPayload,
-  type WorkflowJobPayload,
-  enqueueExecutions,
-} from '@mailroom/queues/queues';
+import { importJobOptions, sendJobOptions, SendPriority, type CampaignJobPayload, type ImportJobPayload, type SendJobPayload, type WebhookJobPayload, type WorkflowJobPayload } from '@mailroom/queues/catalog';
+import { enqueueWebhookDeliveries, scheduleCampaignJob, enqueueExecutions } from '@mailroom/queues/enqueue';
 import { SNS_MESSAGE_RETENTION_DAYS } from '@mailroom/feedback/sns';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';

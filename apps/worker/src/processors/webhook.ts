@@ -14,7 +14,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { dataValidator } from '@mailroom/platform/validation';
 import { sendHttp, signWebhook } from '@mailroom/webhooks/webhooks';
-import { WebhookJobPayload } from '@mailroom/queues/queues';
+import { WebhookJobPayload } from '@mailroom/queues/catalog';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';
 import {

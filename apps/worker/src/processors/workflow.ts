@@ -24,15 +24,8 @@
 import { randomUUID } from 'node:crypto';
 import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import {
-  announceWebhookDeliveries,
-  enqueueExecutions,
-  sendJobOptions,
-  SendPriority,
-  WorkflowJobPayload,
-  type SendJobPayload,
-  type WebhookJobPayload,
-} from '@mailroom/queues/queues';
+import { sendJobOptions, SendPriority, WorkflowJobPayload, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries, enqueueExecutions } from '@mailroom/queues/enqueue';
 import { dataValidator } from '@mailroom/platform/validation';
 import { durationMs, type StepConfig } from '@mailroom/workflows/workflows';
 import { lanePriorities } from '@mailroom/queues/send-lanes';

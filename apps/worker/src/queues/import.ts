@@ -7,7 +7,8 @@
  */
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { QueueName, queueOptions } from '@mailroom/queues/queues';
+import { QueueName } from '@mailroom/queues/catalog';
+import { queueOptions } from '@mailroom/queues/connection';
 import { type Config } from '@mailroom/platform/config';
 
 /** Creates the `contact-import` worker (not yet running). */

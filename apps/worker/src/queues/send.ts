@@ -10,7 +10,8 @@
 import { Worker, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { effectiveSendRate } from '@mailroom/mail/ses-account';
-import { QueueName, queueOptions } from '@mailroom/queues/queues';
+import { QueueName } from '@mailroom/queues/catalog';
+import { queueOptions } from '@mailroom/queues/connection';
 import { type Config } from '@mailroom/platform/config';
 
 /**

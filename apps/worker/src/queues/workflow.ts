@@ -6,7 +6,8 @@
  */
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { QueueName, queueOptions } from '@mailroom/queues/queues';
+import { QueueName } from '@mailroom/queues/catalog';
+import { queueOptions } from '@mailroom/queues/connection';
 import { type Config } from '@mailroom/platform/config';
 
 /** Creates the `workflow` worker (not yet running). */
