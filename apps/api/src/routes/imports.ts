@@ -115,7 +115,7 @@ export function importRoutes(deps: AppDeps) {
       status: 202,
       errors: [400, 401, 403, 413, 422, 429],
       handler: async ({ query, auth, req, log }) => {
-        const row = await acceptImport({ config: deps.config, db, importQueue: deps.importQueue, log }, auth.projectId, req, {
+        const row = await acceptImport({ config: deps.config, db, importQueue: deps.queues.import, log }, auth.projectId, req, {
           format: query.format,
           subscribed: query.subscribed,
         });

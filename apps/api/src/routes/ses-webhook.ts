@@ -74,7 +74,7 @@ export function mountSesWebhook(router: Router, deps: AppDeps): void {
       log.info({ snsMessageId: m.MessageId, reason: outcome.reason }, 'SES event ignored');
       return { type: m.Type, duplicate: false, ignored: outcome.reason };
     }
-    await announceWebhookDeliveries(deps.webhookQueue, config, outcome.deliveries, log);
+    await announceWebhookDeliveries(deps.queues.webhook, config, outcome.deliveries, log);
     return { type: m.Type, duplicate: false, emailId: outcome.emailId, status: outcome.status, suppressed: outcome.suppressed };
   };
 

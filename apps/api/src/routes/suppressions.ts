@@ -107,7 +107,7 @@ export function suppressionRoutes(deps: AppDeps) {
           auth.projectId,
           added.map((a) => ({ type: 'contact.suppressed', data: { email: a.email, contactId: null, reason: a.reason, sourceEmailId: null, suppressionId: a.id } })),
         );
-        afterCommit(() => announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log));
+        afterCommit(() => announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log));
         const addedKeys = new Set(added.map((a) => a.emailKey));
         const already = [...new Set(emails.map((e) => normalizeEmail(e)).filter((e) => !addedKeys.has(emailKey(e))))];
         return { status: added.length > 0 ? 201 : 200, data: { added: added.map(present), alreadySuppressed: already } };

@@ -281,7 +281,7 @@ export function webhookRoutes(deps: AppDeps) {
         if (!endpoint.enabled) throw new AppError(ErrorCode.INVALID_STATE, 'The endpoint is disabled; enable it (PATCH enabled: true) before redelivering');
         const ref = await redeliverWebhook(db, auth.projectId, params.id, params.deliveryId);
         if (!ref) throw notFound('Webhook delivery');
-        await announceWebhookDeliveries(deps.webhookQueue, deps.config, [ref], log);
+        await announceWebhookDeliveries(deps.queues.webhook, deps.config, [ref], log);
         return { data: { id: ref.id, status: 'pending' as const } };
       },
     }),

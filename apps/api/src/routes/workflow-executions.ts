@@ -143,8 +143,8 @@ export function workflowExecutionRoutes(deps: AppDeps) {
         const started = await startManualExecution(tx, w, contact.id, body.data ?? body.context ?? {}, auth.mode === 'test');
         if (!started.ok) throw new AppError(ErrorCode.CONFLICT, 'The contact already entered this workflow and it does not allow re-entry');
         afterCommit(async () => {
-          await enqueueExecutions(deps.workflowQueue, [started.execution], log);
-          await announceWebhookDeliveries(deps.webhookQueue, deps.config, started.deliveries, log);
+          await enqueueExecutions(deps.queues.workflow, [started.execution], log);
+          await announceWebhookDeliveries(deps.queues.webhook, deps.config, started.deliveries, log);
         });
         return { data: presentExecution(started.execution, await executionLookups(auth.projectId, params.id, [started.execution], tx)) };
       },
@@ -169,7 +169,7 @@ export function workflowExecutionRoutes(deps: AppDeps) {
           const r = await deps.database.db.transaction((tx) => cancelExecution(tx, auth.projectId, params.id, params.executionId));
           if (!r) throw notFound('Execution');
           if (!r.cancelled) throw new AppError(ErrorCode.INVALID_STATE, `The execution is already ${r.execution.status}`);
-          await announceWebhookDeliveries(deps.webhookQueue, deps.config, r.deliveries, log);
+          await announceWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
           return { data: presentExecution(r.execution, await executionLookups(auth.projectId, params.id, [r.execution], db)) };
         },
       }),

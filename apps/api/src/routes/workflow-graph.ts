@@ -158,7 +158,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
       handler: async ({ params, auth, log }) => {
         const deliveries = await graphChange(auth.projectId, params.id, (tx) => deleteStep(tx, auth.projectId, params.id, params.stepId));
         if (!deliveries) throw notFound('Step');
-        await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
+        await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
         return { data: { id: params.stepId, deleted: true as const } };
       },
     }),
@@ -317,7 +317,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
             body.transitions.map((t) => ({ from: t.from, to: t.to, branch: t.branch ?? 'next' })),
           );
         });
-        await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
+        await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
         return { data: presentGraph((await loadWorkflowGraph(db, auth.projectId, params.id))!) };
       },
     }),

@@ -17,7 +17,8 @@ import type { Queue } from 'bullmq';
 import { AppError, ErrorCode, validationError } from '@mailroom/platform/errors';
 import { checkImportHead, importFormatOf } from '@mailroom/contacts/imports';
 import { hasNul } from '@mailroom/platform/json-guard';
-import { importJobOptions, type ImportJobPayload } from '@mailroom/queues/catalog';
+import { type ImportJobPayload } from '@mailroom/queues/catalog';
+import { enqueueImport } from '@mailroom/queues/enqueue';
 import { type Config } from '@mailroom/platform/config';
 import { type ImportFormat } from '@mailroom/db/schema/import-format';
 import { type Logger } from '@mailroom/platform/logger';
@@ -151,7 +152,7 @@ export async function acceptImport(
     await flush(1);
     const queued = await markImportQueued(deps.db, importId!, size, seq);
     try {
-      await deps.importQueue.add('import', { importId: queued.id, projectId }, importJobOptions(queued.id));
+      await enqueueImport(deps.importQueue, { id: queued.id, projectId });
     } catch (err) {
       // Queued in Postgres all the same: the worker's reconciler enqueues it once Redis answers.
       deps.log.warn({ err, importId: queued.id }, 'enqueue failed; the reconciler will enqueue this import');

@@ -14,7 +14,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { dataValidator } from '@mailroom/platform/validation';
 import { sendHttp, signWebhook } from '@mailroom/webhooks/webhooks';
-import { WebhookJobPayload } from '@mailroom/queues/catalog';
+import { WebhookJobPayload, webhookBackoffMs } from '@mailroom/queues/catalog';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';
 import {
@@ -24,7 +24,6 @@ import {
   recordWebhookAttempt,
 } from '@mailroom/db/queries/webhooks';
 import { type Database } from '@mailroom/db/client';
-import { webhookBackoffMs } from '../queues/webhook';
 
 const validatePayload = dataValidator(WebhookJobPayload);
 

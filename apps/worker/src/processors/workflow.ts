@@ -24,8 +24,8 @@
 import { randomUUID } from 'node:crypto';
 import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { sendJobOptions, SendPriority, WorkflowJobPayload, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
-import { announceWebhookDeliveries, enqueueExecutions } from '@mailroom/queues/enqueue';
+import { SendPriority, WorkflowJobPayload, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries, enqueueExecutions, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { dataValidator } from '@mailroom/platform/validation';
 import { durationMs, type StepConfig } from '@mailroom/workflows/workflows';
 import { lanePriorities } from '@mailroom/queues/send-lanes';
@@ -131,9 +131,7 @@ class ExecutionRun {
       try {
         // A project's burst beyond its fair share per minute moves down inside the workflow lane (send-lanes.ts).
         const priorities = await lanePriorities(deps.redis, deps.config, 'workflow', this.x.projectId, this.sends.length);
-        await deps.sendQueue.addBulk(
-          this.sends.map((emailId, i) => ({ name: 'send', data: { emailId, projectId: this.x.projectId }, opts: sendJobOptions(deps.config, emailId, priorities[i] ?? SendPriority.workflow) })),
-        );
+        await enqueueSendJobs(deps.sendQueue, deps.config, this.sends.map((emailId, i) => ({ emailId, projectId: this.x.projectId, priority: priorities[i] ?? SendPriority.workflow })));
       } catch (err) {
         log.warn({ err, emails: this.sends.length }, 'send enqueue failed; the reconciler will enqueue these emails');
       }
