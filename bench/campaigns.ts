@@ -13,7 +13,8 @@
  * the fan-out, not sending.
  */
 import { sql } from 'drizzle-orm';
-import { createRedis, createSendQueue } from '@mailroom/queues/queues';
+import { createRedis } from '@mailroom/queues/connection';
+import { createSendQueue } from '@mailroom/queues/create';
 import { type Config } from '@mailroom/platform/config';
 import type { Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';

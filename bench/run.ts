@@ -28,13 +28,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
-import {
-  createRedis,
-  createSendQueue,
-  createWebhookQueue,
-  sendJobOptions,
-  SendPriority,
-} from '@mailroom/queues/queues';
+import { SendPriority } from '@mailroom/queues/catalog';
+import { createRedis } from '@mailroom/queues/connection';
+import { createSendQueue, createWebhookQueue } from '@mailroom/queues/create';
+import { enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { loadConfig, type Config } from '@mailroom/platform/config';
 import { newId } from '@mailroom/platform/ids';
 import { addDomain, createProject, verifiedDomains } from '@mailroom/db/queries/projects';
@@ -151,7 +148,7 @@ async function bareCost(config: Config, database: Database, projectId: string, r
         });
         await insertQueuedEmails(tx, rows);
       });
-      await queue.addBulk(ids.map((id) => ({ name: 'send', data: { emailId: id, projectId }, opts: sendJobOptions(config, id, SendPriority.transactional) })));
+      await enqueueSendJobs(queue, config, ids.map((id) => ({ emailId: id, projectId, priority: SendPriority.transactional })));
       done++;
     }
   };

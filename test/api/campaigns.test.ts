@@ -78,7 +78,7 @@ describe('state machine', () => {
     const scheduled = await as(p).post(`/campaigns/${id}/send`, { scheduledAt: at.toISOString() });
     expect(scheduled.status).toBe(200);
     expect(scheduled.body.data).toMatchObject({ status: 'SCHEDULED', scheduledAt: at.toISOString() });
-    const job = await ctx.api.campaignQueue.getJob(id);
+    const job = await ctx.api.queues.campaign.getJob(id);
     expect(await job!.getState()).toBe('delayed');
     expect(job!.timestamp + job!.opts.delay!).toBeGreaterThanOrEqual(at.getTime() - 1000);
 
@@ -86,12 +86,12 @@ describe('state machine', () => {
     const later = new Date(Date.now() + 7200_000);
     const moved = await as(p).post(`/campaigns/${id}/send`, { scheduledAt: later.toISOString() });
     expect(moved.body.data.scheduledAt).toBe(later.toISOString());
-    const movedJob = await ctx.api.campaignQueue.getJob(id);
+    const movedJob = await ctx.api.queues.campaign.getJob(id);
     expect(movedJob!.timestamp + movedJob!.delay).toBeGreaterThanOrEqual(later.getTime() - 1000);
 
     const now = await as(p).post(`/campaigns/${id}/send`, {});
     expect(now.body.data).toMatchObject({ status: 'SENDING', startedAt: expect.any(String) });
-    expect(await (await ctx.api.campaignQueue.getJob(id))!.getState()).toMatch(/waiting|prioritized/);
+    expect(await (await ctx.api.queues.campaign.getJob(id))!.getState()).toMatch(/waiting|prioritized/);
 
     for (const [call, action] of [
       [() => as(p).post(`/campaigns/${id}/send`, {}), 'send'],
@@ -118,7 +118,7 @@ describe('state machine', () => {
     const s = (await draft(p)).body.data.id;
     await as(p).post(`/campaigns/${s}/send`, { scheduledAt: new Date(Date.now() + 60_000).toISOString() });
     expect((await as(p).post(`/campaigns/${s}/cancel`, {})).body.data.status).toBe('CANCELLED');
-    expect(await ctx.api.campaignQueue.getJob(s)).toBeUndefined();
+    expect(await ctx.api.queues.campaign.getJob(s)).toBeUndefined();
   });
 
   test('deleting the segment of a SCHEDULED campaign fails it with a reason; a DRAFT on it cannot be sent', async () => {

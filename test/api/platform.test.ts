@@ -8,14 +8,8 @@ import { loadConfig } from '@mailroom/platform/config';
 import { errorHandler } from '../../apps/api/src/http/errors';
 import { createTestProject, startTestApi, testEnv, type TestApi } from '../support/harness';
 import { createApp } from '../../apps/api/src/app';
-import {
-  createCampaignQueue,
-  createWebhookQueue,
-  createWorkflowQueue,
-  createImportQueue,
-  createRedis,
-  createSendQueue,
-} from '@mailroom/queues/queues';
+import { createRedis } from '@mailroom/queues/connection';
+import { createQueues } from '@mailroom/queues/create';
 import { createLogger } from '@mailroom/platform/logger';
 import { createDatabase } from '@mailroom/db/client';
 
@@ -84,12 +78,8 @@ test('503 SERVICE_UNAVAILABLE when Postgres is unreachable; readiness names what
   const config = loadConfig(testEnv({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }));
   const database = createDatabase({ url: config.databaseUrl, poolSize: 1, applicationName: 'test-down' });
   const redis = createRedis(config, 'producer');
-  const sendQueue = createSendQueue(config, redis);
-  const importQueue = createImportQueue(config, redis);
-  const campaignQueue = createCampaignQueue(config, redis);
-  const webhookQueue = createWebhookQueue(config, redis);
-  const workflowQueue = createWorkflowQueue(config, redis);
-  const { app } = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, logger: createLogger(config, 'api') });
+  const queues = createQueues(config, redis);
+  const { app } = createApp({ config, database, redis, queues, logger: createLogger(config, 'api') });
   try {
     const res = await request(app).get('/templates').set('Authorization', `Bearer sk_${'x'.repeat(43)}`);
     expect(res.status).toBe(503);
@@ -98,11 +88,7 @@ test('503 SERVICE_UNAVAILABLE when Postgres is unreachable; readiness names what
     expect(ready.status).toBe(503);
     expect(ready.body.data.checks.postgres).toMatch(/^error/);
   } finally {
-    await sendQueue.close();
-    await importQueue.close();
-    await campaignQueue.close();
-    await webhookQueue.close();
-    await workflowQueue.close();
+    await queues.closeAll();
     redis.disconnect();
     await database.close();
   }

@@ -233,7 +233,7 @@ describe('campaigns as Plunk v2 writes them', () => {
     const scheduled = await as(p).post(`/campaigns/${id}/send`, { scheduledFor: at.toISOString() });
     expect(scheduled.status).toBe(200);
     expect(scheduled.body.data).toMatchObject({ status: 'SCHEDULED', scheduledAt: at.toISOString(), scheduledFor: at.toISOString() });
-    const job = await ctx.api.campaignQueue.getJob(id);
+    const job = await ctx.api.queues.campaign.getJob(id);
     expect(job).toBeDefined();
     expect(job!.timestamp + (job!.opts.delay ?? 0)).toBeGreaterThanOrEqual(at.getTime() - 5_000);
     const both = await as(p).post(`/campaigns/${id}/send`, { scheduledAt: at.toISOString(), scheduledFor: at.toISOString() });

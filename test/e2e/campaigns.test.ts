@@ -166,8 +166,8 @@ describe('with a worker', () => {
 
     // Replay the whole fan-out as a duplicated or retried job would (cursor lost, campaign SENDING again).
     await api.database.db.execute(sql`update campaigns set status = 'SENDING', fanout_cursor = null, fanout_done = false, enqueue_cursor = null where id = ${id}::uuid`);
-    await api.campaignQueue.add('campaign', { campaignId: id, projectId: p.id }, { jobId: newId() });
-    await api.campaignQueue.add('campaign', { campaignId: id, projectId: p.id }, { jobId: newId() });
+    await api.queues.campaign.add('campaign', { campaignId: id, projectId: p.id }, { jobId: newId() });
+    await api.queues.campaign.add('campaign', { campaignId: id, projectId: p.id }, { jobId: newId() });
     await waitStatus(api, p, id, 'SENT');
     expect((await recipientsOf(api, id)).length).toBe(30);
     await new Promise((r) => setTimeout(r, 500));
@@ -315,8 +315,8 @@ describe('lost jobs and marketing templates', () => {
     const p = await createTestProject(api.database);
     const to = await seed(api, p.id, 3, 'lost', null);
     const id = await startCampaign(api, p, { audienceType: 'ALL' }, new Date(Date.now() + 60_000));
-    await api.campaignQueue.remove(id);
-    expect(await api.campaignQueue.getJob(id)).toBeUndefined();
+    await api.queues.campaign.remove(id);
+    expect(await api.queues.campaign.getJob(id)).toBeUndefined();
     // Bring the time forward without telling the queue: only the reconciler can notice.
     await api.database.db.execute(sql`update campaigns set scheduled_at = now() where id = ${id}::uuid`);
     await waitStatus(api, p, id, 'SENT', 15_000);

@@ -5,6 +5,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import request from 'supertest';
+import { QUEUE_KEYS, queueCatalog } from '@mailroom/queues/catalog';
 import { ADMIN_TOKEN, exited, startTestApi, testConfig, waitFor, type TestApi } from '../support/harness';
 import { freePort } from '../support/services';
 
@@ -40,7 +41,7 @@ const queues = () => request(api.app).get('/admin/queues/api/queues').set('Autho
 test('503 SERVICE_UNAVAILABLE with the standard body while Redis is down, 200 again once it is back', async () => {
   const up = await queues();
   expect(up.status).toBe(200);
-  expect(up.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(['campaign', 'contact-import', 'maintenance', 'send', 'webhook', 'workflow']);
+  expect(up.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(QUEUE_KEYS.map((k) => queueCatalog[k].name).sort());
 
   await stopRedis();
   await waitFor(async () => api.redis.status !== 'ready', 10_000, 'the API to notice Redis is gone');

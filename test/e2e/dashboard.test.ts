@@ -12,7 +12,8 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Queue, Worker } from 'bullmq';
 import { chromium, type Browser } from 'playwright-core';
-import { createRedis, QueueName, queueOptions } from '@mailroom/queues/queues';
+import { QUEUE_KEYS, QueueName, queueCatalog } from '@mailroom/queues/catalog';
+import { createRedis, queueOptions } from '@mailroom/queues/connection';
 import { ADMIN_TOKEN, startTestApi, testConfig, waitFor, type TestApi } from '../support/harness';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -67,7 +68,7 @@ test('login in a browser, every queue listed, a failed job with its reason, retr
 
   await page.fill('#token', ADMIN_TOKEN);
   await Promise.all([page.waitForURL(`${base}/admin/queues**`), page.click('button[type=submit]')]);
-  for (const name of ['send', 'contact-import', 'campaign', 'webhook', 'workflow', 'maintenance']) {
+  for (const name of QUEUE_KEYS.map((k) => queueCatalog[k].name)) {
     await page.getByText(name, { exact: true }).first().waitFor({ timeout: 15_000 });
   }
 

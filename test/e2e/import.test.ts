@@ -5,7 +5,7 @@
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import type { Job } from 'bullmq';
-import { createImportQueue } from '@mailroom/queues/queues';
+import { createImportQueue } from '@mailroom/queues/create';
 import { createLogger } from '@mailroom/platform/logger';
 import { findJsonProblem } from '@mailroom/platform/json-guard';
 import { loadConfig } from '@mailroom/platform/config';

@@ -2,9 +2,7 @@
  * The worker's Prometheus metrics on its health port: send outcomes (sent, failed, throttled), SES latency by
  * outcome, the send-rate gate's waits, queue depths per queue and state, and every metric family announced.
  */
-import { Queue } from 'bullmq';
 import { loadConfig } from '@mailroom/platform/config';
-import { QueueName, queueOptions } from '@mailroom/queues/queues';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { client, createTestProject, recipient, sesFault, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 
@@ -44,13 +42,12 @@ test('send outcomes, SES latency, gate waits and queue depths are exported', asy
   expect(value(text, 'mailroom_queue_jobs{queue="workflow",state="failed"}')).toBe(0);
   // Maintenance passes are jobs too (the segment refresher ticks every second): visible with their results.
   expect(value(text, 'mailroom_queue_jobs{queue="maintenance",state="failed"}')).toBe(0);
-  const maintenance = new Queue(QueueName.maintenance, queueOptions(api.config, api.redis));
+  const maintenance = api.queues.maintenance;
   const done = await waitFor(async () => {
     const jobs = await maintenance.getCompleted(0, 10);
     return jobs.find((j) => j.name === 'segments');
   }, 10_000, 'a completed segments pass');
   expect(done.returnvalue).toEqual(expect.objectContaining({ refreshed: expect.any(Number) }));
-  await maintenance.close();
   for (const family of ['mailroom_campaign_progress_ratio', 'mailroom_campaign_pending_emails', 'mailroom_reconciler_reenqueued_total', 'mailroom_workflow_jobs_total', 'mailroom_worker_process_cpu_seconds_total']) {
     expect(text).toContain(`# HELP ${family}`);
   }

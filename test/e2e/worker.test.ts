@@ -4,7 +4,8 @@
 import request from 'supertest';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
-import { createSendQueue, sendJobOptions, SendPriority } from '@mailroom/queues/queues';
+import { sendJobOptions, SendPriority } from '@mailroom/queues/catalog';
+import { createSendQueue } from '@mailroom/queues/create';
 import { loadConfig } from '@mailroom/platform/config';
 import { claimEmail } from '@mailroom/db/queries/emails';
 import { emails } from '@mailroom/db/schema/emails';

@@ -262,11 +262,11 @@ test('duplicate and retried jobs for one execution send one email', async () => 
   const started = await client(api.app, p).post(`/workflows/${wid}/executions`, { email: to });
   const eid = started.body.data.id as string;
   const jobs = Array.from({ length: 6 }, () => ({ name: 'run', data: { executionId: eid, projectId: p.id }, opts: { jobId: `dup-${randomUUID()}` } }));
-  await api.workflowQueue.addBulk(jobs);
+  await api.queues.workflow.addBulk(jobs);
   const x = await settled(p, wid, to, ['COMPLETED']);
   expect(x.steps).toHaveLength(1);
   // A job for the finished execution changes nothing.
-  await api.workflowQueue.add('run', { executionId: eid, projectId: p.id }, { jobId: `late-${randomUUID()}` });
+  await api.queues.workflow.add('run', { executionId: eid, projectId: p.id }, { jobId: `late-${randomUUID()}` });
   await new Promise((r) => setTimeout(r, 500));
   const rows = await api.database.db.select().from(emails).where(and(eq(emails.projectId, p.id), eq(emails.workflowExecutionId, eid)));
   expect(rows).toHaveLength(1);

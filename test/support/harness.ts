@@ -8,19 +8,10 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import request from 'supertest';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
-import {
-  createCampaignQueue,
-  createImportQueue,
-  createWebhookQueue,
-  createWorkflowQueue,
-  createRedis,
-  createSendQueue,
-  type CampaignJobPayload,
-  type WorkflowJobPayload,
-} from '@mailroom/queues/queues';
+import { createRedis } from '@mailroom/queues/connection';
+import { createQueues, type Queues } from '@mailroom/queues/create';
 import { createLogger } from '@mailroom/platform/logger';
 import { loadConfig, type Config } from '@mailroom/platform/config';
-import type { Queue } from 'bullmq';
 import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { createApp, type App } from '../../apps/api/src/app';
@@ -64,8 +55,8 @@ export interface TestApi extends App {
   config: Config;
   database: Database;
   redis: Redis;
-  campaignQueue: Queue<CampaignJobPayload>;
-  workflowQueue: Queue<WorkflowJobPayload>;
+  /** Every queue of the catalog, on `redis`. */
+  queues: Queues;
   close(): Promise<void>;
 }
 
@@ -74,26 +65,17 @@ export async function startTestApi(config: Config): Promise<TestApi> {
   const database = createDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, applicationName: 'test-api' });
   const redis = createRedis(config, 'producer');
   await waitReady(redis);
-  const sendQueue = createSendQueue(config, redis);
-  const importQueue = createImportQueue(config, redis);
-  const campaignQueue = createCampaignQueue(config, redis);
-  const webhookQueue = createWebhookQueue(config, redis);
-  const workflowQueue = createWorkflowQueue(config, redis);
+  const queues = createQueues(config, redis);
   const logger = createLogger(config, 'api');
-  const app = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, logger });
+  const app = createApp({ config, database, redis, queues, logger });
   return {
     ...app,
     config,
     database,
     redis,
-    campaignQueue,
-    workflowQueue,
+    queues,
     close: async () => {
-      await sendQueue.close();
-      await importQueue.close();
-      await campaignQueue.close();
-      await webhookQueue.close();
-      await workflowQueue.close();
+      await queues.closeAll();
       redis.disconnect();
       await database.close();
     },

@@ -1,18 +1,12 @@
 /**
  * API process entry point: load config once, connect, listen on `PORT`, shut down gracefully on SIGTERM/SIGINT
- * (stop accepting, let in-flight requests finish, close the queue, Redis and Postgres; forced exit after 15 s).
+ * (stop accepting, let in-flight requests finish, close the queues, Redis and Postgres; forced exit after 15 s).
  *
  * @module
  */
 import type { Server } from 'node:http';
-import {
-  createCampaignQueue,
-  createWebhookQueue,
-  createWorkflowQueue,
-  createImportQueue,
-  createRedis,
-  createSendQueue,
-} from '@mailroom/queues/queues';
+import { createRedis } from '@mailroom/queues/connection';
+import { createQueues } from '@mailroom/queues/create';
 import { createLogger } from '@mailroom/platform/logger';
 import { listenOn, runService } from '@mailroom/platform/process';
 import { type Config } from '@mailroom/platform/config';
@@ -29,17 +23,13 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
     onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
   });
   const redis = createRedis(config, 'producer');
-  const sendQueue = createSendQueue(config, redis);
-  const importQueue = createImportQueue(config, redis);
-  const campaignQueue = createCampaignQueue(config, redis);
-  const webhookQueue = createWebhookQueue(config, redis);
-  const workflowQueue = createWorkflowQueue(config, redis);
-  const { app } = createApp({ config, database, redis, sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, logger });
+  const queues = createQueues(config, redis);
+  const { app } = createApp({ config, database, redis, queues, logger });
   let server: Server;
   try {
     server = await listenOn(app, config.port, 'api');
   } catch (err) {
-    await Promise.all([sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue].map((q) => q.close().catch(() => undefined)));
+    await queues.closeAll();
     redis.disconnect();
     await database.close();
     throw err;
@@ -55,11 +45,7 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-      await sendQueue.close().catch(() => undefined);
-      await importQueue.close().catch(() => undefined);
-      await campaignQueue.close().catch(() => undefined);
-      await webhookQueue.close().catch(() => undefined);
-      await workflowQueue.close().catch(() => undefined);
+      await queues.closeAll();
       redis.disconnect();
       await database.close();
       logger.info('api stopped');

@@ -1,9 +1,9 @@
 /**
- * Worker process entry point: the `send`, `contact-import`, `campaign`, `webhook` and `workflow` workers, the
- * workflow inbox drainer, the `maintenance` worker and its timers (reconciler, segment and domain refreshers, SES
- * quota watcher, test-message retention), the SES account reading that sets the send rate (`ses/account.ts`), a
- * health and metrics endpoint
- * (`/health/live`, `/health/ready`, `/metrics`), graceful shutdown.
+ * Worker process entry point: one worker per queue of the catalog (`send`, `contact-import`, `campaign`,
+ * `webhook`, `workflow`, `maintenance`; see `queues/workers.ts`), the workflow inbox drainer, the maintenance
+ * timers (reconciler, segment and domain refreshers, SES quota watcher, test-message retention), the SES account
+ * reading that sets the send rate (`ses/account.ts`), a health and metrics endpoint (`/health/live`,
+ * `/health/ready`, `/metrics`), graceful shutdown.
  *
  * Shutdown (SIGTERM/SIGINT): stop taking jobs, let active ones finish (a job cut off by a hard kill is retried
  * by another worker after its lock expires), stop the reconciler, close Redis and Postgres.
@@ -15,14 +15,9 @@ import { sql } from 'drizzle-orm';
 import type { Worker } from 'bullmq';
 import { listenOn, runService } from '@mailroom/platform/process';
 import { createAccountProvider, type AccountProvider } from '@mailroom/mail/ses-account';
-import {
-  createCampaignQueue,
-  createImportQueue,
-  createRedis,
-  createSendQueue,
-  createWebhookQueue,
-  createWorkflowQueue,
-} from '@mailroom/queues/queues';
+import type { QueueKey } from '@mailroom/queues/catalog';
+import { createRedis } from '@mailroom/queues/connection';
+import { createQueues, queueList } from '@mailroom/queues/create';
 import { createIdentityProvider, type DomainIdentityProvider } from '@mailroom/mail/identities';
 import { createLogger, type Logger } from '@mailroom/platform/logger';
 import { createResolver } from '@mailroom/verify/dns';
@@ -34,16 +29,12 @@ import { reconcileTask } from './processors/reconcile';
 import { createImportProcessor } from './processors/import';
 import { createCampaignProcessor } from './processors/campaign';
 import { segmentsTask } from './processors/segments';
-import { createCampaignWorker } from './queues/campaign';
-import { createWebhookWorker } from './queues/webhook';
 import { createWebhookProcessor } from './processors/webhook';
-import { createSendWorker, setSendWorkerRate } from './queues/send';
-import { createWorkflowWorker } from './queues/workflow';
+import { createWorkers, setSendWorkerRate, type Workers } from './queues/workers';
 import { createWorkflowProcessor } from './processors/workflow';
 import { startWorkflowInbox } from './processors/workflow-inbox';
 import { domainsTask } from './processors/domains';
-import { createMaintenanceQueue, startMaintenance } from './processors/maintenance';
-import { createImportWorker } from './queues/import';
+import { maintenanceProcessor, startMaintenanceTimers, type MaintenanceTask } from './processors/maintenance';
 import { SesTransport, type MailTransport } from './ses/transport';
 import { SendRateGate } from './ses/rate-gate';
 import { AccountWatcher } from './ses/account';
@@ -56,15 +47,10 @@ import type { WorkflowJobResult } from '@mailroom/workflows/engine/engine';
 
 /** A running worker process. */
 export interface RunningWorker {
+  /** The `send` worker (`workers.send`). */
   worker: Worker;
-  /** The `contact-import` worker. */
-  importWorker: Worker;
-  /** The `campaign` worker. */
-  campaignWorker: Worker;
-  /** The `webhook` worker. */
-  webhookWorker: Worker;
-  /** The `workflow` worker. */
-  workflowWorker: Worker;
+  /** The worker of every catalog queue. */
+  workers: Workers;
   /** Port of the health and metrics endpoint (0 when disabled). */
   healthPort: number;
   /** This worker's Prometheus metrics. */
@@ -101,13 +87,8 @@ export async function startWorker(
   });
   await account.start();
   const gate = new SendRateGate(connection, `${config.queuePrefix}:ses-rate-gate`, account.rate, config.sesRateSafetyMs);
-  const sendQueue = createSendQueue(config, connection);
-  const importQueue = createImportQueue(config, connection);
-  const campaignQueue = createCampaignQueue(config, connection);
-  const webhookQueue = createWebhookQueue(config, connection);
-  const workflowQueue = createWorkflowQueue(config, connection);
-  const maintenanceQueue = createMaintenanceQueue(config, connection);
-  const metrics = new WorkerMetrics([sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, maintenanceQueue], database);
+  const queues = createQueues(config, connection);
+  const metrics = new WorkerMetrics(queueList(queues), database);
   const timedGate = {
     acquire: async () => {
       const waitedMs = await gate.acquire();
@@ -117,40 +98,13 @@ export async function startWorker(
   };
   const transport = options.transport ?? new SesTransport(config, timedGate, (ms, ok) => metrics.sesSend.observe({ outcome: ok ? 'ok' : 'error' }, ms / 1000));
 
-  let worker!: Worker;
-  const processor = createSendProcessor({ config, database, redis: connection, transport, logger, webhookQueue, worker: () => worker, onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }) });
-  worker = createSendWorker(config, connection, processor, account.rate);
-  account.onRateChange((rate) => {
-    gate.setRate(rate);
-    setSendWorkerRate(worker, rate);
-  });
-  registerAccountMetrics(metrics.registry, account, config.sesQuotaReserve);
-  worker.on('completed', (_job, result: SendJobResult) => metrics.emails.inc({ outcome: result.outcome }));
-  worker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'job attempt failed'));
-  worker.on('error', (err) => logger.error({ err }, 'worker error'));
-  const importWorker = createImportWorker(config, connection, createImportProcessor({ config, database, logger }));
-  importWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'import attempt failed'));
-  importWorker.on('error', (err) => logger.error({ err }, 'import worker error'));
-  const campaignWorker = createCampaignWorker(config, connection, createCampaignProcessor({ config, database, sendQueue, webhookQueue, logger, sendRate: () => account.rate }));
-  campaignWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'campaign attempt failed'));
-  campaignWorker.on('error', (err) => logger.error({ err }, 'campaign worker error'));
-  const webhookWorker = createWebhookWorker(config, connection, createWebhookProcessor({ config, database, logger }));
-  webhookWorker.on('error', (err) => logger.error({ err }, 'webhook worker error'));
-  const workflowWorker = createWorkflowWorker(config, connection, createWorkflowProcessor({ config, database, sendQueue, webhookQueue, workflowQueue, logger, redis: connection }));
-  workflowWorker.on('completed', (_job, r: WorkflowJobResult) => metrics.workflowJobs.inc({ status: r.outcome === 'ran' ? r.status : 'skipped' }));
-  workflowWorker.on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, 'workflow attempt failed'));
-  workflowWorker.on('error', (err) => logger.error({ err }, 'workflow worker error'));
-  const inbox = startWorkflowInbox({ config, database, workflowQueue, webhookQueue, logger });
+  const { send: sendQueue, campaign: campaignQueue, webhook: webhookQueue, workflow: workflowQueue } = queues;
   const identities = options.identities ?? createIdentityProvider(config, createResolver(config));
-  const maintenance = startMaintenance({ config, redis: connection, queue: maintenanceQueue, logger }, [
+  const maintenanceTasks: MaintenanceTask[] = [
     reconcileTask({
       config,
       database,
-      sendQueue,
-      importQueue,
-      campaignQueue,
-      webhookQueue,
-      workflowQueue,
+      queues,
       logger,
       onPass: (r) => {
         metrics.reenqueued.inc({ kind: 'email' }, r.enqueued);
@@ -164,13 +118,41 @@ export async function startWorker(
     domainsTask({ config, database, identities, logger }),
     quotaTask({ config, database, account, sendQueue, campaignQueue, webhookQueue, logger }),
     testMessagesTask({ config, database, logger }),
-  ]);
-  void worker.run();
-  void importWorker.run();
-  void campaignWorker.run();
-  void webhookWorker.run();
-  void workflowWorker.run();
-  await Promise.all([worker.waitUntilReady(), importWorker.waitUntilReady(), campaignWorker.waitUntilReady(), webhookWorker.waitUntilReady(), workflowWorker.waitUntilReady()]);
+  ];
+  // One processor per catalog queue, keyed like the catalog: a queue without one does not compile.
+  const workers: Workers = createWorkers(
+    config,
+    connection,
+    {
+      send: createSendProcessor({ config, database, redis: connection, transport, logger, webhookQueue, worker: () => workers.send, onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }) }),
+      import: createImportProcessor({ config, database, logger }),
+      campaign: createCampaignProcessor({ config, database, sendQueue, webhookQueue, logger, sendRate: () => account.rate }),
+      webhook: createWebhookProcessor({ config, database, logger }),
+      workflow: createWorkflowProcessor({ config, database, sendQueue, webhookQueue, workflowQueue, logger, redis: connection }),
+      maintenance: maintenanceProcessor({ config, redis: connection, logger }, maintenanceTasks),
+    },
+    account.rate,
+  );
+  const worker = workers.send;
+  account.onRateChange((rate) => {
+    gate.setRate(rate);
+    setSendWorkerRate(worker, rate);
+  });
+  registerAccountMetrics(metrics.registry, account, config.sesQuotaReserve);
+  worker.on('completed', (_job, result: SendJobResult) => metrics.emails.inc({ outcome: result.outcome }));
+  workers.workflow.on('completed', (_job, r: WorkflowJobResult) => metrics.workflowJobs.inc({ status: r.outcome === 'ran' ? r.status : 'skipped' }));
+  for (const key of Object.keys(workers) as QueueKey[]) {
+    // The webhook processor records each failed attempt on its delivery row, and a failed maintenance pass is
+    // logged by its processor: only the others log a failed attempt here.
+    if (key !== 'webhook' && key !== 'maintenance') {
+      workers[key].on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, `${key === 'send' ? 'job' : key} attempt failed`));
+    }
+    workers[key].on('error', (err) => logger.error({ err }, `${key === 'send' ? '' : `${key} `}worker error`));
+  }
+  const inbox = startWorkflowInbox({ config, database, workflowQueue, webhookQueue, logger });
+  const maintenance = startMaintenanceTimers({ queue: queues.maintenance, logger }, maintenanceTasks);
+  for (const w of Object.values(workers)) void w.run();
+  await Promise.all(Object.values(workers).map((w) => w.waitUntilReady()));
 
   let server: http.Server | undefined;
   let healthPort = 0;
@@ -215,21 +197,16 @@ export async function startWorker(
     healthPort = (server.address() as { port: number }).port;
   }
   logger.info({ concurrency: config.workerConcurrency, ratePerSecond: account.rate, capPerSecond: config.sesMaxSendRate ?? null, healthPort }, 'worker started');
-  return { worker, importWorker, campaignWorker, webhookWorker, workflowWorker, healthPort, metrics, stop: stopAll };
+  return { worker, workers, healthPort, metrics, stop: stopAll };
 
   /** Stop taking jobs, let active ones finish, close the timers, queues, Redis and Postgres. */
   async function shutdown(): Promise<void> {
     logger.info('worker shutting down');
     account.stop();
     await inbox.stop();
-    await Promise.all([worker.close(), importWorker.close(), campaignWorker.close(), webhookWorker.close(), workflowWorker.close()]);
-    await maintenance.stop();
-    await sendQueue.close().catch(() => undefined);
-    await importQueue.close().catch(() => undefined);
-    await campaignQueue.close().catch(() => undefined);
-    await webhookQueue.close().catch(() => undefined);
-    await workflowQueue.close().catch(() => undefined);
-    await maintenanceQueue.close().catch(() => undefined);
+    maintenance.stop();
+    await Promise.all(Object.values(workers).map((w) => w.close()));
+    await queues.closeAll();
     server?.close();
     transport.close();
     connection.disconnect();

@@ -18,7 +18,8 @@
 import type { Queue } from 'bullmq';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';
-import { announceWebhookDeliveries, type WebhookJobPayload } from '@mailroom/queues/queues';
+import { type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { type Db } from '@mailroom/db/client';
 import { isTrustedSnsUrl, parseSnsMessage, SnsRejection, SnsVerifier, type SnsMessage } from './sns';
 import { parseSesEvent } from './ses-events';

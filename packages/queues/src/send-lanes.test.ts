@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import IORedis from 'ioredis';
 import { demotedPriority, lanePriorities } from './send-lanes';
-import { SendPriority } from './queues';
+import { SendPriority } from './catalog';
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 

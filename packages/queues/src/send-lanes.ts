@@ -17,7 +17,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { Config } from '@mailroom/platform/config';
-import { SendPriority } from './queues';
+import { SendPriority } from './catalog';
 
 /** Most priority steps a project's mail moves down inside its lane. */
 export const MAX_DEMOTION = 3;

@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { announceWebhookDeliveries, type WebhookJobPayload } from '@mailroom/queues/queues';
+import type { Queues } from '@mailroom/queues/create';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import type { Config } from '@mailroom/platform/config';
-import type { Queue } from 'bullmq';
 import { type Logger } from '@mailroom/platform/logger';
 import { withWebhookEvents, type WebhookEvent } from '@mailroom/db/queries/webhooks';
 import { type DbOrTx } from '@mailroom/db/client';
@@ -15,7 +15,7 @@ import { type DbOrTx } from '@mailroom/db/client';
 /** What announcing a change needs: the database, the webhook queue and the retry schedule. */
 export interface AnnounceDeps {
   database: { db: DbOrTx };
-  webhookQueue: Queue<WebhookJobPayload>;
+  queues: Pick<Queues, 'webhook'>;
   config: Pick<Config, 'webhookRetryScheduleMs'>;
 }
 
@@ -31,6 +31,6 @@ export async function announcedChange<T>(
   events: (result: T) => WebhookEvent[],
 ): Promise<T> {
   const { result, deliveries } = await withWebhookEvents(deps.database.db, projectId, change, events);
-  await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
+  await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
   return result;
 }

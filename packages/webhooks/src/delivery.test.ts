@@ -1,4 +1,5 @@
-import { webhookAttemptOutcome, webhookBackoffMs } from './delivery';
+import { webhookAttemptOutcome } from './delivery';
+import { webhookBackoffMs } from '@mailroom/queues/catalog';
 
 const schedule = [5_000, 300_000, 1_800_000];
 

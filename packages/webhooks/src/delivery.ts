@@ -22,15 +22,7 @@ import {
 } from '@mailroom/db/queries/webhooks';
 import { type DbOrTx } from '@mailroom/db/client';
 import { sendHttp, signWebhook, type HttpAttempt } from './webhooks';
-
-/**
- * The wait (ms) before retry number `attemptsMade` (1-based: after the first failure, `schedule[0]`); the last
- * entry repeats if attempts outnumber it.
- */
-export function webhookBackoffMs(schedule: readonly number[], attemptsMade: number): number {
-  if (schedule.length === 0) return 0;
-  return schedule[Math.min(attemptsMade, schedule.length) - 1] ?? schedule[0];
-}
+import { webhookBackoffMs } from '@mailroom/queues/catalog';
 
 /** Which attempt this is: 1-based `attempt` of `attempts` in the retry schedule. */
 export interface AttemptNumber {

@@ -15,7 +15,7 @@ import {
 } from '@mailroom/db/queries/webhooks';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { type DbOrTx } from '@mailroom/db/client';
-import { announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { type AnnounceDeps } from './announce';
 import { isWebhookEventPattern, newWebhookSecret, webhookUrlProblem } from './webhooks';
 
@@ -94,6 +94,6 @@ export async function redeliver(deps: AnnounceDeps, log: Logger, projectId: stri
   if (!endpoint.enabled) throw new AppError(ErrorCode.INVALID_STATE, 'The endpoint is disabled; enable it (PATCH enabled: true) before redelivering');
   const ref = await redeliverWebhook(db, projectId, endpointId, deliveryId);
   if (!ref) throw notFound('Webhook delivery');
-  await announceWebhookDeliveries(deps.webhookQueue, deps.config, [ref], log);
+  await announceWebhookDeliveries(deps.queues.webhook, deps.config, [ref], log);
   return ref;
 }

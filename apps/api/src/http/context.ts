@@ -3,17 +3,10 @@
  *
  * @module
  */
-import type {
-  CampaignJobPayload,
-  WebhookJobPayload,
-  ImportJobPayload,
-  SendJobPayload,
-  WorkflowJobPayload,
-} from '@mailroom/queues/queues';
+import type { Queues } from '@mailroom/queues/create';
 import type { Config } from '@mailroom/platform/config';
 import type { Logger } from '@mailroom/platform/logger';
 import type { Database } from '@mailroom/db/client';
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { KeyKind, KeyMode } from '@mailroom/platform/keys';
 
@@ -23,13 +16,11 @@ export interface AppDeps {
   database: Database;
   /** Fail-fast Redis connection (producer role) for the queue and the rate limiter. */
   redis: Redis;
-  sendQueue: Queue<SendJobPayload>;
-  importQueue: Queue<ImportJobPayload>;
-  campaignQueue: Queue<CampaignJobPayload>;
-  /** Deliveries of outbound webhooks, enqueued after the transaction that wrote them commits. */
-  webhookQueue: Queue<WebhookJobPayload>;
-  /** Runs of workflow executions started by hand (`POST /workflows/{id}/executions`). */
-  workflowQueue: Queue<WorkflowJobPayload>;
+  /**
+   * Every queue of the catalog (producer side). Webhook deliveries are enqueued after the transaction that wrote
+   * them commits; `maintenance` is only read (the dashboard).
+   */
+  queues: Queues;
   logger: Logger;
 }
 

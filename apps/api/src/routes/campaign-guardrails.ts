@@ -9,7 +9,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { announceWebhookDeliveries, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/queues/queues';
+import { announceWebhookDeliveries, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { encodeCursor } from '@mailroom/platform/ids';
 import { notFound } from '@mailroom/platform/errors';
 import { campaignEmailsInQueue, campaignTimeline, resumeCampaign } from '@mailroom/audiences/queries/campaign-pause';
@@ -61,11 +61,11 @@ export function campaignGuardrailRoutes(deps: AppDeps) {
           const c = await getCampaign(db, auth.projectId, params.id);
           throw refused(c ? { ok: false, reason: 'state', status: c.status } : { ok: false, reason: 'missing' }, 'resume');
         }
-        await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
+        await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
         try {
           // The job feeds the rest of the audience; the emails already in the queue wake at once.
-          await scheduleCampaignJob(deps.campaignQueue, campaign, new Date());
-          await promoteDelayedJobs(deps.sendQueue, await campaignEmailsInQueue(db, campaign.id, deps.config.campaignQueueWindow));
+          await scheduleCampaignJob(deps.queues.campaign, campaign, new Date());
+          await promoteDelayedJobs(deps.queues.send, await campaignEmailsInQueue(db, campaign.id, deps.config.campaignQueueWindow));
         } catch (err) {
           // Committed: the reconciler gives a SENDING campaign its job, and waiting emails recheck on their own.
           log.warn({ err, campaignId: campaign.id }, 'resumed campaign not woken; it continues within CAMPAIGN_PAUSE_RECHECK_MS');

@@ -7,7 +7,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
-import { announceWebhookDeliveries, scheduleCampaignJob } from '@mailroom/queues/queues';
+import { announceWebhookDeliveries, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { getCampaign } from '@mailroom/db/queries/campaigns';
 import { retryFailedCampaign } from '@mailroom/db/queries/campaign-retry';
 import { route } from '../http/route';
@@ -67,10 +67,10 @@ export function campaignRetryRoutes(deps: AppDeps) {
             suggestion: 'Wait until the campaign is SENT (every recipient final); DRAFT, SCHEDULED, SENDING, PAUSED, CANCELLED and FAILED campaigns are refused.',
           });
         }
-        await announceWebhookDeliveries(deps.webhookQueue, deps.config, r.deliveries, log);
+        await announceWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
         if (r.retried > 0) {
           try {
-            await scheduleCampaignJob(deps.campaignQueue, r.campaign, new Date());
+            await scheduleCampaignJob(deps.queues.campaign, r.campaign, new Date());
           } catch (err) {
             // Committed: the reconciler gives a SENDING campaign its job once Redis answers.
             log.warn({ err, campaignId: r.campaign.id }, 'campaign job not scheduled for the retry; the reconciler will');

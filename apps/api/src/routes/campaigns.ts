@@ -20,7 +20,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import { newId } from '@mailroom/platform/ids';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { notFound, validationError } from '@mailroom/platform/errors';
-import { scheduleCampaignJob, sendJobOptions, SendPriority } from '@mailroom/queues/queues';
+import { SendPriority } from '@mailroom/queues/catalog';
+import { enqueueSendJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import {
   campaignEmailCounts,
   cancelCampaign,
@@ -71,7 +72,7 @@ export function campaignRoutes(deps: AppDeps) {
   const { db } = deps.database;
   const schedule = async (c: CampaignRow, log: { warn: (o: object, m: string) => void }) => {
     try {
-      await scheduleCampaignJob(deps.campaignQueue, c, c.status === 'SCHEDULED' && c.scheduledAt ? c.scheduledAt : new Date());
+      await scheduleCampaignJob(deps.queues.campaign, c, c.status === 'SCHEDULED' && c.scheduledAt ? c.scheduledAt : new Date());
     } catch (err) {
       // The transition is committed; the reconciler gives a SENDING or due campaign its job once Redis is back.
       log.warn({ err, campaignId: c.id }, 'campaign job not scheduled; the reconciler will');
@@ -261,7 +262,7 @@ export function campaignRoutes(deps: AppDeps) {
         if (!t.ok) throw refused(t, 'cancel');
         // Wake the campaign's job now: it sweeps the emails the queue never received, then ends.
         if (t.campaign.recipients > 0) await schedule(t.campaign, log);
-        else await deps.campaignQueue.remove(params.id).catch(() => undefined);
+        else await deps.queues.campaign.remove(params.id).catch(() => undefined);
         return { data: { ...presentCampaign(t.campaign), cancelledEmails: t.cancelledEmails ?? 0 } };
       },
     }),
@@ -311,8 +312,7 @@ export function campaignRoutes(deps: AppDeps) {
           }),
         );
         await db.transaction((tx) => insertQueuedEmails(tx, rows));
-        await deps.sendQueue
-          .addBulk(rows.map((r) => ({ name: 'send', data: { emailId: r.id, projectId: auth.projectId }, opts: sendJobOptions(deps.config, r.id, SendPriority.transactional) })))
+        await enqueueSendJobs(deps.queues.send, deps.config, rows.map((r) => ({ emailId: r.id, projectId: auth.projectId, priority: SendPriority.transactional })))
           .catch((err) => log.warn({ err }, 'enqueue failed; the reconciler will enqueue these emails'));
         return { data: { emails: rows.map((r) => ({ email: r.toEmail, id: r.id })) } };
       },

@@ -12,7 +12,7 @@ import type express from 'express';
 import busboy from 'busboy';
 import { Type, type Static } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
-import { importJobOptions } from '@mailroom/queues/queues';
+import { enqueueImport } from '@mailroom/queues/enqueue';
 import { importTooLarge, storeImport, type ImportUpload } from '@mailroom/contacts/import-upload';
 import {
   getImport,
@@ -119,7 +119,7 @@ async function acceptImport(
   try {
     if (Number.isFinite(declared) && declared > max + (multipart ? MULTIPART_OVERHEAD : 0)) throw importTooLarge(max);
     const upload = await openUpload(req, max);
-    const enqueue = (imp: ContactImportRow) => deps.importQueue.add('import', { importId: imp.id, projectId }, importJobOptions(imp.id));
+    const enqueue = (imp: ContactImportRow) => enqueueImport(deps.queues.import, imp);
     return await storeImport({ db: deps.database.db, maxBytes: max, enqueue, log }, projectId, upload, options);
   } catch (err) {
     // Let the client finish sending so it can read the error; an oversized body is cut off by `Connection: close`.

@@ -1,6 +1,7 @@
 /**
- * The queue dashboard: bull-board (`@bull-board/express`) at `/admin/queues`, showing every queue (send,
- * contact-import, campaign, webhook, workflow, maintenance), where operators see why a job failed and retry it.
+ * The queue dashboard: bull-board (`@bull-board/express`) at `/admin/queues`, showing every queue of the
+ * catalog (`@mailroom/queues/catalog`: send, contact-import, campaign, webhook, workflow, maintenance), where
+ * operators see why a job failed and retry it.
  *
  * Guarded by `ADMIN_TOKEN`, usable from a browser: `GET /admin/login` shows a form; `POST /admin/login` with the
  * right token sets an HttpOnly, SameSite=Strict session cookie (`mailroom_admin`, an HMAC of the token and its
@@ -26,9 +27,8 @@ import { parse as parseCookies } from 'cookie';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import { Queue } from 'bullmq';
 import { AppError, ErrorCode, isUnavailableError } from '@mailroom/platform/errors';
-import { QueueName, queueOptions } from '@mailroom/queues/queues';
+import { queueList } from '@mailroom/queues/create';
 import { safeEqual } from '@mailroom/platform/keys';
 import { checkAdminBearer, checkAdminToken } from '../http/auth';
 import type { AppDeps } from '../http/context';
@@ -103,10 +103,8 @@ export function mountQueueDashboard(router: Router, deps: AppDeps, failures: Fai
   const loginLimit = new IpLimiter(deps.redis, deps.config.queuePrefix, 'adminlogin', deps.config.adminLoginLimitPerMinute, 'sign-in attempts');
   const serverAdapter = new DashboardAdapter().setBasePath(BASE);
   createBullBoard({
-    // The maintenance queue is the worker's; the dashboard reads it through this process's connection.
-    queues: [deps.sendQueue, deps.importQueue, deps.campaignQueue, deps.webhookQueue, deps.workflowQueue, new Queue(QueueName.maintenance, queueOptions(deps.config, deps.redis))].map(
-      (q) => new BullMQAdapter(q),
-    ),
+    // Every queue of the catalog; the maintenance queue's jobs are the worker's, read here through this process's connection.
+    queues: queueList(deps.queues).map((q) => new BullMQAdapter(q)),
     serverAdapter,
     options: { uiConfig: { boardTitle: 'Mailroom queues' } },
   });

@@ -102,7 +102,7 @@ export function sendRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 413, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, log, db, afterCommit }) => ({
-        data: await acceptSend({ config: deps.config, sendQueue: deps.sendQueue, webhookQueue: deps.webhookQueue, db, log, redis: deps.redis }, auth.projectId, body, afterCommit, auth.mode),
+        data: await acceptSend({ config: deps.config, sendQueue: deps.queues.send, webhookQueue: deps.queues.webhook, db, log, redis: deps.redis }, auth.projectId, body, afterCommit, auth.mode),
       }),
     }),
   ];

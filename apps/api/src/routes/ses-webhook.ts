@@ -21,7 +21,7 @@ const REJECTION_CODE = { 400: ErrorCode.BAD_REQUEST, 403: ErrorCode.FORBIDDEN, 5
 
 /** Mounts `POST /webhooks/ses`. */
 export function mountSesWebhook(router: Router, deps: AppDeps): void {
-  const handle = createSesWebhookHandler({ config: deps.config, db: deps.database.db, webhookQueue: deps.webhookQueue });
+  const handle = createSesWebhookHandler({ config: deps.config, db: deps.database.db, webhookQueue: deps.queues.webhook });
 
   // SNS posts `text/plain; charset=UTF-8` whatever the content; read the body as text of any type.
   router.post('/webhooks/ses', express.text({ type: () => true, limit: '512kb' }), async (req: Request, res: Response) => {

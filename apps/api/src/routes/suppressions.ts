@@ -10,7 +10,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { EmailAddress } from '@mailroom/contacts/contacts';
-import { announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { notFound } from '@mailroom/platform/errors';
 import { suppressManually } from '@mailroom/feedback/suppressions';
 import {
@@ -95,7 +95,7 @@ export function suppressionRoutes(deps: AppDeps) {
       idempotent: true,
       handler: async ({ body, auth, db: tx, afterCommit, log }) => {
         const { added, alreadySuppressed, deliveries } = await suppressManually(tx, auth.projectId, body);
-        afterCommit(() => announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log));
+        afterCommit(() => announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log));
         return { status: added.length > 0 ? 201 : 200, data: { added: added.map(present), alreadySuppressed } };
       },
     }),

@@ -9,7 +9,7 @@
 import { Type } from '@sinclair/typebox';
 import { notFound } from '@mailroom/platform/errors';
 import { EmailAddress } from '@mailroom/contacts/contacts';
-import { enqueueExecutions, announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { enqueueExecutions, announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { EXECUTION_STATUSES } from '@mailroom/db/schema/workflow-states';
 import { getWorkflow } from '@mailroom/db/queries/workflows';
 import { getExecution, listExecutions } from '@mailroom/db/queries/workflow-executions';
@@ -126,8 +126,8 @@ export function workflowExecutionRoutes(deps: AppDeps) {
       handler: async ({ params, body, auth, db: tx, afterCommit, log }) => {
         const started = await startExecution(tx, auth.projectId, params.id, body, auth.mode === 'test');
         afterCommit(async () => {
-          await enqueueExecutions(deps.workflowQueue, [started.execution], log);
-          await announceWebhookDeliveries(deps.webhookQueue, deps.config, started.deliveries, log);
+          await enqueueExecutions(deps.queues.workflow, [started.execution], log);
+          await announceWebhookDeliveries(deps.queues.webhook, deps.config, started.deliveries, log);
         });
         return { data: presentExecution(started.execution, await executionLookups(auth.projectId, params.id, [started.execution], tx)) };
       },
@@ -150,7 +150,7 @@ export function workflowExecutionRoutes(deps: AppDeps) {
         errors: [400, 401, 403, 404, 409, 429],
         handler: async ({ params, auth, log }) => {
           const r = await cancelWorkflowExecution(db, auth.projectId, params.id, params.executionId);
-          await announceWebhookDeliveries(deps.webhookQueue, deps.config, r.deliveries, log);
+          await announceWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
           return { data: presentExecution(r.execution, await executionLookups(auth.projectId, params.id, [r.execution], db)) };
         },
       }),

@@ -8,7 +8,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { WORKFLOW_STEP_TYPES } from '@mailroom/db/schema/workflow-states';
-import { announceWebhookDeliveries } from '@mailroom/queues/queues';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { loadWorkflowGraph } from '@mailroom/db/queries/workflows';
 import { addStep, addTransition, editStep, removeStep, removeTransition } from '@mailroom/workflows/graph/edit';
 import { replaceWorkflowGraph } from '@mailroom/workflows/graph/replace';
@@ -111,7 +111,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 422, 429],
       handler: async ({ params, auth, log }) => {
         const deliveries = await removeStep(db, auth.projectId, params.id, params.stepId);
-        await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
+        await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
         return { data: { id: params.stepId, deleted: true as const } };
       },
     }),
@@ -206,7 +206,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 413, 422, 429],
       handler: async ({ params, body, auth, log }) => {
         const deliveries = await replaceWorkflowGraph(db, auth.projectId, params.id, body, allowPrivate);
-        await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
+        await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
         return { data: presentGraph((await loadWorkflowGraph(db, auth.projectId, params.id))!) };
       },
     }),

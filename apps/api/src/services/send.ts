@@ -16,13 +16,8 @@ import { attachmentContentType, checkCustomHeaders } from '@mailroom/mail/mail';
 import { isUuid, newId } from '@mailroom/platform/ids';
 import { formatMailbox, normalizeEmail, parseMailbox, type Mailbox } from '@mailroom/platform/address';
 import { lanePriorities } from '@mailroom/queues/send-lanes';
-import {
-  sendJobOptions,
-  SendPriority,
-  type SendJobPayload,
-  type WebhookJobPayload,
-  announceWebhookDeliveries,
-} from '@mailroom/queues/queues';
+import { SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { splitVariables, templateSyntaxErrors, type BodyFormat } from '@mailroom/mail/templates';
 import { type Config } from '@mailroom/platform/config';
 import { type KeyMode } from '@mailroom/platform/keys';
@@ -210,13 +205,7 @@ export async function acceptSend(
     try {
       // A project's burst beyond its fair share per minute moves down inside the transactional lane (send-lanes.ts).
       const priorities = await lanePriorities(deps.redis, deps.config, 'transactional', projectId, queued.length);
-      await deps.sendQueue.addBulk(
-        queued.map((row, i) => ({
-          name: 'send',
-          data: { emailId: row.id, projectId },
-          opts: sendJobOptions(deps.config, row.id, priorities[i] ?? SendPriority.transactional),
-        })),
-      );
+      await enqueueSendJobs(deps.sendQueue, deps.config, queued.map((row, i) => ({ emailId: row.id, projectId, priority: priorities[i] ?? SendPriority.transactional })));
     } catch (err) {
       // Accepted all the same: the rows are committed and the reconciler enqueues them once Redis is back.
       deps.log.warn({ err, emails: queued.length }, 'enqueue failed; the reconciler will enqueue these emails');

@@ -18,14 +18,8 @@
  */
 import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import { sql, type SQL } from 'drizzle-orm';
-import {
-  CampaignJobPayload,
-  sendJobOptions,
-  SendPriority,
-  type SendJobPayload,
-  type WebhookJobPayload,
-  announceWebhookDeliveries,
-} from '@mailroom/queues/queues';
+import { CampaignJobPayload, SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { dataValidator } from '@mailroom/platform/validation';
 import { effectiveSendRate } from '@mailroom/mail/ses-account';
 import { parseSegmentFilter } from '@mailroom/audiences/segments';
@@ -114,9 +108,7 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       const chunk = next.slice(i, i + 1000);
       // Emails re-queued by retry-failed: their first try's finished job still holds the id.
       await freeRetriedJobIds(db, deps.sendQueue, campaignId, chunk.map((e) => e.id));
-      await deps.sendQueue.addBulk(
-        chunk.map((e) => ({ name: 'send', data: { emailId: e.id, projectId }, opts: sendJobOptions(config, e.id, SendPriority.campaign) })),
-      );
+      await enqueueSendJobs(deps.sendQueue, config, chunk.map((e) => ({ emailId: e.id, projectId, priority: SendPriority.campaign })));
       await advanceEnqueueCursor(db, campaignId, chunk[chunk.length - 1].contactId);
     }
     return next.length;

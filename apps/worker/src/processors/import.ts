@@ -6,7 +6,7 @@
  */
 import { UnrecoverableError, type Job } from 'bullmq';
 import { dataValidator } from '@mailroom/platform/validation';
-import { IMPORT_ATTEMPTS, ImportJobPayload } from '@mailroom/queues/queues';
+import { IMPORT_ATTEMPTS, ImportJobPayload } from '@mailroom/queues/catalog';
 import { runImport, type ImportRunResult } from '@mailroom/contacts/import-run';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';

@@ -18,14 +18,8 @@
  * @module
  */
 import type { Queue } from 'bullmq';
-import {
-  announceWebhookDeliveries,
-  promoteDelayedJobs,
-  scheduleCampaignJob,
-  type CampaignJobPayload,
-  type SendJobPayload,
-  type WebhookJobPayload,
-} from '@mailroom/queues/queues';
+import { type CampaignJobPayload, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { quotaState } from '@mailroom/mail/ses-account';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';

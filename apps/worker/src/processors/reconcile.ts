@@ -11,20 +11,9 @@
  *
  * @module
  */
-import type { Queue } from 'bullmq';
-import {
-  enqueueWebhookDeliveries,
-  scheduleCampaignJob,
-  importJobOptions,
-  sendJobOptions,
-  SendPriority,
-  type CampaignJobPayload,
-  type ImportJobPayload,
-  type SendJobPayload,
-  type WebhookJobPayload,
-  type WorkflowJobPayload,
-  enqueueExecutions,
-} from '@mailroom/queues/queues';
+import { SendPriority } from '@mailroom/queues/catalog';
+import type { Queues } from '@mailroom/queues/create';
+import { enqueueImport, enqueueSendJobs, enqueueWebhookDeliveries, scheduleCampaignJob, enqueueExecutions } from '@mailroom/queues/enqueue';
 import { SNS_MESSAGE_RETENTION_DAYS } from '@mailroom/feedback/sns';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';
@@ -57,11 +46,7 @@ export interface ReconcileResult {
 export interface ReconcileDeps {
   config: Config;
   database: Database;
-  sendQueue: Queue<SendJobPayload>;
-  importQueue: Queue<ImportJobPayload>;
-  campaignQueue: Queue<CampaignJobPayload>;
-  webhookQueue: Queue<WebhookJobPayload>;
-  workflowQueue: Queue<WorkflowJobPayload>;
+  queues: Queues;
   logger: Logger;
 }
 
@@ -73,12 +58,12 @@ async function reconcileCampaigns(deps: ReconcileDeps): Promise<number> {
   const active = await activeCampaigns(deps.database.db, deps.config.reconcileIntervalMs);
   let fixed = 0;
   for (const c of active) {
-    const state = await deps.campaignQueue.getJobState(c.id);
+    const state = await deps.queues.campaign.getJobState(c.id);
     const runAt = c.status === 'SCHEDULED' ? (c.scheduledAt ?? new Date()) : new Date();
     const lost = state === 'unknown' || state === 'completed' || state === 'failed';
     const overslept = state === 'delayed' && c.status === 'SCHEDULED' && runAt.getTime() <= Date.now();
     if (!lost && !overslept) continue;
-    await scheduleCampaignJob(deps.campaignQueue, c, runAt);
+    await scheduleCampaignJob(deps.queues.campaign, c, runAt);
     fixed++;
   }
   return fixed;
@@ -95,7 +80,7 @@ async function reconcileWebhooks(deps: ReconcileDeps): Promise<number> {
     const batch = await stalePendingDeliveries(deps.database.db, deps.config.reconcileAfterMs, afterId, BATCH);
     if (batch.length === 0) break;
     afterId = batch[batch.length - 1].id;
-    await enqueueWebhookDeliveries(deps.webhookQueue, deps.config, batch);
+    await enqueueWebhookDeliveries(deps.queues.webhook, deps.config, batch);
     enqueued += batch.length;
     if (batch.length < BATCH) break;
   }
@@ -110,7 +95,7 @@ async function reconcileWebhooks(deps: ReconcileDeps): Promise<number> {
 async function reconcileExecutions(deps: ReconcileDeps): Promise<number> {
   // One batch per pass: enqueued rows stay overdue until their jobs run.
   const batch = await overdueExecutions(deps.database.db, deps.config.reconcileAfterMs, BATCH);
-  await enqueueExecutions(deps.workflowQueue, batch, deps.logger, 0, (x) => `r${x.dueAt.getTime()}`);
+  await enqueueExecutions(deps.queues.workflow, batch, deps.logger, 0, (x) => `r${x.dueAt.getTime()}`);
   return batch.length;
 }
 
@@ -119,10 +104,10 @@ async function reconcileImports(deps: ReconcileDeps): Promise<number> {
   const pending = await pendingImports(deps.database.db, deps.config.reconcileAfterMs, ABANDONED_UPLOAD_MS);
   let enqueued = 0;
   for (const imp of pending) {
-    const state = await deps.importQueue.getJobState(imp.id);
-    if (state === 'completed' || state === 'failed') await deps.importQueue.remove(imp.id).catch(() => undefined);
+    const state = await deps.queues.import.getJobState(imp.id);
+    if (state === 'completed' || state === 'failed') await deps.queues.import.remove(imp.id).catch(() => undefined);
     else if (state !== 'unknown') continue;
-    await deps.importQueue.add('import', { importId: imp.id, projectId: imp.projectId }, importJobOptions(imp.id));
+    await enqueueImport(deps.queues.import, imp);
     enqueued++;
   }
   return enqueued;
@@ -135,7 +120,8 @@ async function reconcileImports(deps: ReconcileDeps): Promise<number> {
  * @returns how many email rows were checked and how many email and import jobs were (re-)created.
  */
 export async function reconcileOnce(deps: ReconcileDeps): Promise<ReconcileResult> {
-  const { config, sendQueue } = deps;
+  const { config } = deps;
+  const sendQueue = deps.queues.send;
   let afterId: string | null = null;
   let checked = 0;
   let enqueued = 0;
@@ -156,13 +142,7 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<ReconcileResul
       }
     }
     if (missing.length > 0) {
-      await sendQueue.addBulk(
-        missing.map((e) => ({
-          name: 'send',
-          data: { emailId: e.id, projectId: e.projectId },
-          opts: sendJobOptions(config, e.id, SendPriority[e.source]),
-        })),
-      );
+      await enqueueSendJobs(sendQueue, config, missing.map((e) => ({ emailId: e.id, projectId: e.projectId, priority: SendPriority[e.source] })));
       enqueued += missing.length;
     }
     if (batch.length < BATCH) break;

@@ -31,7 +31,8 @@ import { createUnsubscribeToken, listUnsubscribeHeaders, unsubscribeUrl } from '
 import { dataValidator } from '@mailroom/platform/validation';
 import { emailDomain } from '@mailroom/platform/address';
 import { renderContent, TemplateSyntaxError } from '@mailroom/mail/templates';
-import { SendJobPayload, announceWebhookDeliveries, type WebhookJobPayload } from '@mailroom/queues/queues';
+import { SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { isUnavailableError } from '@mailroom/platform/errors';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';

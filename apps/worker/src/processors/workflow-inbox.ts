@@ -6,12 +6,8 @@
  * @module
  */
 import type { Queue } from 'bullmq';
-import {
-  announceWebhookDeliveries,
-  enqueueExecutions,
-  type WebhookJobPayload,
-  type WorkflowJobPayload,
-} from '@mailroom/queues/queues';
+import { type WebhookJobPayload, type WorkflowJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries, enqueueExecutions } from '@mailroom/queues/enqueue';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { type Database } from '@mailroom/db/client';

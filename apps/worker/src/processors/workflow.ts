@@ -9,15 +9,8 @@
  */
 import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import {
-  announceWebhookDeliveries,
-  enqueueExecutions,
-  sendJobOptions,
-  SendPriority,
-  WorkflowJobPayload,
-  type SendJobPayload,
-  type WebhookJobPayload,
-} from '@mailroom/queues/queues';
+import { SendPriority, WorkflowJobPayload, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries, enqueueExecutions, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { dataValidator } from '@mailroom/platform/validation';
 import { lanePriorities } from '@mailroom/queues/send-lanes';
 import { type Config } from '@mailroom/platform/config';
@@ -65,9 +58,7 @@ async function handOver(deps: WorkflowProcessorDeps, h: Handover, log: Logger): 
     try {
       // A project's burst beyond its fair share per minute moves down inside the workflow lane (send-lanes.ts).
       const priorities = await lanePriorities(deps.redis, deps.config, 'workflow', projectId, h.sends.length);
-      await deps.sendQueue.addBulk(
-        h.sends.map((emailId, i) => ({ name: 'send', data: { emailId, projectId }, opts: sendJobOptions(deps.config, emailId, priorities[i] ?? SendPriority.workflow) })),
-      );
+      await enqueueSendJobs(deps.sendQueue, deps.config, h.sends.map((emailId, i) => ({ emailId, projectId, priority: priorities[i] ?? SendPriority.workflow })));
     } catch (err) {
       log.warn({ err, emails: h.sends.length }, 'send enqueue failed; the reconciler will enqueue these emails');
     }
