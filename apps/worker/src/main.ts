@@ -1,7 +1,7 @@
 /**
  * Worker process entry point: the `send`, `contact-import`, `campaign`, `webhook` and `workflow` workers, the
  * workflow inbox drainer, the `maintenance` worker and its timers (reconciler, segment and domain refreshers, SES
- * quota watcher, test-message retention), the SES account reading that sets the send rate (`ses/account.ts`), a
+ * quota watcher, test-message retention), the SES account reading that sets the send rate (`@mailroom/sending/ses/account`), a
  * health and metrics endpoint
  * (`/health/live`, `/health/ready`, `/metrics`), graceful shutdown.
  *
@@ -44,14 +44,14 @@ import { startWorkflowInbox } from './processors/workflow-inbox';
 import { domainsTask } from './processors/domains';
 import { createMaintenanceQueue, startMaintenance } from './processors/maintenance';
 import { createImportWorker } from './queues/import';
-import { SesTransport, type MailTransport } from './ses/transport';
-import { SendRateGate } from './ses/rate-gate';
-import { AccountWatcher } from './ses/account';
-import { registerAccountMetrics } from './ses/account-metrics';
+import { SesTransport, type MailTransport } from '@mailroom/sending/ses/transport';
+import { SendRateGate } from '@mailroom/sending/ses/rate-gate';
+import { AccountWatcher } from '@mailroom/sending/ses/account';
+import { registerAccountMetrics } from '@mailroom/sending/ses/account-metrics';
 import { quotaTask } from './processors/quota';
 import { testMessagesTask } from './processors/test-messages';
 import { WorkerMetrics } from './metrics';
-import type { SendJobResult } from './processors/send';
+import type { SendJobResult } from '@mailroom/sending/job';
 import type { WorkflowJobResult } from './processors/workflow';
 
 /** A running worker process. */

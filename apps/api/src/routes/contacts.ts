@@ -14,6 +14,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
 import { ContactData, ContactInput } from '@mailroom/contacts/contacts';
 import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
+import { normalizeEmail } from '@mailroom/platform/address';
 import { parseSegmentFilter, type SegmentFilter } from '@mailroom/audiences/segments';
 import { compileFilter } from '@mailroom/audiences/queries/segment-filter';
 import {
@@ -146,7 +147,7 @@ export function contactRoutes(deps: AppDeps) {
       idempotent: true,
       handler: async ({ body, auth, db: tx }) => {
         const [c] = await upsertContacts(tx, auth.projectId, [
-          { email: body.email, subscribed: body.subscribed, defaultSubscribed: true, data: body.data },
+          { email: normalizeEmail(body.email), subscribed: body.subscribed, defaultSubscribed: true, data: body.data },
         ], { test: auth.mode === 'test' });
         return {
           status: c.inserted ? 201 : 200,
