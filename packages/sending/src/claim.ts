@@ -48,13 +48,21 @@ const WEBHOOK_TYPE: Partial<Record<SendOutcome['status'], string>> = {
  * run out because its worker died (then `email.previousStatus` is `sending`).
  *
  * @returns the claim, or why there is none: `missing`, `final` (already sent, failed, …), `leased` (held by a
- *   live claim until `until`), `paused` (its campaign is paused; the row stays queued).
+ *   live claim until `until`), `paused` (its campaign is paused; the row stays queued). A row found `queued` but
+ *   not claimed (its campaign resumed between the claim and the look) is claimed once more.
  * @throws the database's error.
  */
 export async function claimForSending(db: DbOrTx, emailId: string, leaseMs: number): Promise<{ ok: true; claim: Claim } | ({ ok: false } & ClaimMiss)> {
   const token = randomUUID();
-  const claimedAt = Date.now();
-  const claim = await claimEmail(db, emailId, token, leaseMs);
+  let claimedAt = Date.now();
+  let claim = await claimEmail(db, emailId, token, leaseMs);
+  if (!claim.ok && claim.kind === 'final' && claim.status === 'queued') {
+    // The claim and the look at why it failed are two statements: a campaign resumed between them leaves a
+    // queued row that is neither paused nor claimed. Claiming it once more settles it (skipping it would leave
+    // the email without a job until the reconciler's next pass).
+    claimedAt = Date.now();
+    claim = await claimEmail(db, emailId, token, leaseMs);
+  }
   if (!claim.ok) return claim;
   return { ok: true, claim: { email: claim.email as SendingEmail, token, claimedAt } };
 }
