@@ -34,11 +34,12 @@ import { createSendQueue, createWebhookQueue } from '@mailroom/queues/create';
 import { enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { loadConfig, type Config } from '@mailroom/platform/config';
 import { newId } from '@mailroom/platform/ids';
+import { normalizeEmail } from '@mailroom/platform/address';
 import { addDomain, createProject, verifiedDomains } from '@mailroom/db/queries/projects';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { upsertContacts } from '@mailroom/db/queries/contacts';
-import { acceptSend } from '../apps/api/src/services/send';
+import { acceptSend } from '@mailroom/sending/accept';
 import { freePort, freshDatabase, startSesStack, waitForHttp } from '../test/support/services';
 import { benchContacts } from './contacts';
 import { benchCampaigns } from './campaigns';
@@ -140,7 +141,7 @@ async function bareCost(config: Config, database: Database, projectId: string, r
       await verifiedDomains(database.db, projectId);
       const ids: string[] = [];
       await database.db.transaction(async (tx) => {
-        const contacts = await upsertContacts(tx, projectId, Array.from({ length: recipients }, () => ({ email: `bare${k++}@bench.test`, defaultSubscribed: false, data: { name: 'Ann' } })));
+        const contacts = await upsertContacts(tx, projectId, Array.from({ length: recipients }, () => ({ email: normalizeEmail(`bare${k++}@bench.test`), defaultSubscribed: false, data: { name: 'Ann' } })));
         const rows = contacts.map((c) => {
           const id = newId();
           ids.push(id);

@@ -15,7 +15,8 @@ import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { emails } from '@mailroom/db/schema/emails';
 import { pruneTestMessages, storeTestMessage, TEST_MESSAGE_PRUNE_BATCH } from '@mailroom/db/queries/test-messages';
 import { testMessages } from '@mailroom/db/schema/deliverability';
-import { pruneTestMessagesOnce, testMessagesTask, PRUNE_INTERVAL_MS } from '../../apps/worker/src/processors/test-messages';
+import { pruneTestMessagesOnce } from '@mailroom/sending/test-messages';
+import { testMessagesTask, PRUNE_INTERVAL_MS } from '../../apps/worker/src/processors/test-messages';
 import { recipient, startTestApi, testEnv, type TestApi } from '../support/harness';
 
 const RETENTION_HOURS = 24;

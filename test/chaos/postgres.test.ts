@@ -17,7 +17,7 @@ import { emails } from '@mailroom/db/schema/emails';
 import request from 'supertest';
 import { loadConfig } from '@mailroom/platform/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { SesTransport, type MailTransport } from '../../apps/worker/src/ses/transport';
+import { SesTransport, type MailTransport } from '@mailroom/sending/ses/transport';
 import { createTestProject, exited, isolatedDatabase, parseMail, recipient, sesSendsTo, spawnWorker, startTestApi, testConfig, testEnv, waitFor } from '../support/harness';
 import { freePort, waitForHttp } from '../support/services';
 
@@ -260,7 +260,7 @@ describe('Postgres lost right after SES accepted a message', () => {
       close: () => ses.close(),
       send: async (m) => {
         const r = await ses.send(m);
-        if (m.to.includes(victim) && done.at === undefined) {
+        if ((m.to as readonly string[]).includes(victim) && done.at === undefined) {
           done.at = Date.now();
           await admin.query(`alter database "${dbName}" with allow_connections false`);
           await terminate(admin, dbName);

@@ -2,8 +2,8 @@
  * Worker process entry point: one worker per queue of the catalog (`send`, `contact-import`, `campaign`,
  * `webhook`, `workflow`, `maintenance`; see `queues/workers.ts`), the workflow inbox drainer, the maintenance
  * timers (reconciler, segment and domain refreshers, SES quota watcher, test-message retention), the SES account
- * reading that sets the send rate (`ses/account.ts`), a health and metrics endpoint (`/health/live`,
- * `/health/ready`, `/metrics`), graceful shutdown.
+ * reading that sets the send rate (`@mailroom/sending/ses/account`), a health and metrics endpoint
+ * (`/health/live`, `/health/ready`, `/metrics`), graceful shutdown.
  *
  * Shutdown (SIGTERM/SIGINT): stop taking jobs, let active ones finish (a job cut off by a hard kill is retried
  * by another worker after its lock expires), stop the reconciler, close Redis and Postgres.
@@ -35,14 +35,14 @@ import { createWorkflowProcessor } from './processors/workflow';
 import { startWorkflowInbox } from './processors/workflow-inbox';
 import { domainsTask } from './processors/domains';
 import { maintenanceProcessor, startMaintenanceTimers, type MaintenanceTask } from './processors/maintenance';
-import { SesTransport, type MailTransport } from './ses/transport';
-import { SendRateGate } from './ses/rate-gate';
-import { AccountWatcher } from './ses/account';
-import { registerAccountMetrics } from './ses/account-metrics';
+import { SesTransport, type MailTransport } from '@mailroom/sending/ses/transport';
+import { SendRateGate } from '@mailroom/sending/ses/rate-gate';
+import { AccountWatcher } from '@mailroom/sending/ses/account';
+import { registerAccountMetrics } from '@mailroom/sending/ses/account-metrics';
 import { quotaTask } from './processors/quota';
 import { testMessagesTask } from './processors/test-messages';
 import { WorkerMetrics } from './metrics';
-import type { SendJobResult } from './processors/send';
+import type { SendJobResult } from '@mailroom/sending/job';
 import type { WorkflowJobResult } from '@mailroom/workflows/engine/engine';
 
 /** A running worker process. */

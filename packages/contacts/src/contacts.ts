@@ -5,6 +5,7 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { normalizeEmail } from '@mailroom/platform/address';
 import type { FieldError } from '@mailroom/platform/errors';
 import { upsertContacts, type UpsertedContact } from '@mailroom/db/queries/contacts';
 import { type DbOrTx } from '@mailroom/db/client';
@@ -47,7 +48,7 @@ export type ContactInput = Static<typeof ContactInput>;
  * @returns the stored contact; `inserted` tells whether it is new.
  */
 export async function upsertContact(tx: DbOrTx, projectId: string, input: ContactInput, opts: { test: boolean }): Promise<UpsertedContact> {
-  const [c] = await upsertContacts(tx, projectId, [{ email: input.email, subscribed: input.subscribed, defaultSubscribed: true, data: input.data }], opts);
+  const [c] = await upsertContacts(tx, projectId, [{ email: normalizeEmail(input.email), subscribed: input.subscribed, defaultSubscribed: true, data: input.data }], opts);
   return c;
 }
 

@@ -1,6 +1,6 @@
 /**
  * The SES v2 client of the control-plane calls (identities, account): region, endpoint (the emulator), and
- * credentials from config. The send path builds its own (`apps/worker/src/ses/transport.ts`: timeouts, the
+ * credentials from config. The send path builds its own (`packages/sending/src/ses/transport.ts`: timeouts, the
  * rate-gate middleware).
  *
  * @module

@@ -24,6 +24,20 @@ export interface Mailbox {
   name?: string;
 }
 
+declare const normalized: unique symbol;
+
+/**
+ * An address that has been through {@link normalizeEmail} (trimmed, domain lower-cased, IDN in punycode). Only
+ * `normalizeEmail` makes one, so code that takes a `NormalizedEmail` need not (and should not) normalise again;
+ * normalising it again returns the same string. It is a plain string at run time.
+ */
+export type NormalizedEmail = string & { readonly [normalized]: true };
+
+/** A {@link Mailbox} whose address is normalised ({@link parseMailbox}'s result). */
+export interface NormalizedMailbox extends Mailbox {
+  email: NormalizedEmail;
+}
+
 const NON_ASCII = /[^\x00-\x7f]/;
 
 /**
@@ -44,17 +58,22 @@ export function asciiDomain(domain: string): string | undefined {
  * `" Ann@Example.COM "` → `"Ann@example.com"`, `"ann@bücher.de"` → `"ann@xn--bcher-kva.de"`. A domain that is not a
  * valid IDN is only lower-cased (validation has refused such an address before it is stored).
  */
-export function normalizeEmail(email: string): string {
+export function normalizeEmail(email: string): NormalizedEmail {
   const trimmed = email.trim();
   const at = trimmed.lastIndexOf('@');
-  if (at < 0) return trimmed;
+  if (at < 0) return trimmed as NormalizedEmail;
   const domain = trimmed.slice(at + 1);
-  return trimmed.slice(0, at) + '@' + (asciiDomain(domain) ?? domain.toLowerCase());
+  return (trimmed.slice(0, at) + '@' + (asciiDomain(domain) ?? domain.toLowerCase())) as NormalizedEmail;
 }
 
 /** The identity key of an address: the whole normalised address lower-cased. */
 export function emailKey(email: string): string {
   return normalizeEmail(email).toLowerCase();
+}
+
+/** The identity key of an address already normalised: {@link emailKey} without normalising a second time. */
+export function normalizedKey(email: NormalizedEmail): string {
+  return email.toLowerCase();
 }
 
 /** The lower-cased ASCII (punycode) domain of an address (`""` when there is none). */
@@ -144,7 +163,7 @@ export const MAILBOX_FORMS = 'must be an email address or a mailbox such as "Acm
  * @returns the normalised address ({@link normalizeEmail}: domain lower-cased, IDN in punycode) with the trimmed
  *   display name when there is one, or the reason it is refused (in words, for a field error).
  */
-export function parseMailbox(input: string): { ok: true; mailbox: Mailbox } | { ok: false; reason: string } {
+export function parseMailbox(input: string): { ok: true; mailbox: NormalizedMailbox } | { ok: false; reason: string } {
   const text = input.trim();
   if (text.length > MAILBOX_MAX_LENGTH) return { ok: false, reason: `must be at most ${MAILBOX_MAX_LENGTH} characters` };
   if (!text.includes('<')) {

@@ -6,9 +6,9 @@
 import { Type } from '@sinclair/typebox';
 import { MAILBOX_MAX_LENGTH } from '@mailroom/platform/address';
 import { MailboxString } from '@mailroom/platform/validation';
+import { acceptSend, ATTACHMENT_LIMITS } from '@mailroom/sending/accept';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { acceptSend, ATTACHMENT_LIMITS } from '../services/send';
 import { EmailAddress, StringEnum, Timestamp } from './common';
 
 const Mailbox = Type.Object(

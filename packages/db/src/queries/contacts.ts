@@ -8,7 +8,7 @@
  * @module
  */
 import { and, eq, sql, type SQL } from 'drizzle-orm';
-import { emailKey, normalizeEmail } from '@mailroom/platform/address';
+import { emailKey, normalizeEmail, normalizedKey, type NormalizedEmail } from '@mailroom/platform/address';
 import { newId, newIdAt } from '@mailroom/platform/ids';
 import { splitPatch } from './data-patch';
 import { likePattern } from './like';
@@ -17,7 +17,8 @@ import { contacts, contactStats } from '../schema';
 
 /** One contact to create or update. */
 export interface ContactUpsert {
-  email: string;
+  /** Normalised by the caller where the address came in ({@link normalizeEmail}). */
+  email: NormalizedEmail;
   /** Stated subscription; `undefined` keeps an existing contact's value. */
   subscribed?: boolean;
   /** Applied to new contacts when `subscribed` is not stated. */
@@ -43,12 +44,12 @@ type UpsertRow = ContactUpsert & { key: string };
 function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
   const merged = new Map<string, UpsertRow>();
   for (const input of inputs) {
-    const key = emailKey(input.email);
+    const key = normalizedKey(input.email);
     const prev = merged.get(key);
     merged.set(key, {
       ...input,
       key,
-      email: prev?.email ?? normalizeEmail(input.email),
+      email: prev?.email ?? input.email,
       subscribed: input.subscribed ?? prev?.subscribed,
       data: { ...(prev?.data ?? {}), ...(input.data ?? {}) },
     });
@@ -183,7 +184,7 @@ export interface TrackResult {
  * one new address create one contact and one event each.
  */
 export async function trackEvent(db: DbOrTx, projectId: string, input: TrackInput): Promise<TrackResult> {
-  const rows = mergeInputs([{ email: input.email, subscribed: input.subscribed, defaultSubscribed: true, data: input.contactData }]);
+  const rows = mergeInputs([{ email: normalizeEmail(input.email), subscribed: input.subscribed, defaultSubscribed: true, data: input.contactData }]);
   const now = Date.now();
   const eventId = newIdAt(now);
   const createdAt = new Date(now);

@@ -5,7 +5,7 @@
  * @module
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { emailKey, normalizeEmail } from '@mailroom/platform/address';
+import { emailKey, normalizeEmail, normalizedKey, type NormalizedEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { likePattern } from './like';
 import type { DbOrTx } from '../client';
@@ -23,12 +23,12 @@ export interface NewSuppression {
 }
 
 /** Of `emails`, the keys that are suppressed in the project (one indexed lookup). */
-export async function suppressedKeys(db: DbOrTx, projectId: string, emails: readonly string[]): Promise<Set<string>> {
+export async function suppressedKeys(db: DbOrTx, projectId: string, emails: readonly NormalizedEmail[]): Promise<Set<string>> {
   if (emails.length === 0) return new Set();
   const rows = await db
     .select({ key: suppressions.emailKey })
     .from(suppressions)
-    .where(and(eq(suppressions.projectId, projectId), inArray(suppressions.emailKey, [...new Set(emails.map((e) => emailKey(e)))])));
+    .where(and(eq(suppressions.projectId, projectId), inArray(suppressions.emailKey, [...new Set(emails.map(normalizedKey))])));
   return new Set(rows.map((r) => r.key));
 }
 

@@ -5,6 +5,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { and, eq, sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
+import { normalizeEmail } from '@mailroom/platform/address';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { createTemplate } from '@mailroom/db/queries/templates';
@@ -47,7 +48,7 @@ async function project() {
   const p = await createProject(db, `wf ${randomBytes(3).toString('hex')}`);
   const domain = `d${randomBytes(5).toString('hex')}.example.com`;
   await addDomain(db, p.id, domain, true);
-  const [contact] = await upsertContacts(db, p.id, [{ email: `c.${randomBytes(4).toString('hex')}@inbox.test`, subscribed: true, defaultSubscribed: true }]);
+  const [contact] = await upsertContacts(db, p.id, [{ email: normalizeEmail(`c.${randomBytes(4).toString('hex')}@inbox.test`), subscribed: true, defaultSubscribed: true }]);
   const template = await createTemplate(db, p.id, { name: 't', subject: 'Hi', body: '<p>Hi</p>', type: 'TRANSACTIONAL', from: `wf@${domain}` });
   await createWebhookEndpoint(db, p.id, { url: 'https://hooks.example.com/x', eventTypes: ['workflow.*'], secret: `whsec_${randomBytes(16).toString('base64')}` });
   return { id: p.id, contact, template };

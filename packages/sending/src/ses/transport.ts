@@ -1,19 +1,21 @@
 /**
  * Delivery to Amazon SES (API v2 `SendEmail` with raw MIME content), behind the {@link MailTransport}
- * interface so the worker does not care whether it talks to AWS or the local emulator (`SES_ENDPOINT`).
+ * interface so the send path does not care whether it talks to AWS or the local emulator (`SES_ENDPOINT`).
  *
  * @module
  */
 import { SESv2Client, SendEmailCommand, type ServiceInputTypes, type ServiceOutputTypes } from '@aws-sdk/client-sesv2';
 import type { FinalizeRequestMiddleware } from '@smithy/types';
 import type { Config } from '@mailroom/platform/config';
+import type { NormalizedEmail } from '@mailroom/platform/address';
 
 /** One raw message to hand over. */
 export interface OutboundMessage {
   /** RFC 5322 bytes (see `buildMime`). */
   raw: Buffer;
   from: string;
-  to: string[];
+  /** Recipients as stored when the email was accepted (normalised there, not again on the way to SES). */
+  to: NormalizedEmail[];
   /** SES message tags (`[A-Za-z0-9_-]` names and values), returned on SES events. */
   tags?: Record<string, string>;
 }

@@ -9,12 +9,23 @@
  * If enqueueing fails after the commit (Redis down), the request still succeeds: the rows are the truth and the
  * worker's reconciler enqueues them. Nothing is written when any check fails.
  *
+ * Each recipient is normalised once, here where it comes in ({@link NormalizedEmail}); the contact upsert, the
+ * suppression lookup, the email row and, through it, the send job and the SES call take it as it is.
+ *
  * @module
  */
 import { AppError, ErrorCode, validationError, type FieldError } from '@mailroom/platform/errors';
 import { attachmentContentType, checkCustomHeaders } from '@mailroom/mail/mail';
 import { isUuid, newId } from '@mailroom/platform/ids';
-import { formatMailbox, normalizeEmail, parseMailbox, type Mailbox } from '@mailroom/platform/address';
+import {
+  formatMailbox,
+  normalizeEmail,
+  normalizedKey,
+  parseMailbox,
+  type Mailbox,
+  type NormalizedEmail,
+  type NormalizedMailbox,
+} from '@mailroom/platform/address';
 import { lanePriorities } from '@mailroom/queues/send-lanes';
 import { SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { announceWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
@@ -64,7 +75,8 @@ export interface SendResult {
   timestamp: string;
 }
 
-function mailbox(input: AddressInput): Mailbox {
+/** The one place a recipient or sender of a send request is normalised. */
+function mailbox(input: AddressInput): NormalizedMailbox {
   if (typeof input === 'string') {
     // Validated by the `mailbox` format: a bare address or `Name <address>`.
     const parsed = parseMailbox(input);
@@ -143,9 +155,9 @@ export async function acceptSend(
   }
   if (errors.length > 0) throw validationError(errors);
 
-  const recipients = new Map<string, Mailbox>();
+  const recipients = new Map<string, NormalizedMailbox>();
   for (const r of (Array.isArray(req.to) ? req.to : [req.to]).map(mailbox)) {
-    const key = r.email.toLowerCase();
+    const key = normalizedKey(r.email);
     if (!recipients.has(key)) recipients.set(key, r);
   }
   const { render, persist } = splitVariables(req.data);
@@ -160,11 +172,11 @@ export async function acceptSend(
     );
     const contactByKey = new Map(contacts.map((c) => [c.emailKey, c]));
     const attachmentIds = await insertAttachments(tx, projectId, decoded.files);
-    const suppressed = await suppressedKeys(tx, projectId, [...recipients.keys()]);
+    const suppressed = await suppressedKeys(tx, projectId, [...recipients.values()].map((r): NormalizedEmail => r.email));
     const rows = [...recipients.values()].map((r) => {
-      const contact = contactByKey.get(r.email.toLowerCase())!;
+      const contact = contactByKey.get(normalizedKey(r.email))!;
       return {
-        ...(suppressed.has(r.email.toLowerCase()) ? { suppressed: { reason: 'address is on the suppression list' } } : {}),
+        ...(suppressed.has(normalizedKey(r.email)) ? { suppressed: { reason: 'address is on the suppression list' } } : {}),
         id: newId(),
         projectId,
         contactId: contact.id,

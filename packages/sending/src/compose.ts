@@ -1,0 +1,51 @@
+/**
+ * The message of a claimed email: subject and body (a campaign email's from its campaign) rendered against the
+ * contact's data, the request's variables and `unsubscribeUrl`, then built as RFC 5322 bytes with its attachments;
+ * marketing mail carries List-Unsubscribe and List-Unsubscribe-Post (RFC 8058). The Message-ID is
+ * `<email id>@<sender domain>`, so a message sent again after a lost claim can be collapsed by receivers.
+ *
+ * @module
+ */
+import { buildMime } from '@mailroom/mail/mail';
+import { createUnsubscribeToken, listUnsubscribeHeaders, unsubscribeUrl } from '@mailroom/mail/unsubscribe';
+import { renderContent } from '@mailroom/mail/templates';
+import { emailDomain } from '@mailroom/platform/address';
+import { type Config } from '@mailroom/platform/config';
+import { loadAttachments } from '@mailroom/db/queries/emails';
+import { type DbOrTx } from '@mailroom/db/client';
+import type { SendingEmail } from './claim';
+
+/** A composed message: its bytes and the subject as rendered (stored on the row once sent). */
+export interface ComposedMessage {
+  raw: Buffer;
+  subject: string;
+}
+
+/**
+ * Renders and builds the message of `email`.
+ *
+ * @throws `TemplateSyntaxError` when its subject or body does not render (permanent); the database's error
+ *   (loading attachments) or the MIME builder's.
+ */
+export async function composeMessage(db: DbOrTx, config: Pick<Config, 'publicUrl'>, email: SendingEmail): Promise<ComposedMessage> {
+  // Marketing mail links to the one-click unsubscribe page of this very email (signed token, RFC 8058).
+  const unsubscribe = unsubscribeUrl(config.publicUrl, createUnsubscribeToken(email.id, email.signingKey));
+  const context = { email: email.toEmail, ...(email.contactData ?? {}), ...email.variables, unsubscribeUrl: unsubscribe };
+  const source = email.campaign
+    ? { subject: email.campaign.subject, body: email.campaign.body, format: 'html' as const }
+    : { subject: email.subject!, body: email.body!, format: email.bodyFormat! };
+  const content = renderContent(source, context);
+  const files = await loadAttachments(db, email.projectId, email.attachmentIds);
+  const raw = await buildMime({
+    from: { email: email.fromEmail, ...(email.fromName ? { name: email.fromName } : {}) },
+    to: { email: email.toEmail, ...(email.toName ? { name: email.toName } : {}) },
+    replyTo: email.replyTo,
+    subject: content.subject,
+    html: content.html,
+    text: content.text,
+    headers: email.marketing ? { ...email.headers, ...listUnsubscribeHeaders(unsubscribe) } : email.headers,
+    attachments: files.map((f) => ({ filename: f.filename, content: f.content, contentType: f.contentType })),
+    messageId: `${email.id}@${emailDomain(email.fromEmail)}`,
+  });
+  return { raw, subject: content.subject };
+}

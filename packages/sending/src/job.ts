@@ -1,0 +1,230 @@
+/**
+ * The send job's work: deliver one email row to SES, at most once per successful claim. Queue-neutral: it says
+ * what the queue must do next ({@link SendStep}) and the worker's processor does it.
+ *
+ * 1. Claim the row atomically (`queued → sending`, with a fresh claim token; `claim.ts`). A row already final is
+ *    skipped; a row held by a live claim waits until its lease ends; a paused campaign's row waits for the resume.
+ * 2. Re-check the project (disabled → `cancelled`), the campaign (cancelled → `cancelled`), the contact's
+ *    subscription (marketing mail to a contact who unsubscribed since → `cancelled`) and the suppression list
+ *    (the address bounced or complained since → `suppressed`); compose the message (`compose.ts`), hand it to
+ *    SES, or to the test sink for a test email.
+ * 3. Finish the row with the claim token: `sent` (SES message id), back to `queued` for a retry (throttling or
+ *    SES unreachable: no attempt spent, the queue paused; a 5xx: backoff), or `failed` with the reason
+ *    (permanent, or attempts exhausted). A final status writes its webhook deliveries (`email.sent`,
+ *    `email.failed`, …) in the same transaction.
+ *
+ * Once SES has accepted a message, its outcome is never thrown away (`ses-accepted.ts`).
+ *
+ * @module
+ */
+import type { Queue } from 'bullmq';
+import type { Redis, Cluster } from 'ioredis';
+import { TemplateSyntaxError } from '@mailroom/mail/templates';
+import { type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { type Config } from '@mailroom/platform/config';
+import { type Logger } from '@mailroom/platform/logger';
+import { loadCampaign } from '@mailroom/db/queries/campaigns';
+import { storeTestMessage } from '@mailroom/db/queries/test-messages';
+import { type Database } from '@mailroom/db/client';
+import { classifySendError, type MailTransport } from './ses/transport';
+import { claimForSending, finishClaim, type SendOutcome } from './claim';
+import { composeMessage } from './compose';
+import { acceptedKey, readAccepted, recordAccepted } from './ses-accepted';
+
+/** What a finished job reports (shown in the dashboard). */
+export type SendJobResult =
+  | { outcome: 'sent'; messageId: string }
+  | { outcome: 'skipped'; reason: string }
+  | { outcome: 'failed' | 'cancelled' | 'suppressed'; reason: string };
+
+/**
+ * What the queue must do with the job after {@link EmailSender} ran it:
+ * - `done`: complete it with `result`;
+ * - `leased`: another worker holds the row (or died holding it): look again at `until` (epoch ms);
+ * - `campaign-paused`: the row stays queued, no attempt spent: look again in `recheckInMs`, and wake the job at
+ *   once if `resumed()` (asked after the job was put back) says the campaign resumed meanwhile;
+ * - `back-off`: SES throttled or unreachable, the row is queued again, no attempt spent: pause the whole queue
+ *   for `forMs` and put the job back for as long;
+ * - `retry`: a transient failure, the row is queued again: fail this attempt with `error` (the queue's backoff).
+ */
+export type SendStep =
+  | { kind: 'done'; result: SendJobResult }
+  | { kind: 'leased'; until: number }
+  | { kind: 'campaign-paused'; recheckInMs: number; resumed: () => Promise<boolean> }
+  | { kind: 'back-off'; forMs: number; cause: 'throttled' | 'unreachable' }
+  | { kind: 'retry'; error: Error };
+
+/** One run of the job. */
+export interface SendJobInput {
+  emailId: string;
+  /** Attempts of this job made before this one, and how many it may make in all. */
+  attempt: { made: number; max: number };
+  log: Logger;
+}
+
+/** Dependencies of the sender. */
+export interface EmailSenderDeps {
+  config: Config;
+  database: Database;
+  transport: MailTransport;
+  /** Producer of webhook deliveries (email.sent, email.failed, email.suppressed). */
+  webhookQueue: Queue<WebhookJobPayload>;
+  /** Where an SES outcome that Postgres could not take is kept until the row is claimed again. */
+  redis: Redis | Cluster;
+}
+
+/** Runs the send job for one email (see the module notes). */
+export type EmailSender = (input: SendJobInput) => Promise<SendStep>;
+
+/** Longest pause (ms) of the send queue while SES is unreachable. */
+const UNREACHABLE_MAX_DELAY_MS = 30_000;
+
+/**
+ * Creates the sender of one worker process. It keeps the count of SES calls in a row that found SES unreachable
+ * (the pause before the next try doubles with it), so one sender serves every job of the process.
+ *
+ * The returned function throws the database's errors (the job's attempt fails and is retried), and the `sent`
+ * write's error once SES has accepted the message (see `ses-accepted.ts`).
+ */
+export function createEmailSender(deps: EmailSenderDeps): EmailSender {
+  const { config, transport } = deps;
+  const { db } = deps.database;
+  const finishDeps = { config, db, webhookQueue: deps.webhookQueue };
+  /** SES calls in a row that found it unreachable (this process); sets the pause before the next try. */
+  let unreachableStreak = 0;
+
+  return async ({ emailId, attempt, log }) => {
+    const claimed = await claimForSending(db, emailId, config.sendLeaseMs);
+    if (!claimed.ok) {
+      if (claimed.kind === 'leased') return { kind: 'leased', until: claimed.until.getTime() + 50 };
+      if (claimed.kind === 'paused') {
+        // The campaign paused (a guardrail or the quota): resuming promotes the campaign's waiting jobs; the
+        // recheck is the fallback. A resume committed after the claim looked may have promoted the campaign's
+        // jobs before this one was put back (measured: a few emails waited the whole recheck), hence `resumed`.
+        const { campaignId } = claimed;
+        return { kind: 'campaign-paused', recheckInMs: config.campaignPauseRecheckMs, resumed: async () => (await loadCampaign(db, campaignId))?.status !== 'PAUSED' };
+      }
+      log.debug({ reason: claimed.kind }, 'send skipped');
+      return { kind: 'done', result: { outcome: 'skipped', reason: claimed.kind === 'final' ? `already ${claimed.status}` : 'email no longer exists' } };
+    }
+    const { claim } = claimed;
+    const email = claim.email;
+    const key = acceptedKey(config, emailId);
+    const finish = (outcome: SendOutcome) => finishClaim(finishDeps, claim, outcome, log);
+    const done = (result: SendJobResult): SendStep => ({ kind: 'done', result });
+
+    if (email.previousStatus === 'sending') {
+      // A claim that outlived its lease: SES may already have this message. Only a `sent` write that failed
+      // leaves its outcome behind; without one, the earlier worker died before or during the SES call.
+      const accepted = await readAccepted(deps.redis, key);
+      if (accepted) {
+        await finish({ status: 'sent', ...accepted });
+        await deps.redis.del(key).catch(() => undefined);
+        log.warn({ messageId: accepted.messageId }, 'recorded a send that SES accepted before Postgres was lost; not sent again');
+        return done({ outcome: 'sent', messageId: accepted.messageId });
+      }
+      log.warn('re-sending an email whose worker died mid-send (same Message-ID)');
+    }
+
+    if (email.projectDisabled) {
+      await finish({ status: 'cancelled', reason: 'project disabled' });
+      log.info('send cancelled: project disabled');
+      return done({ outcome: 'cancelled', reason: 'project disabled' });
+    }
+
+    if (email.campaign?.status === 'CANCELLED') {
+      await finish({ status: 'cancelled', reason: 'campaign cancelled' });
+      return done({ outcome: 'cancelled', reason: 'campaign cancelled' });
+    }
+
+    if (email.unsubscribed) {
+      await finish({ status: 'cancelled', reason: 'contact unsubscribed' });
+      log.info('send cancelled: contact unsubscribed since the email was written');
+      return done({ outcome: 'cancelled', reason: 'contact unsubscribed' });
+    }
+
+    // The address may have bounced or complained since this email was accepted.
+    if (email.suppressed) {
+      await finish({ status: 'suppressed', reason: 'address is on the suppression list' });
+      log.info('send skipped: recipient suppressed');
+      return done({ outcome: 'suppressed', reason: 'address is on the suppression list' });
+    }
+
+    let raw: Buffer;
+    let subject: string;
+    try {
+      ({ raw, subject } = await composeMessage(db, config, email));
+    } catch (err) {
+      if (err instanceof TemplateSyntaxError) {
+        await finish({ status: 'failed', reason: `template error: ${err.message}`, failureKind: 'permanent' });
+        return done({ outcome: 'failed', reason: err.message });
+      }
+      return retryOrFail(attempt, log, finish, `internal: ${(err as Error).message}`, err);
+    }
+
+    // Test mode: the very message built above goes to the sink instead of SES (no SES call, no rate-gate slot).
+    if (email.test) {
+      const testMessageId = `test-${email.id}`;
+      await storeTestMessage(db, email.id, email.projectId, raw);
+      await finish({ status: 'sent', messageId: testMessageId, renderedSubject: subject });
+      log.info({ messageId: testMessageId }, 'test email delivered to the sink');
+      return done({ outcome: 'sent', messageId: testMessageId });
+    }
+
+    let messageId: string;
+    try {
+      ({ messageId } = await transport.send({
+        raw,
+        from: email.fromEmail,
+        to: [email.toEmail],
+        tags: { email_id: email.id, project_id: email.projectId },
+      }));
+    } catch (err) {
+      const c = classifySendError(err);
+      if (c.kind === 'throttled') {
+        await finish({ status: 'queued', reason: c.reason, retryInMs: c.retryInMs });
+        log.warn({ reason: c.reason, retryInMs: c.retryInMs }, 'SES throttled; queue paused');
+        return { kind: 'back-off', forMs: c.retryInMs, cause: 'throttled' };
+      }
+      if (c.kind === 'unreachable') {
+        // An SES outage is weather: no attempt is spent, however long it lasts. The queue pauses with backoff
+        // (SEND_BACKOFF_MS doubling per consecutive failure, at most 30 s) so a dead endpoint is not hammered.
+        unreachableStreak++;
+        const retryInMs = Math.min(config.sendBackoffMs * 2 ** Math.min(unreachableStreak - 1, 16), UNREACHABLE_MAX_DELAY_MS);
+        await finish({ status: 'queued', reason: c.reason, retryInMs });
+        log.warn({ reason: c.reason, retryInMs }, 'send deferred: SES unreachable; queue paused');
+        return { kind: 'back-off', forMs: retryInMs, cause: 'unreachable' };
+      }
+      if (c.kind === 'permanent') {
+        await finish({ status: 'failed', reason: c.reason, failureKind: 'permanent' });
+        log.warn({ reason: c.reason }, 'send failed permanently');
+        return done({ outcome: 'failed', reason: c.reason });
+      }
+      return retryOrFail(attempt, log, finish, c.reason, err);
+    }
+
+    unreachableStreak = 0;
+    const recorded = await recordAccepted(deps, key, { messageId, renderedSubject: subject }, claim.claimedAt, () => finish({ status: 'sent', messageId, renderedSubject: subject }), log);
+    if (!recorded) log.error({ messageId }, 'sent, but the claim was lost before recording it');
+    log.info({ messageId }, 'email sent');
+    return done({ outcome: 'sent', messageId });
+  };
+}
+
+/** Transient failure: put the row back for the next attempt, or fail it when this was the last one. */
+async function retryOrFail(
+  attempt: SendJobInput['attempt'],
+  log: Logger,
+  finish: (o: SendOutcome) => Promise<boolean>,
+  reason: string,
+  err: unknown,
+): Promise<SendStep> {
+  if (attempt.made + 1 >= attempt.max) {
+    await finish({ status: 'failed', reason: `gave up after ${attempt.max} attempts: ${reason}`, failureKind: 'transient' });
+    log.error({ reason, attempts: attempt.max }, 'send failed: attempts exhausted');
+    return { kind: 'done', result: { outcome: 'failed', reason } };
+  }
+  await finish({ status: 'queued', reason });
+  log.warn({ reason, attempt: attempt.made + 1 }, 'send deferred: transient failure');
+  return { kind: 'retry', error: err instanceof Error ? err : new Error(reason) };
+}

@@ -1,0 +1,135 @@
+/**
+ * Once SES has accepted a message, its outcome is never thrown away. The `sent` write may take only what is left
+ * of the claim's lease (`SEND_LEASE_MS` less 2 s) and is retried while Postgres is unreachable (backoff from
+ * 100 ms to 2 s). As soon as one attempt fails, or before one that has less than 1 s of lease left, the outcome
+ * is kept in Redis (`<prefix>:ses-accepted:<email id>`, 7 days; removed once the write succeeds). Whoever claims
+ * the row again after the lease finds it there ({@link readAccepted}) and records `sent` without calling SES.
+ * What remains: a process hard-killed between SES's answer and the first write, or Postgres and Redis both
+ * unreachable then, re-sends that one message, with the same Message-ID, after the lease (README, "Reliability").
+ *
+ * @module
+ */
+import type { Redis, Cluster } from 'ioredis';
+import { isUnavailableError } from '@mailroom/platform/errors';
+import { type Config } from '@mailroom/platform/config';
+import { type Logger } from '@mailroom/platform/logger';
+
+/** What SES answered for a message: kept in Redis when its `sent` write fails. */
+export interface AcceptedBySes {
+  messageId: string;
+  renderedSubject: string;
+}
+
+/** How long (s) an SES outcome waits in Redis for its row to be claimed again. */
+const ACCEPTED_TTL_S = 7 * 86_400;
+/** Time (ms) left on the lease when the `sent` write stops retrying, so no other worker can claim meanwhile. */
+const LEASE_MARGIN_MS = 2_000;
+/** How long (ms) keeping an SES outcome in Redis may take before it is given up (Redis may be down too). */
+const KEEP_TIMEOUT_MS = 2_000;
+
+/** The Redis key of an email's kept SES outcome: `<QUEUE_PREFIX>:ses-accepted:<email id>`. */
+export function acceptedKey(config: Pick<Config, 'queuePrefix'>, emailId: string): string {
+  return `${config.queuePrefix}:ses-accepted:${emailId}`;
+}
+
+/**
+ * The SES outcome kept for an email whose `sent` write failed, or undefined when there is none (or it cannot be
+ * read: then the message is sent again).
+ *
+ * @throws the Redis error when Redis cannot be asked.
+ */
+export async function readAccepted(redis: Redis | Cluster, key: string): Promise<AcceptedBySes | undefined> {
+  return parseAccepted(await redis.get(key));
+}
+
+/** What recording an accepted send needs. */
+export interface RecordSentDeps {
+  config: Pick<Config, 'sendLeaseMs'>;
+  redis: Redis | Cluster;
+}
+
+/**
+ * Records that SES accepted a message: runs `write` (the `sent` finish) until it succeeds or the claim's lease
+ * nearly runs out (`claimedAt + SEND_LEASE_MS - 2 s`), keeping the outcome in Redis under `key` meanwhile when
+ * it is at risk (see the module notes), and removing it again once the write has succeeded.
+ *
+ * @param claimedAt - when the claim's lease began (epoch ms).
+ * @returns what `write` returned (false: the claim was lost before the outcome was recorded).
+ * @throws the write's last error, once the lease is nearly over or at once for an error that is not a lost
+ *   connection (logged; the outcome is kept in Redis if Redis took it, so the job's retry records it).
+ */
+export async function recordAccepted(
+  deps: RecordSentDeps,
+  key: string,
+  accepted: AcceptedBySes,
+  claimedAt: number,
+  write: () => Promise<boolean>,
+  log: Logger,
+): Promise<boolean> {
+  const { messageId } = accepted;
+  // Kept in Redis before any write that could outlive the lease, and as soon as one write fails: whoever
+  // claims the row after the lease then records it instead of sending again.
+  let kept = false;
+  const keep = async (why: string): Promise<void> => {
+    if (kept) return;
+    try {
+      await withTimeout(deps.redis.set(key, JSON.stringify(accepted), 'EX', ACCEPTED_TTL_S), KEEP_TIMEOUT_MS);
+      kept = true;
+      log.warn({ messageId, why }, 'SES outcome kept in Redis until the sent write succeeds');
+    } catch (err) {
+      log.error({ messageId, why, err: (err as Error).message }, 'SES accepted the message but Redis did not take its outcome either; it may be sent again after the lease');
+    }
+  };
+  const recorded = await writeUntilLeaseEnds(write, claimedAt + deps.config.sendLeaseMs - LEASE_MARGIN_MS, keep).catch((err) => {
+    log.error({ messageId, err: (err as Error).message }, 'SES accepted the message but the sent write failed; the job retries');
+    throw err;
+  });
+  if (kept) await deps.redis.del(key).catch(() => undefined);
+  return recorded;
+}
+
+/** Rejects with `Error('timed out after N ms')` when `p` has not settled within `ms`; `p` itself runs on. */
+async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A kept SES outcome, or undefined when there is none (or it cannot be read: then the message is re-sent). */
+function parseAccepted(kept: string | null): AcceptedBySes | undefined {
+  if (!kept) return undefined;
+  try {
+    const v = JSON.parse(kept) as Partial<AcceptedBySes>;
+    return typeof v.messageId === 'string' && typeof v.renderedSubject === 'string' ? { messageId: v.messageId, renderedSubject: v.renderedSubject } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Runs the write that records an SES outcome until it succeeds or the lease runs out (`deadline`, epoch ms):
+ * each attempt may take only the time left (a write on a silently dropped connection would otherwise hang past
+ * the lease, when another worker may claim the row), and is tried again while Postgres is unreachable
+ * ({@link isUnavailableError}) or did not answer in time, with backoff from 100 ms doubling to 2 s.
+ *
+ * @param keep - called (once is enough; it is idempotent) before an attempt that has less than 1 s of lease left
+ *   and after any failed attempt, so the outcome survives the lease.
+ * @throws the last error when the deadline passes, or at once for an error that is not a lost connection.
+ */
+async function writeUntilLeaseEnds<T>(write: () => Promise<T>, deadline: number, keep: (why: string) => Promise<void>): Promise<T> {
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
+    const left = deadline - Date.now();
+    if (left < 1_000) await keep('little of the lease left');
+    try {
+      return await withTimeout(write(), Math.max(left, 1_000));
+    } catch (err) {
+      await keep((err as Error).message);
+      const timedOut = /^timed out after/.test((err as Error).message);
+      if ((!timedOut && !isUnavailableError(err)) || Date.now() + delay > deadline) throw err;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
