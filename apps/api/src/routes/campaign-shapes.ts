@@ -17,6 +17,7 @@ import { type CampaignRow, type NewCampaign, type Transition } from '@mailroom/d
 import { type DbOrTx } from '@mailroom/db/client';
 import { senderError } from '@mailroom/mail/sender';
 import { FilterField } from './filter-fields';
+import { filterField } from '@mailroom/audiences/filter-schema';
 import { EmailAddress, Nullable, PageQuery, PlunkPageQuery, StringEnum, Timestamp } from './common';
 
 export const Status = StringEnum(CAMPAIGN_STATUSES, 'DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED');
@@ -107,7 +108,7 @@ export const fields = {
 
 /** Plunk v2's names and fields of a campaign body, accepted beside ours. */
 export const PlunkCampaignFields = {
-  audienceCondition: Type.Optional(Nullable(Type.Unsafe<unknown>({ ...FilterField, description: "Plunk's name for audienceFilter; give only one of the two" }))),
+  audienceCondition: Type.Optional(Nullable(filterField("Plunk's name for audienceFilter; give only one of the two"))),
   type: Type.Optional(
     StringEnum(['MARKETING', 'TRANSACTIONAL', 'ALL', 'SEGMENT', 'FILTERED'] as const, "Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)"),
   ),
