@@ -7,8 +7,8 @@
  * `filter` and answered beside it; the lists take Plunk's `page`/`pageSize` and answer `segments` / `contacts`,
  * `page`, `pageSize`, `totalPages` beside ours.
  *
- * DYNAMIC segments hold a filter in the segment language (`@mailroom/core` segments), compiled to one SQL
- * predicate; STATIC segments hold explicit members. Counts are read from the segment row (maintained by trigger,
+ * DYNAMIC segments hold a filter in the segment language (`@mailroom/audiences/segments`), compiled to one SQL
+ * predicate (`@mailroom/audiences/audience`); STATIC segments hold explicit members. Counts are read from the segment row (maintained by trigger,
  * or recounted by the worker), never counted on read.
  *
  * @module
@@ -24,11 +24,10 @@ import {
   getSegment,
   listMatchingContacts,
   listSegments,
-  segmentPredicate,
   updateSegment,
   type SegmentRow,
 } from '@mailroom/audiences/queries/segments';
-import { compileFilter } from '@mailroom/audiences/queries/segment-filter';
+import { compileAudience, segmentAudience } from '@mailroom/audiences/audience';
 import { route } from '../http/route';
 import { announcedChange } from '@mailroom/webhooks/announce';
 import type { AppDeps } from '../http/context';
@@ -223,10 +222,10 @@ export function segmentRoutes(deps: AppDeps) {
       handler: async ({ body, auth }) => {
         const given = requestFilter(body);
         if (given.value === undefined) throw validationError([{ field: 'filter', message: 'is required', code: 'invalid_type' }]);
-        const filter = parseSegmentFilter(given.value, given.field);
-        const predicate = compileFilter(filter, { projectId: auth.projectId, now: Date.now() });
+        const audience = { type: 'FILTERED' as const, filter: parseSegmentFilter(given.value, given.field) };
+        const predicate = compileAudience(auth.projectId, audience, { now: Date.now() });
         const [counted, sample] = await Promise.all([
-          countMatchingContacts(db, auth.projectId, filter),
+          countMatchingContacts(db, auth.projectId, predicate),
           listMatchingContacts(db, auth.projectId, predicate, { limit: body.sampleSize ?? 10 }),
         ]);
         return { data: { count: counted.count, sample: sample.items.map(presentContact) } };
@@ -319,7 +318,7 @@ export function segmentRoutes(deps: AppDeps) {
       handler: async ({ params, query, auth }) => {
         const paging = resolvePaging(query);
         const s = await load(auth.projectId, params.id);
-        const page = await listMatchingContacts(db, auth.projectId, segmentPredicate(s, Date.now()), {
+        const page = await listMatchingContacts(db, auth.projectId, compileAudience(auth.projectId, segmentAudience(s), { now: Date.now() }), {
           limit: paging.limit,
           offset: paging.offset,
           beforeId: cursorId(query.cursor),

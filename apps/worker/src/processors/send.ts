@@ -36,7 +36,7 @@ import { isUnavailableError } from '@mailroom/platform/errors';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { claimEmail, finishEmail, loadAttachments } from '@mailroom/db/queries/emails';
-import { loadCampaign } from '@mailroom/db/queries/campaigns';
+import { loadCampaign } from '@mailroom/audiences/queries/campaigns';
 import { storeTestMessage } from '@mailroom/db/queries/test-messages';
 import { type Database } from '@mailroom/db/client';
 import { classifySendError, type MailTransport } from '../ses/transport';
