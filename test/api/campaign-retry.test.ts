@@ -14,7 +14,7 @@ import { campaigns } from '@mailroom/db/schema/campaigns';
 import { emails } from '@mailroom/db/schema/emails';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { pauseCampaign } from '@mailroom/audiences/queries/campaign-pause';
-import { retriedEmailIds } from '@mailroom/db/queries/campaign-retry';
+import { retriedEmailIds } from '@mailroom/audiences/queries/campaign-retry';
 import { webhookDeliveries } from '@mailroom/db/schema/webhooks';
 import { client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
 

@@ -4,6 +4,7 @@
  * @module
  */
 import type { TSchema } from '@sinclair/typebox';
+import { registeredSchemas } from '@mailroom/platform/validation';
 import type { AnyRoute } from './http/route';
 
 const statusText: Record<number, string> = {
@@ -67,8 +68,21 @@ const IdempotencyKeyParameter = {
 };
 
 function plain(schema: TSchema): unknown {
-  // Drops TypeBox's symbol keys and undefined values.
-  return JSON.parse(JSON.stringify(schema));
+  // Drops TypeBox's symbol keys and undefined values; a reference to a shared schema (by `$id`, as ajv resolves
+  // it) points at its component.
+  return JSON.parse(JSON.stringify(schema), (key, value: unknown) =>
+    key === '$ref' && typeof value === 'string' && registeredSchemas().has(value) ? `#/components/schemas/${value}` : value,
+  );
+}
+
+/** The shared schemas (`registerSchema`) as components, under their `$id`. */
+function sharedComponents(): Record<string, unknown> {
+  return Object.fromEntries(
+    [...registeredSchemas()].map(([id, schema]) => {
+      const { $id: _id, ...rest } = plain(schema) as Record<string, unknown>;
+      return [id, rest];
+    }),
+  );
 }
 
 function parameters(schema: TSchema | undefined, where: 'query' | 'path') {
@@ -137,7 +151,7 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string; server
         apiKey: { type: 'http', scheme: 'bearer', description: 'sk_… (or pk_… on /v1/track)' },
         adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' },
       },
-      schemas: { Error: ErrorBody },
+      schemas: { Error: ErrorBody, ...sharedComponents() },
     },
     paths,
   };

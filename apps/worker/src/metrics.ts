@@ -18,7 +18,7 @@
  */
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { sendingCampaignProgress } from '@mailroom/db/queries/campaigns';
+import { sendingCampaignProgress } from '@mailroom/audiences/queries/campaigns';
 import { type Database } from '@mailroom/db/client';
 
 /** The worker's metrics. */

@@ -58,6 +58,29 @@ const bodyAjv = makeAjv(false);
 // Query strings and path parameters arrive as text: coerce "20" → 20 and "true" → true.
 const paramAjv = makeAjv(true);
 
+/** Schemas that others reference by `$id` ({@link registerSchema}). */
+const shared = new Map<string, TSchema>();
+
+/**
+ * Makes a schema with an `$id` referable from every validator (`{ $ref: "<$id>" }`, e.g. a recursive schema that
+ * several request fields share). Registering the same `$id` again is a no-op.
+ *
+ * @throws Error when the schema has no `$id`.
+ */
+export function registerSchema(schema: TSchema): void {
+  const id = schema.$id;
+  if (!id) throw new Error('registerSchema needs a schema with an $id');
+  if (shared.has(id)) return;
+  shared.set(id, schema);
+  bodyAjv.addSchema(schema);
+  paramAjv.addSchema(schema);
+}
+
+/** The schemas registered with {@link registerSchema}, by `$id` (the OpenAPI document's shared components). */
+export function registeredSchemas(): ReadonlyMap<string, TSchema> {
+  return shared;
+}
+
 const keywordCode: Record<string, FieldErrorCode> = {
   type: 'invalid_type',
   required: 'invalid_type',
@@ -121,7 +144,9 @@ function toFieldError(e: ErrorObject, root: string): FieldError {
  * failing path, its own errors are reported (e.g. `to.email must be a valid email`); otherwise one
  * `invalid_type` error describes the accepted shapes.
  */
-function simplify(errors: ErrorObject[], schemaDescription: (schemaPath: string) => string | undefined): ErrorObject[] {
+function simplify(all: ErrorObject[], schemaDescription: (schemaPath: string) => string | undefined): ErrorObject[] {
+  // An `if`/`then`/`else` failure is told by the errors of the branch that applied; its own error adds nothing.
+  const errors = all.filter((e) => e.keyword !== 'if');
   const anyOfs = errors.filter((e) => e.keyword === 'anyOf');
   if (anyOfs.length === 0) return errors;
   // Innermost anyOf failures first, so nested unions are resolved before their parents.
@@ -135,6 +160,18 @@ function simplify(errors: ErrorObject[], schemaDescription: (schemaPath: string)
     for (const e of inside) {
       const branch = e.schemaPath.slice(prefix.length).split('/')[0];
       byBranch.set(branch, [...(byBranch.get(branch) ?? []), e]);
+    }
+    // Errors inside a `$ref` branch have paths of the referenced schema: they are the run of errors ajv reported
+    // just before the union about its value, whose path is not the union's.
+    const refBranch = Array.isArray(union.schema) ? (union.schema as unknown[]).findIndex((b) => typeof b === 'object' && b !== null && '$ref' in b) : -1;
+    if (refBranch >= 0) {
+      const within = (e: ErrorObject) => e.instancePath === union.instancePath || e.instancePath.startsWith(`${union.instancePath}/`);
+      const through: ErrorObject[] = [];
+      for (let j = remaining.indexOf(union) - 1; j >= 0 && within(remaining[j]); j--) {
+        if (!remaining[j].schemaPath.startsWith(prefix)) through.unshift(remaining[j]);
+      }
+      inside.push(...through);
+      if (through.length > 0) byBranch.set(String(refBranch), [...(byBranch.get(String(refBranch)) ?? []), ...through]);
     }
     const typeMatched = [...byBranch.values()].filter(
       (errs) => !errs.some((e) => e.keyword === 'type' && e.instancePath === union.instancePath),

@@ -7,7 +7,7 @@
  * `SEND_FAIR_SHARE_PER_MINUTE` a project's mail moves one priority step down per tenfold, at most
  * {@link MAX_DEMOTION} steps: transactional 1 → 2 (from 1× the share), 3 (10×), 4 (100×); workflow 5 → 6, 7, 8. It
  * stays ahead of the next lane (workflow 5, campaign 10), and a project within its share always goes first. The
- * campaign lane is shared differently (its depth, `apps/worker/src/processors/campaign-lane.ts`).
+ * campaign lane is shared differently (its depth, `@mailroom/audiences/campaigns/lane`).
  *
  * Within a project the order can change only at a minute boundary (a new minute starts at the lane's own
  * priority again); transactional emails are independent messages, and nothing waits longer than the burst would

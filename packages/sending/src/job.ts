@@ -23,7 +23,7 @@ import { TemplateSyntaxError } from '@mailroom/mail/templates';
 import { type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';
-import { loadCampaign } from '@mailroom/db/queries/campaigns';
+import { loadCampaign } from '@mailroom/audiences/queries/campaigns';
 import { storeTestMessage } from '@mailroom/db/queries/test-messages';
 import { type Database } from '@mailroom/db/client';
 import { classifySendError, type MailTransport } from './ses/transport';

@@ -9,14 +9,13 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { announceWebhookDeliveries, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { encodeCursor } from '@mailroom/platform/ids';
-import { notFound } from '@mailroom/platform/errors';
-import { campaignEmailsInQueue, campaignTimeline, resumeCampaign } from '@mailroom/audiences/queries/campaign-pause';
-import { getCampaign } from '@mailroom/db/queries/campaigns';
+import { campaignTimeline } from '@mailroom/audiences/queries/campaign-pause';
+import { requireCampaign } from '@mailroom/audiences/campaigns/lifecycle';
+import { resumeNow } from '@mailroom/audiences/campaigns/recovery';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { Campaign, presentCampaign, refused, refuseTestKeyOnLive } from './campaign-shapes';
+import { Campaign, presentCampaign } from './campaign-shapes';
 import { cursorId, IdParams, PageQuery, Timestamp } from './common';
 
 const CampaignEvent = Type.Object({
@@ -53,23 +52,7 @@ export function campaignGuardrailRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 409, 429],
       handler: async ({ params, auth, log }) => {
-        const before = await getCampaign(db, auth.projectId, params.id);
-        if (!before) throw notFound('Campaign');
-        refuseTestKeyOnLive(auth, before, 'resume');
-        const { campaign, deliveries } = await db.transaction((tx) => resumeCampaign(tx, auth.projectId, params.id, { by: 'api' }));
-        if (!campaign) {
-          const c = await getCampaign(db, auth.projectId, params.id);
-          throw refused(c ? { ok: false, reason: 'state', status: c.status } : { ok: false, reason: 'missing' }, 'resume');
-        }
-        await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
-        try {
-          // The job feeds the rest of the audience; the emails already in the queue wake at once.
-          await scheduleCampaignJob(deps.queues.campaign, campaign, new Date());
-          await promoteDelayedJobs(deps.queues.send, await campaignEmailsInQueue(db, campaign.id, deps.config.campaignQueueWindow));
-        } catch (err) {
-          // Committed: the reconciler gives a SENDING campaign its job, and waiting emails recheck on their own.
-          log.warn({ err, campaignId: campaign.id }, 'resumed campaign not woken; it continues within CAMPAIGN_PAUSE_RECHECK_MS');
-        }
+        const campaign = await resumeNow(deps, log, auth, auth.projectId, params.id);
         return { data: presentCampaign(campaign) };
       },
     }),
@@ -86,8 +69,7 @@ export function campaignGuardrailRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, query, auth }) => {
-        const c = await getCampaign(db, auth.projectId, params.id);
-        if (!c) throw notFound('Campaign');
+        const c = await requireCampaign(db, auth.projectId, params.id);
         const limit = query.limit;
         const rows = await campaignTimeline(db, auth.projectId, c.id, limit + 1, cursorId(query.cursor));
         const page = rows.slice(0, limit);

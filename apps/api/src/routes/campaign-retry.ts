@@ -6,13 +6,10 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
-import { announceWebhookDeliveries, scheduleCampaignJob } from '@mailroom/queues/enqueue';
-import { getCampaign } from '@mailroom/db/queries/campaigns';
-import { retryFailedCampaign } from '@mailroom/db/queries/campaign-retry';
+import { retryFailedNow } from '@mailroom/audiences/campaigns/recovery';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { Campaign, presentCampaign, refuseTestKeyOnLive } from './campaign-shapes';
+import { Campaign, presentCampaign } from './campaign-shapes';
 import { IdParams } from './common';
 
 const RetryFailedResponse = Type.Intersect([
@@ -27,7 +24,6 @@ const RetryFailedResponse = Type.Intersect([
 
 /** The retry-failed route. */
 export function campaignRetryRoutes(deps: AppDeps) {
-  const { db } = deps.database;
   return [
     route({
       method: 'post',
@@ -52,31 +48,7 @@ export function campaignRetryRoutes(deps: AppDeps) {
       otherStatuses: { 200: 'nothing to retry: the campaign stays SENT (the retry is used all the same)' },
       errors: [400, 401, 403, 404, 409, 429],
       handler: async ({ params, auth, log }) => {
-        const c = await getCampaign(db, auth.projectId, params.id);
-        if (!c) throw notFound('Campaign');
-        refuseTestKeyOnLive(auth, c, 'retry the failed emails of');
-        const r = await retryFailedCampaign(db, auth.projectId, params.id);
-        if (!r.ok) {
-          if (r.reason === 'missing') throw notFound('Campaign');
-          if (r.reason === 'already') {
-            throw new AppError(ErrorCode.INVALID_STATE, `The failed emails of this campaign were already retried (at ${r.at.toISOString()}); retry-failed runs once per campaign`, {
-              suggestion: "See the campaign's timeline (GET /campaigns/{id}/timeline) for what the retry re-queued.",
-            });
-          }
-          throw new AppError(ErrorCode.INVALID_STATE, `Cannot retry the failed emails of a campaign that is ${r.status}; only a SENT campaign's can be retried`, {
-            suggestion: 'Wait until the campaign is SENT (every recipient final); DRAFT, SCHEDULED, SENDING, PAUSED, CANCELLED and FAILED campaigns are refused.',
-          });
-        }
-        await announceWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
-        if (r.retried > 0) {
-          try {
-            await scheduleCampaignJob(deps.queues.campaign, r.campaign, new Date());
-          } catch (err) {
-            // Committed: the reconciler gives a SENDING campaign its job once Redis answers.
-            log.warn({ err, campaignId: r.campaign.id }, 'campaign job not scheduled for the retry; the reconciler will');
-          }
-        }
-        log.info({ campaignId: r.campaign.id, retried: r.retried, skipped: r.skipped }, 'campaign failed emails retried');
+        const r = await retryFailedNow(deps, log, auth, auth.projectId, params.id);
         return { status: r.retried > 0 ? 202 : 200, data: { ...presentCampaign(r.campaign), retried: r.retried, skipped: r.skipped } };
       },
     }),

@@ -1,22 +1,19 @@
 /**
  * The shapes of the campaign routes (`campaigns.ts`): TypeBox schemas of campaigns, their bodies and stats (ours
- * with Plunk v2's names beside them), the presenter, Plunk's body forms mapped onto ours, and the checks a
- * campaign's fields must pass before it is stored or sent.
+ * with Plunk v2's names beside them), the presenter, and Plunk's body forms mapped onto ours. The rules a
+ * campaign must pass live in `@mailroom/audiences/campaigns/rules`.
  *
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { AppError, ErrorCode, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
+import { validationError, type FieldError } from '@mailroom/platform/errors';
 import { MailboxString } from '@mailroom/platform/validation';
 import { normalizeEmail, senderFields } from '@mailroom/platform/address';
-import { parseSegmentFilter } from '@mailroom/audiences/segments';
-import { templateSyntaxErrors } from '@mailroom/mail/templates';
 import { CAMPAIGN_PAUSE_REASONS, CAMPAIGN_STATUSES } from '@mailroom/db/schema/campaigns';
-import { getSegment } from '@mailroom/audiences/queries/segments';
-import { type CampaignRow, type NewCampaign, type Transition } from '@mailroom/db/queries/campaigns';
-import { type DbOrTx } from '@mailroom/db/client';
-import { senderError } from '@mailroom/mail/sender';
+import { type CampaignRow, type NewCampaign } from '@mailroom/audiences/queries/campaigns';
+import type { CampaignStats } from '@mailroom/audiences/campaigns/stats';
 import { FilterField } from './filter-fields';
+import { filterField } from '@mailroom/audiences/filter-schema';
 import { EmailAddress, Nullable, PageQuery, PlunkPageQuery, StringEnum, Timestamp } from './common';
 
 export const Status = StringEnum(CAMPAIGN_STATUSES, 'DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED');
@@ -107,7 +104,7 @@ export const fields = {
 
 /** Plunk v2's names and fields of a campaign body, accepted beside ours. */
 export const PlunkCampaignFields = {
-  audienceCondition: Type.Optional(Nullable(Type.Unsafe<unknown>({ ...FilterField, description: "Plunk's name for audienceFilter; give only one of the two" }))),
+  audienceCondition: Type.Optional(Nullable(filterField("Plunk's name for audienceFilter; give only one of the two"))),
   type: Type.Optional(
     StringEnum(['MARKETING', 'TRANSACTIONAL', 'ALL', 'SEGMENT', 'FILTERED'] as const, "Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)"),
   ),
@@ -227,63 +224,43 @@ export const Stats = Type.Object({
   deliveryRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded' }),
 });
 
-/** Status groups of the stats: a later status implies the earlier ones (an opened email was delivered). */
-export const REACHED = {
-  sent: ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'],
-  final: ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'failed', 'cancelled', 'suppressed'],
-} as const;
-
-/**
- * Refuses a test key an action that would send a live campaign's mail through SES (resume, retry-failed): test
- * keys never mail anyone. @throws {@link AppError} 403 `FORBIDDEN`.
- */
-export function refuseTestKeyOnLive(auth: { mode: 'live' | 'test' }, c: Pick<CampaignRow, 'test'>, action: string): void {
-  if (auth.mode === 'test' && !c.test) {
-    throw new AppError(ErrorCode.FORBIDDEN, `A test key cannot ${action} a live campaign: that would send real mail`, {
-      suggestion: 'Use the live secret key (sk_…) of the project.',
-    });
-  }
-}
-
-/** The 409 or 404 of a refused transition. */
-export function refused(t: Exclude<Transition, { ok: true }>, action: string): AppError {
-  if (t.reason === 'missing') return notFound('Campaign');
-  return new AppError(ErrorCode.INVALID_STATE, `Cannot ${action} a campaign that is ${t.status}`, {
-    suggestion: 'See the campaign states: DRAFT → SCHEDULED → SENDING → SENT; PAUSED from SENDING, resumed to SENDING; CANCELLED from DRAFT, SCHEDULED, SENDING or PAUSED.',
-  });
-}
-
-/** Checks the audience and content rules of a campaign (as it would be after a create or patch). */
-export async function campaignErrors(db: DbOrTx, projectId: string, c: NewCampaign & { fromEmail: string }): Promise<FieldError[]> {
-  const errors: FieldError[] = [];
-  if (c.audienceType === 'SEGMENT') {
-    if (!c.segmentId) errors.push({ field: 'segmentId', message: 'is required when audienceType is SEGMENT', code: 'invalid_type' });
-    else if (!(await getSegment(db, projectId, c.segmentId))) errors.push({ field: 'segmentId', message: 'is not a segment of this project', code: 'custom' });
-  } else if (c.segmentId) {
-    errors.push({ field: 'segmentId', message: 'is only used when audienceType is SEGMENT', code: 'custom' });
-  }
-  if (c.audienceType === 'FILTERED') {
-    if (c.audienceFilter === null || c.audienceFilter === undefined) {
-      errors.push({ field: 'audienceFilter', message: 'is required when audienceType is FILTERED', code: 'invalid_type' });
-    } else {
-      try {
-        parseSegmentFilter(c.audienceFilter, 'audienceFilter');
-      } catch (err) {
-        if (err instanceof AppError && err.options.errors) errors.push(...err.options.errors);
-        else throw err;
-      }
-    }
-  } else if (c.audienceFilter !== null && c.audienceFilter !== undefined) {
-    errors.push({ field: 'audienceFilter', message: 'is only used when audienceType is FILTERED', code: 'custom' });
-  }
-  errors.push(...templateSyntaxErrors({ subject: c.subject, body: c.body }, (k) => k));
-  const sender = await senderError(db, projectId, c.fromEmail);
-  if (sender) errors.push(sender);
-  return errors;
-}
-
 /** Body fields → columns: a mailbox `from` ("Acme <hello@acme.com>") gives the address and, unless stated, `fromName`. */
 export function toColumns(body: Partial<Static<typeof UpdateCampaign>>): Partial<NewCampaign> {
   const { from, ...rest } = senderFields(body);
   return { ...rest, ...(from !== undefined ? { fromEmail: normalizeEmail(from) } : {}) };
+}
+
+/** A campaign's statistics as the stats route answers them, with Plunk's names beside ours. */
+export function presentStats(c: CampaignRow, s: CampaignStats): Static<typeof Stats> {
+  return {
+    campaignId: c.id,
+    status: c.status,
+    recipients: s.recipients,
+    queued: s.queued,
+    sent: s.sent,
+    delivered: s.delivered,
+    opened: s.opened,
+    clicked: s.clicked,
+    bounced: s.bounced,
+    complained: s.complained,
+    failed: s.failed,
+    cancelled: s.cancelled,
+    suppressed: s.suppressed,
+    unsubscribed: s.unsubscribed,
+    rates: s.rates,
+    progress: s.progress,
+    audienceComplete: s.audienceComplete,
+    sendRate: s.sendRate,
+    etaSeconds: s.etaSeconds,
+    totalRecipients: s.recipients,
+    sentCount: s.sent,
+    deliveredCount: s.delivered,
+    openedCount: s.opened,
+    clickedCount: s.clicked,
+    bouncedCount: s.bounced,
+    openRate: s.percent.open,
+    clickRate: s.percent.click,
+    bounceRate: s.percent.bounce,
+    deliveryRate: s.percent.delivery,
+  };
 }

@@ -2,11 +2,9 @@
  * Campaigns: `GET/POST /campaigns`, `GET/PATCH/DELETE /campaigns/{id}`, `POST /campaigns/{id}/send|cancel|test`,
  * `GET /campaigns/{id}/stats` (spec "Campaign"; API.md "Campaign states").
  *
- * States: DRAFT → SCHEDULED → SENDING → SENT; PAUSED from SENDING (a guardrail or the SES quota) and back by
- * resume (campaign-guardrails.ts); CANCELLED from DRAFT, SCHEDULED, SENDING or PAUSED; FAILED when a
- * scheduled campaign cannot start (its segment was deleted). Every other move is 409 `INVALID_STATE`. SENT means
- * every recipient's email reached a final state. The worker's `campaign` job does the fan-out; this module only
- * moves state and (re)schedules that job.
+ * The states, their moves and the rules a campaign must pass are `@mailroom/audiences/campaigns` (rules.ts,
+ * lifecycle.ts); the worker's `campaign` job does the fan-out. This module translates HTTP into those calls and
+ * their results back.
  *
  * Plunk v2 compatibility (API.md), where the specification is silent: `PUT /campaigns/{id}` is the PATCH;
  * `audienceCondition` stands for `audienceFilter`, `scheduledFor` for `scheduledAt`, the test's `email` for `to`, and
@@ -17,42 +15,28 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { newId } from '@mailroom/platform/ids';
 import { normalizeEmail } from '@mailroom/platform/address';
-import { notFound, validationError } from '@mailroom/platform/errors';
-import { SendPriority } from '@mailroom/queues/catalog';
-import { enqueueSendJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
+import { validationError } from '@mailroom/platform/errors';
+import { listCampaigns, type NewCampaign } from '@mailroom/audiences/queries/campaigns';
 import {
-  campaignEmailCounts,
-  cancelCampaign,
-  createCampaign,
-  deleteDraftCampaign,
-  getCampaign,
-  listCampaigns,
-  sendCampaign,
-  updateCampaign,
-  type CampaignRow,
-  type NewCampaign,
-} from '@mailroom/db/queries/campaigns';
-import { findContactByEmail } from '@mailroom/db/queries/contacts';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+  cancelNow,
+  createDraft,
+  deleteDraft,
+  editCampaign,
+  requireCampaign,
+  sendableCampaign,
+  sendOrSchedule,
+  sendTestEmails,
+  testableCampaign,
+} from '@mailroom/audiences/campaigns/lifecycle';
+import { campaignStats } from '@mailroom/audiences/campaigns/stats';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { senderError } from '@mailroom/mail/sender';
-import { announcedChange } from '@mailroom/webhooks/announce';
-import {
-  cursorId,
-  Deleted,
-  IdParams,
-  keysetPage,
-  PageFields,
-  PlunkPageFields,
-  plunkPageFields,
-  resolvePaging,
-} from './common';
+import { cursorId, Deleted, IdParams, keysetPage, PageFields, PlunkPageFields, plunkPageFields, resolvePaging } from './common';
 import {
   Campaign,
   presentCampaign,
+  presentStats,
   fromPlunk,
   CreateCampaign,
   UpdateCampaign,
@@ -61,23 +45,12 @@ import {
   Recipients,
   TestBody,
   Stats,
-  REACHED,
-  refused,
-  campaignErrors,
   toColumns,
 } from './campaign-shapes';
 
 /** Routes of this module. */
 export function campaignRoutes(deps: AppDeps) {
   const { db } = deps.database;
-  const schedule = async (c: CampaignRow, log: { warn: (o: object, m: string) => void }) => {
-    try {
-      await scheduleCampaignJob(deps.queues.campaign, c, c.status === 'SCHEDULED' && c.scheduledAt ? c.scheduledAt : new Date());
-    } catch (err) {
-      // The transition is committed; the reconciler gives a SENDING or due campaign its job once Redis is back.
-      log.warn({ err, campaignId: c.id }, 'campaign job not scheduled; the reconciler will');
-    }
-  };
   return [
     route({
       method: 'get',
@@ -127,9 +100,7 @@ export function campaignRoutes(deps: AppDeps) {
       handler: async ({ body, auth }) => {
         const ours = fromPlunk(body);
         const input = { ...toColumns(ours), audienceType: ours.audienceType } as NewCampaign & { fromEmail: string };
-        const errors = await campaignErrors(db, auth.projectId, input);
-        if (errors.length > 0) throw validationError(errors);
-        return { data: presentCampaign(await createCampaign(db, auth.projectId, input)) };
+        return { data: presentCampaign(await createDraft(db, auth.projectId, input)) };
       },
     }),
     route({
@@ -143,11 +114,7 @@ export function campaignRoutes(deps: AppDeps) {
       response: Campaign,
       status: 200,
       errors: [400, 401, 403, 404, 429],
-      handler: async ({ params, auth }) => {
-        const c = await getCampaign(db, auth.projectId, params.id);
-        if (!c) throw notFound('Campaign');
-        return { data: presentCampaign(c) };
-      },
+      handler: async ({ params, auth }) => ({ data: presentCampaign(await requireCampaign(db, auth.projectId, params.id)) }),
     }),
     ...(['patch', 'put'] as const).map((method) =>
       route({
@@ -165,19 +132,7 @@ export function campaignRoutes(deps: AppDeps) {
         errors: [400, 401, 403, 404, 409, 422, 429],
         handler: async ({ params, body: given, auth }) => {
           const body = fromPlunk(given);
-          const current = await getCampaign(db, auth.projectId, params.id);
-        if (!current) throw notFound('Campaign');
-          if (current.status !== 'DRAFT' && current.status !== 'SCHEDULED') throw refused({ ok: false, reason: 'state', status: current.status }, 'update');
-          const patch = toColumns(body);
-          const merged = { ...current, ...patch };
-          // Switching the audience type drops the other type's settings unless they are restated.
-          if (body.audienceType && body.audienceType !== 'SEGMENT' && body.segmentId === undefined) merged.segmentId = patch.segmentId = null;
-          if (body.audienceType && body.audienceType !== 'FILTERED' && body.audienceFilter === undefined) merged.audienceFilter = patch.audienceFilter = null;
-          const errors = await campaignErrors(db, auth.projectId, merged);
-          if (errors.length > 0) throw validationError(errors);
-          const t = await updateCampaign(db, auth.projectId, params.id, patch);
-          if (!t.ok) throw refused(t, 'update');
-          return { data: presentCampaign(t.campaign) };
+          return { data: presentCampaign(await editCampaign(db, auth.projectId, params.id, toColumns(body))) };
         },
       }),
     ),
@@ -193,8 +148,7 @@ export function campaignRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 409, 429],
       handler: async ({ params, auth }) => {
-        const t = await deleteDraftCampaign(db, auth.projectId, params.id);
-        if (!t.ok) throw refused(t, 'delete');
+        await deleteDraft(db, auth.projectId, params.id);
         return { data: { id: params.id, deleted: true as const } };
       },
     }),
@@ -215,26 +169,13 @@ export function campaignRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 409, 422, 429],
       handler: async ({ params, body, auth, log }) => {
-        const current = await getCampaign(db, auth.projectId, params.id);
-        if (!current) throw notFound('Campaign');
-        if (current.status !== 'DRAFT' && current.status !== 'SCHEDULED') throw refused({ ok: false, reason: 'state', status: current.status }, 'send');
-        const errors = await campaignErrors(db, auth.projectId, current);
-        if (errors.length > 0) throw validationError(errors);
+        await sendableCampaign(db, auth.projectId, params.id);
         if (body.scheduledAt !== undefined && body.scheduledFor !== undefined) {
           throw validationError([{ field: 'scheduledFor', message: 'give the time once: scheduledAt and scheduledFor are the same field', code: 'custom' }]);
         }
         const when = body.scheduledAt ?? body.scheduledFor;
-        const at = when ? new Date(when) : null;
-        const t = await announcedChange(
-          deps,
-          log,
-          auth.projectId,
-          (tx) => sendCampaign(tx, auth.projectId, params.id, at && at.getTime() > Date.now() ? at : null, auth.mode === 'test'),
-          (r) => (r.ok && r.campaign.status === 'SENDING' ? [{ type: 'campaign.sending', data: { campaignId: r.campaign.id } }] : []),
-        );
-        if (!t.ok) throw refused(t, 'send');
-        await schedule(t.campaign, log);
-        return { data: presentCampaign(t.campaign) };
+        const c = await sendOrSchedule(deps, log, auth.projectId, params.id, when ? new Date(when) : null, auth.mode === 'test');
+        return { data: presentCampaign(c) };
       },
     }),
     route({
@@ -252,18 +193,8 @@ export function campaignRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 409, 429],
       handler: async ({ params, auth, log }) => {
-        const t = await announcedChange(
-          deps,
-          log,
-          auth.projectId,
-          (tx) => cancelCampaign(tx, auth.projectId, params.id),
-          (r) => (r.ok ? [{ type: 'campaign.cancelled', data: { campaignId: r.campaign.id } }] : []),
-        );
-        if (!t.ok) throw refused(t, 'cancel');
-        // Wake the campaign's job now: it sweeps the emails the queue never received, then ends.
-        if (t.campaign.recipients > 0) await schedule(t.campaign, log);
-        else await deps.queues.campaign.remove(params.id).catch(() => undefined);
-        return { data: { ...presentCampaign(t.campaign), cancelledEmails: t.cancelledEmails ?? 0 } };
+        const { campaign, cancelledEmails } = await cancelNow(deps, log, auth.projectId, params.id);
+        return { data: { ...presentCampaign(campaign), cancelledEmails } };
       },
     }),
     route({
@@ -283,38 +214,12 @@ export function campaignRoutes(deps: AppDeps) {
       status: 202,
       errors: [400, 401, 403, 404, 422, 429],
       handler: async ({ params, body, auth, log }) => {
-        const c = await getCampaign(db, auth.projectId, params.id);
-        if (!c) throw notFound('Campaign');
-        const sender = await senderError(db, auth.projectId, c.fromEmail);
-        if (sender) throw validationError([sender]);
+        const c = await testableCampaign(db, auth.projectId, params.id);
         if (body.to !== undefined && body.email !== undefined) throw validationError([{ field: 'email', message: 'give the addresses once: to and email are the same field', code: 'custom' }]);
         const given = (body.to ?? body.email) as Static<typeof Recipients> | undefined;
         if (given === undefined) throw validationError([{ field: 'to', message: 'is required', code: 'invalid_type' }]);
         const to = [...new Set((Array.isArray(given) ? given : [given]).map(normalizeEmail))];
-        const rows = await Promise.all(
-          to.map(async (email) => {
-            const contact = await findContactByEmail(db, auth.projectId, email);
-            return {
-              id: newId(),
-              projectId: auth.projectId,
-              contactId: contact?.id ?? null,
-              source: 'transactional' as const,
-              marketing: true,
-              toEmail: email,
-              fromEmail: c.fromEmail,
-              fromName: c.fromName,
-              replyTo: c.replyTo,
-              subject: c.subject,
-              body: c.body,
-              bodyFormat: 'html' as const,
-              test: auth.mode === 'test',
-            };
-          }),
-        );
-        await db.transaction((tx) => insertQueuedEmails(tx, rows));
-        await enqueueSendJobs(deps.queues.send, deps.config, rows.map((r) => ({ emailId: r.id, projectId: auth.projectId, priority: SendPriority.transactional })))
-          .catch((err) => log.warn({ err }, 'enqueue failed; the reconciler will enqueue these emails'));
-        return { data: { emails: rows.map((r) => ({ email: r.toEmail, id: r.id })) } };
+        return { data: { emails: await sendTestEmails(deps, log, c, to, auth.mode === 'test') } };
       },
     }),
     route({
@@ -329,59 +234,8 @@ export function campaignRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, auth }) => {
-        const c = await getCampaign(db, auth.projectId, params.id);
-        if (!c) throw notFound('Campaign');
-        const RATE_WINDOW_MS = 60_000;
-        const { byStatus, recentlySent, delivered, opened, clicked } = await campaignEmailCounts(db, c.id, RATE_WINDOW_MS);
-        const sum = (statuses: readonly string[]) => statuses.reduce((n, s) => n + (byStatus[s] ?? 0), 0);
-        const sent = sum(REACHED.sent);
-        const rate = (n: number) => (sent > 0 ? Math.round((n / sent) * 10_000) / 10_000 : 0);
-        // Plunk's percentages: unrounded, of the emails sent.
-        const percent = (n: number) => (sent > 0 ? (n / sent) * 100 : 0);
-        const bounced = byStatus.bounced ?? 0;
-        const queued = sum(['queued', 'sending']);
-        const final = sum(REACHED.final);
-        const sendRate = Math.round((recentlySent / (RATE_WINDOW_MS / 1000)) * 100) / 100;
-        return {
-          data: {
-            campaignId: c.id,
-            status: c.status,
-            recipients: c.recipients,
-            queued,
-            sent,
-            delivered,
-            opened,
-            clicked,
-            bounced: byStatus.bounced ?? 0,
-            complained: byStatus.complained ?? 0,
-            failed: byStatus.failed ?? 0,
-            cancelled: byStatus.cancelled ?? 0,
-            suppressed: byStatus.suppressed ?? 0,
-            unsubscribed: c.unsubscribed,
-            rates: {
-              delivery: rate(delivered),
-              open: rate(opened),
-              click: rate(clicked),
-              bounce: rate(byStatus.bounced ?? 0),
-              complaint: rate(byStatus.complained ?? 0),
-              unsubscribe: rate(c.unsubscribed),
-            },
-            progress: c.recipients > 0 ? Math.round((final / c.recipients) * 10_000) / 10_000 : c.status === 'SENT' ? 1 : 0,
-            audienceComplete: c.fanoutDone,
-            sendRate,
-            etaSeconds: c.status !== 'SENDING' ? null : queued === 0 && c.fanoutDone ? 0 : sendRate > 0 && c.fanoutDone ? Math.ceil(queued / sendRate) : null,
-            totalRecipients: c.recipients,
-            sentCount: sent,
-            deliveredCount: delivered,
-            openedCount: opened,
-            clickedCount: clicked,
-            bouncedCount: bounced,
-            openRate: percent(opened),
-            clickRate: percent(clicked),
-            bounceRate: percent(bounced),
-            deliveryRate: percent(delivered),
-          },
-        };
+        const c = await requireCampaign(db, auth.projectId, params.id);
+        return { data: presentStats(c, await campaignStats(db, c)) };
       },
     }),
   ];

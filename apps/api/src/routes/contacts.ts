@@ -15,7 +15,7 @@ import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
 import { ContactData, ContactInput, upsertContact } from '@mailroom/contacts/contacts';
 import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
 import { parseSegmentFilter, type SegmentFilter } from '@mailroom/audiences/segments';
-import { compileFilter } from '@mailroom/audiences/queries/segment-filter';
+import { compileAudience } from '@mailroom/audiences/audience';
 import {
   deleteContact,
   getContact,
@@ -117,7 +117,7 @@ export function contactRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
         const beforeId = query.cursor ? decodeCursor(query.cursor) : undefined;
-        const predicate = query.filter !== undefined ? compileFilter(parseFilterParam(query.filter), { projectId: auth.projectId, now: Date.now() }) : undefined;
+        const predicate = query.filter !== undefined ? compileAudience(auth.projectId, { type: 'FILTERED', filter: parseFilterParam(query.filter) }, { now: Date.now() }) : undefined;
         const page = await listContacts(db, auth.projectId, { limit: query.limit, beforeId, subscribed: query.subscribed, search: query.search, predicate });
         const items = page.items.map(presentContact);
         const last = page.items[page.items.length - 1];

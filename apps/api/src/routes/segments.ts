@@ -7,30 +7,27 @@
  * `filter` and answered beside it; the lists take Plunk's `page`/`pageSize` and answer `segments` / `contacts`,
  * `page`, `pageSize`, `totalPages` beside ours.
  *
- * DYNAMIC segments hold a filter in the segment language (`@mailroom/core` segments), compiled to one SQL
- * predicate; STATIC segments hold explicit members. Counts are read from the segment row (maintained by trigger,
+ * DYNAMIC segments hold a filter in the segment language (`@mailroom/audiences/segments`), compiled to one SQL
+ * predicate (`@mailroom/audiences/audience`); STATIC segments hold explicit members. Counts are read from the segment row (maintained by trigger,
  * or recounted by the worker), never counted on read.
  *
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
+import { notFound, validationError } from '@mailroom/platform/errors';
 import { parseSegmentFilter } from '@mailroom/audiences/segments';
 import {
   changeStaticMembers,
   countMatchingContacts,
   createSegment,
-  deleteSegment,
-  getSegment,
   listMatchingContacts,
   listSegments,
-  segmentPredicate,
   updateSegment,
   type SegmentRow,
 } from '@mailroom/audiences/queries/segments';
-import { compileFilter } from '@mailroom/audiences/queries/segment-filter';
+import { checkNewFilter, deleteSegmentNow, newSegmentType, requireSameType, requireSegment, requireStatic } from '@mailroom/audiences/segment-rules';
+import { compileAudience, segmentAudience } from '@mailroom/audiences/audience';
 import { route } from '../http/route';
-import { announcedChange } from '@mailroom/webhooks/announce';
 import type { AppDeps } from '../http/context';
 import { Contact, presentContact } from './contacts';
 import {
@@ -149,16 +146,7 @@ const ContactPage = Type.Object({
 /** Routes of this module. */
 export function segmentRoutes(deps: AppDeps) {
   const { db } = deps.database;
-  const load = async (projectId: string, id: string) => {
-    const s = await getSegment(db, projectId, id);
-    if (!s) throw notFound('Segment');
-    return s;
-  };
-  const staticOnly = (s: SegmentRow) => {
-    if (s.type !== 'STATIC') {
-      throw new AppError(ErrorCode.CONFLICT, 'Only STATIC segments have explicit members; a DYNAMIC segment is defined by its filter');
-    }
-  };
+  const load = (projectId: string, id: string) => requireSegment(db, projectId, id);
   return [
     route({
       method: 'get',
@@ -198,10 +186,7 @@ export function segmentRoutes(deps: AppDeps) {
       handler: async ({ body, auth }) => {
         const { filters: _f, condition: _c, ...fields } = body;
         const filter = requestFilter(body);
-        const type = body.type ?? (filter.value !== undefined ? 'DYNAMIC' : 'STATIC');
-        if (type === 'DYNAMIC' && filter.value === undefined) throw validationError([{ field: 'filter', message: 'is required for a DYNAMIC segment (or Plunk\'s filters / condition)', code: 'invalid_type' }]);
-        if (type === 'STATIC' && filter.value !== undefined) throw validationError([{ field: filter.field, message: 'a STATIC segment has no filter', code: 'custom' }]);
-        if (filter.value !== undefined) parseSegmentFilter(filter.value, filter.field);
+        const type = newSegmentType(body.type, filter);
         const s = await createSegment(db, auth.projectId, { ...fields, filter: filter.value, type });
         return { data: presentSegment(s) };
       },
@@ -223,10 +208,10 @@ export function segmentRoutes(deps: AppDeps) {
       handler: async ({ body, auth }) => {
         const given = requestFilter(body);
         if (given.value === undefined) throw validationError([{ field: 'filter', message: 'is required', code: 'invalid_type' }]);
-        const filter = parseSegmentFilter(given.value, given.field);
-        const predicate = compileFilter(filter, { projectId: auth.projectId, now: Date.now() });
+        const audience = { type: 'FILTERED' as const, filter: parseSegmentFilter(given.value, given.field) };
+        const predicate = compileAudience(auth.projectId, audience, { now: Date.now() });
         const [counted, sample] = await Promise.all([
-          countMatchingContacts(db, auth.projectId, filter),
+          countMatchingContacts(db, auth.projectId, predicate),
           listMatchingContacts(db, auth.projectId, predicate, { limit: body.sampleSize ?? 10 }),
         ]);
         return { data: { count: counted.count, sample: sample.items.map(presentContact) } };
@@ -263,12 +248,9 @@ export function segmentRoutes(deps: AppDeps) {
       handler: async ({ params, body, auth }) => {
         const current = await load(auth.projectId, params.id);
         const { filters: _f, condition: _c, type, ...fields } = body;
-        if (type !== undefined && type !== current.type) throw validationError([{ field: 'type', message: `a segment's type cannot change (this one is ${current.type})`, code: 'custom' }]);
+        requireSameType(current, type);
         const filter = requestFilter(body);
-        if (filter.value !== undefined) {
-          if (current.type === 'STATIC') throw validationError([{ field: filter.field, message: 'a STATIC segment has no filter', code: 'custom' }]);
-          parseSegmentFilter(filter.value, filter.field);
-        }
+        checkNewFilter(current, filter);
         const s = await updateSegment(db, auth.projectId, params.id, { ...fields, filter: filter.value });
         if (!s) throw notFound('Segment');
         return { data: presentSegment(s) };
@@ -289,16 +271,8 @@ export function segmentRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 409, 429],
       handler: async ({ params, auth, log }) => {
-        const r = await announcedChange(
-          deps,
-          log,
-          auth.projectId,
-          (tx) => deleteSegment(tx, auth.projectId, params.id),
-          (done) => (done.deleted ? done.failedCampaigns.map((campaignId) => ({ type: 'campaign.failed', data: { campaignId } })) : []),
-        );
-        if (!r.deleted && r.reason === 'missing') throw notFound('Segment');
-        if (!r.deleted) throw new AppError(ErrorCode.CONFLICT, `Campaign ${r.campaignId} is still sending to this segment; cancel it or wait until its recipients are queued`);
-        return { data: { id: params.id, deleted: true as const, failedCampaigns: r.failedCampaigns } };
+        const failedCampaigns = await deleteSegmentNow(deps, log, auth.projectId, params.id);
+        return { data: { id: params.id, deleted: true as const, failedCampaigns } };
       },
     }),
     route({
@@ -319,7 +293,7 @@ export function segmentRoutes(deps: AppDeps) {
       handler: async ({ params, query, auth }) => {
         const paging = resolvePaging(query);
         const s = await load(auth.projectId, params.id);
-        const page = await listMatchingContacts(db, auth.projectId, segmentPredicate(s, Date.now()), {
+        const page = await listMatchingContacts(db, auth.projectId, compileAudience(auth.projectId, segmentAudience(s), { now: Date.now() }), {
           limit: paging.limit,
           offset: paging.offset,
           beforeId: cursorId(query.cursor),
@@ -347,7 +321,7 @@ export function segmentRoutes(deps: AppDeps) {
         errors: [400, 401, 403, 404, 409, 422, 429],
         handler: async ({ params, body, auth }) => {
           const s = await load(auth.projectId, params.id);
-          staticOnly(s);
+          requireStatic(s);
           return { data: await changeStaticMembers(db, s, action, body, { test: auth.mode === 'test' }) };
         },
       }),
@@ -365,7 +339,7 @@ export function segmentRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 429],
       handler: async ({ params, auth }) => {
         const s = await load(auth.projectId, params.id);
-        staticOnly(s);
+        requireStatic(s);
         const r = await changeStaticMembers(db, s, 'remove', { contactIds: [params.contactId] }, { test: auth.mode === 'test' });
         if (r.changed === 0) throw notFound('Segment member');
         return { data: { id: params.contactId, deleted: true as const } };

@@ -18,7 +18,7 @@ import { SNS_MESSAGE_RETENTION_DAYS } from '@mailroom/feedback/sns';
 import { type Config } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';
 import type { MaintenanceTask } from './maintenance';
-import { activeCampaigns } from '@mailroom/db/queries/campaigns';
+import { activeCampaigns } from '@mailroom/audiences/queries/campaigns';
 import { overdueExecutions } from '@mailroom/workflows/queries/workflow-engine';
 import { pendingEmails } from '@mailroom/db/queries/emails';
 import { pendingImports } from '@mailroom/contacts/queries/imports';

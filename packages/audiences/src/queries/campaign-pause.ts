@@ -12,7 +12,7 @@ import { sql } from 'drizzle-orm';
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import type { DbOrTx } from '@mailroom/db/client';
 import type { CampaignPauseReason } from '@mailroom/db/schema';
-import { loadCampaign, NIL_UUID, type CampaignRow } from '@mailroom/db/queries/campaigns';
+import { loadCampaign, NIL_UUID, type CampaignRow } from './campaigns';
 import { campaignOutcomesJson } from '@mailroom/db/queries/reputation-counts';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 

@@ -4,17 +4,16 @@
  *
  * @module
  */
-import { and, desc, eq, sql } from 'drizzle-orm';
-import { parseSegmentFilter, type SegmentFilter } from '../segments';
+import { and, desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { DbOrTx } from '@mailroom/db/client';
 import { keysetList } from '@mailroom/db/queries/keyset';
 import { campaigns, contacts, segments, type SegmentType } from '@mailroom/db/schema';
-import { compileFilter } from './segment-filter';
+import { compileAudience, segmentAudience } from '../audience';
 import type { ContactRow } from '@mailroom/db/queries/contacts';
 
 export type SegmentRow = typeof segments.$inferSelect;
 
-/** Fields of a new segment; `filter` is the raw JSON, already validated by {@link parseSegmentFilter}. */
+/** Fields of a new segment; `filter` is the raw JSON, already validated by `parseSegmentFilter`. */
 export interface NewSegment {
   name: string;
   description?: string | null;
@@ -123,14 +122,6 @@ export async function deleteSegment(db: DbOrTx, projectId: string, id: string): 
   });
 }
 
-/** The predicate of a segment's members over `contacts` (alias `alias`), for listing and campaign fan-out. */
-export function segmentPredicate(segment: SegmentRow, now: number, alias = 'contacts') {
-  if (segment.type === 'STATIC') {
-    return sql`exists (select 1 from segment_members sm where sm.segment_id = ${segment.id}::uuid and sm.contact_id = ${sql.identifier(alias)}.id)`;
-  }
-  return compileFilter(parseSegmentFilter(segment.filter, 'filter'), { projectId: segment.projectId, now, alias });
-}
-
 /**
  * Contacts matching a predicate, newest first by keyset. Shared by `GET /contacts?filter=`,
  * `GET /segments/{id}/contacts` and previews.
@@ -140,7 +131,7 @@ export function segmentPredicate(segment: SegmentRow, now: number, alias = 'cont
 export async function listMatchingContacts(
   db: DbOrTx,
   projectId: string,
-  predicate: ReturnType<typeof sql>,
+  predicate: SQL,
   q: { limit: number; beforeId?: string; offset?: number },
 ): Promise<{ items: ContactRow[]; hasMore: boolean }> {
   const page = await db
@@ -154,18 +145,18 @@ export async function listMatchingContacts(
 }
 
 /**
- * Counts the project's contacts matching a filter, exactly, or up to `cap` (then `exact: false`).
+ * Counts the project's contacts matching a predicate over `contacts` (the one {@link listMatchingContacts} takes,
+ * e.g. `compileAudience(…)` with the default alias), exactly, or up to `cap` (then `exact: false`).
  */
 export async function countMatchingContacts(
   db: DbOrTx,
   projectId: string,
-  filter: SegmentFilter,
+  predicate: SQL,
   cap?: number,
 ): Promise<{ count: number; exact: boolean }> {
-  const predicate = compileFilter(filter, { projectId, now: Date.now(), alias: 'c' });
   const limit = cap !== undefined ? sql` limit ${cap + 1}` : sql``;
   const result = await db.execute<{ n: number }>(
-    sql`select count(*)::int as n from (select 1 from contacts c where c.project_id = ${projectId}::uuid and ${predicate}${limit}) m`,
+    sql`select count(*)::int as n from (select 1 from contacts where contacts.project_id = ${projectId}::uuid and ${predicate}${limit}) m`,
   );
   const n = result.rows[0].n;
   return cap !== undefined && n > cap ? { count: cap, exact: false } : { count: n, exact: true };
@@ -243,7 +234,7 @@ export async function dueSegments(db: DbOrTx, staleMs: number, limit: number): P
  * @returns the member count and how many contacts entered and exited.
  */
 export async function refreshSegment(db: DbOrTx, segment: SegmentRow): Promise<{ count: number; entered: number; exited: number }> {
-  const predicate = compileFilter(parseSegmentFilter(segment.filter, 'filter'), { projectId: segment.projectId, now: Date.now(), alias: 'c' });
+  const predicate = compileAudience(segment.projectId, segmentAudience(segment), { now: Date.now(), alias: 'c' });
   if (!segment.trackMembership) {
     const result = await db.execute<{ n: number }>(sql`
       with counted as (select count(*)::bigint as n from contacts c where c.project_id = ${segment.projectId}::uuid and ${predicate})

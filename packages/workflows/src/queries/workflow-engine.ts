@@ -17,7 +17,7 @@ import { type ExecutionStatus, type StepRunStatus } from '@mailroom/db/schema/wo
 import { type SegmentFilter } from '@mailroom/audiences/segments';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import type { DbOrTx } from '@mailroom/db/client';
-import { compileFilter } from '@mailroom/audiences/queries/segment-filter';
+import { compileAudience } from '@mailroom/audiences/audience';
 import { endpointWants } from '@mailroom/db/queries/webhooks';
 import type { ExecutionRow, StepRunRow, WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { workflowExecutions, workflowStepRuns } from '@mailroom/db/schema';
@@ -294,7 +294,7 @@ export function eventContext(e: WaitedEvent): Record<string, unknown> {
  * context? Same compiler, hence same semantics, as segments.
  */
 export async function conditionMatches(db: DbOrTx, x: ExecutionRow, filter: SegmentFilter): Promise<boolean> {
-  const predicate = compileFilter(filter, { projectId: x.projectId, now: Date.now(), alias: 'c', context: x.context });
+  const predicate = compileAudience(x.projectId, { type: 'FILTERED', filter }, { now: Date.now(), alias: 'c', context: x.context });
   const rows = await db.execute<{ ok: boolean }>(sql`
     select exists (select 1 from contacts c where c.project_id = ${x.projectId}::uuid and c.id = ${x.contactId}::uuid and ${predicate}) as ok
   `);

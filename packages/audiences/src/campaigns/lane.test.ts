@@ -1,5 +1,5 @@
 /** The campaign lane's depth and each campaign's share of it. */
-import { campaignLaneDepth, campaignWindow, MIN_LANE_DEPTH } from './campaign-lane';
+import { campaignLaneDepth, campaignWindow, MIN_LANE_DEPTH } from './lane';
 
 const config = { campaignLaneSeconds: 3, campaignTickMs: 1_000 };
 

@@ -6,10 +6,10 @@
  * @module
  */
 import { and, eq, ilike, inArray, or, sql, type SQL } from 'drizzle-orm';
-import { contactSuppressedSql } from './suppressions';
-import type { DbOrTx } from '../client';
-import { keysetList } from './keyset';
-import { campaigns, type CampaignStatus } from '../schema';
+import { contactSuppressedSql } from '@mailroom/db/queries/suppressions';
+import type { DbOrTx } from '@mailroom/db/client';
+import { keysetList } from '@mailroom/db/queries/keyset';
+import { campaigns, type CampaignStatus } from '@mailroom/db/schema';
 
 export type CampaignRow = typeof campaigns.$inferSelect;
 export type NewCampaign = Pick<

@@ -8,7 +8,7 @@
  * @module
  */
 import type { Queue } from 'bullmq';
-import { retriedEmailIds } from '@mailroom/db/queries/campaign-retry';
+import { retriedEmailIds } from '../queries/campaign-retry';
 import { type DbOrTx } from '@mailroom/db/client';
 
 /** Job states whose job is over: its id can be taken by a new job once it is removed. */

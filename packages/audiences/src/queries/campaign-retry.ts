@@ -16,12 +16,12 @@
  * @module
  */
 import { sql } from 'drizzle-orm';
-import type { WebhookDeliveryRef } from './webhook-delivery-ref';
-import type { DbOrTx } from '../client';
-import type { CampaignStatus } from '../schema';
+import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
+import type { DbOrTx } from '@mailroom/db/client';
+import type { CampaignStatus } from '@mailroom/db/schema';
 import { loadCampaign, type CampaignRow } from './campaigns';
-import { contactSuppressedSql } from './suppressions';
-import { recordWebhookEvents } from './webhooks';
+import { contactSuppressedSql } from '@mailroom/db/queries/suppressions';
+import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 
 /** Outcome of {@link retryFailedCampaign}. */
 export type RetryFailedResult =
