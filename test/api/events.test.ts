@@ -3,7 +3,7 @@
  * Plunk v2 forms (eventName, page/pageSize, events, eventNames), IDN addresses, errors, security.
  */
 import request from 'supertest';
-import { createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
+import { createTestProject, recipient, useApiWithProject, waitFor, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();
 
@@ -128,14 +128,25 @@ describe('GET /events and /events/names', () => {
   let q: TestProject;
   const a = recipient('ea');
   const b = recipient('eb');
-  const stamps: string[] = [];
-  beforeAll(async () => {
-    q = await createTestProject(ctx.api.database);
+  let stamps: string[] = [];
+  /** Records the same five events in `project`; @returns their timestamps, each later than the one before. */
+  const seedEvents = async (project: TestProject): Promise<string[]> => {
+    const at: string[] = [];
     // Contacts created unsubscribed, so the only events are these five (no contact.subscribed).
     for (const [email, event] of [[a, 'viewed'], [b, 'viewed'], [a, 'bought'], [a, 'viewed'], [b, 'left']] as const) {
-      stamps.push((await track({ email, event, subscribed: false, data: { n: stamps.length } }, q.secretKey)).body.data.timestamp);
-      await new Promise((r) => setTimeout(r, 5));
+      at.push((await track({ email, event, subscribed: false, data: { n: at.length } }, project.secretKey)).body.data.timestamp);
+      // Distinct millisecond timestamps (the since/until bounds are ms): the next event waits for the clock to move on.
+      const last = Date.parse(at[at.length - 1]);
+      await waitFor(async () => Date.now() > last, 1_000, 'the clock to pass the last event');
     }
+    expect(at.map(Date.parse)).toEqual([...at.map(Date.parse)].sort((x, y) => x - y));
+    expect(new Set(at).size).toBe(at.length);
+    return at;
+  };
+  // The tests below only read this project; the one that deletes a contact seeds a project of its own.
+  beforeAll(async () => {
+    q = await createTestProject(ctx.api.database);
+    stamps = await seedEvents(q);
   });
 
   test('newest first, keyset pages, totals', async () => {
@@ -198,11 +209,13 @@ describe('GET /events and /events/names', () => {
   });
 
   test('deleting a contact removes its events from lists and counts', async () => {
-    const r = await get(q, `/events?email=${encodeURIComponent(b)}`);
+    const own = await createTestProject(ctx.api.database);
+    await seedEvents(own);
+    const r = await get(own, `/events?email=${encodeURIComponent(b)}`);
     const contactId = r.body.data.items[0].contactId;
-    expect((await request(ctx.api.app).delete(`/contacts/${contactId}`).set('Authorization', q.auth)).status).toBe(200);
-    expect((await get(q, '/events')).body.data.total).toBe(3);
-    const names = await get(q, '/events/names');
+    expect((await request(ctx.api.app).delete(`/contacts/${contactId}`).set('Authorization', own.auth)).status).toBe(200);
+    expect((await get(own, '/events')).body.data.total).toBe(3);
+    const names = await get(own, '/events/names');
     expect(names.body.data.items.map((n: { name: string; count: number }) => [n.name, n.count])).toEqual([['bought', 1], ['viewed', 2]]);
   });
 

@@ -128,11 +128,13 @@ describe('GET /reputation', () => {
   });
 
   test('carries the effective guardrails and the SES review levels', async () => {
-    const data = (await client(api.app, p).get('/reputation')).body.data;
+    // A project of its own: the guardrails changed here must not reach the other tests' project.
+    const own = await createTestProject(api.database);
+    const data = (await client(api.app, own).get('/reputation')).body.data;
     expect(data.guardrails).toEqual(DEFAULT_GUARDRAILS);
     expect(data.sesReviewLevels).toEqual({ hardBounceRate: 0.05, complaintRate: 0.001 });
-    await request(api.app).put(`/admin/projects/${p.id}/guardrails`).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ minSample: 50 }).expect(200);
-    expect((await client(api.app, p).get('/reputation')).body.data.guardrails).toEqual({ ...DEFAULT_GUARDRAILS, minSample: 50 });
+    await request(api.app).put(`/admin/projects/${own.id}/guardrails`).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ minSample: 50 }).expect(200);
+    expect((await client(api.app, own).get('/reputation')).body.data.guardrails).toEqual({ ...DEFAULT_GUARDRAILS, minSample: 50 });
   });
 
   test("tenant isolation: another project sees only its own figures (none), never this project's", async () => {

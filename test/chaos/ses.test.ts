@@ -67,7 +67,12 @@ class ChaosSes {
       // Nothing listens on the port any more, and every pooled keep-alive connection is cut.
       const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
       for (const s of this.sockets) s.destroy();
-      await Promise.race([closed, new Promise((r) => setTimeout(r, 1_000))]);
+      // Wait for the port to be closed (every connection is cut, so it closes at once): only then is it 'refused'.
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('the chaos SES proxy did not close its port within 10 s')), 10_000);
+      });
+      await Promise.race([closed, deadline]).finally(() => clearTimeout(timer));
     } else if (this.mode === 'refused') {
       await this.listen();
     }

@@ -30,6 +30,7 @@ import {
   type TestApi,
   type TestProject,
 } from '../support/harness';
+import { queuesSettled } from '../support/worker-queues';
 
 /** Inserts contacts (one per address) with `data` and subscription; returns their addresses. */
 async function seed(api: TestApi, projectId: string, n: number, tag: string, data: object | null, subscribed = true): Promise<string[]> {
@@ -44,6 +45,15 @@ async function seed(api: TestApi, projectId: string, n: number, tag: string, dat
 /** Contact ids are normally UUIDv7; seeded ones use v4, so order by id is random, which the fan-out must not mind. */
 const recipientsOf = async (api: TestApi, campaignId: string) =>
   api.database.db.select({ to: emails.toEmail, status: emails.status, sentAt: emails.sentAt, contactId: emails.contactId }).from(emails).where(eq(emails.campaignId, campaignId));
+
+/** No email of the campaign is queued or in flight: no send job can claim one any more. */
+const noneInFlight = async (api: TestApi, campaignId: string) => (await recipientsOf(api, campaignId)).every((r) => r.status !== 'queued' && r.status !== 'sending');
+
+/** A campaign job has ended (finished jobs are removed; a failed one is kept, and ended too). */
+const jobEnded = async (api: TestApi, jobId: string) => {
+  const job = await api.queues.campaign.getJob(jobId);
+  return !job || (await job.isCompleted()) || (await job.isFailed());
+};
 
 const acceptedTo = async (addresses: string[]) => (await sesSendsTo(addresses)).map((s) => s.to[0].toLowerCase());
 
@@ -166,11 +176,14 @@ describe('with a worker', () => {
 
     // Replay the whole fan-out as a duplicated or retried job would (cursor lost, campaign SENDING again).
     await api.database.db.execute(sql`update campaigns set status = 'SENDING', fanout_cursor = null, fanout_done = false, enqueue_cursor = null where id = ${id}::uuid`);
-    await api.queues.campaign.add('campaign', { campaignId: id, projectId: p.id }, { jobId: newId() });
-    await api.queues.campaign.add('campaign', { campaignId: id, projectId: p.id }, { jobId: newId() });
+    const replays = [newId(), newId()];
+    for (const jobId of replays) await api.queues.campaign.add('campaign', { campaignId: id, projectId: p.id }, { jobId });
     await waitStatus(api, p, id, 'SENT');
     expect((await recipientsOf(api, id)).length).toBe(30);
-    await new Promise((r) => setTimeout(r, 500));
+    // Nothing more can reach SES once both replayed jobs have ended, no email of the campaign is queued or in
+    // flight, and the worker holds no send job (whatever the replay enqueued has run).
+    await waitFor(async () => (await jobEnded(api, replays[0])) && (await jobEnded(api, replays[1])) && (await noneInFlight(api, id)), 20_000, 'the replayed jobs ended, no email in flight');
+    await queuesSettled(worker, ['send']);
     expect([...countsOf(await acceptedTo(to)).values()]).toEqual(Array(30).fill(1));
   });
 
@@ -187,7 +200,8 @@ describe('with a worker', () => {
     const q = await createTestProject(api.database);
     const [b] = await seed(api, q.id, 1, 'resched', null);
     const moved = await startCampaign(api, q, { audienceType: 'ALL' }, new Date(Date.now() + 1000));
-    const later = new Date(Date.now() + 3000);
+    // Far enough that the sentinel below is sent well before it, on a loaded machine too.
+    const later = new Date(Date.now() + 5000);
     expect((await client(api.app, q).post(`/campaigns/${moved}/send`, { scheduledAt: later.toISOString() })).body.data.scheduledAt).toBe(later.toISOString());
     const [c] = await seed(api, q.id, 1, 'cancelled', null);
     const r = await createTestProject(api.database);
@@ -195,7 +209,13 @@ describe('with a worker', () => {
     const cancelled = await startCampaign(api, r, { audienceType: 'ALL' }, new Date(Date.now() + 1000));
     expect((await client(api.app, r).post(`/campaigns/${cancelled}/cancel`, {})).body.data.status).toBe('CANCELLED');
 
-    await new Promise((res) => setTimeout(res, 2000));
+    // A sentinel scheduled after both original times: once it is SENT, the worker has run the campaign jobs due
+    // by then, so the moved and the cancelled campaign have had their chance to fire at their old time.
+    const s = await createTestProject(api.database);
+    const [sentinelTo] = await seed(api, s.id, 1, 'sentinel', null);
+    const sentinel = await startCampaign(api, s, { audienceType: 'ALL' }, new Date(Date.now() + 1000));
+    await waitStatus(api, s, sentinel, 'SENT', 10_000);
+    expect(await sesSendsTo([sentinelTo])).toHaveLength(1);
     expect((await client(api.app, q).get(`/campaigns/${moved}`)).body.data.status).toBe('SCHEDULED');
     expect(await sesSendsTo([b, c])).toHaveLength(0);
     await waitStatus(api, q, moved, 'SENT', 10_000);
@@ -213,11 +233,14 @@ describe('with a worker', () => {
     const cancel = await client(api.app, p).post(`/campaigns/${id}/cancel`, {});
     expect(cancel.body.data.status).toBe('CANCELLED');
     const afterCancel = (await sesSendsTo(to)).length;
-    await new Promise((r) => setTimeout(r, 1500));
+    // The campaign has had its chance once its job has ended (it sweeps the audience the queue never received)
+    // and none of its emails is queued or in flight.
+    await waitFor(async () => (await jobEnded(api, id)) && (await noneInFlight(api, id)), 20_000, 'the campaign job ended, no email queued or in flight');
     const settled = (await sesSendsTo(to)).length;
     // Only emails already claimed by the worker (at most its concurrency) may still reach SES.
     expect(settled - afterCancel).toBeLessThanOrEqual(config.workerConcurrency);
-    await new Promise((r) => setTimeout(r, 1000));
+    // Once the worker holds no send job (the cancelled emails' jobs have run and skipped), still nothing new.
+    await queuesSettled(worker, ['send']);
     expect((await sesSendsTo(to)).length).toBe(settled);
     expect(settled).toBeLessThan(150);
     const rows = await recipientsOf(api, id);

@@ -15,6 +15,7 @@ import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
+import { queuesSettled } from '../support/worker-queues';
 
 let iso: { url: string; drop: () => Promise<void> };
 let sns: SnsHarness;
@@ -149,7 +150,9 @@ describe('outbound webhooks', () => {
       const mine = receiver.received.slice(before);
       return mine.some((r) => r.status === 200) ? mine : undefined;
     }, 20_000, 'a successful webhook attempt');
-    await new Promise((r) => setTimeout(r, 500));
+    // No attempt can follow once the delivery is recorded succeeded and the worker holds no webhook job.
+    await waitFor(async () => (await as.get(`/webhooks/endpoints/${endpoint.id}/deliveries`)).body.data.items[0]?.status === 'succeeded', 20_000, 'the delivery recorded succeeded');
+    await queuesSettled(worker!, ['webhook']);
     const all = receiver.received.slice(before);
     expect(all.map((r) => r.status)).toEqual([500, 500, 500, 200]);
     expect(hits.filter((r) => r.status === 200)).toHaveLength(1);

@@ -16,6 +16,7 @@ import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { ADMIN_TOKEN, client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
+import { queuesSettled } from '../support/worker-queues';
 
 const RECIPIENTS = 300;
 
@@ -116,13 +117,14 @@ test('a campaign over the bounce threshold pauses, sends nothing while paused, r
   }, 20_000, 'no email in flight');
   expect(held.queued).toBeGreaterThan(0);
   const atSes = (await sesSendsTo(to)).length;
-  const holdStarted = Date.now();
-  while (Date.now() - holdStarted < 3_000) {
-    expect(await byStatus()).toEqual(held);
-    expect((await sesSendsTo(to)).length).toBe(atSes);
-    expect((await campaign()).status).toBe('PAUSED');
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  // The worker has had its chance once it holds no campaign or send job waiting or active: every send job it was
+  // given has met the pause and been put aside (delayed until CAMPAIGN_PAUSE_RECHECK_MS, 60 s), and the campaign's
+  // own job waits delayed too. Only then look: nothing moved, nothing reached SES.
+  const parked = await queuesSettled(worker, ['campaign', 'send'], { allowDelayed: true });
+  expect(parked.campaign.delayed).toBe(1);
+  expect(await byStatus()).toEqual(held);
+  expect((await sesSendsTo(to)).length).toBe(atSes);
+  expect((await campaign()).status).toBe('PAUSED');
   const sentBeforePause = RECIPIENTS - held.queued;
 
   // Resume: continues where it stopped. 1 bounce in 20 from here on stays under 10 % (the guardrail counts from
@@ -153,7 +155,7 @@ test('a campaign over the bounce threshold pauses, sends nothing while paused, r
 
   console.log(
     `guardrail e2e: paused ${pausedAfterMs} ms after start at ${details.outcomes} outcomes (hard-bounce rate ${(Number(details.hardBounceRate) * 100).toFixed(1)} %), ` +
-      `${sentBeforePause}/${RECIPIENTS} sent, ${held.queued} held queued for 3 s with 0 sends; resumed → SENT in ${finishedAfterMs} ms; ` +
+      `${sentBeforePause}/${RECIPIENTS} sent, ${held.queued} held queued (${parked.send.delayed} send jobs parked) with 0 sends; resumed → SENT in ${finishedAfterMs} ms; ` +
       `${accepted.length} SES sends for ${RECIPIENTS} recipients`,
   );
 }, 120_000);

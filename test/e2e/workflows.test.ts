@@ -79,6 +79,26 @@ async function execution(p: TestProject, wid: string, eid: string): Promise<Exec
   return (await client(api.app, p).get(`/workflows/${wid}/executions/${eid}`)).body.data;
 }
 
+/**
+ * Waits until the worker has taken every inbox row of the project: the events recorded so far have started or
+ * woken whatever executions they will (the rows, the executions they start and the wakes commit together).
+ */
+async function inboxDrained(p: TestProject): Promise<void> {
+  await waitFor(async () => (await api.database.db.select({ id: workflowInbox.id }).from(workflowInbox).where(eq(workflowInbox.projectId, p.id))).length === 0, 15_000, 'the workflow inbox drained');
+}
+
+/** Waits until no job of execution `eid` is waiting, delayed or running (finished jobs are removed at once). */
+async function noJobFor(eid: string): Promise<void> {
+  await waitFor(
+    async () => {
+      const jobs = await api.queues.workflow.getJobs(['waiting', 'prioritized', 'delayed', 'active']);
+      return !jobs.some((j) => j?.data.executionId === eid);
+    },
+    15_000,
+    `no workflow job for execution ${eid}`,
+  );
+}
+
 /** Waits for the only execution of `wid` for the contact of `email` to reach one of `statuses`. */
 async function settled(p: TestProject, wid: string, email: string, statuses: string[], timeoutMs = 15_000): Promise<Exec> {
   const contact = (await client(api.app, p).get(`/contacts?search=${encodeURIComponent(email)}`)).body.data.items[0];
@@ -135,7 +155,7 @@ test('a tracked event starts the workflow in the worker; SEND_EMAIL sends one em
   expect(verifyStandardWebhook(endpoint.body.data.secret, receiver.received.find((r) => r.body.includes('workflow.started') && r.body.includes(x.id))!)).toBe(true);
   // EXITED stays EXITED: the same trigger again (no re-entry) neither starts another execution nor moves this one.
   await track(p, to, 'signup', { plan: 'pro' });
-  await new Promise((r) => setTimeout(r, 500));
+  await inboxDrained(p);
   expect(await executions(p, wid)).toHaveLength(1);
   const again = await execution(p, wid, x.id);
   expect(again).toMatchObject({ status: 'EXITED', exitReason: 'welcomed', updatedAt: (x as unknown as { updatedAt: string }).updatedAt });
@@ -203,8 +223,12 @@ describe('WAIT_FOR_EVENT', () => {
     expect(b.steps.map((s) => [s.type, s.branch])).toEqual([['WAIT_FOR_EVENT', 'event'], ['UPDATE_CONTACT', 'next']]);
     const i = await settled(p, wid, idle, ['COMPLETED']);
     expect(i.steps.map((s) => [s.type, s.branch])).toEqual([['WAIT_FOR_EVENT', 'timeout'], ['UPDATE_CONTACT', 'next']]);
-    // Past the timeout and the event: the cancelled one stays as it was.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Past the timeout and the event: the cancelled one stays as it was. It has had its chance once the clock is
+    // past its timeout, its purchase event has left the inbox, and no job of it is left to run.
+    const timesOut = Date.parse(c.steps[0].startedAt) + 1000;
+    await waitFor(async () => Date.now() > timesOut, 5_000, 'the cancelled execution\'s timeout to pass');
+    await inboxDrained(p);
+    await noJobFor(c.id);
     const after = await execution(p, wid, c.id);
     expect(after.status).toBe('CANCELLED');
     expect(after.steps.map((s) => [s.type, s.status])).toEqual([['WAIT_FOR_EVENT', 'CANCELLED']]);
@@ -266,8 +290,13 @@ test('duplicate and retried jobs for one execution send one email', async () => 
   const x = await settled(p, wid, to, ['COMPLETED']);
   expect(x.steps).toHaveLength(1);
   // A job for the finished execution changes nothing.
-  await api.queues.workflow.add('run', { executionId: eid, projectId: p.id }, { jobId: `late-${randomUUID()}` });
-  await new Promise((r) => setTimeout(r, 500));
+  const late = `late-${randomUUID()}`;
+  await api.queues.workflow.add('run', { executionId: eid, projectId: p.id }, { jobId: late });
+  // The late job has run once it has completed or failed (or is gone: the engine's own jobs are removed when done).
+  await waitFor(async () => {
+    const job = await api.queues.workflow.getJob(late);
+    return !job || (await job.isCompleted()) || (await job.isFailed());
+  }, 15_000, 'the late job to run');
   const rows = await api.database.db.select().from(emails).where(and(eq(emails.projectId, p.id), eq(emails.workflowExecutionId, eid)));
   expect(rows).toHaveLength(1);
   await waitFor(async () => (await sesSendsTo([to])).length === 1);
@@ -288,7 +317,7 @@ test('disabling stops new executions; an execution in flight runs to its end', a
   expect((await client(api.app, p).patch(`/workflows/${wid}`, { enabled: false })).status).toBe(200);
   await track(p, late, 'trial');
   await settled(p, wid, early, ['COMPLETED']);
-  await new Promise((r) => setTimeout(r, 500));
+  await inboxDrained(p);
   expect(await executions(p, wid)).toHaveLength(1);
 });
 
@@ -406,7 +435,7 @@ test('contact.subscribed, a system event, starts a workflow', async () => {
     expect(sent.status).toBe(202);
   }
   await settled(p, wid, viaSend, ['EXITED']);
-  await new Promise((r) => setTimeout(r, 500));
+  await inboxDrained(p);
   expect(await executions(p, wid)).toHaveLength(3);
 });
 
@@ -489,6 +518,10 @@ test('a worker killed during a WEBHOOK call: another resumes the step with the s
     ['SEND_EMAIL', 'COMPLETED'],
   ]);
   await waitFor(async () => (await sesSendsTo([to])).length === 1, 20_000, 'one email');
-  await new Promise((r) => setTimeout(r, 500));
+  // No other send can follow once every email of the execution is final (a final row is never claimed again).
+  await waitFor(async () => {
+    const rows = await api.database.db.select({ status: emails.status }).from(emails).where(eq(emails.workflowExecutionId, x.id));
+    return rows.length > 0 && rows.every((r) => r.status !== 'queued' && r.status !== 'sending');
+  }, 20_000, 'the execution\'s emails final');
   expect(await sesSendsTo([to])).toHaveLength(1);
 }, 90_000);

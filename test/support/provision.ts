@@ -4,7 +4,10 @@
  * - Postgres and Redis answering on loopback: started from Debian's packages when installed but stopped, and
  *   installed first when missing (as root, with apt-get);
  * - the `redis-server` and `redis-cli` binaries (the Redis Cluster and Redis outage tests start servers of their
- *   own) and Debian's `chromium` (the queue dashboard's browser test), installed the same way.
+ *   own) and Debian's `chromium` (the queue dashboard's browser test), installed the same way;
+ * - `docker compose` or `docker-compose` (the deploy test validates docker-compose.yml with it): Debian's
+ *   docker-compose is installed when neither runs; where it cannot be, setup says so and the deploy test says
+ *   again that it checked the file by parsing only.
  *
  * Where nothing can be installed (not root, no apt-get), it fails at once with what to install, instead of
  * letting tests fail one by one.
@@ -103,11 +106,30 @@ export async function ensureServices(adminUrl: string, redisUrl: string): Promis
 }
 
 /**
+ * The command that runs Compose: `docker compose` (the plugin) or `docker-compose`, whichever answers `version`;
+ * undefined when neither does.
+ */
+export function composeCommand(): string[] | undefined {
+  if (spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' }).status === 0) return ['docker', 'compose'];
+  if (spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0) return ['docker-compose'];
+  return undefined;
+}
+
+/**
  * Finds (or installs) the binaries some tests drive: `redis-server` and `redis-cli` on PATH, and Chromium
- * (`CHROMIUM_PATH`, else `chromium` on PATH). Sets `CHROMIUM_PATH` for the test workers.
+ * (`CHROMIUM_PATH`, else `chromium` on PATH), and Compose when it can (see {@link composeCommand}). Sets
+ * `CHROMIUM_PATH` for the test workers.
  */
 export function ensureTools(): void {
   if (!which('redis-server') || !which('redis-cli')) aptInstall(['redis-server'], 'the Redis Cluster and outage tests need redis-server and redis-cli');
+  if (!composeCommand()) {
+    // One assertion of one test needs it, and the file is also checked by parsing: no reason to stop the run.
+    try {
+      aptInstall(['docker-compose'], 'the deploy test validates docker-compose.yml with docker compose');
+    } catch (err) {
+      log(`${(err as Error).message}. Until then test/api/deploy.test.ts checks docker-compose.yml by parsing only (it says so when it runs)`);
+    }
+  }
   const chromium = process.env.CHROMIUM_PATH ?? which('chromium') ?? which('chromium-browser');
   if (chromium && fs.existsSync(chromium)) {
     process.env.CHROMIUM_PATH = chromium;
