@@ -66,6 +66,9 @@ import {
   toColumns,
 } from './campaign-shapes';
 
+/** The data of a `campaign.*` webhook: the campaign id, and `test: true` for a test campaign (as its emails' webhooks). */
+const campaignEventData = (c: { id: string; test: boolean }) => ({ campaignId: c.id, ...(c.test ? { test: true } : {}) });
+
 /** Routes of this module. */
 export function campaignRoutes(deps: AppDeps) {
   const { db } = deps.database;
@@ -229,7 +232,7 @@ export function campaignRoutes(deps: AppDeps) {
           log,
           auth.projectId,
           (tx) => sendCampaign(tx, auth.projectId, params.id, at && at.getTime() > Date.now() ? at : null, auth.mode === 'test'),
-          (r) => (r.ok && r.campaign.status === 'SENDING' ? [{ type: 'campaign.sending', data: { campaignId: r.campaign.id } }] : []),
+          (r) => (r.ok && r.campaign.status === 'SENDING' ? [{ type: 'campaign.sending', data: campaignEventData(r.campaign) }] : []),
         );
         if (!t.ok) throw refused(t, 'send');
         await schedule(t.campaign, log);
@@ -256,7 +259,7 @@ export function campaignRoutes(deps: AppDeps) {
           log,
           auth.projectId,
           (tx) => cancelCampaign(tx, auth.projectId, params.id),
-          (r) => (r.ok ? [{ type: 'campaign.cancelled', data: { campaignId: r.campaign.id } }] : []),
+          (r) => (r.ok ? [{ type: 'campaign.cancelled', data: campaignEventData(r.campaign) }] : []),
         );
         if (!t.ok) throw refused(t, 'cancel');
         // Wake the campaign's job now: it sweeps the emails the queue never received, then ends.

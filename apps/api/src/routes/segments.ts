@@ -294,7 +294,10 @@ export function segmentRoutes(deps: AppDeps) {
           log,
           auth.projectId,
           (tx) => deleteSegment(tx, auth.projectId, params.id),
-          (done) => (done.deleted ? done.failedCampaigns.map((campaignId) => ({ type: 'campaign.failed', data: { campaignId } })) : []),
+          (done) =>
+            done.deleted
+              ? done.failedCampaigns.map((campaignId) => ({ type: 'campaign.failed', data: { campaignId, ...(done.failedTestCampaigns.includes(campaignId) ? { test: true } : {}) } }))
+              : [],
         );
         if (!r.deleted && r.reason === 'missing') throw notFound('Segment');
         if (!r.deleted) throw new AppError(ErrorCode.CONFLICT, `Campaign ${r.campaignId} is still sending to this segment; cancel it or wait until its recipients are queued`);

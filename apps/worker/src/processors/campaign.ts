@@ -91,11 +91,13 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
   const { db } = deps.database;
 
   /**
-   * Runs a campaign transition and announces it (`campaign.<event>`) in the same transaction when it happened
-   * (`move` returned something truthy). @returns what `move` returned.
+   * Runs a campaign transition and announces it (`campaign.<event>`, with `test: true` for a test campaign, as
+   * its emails' webhooks) in the same transaction when it happened (`move` returned something truthy).
+   * @returns what `move` returned.
    */
-  const transition = async <T>(projectId: string, campaignId: string, event: string, move: (tx: DbOrTx) => Promise<T>, log: Logger): Promise<T> => {
-    const { result, deliveries } = await withWebhookEvents(db, projectId, move, (moved) => (moved ? [{ type: `campaign.${event}`, data: { campaignId } }] : []));
+  const transition = async <T>(c: Pick<CampaignRow, 'projectId' | 'id' | 'test'>, event: string, move: (tx: DbOrTx) => Promise<T>, log: Logger): Promise<T> => {
+    const data = { campaignId: c.id, ...(c.test ? { test: true } : {}) };
+    const { result, deliveries } = await withWebhookEvents(db, c.projectId, move, (moved) => (moved ? [{ type: `campaign.${event}`, data }] : []));
     await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log);
     return result;
   };
@@ -142,7 +144,7 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       // Checked before starting, so a campaign whose segment is gone fails from SCHEDULED, never half-sent.
       audience = await audienceOf(deps, c);
       if (typeof audience !== 'string') {
-        c = (await transition(projectId, campaignId, 'sending', (tx) => startScheduledCampaign(tx, campaignId), log)) ?? (await loadCampaign(db, campaignId));
+        c = (await transition(c, 'sending', (tx) => startScheduledCampaign(tx, campaignId), log)) ?? (await loadCampaign(db, campaignId));
         if (!c) return { outcome: 'skipped', reason: 'campaign deleted' };
         if (c.status === 'SENDING') log.info('scheduled campaign started');
       }
@@ -173,7 +175,7 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       audience ??= await audienceOf(deps, c);
       if (typeof audience === 'string') {
         const reason = audience;
-        await transition(projectId, campaignId, 'failed', (tx) => failCampaign(tx, campaignId, reason), log);
+        await transition(c, 'failed', (tx) => failCampaign(tx, campaignId, reason), log);
         log.warn({ reason: audience }, 'campaign failed: no audience');
         return { outcome: 'failed', reason: audience };
       }
@@ -189,7 +191,7 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       log.debug({ inserted }, 'campaign fan-out round');
     }
     await feed(campaignId, projectId);
-    if (await transition(projectId, campaignId, 'sent', (tx) => completeCampaign(tx, campaignId), log)) {
+    if (await transition(c, 'sent', (tx) => completeCampaign(tx, campaignId), log)) {
       const done = await loadCampaign(db, campaignId);
       log.info({ recipients: done?.recipients }, 'campaign sent');
       return { outcome: 'sent', recipients: done?.recipients ?? 0 };
