@@ -167,6 +167,51 @@ describe('GET /reputation', () => {
     // A project with nothing sent has no series.
     expect(res.text).not.toContain(`project="${other.id}"`);
   });
+
+  test('/metrics: the same figures per sending domain and per campaign as GET /reputation, bounded per project', async () => {
+    // A campaign active only 30 hours ago: in GET /reputation's 7 days, but not among /metrics' campaigns (no activity in 24 hours).
+    const quiet = await sendingCampaign(p, 'Quiet');
+    await api.database.db.execute(sql`
+      insert into reputation_counts (project_id, hour, domain, campaign_id, sent, delivered)
+      values (${p.id}::uuid, date_trunc('hour', now() at time zone 'UTC') at time zone 'UTC' - interval '30 hours', ${p.domain}, ${quiet}::uuid, 4, 4)`);
+    const rep = (await client(api.app, p).get('/reputation')).body.data;
+    const text = (await request(api.app).get('/metrics').set('Authorization', `Bearer ${ADMIN_TOKEN}`)).text;
+    const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const outcomes = [['sent', 'sent'], ['delivered', 'delivered'], ['hardBounces', 'hard_bounce'], ['softBounces', 'soft_bounce'], ['complaints', 'complaint']] as const;
+    let checked = 0;
+    for (const [window, w] of [['24h', rep.last24h], ['7d', rep.last7d]] as const) {
+      for (const d of w.domains as { domain: string; hardBounceRate: number; complaintRate: number }[]) {
+        const labels = `project="${p.id}",domain="${d.domain}",window="${window}"`;
+        for (const [field, outcome] of outcomes) expect(value(`mailroom_reputation_domain_emails{${labels},outcome="${outcome}"}`)).toBe((d as unknown as Record<string, number>)[field]);
+        expect(value(`mailroom_reputation_domain_hard_bounce_rate{${labels}}`)).toBeCloseTo(d.hardBounceRate, 6);
+        expect(value(`mailroom_reputation_domain_complaint_rate{${labels}}`)).toBeCloseTo(d.complaintRate, 6);
+        checked++;
+      }
+      for (const c of w.campaigns as { campaignId: string; hardBounceRate: number }[]) {
+        const labels = `project="${p.id}",campaign="${c.campaignId}",window="${window}"`;
+        if (c.campaignId === quiet) {
+          expect(text).not.toContain(`campaign="${quiet}"`);
+          continue;
+        }
+        for (const [field, outcome] of outcomes) expect(value(`mailroom_reputation_campaign_emails{${labels},outcome="${outcome}"}`)).toBe((c as unknown as Record<string, number>)[field]);
+        expect(value(`mailroom_reputation_campaign_hard_bounce_rate{${labels}}`)).toBeCloseTo(c.hardBounceRate, 6);
+        checked++;
+      }
+    }
+    expect(checked).toBe(2 + 2 + 1 + 1); // two domains and one campaign in each window
+    expect(rep.last7d.campaigns.map((c: { campaignId: string }) => c.campaignId)).toContain(quiet);
+    expect([value(`mailroom_reputation_campaign_emails{project="${p.id}",campaign="${campaignId}",window="7d",outcome="sent"}`)]).toEqual([103]);
+    expect(text).not.toContain(`project="${other.id}"`);
+
+    // The bound: at most N domains (most sent in 7 days first) and N campaigns per project.
+    const registry = new Registry();
+    registerReputationMetrics(registry, api.database.db, createLogger(api.config, 'test'), { ttlMs: 0, limits: { domainsPerProject: 1, campaignsPerProject: 0 } });
+    const bounded = await registry.metrics();
+    expect(bounded).toContain(`mailroom_reputation_domain_emails{project="${p.id}",domain="${p.domain}",window="7d",outcome="sent"} 111`);
+    expect(bounded).not.toContain(`domain="${secondDomain}"`);
+    expect(bounded).not.toMatch(/^mailroom_reputation_campaign_emails\{/m);
+    expect(bounded).toContain(`mailroom_reputation_emails{project="${p.id}",window="7d",outcome="sent"} 113`);
+  });
 });
 
 describe('test data never counts', () => {
@@ -202,7 +247,7 @@ describe('test data never counts', () => {
       select gen_random_uuid(), ${created.id}::uuid, ${campaignId}::uuid, true, 'campaign', t, ${`news@${domain}`}, 'S', 'queued', true
       from unnest(${sql.param([recipient('tdr'), recipient('tdr')])}::text[]) as t
       returning id, to_email`);
-    for (const r of rows.rows) await event('Bounce', { id: r.id, to: r.to_email, messageId: await markSent(api.database.db, r.id) }, { bounceType: 'Permanent' });
+    for (const r of rows.rows) await event('Bounce', { emailId: r.id, to: r.to_email, messageId: await markSent(api.database.db, r.id) }, { bounceType: 'Permanent' });
 
     expect(await totals()).toEqual(countsBefore);
     expect(await quota()).toEqual(quotaBefore);
