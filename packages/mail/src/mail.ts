@@ -122,10 +122,10 @@ export function mimeBaseBoundary(message: MimeMessage): string {
   for (const v of [message.from.name ?? '', message.from.email, message.to.name ?? '', message.to.email, message.replyTo ?? '', message.subject, message.html, message.text]) field(v);
   const headers = Object.entries(message.headers ?? {});
   field(String(headers.length));
-  for (const [name, value] of headers) (field(name), field(value));
+  for (const [name, value] of headers) [name, value].forEach((v) => field(v));
   const attachments = message.attachments ?? [];
   field(String(attachments.length));
-  for (const a of attachments) (field(a.filename), field(a.contentType), field(a.content));
+  for (const a of attachments) [a.filename, a.contentType, a.content].forEach((v) => field(v));
   return hash.digest('hex').slice(0, 24);
 }
 
