@@ -109,8 +109,8 @@ export async function startWorker(
   const maintenanceQueue = createMaintenanceQueue(config, connection);
   const metrics = new WorkerMetrics([sendQueue, importQueue, campaignQueue, webhookQueue, workflowQueue, maintenanceQueue], database);
   const timedGate = {
-    acquire: async () => {
-      const waitedMs = await gate.acquire();
+    acquire: async (priority?: number) => {
+      const waitedMs = await gate.acquire(priority);
       metrics.gateWait.observe(waitedMs / 1000);
       return waitedMs;
     },

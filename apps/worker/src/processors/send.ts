@@ -231,6 +231,8 @@ export function createSendProcessor(deps: SendProcessorDeps) {
         from: email.fromEmail,
         to: [email.toEmail],
         tags: { email_id: email.id, project_id: email.projectId },
+        // Transactional mail claimed mid-campaign takes the next slot of the rate gate, not the last of the claimed.
+        priority: job.opts.priority,
       }));
     } catch (err) {
       const c = classifySendError(err);

@@ -26,6 +26,12 @@
  *   request never starts (the SDK failed before sending, or a caller that is not the SES client) is confirmed
  *   in the check phase after the grant.
  * - Decisions stay spaced by `(1000 + safetyMs) / emailsPerSecond` too, so the sends are smooth, not bursts.
+ * - Within a process, callers ask in priority order (the send queue's lanes: transactional before workflow before
+ *   campaign), one at a time; a more urgent caller that arrives while a less urgent one waits for its slot takes
+ *   the next one. Without it every job the worker had claimed (up to `WORKER_CONCURRENCY`, almost always campaign
+ *   jobs, as the limiter starts jobs a little faster than the gate grants) raced for each slot, and a
+ *   transactional email claimed mid-campaign went out after about that many campaign sends (measured: 9 at a
+ *   concurrency of 8).
  *
  * Keys: `key` (last decision, µs), `key:pending` and `key:sent` (sorted sets, member = grant token, score = µs on
  * the Redis clock). They share `key`'s hash slot when `key` carries a `{hash tag}`.
@@ -122,6 +128,9 @@ export class SendRateGate {
   private readonly keys: [string, string, string];
   private readonly id = randomBytes(6).toString('hex');
   private seq = 0;
+  /** Whether a caller of this process is asking Redis (one at a time); the others wait here, most urgent first. */
+  private asking = false;
+  private readonly waiting: { priority: number; seq: number; go: () => void }[] = [];
 
   /**
    * @param redis - any connection (the scripts run atomically on the server, using the server's clock).
@@ -163,12 +172,36 @@ export class SendRateGate {
    * right after signing). A failed confirmation leaves the grant pending until {@link PENDING_TTL_MS}: slower,
    * never faster.
    *
+   * @param priority - the send's lane priority (lower first: the send queue's priority); callers of this process
+   *   ask in this order, first come first served within one priority. Default 0.
    * @returns the time waited in ms.
    * @throws the Redis error when Redis cannot be asked (the send is then not made).
    */
-  async acquire(): Promise<number> {
+  async acquire(priority = 0): Promise<number> {
     const started = performance.now();
     const token = `${this.id}:${++this.seq}`;
+    const me = { priority, seq: this.seq };
+    if (this.asking) await new Promise<void>((go) => this.wait({ ...me, go }));
+    this.asking = true;
+    try {
+      return await this.take(token, priority, me.seq, started);
+    } finally {
+      // The turn passes to the most urgent caller waiting (it stays taken), or is free.
+      const next = this.waiting.shift();
+      if (next) next.go();
+      else this.asking = false;
+    }
+  }
+
+  /** Queues a caller for its turn: by priority, then arrival. */
+  private wait(w: { priority: number; seq: number; go: () => void }): void {
+    const i = this.waiting.findIndex((x) => x.priority > w.priority || (x.priority === w.priority && x.seq > w.seq));
+    if (i === -1) this.waiting.push(w);
+    else this.waiting.splice(i, 0, w);
+  }
+
+  /** Asks Redis until granted (this caller has the process's turn); see {@link acquire}. */
+  private async take(token: string, priority: number, seq: number, started: number): Promise<number> {
     const [last, pending, sent] = this.keys;
     for (;;) {
       const waitUs = Number(
@@ -192,6 +225,14 @@ export class SendRateGate {
         return performance.now() - started;
       }
       await new Promise((r) => setTimeout(r, Math.max(1, waitUs / 1000)));
+      const first = this.waiting[0];
+      if (first && first.priority < priority) {
+        // A more urgent send arrived while this one waited: it takes the next slot, this one waits its turn again.
+        this.waiting.shift();
+        const again = new Promise<void>((go) => this.wait({ priority, seq, go }));
+        first.go();
+        await again;
+      }
     }
   }
 }
