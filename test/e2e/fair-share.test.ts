@@ -107,9 +107,11 @@ test(`two projects' campaigns (${SIZE_A} and ${SIZE_B} at ${RATE}/s) share the r
   expect(overlapA / (overlapA + overlapB)).toBeGreaterThan(0.3);
   // The rate stays busy: no gaps between the campaigns' top-ups (the gate allows 13.3/s at 14 with its 50 ms margin).
   expect(overallRate).toBeGreaterThan(0.75 * RATE);
-  // The transactional email overtakes both campaigns: only sends already claimed when it came (at most the
-  // worker's concurrency) go before it.
-  expect(campaignSendsBeforeOtp).toBeLessThanOrEqual(config.workerConcurrency + 1);
+  // The transactional email overtakes both campaigns, including the campaign jobs the worker had already claimed
+  // (up to its concurrency, waiting at the rate gate): it takes the gate's next slot once a job slot frees for it.
+  // What may go before it: a send already on the wire, the one whose end freed the job slot, the one the limiter
+  // paced in meanwhile (measured: 1; 9 of the 8 claimed ones before the gate took priorities).
+  expect(campaignSendsBeforeOtp).toBeLessThanOrEqual(4);
   expect(otpSend.at).toBeLessThan(Math.max(lastA, lastB));
 }, 150_000);
 
