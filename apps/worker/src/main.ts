@@ -48,7 +48,8 @@ import { SesTransport, type MailTransport } from './ses/transport';
 import { SendRateGate } from './ses/rate-gate';
 import { AccountWatcher } from './ses/account';
 import { registerAccountMetrics } from './ses/account-metrics';
-import { quotaTask } from './processors/quota';
+import { checkQuotaOnce, quotaTask } from './processors/quota';
+import { CampaignQuotaGuard } from './ses/quota-guard';
 import { testMessagesTask } from './processors/test-messages';
 import { WorkerMetrics } from './metrics';
 import type { SendJobResult } from './processors/send';
@@ -118,7 +119,19 @@ export async function startWorker(
   const transport = options.transport ?? new SesTransport(config, timedGate, (ms, ok) => metrics.sesSend.observe({ outcome: ok ? 'ok' : 'error' }, ms / 1000));
 
   let worker!: Worker;
-  const processor = createSendProcessor({ config, database, redis: connection, transport, logger, webhookQueue, worker: () => worker, onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }) });
+  const quotaDeps = { config, database, account, sendQueue, campaignQueue, webhookQueue, logger };
+  const quotaGuard = new CampaignQuotaGuard(account, config.sesQuotaReserve, config.sendLeaseMs);
+  const processor = createSendProcessor({
+    config,
+    database,
+    redis: connection,
+    transport,
+    logger,
+    webhookQueue,
+    worker: () => worker,
+    onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }),
+    campaignQuota: { admit: () => quotaGuard.admit(), reached: () => checkQuotaOnce(quotaDeps) },
+  });
   worker = createSendWorker(config, connection, processor, account.rate);
   account.onRateChange((rate) => {
     gate.setRate(rate);
@@ -162,7 +175,7 @@ export async function startWorker(
     }),
     segmentsTask({ config, database, logger }),
     domainsTask({ config, database, identities, logger }),
-    quotaTask({ config, database, account, sendQueue, campaignQueue, webhookQueue, logger }),
+    quotaTask(quotaDeps),
     testMessagesTask({ config, database, logger }),
   ]);
   void worker.run();

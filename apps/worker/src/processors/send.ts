@@ -40,6 +40,7 @@ import { loadCampaign } from '@mailroom/db/queries/campaigns';
 import { storeTestMessage } from '@mailroom/db/queries/test-messages';
 import { type Database } from '@mailroom/db/client';
 import { classifySendError, type MailTransport } from '../ses/transport';
+import type { QuotaAdmission } from '../ses/quota-guard';
 
 const validatePayload = dataValidator(SendJobPayload);
 
@@ -70,6 +71,12 @@ export interface SendProcessorDeps {
   onThrottled?: () => void;
   /** Where an SES outcome that Postgres could not take is kept until the row is claimed again. */
   redis: Redis | Cluster;
+  /**
+   * The SES quota at the send (ses/quota-guard.ts): `admit` says whether a live campaign email may go out now;
+   * `reached` runs the quota watcher's pass (pauses the live campaigns when the quota is spent). Omitted: only the
+   * watcher's periodic check applies.
+   */
+  campaignQuota?: { admit(): Promise<QuotaAdmission>; reached(): Promise<unknown> };
 }
 
 /** Longest pause (ms) of the send queue while SES is unreachable. */
@@ -123,6 +130,8 @@ export function createSendProcessor(deps: SendProcessorDeps) {
     const email = claim.email;
     const acceptedKey = `${config.queuePrefix}:ses-accepted:${emailId}`;
 
+    /** Frees this email's place in the campaign quota guard once its outcome is written (counted when sent). */
+    let releaseQuota: (() => void) | undefined;
     // Finishing a row and writing its webhook deliveries (email.sent, email.failed, email.suppressed) is one
     // statement: the event is announced if and only if the status it announces committed.
     const finish = async (outcome: Parameters<typeof finishEmail>[3]) => {
@@ -139,8 +148,26 @@ export function createSendProcessor(deps: SendProcessorDeps) {
         ...(email.test ? { test: true } : {}),
       };
       const { finished, deliveries } = await finishEmail(db, emailId, claimToken, outcome, type ? { type, data } : undefined);
+      releaseQuota?.();
       await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log);
       return finished;
+    };
+
+    /**
+     * No room left before the quota's reserve: pause the live campaigns now (the quota watcher's pass), put this
+     * email back to `queued` and let its job wait without spending an attempt: until the resume wakes it when its
+     * campaign paused, else (the room is held by sends not yet counted) a second.
+     */
+    const quotaReached = async (campaignId: string): Promise<never> => {
+      await deps.campaignQuota!.reached().catch((err: unknown) => log.warn({ err }, 'quota pass failed; the next check pauses the campaigns'));
+      const paused = (await loadCampaign(db, campaignId))?.status === 'PAUSED';
+      const retryInMs = paused ? config.campaignPauseRecheckMs : Math.min(1_000, config.campaignPauseRecheckMs);
+      await finish({ status: 'queued', reason: 'SES 24-hour quota: campaigns stop at its reserve (SES_QUOTA_RESERVE)', retryInMs });
+      log.info({ campaignId, paused }, 'campaign email held: SES 24-hour quota reserve reached');
+      await job.moveToDelayed(Date.now() + retryInMs, token);
+      // A resume committed meanwhile may have woken the campaign's jobs before this one was delayed.
+      if (paused && (await loadCampaign(db, campaignId))?.status !== 'PAUSED') await job.promote().catch(() => undefined);
+      throw new DelayedError();
     };
 
     if (email.previousStatus === 'sending') {
@@ -178,6 +205,14 @@ export function createSendProcessor(deps: SendProcessorDeps) {
       await finish({ status: 'suppressed', reason: 'address is on the suppression list' });
       log.info('send skipped: recipient suppressed');
       return { outcome: 'suppressed', reason: 'address is on the suppression list' };
+    }
+
+    // The SES quota's reserve is for transactional and workflow mail: a live campaign email goes out only while
+    // there is room before it (ses/quota-guard.ts), so campaigns stop at the line, not at the next quota check.
+    if (deps.campaignQuota && email.campaignId && !email.test) {
+      const admission = await deps.campaignQuota.admit();
+      if (!admission.ok) return quotaReached(email.campaignId);
+      releaseQuota = admission.done;
     }
 
     let raw: Buffer;
