@@ -13,7 +13,8 @@ import { Registry } from 'prom-client';
 import { createLogger } from '@mailroom/platform/logger';
 import { DEFAULT_GUARDRAILS } from '@mailroom/platform/guardrail-defaults';
 import { loadConfig } from '@mailroom/platform/config';
-import { addDomain } from '@mailroom/db/queries/projects';
+import { addDomain, createProject } from '@mailroom/db/queries/projects';
+import { sentInLast24Hours, sentSinceHour } from '@mailroom/db/queries/send-quota';
 import { type Db } from '@mailroom/db/client';
 import { registerReputationMetrics } from '../../apps/api/src/http/reputation-metrics';
 import { ADMIN_TOKEN, client, createTestProject, isolatedDatabase, recipient, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
@@ -167,6 +168,102 @@ describe('GET /reputation', () => {
     expect(value('mailroom_reputation_up')).toBe(1);
     // A project with nothing sent has no series.
     expect(res.text).not.toContain(`project="${other.id}"`);
+  });
+
+  test('/metrics: the same figures per sending domain and per campaign as GET /reputation, bounded per project', async () => {
+    // A campaign active only 30 hours ago: in GET /reputation's 7 days, but not among /metrics' campaigns (no activity in 24 hours).
+    const quiet = await sendingCampaign(p, 'Quiet');
+    await api.database.db.execute(sql`
+      insert into reputation_counts (project_id, hour, domain, campaign_id, sent, delivered)
+      values (${p.id}::uuid, date_trunc('hour', now() at time zone 'UTC') at time zone 'UTC' - interval '30 hours', ${p.domain}, ${quiet}::uuid, 4, 4)`);
+    const rep = (await client(api.app, p).get('/reputation')).body.data;
+    const text = (await request(api.app).get('/metrics').set('Authorization', `Bearer ${ADMIN_TOKEN}`)).text;
+    const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const outcomes = [['sent', 'sent'], ['delivered', 'delivered'], ['hardBounces', 'hard_bounce'], ['softBounces', 'soft_bounce'], ['complaints', 'complaint']] as const;
+    let checked = 0;
+    for (const [window, w] of [['24h', rep.last24h], ['7d', rep.last7d]] as const) {
+      for (const d of w.domains as { domain: string; hardBounceRate: number; complaintRate: number }[]) {
+        const labels = `project="${p.id}",domain="${d.domain}",window="${window}"`;
+        for (const [field, outcome] of outcomes) expect(value(`mailroom_reputation_domain_emails{${labels},outcome="${outcome}"}`)).toBe((d as unknown as Record<string, number>)[field]);
+        expect(value(`mailroom_reputation_domain_hard_bounce_rate{${labels}}`)).toBeCloseTo(d.hardBounceRate, 6);
+        expect(value(`mailroom_reputation_domain_complaint_rate{${labels}}`)).toBeCloseTo(d.complaintRate, 6);
+        checked++;
+      }
+      for (const c of w.campaigns as { campaignId: string; hardBounceRate: number }[]) {
+        const labels = `project="${p.id}",campaign="${c.campaignId}",window="${window}"`;
+        if (c.campaignId === quiet) {
+          expect(text).not.toContain(`campaign="${quiet}"`);
+          continue;
+        }
+        for (const [field, outcome] of outcomes) expect(value(`mailroom_reputation_campaign_emails{${labels},outcome="${outcome}"}`)).toBe((c as unknown as Record<string, number>)[field]);
+        expect(value(`mailroom_reputation_campaign_hard_bounce_rate{${labels}}`)).toBeCloseTo(c.hardBounceRate, 6);
+        checked++;
+      }
+    }
+    expect(checked).toBe(2 + 2 + 1 + 1); // two domains and one campaign in each window
+    expect(rep.last7d.campaigns.map((c: { campaignId: string }) => c.campaignId)).toContain(quiet);
+    expect([value(`mailroom_reputation_campaign_emails{project="${p.id}",campaign="${campaignId}",window="7d",outcome="sent"}`)]).toEqual([103]);
+    expect(text).not.toContain(`project="${other.id}"`);
+
+    // The bound: at most N domains (most sent in 7 days first) and N campaigns per project.
+    const registry = new Registry();
+    registerReputationMetrics(registry, api.database.db, createLogger(api.config, 'test'), { ttlMs: 0, limits: { domainsPerProject: 1, campaignsPerProject: 0 } });
+    const bounded = await registry.metrics();
+    expect(bounded).toContain(`mailroom_reputation_domain_emails{project="${p.id}",domain="${p.domain}",window="7d",outcome="sent"} 111`);
+    expect(bounded).not.toContain(`domain="${secondDomain}"`);
+    expect(bounded).not.toMatch(/^mailroom_reputation_campaign_emails\{/m);
+    expect(bounded).toContain(`mailroom_reputation_emails{project="${p.id}",window="7d",outcome="sent"} 113`);
+  });
+});
+
+describe('test data never counts', () => {
+  test('test-key sends and their SNS feedback leave reputation_counts, GET /reputation, /metrics and the quota count unchanged', async () => {
+    const created = await createProject(api.database.db, 'test data reputation');
+    const domain = `tdr-${Date.now()}.example.com`;
+    await addDomain(api.database.db, created.id, domain, true);
+    const testKey: TestProject = { id: created.id, publicKey: created.testPublicKey, secretKey: created.testSecretKey, domain, auth: `Bearer ${created.testSecretKey}` };
+    const live: TestProject = { ...testKey, publicKey: created.publicKey, secretKey: created.secretKey, auth: `Bearer ${created.secretKey}` };
+    const totals = async () =>
+      (await api.database.db.execute<Record<string, number>>(sql`
+        select count(*)::int as rows, coalesce(sum(sent), 0)::int as sent, coalesce(sum(delivered), 0)::int as delivered,
+          coalesce(sum(hard_bounces), 0)::int as hard, coalesce(sum(soft_bounces), 0)::int as soft, coalesce(sum(complaints), 0)::int as complaints
+        from reputation_counts`)).rows[0];
+    const quota = async () => ({ last24h: await sentInLast24Hours(api.database.db), sinceHour: (await sentSinceHour(api.database.db)).sent });
+    const metrics = async () => (await request(api.app).get('/metrics').set('Authorization', `Bearer ${ADMIN_TOKEN}`)).text;
+    const [countsBefore, quotaBefore] = [await totals(), await quota()];
+
+    // Transactional test emails, recorded as sent the way the worker records any email, then SES-shaped feedback
+    // for each (a test email never reaches SES, but a forged or replayed notification must not count either).
+    const sent = [await sentTransactional(testKey, `tx@${domain}`), await sentTransactional(testKey, `tx@${domain}`), await sentTransactional(testKey, `tx@${domain}`)];
+    for (const e of sent) expect((await api.database.db.execute<{ test: boolean }>(sql`select test from emails where id = ${e.id}::uuid`)).rows[0].test).toBe(true);
+    await event('Delivery', sent[0]);
+    await event('Complaint', sent[0]);
+    await event('Bounce', sent[1], { bounceType: 'Permanent' });
+    await event('Bounce', sent[2], { bounceType: 'Transient' });
+    // A test campaign's emails (its fan-out writes test rows), sent and bounced.
+    await client(api.app, live).post('/contacts', { email: recipient('tdr'), subscribed: true }).expect(201);
+    const campaignId = await sendingCampaign(testKey, 'Test news');
+    expect((await api.database.db.execute<{ test: boolean }>(sql`select test from campaigns where id = ${campaignId}::uuid`)).rows[0].test).toBe(true);
+    const rows = await api.database.db.execute<{ id: string; to_email: string }>(sql`
+      insert into emails (id, project_id, campaign_id, marketing, source, to_email, from_email, subject, status, test)
+      select gen_random_uuid(), ${created.id}::uuid, ${campaignId}::uuid, true, 'campaign', t, ${`news@${domain}`}, 'S', 'queued', true
+      from unnest(${sql.param([recipient('tdr'), recipient('tdr')])}::text[]) as t
+      returning id, to_email`);
+    for (const r of rows.rows) await event('Bounce', { emailId: r.id, to: r.to_email, messageId: await markSent(api.database.db, r.id) }, { bounceType: 'Permanent' });
+
+    expect(await totals()).toEqual(countsBefore);
+    expect(await quota()).toEqual(quotaBefore);
+    for (const as of [testKey, live]) {
+      const rep = (await client(api.app, as).get('/reputation')).body.data;
+      for (const w of [rep.last24h, rep.last7d]) {
+        expect(w.overall).toEqual({ sent: 0, delivered: 0, hardBounces: 0, softBounces: 0, complaints: 0, hardBounceRate: null, complaintRate: null });
+        expect(w.domains).toEqual([]);
+        expect(w.campaigns).toEqual([]);
+      }
+    }
+    expect(await metrics()).not.toContain(created.id);
+    // The test campaign was judged on nothing: still SENDING, not paused by its 100% bounces.
+    expect((await api.database.db.execute<{ status: string }>(sql`select status from campaigns where id = ${campaignId}::uuid`)).rows[0].status).toBe('SENDING');
   });
 });
 

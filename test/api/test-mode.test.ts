@@ -12,6 +12,7 @@ import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { apiKeys } from '@mailroom/db/schema/projects';
 import { campaigns } from '@mailroom/db/schema/campaigns';
 import { emails } from '@mailroom/db/schema/emails';
+import { webhookDeliveries } from '@mailroom/db/schema/webhooks';
 import { storeTestMessage } from '@mailroom/db/queries/test-messages';
 import { runCli } from '../../apps/api/src/cli';
 import { ADMIN_TOKEN, recipient, startTestApi, testEnv, type TestApi } from '../support/harness';
@@ -192,6 +193,33 @@ describe('test data', () => {
     expect(sent.body.data).toMatchObject({ status: 'SENDING', test: true });
     const [row] = await api.database.db.select().from(campaigns).where(eq(campaigns.id, draft.body.data.id));
     expect(row.test).toBe(true);
+  });
+
+  test('campaign.* webhooks of a test campaign carry test: true; a live campaign\'s have no test key', async () => {
+    const p = await project();
+    await as(p.secretKey).post('/contacts', { email: recipient('c'), subscribed: true });
+    await as(p.secretKey).post('/webhooks/endpoints', { url: 'https://hooks.example.com/mailroom', eventTypes: ['campaign.*'] }).expect(201);
+    const started: Record<string, string> = {};
+    for (const [mode, key] of [['test', p.testSecretKey], ['live', p.secretKey]] as const) {
+      const draft = await as(key).post('/campaigns', { name: mode, subject: 'S', body: '<p>b</p>', from: `n@${p.domain}`, audienceType: 'ALL' });
+      expect((await as(key).post(`/campaigns/${draft.body.data.id}/send`, {})).status).toBe(200);
+      expect((await as(key).post(`/campaigns/${draft.body.data.id}/cancel`, {})).status).toBe(200);
+      started[mode] = draft.body.data.id as string;
+    }
+    const hooks = (await api.database.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.projectId, p.id))).map((d) => ({
+      type: d.eventType,
+      data: (d.payload as { data: Record<string, unknown> }).data,
+    }));
+    const of = (id: string) => hooks.filter((h) => h.data.campaignId === id).map((h) => ({ type: h.type, test: h.data.test }));
+    expect(of(started.test).sort((a, b) => a.type.localeCompare(b.type))).toEqual([
+      { type: 'campaign.cancelled', test: true },
+      { type: 'campaign.sending', test: true },
+    ]);
+    expect(of(started.live).sort((a, b) => a.type.localeCompare(b.type))).toEqual([
+      { type: 'campaign.cancelled', test: undefined },
+      { type: 'campaign.sending', test: undefined },
+    ]);
+    for (const h of hooks.filter((x) => x.data.campaignId === started.live)) expect(h.data).not.toHaveProperty('test');
   });
 });
 

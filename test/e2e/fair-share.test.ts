@@ -107,9 +107,13 @@ test(`two projects' campaigns (${SIZE_A} and ${SIZE_B} at ${RATE}/s) share the r
   expect(overlapA / (overlapA + overlapB)).toBeGreaterThan(0.3);
   // The rate stays busy: no gaps between the campaigns' top-ups (the gate allows 13.3/s at 14 with its 50 ms margin).
   expect(overallRate).toBeGreaterThan(0.75 * RATE);
-  // The transactional email overtakes both campaigns: only sends already claimed when it came (at most the
-  // worker's concurrency) go before it.
-  expect(campaignSendsBeforeOtp).toBeLessThanOrEqual(config.workerConcurrency + 1);
+  // The transactional email overtakes both campaigns, including the campaign jobs the worker had already claimed
+  // (up to its concurrency, waiting at the rate gate): once a job slot frees for it, it takes the gate's next slot.
+  // What may go before it is what was granted before it reached the gate: a send already on the wire, the one whose
+  // end freed the job slot, and the slots of the limiter's pacing and of its own claim, render and signing (a
+  // busy machine stretches those). Measured 1, 1 and 3 (beside two CPU burners); 8–9 of the claimed campaign jobs
+  // before the gate took priorities.
+  expect(campaignSendsBeforeOtp).toBeLessThanOrEqual(5);
   expect(otpSend.at).toBeLessThan(Math.max(lastA, lastB));
 }, 150_000);
 

@@ -170,3 +170,47 @@ test('the send rate follows the account at a refresh, without a restart (rate ga
   account.maxSendRate = 40;
   await waitFor(async () => (running.worker.opts.limiter?.duration === 25 ? true : undefined), 10_000, 'limiter back at 40/s');
 }, 60_000);
+
+test('a campaign stops at the quota line itself, without waiting for the next quota check', async () => {
+  // Own database (the local provider counts every live send in it) and a quota check that never comes during the
+  // test: only the check at the send can stop the campaign.
+  const own = await isolatedDatabase();
+  const ownEnv = { ...env, DATABASE_URL: own.url, SES_QUOTA_CHECK_MS: '3600000' };
+  const ownApi = await startTestApi(loadConfig(ownEnv));
+  let ownWorker: RunningWorker | undefined;
+  try {
+    await worker?.stop();
+    worker = undefined;
+    ownWorker = await startWorker(loadConfig(ownEnv), { healthPort: null });
+    const p = await createTestProject(ownApi.database);
+    const to = Array.from({ length: 100 }, () => recipient('line'));
+    await ownApi.database.db.execute(sql`
+      insert into contacts (id, project_id, email, email_key, subscribed, data)
+      select gen_random_uuid(), ${p.id}::uuid, e, e, true, '{}'::jsonb from unnest(${sql.param(to)}::text[]) as e`);
+    const created = await client(ownApi.app, p).post('/campaigns', { name: 'line', subject: 'News', body: '<p>News</p><a href="{{unsubscribeUrl}}">stop</a>', from: `news@${p.domain}`, audienceType: 'ALL' });
+    const id = created.body.data.id as string;
+    const started = Date.now();
+    expect((await client(ownApi.app, p).post(`/campaigns/${id}/send`, {})).status).toBe(200);
+    const row = async () =>
+      (await ownApi.database.db.execute<{ status: string; paused_reason: string | null; pause_details: Record<string, unknown> | null }>(sql`select status, paused_reason, pause_details from campaigns where id = ${id}::uuid`)).rows[0];
+    await waitFor(async () => ((await row()).status === 'PAUSED' ? true : undefined), 30_000, 'campaign PAUSED at the send');
+    const pausedAfterMs = Date.now() - started;
+    expect(await row()).toMatchObject({ paused_reason: 'quota', pause_details: expect.objectContaining({ max24HourSend: 60, pauseAt: 57 }) });
+    await waitFor(async () => ((await ownApi.database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where campaign_id = ${id}::uuid and status = 'sending'`)).rows[0].n === 0 ? true : undefined), 20_000, 'nothing in flight');
+    await new Promise((r) => setTimeout(r, 1_000));
+    const sent = (await sesSendsTo(to)).length;
+    console.log(`quota at the send (check every hour): paused ${pausedAfterMs} ms after the start with ${sent} of 100 sent (quota 60, pause at 57)`);
+    // One worker process: not one email past the line (before, up to SES_QUOTA_CHECK_MS of sending: here all 100).
+    expect(sent).toBe(57);
+    const held = (await ownApi.database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where campaign_id = ${id}::uuid and status = 'queued'`)).rows[0].n;
+    expect(held).toBe(43);
+    // Transactional mail still goes out in the reserve.
+    const t = recipient('otp');
+    expect((await client(ownApi.app, p).post('/v1/send', { to: t, from: `alerts@${p.domain}`, subject: 'Code', body: '<p>1</p>' })).status).toBe(202);
+    await waitFor(async () => ((await sesSendsTo([t])).length ? true : undefined), 20_000, 'transactional email at SES');
+  } finally {
+    await ownWorker?.stop();
+    await ownApi.close();
+    await own.drop();
+  }
+}, 90_000);

@@ -1,12 +1,15 @@
 /**
  * Test mode end to end (API → Postgres → Redis → worker → sink): a test key's email is built exactly as a live
  * one and stored in `test_messages` instead of reaching SES (no SES request, no rate-gate slot), ends `sent` with
- * `test: true`, and announces `email.sent` with `test: true`. A test campaign fans out test emails. The stored MIME
- * equals a live send's of the same request byte for byte, apart from what is per message by design:
+ * `test: true`, and announces `email.sent` with `test: true`. A test campaign fans out test emails and announces its
+ * `campaign.*` events with `test: true`. The stored MIME equals a live send's of the same request byte for byte,
+ * apart from what is per message by design:
  *
  * - `Message-ID` (`<email id@sender domain>`) and `Date`;
- * - the MIME boundaries, which the composer (nodemailer) draws at random for every message it builds;
- * - the unsubscribe link of marketing mail (body and `List-Unsubscribe`): a token signed for each email id.
+ * - in marketing mail only, the unsubscribe token (body and `List-Unsubscribe`). It must differ per email: it names
+ *   the email it was sent in (so the unsubscribe is attributed to that email and its campaign, and a test email's
+ *   link records a *test* `contact.unsubscribed`), signed with the project's key. A token per contact would lose
+ *   both. The MIME boundaries follow from the content without the token (`mimeBaseBoundary`), so they are equal.
  */
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
@@ -40,7 +43,7 @@ beforeAll(async () => {
   const domain = `tm${randomBytes(5).toString('hex')}.example.com`;
   await addDomain(api.database.db, created.id, domain, true);
   p = { ...created, domain };
-  const hook = await request(api.app).post('/webhooks/endpoints').set('Authorization', `Bearer ${p.secretKey}`).send({ url: receiver.url, eventTypes: ['email.*'] });
+  const hook = await request(api.app).post('/webhooks/endpoints').set('Authorization', `Bearer ${p.secretKey}`).send({ url: receiver.url, eventTypes: ['email.*', 'campaign.*'] });
   expect(hook.status).toBe(201);
 });
 afterAll(async () => {
@@ -101,17 +104,17 @@ test('a test key\'s email reaches no SES call and no rate-gate slot, ends sent w
 });
 
 /** Replaces what is per message by design (see the module notes) so that two builds of one request compare. */
-function normalise(raw: string, email: { id: string; token: string }): string {
-  let s = raw.replace(`Message-ID: <${email.id}@${p.domain}>\r\n`, 'Message-ID: <MESSAGE-ID>\r\n').replace(/^Date: [^\r\n]+\r\n/m, 'Date: DATE\r\n');
-  const boundaries = [...new Set([...s.matchAll(/boundary="([^"]+)"/g)].map((m) => m[1]))];
-  boundaries.forEach((b, i) => (s = s.split(b).join(`BOUNDARY-${i}`)));
+function normalise(raw: string, email: { id: string; token?: string }): string {
+  const s = raw.replace(`Message-ID: <${email.id}@${p.domain}>\r\n`, 'Message-ID: <MESSAGE-ID>\r\n').replace(/^Date: [^\r\n]+\r\n/m, 'Date: DATE\r\n');
+  if (!email.token) return s;
   // The token may be cut by a quoted-printable soft line break (`=` CRLF) in the body; it is the same length in
   // both messages, so it is cut at the same place in both.
   const token = new RegExp(email.token.split('').map((c) => c.replace(/[-_]/g, '\\$&')).join('(?:=\\r\\n)?'), 'g');
   return s.replace(token, 'UNSUBSCRIBE-TOKEN');
 }
+const boundariesOf = (raw: string) => [...new Set([...raw.matchAll(/boundary="([^"]+)"/g)].map((m) => m[1]))];
 
-test('the stored MIME equals a live send\'s of the same request, apart from Message-ID, Date, boundaries and unsubscribe token', async () => {
+test('the stored MIME equals a live send\'s of the same request, apart from Message-ID, Date and a marketing email\'s unsubscribe token', async () => {
   const tpl = await as(p.secretKey).post('/templates', {
     name: 'news',
     type: 'MARKETING',
@@ -154,11 +157,26 @@ test('the stored MIME equals a live send\'s of the same request, apart from Mess
   const [{ signingKey }] = await api.database.db.select({ signingKey: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
   const a = normalise(testRaw, { id: testId, token: createUnsubscribeToken(testId, signingKey) });
   const b = normalise(live.raw, { id: liveId, token: createUnsubscribeToken(liveId, signingKey) });
-  // Each normalisation really happened (two boundaries: multipart/mixed and multipart/alternative).
+  // Each normalisation really happened; the boundaries (multipart/mixed and multipart/alternative) are the same.
   expect(a.match(/UNSUBSCRIBE-TOKEN/g)?.length).toBeGreaterThanOrEqual(2);
-  expect(a).toContain('BOUNDARY-1');
+  expect(boundariesOf(testRaw)).toHaveLength(2);
+  expect(boundariesOf(live.raw)).toEqual(boundariesOf(testRaw));
   expect(a).not.toContain(testId);
   expect(a).toBe(b);
+
+  // Transactional mail (no unsubscribe link): only Message-ID and Date differ.
+  const txRequest = { ...request, template: undefined, from: `Billing <billing@${p.domain}>`, subject: 'Receipt {{note}}', body: '<p>Total {{user.city}} – 12 €</p>' };
+  const txTest = await as(p.testSecretKey).post('/v1/send', txRequest);
+  const txLive = await as(p.secretKey).post('/v1/send', txRequest);
+  expect([txTest.status, txLive.status]).toEqual([202, 202]);
+  const [txTestId, txLiveId] = [txTest.body.data.emails[0].email as string, txLive.body.data.emails[0].email as string];
+  await waitSent(txTestId);
+  await waitSent(txLiveId);
+  const txTestRaw = (await rawOf(txTestId)).toString('utf8');
+  const txLiveRaw = await waitFor(async () => (await sesSendsTo([to])).find((x) => x.raw.includes(`Message-ID: <${txLiveId}@`))?.raw, 20_000, 'the live transactional send at SES');
+  expect(txTestRaw).not.toContain('List-Unsubscribe');
+  expect(boundariesOf(txTestRaw)).toHaveLength(2);
+  expect(normalise(txTestRaw, { id: txTestId })).toBe(normalise(txLiveRaw, { id: txLiveId }));
 
   // Webhooks: the live email's payload has no `test`; the test email's says so.
   const liveHook = await waitFor(async () => hooksFor(liveId).find((h) => h.type === 'email.sent'), 20_000, 'the live email.sent');
@@ -194,4 +212,11 @@ test('a campaign sent with a test key fans out test emails, all to the sink, and
   const raw = (await rawOf(mine.id)).toString('utf8');
   expect(raw).toContain(`Subject: Hello ${audience[0]}`);
   expect(raw).toMatch(/^List-Unsubscribe:\s+<[^>]*\/unsubscribe\//m); // the header is folded
+  // Its campaign.* webhooks say it is a test campaign, as its emails' do.
+  const campaignHooks = await waitFor(async () => {
+    const got = receiver.received.map((r) => JSON.parse(r.body) as { type: string; data: Record<string, unknown> }).filter((h) => h.data.campaignId === draft.body.data.id && h.type.startsWith('campaign.'));
+    return got.some((h) => h.type === 'campaign.sent') ? got : undefined;
+  }, 20_000, 'the campaign.sent webhook');
+  expect(campaignHooks.map((h) => h.type).sort()).toEqual(['campaign.sending', 'campaign.sent']);
+  for (const h of campaignHooks) expect(h.data.test).toBe(true);
 });

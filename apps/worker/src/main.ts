@@ -40,6 +40,8 @@ import { SendRateGate } from '@mailroom/sending/ses/rate-gate';
 import { AccountWatcher } from '@mailroom/sending/ses/account';
 import { registerAccountMetrics } from '@mailroom/sending/ses/account-metrics';
 import { quotaTask } from './processors/quota';
+import { checkQuotaOnce } from '@mailroom/sending/quota';
+import { CampaignQuotaGuard } from '@mailroom/sending/ses/quota-guard';
 import { testMessagesTask } from './processors/test-messages';
 import { WorkerMetrics } from './metrics';
 import type { SendJobResult } from '@mailroom/sending/job';
@@ -90,8 +92,8 @@ export async function startWorker(
   const queues = createQueues(config, connection);
   const metrics = new WorkerMetrics(queueList(queues), database);
   const timedGate = {
-    acquire: async () => {
-      const waitedMs = await gate.acquire();
+    acquire: async (priority?: number) => {
+      const waitedMs = await gate.acquire(priority);
       metrics.gateWait.observe(waitedMs / 1000);
       return waitedMs;
     },
@@ -100,6 +102,8 @@ export async function startWorker(
 
   const { send: sendQueue, campaign: campaignQueue, webhook: webhookQueue, workflow: workflowQueue } = queues;
   const identities = options.identities ?? createIdentityProvider(config, createResolver(config));
+  const quotaDeps = { config, database, account, sendQueue, campaignQueue, webhookQueue, logger };
+  const quotaGuard = new CampaignQuotaGuard(account, config.sesQuotaReserve, config.sendLeaseMs);
   const maintenanceTasks: MaintenanceTask[] = [
     reconcileTask({
       config,
@@ -116,7 +120,7 @@ export async function startWorker(
     }),
     segmentsTask({ config, database, logger }),
     domainsTask({ config, database, identities, logger }),
-    quotaTask({ config, database, account, sendQueue, campaignQueue, webhookQueue, logger }),
+    quotaTask(quotaDeps),
     testMessagesTask({ config, database, logger }),
   ];
   // One processor per catalog queue, keyed like the catalog: a queue without one does not compile.
@@ -124,7 +128,17 @@ export async function startWorker(
     config,
     connection,
     {
-      send: createSendProcessor({ config, database, redis: connection, transport, logger, webhookQueue, worker: () => workers.send, onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }) }),
+      send: createSendProcessor({
+        config,
+        database,
+        redis: connection,
+        transport,
+        logger,
+        webhookQueue,
+        worker: () => workers.send,
+        onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }),
+        campaignQuota: { admit: () => quotaGuard.admit(), reached: () => checkQuotaOnce(quotaDeps) },
+      }),
       import: createImportProcessor({ config, database, logger }),
       campaign: createCampaignProcessor({ config, database, sendQueue, webhookQueue, logger, sendRate: () => account.rate }),
       webhook: createWebhookProcessor({ config, database, logger }),

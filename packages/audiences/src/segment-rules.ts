@@ -71,7 +71,10 @@ export async function deleteSegmentNow(deps: AnnounceDeps, log: Logger, projectI
     log,
     projectId,
     (tx) => deleteSegment(tx, projectId, id),
-    (done) => (done.deleted ? done.failedCampaigns.map((campaignId) => ({ type: 'campaign.failed', data: { campaignId } })) : []),
+    (done) =>
+      done.deleted
+        ? done.failedCampaigns.map((campaignId) => ({ type: 'campaign.failed', data: { campaignId, ...(done.failedTestCampaigns.includes(campaignId) ? { test: true } : {}) } }))
+        : [],
   );
   if (!r.deleted && r.reason === 'missing') throw notFound('Segment');
   if (!r.deleted) throw new AppError(ErrorCode.CONFLICT, `Campaign ${r.campaignId} is still sending to this segment; cancel it or wait until its recipients are queued`);

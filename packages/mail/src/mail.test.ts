@@ -1,5 +1,5 @@
 import { simpleParser } from 'mailparser';
-import { buildMime, checkCustomHeaders } from './mail';
+import { buildMime, checkCustomHeaders, type MimeMessage } from './mail';
 import { decodeCursor, encodeCursor, newId } from '@mailroom/platform/ids';
 import { emailKey, normalizeEmail, domainCovers } from '@mailroom/platform/address';
 import { generateKey, hashKey, keyKind } from '@mailroom/platform/keys';
@@ -32,6 +32,45 @@ describe('MIME composition', () => {
   test('a header value cannot inject another header', async () => {
     const raw = (await buildMime({ from: { email: 'a@example.com' }, to: { email: 'b@example.org' }, subject: 'x\r\nBcc: v@x.test', html: 'h', text: 't', headers: { 'X-A': 'v\r\nBcc: v@x.test' }, messageId: 'm@x' })).toString();
     expect(raw).not.toMatch(/^Bcc:/m);
+  });
+
+  test('boundaries follow from the content: one message built twice is byte-identical apart from Message-ID and Date', async () => {
+    const token = 'AZBhx0b7cTCQkUZtkZ3ZQbK9p2Y1iK0c7Xg5B1eW2dI';
+    const message = (over: Partial<MimeMessage> = {}): MimeMessage => ({
+      from: { email: 'a@example.com', name: 'A' },
+      to: { email: 'b@example.org' },
+      subject: 'News',
+      html: `<p>hi</p><a href="https://x.test/unsubscribe/${token}">stop</a>`,
+      text: `hi https://x.test/unsubscribe/${token}`,
+      headers: { 'List-Unsubscribe': `<https://x.test/unsubscribe/${token}>` },
+      attachments: [{ filename: 'f.bin', content: Buffer.from([1, 2, 3]), contentType: 'application/octet-stream' }],
+      messageId: 'one@example.com',
+      date: new Date('2025-01-01T00:00:00Z'),
+      perMessage: [token],
+      ...over,
+    });
+    const boundaries = (raw: Buffer) => [...new Set([...raw.toString().matchAll(/boundary="([^"]+)"/g)].map((m) => m[1]))];
+    const first = await buildMime(message());
+    expect(boundaries(first)).toHaveLength(2);
+    const normalise = (raw: Buffer) => raw.toString().replace(/^Message-ID: .*\r\n/m, '').replace(/^Date: .*\r\n/m, '');
+    const again = await buildMime(message({ messageId: 'two@example.com', date: new Date('2025-06-01T12:00:00Z') }));
+    expect(normalise(again)).toBe(normalise(first));
+    expect(again.equals(first)).toBe(false);
+    // Another unsubscribe token (another email's): the same boundaries; only the token differs.
+    const other = 'B'.repeat(43);
+    const relinked = await buildMime(
+      message({ html: message().html.replace(token, other), text: message().text.replace(token, other), headers: { 'List-Unsubscribe': `<https://x.test/unsubscribe/${other}>` }, perMessage: [other] }),
+    );
+    expect(boundaries(relinked)).toEqual(boundaries(first));
+    // (Compared with quoted-printable soft line breaks undone: the token may be cut by one.)
+    const unfolded = (raw: Buffer) => normalise(raw).replace(/=\r\n/g, '');
+    expect(unfolded(relinked).split(other).join(token)).toBe(unfolded(first));
+    // Other content: other boundaries, and none of them occurs in its parts.
+    for (const over of [{ subject: 'News!' }, { html: '<p>hi.</p>' }, { attachments: [{ filename: 'f.bin', content: Buffer.from([1, 2, 4]), contentType: 'application/octet-stream' }] }]) {
+      const changed = await buildMime(message(over));
+      expect(boundaries(changed)).not.toEqual(boundaries(first));
+      expect(changed.toString().split(boundaries(changed)[0]).length).toBe(first.toString().split(boundaries(first)[0]).length);
+    }
   });
 
   test('custom header checks', () => {

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { createHash } from 'node:crypto';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
 import type { FieldError } from '@mailroom/platform/errors';
@@ -93,15 +94,50 @@ export interface MimeMessage {
   messageId: string;
   /** Date header; defaults to now. */
   date?: Date;
+  /**
+   * Values that differ from message to message by design (a marketing email's unsubscribe token), left out of the
+   * boundary hash ({@link mimeBaseBoundary}), so two builds that differ only there share their boundaries.
+   */
+  perMessage?: readonly string[];
 }
 
 /**
- * Builds the raw RFC 5322 message.
+ * The shared part of the message's multipart boundaries (nodemailer's `baseBoundary`; each part's boundary is
+ * `--_NmP-<base>-Part_<n>`): the first 96 bits of a SHA-256 of the content (sender, recipient, reply-to, subject,
+ * HTML, text, custom headers, attachments), without the Message-ID, the Date and the `perMessage` values.
+ *
+ * Deterministic, so one request built twice (a test key's send and a live one, a retry) gives the same bytes apart
+ * from Message-ID and Date; nodemailer's default is 8 random bytes per message. RFC 2046 §5.1.1 asks only that a
+ * boundary not occur in the encapsulated parts: a part would have to contain the hash of its own content
+ * (`perMessage` values aside), which no content can be made to do (2^96 tries per attempt).
+ */
+export function mimeBaseBoundary(message: MimeMessage): string {
+  const strip = (v: string | null | undefined): string => (message.perMessage ?? []).reduce((s, x) => (x ? s.split(x).join('') : s), v ?? '');
+  const hash = createHash('sha256');
+  const field = (v: string | Buffer) => {
+    const b = typeof v === 'string' ? Buffer.from(strip(v)) : v;
+    // Length-prefixed: no two different field lists hash the same bytes.
+    hash.update(`${b.length}:`).update(b);
+  };
+  for (const v of [message.from.name ?? '', message.from.email, message.to.name ?? '', message.to.email, message.replyTo ?? '', message.subject, message.html, message.text]) field(v);
+  const headers = Object.entries(message.headers ?? {});
+  field(String(headers.length));
+  for (const [name, value] of headers) [name, value].forEach((v) => field(v));
+  const attachments = message.attachments ?? [];
+  field(String(attachments.length));
+  for (const a of attachments) [a.filename, a.contentType, a.content].forEach((v) => field(v));
+  return hash.digest('hex').slice(0, 24);
+}
+
+/**
+ * Builds the raw RFC 5322 message. Its boundaries follow from its content ({@link mimeBaseBoundary}): the same
+ * content gives the same bytes apart from Message-ID and Date.
  *
  * @returns the message bytes (CRLF line endings), ready for SES `SendEmail` `Content.Raw.Data`.
  */
 export async function buildMime(message: MimeMessage): Promise<Buffer> {
-  const composer = new MailComposer({
+  // `baseBoundary` is read by MailComposer (it passes it to every multipart node) but not in its typings.
+  const options: ConstructorParameters<typeof MailComposer>[0] & { baseBoundary: string } = {
     from: message.from.name ? { name: message.from.name, address: message.from.email } : message.from.email,
     to: message.to.name ? { name: message.to.name, address: message.to.email } : message.to.email,
     replyTo: message.replyTo ?? undefined,
@@ -118,6 +154,7 @@ export async function buildMime(message: MimeMessage): Promise<Buffer> {
     })),
     disableFileAccess: true,
     disableUrlAccess: true,
-  });
-  return composer.compile().build();
+    baseBoundary: mimeBaseBoundary(message),
+  };
+  return new MailComposer(options).compile().build();
 }

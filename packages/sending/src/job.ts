@@ -30,6 +30,7 @@ import { classifySendError, type MailTransport } from './ses/transport';
 import { claimForSending, finishClaim, type SendOutcome } from './claim';
 import { composeMessage } from './compose';
 import { acceptedKey, readAccepted, recordAccepted } from './ses-accepted';
+import type { QuotaAdmission } from './ses/quota-guard';
 
 /** What a finished job reports (shown in the dashboard). */
 export type SendJobResult =
@@ -59,6 +60,8 @@ export interface SendJobInput {
   emailId: string;
   /** Attempts of this job made before this one, and how many it may make in all. */
   attempt: { made: number; max: number };
+  /** The job's lane priority: transactional mail claimed mid-campaign takes the rate gate's next slot. */
+  priority?: number;
   log: Logger;
 }
 
@@ -71,6 +74,12 @@ export interface EmailSenderDeps {
   webhookQueue: Queue<WebhookJobPayload>;
   /** Where an SES outcome that Postgres could not take is kept until the row is claimed again. */
   redis: Redis | Cluster;
+  /**
+   * The SES quota at the send (`ses/quota-guard.ts`): `admit` says whether a live campaign email may go out now;
+   * `reached` runs the quota watcher's pass (pauses the live campaigns when the quota is spent). Omitted: only the
+   * watcher's periodic check applies.
+   */
+  campaignQuota?: { admit(): Promise<QuotaAdmission>; reached(): Promise<unknown> };
 }
 
 /** Runs the send job for one email (see the module notes). */
@@ -93,7 +102,7 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
   /** SES calls in a row that found it unreachable (this process); sets the pause before the next try. */
   let unreachableStreak = 0;
 
-  return async ({ emailId, attempt, log }) => {
+  return async ({ emailId, attempt, priority, log }) => {
     const claimed = await claimForSending(db, emailId, config.sendLeaseMs);
     if (!claimed.ok) {
       if (claimed.kind === 'leased') return { kind: 'leased', until: claimed.until.getTime() + 50 };
@@ -110,7 +119,13 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
     const { claim } = claimed;
     const email = claim.email;
     const key = acceptedKey(config, emailId);
-    const finish = (outcome: SendOutcome) => finishClaim(finishDeps, claim, outcome, log);
+    /** Frees this email's place in the campaign quota guard once its outcome is written (counted when sent). */
+    let releaseQuota: (() => void) | undefined;
+    const finish = async (outcome: SendOutcome) => {
+      const finished = await finishClaim(finishDeps, claim, outcome, log);
+      releaseQuota?.();
+      return finished;
+    };
     const done = (result: SendJobResult): SendStep => ({ kind: 'done', result });
 
     if (email.previousStatus === 'sending') {
@@ -150,6 +165,25 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
       return done({ outcome: 'suppressed', reason: 'address is on the suppression list' });
     }
 
+    // The SES quota's reserve is for transactional and workflow mail: a live campaign email goes out only while
+    // there is room before it (ses/quota-guard.ts), so campaigns stop at the line, not at the next quota check.
+    if (deps.campaignQuota && email.campaignId && !email.test) {
+      const admission = await deps.campaignQuota.admit();
+      if (!admission.ok) {
+        // No room left before the reserve: pause the live campaigns now (the quota watcher's pass), put this email
+        // back to `queued` and let its job wait without spending an attempt: until the resume wakes it when its
+        // campaign paused, else (the room is held by sends not yet counted) a second.
+        const campaignId = email.campaignId;
+        await deps.campaignQuota.reached().catch((err: unknown) => log.warn({ err }, 'quota pass failed; the next check pauses the campaigns'));
+        const paused = (await loadCampaign(db, campaignId))?.status === 'PAUSED';
+        const retryInMs = paused ? config.campaignPauseRecheckMs : Math.min(1_000, config.campaignPauseRecheckMs);
+        await finish({ status: 'queued', reason: 'SES 24-hour quota: campaigns stop at its reserve (SES_QUOTA_RESERVE)', retryInMs });
+        log.info({ campaignId, paused }, 'campaign email held: SES 24-hour quota reserve reached');
+        return { kind: 'campaign-paused', recheckInMs: retryInMs, resumed: async () => paused && (await loadCampaign(db, campaignId))?.status !== 'PAUSED' };
+      }
+      releaseQuota = admission.done;
+    }
+
     let raw: Buffer;
     let subject: string;
     try {
@@ -178,6 +212,8 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
         from: email.fromEmail,
         to: [email.toEmail],
         tags: { email_id: email.id, project_id: email.projectId },
+        // Transactional mail claimed mid-campaign takes the next slot of the rate gate, not the last of the claimed.
+        priority,
       }));
     } catch (err) {
       const c = classifySendError(err);

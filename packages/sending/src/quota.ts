@@ -10,9 +10,10 @@
  *   their emails waiting in the queue are woken. A campaign paused for its bounce or complaint rate is never
  *   resumed here.
  *
- * A campaign that starts or is resumed while the quota is spent pauses at the next check; between the count
- * crossing the line and the pause, at most `SES_QUOTA_CHECK_MS` of sending at the send rate goes out (the reserve
- * absorbs it). Test campaigns do not use SES and are left alone. The worker runs {@link checkQuotaOnce} as its
+ * The line is also held at the send: a live campaign email goes out only while there is room before the reserve
+ * (`ses/quota-guard.ts`); the first one refused runs this pass at once ({@link checkQuotaOnce}), so a campaign
+ * pauses at the line, not at the next check (with one worker process not one email past it; with several, at most
+ * what the others have in flight). Test campaigns do not use SES and are left alone. The worker runs {@link checkQuotaOnce} as its
  * `quota` maintenance task: one pass per interval across all processes.
  *
  * @module

@@ -12,25 +12,35 @@
  *   `soft_bounce`, `complaint`; window `24h` or `7d` (hourly buckets, see `GET /reputation`);
  * - `mailroom_reputation_hard_bounce_rate{project,window}` and `mailroom_reputation_complaint_rate{project,window}`:
  *   per email sent, as SES computes them (no series while a window has nothing sent);
+ * - the same per sending domain, `mailroom_reputation_domain_emails{project,domain,window,outcome}` and
+ *   `mailroom_reputation_domain_{hard_bounce,complaint}_rate{project,domain,window}`, and per campaign,
+ *   `mailroom_reputation_campaign_emails{project,campaign,window,outcome}` and
+ *   `mailroom_reputation_campaign_{hard_bounce,complaint}_rate{project,campaign,window}` (campaign = its id), as
+ *   `GET /reputation` lists them;
  * - `mailroom_reputation_up`: 1 when the figures served were read (by this scrape or a cached read within the
  *   TTL: as it was at that read), 0 when this scrape's read failed or was slower than {@link READ_TIMEOUT_MS}. The
  *   scrape itself never fails for it: the per-project series are then left out rather than shown stale.
  *
- * Labels are the project id and the window only (no domain or campaign: those are in `GET /reputation`), so the
- * series count is bounded by the projects that sent in the last 7 days.
+ * **Bounded series.** Projects with activity in the last 7 days; per project, at most
+ * {@link METRICS_DOMAINS_PER_PROJECT} sending domains (most sent in 7 days first; a sender may use any subdomain
+ * of a verified domain) and at most {@link METRICS_CAMPAIGNS_PER_PROJECT} campaigns, only those with activity (a
+ * send or an outcome) in the last 24 hours, most sent in them first; a campaign's series leave once it has been
+ * quiet for a day. At most `projects × (1 + 20 + 20) × 2 windows × 7` series; `GET /reputation` has the rest.
  *
  * @module
  */
 import { Gauge, type Registry } from 'prom-client';
 import { sesRates } from '@mailroom/audiences/guardrails';
 import { type Logger } from '@mailroom/platform/logger';
-import { reputationByProject, type ReputationCounts, type ReputationWindow } from '@mailroom/db/queries/reputation';
+import { reputationForMetrics, type ReputationCounts, type ReputationMetricsLimits, type ReputationWindow } from '@mailroom/db/queries/reputation';
 import { type Db } from '@mailroom/db/client';
 
 /** How long a scrape waits for the figures (ms). */
 export const READ_TIMEOUT_MS = 3_000;
 
 const WINDOW_LABEL: Record<ReputationWindow, string> = { last24h: '24h', last7d: '7d' };
+const BREAKDOWNS = ['project', 'domain', 'campaign'] as const;
+type Breakdown = (typeof BREAKDOWNS)[number];
 const OUTCOMES: [keyof ReputationCounts, string][] = [
   ['sent', 'sent'],
   ['delivered', 'delivered'],
@@ -39,7 +49,12 @@ const OUTCOMES: [keyof ReputationCounts, string][] = [
   ['complaints', 'complaint'],
 ];
 
-type Snapshot = Awaited<ReturnType<typeof reputationByProject>> | undefined;
+/** Sending domains per project in `/metrics` at most (see the module notes). */
+export const METRICS_DOMAINS_PER_PROJECT = 20;
+/** Campaigns per project in `/metrics` at most: those with activity in the last 24 hours (see the module notes). */
+export const METRICS_CAMPAIGNS_PER_PROJECT = 20;
+
+type Snapshot = Awaited<ReturnType<typeof reputationForMetrics>> | undefined;
 
 /** Options of {@link registerReputationMetrics}. */
 export interface ReputationMetricsOptions {
@@ -47,6 +62,8 @@ export interface ReputationMetricsOptions {
   ttlMs: number;
   /** The clock (ms since the epoch); tests replace it. */
   now?: () => number;
+  /** Domains and campaigns per project; default {@link METRICS_DOMAINS_PER_PROJECT}, {@link METRICS_CAMPAIGNS_PER_PROJECT}. */
+  limits?: ReputationMetricsLimits;
 }
 
 /**
@@ -55,6 +72,7 @@ export interface ReputationMetricsOptions {
  */
 export function registerReputationMetrics(registry: Registry, db: Db, log: Logger, options: ReputationMetricsOptions): void {
   const now = options.now ?? Date.now;
+  const limits = options.limits ?? { domainsPerProject: METRICS_DOMAINS_PER_PROJECT, campaignsPerProject: METRICS_CAMPAIGNS_PER_PROJECT };
   let inFlight: Promise<Snapshot> | undefined;
   let cached: { at: number; figures: NonNullable<Snapshot> } | undefined;
   // The snapshot handed out in this turn of the event loop: the gauges of one scrape collect in one turn, so they
@@ -68,7 +86,7 @@ export function registerReputationMetrics(registry: Registry, db: Db, log: Logge
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${READ_TIMEOUT_MS} ms`)), READ_TIMEOUT_MS);
     });
-    inFlight = Promise.race([reputationByProject(db), timeout])
+    inFlight = Promise.race([reputationForMetrics(db, limits), timeout])
       .then((figures) => {
         cached = { at, figures };
         return figures;
@@ -91,40 +109,53 @@ export function registerReputationMetrics(registry: Registry, db: Db, log: Logge
     }
     return thisTurn;
   };
-  const each = (s: NonNullable<Snapshot>, fn: (labels: { project: string; window: string }, c: ReputationCounts) => void) => {
-    for (const p of s) for (const w of Object.keys(WINDOW_LABEL) as ReputationWindow[]) fn({ project: p.projectId, window: WINDOW_LABEL[w] }, p.windows[w]);
+  type Labels = Record<string, string>;
+  /** The series of one breakdown: per project, per project and domain, or per project and campaign. */
+  const rowsOf = (s: NonNullable<Snapshot>, by: Breakdown): { labels: Labels; windows: Record<ReputationWindow, ReputationCounts> }[] =>
+    by === 'project'
+      ? s.projects.map((p) => ({ labels: { project: p.projectId }, windows: p.windows }))
+      : by === 'domain'
+        ? s.domains.map((d) => ({ labels: { project: d.projectId, domain: d.domain }, windows: d.windows }))
+        : s.campaigns.map((c) => ({ labels: { project: c.projectId, campaign: c.campaignId }, windows: c.windows }));
+  const each = (s: NonNullable<Snapshot>, by: Breakdown, fn: (labels: Labels, c: ReputationCounts) => void) => {
+    for (const r of rowsOf(s, by)) for (const w of Object.keys(WINDOW_LABEL) as ReputationWindow[]) fn({ ...r.labels, window: WINDOW_LABEL[w] }, r.windows[w]);
   };
 
-  new Gauge({
-    name: 'mailroom_reputation_emails',
-    help: 'emails per project, window (24h, 7d: hourly buckets ending now) and outcome (sent, delivered, hard_bounce, soft_bounce, complaint)',
-    labelNames: ['project', 'window', 'outcome'] as const,
-    registers: [registry],
-    async collect() {
-      const s = await snapshot();
-      this.reset();
-      if (s) each(s, (labels, c) => OUTCOMES.forEach(([field, outcome]) => this.set({ ...labels, outcome }, c[field])));
-    },
-  });
-  for (const [name, rate] of [
-    ['mailroom_reputation_hard_bounce_rate', 'hardBounceRate'],
-    ['mailroom_reputation_complaint_rate', 'complaintRate'],
-  ] as const) {
+  for (const by of BREAKDOWNS) {
+    const infix = by === 'project' ? '' : `${by}_`;
+    const per = by === 'project' ? 'per project' : `per project and ${by === 'domain' ? 'sending domain' : 'campaign (id; those with activity in the last 24 hours)'}`;
+    const keys = by === 'project' ? ['project'] : ['project', by];
     new Gauge({
-      name,
-      help: `${rate === 'hardBounceRate' ? 'hard bounces' : 'complaints'} per email sent, per project and window, as SES computes it (0–1)`,
-      labelNames: ['project', 'window'] as const,
+      name: `mailroom_reputation_${infix}emails`,
+      help: `emails ${per}, window (24h, 7d: hourly buckets ending now) and outcome (sent, delivered, hard_bounce, soft_bounce, complaint)`,
+      labelNames: [...keys, 'window', 'outcome'],
       registers: [registry],
       async collect() {
         const s = await snapshot();
         this.reset();
-        if (!s) return;
-        each(s, (labels, c) => {
-          const v = sesRates(c)[rate];
-          if (v !== null) this.set(labels, v);
-        });
+        if (s) each(s, by, (labels, c) => OUTCOMES.forEach(([field, outcome]) => this.set({ ...labels, outcome }, c[field])));
       },
     });
+    for (const [name, rate] of [
+      [`mailroom_reputation_${infix}hard_bounce_rate`, 'hardBounceRate'],
+      [`mailroom_reputation_${infix}complaint_rate`, 'complaintRate'],
+    ] as const) {
+      new Gauge({
+        name,
+        help: `${rate === 'hardBounceRate' ? 'hard bounces' : 'complaints'} per email sent, ${per} and window, as SES computes it (0–1)`,
+        labelNames: [...keys, 'window'],
+        registers: [registry],
+        async collect() {
+          const s = await snapshot();
+          this.reset();
+          if (!s) return;
+          each(s, by, (labels, c) => {
+            const v = sesRates(c)[rate];
+            if (v !== null) this.set(labels, v);
+          });
+        },
+      });
+    }
   }
   new Gauge({
     name: 'mailroom_reputation_up',

@@ -101,11 +101,13 @@ export async function runCampaignJob(
   const sendRate = deps.sendRate ?? (() => effectiveSendRate(undefined, config.sesMaxSendRate));
 
   /**
-   * Runs a campaign transition and announces it (`campaign.<event>`) in the same transaction when it happened
-   * (`move` returned something truthy). @returns what `move` returned.
+   * Runs a campaign transition and announces it (`campaign.<event>`, with `test: true` for a test campaign, as
+   * its emails' webhooks) in the same transaction when it happened (`move` returned something truthy).
+   * @returns what `move` returned.
    */
-  const transition = async <T>(event: string, move: (tx: DbOrTx) => Promise<T>): Promise<T> => {
-    const { result, deliveries } = await withWebhookEvents(db, projectId, move, (moved) => (moved ? [{ type: `campaign.${event}`, data: { campaignId } }] : []));
+  const transition = async <T>(c: Pick<CampaignRow, 'test'>, event: string, move: (tx: DbOrTx) => Promise<T>): Promise<T> => {
+    const data = { campaignId, ...(c.test ? { test: true } : {}) };
+    const { result, deliveries } = await withWebhookEvents(db, projectId, move, (moved) => (moved ? [{ type: `campaign.${event}`, data }] : []));
     await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log);
     return result;
   };
@@ -140,7 +142,7 @@ export async function runCampaignJob(
     // Checked before starting, so a campaign whose segment is gone fails from SCHEDULED, never half-sent.
     audience = await campaignAudiencePredicate(db, c);
     if (typeof audience !== 'string') {
-      c = (await transition('sending', (tx) => startScheduledCampaign(tx, campaignId))) ?? (await loadCampaign(db, campaignId));
+      c = (await transition(c, 'sending', (tx) => startScheduledCampaign(tx, campaignId))) ?? (await loadCampaign(db, campaignId));
       if (!c) return { outcome: 'skipped', reason: 'campaign deleted' };
       if (c.status === 'SENDING') log.info('scheduled campaign started');
     }
@@ -171,7 +173,7 @@ export async function runCampaignJob(
     audience ??= await campaignAudiencePredicate(db, c);
     if (typeof audience === 'string') {
       const reason = audience;
-      await transition('failed', (tx) => failCampaign(tx, campaignId, reason));
+      await transition(c, 'failed', (tx) => failCampaign(tx, campaignId, reason));
       log.warn({ reason: audience }, 'campaign failed: no audience');
       return { outcome: 'failed', reason: audience };
     }
@@ -187,7 +189,7 @@ export async function runCampaignJob(
     log.debug({ inserted }, 'campaign fan-out round');
   }
   await feed();
-  if (await transition('sent', (tx) => completeCampaign(tx, campaignId))) {
+  if (await transition(c, 'sent', (tx) => completeCampaign(tx, campaignId))) {
     const done = await loadCampaign(db, campaignId);
     log.info({ recipients: done?.recipients }, 'campaign sent');
     return { outcome: 'sent', recipients: done?.recipients ?? 0 };

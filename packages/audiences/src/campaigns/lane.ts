@@ -10,7 +10,8 @@
  *   {@link MIN_LANE_DEPTH} jobs);
  * - it is divided equally between the projects that have a campaign still feeding the lane, and within a project
  *   between its campaigns ({@link campaignWindow}); each campaign tops up only its share every tick (never more
- *   than `CAMPAIGN_QUEUE_WINDOW`).
+ *   than `CAMPAIGN_QUEUE_WINDOW`). Live and test campaigns are counted apart (`campaignLaneShare`): test traffic
+ *   has a share of its own and never takes a part of the live projects' share.
  *
  * The queue then holds about the same number of jobs of each project, and as they are replaced in the order they
  * are taken, each project gets an equal share of the rate (within a few seconds' granularity), whatever the

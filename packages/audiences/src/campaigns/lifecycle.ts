@@ -36,6 +36,9 @@ export interface CampaignActionDeps extends AnnounceDeps {
   config: Pick<Config, 'webhookRetryScheduleMs' | 'sendMaxAttempts' | 'sendBackoffMs' | 'campaignQueueWindow'>;
 }
 
+/** The data of a `campaign.*` webhook: the campaign id, and `test: true` for a test campaign (as its emails' webhooks). */
+export const campaignEventData = (c: { id: string; test: boolean }) => ({ campaignId: c.id, ...(c.test ? { test: true } : {}) });
+
 /**
  * Gives a campaign its job: at `scheduledAt` when SCHEDULED, now otherwise. A Redis failure is logged, not thrown:
  * the transition is committed, and the reconciler gives a SENDING or due campaign its job once Redis is back.
@@ -110,7 +113,7 @@ export async function sendOrSchedule(deps: CampaignActionDeps, log: Logger, proj
     log,
     projectId,
     (tx) => sendCampaign(tx, projectId, id, at && at.getTime() > Date.now() ? at : null, test),
-    (r) => (r.ok && r.campaign.status === 'SENDING' ? [{ type: 'campaign.sending', data: { campaignId: r.campaign.id } }] : []),
+    (r) => (r.ok && r.campaign.status === 'SENDING' ? [{ type: 'campaign.sending', data: campaignEventData(r.campaign) }] : []),
   );
   if (!t.ok) throw refused(t, 'send');
   await scheduleCampaign(deps, t.campaign, log);
@@ -130,7 +133,7 @@ export async function cancelNow(deps: CampaignActionDeps, log: Logger, projectId
     log,
     projectId,
     (tx) => cancelCampaign(tx, projectId, id),
-    (r) => (r.ok ? [{ type: 'campaign.cancelled', data: { campaignId: r.campaign.id } }] : []),
+    (r) => (r.ok ? [{ type: 'campaign.cancelled', data: campaignEventData(r.campaign) }] : []),
   );
   if (!t.ok) throw refused(t, 'cancel');
   // Wake the campaign's job now: it sweeps the emails the queue never received, then ends.

@@ -41,21 +41,22 @@ export async function pauseCampaign(
   reason: CampaignPauseReason,
   details: Record<string, unknown>,
 ): Promise<PauseMove> {
-  const rows = await tx.execute<{ project_id: string }>(sql`
+  const rows = await tx.execute<{ project_id: string; test: boolean }>(sql`
     with moved as (
       update campaigns set status = 'PAUSED', paused_reason = ${reason}, paused_at = now(),
         pause_details = ${JSON.stringify(details)}::jsonb, updated_at = now()
       where id = ${campaignId}::uuid and status = 'SENDING'
-      returning id, project_id
+      returning id, project_id, test
     ), timeline as (
       insert into campaign_events (id, campaign_id, project_id, type, data)
       select mailroom_uuid_v7(clock_timestamp()), id, project_id, 'paused', ${JSON.stringify({ reason, ...details })}::jsonb from moved
     )
-    select project_id from moved
+    select project_id, test from moved
   `);
   const projectId = rows.rows[0]?.project_id;
   if (!projectId) return { moved: false, deliveries: [] };
-  const deliveries = await recordWebhookEvents(tx, projectId, [{ type: 'campaign.paused', data: { campaignId, reason, ...details } }]);
+  const test = rows.rows[0].test ? { test: true } : {};
+  const deliveries = await recordWebhookEvents(tx, projectId, [{ type: 'campaign.paused', data: { campaignId, reason, ...details, ...test } }]);
   return { moved: true, deliveries };
 }
 
@@ -94,10 +95,11 @@ export async function resumeCampaign(
   `);
   const row = rows.rows[0];
   if (!row) return { deliveries: [] };
+  const campaign = await loadCampaign(tx, campaignId);
   const deliveries = await recordWebhookEvents(tx, projectId, [
-    { type: 'campaign.resumed', data: { campaignId, previousReason: row.reason, pausedMs: row.paused_ms } },
+    { type: 'campaign.resumed', data: { campaignId, previousReason: row.reason, pausedMs: row.paused_ms, ...(campaign?.test ? { test: true } : {}) } },
   ]);
-  return { campaign: await loadCampaign(tx, campaignId), deliveries };
+  return { campaign, deliveries };
 }
 
 /**

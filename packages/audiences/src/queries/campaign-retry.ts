@@ -55,8 +55,8 @@ export type RetryFailedResult =
  */
 export async function retryFailedCampaign(db: DbOrTx, projectId: string, campaignId: string): Promise<RetryFailedResult> {
   return db.transaction(async (tx) => {
-    const locked = await tx.execute<{ status: CampaignStatus; retry_failed_at: Date | string | null; completed_at: Date | string | null }>(sql`
-      select status, retry_failed_at, completed_at from campaigns
+    const locked = await tx.execute<{ status: CampaignStatus; retry_failed_at: Date | string | null; completed_at: Date | string | null; test: boolean }>(sql`
+      select status, retry_failed_at, completed_at, test from campaigns
       where id = ${campaignId}::uuid and project_id = ${projectId}::uuid
       for update
     `);
@@ -104,7 +104,7 @@ export async function retryFailedCampaign(db: DbOrTx, projectId: string, campaig
         ${JSON.stringify({ retried, skipped, previousCompletedAt })}::jsonb from moved
     `);
     const deliveries = again
-      ? await recordWebhookEvents(tx, projectId, [{ type: 'campaign.sending', data: { campaignId, retryFailed: true, retried } }])
+      ? await recordWebhookEvents(tx, projectId, [{ type: 'campaign.sending', data: { campaignId, retryFailed: true, retried, ...(c.test ? { test: true } : {}) } }])
       : [];
     const campaign = await loadCampaign(tx, campaignId);
     return { ok: true, campaign: campaign!, retried, skipped, deliveries };

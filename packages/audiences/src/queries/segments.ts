@@ -93,7 +93,10 @@ export async function updateSegment(
 }
 
 /** Why a segment could not be deleted. */
-export type DeleteSegmentResult = { deleted: true; failedCampaigns: string[] } | { deleted: false; reason: 'missing' | 'in-use'; campaignId?: string };
+export type DeleteSegmentResult =
+  /** `failedTestCampaigns`: those of `failedCampaigns` that are test campaigns (their webhooks say `test: true`). */
+  | { deleted: true; failedCampaigns: string[]; failedTestCampaigns: string[] }
+  | { deleted: false; reason: 'missing' | 'in-use'; campaignId?: string };
 
 /**
  * Deletes a segment. Campaigns SCHEDULED on it become FAILED (their audience is gone) in the same transaction;
@@ -116,9 +119,9 @@ export async function deleteSegment(db: DbOrTx, projectId: string, id: string): 
       .update(campaigns)
       .set({ status: 'FAILED', error: `segment "${seg.name}" was deleted before the campaign started`, completedAt: new Date(), updatedAt: new Date() })
       .where(and(eq(campaigns.projectId, projectId), eq(campaigns.segmentId, id), eq(campaigns.status, 'SCHEDULED')))
-      .returning({ id: campaigns.id });
+      .returning({ id: campaigns.id, test: campaigns.test });
     await tx.delete(segments).where(eq(segments.id, id));
-    return { deleted: true, failedCampaigns: failed.map((f) => f.id) };
+    return { deleted: true, failedCampaigns: failed.map((f) => f.id), failedTestCampaigns: failed.filter((f) => f.test).map((f) => f.id) };
   });
 }
 

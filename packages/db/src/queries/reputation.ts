@@ -125,17 +125,70 @@ export async function projectReputation(
   };
 }
 
+/** How many domains and campaigns of each project `/metrics` carries (see {@link reputationForMetrics}). */
+export interface ReputationMetricsLimits {
+  /** Sending domains per project, most sent in the last 7 days first. */
+  domainsPerProject: number;
+  /** Campaigns per project with activity in the last 24 hours, most sent in them first. */
+  campaignsPerProject: number;
+}
+
+/** One series' figures over both windows. */
+type Windows = Record<ReputationWindow, ReputationCounts>;
+
+/** What `/metrics` carries: `GET /reputation`'s figures for every project, bounded per project. */
+export interface ReputationMetrics {
+  /** Per project with activity in the last 7 days. */
+  projects: { projectId: string; windows: Windows }[];
+  /** Per project and sending domain with activity in the last 7 days: at most `domainsPerProject` per project. */
+  domains: { projectId: string; domain: string; windows: Windows }[];
+  /**
+   * Per campaign with activity (a send or an outcome) in the last 24 hours: at most `campaignsPerProject` per
+   * project. Its figures are of both windows, like the rest.
+   */
+  campaigns: { projectId: string; campaignId: string; windows: Windows }[];
+}
+
 /**
- * Every project's outcome counts over both windows (projects with activity in the last 7 days), for `/metrics`:
- * one grouped read through `reputation_counts_hour_idx`.
+ * Every project's outcome counts over both windows, overall, per sending domain and per campaign, for `/metrics`:
+ * one grouped read (grouping sets) through `reputation_counts_hour_idx`. The domains and campaigns are bounded per
+ * project ({@link ReputationMetricsLimits}) so the number of series stays bounded whatever the tenants do (a sender
+ * may use any subdomain of a verified domain; a project may run campaigns without end).
  */
-export async function reputationByProject(db: DbOrTx): Promise<{ projectId: string; windows: Record<ReputationWindow, ReputationCounts> }[]> {
+export async function reputationForMetrics(db: DbOrTx, limits: ReputationMetricsLimits): Promise<ReputationMetrics> {
   const start = (buckets: number) => sql`(${CURRENT_HOUR} - make_interval(hours => ${buckets - 1}::int))`;
-  const rows = await db.execute<Sums & { project_id: string }>(sql`
-    select r.project_id, ${sums('r', 'd', sql`r.hour >= ${start(REPUTATION_WINDOWS.last24h)}`)}, ${sums('r', 'w')}
-    from reputation_counts r
-    where r.hour >= ${start(REPUTATION_WINDOWS.last7d)}
-    group by r.project_id
+  const day = sql`r.hour >= ${start(REPUTATION_WINDOWS.last24h)}`;
+  const rows = await db.execute<Sums & { project_id: string; domain: string | null; campaign_id: string | null; kind: 'project' | 'domain' | 'campaign' }>(sql`
+    with g as (
+      select r.project_id, r.domain, r.campaign_id,
+        case when grouping(r.domain) = 0 then 'domain' when grouping(r.campaign_id) = 0 then 'campaign' else 'project' end as kind,
+        ${sums('r', 'd', day)}, ${sums('r', 'w')}
+      from reputation_counts r
+      where r.hour >= ${start(REPUTATION_WINDOWS.last7d)}
+      group by grouping sets ((r.project_id), (r.project_id, r.domain), (r.project_id, r.campaign_id))
+    ), listed as (
+      select g.*, case
+          when kind = 'domain' then true
+          when kind = 'campaign' then campaign_id <> ${NO_CAMPAIGN}::uuid and "d_sent" + "d_delivered" + "d_hardBounces" + "d_softBounces" + "d_complaints" > 0
+          else true end as eligible
+      from g
+    ), ranked as (
+      select listed.*, row_number() over (
+          partition by project_id, kind, eligible
+          order by case when kind = 'campaign' then "d_sent" else "w_sent" end desc, domain, campaign_id) as rank
+      from listed
+    )
+    select * from ranked
+    where kind = 'project'
+      or (kind = 'domain' and rank <= ${limits.domainsPerProject})
+      or (kind = 'campaign' and eligible and rank <= ${limits.campaignsPerProject})
   `);
-  return rows.rows.map((r) => ({ projectId: r.project_id, windows: { last24h: pick(r, 'd'), last7d: pick(r, 'w') } }));
+  const out: ReputationMetrics = { projects: [], domains: [], campaigns: [] };
+  for (const r of rows.rows) {
+    const windows = { last24h: pick(r, 'd'), last7d: pick(r, 'w') };
+    if (r.kind === 'project') out.projects.push({ projectId: r.project_id, windows });
+    else if (r.kind === 'domain') out.domains.push({ projectId: r.project_id, domain: r.domain!, windows });
+    else out.campaigns.push({ projectId: r.project_id, campaignId: r.campaign_id!, windows });
+  }
+  return out;
 }

@@ -42,11 +42,11 @@ export async function sendingLiveCampaigns(db: DbOrTx, limit: number): Promise<{
   return r.rows.map((x) => ({ id: x.id, projectId: x.project_id }));
 }
 
-/** Who shares the campaign lane with a campaign. */
+/** Who shares the campaign lane with a campaign (of the campaign's own mode, live or test). */
 export interface LaneShare {
-  /** Projects with a campaign still feeding the lane (this campaign's project included). */
+  /** Projects with a campaign of this mode still feeding the lane (this campaign's project included). */
   projects: number;
-  /** Campaigns of this campaign's project still feeding the lane (this one included). */
+  /** Campaigns of this campaign's project and mode still feeding the lane (this one included). */
   campaignsOfProject: number;
 }
 
@@ -54,13 +54,17 @@ export interface LaneShare {
  * How many projects, and campaigns of `projectId`, share the campaign lane now: SENDING campaigns that still have
  * emails to hand to the send queue (fan-out not done, or rows beyond the enqueue cursor). A campaign whose every
  * email is already in the queue or final takes no share. `campaignId` always counts (it is asking to feed).
- * Reads the partial index of active campaigns.
+ *
+ * Live and test campaigns are counted apart: test traffic has a share of its own, so a test campaign (which never
+ * reaches SES) never takes a part of the lane from the live projects, and live campaigns never squeeze test runs
+ * to nothing either. Reads the partial index of active campaigns.
  */
 export async function campaignLaneShare(db: DbOrTx, campaignId: string, projectId: string): Promise<LaneShare> {
   const r = await db.execute<{ projects: number; mine: number }>(sql`
     with feeding as (
       select id, project_id from campaigns
       where status = 'SENDING' and (id = ${campaignId}::uuid or not fanout_done or enqueue_cursor is distinct from fanout_cursor)
+        and test = (select k.test from campaigns k where k.id = ${campaignId}::uuid)
     )
     select count(distinct project_id)::int as projects, count(*) filter (where project_id = ${projectId}::uuid)::int as mine from feeding`);
   const row = r.rows[0];

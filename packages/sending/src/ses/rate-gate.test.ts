@@ -172,3 +172,20 @@ test('setRate: the next decisions follow the new rate (an account reading change
   // At 4/s decisions are 250 ms apart on the Redis clock (at 50/s, 20 ms); the margin absorbs reply jitter.
   expect(times[2] - times[0]).toBeGreaterThan(300);
 });
+
+test('within a process, a more urgent caller takes the next slot', async () => {
+  const [c] = connect(1);
+  const gate = new SendRateGate(c, freshKey(), 20, 0);
+  const order: string[] = [];
+  const ask = (name: string, priority: number) => gate.acquire(priority).then(() => order.push(name));
+  // Eight campaign sends (priority 10) claimed at once, as a busy worker holds them at the gate.
+  const campaign = Array.from({ length: 8 }, (_, i) => ask(`c${i}`, 10));
+  // A transactional one (priority 1) arrives while they wait: after the first two campaign grants.
+  while (order.length < 2) await new Promise((r) => setTimeout(r, 2));
+  const grantedBefore = order.length;
+  const tx = ask('tx', 1);
+  await Promise.all([...campaign, tx]);
+  // It is granted next, or after the one campaign grant already decided when it came; never behind the queue.
+  expect(order.indexOf('tx') - grantedBefore).toBeLessThanOrEqual(1);
+  expect(order.filter((n) => n !== 'tx').sort()).toEqual(Array.from({ length: 8 }, (_, i) => `c${i}`));
+});

@@ -6,7 +6,10 @@
 import { HttpResponse } from '@smithy/protocol-http';
 import { Readable } from 'node:stream';
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2';
-import { classifySendError } from './transport';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { classifySendError, SesTransport } from './transport';
+import { normalizeEmail } from '@mailroom/platform/address';
 
 function clientAnswering(status: number, errorType: string, message: string): SESv2Client {
   return new SESv2Client({
@@ -62,4 +65,34 @@ test('SES not answering at all is "unreachable" (no attempt spent), not a transi
   expect(classifySendError(Object.assign(new Error('getaddrinfo EAI_AGAIN email.us-east-1.amazonaws.com'), { code: 'EAI_AGAIN' })).kind).toBe('unreachable');
   // An answer, even a 5xx, is not unreachability: it spends an attempt.
   expect(classifySendError(Object.assign(new Error('Service unavailable'), { name: 'ServiceUnavailable', $metadata: { httpStatusCode: 503 } })).kind).toBe('transient');
+});
+
+test('each send asks the rate gate with its own priority (concurrent sends keep theirs)', async () => {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ MessageId: 'm-1' })));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const asked: (number | undefined)[] = [];
+  // The gate refuses priority 10 only: the send that gets the refusal shows whose priority reached it.
+  const gate = {
+    acquire: async (priority?: number) => {
+      await new Promise((r) => setTimeout(r, 5));
+      asked.push(priority);
+      if (priority === 10) throw new Error('refused 10');
+    },
+  };
+  const transport = new SesTransport(
+    { sesRegion: 'us-east-1', sesEndpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, awsCredentials: undefined, sesConfigurationSet: undefined, sesTimeoutMs: 5_000 },
+    gate,
+  );
+  try {
+    const send = (priority?: number) => transport.send({ raw: Buffer.from('x'), from: 'a@b.test', to: [normalizeEmail('c@d.test')], ...(priority === undefined ? {} : { priority }) });
+    const results = await Promise.allSettled([send(10), send(1), send(5), send()]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+    expect(asked).toHaveLength(4);
+  } finally {
+    transport.close();
+    server.close();
+  }
 });

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { SESv2Client, SendEmailCommand, type ServiceInputTypes, type ServiceOutputTypes } from '@aws-sdk/client-sesv2';
 import type { FinalizeRequestMiddleware } from '@smithy/types';
 import type { Config } from '@mailroom/platform/config';
@@ -18,6 +19,8 @@ export interface OutboundMessage {
   to: NormalizedEmail[];
   /** SES message tags (`[A-Za-z0-9_-]` names and values), returned on SES events. */
   tags?: Record<string, string>;
+  /** The send's lane priority (the send queue's: lower first), handed to the rate gate. */
+  priority?: number;
 }
 
 /** Something that accepts a message and returns the provider's message id. */
@@ -85,10 +88,12 @@ export function classifySendError(err: unknown): SendErrorClass {
 /** The SES v2 implementation. */
 export class SesTransport implements MailTransport {
   private readonly client: SESv2Client;
+  /** The priority of the send whose request is in the middleware stack (the gate is asked from inside it). */
+  private readonly priority = new AsyncLocalStorage<number | undefined>();
 
   /**
    * @param gate - when given, every `SendEmail` waits for a slot after it is signed, immediately before it is
-   *   written to the network (see {@link SendRateGate}).
+   *   written to the network (see {@link SendRateGate}), in the order of the messages' `priority`.
    * @param observe - told how long each request took on the wire (ms, after the gate) and whether it succeeded.
    *
    * A call that gets no complete answer within `SES_TIMEOUT_MS` (the rate gate's wait not included) is aborted
@@ -98,7 +103,7 @@ export class SesTransport implements MailTransport {
    */
   constructor(
     private readonly config: Pick<Config, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet' | 'sesTimeoutMs'>,
-    gate?: { acquire(): Promise<unknown> },
+    gate?: { acquire(priority?: number): Promise<unknown> },
     observe?: (ms: number, ok: boolean) => void,
   ) {
     const timeoutMs = config.sesTimeoutMs;
@@ -117,7 +122,7 @@ export class SesTransport implements MailTransport {
     });
     if (gate) {
       const waitForSlot: FinalizeRequestMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next) => async (args) => {
-        await gate.acquire();
+        await gate.acquire(this.priority.getStore());
         const started = performance.now();
         try {
           const out = await next(args);
@@ -136,7 +141,7 @@ export class SesTransport implements MailTransport {
   }
 
   async send(message: OutboundMessage): Promise<{ messageId: string }> {
-    const out = await this.client.send(
+    const out = await this.priority.run(message.priority, () => this.client.send(
       new SendEmailCommand({
         FromEmailAddress: message.from,
         Destination: { ToAddresses: message.to },
@@ -144,7 +149,7 @@ export class SesTransport implements MailTransport {
         ConfigurationSetName: this.config.sesConfigurationSet,
         EmailTags: Object.entries(message.tags ?? {}).map(([Name, Value]) => ({ Name, Value })),
       }),
-    );
+    ));
     if (!out.MessageId) throw Object.assign(new Error('SES returned no MessageId'), { name: 'MissingMessageId' });
     return { messageId: out.MessageId };
   }
