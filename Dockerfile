@@ -4,6 +4,7 @@ FROM node:22-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/audiences/package.json packages/audiences/
+COPY packages/config/package.json packages/config/
 COPY packages/contacts/package.json packages/contacts/
 COPY packages/db/package.json packages/db/
 COPY packages/feedback/package.json packages/feedback/
@@ -31,6 +32,7 @@ ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/audiences/package.json packages/audiences/
+COPY packages/config/package.json packages/config/
 COPY packages/contacts/package.json packages/contacts/
 COPY packages/db/package.json packages/db/
 COPY packages/feedback/package.json packages/feedback/
@@ -46,6 +48,7 @@ COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
 RUN npm install --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 COPY --from=build /app/packages/audiences/dist packages/audiences/dist
+COPY --from=build /app/packages/config/dist packages/config/dist
 COPY --from=build /app/packages/contacts/dist packages/contacts/dist
 COPY --from=build /app/packages/db/dist packages/db/dist
 COPY --from=build /app/packages/feedback/dist packages/feedback/dist

@@ -15,7 +15,7 @@
 import { sql } from 'drizzle-orm';
 import { createRedis } from '@mailroom/queues/connection';
 import { createSendQueue } from '@mailroom/queues/create';
-import { type Config } from '@mailroom/platform/config';
+import { type Config } from '@mailroom/config/config';
 import type { Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
 import { memory } from './contacts';

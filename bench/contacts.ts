@@ -16,7 +16,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { encodeCursor } from '@mailroom/platform/ids';
-import { type Config } from '@mailroom/platform/config';
+import { type Config } from '@mailroom/config/config';
 import { trackEvent } from '@mailroom/db/queries/contacts';
 import { type Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';

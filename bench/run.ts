@@ -32,7 +32,7 @@ import { SendPriority } from '@mailroom/queues/catalog';
 import { createRedis } from '@mailroom/queues/connection';
 import { createSendQueue, createWebhookQueue } from '@mailroom/queues/create';
 import { enqueueSendJobs } from '@mailroom/queues/enqueue';
-import { loadConfig, type Config } from '@mailroom/platform/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { newId } from '@mailroom/platform/ids';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { addDomain, createProject, verifiedDomains } from '@mailroom/db/queries/projects';

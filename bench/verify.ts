@@ -8,7 +8,7 @@
  */
 import autocannon from 'autocannon';
 import type { ChildProcess } from 'node:child_process';
-import type { Config } from '@mailroom/platform/config';
+import type { Config } from '@mailroom/config/config';
 import type { Database } from '@mailroom/db/client';
 import { startDnsServer } from '../test/support/dns-server';
 import { freePort, waitForHttp } from '../test/support/services';

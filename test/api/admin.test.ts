@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { hashKey } from '@mailroom/platform/keys';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { apiKeys } from '@mailroom/db/schema/projects';
 import { runCli } from '../../apps/api/src/cli';
 import { ADMIN_TOKEN, recipient, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';

@@ -6,7 +6,7 @@
  */
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { addDomain, createProject, type CreatedProject } from '@mailroom/db/queries/projects';
 import { campaignLaneShare } from '@mailroom/db/queries/send-quota';
 import { campaignLaneDepth, campaignWindow } from '@mailroom/audiences/campaigns/lane';

@@ -12,8 +12,8 @@
 import request from 'supertest';
 import { sql } from 'drizzle-orm';
 import { AppError } from '@mailroom/platform/errors';
-import { DEFAULT_GUARDRAILS } from '@mailroom/platform/guardrail-defaults';
-import { loadConfig } from '@mailroom/platform/config';
+import { DEFAULT_GUARDRAILS } from '@mailroom/audiences/guardrail-defaults';
+import { loadConfig } from '@mailroom/config/config';
 import { runCli } from '../../apps/api/src/cli';
 import { ADMIN_TOKEN, client, createTestProject, isolatedDatabase, startTestApi, testEnv, type TestApi, type TestProject } from '../support/harness';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';

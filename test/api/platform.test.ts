@@ -4,7 +4,7 @@
  */
 import express from 'express';
 import request from 'supertest';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { errorHandler } from '../../apps/api/src/http/errors';
 import { createTestProject, startTestApi, testEnv, type TestApi } from '../support/harness';
 import { createApp } from '../../apps/api/src/app';

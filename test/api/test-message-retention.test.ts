@@ -10,7 +10,7 @@ import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { eq, inArray, sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { emails } from '@mailroom/db/schema/emails';
 import { pruneTestMessages, storeTestMessage, TEST_MESSAGE_PRUNE_BATCH } from '@mailroom/db/queries/test-messages';

@@ -9,7 +9,7 @@ import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { addDomain, createProject, type CreatedProject } from '@mailroom/db/queries/projects';
 import { projects } from '@mailroom/db/schema/projects';
 import { recipient, startTestApi, testEnv, type TestApi } from '../support/harness';

@@ -7,7 +7,7 @@ import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { generateKey, keyPrefix, parseKeyReference } from '@mailroom/platform/keys';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { apiKeys } from '@mailroom/db/schema/projects';
 import { campaigns } from '@mailroom/db/schema/campaigns';

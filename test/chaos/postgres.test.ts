@@ -15,7 +15,7 @@ import { inArray } from 'drizzle-orm';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { emails } from '@mailroom/db/schema/emails';
 import request from 'supertest';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { SesTransport, type MailTransport } from '@mailroom/sending/ses/transport';
 import { createTestProject, exited, isolatedDatabase, parseMail, recipient, sesSendsTo, spawnWorker, startTestApi, testConfig, testEnv, waitFor } from '../support/harness';

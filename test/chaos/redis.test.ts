@@ -14,7 +14,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { createTestProject, exited, isolatedDatabase, recipient, spawnWorker, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { which } from '../support/provision';
 import { freePort } from '../support/services';

@@ -22,7 +22,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import request from 'supertest';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { createTestProject, exited, isolatedDatabase, recipient, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { statusCounts, survival } from './survival';
 

@@ -10,7 +10,7 @@
  */
 import { inArray } from 'drizzle-orm';
 import request from 'supertest';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
 import { createTestProject, exited, isolatedDatabase, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 import { statusCounts, survival } from './survival';

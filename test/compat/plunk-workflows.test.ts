@@ -8,7 +8,7 @@
  * picks its branch, UPDATE_CONTACT and a WEBHOOK with an object body run). Each answer is checked for our fields
  * and Plunk's beside them; then the refusals of what has no equivalent here.
  */
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { startReceiver, type Receiver } from '../support/receiver';

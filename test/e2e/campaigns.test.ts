@@ -9,7 +9,7 @@
 import request from 'supertest';
 import type { ChildProcess } from 'node:child_process';
 import { and, eq, sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/platform/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { newId } from '@mailroom/platform/ids';
 import { emails } from '@mailroom/db/schema/emails';
 import { events } from '@mailroom/db/schema/events';

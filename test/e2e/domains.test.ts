@@ -3,7 +3,7 @@
  * DNS server, verified by the worker's refresher (no manual check), then mail from it reaches SES.
  */
 import { randomBytes } from 'node:crypto';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
 import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';

@@ -9,7 +9,7 @@
  * Own database: the worker's reconciler and quota watcher read every campaign of their database.
  */
 import { sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/platform/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 

@@ -5,7 +5,7 @@
 import request from 'supertest';
 import type { ChildProcess } from 'node:child_process';
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/platform/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { contacts } from '@mailroom/db/schema/contacts';
 import { emails } from '@mailroom/db/schema/emails';
 import { startWorker } from '../../apps/worker/src/main';

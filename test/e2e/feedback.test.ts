@@ -9,7 +9,7 @@
  */
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/platform/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';

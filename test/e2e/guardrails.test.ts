@@ -11,7 +11,7 @@
  */
 import request from 'supertest';
 import { sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/platform/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { ADMIN_TOKEN, client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';

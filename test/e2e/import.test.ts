@@ -8,7 +8,7 @@ import type { Job } from 'bullmq';
 import { createImportQueue } from '@mailroom/queues/create';
 import { createLogger } from '@mailroom/platform/logger';
 import { findJsonProblem } from '@mailroom/platform/json-guard';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { type ImportRecord } from '@mailroom/contacts/imports';
 import {
   commitImportBatch,

@@ -5,7 +5,7 @@
 import request from 'supertest';
 import type { ChildProcess } from 'node:child_process';
 import { createTestProject, exited, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 
 /** Largest number of timestamps (ms) inside any half-open window [t, t + windowMs). */
 export function maxInWindow(times: number[], windowMs: number): number {

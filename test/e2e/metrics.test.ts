@@ -2,7 +2,7 @@
  * The worker's Prometheus metrics on its health port: send outcomes (sent, failed, throttled), SES latency by
  * outcome, the send-rate gate's waits, queue depths per queue and state, and every metric family announced.
  */
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { client, createTestProject, recipient, sesFault, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 

@@ -9,7 +9,7 @@
  * Own database: the local provider counts every live send of its database.
  */
 import { sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/platform/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { pauseCampaign } from '@mailroom/audiences/queries/campaign-pause';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';

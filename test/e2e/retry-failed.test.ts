@@ -11,7 +11,7 @@
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import { createSendQueue } from '@mailroom/queues/create';
-import { loadConfig, type Config } from '@mailroom/platform/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {

@@ -7,7 +7,7 @@
 import request from 'supertest';
 import type { ChildProcess } from 'node:child_process';
 import { inArray } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
 import { createTestProject, exited, isolatedDatabase, parseMail, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 

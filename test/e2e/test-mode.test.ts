@@ -15,7 +15,7 @@ import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
-import { loadConfig, type Config } from '@mailroom/platform/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { addDomain, createProject, type CreatedProject } from '@mailroom/db/queries/projects';
 import { emails } from '@mailroom/db/schema/emails';
 import { projects } from '@mailroom/db/schema/projects';

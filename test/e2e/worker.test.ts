@@ -6,7 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { sendJobOptions, SendPriority } from '@mailroom/queues/catalog';
 import { createSendQueue } from '@mailroom/queues/create';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { claimEmail } from '@mailroom/db/queries/emails';
 import { emails } from '@mailroom/db/schema/emails';
 import { setProjectDisabled } from '@mailroom/db/queries/projects';

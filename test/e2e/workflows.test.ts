@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { and, eq, sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/platform/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { contacts } from '@mailroom/db/schema/contacts';
 import { emails } from '@mailroom/db/schema/emails';
 import { projects } from '@mailroom/db/schema/projects';

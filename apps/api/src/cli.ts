@@ -28,7 +28,7 @@
 import { parseArgs } from 'node:util';
 import { AppError } from '@mailroom/platform/errors';
 import { isUuid } from '@mailroom/platform/ids';
-import { loadConfig } from '@mailroom/platform/config';
+import { loadConfig } from '@mailroom/config/config';
 import { createDatabase } from '@mailroom/db/client';
 import { domainOwner } from '@mailroom/db/queries/projects';
 import { importFromPlunk } from '@mailroom/plunk-import/run';

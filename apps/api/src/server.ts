@@ -9,7 +9,7 @@ import { createRedis } from '@mailroom/queues/connection';
 import { createQueues } from '@mailroom/queues/create';
 import { createLogger } from '@mailroom/platform/logger';
 import { listenOn, runService } from '@mailroom/platform/process';
-import { type Config } from '@mailroom/platform/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { createDatabase } from '@mailroom/db/client';
 import { createApp } from './app';
 
@@ -53,4 +53,4 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
   return { server, stop };
 }
 
-if (require.main === module) runService('api', startApi, 15_000);
+if (require.main === module) runService('api', loadConfig, startApi, 15_000);

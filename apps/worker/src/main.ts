@@ -21,7 +21,7 @@ import { createQueues, queueList } from '@mailroom/queues/create';
 import { createIdentityProvider, type DomainIdentityProvider } from '@mailroom/mail/identities';
 import { createLogger, type Logger } from '@mailroom/platform/logger';
 import { createResolver } from '@mailroom/verify/dns';
-import { type Config } from '@mailroom/platform/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { createDatabase } from '@mailroom/db/client';
 import { sentInLast24Hours, sentSinceHour } from '@mailroom/db/queries/send-quota';
 import { createSendProcessor } from './processors/send';
@@ -229,4 +229,4 @@ export async function startWorker(
   }
 }
 
-if (require.main === module) runService('worker', (config: Config) => startWorker(config), 60_000);
+if (require.main === module) runService('worker', loadConfig, (config: Config) => startWorker(config), 60_000);

@@ -1,6 +1,7 @@
-import { ConfigError, loadConfig } from '@mailroom/platform/config';
+import { ConfigError } from '@mailroom/platform/config-env';
+import { loadAudienceConfig } from './config';
 import { effectiveGuardrails, judgeCampaign, outcomesSince, sesRates, validGuardrailValue } from './guardrails';
-import { DEFAULT_GUARDRAILS, type Guardrails } from '@mailroom/platform/guardrail-defaults';
+import { DEFAULT_GUARDRAILS, type Guardrails } from './guardrail-defaults';
 
 const g: Guardrails = { minSample: 200, maxHardBounceRate: 0.02, maxComplaintRate: 0.0005 };
 const counts = (delivered: number, hardBounces: number, softBounces = 0, complaints = 0) => ({ delivered, hardBounces, softBounces, complaints });
@@ -92,17 +93,17 @@ test('sesRates: per email sent, null when nothing was sent', () => {
 
 describe('configuration', () => {
   test('defaults sit well under the SES review levels (5 % bounces, 0.1 % complaints)', () => {
-    expect(loadConfig({}).guardrails).toEqual(DEFAULT_GUARDRAILS);
+    expect(loadAudienceConfig({}).guardrails).toEqual(DEFAULT_GUARDRAILS);
     expect(DEFAULT_GUARDRAILS.maxHardBounceRate).toBeLessThan(0.05 / 2);
     expect(DEFAULT_GUARDRAILS.maxComplaintRate).toBeLessThanOrEqual(0.001 / 2);
-    expect(Object.isFrozen(loadConfig({}).guardrails)).toBe(true);
+    expect(Object.isFrozen(loadAudienceConfig({}).guardrails)).toBe(true);
   });
 
   test('GUARDRAIL_* variables set the defaults', () => {
-    const c = loadConfig({ GUARDRAIL_MIN_SAMPLE: '50', GUARDRAIL_MAX_HARD_BOUNCE_RATE: '0.1', GUARDRAIL_MAX_COMPLAINT_RATE: '.001' });
+    const c = loadAudienceConfig({ GUARDRAIL_MIN_SAMPLE: '50', GUARDRAIL_MAX_HARD_BOUNCE_RATE: '0.1', GUARDRAIL_MAX_COMPLAINT_RATE: '.001' });
     expect(c.guardrails).toEqual({ minSample: 50, maxHardBounceRate: 0.1, maxComplaintRate: 0.001 });
-    expect(loadConfig({ GUARDRAIL_MAX_HARD_BOUNCE_RATE: '1' }).guardrails.maxHardBounceRate).toBe(1);
-    expect(loadConfig({ GUARDRAIL_MAX_HARD_BOUNCE_RATE: '0' }).guardrails.maxHardBounceRate).toBe(0);
+    expect(loadAudienceConfig({ GUARDRAIL_MAX_HARD_BOUNCE_RATE: '1' }).guardrails.maxHardBounceRate).toBe(1);
+    expect(loadAudienceConfig({ GUARDRAIL_MAX_HARD_BOUNCE_RATE: '0' }).guardrails.maxHardBounceRate).toBe(0);
   });
 
   test.each([
@@ -113,7 +114,7 @@ describe('configuration', () => {
     [{ GUARDRAIL_MAX_COMPLAINT_RATE: '-0.1' }, 'GUARDRAIL_MAX_COMPLAINT_RATE'],
     [{ GUARDRAIL_MAX_COMPLAINT_RATE: '1e-3' }, 'GUARDRAIL_MAX_COMPLAINT_RATE'],
   ])('%j fails naming %s', (env, variable) => {
-    expect(() => loadConfig(env)).toThrow(ConfigError);
-    expect(() => loadConfig(env)).toThrow(variable);
+    expect(() => loadAudienceConfig(env)).toThrow(ConfigError);
+    expect(() => loadAudienceConfig(env)).toThrow(variable);
   });
 });

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import type { Guardrails } from '@mailroom/platform/guardrail-defaults';
+import type { Guardrails } from './guardrail-defaults';
 
 
 /** The names of the guardrail settings, in the order they are shown. */

@@ -3,10 +3,10 @@
  *
  * @module
  */
-import { loadConfig } from '@mailroom/platform/config';
+import { loadPlatformConfig } from '@mailroom/platform/config';
 import { ensureDatabase, migrate } from './migrate';
 
-const url = loadConfig(process.env).databaseUrl;
+const url = loadPlatformConfig(process.env).databaseUrl;
 ensureDatabase(url)
   .then(() => migrate(url))
   .then(() => console.log('migrations applied'))

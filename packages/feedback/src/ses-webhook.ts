@@ -16,7 +16,9 @@
  * @module
  */
 import type { Queue } from 'bullmq';
-import { type Config } from '@mailroom/platform/config';
+import type { AudienceConfig } from '@mailroom/audiences/config';
+import type { QueueConfig } from '@mailroom/queues/config';
+import type { FeedbackConfig } from './config';
 import { type Logger } from '@mailroom/platform/logger';
 import { type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
@@ -39,10 +41,7 @@ export interface SesWebhookResult {
 
 /** What handling messages needs. */
 export interface SesWebhookDeps {
-  config: Pick<
-    Config,
-    'snsCertHosts' | 'snsTopicArns' | 'softBounceLimit' | 'softBounceWindowHours' | 'guardrails' | 'webhookRetryScheduleMs'
-  >;
+  config: FeedbackConfig & Pick<AudienceConfig, 'guardrails'> & Pick<QueueConfig, 'webhookRetryScheduleMs'>;
   db: Db;
   webhookQueue: Queue<WebhookJobPayload>;
 }

@@ -6,7 +6,7 @@
  * - The string to sign is the message's fields, in a fixed order, each as `Name\nvalue\n`.
  * - `SignatureVersion` 1 signs it with SHA1withRSA, version 2 with SHA256withRSA.
  * - The key comes from the X.509 certificate at `SigningCertURL`, which must be an https URL on a trusted SNS
- *   host (configurable: {@link Config.snsCertHosts}) ending in `.pem`. Certificates are cached per URL.
+ *   host (configurable: `SNS_CERT_HOSTS`) ending in `.pem`. Certificates are cached per URL.
  *
  * @module
  */

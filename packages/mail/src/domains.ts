@@ -10,7 +10,7 @@
  */
 import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
 import { asciiHostname } from '@mailroom/platform/address';
-import { type Config } from '@mailroom/platform/config';
+import type { MailConfig } from './config';
 import { type Logger } from '@mailroom/platform/logger';
 import {
   campaignUsingDomain,
@@ -28,7 +28,7 @@ import { domainRecords, identityFailure, type DomainIdentityProvider } from './i
 /** What managing domains needs. */
 export interface DomainDeps {
   db: DbOrTx;
-  config: Pick<Config, 'mailFromSubdomain' | 'sesRegion'>;
+  config: Pick<MailConfig, 'mailFromSubdomain' | 'sesRegion'>;
   identities: DomainIdentityProvider;
 }
 

@@ -24,7 +24,7 @@ import {
   PutEmailIdentityMailFromAttributesCommand,
   type SESv2Client,
 } from '@aws-sdk/client-sesv2';
-import type { Config } from '@mailroom/platform/config';
+import type { MailConfig } from './config';
 import { createSesClient } from './ses-client';
 
 /** One DNS record to publish and its state at the last check. */
@@ -66,7 +66,7 @@ const errName = (err: unknown) => (err as { name?: string }).name;
 export class SesIdentityProvider implements DomainIdentityProvider {
   private readonly client: SESv2Client;
 
-  constructor(config: Pick<Config, 'sesRegion' | 'sesEndpoint' | 'awsCredentials'>, client?: SESv2Client) {
+  constructor(config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials'>, client?: SESv2Client) {
     this.client = client ?? createSesClient(config);
   }
 
@@ -159,6 +159,6 @@ export function identityFailure(err: unknown): { kind: 'rejected' | 'unavailable
 }
 
 /** The provider `DOMAIN_IDENTITY_PROVIDER` selects. */
-export function createIdentityProvider(config: Config, resolver: Resolver): DomainIdentityProvider {
+export function createIdentityProvider(config: Pick<MailConfig, 'domainIdentityProvider' | 'sesRegion' | 'sesEndpoint' | 'awsCredentials'>, resolver: Resolver): DomainIdentityProvider {
   return config.domainIdentityProvider === 'ses' ? new SesIdentityProvider(config) : new LocalIdentityProvider(resolver);
 }

@@ -13,7 +13,7 @@
  * @module
  */
 import { GetAccountCommand, type SESv2Client } from '@aws-sdk/client-sesv2';
-import type { Config } from '@mailroom/platform/config';
+import type { MailConfig } from './config';
 import { createSesClient } from './ses-client';
 
 /** The account's limits as last read. */
@@ -47,7 +47,7 @@ export class SesAccountProvider implements AccountProvider {
   readonly kind = 'ses';
   private readonly client: SESv2Client;
 
-  constructor(config: Pick<Config, 'sesRegion' | 'sesEndpoint' | 'awsCredentials'> & Partial<Pick<Config, 'sesTimeoutMs'>>, client?: SESv2Client) {
+  constructor(config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials'> & Partial<Pick<MailConfig, 'sesTimeoutMs'>>, client?: SESv2Client) {
     this.client = client ?? createSesClient(config, { maxAttempts: 2, ...(config.sesTimeoutMs ? { timeoutMs: config.sesTimeoutMs } : {}) });
   }
 
@@ -92,7 +92,7 @@ export class LocalAccountProvider implements AccountProvider {
 
 /** The provider `SES_ACCOUNT_PROVIDER` selects. */
 export function createAccountProvider(
-  config: Pick<Config, 'sesAccountProvider' | 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesTimeoutMs' | 'sesLocalMaxSendRate' | 'sesLocalMax24HourSend'>,
+  config: Pick<MailConfig, 'sesAccountProvider' | 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesTimeoutMs' | 'sesLocalMaxSendRate' | 'sesLocalMax24HourSend'>,
   countSentLast24Hours: () => Promise<number>,
 ): AccountProvider {
   return config.sesAccountProvider === 'ses'

@@ -6,7 +6,7 @@
  * @module
  */
 import { SESv2Client } from '@aws-sdk/client-sesv2';
-import type { Config } from '@mailroom/platform/config';
+import type { MailConfig } from './config';
 
 /**
  * A client for `config`: explicit credentials when set, placeholder ones against an `SES_ENDPOINT` (the
@@ -16,7 +16,7 @@ import type { Config } from '@mailroom/platform/config';
  * @param opts.timeoutMs - longest one attempt may take, connecting included (ms); unset: the SDK's default.
  */
 export function createSesClient(
-  config: Pick<Config, 'sesRegion' | 'sesEndpoint' | 'awsCredentials'>,
+  config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials'>,
   opts: { maxAttempts?: number; timeoutMs?: number } = {},
 ): SESv2Client {
   return new SESv2Client({

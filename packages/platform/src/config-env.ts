@@ -1,12 +1,13 @@
 /**
- * Readers of environment variables for {@link loadConfig} (config.ts): each returns the typed value or its
- * fallback, and throws a {@link ConfigError} naming the variable when the value is malformed.
+ * Readers of environment variables for the configuration slices (`load<Name>Config` in each package's
+ * config.ts): each returns the typed value or its fallback, and throws a {@link ConfigError} naming the variable
+ * when the value is malformed.
  *
  * @module
  */
 import { parseTrustProxy, type TrustProxy } from './trust-proxy';
 
-/** Thrown by `loadConfig` when a variable is malformed; `variable` names it. */
+/** Thrown by a configuration loader when a variable is malformed; `variable` names it. */
 export class ConfigError extends Error {
   constructor(
     readonly variable: string,

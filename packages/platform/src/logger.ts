@@ -5,7 +5,7 @@
  * @module
  */
 import pino, { type Logger } from 'pino';
-import type { Config } from './config';
+import type { PlatformConfig } from './config';
 
 export type { Logger } from 'pino';
 
@@ -15,7 +15,7 @@ export type { Logger } from 'pino';
  * @param config - `logLevel` and `logPretty` are used; pretty output needs the optional `pino-pretty` package.
  * @param name - the process role (`api`, `worker`, `cli`), added to every line as `service`.
  */
-export function createLogger(config: Pick<Config, 'logLevel' | 'logPretty'>, name: string): Logger {
+export function createLogger(config: Pick<PlatformConfig, 'logLevel' | 'logPretty'>, name: string): Logger {
   let transport: pino.TransportSingleOptions | undefined;
   if (config.logPretty) {
     try {

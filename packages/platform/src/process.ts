@@ -5,7 +5,8 @@
  * @module
  */
 import http, { type RequestListener, type Server } from 'node:http';
-import { loadConfig, type Config } from './config';
+import type { PlatformConfig } from './config';
+import type { Env } from './config-env';
 import { isUnavailableError } from './errors';
 import { createLogger } from './logger';
 
@@ -48,13 +49,20 @@ export function listenOn(handler: RequestListener, port: number, what = 'server'
  * Runs a service until it is signalled.
  *
  * @param name - used in the start-up failure message.
+ * @param load - parses the configuration from `process.env` (the entry point's `loadConfig`, which knows every
+ *   slice); a `ConfigError` it throws ends the process with exit code 1 and the message naming the variable.
  * @param start - starts the service; resolves to its graceful `stop()`.
  * @param graceMs - how long `stop()` may take before the process exits anyway (ms).
  */
-export function runService(name: string, start: (config: Config) => Promise<{ stop: () => Promise<void> }>, graceMs: number): void {
-  let config: Config;
+export function runService<C extends Pick<PlatformConfig, 'logLevel' | 'logPretty'>>(
+  name: string,
+  load: (env: Env) => C,
+  start: (config: C) => Promise<{ stop: () => Promise<void> }>,
+  graceMs: number,
+): void {
+  let config: C;
   try {
-    config = loadConfig(process.env);
+    config = load(process.env);
   } catch (err) {
     console.error((err as Error).message);
     process.exit(1);

@@ -1,5 +1,5 @@
 /** The queue catalog: persisted names, payload schemas, job ids and options, consumer settings. */
-import { loadConfig } from '@mailroom/platform/config';
+import { loadQueueConfig } from './config';
 import { dataValidator } from '@mailroom/platform/validation';
 import {
   campaignJobOptions,
@@ -18,7 +18,7 @@ import {
   type QueueSpec,
 } from './catalog';
 
-const config = loadConfig({ WORKER_CONCURRENCY: '8', WORKER_LOCK_MS: '30000', WEBHOOK_TIMEOUT_MS: '20000', WEBHOOK_RETRY_SCHEDULE_MS: '1000,5000,60000' });
+const config = loadQueueConfig({ WORKER_CONCURRENCY: '8', WORKER_LOCK_MS: '30000', WEBHOOK_TIMEOUT_MS: '20000', WEBHOOK_RETRY_SCHEDULE_MS: '1000,5000,60000' });
 const id = '01890a5d-ac96-774b-bcce-b302099a8057';
 const projectId = '01890a5d-ac96-774b-bcce-b302099a8058';
 

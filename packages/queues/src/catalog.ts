@@ -8,7 +8,7 @@
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { JobsOptions, WorkerOptions } from 'bullmq';
-import type { Config } from '@mailroom/platform/config';
+import type { QueueConfig } from './config';
 
 /** Queue names. They are keys in Redis: renaming one strands its jobs. */
 export const QueueName = {
@@ -54,7 +54,7 @@ export type SendJobPayload = Static<typeof SendJobPayload>;
  * @param config - `sendMaxAttempts` (transient failures) and `sendBackoffMs` (exponential backoff base, ms).
  * @param priority - a {@link SendPriority} lane.
  */
-export function sendJobOptions(config: Pick<Config, 'sendMaxAttempts' | 'sendBackoffMs'>, emailId: string, priority: number): JobsOptions {
+export function sendJobOptions(config: Pick<QueueConfig, 'sendMaxAttempts' | 'sendBackoffMs'>, emailId: string, priority: number): JobsOptions {
   return {
     jobId: emailId,
     priority,
@@ -152,14 +152,14 @@ export const WebhookJobPayload = Type.Object(
 );
 export type WebhookJobPayload = Static<typeof WebhookJobPayload>;
 
-/** Name of the worker's backoff strategy that reads {@link Config.webhookRetryScheduleMs}. */
+/** Name of the worker's backoff strategy that reads {@link QueueConfig.webhookRetryScheduleMs}. */
 export const WEBHOOK_BACKOFF = 'webhook-schedule';
 
 /**
  * Job options of a `webhook` job: one attempt plus one per entry of the retry schedule, waits taken from the
  * schedule by the worker's {@link WEBHOOK_BACKOFF} strategy.
  */
-export function webhookJobOptions(config: Pick<Config, 'webhookRetryScheduleMs'>, ref: WebhookDeliveryRef): JobsOptions {
+export function webhookJobOptions(config: Pick<QueueConfig, 'webhookRetryScheduleMs'>, ref: WebhookDeliveryRef): JobsOptions {
   return {
     jobId: `wh-${ref.id}-${ref.generation}`,
     attempts: config.webhookRetryScheduleMs.length + 1,
@@ -251,7 +251,7 @@ export interface QueueSpec<S extends TSchema = TSchema> {
    *
    * @param emailsPerSecond - the send rate in force (only the `send` queue's limiter reads it).
    */
-  worker: (config: Config, emailsPerSecond: number) => WorkerSettings;
+  worker: (config: QueueConfig, emailsPerSecond: number) => WorkerSettings;
 }
 
 /** Every queue, keyed as in {@link Queues} (`import` is the queue named `contact-import`), in dashboard order. */

@@ -6,7 +6,7 @@
  */
 import type { QueueOptions } from 'bullmq';
 import IORedis, { type Redis, type RedisOptions } from 'ioredis';
-import type { Config } from '@mailroom/platform/config';
+import type { PlatformConfig } from '@mailroom/platform/config';
 
 /**
  * A Redis connection for BullMQ, the rate limiter and the send-rate gate: a single server (`REDIS_URL`) or a
@@ -20,7 +20,7 @@ import type { Config } from '@mailroom/platform/config';
  * A cluster client is returned as the `Redis` type: it answers the same commands (ioredis `Cluster`), and BullMQ
  * and rate-limiter-flexible detect it.
  */
-export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>, role: 'worker' | 'producer'): Redis {
+export function createRedis(config: Pick<PlatformConfig, 'redisUrl' | 'redisClusterNodes'>, role: 'worker' | 'producer'): Redis {
   const options: RedisOptions =
     role === 'worker'
       ? { maxRetriesPerRequest: null, enableReadyCheck: false }
@@ -53,6 +53,6 @@ export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes
 }
 
 /** Options shared by every Queue/Worker of this process: the connection and the (hash-tagged) key prefix. */
-export function queueOptions(config: Pick<Config, 'queuePrefix'>, connection: Redis): QueueOptions {
+export function queueOptions(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis): QueueOptions {
   return { connection, prefix: config.queuePrefix };
 }

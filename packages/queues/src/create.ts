@@ -5,7 +5,7 @@
  */
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Config } from '@mailroom/platform/config';
+import type { PlatformConfig } from '@mailroom/platform/config';
 import {
   QUEUE_KEYS,
   queueCatalog,
@@ -23,7 +23,7 @@ import { queueOptions } from './connection';
 export type Queues = { readonly [K in QueueKey]: Queue<PayloadOf<K>> } & { closeAll(): Promise<void> };
 
 /** Creates the `Queue` of catalog entry `key` on `connection` (which the caller owns and closes). */
-export function createQueue<K extends QueueKey>(config: Pick<Config, 'queuePrefix'>, connection: Redis, key: K): Queue<PayloadOf<K>> {
+export function createQueue<K extends QueueKey>(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis, key: K): Queue<PayloadOf<K>> {
   return new Queue<PayloadOf<K>>(queueCatalog[key].name, queueOptions(config, connection));
 }
 
@@ -31,7 +31,7 @@ export function createQueue<K extends QueueKey>(config: Pick<Config, 'queuePrefi
  * Creates every queue of the catalog on `connection`. `closeAll()` closes the queues, not the connection: the
  * caller owns that (several processes' parts share it).
  */
-export function createQueues(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queues {
+export function createQueues(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis): Queues {
   const queues = Object.fromEntries(QUEUE_KEYS.map((key) => [key, createQueue(config, connection, key)])) as { [K in QueueKey]: Queue<PayloadOf<K>> };
   return {
     ...queues,
@@ -47,26 +47,26 @@ export function queueList(queues: Queues): Queue[] {
 }
 
 /** Creates the producer side of the `send` queue. */
-export function createSendQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<SendJobPayload> {
+export function createSendQueue(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis): Queue<SendJobPayload> {
   return createQueue(config, connection, 'send');
 }
 
 /** Creates the producer side of the `contact-import` queue. */
-export function createImportQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<ImportJobPayload> {
+export function createImportQueue(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis): Queue<ImportJobPayload> {
   return createQueue(config, connection, 'import');
 }
 
 /** Creates the producer side of the `campaign` queue. */
-export function createCampaignQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<CampaignJobPayload> {
+export function createCampaignQueue(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis): Queue<CampaignJobPayload> {
   return createQueue(config, connection, 'campaign');
 }
 
 /** Creates the producer side of the `webhook` queue. */
-export function createWebhookQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<WebhookJobPayload> {
+export function createWebhookQueue(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis): Queue<WebhookJobPayload> {
   return createQueue(config, connection, 'webhook');
 }
 
 /** Creates the producer side of the `workflow` queue. */
-export function createWorkflowQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<WorkflowJobPayload> {
+export function createWorkflowQueue(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis): Queue<WorkflowJobPayload> {
   return createQueue(config, connection, 'workflow');
 }

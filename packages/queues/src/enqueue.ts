@@ -6,7 +6,7 @@
  */
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import type { Queue } from 'bullmq';
-import type { Config } from '@mailroom/platform/config';
+import type { QueueConfig } from './config';
 import {
   campaignJobOptions,
   importJobOptions,
@@ -37,7 +37,7 @@ export interface SendJobRef {
  */
 export async function enqueueSendJobs(
   queue: Queue<SendJobPayload>,
-  config: Pick<Config, 'sendMaxAttempts' | 'sendBackoffMs'>,
+  config: Pick<QueueConfig, 'sendMaxAttempts' | 'sendBackoffMs'>,
   emails: readonly SendJobRef[],
 ): Promise<void> {
   if (emails.length === 0) return;
@@ -94,7 +94,7 @@ export async function promoteDelayedJobs(queue: Queue, jobIds: readonly string[]
  */
 export async function enqueueWebhookDeliveries(
   queue: Queue<WebhookJobPayload>,
-  config: Pick<Config, 'webhookRetryScheduleMs'>,
+  config: Pick<QueueConfig, 'webhookRetryScheduleMs'>,
   refs: readonly WebhookDeliveryRef[],
 ): Promise<void> {
   if (refs.length === 0) return;
@@ -109,7 +109,7 @@ export async function enqueueWebhookDeliveries(
  */
 export async function announceWebhookDeliveries(
   queue: Queue<WebhookJobPayload>,
-  config: Pick<Config, 'webhookRetryScheduleMs'>,
+  config: Pick<QueueConfig, 'webhookRetryScheduleMs'>,
   refs: readonly WebhookDeliveryRef[],
   log: { warn: (o: object, m: string) => void },
 ): Promise<void> {

@@ -16,7 +16,8 @@
  * @module
  */
 import type { Cluster, Redis } from 'ioredis';
-import type { Config } from '@mailroom/platform/config';
+import type { PlatformConfig } from '@mailroom/platform/config';
+import type { QueueConfig } from './config';
 import { SendPriority } from './catalog';
 
 /** Most priority steps a project's mail moves down inside its lane. */
@@ -46,7 +47,7 @@ export function demotedPriority(lane: SharedLane, before: number, perMinute: num
  */
 export async function lanePriorities(
   redis: Redis | Cluster | undefined,
-  config: Pick<Config, 'queuePrefix' | 'sendFairSharePerMinute'>,
+  config: Pick<PlatformConfig, 'queuePrefix'> & Pick<QueueConfig, 'sendFairSharePerMinute'>,
   lane: SharedLane,
   projectId: string,
   count: number,

@@ -30,7 +30,8 @@ import { lanePriorities } from '@mailroom/queues/send-lanes';
 import { SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { announceWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { splitVariables, templateSyntaxErrors, type BodyFormat } from '@mailroom/mail/templates';
-import { type Config } from '@mailroom/platform/config';
+import type { PlatformConfig } from '@mailroom/platform/config';
+import type { QueueConfig } from '@mailroom/queues/config';
 import { type KeyMode } from '@mailroom/platform/keys';
 import { type Logger } from '@mailroom/platform/logger';
 import { getTemplate } from '@mailroom/db/queries/templates';
@@ -116,7 +117,7 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
  *   attachments, template syntax); Postgres errors propagate (mapped to 503 when it is unreachable).
  */
 export async function acceptSend(
-  deps: { config: Config; db: DbOrTx; sendQueue: Queue<SendJobPayload>; webhookQueue: Queue<WebhookJobPayload>; log: Logger; redis?: Redis },
+  deps: { config: QueueConfig & Pick<PlatformConfig, 'queuePrefix'>; db: DbOrTx; sendQueue: Queue<SendJobPayload>; webhookQueue: Queue<WebhookJobPayload>; log: Logger; redis?: Redis },
   projectId: string,
   req: SendRequest,
   afterCommit: (fn: () => Promise<void>) => void,

@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { NormalizedEmail } from '@mailroom/platform/address';
-import { type Config } from '@mailroom/platform/config';
+import type { QueueConfig } from '@mailroom/queues/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
@@ -70,7 +70,7 @@ export async function claimForSending(db: DbOrTx, emailId: string, leaseMs: numb
 
 /** What finishing a claim needs. */
 export interface FinishDeps {
-  config: Pick<Config, 'webhookRetryScheduleMs'>;
+  config: Pick<QueueConfig, 'webhookRetryScheduleMs'>;
   db: DbOrTx;
   /** Producer of webhook deliveries (email.sent, email.failed, email.suppressed). */
   webhookQueue: Queue<WebhookJobPayload>;

@@ -10,7 +10,7 @@ import { buildMime } from '@mailroom/mail/mail';
 import { createUnsubscribeToken, listUnsubscribeHeaders, unsubscribeUrl } from '@mailroom/mail/unsubscribe';
 import { renderContent } from '@mailroom/mail/templates';
 import { emailDomain } from '@mailroom/platform/address';
-import { type Config } from '@mailroom/platform/config';
+import type { PlatformConfig } from '@mailroom/platform/config';
 import { loadAttachments } from '@mailroom/db/queries/emails';
 import { type DbOrTx } from '@mailroom/db/client';
 import type { SendingEmail } from './claim';
@@ -27,7 +27,7 @@ export interface ComposedMessage {
  * @throws `TemplateSyntaxError` when its subject or body does not render (permanent); the database's error
  *   (loading attachments) or the MIME builder's.
  */
-export async function composeMessage(db: DbOrTx, config: Pick<Config, 'publicUrl'>, email: SendingEmail): Promise<ComposedMessage> {
+export async function composeMessage(db: DbOrTx, config: Pick<PlatformConfig, 'publicUrl'>, email: SendingEmail): Promise<ComposedMessage> {
   // Marketing mail links to the one-click unsubscribe page of this very email (signed token, RFC 8058).
   const unsubscribeToken = createUnsubscribeToken(email.id, email.signingKey);
   const unsubscribe = unsubscribeUrl(config.publicUrl, unsubscribeToken);

@@ -21,7 +21,10 @@ import type { Queue } from 'bullmq';
 import type { Redis, Cluster } from 'ioredis';
 import { TemplateSyntaxError } from '@mailroom/mail/templates';
 import { type WebhookJobPayload } from '@mailroom/queues/catalog';
-import { type Config } from '@mailroom/platform/config';
+import type { AudienceConfig } from '@mailroom/audiences/config';
+import type { PlatformConfig } from '@mailroom/platform/config';
+import type { QueueConfig } from '@mailroom/queues/config';
+import type { SendingConfig } from './config';
 import { type Logger } from '@mailroom/platform/logger';
 import { loadCampaign } from '@mailroom/audiences/queries/campaigns';
 import { storeTestMessage } from '@mailroom/db/queries/test-messages';
@@ -67,7 +70,7 @@ export interface SendJobInput {
 
 /** Dependencies of the sender. */
 export interface EmailSenderDeps {
-  config: Config;
+  config: SendingConfig & QueueConfig & Pick<AudienceConfig, 'campaignPauseRecheckMs'> & Pick<PlatformConfig, 'queuePrefix' | 'publicUrl'>;
   database: Database;
   transport: MailTransport;
   /** Producer of webhook deliveries (email.sent, email.failed, email.suppressed). */

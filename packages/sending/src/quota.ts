@@ -22,7 +22,9 @@ import type { Queue } from 'bullmq';
 import { type CampaignJobPayload, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { announceWebhookDeliveries, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { quotaState } from '@mailroom/mail/ses-account';
-import { type Config } from '@mailroom/platform/config';
+import type { AudienceConfig } from '@mailroom/audiences/config';
+import type { QueueConfig } from '@mailroom/queues/config';
+import type { SendingConfig } from './config';
 import { type Logger } from '@mailroom/platform/logger';
 import {
   campaignEmailsInQueue,
@@ -39,7 +41,7 @@ const PER_PASS = 500;
 
 /** Dependencies of the watcher. */
 export interface QuotaDeps {
-  config: Config;
+  config: Pick<SendingConfig, 'sesQuotaReserve' | 'sesQuotaCheckMs'> & Pick<AudienceConfig, 'campaignQueueWindow'> & Pick<QueueConfig, 'webhookRetryScheduleMs'>;
   database: Database;
   account: AccountWatcher;
   sendQueue: Queue<SendJobPayload>;

@@ -11,7 +11,8 @@
  */
 import type { Redis, Cluster } from 'ioredis';
 import { isUnavailableError } from '@mailroom/platform/errors';
-import { type Config } from '@mailroom/platform/config';
+import type { PlatformConfig } from '@mailroom/platform/config';
+import type { SendingConfig } from './config';
 import { type Logger } from '@mailroom/platform/logger';
 
 /** What SES answered for a message: kept in Redis when its `sent` write fails. */
@@ -28,7 +29,7 @@ const LEASE_MARGIN_MS = 2_000;
 const KEEP_TIMEOUT_MS = 2_000;
 
 /** The Redis key of an email's kept SES outcome: `<QUEUE_PREFIX>:ses-accepted:<email id>`. */
-export function acceptedKey(config: Pick<Config, 'queuePrefix'>, emailId: string): string {
+export function acceptedKey(config: Pick<PlatformConfig, 'queuePrefix'>, emailId: string): string {
   return `${config.queuePrefix}:ses-accepted:${emailId}`;
 }
 
@@ -44,7 +45,7 @@ export async function readAccepted(redis: Redis | Cluster, key: string): Promise
 
 /** What recording an accepted send needs. */
 export interface RecordSentDeps {
-  config: Pick<Config, 'sendLeaseMs'>;
+  config: Pick<SendingConfig, 'sendLeaseMs'>;
   redis: Redis | Cluster;
 }
 

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { Config } from '@mailroom/platform/config';
+import type { SendingConfig } from './config';
 import type { Logger } from '@mailroom/platform/logger';
 import { pruneTestMessages } from '@mailroom/db/queries/test-messages';
 import { type Database } from '@mailroom/db/client';
@@ -20,7 +20,7 @@ export const PASS_BUDGET_MS = 30_000;
 
 /** Dependencies of the retention pass. */
 export interface TestMessagePruneDeps {
-  config: Pick<Config, 'testMessageRetentionHours'>;
+  config: Pick<SendingConfig, 'testMessageRetentionHours'>;
   database: Database;
   logger: Logger;
 }

@@ -7,14 +7,15 @@
  */
 import { Resolver } from 'node:dns/promises';
 import type { Redis } from 'ioredis';
-import type { Config } from '@mailroom/platform/config';
+import type { PlatformConfig } from '@mailroom/platform/config';
+import type { VerifyConfig } from './config';
 import type { DnsLookup, DomainDns } from './verify';
 
 /**
  * A resolver with `DNS_SERVERS` (empty: the system's resolvers), `DNS_TIMEOUT_MS` per attempt and `DNS_TRIES`
  * attempts per query.
  */
-export function createResolver(config: Pick<Config, 'dnsServers' | 'dnsTimeoutMs' | 'dnsTries'>): Resolver {
+export function createResolver(config: Pick<VerifyConfig, 'dnsServers' | 'dnsTimeoutMs' | 'dnsTries'>): Resolver {
   const resolver = new Resolver({ timeout: config.dnsTimeoutMs, tries: config.dnsTries });
   if (config.dnsServers.length > 0) resolver.setServers([...config.dnsServers]);
   return resolver;
@@ -92,7 +93,7 @@ export function cachedDnsLookup(resolver: Resolver, redis: Redis | undefined, pr
  * (keys under `QUEUE_PREFIX`), or no cache when `DNS_CACHE_TTL_S` is 0.
  */
 export function createDnsLookup(
-  config: Pick<Config, 'dnsServers' | 'dnsTimeoutMs' | 'dnsTries' | 'dnsCacheTtlS' | 'queuePrefix'>,
+  config: Pick<VerifyConfig, 'dnsServers' | 'dnsTimeoutMs' | 'dnsTries' | 'dnsCacheTtlS'> & Pick<PlatformConfig, 'queuePrefix'>,
   redis: Redis,
 ): DnsLookup {
   return cachedDnsLookup(createResolver(config), config.dnsCacheTtlS > 0 ? redis : undefined, config.queuePrefix, config.dnsCacheTtlS);

@@ -7,7 +7,7 @@
  */
 import type { Queues } from '@mailroom/queues/create';
 import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
-import type { Config } from '@mailroom/platform/config';
+import type { QueueConfig } from '@mailroom/queues/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { withWebhookEvents, type WebhookEvent } from '@mailroom/db/queries/webhooks';
 import { type DbOrTx } from '@mailroom/db/client';
@@ -16,7 +16,7 @@ import { type DbOrTx } from '@mailroom/db/client';
 export interface AnnounceDeps {
   database: { db: DbOrTx };
   queues: Pick<Queues, 'webhook'>;
-  config: Pick<Config, 'webhookRetryScheduleMs'>;
+  config: Pick<QueueConfig, 'webhookRetryScheduleMs'>;
 }
 
 /**

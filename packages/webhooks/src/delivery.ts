@@ -12,7 +12,8 @@
  *
  * @module
  */
-import { type Config } from '@mailroom/platform/config';
+import type { QueueConfig } from '@mailroom/queues/config';
+import type { WebhookConfig } from './config';
 import { type Logger } from '@mailroom/platform/logger';
 import {
   abandonWebhookDelivery,
@@ -55,7 +56,7 @@ export type WebhookDeliveryResult =
 /** What an attempt needs. */
 export interface WebhookDeliveryDeps {
   db: DbOrTx;
-  config: Pick<Config, 'webhookRetryScheduleMs' | 'webhookTimeoutMs' | 'webhookAllowPrivateTargets'>;
+  config: Pick<QueueConfig, 'webhookRetryScheduleMs' | 'webhookTimeoutMs'> & Pick<WebhookConfig, 'webhookAllowPrivateTargets'>;
 }
 
 /**

@@ -4,7 +4,7 @@
  * @module
  */
 import type { Queues } from '@mailroom/queues/create';
-import type { Config } from '@mailroom/platform/config';
+import type { Config } from '@mailroom/config/config';
 import type { Logger } from '@mailroom/platform/logger';
 import type { Database } from '@mailroom/db/client';
 import type { Redis } from 'ioredis';

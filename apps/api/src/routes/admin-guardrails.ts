@@ -12,7 +12,7 @@ import {
   type GuardrailOverrides,
 } from '@mailroom/audiences/guardrails';
 import { notFound, validationError, type FieldError } from '@mailroom/platform/errors';
-import { type Guardrails } from '@mailroom/platform/guardrail-defaults';
+import { type Guardrails } from '@mailroom/audiences/guardrail-defaults';
 import { getProjectGuardrails, updateProjectGuardrails } from '@mailroom/audiences/queries/guardrails';
 import { type DbOrTx } from '@mailroom/db/client';
 import { route } from '../http/route';

@@ -15,7 +15,7 @@ import { missingVariables } from '@mailroom/mail/template-variables';
 import { notFound, validationError } from '@mailroom/platform/errors';
 import { renderContent, splitVariables, templateSyntaxErrors, type BodyFormat } from '@mailroom/mail/templates';
 import { unsubscribeUrl } from '@mailroom/mail/unsubscribe';
-import { type Config } from '@mailroom/platform/config';
+import { type Config } from '@mailroom/config/config';
 import { getContact } from '@mailroom/db/queries/contacts';
 import { getTemplate } from '@mailroom/db/queries/templates';
 import { type DbOrTx } from '@mailroom/db/client';

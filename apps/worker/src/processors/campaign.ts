@@ -8,7 +8,7 @@
 import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import { CampaignJobPayload, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { dataValidator } from '@mailroom/platform/validation';
-import { type Config } from '@mailroom/platform/config';
+import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { runCampaignJob, type CampaignJobControl, type CampaignJobResult } from '@mailroom/audiences/campaigns/fanout';
 import { type Database } from '@mailroom/db/client';

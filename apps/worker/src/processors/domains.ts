@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { Config } from '@mailroom/platform/config';
+import type { Config } from '@mailroom/config/config';
 import type { DomainIdentityProvider } from '@mailroom/mail/identities';
 import type { Logger } from '@mailroom/platform/logger';
 import { refreshPendingDomains } from '@mailroom/mail/domains';

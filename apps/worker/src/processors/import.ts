@@ -8,7 +8,7 @@ import { UnrecoverableError, type Job } from 'bullmq';
 import { dataValidator } from '@mailroom/platform/validation';
 import { IMPORT_ATTEMPTS, ImportJobPayload } from '@mailroom/queues/catalog';
 import { runImport, type ImportRunResult } from '@mailroom/contacts/import-run';
-import { type Config } from '@mailroom/platform/config';
+import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { type Database } from '@mailroom/db/client';
 

@@ -19,7 +19,7 @@ import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { MaintenanceJobPayload } from '@mailroom/queues/catalog';
 import { enqueueMaintenance } from '@mailroom/queues/enqueue';
-import { type Config } from '@mailroom/platform/config';
+import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
 
 /** One periodic task. */

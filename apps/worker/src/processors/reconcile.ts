@@ -15,7 +15,7 @@ import { SendPriority } from '@mailroom/queues/catalog';
 import type { Queues } from '@mailroom/queues/create';
 import { enqueueImport, enqueueSendJobs, enqueueWebhookDeliveries, scheduleCampaignJob, enqueueExecutions } from '@mailroom/queues/enqueue';
 import { SNS_MESSAGE_RETENTION_DAYS } from '@mailroom/feedback/sns';
-import { type Config } from '@mailroom/platform/config';
+import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
 import type { MaintenanceTask } from './maintenance';
 import { activeCampaigns } from '@mailroom/audiences/queries/campaigns';

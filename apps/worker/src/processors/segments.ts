@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { Config } from '@mailroom/platform/config';
+import type { Config } from '@mailroom/config/config';
 import type { Logger } from '@mailroom/platform/logger';
 import { dueSegments, refreshSegment } from '@mailroom/audiences/queries/segments';
 import { type Database } from '@mailroom/db/client';

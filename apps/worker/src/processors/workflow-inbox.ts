@@ -8,7 +8,7 @@
 import type { Queue } from 'bullmq';
 import { type WebhookJobPayload, type WorkflowJobPayload } from '@mailroom/queues/catalog';
 import { announceWebhookDeliveries, enqueueExecutions } from '@mailroom/queues/enqueue';
-import { type Config } from '@mailroom/platform/config';
+import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { type Database } from '@mailroom/db/client';
 import { drainInboxOnce as drainInbox, startInboxListener, type InboxTotals } from '@mailroom/workflows/engine/inbox';

@@ -13,7 +13,7 @@ import { SendPriority, WorkflowJobPayload, type SendJobPayload, type WebhookJobP
 import { announceWebhookDeliveries, enqueueExecutions, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { dataValidator } from '@mailroom/platform/validation';
 import { lanePriorities } from '@mailroom/queues/send-lanes';
-import { type Config } from '@mailroom/platform/config';
+import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { type Database } from '@mailroom/db/client';
 import { createWorkflowEngine, type WorkflowJobResult } from '@mailroom/workflows/engine/engine';

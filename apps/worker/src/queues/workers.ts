@@ -9,7 +9,7 @@ import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { QUEUE_KEYS, queueCatalog, smoothLimiter, type QueueKey } from '@mailroom/queues/catalog';
 import { queueOptions } from '@mailroom/queues/connection';
-import { type Config } from '@mailroom/platform/config';
+import { type Config } from '@mailroom/config/config';
 
 /** What runs a queue's jobs. */
 export type Processor = ConstructorParameters<typeof Worker>[1];

@@ -21,7 +21,9 @@ import type { SQL } from 'drizzle-orm';
 import { SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { announceWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { effectiveSendRate } from '@mailroom/mail/ses-account';
-import type { Config } from '@mailroom/platform/config';
+import type { MailConfig } from '@mailroom/mail/config';
+import type { QueueConfig } from '@mailroom/queues/config';
+import type { AudienceConfig } from '../config';
 import type { Logger } from '@mailroom/platform/logger';
 import { campaignLaneShare } from '@mailroom/db/queries/send-quota';
 import { withWebhookEvents } from '@mailroom/db/queries/webhooks';
@@ -53,7 +55,7 @@ export type CampaignJobResult = { outcome: 'sent' | 'failed' | 'skipped'; reason
 
 /** Dependencies of a run. */
 export interface CampaignJobDeps {
-  config: Config;
+  config: AudienceConfig & QueueConfig & Pick<MailConfig, 'sesMaxSendRate'>;
   database: { db: DbOrTx };
   sendQueue: Queue<SendJobPayload>;
   /** Producer of campaign.sending / campaign.sent / campaign.failed webhook deliveries. */

@@ -21,7 +21,7 @@
  *
  * @module
  */
-import type { Config } from '@mailroom/platform/config';
+import type { AudienceConfig } from '../config';
 import type { LaneShare } from '@mailroom/db/queries/send-quota';
 
 /** The smallest campaign lane (jobs), whatever the rate. */
@@ -34,7 +34,7 @@ export const MIN_LANE_DEPTH = 20;
  * @param config - `campaignLaneSeconds` (s) and `campaignTickMs` (ms).
  * @returns jobs: `ceil(rate × max(CAMPAIGN_LANE_SECONDS, 2 × CAMPAIGN_TICK_MS))`, at least {@link MIN_LANE_DEPTH}.
  */
-export function campaignLaneDepth(emailsPerSecond: number, config: Pick<Config, 'campaignLaneSeconds' | 'campaignTickMs'>): number {
+export function campaignLaneDepth(emailsPerSecond: number, config: Pick<AudienceConfig, 'campaignLaneSeconds' | 'campaignTickMs'>): number {
   const seconds = Math.max(config.campaignLaneSeconds, (2 * config.campaignTickMs) / 1000);
   return Math.max(MIN_LANE_DEPTH, Math.ceil(emailsPerSecond * seconds));
 }

@@ -8,7 +8,8 @@
  */
 import { newId } from '@mailroom/platform/ids';
 import { notFound, validationError } from '@mailroom/platform/errors';
-import type { Config } from '@mailroom/platform/config';
+import type { AudienceConfig } from '../config';
+import type { QueueConfig } from '@mailroom/queues/config';
 import type { Logger } from '@mailroom/platform/logger';
 import { SendPriority } from '@mailroom/queues/catalog';
 import { enqueueSendJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
@@ -33,7 +34,7 @@ import { campaignErrors, patchedCampaign, refused, requireEditable } from './rul
 /** What the campaign actions need: the database, the queues they wake, and the settings of the jobs they add. */
 export interface CampaignActionDeps extends AnnounceDeps {
   queues: Pick<Queues, 'webhook' | 'campaign' | 'send'>;
-  config: Pick<Config, 'webhookRetryScheduleMs' | 'sendMaxAttempts' | 'sendBackoffMs' | 'campaignQueueWindow'>;
+  config: Pick<QueueConfig, 'webhookRetryScheduleMs' | 'sendMaxAttempts' | 'sendBackoffMs'> & Pick<AudienceConfig, 'campaignQueueWindow'>;
 }
 
 /** The data of a `campaign.*` webhook: the campaign id, and `test: true` for a test campaign (as its emails' webhooks). */

@@ -20,7 +20,7 @@ import {
   type GuardrailVerdict,
   type OutcomeCounts,
 } from '../guardrails';
-import { type Guardrails } from '@mailroom/platform/guardrail-defaults';
+import { type Guardrails } from '../guardrail-defaults';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import type { DbOrTx } from '@mailroom/db/client';
 import type { ProjectGuardrails } from '@mailroom/db/schema';

@@ -6,7 +6,7 @@
  * @module
  */
 import { sql } from 'drizzle-orm';
-import { DEFAULT_GUARDRAILS, type Guardrails } from '@mailroom/platform/guardrail-defaults';
+import { DEFAULT_GUARDRAILS, type Guardrails } from '@mailroom/audiences/guardrail-defaults';
 import { type SesFeedback } from '../ses-events';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import type { DbOrTx } from '@mailroom/db/client';

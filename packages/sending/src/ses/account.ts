@@ -15,7 +15,8 @@
  * @module
  */
 import { effectiveSendRate, type AccountProvider, type SesAccount } from '@mailroom/mail/ses-account';
-import { type Config } from '@mailroom/platform/config';
+import type { MailConfig } from '@mailroom/mail/config';
+import type { SendingConfig } from '../config';
 import { type Logger } from '@mailroom/platform/logger';
 
 /** How long the start waits for the first reading before it goes on with the fallback rate (ms). */
@@ -32,7 +33,7 @@ export interface AccountEstimate extends SesAccount {
 /** Dependencies of the watcher. */
 export interface AccountWatcherDeps {
   provider: AccountProvider;
-  config: Pick<Config, 'sesMaxSendRate' | 'sesAccountRefreshMs'>;
+  config: Pick<MailConfig, 'sesMaxSendRate'> & Pick<SendingConfig, 'sesAccountRefreshMs'>;
   logger: Logger;
   /**
    * Live sends in the hourly buckets from `hour` on (the db package's `sentSinceHour`); used for the sends since a

@@ -7,7 +7,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { SESv2Client, SendEmailCommand, type ServiceInputTypes, type ServiceOutputTypes } from '@aws-sdk/client-sesv2';
 import type { FinalizeRequestMiddleware } from '@smithy/types';
-import type { Config } from '@mailroom/platform/config';
+import type { MailConfig } from '@mailroom/mail/config';
 import type { NormalizedEmail } from '@mailroom/platform/address';
 
 /** One raw message to hand over. */
@@ -102,7 +102,7 @@ export class SesTransport implements MailTransport {
    * accepts the connection and never answers held each send for its 300 s socket timeout.
    */
   constructor(
-    private readonly config: Pick<Config, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet' | 'sesTimeoutMs'>,
+    private readonly config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet' | 'sesTimeoutMs'>,
     gate?: { acquire(priority?: number): Promise<unknown> },
     observe?: (ms: number, ok: boolean) => void,
   ) {

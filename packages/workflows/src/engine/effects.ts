@@ -11,7 +11,7 @@
  */
 import { newWebhookSecret, sendHttp, signWebhook } from '@mailroom/webhooks/webhooks';
 import { renderJsonTemplate } from '@mailroom/mail/templates';
-import { type Config } from '@mailroom/platform/config';
+import type { WebhookConfig } from '@mailroom/webhooks/config';
 import { type StepConfig } from '../workflows';
 import { getContact } from '@mailroom/db/queries/contacts';
 import { type ExecutionRow, type StepRunRow, type WorkflowStepRow } from '@mailroom/db/queries/workflows';
@@ -66,7 +66,7 @@ export type StepWebhookResult =
  */
 export async function callStepWebhook(
   db: DbOrTx,
-  config: Pick<Config, 'webhookAllowPrivateTargets'>,
+  config: Pick<WebhookConfig, 'webhookAllowPrivateTargets'>,
   a: { execution: ExecutionRow; run: StepRunRow; step: WorkflowStepRow; cfg: StepConfig<'WEBHOOK'>; attempt: number; timeoutMs: number },
 ): Promise<StepWebhookResult> {
   const { execution: x, run, step, cfg, attempt, timeoutMs } = a;

@@ -21,7 +21,8 @@
 import { durationMs, type StepConfig } from '../workflows';
 import { newId } from '@mailroom/platform/ids';
 import { parseSegmentFilter } from '@mailroom/audiences/segments';
-import { type Config } from '@mailroom/platform/config';
+import type { WebhookConfig } from '@mailroom/webhooks/config';
+import type { WorkflowConfig } from '../config';
 import { type WorkflowBranch } from '@mailroom/db/schema/workflow-states';
 import { type Logger } from '@mailroom/platform/logger';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
@@ -54,7 +55,7 @@ export const MAX_STEPS_PER_JOB = 50;
 /** What the engine needs: the database, the settings of leases, retries and WEBHOOK targets, a logger. */
 export interface EngineDeps {
   db: Database['db'];
-  config: Pick<Config, 'workflowLeaseMs' | 'workflowRetryBackoffMs' | 'webhookAllowPrivateTargets'>;
+  config: Pick<WorkflowConfig, 'workflowLeaseMs' | 'workflowRetryBackoffMs'> & Pick<WebhookConfig, 'webhookAllowPrivateTargets'>;
 }
 
 /**

@@ -1,0 +1,90 @@
+/**
+ * The API's own slice of the runtime configuration: its port, the admin token, request and failure limits, the
+ * authentication caches, the proxy trust and the `/metrics` cache. Only the API (and its CLI) reads these; the
+ * slice lives here rather than in `apps/api` because {@link loadConfig} (config.ts) composes every slice and a
+ * package never imports an app.
+ *
+ * @module
+ */
+import { ConfigError, int, optional, trustProxy, type Env } from '@mailroom/platform/config-env';
+import type { TrustProxy } from '@mailroom/platform/trust-proxy';
+
+/** API settings. */
+export interface ApiConfig {
+  /** `PORT`: HTTP port of the API (0–65535, default 8080). */
+  readonly port: number;
+  /** `ADMIN_TOKEN`: bearer token of `/admin/*` (at least 16 characters); admin routes are off when unset. */
+  readonly adminToken: string | undefined;
+  /** `RATE_LIMIT_PER_MINUTE`: API requests per minute per project (default 1000). */
+  readonly rateLimitPerMinute: number;
+  /** `AUTH_CACHE_TTL_MS`: how long a key → project lookup is cached in memory (ms, default 10000). */
+  readonly authCacheTtlMs: number;
+  /** `KEY_ROTATION_GRACE_HOURS`: how long a rotated-out key keeps working (hours, default 24). */
+  readonly keyRotationGraceHours: number;
+  /**
+   * `AUTH_NEGATIVE_CACHE_TTL_MS`: how long a key found unknown is remembered as unknown in each API process (ms,
+   * 0–60000, default 5000), so repeated tries cost no database lookup. Short, so a key just issued by another
+   * process works soon.
+   */
+  readonly authNegativeCacheTtlMs: number;
+  /**
+   * `AUTH_FAILURE_LIMIT_PER_MINUTE`: failed authentications (unknown or malformed keys, wrong admin tokens) per
+   * client IP per minute, across API processes (Redis; default 20); beyond it 429 `RATE_LIMITED` with `Retry-After`.
+   */
+  readonly authFailureLimitPerMinute: number;
+  /** `ADMIN_LOGIN_LIMIT_PER_MINUTE`: `POST /admin/login` attempts per client IP per minute (default 10). */
+  readonly adminLoginLimitPerMinute: number;
+  /**
+   * `UNSUBSCRIBE_LIMIT_PER_MINUTE`: failed unsubscribe lookups (tokens that resolve to nothing, `GET` or `POST
+   * /unsubscribe/{token}`) per client IP per minute (default 300). Valid tokens are never counted.
+   */
+  readonly unsubscribeLimitPerMinute: number;
+  /**
+   * `BLOCKED_LOOKUP_INTERVAL_S`: while a client IP is over its failure limit (keys or unsubscribe tokens), one
+   * lookup per this many seconds (per IP) is still made for a credential the process has not seen valid, so a
+   * legitimate client sharing the address gets through within seconds (s, 1–60, default 2).
+   */
+  readonly blockedLookupIntervalS: number;
+  /**
+   * `TRUST_PROXY`: Express's `trust proxy` setting, which decides the client IP (`req.ip`) that per-IP limits
+   * count against. `false` (default: the TCP peer; `X-Forwarded-For` ignored), `true` (the left-most
+   * `X-Forwarded-For` entry: only behind a proxy that overwrites it), a hop count (trust that many proxies in
+   * front of the API), or the addresses/CIDRs of trusted proxies (with the names `loopback`, `linklocal`,
+   * `uniquelocal`).
+   */
+  readonly trustProxy: TrustProxy;
+  /**
+   * `REPUTATION_METRICS_TTL_MS`: how long each API process serves the reputation gauges of `/metrics` from one read
+   * of `reputation_counts` (ms; default 60000). 0: read on every scrape (concurrent scrapes still share one read).
+   */
+  readonly reputationMetricsTtlMs: number;
+}
+
+/**
+ * Parses and validates the API slice.
+ *
+ * @param env - the environment (normally `process.env`, passed by the entry point).
+ * @returns a frozen {@link ApiConfig}.
+ * @throws {@link ConfigError} naming the first bad variable.
+ */
+export function loadApiConfig(env: Env): ApiConfig {
+  const port = int(env, 'PORT', 8080, 0, 65535);
+  const adminToken = optional(env, 'ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
+  }
+  return Object.freeze({
+    port,
+    adminToken,
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
+    authCacheTtlMs: int(env, 'AUTH_CACHE_TTL_MS', 10_000, 0, 3_600_000),
+    keyRotationGraceHours: int(env, 'KEY_ROTATION_GRACE_HOURS', 24, 0, 24 * 90),
+    authNegativeCacheTtlMs: int(env, 'AUTH_NEGATIVE_CACHE_TTL_MS', 5_000, 0, 60_000),
+    authFailureLimitPerMinute: int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 20, 1, 1_000_000),
+    adminLoginLimitPerMinute: int(env, 'ADMIN_LOGIN_LIMIT_PER_MINUTE', 10, 1, 1_000_000),
+    unsubscribeLimitPerMinute: int(env, 'UNSUBSCRIBE_LIMIT_PER_MINUTE', 300, 1, 1_000_000),
+    blockedLookupIntervalS: int(env, 'BLOCKED_LOOKUP_INTERVAL_S', 2, 1, 60),
+    trustProxy: trustProxy(env),
+    reputationMetricsTtlMs: int(env, 'REPUTATION_METRICS_TTL_MS', 60_000, 0, 3_600_000),
+  });
+}

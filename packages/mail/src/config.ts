@@ -1,0 +1,86 @@
+/**
+ * The mail slice of the runtime configuration: the SES connection, the SES account's figures (or the local
+ * provider's), sending-domain identities and their MAIL FROM subdomain.
+ *
+ * @module
+ */
+import { ConfigError, int, optional, sesProvider, str, url, type Env } from '@mailroom/platform/config-env';
+
+/** SES connection, account and sending-domain settings. */
+export interface MailConfig {
+  /** `SES_REGION` (default `us-east-1`). */
+  readonly sesRegion: string;
+  /** `SES_ENDPOINT`: override of the SES endpoint, e.g. the local emulator `http://127.0.0.1:8005`. */
+  readonly sesEndpoint: string | undefined;
+  /** `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`; when unset the AWS default credential chain applies. */
+  readonly awsCredentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
+  /** `SES_CONFIGURATION_SET`: passed on every send when set (event publishing). */
+  readonly sesConfigurationSet: string | undefined;
+  /**
+   * `SES_TIMEOUT_MS`: longest one SES call may take on the wire, connecting included (ms, 100–300000, default
+   * 30000). A call cut off by it is "SES unreachable": retried later without spending an attempt. Keep it well
+   * under `SEND_LEASE_MS`.
+   */
+  readonly sesTimeoutMs: number;
+  /**
+   * `SES_MAX_SEND_RATE`: optional cap of the send rate (emails/s across all workers, 1–10000), below the SES
+   * account's maximum send rate (read with `GetAccount`). The workers send at `min(account rate, cap)`, never more
+   * in any one-second window. Unset: the account's rate (or 14/s until the account has been read).
+   */
+  readonly sesMaxSendRate: number | undefined;
+  /**
+   * `SES_ACCOUNT_PROVIDER`: where the account's send rate and 24-hour quota come from: `ses` (SES v2 `GetAccount`)
+   * or `local` (the `SES_LOCAL_*` figures and this service's own count: the emulator has no account). Default
+   * `local` when `SES_ENDPOINT` is set, else `ses`.
+   */
+  readonly sesAccountProvider: 'ses' | 'local';
+  /** `SES_LOCAL_MAX_SEND_RATE`: the local provider's maximum send rate (emails/s); default `SES_MAX_SEND_RATE`, else 14. */
+  readonly sesLocalMaxSendRate: number;
+  /** `SES_LOCAL_MAX_24H_SEND`: the local provider's 24-hour quota (emails, default 50000). */
+  readonly sesLocalMax24HourSend: number;
+  /**
+   * `DOMAIN_IDENTITY_PROVIDER`: `ses` (SES v2 email identities, Easy DKIM) or `local` (records checked through DNS
+   * by this service: the emulator has no identities). Default `local` when `SES_ENDPOINT` is set, else `ses`.
+   */
+  readonly domainIdentityProvider: 'ses' | 'local';
+  /**
+   * `MAIL_FROM_SUBDOMAIN`: the custom MAIL FROM subdomain registered for each sending domain (one DNS label,
+   * default `mail` → mail.example.com).
+   */
+  readonly mailFromSubdomain: string;
+  /** `DOMAIN_REFRESH_MS`: how often the worker re-checks pending sending domains (ms, default 60000). */
+  readonly domainRefreshMs: number;
+}
+
+/**
+ * Parses and validates the mail slice.
+ *
+ * @param env - the environment (normally `process.env`, passed by the entry point).
+ * @returns a frozen {@link MailConfig}.
+ * @throws {@link ConfigError} naming the first bad variable.
+ */
+export function loadMailConfig(env: Env): MailConfig {
+  const accessKeyId = optional(env, 'AWS_ACCESS_KEY_ID');
+  const secretAccessKey = optional(env, 'AWS_SECRET_ACCESS_KEY');
+  if (Boolean(accessKeyId) !== Boolean(secretAccessKey)) {
+    throw new ConfigError(accessKeyId ? 'AWS_SECRET_ACCESS_KEY' : 'AWS_ACCESS_KEY_ID', 'must be set together with its pair');
+  }
+  const config: MailConfig = {
+    sesRegion: str(env, 'SES_REGION', 'us-east-1'),
+    sesEndpoint: url(env, 'SES_ENDPOINT', undefined, ['http:', 'https:']),
+    awsCredentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
+    sesConfigurationSet: optional(env, 'SES_CONFIGURATION_SET'),
+    sesMaxSendRate: optional(env, 'SES_MAX_SEND_RATE') === undefined ? undefined : int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000),
+    sesAccountProvider: sesProvider(env, 'SES_ACCOUNT_PROVIDER'),
+    sesLocalMaxSendRate: int(env, 'SES_LOCAL_MAX_SEND_RATE', optional(env, 'SES_MAX_SEND_RATE') === undefined ? 14 : int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000), 1, 10000),
+    sesLocalMax24HourSend: int(env, 'SES_LOCAL_MAX_24H_SEND', 50_000, 1, 1_000_000_000),
+    sesTimeoutMs: int(env, 'SES_TIMEOUT_MS', 30_000, 100, 300_000),
+    domainIdentityProvider: sesProvider(env, 'DOMAIN_IDENTITY_PROVIDER'),
+    mailFromSubdomain: str(env, 'MAIL_FROM_SUBDOMAIN', 'mail'),
+    domainRefreshMs: int(env, 'DOMAIN_REFRESH_MS', 60_000, 100, 86_400_000),
+  };
+  if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(config.mailFromSubdomain)) {
+    throw new ConfigError('MAIL_FROM_SUBDOMAIN', 'must be one DNS label (letters, digits, hyphens)');
+  }
+  return Object.freeze(config);
+}

@@ -1,0 +1,62 @@
+/**
+ * The sending slice of the runtime configuration: the send lease, how the SES account's rate and quota are
+ * followed and kept, and how long test messages stay in the test sink.
+ *
+ * @module
+ */
+import { ConfigError, fraction, int, type Env } from '@mailroom/platform/config-env';
+
+/** Send lease, send-rate gate, quota and test message settings. */
+export interface SendingConfig {
+  /** `SEND_LEASE_MS`: after this long (ms, default 60000) an email claimed by a worker that died may be claimed again. */
+  readonly sendLeaseMs: number;
+  /** `SES_ACCOUNT_REFRESH_MS`: how often each worker re-reads the SES account (send rate, quota) (ms, default 300000). */
+  readonly sesAccountRefreshMs: number;
+  /**
+   * `SES_QUOTA_CHECK_MS`: how often the 24-hour quota is checked (campaigns paused or resumed) (ms, default 10000).
+   * Between two account reads the deployment's own sends since the last read are added, so a check sees them at
+   * once.
+   */
+  readonly sesQuotaCheckMs: number;
+  /**
+   * `SES_QUOTA_RESERVE`: share of the 24-hour quota kept for transactional and workflow mail (fraction, 0–0.5,
+   * default 0.05): campaigns pause at `max24HourSend × (1 − reserve)` sent and resume below
+   * `max24HourSend × (1 − 2 × reserve)`.
+   */
+  readonly sesQuotaReserve: number;
+  /**
+   * `SES_RATE_SAFETY_MS`: margin (ms, 0–500, default 50) added to the send-rate gate's one-second window. Sends are
+   * recorded when their request has been written, so the margin covers only the way from the socket to SES (and
+   * the clock of whoever counts there): at most `rate` requests leave in any `1000 + margin` ms (`rate`: the send
+   * rate in use, see `SES_MAX_SEND_RATE`), spaced by at least `(1000 + margin) / rate` ms. 50 ms held 14/s in
+   * every run of the scale test beside two CPU burners (25 ms let a 15th send in once in ten); it costs 2.4% of
+   * the rate.
+   */
+  readonly sesRateSafetyMs: number;
+  /**
+   * `TEST_MESSAGE_RETENTION_HOURS`: how long the MIME message of a test email is kept in the test sink after it
+   * was stored (hours, at least 1; default 168 = 7 days). Older ones are deleted by the worker's `test-messages`
+   * maintenance task; `GET /emails/{id}/raw` then answers 404 saying the message expired.
+   */
+  readonly testMessageRetentionHours: number;
+}
+
+/**
+ * Parses and validates the sending slice.
+ *
+ * @param env - the environment (normally `process.env`, passed by the entry point).
+ * @returns a frozen {@link SendingConfig}.
+ * @throws {@link ConfigError} naming the first bad variable.
+ */
+export function loadSendingConfig(env: Env): SendingConfig {
+  const config: SendingConfig = {
+    sendLeaseMs: int(env, 'SEND_LEASE_MS', 60_000, 1000, 3_600_000),
+    sesAccountRefreshMs: int(env, 'SES_ACCOUNT_REFRESH_MS', 300_000, 100, 86_400_000),
+    sesQuotaCheckMs: int(env, 'SES_QUOTA_CHECK_MS', 10_000, 100, 3_600_000),
+    sesQuotaReserve: fraction(env, 'SES_QUOTA_RESERVE', 0.05),
+    sesRateSafetyMs: int(env, 'SES_RATE_SAFETY_MS', 50, 0, 500),
+    testMessageRetentionHours: int(env, 'TEST_MESSAGE_RETENTION_HOURS', 168, 1, 24 * 3650),
+  };
+  if (config.sesQuotaReserve > 0.5) throw new ConfigError('SES_QUOTA_RESERVE', `must be at most 0.5, got ${config.sesQuotaReserve}`);
+  return Object.freeze(config);
+}
