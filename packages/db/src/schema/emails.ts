@@ -41,7 +41,7 @@ export const attachments = pgTable(
     content: bytea('content').notNull(),
     createdAt: createdAt(),
   },
-  (t) => [index('attachments_project_idx').on(t.projectId)],
+  (t) => [index('attachments_project_idx').on(t.projectId), index('attachments_retention_idx').on(t.projectId, t.createdAt)],
 );
 
 /**
@@ -97,6 +97,13 @@ export const emails = pgTable(
     failureKind: text('failure_kind').$type<'transient' | 'permanent'>(),
     /** When `retry-failed` put this email back in the queue (at most once). */
     retriedAt: timestamp('retried_at', { withTimezone: true, mode: 'date' }),
+    /**
+     * When the retention pass removed the content (`body`, `variables`, `headers`, attachments) of this final email
+     * (`RETENTION_EMAIL_CONTENT_DAYS`), or when the contact's erasure did; the metadata stays.
+     */
+    contentExpiredAt: timestamp('content_expired_at', { withTimezone: true, mode: 'date' }),
+    /** When the recipient's personal data was erased (`DELETE /contacts/{id}`): address, name, subject and content. */
+    erasedAt: timestamp('erased_at', { withTimezone: true, mode: 'date' }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -114,7 +121,16 @@ export const emails = pgTable(
     index('emails_campaign_status_idx').on(t.campaignId, t.status, t.sentAt).where(sql`${t.campaignId} is not null`),
     // The campaign feeder's window: a campaign's emails not yet handed to SES, in audience (contact id) order.
     index('emails_campaign_pending_idx').on(t.campaignId, t.contactId).where(sql`${t.campaignId} is not null and ${t.status} in ('queued', 'sending')`),
-    check('emails_content_check', sql`${t.campaignId} is not null or (${t.subject} is not null and ${t.body} is not null and ${t.bodyFormat} is not null)`),
+    // The retention pass: final emails whose content is still kept, per project, oldest first.
+    index('emails_content_retention_idx').on(t.projectId, t.createdAt).where(sql`${t.contentExpiredAt} is null`),
+    // The retention pass: emails deleted with their timeline (campaign emails stay while their campaign exists).
+    index('emails_retention_idx').on(t.projectId, t.createdAt).where(sql`${t.campaignId} is null`),
+    // The `set null` of a deleted workflow execution finds its emails without a scan.
+    index('emails_workflow_execution_idx').on(t.workflowExecutionId).where(sql`${t.workflowExecutionId} is not null`),
+    check(
+      'emails_content_check',
+      sql`${t.campaignId} is not null or ${t.contentExpiredAt} is not null or (${t.subject} is not null and ${t.body} is not null and ${t.bodyFormat} is not null)`,
+    ),
     check('emails_status_check', sql.raw(`status in (${EMAIL_STATUSES.map((s) => `'${s}'`).join(', ')})`)),
     check('emails_bounce_type_check', sql`${t.bounceType} is null or ${t.bounceType} in ('hard', 'soft')`),
     check('emails_failure_kind_check', sql`${t.failureKind} is null or ${t.failureKind} in ('transient', 'permanent')`),

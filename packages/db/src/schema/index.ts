@@ -9,6 +9,7 @@ export {
   projects,
   apiKeys,
   type ProjectGuardrails,
+  type ProjectRetention,
   type ApiKeyMode,
 } from './projects';
 export {

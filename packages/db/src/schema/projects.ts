@@ -12,6 +12,18 @@ export interface ProjectGuardrails {
   maxComplaintRate?: number;
 }
 
+/**
+ * Per-project overrides of the retention settings (see `projects.retention`), each in days: a field left out takes
+ * the service default (`RETENTION_*_DAYS`).
+ */
+export interface ProjectRetention {
+  emailContentDays?: number;
+  emailDays?: number;
+  eventDays?: number;
+  webhookDays?: number;
+  workflowExecutionDays?: number;
+}
+
 /** Key modes: `live` keys send through SES; `test` keys (`sk_test_…`, `pk_test_…`) deliver to a sink. */
 export const API_KEY_MODES = ['live', 'test'] as const;
 export type ApiKeyMode = (typeof API_KEY_MODES)[number];
@@ -32,6 +44,8 @@ export const projects = pgTable('projects', {
    * `{ minSample?: number, maxHardBounceRate?: number, maxComplaintRate?: number }` (rates are fractions, 0.02 = 2%).
    */
   guardrails: jsonb('guardrails').$type<ProjectGuardrails>(),
+  /** Retention overrides (days per kind of record), set by the operator; null: the service defaults apply. */
+  retention: jsonb('retention').$type<ProjectRetention>(),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
 });

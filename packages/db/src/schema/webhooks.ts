@@ -59,6 +59,8 @@ export const webhookDeliveries = pgTable(
     index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.id),
     // The reconciler's scan of deliveries whose job may be lost.
     index('webhook_deliveries_pending_idx').on(t.id).where(sql`${t.status} = 'pending'`),
+    // The retention pass (RETENTION_WEBHOOK_DAYS): a project's oldest finished deliveries.
+    index('webhook_deliveries_retention_idx').on(t.projectId, t.createdAt).where(sql`${t.status} <> 'pending'`),
     check('webhook_deliveries_status_check', sql`${t.status} in ('pending', 'succeeded', 'failed')`),
   ],
 );

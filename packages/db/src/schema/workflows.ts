@@ -126,6 +126,8 @@ export const workflowExecutions = pgTable(
     index('workflow_executions_waiting_idx').on(t.projectId, t.contactId, t.waitEvent).where(sql`${t.status} = 'WAITING'`),
     // The reconciler: live executions whose next run is overdue.
     index('workflow_executions_due_idx').on(t.dueAt).where(sql`${t.status} in ('RUNNING', 'WAITING')`),
+    // The retention pass (RETENTION_WORKFLOW_EXECUTION_DAYS): a project's executions finished longest ago.
+    index('workflow_executions_retention_idx').on(t.projectId, t.finishedAt).where(sql`${t.status} not in ('RUNNING', 'WAITING')`),
     check('workflow_executions_status_check', inList('status', EXECUTION_STATUSES)),
   ],
 );
