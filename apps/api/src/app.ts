@@ -21,6 +21,7 @@ import { mountQueueDashboard } from './routes/queues-dashboard';
 import { adminRoutes } from './routes/admin';
 import { adminKeyRoutes } from './routes/admin-keys';
 import { adminGuardrailRoutes } from './routes/admin-guardrails';
+import { adminRetentionRoutes } from './routes/admin-retention';
 import { reputationRoutes } from './routes/reputation';
 import { contactRoutes } from './routes/contacts';
 import { eventRoutes } from './routes/events';
@@ -107,6 +108,7 @@ export function createApp(deps: AppDeps): App {
     ...adminRoutes(deps, () => authCache.clear()),
     ...adminKeyRoutes(deps, () => authCache.clear()),
     ...adminGuardrailRoutes(deps),
+    ...adminRetentionRoutes(deps),
   ];
 
   const router = express.Router();

@@ -14,6 +14,10 @@
  *   project guardrails --project ID [--min-sample N] [--max-hard-bounce-rate R] [--max-complaint-rate R]
  *                                           → the project's campaign guardrails (overrides, effective, defaults);
  *                                              each flag sets that setting, `default` clears it
+ *   project retention --project ID [--email-content-days N] [--email-days N] [--event-days N] [--webhook-days N]
+ *                     [--workflow-execution-days N]
+ *                                           → the project's data retention (overrides, effective, defaults), days;
+ *                                              each flag sets that setting, `default` clears it
  *   domain add --project ID --domain example.com [--verified]
  *   dev setup [--domain example.com]        → a development project owning the domain (verified), with fresh
  *                                              keys (earlier keys stay valid for the rotation grace period)
@@ -35,6 +39,16 @@ import { importFromPlunk } from '@mailroom/plunk-import/run';
 import { adminOps } from './routes/admin';
 import { importKeysOp } from './routes/admin-keys';
 import { guardrailOps } from './routes/admin-guardrails';
+import { retentionOps } from './routes/admin-retention';
+
+/** The CLI flags of `project retention` and the settings they set. */
+const RETENTION_FLAGS = [
+  ['email-content-days', 'emailContentDays'],
+  ['email-days', 'emailDays'],
+  ['event-days', 'eventDays'],
+  ['webhook-days', 'webhookDays'],
+  ['workflow-execution-days', 'workflowExecutionDays'],
+] as const;
 
 const USAGE = `usage:
   npm run cli -- project create --name NAME
@@ -44,6 +58,7 @@ const USAGE = `usage:
   npm run cli -- project disable --project ID
   npm run cli -- project enable --project ID
   npm run cli -- project guardrails --project ID [--min-sample N|default] [--max-hard-bounce-rate R|default] [--max-complaint-rate R|default]
+  npm run cli -- project retention --project ID [--email-content-days N|default] [--email-days N|default] [--event-days N|default] [--webhook-days N|default] [--workflow-execution-days N|default]
   npm run cli -- domain add --project ID --domain DOMAIN [--verified]
   npm run cli -- dev setup [--domain example.com]
   npm run cli -- project import-keys --project ID --secret-key sk_... [--public-key pk_...]
@@ -76,6 +91,11 @@ export async function runCli(
       'min-sample': { type: 'string' },
       'max-hard-bounce-rate': { type: 'string' },
       'max-complaint-rate': { type: 'string' },
+      'email-content-days': { type: 'string' },
+      'email-days': { type: 'string' },
+      'event-days': { type: 'string' },
+      'webhook-days': { type: 'string' },
+      'workflow-execution-days': { type: 'string' },
     },
   });
   const command = positionals.join(' ');
@@ -112,6 +132,16 @@ export async function runCli(
         }
         if (Object.keys(patch).length === 0) return await guardrailOps.get(database.db, config.guardrails, project());
         return await guardrailOps.set(database.db, config.guardrails, project(), patch);
+      }
+      case 'project retention': {
+        const patch: Record<string, unknown> = {};
+        for (const [flag, field] of RETENTION_FLAGS) {
+          const v = values[flag]?.trim();
+          // Not a whole number: passed on as text, so the 422 names the setting and its rule.
+          if (v !== undefined) patch[field] = v === 'default' ? null : /^\d+$/.test(v) ? Number(v) : v;
+        }
+        if (Object.keys(patch).length === 0) return await retentionOps.get(database.db, config.retention, project());
+        return await retentionOps.set(database.db, config.retention, project(), patch);
       }
       case 'domain add': {
         if (!values.domain) throw new Error(`--domain is required\n${USAGE}`);

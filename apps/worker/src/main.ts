@@ -1,8 +1,8 @@
 /**
  * Worker process entry point: one worker per queue of the catalog (`send`, `contact-import`, `campaign`,
  * `webhook`, `workflow`, `maintenance`; see `queues/workers.ts`), the workflow inbox drainer, the maintenance
- * timers (reconciler, segment and domain refreshers, SES quota watcher, test-message retention), the SES account
- * reading that sets the send rate (`@mailroom/sending/ses/account`), a health and metrics endpoint
+ * timers (reconciler, segment and domain refreshers, SES quota watcher, test-message retention, data retention),
+ * the SES account reading that sets the send rate (`@mailroom/sending/ses/account`), a health and metrics endpoint
  * (`/health/live`, `/health/ready`, `/metrics`), graceful shutdown.
  *
  * Shutdown (SIGTERM/SIGINT): stop taking jobs, let active ones finish (a job cut off by a hard kill is retried
@@ -43,6 +43,7 @@ import { quotaTask } from './processors/quota';
 import { checkQuotaOnce } from '@mailroom/sending/quota';
 import { CampaignQuotaGuard } from '@mailroom/sending/ses/quota-guard';
 import { testMessagesTask } from './processors/test-messages';
+import { retentionTask } from './processors/retention';
 import { WorkerMetrics } from './metrics';
 import type { SendJobResult } from '@mailroom/sending/job';
 import type { WorkflowJobResult } from '@mailroom/workflows/engine/engine';
@@ -122,6 +123,7 @@ export async function startWorker(
     domainsTask({ config, database, identities, logger }),
     quotaTask(quotaDeps),
     testMessagesTask({ config, database, logger }),
+    retentionTask({ config, database, logger }),
   ];
   // One processor per catalog queue, keyed like the catalog: a queue without one does not compile.
   const workers: Workers = createWorkers(

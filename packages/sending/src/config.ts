@@ -1,10 +1,11 @@
 /**
  * The sending slice of the runtime configuration: the send lease, how the SES account's rate and quota are
- * followed and kept, and how long test messages stay in the test sink.
+ * followed and kept, how long test messages stay in the test sink, and the service defaults of data retention.
  *
  * @module
  */
 import { ConfigError, fraction, int, type Env } from '@mailroom/platform/config-env';
+import { RETENTION_DEFAULTS, RETENTION_ENV, RETENTION_FIELDS, RETENTION_MAX_DAYS, RETENTION_MIN_DAYS, type RetentionSettings } from './retention-settings';
 
 /** Send lease, send-rate gate, quota and test message settings. */
 export interface SendingConfig {
@@ -39,6 +40,14 @@ export interface SendingConfig {
    * maintenance task; `GET /emails/{id}/raw` then answers 404 saying the message expired.
    */
   readonly testMessageRetentionHours: number;
+  /**
+   * Service defaults of data retention (days, 1–36500; a project's `retention` overrides each), applied by the
+   * worker's `retention` maintenance task: `RETENTION_EMAIL_CONTENT_DAYS` (content of final emails, default 30),
+   * `RETENTION_EMAIL_DAYS` (non-campaign email metadata and timeline, 365), `RETENTION_EVENT_DAYS` (contact events,
+   * 365), `RETENTION_WEBHOOK_DAYS` (finished webhook deliveries and attempts, 30),
+   * `RETENTION_WORKFLOW_EXECUTION_DAYS` (finished workflow executions and step runs, 90).
+   */
+  readonly retention: Readonly<RetentionSettings>;
 }
 
 /**
@@ -56,6 +65,9 @@ export function loadSendingConfig(env: Env): SendingConfig {
     sesQuotaReserve: fraction(env, 'SES_QUOTA_RESERVE', 0.05),
     sesRateSafetyMs: int(env, 'SES_RATE_SAFETY_MS', 50, 0, 500),
     testMessageRetentionHours: int(env, 'TEST_MESSAGE_RETENTION_HOURS', 168, 1, 24 * 3650),
+    retention: Object.freeze(
+      Object.fromEntries(RETENTION_FIELDS.map((f) => [f, int(env, RETENTION_ENV[f], RETENTION_DEFAULTS[f], RETENTION_MIN_DAYS, RETENTION_MAX_DAYS)])) as unknown as RetentionSettings,
+    ),
   };
   if (config.sesQuotaReserve > 0.5) throw new ConfigError('SES_QUOTA_RESERVE', `must be at most 0.5, got ${config.sesQuotaReserve}`);
   return Object.freeze(config);

@@ -5,8 +5,9 @@
  *   `contacts`/`cursor`); `total` from maintained counters (exact) or, with `search`, counted up to 10,000.
  * - Upsert (`POST`): 201 with `_meta.isNew` for a new contact, 200 with `_meta.isUpdate` for an existing one.
  * - `data` merges shallowly in SQL (a `null` value removes the key); `subscribed` changes only when stated.
- * - Delete: the contact's events are deleted with it; its queued emails are cancelled; sent emails remain in the
- *   sending log (`GET /emails/{id}`) without a contact.
+ * - Delete: an erasure (`@mailroom/db/queries/erase`): the contact goes with its events and executions, its queued
+ *   emails are cancelled, its emails stay in the sending log scrubbed of personal data, and webhook deliveries,
+ *   import errors and idempotent responses naming it are deleted.
  *
  * @module
  */
@@ -17,12 +18,12 @@ import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
 import { parseSegmentFilter, type SegmentFilter } from '@mailroom/audiences/segments';
 import { compileAudience } from '@mailroom/audiences/audience';
 import {
-  deleteContact,
   getContact,
   listContacts,
   updateContact,
   type ContactRow,
 } from '@mailroom/db/queries/contacts';
+import { eraseContact } from '@mailroom/db/queries/erase';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, PageFields, PageQuery, Timestamp } from './common';
@@ -192,17 +193,20 @@ export function contactRoutes(deps: AppDeps) {
       path: '/contacts/:id',
       operationId: 'deleteContact',
       tag: 'Contacts',
-      summary: 'Delete a contact',
+      summary: 'Delete a contact and erase its personal data',
       description:
-        'Deletes the contact and its events. Its emails not yet picked up by a worker are cancelled; emails already ' +
-        'sent stay readable at GET /emails/{id}, without a contact.',
+        'Deletes the contact with its events, workflow executions and segment memberships, and erases its personal ' +
+        'data everywhere else: its emails not yet picked up by a worker are cancelled; its emails stay in the sending ' +
+        'log (GET /emails/{id}: status and dates, `erased: true`) without address, name, subject or content; webhook ' +
+        'deliveries, import row errors and stored idempotent responses naming it are deleted. Suppressions of the ' +
+        'address stay (DELETE /suppressions/{email} removes one).',
       auth: 'secret',
       params: IdParams,
       response: Deleted,
       status: 200,
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, auth }) => {
-        if (!(await deleteContact(db, auth.projectId, params.id))) throw notFound('Contact');
+        if (!(await eraseContact(db, auth.projectId, params.id))) throw notFound('Contact');
         return { data: { id: params.id, deleted: true } };
       },
     }),

@@ -33,6 +33,11 @@ const Email = Type.Object({
   clickedAt: Nullable(Timestamp),
   opens: Type.Integer({ description: 'SES Open events (each load of the tracking pixel)' }),
   clicks: Type.Integer({ description: 'SES Click events' }),
+  contentExpired: Type.Boolean({
+    description: 'the content (body, variables, headers, attachments) is no longer kept (RETENTION_EMAIL_CONTENT_DAYS, or the contact was erased); the metadata stays',
+  }),
+  contentExpiredAt: Nullable(Timestamp),
+  erased: Type.Boolean({ description: "the recipient's personal data was erased (DELETE /contacts/{id}): address, name and subject are gone" }),
   timeline: Type.Array(
     Type.Object({
       type: Type.String({
@@ -85,6 +90,9 @@ export function emailRoutes(deps: AppDeps) {
             clickedAt: e.clickedAt?.toISOString() ?? null,
             opens: e.openCount,
             clicks: e.clickCount,
+            contentExpired: e.contentExpiredAt !== null,
+            contentExpiredAt: e.contentExpiredAt?.toISOString() ?? null,
+            erased: e.erasedAt !== null,
             timeline: timeline.map((t) => ({ type: t.type, at: t.createdAt.toISOString(), data: t.data ?? null })),
           },
         };

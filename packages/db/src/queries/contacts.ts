@@ -267,32 +267,6 @@ export async function updateContact(
   };
 }
 
-/**
- * Deletes a contact, in one transaction: its emails not yet handed to a worker (`queued`) are cancelled (with a
- * `cancelled` timeline entry), its events are deleted (cascade), and its other emails stay as the sending log
- * with `contactId` null. The contact row is locked first, so a concurrent `/v1/send` either commits before
- * (and its email is cancelled here) or after (and creates a new contact).
- *
- * @returns whether the contact existed.
- */
-export async function deleteContact(db: DbOrTx, projectId: string, id: string): Promise<boolean> {
-  return db.transaction(async (tx) => {
-    const locked = await tx.execute(sql`select id from contacts where project_id = ${projectId}::uuid and id = ${id}::uuid for update`);
-    if (locked.rows.length === 0) return false;
-    await tx.execute(sql`
-      with cancelled as (
-        update emails set status = 'cancelled', error = 'contact deleted', updated_at = now()
-        where project_id = ${projectId}::uuid and contact_id = ${id}::uuid and status = 'queued'
-        returning id
-      )
-      insert into email_events (id, email_id, project_id, type, data)
-      select gen_random_uuid(), c.id, ${projectId}::uuid, 'cancelled', '{"reason":"contact deleted"}'::jsonb from cancelled c
-    `);
-    await tx.delete(contacts).where(and(eq(contacts.projectId, projectId), eq(contacts.id, id)));
-    return true;
-  });
-}
-
 /** Exact counts are made up to this many matches; beyond it `total` is this lower bound. */
 export const SEARCH_COUNT_CAP = 10_000;
 

@@ -1,0 +1,98 @@
+/**
+ * Erasure of a contact (`DELETE /contacts/{id}`, the privacy case of issue 20): the contact goes with its events,
+ * workflow executions and segment memberships (cascades), and its personal data is removed from every other row
+ * that holds it, in one transaction.
+ *
+ * What stays, on purpose:
+ * - The contact's **email rows**, scrubbed (`erased_at` set): address replaced by {@link ERASED_ADDRESS}, name,
+ *   subject, rendered subject, content and timeline details cleared, the address cut out of `error`. Status,
+ *   timestamps and counters stay, so campaign stats, send-quota windows and reputation figures do not move.
+ * - **Suppressions** of the address: a suppression is the deliverability safeguard that keeps a bounced or
+ *   complaining address from being mailed again (and the proof the complaint was honoured); erasing it would let
+ *   a re-import mail the person again. It is removed only by `DELETE /suppressions/{email}`.
+ *
+ * @module
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { DbOrTx } from '../client';
+
+/** What an erased email's recipient address becomes (`to_email` is not null; `.invalid` is reserved, RFC 2606). */
+export const ERASED_ADDRESS = 'erased@erased.invalid';
+
+/** What {@link eraseContact} removed, by table (rows). */
+export interface ErasureCounts {
+  emailsScrubbed: number;
+  emailsCancelled: number;
+  webhookDeliveriesDeleted: number;
+  importErrorsDeleted: number;
+  idempotencyKeysDeleted: number;
+}
+
+/**
+ * Erases a contact of a project, in one transaction. The contact row is locked first, so a concurrent `/v1/send`
+ * either commits before (its email is cancelled and scrubbed here) or after (and creates a new contact).
+ *
+ * In order: queued emails are cancelled (with a `cancelled` timeline entry); the contact's emails are scrubbed and
+ * their timeline details and test-sink messages removed; webhook deliveries (pending or finished) whose payload
+ * names the contact's id or address are deleted (a pending one's job then finds no row and skips); import row
+ * errors and stored idempotent responses quoting the address are deleted; then the contact itself (its events,
+ * executions with their step runs, and segment memberships go by cascade, and the counters by trigger).
+ *
+ * Cost: the emails through `emails_contact_idx`; the project's webhook deliveries (bounded by
+ * `RETENTION_WEBHOOK_DAYS`), import errors (at most 1,000 per import) and idempotency keys (24 h) are read whole,
+ * which an erasure, being rare, can afford.
+ *
+ * @returns what was removed, or `undefined` when the contact does not exist.
+ */
+export async function eraseContact(db: DbOrTx, projectId: string, id: string): Promise<ErasureCounts | undefined> {
+  return db.transaction(async (tx) => {
+    const locked = await tx.execute<{ email: string; email_key: string }>(
+      sql`select email, email_key from contacts where project_id = ${projectId}::uuid and id = ${id}::uuid for update`,
+    );
+    const contact = locked.rows[0];
+    if (!contact) return undefined;
+    const p = sql`${projectId}::uuid`;
+    const key = contact.email_key.toLowerCase();
+    const cancelled = await tx.execute(sql`
+      with cancelled as (
+        update emails set status = 'cancelled', error = 'contact deleted', updated_at = now()
+        where project_id = ${p} and contact_id = ${id}::uuid and status = 'queued'
+        returning id
+      )
+      insert into email_events (id, email_id, project_id, type, data)
+      select gen_random_uuid(), c.id, ${p}, 'cancelled', '{"reason":"contact deleted"}'::jsonb from cancelled c
+    `);
+    const scrubbed = await tx.execute<{ id: string }>(sql`
+      update emails set
+        to_email = ${ERASED_ADDRESS}, to_name = null, subject = null, rendered_subject = null, body = null,
+        variables = '{}'::jsonb, headers = '{}'::jsonb, attachment_ids = '{}'::uuid[],
+        error = nullif(replace(replace(error, to_email, '[erased]'), ${contact.email}, '[erased]'), ''),
+        content_expired_at = coalesce(content_expired_at, now()), erased_at = now(), updated_at = now()
+      where project_id = ${p} and contact_id = ${id}::uuid
+      returning id
+    `);
+    const emailIds = scrubbed.rows.map((r) => r.id);
+    // Whether a json/jsonb/text value names the contact (its address in any case, or its id).
+    const mentions = (column: SQL) => sql`(strpos(lower(${column}::text), ${key}) > 0 or strpos(${column}::text, ${id}) > 0)`;
+    if (emailIds.length > 0) {
+      const ids = sql`${sql.param(emailIds)}::uuid[]`;
+      // Timeline entries keep their type and time; details that name the recipient (SES bounce reports) go.
+      await tx.execute(sql`update email_events set data = null where email_id = any(${ids}) and data is not null and ${mentions(sql`data`)}`);
+      await tx.execute(sql`delete from test_messages where email_id = any(${ids})`);
+    }
+    const deliveries = await tx.execute(sql`delete from webhook_deliveries where project_id = ${p} and ${mentions(sql`payload`)}`);
+    const importErrors = await tx.execute(sql`
+      delete from contact_import_errors x using contact_imports i
+      where i.id = x.import_id and i.project_id = ${p} and (lower(x.email) = ${key} or ${mentions(sql`x.errors`)})
+    `);
+    const idempotency = await tx.execute(sql`delete from idempotency_keys where project_id = ${p} and ${mentions(sql`response`)}`);
+    await tx.execute(sql`delete from contacts where project_id = ${p} and id = ${id}::uuid`);
+    return {
+      emailsScrubbed: emailIds.length,
+      emailsCancelled: cancelled.rowCount ?? 0,
+      webhookDeliveriesDeleted: deliveries.rowCount ?? 0,
+      importErrorsDeleted: importErrors.rowCount ?? 0,
+      idempotencyKeysDeleted: idempotency.rowCount ?? 0,
+    };
+  });
+}
