@@ -107,12 +107,12 @@ describe('GET /reputation', () => {
     const res = await client(api.app, p).get('/reputation');
     expect(res.status).toBe(200);
     const day = res.body.data.last24h;
-    expect(day.overall).toEqual({ sent: 9, delivered: 5, hardBounces: 2, softBounces: 1, complaints: 1, hardBounceRate: 2 / 9, complaintRate: 1 / 9 });
+    expect(day.overall).toEqual({ sent: 9, delivered: 5, hardBounces: 2, softBounces: 1, complaints: 1, hardBounceRate: 2 / 9, complaintRate: 1 / 9, softBounceRate: 1 / 9, deliveryRate: 5 / 9 });
     expect(day.domains).toEqual([
-      { domain: p.domain, sent: 7, delivered: 4, hardBounces: 2, softBounces: 1, complaints: 1, hardBounceRate: 2 / 7, complaintRate: 1 / 7 },
-      { domain: secondDomain, sent: 2, delivered: 1, hardBounces: 0, softBounces: 0, complaints: 0, hardBounceRate: 0, complaintRate: 0 },
+      { domain: p.domain, sent: 7, delivered: 4, hardBounces: 2, softBounces: 1, complaints: 1, hardBounceRate: 2 / 7, complaintRate: 1 / 7, softBounceRate: 1 / 7, deliveryRate: 4 / 7 },
+      { domain: secondDomain, sent: 2, delivered: 1, hardBounces: 0, softBounces: 0, complaints: 0, hardBounceRate: 0, complaintRate: 0, softBounceRate: 0, deliveryRate: 1 / 2 },
     ]);
-    expect(day.campaigns).toEqual([{ campaignId, name: 'Spring news', sent: 3, delivered: 2, hardBounces: 1, softBounces: 0, complaints: 0, hardBounceRate: 1 / 3, complaintRate: 0 }]);
+    expect(day.campaigns).toEqual([{ campaignId, name: 'Spring news', sent: 3, delivered: 2, hardBounces: 1, softBounces: 0, complaints: 0, hardBounceRate: 1 / 3, complaintRate: 0, softBounceRate: 0, deliveryRate: 2 / 3 }]);
     expect(day.campaignsTruncated).toBe(false);
     // 24 hourly buckets ending with the current one.
     const hourStart = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000);
@@ -142,7 +142,7 @@ describe('GET /reputation', () => {
     const res = await client(api.app, other).get('/reputation');
     expect(res.status).toBe(200);
     for (const w of [res.body.data.last24h, res.body.data.last7d]) {
-      expect(w.overall).toEqual({ sent: 0, delivered: 0, hardBounces: 0, softBounces: 0, complaints: 0, hardBounceRate: null, complaintRate: null });
+      expect(w.overall).toEqual({ sent: 0, delivered: 0, hardBounces: 0, softBounces: 0, complaints: 0, hardBounceRate: null, complaintRate: null, softBounceRate: null, deliveryRate: null });
       expect(w.domains).toEqual([]);
       expect(w.campaigns).toEqual([]);
     }
@@ -256,7 +256,7 @@ describe('test data never counts', () => {
     for (const as of [testKey, live]) {
       const rep = (await client(api.app, as).get('/reputation')).body.data;
       for (const w of [rep.last24h, rep.last7d]) {
-        expect(w.overall).toEqual({ sent: 0, delivered: 0, hardBounces: 0, softBounces: 0, complaints: 0, hardBounceRate: null, complaintRate: null });
+        expect(w.overall).toEqual({ sent: 0, delivered: 0, hardBounces: 0, softBounces: 0, complaints: 0, hardBounceRate: null, complaintRate: null, softBounceRate: null, deliveryRate: null });
         expect(w.domains).toEqual([]);
         expect(w.campaigns).toEqual([]);
       }

@@ -24,6 +24,8 @@ const FigureFields = {
   complaints: Type.Integer(),
   hardBounceRate: Nullable(Type.Number({ description: 'hardBounces / sent, as SES computes its bounce rate; null when nothing was sent' })),
   complaintRate: Nullable(Type.Number({ description: 'complaints / sent, as SES computes its complaint rate; null when nothing was sent' })),
+  softBounceRate: Nullable(Type.Number({ description: 'softBounces / sent; null when nothing was sent' })),
+  deliveryRate: Nullable(Type.Number({ description: 'delivered / sent; null when nothing was sent' })),
 };
 
 const Window = Type.Object({
@@ -56,8 +58,10 @@ const Reputation = Type.Object({
   ),
 });
 
+/** A window's counts with their rates, all per email sent (null when nothing was sent). */
 function figures<T extends ReputationCounts>(c: T) {
-  return { ...c, ...sesRates(c) };
+  const perSent = (n: number) => (c.sent > 0 ? n / c.sent : null);
+  return { ...c, ...sesRates(c), softBounceRate: perSent(c.softBounces), deliveryRate: perSent(c.delivered) };
 }
 
 function presentWindow(w: ReputationWindowCounts) {
