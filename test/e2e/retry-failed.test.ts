@@ -151,9 +151,12 @@ test('retry-failed re-sends once to the transient failures only (never permanent
   // ...and after it.
   expect((await as.post(`/campaigns/${id}/retry-failed`, {})).status).toBe(409);
 
-  const after = new Map((await rowsOf(id)).map((r) => [r.toEmail, r]));
+  // Rows by email id: the deleted contact's email stays in the log, erased (its address scrubbed).
+  const afterById = new Map((await rowsOf(id)).map((r) => [r.id, r]));
+  const after = { get: (email: string) => afterById.get(first.get(email)!.id) };
   for (const c of eligible) expect(after.get(c.email)).toMatchObject({ status: 'sent', failureKind: null, error: null, retriedAt: expect.any(Date) });
   for (const c of [suppressed, unsubscribed, deleted]) expect(after.get(c.email)).toMatchObject({ status: 'failed', failureKind: 'transient', retriedAt: null });
+  expect(after.get(deleted.email)).toMatchObject({ toEmail: 'erased@erased.invalid' });
   for (const c of permanent) expect(after.get(c.email)).toMatchObject({ status: 'failed', failureKind: 'permanent', retriedAt: null });
   for (const c of ok) expect(after.get(c.email)).toMatchObject({ status: 'sent', retriedAt: null });
 
