@@ -1,22 +1,7 @@
 import { AppError } from '@mailroom/platform/errors';
 import { renderJsonTemplate } from '@mailroom/mail/templates';
-import {
-  autoConnectBranches,
-  durationMs,
-  fromPlunkStepConfig,
-  graphProblems,
-  MAX_WAIT_MS,
-  parseStepConfig,
-  plunkConditionField,
-  plunkTransitionFields,
-  plunkTriggerConfig,
-  plunkWebhookTemplate,
-  resolveBranch,
-  resolveTrigger,
-  type Duration,
-  type GraphStep,
-  type GraphTransition,
-} from './workflows';
+import { durationMs, graphProblems, MAX_WAIT_MS, parseStepConfig, type Duration, type GraphStep, type GraphTransition } from './workflows';
+import { autoConnectBranches, fromPlunkStepConfig, plunkConditionField, plunkTransitionFields, plunkTriggerConfig, plunkWebhookTemplate, resolveBranch, resolveTrigger } from './workflows-plunk';
 
 const steps: GraphStep[] = [
   { ref: 'wait', type: 'WAIT_FOR_EVENT' },

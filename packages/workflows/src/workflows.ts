@@ -241,19 +241,3 @@ export function graphProblems(steps: readonly GraphStep[], transitions: readonly
   }
   return problems;
 }
-
-// Plunk v2's workflow shapes, mapped onto the ones above.
-export {
-  autoConnectBranches,
-  fromPlunkStepConfig,
-  PLUNK_CONDITION_OPERATORS,
-  plunkConditionField,
-  plunkTransitionFields,
-  plunkTriggerConfig,
-  plunkWebhookTemplate,
-  resolveBranch,
-  resolveTrigger,
-  type PlunkTransitionFields,
-  type TriggerFields,
-  type TriggerSpec,
-} from './workflows-plunk';

@@ -12,7 +12,7 @@ import type { DomainIdentityProvider } from '@mailroom/mail/identities';
 import type { Logger } from '@mailroom/platform/logger';
 import { refreshPendingDomains } from '@mailroom/mail/domains';
 import { type Database } from '@mailroom/db/client';
-import type { MaintenanceTask } from './maintenance';
+import { oncePerInterval, type MaintenanceTask } from './maintenance';
 
 const PER_PASS = 50;
 
@@ -31,11 +31,5 @@ export async function refreshDomainsOnce(deps: DomainRefresherDeps): Promise<num
 
 /** The refresher as a maintenance task: every `DOMAIN_REFRESH_MS`, one pass per interval across all processes. */
 export function domainsTask(deps: DomainRefresherDeps): MaintenanceTask {
-  return {
-    name: 'domains',
-    intervalMs: deps.config.domainRefreshMs,
-    lockMs: Math.max(1000, deps.config.domainRefreshMs - 50),
-    release: false,
-    run: async () => ({ checked: await refreshDomainsOnce(deps) }),
-  };
+  return oncePerInterval('domains', deps.config.domainRefreshMs, async () => ({ checked: await refreshDomainsOnce(deps) }), 1000);
 }

@@ -37,6 +37,17 @@ export interface MaintenanceTask {
 }
 
 /**
+ * A task run at most once per interval across all worker processes: its lock outlives the pass and expires just
+ * before the next tick (at least `minLockMs`), so whichever process ticks first runs it and the others skip.
+ *
+ * @param intervalMs - the tick period (ms).
+ * @param minLockMs - the shortest lock (ms) for very short intervals.
+ */
+export function oncePerInterval(name: string, intervalMs: number, run: () => Promise<unknown>, minLockMs = 50): MaintenanceTask {
+  return { name, intervalMs, lockMs: Math.max(minLockMs, intervalMs - 50), release: false, run };
+}
+
+/**
  * The `maintenance` queue's processor: runs the task the job names, under its lock. A job that finds the lock held
  * completes as `{ skipped }`; a failed pass is logged and fails its job (the next tick is the retry).
  */

@@ -5,15 +5,9 @@
  * @module
  */
 import { checkQuotaOnce, type QuotaDeps } from '@mailroom/sending/quota';
-import type { MaintenanceTask } from './maintenance';
+import { oncePerInterval, type MaintenanceTask } from './maintenance';
 
 /** The watcher as a maintenance task: every `SES_QUOTA_CHECK_MS`, one pass per interval across all processes. */
 export function quotaTask(deps: QuotaDeps): MaintenanceTask {
-  return {
-    name: 'quota',
-    intervalMs: deps.config.sesQuotaCheckMs,
-    lockMs: Math.max(50, deps.config.sesQuotaCheckMs - 50),
-    release: false,
-    run: () => checkQuotaOnce(deps),
-  };
+  return oncePerInterval('quota', deps.config.sesQuotaCheckMs, () => checkQuotaOnce(deps));
 }

@@ -17,7 +17,7 @@ import { enqueueImport, enqueueSendJobs, enqueueWebhookDeliveries, scheduleCampa
 import { SNS_MESSAGE_RETENTION_DAYS } from '@mailroom/feedback/sns';
 import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
-import type { MaintenanceTask } from './maintenance';
+import { oncePerInterval, type MaintenanceTask } from './maintenance';
 import { activeCampaigns } from '@mailroom/audiences/queries/campaigns';
 import { overdueExecutions } from '@mailroom/workflows/queries/workflow-engine';
 import { pendingEmails } from '@mailroom/db/queries/emails';
@@ -166,15 +166,14 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<ReconcileResul
  * (not released), so one pass per interval runs across all processes. `onPass` gets each pass's result (metrics).
  */
 export function reconcileTask(deps: ReconcileDeps & { onPass?: (r: ReconcileResult) => void }): MaintenanceTask {
-  return {
-    name: 'reconcile',
-    intervalMs: deps.config.reconcileIntervalMs,
-    lockMs: Math.max(1000, deps.config.reconcileIntervalMs - 50),
-    release: false,
-    run: async () => {
+  return oncePerInterval(
+    'reconcile',
+    deps.config.reconcileIntervalMs,
+    async () => {
       const r = await reconcileOnce(deps);
       deps.onPass?.(r);
       return r;
     },
-  };
+    1000,
+  );
 }

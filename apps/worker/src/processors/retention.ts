@@ -6,18 +6,12 @@
  * @module
  */
 import { runRetentionPass, type RetentionDeps } from '@mailroom/sending/retention';
-import type { MaintenanceTask } from './maintenance';
+import { oncePerInterval, type MaintenanceTask } from './maintenance';
 
 /** How often the retention pass runs (ms): a record outlives its retention by at most about this long. */
 export const RETENTION_INTERVAL_MS = 10 * 60_000;
 
 /** The retention pass as a maintenance task: every {@link RETENTION_INTERVAL_MS}, one pass per interval across processes. */
 export function retentionTask(deps: RetentionDeps): MaintenanceTask {
-  return {
-    name: 'retention',
-    intervalMs: RETENTION_INTERVAL_MS,
-    lockMs: RETENTION_INTERVAL_MS - 50,
-    release: false,
-    run: () => runRetentionPass(deps),
-  };
+  return oncePerInterval('retention', RETENTION_INTERVAL_MS, () => runRetentionPass(deps));
 }

@@ -6,18 +6,12 @@
  * @module
  */
 import { pruneTestMessagesOnce, type TestMessagePruneDeps } from '@mailroom/sending/test-messages';
-import type { MaintenanceTask } from './maintenance';
+import { oncePerInterval, type MaintenanceTask } from './maintenance';
 
 /** How often the retention pass runs (ms): a message outlives its retention by at most about this long. */
 export const PRUNE_INTERVAL_MS = 10 * 60_000;
 
 /** The retention pass as a maintenance task: every {@link PRUNE_INTERVAL_MS}, one pass per interval across processes. */
 export function testMessagesTask(deps: TestMessagePruneDeps): MaintenanceTask {
-  return {
-    name: 'test-messages',
-    intervalMs: PRUNE_INTERVAL_MS,
-    lockMs: PRUNE_INTERVAL_MS - 50,
-    release: false,
-    run: () => pruneTestMessagesOnce(deps),
-  };
+  return oncePerInterval('test-messages', PRUNE_INTERVAL_MS, () => pruneTestMessagesOnce(deps));
 }
