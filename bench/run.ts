@@ -19,7 +19,8 @@
  * verify — POST /v1/verify requests/s with a warm DNS cache and with cold DNS on a loopback DNS server
  *          (bench/verify.ts; BENCH_VERIFY_REQUESTS sets the count).
  *
- * Uses its own database (`mailroom_bench`, re-created) and queue prefix; Postgres and Redis must answer.
+ * Uses a database of its own (`mailroom_bench_<pid>`, created and dropped, so two runs on one machine never share
+ * one) and queue prefix; Postgres and Redis must answer.
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -40,7 +41,7 @@ import { createDatabase, type Database } from '@mailroom/db/client';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { upsertContacts } from '@mailroom/db/queries/contacts';
 import { acceptSend } from '@mailroom/sending/accept';
-import { freePort, freshDatabase, startSesStack, waitForHttp } from '../test/support/services';
+import { dropDatabase, freePort, freshDatabase, startSesStack, waitForHttp } from '../test/support/services';
 import { benchContacts } from './contacts';
 import { benchCampaigns } from './campaigns';
 import { benchFeedback } from './feedback';
@@ -238,7 +239,8 @@ async function main(): Promise<void> {
   if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify'].includes(which)) {
     throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows or verify`);
   }
-  const dbUrl = await freshDatabase(ADMIN_DB_URL, 'mailroom_bench');
+  const dbName = `mailroom_bench_${process.pid}`;
+  const dbUrl = await freshDatabase(ADMIN_DB_URL, dbName);
   const ses = await startSesStack();
   const env = {
     NODE_ENV: 'production',
@@ -264,6 +266,7 @@ async function main(): Promise<void> {
   } finally {
     await database.close();
     ses.stop();
+    await dropDatabase(ADMIN_DB_URL, dbName).catch(() => undefined);
   }
   mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
   writeFileSync(path.join(ROOT, 'bench/results/latest.json'), JSON.stringify({ at: new Date().toISOString(), results }, null, 2));
