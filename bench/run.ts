@@ -19,7 +19,8 @@
  * verify — POST /v1/verify requests/s with a warm DNS cache and with cold DNS on a loopback DNS server
  *          (bench/verify.ts; BENCH_VERIFY_REQUESTS sets the count).
  *
- * Uses its own database (`mailroom_bench`, re-created) and queue prefix; Postgres and Redis must answer.
+ * Uses its own database (`mailroom_bench`, re-created; BENCH_DATABASE names another) and queue prefix; Postgres and
+ * Redis must answer.
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -238,7 +239,7 @@ async function main(): Promise<void> {
   if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify'].includes(which)) {
     throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows or verify`);
   }
-  const dbUrl = await freshDatabase(ADMIN_DB_URL, 'mailroom_bench');
+  const dbUrl = await freshDatabase(ADMIN_DB_URL, process.env.BENCH_DATABASE ?? 'mailroom_bench');
   const ses = await startSesStack();
   const env = {
     NODE_ENV: 'production',
