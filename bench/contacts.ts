@@ -2,11 +2,16 @@
  * Contacts at scale (`npm run bench -- contacts`): with BENCH_CONTACTS (default 1,000,000) contacts in one project:
  *
  * - import of a CSV of that many rows through `POST /contacts/import` (API and worker in their own processes):
- *   upload time, import time, rows/s, and the peak RSS of the worker and the API (VmHWM);
+ *   upload time, import time, rows/s, and the peak RSS of the worker and the API (VmHWM); beside it, in the same
+ *   run, the bare ceiling: a raw `COPY` of the same file into a plain table (no index, no trigger), and the
+ *   indexed ceiling: those rows inserted in one statement into a table like `contacts`, with the ratios;
  * - `POST /v1/track` requests/s and p50/p99 latency (autocannon, 10 connections; existing and new addresses),
  *   beside the bare cost of its SQL (the same `trackEvent` statement, 10 at a time, no HTTP);
  * - `GET /contacts` latency at the first page and at a deep cursor (90% down), and `search` latency for a full
  *   address, a common substring and a substring nothing matches.
+ *
+ * BENCH_CONTACTS_ONLY=import runs the import part only (while iterating on it); BENCH_PROFILE=dir writes the
+ * worker's CPU profile there (`--cpu-prof`).
  */
 import autocannon from 'autocannon';
 import { createWriteStream, createReadStream, readFileSync, statSync, unlinkSync } from 'node:fs';
@@ -14,14 +19,16 @@ import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { sql } from 'drizzle-orm';
+import { from as copyFrom } from 'pg-copy-streams';
 import { encodeCursor } from '@mailroom/platform/ids';
 import { type Config } from '@mailroom/config/config';
 import { trackEvent } from '@mailroom/db/queries/contacts';
 import { type Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
 
-type Spawn = (file: string, env: Record<string, string>) => import('node:child_process').ChildProcess;
+type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => import('node:child_process').ChildProcess;
 type Row = Record<string, string | number>;
 
 /** Peak and current resident set size of a process (MiB), from /proc. */
@@ -41,6 +48,37 @@ async function writeCsv(file: string, rows: number): Promise<number> {
   out.end();
   await once(out, 'finish');
   return statSync(file).size;
+}
+
+/**
+ * The ceilings of an import, in ms: a raw `COPY` of the same CSV into a plain table (no index, no trigger, no
+ * transformation: the bare ceiling), then one set-based `INSERT … SELECT` of those rows, shaped as contacts, into a
+ * table like `contacts` with its indexes (what index maintenance alone costs). Only ratios in one run mean
+ * anything on a shared, noisy machine.
+ */
+async function ceilings(database: Database, file: string, projectId: string): Promise<{ copyMs: number; indexedMs: number }> {
+  const client = await database.pool.connect();
+  try {
+    await client.query('drop table if exists bench_copy_ceiling, bench_indexed_ceiling');
+    await client.query('create table bench_copy_ceiling (email text, first_name text, plan text, subscribed text)');
+    await client.query('create table bench_indexed_ceiling (like contacts including defaults including indexes)');
+    let t = performance.now();
+    await pipeline(createReadStream(file), client.query(copyFrom('copy bench_copy_ceiling from stdin with (format csv, header true)')));
+    const copyMs = performance.now() - t;
+    t = performance.now();
+    await client.query(
+      `insert into bench_indexed_ceiling (id, project_id, email, email_key, subscribed, data)
+       select gen_random_uuid(), $1, email, lower(email), coalesce(subscribed <> 'false', true),
+         jsonb_build_object('first_name', first_name, 'plan', plan)
+       from bench_copy_ceiling`,
+      [projectId],
+    );
+    const indexedMs = performance.now() - t;
+    await client.query('drop table bench_copy_ceiling, bench_indexed_ceiling');
+    return { copyMs, indexedMs };
+  } finally {
+    client.release();
+  }
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -77,7 +115,8 @@ export async function benchContacts(
   const port = await freePort();
   const appEnv = { ...env, PORT: String(port), RATE_LIMIT_PER_MINUTE: '10000000', IMPORT_MAX_BYTES: String(1024 ** 3), WORKER_HEALTH_PORT: '0' };
   const api = spawnApp('apps/api/src/server.ts', appEnv);
-  const worker = spawnApp('apps/worker/src/main.ts', appEnv);
+  const profile = process.env.BENCH_PROFILE;
+  const worker = spawnApp('apps/worker/src/main.ts', appEnv, profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []);
   const base = `http://127.0.0.1:${port}`;
   const out: Record<string, Row[]> = {};
   try {
@@ -105,15 +144,20 @@ export async function benchContacts(
       await new Promise((r2) => setTimeout(r2, 200));
     }
     const done = performance.now();
-    unlinkSync(file);
     if (state.status !== 'completed') throw new Error(`import failed: ${state.error}`);
     const importMs = new Date(state.finishedAt).getTime() - new Date(state.startedAt).getTime();
+    const { copyMs, indexedMs } = await ceilings(database, file, project.id);
+    unlinkSync(file);
     out.import = [
       { measure: 'rows', value: count },
       { measure: 'file size', value: `${(bytes / 1024 / 1024).toFixed(1)} MiB` },
       { measure: 'upload (202 after the last byte is stored)', value: `${((uploaded - t0) / 1000).toFixed(1)} s` },
       { measure: 'import in the worker (started → finished)', value: `${(importMs / 1000).toFixed(1)} s` },
       { measure: 'rows/s (worker)', value: Math.round(count / (importMs / 1000)) },
+      { measure: 'bare ceiling: raw COPY of the same file into a plain table', value: `${(copyMs / 1000).toFixed(1)} s` },
+      { measure: 'ratio import/raw COPY', value: (importMs / copyMs).toFixed(2) },
+      { measure: 'indexed ceiling: one INSERT … SELECT of those rows into a table like contacts', value: `${(indexedMs / 1000).toFixed(1)} s` },
+      { measure: 'ratio import/indexed ceiling', value: (importMs / indexedMs).toFixed(2) },
       { measure: 'wall time, upload start → completed', value: `${((done - t0) / 1000).toFixed(1)} s` },
       { measure: 'counts', value: JSON.stringify(state.counts) },
       { measure: 'worker RSS before → peak (MiB)', value: `${workerBefore.now} → ${memory(worker.pid!).peak}` },
@@ -121,6 +165,7 @@ export async function benchContacts(
     ];
     console.log(`\nImport of ${count} contacts`);
     console.table(out.import);
+    if (process.env.BENCH_CONTACTS_ONLY === 'import') return out;
     await database.db.execute(sql`analyze contacts`);
 
     // /v1/track.

@@ -19,8 +19,8 @@
  * verify — POST /v1/verify requests/s with a warm DNS cache and with cold DNS on a loopback DNS server
  *          (bench/verify.ts; BENCH_VERIFY_REQUESTS sets the count).
  *
- * Uses a database of its own (`mailroom_bench_<pid>`, created and dropped, so two runs on one machine never share
- * one) and queue prefix; Postgres and Redis must answer.
+ * Uses a database of its own (`BENCH_DATABASE`, default `mailroom_bench_<pid>`: created, and dropped at the end, so
+ * two runs on one machine never share one) and queue prefix; Postgres and Redis must answer.
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -239,7 +239,7 @@ async function main(): Promise<void> {
   if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify'].includes(which)) {
     throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows or verify`);
   }
-  const dbName = `mailroom_bench_${process.pid}`;
+  const dbName = process.env.BENCH_DATABASE ?? `mailroom_bench_${process.pid}`;
   const dbUrl = await freshDatabase(ADMIN_DB_URL, dbName);
   const ses = await startSesStack();
   const env = {
