@@ -1,8 +1,9 @@
 /**
  * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows|verify]`): print numbers, assert nothing.
  *
- * api    — POST /v1/send requests/s and p50/p99 latency (autocannon, 10 connections, API in its own process),
- *          for 1 and 10 recipients, beside the bare cost of the same SQL and Redis round trips without HTTP.
+ * api    — POST /v1/send (1 recipient) and POST /v1/track requests/s and p50/p99 latency (autocannon, 50 connections,
+ *          a different contact per request, rate limit raised, no worker), API and bare ceiling
+ *          (bench/ceiling-server.ts) each in its own process, the ratios printed; then /v1/send with 10 recipients.
  * worker — emails/s drained against the SES emulator with the limiter raised (1, 2 and 4 worker processes), and the
  *          limiter's accuracy at 14/s with 2 worker processes (arrival times at SES).
  * contacts — a 1,000,000-row CSV import, /v1/track and contact list/search latency at that size
@@ -28,17 +29,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
-import { SendPriority } from '@mailroom/queues/catalog';
 import { createRedis } from '@mailroom/queues/connection';
 import { createSendQueue, createWebhookQueue } from '@mailroom/queues/create';
-import { enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { loadConfig, type Config } from '@mailroom/config/config';
-import { newId } from '@mailroom/platform/ids';
-import { normalizeEmail } from '@mailroom/platform/address';
-import { addDomain, createProject, verifiedDomains } from '@mailroom/db/queries/projects';
+import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { createDatabase, type Database } from '@mailroom/db/client';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
-import { upsertContacts } from '@mailroom/db/queries/contacts';
 import { acceptSend } from '@mailroom/sending/accept';
 import { freePort, freshDatabase, startSesStack, waitForHttp } from '../test/support/services';
 import { benchContacts } from './contacts';
@@ -75,88 +70,83 @@ async function project(database: Database) {
   return { ...p, domain };
 }
 
-async function benchApi(env: Record<string, string>, config: Config, database: Database): Promise<void> {
-  const port = await freePort();
-  const api = spawnApp('apps/api/src/server.ts', { ...env, PORT: String(port), RATE_LIMIT_PER_MINUTE: '10000000' });
-  await waitForHttp(`http://127.0.0.1:${port}/health/ready`, 30_000);
-  const p = await project(database);
-  const rows: Record<string, string | number>[] = [];
-  const duration = Number(process.env.BENCH_SECONDS ?? 10);
-  let n = 0;
-  try {
-    for (const recipients of [1, 10]) {
-      const run = await autocannon({
-        url: `http://127.0.0.1:${port}/v1/send`,
-        connections: 10,
-        duration,
-        requests: [
-          {
-            method: 'POST',
-            headers: { authorization: `Bearer ${p.secretKey}`, 'content-type': 'application/json' },
-            setupRequest: (req) => ({
-              ...req,
-              body: JSON.stringify({
-                to: Array.from({ length: recipients }, () => `u${n++}@bench.test`),
-                from: `b@${p.domain}`,
-                subject: 'Hello {{name}}',
-                body: '<p>Hi {{name}}</p>',
-                data: { name: 'Ann' },
-              }),
-            }),
-          },
-        ],
-      });
-      const bare = await bareCost(config, database, p.id, recipients, duration);
-      rows.push({
-        recipients,
-        'req/s': Math.round(run.requests.average),
-        'emails/s': Math.round(run.requests.average * recipients),
-        'p50 ms': run.latency.p50,
-        'p99 ms': run.latency.p99,
-        non2xx: run.non2xx,
-        'bare SQL+Redis req/s': Math.round(bare),
-        'ratio api/bare': (run.requests.average / bare).toFixed(2),
-      });
-    }
-  } finally {
-    await stop(api);
-  }
-  table(`POST /v1/send (${duration} s each, 10 connections, API in one process on this ${os.cpus().length}-core machine)`, rows);
-  results.api = rows;
+interface Load {
+  name: string;
+  path: string;
+  body: () => Record<string, unknown>;
+}
+
+/** One autocannon run: 50 connections, a different contact per request. */
+async function load(port: number, secretKey: string, l: Load, seconds: number) {
+  return autocannon({
+    url: `http://127.0.0.1:${port}${l.path}`,
+    connections: 50,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' },
+        setupRequest: (req) => ({ ...req, body: JSON.stringify(l.body()) }),
+      },
+    ],
+  });
 }
 
 /**
- * The same round trips /v1/send makes, without HTTP, auth, validation or rendering checks: the verified-domain
- * read, the transaction (contact upsert, email and timeline inserts), and the enqueue; 10 at a time.
+ * `POST /v1/send` (1 recipient) and `POST /v1/track` on the API beside the bare ceiling (`bench/ceiling-server.ts`:
+ * node:http, a pg pool, the one unavoidable statement and, for send, one BullMQ add), each in its own process,
+ * the same load one after the other; then `/v1/send` with 10 recipients on the API alone. BENCH_PROFILE=dir writes
+ * a `--cpu-prof` profile of the API process there.
  */
-async function bareCost(config: Config, database: Database, projectId: string, recipients: number, seconds: number): Promise<number> {
-  const redis = createRedis(config, 'producer');
-  await new Promise((r) => redis.once('ready', r));
-  const queue = createSendQueue(config, redis);
-  let done = 0;
-  let k = 0;
-  const deadline = Date.now() + seconds * 1000;
-  const loop = async () => {
-    while (Date.now() < deadline) {
-      await verifiedDomains(database.db, projectId);
-      const ids: string[] = [];
-      await database.db.transaction(async (tx) => {
-        const contacts = await upsertContacts(tx, projectId, Array.from({ length: recipients }, () => ({ email: normalizeEmail(`bare${k++}@bench.test`), defaultSubscribed: false, data: { name: 'Ann' } })));
-        const rows = contacts.map((c) => {
-          const id = newId();
-          ids.push(id);
-          return { id, projectId, contactId: c.id, templateId: null, source: 'transactional' as const, toEmail: c.email, toName: null, fromEmail: 'b@x.test', fromName: null, replyTo: null, subject: 's', body: 'b', bodyFormat: 'html' as const, variables: {}, headers: {}, attachmentIds: [] };
-        });
-        await insertQueuedEmails(tx, rows);
+async function benchApi(env: Record<string, string>, _config: Config, database: Database): Promise<void> {
+  const p = await project(database);
+  const [apiPort, barePort] = [await freePort(), await freePort()];
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const api = spawnApp('apps/api/src/server.ts', { ...env, PORT: String(apiPort), RATE_LIMIT_PER_MINUTE: '10000000' }, profile);
+  const bare = spawnApp('bench/ceiling-server.ts', { ...env, PORT: String(barePort), PROJECT_ID: p.id });
+  await waitForHttp(`http://127.0.0.1:${apiPort}/health/ready`, 30_000);
+  await waitForHttp(`http://127.0.0.1:${barePort}/health/ready`, 30_000);
+  const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+  let n = 0;
+  const send = (recipients: number): Load => ({
+    name: `POST /v1/send, ${recipients} recipient${recipients > 1 ? 's' : ''}`,
+    path: '/v1/send',
+    body: () => ({
+      to: recipients === 1 ? `u${n++}@bench.test` : Array.from({ length: recipients }, () => `u${n++}@bench.test`),
+      from: `b@${p.domain}`,
+      subject: 'Hello {{name}}',
+      body: '<p>Hi {{name}}</p>',
+      data: { name: 'Ann' },
+    }),
+  });
+  const track: Load = { name: 'POST /v1/track', path: '/v1/track', body: () => ({ email: `t${n++}@bench.test`, event: 'signup', data: { plan: 'pro' } }) };
+  const rows: Record<string, string | number>[] = [];
+  try {
+    // Warm-up: JIT, pools and the auth cache of both processes.
+    for (const port of [apiPort, barePort]) await load(port, p.secretKey, track, 2);
+    for (const l of [send(1), track]) {
+      const a = await load(apiPort, p.secretKey, l, seconds);
+      const b = await load(barePort, p.secretKey, l, seconds);
+      rows.push({
+        load: l.name,
+        'API req/s': Math.round(a.requests.average),
+        'API p50/p99 ms': `${a.latency.p50}/${a.latency.p99}`,
+        'ceiling req/s': Math.round(b.requests.average),
+        'ceiling p50/p99 ms': `${b.latency.p50}/${b.latency.p99}`,
+        'req/s ratio': (a.requests.average / b.requests.average).toFixed(2),
+        'p99 ratio': (a.latency.p99 / b.latency.p99).toFixed(2),
+        'non-2xx API/ceiling': `${a.non2xx}/${b.non2xx}`,
       });
-      await enqueueSendJobs(queue, config, ids.map((id) => ({ emailId: id, projectId, priority: SendPriority.transactional })));
-      done++;
     }
-  };
-  await Promise.all(Array.from({ length: 10 }, loop));
-  await queue.close();
-  redis.disconnect();
-  return done / seconds;
+    if (process.env.BENCH_API_TEN !== '0') {
+      const a = await load(apiPort, p.secretKey, send(10), seconds);
+      rows.push({ load: `${send(10).name} (emails/s ${Math.round(a.requests.average * 10)})`, 'API req/s': Math.round(a.requests.average), 'API p50/p99 ms': `${a.latency.p50}/${a.latency.p99}`, 'non-2xx API/ceiling': `${a.non2xx}/-` });
+    }
+  } finally {
+    await Promise.all([stop(api), stop(bare)]);
+  }
+  table(`API beside the bare ceiling (${seconds} s each, 50 connections, each in its own process, this ${os.cpus().length}-core machine)`, rows);
+  results.api = rows;
 }
 
 async function enqueue(config: Config, database: Database, count: number, domain: string, projectId: string, tag: string): Promise<string[]> {
