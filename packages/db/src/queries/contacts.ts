@@ -39,9 +39,11 @@ export interface UpsertedContact {
   inserted: boolean;
 }
 
-type UpsertRow = ContactUpsert & { key: string };
+/** An upsert input row with its key (see {@link mergeInputs}). */
+export type UpsertRow = ContactUpsert & { key: string };
 
-function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
+/** Merges rows with the same address (later rows win, `data` shallow-merged) and sorts them by key (lock order). */
+export function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
   const merged = new Map<string, UpsertRow>();
   for (const input of inputs) {
     const key = normalizedKey(input.email);
@@ -61,7 +63,7 @@ function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
  * The `input` and `upserted` common table expressions of a contact upsert, to follow `WITH`. `upserted` returns
  * `id, email, email_key, subscribed, data, created_at, updated_at, inserted`. Rows must be distinct by key.
  */
-function upsertCtes(projectId: string, rows: UpsertRow[], test = false): SQL {
+export function upsertCtes(projectId: string, rows: UpsertRow[], test = false): SQL {
   const values = sql.join(
     rows.map((r) => {
       const { set, removed } = splitPatch(r.data);
@@ -117,7 +119,8 @@ function subscriptionEvents(projectId: string, test: boolean): SQL {
     )`;
 }
 
-type ContactSqlRow = {
+/** A row of the `upserted` CTE as the driver returns it. */
+export type ContactSqlRow = {
   id: string;
   email: string;
   email_key: string;
@@ -128,7 +131,8 @@ type ContactSqlRow = {
   inserted: boolean;
 };
 
-function fromSql(r: ContactSqlRow): UpsertedContact {
+/** The {@link UpsertedContact} of an `upserted` row. */
+export function fromSql(r: ContactSqlRow): UpsertedContact {
   return {
     id: r.id,
     email: r.email,
