@@ -22,10 +22,8 @@
  *
  * Uses its own database (`mailroom_bench`, re-created) and queue prefix; Postgres and Redis must answer.
  */
-import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
@@ -35,7 +33,8 @@ import { loadConfig, type Config } from '@mailroom/config/config';
 import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { acceptSend } from '@mailroom/sending/accept';
-import { freePort, freshDatabase, startSesStack, waitForHttp } from '../test/support/services';
+import { freshDatabase, startSesStack } from '../test/support/services';
+import { benchApi } from './api';
 import { benchContacts } from './contacts';
 import { benchCampaigns } from './campaigns';
 import { benchFeedback } from './feedback';
@@ -68,85 +67,6 @@ async function project(database: Database) {
   const domain = `bench-${Date.now()}.example.com`;
   await addDomain(database.db, p.id, domain, true);
   return { ...p, domain };
-}
-
-interface Load {
-  name: string;
-  path: string;
-  body: () => Record<string, unknown>;
-}
-
-/** One autocannon run: 50 connections, a different contact per request. */
-async function load(port: number, secretKey: string, l: Load, seconds: number) {
-  return autocannon({
-    url: `http://127.0.0.1:${port}${l.path}`,
-    connections: 50,
-    duration: seconds,
-    requests: [
-      {
-        method: 'POST',
-        headers: { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' },
-        setupRequest: (req) => ({ ...req, body: JSON.stringify(l.body()) }),
-      },
-    ],
-  });
-}
-
-/**
- * `POST /v1/send` (1 recipient) and `POST /v1/track` on the API beside the bare ceiling (`bench/ceiling-server.ts`:
- * node:http, a pg pool, the one unavoidable statement and, for send, one BullMQ add), each in its own process,
- * the same load one after the other; then `/v1/send` with 10 recipients on the API alone. BENCH_PROFILE=dir writes
- * a `--cpu-prof` profile of the API process there.
- */
-async function benchApi(env: Record<string, string>, _config: Config, database: Database): Promise<void> {
-  const p = await project(database);
-  const [apiPort, barePort] = [await freePort(), await freePort()];
-  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const api = spawnApp('apps/api/src/server.ts', { ...env, PORT: String(apiPort), RATE_LIMIT_PER_MINUTE: '10000000' }, profile);
-  const bare = spawnApp('bench/ceiling-server.ts', { ...env, PORT: String(barePort), PROJECT_ID: p.id });
-  await waitForHttp(`http://127.0.0.1:${apiPort}/health/ready`, 30_000);
-  await waitForHttp(`http://127.0.0.1:${barePort}/health/ready`, 30_000);
-  const seconds = Number(process.env.BENCH_SECONDS ?? 10);
-  let n = 0;
-  const send = (recipients: number): Load => ({
-    name: `POST /v1/send, ${recipients} recipient${recipients > 1 ? 's' : ''}`,
-    path: '/v1/send',
-    body: () => ({
-      to: recipients === 1 ? `u${n++}@bench.test` : Array.from({ length: recipients }, () => `u${n++}@bench.test`),
-      from: `b@${p.domain}`,
-      subject: 'Hello {{name}}',
-      body: '<p>Hi {{name}}</p>',
-      data: { name: 'Ann' },
-    }),
-  });
-  const track: Load = { name: 'POST /v1/track', path: '/v1/track', body: () => ({ email: `t${n++}@bench.test`, event: 'signup', data: { plan: 'pro' } }) };
-  const rows: Record<string, string | number>[] = [];
-  try {
-    // Warm-up: JIT, pools and the auth cache of both processes.
-    for (const port of [apiPort, barePort]) await load(port, p.secretKey, track, 2);
-    for (const l of [send(1), track]) {
-      const a = await load(apiPort, p.secretKey, l, seconds);
-      const b = await load(barePort, p.secretKey, l, seconds);
-      rows.push({
-        load: l.name,
-        'API req/s': Math.round(a.requests.average),
-        'API p50/p99 ms': `${a.latency.p50}/${a.latency.p99}`,
-        'ceiling req/s': Math.round(b.requests.average),
-        'ceiling p50/p99 ms': `${b.latency.p50}/${b.latency.p99}`,
-        'req/s ratio': (a.requests.average / b.requests.average).toFixed(2),
-        'p99 ratio': (a.latency.p99 / b.latency.p99).toFixed(2),
-        'non-2xx API/ceiling': `${a.non2xx}/${b.non2xx}`,
-      });
-    }
-    if (process.env.BENCH_API_TEN !== '0') {
-      const a = await load(apiPort, p.secretKey, send(10), seconds);
-      rows.push({ load: `${send(10).name} (emails/s ${Math.round(a.requests.average * 10)})`, 'API req/s': Math.round(a.requests.average), 'API p50/p99 ms': `${a.latency.p50}/${a.latency.p99}`, 'non-2xx API/ceiling': `${a.non2xx}/-` });
-    }
-  } finally {
-    await Promise.all([stop(api), stop(bare)]);
-  }
-  table(`API beside the bare ceiling (${seconds} s each, 50 connections, each in its own process, this ${os.cpus().length}-core machine)`, rows);
-  results.api = rows;
 }
 
 async function enqueue(config: Config, database: Database, count: number, domain: string, projectId: string, tag: string): Promise<string[]> {
@@ -244,7 +164,7 @@ async function main(): Promise<void> {
   const config = loadConfig(env);
   const database = createDatabase({ url: dbUrl, poolSize: 20, applicationName: 'bench' });
   try {
-    if (!which || which === 'api') await benchApi(env, config, database);
+    if (!which || which === 'api') results.api = await benchApi(env, await project(database), spawnApp, stop);
     if (!which || which === 'worker') await benchWorker(env, database, ses.endpoint);
     if (!which || which === 'contacts') results.contacts = await benchContacts(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'campaigns') results.campaigns = await benchCampaigns(env, config, database, await project(database), spawnApp, stop);

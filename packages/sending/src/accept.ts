@@ -37,7 +37,7 @@ import { getTemplate } from '@mailroom/db/queries/templates';
 import { insertAttachments } from '@mailroom/db/queries/emails';
 import { writeTransactional } from '@mailroom/db/queries/transactional';
 import { type DbOrTx } from '@mailroom/db/client';
-import { senderError } from '@mailroom/mail/sender';
+import { senderDomainCandidates, senderError, senderRefusal } from '@mailroom/mail/sender';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 
@@ -147,7 +147,10 @@ export async function acceptSend(
   const decoded = req.attachments ? decodeAttachments(req.attachments) : { files: [], errors: [] };
   errors.push(...decoded.errors);
 
-  if (fromInput && !errors.some((e) => e.field === 'from')) {
+  // Without other errors the sender is checked by the write itself (one round trip fewer); with them, here, so that
+  // the 422 lists every problem.
+  const checkSenderInWrite = fromInput !== undefined && errors.length === 0;
+  if (fromInput && !checkSenderInWrite && !errors.some((e) => e.field === 'from')) {
     const problem = await senderError(db, projectId, fromInput.email);
     if (problem) errors.push(problem);
   }
@@ -185,7 +188,9 @@ export async function acceptSend(
         test,
       },
       new Date().toISOString(),
+      checkSenderInWrite ? senderDomainCandidates(fromInput.email) : undefined,
     );
+    if (w.senderRefused) throw validationError([senderRefusal(fromInput!.email)]);
     const rows = list.map((r) => ({ id: r.id, toEmail: r.email, suppressed: w.suppressed.has(r.emailKey), contact: w.contacts.get(r.emailKey)! }));
     return { rows, deliveries: w.deliveries };
   };

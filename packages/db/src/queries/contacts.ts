@@ -62,8 +62,9 @@ export function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
 /**
  * The `input` and `upserted` common table expressions of a contact upsert, to follow `WITH`. `upserted` returns
  * `id, email, email_key, subscribed, data, created_at, updated_at, inserted`. Rows must be distinct by key.
+ * `guard`: a condition without which nothing is upserted (and nothing that follows from `upserted` written).
  */
-export function upsertCtes(projectId: string, rows: UpsertRow[], test = false): SQL {
+export function upsertCtes(projectId: string, rows: UpsertRow[], test = false, guard?: SQL): SQL {
   const values = sql.join(
     rows.map((r) => {
       const { set, removed } = splitPatch(r.data);
@@ -75,7 +76,7 @@ export function upsertCtes(projectId: string, rows: UpsertRow[], test = false): 
   return sql`input (id, email, email_key, subscribed, stated, patch, removed) as (values ${values}),
     upserted as (
       insert into contacts (id, project_id, email, email_key, subscribed, data)
-      select id, ${projectId}::uuid, email, email_key, subscribed, patch from input
+      select id, ${projectId}::uuid, email, email_key, subscribed, patch from input${guard ? sql` where ${guard}` : sql``}
       on conflict (project_id, email_key) do update set
         subscribed = case
           when (select i.stated from input i where i.email_key = excluded.email_key) then excluded.subscribed

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { NormalizedEmail } from '@mailroom/platform/address';
 import type { DbOrTx } from '../client';
 import { fromSql, mergeInputs, upsertCtes, type ContactSqlRow, type ContactUpsert, type UpsertedContact } from './contacts';
@@ -54,6 +54,12 @@ export interface TransactionalWrite {
   suppressed: Set<string>;
   /** `email.suppressed` deliveries to enqueue once the caller's transaction (if any) commits. */
   deliveries: WebhookDeliveryRef[];
+  /** The sender check failed (`senderDomains` given and none verified): nothing was written. */
+  senderRefused: boolean;
+}
+
+function senderGuard(projectId: string, candidates: string[]): SQL {
+  return sql`exists (select 1 from domains d where d.project_id = ${projectId}::uuid and d.verified and lower(d.domain) = any(${sql.param(candidates)}::text[]))`;
 }
 
 type Row = ContactSqlRow & { suppressed: boolean; deliveries: { id: string; generation: number }[] };
@@ -64,6 +70,9 @@ type Row = ContactSqlRow & { suppressed: boolean; deliveries: { id: string; gene
  * @param contacts - the upserts (one per recipient; see `upsertContacts` for the merge rules).
  * @param recipients - distinct by email key, each with a contact in `contacts`.
  * @param webhookTimestamp - the `timestamp` of the `email.suppressed` payloads (ISO 8601).
+ * @param senderDomains - when given, the statement also checks the sender, in the same round trip: it writes
+ *   only if one of these (lower-case) domains is a verified domain of the project (`senderDomainCandidates`), and
+ *   otherwise writes nothing and answers `senderRefused`.
  */
 export async function writeTransactional(
   db: DbOrTx,
@@ -72,12 +81,13 @@ export async function writeTransactional(
   recipients: TransactionalRecipient[],
   content: TransactionalContent,
   webhookTimestamp: string,
+  senderDomains?: string[],
 ): Promise<TransactionalWrite> {
   const c = content;
   const input = JSON.stringify(recipients.map((r) => ({ id: r.id, email_key: r.emailKey, to_email: r.email, to_name: r.name })));
   const testFlag = c.test ? sql`|| '{"test":true}'::jsonb` : sql``;
   const result = await db.execute<Row>(sql`
-    with ${upsertCtes(projectId, mergeInputs(contacts), c.test)},
+    with ${upsertCtes(projectId, mergeInputs(contacts), c.test, senderDomains ? senderGuard(projectId, senderDomains) : undefined)},
     rcpt as (select * from jsonb_to_recordset(${input}::jsonb) as r(id uuid, email_key text, to_email text, to_name text)),
     sup as (
       select s.email_key from suppressions s
@@ -114,7 +124,8 @@ export async function writeTransactional(
       (select coalesce(jsonb_agg(jsonb_build_object('id', wh.id, 'generation', wh.generation)), '[]'::jsonb) from wh) as deliveries
     from upserted u left join sup on sup.email_key = u.email_key
   `);
-  const out: TransactionalWrite = { contacts: new Map(), suppressed: new Set(), deliveries: [] };
+  // `upserted` answers a row for every recipient, so no row means the guard held nothing back but the sender.
+  const out: TransactionalWrite = { contacts: new Map(), suppressed: new Set(), deliveries: [], senderRefused: recipients.length > 0 && result.rows.length === 0 };
   for (const row of result.rows) {
     out.contacts.set(row.email_key, fromSql(row));
     if (row.suppressed) out.suppressed.add(row.email_key);
