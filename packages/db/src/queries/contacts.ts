@@ -11,6 +11,7 @@ import { and, eq, sql, type SQL } from 'drizzle-orm';
 import { emailKey, normalizeEmail, normalizedKey, type NormalizedEmail } from '@mailroom/platform/address';
 import { newId, newIdAt } from '@mailroom/platform/ids';
 import { splitPatch } from './data-patch';
+import { executeNamed } from './named';
 import { likePattern } from './like';
 import type { DbOrTx } from '../client';
 import { contacts, contactStats } from '../schema';
@@ -193,7 +194,7 @@ export async function trackEvent(db: DbOrTx, projectId: string, input: TrackInpu
   const now = Date.now();
   const eventId = newIdAt(now);
   const createdAt = new Date(now);
-  const result = await db.execute<ContactSqlRow>(sql`
+  const result = await executeNamed<ContactSqlRow>(db, sql`
     with ${upsertCtes(projectId, rows, input.test)},
     ev as (
       insert into events (id, project_id, contact_id, name, data, created_at, test)

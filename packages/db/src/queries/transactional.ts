@@ -15,6 +15,7 @@ import type { NormalizedEmail } from '@mailroom/platform/address';
 import type { DbOrTx } from '../client';
 import { fromSql, mergeInputs, upsertCtes, type ContactSqlRow, type ContactUpsert, type UpsertedContact } from './contacts';
 import { endpointWants } from './webhooks';
+import { executeNamed } from './named';
 import type { WebhookDeliveryRef } from './webhook-delivery-ref';
 
 /** Reason stored on a suppressed email (`error`: `suppressed: <reason>`) and on its timeline entry. */
@@ -86,7 +87,7 @@ export async function writeTransactional(
   const c = content;
   const input = JSON.stringify(recipients.map((r) => ({ id: r.id, email_key: r.emailKey, to_email: r.email, to_name: r.name })));
   const testFlag = c.test ? sql`|| '{"test":true}'::jsonb` : sql``;
-  const result = await db.execute<Row>(sql`
+  const result = await executeNamed<Row>(db, sql`
     with ${upsertCtes(projectId, mergeInputs(contacts), c.test, senderDomains ? senderGuard(projectId, senderDomains) : undefined)},
     rcpt as (select * from jsonb_to_recordset(${input}::jsonb) as r(id uuid, email_key text, to_email text, to_name text)),
     sup as (
