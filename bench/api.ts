@@ -7,12 +7,14 @@
  * rounds'. Then `/v1/send` with 10 recipients on the API alone (`BENCH_API_TEN=0` skips it).
  *
  * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the API process there. `BENCH_API_B_ENV="K=V,K2=V2"` runs
- * a second API process with these settings added, in the same rounds (to compare a setting in one run).
+ * a second API process with these settings added, in the same rounds (to compare a setting in one run);
+ * `BENCH_API_B_DIR=/path/to/other/checkout` runs that second API from another checkout (before/after a change).
  *
  * @module
  */
 import autocannon from 'autocannon';
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
 import os from 'node:os';
 import { freePort, waitForHttp } from '../test/support/services';
 
@@ -57,6 +59,7 @@ export async function benchApi(
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const apiEnv = { ...env, RATE_LIMIT_PER_MINUTE: '10000000' };
   const bEnv = process.env.BENCH_API_B_ENV ? Object.fromEntries(process.env.BENCH_API_B_ENV.split(',').map((kv) => kv.split('=') as [string, string])) : undefined;
+  const bDir = process.env.BENCH_API_B_DIR;
   const servers: (Server & { process: ChildProcess })[] = [];
   const start = async (name: string, file: string, e: Record<string, string>, flags: string[] = []) => {
     const port = await freePort();
@@ -83,6 +86,16 @@ export async function benchApi(
     await start('API', 'apps/api/src/server.ts', apiEnv, profile);
     await start('ceiling', 'bench/ceiling-server.ts', { ...env, PROJECT_ID: p.id });
     if (bEnv) await start(`API ${process.env.BENCH_API_B_ENV}`, 'apps/api/src/server.ts', { ...apiEnv, ...bEnv });
+    if (bDir) {
+      const port = await freePort();
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(bDir, 'apps/api/src/server.ts')], {
+        cwd: bDir,
+        env: { ...process.env, ...apiEnv, PORT: String(port), TSX_TSCONFIG_PATH: path.join(bDir, 'tsconfig.json') },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+      servers.push({ name: `API from ${bDir}`, port, process: child });
+      await waitForHttp(`http://127.0.0.1:${port}/health/ready`, 30_000);
+    }
     // Warm-up: JIT, pools and the auth cache of every process.
     for (const s of servers) await load(s.port, p.secretKey, track, 2);
     for (const l of [send(1), track]) {
