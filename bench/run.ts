@@ -3,7 +3,8 @@
  *
  * api    — POST /v1/send (1 recipient) and POST /v1/track requests/s and p50/p99 latency (autocannon, 50 connections,
  *          a different contact per request, rate limit raised, no worker), API and bare ceiling
- *          (bench/ceiling-server.ts) each in its own process, the ratios printed; then /v1/send with 10 recipients.
+ *          (bench/ceiling-server.ts) each in its own process, in alternating rounds, the ratios printed; then /v1/send
+ *          with 10 recipients (bench/api.ts).
  * worker — emails/s drained against the SES emulator with the limiter raised (1, 2 and 4 worker processes), and the
  *          limiter's accuracy at 14/s with 2 worker processes (arrival times at SES).
  * contacts — a 1,000,000-row CSV import, /v1/track and contact list/search latency at that size
