@@ -1,8 +1,10 @@
 /**
  * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows|verify]`): print numbers, assert nothing.
  *
- * api    — POST /v1/send requests/s and p50/p99 latency (autocannon, 10 connections, API in its own process),
- *          for 1 and 10 recipients, beside the bare cost of the same SQL and Redis round trips without HTTP.
+ * api    — POST /v1/send (1 recipient) and POST /v1/track requests/s and p50/p99 latency (autocannon, 50 connections,
+ *          a different contact per request, rate limit raised, no worker), API and bare ceiling
+ *          (bench/ceiling-server.ts) each in its own process, in alternating rounds, the ratios printed; then /v1/send
+ *          with 10 recipients (bench/api.ts).
  * worker — emails/s drained against the SES emulator with the limiter raised (1, 2 and 4 worker processes), and the
  *          limiter's accuracy at 14/s with 2 worker processes (arrival times at SES).
  * contacts — a 1,000,000-row CSV import, /v1/track and contact list/search latency at that size
@@ -22,26 +24,19 @@
  * Uses a database of its own (`BENCH_DATABASE`, default `mailroom_bench_<pid>`: created, and dropped at the end, so
  * two runs on one machine never share one) and queue prefix; Postgres and Redis must answer.
  */
-import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
-import { SendPriority } from '@mailroom/queues/catalog';
 import { createRedis } from '@mailroom/queues/connection';
 import { createSendQueue, createWebhookQueue } from '@mailroom/queues/create';
-import { enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { loadConfig, type Config } from '@mailroom/config/config';
-import { newId } from '@mailroom/platform/ids';
-import { normalizeEmail } from '@mailroom/platform/address';
-import { addDomain, createProject, verifiedDomains } from '@mailroom/db/queries/projects';
+import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { createDatabase, type Database } from '@mailroom/db/client';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
-import { upsertContacts } from '@mailroom/db/queries/contacts';
 import { acceptSend } from '@mailroom/sending/accept';
-import { dropDatabase, freePort, freshDatabase, startSesStack, waitForHttp } from '../test/support/services';
+import { dropDatabase, freshDatabase, startSesStack } from '../test/support/services';
+import { benchApi } from './api';
 import { benchContacts } from './contacts';
 import { benchCampaigns } from './campaigns';
 import { benchFeedback } from './feedback';
@@ -74,90 +69,6 @@ async function project(database: Database) {
   const domain = `bench-${Date.now()}.example.com`;
   await addDomain(database.db, p.id, domain, true);
   return { ...p, domain };
-}
-
-async function benchApi(env: Record<string, string>, config: Config, database: Database): Promise<void> {
-  const port = await freePort();
-  const api = spawnApp('apps/api/src/server.ts', { ...env, PORT: String(port), RATE_LIMIT_PER_MINUTE: '10000000' });
-  await waitForHttp(`http://127.0.0.1:${port}/health/ready`, 30_000);
-  const p = await project(database);
-  const rows: Record<string, string | number>[] = [];
-  const duration = Number(process.env.BENCH_SECONDS ?? 10);
-  let n = 0;
-  try {
-    for (const recipients of [1, 10]) {
-      const run = await autocannon({
-        url: `http://127.0.0.1:${port}/v1/send`,
-        connections: 10,
-        duration,
-        requests: [
-          {
-            method: 'POST',
-            headers: { authorization: `Bearer ${p.secretKey}`, 'content-type': 'application/json' },
-            setupRequest: (req) => ({
-              ...req,
-              body: JSON.stringify({
-                to: Array.from({ length: recipients }, () => `u${n++}@bench.test`),
-                from: `b@${p.domain}`,
-                subject: 'Hello {{name}}',
-                body: '<p>Hi {{name}}</p>',
-                data: { name: 'Ann' },
-              }),
-            }),
-          },
-        ],
-      });
-      const bare = await bareCost(config, database, p.id, recipients, duration);
-      rows.push({
-        recipients,
-        'req/s': Math.round(run.requests.average),
-        'emails/s': Math.round(run.requests.average * recipients),
-        'p50 ms': run.latency.p50,
-        'p99 ms': run.latency.p99,
-        non2xx: run.non2xx,
-        'bare SQL+Redis req/s': Math.round(bare),
-        'ratio api/bare': (run.requests.average / bare).toFixed(2),
-      });
-    }
-  } finally {
-    await stop(api);
-  }
-  table(`POST /v1/send (${duration} s each, 10 connections, API in one process on this ${os.cpus().length}-core machine)`, rows);
-  results.api = rows;
-}
-
-/**
- * The same round trips /v1/send makes, without HTTP, auth, validation or rendering checks: the verified-domain
- * read, the transaction (contact upsert, email and timeline inserts), and the enqueue; 10 at a time.
- */
-async function bareCost(config: Config, database: Database, projectId: string, recipients: number, seconds: number): Promise<number> {
-  const redis = createRedis(config, 'producer');
-  await new Promise((r) => redis.once('ready', r));
-  const queue = createSendQueue(config, redis);
-  let done = 0;
-  let k = 0;
-  const deadline = Date.now() + seconds * 1000;
-  const loop = async () => {
-    while (Date.now() < deadline) {
-      await verifiedDomains(database.db, projectId);
-      const ids: string[] = [];
-      await database.db.transaction(async (tx) => {
-        const contacts = await upsertContacts(tx, projectId, Array.from({ length: recipients }, () => ({ email: normalizeEmail(`bare${k++}@bench.test`), defaultSubscribed: false, data: { name: 'Ann' } })));
-        const rows = contacts.map((c) => {
-          const id = newId();
-          ids.push(id);
-          return { id, projectId, contactId: c.id, templateId: null, source: 'transactional' as const, toEmail: c.email, toName: null, fromEmail: 'b@x.test', fromName: null, replyTo: null, subject: 's', body: 'b', bodyFormat: 'html' as const, variables: {}, headers: {}, attachmentIds: [] };
-        });
-        await insertQueuedEmails(tx, rows);
-      });
-      await enqueueSendJobs(queue, config, ids.map((id) => ({ emailId: id, projectId, priority: SendPriority.transactional })));
-      done++;
-    }
-  };
-  await Promise.all(Array.from({ length: 10 }, loop));
-  await queue.close();
-  redis.disconnect();
-  return done / seconds;
 }
 
 async function enqueue(config: Config, database: Database, count: number, domain: string, projectId: string, tag: string): Promise<string[]> {
@@ -256,7 +167,7 @@ async function main(): Promise<void> {
   const config = loadConfig(env);
   const database = createDatabase({ url: dbUrl, poolSize: 20, applicationName: 'bench' });
   try {
-    if (!which || which === 'api') await benchApi(env, config, database);
+    if (!which || which === 'api') results.api = await benchApi(env, await project(database), spawnApp, stop);
     if (!which || which === 'worker') await benchWorker(env, database, ses.endpoint);
     if (!which || which === 'contacts') results.contacts = await benchContacts(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'campaigns') results.campaigns = await benchCampaigns(env, config, database, await project(database), spawnApp, stop);

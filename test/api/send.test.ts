@@ -164,6 +164,21 @@ describe('errors', () => {
     expect(await emailCount(ctx.p.id)).toBe(before);
   });
 
+  test('an unverified sender is refused with nothing written, also with attachments; a verified one in capitals passes', async () => {
+    const before = await emailCount(ctx.p.id);
+    const to = recipient();
+    const res = await send({ to, from: 'x@sub.unverified.example.org', subject: 's', body: 'b', attachments: [{ filename: 'a.txt', content: 'YQ==' }] });
+    expectError(res, 422, 'VALIDATION_ERROR');
+    expect(res.body.error.errors).toEqual([{ field: 'from', message: 'the domain sub.unverified.example.org is not a verified sending domain of this project', code: 'custom' }]);
+    expect(await emailCount(ctx.p.id)).toBe(before);
+    expect(await ctx.api.database.db.select().from(contacts).where(and(eq(contacts.projectId, ctx.p.id), eq(contacts.emailKey, to)))).toHaveLength(0);
+    const files = await ctx.api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from attachments where project_id = ${ctx.p.id}::uuid and filename = 'a.txt'`);
+    expect(files.rows[0].n).toBe(0);
+    // A suffix that is not a parent domain is no cover.
+    expect((await send({ to, from: `x@not${ctx.p.domain}`, subject: 's', body: 'b' })).status).toBe(422);
+    expect((await send({ to, from: `x@Mail.${ctx.p.domain.toUpperCase()}`, subject: 's', body: 'b' })).status).toBe(202);
+  });
+
   test('422 for attachments over 10 MB in total, and nothing is written', async () => {
     const before = await emailCount(ctx.p.id);
     const six = Buffer.alloc(6 * 1024 * 1024, 1).toString('base64');

@@ -4,6 +4,8 @@
  * gets no job, and the response says so.
  */
 import request from 'supertest';
+import { sql } from 'drizzle-orm';
+import { createWebhookEndpoint } from '@mailroom/db/queries/webhooks';
 import { client, createTestProject, recipient, useApiWithProject } from '../support/harness';
 
 const ctx = useApiWithProject();
@@ -67,6 +69,28 @@ describe('happy path', () => {
     const after = await as.post('/v1/send', { to: blocked, from: `n@${p.domain}`, subject: 'S', body: 'B' });
     expect(after.body.data.emails[0].status).toBe('queued');
     expect(after.body.data.suppressed).toEqual([]);
+  });
+
+  test('/v1/send records email.suppressed for each suppressed recipient', async () => {
+    const p = await createTestProject(ctx.api.database);
+    const as = client(ctx.api.app, p);
+    await createWebhookEndpoint(ctx.api.database.db, p.id, { url: 'https://hooks.example.com/x', eventTypes: ['email.*'], secret: 'whsec_x' });
+    await createWebhookEndpoint(ctx.api.database.db, p.id, { url: 'https://hooks.example.com/y', eventTypes: ['contact.created'], secret: 'whsec_y' });
+    const blocked = recipient('blocked');
+    await as.post('/suppressions', { email: blocked });
+    const res = await as.post('/v1/send', { to: [blocked, recipient('fine')], from: `n@${p.domain}`, subject: 'S', body: 'B' });
+    expect(res.status).toBe(202);
+    const [b] = res.body.data.emails;
+    const rows = await ctx.api.database.db.execute<{ event_type: string; payload: { type: string; timestamp: string; data: Record<string, unknown> } }>(
+      sql`select event_type, payload from webhook_deliveries where project_id = ${p.id}::uuid`,
+    );
+    expect(rows.rows).toHaveLength(1);
+    expect(rows.rows[0].event_type).toBe('email.suppressed');
+    expect(rows.rows[0].payload.type).toBe('email.suppressed');
+    expect(new Date(rows.rows[0].payload.timestamp).toString()).not.toBe('Invalid Date');
+    expect(rows.rows[0].payload.data).toEqual({ emailId: b.email, contactId: b.contact.id, campaignId: null, messageId: null, to: blocked, from: `n@${p.domain}`, status: 'suppressed' });
+    const email = await as.get(`/emails/${b.email}`);
+    expect(email.body.data.timeline[0]).toMatchObject({ type: 'suppressed', data: { reason: 'address is on the suppression list' } });
   });
 });
 

@@ -19,5 +19,23 @@ export async function senderError(db: DbOrTx, projectId: string, fromEmail: stri
   const domain = emailDomain(fromEmail);
   const verified = await verifiedDomains(db, projectId);
   if (verified.some((v) => domainCovers(v, domain))) return undefined;
-  return { field, message: `the domain ${domain} is not a verified sending domain of this project`, code: 'custom' };
+  return senderRefusal(fromEmail, field);
+}
+
+/** The field error {@link senderError} gives for an address on no verified domain of the project. */
+export function senderRefusal(fromEmail: string, field = 'from'): FieldError {
+  return { field, message: `the domain ${emailDomain(fromEmail)} is not a verified sending domain of this project`, code: 'custom' };
+}
+
+/**
+ * The (lower-case) verified domains that would cover the sender's domain: the domain itself and each of its
+ * parents (`a.b.example.com` → `a.b.example.com`, `b.example.com`, `example.com`, `com`). A verified domain `v`
+ * covers the sender exactly when `lower(v)` is one of them (the rule of `domainCovers`), so a statement can check
+ * the sender itself (`lower(domain) = any(candidates)`) instead of a separate lookup.
+ */
+export function senderDomainCandidates(fromEmail: string): string[] {
+  const d = emailDomain(fromEmail).toLowerCase();
+  const out = [d];
+  for (let i = d.indexOf('.'); i >= 0; i = d.indexOf('.', i + 1)) out.push(d.slice(i + 1));
+  return out;
 }

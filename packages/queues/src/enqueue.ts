@@ -41,6 +41,12 @@ export async function enqueueSendJobs(
   emails: readonly SendJobRef[],
 ): Promise<void> {
   if (emails.length === 0) return;
+  // One job (most requests): `add`, which skips the pipeline `addBulk` builds (it copies every script on the connection).
+  if (emails.length === 1) {
+    const [e] = emails;
+    await queue.add('send', { emailId: e.emailId, projectId: e.projectId }, sendJobOptions(config, e.emailId, e.priority));
+    return;
+  }
   await queue.addBulk(emails.map((e) => ({ name: 'send', data: { emailId: e.emailId, projectId: e.projectId }, opts: sendJobOptions(config, e.emailId, e.priority) })));
 }
 

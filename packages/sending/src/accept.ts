@@ -1,7 +1,7 @@
 /**
  * Accepting transactional email (`POST /v1/send`): resolve template and sender, check everything that can be
- * checked, then write contacts, attachments, email rows and their `queued` timeline entries in one transaction,
- * and only then enqueue one `send` job per email (`jobId` = email id).
+ * checked, then write contacts, attachments, email rows and their `queued` timeline entries atomically (one
+ * statement, `writeTransactional`; in a transaction with the attachments when there are any), and only then enqueue one `send` job per email (`jobId` = email id).
  *
  * The writes go through `db`, which may be the caller's transaction (an idempotent request's); enqueueing is
  * handed to `afterCommit`.
@@ -9,7 +9,7 @@
  * If enqueueing fails after the commit (Redis down), the request still succeeds: the rows are the truth and the
  * worker's reconciler enqueues them. Nothing is written when any check fails.
  *
- * Each recipient is normalised once, here where it comes in ({@link NormalizedEmail}); the contact upsert, the
+ * Each recipient is normalised once, here where it comes in (`NormalizedEmail`); the contact upsert, the
  * suppression lookup, the email row and, through it, the send job and the SES call take it as it is.
  *
  * @module
@@ -23,7 +23,6 @@ import {
   normalizedKey,
   parseMailbox,
   type Mailbox,
-  type NormalizedEmail,
   type NormalizedMailbox,
 } from '@mailroom/platform/address';
 import { lanePriorities } from '@mailroom/queues/send-lanes';
@@ -35,12 +34,10 @@ import type { QueueConfig } from '@mailroom/queues/config';
 import { type KeyMode } from '@mailroom/platform/keys';
 import { type Logger } from '@mailroom/platform/logger';
 import { getTemplate } from '@mailroom/db/queries/templates';
-import { insertAttachments, insertQueuedEmails } from '@mailroom/db/queries/emails';
-import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
-import { suppressedKeys } from '@mailroom/db/queries/suppressions';
-import { upsertContacts } from '@mailroom/db/queries/contacts';
+import { insertAttachments } from '@mailroom/db/queries/emails';
+import { writeTransactional } from '@mailroom/db/queries/transactional';
 import { type DbOrTx } from '@mailroom/db/client';
-import { senderError } from '@mailroom/mail/sender';
+import { senderDomainCandidates, senderError, senderRefusal } from '@mailroom/mail/sender';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 
@@ -150,7 +147,10 @@ export async function acceptSend(
   const decoded = req.attachments ? decodeAttachments(req.attachments) : { files: [], errors: [] };
   errors.push(...decoded.errors);
 
-  if (fromInput && !errors.some((e) => e.field === 'from')) {
+  // Without other errors the sender is checked by the write itself (one round trip fewer); with them, here, so that
+  // the 422 lists every problem.
+  const checkSenderInWrite = fromInput !== undefined && errors.length === 0;
+  if (fromInput && !checkSenderInWrite && !errors.some((e) => e.field === 'from')) {
     const problem = await senderError(db, projectId, fromInput.email);
     if (problem) errors.push(problem);
   }
@@ -164,29 +164,18 @@ export async function acceptSend(
   const { render, persist } = splitVariables(req.data);
   const format: BodyFormat = req.type ?? 'html';
 
-  const written = await db.transaction(async (tx) => {
-    const contacts = await upsertContacts(
+  const write = async (tx: DbOrTx) => {
+    const attachmentIds = await insertAttachments(tx, projectId, decoded.files);
+    const list = [...recipients.values()].map((r) => ({ id: newId(), email: r.email, emailKey: normalizedKey(r.email), name: r.name ?? null }));
+    const w = await writeTransactional(
       tx,
       projectId,
-      [...recipients.values()].map((r) => ({ email: r.email, subscribed: req.subscribed, defaultSubscribed: false, data: persist })),
-      { test },
-    );
-    const contactByKey = new Map(contacts.map((c) => [c.emailKey, c]));
-    const attachmentIds = await insertAttachments(tx, projectId, decoded.files);
-    const suppressed = await suppressedKeys(tx, projectId, [...recipients.values()].map((r): NormalizedEmail => r.email));
-    const rows = [...recipients.values()].map((r) => {
-      const contact = contactByKey.get(normalizedKey(r.email))!;
-      return {
-        ...(suppressed.has(normalizedKey(r.email)) ? { suppressed: { reason: 'address is on the suppression list' } } : {}),
-        id: newId(),
-        projectId,
-        contactId: contact.id,
+      list.map((r) => ({ email: r.email, subscribed: req.subscribed, defaultSubscribed: false, data: persist })),
+      list,
+      {
         templateId: template?.id ?? null,
-        source: 'transactional' as const,
         // A MARKETING template's mail carries the unsubscribe link and List-Unsubscribe (RFC 8058).
         marketing: template?.type === 'MARKETING',
-        toEmail: r.email,
-        toName: r.name ?? null,
         fromEmail: fromInput!.email,
         fromName: fromName ?? null,
         replyTo: replyTo ?? null,
@@ -197,19 +186,16 @@ export async function acceptSend(
         headers: req.headers ?? {},
         attachmentIds,
         test,
-        contact,
-      };
-    });
-    await insertQueuedEmails(tx, rows.map(({ contact: _c, ...row }) => row));
-    const deliveries = await recordWebhookEvents(
-      tx,
-      projectId,
-      rows
-        .filter((row) => row.suppressed)
-        .map((row) => ({ type: 'email.suppressed', data: { emailId: row.id, contactId: row.contact.id, campaignId: null, messageId: null, to: row.toEmail, from: row.fromEmail, status: 'suppressed', ...(test ? { test } : {}) } })),
+      },
+      new Date().toISOString(),
+      checkSenderInWrite ? senderDomainCandidates(fromInput.email) : undefined,
     );
-    return { rows, deliveries };
-  });
+    if (w.senderRefused) throw validationError([senderRefusal(fromInput!.email)]);
+    const rows = list.map((r) => ({ id: r.id, toEmail: r.email, suppressed: w.suppressed.has(r.emailKey), contact: w.contacts.get(r.emailKey)! }));
+    return { rows, deliveries: w.deliveries };
+  };
+  // Without attachments the write is one statement, atomic on its own: no transaction of ours around it.
+  const written = decoded.files.length === 0 ? await write(db) : await db.transaction(write);
   const queued = written.rows.filter((row) => !row.suppressed);
 
   afterCommit(async () => {

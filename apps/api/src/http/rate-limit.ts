@@ -49,9 +49,29 @@ function rateLimited(r: RateLimiterRes, message: string): AppError {
   return new AppError(ErrorCode.RATE_LIMITED, message, { headers: { 'Retry-After': retryAfter }, suggestion: `Retry after ${retryAfter} s.` });
 }
 
+/**
+ * The connection as the limiters see it: the same client, except that `multi()` makes its transaction only when
+ * one of its commands is called. rate-limiter-flexible calls `multi()` on every consume and uses it only to force
+ * an expiry; an ioredis transaction copies every script defined on the connection (BullMQ's dozens share it), and
+ * that copy was about 5% of the API's CPU under `/v1/track` load (`npm run bench -- api`, `--cpu-prof`).
+ */
+function limiterClient(redis: Redis): Redis {
+  const lazyMulti = () => {
+    let real: ReturnType<Redis['multi']> | undefined;
+    return new Proxy({} as ReturnType<Redis['multi']>, {
+      get(_target, prop) {
+        real ??= redis.multi();
+        const value: unknown = Reflect.get(real, prop, real);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(real) : value;
+      },
+    });
+  };
+  return new Proxy(redis, { get: (target, prop, receiver) => (prop === 'multi' ? lazyMulti : (Reflect.get(target, prop, receiver) as unknown)) });
+}
+
 function perMinuteLimiter(redis: Redis, keyPrefix: string, name: string, perMinute: number): RateLimiterRedis {
   return new RateLimiterRedis({
-    storeClient: redis,
+    storeClient: limiterClient(redis),
     keyPrefix: `${keyPrefix}:${name}`,
     points: perMinute,
     duration: 60,
@@ -183,7 +203,7 @@ export class FailureLimiter {
   constructor(redis: Redis, keyPrefix: string, private readonly options: FailureLimiterOptions) {
     this.limiter = perMinuteLimiter(redis, keyPrefix, options.name, options.perMinute);
     this.trickle = new RateLimiterRedis({
-      storeClient: redis,
+      storeClient: limiterClient(redis),
       keyPrefix: `${keyPrefix}:${options.name}:trickle`,
       points: 1,
       duration: options.trickleIntervalS,

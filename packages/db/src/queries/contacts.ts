@@ -11,6 +11,7 @@ import { and, eq, sql, type SQL } from 'drizzle-orm';
 import { emailKey, normalizeEmail, normalizedKey, type NormalizedEmail } from '@mailroom/platform/address';
 import { newId, newIdAt } from '@mailroom/platform/ids';
 import { splitPatch } from './data-patch';
+import { executeNamed } from './named';
 import { likePattern } from './like';
 import type { DbOrTx } from '../client';
 import { contacts, contactStats } from '../schema';
@@ -39,9 +40,11 @@ export interface UpsertedContact {
   inserted: boolean;
 }
 
-type UpsertRow = ContactUpsert & { key: string };
+/** An upsert input row with its key (see {@link mergeInputs}). */
+export type UpsertRow = ContactUpsert & { key: string };
 
-function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
+/** Merges rows with the same address (later rows win, `data` shallow-merged) and sorts them by key (lock order). */
+export function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
   const merged = new Map<string, UpsertRow>();
   for (const input of inputs) {
     const key = normalizedKey(input.email);
@@ -60,8 +63,9 @@ function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
 /**
  * The `input` and `upserted` common table expressions of a contact upsert, to follow `WITH`. `upserted` returns
  * `id, email, email_key, subscribed, data, created_at, updated_at, inserted`. Rows must be distinct by key.
+ * `guard`: a condition without which nothing is upserted (and nothing that follows from `upserted` written).
  */
-function upsertCtes(projectId: string, rows: UpsertRow[], test = false): SQL {
+export function upsertCtes(projectId: string, rows: UpsertRow[], test = false, guard?: SQL): SQL {
   const values = sql.join(
     rows.map((r) => {
       const { set, removed } = splitPatch(r.data);
@@ -73,7 +77,7 @@ function upsertCtes(projectId: string, rows: UpsertRow[], test = false): SQL {
   return sql`input (id, email, email_key, subscribed, stated, patch, removed) as (values ${values}),
     upserted as (
       insert into contacts (id, project_id, email, email_key, subscribed, data)
-      select id, ${projectId}::uuid, email, email_key, subscribed, patch from input
+      select id, ${projectId}::uuid, email, email_key, subscribed, patch from input${guard ? sql` where ${guard}` : sql``}
       on conflict (project_id, email_key) do update set
         subscribed = case
           when (select i.stated from input i where i.email_key = excluded.email_key) then excluded.subscribed
@@ -117,7 +121,8 @@ function subscriptionEvents(projectId: string, test: boolean): SQL {
     )`;
 }
 
-type ContactSqlRow = {
+/** A row of the `upserted` CTE as the driver returns it. */
+export type ContactSqlRow = {
   id: string;
   email: string;
   email_key: string;
@@ -128,7 +133,8 @@ type ContactSqlRow = {
   inserted: boolean;
 };
 
-function fromSql(r: ContactSqlRow): UpsertedContact {
+/** The {@link UpsertedContact} of an `upserted` row. */
+export function fromSql(r: ContactSqlRow): UpsertedContact {
   return {
     id: r.id,
     email: r.email,
@@ -188,7 +194,7 @@ export async function trackEvent(db: DbOrTx, projectId: string, input: TrackInpu
   const now = Date.now();
   const eventId = newIdAt(now);
   const createdAt = new Date(now);
-  const result = await db.execute<ContactSqlRow>(sql`
+  const result = await executeNamed<ContactSqlRow>(db, sql`
     with ${upsertCtes(projectId, rows, input.test)},
     ev as (
       insert into events (id, project_id, contact_id, name, data, created_at, test)

@@ -1,0 +1,139 @@
+/**
+ * `npm run bench -- api`: `POST /v1/send` (1 recipient) and `POST /v1/track` on the API beside the bare ceiling
+ * (`bench/ceiling-server.ts`: node:http, a pg pool, the one unavoidable statement and, for send, one BullMQ add),
+ * each in its own process, under the same load: autocannon, 50 connections, a different contact per request, rate
+ * limit raised, no worker. The servers take turns in `BENCH_ROUNDS` rounds (default 5) of `BENCH_SECONDS / rounds`
+ * each, so that both see the same noise of a shared machine; req/s is over all rounds, p50/p99 the median of the
+ * rounds'. Then `/v1/send` with 10 recipients on the API alone (`BENCH_API_TEN=0` skips it).
+ *
+ * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the API process there. `BENCH_API_B_ENV="K=V,K2=V2"` runs
+ * a second API process with these settings added, in the same rounds (to compare a setting in one run);
+ * `BENCH_API_B_DIR=/path/to/other/checkout` runs that second API from another checkout (before/after a change).
+ *
+ * @module
+ */
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import os from 'node:os';
+import { freePort, waitForHttp } from '../test/support/services';
+
+type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => ChildProcess;
+
+interface Load {
+  name: string;
+  path: string;
+  body: () => Record<string, unknown>;
+}
+
+interface Server {
+  name: string;
+  port: number;
+}
+
+/** One autocannon run: 50 connections, a different contact per request. */
+async function load(port: number, secretKey: string, l: Load, seconds: number) {
+  return autocannon({
+    url: `http://127.0.0.1:${port}${l.path}`,
+    connections: 50,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' },
+        setupRequest: (req) => ({ ...req, body: JSON.stringify(l.body()) }),
+      },
+    ],
+  });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** Runs the API bench; `p` is a project with a verified domain. @returns the printed rows. */
+export async function benchApi(
+  env: Record<string, string>,
+  p: { id: string; secretKey: string; domain: string },
+  spawnApp: Spawn,
+  stop: (p: ChildProcess) => Promise<void>,
+): Promise<Record<string, string | number>[]> {
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const apiEnv = { ...env, RATE_LIMIT_PER_MINUTE: '10000000' };
+  const bEnv = process.env.BENCH_API_B_ENV ? Object.fromEntries(process.env.BENCH_API_B_ENV.split(',').map((kv) => kv.split('=') as [string, string])) : undefined;
+  const bDir = process.env.BENCH_API_B_DIR;
+  const servers: (Server & { process: ChildProcess })[] = [];
+  const start = async (name: string, file: string, e: Record<string, string>, flags: string[] = []) => {
+    const port = await freePort();
+    servers.push({ name, port, process: spawnApp(file, { ...e, PORT: String(port) }, flags) });
+    await waitForHttp(`http://127.0.0.1:${port}/health/ready`, 30_000);
+  };
+  const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+  let n = 0;
+  const send = (recipients: number): Load => ({
+    name: `POST /v1/send, ${recipients} recipient${recipients > 1 ? 's' : ''}`,
+    path: '/v1/send',
+    body: () => ({
+      to: recipients === 1 ? `u${n++}@bench.test` : Array.from({ length: recipients }, () => `u${n++}@bench.test`),
+      from: `b@${p.domain}`,
+      subject: 'Hello {{name}}',
+      body: '<p>Hi {{name}}</p>',
+      data: { name: 'Ann' },
+    }),
+  });
+  const track: Load = { name: 'POST /v1/track', path: '/v1/track', body: () => ({ email: `t${n++}@bench.test`, event: 'signup', data: { plan: 'pro' } }) };
+  const rows: Record<string, string | number>[] = [];
+  try {
+    await start('API', 'apps/api/src/server.ts', apiEnv, profile);
+    await start('ceiling', 'bench/ceiling-server.ts', { ...env, PROJECT_ID: p.id });
+    if (bEnv) await start(`API ${process.env.BENCH_API_B_ENV}`, 'apps/api/src/server.ts', { ...apiEnv, ...bEnv });
+    if (bDir) {
+      const port = await freePort();
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(bDir, 'apps/api/src/server.ts')], {
+        cwd: bDir,
+        env: { ...process.env, ...apiEnv, PORT: String(port), TSX_TSCONFIG_PATH: path.join(bDir, 'tsconfig.json') },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+      servers.push({ name: `API from ${bDir}`, port, process: child });
+      await waitForHttp(`http://127.0.0.1:${port}/health/ready`, 30_000);
+    }
+    // Warm-up: JIT, pools and the auth cache of every process.
+    for (const s of servers) await load(s.port, p.secretKey, track, 2);
+    for (const l of [send(1), track]) {
+      const got = servers.map(() => ({ requests: 0, time: 0, p50: [] as number[], p99: [] as number[], non2xx: 0 }));
+      for (let r = 0; r < rounds; r++) {
+        for (const [i, s] of servers.entries()) {
+          const run = await load(s.port, p.secretKey, l, seconds / rounds);
+          got[i].requests += run.requests.total;
+          got[i].time += run.duration;
+          got[i].p50.push(run.latency.p50);
+          got[i].p99.push(run.latency.p99);
+          got[i].non2xx += run.non2xx;
+        }
+      }
+      const [ceiling] = got.slice(1);
+      const rate = (g: (typeof got)[number]) => g.requests / g.time;
+      for (const [i, s] of servers.entries()) {
+        const g = got[i];
+        rows.push({
+          load: l.name,
+          server: s.name,
+          'req/s': Math.round(rate(g)),
+          'p50 ms': median(g.p50),
+          'p99 ms': median(g.p99),
+          'req/s ÷ ceiling': (rate(g) / rate(ceiling)).toFixed(2),
+          'p99 ÷ ceiling': (median(g.p99) / median(ceiling.p99)).toFixed(2),
+          'non-2xx': g.non2xx,
+        });
+      }
+    }
+    if (process.env.BENCH_API_TEN !== '0') {
+      const a = await load(servers[0].port, p.secretKey, send(10), seconds);
+      rows.push({ load: `${send(10).name} (${Math.round(a.requests.average * 10)} emails/s)`, server: 'API', 'req/s': Math.round(a.requests.average), 'p50 ms': a.latency.p50, 'p99 ms': a.latency.p99, 'non-2xx': a.non2xx });
+    }
+  } finally {
+    await Promise.all(servers.map((s) => stop(s.process)));
+  }
+  console.log(`\nAPI beside the bare ceiling (${seconds} s each in ${rounds} alternating rounds, 50 connections, each server in its own process, this ${os.cpus().length}-core machine)`);
+  console.table(rows);
+  return rows;
+}

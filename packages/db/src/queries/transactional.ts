@@ -1,0 +1,136 @@
+/**
+ * The write of an accepted `POST /v1/send`, in one statement: the recipients' contact upsert, their suppression
+ * lookup, the email rows (`queued`, or `suppressed` with its reason), each email's first timeline entry, and the
+ * `email.suppressed` webhook deliveries of the suppressed ones.
+ *
+ * One statement instead of a transaction of five (upsert, suppression lookup, emails, timeline, webhooks) plus
+ * `BEGIN`/`COMMIT`: the same rows, atomically, in one round trip (measured with `npm run bench -- api`: the
+ * round trips, each a socket write and a wake-up of Postgres, were most of the request's cost on a 2-core
+ * machine). The suppression lookup reads the statement's snapshot, as the separate lookup read its own.
+ *
+ * @module
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { NormalizedEmail } from '@mailroom/platform/address';
+import type { DbOrTx } from '../client';
+import { fromSql, mergeInputs, upsertCtes, type ContactSqlRow, type ContactUpsert, type UpsertedContact } from './contacts';
+import { endpointWants } from './webhooks';
+import { executeNamed } from './named';
+import type { WebhookDeliveryRef } from './webhook-delivery-ref';
+
+/** Reason stored on a suppressed email (`error`: `suppressed: <reason>`) and on its timeline entry. */
+export const SUPPRESSED_REASON = 'address is on the suppression list';
+
+/** One recipient's email. */
+export interface TransactionalRecipient {
+  /** The email's id (uuid v7, made by the caller: it is also the send job's id). */
+  id: string;
+  /** The recipient, normalised where it came in; its key finds its contact. */
+  email: NormalizedEmail;
+  emailKey: string;
+  name: string | null;
+}
+
+/** What every email of the request shares. */
+export interface TransactionalContent {
+  templateId: string | null;
+  marketing: boolean;
+  fromEmail: string;
+  fromName: string | null;
+  replyTo: string | null;
+  subject: string;
+  body: string;
+  bodyFormat: string;
+  variables: Record<string, unknown>;
+  headers: Record<string, string>;
+  attachmentIds: string[];
+  test: boolean;
+}
+
+/** Result of {@link writeTransactional}. */
+export interface TransactionalWrite {
+  /** Each recipient's contact after the upsert, by email key. */
+  contacts: Map<string, UpsertedContact>;
+  /** Email keys of the recipients on the suppression list (their emails are stored `suppressed`). */
+  suppressed: Set<string>;
+  /** `email.suppressed` deliveries to enqueue once the caller's transaction (if any) commits. */
+  deliveries: WebhookDeliveryRef[];
+  /** The sender check failed (`senderDomains` given and none verified): nothing was written. */
+  senderRefused: boolean;
+}
+
+function senderGuard(projectId: string, candidates: string[]): SQL {
+  return sql`exists (select 1 from domains d where d.project_id = ${projectId}::uuid and d.verified and lower(d.domain) = any(${sql.param(candidates)}::text[]))`;
+}
+
+type Row = ContactSqlRow & { suppressed: boolean; deliveries: { id: string; generation: number }[] };
+
+/**
+ * Upserts the recipients' contacts and stores one email per recipient with its timeline entry, in one statement.
+ *
+ * @param contacts - the upserts (one per recipient; see `upsertContacts` for the merge rules).
+ * @param recipients - distinct by email key, each with a contact in `contacts`.
+ * @param webhookTimestamp - the `timestamp` of the `email.suppressed` payloads (ISO 8601).
+ * @param senderDomains - when given, the statement also checks the sender, in the same round trip: it writes
+ *   only if one of these (lower-case) domains is a verified domain of the project (`senderDomainCandidates`), and
+ *   otherwise writes nothing and answers `senderRefused`.
+ */
+export async function writeTransactional(
+  db: DbOrTx,
+  projectId: string,
+  contacts: ContactUpsert[],
+  recipients: TransactionalRecipient[],
+  content: TransactionalContent,
+  webhookTimestamp: string,
+  senderDomains?: string[],
+): Promise<TransactionalWrite> {
+  const c = content;
+  const input = JSON.stringify(recipients.map((r) => ({ id: r.id, email_key: r.emailKey, to_email: r.email, to_name: r.name })));
+  const testFlag = c.test ? sql`|| '{"test":true}'::jsonb` : sql``;
+  const result = await executeNamed<Row>(db, sql`
+    with ${upsertCtes(projectId, mergeInputs(contacts), c.test, senderDomains ? senderGuard(projectId, senderDomains) : undefined)},
+    rcpt as (select * from jsonb_to_recordset(${input}::jsonb) as r(id uuid, email_key text, to_email text, to_name text)),
+    sup as (
+      select s.email_key from suppressions s
+      where s.project_id = ${projectId}::uuid and s.email_key in (select email_key from rcpt)
+    ),
+    em as (
+      insert into emails (id, project_id, contact_id, template_id, source, marketing, to_email, to_name, from_email, from_name,
+        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, status, error)
+      select r.id, ${projectId}::uuid, u.id, ${c.templateId}::uuid, 'transactional', ${c.marketing}::boolean, r.to_email, r.to_name,
+        ${c.fromEmail}, ${c.fromName}, ${c.replyTo}, ${c.subject}, ${c.body}, ${c.bodyFormat}, ${JSON.stringify(c.variables)}::jsonb,
+        ${JSON.stringify(c.headers)}::jsonb, ${`{${c.attachmentIds.join(',')}}`}::uuid[], ${c.test}::boolean,
+        case when sup.email_key is null then 'queued' else 'suppressed' end,
+        case when sup.email_key is null then null else ${`suppressed: ${SUPPRESSED_REASON}`} end
+      from rcpt r join upserted u on u.email_key = r.email_key left join sup on sup.email_key = r.email_key
+      returning id, contact_id, to_email, from_email, status
+    ),
+    timeline as (
+      insert into email_events (id, email_id, project_id, type, data)
+      select mailroom_uuid_v7(clock_timestamp()), em.id, ${projectId}::uuid, em.status,
+        case when em.status = 'suppressed' then jsonb_build_object('reason', ${SUPPRESSED_REASON}::text) end
+      from em
+    ),
+    wh as (
+      insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload)
+      select mailroom_uuid_v7(clock_timestamp()), ${projectId}::uuid, w.id, 'email.suppressed',
+        jsonb_build_object('type', 'email.suppressed', 'timestamp', ${webhookTimestamp}::text, 'data',
+          jsonb_build_object('emailId', em.id, 'contactId', em.contact_id, 'campaignId', null, 'messageId', null,
+            'to', em.to_email, 'from', em.from_email, 'status', 'suppressed') ${testFlag})
+      from em join webhook_endpoints w on w.project_id = ${projectId}::uuid and ${endpointWants(sql`'email.suppressed'`)}
+      where em.status = 'suppressed'
+      returning id, generation
+    )
+    select u.*, sup.email_key is not null as suppressed,
+      (select coalesce(jsonb_agg(jsonb_build_object('id', wh.id, 'generation', wh.generation)), '[]'::jsonb) from wh) as deliveries
+    from upserted u left join sup on sup.email_key = u.email_key
+  `);
+  // `upserted` answers a row for every recipient, so no row means the guard held nothing back but the sender.
+  const out: TransactionalWrite = { contacts: new Map(), suppressed: new Set(), deliveries: [], senderRefused: recipients.length > 0 && result.rows.length === 0 };
+  for (const row of result.rows) {
+    out.contacts.set(row.email_key, fromSql(row));
+    if (row.suppressed) out.suppressed.add(row.email_key);
+  }
+  out.deliveries = (result.rows[0]?.deliveries ?? []).map((d) => ({ id: d.id, projectId, generation: d.generation }));
+  return out;
+}
