@@ -238,7 +238,9 @@ describe('erasure (DELETE /contacts/{id})', () => {
     const p = await createTestProject(api.database);
     const as = client(api.app, p);
     const address = recipient('Erase.Me');
-    const created = await request(api.app).post('/contacts').set('Authorization', p.auth).set('Idempotency-Key', `k-${address}`).send({ email: address, data: { firstName: 'Ada' } });
+    // The client's own key names nothing personal (a key that quoted the address would stay: it is the client's).
+    const idempotencyKey = `k-${Date.now()}-${Math.random()}`;
+    const created = await request(api.app).post('/contacts').set('Authorization', p.auth).set('Idempotency-Key', idempotencyKey).send({ email: address, data: { firstName: 'Ada' } });
     expect(created.status).toBe(201);
     const c = { id: created.body.data.id as string, email: address };
     const other = await contact(p);
@@ -255,6 +257,10 @@ describe('erasure (DELETE /contacts/{id})', () => {
     await delivery(p.id, ep, 'succeeded', 1, { contactId: c.id, email: address.toUpperCase() });
     await delivery(p.id, ep, 'pending', 0, { contactId: c.id });
     const kept = await delivery(p.id, ep, 'succeeded', 1, { contactId: other.id, email: other.email });
+    // Addresses that contain this one are other people's: their rows stay.
+    const longer = await delivery(p.id, ep, 'succeeded', 1, { email: `jo${address}` });
+    const longerDomain = await delivery(p.id, ep, 'pending', 0, { email: `${address}.au`, note: `bounce for ${address}x` });
+    const keepIds = [longer, longerDomain];
     const [imp] = await q<{ id: string }>(sql`
       insert into contact_imports (id, project_id, status, format, default_subscribed) values (gen_random_uuid(), ${p.id}::uuid, 'completed', 'csv', true) returning id`);
     await api.database.db.execute(sql`
@@ -275,7 +281,9 @@ describe('erasure (DELETE /contacts/{id})', () => {
       const found: string[] = [];
       for (const col of columns) {
         const value = sql`${sql.identifier(col.table_name)}.${sql.identifier(col.column_name)}::text`;
-        const n = await count(col.table_name, sql`strpos(lower(${value}), ${address.toLowerCase()}) > 0 or strpos(${value}, ${c.id}) > 0`);
+        // The two deliveries naming longer addresses (jo…, ….au) are someone else's and stay.
+        const others = col.table_name === 'webhook_deliveries' ? sql` and id <> all(${sql.param(keepIds)}::uuid[])` : sql``;
+        const n = await count(col.table_name, sql`(strpos(lower(${value}), ${address.toLowerCase()}) > 0 or strpos(${value}, ${c.id}) > 0)${others}`);
         if (n > 0) found.push(col.table_name);
       }
       return [...new Set(found)].sort();
@@ -295,6 +303,12 @@ describe('erasure (DELETE /contacts/{id})', () => {
     expect(log.body.data).toMatchObject({ status: 'delivered', erased: true, contentExpired: true, contactId: null, to: { email: ERASED_ADDRESS, name: null } });
     expect((await as.get(`/emails/${queued}`)).body.data).toMatchObject({ status: 'cancelled', error: 'contact deleted', erased: true });
     expect(await count('webhook_deliveries', sql`id = ${kept}::uuid`)).toBe(1);
+    expect(await count('webhook_deliveries', sql`id = any(${sql.param([longer, longerDomain])}::uuid[])`)).toBe(2);
+    // The stored idempotent response is scrubbed, not deleted: a retry with its key replays it, creating nothing.
+    const replay = await request(api.app).post('/contacts').set('Authorization', p.auth).set('Idempotency-Key', idempotencyKey).send({ email: address, data: { firstName: 'Ada' } });
+    expect(replay.status).toBe(201);
+    expect(replay.body.data).toMatchObject({ email: ERASED_ADDRESS, id: '00000000-0000-0000-0000-000000000000' });
+    expect(await count('contacts', sql`project_id = ${p.id}::uuid and email_key = ${address.toLowerCase()}`)).toBe(0);
     expect(await count('contact_import_errors', sql`import_id = ${imp.id}::uuid`)).toBe(1);
     expect((await as.get(`/contacts/${other.id}`)).status).toBe(200);
   });

@@ -28,6 +28,7 @@ import type { SendingConfig } from './config';
 import { type Logger } from '@mailroom/platform/logger';
 import { loadCampaign } from '@mailroom/audiences/queries/campaigns';
 import { storeTestMessage } from '@mailroom/db/queries/test-messages';
+import { ERASED_ADDRESS } from '@mailroom/db/queries/erase';
 import { type Database } from '@mailroom/db/client';
 import { classifySendError, type MailTransport } from './ses/transport';
 import { claimForSending, finishClaim, type SendOutcome } from './claim';
@@ -142,6 +143,13 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
         return done({ outcome: 'sent', messageId: accepted.messageId });
       }
       log.warn('re-sending an email whose worker died mid-send (same Message-ID)');
+    }
+
+    // Its contact was erased while the email was in flight (a claim that outlived its lease): the address is gone.
+    if (email.toEmail === ERASED_ADDRESS) {
+      await finish({ status: 'cancelled', reason: 'contact erased' });
+      log.info('send cancelled: contact erased');
+      return done({ outcome: 'cancelled', reason: 'contact erased' });
     }
 
     if (email.projectDisabled) {

@@ -25,7 +25,7 @@ export interface ErasureCounts {
   emailsCancelled: number;
   webhookDeliveriesDeleted: number;
   importErrorsDeleted: number;
-  idempotencyKeysDeleted: number;
+  idempotencyResponsesScrubbed: number;
 }
 
 /**
@@ -34,8 +34,9 @@ export interface ErasureCounts {
  *
  * In order: queued emails are cancelled (with a `cancelled` timeline entry); the contact's emails are scrubbed and
  * their timeline details and test-sink messages removed; webhook deliveries (pending or finished) whose payload
- * names the contact's id or address are deleted (a pending one's job then finds no row and skips); import row
- * errors and stored idempotent responses quoting the address are deleted; then the contact itself (its events,
+ * names the contact's id or address (as a whole value) are deleted (a pending one's job then finds no row and
+ * skips); import row errors naming the address are deleted; stored idempotent responses naming it are scrubbed
+ * (the address becomes {@link ERASED_ADDRESS}, the id the nil UUID), so a retry still replays; then the contact itself (its events,
  * executions with their step runs, and segment memberships go by cascade, and the counters by trigger).
  *
  * Cost: the emails through `emails_contact_idx`; the project's webhook deliveries (bounded by
@@ -72,27 +73,64 @@ export async function eraseContact(db: DbOrTx, projectId: string, id: string): P
       returning id
     `);
     const emailIds = scrubbed.rows.map((r) => r.id);
-    // Whether a json/jsonb/text value names the contact (its address in any case, or its id).
-    const mentions = (column: SQL) => sql`(strpos(lower(${column}::text), ${key}) > 0 or strpos(${column}::text, ${id}) > 0)`;
     if (emailIds.length > 0) {
       const ids = sql`${sql.param(emailIds)}::uuid[]`;
-      // Timeline entries keep their type and time; details that name the recipient (SES bounce reports) go.
-      await tx.execute(sql`update email_events set data = null where email_id = any(${ids}) and data is not null and ${mentions(sql`data`)}`);
+      // Timeline entries of the contact's own emails keep their type and time; details that name the recipient
+      // (SES bounce reports quote it inside longer texts) go.
+      const quoted = sql`(strpos(lower(data::text), ${key}) > 0 or strpos(data::text, ${id}) > 0)`;
+      await tx.execute(sql`update email_events set data = null where email_id = any(${ids}) and data is not null and ${quoted}`);
       await tx.execute(sql`delete from test_messages where email_id = any(${ids})`);
     }
-    const deliveries = await tx.execute(sql`delete from webhook_deliveries where project_id = ${p} and ${mentions(sql`payload`)}`);
+    // Project-wide rows are matched on the address as a whole (delimited by characters that cannot be part of an
+    // address, in any case) or on the id, never as a substring: erasing ann@x.com must not touch the rows of
+    // joann@x.com or ann@x.com.au.
+    const pattern = addressPattern(key);
+    const names = (doc: SQL) => sql`(${doc}::text ~* ${pattern} or strpos(${doc}::text, ${id}) > 0)`;
+    const deliveries = await tx.execute(sql`delete from webhook_deliveries where project_id = ${p} and ${names(sql`payload`)}`);
     const importErrors = await tx.execute(sql`
       delete from contact_import_errors x using contact_imports i
-      where i.id = x.import_id and i.project_id = ${p} and (lower(x.email) = ${key} or ${mentions(sql`x.errors`)})
+      where i.id = x.import_id and i.project_id = ${p} and (lower(x.email) = ${key} or ${names(sql`x.errors`)})
     `);
-    const idempotency = await tx.execute(sql`delete from idempotency_keys where project_id = ${p} and ${mentions(sql`response`)}`);
+    // A stored idempotent response is scrubbed, not deleted: a retry with its key must still replay (deleting it
+    // would run the request again and mail its other recipients twice).
+    const responses = await tx.execute<{ key: string; response: string }>(
+      sql`select key, response::text as response from idempotency_keys where project_id = ${p} and ${names(sql`response::jsonb`)} for update`,
+    );
+    for (const r of responses.rows) {
+      const scrubbedResponse = scrubJson(JSON.parse(r.response), new RegExp(pattern, 'gi'), id);
+      await tx.execute(sql`update idempotency_keys set response = ${JSON.stringify(scrubbedResponse)}::json where project_id = ${p} and key = ${r.key}`);
+    }
     await tx.execute(sql`delete from contacts where project_id = ${p} and id = ${id}::uuid`);
     return {
       emailsScrubbed: emailIds.length,
       emailsCancelled: cancelled.rowCount ?? 0,
       webhookDeliveriesDeleted: deliveries.rowCount ?? 0,
       importErrorsDeleted: importErrors.rowCount ?? 0,
-      idempotencyKeysDeleted: idempotency.rowCount ?? 0,
+      idempotencyResponsesScrubbed: responses.rows.length,
     };
   });
+}
+
+/** The nil UUID: what an erased contact's id becomes inside stored responses. */
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * A regular expression (POSIX ARE and JavaScript alike) matching `address` as a whole: preceded by the start or a
+ * character that cannot end an address's local part, followed by the end or a character that cannot continue its
+ * domain (a final `.` ends a sentence, `.au` continues the domain).
+ */
+function addressPattern(address: string): string {
+  const escaped = address.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return `(^|[^a-z0-9._%+-])${escaped}(?=\\.?([^a-z0-9_%+.-]|$))`;
+}
+
+/** A copy of a JSON value with the address (`pattern`, global) cut out of every string and the id replaced. */
+function scrubJson(value: unknown, pattern: RegExp, id: string): unknown {
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return v === id ? NIL_UUID : v.replace(pattern, `$1${ERASED_ADDRESS}`);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    return v;
+  };
+  return walk(value);
 }
