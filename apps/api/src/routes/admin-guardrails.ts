@@ -9,15 +9,13 @@ import {
   effectiveGuardrails,
   GUARDRAIL_FIELDS,
   validGuardrailValue,
-  type GuardrailOverrides,
 } from '@mailroom/audiences/guardrails';
-import { notFound, validationError, type FieldError } from '@mailroom/platform/errors';
 import { type Guardrails } from '@mailroom/audiences/guardrail-defaults';
 import { getProjectGuardrails, updateProjectGuardrails } from '@mailroom/audiences/queries/guardrails';
-import { type DbOrTx } from '@mailroom/db/client';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, Nullable } from './common';
+import { overrideOps } from './project-overrides';
 
 const RULES = {
   minSample: 'must be a whole number of at least 1 (outcomes), or null for the default',
@@ -58,40 +56,16 @@ const GuardrailsBody = Type.Object(
   { additionalProperties: false },
 );
 
-function present(projectId: string, stored: GuardrailOverrides, defaults: Readonly<Guardrails>) {
-  const overrides = Object.fromEntries(GUARDRAIL_FIELDS.map((f) => [f, validGuardrailValue(f, stored[f]) ? stored[f] : null])) as Record<keyof Guardrails, number | null>;
-  return { projectId, overrides, effective: effectiveGuardrails(defaults, stored), defaults: { ...defaults } };
-}
-
 /** The operations shared by `/admin/projects/{id}/guardrails` and the CLI. */
-export const guardrailOps = {
-  /** The project's overrides, effective settings and defaults. @throws {@link AppError} 404 (project). */
-  get: async (db: DbOrTx, defaults: Readonly<Guardrails>, projectId: string) => {
-    const stored = await getProjectGuardrails(db, projectId);
-    if (!stored) throw notFound('Project');
-    return present(projectId, stored, defaults);
-  },
-  /**
-   * Sets (a number) or clears (null) each given setting; settings left out keep their value.
-   *
-   * @throws {@link AppError} 422 naming each invalid field, 404 (project).
-   */
-  set: async (db: DbOrTx, defaults: Readonly<Guardrails>, projectId: string, patch: Record<string, unknown>) => {
-    const errors: FieldError[] = [];
-    const clean: GuardrailOverrides = {};
-    for (const [field, v] of Object.entries(patch)) {
-      const known = GUARDRAIL_FIELDS.find((f) => f === field);
-      if (!known) errors.push({ field, message: 'is not a guardrail setting', code: 'unrecognized_keys' });
-      else if (v === null) clean[known] = null;
-      else if (validGuardrailValue(known, v)) clean[known] = v;
-      else if (v !== undefined) errors.push({ field, message: RULES[known], code: 'custom' });
-    }
-    if (errors.length > 0) throw validationError(errors);
-    const stored = await updateProjectGuardrails(db, projectId, clean);
-    if (!stored) throw notFound('Project');
-    return present(projectId, stored, defaults);
-  },
-};
+export const guardrailOps = overrideOps<Guardrails>({
+  fields: GUARDRAIL_FIELDS,
+  noun: 'guardrail',
+  valid: validGuardrailValue,
+  rule: (field) => RULES[field],
+  effective: effectiveGuardrails,
+  load: getProjectGuardrails,
+  store: (db, projectId, patch) => updateProjectGuardrails(db, projectId, patch),
+});
 
 /** The routes of this module. */
 export function adminGuardrailRoutes(deps: AppDeps) {

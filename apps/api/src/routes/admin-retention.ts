@@ -12,15 +12,13 @@ import {
   RETENTION_MAX_DAYS,
   RETENTION_MIN_DAYS,
   validRetentionDays,
-  type RetentionOverrides,
   type RetentionSettings,
 } from '@mailroom/sending/retention-settings';
-import { notFound, validationError, type FieldError } from '@mailroom/platform/errors';
 import { getProjectRetention, updateProjectRetention } from '@mailroom/db/queries/retention';
-import { type DbOrTx } from '@mailroom/db/client';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, Nullable } from './common';
+import { overrideOps } from './project-overrides';
 
 const RULE = `must be a whole number of days from ${RETENTION_MIN_DAYS} to ${RETENTION_MAX_DAYS}, or null for the default`;
 
@@ -49,40 +47,16 @@ const RetentionBody = Type.Object(
   { additionalProperties: false },
 );
 
-function present(projectId: string, stored: RetentionOverrides, defaults: Readonly<RetentionSettings>) {
-  const overrides = Object.fromEntries(RETENTION_FIELDS.map((f) => [f, validRetentionDays(stored[f]) ? stored[f] : null])) as Record<keyof RetentionSettings, number | null>;
-  return { projectId, overrides, effective: effectiveRetention(defaults, stored), defaults: { ...defaults } };
-}
-
 /** The operations shared by `/admin/projects/{id}/retention` and the CLI. */
-export const retentionOps = {
-  /** The project's overrides, effective settings and defaults. @throws {@link AppError} 404 (project). */
-  get: async (db: DbOrTx, defaults: Readonly<RetentionSettings>, projectId: string) => {
-    const stored = await getProjectRetention(db, projectId);
-    if (!stored) throw notFound('Project');
-    return present(projectId, stored, defaults);
-  },
-  /**
-   * Sets (a number of days) or clears (null) each given setting; settings left out keep their value.
-   *
-   * @throws {@link AppError} 422 naming each invalid field, 404 (project).
-   */
-  set: async (db: DbOrTx, defaults: Readonly<RetentionSettings>, projectId: string, patch: Record<string, unknown>) => {
-    const errors: FieldError[] = [];
-    const clean: RetentionOverrides = {};
-    for (const [field, v] of Object.entries(patch)) {
-      const known = RETENTION_FIELDS.find((f) => f === field);
-      if (!known) errors.push({ field, message: 'is not a retention setting', code: 'unrecognized_keys' });
-      else if (v === null) clean[known] = null;
-      else if (validRetentionDays(v)) clean[known] = v;
-      else if (v !== undefined) errors.push({ field, message: RULE, code: 'custom' });
-    }
-    if (errors.length > 0) throw validationError(errors);
-    const stored = await updateProjectRetention(db, projectId, clean);
-    if (!stored) throw notFound('Project');
-    return present(projectId, stored, defaults);
-  },
-};
+export const retentionOps = overrideOps<RetentionSettings>({
+  fields: RETENTION_FIELDS,
+  noun: 'retention',
+  valid: (_field, v) => validRetentionDays(v),
+  rule: () => RULE,
+  effective: effectiveRetention,
+  load: getProjectRetention,
+  store: updateProjectRetention,
+});
 
 /** The routes of this module. */
 export function adminRetentionRoutes(deps: AppDeps) {

@@ -11,6 +11,7 @@
  * @module
  */
 import { sql } from 'drizzle-orm';
+import { getProjectOverrides, updateProjectOverrides } from '@mailroom/db/queries/project-overrides';
 import {
   effectiveGuardrails,
   GUARDRAIL_FIELDS,
@@ -33,9 +34,7 @@ import { campaignOutcomesJson } from '@mailroom/db/queries/reputation-counts';
  * @returns the overrides (`{}` when none are set), or `undefined` when the project does not exist.
  */
 export async function getProjectGuardrails(db: DbOrTx, projectId: string): Promise<ProjectGuardrails | undefined> {
-  const rows = await db.execute<{ guardrails: ProjectGuardrails | null }>(sql`select guardrails from projects where id = ${projectId}::uuid`);
-  const row = rows.rows[0];
-  return row ? (row.guardrails ?? {}) : undefined;
+  return getProjectOverrides<ProjectGuardrails>(db, projectId, 'guardrails');
 }
 
 /**
@@ -46,16 +45,8 @@ export async function getProjectGuardrails(db: DbOrTx, projectId: string): Promi
  * @returns the overrides after the change (`{}` when none are left), or `undefined` when the project does not exist.
  */
 export async function updateProjectGuardrails(db: DbOrTx, projectId: string, patch: GuardrailOverrides): Promise<ProjectGuardrails | undefined> {
-  const given = Object.fromEntries(GUARDRAIL_FIELDS.filter((f) => patch[f] !== undefined).map((f) => [f, patch[f]]));
-  const rows = await db.execute<{ guardrails: ProjectGuardrails | null }>(sql`
-    update projects set
-      guardrails = nullif(jsonb_strip_nulls(coalesce(guardrails, '{}'::jsonb) || ${JSON.stringify(given)}::jsonb), '{}'::jsonb),
-      updated_at = now()
-    where id = ${projectId}::uuid
-    returning guardrails
-  `);
-  const row = rows.rows[0];
-  return row ? (row.guardrails ?? {}) : undefined;
+  const given = Object.fromEntries(GUARDRAIL_FIELDS.map((f) => [f, patch[f]]));
+  return updateProjectOverrides<ProjectGuardrails>(db, projectId, 'guardrails', given);
 }
 
 /** What {@link enforceCampaignGuardrail} did. */

@@ -15,6 +15,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { DbOrTx } from '../client';
+import { getProjectOverrides, updateProjectOverrides } from './project-overrides';
 import type { ProjectRetention } from '../schema';
 
 /** The kinds of record a retention setting covers, in the order a pass works them. */
@@ -106,9 +107,7 @@ export async function projectsWithRetention(db: DbOrTx): Promise<{ id: string; r
  * @returns the overrides (`{}` when none are set), or `undefined` when the project does not exist.
  */
 export async function getProjectRetention(db: DbOrTx, projectId: string): Promise<ProjectRetention | undefined> {
-  const rows = await db.execute<{ retention: ProjectRetention | null }>(sql`select retention from projects where id = ${projectId}::uuid`);
-  const row = rows.rows[0];
-  return row ? (row.retention ?? {}) : undefined;
+  return getProjectOverrides<ProjectRetention>(db, projectId, 'retention');
 }
 
 /**
@@ -118,14 +117,5 @@ export async function getProjectRetention(db: DbOrTx, projectId: string): Promis
  * @returns the overrides after the change (`{}` when none are left), or `undefined` when the project does not exist.
  */
 export async function updateProjectRetention(db: DbOrTx, projectId: string, patch: { [K in keyof ProjectRetention]?: number | null }): Promise<ProjectRetention | undefined> {
-  const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-  const rows = await db.execute<{ retention: ProjectRetention | null }>(sql`
-    update projects set
-      retention = nullif(jsonb_strip_nulls(coalesce(retention, '{}'::jsonb) || ${JSON.stringify(given)}::jsonb), '{}'::jsonb),
-      updated_at = now()
-    where id = ${projectId}::uuid
-    returning retention
-  `);
-  const row = rows.rows[0];
-  return row ? (row.retention ?? {}) : undefined;
+  return updateProjectOverrides<ProjectRetention>(db, projectId, 'retention', patch);
 }
