@@ -10,7 +10,7 @@ import request from 'supertest';
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { createLogger } from '@mailroom/platform/logger';
-import { retentionBatch } from '@mailroom/db/queries/retention';
+import { retentionBatch, RETENTION_KINDS } from '@mailroom/db/queries/retention';
 import { ERASED_ADDRESS } from '@mailroom/db/queries/erase';
 import { runRetentionPass } from '@mailroom/sending/retention';
 import { RETENTION_DEFAULTS } from '@mailroom/sending/retention-settings';
@@ -219,6 +219,20 @@ describe('the retention pass', () => {
     expect(done.more).toBe(false);
     expect(await count('events', sql`project_id = ${p.id}::uuid and name = 'bulk'`)).toBe(0);
     expect(await eventCount(p.id, 'bulk')).toBe(0);
+  });
+
+  test('a pass begins where it is told (by default a random project), so a short budget does not starve the last projects', async () => {
+    const [a, b] = [await createTestProject(api.database), await createTestProject(api.database)];
+    for (const p of [a, b]) await events(p.id, (await contact(p)).id, 'rotated', 5, 500);
+    const ids = (await q<{ id: string }>(sql`select id from projects order by id`)).map((r) => r.id);
+    const later = ids.indexOf(a.id) > ids.indexOf(b.id) ? a : b;
+    const earlier = later === a ? b : a;
+    // One batch per kind of the first project: with the later project first, only its events go.
+    await runRetentionPass(deps(), { batchSize: 100, maxBatches: RETENTION_KINDS.length, startAt: ids.indexOf(later.id) });
+    expect(await eventCount(later.id, 'rotated')).toBe(0);
+    expect(await eventCount(earlier.id, 'rotated')).toBe(5);
+    await runRetentionPass(deps(), { batchSize: 100 });
+    expect(await eventCount(earlier.id, 'rotated')).toBe(0);
   });
 
   test('every batch reads through an index (no sequential scan of the table)', async () => {

@@ -60,11 +60,13 @@ export interface RetentionPassResult {
  * @param options.batchSize - rows per statement (default {@link RETENTION_BATCH}).
  * @param options.budgetMs - no batch starts after this long (ms, default {@link RETENTION_PASS_BUDGET_MS}).
  * @param options.maxBatches - no batch starts after this many (default unbounded; tests use it to stop a pass early).
+ * @param options.startAt - the project (index in id order) the pass begins with; default a random one, so that a
+ *   pass whose budget runs out before the last projects does not leave the same ones behind every time.
  * @throws the database's error (the maintenance job fails and the next tick retries; batches already run stay done).
  */
 export async function runRetentionPass(
   deps: RetentionDeps,
-  options: { batchSize?: number; budgetMs?: number; maxBatches?: number } = {},
+  options: { batchSize?: number; budgetMs?: number; maxBatches?: number; startAt?: number } = {},
 ): Promise<RetentionPassResult> {
   const batchSize = options.batchSize ?? RETENTION_BATCH;
   const budgetMs = options.budgetMs ?? RETENTION_PASS_BUDGET_MS;
@@ -72,7 +74,9 @@ export async function runRetentionPass(
   const started = Date.now();
   const { db } = deps.database;
   const counts = Object.fromEntries(RETENTION_KINDS.map((k) => [k, 0])) as Record<RetentionKind, number>;
-  let work = (await projectsWithRetention(db)).flatMap((p) => {
+  const projects = await projectsWithRetention(db);
+  const start = projects.length === 0 ? 0 : (options.startAt ?? Math.floor(Math.random() * projects.length)) % projects.length;
+  let work = [...projects.slice(start), ...projects.slice(0, start)].flatMap((p) => {
     const settings = effectiveRetention(deps.config.retention, p.retention);
     return RETENTION_KINDS.map((kind) => ({ projectId: p.id, kind, days: settings[DAYS_OF[kind]] }));
   });
