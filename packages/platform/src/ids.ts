@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { createHash } from 'node:crypto';
 import { v7 as uuidv7, validate as uuidValidate } from 'uuid';
 import { AppError, ErrorCode } from './errors';
 
@@ -20,6 +21,26 @@ export function newId(): string {
  */
 export function newIdAt(ms: number): string {
   return uuidv7({ msecs: ms });
+}
+
+/**
+ * A deterministic UUIDv7 (RFC 9562 §5.7): timestamp `ms` (Unix epoch ms, clamped to 48 bits), the 74 other bits the
+ * first bits of SHA-256(`key`). The same (ms, key) always gives the same id, so a row whose id is derived this way
+ * is written at most once (the primary key refuses the second). Same as SQL `mailroom_uuid_v7_keyed` (migration 0017).
+ */
+export function keyedIdAt(ms: number, key: string): string {
+  const bytes = Buffer.alloc(16);
+  bytes.writeUIntBE(Math.min(Math.max(0, Math.floor(ms)), 2 ** 48 - 1), 0, 6);
+  createHash('sha256').update(key, 'utf8').digest().copy(bytes, 6, 0, 10);
+  bytes[6] = 0x70 | (bytes[6] & 0x0f); // version 7
+  bytes[8] = 0x80 | (bytes[8] & 0x3f); // variant 10
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** The Unix epoch millisecond in the first 48 bits of a UUIDv7 `id`. */
+export function idTimestampMs(id: string): number {
+  return parseInt(id.replace(/-/g, '').slice(0, 12), 16);
 }
 
 /**

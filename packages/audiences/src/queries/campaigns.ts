@@ -178,6 +178,18 @@ export async function startScheduledCampaign(db: DbOrTx, id: string): Promise<Ca
   return row;
 }
 
+/**
+ * The id of a campaign's email to a contact, as SQL over the campaign row aliased `k` and a contact id expression:
+ * a UUIDv7 whose timestamp is the campaign's start (fixed once it is SENDING) and whose other bits hash
+ * (campaign, contact) (`mailroom_uuid_v7_keyed`, migration 0017). One email per contact per campaign is thus the
+ * primary key (`emails` is partitioned by id and can hold no unique index on (campaign_id, contact_id)), and a
+ * campaign's emails share one month partition.
+ */
+export function campaignEmailIdSql(k: string, contactId: string): SQL {
+  const c = sql.raw(k);
+  return sql`mailroom_uuid_v7_keyed(coalesce(${c}.started_at, ${c}.created_at), 'campaign-email:' || ${c}.id || ':' || ${sql.raw(contactId)})`;
+}
+
 /** Result of one fan-out batch. */
 export interface FanoutBatch {
   /** False when the campaign is no longer SENDING (cancelled meanwhile) or the audience was already done. */
@@ -188,8 +200,9 @@ export interface FanoutBatch {
 
 /**
  * Turns the next `batchSize` contacts of the audience (after `fanout_cursor`, in contact id order) into queued
- * email rows, in one transaction holding the campaign row lock: bulk `INSERT … ON CONFLICT (campaign_id,
- * contact_id) DO NOTHING` and the cursor advance commit together, so a retried or duplicated batch inserts
+ * email rows, in one transaction holding the campaign row lock: bulk `INSERT … ON CONFLICT (id) DO NOTHING` (a
+ * campaign email's id is derived from the campaign and the contact, {@link campaignEmailIdSql}) and the cursor
+ * advance commit together, so a retried or duplicated batch inserts
  * nobody twice. Only subscribed contacts whose address is not on the suppression list are taken (one that
  * bounces later is caught again at send time).
  *
@@ -212,9 +225,9 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
       ),
       ins as (
         insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, from_name, reply_to, status, test)
-        select mailroom_uuid_v7(clock_timestamp()), k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued', k.test
+        select ${campaignEmailIdSql('k', 'b.id')}, k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued', k.test
         from batch b, campaigns k where k.id = ${campaignId}::uuid
-        on conflict (campaign_id, contact_id) where campaign_id is not null do nothing
+        on conflict (id) do nothing
         returning id
       ),
       moved as (

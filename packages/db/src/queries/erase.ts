@@ -61,7 +61,7 @@ export async function eraseContact(db: DbOrTx, projectId: string, id: string): P
         returning id
       )
       insert into email_events (id, email_id, project_id, type, data)
-      select gen_random_uuid(), c.id, ${p}, 'cancelled', '{"reason":"contact deleted"}'::jsonb from cancelled c
+      select mailroom_uuid_v7(clock_timestamp()), c.id, ${p}, 'cancelled', '{"reason":"contact deleted"}'::jsonb from cancelled c
     `);
     const scrubbed = await tx.execute<{ id: string }>(sql`
       update emails set

@@ -1,4 +1,4 @@
-import { boolean, check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { bytea, createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
@@ -112,11 +112,15 @@ export const emails = pgTable(
     index('emails_contact_idx').on(t.contactId),
     // The reconciler's scan: only rows not yet handed to SES, in creation order.
     index('emails_pending_idx').on(t.id).where(sql`${t.status} in ('queued', 'sending')`),
-    uniqueIndex('emails_message_id_idx').on(t.messageId).where(sql`${t.messageId} is not null`),
-    // One email per contact per campaign: a retried fan-out batch inserts nobody twice.
-    uniqueIndex('emails_campaign_contact_idx').on(t.campaignId, t.contactId).where(sql`${t.campaignId} is not null`),
-    // A retried SEND_EMAIL step finds the email it already wrote instead of writing a second one.
-    uniqueIndex('emails_workflow_step_run_idx').on(t.workflowStepRunId).where(sql`${t.workflowStepRunId} is not null`),
+    // SES feedback finds its email by SES message id (unique by SES; a partitioned table cannot hold a unique
+    // index without the partition key, so this one is plain).
+    index('emails_message_id_idx').on(t.messageId).where(sql`${t.messageId} is not null`),
+    // One email per contact per campaign is the primary key: a campaign email's id is derived from (campaign start,
+    // campaign, contact) (`mailroom_uuid_v7_keyed`, migration 0017), so a retried fan-out batch conflicts on `id`.
+    index('emails_campaign_contact_idx').on(t.campaignId, t.contactId).where(sql`${t.campaignId} is not null`),
+    // One email per SEND_EMAIL step run is the primary key too (the id is derived from the run's id); this index
+    // serves the `set null` of a deleted step run.
+    index('emails_workflow_step_run_idx').on(t.workflowStepRunId).where(sql`${t.workflowStepRunId} is not null`),
     // Campaign stats (counts by status) and the send-rate window of the ETA.
     index('emails_campaign_status_idx').on(t.campaignId, t.status, t.sentAt).where(sql`${t.campaignId} is not null`),
     // The campaign feeder's window: a campaign's emails not yet handed to SES, in audience (contact id) order.

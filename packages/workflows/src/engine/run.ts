@@ -19,7 +19,7 @@
  * @module
  */
 import { durationMs, type StepConfig } from '../workflows';
-import { newId } from '@mailroom/platform/ids';
+import { idTimestampMs, keyedIdAt } from '@mailroom/platform/ids';
 import { parseSegmentFilter } from '@mailroom/audiences/segments';
 import type { WebhookConfig } from '@mailroom/webhooks/config';
 import type { WorkflowConfig } from '../config';
@@ -308,7 +308,8 @@ export class ExecutionRun {
     if (contact.suppressed) return this.done(run, step, 'next', { status: 'SKIPPED', output: { reason: 'address is on the suppression list' } });
     const from = cfg.from ?? template.from;
     if (!from) return this.end(run, 'FAILED', 'neither the step nor the template has a from address');
-    const emailId = newId();
+    // Derived from the step run: a second write of this step's email (a retried run) conflicts on the primary key.
+    const emailId = keyedIdAt(idTimestampMs(run.id), `workflow-email:${run.id}`);
     return this.done(run, step, 'next', { status: 'COMPLETED', output: { emailId } }, {
       effect: (tx) => insertQueuedEmails(tx, [workflowEmailRow({ id: emailId, execution: x, run, template, contact, cfg, from })]),
       committed: () => this.sends.push(emailId),
