@@ -228,11 +228,12 @@ export function useApiWithProject(envOverrides: Record<string, string> = {}): { 
 /**
  * A migrated database of the caller's own, for tests whose worker runs the reconciler eagerly: the reconciler
  * adopts every pending email of its database, so on the shared test database it would take other files' mail.
+ * `until` stops at that migration (e.g. `0016_retention`: a database on an older schema, to test the next one).
  */
-export async function isolatedDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+export async function isolatedDatabase(until?: string): Promise<{ url: string; drop: () => Promise<void> }> {
   const admin = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const name = `mailroom_test_iso_${Date.now()}_${randomBytes(3).toString('hex')}`;
-  const url = await freshDatabase(admin, name);
+  const url = await freshDatabase(admin, name, until);
   return { url, drop: () => dropDatabase(admin, name) };
 }
 

@@ -34,7 +34,7 @@ export async function waitForHttp(url: string, ms: number): Promise<void> {
 }
 
 /** Creates (or re-creates) database `name` on the server of `adminUrl` and migrates it. @returns its URL. */
-export async function freshDatabase(adminUrl: string, name: string): Promise<string> {
+export async function freshDatabase(adminUrl: string, name: string, until?: string): Promise<string> {
   const admin = new Client({ connectionString: adminUrl });
   try {
     await admin.connect();
@@ -46,7 +46,7 @@ export async function freshDatabase(adminUrl: string, name: string): Promise<str
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  await migrate(url.toString());
+  await migrate(url.toString(), { until });
   return url.toString();
 }
 

@@ -1,7 +1,7 @@
 /**
  * Worker process entry point: one worker per queue of the catalog (`send`, `contact-import`, `campaign`,
  * `webhook`, `workflow`, `maintenance`; see `queues/workers.ts`), the workflow inbox drainer, the maintenance
- * timers (reconciler, segment and domain refreshers, SES quota watcher, test-message retention, data retention),
+ * timers (reconciler, segment and domain refreshers, SES quota watcher, test-message retention, data retention, time partitions),
  * the SES account reading that sets the send rate (`@mailroom/sending/ses/account`), a health and metrics endpoint
  * (`/health/live`, `/health/ready`, `/metrics`), graceful shutdown.
  *
@@ -44,6 +44,7 @@ import { checkQuotaOnce } from '@mailroom/sending/quota';
 import { CampaignQuotaGuard } from '@mailroom/sending/ses/quota-guard';
 import { testMessagesTask } from './processors/test-messages';
 import { retentionTask } from './processors/retention';
+import { partitionsTask } from './processors/partitions';
 import { WorkerMetrics } from './metrics';
 import type { SendJobResult } from '@mailroom/sending/job';
 import type { WorkflowJobResult } from '@mailroom/workflows/engine/engine';
@@ -124,6 +125,7 @@ export async function startWorker(
     quotaTask(quotaDeps),
     testMessagesTask({ config, database, logger }),
     retentionTask({ config, database, logger }),
+    partitionsTask({ config, database, logger }),
   ];
   // One processor per catalog queue, keyed like the catalog: a queue without one does not compile.
   const workers: Workers = createWorkers(

@@ -81,11 +81,11 @@ BEGIN
   RETURN CASE WHEN strays THEN 'moved' ELSE 'created' END;
 END $$;
 --> statement-breakpoint
--- Month partitions of `parent` for every month from `since` (at most 24 months before now; null: this month) to
--- `until`. Returns the months it did not create because the default partition holds rows of theirs ('blocked').
+-- Month partitions of `parent` for every month from `since` (null: this month) to `until`. Returns the months it
+-- did not create because the default partition holds rows of theirs ('blocked').
 CREATE FUNCTION mailroom_ensure_month_partitions(parent text, since timestamptz, until timestamptz) RETURNS date[] LANGUAGE plpgsql AS $$
 DECLARE
-  m date := date_trunc('month', greatest(coalesce(least(since, now()), now()), now() - interval '24 months') AT TIME ZONE 'UTC')::date;
+  m date := date_trunc('month', coalesce(since, now()) AT TIME ZONE 'UTC')::date;
   last date := date_trunc('month', until AT TIME ZONE 'UTC')::date;
   blocked date[] := '{}';
 BEGIN
@@ -110,7 +110,7 @@ CREATE TABLE "emails" (LIKE "emails_unpartitioned" INCLUDING DEFAULTS INCLUDING 
 --> statement-breakpoint
 CREATE TABLE "emails_default" PARTITION OF "emails" DEFAULT;
 --> statement-breakpoint
-SELECT mailroom_ensure_month_partitions('emails', (SELECT min(created_at) FROM "emails_unpartitioned"), now() + interval '3 months');
+SELECT mailroom_ensure_month_partitions('emails', greatest(least((SELECT min(created_at) FROM "emails_unpartitioned"), now()), now() - interval '24 months'), now() + interval '3 months');
 --> statement-breakpoint
 INSERT INTO "emails" SELECT * FROM "emails_unpartitioned";
 --> statement-breakpoint
@@ -118,7 +118,7 @@ CREATE TABLE "email_events" (LIKE "email_events_unpartitioned" INCLUDING DEFAULT
 --> statement-breakpoint
 CREATE TABLE "email_events_default" PARTITION OF "email_events" DEFAULT;
 --> statement-breakpoint
-SELECT mailroom_ensure_month_partitions('email_events', (SELECT min(created_at) FROM "email_events_unpartitioned"), now() + interval '3 months');
+SELECT mailroom_ensure_month_partitions('email_events', greatest(least((SELECT min(created_at) FROM "email_events_unpartitioned"), now()), now() - interval '24 months'), now() + interval '3 months');
 --> statement-breakpoint
 INSERT INTO "email_events" SELECT * FROM "email_events_unpartitioned";
 --> statement-breakpoint
@@ -126,7 +126,7 @@ CREATE TABLE "events" (LIKE "events_unpartitioned" INCLUDING DEFAULTS INCLUDING 
 --> statement-breakpoint
 CREATE TABLE "events_default" PARTITION OF "events" DEFAULT;
 --> statement-breakpoint
-SELECT mailroom_ensure_month_partitions('events', (SELECT min(created_at) FROM "events_unpartitioned"), now() + interval '3 months');
+SELECT mailroom_ensure_month_partitions('events', greatest(least((SELECT min(created_at) FROM "events_unpartitioned"), now()), now() - interval '24 months'), now() + interval '3 months');
 --> statement-breakpoint
 INSERT INTO "events" SELECT * FROM "events_unpartitioned";
 --> statement-breakpoint
@@ -134,7 +134,7 @@ CREATE TABLE "webhook_deliveries" (LIKE "webhook_deliveries_unpartitioned" INCLU
 --> statement-breakpoint
 CREATE TABLE "webhook_deliveries_default" PARTITION OF "webhook_deliveries" DEFAULT;
 --> statement-breakpoint
-SELECT mailroom_ensure_month_partitions('webhook_deliveries', (SELECT min(created_at) FROM "webhook_deliveries_unpartitioned"), now() + interval '3 months');
+SELECT mailroom_ensure_month_partitions('webhook_deliveries', greatest(least((SELECT min(created_at) FROM "webhook_deliveries_unpartitioned"), now()), now() - interval '24 months'), now() + interval '3 months');
 --> statement-breakpoint
 INSERT INTO "webhook_deliveries" SELECT * FROM "webhook_deliveries_unpartitioned";
 --> statement-breakpoint
@@ -142,7 +142,7 @@ CREATE TABLE "webhook_attempts" (LIKE "webhook_attempts_unpartitioned" INCLUDING
 --> statement-breakpoint
 CREATE TABLE "webhook_attempts_default" PARTITION OF "webhook_attempts" DEFAULT;
 --> statement-breakpoint
-SELECT mailroom_ensure_month_partitions('webhook_attempts', (SELECT min(created_at) FROM "webhook_attempts_unpartitioned"), now() + interval '3 months');
+SELECT mailroom_ensure_month_partitions('webhook_attempts', greatest(least((SELECT min(created_at) FROM "webhook_attempts_unpartitioned"), now()), now() - interval '24 months'), now() + interval '3 months');
 --> statement-breakpoint
 INSERT INTO "webhook_attempts" SELECT * FROM "webhook_attempts_unpartitioned";
 --> statement-breakpoint

@@ -2,6 +2,8 @@
  * Data retention (issue 20): the worker's `retention` maintenance task applies each project's retention settings
  * ({@link effectiveRetention}: its `projects.retention` overrides over `RETENTION_*_DAYS`) in bounded batches.
  *
+ * - **Whole months first.** A month partition of a history table whose every row is past retention for every
+ *   project is detached and dropped whole ({@link dropExpiredPartitions}); the batches handle the rest.
  * - **Bounded batches.** Each statement changes at most {@link RETENTION_BATCH} rows of one kind of one project,
  *   found through an index made for its predicate, oldest first (`@mailroom/db/queries/retention`); each statement
  *   commits on its own, so no lock outlives a batch and nothing scans a table.
@@ -20,6 +22,7 @@ import { type Database } from '@mailroom/db/client';
 import { projectsWithRetention, retentionBatch, RETENTION_KINDS, type RetentionKind } from '@mailroom/db/queries/retention';
 import type { SendingConfig } from './config';
 import { effectiveRetention, type RetentionSettings } from './retention-settings';
+import { dropExpiredPartitions } from './partitions';
 
 /** Rows per statement. */
 export const RETENTION_BATCH = 1_000;
@@ -52,6 +55,8 @@ export interface RetentionPassResult {
   batches: number;
   /** The budget ran out with work left: the next pass goes on. */
   more: boolean;
+  /** Month partitions dropped whole before the batches ({@link dropExpiredPartitions}). */
+  partitionsDropped: string[];
 }
 
 /**
@@ -60,13 +65,14 @@ export interface RetentionPassResult {
  * @param options.batchSize - rows per statement (default {@link RETENTION_BATCH}).
  * @param options.budgetMs - no batch starts after this long (ms, default {@link RETENTION_PASS_BUDGET_MS}).
  * @param options.maxBatches - no batch starts after this many (default unbounded; tests use it to stop a pass early).
+ * @param options.partitions - false: no month partition is dropped first (default true, {@link dropExpiredPartitions}).
  * @param options.startAt - the project (index in id order) the pass begins with; default a random one, so that a
  *   pass whose budget runs out before the last projects does not leave the same ones behind every time.
  * @throws the database's error (the maintenance job fails and the next tick retries; batches already run stay done).
  */
 export async function runRetentionPass(
   deps: RetentionDeps,
-  options: { batchSize?: number; budgetMs?: number; maxBatches?: number; startAt?: number } = {},
+  options: { batchSize?: number; budgetMs?: number; maxBatches?: number; startAt?: number; partitions?: boolean } = {},
 ): Promise<RetentionPassResult> {
   const batchSize = options.batchSize ?? RETENTION_BATCH;
   const budgetMs = options.budgetMs ?? RETENTION_PASS_BUDGET_MS;
@@ -74,6 +80,7 @@ export async function runRetentionPass(
   const started = Date.now();
   const { db } = deps.database;
   const counts = Object.fromEntries(RETENTION_KINDS.map((k) => [k, 0])) as Record<RetentionKind, number>;
+  const partitionsDropped = options.partitions === false ? [] : await dropExpiredPartitions(deps);
   const projects = await projectsWithRetention(db);
   const start = projects.length === 0 ? 0 : (options.startAt ?? Math.floor(Math.random() * projects.length)) % projects.length;
   let work = [...projects.slice(start), ...projects.slice(0, start)].flatMap((p) => {
@@ -84,7 +91,7 @@ export async function runRetentionPass(
   while (work.length > 0) {
     const left: typeof work = [];
     for (const item of work) {
-      if (Date.now() - started >= budgetMs || batches >= maxBatches) return finish(deps, counts, batches, true);
+      if (Date.now() - started >= budgetMs || batches >= maxBatches) return finish(deps, counts, batches, true, partitionsDropped);
       const n = await retentionBatch(db, item.kind, item.projectId, item.days, batchSize);
       batches++;
       counts[item.kind] += n;
@@ -92,10 +99,10 @@ export async function runRetentionPass(
     }
     work = left;
   }
-  return finish(deps, counts, batches, false);
+  return finish(deps, counts, batches, false, partitionsDropped);
 }
 
-function finish(deps: RetentionDeps, counts: Record<RetentionKind, number>, batches: number, more: boolean): RetentionPassResult {
+function finish(deps: RetentionDeps, counts: Record<RetentionKind, number>, batches: number, more: boolean, partitionsDropped: string[]): RetentionPassResult {
   if (Object.values(counts).some((n) => n > 0)) deps.logger.info({ counts, batches, more }, 'retention pass');
-  return { counts, batches, more };
+  return { counts, batches, more, partitionsDropped };
 }

@@ -1,0 +1,197 @@
+/**
+ * Time partitions of the history tables (issue 20, migration `0017_partitioning`): `emails`, `email_events`,
+ * `events`, `webhook_deliveries` and `webhook_attempts` are partitioned BY RANGE (id), one partition
+ * `<table>_pYYYYMM` per calendar month (UTC) whose bounds are the UUIDv7s of the month's first millisecond, plus a
+ * `<table>_default` partition for any id outside them.
+ *
+ * The statements here create months ahead ({@link ensureMonthPartitions}), list them ({@link listMonthPartitions}),
+ * count what landed in the default partition ({@link defaultPartitionRows}), and drop a whole month when every row
+ * in it is past retention ({@link dropMonthPartition}). Taking a lock on a hot parent never waits longer than
+ * {@link PARTITION_LOCK_TIMEOUT_MS}: the statement fails instead and the next pass tries again.
+ *
+ * @module
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { DbOrTx } from '../client';
+
+/** The partitioned tables, in the order a retention pass may drop their months (referencing tables first). */
+export const PARTITIONED_TABLES = ['webhook_attempts', 'webhook_deliveries', 'email_events', 'emails', 'events'] as const;
+export type PartitionedTable = (typeof PARTITIONED_TABLES)[number];
+
+/** Longest wait (ms) for the lock on a parent table when attaching or detaching a partition. */
+export const PARTITION_LOCK_TIMEOUT_MS = 3_000;
+
+/** One month partition of a table. */
+export interface MonthPartition {
+  table: PartitionedTable;
+  /** `<table>_pYYYYMM`. */
+  name: string;
+  /** First millisecond of the month (UTC), Unix epoch ms. */
+  fromMs: number;
+  /** First millisecond of the next month (UTC), Unix epoch ms: the exclusive upper bound. */
+  toMs: number;
+}
+
+/** First millisecond (UTC) of the month `offset` months after the month of `ms`. */
+export function monthStartMs(ms: number, offset = 0): number {
+  const d = new Date(ms);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + offset, 1);
+}
+
+/** The smallest UUIDv7 of millisecond `ms` (what SQL `mailroom_uuid_v7_floor` gives). */
+function idFloor(ms: number): string {
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+/**
+ * Creates the month partitions of `table` from the month of `fromMs` to the month of `untilMs` (inclusive) that do
+ * not exist yet. Rows of a created month that sat in the default partition move into it when nothing references
+ * the table by foreign key; otherwise that month is left uncreated (its rows keep going to the default partition).
+ *
+ * @returns the months (first ms, UTC) left uncreated because the default partition holds rows of theirs.
+ * @throws the driver's error, e.g. `lock_timeout` when the parent stayed locked longer than {@link PARTITION_LOCK_TIMEOUT_MS}.
+ */
+export async function ensureMonthPartitions(db: DbOrTx, table: PartitionedTable, fromMs: number, untilMs: number): Promise<number[]> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql.raw(`set local lock_timeout = ${PARTITION_LOCK_TIMEOUT_MS}`));
+    const rows = await tx.execute<{ blocked: string[] | null }>(sql`
+      select mailroom_ensure_month_partitions(${table}, ${new Date(fromMs).toISOString()}::timestamptz, ${new Date(untilMs).toISOString()}::timestamptz)::text[] as blocked`);
+    return (rows.rows[0]?.blocked ?? []).map((d) => Date.parse(`${d}T00:00:00Z`));
+  });
+}
+
+/** The month partitions of `table`, oldest first (the default partition is not one). */
+export async function listMonthPartitions(db: DbOrTx, table: PartitionedTable): Promise<MonthPartition[]> {
+  const rows = await db.execute<{ name: string }>(sql`
+    select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+    where i.inhparent = ${table}::regclass and c.relname ~ ${`^${table}_p[0-9]{6}$`}
+    order by c.relname`);
+  return rows.rows.map(({ name }) => {
+    const ym = name.slice(-6);
+    const fromMs = Date.UTC(Number(ym.slice(0, 4)), Number(ym.slice(4)) - 1, 1);
+    return { table, name, fromMs, toMs: monthStartMs(fromMs, 1) };
+  });
+}
+
+/**
+ * Rows of `table` in its default partition (ids outside every month partition: made by a clock far off, or
+ * imported history older than the oldest month), counted up to `cap`.
+ */
+export async function defaultPartitionRows(db: DbOrTx, table: PartitionedTable, cap = 100_000): Promise<number> {
+  const rows = await db.execute<{ n: number }>(sql`
+    select count(*)::int as n from (select 1 from ${sql.identifier(`${table}_default`)} limit ${cap}) d`);
+  return rows.rows[0].n;
+}
+
+/** Statements that decide whether a month can go, and what must happen before it goes. */
+interface DropPlan {
+  /** True when something in (or depending on) the month must stay. */
+  blocked?: (lo: string, hi: string) => SQL;
+  /** Run, in order, before the detach: rows of other tables referencing the month (the detach checks none is left). */
+  before?: (lo: string, hi: string) => SQL[];
+  /** Run on the detached table before it is dropped: derived counters that a statement trigger kept. */
+  finish?: (detached: SQL) => SQL[];
+}
+
+const NOT_FINAL = sql`('queued', 'sending')`;
+
+const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
+  // Attempts of a delivery come after it: a pending delivery made before the month's end may still own some.
+  webhook_attempts: {
+    blocked: (_lo, hi) => sql`exists (select 1 from webhook_deliveries where status = 'pending' and id < ${hi}::uuid)`,
+  },
+  webhook_deliveries: {
+    blocked: (lo, hi) => sql`exists (select 1 from webhook_deliveries where status = 'pending' and id >= ${lo}::uuid and id < ${hi}::uuid)`,
+    before: (lo, hi) => [sql`delete from webhook_attempts where delivery_id >= ${lo}::uuid and delivery_id < ${hi}::uuid`],
+  },
+  // A timeline row comes after its email: campaign emails (kept while their campaign exists) and emails not yet
+  // final made before the month's end may still own some.
+  email_events: {
+    blocked: (_lo, hi) => sql`exists (select 1 from emails where campaign_id is not null and id < ${hi}::uuid)
+      or exists (select 1 from emails where status in ${NOT_FINAL} and id < ${hi}::uuid)`,
+  },
+  emails: {
+    blocked: (lo, hi) => sql`exists (select 1 from emails where campaign_id is not null and id >= ${lo}::uuid and id < ${hi}::uuid)
+      or exists (select 1 from emails where status in ${NOT_FINAL} and id >= ${lo}::uuid and id < ${hi}::uuid)`,
+    before: (lo, hi) => [
+      sql`delete from email_events where email_id >= ${lo}::uuid and email_id < ${hi}::uuid`,
+      sql`delete from test_messages where email_id >= ${lo}::uuid and email_id < ${hi}::uuid`,
+      sql`update suppressions set source_email_id = null where source_email_id >= ${lo}::uuid and source_email_id < ${hi}::uuid`,
+    ],
+  },
+  // DROP fires no statement trigger: the event_names counts (migration 0002) are lowered by the detached month's
+  // counts per (project, name), in the transaction that drops it.
+  events: {
+    finish: (detached) => [
+      sql`update event_names e set count = e.count - d.n
+        from (select project_id, name, count(*) as n from ${detached} group by project_id, name order by project_id, name) d
+        where e.project_id = d.project_id and e.name = d.name`,
+      sql`delete from event_names e using (select distinct project_id, name from ${detached}) d
+        where e.project_id = d.project_id and e.name = d.name and e.count <= 0`,
+    ],
+  },
+};
+
+/** Name a month partition takes once detached, until it is dropped. */
+const detachedName = (name: string) => `${name}_detached`;
+
+/**
+ * Drops one month partition when nothing in it must stay (no pending webhook delivery, campaign email or email
+ * not yet final owns its rows; see the plans above). The caller decides that every row is past retention (the
+ * month ends before the oldest cutoff of every project). Two short transactions:
+ *
+ * 1. Rows of other tables referencing the month are deleted (timelines, attempts, test messages) or unlinked
+ *    (a suppression's source email), then the month is detached and renamed `<name>_detached`. The detach holds
+ *    the parent's ACCESS EXCLUSIVE lock to the commit, so nothing slow runs after it.
+ * 2. Counters kept by statement triggers are lowered by the detached rows (`event_names` for `events`), and the
+ *    table is dropped ({@link finishDetachedPartitions} completes this step after a crash between the two).
+ *
+ * @returns true when dropped; false when something in it must stay (nothing changed).
+ * @throws the driver's error, e.g. `lock_timeout` when the parent stayed busy longer than {@link PARTITION_LOCK_TIMEOUT_MS}
+ *   (the transaction rolls back; the next pass tries again).
+ */
+export async function dropMonthPartition(db: DbOrTx, p: MonthPartition): Promise<boolean> {
+  const plan = PLANS[p.table];
+  const lo = idFloor(p.fromMs);
+  const hi = idFloor(p.toMs);
+  const detached = await db.transaction(async (tx) => {
+    await tx.execute(sql.raw(`set local lock_timeout = ${PARTITION_LOCK_TIMEOUT_MS}`));
+    if (plan.blocked) {
+      const b = await tx.execute<{ blocked: boolean }>(sql`select (${plan.blocked(lo, hi)}) as blocked`);
+      if (b.rows[0].blocked) return false;
+    }
+    for (const statement of plan.before?.(lo, hi) ?? []) await tx.execute(statement);
+    await tx.execute(sql`alter table ${sql.identifier(p.table)} detach partition ${sql.identifier(p.name)}`);
+    await tx.execute(sql`alter table ${sql.identifier(p.name)} rename to ${sql.identifier(detachedName(p.name))}`);
+    return true;
+  });
+  if (detached) await finishDetached(db, p.table, detachedName(p.name));
+  return detached;
+}
+
+async function finishDetached(db: DbOrTx, table: PartitionedTable, name: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    for (const statement of PLANS[table].finish?.(sql`${sql.identifier(name)}`) ?? []) await tx.execute(statement);
+    await tx.execute(sql`drop table ${sql.identifier(name)}`);
+  });
+}
+
+/**
+ * Completes the drop of month partitions detached by {@link dropMonthPartition} whose second step did not run
+ * (the process died between the two): counters lowered, table dropped.
+ *
+ * @returns the names of the tables dropped.
+ */
+export async function finishDetachedPartitions(db: DbOrTx): Promise<string[]> {
+  const done: string[] = [];
+  for (const table of PARTITIONED_TABLES) {
+    const rows = await db.execute<{ name: string }>(sql`
+      select relname as name from pg_class where relkind = 'r' and relname ~ ${`^${table}_p[0-9]{6}_detached$`} and not relispartition`);
+    for (const { name } of rows.rows) {
+      await finishDetached(db, table, name);
+      done.push(name);
+    }
+  }
+  return done;
+}

@@ -1,0 +1,201 @@
+/**
+ * Time partitions at work (migration 0017, `@mailroom/sending/partitions`): the maintenance pass makes months
+ * ahead and handles rows landing in a default partition; retention drops whole months past every project's
+ * retention with the derived counts right, and keeps the months something still needs; dedupe guarantees that
+ * moved from unique indexes into the primary key still hold.
+ */
+import { sql } from 'drizzle-orm';
+import { loadConfig } from '@mailroom/config/config';
+import { createLogger } from '@mailroom/platform/logger';
+import { idLowerBound, keyedIdAt } from '@mailroom/platform/ids';
+import { ensureMonthPartitions, listMonthPartitions, PARTITIONED_TABLES } from '@mailroom/db/queries/partitions';
+import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { fanoutBatch } from '@mailroom/audiences/queries/campaigns';
+import { runPartitionPass, PARTITION_MONTHS_AHEAD } from '@mailroom/sending/partitions';
+import { runRetentionPass } from '@mailroom/sending/retention';
+import { partitionsTask, PARTITIONS_INTERVAL_MS } from '../../apps/worker/src/processors/partitions';
+import { client, createTestProject, isolatedDatabase, recipient, startTestApi, testEnv, type TestApi } from '../support/harness';
+
+let iso: { url: string; drop: () => Promise<void> };
+let api: TestApi;
+beforeAll(async () => {
+  iso = await isolatedDatabase();
+  api = await startTestApi(loadConfig(testEnv({ DATABASE_URL: iso.url })));
+});
+afterAll(async () => {
+  await api.close();
+  await iso.drop();
+});
+
+const deps = () => ({ config: api.config, database: api.database, logger: createLogger(api.config, 'test') });
+const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql>) => (await api.database.db.execute<T>(query)).rows;
+const partOf = async (table: string, id: string) =>
+  (await q<{ part: string }>(sql`select tableoid::regclass::text as part from ${sql.identifier(table)} where id = ${id}::uuid`))[0]?.part;
+const utc = (y: number, m: number, d = 1) => Date.UTC(y, m - 1, d);
+const idAt = (ms: number) => sql`mailroom_uuid_v7(${new Date(ms).toISOString()}::timestamptz)`;
+const exists = async (name: string) => (await q<{ r: string | null }>(sql`select to_regclass(${name})::text as r`))[0].r !== null;
+
+async function contactOf(projectId: string): Promise<string> {
+  const [c] = await q<{ id: string }>(sql`
+    insert into contacts (id, project_id, email, email_key, subscribed) values (mailroom_uuid_v7(now()), ${projectId}::uuid, ${recipient('pt')}, ${recipient('pt')}, true)
+    returning id`);
+  return c.id;
+}
+
+test('SQL and TypeScript agree on the month bounds and on derived ids', async () => {
+  const ms = utc(2027, 3);
+  const [r] = await q<{ floor: string; keyed: string }>(sql`
+    select mailroom_uuid_v7_floor(${new Date(ms).toISOString()}::timestamptz)::text as floor,
+      mailroom_uuid_v7_keyed(${new Date(ms + 5).toISOString()}::timestamptz, 'campaign-email:a:b')::text as keyed`);
+  expect(r.floor).toBe(idLowerBound(ms));
+  expect(r.keyed).toBe(keyedIdAt(ms + 5, 'campaign-email:a:b'));
+  expect(keyedIdAt(ms + 5, 'campaign-email:a:b')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+});
+
+test('the maintenance pass makes the months ahead, every table, and is a maintenance task of its own', async () => {
+  const now = utc(2090, 11, 20);
+  const first = await runPartitionPass(deps(), now);
+  expect(first.failed).toEqual([]);
+  for (const table of PARTITIONED_TABLES) {
+    const names = (await listMonthPartitions(api.database.db, table)).map((p) => p.name);
+    expect(names).toEqual(expect.arrayContaining([`${table}_p209011`, `${table}_p209012`, `${table}_p209101`, `${table}_p209102`]));
+    expect(names).not.toContain(`${table}_p209103`);
+  }
+  expect(PARTITION_MONTHS_AHEAD).toBe(3);
+  // A second pass finds them made.
+  const again = await runPartitionPass(deps(), now);
+  expect(again).toEqual(first);
+  // Indexes are named after the parent's on every partition (so plans read the same).
+  const idx = await q<{ indexname: string }>(sql`select indexname from pg_indexes where tablename = 'events_p209011' order by 1`);
+  expect(idx.map((i) => i.indexname)).toEqual(['events_contact_idx_p209011', 'events_pkey_p209011', 'events_project_id_idx_p209011', 'events_project_name_idx_p209011', 'events_retention_idx_p209011']);
+  expect(partitionsTask(deps())).toMatchObject({ name: 'partitions', intervalMs: PARTITIONS_INTERVAL_MS, release: false });
+});
+
+test('a row beyond every month lands in the default partition, is reported, and moves into its month when that month is made', async () => {
+  const p = await createTestProject(api.database);
+  const contactId = await contactOf(p.id);
+  const [ev] = await q<{ id: string }>(sql`
+    insert into events (id, project_id, contact_id, name) values (${idAt(utc(2095, 5, 10))}, ${p.id}::uuid, ${contactId}::uuid, 'far.future') returning id`);
+  expect(await partOf('events', ev.id)).toBe('events_default');
+  const reported = await runPartitionPass(deps());
+  expect(reported.defaultRows.events).toBeGreaterThanOrEqual(1);
+
+  const moved = await runPartitionPass(deps(), utc(2095, 3, 1));
+  expect(moved.blocked).toEqual([]);
+  expect(await partOf('events', ev.id)).toBe('events_p209505');
+  // The move wrote straight into the partitions: no trigger counted the event a second time.
+  expect((await q<{ count: number }>(sql`select count::int from event_names where project_id = ${p.id}::uuid and name = 'far.future'`))[0].count).toBe(1);
+
+  // An email (a table others reference: moving it would cascade) stays in default and its month is reported blocked.
+  const [em] = await q<{ id: string }>(sql`
+    insert into emails (id, project_id, source, to_email, from_email, subject, body, body_format, status)
+    values (${idAt(utc(2096, 5, 10))}, ${p.id}::uuid, 'transactional', 'x@y.test', ${`a@${p.domain}`}, 's', 'b', 'html', 'sent') returning id`);
+  const blocked = await runPartitionPass(deps(), utc(2096, 3, 1));
+  expect(blocked.blocked).toEqual(['emails:2096-05']);
+  expect(await exists('emails_p209605')).toBe(false);
+  expect(await exists('events_p209605')).toBe(true);
+  expect(await partOf('emails', em.id)).toBe('emails_default');
+  expect((await client(api.app, p).get(`/emails/${em.id}`)).body.data).toMatchObject({ id: em.id, status: 'sent' });
+});
+
+test('retention drops whole months past every project\'s retention, with event counts right, and keeps months something needs', async () => {
+  const p = await createTestProject(api.database);
+  const other = await createTestProject(api.database);
+  const contactId = await contactOf(p.id);
+  // Months of 2001 (long past every retention) with their partitions, and recent rows of the same event names.
+  for (const table of PARTITIONED_TABLES) await ensureMonthPartitions(api.database.db, table, utc(2001, 1), utc(2001, 6));
+  const ev = (ms: number, name: string) => sql`(${idAt(ms)}, ${p.id}::uuid, ${contactId}::uuid, ${name}, ${new Date(ms).toISOString()}::timestamptz)`;
+  await api.database.db.execute(sql`insert into events (id, project_id, contact_id, name, created_at) values
+    ${ev(utc(2001, 1, 5), 'old.only')}, ${ev(utc(2001, 1, 6), 'old.only')}, ${ev(utc(2001, 1, 7), 'both')}, ${ev(Date.now(), 'both')}`);
+  const email = (ms: number, status: string, campaignId: string | null = null) => q<{ id: string }>(sql`
+    insert into emails (id, project_id, contact_id, campaign_id, source, to_email, from_email, subject, body, body_format, status, created_at)
+    values (${idAt(ms)}, ${p.id}::uuid, ${contactId}::uuid, ${campaignId}::uuid, ${campaignId ? 'campaign' : 'transactional'}, 'x@y.test', ${`a@${p.domain}`},
+      's', 'b', 'html', ${status}, ${new Date(ms).toISOString()}::timestamptz) returning id`).then((r) => r[0].id);
+  const febEmail = await email(utc(2001, 2, 27), 'delivered');
+  // Its timeline: one row in its month, one in a later month that stays (April: a campaign email owns rows there).
+  await api.database.db.execute(sql`insert into email_events (id, email_id, project_id, type) values
+    (${idAt(utc(2001, 2, 27))}, ${febEmail}::uuid, ${p.id}::uuid, 'sent'), (${idAt(utc(2001, 4, 20))}, ${febEmail}::uuid, ${p.id}::uuid, 'opened')`);
+  await api.database.db.execute(sql`insert into test_messages (email_id, project_id, raw) values (${febEmail}::uuid, ${p.id}::uuid, decode('00', 'hex'))`);
+  await api.database.db.execute(sql`insert into suppressions (id, project_id, email, email_key, reason, source_email_id)
+    values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'x@y.test', 'x@y.test', 'hard_bounce', ${febEmail}::uuid)`);
+  const [campaign] = await q<{ id: string }>(sql`
+    insert into campaigns (id, project_id, name, subject, body, from_email, audience_type) values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'c', 's', 'b', 'a@b.test', 'ALL') returning id`);
+  const aprCampaignEmail = await email(utc(2001, 4, 10), 'delivered', campaign.id);
+  const mayQueued = await email(utc(2001, 5, 10), 'queued');
+  const ep = (await q<{ id: string }>(sql`insert into webhook_endpoints (id, project_id, url, event_types, secret)
+    values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'https://h.test', '{*}', 's') returning id`))[0].id;
+  const delivery = (ms: number, status: string) => q<{ id: string }>(sql`
+    insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload, status, created_at)
+    values (${idAt(ms)}, ${p.id}::uuid, ${ep}::uuid, 'x', '{}'::jsonb, ${status}, ${new Date(ms).toISOString()}::timestamptz) returning id`).then((r) => r[0].id);
+  const janDelivery = await delivery(utc(2001, 1, 20), 'succeeded');
+  await api.database.db.execute(sql`insert into webhook_attempts (id, delivery_id, project_id, attempt, duration_ms) values
+    (${idAt(utc(2001, 1, 20))}, ${janDelivery}::uuid, ${p.id}::uuid, 1, 5), (${idAt(utc(2001, 4, 3))}, ${janDelivery}::uuid, ${p.id}::uuid, 2, 5)`);
+  const marPending = await delivery(utc(2001, 3, 20), 'pending');
+  // A project keeping everything for 100 years holds every month back; the others keep the defaults.
+  await api.database.db.execute(sql`update projects set retention = '{"eventDays": 36500, "emailDays": 36500, "webhookDays": 36500}'::jsonb
+    where id = ${other.id}::uuid`);
+  expect((await runRetentionPass(deps(), { maxBatches: 0 })).partitionsDropped).toEqual([]);
+  expect(await exists('events_p200101')).toBe(true);
+  await api.database.db.execute(sql`update projects set retention = null where id = ${other.id}::uuid`);
+
+  const result = await runRetentionPass(deps(), { maxBatches: 0 });
+  expect(result.partitionsDropped).toEqual(expect.arrayContaining(['events_p200101', 'webhook_attempts_p200101', 'webhook_deliveries_p200101', 'emails_p200102']));
+  // events: the month is gone and event_names counts lowered by its rows, in the same pass.
+  expect(await exists('events_p200101')).toBe(false);
+  const names = await q<{ name: string; count: number }>(sql`select name, count::int from event_names where project_id = ${p.id}::uuid order by name`);
+  expect(names).toEqual([{ name: 'both', count: 1 }]);
+  // emails: February went with its timeline in April's partition, its test message, its suppression's link; April
+  // stays (its campaign exists); May stays (queued).
+  expect(await exists('emails_p200102')).toBe(false);
+  expect(await q(sql`select 1 from email_events where email_id = ${febEmail}::uuid`)).toEqual([]);
+  expect(await q(sql`select 1 from test_messages where email_id = ${febEmail}::uuid`)).toEqual([]);
+  expect(await q<{ source_email_id: string | null }>(sql`select source_email_id from suppressions where project_id = ${p.id}::uuid`)).toEqual([{ source_email_id: null }]);
+  expect(await partOf('emails', aprCampaignEmail)).toBe('emails_p200104');
+  expect(await partOf('emails', mayQueued)).toBe('emails_p200105');
+  // Timeline months go up to the first an older campaign email or unsent email may own rows in.
+  expect(await exists('email_events_p200103')).toBe(false);
+  expect(await exists('email_events_p200104')).toBe(true);
+  // webhooks: January's delivery went with its April attempt; March stays (pending), and attempts from March on.
+  expect(await q(sql`select 1 from webhook_attempts where delivery_id = ${janDelivery}::uuid`)).toEqual([]);
+  expect(await partOf('webhook_deliveries', marPending)).toBe('webhook_deliveries_p200103');
+  expect(await exists('webhook_attempts_p200103')).toBe(true);
+  expect(await q(sql`select relname from pg_class where relname like '%\\_detached'`)).toEqual([]);
+
+  // Once the campaign is deleted and the email sent, their months go too.
+  await api.database.db.execute(sql`delete from campaigns where id = ${campaign.id}::uuid`);
+  await api.database.db.execute(sql`update emails set status = 'sent' where id = ${mayQueued}::uuid`);
+  await api.database.db.execute(sql`update webhook_deliveries set status = 'failed' where id = ${marPending}::uuid`);
+  await runRetentionPass(deps(), { maxBatches: 0 });
+  for (const table of PARTITIONED_TABLES) {
+    expect((await listMonthPartitions(api.database.db, table)).filter((m) => m.name.includes('_p2001'))).toEqual([]);
+  }
+  expect((await q<{ count: number }>(sql`select count::int from event_names where project_id = ${p.id}::uuid and name = 'both'`))[0].count).toBe(1);
+});
+
+test('dedupe moved into the primary key: a re-run fan-out batch and a second write of a step\'s email insert nobody twice', async () => {
+  const p = await createTestProject(api.database);
+  const as = client(api.app, p);
+  for (let i = 0; i < 5; i++) expect((await as.post('/contacts', { email: recipient('fan') })).status).toBe(201);
+  const [c] = await q<{ id: string }>(sql`
+    insert into campaigns (id, project_id, name, subject, body, from_email, audience_type, status, started_at)
+    values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'c', 's', 'b', ${`a@${p.domain}`}, 'ALL', 'SENDING', now()) returning id`);
+  const first = await fanoutBatch(api.database.db, c.id, sql`true`, 100);
+  expect(first).toMatchObject({ applied: true, inserted: 5, done: true });
+  // The same batch again, as if its cursor advance had been lost: every row conflicts on its id.
+  await api.database.db.execute(sql`update campaigns set fanout_cursor = null, fanout_done = false where id = ${c.id}::uuid`);
+  const again = await fanoutBatch(api.database.db, c.id, sql`true`, 100);
+  expect(again).toMatchObject({ applied: true, inserted: 0, done: true });
+  const rows = await q<{ id: string; contact_id: string; started: string }>(sql`
+    select e.id, e.contact_id, k.started_at::text as started from emails e join campaigns k on k.id = e.campaign_id where e.campaign_id = ${c.id}::uuid`);
+  expect(rows).toHaveLength(5);
+  const [{ ms }] = await q<{ ms: string }>(sql`select floor(extract(epoch from started_at) * 1000)::bigint::text as ms from campaigns where id = ${c.id}::uuid`);
+  for (const r of rows) expect(r.id).toBe(keyedIdAt(Number(ms), `campaign-email:${c.id}:${r.contact_id}`));
+
+  // A SEND_EMAIL step's email id is derived from its step run: the second write is refused by the primary key.
+  const runId = '018f0000-0000-7000-8000-000000000001';
+  const emailId = keyedIdAt(0x018f00000000, `workflow-email:${runId}`);
+  const row = { id: emailId, projectId: p.id, source: 'workflow' as const, toEmail: recipient('wf'), fromEmail: `a@${p.domain}`, subject: 's', body: 'b', bodyFormat: 'html' as const };
+  await api.database.db.transaction((tx) => insertQueuedEmails(tx, [row]));
+  await expect(api.database.db.transaction((tx) => insertQueuedEmails(tx, [row]))).rejects.toMatchObject({ cause: { code: '23505' } });
+  expect(await q(sql`select 1 from emails where id = ${emailId}::uuid`)).toHaveLength(1);
+});
