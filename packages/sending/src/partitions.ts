@@ -101,11 +101,13 @@ export async function longestRetention(deps: Pick<PartitionDeps, 'config' | 'dat
  * something in it must stay. A partition whose lock could not be had in time is left for the next pass.
  *
  * @param now - the clock (Unix epoch ms).
- * @returns the names of the partitions dropped, oldest first per table.
+ * @returns the names of the partitions dropped (oldest first per table), and of those whose drop failed (the error
+ *   is logged; a lock not had in time, typically).
  */
-export async function dropExpiredPartitions(deps: PartitionDeps, now = Date.now()): Promise<string[]> {
+export async function dropExpiredPartitions(deps: PartitionDeps, now = Date.now()): Promise<{ dropped: string[]; failed: string[] }> {
   const { db } = deps.database;
   const dropped = await finishDetachedPartitions(db);
+  const failed: string[] = [];
   const longest = await longestRetention(deps);
   for (const table of PARTITIONED_TABLES) {
     const cutoff = now - longest[DAYS_OF[table]] * 86_400_000;
@@ -116,10 +118,11 @@ export async function dropExpiredPartitions(deps: PartitionDeps, now = Date.now(
         // else: something in it must stay; a later month may still go
       } catch (err) {
         deps.logger.error({ err, partition: p.name }, 'dropping a month partition failed');
+        failed.push(p.name);
         break;
       }
     }
   }
   if (dropped.length > 0) deps.logger.info({ dropped }, 'retention dropped month partitions');
-  return dropped;
+  return { dropped, failed };
 }

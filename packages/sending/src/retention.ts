@@ -57,6 +57,8 @@ export interface RetentionPassResult {
   more: boolean;
   /** Month partitions dropped whole before the batches ({@link dropExpiredPartitions}). */
   partitionsDropped: string[];
+  /** Month partitions whose drop failed this pass (logged; the next pass tries again). */
+  partitionsFailed: string[];
 }
 
 /**
@@ -80,7 +82,7 @@ export async function runRetentionPass(
   const started = Date.now();
   const { db } = deps.database;
   const counts = Object.fromEntries(RETENTION_KINDS.map((k) => [k, 0])) as Record<RetentionKind, number>;
-  const partitionsDropped = options.partitions === false ? [] : await dropExpiredPartitions(deps);
+  const partitions = options.partitions === false ? { dropped: [], failed: [] } : await dropExpiredPartitions(deps);
   const projects = await projectsWithRetention(db);
   const start = projects.length === 0 ? 0 : (options.startAt ?? Math.floor(Math.random() * projects.length)) % projects.length;
   let work = [...projects.slice(start), ...projects.slice(0, start)].flatMap((p) => {
@@ -91,7 +93,7 @@ export async function runRetentionPass(
   while (work.length > 0) {
     const left: typeof work = [];
     for (const item of work) {
-      if (Date.now() - started >= budgetMs || batches >= maxBatches) return finish(deps, counts, batches, true, partitionsDropped);
+      if (Date.now() - started >= budgetMs || batches >= maxBatches) return finish(deps, counts, batches, true, partitions);
       const n = await retentionBatch(db, item.kind, item.projectId, item.days, batchSize);
       batches++;
       counts[item.kind] += n;
@@ -99,10 +101,16 @@ export async function runRetentionPass(
     }
     work = left;
   }
-  return finish(deps, counts, batches, false, partitionsDropped);
+  return finish(deps, counts, batches, false, partitions);
 }
 
-function finish(deps: RetentionDeps, counts: Record<RetentionKind, number>, batches: number, more: boolean, partitionsDropped: string[]): RetentionPassResult {
+function finish(
+  deps: RetentionDeps,
+  counts: Record<RetentionKind, number>,
+  batches: number,
+  more: boolean,
+  partitions: { dropped: string[]; failed: string[] },
+): RetentionPassResult {
   if (Object.values(counts).some((n) => n > 0)) deps.logger.info({ counts, batches, more }, 'retention pass');
-  return { counts, batches, more, partitionsDropped };
+  return { counts, batches, more, partitionsDropped: partitions.dropped, partitionsFailed: partitions.failed };
 }

@@ -86,8 +86,8 @@ export async function defaultPartitionRows(db: DbOrTx, table: PartitionedTable, 
 
 /** Statements that decide whether a month can go, and what must happen before it goes. */
 interface DropPlan {
-  /** True when something in (or depending on) the month must stay. */
-  blocked?: (lo: string, hi: string) => SQL;
+  /** True when something in (or depending on) the month must stay; `part` is the month's partition. */
+  blocked?: (lo: string, hi: string, part: SQL) => SQL;
   /** Run, in order, before the detach: rows of other tables referencing the month (the detach checks none is left). */
   before?: (lo: string, hi: string) => SQL[];
   /** Run on the detached table before it is dropped: derived counters that a statement trigger kept. */
@@ -97,19 +97,21 @@ interface DropPlan {
 const NOT_FINAL = sql`('queued', 'sending')`;
 
 const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
-  // Attempts of a delivery come after it: a pending delivery made before the month's end may still own some.
+  // Attempts of a delivery come after it: the month's attempts belong to deliveries from its oldest one referenced
+  // to the month's end; a pending one among them keeps the month.
   webhook_attempts: {
-    blocked: (_lo, hi) => sql`exists (select 1 from webhook_deliveries where status = 'pending' and id < ${hi}::uuid)`,
+    blocked: (_lo, hi, part) => sql`exists (select 1 from webhook_deliveries where status = 'pending'
+      and id >= (select delivery_id from ${part} order by delivery_id limit 1) and id < ${hi}::uuid)`,
   },
   webhook_deliveries: {
     blocked: (lo, hi) => sql`exists (select 1 from webhook_deliveries where status = 'pending' and id >= ${lo}::uuid and id < ${hi}::uuid)`,
     before: (lo, hi) => [sql`delete from webhook_attempts where delivery_id >= ${lo}::uuid and delivery_id < ${hi}::uuid`],
   },
-  // A timeline row comes after its email: campaign emails (kept while their campaign exists) and emails not yet
-  // final made before the month's end may still own some.
+  // A timeline row comes after its email: the month's rows belong to emails from its oldest one referenced to the
+  // month's end; a campaign email (kept while its campaign exists) or an email not yet final among them keeps it.
   email_events: {
-    blocked: (_lo, hi) => sql`exists (select 1 from emails where campaign_id is not null and id < ${hi}::uuid)
-      or exists (select 1 from emails where status in ${NOT_FINAL} and id < ${hi}::uuid)`,
+    blocked: (_lo, hi, part) => sql`exists (select 1 from emails where id >= (select email_id from ${part} order by email_id limit 1) and id < ${hi}::uuid
+      and (campaign_id is not null or status in ${NOT_FINAL}))`,
   },
   emails: {
     blocked: (lo, hi) => sql`exists (select 1 from emails where campaign_id is not null and id >= ${lo}::uuid and id < ${hi}::uuid)
@@ -158,7 +160,7 @@ export async function dropMonthPartition(db: DbOrTx, p: MonthPartition): Promise
   const detached = await db.transaction(async (tx) => {
     await tx.execute(sql.raw(`set local lock_timeout = ${PARTITION_LOCK_TIMEOUT_MS}`));
     if (plan.blocked) {
-      const b = await tx.execute<{ blocked: boolean }>(sql`select (${plan.blocked(lo, hi)}) as blocked`);
+      const b = await tx.execute<{ blocked: boolean }>(sql`select (${plan.blocked(lo, hi, sql`${sql.identifier(p.name)}`)}) as blocked`);
       if (b.rows[0].blocked) return false;
     }
     for (const statement of plan.before?.(lo, hi) ?? []) await tx.execute(statement);
