@@ -64,9 +64,10 @@ function table(title: string, rows: Record<string, string | number>[]): void {
   console.table(rows);
 }
 
+let projects = 0;
 async function project(database: Database) {
-  const p = await createProject(database.db, 'bench');
-  const domain = `bench-${Date.now()}.example.com`;
+  const p = await createProject(database.db, `bench-${++projects}`);
+  const domain = `bench-${Date.now()}-${projects}.example.com`;
   await addDomain(database.db, p.id, domain, true);
   return { ...p, domain };
 }
@@ -167,7 +168,11 @@ async function main(): Promise<void> {
   const config = loadConfig(env);
   const database = createDatabase({ url: dbUrl, poolSize: 20, applicationName: 'bench' });
   try {
-    if (!which || which === 'api') results.api = await benchApi(env, await project(database), spawnApp, stop);
+    if (!which || which === 'api') {
+      const many: Awaited<ReturnType<typeof project>>[] = [];
+      for (let i = 0; i < 20; i++) many.push(await project(database));
+      results.api = await benchApi(env, many, spawnApp, stop);
+    }
     if (!which || which === 'worker') await benchWorker(env, database, ses.endpoint);
     if (!which || which === 'contacts') results.contacts = await benchContacts(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'campaigns') results.campaigns = await benchCampaigns(env, config, database, await project(database), spawnApp, stop);
