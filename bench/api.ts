@@ -23,7 +23,16 @@ type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) =
 interface Load {
   name: string;
   path: string;
-  body: () => Record<string, unknown>;
+  body: (p: BenchProject) => Record<string, unknown>;
+  /** How many of the bench's projects the requests rotate over (1 or all of them). */
+  projects: number;
+}
+
+/** A project with a verified sending domain. */
+interface BenchProject {
+  id: string;
+  secretKey: string;
+  domain: string;
 }
 
 interface Server {
@@ -31,8 +40,12 @@ interface Server {
   port: number;
 }
 
-/** One autocannon run: 50 connections, a different contact per request. */
-async function load(port: number, secretKey: string, l: Load, seconds: number) {
+/**
+ * One autocannon run: 50 connections, a different contact per request, the requests rotating over the first
+ * `l.projects` projects (each request with that project's key; `x-project-id` tells the ceiling, which has no auth).
+ */
+async function load(port: number, projects: BenchProject[], l: Load, seconds: number) {
+  let turn = 0;
   return autocannon({
     url: `http://127.0.0.1:${port}${l.path}`,
     connections: 50,
@@ -40,8 +53,11 @@ async function load(port: number, secretKey: string, l: Load, seconds: number) {
     requests: [
       {
         method: 'POST',
-        headers: { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' },
-        setupRequest: (req) => ({ ...req, body: JSON.stringify(l.body()) }),
+        setupRequest: (req) => {
+          const p = projects[turn++ % l.projects];
+          const headers = { authorization: `Bearer ${p.secretKey}`, 'content-type': 'application/json', 'x-project-id': p.id };
+          return { ...req, headers, body: JSON.stringify(l.body(p)) };
+        },
       },
     ],
   });
@@ -49,10 +65,13 @@ async function load(port: number, secretKey: string, l: Load, seconds: number) {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-/** Runs the API bench; `p` is a project with a verified domain. @returns the printed rows. */
+/**
+ * Runs the API bench over `projects` (each with a verified domain): every load once with all requests in the first
+ * project and once spread over all of them (20 projects sending at once). @returns the printed rows.
+ */
 export async function benchApi(
   env: Record<string, string>,
-  p: { id: string; secretKey: string; domain: string },
+  projects: BenchProject[],
   spawnApp: Spawn,
   stop: (p: ChildProcess) => Promise<void>,
 ): Promise<Record<string, string | number>[]> {
@@ -69,10 +88,12 @@ export async function benchApi(
   const seconds = Number(process.env.BENCH_SECONDS ?? 10);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
   let n = 0;
-  const send = (recipients: number): Load => ({
-    name: `POST /v1/send, ${recipients} recipient${recipients > 1 ? 's' : ''}`,
+  const many = projects.length;
+  const send = (recipients: number, spread = 1): Load => ({
+    name: `POST /v1/send, ${recipients} recipient${recipients > 1 ? 's' : ''}${spread > 1 ? `, ${spread} projects` : ''}`,
     path: '/v1/send',
-    body: () => ({
+    projects: spread,
+    body: (p) => ({
       to: recipients === 1 ? `u${n++}@bench.test` : Array.from({ length: recipients }, () => `u${n++}@bench.test`),
       from: `b@${p.domain}`,
       subject: 'Hello {{name}}',
@@ -80,7 +101,13 @@ export async function benchApi(
       data: { name: 'Ann' },
     }),
   });
-  const track: Load = { name: 'POST /v1/track', path: '/v1/track', body: () => ({ email: `t${n++}@bench.test`, event: 'signup', data: { plan: 'pro' } }) };
+  const track = (spread = 1): Load => ({
+    name: `POST /v1/track${spread > 1 ? `, ${spread} projects` : ''}`,
+    path: '/v1/track',
+    projects: spread,
+    body: () => ({ email: `t${n++}@bench.test`, event: 'signup', data: { plan: 'pro' } }),
+  });
+  const p = projects[0];
   const rows: Record<string, string | number>[] = [];
   try {
     await start('API', 'apps/api/src/server.ts', apiEnv, profile);
@@ -97,12 +124,12 @@ export async function benchApi(
       await waitForHttp(`http://127.0.0.1:${port}/health/ready`, 30_000);
     }
     // Warm-up: JIT, pools and the auth cache of every process.
-    for (const s of servers) await load(s.port, p.secretKey, track, 2);
-    for (const l of [send(1), track]) {
+    for (const s of servers) await load(s.port, projects, track(many), 2);
+    for (const l of [send(1), track(), ...(many > 1 ? [send(1, many), track(many)] : [])]) {
       const got = servers.map(() => ({ requests: 0, time: 0, p50: [] as number[], p99: [] as number[], non2xx: 0 }));
       for (let r = 0; r < rounds; r++) {
         for (const [i, s] of servers.entries()) {
-          const run = await load(s.port, p.secretKey, l, seconds / rounds);
+          const run = await load(s.port, projects, l, seconds / rounds);
           got[i].requests += run.requests.total;
           got[i].time += run.duration;
           got[i].p50.push(run.latency.p50);
@@ -127,7 +154,7 @@ export async function benchApi(
       }
     }
     if (process.env.BENCH_API_TEN !== '0') {
-      const a = await load(servers[0].port, p.secretKey, send(10), seconds);
+      const a = await load(servers[0].port, projects, send(10), seconds);
       rows.push({ load: `${send(10).name} (${Math.round(a.requests.average * 10)} emails/s)`, server: 'API', 'req/s': Math.round(a.requests.average), 'p50 ms': a.latency.p50, 'p99 ms': a.latency.p99, 'non-2xx': a.non2xx });
     }
   } finally {

@@ -9,7 +9,8 @@
  * - `POST /v1/track`: parse the JSON body, one statement upserting the contact and inserting the event.
  *
  * No auth, no validation, no logging, no timeline row: a floor no real API can reach, which is the point.
- * Environment: `PORT`, `DATABASE_URL`, `REDIS_URL`, `QUEUE_PREFIX`, `PROJECT_ID`; answers `GET /health/ready`.
+ * Environment: `PORT`, `DATABASE_URL`, `REDIS_URL`, `QUEUE_PREFIX`, `PROJECT_ID` (the project written to unless the
+ * request names another in `x-project-id`); answers `GET /health/ready`.
  *
  * @module
  */
@@ -25,7 +26,7 @@ const env = (name: string): string => {
   return value;
 };
 
-const projectId = env('PROJECT_ID');
+const defaultProjectId = env('PROJECT_ID');
 const pool = new Pool({ connectionString: env('DATABASE_URL'), max: Number(process.env.DB_POOL_SIZE ?? 20), application_name: 'bench-ceiling' });
 const redis = new Redis(env('REDIS_URL'), { maxRetriesPerRequest: null });
 const queue = new Queue('bench-ceiling-send', { connection: redis, prefix: env('QUEUE_PREFIX') });
@@ -66,7 +67,7 @@ function answer(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-async function send(body: Record<string, unknown>): Promise<unknown> {
+async function send(body: Record<string, unknown>, projectId: string): Promise<unknown> {
   const to = (Array.isArray(body.to) ? body.to[0] : body.to) as string;
   const data = JSON.stringify(body.data ?? {});
   const emailId = newId();
@@ -75,7 +76,7 @@ async function send(body: Record<string, unknown>): Promise<unknown> {
   return { emails: [{ email: r.rows[0].id }] };
 }
 
-async function track(body: Record<string, unknown>): Promise<unknown> {
+async function track(body: Record<string, unknown>, projectId: string): Promise<unknown> {
   const eventId = newId();
   const data = JSON.stringify(body.data ?? {});
   await pool.query(TRACK_SQL, [newId(), projectId, body.email, true, data, eventId, body.event, data]);
@@ -86,8 +87,10 @@ const server = createServer((req, res) => {
   const handle = req.url === '/v1/send' ? send : req.url === '/v1/track' ? track : undefined;
   if (req.method === 'GET' && req.url === '/health/ready') return answer(res, 200, { ok: true });
   if (req.method !== 'POST' || !handle) return answer(res, 404, { success: false });
+  const header = req.headers['x-project-id'];
+  const projectId = typeof header === 'string' ? header : defaultProjectId;
   readJson(req)
-    .then(handle)
+    .then((body) => handle(body, projectId))
     .then(
       (data) => answer(res, 200, { success: true, data }),
       (err: Error) => answer(res, 500, { success: false, error: err.message }),

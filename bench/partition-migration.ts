@@ -1,14 +1,14 @@
 /**
- * `npm run bench -- partition-migration`: the time of migration 0017 (time partitioning) on a populated database.
+ * `npm run bench -- partition-migration`: the time of migration 0018 (time partitioning) on a populated database.
  *
- * A database of its own is migrated up to 0016 (the schema before partitioning) and filled with one project's
+ * A database of its own is migrated up to 0017 (the schema before partitioning) and filled with one project's
  * history: `BENCH_PARTITION_ROWS` (default 1,000,000) emails with one timeline row each, as many contact events
  * (through their triggers) and a tenth as many webhook deliveries with one attempt each, spread over 365 days
  * (13 month partitions). Then, in the same run:
  *
  * - ceiling: the same rows copied into plain (unpartitioned) tables with the same indexes: the least a migration
  *   that rewrites these tables costs on this machine;
- * - migration: 0017 itself (`migrate`), one transaction.
+ * - migration: 0018 itself (`migrate`), one transaction.
  *
  * Prints both times (ms), the ratio, and the rows per table.
  */
@@ -25,7 +25,7 @@ const TABLES = ['emails', 'email_events', 'events', 'webhook_deliveries', 'webho
 export async function benchPartitionMigration(adminUrl: string): Promise<Record<string, unknown>> {
   const rows = Number(process.env.BENCH_PARTITION_ROWS ?? 1_000_000);
   const name = `mailroom_bench_partmig_${process.pid}`;
-  const url = await freshDatabase(adminUrl, name, '0016_retention');
+  const url = await freshDatabase(adminUrl, name, '0017_counter_deltas');
   const database = createDatabase({ url, poolSize: 2, applicationName: 'bench-partition-migration' });
   const { db } = database;
   try {
@@ -59,7 +59,7 @@ export async function benchPartitionMigration(adminUrl: string): Promise<Record<
     const after: Record<string, number> = {};
     for (const table of TABLES) after[table] = (await db.execute<{ n: number }>(sql.raw(`select count(*)::int as n from ${table}`))).rows[0].n;
     const result = { rows: counts, rowsAfter: after, emailsPartitions: parts, migrationMs, ceilingMs, ratio: Number((migrationMs / ceilingMs).toFixed(2)) };
-    console.log(`partition-migration: 0017 took ${migrationMs} ms; ceiling (plain copy with the same indexes) ${ceilingMs} ms; ratio ${result.ratio}`);
+    console.log(`partition-migration: 0018 took ${migrationMs} ms; ceiling (plain copy with the same indexes) ${ceilingMs} ms; ratio ${result.ratio}`);
     console.log(`partition-migration: emails now in ${parts} partitions (months + default); rows after ${JSON.stringify(after)}`);
     return result;
   } finally {

@@ -20,7 +20,7 @@
  *          (bench/workflows.ts; BENCH_WORKFLOW_EVENTS sets the count).
  * verify — POST /v1/verify requests/s with a warm DNS cache and with cold DNS on a loopback DNS server
  *          (bench/verify.ts; BENCH_VERIFY_REQUESTS sets the count).
- * partition-migration — migration 0017 (time partitioning) timed on 1,000,000 emails (and as many timeline rows and
+ * partition-migration — migration 0018 (time partitioning) timed on 1,000,000 emails (and as many timeline rows and
  *          events) beside a plain copy of the same rows with the same indexes (bench/partition-migration.ts;
  *          BENCH_PARTITION_ROWS sets the size). Run only when named.
  *
@@ -68,9 +68,10 @@ function table(title: string, rows: Record<string, string | number>[]): void {
   console.table(rows);
 }
 
+let projects = 0;
 async function project(database: Database) {
-  const p = await createProject(database.db, 'bench');
-  const domain = `bench-${Date.now()}.example.com`;
+  const p = await createProject(database.db, `bench-${++projects}`);
+  const domain = `bench-${Date.now()}-${projects}.example.com`;
   await addDomain(database.db, p.id, domain, true);
   return { ...p, domain };
 }
@@ -178,7 +179,11 @@ async function main(): Promise<void> {
   const config = loadConfig(env);
   const database = createDatabase({ url: dbUrl, poolSize: 20, applicationName: 'bench' });
   try {
-    if (!which || which === 'api') results.api = await benchApi(env, await project(database), spawnApp, stop);
+    if (!which || which === 'api') {
+      const many: Awaited<ReturnType<typeof project>>[] = [];
+      for (let i = 0; i < 20; i++) many.push(await project(database));
+      results.api = await benchApi(env, many, spawnApp, stop);
+    }
     if (!which || which === 'worker') await benchWorker(env, database, ses.endpoint);
     if (!which || which === 'contacts') results.contacts = await benchContacts(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'campaigns') results.campaigns = await benchCampaigns(env, config, database, await project(database), spawnApp, stop);

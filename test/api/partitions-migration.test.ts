@@ -1,5 +1,5 @@
 /**
- * Migration 0017 (time partitioning) on a database that already holds history: every row is kept and lands in the
+ * Migration 0018 (time partitioning) on a database that already holds history: every row is kept and lands in the
  * partition of its month, derived counts stay, and keys, cascades and the `events` statement triggers work on the
  * partitioned tables afterwards.
  */
@@ -14,7 +14,7 @@ const TABLES = ['emails', 'email_events', 'events', 'webhook_deliveries', 'webho
 let iso: { url: string; drop: () => Promise<void> };
 let database: Database;
 beforeAll(async () => {
-  iso = await isolatedDatabase('0016_retention');
+  iso = await isolatedDatabase('0017_counter_deltas');
   database = createDatabase({ url: iso.url, poolSize: 2, applicationName: 'partitions-migration-test' });
 });
 afterAll(async () => {
@@ -27,7 +27,7 @@ const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql
 async function snapshot(projectId: string) {
   const counts: Record<string, number> = {};
   for (const t of TABLES) counts[t] = (await q<{ n: number }>(sql`select count(*)::int as n from ${sql.identifier(t)}`))[0].n;
-  const names = await q<{ name: string; count: number }>(sql`select name, count::int from event_names where project_id = ${projectId}::uuid order by name`);
+  const names = await q<{ name: string; count: number }>(sql`select name, count::int from event_names_now where project_id = ${projectId}::uuid order by name`);
   const digest = await q<{ d: string }>(sql`select md5(string_agg(e::text, ',' order by e.id)) as d from emails e`);
   return { counts, names, emailsDigest: digest[0].d };
 }
@@ -35,7 +35,7 @@ async function snapshot(projectId: string) {
 test('the rows of a populated database move into month partitions, kept whole, with counts, keys and triggers working', async () => {
   const p = await createTestProject(database);
   await fillHistory(database.db, { projectId: p.id, contacts: 40, emails: 600, events: 900, webhookDeliveries: 120, days: 100 });
-  // A timeline row with a random (v4) id, as erasure wrote them before 0017, and an event from another decade.
+  // A timeline row with a random (v4) id, as erasure wrote them before 0018, and an event from another decade.
   const [someEmail] = await q<{ id: string }>(sql`select id from emails limit 1`);
   await database.db.execute(sql`insert into email_events (id, email_id, project_id, type) values (gen_random_uuid(), ${someEmail.id}::uuid, ${p.id}::uuid, 'cancelled')`);
   const [someContact] = await q<{ id: string }>(sql`select id from contacts where project_id = ${p.id}::uuid limit 1`);
@@ -73,9 +73,9 @@ test('the rows of a populated database move into month partitions, kept whole, w
 
   // Statement triggers fire on the partitioned table: an insert counts, a delete uncounts, the inbox trigger runs.
   await database.db.execute(sql`insert into events (id, project_id, contact_id, name) values (mailroom_uuid_v7(now()), ${p.id}::uuid, ${someContact.id}::uuid, 'login')`);
-  expect((await q<{ count: number }>(sql`select count::int from event_names where project_id = ${p.id}::uuid and name = 'login'`))[0].count).toBe(301);
+  expect((await q<{ count: number }>(sql`select count::int from event_names_now where project_id = ${p.id}::uuid and name = 'login'`))[0].count).toBe(301);
   await database.db.execute(sql`delete from events where project_id = ${p.id}::uuid and name = 'ancient'`);
-  expect(await q(sql`select 1 from event_names where project_id = ${p.id}::uuid and name = 'ancient'`)).toEqual([]);
+  expect(await q(sql`select 1 from event_names_now where project_id = ${p.id}::uuid and name = 'ancient'`)).toEqual([]);
 
   // Foreign keys to and from the partitioned tables: a duplicate id is refused, cascades reach every partition.
   await expect(database.db.execute(sql`insert into emails select * from emails where id = ${someEmail.id}::uuid`)).rejects.toMatchObject({ cause: { code: '23505' } });
@@ -89,5 +89,5 @@ test('the rows of a populated database move into month partitions, kept whole, w
   expect(await q(sql`select 1 from emails where contact_id = ${someContact.id}::uuid`)).toEqual([]);
   await database.db.execute(sql`delete from projects where id = ${p.id}::uuid`);
   for (const t of TABLES) expect((await q<{ n: number }>(sql`select count(*)::int as n from ${sql.identifier(t)}`))[0].n).toBe(0);
-  expect(await q(sql`select 1 from event_names where project_id = ${p.id}::uuid`)).toEqual([]);
+  expect(await q(sql`select 1 from event_names_now where project_id = ${p.id}::uuid`)).toEqual([]);
 });

@@ -1,5 +1,5 @@
 /**
- * Time partitions at work (migration 0017, `@mailroom/sending/partitions`): the maintenance pass makes months
+ * Time partitions at work (migration 0018, `@mailroom/sending/partitions`): the maintenance pass makes months
  * ahead and handles rows landing in a default partition; retention drops whole months past every project's
  * retention with the derived counts right, and keeps the months something still needs; dedupe guarantees that
  * moved from unique indexes into the primary key still hold.
@@ -10,6 +10,7 @@ import { createLogger } from '@mailroom/platform/logger';
 import { idLowerBound, keyedIdAt } from '@mailroom/platform/ids';
 import { ensureMonthPartitions, listMonthPartitions, PARTITIONED_TABLES } from '@mailroom/db/queries/partitions';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { foldAllCounterDeltas } from '@mailroom/db/queries/counters';
 import { fanoutBatch } from '@mailroom/audiences/queries/campaigns';
 import { runPartitionPass, PARTITION_MONTHS_AHEAD } from '@mailroom/sending/partitions';
 import { runRetentionPass } from '@mailroom/sending/retention';
@@ -84,7 +85,7 @@ test('a row beyond every month lands in the default partition, is reported, and 
   expect(moved.blocked).toEqual([]);
   expect(await partOf('events', ev.id)).toBe('events_p209505');
   // The move wrote straight into the partitions: no trigger counted the event a second time.
-  expect((await q<{ count: number }>(sql`select count::int from event_names where project_id = ${p.id}::uuid and name = 'far.future'`))[0].count).toBe(1);
+  expect((await q<{ count: number }>(sql`select count::int from event_names_now where project_id = ${p.id}::uuid and name = 'far.future'`))[0].count).toBe(1);
 
   // An email (a table others reference: moving it would cascade) stays in default and its month is reported blocked.
   const [em] = await q<{ id: string }>(sql`
@@ -143,8 +144,11 @@ test('retention drops whole months past every project\'s retention, with event c
   expect(result.partitionsDropped).toEqual(expect.arrayContaining(['events_p200101', 'webhook_attempts_p200101', 'webhook_deliveries_p200101', 'emails_p200102']));
   // events: the month is gone and event_names counts lowered by its rows, in the same pass.
   expect(await exists('events_p200101')).toBe(false);
-  const names = await q<{ name: string; count: number }>(sql`select name, count::int from event_names where project_id = ${p.id}::uuid order by name`);
+  const names = await q<{ name: string; count: number }>(sql`select name, count::int from event_names_now where project_id = ${p.id}::uuid order by name`);
   expect(names).toEqual([{ name: 'both', count: 1 }]);
+  // Folded into event_names, the name only the dropped month held is gone.
+  await foldAllCounterDeltas(api.database.db);
+  expect(await q(sql`select name, count::int from event_names where project_id = ${p.id}::uuid order by name`)).toEqual([{ name: 'both', count: 1 }]);
   // emails: February went with its timeline in April's partition, its test message, its suppression's link; April
   // stays (its campaign exists); May stays (queued).
   expect(await exists('emails_p200102')).toBe(false);
@@ -173,7 +177,7 @@ test('retention drops whole months past every project\'s retention, with event c
   for (const table of PARTITIONED_TABLES) {
     expect((await listMonthPartitions(api.database.db, table)).filter((m) => m.name.includes('_p2001'))).toEqual([]);
   }
-  expect((await q<{ count: number }>(sql`select count::int from event_names where project_id = ${p.id}::uuid and name = 'both'`))[0].count).toBe(1);
+  expect((await q<{ count: number }>(sql`select count::int from event_names_now where project_id = ${p.id}::uuid and name = 'both'`))[0].count).toBe(1);
 });
 
 test('dedupe moved into the primary key: a re-run fan-out batch and a second write of a step\'s email insert nobody twice', async () => {

@@ -100,7 +100,7 @@ async function execution(projectId: string, contactId: string, status: string, f
 const count = async (table: string, where: ReturnType<typeof sql>) =>
   Number((await q<{ n: string }>(sql`select count(*)::text as n from ${sql.identifier(table)} where ${where}`))[0].n);
 const eventCount = async (projectId: string, name: string) =>
-  Number((await q<{ count: string }>(sql`select count::text from event_names where project_id = ${projectId}::uuid and name = ${name}`))[0]?.count ?? 0);
+  Number((await q<{ count: string }>(sql`select count::text from event_names_now where project_id = ${projectId}::uuid and name = ${name}`))[0]?.count ?? 0);
 
 describe('settings', () => {
   test('GET shows the defaults; PUT sets, null clears, a field left out keeps its value', async () => {

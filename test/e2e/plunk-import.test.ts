@@ -22,8 +22,8 @@ const ACME_SECRET = 'sk_' + 'b2'.repeat(24);
 const ACME_PUBLIC = 'pk_' + 'a1'.repeat(24);
 const LEGACY_PUBLIC = 'pk_' + 'c3'.repeat(24);
 const TABLES = [
-  'projects', 'api_keys', 'domains', 'contacts', 'contact_stats', 'templates', 'segments', 'segment_members', 'campaigns', 'emails',
-  'workflows', 'workflow_steps', 'workflow_transitions', 'events', 'event_names', 'workflow_inbox',
+  'projects', 'api_keys', 'domains', 'contacts', 'contact_stats_now', 'templates', 'segments', 'segment_members', 'campaigns', 'emails',
+  'workflows', 'workflow_steps', 'workflow_transitions', 'events', 'event_names_now', 'workflow_inbox',
 ];
 
 let sourceName: string;
@@ -224,7 +224,7 @@ describe('import plunk', () => {
       { from: 'Mark VIP', branch: 'next', to: 'Done' },
     ]);
 
-    expect(await q('SELECT name, count::int FROM event_names WHERE project_id = $1 ORDER BY name', [acmeId])).toEqual([
+    expect(await q('SELECT name, count::int FROM event_names_now WHERE project_id = $1 ORDER BY name', [acmeId])).toEqual([
       { name: 'purchase', count: 10_000 },
       { name: 'signup', count: 10_000 },
     ]);

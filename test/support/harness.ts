@@ -228,7 +228,7 @@ export function useApiWithProject(envOverrides: Record<string, string> = {}): { 
 /**
  * A migrated database of the caller's own, for tests whose worker runs the reconciler eagerly: the reconciler
  * adopts every pending email of its database, so on the shared test database it would take other files' mail.
- * `until` stops at that migration (e.g. `0016_retention`: a database on an older schema, to test the next one).
+ * `until` stops at that migration (e.g. `0017_counter_deltas`: a database on an older schema, to test the next one).
  */
 export async function isolatedDatabase(until?: string): Promise<{ url: string; drop: () => Promise<void> }> {
   const admin = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

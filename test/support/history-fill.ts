@@ -1,6 +1,6 @@
 /**
  * Fills the history tables of one project in bulk (`generate_series`, a few statements), on the schema before or
- * after time partitioning (migration 0017): contacts, transactional emails with one timeline row each, contact
+ * after time partitioning (migration 0018): contacts, transactional emails with one timeline row each, contact
  * events (through the `events` triggers, so `event_names` counts them), webhook deliveries with one attempt each.
  * Rows are spread evenly over the last `days` days, each id a UUIDv7 of its `created_at` (as every writer makes
  * them). Used by the partitioning tests and the migration benchmark.

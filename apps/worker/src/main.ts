@@ -35,6 +35,7 @@ import { createWorkflowProcessor } from './processors/workflow';
 import { startWorkflowInbox } from './processors/workflow-inbox';
 import { domainsTask } from './processors/domains';
 import { maintenanceProcessor, startMaintenanceTimers, type MaintenanceTask } from './processors/maintenance';
+import { countersTask } from './processors/counters';
 import { SesTransport, type MailTransport } from '@mailroom/sending/ses/transport';
 import { SendRateGate } from '@mailroom/sending/ses/rate-gate';
 import { AccountWatcher } from '@mailroom/sending/ses/account';
@@ -125,6 +126,7 @@ export async function startWorker(
     quotaTask(quotaDeps),
     testMessagesTask({ config, database, logger }),
     retentionTask({ config, database, logger }),
+    countersTask({ database }),
     partitionsTask({ config, database, logger }),
   ];
   // One processor per catalog queue, keyed like the catalog: a queue without one does not compile.

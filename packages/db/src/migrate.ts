@@ -19,7 +19,7 @@ const MIGRATION_LOCK = 7_341_882_001;
 
 /**
  * Brings the database at `databaseUrl` up to the latest schema, or only up to the migration tagged `options.until`
- * (e.g. `0016_retention`; tests and benchmarks fill a database on an older schema and then migrate the rest).
+ * (e.g. `0017_counter_deltas`; tests and benchmarks fill a database on an older schema and then migrate the rest).
  *
  * @throws the driver's error when Postgres is unreachable or a migration fails (that migration is rolled back);
  *   an Error when `options.until` names no migration.

@@ -26,7 +26,7 @@ export function newIdAt(ms: number): string {
 /**
  * A deterministic UUIDv7 (RFC 9562 §5.7): timestamp `ms` (Unix epoch ms, clamped to 48 bits), the 74 other bits the
  * first bits of SHA-256(`key`). The same (ms, key) always gives the same id, so a row whose id is derived this way
- * is written at most once (the primary key refuses the second). Same as SQL `mailroom_uuid_v7_keyed` (migration 0017).
+ * is written at most once (the primary key refuses the second). Same as SQL `mailroom_uuid_v7_keyed` (migration 0018).
  */
 export function keyedIdAt(ms: number, key: string): string {
   const bytes = Buffer.alloc(16);

@@ -181,7 +181,7 @@ export async function startScheduledCampaign(db: DbOrTx, id: string): Promise<Ca
 /**
  * The id of a campaign's email to a contact, as SQL over the campaign row aliased `k` and a contact id expression:
  * a UUIDv7 whose timestamp is the campaign's start (fixed once it is SENDING) and whose other bits hash
- * (campaign, contact) (`mailroom_uuid_v7_keyed`, migration 0017). One email per contact per campaign is thus the
+ * (campaign, contact) (`mailroom_uuid_v7_keyed`, migration 0018). One email per contact per campaign is thus the
  * primary key (`emails` is partitioned by id and can hold no unique index on (campaign_id, contact_id)), and a
  * campaign's emails share one month partition.
  */

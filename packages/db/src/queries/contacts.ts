@@ -14,7 +14,7 @@ import { splitPatch } from './data-patch';
 import { executeNamed } from './named';
 import { likePattern } from './like';
 import type { DbOrTx } from '../client';
-import { contacts, contactStats } from '../schema';
+import { contacts, contactStatsNow } from '../schema';
 
 /** One contact to create or update. */
 export interface ContactUpsert {
@@ -321,7 +321,7 @@ export async function listContacts(db: DbOrTx, projectId: string, q: ContactList
       totalExact = false;
     }
   } else {
-    const [stats] = await db.select().from(contactStats).where(eq(contactStats.projectId, projectId));
+    const [stats] = await db.select().from(contactStatsNow).where(eq(contactStatsNow.projectId, projectId));
     const all = stats?.total ?? 0;
     const subscribed = stats?.subscribed ?? 0;
     total = q.subscribed === undefined ? all : q.subscribed ? subscribed : all - subscribed;

@@ -6,7 +6,7 @@
 import { and, asc, count, desc, eq, gt, sql, type SQL } from 'drizzle-orm';
 import { idLowerBound } from '@mailroom/platform/ids';
 import type { DbOrTx } from '../client';
-import { contacts, eventNames, events } from '../schema';
+import { contacts, eventNamesNow as eventNames, events } from '../schema';
 
 /** Filters and paging of {@link listEvents}. */
 export interface EventListQuery {
@@ -80,7 +80,8 @@ export async function listEvents(db: DbOrTx, projectId: string, q: EventListQuer
 
 /**
  * Distinct event names of a project, alphabetically (keyset on the name), with their counts and first/last
- * occurrence. `total` is the number of distinct names.
+ * occurrence, exact at the moment of reading (`event_names_now`: folded counts plus pending deltas). `total` is the
+ * number of distinct names.
  */
 export async function listEventNames(db: DbOrTx, projectId: string, q: { limit: number; after?: string }) {
   const where = eq(eventNames.projectId, projectId);

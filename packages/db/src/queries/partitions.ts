@@ -1,5 +1,5 @@
 /**
- * Time partitions of the history tables (issue 20, migration `0017_partitioning`): `emails`, `email_events`,
+ * Time partitions of the history tables (issue 20, migration `0018_partitioning`): `emails`, `email_events`,
  * `events`, `webhook_deliveries` and `webhook_attempts` are partitioned BY RANGE (id), one partition
  * `<table>_pYYYYMM` per calendar month (UTC) whose bounds are the UUIDv7s of the month's first millisecond, plus a
  * `<table>_default` partition for any id outside them.
@@ -122,15 +122,13 @@ const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
       sql`update suppressions set source_email_id = null where source_email_id >= ${lo}::uuid and source_email_id < ${hi}::uuid`,
     ],
   },
-  // DROP fires no statement trigger: the event_names counts (migration 0002) are lowered by the detached month's
-  // counts per (project, name), in the transaction that drops it.
+  // DROP fires no statement trigger: the detached month's counts per (project, name) go to event_name_deltas as
+  // negative deltas, as the delete trigger would write them (migration 0017_counter_deltas), in the transaction
+  // that drops it; the counters' fold lowers event_names and removes a name whose count reaches zero.
   events: {
     finish: (detached) => [
-      sql`update event_names e set count = e.count - d.n
-        from (select project_id, name, count(*) as n from ${detached} group by project_id, name order by project_id, name) d
-        where e.project_id = d.project_id and e.name = d.name`,
-      sql`delete from event_names e using (select distinct project_id, name from ${detached}) d
-        where e.project_id = d.project_id and e.name = d.name and e.count <= 0`,
+      sql`insert into event_name_deltas (project_id, name, count)
+        select project_id, name, -count(*) from ${detached} group by project_id, name`,
     ],
   },
 };
@@ -146,8 +144,8 @@ const detachedName = (name: string) => `${name}_detached`;
  * 1. Rows of other tables referencing the month are deleted (timelines, attempts, test messages) or unlinked
  *    (a suppression's source email), then the month is detached and renamed `<name>_detached`. The detach holds
  *    the parent's ACCESS EXCLUSIVE lock to the commit, so nothing slow runs after it.
- * 2. Counters kept by statement triggers are lowered by the detached rows (`event_names` for `events`), and the
- *    table is dropped ({@link finishDetachedPartitions} completes this step after a crash between the two).
+ * 2. Counters kept by statement triggers are lowered by the detached rows (negative `event_name_deltas` for
+ *    `events`), and the table is dropped ({@link finishDetachedPartitions} completes this step after a crash between the two).
  *
  * @returns true when dropped; false when something in it must stay (nothing changed).
  * @throws the driver's error, e.g. `lock_timeout` when the parent stayed busy longer than {@link PARTITION_LOCK_TIMEOUT_MS}

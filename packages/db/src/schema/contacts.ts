@@ -1,4 +1,4 @@
-import { bigint, boolean, index, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, jsonb, pgTable, pgView, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
 
@@ -31,8 +31,10 @@ export const contacts = pgTable(
 );
 
 /**
- * Contact counts per project, maintained by statement-level triggers on `contacts` (migration
- * `0002_contact_counters`), so `total` on `GET /contacts` never counts millions of rows.
+ * Contact counts per project, so `total` on `GET /contacts` never counts millions of rows. Statement-level
+ * triggers on `contacts` append their changes to {@link contactStatDeltas} (migration `0017_counter_deltas`); the
+ * worker folds those into this row about once a second. Readers add the pending deltas, so a count is exact at
+ * every moment (see `contactTotals`).
  */
 export const contactStats = pgTable('contact_stats', {
   projectId: uuid('project_id')
@@ -41,3 +43,28 @@ export const contactStats = pgTable('contact_stats', {
   total: bigint('total', { mode: 'number' }).notNull().default(0),
   subscribed: bigint('subscribed', { mode: 'number' }).notNull().default(0),
 });
+
+/**
+ * Pending changes to {@link contactStats}: one row per writing statement and project (no row is ever updated, so
+ * concurrent writers of one project never wait on each other), folded into `contact_stats` by `foldCounterDeltas`.
+ * No foreign key: a delta of a deleted project is dropped by the fold.
+ */
+export const contactStatDeltas = pgTable(
+  'contact_stat_deltas',
+  {
+    projectId: uuid('project_id').notNull(),
+    total: bigint('total', { mode: 'number' }).notNull(),
+    subscribed: bigint('subscribed', { mode: 'number' }).notNull(),
+  },
+  (t) => [index('contact_stat_deltas_project_idx').on(t.projectId)],
+);
+
+/**
+ * Contact counts as of now (view of migration `0017_counter_deltas`): {@link contactStats} plus the deltas not yet
+ * folded. Read this, not `contact_stats`, wherever the count must be exact.
+ */
+export const contactStatsNow = pgView('contact_stats_now', {
+  projectId: uuid('project_id').notNull(),
+  total: bigint('total', { mode: 'number' }).notNull(),
+  subscribed: bigint('subscribed', { mode: 'number' }).notNull(),
+}).existing();

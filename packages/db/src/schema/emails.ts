@@ -116,7 +116,7 @@ export const emails = pgTable(
     // index without the partition key, so this one is plain).
     index('emails_message_id_idx').on(t.messageId).where(sql`${t.messageId} is not null`),
     // One email per contact per campaign is the primary key: a campaign email's id is derived from (campaign start,
-    // campaign, contact) (`mailroom_uuid_v7_keyed`, migration 0017), so a retried fan-out batch conflicts on `id`.
+    // campaign, contact) (`mailroom_uuid_v7_keyed`, migration 0018), so a retried fan-out batch conflicts on `id`.
     index('emails_campaign_contact_idx').on(t.campaignId, t.contactId).where(sql`${t.campaignId} is not null`),
     // One email per SEND_EMAIL step run is the primary key too (the id is derived from the run's id); this index
     // serves the `set null` of a deleted step run.

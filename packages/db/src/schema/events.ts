@@ -1,4 +1,4 @@
-import { bigint, boolean, index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, jsonb, pgTable, pgView, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, idColumn } from './columns';
 import { projects } from './projects';
 import { contacts } from './contacts';
@@ -34,8 +34,9 @@ export const events = pgTable(
 );
 
 /**
- * Distinct event names per project with their counts and last occurrence, maintained by statement-level
- * triggers on `events` (migration `0002_contact_counters`); a name whose count reaches zero is removed.
+ * Distinct event names per project with their counts and first/last occurrence. Statement-level triggers on
+ * `events` append to {@link eventNameDeltas} (migration `0017_counter_deltas`); the worker folds those in about
+ * once a second and removes a name whose count reaches zero. Readers add the pending deltas (`listEventNames`).
  */
 export const eventNames = pgTable(
   'event_names',
@@ -48,3 +49,32 @@ export const eventNames = pgTable(
   },
   (t) => [primaryKey({ columns: [t.projectId, t.name] })],
 );
+
+/**
+ * Pending changes to {@link eventNames}: one row per writing statement, project and name, never updated (so
+ * writers of one event name never wait on each other), folded by `foldCounterDeltas`. No foreign key: a delta of
+ * a deleted project is dropped by the fold.
+ */
+export const eventNameDeltas = pgTable(
+  'event_name_deltas',
+  {
+    projectId: uuid('project_id').notNull(),
+    name: text('name').notNull(),
+    count: bigint('count', { mode: 'number' }).notNull(),
+    firstSeenAt: timestamp('first_seen_at', { withTimezone: true, mode: 'date' }),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [index('event_name_deltas_project_name_idx').on(t.projectId, t.name)],
+);
+
+/**
+ * Event names as of now (view of migration `0017_counter_deltas`): {@link eventNames} plus the deltas not yet
+ * folded, names whose count is zero left out. Read this, not `event_names`, wherever counts must be exact.
+ */
+export const eventNamesNow = pgView('event_names_now', {
+  projectId: uuid('project_id').notNull(),
+  name: text('name').notNull(),
+  count: bigint('count', { mode: 'number' }).notNull(),
+  firstSeenAt: timestamp('first_seen_at', { withTimezone: true, mode: 'date' }).notNull(),
+  lastSeenAt: timestamp('last_seen_at', { withTimezone: true, mode: 'date' }).notNull(),
+}).existing();

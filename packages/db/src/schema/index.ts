@@ -15,6 +15,8 @@ export {
 export {
   contacts,
   contactStats,
+  contactStatDeltas,
+  contactStatsNow,
 } from './contacts';
 export {
   templates,
@@ -36,6 +38,8 @@ export {
 export {
   events,
   eventNames,
+  eventNameDeltas,
+  eventNamesNow,
 } from './events';
 export {
   IMPORT_STATUSES,
