@@ -77,7 +77,7 @@ export async function benchApi(
 ): Promise<Record<string, string | number>[]> {
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const apiEnv = { ...env, RATE_LIMIT_PER_MINUTE: '10000000' };
-  const bEnv = process.env.BENCH_API_B_ENV ? Object.fromEntries(process.env.BENCH_API_B_ENV.split(',').map((kv) => kv.split('=') as [string, string])) : undefined;
+  const bEnv = process.env.BENCH_API_B_ENV ? Object.fromEntries(process.env.BENCH_API_B_ENV.split(',').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])) : undefined;
   const bDir = process.env.BENCH_API_B_DIR;
   const servers: (Server & { process: ChildProcess })[] = [];
   const start = async (name: string, file: string, e: Record<string, string>, flags: string[] = []) => {
