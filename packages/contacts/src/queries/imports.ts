@@ -140,15 +140,16 @@ export interface ImportBatchGate {
 }
 
 /**
- * The transaction-level advisory lock of an import's batch (two-int form: the import's `hashtext`, the batch's
- * first row modulo 2^31 - 1). The batch holds it exclusively from its first statement to its commit; the batch
- * after it takes it shared ({@link importBatchLock} with `shared`) to wait for that commit.
+ * The transaction-level advisory lock of an import's batch, in the two-`int4` form: the last 32 bits of the
+ * import's id (the random end of a UUIDv7) and the batch's first row modulo 2^31 - 1. The batch holds it
+ * exclusively from its first statement to its commit; the batch after it takes it `shared` to wait for that end.
  */
 export function importBatchLock(gate: ImportBatchGate, shared: boolean): SQL {
-  const key = gate.fromRow % 2_147_483_647;
+  const importKey = Number.parseInt(gate.importId.replace(/-/g, '').slice(-8), 16) | 0;
+  const rowKey = gate.fromRow % 2_147_483_647;
   return shared
-    ? sql`pg_advisory_xact_lock_shared(hashtext(${gate.importId}), ${key}::int)`
-    : sql`pg_advisory_xact_lock(hashtext(${gate.importId}), ${key}::int)`;
+    ? sql`pg_advisory_xact_lock_shared(${importKey}::int, ${rowKey}::int)`
+    : sql`pg_advisory_xact_lock(${importKey}::int, ${rowKey}::int)`;
 }
 
 /**
