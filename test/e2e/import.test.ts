@@ -439,12 +439,13 @@ describe('resuming', () => {
     const id = res.body.data.id;
 
     // Row 1500's contact exists and is locked by another transaction; the first worker's lock_timeout turns that
-    // into a failed batch in the middle of the file.
+    // into a failed batch in the middle of the file (2 s: with two batches in flight, each waits for the one before
+    // under the same lock_timeout, which must not run out on a busy machine).
     await request(idleApi.app).post('/contacts').set('Authorization', q.auth).send({ email: 'r1499@x.test', data: { n: 'old' } });
     const blocker = await idleApi.database.pool.connect();
     await blocker.query('begin');
     await blocker.query(`select 1 from contacts where project_id = $1 and email_key = 'r1499@x.test' for update`, [q.id]);
-    const impatient = createDatabase({ url: `${idle.databaseUrl}?options=-c%20lock_timeout%3D300`, poolSize: 2, applicationName: 'impatient' });
+    const impatient = createDatabase({ url: `${idle.databaseUrl}?options=-c%20lock_timeout%3D2000`, poolSize: 2, applicationName: 'impatient' });
     const logger = createLogger(idle, 'worker');
     try {
       await expect(createImportProcessor({ config: idle, database: impatient, logger })(job(id, q.id))).rejects.toThrow('canceling statement due to lock timeout');
