@@ -10,14 +10,8 @@ import { createLogger } from '@mailroom/platform/logger';
 import { findJsonProblem } from '@mailroom/platform/json-guard';
 import { loadConfig } from '@mailroom/config/config';
 import { type ImportRecord } from '@mailroom/contacts/imports';
-import {
-  commitImportBatch,
-  createImport,
-  getImportErrors,
-  isRowDataError,
-  markImportQueued,
-  startImport,
-} from '@mailroom/contacts/queries/imports';
+import { createImport, getImportErrors, markImportQueued, startImport } from '@mailroom/contacts/queries/imports';
+import { commitImportBatch, isRowDataError } from '@mailroom/contacts/queries/import-batch';
 import { contactImports } from '@mailroom/db/schema/imports';
 import { createDatabase } from '@mailroom/db/client';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
@@ -283,7 +277,7 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
       rec(10, 'b10@x.test'),
     ];
     const parserError = { row: 5, email: null, errors: [{ field: '(row)', message: 'invalid JSON: \u0000 quoted', code: 'custom' as const }] };
-    const counts = await commitImportBatch(api.database.db, imp, { records, errors: [parserError], fromRow: 0, toRow: 10, bytesProcessed: 0, errorsKept: 0 });
+    const counts = await commitImportBatch(api.database.db, imp, { records, errors: [parserError], fromRow: 0, toRow: 10, bytesProcessed: 0 });
     expect(counts).toEqual({ created: 6, updated: 0, skipped: 0, failed: 4 });
     const errors = await getImportErrors(api.database.db, q.id, imp.id);
     expect(errors.map((e) => [e.row, e.email, e.errors[0].field])).toEqual([
@@ -311,7 +305,7 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
       await blocker.query('begin');
       await blocker.query(`select 1 from contacts where project_id = $1 and email_key = 'locked@x.test' for update`, [q.id]);
       const records = [rec(1, 'fresh@x.test'), rec(2, 'bad@x.test', { v: '\u0000' }), rec(3, 'locked@x.test', { n: 1 })];
-      const attempt = commitImportBatch(impatient.db, imp, { records, errors: [], fromRow: 0, toRow: 3, bytesProcessed: 0, errorsKept: 0 });
+      const attempt = commitImportBatch(impatient.db, imp, { records, errors: [], fromRow: 0, toRow: 3, bytesProcessed: 0 });
       await expect(attempt).rejects.toThrow();
       expect(isRowDataError(await attempt.catch((e: unknown) => e))).toBe(false);
     } finally {
@@ -445,12 +439,13 @@ describe('resuming', () => {
     const id = res.body.data.id;
 
     // Row 1500's contact exists and is locked by another transaction; the first worker's lock_timeout turns that
-    // into a failed batch in the middle of the file.
+    // into a failed batch in the middle of the file (2 s: with two batches in flight, each waits for the one before
+    // under the same lock_timeout, which must not run out on a busy machine).
     await request(idleApi.app).post('/contacts').set('Authorization', q.auth).send({ email: 'r1499@x.test', data: { n: 'old' } });
     const blocker = await idleApi.database.pool.connect();
     await blocker.query('begin');
     await blocker.query(`select 1 from contacts where project_id = $1 and email_key = 'r1499@x.test' for update`, [q.id]);
-    const impatient = createDatabase({ url: `${idle.databaseUrl}?options=-c%20lock_timeout%3D300`, poolSize: 2, applicationName: 'impatient' });
+    const impatient = createDatabase({ url: `${idle.databaseUrl}?options=-c%20lock_timeout%3D2000`, poolSize: 2, applicationName: 'impatient' });
     const logger = createLogger(idle, 'worker');
     try {
       await expect(createImportProcessor({ config: idle, database: impatient, logger })(job(id, q.id))).rejects.toThrow('canceling statement due to lock timeout');

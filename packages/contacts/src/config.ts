@@ -11,6 +11,11 @@ export interface ContactsConfig {
   readonly importMaxBytes: number;
   /** `IMPORT_BATCH_SIZE`: contacts per import statement (rows, 1–50000, default 5000). */
   readonly importBatchSize: number;
+  /**
+   * `IMPORT_PARALLEL`: batches of one import applied at once, each in its own transaction on its own connection
+   * (1–4, default 2; 1 applies them one after the other). They still commit in file order.
+   */
+  readonly importParallel: number;
 }
 
 /**
@@ -24,5 +29,6 @@ export function loadContactsConfig(env: Env): ContactsConfig {
   return Object.freeze({
     importMaxBytes: int(env, 'IMPORT_MAX_BYTES', 256 * 1024 * 1024, 1, 16 * 1024 * 1024 * 1024),
     importBatchSize: int(env, 'IMPORT_BATCH_SIZE', 5_000, 1, 50_000),
+    importParallel: int(env, 'IMPORT_PARALLEL', 2, 1, 4),
   });
 }

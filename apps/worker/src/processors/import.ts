@@ -26,7 +26,7 @@ export interface ImportProcessorDeps {
 
 /** Creates the BullMQ processor function of the `contact-import` queue. */
 export function createImportProcessor(deps: ImportProcessorDeps) {
-  const run = { db: deps.database.db, batchSize: deps.config.importBatchSize };
+  const run = { db: deps.database.db, batchSize: deps.config.importBatchSize, parallel: deps.config.importParallel };
   return async (job: Job): Promise<ImportJobResult> => {
     const checked = validatePayload(job.data);
     if (!checked.ok) throw new UnrecoverableError(`invalid import payload: ${JSON.stringify(checked.errors)}`);

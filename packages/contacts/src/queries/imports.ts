@@ -4,10 +4,9 @@
  *
  * @module
  */
-import { and, asc, eq, sql } from 'drizzle-orm';
-import { errorCode, rootMessage } from '@mailroom/platform/errors';
+import { and, asc, eq, sql, type SQL } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
-import { storableRowError, storableText, findUnstorable, type ImportRecord, type ImportRowError } from '../imports';
+import { storableText, type ImportRecord, type ImportRowError } from '../imports';
 import type { DbOrTx } from '@mailroom/db/client';
 import { contactImportChunks, contactImportErrors, contactImports, type ImportFormat } from '@mailroom/db/schema';
 
@@ -132,12 +131,37 @@ function foldDuplicates(records: ImportRecord[]): { distinct: ImportRecord[]; up
 }
 
 /**
+ * The batch an import batch waits for before its statements end: the batch of the same import starting at
+ * `fromRow`, applied by another transaction at the same time (see `commitImportBatch`).
+ */
+export interface ImportBatchGate {
+  importId: string;
+  fromRow: number;
+}
+
+/**
+ * The transaction-level advisory lock of an import's batch, in the two-`int4` form: the last 32 bits of the
+ * import's id (the random end of a UUIDv7) and the batch's first row modulo 2^31 - 1. The batch holds it
+ * exclusively from its first statement to its commit; the batch after it takes it `shared` to wait for that end.
+ */
+export function importBatchLock(gate: ImportBatchGate, shared: boolean): SQL {
+  const importKey = Number.parseInt(gate.importId.replace(/-/g, '').slice(-8), 16) | 0;
+  const rowKey = gate.fromRow % 2_147_483_647;
+  return shared
+    ? sql`pg_advisory_xact_lock_shared(${importKey}::int, ${rowKey}::int)`
+    : sql`pg_advisory_xact_lock(${importKey}::int, ${rowKey}::int)`;
+}
+
+/**
  * Applies a batch of records to a project's contacts in one statement with array parameters (no per-row
  * statements): existing contacts are merged in SQL (`data || set - removed`; `subscribed` only when stated, so an
  * unsubscribed contact stays unsubscribed unless its row says otherwise) and written only when something
  * changes; new ones are inserted (`subscribed` = stated or `defaultSubscribed`). A contact inserted concurrently
  * between the two steps is retried as an update.
  *
+ * @param after - when set, every statement ends by waiting for that batch's transaction (its advisory lock, taken
+ *   shared after the contacts are written): the statement's counter trigger (`contact_stats`) then runs only once
+ *   the batch before has committed, so two batches applied at once never wait on each other's counter row.
  * @returns created (new contacts), updated (changed), skipped (already as the file says).
  */
 export async function importContactBatch(
@@ -145,7 +169,9 @@ export async function importContactBatch(
   projectId: string,
   records: ImportRecord[],
   defaultSubscribed: boolean,
+  after?: ImportBatchGate,
 ): Promise<ImportCounts> {
+  const gate = after ? sql`(select 1 from ${importBatchLock(after, true)})` : sql`1`;
   const folded = foldDuplicates(records);
   const counts: ImportCounts = { created: 0, updated: folded.updated, skipped: folded.skipped };
   let pending = folded.distinct;
@@ -206,7 +232,9 @@ export async function importContactBatch(
           select p.email_key from prepared p
           where not exists (select 1 from seen s where s.email_key = p.email_key)
             and not exists (select 1 from ins where ins.email_key = p.email_key)
-        ) as raced
+        ) as raced,
+        -- Last: after the writes above, before the statement's triggers.
+        ${gate} as gated
     `);
     const r = result.rows[0];
     counts.created += r.created;
@@ -216,121 +244,6 @@ export async function importContactBatch(
     pending = pending.filter((p) => raced.has(p.emailKey));
   }
   return counts;
-}
-
-/**
- * True when a Postgres error blames the data of a statement rather than the server or the connection: SQLSTATE
- * class 22 (data exception: 22P05 untranslatable character, 22021 bad byte sequence, 22P02 bad JSON…) and class
- * 54 (program limit exceeded: 54001 stack depth, 54000 index row too large). Splitting the statement's rows can
- * isolate such a failure. Connection loss (08xxx, 57P01, socket errors), lock timeouts (55P03) and everything
- * else are not: retrying the same rows later may succeed.
- */
-export function isRowDataError(err: unknown): boolean {
-  const code = errorCode(err);
-  return !!code && /^(22|54)[0-9A-Z]{3}$/.test(code);
-}
-
-/** Counts of a committed batch; `failed` covers the parser's row errors and the rows Postgres refused. */
-export interface ImportBatchCounts extends ImportCounts {
-  failed: number;
-}
-
-/** The row error of a record Postgres refused: the field when the guard can tell, else the whole row. */
-function refusedRowError(r: ImportRecord, err: unknown): ImportRowError {
-  const located = findUnstorable({ email: r.email, data: { ...Object.fromEntries(r.removed.map((k) => [k, null])), ...r.set } });
-  return {
-    row: r.row,
-    email: r.email,
-    errors: [
-      {
-        field: located?.field ?? '(row)',
-        message: `could not be stored (${errorCode(err)}): ${located?.message ?? rootMessage(err)}`,
-        code: located?.code ?? 'custom',
-      },
-    ],
-  };
-}
-
-/**
- * Applies records inside a savepoint; when Postgres refuses them for their data ({@link isRowDataError}), splits
- * them in halves (file order kept) until the refused records stand alone, and returns those as row errors. A few
- * bad rows in a batch of n cost O(bad × log n) extra statements, and every other row is applied.
- *
- * @throws any error that is not a data error (connection lost, lock timeout): the caller's transaction fails whole.
- */
-async function applyIsolatingBadRows(
-  tx: DbOrTx,
-  projectId: string,
-  records: ImportRecord[],
-  defaultSubscribed: boolean,
-): Promise<{ counts: ImportCounts; refused: ImportRowError[] }> {
-  try {
-    const counts = await tx.transaction((sp) => importContactBatch(sp, projectId, records, defaultSubscribed));
-    return { counts, refused: [] };
-  } catch (err) {
-    if (!isRowDataError(err)) throw err;
-    if (records.length === 1) return { counts: { created: 0, updated: 0, skipped: 0 }, refused: [refusedRowError(records[0], err)] };
-    const mid = Math.ceil(records.length / 2);
-    const a = await applyIsolatingBadRows(tx, projectId, records.slice(0, mid), defaultSubscribed);
-    const b = await applyIsolatingBadRows(tx, projectId, records.slice(mid), defaultSubscribed);
-    return {
-      counts: { created: a.counts.created + b.counts.created, updated: a.counts.updated + b.counts.updated, skipped: a.counts.skipped + b.counts.skipped },
-      refused: [...a.refused, ...b.refused],
-    };
-  }
-}
-
-/**
- * Commits one batch of an import in one transaction: the contacts, the kept row errors, and the progress
- * (`rowsProcessed`, counts). The progress update is conditional on the previous `rowsProcessed`, so two
- * workers can never both apply the same batch.
- *
- * A record Postgres refuses for its data (see {@link isRowDataError}) becomes a row error of this batch and the
- * other records are applied: a bad row is never fatal. Row errors are stored through {@link storableRowError},
- * so a message quoting a NUL byte cannot fail the batch itself.
- *
- * Commits are asynchronous (`synchronous_commit = off`, no fsync wait per batch): a database crash may lose the
- * last batches' commits, contacts and progress together, so a resumed import redoes exactly those.
- *
- * @param batch.errorsKept - row errors already kept for this import; at most `IMPORT_ERRORS_KEPT` are kept.
- * @returns the batch's counts; `failed` = parser row errors + refused records.
- * @throws when the import moved on meanwhile (another worker owns it), or on any error that is not a data error
- *   (connection lost, lock timeout); nothing of the batch is kept, and a retry redoes it.
- */
-export async function commitImportBatch(
-  db: DbOrTx,
-  imp: { id: string; projectId: string; defaultSubscribed: boolean },
-  batch: { records: ImportRecord[]; errors: ImportRowError[]; fromRow: number; toRow: number; bytesProcessed: number; errorsKept: number },
-): Promise<ImportBatchCounts> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`set local synchronous_commit = off`);
-    const { counts, refused } = batch.records.length
-      ? await applyIsolatingBadRows(tx, imp.projectId, batch.records, imp.defaultSubscribed)
-      : { counts: { created: 0, updated: 0, skipped: 0 }, refused: [] };
-    const errors = refused.length ? [...batch.errors, ...refused].sort((a, b) => a.row - b.row) : batch.errors;
-    const keep = errors.slice(0, Math.max(0, IMPORT_ERRORS_KEPT - batch.errorsKept)).map(storableRowError);
-    if (keep.length) {
-      await tx
-        .insert(contactImportErrors)
-        .values(keep.map((e) => ({ importId: imp.id, row: e.row, email: e.email, errors: e.errors })))
-        .onConflictDoNothing();
-    }
-    const moved = await tx
-      .update(contactImports)
-      .set({
-        rowsProcessed: batch.toRow,
-        bytesProcessed: batch.bytesProcessed,
-        created: sql`${contactImports.created} + ${counts.created}`,
-        updated: sql`${contactImports.updated} + ${counts.updated}`,
-        skipped: sql`${contactImports.skipped} + ${counts.skipped}`,
-        failed: sql`${contactImports.failed} + ${errors.length}`,
-        updatedAt: new Date(),
-      })
-      .where(and(eq(contactImports.id, imp.id), eq(contactImports.rowsProcessed, batch.fromRow), eq(contactImports.status, 'running')))
-      .returning({ id: contactImports.id });
-    if (moved.length === 0) throw new Error(`import ${imp.id} is no longer at row ${batch.fromRow}: another worker owns it`);
-    return { ...counts, failed: errors.length };
-  });
 }
 
 /**
