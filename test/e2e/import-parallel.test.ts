@@ -44,7 +44,7 @@ async function contactsOf(p: TestProject): Promise<Map<string, { subscribed: boo
 }
 
 const stats = async (p: TestProject) =>
-  (await api.database.db.execute<{ total: number; subscribed: number }>(sql`select total::int, subscribed::int from contact_stats where project_id = ${p.id}::uuid`)).rows[0];
+  (await api.database.db.execute<{ total: number; subscribed: number }>(sql`select total::int, subscribed::int from contact_stats_now where project_id = ${p.id}::uuid`)).rows[0];
 
 test('an address repeated in nearby batches ends with its last row; bad rows at batch edges are row errors; counts and counters exact', async () => {
   const p = await createTestProject(api.database);
