@@ -25,7 +25,9 @@
  *          BENCH_PARTITION_ROWS sets the size). Run only when named.
  *
  * Uses a database of its own (`BENCH_DATABASE`, default `mailroom_bench_<pid>`: created, and dropped at the end, so
- * two runs on one machine never share one) and queue prefix; Postgres and Redis must answer.
+ * two runs on one machine never share one) and queue prefix; Postgres and Redis must answer. With
+ * BENCH_KEEP_DATABASE=1 (and a BENCH_DATABASE name) an existing database is kept (only migrated) and not dropped at
+ * the end, so a later run can reuse what an earlier one seeded (`campaigns` reuses its 1,000,000 contacts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -38,6 +40,7 @@ import { loadConfig, type Config } from '@mailroom/config/config';
 import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { acceptSend } from '@mailroom/sending/accept';
+import { migrate } from '@mailroom/db/migrate';
 import { dropDatabase, freshDatabase, startSesStack } from '../test/support/services';
 import { benchApi } from './api';
 import { benchContacts } from './contacts';
@@ -150,6 +153,18 @@ async function benchWorker(baseEnv: Record<string, string>, database: Database, 
   results.worker = rows;
 }
 
+/** BENCH_KEEP_DATABASE: the named database as it is (created when missing), migrated to the latest schema. */
+async function keptDatabase(name: string): Promise<string> {
+  const url = new URL(ADMIN_DB_URL);
+  url.pathname = `/${name}`;
+  const admin = createDatabase({ url: ADMIN_DB_URL, poolSize: 1, applicationName: 'bench' });
+  const found = await admin.db.execute(sql`select 1 from pg_database where datname = ${name}`);
+  await admin.close();
+  if (found.rows.length === 0) return freshDatabase(ADMIN_DB_URL, name);
+  await migrate(url.toString());
+  return url.toString();
+}
+
 async function main(): Promise<void> {
   const which = process.argv[2];
   // On a database of its own on the schema before 0017; run only when named (it fills 2.2M rows).
@@ -163,7 +178,8 @@ async function main(): Promise<void> {
     throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows or verify`);
   }
   const dbName = process.env.BENCH_DATABASE ?? `mailroom_bench_${process.pid}`;
-  const dbUrl = await freshDatabase(ADMIN_DB_URL, dbName);
+  const keep = process.env.BENCH_KEEP_DATABASE === '1' && process.env.BENCH_DATABASE !== undefined;
+  const dbUrl = keep ? await keptDatabase(dbName) : await freshDatabase(ADMIN_DB_URL, dbName);
   const ses = await startSesStack();
   const env = {
     NODE_ENV: 'production',
@@ -193,7 +209,7 @@ async function main(): Promise<void> {
   } finally {
     await database.close();
     ses.stop();
-    await dropDatabase(ADMIN_DB_URL, dbName).catch(() => undefined);
+    if (!keep) await dropDatabase(ADMIN_DB_URL, dbName).catch(() => undefined);
   }
   mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
   writeFileSync(path.join(ROOT, 'bench/results/latest.json'), JSON.stringify({ at: new Date().toISOString(), results }, null, 2));

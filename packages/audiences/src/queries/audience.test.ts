@@ -81,3 +81,40 @@ test("a campaign's audience: its type's predicate over contacts c, or why it has
   expect(await tagsOf(campaign({ audienceType: 'SEGMENT', segmentId: newId() }))).toBe("the campaign's segment was deleted");
   expect(await tagsOf(campaign({ audienceType: 'SEGMENT', segmentId: null }))).toBe("the campaign's segment was deleted");
 });
+
+test('number comparisons on data select exactly what comparing `(data #> path)::numeric` of JSON numbers selected', async () => {
+  const p = (await createProject(database.db, `numbers ${randomBytes(3).toString('hex')}`)).id;
+  const values: unknown[] = [10, 5, 5.5, -3, 0, 1e20, 123456789012345680000, '10', '', true, false, null, [10], [[10]], { x: 10 }];
+  const docs: Record<string, unknown>[] = [
+    ...values.map((n) => ({ n })),
+    ...values.map((b) => ({ a: { b } })),
+    { a: [{ b: 10 }] },
+    { a: 10 },
+    { 'q"k\\': 10, é: 10, '🙂': 10 },
+    { items: [10, 1] },
+    { items: { 0: 10 } },
+    {},
+  ];
+  await upsertContacts(database.db, p, docs.map((data, i) => ({ email: normalizeEmail(`n${i}@x.test`), defaultSubscribed: true, data })));
+  const ops = { greaterThan: '>', lessThan: '<', greaterThanOrEqual: '>=', lessThanOrEqual: '<=' } as const;
+  const tagsOf = async (predicate: SQL) => {
+    const rows = await database.db.execute<{ email: string }>(sql`select email from contacts where project_id = ${p}::uuid and ${predicate} order by email`);
+    return rows.rows.map((r) => r.email);
+  };
+  let compared = 0;
+  for (const field of ['data.n', 'data.a.b', 'data.q"k\\', 'data.é', 'data.🙂', 'data.items.0', 'data.missing']) {
+    const path = field.slice('data.'.length).split('.');
+    for (const [operator, op] of Object.entries(ops)) {
+      for (const value of [5, 0, -3, 10, 1e20, 5.25]) {
+        const filter = parseSegmentFilter([{ field, operator, value }], 'filter');
+        const at = sql`(contacts.data #> ${sql.param(path)}::text[])`;
+        const before = sql`coalesce((case when jsonb_typeof(${at}) = 'number' then ${at}::numeric end) ${sql.raw(op)} ${value}::numeric, false)`;
+        const expected = await tagsOf(before);
+        expect({ field, operator, value, tags: await tagsOf(compileAudience(p, { type: 'FILTERED', filter }, now())) }).toEqual({ field, operator, value, tags: expected });
+        if (expected.length > 0) compared++;
+      }
+    }
+  }
+  // The cases are not vacuous: most of them select someone.
+  expect(compared).toBeGreaterThan(60);
+});

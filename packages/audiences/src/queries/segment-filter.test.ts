@@ -35,10 +35,22 @@ describe('conditions', () => {
     ['data equals: containment', one('data.plan', 'equals', 'pro'), '(("c"."data" @> $1::jsonb))', ['{"plan":"pro"}']],
     ['data notEquals: negated containment', one('data.a.b', 'notEquals', 2), '((not ("c"."data" @> $1::jsonb)))', ['{"a":{"b":2}}']],
     [
-      'data greaterThan a number: numbers only',
+      'data greaterThan a number: numbers only, through a strict SQL/JSON path',
       one('data.a.b', 'greaterThan', 5),
+      '((coalesce(jsonb_path_exists("c"."data", $1::jsonpath, $2::jsonb, true), false)))',
+      ['strict $."a"."b" ? (@ > $v)', '{"v":5}'],
+    ],
+    [
+      'data lessThanOrEqual a number: keys quoted as JSON strings in the path',
+      one('data.say"hi"\\', 'lessThanOrEqual', -1.5),
+      '((coalesce(jsonb_path_exists("c"."data", $1::jsonpath, $2::jsonb, true), false)))',
+      ['strict $."say\\"hi\\"\\\\" ? (@ <= $v)', '{"v":-1.5}'],
+    ],
+    [
+      'data greaterThan a number under a key that #> could read as an array index: the #> form',
+      one('data.items.0', 'greaterThan', 5),
       `((coalesce((case when jsonb_typeof(("c"."data" #> $1::text[])) = 'number' then ("c"."data" #> $2::text[])::numeric end) > $3::numeric, false)))`,
-      [['a', 'b'], ['a', 'b'], 5],
+      [['items', '0'], ['items', '0'], 5],
     ],
     [
       'data lessThan a date: timestamps only',

@@ -28,6 +28,9 @@ export const events = pgTable(
     // Serves both `?contactId=` and the cascade from a deleted contact (`where contact_id = …`).
     index('events_contact_idx').on(t.contactId, t.id),
     index('events_project_name_idx').on(t.projectId, t.name, t.id),
+    // Segment filters on events (`event.<name>` exists / count / within): the contacts that performed an event, in
+    // contact order, read from the index alone (a merge or grouped scan; no hash of the project's events).
+    index('events_project_name_contact_idx').on(t.projectId, t.name, t.contactId, t.id),
     // The retention pass (RETENTION_EVENT_DAYS): a project's oldest events by creation time (imports may backdate).
     index('events_retention_idx').on(t.projectId, t.createdAt),
   ],
