@@ -7,7 +7,7 @@
  *
  * Per email: one BullMQ job taken from the `send` queue (a `Worker` with `CONCURRENCY` jobs at once, no limiter),
  * one SES v2 `SendEmail` to `SES_ENDPOINT` with a raw MIME message built once at start (plain `node:http`, a
- * keep-alive agent, no signing), and one `UPDATE` of the email row to `sent` with the SES message id.
+ * keep-alive agent, a fixed Authorization header: no signing), and one `UPDATE` of the email row to `sent` with the SES message id.
  * Environment: `DATABASE_URL`, `REDIS_URL`, `QUEUE_PREFIX`, `SES_ENDPOINT`, `CONCURRENCY` (default 32).
  *
  * @module
@@ -52,9 +52,13 @@ const raw = Buffer.from(
 );
 const body = JSON.stringify({ FromEmailAddress: 'w@ceiling.example.com', Destination: { ToAddresses: ['someone@bench.test'] }, Content: { Raw: { Data: raw.toString('base64') } } });
 
+/** The emulator wants an `AWS…` Authorization header and checks nothing in it: a fixed one, nothing signed. */
+const AUTHORIZATION = 'AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/ses/aws4_request, SignedHeaders=host, Signature=0';
+
 function sendEmail(): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = http.request(ses, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+    const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: AUTHORIZATION };
+    const req = http.request(ses, { method: 'POST', agent, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {

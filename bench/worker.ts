@@ -80,8 +80,15 @@ async function drain(start: () => ChildProcess[], env: Record<string, string>, d
   const started = performance.now();
   const children = start();
   let sent = 0;
-  while ((sent = await sentCount(database, ids)) < total) {
+  let progressAt = performance.now();
+  for (let last = 0; (sent = await sentCount(database, ids)) < total; last = sent) {
     if (children.some((c) => c.exitCode !== null)) throw new Error(`${tag}: a process exited before the drain ended`);
+    if (sent > last) progressAt = performance.now();
+    // Nothing sent for 30 s (start-up included): give up rather than hold the machine.
+    if (performance.now() - progressAt > 30_000) {
+      await Promise.all(children.map(stopChild));
+      throw new Error(`${tag}: no email sent for 30 s (${sent} of ${total})`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   const seconds = (performance.now() - started) / 1000;
