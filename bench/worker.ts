@@ -8,7 +8,8 @@
  *
  * Two rates per drain: *steady*, the middle 80% of the emails over the time between the 10th and the 90th
  * percentile of their `sent_at` (start-up and the tail left out), and *incl. start-up*, all emails over the time
- * from spawning the processes to the last `sent` row.
+ * from spawning the processes to the last `sent` row. Also the Postgres transactions committed per email
+ * (`pg_stat_database`, the bench's polling included: about 10/s).
  *
  * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the first worker process of each drain there.
  * `BENCH_WORKER_B_DIR=/path/to/other/checkout` also drains with that checkout's worker in the same rounds (before
@@ -72,11 +73,20 @@ interface Drain {
   steady: number;
   withStartUp: number;
   seconds: number;
+  /** Postgres transactions committed in the bench database per email (the bench's own polling included). */
+  commitsPerEmail: number;
+}
+
+/** Transactions committed so far in the current database (counted when a backend reports, at the latest on exit). */
+async function commits(database: Database): Promise<number> {
+  const r = await database.db.execute<{ n: string }>(sql`select xact_commit as n from pg_stat_database where datname = current_database()`);
+  return Number(r.rows[0].n);
 }
 
 /** Runs one drain: enqueue, spawn `processes` processes, wait for every row `sent`, stop them. */
 async function drain(start: () => ChildProcess[], env: Record<string, string>, database: Database, p: { id: string; domain: string }, total: number, tag: string): Promise<Drain> {
   const ids = await enqueue(loadConfig(env), database, total, p.domain, p.id, tag);
+  const committedBefore = await commits(database);
   const started = performance.now();
   const children = start();
   let sent = 0;
@@ -93,7 +103,9 @@ async function drain(start: () => ChildProcess[], env: Record<string, string>, d
   }
   const seconds = (performance.now() - started) / 1000;
   await Promise.all(children.map(stopChild));
-  return { steady: await steadyRate(database, ids), withStartUp: sent / seconds, seconds };
+  await database.db.execute(sql`select pg_stat_clear_snapshot()`);
+  const commitsPerEmail = ((await commits(database)) - committedBefore) / total;
+  return { steady: await steadyRate(database, ids), withStartUp: sent / seconds, seconds, commitsPerEmail };
 }
 
 const stopChild = (c: ChildProcess) => new Promise<void>((resolve) => (c.exitCode !== null ? resolve() : (c.once('exit', () => resolve()), c.kill('SIGTERM'))));
@@ -120,7 +132,8 @@ export async function benchWorker(
   const rounds = Number(process.env.BENCH_WORKER_ROUNDS ?? 1);
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const other = process.env.BENCH_WORKER_B_DIR;
-  const fmt = (d: Drain) => `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s)`;
+  const fmt = (d: Drain) =>
+    `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s), ${d.commitsPerEmail.toFixed(2)} Postgres commits/email`;
   let n = 0;
   for (let round = 1; round <= rounds; round++) {
     for (const processes of [1, 2]) {
