@@ -5,8 +5,9 @@
  *          a different contact per request, rate limit raised, no worker), API and bare ceiling
  *          (bench/ceiling-server.ts) each in its own process, in alternating rounds, the ratios printed; then /v1/send
  *          with 10 recipients (bench/api.ts).
- * worker — emails/s drained against the SES emulator with the limiter raised (1, 2 and 4 worker processes), and the
- *          limiter's accuracy at 14/s with 2 worker processes (arrival times at SES).
+ * worker — emails/s drained against the SES emulator with the limiter raised (1 and 2 worker processes) beside a
+ *          bare ceiling (bench/worker-ceiling.ts) drained the same way, the ratios printed, steady and incl. start-up;
+ *          the limiter's accuracy at 14/s with 2 worker processes (arrival times at SES) (bench/worker.ts).
  * contacts — a 1,000,000-row CSV import, /v1/track and contact list/search latency at that size
  *          (bench/contacts.ts; BENCH_CONTACTS sets the size).
  * campaigns — segment preview latency (data.* and event.* filters) and a campaign's fan-out to 1,000,000
@@ -33,23 +34,19 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
-import { createLogger } from '@mailroom/platform/logger';
-import { createRedis } from '@mailroom/queues/connection';
-import { createSendQueue, createWebhookQueue } from '@mailroom/queues/create';
-import { loadConfig, type Config } from '@mailroom/config/config';
+import { loadConfig } from '@mailroom/config/config';
 import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { createDatabase, type Database } from '@mailroom/db/client';
-import { acceptSend } from '@mailroom/sending/accept';
 import { migrate } from '@mailroom/db/migrate';
 import { dropDatabase, freshDatabase, startSesStack } from '../test/support/services';
 import { benchApi } from './api';
+import { benchWorker } from './worker';
 import { benchContacts } from './contacts';
 import { benchCampaigns } from './campaigns';
 import { benchFeedback } from './feedback';
 import { benchWorkflows } from './workflows';
 import { benchVerify } from './verify';
 import { benchPartitionMigration } from './partition-migration';
-import type { RecordedSend } from '../test/support/ses-recorder';
 
 const ROOT = path.resolve(__dirname, '..');
 const ADMIN_DB_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -77,80 +74,6 @@ async function project(database: Database) {
   const domain = `bench-${Date.now()}-${projects}.example.com`;
   await addDomain(database.db, p.id, domain, true);
   return { ...p, domain };
-}
-
-async function enqueue(config: Config, database: Database, count: number, domain: string, projectId: string, tag: string): Promise<string[]> {
-  const redis = createRedis(config, 'producer');
-  await new Promise((r) => redis.once('ready', r));
-  const sendQueue = createSendQueue(config, redis);
-  const webhookQueue = createWebhookQueue(config, redis);
-  const log = createLogger(config, 'bench');
-  const ids: string[] = [];
-  for (let i = 0; i < count; i += 100) {
-    const to = Array.from({ length: Math.min(100, count - i) }, (_, j) => `${tag}${i + j}@bench.test`);
-    const jobs: (() => Promise<void>)[] = [];
-    const r = await acceptSend({ config, db: database.db, sendQueue, webhookQueue, log }, projectId, { to, from: `w@${domain}`, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', data: { name: 'Ann' } }, (fn) => jobs.push(fn));
-    for (const job of jobs) await job();
-    ids.push(...r.emails.map((e) => e.email));
-  }
-  await sendQueue.close();
-  await webhookQueue.close();
-  redis.disconnect();
-  return ids;
-}
-
-async function sentCount(database: Database, ids: string[]): Promise<number> {
-  const r = await database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where id = any(${`{${ids.join(',')}}`}::uuid[]) and status = 'sent'`);
-  return (r.rows[0]).n;
-}
-
-async function benchWorker(baseEnv: Record<string, string>, database: Database, sesEndpoint: string): Promise<void> {
-  const p = await project(database);
-  const rows: Record<string, string | number>[] = [];
-
-  // Throughput with the limiter raised out of the way, for 1, 2 and 4 worker processes (the ratio shows how well
-  // the work spreads; on this 2-core machine the processes share the cores with Postgres, Redis and the emulator).
-  const total = Number(process.env.BENCH_EMAILS ?? 3000);
-  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  let single = 0;
-  for (const processes of [1, 2, 4]) {
-    const fastEnv = { ...baseEnv, QUEUE_PREFIX: `{bench-fast${processes}-${Date.now()}}`, SES_MAX_SEND_RATE: '10000', SES_RATE_SAFETY_MS: '0', WORKER_CONCURRENCY: '32', WORKER_HEALTH_PORT: '0' };
-    const ids = await enqueue(loadConfig(fastEnv), database, total, p.domain, p.id, `fast${processes}`);
-    const started = performance.now();
-    const workers = Array.from({ length: processes }, (_, i) => spawnApp('apps/worker/src/main.ts', fastEnv, i === 0 ? profile : []));
-    let sent = 0;
-    while ((sent = await sentCount(database, ids)) < total) await new Promise((r) => setTimeout(r, 200));
-    const seconds = (performance.now() - started) / 1000;
-    await Promise.all(workers.map(stop));
-    const rate = sent / seconds;
-    if (processes === 1) single = rate;
-    rows.push({
-      measure: `drain ${total} emails, limiter raised, ${processes} worker process${processes > 1 ? 'es' : ''} (incl. start-up)`,
-      value: `${rate.toFixed(0)} emails/s (${seconds.toFixed(1)} s)${processes > 1 ? `, ${(rate / single).toFixed(2)}× one process` : ''}`,
-    });
-  }
-
-  // Limiter accuracy at 14/s with two processes.
-  const n = 140;
-  const rateEnv = { ...baseEnv, QUEUE_PREFIX: `{bench-rate-${Date.now()}}`, SES_MAX_SEND_RATE: '14', WORKER_HEALTH_PORT: '0' };
-  const rateIds = await enqueue(loadConfig(rateEnv), database, n, p.domain, p.id, 'rate');
-  const workers = [spawnApp('apps/worker/src/main.ts', rateEnv), spawnApp('apps/worker/src/main.ts', rateEnv)];
-  while ((await sentCount(database, rateIds)) < n) await new Promise((r) => setTimeout(r, 200));
-  await Promise.all(workers.map(stop));
-  const recorded = (await (await fetch(`${sesEndpoint}/__recorded`, { method: 'POST', body: JSON.stringify({ toPrefix: 'rate' }) })).json()) as RecordedSend[];
-  const times = recorded.map((s) => s.at).sort((a, b) => a - b);
-  let busiest = 0;
-  for (let i = 0, j = 0; i < times.length; i++) {
-    while (times[i] - times[j] >= 1000) j++;
-    busiest = Math.max(busiest, i - j + 1);
-  }
-  const tightest = Math.min(...times.slice(14).map((t, i) => t - times[i]));
-  const rate = (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
-  rows.push({ measure: `limiter at 14/s, 2 worker processes, ${n} emails: achieved rate`, value: `${rate.toFixed(2)} emails/s` });
-  rows.push({ measure: 'limiter: busiest one-second window (must be ≤ 14)', value: busiest });
-  rows.push({ measure: 'limiter: tightest span of 15 consecutive sends (must be ≥ 1000 ms)', value: `${tightest.toFixed(1)} ms` });
-  table('Worker', rows);
-  results.worker = rows;
 }
 
 /** BENCH_KEEP_DATABASE: the named database as it is (created when missing), migrated to the latest schema. */
@@ -200,7 +123,10 @@ async function main(): Promise<void> {
       for (let i = 0; i < 20; i++) many.push(await project(database));
       results.api = await benchApi(env, many, spawnApp, stop);
     }
-    if (!which || which === 'worker') await benchWorker(env, database, ses.endpoint);
+    if (!which || which === 'worker') {
+      results.worker = await benchWorker(env, database, ses, await project(database), spawnApp);
+      table('Worker', results.worker as Record<string, string | number>[]);
+    }
     if (!which || which === 'contacts') results.contacts = await benchContacts(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'campaigns') results.campaigns = await benchCampaigns(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'feedback') results.feedback = await benchFeedback(env, config, database, await project(database), spawnApp, stop);

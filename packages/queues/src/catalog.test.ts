@@ -97,7 +97,10 @@ describe('worker settings', () => {
   test('send: concurrency and lock from config, a smooth limiter at the send rate', () => {
     expect(queueCatalog.send.worker(config, 40)).toEqual({ concurrency: 8, limiter: { max: 1, duration: 25 }, lockDuration: 30_000, stalledInterval: 30_000, maxStalledCount: 1_000 });
     expect(smoothLimiter(14)).toEqual({ max: 1, duration: 71 });
-    expect(smoothLimiter(5_000)).toEqual({ max: 1, duration: 1 });
+    expect(smoothLimiter(100)).toEqual({ max: 1, duration: 10 });
+    // Above 100/s: starts in windows of about 10 ms (BullMQ counts whole ms), never slower than the rate.
+    expect(smoothLimiter(150)).toEqual({ max: 2, duration: 13 });
+    expect(smoothLimiter(5_000)).toEqual({ max: 50, duration: 10 });
   });
   test('only the send queue is rate limited', () => {
     for (const key of QUEUE_KEYS.filter((k) => k !== 'send')) {

@@ -67,7 +67,10 @@ export function sendJobOptions(config: Pick<QueueConfig, 'sendMaxAttempts' | 'se
 }
 
 /**
- * The `send` worker's limiter for `emailsPerSecond`: one job start every `floor(1000 / rate)` ms.
+ * The `send` worker's limiter for `emailsPerSecond`: up to 100/s, one job start every `floor(1000 / rate)` ms;
+ * above, `ceil(rate / 100)` starts per `floor(1000 × max / rate)` ms (a window of about 10 ms). BullMQ's limiter
+ * counts in whole milliseconds, and a worker whose fetch is refused waits at least 1 ms before asking again
+ * (`max: 1` capped a raised limit at well under 1,000 starts/s, less than the rate asked for).
  *
  * BullMQ's limiter is global (kept in Redis, shared by every worker process). A limiter of
  * `{ max: 14, duration: 1000 }` releases bursts of 14 at each window start, so a sliding second can see 28; this
@@ -76,7 +79,8 @@ export function sendJobOptions(config: Pick<QueueConfig, 'sendMaxAttempts' | 'se
  * slower, so jobs arrive at the gate just ahead of their slot.
  */
 export function smoothLimiter(emailsPerSecond: number): { max: number; duration: number } {
-  return { max: 1, duration: Math.max(1, Math.floor(1000 / emailsPerSecond)) };
+  const max = Math.max(1, Math.ceil(emailsPerSecond / 100));
+  return { max, duration: Math.max(1, Math.floor((1000 * max) / emailsPerSecond)) };
 }
 
 // -------------------------------------------------------------------------------------------- contact-import

@@ -3,8 +3,10 @@
  * lease of `SEND_LEASE_MS`) and the finish (`sending →` the outcome, only with that token), with the webhook
  * deliveries a final outcome announces written in the same statement.
  *
- * The SQL is the data layer's ({@link claimEmail}, {@link finishEmail}); this module decides the token, what is
- * announced and how, so the send job and its tests share one way of doing it.
+ * The SQL is the data layer's ({@link claimEmail}, {@link finishEmail}, and their batched forms); this module decides
+ * the token, what is announced and how, so the send job and its tests share one way of doing it.
+ * {@link createSendBatching} folds the claims and finishes of a process's concurrent jobs into one statement each
+ * (`batcher.ts`).
  *
  * @module
  */
@@ -16,7 +18,9 @@ import { type Logger } from '@mailroom/platform/logger';
 import { type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { claimEmail, finishEmail, type ClaimedEmail, type ClaimMiss } from '@mailroom/db/queries/emails';
+import { claimEmails, finishEmails, type FinishRequest } from '@mailroom/db/queries/email-batches';
 import { type DbOrTx } from '@mailroom/db/client';
+import { Batcher } from './batcher';
 
 /**
  * A claimed email as the send path reads it: the recipient is the address stored when the email was accepted,
@@ -53,7 +57,7 @@ const WEBHOOK_TYPE: Partial<Record<SendOutcome['status'], string>> = {
  *   not claimed (its campaign resumed between the claim and the look) is claimed once more.
  * @throws the database's error.
  */
-export async function claimForSending(db: DbOrTx, emailId: string, leaseMs: number): Promise<{ ok: true; claim: Claim } | ({ ok: false } & ClaimMiss)> {
+export async function claimForSending(db: DbOrTx, emailId: string, leaseMs: number): Promise<ClaimResult> {
   const token = randomUUID();
   let claimedAt = Date.now();
   let claim = await claimEmail(db, emailId, token, leaseMs);
@@ -67,6 +71,9 @@ export async function claimForSending(db: DbOrTx, emailId: string, leaseMs: numb
   if (!claim.ok) return claim;
   return { ok: true, claim: { email: claim.email as SendingEmail, token, claimedAt } };
 }
+
+/** What {@link claimForSending} answers. */
+export type ClaimResult = { ok: true; claim: Claim } | ({ ok: false } & ClaimMiss);
 
 /** What finishing a claim needs. */
 export interface FinishDeps {
@@ -87,6 +94,14 @@ export interface FinishDeps {
  * @throws the database's error.
  */
 export async function finishClaim(deps: FinishDeps, claim: Claim, outcome: SendOutcome, log: Logger): Promise<boolean> {
+  const r = finishRequest(claim, outcome);
+  const { finished, deliveries } = await finishEmail(deps.db, r.emailId, r.token, r.outcome, r.announce);
+  await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
+  return finished;
+}
+
+/** The data layer's finish of `claim` with `outcome`, with the webhook event it announces. */
+function finishRequest(claim: Claim, outcome: SendOutcome): FinishRequest {
   const { email } = claim;
   const type = WEBHOOK_TYPE[outcome.status];
   const data = {
@@ -100,7 +115,59 @@ export async function finishClaim(deps: FinishDeps, claim: Claim, outcome: SendO
     ...('reason' in outcome ? { reason: outcome.reason } : {}),
     ...(email.test ? { test: true } : {}),
   };
-  const { finished, deliveries } = await finishEmail(deps.db, email.id, claim.token, outcome, type ? { type, data } : undefined);
-  await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
-  return finished;
+  return { emailId: email.id, token: claim.token, outcome, ...(type ? { announce: { type, data } } : {}) };
+}
+
+/** The claims and finishes of one worker process, each batched across its concurrent send jobs. */
+export interface SendBatching {
+  /** {@link claimForSending}, batched. */
+  claim(emailId: string): Promise<ClaimResult>;
+  /** {@link finishClaim}, batched: the batch's webhook deliveries are enqueued together, once it committed. */
+  finish(claim: Claim, outcome: SendOutcome, log: Logger): Promise<boolean>;
+}
+
+/**
+ * Batches claims and finishes ({@link Batcher}): up to `batchSize` of each in one statement, at most two
+ * statements of each kind at once. A claim the batch did not take (missing, final, leased, paused) is asked again
+ * on its own through {@link claimForSending}, which says why (or claims it, if it can by then). `batchSize` 1
+ * runs every claim and finish on its own. `observe` is told the size of each statement's batch as it starts.
+ */
+export function createSendBatching(
+  deps: FinishDeps,
+  leaseMs: number,
+  batchSize: number,
+  observe?: (kind: 'claim' | 'finish', size: number) => void,
+): SendBatching {
+  const options = { maxBatch: batchSize, maxInFlight: 2 };
+  const claims = new Batcher<string, ClaimResult | undefined>(
+    async (emailIds) => {
+      const requests = emailIds.map((emailId) => ({ emailId, token: randomUUID() }));
+      const claimedAt = Date.now();
+      const claimed = await claimEmails(deps.db, requests, leaseMs);
+      return requests.map(({ token }) => {
+        const email = claimed.get(token);
+        return email ? { ok: true as const, claim: { email: email as SendingEmail, token, claimedAt } } : undefined;
+      });
+    },
+    (emailId) => claimForSending(deps.db, emailId, leaseMs),
+    { ...options, observe: observe && ((n) => observe('claim', n)) },
+  );
+  type Finish = { request: FinishRequest; log: Logger };
+  const finishes = new Batcher<Finish, boolean>(
+    async (items) => {
+      const { finished, deliveries } = await finishEmails(deps.db, items.map((i) => i.request));
+      await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, items[0].log);
+      return finished;
+    },
+    async ({ request: r, log }) => {
+      const { finished, deliveries } = await finishEmail(deps.db, r.emailId, r.token, r.outcome, r.announce);
+      await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
+      return finished;
+    },
+    { ...options, observe: observe && ((n) => observe('finish', n)) },
+  );
+  return {
+    claim: async (emailId) => (await claims.run(emailId)) ?? claimForSending(deps.db, emailId, leaseMs),
+    finish: (claim, outcome, log) => finishes.run({ request: finishRequest(claim, outcome), log }),
+  };
 }

@@ -11,6 +11,12 @@ import { RETENTION_DEFAULTS, RETENTION_ENV, RETENTION_FIELDS, RETENTION_MAX_DAYS
 export interface SendingConfig {
   /** `SEND_LEASE_MS`: after this long (ms, default 60000) an email claimed by a worker that died may be claimed again. */
   readonly sendLeaseMs: number;
+  /**
+   * `SEND_BATCH_SIZE`: most claims (and most finishes) of one worker process's concurrent send jobs folded into
+   * one statement (1–500, default 50; 1 runs each on its own). A claim or finish waits only while two such
+   * statements are already running, so at a low rate each runs alone.
+   */
+  readonly sendBatchSize: number;
   /** `SES_ACCOUNT_REFRESH_MS`: how often each worker re-reads the SES account (send rate, quota) (ms, default 300000). */
   readonly sesAccountRefreshMs: number;
   /**
@@ -60,6 +66,7 @@ export interface SendingConfig {
 export function loadSendingConfig(env: Env): SendingConfig {
   const config: SendingConfig = {
     sendLeaseMs: int(env, 'SEND_LEASE_MS', 60_000, 1000, 3_600_000),
+    sendBatchSize: int(env, 'SEND_BATCH_SIZE', 50, 1, 500),
     sesAccountRefreshMs: int(env, 'SES_ACCOUNT_REFRESH_MS', 300_000, 100, 86_400_000),
     sesQuotaCheckMs: int(env, 'SES_QUOTA_CHECK_MS', 10_000, 100, 3_600_000),
     sesQuotaReserve: fraction(env, 'SES_QUOTA_RESERVE', 0.05),

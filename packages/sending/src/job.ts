@@ -31,7 +31,7 @@ import { storeTestMessage } from '@mailroom/db/queries/test-messages';
 import { ERASED_ADDRESS } from '@mailroom/db/queries/erase';
 import { type Database } from '@mailroom/db/client';
 import { classifySendError, type MailTransport } from './ses/transport';
-import { claimForSending, finishClaim, type SendOutcome } from './claim';
+import { createSendBatching, type SendOutcome } from './claim';
 import { composeMessage } from './compose';
 import { acceptedKey, readAccepted, recordAccepted } from './ses-accepted';
 import type { QuotaAdmission } from './ses/quota-guard';
@@ -94,7 +94,8 @@ const UNREACHABLE_MAX_DELAY_MS = 30_000;
 
 /**
  * Creates the sender of one worker process. It keeps the count of SES calls in a row that found SES unreachable
- * (the pause before the next try doubles with it), so one sender serves every job of the process.
+ * (the pause before the next try doubles with it) and batches the claims and finishes of concurrent jobs, so one
+ * sender serves every job of the process.
  *
  * The returned function throws the database's errors (the job's attempt fails and is retried), and the `sent`
  * write's error once SES has accepted the message (see `ses-accepted.ts`).
@@ -102,12 +103,13 @@ const UNREACHABLE_MAX_DELAY_MS = 30_000;
 export function createEmailSender(deps: EmailSenderDeps): EmailSender {
   const { config, transport } = deps;
   const { db } = deps.database;
-  const finishDeps = { config, db, webhookQueue: deps.webhookQueue };
+  // Claims and finishes of this process's concurrent jobs go in batches (SEND_BATCH_SIZE; `batcher.ts`).
+  const batching = createSendBatching({ config, db, webhookQueue: deps.webhookQueue }, config.sendLeaseMs, config.sendBatchSize);
   /** SES calls in a row that found it unreachable (this process); sets the pause before the next try. */
   let unreachableStreak = 0;
 
   return async ({ emailId, attempt, priority, log }) => {
-    const claimed = await claimForSending(db, emailId, config.sendLeaseMs);
+    const claimed = await batching.claim(emailId);
     if (!claimed.ok) {
       if (claimed.kind === 'leased') return { kind: 'leased', until: claimed.until.getTime() + 50 };
       if (claimed.kind === 'paused') {
@@ -126,7 +128,7 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
     /** Frees this email's place in the campaign quota guard once its outcome is written (counted when sent). */
     let releaseQuota: (() => void) | undefined;
     const finish = async (outcome: SendOutcome) => {
-      const finished = await finishClaim(finishDeps, claim, outcome, log);
+      const finished = await batching.finish(claim, outcome, log);
       releaseQuota?.();
       return finished;
     };

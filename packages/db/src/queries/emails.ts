@@ -102,6 +102,34 @@ export type ClaimMiss =
   | { kind: 'paused'; campaignId: string };
 
 /**
+ * What a claim reads back with the claimed row (`e`, the `emails` row; `p.previous_status`): the project, the
+ * contact's data, the campaign's content, the suppression list and the subscription, in the claiming statement.
+ */
+export const CLAIM_RETURNING = sql`returning e.*, p.previous_status,
+      (select disabled from projects where id = e.project_id) as project_disabled,
+      (select signing_key from projects where id = e.project_id) as signing_key,
+      (select data from contacts where id = e.contact_id) as contact_data,
+      (select json_build_object('subject', k.subject, 'body', k.body, 'status', k.status) from campaigns k where k.id = e.campaign_id) as campaign,
+      exists (select 1 from suppressions s where s.project_id = e.project_id and s.email_key = lower(e.to_email)) as suppressed,
+      (e.marketing and e.source in ('campaign', 'workflow')
+        and exists (select 1 from contacts c where c.id = e.contact_id and not c.subscribed)) as unsubscribed`;
+
+/** A row returned through {@link CLAIM_RETURNING} as a {@link ClaimedEmail}. */
+export function toClaimedEmail(hit: Record<string, unknown>): ClaimedEmail {
+  const { previous_status, project_disabled, signing_key, contact_data, campaign, suppressed, unsubscribed, ...row } = hit;
+  return {
+    ...(camelCase(row) as EmailRow),
+    previousStatus: previous_status as EmailStatus,
+    projectDisabled: project_disabled === true,
+    signingKey: signing_key as Buffer,
+    contactData: (contact_data as Record<string, unknown> | null) ?? null,
+    campaign: (campaign as ClaimedEmail['campaign']) ?? null,
+    suppressed: suppressed === true,
+    unsubscribed: unsubscribed === true,
+  };
+}
+
+/**
  * Atomically takes ownership of an email for sending: `queued → sending`, or re-takes a `sending` row whose
  * lease (`leaseMs`) has expired because its worker died. The claim token must be shown to finish the row.
  * A queued email of a PAUSED campaign is not claimed (`kind: 'paused'`): it waits, queued, for the resume.
@@ -125,32 +153,10 @@ export async function claimEmail(
       or (e.status = 'sending' and e.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})))
       -- A paused campaign's emails stay queued until it resumes.
       and not (e.status = 'queued' and exists (select 1 from campaigns k where k.id = e.campaign_id and k.status = 'PAUSED'))
-    returning e.*, p.previous_status,
-      (select disabled from projects where id = e.project_id) as project_disabled,
-      (select signing_key from projects where id = e.project_id) as signing_key,
-      (select data from contacts where id = e.contact_id) as contact_data,
-      (select json_build_object('subject', k.subject, 'body', k.body, 'status', k.status) from campaigns k where k.id = e.campaign_id) as campaign,
-      exists (select 1 from suppressions s where s.project_id = e.project_id and s.email_key = lower(e.to_email)) as suppressed,
-      (e.marketing and e.source in ('campaign', 'workflow')
-        and exists (select 1 from contacts c where c.id = e.contact_id and not c.subscribed)) as unsubscribed
+    ${CLAIM_RETURNING}
   `);
   const hit = claimed.rows[0];
-  if (hit) {
-    const { previous_status, project_disabled, signing_key, contact_data, campaign, suppressed, unsubscribed, ...row } = hit;
-    return {
-      ok: true,
-      email: {
-        ...(camelCase(row) as EmailRow),
-        previousStatus: previous_status as EmailStatus,
-        projectDisabled: project_disabled === true,
-        signingKey: signing_key as Buffer,
-        contactData: (contact_data as Record<string, unknown> | null) ?? null,
-        campaign: (campaign as ClaimedEmail['campaign']) ?? null,
-        suppressed: suppressed === true,
-        unsubscribed: unsubscribed === true,
-      },
-    };
-  }
+  if (hit) return { ok: true, email: toClaimedEmail(hit) };
   const [row] = await db
     .select({ status: emails.status, claimedAt: emails.claimedAt, campaignId: emails.campaignId, campaignStatus: campaigns.status })
     .from(emails)
@@ -164,6 +170,24 @@ export async function claimEmail(
   return { ok: false, kind: 'final', status: row.status };
 }
 
+/** How a claimed email leaves `sending` ({@link finishEmail}). */
+export type FinishOutcome =
+  | { status: 'sent'; messageId: string; renderedSubject: string }
+  | { status: 'queued'; reason: string; retryInMs?: number }
+  | { status: 'failed'; reason: string; failureKind: 'transient' | 'permanent' }
+  | { status: 'cancelled' | 'suppressed'; reason: string };
+
+/** The timeline entry of a finish: `deferred` for a move back to `queued`, else the new status. */
+export function finishEvent(outcome: FinishOutcome): { eventType: string; eventData: Record<string, unknown> } {
+  return {
+    eventType: outcome.status === 'queued' ? 'deferred' : outcome.status,
+    eventData:
+      outcome.status === 'sent'
+        ? { messageId: outcome.messageId }
+        : { reason: outcome.reason, ...('retryInMs' in outcome && outcome.retryInMs !== undefined ? { retryInMs: outcome.retryInMs } : {}) },
+  };
+}
+
 /**
  * Moves a claimed email on, records the timeline entry and, when `announce` is given, writes the webhook
  * deliveries of that event for the project's subscribed endpoints: one statement (one round trip), so the event
@@ -175,18 +199,11 @@ export async function finishEmail(
   db: DbOrTx,
   emailId: string,
   token: string,
-  outcome:
-    | { status: 'sent'; messageId: string; renderedSubject: string }
-    | { status: 'queued'; reason: string; retryInMs?: number }
-    | { status: 'failed'; reason: string; failureKind: 'transient' | 'permanent' }
-    | { status: 'cancelled' | 'suppressed'; reason: string },
+  outcome: FinishOutcome,
   announce?: { type: string; data: Record<string, unknown> },
 ): Promise<{ finished: boolean; deliveries: WebhookDeliveryRef[] }> {
   const sent = outcome.status === 'sent';
-  const eventType = outcome.status === 'queued' ? 'deferred' : outcome.status;
-  const eventData = sent
-    ? { messageId: outcome.messageId }
-    : { reason: outcome.reason, ...('retryInMs' in outcome && outcome.retryInMs !== undefined ? { retryInMs: outcome.retryInMs } : {}) };
+  const { eventType, eventData } = finishEvent(outcome);
   const hookType = announce?.type ?? null;
   const result = await db.execute<{ moved: number; deliveries: { id: string; projectId: string; generation: number }[] }>(sql`
     with moved as (

@@ -13,7 +13,8 @@ import { NO_CAMPAIGN } from '../schema';
  *
  * @param rows - a `select` of `project_id, from_email, campaign_id, sent, delivered, hard, soft, complaints`
  *   (counts as integers; `campaign_id` null outside campaigns). Rows are summed per key first, so one statement
- *   may count several outcomes of one key. The hour is the current UTC hour.
+ *   may count several outcomes of one key, and the keys are written in order (no deadlock between two statements
+ *   that count several). The hour is the current UTC hour.
  */
 export function countReputation(rows: SQL): SQL {
   return sql`
@@ -23,6 +24,8 @@ export function countReputation(rows: SQL): SQL {
       sum(sent), sum(delivered), sum(hard), sum(soft), sum(complaints)
     from (${rows}) as outcome
     group by 1, 2, 3, 4
+    -- Counter rows are locked in key order, so two statements counting several keys cannot deadlock.
+    order by 1, 2, 3, 4
     on conflict (project_id, hour, domain, campaign_id) do update set
       sent = r.sent + excluded.sent,
       delivered = r.delivered + excluded.delivered,

@@ -38,7 +38,7 @@
  *
  * @module
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import diagnostics from 'node:diagnostics_channel';
 import type { ClientRequest } from 'node:http';
 import type { Redis } from 'ioredis';
@@ -87,6 +87,26 @@ redis.call('ZADD', KEYS[2], string.format('%.0f', now), ARGV[1])
 redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]))
 return 0
 `;
+
+/** A script run by its SHA-1 (`EVALSHA`: the text is not sent on every call), loaded on the first `NOSCRIPT`. */
+class GateScript {
+  private readonly sha: string;
+  constructor(private readonly text: string) {
+    this.sha = createHash('sha1').update(text).digest('hex');
+  }
+
+  async run(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!/NOSCRIPT/.test((err as Error).message)) throw err;
+      return redis.eval(this.text, keys.length, ...keys, ...args);
+    }
+  }
+}
+
+const TAKE_SCRIPT = new GateScript(TAKE);
+const CONFIRM_SCRIPT = new GateScript(CONFIRM);
 
 /** The request a grant is for: SES v2 `SendEmail` (`POST /v2/email/outbound-emails`). */
 export const SES_SEND_PATH = '/v2/email/outbound-emails';
@@ -205,14 +225,14 @@ export class SendRateGate {
         continue;
       }
       const waitUs = Number(
-        await this.redis.eval(TAKE, 3, last, pending, sent, this.intervalUs, this.windowUs, this.emailsPerSecond, PENDING_TTL_MS * 1000, token),
+        await TAKE_SCRIPT.run(this.redis, [last, pending, sent], [this.intervalUs, this.windowUs, this.emailsPerSecond, PENDING_TTL_MS * 1000, token]),
       );
       if (waitUs <= 0) {
         let done = false;
         const confirm = () => {
           if (done) return;
           done = true;
-          this.redis.eval(CONFIRM, 2, pending, sent, token, this.keepMs).catch(() => undefined);
+          CONFIRM_SCRIPT.run(this.redis, [pending, sent], [token, this.keepMs]).catch(() => undefined);
         };
         awaitingRequest.push(confirm);
         // The caller starts its request in the microtasks that follow this return; if none started, confirm now.

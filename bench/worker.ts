@@ -1,0 +1,185 @@
+/**
+ * `npm run bench -- worker`: the send worker's drain rate beside a bare ceiling (`bench/worker-ceiling.ts`: one
+ * BullMQ job, one SES `SendEmail` of a prebuilt raw message, one `UPDATE` per email), each draining its own
+ * `BENCH_EMAILS` (default 3,000) emails accepted through `acceptSend`, against the SES emulator directly (not the
+ * tests' recording proxy), with the limiter raised (`SES_MAX_SEND_RATE` 10,000, `WORKER_CONCURRENCY` 32), with 1
+ * and 2 processes, the ceiling first then the worker, `BENCH_WORKER_ROUNDS` times (default 1). Then the limiter's
+ * accuracy at 14/s with 2 worker processes (arrival times at the recording proxy).
+ *
+ * Two rates per drain: *steady*, the middle 80% of the emails over the time between the 10th and the 90th
+ * percentile of their `sent_at` (start-up and the tail left out), and *incl. start-up*, all emails over the time
+ * from spawning the processes to the last `sent` row. Also the Postgres transactions committed per email
+ * (`pg_stat_database`, the bench's polling included: about 10/s).
+ *
+ * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the first worker process of each drain there.
+ * `BENCH_WORKER_B_DIR=/path/to/other/checkout` also drains with that checkout's worker in the same rounds (before
+ * and after a change; the database schema must be the same).
+ *
+ * @module
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { sql } from 'drizzle-orm';
+import { createLogger } from '@mailroom/platform/logger';
+import { createRedis } from '@mailroom/queues/connection';
+import { createSendQueue, createWebhookQueue } from '@mailroom/queues/create';
+import { loadConfig, type Config } from '@mailroom/config/config';
+import { type Database } from '@mailroom/db/client';
+import { acceptSend } from '@mailroom/sending/accept';
+import type { RecordedSend } from '../test/support/ses-recorder';
+
+type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => ChildProcess;
+type Rows = Record<string, string | number>[];
+
+/** Accepts `count` emails through the send path (rows + jobs) under `config`'s queue prefix. @returns their ids. */
+async function enqueue(config: Config, database: Database, count: number, domain: string, projectId: string, tag: string): Promise<string[]> {
+  const redis = createRedis(config, 'producer');
+  await new Promise((r) => redis.once('ready', r));
+  const sendQueue = createSendQueue(config, redis);
+  const webhookQueue = createWebhookQueue(config, redis);
+  const log = createLogger(config, 'bench');
+  const ids: string[] = [];
+  for (let i = 0; i < count; i += 100) {
+    const to = Array.from({ length: Math.min(100, count - i) }, (_, j) => `${tag}${i + j}@bench.test`);
+    const jobs: (() => Promise<void>)[] = [];
+    const r = await acceptSend({ config, db: database.db, sendQueue, webhookQueue, log }, projectId, { to, from: `w@${domain}`, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', data: { name: 'Ann' } }, (fn) => jobs.push(fn));
+    for (const job of jobs) await job();
+    ids.push(...r.emails.map((e) => e.email));
+  }
+  await sendQueue.close();
+  await webhookQueue.close();
+  redis.disconnect();
+  return ids;
+}
+
+const idArray = (ids: string[]) => `{${ids.join(',')}}`;
+
+async function sentCount(database: Database, ids: string[]): Promise<number> {
+  const r = await database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where id = any(${idArray(ids)}::uuid[]) and status = 'sent'`);
+  return r.rows[0].n;
+}
+
+/** Emails/s over the middle 80% of the sends (by `sent_at`): start-up and the tail left out. */
+async function steadyRate(database: Database, ids: string[]): Promise<number> {
+  const r = await database.db.execute<{ p10: string; p90: string }>(sql`
+    select extract(epoch from percentile_disc(0.1) within group (order by sent_at))::float8 as p10,
+      extract(epoch from percentile_disc(0.9) within group (order by sent_at))::float8 as p90
+    from emails where id = any(${idArray(ids)}::uuid[]) and status = 'sent'`);
+  const seconds = Number(r.rows[0].p90) - Number(r.rows[0].p10);
+  return (0.8 * ids.length) / seconds;
+}
+
+interface Drain {
+  steady: number;
+  withStartUp: number;
+  seconds: number;
+  /** Postgres transactions committed in the bench database per email (the bench's own polling included). */
+  commitsPerEmail: number;
+}
+
+/** Transactions committed so far in the current database (counted when a backend reports, at the latest on exit). */
+async function commits(database: Database): Promise<number> {
+  const r = await database.db.execute<{ n: string }>(sql`select xact_commit as n from pg_stat_database where datname = current_database()`);
+  return Number(r.rows[0].n);
+}
+
+/** Runs one drain: enqueue, spawn `processes` processes, wait for every row `sent`, stop them. */
+async function drain(start: () => ChildProcess[], env: Record<string, string>, database: Database, p: { id: string; domain: string }, total: number, tag: string): Promise<Drain> {
+  const ids = await enqueue(loadConfig(env), database, total, p.domain, p.id, tag);
+  const committedBefore = await commits(database);
+  const started = performance.now();
+  const children = start();
+  let sent = 0;
+  let progressAt = performance.now();
+  for (let last = 0; (sent = await sentCount(database, ids)) < total; last = sent) {
+    if (children.some((c) => c.exitCode !== null)) throw new Error(`${tag}: a process exited before the drain ended`);
+    if (sent > last) progressAt = performance.now();
+    // Nothing sent for 30 s (start-up included): give up rather than hold the machine.
+    if (performance.now() - progressAt > 30_000) {
+      await Promise.all(children.map(stopChild));
+      throw new Error(`${tag}: no email sent for 30 s (${sent} of ${total})`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const seconds = (performance.now() - started) / 1000;
+  await Promise.all(children.map(stopChild));
+  await database.db.execute(sql`select pg_stat_clear_snapshot()`);
+  const commitsPerEmail = ((await commits(database)) - committedBefore) / total;
+  return { steady: await steadyRate(database, ids), withStartUp: sent / seconds, seconds, commitsPerEmail };
+}
+
+const stopChild = (c: ChildProcess) => new Promise<void>((resolve) => (c.exitCode !== null ? resolve() : (c.once('exit', () => resolve()), c.kill('SIGTERM'))));
+
+/** Spawns the worker of another checkout (`BENCH_WORKER_B_DIR`). */
+function spawnFrom(dir: string, env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', path.join(dir, 'apps/worker/src/main.ts')], {
+    cwd: dir,
+    env: { ...process.env, ...env, TSX_TSCONFIG_PATH: path.join(dir, 'tsconfig.json') },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+/** Runs the worker bench (see the module notes). @returns the printed rows. */
+export async function benchWorker(
+  baseEnv: Record<string, string>,
+  database: Database,
+  ses: { endpoint: string; emulator: string },
+  p: { id: string; domain: string },
+  spawnApp: Spawn,
+): Promise<Rows> {
+  const rows: Rows = [];
+  const total = Number(process.env.BENCH_EMAILS ?? 3000);
+  const rounds = Number(process.env.BENCH_WORKER_ROUNDS ?? 1);
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const other = process.env.BENCH_WORKER_B_DIR;
+  const fmt = (d: Drain) =>
+    `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s), ${d.commitsPerEmail.toFixed(2)} Postgres commits/email`;
+  let n = 0;
+  for (let round = 1; round <= rounds; round++) {
+    for (const processes of [1, 2]) {
+      const env = (name: string) => ({
+        ...baseEnv,
+        QUEUE_PREFIX: `{bench-${name}${processes}-${Date.now()}}`,
+        SES_ENDPOINT: ses.emulator,
+        SES_MAX_SEND_RATE: '10000',
+        SES_RATE_SAFETY_MS: '0',
+        WORKER_CONCURRENCY: '32',
+        WORKER_HEALTH_PORT: '0',
+        CONCURRENCY: '32',
+      });
+      const label = `${processes} process${processes > 1 ? 'es' : ''}`;
+      const ceilingEnv = env('ceiling');
+      const ceiling = await drain(() => Array.from({ length: processes }, () => spawnApp('bench/worker-ceiling.ts', ceilingEnv)), ceilingEnv, database, p, total, `c${n++}-`);
+      const workerEnv = env('worker');
+      const worker = await drain(() => Array.from({ length: processes }, (_, i) => spawnApp('apps/worker/src/main.ts', workerEnv, i === 0 ? profile : [])), workerEnv, database, p, total, `w${n++}-`);
+      rows.push({ measure: `round ${round}, ${label}: ceiling`, value: fmt(ceiling) });
+      rows.push({ measure: `round ${round}, ${label}: worker`, value: `${fmt(worker)}; ratio ${(worker.steady / ceiling.steady).toFixed(2)}× steady, ${(worker.withStartUp / ceiling.withStartUp).toFixed(2)}× incl. start-up` });
+      if (other) {
+        const bEnv = env('b');
+        const b = await drain(() => Array.from({ length: processes }, () => spawnFrom(other, bEnv)), bEnv, database, p, total, `b${n++}-`);
+        rows.push({ measure: `round ${round}, ${label}: worker of ${other}`, value: `${fmt(b)}; ratio ${(b.steady / ceiling.steady).toFixed(2)}× steady` });
+      }
+    }
+  }
+
+  // Limiter accuracy at 14/s with two processes, arrival times at the recording proxy.
+  const count = 140;
+  const rateEnv = { ...baseEnv, QUEUE_PREFIX: `{bench-rate-${Date.now()}}`, SES_MAX_SEND_RATE: '14', WORKER_HEALTH_PORT: '0' };
+  const rateIds = await enqueue(loadConfig(rateEnv), database, count, p.domain, p.id, 'rate');
+  const workers = [spawnApp('apps/worker/src/main.ts', rateEnv), spawnApp('apps/worker/src/main.ts', rateEnv)];
+  while ((await sentCount(database, rateIds)) < count) await new Promise((r) => setTimeout(r, 200));
+  await Promise.all(workers.map(stopChild));
+  const recorded = (await (await fetch(`${ses.endpoint}/__recorded`, { method: 'POST', body: JSON.stringify({ toPrefix: 'rate' }) })).json()) as RecordedSend[];
+  const times = recorded.map((s) => s.at).sort((a, b) => a - b);
+  let busiest = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (times[i] - times[j] >= 1000) j++;
+    busiest = Math.max(busiest, i - j + 1);
+  }
+  const tightest = Math.min(...times.slice(14).map((t, i) => t - times[i]));
+  const rate = (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
+  rows.push({ measure: `limiter at 14/s, 2 worker processes, ${count} emails: achieved rate`, value: `${rate.toFixed(2)} emails/s` });
+  rows.push({ measure: 'limiter: busiest one-second window (must be ≤ 14)', value: busiest });
+  rows.push({ measure: 'limiter: tightest span of 15 consecutive sends (must be ≥ 1000 ms)', value: `${tightest.toFixed(1)} ms` });
+  return rows;
+}

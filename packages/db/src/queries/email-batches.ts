@@ -1,0 +1,129 @@
+/**
+ * Claims and finishes of several emails in one statement each: the same moves as {@link claimEmail} and
+ * {@link finishEmail}, row for row, so that the send worker's concurrent jobs share one round trip, one commit
+ * and, for the finishes, one update of each `reputation_counts` row (which every `sent` finish of a project's
+ * hour and domain updates, so single finishes queue on its lock). Rows are locked in id order and counter rows in
+ * key order, so two batches cannot deadlock on them. Both run as named statements (one text whatever the batch
+ * size: the rows travel as arrays).
+ *
+ * @module
+ */
+import { sql } from 'drizzle-orm';
+import { newId } from '@mailroom/platform/ids';
+import type { DbOrTx } from '../client';
+import { CLAIM_RETURNING, finishEvent, toClaimedEmail, type ClaimedEmail, type FinishOutcome } from './emails';
+import { executeNamed } from './named';
+import { countReputation } from './reputation-counts';
+import { type WebhookDeliveryRef } from './webhook-delivery-ref';
+import { endpointWants } from './webhooks';
+
+/** One claim of a batch: the email and the fresh token that will finish it. */
+export interface ClaimRequest {
+  emailId: string;
+  token: string;
+}
+
+/**
+ * Claims every email of `requests` that {@link claimEmail} would claim (`queued`, or `sending` past its lease
+ * `leaseMs`; not a queued email of a PAUSED campaign), each with its own token, in one statement.
+ *
+ * @returns the claimed emails by token. A request missing from it was not claimed (missing, final, leased,
+ *   paused, or the same email twice in the batch): its caller asks {@link claimEmail} why (which claims it if it
+ *   can by then).
+ * @throws the database's error (then nothing was claimed).
+ */
+export async function claimEmails(db: DbOrTx, requests: readonly ClaimRequest[], leaseMs: number): Promise<Map<string, ClaimedEmail>> {
+  const sorted = [...requests].sort((a, b) => (a.emailId < b.emailId ? -1 : a.emailId > b.emailId ? 1 : 0));
+  const result = await executeNamed<Record<string, unknown>>(db, sql`
+    with want as (
+      select * from unnest(${sql.param(sorted.map((r) => r.emailId))}::uuid[], ${sql.param(sorted.map((r) => r.token))}::uuid[]) as w(id, token)
+    ),
+    p as (
+      select id, status as previous_status from emails where id in (select id from want) order by id for update
+    ),
+    one as (
+      -- The same email twice in a batch: only its first request claims.
+      select distinct on (id) id, token from want order by id
+    )
+    update emails e set status = 'sending', claim_token = one.token, claimed_at = now(),
+      attempts = e.attempts + 1, updated_at = now()
+    from p join one on one.id = p.id
+    where e.id = p.id and (e.status = 'queued'
+      or (e.status = 'sending' and e.claimed_at < now() - make_interval(secs => ${leaseMs / 1000}::float8)))
+      and not (e.status = 'queued' and exists (select 1 from campaigns k where k.id = e.campaign_id and k.status = 'PAUSED'))
+    ${CLAIM_RETURNING}
+  `);
+  return new Map(result.rows.map((hit) => [hit.claim_token as string, toClaimedEmail(hit)]));
+}
+
+/** One finish of a batch: what {@link finishEmail} takes. */
+export interface FinishRequest {
+  emailId: string;
+  token: string;
+  outcome: FinishOutcome;
+  announce?: { type: string; data: Record<string, unknown> };
+}
+
+/**
+ * Finishes every claim of `requests` as {@link finishEmail} would, in one statement: each row moves only with its
+ * token, gets its timeline entry, its `sent` is counted, and its webhook deliveries are written if and only if it
+ * moved.
+ *
+ * @returns per request (in `requests`' order) whether its row moved, and every webhook delivery to enqueue.
+ * @throws the database's error (then nothing was written).
+ */
+export async function finishEmails(db: DbOrTx, requests: readonly FinishRequest[]): Promise<{ finished: boolean[]; deliveries: WebhookDeliveryRef[] }> {
+  const sorted = [...requests].sort((a, b) => (a.emailId < b.emailId ? -1 : a.emailId > b.emailId ? 1 : 0));
+  const now = new Date().toISOString();
+  const col = <T>(f: (r: FinishRequest) => T) => sql.param(sorted.map(f));
+  const result = await executeNamed<{ moved: string[] | null; deliveries: WebhookDeliveryRef[] }>(db, sql`
+    with input as (
+      select * from unnest(
+        ${col((r) => r.emailId)}::uuid[], ${col((r) => r.token)}::uuid[], ${col((r) => r.outcome.status)}::text[],
+        ${col((r) => (r.outcome.status === 'sent' ? r.outcome.messageId : null))}::text[],
+        ${col((r) => (r.outcome.status === 'sent' ? r.outcome.renderedSubject : null))}::text[],
+        ${col((r) => (r.outcome.status === 'sent' || r.outcome.status === 'queued' ? null : r.outcome.reason))}::text[],
+        ${col((r) => ('failureKind' in r.outcome ? r.outcome.failureKind : null))}::text[],
+        ${col(() => newId())}::uuid[], ${col((r) => finishEvent(r.outcome).eventType)}::text[],
+        ${col((r) => JSON.stringify(finishEvent(r.outcome).eventData))}::jsonb[],
+        ${col((r) => r.announce?.type ?? null)}::text[],
+        ${col((r) => (r.announce ? JSON.stringify({ type: r.announce.type, timestamp: now, data: r.announce.data }) : null))}::jsonb[]
+      ) as i(id, token, status, message_id, rendered_subject, error, failure_kind, event_id, event_type, event_data, hook_type, hook_payload)
+    ),
+    moved as (
+      update emails e set
+        status = i.status,
+        claim_token = null,
+        message_id = i.message_id,
+        rendered_subject = coalesce(i.rendered_subject, e.rendered_subject),
+        sent_at = case when i.status = 'sent' then now() else e.sent_at end,
+        error = i.error,
+        failure_kind = i.failure_kind,
+        updated_at = now()
+      from input i
+      where e.id = i.id and e.claim_token = i.token and e.status = 'sending'
+      returning e.id, e.project_id, e.from_email, e.campaign_id, e.test, i.token, i.status, i.event_id, i.event_type,
+        i.event_data, i.hook_type, i.hook_payload
+    ),
+    counted as (
+      ${countReputation(sql`select project_id, from_email, campaign_id, 1 as sent, 0 as delivered, 0 as hard, 0 as soft, 0 as complaints
+        from moved where status = 'sent' and not test`)}
+    ),
+    timeline as (
+      insert into email_events (id, email_id, project_id, type, data)
+      select event_id, id, project_id, event_type, event_data from moved
+    ),
+    hooks as (
+      insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload)
+      select mailroom_uuid_v7(clock_timestamp()), m.project_id, w.id, m.hook_type, m.hook_payload
+      from moved m join webhook_endpoints w on w.project_id = m.project_id and ${endpointWants(sql`m.hook_type`)}
+      where m.hook_type is not null
+      returning id, project_id, generation
+    )
+    select (select array_agg(token::text) from moved) as moved,
+      coalesce((select json_agg(json_build_object('id', id, 'projectId', project_id, 'generation', generation)) from hooks), '[]'::json) as deliveries
+  `);
+  const row = result.rows[0];
+  const moved = new Set(row.moved ?? []);
+  return { finished: requests.map((r) => moved.has(r.token)), deliveries: row.deliveries };
+}
