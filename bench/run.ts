@@ -1,5 +1,6 @@
 /**
- * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows|verify]`): print numbers, assert nothing.
+ * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows|verify|history]`): print numbers,
+ * assert nothing.
  *
  * api    — POST /v1/send (1 recipient) and POST /v1/track requests/s and p50/p99 latency (autocannon, 50 connections,
  *          a different contact per request, rate limit raised, no worker), API and bare ceiling
@@ -20,9 +21,15 @@
  *          (bench/workflows.ts; BENCH_WORKFLOW_EVENTS sets the count).
  * verify — POST /v1/verify requests/s with a warm DNS cache and with cold DNS on a loopback DNS server
  *          (bench/verify.ts; BENCH_VERIFY_REQUESTS sets the count).
+ * history — the reads and writes that must stay flat as history grows: contacts page, GET /emails/{id}, campaign
+ *          stats, segment previews with event.* filters, /v1/track, and dropping a month of history, at 1M and 10M
+ *          emails and events, with the ratio; bytes per row of the history tables and the connections per process
+ *          (bench/history.ts; BENCH_HISTORY_ROWS sets the first size, BENCH_HISTORY_GROWTH the factor). Not part
+ *          of the run without a name (it fills tens of millions of rows).
  *
  * Uses a database of its own (`BENCH_DATABASE`, default `mailroom_bench_<pid>`: created, and dropped at the end, so
- * two runs on one machine never share one) and queue prefix; Postgres and Redis must answer.
+ * two runs on one machine never share one; BENCH_KEEP_DATABASE=1 keeps it, e.g. to EXPLAIN on it afterwards) and
+ * queue prefix; Postgres and Redis must answer.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -42,6 +49,7 @@ import { benchCampaigns } from './campaigns';
 import { benchFeedback } from './feedback';
 import { benchWorkflows } from './workflows';
 import { benchVerify } from './verify';
+import { benchHistory } from './history';
 import type { RecordedSend } from '../test/support/ses-recorder';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -147,8 +155,8 @@ async function benchWorker(baseEnv: Record<string, string>, database: Database, 
 
 async function main(): Promise<void> {
   const which = process.argv[2];
-  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify'].includes(which)) {
-    throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows or verify`);
+  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify', 'history'].includes(which)) {
+    throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows, verify or history`);
   }
   const dbName = process.env.BENCH_DATABASE ?? `mailroom_bench_${process.pid}`;
   const dbUrl = await freshDatabase(ADMIN_DB_URL, dbName);
@@ -174,10 +182,11 @@ async function main(): Promise<void> {
     if (!which || which === 'feedback') results.feedback = await benchFeedback(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'workflows') results.workflows = await benchWorkflows(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'verify') results.verify = await benchVerify(env, config, database, await project(database), spawnApp, stop);
+    if (which === 'history') results.history = await benchHistory(env, database, await project(database), spawnApp, stop);
   } finally {
     await database.close();
     ses.stop();
-    await dropDatabase(ADMIN_DB_URL, dbName).catch(() => undefined);
+    if (process.env.BENCH_KEEP_DATABASE !== '1') await dropDatabase(ADMIN_DB_URL, dbName).catch(() => undefined);
   }
   mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
   writeFileSync(path.join(ROOT, 'bench/results/latest.json'), JSON.stringify({ at: new Date().toISOString(), results }, null, 2));
