@@ -1,5 +1,6 @@
 /**
- * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows|verify]`): print numbers, assert nothing.
+ * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows|verify|history]`): print numbers,
+ * assert nothing.
  *
  * api    — POST /v1/send (1 recipient) and POST /v1/track requests/s and p50/p99 latency (autocannon, 50 connections,
  *          a different contact per request, rate limit raised, no worker), API and bare ceiling
@@ -24,11 +25,17 @@
  * partition-migration — migration 0018 (time partitioning) timed on 1,000,000 emails (and as many timeline rows and
  *          events) beside a plain copy of the same rows with the same indexes (bench/partition-migration.ts;
  *          BENCH_PARTITION_ROWS sets the size). Run only when named.
+ * history — the reads and writes that must stay flat as history grows: contacts page, GET /emails/{id}, campaign
+ *          stats, segment previews with event.* filters, /v1/track, and dropping a month of history, at 1M and 10M
+ *          emails and events, with the ratio; bytes per row of the history tables and the connections per process
+ *          (bench/history.ts; BENCH_HISTORY_ROWS sets the first size, BENCH_HISTORY_GROWTH the factor). Run only
+ *          when named (it fills tens of millions of rows).
  *
  * Uses a database of its own (`BENCH_DATABASE`, default `mailroom_bench_<pid>`: created, and dropped at the end, so
  * two runs on one machine never share one) and queue prefix; Postgres and Redis must answer. With
  * BENCH_KEEP_DATABASE=1 (and a BENCH_DATABASE name) an existing database is kept (only migrated) and not dropped at
- * the end, so a later run can reuse what an earlier one seeded (`campaigns` reuses its 1,000,000 contacts).
+ * the end, so a later run can reuse what an earlier one seeded (`campaigns` reuses its 1,000,000 contacts) or EXPLAIN
+ * on it afterwards.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -47,6 +54,7 @@ import { benchFeedback } from './feedback';
 import { benchWorkflows } from './workflows';
 import { benchVerify } from './verify';
 import { benchPartitionMigration } from './partition-migration';
+import { benchHistory } from './history';
 
 const ROOT = path.resolve(__dirname, '..');
 const ADMIN_DB_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -97,8 +105,8 @@ async function main(): Promise<void> {
     writeFileSync(path.join(ROOT, 'bench/results/partition-migration.json'), JSON.stringify({ at: new Date().toISOString(), results }, null, 2));
     return;
   }
-  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify'].includes(which)) {
-    throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows or verify`);
+  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify', 'history'].includes(which)) {
+    throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows, verify, history or partition-migration`);
   }
   const dbName = process.env.BENCH_DATABASE ?? `mailroom_bench_${process.pid}`;
   const keep = process.env.BENCH_KEEP_DATABASE === '1' && process.env.BENCH_DATABASE !== undefined;
@@ -132,6 +140,7 @@ async function main(): Promise<void> {
     if (!which || which === 'feedback') results.feedback = await benchFeedback(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'workflows') results.workflows = await benchWorkflows(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'verify') results.verify = await benchVerify(env, config, database, await project(database), spawnApp, stop);
+    if (which === 'history') results.history = await benchHistory(env, database, await project(database), spawnApp, stop);
   } finally {
     await database.close();
     ses.stop();
