@@ -11,8 +11,8 @@
  *   `event.purchase exists`, a count filter (`event.purchase >= 2`) and a window (`event.purchase within 30 days`);
  * - `POST /v1/track` (autocannon, 10 connections, BENCH_HISTORY_SECONDS, default 5 s) on existing contacts;
  * - "dropping a month of history": one retention pass (`runRetentionPass`, no time budget) with a project
- *   override (`emailDays` = `eventDays` = 330) that makes exactly the oldest month of emails (with their timelines)
- *   and events expire. Which path ran is reported: batched deletes, or partitions when `emails`/`events` are
+ *   override that makes the oldest month of emails (with their timelines) and events expire (on a partitioned schema
+ *   the oldest calendar months, so whole partitions go; else 330 days, the fill's oldest 30-day month). Which path ran is reported: batched deletes, or partitions when `emails`/`events` are
  *   partitioned (`pg_partitioned_table`); the emptied month is refilled by the next size's fill.
  *
  * Then it prints each figure at both sizes and the ratio (goal ≤ 1.3×), the bytes per row of every history table
@@ -28,7 +28,7 @@ import { updateProjectRetention } from '@mailroom/db/queries/retention';
 import { createLogger } from '@mailroom/platform/logger';
 import { runRetentionPass } from '@mailroom/sending/retention';
 import { freePort, waitForHttp } from '../test/support/services';
-import { createFixture, fillTo, type HistoryFixture } from './history-fill';
+import { createFixture, fillTo, months, type HistoryFixture } from './history-fill';
 import { historySizing } from './history-sizing';
 import { countConnections } from './history-connections';
 
@@ -138,19 +138,42 @@ async function counts(database: Database): Promise<Record<string, number>> {
   return out;
 }
 
-/** One retention pass that expires exactly the oldest month of emails and events; wall time and what it did. */
+/** One day (ms). */
+const DAY = 86_400_000;
+
+/**
+ * The retention (whole days) that expires the oldest calendar months of the fill: the partial month the fill starts
+ * in and the first whole one after it. Partitions are calendar months (UTC), so a cutoff at a month's end lets the
+ * pass drop both months' partitions (the cutoff falls less than a day into the next month, whose few older rows
+ * go in batches).
+ */
+function daysToCalendarMonthEnd(t0: number): number {
+  const oldest = new Date(months(t0)[11].from);
+  const end = Date.UTC(oldest.getUTCFullYear(), oldest.getUTCMonth() + 2, 1);
+  return Math.floor((Date.now() - end) / DAY);
+}
+
+/**
+ * One retention pass that expires the oldest month of emails and events: on today's partitioned schema the oldest
+ * calendar months (see {@link daysToCalendarMonthEnd}), else the oldest 30-day month of the fill (330 days). Wall
+ * time and what it did (rows removed counted before and after, outside the timing).
+ */
 async function dropOldestMonth(config: Config, database: Database, f: HistoryFixture): Promise<Row> {
   const path = await partitioned(database);
-  await updateProjectRetention(database.db, f.projectId, { emailDays: 330, eventDays: 330 });
+  const days = path.length > 0 ? daysToCalendarMonthEnd(f.t0) : 330;
+  const before = await counts(database);
+  await updateProjectRetention(database.db, f.projectId, { emailDays: days, eventDays: days });
   const t = performance.now();
   const r = await runRetentionPass({ config, database, logger: createLogger(config, 'bench') }, { budgetMs: 24 * 3_600_000, startAt: 0 });
   const ms = performance.now() - t;
   await updateProjectRetention(database.db, f.projectId, { emailDays: null, eventDays: null });
-  const rows = r.counts.emails + r.counts.events;
+  const after = await counts(database);
+  const removed = (t: string) => before[t] - after[t];
+  const rows = removed('emails') + removed('events');
   return {
-    path: path.length > 0 ? `partitioned (${path.join(', ')})` : 'batched deletes (no partitioned table)',
-    'emails deleted (+3 timeline rows each)': r.counts.emails,
-    'events deleted': r.counts.events,
+    path: path.length > 0 ? `partitioned (${path.join(', ')}): retention ${days} days, ${r.partitionsDropped.length} partitions dropped` : 'batched deletes (no partitioned table): retention 330 days',
+    'emails deleted (+3 timeline rows each)': removed('emails'),
+    'events deleted': removed('events'),
     'other kinds changed': Object.entries(r.counts).filter(([k, v]) => k !== 'emails' && k !== 'events' && v > 0).map(([k, v]) => `${k} ${v}`).join(', ') || 'none',
     statements: r.batches,
     'time (s)': Number((ms / 1000).toFixed(2)),
@@ -175,11 +198,6 @@ export async function benchHistory(
   const results: Record<string, unknown> = { date: new Date().toISOString(), rows, growth, contacts };
   const pathBefore = await partitioned(database);
   console.log(`history tables partitioned: ${pathBefore.length > 0 ? pathBefore.join(', ') : 'none (today\'s schema)'}`);
-  // The fill backdates a year of history: give every partitioned table its months first (as the migration does for
-  // rows it finds), so rows land in their month and not in the default partition.
-  for (const table of pathBefore) {
-    await db.execute(sql`select mailroom_ensure_month_partitions(${table}, now() - interval '14 months', now() + interval '3 months')`);
-  }
 
   let t = performance.now();
   const f = await createFixture(database, project, contacts, Date.now());
@@ -191,6 +209,12 @@ export async function benchHistory(
   const fills: Row[] = [];
   for (const size of sizes) {
     console.log(`\nfilling to ${fmt(size)} emails and ${fmt(size)} events`);
+    // The fill backdates a year of history (and refills the months the last drop removed): give every partitioned
+    // table its months first, as the migration does for rows it finds, so rows land in their month and not in the
+    // default partition.
+    for (const table of pathBefore) {
+      await db.execute(sql`select mailroom_ensure_month_partitions(${table}, now() - interval '13 months', now() + interval '3 months')`);
+    }
     const added = await fillTo(database, f, size, log);
     t = performance.now();
     // What autovacuum does to insert-only tables after a bulk load (visibility map for index-only scans, statistics).
