@@ -50,6 +50,14 @@ export class Batcher<I, O> {
     private readonly options: BatcherOptions,
   ) {}
 
+  /**
+   * Whether an item given now would wait for a running batch (as many running as allowed, or items already
+   * waiting) instead of starting at once.
+   */
+  get busy(): boolean {
+    return this.inFlight >= this.options.maxInFlight || this.waiting.length > 0;
+  }
+
   /** Runs `item` alone or with others. @throws what `runOne` throws for it (after a failed batch, on its own). */
   run(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {

@@ -16,7 +16,7 @@ import { createDatabase, type Database } from '@mailroom/db/client';
 import { upsertContacts } from '@mailroom/db/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { emails } from '@mailroom/db/schema/emails';
-import { createTestProject, recipient, testConfig, type TestProject } from '../../../test/support/harness';
+import { createTestProject, recipient, testConfig, waitFor, type TestProject } from '../../../test/support/harness';
 import { Batcher } from './batcher';
 import { createSendBatching, type Claim } from './claim';
 import { createEmailSender } from './job';
@@ -235,6 +235,37 @@ describe('the send job with batching', () => {
     const rows = await rowsOf(ids);
     for (const id of ids) expect(rows.find((r) => r.id === id)).toMatchObject({ status: 'sent', messageId: `ses-${id}`, attempts: 2 });
     expect(await redis.exists(...ids.map((id) => `${config.queuePrefix}:ses-accepted:${id}`))).toBe(0);
+  });
+  test('finishes waiting behind a running batch keep their SES outcome in Redis first, and drop it once written', async () => {
+    const ids = await queuedEmails(16);
+    const keys = ids.map((id) => `${config.queuePrefix}:ses-accepted:${id}`);
+    // Once SES has accepted all sixteen, another transaction holds their rows: the first finishes block on it.
+    const holder = createDatabase({ url: config.databaseUrl, poolSize: 1, applicationName: 'test-sending-batching-holder' });
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let holding: Promise<unknown> = Promise.resolve();
+    const transport = barrier(16, () =>
+      new Promise<void>((locked) => {
+        holding = holder.db.transaction(async (tx) => {
+          await tx.execute(sql`select 1 from emails where id = any(${`{${ids.join(',')}}`}::uuid[]) for update`);
+          locked();
+          await held;
+        });
+      }),
+    );
+    const send = createEmailSender({ config, database, transport, webhookQueue, redis });
+    const steps = Promise.all(ids.map((emailId) => send({ emailId, attempt: { made: 0, max: 3 }, log })));
+    try {
+      // At most two finishes run at once (blocked on the rows); every other one was kept before it waited.
+      await waitFor(async () => (await redis.exists(...keys)) >= 14, 10_000, 'outcomes kept in Redis');
+    } finally {
+      release();
+      await holding;
+      await holder.close();
+    }
+    expect((await steps).map((s) => s.kind === 'done' && s.result.outcome)).toEqual(ids.map(() => 'sent'));
+    expect(await redis.exists(...keys)).toBe(0);
+    expect((await rowsOf(ids)).every((r) => r.status === 'sent')).toBe(true);
   });
 });
 

@@ -124,6 +124,8 @@ export interface SendBatching {
   claim(emailId: string): Promise<ClaimResult>;
   /** {@link finishClaim}, batched: the batch's webhook deliveries are enqueued together, once it committed. */
   finish(claim: Claim, outcome: SendOutcome, log: Logger): Promise<boolean>;
+  /** Whether a finish given now would wait behind a running batch rather than start at once. */
+  finishWouldWait(): boolean;
 }
 
 /**
@@ -169,5 +171,6 @@ export function createSendBatching(
   return {
     claim: async (emailId) => (await claims.run(emailId)) ?? claimForSending(deps.db, emailId, leaseMs),
     finish: (claim, outcome, log) => finishes.run({ request: finishRequest(claim, outcome), log }),
+    finishWouldWait: () => finishes.busy,
   };
 }

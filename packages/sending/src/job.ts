@@ -253,7 +253,15 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
     }
 
     unreachableStreak = 0;
-    const recorded = await recordAccepted(deps, key, { messageId, renderedSubject: subject }, claim.claimedAt, () => finish({ status: 'sent', messageId, renderedSubject: subject }), log);
+    const recorded = await recordAccepted(
+      deps,
+      key,
+      { messageId, renderedSubject: subject },
+      claim.claimedAt,
+      () => finish({ status: 'sent', messageId, renderedSubject: subject }),
+      log,
+      batching.finishWouldWait(),
+    );
     if (!recorded) log.error({ messageId }, 'sent, but the claim was lost before recording it');
     log.info({ messageId }, 'email sent');
     return done({ outcome: 'sent', messageId });

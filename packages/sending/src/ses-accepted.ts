@@ -55,6 +55,8 @@ export interface RecordSentDeps {
  * it is at risk (see the module notes), and removing it again once the write has succeeded.
  *
  * @param claimedAt - when the claim's lease began (epoch ms).
+ * @param keepFirst - keep the outcome in Redis before the first write: the write will wait behind others (a
+ *   running batch of finishes), so a crash during that wait must not lose it (the reclaim then records it).
  * @returns what `write` returned (false: the claim was lost before the outcome was recorded).
  * @throws the write's last error, once the lease is nearly over or at once for an error that is not a lost
  *   connection (logged; the outcome is kept in Redis if Redis took it, so the job's retry records it).
@@ -66,21 +68,26 @@ export async function recordAccepted(
   claimedAt: number,
   write: () => Promise<boolean>,
   log: Logger,
+  keepFirst = false,
 ): Promise<boolean> {
   const { messageId } = accepted;
   // Kept in Redis before any write that could outlive the lease, and as soon as one write fails: whoever
   // claims the row after the lease then records it instead of sending again.
   let kept = false;
-  const keep = async (why: string): Promise<void> => {
+  const keep = async (why: string, expected = false): Promise<void> => {
     if (kept) return;
     try {
       await withTimeout(deps.redis.set(key, JSON.stringify(accepted), 'EX', ACCEPTED_TTL_S), KEEP_TIMEOUT_MS);
       kept = true;
-      log.warn({ messageId, why }, 'SES outcome kept in Redis until the sent write succeeds');
+      if (expected) log.debug({ messageId, why }, 'SES outcome kept in Redis until the sent write succeeds');
+      else log.warn({ messageId, why }, 'SES outcome kept in Redis until the sent write succeeds');
     } catch (err) {
       log.error({ messageId, why, err: (err as Error).message }, 'SES accepted the message but Redis did not take its outcome either; it may be sent again after the lease');
     }
   };
+  // A write that must first wait for others (a batch of finishes running) widens the window in which a crash
+  // loses the outcome: keep it before waiting.
+  if (keepFirst) await keep('the sent write waits for a running batch', true);
   const recorded = await writeUntilLeaseEnds(write, claimedAt + deps.config.sendLeaseMs - LEASE_MARGIN_MS, keep).catch((err) => {
     log.error({ messageId, err: (err as Error).message }, 'SES accepted the message but the sent write failed; the job retries');
     throw err;
