@@ -28,6 +28,7 @@ import type { Database } from '@mailroom/db/client';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, waitForHttp } from '../test/support/services';
+import { apiCaller } from './http';
 import { memory } from './contacts';
 
 type Spawn = (file: string, env: Record<string, string>) => import('node:child_process').ChildProcess;
@@ -104,13 +105,7 @@ export async function benchCampaigns(
   const api = spawnApp('apps/api/src/server.ts', appEnv);
   const worker = spawnApp('apps/worker/src/main.ts', appEnv);
   const base = `http://127.0.0.1:${port}`;
-  const headers = { authorization: `Bearer ${project.secretKey}`, 'content-type': 'application/json' };
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const json = (await res.json()) as { data: Record<string, unknown> };
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-    return json.data;
-  };
+  const call = apiCaller(base, project.secretKey);
   try {
     await waitForHttp(`${base}/health/ready`, 30_000);
 

@@ -28,6 +28,7 @@ import { updateProjectRetention } from '@mailroom/db/queries/retention';
 import { createLogger } from '@mailroom/platform/logger';
 import { runRetentionPass } from '@mailroom/sending/retention';
 import { freePort, waitForHttp } from '../test/support/services';
+import { apiCaller } from './http';
 import { createFixture, fillTo, months, type HistoryFixture } from './history-fill';
 import { historySizing } from './history-sizing';
 import { countConnections } from './history-connections';
@@ -71,14 +72,8 @@ async function measure(env: Record<string, string>, database: Database, f: Histo
   const port = await freePort();
   const api = spawnApp('apps/api/src/server.ts', { ...env, PORT: String(port), RATE_LIMIT_PER_MINUTE: '10000000' });
   const base = `http://127.0.0.1:${port}`;
-  const headers = { authorization: `Bearer ${keys.secretKey}`, 'content-type': 'application/json' };
   const out = new Map<string, Figure>();
-  const call = async (method: string, path: string, body?: unknown): Promise<Record<string, unknown>> => {
-    const res = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const json = (await res.json()) as { data: Record<string, unknown> };
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-    return json.data;
-  };
+  const call = apiCaller(base, keys.secretKey);
   try {
     await waitForHttp(`${base}/health/ready`, 30_000);
     const calls = Number(process.env.BENCH_HISTORY_CALLS ?? 200);
