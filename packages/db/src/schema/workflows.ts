@@ -154,7 +154,7 @@ export const workflowStepRuns = pgTable(
     finishedAt: timestamp('finished_at', { withTimezone: true, mode: 'date' }),
   },
   (t) => [
-    uniqueIndex('workflow_step_runs_version_idx').on(t.executionId, t.version),
+    index('workflow_step_runs_version_idx').on(t.executionId, t.version),
     check('workflow_step_runs_status_check', inList('status', STEP_RUN_STATUSES)),
   ],
 );
