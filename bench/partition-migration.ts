@@ -83,7 +83,8 @@ export async function benchPartitionMigration(adminUrl: string): Promise<Record<
     // Retention's whole-month drop at this size: the oldest full month of each table, timed (the detach holds the
     // parent's ACCESS EXCLUSIVE lock from its start to the commit, and validates the foreign keys pointing in).
     const drops: Record<string, { partition: string; rows: number; ms: number }> = {};
-    for (const table of PARTITIONED_TABLES) {
+    // (workflow_step_runs is partitioned by 0020, not by the migration timed here.)
+    for (const table of PARTITIONED_TABLES.filter((tb) => tb !== 'workflow_step_runs')) {
       const [, oldestFull] = await listMonthPartitions(db, table);
       const n = (await db.execute<{ n: number }>(sql.raw(`select count(*)::int as n from ${oldestFull.name}`))).rows[0].n;
       t = Date.now();

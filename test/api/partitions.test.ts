@@ -7,13 +7,15 @@
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { createLogger } from '@mailroom/platform/logger';
-import { idLowerBound, keyedIdAt } from '@mailroom/platform/ids';
+import { idLowerBound, idTimestampMs, keyedIdAt } from '@mailroom/platform/ids';
 import { ensureMonthPartitions, listMonthPartitions, PARTITIONED_TABLES } from '@mailroom/db/queries/partitions';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { foldAllCounterDeltas } from '@mailroom/db/queries/counters';
 import { fanoutBatch } from '@mailroom/audiences/queries/campaigns';
 import { runPartitionPass, PARTITION_MONTHS_AHEAD } from '@mailroom/sending/partitions';
 import { runRetentionPass } from '@mailroom/sending/retention';
+import { beginStepRun, moveExecution, stepRunId } from '@mailroom/workflows/queries/workflow-engine';
+import type { ExecutionRow, WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { partitionsTask, PARTITIONS_INTERVAL_MS } from '../../apps/worker/src/processors/partitions';
 import { client, createTestProject, isolatedDatabase, recipient, startTestApi, testEnv, type TestApi } from '../support/harness';
 
@@ -51,6 +53,18 @@ test('SQL and TypeScript agree on the month bounds and on derived ids', async ()
   expect(r.floor).toBe(idLowerBound(ms));
   expect(r.keyed).toBe(keyedIdAt(ms + 5, 'campaign-email:a:b'));
   expect(keyedIdAt(ms + 5, 'campaign-email:a:b')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+});
+
+test('SQL and TypeScript agree on a step run\'s id, derived from its execution\'s id and version', async () => {
+  for (const ms of [utc(2027, 3), utc(2027, 3) + 999, utc(2030, 12, 31) + 86_399_999, Date.now()]) {
+    const [r] = await q<{ x: string; run: string; time: string }>(sql`
+      select x::text, mailroom_uuid_v7_keyed(mailroom_uuid_v7_time(x), 'step-run:' || x::text || ':' || 7::text)::text as run,
+        floor(extract(epoch from mailroom_uuid_v7_time(x)) * 1000)::bigint::text as time
+      from (select ${idAt(ms)} as x) s`);
+    expect(Number(r.time)).toBe(ms);
+    expect(r.run).toBe(stepRunId(r.x, 7));
+    expect(idTimestampMs(r.run)).toBe(ms);
+  }
 });
 
 test('the maintenance pass makes the months ahead, every table, and is a maintenance task of its own', async () => {
@@ -133,7 +147,16 @@ test('retention drops whole months past every project\'s retention, with event c
     (${idAt(utc(2001, 1, 20))}, ${janDelivery}::uuid, ${p.id}::uuid, 1, 5), (${idAt(utc(2001, 4, 3))}, ${janDelivery}::uuid, ${p.id}::uuid, 2, 5)`);
   const marPending = await delivery(utc(2001, 3, 20), 'pending');
   // A project keeping everything for 100 years holds every month back; the others keep the defaults.
-  await api.database.db.execute(sql`update projects set retention = '{"eventDays": 36500, "emailDays": 36500, "webhookDays": 36500}'::jsonb
+  // Step runs: January is empty, March holds the run of an execution started then.
+  const [w] = await q<{ id: string }>(sql`
+    insert into workflows (id, project_id, name, trigger_type, trigger_event) values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'wf', 'EVENT', 'signup') returning id`);
+  const [marX] = await q<{ id: string }>(sql`
+    insert into workflow_executions (id, project_id, workflow_id, contact_id, status, entry_key, finished_at, created_at)
+    values (${idAt(utc(2001, 3, 3))}, ${p.id}::uuid, ${w.id}::uuid, ${contactId}::uuid, 'COMPLETED', 'k', now(), ${new Date(utc(2001, 3, 3)).toISOString()}::timestamptz)
+    returning id`);
+  await api.database.db.execute(sql`insert into workflow_step_runs (id, execution_id, project_id, step_type, version, status)
+    values (${stepRunId(marX.id, 0)}::uuid, ${marX.id}::uuid, ${p.id}::uuid, 'DELAY', 0, 'COMPLETED')`);
+  await api.database.db.execute(sql`update projects set retention = '{"eventDays": 36500, "emailDays": 36500, "webhookDays": 36500, "workflowExecutionDays": 36500}'::jsonb
     where id = ${other.id}::uuid`);
   expect(await runRetentionPass(deps(), { maxBatches: 0 })).toMatchObject({ partitionsDropped: [], partitionsFailed: [] });
   expect(await exists('events_p200101')).toBe(true);
@@ -141,7 +164,12 @@ test('retention drops whole months past every project\'s retention, with event c
 
   const result = await runRetentionPass(deps(), { maxBatches: 0 });
   expect(result.partitionsFailed).toEqual([]);
-  expect(result.partitionsDropped).toEqual(expect.arrayContaining(['events_p200101', 'webhook_attempts_p200101', 'webhook_deliveries_p200101', 'emails_p200102']));
+  expect(result.partitionsDropped).toEqual(
+    expect.arrayContaining(['events_p200101', 'webhook_attempts_p200101', 'webhook_deliveries_p200101', 'emails_p200102', 'workflow_step_runs_p200101']),
+  );
+  // step runs: an empty month goes, a month holding a run stays while its execution exists.
+  expect(await exists('workflow_step_runs_p200101')).toBe(false);
+  expect(await partOf('workflow_step_runs', stepRunId(marX.id, 0))).toBe('workflow_step_runs_p200103');
   // events: the month is gone and event_names counts lowered by its rows, in the same pass.
   expect(await exists('events_p200101')).toBe(false);
   const names = await q<{ name: string; count: number }>(sql`select name, count::int from event_names_now where project_id = ${p.id}::uuid order by name`);
@@ -171,6 +199,7 @@ test('retention drops whole months past every project\'s retention, with event c
 
   // Once the campaign is deleted and the email sent, their months go too.
   await api.database.db.execute(sql`delete from campaigns where id = ${campaign.id}::uuid`);
+  await api.database.db.execute(sql`delete from workflow_executions where id = ${marX.id}::uuid`);
   await api.database.db.execute(sql`update emails set status = 'sent' where id = ${mayQueued}::uuid`);
   await api.database.db.execute(sql`update webhook_deliveries set status = 'failed' where id = ${marPending}::uuid`);
   expect((await runRetentionPass(deps(), { maxBatches: 0 })).partitionsFailed).toEqual([]);
@@ -206,4 +235,31 @@ test('dedupe moved into the primary key: a re-run fan-out batch and a second wri
   await api.database.db.transaction((tx) => insertQueuedEmails(tx, [row]));
   await expect(api.database.db.transaction((tx) => insertQueuedEmails(tx, [row]))).rejects.toMatchObject({ cause: { code: '23505' } });
   expect(await q(sql`select 1 from emails where id = ${emailId}::uuid`)).toHaveLength(1);
+});
+
+test('a step run sits in its execution\'s month, and a retried begin finds it through the primary key', async () => {
+  const p = await createTestProject(api.database);
+  const contactId = await contactOf(p.id);
+  await ensureMonthPartitions(api.database.db, 'workflow_step_runs', utc(2002, 4), utc(2002, 4));
+  const [w] = await q<{ id: string }>(sql`
+    insert into workflows (id, project_id, name, trigger_type, trigger_event) values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'wf', 'EVENT', 'signup') returning id`);
+  const [s] = await q<{ id: string }>(sql`
+    insert into workflow_steps (id, workflow_id, project_id, type, name, config) values (mailroom_uuid_v7(now()), ${w.id}::uuid, ${p.id}::uuid, 'DELAY', 'd', '{}'::jsonb) returning id`);
+  const [x] = await q<{ id: string }>(sql`
+    insert into workflow_executions (id, project_id, workflow_id, contact_id, status, entry_key, lease_token, lease_until)
+    values (${idAt(utc(2002, 4, 9))}, ${p.id}::uuid, ${w.id}::uuid, ${contactId}::uuid, 'RUNNING', 'k', '00000000-0000-4000-8000-000000000001', now() + interval '1 minute')
+    returning id`);
+  const execution = { id: x.id, projectId: p.id, version: 0 } as ExecutionRow;
+  const step = { id: s.id, type: 'DELAY' } as WorkflowStepRow;
+  const first = await beginStepRun(api.database.db, execution, step);
+  expect(first.id).toBe(stepRunId(x.id, 0));
+  expect(await partOf('workflow_step_runs', first.id)).toBe('workflow_step_runs_p200204');
+  // The retried begin (a job run again) finds the same run.
+  expect(await beginStepRun(api.database.db, execution, step)).toEqual(first);
+  // A move that begins the next run derives its id in SQL: the same id TypeScript derives, in the same month.
+  const moved = await moveExecution(api.database.db, { id: x.id, version: 0 }, '00000000-0000-4000-8000-000000000001', { status: 'RUNNING' }, { beginRun: { stepId: s.id, stepType: 'DELAY' } });
+  expect(moved.run?.id).toBe(stepRunId(x.id, 1));
+  expect(await beginStepRun(api.database.db, { ...execution, version: 1 }, step)).toMatchObject({ id: stepRunId(x.id, 1), version: 1, startedAt: moved.run?.startedAt });
+  expect(await partOf('workflow_step_runs', stepRunId(x.id, 1))).toBe('workflow_step_runs_p200204');
+  expect(await q(sql`select version from workflow_step_runs where execution_id = ${x.id}::uuid order by version`)).toEqual([{ version: 0 }, { version: 1 }]);
 });

@@ -8,7 +8,8 @@
  * - {@link dropExpiredPartitions} (the start of each retention pass): a month whose every row is past retention for
  *   every project (it ends before now minus the longest effective setting of its kind, overrides included) is
  *   detached and dropped whole, unless something in it must stay (campaign emails, emails not yet final, pending
- *   webhook deliveries); the batched deletes handle what is left.
+ *   webhook deliveries); the batched deletes handle what is left. A month of `workflow_step_runs` (whose rows go by
+ *   cascade with their execution) goes once empty and a month older than the longest `workflowExecutionDays`.
  *
  * @module
  */
@@ -82,7 +83,15 @@ const DAYS_OF: Readonly<Record<PartitionedTable, keyof RetentionSettings>> = {
   events: 'eventDays',
   webhook_deliveries: 'webhookDays',
   webhook_attempts: 'webhookDays',
+  workflow_step_runs: 'workflowExecutionDays',
 };
+
+/**
+ * Time (ms) a month waits beyond its setting before it may go. A step-runs month holds the runs of the executions
+ * started in it, and an execution's retention counts from when it finished: the month goes only once empty (see
+ * `dropMonthPartition`), and a month besides, so that a month still receiving runs is never the one dropped.
+ */
+const GRACE_MS: Readonly<Partial<Record<PartitionedTable, number>>> = { workflow_step_runs: 31 * 86_400_000 };
 
 /**
  * The longest effective retention (days) of each setting over every project (the service default when there is
@@ -110,7 +119,7 @@ export async function dropExpiredPartitions(deps: PartitionDeps, now = Date.now(
   const failed: string[] = [];
   const longest = await longestRetention(deps);
   for (const table of PARTITIONED_TABLES) {
-    const cutoff = now - longest[DAYS_OF[table]] * 86_400_000;
+    const cutoff = now - longest[DAYS_OF[table]] * 86_400_000 - (GRACE_MS[table] ?? 0);
     for (const p of await listMonthPartitions(db, table)) {
       if (p.toMs > cutoff) break;
       try {

@@ -1,6 +1,7 @@
 /**
- * Time partitions of the history tables (issue 20, migration `0018_partitioning`): `emails`, `email_events`,
- * `events`, `webhook_deliveries` and `webhook_attempts` are partitioned BY RANGE (id), one partition
+ * Time partitions of the history tables (issue 20, migrations `0018_partitioning` and `0020_partition_step_runs`):
+ * `emails`, `email_events`, `events`, `webhook_deliveries`, `webhook_attempts` and `workflow_step_runs` (whose ids
+ * carry the time of their execution's start) are partitioned BY RANGE (id), one partition
  * `<table>_pYYYYMM` per calendar month (UTC) whose bounds are the UUIDv7s of the month's first millisecond, plus a
  * `<table>_default` partition for any id outside them.
  *
@@ -15,7 +16,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { DbOrTx } from '../client';
 
 /** The partitioned tables, in the order a retention pass may drop their months (referencing tables first). */
-export const PARTITIONED_TABLES = ['webhook_attempts', 'webhook_deliveries', 'email_events', 'emails', 'events'] as const;
+export const PARTITIONED_TABLES = ['webhook_attempts', 'webhook_deliveries', 'email_events', 'emails', 'events', 'workflow_step_runs'] as const;
 export type PartitionedTable = (typeof PARTITIONED_TABLES)[number];
 
 /** Longest wait (ms) for the lock on a parent table when attaching or detaching a partition. */
@@ -86,6 +87,11 @@ export async function defaultPartitionRows(db: DbOrTx, table: PartitionedTable, 
 
 /** Statements that decide whether a month can go, and what must happen before it goes. */
 interface DropPlan {
+  /**
+   * Take the parent's ACCESS EXCLUSIVE lock (the detach's) before checking `blocked` a second time: for a table
+   * whose old months may still receive a row (a step run of an execution started that month).
+   */
+  lockParent?: boolean;
   /** True when something in (or depending on) the month must stay; `part` is the month's partition. */
   blocked?: (lo: string, hi: string, part: SQL) => SQL;
   /** Run, in order, before the detach: rows of other tables referencing the month (the detach checks none is left). */
@@ -131,6 +137,13 @@ const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
         select project_id, name, -count(*) from ${detached} group by project_id, name`,
     ],
   },
+  // A step run sits in the month its execution started and goes by cascade with its execution: a month goes only
+  // once empty (every execution of it deleted by retention), checked again under the lock so that no run of a late
+  // execution lands in it meanwhile. Nothing references an empty month (emails.workflow_step_run_id).
+  workflow_step_runs: {
+    lockParent: true,
+    blocked: (_lo, _hi, part) => sql`exists (select 1 from ${part})`,
+  },
 };
 
 /** Name a month partition takes once detached, until it is dropped. */
@@ -138,7 +151,7 @@ const detachedName = (name: string) => `${name}_detached`;
 
 /**
  * Drops one month partition when nothing in it must stay (no pending webhook delivery, campaign email or email
- * not yet final owns its rows; see the plans above). The caller decides that every row is past retention (the
+ * not yet final owns its rows, no step run is left in it; see the plans above). The caller decides that every row is past retention (the
  * month ends before the oldest cutoff of every project). Two short transactions:
  *
  * 1. Rows of other tables referencing the month are deleted (timelines, attempts, test messages) or unlinked
@@ -157,9 +170,12 @@ export async function dropMonthPartition(db: DbOrTx, p: MonthPartition): Promise
   const hi = idFloor(p.toMs);
   const detached = await db.transaction(async (tx) => {
     await tx.execute(sql.raw(`set local lock_timeout = ${PARTITION_LOCK_TIMEOUT_MS}`));
-    if (plan.blocked) {
-      const b = await tx.execute<{ blocked: boolean }>(sql`select (${plan.blocked(lo, hi, sql`${sql.identifier(p.name)}`)}) as blocked`);
-      if (b.rows[0].blocked) return false;
+    const blocked = async () =>
+      plan.blocked !== undefined && (await tx.execute<{ blocked: boolean }>(sql`select (${plan.blocked(lo, hi, sql`${sql.identifier(p.name)}`)}) as blocked`)).rows[0].blocked;
+    if (await blocked()) return false;
+    if (plan.lockParent) {
+      await tx.execute(sql`lock table ${sql.identifier(p.table)} in access exclusive mode`);
+      if (await blocked()) return false;
     }
     for (const statement of plan.before?.(lo, hi) ?? []) await tx.execute(statement);
     await tx.execute(sql`alter table ${sql.identifier(p.table)} detach partition ${sql.identifier(p.name)}`);

@@ -133,8 +133,10 @@ export const workflowExecutions = pgTable(
 );
 
 /**
- * The history of an execution: one row per step run, keyed by the execution's version when the step started,
- * so a retried job finds the run it already began (and its id, the idempotency key of the step's effect).
+ * The history of an execution: one row per step run, keyed by the execution's version when the step started.
+ * Partitioned by month of id (migration 0020): the id is derived from (execution, version) with the time of the
+ * execution's id (`stepRunId`, @mailroom/workflows/queries/workflow-engine), so a retried job finds the run it
+ * already began through the primary key (and its id, the idempotency key of the step's effect).
  */
 export const workflowStepRuns = pgTable(
   'workflow_step_runs',
@@ -154,7 +156,7 @@ export const workflowStepRuns = pgTable(
     finishedAt: timestamp('finished_at', { withTimezone: true, mode: 'date' }),
   },
   (t) => [
-    uniqueIndex('workflow_step_runs_version_idx').on(t.executionId, t.version),
+    index('workflow_step_runs_version_idx').on(t.executionId, t.version),
     check('workflow_step_runs_status_check', inList('status', STEP_RUN_STATUSES)),
   ],
 );

@@ -19,7 +19,7 @@
  * @module
  */
 import { durationMs, type StepConfig } from '../workflows';
-import { idTimestampMs, keyedIdAt } from '@mailroom/platform/ids';
+import { keyedIdAt } from '@mailroom/platform/ids';
 import { parseSegmentFilter } from '@mailroom/audiences/segments';
 import type { WebhookConfig } from '@mailroom/webhooks/config';
 import type { WorkflowConfig } from '../config';
@@ -309,7 +309,8 @@ export class ExecutionRun {
     const from = cfg.from ?? template.from;
     if (!from) return this.end(run, 'FAILED', 'neither the step nor the template has a from address');
     // Derived from the step run: a second write of this step's email (a retried run) conflicts on the primary key.
-    const emailId = keyedIdAt(idTimestampMs(run.id), `workflow-email:${run.id}`);
+    // Its time is when the run began (the run's id carries the execution's start), so the email sits in its month.
+    const emailId = keyedIdAt(run.startedAt.getTime(), `workflow-email:${run.id}`);
     return this.done(run, step, 'next', { status: 'COMPLETED', output: { emailId } }, {
       effect: (tx) => insertQueuedEmails(tx, [workflowEmailRow({ id: emailId, execution: x, run, template, contact, cfg, from })]),
       committed: () => this.sends.push(emailId),

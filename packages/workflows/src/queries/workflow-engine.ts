@@ -12,7 +12,7 @@
  * @module
  */
 import { and, eq, getTableColumns, inArray, sql } from 'drizzle-orm';
-import { newId } from '@mailroom/platform/ids';
+import { idTimestampMs, keyedIdAt } from '@mailroom/platform/ids';
 import { type ExecutionStatus, type StepRunStatus } from '@mailroom/db/schema/workflow-states';
 import { type SegmentFilter } from '@mailroom/audiences/segments';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
@@ -21,6 +21,19 @@ import { compileAudience } from '@mailroom/audiences/audience';
 import { endpointWants } from '@mailroom/db/queries/webhooks';
 import type { ExecutionRow, StepRunRow, WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { workflowExecutions, workflowStepRuns } from '@mailroom/db/schema';
+
+/**
+ * The id of the step run an execution begins at `version`: a UUIDv7 with the execution id's millisecond and the
+ * other 74 bits from SHA-256 of `step-run:<execution>:<version>` (`keyedIdAt`). Every run of an execution thus sits
+ * in the month partition the execution started in (migration 0020), and a retried job's insert of the same run
+ * conflicts on the primary key and finds the run it began. Same as {@link STEP_RUN_ID_SQL}.
+ */
+export function stepRunId(executionId: string, version: number): string {
+  return keyedIdAt(idTimestampMs(executionId), `step-run:${executionId}:${version}`);
+}
+
+/** {@link stepRunId} in SQL, of the row `m` (the moved execution: `m.id`, `m.version`). */
+const STEP_RUN_ID_SQL = sql`mailroom_uuid_v7_keyed(mailroom_uuid_v7_time(m.id), 'step-run:' || m.id::text || ':' || m.version::text)`;
 
 /** Why {@link claimExecution} did not lease. */
 export type ClaimOutcome =
@@ -191,9 +204,9 @@ export async function moveExecution(
     ),
     run_begin as (
       insert into workflow_step_runs (id, execution_id, project_id, step_id, step_type, version, status)
-      select ${newId()}::uuid, m.id, m.project_id, ${effects.beginRun?.stepId ?? null}::uuid, ${effects.beginRun?.stepType ?? null}::text, m.version, 'RUNNING'
+      select ${STEP_RUN_ID_SQL}, m.id, m.project_id, ${effects.beginRun?.stepId ?? null}::uuid, ${effects.beginRun?.stepType ?? null}::text, m.version, 'RUNNING'
       from moved m where ${effects.beginRun !== undefined}::boolean
-      on conflict (execution_id, version) do nothing
+      on conflict (id) do nothing
       returning *
     ),
     hooks as (
@@ -225,15 +238,15 @@ export async function deferExecution(db: DbOrTx, id: string, token: string, dueA
 }
 
 /**
- * The step run of the execution's current version: created on first call, found again by a retried job (its id
- * is the idempotency key of the step's effect).
+ * The step run of the execution's current version: created on first call, found again by a retried job through
+ * its primary key ({@link stepRunId}; the id is the idempotency key of the step's effect).
  */
 export async function beginStepRun(db: DbOrTx, x: ExecutionRow, step: WorkflowStepRow): Promise<StepRunRow> {
   // One round trip: the new run, or (a retried job) the one already begun at this version.
   const [run] = await db
     .insert(workflowStepRuns)
-    .values({ id: newId(), executionId: x.id, projectId: x.projectId, stepId: step.id, stepType: step.type, version: x.version, status: 'RUNNING' })
-    .onConflictDoUpdate({ target: [workflowStepRuns.executionId, workflowStepRuns.version], set: { executionId: sql`excluded.execution_id` } })
+    .values({ id: stepRunId(x.id, x.version), executionId: x.id, projectId: x.projectId, stepId: step.id, stepType: step.type, version: x.version, status: 'RUNNING' })
+    .onConflictDoUpdate({ target: workflowStepRuns.id, set: { executionId: sql`excluded.execution_id` } })
     .returning();
   return run;
 }
