@@ -5,7 +5,6 @@
  * moved from unique indexes into the primary key still hold.
  */
 import { sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/config/config';
 import { createLogger } from '@mailroom/platform/logger';
 import { idLowerBound, idTimestampMs, keyedIdAt } from '@mailroom/platform/ids';
 import { ensureMonthPartitions, listMonthPartitions, PARTITIONED_TABLES } from '@mailroom/db/queries/partitions';
@@ -17,21 +16,12 @@ import { runRetentionPass } from '@mailroom/sending/retention';
 import { beginStepRun, moveExecution, stepRunId } from '@mailroom/workflows/queries/workflow-engine';
 import type { ExecutionRow, WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { partitionsTask, PARTITIONS_INTERVAL_MS } from '../../apps/worker/src/processors/partitions';
-import { client, createTestProject, isolatedDatabase, recipient, startTestApi, testEnv, type TestApi } from '../support/harness';
+import { client, createTestProject, recipient, useIsolatedApi } from '../support/harness';
 
-let iso: { url: string; drop: () => Promise<void> };
-let api: TestApi;
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  api = await startTestApi(loadConfig(testEnv({ DATABASE_URL: iso.url })));
-});
-afterAll(async () => {
-  await api.close();
-  await iso.drop();
-});
+const ctx = useIsolatedApi();
 
-const deps = () => ({ config: api.config, database: api.database, logger: createLogger(api.config, 'test') });
-const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql>) => (await api.database.db.execute<T>(query)).rows;
+const deps = () => ({ config: ctx.api.config, database: ctx.api.database, logger: createLogger(ctx.api.config, 'test') });
+const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql>) => (await ctx.api.database.db.execute<T>(query)).rows;
 const partOf = async (table: string, id: string) =>
   (await q<{ part: string }>(sql`select tableoid::regclass::text as part from ${sql.identifier(table)} where id = ${id}::uuid`))[0]?.part;
 const utc = (y: number, m: number, d = 1) => Date.UTC(y, m - 1, d);
@@ -72,7 +62,7 @@ test('the maintenance pass makes the months ahead, every table, and is a mainten
   const first = await runPartitionPass(deps(), now);
   expect(first.failed).toEqual([]);
   for (const table of PARTITIONED_TABLES) {
-    const names = (await listMonthPartitions(api.database.db, table)).map((p) => p.name);
+    const names = (await listMonthPartitions(ctx.api.database.db, table)).map((p) => p.name);
     expect(names).toEqual(expect.arrayContaining([`${table}_p209011`, `${table}_p209012`, `${table}_p209101`, `${table}_p209102`]));
     expect(names).not.toContain(`${table}_p209103`);
   }
@@ -87,7 +77,7 @@ test('the maintenance pass makes the months ahead, every table, and is a mainten
 });
 
 test('a row beyond every month lands in the default partition, is reported, and moves into its month when that month is made', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(ctx.api.database);
   const contactId = await contactOf(p.id);
   const [ev] = await q<{ id: string }>(sql`
     insert into events (id, project_id, contact_id, name) values (${idAt(utc(2095, 5, 10))}, ${p.id}::uuid, ${contactId}::uuid, 'far.future') returning id`);
@@ -110,17 +100,17 @@ test('a row beyond every month lands in the default partition, is reported, and 
   expect(await exists('emails_p209605')).toBe(false);
   expect(await exists('events_p209605')).toBe(true);
   expect(await partOf('emails', em.id)).toBe('emails_default');
-  expect((await client(api.app, p).get(`/emails/${em.id}`)).body.data).toMatchObject({ id: em.id, status: 'sent' });
+  expect((await client(ctx.api.app, p).get(`/emails/${em.id}`)).body.data).toMatchObject({ id: em.id, status: 'sent' });
 });
 
 test('retention drops whole months past every project\'s retention, with event counts right, and keeps months something needs', async () => {
-  const p = await createTestProject(api.database);
-  const other = await createTestProject(api.database);
+  const p = await createTestProject(ctx.api.database);
+  const other = await createTestProject(ctx.api.database);
   const contactId = await contactOf(p.id);
   // Months of 2001 (long past every retention) with their partitions, and recent rows of the same event names.
-  for (const table of PARTITIONED_TABLES) await ensureMonthPartitions(api.database.db, table, utc(2001, 1), utc(2001, 6));
+  for (const table of PARTITIONED_TABLES) await ensureMonthPartitions(ctx.api.database.db, table, utc(2001, 1), utc(2001, 6));
   const ev = (ms: number, name: string) => sql`(${idAt(ms)}, ${p.id}::uuid, ${contactId}::uuid, ${name}, ${new Date(ms).toISOString()}::timestamptz)`;
-  await api.database.db.execute(sql`insert into events (id, project_id, contact_id, name, created_at) values
+  await ctx.api.database.db.execute(sql`insert into events (id, project_id, contact_id, name, created_at) values
     ${ev(utc(2001, 1, 5), 'old.only')}, ${ev(utc(2001, 1, 6), 'old.only')}, ${ev(utc(2001, 1, 7), 'both')}, ${ev(Date.now(), 'both')}`);
   const email = (ms: number, status: string, campaignId: string | null = null) => q<{ id: string }>(sql`
     insert into emails (id, project_id, contact_id, campaign_id, source, to_email, from_email, subject, body, body_format, status, created_at)
@@ -128,10 +118,10 @@ test('retention drops whole months past every project\'s retention, with event c
       's', 'b', 'html', ${status}, ${new Date(ms).toISOString()}::timestamptz) returning id`).then((r) => r[0].id);
   const febEmail = await email(utc(2001, 2, 27), 'delivered');
   // Its timeline: one row in its month, one in a later month that stays (April: a campaign email owns rows there).
-  await api.database.db.execute(sql`insert into email_events (id, email_id, project_id, type) values
+  await ctx.api.database.db.execute(sql`insert into email_events (id, email_id, project_id, type) values
     (${idAt(utc(2001, 2, 27))}, ${febEmail}::uuid, ${p.id}::uuid, 'sent'), (${idAt(utc(2001, 4, 20))}, ${febEmail}::uuid, ${p.id}::uuid, 'opened')`);
-  await api.database.db.execute(sql`insert into test_messages (email_id, project_id, raw) values (${febEmail}::uuid, ${p.id}::uuid, decode('00', 'hex'))`);
-  await api.database.db.execute(sql`insert into suppressions (id, project_id, email, email_key, reason, source_email_id)
+  await ctx.api.database.db.execute(sql`insert into test_messages (email_id, project_id, raw) values (${febEmail}::uuid, ${p.id}::uuid, decode('00', 'hex'))`);
+  await ctx.api.database.db.execute(sql`insert into suppressions (id, project_id, email, email_key, reason, source_email_id)
     values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'x@y.test', 'x@y.test', 'hard_bounce', ${febEmail}::uuid)`);
   const [campaign] = await q<{ id: string }>(sql`
     insert into campaigns (id, project_id, name, subject, body, from_email, audience_type) values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'c', 's', 'b', 'a@b.test', 'ALL') returning id`);
@@ -143,7 +133,7 @@ test('retention drops whole months past every project\'s retention, with event c
     insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload, status, created_at)
     values (${idAt(ms)}, ${p.id}::uuid, ${ep}::uuid, 'x', '{}'::jsonb, ${status}, ${new Date(ms).toISOString()}::timestamptz) returning id`).then((r) => r[0].id);
   const janDelivery = await delivery(utc(2001, 1, 20), 'succeeded');
-  await api.database.db.execute(sql`insert into webhook_attempts (id, delivery_id, project_id, attempt, duration_ms) values
+  await ctx.api.database.db.execute(sql`insert into webhook_attempts (id, delivery_id, project_id, attempt, duration_ms) values
     (${idAt(utc(2001, 1, 20))}, ${janDelivery}::uuid, ${p.id}::uuid, 1, 5), (${idAt(utc(2001, 4, 3))}, ${janDelivery}::uuid, ${p.id}::uuid, 2, 5)`);
   const marPending = await delivery(utc(2001, 3, 20), 'pending');
   // A project keeping everything for 100 years holds every month back; the others keep the defaults.
@@ -154,13 +144,13 @@ test('retention drops whole months past every project\'s retention, with event c
     insert into workflow_executions (id, project_id, workflow_id, contact_id, status, entry_key, finished_at, created_at)
     values (${idAt(utc(2001, 3, 3))}, ${p.id}::uuid, ${w.id}::uuid, ${contactId}::uuid, 'COMPLETED', 'k', now(), ${new Date(utc(2001, 3, 3)).toISOString()}::timestamptz)
     returning id`);
-  await api.database.db.execute(sql`insert into workflow_step_runs (id, execution_id, project_id, step_type, version, status)
+  await ctx.api.database.db.execute(sql`insert into workflow_step_runs (id, execution_id, project_id, step_type, version, status)
     values (${stepRunId(marX.id, 0)}::uuid, ${marX.id}::uuid, ${p.id}::uuid, 'DELAY', 0, 'COMPLETED')`);
-  await api.database.db.execute(sql`update projects set retention = '{"eventDays": 36500, "emailDays": 36500, "webhookDays": 36500, "workflowExecutionDays": 36500}'::jsonb
+  await ctx.api.database.db.execute(sql`update projects set retention = '{"eventDays": 36500, "emailDays": 36500, "webhookDays": 36500, "workflowExecutionDays": 36500}'::jsonb
     where id = ${other.id}::uuid`);
   expect(await runRetentionPass(deps(), { maxBatches: 0 })).toMatchObject({ partitionsDropped: [], partitionsFailed: [] });
   expect(await exists('events_p200101')).toBe(true);
-  await api.database.db.execute(sql`update projects set retention = null where id = ${other.id}::uuid`);
+  await ctx.api.database.db.execute(sql`update projects set retention = null where id = ${other.id}::uuid`);
 
   const result = await runRetentionPass(deps(), { maxBatches: 0 });
   expect(result.partitionsFailed).toEqual([]);
@@ -175,7 +165,7 @@ test('retention drops whole months past every project\'s retention, with event c
   const names = await q<{ name: string; count: number }>(sql`select name, count::int from event_names_now where project_id = ${p.id}::uuid order by name`);
   expect(names).toEqual([{ name: 'both', count: 1 }]);
   // Folded into event_names, the name only the dropped month held is gone.
-  await foldAllCounterDeltas(api.database.db);
+  await foldAllCounterDeltas(ctx.api.database.db);
   expect(await q(sql`select name, count::int from event_names where project_id = ${p.id}::uuid order by name`)).toEqual([{ name: 'both', count: 1 }]);
   // emails: February went with its timeline in April's partition, its test message, its suppression's link; April
   // stays (its campaign exists); May stays (queued).
@@ -198,29 +188,29 @@ test('retention drops whole months past every project\'s retention, with event c
   expect(await q(sql`select relname from pg_class where relname like '%\\_detached'`)).toEqual([]);
 
   // Once the campaign is deleted and the email sent, their months go too.
-  await api.database.db.execute(sql`delete from campaigns where id = ${campaign.id}::uuid`);
-  await api.database.db.execute(sql`delete from workflow_executions where id = ${marX.id}::uuid`);
-  await api.database.db.execute(sql`update emails set status = 'sent' where id = ${mayQueued}::uuid`);
-  await api.database.db.execute(sql`update webhook_deliveries set status = 'failed' where id = ${marPending}::uuid`);
+  await ctx.api.database.db.execute(sql`delete from campaigns where id = ${campaign.id}::uuid`);
+  await ctx.api.database.db.execute(sql`delete from workflow_executions where id = ${marX.id}::uuid`);
+  await ctx.api.database.db.execute(sql`update emails set status = 'sent' where id = ${mayQueued}::uuid`);
+  await ctx.api.database.db.execute(sql`update webhook_deliveries set status = 'failed' where id = ${marPending}::uuid`);
   expect((await runRetentionPass(deps(), { maxBatches: 0 })).partitionsFailed).toEqual([]);
   for (const table of PARTITIONED_TABLES) {
-    expect((await listMonthPartitions(api.database.db, table)).filter((m) => m.name.includes('_p2001'))).toEqual([]);
+    expect((await listMonthPartitions(ctx.api.database.db, table)).filter((m) => m.name.includes('_p2001'))).toEqual([]);
   }
   expect((await q<{ count: number }>(sql`select count::int from event_names_now where project_id = ${p.id}::uuid and name = 'both'`))[0].count).toBe(1);
 });
 
 test('dedupe moved into the primary key: a re-run fan-out batch and a second write of a step\'s email insert nobody twice', async () => {
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
+  const p = await createTestProject(ctx.api.database);
+  const as = client(ctx.api.app, p);
   for (let i = 0; i < 5; i++) expect((await as.post('/contacts', { email: recipient('fan') })).status).toBe(201);
   const [c] = await q<{ id: string }>(sql`
     insert into campaigns (id, project_id, name, subject, body, from_email, audience_type, status, started_at)
     values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'c', 's', 'b', ${`a@${p.domain}`}, 'ALL', 'SENDING', now()) returning id`);
-  const first = await fanoutBatch(api.database.db, c.id, sql`true`, 100);
+  const first = await fanoutBatch(ctx.api.database.db, c.id, sql`true`, 100);
   expect(first).toMatchObject({ applied: true, inserted: 5, done: true });
   // The same batch again, as if its cursor advance had been lost: every row conflicts on its id.
-  await api.database.db.execute(sql`update campaigns set fanout_cursor = null, fanout_done = false where id = ${c.id}::uuid`);
-  const again = await fanoutBatch(api.database.db, c.id, sql`true`, 100);
+  await ctx.api.database.db.execute(sql`update campaigns set fanout_cursor = null, fanout_done = false where id = ${c.id}::uuid`);
+  const again = await fanoutBatch(ctx.api.database.db, c.id, sql`true`, 100);
   expect(again).toMatchObject({ applied: true, inserted: 0, done: true });
   const rows = await q<{ id: string; contact_id: string; started: string }>(sql`
     select e.id, e.contact_id, k.started_at::text as started from emails e join campaigns k on k.id = e.campaign_id where e.campaign_id = ${c.id}::uuid`);
@@ -232,15 +222,15 @@ test('dedupe moved into the primary key: a re-run fan-out batch and a second wri
   const runId = '018f0000-0000-7000-8000-000000000001';
   const emailId = keyedIdAt(0x018f00000000, `workflow-email:${runId}`);
   const row = { id: emailId, projectId: p.id, source: 'workflow' as const, toEmail: recipient('wf'), fromEmail: `a@${p.domain}`, subject: 's', body: 'b', bodyFormat: 'html' as const };
-  await api.database.db.transaction((tx) => insertQueuedEmails(tx, [row]));
-  await expect(api.database.db.transaction((tx) => insertQueuedEmails(tx, [row]))).rejects.toMatchObject({ cause: { code: '23505' } });
+  await ctx.api.database.db.transaction((tx) => insertQueuedEmails(tx, [row]));
+  await expect(ctx.api.database.db.transaction((tx) => insertQueuedEmails(tx, [row]))).rejects.toMatchObject({ cause: { code: '23505' } });
   expect(await q(sql`select 1 from emails where id = ${emailId}::uuid`)).toHaveLength(1);
 });
 
 test('a step run sits in its execution\'s month, and a retried begin finds it through the primary key', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(ctx.api.database);
   const contactId = await contactOf(p.id);
-  await ensureMonthPartitions(api.database.db, 'workflow_step_runs', utc(2002, 4), utc(2002, 4));
+  await ensureMonthPartitions(ctx.api.database.db, 'workflow_step_runs', utc(2002, 4), utc(2002, 4));
   const [w] = await q<{ id: string }>(sql`
     insert into workflows (id, project_id, name, trigger_type, trigger_event) values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'wf', 'EVENT', 'signup') returning id`);
   const [s] = await q<{ id: string }>(sql`
@@ -251,15 +241,15 @@ test('a step run sits in its execution\'s month, and a retried begin finds it th
     returning id`);
   const execution = { id: x.id, projectId: p.id, version: 0 } as ExecutionRow;
   const step = { id: s.id, type: 'DELAY' } as WorkflowStepRow;
-  const first = await beginStepRun(api.database.db, execution, step);
+  const first = await beginStepRun(ctx.api.database.db, execution, step);
   expect(first.id).toBe(stepRunId(x.id, 0));
   expect(await partOf('workflow_step_runs', first.id)).toBe('workflow_step_runs_p200204');
   // The retried begin (a job run again) finds the same run.
-  expect(await beginStepRun(api.database.db, execution, step)).toEqual(first);
+  expect(await beginStepRun(ctx.api.database.db, execution, step)).toEqual(first);
   // A move that begins the next run derives its id in SQL: the same id TypeScript derives, in the same month.
-  const moved = await moveExecution(api.database.db, { id: x.id, version: 0 }, '00000000-0000-4000-8000-000000000001', { status: 'RUNNING' }, { beginRun: { stepId: s.id, stepType: 'DELAY' } });
+  const moved = await moveExecution(ctx.api.database.db, { id: x.id, version: 0 }, '00000000-0000-4000-8000-000000000001', { status: 'RUNNING' }, { beginRun: { stepId: s.id, stepType: 'DELAY' } });
   expect(moved.run?.id).toBe(stepRunId(x.id, 1));
-  expect(await beginStepRun(api.database.db, { ...execution, version: 1 }, step)).toMatchObject({ id: stepRunId(x.id, 1), version: 1, startedAt: moved.run?.startedAt });
+  expect(await beginStepRun(ctx.api.database.db, { ...execution, version: 1 }, step)).toMatchObject({ id: stepRunId(x.id, 1), version: 1, startedAt: moved.run?.startedAt });
   expect(await partOf('workflow_step_runs', stepRunId(x.id, 1))).toBe('workflow_step_runs_p200204');
   expect(await q(sql`select version from workflow_step_runs where execution_id = ${x.id}::uuid order by version`)).toEqual([{ version: 0 }, { version: 1 }]);
 });

@@ -15,35 +15,26 @@ import { ERASED_ADDRESS } from '@mailroom/db/queries/erase';
 import { runRetentionPass } from '@mailroom/sending/retention';
 import { RETENTION_DEFAULTS } from '@mailroom/sending/retention-settings';
 import { retentionTask } from '../../apps/worker/src/processors/retention';
-import { ADMIN_TOKEN, client, createTestProject, isolatedDatabase, recipient, startTestApi, testEnv, type TestApi, type TestProject } from '../support/harness';
+import { ADMIN_TOKEN, client, createTestProject, recipient, testEnv, type TestProject, useIsolatedApi } from '../support/harness';
 
-let iso: { url: string; drop: () => Promise<void> };
-let api: TestApi;
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  api = await startTestApi(loadConfig(testEnv({ DATABASE_URL: iso.url })));
-});
-afterAll(async () => {
-  await api.close();
-  await iso.drop();
-});
+const ctx = useIsolatedApi();
 
 const admin = {
-  get: (path: string) => request(api.app).get(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`),
-  put: (path: string, body: object) => request(api.app).put(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send(body),
+  get: (path: string) => request(ctx.api.app).get(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`),
+  put: (path: string, body: object) => request(ctx.api.app).put(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send(body),
 };
-const deps = () => ({ config: api.config, database: api.database, logger: createLogger(api.config, 'test') });
-const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql>) => (await api.database.db.execute<T>(query)).rows;
+const deps = () => ({ config: ctx.api.config, database: ctx.api.database, logger: createLogger(ctx.api.config, 'test') });
+const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql>) => (await ctx.api.database.db.execute<T>(query)).rows;
 const ago = (days: number) => sql`now() - make_interval(days => ${days}::int)`;
 
 async function contact(p: TestProject, email = recipient('ret')): Promise<{ id: string; email: string }> {
-  const res = await client(api.app, p).post('/contacts', { email, data: { firstName: 'Ada' } });
+  const res = await client(ctx.api.app, p).post('/contacts', { email, data: { firstName: 'Ada' } });
   expect(res.status).toBe(201);
   return { id: res.body.data.id as string, email };
 }
 
 async function events(projectId: string, contactId: string, name: string, n: number, daysAgo: number): Promise<void> {
-  await api.database.db.execute(sql`
+  await ctx.api.database.db.execute(sql`
     insert into events (id, project_id, contact_id, name, data, created_at)
     select gen_random_uuid(), ${projectId}::uuid, ${contactId}::uuid, ${name}, '{}'::jsonb, ${ago(daysAgo)} from generate_series(1, ${n}::int)`);
 }
@@ -58,7 +49,7 @@ async function email(p: TestProject, c: { id: string; email: string }, status: s
       ${JSON.stringify({ firstName: 'Ada', email: c.email })}::jsonb, '{"X-Ref":"r1"}'::jsonb, ${status}, 'Hi Ada',
       ${ago(daysAgo)}, ${ago(daysAgo)})
     returning id`);
-  await api.database.db.execute(sql`
+  await ctx.api.database.db.execute(sql`
     insert into email_events (id, email_id, project_id, type, data, created_at)
     values (gen_random_uuid(), ${row.id}::uuid, ${p.id}::uuid, 'bounced', ${JSON.stringify({ bouncedRecipients: [c.email] })}::jsonb, ${ago(daysAgo)})`);
   return row.id;
@@ -77,7 +68,7 @@ async function delivery(projectId: string, endpointId: string, status: string, d
     values (gen_random_uuid(), ${projectId}::uuid, ${endpointId}::uuid, 'contact.updated',
       ${JSON.stringify({ type: 'contact.updated', timestamp: new Date().toISOString(), data })}::jsonb, ${status}, 1, ${ago(daysAgo)})
     returning id`);
-  await api.database.db.execute(sql`
+  await ctx.api.database.db.execute(sql`
     insert into webhook_attempts (id, delivery_id, project_id, attempt, status_code, duration_ms, created_at)
     values (gen_random_uuid(), ${row.id}::uuid, ${projectId}::uuid, 1, 500, 12, ${ago(daysAgo)})`);
   return row.id;
@@ -91,7 +82,7 @@ async function execution(projectId: string, contactId: string, status: string, f
     values (gen_random_uuid(), ${projectId}::uuid, ${w.id}::uuid, ${contactId}::uuid, ${status}, gen_random_uuid()::text,
       ${finishedDaysAgo === null ? null : ago(finishedDaysAgo)}, ${ago(finishedDaysAgo ?? 0)})
     returning id`);
-  await api.database.db.execute(sql`
+  await ctx.api.database.db.execute(sql`
     insert into workflow_step_runs (id, execution_id, project_id, step_type, version, status, output)
     values (gen_random_uuid(), ${x.id}::uuid, ${projectId}::uuid, 'DELAY', 1, 'COMPLETED', '{}'::jsonb)`);
   return x.id;
@@ -104,7 +95,7 @@ const eventCount = async (projectId: string, name: string) =>
 
 describe('settings', () => {
   test('GET shows the defaults; PUT sets, null clears, a field left out keeps its value', async () => {
-    const p = await createTestProject(api.database);
+    const p = await createTestProject(ctx.api.database);
     const path = `/admin/projects/${p.id}/retention`;
     const none = { emailContentDays: null, emailDays: null, eventDays: null, webhookDays: null, workflowExecutionDays: null };
     expect((await admin.get(path)).body.data).toEqual({ projectId: p.id, overrides: none, effective: RETENTION_DEFAULTS, defaults: RETENTION_DEFAULTS });
@@ -119,7 +110,7 @@ describe('settings', () => {
   });
 
   test('invalid values are 422 naming the field; nothing changes; admin token required; unknown project 404', async () => {
-    const p = await createTestProject(api.database);
+    const p = await createTestProject(ctx.api.database);
     const path = `/admin/projects/${p.id}/retention`;
     for (const [body, field] of [
       [{ eventDays: 0 }, 'eventDays'],
@@ -134,7 +125,7 @@ describe('settings', () => {
       expect(res.body.error.errors.map((e: { field: string }) => e.field)).toContain(field);
     }
     expect((await admin.get(path)).body.data.effective).toEqual(RETENTION_DEFAULTS);
-    expect((await request(api.app).get(path)).status).toBe(401);
+    expect((await request(ctx.api.app).get(path)).status).toBe(401);
     expect((await admin.get('/admin/projects/00000000-0000-7000-8000-000000000000/retention')).status).toBe(404);
   });
 
@@ -146,8 +137,8 @@ describe('settings', () => {
 
 describe('the retention pass', () => {
   test('applies each setting with the project override; derived counts and campaign stats stay right; content expiry shows at GET /emails/{id}', async () => {
-    const a = await createTestProject(api.database);
-    const b = await createTestProject(api.database);
+    const a = await createTestProject(ctx.api.database);
+    const b = await createTestProject(ctx.api.database);
     await admin.put(`/admin/projects/${a.id}/retention`, { eventDays: 10 }).expect(200);
     const ca = await contact(a);
     const cb = await contact(b);
@@ -159,10 +150,10 @@ describe('the retention pass', () => {
     const queuedOld = await email(a, ca, 'queued', 40);
     const recent = await email(a, ca, 'sent', 2);
     const ancient = await email(a, ca, 'sent', 400);
-    const created = await client(api.app, a).post('/campaigns', { name: 'C', subject: 'News', body: '<p>News</p>', from: `news@${a.domain}`, audienceType: 'ALL' });
+    const created = await client(ctx.api.app, a).post('/campaigns', { name: 'C', subject: 'News', body: '<p>News</p>', from: `news@${a.domain}`, audienceType: 'ALL' });
     const campaignId = created.body.data.id as string;
     await email(a, ca, 'delivered', 400, campaignId);
-    const statsBefore = (await client(api.app, a).get(`/campaigns/${campaignId}/stats`)).body.data;
+    const statsBefore = (await client(ctx.api.app, a).get(`/campaigns/${campaignId}/stats`)).body.data;
     expect(statsBefore.delivered).toBe(1);
     const ep = await endpoint(a.id);
     const oldDone = await delivery(a.id, ep, 'succeeded', 40);
@@ -171,7 +162,7 @@ describe('the retention pass', () => {
     const oldRun = await execution(a.id, ca.id, 'COMPLETED', 100);
     const newRun = await execution(a.id, ca.id, 'COMPLETED', 10);
     const running = await execution(a.id, ca.id, 'WAITING', null);
-    const contactsBefore = (await client(api.app, a).get('/contacts')).body.data.total;
+    const contactsBefore = (await client(ctx.api.app, a).get('/contacts')).body.data.total;
 
     const r = await retentionTask(deps()).run();
     expect(r).toMatchObject({ more: false });
@@ -180,22 +171,22 @@ describe('the retention pass', () => {
     expect(await eventCount(a.id, 'seen')).toBe(2);
     expect(await count('events', sql`project_id = ${b.id}::uuid and name = 'seen'`)).toBe(3);
     expect(await eventCount(b.id, 'seen')).toBe(3);
-    expect((await client(api.app, a).get('/contacts')).body.data.total).toBe(contactsBefore);
+    expect((await client(ctx.api.app, a).get('/contacts')).body.data.total).toBe(contactsBefore);
 
-    const got = await client(api.app, a).get(`/emails/${contentOld}`);
+    const got = await client(ctx.api.app, a).get(`/emails/${contentOld}`);
     expect(got.status).toBe(200);
     expect(got.body.data).toMatchObject({ status: 'delivered', contentExpired: true, contentExpiredAt: expect.any(String), erased: false, to: { email: ca.email } });
     expect(got.body.data.timeline.map((t: { type: string }) => t.type)).toEqual(['bounced']);
     const [expired] = await q<{ body: string | null; variables: unknown; headers: unknown }>(sql`select body, variables, headers from emails where id = ${contentOld}::uuid`);
     expect(expired).toEqual({ body: null, variables: {}, headers: {} });
     for (const id of [queuedOld, recent]) {
-      const kept = await client(api.app, a).get(`/emails/${id}`);
+      const kept = await client(ctx.api.app, a).get(`/emails/${id}`);
       expect(kept.body.data).toMatchObject({ contentExpired: false, contentExpiredAt: null });
     }
     expect((await q<{ body: string }>(sql`select body from emails where id = ${queuedOld}::uuid`))[0].body).toBe('<p>Hi Ada</p>');
-    expect((await client(api.app, a).get(`/emails/${ancient}`)).status).toBe(404);
+    expect((await client(ctx.api.app, a).get(`/emails/${ancient}`)).status).toBe(404);
     expect(await count('email_events', sql`email_id = ${ancient}::uuid`)).toBe(0);
-    expect((await client(api.app, a).get(`/campaigns/${campaignId}/stats`)).body.data).toEqual(statsBefore);
+    expect((await client(ctx.api.app, a).get(`/campaigns/${campaignId}/stats`)).body.data).toEqual(statsBefore);
 
     expect(await count('webhook_deliveries', sql`id = any(${sql.param([oldDone, oldPending, newDone])}::uuid[])`)).toBe(2);
     expect(await count('webhook_deliveries', sql`id = ${oldDone}::uuid`)).toBe(0);
@@ -205,10 +196,10 @@ describe('the retention pass', () => {
   });
 
   test('bounded batches: a statement changes at most its batch; a pass out of budget leaves the rest for the next', async () => {
-    const p = await createTestProject(api.database);
+    const p = await createTestProject(ctx.api.database);
     const c = await contact(p);
     await events(p.id, c.id, 'bulk', 25, 500);
-    expect(await retentionBatch(api.database.db, 'events', p.id, 365, 10)).toBe(10);
+    expect(await retentionBatch(ctx.api.database.db, 'events', p.id, 365, 10)).toBe(10);
     expect(await eventCount(p.id, 'bulk')).toBe(15);
     const starved = await runRetentionPass(deps(), { batchSize: 10, budgetMs: 0 });
     expect(starved).toMatchObject({ batches: 0, more: true });
@@ -222,7 +213,7 @@ describe('the retention pass', () => {
   });
 
   test('a pass begins where it is told (by default a random project), so a short budget does not starve the last projects', async () => {
-    const [a, b] = [await createTestProject(api.database), await createTestProject(api.database)];
+    const [a, b] = [await createTestProject(ctx.api.database), await createTestProject(ctx.api.database)];
     for (const p of [a, b]) await events(p.id, (await contact(p)).id, 'rotated', 5, 500);
     const ids = (await q<{ id: string }>(sql`select id from projects order by id`)).map((r) => r.id);
     const later = ids.indexOf(a.id) > ids.indexOf(b.id) ? a : b;
@@ -236,25 +227,25 @@ describe('the retention pass', () => {
   });
 
   test('every batch reads through an index (no sequential scan of the table)', async () => {
-    const p = await createTestProject(api.database);
-    await api.database.db.execute(sql`set enable_seqscan = off`);
+    const p = await createTestProject(ctx.api.database);
+    await ctx.api.database.db.execute(sql`set enable_seqscan = off`);
     try {
       const plan = await q<{ 'QUERY PLAN': string }>(sql`explain select id from events where project_id = ${p.id}::uuid and created_at < now() order by created_at limit 1000`);
       expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/events_retention_idx/);
     } finally {
-      await api.database.db.execute(sql`set enable_seqscan = on`);
+      await ctx.api.database.db.execute(sql`set enable_seqscan = on`);
     }
   });
 });
 
 describe('erasure (DELETE /contacts/{id})', () => {
   test('no row anywhere still names the address or the contact id; counts and campaign stats stay right', async () => {
-    const p = await createTestProject(api.database);
-    const as = client(api.app, p);
+    const p = await createTestProject(ctx.api.database);
+    const as = client(ctx.api.app, p);
     const address = recipient('Erase.Me');
     // The client's own key names nothing personal (a key that quoted the address would stay: it is the client's).
     const idempotencyKey = `k-${Date.now()}-${Math.random()}`;
-    const created = await request(api.app).post('/contacts').set('Authorization', p.auth).set('Idempotency-Key', idempotencyKey).send({ email: address, data: { firstName: 'Ada' } });
+    const created = await request(ctx.api.app).post('/contacts').set('Authorization', p.auth).set('Idempotency-Key', idempotencyKey).send({ email: address, data: { firstName: 'Ada' } });
     expect(created.status).toBe(201);
     const c = { id: created.body.data.id as string, email: address };
     const other = await contact(p);
@@ -277,7 +268,7 @@ describe('erasure (DELETE /contacts/{id})', () => {
     const keepIds = [longer, longerDomain];
     const [imp] = await q<{ id: string }>(sql`
       insert into contact_imports (id, project_id, status, format, default_subscribed) values (gen_random_uuid(), ${p.id}::uuid, 'completed', 'csv', true) returning id`);
-    await api.database.db.execute(sql`
+    await ctx.api.database.db.execute(sql`
       insert into contact_import_errors (import_id, row, email, errors) values
         (${imp.id}::uuid, 1, ${address}, '[{"field":"data","message":"bad","code":"custom"}]'::jsonb),
         (${imp.id}::uuid, 2, null, ${JSON.stringify([{ field: 'email', message: `duplicate of ${address}`, code: 'custom' }])}::jsonb),
@@ -321,7 +312,7 @@ describe('erasure (DELETE /contacts/{id})', () => {
     expect(await count('webhook_deliveries', sql`id = ${kept}::uuid`)).toBe(1);
     expect(await count('webhook_deliveries', sql`id = any(${sql.param([longer, longerDomain])}::uuid[])`)).toBe(2);
     // The stored idempotent response is scrubbed, not deleted: a retry with its key replays it, creating nothing.
-    const replay = await request(api.app).post('/contacts').set('Authorization', p.auth).set('Idempotency-Key', idempotencyKey).send({ email: address, data: { firstName: 'Ada' } });
+    const replay = await request(ctx.api.app).post('/contacts').set('Authorization', p.auth).set('Idempotency-Key', idempotencyKey).send({ email: address, data: { firstName: 'Ada' } });
     expect(replay.status).toBe(201);
     expect(replay.body.data).toMatchObject({ email: ERASED_ADDRESS, id: '00000000-0000-0000-0000-000000000000' });
     expect(await count('contacts', sql`project_id = ${p.id}::uuid and email_key = ${address.toLowerCase()}`)).toBe(0);

@@ -226,6 +226,28 @@ export function useApiWithProject(envOverrides: Record<string, string> = {}): { 
 }
 
 /**
+ * Registers `beforeAll`/`afterAll` that start an in-process API on a database of the file's own
+ * ({@link isolatedDatabase}) and drop it afterwards; returns an accessor for the API.
+ */
+export function useIsolatedApi(envOverrides: Record<string, string> = {}): { readonly api: TestApi } {
+  let iso: { url: string; drop: () => Promise<void> } | undefined;
+  let api: TestApi | undefined;
+  beforeAll(async () => {
+    iso = await isolatedDatabase();
+    api = await startTestApi(loadConfig(testEnv({ ...envOverrides, DATABASE_URL: iso.url })));
+  });
+  afterAll(async () => {
+    await api?.close();
+    await iso?.drop();
+  });
+  return {
+    get api() {
+      return api!;
+    },
+  };
+}
+
+/**
  * A migrated database of the caller's own, for tests whose worker runs the reconciler eagerly: the reconciler
  * adopts every pending email of its database, so on the shared test database it would take other files' mail.
  * `until` stops at that migration (e.g. `0017_counter_deltas`: a database on an older schema, to test the next one).
