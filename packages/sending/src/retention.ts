@@ -17,12 +17,9 @@
  *
  * @module
  */
-import type { Logger } from '@mailroom/platform/logger';
-import { type Database } from '@mailroom/db/client';
 import { projectsWithRetention, retentionBatch, RETENTION_KINDS, type RetentionKind } from '@mailroom/db/queries/retention';
-import type { SendingConfig } from './config';
 import { effectiveRetention, type RetentionSettings } from './retention-settings';
-import { dropExpiredPartitions } from './partitions';
+import { dropExpiredPartitions, type PartitionDeps } from './partitions';
 
 /** Rows per statement. */
 export const RETENTION_BATCH = 1_000;
@@ -40,12 +37,8 @@ const DAYS_OF: Readonly<Record<RetentionKind, keyof RetentionSettings>> = {
   workflowExecutions: 'workflowExecutionDays',
 };
 
-/** Dependencies of the retention pass. */
-export interface RetentionDeps {
-  config: Pick<SendingConfig, 'retention'>;
-  database: Database;
-  logger: Logger;
-}
+/** Dependencies of the retention pass: the same as the partition pass's (it drops whole months first). */
+export type RetentionDeps = PartitionDeps;
 
 /** What one pass did. */
 export interface RetentionPassResult {
