@@ -4,7 +4,8 @@
  * each in its own process, under the same load: autocannon, 50 connections, a different contact per request, rate
  * limit raised, no worker. The servers take turns in `BENCH_ROUNDS` rounds (default 5) of `BENCH_SECONDS / rounds`
  * each, so that both see the same noise of a shared machine; req/s is over all rounds, p50/p99 the median of the
- * rounds'. Then `/v1/send` with 10 recipients on the API alone (`BENCH_API_TEN=0` skips it).
+ * rounds'. Beside them, CPU milliseconds per request of the server's process and of the bench database's Postgres
+ * backends during that server's rounds (`bench/cpu.ts`, from /proc). Then `/v1/send` with 10 recipients on the API alone (`BENCH_API_TEN=0` skips it).
  *
  * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the API process there. `BENCH_API_B_ENV="K=V,K2=V2"` runs
  * a second API process with these settings added, in the same rounds (to compare a setting in one run);
@@ -17,6 +18,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import os from 'node:os';
 import { freePort, waitForHttp } from '../test/support/services';
+import { BackendCpu, processCpuMs } from './cpu';
 
 type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => ChildProcess;
 
@@ -80,6 +82,8 @@ export async function benchApi(
   const bEnv = process.env.BENCH_API_B_ENV ? Object.fromEntries(process.env.BENCH_API_B_ENV.split(',').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])) : undefined;
   const bDir = process.env.BENCH_API_B_DIR;
   const servers: (Server & { process: ChildProcess })[] = [];
+  const backends = new BackendCpu(env.DATABASE_URL);
+  await backends.connect();
   const start = async (name: string, file: string, e: Record<string, string>, flags: string[] = []) => {
     const port = await freePort();
     servers.push({ name, port, process: spawnApp(file, { ...e, PORT: String(port) }, flags) });
@@ -126,10 +130,14 @@ export async function benchApi(
     // Warm-up: JIT, pools and the auth cache of every process.
     for (const s of servers) await load(s.port, projects, track(many), 2);
     for (const l of [send(1), track(), ...(many > 1 ? [send(1, many), track(many)] : [])]) {
-      const got = servers.map(() => ({ requests: 0, time: 0, p50: [] as number[], p99: [] as number[], non2xx: 0 }));
+      const got = servers.map(() => ({ requests: 0, time: 0, p50: [] as number[], p99: [] as number[], non2xx: 0, cpu: 0, pg: 0 }));
       for (let r = 0; r < rounds; r++) {
         for (const [i, s] of servers.entries()) {
+          const cpu = processCpuMs(s.process.pid ?? 0);
+          await backends.start();
           const run = await load(s.port, projects, l, seconds / rounds);
+          got[i].pg += await backends.stop();
+          got[i].cpu += processCpuMs(s.process.pid ?? 0) - cpu;
           got[i].requests += run.requests.total;
           got[i].time += run.duration;
           got[i].p50.push(run.latency.p50);
@@ -150,6 +158,8 @@ export async function benchApi(
           'req/s ÷ ceiling': (rate(g) / rate(ceiling)).toFixed(2),
           'p99 ÷ ceiling': (median(g.p99) / median(ceiling.p99)).toFixed(2),
           'non-2xx': g.non2xx,
+          'server CPU ms/req': (g.cpu / g.requests).toFixed(2),
+          'Postgres CPU ms/req': (g.pg / g.requests).toFixed(2),
         });
       }
     }
@@ -158,6 +168,7 @@ export async function benchApi(
       rows.push({ load: `${send(10).name} (${Math.round(a.requests.average * 10)} emails/s)`, server: 'API', 'req/s': Math.round(a.requests.average), 'p50 ms': a.latency.p50, 'p99 ms': a.latency.p99, 'non-2xx': a.non2xx });
     }
   } finally {
+    await backends.end();
     await Promise.all(servers.map((s) => stop(s.process)));
   }
   console.log(`\nAPI beside the bare ceiling (${seconds} s each in ${rounds} alternating rounds, 50 connections, each server in its own process, this ${os.cpus().length}-core machine)`);

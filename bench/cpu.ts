@@ -1,0 +1,64 @@
+/**
+ * CPU accounting for the benches: the CPU time a process and the Postgres backends of one database used over an
+ * interval, read from `/proc/<pid>/stat` (Linux only; elsewhere every reading is 0). The API bench divides these by
+ * the requests served, so it can print CPU milliseconds per request for the server and for Postgres beside req/s:
+ * on a machine whose cores are shared, that says which side a gap comes from, where a sampling profile counts time
+ * spent waiting for a core as the system call that yielded it.
+ *
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import { Client } from 'pg';
+
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+/** CPU time (user + system, ms) `pid` has used so far; 0 when it is gone or /proc is not there. */
+export function processCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Reads the CPU used by the backends connected to one database. `start()` notes every backend's CPU so far;
+ * `stop()` returns the ms used since (a backend that connected meanwhile counts in full).
+ */
+export class BackendCpu {
+  private readonly client: Client;
+  private before = new Map<number, number>();
+
+  constructor(databaseUrl: string) {
+    this.client = new Client({ connectionString: databaseUrl, application_name: 'bench-cpu' });
+  }
+
+  async connect(): Promise<void> {
+    await this.client.connect();
+  }
+
+  private async read(): Promise<Map<number, number>> {
+    const r = await this.client.query<{ pid: number }>(
+      "select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and application_name <> 'bench'",
+    );
+    return new Map(r.rows.map((row) => [row.pid, processCpuMs(row.pid)]));
+  }
+
+  async start(): Promise<void> {
+    this.before = await this.read();
+  }
+
+  /** @returns CPU ms used by the database's backends since `start()`. */
+  async stop(): Promise<number> {
+    const now = await this.read();
+    let ms = 0;
+    for (const [pid, cpu] of now) ms += cpu - (this.before.get(pid) ?? 0);
+    return ms;
+  }
+
+  async end(): Promise<void> {
+    await this.client.end();
+  }
+}
