@@ -7,6 +7,8 @@
  * rounds'. Beside them, CPU milliseconds per request of the server's process and of the bench database's Postgres
  * backends during that server's rounds (`bench/cpu.ts`, from /proc). Then `/v1/send` with 10 recipients on the API alone (`BENCH_API_TEN=0` skips it).
  *
+ * `BENCH_API_LOADS=/v1/track,20 projects` runs only the loads whose names contain one of the comma-separated parts.
+ * `BENCH_API_EXPRESS=1` adds the Express floor (`bench/express-floor-server.ts`: the ceiling's work behind Express).
  * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the API process there. `BENCH_API_B_ENV="K=V,K2=V2"` runs
  * a second API process with these settings added, in the same rounds (to compare a setting in one run);
  * `BENCH_API_B_DIR=/path/to/other/checkout` runs that second API from another checkout (before/after a change).
@@ -116,6 +118,7 @@ export async function benchApi(
   try {
     await start('API', 'apps/api/src/server.ts', apiEnv, profile);
     await start('ceiling', 'bench/ceiling-server.ts', { ...env, PROJECT_ID: p.id });
+    if (process.env.BENCH_API_EXPRESS === '1') await start('Express floor', 'bench/express-floor-server.ts', { ...env, PROJECT_ID: p.id });
     if (bEnv) await start(`API ${process.env.BENCH_API_B_ENV}`, 'apps/api/src/server.ts', { ...apiEnv, ...bEnv });
     if (bDir) {
       const port = await freePort();
@@ -129,7 +132,9 @@ export async function benchApi(
     }
     // Warm-up: JIT, pools and the auth cache of every process.
     for (const s of servers) await load(s.port, projects, track(many), 2);
-    for (const l of [send(1), track(), ...(many > 1 ? [send(1, many), track(many)] : [])]) {
+    const only = process.env.BENCH_API_LOADS?.split(',');
+    const loads = [send(1), track(), ...(many > 1 ? [send(1, many), track(many)] : [])].filter((l) => !only || only.some((o) => l.name.includes(o)));
+    for (const l of loads) {
       const got = servers.map(() => ({ requests: 0, time: 0, p50: [] as number[], p99: [] as number[], non2xx: 0, cpu: 0, pg: 0 }));
       for (let r = 0; r < rounds; r++) {
         for (const [i, s] of servers.entries()) {

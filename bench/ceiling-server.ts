@@ -83,25 +83,34 @@ async function track(body: Record<string, unknown>, projectId: string): Promise<
   return { event: eventId };
 }
 
-const server = createServer((req, res) => {
-  const handle = req.url === '/v1/send' ? send : req.url === '/v1/track' ? track : undefined;
-  if (req.method === 'GET' && req.url === '/health/ready') return answer(res, 200, { ok: true });
-  if (req.method !== 'POST' || !handle) return answer(res, 404, { success: false });
-  const header = req.headers['x-project-id'];
-  const projectId = typeof header === 'string' ? header : defaultProjectId;
-  readJson(req)
-    .then((body) => handle(body, projectId))
-    .then(
-      (data) => answer(res, 200, { success: true, data }),
-      (err: Error) => answer(res, 500, { success: false, error: err.message }),
-    );
-});
-
-server.listen(Number(env('PORT')), '127.0.0.1');
-process.on('SIGTERM', () => {
-  server.close();
-  void Promise.all([queue.close(), pool.end()]).finally(() => {
+/** The ceiling's handlers, for `bench/express-floor-server.ts` (the same work behind Express). */
+export const handlers = {
+  routes: { '/v1/send': send, '/v1/track': track } as Record<string, (body: Record<string, unknown>, projectId: string) => Promise<unknown>>,
+  defaultProjectId,
+  close: async () => {
+    await Promise.all([queue.close(), pool.end()]);
     redis.disconnect();
-    process.exit(0);
+  },
+};
+
+if (require.main === module) {
+  const server = createServer((req, res) => {
+    const handle = req.url === '/v1/send' ? send : req.url === '/v1/track' ? track : undefined;
+    if (req.method === 'GET' && req.url === '/health/ready') return answer(res, 200, { ok: true });
+    if (req.method !== 'POST' || !handle) return answer(res, 404, { success: false });
+    const header = req.headers['x-project-id'];
+    const projectId = typeof header === 'string' ? header : defaultProjectId;
+    readJson(req)
+      .then((body) => handle(body, projectId))
+      .then(
+        (data) => answer(res, 200, { success: true, data }),
+        (err: Error) => answer(res, 500, { success: false, error: err.message }),
+      );
   });
-});
+
+  server.listen(Number(env('PORT')), '127.0.0.1');
+  process.on('SIGTERM', () => {
+    server.close();
+    void handlers.close().finally(() => process.exit(0));
+  });
+}

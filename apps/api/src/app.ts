@@ -8,10 +8,11 @@
  */
 import express, { type Express } from 'express';
 import { getAbsoluteFSPath } from 'swagger-ui-dist';
-import { adminOnly, authenticate, AuthCache } from './http/auth';
+import { adminOnly, adminStep, authenticate, authenticateStep, AuthCache } from './http/auth';
 import type { AppDeps } from './http/context';
 import { errorHandler, notFoundHandler } from './http/errors';
-import { FailureLimiter, rateLimit } from './http/rate-limit';
+import { FailureLimiter, rateLimitStep } from './http/rate-limit';
+import { toMiddleware } from './http/steps';
 import { requestId } from './http/request-id';
 import { mountRoutes, type AnyRoute } from './http/route';
 import { buildOpenApi } from './openapi';
@@ -76,13 +77,13 @@ export function createApp(deps: AppDeps): App {
     trickleIntervalS: deps.config.blockedLookupIntervalS,
     what: 'failed authentications',
   });
-  const limit = rateLimit(deps.redis, deps.config.queuePrefix, deps.config.rateLimitPerMinute);
+  const limitStep = rateLimitStep(deps.redis, deps.config.queuePrefix, deps.config.rateLimitPerMinute);
+  const limit = toMiddleware(limitStep);
   const { db } = deps.database;
 
   const metrics = new ApiMetrics();
   registerReputationMetrics(metrics.registry, db, deps.logger, { ttlMs: deps.config.reputationMetricsTtlMs });
-  app.use(requestId(deps.logger));
-  app.use(metrics.middleware());
+  app.use(requestId(deps.logger, (req, res, seconds) => metrics.record(req, res, seconds)));
 
   const routes: AnyRoute[] = [
     ...sendRoutes(deps),
@@ -132,9 +133,9 @@ export function createApp(deps: AppDeps): App {
   // Answers message/rfc822, not the JSON envelope: mounted by hand behind the same secret-key chain.
   mountEmailRaw(router, deps, [authenticate(db, authCache, ['secret'], authFailures), limit]);
   mountRoutes(router, routes, {
-    secret: [authenticate(db, authCache, ['secret'], authFailures), limit],
-    anyKey: [authenticate(db, authCache, ['secret', 'public'], authFailures), limit],
-    admin: [adminOnly(deps.config.adminToken, authFailures)],
+    secret: [authenticateStep(db, authCache, ['secret'], authFailures), limitStep],
+    anyKey: [authenticateStep(db, authCache, ['secret', 'public'], authFailures), limitStep],
+    admin: [adminStep(deps.config.adminToken, authFailures)],
   }, deps.database);
   app.use(router);
   app.use(notFoundHandler);

@@ -7,9 +7,35 @@
  */
 import { notFound, validationError, type FieldError } from '@mailroom/platform/errors';
 import { splitVariables } from '@mailroom/mail/templates';
-import { getContact, trackEvent, type TrackResult } from '@mailroom/db/queries/contacts';
+import { getContact, trackEvent, type TrackInput, type TrackResult } from '@mailroom/db/queries/contacts';
+import { trackEvents, type TrackItem } from '@mailroom/db/queries/track-batch';
+import { Batcher, type BatcherOptions } from '@mailroom/platform/batcher';
 import { type DbOrTx } from '@mailroom/db/client';
 import { checkEventName } from './contacts';
+
+/** Writes one track: {@link trackEvent}, or a {@link trackBatcher}'s batched form. */
+export type TrackWriter = (tx: DbOrTx, projectId: string, input: TrackInput) => Promise<TrackResult>;
+
+/**
+ * A {@link TrackWriter} that folds concurrent tracks written straight to `db` into batches
+ * (`@mailroom/db/queries/track-batch`, `@mailroom/platform/batcher`): at most `maxInFlight` statements run at
+ * once and the tracks that arrive meanwhile go together in the next (at most `maxBatch`). A track written in a
+ * transaction of its caller (an `Idempotency-Key` request, whose effect commits with its stored answer) is
+ * written alone in that transaction. A batch that fails as a whole (two tracks for one contact, a deadlock, one
+ * track's data refused) writes nothing, and each of its tracks is then written alone, with its own answer.
+ *
+ * @param options.maxBatch - most tracks in one statement (1 writes every track alone); `observe` is told each
+ *   statement's number of tracks.
+ */
+export function trackBatcher(db: DbOrTx, options: BatcherOptions): TrackWriter {
+  if (options.maxBatch <= 1) return trackEvent;
+  const batcher = new Batcher<TrackItem, TrackResult>(
+    (items) => trackEvents(db, items),
+    (item) => trackEvent(db, item.projectId, item.input),
+    options,
+  );
+  return (tx, projectId, input) => (tx === db ? batcher.run({ projectId, input }) : trackEvent(tx, projectId, input));
+}
 
 /** One tracked event: the contact's address, the event name as given, and the request's `data`. */
 export interface TrackRequest {
@@ -35,11 +61,17 @@ export interface TrackedEvent {
  * @param field - the request field that held the name (named in the error).
  * @throws {@link AppError} 422 when the name is empty, longer than 255 characters or reserved.
  */
-export async function trackContactEvent(tx: DbOrTx, projectId: string, input: TrackRequest, field: 'event' | 'name' = 'event'): Promise<TrackedEvent> {
+export async function trackContactEvent(
+  tx: DbOrTx,
+  projectId: string,
+  input: TrackRequest,
+  field: 'event' | 'name' = 'event',
+  writer?: TrackWriter,
+): Promise<TrackedEvent> {
   const name = checkEventName(input.event);
   if (!name.ok) throw validationError([{ ...name.error, field }]);
   const { render, persist } = splitVariables(input.data);
-  const r = await trackEvent(tx, projectId, {
+  const r = await (writer ?? trackEvent)(tx, projectId, {
     email: input.email,
     subscribed: input.subscribed,
     contactData: persist,
@@ -75,7 +107,7 @@ export interface PlunkTrackRequest {
  * @throws {@link AppError} 422 (not exactly one of a pair; a bad name, named by the field that held it), 404 (no
  *   such contact).
  */
-export async function trackPlunkEvent(tx: DbOrTx, projectId: string, body: PlunkTrackRequest, test: boolean): Promise<TrackedEvent> {
+export async function trackPlunkEvent(tx: DbOrTx, projectId: string, body: PlunkTrackRequest, test: boolean, writer?: TrackWriter): Promise<TrackedEvent> {
   const fields = body as Record<string, unknown>;
   const problems = [oneOf(fields, 'event', 'name'), oneOf(fields, 'email', 'contactId')].filter((p) => p !== undefined);
   if (problems.length) throw validationError(problems);
@@ -87,5 +119,5 @@ export async function trackPlunkEvent(tx: DbOrTx, projectId: string, body: Plunk
   }
   const event = (body.event ?? body.name)!;
   const input = { email, event, subscribed: body.subscribed, data: body.data, test };
-  return trackContactEvent(tx, projectId, input, body.event === undefined ? 'name' : 'event');
+  return trackContactEvent(tx, projectId, input, body.event === undefined ? 'name' : 'event', writer);
 }

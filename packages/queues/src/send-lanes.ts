@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { PlatformConfig } from '@mailroom/platform/config';
 import type { QueueConfig } from './config';
@@ -40,6 +41,17 @@ export function demotedPriority(lane: SharedLane, before: number, perMinute: num
 
 /** Adds ARGV[1] to the minute's counter KEYS[1], (re)sets its expiry to ARGV[2] ms, answers the new total. */
 const COUNT_SCRIPT = "local n = redis.call('INCRBY', KEYS[1], ARGV[1]); redis.call('PEXPIRE', KEYS[1], ARGV[2]); return n";
+const COUNT_SHA = createHash('sha1').update(COUNT_SCRIPT).digest('hex');
+
+/** Runs the count script by its digest (`EVALSHA`), loading it with `EVAL` when the server does not have it yet. */
+async function evalCount(redis: Redis | Cluster, key: string, count: number): Promise<unknown> {
+  try {
+    return await redis.evalsha(COUNT_SHA, 1, key, count, 120_000);
+  } catch (err) {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    return redis.eval(COUNT_SCRIPT, 1, key, count, 120_000);
+  }
+}
 
 /**
  * Counts `count` emails of `projectId` in `lane` for this minute and returns their priorities, in order. Without
@@ -63,7 +75,7 @@ export async function lanePriorities(
   try {
     // One script, not MULTI/INCRBY/PEXPIRE/EXEC: as atomic, and an ioredis transaction copies every script
     // defined on the connection (BullMQ's), which showed in the API's profile under `/v1/send` load.
-    total = Number(await redis.eval(COUNT_SCRIPT, 1, key, count, 120_000));
+    total = Number(await evalCount(redis, key, count));
   } catch {
     return Array.from({ length: count }, () => SendPriority[lane]);
   }

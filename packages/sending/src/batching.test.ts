@@ -17,7 +17,7 @@ import { upsertContacts } from '@mailroom/db/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { emails } from '@mailroom/db/schema/emails';
 import { createTestProject, recipient, testConfig, waitFor, type TestProject } from '../../../test/support/harness';
-import { Batcher } from './batcher';
+import { Batcher } from '@mailroom/platform/batcher';
 import { createSendBatching, type Claim } from './claim';
 import { createEmailSender } from './job';
 import type { MailTransport, OutboundMessage } from './ses/transport';

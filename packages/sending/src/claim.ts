@@ -20,7 +20,7 @@ import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { claimEmail, finishEmail, type ClaimedEmail, type ClaimMiss } from '@mailroom/db/queries/emails';
 import { claimEmails, finishEmails, type FinishRequest } from '@mailroom/db/queries/email-batches';
 import { type DbOrTx } from '@mailroom/db/client';
-import { Batcher } from './batcher';
+import { Batcher } from '@mailroom/platform/batcher';
 
 /**
  * A claimed email as the send path reads it: the recipient is the address stored when the email was accepted,

@@ -26,6 +26,7 @@ import { hashKey, keyKind, safeEqual, type KeyKind } from '@mailroom/platform/ke
 import { findKey, type KeyRecord } from '@mailroom/db/queries/projects';
 import { type Db } from '@mailroom/db/client';
 import { clientIp, type Attempt, type FailureLimiter } from './rate-limit';
+import { toMiddleware, type RequestStep } from './steps';
 
 /**
  * The in-process cache of key lookups, by key hash (hex SHA-256).
@@ -150,7 +151,12 @@ function bearer(header: string | undefined): string | undefined {
  *   503 `SERVICE_UNAVAILABLE` when the lookup cannot reach Postgres.
  */
 export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[], failures: FailureLimiter): RequestHandler {
-  return async (req, res, next) => {
+  return toMiddleware(authenticateStep(db, cache, accept, failures));
+}
+
+/** {@link authenticate} as a request step (see `steps.ts`), for `mountRoutes`; the same checks and errors. */
+export function authenticateStep(db: Db, cache: AuthCache, accept: KeyKind[], failures: FailureLimiter): RequestStep {
+  return async (req, res) => {
     const key = bearer(req.get('authorization'));
     if (!key) {
       throw new AppError(ErrorCode.UNAUTHORIZED, 'Missing API key: send "Authorization: Bearer <key>"', {
@@ -190,9 +196,8 @@ export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[], failur
       });
     }
     if (record.projectDisabled) throw new AppError(ErrorCode.PROJECT_DISABLED, 'This project is disabled');
+    // From here on the request's log lines carry the project (and a test key's `keyMode`): see request-id.ts.
     res.locals.auth = { projectId: record.projectId, kind: record.kind, mode: record.mode };
-    res.locals.log = res.locals.log.child({ projectId: record.projectId, ...(record.mode === 'test' ? { keyMode: 'test' } : {}) });
-    next();
   };
 }
 
@@ -240,11 +245,15 @@ export async function checkAdminBearer(req: Request, given: string | undefined, 
  * @throws {@link AppError} 403 `FORBIDDEN` (no `ADMIN_TOKEN`), 401 `UNAUTHORIZED`, 429 `RATE_LIMITED`.
  */
 export function adminOnly(adminToken: string | undefined, failures: FailureLimiter): RequestHandler {
-  return async (req, _res, next) => {
+  return toMiddleware(adminStep(adminToken, failures));
+}
+
+/** {@link adminOnly} as a request step (see `steps.ts`), for `mountRoutes`. */
+export function adminStep(adminToken: string | undefined, failures: FailureLimiter): RequestStep {
+  return async (req) => {
     if (!adminToken) throw new AppError(ErrorCode.FORBIDDEN, 'The admin API is disabled: set ADMIN_TOKEN to enable it');
     if (!(await checkAdminBearer(req, bearer(req.get('authorization')), adminToken, failures))) {
       throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid admin token');
     }
-    next();
   };
 }

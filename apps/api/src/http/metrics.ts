@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { RequestHandler } from 'express';
+import type { Request, Response } from 'express';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 
 /** The API's metrics. */
@@ -30,19 +30,15 @@ export class ApiMetrics {
   }
 
   /**
-   * Middleware recording each request when it finishes. The route is Express's template (`/workflows/:id`), never
-   * the raw path, so ids do not explode the label set; unmatched requests count as `unmatched`.
+   * Records one finished request (`seconds`: its duration). The route is Express's template (`/workflows/:id`),
+   * never the raw path, so ids do not explode the label set; unmatched requests count as `unmatched`. Called from
+   * the request-id middleware's `finish` listener (one listener per request for both).
    */
-  middleware(): RequestHandler {
-    return (req, res, next) => {
-      const end = this.duration.startTimer();
-      res.on('finish', () => {
-        const routePath = (req.route as { path?: string | RegExp | Array<string | RegExp> } | undefined)?.path; // Express types `req.route` as `any`
-        const route = routePath ? `${req.baseUrl}${String(routePath)}` : 'unmatched';
-        this.requests.inc({ method: req.method, route, status: String(res.statusCode) });
-        end({ method: req.method, route });
-      });
-      next();
-    };
+  record(req: Request, res: Response, seconds: number): void {
+    const routePath = (req.route as { path?: string | RegExp | Array<string | RegExp> } | undefined)?.path; // Express types `req.route` as `any`
+    const route = routePath ? `${req.baseUrl}${String(routePath)}` : 'unmatched';
+    this.requests.inc({ method: req.method, route, status: String(res.statusCode) });
+    this.duration.observe({ method: req.method, route }, seconds);
   }
+
 }

@@ -1,7 +1,7 @@
 /**
  * Rate limits shared by every API process (Redis, rate-limiter-flexible), each over a fixed 60 s window:
  *
- * - per project over every keyed route ({@link rateLimit}, `RATE_LIMIT_PER_MINUTE`);
+ * - per project over every keyed route ({@link rateLimitStep}, `RATE_LIMIT_PER_MINUTE`);
  * - per client IP on an unauthenticated endpoint ({@link IpLimiter}: `POST /admin/login`);
  * - per client IP on failed lookups ({@link FailureLimiter}): authentications (`AUTH_FAILURE_LIMIT_PER_MINUTE`)
  *   and unsubscribe tokens (`UNSUBSCRIBE_LIMIT_PER_MINUTE`).
@@ -21,16 +21,17 @@ import type { RequestHandler } from 'express';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Redis } from 'ioredis';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
+import type { RequestStep } from './steps';
 
-/** Creates the middleware; `perMinute` requests per project per 60 s window. */
-export function rateLimit(redis: Redis, keyPrefix: string, perMinute: number): RequestHandler {
+/** The per-project limit as a request step (see `steps.ts`), after authentication; `perMinute` requests per project per 60 s window. */
+export function rateLimitStep(redis: Redis, keyPrefix: string, perMinute: number): RequestStep {
   const limiter = perMinuteLimiter(redis, keyPrefix, 'ratelimit', perMinute);
   const setHeaders = (res: Parameters<RequestHandler>[1], r: RateLimiterRes) => {
     res.setHeader('RateLimit-Limit', String(perMinute));
     res.setHeader('RateLimit-Remaining', String(Math.max(0, r.remainingPoints)));
     res.setHeader('RateLimit-Reset', String(Math.ceil(r.msBeforeNext / 1000)));
   };
-  return async (_req, res, next) => {
+  return async (_req, res) => {
     const projectId = res.locals.auth!.projectId;
     try {
       setHeaders(res, await limiter.consume(projectId));
@@ -39,7 +40,6 @@ export function rateLimit(redis: Redis, keyPrefix: string, perMinute: number): R
       setHeaders(res, err);
       throw rateLimited(err, `Rate limit of ${perMinute} requests per minute exceeded`);
     }
-    next();
   };
 }
 

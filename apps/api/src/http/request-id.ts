@@ -1,28 +1,58 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
+import type { AuthContext } from './context';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@mailroom/platform/logger';
 
 const INBOUND_ID = /^[\w.:-]{8,128}$/;
 
+/** Records a finished request (the app's metrics); see `ApiMetrics.record`. */
+export type RequestRecorder = (req: Request, res: Response, seconds: number) => void;
+
 /**
  * Gives every request an id (the caller's `X-Request-Id` when well-formed, else a new UUID), echoes it as
- * `X-Request-Id`, and binds a child logger carrying it, plus one access-log line per response.
+ * `X-Request-Id`, and writes one access-log line per response (method, path, status, ms, projectId). `record`, when
+ * given, is called in the same `finish` listener (the app's metrics), so a request costs one listener, not two.
+ *
+ * `res.locals.log` is a child logger bound to the request id (and, once authenticated, the project id and a test
+ * key's `keyMode`), made on first use: most requests log nothing but their access line, which is written with
+ * the same fields from the base logger, so they never pay for a child.
  */
-export function requestId(logger: Logger): RequestHandler {
+export function requestId(logger: Logger, record?: RequestRecorder): RequestHandler {
   return (req, res, next) => {
     const inbound = req.get('x-request-id');
     const id = inbound && INBOUND_ID.test(inbound) ? inbound : randomUUID();
-    res.locals.requestId = id;
-    res.locals.log = logger.child({ requestId: id });
+    const locals = res.locals as { requestId: string; auth?: AuthContext; log: Logger };
+    locals.requestId = id;
+    let child: Logger | undefined;
+    let childAuth: AuthContext | undefined;
+    Object.defineProperty(locals, 'log', {
+      configurable: true,
+      enumerable: true,
+      // Made again once the request is authenticated, so that lines after that carry the project.
+      get: () => {
+        if (!child || childAuth !== locals.auth) {
+          childAuth = locals.auth;
+          child = logger.child(bindings(id, childAuth));
+        }
+        return child;
+      },
+    });
     res.setHeader('X-Request-Id', id);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      res.locals.log.info(
-        { method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10, projectId: res.locals.auth?.projectId },
+      record?.(req, res, ms / 1000);
+      logger.info(
+        { ...bindings(id, locals.auth), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10, projectId: locals.auth?.projectId },
         'request',
       );
     });
     next();
   };
+}
+
+/** The fields every log line of a request carries. */
+function bindings(requestId: string, auth: AuthContext | undefined): Record<string, string> {
+  if (!auth) return { requestId };
+  return { requestId, projectId: auth.projectId, ...(auth.mode === 'test' ? { keyMode: 'test' } : {}) };
 }

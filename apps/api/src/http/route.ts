@@ -10,7 +10,7 @@
  *
  * @module
  */
-import express, { type RequestHandler, type Router } from 'express';
+import express, { type Router } from 'express';
 import type { Static, TSchema } from '@sinclair/typebox';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
 import { bodyValidator, paramValidator } from '@mailroom/platform/validation';
@@ -19,6 +19,7 @@ import type { Database, DbOrTx } from '@mailroom/db/client';
 import type { AuthContext } from './context';
 import { runDirect, runIdempotent } from './idempotency';
 import type { RouteResult } from './route-result';
+import { fromMiddleware, type RequestStep } from './steps';
 
 /** Who may call a route. */
 export type RouteAuth = 'secret' | 'any-key' | 'admin' | 'none';
@@ -90,51 +91,63 @@ export function route<B extends TSchema | undefined = undefined, Q extends TSche
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyRoute = RouteDef<any, any, any>;
 
-/** Middleware a route's `auth` maps to, supplied by the app. */
-export interface AuthMiddleware {
-  secret: RequestHandler[];
-  anyKey: RequestHandler[];
-  admin: RequestHandler[];
+/** The steps a route's `auth` maps to (authentication, then the project's rate limit), supplied by the app. */
+export interface AuthSteps {
+  secret: RequestStep[];
+  anyKey: RequestStep[];
+  admin: RequestStep[];
 }
 
-function jsonBody(limit: string): RequestHandler[] {
-  const parse = express.json({ limit, type: ['application/json', 'application/*+json'], strict: false });
-  const require: RequestHandler = (req, _res, next) => {
-    if (!req.is(['application/json', 'application/*+json'])) {
+const JSON_TYPES = ['application/json', 'application/*+json'];
+
+/** The body steps: 400 unless the body is JSON, then body-parser's JSON parser (size-limited: 413 beyond `limit`). */
+function jsonBody(limit: string): RequestStep[] {
+  const parse = fromMiddleware(express.json({ limit, type: JSON_TYPES, strict: false }));
+  const require: RequestStep = (req) => {
+    if (!req.is(JSON_TYPES)) {
       throw new AppError(ErrorCode.BAD_REQUEST, 'Content-Type must be application/json', {
         suggestion: 'Send the body as JSON with "Content-Type: application/json".',
       });
     }
-    next();
   };
   return [require, parse];
 }
 
-/** Mounts the routes on a router. */
-export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthMiddleware, database: Database): void {
+/**
+ * Mounts the routes on a router: each route is one Express handler that runs its steps (auth, rate limit, JSON
+ * body) in order, validates, runs the handler and answers the envelope. A GET answer goes through `res.json`
+ * (Express's weak ETag, and 304 to a matching `If-None-Match`); any other method's is written directly, without
+ * the ETag (a digest of the body nobody can use on a POST).
+ */
+export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthSteps, database: Database): void {
   for (const def of routes) {
-    const chain: RequestHandler[] = [];
-    if (def.auth === 'secret') chain.push(...auth.secret);
-    if (def.auth === 'any-key') chain.push(...auth.anyKey);
-    if (def.auth === 'admin') chain.push(...auth.admin);
-    if (def.body) chain.push(...jsonBody(def.bodyLimit ?? '100kb'));
+    const steps: RequestStep[] = [];
+    if (def.auth === 'secret') steps.push(...auth.secret);
+    if (def.auth === 'any-key') steps.push(...auth.anyKey);
+    if (def.auth === 'admin') steps.push(...auth.admin);
+    if (def.body) steps.push(...jsonBody(def.bodyLimit ?? '100kb'));
     const validateBody = def.body ? bodyValidator(def.body) : undefined;
     const validateQuery = def.query ? paramValidator(def.query) : undefined;
     const validateParams = def.params ? paramValidator(def.params) : undefined;
-    chain.push(async (req, res) => {
+    router[def.method](def.path, async (req, res) => {
+      for (const step of steps) await step(req, res);
       const query: unknown = validateQuery ? validateQuery({ ...req.query }) : undefined;
       const params: unknown = validateParams ? validateParams({ ...req.params }) : undefined;
       const body: unknown = validateBody ? validateBody(req.body) : undefined;
-      // Express types `res.locals` as `any`; these are set by the auth and request-id middleware.
-      const locals = res.locals as { auth?: AuthContext; log: Logger; requestId: string };
+      const locals = res.locals;
       const run = (db: DbOrTx, afterCommit: (fn: () => Promise<void>) => void) =>
         def.handler({ body, query, params, auth: locals.auth!, log: locals.log, requestId: locals.requestId, req, res, db, afterCommit });
       const out = def.idempotent
         ? await runIdempotent(database, req, locals.auth!, body, run, def.status)
         : await runDirect(database, run, def.status);
       if (out.replayed) res.set('Idempotent-Replayed', 'true');
-      res.status(out.status).json({ success: true, data: out.data });
+      const envelope = { success: true, data: out.data };
+      if (req.method === 'GET') {
+        res.status(out.status).json(envelope);
+      } else {
+        res.status(out.status).setHeader('Content-Type', 'application/json; charset=utf-8');
+        res.end(JSON.stringify(envelope));
+      }
     });
-    router[def.method](def.path, ...chain);
   }
 }

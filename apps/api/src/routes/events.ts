@@ -10,7 +10,7 @@
 import { Type } from '@sinclair/typebox';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
 import { EmailAddress } from '@mailroom/contacts/contacts';
-import { trackContactEvent, trackPlunkEvent } from '@mailroom/contacts/events';
+import { trackBatcher, trackContactEvent, trackPlunkEvent } from '@mailroom/contacts/events';
 import { decodeCursor, decodeKeyCursor, encodeCursor, encodeKeyCursor } from '@mailroom/platform/ids';
 import { findContactByEmail } from '@mailroom/db/queries/contacts';
 import { listEventNames, listEvents } from '@mailroom/db/queries/events';
@@ -120,6 +120,8 @@ function badParameter(field: string, message: string): AppError {
 /** Routes of this module. */
 export function eventRoutes(deps: AppDeps) {
   const { db } = deps.database;
+  // Concurrent tracks without an Idempotency-Key go to Postgres in batches (TRACK_BATCH_SIZE, TRACK_BATCH_IN_FLIGHT).
+  const writer = trackBatcher(db, { maxBatch: deps.config.trackBatchSize, maxInFlight: deps.config.trackBatchInFlight });
   return [
     route({
       method: 'post',
@@ -139,7 +141,7 @@ export function eventRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 409, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, db: tx }) => {
-        const { r } = await trackContactEvent(tx, auth.projectId, { ...body, test: auth.mode === 'test' });
+        const { r } = await trackContactEvent(tx, auth.projectId, { ...body, test: auth.mode === 'test' }, 'event', writer);
         return { data: { contact: r.contact.id, event: r.eventId, timestamp: r.createdAt.toISOString() } };
       },
     }),
@@ -162,7 +164,7 @@ export function eventRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, db: tx }) => {
-        const { r, name, data } = await trackPlunkEvent(tx, auth.projectId, body, auth.mode === 'test');
+        const { r, name, data } = await trackPlunkEvent(tx, auth.projectId, body, auth.mode === 'test', writer);
         const createdAt = r.createdAt.toISOString();
         return {
           data: { contact: r.contact.id, event: r.eventId, timestamp: createdAt, id: r.eventId, projectId: auth.projectId, contactId: r.contact.id, name, data, createdAt },

@@ -32,3 +32,12 @@ export async function executeNamed<T extends QueryResultRow>(db: DbOrTx, query: 
   }
   return db._.session.prepareQuery(q, undefined, name, false).execute() as Promise<QueryResult<T>>;
 }
+
+/**
+ * Runs a fixed statement text as the named statement `name` (prepared once per connection), with `params` as
+ * node-postgres takes them (a JS array is one array parameter, where drizzle's `sql` would spread it into a list).
+ * The name must stand for this one text in the whole process.
+ */
+export async function executeNamedText<T extends QueryResultRow>(db: DbOrTx, name: string, text: string, params: unknown[]): Promise<QueryResult<T>> {
+  return db._.session.prepareQuery({ sql: text, params }, undefined, name, false).execute() as Promise<QueryResult<T>>;
+}
