@@ -59,13 +59,14 @@ export interface ApiConfig {
    */
   readonly reputationMetricsTtlMs: number;
   /**
-   * `TRACK_BATCH_SIZE`: most `/v1/track` requests written in one statement (1–500, default 50; 1 writes each on
-   * its own). Requests wait for a batch only while `TRACK_BATCH_IN_FLIGHT` statements are already running, so at a
-   * low rate every track is written alone, at once.
+   * `API_WRITE_BATCH_SIZE`: most `/v1/send` requests, and apart from them most `/v1/track` requests, written in one
+   * statement (1–500, default 50; 1 writes each request on its own). A request waits for a batch only while
+   * `API_WRITE_BATCH_IN_FLIGHT` statements of its kind are already running, so at a low rate every request is
+   * written alone, at once.
    */
-  readonly trackBatchSize: number;
-  /** `TRACK_BATCH_IN_FLIGHT`: most `/v1/track` statements (batches or single tracks) running at once per process (1–100, default 4). */
-  readonly trackBatchInFlight: number;
+  readonly writeBatchSize: number;
+  /** `API_WRITE_BATCH_IN_FLIGHT`: most send (and, apart, track) statements running at once per API process (1–100, default 4). */
+  readonly writeBatchInFlight: number;
 }
 
 /**
@@ -94,7 +95,7 @@ export function loadApiConfig(env: Env): ApiConfig {
     blockedLookupIntervalS: int(env, 'BLOCKED_LOOKUP_INTERVAL_S', 2, 1, 60),
     trustProxy: trustProxy(env),
     reputationMetricsTtlMs: int(env, 'REPUTATION_METRICS_TTL_MS', 60_000, 0, 3_600_000),
-    trackBatchSize: int(env, 'TRACK_BATCH_SIZE', 50, 1, 500),
-    trackBatchInFlight: int(env, 'TRACK_BATCH_IN_FLIGHT', 4, 1, 100),
+    writeBatchSize: int(env, 'API_WRITE_BATCH_SIZE', 50, 1, 500),
+    writeBatchInFlight: int(env, 'API_WRITE_BATCH_IN_FLIGHT', 4, 1, 100),
   });
 }

@@ -1,7 +1,7 @@
 /**
  * Accepting transactional email (`POST /v1/send`): resolve template and sender, check everything that can be
  * checked, then write contacts, attachments, email rows and their `queued` timeline entries atomically (one
- * statement, `writeTransactional`; in a transaction with the attachments when there are any), and only then enqueue one `send` job per email (`jobId` = email id).
+ * statement, `writeTransactional`, or with other requests' in a batch, `./write-batcher`; in a transaction with the attachments when there are any), and only then enqueue one `send` job per email (`jobId` = email id).
  *
  * The writes go through `db`, which may be the caller's transaction (an idempotent request's); enqueueing is
  * handed to `afterCommit`.
@@ -35,7 +35,7 @@ import { type KeyMode } from '@mailroom/platform/keys';
 import { type Logger } from '@mailroom/platform/logger';
 import { getTemplate } from '@mailroom/db/queries/templates';
 import { insertAttachments } from '@mailroom/db/queries/emails';
-import { writeTransactional } from '@mailroom/db/queries/transactional';
+import { writeAlone, type TransactionalWriter } from './write-batcher';
 import { type DbOrTx } from '@mailroom/db/client';
 import { senderDomainCandidates, senderError, senderRefusal } from '@mailroom/mail/sender';
 import type { Queue } from 'bullmq';
@@ -114,7 +114,16 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
  *   attachments, template syntax); Postgres errors propagate (mapped to 503 when it is unreachable).
  */
 export async function acceptSend(
-  deps: { config: QueueConfig & Pick<PlatformConfig, 'queuePrefix'>; db: DbOrTx; sendQueue: Queue<SendJobPayload>; webhookQueue: Queue<WebhookJobPayload>; log: Logger; redis?: Redis },
+  deps: {
+    config: QueueConfig & Pick<PlatformConfig, 'queuePrefix'>;
+    db: DbOrTx;
+    sendQueue: Queue<SendJobPayload>;
+    webhookQueue: Queue<WebhookJobPayload>;
+    log: Logger;
+    redis?: Redis;
+    /** Writes the emails (default: alone; the API passes a `transactionalBatcher`). */
+    writer?: TransactionalWriter;
+  },
   projectId: string,
   req: SendRequest,
   afterCommit: (fn: () => Promise<void>) => void,
@@ -167,12 +176,11 @@ export async function acceptSend(
   const write = async (tx: DbOrTx) => {
     const attachmentIds = await insertAttachments(tx, projectId, decoded.files);
     const list = [...recipients.values()].map((r) => ({ id: newId(), email: r.email, emailKey: normalizedKey(r.email), name: r.name ?? null }));
-    const w = await writeTransactional(
-      tx,
+    const w = await (deps.writer ?? writeAlone)(tx, {
       projectId,
-      list.map((r) => ({ email: r.email, subscribed: req.subscribed, defaultSubscribed: false, data: persist })),
-      list,
-      {
+      contacts: list.map((r) => ({ email: r.email, subscribed: req.subscribed, defaultSubscribed: false, data: persist })),
+      recipients: list,
+      content: {
         templateId: template?.id ?? null,
         // A MARKETING template's mail carries the unsubscribe link and List-Unsubscribe (RFC 8058).
         marketing: template?.type === 'MARKETING',
@@ -187,9 +195,9 @@ export async function acceptSend(
         attachmentIds,
         test,
       },
-      new Date().toISOString(),
-      checkSenderInWrite ? senderDomainCandidates(fromInput.email) : undefined,
-    );
+      webhookTimestamp: new Date().toISOString(),
+      senderDomains: checkSenderInWrite ? senderDomainCandidates(fromInput.email) : undefined,
+    });
     if (w.senderRefused) throw validationError([senderRefusal(fromInput!.email)]);
     const rows = list.map((r) => ({ id: r.id, toEmail: r.email, suppressed: w.suppressed.has(r.emailKey), contact: w.contacts.get(r.emailKey)! }));
     return { rows, deliveries: w.deliveries };

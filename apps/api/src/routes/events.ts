@@ -120,8 +120,8 @@ function badParameter(field: string, message: string): AppError {
 /** Routes of this module. */
 export function eventRoutes(deps: AppDeps) {
   const { db } = deps.database;
-  // Concurrent tracks without an Idempotency-Key go to Postgres in batches (TRACK_BATCH_SIZE, TRACK_BATCH_IN_FLIGHT).
-  const writer = trackBatcher(db, { maxBatch: deps.config.trackBatchSize, maxInFlight: deps.config.trackBatchInFlight });
+  // Concurrent tracks without an Idempotency-Key go to Postgres in batches (API_WRITE_BATCH_SIZE, API_WRITE_BATCH_IN_FLIGHT).
+  const writer = trackBatcher(db, { maxBatch: deps.config.writeBatchSize, maxInFlight: deps.config.writeBatchInFlight });
   return [
     route({
       method: 'post',

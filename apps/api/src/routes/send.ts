@@ -7,6 +7,7 @@ import { Type } from '@sinclair/typebox';
 import { MAILBOX_MAX_LENGTH } from '@mailroom/platform/address';
 import { MailboxString } from '@mailroom/platform/validation';
 import { acceptSend, ATTACHMENT_LIMITS } from '@mailroom/sending/accept';
+import { transactionalBatcher } from '@mailroom/sending/write-batcher';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { EmailAddress, StringEnum, Timestamp } from './common';
@@ -79,6 +80,8 @@ const SendResult = Type.Object({
 
 /** Routes of this module. */
 export function sendRoutes(deps: AppDeps) {
+  // Concurrent sends without attachments or an Idempotency-Key go to Postgres in batches (API_WRITE_BATCH_SIZE, API_WRITE_BATCH_IN_FLIGHT).
+  const writer = transactionalBatcher(deps.database.db, { maxBatch: deps.config.writeBatchSize, maxInFlight: deps.config.writeBatchInFlight });
   return [
     route({
       method: 'post',
@@ -102,7 +105,7 @@ export function sendRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 413, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, log, db, afterCommit }) => ({
-        data: await acceptSend({ config: deps.config, sendQueue: deps.queues.send, webhookQueue: deps.queues.webhook, db, log, redis: deps.redis }, auth.projectId, body, afterCommit, auth.mode),
+        data: await acceptSend({ config: deps.config, sendQueue: deps.queues.send, webhookQueue: deps.queues.webhook, db, log, redis: deps.redis, writer }, auth.projectId, body, afterCommit, auth.mode),
       }),
     }),
   ];

@@ -1,0 +1,39 @@
+/**
+ * The writes of concurrent `POST /v1/send` requests folded into batches: at most `maxInFlight` statements run at
+ * once, and the requests that arrive meanwhile go together in the next (at most `maxBatch`), through
+ * `@mailroom/db/queries/transactional-batch` (one statement, one commit, one firing of each trigger for all of
+ * them). At a low rate every request is written alone, at once, exactly as without batching.
+ *
+ * Only requests written straight to the pool are batched: one with attachments (its attachments and its write
+ * share a transaction) or an `Idempotency-Key` (its effect commits with its stored answer) is written alone in its
+ * transaction. A batch that fails as a whole (two requests for one contact, a deadlock, one request's data
+ * refused) writes nothing, and each of its requests is then written alone, with its own answer or error.
+ *
+ * @module
+ */
+import { Batcher, type BatcherOptions } from '@mailroom/platform/batcher';
+import type { DbOrTx } from '@mailroom/db/client';
+import { writeTransactional, type TransactionalWrite } from '@mailroom/db/queries/transactional';
+import { writeTransactionalBatch, type TransactionalRequest } from '@mailroom/db/queries/transactional-batch';
+
+/** Writes one request's emails: alone, or in a batch (see the module notes). */
+export type TransactionalWriter = (tx: DbOrTx, request: TransactionalRequest) => Promise<TransactionalWrite>;
+
+/** `writeTransactional` with its arguments as one {@link TransactionalRequest}. */
+export const writeAlone: TransactionalWriter = (tx, r) => writeTransactional(tx, r.projectId, r.contacts, r.recipients, r.content, r.webhookTimestamp, r.senderDomains);
+
+/**
+ * A {@link TransactionalWriter} batching the requests written straight to `db`.
+ *
+ * @param options.maxBatch - most requests in one statement (1 writes every request alone); `observe` is told each
+ *   statement's number of requests.
+ */
+export function transactionalBatcher(db: DbOrTx, options: BatcherOptions): TransactionalWriter {
+  if (options.maxBatch <= 1) return writeAlone;
+  const batcher = new Batcher<TransactionalRequest, TransactionalWrite>(
+    (requests) => writeTransactionalBatch(db, requests),
+    (request) => writeAlone(db, request),
+    options,
+  );
+  return (tx, request) => (tx === db ? batcher.run(request) : writeAlone(tx, request));
+}
