@@ -19,6 +19,7 @@ import type { DbOrTx } from '../client';
 import { fromSql, mergeInputs, type ContactSqlRow, type TrackInput, type TrackResult } from './contacts';
 import { splitPatch } from './data-patch';
 import { executeNamedText } from './named';
+import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT } from './batch-upsert';
 
 /** One `/v1/track` of a batch. */
 export interface TrackItem {
@@ -33,39 +34,13 @@ export class DuplicateContactInBatch extends Error {
   }
 }
 
-// Rows are upserted in (project, address key) order, the lock order of every contact upsert, so that concurrent
-// batches cannot deadlock on each other's contacts. `prior` reads the statement's snapshot (as the single form's).
 const TRACK_BATCH = `with input as (
     select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::boolean[], $6::boolean[], $7::jsonb[], $8::jsonb[],
       $9::uuid[], $10::text[], $11::jsonb[], $12::timestamptz[], $13::boolean[])
       as t(id, project_id, email, email_key, subscribed, stated, patch, removed, event_id, name, event_data, created_at, test)
   ),
-  prior as (
-    select c.id, c.subscribed from contacts c join input i on c.project_id = i.project_id and c.email_key = i.email_key
-  ),
-  upserted as (
-    insert into contacts (id, project_id, email, email_key, subscribed, data)
-    select id, project_id, email, email_key, subscribed, patch from input order by project_id, email_key
-    on conflict (project_id, email_key) do update set
-      subscribed = case
-        when (select i.stated from input i where i.project_id = excluded.project_id and i.email_key = excluded.email_key) then excluded.subscribed
-        else contacts.subscribed end,
-      data = (contacts.data || excluded.data) - (
-        select coalesce(array_agg(k), '{}'::text[])
-        from input i, jsonb_array_elements_text(i.removed) k
-        where i.project_id = excluded.project_id and i.email_key = excluded.email_key),
-      updated_at = now()
-    returning id, project_id, email, email_key, subscribed, data, created_at, updated_at, (xmax = 0) as inserted
-  ),
-  subscription_events as (
-    insert into events (id, project_id, contact_id, name, data, created_at, test)
-    select mailroom_uuid_v7(clock_timestamp()), u.project_id, u.id,
-      case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{"method":"api"}'::jsonb, clock_timestamp(), i.test
-    from upserted u
-    join input i on i.project_id = u.project_id and i.email_key = u.email_key
-    left join prior p on p.id = u.id
-    where (u.inserted and u.subscribed) or (not u.inserted and p.subscribed is distinct from u.subscribed and p.id is not null)
-  ),
+  ${BATCH_UPSERT},
+  ${BATCH_SUBSCRIPTION_EVENTS},
   ev as (
     insert into events (id, project_id, contact_id, name, data, created_at, test)
     select i.event_id, i.project_id, u.id, i.name, i.event_data, i.created_at, i.test

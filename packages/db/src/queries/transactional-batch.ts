@@ -20,6 +20,7 @@ import { splitPatch } from './data-patch';
 import { executeNamed } from './named';
 import { SUPPRESSED_REASON, type TransactionalContent, type TransactionalRecipient, type TransactionalWrite } from './transactional';
 import { endpointWants } from './webhooks';
+import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT } from './batch-upsert';
 
 /** One request's write, as {@link writeTransactional}'s arguments. */
 export interface TransactionalRequest {
@@ -52,7 +53,7 @@ type Row = ContactSqlRow & { req: number; suppressed: boolean; deliveries: { id:
  */
 export async function writeTransactionalBatch(db: DbOrTx, requests: TransactionalRequest[]): Promise<TransactionalWrite[]> {
   const q = { req: [] as number[], project: [] as string[], template: [] as (string | null)[], marketing: [] as boolean[], fromEmail: [] as string[], fromName: [] as (string | null)[], replyTo: [] as (string | null)[], subject: [] as string[], body: [] as string[], format: [] as string[], variables: [] as string[], headers: [] as string[], attachments: [] as string[], test: [] as boolean[], timestamp: [] as string[], senders: [] as (string | null)[] };
-  const c = { req: [] as number[], id: [] as string[], project: [] as string[], email: [] as string[], key: [] as string[], subscribed: [] as boolean[], stated: [] as boolean[], patch: [] as string[], removed: [] as string[] };
+  const c = { req: [] as number[], id: [] as string[], project: [] as string[], email: [] as string[], key: [] as string[], subscribed: [] as boolean[], stated: [] as boolean[], patch: [] as string[], removed: [] as string[], test: [] as boolean[] };
   const r = { req: [] as number[], id: [] as string[], key: [] as string[], email: [] as string[], name: [] as (string | null)[] };
   const seen = new Set<string>();
   let mayChangeSubscription = false;
@@ -89,6 +90,7 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       c.stated.push(row.subscribed !== undefined);
       c.patch.push(JSON.stringify(set));
       c.removed.push(JSON.stringify(removed));
+      c.test.push(ct.test);
     }
     for (const rc of request.recipients) {
       r.req.push(i);
@@ -114,41 +116,11 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     ),
     input as (
       select i.* from unnest(${param(c.req)}::int[], ${param(c.id)}::uuid[], ${param(c.project)}::uuid[], ${param(c.email)}::text[], ${param(c.key)}::text[],
-        ${param(c.subscribed)}::boolean[], ${param(c.stated)}::boolean[], ${param(c.patch)}::jsonb[], ${param(c.removed)}::jsonb[])
-        as i(req, id, project_id, email, email_key, subscribed, stated, patch, removed)
+        ${param(c.subscribed)}::boolean[], ${param(c.stated)}::boolean[], ${param(c.patch)}::jsonb[], ${param(c.removed)}::jsonb[], ${param(c.test)}::boolean[])
+        as i(req, id, project_id, email, email_key, subscribed, stated, patch, removed, test)
       where i.req in (select req from allowed)
     ),
-    prior as (
-      select c.id, c.subscribed from contacts c join input i on c.project_id = i.project_id and c.email_key = i.email_key
-    ),
-    upserted as (
-      insert into contacts (id, project_id, email, email_key, subscribed, data)
-      select id, project_id, email, email_key, subscribed, patch from input order by project_id, email_key
-      on conflict (project_id, email_key) do update set
-        subscribed = case
-          when (select i.stated from input i where i.project_id = excluded.project_id and i.email_key = excluded.email_key) then excluded.subscribed
-          else contacts.subscribed end,
-        data = (contacts.data || excluded.data) - (
-          select coalesce(array_agg(k), '{}'::text[])
-          from input i, jsonb_array_elements_text(i.removed) k
-          where i.project_id = excluded.project_id and i.email_key = excluded.email_key),
-        updated_at = now()
-      returning id, project_id, email, email_key, subscribed, data, created_at, updated_at, (xmax = 0) as inserted
-    ),${
-      mayChangeSubscription
-        ? sql`
-    subscription_events as (
-      insert into events (id, project_id, contact_id, name, data, created_at, test)
-      select mailroom_uuid_v7(clock_timestamp()), u.project_id, u.id,
-        case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{"method":"api"}'::jsonb, clock_timestamp(), q.test
-      from upserted u
-      join input i on i.project_id = u.project_id and i.email_key = u.email_key
-      join reqs q on q.req = i.req
-      left join prior p on p.id = u.id
-      where (u.inserted and u.subscribed) or (not u.inserted and p.subscribed is distinct from u.subscribed and p.id is not null)
-    ),`
-        : sql``
-    }
+    ${sql.raw(BATCH_UPSERT)},${mayChangeSubscription ? sql.raw(`\n    ${BATCH_SUBSCRIPTION_EVENTS},`) : sql``}
     rcpt as (
       select r.*, q.project_id from unnest(${param(r.req)}::int[], ${param(r.id)}::uuid[], ${param(r.key)}::text[], ${param(r.email)}::text[], ${param(r.name)}::text[])
         as r(req, id, email_key, to_email, to_name)
