@@ -106,7 +106,8 @@ test(`two projects' campaigns (${SIZE_A} and ${SIZE_B} at ${RATE}/s) share the r
   expect(shareB).toBeGreaterThan(0.3);
   expect(overlapA / (overlapA + overlapB)).toBeGreaterThan(0.3);
   // The rate stays busy: no gaps between the campaigns' top-ups (the gate allows 13.3/s at 14 with its 50 ms margin).
-  expect(overallRate).toBeGreaterThan(0.75 * RATE);
+  // A gap per top-up would halve it; a host busy with other suites measured 10.5/s (0.75×), so the bound is 0.6×.
+  expect(overallRate).toBeGreaterThan(0.6 * RATE);
   // The transactional email overtakes both campaigns, including the campaign jobs the worker had already claimed
   // (up to its concurrency, waiting at the rate gate): once a job slot frees for it, it takes the gate's next slot.
   // What may go before it is what was granted before it reached the gate: a send already on the wire, the one whose
