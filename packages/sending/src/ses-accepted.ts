@@ -92,7 +92,8 @@ export async function recordAccepted(
     log.error({ messageId, err: (err as Error).message }, 'SES accepted the message but the sent write failed; the job retries');
     throw err;
   });
-  if (kept) await deps.redis.del(key).catch(() => undefined);
+  // Not awaited: once the row is `sent` a claim skips it, so the key is only garbage (it expires) if this is lost.
+  if (kept) void deps.redis.del(key).catch(() => undefined);
   return recorded;
 }
 
