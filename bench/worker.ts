@@ -13,7 +13,8 @@
  * start-up (`/proc/<pid>/stat`).
  *
  * `BENCH_WORKER_PROCESSES=1` drains with that many processes only (default: 1, then 2); `BENCH_WORKER_LIMITER=0`
- * leaves the limiter's row out (quicker rounds while profiling).
+ * leaves the limiter's row out (quicker rounds while profiling); `BENCH_WORKER_CONCURRENCY` sets the worker's
+ * `WORKER_CONCURRENCY` and the ceiling's concurrency (default 32).
  * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the first worker process of each drain there.
  * `BENCH_WORKER_B_DIR=/path/to/other/checkout` also drains with that checkout's worker in the same rounds (before
  * and after a change; the database schema must be the same).
@@ -158,6 +159,7 @@ export async function benchWorker(
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const other = process.env.BENCH_WORKER_B_DIR;
   const onlyProcesses = process.env.BENCH_WORKER_PROCESSES;
+  const concurrency = process.env.BENCH_WORKER_CONCURRENCY ?? '32';
   const fmt = (d: Drain) =>
     `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s), ${d.commitsPerEmail.toFixed(2)} Postgres commits/email, ${d.cpuMsPerEmail.toFixed(2)} CPU ms/email`;
   let n = 0;
@@ -169,9 +171,9 @@ export async function benchWorker(
         SES_ENDPOINT: ses.emulator,
         SES_MAX_SEND_RATE: '10000',
         SES_RATE_SAFETY_MS: '0',
-        WORKER_CONCURRENCY: '32',
+        WORKER_CONCURRENCY: concurrency,
         WORKER_HEALTH_PORT: '0',
-        CONCURRENCY: '32',
+        CONCURRENCY: concurrency,
       });
       const label = `${processes} process${processes > 1 ? 'es' : ''}`;
       const ceilingEnv = env('ceiling');
