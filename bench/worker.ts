@@ -9,8 +9,12 @@
  * Two rates per drain: *steady*, the middle 80% of the emails over the time between the 10th and the 90th
  * percentile of their `sent_at` (start-up and the tail left out), and *incl. start-up*, all emails over the time
  * from spawning the processes to the last `sent` row. Also the Postgres transactions committed per email
- * (`pg_stat_database`, the bench's polling included: about 10/s).
+ * (`pg_stat_database`, the bench's polling included: about 10/s), and the processes' CPU time per email after
+ * start-up (`/proc/<pid>/stat`).
  *
+ * `BENCH_WORKER_PROCESSES=1` drains with that many processes only (default: 1, then 2); `BENCH_WORKER_LIMITER=0`
+ * leaves the limiter's row out (quicker rounds while profiling); `BENCH_WORKER_CONCURRENCY` sets the worker's
+ * `WORKER_CONCURRENCY` and the ceiling's concurrency (default 32).
  * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the first worker process of each drain there.
  * `BENCH_WORKER_B_DIR=/path/to/other/checkout` also drains with that checkout's worker in the same rounds (before
  * and after a change; the database schema must be the same).
@@ -18,6 +22,7 @@
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
@@ -75,6 +80,23 @@ interface Drain {
   seconds: number;
   /** Postgres transactions committed in the bench database per email (the bench's own polling included). */
   commitsPerEmail: number;
+  /**
+   * CPU time (user + system, ms) the drain's processes spent per email, from the first poll that saw an email sent
+   * to the last (start-up left out): what the rate is made of when the processes are CPU-bound, and less moved by
+   * other load on the host than the rate itself.
+   */
+  cpuMsPerEmail: number;
+}
+
+/** CPU time (ms, user + system) a process has used so far, from `/proc/<pid>/stat` (0 where there is no /proc). */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    // After the command: state is field 3, utime 14 and stime 15 (clock ticks, 100 per second on Linux).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
 }
 
 /** Transactions committed so far in the current database (counted when a backend reports, at the latest on exit). */
@@ -91,8 +113,11 @@ async function drain(start: () => ChildProcess[], env: Record<string, string>, d
   const children = start();
   let sent = 0;
   let progressAt = performance.now();
+  const cpuNow = () => children.reduce((sum, c) => sum + cpuMs(c.pid), 0);
+  let cpuFrom: { ms: number; sent: number } | undefined;
   for (let last = 0; (sent = await sentCount(database, ids)) < total; last = sent) {
     if (children.some((c) => c.exitCode !== null)) throw new Error(`${tag}: a process exited before the drain ended`);
+    if (sent > 0 && !cpuFrom) cpuFrom = { ms: cpuNow(), sent };
     if (sent > last) progressAt = performance.now();
     // Nothing sent for 30 s (start-up included): give up rather than hold the machine.
     if (performance.now() - progressAt > 30_000) {
@@ -102,10 +127,11 @@ async function drain(start: () => ChildProcess[], env: Record<string, string>, d
     await new Promise((r) => setTimeout(r, 100));
   }
   const seconds = (performance.now() - started) / 1000;
+  const cpuMsPerEmail = cpuFrom ? (cpuNow() - cpuFrom.ms) / (sent - cpuFrom.sent) : NaN;
   await Promise.all(children.map(stopChild));
   await database.db.execute(sql`select pg_stat_clear_snapshot()`);
   const commitsPerEmail = ((await commits(database)) - committedBefore) / total;
-  return { steady: await steadyRate(database, ids), withStartUp: sent / seconds, seconds, commitsPerEmail };
+  return { steady: await steadyRate(database, ids), withStartUp: sent / seconds, seconds, commitsPerEmail, cpuMsPerEmail };
 }
 
 const stopChild = (c: ChildProcess) => new Promise<void>((resolve) => (c.exitCode !== null ? resolve() : (c.once('exit', () => resolve()), c.kill('SIGTERM'))));
@@ -132,20 +158,22 @@ export async function benchWorker(
   const rounds = Number(process.env.BENCH_WORKER_ROUNDS ?? 1);
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const other = process.env.BENCH_WORKER_B_DIR;
+  const onlyProcesses = process.env.BENCH_WORKER_PROCESSES;
+  const concurrency = process.env.BENCH_WORKER_CONCURRENCY ?? '32';
   const fmt = (d: Drain) =>
-    `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s), ${d.commitsPerEmail.toFixed(2)} Postgres commits/email`;
+    `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s), ${d.commitsPerEmail.toFixed(2)} Postgres commits/email, ${d.cpuMsPerEmail.toFixed(2)} CPU ms/email`;
   let n = 0;
   for (let round = 1; round <= rounds; round++) {
-    for (const processes of [1, 2]) {
+    for (const processes of onlyProcesses ? [Number(onlyProcesses)] : [1, 2]) {
       const env = (name: string) => ({
         ...baseEnv,
         QUEUE_PREFIX: `{bench-${name}${processes}-${Date.now()}}`,
         SES_ENDPOINT: ses.emulator,
         SES_MAX_SEND_RATE: '10000',
         SES_RATE_SAFETY_MS: '0',
-        WORKER_CONCURRENCY: '32',
+        WORKER_CONCURRENCY: concurrency,
         WORKER_HEALTH_PORT: '0',
-        CONCURRENCY: '32',
+        CONCURRENCY: concurrency,
       });
       const label = `${processes} process${processes > 1 ? 'es' : ''}`;
       const ceilingEnv = env('ceiling');
@@ -162,6 +190,7 @@ export async function benchWorker(
     }
   }
 
+  if (process.env.BENCH_WORKER_LIMITER === '0') return rows;
   // Limiter accuracy at 14/s with two processes, arrival times at the recording proxy.
   const count = 140;
   const rateEnv = { ...baseEnv, QUEUE_PREFIX: `{bench-rate-${Date.now()}}`, SES_MAX_SEND_RATE: '14', WORKER_HEALTH_PORT: '0' };

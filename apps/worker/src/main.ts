@@ -83,6 +83,10 @@ export async function startWorker(
     onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
   });
   const connection = createRedis(config, 'worker');
+  // The kept SES outcomes' SET and DEL (`@mailroom/sending/ses-accepted`), up to WORKER_CONCURRENCY at once:
+  // auto-pipelined, so those issued together (the DELs of one batch of finishes) share one write. Not the rate
+  // gate's: its asks, pipelined together, reach Redis within one interval and all but the first are refused.
+  const sendRedis = createRedis(config, 'worker', { autoPipelining: true });
   // The send rate: the account's maximum (read now and every SES_ACCOUNT_REFRESH_MS), capped by SES_MAX_SEND_RATE.
   const account = new AccountWatcher({
     provider: options.account ?? createAccountProvider(config, () => sentInLast24Hours(database.db)),
@@ -137,7 +141,7 @@ export async function startWorker(
       send: createSendProcessor({
         config,
         database,
-        redis: connection,
+        redis: sendRedis,
         transport,
         logger,
         webhookQueue,
@@ -230,6 +234,7 @@ export async function startWorker(
     server?.close();
     transport.close();
     connection.disconnect();
+    sendRedis.disconnect();
     await database.close();
     logger.info('worker stopped');
   }

@@ -19,12 +19,23 @@ import type { PlatformConfig } from '@mailroom/platform/config';
  *
  * A cluster client is returned as the `Redis` type: it answers the same commands (ioredis `Cluster`), and BullMQ
  * and rate-limiter-flexible detect it.
+ *
+ * @param options.autoPipelining - ioredis `enableAutoPipelining`: the commands issued in one turn of the event loop
+ *   leave in one socket write (each still its own command, in order). For a connection of many small concurrent
+ *   callers (the send path's rate gate and kept SES outcomes); not for BullMQ's, whose blocking commands would
+ *   hold back the ones pipelined with them.
  */
-export function createRedis(config: Pick<PlatformConfig, 'redisUrl' | 'redisClusterNodes'>, role: 'worker' | 'producer'): Redis {
-  const options: RedisOptions =
-    role === 'worker'
+export function createRedis(
+  config: Pick<PlatformConfig, 'redisUrl' | 'redisClusterNodes'>,
+  role: 'worker' | 'producer',
+  { autoPipelining = false }: { autoPipelining?: boolean } = {},
+): Redis {
+  const options: RedisOptions = {
+    ...(role === 'worker'
       ? { maxRetriesPerRequest: null, enableReadyCheck: false }
-      : { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 };
+      : { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 }),
+    ...(autoPipelining ? { enableAutoPipelining: true } : {}),
+  };
   let redis: Redis;
   if (config.redisClusterNodes.length > 0) {
     const url = new URL(config.redisUrl);
@@ -42,6 +53,7 @@ export function createRedis(config: Pick<PlatformConfig, 'redisUrl' | 'redisClus
       redisOptions: nodeOptions,
       enableOfflineQueue: role === 'worker',
       enableReadyCheck: true,
+      ...(autoPipelining ? { enableAutoPipelining: true } : {}),
       ...(role === 'worker' ? {} : { clusterRetryStrategy: (times: number) => Math.min(times * 200, 2_000) }),
     }) as unknown as Redis;
   } else {

@@ -77,6 +77,9 @@ export async function recordAccepted(
   const keep = async (why: string, expected = false): Promise<void> => {
     if (kept) return;
     try {
+      // Issued with the other keeps of this turn of the event loop (the SES answers read in one poll), so that on
+      // an auto-pipelined connection they leave in one write.
+      await endOfTurn();
       await withTimeout(deps.redis.set(key, JSON.stringify(accepted), 'EX', ACCEPTED_TTL_S), KEEP_TIMEOUT_MS);
       kept = true;
       if (expected) log.debug({ messageId, why }, 'SES outcome kept in Redis until the sent write succeeds');
@@ -92,8 +95,25 @@ export async function recordAccepted(
     log.error({ messageId, err: (err as Error).message }, 'SES accepted the message but the sent write failed; the job retries');
     throw err;
   });
-  if (kept) await deps.redis.del(key).catch(() => undefined);
+  // Not awaited: once the row is `sent` a claim skips it, so the key is only garbage (it expires) if this is lost.
+  if (kept) void deps.redis.del(key).catch(() => undefined);
   return recorded;
+}
+
+let turnEnd: Promise<void> | undefined;
+
+/**
+ * Resolves in the check phase of the current turn of the event loop (one `setImmediate` for every caller of the
+ * turn): what callers do next runs in one microtask drain, so commands they issue on an auto-pipelined ioredis
+ * connection share one write.
+ */
+function endOfTurn(): Promise<void> {
+  return (turnEnd ??= new Promise<void>((resolve) =>
+    setImmediate(() => {
+      turnEnd = undefined;
+      resolve();
+    }),
+  ));
 }
 
 /** Rejects with `Error('timed out after N ms')` when `p` has not settled within `ms`; `p` itself runs on. */

@@ -15,7 +15,8 @@
  *   SES `SendEmail` request that starts right after a grant (seen on Node's `http.client.request.start`
  *   diagnostics channel, matched by method and path) confirms it on its `finish` event, when its last byte has
  *   been handed to the operating system (or on `close`, if it never gets there). A second script records the
- *   send at the Redis clock's `now`, which is therefore no earlier than the write. A new grant is given only
+ *   send at the Redis clock's `now`, which is therefore no earlier than the write (one script for the grants of a
+ *   process confirmed in the same turn of the event loop). A new grant is given only
  *   while fewer than `emailsPerSecond` sends are recorded in the trailing window of `1000 + safetyMs` ms; a
  *   grant not yet confirmed counts as inside the window (until {@link PENDING_TTL_MS}, for a process killed in
  *   between). The decision for a send is taken before its write and every earlier send's record is after its
@@ -78,13 +79,15 @@ redis.call('PEXPIRE', KEYS[2], keep)
 return 0
 `;
 
-/** KEYS: pending, sent. ARGV: token, keep ms. Moves the token to `sent` at the Redis clock's now. */
+/** KEYS: pending, sent. ARGV: keep ms, token… Moves the tokens to `sent` at the Redis clock's now. */
 const CONFIRM = `
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[2], string.format('%.0f', now), ARGV[1])
-redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]))
+local stamp = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]))
+for i = 2, #ARGV do
+  redis.call('ZREM', KEYS[1], ARGV[i])
+  redis.call('ZADD', KEYS[2], stamp, ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[1]))
 return 0
 `;
 
@@ -148,6 +151,8 @@ export class SendRateGate {
   private readonly keys: [string, string, string];
   private readonly id = randomBytes(6).toString('hex');
   private seq = 0;
+  /** Granted tokens whose requests were written, waiting for this turn's confirmation ({@link confirmLater}). */
+  private readonly confirming: string[] = [];
   /** Callers of this process in {@link acquire}, per priority: only the most urgent ones ask Redis. */
   private readonly asking = new Map<number, number>();
 
@@ -209,6 +214,20 @@ export class SendRateGate {
     }
   }
 
+  /**
+   * Confirms `token` in the check phase of this turn of the event loop, in one script with the other grants of
+   * this process confirmed in the same turn (requests whose last byte left in one poll): one Redis call instead of
+   * one per send. Recorded a little later than the write, never earlier: the window only counts it longer.
+   */
+  private confirmLater(token: string): void {
+    this.confirming.push(token);
+    if (this.confirming.length > 1) return;
+    setImmediate(() => {
+      const tokens = this.confirming.splice(0);
+      CONFIRM_SCRIPT.run(this.redis, [this.keys[1], this.keys[2]], [this.keepMs, ...tokens]).catch(() => undefined);
+    });
+  }
+
   /** Whether a caller of this process with a more urgent priority than `priority` is waiting. */
   private outranked(priority: number): boolean {
     for (const p of this.asking.keys()) if (p < priority) return true;
@@ -232,7 +251,7 @@ export class SendRateGate {
         const confirm = () => {
           if (done) return;
           done = true;
-          CONFIRM_SCRIPT.run(this.redis, [pending, sent], [token, this.keepMs]).catch(() => undefined);
+          this.confirmLater(token);
         };
         awaitingRequest.push(confirm);
         // The caller starts its request in the microtasks that follow this return; if none started, confirm now.
