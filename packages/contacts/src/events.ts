@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { notFound, validationError, type FieldError } from '@mailroom/platform/errors';
+import { isUnavailableError, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
 import { splitVariables } from '@mailroom/mail/templates';
 import { getContact, trackEvent, type TrackInput, type TrackResult } from '@mailroom/db/queries/contacts';
 import { trackEvents, type TrackItem } from '@mailroom/db/queries/track-batch';
@@ -22,7 +22,8 @@ export type TrackWriter = (tx: DbOrTx, projectId: string, input: TrackInput) => 
  * once and the tracks that arrive meanwhile go together in the next (at most `maxBatch`). A track written in a
  * transaction of its caller (an `Idempotency-Key` request, whose effect commits with its stored answer) is
  * written alone in that transaction. A batch that fails as a whole (two tracks for one contact, a deadlock, one
- * track's data refused) writes nothing, and each of its tracks is then written alone, with its own answer.
+ * track's data refused) writes nothing, and each of its tracks is then written alone, with its own answer; one
+ * that lost its connection (commit unknown) gives every track the error (503) instead of writing any twice.
  *
  * @param options.maxBatch - most tracks in one statement (1 writes every track alone); `observe` is told each
  *   statement's number of tracks.
@@ -32,7 +33,8 @@ export function trackBatcher(db: DbOrTx, options: BatcherOptions): TrackWriter {
   const batcher = new Batcher<TrackItem, TrackResult>(
     (items) => trackEvents(db, items),
     (item) => trackEvent(db, item.projectId, item.input),
-    options,
+    // A dropped connection leaves the batch's commit unknown: its requests get the error (503), never a second write.
+    { ...options, retryAlone: (err) => !isUnavailableError(err) },
   );
   return (tx, projectId, input) => (tx === db ? batcher.run({ projectId, input }) : trackEvent(tx, projectId, input));
 }

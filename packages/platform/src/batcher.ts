@@ -27,6 +27,12 @@ export interface BatcherOptions {
   maxInFlight: number;
   /** Told the size of each batch (or single item, 1) as it starts. */
   observe?: (size: number) => void;
+  /**
+   * Whether the items of a batch that failed with `err` are run again one by one (default: always). Say no for
+   * errors after which the batch's outcome is unknown, such as a connection dropped while its commit was on the
+   * wire: running its items again could write them twice, so each caller gets `err` instead.
+   */
+  retryAlone?: (err: unknown) => boolean;
 }
 
 interface Waiting<I, O> {
@@ -84,7 +90,11 @@ export class Batcher<I, O> {
       let outputs: O[] | undefined;
       try {
         outputs = await this.runBatch(batch.map((w) => w.item));
-      } catch {
+      } catch (err) {
+        if (this.options.retryAlone && !this.options.retryAlone(err)) {
+          for (const w of batch) w.reject(err);
+          return;
+        }
         // Nothing of the batch was written: each item on its own below, each with its own answer or error.
       }
       if (outputs) {

@@ -7,11 +7,13 @@
  * Only requests written straight to the pool are batched: one with attachments (its attachments and its write
  * share a transaction) or an `Idempotency-Key` (its effect commits with its stored answer) is written alone in its
  * transaction. A batch that fails as a whole (two requests for one contact, a deadlock, one request's data
- * refused) writes nothing, and each of its requests is then written alone, with its own answer or error.
+ * refused) writes nothing, and each of its requests is then written alone, with its own answer or error. A batch
+ * that lost its connection (its commit unknown) gives every request the error (503) instead of a second write.
  *
  * @module
  */
 import { Batcher, type BatcherOptions } from '@mailroom/platform/batcher';
+import { isUnavailableError } from '@mailroom/platform/errors';
 import type { DbOrTx } from '@mailroom/db/client';
 import { writeTransactional, type TransactionalWrite } from '@mailroom/db/queries/transactional';
 import { writeTransactionalBatch, type TransactionalRequest } from '@mailroom/db/queries/transactional-batch';
@@ -33,7 +35,8 @@ export function transactionalBatcher(db: DbOrTx, options: BatcherOptions): Trans
   const batcher = new Batcher<TransactionalRequest, TransactionalWrite>(
     (requests) => writeTransactionalBatch(db, requests),
     (request) => writeAlone(db, request),
-    options,
+    // A dropped connection leaves the batch's commit unknown: its requests get the error (503), never a second write.
+    { ...options, retryAlone: (err) => !isUnavailableError(err) },
   );
   return (tx, request) => (tx === db ? batcher.run(request) : writeAlone(tx, request));
 }
