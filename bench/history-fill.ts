@@ -9,7 +9,9 @@
  *   leaves them (`RETENTION_EMAIL_CONTENT_DAYS` = 30);
  * - contact events (`email.delivered` 40%, `page_view` 30%, `login` 15%, `email.opened` 10%, `purchase` 5%) with a
  *   small `data` object;
- * - finished webhook deliveries (one attempt each) over the last 29 days only (`RETENTION_WEBHOOK_DAYS` = 30).
+ * - finished webhook deliveries (one attempt each) over the last 29 days only (`RETENTION_WEBHOOK_DAYS` = 30);
+ * - and, in the fixture only, one `plan_upgraded` event for every tenth contact (44 days before `t0`): a preview of it
+ *   has the same answer at every size.
  *
  * Every id is a UUIDv7 of its row's `created_at` (`mailroom_uuid_v7`, the layout of `@mailroom/platform/ids`), and
  * each month's rows are inserted in time order, so ids are time-ordered like real ones. {@link fillTo} brings each
@@ -92,6 +94,12 @@ export async function createFixture(database: Database, project: { id: string; d
       returning id, created_at, message_id
     )
     ${timeline(sql`e`, p)}`);
+  // A fixed cohort: every tenth contact upgraded its plan once, 44 days ago. The fills never add this event, so a
+  // preview of it asks the same question with the same answer at every size: only the history around it grows.
+  await db.execute(sql`
+    insert into events (id, project_id, contact_id, name, data, created_at)
+    select mailroom_uuid_v7(t), ${p}, c.id, 'plan_upgraded', jsonb_build_object('plan', 'pro'), t
+    from (select b.*, ${ts(sentAt + DAY)} + make_interval(secs => b.n * 0.01) as t from bench_history_contacts b where b.n % 10 = 0) c`);
   const endpoint = await db.execute<{ id: string }>(sql`
     insert into webhook_endpoints (id, project_id, url, event_types, secret, created_at, updated_at)
     values (mailroom_uuid_v7(${ts(t0 - 400 * DAY)}), ${p}, 'https://hooks.example.com/mailroom', '{email.*}',

@@ -50,6 +50,8 @@ export interface RetentionPassResult {
   more: boolean;
   /** Month partitions dropped whole before the batches ({@link dropExpiredPartitions}). */
   partitionsDropped: string[];
+  /** Wall time of dropping those partitions (ms; 0 when none was due), apart from the batches after it. */
+  partitionMs: number;
   /** Month partitions whose drop failed this pass (logged; the next pass tries again). */
   partitionsFailed: string[];
 }
@@ -75,7 +77,7 @@ export async function runRetentionPass(
   const started = Date.now();
   const { db } = deps.database;
   const counts = Object.fromEntries(RETENTION_KINDS.map((k) => [k, 0])) as Record<RetentionKind, number>;
-  const partitions = options.partitions === false ? { dropped: [], failed: [] } : await dropExpiredPartitions(deps);
+  const partitions = options.partitions === false ? { dropped: [], failed: [], ms: 0 } : await timedDrop(deps);
   const projects = await projectsWithRetention(db);
   const start = projects.length === 0 ? 0 : (options.startAt ?? Math.floor(Math.random() * projects.length)) % projects.length;
   let work = [...projects.slice(start), ...projects.slice(0, start)].flatMap((p) => {
@@ -102,8 +104,17 @@ function finish(
   counts: Record<RetentionKind, number>,
   batches: number,
   more: boolean,
-  partitions: { dropped: string[]; failed: string[] },
+  partitions: { dropped: string[]; failed: string[]; ms: number },
 ): RetentionPassResult {
-  if (Object.values(counts).some((n) => n > 0)) deps.logger.info({ counts, batches, more }, 'retention pass');
-  return { counts, batches, more, partitionsDropped: partitions.dropped, partitionsFailed: partitions.failed };
+  if (Object.values(counts).some((n) => n > 0) || partitions.dropped.length > 0) {
+    deps.logger.info({ counts, batches, more, partitionsDropped: partitions.dropped.length, partitionMs: Math.round(partitions.ms) }, 'retention pass');
+  }
+  return { counts, batches, more, partitionsDropped: partitions.dropped, partitionsFailed: partitions.failed, partitionMs: partitions.ms };
+}
+
+/** {@link dropExpiredPartitions} with its wall time (ms). */
+async function timedDrop(deps: RetentionDeps): Promise<{ dropped: string[]; failed: string[]; ms: number }> {
+  const t = performance.now();
+  const r = await dropExpiredPartitions(deps);
+  return { ...r, ms: performance.now() - t };
 }

@@ -96,8 +96,11 @@ interface DropPlan {
   blocked?: (lo: string, hi: string, part: SQL) => SQL;
   /** Run, in order, before the detach: rows of other tables referencing the month (the detach checks none is left). */
   before?: (lo: string, hi: string) => SQL[];
-  /** Run on the detached table before it is dropped: derived counters that a statement trigger kept. */
-  finish?: (detached: SQL) => SQL[];
+  /**
+   * Run before the detached table is dropped: derived counters that a statement trigger kept. `month` is the
+   * partition's month (`YYYY-MM-01`, UTC).
+   */
+  finish?: (detached: SQL, month: string) => SQL[];
 }
 
 const NOT_FINAL = sql`('queued', 'sending')`;
@@ -128,13 +131,21 @@ const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
       sql`update suppressions set source_email_id = null where source_email_id >= ${lo}::uuid and source_email_id < ${hi}::uuid`,
     ],
   },
-  // DROP fires no statement trigger: the detached month's counts per (project, name) go to event_name_deltas as
-  // negative deltas, as the delete trigger would write them (migration 0017_counter_deltas), in the transaction
-  // that drops it; the counters' fold lowers event_names and removes a name whose count reaches zero.
+  // DROP fires no statement trigger: the month's counts per (project, name) go to event_name_deltas as negative
+  // deltas of that month, as the delete trigger would write them, in the transaction that drops it; the counters'
+  // fold lowers event_names and event_name_months and removes what reaches zero. The counts come from
+  // event_name_months plus that month's deltas not yet folded (one statement, one snapshot: a fold running
+  // meanwhile is seen whole or not at all; migration 0021_event_name_months), never from the partition's rows, so
+  // the drop costs the same however many events the month holds. Nothing adds to the month once it is detached.
   events: {
-    finish: (detached) => [
-      sql`insert into event_name_deltas (project_id, name, count)
-        select project_id, name, -count(*) from ${detached} group by project_id, name`,
+    finish: (_detached, month) => [
+      sql`insert into event_name_deltas (project_id, name, count, month)
+        select project_id, name, -sum(count), month from (
+          select project_id, name, count, month from event_name_months where month = ${month}::date
+          union all
+          select project_id, name, count, month from event_name_deltas where month = ${month}::date
+        ) c
+        group by project_id, name, month having sum(count) <> 0`,
     ],
   },
   // A step run sits in the month its execution started and goes by cascade with its execution: a month goes only
@@ -187,8 +198,10 @@ export async function dropMonthPartition(db: DbOrTx, p: MonthPartition): Promise
 }
 
 async function finishDetached(db: DbOrTx, table: PartitionedTable, name: string): Promise<void> {
+  const m = /_p(\d{4})(\d{2})_detached$/.exec(name);
+  if (!m) throw new Error(`not a detached month partition: ${name}`);
   await db.transaction(async (tx) => {
-    for (const statement of PLANS[table].finish?.(sql`${sql.identifier(name)}`) ?? []) await tx.execute(statement);
+    for (const statement of PLANS[table].finish?.(sql`${sql.identifier(name)}`, `${m[1]}-${m[2]}-01`) ?? []) await tx.execute(statement);
     await tx.execute(sql`drop table ${sql.identifier(name)}`);
   });
 }

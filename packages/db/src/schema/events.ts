@@ -1,4 +1,4 @@
-import { bigint, boolean, index, jsonb, pgTable, pgView, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, date, index, jsonb, pgTable, pgView, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, idColumn } from './columns';
 import { projects } from './projects';
 import { contacts } from './contacts';
@@ -66,8 +66,31 @@ export const eventNameDeltas = pgTable(
     count: bigint('count', { mode: 'number' }).notNull(),
     firstSeenAt: timestamp('first_seen_at', { withTimezone: true, mode: 'date' }),
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true, mode: 'date' }),
+    /**
+     * The UTC month (its first day) of the events' ids, i.e. their month partition (migration
+     * `0021_event_name_months`); null on deltas written before it, which count in {@link eventNames} only.
+     */
+    month: date('month', { mode: 'string' }),
   },
-  (t) => [index('event_name_deltas_project_name_idx').on(t.projectId, t.name)],
+  (t) => [index('event_name_deltas_project_name_idx').on(t.projectId, t.name), index('event_name_deltas_month_idx').on(t.month)],
+);
+
+/**
+ * Event counts per (project, name, month of the event ids): the same counts as {@link eventNames}, split by the
+ * month partition of `events` the rows sit in, folded from the same deltas. Dropping a month partition lowers the
+ * counters by that month's rows here (a few rows per name) instead of counting the dropped partition's rows, so
+ * the drop takes the same time however many events the month holds (migration `0021_event_name_months`).
+ */
+export const eventNameMonths = pgTable(
+  'event_name_months',
+  {
+    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    /** First day of the UTC month. */
+    month: date('month', { mode: 'string' }).notNull(),
+    count: bigint('count', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.name, t.month] }), index('event_name_months_month_idx').on(t.month)],
 );
 
 /**

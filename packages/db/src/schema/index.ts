@@ -39,6 +39,7 @@ export {
   events,
   eventNames,
   eventNameDeltas,
+  eventNameMonths,
   eventNamesNow,
 } from './events';
 export {
