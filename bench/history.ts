@@ -19,10 +19,11 @@
  *
  * Then it prints each figure at both sizes and the ratio (goal ≤ 1.3×), the bytes per row of every history table
  * (`bench/history-sizing.ts`) and the connections an API and a worker process really open
- * (`bench/history-connections.ts`). BENCH_HISTORY_ROWS=100000 gives a quick check.
+ * (`bench/history-connections.ts`). BENCH_HISTORY_ROWS=100000 gives a quick check. BENCH_HISTORY_LOCK=<file> holds an
+ * exclusive flock on that file while measuring (not while filling), for a machine shared with other heavy jobs.
  */
 import autocannon from 'autocannon';
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { sql } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/config/config';
 import type { Database } from '@mailroom/db/client';
@@ -139,6 +140,23 @@ async function defaultPartitionRows(database: Database, tables: string[]): Promi
   return out;
 }
 
+/**
+ * With BENCH_HISTORY_LOCK set to a file, holds an exclusive `flock(1)` on it while measuring and dropping (not while
+ * filling, which takes most of the run), so that other heavy jobs sharing the lock stay off the measured minutes.
+ * Resolves once the lock is held; the returned function releases it.
+ */
+async function quietLock(): Promise<() => void> {
+  const file = process.env.BENCH_HISTORY_LOCK;
+  if (!file) return () => undefined;
+  const holder = spawn('flock', [file, 'sh', '-c', 'echo locked; read _'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    holder.stdout.once('data', () => resolve());
+    holder.once('exit', (code) => reject(new Error(`flock ${file} exited (${code})`)));
+  });
+  console.log(`holding ${file} while measuring`);
+  return () => void holder.stdin.end();
+}
+
 /** Row counts of the history tables (exact). */
 async function counts(database: Database): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
@@ -250,12 +268,13 @@ export async function benchHistory(
       ...Object.fromEntries(Object.entries(c).map(([k, v]) => [k, v])),
     });
     console.table([fills[fills.length - 1]]);
+    const release = await quietLock();
     const m = await measure(env, database, f, project, spawnApp, stop);
     figures.push(m);
     console.log(`\nAt ${fmt(size)} emails and events:`);
     console.table([...m].map(([k, v]) => ({ measure: k, 'p50 ms': v.p50, 'p99 ms': v.p99, ...(v.rps ? { 'req/s': v.rps } : {}), ...(v.note ? { note: v.note } : {}) })));
     if (size === sizes[sizes.length - 1]) results.sizing = await historySizing(database);
-    const drop = await dropOldestMonth(config, database, f);
+    const drop = await dropOldestMonth(config, database, f).finally(release);
     drops.push({ size: fmt(size), ...drop });
     console.log('\nDropping the oldest month (one retention pass):');
     console.table([drops[drops.length - 1]]);
