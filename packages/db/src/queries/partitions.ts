@@ -118,9 +118,12 @@ const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
   },
   // A timeline row comes after its email: the month's rows belong to emails from its oldest one referenced to the
   // month's end; a campaign email (kept while its campaign exists) or an email not yet final among them keeps it.
+  // Two probes, one per partial index (campaign emails; emails not yet final), never a read of the range's emails:
+  // one `or` over both conditions was planned as a scan of every email in the range (a month of them).
   email_events: {
-    blocked: (_lo, hi, part) => sql`exists (select 1 from emails where id >= (select email_id from ${part} order by email_id limit 1) and id < ${hi}::uuid
-      and (campaign_id is not null or status in ${NOT_FINAL}))`,
+    blocked: (_lo, hi, part) => sql`(select email_id from ${part} order by email_id limit 1) is not null and (
+      exists (select 1 from emails where campaign_id is not null and id >= (select email_id from ${part} order by email_id limit 1) and id < ${hi}::uuid)
+      or exists (select 1 from emails where status in ${NOT_FINAL} and id >= (select email_id from ${part} order by email_id limit 1) and id < ${hi}::uuid))`,
   },
   emails: {
     blocked: (lo, hi) => sql`exists (select 1 from emails where campaign_id is not null and id >= ${lo}::uuid and id < ${hi}::uuid)
