@@ -42,3 +42,17 @@ test('retryAlone false: every item of the batch gets the error and nothing runs 
   expect(await results).toEqual([{ v: 0 }, { e: 'Connection terminated unexpectedly' }, { e: 'Connection terminated unexpectedly' }, { e: 'Connection terminated unexpectedly' }]);
   expect(ran.alone).toEqual([0]);
 });
+
+test('sameTurn: items given in one turn go in one batch although a slot was free; a later turn\'s item alone', async () => {
+  const ran: number[][] = [];
+  const batcher = new Batcher<number, number>(
+    async (items) => (ran.push(items), items.map((i) => i * 10)),
+    async (item) => (ran.push([item]), item * 10),
+    { maxBatch: 3, maxInFlight: 2, sameTurn: true },
+  );
+  expect(await Promise.all([1, 2, 3, 4].map((i) => batcher.run(i)))).toEqual([10, 20, 30, 40]);
+  // Both slots free at the end of the turn: the first 3, and the rest at once in the other slot.
+  expect(ran).toEqual([[1, 2, 3], [4]]);
+  expect(await batcher.run(5)).toBe(50);
+  expect(ran[2]).toEqual([5]);
+});

@@ -39,18 +39,33 @@ export function demotedPriority(lane: SharedLane, before: number, perMinute: num
   return base + Math.min(MAX_DEMOTION, Math.floor(Math.log10(before / perMinute)) + 1);
 }
 
-/** Adds ARGV[1] to the minute's counter KEYS[1], (re)sets its expiry to ARGV[2] ms, answers the new total. */
-const COUNT_SCRIPT = "local n = redis.call('INCRBY', KEYS[1], ARGV[1]); redis.call('PEXPIRE', KEYS[1], ARGV[2]); return n";
+/**
+ * For each counter `KEYS[i]`: adds `ARGV[i]` to it, (re)sets its expiry to `ARGV[#KEYS + 1]` ms; answers the new
+ * totals, in the keys' order.
+ */
+const COUNT_SCRIPT = `local out = {}
+for i = 1, #KEYS do
+  out[i] = redis.call('INCRBY', KEYS[i], ARGV[i])
+  redis.call('PEXPIRE', KEYS[i], ARGV[#KEYS + 1])
+end
+return out`;
 const COUNT_SHA = createHash('sha1').update(COUNT_SCRIPT).digest('hex');
 
 /** Runs the count script by its digest (`EVALSHA`), loading it with `EVAL` when the server does not have it yet. */
-async function evalCount(redis: Redis | Cluster, key: string, count: number): Promise<unknown> {
+async function evalCount(redis: Redis | Cluster, keys: string[], counts: number[]): Promise<unknown> {
+  const args = [...keys, ...counts, 120_000];
   try {
-    return await redis.evalsha(COUNT_SHA, 1, key, count, 120_000);
+    return await redis.evalsha(COUNT_SHA, keys.length, ...args);
   } catch (err) {
     if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-    return redis.eval(COUNT_SCRIPT, 1, key, count, 120_000);
+    return redis.eval(COUNT_SCRIPT, keys.length, ...args);
   }
+}
+
+/** How many emails of which project a caller enqueues in a lane. */
+export interface LaneRequest {
+  projectId: string;
+  count: number;
 }
 
 /**
@@ -67,18 +82,52 @@ export async function lanePriorities(
   projectId: string,
   count: number,
 ): Promise<number[]> {
-  if (count <= 0) return [];
-  if (!redis) return Array.from({ length: count }, () => SendPriority[lane]);
+  const [priorities] = await lanePrioritiesOf(redis, config, lane, [{ projectId, count }]);
+  return priorities;
+}
+
+/**
+ * {@link lanePriorities} for several callers at once, in one script call whatever the number of projects: each
+ * request gets the priorities it would have got had the requests been counted one after the other in the order
+ * given (a project's later request goes on where its earlier one stopped). Never throws (as `lanePriorities`).
+ *
+ * All counters of one call are in one Redis Cluster slot: every key starts with the queue prefix, whose hash tag
+ * (`{mailroom}`) is required with a cluster.
+ *
+ * @returns one array per request, `requests[i].count` priorities long (empty for a count ≤ 0).
+ */
+export async function lanePrioritiesOf(
+  redis: Redis | Cluster | undefined,
+  config: Pick<PlatformConfig, 'queuePrefix'> & Pick<QueueConfig, 'sendFairSharePerMinute'>,
+  lane: SharedLane,
+  requests: readonly LaneRequest[],
+): Promise<number[][]> {
+  const own = (count: number) => Array.from({ length: Math.max(0, count) }, () => SendPriority[lane]);
+  // Emails per project, summed over its requests, in order of first appearance (one counter each).
+  const perProject = new Map<string, number>();
+  for (const r of requests) if (r.count > 0) perProject.set(r.projectId, (perProject.get(r.projectId) ?? 0) + r.count);
+  if (!redis || perProject.size === 0) return requests.map((r) => own(r.count));
   const minute = Math.floor(Date.now() / 60_000);
-  const key = `${config.queuePrefix}:lane:${lane}:${projectId}:${minute}`;
-  let total: number;
+  const projects = [...perProject.keys()];
+  let totals: unknown;
   try {
     // One script, not MULTI/INCRBY/PEXPIRE/EXEC: as atomic, and an ioredis transaction copies every script
     // defined on the connection (BullMQ's), which showed in the API's profile under `/v1/send` load.
-    total = Number(await evalCount(redis, key, count));
+    totals = await evalCount(
+      redis,
+      projects.map((p) => `${config.queuePrefix}:lane:${lane}:${p}:${minute}`),
+      projects.map((p) => perProject.get(p)!),
+    );
   } catch {
-    return Array.from({ length: count }, () => SendPriority[lane]);
+    return requests.map((r) => own(r.count));
   }
-  const before = total - count;
-  return Array.from({ length: count }, (_, i) => demotedPriority(lane, before + i, config.sendFairSharePerMinute));
+  if (!Array.isArray(totals) || totals.length !== projects.length) return requests.map((r) => own(r.count));
+  // Where each project's count stood before this call; each request takes the next `count` of it.
+  const next = new Map(projects.map((p, i) => [p, Number(totals[i]) - perProject.get(p)!]));
+  return requests.map((r) => {
+    if (r.count <= 0) return [];
+    const before = next.get(r.projectId)!;
+    next.set(r.projectId, before + r.count);
+    return Array.from({ length: r.count }, (_, i) => demotedPriority(lane, before + i, config.sendFairSharePerMinute));
+  });
 }

@@ -4,7 +4,7 @@
  * statement, `writeTransactional`, or with other requests' in a batch, `./write-batcher`; in a transaction with the attachments when there are any), and only then enqueue one `send` job per email (`jobId` = email id).
  *
  * The writes go through `db`, which may be the caller's transaction (an idempotent request's); enqueueing is
- * handed to `afterCommit`.
+ * handed to `afterCommit` (alone, or with other requests' in one batch: `./enqueue-batcher`).
  *
  * If enqueueing fails after the commit (Redis down), the request still succeeds: the rows are the truth and the
  * worker's reconciler enqueues them. Nothing is written when any check fails.
@@ -25,9 +25,8 @@ import {
   type Mailbox,
   type NormalizedMailbox,
 } from '@mailroom/platform/address';
-import { lanePriorities } from '@mailroom/queues/send-lanes';
-import { SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
-import { announceWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
+import { type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { splitVariables, templateSyntaxErrors, type BodyFormat } from '@mailroom/mail/templates';
 import type { PlatformConfig } from '@mailroom/platform/config';
 import type { QueueConfig } from '@mailroom/queues/config';
@@ -36,6 +35,7 @@ import { type Logger } from '@mailroom/platform/logger';
 import { getTemplate } from '@mailroom/db/queries/templates';
 import { insertAttachments } from '@mailroom/db/queries/emails';
 import { writeAlone, type TransactionalWriter } from './write-batcher';
+import { enqueueSends, type SendEnqueuer } from './enqueue-batcher';
 import { type DbOrTx } from '@mailroom/db/client';
 import { senderDomainCandidates, senderError, senderRefusal } from '@mailroom/mail/sender';
 import type { Queue } from 'bullmq';
@@ -123,6 +123,8 @@ export async function acceptSend(
     redis?: Redis;
     /** Writes the emails (default: alone; the API passes a `transactionalBatcher`). */
     writer?: TransactionalWriter;
+    /** Enqueues the send jobs after the commit (default: alone; the API passes a `sendEnqueueBatcher`). */
+    enqueuer?: SendEnqueuer;
   },
   projectId: string,
   req: SendRequest,
@@ -209,14 +211,9 @@ export async function acceptSend(
   afterCommit(async () => {
     await announceWebhookDeliveries(deps.webhookQueue, deps.config, written.deliveries, deps.log);
     if (queued.length === 0) return;
-    try {
-      // A project's burst beyond its fair share per minute moves down inside the transactional lane (send-lanes.ts).
-      const priorities = await lanePriorities(deps.redis, deps.config, 'transactional', projectId, queued.length);
-      await enqueueSendJobs(deps.sendQueue, deps.config, queued.map((row, i) => ({ emailId: row.id, projectId, priority: priorities[i] ?? SendPriority.transactional })));
-    } catch (err) {
-      // Accepted all the same: the rows are committed and the reconciler enqueues them once Redis is back.
-      deps.log.warn({ err, emails: queued.length }, 'enqueue failed; the reconciler will enqueue these emails');
-    }
+    // Never throws: on failure (Redis down) it logs, and the reconciler enqueues the committed rows later.
+    const request = { projectId, emailIds: queued.map((row) => row.id), log: deps.log };
+    await (deps.enqueuer ? deps.enqueuer(request) : enqueueSends(deps, [request]));
   });
 
   return {

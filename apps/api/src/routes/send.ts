@@ -8,6 +8,7 @@ import { MAILBOX_MAX_LENGTH } from '@mailroom/platform/address';
 import { MailboxString } from '@mailroom/platform/validation';
 import { acceptSend, ATTACHMENT_LIMITS } from '@mailroom/sending/accept';
 import { transactionalBatcher } from '@mailroom/sending/write-batcher';
+import { sendEnqueueBatcher } from '@mailroom/sending/enqueue-batcher';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { EmailAddress, StringEnum, Timestamp } from './common';
@@ -82,6 +83,11 @@ const SendResult = Type.Object({
 export function sendRoutes(deps: AppDeps) {
   // Concurrent sends without attachments or an Idempotency-Key go to Postgres in batches (API_WRITE_BATCH_SIZE, API_WRITE_BATCH_IN_FLIGHT).
   const writer = transactionalBatcher(deps.database.db, { maxBatch: deps.config.writeBatchSize, maxInFlight: deps.config.writeBatchInFlight });
+  // Their send jobs, after the commit, in batches too: one lane count and one add per batch (same settings).
+  const enqueuer = sendEnqueueBatcher(
+    { config: deps.config, sendQueue: deps.queues.send, redis: deps.redis },
+    { maxBatch: deps.config.writeBatchSize, maxInFlight: deps.config.writeBatchInFlight },
+  );
   return [
     route({
       method: 'post',
@@ -105,7 +111,7 @@ export function sendRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 413, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, log, db, afterCommit }) => ({
-        data: await acceptSend({ config: deps.config, sendQueue: deps.queues.send, webhookQueue: deps.queues.webhook, db, log, redis: deps.redis, writer }, auth.projectId, body, afterCommit, auth.mode),
+        data: await acceptSend({ config: deps.config, sendQueue: deps.queues.send, webhookQueue: deps.queues.webhook, db, log, redis: deps.redis, enqueuer, writer }, auth.projectId, body, afterCommit, auth.mode),
       }),
     }),
   ];
