@@ -16,8 +16,6 @@ CREATE TABLE "event_name_months" (
 ALTER TABLE "event_name_deltas" ADD COLUMN "month" date;--> statement-breakpoint
 ALTER TABLE "event_name_months" ADD CONSTRAINT "event_name_months_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "event_name_months_month_idx" ON "event_name_months" USING btree ("month");--> statement-breakpoint
-CREATE INDEX "event_name_deltas_month_idx" ON "event_name_deltas" USING btree ("month");
---> statement-breakpoint
 -- The UTC month (its first day) of a UUIDv7 id's time: the month partition of `events` (and of every table
 -- partitioned by id, migration 0018) that the row sits in.
 CREATE FUNCTION mailroom_uuid_v7_month(id uuid) RETURNS date LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$

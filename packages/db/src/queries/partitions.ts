@@ -120,10 +120,13 @@ const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
   // month's end; a campaign email (kept while its campaign exists) or an email not yet final among them keeps it.
   // Two probes, one per partial index (campaign emails; emails not yet final), never a read of the range's emails:
   // one `or` over both conditions was planned as a scan of every email in the range (a month of them).
+  // (An empty month has no oldest email: `id >= null` matches nothing, so it is not blocked.)
   email_events: {
-    blocked: (_lo, hi, part) => sql`(select email_id from ${part} order by email_id limit 1) is not null and (
-      exists (select 1 from emails where campaign_id is not null and id >= (select email_id from ${part} order by email_id limit 1) and id < ${hi}::uuid)
-      or exists (select 1 from emails where status in ${NOT_FINAL} and id >= (select email_id from ${part} order by email_id limit 1) and id < ${hi}::uuid))`,
+    blocked: (_lo, hi, part) => {
+      const oldest = sql`(select email_id from ${part} order by email_id limit 1)`;
+      return sql`exists (select 1 from emails where campaign_id is not null and id >= ${oldest} and id < ${hi}::uuid)
+        or exists (select 1 from emails where status in ${NOT_FINAL} and id >= ${oldest} and id < ${hi}::uuid)`;
+    },
   },
   emails: {
     blocked: (lo, hi) => sql`exists (select 1 from emails where campaign_id is not null and id >= ${lo}::uuid and id < ${hi}::uuid)
