@@ -65,12 +65,16 @@ export const webhookDeliveries = pgTable(
   ],
 );
 
-/** Every HTTP attempt of a delivery: status code or network error, the start of the answer, duration (ms). */
+/**
+ * Every HTTP attempt of a delivery: status code or network error, the start of the answer, duration (ms).
+ * `delivery_id` references `webhook_deliveries.id` through statement-level triggers, as `email_events.email_id`
+ * does `emails.id` (migration `0022_partition_references`).
+ */
 export const webhookAttempts = pgTable(
   'webhook_attempts',
   {
     id: idColumn(),
-    deliveryId: uuid('delivery_id').notNull().references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+    deliveryId: uuid('delivery_id').notNull(),
     projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
     attempt: integer('attempt').notNull(),
     statusCode: integer('status_code'),

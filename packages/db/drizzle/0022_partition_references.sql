@@ -1,0 +1,92 @@
+-- References to a partitioned table, checked and cascaded per statement instead of per row (issue 19).
+--
+-- A foreign key whose referenced table is partitioned runs, for every row it checks on insert and every row it
+-- cascades to on delete, a query on the partitioned parent whose generic plan starts (and locks) every month
+-- partition. Measured on Postgres 15 with 17 month partitions of `emails`: 100,000 timeline rows inserted in 0.70 s
+-- without the key, 5.1 s with it (44 µs a row for the check); one statement deleting 5,000 emails and their 28,126
+-- timeline rows took 197 ms by the key's cascade.
+--
+-- The two references written on hot paths become statement-level triggers that do the same work once per
+-- statement, with plans kept by PL/pgSQL:
+-- - `email_events.email_id` → `emails.id`: every timeline row (send, worker, SES feedback, campaign cancel sweeps);
+-- - `webhook_attempts.delivery_id` → `webhook_deliveries.id`: every webhook attempt.
+-- The check locks the referenced rows FOR KEY SHARE, as the key's check does, so a concurrent delete of them waits
+-- for the inserting transaction and its delete trigger then sees (and removes) the new rows. A missing row raises
+-- `foreign_key_violation` (23503). The delete triggers remove the referencing rows of every deleted row in one
+-- statement (ON DELETE CASCADE). Statement triggers of a partitioned table fire for statements on the parent only:
+-- rows moved between partitions by `mailroom_month_partition` (INSERT into a partition, DELETE from the default)
+-- and partitions detached or dropped fire nothing, as before (a month's drop deletes its referencing rows first).
+-- The other references to partitioned tables (test messages, a suppression's source email, an email's workflow
+-- step run) are written rarely and stay foreign keys.
+CREATE FUNCTION mailroom_email_events_reference_check() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  wanted bigint;
+  found bigint;
+BEGIN
+  SELECT count(DISTINCT email_id) INTO wanted FROM new_rows;
+  SELECT count(*) INTO found FROM (
+    SELECT 1 FROM emails e WHERE e.id IN (SELECT email_id FROM new_rows) FOR KEY SHARE OF e
+  ) locked;
+  IF found < wanted THEN
+    RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation', TABLE = 'email_events', COLUMN = 'email_id',
+      MESSAGE = format('insert on table "email_events" references %s email(s) not present in table "emails"', wanted - found);
+  END IF;
+  RETURN NULL;
+END $$;
+--> statement-breakpoint
+CREATE TRIGGER email_events_reference_check AFTER INSERT ON email_events REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_email_events_reference_check();
+--> statement-breakpoint
+CREATE FUNCTION mailroom_emails_delete_timeline() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM email_events WHERE email_id IN (SELECT id FROM old_rows);
+  RETURN NULL;
+END $$;
+--> statement-breakpoint
+CREATE TRIGGER emails_delete_timeline AFTER DELETE ON emails REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_emails_delete_timeline();
+--> statement-breakpoint
+CREATE FUNCTION mailroom_webhook_attempts_reference_check() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  wanted bigint;
+  found bigint;
+BEGIN
+  SELECT count(DISTINCT delivery_id) INTO wanted FROM new_rows;
+  SELECT count(*) INTO found FROM (
+    SELECT 1 FROM webhook_deliveries d WHERE d.id IN (SELECT delivery_id FROM new_rows) FOR KEY SHARE OF d
+  ) locked;
+  IF found < wanted THEN
+    RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation', TABLE = 'webhook_attempts', COLUMN = 'delivery_id',
+      MESSAGE = format('insert on table "webhook_attempts" references %s deliver(ies) not present in table "webhook_deliveries"', wanted - found);
+  END IF;
+  RETURN NULL;
+END $$;
+--> statement-breakpoint
+CREATE TRIGGER webhook_attempts_reference_check AFTER INSERT ON webhook_attempts REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_webhook_attempts_reference_check();
+--> statement-breakpoint
+CREATE FUNCTION mailroom_webhook_deliveries_delete_attempts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM old_rows);
+  RETURN NULL;
+END $$;
+--> statement-breakpoint
+CREATE TRIGGER webhook_deliveries_delete_attempts AFTER DELETE ON webhook_deliveries REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_webhook_deliveries_delete_attempts();
+--> statement-breakpoint
+ALTER TABLE "email_events" DROP CONSTRAINT "email_events_email_id_emails_id_fk";
+--> statement-breakpoint
+ALTER TABLE "webhook_attempts" DROP CONSTRAINT "webhook_attempts_delivery_id_webhook_deliveries_id_fk";
+--> statement-breakpoint
+-- A reference checked per statement is checked on insert only: the referencing column never changes.
+CREATE FUNCTION mailroom_reference_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION USING ERRCODE = 'feature_not_supported', TABLE = TG_ARGV[0], COLUMN = TG_ARGV[1],
+    MESSAGE = format('%s.%s cannot change', TG_ARGV[0], TG_ARGV[1]);
+END $$;
+--> statement-breakpoint
+CREATE TRIGGER email_events_email_id_immutable BEFORE UPDATE OF email_id ON email_events
+  FOR EACH ROW WHEN (OLD.email_id IS DISTINCT FROM NEW.email_id) EXECUTE FUNCTION mailroom_reference_immutable('email_events', 'email_id');
+--> statement-breakpoint
+CREATE TRIGGER webhook_attempts_delivery_id_immutable BEFORE UPDATE OF delivery_id ON webhook_attempts
+  FOR EACH ROW WHEN (OLD.delivery_id IS DISTINCT FROM NEW.delivery_id) EXECUTE FUNCTION mailroom_reference_immutable('webhook_attempts', 'delivery_id');

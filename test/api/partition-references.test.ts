@@ -1,0 +1,101 @@
+/**
+ * References to partitioned tables kept by statement-level triggers (migration `0022_partition_references`):
+ * `email_events.email_id` → `emails.id` and `webhook_attempts.delivery_id` → `webhook_deliveries.id` behave as
+ * `ON DELETE CASCADE` foreign keys: a statement naming a missing row fails whole with 23503, deleting the referenced
+ * rows deletes theirs (retention batches, project deletion, plain deletes), a reference cannot be changed, and a
+ * delete racing an insert of a referencing row waits for it and leaves no orphan.
+ */
+import { sql } from 'drizzle-orm';
+import type { PoolClient } from 'pg';
+import { retentionBatch } from '@mailroom/db/queries/retention';
+import { createTestProject, useIsolatedApi, waitFor } from '../support/harness';
+
+const ctx = useIsolatedApi();
+
+const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql>) => (await ctx.api.database.db.execute<T>(query)).rows;
+type PgError = { code?: string; message: string; cause?: PgError };
+/** The driver's error a statement failed with (drizzle wraps it as `cause`), or undefined when it succeeded. */
+const pgError = (p: Promise<unknown>) => p.then(() => undefined, (e: PgError) => e.cause ?? e);
+
+async function emails(projectId: string, n: number, daysAgo = 0): Promise<string[]> {
+  const rows = await q<{ id: string }>(sql`
+    insert into emails (id, project_id, source, to_email, from_email, status, content_expired_at, created_at)
+    select mailroom_uuid_v7(now() - make_interval(days => ${daysAgo}::int) + i * interval '1 ms'), ${projectId}::uuid, 'transactional',
+      'to@ref.test', 'from@ref.test', 'delivered', now(), now() - make_interval(days => ${daysAgo}::int)
+    from generate_series(1, ${n}::int) i returning id`);
+  return rows.map((r) => r.id);
+}
+
+async function timeline(projectId: string, emailIds: string[], perEmail = 2): Promise<void> {
+  await q(sql`insert into email_events (id, email_id, project_id, type)
+    select mailroom_uuid_v7(clock_timestamp()), e, ${projectId}::uuid, 'sent' from unnest(${`{${emailIds.join(',')}}`}::uuid[]) e, generate_series(1, ${perEmail}::int)`);
+}
+
+const timelineOf = async (emailIds: string[]) =>
+  (await q<{ n: number }>(sql`select count(*)::int as n from email_events where email_id = any(${`{${emailIds.join(',')}}`}::uuid[])`))[0].n;
+
+test('a statement naming a missing email or delivery fails whole with 23503', async () => {
+  const p = await createTestProject(ctx.api.database);
+  const [a, b] = await emails(p.id, 2);
+  const ghost = '01890000-0000-7000-8000-000000000001';
+  const err = await pgError(timeline(p.id, [a, ghost, b]));
+  expect(err).toMatchObject({ code: '23503' });
+  expect(err?.message).toContain('1 email(s) not present');
+  expect(await timelineOf([a, b])).toBe(0); // the rows for a and b went with the statement
+  await timeline(p.id, [a, b, a]);
+  expect(await timelineOf([a, b])).toBe(6);
+
+  const [ep] = await q<{ id: string }>(sql`insert into webhook_endpoints (id, project_id, url, event_types, secret)
+    values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'https://ref.test', '{*}', 's') returning id`);
+  const [d] = await q<{ id: string }>(sql`insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload, status)
+    values (mailroom_uuid_v7(now()), ${p.id}::uuid, ${ep.id}::uuid, 'x', '{}'::jsonb, 'succeeded') returning id`);
+  const attempt = (deliveryId: string) => q(sql`insert into webhook_attempts (id, delivery_id, project_id, attempt, duration_ms)
+    values (mailroom_uuid_v7(now()), ${deliveryId}::uuid, ${p.id}::uuid, 1, 3)`);
+  expect(await pgError(attempt(ghost))).toMatchObject({ code: '23503' });
+  await attempt(d.id);
+  expect(await pgError(q(sql`update webhook_attempts set delivery_id = ${ghost}::uuid where delivery_id = ${d.id}::uuid`))).toMatchObject({ code: '0A000' });
+  expect(await pgError(q(sql`update email_events set email_id = ${b}::uuid where email_id = ${a}::uuid`))).toMatchObject({ code: '0A000' });
+  await q(sql`update email_events set data = '{"kept": true}'::jsonb where email_id = ${a}::uuid`); // other columns change freely
+
+  // Deleting a delivery deletes its attempts.
+  await q(sql`delete from webhook_deliveries where id = ${d.id}::uuid`);
+  expect((await q<{ n: number }>(sql`select count(*)::int as n from webhook_attempts where delivery_id = ${d.id}::uuid`))[0].n).toBe(0);
+});
+
+test('deleting emails deletes their timelines: retention batches, plain deletes, project deletion', async () => {
+  const p = await createTestProject(ctx.api.database);
+  const old = await emails(p.id, 30, 400);
+  const recent = await emails(p.id, 5);
+  await timeline(p.id, [...old, ...recent], 3);
+  expect(await retentionBatch(ctx.api.database.db, 'emails', p.id, 365, 1000)).toBe(30);
+  expect(await timelineOf(old)).toBe(0);
+  expect(await timelineOf(recent)).toBe(15);
+
+  await q(sql`delete from emails where id = ${recent[0]}::uuid`);
+  expect(await timelineOf(recent)).toBe(12);
+
+  await q(sql`delete from projects where id = ${p.id}::uuid`);
+  expect(await timelineOf(recent)).toBe(0);
+});
+
+test('a delete racing an uncommitted timeline insert waits for it and removes its rows too', async () => {
+  const p = await createTestProject(ctx.api.database);
+  const [e] = await emails(p.id, 1);
+  const inserter: PoolClient = await ctx.api.database.pool.connect();
+  try {
+    await inserter.query('begin');
+    await inserter.query(`insert into email_events (id, email_id, project_id, type) values (mailroom_uuid_v7(clock_timestamp()), $1, $2, 'opened')`, [e, p.id]);
+    // The check locked the email FOR KEY SHARE: the delete waits for the inserting transaction.
+    const deleted = q(sql`delete from emails where id = ${e}::uuid`);
+    await waitFor(async () => {
+      const waiting = await q<{ n: number }>(sql`select count(*)::int as n from pg_stat_activity
+        where wait_event_type = 'Lock' and query like 'delete from emails where id = %'`);
+      return waiting[0].n > 0;
+    }, 10_000, 'the delete to wait for the row lock');
+    await inserter.query('commit');
+    await deleted;
+  } finally {
+    inserter.release();
+  }
+  expect(await timelineOf([e])).toBe(0);
+});
