@@ -203,7 +203,7 @@ async function measure(
   stop: (p: import('node:child_process').ChildProcess) => Promise<void>,
 ): Promise<{ previews: Row[]; fanout?: Row }> {
   const { db } = side.database;
-  await db.execute(sql`truncate emails cascade`);
+  await db.execute(sql`truncate emails, email_events cascade`);
   await db.execute(sql`delete from campaigns`);
   await db.execute(sql`checkpoint`);
   const port = await freePort();
