@@ -3,11 +3,14 @@
  * `email_events.email_id` → `emails.id` and `webhook_attempts.delivery_id` → `webhook_deliveries.id` behave as
  * `ON DELETE CASCADE` foreign keys: a statement naming a missing row fails whole with 23503, deleting the referenced
  * rows deletes theirs (retention batches, project deletion, plain deletes), a reference cannot be changed, and a
- * delete racing an insert of a referencing row waits for it and leaves no orphan.
+ * delete racing an insert of a referencing row waits for it and leaves no orphan. Webhook deliveries, no longer
+ * pointed at by a foreign key, move out of the default partition when their month is made, attempts untouched.
  */
 import { sql } from 'drizzle-orm';
 import type { PoolClient } from 'pg';
+import { createLogger } from '@mailroom/platform/logger';
 import { retentionBatch } from '@mailroom/db/queries/retention';
+import { runPartitionPass } from '@mailroom/sending/partitions';
 import { createTestProject, useIsolatedApi, waitFor } from '../support/harness';
 
 const ctx = useIsolatedApi();
@@ -98,4 +101,23 @@ test('a delete racing an uncommitted timeline insert waits for it and removes it
     inserter.release();
   }
   expect(await timelineOf([e])).toBe(0);
+});
+
+test('a month made over deliveries waiting in the default partition moves them, and their attempts stay', async () => {
+  const p = await createTestProject(ctx.api.database);
+  const at = sql`mailroom_uuid_v7('2097-05-10T00:00:00Z'::timestamptz)`;
+  const [ep] = await q<{ id: string }>(sql`insert into webhook_endpoints (id, project_id, url, event_types, secret)
+    values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'https://ref.test', '{*}', 's') returning id`);
+  const [d] = await q<{ id: string }>(sql`insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload, status)
+    values (${at}, ${p.id}::uuid, ${ep.id}::uuid, 'x', '{}'::jsonb, 'succeeded') returning id`);
+  await q(sql`insert into webhook_attempts (id, delivery_id, project_id, attempt, duration_ms) values (${at}, ${d.id}::uuid, ${p.id}::uuid, 1, 3)`);
+  const where = async (table: string, column: string, id: string) =>
+    (await q<{ part: string }>(sql`select tableoid::regclass::text as part from ${sql.identifier(table)} where ${sql.identifier(column)} = ${id}::uuid`)).map((r) => r.part);
+  expect(await where('webhook_deliveries', 'id', d.id)).toEqual(['webhook_deliveries_default']);
+
+  const logger = createLogger(ctx.api.config, 'test');
+  const pass = await runPartitionPass({ config: ctx.api.config, database: ctx.api.database, logger }, Date.UTC(2097, 2, 1));
+  expect(pass.blocked).not.toContain('webhook_deliveries:2097-05');
+  expect(await where('webhook_deliveries', 'id', d.id)).toEqual(['webhook_deliveries_p209705']);
+  expect(await where('webhook_attempts', 'delivery_id', d.id)).toEqual(['webhook_attempts_p209705']);
 });
