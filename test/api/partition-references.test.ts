@@ -43,7 +43,7 @@ test('a statement naming a missing email or delivery fails whole with 23503', as
   const ghost = '01890000-0000-7000-8000-000000000001';
   const err = await pgError(timeline(p.id, [a, ghost, b]));
   expect(err).toMatchObject({ code: '23503' });
-  expect(err?.message).toContain('1 email(s) not present');
+  expect(err?.message).toContain('1 row(s) not present in table "emails"');
   expect(await timelineOf([a, b])).toBe(0); // the rows for a and b went with the statement
   await timeline(p.id, [a, b, a]);
   expect(await timelineOf([a, b])).toBe(6);

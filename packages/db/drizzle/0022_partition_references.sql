@@ -18,61 +18,52 @@
 -- and partitions detached or dropped fire nothing, as before (a month's drop deletes its referencing rows first).
 -- The other references to partitioned tables (test messages, a suppression's source email, an email's workflow
 -- step run) are written rarely and stay foreign keys.
-CREATE FUNCTION mailroom_email_events_reference_check() RETURNS trigger LANGUAGE plpgsql AS $$
+-- One function per direction; each branch is static SQL, so PL/pgSQL keeps its plan (the same work through dynamic
+-- SQL, planned at every statement, cost 0.5 ms per single-row insert).
+CREATE FUNCTION mailroom_reference_check() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   wanted bigint;
   found bigint;
 BEGIN
-  SELECT count(DISTINCT email_id) INTO wanted FROM new_rows;
-  SELECT count(*) INTO found FROM (
-    SELECT 1 FROM emails e WHERE e.id IN (SELECT email_id FROM new_rows) FOR KEY SHARE OF e
-  ) locked;
+  IF TG_TABLE_NAME = 'email_events' THEN
+    SELECT count(DISTINCT email_id) INTO wanted FROM new_rows;
+    SELECT count(*) INTO found FROM (SELECT 1 FROM emails r WHERE r.id IN (SELECT email_id FROM new_rows) FOR KEY SHARE OF r) locked;
+  ELSIF TG_TABLE_NAME = 'webhook_attempts' THEN
+    SELECT count(DISTINCT delivery_id) INTO wanted FROM new_rows;
+    SELECT count(*) INTO found FROM (SELECT 1 FROM webhook_deliveries r WHERE r.id IN (SELECT delivery_id FROM new_rows) FOR KEY SHARE OF r) locked;
+  ELSE
+    RAISE EXCEPTION 'mailroom_reference_check: no reference defined for %', TG_TABLE_NAME;
+  END IF;
   IF found < wanted THEN
-    RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation', TABLE = 'email_events', COLUMN = 'email_id',
-      MESSAGE = format('insert on table "email_events" references %s email(s) not present in table "emails"', wanted - found);
+    RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation', TABLE = TG_TABLE_NAME, COLUMN = TG_ARGV[0],
+      MESSAGE = format('insert on table "%s" references %s row(s) not present in table "%s"', TG_TABLE_NAME, wanted - found, TG_ARGV[1]);
   END IF;
   RETURN NULL;
 END $$;
 --> statement-breakpoint
 CREATE TRIGGER email_events_reference_check AFTER INSERT ON email_events REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_email_events_reference_check();
+  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_reference_check('email_id', 'emails');
 --> statement-breakpoint
-CREATE FUNCTION mailroom_emails_delete_timeline() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE TRIGGER webhook_attempts_reference_check AFTER INSERT ON webhook_attempts REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_reference_check('delivery_id', 'webhook_deliveries');
+--> statement-breakpoint
+CREATE FUNCTION mailroom_reference_cascade() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  DELETE FROM email_events WHERE email_id IN (SELECT id FROM old_rows);
-  RETURN NULL;
-END $$;
---> statement-breakpoint
-CREATE TRIGGER emails_delete_timeline AFTER DELETE ON emails REFERENCING OLD TABLE AS old_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_emails_delete_timeline();
---> statement-breakpoint
-CREATE FUNCTION mailroom_webhook_attempts_reference_check() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  wanted bigint;
-  found bigint;
-BEGIN
-  SELECT count(DISTINCT delivery_id) INTO wanted FROM new_rows;
-  SELECT count(*) INTO found FROM (
-    SELECT 1 FROM webhook_deliveries d WHERE d.id IN (SELECT delivery_id FROM new_rows) FOR KEY SHARE OF d
-  ) locked;
-  IF found < wanted THEN
-    RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation', TABLE = 'webhook_attempts', COLUMN = 'delivery_id',
-      MESSAGE = format('insert on table "webhook_attempts" references %s deliver(ies) not present in table "webhook_deliveries"', wanted - found);
+  IF TG_TABLE_NAME = 'emails' THEN
+    DELETE FROM email_events WHERE email_id IN (SELECT id FROM old_rows);
+  ELSIF TG_TABLE_NAME = 'webhook_deliveries' THEN
+    DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM old_rows);
+  ELSE
+    RAISE EXCEPTION 'mailroom_reference_cascade: no reference defined for %', TG_TABLE_NAME;
   END IF;
   RETURN NULL;
 END $$;
 --> statement-breakpoint
-CREATE TRIGGER webhook_attempts_reference_check AFTER INSERT ON webhook_attempts REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_webhook_attempts_reference_check();
+CREATE TRIGGER emails_reference_cascade AFTER DELETE ON emails REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_reference_cascade();
 --> statement-breakpoint
-CREATE FUNCTION mailroom_webhook_deliveries_delete_attempts() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM old_rows);
-  RETURN NULL;
-END $$;
---> statement-breakpoint
-CREATE TRIGGER webhook_deliveries_delete_attempts AFTER DELETE ON webhook_deliveries REFERENCING OLD TABLE AS old_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_webhook_deliveries_delete_attempts();
+CREATE TRIGGER webhook_deliveries_reference_cascade AFTER DELETE ON webhook_deliveries REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_reference_cascade();
 --> statement-breakpoint
 ALTER TABLE "email_events" DROP CONSTRAINT "email_events_email_id_emails_id_fk";
 --> statement-breakpoint
