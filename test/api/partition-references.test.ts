@@ -47,6 +47,14 @@ test('a statement naming a missing email or delivery fails whole with 23503', as
   expect(await timelineOf([a, b])).toBe(0); // the rows for a and b went with the statement
   await timeline(p.id, [a, b, a]);
   expect(await timelineOf([a, b])).toBe(6);
+  // Past 16 referenced rows the check is one set-based statement: the same answer.
+  const many = await emails(p.id, 40);
+  const bigErr = await pgError(timeline(p.id, [...many, ghost, '01890000-0000-7000-8000-000000000002']));
+  expect(bigErr).toMatchObject({ code: '23503' });
+  expect(bigErr?.message).toContain('2 row(s) not present');
+  expect(await timelineOf(many)).toBe(0);
+  await timeline(p.id, many);
+  expect(await timelineOf(many)).toBe(80);
 
   const [ep] = await q<{ id: string }>(sql`insert into webhook_endpoints (id, project_id, url, event_types, secret)
     values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'https://ref.test', '{*}', 's') returning id`);
