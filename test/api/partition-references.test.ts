@@ -85,6 +85,18 @@ test('deleting emails deletes their timelines: retention batches, plain deletes,
   await q(sql`delete from emails where id = ${recent[0]}::uuid`);
   expect(await timelineOf(recent)).toBe(12);
 
+  // A foreign key's cascade deleting emails (a campaign's) fires the trigger too.
+  const [c] = await q<{ id: string }>(sql`insert into campaigns (id, project_id, name, subject, body, from_email, audience_type)
+    values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'c', 's', 'b', 'a@ref.test', 'ALL') returning id`);
+  const campaignEmails = (await q<{ id: string }>(sql`
+    insert into emails (id, project_id, campaign_id, source, marketing, to_email, from_email, status)
+    select mailroom_uuid_v7_keyed(now(), 'ref-test:' || i), ${p.id}::uuid, ${c.id}::uuid, 'campaign', true, 'to@ref.test', 'from@ref.test', 'queued'
+    from generate_series(1, 20) i returning id`)).map((r) => r.id);
+  await timeline(p.id, campaignEmails, 1);
+  expect(await timelineOf(campaignEmails)).toBe(20);
+  await q(sql`delete from campaigns where id = ${c.id}::uuid`);
+  expect(await timelineOf(campaignEmails)).toBe(0);
+
   await q(sql`delete from projects where id = ${p.id}::uuid`);
   expect(await timelineOf(recent)).toBe(0);
 });
