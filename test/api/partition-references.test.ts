@@ -3,8 +3,9 @@
  * `email_events.email_id` → `emails.id` and `webhook_attempts.delivery_id` → `webhook_deliveries.id` behave as
  * `ON DELETE CASCADE` foreign keys: a statement naming a missing row fails whole with 23503, deleting the referenced
  * rows deletes theirs (retention batches, project deletion, plain deletes), a reference cannot be changed, and a
- * delete racing an insert of a referencing row waits for it and leaves no orphan. Webhook deliveries, no longer
- * pointed at by a foreign key, move out of the default partition when their month is made, attempts untouched.
+ * delete racing an insert of a referencing row waits for it and leaves no orphan. Referenced ids cannot change, a
+ * referenced table is truncated only with its referencing one, and a referenced table's rows stay in its default
+ * partition when their month is made (as with a foreign key).
  */
 import { sql } from 'drizzle-orm';
 import type { PoolClient } from 'pg';
@@ -101,15 +102,15 @@ test('deleting emails deletes their timelines: retention batches, plain deletes,
   expect(await timelineOf(recent)).toBe(0);
 });
 
-test('a delete racing an uncommitted timeline insert waits for it and removes its rows too', async () => {
+test.each([1, 20])('a delete racing an uncommitted insert of %i timeline rows waits for it and removes its rows too', async (n) => {
+  // 1: the check row by row; 20: the set-based check (past 16 referenced rows). Both lock the emails FOR KEY SHARE.
   const p = await createTestProject(ctx.api.database);
-  const [e] = await emails(p.id, 1);
+  const ids = await emails(p.id, n);
   const inserter: PoolClient = await ctx.api.database.pool.connect();
   try {
     await inserter.query('begin');
-    await inserter.query(`insert into email_events (id, email_id, project_id, type) values (mailroom_uuid_v7(clock_timestamp()), $1, $2, 'opened')`, [e, p.id]);
-    // The check locked the email FOR KEY SHARE: the delete waits for the inserting transaction.
-    const deleted = q(sql`delete from emails where id = ${e}::uuid`);
+    await inserter.query(`insert into email_events (id, email_id, project_id, type) select mailroom_uuid_v7(clock_timestamp()), e, $2, 'opened' from unnest($1::uuid[]) e`, [ids, p.id]);
+    const deleted = q(sql`delete from emails where id = ${ids[n - 1]}::uuid`);
     await waitFor(async () => {
       const waiting = await q<{ n: number }>(sql`select count(*)::int as n from pg_stat_activity
         where wait_event_type = 'Lock' and query like 'delete from emails where id = %'`);
@@ -120,10 +121,32 @@ test('a delete racing an uncommitted timeline insert waits for it and removes it
   } finally {
     inserter.release();
   }
+  expect(await timelineOf([ids[n - 1]])).toBe(0);
+  expect(await timelineOf(ids)).toBe(n - 1);
+});
+
+test('an insert racing an uncommitted delete of its email waits for it and fails with 23503', async () => {
+  const p = await createTestProject(ctx.api.database);
+  const [e] = await emails(p.id, 1);
+  const deleter: PoolClient = await ctx.api.database.pool.connect();
+  try {
+    await deleter.query('begin');
+    await deleter.query('delete from emails where id = $1', [e]);
+    const inserted = pgError(timeline(p.id, [e], 1));
+    await waitFor(async () => {
+      const waiting = await q<{ n: number }>(sql`select count(*)::int as n from pg_stat_activity
+        where wait_event_type = 'Lock' and query like 'insert into email_events%'`);
+      return waiting[0].n > 0;
+    }, 10_000, 'the insert to wait for the row lock');
+    await deleter.query('commit');
+    expect(await inserted).toMatchObject({ code: '23503' });
+  } finally {
+    deleter.release();
+  }
   expect(await timelineOf([e])).toBe(0);
 });
 
-test('a month made over deliveries waiting in the default partition moves them, and their attempts stay', async () => {
+test('a month made over rows waiting in the default partition leaves deliveries there (referenced), and moves attempts', async () => {
   const p = await createTestProject(ctx.api.database);
   const at = sql`mailroom_uuid_v7('2097-05-10T00:00:00Z'::timestamptz)`;
   const [ep] = await q<{ id: string }>(sql`insert into webhook_endpoints (id, project_id, url, event_types, secret)
@@ -133,11 +156,37 @@ test('a month made over deliveries waiting in the default partition moves them, 
   await q(sql`insert into webhook_attempts (id, delivery_id, project_id, attempt, duration_ms) values (${at}, ${d.id}::uuid, ${p.id}::uuid, 1, 3)`);
   const where = async (table: string, column: string, id: string) =>
     (await q<{ part: string }>(sql`select tableoid::regclass::text as part from ${sql.identifier(table)} where ${sql.identifier(column)} = ${id}::uuid`)).map((r) => r.part);
-  expect(await where('webhook_deliveries', 'id', d.id)).toEqual(['webhook_deliveries_default']);
 
   const logger = createLogger(ctx.api.config, 'test');
   const pass = await runPartitionPass({ config: ctx.api.config, database: ctx.api.database, logger }, Date.UTC(2097, 2, 1));
-  expect(pass.blocked).not.toContain('webhook_deliveries:2097-05');
-  expect(await where('webhook_deliveries', 'id', d.id)).toEqual(['webhook_deliveries_p209705']);
+  // A delivery is updated in place: moving it (copy, then delete) could lose an update made meanwhile.
+  expect(pass.blocked).toContain('webhook_deliveries:2097-05');
+  expect(await where('webhook_deliveries', 'id', d.id)).toEqual(['webhook_deliveries_default']);
   expect(await where('webhook_attempts', 'delivery_id', d.id)).toEqual(['webhook_attempts_p209705']);
+
+  // Deleting the endpoint cascades to the delivery, and the delivery's trigger to its attempt.
+  await q(sql`delete from webhook_endpoints where id = ${ep.id}::uuid`);
+  expect(await where('webhook_attempts', 'delivery_id', d.id)).toEqual([]);
+});
+
+test('the referenced ids cannot change, and a referenced table is truncated only with its referencing one', async () => {
+  const p = await createTestProject(ctx.api.database);
+  const [a] = await emails(p.id, 1);
+  await timeline(p.id, [a], 1);
+  expect(await pgError(q(sql`update emails set id = mailroom_uuid_v7(now()) where id = ${a}::uuid`))).toMatchObject({ code: '0A000' });
+  expect(await timelineOf([a])).toBe(1);
+  // TRUNCATE fires no delete trigger: refused while the timeline holds rows (a rolled-back transaction keeps the data).
+  const c = await ctx.api.database.pool.connect();
+  try {
+    await c.query('begin');
+    // CASCADE reaches the tables still referencing emails by foreign key (test messages, suppressions), not the timeline.
+    await expect(c.query('truncate emails cascade')).rejects.toMatchObject({ code: '0A000', message: expect.stringContaining('"email_events" references it') });
+    await c.query('rollback');
+    await c.query('begin');
+    await c.query('truncate emails, email_events cascade');
+    await c.query('rollback');
+  } finally {
+    c.release();
+  }
+  expect(await timelineOf([a])).toBe(1);
 });

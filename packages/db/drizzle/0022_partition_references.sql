@@ -101,3 +101,63 @@ CREATE TRIGGER email_events_email_id_immutable BEFORE UPDATE OF email_id ON emai
 --> statement-breakpoint
 CREATE TRIGGER webhook_attempts_delivery_id_immutable BEFORE UPDATE OF delivery_id ON webhook_attempts
   FOR EACH ROW WHEN (OLD.delivery_id IS DISTINCT FROM NEW.delivery_id) EXECUTE FUNCTION mailroom_reference_immutable('webhook_attempts', 'delivery_id');
+--> statement-breakpoint
+-- A table referenced through these triggers stays unmoved when a month is made over rows waiting in its default
+-- partition, as one referenced by a foreign key does: webhook deliveries are updated in place, and a move (copy
+-- into the month, then delete from the default partition) would lose an update committed between the two, and an
+-- update waiting on a row would find it gone. The default partition is also locked before the copy, so that no row
+-- written to it meanwhile (in the tables that still move) is deleted without having been copied.
+CREATE OR REPLACE FUNCTION mailroom_month_partition(parent text, month date) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  m date := date_trunc('month', month)::date;
+  part text := format('%s_p%s', parent, to_char(m, 'YYYYMM'));
+  dflt text := parent || '_default';
+  lo uuid := mailroom_uuid_v7_floor(m::timestamp AT TIME ZONE 'UTC');
+  hi uuid := mailroom_uuid_v7_floor((m + interval '1 month')::timestamp AT TIME ZONE 'UTC');
+  strays boolean;
+BEGIN
+  IF to_regclass(part) IS NOT NULL THEN RETURN 'exists'; END IF;
+  EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I WHERE id >= %L AND id < %L)', dflt, lo, hi) INTO strays;
+  IF strays AND (EXISTS (SELECT 1 FROM pg_constraint WHERE contype = 'f' AND confrelid = parent::regclass)
+      OR EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = parent::regclass AND tgfoid = 'mailroom_reference_cascade'::regproc)) THEN
+    RETURN 'blocked';
+  END IF;
+  EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', part, parent);
+  IF strays THEN
+    -- No write to the default partition between the copy and the delete (the ATTACH below locks it wholly anyway).
+    EXECUTE format('LOCK TABLE %I IN EXCLUSIVE MODE', dflt);
+    -- Straight into the partitions: the parent's statement triggers (event counters, workflow inbox) do not fire.
+    EXECUTE format('INSERT INTO %I SELECT * FROM %I WHERE id >= %L AND id < %L', part, dflt, lo, hi);
+    EXECUTE format('DELETE FROM %I WHERE id >= %L AND id < %L', dflt, lo, hi);
+  END IF;
+  EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', parent, part, lo, hi);
+  PERFORM mailroom_name_partition_indexes(parent);
+  RETURN CASE WHEN strays THEN 'moved' ELSE 'created' END;
+END $$;
+--> statement-breakpoint
+-- The referenced key cannot change either (the foreign key refused it: NO ACTION on update).
+CREATE TRIGGER emails_id_immutable BEFORE UPDATE OF id ON emails
+  FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id) EXECUTE FUNCTION mailroom_reference_immutable('emails', 'id');
+--> statement-breakpoint
+CREATE TRIGGER webhook_deliveries_id_immutable BEFORE UPDATE OF id ON webhook_deliveries
+  FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id) EXECUTE FUNCTION mailroom_reference_immutable('webhook_deliveries', 'id');
+--> statement-breakpoint
+-- TRUNCATE of a referenced table leaves no orphans: refused unless the referencing table is truncated with it
+-- (`truncate emails, email_events`), as the foreign key refused `truncate emails` without CASCADE.
+CREATE FUNCTION mailroom_reference_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  left_over boolean;
+BEGIN
+  EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I)', TG_ARGV[0]) INTO left_over;
+  IF left_over THEN
+    RAISE EXCEPTION USING ERRCODE = 'feature_not_supported', TABLE = TG_TABLE_NAME,
+      MESSAGE = format('cannot truncate "%s" while "%s" references it: truncate both', TG_TABLE_NAME, TG_ARGV[0]);
+  END IF;
+  RETURN NULL;
+END $$;
+--> statement-breakpoint
+CREATE TRIGGER emails_reference_truncate AFTER TRUNCATE ON emails
+  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_reference_truncate('email_events');
+--> statement-breakpoint
+CREATE TRIGGER webhook_deliveries_reference_truncate AFTER TRUNCATE ON webhook_deliveries
+  FOR EACH STATEMENT EXECUTE FUNCTION mailroom_reference_truncate('webhook_attempts');

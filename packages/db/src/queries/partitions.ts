@@ -94,8 +94,18 @@ interface DropPlan {
   lockParent?: boolean;
   /** True when something in (or depending on) the month must stay; `part` is the month's partition. */
   blocked?: (lo: string, hi: string, part: SQL) => SQL;
-  /** Run, in order, before the detach: rows of other tables referencing the month (the detach checks none is left). */
+  /**
+   * Run, in order, before the detach: rows of other tables referencing the month (the detach checks that none is left
+   * for a foreign key; rows referencing through a 0022 trigger are deleted again by `after`).
+   */
   before?: (lo: string, hi: string) => SQL[];
+  /**
+   * Run, in order, right after the detach (under its ACCESS EXCLUSIVE lock on the parent): rows referencing the month
+   * through a statement trigger (0022), which the detach does not check. A timeline row or attempt whose insert
+   * locked its email or delivery between `before` and the detach has committed by now (the detach waited for it);
+   * later inserts wait for the lock and then fail their check (23503). Usually deletes nothing.
+   */
+  after?: (lo: string, hi: string) => SQL[];
   /**
    * Run before the detached table is dropped: derived counters that a statement trigger kept. `month` is the
    * partition's month (`YYYY-MM-01`, UTC).
@@ -115,6 +125,7 @@ const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
   webhook_deliveries: {
     blocked: (lo, hi) => sql`exists (select 1 from webhook_deliveries where status = 'pending' and id >= ${lo}::uuid and id < ${hi}::uuid)`,
     before: (lo, hi) => [sql`delete from webhook_attempts where delivery_id >= ${lo}::uuid and delivery_id < ${hi}::uuid`],
+    after: (lo, hi) => [sql`delete from webhook_attempts where delivery_id >= ${lo}::uuid and delivery_id < ${hi}::uuid`],
   },
   // A timeline row comes after its email: the month's rows belong to emails from its oldest one referenced to the
   // month's end; a campaign email (kept while its campaign exists) or an email not yet final among them keeps it.
@@ -136,6 +147,7 @@ const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
       sql`delete from test_messages where email_id >= ${lo}::uuid and email_id < ${hi}::uuid`,
       sql`update suppressions set source_email_id = null where source_email_id >= ${lo}::uuid and source_email_id < ${hi}::uuid`,
     ],
+    after: (lo, hi) => [sql`delete from email_events where email_id >= ${lo}::uuid and email_id < ${hi}::uuid`],
   },
   // DROP fires no statement trigger: the month's counts per (project, name) go to event_name_deltas as negative
   // deltas of that month, as the delete trigger would write them, in the transaction that drops it; the counters'
@@ -196,6 +208,7 @@ export async function dropMonthPartition(db: DbOrTx, p: MonthPartition): Promise
     }
     for (const statement of plan.before?.(lo, hi) ?? []) await tx.execute(statement);
     await tx.execute(sql`alter table ${sql.identifier(p.table)} detach partition ${sql.identifier(p.name)}`);
+    for (const statement of plan.after?.(lo, hi) ?? []) await tx.execute(statement);
     await tx.execute(sql`alter table ${sql.identifier(p.name)} rename to ${sql.identifier(detachedName(p.name))}`);
     return true;
   });
