@@ -28,6 +28,15 @@ test('health: live and ready', async () => {
   expect(ready.body.data.checks).toEqual({ postgres: 'ok', redis: 'ok' });
 });
 
+test('every pooled connection runs without JIT compilation, whatever the server default', async () => {
+  const clients = await Promise.all([api.database.pool.connect(), api.database.pool.connect()]);
+  try {
+    for (const c of clients) expect((await c.query<{ jit: string }>('show jit')).rows[0].jit).toBe('off');
+  } finally {
+    for (const c of clients) c.release();
+  }
+});
+
 test('OpenAPI document is generated from the route schemas; /docs works offline', async () => {
   const doc = (await request(api.app).get('/openapi.json')).body;
   expect(doc.openapi).toBe('3.1.0');

@@ -52,6 +52,11 @@ export function createDatabase(options: {
   // flight, or the next one, rejects on its own, and the pool drops the client when it is released.
   pool.on('connect', (client) => {
     client.on('error', (err) => options.onConnectionError?.(err));
+    // No JIT compilation on these connections (README "Postgres settings"): every statement here is OLTP, and once
+    // history grows the planner's estimates cross `jit_above_cost` and a statement of a few ms pays tens of ms
+    // compiling. Queued before the client is lent out, so it runs before the first statement; a failure (the
+    // connection lost) shows on that statement.
+    client.query('SET jit = off').catch(() => undefined);
   });
   const db = drizzle(pool, { schema });
   let closed = false;
