@@ -22,6 +22,21 @@ export interface Database {
 }
 
 /**
+ * The connections' startup `options`: no JIT compilation (README "Postgres settings"), since every statement here is
+ * OLTP and, once history grows, the planner's estimates cross `jit_above_cost` and a statement of a few ms pays tens
+ * of ms compiling; then whatever the URL's own `options` parameter says (it may set `jit` back).
+ */
+function sessionOptions(url: string): string {
+  let fromUrl: string | null = null;
+  try {
+    fromUrl = new URL(url).searchParams.get('options');
+  } catch {
+    // Not a URL pg can read either: it reports that itself when connecting.
+  }
+  return ['-c jit=off', fromUrl].filter(Boolean).join(' ');
+}
+
+/**
  * Opens a pool.
  *
  * @param options.url - Postgres connection string.
@@ -43,6 +58,7 @@ export function createDatabase(options: {
     idleTimeoutMillis: 30_000,
     // TCP keepalive: a connection whose packets are silently dropped (a failover behind a NAT) is noticed.
     keepAlive: true,
+    options: sessionOptions(options.url),
   });
   // An idle client that loses its server also emits on the pool; the client's own listener below reports it.
   pool.on('error', () => undefined);
@@ -52,11 +68,6 @@ export function createDatabase(options: {
   // flight, or the next one, rejects on its own, and the pool drops the client when it is released.
   pool.on('connect', (client) => {
     client.on('error', (err) => options.onConnectionError?.(err));
-    // No JIT compilation on these connections (README "Postgres settings"): every statement here is OLTP, and once
-    // history grows the planner's estimates cross `jit_above_cost` and a statement of a few ms pays tens of ms
-    // compiling. Queued before the client is lent out, so it runs before the first statement; a failure (the
-    // connection lost) shows on that statement.
-    client.query('SET jit = off').catch(() => undefined);
   });
   const db = drizzle(pool, { schema });
   let closed = false;
