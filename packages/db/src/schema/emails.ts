@@ -121,8 +121,11 @@ export const emails = pgTable(
     // One email per SEND_EMAIL step run is the primary key too (the id is derived from the run's id); this index
     // serves the `set null` of a deleted step run.
     index('emails_workflow_step_run_idx').on(t.workflowStepRunId).where(sql`${t.workflowStepRunId} is not null`),
-    // Campaign stats (counts by status) and the send-rate window of the ETA.
-    index('emails_campaign_status_idx').on(t.campaignId, t.status, t.sentAt).where(sql`${t.campaignId} is not null`),
+    // Campaign stats (counts by status, the send-rate window of the ETA, delivered/opened/clicked) from the index
+    // alone (migration 0023): a read of the campaign's emails only, however many other emails share their month.
+    index('emails_campaign_status_idx')
+      .on(t.campaignId, t.status, t.sentAt, t.deliveredAt, t.openedAt, t.clickedAt)
+      .where(sql`${t.campaignId} is not null`),
     // The campaign feeder's window: a campaign's emails not yet handed to SES, in audience (contact id) order.
     index('emails_campaign_pending_idx').on(t.campaignId, t.contactId).where(sql`${t.campaignId} is not null and ${t.status} in ('queued', 'sending')`),
     // The retention pass: final emails whose content is still kept, per project, oldest first.
