@@ -24,7 +24,7 @@ export interface Database {
 /**
  * The connections' startup `options`: no JIT compilation (README "Postgres settings"), since every statement here is
  * OLTP and, once history grows, the planner's estimates cross `jit_above_cost` and a statement of a few ms pays tens
- * of ms compiling; then whatever the URL's own `options` parameter says (it may set `jit` back).
+ * of ms compiling; then whatever `PGOPTIONS` and the URL's own `options` parameter say (they may set `jit` back).
  */
 function sessionOptions(url: string): string {
   let fromUrl: string | null = null;
@@ -33,7 +33,7 @@ function sessionOptions(url: string): string {
   } catch {
     // Not a URL pg can read either: it reports that itself when connecting.
   }
-  return ['-c jit=off', fromUrl].filter(Boolean).join(' ');
+  return ['-c jit=off', process.env.PGOPTIONS, fromUrl].filter(Boolean).join(' ');
 }
 
 /**
