@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import { idLowerBound, newId } from '@mailroom/platform/ids';
+import { and, asc, eq, gte, inArray, sql } from 'drizzle-orm';
+import { idLowerBound, idTimestampMs, newId } from '@mailroom/platform/ids';
 import { type WebhookDeliveryRef } from './webhook-delivery-ref';
 import type { DbOrTx } from '../client';
 import { endpointWants } from './webhooks';
@@ -50,6 +50,9 @@ export async function insertQueuedEmails(db: DbOrTx, rows: (NewEmail & { id: str
   );
 }
 
+/** How much earlier than its email's id a timeline row's id may be (ms): SES's clock against ours. */
+const TIMELINE_SKEW_MS = 86_400_000;
+
 /**
  * An email of the project with its timeline (oldest first), or `undefined`. A campaign's email reads its subject
  * from the campaign, and its `queued` entry is its creation (fan-out writes no timeline row per recipient).
@@ -65,7 +68,10 @@ export async function getEmailWithTimeline(db: DbOrTx, projectId: string, id: st
   const timeline: { type: string; data: Record<string, unknown> | null; createdAt: Date }[] = await db
     .select({ type: emailEvents.type, data: emailEvents.data, createdAt: emailEvents.createdAt })
     .from(emailEvents)
-    .where(and(eq(emailEvents.projectId, projectId), eq(emailEvents.emailId, id)))
+    // A timeline row is written after its email (SES's own event times included, a day of clock skew allowed): the
+    // bound prunes the month partitions older than the email's, so the read and its plan stay the same however many
+    // months of history there are.
+    .where(and(eq(emailEvents.projectId, projectId), eq(emailEvents.emailId, id), gte(emailEvents.id, idLowerBound(idTimestampMs(id) - TIMELINE_SKEW_MS))))
     .orderBy(asc(emailEvents.id));
   if (email.campaignId && timeline[0]?.type !== 'queued') timeline.unshift({ type: 'queued', data: null, createdAt: email.createdAt });
   return { email: { ...email, subject: email.subject ?? campaignSubject ?? '' }, timeline };
