@@ -23,7 +23,9 @@
 -- row once it had filled (the history bench's fill of the current month ran for minutes instead of 7 s). So every
 -- lookup is planned when it runs, on the partitions as they are: up to 16 referenced rows one by one, each planned
 -- for its value and pruned to its month (`plan_cache_mode = force_custom_plan`), as a foreign key checks a row;
--- more in one set-based statement planned by EXECUTE (about 0.3 ms of planning, once per statement).
+-- more in one set-based statement planned by EXECUTE (about 0.3 ms of planning, once per statement). The two
+-- references are spelled out (static SQL per table) rather than built from the trigger's arguments: the generic
+-- form, each lookup an EXECUTE … USING, measured 66 µs per single-row insert against 52 µs.
 CREATE FUNCTION mailroom_reference_check() RETURNS trigger LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
   ref uuid;

@@ -115,6 +115,13 @@ interface DropPlan {
 
 const NOT_FINAL = sql`('queued', 'sending')`;
 
+/** The statement deleting the rows of `table` whose `column` points into `[lo, hi)`: a month's referencing rows. */
+const deleteReferencing = (table: string, column: string) => (lo: string, hi: string) =>
+  sql`delete from ${sql.identifier(table)} where ${sql.identifier(column)} >= ${lo}::uuid and ${sql.identifier(column)} < ${hi}::uuid`;
+// Referencing through 0022's triggers: deleted before the detach, and again after it (see `after`).
+const attemptsOf = deleteReferencing('webhook_attempts', 'delivery_id');
+const timelinesOf = deleteReferencing('email_events', 'email_id');
+
 const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
   // Attempts of a delivery come after it: the month's attempts belong to deliveries from its oldest one referenced
   // to the month's end; a pending one among them keeps the month.
@@ -124,8 +131,8 @@ const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
   },
   webhook_deliveries: {
     blocked: (lo, hi) => sql`exists (select 1 from webhook_deliveries where status = 'pending' and id >= ${lo}::uuid and id < ${hi}::uuid)`,
-    before: (lo, hi) => [sql`delete from webhook_attempts where delivery_id >= ${lo}::uuid and delivery_id < ${hi}::uuid`],
-    after: (lo, hi) => [sql`delete from webhook_attempts where delivery_id >= ${lo}::uuid and delivery_id < ${hi}::uuid`],
+    before: (lo, hi) => [attemptsOf(lo, hi)],
+    after: (lo, hi) => [attemptsOf(lo, hi)],
   },
   // A timeline row comes after its email: the month's rows belong to emails from its oldest one referenced to the
   // month's end; a campaign email (kept while its campaign exists) or an email not yet final among them keeps it.
@@ -143,11 +150,11 @@ const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
     blocked: (lo, hi) => sql`exists (select 1 from emails where campaign_id is not null and id >= ${lo}::uuid and id < ${hi}::uuid)
       or exists (select 1 from emails where status in ${NOT_FINAL} and id >= ${lo}::uuid and id < ${hi}::uuid)`,
     before: (lo, hi) => [
-      sql`delete from email_events where email_id >= ${lo}::uuid and email_id < ${hi}::uuid`,
-      sql`delete from test_messages where email_id >= ${lo}::uuid and email_id < ${hi}::uuid`,
+      timelinesOf(lo, hi),
+      deleteReferencing('test_messages', 'email_id')(lo, hi),
       sql`update suppressions set source_email_id = null where source_email_id >= ${lo}::uuid and source_email_id < ${hi}::uuid`,
     ],
-    after: (lo, hi) => [sql`delete from email_events where email_id >= ${lo}::uuid and email_id < ${hi}::uuid`],
+    after: (lo, hi) => [timelinesOf(lo, hi)],
   },
   // DROP fires no statement trigger: the month's counts per (project, name) go to event_name_deltas as negative
   // deltas of that month, as the delete trigger would write them, in the transaction that drops it; the counters'
