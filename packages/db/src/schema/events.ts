@@ -81,7 +81,7 @@ export const eventNameDeltas = pgTable(
  * Event counts per (project, name, month of the event ids): the same counts as {@link eventNames}, split by the
  * month partition of `events` the rows sit in, folded from the same deltas. Dropping a month partition lowers the
  * counters by that month's rows here (a few rows per name) instead of counting the dropped partition's rows, so
- * the drop takes the same time however many events the month holds (migration `0021_event_name_months`).
+ * that step costs the same however many events the month holds (migration `0021_event_name_months`).
  */
 export const eventNameMonths = pgTable(
   'event_name_months',
