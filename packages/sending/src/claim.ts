@@ -130,7 +130,10 @@ export interface SendBatching {
 
 /**
  * Batches claims and finishes ({@link Batcher}): up to `batchSize` of each in one statement, at most two
- * statements of each kind at once. A claim the batch did not take (missing, final, leased, paused) is asked again
+ * statements of each kind at once. The claims and finishes given in one turn of the event loop go together even
+ * while a slot is free (`sameTurn`): the jobs BullMQ starts together, and the SES answers read in one poll, are
+ * one statement, not one alone and the rest after it (measured with `npm run bench -- worker`: 0.79–0.92 Postgres
+ * commits per email before, 0.52–0.61 after). A claim the batch did not take (missing, final, leased, paused) is asked again
  * on its own through {@link claimForSending}, which says why (or claims it, if it can by then). `batchSize` 1
  * runs every claim and finish on its own. `observe` is told the size of each statement's batch as it starts.
  */
@@ -140,7 +143,7 @@ export function createSendBatching(
   batchSize: number,
   observe?: (kind: 'claim' | 'finish', size: number) => void,
 ): SendBatching {
-  const options = { maxBatch: batchSize, maxInFlight: 2 };
+  const options = { maxBatch: batchSize, maxInFlight: 2, sameTurn: true };
   const claims = new Batcher<string, ClaimResult | undefined>(
     async (emailIds) => {
       const requests = emailIds.map((emailId) => ({ emailId, token: randomUUID() }));
