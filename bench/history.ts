@@ -15,7 +15,9 @@
  *   the oldest calendar months, so whole partitions go; else 330 days, the fill's oldest 30-day month). Which path ran is reported: batched deletes, or partitions when `emails`/`events` are
  *   partitioned (`pg_partitioned_table`); the emptied month is refilled by the next size's fill. The partitions'
  *   time is printed apart from the batches that follow (the under-a-day of rows between the month's end and the
- *   whole-day cutoff: a day of traffic, which grows with the traffic per day).
+ *   whole-day cutoff: a day of traffic, which grows with the traffic per day). Meanwhile one connection reads the
+ *   current month of `emails` and `events` by id, one read after the other: their longest wait is what the hot path
+ *   feels of the drop (a detach locks the parent; the file freeing of the dropped table's commit locks nothing else).
  *
  * Then it prints each figure at both sizes and the ratio (goal ≤ 1.3×), the bytes per row of every history table
  * (`bench/history-sizing.ts`) and the connections an API and a worker process really open
@@ -189,9 +191,11 @@ async function dropOldestMonth(config: Config, database: Database, f: HistoryFix
   const days = path.length > 0 ? daysToCalendarMonthEnd(f.t0) : 330;
   const before = await counts(database);
   await updateProjectRetention(database.db, f.projectId, { emailDays: days, eventDays: days });
+  const probe = await probeHistoryReads(database);
   const t = performance.now();
-  const r = await runRetentionPass({ config, database, logger: createLogger(config, 'bench') }, { budgetMs: 24 * 3_600_000, startAt: 0 });
+  const r = await runRetentionPass({ config, database, logger: createLogger(config, 'bench') }, { budgetMs: 24 * 3_600_000, startAt: 0 }).finally(() => probe.stop());
   const ms = performance.now() - t;
+  const stalls = await probe.done;
   await updateProjectRetention(database.db, f.projectId, { emailDays: null, eventDays: null });
   const after = await counts(database);
   const removed = (t: string) => before[t] - after[t];
@@ -206,7 +210,41 @@ async function dropOldestMonth(config: Config, database: Database, f: HistoryFix
     'partitions (s)': Number((r.partitionMs / 1000).toFixed(2)),
     'batches after them (s)': Number(((ms - r.partitionMs) / 1000).toFixed(2)),
     'emails+events /s': Math.round(rows / (ms / 1000)),
+    'reads meanwhile: n, p50 / max ms': `${stalls.n}, ${stalls.p50} / ${stalls.max}`,
   };
+}
+
+/**
+ * What the hot path feels of a month drop: from one connection of its own, reads of the current month of `emails`
+ * and of `events` by id, one after the other, for as long as the drop runs. A query naming a partitioned table locks
+ * the parent, so each read waits for as long as a detach (or anything else in the drop) holds the parent's ACCESS
+ * EXCLUSIVE lock. `done` resolves with the number of reads and their p50 and longest latency (ms).
+ */
+async function probeHistoryReads(database: Database): Promise<{ stop(): void; done: Promise<{ n: number; p50: number; max: number }> }> {
+  const client = await database.pool.connect();
+  let running = true;
+  const done = (async () => {
+    const ms: number[] = [];
+    try {
+      for (let i = 0; running; i++) {
+        const t = performance.now();
+        await client.query(`select 1 from ${i % 2 === 0 ? 'emails' : 'events'} where id = $1::uuid`, [idOfNow()]);
+        ms.push(performance.now() - t);
+      }
+    } finally {
+      client.release();
+    }
+    ms.sort((a, b) => a - b);
+    const round = (x: number | undefined) => Number((x ?? 0).toFixed(1));
+    return { n: ms.length, p50: round(pct(ms, 50)), max: round(ms[ms.length - 1]) };
+  })();
+  return { stop: () => void (running = false), done };
+}
+
+/** A UUIDv7-shaped id of the current millisecond (random bits zero): a lookup in this month's partition. */
+function idOfNow(): string {
+  const h = Date.now().toString(16).padStart(12, '0');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-7000-8000-000000000000`;
 }
 
 /** Runs the history benchmark; returns the printed rows. */
@@ -304,6 +342,13 @@ export async function benchHistory(
     dropRow('drop the oldest month: its partitions', 'partitions (s)'),
     dropRow('drop the oldest month: then the rows of the day past its end (batches)', 'batches after them (s)'),
     dropRow('drop the oldest month: the whole retention pass', 'time (s)'),
+    {
+      measure: 'during the drop: reads of emails/events by id (n, p50 / max ms)',
+      [`${la} p50/p99 ms`]: String(drops[0]['reads meanwhile: n, p50 / max ms']),
+      [`${lb} p50/p99 ms`]: String(drops[1]['reads meanwhile: n, p50 / max ms']),
+      'ratio p50': '',
+      'ratio p99': '',
+    },
   );
   console.log(`\nHistory growth ${la} → ${lb} (goal: ratio ≤ 1.3; dropping a month: the same time at both sizes)`);
   console.table(comparison);
