@@ -17,9 +17,10 @@
 CREATE SEQUENCE "mailroom_campaign_email_seq" AS bigint;
 --> statement-breakpoint
 -- A UUIDv7 of the millisecond of `ts` whose 74 other bits are `n` (0 ≤ n < 2^62; the 12 bits after the version
--- are zero): ids of one `ts` sort by `n`. One SQL expression, so the planner inlines it (no call per row).
+-- are zero): ids of one `ts` sort by `n`. One expression of immutable functions only (the epoch of the UTC
+-- timestamp: `extract` from a timestamptz is merely stable), so the planner inlines it: no function call per row.
 CREATE FUNCTION mailroom_uuid_v7_ordered(ts timestamptz, n bigint) RETURNS uuid LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT encode(substring(int8send(floor(extract(epoch FROM ts) * 1000)::bigint) FROM 3) || '\x7000'::bytea
+  SELECT encode(substring(int8send(floor(extract(epoch FROM (ts AT TIME ZONE 'UTC')) * 1000)::bigint) FROM 3) || '\x7000'::bytea
     || int8send(n | (-9223372036854775807 - 1)), 'hex')::uuid
 $$;
 --> statement-breakpoint
