@@ -200,7 +200,7 @@ test('retention drops whole months past every project\'s retention, with event c
   expect((await q<{ count: number }>(sql`select count::int from event_names_now where project_id = ${p.id}::uuid and name = 'both'`))[0].count).toBe(1);
 });
 
-test('dedupe moved into the primary key: a re-run fan-out batch and a second write of a step\'s email insert nobody twice', async () => {
+test('dedupe: a re-run fan-out batch inserts nobody twice (the partition\'s unique index), and a second write of a step\'s email is refused by the primary key', async () => {
   const p = await createTestProject(ctx.api.database);
   const as = client(ctx.api.app, p);
   for (let i = 0; i < 5; i++) expect((await as.post('/contacts', { email: recipient('fan') })).status).toBe(201);
@@ -209,15 +209,25 @@ test('dedupe moved into the primary key: a re-run fan-out batch and a second wri
     values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'c', 's', 'b', ${`a@${p.domain}`}, 'ALL', 'SENDING', now()) returning id`);
   const first = await fanoutBatch(ctx.api.database.db, c.id, sql`true`, 100);
   expect(first).toMatchObject({ applied: true, inserted: 5, done: true });
-  // The same batch again, as if its cursor advance had been lost: every row conflicts on its id.
+  // The same batch again, as if its cursor advance had been lost: every row conflicts on (campaign_id, contact_id).
   await ctx.api.database.db.execute(sql`update campaigns set fanout_cursor = null, fanout_done = false where id = ${c.id}::uuid`);
   const again = await fanoutBatch(ctx.api.database.db, c.id, sql`true`, 100);
   expect(again).toMatchObject({ applied: true, inserted: 0, done: true });
-  const rows = await q<{ id: string; contact_id: string; started: string }>(sql`
-    select e.id, e.contact_id, k.started_at::text as started from emails e join campaigns k on k.id = e.campaign_id where e.campaign_id = ${c.id}::uuid`);
+  const rows = await q<{ id: string; contact_id: string; part: string }>(sql`
+    select e.id, e.contact_id, e.tableoid::regclass::text as part from emails e where e.campaign_id = ${c.id}::uuid order by e.contact_id`);
   expect(rows).toHaveLength(5);
+  // Every id has the campaign's start as its time (one month partition) and the ids follow the contacts' order.
   const [{ ms }] = await q<{ ms: string }>(sql`select floor(extract(epoch from started_at) * 1000)::bigint::text as ms from campaigns where id = ${c.id}::uuid`);
-  for (const r of rows) expect(r.id).toBe(keyedIdAt(Number(ms), `campaign-email:${c.id}:${r.contact_id}`));
+  for (const r of rows) expect(idTimestampMs(r.id)).toBe(Number(ms));
+  for (const r of rows) expect(r.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  expect(new Set(rows.map((r) => r.part)).size).toBe(1);
+  expect([...rows.map((r) => r.id)].sort()).toEqual(rows.map((r) => r.id));
+  // The guarantee is the partition's unique index, whatever the id.
+  await expect(
+    q(sql`insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, status)
+      select mailroom_uuid_v7_ordered(k.started_at, 4611686018427387903), k.project_id, ${rows[0].contact_id}::uuid, k.id, true, 'campaign', 'x@example.com', 'a@example.com', 'queued'
+      from campaigns k where k.id = ${c.id}::uuid`),
+  ).rejects.toMatchObject({ cause: { code: '23505' } });
 
   // A SEND_EMAIL step's email id is derived from its step run: the second write is refused by the primary key.
   const runId = '018f0000-0000-7000-8000-000000000001';

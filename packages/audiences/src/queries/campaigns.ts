@@ -7,6 +7,7 @@
  */
 import { and, eq, ilike, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { contactSuppressedSql } from '@mailroom/db/queries/suppressions';
+import { errorCode } from '@mailroom/platform/errors';
 import type { DbOrTx } from '@mailroom/db/client';
 import { keysetList } from '@mailroom/db/queries/keyset';
 import { campaigns, type CampaignStatus } from '@mailroom/db/schema';
@@ -181,15 +182,16 @@ export async function startScheduledCampaign(db: DbOrTx, id: string): Promise<Ca
 }
 
 /**
- * The id of a campaign's email to a contact, as SQL over the campaign row aliased `k` and a contact id expression:
- * a UUIDv7 whose timestamp is the campaign's start (fixed once it is SENDING) and whose other bits hash
- * (campaign, contact) (`mailroom_uuid_v7_keyed`, migration 0018). One email per contact per campaign is thus the
- * primary key (`emails` is partitioned by id and can hold no unique index on (campaign_id, contact_id)), and a
- * campaign's emails share one month partition.
+ * The id of a new campaign email, as SQL over the campaign row aliased `k`: a UUIDv7 whose timestamp is the campaign's
+ * start (fixed once it is SENDING), so a campaign's emails share one month partition, and whose other bits are the next
+ * value of `mailroom_campaign_email_seq` (`mailroom_uuid_v7_ordered`, migration 0024), so they follow each other in
+ * the partition's indexes in fan-out order. Evaluate it after the rows are sorted (a volatile expression in a
+ * sorted SELECT's list is). One email per contact per campaign is the partition's unique index on
+ * (campaign_id, contact_id) (`emails_campaign_contact_key_<partition>`), which holds because of the shared month.
  */
-export function campaignEmailIdSql(k: string, contactId: string): SQL {
+export function campaignEmailIdSql(k: string): SQL {
   const c = sql.raw(k);
-  return sql`mailroom_uuid_v7_keyed(coalesce(${c}.started_at, ${c}.created_at), 'campaign-email:' || ${c}.id || ':' || ${sql.raw(contactId)})`;
+  return sql`mailroom_uuid_v7_ordered(coalesce(${c}.started_at, ${c}.created_at), nextval('mailroom_campaign_email_seq'))`;
 }
 
 /** Result of one fan-out batch. */
@@ -202,10 +204,9 @@ export interface FanoutBatch {
 
 /**
  * Turns the next `batchSize` contacts of the audience (after `fanout_cursor`, in contact id order) into queued
- * email rows, in one transaction holding the campaign row lock: bulk `INSERT … ON CONFLICT (id) DO NOTHING` (a
- * campaign email's id is derived from the campaign and the contact, {@link campaignEmailIdSql}) and the cursor
- * advance commit together, so a retried or duplicated batch inserts
- * nobody twice. Only subscribed contacts whose address is not on the suppression list are taken (one that
+ * email rows, in one transaction holding the campaign row lock: a bulk `INSERT` (redone with `ON CONFLICT DO NOTHING`
+ * when it hits the partition's unique index on (campaign_id, contact_id), see {@link campaignEmailIdSql}) and the
+ * cursor advance commit together, so a retried or duplicated batch inserts nobody twice. Only subscribed contacts whose address is not on the suppression list are taken (one that
  * bounces later is caught again at send time).
  *
  * @param audience - predicate over `contacts` aliased `c` (segment, filter, or `true` for ALL).
@@ -217,7 +218,7 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
     );
     const c = locked.rows[0];
     if (!c || c.status !== 'SENDING' || c.fanout_done) return { applied: false, inserted: 0, done: c?.fanout_done ?? true };
-    const result = await tx.execute<{ inserted: number; taken: number }>(sql`
+    const statement = (onConflict: SQL) => sql`
       with batch as (
         select c.id, c.email from contacts c
         where c.project_id = ${c.project_id}::uuid and c.subscribed and c.id > ${c.fanout_cursor ?? NIL_UUID}::uuid and ${audience}
@@ -227,9 +228,10 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
       ),
       ins as (
         insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, from_name, reply_to, status, test)
-        select ${campaignEmailIdSql('k', 'b.id')}, k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued', k.test
+        select ${campaignEmailIdSql('k')}, k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued', k.test
         from batch b, campaigns k where k.id = ${campaignId}::uuid
-        on conflict (id) do nothing
+        order by b.id
+        ${onConflict}
         returning id
       ),
       moved as (
@@ -242,7 +244,16 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
         returning 1
       )
       select (select count(*) from ins)::int as inserted, (select count(*) from batch)::int as taken, (select count(*) from moved)::int as moved
-    `);
+    `;
+    // A plain insert first: no speculative insertion per row. Rows already there (the batch re-run after its cursor
+    // advance was lost) fail it on the partition's unique index; it is then redone skipping them.
+    let result;
+    try {
+      result = await tx.transaction((sp) => sp.execute<{ inserted: number; taken: number }>(statement(sql``)));
+    } catch (err) {
+      if (errorCode(err) !== '23505') throw err;
+      result = await tx.execute<{ inserted: number; taken: number }>(statement(sql`on conflict do nothing`));
+    }
     const r = result.rows[0];
     return { applied: true, inserted: r.inserted, done: r.taken < batchSize };
   });

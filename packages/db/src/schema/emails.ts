@@ -115,9 +115,9 @@ export const emails = pgTable(
     // SES feedback finds its email by SES message id (unique by SES; a partitioned table cannot hold a unique
     // index without the partition key, so this one is plain).
     index('emails_message_id_idx').on(t.messageId).where(sql`${t.messageId} is not null`),
-    // One email per contact per campaign is the primary key: a campaign email's id is derived from (campaign start,
-    // campaign, contact) (`mailroom_uuid_v7_keyed`, migration 0018), so a retried fan-out batch conflicts on `id`.
-    index('emails_campaign_contact_idx').on(t.campaignId, t.contactId).where(sql`${t.campaignId} is not null`),
+    // One email per contact per campaign: a unique index on (campaign_id, contact_id) of each month partition,
+    // `emails_campaign_contact_key_<partition>` (migration 0024; a partitioned table cannot hold it, so it is made
+    // with each partition by `mailroom_month_partition`). A campaign's emails all take the month of its start.
     // One email per SEND_EMAIL step run is the primary key too (the id is derived from the run's id); this index
     // serves the `set null` of a deleted step run.
     index('emails_workflow_step_run_idx').on(t.workflowStepRunId).where(sql`${t.workflowStepRunId} is not null`),
