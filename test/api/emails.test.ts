@@ -2,6 +2,7 @@
  * GET /emails/{id}: the timeline of an accepted email; errors; tenant isolation.
  */
 import request from 'supertest';
+import { sql } from 'drizzle-orm';
 import { createTestProject, recipient, useApiWithProject } from '../support/harness';
 
 const ctx = useApiWithProject();
@@ -44,4 +45,20 @@ test("security: another project's email is 404; public key 403; no key 401", asy
   expect((await request(ctx.api.app).get(`/emails/${id}`).set('Authorization', `Bearer ${other.publicKey}`)).status).toBe(403);
   expect((await request(ctx.api.app).get(`/emails/${id}`)).status).toBe(401);
   expect((await request(ctx.api.app).get(`/emails/${id}`).set('Authorization', other.auth)).status).toBe(200);
+});
+
+test('an email whose id is not a UUIDv7 (a row written by hand) still reads its whole timeline', async () => {
+  // Ids of another version carry no time: the timeline's lower bound (a day before the id's time) must not apply.
+  // A UUIDv4 whose first bits read as a time far after its timeline row's id is the case that hid the timeline.
+  const contact = await request(ctx.api.app).post('/contacts').set('Authorization', ctx.p.auth).send({ email: recipient() });
+  const emailId = 'ffffffff-ffff-4fff-bfff-ffffffffffff';
+  const eventId = '00000000-0000-4000-8000-000000000001';
+  await ctx.api.database.db.execute(sql`
+    insert into emails (id, project_id, contact_id, source, to_email, from_email, subject, body, body_format, status)
+    values (${emailId}::uuid, ${ctx.p.id}::uuid, ${contact.body.data.id}::uuid, 'transactional', ${contact.body.data.email}, ${`a@${ctx.p.domain}`}, 's', 'b', 'html', 'sent')`);
+  await ctx.api.database.db.execute(sql`
+    insert into email_events (id, email_id, project_id, type, data) values (${eventId}::uuid, ${emailId}::uuid, ${ctx.p.id}::uuid, 'delivered', '{}'::jsonb)`);
+  const res = await request(ctx.api.app).get(`/emails/${emailId}`).set('Authorization', ctx.p.auth);
+  expect(res.status).toBe(200);
+  expect(res.body.data.timeline.map((t: { type: string }) => t.type)).toEqual(['delivered']);
 });

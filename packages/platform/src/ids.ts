@@ -52,6 +52,11 @@ export function idLowerBound(ms: number): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
 }
 
+/** True when `id` (a UUID string) is version 7, so that {@link idTimestampMs} reads its creation time (RFC 9562 §5.7). */
+export function isUuidV7(id: string): boolean {
+  return id.length === 36 && id[14] === '7';
+}
+
 /** True when `value` is a UUID string (any version); ids that are not can never exist. */
 export function isUuid(value: string): boolean {
   return uuidValidate(value);

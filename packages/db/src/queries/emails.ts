@@ -5,7 +5,7 @@
  * @module
  */
 import { and, asc, eq, gte, inArray, sql } from 'drizzle-orm';
-import { idLowerBound, idTimestampMs, newId } from '@mailroom/platform/ids';
+import { idLowerBound, idTimestampMs, isUuidV7, newId } from '@mailroom/platform/ids';
 import { type WebhookDeliveryRef } from './webhook-delivery-ref';
 import type { DbOrTx } from '../client';
 import { endpointWants } from './webhooks';
@@ -70,8 +70,15 @@ export async function getEmailWithTimeline(db: DbOrTx, projectId: string, id: st
     .from(emailEvents)
     // A timeline row is written after its email (SES's own event times included, a day of clock skew allowed): the
     // bound prunes the month partitions older than the email's, so the read and its plan stay the same however many
-    // months of history there are.
-    .where(and(eq(emailEvents.projectId, projectId), eq(emailEvents.emailId, id), gte(emailEvents.id, idLowerBound(idTimestampMs(id) - TIMELINE_SKEW_MS))))
+    // months of history there are. Only for a UUIDv7 email id (every id this service makes): another version's first
+    // bits are no time (a row written by hand, say), and its timeline is read unbounded.
+    .where(
+      and(
+        eq(emailEvents.projectId, projectId),
+        eq(emailEvents.emailId, id),
+        isUuidV7(id) ? gte(emailEvents.id, idLowerBound(idTimestampMs(id) - TIMELINE_SKEW_MS)) : undefined,
+      ),
+    )
     .orderBy(asc(emailEvents.id));
   if (email.campaignId && timeline[0]?.type !== 'queued') timeline.unshift({ type: 'queued', data: null, createdAt: email.createdAt });
   return { email: { ...email, subject: email.subject ?? campaignSubject ?? '' }, timeline };
