@@ -36,9 +36,25 @@ export function createQueues(config: Pick<PlatformConfig, 'queuePrefix'>, connec
   return {
     ...queues,
     closeAll: async () => {
-      await Promise.all(QUEUE_KEYS.map((key) => queues[key].close().catch(() => undefined)));
+      await Promise.all(
+        QUEUE_KEYS.map(async (key) => {
+          await queues[key].close().catch(() => undefined);
+          quietAfterClose(queues[key]);
+        }),
+      );
     },
   };
+}
+
+/**
+ * Keeps a closed queue's connection from throwing an unhandled `error`. BullMQ 5 (`RedisConnection.close`) removes
+ * every listener of the queue's connection when the queue closes, but on a shared connection (ours: the caller owns
+ * it) a start still in flight is not cancelled: it rejects when the owner then disconnects, and BullMQ emits that
+ * as `error` on the connection, which with no listener throws (seen in CI: a test file taken down by an
+ * `Unhandled error. (Error: Stream isn't writeable …)` after an app closed its queues while they were connecting).
+ */
+function quietAfterClose(queue: Queue): void {
+  queue['connection'].on('error', () => undefined);
 }
 
 /** The queues of `queues`, in catalog order (for code that treats them all alike: metrics, the dashboard). */
