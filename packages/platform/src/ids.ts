@@ -7,7 +7,7 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { v7 as uuidv7, validate as uuidValidate } from 'uuid';
+import { v7 as uuidv7, validate as uuidValidate, version as uuidVersion } from 'uuid';
 import { AppError, ErrorCode } from './errors';
 
 /** A new UUIDv7 (RFC 9562 §5.7). */
@@ -54,7 +54,7 @@ export function idLowerBound(ms: number): string {
 
 /** True when `id` (a UUID string) is version 7, so that {@link idTimestampMs} reads its creation time (RFC 9562 §5.7). */
 export function isUuidV7(id: string): boolean {
-  return id.length === 36 && id[14] === '7';
+  return uuidValidate(id) && uuidVersion(id) === 7;
 }
 
 /** True when `value` is a UUID string (any version); ids that are not can never exist. */
