@@ -132,8 +132,8 @@ export interface SendBatching {
  * Batches claims and finishes ({@link Batcher}): up to `batchSize` of each in one statement, at most two
  * statements of each kind at once. The claims and finishes given in one turn of the event loop go together even
  * while a slot is free (`sameTurn`): the jobs BullMQ starts together, and the SES answers read in one poll, are
- * one statement, not one alone and the rest after it (measured with `npm run bench -- worker`: 0.79–0.92 Postgres
- * commits per email before, 0.52–0.61 after). A claim the batch did not take (missing, final, leased, paused) is asked again
+ * one statement, not one alone and the rest after it (measured with `npm run bench -- worker`: 0.76–0.92 Postgres
+ * commits per email before, 0.52–0.64 after). A claim the batch did not take (missing, final, leased, paused) is asked again
  * on its own through {@link claimForSending}, which says why (or claims it, if it can by then). `batchSize` 1
  * runs every claim and finish on its own. `observe` is told the size of each statement's batch as it starts.
  */
