@@ -71,10 +71,14 @@ export async function touchWorkflow(tx: DbOrTx, projectId: string, id: string): 
 export async function loadWorkflowGraph(db: DbOrTx, projectId: string, id: string): Promise<WorkflowGraph | undefined> {
   const workflow = await getWorkflow(db, projectId, id);
   if (!workflow) return undefined;
-  const [steps, transitions] = await Promise.all([
-    db.select().from(workflowSteps).where(and(eq(workflowSteps.projectId, projectId), eq(workflowSteps.workflowId, id))).orderBy(asc(workflowSteps.id)),
-    db.select().from(workflowTransitions).where(and(eq(workflowTransitions.projectId, projectId), eq(workflowTransitions.workflowId, id))).orderBy(asc(workflowTransitions.id)),
-  ]);
+  // One after the other: `db` may be a transaction (one connection), where pg would queue concurrent queries and
+  // warns that pg 9 will refuse them.
+  const steps = await db.select().from(workflowSteps).where(and(eq(workflowSteps.projectId, projectId), eq(workflowSteps.workflowId, id))).orderBy(asc(workflowSteps.id));
+  const transitions = await db
+    .select()
+    .from(workflowTransitions)
+    .where(and(eq(workflowTransitions.projectId, projectId), eq(workflowTransitions.workflowId, id)))
+    .orderBy(asc(workflowTransitions.id));
   return { workflow, steps, transitions };
 }
 

@@ -132,11 +132,10 @@ export interface NewTransitionInput {
 export async function addTransition(db: Database['db'], projectId: string, workflowId: string, input: NewTransitionInput): Promise<WorkflowTransitionRow> {
   const fromStepId = input.fromStepId === workflowId ? null : input.fromStepId;
   return changeGraph(db, projectId, workflowId, async (tx) => {
-    const [from, to, g] = await Promise.all([
-      fromStepId ? getStep(tx, projectId, workflowId, fromStepId) : Promise.resolve(null),
-      getStep(tx, projectId, workflowId, input.toStepId),
-      loadWorkflowGraph(tx, projectId, workflowId),
-    ]);
+    // One after the other: a transaction is one connection, and pg queues (and deprecates) concurrent queries on it.
+    const from = fromStepId ? await getStep(tx, projectId, workflowId, fromStepId) : null;
+    const to = await getStep(tx, projectId, workflowId, input.toStepId);
+    const g = await loadWorkflowGraph(tx, projectId, workflowId);
     const taken = g!.transitions.filter((e) => e.fromStepId === (fromStepId ?? null)).map((e) => e.branch);
     const branch = from === undefined ? (input.branch ?? 'next') : resolveBranch({ ...input, waitOutcome: input.waitOutcome ?? undefined }, from ? from.type : null, taken);
     const branchField = input.branch ? 'branch' : input.waitOutcome ? 'waitOutcome' : input.condition ? 'condition.branch' : 'branch';
