@@ -60,9 +60,16 @@ const ROOT = path.resolve(__dirname, '..');
 const ADMIN_DB_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const results: Record<string, unknown> = {};
 
-/** Runs an entry point in its own process; `nodeFlags` e.g. `--cpu-prof` (BENCH_PROFILE=dir profiles the drain). */
+/**
+ * Runs an entry point in its own process; `nodeFlags` e.g. `--cpu-prof` (BENCH_PROFILE=dir profiles the drain).
+ * With BENCH_COMPILED=1 an app's entry point (`apps/<app>/src/<file>.ts`) runs as `npm run start:*` runs it in
+ * production, from the build (`apps/<app>/dist/<file>.js`, plain `node`; run `npm run build` first); the bench's
+ * own processes (the ceilings) always run through tsx.
+ */
 function spawnApp(file: string, env: Record<string, string>, nodeFlags: string[] = []): ChildProcess {
-  return spawn(process.execPath, [...nodeFlags, '--import', 'tsx', path.join(ROOT, file)], {
+  const compiled = process.env.BENCH_COMPILED === '1' && /^apps\/[^/]+\/src\/.+\.ts$/.test(file);
+  const args = compiled ? [path.join(ROOT, file.replace('/src/', '/dist/').replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, file)];
+  return spawn(process.execPath, [...nodeFlags, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env, TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json') },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -16,6 +16,8 @@
  * leaves the limiter's row out (quicker rounds while profiling); `BENCH_WORKER_CONCURRENCY` sets the worker's
  * `WORKER_CONCURRENCY` and the ceiling's concurrency (default 32).
  * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the first worker process of each drain there.
+ * `BENCH_WORKER_B_NODE_FLAGS="--max-semi-space-size=64"` also drains with this checkout's worker started with those
+ * Node flags, in the same rounds.
  * `BENCH_WORKER_B_DIR=/path/to/other/checkout` also drains with that checkout's worker in the same rounds (before
  * and after a change; the database schema must be the same).
  *
@@ -156,6 +158,7 @@ export async function benchWorker(
   const rows: Rows = [];
   const total = Number(process.env.BENCH_EMAILS ?? 3000);
   const rounds = Number(process.env.BENCH_WORKER_ROUNDS ?? 1);
+  const flagsB = (process.env.BENCH_WORKER_B_NODE_FLAGS ?? '').split(' ').filter(Boolean);
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const other = process.env.BENCH_WORKER_B_DIR;
   const onlyProcesses = process.env.BENCH_WORKER_PROCESSES;
@@ -182,6 +185,11 @@ export async function benchWorker(
       const worker = await drain(() => Array.from({ length: processes }, (_, i) => spawnApp('apps/worker/src/main.ts', workerEnv, i === 0 ? profile : [])), workerEnv, database, p, total, `w${n++}-`);
       rows.push({ measure: `round ${round}, ${label}: ceiling`, value: fmt(ceiling) });
       rows.push({ measure: `round ${round}, ${label}: worker`, value: `${fmt(worker)}; ratio ${(worker.steady / ceiling.steady).toFixed(2)}× steady, ${(worker.withStartUp / ceiling.withStartUp).toFixed(2)}× incl. start-up` });
+      if (flagsB.length > 0) {
+        const fEnv = env('flags');
+        const f = await drain(() => Array.from({ length: processes }, () => spawnApp('apps/worker/src/main.ts', fEnv, flagsB)), fEnv, database, p, total, `f${n++}-`);
+        rows.push({ measure: `round ${round}, ${label}: worker with ${flagsB.join(' ')}`, value: `${fmt(f)}; ratio ${(f.steady / ceiling.steady).toFixed(2)}× steady` });
+      }
       if (other) {
         const bEnv = env('b');
         const b = await drain(() => Array.from({ length: processes }, () => spawnFrom(other, bEnv)), bEnv, database, p, total, `b${n++}-`);

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { createHash } from 'node:crypto';
+import { RedisScript } from './redis-script';
 import type { Cluster, Redis } from 'ioredis';
 import type { PlatformConfig } from '@mailroom/platform/config';
 import type { QueueConfig } from './config';
@@ -49,17 +49,11 @@ for i = 1, #KEYS do
   redis.call('PEXPIRE', KEYS[i], ARGV[#KEYS + 1])
 end
 return out`;
-const COUNT_SHA = createHash('sha1').update(COUNT_SCRIPT).digest('hex');
+const COUNT = new RedisScript(COUNT_SCRIPT);
 
-/** Runs the count script by its digest (`EVALSHA`), loading it with `EVAL` when the server does not have it yet. */
-async function evalCount(redis: Redis | Cluster, keys: string[], counts: number[]): Promise<unknown> {
-  const args = [...keys, ...counts, 120_000];
-  try {
-    return await redis.evalsha(COUNT_SHA, keys.length, ...args);
-  } catch (err) {
-    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-    return redis.eval(COUNT_SCRIPT, keys.length, ...args);
-  }
+/** Runs the count script (`EVALSHA`, loaded on `NOSCRIPT`). */
+function evalCount(redis: Redis | Cluster, keys: string[], counts: number[]): Promise<unknown> {
+  return COUNT.run(redis, keys, [...counts, 120_000]);
 }
 
 /** How many emails of which project a caller enqueues in a lane. */

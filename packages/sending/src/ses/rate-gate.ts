@@ -39,10 +39,11 @@
  *
  * @module
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import diagnostics from 'node:diagnostics_channel';
 import type { ClientRequest } from 'node:http';
 import type { Redis } from 'ioredis';
+import { RedisScript } from '@mailroom/queues/redis-script';
 
 /** How long (ms) an unconfirmed grant keeps its place in the window: a process killed between grant and write. */
 export const PENDING_TTL_MS = 5_000;
@@ -91,25 +92,8 @@ redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[1]))
 return 0
 `;
 
-/** A script run by its SHA-1 (`EVALSHA`: the text is not sent on every call), loaded on the first `NOSCRIPT`. */
-class GateScript {
-  private readonly sha: string;
-  constructor(private readonly text: string) {
-    this.sha = createHash('sha1').update(text).digest('hex');
-  }
-
-  async run(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
-    try {
-      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
-    } catch (err) {
-      if (!/NOSCRIPT/.test((err as Error).message)) throw err;
-      return redis.eval(this.text, keys.length, ...keys, ...args);
-    }
-  }
-}
-
-const TAKE_SCRIPT = new GateScript(TAKE);
-const CONFIRM_SCRIPT = new GateScript(CONFIRM);
+const TAKE_SCRIPT = new RedisScript(TAKE);
+const CONFIRM_SCRIPT = new RedisScript(CONFIRM);
 
 /** The request a grant is for: SES v2 `SendEmail` (`POST /v2/email/outbound-emails`). */
 export const SES_SEND_PATH = '/v2/email/outbound-emails';
