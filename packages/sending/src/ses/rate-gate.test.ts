@@ -189,3 +189,18 @@ test('within a process, a more urgent caller takes the next slot', async () => {
   expect(order.indexOf('tx') - grantedBefore).toBeLessThanOrEqual(1);
   expect(order.filter((n) => n !== 'tx').sort()).toEqual(Array.from({ length: 8 }, (_, i) => `c${i}`));
 });
+
+test('at a high rate, the asks of one turn are granted together, several per script call, still spaced on average', async () => {
+  const [c] = connect(1);
+  // 10,000/s: an interval of 100 µs, so one call may take up to GRANT_BURST_US / 100 µs = 20 intervals.
+  const gate = new SendRateGate(c, freshKey(), 10_000, 0);
+  const calls = jest.spyOn(c, 'evalsha');
+  const started = performance.now();
+  await Promise.all(Array.from({ length: 64 }, () => gate.acquire()));
+  const elapsedMs = performance.now() - started;
+  const takes = calls.mock.calls.filter(([, keys]) => keys === 3).length;
+  // One by one, 64 grants took 64 calls or more (each ask after the first of a turn was refused and asked again).
+  expect(takes).toBeLessThanOrEqual(16);
+  // 20 at once from the idle gate, then only the intervals that passed: 64 grants need at least 44 more intervals.
+  expect(elapsedMs).toBeGreaterThanOrEqual(44 * 0.1 - 1);
+});
