@@ -46,12 +46,19 @@ export async function benchFeedback(
   `);
   await createWebhookEndpoint(database.db, p.id, { url: 'https://hooks.example.com/mail', eventTypes: ['email.*'], secret: 'whsec_' + Buffer.alloc(32, 1).toString('base64') });
 
+  // SES publishes each event with the message's tags: the worker tags every send with its email and project id.
+  const ids = new Map(
+    (await database.db.execute<{ id: string; to_email: string }>(sql`select id, to_email from emails where project_id = ${p.id}::uuid and message_id like ${`bench-${tag}-%`}`)).rows.map(
+      (r) => [r.to_email, r.id],
+    ),
+  );
   const signStarted = performance.now();
   const bodies: string[] = [];
   for (const type of ['Delivery', 'Open'] as const) {
     for (let i = 1; i <= emailsCount && bodies.length < total; i++) {
       const to = `fb${i}-${tag}@bench.test`;
-      bodies.push(JSON.stringify(sns.notification(sesEvent(type, { messageId: `bench-${tag}-${to}`, to }), { version: '2' })));
+      const event = sesEvent(type, { messageId: `bench-${tag}-${to}`, to, emailId: ids.get(to), projectId: p.id });
+      bodies.push(JSON.stringify(sns.notification(event, { version: '2' })));
     }
   }
   const signSeconds = (performance.now() - signStarted) / 1000;

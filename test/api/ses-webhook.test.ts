@@ -286,6 +286,17 @@ describe('event effects', () => {
     const foreign = await post(sns.notification(sesEvent('Delivery', { messageId: 'not-yet-2', to: 'x@y.test', emailId: id, projectId: other.id })));
     expect(foreign.body.data.ignored).toBe('unknown message');
   });
+
+  test('the email_id tag (on every event of our sends) finds the email with its message id; a tag naming another email falls back to the message id', async () => {
+    const a = await sentEmail(ctx.p);
+    const b = await sentEmail(ctx.p);
+    const tagged = await post(sns.notification(sesEvent('Delivery', { ...a, emailId: a.id, projectId: ctx.p.id })));
+    expect(tagged.body.data).toMatchObject({ emailId: a.id, status: 'delivered' });
+    // SES's message id decides: a tag pointing at b (b's id, a's message id) still applies the event to a, not b.
+    const crossed = await post(sns.notification(sesEvent('Open', { ...a, emailId: b.id, projectId: ctx.p.id })));
+    expect(crossed.body.data).toMatchObject({ emailId: a.id, status: 'opened' });
+    expect((await emailRow(b.id)).status).toBe('sent');
+  });
 });
 
 describe('reputation counts', () => {

@@ -64,13 +64,23 @@ type EmailForFeedback = {
 /**
  * Finds the email an event is about: by SES message id, or (an event racing our `sent` update) by the
  * `email_id` tag on a row with no message id yet. The row is locked for the rest of the transaction.
+ *
+ * The tag is tried first together with the message id: `emails` is partitioned by id (UUIDv7, time-ordered), so
+ * `id = tag` reads one month's partition, where the message id alone probes the `message_id` index of every month.
+ * A tag that names no row with that message id (a message sent before the tag existed, an imported email) falls
+ * back to the message id alone.
  */
 async function findEmail(db: DbOrTx, fb: SesFeedback): Promise<EmailForFeedback | undefined> {
   const cols = sql`id, project_id, contact_id, campaign_id, to_email, from_email, message_id`;
+  const tagged = fb.tags.email_id;
+  const validTag = tagged !== undefined && /^[0-9a-f-]{36}$/i.test(tagged);
+  if (validTag) {
+    const byId = await db.execute<EmailForFeedback>(sql`select ${cols} from emails where id = ${tagged}::uuid and message_id = ${fb.messageId} for update`);
+    if (byId.rows[0]) return byId.rows[0];
+  }
   const byMessage = await db.execute<EmailForFeedback>(sql`select ${cols} from emails where message_id = ${fb.messageId} for update`);
   if (byMessage.rows[0]) return byMessage.rows[0];
-  const tagged = fb.tags.email_id;
-  if (!tagged || !/^[0-9a-f-]{36}$/i.test(tagged)) return undefined;
+  if (!validTag) return undefined;
   const byTag = await db.execute<EmailForFeedback>(sql`
     select ${cols} from emails where id = ${tagged}::uuid and message_id is null
       and (${fb.tags.project_id ?? null}::text is null or project_id::text = ${fb.tags.project_id ?? null}::text)
