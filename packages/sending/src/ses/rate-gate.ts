@@ -268,7 +268,8 @@ export class SendRateGate {
   }
 
   /** Asks Redis until granted, holding back while outranked; see {@link acquire}. */
-  private async take(token: string, priority: number, started: number): Promise<number> {    for (;;) {
+  private async take(token: string, priority: number, started: number): Promise<number> {
+    for (;;) {
       if (this.outranked(priority)) {
         // A more urgent send of this process is waiting: the most urgent ask alone until they are granted.
         await new Promise((r) => setTimeout(r, Math.max(1, this.intervalUs / 4000)));
