@@ -84,8 +84,17 @@ export async function getEmailWithTimeline(db: DbOrTx, projectId: string, id: st
   return { email: { ...email, subject: email.subject ?? campaignSubject ?? '' }, timeline };
 }
 
+/** snake_case column name → camelCase property, computed once per name (a claim maps every column of every row). */
+const camelNames = new Map<string, string>();
+
 function camelCase(row: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(row).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), v]));
+  const out: Record<string, unknown> = {};
+  for (const k in row) {
+    let name = camelNames.get(k);
+    if (name === undefined) camelNames.set(k, (name = k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())));
+    out[name] = row[k];
+  }
+  return out;
 }
 
 /** A claimed email with what sending it needs. */
