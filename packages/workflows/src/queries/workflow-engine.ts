@@ -19,6 +19,7 @@ import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-r
 import type { DbOrTx } from '@mailroom/db/client';
 import { compileAudience } from '@mailroom/audiences/audience';
 import { endpointWants } from '@mailroom/db/queries/webhooks';
+import { executeNamed } from '@mailroom/db/queries/named';
 import type { ExecutionRow, StepRunRow, WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { workflowExecutions, workflowStepRuns } from '@mailroom/db/schema';
 
@@ -171,7 +172,11 @@ export async function moveExecution(
   const end = effects.endRun;
   const endById = end && end.target !== 'open' ? end.target.id : null;
   const hookType = effects.hook?.type ?? null;
-  const rows = await db.execute<{ execution: Record<string, unknown> | null; run: Record<string, unknown> | null; deliveries: WebhookDeliveryRef[] }>(sql`
+  // A named statement (planned once per connection): planning it, across its CTEs and the partitions of
+  // workflow_step_runs and webhook_deliveries, took 0.4–0.5 ms against 0.15–0.2 ms to execute (README, Performance).
+  // Two texts, by how the run to end is found: by id, a generic plan still reads one partition (pruned by the
+  // parameter when it starts); the open run is looked up by execution in each.
+  const rows = await executeNamed<{ execution: Record<string, unknown> | null; run: Record<string, unknown> | null; deliveries: WebhookDeliveryRef[] }>(db, sql`
     with moved as (
       update workflow_executions x set
         status = ${move.status},
@@ -200,7 +205,7 @@ export async function moveExecution(
         finished_at = case when ${end?.status ?? 'COMPLETED'} in ('RUNNING', 'WAITING') then null else now() end
       from moved m
       where ${end !== undefined}::boolean and r.execution_id = m.id
-        and (case when ${endById}::uuid is null then r.status in ('RUNNING', 'WAITING') else r.id = ${endById}::uuid end)
+        and ${endById === null ? sql`r.status in ('RUNNING', 'WAITING')` : sql`r.id = ${endById}::uuid`}
     ),
     run_begin as (
       insert into workflow_step_runs (id, execution_id, project_id, step_id, step_type, version, status)
