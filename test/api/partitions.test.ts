@@ -264,3 +264,39 @@ test('a step run sits in its execution\'s month, and a retried begin finds it th
   expect(await partOf('workflow_step_runs', stepRunId(x.id, 1))).toBe('workflow_step_runs_p200204');
   expect(await q(sql`select version from workflow_step_runs where execution_id = ${x.id}::uuid order by version`)).toEqual([{ version: 0 }, { version: 1 }]);
 });
+
+test('the move is a named statement: on a generic plan it ends the run named by id, then the open run, and begins each next run', async () => {
+  const p = await createTestProject(ctx.api.database);
+  const contactId = await contactOf(p.id);
+  const [w] = await q<{ id: string }>(sql`
+    insert into workflows (id, project_id, name, trigger_type, trigger_event) values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'wf', 'EVENT', 'signup') returning id`);
+  const [s] = await q<{ id: string }>(sql`
+    insert into workflow_steps (id, workflow_id, project_id, type, name, config) values (mailroom_uuid_v7(now()), ${w.id}::uuid, ${p.id}::uuid, 'DELAY', 'd', '{}'::jsonb) returning id`);
+  const token = '00000000-0000-4000-8000-000000000002';
+  const [x] = await q<{ id: string }>(sql`
+    insert into workflow_executions (id, project_id, workflow_id, contact_id, status, entry_key, lease_token, lease_until)
+    values (mailroom_uuid_v7(now()), ${p.id}::uuid, ${w.id}::uuid, ${contactId}::uuid, 'RUNNING', 'k', ${token}::uuid, now() + interval '1 minute')
+    returning id`);
+  const step = { id: s.id, type: 'DELAY' } as WorkflowStepRow;
+  await ctx.api.database.db.transaction(async (tx) => {
+    // One connection, held past the switch to a generic plan, and made to take it: parameters no longer fold into
+    // the plan, so partitions are pruned when the statement starts.
+    await tx.execute(sql`set local plan_cache_mode = force_generic_plan`);
+    let run = await beginStepRun(tx, { id: x.id, projectId: p.id, version: 0 } as ExecutionRow, step);
+    for (let version = 0; version < 8; version++) {
+      const moved = await moveExecution(tx, { id: x.id, version }, token, { status: 'RUNNING' }, {
+        endRun: { target: { id: run.id }, status: 'COMPLETED', branch: 'next' },
+        beginRun: { stepId: s.id, stepType: 'DELAY' },
+      });
+      expect(moved.execution?.version).toBe(version + 1);
+      expect(moved.run?.id).toBe(stepRunId(x.id, version + 1));
+      run = moved.run!;
+    }
+    const ended = await moveExecution(tx, { id: x.id, version: 8 }, token, { status: 'CANCELLED', error: 'test' }, { endRun: { target: 'open', status: 'CANCELLED', error: 'test' } });
+    expect(ended.execution).toMatchObject({ status: 'CANCELLED', version: 9 });
+    // A stale version moves nothing and ends nothing.
+    expect((await moveExecution(tx, { id: x.id, version: 3 }, token, { status: 'RUNNING' }, { endRun: { target: 'open', status: 'FAILED' } })).execution).toBeUndefined();
+  });
+  const runs = await q<{ version: number; status: string }>(sql`select version, status from workflow_step_runs where execution_id = ${x.id}::uuid order by version`);
+  expect(runs).toEqual([...Array.from({ length: 8 }, (_, v) => ({ version: v, status: 'COMPLETED' })), { version: 8, status: 'CANCELLED' }]);
+});
