@@ -11,6 +11,7 @@ import type { DbOrTx } from '../client';
 import { endpointWants } from './webhooks';
 import { attachments, campaigns, emailEvents, emails, type EmailSource, type EmailStatus } from '../schema';
 import { countReputation } from './reputation-counts';
+import { executeNamed } from './named';
 
 export type EmailRow = typeof emails.$inferSelect;
 export type NewEmail = Omit<typeof emails.$inferInsert, 'createdAt' | 'updatedAt' | 'status'>;
@@ -167,7 +168,9 @@ export async function claimEmail(
   token: string,
   leaseMs: number,
 ): Promise<{ ok: true; email: ClaimedEmail } | ({ ok: false } & ClaimMiss)> {
-  const claimed = await db.execute<Record<string, unknown>>(sql`
+  // Named (planned once per connection): planning this on the partitioned `emails` took 1.0–1.1 ms against 0.1 ms
+  // to run (`EXPLAIN (ANALYZE, SUMMARY)`); a send whose claim goes alone (no other claim in its turn) runs it.
+  const claimed = await executeNamed<Record<string, unknown>>(db, sql`
     update emails e set status = 'sending', claim_token = ${token}::uuid, claimed_at = now(),
       attempts = e.attempts + 1, updated_at = now()
     from (select id, status as previous_status from emails where id = ${emailId}::uuid for update) p
@@ -227,7 +230,8 @@ export async function finishEmail(
   const sent = outcome.status === 'sent';
   const { eventType, eventData } = finishEvent(outcome);
   const hookType = announce?.type ?? null;
-  const result = await db.execute<{ moved: number; deliveries: { id: string; projectId: string; generation: number }[] }>(sql`
+  // Named, as the claim: planning took 0.44–0.49 ms against 0.15–0.25 ms to run.
+  const result = await executeNamed<{ moved: number; deliveries: { id: string; projectId: string; generation: number }[] }>(db, sql`
     with moved as (
       update emails set
         status = ${outcome.status},
