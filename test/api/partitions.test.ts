@@ -6,9 +6,9 @@
  */
 import { sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
-import { idLowerBound, idTimestampMs, keyedIdAt } from '@mailroom/platform/ids';
+import { idLowerBound, idTimestampMs, keyedIdAt, newId } from '@mailroom/platform/ids';
 import { ensureMonthPartitions, listMonthPartitions, PARTITIONED_TABLES } from '@mailroom/db/queries/partitions';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { claimEmail, finishEmail, insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { foldAllCounterDeltas } from '@mailroom/db/queries/counters';
 import { fanoutBatch } from '@mailroom/audiences/queries/campaigns';
 import { runPartitionPass, PARTITION_MONTHS_AHEAD } from '@mailroom/sending/partitions';
@@ -299,4 +299,24 @@ test('the move is a named statement: on a generic plan it ends the run named by 
   });
   const runs = await q<{ version: number; status: string }>(sql`select version, status from workflow_step_runs where execution_id = ${x.id}::uuid order by version`);
   expect(runs).toEqual([...Array.from({ length: 8 }, (_, v) => ({ version: v, status: 'COMPLETED' })), { version: 8, status: 'CANCELLED' }]);
+});
+
+test('a lone claim and finish are named statements: on a generic plan they claim, refuse a second claim, and finish only with the token', async () => {
+  const p = await createTestProject(ctx.api.database);
+  const rows = Array.from({ length: 3 }, () => ({ id: newId(), projectId: p.id, source: 'transactional' as const, toEmail: recipient('gp'), fromEmail: `a@${p.domain}`, subject: 's', body: 'b', bodyFormat: 'html' as const }));
+  await ctx.api.database.db.transaction((tx) => insertQueuedEmails(tx, rows));
+  await ctx.api.database.db.transaction(async (tx) => {
+    // Made to take the generic plan at once: the updated partition is then pruned by a parameter, not at planning.
+    await tx.execute(sql`set local plan_cache_mode = force_generic_plan`);
+    for (const row of rows) {
+      const token = newId();
+      const claimed = await claimEmail(tx, row.id, token, 30_000);
+      expect(claimed).toMatchObject({ ok: true, email: { id: row.id, previousStatus: 'queued' } });
+      expect((await claimEmail(tx, row.id, newId(), 30_000)).ok).toBe(false);
+      expect((await finishEmail(tx, row.id, newId(), { status: 'sent', messageId: `wrong-${row.id}`, renderedSubject: 's' })).finished).toBe(false);
+      expect((await finishEmail(tx, row.id, token, { status: 'sent', messageId: `m-${row.id}`, renderedSubject: 's' })).finished).toBe(true);
+    }
+  });
+  const after = await q<{ id: string; status: string; message_id: string }>(sql`select id, status, message_id from emails where project_id = ${p.id}::uuid order by id`);
+  expect(after).toEqual(rows.map((r) => ({ id: r.id, status: 'sent', message_id: `m-${r.id}` })).sort((a, b) => a.id.localeCompare(b.id)));
 });
