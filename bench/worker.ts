@@ -9,7 +9,7 @@
  * Two rates per drain: *steady*, the middle 80% of the emails over the time between the 10th and the 90th
  * percentile of their `sent_at` (start-up and the tail left out), and *incl. start-up*, all emails over the time
  * from spawning the processes to the last `sent` row. Also the Postgres transactions committed per email
- * (`pg_stat_database`, the bench's polling included: about 10/s), and the processes' CPU time per email after
+ * (`pg_stat_database`, the bench's polling included: about 10/s, each a count over the drain's id range), and the processes' CPU time per email after
  * start-up (`/proc/<pid>/stat`).
  *
  * `BENCH_WORKER_PROCESSES=1` drains with that many processes only (default: 1, then 2); `BENCH_WORKER_LIMITER=0`
@@ -24,7 +24,7 @@
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
@@ -61,8 +61,22 @@ async function enqueue(config: Config, database: Database, count: number, domain
 
 const idArray = (ids: string[]) => `{${ids.join(',')}}`;
 
-async function sentCount(database: Database, ids: string[]): Promise<number> {
-  const r = await database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where id = any(${idArray(ids)}::uuid[]) and status = 'sent'`);
+/**
+ * The drain's emails as an id range: their ids are UUIDv7, so the emails one drain accepted are exactly those
+ * between its lowest and highest id (drains accept their emails one after another, never interleaved).
+ */
+function idRange(ids: string[]): { lo: string; hi: string } {
+  const sorted = [...ids].sort();
+  return { lo: sorted[0], hi: sorted[sorted.length - 1] };
+}
+
+/**
+ * Emails of the drain already `sent`, polled about 10 times a second while it runs. By id range (an index range
+ * scan of one partition, about 1 ms for 3,000 rows), not by the id list: `id = any(<3,000 ids>)` took Postgres
+ * 38 ms to plan at every poll (measured with EXPLAIN), about 0.4 of this machine's 2 cores taken from the drain.
+ */
+async function sentCount(database: Database, range: { lo: string; hi: string }): Promise<number> {
+  const r = await database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where id between ${range.lo}::uuid and ${range.hi}::uuid and status = 'sent'`);
   return r.rows[0].n;
 }
 
@@ -88,6 +102,38 @@ interface Drain {
    * other load on the host than the rate itself.
    */
   cpuMsPerEmail: number;
+  /** The same for the services the drain shares the host with (every Postgres backend, Redis, the SES emulator). */
+  servicesCpuMsPerEmail: Record<Service, number>;
+}
+
+type Service = 'postgres' | 'redis' | 'emulator';
+
+/**
+ * CPU time (ms) used so far by the host's Postgres processes (every backend, the bench's own included), its Redis
+ * and the SES emulator, read from `/proc` (zeros where there is none). The drain's rate is bounded by the whole
+ * host's CPU, not only the worker's: these say what else each email costs the machine.
+ */
+function servicesCpuMs(): Record<Service, number> {
+  const sums: Record<Service, number> = { postgres: 0, redis: 0, emulator: 0 };
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return sums;
+  }
+  for (const pid of pids) {
+    let comm = '';
+    let cmdline = '';
+    try {
+      comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      if (comm === 'node') cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    const service: Service | undefined = comm === 'postgres' ? 'postgres' : comm.startsWith('redis-server') ? 'redis' : cmdline.includes('aws-ses-v2-local') ? 'emulator' : undefined;
+    if (service) sums[service] += cpuMs(Number(pid));
+  }
+  return sums;
 }
 
 /** CPU time (ms, user + system) a process has used so far, from `/proc/<pid>/stat` (0 where there is no /proc). */
@@ -110,16 +156,17 @@ async function commits(database: Database): Promise<number> {
 /** Runs one drain: enqueue, spawn `processes` processes, wait for every row `sent`, stop them. */
 async function drain(start: () => ChildProcess[], env: Record<string, string>, database: Database, p: { id: string; domain: string }, total: number, tag: string): Promise<Drain> {
   const ids = await enqueue(loadConfig(env), database, total, p.domain, p.id, tag);
+  const range = idRange(ids);
   const committedBefore = await commits(database);
   const started = performance.now();
   const children = start();
   let sent = 0;
   let progressAt = performance.now();
   const cpuNow = () => children.reduce((sum, c) => sum + cpuMs(c.pid), 0);
-  let cpuFrom: { ms: number; sent: number } | undefined;
-  for (let last = 0; (sent = await sentCount(database, ids)) < total; last = sent) {
+  let cpuFrom: { ms: number; sent: number; services: Record<Service, number> } | undefined;
+  for (let last = 0; (sent = await sentCount(database, range)) < total; last = sent) {
     if (children.some((c) => c.exitCode !== null)) throw new Error(`${tag}: a process exited before the drain ended`);
-    if (sent > 0 && !cpuFrom) cpuFrom = { ms: cpuNow(), sent };
+    if (sent > 0 && !cpuFrom) cpuFrom = { ms: cpuNow(), sent, services: servicesCpuMs() };
     if (sent > last) progressAt = performance.now();
     // Nothing sent for 30 s (start-up included): give up rather than hold the machine.
     if (performance.now() - progressAt > 30_000) {
@@ -130,10 +177,13 @@ async function drain(start: () => ChildProcess[], env: Record<string, string>, d
   }
   const seconds = (performance.now() - started) / 1000;
   const cpuMsPerEmail = cpuFrom ? (cpuNow() - cpuFrom.ms) / (sent - cpuFrom.sent) : NaN;
+  const servicesNow = servicesCpuMs();
+  const perEmail = (k: Service) => (cpuFrom ? (servicesNow[k] - cpuFrom.services[k]) / (sent - cpuFrom.sent) : NaN);
+  const servicesCpuMsPerEmail = { postgres: perEmail('postgres'), redis: perEmail('redis'), emulator: perEmail('emulator') };
   await Promise.all(children.map(stopChild));
   await database.db.execute(sql`select pg_stat_clear_snapshot()`);
   const commitsPerEmail = ((await commits(database)) - committedBefore) / total;
-  return { steady: await steadyRate(database, ids), withStartUp: sent / seconds, seconds, commitsPerEmail, cpuMsPerEmail };
+  return { steady: await steadyRate(database, ids), withStartUp: sent / seconds, seconds, commitsPerEmail, cpuMsPerEmail, servicesCpuMsPerEmail };
 }
 
 const stopChild = (c: ChildProcess) => new Promise<void>((resolve) => (c.exitCode !== null ? resolve() : (c.once('exit', () => resolve()), c.kill('SIGTERM'))));
@@ -164,7 +214,7 @@ export async function benchWorker(
   const onlyProcesses = process.env.BENCH_WORKER_PROCESSES;
   const concurrency = process.env.BENCH_WORKER_CONCURRENCY ?? '32';
   const fmt = (d: Drain) =>
-    `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s), ${d.commitsPerEmail.toFixed(2)} Postgres commits/email, ${d.cpuMsPerEmail.toFixed(2)} CPU ms/email`;
+    `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s), ${d.commitsPerEmail.toFixed(2)} Postgres commits/email, ${d.cpuMsPerEmail.toFixed(2)} CPU ms/email (Postgres ${d.servicesCpuMsPerEmail.postgres.toFixed(2)}, Redis ${d.servicesCpuMsPerEmail.redis.toFixed(2)}, emulator ${d.servicesCpuMsPerEmail.emulator.toFixed(2)})`;
   let n = 0;
   for (let round = 1; round <= rounds; round++) {
     for (const processes of onlyProcesses ? [Number(onlyProcesses)] : [1, 2]) {
@@ -204,7 +254,8 @@ export async function benchWorker(
   const rateEnv = { ...baseEnv, QUEUE_PREFIX: `{bench-rate-${Date.now()}}`, SES_MAX_SEND_RATE: '14', WORKER_HEALTH_PORT: '0' };
   const rateIds = await enqueue(loadConfig(rateEnv), database, count, p.domain, p.id, 'rate');
   const workers = [spawnApp('apps/worker/src/main.ts', rateEnv), spawnApp('apps/worker/src/main.ts', rateEnv)];
-  while ((await sentCount(database, rateIds)) < count) await new Promise((r) => setTimeout(r, 200));
+  const rateRange = idRange(rateIds);
+  while ((await sentCount(database, rateRange)) < count) await new Promise((r) => setTimeout(r, 200));
   await Promise.all(workers.map(stopChild));
   const recorded = (await (await fetch(`${ses.endpoint}/__recorded`, { method: 'POST', body: JSON.stringify({ toPrefix: 'rate' }) })).json()) as RecordedSend[];
   const times = recorded.map((s) => s.at).sort((a, b) => a - b);
