@@ -50,6 +50,12 @@ import { WorkerMetrics } from './metrics';
 import type { SendJobResult } from '@mailroom/sending/job';
 import type { WorkflowJobResult } from '@mailroom/workflows/engine/engine';
 
+/**
+ * Connections of the send path's own pool (claims and finishes, generic plans): two batched statements of each
+ * kind at most run at once (`@mailroom/sending/claim`).
+ */
+const SEND_POOL_SIZE = 4;
+
 /** A running worker process. */
 export interface RunningWorker {
   /** The `send` worker (`workers.send`). */
@@ -80,6 +86,18 @@ export async function startWorker(
     url: config.databaseUrl,
     poolSize: config.dbPoolSize,
     applicationName: 'mailroom-worker',
+    onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
+  });
+  // The send jobs' claims and finishes (`@mailroom/sending/claim`): planned once per connection, generically (see
+  // `createDatabase`'s `genericPlans`), on a pool of their own, so the rest of the worker keeps Postgres's own
+  // choice. At most two batched statements of each kind run at once (`claim.ts`): four connections. Replaced every
+  // 10 minutes, so no generic plan outlives the table sizes it was made for by longer.
+  const sendDatabase = createDatabase({
+    url: config.databaseUrl,
+    poolSize: SEND_POOL_SIZE,
+    applicationName: 'mailroom-worker-send',
+    genericPlans: true,
+    maxLifetimeSeconds: 600,
     onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
   });
   const connection = createRedis(config, 'worker');
@@ -141,6 +159,7 @@ export async function startWorker(
       send: createSendProcessor({
         config,
         database,
+        claimDatabase: sendDatabase,
         redis: sendRedis,
         transport,
         logger,
@@ -235,7 +254,7 @@ export async function startWorker(
     transport.close();
     connection.disconnect();
     sendRedis.disconnect();
-    await database.close();
+    await Promise.all([database.close(), sendDatabase.close()]);
     logger.info('worker stopped');
   }
 }

@@ -73,6 +73,11 @@ export interface SendJobInput {
 export interface EmailSenderDeps {
   config: SendingConfig & QueueConfig & Pick<AudienceConfig, 'campaignPauseRecheckMs'> & Pick<PlatformConfig, 'queuePrefix' | 'publicUrl'>;
   database: Database;
+  /**
+   * The pool of the claims and finishes (the worker's runs generic plans: `createDatabase`'s `genericPlans`);
+   * default `database`.
+   */
+  claimDatabase?: Database;
   transport: MailTransport;
   /** Producer of webhook deliveries (email.sent, email.failed, email.suppressed). */
   webhookQueue: Queue<WebhookJobPayload>;
@@ -104,7 +109,7 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
   const { config, transport } = deps;
   const { db } = deps.database;
   // Claims and finishes of this process's concurrent jobs go in batches (SEND_BATCH_SIZE; `batcher.ts`).
-  const batching = createSendBatching({ config, db, webhookQueue: deps.webhookQueue }, config.sendLeaseMs, config.sendBatchSize);
+  const batching = createSendBatching({ config, db: (deps.claimDatabase ?? deps.database).db, webhookQueue: deps.webhookQueue }, config.sendLeaseMs, config.sendBatchSize);
   /** SES calls in a row that found it unreachable (this process); sets the pause before the next try. */
   let unreachableStreak = 0;
 
