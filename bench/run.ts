@@ -31,6 +31,8 @@
  *          (bench/history.ts; BENCH_HISTORY_ROWS sets the first size, BENCH_HISTORY_GROWTH the factor). Run only
  *          when named (it fills tens of millions of rows).
  *
+ * BENCH_LOG_DIR=dir writes the log (stdout) of every process a benchmark starts to a file of its own in `dir`.
+ *
  * Uses a database of its own (`BENCH_DATABASE`, default `mailroom_bench_<pid>`: created, and dropped at the end, so
  * two runs on one machine never share one) and queue prefix; Postgres and Redis must answer. With
  * BENCH_KEEP_DATABASE=1 (and a BENCH_DATABASE name) an existing database is kept (only migrated) and not dropped at
@@ -38,7 +40,7 @@
  * on it afterwards.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
@@ -66,13 +68,18 @@ const results: Record<string, unknown> = {};
  * production, from the build (`apps/<app>/dist/<file>.js`, plain `node`; run `npm run build` first); the bench's
  * own processes (the ceilings) always run through tsx.
  */
+let spawned = 0;
+
 function spawnApp(file: string, env: Record<string, string>, nodeFlags: string[] = []): ChildProcess {
   const compiled = process.env.BENCH_COMPILED === '1' && /^apps\/[^/]+\/src\/.+\.ts$/.test(file);
   const args = compiled ? [path.join(ROOT, file.replace('/src/', '/dist/').replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, file)];
+  // BENCH_LOG_DIR: each process's log (stdout) to a file of its own there, to read what a slow drain did.
+  const logDir = process.env.BENCH_LOG_DIR;
+  const stdout = logDir ? openSync(path.join(logDir, `${path.basename(file, '.ts')}-${Date.now()}-${++spawned}.log`), 'w') : 'ignore';
   return spawn(process.execPath, [...nodeFlags, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env, TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json') },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', stdout, 'inherit'],
   });
 }
 

@@ -18,6 +18,7 @@
  * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the first worker process of each drain there.
  * `BENCH_WORKER_B_NODE_FLAGS="--max-semi-space-size=64"` also drains with this checkout's worker started with those
  * Node flags, in the same rounds.
+ * `BENCH_WORKER_B_CONCURRENCY=64` also drains with this checkout's worker at that `WORKER_CONCURRENCY`, in the same rounds.
  * `BENCH_WORKER_B_DIR=/path/to/other/checkout` also drains with that checkout's worker in the same rounds (before
  * and after a change; the database schema must be the same).
  *
@@ -213,6 +214,7 @@ export async function benchWorker(
   const other = process.env.BENCH_WORKER_B_DIR;
   const onlyProcesses = process.env.BENCH_WORKER_PROCESSES;
   const concurrency = process.env.BENCH_WORKER_CONCURRENCY ?? '32';
+  const concurrencyB = process.env.BENCH_WORKER_B_CONCURRENCY;
   const fmt = (d: Drain) =>
     `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s), ${d.commitsPerEmail.toFixed(2)} Postgres commits/email, ${d.cpuMsPerEmail.toFixed(2)} CPU ms/email (Postgres ${d.servicesCpuMsPerEmail.postgres.toFixed(2)}, Redis ${d.servicesCpuMsPerEmail.redis.toFixed(2)}, emulator ${d.servicesCpuMsPerEmail.emulator.toFixed(2)})`;
   let n = 0;
@@ -239,6 +241,11 @@ export async function benchWorker(
         const fEnv = env('flags');
         const f = await drain(() => Array.from({ length: processes }, () => spawnApp('apps/worker/src/main.ts', fEnv, flagsB)), fEnv, database, p, total, `f${n++}-`);
         rows.push({ measure: `round ${round}, ${label}: worker with ${flagsB.join(' ')}`, value: `${fmt(f)}; ratio ${(f.steady / ceiling.steady).toFixed(2)}× steady` });
+      }
+      if (concurrencyB) {
+        const kEnv = { ...env('k'), WORKER_CONCURRENCY: concurrencyB };
+        const k = await drain(() => Array.from({ length: processes }, () => spawnApp('apps/worker/src/main.ts', kEnv)), kEnv, database, p, total, `k${n++}-`);
+        rows.push({ measure: `round ${round}, ${label}: worker at WORKER_CONCURRENCY ${concurrencyB}`, value: `${fmt(k)}; ratio ${(k.steady / ceiling.steady).toFixed(2)}× steady` });
       }
       if (other) {
         const bEnv = env('b');
