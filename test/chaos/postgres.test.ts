@@ -24,7 +24,7 @@ import { freePort, waitForHttp } from '../support/services';
 const ROOT = path.resolve(__dirname, '../..');
 const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** The application names of the processes under test; the test's own connections are spared. */
-const VICTIMS = ['mailroom-api', 'mailroom-worker', 'mailroom-workflow-inbox'];
+const VICTIMS = ['mailroom-api', 'mailroom-worker', 'mailroom-worker-send', 'mailroom-workflow-inbox'];
 
 function spawnApi(env: Record<string, string>): ChildProcess & { output: string[] } {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'apps/api/src/server.ts')], {
