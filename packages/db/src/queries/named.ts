@@ -1,7 +1,11 @@
 /**
  * The hot statements of the request path (`POST /v1/track`, `POST /v1/send`) run as named statements: Postgres
- * parses and plans each distinct text once per connection, then only binds and executes it. Their texts are
- * long (contact-upsert CTEs) and were planned on every call: measured with `npm run bench -- api` (one run, the
+ * parses each distinct text once per connection, then binds and executes it. It plans it for each call's values
+ * for the first five calls, then keeps one generic plan if that plan's estimated cost is no higher
+ * (`plan_cache_mode = auto`): checked in `pg_prepared_statements`, the track statements switch after five calls,
+ * while the send worker's batched claim and finish never did (they run on a pool that forces generic plans:
+ * `createDatabase`'s `genericPlans`). The texts are
+ * long (contact-upsert CTEs); unnamed, they were parsed and planned at every call. Measured with `npm run bench -- api` (one run, the
  * same load in alternating rounds), named statements took `/v1/send` from 0.46× to 0.66× the bare ceiling and
  * `/v1/track` from 0.60× to 0.82×.
  *
