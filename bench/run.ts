@@ -31,7 +31,8 @@
  *          (bench/history.ts; BENCH_HISTORY_ROWS sets the first size, BENCH_HISTORY_GROWTH the factor). Run only
  *          when named (it fills tens of millions of rows).
  *
- * BENCH_LOG_DIR=dir writes the log (stdout) of every process a benchmark starts to a file of its own in `dir`.
+ * BENCH_LOG_DIR=dir writes the log (stdout) of every app process and worker ceiling a benchmark starts (not another
+ * checkout's worker, `BENCH_WORKER_B_DIR`) to a file of its own in `dir`.
  *
  * Uses a database of its own (`BENCH_DATABASE`, default `mailroom_bench_<pid>`: created, and dropped at the end, so
  * two runs on one machine never share one) and queue prefix; Postgres and Redis must answer. With
@@ -40,7 +41,7 @@
  * on it afterwards.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
@@ -62,25 +63,30 @@ const ROOT = path.resolve(__dirname, '..');
 const ADMIN_DB_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const results: Record<string, unknown> = {};
 
+/** Processes started by {@link spawnApp} (names their log files). */
+let spawned = 0;
+
 /**
  * Runs an entry point in its own process; `nodeFlags` e.g. `--cpu-prof` (BENCH_PROFILE=dir profiles the drain).
  * With BENCH_COMPILED=1 an app's entry point (`apps/<app>/src/<file>.ts`) runs as `npm run start:*` runs it in
  * production, from the build (`apps/<app>/dist/<file>.js`, plain `node`; run `npm run build` first); the bench's
  * own processes (the ceilings) always run through tsx.
  */
-let spawned = 0;
-
 function spawnApp(file: string, env: Record<string, string>, nodeFlags: string[] = []): ChildProcess {
   const compiled = process.env.BENCH_COMPILED === '1' && /^apps\/[^/]+\/src\/.+\.ts$/.test(file);
   const args = compiled ? [path.join(ROOT, file.replace('/src/', '/dist/').replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, file)];
   // BENCH_LOG_DIR: each process's log (stdout) to a file of its own there, to read what a slow drain did.
   const logDir = process.env.BENCH_LOG_DIR;
+  if (logDir) mkdirSync(logDir, { recursive: true });
   const stdout = logDir ? openSync(path.join(logDir, `${path.basename(file, '.ts')}-${Date.now()}-${++spawned}.log`), 'w') : 'ignore';
-  return spawn(process.execPath, [...nodeFlags, ...args], {
+  const child = spawn(process.execPath, [...nodeFlags, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env, TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json') },
     stdio: ['ignore', stdout, 'inherit'],
   });
+  // The child holds its own copy of the file.
+  if (typeof stdout === 'number') closeSync(stdout);
+  return child;
 }
 
 const stop = (p: ChildProcess) => new Promise<void>((resolve) => (p.exitCode !== null ? resolve() : (p.once('exit', () => resolve()), p.kill('SIGTERM'))));

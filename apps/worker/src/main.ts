@@ -48,13 +48,14 @@ import { retentionTask } from './processors/retention';
 import { partitionsTask } from './processors/partitions';
 import { WorkerMetrics } from './metrics';
 import type { SendJobResult } from '@mailroom/sending/job';
+import { SEND_BATCHES_IN_FLIGHT } from '@mailroom/sending/claim';
 import type { WorkflowJobResult } from '@mailroom/workflows/engine/engine';
 
 /**
- * Connections of the send path's own pool (claims and finishes, generic plans): two batched statements of each
- * kind at most run at once (`@mailroom/sending/claim`).
+ * Connections of the send path's own pool (batched claims and finishes, generic plans): at most two batched
+ * statements of each kind run at once (`SEND_BATCHES_IN_FLIGHT` in `@mailroom/sending/claim`).
  */
-const SEND_POOL_SIZE = 4;
+const SEND_POOL_SIZE = 2 * SEND_BATCHES_IN_FLIGHT;
 
 /** A running worker process. */
 export interface RunningWorker {
@@ -88,17 +89,17 @@ export async function startWorker(
     applicationName: 'mailroom-worker',
     onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
   });
-  // The send jobs' claims and finishes (`@mailroom/sending/claim`): planned once per connection, generically (see
-  // `createDatabase`'s `genericPlans`), on a pool of their own, so the rest of the worker keeps Postgres's own
-  // choice. At most two batched statements of each kind run at once (`claim.ts`): four connections. Replaced every
-  // 10 minutes, so no generic plan outlives the table sizes it was made for by longer.
+  // The send jobs' batched claims and finishes (`@mailroom/sending/claim`): planned once per connection,
+  // generically (see `createDatabase`'s `genericPlans`), on a pool of their own, so the rest of the worker keeps
+  // Postgres's own choice. Replaced every 10 minutes, so no generic plan outlives the table sizes it was made for
+  // by longer.
   const sendDatabase = createDatabase({
     url: config.databaseUrl,
     poolSize: SEND_POOL_SIZE,
     applicationName: 'mailroom-worker-send',
     genericPlans: true,
     maxLifetimeSeconds: 600,
-    onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
+    onConnectionError: (err) => logger.warn({ err: err.message, pool: 'send' }, 'postgres connection lost; the pool reconnects'),
   });
   const connection = createRedis(config, 'worker');
   // The kept SES outcomes' SET and DEL (`@mailroom/sending/ses-accepted`), up to WORKER_CONCURRENCY at once:
@@ -159,7 +160,7 @@ export async function startWorker(
       send: createSendProcessor({
         config,
         database,
-        claimDatabase: sendDatabase,
+        batchDatabase: sendDatabase,
         redis: sendRedis,
         transport,
         logger,

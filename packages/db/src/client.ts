@@ -24,7 +24,8 @@ export interface Database {
 /**
  * The connections' startup `options`: no JIT compilation (README "Postgres settings"), since every statement here is
  * OLTP and, once history grows, the planner's estimates cross `jit_above_cost` and a statement of a few ms pays tens
- * of ms compiling; then whatever `PGOPTIONS` and the URL's own `options` parameter say (they may set `jit` back).
+ * of ms compiling; generic plans when `genericPlans` (see {@link createDatabase}); then whatever `PGOPTIONS` and the
+ * URL's own `options` parameter say (they come last, so they may set `jit` or `plan_cache_mode` back).
  */
 function sessionOptions(url: string, genericPlans: boolean): string {
   let fromUrl: string | null = null;
@@ -43,11 +44,12 @@ function sessionOptions(url: string, genericPlans: boolean): string {
  * @param options.poolSize - maximum connections of this process (budget: see README "Postgres connections").
  * @param options.applicationName - shown in `pg_stat_activity`.
  * @param options.onConnectionError - told of a connection lost outside a query (for logging); never throws.
- * @param options.genericPlans - the connections plan every parameterised statement once, generically
- *   (`plan_cache_mode = force_generic_plan`), instead of planning it again for each call's values. Only for a pool
- *   whose every statement is written for it: its rows found by key, the partitioned tables pruned by parameter when
- *   the statement starts (`Subplans Removed`). Postgres's own choice (`auto`) kept re-planning the send path's
- *   batched claim and finish on every call: 1.7–3.3 ms of planning against 0.6–2.6 ms to run (README, "Performance").
+ * @param options.genericPlans - the connections run every parameterised statement on a generic plan
+ *   (`plan_cache_mode = force_generic_plan`): a named statement is planned once per connection instead of again for
+ *   each call's values; an unnamed one still gets a new (generic) plan at every call. Only for a pool whose every
+ *   statement is written for it: rows reached by key, so a plan made for no particular value is as good as one made
+ *   for the values. Postgres's own choice (`auto`) kept re-planning the send path's batched claim and finish at
+ *   every call: 1.7–2.7 ms of planning against 0.6–2.9 ms to run (README, "Performance").
  * @param options.maxLifetimeSeconds - a connection is closed and replaced after this long (0 or absent: never), so
  *   that a generic plan made while a table was small does not outlive the estimates it was made from.
  */

@@ -16,7 +16,7 @@ export interface PlatformConfig {
   readonly env: 'production' | 'development' | 'test';
   /** `DATABASE_URL`: Postgres connection string (default `postgres://postgres@127.0.0.1:5432/mailroom`). */
   readonly databaseUrl: string;
-  /** `DB_POOL_SIZE`: connections per process (1–500, default 10). */
+  /** `DB_POOL_SIZE`: connections of the process's main pool (1–500, default 10; a worker opens up to 5 more). */
   readonly dbPoolSize: number;
   /** `REDIS_URL`: Redis connection string (queues, rate limits; default `redis://127.0.0.1:6379`). */
   readonly redisUrl: string;

@@ -279,34 +279,43 @@ test('a row claimed in a batch is only finished by its own token', async () => {
   expect((await database.db.select().from(emails).where(eq(emails.id, id)))[0]).toMatchObject({ status: 'sending', claimToken: a.claim.token });
 });
 
-test('on a pool with generic plans (the worker\'s send pool), batched and lone claims and finishes are planned once and still claim and finish right', async () => {
-  // One connection, so the prepared statements read back are the ones the claims and finishes ran.
+test('batched claims and finishes run on the batch pool\'s generic plans, lone ones on the main pool; each claims once and finishes only with its token', async () => {
+  // One connection, so the prepared statements read back are every statement the batches ran.
   const generic = createDatabase({ url: config.databaseUrl, poolSize: 1, applicationName: 'test-send-generic', genericPlans: true });
   try {
     expect((await generic.db.execute<{ plan_cache_mode: string }>(sql`show plan_cache_mode`)).rows[0].plan_cache_mode).toBe('force_generic_plan');
-    const batching = createSendBatching({ config, db: generic.db, webhookQueue }, 60_000, 50);
+    const sizes: number[] = [];
+    const batching = createSendBatching({ config, db: database.db, batchDb: generic.db, webhookQueue }, 60_000, 50, (_, n) => sizes.push(n));
     for (let round = 0; round < 3; round++) {
       const ids = await queuedEmails(6);
       const claims = await Promise.all(ids.map((id) => batching.claim(id)));
       const held = claims.map((c) => (c.ok ? c.claim : undefined)).filter((c): c is Claim => c !== undefined);
       expect(held).toHaveLength(6);
-      // A second claim of a held row is refused whatever the plan.
-      expect((await batching.claim(ids[0])).ok).toBe(false);
+      // Alone (nothing else in its turn): a second claim of a held row is refused, a finish with another token
+      // moves nothing.
+      expect(await batching.claim(ids[0])).toMatchObject({ ok: false, kind: 'leased' });
+      expect(await batching.finish({ ...held[0], token: newId() }, { status: 'sent', messageId: 'wrong', renderedSubject: 'S' }, log)).toBe(false);
       const finished = await Promise.all(held.map((c) => batching.finish(c, { status: 'sent', messageId: `g-${c.email.id}`, renderedSubject: 'S' }, log)));
       expect(finished).toEqual(held.map(() => true));
-      expect((await rowsOf(ids)).map((r) => r.status)).toEqual(ids.map(() => 'sent'));
+      const rows = await rowsOf(ids);
+      expect(rows.map((r) => [r.status, r.messageId]).sort()).toEqual(held.map((c) => ['sent', `g-${c.email.id}`]).sort());
     }
+    // A lone claim and finish that succeed.
+    const [alone] = await queuedEmails(1);
+    const one = await batching.claim(alone);
+    if (!one.ok) throw new Error('expected a claim');
+    expect(await batching.finish(one.claim, { status: 'sent', messageId: 'alone', renderedSubject: 'S' }, log)).toBe(true);
+    expect(sizes.filter((n) => n > 1).length).toBeGreaterThanOrEqual(6);
+
     const plans = (
       await generic.db.execute<{ statement: string; generic_plans: string; custom_plans: string }>(
         sql`select statement, generic_plans::text, custom_plans::text from pg_prepared_statements`,
       )
     ).rows;
-    const batchedClaim = plans.find((p) => p.statement.includes('with want as'));
-    const batchedFinish = plans.find((p) => p.statement.includes('with input as'));
-    expect(Number(batchedClaim?.generic_plans)).toBeGreaterThanOrEqual(3);
-    expect(Number(batchedFinish?.generic_plans)).toBeGreaterThanOrEqual(3);
-    // Not one statement of the send path was planned for its values.
-    expect(plans.filter((p) => Number(p.custom_plans) > 0)).toEqual([]);
+    // Only the two batched statements ran there, each on its one generic plan, never planned for its values.
+    expect(plans).toHaveLength(2);
+    expect(plans.find((p) => p.statement.includes('with want as'))).toMatchObject({ generic_plans: '3', custom_plans: '0' });
+    expect(plans.find((p) => p.statement.includes('with input as'))).toMatchObject({ generic_plans: '3', custom_plans: '0' });
   } finally {
     await generic.close();
   }

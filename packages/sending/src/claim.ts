@@ -118,6 +118,9 @@ function finishRequest(claim: Claim, outcome: SendOutcome): FinishRequest {
   return { emailId: email.id, token: claim.token, outcome, ...(type ? { announce: { type, data } } : {}) };
 }
 
+/** Batched statements of each kind (claims, finishes) that run at once in one process. */
+export const SEND_BATCHES_IN_FLIGHT = 2;
+
 /** The claims and finishes of one worker process, each batched across its concurrent send jobs. */
 export interface SendBatching {
   /** {@link claimForSending}, batched. */
@@ -138,17 +141,25 @@ export interface SendBatching {
  * runs every claim and finish on its own. `observe` is told the size of each statement's batch as it starts.
  */
 export function createSendBatching(
-  deps: FinishDeps,
+  deps: FinishDeps & {
+    /**
+     * Where the batched statements run (default `db`): the worker's pool with generic plans (`createDatabase`'s
+     * `genericPlans`), since Postgres re-planned them at every call. A claim or finish on its own, and a claim a
+     * batch did not take, run on `db`, where Postgres chooses the plan (a generic plan of a one-row statement locks
+     * every month partition of `emails` before it prunes them).
+     */
+    batchDb?: DbOrTx;
+  },
   leaseMs: number,
   batchSize: number,
   observe?: (kind: 'claim' | 'finish', size: number) => void,
 ): SendBatching {
-  const options = { maxBatch: batchSize, maxInFlight: 2, sameTurn: true };
+  const options = { maxBatch: batchSize, maxInFlight: SEND_BATCHES_IN_FLIGHT, sameTurn: true };
   const claims = new Batcher<string, ClaimResult | undefined>(
     async (emailIds) => {
       const requests = emailIds.map((emailId) => ({ emailId, token: randomUUID() }));
       const claimedAt = Date.now();
-      const claimed = await claimEmails(deps.db, requests, leaseMs);
+      const claimed = await claimEmails(deps.batchDb ?? deps.db, requests, leaseMs);
       return requests.map(({ token }) => {
         const email = claimed.get(token);
         return email ? { ok: true as const, claim: { email: email as SendingEmail, token, claimedAt } } : undefined;
@@ -160,7 +171,7 @@ export function createSendBatching(
   type Finish = { request: FinishRequest; log: Logger };
   const finishes = new Batcher<Finish, boolean>(
     async (items) => {
-      const { finished, deliveries } = await finishEmails(deps.db, items.map((i) => i.request));
+      const { finished, deliveries } = await finishEmails(deps.batchDb ?? deps.db, items.map((i) => i.request));
       await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, items[0].log);
       return finished;
     },

@@ -74,10 +74,10 @@ export interface EmailSenderDeps {
   config: SendingConfig & QueueConfig & Pick<AudienceConfig, 'campaignPauseRecheckMs'> & Pick<PlatformConfig, 'queuePrefix' | 'publicUrl'>;
   database: Database;
   /**
-   * The pool of the claims and finishes (the worker's runs generic plans: `createDatabase`'s `genericPlans`);
-   * default `database`.
+   * The pool of the batched claims and finishes (the worker's plans generically: `createDatabase`'s
+   * `genericPlans`); default `database`. Claims and finishes on their own run on `database`.
    */
-  claimDatabase?: Database;
+  batchDatabase?: Database;
   transport: MailTransport;
   /** Producer of webhook deliveries (email.sent, email.failed, email.suppressed). */
   webhookQueue: Queue<WebhookJobPayload>;
@@ -109,7 +109,11 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
   const { config, transport } = deps;
   const { db } = deps.database;
   // Claims and finishes of this process's concurrent jobs go in batches (SEND_BATCH_SIZE; `batcher.ts`).
-  const batching = createSendBatching({ config, db: (deps.claimDatabase ?? deps.database).db, webhookQueue: deps.webhookQueue }, config.sendLeaseMs, config.sendBatchSize);
+  const batching = createSendBatching(
+    { config, db, batchDb: deps.batchDatabase?.db, webhookQueue: deps.webhookQueue },
+    config.sendLeaseMs,
+    config.sendBatchSize,
+  );
   /** SES calls in a row that found it unreachable (this process); sets the pause before the next try. */
   let unreachableStreak = 0;
 
