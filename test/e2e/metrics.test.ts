@@ -1,6 +1,7 @@
 /**
  * The worker's Prometheus metrics on its health port: send outcomes (sent, failed, throttled), SES latency by
- * outcome, the send-rate gate's waits, queue depths per queue and state, and every metric family announced.
+ * outcome, the send-rate gate's waits, queue depths per queue and state, the Postgres pools' connections, and every
+ * metric family announced.
  */
 import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
@@ -48,6 +49,11 @@ test('send outcomes, SES latency, gate waits and queue depths are exported', asy
     return jobs.find((j) => j.name === 'segments');
   }, 10_000, 'a completed segments pass');
   expect(done.returnvalue).toEqual(expect.objectContaining({ refreshed: expect.any(Number) }));
+  // Both Postgres pools: the main one has served the sends' lone claims and finishes; nothing waits once they are done.
+  expect(value(text, 'mailroom_db_pool_connections{pool="main",state="total"}')).toBeGreaterThanOrEqual(1);
+  expect(value(text, 'mailroom_db_pool_connections{pool="main",state="waiting"}')).toBe(0);
+  expect(value(text, 'mailroom_db_pool_connections{pool="send",state="waiting"}')).toBe(0);
+  expect(value(text, 'mailroom_db_pool_connections{pool="send",state="total"}')).toBeLessThanOrEqual(4);
   for (const family of ['mailroom_campaign_progress_ratio', 'mailroom_campaign_pending_emails', 'mailroom_reconciler_reenqueued_total', 'mailroom_workflow_jobs_total', 'mailroom_worker_process_cpu_seconds_total']) {
     expect(text).toContain(`# HELP ${family}`);
   }

@@ -116,7 +116,7 @@ export async function startWorker(
   await account.start();
   const gate = new SendRateGate(connection, `${config.queuePrefix}:ses-rate-gate`, account.rate, config.sesRateSafetyMs);
   const queues = createQueues(config, connection);
-  const metrics = new WorkerMetrics(queueList(queues), database);
+  const metrics = new WorkerMetrics(queueList(queues), database, { main: database, send: sendDatabase });
   const timedGate = {
     acquire: async (priority?: number) => {
       const waitedMs = await gate.acquire(priority);

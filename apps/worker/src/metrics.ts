@@ -12,6 +12,8 @@
  *   campaigns, read from Postgres at scrape time;
  * - `mailroom_reconciler_reenqueued_total{kind}`: jobs the reconciler had to re-create;
  * - `mailroom_workflow_jobs_total{status}`: workflow jobs by the execution's status when the job ended;
+ * - `mailroom_db_pool_connections{pool,state}`: the Postgres pools' connections (`total`, `idle`) and the queries
+ *   waiting for one (`waiting`), per pool (`main`, and `send`: the batched claims and finishes), read at scrape time;
  * - the process's default metrics (`mailroom_worker_` prefix).
  *
  * @module
@@ -41,8 +43,25 @@ export class WorkerMetrics {
   readonly reenqueued = new Counter({ name: 'mailroom_reconciler_reenqueued_total', help: 'jobs re-created by the reconciler', labelNames: ['kind'] as const, registers: [this.registry] });
   readonly workflowJobs = new Counter({ name: 'mailroom_workflow_jobs_total', help: 'workflow jobs by the execution status they left', labelNames: ['status'] as const, registers: [this.registry] });
 
-  constructor(queues: Queue[], database: Database) {
+  /**
+   * @param pools - the process's Postgres pools by name, for `mailroom_db_pool_connections` (default: `database`
+   *   as `main`).
+   */
+  constructor(queues: Queue[], database: Database, pools: Record<string, Pick<Database, 'pool'>> = { main: database }) {
     collectDefaultMetrics({ register: this.registry, prefix: 'mailroom_worker_' });
+    new Gauge({
+      name: 'mailroom_db_pool_connections',
+      help: 'Postgres pool connections (total, idle) and queries waiting for one (waiting), per pool',
+      labelNames: ['pool', 'state'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [name, { pool }] of Object.entries(pools)) {
+          this.set({ pool: name, state: 'total' }, pool.totalCount);
+          this.set({ pool: name, state: 'idle' }, pool.idleCount);
+          this.set({ pool: name, state: 'waiting' }, pool.waitingCount);
+        }
+      },
+    });
     new Gauge({
       name: 'mailroom_queue_jobs',
       help: 'jobs per queue and state',
