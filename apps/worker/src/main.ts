@@ -52,8 +52,8 @@ import { SEND_BATCHES_IN_FLIGHT } from '@mailroom/sending/claim';
 import type { WorkflowJobResult } from '@mailroom/workflows/engine/engine';
 
 /**
- * Connections of the send path's own pool (batched claims and finishes, generic plans): at most two batched
- * statements of each kind run at once (`SEND_BATCHES_IN_FLIGHT` in `@mailroom/sending/claim`).
+ * Connections of the send path's own pool (claims and finishes, generic plans): the batcher runs at most two
+ * statements of each kind at once (`SEND_BATCHES_IN_FLIGHT` in `@mailroom/sending/claim`).
  */
 const SEND_POOL_SIZE = 2 * SEND_BATCHES_IN_FLIGHT;
 
@@ -89,7 +89,7 @@ export async function startWorker(
     applicationName: 'mailroom-worker',
     onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
   });
-  // The send jobs' batched claims and finishes (`@mailroom/sending/claim`): planned once per connection,
+  // The send jobs' claims and finishes (`@mailroom/sending/claim`): planned once per connection,
   // generically (see `createDatabase`'s `genericPlans`), on a pool of their own, so the rest of the worker keeps
   // Postgres's own choice. Replaced every 10 minutes, so no generic plan outlives the table sizes it was made for
   // by longer.
@@ -160,7 +160,7 @@ export async function startWorker(
       send: createSendProcessor({
         config,
         database,
-        batchDatabase: sendDatabase,
+        claimDatabase: sendDatabase,
         redis: sendRedis,
         transport,
         logger,

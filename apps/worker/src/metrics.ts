@@ -13,7 +13,7 @@
  * - `mailroom_reconciler_reenqueued_total{kind}`: jobs the reconciler had to re-create;
  * - `mailroom_workflow_jobs_total{status}`: workflow jobs by the execution's status when the job ended;
  * - `mailroom_db_pool_connections{pool,state}`: the Postgres pools' connections (`total`, `idle`) and the queries
- *   waiting for one (`waiting`), per pool (`main`, and `send`: the batched claims and finishes), read at scrape time;
+ *   waiting for one (`waiting`), per pool (`main`, and `send`: the send path's claims and finishes), read at scrape time;
  * - the process's default metrics (`mailroom_worker_` prefix).
  *
  * @module

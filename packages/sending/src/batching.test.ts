@@ -279,13 +279,13 @@ test('a row claimed in a batch is only finished by its own token', async () => {
   expect((await database.db.select().from(emails).where(eq(emails.id, id)))[0]).toMatchObject({ status: 'sending', claimToken: a.claim.token });
 });
 
-test('batched claims and finishes run on the batch pool\'s generic plans, lone ones on the main pool; each claims once and finishes only with its token', async () => {
-  // One connection, so the prepared statements read back are every statement the batches ran.
+test('claims and finishes, batched or alone, run on the claim pool\'s generic plans; each claims once and finishes only with its token', async () => {
+  // One connection, so the prepared statements read back are every named statement the claims and finishes ran.
   const generic = createDatabase({ url: config.databaseUrl, poolSize: 1, applicationName: 'test-send-generic', genericPlans: true });
   try {
     expect((await generic.db.execute<{ plan_cache_mode: string }>(sql`show plan_cache_mode`)).rows[0].plan_cache_mode).toBe('force_generic_plan');
     const sizes: number[] = [];
-    const batching = createSendBatching({ config, db: database.db, batchDb: generic.db, webhookQueue }, 60_000, 50, (_, n) => sizes.push(n));
+    const batching = createSendBatching({ config, db: database.db, claimDb: generic.db, webhookQueue }, 60_000, 50, (_, n) => sizes.push(n));
     for (let round = 0; round < 3; round++) {
       const ids = await queuedEmails(6);
       const claims = await Promise.all(ids.map((id) => batching.claim(id)));
@@ -312,10 +312,13 @@ test('batched claims and finishes run on the batch pool\'s generic plans, lone o
         sql`select statement, generic_plans::text, custom_plans::text from pg_prepared_statements`,
       )
     ).rows;
-    // Only the two batched statements ran there, each on its one generic plan, never planned for its values.
-    expect(plans).toHaveLength(2);
+    // The batched claim and finish (three of each) and the lone claim and finish (four of each) ran there, each on
+    // its one generic plan, never planned for its values.
+    expect(plans).toHaveLength(4);
     expect(plans.find((p) => p.statement.includes('with want as'))).toMatchObject({ generic_plans: '3', custom_plans: '0' });
     expect(plans.find((p) => p.statement.includes('with input as'))).toMatchObject({ generic_plans: '3', custom_plans: '0' });
+    expect(plans.find((p) => p.statement.includes("set status = 'sending'") && !p.statement.includes('with want as'))).toMatchObject({ generic_plans: '4', custom_plans: '0' });
+    expect(plans.find((p) => p.statement.includes('with moved as'))).toMatchObject({ generic_plans: '4', custom_plans: '0' });
   } finally {
     await generic.close();
   }

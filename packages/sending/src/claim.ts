@@ -118,7 +118,7 @@ function finishRequest(claim: Claim, outcome: SendOutcome): FinishRequest {
   return { emailId: email.id, token: claim.token, outcome, ...(type ? { announce: { type, data } } : {}) };
 }
 
-/** Batched statements of each kind (claims, finishes) that run at once in one process. */
+/** Statements of each kind (claims, finishes; batched or on their own) that the batcher runs at once in one process. */
 export const SEND_BATCHES_IN_FLIGHT = 2;
 
 /** The claims and finishes of one worker process, each batched across its concurrent send jobs. */
@@ -143,40 +143,42 @@ export interface SendBatching {
 export function createSendBatching(
   deps: FinishDeps & {
     /**
-     * Where the batched statements run (default `db`): the worker's pool with generic plans (`createDatabase`'s
-     * `genericPlans`), since Postgres re-planned them at every call. A claim or finish on its own, and a claim a
-     * batch did not take, run on `db`, where Postgres chooses the plan (a generic plan of a one-row statement locks
-     * every month partition of `emails` before it prunes them).
+     * Where the claims and finishes the batcher runs go, batched or on their own (default `db`): the worker's pool
+     * with generic plans (`createDatabase`'s `genericPlans`). Postgres's own choice re-planned them at every call:
+     * always for the batched ones, and for the lone ones once `emails` has a year of month partitions (README,
+     * "The whole host's CPU per email"). A claim the batcher could not take is asked about again on `db`
+     * (`claimForSending`, outside the batcher's bound on statements at once).
      */
-    batchDb?: DbOrTx;
+    claimDb?: DbOrTx;
   },
   leaseMs: number,
   batchSize: number,
   observe?: (kind: 'claim' | 'finish', size: number) => void,
 ): SendBatching {
   const options = { maxBatch: batchSize, maxInFlight: SEND_BATCHES_IN_FLIGHT, sameTurn: true };
+  const claimDb = deps.claimDb ?? deps.db;
   const claims = new Batcher<string, ClaimResult | undefined>(
     async (emailIds) => {
       const requests = emailIds.map((emailId) => ({ emailId, token: randomUUID() }));
       const claimedAt = Date.now();
-      const claimed = await claimEmails(deps.batchDb ?? deps.db, requests, leaseMs);
+      const claimed = await claimEmails(claimDb, requests, leaseMs);
       return requests.map(({ token }) => {
         const email = claimed.get(token);
         return email ? { ok: true as const, claim: { email: email as SendingEmail, token, claimedAt } } : undefined;
       });
     },
-    (emailId) => claimForSending(deps.db, emailId, leaseMs),
+    (emailId) => claimForSending(claimDb, emailId, leaseMs),
     { ...options, observe: observe && ((n) => observe('claim', n)) },
   );
   type Finish = { request: FinishRequest; log: Logger };
   const finishes = new Batcher<Finish, boolean>(
     async (items) => {
-      const { finished, deliveries } = await finishEmails(deps.batchDb ?? deps.db, items.map((i) => i.request));
+      const { finished, deliveries } = await finishEmails(claimDb, items.map((i) => i.request));
       await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, items[0].log);
       return finished;
     },
     async ({ request: r, log }) => {
-      const { finished, deliveries } = await finishEmail(deps.db, r.emailId, r.token, r.outcome, r.announce);
+      const { finished, deliveries } = await finishEmail(claimDb, r.emailId, r.token, r.outcome, r.announce);
       await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
       return finished;
     },

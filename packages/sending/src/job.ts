@@ -74,10 +74,10 @@ export interface EmailSenderDeps {
   config: SendingConfig & QueueConfig & Pick<AudienceConfig, 'campaignPauseRecheckMs'> & Pick<PlatformConfig, 'queuePrefix' | 'publicUrl'>;
   database: Database;
   /**
-   * The pool of the batched claims and finishes (the worker's plans generically: `createDatabase`'s
-   * `genericPlans`); default `database`. Claims and finishes on their own run on `database`.
+   * The pool of the claims and finishes (the worker's plans generically: `createDatabase`'s `genericPlans`; see
+   * `createSendBatching`'s `claimDb`); default `database`.
    */
-  batchDatabase?: Database;
+  claimDatabase?: Database;
   transport: MailTransport;
   /** Producer of webhook deliveries (email.sent, email.failed, email.suppressed). */
   webhookQueue: Queue<WebhookJobPayload>;
@@ -110,7 +110,7 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
   const { db } = deps.database;
   // Claims and finishes of this process's concurrent jobs go in batches (SEND_BATCH_SIZE; `batcher.ts`).
   const batching = createSendBatching(
-    { config, db, batchDb: deps.batchDatabase?.db, webhookQueue: deps.webhookQueue },
+    { config, db, claimDb: deps.claimDatabase?.db, webhookQueue: deps.webhookQueue },
     config.sendLeaseMs,
     config.sendBatchSize,
   );
