@@ -9,8 +9,9 @@
  * Two rates per drain: *steady*, the middle 80% of the emails over the time between the 10th and the 90th
  * percentile of their `sent_at` (start-up and the tail left out), and *incl. start-up*, all emails over the time
  * from spawning the processes to the last `sent` row. Also the Postgres transactions committed per email
- * (`pg_stat_database`, the bench's polling included: about 10/s, each a count over the drain's id range), and the processes' CPU time per email after
- * start-up (`/proc/<pid>/stat`).
+ * (`pg_stat_database`, the bench's polling included: about 10/s, each a count over the drain's id range), and the
+ * CPU time per email after start-up (`/proc/<pid>/stat`) of the drain's processes and of Postgres, Redis and the
+ * emulator.
  *
  * `BENCH_WORKER_PROCESSES=1` drains with that many processes only (default: 1, then 2); `BENCH_WORKER_LIMITER=0`
  * leaves the limiter's row out (quicker rounds while profiling); `BENCH_WORKER_CONCURRENCY` sets the worker's

@@ -240,8 +240,9 @@ export async function updateContact(
   opts: { test?: boolean } = {},
 ): Promise<ContactRow | undefined> {
   const { set, removed } = splitPatch(patch.data);
-  // `old` locks the row before the update reads it, so the subscription change is seen exactly once. Named (planned
-  // once per connection): a workflow's UPDATE_CONTACT step runs it for every execution.
+  // `old` locks the row before the update reads it, so the subscription change is seen exactly once. Named (parsed
+  // once per connection, and planned once where Postgres keeps a generic plan: `named.ts`): a workflow's
+  // UPDATE_CONTACT step runs it for every execution.
   const rows = await executeNamed<Record<string, unknown>>(db, sql`
     with old as (select id, subscribed from contacts where project_id = ${projectId}::uuid and id = ${id}::uuid for update),
     updated as (

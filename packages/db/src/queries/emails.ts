@@ -168,8 +168,9 @@ export async function claimEmail(
   token: string,
   leaseMs: number,
 ): Promise<{ ok: true; email: ClaimedEmail } | ({ ok: false } & ClaimMiss)> {
-  // Named (planned once per connection): planning this on the partitioned `emails` took 1.0–1.1 ms against 0.1 ms
-  // to run (`EXPLAIN (ANALYZE, SUMMARY)`); a send whose claim goes alone (no other claim in its turn) runs it.
+  // Named: parsed once per connection, and planned once where the connection takes generic plans (the worker's send
+  // pool; `named.ts` says when Postgres's own choice does not). Planning this on the partitioned `emails` took
+  // 1.0–1.1 ms against 0.1 ms to run (`EXPLAIN (ANALYZE, SUMMARY)`); a send whose claim goes alone runs it.
   // `e.id = <id>` as well as `e.id = p.id`: a generic plan prunes the updated partitions only by a parameter.
   const claimed = await executeNamed<Record<string, unknown>>(db, sql`
     update emails e set status = 'sending', claim_token = ${token}::uuid, claimed_at = now(),

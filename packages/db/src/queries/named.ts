@@ -3,11 +3,12 @@
  * parses each distinct text once per connection, then binds and executes it. It plans it for each call's values
  * for the first five calls, then keeps one generic plan if that plan's estimated cost is no higher
  * (`plan_cache_mode = auto`): checked in `pg_prepared_statements`, the track statements switch after five calls,
- * while the send worker's batched claim and finish never did (they run on a pool that forces generic plans:
- * `createDatabase`'s `genericPlans`). The texts are
- * long (contact-upsert CTEs); unnamed, they were parsed and planned at every call. Measured with `npm run bench -- api` (one run, the
- * same load in alternating rounds), named statements took `/v1/send` from 0.46× to 0.66× the bare ceiling and
- * `/v1/track` from 0.60× to 0.82×.
+ * while the send worker's batched claim and finish never did, and the lone claim and finish and the workflow move
+ * stop doing so once the partitioned tables hold a year of months (the send path's claims and finishes run on a
+ * pool that forces generic plans: `createDatabase`'s `genericPlans`). The texts are long (contact-upsert CTEs);
+ * unnamed, they were parsed and planned at every call. Measured with `npm run bench -- api` (one run, the same load
+ * in alternating rounds), named statements took `/v1/send` from 0.46× to 0.66× the bare ceiling and `/v1/track`
+ * from 0.60× to 0.82×.
  *
  * Behind PgBouncer in transaction mode this needs PgBouncer 1.21 or later with `max_prepared_statements` set
  * (session mode, or a direct connection, needs nothing).
