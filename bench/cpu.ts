@@ -24,6 +24,19 @@ export function processCpuMs(pid: number): number {
 }
 
 /**
+ * The peak resident set size (MiB) of `pid` so far (`VmHWM` in `/proc/<pid>/status`); NaN when it is gone or /proc
+ * is not there. Read before the process exits.
+ */
+export function processPeakRssMiB(pid: number): number {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM:'));
+    return line ? Number(line.split(/\s+/)[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
  * Reads the CPU used by the backends connected to one database. `start()` notes every backend's CPU so far;
  * `stop()` returns the ms used since (a backend that connected meanwhile counts in full).
  */

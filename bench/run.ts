@@ -41,7 +41,7 @@
  * on it afterwards.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
@@ -67,14 +67,33 @@ const results: Record<string, unknown> = {};
 let spawned = 0;
 
 /**
+ * The Node flags the `start:*` script of `package.json` that runs an app's entry point (`apps/<app>/src/<file>.ts`,
+ * built to `apps/<app>/dist/<file>.js`) passes before the file: `node --max-semi-space-size=32
+ * apps/worker/dist/main.js` gives `['--max-semi-space-size=32']`. None for a file no script runs.
+ */
+function startScriptNodeFlags(file: string): string[] {
+  const built = file.replace('/src/', '/dist/').replace(/\.ts$/, '.js');
+  const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  for (const [name, command] of Object.entries(scripts)) {
+    const words = command.trim().split(/\s+/);
+    if (name.startsWith('start:') && words[0] === 'node' && words[words.length - 1] === built) return words.slice(1, -1);
+  }
+  return [];
+}
+
+/**
  * Runs an entry point in its own process; `nodeFlags` e.g. `--cpu-prof` (BENCH_PROFILE=dir profiles the drain).
- * With BENCH_COMPILED=1 an app's entry point (`apps/<app>/src/<file>.ts`) runs as `npm run start:*` runs it in
- * production, from the build (`apps/<app>/dist/<file>.js`, plain `node`; run `npm run build` first); the bench's
- * own processes (the ceilings) always run through tsx.
+ * An app's entry point (`apps/<app>/src/<file>.ts`) gets the Node flags its `npm run start:*` script gives it
+ * ({@link startScriptNodeFlags}), then `nodeFlags` (a later V8 flag wins: `--max-semi-space-size=16` undoes the
+ * script's). With BENCH_COMPILED=1 it runs as that script runs it in production, from the build
+ * (`apps/<app>/dist/<file>.js`, plain `node`; run `npm run build` first); the bench's own processes (the ceilings)
+ * always run through tsx.
  */
 function spawnApp(file: string, env: Record<string, string>, nodeFlags: string[] = []): ChildProcess {
-  const compiled = process.env.BENCH_COMPILED === '1' && /^apps\/[^/]+\/src\/.+\.ts$/.test(file);
+  const app = /^apps\/[^/]+\/src\/.+\.ts$/.test(file);
+  const compiled = process.env.BENCH_COMPILED === '1' && app;
   const args = compiled ? [path.join(ROOT, file.replace('/src/', '/dist/').replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, file)];
+  if (app) nodeFlags = [...startScriptNodeFlags(file), ...nodeFlags];
   // BENCH_LOG_DIR: each process's log (stdout) to a file of its own there, to read what a slow drain did.
   const logDir = process.env.BENCH_LOG_DIR;
   if (logDir) mkdirSync(logDir, { recursive: true });

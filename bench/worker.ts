@@ -36,6 +36,7 @@ import { loadConfig, type Config } from '@mailroom/config/config';
 import { type Database } from '@mailroom/db/client';
 import { acceptSend } from '@mailroom/sending/accept';
 import type { RecordedSend } from '../test/support/ses-recorder';
+import { processCpuMs, processPeakRssMiB } from './cpu';
 
 type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => ChildProcess;
 type Rows = Record<string, string | number>[];
@@ -107,6 +108,8 @@ interface Drain {
   cpuMsPerEmail: number;
   /** The same for the services the drain shares the host with (every Postgres backend, Redis, the SES emulator). */
   servicesCpuMsPerEmail: Record<Service, number>;
+  /** The largest peak resident set size (MiB) of the drain's processes, read at its end (`VmHWM`). */
+  peakRssMiB: number;
 }
 
 /** The services a drain shares the host with, whose CPU the bench reports per email. */
@@ -136,20 +139,9 @@ function servicesCpuMs(): Record<Service, number> {
       continue;
     }
     const service: Service | undefined = comm === 'postgres' ? 'postgres' : comm.startsWith('redis-server') ? 'redis' : cmdline.includes('aws-ses-v2-local') ? 'emulator' : undefined;
-    if (service) sums[service] += cpuMs(Number(pid));
+    if (service) sums[service] += processCpuMs(Number(pid));
   }
   return sums;
-}
-
-/** CPU time (ms, user + system) a process has used so far, from `/proc/<pid>/stat` (0 where there is no /proc). */
-function cpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    // After the command: state is field 3, utime 14 and stime 15 (clock ticks, 100 per second on Linux).
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return 0;
-  }
 }
 
 /** Transactions committed so far in the current database (counted when a backend reports, at the latest on exit). */
@@ -167,7 +159,7 @@ async function drain(start: () => ChildProcess[], env: Record<string, string>, d
   const children = start();
   let sent = 0;
   let progressAt = performance.now();
-  const cpuNow = () => children.reduce((sum, c) => sum + cpuMs(c.pid), 0);
+  const cpuNow = () => children.reduce((sum, c) => sum + (c.pid ? processCpuMs(c.pid) : 0), 0);
   let cpuFrom: { ms: number; sent: number; services: Record<Service, number> } | undefined;
   for (let last = 0; (sent = await sentCount(database, range)) < total; last = sent) {
     if (children.some((c) => c.exitCode !== null)) throw new Error(`${tag}: a process exited before the drain ended`);
@@ -188,10 +180,11 @@ async function drain(start: () => ChildProcess[], env: Record<string, string>, d
   const servicesNow = servicesCpuMs();
   const perEmail = (k: Service) => (cpuFrom ? (servicesNow[k] - cpuFrom.services[k]) / (sent - cpuFrom.sent) : NaN);
   const servicesCpuMsPerEmail = { postgres: perEmail('postgres'), redis: perEmail('redis'), emulator: perEmail('emulator') };
+  const peakRssMiB = Math.max(...children.map((c) => (c.pid ? processPeakRssMiB(c.pid) : NaN)));
   await Promise.all(children.map(stopChild));
   await database.db.execute(sql`select pg_stat_clear_snapshot()`);
   const commitsPerEmail = ((await commits(database)) - committedBefore) / total;
-  return { steady: await steadyRate(database, ids), withStartUp: sent / seconds, seconds, commitsPerEmail, cpuMsPerEmail, servicesCpuMsPerEmail };
+  return { steady: await steadyRate(database, ids), withStartUp: sent / seconds, seconds, commitsPerEmail, cpuMsPerEmail, servicesCpuMsPerEmail, peakRssMiB };
 }
 
 const stopChild = (c: ChildProcess) => new Promise<void>((resolve) => (c.exitCode !== null ? resolve() : (c.once('exit', () => resolve()), c.kill('SIGTERM'))));
@@ -223,7 +216,7 @@ export async function benchWorker(
   const concurrency = process.env.BENCH_WORKER_CONCURRENCY ?? '32';
   const concurrencyB = process.env.BENCH_WORKER_B_CONCURRENCY;
   const fmt = (d: Drain) =>
-    `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s), ${d.commitsPerEmail.toFixed(2)} Postgres commits/email, ${d.cpuMsPerEmail.toFixed(2)} CPU ms/email (Postgres ${d.servicesCpuMsPerEmail.postgres.toFixed(2)}, Redis ${d.servicesCpuMsPerEmail.redis.toFixed(2)}, emulator ${d.servicesCpuMsPerEmail.emulator.toFixed(2)})`;
+    `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s), ${d.commitsPerEmail.toFixed(2)} Postgres commits/email, ${d.cpuMsPerEmail.toFixed(2)} CPU ms/email (Postgres ${d.servicesCpuMsPerEmail.postgres.toFixed(2)}, Redis ${d.servicesCpuMsPerEmail.redis.toFixed(2)}, emulator ${d.servicesCpuMsPerEmail.emulator.toFixed(2)}), peak RSS ${d.peakRssMiB.toFixed(0)} MiB`;
   let n = 0;
   for (let round = 1; round <= rounds; round++) {
     for (const processes of onlyProcesses ? [Number(onlyProcesses)] : [1, 2]) {
