@@ -96,3 +96,38 @@ test('each send asks the rate gate with its own priority (concurrent sends keep 
     server.close();
   }
 });
+
+test('every send carries the User-Agent the SDK itself builds, built once and replayed', async () => {
+  const seen: Record<string, string | undefined>[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push({ 'user-agent': req.headers['user-agent'], 'x-amz-user-agent': req.headers['x-amz-user-agent'] as string | undefined, authorization: req.headers.authorization });
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ MessageId: `m-${seen.length}` })));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const config = { sesRegion: 'us-east-1', sesEndpoint: endpoint, awsCredentials: undefined, sesConfigurationSet: undefined, sesTimeoutMs: 5_000 };
+  const transport = new SesTransport(config);
+  // The same request from a client with the SDK's own step left in place: what the header must be.
+  const plain = new SESv2Client({ region: 'us-east-1', endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
+  try {
+    await plain.send(new SendEmailCommand({ FromEmailAddress: 'a@b.test', Destination: { ToAddresses: ['c@d.test'] }, Content: { Raw: { Data: Buffer.from('x') } } }));
+    const send = () => transport.send({ raw: Buffer.from('x'), from: 'a@b.test', to: [normalizeEmail('c@d.test')] });
+    // Concurrent first sends (none recorded yet), then sends that replay it.
+    const ids = [...(await Promise.all([send(), send(), send()])), await send(), await send()].map((r) => r.messageId);
+    expect(new Set(ids).size).toBe(5);
+    const [sdk, ...ours] = seen;
+    expect(sdk['user-agent']).toMatch(/^aws-sdk-js\/\S+ /);
+    for (const headers of ours) {
+      expect(headers['user-agent']).toBe(sdk['user-agent']);
+      expect(headers['x-amz-user-agent']).toBe(sdk['x-amz-user-agent']);
+      // Set before signing: the signature covers it as it covered the SDK's.
+      expect(headers.authorization).toMatch(/^AWS4-HMAC-SHA256 /);
+    }
+    expect(ours).toHaveLength(5);
+  } finally {
+    transport.close();
+    plain.destroy();
+    server.close();
+  }
+});
