@@ -28,6 +28,7 @@ import { type Config } from '@mailroom/config/config';
 import { trackEvent } from '@mailroom/db/queries/contacts';
 import { type Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
+import { processCpuMs } from './cpu';
 
 type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => import('node:child_process').ChildProcess;
 type Row = Record<string, string | number>;
@@ -127,6 +128,7 @@ export async function benchContacts(
     const file = path.join(os.tmpdir(), `mailroom-bench-${process.pid}.csv`);
     const bytes = await writeCsv(file, count);
     const workerBefore = memory(worker.pid!);
+    const workerCpuBefore = processCpuMs(worker.pid!);
     const t0 = performance.now();
     const res = await fetch(`${base}/contacts/import`, {
       method: 'POST',
@@ -145,6 +147,7 @@ export async function benchContacts(
       await new Promise((r2) => setTimeout(r2, 200));
     }
     const done = performance.now();
+    const workerCpuMs = processCpuMs(worker.pid!) - workerCpuBefore;
     if (state.status !== 'completed') throw new Error(`import failed: ${state.error}`);
     const importMs = new Date(state.finishedAt).getTime() - new Date(state.startedAt).getTime();
     const { copyMs, indexedMs } = await ceilings(database, file, project.id);
@@ -162,6 +165,7 @@ export async function benchContacts(
       { measure: 'wall time, upload start → completed', value: `${((done - t0) / 1000).toFixed(1)} s` },
       { measure: 'counts', value: JSON.stringify(state.counts) },
       { measure: 'worker RSS before → peak (MiB)', value: `${workerBefore.now} → ${memory(worker.pid!).peak}` },
+      { measure: 'worker CPU, upload start → completed (user + system)', value: `${(workerCpuMs / 1000).toFixed(1)} s` },
       { measure: 'API peak RSS (MiB)', value: memory(api.pid!).peak },
     ];
     console.log(`\nImport of ${count} contacts`);

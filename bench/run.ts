@@ -34,6 +34,10 @@
  * BENCH_LOG_DIR=dir writes the log (stdout) of every app process and worker ceiling a benchmark starts (not another
  * checkout's worker, `BENCH_WORKER_B_DIR`) to a file of its own in `dir`.
  *
+ * An app process (the API, the worker) runs with the Node flags of its `npm run start:*` script (the worker's
+ * `--max-semi-space-size=32`), whether from the build (BENCH_COMPILED=1) or through tsx; BENCH_APP_NODE_FLAGS adds
+ * flags after them for every app process of the run (`--max-semi-space-size=16`: Node 20's default again).
+ *
  * Uses a database of its own (`BENCH_DATABASE`, default `mailroom_bench_<pid>`: created, and dropped at the end, so
  * two runs on one machine never share one) and queue prefix; Postgres and Redis must answer. With
  * BENCH_KEEP_DATABASE=1 (and a BENCH_DATABASE name) an existing database is kept (only migrated) and not dropped at
@@ -84,8 +88,8 @@ function startScriptNodeFlags(file: string): string[] {
 /**
  * Runs an entry point in its own process; `nodeFlags` e.g. `--cpu-prof` (BENCH_PROFILE=dir profiles the drain).
  * An app's entry point (`apps/<app>/src/<file>.ts`) gets the Node flags its `npm run start:*` script gives it
- * ({@link startScriptNodeFlags}), then `nodeFlags` (a later V8 flag wins: `--max-semi-space-size=16` undoes the
- * script's). With BENCH_COMPILED=1 it runs as that script runs it in production, from the build
+ * ({@link startScriptNodeFlags}), then those of `BENCH_APP_NODE_FLAGS` (every app process of the run), then
+ * `nodeFlags` (a later V8 flag wins: `BENCH_APP_NODE_FLAGS=--max-semi-space-size=16` undoes the worker script's). With BENCH_COMPILED=1 it runs as that script runs it in production, from the build
  * (`apps/<app>/dist/<file>.js`, plain `node`; run `npm run build` first); the bench's own processes (the ceilings)
  * always run through tsx.
  */
@@ -93,7 +97,7 @@ function spawnApp(file: string, env: Record<string, string>, nodeFlags: string[]
   const app = /^apps\/[^/]+\/src\/.+\.ts$/.test(file);
   const compiled = process.env.BENCH_COMPILED === '1' && app;
   const args = compiled ? [path.join(ROOT, file.replace('/src/', '/dist/').replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, file)];
-  if (app) nodeFlags = [...startScriptNodeFlags(file), ...nodeFlags];
+  if (app) nodeFlags = [...startScriptNodeFlags(file), ...(process.env.BENCH_APP_NODE_FLAGS ?? '').split(' ').filter(Boolean), ...nodeFlags];
   // BENCH_LOG_DIR: each process's log (stdout) to a file of its own there, to read what a slow drain did.
   const logDir = process.env.BENCH_LOG_DIR;
   if (logDir) mkdirSync(logDir, { recursive: true });

@@ -22,7 +22,10 @@ test('one image from the runtime stage for api, worker and migrate', () => {
     expect({ name, target: s.build?.target, image: s.image }).toEqual({ name, target: 'runtime', image: 'mailroom:local' });
   }
   expect(compose.services.api.command).toEqual(['node', 'apps/api/dist/server.js']);
-  expect(compose.services.worker.command).toEqual(['node', 'apps/worker/dist/main.js']);
+  // The container runs the worker as `npm run start:worker` does, V8 flags included.
+  const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  expect(compose.services.worker.command).toEqual(scripts['start:worker'].split(' '));
+  expect(compose.services.worker.command).toEqual(['node', '--max-semi-space-size=32', 'apps/worker/dist/main.js']);
   expect(compose.services.migrate.command).toEqual(['node', 'packages/db/dist/migrate-cli.js']);
 });
 
