@@ -89,9 +89,9 @@ function startScriptNodeFlags(file: string): string[] {
  * Runs an entry point in its own process; `nodeFlags` e.g. `--cpu-prof` (BENCH_PROFILE=dir profiles the drain).
  * An app's entry point (`apps/<app>/src/<file>.ts`) gets the Node flags its `npm run start:*` script gives it
  * ({@link startScriptNodeFlags}), then those of `BENCH_APP_NODE_FLAGS` (every app process of the run), then
- * `nodeFlags` (a later V8 flag wins: `BENCH_APP_NODE_FLAGS=--max-semi-space-size=16` undoes the worker script's). With BENCH_COMPILED=1 it runs as that script runs it in production, from the build
- * (`apps/<app>/dist/<file>.js`, plain `node`; run `npm run build` first); the bench's own processes (the ceilings)
- * always run through tsx.
+ * `nodeFlags` (a later V8 flag wins: `BENCH_APP_NODE_FLAGS=--max-semi-space-size=16` undoes the worker script's).
+ * With BENCH_COMPILED=1 it runs as that script runs it in production, from the build (`apps/<app>/dist/<file>.js`,
+ * plain `node`; run `npm run build` first); the bench's own processes (the ceilings) always run through tsx.
  */
 function spawnApp(file: string, env: Record<string, string>, nodeFlags: string[] = []): ChildProcess {
   const app = /^apps\/[^/]+\/src\/.+\.ts$/.test(file);
