@@ -15,7 +15,7 @@
  * worker's CPU profile there (`--cpu-prof`).
  */
 import autocannon from 'autocannon';
-import { createWriteStream, createReadStream, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { createWriteStream, createReadStream, statSync, unlinkSync } from 'node:fs';
 import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,17 +28,10 @@ import { type Config } from '@mailroom/config/config';
 import { trackEvent } from '@mailroom/db/queries/contacts';
 import { type Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
-import { processCpuMs } from './cpu';
+import { memory, processCpuMs } from './cpu';
 
 type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => import('node:child_process').ChildProcess;
 type Row = Record<string, string | number>;
-
-/** Peak and current resident set size of a process (MiB), from /proc. */
-export function memory(pid: number): { peak: number; now: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(/(\d+) kB/.exec(status.split('\n').find((l) => l.startsWith(field)) ?? '')?.[1] ?? 0);
-  return { peak: Math.round(kb('VmHWM:') / 1024), now: Math.round(kb('VmRSS:') / 1024) };
-}
 
 async function writeCsv(file: string, rows: number): Promise<number> {
   const out = createWriteStream(file);

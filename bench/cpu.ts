@@ -1,9 +1,9 @@
 /**
- * CPU accounting for the benches: the CPU time a process and the Postgres backends of one database used over an
- * interval, read from `/proc/<pid>/stat` (Linux only; elsewhere every reading is 0). The API bench divides these by
- * the requests served, so it can print CPU milliseconds per request for the server and for Postgres beside req/s:
- * on a machine whose cores are shared, that says which side a gap comes from, where a sampling profile counts time
- * spent waiting for a core as the system call that yielded it.
+ * CPU and memory accounting for the benches: the CPU time a process and the Postgres backends of one database used
+ * over an interval, read from `/proc/<pid>/stat` (Linux only; elsewhere every reading is 0), and a process's resident
+ * set size (`memory`). The API bench divides the CPU by the requests served, so it can print CPU milliseconds per
+ * request for the server and for Postgres beside req/s: on a machine whose cores are shared, that says which side a
+ * gap comes from, where a sampling profile counts time spent waiting for a core as the system call that yielded it.
  *
  * @module
  */
@@ -24,16 +24,14 @@ export function processCpuMs(pid: number): number {
 }
 
 /**
- * The peak resident set size (MiB) of `pid` so far (`VmHWM` in `/proc/<pid>/status`); NaN when it is gone or /proc
- * is not there. Read before the process exits.
+ * Peak (`VmHWM`) and current (`VmRSS`) resident set size of a process (MiB, rounded), from `/proc/<pid>/status`.
+ *
+ * @throws when the process is gone or there is no /proc (read it before the process exits).
  */
-export function processPeakRssMiB(pid: number): number {
-  try {
-    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM:'));
-    return line ? Number(line.split(/\s+/)[1]) / 1024 : NaN;
-  } catch {
-    return NaN;
-  }
+export function memory(pid: number): { peak: number; now: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(/(\d+) kB/.exec(status.split('\n').find((l) => l.startsWith(field)) ?? '')?.[1] ?? 0);
+  return { peak: Math.round(kb('VmHWM:') / 1024), now: Math.round(kb('VmRSS:') / 1024) };
 }
 
 /**

@@ -36,7 +36,7 @@ import { loadConfig, type Config } from '@mailroom/config/config';
 import { type Database } from '@mailroom/db/client';
 import { acceptSend } from '@mailroom/sending/accept';
 import type { RecordedSend } from '../test/support/ses-recorder';
-import { processCpuMs, processPeakRssMiB } from './cpu';
+import { memory, processCpuMs } from './cpu';
 
 type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => ChildProcess;
 type Rows = Record<string, string | number>[];
@@ -180,7 +180,7 @@ async function drain(start: () => ChildProcess[], env: Record<string, string>, d
   const servicesNow = servicesCpuMs();
   const perEmail = (k: Service) => (cpuFrom ? (servicesNow[k] - cpuFrom.services[k]) / (sent - cpuFrom.sent) : NaN);
   const servicesCpuMsPerEmail = { postgres: perEmail('postgres'), redis: perEmail('redis'), emulator: perEmail('emulator') };
-  const peakRssMiB = Math.max(...children.map((c) => (c.pid ? processPeakRssMiB(c.pid) : NaN)));
+  const peakRssMiB = Math.max(...children.map((c) => (c.pid ? memory(c.pid).peak : NaN)));
   await Promise.all(children.map(stopChild));
   await database.db.execute(sql`select pg_stat_clear_snapshot()`);
   const commitsPerEmail = ((await commits(database)) - committedBefore) / total;
