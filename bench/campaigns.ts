@@ -36,8 +36,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { dropDatabase, freePort, waitForHttp } from '../test/support/services';
 import { apiCaller } from './http';
-import { memory } from './cpu';
-import { BackendCpu, processCpuMs } from './cpu';
+import { BackendCpu, memory, processCpuMs } from './cpu';
 
 type Spawn = (file: string, env: Record<string, string>) => import('node:child_process').ChildProcess;
 type Row = Record<string, string | number>;

@@ -108,6 +108,14 @@ test('every send carries the User-Agent the SDK itself builds, built once and re
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const config = { sesRegion: 'us-east-1', sesEndpoint: endpoint, awsCredentials: undefined, sesConfigurationSet: undefined, sesTimeoutMs: 5_000 };
   const transport = new SesTransport(config);
+  // How often the SDK's step builds the value: it asks the default provider each time it runs.
+  const clientConfig = (transport as unknown as { client: SESv2Client }).client.config;
+  const provider = clientConfig.defaultUserAgentProvider;
+  let built = 0;
+  clientConfig.defaultUserAgentProvider = () => {
+    built++;
+    return provider();
+  };
   // The same request from a client with the SDK's own step left in place: what the header must be.
   const plain = new SESv2Client({ region: 'us-east-1', endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
   try {
@@ -125,6 +133,8 @@ test('every send carries the User-Agent the SDK itself builds, built once and re
       expect(headers.authorization).toMatch(/^AWS4-HMAC-SHA256 /);
     }
     expect(ours).toHaveLength(5);
+    // Built by the concurrent first sends only; the two later ones replayed it.
+    expect(built).toBe(3);
   } finally {
     transport.close();
     plain.destroy();

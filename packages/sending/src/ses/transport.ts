@@ -92,7 +92,7 @@ const USER_AGENT_HEADERS = ['user-agent', 'x-amz-user-agent'] as const;
  * The SDK's own User-Agent step (`getUserAgentMiddleware`), run for the client's first request only; every later
  * request gets the header values that run produced. The step rebuilds the same value on every send (the default
  * user-agent provider awaited, each section escaped, the feature list encoded): measured, about 50 µs of CPU of the
- * 450 µs an `SendEmail` call costs the process (11%). What it builds depends only on the client's configuration and
+ * 450 µs a `SendEmail` call costs the process (11%). What it builds depends only on the client's configuration and
  * the features the client uses, fixed once the client is built (one operation, one retry mode, one endpoint, one
  * credentials source), so the replayed value is the one the step would have built.
  *
