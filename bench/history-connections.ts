@@ -1,5 +1,5 @@
 /**
- * The connection budget, counted for README "Sizing": one API process and one worker process (default
+ * The connection budget, counted for docs/self-hosting/sizing.md: one API process and one worker process (default
  * `DB_POOL_SIZE`), each in its own process; the TCP connections each holds to Postgres (:5432) and Redis (:6379)
  * are read from `/proc/<pid>/fd` and `/proc/net/tcp` (exact per process, whatever else shares the servers), idle and
  * at the peak of a load: `/v1/track` at 50 connections on the API while the worker drains 1,000 emails with the

@@ -1,5 +1,5 @@
 /**
- * Bytes per row of the history tables, for README "Sizing": for each table its exact row count, heap, TOAST
+ * Bytes per row of the history tables, for docs/self-hosting/sizing.md: for each table its exact row count, heap, TOAST
  * (table and its index) and each index (`pg_relation_size`), summed over the partitions when the table is
  * partitioned (`pg_partition_tree`; a plain table is its own only leaf), divided by the row count.
  *

@@ -1,9 +1,9 @@
 /**
- * History growth (`npm run bench -- history`, issue 20): the reads and writes that must stay flat as history grows,
- * measured with BENCH_HISTORY_ROWS (default 1,000,000) transactional emails and as many contact events, then again
- * after growing both to ten times that (BENCH_HISTORY_GROWTH, default 10), in one project with a fixed set of
- * contacts (BENCH_HISTORY_CONTACTS, default 100,000, at most rows / 10) and a fixed SENT campaign to all of them.
- * The history is written with set-based SQL (`bench/history-fill.ts`), spread over 12 months of UUIDv7 ids.
+ * History growth (`npm run bench -- history`, docs/performance.md#history-growth): the reads and writes that must stay
+ * flat as history grows, measured with BENCH_HISTORY_ROWS (default 1,000,000) transactional emails and as many contact
+ * events, then again after growing both to ten times that (BENCH_HISTORY_GROWTH, default 10), in one project with a
+ * fixed set of contacts (BENCH_HISTORY_CONTACTS, default 100,000, at most rows / 10) and a fixed SENT campaign to all
+ * of them. The history is written with set-based SQL (`bench/history-fill.ts`), spread over 12 months of UUIDv7 ids.
  *
  * At each size, with the API in its own process:
  * - p50/p99 of sequential calls: `GET /contacts` (first page, and `subscribed=false`), `GET /emails/{id}` of

@@ -1,6 +1,7 @@
 /**
- * Who shares the campaign lane (issue 18): live and test campaigns are counted apart, so a test campaign never takes
- * a part of the lane from the live projects (and test traffic keeps a share of its own).
+ * Who shares the campaign lane (docs/architecture.md#priority-lanes-and-fair-share): live and test campaigns are
+ * counted apart, so a test campaign never takes a part of the lane from the live projects (and test traffic keeps a
+ * share of its own).
  *
  * Own database: the share counts every SENDING campaign of its database.
  */

@@ -1,5 +1,6 @@
 /**
- * Hostile input (issue 15): every item answers a 4xx that names the field, never a 500, and stores nothing.
+ * Hostile input (docs/architecture.md#dependency-failures): every item answers a 4xx that names the field, never a 500,
+ * and stores nothing.
  * - U+0000 in strings, object keys, query parameters and path parameters;
  * - JSON nested 10,000 levels deep (limit: 32 levels);
  * - a body whose Content-Encoding does not decode (400) or is unknown (415); valid gzip/deflate/br still work;

@@ -1,5 +1,5 @@
 /**
- * Data retention (issue 20): the per-project settings (`/admin/projects/{id}/retention`, 422 naming the field), the
+ * Data retention: the per-project settings (`/admin/projects/{id}/retention`, 422 naming the field), the
  * worker's `retention` pass (rows aged by back-dating `created_at`/`finished_at`; bounded batches that leave the
  * rest for the next pass; derived counts right afterwards; content expiry visible at `GET /emails/{id}`), and the
  * erasure of a contact by `DELETE /contacts/{id}` (no row anywhere still names the address or the contact id).

@@ -1,10 +1,10 @@
 /**
- * Fair share of the send rate between projects (issue 18), measured at SES (arrival times at the recording proxy
- * in front of the emulator): at 14/s, project A's 600-recipient campaign starts, project B's 60-recipient
- * campaign starts about a second of sending later; B gets about half the rate while both run and finishes long
- * before A, instead of after A's whole queue; the rate stays busy; a transactional email sent mid-way overtakes
- * both. Sizes are the issue's 1,000 / 100 scaled to 600 / 60 so the run stays under a minute at 14/s. Inside the
- * transactional lane, one project's burst of `/v1/send` does not hold another project's email behind it.
+ * Fair share of the send rate between projects (docs/decisions/0021-shallow-campaign-lane.md), measured at SES (arrival
+ * times at the recording proxy in front of the emulator): at 14/s, project A's 600-recipient campaign starts, project
+ * B's 60-recipient campaign starts about a second of sending later; B gets about half the rate while both run and
+ * finishes long before A, instead of after A's whole queue; the rate stays busy; a transactional email sent mid-way
+ * overtakes both. Sizes of 1,000 / 100 are scaled to 600 / 60 so the run stays under a minute at 14/s. Inside
+ * the transactional lane, one project's burst of `/v1/send` does not hold another project's email behind it.
  *
  * Own database: the worker's reconciler and quota watcher read every campaign of their database.
  */

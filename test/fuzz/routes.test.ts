@@ -1,8 +1,8 @@
 /**
- * Property-based fuzz test (issue 15): every operation of the OpenAPI document is driven with hostile input that
- * fast-check generates from the operation's own schemas: U+0000 in strings, keys, query values and path segments;
- * JSON nested up to 10,000 levels; out-of-range and non-decimal numbers; over-long strings; wrong types; unknown
- * and missing fields; bodies whose Content-Encoding does not decode or is unknown; hostile path ids.
+ * Property-based fuzz test (docs/architecture.md#what-ci-proves): every operation of the OpenAPI document is driven
+ * with hostile input that fast-check generates from the operation's own schemas: U+0000 in strings, keys, query values
+ * and path segments; JSON nested up to 10,000 levels; out-of-range and non-decimal numbers; over-long strings; wrong
+ * types; unknown and missing fields; bodies whose Content-Encoding does not decode or is unknown; hostile path ids.
  *
  * Every generated request is invalid by construction, so for each one the test asserts: no 5xx; a 4xx with the
  * standard error body (and, for VALIDATION_ERROR / INVALID_PARAMETERS, `errors[]` naming each field); and nothing
@@ -44,7 +44,7 @@ interface Operation {
 
 /**
  * Operations whose body is not fuzzed, and why (their path and query parameters still are):
- * - `importContacts`: bad rows of an import are accepted on purpose and reported per row by the worker (README);
+ * - `importContacts`: bad rows of an import are accepted on purpose and reported per row by the worker;
  *   a hostile file is stored as an import, so "nothing written" does not apply to its body.
  */
 const BODY_NOT_FUZZED = new Set(['importContacts']);

@@ -1,5 +1,5 @@
 /**
- * The house rules of the layout (README "Architecture"), checked on the source tree itself so that a change that
+ * The house rules of the layout (docs/architecture.md#layout), checked on the source tree itself so that a change that
  * breaks one fails CI instead of drifting:
  * - apps sit above packages: no package imports an app;
  * - packages form an acyclic graph, declared in their package.json files and mirrored by tsconfig references;

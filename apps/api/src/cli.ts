@@ -24,7 +24,7 @@
  *   project import-keys --project ID --secret-key sk_… [--public-key pk_…]
  *                                           → stores keys brought from elsewhere (hashed); 409 if already in use
  *   import plunk --database-url postgres://… [--batch-size N]
- *                                           → imports a Plunk v2 database (README "Moving in from Plunk");
+ *                                           → imports a Plunk v2 database (`@mailroom/plunk-import`);
  *                                              progress on stderr, the summary (JSON) on stdout
  *
  * @module

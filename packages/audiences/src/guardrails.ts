@@ -1,7 +1,7 @@
 /**
- * Deliverability guardrails of campaigns and the reputation figures behind them (issue 18), as pure functions:
- * which thresholds apply to a project, whether a campaign's outcomes so far cross them, and the rates SES itself
- * reports.
+ * Deliverability guardrails of campaigns and the reputation figures behind them (docs/architecture.md#guardrails), as
+ * pure functions: which thresholds apply to a project, whether a campaign's outcomes so far cross them, and the rates
+ * SES itself reports.
  *
  * Two denominators, on purpose:
  * - A campaign is judged on its *outcomes* (deliveries plus hard and soft bounces reported by SES), not on its

@@ -1,4 +1,4 @@
--- Retention (issue 20): per-project overrides of the retention settings (projects.retention), the content expiry
+-- Retention: per-project overrides of the retention settings (projects.retention), the content expiry
 -- and erasure marks of emails, and one index per retention predicate so each batch of the worker's `retention`
 -- maintenance task reads a project's oldest rows through an index (no table scan). suppressions_source_email_idx
 -- and emails_workflow_execution_idx serve the `set null` of deleted emails and executions.

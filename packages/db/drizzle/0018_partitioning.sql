@@ -1,4 +1,4 @@
--- Time partitioning (issue 20), migration 0018: the append-heavy history tables (emails, email_events, events, webhook_deliveries,
+-- Time partitioning (docs/decisions/0007-month-partitions.md), migration 0018: the append-heavy history tables (emails, email_events, events, webhook_deliveries,
 -- webhook_attempts) become partitioned BY RANGE (id), one partition per calendar month (UTC). Ids are UUIDv7, so
 -- the bounds are the UUIDv7s of the first millisecond of each month (48-bit ms timestamp, the rest zero), the
 -- primary key stays (id) and the foreign keys referencing these tables keep working. A DEFAULT partition takes a

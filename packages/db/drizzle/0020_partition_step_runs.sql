@@ -1,4 +1,4 @@
--- Time partitioning of workflow_step_runs (issue 20), migration 0020: like the history tables of 0018, the step
+-- Time partitioning of workflow_step_runs (docs/decisions/0007-month-partitions.md), migration 0020: like the history tables of 0018, the step
 -- runs become partitioned BY RANGE (id), one partition per calendar month (UTC), plus a DEFAULT partition.
 --
 -- The unique index (execution_id, version) cannot exist on a partitioned table (it lacks the partition key), so it

@@ -1,4 +1,4 @@
--- Event counts per month partition (issue 20), migration 0021. Dropping a month of `events` used to lower the
+-- Event counts per month partition (docs/decisions/0006-counter-deltas.md), migration 0021. Dropping a month of `events` used to lower the
 -- event_names counters by counting the dropped partition's rows per (project, name): a scan of the whole month,
 -- so the drop took longer the more events the month held. The same deltas that keep event_names now also carry
 -- the month of their events' ids (the month partition the rows sit in), and the fold keeps event_name_months:

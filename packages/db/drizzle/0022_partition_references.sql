@@ -1,4 +1,4 @@
--- References to a partitioned table, checked and cascaded per statement instead of per row (issue 19).
+-- References to a partitioned table, checked and cascaded per statement instead of per row (docs/decisions/0008-partition-references-by-statement-triggers.md).
 --
 -- A foreign key whose referenced table is partitioned runs, for every row it checks on insert and every row it
 -- cascades to on delete, a query on the partitioned parent whose generic plan starts (and locks) every month

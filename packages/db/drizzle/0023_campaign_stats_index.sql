@@ -1,4 +1,4 @@
--- Campaign stats from the index alone (issue 20: campaign stats flat as history grows). The stats statement
+-- Campaign stats from the index alone (campaign stats flat as history grows: docs/decisions/0010-campaign-stats-from-the-index.md). The stats statement
 -- (`campaignEmailCounts`) also counts delivered, opened and clicked, which `emails_campaign_status_idx` did not
 -- hold, so with Postgres' default costs it read the whole month partition the campaign's emails sit in: a parallel
 -- sequential scan of 63,202 pages for a 100,000-email campaign in a month of 962,099 emails (104 ms), against 39 ms

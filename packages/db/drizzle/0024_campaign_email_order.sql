@@ -1,4 +1,5 @@
--- Campaign emails in append order (issue 19: a campaign's fan-out and cancel sweep no slower than before partitioning).
+-- Campaign emails in append order (a campaign's fan-out and cancel sweep no slower than before partitioning:
+-- docs/decisions/0009-campaign-emails-in-append-order.md).
 --
 -- Since 0018 one email per (campaign, contact) was the primary key: a campaign email's id was
 -- mailroom_uuid_v7_keyed(campaign start, 'campaign-email:<campaign>:<contact>'), whose 74 low bits are a hash, so

@@ -22,10 +22,11 @@ export interface Database {
 }
 
 /**
- * The connections' startup `options`: no JIT compilation (README "Postgres settings"), since every statement here is
- * OLTP and, once history grows, the planner's estimates cross `jit_above_cost` and a statement of a few ms pays tens
- * of ms compiling; generic plans when `genericPlans` (see {@link createDatabase}); then whatever `PGOPTIONS` and the
- * URL's own `options` parameter say (they come last, so they may set `jit` or `plan_cache_mode` back).
+ * The connections' startup `options`: no JIT compilation (docs/decisions/0023-connections-without-jit.md), since every
+ * statement here is OLTP and, once history grows, the planner's estimates cross `jit_above_cost` and a statement of a
+ * few ms pays tens of ms compiling; generic plans when `genericPlans` (see {@link createDatabase}); then whatever
+ * `PGOPTIONS` and the URL's own `options` parameter say (they come last, so they may set `jit` or `plan_cache_mode`
+ * back).
  */
 function sessionOptions(url: string, genericPlans: boolean): string {
   let fromUrl: string | null = null;
@@ -41,7 +42,7 @@ function sessionOptions(url: string, genericPlans: boolean): string {
  * Opens a pool.
  *
  * @param options.url - Postgres connection string.
- * @param options.poolSize - maximum connections of this process (budget: see README "Postgres connections").
+ * @param options.poolSize - maximum connections of this process (budget: docs/self-hosting/sizing.md).
  * @param options.applicationName - shown in `pg_stat_activity`.
  * @param options.onConnectionError - told of a connection lost outside a query (for logging); never throws.
  * @param options.genericPlans - the connections run every parameterised statement on a generic plan
@@ -49,7 +50,7 @@ function sessionOptions(url: string, genericPlans: boolean): string {
  *   each call's values; an unnamed one still gets a new (generic) plan at every call. Only for a pool whose every
  *   statement is written for it: rows reached by key, so a plan made for no particular value is as good as one made
  *   for the values. Postgres's own choice (`auto`) kept re-planning the send path's batched claim and finish at
- *   every call: 1.7–2.7 ms of planning against 0.6–2.9 ms to run (README, "Performance").
+ *   every call: 1.7–2.7 ms of planning against 0.6–2.9 ms to run (docs/decisions/0004-generic-plan-send-pool.md).
  * @param options.maxLifetimeSeconds - a connection is closed and replaced after this long (0 or absent: never), so
  *   that a generic plan made while a table was small does not outlive the estimates it was made from.
  */

@@ -1,6 +1,6 @@
 /**
- * Unsubscribing through the link of a marketing email (API.md "Marketing mail"; RFC 8058 one-click; RFC 2369
- * List-Unsubscribe): the signed token names an email, whose contact is unsubscribed, once.
+ * Unsubscribing through the link of a marketing email (docs/api/overview.md, marketing mail; RFC 8058 one-click; RFC
+ * 2369 List-Unsubscribe): the signed token names an email, whose contact is unsubscribed, once.
  *
  * @module
  */

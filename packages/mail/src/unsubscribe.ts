@@ -1,5 +1,5 @@
 /**
- * Unsubscribe tokens for marketing mail (API.md "Marketing mail"; RFC 8058 one-click unsubscribe).
+ * Unsubscribe tokens for marketing mail (docs/api/overview.md, marketing mail; RFC 8058 one-click unsubscribe).
  *
  * A token names the email it was sent in (so the unsubscribe is attributed to that email and its campaign) and
  * carries an HMAC-SHA256 of it under the project's signing key: `base64url(emailId (16 bytes) ‖ mac (16 bytes))`,

@@ -1,8 +1,8 @@
 /**
  * Email address handling shared by every route that takes an address.
  *
- * Identity is case-insensitive (API.md): a contact is keyed by the lower-cased address, while the stored display
- * form keeps the local part as given (trimmed) with the domain lower-cased.
+ * Identity is case-insensitive (docs/api/overview.md): a contact is keyed by the lower-cased address, while the stored
+ * display form keeps the local part as given (trimmed) with the domain lower-cased.
  *
  * Internationalised addresses: a domain written in Unicode (`user@bücher.de`, IDNA 2008 / UTS #46) is accepted and
  * stored, compared and sent in its ASCII form (`user@xn--bcher-kva.de`, punycode). A local part (before the `@`)

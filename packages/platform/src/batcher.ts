@@ -2,10 +2,10 @@
  * Folds the single-row statements of concurrent callers into one statement per batch: the send jobs' claims and
  * finishes (`@mailroom/sending/claim`), the API's `/v1/track` writes (`@mailroom/db/queries/track-batch`).
  *
- * Measured with `npm run bench -- worker` (README, "Performance"): every `sent` finish updates the same
- * `reputation_counts` row (project, hour, domain), so concurrent finishes queued on that row lock one behind the
- * other, each waiting for the previous one's commit to reach the disk; and every claim and finish paid its own
- * WAL flush. A batch takes the row lock and the flush once for all its rows.
+ * Measured with `npm run bench -- worker` (docs/decisions/0001-batched-claims-and-finishes.md): every `sent` finish
+ * updates the same `reputation_counts` row (project, hour, domain), so concurrent finishes queued on that row lock one
+ * behind the other, each waiting for the previous one's commit to reach the disk; and every claim and finish paid its
+ * own WAL flush. A batch takes the row lock and the flush once for all its rows.
  *
  * No timer: an item runs at once while fewer than `maxInFlight` batches are running; otherwise it waits and goes
  * with everything else that arrived meanwhile (at most `maxBatch`) as soon as one returns. At a low rate every item

@@ -1,7 +1,7 @@
 /**
  * The one home of API errors: machine-readable codes, their HTTP statuses, and {@link AppError}.
  *
- * Error bodies follow the service specification's standard form (see `shared/API.md`):
+ * Error bodies follow the service specification's standard form (docs/api/overview.md, errors):
  * `{ success: false, error: { code, message, statusCode, requestId, errors?, suggestion? }, timestamp }`.
  *
  * @module

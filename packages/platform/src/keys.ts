@@ -1,10 +1,10 @@
 /**
  * API keys: `sk_` (secret, every route) and `pk_` (public, `/v1/track` only), each the prefix plus 32 bytes of
- * randomness in base64url. Only the SHA-256 of a key is stored (API.md, Authentication).
+ * randomness in base64url. Only the SHA-256 of a key is stored (docs/api/overview.md, authentication).
  *
  * Each kind comes in two modes: `live` (`sk_…`, `pk_…`) and `test` (`sk_test_…`, `pk_test_…`). A test key works
  * on every route its kind works on, but what it creates is test data: mail is built exactly as live and stored in
- * a sink instead of reaching SES (README "Test mode").
+ * a sink instead of reaching SES.
  *
  * @module
  */

@@ -1,6 +1,6 @@
 /**
  * Plunk v2 rows → rows of our schema. Pure functions: a row maps, or it is refused with a reason (reported,
- * never fatal). Decisions (README "Moving in from Plunk"):
+ * never fatal). Decisions:
  * - nothing imported sends mail by itself: workflows arrive disabled, SCHEDULED campaigns as DRAFT, SENDING ones
  *   as CANCELLED (their history kept), unfinished history emails (PENDING/SENDING) as `cancelled`;
  * - domains arrive unverified (`pending`), so the worker's domain check decides;

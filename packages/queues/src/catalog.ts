@@ -74,9 +74,9 @@ export function sendJobOptions(config: Pick<QueueConfig, 'sendMaxAttempts' | 'se
  *
  * BullMQ's limiter is global (kept in Redis, shared by every worker process). A limiter of
  * `{ max: 14, duration: 1000 }` releases bursts of 14 at each window start, so a sliding second can see 28; this
- * smooth one avoids the bursts (see README, "Sending rate"). It paces jobs so they wait in Redis rather than in
- * worker memory; the exact bound is enforced at the SES call by the worker's send-rate gate, which is slightly
- * slower, so jobs arrive at the gate just ahead of their slot.
+ * smooth one avoids the bursts (docs/decisions/0005-smooth-limiter-and-rate-gate.md). It paces jobs so they wait in
+ * Redis rather than in worker memory; the exact bound is enforced at the SES call by the worker's send-rate gate, which
+ * is slightly slower, so jobs arrive at the gate just ahead of their slot.
  */
 export function smoothLimiter(emailsPerSecond: number): { max: number; duration: number } {
   const max = Math.max(1, Math.ceil(emailsPerSecond / 100));

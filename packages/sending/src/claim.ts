@@ -145,8 +145,8 @@ export function createSendBatching(
     /**
      * Where the claims and finishes the batcher runs go, batched or on their own (default `db`): the worker's pool
      * with generic plans (`createDatabase`'s `genericPlans`). Postgres's own choice re-planned them at every call:
-     * always for the batched ones, and for the lone ones once `emails` has a year of month partitions (README,
-     * "The whole host's CPU per email"). A claim the batcher could not take is asked about again on `db`
+     * always for the batched ones, and for the lone ones once `emails` has a year of month partitions
+     * (docs/decisions/0004-generic-plan-send-pool.md). A claim the batcher could not take is asked about again on `db`
      * (`claimForSending`, outside the batcher's bound on statements at once).
      */
     claimDb?: DbOrTx;

@@ -1,6 +1,6 @@
 /**
- * Time partitions of the history tables (issue 20; `@mailroom/db/queries/partitions`, migration
- * `0018_partitioning`) as work of the maintenance queue:
+ * Time partitions of the history tables (docs/architecture.md#time-partitions; `@mailroom/db/queries/partitions`,
+ * migration `0018_partitioning`) as work of the maintenance queue:
  *
  * - {@link runPartitionPass} (the worker's `partitions` task): every month partition from the current month to
  *   {@link PARTITION_MONTHS_AHEAD} months ahead exists, and rows that landed in a default partition are counted and

@@ -1,5 +1,5 @@
 /**
- * The retention settings (issue 20) as pure functions: their names, the valid values, and which apply to a project
+ * The retention settings as pure functions: their names, the valid values, and which apply to a project
  * (its overrides, `projects.retention`, over the service defaults, `RETENTION_*_DAYS`).
  *
  * @module

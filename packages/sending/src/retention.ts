@@ -1,5 +1,5 @@
 /**
- * Data retention (issue 20): the worker's `retention` maintenance task applies each project's retention settings
+ * Data retention: the worker's `retention` maintenance task applies each project's retention settings
  * ({@link effectiveRetention}: its `projects.retention` overrides over `RETENTION_*_DAYS`) in bounded batches.
  *
  * - **Whole months first.** A month partition of a history table whose every row is past retention for every

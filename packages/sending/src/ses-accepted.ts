@@ -5,7 +5,8 @@
  * is kept in Redis (`<prefix>:ses-accepted:<email id>`, 7 days; removed once the write succeeds). Whoever claims
  * the row again after the lease finds it there ({@link readAccepted}) and records `sent` without calling SES.
  * What remains: a process hard-killed between SES's answer and the first write, or Postgres and Redis both
- * unreachable then, re-sends that one message, with the same Message-ID, after the lease (README, "Reliability").
+ * unreachable then, re-sends that one message, with the same Message-ID, after the lease
+ * (docs/architecture.md#delivery-guarantees).
  *
  * @module
  */

@@ -28,7 +28,7 @@ import freeEmailDomains from 'free-email-domains';
 import roleAddresses from 'role-based-email-addresses';
 import { POPULAR_DOMAINS, run as suggestDomain } from '@zootools/email-spell-checker';
 
-/** What `POST /v1/verify` answers (the spec's fields, plus `suggestion` and `isRoleAccount` of API.md). */
+/** What `POST /v1/verify` answers (the spec's fields, plus `suggestion` and `isRoleAccount`: docs/api/overview.md). */
 export interface VerificationResult {
   email: string;
   valid: boolean;

@@ -1,6 +1,6 @@
 /**
- * Plunk v2's workflow model, mapped onto ours (API.md "Plunk v2 compatibility"). Plunk clients send their own
- * shapes; these functions turn them into our configuration, trigger and branch, or refuse what has no equivalent
+ * Plunk v2's workflow model, mapped onto ours (docs/api/overview.md, Plunk v2 compatibility). Plunk clients send their
+ * own shapes; these functions turn them into our configuration, trigger and branch, or refuse what has no equivalent
  * here with a 422 naming the field. Our forms stay primary: a request already in our form passes unchanged.
  *
  * Mapping (Plunk → ours):

@@ -1,6 +1,6 @@
 /**
- * API-key authentication (spec "Authentication"; API.md): `Authorization: Bearer sk_…|pk_…` (or a test key,
- * `sk_test_…|pk_test_…`: the same routes, and the request carries `mode: 'test'`).
+ * API-key authentication (spec "Authentication"; docs/api/overview.md, authentication): `Authorization: Bearer
+ * sk_…|pk_…` (or a test key, `sk_test_…|pk_test_…`: the same routes, and the request carries `mode: 'test'`).
  *
  * - missing, malformed, unknown, expired or revoked key → 401 `UNAUTHORIZED`;
  * - a public key on a secret-key route → 403 `PUBLIC_KEY_NOT_ALLOWED`;

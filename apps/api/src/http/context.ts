@@ -28,7 +28,8 @@ export interface AppDeps {
 export interface AuthContext {
   projectId: string;
   kind: KeyKind;
-  /** `test` for a test key (`sk_test_…`, `pk_test_…`): what the request creates is test data (README "Test mode"). */
+  /** `test` for a test key (`sk_test_…`, `pk_test_…`): what the request creates is test data
+  /** (`@mailroom/platform/keys`). */
   mode: KeyMode;
 }
 

@@ -1,7 +1,7 @@
 /**
  * A project's data retention, set by the operator: `GET/PUT /admin/projects/{id}/retention` and the CLI's
  * `project retention`. Each setting overrides the service default (`RETENTION_*_DAYS`) for that project; the
- * worker's `retention` maintenance task applies them (README "Data retention").
+ * worker's `retention` maintenance task applies them (docs/architecture.md#maintenance-and-reconciliation).
  *
  * @module
  */

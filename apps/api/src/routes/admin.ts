@@ -27,7 +27,7 @@ const IssuedProject = Type.Object({
   disabled: Type.Boolean(),
   publicKey: Type.String({ description: 'pk_…, shown once' }),
   secretKey: Type.String({ description: 'sk_…, shown once' }),
-  testPublicKey: Type.String({ description: 'pk_test_…, shown once: a test key (README "Test mode")' }),
+  testPublicKey: Type.String({ description: 'pk_test_…, shown once: a test key; what it creates is test data' }),
   testSecretKey: Type.String({ description: 'sk_test_…, shown once: a test key; its mail goes to the sink, never to SES' }),
 });
 const KeyMode = StringEnum(['live', 'test'] as const, '`live` keys (sk_…, pk_…) send through SES; `test` keys (sk_test_…, pk_test_…) deliver to the test sink');

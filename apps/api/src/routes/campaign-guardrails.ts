@@ -1,5 +1,5 @@
 /**
- * A paused campaign (issue 18): `POST /campaigns/{id}/resume` and the campaign's timeline
+ * A paused campaign (docs/architecture.md#guardrails): `POST /campaigns/{id}/resume` and the campaign's timeline
  * `GET /campaigns/{id}/timeline` (paused with the reason and figures, resumed, retry-failed).
  *
  * A campaign pauses itself (SENDING → PAUSED) when a guardrail trips (its hard-bounce or complaint rate after

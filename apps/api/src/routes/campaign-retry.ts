@@ -1,7 +1,7 @@
 /**
- * `POST /campaigns/{id}/retry-failed` (issue 18): send a SENT campaign once more to the recipients whose email
- * failed for a transient reason, never to bounced, complained, suppressed, unsubscribed or permanently failed
- * ones. Once per campaign.
+ * `POST /campaigns/{id}/retry-failed` (docs/guides/campaigns.md): send a SENT campaign once more to the recipients
+ * whose email failed for a transient reason, never to bounced, complained, suppressed, unsubscribed or permanently
+ * failed ones. Once per campaign.
  *
  * @module
  */

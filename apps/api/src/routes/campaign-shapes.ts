@@ -65,7 +65,7 @@ export function presentCampaign(c: CampaignRow): Static<typeof Campaign> {
     fromName: c.fromName,
     replyTo: c.replyTo,
     audienceType: c.audienceType,
-    // API.md: the create response's `type` equals `audienceType`.
+    // docs/api/overview.md: the create response's `type` equals `audienceType`.
     type: c.audienceType,
     segmentId: c.segmentId,
     audienceFilter: c.audienceFilter ?? null,

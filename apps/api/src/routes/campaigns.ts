@@ -1,12 +1,12 @@
 /**
  * Campaigns: `GET/POST /campaigns`, `GET/PATCH/DELETE /campaigns/{id}`, `POST /campaigns/{id}/send|cancel|test`,
- * `GET /campaigns/{id}/stats` (spec "Campaign"; API.md "Campaign states").
+ * `GET /campaigns/{id}/stats` (spec "Campaign"; docs/api/overview.md, campaign states).
  *
  * The states, their moves and the rules a campaign must pass are `@mailroom/audiences/campaigns` (rules.ts,
  * lifecycle.ts); the worker's `campaign` job does the fan-out. This module translates HTTP into those calls and
  * their results back.
  *
- * Plunk v2 compatibility (API.md), where the specification is silent: `PUT /campaigns/{id}` is the PATCH;
+ * Plunk v2 compatibility (docs/api/overview.md), where the specification is silent: `PUT /campaigns/{id}` is the PATCH;
  * `audienceCondition` stands for `audienceFilter`, `scheduledFor` for `scheduledAt`, the test's `email` for `to`, and
  * Plunk's `type` (`MARKETING`; campaigns here are marketing mail) is accepted. Answers carry Plunk's names beside
  * ours (`audienceCondition`, `scheduledFor`, `totalRecipients`, `sentAt`; the list's `campaigns`, `page`,

@@ -22,7 +22,7 @@ export { EmailAddress } from '@mailroom/contacts/contacts';
 /** `:id` path parameter. */
 export const IdParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'resource id' }) });
 
-/** `limit` and `cursor` of every list (API.md "Pagination"). */
+/** `limit` and `cursor` of every list (docs/api/overview.md, pagination). */
 export const PageQuery = {
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'page size, 1–100, as plain decimal digits (`1e2`, `0x10`, ` 5` are 400)' }),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'nextCursor of the previous page' })),
@@ -32,9 +32,9 @@ export const PageQuery = {
 export const MAX_PAGE_OFFSET = 10_000;
 
 /**
- * Plunk v2's page-number form, accepted beside `limit`/`cursor` on lists (API.md "Plunk v2 compatibility"):
- * `page` (1-based) and `pageSize` (an alias of `limit`). Pages are read by offset, at most {@link MAX_PAGE_OFFSET}
- * rows deep; the cursor form stays pure keyset.
+ * Plunk v2's page-number form, accepted beside `limit`/`cursor` on lists (docs/api/overview.md, Plunk v2
+ * compatibility): `page` (1-based) and `pageSize` (an alias of `limit`). Pages are read by offset, at most {@link
+ * MAX_PAGE_OFFSET} rows deep; the cursor form stays pure keyset.
  */
 export const PlunkPageQuery = {
   page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: "Plunk's page number (1-based), instead of `cursor`" })),
@@ -89,8 +89,8 @@ export function cursorId(cursor: string | undefined): string | undefined {
 }
 
 /**
- * The list body of API.md "Pagination" from one keyset page (newest first by id): `items`, `nextCursor` (the last
- * item's id, opaque; null on the last page), `hasMore` and `total`.
+ * The list body (docs/api/overview.md, pagination) from one keyset page (newest first by id): `items`, `nextCursor`
+ * (the last item's id, opaque; null on the last page), `hasMore` and `total`.
  */
 export function keysetPage<R extends { id: string }, T>(page: { items: R[]; hasMore: boolean }, present: (row: R) => T, total: number) {
   const last = page.items[page.items.length - 1];

@@ -1,7 +1,7 @@
 /**
- * Contacts: `GET/POST /contacts`, `GET/PATCH/DELETE /contacts/{id}` (spec "Contact", API.md "Resources").
+ * Contacts: `GET/POST /contacts`, `GET/PATCH/DELETE /contacts/{id}` (spec "Contact"; docs/api/overview.md).
  *
- * - List: newest first by keyset; both forms of API.md (`items`/`nextCursor` and the reference
+ * - List: newest first by keyset; both forms of docs/api/overview.md (`items`/`nextCursor` and the reference
  *   `contacts`/`cursor`); `total` from maintained counters (exact) or, with `search`, counted up to 10,000.
  * - Upsert (`POST`): 201 with `_meta.isNew` for a new contact, 200 with `_meta.isUpdate` for an existing one.
  * - `data` merges shallowly in SQL (a `null` value removes the key); `subscribed` changes only when stated.

@@ -1,9 +1,9 @@
 /**
  * Contact events: `POST /v1/track` (public or secret key), `GET /events`, `GET /events/names`.
  *
- * Plunk v2 compatibility (API.md): `POST /events/track` records an event the way `/v1/track` does and also takes
- * Plunk's body (`name` for `event`, `contactId` instead of `email`); `GET /events` takes `eventName` (for `name`)
- * and `page`/`pageSize`, and answers `events` beside `items`; `GET /events/names` answers `eventNames` too.
+ * Plunk v2 compatibility (docs/api/overview.md): `POST /events/track` records an event the way `/v1/track` does and
+ * also takes Plunk's body (`name` for `event`, `contactId` instead of `email`); `GET /events` takes `eventName` (for
+ * `name`) and `page`/`pageSize`, and answers `events` beside `items`; `GET /events/names` answers `eventNames` too.
  *
  * @module
  */

@@ -3,9 +3,9 @@
  * `POST /segments/preview`, and the members of STATIC segments (`POST /segments/{id}/members`,
  * `POST /segments/{id}/members/remove`, `DELETE /segments/{id}/members/{contactId}`).
  *
- * Plunk v2 compatibility (API.md): Plunk's `filters` (and its later name `condition`) are accepted as aliases of
- * `filter` and answered beside it; the lists take Plunk's `page`/`pageSize` and answer `segments` / `contacts`,
- * `page`, `pageSize`, `totalPages` beside ours.
+ * Plunk v2 compatibility (docs/api/overview.md): Plunk's `filters` (and its later name `condition`) are accepted as
+ * aliases of `filter` and answered beside it; the lists take Plunk's `page`/`pageSize` and answer `segments` /
+ * `contacts`, `page`, `pageSize`, `totalPages` beside ours.
  *
  * DYNAMIC segments hold a filter in the segment language (`@mailroom/audiences/segments`), compiled to one SQL
  * predicate (`@mailroom/audiences/audience`); STATIC segments hold explicit members. Counts are read from the segment row (maintained by trigger,

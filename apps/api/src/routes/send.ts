@@ -1,5 +1,5 @@
 /**
- * `POST /v1/send`: transactional email (spec "POST /v1/send"; API.md).
+ * `POST /v1/send`: transactional email (spec "POST /v1/send"; docs/api/overview.md).
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * Templates: `POST/GET/PATCH/DELETE /templates[/{id}]`. The list carries both forms of API.md: keyset
+ * Templates: `POST/GET/PATCH/DELETE /templates[/{id}]`. The list carries both forms of docs/api/overview.md: keyset
  * (`items`, `nextCursor`, `hasMore`, `total`) and the reference page form (`templates`, `page`, `pageSize`,
  * `totalPages`); `page` (and Plunk's `pageSize`) is accepted instead of `cursor`.
  *

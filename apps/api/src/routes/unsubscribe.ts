@@ -1,5 +1,5 @@
 /**
- * The public unsubscribe endpoint of marketing mail (API.md "Marketing mail"; RFC 8058 one-click; RFC 2369
+ * The public unsubscribe endpoint of marketing mail (docs/api/overview.md, marketing mail; RFC 8058 one-click; RFC 2369
  * List-Unsubscribe). No API key: the signed token in the path is the authority.
  *
  * - `GET /unsubscribe/{token}`: a confirmation page with one button. A GET never unsubscribes, because link

@@ -3,7 +3,7 @@
  * steps (`GET /workflows/webhook-secret`). The graph's routes are in `workflow-graph.ts`, the executions' in
  * `workflow-executions.ts`, the shapes all three answer with in `workflow-shapes.ts`.
  *
- * Plunk v2's workflow model is accepted beside ours (API.md "Plunk v2 compatibility"; the mapping is in
+ * Plunk v2's workflow model is accepted beside ours (docs/api/overview.md, Plunk v2 compatibility; the mapping is in
  * `@mailroom/workflows` workflows-plunk; the rules are in `@mailroom/workflows` graph/*): `eventName` / `triggerType` / `triggerConfig`, steps with `position`,
  * `templateId` and `autoConnect`, transitions with `condition` / `waitOutcome` / `priority` (the trigger is
  * `fromStepId: null` or the workflow's own id), Plunk's step configurations, `page`/`pageSize`, and

@@ -1,6 +1,7 @@
 /**
- * Carrying on after a stop (issue 18): resuming a PAUSED campaign, and retrying once the emails of a SENT campaign
- * that failed for a transient reason. Both refuse a test key on a live campaign (they would send real mail).
+ * Carrying on after a stop (docs/guides/campaigns.md): resuming a PAUSED campaign, and retrying once the emails of a
+ * SENT campaign that failed for a transient reason. Both refuse a test key on a live campaign (they would send real
+ * mail).
  *
  * @module
  */

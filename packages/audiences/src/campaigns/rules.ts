@@ -1,6 +1,6 @@
 /**
- * The rules of a campaign (API.md "Campaign states"): which states allow which moves, what a campaign's audience
- * and content must satisfy before it is stored or sent, and who it reaches.
+ * The rules of a campaign (docs/api/overview.md, campaign states): which states allow which moves, what a campaign's
+ * audience and content must satisfy before it is stored or sent, and who it reaches.
  *
  * States: DRAFT → SCHEDULED → SENDING → SENT; PAUSED from SENDING (a guardrail or the SES quota) and back by
  * resume; CANCELLED from DRAFT, SCHEDULED, SENDING or PAUSED; FAILED when a scheduled campaign cannot start (its

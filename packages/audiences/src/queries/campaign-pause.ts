@@ -1,8 +1,8 @@
 /**
- * Pausing and resuming a campaign (issue 18's guardrails). PAUSED is entered only from SENDING, for a reason
- * (`bounce_rate`, `complaint_rate`, `quota`) with the figures that made it pause; it is left by resume (back to
- * SENDING, where it continues exactly where it stopped) or by cancel. While PAUSED its queued emails are not
- * claimed by the worker (they stay queued, see `claimEmail`), and its job neither fans out nor feeds the queue.
+ * Pausing and resuming a campaign (the guardrails: docs/architecture.md#guardrails). PAUSED is entered only from
+ * SENDING, for a reason (`bounce_rate`, `complaint_rate`, `quota`) with the figures that made it pause; it is left by
+ * resume (back to SENDING, where it continues exactly where it stopped) or by cancel. While PAUSED its queued emails
+ * are not claimed by the worker (they stay queued, see `claimEmail`), and its job neither fans out nor feeds the queue.
  * Each move is one conditional UPDATE, writes the campaign's timeline entry and its webhook deliveries
  * (`campaign.paused`, `campaign.resumed`) in the caller's transaction.
  *

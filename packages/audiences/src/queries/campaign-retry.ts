@@ -1,6 +1,6 @@
 /**
- * Retrying a SENT campaign's transiently failed emails (`POST /campaigns/{id}/retry-failed`, issue 18), once per
- * campaign.
+ * Retrying a SENT campaign's transiently failed emails (`POST /campaigns/{id}/retry-failed`, docs/guides/campaigns.md),
+ * once per campaign.
  *
  * An email ends `failed` with `failure_kind = 'transient'` when its attempts ran out on a retryable error (SES
  * 5xx, an internal error), and `'permanent'` when SES refused the message itself. Only the transient ones are

@@ -1,6 +1,6 @@
 /**
- * Campaigns: CRUD and state transitions (API.md "Campaign states"), the worker's fan-out and feeding of the send
- * queue, completion, and statistics. Every transition is one conditional UPDATE on the status, so two requests
+ * Campaigns: CRUD and state transitions (docs/api/overview.md, campaign states), the worker's fan-out and feeding of
+ * the send queue, completion, and statistics. Every transition is one conditional UPDATE on the status, so two requests
  * (or a request and the worker) can never both move a campaign.
  *
  * @module

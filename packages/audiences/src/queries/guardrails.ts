@@ -1,7 +1,7 @@
 /**
- * The bounce and complaint guardrail of campaigns (issue 18): a project's overrides of the service thresholds
- * (`projects.guardrails`, set by the operator) and the check that pauses a SENDING campaign from the SES
- * feedback path.
+ * The bounce and complaint guardrail of campaigns (docs/architecture.md#guardrails): a project's overrides of the
+ * service thresholds (`projects.guardrails`, set by the operator) and the check that pauses a SENDING campaign from the
+ * SES feedback path.
  *
  * Re-arm after a resume: resuming a guardrail pause stores the campaign's outcome totals as `baseline` in the
  * `resumed` timeline entry (`resumeCampaign`); the guardrail then judges only the outcomes since, after a new

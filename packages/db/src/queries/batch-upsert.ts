@@ -2,7 +2,7 @@
  * The contact upsert shared by the batched request writes (`track-batch.ts`, `transactional-batch.ts`), as SQL
  * text to follow a CTE named `input` with one row per contact: `id, project_id, email, email_key, subscribed,
  * stated, patch, removed, test`, distinct by (project_id, email_key). The same merge rules as the single
- * upsert (`upsertCtes` in `contacts.ts`, API.md): shallow `data` merge with `removed` keys taken out,
+ * upsert (`upsertCtes` in `contacts.ts`, docs/api/overview.md): shallow `data` merge with `removed` keys taken out,
  * `subscribed` changed only when `stated`, new contacts created with `subscribed`.
  *
  * @module

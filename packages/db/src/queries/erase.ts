@@ -1,5 +1,5 @@
 /**
- * Erasure of a contact (`DELETE /contacts/{id}`, the privacy case of issue 20): the contact goes with its events,
+ * Erasure of a contact (`DELETE /contacts/{id}`, the privacy delete): the contact goes with its events,
  * workflow executions and segment memberships (cascades), and its personal data is removed from every other row
  * that holds it, in one transaction.
  *

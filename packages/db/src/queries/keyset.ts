@@ -1,5 +1,5 @@
 /**
- * The one keyset page of the list endpoints (API.md "Pagination"): newest first by id (UUIDv7, so creation
+ * The one keyset page of the list endpoints (docs/api/overview.md, pagination): newest first by id (UUIDv7, so creation
  * order), after an optional `beforeId`, plus the number of rows matching the filters.
  *
  * @module

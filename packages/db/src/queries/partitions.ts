@@ -1,9 +1,9 @@
 /**
- * Time partitions of the history tables (issue 20, migrations `0018_partitioning` and `0020_partition_step_runs`):
- * `emails`, `email_events`, `events`, `webhook_deliveries`, `webhook_attempts` and `workflow_step_runs` (whose ids
- * carry the time of their execution's start) are partitioned BY RANGE (id), one partition
- * `<table>_pYYYYMM` per calendar month (UTC) whose bounds are the UUIDv7s of the month's first millisecond, plus a
- * `<table>_default` partition for any id outside them.
+ * Time partitions of the history tables (docs/architecture.md#time-partitions; migrations `0018_partitioning` and
+ * `0020_partition_step_runs`): `emails`, `email_events`, `events`, `webhook_deliveries`, `webhook_attempts` and
+ * `workflow_step_runs` (whose ids carry the time of their execution's start) are partitioned BY RANGE (id), one
+ * partition `<table>_pYYYYMM` per calendar month (UTC) whose bounds are the UUIDv7s of the month's first millisecond,
+ * plus a `<table>_default` partition for any id outside them.
  *
  * The statements here create months ahead ({@link ensureMonthPartitions}), list them ({@link listMonthPartitions}),
  * count what landed in the default partition ({@link defaultPartitionRows}), and drop a whole month when every row

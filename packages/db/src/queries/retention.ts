@@ -1,5 +1,5 @@
 /**
- * Retention (issue 20): the statements of the worker's `retention` pass, one batch each, and the per-project
+ * Retention: the statements of the worker's `retention` pass, one batch each, and the per-project
  * overrides (`projects.retention`).
  *
  * Every batch statement finds at most `limit` rows of one project older than a cutoff through an index made for its

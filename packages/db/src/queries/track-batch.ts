@@ -5,11 +5,11 @@
  * half of a track's CPU (`npm run bench -- api`, "Postgres CPU ms/req"), most of it per statement and per commit.
  *
  * Each item has exactly the effect {@link trackEvent} would have given alone, in the batch's order: the same
- * contact merge rules (API.md: shallow `data` merge, `null` removes a key, `subscribed` changes only when stated,
- * new contacts subscribed), the same `contact.subscribed` / `contact.unsubscribed` events, the same event row.
- * Items of several projects may share a batch; two items for one contact may not (one statement cannot update a
- * row twice): {@link trackEvents} refuses such a batch before writing anything, and its caller runs the items
- * one by one instead.
+ * contact merge rules (docs/api/overview.md: shallow `data` merge, `null` removes a key, `subscribed` changes only when
+ * stated, new contacts subscribed), the same `contact.subscribed` / `contact.unsubscribed` events, the same event row.
+ * Items of several projects may share a batch; two items for one contact may not (one statement cannot update a row
+ * twice): {@link trackEvents} refuses such a batch before writing anything, and its caller runs the items one by one
+ * instead.
  *
  * @module
  */

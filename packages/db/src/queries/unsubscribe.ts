@@ -1,5 +1,5 @@
 /**
- * The public unsubscribe action (API.md "Marketing mail", RFC 8058): the token names an email; the email's
+ * The public unsubscribe action (docs/api/overview.md, marketing mail; RFC 8058): the token names an email; the email's
  * contact is unsubscribed.
  *
  * @module

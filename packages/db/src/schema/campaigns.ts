@@ -5,9 +5,9 @@ import { projects } from './projects';
 import { segments } from './segments';
 
 /**
- * Campaign states (API.md): DRAFT → SCHEDULED → SENDING → SENT; CANCELLED from DRAFT, SCHEDULED, SENDING and
- * PAUSED; FAILED when it cannot start. PAUSED is entered only from SENDING (a guardrail or the SES quota) and
- * left by resume (back to SENDING) or cancel.
+ * Campaign states (docs/api/overview.md): DRAFT → SCHEDULED → SENDING → SENT; CANCELLED from DRAFT, SCHEDULED, SENDING
+ * and PAUSED; FAILED when it cannot start. PAUSED is entered only from SENDING (a guardrail or the SES quota) and left
+ * by resume (back to SENDING) or cancel.
  */
 export const CAMPAIGN_STATUSES = ['DRAFT', 'SCHEDULED', 'SENDING', 'PAUSED', 'SENT', 'CANCELLED', 'FAILED'] as const;
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];

@@ -173,11 +173,11 @@ export async function moveExecution(
   const endById = end && end.target !== 'open' ? end.target.id : null;
   const hookType = effects.hook?.type ?? null;
   // A named statement, parsed once per connection. Planning it, across its CTEs and the partitions of
-  // workflow_step_runs and webhook_deliveries, took 0.4–0.5 ms against 0.15–0.2 ms to execute (README, Performance).
-  // Postgres keeps one generic plan for it after five calls with a few months of partitions, but re-plans it at
-  // every call once there are a year's (README, "The whole host's CPU per email").
-  // Two texts, by how the run to end is found: by id, a generic plan still reads one partition (pruned by the
-  // parameter when it starts); the open run is looked up by execution in each.
+  // workflow_step_runs and webhook_deliveries, took 0.4–0.5 ms against 0.15–0.2 ms to execute. Postgres keeps one
+  // generic plan for it after five calls with a few months of partitions, but re-plans it at every call once there
+  // are a year's (docs/decisions/0016-named-statements.md). Two texts, by how the run to end is found: by id, a
+  // generic plan still reads one partition (pruned by the parameter when it starts); the open run is looked up by
+  // execution in each.
   const rows = await executeNamed<{ execution: Record<string, unknown> | null; run: Record<string, unknown> | null; deliveries: WebhookDeliveryRef[] }>(db, sql`
     with moved as (
       update workflow_executions x set
