@@ -10,7 +10,7 @@
 import { and, eq, sql, type SQL } from 'drizzle-orm';
 import { emailKey, normalizeEmail, normalizedKey, type NormalizedEmail } from '@mailroom/platform/address';
 import { newId, newIdAt } from '@mailroom/platform/ids';
-import { splitPatch } from './data-patch';
+import { isIgnoredDataValue, splitPatch } from './data-patch';
 import { executeNamed } from './named';
 import { likePattern } from './like';
 import type { DbOrTx } from '../client';
@@ -54,7 +54,8 @@ export function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
       key,
       email: prev?.email ?? input.email,
       subscribed: input.subscribed ?? prev?.subscribed,
-      data: { ...(prev?.data ?? {}), ...(input.data ?? {}) },
+      // A later row's ignored value (an empty string) leaves an earlier row's value standing.
+      data: { ...(prev?.data ?? {}), ...Object.fromEntries(Object.entries(input.data ?? {}).filter(([, v]) => !isIgnoredDataValue(v))) },
     });
   }
   return [...merged.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
