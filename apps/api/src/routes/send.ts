@@ -5,7 +5,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { MAILBOX_MAX_LENGTH } from '@mailroom/platform/address';
-import { MailboxString } from '@mailroom/platform/validation';
+import { addressString, MailboxString } from '@mailroom/platform/validation';
 import { acceptSend, ATTACHMENT_LIMITS } from '@mailroom/sending/accept';
 import { transactionalBatcher } from '@mailroom/sending/write-batcher';
 import { sendEnqueueBatcher } from '@mailroom/sending/enqueue-batcher';
@@ -42,8 +42,7 @@ export const SendBody = Type.Object(
     from: Type.Optional(Address),
     name: Type.Optional(Type.String({ maxLength: 200, description: 'sender display name; wins over a display name given in `from`' })),
     reply: Type.Optional(
-      Type.String({
-        format: 'mailbox',
+      addressString('mailbox', {
         maxLength: MAILBOX_MAX_LENGTH,
         description: 'reply-to: an email address or a mailbox string such as "Support <help@example.com>" (the name is kept)',
       }),
