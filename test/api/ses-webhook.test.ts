@@ -2,7 +2,8 @@
  * `POST /webhooks/ses`: SNS signature checks (forged, tampered, unsigned, foreign topic, untrusted certificate
  * host: refused, nothing changes), redelivered messages (no second effect), subscription confirmation, and every
  * SES event type's effect: forward-only status, atomic open/click counts, the timeline, contact events,
- * suppression (hard, soft after the limit, complaint + unsubscribe), campaign statistics (complaints and bounces are not unsubscribes; an unsubscribe counts once per email) and tenant safety.
+ * suppression (hard, soft after the limit, complaint + unsubscribe), campaign statistics (complaints and bounces
+ * are not unsubscribes; an unsubscribe counts once per email) and tenant safety.
  */
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';

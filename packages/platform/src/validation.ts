@@ -33,11 +33,6 @@ function isMailbox(s: string): boolean {
 }
 
 /**
- * A sender or reply-to given as one string: a bare address or a mailbox with a display name
- * (`"Acme <hello@acme.com>"`, Plunk v2's form). Read it with `parseMailbox` / `senderFromMailbox` (address.ts):
- * the display name maps onto the resource's name field (`fromName`, `name`), and an explicit name field wins.
- */
-/**
  * Schema keyword (written as an OpenAPI extension, so the document stays valid) that trims a string value in
  * place once the value is validated: `{ "x-trim": true }`. Every address field carries it ({@link addressString},
  * {@link MailboxString}), so `"  Ann@Example.COM "` is accepted and every handler, import row and job payload
@@ -47,17 +42,19 @@ function isMailbox(s: string): boolean {
  */
 export const TRIM_KEYWORD = 'x-trim';
 
-/** Options of a string schema, with {@link TRIM_KEYWORD}. */
-type TrimmedStringOptions = Parameters<typeof Type.String>[0] & { [TRIM_KEYWORD]?: boolean };
-
 /**
  * A string schema of format `email` (or `mailbox`) that accepts and cuts off surrounding whitespace
  * ({@link TRIM_KEYWORD}). Use it for every field that takes an address.
  */
 export function addressString(format: 'email' | 'mailbox', options: Parameters<typeof Type.String>[0] = {}) {
-  return Type.String({ ...options, format, [TRIM_KEYWORD]: true } as TrimmedStringOptions);
+  return Type.String({ ...options, format, [TRIM_KEYWORD]: true });
 }
 
+/**
+ * A sender or reply-to given as one string: a bare address or a mailbox with a display name
+ * (`"Acme <hello@acme.com>"`, Plunk v2's form). Read it with `parseMailbox` / `senderFromMailbox` (address.ts):
+ * the display name maps onto the resource's name field (`fromName`, `name`), and an explicit name field wins.
+ */
 export const MailboxString = Type.String({
   [TRIM_KEYWORD]: true,
   format: 'mailbox',
