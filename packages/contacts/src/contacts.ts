@@ -25,9 +25,12 @@ export const EmailAddress = addressString('email', {
     'Surrounding whitespace is ignored',
 });
 
-/** Contact metadata: free-form JSON object; a key set to `null` is removed from the stored data. */
+/**
+ * Contact metadata: free-form JSON object, shallow-merged into the stored data; a key set to `null` is removed, a
+ * key set to the empty string `""` is ignored (it never overwrites a stored value).
+ */
 export const ContactData = Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), {
-  description: 'free-form metadata, shallow-merged into the stored data; a key set to null is removed',
+  description: 'free-form metadata, shallow-merged into the stored data; a key set to null is removed; an empty-string value is ignored',
 });
 
 /** One contact to create or update: the body of `POST /contacts` and one record of an NDJSON/JSON import. */

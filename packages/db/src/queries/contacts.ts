@@ -1,9 +1,9 @@
 /**
  * Contact upserts, shared by `/v1/send`, `/v1/track` and `POST /contacts`.
  *
- * Merge rules (API.md): `data` is shallow-merged in SQL (never read-modify-write, so concurrent writers lose no
- * key); a key set to `null` is removed; `subscribed` changes only when the caller states it, and otherwise a new
- * contact gets the caller's default.
+ * Merge rules: `data` is shallow-merged in SQL (never read-modify-write, so concurrent writers lose no key); a key
+ * set to `null` is removed, and one set to `""` is ignored (`data-patch.ts`); `subscribed` changes only when the
+ * caller states it, and otherwise a new contact gets the caller's default.
  *
  * @module
  */
