@@ -151,10 +151,10 @@ const OPEN_QUOTES = '"\'<([`';
 const CLOSE_QUOTES = '"\'>)]`';
 
 /**
- * A function that cuts every mention of `addresses` out of a JSON value (every string, keys left as they are): each
- * address in any letter case, percent-encoded in part or whole, once or twice (`ann%40x.com`, `ann%2540x.com`: a
- * click's URL), and its local part where it stands quoted on its own (`"ann"`, `<ann>`: bounce diagnostics quote
- * it so). Each becomes {@link ERASED_TEXT}. It matches without word boundaries on purpose: it is run only on
+ * A function that cuts every mention of `addresses` out of a JSON value (every string, and every key: a click's
+ * `linkTags` are the sender's own names): each address in any letter case, percent-encoded in part or whole, once
+ * or twice (`ann%40x.com`, `ann%2540x.com`: a click's URL), and its local part where it stands quoted on its own
+ * (`"ann"`, `<ann>`: bounce diagnostics quote it so). Each becomes {@link ERASED_TEXT}. It matches without word boundaries on purpose: it is run only on
  * feedback about an erased email, where cutting too much costs nothing and leaving the address would undo the
  * erasure.
  *
@@ -180,7 +180,7 @@ export function addressScrubber(addresses: readonly string[]): <T>(value: T) => 
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') return scrubText(v);
     if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [scrubText(k), walk(x)]));
     return v;
   };
   return <T>(value: T) => walk(value) as T;

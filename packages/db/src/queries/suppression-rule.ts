@@ -1,8 +1,9 @@
 /**
  * The one rule "this email is not sent to this recipient", as SQL that every place deciding it embeds: the write of
- * an accepted `POST /v1/send` (alone and batched) and the worker's claim, which re-checks it just before sending.
- * (Campaign fan-out and workflow SEND_EMAIL steps select only subscribed, unlisted contacts up front, with
- * `contactSuppressedSql`; the claim still re-checks their emails with this rule.)
+ * an accepted `POST /v1/send` (alone and batched), a workflow's SEND_EMAIL step (which skips the step), and the
+ * worker's claim, which re-checks every email (transactional, campaign, workflow) just before sending. Campaign
+ * fan-out selects subscribed contacts not on the list up front (`c.subscribed` and `contactSuppressedSql`, so its
+ * keyset scan keeps its index); the claim re-checks those emails with this rule.)
  *
  * A recipient is held back, in this order of causes:
  * 1. `suppression_list`: the address is on the project's suppression list (hard bounce, repeated soft bounces,
@@ -46,12 +47,21 @@ export interface SuppressionSubject {
 }
 
 /**
+ * SQL condition "this address is on the project's suppression list" (one indexed row of `suppressions`,
+ * `(project_id, email_key)`): the only place the list is looked up in SQL; {@link suppressionCauseSql} and the
+ * audience conditions (`contactSuppressedSql`) are built on it.
+ */
+export function onSuppressionListSql(projectId: SQL, emailKey: SQL): SQL {
+  return sql`exists (select 1 from suppressions s where s.project_id = ${projectId} and s.email_key = ${emailKey})`;
+}
+
+/**
  * The cause for which the email is not sent ({@link SuppressionCause}, as text), or `null` when it may be sent.
  * Reads one indexed row of `suppressions` (`(project_id, email_key)`).
  */
 export function suppressionCauseSql(r: SuppressionSubject): SQL {
   return sql`(case
-      when exists (select 1 from suppressions s where s.project_id = ${r.projectId} and s.email_key = ${r.emailKey}) then 'suppression_list'
+      when ${onSuppressionListSql(r.projectId, r.emailKey)} then 'suppression_list'
       when ${r.marketing} and not coalesce(${r.subscribed}, true) then 'unsubscribed'
     end)`;
 }
