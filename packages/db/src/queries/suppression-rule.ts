@@ -3,7 +3,7 @@
  * an accepted `POST /v1/send` (alone and batched), a workflow's SEND_EMAIL step (which skips the step), and the
  * worker's claim, which re-checks every email (transactional, campaign, workflow) just before sending. Campaign
  * fan-out selects subscribed contacts not on the list up front (`c.subscribed` and `contactSuppressedSql`, so its
- * keyset scan keeps its index); the claim re-checks those emails with this rule.)
+ * keyset scan keeps its index); the claim re-checks those emails with this rule.
  *
  * A recipient is held back, in this order of causes:
  * 1. `suppression_list`: the address is on the project's suppression list (hard bounce, repeated soft bounces,
@@ -13,9 +13,11 @@
  *    lets the email go; a contact created by the request without `subscribed` is created unsubscribed, the
  *    specification's default for `/v1/send`, and its marketing email is held back).
  *
- * A further cause (for example a contact's marketing "snooze" until a date) joins here as one more `when` line and
- * one more entry of {@link SUPPRESSION_CAUSES}; every caller then applies it, with its reason, timeline entry, 202
- * answer and `email.suppressed` webhook, without another change.
+ * A further cause (for example a contact's marketing "snooze" until a date) joins here as one more `when` line, one
+ * more entry of {@link SUPPRESSION_CAUSES} and {@link SUPPRESSION_REASONS}, and, when it reads a contact field, one
+ * more field of {@link SuppressionSubject} that the callers fill as they fill `subscribed` (at acceptance from the
+ * `upserted` rows: one statement does not see its own upsert in `contacts`). Every caller then applies it, with
+ * its reason, timeline entry, 202 answer and `email.suppressed` webhook, without another change.
  *
  * @module
  */
