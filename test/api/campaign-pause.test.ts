@@ -106,9 +106,9 @@ test('a recipient who unsubscribed while the campaign was paused is not mailed a
   await pause(id);
   expect((await as(p).patch(`/contacts/${contact.body.data.id}`, { subscribed: false })).status).toBe(200);
   expect((await as(p).post(`/campaigns/${id}/resume`, {})).status).toBe(200);
-  // The worker's claim sees the unsubscribe (the send processor then cancels the email instead of sending it).
+  // The worker's claim sees the unsubscribe (the send processor then suppresses the email instead of sending it).
   const claim = await claimEmail(ctx.api.database.db, emailId, randomUUID(), 60_000);
-  expect(claim.ok && claim.email.unsubscribed).toBe(true);
+  expect(claim.ok && claim.email.suppression).toBe('unsubscribed');
 });
 
 test('a test key cannot resume a live campaign (that would send real mail)', async () => {

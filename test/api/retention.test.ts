@@ -2,11 +2,13 @@
  * Data retention: the per-project settings (`/admin/projects/{id}/retention`, 422 naming the field), the
  * worker's `retention` pass (rows aged by back-dating `created_at`/`finished_at`; bounded batches that leave the
  * rest for the next pass; derived counts right afterwards; content expiry visible at `GET /emails/{id}`), and the
- * erasure of a contact by `DELETE /contacts/{id}` (no row anywhere still names the address or the contact id).
+ * erasure of a contact by `DELETE /contacts/{id}` (no row anywhere still names the address or the contact id, and SES
+ * feedback arriving after it for the contact's earlier emails does not bring the address back).
  *
  * Runs on a database of its own: a pass works every project of its database.
  */
 import request from 'supertest';
+import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { createLogger } from '@mailroom/platform/logger';
@@ -16,8 +18,17 @@ import { runRetentionPass } from '@mailroom/sending/retention';
 import { RETENTION_DEFAULTS } from '@mailroom/sending/retention-settings';
 import { retentionTask } from '../../apps/worker/src/processors/retention';
 import { ADMIN_TOKEN, client, createTestProject, recipient, testEnv, type TestProject, useIsolatedApi } from '../support/harness';
+import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
 
-const ctx = useIsolatedApi();
+let sns: SnsHarness;
+const snsEnv: Record<string, string> = {};
+// The API must know the SNS harness's topic and certificate host before it starts (late SES feedback in the erasure test).
+beforeAll(async () => {
+  sns = await startSnsHarness();
+  Object.assign(snsEnv, { SNS_TOPIC_ARNS: sns.topicArn, SNS_CERT_HOSTS: `sns.*.amazonaws.com,${sns.certHost}` });
+});
+afterAll(() => sns?.close());
+const ctx = useIsolatedApi(snsEnv);
 
 const admin = {
   get: (path: string) => request(ctx.api.app).get(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`),
@@ -299,15 +310,58 @@ describe('erasure (DELETE /contacts/{id})', () => {
       expect.arrayContaining(['contact_import_errors', 'contacts', 'email_events', 'emails', 'events', 'idempotency_keys', 'webhook_deliveries', 'workflow_executions']),
     );
 
+    // The delivered email went through SES: feedback about it can still arrive after the erasure.
+    const messageId = `0100018f${randomUUID().replace(/-/g, '')}-000000`;
+    await ctx.api.database.db.execute(sql`update emails set message_id = ${messageId} where id = ${sent}::uuid`);
+
     const d = await as.del(`/contacts/${c.id}`);
     expect(d.status).toBe(200);
     expect(await mentions()).toEqual([]);
+
+    // Late SES feedback: a Transient bounce whose diagnostic quotes the address (another case, and its local part
+    // in quotes), a Click whose URL carries it percent-encoded (once and twice), and a Permanent bounce.
+    const local = address.slice(0, address.lastIndexOf('@'));
+    const bounce = sesEvent('Bounce', { messageId, to: address }, { bounceType: 'Transient' }) as { bounce: { bouncedRecipients: { diagnosticCode: string }[] } };
+    bounce.bounce.bouncedRecipients[0].diagnosticCode = `smtp; 452 4.2.2 <${address.toUpperCase()}>: mailbox "${local.toLowerCase()}" is over quota (${address})`;
+    const link = `https://shop.example/welcome?email=${encodeURIComponent(address)}&next=${encodeURIComponent(`https://x.example/?u=${encodeURIComponent(address.toLowerCase())}`)}`;
+    const click = sesEvent('Click', { messageId, to: address }, { link });
+    const hard = sesEvent('Bounce', { messageId, to: address }, { bounceType: 'Permanent' });
+    for (const record of [bounce, click, hard]) {
+      const res = await request(ctx.api.app)
+        .post('/webhooks/ses')
+        .set('Content-Type', 'text/plain; charset=UTF-8')
+        .set('x-amz-sns-message-type', 'Notification')
+        .send(JSON.stringify(sns.notification(record)));
+      expect(res.status).toBe(200);
+      expect(res.body.data).toMatchObject({ emailId: sent, suppressed: [] });
+    }
+    // Nothing names the address again: not the timeline, not the new webhook payloads, not a new suppression.
+    expect(await mentions()).toEqual([]);
+    const forms = [address, encodeURIComponent(address), encodeURIComponent(encodeURIComponent(address)), `"${local}"`].map((f) => f.toLowerCase());
+    const stored = [
+      ...(await q<{ t: string }>(sql`select coalesce(data::text, '') as t from email_events where email_id = ${sent}::uuid`)),
+      ...(await q<{ t: string }>(sql`select payload::text as t from webhook_deliveries where project_id = ${p.id}::uuid and event_type like 'email.%'`)),
+      ...(await q<{ t: string }>(sql`select email as t from suppressions where project_id = ${p.id}::uuid`)),
+    ].map((r) => r.t.toLowerCase());
+    expect(stored.filter((t) => forms.some((f) => t.includes(f)))).toEqual([]);
+    // The feedback itself is kept, scrubbed: its timeline entries and webhooks are there, with the rest of their details.
+    const timeline = (await as.get(`/emails/${sent}`)).body.data.timeline as { type: string; data: Record<string, unknown> | null }[];
+    const clicked = timeline.find((t) => t.type === 'clicked')!;
+    expect(clicked.data?.link).toBe('https://shop.example/welcome?email=[erased]&next=https%3A%2F%2Fx.example%2F%3Fu%3D[erased]');
+    const bounced = timeline.filter((t) => t.type === 'bounced').map((t) => t.data?.diagnosticCode);
+    expect(bounced).toContain('smtp; 452 4.2.2 <[erased]>: mailbox "[erased]" is over quota ([erased])');
+    const hooks = await q<{ event_type: string; payload: { data: Record<string, unknown> } }>(
+      sql`select event_type, payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type in ('email.bounced', 'email.clicked')`,
+    );
+    expect(hooks.map((h) => h.event_type).sort()).toEqual(['email.bounced', 'email.bounced', 'email.clicked']);
+    expect(hooks.every((h) => h.payload.data.to === ERASED_ADDRESS && h.payload.data.contactId === null)).toBe(true);
 
     expect(await eventCount(p.id, 'signed-up')).toBe(1);
     expect((await as.get('/contacts')).body.data.total).toBe(totalBefore - 1);
     expect((await as.get(`/campaigns/${campaignId}/stats`)).body.data).toEqual(statsBefore);
     const log = await as.get(`/emails/${sent}`);
-    expect(log.body.data).toMatchObject({ status: 'delivered', erased: true, contentExpired: true, contactId: null, to: { email: ERASED_ADDRESS, name: null } });
+    // The late bounce still moved the status (forward only): the outcome is kept, the address is not.
+    expect(log.body.data).toMatchObject({ status: 'bounced', erased: true, contentExpired: true, contactId: null, to: { email: ERASED_ADDRESS, name: null } });
     expect((await as.get(`/emails/${queued}`)).body.data).toMatchObject({ status: 'cancelled', error: 'contact deleted', erased: true });
     expect(await count('webhook_deliveries', sql`id = ${kept}::uuid`)).toBe(1);
     expect(await count('webhook_deliveries', sql`id = any(${sql.param([longer, longerDomain])}::uuid[])`)).toBe(2);

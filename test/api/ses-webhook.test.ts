@@ -2,7 +2,8 @@
  * `POST /webhooks/ses`: SNS signature checks (forged, tampered, unsigned, foreign topic, untrusted certificate
  * host: refused, nothing changes), redelivered messages (no second effect), subscription confirmation, and every
  * SES event type's effect: forward-only status, atomic open/click counts, the timeline, contact events,
- * suppression (hard, soft after the limit, complaint + unsubscribe), campaign statistics and tenant safety.
+ * suppression (hard, soft after the limit, complaint + unsubscribe), campaign statistics (complaints and bounces
+ * are not unsubscribes; an unsubscribe counts once per email) and tenant safety.
  */
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
@@ -10,6 +11,10 @@ import { eq, sql } from 'drizzle-orm';
 import { emails } from '@mailroom/db/schema/emails';
 import { events } from '@mailroom/db/schema/events';
 import { suppressions } from '@mailroom/db/schema/feedback';
+import { projects } from '@mailroom/db/schema';
+import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
+import { newId } from '@mailroom/platform/ids';
 import { client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
 
@@ -315,5 +320,61 @@ describe('reputation counts', () => {
     }
     expect(await countsOf(p.id)).toEqual({ delivered: 1, hard: 1, soft: 1, complaints: 1 });
     expect((await emailRow(e.id)).bounceType).toBe('hard');
+  });
+});
+
+describe('campaign counters', () => {
+  /** A campaign with one email per address, each recorded as handed to SES (what the worker does). */
+  async function campaignWithEmails(p: TestProject, n: number) {
+    const as = client(ctx.api.app, p);
+    const created = await as.post('/campaigns', { name: 'Counters', subject: 'Hi', body: '<p>News</p>', from: `news@${p.domain}`, audienceType: 'ALL' });
+    expect(created.status).toBe(201);
+    const campaignId = created.body.data.id as string;
+    const sent: { id: string; to: string; messageId: string; contactId: string }[] = [];
+    for (let i = 0; i < n; i++) {
+      const to = recipient(`cc${i}`);
+      const contact = await as.post('/contacts', { email: to, subscribed: true });
+      const id = newId();
+      const messageId = `0100018f${randomUUID().replace(/-/g, '')}-000000`;
+      await ctx.api.database.db.transaction((tx) =>
+        insertQueuedEmails(tx, [{ id, projectId: p.id, campaignId, contactId: contact.body.data.id, source: 'campaign', marketing: true, toEmail: to, fromEmail: `news@${p.domain}` }]),
+      );
+      await ctx.api.database.db.update(emails).set({ status: 'sent', messageId, sentAt: new Date() }).where(eq(emails.id, id));
+      sent.push({ id, to, messageId, contactId: contact.body.data.id });
+    }
+    return { campaignId, sent, stats: async () => (await as.get(`/campaigns/${campaignId}/stats`)).body.data };
+  }
+
+  async function oneClick(p: TestProject, emailId: string) {
+    const [{ signingKey }] = await ctx.api.database.db.select({ signingKey: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
+    return (await request(ctx.api.app).post(`/unsubscribe/${createUnsubscribeToken(emailId, signingKey)}`).set('Accept', 'application/json')).body.data;
+  }
+
+  test('complaints and bounces that opt the contact out count as complaints and bounces, not unsubscribes', async () => {
+    const p = await createTestProject(ctx.api.database);
+    const c = await campaignWithEmails(p, 4);
+    for (const e of c.sent.slice(0, 2)) expect((await post(sns.notification(sesEvent('Complaint', e)))).body.data).toMatchObject({ status: 'complained' });
+    expect((await post(sns.notification(sesEvent('Bounce', c.sent[2], { bounceType: 'Permanent' })))).body.data).toMatchObject({ status: 'bounced' });
+    const stats = await c.stats();
+    expect(stats).toMatchObject({ sent: 4, complained: 2, bounced: 1, unsubscribed: 0 });
+    expect(stats.rates).toMatchObject({ complaint: 0.5, bounce: 0.25, unsubscribe: 0 });
+    // The complaints did opt their contacts out (the rule), without being counted as unsubscribes.
+    expect((await client(ctx.api.app, p).get(`/contacts/${c.sent[0].contactId}`)).body.data.subscribed).toBe(false);
+    // A complained contact's own link changes nothing more.
+    expect(await oneClick(p, c.sent[0].id)).toMatchObject({ changed: false });
+    expect((await c.stats()).unsubscribed).toBe(0);
+  });
+
+  test('an unsubscribe counts once per email, even when the contact re-subscribes and opts out again through it', async () => {
+    const p = await createTestProject(ctx.api.database);
+    const c = await campaignWithEmails(p, 2);
+    const [e] = c.sent;
+    expect(await oneClick(p, e.id)).toMatchObject({ unsubscribed: true, changed: true });
+    expect((await c.stats()).unsubscribed).toBe(1);
+    expect((await client(ctx.api.app, p).patch(`/contacts/${e.contactId}`, { subscribed: true })).status).toBe(200);
+    expect(await oneClick(p, e.id)).toMatchObject({ unsubscribed: true, changed: true });
+    const stats = await c.stats();
+    expect(stats.unsubscribed).toBe(1);
+    expect(stats.rates.unsubscribe).toBe(0.5);
   });
 });

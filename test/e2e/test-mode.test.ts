@@ -129,6 +129,8 @@ test('the stored MIME equals a live send\'s of the same request, apart from Mess
   const request = {
     to: { name: 'Bo Ström', email: to },
     template: tpl.body.data.id,
+    // Marketing mail goes only to a subscribed contact; /v1/send creates contacts unsubscribed unless told.
+    subscribed: true,
     data: { name: 'Bo', note: '<script>x</script> & co', banner: '<b>bold</b>', user: { city: 'Oslo' }, once: { value: 1, persistent: false } },
     headers: { 'X-Campaign-Ref': 'ref-42' },
     attachments: [

@@ -261,11 +261,13 @@ class Parser {
         const values = this.list(input.value, vp);
         if (!values) return undefined;
         const texts = values.map((v, i) => this.text(v, `${vp}.${i}`));
-        return texts.every((t) => t !== undefined) ? { kind: 'email', op, values: texts.map((t) => t.toLowerCase()) } : undefined;
+        // Whole addresses: surrounding whitespace is not part of one (as everywhere an address is taken).
+        return texts.every((t) => t !== undefined) ? { kind: 'email', op, values: texts.map((t) => t.trim().toLowerCase()) } : undefined;
       }
       if (op !== 'equals' && op !== 'notEquals' && !TEXT_MATCHES.includes(op)) return unsupported('email');
       const value = this.text(input.value, vp);
-      return value === undefined ? undefined : { kind: 'email', op: op as 'equals', value: value.toLowerCase() };
+      const literal = op === 'equals' || op === 'notEquals';
+      return value === undefined ? undefined : { kind: 'email', op: op as 'equals', value: (literal ? value.trim() : value).toLowerCase() };
     }
     if (field === 'subscribed') {
       if (op !== 'equals' && op !== 'notEquals') return unsupported('subscribed');

@@ -6,6 +6,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { normalizeEmail } from '@mailroom/platform/address';
+import { addressString } from '@mailroom/platform/validation';
 import type { FieldError } from '@mailroom/platform/errors';
 import { upsertContacts, type UpsertedContact } from '@mailroom/db/queries/contacts';
 import { type DbOrTx } from '@mailroom/db/client';
@@ -14,18 +15,22 @@ import { type DbOrTx } from '@mailroom/db/client';
  * An email address, as every route and import row accepts it: the `email` format checks the syntax and RFC 5321's
  * size limits (the whole address at most 254 octets, the local part 64, the domain 253, each label 63) on the
  * address's ASCII form. An internationalised domain (`user@bücher.de`) is accepted and stored and sent in punycode
- * (`user@xn--bcher-kva.de`); a non-ASCII local part is refused (Amazon SES has no SMTPUTF8).
+ * (`user@xn--bcher-kva.de`); a non-ASCII local part is refused (Amazon SES has no SMTPUTF8). Surrounding whitespace
+ * is accepted and cut off during validation (`addressString`).
  */
-export const EmailAddress = Type.String({
-  format: 'email',
+export const EmailAddress = addressString('email', {
   description:
     'an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and ' +
-    'stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8)',
+    'stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). ' +
+    'Surrounding whitespace is ignored',
 });
 
-/** Contact metadata: free-form JSON object; a key set to `null` is removed from the stored data. */
+/**
+ * Contact metadata: free-form JSON object, shallow-merged into the stored data; a key set to `null` is removed, a
+ * key set to the empty string `""` is ignored (it never overwrites a stored value).
+ */
 export const ContactData = Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), {
-  description: 'free-form metadata, shallow-merged into the stored data; a key set to null is removed',
+  description: 'free-form metadata, shallow-merged into the stored data; a key set to null is removed; an empty-string value is ignored',
 });
 
 /** One contact to create or update: the body of `POST /contacts` and one record of an NDJSON/JSON import. */

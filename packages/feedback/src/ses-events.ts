@@ -37,6 +37,8 @@ export interface SesFeedback {
   occurredAt: Date;
   /** Addresses concerned (bounced, complained, delayed, delivered recipients). */
   recipients: string[];
+  /** Every recipient of the message (`mail.destination`). */
+  destination: string[];
   bounceType?: BounceType;
   /**
    * What the email's timeline and the webhook payload show (bounce subtype, diagnostic code, link, user agent…).
@@ -92,7 +94,7 @@ export function parseSesEvent(text: string): SesFeedback {
     const first: unknown = Array.isArray(v) ? (v as unknown[])[0] : v;
     if (typeof first === 'string') tags[k] = first;
   }
-  const base = { sesType, messageId, tags };
+  const base = { sesType, messageId, tags, destination: addresses(mail.destination) };
 
   switch (sesType) {
     case 'Delivery': {

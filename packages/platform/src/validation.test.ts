@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { AppError } from './errors';
-import { bodyValidator, dataValidator, MailboxString, paramValidator } from './validation';
+import { addressString, bodyValidator, dataValidator, MailboxString, paramValidator, TRIM_KEYWORD } from './validation';
 import { emailDomain, emailKey, formatMailbox, normalizeEmail, parseMailbox, senderFromMailbox } from './address';
 
 const Mailbox = Type.Object({ name: Type.Optional(Type.String()), email: Type.String({ format: 'email' }) }, { additionalProperties: false });
@@ -106,7 +106,7 @@ describe('mailbox strings', () => {
     ['<hello@acme.test>', { email: 'hello@acme.test' }],
     ['  Jürgen Müller <post@bücher.de>  ', { email: 'post@xn--bcher-kva.de', name: 'Jürgen Müller' }],
   ])('%s is accepted and parsed', (from, mailbox) => {
-    expect(m({ from })).toEqual({ from });
+    expect(m({ from })).toEqual({ from: from.trim() }); // accepted, and trimmed once at validation (x-trim)
     expect(parseMailbox(from)).toEqual({ ok: true, mailbox });
   });
   test.each([
@@ -131,5 +131,34 @@ describe('mailbox strings', () => {
     expect(senderFromMailbox('Acme <a@b.test>', 'Billing')).toEqual({ email: 'a@b.test', name: 'Billing' });
     expect(senderFromMailbox('Acme <a@b.test>', null)).toEqual({ email: 'a@b.test', name: null });
     expect(senderFromMailbox('a@b.test')).toEqual({ email: 'a@b.test', name: undefined });
+  });
+});
+
+describe('address fields trim surrounding whitespace once, at validation (x-trim)', () => {
+  const v = bodyValidator(
+    Type.Object({
+      email: addressString('email'),
+      from: MailboxString,
+      to: Type.Array(Type.Union([addressString('email'), Type.Object({ email: addressString('email') })])),
+      plain: Type.Optional(Type.String()),
+    }),
+  );
+  test('the value after validation is trimmed, in objects, arrays and union branches; other strings are left as given', () => {
+    expect(v({ email: ' \tAnn@Example.COM \n', from: '  Acme <hello@acme.test>  ', to: [' a@b.test ', { email: ' c@d.test' }], plain: ' x ' })).toEqual({
+      email: 'Ann@Example.COM',
+      from: 'Acme <hello@acme.test>',
+      to: ['a@b.test', { email: 'c@d.test' }],
+      plain: ' x ',
+    });
+  });
+  test('whitespace inside an address is still refused, with the reason of the trimmed value', () => {
+    expect(errorsOf(() => v({ email: ' ann smith@example.com ', from: 'a@b.test', to: [] })).errors).toEqual([
+      { field: 'email', message: 'must be a valid email', code: 'invalid_string' },
+    ]);
+    expect(errorsOf(() => v({ email: ` ${'a'.repeat(65)}@b.test `, from: 'a@b.test', to: [] })).errors![0]).toMatchObject({ field: 'email', code: 'too_big' });
+  });
+  test('the keyword is an OpenAPI extension on the schema', () => {
+    expect(addressString('email')).toMatchObject({ type: 'string', format: 'email', [TRIM_KEYWORD]: true });
+    expect(TRIM_KEYWORD.startsWith('x-')).toBe(true);
   });
 });

@@ -17,10 +17,11 @@ import { findJsonProblem } from './json-guard';
  * `format: "email"`: ajv-formats' syntax and the RFC 5321 size limits, checked on the address's ASCII form (an
  * internationalised domain in punycode), with ASCII-only local parts ({@link addressProblem}), so every schema
  * that takes an address (send `to`, contacts, track, suppressions, import rows…) refuses an address a mail server
- * or SES would refuse, once, here.
+ * or SES would refuse, once, here. Surrounding whitespace is not part of the address: it is accepted here and cut
+ * off by the {@link TRIM_KEYWORD} keyword that every address schema carries.
  */
 function isEmail(s: string): boolean {
-  return addressProblem(s) === undefined;
+  return addressProblem(s.trim()) === undefined;
 }
 
 /**
@@ -32,11 +33,30 @@ function isMailbox(s: string): boolean {
 }
 
 /**
+ * Schema keyword (written as an OpenAPI extension, so the document stays valid) that trims a string value in
+ * place once the value is validated: `{ "x-trim": true }`. Every address field carries it ({@link addressString},
+ * {@link MailboxString}), so `"  Ann@Example.COM "` is accepted and every handler, import row and job payload
+ * after validation sees `"Ann@Example.COM"`: addresses are trimmed once, here. (ajv runs `format` on the value as
+ * given, so the `email` and `mailbox` formats read it trimmed themselves.) A string that is the whole body cannot
+ * be replaced in place and is left as it is.
+ */
+export const TRIM_KEYWORD = 'x-trim';
+
+/**
+ * A string schema of format `email` (or `mailbox`) that accepts and cuts off surrounding whitespace
+ * ({@link TRIM_KEYWORD}). Use it for every field that takes an address.
+ */
+export function addressString(format: 'email' | 'mailbox', options: Parameters<typeof Type.String>[0] = {}) {
+  return Type.String({ ...options, format, [TRIM_KEYWORD]: true });
+}
+
+/**
  * A sender or reply-to given as one string: a bare address or a mailbox with a display name
  * (`"Acme <hello@acme.com>"`, Plunk v2's form). Read it with `parseMailbox` / `senderFromMailbox` (address.ts):
  * the display name maps onto the resource's name field (`fromName`, `name`), and an explicit name field wins.
  */
 export const MailboxString = Type.String({
+  [TRIM_KEYWORD]: true,
   format: 'mailbox',
   maxLength: MAILBOX_MAX_LENGTH,
   description:
@@ -51,6 +71,19 @@ function makeAjv(coerceTypes: boolean): Ajv {
   addFormats(ajv);
   ajv.addFormat('email', { type: 'string', validate: isEmail });
   ajv.addFormat('mailbox', { type: 'string', validate: isMailbox });
+  ajv.addKeyword({
+    keyword: TRIM_KEYWORD,
+    type: 'string',
+    schemaType: 'boolean',
+    modifying: true,
+    errors: false,
+    validate: (on: boolean, data: string, _schema?: unknown, at?: { parentData?: unknown; parentDataProperty?: string | number }) => {
+      if (on && at?.parentData !== undefined && at.parentDataProperty !== undefined) {
+        (at.parentData as Record<string | number, unknown>)[at.parentDataProperty] = data.trim();
+      }
+      return true;
+    },
+  });
   return ajv;
 }
 
@@ -128,7 +161,7 @@ function toFieldError(e: ErrorObject, root: string): FieldError {
     return { field, message: `must be one of: ${(p.allowedValues as unknown[]).join(', ')}`, code };
   }
   if (e.keyword === 'format' && typeof e.data === 'string' && (p.format === 'email' || p.format === 'mailbox')) {
-    const problem = p.format === 'email' ? addressProblem(e.data) : (() => {
+    const problem = p.format === 'email' ? addressProblem(e.data.trim()) : (() => {
       const r = parseMailbox(e.data);
       return r.ok ? undefined : r.reason;
     })();

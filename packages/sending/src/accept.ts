@@ -34,6 +34,7 @@ import { type KeyMode } from '@mailroom/platform/keys';
 import { type Logger } from '@mailroom/platform/logger';
 import { getTemplate } from '@mailroom/db/queries/templates';
 import { insertAttachments } from '@mailroom/db/queries/emails';
+import type { SuppressionCause } from '@mailroom/db/queries/suppression-rule';
 import { writeAlone, type TransactionalWriter } from './write-batcher';
 import { enqueueSends, type SendEnqueuer } from './enqueue-batcher';
 import { type DbOrTx } from '@mailroom/db/client';
@@ -64,11 +65,12 @@ export interface SendRequest {
 }
 
 /**
- * The spec's Send result, plus each email's `status` (`queued`, or `suppressed`: stored, never sent) and the
+ * The spec's Send result, plus each email's `status` (`queued`, or `suppressed`: stored, never sent, with the
+ * `reason`: the address is on the suppression list, or a marketing email's contact is unsubscribed) and the
  * list of `suppressed` addresses.
  */
 export interface SendResult {
-  emails: { contact: { id: string; email: string }; email: string; status: 'queued' | 'suppressed' }[];
+  emails: { contact: { id: string; email: string }; email: string; status: 'queued' | 'suppressed'; reason?: SuppressionCause }[];
   suppressed: string[];
   timestamp: string;
 }
@@ -201,7 +203,7 @@ export async function acceptSend(
       senderDomains: checkSenderInWrite ? senderDomainCandidates(fromInput.email) : undefined,
     });
     if (w.senderRefused) throw validationError([senderRefusal(fromInput!.email)]);
-    const rows = list.map((r) => ({ id: r.id, toEmail: r.email, suppressed: w.suppressed.has(r.emailKey), contact: w.contacts.get(r.emailKey)! }));
+    const rows = list.map((r) => ({ id: r.id, toEmail: r.email, suppressed: w.suppressed.get(r.emailKey), contact: w.contacts.get(r.emailKey)! }));
     return { rows, deliveries: w.deliveries };
   };
   // Without attachments the write is one statement, atomic on its own: no transaction of ours around it.
@@ -217,7 +219,11 @@ export async function acceptSend(
   });
 
   return {
-    emails: written.rows.map((row) => ({ contact: { id: row.contact.id, email: row.contact.email }, email: row.id, status: row.suppressed ? 'suppressed' : 'queued' })),
+    emails: written.rows.map((row) => ({
+      contact: { id: row.contact.id, email: row.contact.email },
+      email: row.id,
+      ...(row.suppressed ? { status: 'suppressed' as const, reason: row.suppressed } : { status: 'queued' as const }),
+    })),
     suppressed: written.rows.filter((row) => row.suppressed).map((row) => row.toEmail),
     timestamp: new Date().toISOString(),
   };

@@ -2,9 +2,9 @@
  * The claim on an email row against real Postgres (the run's shared test database), without HTTP or BullMQ:
  * a queued email is claimed once with a token and a lease, a second claim is refused while the lease lives,
  * only the claim's token finishes it, a claim that outlived its lease can be taken over (and its old token no
- * longer finishes anything), and a final row is not claimed again.
+ * longer finishes anything), and a final row is not claimed again; the claim reads the suppression rule.
  */
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import type { Queue } from 'bullmq';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
@@ -32,10 +32,13 @@ afterAll(async () => {
   await database.close();
 });
 
-/** A queued transactional email to a new contact of the project. @returns its id. */
-async function queuedEmail(): Promise<string> {
+/**
+ * A queued transactional email to a new contact of the project (unsubscribed unless `subscribed`), marketing
+ * (a MARKETING template's) when `marketing`. @returns its id.
+ */
+async function queuedEmail(opts: { marketing?: boolean; subscribed?: boolean } = {}): Promise<string> {
   const to = normalizeEmail(recipient('claim'));
-  const [contact] = await upsertContacts(database.db, p.id, [{ email: to, defaultSubscribed: false }]);
+  const [contact] = await upsertContacts(database.db, p.id, [{ email: to, defaultSubscribed: opts.subscribed ?? false }]);
   const id = newId();
   await insertQueuedEmails(database.db, [
     {
@@ -44,6 +47,7 @@ async function queuedEmail(): Promise<string> {
       contactId: contact.id,
       templateId: null,
       source: 'transactional',
+      marketing: opts.marketing ?? false,
       toEmail: to,
       toName: null,
       fromEmail: `hello@${p.domain}`,
@@ -75,7 +79,7 @@ test('a queued email is claimed: sending, with the claim token, one attempt, the
   const id = await queuedEmail();
   const before = Date.now();
   const claim = await claimed(id, 60_000);
-  expect(claim.email).toMatchObject({ id, status: 'sending', previousStatus: 'queued', projectDisabled: false, suppressed: false, unsubscribed: false });
+  expect(claim.email).toMatchObject({ id, status: 'sending', previousStatus: 'queued', projectDisabled: false, suppression: null });
   expect(claim.claimedAt).toBeGreaterThanOrEqual(before);
   expect(await row(id)).toMatchObject({ status: 'sending', claimToken: claim.token, attempts: 1 });
   expect(claim.email.toEmail).toBe((await row(id)).toEmail);
@@ -117,4 +121,15 @@ test('a final row is skipped, and a missing one says so', async () => {
   expect(await claimForSending(database.db, id, 60_000)).toEqual({ ok: false, kind: 'final', status: 'sent' });
   expect(await claimForSending(database.db, newId(), 60_000)).toEqual({ ok: false, kind: 'missing' });
   expect(await row(id)).toMatchObject({ status: 'sent', messageId: `ses-2-${id}`, attempts: 1 });
+});
+
+test('the claim reads the suppression rule: a marketing email to a contact not subscribed, an address on the list', async () => {
+  expect((await claimed(await queuedEmail({ marketing: true }), 60_000)).email.suppression).toBe('unsubscribed');
+  expect((await claimed(await queuedEmail({ marketing: true, subscribed: true }), 60_000)).email.suppression).toBeNull();
+  // Not marketing: the subscription does not matter.
+  expect((await claimed(await queuedEmail(), 60_000)).email.suppression).toBeNull();
+  const listed = await queuedEmail({ marketing: true });
+  await database.db.execute(sql`insert into suppressions (id, project_id, email, email_key, reason)
+    select ${newId()}::uuid, project_id, to_email, lower(to_email), 'manual' from emails where id = ${listed}::uuid`);
+  expect((await claimed(listed, 60_000)).email.suppression).toBe('suppression_list');
 });

@@ -113,6 +113,7 @@ function finishRequest(claim: Claim, outcome: SendOutcome): FinishRequest {
     from: email.fromEmail,
     status: outcome.status,
     ...('reason' in outcome ? { reason: outcome.reason } : {}),
+    ...('cause' in outcome ? { cause: outcome.cause } : {}),
     ...(email.test ? { test: true } : {}),
   };
   return { emailId: email.id, token: claim.token, outcome, ...(type ? { announce: { type, data } } : {}) };

@@ -4,10 +4,10 @@
  *
  * 1. Claim the row atomically (`queued → sending`, with a fresh claim token; `claim.ts`). A row already final is
  *    skipped; a row held by a live claim waits until its lease ends; a paused campaign's row waits for the resume.
- * 2. Re-check the project (disabled → `cancelled`), the campaign (cancelled → `cancelled`), the contact's
- *    subscription (marketing mail to a contact who unsubscribed since → `cancelled`) and the suppression list
- *    (the address bounced or complained since → `suppressed`); compose the message (`compose.ts`), hand it to
- *    SES, or to the test sink for a test email.
+ * 2. Re-check the project (disabled → `cancelled`), the campaign (cancelled → `cancelled`) and the suppression
+ *    rule (`@mailroom/db/queries/suppression-rule`: the address bounced or complained since, or a marketing
+ *    email's contact unsubscribed since → `suppressed` with the cause); compose the message (`compose.ts`), hand
+ *    it to SES, or to the test sink for a test email.
  * 3. Finish the row with the claim token: `sent` (SES message id), back to `queued` for a retry (throttling or
  *    SES unreachable: no attempt spent, the queue paused; a 5xx: backoff), or `failed` with the reason
  *    (permanent, or attempts exhausted). A final status writes its webhook deliveries (`email.sent`,
@@ -29,6 +29,7 @@ import { type Logger } from '@mailroom/platform/logger';
 import { loadCampaign } from '@mailroom/audiences/queries/campaigns';
 import { storeTestMessage } from '@mailroom/db/queries/test-messages';
 import { ERASED_ADDRESS } from '@mailroom/db/queries/erase';
+import { SUPPRESSION_REASONS } from '@mailroom/db/queries/suppression-rule';
 import { type Database } from '@mailroom/db/client';
 import { classifySendError, type MailTransport } from './ses/transport';
 import { createSendBatching, type SendOutcome } from './claim';
@@ -174,17 +175,13 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
       return done({ outcome: 'cancelled', reason: 'campaign cancelled' });
     }
 
-    if (email.unsubscribed) {
-      await finish({ status: 'cancelled', reason: 'contact unsubscribed' });
-      log.info('send cancelled: contact unsubscribed since the email was written');
-      return done({ outcome: 'cancelled', reason: 'contact unsubscribed' });
-    }
-
-    // The address may have bounced or complained since this email was accepted.
-    if (email.suppressed) {
-      await finish({ status: 'suppressed', reason: 'address is on the suppression list' });
-      log.info('send skipped: recipient suppressed');
-      return done({ outcome: 'suppressed', reason: 'address is on the suppression list' });
+    // The suppression rule, again: the address may have bounced or complained, or a marketing email's contact
+    // unsubscribed, since this email was accepted.
+    if (email.suppression) {
+      const reason = SUPPRESSION_REASONS[email.suppression];
+      await finish({ status: 'suppressed', reason, cause: email.suppression });
+      log.info({ cause: email.suppression }, 'send skipped: recipient suppressed');
+      return done({ outcome: 'suppressed', reason });
     }
 
     // The SES quota's reserve is for transactional and workflow mail: a live campaign email goes out only while

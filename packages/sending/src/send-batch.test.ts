@@ -71,7 +71,8 @@ async function state(projectId: string) {
     emails: await q(sql`select m.to_email, m.status, m.error, m.subject, m.body, m.from_email, m.from_name, m.variables, m.headers, m.test, m.marketing, m.source, c.email as contact
       from emails m join contacts c on c.id = m.contact_id where m.project_id = ${projectId} order by m.to_email, m.subject`),
     timeline: await q(sql`select m.to_email, t.type, t.data from email_events t join emails m on m.id = t.email_id where t.project_id = ${projectId} order by m.to_email, t.type`),
-    webhooks: await q(sql`select event_type, payload->'data'->>'to' as to, payload->'data'->>'status' as status, payload->'data'->'test' as test, payload->>'timestamp' as ts
+    webhooks: await q(sql`select event_type, payload->'data'->>'to' as to, payload->'data'->>'status' as status, payload->'data'->>'cause' as cause,
+      payload->'data'->>'reason' as reason, payload->'data'->'test' as test, payload->>'timestamp' as ts
       from webhook_deliveries where project_id = ${projectId} order by payload->'data'->>'to'`),
   };
 }
@@ -86,7 +87,10 @@ const scenario = (p: string, tag: string): TransactionalRequest[][] => [
   [
     request(p, [`ANN.${tag}@example.com`], { subscribed: false, data: { plan: null, seats: 3 } }),
     request(p, [`blocked.${tag}@example.com`], { content: { test: true, subject: 'Blocked test' } }),
+    // Marketing: eve is created by this very send without `subscribed` (so unsubscribed: suppressed, cause
+    // `unsubscribed`); bob subscribed in the first round (queued).
     request(p, [`eve.${tag}@example.com`], { content: { marketing: true, headers: { 'X-Tag': 'a' } } }),
+    request(p, [`bob.${tag}@example.com`], { content: { marketing: true, subject: 'Deals' } }),
   ],
 ];
 
@@ -105,8 +109,19 @@ test('a batch has the effect of its requests written one by one', async () => {
   }
   const [sa, sb] = [await state(alone), await state(batched)];
   expect(sb).toEqual(sa);
-  expect(sa.emails.filter((e) => (e as { status: string }).status === 'suppressed')).toHaveLength(2);
-  expect(sa.webhooks).toHaveLength(2);
+  const suppressed = sa.emails.filter((e) => (e as { status: string }).status === 'suppressed') as { to_email: string; error: string }[];
+  expect(suppressed.map((e) => [e.to_email, e.error])).toEqual([
+    [`blocked.${tag}@example.com`, 'suppressed: address is on the suppression list'],
+    [`blocked.${tag}@example.com`, 'suppressed: address is on the suppression list'],
+    [`eve.${tag}@example.com`, 'suppressed: contact is unsubscribed from marketing email'],
+  ]);
+  expect(sa.emails.filter((e) => (e as { to_email: string; marketing: boolean; status: string }).to_email === `bob.${tag}@example.com`)).toEqual(
+    expect.arrayContaining([expect.objectContaining({ marketing: true, status: 'queued' })]),
+  );
+  expect(sa.webhooks.map((w) => (w as { cause: string }).cause).sort()).toEqual(['suppression_list', 'suppression_list', 'unsubscribed']);
+  expect(sa.timeline.filter((t) => (t as { type: string }).type === 'suppressed').map((t) => (t as { data: unknown }).data)).toEqual(
+    expect.arrayContaining([{ reason: 'contact is unsubscribed from marketing email', cause: 'unsubscribed' }, { reason: 'address is on the suppression list', cause: 'suppression_list' }]),
+  );
   expect(sa.contacts.map((c) => (c as { email: string }).email)).not.toContain(`cy.${tag}@example.com`);
 });
 
@@ -117,7 +132,7 @@ test('requests of several projects share a batch; each gets its own write', asyn
   const [w1, w2] = await writeTransactionalBatch(database.db, [request(p1, [to], { data: { in: 1 } }), request(p2, [to, `blocked.${tag}@example.com`], { data: { in: 2 } })]);
   expect([...w1.contacts.values()][0].data).toEqual({ in: 1 });
   expect(w1.suppressed.size).toBe(0);
-  expect(w2.suppressed).toEqual(new Set([normalizedKey(normalizeEmail(`blocked.${tag}@example.com`))]));
+  expect(w2.suppressed).toEqual(new Map([[normalizedKey(normalizeEmail(`blocked.${tag}@example.com`)), 'suppression_list']]));
   expect(w2.deliveries).toHaveLength(1);
   expect(w2.deliveries[0].projectId).toBe(p2);
   expect(w1.deliveries).toEqual([]);

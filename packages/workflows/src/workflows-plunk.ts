@@ -13,7 +13,8 @@
  * - CONDITION `{field, operator, value}` → `{filter: [...]}` of the segment language: `contact.email` → `email`,
  *   `contact.subscribed` → `subscribed`, `data.x` / `contact.data.x` → `data.x`, `event.x` / `workflow.x` (the
  *   trigger event's data) → `context.trigger.data.x`; `notEquals` / `notContains` do not match a missing value
- *   (as in Plunk). The multi-branch form (`mode: multi`) is refused: our CONDITION has yes and no only.
+ *   (as in Plunk; `email` and `subscribed` are never missing, and `exists` / `notExists` on them are always true /
+ *   false). The multi-branch form (`mode: multi`) is refused: our CONDITION has yes and no only.
  * - UPDATE_CONTACT `{updates, subscriptionAction}` → `{data, subscribed}`.
  * - WEBHOOK `body` as a JSON value → the same JSON as our body template; Plunk's variables in its strings are
  *   renamed to ours (`{{email}}` → `{{contact.email}}`, `{{data.x}}` → `{{contact.data.x}}`, `{{event.x}}` →
@@ -65,6 +66,34 @@ export function plunkConditionField(field: string): string {
   return field;
 }
 
+/**
+ * Fields every contact has (`email`, `subscribed`): never missing, so they take no `exists` test in our language.
+ * `exists` on one is always true and `notExists` always false, as in Plunk.
+ */
+const ALWAYS_PRESENT = new Set(['email', 'subscribed']);
+
+/**
+ * Our filter for one Plunk test of `target` (already mapped by {@link plunkConditionField}).
+ *
+ * - `notEquals` / `notContains` never match a missing value in Plunk, while ours include it, so the value is also
+ *   required to exist, except on a field every contact has ({@link ALWAYS_PRESENT}), where there is nothing to
+ *   require (and our language has no `exists` for it).
+ * - `exists` / `notExists` on a field every contact has: always true / always false. On `email` that is "contains
+ *   an @" / "contains no @" (every stored address has one); on `subscribed`, "true or false" / "neither".
+ */
+function plunkFilter(target: string, operator: string, config: Json): Json[] | Json {
+  if (ALWAYS_PRESENT.has(target) && (operator === 'exists' || operator === 'notExists')) {
+    const always = operator === 'exists';
+    if (target === 'email') return [{ field: 'email', operator: always ? 'contains' : 'notContains', value: '@' }];
+    return always
+      ? { logic: 'OR', groups: [{ filters: [{ field: target, operator: 'equals', value: true }] }, { filters: [{ field: target, operator: 'equals', value: false }] }] }
+      : [{ field: target, operator: 'equals', value: true }, { field: target, operator: 'equals', value: false }];
+  }
+  const test = { field: target, operator, ...('value' in config && operator !== 'exists' && operator !== 'notExists' ? { value: config.value } : {}) };
+  const negative = operator === 'notEquals' || operator === 'notContains';
+  return negative && !ALWAYS_PRESENT.has(target) ? [{ field: target, operator: 'exists' }, test] : [test];
+}
+
 /** Plunk's CONDITION `{field, operator, value}` as our `{filter}`; errors name `<field>.field|operator|value`. */
 function plunkCondition(config: Json, field: string): Json {
   if ('mode' in config) {
@@ -79,9 +108,7 @@ function plunkCondition(config: Json, field: string): Json {
     fail(`${field}.operator`, `must be one of ${PLUNK_CONDITION_OPERATORS.join(', ')}`, 'invalid_enum_value');
   }
   const target = plunkConditionField(config.field as string);
-  const test = { field: target, operator, ...('value' in config && operator !== 'exists' && operator !== 'notExists' ? { value: config.value } : {}) };
-  // Plunk's negative operators never match a missing value; ours include it, so require the value to exist.
-  const filter = operator === 'notEquals' || operator === 'notContains' ? [{ field: target, operator: 'exists' }, test] : [test];
+  const filter = plunkFilter(target, operator as string, config);
   try {
     parseSegmentFilter(filter, field, { allowContext: true });
   } catch (err) {

@@ -156,12 +156,25 @@ describe("Plunk v2's workflow shapes", () => {
     expect(() => parseStepConfig('CONDITION', mapped, 'config')).not.toThrow();
   });
 
+  test('CONDITION on a field every contact has (email, subscribed): no exists test added; exists / notExists always true / false', () => {
+    const map = (config: object) => fromPlunkStepConfig('CONDITION', config, 'config');
+    expect(map({ field: 'contact.email', operator: 'notEquals', value: 'a@x.io' })).toEqual({ filter: [{ field: 'email', operator: 'notEquals', value: 'a@x.io' }] });
+    expect(map({ field: 'contact.email', operator: 'notContains', value: '@x.io' })).toEqual({ filter: [{ field: 'email', operator: 'notContains', value: '@x.io' }] });
+    expect(map({ field: 'contact.subscribed', operator: 'notEquals', value: true })).toEqual({ filter: [{ field: 'subscribed', operator: 'notEquals', value: true }] });
+    expect(map({ field: 'contact.email', operator: 'exists' })).toEqual({ filter: [{ field: 'email', operator: 'contains', value: '@' }] });
+    expect(map({ field: 'contact.email', operator: 'notExists' })).toEqual({ filter: [{ field: 'email', operator: 'notContains', value: '@' }] });
+    expect(map({ field: 'contact.subscribed', operator: 'exists' })).toMatchObject({ filter: { logic: 'OR' } });
+    for (const config of [{ field: 'contact.subscribed', operator: 'exists' }, { field: 'contact.subscribed', operator: 'notExists' }]) {
+      expect(() => parseStepConfig('CONDITION', map(config), 'config')).not.toThrow();
+    }
+  });
+
   test('CONDITION refusals name the Plunk field', () => {
     expect(fields(() => fromPlunkStepConfig('CONDITION', { mode: 'multi', field: 'data.plan', branches: [] }, 'config'))).toEqual(['config.mode']);
     expect(fields(() => fromPlunkStepConfig('CONDITION', { field: 'data.plan', operator: 'within', value: 3 }, 'config'))).toEqual(['config.operator']);
     expect(fields(() => fromPlunkStepConfig('CONDITION', { field: 'bogus', operator: 'equals', value: 1 }, 'config'))).toEqual(['config.field']);
-    // A contact always has an email and a subscription state: our language has no exists test for them.
-    expect(fields(() => fromPlunkStepConfig('CONDITION', { field: 'contact.subscribed', operator: 'exists' }, 'config'))).toEqual(['config.operator']);
+    // Ordering an address means nothing: refused on the operator.
+    expect(fields(() => fromPlunkStepConfig('CONDITION', { field: 'contact.email', operator: 'greaterThan', value: 'm' }, 'config'))).toEqual(['config.operator']);
     expect(fields(() => fromPlunkStepConfig('CONDITION', { field: 'data.plan', operator: 'equals', value: { nested: true } }, 'config'))).toEqual(['config.value']);
   });
 

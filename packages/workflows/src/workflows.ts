@@ -98,7 +98,7 @@ export const STEP_CONFIG_SCHEMAS = {
   ),
   UPDATE_CONTACT: Type.Object(
     {
-      data: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 200 }), Type.Unknown(), { description: 'merged into the contact; null removes a key' })),
+      data: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 200 }), Type.Unknown(), { description: 'merged into the contact; null removes a key; an empty string is ignored' })),
       subscribed: Type.Optional(Type.Boolean()),
     },
     { additionalProperties: false, minProperties: 1 },

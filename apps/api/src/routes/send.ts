@@ -5,13 +5,14 @@
  */
 import { Type } from '@sinclair/typebox';
 import { MAILBOX_MAX_LENGTH } from '@mailroom/platform/address';
-import { MailboxString } from '@mailroom/platform/validation';
+import { addressString, MailboxString } from '@mailroom/platform/validation';
 import { acceptSend, ATTACHMENT_LIMITS } from '@mailroom/sending/accept';
 import { transactionalBatcher } from '@mailroom/sending/write-batcher';
 import { sendEnqueueBatcher } from '@mailroom/sending/enqueue-batcher';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { EmailAddress, StringEnum, Timestamp } from './common';
+import { SUPPRESSION_CAUSES } from '@mailroom/db/queries/suppression-rule';
 
 const Mailbox = Type.Object(
   { name: Type.Optional(Type.String({ maxLength: 200 })), email: EmailAddress },
@@ -42,8 +43,7 @@ export const SendBody = Type.Object(
     from: Type.Optional(Address),
     name: Type.Optional(Type.String({ maxLength: 200, description: 'sender display name; wins over a display name given in `from`' })),
     reply: Type.Optional(
-      Type.String({
-        format: 'mailbox',
+      addressString('mailbox', {
         maxLength: MAILBOX_MAX_LENGTH,
         description: 'reply-to: an email address or a mailbox string such as "Support <help@example.com>" (the name is kept)',
       }),
@@ -71,11 +71,14 @@ const SendResult = Type.Object({
       contact: Type.Object({ id: Type.String(), email: Type.String() }),
       email: Type.String({ description: 'email id; read its status at GET /emails/{id}' }),
       status: Type.Union([Type.Literal('queued'), Type.Literal('suppressed')], {
-        description: '`suppressed`: the address is on the suppression list; the email is stored with this status and never sent',
+        description: '`suppressed`: the email is stored with this status and never sent; `reason` says why',
       }),
+      reason: Type.Optional(
+        StringEnum(SUPPRESSION_CAUSES, 'why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed)'),
+      ),
     }),
   ),
-  suppressed: Type.Array(Type.String(), { description: 'recipients on the suppression list (not sent)' }),
+  suppressed: Type.Array(Type.String(), { description: 'recipients whose email is suppressed (not sent)' }),
   timestamp: Timestamp,
 });
 
@@ -99,8 +102,9 @@ export function sendRoutes(deps: AppDeps) {
         'Queues one email per distinct recipient and creates or updates their contacts. ' +
         'Responds 202 once every email is stored; delivery happens in the worker. ' +
         'The sender domain must be a verified domain of the project. ' +
-        'A recipient on the suppression list gets an email with status `suppressed` that is never sent; ' +
-        'the response lists those recipients in `suppressed`. ' +
+        'A recipient on the suppression list, or (with a MARKETING template) a contact who is not subscribed once this ' +
+        'request is applied, gets an email with status `suppressed` and its `reason` that is never sent, and an ' +
+        '`email.suppressed` webhook; the response lists those recipients in `suppressed`. ' +
         'With a test key (sk_test_…) the emails are test emails: checked, stored and rendered exactly as live, then delivered ' +
         'to the test sink instead of SES (read them at GET /emails/{id}/raw).',
       auth: 'secret',

@@ -12,6 +12,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { EmailAddress } from '@mailroom/contacts/contacts';
 import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { notFound } from '@mailroom/platform/errors';
+import { TRIM_KEYWORD } from '@mailroom/platform/validation';
 import { suppressManually } from '@mailroom/feedback/suppressions';
 import {
   deleteSuppression,
@@ -48,7 +49,10 @@ const AddBody = Type.Object(
   { additionalProperties: false },
 );
 
-const EmailParams = Type.Object({ email: Type.String({ minLength: 3, maxLength: 320, pattern: '^[^@\\s]+@[^@\\s]+$', description: 'the suppressed address (URL-encoded)' }) });
+// Surrounding whitespace (an encoded space or tab) is not part of the address: accepted, and trimmed (`x-trim`).
+const EmailParams = Type.Object({
+  email: Type.String({ minLength: 3, maxLength: 320, pattern: '^\\s*[^@\\s]+@[^@\\s]+\\s*$', [TRIM_KEYWORD]: true, description: 'the suppressed address (URL-encoded)' }),
+});
 
 /** Routes of this module. */
 export function suppressionRoutes(deps: AppDeps) {

@@ -13,6 +13,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
 import { MAILBOX_MAX_LENGTH, senderFields } from '@mailroom/platform/address';
 import { notFound, validationError } from '@mailroom/platform/errors';
+import { addressString } from '@mailroom/platform/validation';
 import { templateSyntaxErrors } from '@mailroom/mail/templates';
 import {
   createTemplate,
@@ -35,8 +36,7 @@ const fields = {
   body: Type.String({ minLength: 1, maxLength: 2_000_000, description: 'HTML body template: {{var}} escaped, {{{var}}} raw, {{var ?? default}}' }),
   type: TemplateType,
   from: Nullable(
-    Type.String({
-      format: 'mailbox',
+    addressString('mailbox', {
       maxLength: MAILBOX_MAX_LENGTH,
       description:
         'sender address, or a mailbox string such as "Acme <hello@acme.com>" (Plunk v2\'s form): the display name becomes fromName ' +
@@ -45,7 +45,7 @@ const fields = {
   ),
   fromName: Nullable(Type.String({ maxLength: 200, description: 'sender name; wins over a display name in from' })),
   replyTo: Nullable(
-    Type.String({ format: 'mailbox', maxLength: MAILBOX_MAX_LENGTH, description: 'reply-to address, or a mailbox string such as "Support <help@acme.com>" (kept with its name)' }),
+    addressString('mailbox', { maxLength: MAILBOX_MAX_LENGTH, description: 'reply-to address, or a mailbox string such as "Support <help@acme.com>" (kept with its name)' }),
   ),
 };
 

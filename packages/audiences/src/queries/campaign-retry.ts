@@ -21,6 +21,7 @@ import type { DbOrTx } from '@mailroom/db/client';
 import type { CampaignStatus } from '@mailroom/db/schema';
 import { loadCampaign, type CampaignRow } from './campaigns';
 import { contactSuppressedSql } from '@mailroom/db/queries/suppressions';
+import { onSuppressionListSql } from '@mailroom/db/queries/suppression-rule';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 
 /** Outcome of {@link retryFailedCampaign}. */
@@ -71,7 +72,7 @@ export async function retryFailedCampaign(db: DbOrTx, projectId: string, campaig
         join contacts c on c.id = e.contact_id and c.project_id = e.project_id
         where e.campaign_id = ${campaignId}::uuid and e.status = 'failed' and e.failure_kind = 'transient' and e.retried_at is null
           and c.subscribed and not ${contactSuppressedSql('c')}
-          and not exists (select 1 from suppressions s where s.project_id = e.project_id and s.email_key = lower(e.to_email))
+          and not ${onSuppressionListSql(sql`e.project_id`, sql`lower(e.to_email)`)}
         for update of e
       ), retried as (
         update emails e set status = 'queued', retried_at = now(), error = null, failure_kind = null,

@@ -1,16 +1,16 @@
 /**
  * Contact upserts, shared by `/v1/send`, `/v1/track` and `POST /contacts`.
  *
- * Merge rules (docs/api/overview.md): `data` is shallow-merged in SQL (never read-modify-write, so concurrent writers
- * lose no key); a key set to `null` is removed; `subscribed` changes only when the caller states it, and otherwise a
- * new contact gets the caller's default.
+ * Merge rules: `data` is shallow-merged in SQL (never read-modify-write, so concurrent writers lose no key); a key
+ * set to `null` is removed, and one set to `""` is ignored (`data-patch.ts`); `subscribed` changes only when the
+ * caller states it, and otherwise a new contact gets the caller's default.
  *
  * @module
  */
 import { and, eq, sql, type SQL } from 'drizzle-orm';
 import { emailKey, normalizeEmail, normalizedKey, type NormalizedEmail } from '@mailroom/platform/address';
 import { newId, newIdAt } from '@mailroom/platform/ids';
-import { splitPatch } from './data-patch';
+import { isIgnoredDataValue, splitPatch } from './data-patch';
 import { executeNamed } from './named';
 import { likePattern } from './like';
 import type { DbOrTx } from '../client';
@@ -54,7 +54,8 @@ export function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
       key,
       email: prev?.email ?? input.email,
       subscribed: input.subscribed ?? prev?.subscribed,
-      data: { ...(prev?.data ?? {}), ...(input.data ?? {}) },
+      // A later row's ignored value (an empty string) leaves an earlier row's value standing.
+      data: { ...(prev?.data ?? {}), ...Object.fromEntries(Object.entries(input.data ?? {}).filter(([, v]) => !isIgnoredDataValue(v))) },
     });
   }
   return [...merged.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));

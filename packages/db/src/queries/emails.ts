@@ -12,6 +12,7 @@ import { endpointWants } from './webhooks';
 import { attachments, campaigns, emailEvents, emails, type EmailSource, type EmailStatus } from '../schema';
 import { countReputation } from './reputation-counts';
 import { executeNamed } from './named';
+import { suppressionCauseSql, type SuppressionCause } from './suppression-rule';
 
 export type EmailRow = typeof emails.$inferSelect;
 export type NewEmail = Omit<typeof emails.$inferInsert, 'createdAt' | 'updatedAt' | 'status'>;
@@ -108,13 +109,13 @@ export interface ClaimedEmail extends EmailRow {
   contactData: Record<string, unknown> | null;
   /** For a campaign's email: the campaign's content and status (the row stores no copy of the body). */
   campaign: { subject: string; body: string; status: string } | null;
-  /** The recipient is on the project's suppression list now (it may have bounced since the email was accepted). */
-  suppressed: boolean;
   /**
-   * A campaign's or workflow's marketing email whose contact unsubscribed since it was written (a paused campaign
-   * can hold its emails for hours): it is never sent.
+   * Why the email must not be sent now, by the suppression rule (`suppression-rule.ts`), or `null`: the recipient
+   * went on the suppression list, or the contact of a marketing email (a MARKETING template's, a campaign's, a
+   * marketing workflow email) unsubscribed, since the email was accepted (a paused campaign can hold its emails for
+   * hours; a contact can unsubscribe between a `/v1/send` and its job).
    */
-  unsubscribed: boolean;
+  suppression: SuppressionCause | null;
 }
 
 /** Why {@link claimEmail} did not claim. */
@@ -133,13 +134,16 @@ export const CLAIM_RETURNING = sql`returning e.*, p.previous_status,
       (select signing_key from projects where id = e.project_id) as signing_key,
       (select data from contacts where id = e.contact_id) as contact_data,
       (select json_build_object('subject', k.subject, 'body', k.body, 'status', k.status) from campaigns k where k.id = e.campaign_id) as campaign,
-      exists (select 1 from suppressions s where s.project_id = e.project_id and s.email_key = lower(e.to_email)) as suppressed,
-      (e.marketing and e.source in ('campaign', 'workflow')
-        and exists (select 1 from contacts c where c.id = e.contact_id and not c.subscribed)) as unsubscribed`;
+      ${suppressionCauseSql({
+        projectId: sql`e.project_id`,
+        emailKey: sql`lower(e.to_email)`,
+        marketing: sql`e.marketing`,
+        subscribed: sql`(select c.subscribed from contacts c where c.id = e.contact_id)`,
+      })} as suppression`;
 
 /** A row returned through {@link CLAIM_RETURNING} as a {@link ClaimedEmail}. */
 export function toClaimedEmail(hit: Record<string, unknown>): ClaimedEmail {
-  const { previous_status, project_disabled, signing_key, contact_data, campaign, suppressed, unsubscribed, ...row } = hit;
+  const { previous_status, project_disabled, signing_key, contact_data, campaign, suppression, ...row } = hit;
   return {
     ...(camelCase(row) as EmailRow),
     previousStatus: previous_status as EmailStatus,
@@ -147,8 +151,7 @@ export function toClaimedEmail(hit: Record<string, unknown>): ClaimedEmail {
     signingKey: signing_key as Buffer,
     contactData: (contact_data as Record<string, unknown> | null) ?? null,
     campaign: (campaign as ClaimedEmail['campaign']) ?? null,
-    suppressed: suppressed === true,
-    unsubscribed: unsubscribed === true,
+    suppression: (suppression as SuppressionCause | null) ?? null,
   };
 }
 
@@ -202,7 +205,8 @@ export type FinishOutcome =
   | { status: 'sent'; messageId: string; renderedSubject: string }
   | { status: 'queued'; reason: string; retryInMs?: number }
   | { status: 'failed'; reason: string; failureKind: 'transient' | 'permanent' }
-  | { status: 'cancelled' | 'suppressed'; reason: string };
+  | { status: 'cancelled'; reason: string }
+  | { status: 'suppressed'; reason: string; cause: SuppressionCause };
 
 /** The timeline entry of a finish: `deferred` for a move back to `queued`, else the new status. */
 export function finishEvent(outcome: FinishOutcome): { eventType: string; eventData: Record<string, unknown> } {
@@ -211,7 +215,11 @@ export function finishEvent(outcome: FinishOutcome): { eventType: string; eventD
     eventData:
       outcome.status === 'sent'
         ? { messageId: outcome.messageId }
-        : { reason: outcome.reason, ...('retryInMs' in outcome && outcome.retryInMs !== undefined ? { retryInMs: outcome.retryInMs } : {}) },
+        : {
+            reason: outcome.reason,
+            ...('retryInMs' in outcome && outcome.retryInMs !== undefined ? { retryInMs: outcome.retryInMs } : {}),
+            ...('cause' in outcome ? { cause: outcome.cause } : {}),
+          },
   };
 }
 

@@ -134,3 +134,54 @@ function scrubJson(value: unknown, pattern: RegExp, id: string): unknown {
   };
   return walk(value);
 }
+
+/** What an address, or its quoted local part, becomes in feedback that arrives for an erased email. */
+export const ERASED_TEXT = '[erased]';
+
+/** One character of an address as it may appear in text: as itself, or percent-encoded once or twice (any hex case). */
+function encodedChar(ch: string): string {
+  const literal = ch.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+  const bytes = [...Buffer.from(ch, 'utf8')].map((b) => b.toString(16).padStart(2, '0')).join('');
+  const hex = bytes.match(/../g)!.map((h) => `%(?:25)?${h}`).join('');
+  return `(?:${literal}|${hex})`;
+}
+
+// Characters that quote a local part in bounce texts: "ann", 'ann', <ann>, (ann), [ann], `ann`.
+const OPEN_QUOTES = '"\'<([`';
+const CLOSE_QUOTES = '"\'>)]`';
+
+/**
+ * A function that cuts every mention of `addresses` out of a JSON value (every string, and every key: a click's
+ * `linkTags` are the sender's own names): each address in any letter case, percent-encoded in part or whole, once
+ * or twice (`ann%40x.com`, `ann%2540x.com`: a click's URL), and its local part where it stands quoted on its own
+ * (`"ann"`, `<ann>`: bounce diagnostics quote it so). Each becomes {@link ERASED_TEXT}. It matches without word boundaries on purpose: it is run only on
+ * feedback about an erased email, where cutting too much costs nothing and leaving the address would undo the
+ * erasure.
+ *
+ * @param addresses - the addresses that named the erased contact (empty strings and duplicates are ignored).
+ * @returns the scrubber: a copy of the value, never the value itself changed.
+ */
+export function addressScrubber(addresses: readonly string[]): <T>(value: T) => T {
+  const unique = [...new Set(addresses.map((a) => a.trim().toLowerCase()).filter((a) => a.length > 0))];
+  if (unique.length === 0) return (value) => value;
+  // Longest first, so an address is cut whole before a shorter one inside it.
+  unique.sort((a, b) => b.length - a.length);
+  const whole = unique.map((a) => [...a].map(encodedChar).join(''));
+  const locals = [...new Set(unique.map((a) => a.slice(0, Math.max(0, a.lastIndexOf('@')))).filter((l) => l.length > 0))];
+  const quoted = locals.map((l) => l.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&'));
+  const wholePattern = new RegExp(whole.join('|'), 'gi');
+  const open = OPEN_QUOTES.replace(/[\]\\^-]/g, '\\$&');
+  const close = CLOSE_QUOTES.replace(/[\]\\^-]/g, '\\$&');
+  const localPattern = quoted.length > 0 ? new RegExp(`([${open}])(?:${quoted.join('|')})(?=[${close}])`, 'gi') : undefined;
+  const scrubText = (text: string) => {
+    const cut = text.replace(wholePattern, ERASED_TEXT);
+    return localPattern ? cut.replace(localPattern, `$1${ERASED_TEXT}`) : cut;
+  };
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return scrubText(v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [scrubText(k), walk(x)]));
+    return v;
+  };
+  return <T>(value: T) => walk(value) as T;
+}

@@ -11,6 +11,7 @@ import { likePattern } from './like';
 import type { DbOrTx } from '../client';
 import { keysetList } from './keyset';
 import { suppressions, type SuppressionReason } from '../schema';
+import { onSuppressionListSql } from './suppression-rule';
 
 export type SuppressionRow = typeof suppressions.$inferSelect;
 
@@ -99,5 +100,5 @@ export async function listSuppressions(
  */
 export function contactSuppressedSql(contactAlias: string) {
   const c = sql.raw(contactAlias);
-  return sql`exists (select 1 from suppressions s where s.project_id = ${c}.project_id and s.email_key = ${c}.email_key)`;
+  return onSuppressionListSql(sql`${c}.project_id`, sql`${c}.email_key`);
 }

@@ -1,7 +1,7 @@
 /**
  * The writes of several accepted `POST /v1/send` requests in one statement (group commit): what
  * {@link writeTransactional} does for one request (sender check, contact upsert, suppression lookup, email rows,
- * their first timeline entries, the `email.suppressed` webhook deliveries), for all of them, in one round trip,
+ * their first timeline entries, the `email.suppressed` webhook deliveries; the suppression rule of `suppression-rule.ts`), for all of them, in one round trip,
  * one transaction, one WAL flush and one firing of each statement trigger. The API folds concurrent sends into
  * such batches (`@mailroom/platform/batcher`); measured with `npm run bench -- api` ("Postgres CPU ms/req").
  *
@@ -18,7 +18,8 @@ import type { DbOrTx } from '../client';
 import { fromSql, mergeInputs, type ContactSqlRow, type ContactUpsert } from './contacts';
 import { splitPatch } from './data-patch';
 import { executeNamed } from './named';
-import { SUPPRESSED_REASON, type TransactionalContent, type TransactionalRecipient, type TransactionalWrite } from './transactional';
+import { type TransactionalContent, type TransactionalRecipient, type TransactionalWrite } from './transactional';
+import { suppressionCauseSql, suppressionDataSql, suppressionReasonSql, type SuppressionCause } from './suppression-rule';
 import { endpointWants } from './webhooks';
 import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT } from './batch-upsert';
 
@@ -42,7 +43,7 @@ export class SharedContactInBatch extends Error {
 
 const param = (values: unknown[]) => sql.param(values);
 
-type Row = ContactSqlRow & { req: number; suppressed: boolean; deliveries: { id: string; generation: number }[] | null };
+type Row = ContactSqlRow & { req: number; suppression: SuppressionCause | null; deliveries: { id: string; generation: number }[] | null };
 
 /**
  * Writes the requests in one statement (see the module notes).
@@ -126,27 +127,30 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
         as r(req, id, email_key, to_email, to_name)
       join allowed q on q.req = r.req
     ),
-    sup as (
-      select s.project_id, s.email_key from suppressions s join rcpt r on s.project_id = r.project_id and s.email_key = r.email_key
+    held as (
+      select r.id, r.project_id, r.email_key,
+        ${suppressionCauseSql({ projectId: sql`r.project_id`, emailKey: sql`r.email_key`, marketing: sql`q.marketing`, subscribed: sql`u.subscribed` })} as cause
+      from rcpt r
+      join reqs q on q.req = r.req
+      join upserted u on u.project_id = r.project_id and u.email_key = r.email_key
     ),
     em as (
       insert into emails (id, project_id, contact_id, template_id, source, marketing, to_email, to_name, from_email, from_name,
         reply_to, subject, body, body_format, variables, headers, attachment_ids, test, status, error)
       select r.id, q.project_id, u.id, q.template_id, 'transactional', q.marketing, r.to_email, r.to_name,
         q.from_email, q.from_name, q.reply_to, q.subject, q.body, q.body_format, q.variables, q.headers, q.attachment_ids::uuid[], q.test,
-        case when sup.email_key is null then 'queued' else 'suppressed' end,
-        case when sup.email_key is null then null else ${`suppressed: ${SUPPRESSED_REASON}`} end
+        case when h.cause is null then 'queued' else 'suppressed' end,
+        'suppressed: ' || ${suppressionReasonSql(sql`h.cause`)}
       from rcpt r
       join reqs q on q.req = r.req
       join upserted u on u.project_id = q.project_id and u.email_key = r.email_key
-      left join sup on sup.project_id = q.project_id and sup.email_key = r.email_key
+      join held h on h.id = r.id
       returning id, project_id, contact_id, to_email, from_email, status
     ),
     timeline as (
       insert into email_events (id, email_id, project_id, type, data)
-      select mailroom_uuid_v7(clock_timestamp()), em.id, em.project_id, em.status,
-        case when em.status = 'suppressed' then jsonb_build_object('reason', ${SUPPRESSED_REASON}::text) end
-      from em
+      select mailroom_uuid_v7(clock_timestamp()), em.id, em.project_id, em.status, ${suppressionDataSql(sql`h.cause`)}
+      from em join held h on h.id = em.id
     ),
     wh as (
       insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload)
@@ -154,23 +158,25 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
         jsonb_build_object('type', 'email.suppressed', 'timestamp', q.webhook_ts, 'data',
           jsonb_build_object('emailId', em.id, 'contactId', em.contact_id, 'campaignId', null, 'messageId', null,
             'to', em.to_email, 'from', em.from_email, 'status', 'suppressed')
+          || ${suppressionDataSql(sql`h.cause`)}
           || case when q.test then '{"test":true}'::jsonb else '{}'::jsonb end)
       from em
+      join held h on h.id = em.id
       join rcpt r on r.id = em.id
       join reqs q on q.req = r.req
       join webhook_endpoints w on w.project_id = em.project_id and ${endpointWants(sql`'email.suppressed'`)}
       where em.status = 'suppressed'
       returning id, generation, (payload->'data'->>'emailId')::uuid as email_id
     )
-    select u.*, i.req, sup.email_key is not null as suppressed,
+    select u.*, i.req, h.cause as suppression,
       (select jsonb_agg(jsonb_build_object('id', wh.id, 'generation', wh.generation)) from wh join rcpt r on r.id = wh.email_id where r.req = i.req) as deliveries
     from upserted u
     join input i on i.project_id = u.project_id and i.email_key = u.email_key
-    left join sup on sup.project_id = u.project_id and sup.email_key = u.email_key
+    left join held h on h.project_id = u.project_id and h.email_key = u.email_key
   `);
   const out: TransactionalWrite[] = requests.map((request) => ({
     contacts: new Map(),
-    suppressed: new Set(),
+    suppressed: new Map(),
     deliveries: [],
     senderRefused: request.recipients.length > 0,
   }));
@@ -178,7 +184,7 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     const w = out[row.req];
     w.senderRefused = false;
     w.contacts.set(row.email_key, fromSql(row));
-    if (row.suppressed) w.suppressed.add(row.email_key);
+    if (row.suppression) w.suppressed.set(row.email_key, row.suppression);
     if (w.deliveries.length === 0 && row.deliveries) w.deliveries = row.deliveries.map((d) => ({ id: d.id, projectId: requests[row.req].projectId, generation: d.generation }));
   }
   return out;

@@ -1,7 +1,8 @@
 /**
- * The write of an accepted `POST /v1/send`, in one statement: the recipients' contact upsert, their suppression
- * lookup, the email rows (`queued`, or `suppressed` with its reason), each email's first timeline entry, and the
- * `email.suppressed` webhook deliveries of the suppressed ones.
+ * The write of an accepted `POST /v1/send`, in one statement: the recipients' contact upsert, the suppression rule
+ * for each (`suppression-rule.ts`: the suppression list, and for marketing email the contact's subscription after
+ * this upsert), the email rows (`queued`, or `suppressed` with its reason), each email's first timeline entry, and
+ * the `email.suppressed` webhook deliveries of the suppressed ones.
  *
  * One statement instead of a transaction of five (upsert, suppression lookup, emails, timeline, webhooks) plus
  * `BEGIN`/`COMMIT`: the same rows, atomically, in one round trip (measured with `npm run bench -- api`: the
@@ -16,10 +17,11 @@ import type { DbOrTx } from '../client';
 import { fromSql, mergeInputs, upsertCtes, type ContactSqlRow, type ContactUpsert, type UpsertedContact } from './contacts';
 import { endpointWants } from './webhooks';
 import { executeNamed } from './named';
+import { SUPPRESSION_REASONS, suppressionCauseSql, suppressionDataSql, suppressionReasonSql, type SuppressionCause } from './suppression-rule';
 import type { WebhookDeliveryRef } from './webhook-delivery-ref';
 
-/** Reason stored on a suppressed email (`error`: `suppressed: <reason>`) and on its timeline entry. */
-export const SUPPRESSED_REASON = 'address is on the suppression list';
+/** Reason stored on an email to an address on the suppression list (`error`: `suppressed: <reason>`) and on its timeline entry. */
+export const SUPPRESSED_REASON = SUPPRESSION_REASONS.suppression_list;
 
 /** One recipient's email. */
 export interface TransactionalRecipient {
@@ -51,8 +53,8 @@ export interface TransactionalContent {
 export interface TransactionalWrite {
   /** Each recipient's contact after the upsert, by email key. */
   contacts: Map<string, UpsertedContact>;
-  /** Email keys of the recipients on the suppression list (their emails are stored `suppressed`). */
-  suppressed: Set<string>;
+  /** Email keys of the recipients held back (their emails are stored `suppressed`), with why (`suppression-rule.ts`). */
+  suppressed: Map<string, SuppressionCause>;
   /** `email.suppressed` deliveries to enqueue once the caller's transaction (if any) commits. */
   deliveries: WebhookDeliveryRef[];
   /** The sender check failed (`senderDomains` given and none verified): nothing was written. */
@@ -63,7 +65,7 @@ function senderGuard(projectId: string, candidates: string[]): SQL {
   return sql`exists (select 1 from domains d where d.project_id = ${projectId}::uuid and d.verified and lower(d.domain) = any(${sql.param(candidates)}::text[]))`;
 }
 
-type Row = ContactSqlRow & { suppressed: boolean; deliveries: { id: string; generation: number }[] };
+type Row = ContactSqlRow & { suppression: SuppressionCause | null; deliveries: { id: string; generation: number }[] };
 
 /**
  * Upserts the recipients' contacts and stores one email per recipient with its timeline entry, in one statement.
@@ -90,9 +92,9 @@ export async function writeTransactional(
   const result = await executeNamed<Row>(db, sql`
     with ${upsertCtes(projectId, mergeInputs(contacts), c.test, senderDomains ? senderGuard(projectId, senderDomains) : undefined)},
     rcpt as (select * from jsonb_to_recordset(${input}::jsonb) as r(id uuid, email_key text, to_email text, to_name text)),
-    sup as (
-      select s.email_key from suppressions s
-      where s.project_id = ${projectId}::uuid and s.email_key in (select email_key from rcpt)
+    held as (
+      select r.email_key, ${suppressionCauseSql({ projectId: sql`${projectId}::uuid`, emailKey: sql`r.email_key`, marketing: sql`${c.marketing}::boolean`, subscribed: sql`u.subscribed` })} as cause
+      from rcpt r join upserted u on u.email_key = r.email_key
     ),
     em as (
       insert into emails (id, project_id, contact_id, template_id, source, marketing, to_email, to_name, from_email, from_name,
@@ -100,36 +102,36 @@ export async function writeTransactional(
       select r.id, ${projectId}::uuid, u.id, ${c.templateId}::uuid, 'transactional', ${c.marketing}::boolean, r.to_email, r.to_name,
         ${c.fromEmail}, ${c.fromName}, ${c.replyTo}, ${c.subject}, ${c.body}, ${c.bodyFormat}, ${JSON.stringify(c.variables)}::jsonb,
         ${JSON.stringify(c.headers)}::jsonb, ${`{${c.attachmentIds.join(',')}}`}::uuid[], ${c.test}::boolean,
-        case when sup.email_key is null then 'queued' else 'suppressed' end,
-        case when sup.email_key is null then null else ${`suppressed: ${SUPPRESSED_REASON}`} end
-      from rcpt r join upserted u on u.email_key = r.email_key left join sup on sup.email_key = r.email_key
+        case when h.cause is null then 'queued' else 'suppressed' end,
+        'suppressed: ' || ${suppressionReasonSql(sql`h.cause`)}
+      from rcpt r join upserted u on u.email_key = r.email_key join held h on h.email_key = r.email_key
       returning id, contact_id, to_email, from_email, status
     ),
     timeline as (
       insert into email_events (id, email_id, project_id, type, data)
-      select mailroom_uuid_v7(clock_timestamp()), em.id, ${projectId}::uuid, em.status,
-        case when em.status = 'suppressed' then jsonb_build_object('reason', ${SUPPRESSED_REASON}::text) end
-      from em
+      select mailroom_uuid_v7(clock_timestamp()), em.id, ${projectId}::uuid, em.status, ${suppressionDataSql(sql`h.cause`)}
+      from em join rcpt r on r.id = em.id join held h on h.email_key = r.email_key
     ),
     wh as (
       insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload)
       select mailroom_uuid_v7(clock_timestamp()), ${projectId}::uuid, w.id, 'email.suppressed',
         jsonb_build_object('type', 'email.suppressed', 'timestamp', ${webhookTimestamp}::text, 'data',
           jsonb_build_object('emailId', em.id, 'contactId', em.contact_id, 'campaignId', null, 'messageId', null,
-            'to', em.to_email, 'from', em.from_email, 'status', 'suppressed') ${testFlag})
-      from em join webhook_endpoints w on w.project_id = ${projectId}::uuid and ${endpointWants(sql`'email.suppressed'`)}
+            'to', em.to_email, 'from', em.from_email, 'status', 'suppressed') || ${suppressionDataSql(sql`h.cause`)} ${testFlag})
+      from em join rcpt r on r.id = em.id join held h on h.email_key = r.email_key
+        join webhook_endpoints w on w.project_id = ${projectId}::uuid and ${endpointWants(sql`'email.suppressed'`)}
       where em.status = 'suppressed'
       returning id, generation
     )
-    select u.*, sup.email_key is not null as suppressed,
+    select u.*, h.cause as suppression,
       (select coalesce(jsonb_agg(jsonb_build_object('id', wh.id, 'generation', wh.generation)), '[]'::jsonb) from wh) as deliveries
-    from upserted u left join sup on sup.email_key = u.email_key
+    from upserted u left join held h on h.email_key = u.email_key
   `);
   // `upserted` answers a row for every recipient, so no row means the guard held nothing back but the sender.
-  const out: TransactionalWrite = { contacts: new Map(), suppressed: new Set(), deliveries: [], senderRefused: recipients.length > 0 && result.rows.length === 0 };
+  const out: TransactionalWrite = { contacts: new Map(), suppressed: new Map(), deliveries: [], senderRefused: recipients.length > 0 && result.rows.length === 0 };
   for (const row of result.rows) {
     out.contacts.set(row.email_key, fromSql(row));
-    if (row.suppressed) out.suppressed.add(row.email_key);
+    if (row.suppression) out.suppressed.set(row.email_key, row.suppression);
   }
   out.deliveries = (result.rows[0]?.deliveries ?? []).map((d) => ({ id: d.id, projectId, generation: d.generation }));
   return out;

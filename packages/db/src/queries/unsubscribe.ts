@@ -28,9 +28,22 @@ export async function unsubscribeTarget(db: DbOrTx, emailId: string): Promise<Un
 }
 
 /**
+ * Whether an opt-out by `method` counts in its campaign's `unsubscribed` figure. Only the recipient's own
+ * unsubscribe (the link or the one-click POST) does: a complaint that also opts the contact out is counted once,
+ * as a complaint (the email's `complained` status), and a bounce is counted as a bounce, never as an unsubscribe.
+ */
+export function countsAsUnsubscribe(method: UnsubscribeMethod): boolean {
+  return method === 'one-click' || method === 'link';
+}
+
+/** How a contact opted out through an email. */
+export type UnsubscribeMethod = 'one-click' | 'link' | 'complaint';
+
+/**
  * Unsubscribes the email's contact, idempotently, in one statement: only a contact still subscribed changes,
- * and only then are `contact.unsubscribed` (event), `unsubscribed` (the email's timeline) and the campaign's
- * unsubscribe count written. Through a test email's link, the event is a test event (it starts and wakes test
+ * and only then are `contact.unsubscribed` (event) and `unsubscribed` (the email's timeline) written, and the
+ * campaign's unsubscribe count raised when the method counts ({@link countsAsUnsubscribe}) and this email has not
+ * been counted before (once per email). Through a test email's link, the event is a test event (it starts and wakes test
  * workflow executions only).
  *
  * @param method - `one-click` (RFC 8058 POST from a mailbox provider), `link` (the page in the message) or
@@ -40,7 +53,7 @@ export async function unsubscribeTarget(db: DbOrTx, emailId: string): Promise<Un
 export async function unsubscribeContact(
   db: DbOrTx,
   target: Pick<UnsubscribeTarget, 'emailId' | 'projectId' | 'contactId' | 'campaignId'>,
-  method: 'one-click' | 'link' | 'complaint',
+  method: UnsubscribeMethod,
 ): Promise<boolean> {
   if (!target.contactId) return false;
   const data = JSON.stringify({ emailId: target.emailId, campaignId: target.campaignId, method });
@@ -63,7 +76,12 @@ export async function unsubscribeContact(
     ),
     counted as (
       update campaigns set unsubscribed = unsubscribed + 1
-      where id = ${target.campaignId}::uuid and exists (select 1 from changed)
+      where id = ${target.campaignId}::uuid and ${countsAsUnsubscribe(method)}::boolean and exists (select 1 from changed)
+        -- Once per email: a contact who re-subscribed and opts out again through the same email is not counted twice.
+        and not exists (
+          select 1 from email_events x
+          where x.email_id = ${target.emailId}::uuid and x.type = 'unsubscribed' and coalesce(x.data->>'method', '') <> 'complaint'
+        )
     )
     select count(*)::int as n from changed
   `);

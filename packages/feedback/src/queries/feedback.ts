@@ -13,6 +13,7 @@ import type { DbOrTx } from '@mailroom/db/client';
 import { enforceCampaignGuardrail } from '@mailroom/audiences/queries/guardrails';
 import { countReputation } from '@mailroom/db/queries/reputation-counts';
 import { addSuppressions, type NewSuppression } from '@mailroom/db/queries/suppressions';
+import { addressScrubber } from '@mailroom/db/queries/erase';
 import { unsubscribeContact } from '@mailroom/db/queries/unsubscribe';
 import { recordWebhookEvents, type WebhookEvent } from '@mailroom/db/queries/webhooks';
 
@@ -59,7 +60,19 @@ type EmailForFeedback = {
   to_email: string;
   from_email: string;
   message_id: string | null;
+  /** Its contact was erased (`DELETE /contacts/{id}`): the address must not come back through its feedback. */
+  erased: boolean;
 };
+
+/**
+ * The event as it may be stored and sent on for an email whose contact was erased: every mention of the
+ * recipients' addresses (any case, percent-encoded, the local part where quoted) cut out of its details, and no
+ * recipients left (`addressScrubber` in `erase.ts`).
+ */
+function scrubErased(fb: SesFeedback): SesFeedback {
+  const scrub = addressScrubber([...fb.recipients, ...fb.destination]);
+  return { ...fb, recipients: [], destination: [], details: scrub(fb.details) };
+}
 
 /**
  * Finds the email an event is about: by SES message id, or (an event racing our `sent` update) by the
@@ -71,7 +84,7 @@ type EmailForFeedback = {
  * back to the message id alone.
  */
 async function findEmail(db: DbOrTx, fb: SesFeedback): Promise<EmailForFeedback | undefined> {
-  const cols = sql`id, project_id, contact_id, campaign_id, to_email, from_email, message_id`;
+  const cols = sql`id, project_id, contact_id, campaign_id, to_email, from_email, message_id, erased_at is not null as erased`;
   const tagged = fb.tags.email_id;
   const validTag = tagged !== undefined && /^[0-9a-f-]{36}$/i.test(tagged);
   if (validTag) {
@@ -99,6 +112,9 @@ async function findEmail(db: DbOrTx, fb: SesFeedback): Promise<EmailForFeedback 
  * - Suppression: a permanent bounce or a complaint suppresses the address at once; transient and undetermined
  *   bounces when the contact has had `policy.limit` of them within `policy.windowHours`. A complaint also
  *   unsubscribes the contact.
+ * - An email whose contact was erased (`erased_at`): the event still moves its status and counters, but its
+ *   details are scrubbed of the recipient's address before they reach the timeline or a webhook payload, and it
+ *   suppresses nothing (the erasure is not undone by late feedback).
  * - Webhook deliveries for `email.<x>`, `contact.suppressed` and `contact.unsubscribed`.
  * - The campaign guardrail: a delivery, bounce or complaint of a SENDING campaign's email has its campaign judged
  *   on its outcomes (`enforceCampaignGuardrail`, with `guardrails` as the service defaults) and paused, with its
@@ -106,14 +122,15 @@ async function findEmail(db: DbOrTx, fb: SesFeedback): Promise<EmailForFeedback 
  */
 export async function applySesFeedback(
   db: DbOrTx,
-  fb: SesFeedback,
+  event: SesFeedback,
   policy: SoftBouncePolicy,
   guardrails: Readonly<Guardrails> = DEFAULT_GUARDRAILS,
 ): Promise<FeedbackOutcome> {
-  const effect = EFFECTS[fb.kind];
+  const effect = EFFECTS[event.kind];
   if (!effect) return { applied: false, reason: 'no effect' };
-  const email = await findEmail(db, fb);
+  const email = await findEmail(db, event);
   if (!email) return { applied: false, reason: 'unknown message' };
+  const fb = email.erased ? scrubErased(event) : event;
   const at = fb.occurredAt.toISOString();
   const order = sql.param([...STATUS_ORDER]);
 
@@ -163,7 +180,11 @@ export async function applySesFeedback(
   const toSuppress: NewSuppression[] = [];
   const recipients = fb.recipients.length > 0 ? fb.recipients : [email.to_email];
   const source = { sourceEmailId: email.id, details: { messageId: fb.messageId, ...fb.details } };
-  if (fb.kind === 'complained') {
+  if (email.erased) {
+    // An erased email's feedback suppresses nothing: a new suppression would store the erased address again, and
+    // the contact it protected is gone (suppressions made before the erasure stay; see `erase.ts`). Its contact
+    // id is null, so no contact event, soft-bounce count or unsubscribe follows either.
+  } else if (fb.kind === 'complained') {
     toSuppress.push(...recipients.map((r) => ({ email: r, reason: 'complaint' as const, ...source })));
   } else if (fb.kind === 'bounced' && fb.bounceType === 'Permanent') {
     toSuppress.push(...recipients.map((r) => ({ email: r, reason: 'hard_bounce' as const, ...source })));

@@ -43,6 +43,7 @@ import {
   type MoveEffects,
 } from '../queries/workflow-engine';
 import { getTemplate } from '@mailroom/db/queries/templates';
+import { SUPPRESSION_REASONS } from '@mailroom/db/queries/suppression-rule';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { type ExecutionRow, type StepRunRow, type WorkflowGraph, type WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { updateContact } from '@mailroom/db/queries/contacts';
@@ -300,12 +301,13 @@ export class ExecutionRun {
 
   private async sendEmail(run: StepRunRow, step: WorkflowStepRow, cfg: StepConfig<'SEND_EMAIL'>): Promise<ExecutionRow | undefined> {
     const x = this.x;
-    const [template, contact] = await Promise.all([getTemplate(this.db, x.projectId, cfg.templateId), contactForSend(this.db, x)]);
+    const [template, contact] = await Promise.all([getTemplate(this.db, x.projectId, cfg.templateId), contactForSend(this.db, x, cfg.templateId)]);
     if (!contact) return this.end(run, 'FAILED', 'the contact no longer exists');
     if (!template) return this.end(run, 'FAILED', `template ${cfg.templateId} no longer exists`);
-    const marketing = template.type === 'MARKETING';
-    if (marketing && !contact.subscribed) return this.done(run, step, 'next', { status: 'SKIPPED', output: { reason: 'contact is unsubscribed (marketing template)' } });
-    if (contact.suppressed) return this.done(run, step, 'next', { status: 'SKIPPED', output: { reason: 'address is on the suppression list' } });
+    // The suppression rule (the list; a MARKETING template to a contact not subscribed): the step is skipped.
+    if (contact.suppression) {
+      return this.done(run, step, 'next', { status: 'SKIPPED', output: { reason: SUPPRESSION_REASONS[contact.suppression], cause: contact.suppression } });
+    }
     const from = cfg.from ?? template.from;
     if (!from) return this.end(run, 'FAILED', 'neither the step nor the template has a from address');
     // Derived from the step run: a second write of this step's email (a retried run) conflicts on the primary key.

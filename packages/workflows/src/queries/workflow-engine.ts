@@ -20,6 +20,7 @@ import type { DbOrTx } from '@mailroom/db/client';
 import { compileAudience } from '@mailroom/audiences/audience';
 import { endpointWants } from '@mailroom/db/queries/webhooks';
 import { executeNamed } from '@mailroom/db/queries/named';
+import { suppressionCauseSql, type SuppressionCause } from '@mailroom/db/queries/suppression-rule';
 import type { ExecutionRow, StepRunRow, WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { workflowExecutions, workflowStepRuns } from '@mailroom/db/schema';
 
@@ -326,14 +327,19 @@ export type ContactForSend = {
   email: string;
   subscribed: boolean;
   data: Record<string, unknown>;
-  suppressed: boolean;
+  /** Why an email of the step's template to this contact must not be sent (the suppression rule), or `null`. */
+  suppression: SuppressionCause | null;
 };
 
-/** The execution's contact with its suppression state, or `undefined` when it was deleted. */
-export async function contactForSend(db: DbOrTx, x: ExecutionRow): Promise<ContactForSend | undefined> {
+/**
+ * The execution's contact with the suppression rule's answer for an email of template `templateId` (marketing
+ * when the template is MARKETING), or `undefined` when the contact was deleted.
+ */
+export async function contactForSend(db: DbOrTx, x: ExecutionRow, templateId: string): Promise<ContactForSend | undefined> {
+  const marketing = sql`coalesce((select t.type = 'MARKETING' from templates t where t.id = ${templateId}::uuid and t.project_id = c.project_id), false)`;
   const rows = await db.execute<ContactForSend>(sql`
     select c.email, c.subscribed, c.data,
-      exists (select 1 from suppressions s where s.project_id = c.project_id and s.email_key = c.email_key) as suppressed
+      ${suppressionCauseSql({ projectId: sql`c.project_id`, emailKey: sql`c.email_key`, marketing, subscribed: sql`c.subscribed` })} as suppression
     from contacts c where c.project_id = ${x.projectId}::uuid and c.id = ${x.contactId}::uuid
   `);
   return rows.rows[0];
