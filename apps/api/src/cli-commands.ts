@@ -61,9 +61,9 @@ const RETENTION_FLAGS = [
 
 /** The flags of `project guardrails` and the settings they set. */
 const GUARDRAIL_FLAGS = [
-  ['min-sample', 'minSample', 'N', 'emails a campaign sends before its rates are judged'],
-  ['max-hard-bounce-rate', 'maxHardBounceRate', 'R', 'hard-bounce rate (0–1) above which a campaign pauses'],
-  ['max-complaint-rate', 'maxComplaintRate', 'R', 'complaint rate (0–1) above which a campaign pauses'],
+  ['min-sample', 'minSample', 'N', "outcomes (deliveries, bounces, complaints) before a campaign's rates are judged"],
+  ['max-hard-bounce-rate', 'maxHardBounceRate', 'R', 'hard bounces per outcome (a fraction, 0–1) above which a campaign pauses'],
+  ['max-complaint-rate', 'maxComplaintRate', 'R', 'complaints per outcome (a fraction, 0–1) above which a campaign pauses'],
 ] as const;
 
 /**
