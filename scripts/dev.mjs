@@ -3,11 +3,16 @@
 // answer (starting local ones when their binaries are installed), migrates, starts the SES emulator (inbox at
 // http://localhost:8005), the API and the worker (restarted on change), creates a development project with a
 // verified example.com domain, and prints its keys and a curl that sends an email.
+//
+// Its DATABASE_URL and REDIS_URL are the ones docker-compose.yml publishes on 127.0.0.1, so
+// `docker compose up -d postgres redis` then `npm run dev` works; a local Postgres that refuses the URL's login (a
+// fresh Debian/Ubuntu one: peer on the socket, scram over TCP) gets the role made for it (dev-postgres.mjs).
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensurePostgresLogin } from './dev-postgres.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
@@ -15,7 +20,7 @@ process.chdir(root);
 const env = {
   ...process.env,
   NODE_ENV: process.env.NODE_ENV ?? 'development',
-  DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/mailroom',
+  DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/mailroom',
   REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
   SES_ENDPOINT: process.env.SES_ENDPOINT ?? 'http://127.0.0.1:8005',
   AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
@@ -61,7 +66,13 @@ await ensure('Postgres', env.DATABASE_URL, 5432, () => {
   if (!has('pg_ctlcluster') || !existsSync('/etc/postgresql')) return false;
   const versions = execFileSync('ls', ['/etc/postgresql']).toString().trim().split('\n');
   return spawnSync('pg_ctlcluster', ['--skip-systemctl-redirect', versions[versions.length - 1], 'main', 'start'], { stdio: 'inherit' }).status === 0;
-}, 'Install it (Debian/Ubuntu: sudo apt-get install postgresql; macOS: brew install postgresql) or run\n  docker compose up -d postgres\nthen set DATABASE_URL if it is not postgres://postgres@127.0.0.1:5432/mailroom.');
+}, 'Install it (Debian/Ubuntu: sudo apt-get install postgresql; macOS: brew install postgresql) or run\n  docker compose up -d postgres\nthen set DATABASE_URL if it is not postgres://postgres:postgres@127.0.0.1:5432/mailroom.');
+
+const login = await ensurePostgresLogin(env.DATABASE_URL);
+if (!login.ok) {
+  console.error(`\n${login.message}\n`);
+  process.exit(1);
+}
 
 await ensure('Redis', env.REDIS_URL, 6379, () => {
   if (!has('redis-server')) return false;

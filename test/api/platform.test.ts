@@ -2,6 +2,8 @@
  * Cross-cutting HTTP behaviour: health probes, OpenAPI and docs, unknown routes, rate limits, unavailable
  * backing services, unexpected errors.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import express from 'express';
 import request from 'supertest';
 import { loadConfig } from '@mailroom/config/config';
@@ -40,6 +42,9 @@ test('every pooled connection runs without JIT compilation, whatever the server 
 test('OpenAPI document is generated from the route schemas; /docs works offline', async () => {
   const doc = (await request(api.app).get('/openapi.json')).body;
   expect(doc.openapi).toBe('3.1.0');
+  // The checked-in docs/openapi.json is this document (its server URL aside).
+  const file = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'docs', 'openapi.json'), 'utf8'));
+  expect({ ...doc, servers: [] }).toEqual({ ...file, servers: [] });
   expect(Object.keys(doc.paths)).toEqual(
     expect.arrayContaining(['/v1/send', '/templates', '/templates/{id}', '/emails/{id}', '/admin/projects', '/segments/preview', '/campaigns/{id}/send', '/unsubscribe/{token}', '/workflows/{id}/graph', '/workflows/{id}/executions/{executionId}/cancel', '/v1/verify', '/v1/verify/batch', '/domains', '/domains/{id}/verify']),
   );
@@ -60,7 +65,7 @@ test('OpenAPI document is generated from the route schemas; /docs works offline'
 test('unknown routes are 404 in the error envelope', async () => {
   const res = await request(api.app).get('/nope');
   expect(res.status).toBe(404);
-  expect(res.body).toMatchObject({ success: false, code: 'NOT_FOUND', error: { statusCode: 404 } });
+  expect(res.body).toMatchObject({ success: false, code: 'NOT_FOUND', error: { statusCode: 404, retryable: false } });
 });
 
 test('rate limit per project: RateLimit-* headers, then 429 with Retry-After; other projects unaffected', async () => {
@@ -78,7 +83,7 @@ test('rate limit per project: RateLimit-* headers, then 429 with Retry-After; ot
   expect(remaining).toEqual(['2', '1', '0']);
   const limited = await get(p.auth);
   expect(limited.status).toBe(429);
-  expect(limited.body.error.code).toBe('RATE_LIMITED');
+  expect(limited.body.error).toMatchObject({ code: 'RATE_LIMITED', statusCode: 429, retryable: true });
   expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
   expect((await get(q.auth)).status).toBe(200);
 });
@@ -92,7 +97,7 @@ test('503 SERVICE_UNAVAILABLE when Postgres is unreachable; readiness names what
   try {
     const res = await request(app).get('/templates').set('Authorization', `Bearer sk_${'x'.repeat(43)}`);
     expect(res.status).toBe(503);
-    expect(res.body.error.code).toBe('SERVICE_UNAVAILABLE');
+    expect(res.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryable: true });
     const ready = await request(app).get('/health/ready');
     expect(ready.status).toBe(503);
     expect(ready.body.data.checks.postgres).toMatch(/^error/);
@@ -115,6 +120,6 @@ test('500 INTERNAL_ERROR leaks no internals', async () => {
   app.use(errorHandler);
   const res = await request(app).get('/boom');
   expect(res.status).toBe(500);
-  expect(res.body).toMatchObject({ success: false, code: 'INTERNAL_ERROR', message: 'Internal server error', error: { requestId: 'rid-1' } });
+  expect(res.body).toMatchObject({ success: false, code: 'INTERNAL_ERROR', message: 'Internal server error', error: { requestId: 'rid-1', retryable: true } });
   expect(JSON.stringify(res.body)).not.toContain('secret_table');
 });

@@ -17,6 +17,7 @@ import { ERASED_ADDRESS } from '@mailroom/db/queries/erase';
 import { runRetentionPass } from '@mailroom/sending/retention';
 import { RETENTION_DEFAULTS } from '@mailroom/sending/retention-settings';
 import { retentionTask } from '../../apps/worker/src/processors/retention';
+import { runCli } from '../../apps/api/src/cli';
 import { ADMIN_TOKEN, client, createTestProject, recipient, testEnv, type TestProject, useIsolatedApi } from '../support/harness';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
 
@@ -138,6 +139,18 @@ describe('settings', () => {
     expect((await admin.get(path)).body.data.effective).toEqual(RETENTION_DEFAULTS);
     expect((await request(ctx.api.app).get(path)).status).toBe(401);
     expect((await admin.get('/admin/projects/00000000-0000-7000-8000-000000000000/retention')).status).toBe(404);
+  });
+
+  test('CLI: project retention shows, sets and clears; a bad value names the setting', async () => {
+    const p = await createTestProject(ctx.api.database);
+    const env = testEnv({ DATABASE_URL: ctx.api.config.databaseUrl });
+    const cli = (...args: string[]) => runCli(['project', 'retention', '--project', p.id, ...args], env) as Promise<{ effective: object; overrides: object }>;
+    expect((await cli()).effective).toEqual(RETENTION_DEFAULTS);
+    expect((await cli('--email-days', '400', '--webhook-days', '7')).effective).toEqual({ ...RETENTION_DEFAULTS, emailDays: 400, webhookDays: 7 });
+    expect((await cli('--email-days', 'default')).overrides).toMatchObject({ emailDays: null, webhookDays: 7 });
+    const err = await cli('--event-days', 'forever').catch((e: unknown) => e);
+    expect(err).toMatchObject({ statusCode: 422, message: expect.stringMatching(/^eventDays: /) });
+    await expect(runCli(['project', 'retention'], env)).rejects.toThrow('--project ID is required');
   });
 
   test('RETENTION_* variables set the defaults; out-of-range values fail naming the variable', () => {

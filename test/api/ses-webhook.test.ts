@@ -61,6 +61,25 @@ describe('SNS authenticity', () => {
     }
   });
 
+  test("Plunk's path POST /webhooks/sns is the same endpoint: a signed Delivery moves the email, a forged one is 403", async () => {
+    const e = await sentEmail(ctx.p);
+    const viaSns = (body: string) =>
+      request(ctx.api.app).post('/webhooks/sns').set('Content-Type', 'text/plain; charset=UTF-8').set('x-amz-sns-message-type', 'Notification').send(body);
+    const res = await viaSns(JSON.stringify(sns.notification(sesEvent('Delivery', e))));
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ type: 'Notification', duplicate: false, emailId: e.id, status: 'delivered' });
+    expect((await emailRow(e.id)).deliveredAt).not.toBeNull();
+    // The same message again through our own path is a redelivery: one endpoint, one dedup.
+    const again = await post(sns.notification(sesEvent('Delivery', e)));
+    expect(again.status).toBe(200);
+    const other = await sentEmail(ctx.p);
+    const forged = { ...sns.notification(sesEvent('Bounce', other)), Signature: Buffer.from('x'.repeat(256)).toString('base64') };
+    const refused = await viaSns(JSON.stringify(forged));
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatchObject({ code: 'FORBIDDEN', retryable: false });
+    expect((await emailRow(other.id)).status).toBe('sent');
+  });
+
   test('forged, tampered, unsigned or re-pointed messages are refused with 403 and change nothing', async () => {
     const e = await sentEmail(ctx.p);
     const good = sns.notification(sesEvent('Bounce', e, { bounceType: 'Permanent' }));

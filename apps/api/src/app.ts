@@ -15,41 +15,17 @@ import { FailureLimiter, rateLimitStep } from './http/rate-limit';
 import { toMiddleware } from './http/steps';
 import { requestId } from './http/request-id';
 import { mountRoutes, type AnyRoute } from './http/route';
-import { buildOpenApi } from './openapi';
+import { apiDocument } from './openapi';
 import { ApiMetrics } from './http/metrics';
 import { registerReputationMetrics } from './http/reputation-metrics';
 import { mountQueueDashboard } from './routes/queues-dashboard';
-import { adminRoutes } from './routes/admin';
-import { adminKeyRoutes } from './routes/admin-keys';
-import { adminGuardrailRoutes } from './routes/admin-guardrails';
-import { adminRetentionRoutes } from './routes/admin-retention';
-import { reputationRoutes } from './routes/reputation';
-import { contactRoutes } from './routes/contacts';
-import { eventRoutes } from './routes/events';
-import { importRoutes } from './routes/imports';
-import { emailRoutes } from './routes/emails';
 import { mountHealth } from './routes/health';
-import { sendRoutes } from './routes/send';
-import { templateRoutes } from './routes/templates';
-import { templateRenderRoutes } from './routes/template-render';
-import { emailRawOpenApiPaths, mountEmailRaw } from './routes/email-raw';
-import { segmentRoutes } from './routes/segments';
-import { campaignRoutes } from './routes/campaigns';
-import { campaignGuardrailRoutes } from './routes/campaign-guardrails';
-import { campaignRetryRoutes } from './routes/campaign-retry';
-import { mountUnsubscribe, unsubscribeOpenApiPaths } from './routes/unsubscribe';
-import { mountSesWebhook, sesWebhookOpenApiPaths } from './routes/ses-webhook';
-import { suppressionRoutes } from './routes/suppressions';
-import { webhookRoutes } from './routes/webhooks';
-import { workflowRoutes } from './routes/workflows';
-import { workflowGraphRoutes } from './routes/workflow-graph';
-import { workflowExecutionRoutes } from './routes/workflow-executions';
-import { verifyRoutes } from './routes/verify';
-import { domainRoutes } from './routes/domains';
+import { mountEmailRaw } from './routes/email-raw';
+import { mountUnsubscribe } from './routes/unsubscribe';
+import { mountSesWebhook } from './routes/ses-webhook';
+import { apiRoutes, apiVersion, HAND_DESCRIBED_PATHS } from './api-routes';
 
 export type { AppDeps } from './http/context';
-
-const VERSION = '0.1.0';
 
 /** The app plus the handles a host may need. */
 export interface App {
@@ -85,32 +61,7 @@ export function createApp(deps: AppDeps): App {
   registerReputationMetrics(metrics.registry, db, deps.logger, { ttlMs: deps.config.reputationMetricsTtlMs });
   app.use(requestId(deps.logger, (req, res, seconds) => metrics.record(req, res, seconds)));
 
-  const routes: AnyRoute[] = [
-    ...sendRoutes(deps),
-    ...verifyRoutes(deps),
-    ...eventRoutes(deps),
-    ...emailRoutes(deps),
-    // Before `/contacts/:id`, whose pattern would also match `/contacts/import`.
-    ...importRoutes(deps),
-    ...contactRoutes(deps),
-    ...templateRoutes(deps),
-    ...templateRenderRoutes(deps),
-    ...segmentRoutes(deps),
-    ...campaignRoutes(deps),
-    ...campaignGuardrailRoutes(deps),
-    ...campaignRetryRoutes(deps),
-    ...reputationRoutes(deps),
-    ...suppressionRoutes(deps),
-    ...webhookRoutes(deps),
-    ...workflowRoutes(deps),
-    ...workflowGraphRoutes(deps),
-    ...workflowExecutionRoutes(deps),
-    ...domainRoutes(deps),
-    ...adminRoutes(deps, () => authCache.clear()),
-    ...adminKeyRoutes(deps, () => authCache.clear()),
-    ...adminGuardrailRoutes(deps),
-    ...adminRetentionRoutes(deps),
-  ];
+  const routes = apiRoutes(deps, () => authCache.clear());
 
   const router = express.Router();
   mountHealth(router, deps);
@@ -120,8 +71,7 @@ export function createApp(deps: AppDeps): App {
   });
   mountUnsubscribe(router, deps);
   mountSesWebhook(router, deps);
-  const built = buildOpenApi(routes, { version: VERSION, serverUrl: deps.config.publicUrl });
-  const openapi = { ...built, paths: { ...built.paths, ...emailRawOpenApiPaths, ...unsubscribeOpenApiPaths, ...sesWebhookOpenApiPaths } };
+  const openapi = apiDocument(routes, HAND_DESCRIBED_PATHS, { version: apiVersion(), serverUrl: deps.config.publicUrl });
   router.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });

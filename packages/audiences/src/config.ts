@@ -7,7 +7,12 @@
 import { fraction, int, type Env } from '@mailroom/platform/config-env';
 import { DEFAULT_GUARDRAILS, type Guardrails } from './guardrail-defaults';
 
-/** Campaign, segment and guardrail settings. */
+/**
+ * Campaign, segment and guardrail settings.
+ *
+ * @process worker
+ * @group tuning
+ */
 export interface AudienceConfig {
   /** `CAMPAIGN_BATCH_SIZE`: recipients turned into email rows per fan-out statement (rows, 1–50000, default 5000). */
   readonly campaignBatchSize: number;
@@ -36,9 +41,13 @@ export interface AudienceConfig {
    */
   readonly segmentRefreshMs: number;
   /**
-   * Service defaults of the campaign guardrails (a project's `guardrails` overrides each): `GUARDRAIL_MIN_SAMPLE`
-   * (outcomes before a campaign is judged, default 200), `GUARDRAIL_MAX_HARD_BOUNCE_RATE` (hard bounces per
-   * outcome, fraction, default 0.02) and `GUARDRAIL_MAX_COMPLAINT_RATE` (complaints per outcome, default 0.0005).
+   * Service defaults of the campaign guardrails (a project's `guardrails` overrides each):
+   * - `GUARDRAIL_MIN_SAMPLE`: outcomes before a campaign is judged (default 200).
+   * - `GUARDRAIL_MAX_HARD_BOUNCE_RATE`: hard bounces per outcome above which a campaign pauses (fraction, default 0.02).
+   * - `GUARDRAIL_MAX_COMPLAINT_RATE`: complaints per outcome above which a campaign pauses (fraction, default 0.0005).
+   *
+   * @process api, worker
+   * @group worker
    */
   readonly guardrails: Readonly<Guardrails>;
 }

@@ -9,11 +9,22 @@
 import { ConfigError, int, optional, trustProxy, type Env } from '@mailroom/platform/config-env';
 import type { TrustProxy } from '@mailroom/platform/trust-proxy';
 
-/** API settings. */
+/**
+ * API settings.
+ *
+ * @process api
+ * @group api
+ */
 export interface ApiConfig {
   /** `PORT`: HTTP port of the API (0–65535, default 8080). */
   readonly port: number;
-  /** `ADMIN_TOKEN`: bearer token of `/admin/*` (at least 16 characters); admin routes are off when unset. */
+  /**
+   * `ADMIN_TOKEN`: bearer token of `/admin/*`, `/metrics` and the queue dashboard (at least 16 characters; with
+   * `NODE_ENV=production` at least 32 and not a placeholder such as `change-me…`, or the API refuses to start); the
+   * admin routes are off when unset.
+   *
+   * @group required
+   */
   readonly adminToken: string | undefined;
   /** `RATE_LIMIT_PER_MINUTE`: API requests per minute per project (default 1000). */
   readonly rateLimitPerMinute: number;
@@ -51,6 +62,8 @@ export interface ApiConfig {
    * `X-Forwarded-For` entry: only behind a proxy that overwrites it), a hop count (trust that many proxies in
    * front of the API), or the addresses/CIDRs of trusted proxies (with the names `loopback`, `linklocal`,
    * `uniquelocal`).
+   *
+   * @default false
    */
   readonly trustProxy: TrustProxy;
   /**
@@ -74,8 +87,28 @@ export interface ApiConfig {
   readonly writeBatchInFlight: number;
 }
 
+/** Shortest `ADMIN_TOKEN` accepted with `NODE_ENV=production` (characters; `openssl rand -hex 32` gives 64). */
+export const PRODUCTION_ADMIN_TOKEN_MIN_LENGTH = 32;
+
+/** What shipped examples and placeholders look like (docker-compose.yml's `change-me-…`, the dev script's token). */
+const PLACEHOLDER_TOKEN = /change[-_ ]?me|placeholder|example|replace[-_ ]?(me|this)|your[-_ ]?(admin[-_ ]?)?token|(dev|test)[-_ ]?admin[-_ ]?token/i;
+
 /**
- * Parses and validates the API slice.
+ * Why `token` is not fit for production (a placeholder, or shorter than {@link PRODUCTION_ADMIN_TOKEN_MIN_LENGTH}),
+ * or undefined when it is.
+ */
+export function weakAdminToken(token: string): string | undefined {
+  if (PLACEHOLDER_TOKEN.test(token) || /^(.)\1*$/.test(token)) return 'is a placeholder; set a long random value (openssl rand -hex 32)';
+  if (token.length < PRODUCTION_ADMIN_TOKEN_MIN_LENGTH) {
+    return `must be at least ${PRODUCTION_ADMIN_TOKEN_MIN_LENGTH} characters in production (got ${token.length}); set a long random value (openssl rand -hex 32)`;
+  }
+  return undefined;
+}
+
+/**
+ * Parses and validates the API slice. With `NODE_ENV=production` a set `ADMIN_TOKEN` must not be a placeholder
+ * nor shorter than {@link PRODUCTION_ADMIN_TOKEN_MIN_LENGTH}: the admin API, `/metrics` and the queue dashboard
+ * are behind it.
  *
  * @param env - the environment (normally `process.env`, passed by the entry point).
  * @returns a frozen {@link ApiConfig}.
@@ -87,6 +120,8 @@ export function loadApiConfig(env: Env): ApiConfig {
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
   }
+  const weak = adminToken !== undefined && optional(env, 'NODE_ENV') === 'production' ? weakAdminToken(adminToken) : undefined;
+  if (weak) throw new ConfigError('ADMIN_TOKEN', weak);
   return Object.freeze({
     port,
     adminToken,

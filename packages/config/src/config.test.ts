@@ -20,6 +20,11 @@ describe('config', () => {
     [{ SES_QUOTA_RESERVE: '0.6' }, 'SES_QUOTA_RESERVE'],
     [{ SES_QUOTA_RESERVE: '5%' }, 'SES_QUOTA_RESERVE'],
     [{ SES_LOCAL_MAX_24H_SEND: '0' }, 'SES_LOCAL_MAX_24H_SEND'],
+    // Production refuses the placeholder docker-compose.yml ships, the dev script's token, and short tokens.
+    [{ NODE_ENV: 'production', ADMIN_TOKEN: 'change-me-to-a-long-random-token' }, 'ADMIN_TOKEN'],
+    [{ NODE_ENV: 'production', ADMIN_TOKEN: 'dev-admin-token-change-me' }, 'ADMIN_TOKEN'],
+    [{ NODE_ENV: 'production', ADMIN_TOKEN: 'k3J9xQ2mP7vL5nR8tW4yZ6' }, 'ADMIN_TOKEN'],
+    [{ NODE_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(64) }, 'ADMIN_TOKEN'],
   ])('%j fails naming %s', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     try {
@@ -28,6 +33,22 @@ describe('config', () => {
       expect((err as ConfigError).variable).toBe(variable);
       expect((err as Error).message).toContain(variable);
     }
+  });
+});
+
+describe('ADMIN_TOKEN in production', () => {
+  test('a long random token is accepted; outside production the development token is too; unset leaves the admin API off', () => {
+    const strong = 'a3f1c9e07b2d4c68e5f1a0b9c7d3e2f14b6a8c0d9e7f5a3b';
+    expect(loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: strong }).adminToken).toBe(strong);
+    expect(loadConfig({ NODE_ENV: 'development', ADMIN_TOKEN: 'dev-admin-token-change-me' }).adminToken).toBe('dev-admin-token-change-me');
+    expect(loadConfig({ NODE_ENV: 'production' }).adminToken).toBeUndefined();
+  });
+
+  test('the message names the variable and says what to do', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'change-me-to-a-long-random-token' })).toThrow(
+      'Invalid configuration: ADMIN_TOKEN is a placeholder; set a long random value (openssl rand -hex 32)',
+    );
+    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'k3J9xQ2mP7vL5nR8tW4yZ6' })).toThrow(/ADMIN_TOKEN must be at least 32 characters in production \(got 22\)/);
   });
 });
 

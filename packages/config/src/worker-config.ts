@@ -7,7 +7,12 @@
  */
 import { int, type Env } from '@mailroom/platform/config-env';
 
-/** Worker settings. */
+/**
+ * Worker settings.
+ *
+ * @process worker
+ * @group worker
+ */
 export interface WorkerConfig {
   /** `WORKER_HEALTH_PORT`: port of the worker's `/health/live` and `/health/ready` (0–65535, default 8081). */
   readonly workerHealthPort: number;

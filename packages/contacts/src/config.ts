@@ -5,9 +5,19 @@
  */
 import { int, type Env } from '@mailroom/platform/config-env';
 
-/** Contact import sizes. */
+/**
+ * Contact import sizes.
+ *
+ * @process worker
+ * @group tuning
+ */
 export interface ContactsConfig {
-  /** `IMPORT_MAX_BYTES`: largest contact import file (bytes, default 256 MiB); larger uploads get 413. */
+  /**
+   * `IMPORT_MAX_BYTES`: largest contact import file (bytes, default 256 MiB); larger uploads get 413.
+   *
+   * @process api
+   * @group api
+   */
   readonly importMaxBytes: number;
   /** `IMPORT_BATCH_SIZE`: contacts per import statement (rows, 1–50000, default 5000). */
   readonly importBatchSize: number;

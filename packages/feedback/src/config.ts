@@ -6,11 +6,18 @@
  */
 import { ConfigError, int, list, type Env } from '@mailroom/platform/config-env';
 
-/** SNS and soft-bounce settings. */
+/**
+ * SNS and soft-bounce settings.
+ *
+ * @process api
+ * @group api
+ */
 export interface FeedbackConfig {
   /**
    * `SNS_TOPIC_ARNS`: comma-separated SNS topic ARNs whose messages `POST /webhooks/ses` accepts (SES event
    * publishing). Empty: the endpoint refuses every message.
+   *
+   * @group required
    */
   readonly snsTopicArns: readonly string[];
   /**

@@ -6,26 +6,51 @@
  */
 import { ConfigError, int, optional, sesProvider, str, url, type Env } from '@mailroom/platform/config-env';
 
-/** SES connection, account and sending-domain settings. */
+/**
+ * SES connection, account and sending-domain settings.
+ *
+ * @process api, worker
+ * @group shared
+ */
 export interface MailConfig {
-  /** `SES_REGION` (default `us-east-1`). */
+  /**
+   * `SES_REGION`: the AWS region of the SES account (default `us-east-1`).
+   *
+   * @group required
+   */
   readonly sesRegion: string;
   /** `SES_ENDPOINT`: override of the SES endpoint, e.g. the local emulator `http://127.0.0.1:8005`. */
   readonly sesEndpoint: string | undefined;
-  /** `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`; when unset the AWS default credential chain applies. */
+  /**
+   * The SES credentials; when both are unset the AWS default credential chain applies (an instance role…):
+   * - `AWS_ACCESS_KEY_ID`: the access key id.
+   * - `AWS_SECRET_ACCESS_KEY`: its secret.
+   *
+   * @group required
+   */
   readonly awsCredentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
-  /** `SES_CONFIGURATION_SET`: passed on every send when set (event publishing). */
+  /**
+   * `SES_CONFIGURATION_SET`: passed on every send when set; its event publishing to SNS is what feeds delivery,
+   * bounce, complaint, open and click events back (`POST /webhooks/ses`).
+   *
+   * @group required
+   */
   readonly sesConfigurationSet: string | undefined;
   /**
    * `SES_TIMEOUT_MS`: longest one SES call may take on the wire, connecting included (ms, 100–300000, default
    * 30000). A call cut off by it is "SES unreachable": retried later without spending an attempt. Keep it well
    * under `SEND_LEASE_MS`.
+   *
+   * @group tuning
    */
   readonly sesTimeoutMs: number;
   /**
    * `SES_MAX_SEND_RATE`: optional cap of the send rate (emails/s across all workers, 1–10000), below the SES
    * account's maximum send rate (read with `GetAccount`). The workers send at `min(account rate, cap)`, never more
    * in any one-second window. Unset: the account's rate (or 14/s until the account has been read).
+   *
+   * @process worker
+   * @group worker
    */
   readonly sesMaxSendRate: number | undefined;
   /**
@@ -34,9 +59,19 @@ export interface MailConfig {
    * `local` when `SES_ENDPOINT` is set, else `ses`.
    */
   readonly sesAccountProvider: 'ses' | 'local';
-  /** `SES_LOCAL_MAX_SEND_RATE`: the local provider's maximum send rate (emails/s); default `SES_MAX_SEND_RATE`, else 14. */
+  /**
+   * `SES_LOCAL_MAX_SEND_RATE`: the local provider's maximum send rate (emails/s); default `SES_MAX_SEND_RATE`, else 14.
+   *
+   * @process worker
+   * @group tuning
+   */
   readonly sesLocalMaxSendRate: number;
-  /** `SES_LOCAL_MAX_24H_SEND`: the local provider's 24-hour quota (emails, default 50000). */
+  /**
+   * `SES_LOCAL_MAX_24H_SEND`: the local provider's 24-hour quota (emails, default 50000).
+   *
+   * @process worker
+   * @group tuning
+   */
   readonly sesLocalMax24HourSend: number;
   /**
    * `DOMAIN_IDENTITY_PROVIDER`: `ses` (SES v2 email identities, Easy DKIM) or `local` (records checked through DNS
@@ -48,7 +83,12 @@ export interface MailConfig {
    * default `mail` → mail.example.com).
    */
   readonly mailFromSubdomain: string;
-  /** `DOMAIN_REFRESH_MS`: how often the worker re-checks pending sending domains (ms, default 60000). */
+  /**
+   * `DOMAIN_REFRESH_MS`: how often the worker re-checks pending sending domains (ms, default 60000).
+   *
+   * @process worker
+   * @group tuning
+   */
   readonly domainRefreshMs: number;
 }
 

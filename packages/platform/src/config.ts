@@ -10,15 +10,32 @@
  */
 import { bool, ConfigError, int, list, str, url, type Env } from './config-env';
 
-/** Settings shared by every process (API, worker, CLI). */
+/**
+ * Settings shared by every process (API, worker, CLI).
+ *
+ * @process api, worker, cli
+ * @group shared
+ */
 export interface PlatformConfig {
   /** `NODE_ENV`: `production`, `development` or `test` (default `development`). */
   readonly env: 'production' | 'development' | 'test';
-  /** `DATABASE_URL`: Postgres connection string (default `postgres://postgres@127.0.0.1:5432/mailroom`). */
+  /**
+   * `DATABASE_URL`: Postgres connection string (default `postgres://postgres@127.0.0.1:5432/mailroom`).
+   *
+   * @group required
+   */
   readonly databaseUrl: string;
-  /** `DB_POOL_SIZE`: connections of the process's main pool (1–500, default 10; a worker opens up to 5 more). */
+  /**
+   * `DB_POOL_SIZE`: connections of the process's main pool (1–500, default 10; a worker opens up to 5 more).
+   *
+   * @group tuning
+   */
   readonly dbPoolSize: number;
-  /** `REDIS_URL`: Redis connection string (queues, rate limits; default `redis://127.0.0.1:6379`). */
+  /**
+   * `REDIS_URL`: Redis connection string (queues, rate limits; default `redis://127.0.0.1:6379`).
+   *
+   * @group required
+   */
   readonly redisUrl: string;
   /**
    * `REDIS_CLUSTER_NODES`: comma-separated `host:port` seed nodes of a Redis Cluster; when set it replaces
@@ -27,7 +44,11 @@ export interface PlatformConfig {
   readonly redisClusterNodes: readonly string[];
   /** `QUEUE_PREFIX`: BullMQ key prefix, hash-tagged (`{name}`) so keys share one Redis Cluster slot (default `{mailroom}`). */
   readonly queuePrefix: string;
-  /** `PUBLIC_URL`: the externally reachable base URL of the API (links in mail; default `http://localhost:<PORT>`). */
+  /**
+   * `PUBLIC_URL`: the externally reachable base URL of the API (links in mail; default `http://localhost:<PORT>`).
+   *
+   * @group required
+   */
   readonly publicUrl: string;
   /** `LOG_LEVEL`: pino level (default `silent` when `NODE_ENV=test`, else `info`). */
   readonly logLevel: string;

@@ -1,4 +1,4 @@
-import { isUnavailableError } from './errors';
+import { AppError, ErrorCode, errorCatalog, isUnavailableError } from './errors';
 
 /** An error the way pg raises it (SQLSTATE in `code`), wrapped the way Drizzle wraps it. */
 function pgError(code: string, message: string): Error {
@@ -37,5 +37,22 @@ describe('isUnavailableError', () => {
     expect(isUnavailableError(new Error('something else'))).toBe(false);
     expect(isUnavailableError(undefined)).toBe(false);
     expect(isUnavailableError('Connection is closed')).toBe(false);
+  });
+});
+
+describe('errorCatalog', () => {
+  test('retryable exactly where the moment failed, not the request: 429 and every 5xx', () => {
+    for (const [code, info] of Object.entries(errorCatalog)) {
+      expect({ code, retryable: info.retryable }).toEqual({ code, retryable: info.status === 429 || info.status >= 500 });
+      expect(info.meaning.length).toBeGreaterThan(10);
+      expect(info.action.length).toBeGreaterThan(10);
+    }
+    expect(Object.keys(errorCatalog).sort()).toEqual(Object.values(ErrorCode).sort());
+  });
+
+  test('an AppError carries its status and retryable from the catalog; one error may override retryable', () => {
+    expect(new AppError(ErrorCode.VALIDATION_ERROR, 'x')).toMatchObject({ statusCode: 422, retryable: false });
+    expect(new AppError(ErrorCode.SERVICE_UNAVAILABLE, 'x')).toMatchObject({ statusCode: 503, retryable: true });
+    expect(new AppError(ErrorCode.CONFLICT, 'still running', { retryable: true })).toMatchObject({ statusCode: 409, retryable: true });
   });
 });

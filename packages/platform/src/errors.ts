@@ -1,8 +1,9 @@
 /**
- * The one home of API errors: machine-readable codes, their HTTP statuses, and {@link AppError}.
+ * The one home of API errors: machine-readable codes, their HTTP statuses and retryability ({@link errorCatalog}),
+ * and {@link AppError}.
  *
- * Error bodies follow the service specification's standard form (docs/api/overview.md, errors):
- * `{ success: false, error: { code, message, statusCode, requestId, errors?, suggestion? }, timestamp }`.
+ * Error bodies follow the service specification's standard form:
+ * `{ success: false, error: { code, message, statusCode, retryable, requestId, errors?, suggestion? }, timestamp }`.
  *
  * @module
  */
@@ -29,28 +30,136 @@ export const ErrorCode = {
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
-/** HTTP status of each code. */
-export const errorStatus: Record<ErrorCode, number> = {
-  BAD_REQUEST: 400,
-  INVALID_JSON: 400,
-  INVALID_PARAMETERS: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  PUBLIC_KEY_NOT_ALLOWED: 403,
-  PROJECT_DISABLED: 403,
-  NOT_FOUND: 404,
-  CONFLICT: 409,
-  INVALID_STATE: 409,
-  // IETF draft-ietf-httpapi-idempotency-key-header §2.7: a key reused with another payload is 422.
-  IDEMPOTENCY_CONFLICT: 422,
-  PAYLOAD_TOO_LARGE: 413,
-  // RFC 9110 §15.5.16: a Content-Encoding (or charset) the server cannot decode.
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  VALIDATION_ERROR: 422,
-  RATE_LIMITED: 429,
-  INTERNAL_ERROR: 500,
-  SERVICE_UNAVAILABLE: 503,
+/** What the catalog says of one code: its HTTP status, whether retrying can succeed, and what a client should do. */
+export interface ErrorCodeInfo {
+  /** HTTP status of every response with this code. */
+  readonly status: number;
+  /**
+   * Whether the same request may succeed if sent again unchanged (after `Retry-After` when the response has one):
+   * sent as `error.retryable` in every error body. A single error may say otherwise (see {@link AppError}).
+   */
+  readonly retryable: boolean;
+  /** When the API answers with it (one sentence, for the error reference). */
+  readonly meaning: string;
+  /** What a client should do about it (one sentence, for the error reference). */
+  readonly action: string;
+}
+
+/**
+ * The one code → {status, retryable} map, with each code's meaning and the client's action (the error reference,
+ * docs/api/errors.md, is generated from it by `npm run docs:generate`). Retryable: only failures that are about the
+ * moment, not the request (a limit, a dependency, our own bug); a request the API refused for what it says fails the
+ * same way again.
+ */
+export const errorCatalog: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
+  BAD_REQUEST: {
+    status: 400,
+    retryable: false,
+    meaning: 'The request could not be read: a body that is not JSON (or not declared as such), an undecodable Content-Encoding, an unreadable upload.',
+    action: 'Fix the request (Content-Type: application/json, a body that matches its Content-Encoding) before sending it again.',
+  },
+  INVALID_JSON: {
+    status: 400,
+    retryable: false,
+    meaning: 'The body is not well-formed JSON.',
+    action: 'Send a valid JSON document.',
+  },
+  INVALID_PARAMETERS: {
+    status: 400,
+    retryable: false,
+    meaning: 'A query or path parameter is malformed (not a number, not an id, an unknown cursor, a page too deep); `error.errors` names it.',
+    action: 'Correct the parameter named in `error.errors`.',
+  },
+  UNAUTHORIZED: {
+    status: 401,
+    retryable: false,
+    meaning: 'No API key (or admin token), or one that is malformed, unknown, expired or revoked.',
+    action: 'Send `Authorization: Bearer <key>` with a current key; rotate or re-issue the key if it was revoked.',
+  },
+  FORBIDDEN: {
+    status: 403,
+    retryable: false,
+    meaning: 'The caller may not do this: the admin API is disabled (no ADMIN_TOKEN), a test key on a live resource, a signature that does not verify.',
+    action: 'Use a credential that is allowed to do it; do not retry with the same one.',
+  },
+  PUBLIC_KEY_NOT_ALLOWED: {
+    status: 403,
+    retryable: false,
+    meaning: 'A public key (pk_) on a route that needs a secret key (sk_).',
+    action: 'Call this route with a secret key from a server, never from a browser.',
+  },
+  PROJECT_DISABLED: {
+    status: 403,
+    retryable: false,
+    meaning: "The key's project is disabled by the operator.",
+    action: 'Ask the operator to enable the project (`npm run cli -- project enable`).',
+  },
+  NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    meaning: 'No such route, or no such id in this project (ids of other projects are not found either).',
+    action: 'Check the id and the key: the resource belongs to the project of the key.',
+  },
+  CONFLICT: {
+    status: 409,
+    retryable: false,
+    meaning: 'The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`).',
+    action: 'For an existing resource, read or update it instead; when `retryable` is true, retry the same request after a second.',
+  },
+  INVALID_STATE: {
+    status: 409,
+    retryable: false,
+    meaning: "The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow).",
+    action: 'Read the resource, then act on its current state.',
+  },
+  IDEMPOTENCY_CONFLICT: {
+    status: 422,
+    retryable: false,
+    meaning: 'An Idempotency-Key was reused with a different request (draft-ietf-httpapi-idempotency-key-header).',
+    action: 'Use a new key for a new request; resend the exact original request to get its stored response.',
+  },
+  PAYLOAD_TOO_LARGE: {
+    status: 413,
+    retryable: false,
+    meaning: "The body is larger than the route accepts (100 kB for most JSON bodies; IMPORT_MAX_BYTES for imports).",
+    action: 'Send less per request (split a batch, attach smaller files).',
+  },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    retryable: false,
+    meaning: 'A Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (RFC 9110 §15.5.16).',
+    action: 'Send UTF-8 JSON, uncompressed or with gzip, deflate or br.',
+  },
+  VALIDATION_ERROR: {
+    status: 422,
+    retryable: false,
+    meaning: 'The body (or a setting) breaks a rule; `error.errors` lists each field with its rule (`{field, message, code}`).',
+    action: 'Correct every field listed in `error.errors`; nothing was changed.',
+  },
+  RATE_LIMITED: {
+    status: 429,
+    retryable: true,
+    meaning: "Over the project's requests per minute (RATE_LIMIT_PER_MINUTE) or over a per-IP failure limit; `Retry-After` says when.",
+    action: 'Wait `Retry-After` seconds (RateLimit-Reset on other responses shows the window), then retry; slow down.',
+  },
+  INTERNAL_ERROR: {
+    status: 500,
+    retryable: true,
+    meaning: 'An unexpected error in the API; it is logged with the request id.',
+    action: 'Retry with exponential backoff, with an Idempotency-Key on writes so a retry never acts twice; report the requestId if it persists.',
+  },
+  SERVICE_UNAVAILABLE: {
+    status: 503,
+    retryable: true,
+    meaning: 'A backing service (Postgres or Redis) is unreachable; nothing was changed, or the change was kept and its work resumes.',
+    action: 'Wait `Retry-After` seconds, then retry (with the same Idempotency-Key on writes).',
+  },
 };
+
+/** HTTP status of each code (from {@link errorCatalog}). */
+export const errorStatus: Readonly<Record<ErrorCode, number>> = Object.fromEntries(
+  Object.entries(errorCatalog).map(([code, info]) => [code, info.status]),
+) as Record<ErrorCode, number>;
 
 /** Field-level codes of `errors[]` items (the spec's example is `invalid_string`). */
 export type FieldErrorCode =
@@ -69,17 +178,23 @@ export interface FieldError {
   code: FieldErrorCode;
 }
 
-/** An expected failure with its public code; anything else thrown becomes a 500 `INTERNAL_ERROR`. */
+/**
+ * An expected failure with its public code; anything else thrown becomes a 500 `INTERNAL_ERROR`. Its status and
+ * `retryable` come from {@link errorCatalog}; `options.retryable` overrides the latter for one error whose code
+ * covers both kinds (a 409 `CONFLICT` for a request still in progress is retryable, an existing resource is not).
+ */
 export class AppError extends Error {
   readonly statusCode: number;
+  readonly retryable: boolean;
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly options: { errors?: FieldError[]; suggestion?: string; headers?: Record<string, string> } = {},
+    readonly options: { errors?: FieldError[]; suggestion?: string; headers?: Record<string, string>; retryable?: boolean } = {},
   ) {
     super(message);
     this.name = 'AppError';
-    this.statusCode = errorStatus[code];
+    this.statusCode = errorCatalog[code].status;
+    this.retryable = options.retryable ?? errorCatalog[code].retryable;
   }
 }
 

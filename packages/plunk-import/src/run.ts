@@ -7,6 +7,10 @@
  *   `ON CONFLICT DO NOTHING`, so a second run writes nothing and a later run adds only what Plunk gained since.
  *   Rows already here are never overwritten (changes made here win).
  * - Streaming: each Plunk table is read in keyset batches and written with one bulk INSERT per batch.
+ * - History in its own months: emails and events keep their Plunk `createdAt` in their ids (UUIDv7), and those
+ *   tables are partitioned by month of id; before each batch the month partitions its rows need are created
+ *   ({@link ensureMonthPartitions}), so imported history (years older than the partitions a deployment makes ahead)
+ *   never piles up in a default partition, and retention can drop its months whole.
  * - Never fatal for a row: a row that cannot be mapped (or that collides with a different row here, e.g. two
  *   Plunk contacts whose addresses differ only in case) is counted and reported with its reason, and its
  *   dependants are refused with a reason naming it.
@@ -16,6 +20,7 @@
 import { getTableColumns, getTableName, sql } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import type { Db } from '@mailroom/db/client';
+import { ensureMonthPartitions, monthStartMs, type PartitionedTable } from '@mailroom/db/queries/partitions';
 import { apiKeys, campaigns, contacts, domains, emails, events, projects, segmentMembers, segments, templates, workflows, workflowSteps, workflowTransitions } from '@mailroom/db/schema';
 import { PlunkSource, PLUNK_QUERIES, type PlunkQuery } from './source';
 import * as m from './map';
@@ -90,6 +95,8 @@ class Run {
   /** Our workflow id → our project id (steps and transitions carry the project). */
   readonly workflowProject = new Map<string, string>();
   private readonly started = Date.now();
+  /** Per partitioned table, the months (first ms, UTC) whose partition this run has made sure of. */
+  private readonly months = new Map<PartitionedTable, Set<number>>();
 
   constructor(
     readonly db: Db,
@@ -139,6 +146,8 @@ class Run {
       }
     }
     if (rows.length === 0) return;
+    const partitioned = PARTITIONED[getTableName(table)];
+    if (partitioned) await this.ensureMonths(partitioned, rows.map((r) => r.row.id as string));
     const written = await bulkInsert(this.db, table, rows.map((r) => r.row), returning);
     const inserted = new Set(written.map(keyOf));
     const missing = rows.filter((r) => !inserted.has(keyOf(r.row))).map((r) => keyOf(r.row));
@@ -152,6 +161,27 @@ class Run {
         continue;
       }
       onPresent?.(plunkId, row);
+    }
+  }
+
+  /**
+   * Creates the month partitions of `table` that the ids need and this run has not made sure of yet. A month whose
+   * rows already sit in the default partition (an import from before this was done) stays there, noted; a lock
+   * that cannot be had in time leaves the rows to the default partition too, noted: the data is the same either way.
+   */
+  private async ensureMonths(table: PartitionedTable, ids: string[]): Promise<void> {
+    const done = this.months.get(table) ?? new Set<number>();
+    this.months.set(table, done);
+    const needed = new Set(ids.map((id) => monthStartMs(parseInt(id.replace(/-/g, '').slice(0, 12), 16))));
+    for (const month of [...needed].filter((m) => !done.has(m)).sort((a, b) => a - b)) {
+      const label = `${table} ${new Date(month).toISOString().slice(0, 7)}`;
+      try {
+        const blocked = await ensureMonthPartitions(this.db, table, month, month);
+        if (blocked.length > 0) this.note(`${label}: rows of that month were already in the default partition; the month stays there`);
+      } catch (err) {
+        this.note(`${label}: the month partition could not be made (${(err as Error).message}); its rows went to the default partition`);
+      }
+      done.add(month);
     }
   }
 
@@ -196,6 +226,9 @@ async function bulkInsert(db: Db, table: PgTable, rows: Record<string, unknown>[
   );
   return result.rows;
 }
+
+/** The partitioned tables the import writes, by table name. */
+const PARTITIONED: Partial<Record<string, PartitionedTable>> = { [getTableName(emails)]: 'emails', [getTableName(events)]: 'events' };
 
 const byId = (row: Record<string, unknown>) => row.id as string;
 const idsIn = (db: Db, table: PgTable & { id: any }) => async (keys: string[]) => { // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -7,15 +7,28 @@
  */
 import { int, intList, type Env } from '@mailroom/platform/config-env';
 
-/** Job options, consumer settings and fair share of the queues. */
+/**
+ * Job options, consumer settings and fair share of the queues.
+ *
+ * @process worker
+ * @group tuning
+ */
 export interface QueueConfig {
   /** `WORKER_CONCURRENCY`: jobs processed at once per worker process (1–1000, default 8). */
   readonly workerConcurrency: number;
   /** `WORKER_LOCK_MS`: BullMQ job lock (ms, default 30000); a dead worker's jobs are retried after about this long. */
   readonly workerLockMs: number;
-  /** `SEND_MAX_ATTEMPTS`: attempts for transient SES failures before an email is marked failed (1–100, default 8). */
+  /**
+   * `SEND_MAX_ATTEMPTS`: attempts for transient SES failures before an email is marked failed (1–100, default 8).
+   *
+   * @process api, worker
+   */
   readonly sendMaxAttempts: number;
-  /** `SEND_BACKOFF_MS`: base of the exponential backoff between attempts (ms, default 5000). */
+  /**
+   * `SEND_BACKOFF_MS`: base of the exponential backoff between attempts (ms, default 5000).
+   *
+   * @process api, worker
+   */
   readonly sendBackoffMs: number;
   /** `IMPORT_CONCURRENCY`: imports processed at once per worker process (1–16, default 1). */
   readonly importConcurrency: number;
@@ -23,11 +36,15 @@ export interface QueueConfig {
    * `SEND_FAIR_SHARE_PER_MINUTE`: emails one project may enqueue per minute in the transactional (or workflow)
    * lane at the lane's own priority (default 100); beyond it its mail moves one priority step down per tenfold
    * (three steps at most, still ahead of the next lane), so another project's mail overtakes a burst.
+   *
+   * @process api, worker
    */
   readonly sendFairSharePerMinute: number;
   /**
    * `WEBHOOK_RETRY_SCHEDULE_MS`: comma-separated waits (ms) before each retry of a failed webhook delivery.
    * Default: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (about 28 hours in all, 8 attempts).
+   *
+   * @process api, worker
    */
   readonly webhookRetryScheduleMs: readonly number[];
   /** `WEBHOOK_TIMEOUT_MS`: how long one webhook attempt may take, connection included (ms, 100–120000, default 10000). */

@@ -7,7 +7,12 @@
 import { ConfigError, fraction, int, type Env } from '@mailroom/platform/config-env';
 import { RETENTION_DEFAULTS, RETENTION_ENV, RETENTION_FIELDS, RETENTION_MAX_DAYS, RETENTION_MIN_DAYS, type RetentionSettings } from './retention-settings';
 
-/** Send lease, send-rate gate, quota and test message settings. */
+/**
+ * Send lease, send-rate gate, quota and test message settings.
+ *
+ * @process worker
+ * @group tuning
+ */
 export interface SendingConfig {
   /** `SEND_LEASE_MS`: after this long (ms, default 60000) an email claimed by a worker that died may be claimed again. */
   readonly sendLeaseMs: number;
@@ -44,14 +49,21 @@ export interface SendingConfig {
    * `TEST_MESSAGE_RETENTION_HOURS`: how long the MIME message of a test email is kept in the test sink after it
    * was stored (hours, at least 1; default 168 = 7 days). Older ones are deleted by the worker's `test-messages`
    * maintenance task; `GET /emails/{id}/raw` then answers 404 saying the message expired.
+   *
+   * @group worker
    */
   readonly testMessageRetentionHours: number;
   /**
    * Service defaults of data retention (days, 1–36500; a project's `retention` overrides each), applied by the
-   * worker's `retention` maintenance task: `RETENTION_EMAIL_CONTENT_DAYS` (content of final emails, default 30),
-   * `RETENTION_EMAIL_DAYS` (non-campaign email metadata and timeline, 365), `RETENTION_EVENT_DAYS` (contact events,
-   * 365), `RETENTION_WEBHOOK_DAYS` (finished webhook deliveries and attempts, 30),
-   * `RETENTION_WORKFLOW_EXECUTION_DAYS` (finished workflow executions and step runs, 90).
+   * worker's `retention` maintenance task:
+   * - `RETENTION_EMAIL_CONTENT_DAYS`: content of final emails (days, default 30).
+   * - `RETENTION_EMAIL_DAYS`: non-campaign email metadata and timeline (days, default 365).
+   * - `RETENTION_EVENT_DAYS`: contact events (days, default 365).
+   * - `RETENTION_WEBHOOK_DAYS`: finished webhook deliveries and attempts (days, default 30).
+   * - `RETENTION_WORKFLOW_EXECUTION_DAYS`: finished workflow executions and step runs (days, default 90).
+   *
+   * @process api, worker
+   * @group worker
    */
   readonly retention: Readonly<RetentionSettings>;
 }

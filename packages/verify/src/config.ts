@@ -5,7 +5,12 @@
  */
 import { ConfigError, int, list, type Env } from '@mailroom/platform/config-env';
 
-/** DNS resolver settings. */
+/**
+ * DNS resolver settings.
+ *
+ * @process api, worker
+ * @group tuning
+ */
 export interface VerifyConfig {
   /** `DNS_SERVERS`: comma-separated `host` or `host:port` resolvers for verification and domains; unset: the system's. */
   readonly dnsServers: readonly string[];

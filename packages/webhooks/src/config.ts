@@ -6,11 +6,18 @@
  */
 import { bool, type Env } from '@mailroom/platform/config-env';
 
-/** Webhook target settings. */
+/**
+ * Webhook target settings.
+ *
+ * @process api, worker
+ * @group shared
+ */
 export interface WebhookConfig {
   /**
    * `WEBHOOK_ALLOW_PRIVATE_TARGETS`: allow webhook URLs on private, loopback and link-local addresses (off by
    * default: a tenant must not reach the operator's internal network).
+   *
+   * @default false
    */
   readonly webhookAllowPrivateTargets: boolean;
 }

@@ -6,7 +6,12 @@
  */
 import { int, type Env } from '@mailroom/platform/config-env';
 
-/** Workflow engine settings. */
+/**
+ * Workflow engine settings.
+ *
+ * @process worker
+ * @group tuning
+ */
 export interface WorkflowConfig {
   /**
    * `WORKFLOW_LEASE_MS`: how long a worker holds an execution it runs (ms, 500–3600000, default 60000; extended for

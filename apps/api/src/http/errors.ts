@@ -1,6 +1,6 @@
 /**
  * The one error middleware: every failure leaves as the spec's standard error body
- * `{ success: false, error: { code, message, statusCode, requestId, errors?, suggestion? }, code, message, timestamp }`
+ * `{ success: false, error: { code, message, statusCode, retryable, requestId, errors?, suggestion? }, code, message, timestamp }`
  * (`code` and `message` are repeated at the top level for Plunk SDKs). Unexpected errors are logged with their
  * stack and answered as 500 `INTERNAL_ERROR` with no internals.
  *
@@ -18,6 +18,7 @@ export function sendError(res: Response, err: AppError): void {
       code: err.code,
       message: err.message,
       statusCode: err.statusCode,
+      retryable: err.retryable,
       requestId: res.locals.requestId,
       ...(err.options.errors ? { errors: err.options.errors } : {}),
       ...(err.options.suggestion ? { suggestion: err.options.suggestion } : {}),

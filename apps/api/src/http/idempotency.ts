@@ -129,6 +129,7 @@ export async function runIdempotent(
       if (errorCode(err) === LOCK_TIMEOUT) {
         throw new AppError(ErrorCode.CONFLICT, 'A request with this Idempotency-Key is still in progress', {
           suggestion: 'Retry after the first request has finished.',
+          retryable: true,
         });
       }
       throw err;

@@ -74,6 +74,8 @@ export interface RouteDef<B extends TSchema | undefined = undefined, Q extends T
    * another body is 422 `IDEMPOTENCY_CONFLICT`. The handler must write only through `ctx.db`.
    */
   idempotent?: boolean;
+  /** The request body example of the OpenAPI document (default: one synthesized from `body`, required fields only). */
+  example?: unknown;
   /** OpenAPI `requestBody` of a route that reads a non-JSON body itself (no `body` schema). */
   requestBody?: Record<string, unknown>;
   handler: (ctx: RouteContext<S<B>, S<Q>, S<P>>) => Promise<RouteResult>;

@@ -67,6 +67,7 @@ const DomainName = Type.String({
   maxLength: 253,
   pattern: '^(?=.{3,253}$)([a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.)+[a-zA-Z]{2,63}\\.?$',
   description: 'a domain name, e.g. example.com',
+  examples: ['example.com'],
 });
 
 /** A key as `/admin` and the CLI show it (ISO timestamps). */

@@ -107,6 +107,7 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
         'project: one already added anywhere is 409. Internationalized names are stored in ASCII (punycode).',
       auth: 'secret',
       body: Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }, { additionalProperties: false }),
+      example: { domain: 'example.com' },
       response: Domain,
       status: 201,
       errors: [400, 401, 403, 409, 413, 422, 429, 503],

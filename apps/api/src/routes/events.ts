@@ -135,6 +135,7 @@ export function eventRoutes(deps: AppDeps) {
         'values, which are stored on the event only. Tracked with a test key (pk_test_…, sk_test_…), the event is a test event ' +
         '(`test: true`): the workflow executions it starts are test executions, whose emails go to the test sink, and it wakes only test executions.',
       auth: 'any-key',
+      example: { email: 'ada@example.org', event: 'signed-up', data: { plan: 'pro' } },
       body: TrackBody,
       response: TrackResult,
       status: 200,
@@ -158,6 +159,7 @@ export function eventRoutes(deps: AppDeps) {
         '`email`. Exactly one of `event`/`name` and one of `email`/`contactId`. A secret key is required, as in Plunk ' +
         '(public keys track through `/v1/track`).',
       auth: 'secret',
+      example: { email: 'ada@example.org', event: 'signed-up', data: { plan: 'pro' } },
       body: EventsTrackBody,
       response: EventsTrackResult,
       status: 201,

@@ -109,6 +109,13 @@ export function sendRoutes(deps: AppDeps) {
         'to the test sink instead of SES (read them at GET /emails/{id}/raw).',
       auth: 'secret',
       body: SendBody,
+      example: {
+        to: 'ada@example.org',
+        from: 'Acme <hello@example.com>',
+        subject: 'Hello {{name ?? "there"}}',
+        body: '<p>Hi {{name}}!</p>',
+        data: { name: 'Ada' },
+      },
       bodyLimit: '20mb',
       response: SendResult,
       status: 202,

@@ -91,6 +91,7 @@ export function suppressionRoutes(deps: AppDeps) {
         '`{email, note?}` or `{emails: [...], note?}`. Entries get reason `manual`. An address already on the list ' +
         'keeps its entry; `added` lists the new ones, `alreadySuppressed` the rest.',
       auth: 'secret',
+      example: { email: 'bounced@example.org', note: 'asked to stop by phone' },
       body: AddBody,
       response: Type.Object({ added: Type.Array(Suppression), alreadySuppressed: Type.Array(Type.String()) }),
       status: 201,

@@ -132,6 +132,7 @@ export function templateRoutes(deps: AppDeps) {
       tag: 'Templates',
       summary: 'Create a template',
       auth: 'secret',
+      example: { name: 'Welcome', subject: 'Welcome, {{name}}', body: '<p>Hi {{name}}, welcome aboard.</p>', type: 'TRANSACTIONAL' },
       body: CreateTemplate,
       response: Template,
       status: 201,

@@ -49,6 +49,7 @@ export function verifyRoutes(deps: AppDeps) {
         'Syntax (RFC 5322, quoted local parts, internationalized domains via punycode), disposable, alias, personal-provider and role ' +
         'lists, plus-addressing, domain typos (with `suggestion`), and DNS: MX, implicit MX, null MX, domain existence, website.',
       auth: 'secret',
+      example: { email: 'ada@example.org' },
       body: Type.Object({ email: Address }, { additionalProperties: false }),
       response: Result,
       status: 200,
@@ -63,6 +64,7 @@ export function verifyRoutes(deps: AppDeps) {
       summary: 'Check up to 100 addresses at once',
       description: 'Results in input order; addresses of one domain share one DNS lookup.',
       auth: 'secret',
+      example: { emails: ['ada@example.org', 'grace@example.net'] },
       body: Type.Object({ emails: Type.Array(Address, { minItems: 1, maxItems: 100 }) }, { additionalProperties: false }),
       response: Type.Object({ results: Type.Array(Result) }),
       status: 200,

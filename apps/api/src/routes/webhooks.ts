@@ -129,6 +129,7 @@ export function webhookRoutes(deps: AppDeps) {
         'about a day (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h by default). When every attempt of a delivery fails ' +
         'and nothing succeeded since it was created, the endpoint is disabled (`disabledReason`).',
       auth: 'secret',
+      example: { url: 'https://example.com/hooks/mailroom', eventTypes: ['email.delivered', 'email.bounced', 'contact.*'] },
       body: Type.Object(
         { url: Url, eventTypes: EventTypes, description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))), enabled: Type.Optional(Type.Boolean()) },
         { additionalProperties: false },
