@@ -8,7 +8,7 @@
  */
 import express, { type Express } from 'express';
 import { getAbsoluteFSPath } from 'swagger-ui-dist';
-import { adminOnly, adminStep, authenticate, authenticateStep, AuthCache } from './http/auth';
+import { adminStep, metricsOnly, authenticate, authenticateStep, AuthCache } from './http/auth';
 import type { AppDeps } from './http/context';
 import { errorHandler, notFoundHandler } from './http/errors';
 import { FailureLimiter, rateLimitStep } from './http/rate-limit';
@@ -115,7 +115,7 @@ export function createApp(deps: AppDeps): App {
   const router = express.Router();
   mountHealth(router, deps);
   mountQueueDashboard(router, deps, authFailures);
-  router.get('/metrics', adminOnly(deps.config.adminToken, authFailures), async (_req, res) => {
+  router.get('/metrics', metricsOnly(deps.config, authFailures), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
   mountUnsubscribe(router, deps);
