@@ -92,7 +92,7 @@ const podSpec = (o: K8sObject): IPodSpec => (o.spec as { template: { spec: IPodS
 /** Every variable `loadConfig` reads (the union of the configuration slices), found by watching it read. */
 function acceptedVariables(): Set<string> {
   const read = new Set<string>();
-  const env = new Proxy({} as Record<string, string | undefined>, {
+  const env = new Proxy({}, {
     get: (_target, name) => {
       if (typeof name === 'string') read.add(name);
       return undefined;

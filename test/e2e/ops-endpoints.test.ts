@@ -2,8 +2,8 @@
  * The operator endpoints a cluster relies on:
  * - `METRICS_TOKEN`: the worker's `/metrics` requires it once set (its probes stay open), and the API's `/metrics`
  *   takes it beside `ADMIN_TOKEN`, through the one bearer check both share;
- * - the metrics the alert rules need that had no series before: the oldest waiting job's age per queue, and PAUSED
- *   campaigns by reason;
+ * - the metrics the alert rules and the dashboard need that had no series before: the oldest waiting job's age per
+ *   queue, PAUSED campaigns by reason, SES events received through SNS;
  * - Redis's `maxmemory-policy`: against a redis-server of the test's own set to `allkeys-lru`, the worker logs an
  *   error at start and exports the policy, and both readiness bodies say so while staying ready (200).
  */
@@ -23,6 +23,7 @@ import { oldestWaitingSeconds, WorkerMetrics } from '../../apps/worker/src/metri
 import { ADMIN_TOKEN, createTestProject, exited, isolatedDatabase, startTestApi, testEnv, uniquePrefix, waitFor, type TestApi } from '../support/harness';
 import { which } from '../support/provision';
 import { freePort } from '../support/services';
+import { sesEvent, startSnsHarness } from '../support/sns';
 import { redisPing } from '../chaos/survival';
 
 const METRICS_TOKEN = 'test-metrics-token-0123456789';
@@ -157,4 +158,31 @@ describe('Redis with maxmemory-policy allkeys-lru', () => {
     expect(workerReady.status).toBe(200);
     expect(((await workerReady.json()) as { redisEvictionPolicy: string }).redisEvictionPolicy).toMatch(/^warning: .*allkeys-lru/);
   });
+});
+
+test('mailroom_ses_events_total{event,bounce_type}: each SNS message counted once, bounces by type; the answer is unchanged', async () => {
+  const sns = await startSnsHarness();
+  const api = await startTestApi(loadConfig(testEnv({ SNS_TOPIC_ARNS: sns.topicArn, SNS_CERT_HOSTS: `sns.*.amazonaws.com,${sns.certHost}` })));
+  const post = (m: object) => request(api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
+  const count = async (series: string) => {
+    const text = (await request(api.app).get('/metrics').set('Authorization', `Bearer ${ADMIN_TOKEN}`)).text;
+    return Number(new RegExp(`^mailroom_ses_events_total\\{${series}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  };
+  try {
+    // Series exist before the first event, at 0.
+    expect(await count('event="bounced",bounce_type="Permanent"')).toBe(0);
+    expect(await count('event="complained",bounce_type=""')).toBe(0);
+    const mail = { messageId: `unknown-${Date.now()}`, to: 'nobody@example.test' };
+    const bounce = sns.notification(sesEvent('Bounce', mail, { bounceType: 'Permanent' }));
+    const first = await post(bounce);
+    expect(first.status).toBe(200);
+    expect(first.body.data).not.toHaveProperty('event');
+    expect((await post(bounce)).body.data.duplicate).toBe(true);
+    expect((await post(sns.notification(sesEvent('Complaint', mail)))).status).toBe(200);
+    expect(await count('event="bounced",bounce_type="Permanent"')).toBe(1);
+    expect(await count('event="complained",bounce_type=""')).toBe(1);
+  } finally {
+    await api.close();
+    await sns.close();
+  }
 });

@@ -119,7 +119,7 @@ export function createApp(deps: AppDeps): App {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
   mountUnsubscribe(router, deps);
-  mountSesWebhook(router, deps);
+  mountSesWebhook(router, deps, (e) => metrics.sesEvents.inc({ event: e.kind, bounce_type: e.bounceType ?? '' }));
   const built = buildOpenApi(routes, { version: VERSION, serverUrl: deps.config.publicUrl });
   const openapi = { ...built, paths: { ...built.paths, ...emailRawOpenApiPaths, ...unsubscribeOpenApiPaths, ...sesWebhookOpenApiPaths } };
   router.get('/openapi.json', (_req, res) => {

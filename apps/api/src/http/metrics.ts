@@ -1,7 +1,9 @@
 /**
  * Prometheus metrics of an API process (`prom-client`, one registry per app): requests by route template and
- * status, their latency, and the process's default metrics. Served at `GET /metrics` behind `ADMIN_TOKEN`
- * (Prometheus sends it as a bearer token).
+ * status, their latency, the SES events received through SNS (`mailroom_ses_events_total{event,bounce_type}`:
+ * `delivered`, `bounced` with SES's bounce type, `complained`, `rejected`, `opened`…; redeliveries not counted), and
+ * the process's default metrics. Served at `GET /metrics` behind `METRICS_TOKEN` or `ADMIN_TOKEN` (Prometheus sends
+ * it as a bearer token).
  *
  * @module
  */
@@ -25,8 +27,19 @@ export class ApiMetrics {
     registers: [this.registry],
   });
 
+  /** SES events received (first deliveries of SNS messages only), by our event kind and SES's bounce type. */
+  readonly sesEvents = new Counter({
+    name: 'mailroom_ses_events_total',
+    help: 'SES events received through SNS, by kind (delivered, bounced, complained, ...) and bounce type',
+    labelNames: ['event', 'bounce_type'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'mailroom_api_' });
+    // Zero series for what the dashboard and alerts read, so a rate over them starts at the first event.
+    for (const event of ['delivered', 'complained', 'rejected']) this.sesEvents.inc({ event, bounce_type: '' }, 0);
+    for (const bounceType of ['Permanent', 'Transient']) this.sesEvents.inc({ event: 'bounced', bounce_type: bounceType }, 0);
   }
 
   /**
