@@ -29,6 +29,7 @@ import type { IContainer, IEnvVar } from 'kubernetes-models/v1';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import { loadConfig } from '@mailroom/config/config';
 import { which } from '../support/provision';
+import { acceptedVariables } from '../support/config-variables';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const KUSTOMIZE_DIR = path.join(ROOT, 'deploy', 'kubernetes');
@@ -89,18 +90,6 @@ const objectsOf = (overlay: string): K8sObject[] => {
 const find = (objects: K8sObject[], kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name);
 const podSpec = (o: K8sObject): IPodSpec => (o.spec as { template: { spec: IPodSpec } }).template.spec;
 
-/** Every variable `loadConfig` reads (the union of the configuration slices), found by watching it read. */
-function acceptedVariables(): Set<string> {
-  const read = new Set<string>();
-  const env = new Proxy({}, {
-    get: (_target, name) => {
-      if (typeof name === 'string') read.add(name);
-      return undefined;
-    },
-  });
-  loadConfig(env);
-  return read;
-}
 const ACCEPTED = acceptedVariables();
 
 /** Keys and tokens: only ever from a Secret. */
