@@ -60,6 +60,8 @@ describe('METRICS_TOKEN', () => {
     const withMetricsToken = await scrape(METRICS_TOKEN);
     expect(withMetricsToken.status).toBe(200);
     expect(withMetricsToken.text).toContain('# HELP mailroom_http_requests_total');
+    // The API's own Postgres pool, as the worker's are.
+    expect(withMetricsToken.text).toMatch(/^mailroom_db_pool_connections\{pool="main",state="total"\} \d+$/m);
     expect((await scrape(ADMIN_TOKEN)).status).toBe(200);
     expect((await scrape('wrong-token-0123456789')).status).toBe(401);
     // The metrics token opens /metrics only, not the admin API.

@@ -81,7 +81,7 @@ export function createApp(deps: AppDeps): App {
   const limit = toMiddleware(limitStep);
   const { db } = deps.database;
 
-  const metrics = new ApiMetrics();
+  const metrics = new ApiMetrics(deps.database.pool);
   registerReputationMetrics(metrics.registry, db, deps.logger, { ttlMs: deps.config.reputationMetricsTtlMs });
   app.use(requestId(deps.logger, (req, res, seconds) => metrics.record(req, res, seconds)));
 

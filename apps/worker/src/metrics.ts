@@ -28,6 +28,7 @@ import type { Job, Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { sendingCampaignProgress } from '@mailroom/audiences/queries/campaigns';
 import { type Database } from '@mailroom/db/client';
+import { registerPoolMetrics } from '@mailroom/platform/pool-metrics';
 import { pausedCampaignCounts } from '@mailroom/audiences/queries/campaign-pause';
 import { CAMPAIGN_PAUSE_REASONS } from '@mailroom/db/schema';
 import type { EvictionPolicyProbe } from '@mailroom/queues/eviction-policy';
@@ -78,19 +79,7 @@ export class WorkerMetrics {
    */
   constructor(queues: Queue[], database: Database, pools: Record<string, Pick<Database, 'pool'>> = { main: database }, eviction?: EvictionPolicyProbe) {
     collectDefaultMetrics({ register: this.registry, prefix: 'mailroom_worker_' });
-    new Gauge({
-      name: 'mailroom_db_pool_connections',
-      help: 'Postgres pool connections (total, idle) and queries waiting for one (waiting), per pool',
-      labelNames: ['pool', 'state'] as const,
-      registers: [this.registry],
-      collect() {
-        for (const [name, { pool }] of Object.entries(pools)) {
-          this.set({ pool: name, state: 'total' }, pool.totalCount);
-          this.set({ pool: name, state: 'idle' }, pool.idleCount);
-          this.set({ pool: name, state: 'waiting' }, pool.waitingCount);
-        }
-      },
-    });
+    registerPoolMetrics(this.registry, pools);
     new Gauge({
       name: 'mailroom_queue_jobs',
       help: 'jobs per queue and state',
