@@ -13,8 +13,8 @@
  *   privilege escalation, requests and limits on every container;
  * - the containers run the commands compose and the npm scripts run.
  *
- * kubernetes-models does not reject unknown fields (its schemas allow additional properties): a misspelt optional
- * field passes here and would be dropped (or refused under strict field validation) by a real API server.
+ * The validators accept unknown fields (Kubernetes's schemas allow them), so each object is also walked beside the
+ * TypeScript interface the same packages declare for its kind (unknown-fields.ts): a misspelt field fails.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -32,6 +32,7 @@ import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import { loadConfig } from '@mailroom/config/config';
 import { which } from '../support/provision';
 import { acceptedVariables } from '../support/config-variables';
+import { unknownFieldChecker } from './unknown-fields';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const KUSTOMIZE_DIR = path.join(ROOT, 'deploy', 'kubernetes');
@@ -44,18 +45,22 @@ interface K8sObject {
   [key: string]: unknown;
 }
 
-/** The validating model of each kind the manifests may hold: a kind not listed here fails the test. */
-const MODELS: Record<string, new (data: never) => { validate(): void }> = {
-  'v1/ConfigMap': ConfigMap,
-  'v1/Secret': Secret,
-  'v1/Service': Service,
-  'apps/v1/Deployment': Deployment,
-  'batch/v1/Job': Job,
-  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
-  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
-  'networking.k8s.io/v1/Ingress': Ingress,
-  'keda.sh/v1alpha1/ScaledObject': ScaledObject,
+/**
+ * The validating model of each kind the manifests may hold, and the interface its package declares for it (for
+ * unknown fields, which the validators let through): a kind not listed here fails the test.
+ */
+const KINDS: Record<string, { model: new (data: never) => { validate(): void }; module: string; name: string }> = {
+  'v1/ConfigMap': { model: ConfigMap, module: 'kubernetes-models/v1/ConfigMap', name: 'IConfigMap' },
+  'v1/Secret': { model: Secret, module: 'kubernetes-models/v1/Secret', name: 'ISecret' },
+  'v1/Service': { model: Service, module: 'kubernetes-models/v1/Service', name: 'IService' },
+  'apps/v1/Deployment': { model: Deployment, module: 'kubernetes-models/apps/v1/Deployment', name: 'IDeployment' },
+  'batch/v1/Job': { model: Job, module: 'kubernetes-models/batch/v1/Job', name: 'IJob' },
+  'policy/v1/PodDisruptionBudget': { model: PodDisruptionBudget, module: 'kubernetes-models/policy/v1/PodDisruptionBudget', name: 'IPodDisruptionBudget' },
+  'autoscaling/v2/HorizontalPodAutoscaler': { model: HorizontalPodAutoscaler, module: 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler', name: 'IHorizontalPodAutoscaler' },
+  'networking.k8s.io/v1/Ingress': { model: Ingress, module: 'kubernetes-models/networking.k8s.io/v1/Ingress', name: 'IIngress' },
+  'keda.sh/v1alpha1/ScaledObject': { model: ScaledObject, module: '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject', name: 'IScaledObject' },
 };
+let unknownFields: ReturnType<typeof unknownFieldChecker> | undefined;
 
 /**
  * How to run kustomize: `kubectl kustomize` when kubectl's built-in kustomize is v4 or later (the manifests use
@@ -141,14 +146,17 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
   test('every rendered object is valid against the Kubernetes (and KEDA) schemas', () => {
     const objects = objectsOf(overlay);
     expect(objects.length).toBeGreaterThan(5);
+    unknownFields ??= unknownFieldChecker(KINDS, ROOT);
     for (const o of objects) {
-      const Model = MODELS[`${o.apiVersion}/${o.kind}`];
-      expect({ object: `${o.kind} ${o.metadata.name}`, known: Boolean(Model) }).toEqual({ object: `${o.kind} ${o.metadata.name}`, known: true });
+      const object = `${o.kind} ${o.metadata.name}`;
+      const kind = KINDS[`${o.apiVersion}/${o.kind}`];
+      expect({ object, known: Boolean(kind) }).toEqual({ object, known: true });
       try {
-        new Model(o as never).validate();
+        new kind.model(o as never).validate();
       } catch (err) {
-        throw new Error(`${overlay}: ${o.apiVersion} ${o.kind} ${o.metadata.name} is invalid: ${(err as Error).message}`);
+        throw new Error(`${overlay}: ${o.apiVersion} ${object} is invalid: ${(err as Error).message}`);
       }
+      expect({ object, unknownFields: unknownFields(o) }).toEqual({ object, unknownFields: [] });
       expect(o.metadata.namespace).toBe(overlay === 'dev' ? 'mailroom-dev' : 'mailroom');
     }
     // Keys and tokens are referenced, never rendered.
