@@ -87,6 +87,7 @@ function merged(name: string): Service & { environment: Record<string, string> }
 test('production: only Caddy publishes ports; the emulator is left to a profile', () => {
   expect(overlay.services.caddy.ports).toEqual(['80:80', '443:443', '443:443/udp']);
   expect(overlay.services.caddy.volumes).toContain('./deploy/caddy/Caddyfile:/etc/caddy/Caddyfile:ro');
+  expect(Array.isArray((overlay.services.caddy as { healthcheck?: { test: string[] } }).healthcheck?.test)).toBe(true);
   for (const name of ['api', 'postgres', 'redis', 'ses']) {
     // `ports: !reset []` in the overlay: whatever the base file publishes (a developer's 127.0.0.1 ports) is dropped.
     expect({ name, reset: new RegExp(`^  ${name}:\\n(?:    .*\\n)*?    ports: !reset \\[\\]$`, 'm').test(overlayText) }).toEqual({ name, reset: true });
