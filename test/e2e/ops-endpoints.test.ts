@@ -82,20 +82,25 @@ describe('METRICS_TOKEN', () => {
 
 test('mailroom_queue_oldest_waiting_seconds: the job next in line, plain or prioritized; 0 when none waits', async () => {
   const redis = createRedis(loadConfig(testEnv()), 'worker');
-  const queue = new Queue('age', { connection: redis, prefix: uniquePrefix() });
+  const plain = new Queue('age-plain', { connection: redis, prefix: uniquePrefix() });
+  const prioritized = new Queue('age-prioritized', { connection: redis, prefix: uniquePrefix() });
   try {
-    expect(await oldestWaitingSeconds(queue)).toBe(0);
-    const t0 = Date.now();
-    await queue.add('plain', {});
-    await queue.add('urgent', {}, { priority: 1 });
-    const age = await oldestWaitingSeconds(queue, t0 + 60_000);
-    // Added at or after t0, so waiting at most 60 s at t0 + 60 s, and (added within seconds) more than 30 s.
-    expect(age).toBeGreaterThan(30);
-    expect(age).toBeLessThanOrEqual(60);
-    await queue.obliterate({ force: true });
-    expect(await oldestWaitingSeconds(queue)).toBe(0);
+    expect(await oldestWaitingSeconds(plain)).toBe(0);
+    const now = Date.now();
+    // Added first, so next in line (FIFO), and created 10 minutes ago; the one after it is new.
+    await plain.add('first', {}, { timestamp: now - 600_000 });
+    await plain.add('second', {}, { timestamp: now });
+    await prioritized.add('first', {}, { priority: 2, timestamp: now - 300_000 });
+    await prioritized.add('second', {}, { priority: 2, timestamp: now });
+    const plainAge = await oldestWaitingSeconds(plain, now);
+    const prioritizedAge = await oldestWaitingSeconds(prioritized, now);
+    expect(plainAge).toBe(600);
+    expect(prioritizedAge).toBe(300);
+    await plain.obliterate({ force: true });
+    expect(await oldestWaitingSeconds(plain)).toBe(0);
   } finally {
-    await queue.close();
+    await plain.close();
+    await prioritized.close();
     redis.disconnect();
   }
 });
