@@ -3,13 +3,19 @@
  * where either is installed: one image for api, worker and migrate,
  * built from the Dockerfile's runtime stage as a non-root user with production dependencies only; a health check on
  * every long-running service; a worker that can be scaled (`--scale worker=3`: no host port, no container name).
+ *
+ * And the production overlay (deploy/compose.production.yml): Caddy the only service publishing ports, Redis with
+ * noeviction and AOF, Postgres with the sizing settings, every required variable listed in deploy/.env.example and
+ * read by the configuration. (Caddy in front of a real API: test/deploy/tls.test.ts.)
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { loadConfig } from '@mailroom/config/config';
 import { composeCommand } from '../support/provision';
+import { acceptedVariables } from '../support/config-variables';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
@@ -119,4 +125,95 @@ describe('the ADMIN_TOKEN placeholder compose ships', () => {
     });
     expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 1, stderr: expect.stringContaining('Invalid configuration: ADMIN_TOKEN is a placeholder') });
   });
+});
+
+// --- deploy/compose.production.yml ---
+
+type Service = { ports?: string[]; command?: string[]; environment?: Record<string, string>; profiles?: string[]; depends_on?: Record<string, unknown>; image?: string; volumes?: string[] };
+const OVERLAY = path.join(ROOT, 'deploy', 'compose.production.yml');
+const overlayText = readFileSync(OVERLAY, 'utf8');
+// Compose's !reset and !override tags are not YAML's: read as plain values ([] and the mapping), which is what they set.
+const overlay = parse(overlayText, { merge: true, logLevel: 'error' }) as { services: Record<string, Service> };
+const envExample = readFileSync(path.join(ROOT, 'deploy', '.env.example'), 'utf8');
+const exampleValues = new Map([...envExample.matchAll(/^([A-Z][A-Z0-9_]*)=(.*)$/gm)].map((m) => [m[1], m[2]]));
+
+/** A service of the base file with the overlay applied as Compose merges it (mappings by key; tagged values replace). */
+function merged(name: string): Service & { environment: Record<string, string> } {
+  const b = compose.services[name] as Service;
+  const o = overlay.services[name] ?? {};
+  return { ...b, ...o, environment: { ...(b.environment ?? {}), ...(o.environment ?? {}) } };
+}
+
+test('production: only Caddy publishes ports; the emulator is left to a profile', () => {
+  expect(overlay.services.caddy.ports).toEqual(['80:80', '443:443', '443:443/udp']);
+  expect(overlay.services.caddy.volumes).toContain('./deploy/caddy/Caddyfile:/etc/caddy/Caddyfile:ro');
+  expect(Array.isArray((overlay.services.caddy as { healthcheck?: { test: string[] } }).healthcheck?.test)).toBe(true);
+  for (const name of ['api', 'postgres', 'redis', 'ses']) {
+    // `ports: !reset []` in the overlay: whatever the base file publishes (a developer's 127.0.0.1 ports) is dropped.
+    expect({ name, reset: new RegExp(`^  ${name}:\\n(?:    .*\\n)*?    ports: !reset \\[\\]$`, 'm').test(overlayText) }).toEqual({ name, reset: true });
+  }
+  expect(overlay.services.ses.profiles).toEqual(['emulator']);
+  expect(Object.keys(overlay.services.worker.depends_on ?? {}).sort()).toEqual(['migrate', 'redis']);
+});
+
+test('production: Redis with noeviction and AOF; Postgres with the sizing settings', () => {
+  const redis = overlay.services.redis.command!.join(' ');
+  expect(redis).toMatch(/--maxmemory-policy noeviction/);
+  expect(redis).toMatch(/--appendonly yes/);
+  const pg = overlay.services.postgres.command!.join(' ');
+  for (const setting of ['shared_buffers=', 'effective_cache_size=', 'work_mem=32MB', 'maintenance_work_mem=', 'max_wal_size=8GB', 'checkpoint_timeout=15min', 'random_page_cost=1.1', 'autovacuum_vacuum_cost_limit=2000', 'autovacuum_max_workers=4', 'jit=off', 'max_connections=']) {
+    expect(pg).toContain(`-c ${setting}`);
+  }
+});
+
+test('production: every required variable is in deploy/.env.example, every listed one is used, the app environment parses', () => {
+  const caddyfile = readFileSync(path.join(ROOT, 'deploy', 'caddy', 'Caddyfile'), 'utf8');
+  const required = [...new Set([...overlayText.matchAll(/\$\{([A-Z][A-Z0-9_]*):\?/g)].map((m) => m[1]))];
+  expect(required.length).toBeGreaterThan(5);
+  expect(required.filter((v) => !exampleValues.has(v))).toEqual([]);
+  expect([...exampleValues.keys()].filter((v) => !overlayText.includes(`\${${v}`) && !caddyfile.includes(`{$${v}`))).toEqual([]);
+
+  // Interpolate as compose would, with the example's values and stand-ins for the secrets it leaves blank.
+  const values = new Map(exampleValues);
+  for (const [k, v] of values) if (v === '') values.set(k, k.includes('TOKEN') || k.includes('PASSWORD') ? 'x'.repeat(32) : k.startsWith('AWS_') ? 'stand-in' : '');
+  const interpolate = (v: string) => String(v).replace(/\$\{([A-Z0-9_]+)(?::[-?][^}]*)?\}/g, (_m, name: string) => values.get(name) ?? '');
+  const accepted = acceptedVariables();
+  for (const name of ['api', 'worker', 'migrate']) {
+    const env = Object.fromEntries(Object.entries(merged(name).environment).map(([k, v]) => [k, interpolate(v)]));
+    expect({ name, unknown: Object.keys(env).filter((k) => !accepted.has(k)) }).toEqual({ name, unknown: [] });
+    const config = loadConfig(env);
+    expect({ name, publicUrl: config.publicUrl, ses: config.sesEndpoint ?? 'real SES' }).toEqual({ name, publicUrl: `https://${values.get('MAILROOM_DOMAIN')}`, ses: 'real SES' });
+  }
+});
+
+test('docker compose config accepts docker-compose.yml with deploy/compose.production.yml', () => {
+  const compose = composeCommand();
+  if (!compose) {
+    console.warn('NOT RUN: `docker compose config` on the production overlay: no Compose is installed; it was checked by parsing only.');
+    return;
+  }
+  const version = spawnSync(compose[0], [...compose.slice(1), 'version', '--short'], { encoding: 'utf8' }).stdout.trim().replace(/^v/, '');
+  const [major, minor] = version.split('.').map(Number);
+  // !reset and !override came with Compose 2.24: an older one (Debian bookworm's docker-compose 1.29) gets a copy
+  // without them, which still checks every field against its schema, but merges ports instead of resetting them.
+  const tagsKnown = major > 2 || (major === 2 && minor >= 24);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mailroom-compose-'));
+  try {
+    const envFile = path.join(dir, '.env');
+    writeFileSync(envFile, [...exampleValues].map(([k, v]) => `${k}=${v || 'stand-in-value-0123456789abcdef'}`).join('\n'));
+    let overlayFile = OVERLAY;
+    if (!tagsKnown) {
+      console.warn(`PARTLY RUN: Compose ${version} predates !reset/!override (2.24): validated a copy of the overlay without those tags.`);
+      overlayFile = path.join(ROOT, 'deploy', `.compose.production.untagged-${process.pid}.yml`);
+      writeFileSync(overlayFile, overlayText.replace(/ !(reset|override)\b/g, ''));
+    }
+    try {
+      const result = spawnSync(compose[0], [...compose.slice(1), '--env-file', envFile, '-f', path.join(ROOT, 'docker-compose.yml'), '-f', overlayFile, 'config', '--quiet'], { cwd: ROOT, encoding: 'utf8' });
+      expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: expect.any(String) });
+    } finally {
+      if (overlayFile !== OVERLAY) rmSync(overlayFile, { force: true });
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

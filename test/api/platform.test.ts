@@ -27,7 +27,7 @@ test('health: live and ready', async () => {
   expect((await request(api.app).get('/health/live')).body).toEqual({ success: true, data: { status: 'ok' } });
   const ready = await request(api.app).get('/health/ready');
   expect(ready.status).toBe(200);
-  expect(ready.body.data.checks).toEqual({ postgres: 'ok', redis: 'ok' });
+  expect(ready.body.data.checks).toEqual({ postgres: 'ok', redis: 'ok', redisEvictionPolicy: 'ok' });
 });
 
 test('every pooled connection runs without JIT compilation, whatever the server default', async () => {

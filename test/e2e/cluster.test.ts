@@ -1,7 +1,8 @@
 /**
  * The send path on a three-node Redis Cluster started on loopback (Debian's redis-server in cluster mode): the
  * API enqueues, a worker sends through the rate gate, the reconciler and timers take their locks, all on the
- * cluster; every queue key carries the QUEUE_PREFIX hash tag, so it lives in one slot.
+ * cluster; every queue key carries the QUEUE_PREFIX hash tag, so it lives in one slot. Redis's maxmemory-policy is
+ * read from every master.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,6 +11,7 @@ import path from 'node:path';
 import { inArray } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
+import { readEvictionPolicy } from '@mailroom/queues/eviction-policy';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { client, createTestProject, exited, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
 
@@ -69,3 +71,16 @@ test('emails accepted by the API are sent by a worker, with every queue key in o
   const slot = Number(cli('-p', String(ports[0]), 'cluster', 'keyslot', `${prefix}:send:meta`).stdout.trim());
   expect(Number(cli('-p', String(holders[0]), 'cluster', 'countkeysinslot', String(slot)).stdout.trim())).toBeGreaterThan(0);
 }, 60_000);
+
+test("Redis's maxmemory-policy is read from every master: one evicting node is enough to report it", async () => {
+  expect(await readEvictionPolicy(api.redis)).toEqual(expect.objectContaining({ status: 'ok', policies: ['noeviction', 'noeviction', 'noeviction'] }));
+  expect(cli('-p', String(ports[1]), 'config', 'set', 'maxmemory-policy', 'volatile-lru').stdout.trim()).toBe('OK');
+  try {
+    const policy = await readEvictionPolicy(api.redis);
+    expect(policy.status).toBe('evicts');
+    expect([...policy.policies].sort()).toEqual(['noeviction', 'noeviction', 'volatile-lru']);
+    expect(policy.message).toMatch(/maxmemory-policy is volatile-lru, not noeviction/);
+  } finally {
+    cli('-p', String(ports[1]), 'config', 'set', 'maxmemory-policy', 'noeviction');
+  }
+});

@@ -7,7 +7,10 @@
  *   own) and Debian's `chromium` (the queue dashboard's browser test), installed the same way;
  * - `docker compose` or `docker-compose` (the deploy test validates docker-compose.yml with it): Debian's
  *   docker-compose is installed when neither runs; where it cannot be, setup says so and the deploy test says
- *   again that it checked the file by parsing only.
+ *   again that it checked the file by parsing only;
+ * - the deployment tools of `test/deploy/`: `kubectl` (its built-in kustomize renders deploy/kubernetes; Debian's
+ *   `kubernetes-client` where none is installed), `promtool` (Debian's `prometheus`: checks and unit-tests the
+ *   alert rules) and Debian's `caddy` (the TLS front in deploy/caddy, run in front of a test API).
  *
  * Where nothing can be installed (not root, no apt-get), it fails at once with what to install, instead of
  * letting tests fail one by one.
@@ -35,8 +38,13 @@ export function which(cmd: string): string | undefined {
 
 let aptUpdated = false;
 
-/** Installs Debian packages when this process may (root with apt-get). @throws naming the packages otherwise. */
-function aptInstall(packages: string[], why: string): void {
+/**
+ * Installs Debian packages when this process may (root with apt-get). @throws naming the packages otherwise.
+ *
+ * @param options.recommends - also install the packages' recommendations (default true; `prometheus` recommends
+ *   exporters the tests do not need).
+ */
+function aptInstall(packages: string[], why: string, { recommends = true }: { recommends?: boolean } = {}): void {
   const canInstall = process.getuid?.() === 0 && which('apt-get');
   if (!canInstall) {
     throw new Error(`${why}: install Debian's ${packages.join(' ')} (apt-get install ${packages.join(' ')}), then run the tests again`);
@@ -47,7 +55,7 @@ function aptInstall(packages: string[], why: string): void {
     execFileSync('apt-get', ['update', '-qq'], { stdio: 'ignore', env });
     aptUpdated = true;
   }
-  execFileSync('apt-get', ['install', '-y', '-qq', ...packages], { stdio: 'ignore', env });
+  execFileSync('apt-get', ['install', '-y', '-qq', ...(recommends ? [] : ['--no-install-recommends']), ...packages], { stdio: 'ignore', env });
 }
 
 function sleep(ms: number): Promise<void> {
@@ -122,6 +130,7 @@ export function composeCommand(): string[] | undefined {
  */
 export function ensureTools(): void {
   if (!which('redis-server') || !which('redis-cli')) aptInstall(['redis-server'], 'the Redis Cluster and outage tests need redis-server and redis-cli');
+  ensureDeployTools();
   if (!composeCommand()) {
     // One assertion of one test needs it, and the file is also checked by parsing: no reason to stop the run.
     try {
@@ -137,4 +146,18 @@ export function ensureTools(): void {
   }
   aptInstall(['chromium'], 'the queue dashboard test drives a headless chromium');
   process.env.CHROMIUM_PATH = which('chromium')!;
+}
+
+/**
+ * The binaries of `test/deploy/`: `kubectl` (Debian's `kubernetes-client` when none is on PATH: its kustomize
+ * renders deploy/kubernetes offline), `promtool` (Debian's `prometheus`) and `caddy` (Debian's `caddy`). Nothing
+ * they install is started: Debian's maintainer scripts start services only where systemd runs, and the tests
+ * start their own Caddy on a free loopback port.
+ */
+export function ensureDeployTools(): void {
+  if (!which('kubectl')) {
+    aptInstall(['kubernetes-client'], 'the Kubernetes test renders deploy/kubernetes with kubectl kustomize', { recommends: false });
+  }
+  if (!which('promtool')) aptInstall(['prometheus'], 'the monitoring test checks and unit-tests the alert rules with promtool', { recommends: false });
+  if (!which('caddy')) aptInstall(['caddy'], 'the TLS test runs Caddy in front of the API', { recommends: false });
 }

@@ -8,7 +8,7 @@
  */
 import express, { type Express } from 'express';
 import { getAbsoluteFSPath } from 'swagger-ui-dist';
-import { adminOnly, adminStep, authenticate, authenticateStep, AuthCache } from './http/auth';
+import { adminStep, metricsOnly, authenticate, authenticateStep, AuthCache } from './http/auth';
 import type { AppDeps } from './http/context';
 import { errorHandler, notFoundHandler } from './http/errors';
 import { FailureLimiter, rateLimitStep } from './http/rate-limit';
@@ -57,7 +57,7 @@ export function createApp(deps: AppDeps): App {
   const limit = toMiddleware(limitStep);
   const { db } = deps.database;
 
-  const metrics = new ApiMetrics();
+  const metrics = new ApiMetrics(deps.database.pool);
   registerReputationMetrics(metrics.registry, db, deps.logger, { ttlMs: deps.config.reputationMetricsTtlMs });
   app.use(requestId(deps.logger, (req, res, seconds) => metrics.record(req, res, seconds)));
 
@@ -66,11 +66,11 @@ export function createApp(deps: AppDeps): App {
   const router = express.Router();
   mountHealth(router, deps);
   mountQueueDashboard(router, deps, authFailures);
-  router.get('/metrics', adminOnly(deps.config.adminToken, authFailures), async (_req, res) => {
+  router.get('/metrics', metricsOnly(deps.config, authFailures), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
   mountUnsubscribe(router, deps);
-  mountSesWebhook(router, deps);
+  mountSesWebhook(router, deps, (e) => metrics.sesEvents.inc({ event: e.kind, bounce_type: e.bounceType ?? '' }));
   const openapi = apiDocument(routes, HAND_DESCRIBED_PATHS, { version: apiVersion(), serverUrl: deps.config.publicUrl });
   router.get('/openapi.json', (_req, res) => {
     res.json(openapi);

@@ -10,8 +10,7 @@
  *
  * @module
  */
-import http from 'node:http';
-import { sql } from 'drizzle-orm';
+import type http from 'node:http';
 import type { Worker } from 'bullmq';
 import { listenOn, runService } from '@mailroom/platform/process';
 import { createAccountProvider, type AccountProvider } from '@mailroom/mail/ses-account';
@@ -47,6 +46,8 @@ import { testMessagesTask } from './processors/test-messages';
 import { retentionTask } from './processors/retention';
 import { partitionsTask } from './processors/partitions';
 import { WorkerMetrics } from './metrics';
+import { healthListener } from './health-server';
+import { EvictionPolicyProbe } from '@mailroom/queues/eviction-policy';
 import type { SendJobResult } from '@mailroom/sending/job';
 import { SEND_BATCHES_IN_FLIGHT } from '@mailroom/sending/claim';
 import type { WorkflowJobResult } from '@mailroom/workflows/engine/engine';
@@ -116,7 +117,12 @@ export async function startWorker(
   await account.start();
   const gate = new SendRateGate(connection, `${config.queuePrefix}:ses-rate-gate`, account.rate, config.sesRateSafetyMs);
   const queues = createQueues(config, connection);
-  const metrics = new WorkerMetrics(queueList(queues), database, { main: database, send: sendDatabase });
+  // BullMQ's jobs and locks live in Redis: an evicting maxmemory-policy can delete them (see eviction-policy.ts).
+  const eviction = new EvictionPolicyProbe(connection);
+  const policy = await eviction.current();
+  if (policy.status === 'evicts') logger.error({ maxmemoryPolicy: policy.policies }, policy.message);
+  else if (policy.status === 'unknown') logger.warn(policy.message);
+  const metrics = new WorkerMetrics(queueList(queues), database, { main: database, send: sendDatabase }, eviction);
   const timedGate = {
     acquire: async (priority?: number) => {
       const waitedMs = await gate.acquire(priority);
@@ -203,33 +209,7 @@ export async function startWorker(
   let stopping: Promise<void> | undefined;
   const stopAll = (): Promise<void> => (stopping ??= shutdown());
   if (options.healthPort !== null) {
-    const serveHealth = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
-      if (req.url === '/health/live') {
-        res.writeHead(worker.isRunning() ? 200 : 503, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ status: worker.isRunning() ? 'ok' : 'stopping' }));
-        return;
-      }
-      if (req.url === '/metrics') {
-        try {
-          const body = await metrics.registry.metrics();
-          res.writeHead(200, { 'content-type': metrics.registry.contentType });
-          res.end(body);
-        } catch (err) {
-          res.writeHead(500).end(String(err));
-        }
-        return;
-      }
-      if (req.url === '/health/ready') {
-        const checks = await Promise.allSettled([database.db.execute(sql`select 1`), connection.ping()]);
-        const ok = checks.every((c) => c.status === 'fulfilled') && worker.isRunning();
-        res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ status: ok ? 'ok' : 'unavailable' }));
-        return;
-      }
-      res.writeHead(404).end();
-    };
-    // node:http ignores a listener's result; serveHealth catches what can fail (metrics) and cannot reject otherwise.
-    const health: http.RequestListener = (req, res) => void serveHealth(req, res);
+    const health = healthListener({ worker, database, redis: connection, metrics, eviction, metricsToken: config.metricsToken });
     const port = options.healthPort ?? config.workerHealthPort;
     try {
       server = await listenOn(health, port, 'worker health and metrics');

@@ -14,14 +14,44 @@
  * - `mailroom_workflow_jobs_total{status}`: workflow jobs by the execution's status when the job ended;
  * - `mailroom_db_pool_connections{pool,state}`: the Postgres pools' connections (`total`, `idle`) and the queries
  *   waiting for one (`waiting`), per pool (`main`, and `send`: the send path's claims and finishes), read at scrape time;
+ * - `mailroom_queue_oldest_waiting_seconds{queue}`: how long the job next in line has been waiting (s; 0 when none
+ *   waits), read from Redis at scrape time (see {@link oldestWaitingSeconds});
+ * - `mailroom_campaigns_paused{reason}`: PAUSED campaigns by reason (`bounce_rate`, `complaint_rate`, `quota`),
+ *   read from Postgres at scrape time;
+ * - `mailroom_redis_maxmemory_policy{policy}`: 1 for Redis's `maxmemory-policy` in force (`noeviction` is the only
+ *   safe one; no series while it cannot be read; see `@mailroom/queues/eviction-policy`);
  * - the process's default metrics (`mailroom_worker_` prefix).
  *
  * @module
  */
-import type { Queue } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { sendingCampaignProgress } from '@mailroom/audiences/queries/campaigns';
 import { type Database } from '@mailroom/db/client';
+import { registerPoolMetrics } from '@mailroom/platform/pool-metrics';
+import { pausedCampaignCounts } from '@mailroom/audiences/queries/campaign-pause';
+import { CAMPAIGN_PAUSE_REASONS } from '@mailroom/db/schema';
+import type { EvictionPolicyProbe } from '@mailroom/queues/eviction-policy';
+
+/**
+ * When a job started waiting for its current turn (ms since the epoch): its creation plus the delay it was added
+ * with, or the start of its last attempt when it is waiting again (a retry after backoff, a paused campaign's send
+ * rechecking), whichever is later. BullMQ keeps no "waiting since" of its own.
+ */
+function waitingSince(job: Job): number {
+  return Math.max(job.timestamp + (job.opts.delay ?? 0), job.processedOn ?? 0);
+}
+
+/**
+ * How long the job next in line of `queue` has been waiting (s; 0 when none waits): the older of the wait list's
+ * oldest job and the prioritized set's first. Two job reads per queue, whatever the depth; a low-priority job
+ * starved behind a steady stream of higher ones is not seen (its age shows as depth instead).
+ */
+export async function oldestWaitingSeconds(queue: Queue, now = Date.now()): Promise<number> {
+  const [waiting, prioritized] = await Promise.all([queue.getJobs(['wait'], 0, 0, true), queue.getJobs(['prioritized'], 0, 0, true)]);
+  const since = [...waiting, ...prioritized].filter(Boolean).map(waitingSince);
+  return since.length === 0 ? 0 : Math.max(0, (now - Math.min(...since)) / 1000);
+}
 
 /** The worker's metrics. */
 export class WorkerMetrics {
@@ -47,21 +77,9 @@ export class WorkerMetrics {
    * @param pools - the process's Postgres pools by name, for `mailroom_db_pool_connections` (default: `database`
    *   as `main`).
    */
-  constructor(queues: Queue[], database: Database, pools: Record<string, Pick<Database, 'pool'>> = { main: database }) {
+  constructor(queues: Queue[], database: Database, pools: Record<string, Pick<Database, 'pool'>> = { main: database }, eviction?: EvictionPolicyProbe) {
     collectDefaultMetrics({ register: this.registry, prefix: 'mailroom_worker_' });
-    new Gauge({
-      name: 'mailroom_db_pool_connections',
-      help: 'Postgres pool connections (total, idle) and queries waiting for one (waiting), per pool',
-      labelNames: ['pool', 'state'] as const,
-      registers: [this.registry],
-      collect() {
-        for (const [name, { pool }] of Object.entries(pools)) {
-          this.set({ pool: name, state: 'total' }, pool.totalCount);
-          this.set({ pool: name, state: 'idle' }, pool.idleCount);
-          this.set({ pool: name, state: 'waiting' }, pool.waitingCount);
-        }
-      },
-    });
+    registerPoolMetrics(this.registry, pools);
     new Gauge({
       name: 'mailroom_queue_jobs',
       help: 'jobs per queue and state',
@@ -76,6 +94,41 @@ export class WorkerMetrics {
         }
       },
     });
+    new Gauge({
+      name: 'mailroom_queue_oldest_waiting_seconds',
+      help: 'how long the job next in line has been waiting, per queue (s; 0 when none waits)',
+      labelNames: ['queue'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        const ages = await Promise.all(queues.map((q) => oldestWaitingSeconds(q)));
+        queues.forEach((q, i) => this.set({ queue: q.name }, ages[i]));
+      },
+    });
+    new Gauge({
+      name: 'mailroom_campaigns_paused',
+      help: 'PAUSED campaigns by the reason they paused (bounce_rate, complaint_rate, quota)',
+      labelNames: ['reason'] as const,
+      registers: [this.registry],
+      async collect() {
+        // Every reason has a series (0 when none), so an alert's rate or increase sees the first pause.
+        const counts = new Map<string, number>(CAMPAIGN_PAUSE_REASONS.map((r) => [r, 0]));
+        for (const { reason, count } of await pausedCampaignCounts(database.db)) counts.set(reason, count);
+        for (const [reason, count] of counts) this.set({ reason }, count);
+      },
+    });
+    if (eviction) {
+      new Gauge({
+        name: 'mailroom_redis_maxmemory_policy',
+        help: 'Redis maxmemory-policy in force: 1 for each policy found (noeviction is the only safe one; none while unreadable)',
+        labelNames: ['policy'] as const,
+        registers: [this.registry],
+        async collect() {
+          this.reset();
+          for (const policy of (await eviction.current()).policies) this.set({ policy }, 1);
+        },
+      });
+    }
     const pending = new Gauge({ name: 'mailroom_campaign_pending_emails', help: 'emails of a SENDING campaign not yet final', labelNames: ['campaign'] as const, registers: [this.registry] });
     new Gauge({
       name: 'mailroom_campaign_progress_ratio',

@@ -24,7 +24,7 @@ import { type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { type Db } from '@mailroom/db/client';
 import { isTrustedSnsUrl, parseSnsMessage, SnsRejection, SnsVerifier, type SnsMessage } from './sns';
-import { parseSesEvent } from './ses-events';
+import { parseSesEvent, type BounceType, type FeedbackKind } from './ses-events';
 import { applySesFeedback, recordSnsMessage, type FeedbackOutcome } from './queries/feedback';
 
 /** What handling a message answers. */
@@ -37,6 +37,8 @@ export interface SesWebhookResult {
   status?: string;
   suppressed?: string[];
   ignored?: string;
+  /** For a notification seen for the first time: the SES event it carried (its bounce type for a bounce). */
+  event?: { kind: FeedbackKind; bounceType?: BounceType };
 }
 
 /** What handling messages needs. */
@@ -75,17 +77,19 @@ export function createSesWebhookHandler(deps: SesWebhookDeps): (body: string, lo
       log.warn({ topicArn: m.TopicArn }, 'SNS subscription removed: SES events stop arriving until an operator re-subscribes');
       return { type: m.Type, duplicate: !fresh };
     }
+    const feedback = parseSesEvent(m.Message);
+    const event = { kind: feedback.kind, ...(feedback.bounceType ? { bounceType: feedback.bounceType } : {}) };
     const outcome = await db.transaction(async (tx): Promise<FeedbackOutcome | 'duplicate'> => {
       if (!(await recordSnsMessage(tx, { messageId: m.MessageId, topicArn: m.TopicArn, type: m.Type }))) return 'duplicate';
-      return applySesFeedback(tx, parseSesEvent(m.Message), policy, config.guardrails);
+      return applySesFeedback(tx, feedback, policy, config.guardrails);
     });
     if (outcome === 'duplicate') return { type: m.Type, duplicate: true };
     if (!outcome.applied) {
       log.info({ snsMessageId: m.MessageId, reason: outcome.reason }, 'SES event ignored');
-      return { type: m.Type, duplicate: false, ignored: outcome.reason };
+      return { type: m.Type, duplicate: false, ignored: outcome.reason, event };
     }
     await announceWebhookDeliveries(deps.webhookQueue, config, outcome.deliveries, log);
-    return { type: m.Type, duplicate: false, emailId: outcome.emailId, status: outcome.status, suppressed: outcome.suppressed };
+    return { type: m.Type, duplicate: false, emailId: outcome.emailId, status: outcome.status, suppressed: outcome.suppressed, event };
   };
 
   return async (body, log) => {

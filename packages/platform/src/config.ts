@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { bool, ConfigError, int, list, str, url, type Env } from './config-env';
+import { bool, ConfigError, int, list, optional, str, url, type Env } from './config-env';
 
 /**
  * Settings shared by every process (API, worker, CLI).
@@ -54,6 +54,12 @@ export interface PlatformConfig {
   readonly logLevel: string;
   /** `LOG_PRETTY`: human-readable logs (development; default false). */
   readonly logPretty: boolean;
+  /**
+   * `METRICS_TOKEN`: bearer token a Prometheus scrape sends (at least 16 characters). When set, the worker's
+   * `/metrics` requires it, and the API's `/metrics` takes it beside `ADMIN_TOKEN` (so the scraper needs no admin
+   * rights); unset, the worker's `/metrics` is open and the API's takes `ADMIN_TOKEN` only.
+   */
+  readonly metricsToken: string | undefined;
 }
 
 export { ConfigError } from './config-env';
@@ -86,7 +92,11 @@ export function loadPlatformConfig(env: Env): PlatformConfig {
     publicUrl: url(env, 'PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:'])!,
     logLevel: str(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info'),
     logPretty: bool(env, 'LOG_PRETTY', false),
+    metricsToken: optional(env, 'METRICS_TOKEN'),
   };
+  if (config.metricsToken !== undefined && config.metricsToken.length < 16) {
+    throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters');
+  }
   for (const node of config.redisClusterNodes) {
     if (!/^[\w.-]+:\d{1,5}$/.test(node)) throw new ConfigError('REDIS_CLUSTER_NODES', `must list host:port entries, got "${node}"`);
   }

@@ -22,6 +22,7 @@
  */
 import type { Request, RequestHandler } from 'express';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
+import { bearerToken, matchesToken } from '@mailroom/platform/bearer';
 import { hashKey, keyKind, safeEqual, type KeyKind } from '@mailroom/platform/keys';
 import { findKey, type KeyRecord } from '@mailroom/db/queries/projects';
 import { type Db } from '@mailroom/db/client';
@@ -128,11 +129,6 @@ function bounded<K, V>(map: Map<K, V>, max: number): Map<K, V> {
   return map;
 }
 
-function bearer(header: string | undefined): string | undefined {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-  return m?.[1];
-}
-
 /**
  * Authenticates the request and sets `res.locals.auth` (`{ projectId, kind, mode }`; `mode` is the stored key's,
  * `test` for `sk_test_…`/`pk_test_…` keys, and is cached with the rest of the key's record).
@@ -157,7 +153,7 @@ export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[], failur
 /** {@link authenticate} as a request step (see `steps.ts`), for `mountRoutes`; the same checks and errors. */
 export function authenticateStep(db: Db, cache: AuthCache, accept: KeyKind[], failures: FailureLimiter): RequestStep {
   return async (req, res) => {
-    const key = bearer(req.get('authorization'));
+    const key = bearerToken(req.get('authorization'));
     if (!key) {
       throw new AppError(ErrorCode.UNAUTHORIZED, 'Missing API key: send "Authorization: Bearer <key>"', {
         suggestion: 'Use the secret key (sk_…) of your project.',
@@ -217,7 +213,8 @@ export async function checkAdminToken(req: Request, given: string | undefined, a
 }
 
 /**
- * Checks an admin token sent as a bearer header (admin API, `/metrics`, the dashboard), constant-time.
+ * Checks an admin token sent as a bearer header (admin API, `/metrics`, the dashboard), constant-time
+ * (`matchesToken`); `adminToken` may list several accepted tokens (`/metrics`: `METRICS_TOKEN` and `ADMIN_TOKEN`).
  *
  * A client IP over its failed-authentication limit gets 429 whatever the token, so a blocked address learns
  * nothing about the tokens it tries; otherwise the right token passes (uncounted) and a wrong one is counted
@@ -227,10 +224,15 @@ export async function checkAdminToken(req: Request, given: string | undefined, a
  * @throws {@link AppError} 401 `UNAUTHORIZED` for a wrong token, 429 `RATE_LIMITED` (with `Retry-After`) when the
  *   IP is over its limit.
  */
-export async function checkAdminBearer(req: Request, given: string | undefined, adminToken: string, failures: FailureLimiter): Promise<boolean> {
+export async function checkAdminBearer(
+  req: Request,
+  given: string | undefined,
+  adminToken: string | readonly (string | undefined)[],
+  failures: FailureLimiter,
+): Promise<boolean> {
   if (!given) return false;
   const ip = clientIp(req);
-  if (safeEqual(given, adminToken)) {
+  if (matchesToken(given, typeof adminToken === 'string' ? [adminToken] : adminToken)) {
     await failures.assertNotBlocked(ip);
     return true;
   }
@@ -248,11 +250,28 @@ export function adminOnly(adminToken: string | undefined, failures: FailureLimit
   return toMiddleware(adminStep(adminToken, failures));
 }
 
+/**
+ * Guards `/metrics`: a bearer token equal to `METRICS_TOKEN` or `ADMIN_TOKEN` (whichever are set), checked and
+ * counted like an admin token ({@link checkAdminBearer}), so a Prometheus scrape needs no admin rights.
+ *
+ * @throws {@link AppError} 403 `FORBIDDEN` (neither token set), 401 `UNAUTHORIZED`, 429 `RATE_LIMITED`.
+ */
+export function metricsOnly(tokens: { adminToken: string | undefined; metricsToken: string | undefined }, failures: FailureLimiter): RequestHandler {
+  return toMiddleware(async (req) => {
+    if (!tokens.adminToken && !tokens.metricsToken) {
+      throw new AppError(ErrorCode.FORBIDDEN, '/metrics is disabled: set METRICS_TOKEN (or ADMIN_TOKEN) to enable it');
+    }
+    if (!(await checkAdminBearer(req, bearerToken(req.get('authorization')), [tokens.metricsToken, tokens.adminToken], failures))) {
+      throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid metrics token');
+    }
+  });
+}
+
 /** {@link adminOnly} as a request step (see `steps.ts`), for `mountRoutes`. */
 export function adminStep(adminToken: string | undefined, failures: FailureLimiter): RequestStep {
   return async (req) => {
     if (!adminToken) throw new AppError(ErrorCode.FORBIDDEN, 'The admin API is disabled: set ADMIN_TOKEN to enable it');
-    if (!(await checkAdminBearer(req, bearer(req.get('authorization')), adminToken, failures))) {
+    if (!(await checkAdminBearer(req, bearerToken(req.get('authorization')), adminToken, failures))) {
       throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid admin token');
     }
   };

@@ -1,12 +1,15 @@
 /**
  * Prometheus metrics of an API process (`prom-client`, one registry per app): requests by route template and
- * status, their latency, and the process's default metrics. Served at `GET /metrics` behind `ADMIN_TOKEN`
- * (Prometheus sends it as a bearer token).
+ * status, their latency, the SES events received through SNS (`mailroom_ses_events_total{event,bounce_type}`:
+ * `delivered`, `bounced` with SES's bounce type, `complained`, `rejected`, `opened`…; redeliveries not counted),
+ * its Postgres pool (`mailroom_db_pool_connections{pool="main",state}`) and the process's default metrics. Served at
+ * `GET /metrics` behind `METRICS_TOKEN` or `ADMIN_TOKEN` (Prometheus sends it as a bearer token).
  *
  * @module
  */
 import type { Request, Response } from 'express';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { registerPoolMetrics, type PoolCounts } from '@mailroom/platform/pool-metrics';
 
 /** The API's metrics. */
 export class ApiMetrics {
@@ -25,8 +28,21 @@ export class ApiMetrics {
     registers: [this.registry],
   });
 
-  constructor() {
+  /** SES events received (first deliveries of SNS messages only), by our event kind and SES's bounce type. */
+  readonly sesEvents = new Counter({
+    name: 'mailroom_ses_events_total',
+    help: 'SES events received through SNS, by kind (delivered, bounced, complained, ...) and bounce type',
+    labelNames: ['event', 'bounce_type'] as const,
+    registers: [this.registry],
+  });
+
+  /** @param pool - the process's Postgres pool, exported as `mailroom_db_pool_connections{pool="main"}`. */
+  constructor(pool?: PoolCounts) {
     collectDefaultMetrics({ register: this.registry, prefix: 'mailroom_api_' });
+    if (pool) registerPoolMetrics(this.registry, { main: { pool } });
+    // Zero series for what the dashboard and alerts read, so a rate over them starts at the first event.
+    for (const event of ['delivered', 'complained', 'rejected']) this.sesEvents.inc({ event, bounce_type: '' }, 0);
+    for (const bounceType of ['Permanent', 'Transient']) this.sesEvents.inc({ event: 'bounced', bounce_type: bounceType }, 0);
   }
 
   /**

@@ -2,7 +2,7 @@
  * Request steps: the parts of a route's chain (authentication, the project's rate limit, body parsing) as plain
  * async functions. `mountRoutes` runs a route's steps and its handler inside one Express handler, so a request
  * passes through Express's router once per route instead of once per step (each dispatch has a cost of its own
- * on the hot paths); where a step must stand in an Express chain (`router.get('/metrics', adminOnly(...))`),
+ * on the hot paths); where a step must stand in an Express chain (`router.get('/metrics', metricsOnly(...))`),
  * {@link toMiddleware} makes it a middleware.
  *
  * @module

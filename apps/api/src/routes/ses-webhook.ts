@@ -15,7 +15,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
 import { SnsRejection } from '@mailroom/feedback/sns';
 import { SesEventError } from '@mailroom/feedback/ses-events';
-import { createSesWebhookHandler } from '@mailroom/feedback/ses-webhook';
+import { createSesWebhookHandler, type SesWebhookResult } from '@mailroom/feedback/ses-webhook';
 import type { AppDeps } from '../http/context';
 
 const REJECTION_CODE = { 400: ErrorCode.BAD_REQUEST, 403: ErrorCode.FORBIDDEN, 503: ErrorCode.SERVICE_UNAVAILABLE } as const;
@@ -23,15 +23,20 @@ const REJECTION_CODE = { 400: ErrorCode.BAD_REQUEST, 403: ErrorCode.FORBIDDEN, 5
 /** The endpoint's paths: ours, and Plunk's alias. */
 export const SES_WEBHOOK_PATHS = ['/webhooks/ses', '/webhooks/sns'] as const;
 
-/** Mounts `POST /webhooks/ses` and its alias `POST /webhooks/sns`. */
-export function mountSesWebhook(router: Router, deps: AppDeps): void {
+/**
+ * Mounts `POST /webhooks/ses` and its alias `POST /webhooks/sns`.
+ *
+ * @param onEvent - called once per SES event seen for the first time (the metrics' `mailroom_ses_events_total`).
+ */
+export function mountSesWebhook(router: Router, deps: AppDeps, onEvent: (event: NonNullable<SesWebhookResult['event']>) => void = () => undefined): void {
   const handle = createSesWebhookHandler({ config: deps.config, db: deps.database.db, webhookQueue: deps.queues.webhook });
 
   // SNS posts `text/plain; charset=UTF-8` whatever the content; read the body as text of any type.
   router.post([...SES_WEBHOOK_PATHS], express.text({ type: () => true, limit: '512kb' }), async (req: Request, res: Response) => {
     const log = res.locals.log;
     try {
-      const data = await handle(typeof req.body === 'string' ? req.body : '', log);
+      const { event, ...data } = await handle(typeof req.body === 'string' ? req.body : '', log);
+      if (event) onEvent(event);
       res.json({ success: true, data });
     } catch (err) {
       if (err instanceof SnsRejection) {

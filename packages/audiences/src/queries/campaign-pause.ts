@@ -133,3 +133,15 @@ export async function campaignTimeline(db: DbOrTx, projectId: string, campaignId
   `);
   return rows.rows.map((r) => ({ id: r.id, type: r.type, data: r.data, createdAt: new Date(r.created_at) }));
 }
+
+/**
+ * PAUSED campaigns of every project, counted by reason (`bounce_rate`, `complaint_rate`, `quota`), for the worker's
+ * `mailroom_campaigns_paused` gauge: one index-only read of `campaigns_paused_idx`. Not scoped by project on purpose
+ * (an operator's figure across the deployment, carrying no project data).
+ */
+export async function pausedCampaignCounts(db: DbOrTx): Promise<{ reason: string; count: number }[]> {
+  const rows = await db.execute<{ reason: string | null; count: number }>(sql`
+    select paused_reason as reason, count(*)::int as count from campaigns where status = 'PAUSED' group by paused_reason
+  `);
+  return rows.rows.map((r) => ({ reason: r.reason ?? 'unknown', count: r.count }));
+}
