@@ -1,7 +1,9 @@
 /**
  * The queue dashboard in a real headless browser (Debian's chromium driven by playwright-core), offline (every
  * request off this host is refused): unauthenticated visits go to the login page, a wrong token is refused, the
- * right one opens bull-board listing every queue, and a failed job shows why it failed.
+ * right one opens bull-board listing every queue, and a failed job shows why it failed and is retried by the page's
+ * own call; the same call from a page of another site (`localhost` is another site than `127.0.0.1`) is refused
+ * with 403 on the browser's `Sec-Fetch-Site` (more: dashboard-csrf.test.ts).
  *
  * DASHBOARD_SCREENSHOT=<file> keeps a screenshot of the failed job in the dashboard (docs/queue-dashboard.png was
  * made so).
@@ -21,10 +23,15 @@ let api: TestApi;
 let server: http.Server;
 let base: string;
 let browser: Browser;
+/** What the server answered each request: method, path, status and the browser's `Sec-Fetch-Site`. */
+const answered: Array<{ method: string; path: string; status: number; site: string | undefined }> = [];
 
 beforeAll(async () => {
   api = await startTestApi(testConfig());
   server = http.createServer(api.app);
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) =>
+    res.on('finish', () => answered.push({ method: req.method ?? '', path: req.url ?? '', status: res.statusCode, site: req.headers['sec-fetch-site'] })),
+  );
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
@@ -53,7 +60,7 @@ test('login in a browser, every queue listed, a failed job with its reason, retr
   const offsite: string[] = [];
   await context.route('**/*', (route) => {
     const url = new URL(route.request().url());
-    if (url.hostname === '127.0.0.1') return route.continue();
+    if (url.hostname === '127.0.0.1' || url.hostname === 'localhost') return route.continue();
     offsite.push(url.hostname);
     return route.abort();
   });
@@ -75,9 +82,24 @@ test('login in a browser, every queue listed, a failed job with its reason, retr
   await page.goto(`${base}/admin/queues/queue/webhook?status=failed`);
   await page.getByText('upstream exploded').first().waitFor({ timeout: 15_000 });
   await page.screenshot({ path: process.env.DASHBOARD_SCREENSHOT ?? path.join(os.tmpdir(), 'mailroom-dashboard-failed.png') });
-  // Retry it, as the dashboard's retry button does, with the browser's session: back to waiting.
-  const retried = await page.request.put(`${base}/admin/queues/api/queues/webhook/wh-demo-0/retry`);
-  expect(retried.ok()).toBe(true);
+  // From a page of another site, the calls a forged page could make with the browser (a simple POST that adds a
+  // job, a PUT retry): refused, the job still failed.
+  const other = await context.newPage();
+  await other.goto(`${base.replace('127.0.0.1', 'localhost')}/admin/login`);
+  await other.evaluate(async (url) => {
+    await fetch(`${url}/admin/queues/api/queues/webhook/add`, { method: 'POST', mode: 'no-cors', credentials: 'include', body: '{"name":"forged","data":{}}' }).catch(() => undefined);
+    await fetch(`${url}/admin/queues/api/queues/webhook/wh-demo-0/retry`, { method: 'PUT', credentials: 'include' }).catch(() => undefined);
+  }, base);
+  await other.close();
+  const forged = answered.filter((a) => a.path.startsWith('/admin/queues/api/') && a.method !== 'GET' && a.site === 'cross-site');
+  expect(forged.find((a) => a.method === 'POST')?.status).toBe(403);
+  expect(forged.every((a) => a.status === 403 || (a.method === 'OPTIONS' && a.status >= 400))).toBe(true);
+  expect(await q.getJobState('wh-demo-0')).toBe('failed');
+  expect((await q.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.name === 'forged')).toEqual([]);
+  // Retry it as the dashboard's retry button does, a fetch from the page with the browser's session: back to waiting.
+  const retried = await page.evaluate(async (url) => (await fetch(`${url}/admin/queues/api/queues/webhook/wh-demo-0/retry`, { method: 'PUT' })).status, base);
+  expect(retried).toBe(204);
+  expect(answered.find((a) => a.method === 'PUT' && a.status === 204)?.site).toBe('same-origin');
   expect(await q.getJobState('wh-demo-0')).toBe('waiting');
   await q.close();
   producer.disconnect();

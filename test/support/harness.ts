@@ -41,6 +41,8 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     WORKER_LOCK_MS: '5000',
     SEND_LEASE_MS: '5000',
     RECONCILE_INTERVAL_MS: '60000',
+    // Every file shares one database: a worker's pass on finding its (new) queue prefix empty would adopt them all.
+    RECONCILE_ON_REDIS_LOSS: 'false',
     ...overrides,
   };
 }

@@ -2,6 +2,7 @@
  * Worker process entry point: one worker per queue of the catalog (`send`, `contact-import`, `campaign`,
  * `webhook`, `workflow`, `maintenance`; see `queues/workers.ts`), the workflow inbox drainer, the maintenance
  * timers (reconciler, segment and domain refreshers, SES quota watcher, test-message retention, data retention, time partitions),
+ * the watch for Redis losing its data (an immediate reconcile pass: `processors/redis-loss.ts`),
  * the SES account reading that sets the send rate (`@mailroom/sending/ses/account`), a health and metrics endpoint
  * (`/health/live`, `/health/ready`, `/metrics`), graceful shutdown.
  *
@@ -24,7 +25,8 @@ import { loadConfig, type Config } from '@mailroom/config/config';
 import { createDatabase } from '@mailroom/db/client';
 import { sentInLast24Hours, sentSinceHour } from '@mailroom/db/queries/send-quota';
 import { createSendProcessor } from './processors/send';
-import { reconcileTask } from './processors/reconcile';
+import { reconcileTask, type ReconcileResult } from './processors/reconcile';
+import { reconcileNowTask, watchRedisLoss } from './processors/redis-loss';
 import { createImportProcessor } from './processors/import';
 import { createCampaignProcessor } from './processors/campaign';
 import { segmentsTask } from './processors/segments';
@@ -136,20 +138,15 @@ export async function startWorker(
   const identities = options.identities ?? createIdentityProvider(config, createResolver(config));
   const quotaDeps = { config, database, account, sendQueue, campaignQueue, webhookQueue, logger };
   const quotaGuard = new CampaignQuotaGuard(account, config.sesQuotaReserve, config.sendLeaseMs);
+  const onReconcilePass = (r: ReconcileResult) => {
+    metrics.reenqueued.inc({ kind: 'email' }, r.enqueued);
+    metrics.reenqueued.inc({ kind: 'import' }, r.importsEnqueued);
+    metrics.reenqueued.inc({ kind: 'campaign' }, r.campaignsEnqueued);
+    metrics.reenqueued.inc({ kind: 'webhook' }, r.webhooksEnqueued);
+    metrics.reenqueued.inc({ kind: 'workflow' }, r.executionsEnqueued);
+  };
   const maintenanceTasks: MaintenanceTask[] = [
-    reconcileTask({
-      config,
-      database,
-      queues,
-      logger,
-      onPass: (r) => {
-        metrics.reenqueued.inc({ kind: 'email' }, r.enqueued);
-        metrics.reenqueued.inc({ kind: 'import' }, r.importsEnqueued);
-        metrics.reenqueued.inc({ kind: 'campaign' }, r.campaignsEnqueued);
-        metrics.reenqueued.inc({ kind: 'webhook' }, r.webhooksEnqueued);
-        metrics.reenqueued.inc({ kind: 'workflow' }, r.executionsEnqueued);
-      },
-    }),
+    reconcileTask({ config, database, queues, logger, onPass: onReconcilePass }),
     segmentsTask({ config, database, logger }),
     domainsTask({ config, database, identities, logger }),
     quotaTask(quotaDeps),
@@ -179,7 +176,8 @@ export async function startWorker(
       campaign: createCampaignProcessor({ config, database, sendQueue, webhookQueue, logger, sendRate: () => account.rate }),
       webhook: createWebhookProcessor({ config, database, logger }),
       workflow: createWorkflowProcessor({ config, database, sendQueue, webhookQueue, workflowQueue, logger, redis: connection }),
-      maintenance: maintenanceProcessor({ config, redis: connection, logger }, maintenanceTasks),
+      // Plus the pass run when Redis has lost its data (added by `watchRedisLoss`, not by a timer).
+      maintenance: maintenanceProcessor({ config, redis: connection, logger }, [...maintenanceTasks, reconcileNowTask({ config, database, queues, logger, onPass: onReconcilePass })]),
     },
     account.rate,
   );
@@ -203,6 +201,8 @@ export async function startWorker(
   const maintenance = startMaintenanceTimers({ queue: queues.maintenance, logger }, maintenanceTasks);
   for (const w of Object.values(workers)) void w.run();
   await Promise.all(Object.values(workers).map((w) => w.waitUntilReady()));
+  const redisLoss = config.reconcileOnRedisLoss ? watchRedisLoss({ redis: connection, queue: queues.maintenance, queuePrefix: config.queuePrefix, logger }) : undefined;
+  void redisLoss?.check();
 
   let server: http.Server | undefined;
   let healthPort = 0;
@@ -229,6 +229,7 @@ export async function startWorker(
     account.stop();
     await inbox.stop();
     maintenance.stop();
+    redisLoss?.stop();
     await Promise.all(Object.values(workers).map((w) => w.close()));
     await queues.closeAll();
     server?.close();

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { int, type Env } from '@mailroom/platform/config-env';
+import { bool, int, type Env } from '@mailroom/platform/config-env';
 
 /**
  * Worker settings.
@@ -20,6 +20,12 @@ export interface WorkerConfig {
   readonly reconcileIntervalMs: number;
   /** `RECONCILE_AFTER_MS`: a queued email older than this (ms, default 60000) is checked for a live job. */
   readonly reconcileAfterMs: number;
+  /**
+   * `RECONCILE_ON_REDIS_LOSS`: when Redis is found without our data (restarted empty, flushed), reconcile every
+   * pending email at once instead of at the next pass (default true). Off only where several deployments share one
+   * database (the test suite), since the pass adopts every pending email of the database.
+   */
+  readonly reconcileOnRedisLoss: boolean;
 }
 
 /**
@@ -34,5 +40,6 @@ export function loadWorkerConfig(env: Env): WorkerConfig {
     workerHealthPort: int(env, 'WORKER_HEALTH_PORT', 8081, 0, 65535),
     reconcileIntervalMs: int(env, 'RECONCILE_INTERVAL_MS', 30_000, 100, 3_600_000),
     reconcileAfterMs: int(env, 'RECONCILE_AFTER_MS', 60_000, 0, 86_400_000),
+    reconcileOnRedisLoss: bool(env, 'RECONCILE_ON_REDIS_LOSS', true),
   });
 }

@@ -14,7 +14,9 @@
  *   unsubscribed unless that record says so. New contacts whose record does not state it get the import's default.
  * - A record Postgres could not store is a row error naming the field, never a failed import: U+0000 in a string
  *   or key (a raw 0x00 byte in a CSV cell), nesting deeper than {@link MAX_JSON_DEPTH} (the record is depth 0, so
- *   `data` values get 31 levels), or a lone UTF-16 surrogate (`"\ud800"` in JSON), which `jsonb` refuses.
+ *   `data` values get 31 levels), or a lone UTF-16 surrogate (`"\ud800"` in JSON), which `jsonb` refuses. A key
+ *   `__proto__`, `constructor` or `prototype` anywhere in a record is a row error naming it (`data.__proto__`), as
+ *   in a request body; a CSV column so named refuses the file at its header.
  *
  * @module
  */
@@ -28,6 +30,7 @@ import { normalizeEmail, emailKey } from '@mailroom/platform/address';
 import { ContactInput } from './contacts';
 import type { FieldError } from '@mailroom/platform/errors';
 import { findJsonProblem, hasNul, LONE_SURROGATE, MAX_JSON_DEPTH } from '@mailroom/platform/json-guard';
+import { findReservedKeys, markProtoKey, RESERVED_KEYS } from '@mailroom/platform/reserved-keys';
 import { dataValidator } from '@mailroom/platform/validation';
 
 
@@ -97,7 +100,8 @@ export interface CsvColumns {
 /**
  * Reads a CSV header row.
  *
- * @returns the columns, or the problem (field `file`): no `email` column, or a column named twice.
+ * @returns the columns, or the problem (field `file`): no `email` column, a column named twice, or a column named
+ *   as a reserved data key (`__proto__`, `constructor`, `prototype`: `@mailroom/platform/reserved-keys`).
  */
 export function csvColumns(header: string[]): { ok: true; columns: CsvColumns } | { ok: false; error: FieldError } {
   const names = header.map((h) => h.trim());
@@ -121,6 +125,11 @@ export function csvColumns(header: string[]): { ok: true; columns: CsvColumns } 
     };
   }
   const sub = names.findIndex((n) => n.toLowerCase() === 'subscribed');
+  const reservedAt = names.findIndex((n) => RESERVED_KEYS.has(n));
+  if (reservedAt >= 0) {
+    const name = names[reservedAt];
+    return { ok: false, error: { field: 'file', message: `the CSV header's column ${reservedAt + 1} is named "${name}", a reserved data key (__proto__, constructor, prototype)`, code: 'unrecognized_keys' } };
+  }
   const data: [number, string][] = [];
   names.forEach((n, i) => {
     if (n && i !== email && i !== sub) data.push([i, n]);
@@ -220,6 +229,8 @@ export function importRecord(row: number, value: unknown): ImportItem {
   const email = value && typeof value === 'object' && typeof (value as { email?: unknown }).email === 'string' ? (value as { email: string }).email : null;
   const unstorable = findUnstorable(value);
   if (unstorable) return { ok: false, error: { row, email, errors: [unstorable] } };
+  const reservedKeys = findReservedKeys(value);
+  if (reservedKeys.length > 0) return { ok: false, error: { row, email, errors: reservedKeys } };
   const checked = validateContact(value);
   if (!checked.ok) return { ok: false, error: { row, email, errors: checked.errors } };
   const v = checked.value;
@@ -335,7 +346,10 @@ async function* parseJsonArray(source: ByteSource): AsyncGenerator<ImportItem> {
   const { streamArray } = require('stream-json/streamers/StreamArray') as typeof import('stream-json/streamers/StreamArray');
   const input = Readable.from(source, { highWaterMark: 1 });
   const tokens = parser();
-  const elements = streamArray();
+  // stream-json assigns keys: a `__proto__` key would set the element's prototype, or vanish; marked, it is reported.
+  // (StreamBase hands its options to its Assembler, whose `reviver` the streamer's typings leave out.)
+  const options: Parameters<typeof streamArray>[0] & { reviver: typeof markProtoKey } = { reviver: markProtoKey };
+  const elements = streamArray(options);
   let sourceError: Error | undefined;
   let syntaxError: Error | undefined;
   input.on('error', (err) => {

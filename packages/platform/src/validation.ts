@@ -12,6 +12,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { addressProblem, MAILBOX_MAX_LENGTH, parseMailbox } from './address';
 import { AppError, ErrorCode, type FieldError, type FieldErrorCode } from './errors';
 import { findJsonProblem } from './json-guard';
+import { findReservedKeys } from './reserved-keys';
 
 /**
  * `format: "email"`: ajv-formats' syntax and the RFC 5321 size limits, checked on the address's ASCII form (an
@@ -256,7 +257,9 @@ function paramFailure(errors: FieldError[]): AppError {
  * Compiles a request-body validator. Before the schema, the body is walked once (iteratively) by
  * {@link findJsonProblem}: U+0000 in any string or key (Postgres `text`/`jsonb` cannot store it) or nesting
  * deeper than `MAX_JSON_DEPTH` (32) is refused on its field, so nothing after validation (ajv, hashing,
- * `JSON.stringify`, the driver) ever sees a value that would fail in Postgres or exhaust the stack.
+ * `JSON.stringify`, the driver) ever sees a value that would fail in Postgres or exhaust the stack. Then a key
+ * `__proto__`, `constructor` or `prototype` anywhere is refused on its path ({@link findReservedKeys}), so no
+ * such key is stored for some routes and silently lost on others.
  *
  * @throws at call time: {@link AppError} 422 `VALIDATION_ERROR` with `errors[]`.
  */
@@ -265,6 +268,8 @@ export function bodyValidator<S extends TSchema>(schema: S): Validator<Static<S>
   return (value) => {
     const problem = findJsonProblem(value);
     if (problem) throw bodyFailure([problem]);
+    const reserved = findReservedKeys(value);
+    if (reserved.length > 0) throw bodyFailure(reserved);
     return validate(value);
   };
 }

@@ -15,7 +15,8 @@
  * @module
  */
 import { AppError, ErrorCode, validationError, type FieldError } from '@mailroom/platform/errors';
-import { attachmentContentType, checkCustomHeaders } from '@mailroom/mail/mail';
+import { checkCustomHeaders } from '@mailroom/mail/mail';
+import { attachmentType, attachmentTypeErrors } from '@mailroom/mail/attachment-types';
 import { isUuid, newId } from '@mailroom/platform/ids';
 import {
   formatMailbox,
@@ -90,7 +91,7 @@ function mailbox(input: AddressInput): NormalizedMailbox {
 const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
 
 function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
-  const errors: FieldError[] = [];
+  const errors: FieldError[] = attachmentTypeErrors(items);
   let total = 0;
   const files = items.map((a, i) => {
     const compact = a.content.replace(/\s+/g, '');
@@ -99,7 +100,7 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
     }
     const content = Buffer.from(compact, 'base64');
     total += content.length;
-    return { filename: a.filename, contentType: attachmentContentType(a.filename, a.contentType), content };
+    return { filename: a.filename, contentType: attachmentType(a.filename, a.contentType), content };
   });
   if (total > ATTACHMENT_LIMITS.totalBytes) {
     errors.push({ field: 'attachments', message: `total size ${total} bytes exceeds ${ATTACHMENT_LIMITS.totalBytes} bytes (10 MB)`, code: 'too_big' });

@@ -4,9 +4,9 @@
  * 100 ms to 2 s). As soon as one attempt fails, or before one that has less than 1 s of lease left, the outcome
  * is kept in Redis (`<prefix>:ses-accepted:<email id>`, 7 days; removed once the write succeeds). Whoever claims
  * the row again after the lease finds it there ({@link readAccepted}) and records `sent` without calling SES.
- * What remains: a process hard-killed between SES's answer and the first write, or Postgres and Redis both
- * unreachable then, re-sends that one message, with the same Message-ID, after the lease
- * (docs/architecture.md#delivery-guarantees).
+ * What remains: a process hard-killed between SES's request and the first write (or Postgres and Redis both
+ * unreachable then) leaves each message in that window uncertain, and it is sent again, with the same Message-ID,
+ * after the lease: at most the sends the process had in flight, `WORKER_CONCURRENCY` (docs/architecture.md#delivery-guarantees).
  *
  * @module
  */

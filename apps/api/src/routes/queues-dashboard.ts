@@ -16,6 +16,14 @@
  * the token (no oracle at full speed); a valid session cookie keeps working, and the login form (at its own
  * slow limit) still takes the right token.
  *
+ * CSRF: the SameSite=Strict cookie is not the only defence. Every state-changing call (any method but GET, HEAD,
+ * OPTIONS) to the login, the logout and the dashboard is refused with 403 `FORBIDDEN` when the browser says it
+ * comes from another site: `Sec-Fetch-Site` other than `same-origin` or `none` (Fetch Metadata), or, from a browser
+ * that sends no `Sec-Fetch-Site`, an `Origin` other than this server's (the request's own origin or `PUBLIC_URL`'s;
+ * `Origin: null` is refused). A request with neither header is not a browser's cross-site request (curl, scripts
+ * with the bearer token) and passes. `same-site` is refused too: a sibling subdomain is another party, yet a
+ * SameSite cookie goes with its requests. The session cookie is `Secure` whenever `PUBLIC_URL` is https.
+ *
  * While Redis is unreachable the dashboard's API (`/admin/queues/api/…`) answers 503 `SERVICE_UNAVAILABLE` with
  * the standard error body, like every other route, rather than bull-board's own 500.
  *
@@ -90,6 +98,25 @@ class DashboardAdapter extends ExpressAdapter {
   }
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Whether a request is a browser's cross-site (or same-site, other-origin) request, from its Fetch Metadata
+ * (`Sec-Fetch-Site`, W3C Fetch Metadata Request Headers) or, failing that, its `Origin` (RFC 6454 §7).
+ *
+ * @param publicOrigin - the origin of `PUBLIC_URL` (scheme://host[:port]).
+ */
+export function fromAnotherSite(req: Request, publicOrigin: string): boolean {
+  const site = req.get('sec-fetch-site')?.trim().toLowerCase();
+  if (site) return site !== 'same-origin' && site !== 'none';
+  const origin = req.get('origin')?.trim();
+  if (origin === undefined || origin === '') return false;
+  const host = req.get('host');
+  const own = host ? `${req.protocol}://${host}`.toLowerCase() : undefined;
+  const given = origin.toLowerCase();
+  return given !== publicOrigin && given !== own;
+}
+
 const unavailable = () => new AppError(ErrorCode.SERVICE_UNAVAILABLE, 'The queue dashboard needs Redis, which is unreachable; retry shortly', { headers: { 'Retry-After': '5' } });
 
 /**
@@ -100,6 +127,17 @@ const unavailable = () => new AppError(ErrorCode.SERVICE_UNAVAILABLE, 'The queue
 export function mountQueueDashboard(router: Router, deps: AppDeps, failures: FailureLimiter): void {
   const token = deps.config.adminToken;
   if (!token) return;
+  const publicUrl = new URL(deps.config.publicUrl);
+  const publicOrigin = publicUrl.origin.toLowerCase();
+  // `URL` lower-cases the scheme: `HTTPS://…` is https too.
+  const secure = publicUrl.protocol === 'https:';
+  const cookieOptions = { httpOnly: true, sameSite: 'strict', path: '/admin', secure } as const;
+  const sameOrigin: RequestHandler = (req, _res, next) => {
+    if (!SAFE_METHODS.has(req.method) && fromAnotherSite(req, publicOrigin)) {
+      throw new AppError(ErrorCode.FORBIDDEN, 'Refused: a state-changing dashboard call must come from the dashboard itself (cross-site request)');
+    }
+    next();
+  };
   const loginLimit = new IpLimiter(deps.redis, deps.config.queuePrefix, 'adminlogin', deps.config.adminLoginLimitPerMinute, 'sign-in attempts');
   const serverAdapter = new DashboardAdapter().setBasePath(BASE);
   createBullBoard({
@@ -119,7 +157,7 @@ export function mountQueueDashboard(router: Router, deps: AppDeps, failures: Fai
     const message = err.code === ErrorCode.RATE_LIMITED ? `Too many attempts: try again in ${err.options.headers?.['Retry-After'] ?? 'a few'} s.` : 'That token is not right.';
     res.status(err.statusCode).type('html').send(loginPage(message));
   };
-  router.post('/admin/login', async (req, res, next) => {
+  router.post('/admin/login', sameOrigin, async (req, res, next) => {
     // Counted before the body is read: a refused client costs no parsing.
     try {
       await loginLimit.consume(clientIp(req));
@@ -135,11 +173,11 @@ export function mountQueueDashboard(router: Router, deps: AppDeps, failures: Fai
     } catch (err) {
       return refuse(req, res, err);
     }
-    res.cookie(COOKIE, sessionValue(token, Date.now()), { httpOnly: true, sameSite: 'strict', path: '/admin', maxAge: SESSION_MS, secure: deps.config.publicUrl.startsWith('https:') });
+    res.cookie(COOKIE, sessionValue(token, Date.now()), { ...cookieOptions, maxAge: SESSION_MS });
     res.redirect(303, BASE);
   });
-  router.post('/admin/logout', (_req, res) => {
-    res.clearCookie(COOKIE, { path: '/admin' });
+  router.post('/admin/logout', sameOrigin, (_req, res) => {
+    res.clearCookie(COOKIE, cookieOptions);
     res.redirect(303, '/admin/login');
   });
 
@@ -159,5 +197,5 @@ export function mountQueueDashboard(router: Router, deps: AppDeps, failures: Fai
     if (req.path.startsWith('/api/') && deps.redis.status !== 'ready') throw unavailable();
     next();
   };
-  router.use(BASE, guard, redisUp, serverAdapter.getRouter() as RequestHandler);
+  router.use(BASE, sameOrigin, guard, redisUp, serverAdapter.getRouter() as RequestHandler);
 }

@@ -26,7 +26,14 @@ const Attachment = Type.Object(
   {
     filename: Type.String({ minLength: 1, maxLength: 255 }),
     content: Type.String({ minLength: 1, description: 'base64-encoded bytes' }),
-    contentType: Type.Optional(Type.String({ minLength: 3, maxLength: 255, pattern: '^[\\w.+-]+/[\\w.+-]+$' })),
+    contentType: Type.Optional(
+      Type.String({
+        minLength: 3,
+        maxLength: 255,
+        pattern: '^[\\w.+-]+/[\\w.+-]+$',
+        description: 'media type; default from the file name. Not multipart/* or message/* (422): send those as application/octet-stream',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

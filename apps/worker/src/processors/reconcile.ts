@@ -117,16 +117,19 @@ async function reconcileImports(deps: ReconcileDeps): Promise<number> {
  * One pass: pending emails older than `RECONCILE_AFTER_MS` (in id order, in batches of 500), then pending
  * imports, then expired idempotency keys.
  *
+ * @param emailsAfterMs - the age (ms) from which a pending email is looked at, instead of `RECONCILE_AFTER_MS`:
+ *   0 after Redis lost its data (`redis-loss.ts`), when every pending email's job is gone. Safe at any age: a job's
+ *   id is its email's id (an enqueue racing the pass adds one job) and the claim lets one job send.
  * @returns how many email rows were checked and how many email and import jobs were (re-)created.
  */
-export async function reconcileOnce(deps: ReconcileDeps): Promise<ReconcileResult> {
+export async function reconcileOnce(deps: ReconcileDeps, emailsAfterMs = deps.config.reconcileAfterMs): Promise<ReconcileResult> {
   const { config } = deps;
   const sendQueue = deps.queues.send;
   let afterId: string | null = null;
   let checked = 0;
   let enqueued = 0;
   for (;;) {
-    const batch = await pendingEmails(deps.database.db, config.reconcileAfterMs, afterId, BATCH);
+    const batch = await pendingEmails(deps.database.db, emailsAfterMs, afterId, BATCH);
     if (batch.length === 0) break;
     checked += batch.length;
     afterId = batch[batch.length - 1].id;

@@ -14,6 +14,12 @@ import { type Config } from '@mailroom/config/config';
 /** What runs a queue's jobs. */
 export type Processor = ConstructorParameters<typeof Worker>[1];
 
+/**
+ * How long (ms) a worker waits after a connection error before it asks Redis for jobs again. BullMQ's default,
+ * 15 s, left every queue standing that long after Redis came back (the mail a restart had stranded included).
+ */
+export const RUN_RETRY_DELAY_MS = 1_000;
+
 /** One worker per catalog entry. */
 export type Workers = Record<QueueKey, Worker>;
 
@@ -27,7 +33,7 @@ export type Workers = Record<QueueKey, Worker>;
 export function createWorkers(config: Config, connection: Redis, processors: Record<QueueKey, Processor>, emailsPerSecond: number): Workers {
   const entries = QUEUE_KEYS.map((key) => {
     const spec = queueCatalog[key];
-    return [key, new Worker(spec.name, processors[key], { ...queueOptions(config, connection), ...spec.worker(config, emailsPerSecond), autorun: false })] as const;
+    return [key, new Worker(spec.name, processors[key], { ...queueOptions(config, connection), ...spec.worker(config, emailsPerSecond), runRetryDelay: RUN_RETRY_DELAY_MS, autorun: false })] as const;
   });
   return Object.fromEntries(entries) as Workers;
 }

@@ -1,0 +1,87 @@
+/**
+ * A worker reconciles at once when it finds Redis without our data (the `<prefix>:redis-epoch` marker gone):
+ * started on a Redis that lost every job, or running when every key of its prefix is flushed, it delivers the
+ * stranded emails within seconds, where the periodic pass (every 60 s here, for emails 60 s old) would take a
+ * minute or more. A worker started on a Redis that kept its data runs no such pass. (A real restart of an empty
+ * redis-server: test/chaos/redis.test.ts.)
+ */
+import request from 'supertest';
+import { loadConfig } from '@mailroom/config/config';
+import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
+import { RECONCILE_NOW, redisEpochKey } from '../../apps/worker/src/processors/redis-loss';
+import { createTestProject, deletePrefix, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+
+/** Far below the periodic pass (60 s interval, 60 s age), far above the seconds the immediate pass takes. */
+const BOUND_MS = 20_000;
+
+let iso: { url: string; drop: () => Promise<void> };
+let api: TestApi;
+let p: TestProject;
+let worker: RunningWorker | undefined;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  iso = await isolatedDatabase();
+  env = testEnv({
+    DATABASE_URL: iso.url,
+    RECONCILE_ON_REDIS_LOSS: 'true',
+    RECONCILE_INTERVAL_MS: '60000',
+    RECONCILE_AFTER_MS: '60000',
+    SES_MAX_SEND_RATE: '100',
+  });
+  api = await startTestApi(loadConfig(env));
+  p = await createTestProject(api.database);
+});
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await iso?.drop();
+});
+
+async function send(n: number): Promise<string[]> {
+  const to = Array.from({ length: n }, () => recipient('loss'));
+  const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `l@${p.domain}`, subject: 'loss', body: '<p>loss</p>' });
+  expect(res.status).toBe(202);
+  return to;
+}
+
+async function deliveredWithin(to: string[], since: number): Promise<number> {
+  await waitFor(async () => (await sesSendsTo(to)).length >= to.length || undefined, BOUND_MS, `${to.length} emails at SES`);
+  const sends = await sesSendsTo(to);
+  expect(sends).toHaveLength(to.length);
+  return Math.max(...sends.map((s) => s.at)) - since;
+}
+
+const reconcileNowJobs = async () => (await api.queues.maintenance.getJobs(['completed', 'failed', 'active', 'waiting'])).filter((j) => j.name === RECONCILE_NOW);
+
+test('a worker started on a Redis that lost every job delivers them at once', async () => {
+  const to = await send(10);
+  // Redis loses everything of this deployment (jobs; no worker has written the marker yet).
+  await deletePrefix(api.redis, api.config.queuePrefix);
+  expect(await api.queues.send.count()).toBe(0);
+  const started = Date.now();
+  worker = await startWorker(loadConfig(env), { healthPort: null });
+  const ms = await deliveredWithin(to, started);
+  console.log(`redis-loss: a worker started on an empty Redis delivered 10 stranded emails ${(ms / 1000).toFixed(1)} s after its start`);
+  expect(await api.redis.get(redisEpochKey(api.config.queuePrefix))).toEqual(expect.any(String));
+  expect(await reconcileNowJobs()).toHaveLength(1);
+});
+
+test('every key of the prefix flushed while the worker runs: the stranded emails are delivered within seconds', async () => {
+  // Jobs held back (the queue paused) so that the flush strands them, as a Redis restart strands the waiting ones.
+  await api.queues.send.pause();
+  const to = await send(10);
+  const flushed = Date.now();
+  await deletePrefix(api.redis, api.config.queuePrefix);
+  const ms = await deliveredWithin(to, flushed);
+  console.log(`redis-loss: 10 emails stranded by a flush delivered ${(ms / 1000).toFixed(1)} s after it`);
+  expect(await reconcileNowJobs()).toHaveLength(1); // the flush took the earlier job too: this one is the new pass
+});
+
+test('a worker started on a Redis that kept its data runs no immediate pass', async () => {
+  await worker!.stop();
+  worker = await startWorker(loadConfig(env), { healthPort: null });
+  const to = await send(3);
+  await deliveredWithin(to, Date.now());
+  expect(await reconcileNowJobs()).toHaveLength(1);
+});
