@@ -279,7 +279,7 @@ test('production: no emulator, a Redis Cluster, Redis credentials from the Secre
   const ingress = find(objects, 'Ingress', 'mailroom-api')!.spec as { tls: { hosts: string[] }[] };
   expect(ingress.tls[0].hosts[0]).toBe(new URL(config.PUBLIC_URL).hostname);
   expect(new URL(config.PUBLIC_URL).protocol).toBe('https:');
-  // Postgres connection budget (README "Connection budget"): K × P + W × (P + 5) at the autoscalers' maxima.
+  // Postgres connection budget (docs/self-hosting/sizing.md#connection-budget): K × P + W × (P + 5) at the autoscalers' maxima.
   const p = Number(config.DB_POOL_SIZE);
   const budget = hpa.maxReplicas * p + scaled.maxReplicaCount * (p + 5);
   expect(budget).toBeLessThanOrEqual(150);
