@@ -85,7 +85,45 @@ export function createApp(deps: AppDeps): App {
   registerReputationMetrics(metrics.registry, db, deps.logger, { ttlMs: deps.config.reputationMetricsTtlMs });
   app.use(requestId(deps.logger, (req, res, seconds) => metrics.record(req, res, seconds)));
 
-  const routes: AnyRoute[] = [
+  const routes = apiRoutes(deps, () => authCache.clear());
+
+  const router = express.Router();
+  mountHealth(router, deps);
+  mountQueueDashboard(router, deps, authFailures);
+  router.get('/metrics', adminOnly(deps.config.adminToken, authFailures), async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+  mountUnsubscribe(router, deps);
+  mountSesWebhook(router, deps);
+  const openapi = openApiDocument(routes, deps.config.publicUrl);
+  router.get('/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
+  const swaggerDir = getAbsoluteFSPath();
+  router.use('/docs/assets', express.static(swaggerDir, { index: false, maxAge: '1d' }));
+  router.get('/docs', (_req, res) => {
+    res.type('html').send(docsPage);
+  });
+  // Answers message/rfc822, not the JSON envelope: mounted by hand behind the same secret-key chain.
+  mountEmailRaw(router, deps, [authenticate(db, authCache, ['secret'], authFailures), limit]);
+  mountRoutes(router, routes, {
+    secret: [authenticateStep(db, authCache, ['secret'], authFailures), limitStep],
+    anyKey: [authenticateStep(db, authCache, ['secret', 'public'], authFailures), limitStep],
+    admin: [adminStep(deps.config.adminToken, authFailures)],
+  }, deps.database);
+  app.use(router);
+  app.use(notFoundHandler);
+  app.use(errorHandler);
+  return { app, authCache, metrics, routes };
+}
+
+/**
+ * The API's routes: each declaration is both its Express handler chain and its OpenAPI operation.
+ *
+ * @param onKeysChanged - called after an admin route changed a project's keys or state (drops cached key lookups).
+ */
+export function apiRoutes(deps: AppDeps, onKeysChanged: () => void): AnyRoute[] {
+  return [
     ...sendRoutes(deps),
     ...verifyRoutes(deps),
     ...eventRoutes(deps),
@@ -106,41 +144,22 @@ export function createApp(deps: AppDeps): App {
     ...workflowGraphRoutes(deps),
     ...workflowExecutionRoutes(deps),
     ...domainRoutes(deps),
-    ...adminRoutes(deps, () => authCache.clear()),
-    ...adminKeyRoutes(deps, () => authCache.clear()),
+    ...adminRoutes(deps, onKeysChanged),
+    ...adminKeyRoutes(deps, onKeysChanged),
     ...adminGuardrailRoutes(deps),
     ...adminRetentionRoutes(deps),
   ];
+}
 
-  const router = express.Router();
-  mountHealth(router, deps);
-  mountQueueDashboard(router, deps, authFailures);
-  router.get('/metrics', adminOnly(deps.config.adminToken, authFailures), async (_req, res) => {
-    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
-  });
-  mountUnsubscribe(router, deps);
-  mountSesWebhook(router, deps);
-  const built = buildOpenApi(routes, { version: VERSION, serverUrl: deps.config.publicUrl });
-  const openapi = { ...built, paths: { ...built.paths, ...emailRawOpenApiPaths, ...unsubscribeOpenApiPaths, ...sesWebhookOpenApiPaths } };
-  router.get('/openapi.json', (_req, res) => {
-    res.json(openapi);
-  });
-  const swaggerDir = getAbsoluteFSPath();
-  router.use('/docs/assets', express.static(swaggerDir, { index: false, maxAge: '1d' }));
-  router.get('/docs', (_req, res) => {
-    res.type('html').send(docsPage);
-  });
-  // Answers message/rfc822, not the JSON envelope: mounted by hand behind the same secret-key chain.
-  mountEmailRaw(router, deps, [authenticate(db, authCache, ['secret'], authFailures), limit]);
-  mountRoutes(router, routes, {
-    secret: [authenticateStep(db, authCache, ['secret'], authFailures), limitStep],
-    anyKey: [authenticateStep(db, authCache, ['secret', 'public'], authFailures), limitStep],
-    admin: [adminStep(deps.config.adminToken, authFailures)],
-  }, deps.database);
-  app.use(router);
-  app.use(notFoundHandler);
-  app.use(errorHandler);
-  return { app, authCache, metrics, routes };
+/**
+ * Exactly what `GET /openapi.json` serves (OpenAPI 3.1): the operations of `routes` plus the ones mounted by hand
+ * (raw message, unsubscribe, SES webhook). The typed client (`npm run client:generate`) is generated from it.
+ *
+ * @param serverUrl - the document's `servers[0].url` (PUBLIC_URL).
+ */
+export function openApiDocument(routes: AnyRoute[], serverUrl: string) {
+  const built = buildOpenApi(routes, { version: VERSION, serverUrl });
+  return { ...built, paths: { ...built.paths, ...emailRawOpenApiPaths, ...unsubscribeOpenApiPaths, ...sesWebhookOpenApiPaths } };
 }
 
 const docsPage = `<!doctype html>
