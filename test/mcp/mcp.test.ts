@@ -42,6 +42,8 @@ afterAll(async () => {
 interface ToolAnswer {
   isError: boolean;
   text: string;
+  /** The text parsed as JSON (the tools answer JSON), read field by field by the assertions. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   json: any;
 }
 
