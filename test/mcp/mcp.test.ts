@@ -64,7 +64,7 @@ async function call(name: string, args: Record<string, unknown>): Promise<ToolAn
 test('lists the tools, each with a described input schema; announces itself', async () => {
   const { tools } = await mcp.listTools();
   expect(tools.map((t) => t.name).sort()).toEqual(
-    ['create_segment', 'draft_campaign', 'find_contact', 'get_campaign_stats', 'get_email_status', 'preview_segment', 'send_campaign', 'send_email', 'track_event', 'update_contact'].sort(),
+    ['create_segment', 'draft_campaign', 'find_contact', 'get_campaign_stats', 'get_email_status', 'list_recent_emails', 'preview_segment', 'send_campaign', 'send_email', 'track_event', 'update_contact'].sort(),
   );
   for (const t of tools) {
     expect(t.description?.length).toBeGreaterThan(20);
@@ -79,7 +79,7 @@ test('lists the tools, each with a described input schema; announces itself', as
   expect(stderr).toContain('mailroom MCP server');
 });
 
-test('send_email (plain and from a template), then get_email_status', async () => {
+test('send_email (plain and from a template), then list_recent_emails and get_email_status', async () => {
   const to = recipient('mcp');
   const sent = await call('send_email', { to, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', from: `app@${served.project.domain}`, data: { name: 'Ada' } });
   expect(sent.isError).toBe(false);
@@ -88,6 +88,15 @@ test('send_email (plain and from a template), then get_email_status', async () =
   const template = unwrap(await mailroom.POST('/templates', { body: { name: 'Receipt', subject: 'Receipt {{order}}', body: '<p>Order {{order}}</p>', from: `billing@${served.project.domain}` } }));
   const fromTemplate = await call('send_email', { to: [recipient('mcp-t')], template: template.id, data: { order: 'A-1' } });
   expect(fromTemplate.isError).toBe(false);
+
+  const recent = await call('list_recent_emails', { limit: 2 });
+  expect(recent.isError).toBe(false);
+  expect(recent.json.emails.map((e: { id: string }) => e.id)).toEqual([fromTemplate.json.emails[0].emailId, sent.json.emails[0].emailId]);
+  expect(recent.json.emails[1]).toMatchObject({ status: 'queued', to, subject: 'Hi {{name}}' });
+  const mine = await call('list_recent_emails', { email: to, status: 'queued' });
+  expect(mine.json).toMatchObject({ total: 1, nextCursor: null, emails: [{ id: sent.json.emails[0].emailId }] });
+  const wrongStatus = await call('list_recent_emails', { status: 'lost' });
+  expect(wrongStatus).toMatchObject({ isError: true, text: expect.stringMatching(/^INVALID_PARAMETERS: [\s\S]*\n- status: /) });
 
   const status = await call('get_email_status', { ids: [sent.json.emails[0].emailId, fromTemplate.json.emails[0].emailId] });
   expect(status.isError).toBe(false);

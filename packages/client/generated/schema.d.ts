@@ -144,6 +144,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/emails": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List emails, newest first, with their status
+         * @description Every email of the project (transactional, workflow and campaign), newest first, without the timeline (GET /emails/{id} has it). Keyset pagination; filters combine. `since` and `until` are inclusive, at millisecond precision.
+         */
+        get: operations["listEmails"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/emails/{id}": {
         parameters: {
             query?: never;
@@ -2309,6 +2329,140 @@ export interface operations {
                             total: number;
                             /** @description the names of this page (Plunk's form) */
                             eventNames: string[];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEmails: {
+        parameters: {
+            query: {
+                /** @description page size, 1–100, as plain decimal digits (`1e2`, `0x10`, ` 5` are 400) */
+                limit: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description only emails in this status */
+                status?: "queued" | "sending" | "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed" | "suppressed" | "cancelled";
+                /** @description only this contact’s emails */
+                contactId?: string;
+                /** @description only the emails of the contact with this address (case-insensitive) */
+                email?: string;
+                /** @description only this campaign’s emails */
+                campaignId?: string;
+                /** @description emails created at or after this time (ISO 8601) */
+                since?: string;
+                /** @description emails created at or before this time (ISO 8601) */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            items: {
+                                id: string;
+                                /** @enum {string} */
+                                status: "queued" | "sending" | "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed" | "suppressed" | "cancelled";
+                                /** @description transactional, workflow or campaign */
+                                source: string;
+                                to: {
+                                    email: string;
+                                    name: string | null;
+                                };
+                                from: {
+                                    email: string;
+                                    name: string | null;
+                                };
+                                replyTo: string | null;
+                                /** @description the rendered subject once sent, else the subject template */
+                                subject: string;
+                                contactId: string | null;
+                                templateId: string | null;
+                                campaignId: string | null;
+                                messageId: string | null;
+                                /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
+                                test: boolean;
+                                error: string | null;
+                                attempts: number;
+                                /** Format: date-time */
+                                createdAt: string;
+                                sentAt: string | null;
+                                deliveredAt: string | null;
+                                openedAt: string | null;
+                                clickedAt: string | null;
+                                /** @description SES Open events (each load of the tracking pixel) */
+                                opens: number;
+                                /** @description SES Click events */
+                                clicks: number;
+                                /** @description the content (body, variables, headers, attachments) is no longer kept (RETENTION_EMAIL_CONTENT_DAYS, or the contact was erased); the metadata stays */
+                                contentExpired: boolean;
+                                contentExpiredAt: string | null;
+                                /** @description the recipient's personal data was erased (DELETE /contacts/{id}): address, name and subject are gone */
+                                erased: boolean;
+                            }[];
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            /** @description items matching the filters */
+                            total: number;
+                            /** @description false when `total` is a lower bound (more than 10,000 matching emails) */
+                            totalExact: boolean;
                         };
                     };
                 };

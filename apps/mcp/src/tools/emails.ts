@@ -5,12 +5,15 @@
  */
 import * as z from 'zod';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { MailroomClient } from '@mailroom/client/client';
+import type { MailroomClient, operations } from '@mailroom/client/client';
 import { withIdempotencyKey } from '@mailroom/client/idempotency';
 import { answer, errorResult, toolResult } from '../result';
 import { unwrap } from '@mailroom/client/errors';
 
-/** Registers `send_email` and `get_email_status`. */
+/** The statuses an email can be in (from the generated types). */
+type EmailStatus = NonNullable<NonNullable<operations['listEmails']['parameters']['query']>['status']>;
+
+/** Registers `send_email`, `list_recent_emails` and `get_email_status`. */
 export function registerEmailTools(server: McpServer, mailroom: MailroomClient): void {
   server.registerTool(
     'send_email',
@@ -41,6 +44,46 @@ export function registerEmailTools(server: McpServer, mailroom: MailroomClient):
         ...(d.suppressed?.length ? { suppressed: d.suppressed } : {}),
         timestamp: d.timestamp,
       })),
+  );
+
+  server.registerTool(
+    'list_recent_emails',
+    {
+      title: 'List recent emails',
+      description:
+        "The project's most recent emails, newest first, with their status (queued, sending, sent, delivered, opened, clicked, bounced, complained, failed, suppressed…), " +
+        'recipient, subject and times. Filter by status, recipient address, campaign or time window.',
+      inputSchema: {
+        limit: z.number().int().min(1).max(100).optional().describe('how many emails (default 20)'),
+        status: z.string().optional().describe('only emails in this status, e.g. bounced or failed'),
+        email: z.string().optional().describe('only emails to this recipient address'),
+        campaignId: z.string().optional().describe("only this campaign's emails"),
+        since: z.string().optional().describe('only emails created at or after this time (ISO 8601)'),
+        cursor: z.string().optional().describe('nextCursor of a previous call, for the next (older) page'),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    ({ limit, status, ...filters }) =>
+      answer(
+        // The API answers 400 naming `status` when it is not one of the statuses; the tool passes it through as given.
+        mailroom.GET('/emails', { params: { query: { limit: limit ?? 20, status: status as EmailStatus | undefined, ...filters } } }),
+        (d) => ({
+          emails: d.items.map((e) => ({
+            id: e.id,
+            status: e.status,
+            to: e.to.email,
+            subject: e.subject,
+            source: e.source,
+            campaignId: e.campaignId,
+            error: e.error,
+            createdAt: e.createdAt,
+            sentAt: e.sentAt,
+            deliveredAt: e.deliveredAt,
+          })),
+          total: d.total,
+          nextCursor: d.nextCursor,
+        }),
+      ),
   );
 
   server.registerTool(
