@@ -40,7 +40,7 @@ async function failure(call: Promise<Parameters<typeof unwrap>[0]>): Promise<Mai
   throw new Error('the call succeeded');
 }
 
-test('send (with an idempotency key, replayed) and read the email back', async () => {
+test('send (with an idempotency key, replayed) and read the email back, alone and in the list', async () => {
   const to = recipient('client');
   const header = withIdempotencyKey();
   const body = { to, subject: 'Hello {{name}}', body: '<p>Hi {{name}}</p>', from: `app@${served.project.domain}`, data: { name: 'Ada' } };
@@ -55,7 +55,9 @@ test('send (with an idempotency key, replayed) and read the email back', async (
   expect(unwrap(again).emails[0].email).toBe(sent.emails[0].email);
 
   const email = unwrap(await mailroom.GET('/emails/{id}', { params: { path: { id: sent.emails[0].email } } }));
-  expect(email).toMatchObject({ id: sent.emails[0].email, status: expect.any(String) });
+  expect(email).toMatchObject({ id: sent.emails[0].email, status: 'queued', timeline: [{ type: 'queued' }] });
+  const listed = unwrap(await mailroom.GET('/emails', { params: { query: { limit: 10, email: to, status: 'queued' } } }));
+  expect(listed.items.map((e) => e.id)).toEqual([sent.emails[0].email]);
 });
 
 test('track with the public key; the public key elsewhere is 403 PUBLIC_KEY_NOT_ALLOWED', async () => {
