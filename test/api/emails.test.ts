@@ -80,7 +80,7 @@ describe('GET /emails', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res = await request(ctx.api.app).get(`/emails?limit=2${cursor ? `&cursor=${cursor}` : ''}`).set('Authorization', `Bearer ${p.secretKey}`);
+      const res: request.Response = await request(ctx.api.app).get(`/emails?limit=2${cursor ? `&cursor=${cursor}` : ''}`).set('Authorization', `Bearer ${p.secretKey}`);
       expect(res.status).toBe(200);
       expect(res.body.data).toMatchObject({ total: 5, totalExact: true });
       for (const e of res.body.data.items) {
