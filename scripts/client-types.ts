@@ -50,8 +50,26 @@ const HEADER = `/**
  */
 `;
 
+interface ErrorSchema {
+  properties?: { error?: { properties?: Record<string, unknown> } };
+}
+
+/**
+ * `doc` with `error.retryable` (optional boolean) in its `Error` schema when the document does not declare it yet,
+ * so every operation's error body carries the flag the client's retries read. A document that declares it is
+ * returned as it is.
+ */
+export function withRetryableFlag<D extends object>(doc: D): D {
+  const copy = structuredClone(doc) as D & { components?: { schemas?: { Error?: ErrorSchema } } };
+  const errorProps = copy.components?.schemas?.Error?.properties?.error?.properties;
+  if (errorProps && !('retryable' in errorProps)) {
+    errorProps.retryable = { type: 'boolean', description: 'whether the same request may succeed later (retry after Retry-After, if given)' };
+  }
+  return copy;
+}
+
 /** The TypeScript source openapi-typescript generates for `doc` (paths, operations, components). */
 export async function clientTypesSource(doc: object): Promise<string> {
-  const ast = await openapiTS(doc as Parameters<typeof openapiTS>[0]);
+  const ast = await openapiTS(withRetryableFlag(doc) as Parameters<typeof openapiTS>[0]);
   return HEADER + '\n' + astToString(ast);
 }

@@ -166,6 +166,9 @@ test('errors: 422 with errors[] naming the field, 404, 401 for an unknown key', 
   expect(invalid.response.status).toBe(422);
   expect(invalid.error).toMatchObject({ success: false, code: 'VALIDATION_ERROR', error: { code: 'VALIDATION_ERROR', statusCode: 422 } });
   expect(invalid.error?.error.errors?.[0]).toMatchObject({ field: expect.stringMatching(/^to/), code: expect.any(String) });
+  // Typed on every operation's error body (optional until every server sends it); a validation error is not retryable.
+  const retryable: boolean | undefined = invalid.error?.error.retryable;
+  expect(retryable ?? false).toBe(false);
 
   const missing = await failure(mailroom.GET('/templates/{id}', { params: { path: { id: '00000000-0000-4000-8000-000000000000' } } }));
   expect(missing).toMatchObject({ status: 404, code: 'NOT_FOUND', retryable: false });

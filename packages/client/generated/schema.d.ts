@@ -1407,6 +1407,8 @@ export interface components {
                     code: "invalid_type" | "invalid_string" | "invalid_enum_value" | "too_small" | "too_big" | "unrecognized_keys" | "custom";
                 }[];
                 suggestion?: string;
+                /** @description whether the same request may succeed later (retry after Retry-After, if given) */
+                retryable?: boolean;
             };
             /** @description same as error.code (for Plunk SDKs) */
             code: string;
