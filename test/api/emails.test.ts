@@ -62,3 +62,69 @@ test('an email whose id is not a UUIDv7 (a row written by hand) still reads its 
   expect(res.status).toBe(200);
   expect(res.body.data.timeline.map((t: { type: string }) => t.type)).toEqual(['delivered']);
 });
+
+describe('GET /emails', () => {
+  const send = async (p: { auth: string; domain: string }, to: string, subject = 's') => {
+    const res = await request(ctx.api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `x@${p.domain}`, subject, body: 'b' });
+    expect(res.status).toBe(202);
+    return res.body.data.emails[0] as { email: string; contact: { id: string } };
+  };
+
+  test('newest first, page after page by cursor, with status and no timeline; only the project’s own', async () => {
+    const p = await createTestProject(ctx.api.database);
+    const other = await createTestProject(ctx.api.database);
+    await send(other, recipient('other'));
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await send(p, recipient('list'), `n${i}`)).email);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const res: request.Response = await request(ctx.api.app).get(`/emails?limit=2${cursor ? `&cursor=${cursor}` : ''}`).set('Authorization', `Bearer ${p.secretKey}`);
+      expect(res.status).toBe(200);
+      expect(res.body.data).toMatchObject({ total: 5, totalExact: true });
+      for (const e of res.body.data.items) {
+        expect(e).toMatchObject({ status: 'queued', source: 'transactional', from: { email: `x@${p.domain}` } });
+        expect(e).not.toHaveProperty('timeline');
+      }
+      seen.push(...res.body.data.items.map((e: { id: string }) => e.id));
+      cursor = res.body.data.nextCursor;
+      expect(res.body.data.hasMore).toBe(cursor !== null);
+      pages++;
+    } while (cursor);
+    expect(pages).toBe(3);
+    expect(seen).toEqual([...ids].reverse());
+  });
+
+  test('filters combine: status, contact (by id or address), time window', async () => {
+    const p = await createTestProject(ctx.api.database);
+    const ann = recipient('ann');
+    const first = await send(p, ann);
+    const between = new Date().toISOString();
+    const second = await send(p, ann);
+    await send(p, recipient('bob'));
+    const list = async (q: string) => {
+      const res = await request(ctx.api.app).get(`/emails?limit=100&${q}`).set('Authorization', `Bearer ${p.secretKey}`);
+      expect(res.status).toBe(200);
+      return res.body.data.items.map((e: { id: string }) => e.id);
+    };
+    expect(await list(`email=${encodeURIComponent(ann.toUpperCase())}`)).toEqual([second.email, first.email]);
+    expect(await list(`contactId=${first.contact.id}&since=${encodeURIComponent(between)}`)).toEqual([second.email]);
+    expect(await list(`contactId=${first.contact.id}&until=${encodeURIComponent(between)}`)).toEqual([first.email]);
+    expect(await list('status=sent')).toEqual([]);
+    expect(await list(`status=queued&email=${encodeURIComponent(recipient('nobody'))}`)).toEqual([]);
+    expect(await list('status=queued')).toHaveLength(3);
+  });
+
+  test('errors: 400 on an unknown status, a bad cursor, until before since; 403 public key; 401 no key', async () => {
+    const bad = await request(ctx.api.app).get('/emails?status=lost').set('Authorization', ctx.p.auth);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.errors[0]).toMatchObject({ field: 'status' });
+    expect((await request(ctx.api.app).get('/emails?cursor=nope').set('Authorization', ctx.p.auth)).status).toBe(400);
+    const window = await request(ctx.api.app).get('/emails?since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z').set('Authorization', ctx.p.auth);
+    expect(window.status).toBe(400);
+    expect(window.body.error.errors[0]).toMatchObject({ field: 'until' });
+    expect((await request(ctx.api.app).get('/emails').set('Authorization', `Bearer ${ctx.p.publicKey}`)).status).toBe(403);
+    expect((await request(ctx.api.app).get('/emails')).status).toBe(401);
+  });
+});

@@ -1,17 +1,21 @@
 /**
- * `GET /emails/{id}`: an email's status and timeline.
+ * `GET /emails`: a project's emails, newest first, with their status; `GET /emails/{id}`: one email's status and
+ * timeline.
  *
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { notFound } from '@mailroom/platform/errors';
-import { getEmailWithTimeline } from '@mailroom/db/queries/emails';
+import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
+import { decodeCursor } from '@mailroom/platform/ids';
+import { findContactByEmail } from '@mailroom/db/queries/contacts';
+import { getEmailWithTimeline, type EmailRow } from '@mailroom/db/queries/emails';
+import { listEmails } from '@mailroom/db/queries/email-list';
 import { EMAIL_STATUSES } from '@mailroom/db/schema/emails';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { IdParams, Nullable, StringEnum, Timestamp } from './common';
+import { IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 
-const Email = Type.Object({
+const EmailSummary = Type.Object({
   id: Type.String(),
   status: StringEnum(EMAIL_STATUSES),
   source: Type.String({ description: 'transactional, workflow or campaign' }),
@@ -38,6 +42,10 @@ const Email = Type.Object({
   }),
   contentExpiredAt: Nullable(Timestamp),
   erased: Type.Boolean({ description: "the recipient's personal data was erased (DELETE /contacts/{id}): address, name and subject are gone" }),
+});
+
+const Email = Type.Object({
+  ...EmailSummary.properties,
   timeline: Type.Array(
     Type.Object({
       type: Type.String({
@@ -49,9 +57,92 @@ const Email = Type.Object({
   ),
 });
 
+const EmailQuery = Type.Object(
+  {
+    ...PageQuery,
+    status: Type.Optional(StringEnum(EMAIL_STATUSES, 'only emails in this status')),
+    contactId: Type.Optional(Type.String({ format: 'uuid', description: 'only this contact’s emails' })),
+    email: Type.Optional(Type.String({ minLength: 3, maxLength: 320, description: 'only the emails of the contact with this address (case-insensitive)' })),
+    campaignId: Type.Optional(Type.String({ format: 'uuid', description: 'only this campaign’s emails' })),
+    since: Type.Optional(Type.String({ format: 'date-time', description: 'emails created at or after this time (ISO 8601)' })),
+    until: Type.Optional(Type.String({ format: 'date-time', description: 'emails created at or before this time (ISO 8601)' })),
+  },
+  { additionalProperties: false },
+);
+
+const EmailList = Type.Object({
+  items: Type.Array(EmailSummary),
+  ...PageFields,
+  totalExact: Type.Boolean({ description: 'false when `total` is a lower bound (more than 10,000 matching emails)' }),
+});
+
+/** An email row as the API shows it, without its timeline. */
+function presentEmail(e: EmailRow) {
+  return {
+    id: e.id,
+    status: e.status,
+    source: e.source,
+    to: { email: e.toEmail, name: e.toName },
+    from: { email: e.fromEmail, name: e.fromName },
+    replyTo: e.replyTo,
+    subject: e.renderedSubject ?? e.subject,
+    contactId: e.contactId,
+    templateId: e.templateId,
+    campaignId: e.campaignId,
+    messageId: e.messageId,
+    test: e.test,
+    error: e.error,
+    attempts: e.attempts,
+    createdAt: e.createdAt.toISOString(),
+    sentAt: e.sentAt?.toISOString() ?? null,
+    deliveredAt: e.deliveredAt?.toISOString() ?? null,
+    openedAt: e.openedAt?.toISOString() ?? null,
+    clickedAt: e.clickedAt?.toISOString() ?? null,
+    opens: e.openCount,
+    clicks: e.clickCount,
+    contentExpired: e.contentExpiredAt !== null,
+    contentExpiredAt: e.contentExpiredAt?.toISOString() ?? null,
+    erased: e.erasedAt !== null,
+  };
+}
+
 /** Routes of this module. */
 export function emailRoutes(deps: AppDeps) {
+  const { db } = deps.database;
   return [
+    route({
+      method: 'get',
+      path: '/emails',
+      operationId: 'listEmails',
+      tag: 'Sending',
+      summary: 'List emails, newest first, with their status',
+      description:
+        'Every email of the project (transactional, workflow and campaign), newest first, without the timeline (GET /emails/{id} has it). ' +
+        'Keyset pagination; filters combine. `since` and `until` are inclusive, at millisecond precision.',
+      auth: 'secret',
+      query: EmailQuery,
+      response: EmailList,
+      status: 200,
+      errors: [400, 401, 403, 429],
+      handler: async ({ query, auth }) => {
+        const since = query.since ? new Date(query.since) : undefined;
+        const until = query.until ? new Date(query.until) : undefined;
+        if (since && until && since > until) {
+          throw new AppError(ErrorCode.INVALID_PARAMETERS, 'until: must not be before since', {
+            errors: [{ field: 'until', message: 'must not be before since', code: 'custom' }],
+          });
+        }
+        const beforeId = query.cursor ? decodeCursor(query.cursor) : undefined;
+        let contactId = query.contactId;
+        if (query.email !== undefined) {
+          const contact = await findContactByEmail(db, auth.projectId, query.email);
+          if (!contact || (contactId && contactId !== contact.id)) return { data: { items: [], nextCursor: null, hasMore: false, total: 0, totalExact: true } };
+          contactId = contact.id;
+        }
+        const page = await listEmails(db, auth.projectId, { limit: query.limit, beforeId, status: query.status, contactId, campaignId: query.campaignId, since, until });
+        return { data: { ...keysetPage(page, presentEmail, page.total), totalExact: page.totalExact } };
+      },
+    }),
     route({
       method: 'get',
       path: '/emails/:id',
@@ -64,38 +155,10 @@ export function emailRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, auth }) => {
-        const found = await getEmailWithTimeline(deps.database.db, auth.projectId, params.id);
+        const found = await getEmailWithTimeline(db, auth.projectId, params.id);
         if (!found) throw notFound('Email');
         const { email: e, timeline } = found;
-        return {
-          data: {
-            id: e.id,
-            status: e.status,
-            source: e.source,
-            to: { email: e.toEmail, name: e.toName },
-            from: { email: e.fromEmail, name: e.fromName },
-            replyTo: e.replyTo,
-            subject: e.renderedSubject ?? e.subject,
-            contactId: e.contactId,
-            templateId: e.templateId,
-            campaignId: e.campaignId,
-            messageId: e.messageId,
-            test: e.test,
-            error: e.error,
-            attempts: e.attempts,
-            createdAt: e.createdAt.toISOString(),
-            sentAt: e.sentAt?.toISOString() ?? null,
-            deliveredAt: e.deliveredAt?.toISOString() ?? null,
-            openedAt: e.openedAt?.toISOString() ?? null,
-            clickedAt: e.clickedAt?.toISOString() ?? null,
-            opens: e.openCount,
-            clicks: e.clickCount,
-            contentExpired: e.contentExpiredAt !== null,
-            contentExpiredAt: e.contentExpiredAt?.toISOString() ?? null,
-            erased: e.erasedAt !== null,
-            timeline: timeline.map((t) => ({ type: t.type, at: t.createdAt.toISOString(), data: t.data ?? null })),
-          },
-        };
+        return { data: { ...presentEmail(e), timeline: timeline.map((t) => ({ type: t.type, at: t.createdAt.toISOString(), data: t.data ?? null })) } };
       },
     }),
   ];
