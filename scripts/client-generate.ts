@@ -13,7 +13,7 @@ async function main(argv: string[]): Promise<number> {
   const check = argv.includes('--check');
   const fileArg = argv.indexOf('--file');
   const file = fileArg >= 0 && argv[fileArg + 1] ? path.resolve(argv[fileArg + 1]) : CLIENT_TYPES_FILE;
-  const doc = await currentOpenApiDocument();
+  const doc = currentOpenApiDocument();
   const source = await clientTypesSource(doc);
   const shown = path.relative(process.cwd(), file);
   if (!check) {

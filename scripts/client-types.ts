@@ -15,7 +15,7 @@ const ROOT = path.resolve(__dirname, '..');
 export const CLIENT_TYPES_FILE = path.join(ROOT, 'packages/client/generated/schema.d.ts');
 
 /** What `GET /openapi.json` serves (the same document as docs/openapi.json), built from the route declarations. */
-export async function currentOpenApiDocument(): Promise<ReturnType<typeof openApiDocument>> {
+export function currentOpenApiDocument(): ReturnType<typeof openApiDocument> {
   return openApiDocument();
 }
 

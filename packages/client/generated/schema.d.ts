@@ -15,7 +15,7 @@ export interface paths {
         put?: never;
         /**
          * Send transactional email
-         * @description Queues one email per distinct recipient and creates or updates their contacts. Responds 202 once every email is stored; delivery happens in the worker. The sender domain must be a verified domain of the project. A recipient on the suppression list gets an email with status `suppressed` that is never sent; the response lists those recipients in `suppressed`. With a test key (sk_test_…) the emails are test emails: checked, stored and rendered exactly as live, then delivered to the test sink instead of SES (read them at GET /emails/{id}/raw).
+         * @description Queues one email per distinct recipient and creates or updates their contacts. Responds 202 once every email is stored; delivery happens in the worker. The sender domain must be a verified domain of the project. A recipient on the suppression list, or (with a MARKETING template) a contact who is not subscribed once this request is applied, gets an email with status `suppressed` and its `reason` that is never sent, and an `email.suppressed` webhook; the response lists those recipients in `suppressed`. With a test key (sk_test_…) the emails are test emails: checked, stored and rendered exactly as live, then delivered to the test sink instead of SES (read them at GET /emails/{id}/raw).
          */
         post: operations["sendEmail"];
         delete?: never;
@@ -1385,18 +1385,484 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/sns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Alias of POST /webhooks/ses under Plunk's path
+         * @description The same endpoint as `POST /webhooks/ses`, at the path Plunk uses, so an SNS subscription made for Plunk works unchanged. Point the SNS topic of the SES configuration set (`SES_CONFIGURATION_SET`) here. Only topics listed in `SNS_TOPIC_ARNS` are accepted, and every message must carry a valid SNS signature (SignatureVersion 1 or 2) whose certificate is on a trusted SNS host. Subscription confirmations are confirmed automatically. Notifications (Delivery, DeliveryDelay, Bounce, Complaint, Reject, Open, Click, Rendering Failure) move the email forward only, count opens and clicks, record `email.<event>` on the contact, feed the suppression list (permanent bounces and complaints at once, transient bounces after `SOFT_BOUNCE_LIMIT` within `SOFT_BOUNCE_WINDOW_HOURS`; complaints also unsubscribe) and trigger outbound webhooks. A message id seen before changes nothing.
+         */
+        post: operations["snsEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "email.sent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * SES accepted the email
+         * @description Sent to every enabled endpoint subscribed to `email.sent`, `email.*` or `*`.
+         */
+        post: operations["webhook_email_sent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.delivered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The recipient's server accepted the email
+         * @description Sent to every enabled endpoint subscribed to `email.delivered`, `email.*` or `*`.
+         */
+        post: operations["webhook_email_delivered"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.delivery_delayed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delivery is delayed; SES keeps trying
+         * @description Sent to every enabled endpoint subscribed to `email.delivery_delayed`, `email.*` or `*`.
+         */
+        post: operations["webhook_email_delivery_delayed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.opened": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The email was opened (open tracking)
+         * @description Sent to every enabled endpoint subscribed to `email.opened`, `email.*` or `*`.
+         */
+        post: operations["webhook_email_opened"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.clicked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A link was clicked (click tracking)
+         * @description Sent to every enabled endpoint subscribed to `email.clicked`, `email.*` or `*`.
+         */
+        post: operations["webhook_email_clicked"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.bounced": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The email bounced (hard: suppressed at once; soft: after SOFT_BOUNCE_LIMIT)
+         * @description Sent to every enabled endpoint subscribed to `email.bounced`, `email.*` or `*`.
+         */
+        post: operations["webhook_email_bounced"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.complained": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The recipient marked the email as spam (the address is suppressed and the contact unsubscribed)
+         * @description Sent to every enabled endpoint subscribed to `email.complained`, `email.*` or `*`.
+         */
+        post: operations["webhook_email_complained"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The email was not sent: a permanent SES error, retries exhausted, rejected, or a rendering failure
+         * @description Sent to every enabled endpoint subscribed to `email.failed`, `email.*` or `*`.
+         */
+        post: operations["webhook_email_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.suppressed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The email was not sent: the address is on the suppression list
+         * @description Sent to every enabled endpoint subscribed to `email.suppressed`, `email.*` or `*`.
+         */
+        post: operations["webhook_email_suppressed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.unsubscribed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A contact unsubscribed (API, unsubscribe link, one-click, complaint)
+         * @description Sent to every enabled endpoint subscribed to `contact.unsubscribed`, `contact.*` or `*`.
+         */
+        post: operations["webhook_contact_unsubscribed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.suppressed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An address was added to the suppression list (bounce, complaint, or by the API)
+         * @description Sent to every enabled endpoint subscribed to `contact.suppressed`, `contact.*` or `*`.
+         */
+        post: operations["webhook_contact_suppressed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "campaign.sending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A campaign started sending (or its failed emails are sent again)
+         * @description Sent to every enabled endpoint subscribed to `campaign.sending`, `campaign.*` or `*`.
+         */
+        post: operations["webhook_campaign_sending"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "campaign.paused": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A campaign paused (by the API, a guardrail, or the SES quota)
+         * @description Sent to every enabled endpoint subscribed to `campaign.paused`, `campaign.*` or `*`.
+         */
+        post: operations["webhook_campaign_paused"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "campaign.resumed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A paused campaign resumed
+         * @description Sent to every enabled endpoint subscribed to `campaign.resumed`, `campaign.*` or `*`.
+         */
+        post: operations["webhook_campaign_resumed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "campaign.sent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Every email of the campaign reached a final status
+         * @description Sent to every enabled endpoint subscribed to `campaign.sent`, `campaign.*` or `*`.
+         */
+        post: operations["webhook_campaign_sent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "campaign.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The campaign was cancelled; its unsent emails were cancelled with it
+         * @description Sent to every enabled endpoint subscribed to `campaign.cancelled`, `campaign.*` or `*`.
+         */
+        post: operations["webhook_campaign_cancelled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "campaign.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The campaign could not be sent (e.g. its segment failed)
+         * @description Sent to every enabled endpoint subscribed to `campaign.failed`, `campaign.*` or `*`.
+         */
+        post: operations["webhook_campaign_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "workflow.started": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A workflow execution started
+         * @description Sent to every enabled endpoint subscribed to `workflow.started`, `workflow.*` or `*`.
+         */
+        post: operations["webhook_workflow_started"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "workflow.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A workflow execution reached its end
+         * @description Sent to every enabled endpoint subscribed to `workflow.completed`, `workflow.*` or `*`.
+         */
+        post: operations["webhook_workflow_completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "workflow.exited": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A workflow execution exited early (exit condition, step removed)
+         * @description Sent to every enabled endpoint subscribed to `workflow.exited`, `workflow.*` or `*`.
+         */
+        post: operations["webhook_workflow_exited"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "workflow.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A workflow execution failed
+         * @description Sent to every enabled endpoint subscribed to `workflow.failed`, `workflow.*` or `*`.
+         */
+        post: operations["webhook_workflow_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "workflow.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A workflow execution was cancelled
+         * @description Sent to every enabled endpoint subscribed to `workflow.cancelled`, `workflow.*` or `*`.
+         */
+        post: operations["webhook_workflow_cancelled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         Error: {
             /** @constant */
             success: false;
             error: {
-                /** @description machine-readable code, e.g. VALIDATION_ERROR */
-                code: string;
+                /**
+                 * @description machine-readable code (docs/api/errors.md)
+                 * @enum {string}
+                 */
+                code: "BAD_REQUEST" | "INVALID_JSON" | "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "PUBLIC_KEY_NOT_ALLOWED" | "PROJECT_DISABLED" | "NOT_FOUND" | "CONFLICT" | "INVALID_STATE" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
                 message: string;
                 statusCode: number;
+                /** @description whether the same request may succeed if sent again unchanged (after Retry-After when present) */
+                retryable: boolean;
                 /** @description also sent as the X-Request-Id header */
                 requestId: string;
                 errors?: {
@@ -1407,8 +1873,6 @@ export interface components {
                     code: "invalid_type" | "invalid_string" | "invalid_enum_value" | "too_small" | "too_big" | "unrecognized_keys" | "custom";
                 }[];
                 suggestion?: string;
-                /** @description whether the same request may succeed later (retry after Retry-After, if given) */
-                retryable?: boolean;
             };
             /** @description same as error.code (for Plunk SDKs) */
             code: string;
@@ -1423,10 +1887,428 @@ export interface components {
          */
         SegmentFilter: unknown;
     };
-    responses: never;
+    responses: {
+        /** @description BAD_REQUEST: The request could not be read: a body that is not JSON (or not declared as such), an undecodable Content-Encoding, an unreadable upload. INVALID_JSON: The body is not well-formed JSON. INVALID_PARAMETERS: A query or path parameter is malformed (not a number, not an id, an unknown cursor, a page too deep); `error.errors` names it. Codes: `BAD_REQUEST` (not retryable), `INVALID_JSON` (not retryable), `INVALID_PARAMETERS` (not retryable). */
+        Error400: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "BAD_REQUEST" | "INVALID_JSON" | "INVALID_PARAMETERS";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description BAD_REQUEST: The request could not be read: a body that is not JSON (or not declared as such), an undecodable Content-Encoding, an unreadable upload. INVALID_JSON: The body is not well-formed JSON. INVALID_PARAMETERS: A query or path parameter is malformed (not a number, not an id, an unknown cursor, a page too deep); `error.errors` names it. Codes: `BAD_REQUEST` (not retryable), `INVALID_JSON` (not retryable), `INVALID_PARAMETERS` (not retryable). */
+        Error400RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "BAD_REQUEST" | "INVALID_JSON" | "INVALID_PARAMETERS";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description UNAUTHORIZED: No API key (or admin token), or one that is malformed, unknown, expired or revoked. Codes: `UNAUTHORIZED` (not retryable). */
+        Error401: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description FORBIDDEN: The caller may not do this: the admin API is disabled (no ADMIN_TOKEN), a test key on a live resource, a signature that does not verify. PUBLIC_KEY_NOT_ALLOWED: A public key (pk_) on a route that needs a secret key (sk_). PROJECT_DISABLED: The key's project is disabled by the operator. Codes: `FORBIDDEN` (not retryable), `PUBLIC_KEY_NOT_ALLOWED` (not retryable), `PROJECT_DISABLED` (not retryable). */
+        Error403: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "FORBIDDEN" | "PUBLIC_KEY_NOT_ALLOWED" | "PROJECT_DISABLED";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description FORBIDDEN: The caller may not do this: the admin API is disabled (no ADMIN_TOKEN), a test key on a live resource, a signature that does not verify. Codes: `FORBIDDEN` (not retryable). */
+        Error403_FORBIDDEN: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "FORBIDDEN";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description FORBIDDEN: The caller may not do this: the admin API is disabled (no ADMIN_TOKEN), a test key on a live resource, a signature that does not verify. PROJECT_DISABLED: The key's project is disabled by the operator. Codes: `FORBIDDEN` (not retryable), `PROJECT_DISABLED` (not retryable). */
+        Error403_FORBIDDEN_PROJECT_DISABLED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "FORBIDDEN" | "PROJECT_DISABLED";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description NOT_FOUND: No such route, or no such id in this project (ids of other projects are not found either). Codes: `NOT_FOUND` (not retryable). */
+        Error404: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "NOT_FOUND";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description NOT_FOUND: No such route, or no such id in this project (ids of other projects are not found either). Codes: `NOT_FOUND` (not retryable). */
+        Error404RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "NOT_FOUND";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description CONFLICT: The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`). INVALID_STATE: The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow). Codes: `CONFLICT` (not retryable), `INVALID_STATE` (not retryable). */
+        Error409: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "CONFLICT" | "INVALID_STATE";
+                    };
+                };
+            };
+        };
+        /** @description CONFLICT: The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`). INVALID_STATE: The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow). Codes: `CONFLICT` (not retryable), `INVALID_STATE` (not retryable). */
+        Error409RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "CONFLICT" | "INVALID_STATE";
+                    };
+                };
+            };
+        };
+        /** @description PAYLOAD_TOO_LARGE: The body is larger than the route accepts (100 kB for most JSON bodies; IMPORT_MAX_BYTES for imports). Codes: `PAYLOAD_TOO_LARGE` (not retryable). */
+        Error413RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "PAYLOAD_TOO_LARGE";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description UNSUPPORTED_MEDIA_TYPE: A Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (RFC 9110 §15.5.16). Codes: `UNSUPPORTED_MEDIA_TYPE` (not retryable). */
+        Error415: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "UNSUPPORTED_MEDIA_TYPE";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description UNSUPPORTED_MEDIA_TYPE: A Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (RFC 9110 §15.5.16). Codes: `UNSUPPORTED_MEDIA_TYPE` (not retryable). */
+        Error415RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "UNSUPPORTED_MEDIA_TYPE";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description VALIDATION_ERROR: The body (or a setting) breaks a rule; `error.errors` lists each field with its rule (`{field, message, code}`). Codes: `VALIDATION_ERROR` (not retryable). */
+        Error422_VALIDATION_ERROR: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "VALIDATION_ERROR";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description IDEMPOTENCY_CONFLICT: An Idempotency-Key was reused with a different request (draft-ietf-httpapi-idempotency-key-header). VALIDATION_ERROR: The body (or a setting) breaks a rule; `error.errors` lists each field with its rule (`{field, message, code}`). Codes: `IDEMPOTENCY_CONFLICT` (not retryable), `VALIDATION_ERROR` (not retryable). */
+        Error422RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "IDEMPOTENCY_CONFLICT" | "VALIDATION_ERROR";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description VALIDATION_ERROR: The body (or a setting) breaks a rule; `error.errors` lists each field with its rule (`{field, message, code}`). Codes: `VALIDATION_ERROR` (not retryable). */
+        Error422RateLimited_VALIDATION_ERROR: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "VALIDATION_ERROR";
+                        /** @constant */
+                        retryable?: false;
+                    };
+                };
+            };
+        };
+        /** @description RATE_LIMITED: Over the project's requests per minute (RATE_LIMIT_PER_MINUTE) or over a per-IP failure limit; `Retry-After` says when. Codes: `RATE_LIMITED` (retryable). */
+        Error429: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        retryable?: true;
+                    };
+                };
+            };
+        };
+        /** @description RATE_LIMITED: Over the project's requests per minute (RATE_LIMIT_PER_MINUTE) or over a per-IP failure limit; `Retry-After` says when. Codes: `RATE_LIMITED` (retryable). */
+        Error429RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        retryable?: true;
+                    };
+                };
+            };
+        };
+        /** @description INTERNAL_ERROR: An unexpected error in the API; it is logged with the request id. Codes: `INTERNAL_ERROR` (retryable). */
+        Error500: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "INTERNAL_ERROR";
+                        /** @constant */
+                        retryable?: true;
+                    };
+                };
+            };
+        };
+        /** @description INTERNAL_ERROR: An unexpected error in the API; it is logged with the request id. Codes: `INTERNAL_ERROR` (retryable). */
+        Error500RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "INTERNAL_ERROR";
+                        /** @constant */
+                        retryable?: true;
+                    };
+                };
+            };
+        };
+        /** @description SERVICE_UNAVAILABLE: A backing service (Postgres or Redis) is unreachable; nothing was changed, or the change was kept and its work resumes. Codes: `SERVICE_UNAVAILABLE` (retryable). */
+        Error503: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        retryable?: true;
+                    };
+                };
+            };
+        };
+        /** @description SERVICE_UNAVAILABLE: A backing service (Postgres or Redis) is unreachable; nothing was changed, or the change was kept and its work resumes. Codes: `SERVICE_UNAVAILABLE` (retryable). */
+        Error503RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        retryable?: true;
+                    };
+                };
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request's id (the client's own `X-Request-Id` when it sent a sane one); in every log line and error body. */
+        "X-Request-Id": string;
+        /** @description Requests per minute of the project's limit (RATE_LIMIT_PER_MINUTE); IETF draft-ietf-httpapi-ratelimit-headers. */
+        "RateLimit-Limit": number;
+        /** @description Requests left in the current window. */
+        "RateLimit-Remaining": number;
+        /** @description Seconds until the window resets. */
+        "RateLimit-Reset": number;
+        /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+        "Retry-After": number;
+        /** @description Present (`true`) when this response is the stored answer to an earlier request with the same Idempotency-Key. */
+        "Idempotent-Replayed": "true";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1435,7 +2317,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT after 10 s). */
+                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT, retryable, after 10 s). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1443,20 +2325,31 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "to": "ada@example.org",
+                 *       "from": "Acme <hello@example.com>",
+                 *       "subject": "Hello {{name ?? \"there\"}}",
+                 *       "body": "<p>Hi {{name}}!</p>",
+                 *       "data": {
+                 *         "name": "Ada"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /** @description an email address, a mailbox string ("Ann <ann@example.com>"), { name, email }, or an array of up to 100 of them */
                     to: (string | {
                         name?: string;
                         /**
                          * Format: email
-                         * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8)
+                         * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
                          */
                         email: string;
                     }) | (string | {
                         name?: string;
                         /**
                          * Format: email
-                         * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8)
+                         * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
                          */
                         email: string;
                     })[];
@@ -1470,7 +2363,7 @@ export interface operations {
                         name?: string;
                         /**
                          * Format: email
-                         * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8)
+                         * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
                          */
                         email: string;
                     };
@@ -1496,6 +2389,7 @@ export interface operations {
                         filename: string;
                         /** @description base64-encoded bytes */
                         content: string;
+                        /** @description media type; default from the file name. Not multipart/* or message/* (422): send those as application/octet-stream */
                         contentType?: string;
                     }[];
                     /**
@@ -1510,6 +2404,11 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1524,10 +2423,15 @@ export interface operations {
                                 };
                                 /** @description email id; read its status at GET /emails/{id} */
                                 email: string;
-                                /** @description `suppressed`: the address is on the suppression list; the email is stored with this status and never sent */
+                                /** @description `suppressed`: the email is stored with this status and never sent; `reason` says why */
                                 status: "queued" | "suppressed";
+                                /**
+                                 * @description why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed)
+                                 * @enum {string}
+                                 */
+                                reason?: "suppression_list" | "unsubscribed";
                             }[];
-                            /** @description recipients on the suppression list (not sent) */
+                            /** @description recipients whose email is suppressed (not sent) */
                             suppressed: string[];
                             /** Format: date-time */
                             timestamp: string;
@@ -1535,96 +2439,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     verifyEmail: {
@@ -1636,6 +2461,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.org"
+                 *     }
+                 */
                 "application/json": {
                     /** @description the address to check; bad syntax is a result (`valid: false`), not an error */
                     email: string;
@@ -1646,6 +2476,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1679,78 +2513,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     verifyEmails: {
@@ -1762,6 +2533,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "emails": [
+                 *         "ada@example.org",
+                 *         "grace@example.net"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     emails: string[];
                 };
@@ -1771,6 +2550,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1806,85 +2589,22 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     trackEvent: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT after 10 s). */
+                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT, retryable, after 10 s). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1892,10 +2612,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.org",
+                 *       "event": "signed-up",
+                 *       "data": {
+                 *         "plan": "pro"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: email
-                     * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8)
+                     * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
                      */
                     email: string;
                     /** @description event name: trimmed, 1–255 characters; email.*, contact.* and segment.* are reserved */
@@ -1913,6 +2642,11 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1930,85 +2664,22 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN_PROJECT_DISABLED"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     trackEventPlunk: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT after 10 s). */
+                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT, retryable, after 10 s). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2016,10 +2687,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.org",
+                 *       "event": "signed-up",
+                 *       "data": {
+                 *         "plan": "pro"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: email
-                     * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8)
+                     * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
                      */
                     email?: string;
                     /**
@@ -2044,6 +2724,11 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2071,87 +2756,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listEvents: {
@@ -2187,6 +2801,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2245,51 +2863,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listEventNames: {
@@ -2309,6 +2888,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2335,51 +2918,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listEmails: {
@@ -2411,6 +2955,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2469,51 +3017,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getEmail: {
@@ -2531,6 +3040,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2590,60 +3103,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     importContacts: {
@@ -2673,6 +3139,10 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2732,69 +3202,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            413: components["responses"]["Error413RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getContactImport: {
@@ -2812,6 +3227,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2871,60 +3290,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listContacts: {
@@ -2950,6 +3322,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2995,58 +3371,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     upsertContact: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT after 10 s). */
+                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT, retryable, after 10 s). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3054,15 +3391,20 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: email
-                     * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8)
+                     * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
                      */
                     email: string;
                     /** @description marketing subscription; default true for new contacts, unchanged when omitted */
                     subscribed?: boolean;
-                    /** @description free-form metadata, shallow-merged into the stored data; a key set to null is removed */
+                    /** @description free-form metadata, shallow-merged into the stored data; a key set to null is removed; an empty-string value is ignored */
                     data?: {
                         [key: string]: unknown;
                     };
@@ -3073,6 +3415,11 @@ export interface operations {
             /** @description The contact existed and was updated (`_meta.isUpdate`) */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3103,6 +3450,11 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3130,78 +3482,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getContact: {
@@ -3219,6 +3508,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3241,60 +3534,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     deleteContact: {
@@ -3312,6 +3558,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3326,60 +3576,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     updateContact: {
@@ -3394,9 +3597,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "subscribed": true
+                 *     }
+                 */
                 "application/json": {
                     subscribed?: boolean;
-                    /** @description free-form metadata, shallow-merged into the stored data; a key set to null is removed */
+                    /** @description free-form metadata, shallow-merged into the stored data; a key set to null is removed; an empty-string value is ignored */
                     data?: {
                         [key: string]: unknown;
                     };
@@ -3407,6 +3615,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3429,78 +3641,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listTemplates: {
@@ -3528,6 +3677,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3589,51 +3742,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     createTemplate: {
@@ -3645,6 +3759,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Welcome",
+                 *       "subject": "Welcome, {{name}}",
+                 *       "body": "<p>Hi {{name}}, welcome aboard.</p>",
+                 *       "type": "TRANSACTIONAL"
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                     description?: string | null;
@@ -3667,6 +3789,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3697,69 +3823,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getTemplate: {
@@ -3777,6 +3848,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3807,60 +3882,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     deleteTemplate: {
@@ -3878,6 +3906,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3892,60 +3924,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     updateTemplate: {
@@ -3960,6 +3945,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "example"
+                 *     }
+                 */
                 "application/json": {
                     name?: string;
                     description?: string | null;
@@ -3982,6 +3972,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4012,78 +4006,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     renderTemplateInline: {
@@ -4095,6 +4026,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "subject": "example",
+                 *       "body": "example"
+                 *     }
+                 */
                 "application/json": {
                     /** @description subject template */
                     subject: string;
@@ -4121,6 +4058,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4140,87 +4081,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     renderTemplate: {
@@ -4235,6 +4105,7 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /** @example {} */
                 "application/json": {
                     /** @description template variables, as /v1/send takes them (`{ value, persistent: false }` values are unwrapped); they win over the contact's data */
                     data?: {
@@ -4252,6 +4123,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4271,87 +4146,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listSegments: {
@@ -4375,6 +4179,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4437,51 +4245,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     createSegment: {
@@ -4493,6 +4262,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "example"
+                 *     }
+                 */
                 "application/json": {
                     /** @description unique in the project; used in segment.<name>.entry/exit events */
                     name: string;
@@ -4516,6 +4290,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4546,78 +4324,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     previewSegment: {
@@ -4629,6 +4344,7 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /** @example {} */
                 "application/json": {
                     /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
                     filter?: components["schemas"]["SegmentFilter"];
@@ -4645,6 +4361,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4671,69 +4391,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getSegment: {
@@ -4751,6 +4416,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4781,60 +4450,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     deleteSegment: {
@@ -4852,6 +4474,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4868,69 +4494,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     updateSegment: {
@@ -4945,6 +4516,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "example"
+                 *     }
+                 */
                 "application/json": {
                     /** @description unique in the project; used in segment.<name>.entry/exit events */
                     name?: string;
@@ -4968,6 +4544,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4998,87 +4578,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listSegmentContacts: {
@@ -5105,6 +4614,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5151,60 +4664,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     addSegmentMembers: {
@@ -5219,6 +4685,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "contactIds": [
+                 *         "0190a6e5-7c1e-7d3a-9c1b-5d2f3e4a5b6c"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     contactIds?: string[];
                     emails?: string[];
@@ -5229,6 +4702,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5244,87 +4721,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     removeSegmentMembers: {
@@ -5339,6 +4745,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "contactIds": [
+                 *         "0190a6e5-7c1e-7d3a-9c1b-5d2f3e4a5b6c"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     contactIds?: string[];
                     emails?: string[];
@@ -5349,6 +4762,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5364,87 +4781,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     removeSegmentMember: {
@@ -5462,6 +4808,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5476,69 +4826,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listCampaigns: {
@@ -5566,6 +4861,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5686,51 +4985,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     createCampaign: {
@@ -5742,6 +5002,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "example",
+                 *       "subject": "example",
+                 *       "body": "example",
+                 *       "from": "Acme <hello@example.com>",
+                 *       "audienceType": "ALL"
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                     description?: string | null;
@@ -5776,6 +5045,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5836,69 +5109,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getCampaign: {
@@ -5916,6 +5134,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5976,60 +5198,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     replaceCampaignPlunk: {
@@ -6044,6 +5219,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "example"
+                 *     }
+                 */
                 "application/json": {
                     name?: string;
                     description?: string | null;
@@ -6078,6 +5258,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6138,87 +5322,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     deleteCampaign: {
@@ -6236,6 +5349,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6250,69 +5367,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     updateCampaign: {
@@ -6327,6 +5389,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "example"
+                 *     }
+                 */
                 "application/json": {
                     name?: string;
                     description?: string | null;
@@ -6361,6 +5428,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6421,87 +5492,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     sendCampaign: {
@@ -6516,6 +5516,7 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /** @example {} */
                 "application/json": {
                     scheduledAt?: string | null;
                     scheduledFor?: string | null;
@@ -6526,6 +5527,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6586,87 +5591,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     cancelCampaign: {
@@ -6684,6 +5618,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6745,69 +5683,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     testCampaign: {
@@ -6822,6 +5705,7 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /** @example {} */
                 "application/json": {
                     /** @description one address or up to 10 */
                     to?: string | string[];
@@ -6834,6 +5718,10 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6849,78 +5737,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getCampaignStats: {
@@ -6938,6 +5763,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7001,60 +5830,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     resumeCampaign: {
@@ -7072,6 +5854,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7132,69 +5918,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getCampaignTimeline: {
@@ -7217,6 +5948,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7240,60 +5975,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     retryFailedCampaignEmails: {
@@ -7311,6 +5999,10 @@ export interface operations {
             /** @description nothing to retry: the campaign stays SENT (the retry is used all the same) */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7378,6 +6070,10 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7442,69 +6138,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getReputation: {
@@ -7519,6 +6160,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7666,42 +6311,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listSuppressions: {
@@ -7725,6 +6339,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7756,58 +6374,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     addSuppressions: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT after 10 s). */
+                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT, retryable, after 10 s). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -7815,10 +6394,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "bounced@example.org",
+                 *       "note": "asked to stop by phone"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: email
-                     * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8)
+                     * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
                      */
                     email?: string;
                     /** @description bulk: up to 1,000 addresses */
@@ -7832,6 +6417,11 @@ export interface operations {
             /** @description every address was already suppressed */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7863,6 +6453,11 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7891,69 +6486,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getSuppression: {
@@ -7971,6 +6511,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7996,60 +6540,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     deleteSuppression: {
@@ -8067,6 +6564,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8081,60 +6582,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listWebhookEndpoints: {
@@ -8154,6 +6608,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8183,51 +6641,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     createWebhookEndpoint: {
@@ -8239,6 +6658,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://example.com/hooks/mailroom",
+                 *       "eventTypes": [
+                 *         "email.delivered",
+                 *         "email.bounced",
+                 *         "contact.*"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url: string;
@@ -8253,6 +6682,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8278,69 +6711,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getWebhookEndpoint: {
@@ -8358,6 +6736,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8381,60 +6763,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     deleteWebhookEndpoint: {
@@ -8452,6 +6787,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8466,60 +6805,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     updateWebhookEndpoint: {
@@ -8534,6 +6826,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "example"
+                 *     }
+                 */
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url?: string;
@@ -8548,6 +6845,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8571,78 +6872,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listWebhookDeliveries: {
@@ -8666,6 +6904,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8708,60 +6950,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     redeliverWebhook: {
@@ -8779,6 +6974,10 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8793,69 +6992,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getWorkflowWebhookSecret: {
@@ -8870,6 +7014,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8883,42 +7031,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listWorkflows: {
@@ -8945,6 +7062,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9015,58 +7136,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     createWorkflow: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT after 10 s). */
+                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT, retryable, after 10 s). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -9074,6 +7156,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "example"
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                     description?: string | null;
@@ -9103,6 +7190,11 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9203,78 +7295,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getWorkflow: {
@@ -9292,6 +7321,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9392,60 +7425,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     deleteWorkflow: {
@@ -9463,6 +7449,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9477,60 +7467,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     updateWorkflow: {
@@ -9545,6 +7488,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "example"
+                 *     }
+                 */
                 "application/json": {
                     name?: string;
                     description?: string | null;
@@ -9572,6 +7520,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9672,87 +7624,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     addWorkflowStep: {
@@ -9767,6 +7648,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "type": "SEND_EMAIL",
+                 *       "config": {}
+                 *     }
+                 */
                 "application/json": {
                     /** @enum {string} */
                     type: "SEND_EMAIL" | "DELAY" | "WAIT_FOR_EVENT" | "CONDITION" | "WEBHOOK" | "UPDATE_CONTACT" | "EXIT" | "TRIGGER";
@@ -9788,6 +7675,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9815,87 +7706,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     deleteWorkflowStep: {
@@ -9913,6 +7733,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9927,69 +7751,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     updateWorkflowStep: {
@@ -10004,6 +7773,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "example"
+                 *     }
+                 */
                 "application/json": {
                     name?: string;
                     /** @description By type. SEND_EMAIL `{templateId, from?, fromName?, replyTo?, data?}`; DELAY `{amount, unit}` (seconds, minutes, hours, days, weeks; at most a year); WAIT_FOR_EVENT `{event, timeout: {amount, unit}}`; CONDITION `{filter}` (the segment language, plus `context.<path>`, e.g. `context.trigger.data.plan`); WEBHOOK `{url, method?, headers?, body?, timeoutMs?, retries?}`; UPDATE_CONTACT `{data?, subscribed?}`; EXIT `{reason?}`. Plunk's forms are accepted and stored in ours: WAIT_FOR_EVENT `{eventName, timeout: seconds}` (no timeout: one year); CONDITION `{field, operator, value}` (`contact.email`, `contact.subscribed`, `data.x`, `event.x` = the trigger's data; `notEquals`/`notContains` need the value to exist; `mode: multi` is refused); UPDATE_CONTACT `{updates, subscriptionAction}`; WEBHOOK `body` as a JSON value (its `{{email}}`, `{{data.x}}`, `{{event.x}}` become `{{contact.email}}`, `{{contact.data.x}}`, `{{trigger.x}}`); SEND_EMAIL `recipient: {type: CONTACT}` (CUSTOM is refused). */
@@ -10021,6 +7795,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10048,87 +7826,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     addWorkflowTransition: {
@@ -10143,6 +7850,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "fromStepId": "0190a6e5-7c1e-7d3a-9c1b-5d2f3e4a5b6c",
+                 *       "toStepId": "0190a6e5-7c1e-7d3a-9c1b-5d2f3e4a5b6c"
+                 *     }
+                 */
                 "application/json": {
                     fromStepId: string | null;
                     /** Format: uuid */
@@ -10164,6 +7877,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10189,96 +7906,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     deleteWorkflowTransition: {
@@ -10296,6 +7934,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10310,69 +7952,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     replaceWorkflowGraph: {
@@ -10387,6 +7974,23 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "steps": [
+                 *         {
+                 *           "key": "example",
+                 *           "type": "SEND_EMAIL",
+                 *           "config": {}
+                 *         }
+                 *       ],
+                 *       "transitions": [
+                 *         {
+                 *           "from": "example",
+                 *           "to": "example"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     steps: {
                         /** @description your name for the step in this request, used by transitions */
@@ -10421,6 +8025,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10521,87 +8129,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listWorkflowExecutions: {
@@ -10630,6 +8167,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10720,67 +8261,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     startWorkflowExecution: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT after 10 s). */
+                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT, retryable, after 10 s). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -10791,12 +8285,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /** @example {} */
                 "application/json": {
                     /** Format: uuid */
                     contactId?: string;
                     /**
                      * Format: email
-                     * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8)
+                     * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
                      */
                     email?: string;
                     data?: {
@@ -10813,6 +8308,11 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10856,96 +8356,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getWorkflowExecution: {
@@ -10963,6 +8384,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11051,60 +8476,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     cancelWorkflowExecutionByDelete: {
@@ -11122,6 +8500,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11165,69 +8547,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     cancelWorkflowExecution: {
@@ -11245,6 +8572,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11288,69 +8619,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     listDomains: {
@@ -11371,6 +8647,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11417,51 +8697,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     addDomain: {
@@ -11473,6 +8714,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "domain": "example.com"
+                 *     }
+                 */
                 "application/json": {
                     domain: string;
                 };
@@ -11482,6 +8728,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11522,96 +8772,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Error */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            409: components["responses"]["Error409RateLimited"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     getDomain: {
@@ -11629,6 +8799,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11669,60 +8843,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     deleteDomain: {
@@ -11740,6 +8867,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11754,87 +8885,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Error */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     verifyDomainPlunk: {
@@ -11852,6 +8911,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11894,78 +8957,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Error */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     verifyDomain: {
@@ -11983,6 +8982,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12025,78 +9028,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Error */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
         };
     };
     adminStats: {
@@ -12111,6 +9050,7 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12136,42 +9076,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminCreateProject: {
@@ -12183,6 +9092,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "example"
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                 };
@@ -12192,6 +9106,7 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12214,69 +9129,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422_VALIDATION_ERROR"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminListKeys: {
@@ -12294,6 +9154,7 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12321,60 +9182,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminRevokeKey: {
@@ -12389,6 +9203,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "key": "example"
+                 *     }
+                 */
                 "application/json": {
                     /** @description sk_…/pk_… key, its prefix as listed (10 characters; 15 for a test key), or the key id */
                     key: string;
@@ -12399,6 +9218,7 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12430,87 +9250,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422_VALIDATION_ERROR"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminRotateKeys: {
@@ -12531,6 +9280,7 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12554,60 +9304,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminDisableProject: {
@@ -12625,6 +9328,7 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12639,60 +9343,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminEnableProject: {
@@ -12710,6 +9367,7 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12724,60 +9382,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminAddDomain: {
@@ -12792,8 +9403,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "domain": "example.com"
+                 *     }
+                 */
                 "application/json": {
-                    /** @description a domain name, e.g. example.com */
+                    /**
+                     * @description a domain name, e.g. example.com
+                     * @example example.com
+                     */
                     domain: string;
                     verified?: boolean;
                 };
@@ -12803,6 +9422,7 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12820,87 +9440,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422_VALIDATION_ERROR"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminImportKeys: {
@@ -12915,6 +9464,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "secretKey": "example"
+                 *     }
+                 */
                 "application/json": {
                     /** @description the secret key to keep (sk_…), e.g. a Plunk project's `secret` */
                     secretKey: string;
@@ -12927,6 +9481,7 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12952,87 +9507,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict (CONFLICT, INVALID_STATE), or a request with the same Idempotency-Key still in progress (CONFLICT) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422_VALIDATION_ERROR"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminGetGuardrails: {
@@ -13050,6 +9534,7 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13086,60 +9571,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminSetGuardrails: {
@@ -13154,6 +9592,7 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /** @example {} */
                 "application/json": {
                     minSample?: number | null;
                     maxHardBounceRate?: number | null;
@@ -13165,6 +9604,7 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13201,78 +9641,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422_VALIDATION_ERROR"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminGetRetention: {
@@ -13290,6 +9667,7 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13336,60 +9714,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminSetRetention: {
@@ -13404,6 +9735,7 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /** @example {} */
                 "application/json": {
                     emailContentDays?: number | null;
                     emailDays?: number | null;
@@ -13417,6 +9749,7 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13463,78 +9796,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON, wrong content type, or a bad query/path parameter (BAD_REQUEST, INVALID_JSON, INVALID_PARAMETERS) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Public key on a secret-key route, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED, FORBIDDEN) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unknown id, or an id of another project (NOT_FOUND) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE); a body that does not decode as its encoding says is 400 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Validation failed; error.errors lists the fields (VALIDATION_ERROR); or an Idempotency-Key reused with a different request (IDEMPOTENCY_CONFLICT) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422_VALIDATION_ERROR"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     getEmailRaw: {
@@ -13552,6 +9822,7 @@ export interface operations {
             /** @description The RFC 5322 message, byte for byte */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13561,6 +9832,7 @@ export interface operations {
             /** @description The id is not a UUID (INVALID_PARAMETERS) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13570,6 +9842,7 @@ export interface operations {
             /** @description Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED) */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13579,6 +9852,7 @@ export interface operations {
             /** @description Public key, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13588,6 +9862,7 @@ export interface operations {
             /** @description Unknown id, an email of another project, a live email (live emails keep no copy), or a test email whose message expired (kept TEST_MESSAGE_RETENTION_HOURS after it was stored) (NOT_FOUND) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13597,6 +9872,7 @@ export interface operations {
             /** @description A test email with no message: not sent yet (queued, sending), or never (suppressed, cancelled, failed) (INVALID_STATE) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13606,6 +9882,8 @@ export interface operations {
             /** @description Rate limit exceeded; see Retry-After (RATE_LIMITED) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13615,12 +9893,14 @@ export interface operations {
             /** @description Unexpected error (INTERNAL_ERROR); 503 when a backing service is down */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     unsubscribePage: {
@@ -13638,6 +9918,7 @@ export interface operations {
             /** @description HTML page with one button */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13647,6 +9928,7 @@ export interface operations {
             /** @description Unknown, tampered or foreign token */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -13654,10 +9936,13 @@ export interface operations {
             /** @description Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute (`Retry-After` says when to retry) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
+            503: components["responses"]["Error503"];
         };
     };
     unsubscribe: {
@@ -13682,6 +9967,7 @@ export interface operations {
             /** @description Unsubscribed (or already) */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -13689,6 +9975,7 @@ export interface operations {
             /** @description Unknown, tampered or foreign token */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -13696,10 +9983,13 @@ export interface operations {
             /** @description Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute (`Retry-After` says when to retry); valid tokens are never counted */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
+            503: components["responses"]["Error503"];
         };
     };
     sesEvents: {
@@ -13718,6 +10008,7 @@ export interface operations {
             /** @description Processed (or a redelivery, `duplicate: true`) */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -13725,6 +10016,7 @@ export interface operations {
             /** @description Malformed: not JSON, not of the SNS message shape (signature fields aside), or not an SES event */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -13732,12 +10024,1309 @@ export interface operations {
             /** @description Not authenticated: unsigned (`SignatureVersion` 1 or 2, `Signature` or `SigningCertURL` missing or malformed), forged or tampered, older than 30 days, untrusted certificate URL, or a topic not accepted */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             /** @description Signing certificate or database unreachable; SNS retries */
             503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    snsEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/plain": string;
+            };
+        };
+        responses: {
+            /** @description Processed (or a redelivery, `duplicate: true`) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed: not JSON, not of the SNS message shape (signature fields aside), or not an SES event */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not authenticated: unsigned (`SignatureVersion` 1 or 2, `Signature` or `SigningCertURL` missing or malformed), forged or tampered, older than 30 days, untrusted certificate URL, or a topic not accepted */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Signing certificate or database unreachable; SNS retries */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_email_sent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "email.sent";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        emailId: string;
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /**
+                         * Format: uuid
+                         * @description the campaign that sent it, or null
+                         */
+                        campaignId: string | null;
+                        /** @description SES's message id (null before SES accepted it) */
+                        messageId: string | null;
+                        /** Format: email */
+                        to: string;
+                        from: string;
+                        /**
+                         * @description the email's status after this event (it only moves forward)
+                         * @enum {string}
+                         */
+                        status: "sent";
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_email_delivered: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "email.delivered";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        emailId: string;
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /**
+                         * Format: uuid
+                         * @description the campaign that sent it, or null
+                         */
+                        campaignId: string | null;
+                        /** @description SES's message id (null before SES accepted it) */
+                        messageId: string | null;
+                        /** Format: email */
+                        to: string;
+                        from: string;
+                        /**
+                         * @description the email's status after this event (it only moves forward)
+                         * @enum {string}
+                         */
+                        status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        smtpResponse?: string;
+                        processingTimeMillis?: number;
+                        reportingMTA?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_email_delivery_delayed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "email.delivery_delayed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        emailId: string;
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /**
+                         * Format: uuid
+                         * @description the campaign that sent it, or null
+                         */
+                        campaignId: string | null;
+                        /** @description SES's message id (null before SES accepted it) */
+                        messageId: string | null;
+                        /** Format: email */
+                        to: string;
+                        from: string;
+                        /**
+                         * @description the email's status after this event (it only moves forward)
+                         * @enum {string}
+                         */
+                        status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        delayType?: string;
+                        expirationTime?: string;
+                        /** @description enhanced status code, e.g. 5.1.1 */
+                        smtpStatus?: string;
+                        diagnosticCode?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_email_opened: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "email.opened";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        emailId: string;
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /**
+                         * Format: uuid
+                         * @description the campaign that sent it, or null
+                         */
+                        campaignId: string | null;
+                        /** @description SES's message id (null before SES accepted it) */
+                        messageId: string | null;
+                        /** Format: email */
+                        to: string;
+                        from: string;
+                        /**
+                         * @description the email's status after this event (it only moves forward)
+                         * @enum {string}
+                         */
+                        status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        ipAddress?: string;
+                        userAgent?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_email_clicked: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "email.clicked";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        emailId: string;
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /**
+                         * Format: uuid
+                         * @description the campaign that sent it, or null
+                         */
+                        campaignId: string | null;
+                        /** @description SES's message id (null before SES accepted it) */
+                        messageId: string | null;
+                        /** Format: email */
+                        to: string;
+                        from: string;
+                        /**
+                         * @description the email's status after this event (it only moves forward)
+                         * @enum {string}
+                         */
+                        status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        link?: string;
+                        linkTags?: Record<string, never>;
+                        ipAddress?: string;
+                        userAgent?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_email_bounced: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "email.bounced";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        emailId: string;
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /**
+                         * Format: uuid
+                         * @description the campaign that sent it, or null
+                         */
+                        campaignId: string | null;
+                        /** @description SES's message id (null before SES accepted it) */
+                        messageId: string | null;
+                        /** Format: email */
+                        to: string;
+                        from: string;
+                        /**
+                         * @description the email's status after this event (it only moves forward)
+                         * @enum {string}
+                         */
+                        status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @enum {string} */
+                        bounceType?: "Permanent" | "Transient" | "Undetermined";
+                        bounceSubType?: string;
+                        feedbackId?: string;
+                        /** @description enhanced status code, e.g. 5.1.1 */
+                        smtpStatus?: string;
+                        diagnosticCode?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_email_complained: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "email.complained";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        emailId: string;
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /**
+                         * Format: uuid
+                         * @description the campaign that sent it, or null
+                         */
+                        campaignId: string | null;
+                        /** @description SES's message id (null before SES accepted it) */
+                        messageId: string | null;
+                        /** Format: email */
+                        to: string;
+                        from: string;
+                        /**
+                         * @description the email's status after this event (it only moves forward)
+                         * @enum {string}
+                         */
+                        status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        complaintFeedbackType?: string;
+                        complaintSubType?: string;
+                        userAgent?: string;
+                        feedbackId?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_email_failed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "email.failed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        emailId: string;
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /**
+                         * Format: uuid
+                         * @description the campaign that sent it, or null
+                         */
+                        campaignId: string | null;
+                        /** @description SES's message id (null before SES accepted it) */
+                        messageId: string | null;
+                        /** Format: email */
+                        to: string;
+                        from: string;
+                        /**
+                         * @description the email's status after this event (it only moves forward)
+                         * @enum {string}
+                         */
+                        status: "failed";
+                        reason?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_email_suppressed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "email.suppressed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        emailId: string;
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /**
+                         * Format: uuid
+                         * @description the campaign that sent it, or null
+                         */
+                        campaignId: string | null;
+                        /** @description SES's message id (null before SES accepted it) */
+                        messageId: string | null;
+                        /** Format: email */
+                        to: string;
+                        from: string;
+                        /**
+                         * @description the email's status after this event (it only moves forward)
+                         * @enum {string}
+                         */
+                        status: "suppressed";
+                        reason?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_contact_unsubscribed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "contact.unsubscribed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /** Format: email */
+                        email: string;
+                        /** @enum {string} */
+                        method: "api" | "link" | "one-click" | "complaint";
+                        /** Format: uuid */
+                        emailId?: string | null;
+                        /** Format: uuid */
+                        campaignId?: string | null;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_contact_suppressed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "contact.suppressed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /** Format: email */
+                        email: string;
+                        reason: string;
+                        /** Format: uuid */
+                        sourceEmailId?: string | null;
+                        /** Format: uuid */
+                        suppressionId: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_campaign_sending: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "campaign.sending";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        campaignId: string;
+                        retryFailed?: boolean;
+                        retried?: number;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_campaign_paused: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "campaign.paused";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        campaignId: string;
+                        reason?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_campaign_resumed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "campaign.resumed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        campaignId: string;
+                        previousReason?: string;
+                        pausedMs?: number;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_campaign_sent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "campaign.sent";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        campaignId: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_campaign_cancelled: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "campaign.cancelled";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        campaignId: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_campaign_failed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "campaign.failed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        campaignId: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_workflow_started: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "workflow.started";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        workflowId: string;
+                        /** Format: uuid */
+                        executionId: string;
+                        /** Format: uuid */
+                        contactId: string;
+                        /** @constant */
+                        status: "RUNNING";
+                        trigger?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_workflow_completed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "workflow.completed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        workflowId: string;
+                        /** Format: uuid */
+                        executionId: string;
+                        /** Format: uuid */
+                        contactId: string;
+                        /** @constant */
+                        status: "COMPLETED";
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_workflow_exited: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "workflow.exited";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        workflowId: string;
+                        /** Format: uuid */
+                        executionId: string;
+                        /** Format: uuid */
+                        contactId: string;
+                        /** @constant */
+                        status: "EXITED";
+                        reason?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_workflow_failed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "workflow.failed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        workflowId: string;
+                        /** Format: uuid */
+                        executionId: string;
+                        /** Format: uuid */
+                        contactId: string;
+                        /** @constant */
+                        status: "FAILED";
+                        error?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_workflow_cancelled: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "workflow.cancelled";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        workflowId: string;
+                        /** Format: uuid */
+                        executionId: string;
+                        /** Format: uuid */
+                        contactId: string;
+                        /** @constant */
+                        status: "CANCELLED";
+                        reason?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
                 headers: {
                     [name: string]: unknown;
                 };
