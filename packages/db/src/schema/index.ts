@@ -6,11 +6,13 @@
  */
 export {
   API_KEY_MODES,
+  API_KEY_SCOPES,
   projects,
   apiKeys,
   type ProjectGuardrails,
   type ProjectRetention,
   type ApiKeyMode,
+  type ApiKeyScope,
 } from './projects';
 export {
   contacts,
