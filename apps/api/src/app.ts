@@ -134,6 +134,7 @@ export function createApp(deps: AppDeps): App {
   mountEmailRaw(router, deps, [authenticate(db, authCache, ['secret'], authFailures), limit]);
   mountRoutes(router, routes, {
     secret: [authenticateStep(db, authCache, ['secret'], authFailures), limitStep],
+    sending: [authenticateStep(db, authCache, ['secret'], authFailures, { sending: true }), limitStep],
     anyKey: [authenticateStep(db, authCache, ['secret', 'public'], authFailures), limitStep],
     admin: [adminStep(deps.config.adminToken, authFailures)],
   }, deps.database);

@@ -6,7 +6,11 @@
  *                                           → new keys of that mode (default live); the old ones of that mode
  *                                              stay valid for KEY_ROTATION_GRACE_HOURS. `--mode test` on a project
  *                                              made before test mode issues its first sk_test_/pk_test_ pair
- *   project keys --project ID               → the project's keys: id, kind, mode, prefix, dates, active
+ *   project keys --project ID               → the project's keys: id, kind, mode, prefix, dates, active, scope,
+ *                                              allowedDomains
+ *   project create-key --project ID --scope sending [--domains a.com,b.com] [--mode live|test]
+ *                                           → a send-only secret key (POST /v1/send and SMTP only), optionally only
+ *                                              from the listed domains of the project; `key` is shown once
  *   project revoke-key --project ID --key K → revokes one key at once; K is the key, its prefix (as `project keys`
  *                                              lists it) or its id. Revoking a current key prints a replacement of
  *                                              the same kind and mode (`replacementKey`, shown once)
@@ -37,7 +41,7 @@ import { createDatabase } from '@mailroom/db/client';
 import { domainOwner } from '@mailroom/db/queries/projects';
 import { importFromPlunk } from '@mailroom/plunk-import/run';
 import { adminOps } from './routes/admin';
-import { importKeysOp } from './routes/admin-keys';
+import { createKeyOp, importKeysOp } from './routes/admin-keys';
 import { guardrailOps } from './routes/admin-guardrails';
 import { retentionOps } from './routes/admin-retention';
 
@@ -54,6 +58,7 @@ const USAGE = `usage:
   npm run cli -- project create --name NAME
   npm run cli -- project rotate-keys --project ID [--mode live|test]
   npm run cli -- project keys --project ID
+  npm run cli -- project create-key --project ID --scope sending [--domains a.com,b.com] [--mode live|test]
   npm run cli -- project revoke-key --project ID --key KEY|PREFIX|KEY_ID
   npm run cli -- project disable --project ID
   npm run cli -- project enable --project ID
@@ -82,6 +87,8 @@ export async function runCli(
       project: { type: 'string' },
       key: { type: 'string' },
       mode: { type: 'string' },
+      scope: { type: 'string' },
+      domains: { type: 'string' },
       domain: { type: 'string' },
       verified: { type: 'boolean' },
       'secret-key': { type: 'string' },
@@ -117,6 +124,13 @@ export async function runCli(
       }
       case 'project keys':
         return await adminOps.listKeys(database.db, project());
+      case 'project create-key': {
+        if (values.scope !== 'sending') throw new Error(`--scope sending is required (the only restricted scope)\n${USAGE}`);
+        const mode = values.mode ?? 'live';
+        if (mode !== 'live' && mode !== 'test') throw new Error(`--mode must be live or test\n${USAGE}`);
+        const domains = values.domains === undefined ? undefined : values.domains.split(',').map((d) => d.trim()).filter((d) => d !== '');
+        return await createKeyOp(database.db, project(), { scope: 'sending', domains, mode });
+      }
       case 'project revoke-key':
         if (!values.key?.trim()) throw new Error(`--key is required (the key, its prefix as listed or its id)\n${USAGE}`);
         return await adminOps.revokeKey(database.db, project(), values.key);

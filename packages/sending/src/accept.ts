@@ -37,7 +37,7 @@ import { insertAttachments } from '@mailroom/db/queries/emails';
 import { writeAlone, type TransactionalWriter } from './write-batcher';
 import { enqueueSends, type SendEnqueuer } from './enqueue-batcher';
 import { type DbOrTx } from '@mailroom/db/client';
-import { senderDomainCandidates, senderError, senderRefusal } from '@mailroom/mail/sender';
+import { keyDomainRefusal, senderDomainCandidates, senderError, senderRefusal } from '@mailroom/mail/sender';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 
@@ -110,7 +110,8 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
  *
  * @param mode - the key's mode: `test` stores the emails as test emails (`emails.test`), validated, stored and
  *   rendered exactly as live ones; the worker delivers them to the test sink instead of SES.
- * @throws {@link AppError} 404 (template not in this project), 422 (business rules: sender, content, headers,
+ * @param allowedDomains - the sending domains of a key restricted to some (null: not restricted).
+ * @throws {@link AppError} 403 `KEY_DOMAIN_FORBIDDEN` (sender outside the key's domains), 404 (template not in this project), 422 (business rules: sender, content, headers,
  *   attachments, template syntax); Postgres errors propagate (mapped to 503 when it is unreachable).
  */
 export async function acceptSend(
@@ -130,6 +131,7 @@ export async function acceptSend(
   req: SendRequest,
   afterCommit: (fn: () => Promise<void>) => void,
   mode: KeyMode = 'live',
+  allowedDomains: readonly string[] | null = null,
 ): Promise<SendResult> {
   const { db } = deps;
   const test = mode === 'test';
@@ -151,6 +153,9 @@ export async function acceptSend(
   const replyTo = (req.reply !== undefined ? formatMailbox(mailbox(req.reply)) : undefined) ?? template?.replyTo ?? undefined;
   if (!fromInput) {
     errors.push({ field: 'from', message: 'is required unless the template has a from address', code: 'invalid_type' });
+  } else {
+    const refused = keyDomainRefusal(fromInput.email, allowedDomains);
+    if (refused) throw refused;
   }
 
   errors.push(...templateSyntaxErrors({ subject, body }, (key) => (req[key as 'subject' | 'body'] === undefined ? 'template' : key)));
