@@ -11,7 +11,7 @@ import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { adminOnly, adminStep, authenticate, authenticateStep, AuthCache } from './http/auth';
 import type { AppDeps } from './http/context';
 import { errorHandler, notFoundHandler } from './http/errors';
-import { FailureLimiter, rateLimitStep } from './http/rate-limit';
+import { authFailureLimiter, rateLimitStep } from './http/rate-limit';
 import { toMiddleware } from './http/steps';
 import { requestId } from './http/request-id';
 import { mountRoutes, type AnyRoute } from './http/route';
@@ -71,12 +71,7 @@ export function createApp(deps: AppDeps): App {
   app.set('query parser', 'simple');
 
   const authCache = new AuthCache(deps.config.authCacheTtlMs, deps.config.authNegativeCacheTtlMs);
-  const authFailures = new FailureLimiter(deps.redis, deps.config.queuePrefix, {
-    name: 'authfail',
-    perMinute: deps.config.authFailureLimitPerMinute,
-    trickleIntervalS: deps.config.blockedLookupIntervalS,
-    what: 'failed authentications',
-  });
+  const authFailures = authFailureLimiter(deps.redis, deps.config);
   const limitStep = rateLimitStep(deps.redis, deps.config.queuePrefix, deps.config.rateLimitPerMinute);
   const limit = toMiddleware(limitStep);
   const { db } = deps.database;
