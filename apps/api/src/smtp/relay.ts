@@ -20,14 +20,13 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
 import type { Logger } from '@mailroom/platform/logger';
 import type { Config } from '@mailroom/config/config';
 import type { Database } from '@mailroom/db/client';
 import type { KeyRecord } from '@mailroom/db/queries/projects';
-import type { SendJobPayload, WebhookJobPayload } from '@mailroom/queues/catalog';
+import type { Queues } from '@mailroom/queues/create';
 import { acceptRelay, relayRecipientProblem, RELAY_LIMITS } from '@mailroom/sending/relay/accept-relay';
 import { sendEnqueueBatcher } from '@mailroom/sending/enqueue-batcher';
 import { AuthCache, resolveKey } from '../http/auth';
@@ -39,7 +38,7 @@ export interface RelayDeps {
   config: Config;
   database: Database;
   redis: Redis;
-  queues: { send: Queue<SendJobPayload>; webhook: Queue<WebhookJobPayload> };
+  queues: Pick<Queues, 'send' | 'webhook'>;
   logger: Logger;
   authCache: AuthCache;
   authFailures: FailureLimiter;
