@@ -56,6 +56,13 @@ export {
   idempotencyKeys,
 } from './idempotency';
 export {
+  INBOUND_STATUSES,
+  inboundEmails,
+  type InboundStatus,
+  type InboundVerdicts,
+  type InboundAttachmentInfo,
+} from './inbound';
+export {
   segments,
   segmentMembers,
   type SegmentType,

@@ -22,6 +22,8 @@ export interface ProjectRetention {
   eventDays?: number;
   webhookDays?: number;
   workflowExecutionDays?: number;
+  /** Received messages (`inbound_emails`). */
+  inboundDays?: number;
 }
 
 /** Key modes: `live` keys send through SES; `test` keys (`sk_test_…`, `pk_test_…`) deliver to a sink. */
