@@ -46,6 +46,7 @@ import { workflowGraphRoutes } from './routes/workflow-graph';
 import { workflowExecutionRoutes } from './routes/workflow-executions';
 import { verifyRoutes } from './routes/verify';
 import { domainRoutes } from './routes/domains';
+import { inboundRawOpenApiPaths, inboundRoutes, mountInboundRaw } from './routes/inbound';
 
 export type { AppDeps } from './http/context';
 
@@ -101,6 +102,7 @@ export function createApp(deps: AppDeps): App {
     ...workflowGraphRoutes(deps),
     ...workflowExecutionRoutes(deps),
     ...domainRoutes(deps),
+    ...inboundRoutes(deps),
     ...adminRoutes(deps, () => authCache.clear()),
     ...adminKeyRoutes(deps, () => authCache.clear()),
     ...adminGuardrailRoutes(deps),
@@ -116,7 +118,7 @@ export function createApp(deps: AppDeps): App {
   mountUnsubscribe(router, deps);
   mountSesWebhook(router, deps);
   const built = buildOpenApi(routes, { version: VERSION, serverUrl: deps.config.publicUrl });
-  const openapi = { ...built, paths: { ...built.paths, ...emailRawOpenApiPaths, ...unsubscribeOpenApiPaths, ...sesWebhookOpenApiPaths } };
+  const openapi = { ...built, paths: { ...built.paths, ...emailRawOpenApiPaths, ...unsubscribeOpenApiPaths, ...sesWebhookOpenApiPaths, ...inboundRawOpenApiPaths } };
   router.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });
@@ -127,6 +129,7 @@ export function createApp(deps: AppDeps): App {
   });
   // Answers message/rfc822, not the JSON envelope: mounted by hand behind the same secret-key chain.
   mountEmailRaw(router, deps, [authenticate(db, authCache, ['secret'], authFailures), limit]);
+  mountInboundRaw(router, deps, [authenticate(db, authCache, ['secret'], authFailures), limit]);
   mountRoutes(router, routes, {
     secret: [authenticateStep(db, authCache, ['secret'], authFailures), limitStep],
     sending: [authenticateStep(db, authCache, ['secret'], authFailures, { sending: true }), limitStep],

@@ -19,7 +19,7 @@
  *                                           → the project's campaign guardrails (overrides, effective, defaults);
  *                                              each flag sets that setting, `default` clears it
  *   project retention --project ID [--email-content-days N] [--email-days N] [--event-days N] [--webhook-days N]
- *                     [--workflow-execution-days N]
+ *                     [--workflow-execution-days N] [--inbound-days N]
  *                                           → the project's data retention (overrides, effective, defaults), days;
  *                                              each flag sets that setting, `default` clears it
  *   domain add --project ID --domain example.com [--verified]
@@ -52,6 +52,7 @@ const RETENTION_FLAGS = [
   ['event-days', 'eventDays'],
   ['webhook-days', 'webhookDays'],
   ['workflow-execution-days', 'workflowExecutionDays'],
+  ['inbound-days', 'inboundDays'],
 ] as const;
 
 const USAGE = `usage:
@@ -63,7 +64,7 @@ const USAGE = `usage:
   npm run cli -- project disable --project ID
   npm run cli -- project enable --project ID
   npm run cli -- project guardrails --project ID [--min-sample N|default] [--max-hard-bounce-rate R|default] [--max-complaint-rate R|default]
-  npm run cli -- project retention --project ID [--email-content-days N|default] [--email-days N|default] [--event-days N|default] [--webhook-days N|default] [--workflow-execution-days N|default]
+  npm run cli -- project retention --project ID [--email-content-days N|default] [--email-days N|default] [--event-days N|default] [--webhook-days N|default] [--workflow-execution-days N|default] [--inbound-days N|default]
   npm run cli -- domain add --project ID --domain DOMAIN [--verified]
   npm run cli -- dev setup [--domain example.com]
   npm run cli -- project import-keys --project ID --secret-key sk_... [--public-key pk_...]
@@ -103,6 +104,7 @@ export async function runCli(
       'event-days': { type: 'string' },
       'webhook-days': { type: 'string' },
       'workflow-execution-days': { type: 'string' },
+      'inbound-days': { type: 'string' },
     },
   });
   const command = positionals.join(' ');
