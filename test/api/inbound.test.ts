@@ -276,6 +276,14 @@ describe('verdicts and hostile input', () => {
   });
 });
 
+test('the OpenAPI document registers the inbound routes, the domain switch and the scoped-key route', async () => {
+  const doc = (await request(ctx.api.app).get('/openapi.json')).body as { paths: Record<string, Record<string, { tags?: string[] }>> };
+  for (const [path, method] of [['/inbound', 'get'], ['/inbound/{id}', 'get'], ['/inbound/{id}/raw', 'get'], ['/inbound/{id}/attachments/{n}', 'get'], ['/domains/{id}/inbound', 'put'], ['/admin/projects/{id}/keys', 'post']]) {
+    expect(doc.paths[path]?.[method]).toBeDefined();
+  }
+  expect(doc.paths['/inbound'].get.tags).toEqual(['Inbound']);
+});
+
 describe('retention', () => {
   test('received email older than the project\'s inboundDays is deleted with its raw message; newer stays', async () => {
     const p = await createTestProject(ctx.api.database);
