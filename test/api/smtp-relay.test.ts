@@ -9,8 +9,10 @@ import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { simpleParser } from 'mailparser';
-import { ADMIN_TOKEN, createTestProject, recipient, startTestApi, testConfig, type TestApi, type TestProject } from '../support/harness';
-import { cuttablePostgresProxy, smtpClient, smtpEnv, startTestRelay, type TestRelay } from '../support/smtp';
+import { createRedis } from '@mailroom/queues/connection';
+import { createQueues } from '@mailroom/queues/create';
+import { ADMIN_TOKEN, createTestProject, recipient, startTestApi, testConfig, waitReady, type TestApi, type TestProject } from '../support/harness';
+import { cuttableProxy, smtpClient, smtpEnv, startTestRelay, type TestRelay } from '../support/smtp';
 
 let api: TestApi;
 let relay: TestRelay;
@@ -160,7 +162,7 @@ describe('refusals', () => {
   });
 
   test('Postgres lost mid-session: 451 (never 250); once it is back the same message is accepted exactly once', async () => {
-    const proxy = await cuttablePostgresProxy();
+    const proxy = await cuttableProxy();
     const url = new URL(api.config.databaseUrl);
     url.host = `127.0.0.1:${proxy.port}`;
     const cut = await startTestRelay(api, api.config, url.toString());
@@ -184,6 +186,34 @@ describe('refusals', () => {
       await proxy.close();
     }
   });
+});
+
+test('Redis lost mid-session: the message is accepted with its rows committed (the reconciler enqueues them)', async () => {
+  const redisUrl = new URL(process.env.TEST_REDIS_URL!);
+  const proxy = await cuttableProxy({ host: redisUrl.hostname, port: Number(redisUrl.port || 6379) });
+  const config = testConfig({ ...(await smtpEnv()), REDIS_URL: `redis://127.0.0.1:${proxy.port}`, QUEUE_PREFIX: api.config.queuePrefix });
+  const redis = createRedis(config, 'producer');
+  await waitReady(redis);
+  const queues = createQueues(config, redis);
+  const cut = await startTestRelay(api, config, config.databaseUrl, { redis, queues });
+  const session = smtpClient(cut.starttlsPort, p.secretKey, { pool: true });
+  try {
+    expect((await session.sendMail(message(`ann@${p.domain}`, [recipient('r-before')]))).response).toMatch(/^250 /);
+    proxy.cut();
+    const to = recipient('r-blip');
+    const reply = await session.sendMail(message(`ann@${p.domain}`, [to])).then((i) => i.response, (e: { response: string }) => e.response);
+    // Postgres holds the accepted message: 250, its row queued for the reconciler (the per-project limit falls back to
+    // each process's memory while Redis is away, as on HTTP).
+    expect(reply).toMatch(/^250 /);
+    expect((await emailsTo(p.id, [to])).map((r) => r.status)).toEqual(['queued']);
+  } finally {
+    proxy.restore();
+    session.close();
+    await cut.close();
+    await queues.closeAll();
+    redis.disconnect();
+    await proxy.close();
+  }
 });
 
 describe('a relay with a failed-authentication limit of 3 per minute, and a local plain port', () => {

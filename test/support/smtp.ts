@@ -16,6 +16,8 @@ import { createDatabase, type Database } from '@mailroom/db/client';
 import { AuthCache } from '../../apps/api/src/http/auth';
 import { authFailureLimiter } from '../../apps/api/src/http/rate-limit';
 import { startSmtpRelay, type SmtpRelay } from '../../apps/api/src/smtp/relay';
+import type { Redis } from 'ioredis';
+import type { Queues } from '@mailroom/queues/create';
 import type { TestApi } from './harness';
 
 let certFiles: { cert: string; key: string } | undefined;
@@ -52,11 +54,17 @@ export interface TestRelay {
  * Starts the relay on free ports with the API's Redis and queues (so its jobs are the API's), and a Postgres pool of
  * its own (`databaseUrl`: default the config's; a test may route it through a proxy it can cut).
  */
-export async function startTestRelay(api: TestApi, config: Config = api.config, databaseUrl = config.databaseUrl): Promise<TestRelay> {
+export async function startTestRelay(
+  api: TestApi,
+  config: Config = api.config,
+  databaseUrl = config.databaseUrl,
+  connections: { redis: Redis; queues: Queues } = api,
+): Promise<TestRelay> {
   const database = createDatabase({ url: databaseUrl, poolSize: 4, applicationName: 'test-smtp' });
   const authCache = new AuthCache(config.authCacheTtlMs, config.authNegativeCacheTtlMs);
+  const { redis, queues } = connections;
   const relay = await startSmtpRelay(
-    { config, database, redis: api.redis, queues: api.queues, logger: createLogger(config, 'smtp'), authCache, authFailures: authFailureLimiter(api.redis, config) },
+    { config, database, redis, queues, logger: createLogger(config, 'smtp'), authCache, authFailures: authFailureLimiter(redis, config) },
     { starttls: 0, tls: 0, ...(config.smtpAllowInsecure ? { plain: 0 } : {}) },
   );
   const port = (kind: string) => relay.listeners.find((l) => l.kind === kind)?.port;
@@ -95,8 +103,8 @@ export function smtpClient(
   });
 }
 
-/** A TCP proxy to Postgres that a test can cut (every connection dropped, new ones refused) and restore. */
-export async function cuttablePostgresProxy(target = { host: '127.0.0.1', port: 5432 }): Promise<{ port: number; cut(): void; restore(): void; close(): Promise<void> }> {
+/** A TCP proxy (to Postgres by default, or Redis) that a test can cut (every connection dropped, new ones refused) and restore. */
+export async function cuttableProxy(target = { host: '127.0.0.1', port: 5432 }): Promise<{ port: number; cut(): void; restore(): void; close(): Promise<void> }> {
   let open = true;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
