@@ -1,5 +1,5 @@
 /**
- * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows|verify|history]`): print numbers,
+ * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows|verify|history|smtp]`): print numbers,
  * assert nothing.
  *
  * api    — POST /v1/send (1 recipient) and POST /v1/track requests/s and p50/p99 latency (autocannon, 50 connections,
@@ -25,6 +25,9 @@
  * partition-migration — migration 0018 (time partitioning) timed on 1,000,000 emails (and as many timeline rows and
  *          events) beside a plain copy of the same rows with the same indexes (bench/partition-migration.ts;
  *          BENCH_PARTITION_ROWS sets the size). Run only when named.
+ * smtp   — the SMTP relay beside POST /v1/send in the same run: 1-recipient messages over 50 concurrent sessions
+ *          (STARTTLS, and the local plain port) against 50 HTTP connections, emails/s and p99, the ratio to HTTP
+ *          (bench/smtp.ts; BENCH_SECONDS, BENCH_ROUNDS). Run only when named.
  * history — the reads and writes that must stay flat as history grows: contacts page, GET /emails/{id}, campaign
  *          stats, segment previews with event.* filters, /v1/track, and dropping a month of history, at 1M and 10M
  *          emails and events, with the ratio; bytes per row of the history tables and the connections per process
@@ -62,6 +65,7 @@ import { benchWorkflows } from './workflows';
 import { benchVerify } from './verify';
 import { benchPartitionMigration } from './partition-migration';
 import { benchHistory } from './history';
+import { benchSmtp } from './smtp';
 
 const ROOT = path.resolve(__dirname, '..');
 const ADMIN_DB_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -148,8 +152,8 @@ async function main(): Promise<void> {
     writeFileSync(path.join(ROOT, 'bench/results/partition-migration.json'), JSON.stringify({ at: new Date().toISOString(), results }, null, 2));
     return;
   }
-  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify', 'history'].includes(which)) {
-    throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows, verify, history or partition-migration`);
+  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify', 'history', 'smtp'].includes(which)) {
+    throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows, verify, history, smtp or partition-migration`);
   }
   const dbName = process.env.BENCH_DATABASE ?? `mailroom_bench_${process.pid}`;
   const keep = process.env.BENCH_KEEP_DATABASE === '1' && process.env.BENCH_DATABASE !== undefined;
@@ -183,6 +187,7 @@ async function main(): Promise<void> {
     if (!which || which === 'feedback') results.feedback = await benchFeedback(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'workflows') results.workflows = await benchWorkflows(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'verify') results.verify = await benchVerify(env, config, database, await project(database), spawnApp, stop);
+    if (which === 'smtp') results.smtp = await benchSmtp(env, database, await project(database), spawnApp, stop);
     if (which === 'history') results.history = await benchHistory(env, database, await project(database), spawnApp, stop);
   } finally {
     await database.close();

@@ -110,6 +110,9 @@ if (['127.0.0.1', 'localhost'].includes(sesUrl.hostname) && !(await answers(env.
 }
 start('api', [...tsxWatch, 'apps/api/src/server.ts']);
 start('worker', [...tsxWatch, 'apps/worker/src/main.ts']);
+// The SMTP relay on a local plain port (no certificate needed; never like this in production).
+const smtpEnv = { SMTP_PORT: '0', SMTP_TLS_PORT: '0', SMTP_PLAIN_PORT: process.env.SMTP_PLAIN_PORT ?? '2525', SMTP_ALLOW_INSECURE: 'true' };
+children.push(spawn(process.execPath, [...tsxWatch, 'apps/api/src/smtp-server.ts'], { env: { ...env, ...smtpEnv }, stdio: 'inherit' }));
 
 let up = false;
 for (let i = 0; i < 60 && !(up = await answers(`http://127.0.0.1:${port}`, port)); i++) await sleep(500);
@@ -123,6 +126,7 @@ console.log(`
 Mailroom is running.
   API          http://localhost:${port}   (docs: http://localhost:${port}/docs)
   SES inbox    ${env.SES_ENDPOINT}        (every email the worker sends lands here)
+  SMTP relay   localhost:${smtpEnv.SMTP_PLAIN_PORT}  (user plunk, password: the secret key; local plain port)
   Project      ${project.id}  (verified domain: ${project.domain})
   Secret key   ${project.secretKey}
   Public key   ${project.publicKey}

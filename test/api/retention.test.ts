@@ -109,9 +109,9 @@ describe('settings', () => {
   test('GET shows the defaults; PUT sets, null clears, a field left out keeps its value', async () => {
     const p = await createTestProject(ctx.api.database);
     const path = `/admin/projects/${p.id}/retention`;
-    const none = { emailContentDays: null, emailDays: null, eventDays: null, webhookDays: null, workflowExecutionDays: null };
+    const none = { emailContentDays: null, emailDays: null, eventDays: null, webhookDays: null, workflowExecutionDays: null, inboundDays: null };
     expect((await admin.get(path)).body.data).toEqual({ projectId: p.id, overrides: none, effective: RETENTION_DEFAULTS, defaults: RETENTION_DEFAULTS });
-    expect(RETENTION_DEFAULTS).toEqual({ emailContentDays: 30, emailDays: 365, eventDays: 365, webhookDays: 30, workflowExecutionDays: 90 });
+    expect(RETENTION_DEFAULTS).toEqual({ emailContentDays: 30, emailDays: 365, eventDays: 365, webhookDays: 30, workflowExecutionDays: 90, inboundDays: 30 });
     const set = await admin.put(path, { eventDays: 10, emailContentDays: 7 });
     expect(set.status).toBe(200);
     expect(set.body.data.effective).toEqual({ ...RETENTION_DEFAULTS, eventDays: 10, emailContentDays: 7 });

@@ -34,6 +34,7 @@ import { workflowGraphRoutes } from './routes/workflow-graph';
 import { workflowExecutionRoutes } from './routes/workflow-executions';
 import { verifyRoutes } from './routes/verify';
 import { domainRoutes } from './routes/domains';
+import { inboundRawOpenApiPaths, inboundRoutes } from './routes/inbound';
 
 /**
  * The declared routes. Building them only captures `deps` (no connection is made, no query run).
@@ -62,6 +63,7 @@ export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
     ...workflowGraphRoutes(deps),
     ...workflowExecutionRoutes(deps),
     ...domainRoutes(deps),
+    ...inboundRoutes(deps),
     ...adminRoutes(deps, onKeysChange),
     ...adminKeyRoutes(deps, onKeysChange),
     ...adminGuardrailRoutes(deps),
@@ -74,6 +76,7 @@ export const HAND_DESCRIBED_PATHS: Record<string, Record<string, unknown>> = {
   ...emailRawOpenApiPaths,
   ...unsubscribeOpenApiPaths,
   ...sesWebhookOpenApiPaths,
+  ...inboundRawOpenApiPaths,
 };
 
 /** The product's version (`version` of the root package.json; the same path from `src/` under tsx and `dist/`). */

@@ -11,7 +11,7 @@ import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { adminStep, metricsOnly, authenticate, authenticateStep, AuthCache } from './http/auth';
 import type { AppDeps } from './http/context';
 import { errorHandler, notFoundHandler } from './http/errors';
-import { FailureLimiter, rateLimitStep } from './http/rate-limit';
+import { authFailureLimiter, rateLimitStep } from './http/rate-limit';
 import { toMiddleware } from './http/steps';
 import { requestId } from './http/request-id';
 import { mountRoutes, type AnyRoute } from './http/route';
@@ -21,6 +21,7 @@ import { registerReputationMetrics } from './http/reputation-metrics';
 import { mountQueueDashboard } from './routes/queues-dashboard';
 import { mountHealth } from './routes/health';
 import { mountEmailRaw } from './routes/email-raw';
+import { mountInboundRaw } from './routes/inbound';
 import { mountUnsubscribe } from './routes/unsubscribe';
 import { mountSesWebhook } from './routes/ses-webhook';
 import { apiRoutes, apiVersion, HAND_DESCRIBED_PATHS } from './api-routes';
@@ -47,12 +48,7 @@ export function createApp(deps: AppDeps): App {
   app.set('query parser', 'simple');
 
   const authCache = new AuthCache(deps.config.authCacheTtlMs, deps.config.authNegativeCacheTtlMs);
-  const authFailures = new FailureLimiter(deps.redis, deps.config.queuePrefix, {
-    name: 'authfail',
-    perMinute: deps.config.authFailureLimitPerMinute,
-    trickleIntervalS: deps.config.blockedLookupIntervalS,
-    what: 'failed authentications',
-  });
+  const authFailures = authFailureLimiter(deps.redis, deps.config);
   const limitStep = rateLimitStep(deps.redis, deps.config.queuePrefix, deps.config.rateLimitPerMinute);
   const limit = toMiddleware(limitStep);
   const { db } = deps.database;
@@ -82,8 +78,10 @@ export function createApp(deps: AppDeps): App {
   });
   // Answers message/rfc822, not the JSON envelope: mounted by hand behind the same secret-key chain.
   mountEmailRaw(router, deps, [authenticate(db, authCache, ['secret'], authFailures), limit]);
+  mountInboundRaw(router, deps, [authenticate(db, authCache, ['secret'], authFailures), limit]);
   mountRoutes(router, routes, {
     secret: [authenticateStep(db, authCache, ['secret'], authFailures), limitStep],
+    sending: [authenticateStep(db, authCache, ['secret'], authFailures, { sending: true }), limitStep],
     anyKey: [authenticateStep(db, authCache, ['secret', 'public'], authFailures), limitStep],
     admin: [adminStep(deps.config.adminToken, authFailures)],
   }, deps.database);

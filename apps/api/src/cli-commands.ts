@@ -10,7 +10,7 @@ import type { Database } from '@mailroom/db/client';
 import { domainOwner } from '@mailroom/db/queries/projects';
 import { importFromPlunk } from '@mailroom/plunk-import/run';
 import { adminOps } from './routes/admin';
-import { importKeysOp } from './routes/admin-keys';
+import { createKeyOp, importKeysOp } from './routes/admin-keys';
 import { guardrailOps } from './routes/admin-guardrails';
 import { retentionOps } from './routes/admin-retention';
 
@@ -57,6 +57,7 @@ const RETENTION_FLAGS = [
   ['event-days', 'eventDays', 'days a contact event is kept'],
   ['webhook-days', 'webhookDays', 'days a webhook delivery is kept'],
   ['workflow-execution-days', 'workflowExecutionDays', 'days a finished workflow execution is kept'],
+  ['inbound-days', 'inboundDays', 'days a received (inbound) message is kept'],
 ] as const;
 
 /** The flags of `project guardrails` and the settings they set. */
@@ -108,8 +109,27 @@ export const CLI_COMMANDS: CliCommand[] = [
     name: 'project keys',
     summary: "Lists the project's keys (never the keys themselves).",
     flags: [projectFlag],
-    output: 'per key: id, kind, mode, prefix, dates, active',
+    output: 'per key: id, kind, mode, prefix, dates, active, scope, allowedDomains',
     run: ({ database, project }) => adminOps.listKeys(database.db, project()),
+  },
+  {
+    name: 'project create-key',
+    summary: 'Issues a send-only secret key (POST /v1/send and SMTP only), optionally restricted to some of the project\'s sending domains (each covers its subdomains).',
+    flags: [
+      projectFlag,
+      { name: 'scope', value: 'sending', required: true, description: 'the key\'s scope (`sending` is the only restricted scope)' },
+      { name: 'domains', value: 'a.com,b.com', description: 'the sending domains the key may send from (default: all of the project\'s)' },
+      { name: 'mode', value: 'live|test', description: 'a live or a test key (default live)' },
+    ],
+    output: '{ id, key, kind, mode, scope, allowedDomains } (the key is shown once)',
+    run: async ({ values, database, project, usage }) => {
+      if (str(values.scope) !== 'sending') throw usage('--scope sending is required (the only restricted scope)');
+      const mode = str(values.mode) ?? 'live';
+      if (mode !== 'live' && mode !== 'test') throw usage('--mode must be live or test');
+      const list = str(values.domains);
+      const domains = list === undefined ? undefined : list.split(',').map((d) => d.trim()).filter((d) => d !== '');
+      return createKeyOp(database.db, project(), { scope: 'sending', domains, mode });
+    },
   },
   {
     name: 'project revoke-key',

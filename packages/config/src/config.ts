@@ -22,6 +22,7 @@ import { loadWebhookConfig, type WebhookConfig } from '@mailroom/webhooks/config
 import { loadWorkflowConfig, type WorkflowConfig } from '@mailroom/workflows/config';
 import { loadApiConfig, type ApiConfig } from './api-config';
 import { loadWorkerConfig, type WorkerConfig } from './worker-config';
+import { loadSmtpConfig, type SmtpConfig } from './smtp-config';
 
 /** Typed configuration shared by the API, the worker and the CLI: every slice. */
 export type Config = PlatformConfig &
@@ -35,7 +36,8 @@ export type Config = PlatformConfig &
   WorkflowConfig &
   SendingConfig &
   ApiConfig &
-  WorkerConfig;
+  WorkerConfig &
+  SmtpConfig;
 
 export { ConfigError } from '@mailroom/platform/config-env';
 export type { TrustProxy } from '@mailroom/platform/trust-proxy';
@@ -61,5 +63,6 @@ export function loadConfig(env: Env): Config {
     ...loadSendingConfig(env),
     ...loadApiConfig(env),
     ...loadWorkerConfig(env),
+    ...loadSmtpConfig(env),
   });
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { ConfigError, int, list, type Env } from '@mailroom/platform/config-env';
+import { bool, ConfigError, int, list, str, url, type Env } from '@mailroom/platform/config-env';
 
 /**
  * SNS and soft-bounce settings.
@@ -33,6 +33,23 @@ export interface FeedbackConfig {
   readonly softBounceLimit: number;
   /** `SOFT_BOUNCE_WINDOW_HOURS`: the window of {@link softBounceLimit} (hours, default 72). */
   readonly softBounceWindowHours: number;
+  /**
+   * `INBOUND_MX_HOST`: the mail exchanger an inbound-enabled domain publishes (its MX record, priority 10): Amazon SES
+   * receiving's endpoint of the region. Default `inbound-smtp.<SES_REGION>.amazonaws.com`.
+   */
+  readonly inboundMxHost: string;
+  /**
+   * `INBOUND_S3_ENDPOINT`: the S3 endpoint received messages are fetched from when a receipt rule stores them in S3
+   * (messages over SNS's 150 KB); unset: Amazon S3 of `SES_REGION` with the AWS credentials. Set for an
+   * S3-compatible store (path-style requests).
+   */
+  readonly inboundS3Endpoint: string | undefined;
+  /**
+   * `INBOUND_WORKFLOWS_ON_SPAM`: whether a received message that SES judged spam or infected (spam or virus verdict
+   * `FAIL`) still records `email.received` on the sender's contact and so starts workflows (default false: it is
+   * stored, and announced by webhook, but starts nothing).
+   */
+  readonly inboundWorkflowsOnSpam: boolean;
 }
 
 /**
@@ -48,6 +65,9 @@ export function loadFeedbackConfig(env: Env): FeedbackConfig {
     snsCertHosts: list(env, 'SNS_CERT_HOSTS', ['sns.*.amazonaws.com', 'sns.*.amazonaws.com.cn']),
     softBounceLimit: int(env, 'SOFT_BOUNCE_LIMIT', 3, 1, 1000),
     softBounceWindowHours: int(env, 'SOFT_BOUNCE_WINDOW_HOURS', 72, 1, 24 * 365),
+    inboundMxHost: str(env, 'INBOUND_MX_HOST', `inbound-smtp.${str(env, 'SES_REGION', 'us-east-1')}.amazonaws.com`),
+    inboundS3Endpoint: url(env, 'INBOUND_S3_ENDPOINT', undefined, ['http:', 'https:']),
+    inboundWorkflowsOnSpam: bool(env, 'INBOUND_WORKFLOWS_ON_SPAM', false),
   };
   for (const arn of config.snsTopicArns) {
     if (!/^arn:aws[\w-]*:sns:[\w-]+:\d{12}:[\w-]{1,256}$/.test(arn)) throw new ConfigError('SNS_TOPIC_ARNS', `must list SNS topic ARNs, got "${arn}"`);

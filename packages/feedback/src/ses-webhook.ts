@@ -6,6 +6,8 @@
  *   {@link SnsRejection} (400 malformed; 403 unsigned, forged, tampered, stale or foreign) and changes nothing.
  * - `SubscriptionConfirmation`: confirmed by fetching its `SubscribeURL` (also on a trusted host).
  *   `UnsubscribeConfirmation`: acknowledged and logged (re-subscribing is an operator's decision).
+ * - `Notification` of SES receiving (`notificationType: Received`): the received message is stored for the project
+ *   of its recipient's inbound-enabled domain (`./inbound/receive`).
  * - `Notification`: one transaction records the SNS `MessageId` and applies the SES event (`applySesFeedback`:
  *   status, counters, timeline, contact event, suppression, the campaign guardrail's pause, webhook deliveries). A
  *   redelivered message id is acknowledged with no effect. The webhook deliveries are enqueued after the commit.
@@ -25,6 +27,9 @@ import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { type Db } from '@mailroom/db/client';
 import { isTrustedSnsUrl, parseSnsMessage, SnsRejection, SnsVerifier, type SnsMessage } from './sns';
 import { parseSesEvent, type BounceType, type FeedbackKind } from './ses-events';
+import type { MailConfig } from '@mailroom/mail/config';
+import { createInboundReceiver, type InboundResult } from './inbound/receive';
+import { isReceiptRecord, parseSesReceipt } from './inbound/receipt';
 import { applySesFeedback, recordSnsMessage, type FeedbackOutcome } from './queries/feedback';
 
 /** What handling a message answers. */
@@ -39,11 +44,13 @@ export interface SesWebhookResult {
   ignored?: string;
   /** For a notification seen for the first time: the SES event it carried (its bounce type for a bounce). */
   event?: { kind: FeedbackKind; bounceType?: BounceType };
+  /** For a receipt notification (SES receiving): the received messages stored, one per project. */
+  inbound?: InboundResult['inbound'];
 }
 
 /** What handling messages needs. */
 export interface SesWebhookDeps {
-  config: FeedbackConfig & Pick<AudienceConfig, 'guardrails'> & Pick<QueueConfig, 'webhookRetryScheduleMs'>;
+  config: FeedbackConfig & Pick<AudienceConfig, 'guardrails'> & Pick<QueueConfig, 'webhookRetryScheduleMs'> & Pick<MailConfig, 'sesRegion' | 'awsCredentials'>;
   db: Db;
   webhookQueue: Queue<WebhookJobPayload>;
 }
@@ -60,6 +67,7 @@ export function createSesWebhookHandler(deps: SesWebhookDeps): (body: string, lo
   const verifier = new SnsVerifier(config.snsCertHosts);
   const topics = new Set(config.snsTopicArns);
   const policy = { limit: config.softBounceLimit, windowHours: config.softBounceWindowHours };
+  const receive = createInboundReceiver(deps);
 
   const handle = async (m: SnsMessage, log: Logger): Promise<SesWebhookResult> => {
     if (m.Type === 'SubscriptionConfirmation') {
@@ -76,6 +84,12 @@ export function createSesWebhookHandler(deps: SesWebhookDeps): (body: string, lo
       const fresh = await recordSnsMessage(db, { messageId: m.MessageId, topicArn: m.TopicArn, type: m.Type });
       log.warn({ topicArn: m.TopicArn }, 'SNS subscription removed: SES events stop arriving until an operator re-subscribes');
       return { type: m.Type, duplicate: !fresh };
+    }
+    // SES receiving (a receipt rule's SNS or S3 action) publishes `notificationType: Received`: a message for us.
+    const record = jsonOrUndefined(m.Message);
+    if (isReceiptRecord(record)) {
+      const r = await receive(parseSesReceipt(record), { messageId: m.MessageId, topicArn: m.TopicArn }, log);
+      return { type: m.Type, duplicate: r.duplicate, inbound: r.inbound, ...(r.ignored ? { ignored: r.ignored } : {}) };
     }
     const feedback = parseSesEvent(m.Message);
     const event = { kind: feedback.kind, ...(feedback.bounceType ? { bounceType: feedback.bounceType } : {}) };
@@ -98,4 +112,12 @@ export function createSesWebhookHandler(deps: SesWebhookDeps): (body: string, lo
     await verifier.verify(m);
     return handle(m, log);
   };
+}
+
+function jsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

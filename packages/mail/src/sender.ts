@@ -5,7 +5,7 @@
  * @module
  */
 import { domainCovers, emailDomain } from '@mailroom/platform/address';
-import { type FieldError } from '@mailroom/platform/errors';
+import { AppError, ErrorCode, type FieldError } from '@mailroom/platform/errors';
 import { verifiedDomains } from '@mailroom/db/queries/projects';
 import { type DbOrTx } from '@mailroom/db/client';
 
@@ -38,4 +38,21 @@ export function senderDomainCandidates(fromEmail: string): string[] {
   const out = [d];
   for (let i = d.indexOf('.'); i >= 0; i = d.indexOf('.', i + 1)) out.push(d.slice(i + 1));
   return out;
+}
+
+/**
+ * The rule of a key restricted to sending domains (`api_keys.allowed_domains`): its mail's sender must be on one
+ * of them (each covers its subdomains, as a verified domain does). Checked besides the verified-domain rule, never
+ * instead of it.
+ *
+ * @param allowedDomains - the key's domains; null or undefined: the key is not restricted.
+ * @returns 403 `KEY_DOMAIN_FORBIDDEN` naming the sender's domain, or `undefined` when the key may send from it.
+ */
+export function keyDomainRefusal(fromEmail: string, allowedDomains: readonly string[] | null | undefined): AppError | undefined {
+  if (!allowedDomains) return undefined;
+  const domain = emailDomain(fromEmail);
+  if (allowedDomains.some((v) => domainCovers(v, domain))) return undefined;
+  return new AppError(ErrorCode.KEY_DOMAIN_FORBIDDEN, `This key may not send from the domain ${domain}: it is restricted to ${allowedDomains.join(', ')}`, {
+    suggestion: 'Send from one of the key\'s domains, or use a key allowed to send from this one.',
+  });
 }

@@ -17,6 +17,8 @@ export const ErrorCode = {
   FORBIDDEN: 'FORBIDDEN',
   PUBLIC_KEY_NOT_ALLOWED: 'PUBLIC_KEY_NOT_ALLOWED',
   PROJECT_DISABLED: 'PROJECT_DISABLED',
+  KEY_SCOPE_FORBIDDEN: 'KEY_SCOPE_FORBIDDEN',
+  KEY_DOMAIN_FORBIDDEN: 'KEY_DOMAIN_FORBIDDEN',
   NOT_FOUND: 'NOT_FOUND',
   CONFLICT: 'CONFLICT',
   INVALID_STATE: 'INVALID_STATE',
@@ -93,6 +95,18 @@ export const errorCatalog: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
     retryable: false,
     meaning: "The key's project is disabled by the operator.",
     action: 'Ask the operator to enable the project (`npm run cli -- project enable`).',
+  },
+  KEY_SCOPE_FORBIDDEN: {
+    status: 403,
+    retryable: false,
+    meaning: 'A send-only key (scope `sending`) used outside `POST /v1/send` and the SMTP relay.',
+    action: 'Use a full-access secret key for this route, or only send with this key.',
+  },
+  KEY_DOMAIN_FORBIDDEN: {
+    status: 403,
+    retryable: false,
+    meaning: "The sender's domain is not one of the domains the send-only key is restricted to (the message names it).",
+    action: 'Send from one of the key\'s domains, or use a key allowed to send from this one.',
   },
   NOT_FOUND: {
     status: 404,

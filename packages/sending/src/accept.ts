@@ -39,7 +39,9 @@ import type { SuppressionCause } from '@mailroom/db/queries/suppression-rule';
 import { writeAlone, type TransactionalWriter } from './write-batcher';
 import { enqueueSends, type SendEnqueuer } from './enqueue-batcher';
 import { type DbOrTx } from '@mailroom/db/client';
-import { senderDomainCandidates, senderError, senderRefusal } from '@mailroom/mail/sender';
+import type { TransactionalContent } from '@mailroom/db/queries/transactional';
+import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
+import { keyDomainRefusal, senderDomainCandidates, senderError, senderRefusal } from '@mailroom/mail/sender';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 
@@ -113,7 +115,8 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
  *
  * @param mode - the key's mode: `test` stores the emails as test emails (`emails.test`), validated, stored and
  *   rendered exactly as live ones; the worker delivers them to the test sink instead of SES.
- * @throws {@link AppError} 404 (template not in this project), 422 (business rules: sender, content, headers,
+ * @param allowedDomains - the sending domains of a key restricted to some (null: not restricted).
+ * @throws {@link AppError} 403 `KEY_DOMAIN_FORBIDDEN` (sender outside the key's domains), 404 (template not in this project), 422 (business rules: sender, content, headers,
  *   attachments, template syntax); Postgres errors propagate (mapped to 503 when it is unreachable).
  */
 export async function acceptSend(
@@ -133,6 +136,7 @@ export async function acceptSend(
   req: SendRequest,
   afterCommit: (fn: () => Promise<void>) => void,
   mode: KeyMode = 'live',
+  allowedDomains: readonly string[] | null = null,
 ): Promise<SendResult> {
   const { db } = deps;
   const test = mode === 'test';
@@ -154,6 +158,9 @@ export async function acceptSend(
   const replyTo = (req.reply !== undefined ? formatMailbox(mailbox(req.reply)) : undefined) ?? template?.replyTo ?? undefined;
   if (!fromInput) {
     errors.push({ field: 'from', message: 'is required unless the template has a from address', code: 'invalid_type' });
+  } else {
+    const refused = keyDomainRefusal(fromInput.email, allowedDomains);
+    if (refused) throw refused;
   }
 
   errors.push(...templateSyntaxErrors({ subject, body }, (key) => (req[key as 'subject' | 'body'] === undefined ? 'template' : key)));
@@ -178,47 +185,114 @@ export async function acceptSend(
   const { render, persist } = splitVariables(req.data);
   const format: BodyFormat = req.type ?? 'html';
 
-  const write = async (tx: DbOrTx) => {
-    const attachmentIds = await insertAttachments(tx, projectId, decoded.files);
-    const list = [...recipients.values()].map((r) => ({ id: newId(), email: r.email, emailKey: normalizedKey(r.email), name: r.name ?? null }));
+  const written = await writeAccepted(deps, projectId, {
+    recipients: [...recipients.values()],
+    subscribed: req.subscribed,
+    data: persist,
+    content: {
+      templateId: template?.id ?? null,
+      // A MARKETING template's mail carries the unsubscribe link and List-Unsubscribe (RFC 8058).
+      marketing: template?.type === 'MARKETING',
+      fromEmail: fromInput!.email,
+      fromName: fromName ?? null,
+      replyTo: replyTo ?? null,
+      subject: subject!,
+      body: body!,
+      bodyFormat: format,
+      variables: render,
+      headers: req.headers ?? {},
+      test,
+    },
+    files: decoded.files,
+    senderDomains: checkSenderInWrite ? senderDomainCandidates(fromInput.email) : undefined,
+  });
+  enqueueAccepted(deps, projectId, written, afterCommit);
+  return sendResult(written);
+}
+
+/** What one accepted request writes: its recipients (distinct), their contact upsert, the content all share. */
+export interface AcceptedEmails {
+  /** Distinct recipients (by normalised key), one email each. */
+  recipients: NormalizedMailbox[];
+  /** `subscribed` as the request stated it (undefined: unchanged for existing contacts, false for new ones). */
+  subscribed?: boolean;
+  /** Contact data to merge (`persist` of `splitVariables`). */
+  data?: Record<string, unknown>;
+  content: Omit<TransactionalContent, 'attachmentIds'>;
+  /** Stored once, referenced by every email (a relayed message's bytes are one `message/rfc822` file). */
+  files: { filename: string; contentType: string; content: Buffer }[];
+  /** When given, the write checks the sender itself (see `writeTransactional`). */
+  senderDomains?: string[];
+}
+
+/** What {@link writeAccepted} wrote: one row per recipient, and the webhook deliveries to announce. */
+export interface WrittenEmails {
+  /** `suppressed`: why the email is stored but never sent (undefined: queued). */
+  rows: { id: string; toEmail: string; suppressed: SuppressionCause | undefined; contact: { id: string; email: string } }[];
+  deliveries: WebhookDeliveryRef[];
+}
+
+/**
+ * Writes an accepted request's contacts, files and emails atomically (the one write of `/v1/send` and the SMTP
+ * relay): alone or batched through `deps.writer` when there are no files, in a transaction with its files
+ * otherwise (or in the caller's, `inTransaction`: `db` is one).
+ *
+ * @throws {@link AppError} 422 on `from` when the write's sender check refused it; the database's error.
+ */
+export async function writeAccepted(
+  deps: { db: DbOrTx; writer?: TransactionalWriter },
+  projectId: string,
+  input: AcceptedEmails,
+  inTransaction = false,
+): Promise<WrittenEmails> {
+  const write = async (tx: DbOrTx): Promise<WrittenEmails> => {
+    const attachmentIds = await insertAttachments(tx, projectId, input.files);
+    const list = input.recipients.map((r) => ({ id: newId(), email: r.email, emailKey: normalizedKey(r.email), name: r.name ?? null }));
     const w = await (deps.writer ?? writeAlone)(tx, {
       projectId,
-      contacts: list.map((r) => ({ email: r.email, subscribed: req.subscribed, defaultSubscribed: false, data: persist })),
+      contacts: list.map((r) => ({ email: r.email, subscribed: input.subscribed, defaultSubscribed: false, data: input.data })),
       recipients: list,
-      content: {
-        templateId: template?.id ?? null,
-        // A MARKETING template's mail carries the unsubscribe link and List-Unsubscribe (RFC 8058).
-        marketing: template?.type === 'MARKETING',
-        fromEmail: fromInput!.email,
-        fromName: fromName ?? null,
-        replyTo: replyTo ?? null,
-        subject: subject!,
-        body: body!,
-        bodyFormat: format,
-        variables: render,
-        headers: req.headers ?? {},
-        attachmentIds,
-        test,
-      },
+      content: { ...input.content, attachmentIds },
       webhookTimestamp: new Date().toISOString(),
-      senderDomains: checkSenderInWrite ? senderDomainCandidates(fromInput.email) : undefined,
+      senderDomains: input.senderDomains,
     });
-    if (w.senderRefused) throw validationError([senderRefusal(fromInput!.email)]);
+    if (w.senderRefused) throw validationError([senderRefusal(input.content.fromEmail)]);
     const rows = list.map((r) => ({ id: r.id, toEmail: r.email, suppressed: w.suppressed.get(r.emailKey), contact: w.contacts.get(r.emailKey)! }));
     return { rows, deliveries: w.deliveries };
   };
-  // Without attachments the write is one statement, atomic on its own: no transaction of ours around it.
-  const written = decoded.files.length === 0 ? await write(db) : await db.transaction(write);
-  const queued = written.rows.filter((row) => !row.suppressed);
+  // Without files the write is one statement, atomic on its own: no transaction of ours around it.
+  return input.files.length === 0 || inTransaction ? write(deps.db) : deps.db.transaction(write);
+}
 
+/**
+ * Registers, for after the commit, the webhook deliveries and the send jobs of what {@link writeAccepted} wrote
+ * (suppressed emails get no job). Enqueueing never throws: on failure (Redis down) it logs, and the reconciler
+ * enqueues the committed rows later.
+ */
+export function enqueueAccepted(
+  deps: {
+    config: QueueConfig & Pick<PlatformConfig, 'queuePrefix'>;
+    sendQueue: Queue<SendJobPayload>;
+    webhookQueue: Queue<WebhookJobPayload>;
+    log: Logger;
+    redis?: Redis;
+    enqueuer?: SendEnqueuer;
+  },
+  projectId: string,
+  written: WrittenEmails,
+  afterCommit: (fn: () => Promise<void>) => void,
+): void {
+  const queued = written.rows.filter((row) => !row.suppressed);
   afterCommit(async () => {
     await announceWebhookDeliveries(deps.webhookQueue, deps.config, written.deliveries, deps.log);
     if (queued.length === 0) return;
-    // Never throws: on failure (Redis down) it logs, and the reconciler enqueues the committed rows later.
     const request = { projectId, emailIds: queued.map((row) => row.id), log: deps.log };
     await (deps.enqueuer ? deps.enqueuer(request) : enqueueSends(deps, [request]));
   });
+}
 
+/** The spec's Send result of what {@link writeAccepted} wrote. */
+export function sendResult(written: WrittenEmails): SendResult {
   return {
     emails: written.rows.map((row) => ({
       contact: { id: row.contact.id, email: row.contact.email },

@@ -3,6 +3,7 @@
  * contact's data, the request's variables and `unsubscribeUrl`, then built as RFC 5322 bytes with its attachments;
  * marketing mail carries List-Unsubscribe and List-Unsubscribe-Post (RFC 8058). The Message-ID is
  * `<email id>@<sender domain>`, so a message sent again after a lost claim can be collapsed by receivers.
+ * A message relayed over SMTP (`body_format` mime) is sent as stored (`./relay/accept-relay`).
  *
  * @module
  */
@@ -28,6 +29,9 @@ export interface ComposedMessage {
  *   (loading attachments) or the MIME builder's.
  */
 export async function composeMessage(db: DbOrTx, config: Pick<PlatformConfig, 'publicUrl'>, email: SendingEmail): Promise<ComposedMessage> {
+  // A message relayed over SMTP goes out as its client composed it: the stored bytes, nothing rendered or rebuilt
+  // (the relay took the platform's headers out and added the missing ones when it accepted them).
+  if (email.bodyFormat === 'mime') return relayedMessage(db, email);
   // Marketing mail links to the one-click unsubscribe page of this very email (signed token, RFC 8058).
   const unsubscribeToken = createUnsubscribeToken(email.id, email.signingKey);
   const unsubscribe = unsubscribeUrl(config.publicUrl, unsubscribeToken);
@@ -52,4 +56,15 @@ export async function composeMessage(db: DbOrTx, config: Pick<PlatformConfig, 'p
     perMessage: [unsubscribeToken],
   });
   return { raw, subject: content.subject };
+}
+
+/**
+ * The stored bytes of a relayed email (`body_format` mime: its one attachment, `message/rfc822`).
+ *
+ * @throws an `Error` when the bytes are gone (the content was erased while the email was pending): the send fails.
+ */
+async function relayedMessage(db: DbOrTx, email: SendingEmail): Promise<ComposedMessage> {
+  const [file] = await loadAttachments(db, email.projectId, email.attachmentIds.slice(0, 1));
+  if (!file) throw new Error('the relayed message is no longer stored');
+  return { raw: file.content, subject: email.subject ?? '' };
 }

@@ -17,10 +17,12 @@ export interface RetentionSettings {
   webhookDays: number;
   /** Finished workflow executions and their step runs, from when they finished (days). */
   workflowExecutionDays: number;
+  /** Received messages (`inbound_emails`, with their raw bytes), from when SES received them (days). */
+  inboundDays: number;
 }
 
 /** The names of the settings, in the order they are shown. */
-export const RETENTION_FIELDS = ['emailContentDays', 'emailDays', 'eventDays', 'webhookDays', 'workflowExecutionDays'] as const;
+export const RETENTION_FIELDS = ['emailContentDays', 'emailDays', 'eventDays', 'webhookDays', 'workflowExecutionDays', 'inboundDays'] as const;
 export type RetentionField = (typeof RETENTION_FIELDS)[number];
 
 /** The environment variable of each setting's service default. */
@@ -30,6 +32,7 @@ export const RETENTION_ENV: Readonly<Record<RetentionField, string>> = Object.fr
   eventDays: 'RETENTION_EVENT_DAYS',
   webhookDays: 'RETENTION_WEBHOOK_DAYS',
   workflowExecutionDays: 'RETENTION_WORKFLOW_EXECUTION_DAYS',
+  inboundDays: 'RETENTION_INBOUND_DAYS',
 });
 
 /** The defaults an operator would choose without thinking about it (days). */
@@ -39,6 +42,7 @@ export const RETENTION_DEFAULTS: Readonly<RetentionSettings> = Object.freeze({
   eventDays: 365,
   webhookDays: 30,
   workflowExecutionDays: 90,
+  inboundDays: 30,
 });
 
 /** Bounds of every setting (days): at least a day, at most a hundred years. */
@@ -68,5 +72,6 @@ export function effectiveRetention(defaults: Readonly<RetentionSettings>, overri
     eventDays: pick('eventDays'),
     webhookDays: pick('webhookDays'),
     workflowExecutionDays: pick('workflowExecutionDays'),
+    inboundDays: pick('inboundDays'),
   };
 }

@@ -35,6 +35,7 @@ const DAYS_OF: Readonly<Record<RetentionKind, keyof RetentionSettings>> = {
   events: 'eventDays',
   webhookDeliveries: 'webhookDays',
   workflowExecutions: 'workflowExecutionDays',
+  inbound: 'inboundDays',
 };
 
 /** Dependencies of the retention pass: the same as the partition pass's (it drops whole months first). */

@@ -30,6 +30,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'email.complained',
   'email.failed',
   'email.suppressed',
+  'email.received',
   'contact.unsubscribed',
   'contact.suppressed',
   'campaign.sending',

@@ -5,6 +5,7 @@
  * - missing, malformed, unknown, expired or revoked key → 401 `UNAUTHORIZED`;
  * - a public key on a secret-key route → 403 `PUBLIC_KEY_NOT_ALLOWED`;
  * - a disabled project → 403 `PROJECT_DISABLED`;
+ * - a send-only key (`scope: sending`) on any route but a sending one → 403 `KEY_SCOPE_FORBIDDEN`;
  * - a client IP over its failed-authentication limit → 429 `RATE_LIMITED` with `Retry-After`.
  *
  * Lookups are by SHA-256 hash and cached in memory for `AUTH_CACHE_TTL_MS`, so disabling a project, rotating or
@@ -150,8 +151,14 @@ export function authenticate(db: Db, cache: AuthCache, accept: KeyKind[], failur
   return toMiddleware(authenticateStep(db, cache, accept, failures));
 }
 
+/** Which keys a route takes beyond its kinds: `sending` routes (`/v1/send`) also take send-only keys. */
+export interface RouteKeyScope {
+  /** The route sends mail: a `sending` key may call it. */
+  sending?: boolean;
+}
+
 /** {@link authenticate} as a request step (see `steps.ts`), for `mountRoutes`; the same checks and errors. */
-export function authenticateStep(db: Db, cache: AuthCache, accept: KeyKind[], failures: FailureLimiter): RequestStep {
+export function authenticateStep(db: Db, cache: AuthCache, accept: KeyKind[], failures: FailureLimiter, routeScope: RouteKeyScope = {}): RequestStep {
   return async (req, res) => {
     const key = bearerToken(req.get('authorization'));
     if (!key) {
@@ -159,42 +166,60 @@ export function authenticateStep(db: Db, cache: AuthCache, accept: KeyKind[], fa
         suggestion: 'Use the secret key (sk_…) of your project.',
       });
     }
-    const ip = clientIp(req);
-    const invalid = () => new AppError(ErrorCode.UNAUTHORIZED, 'Invalid API key');
-    if (!keyKind(key)) {
-      await failures.fail(ip);
-      throw invalid();
-    }
-    const hash = hashKey(key);
-    const load = () => findKey(db, hash);
-    let record: KeyRecord | null | undefined;
-    if (cache.knownGood(hash) || cache.knownBad(hash)) {
-      record = await cache.lookup(hash, load);
-    } else {
-      // A lookup of this key under way (a parallel request) answers this one too, uncounted if it finds the key.
-      record = await cache.pending(hash)?.catch(() => undefined);
-    }
-    if (record === undefined) {
-      let attempt: Attempt | undefined;
-      record = await cache.leading(hash, async () => {
-        attempt = await failures.attempt(ip);
-        return cache.lookup(hash, load);
-      });
-      if (!record) throw attempt!.failure(invalid());
-      await attempt!.succeeded();
-    } else if (!record) {
-      await failures.fail(ip);
-      throw invalid();
-    }
+    const record = await resolveKey(db, cache, failures, key, clientIp(req));
     if (!accept.includes(record.kind)) {
       throw new AppError(ErrorCode.PUBLIC_KEY_NOT_ALLOWED, 'A public key (pk_) cannot be used on this endpoint', {
         suggestion: 'Use the secret key (sk_…); public keys work only with /v1/track.',
       });
     }
     if (record.projectDisabled) throw new AppError(ErrorCode.PROJECT_DISABLED, 'This project is disabled');
+    if (record.scope === 'sending' && !routeScope.sending) {
+      throw new AppError(ErrorCode.KEY_SCOPE_FORBIDDEN, 'This key is restricted to sending (scope "sending"): it may only call POST /v1/send and the SMTP relay', {
+        suggestion: 'Use a full-access secret key for this endpoint.',
+      });
+    }
     // From here on the request's log lines carry the project (and a test key's `keyMode`): see request-id.ts.
-    res.locals.auth = { projectId: record.projectId, kind: record.kind, mode: record.mode };
+    res.locals.auth = { projectId: record.projectId, kind: record.kind, mode: record.mode, keyId: record.keyId, scope: record.scope, allowedDomains: record.allowedDomains };
   };
+}
+
+/**
+ * The record of a presented key (`sk_…`, `pk_…`, or a test key), with the per-IP failure accounting described in
+ * {@link authenticate}: shared by the HTTP steps and the SMTP relay's `AUTH`, so a guess over either counts
+ * toward the same limit of the address. The caller checks kind, project state and scope.
+ *
+ * @param ip - the client address the attempt is counted against.
+ * @throws {@link AppError} 401 `UNAUTHORIZED` (malformed, unknown, expired or revoked key), 429 `RATE_LIMITED`;
+ *   the lookup's error (Postgres or Redis unavailable) as it is.
+ */
+export async function resolveKey(db: Db, cache: AuthCache, failures: FailureLimiter, key: string, ip: string): Promise<KeyRecord> {
+  const invalid = () => new AppError(ErrorCode.UNAUTHORIZED, 'Invalid API key');
+  if (!keyKind(key)) {
+    await failures.fail(ip);
+    throw invalid();
+  }
+  const hash = hashKey(key);
+  const load = () => findKey(db, hash);
+  let record: KeyRecord | null | undefined;
+  if (cache.knownGood(hash) || cache.knownBad(hash)) {
+    record = await cache.lookup(hash, load);
+  } else {
+    // A lookup of this key under way (a parallel request) answers this one too, uncounted if it finds the key.
+    record = await cache.pending(hash)?.catch(() => undefined);
+  }
+  if (record === undefined) {
+    let attempt: Attempt | undefined;
+    record = await cache.leading(hash, async () => {
+      attempt = await failures.attempt(ip);
+      return cache.lookup(hash, load);
+    });
+    if (!record) throw attempt!.failure(invalid());
+    await attempt!.succeeded();
+  } else if (!record) {
+    await failures.fail(ip);
+    throw invalid();
+  }
+  return record;
 }
 
 /**

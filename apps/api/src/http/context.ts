@@ -31,6 +31,12 @@ export interface AuthContext {
   /** `test` for a test key (`sk_test_…`, `pk_test_…`): what the request creates is test data
   /** (`@mailroom/platform/keys`). */
   mode: KeyMode;
+  /** The key's id (`api_keys.id`). */
+  keyId: string;
+  /** `full`, or `sending`: a send-only key (only sending routes let it through). */
+  scope: 'full' | 'sending';
+  /** A `sending` key's sending domains (lower-case; each covers its subdomains); null: any verified domain. */
+  allowedDomains: string[] | null;
 }
 
 declare global {

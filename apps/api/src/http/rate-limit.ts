@@ -43,6 +43,41 @@ export function rateLimitStep(redis: Redis, keyPrefix: string, perMinute: number
   };
 }
 
+/**
+ * The per-project limit of {@link rateLimitStep} outside HTTP (the SMTP relay: one message is one request), on the
+ * same Redis counters, so HTTP requests and relayed messages of a project share `perMinute`.
+ *
+ * @returns a function that counts one request of the project. @throws {@link AppError} 429 `RATE_LIMITED` (with
+ *   `Retry-After`) beyond the limit.
+ */
+export function projectRateLimit(redis: Redis, keyPrefix: string, perMinute: number): (projectId: string) => Promise<void> {
+  const limiter = perMinuteLimiter(redis, keyPrefix, 'ratelimit', perMinute);
+  return async (projectId) => {
+    try {
+      await limiter.consume(projectId);
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) throw err;
+      throw rateLimited(err, `Rate limit of ${perMinute} requests per minute exceeded`);
+    }
+  };
+}
+
+/**
+ * The per-IP limit of failed authentications (`AUTH_FAILURE_LIMIT_PER_MINUTE`), one Redis bucket per address shared
+ * by every API process and the SMTP relay: a key guessed over HTTP or over SMTP `AUTH` counts alike.
+ */
+export function authFailureLimiter(
+  redis: Redis,
+  config: { queuePrefix: string; authFailureLimitPerMinute: number; blockedLookupIntervalS: number },
+): FailureLimiter {
+  return new FailureLimiter(redis, config.queuePrefix, {
+    name: 'authfail',
+    perMinute: config.authFailureLimitPerMinute,
+    trickleIntervalS: config.blockedLookupIntervalS,
+    what: 'failed authentications',
+  });
+}
+
 /** 429 `RATE_LIMITED` with `Retry-After` (whole seconds, at least 1) from a refused limiter answer. */
 function rateLimited(r: RateLimiterRes, message: string): AppError {
   const retryAfter = String(Math.max(1, Math.ceil(r.msBeforeNext / 1000)));

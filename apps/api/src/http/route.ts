@@ -56,6 +56,8 @@ export interface RouteDef<B extends TSchema | undefined = undefined, Q extends T
   description?: string;
   tag: string;
   auth: RouteAuth;
+  /** A `secret` route that sends mail (`/v1/send`): send-only keys (`scope: sending`) may call it too. */
+  sendingKeys?: boolean;
   body?: B;
   query?: Q;
   params?: P;
@@ -96,6 +98,8 @@ export type AnyRoute = RouteDef<any, any, any>;
 /** The steps a route's `auth` maps to (authentication, then the project's rate limit), supplied by the app. */
 export interface AuthSteps {
   secret: RequestStep[];
+  /** `secret` routes with `sendingKeys`: the same, and send-only keys pass. */
+  sending: RequestStep[];
   anyKey: RequestStep[];
   admin: RequestStep[];
 }
@@ -124,7 +128,7 @@ function jsonBody(limit: string): RequestStep[] {
 export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthSteps, database: Database): void {
   for (const def of routes) {
     const steps: RequestStep[] = [];
-    if (def.auth === 'secret') steps.push(...auth.secret);
+    if (def.auth === 'secret') steps.push(...(def.sendingKeys ? auth.sending : auth.secret));
     if (def.auth === 'any-key') steps.push(...auth.anyKey);
     if (def.auth === 'admin') steps.push(...auth.admin);
     if (def.body) steps.push(...jsonBody(def.bodyLimit ?? '100kb'));

@@ -1,18 +1,57 @@
 /**
  * `POST /admin/projects/{id}/keys/import` and the CLI's `project import-keys`: store keys an operator brings
  * from elsewhere (a Plunk project moved by hand), hashed like ours, so SDK users keep their keys.
+ * `POST /admin/projects/{id}/keys` and the CLI's `project create-key`: a send-only secret key (scope `sending`),
+ * optionally restricted to some of the project's sending domains.
  *
  * @module
  */
 import { Type } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
-import { keyKind, type KeyKind } from '@mailroom/platform/keys';
+import { keyKind, type KeyKind, type KeyMode } from '@mailroom/platform/keys';
+import { asciiHostname } from '@mailroom/platform/address';
 import { importProjectKeys } from '@mailroom/db/queries/import-keys';
+import { createScopedKey, projectDomainNames } from '@mailroom/db/queries/projects';
 import { type Db } from '@mailroom/db/client';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { IdParams, Nullable, Timestamp } from './common';
+import { IdParams, Nullable, StringEnum, Timestamp } from './common';
 import { presentKey } from './admin';
+
+/** What a scoped key is asked for (CLI and `/admin`). */
+export interface ScopedKeyRequest {
+  scope: 'sending';
+  /** Sending domains the key may send from; each must be a domain of the project. Omitted: any verified one. */
+  domains?: string[];
+  mode?: KeyMode;
+}
+
+/**
+ * Issues a send-only secret key (`POST /v1/send` and SMTP only), shown once.
+ *
+ * @returns the key (once) and how `/admin` lists it.
+ * @throws {@link AppError} 422 on `domains.N` (not a domain name, or not a domain of this project) or `domains`
+ *   (empty), 404 (project).
+ */
+export async function createKeyOp(db: Db, projectId: string, given: ScopedKeyRequest) {
+  let allowed: string[] | null = null;
+  if (given.domains !== undefined) {
+    const errors: FieldError[] = [];
+    if (given.domains.length === 0) errors.push({ field: 'domains', message: 'must list at least one domain (omit it for any verified domain)', code: 'too_small' });
+    const own = new Set(await projectDomainNames(db, projectId));
+    const names = given.domains.map((d, i) => {
+      const name = asciiHostname(d);
+      if (!name) errors.push({ field: `domains.${i}`, message: 'must be a domain name such as example.com', code: 'invalid_string' });
+      else if (!own.has(name)) errors.push({ field: `domains.${i}`, message: `${name} is not a domain of this project`, code: 'custom' });
+      return name ?? '';
+    });
+    if (errors.length > 0) throw validationError(errors);
+    allowed = [...new Set(names)];
+  }
+  const r = await createScopedKey(db, projectId, given.mode ?? 'live', { scope: given.scope, allowedDomains: allowed });
+  if (!r) throw notFound('Project');
+  return { ...presentKey(r.summary), projectId, key: r.key };
+}
 
 const KEY_RULE = 'prefix and 32–128 characters of A–Z, a–z, 0–9, _ or - (Plunk keys are sk_/pk_ and 48 hex digits)';
 
@@ -53,8 +92,25 @@ const ImportedKeys = Type.Object({
       expiresAt: Nullable(Timestamp),
       revokedAt: Nullable(Timestamp),
       active: Type.Boolean(),
+      scope: StringEnum(['full', 'sending'] as const, '`sending`: POST /v1/send and SMTP only'),
+      allowedDomains: Nullable(Type.Array(Type.String())),
     }),
   ),
+});
+
+const CreatedKey = Type.Object({
+  id: Type.String(),
+  projectId: Type.String(),
+  key: Type.String({ description: 'the new key (sk_… or sk_test_…), shown once' }),
+  kind: Type.Literal('secret'),
+  mode: StringEnum(['live', 'test'] as const, 'test: an sk_test_… key (its mail goes to the test sink)'),
+  keyPrefix: Type.String(),
+  scope: StringEnum(['full', 'sending'] as const, '`sending`: POST /v1/send and SMTP only'),
+  allowedDomains: Nullable(Type.Array(Type.String(), { description: 'the domains the key may send from (each with its subdomains); null: any verified domain' })),
+  createdAt: Timestamp,
+  expiresAt: Nullable(Timestamp),
+  revokedAt: Nullable(Timestamp),
+  active: Type.Boolean(),
 });
 
 const KeyField = (kind: 'secret' | 'public') =>
@@ -64,6 +120,39 @@ const KeyField = (kind: 'secret' | 'public') =>
 export function adminKeyRoutes(deps: AppDeps, onChange: () => void) {
   const { db } = deps.database;
   return [
+    route({
+      method: 'post',
+      path: '/admin/projects/:id/keys',
+      operationId: 'adminCreateKey',
+      tag: 'Admin',
+      summary: 'Create a send-only secret key, optionally restricted to some sending domains',
+      description:
+        'A key of scope `sending` may call `POST /v1/send` and authenticate to the SMTP relay, nothing else (403 ' +
+        '`KEY_SCOPE_FORBIDDEN` elsewhere). With `domains`, a send whose `from` is on another domain gets 403 ' +
+        '`KEY_DOMAIN_FORBIDDEN` (each domain covers its subdomains; the verified-domain rule applies as well). Keys made ' +
+        'before scopes, and the pairs `rotate-keys` issues, have full access. Revoke it like any key; its replacement ' +
+        'keeps its scope and domains.',
+      auth: 'admin',
+      params: IdParams,
+      body: Type.Object(
+        {
+          scope: Type.Literal('sending', { description: 'the only restricted scope: sending' }),
+          domains: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 253 }), { maxItems: 100, description: 'domains of the project the key may send from' })),
+          mode: Type.Optional(StringEnum(['live', 'test'] as const, 'test: an sk_test_… key')),
+        },
+        { additionalProperties: false },
+      ),
+      response: CreatedKey,
+      status: 201,
+      errors: [400, 401, 403, 404, 422, 429],
+      handler: async ({ params, body, log }) => {
+        const r = await createKeyOp(db, params.id, body);
+        // It may have been tried (and cached as unknown) in this process before it existed.
+        onChange();
+        log.info({ projectId: r.projectId, keyId: r.id, keyPrefix: r.keyPrefix, scope: r.scope, allowedDomains: r.allowedDomains }, 'scoped api key created');
+        return { data: r, status: 201 };
+      },
+    }),
     route({
       method: 'post',
       path: '/admin/projects/:id/keys/import',

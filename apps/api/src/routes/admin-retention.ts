@@ -28,6 +28,7 @@ const DESCRIPTIONS: Readonly<Record<keyof RetentionSettings, string>> = {
   eventDays: 'contact events (days)',
   webhookDays: 'finished webhook deliveries and their attempts (days)',
   workflowExecutionDays: 'finished workflow executions and their step runs, from when they finished (days)',
+  inboundDays: 'received email (inbound_emails, with its raw message), from when it was received (days)',
 };
 
 const Values = (description: string, valueOf: (d: string) => ReturnType<typeof Type.Integer> | ReturnType<typeof Nullable>) =>
@@ -39,7 +40,7 @@ const ProjectRetentionView = Type.Object({
   projectId: Type.String(),
   overrides: Values("the project's own settings; null: the service default applies", (d) => Nullable(Type.Integer({ description: d }))),
   effective: Values("what the project's records are kept by", Days),
-  defaults: Values('the service defaults (RETENTION_EMAIL_CONTENT_DAYS, RETENTION_EMAIL_DAYS, RETENTION_EVENT_DAYS, RETENTION_WEBHOOK_DAYS, RETENTION_WORKFLOW_EXECUTION_DAYS)', Days),
+  defaults: Values('the service defaults (RETENTION_EMAIL_CONTENT_DAYS, RETENTION_EMAIL_DAYS, RETENTION_EVENT_DAYS, RETENTION_WEBHOOK_DAYS, RETENTION_WORKFLOW_EXECUTION_DAYS, RETENTION_INBOUND_DAYS)', Days),
 });
 
 const RetentionBody = Type.Object(

@@ -52,6 +52,8 @@ const KeyFields = {
   expiresAt: Nullable(Timestamp),
   revokedAt: Nullable(Timestamp),
   active: Type.Boolean({ description: 'authenticates now: neither revoked nor expired' }),
+  scope: StringEnum(['full', 'sending'] as const, '`full`: every route of its kind; `sending`: POST /v1/send and the SMTP relay only'),
+  allowedDomains: Nullable(Type.Array(Type.String(), { description: 'a `sending` key\'s domains (each with its subdomains); null: any verified domain' })),
 };
 const KeyInfo = Type.Object(KeyFields);
 const RevokedKey = Type.Object({
@@ -81,6 +83,8 @@ export function presentKey(k: KeySummary) {
     expiresAt: k.expiresAt?.toISOString() ?? null,
     revokedAt: k.revokedAt?.toISOString() ?? null,
     active: k.active,
+    scope: k.scope,
+    allowedDomains: k.allowedDomains,
   };
 }
 

@@ -23,7 +23,7 @@ import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuer
 const RecordState = StringEnum(['pending', 'found', 'failed'] as const);
 
 const DnsRecord = Type.Object({
-  purpose: StringEnum(['dkim', 'mail-from-mx', 'mail-from-spf', 'dmarc'] as const),
+  purpose: StringEnum(['dkim', 'mail-from-mx', 'mail-from-spf', 'dmarc', 'inbound-mx'] as const, '`inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)'),
   type: StringEnum(['CNAME', 'TXT', 'MX'] as const),
   name: Type.String(),
   value: Type.String(),
@@ -32,7 +32,8 @@ const DnsRecord = Type.Object({
   status: RecordState,
 });
 
-const Domain = Type.Object({
+/** The answer of every domain route. */
+export const DomainSchema = Type.Object({
   id: Type.String(),
   projectId: Type.String(),
   domain: Type.String(),
@@ -45,13 +46,20 @@ const Domain = Type.Object({
   verifiedAt: Nullable(Timestamp),
   failedAt: Nullable(Timestamp),
   failureReason: Nullable(Type.String()),
+  inboundEnabled: Type.Boolean({ description: 'mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX' }),
   createdAt: Timestamp,
 });
+const Domain = DomainSchema;
 
 /** The answer of a verification: the domain, with Plunk's name for the DKIM tokens. */
 const VerifyResult = Type.Object({ ...Domain.properties, tokens: Type.Array(Type.String(), { description: "same as dkimTokens (Plunk's form)" }) });
 
-function present(d: DomainRow): Static<typeof Domain> {
+/**
+ * A domain as the API shows it; with inbound enabled, its records end with the MX record that receives its mail
+ * (`mxHost`, priority 10; `status` pending: the sending identity's check does not look at it).
+ */
+export function presentDomain(d: DomainRow, mxHost: string): Static<typeof Domain> {
+  const inbound = d.inboundEnabled ? [{ purpose: 'inbound-mx' as const, type: 'MX' as const, name: d.domain, value: mxHost, priority: 10, required: true, status: 'pending' as const }] : [];
   return {
     id: d.id,
     projectId: d.projectId,
@@ -60,11 +68,12 @@ function present(d: DomainRow): Static<typeof Domain> {
     verified: d.verified,
     mailFromDomain: d.mailFromDomain,
     dkimTokens: d.dkimTokens,
-    records: d.records,
+    records: [...d.records, ...inbound],
     checkedAt: d.checkedAt?.toISOString() ?? null,
     verifiedAt: d.verifiedAt?.toISOString() ?? null,
     failedAt: d.failedAt?.toISOString() ?? null,
     failureReason: d.failureReason,
+    inboundEnabled: d.inboundEnabled,
     createdAt: d.createdAt.toISOString(),
   };
 }
@@ -91,7 +100,7 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
         const page = await listDomains(db, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor), verified: query.verified });
-        return { data: keysetPage(page, present, page.total) };
+        return { data: keysetPage(page, (d) => presentDomain(d, deps.config.inboundMxHost), page.total) };
       },
     }),
     route({
@@ -112,7 +121,7 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       status: 201,
       errors: [400, 401, 403, 409, 413, 422, 429, 503],
       handler: async ({ body, auth, log }) => {
-        return { data: present(await addDomain(domains, auth.projectId, body.domain, log)) };
+        return { data: presentDomain(await addDomain(domains, auth.projectId, body.domain, log), deps.config.inboundMxHost) };
       },
     }),
     route({
@@ -129,7 +138,7 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       handler: async ({ params, auth }) => {
         const d = await getDomain(db, auth.projectId, params.id);
         if (!d) throw notFound('Domain');
-        return { data: present(d) };
+        return { data: presentDomain(d, deps.config.inboundMxHost) };
       },
     }),
     ...(['post', 'get'] as const).map((method) =>
@@ -148,7 +157,7 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
         status: 200,
         errors: [400, 401, 403, 404, 422, 429, 503],
         handler: async ({ params, auth }) => {
-          const checked = present(await checkDomain(domains, auth.projectId, params.id));
+          const checked = presentDomain(await checkDomain(domains, auth.projectId, params.id), deps.config.inboundMxHost);
           return { data: { ...checked, tokens: checked.dkimTokens } };
         },
       }),

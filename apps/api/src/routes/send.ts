@@ -113,8 +113,11 @@ export function sendRoutes(deps: AppDeps) {
         'request is applied, gets an email with status `suppressed` and its `reason` that is never sent, and an ' +
         '`email.suppressed` webhook; the response lists those recipients in `suppressed`. ' +
         'With a test key (sk_test_…) the emails are test emails: checked, stored and rendered exactly as live, then delivered ' +
-        'to the test sink instead of SES (read them at GET /emails/{id}/raw).',
+        'to the test sink instead of SES (read them at GET /emails/{id}/raw). ' +
+        'A send-only key (scope `sending`) may call this route; one restricted to sending domains gets 403 `KEY_DOMAIN_FORBIDDEN` ' +
+        'for a `from` on another domain.',
       auth: 'secret',
+      sendingKeys: true,
       body: SendBody,
       example: {
         to: 'ada@example.org',
@@ -129,7 +132,14 @@ export function sendRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 413, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, log, db, afterCommit }) => ({
-        data: await acceptSend({ config: deps.config, sendQueue: deps.queues.send, webhookQueue: deps.queues.webhook, db, log, redis: deps.redis, enqueuer, writer }, auth.projectId, body, afterCommit, auth.mode),
+        data: await acceptSend(
+          { config: deps.config, sendQueue: deps.queues.send, webhookQueue: deps.queues.webhook, db, log, redis: deps.redis, enqueuer, writer },
+          auth.projectId,
+          body,
+          afterCommit,
+          auth.mode,
+          auth.allowedDomains,
+        ),
       }),
     }),
   ];

@@ -110,6 +110,12 @@ export async function campaignUsingDomain(db: DbOrTx, projectId: string, domain:
   return row;
 }
 
+/** Turns receiving on or off for a domain of the project. @returns the domain, or `undefined` when it is not the project's. */
+export async function setDomainInbound(db: DbOrTx, projectId: string, id: string, enabled: boolean): Promise<DomainRow | undefined> {
+  const [row] = await db.update(domains).set({ inboundEnabled: enabled }).where(and(eq(domains.projectId, projectId), eq(domains.id, id))).returning();
+  return row;
+}
+
 /** Deletes a domain of the project. @returns whether it existed. */
 export async function deleteDomain(db: DbOrTx, projectId: string, id: string): Promise<boolean> {
   const rows = await db.delete(domains).where(and(eq(domains.projectId, projectId), eq(domains.id, id))).returning({ id: domains.id });

@@ -14,7 +14,7 @@ import {
   type KeyReference,
 } from '@mailroom/platform/keys';
 import type { Db, DbOrTx } from '../client';
-import { apiKeys, domains, projects } from '../schema';
+import { apiKeys, domains, projects, type ApiKeyScope } from '../schema';
 
 /** A project with a freshly issued key pair; the keys are shown this once and only their hashes are stored. */
 export interface IssuedProject {
@@ -36,15 +36,26 @@ export interface RotatedKeys extends IssuedProject {
   mode: KeyMode;
 }
 
-async function issueKey(db: DbOrTx, projectId: string, kind: KeyKind, mode: KeyMode): Promise<string> {
+/** The restriction of a key: `full`, or `sending` with optional sending domains (null: any verified domain). */
+export interface KeyScope {
+  scope: ApiKeyScope;
+  allowedDomains: string[] | null;
+}
+
+const FULL: KeyScope = { scope: 'full', allowedDomains: null };
+
+async function issueKey(db: DbOrTx, projectId: string, kind: KeyKind, mode: KeyMode, scope: KeyScope = FULL): Promise<{ key: string; id: string }> {
   const key = generateKey(kind, mode);
-  await db.insert(apiKeys).values({ projectId, kind, mode, keyHash: hashKey(key), keyPrefix: keyPrefix(key) });
-  return key;
+  const [row] = await db
+    .insert(apiKeys)
+    .values({ projectId, kind, mode, keyHash: hashKey(key), keyPrefix: keyPrefix(key), scope: scope.scope, allowedDomains: scope.allowedDomains })
+    .returning({ id: apiKeys.id });
+  return { key, id: row.id };
 }
 
 async function issueKeys(db: DbOrTx, projectId: string, mode: KeyMode): Promise<{ publicKey: string; secretKey: string }> {
-  const publicKey = await issueKey(db, projectId, 'public', mode);
-  const secretKey = await issueKey(db, projectId, 'secret', mode);
+  const publicKey = (await issueKey(db, projectId, 'public', mode)).key;
+  const secretKey = (await issueKey(db, projectId, 'secret', mode)).key;
   return { publicKey, secretKey };
 }
 
@@ -59,8 +70,9 @@ export async function createProject(db: Db, name: string): Promise<CreatedProjec
 }
 
 /**
- * Issues a new key pair of one mode; the project's current keys of that mode keep working for `graceHours`
- * (0 = revoked now), and keys of the other mode are left alone. Rotating `test` on a project that has no test
+ * Issues a new key pair of one mode; the project's current full-access keys of that mode keep working for
+ * `graceHours` (0 = revoked now), and keys of the other mode, and scoped keys (`sending`: each is made, and
+ * revoked, on its own), are left alone. Rotating `test` on a project that has no test
  * keys (one made before test mode) simply issues its first test pair.
  *
  * @returns the project with the new keys, or `undefined` when the project does not exist.
@@ -74,7 +86,7 @@ export async function rotateKeys(db: Db, projectId: string, graceHours: number, 
     await tx
       .update(apiKeys)
       .set({ expiresAt: sql`least(coalesce(${apiKeys.expiresAt}, ${expiry}), ${expiry})` })
-      .where(and(eq(apiKeys.projectId, projectId), eq(apiKeys.mode, mode)));
+      .where(and(eq(apiKeys.projectId, projectId), eq(apiKeys.mode, mode), eq(apiKeys.scope, 'full')));
     const keys = await issueKeys(tx, projectId, mode);
     return { id: project.id, name: project.name, disabled: project.disabled, mode, ...keys };
   });
@@ -90,8 +102,26 @@ export async function setProjectDisabled(db: Db, projectId: string, disabled: bo
   return row;
 }
 
+/**
+ * Issues one secret key with a scope (`sending`: `/v1/send` and SMTP only, optionally only from `allowedDomains`,
+ * lower-case names). The key is returned once; only its hash is stored.
+ *
+ * @returns `undefined` when the project does not exist.
+ */
+export async function createScopedKey(db: Db, projectId: string, mode: KeyMode, scope: KeyScope): Promise<{ key: string; summary: KeySummary } | undefined> {
+  return db.transaction(async (tx) => {
+    const [project] = await tx.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).for('update');
+    if (!project) return undefined;
+    const { key, id } = await issueKey(tx, projectId, 'secret', mode, scope);
+    const [summary] = await tx.select(keySummaryColumns).from(apiKeys).where(eq(apiKeys.id, id));
+    return { key, summary };
+  });
+}
+
 /** What authentication needs to know about a presented key. */
-export interface KeyRecord {
+export interface KeyRecord extends KeyScope {
+  /** The key's id (`api_keys.id`): what an SMTP submission's idempotency is keyed by, with its Message-ID. */
+  keyId: string;
   projectId: string;
   kind: KeyKind;
   /** `test`: what the key creates is test data (mail goes to the sink, never to SES). */
@@ -102,11 +132,19 @@ export interface KeyRecord {
 /** Looks up a key that is neither expired nor revoked by its SHA-256 hash (hex). */
 export async function findKey(db: Db, keyHash: string): Promise<KeyRecord | undefined> {
   const [row] = await db
-    .select({ projectId: apiKeys.projectId, kind: apiKeys.kind, mode: apiKeys.mode, projectDisabled: projects.disabled })
+    .select({
+      keyId: apiKeys.id,
+      projectId: apiKeys.projectId,
+      kind: apiKeys.kind,
+      mode: apiKeys.mode,
+      scope: apiKeys.scope,
+      allowedDomains: apiKeys.allowedDomains,
+      projectDisabled: projects.disabled,
+    })
     .from(apiKeys)
     .innerJoin(projects, eq(projects.id, apiKeys.projectId))
     .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, sql`now()`))));
-  return row ? { projectId: row.projectId, kind: row.kind, mode: row.mode, projectDisabled: row.projectDisabled } : undefined;
+  return row ? { ...row } : undefined;
 }
 
 /** One API key as operators see it: never the key itself, only its visible prefix. */
@@ -123,6 +161,10 @@ export interface KeySummary {
   revokedAt: Date | null;
   /** Whether the key authenticates now (not revoked, not expired). */
   active: boolean;
+  /** `full`, or `sending` (`/v1/send` and SMTP only). */
+  scope: ApiKeyScope;
+  /** A `sending` key's sending domains; null: any verified domain. */
+  allowedDomains: string[] | null;
 }
 
 const keySummaryColumns = {
@@ -134,6 +176,8 @@ const keySummaryColumns = {
   expiresAt: apiKeys.expiresAt,
   revokedAt: apiKeys.revokedAt,
   active: sql<boolean>`(${apiKeys.revokedAt} is null and (${apiKeys.expiresAt} is null or ${apiKeys.expiresAt} > now()))`,
+  scope: apiKeys.scope,
+  allowedDomains: apiKeys.allowedDomains,
 };
 
 /**
@@ -187,7 +231,8 @@ export async function revokeKey(db: Db, projectId: string, selector: KeyReferenc
       .set({ revokedAt: sql`now()` })
       .where(eq(apiKeys.id, row.id))
       .returning({ revokedAt: apiKeys.revokedAt });
-    const replacementKey = row.expiresAt === null ? await issueKey(tx, projectId, row.kind, row.mode) : null;
+    // A scoped key's replacement has its scope and domains: revoking a leaked key never widens what it could do.
+    const replacementKey = row.expiresAt === null ? (await issueKey(tx, projectId, row.kind, row.mode, { scope: row.scope, allowedDomains: row.allowedDomains })).key : null;
     return { ok: true, key: { ...row, revokedAt: revoked.revokedAt, active: false }, alreadyRevoked: false, replacementKey };
   });
 }
@@ -218,6 +263,12 @@ export async function addDomain(db: Db, projectId: string, domain: string, verif
     })
     .returning();
   return row ? { ok: true, domain: row } : { ok: false, reason: 'taken' };
+}
+
+/** Names of all the project's registered domains (verified or not). */
+export async function projectDomainNames(db: DbOrTx, projectId: string): Promise<string[]> {
+  const rows = await db.select({ domain: domains.domain }).from(domains).where(eq(domains.projectId, projectId));
+  return rows.map((r) => r.domain);
 }
 
 /** Names of the project's verified sending domains. */

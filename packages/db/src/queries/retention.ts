@@ -19,7 +19,7 @@ import { getProjectOverrides, updateProjectOverrides } from './project-overrides
 import type { ProjectRetention } from '../schema';
 
 /** The kinds of record a retention setting covers, in the order a pass works them. */
-export const RETENTION_KINDS = ['emailContent', 'attachments', 'emails', 'events', 'webhookDeliveries', 'workflowExecutions'] as const;
+export const RETENTION_KINDS = ['emailContent', 'attachments', 'emails', 'events', 'webhookDeliveries', 'workflowExecutions', 'inbound'] as const;
 export type RetentionKind = (typeof RETENTION_KINDS)[number];
 
 /** Statuses of an email not yet final: its content is needed to send it, so it never expires. */
@@ -36,6 +36,7 @@ const NOT_FINAL = sql`('queued', 'sending')`;
  * - `events`: contact events (`event_names` counts follow by trigger).
  * - `webhookDeliveries`: finished (`succeeded`/`failed`) deliveries with their attempts.
  * - `workflowExecutions`: finished executions (by `finished_at`) with their step runs.
+ * - `inbound`: received messages (by `received_at`), with their raw bytes.
  *
  * @param days - the retention of that kind (days, at least 1).
  * @param limit - rows per statement.
@@ -89,6 +90,12 @@ export async function retentionBatch(db: DbOrTx, kind: RetentionKind, projectId:
           select id from workflow_executions
           where project_id = ${p} and status not in ('RUNNING', 'WAITING') and finished_at < ${cutoff}
           order by finished_at limit ${limit} for update skip locked))`;
+      break;
+    case 'inbound':
+      statement = sql`
+        delete from inbound_emails where id = any(array(
+          select id from inbound_emails where project_id = ${p} and received_at < ${cutoff}
+          order by received_at limit ${limit} for update skip locked))`;
       break;
   }
   const res = await db.execute(statement);

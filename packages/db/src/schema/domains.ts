@@ -30,6 +30,11 @@ export const domains = pgTable(
     checkedAt: timestamp('checked_at', { withTimezone: true, mode: 'date' }),
     failedAt: timestamp('failed_at', { withTimezone: true, mode: 'date' }),
     failureReason: text('failure_reason'),
+    /**
+     * Mail to this domain is received (Amazon SES receiving): its DNS records include the MX record to publish, and
+     * messages SES receives for it are stored for the project (`inbound_emails`).
+     */
+    inboundEnabled: boolean('inbound_enabled').notNull().default(false),
     createdAt: createdAt(),
   },
   (t) => [

@@ -71,7 +71,8 @@ export const emails = pgTable(
     replyTo: text('reply_to'),
     subject: text('subject'),
     body: text('body'),
-    bodyFormat: text('body_format').$type<'html' | 'markdown'>(),
+    /** `mime`: a message relayed over SMTP, sent as stored (its one attachment, `message/rfc822`); `body` is empty. */
+    bodyFormat: text('body_format').$type<'html' | 'markdown' | 'mime'>(),
     variables: jsonb('variables').$type<Record<string, unknown>>().notNull().default({}),
     headers: jsonb('headers').$type<Record<string, string>>().notNull().default({}),
     attachmentIds: uuid('attachment_ids').array().notNull().default(sql`'{}'::uuid[]`),

@@ -6,11 +6,13 @@
  */
 export {
   API_KEY_MODES,
+  API_KEY_SCOPES,
   projects,
   apiKeys,
   type ProjectGuardrails,
   type ProjectRetention,
   type ApiKeyMode,
+  type ApiKeyScope,
 } from './projects';
 export {
   contacts,
@@ -53,6 +55,13 @@ export {
 export {
   idempotencyKeys,
 } from './idempotency';
+export {
+  INBOUND_STATUSES,
+  inboundEmails,
+  type InboundStatus,
+  type InboundVerdicts,
+  type InboundAttachmentInfo,
+} from './inbound';
 export {
   segments,
   segmentMembers,

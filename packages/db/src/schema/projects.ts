@@ -22,11 +22,20 @@ export interface ProjectRetention {
   eventDays?: number;
   webhookDays?: number;
   workflowExecutionDays?: number;
+  /** Received messages (`inbound_emails`). */
+  inboundDays?: number;
 }
 
 /** Key modes: `live` keys send through SES; `test` keys (`sk_test_…`, `pk_test_…`) deliver to a sink. */
 export const API_KEY_MODES = ['live', 'test'] as const;
 export type ApiKeyMode = (typeof API_KEY_MODES)[number];
+
+/**
+ * Key scopes: `full` keys work on every route of their kind; `sending` keys (secret only) send and nothing else
+ * (`POST /v1/send` and the SMTP relay), optionally only from their `allowed_domains`.
+ */
+export const API_KEY_SCOPES = ['full', 'sending'] as const;
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
 /** A tenant. Every other row belongs to one project; a disabled project can neither call the API nor send. */
 export const projects = pgTable('projects', {
@@ -65,6 +74,13 @@ export const apiKeys = pgTable(
     keyPrefix: text('key_prefix').notNull(),
     /** `test` keys create test data: validated, stored and rendered as live, delivered to a sink (never SES). */
     mode: text('mode').notNull().$type<ApiKeyMode>().default('live'),
+    /** `full` (every key made before scopes, and every rotated pair) or `sending` (send only). */
+    scope: text('scope').notNull().$type<ApiKeyScope>().default('full'),
+    /**
+     * For a `sending` key: the sending domains its mail may come from (lower-case; each covers its subdomains, as a
+     * verified domain does). Null: any verified domain of the project.
+     */
+    allowedDomains: text('allowed_domains').array(),
     createdAt: createdAt(),
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
     revokedAt: timestamp('revoked_at', { withTimezone: true, mode: 'date' }),
@@ -73,5 +89,6 @@ export const apiKeys = pgTable(
     index('api_keys_project_idx').on(t.projectId),
     check('api_keys_kind_check', sql`${t.kind} in ('secret', 'public')`),
     check('api_keys_mode_check', sql`${t.mode} in ('live', 'test')`),
+    check('api_keys_scope_check', sql`${t.scope} in ('full', 'sending') and (${t.scope} = 'sending' or ${t.allowedDomains} is null)`),
   ],
 );

@@ -1,0 +1,151 @@
+/**
+ * Accepting a message submitted to the SMTP relay (RFC 6409 message submission): the same rules and the same
+ * write as `POST /v1/send` (`../accept`): the sender on a verified domain of the project (and on one of the key's
+ * domains for a restricted key), one email per envelope recipient with its contact upserted, the suppression list,
+ * test keys' mail to the sink, the `email.suppressed` webhooks, the send jobs after the commit.
+ *
+ * What differs is the content: the message goes out as its client composed it. Its bytes, with the platform's
+ * headers taken out and the ones every message carries added when missing (`./headers`), are stored once as a
+ * `message/rfc822` file that every recipient's email references, with `body_format` `mime`; the worker sends
+ * those bytes (`../compose`). Bcc recipients are envelope recipients like any other, and the stored message has
+ * no Bcc header.
+ *
+ * A message with a Message-ID is idempotent per key: submitted again (the same envelope and bytes) within 24 hours,
+ * it is answered as the first time and nothing new is written (the `Idempotency-Key` store of the HTTP API, keyed
+ * `smtp:<key id>:<Message-ID>`). The idempotency row, the file and the emails commit together: the relay answers
+ * `250` only once they did.
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import { simpleParser } from 'mailparser';
+import { AppError, ErrorCode, validationError } from '@mailroom/platform/errors';
+import { emailDomain, normalizeEmail, normalizedKey, addressProblem, type NormalizedMailbox } from '@mailroom/platform/address';
+import { newId } from '@mailroom/platform/ids';
+import type { KeyMode } from '@mailroom/platform/keys';
+import { keyDomainRefusal, senderDomainCandidates } from '@mailroom/mail/sender';
+import { claimIdempotencyKey, storeIdempotentResponse } from '@mailroom/db/queries/idempotency';
+import type { DbOrTx } from '@mailroom/db/client';
+import { enqueueAccepted, sendResult, writeAccepted, type SendResult, type WrittenEmails } from '../accept';
+import { headerValues, prepareRelayMessage, splitMessage } from './headers';
+
+/** The body format of a relayed email: its content is its one file, the message as the client composed it. */
+export const RELAY_BODY_FORMAT = 'mime';
+
+/** The file name and content type a relayed message is stored under. */
+export const RELAY_FILE = { filename: 'message.eml', contentType: 'message/rfc822' } as const;
+
+/** Limits of one relayed message: the specification's for `/v1/send` (recipients, and 10 MB in all). */
+export const RELAY_LIMITS = { recipients: 100, messageBytes: 10 * 1024 * 1024 } as const;
+
+/** The authenticated key a message came with. */
+export interface RelayKey {
+  projectId: string;
+  keyId: string;
+  mode: KeyMode;
+  /** A restricted key's sending domains; null: any verified domain of the project. */
+  allowedDomains: readonly string[] | null;
+}
+
+/** What {@link acceptRelay} answers. */
+export interface RelayResult extends SendResult {
+  /** The message's Message-ID (with brackets), the client's or the one added. */
+  messageId: string;
+  /** The same message (Message-ID, key, envelope and bytes) was accepted before: nothing new was written. */
+  replayed: boolean;
+  /** Platform-owned header fields taken out of the message (by name). */
+  removedHeaders: string[];
+}
+
+/**
+ * The problem with an envelope recipient (`RCPT TO`), or `undefined`: the address rules of `/v1/send`.
+ */
+export function relayRecipientProblem(address: string): string | undefined {
+  return addressProblem(address);
+}
+
+/**
+ * Accepts one relayed message.
+ *
+ * @param deps.db - the pool (the write is a transaction of its own).
+ * @param rcptTo - the envelope recipients as given (`RCPT TO`), each already checked by
+ *   {@link relayRecipientProblem}; duplicates (same address) are sent once.
+ * @param raw - the message as received (DATA), at most {@link RELAY_LIMITS}.messageBytes.
+ * @throws {@link AppError} 422 (`message`: unreadable header block; `from`: no From address, or not on a
+ *   verified domain), 403 `KEY_DOMAIN_FORBIDDEN`, 422 `IDEMPOTENCY_CONFLICT` (a Message-ID already used by this
+ *   key for other bytes or recipients); the database's errors (nothing committed: answer a temporary failure).
+ */
+export async function acceptRelay(
+  deps: Parameters<typeof enqueueAccepted>[0] & { db: DbOrTx },
+  key: RelayKey,
+  rcptTo: readonly string[],
+  raw: Buffer,
+  afterCommit: (fn: () => Promise<void>) => void,
+): Promise<RelayResult> {
+  const split = splitMessage(raw);
+  if (!split) throw validationError([{ field: 'message', message: 'has no readable header block (at most 256 KB of RFC 5322 header fields)', code: 'invalid_string' }]);
+  const head = await simpleParser(Buffer.concat(split.fields.map((f) => Buffer.from(f.raw, 'latin1'))), {
+    skipHtmlToText: true,
+    skipTextToHtml: true,
+    skipImageLinks: true,
+    skipTextLinks: true,
+  });
+  const from = head.from?.value.find((a) => a.address)?.address;
+  if (!from || addressProblem(from)) {
+    throw validationError([{ field: 'from', message: 'the message needs a From header with one valid address', code: 'invalid_type' }]);
+  }
+  const fromEmail = normalizeEmail(from);
+  const refused = keyDomainRefusal(fromEmail, key.allowedDomains);
+  if (refused) throw refused;
+
+  const recipients = new Map<string, NormalizedMailbox>();
+  for (const address of rcptTo) {
+    const email = normalizeEmail(address);
+    if (!recipients.has(normalizedKey(email))) recipients.set(normalizedKey(email), { email });
+  }
+  const prepared = prepareRelayMessage(split, `${newId()}@${emailDomain(fromEmail)}`);
+  const fromName = head.from?.value.find((a) => a.address)?.name || null;
+  const replyTo = headerValues(split, 'reply-to')[0]?.slice(0, 998) ?? null;
+  const input = {
+    recipients: [...recipients.values()],
+    content: {
+      templateId: null,
+      marketing: false,
+      fromEmail,
+      fromName,
+      replyTo,
+      subject: (head.subject ?? '').slice(0, 998),
+      // The content is the stored message (`body_format` mime); `body` stays empty.
+      body: '',
+      bodyFormat: RELAY_BODY_FORMAT,
+      variables: {},
+      headers: {},
+      test: key.mode === 'test',
+    },
+    files: [{ ...RELAY_FILE, content: prepared.raw }],
+    senderDomains: senderDomainCandidates(fromEmail),
+  };
+
+  const idempotencyKey = prepared.clientMessageId ? `smtp:${key.keyId}:${prepared.messageId}`.slice(0, 1000) : undefined;
+  const fingerprint = createHash('sha256')
+    .update([...recipients.keys()].sort().join(',') + '\n')
+    .update(raw)
+    .digest('hex');
+  const outcome = await deps.db.transaction(async (tx): Promise<{ replayed: SendResult } | { written: WrittenEmails }> => {
+    if (idempotencyKey) {
+      const claim = await claimIdempotencyKey(tx, key.projectId, idempotencyKey, fingerprint);
+      if (claim.kind === 'mismatch') {
+        throw new AppError(ErrorCode.IDEMPOTENCY_CONFLICT, `Message-ID ${prepared.messageId} was already submitted with this key for another message`, {
+          suggestion: 'Give each message its own Message-ID; resubmit a message only unchanged.',
+        });
+      }
+      if (claim.kind === 'replay') return { replayed: claim.response as SendResult };
+    }
+    const written = await writeAccepted({ db: tx }, key.projectId, input, true);
+    if (idempotencyKey) await storeIdempotentResponse(tx, key.projectId, idempotencyKey, 250, sendResult(written));
+    return { written };
+  });
+  if ('replayed' in outcome) return { ...outcome.replayed, messageId: prepared.messageId, replayed: true, removedHeaders: prepared.removed };
+  enqueueAccepted(deps, key.projectId, outcome.written, afterCommit);
+  return { ...sendResult(outcome.written), messageId: prepared.messageId, replayed: false, removedHeaders: prepared.removed };
+}
