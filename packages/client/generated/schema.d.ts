@@ -15,7 +15,7 @@ export interface paths {
         put?: never;
         /**
          * Send transactional email
-         * @description Queues one email per distinct recipient and creates or updates their contacts. Responds 202 once every email is stored; delivery happens in the worker. The sender domain must be a verified domain of the project. A recipient on the suppression list, or (with a MARKETING template) a contact who is not subscribed once this request is applied, gets an email with status `suppressed` and its `reason` that is never sent, and an `email.suppressed` webhook; the response lists those recipients in `suppressed`. With a test key (sk_test_…) the emails are test emails: checked, stored and rendered exactly as live, then delivered to the test sink instead of SES (read them at GET /emails/{id}/raw).
+         * @description Queues one email per distinct recipient and creates or updates their contacts. Responds 202 once every email is stored; delivery happens in the worker. The sender domain must be a verified domain of the project. A recipient on the suppression list, or (with a MARKETING template) a contact who is not subscribed once this request is applied, gets an email with status `suppressed` and its `reason` that is never sent, and an `email.suppressed` webhook; the response lists those recipients in `suppressed`. With a test key (sk_test_…) the emails are test emails: checked, stored and rendered exactly as live, then delivered to the test sink instead of SES (read them at GET /emails/{id}/raw). A send-only key (scope `sending`) may call this route; one restricted to sending domains gets 403 `KEY_DOMAIN_FORBIDDEN` for a `from` on another domain.
          */
         post: operations["sendEmail"];
         delete?: never;
@@ -1114,6 +1114,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/inbound": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List received email, newest first
+         * @description Messages SES received for the project's inbound-enabled domains, error records (`status: failed`) included.
+         */
+        get: operations["listInbound"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A received email: parsed fields, attachment list, SES verdicts, links */
+        get: operations["getInbound"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/domains/{id}/inbound": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Receive email for a domain (or stop)
+         * @description With `enabled: true`, the domain's records include the MX record to publish (`INBOUND_MX_HOST`, Amazon SES receiving of the region, priority 10), and messages SES receives for it are stored for this project. SES needs a receipt rule for the domain with an SNS action (content inline, up to 150 KB) or an S3 action, publishing to a topic of SNS_TOPIC_ARNS.
+         */
+        put: operations["setDomainInbound"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/stats": {
         parameters: {
             query?: never;
@@ -1164,7 +1221,11 @@ export interface paths {
          */
         get: operations["adminListKeys"];
         put?: never;
-        post?: never;
+        /**
+         * Create a send-only secret key, optionally restricted to some sending domains
+         * @description A key of scope `sending` may call `POST /v1/send` and authenticate to the SMTP relay, nothing else (403 `KEY_SCOPE_FORBIDDEN` elsewhere). With `domains`, a send whose `from` is on another domain gets 403 `KEY_DOMAIN_FORBIDDEN` (each domain covers its subdomains; the verified-domain rule applies as well). Keys made before scopes, and the pairs `rotate-keys` issues, have full access. Revoke it like any key; its replacement keeps its scope and domains.
+         */
+        post: operations["adminCreateKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1405,6 +1466,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/inbound/{id}/raw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The received message as it arrived (message/rfc822) */
+        get: operations["getInboundRaw"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound/{id}/attachments/{n}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Attachment n (0-based, as listed) of a received message */
+        get: operations["getInboundAttachment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "email.sent": {
@@ -1581,6 +1676,26 @@ export interface webhooks {
          * @description Sent to every enabled endpoint subscribed to `email.suppressed`, `email.*` or `*`.
          */
         post: operations["webhook_email_suppressed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.received": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A message arrived for an inbound-enabled domain (SES receiving); its bytes: GET /inbound/{id}/raw
+         * @description Sent to every enabled endpoint subscribed to `email.received`, `email.*` or `*`.
+         */
+        post: operations["webhook_email_received"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1858,7 +1973,7 @@ export interface components {
                  * @description machine-readable code (docs/api/errors.md)
                  * @enum {string}
                  */
-                code: "BAD_REQUEST" | "INVALID_JSON" | "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "PUBLIC_KEY_NOT_ALLOWED" | "PROJECT_DISABLED" | "NOT_FOUND" | "CONFLICT" | "INVALID_STATE" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+                code: "BAD_REQUEST" | "INVALID_JSON" | "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "PUBLIC_KEY_NOT_ALLOWED" | "PROJECT_DISABLED" | "KEY_SCOPE_FORBIDDEN" | "KEY_DOMAIN_FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "INVALID_STATE" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
                 message: string;
                 statusCode: number;
                 /** @description whether the same request may succeed if sent again unchanged (after Retry-After when present) */
@@ -1942,7 +2057,7 @@ export interface components {
                 };
             };
         };
-        /** @description FORBIDDEN: The caller may not do this: the admin API is disabled (no ADMIN_TOKEN), a test key on a live resource, a signature that does not verify. PUBLIC_KEY_NOT_ALLOWED: A public key (pk_) on a route that needs a secret key (sk_). PROJECT_DISABLED: The key's project is disabled by the operator. Codes: `FORBIDDEN` (not retryable), `PUBLIC_KEY_NOT_ALLOWED` (not retryable), `PROJECT_DISABLED` (not retryable). */
+        /** @description FORBIDDEN: The caller may not do this: the admin API is disabled (no ADMIN_TOKEN), a test key on a live resource, a signature that does not verify. PUBLIC_KEY_NOT_ALLOWED: A public key (pk_) on a route that needs a secret key (sk_). PROJECT_DISABLED: The key's project is disabled by the operator. KEY_SCOPE_FORBIDDEN: A send-only key (scope `sending`) used outside `POST /v1/send` and the SMTP relay. KEY_DOMAIN_FORBIDDEN: The sender's domain is not one of the domains the send-only key is restricted to (the message names it). Codes: `FORBIDDEN` (not retryable), `PUBLIC_KEY_NOT_ALLOWED` (not retryable), `PROJECT_DISABLED` (not retryable), `KEY_SCOPE_FORBIDDEN` (not retryable), `KEY_DOMAIN_FORBIDDEN` (not retryable). */
         Error403: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1952,7 +2067,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"] & {
                     error?: {
                         /** @enum {unknown} */
-                        code?: "FORBIDDEN" | "PUBLIC_KEY_NOT_ALLOWED" | "PROJECT_DISABLED";
+                        code?: "FORBIDDEN" | "PUBLIC_KEY_NOT_ALLOWED" | "PROJECT_DISABLED" | "KEY_SCOPE_FORBIDDEN" | "KEY_DOMAIN_FORBIDDEN";
                         /** @constant */
                         retryable?: false;
                     };
@@ -1976,8 +2091,8 @@ export interface components {
                 };
             };
         };
-        /** @description FORBIDDEN: The caller may not do this: the admin API is disabled (no ADMIN_TOKEN), a test key on a live resource, a signature that does not verify. PROJECT_DISABLED: The key's project is disabled by the operator. Codes: `FORBIDDEN` (not retryable), `PROJECT_DISABLED` (not retryable). */
-        Error403_FORBIDDEN_PROJECT_DISABLED: {
+        /** @description FORBIDDEN: The caller may not do this: the admin API is disabled (no ADMIN_TOKEN), a test key on a live resource, a signature that does not verify. PROJECT_DISABLED: The key's project is disabled by the operator. KEY_SCOPE_FORBIDDEN: A send-only key (scope `sending`) used outside `POST /v1/send` and the SMTP relay. KEY_DOMAIN_FORBIDDEN: The sender's domain is not one of the domains the send-only key is restricted to (the message names it). Codes: `FORBIDDEN` (not retryable), `PROJECT_DISABLED` (not retryable), `KEY_SCOPE_FORBIDDEN` (not retryable), `KEY_DOMAIN_FORBIDDEN` (not retryable). */
+        Error403_FORBIDDEN_PROJECT_DISABLED_KEY_SCOPE_FORBIDDEN_KEY_DOMAIN_FORBIDDEN: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -1986,7 +2101,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"] & {
                     error?: {
                         /** @enum {unknown} */
-                        code?: "FORBIDDEN" | "PROJECT_DISABLED";
+                        code?: "FORBIDDEN" | "PROJECT_DISABLED" | "KEY_SCOPE_FORBIDDEN" | "KEY_DOMAIN_FORBIDDEN";
                         /** @constant */
                         retryable?: false;
                     };
@@ -2666,7 +2781,7 @@ export interface operations {
             };
             400: components["responses"]["Error400RateLimited"];
             401: components["responses"]["Error401"];
-            403: components["responses"]["Error403_FORBIDDEN_PROJECT_DISABLED"];
+            403: components["responses"]["Error403_FORBIDDEN_PROJECT_DISABLED_KEY_SCOPE_FORBIDDEN_KEY_DOMAIN_FORBIDDEN"];
             409: components["responses"]["Error409RateLimited"];
             415: components["responses"]["Error415RateLimited"];
             422: components["responses"]["Error422RateLimited"];
@@ -6671,7 +6786,7 @@ export interface operations {
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url: string;
-                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
+                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
                     eventTypes: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -6834,7 +6949,7 @@ export interface operations {
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url?: string;
-                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
+                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
                     eventTypes?: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -8670,8 +8785,11 @@ export interface operations {
                                 dkimTokens: string[];
                                 /** @description publish these; `status` is what the last check found */
                                 records: {
-                                    /** @enum {string} */
-                                    purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc";
+                                    /**
+                                     * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                     * @enum {string}
+                                     */
+                                    purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
                                     /** @enum {string} */
                                     type: "CNAME" | "TXT" | "MX";
                                     name: string;
@@ -8686,6 +8804,8 @@ export interface operations {
                                 verifiedAt: string | null;
                                 failedAt: string | null;
                                 failureReason: string | null;
+                                /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
+                                inboundEnabled: boolean;
                                 /** Format: date-time */
                                 createdAt: string;
                             }[];
@@ -8750,8 +8870,11 @@ export interface operations {
                             dkimTokens: string[];
                             /** @description publish these; `status` is what the last check found */
                             records: {
-                                /** @enum {string} */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc";
+                                /**
+                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @enum {string}
+                                 */
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -8766,6 +8889,8 @@ export interface operations {
                             verifiedAt: string | null;
                             failedAt: string | null;
                             failureReason: string | null;
+                            /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
+                            inboundEnabled: boolean;
                             /** Format: date-time */
                             createdAt: string;
                         };
@@ -8821,8 +8946,11 @@ export interface operations {
                             dkimTokens: string[];
                             /** @description publish these; `status` is what the last check found */
                             records: {
-                                /** @enum {string} */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc";
+                                /**
+                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @enum {string}
+                                 */
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -8837,6 +8965,8 @@ export interface operations {
                             verifiedAt: string | null;
                             failedAt: string | null;
                             failureReason: string | null;
+                            /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
+                            inboundEnabled: boolean;
                             /** Format: date-time */
                             createdAt: string;
                         };
@@ -8933,8 +9063,11 @@ export interface operations {
                             dkimTokens: string[];
                             /** @description publish these; `status` is what the last check found */
                             records: {
-                                /** @enum {string} */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc";
+                                /**
+                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @enum {string}
+                                 */
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -8949,6 +9082,8 @@ export interface operations {
                             verifiedAt: string | null;
                             failedAt: string | null;
                             failureReason: string | null;
+                            /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
+                            inboundEnabled: boolean;
                             /** Format: date-time */
                             createdAt: string;
                             /** @description same as dkimTokens (Plunk's form) */
@@ -9004,8 +9139,11 @@ export interface operations {
                             dkimTokens: string[];
                             /** @description publish these; `status` is what the last check found */
                             records: {
-                                /** @enum {string} */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc";
+                                /**
+                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @enum {string}
+                                 */
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -9020,6 +9158,8 @@ export interface operations {
                             verifiedAt: string | null;
                             failedAt: string | null;
                             failureReason: string | null;
+                            /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
+                            inboundEnabled: boolean;
                             /** Format: date-time */
                             createdAt: string;
                             /** @description same as dkimTokens (Plunk's form) */
@@ -9032,6 +9172,267 @@ export interface operations {
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    listInbound: {
+        parameters: {
+            query: {
+                /** @description page size, 1–100, as plain decimal digits (`1e2`, `0x10`, ` 5` are 400) */
+                limit: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            items: {
+                                id: string;
+                                /**
+                                 * @description `failed`: an error record (the message could not be fetched or parsed; see `error`)
+                                 * @enum {string}
+                                 */
+                                status: "received" | "failed";
+                                error: string | null;
+                                /** @description SES's id of the received message */
+                                sesMessageId: string;
+                                messageId: string | null;
+                                from: string | null;
+                                fromName: string | null;
+                                to: string[];
+                                cc: string[];
+                                /** @description the envelope recipients on this project's domains */
+                                recipients: string[];
+                                subject: string | null;
+                                text: string | null;
+                                html: string | null;
+                                headers: {
+                                    name: string;
+                                    value: string;
+                                }[];
+                                /** @description attachment n is served at GET /inbound/{id}/attachments/{n} (0-based) */
+                                attachments: {
+                                    filename: string | null;
+                                    contentType: string;
+                                    /** @description bytes */
+                                    size: number;
+                                    contentId: string | null;
+                                }[];
+                                size: number | null;
+                                verdicts: {
+                                    spam: string | null;
+                                    virus: string | null;
+                                    spf: string | null;
+                                    dkim: string | null;
+                                    dmarc: string | null;
+                                };
+                                contactId: string | null;
+                                inReplyToEmailId: string | null;
+                                /** Format: date-time */
+                                receivedAt: string;
+                                /** Format: date-time */
+                                createdAt: string;
+                            }[];
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            /** @description items matching the filters */
+                            total: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    getInbound: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            /**
+                             * @description `failed`: an error record (the message could not be fetched or parsed; see `error`)
+                             * @enum {string}
+                             */
+                            status: "received" | "failed";
+                            error: string | null;
+                            /** @description SES's id of the received message */
+                            sesMessageId: string;
+                            messageId: string | null;
+                            from: string | null;
+                            fromName: string | null;
+                            to: string[];
+                            cc: string[];
+                            /** @description the envelope recipients on this project's domains */
+                            recipients: string[];
+                            subject: string | null;
+                            text: string | null;
+                            html: string | null;
+                            headers: {
+                                name: string;
+                                value: string;
+                            }[];
+                            /** @description attachment n is served at GET /inbound/{id}/attachments/{n} (0-based) */
+                            attachments: {
+                                filename: string | null;
+                                contentType: string;
+                                /** @description bytes */
+                                size: number;
+                                contentId: string | null;
+                            }[];
+                            size: number | null;
+                            verdicts: {
+                                spam: string | null;
+                                virus: string | null;
+                                spf: string | null;
+                                dkim: string | null;
+                                dmarc: string | null;
+                            };
+                            contactId: string | null;
+                            inReplyToEmailId: string | null;
+                            /** Format: date-time */
+                            receivedAt: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    setDomainInbound: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": true
+                 *     }
+                 */
+                "application/json": {
+                    enabled: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            projectId: string;
+                            domain: string;
+                            /** @enum {string} */
+                            status: "pending" | "verified" | "failed";
+                            verified: boolean;
+                            mailFromDomain: string | null;
+                            /** @description Easy DKIM tokens: publish `<token>._domainkey.<domain>` CNAME `<token>.dkim.amazonses.com` (also in records) */
+                            dkimTokens: string[];
+                            /** @description publish these; `status` is what the last check found */
+                            records: {
+                                /**
+                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @enum {string}
+                                 */
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                /** @enum {string} */
+                                type: "CNAME" | "TXT" | "MX";
+                                name: string;
+                                value: string;
+                                priority?: number;
+                                /** @description false for the DMARC suggestion */
+                                required: boolean;
+                                /** @enum {string} */
+                                status: "pending" | "found" | "failed";
+                            }[];
+                            checkedAt: string | null;
+                            verifiedAt: string | null;
+                            failedAt: string | null;
+                            failureReason: string | null;
+                            /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
+                            inboundEnabled: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
             422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
             429: components["responses"]["Error429RateLimited"];
             500: components["responses"]["Error500RateLimited"];
@@ -9178,6 +9579,12 @@ export interface operations {
                             revokedAt: string | null;
                             /** @description authenticates now: neither revoked nor expired */
                             active: boolean;
+                            /**
+                             * @description `full`: every route of its kind; `sending`: POST /v1/send and the SMTP relay only
+                             * @enum {string}
+                             */
+                            scope: "full" | "sending";
+                            allowedDomains: string[] | null;
                         }[];
                     };
                 };
@@ -9186,6 +9593,89 @@ export interface operations {
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403_FORBIDDEN"];
             404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    adminCreateKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scope": "sending"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description the only restricted scope: sending
+                     * @constant
+                     */
+                    scope: "sending";
+                    /** @description domains of the project the key may send from */
+                    domains?: string[];
+                    /**
+                     * @description test: an sk_test_… key
+                     * @enum {string}
+                     */
+                    mode?: "live" | "test";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            projectId: string;
+                            /** @description the new key (sk_… or sk_test_…), shown once */
+                            key: string;
+                            /** @constant */
+                            kind: "secret";
+                            /**
+                             * @description test: an sk_test_… key (its mail goes to the test sink)
+                             * @enum {string}
+                             */
+                            mode: "live" | "test";
+                            keyPrefix: string;
+                            /**
+                             * @description `sending`: POST /v1/send and SMTP only
+                             * @enum {string}
+                             */
+                            scope: "full" | "sending";
+                            allowedDomains: string[] | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            expiresAt: string | null;
+                            revokedAt: string | null;
+                            active: boolean;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422_VALIDATION_ERROR"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];
@@ -9242,6 +9732,12 @@ export interface operations {
                             revokedAt: string | null;
                             /** @description authenticates now: neither revoked nor expired */
                             active: boolean;
+                            /**
+                             * @description `full`: every route of its kind; `sending`: POST /v1/send and the SMTP relay only
+                             * @enum {string}
+                             */
+                            scope: "full" | "sending";
+                            allowedDomains: string[] | null;
                             projectId: string;
                             /** @description the key was revoked before this call; nothing changed */
                             alreadyRevoked: boolean;
@@ -9502,6 +9998,12 @@ export interface operations {
                                 expiresAt: string | null;
                                 revokedAt: string | null;
                                 active: boolean;
+                                /**
+                                 * @description `sending`: POST /v1/send and SMTP only
+                                 * @enum {string}
+                                 */
+                                scope: "full" | "sending";
+                                allowedDomains: string[] | null;
                             }[];
                         };
                     };
@@ -9683,6 +10185,7 @@ export interface operations {
                                 eventDays: number | null;
                                 webhookDays: number | null;
                                 workflowExecutionDays: number | null;
+                                inboundDays: number | null;
                             };
                             /** @description what the project's records are kept by */
                             effective: {
@@ -9696,8 +10199,10 @@ export interface operations {
                                 webhookDays: number;
                                 /** @description finished workflow executions and their step runs, from when they finished (days) */
                                 workflowExecutionDays: number;
+                                /** @description received email (inbound_emails, with its raw message), from when it was received (days) */
+                                inboundDays: number;
                             };
-                            /** @description the service defaults (RETENTION_EMAIL_CONTENT_DAYS, RETENTION_EMAIL_DAYS, RETENTION_EVENT_DAYS, RETENTION_WEBHOOK_DAYS, RETENTION_WORKFLOW_EXECUTION_DAYS) */
+                            /** @description the service defaults (RETENTION_EMAIL_CONTENT_DAYS, RETENTION_EMAIL_DAYS, RETENTION_EVENT_DAYS, RETENTION_WEBHOOK_DAYS, RETENTION_WORKFLOW_EXECUTION_DAYS, RETENTION_INBOUND_DAYS) */
                             defaults: {
                                 /** @description content (body, variables, headers, attachments) of final emails (days) */
                                 emailContentDays: number;
@@ -9709,6 +10214,8 @@ export interface operations {
                                 webhookDays: number;
                                 /** @description finished workflow executions and their step runs, from when they finished (days) */
                                 workflowExecutionDays: number;
+                                /** @description received email (inbound_emails, with its raw message), from when it was received (days) */
+                                inboundDays: number;
                             };
                         };
                     };
@@ -9742,6 +10249,7 @@ export interface operations {
                     eventDays?: number | null;
                     webhookDays?: number | null;
                     workflowExecutionDays?: number | null;
+                    inboundDays?: number | null;
                 };
             };
         };
@@ -9765,6 +10273,7 @@ export interface operations {
                                 eventDays: number | null;
                                 webhookDays: number | null;
                                 workflowExecutionDays: number | null;
+                                inboundDays: number | null;
                             };
                             /** @description what the project's records are kept by */
                             effective: {
@@ -9778,8 +10287,10 @@ export interface operations {
                                 webhookDays: number;
                                 /** @description finished workflow executions and their step runs, from when they finished (days) */
                                 workflowExecutionDays: number;
+                                /** @description received email (inbound_emails, with its raw message), from when it was received (days) */
+                                inboundDays: number;
                             };
-                            /** @description the service defaults (RETENTION_EMAIL_CONTENT_DAYS, RETENTION_EMAIL_DAYS, RETENTION_EVENT_DAYS, RETENTION_WEBHOOK_DAYS, RETENTION_WORKFLOW_EXECUTION_DAYS) */
+                            /** @description the service defaults (RETENTION_EMAIL_CONTENT_DAYS, RETENTION_EMAIL_DAYS, RETENTION_EVENT_DAYS, RETENTION_WEBHOOK_DAYS, RETENTION_WORKFLOW_EXECUTION_DAYS, RETENTION_INBOUND_DAYS) */
                             defaults: {
                                 /** @description content (body, variables, headers, attachments) of final emails (days) */
                                 emailContentDays: number;
@@ -9791,6 +10302,8 @@ export interface operations {
                                 webhookDays: number;
                                 /** @description finished workflow executions and their step runs, from when they finished (days) */
                                 workflowExecutionDays: number;
+                                /** @description received email (inbound_emails, with its raw message), from when it was received (days) */
+                                inboundDays: number;
                             };
                         };
                     };
@@ -10086,6 +10599,135 @@ export interface operations {
                 };
                 content?: never;
             };
+        };
+    };
+    getInboundRaw: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The RFC 5322 message */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "message/rfc822": string;
+                };
+            };
+            /** @description id is not a UUID */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key, send-only key, or disabled project */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, another project's message, or no raw message kept */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    getInboundAttachment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attachment's bytes, with its content type */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description id is not a UUID, or n is not 0–999 */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key, send-only key, or disabled project */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, another project's message, no such attachment, or no raw message kept */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Error503"];
         };
     };
     webhook_email_sent: {
@@ -10663,6 +11305,82 @@ export interface operations {
                          */
                         status: "suppressed";
                         reason?: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_email_received: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "email.received";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        inboundId: string;
+                        /** @description `received`, or `failed` when the message could not be parsed (see `error`) */
+                        status: string;
+                        error?: string;
+                        /** @description its Message-ID header */
+                        messageId?: string | null;
+                        from?: string | null;
+                        fromName?: string | null;
+                        to?: string[];
+                        cc?: string[];
+                        /** @description the envelope recipients of this project's domains */
+                        recipients: string[];
+                        subject?: string | null;
+                        text?: string | null;
+                        html?: string | null;
+                        /** @description metadata (filename, contentType, size); bytes: GET /inbound/{id}/attachments/{n} */
+                        attachments: Record<string, never>[];
+                        /** @description SES's spam, virus, SPF, DKIM and DMARC verdicts */
+                        verdicts: Record<string, never>;
+                        /**
+                         * Format: uuid
+                         * @description the sender's contact, when the sender is one
+                         */
+                        contactId?: string | null;
+                        /**
+                         * Format: uuid
+                         * @description the email of ours it replies to (In-Reply-To / References)
+                         */
+                        inReplyToEmailId?: string | null;
+                        /** Format: date-time */
+                        receivedAt: string;
                         /**
                          * @description present on events of test data (made with a test key)
                          * @constant
