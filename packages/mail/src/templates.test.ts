@@ -1,4 +1,5 @@
-import { assertTemplate, renderContent, rewriteFallbacks, splitVariables, TemplateSyntaxError } from './templates';
+import { assertTemplate, renderContent, splitVariables, TemplateSyntaxError } from './templates';
+import { rewriteFallbacks } from './fallbacks';
 
 const html = (body: string, ctx: Record<string, unknown>) => renderContent({ subject: 's', body, format: 'html' }, ctx).html;
 

@@ -14,6 +14,7 @@ import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
 import { MAILBOX_MAX_LENGTH, senderFields } from '@mailroom/platform/address';
 import { notFound, validationError } from '@mailroom/platform/errors';
 import { templateSyntaxErrors } from '@mailroom/mail/templates';
+import { contentLimitErrors } from '@mailroom/mail/content-limits';
 import {
   createTemplate,
   deleteTemplate,
@@ -116,8 +117,9 @@ function present(t: TemplateRow): Static<typeof Template> {
   };
 }
 
+/** Syntax, sizes and nesting depth (content-limits.ts) of the sources given; 422 naming `subject` or `body`. */
 function checkSyntax(input: { subject?: string; body?: string }): void {
-  const errors = templateSyntaxErrors({ subject: input.subject, body: input.body });
+  const errors = [...templateSyntaxErrors({ subject: input.subject, body: input.body }), ...contentLimitErrors(input, 'html')];
   if (errors.length) throw validationError(errors);
 }
 
