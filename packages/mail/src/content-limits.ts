@@ -9,6 +9,9 @@
  *   of the plain-text conversion, builds them), of Markdown block containers (block quotes and list items), and of
  *   Markdown emphasis delimiters. marked's tokenizer and html-to-text's converter recurse once per level: about
  *   2,300 nested elements or 2,500 nested block quotes overflow the stack (measured with Node 20's default stack).
+ * - Markdown paragraphs: at most 200 link openings `](` and 2,000 emphasis delimiter runs each. marked 15 takes
+ *   cubic time in the first (2,500 unclosed `[a](`, 10 KB, ran over a minute) and quadratic in the second
+ *   (50,000 `_a`: 17 s); at the limits it takes tens of milliseconds.
  *
  * The depth measures are single passes without recursion and are upper bounds of the renderers' recursion.
  *
@@ -18,7 +21,15 @@ import { Parser } from 'htmlparser2';
 import type { FieldError } from '@mailroom/platform/errors';
 
 /** The limits (characters, levels). */
-export const CONTENT_LIMITS = { subjectChars: 998, bodyChars: 2_000_000, nestingDepth: 200 } as const;
+export const CONTENT_LIMITS = {
+  subjectChars: 998,
+  bodyChars: 2_000_000,
+  nestingDepth: 200,
+  /** Per Markdown paragraph: link destinations opened (`](`); marked 15's link rule is cubic in them. */
+  paragraphLinkOpenings: 200,
+  /** Per Markdown paragraph: emphasis delimiter runs (`*`, `_`, `~`); marked 15 is quadratic in them. */
+  paragraphDelimiterRuns: 2_000,
+} as const;
 
 class DeepEnough extends Error {}
 
@@ -92,8 +103,20 @@ function isBlank(c: number): boolean {
  * {@link htmlNestingDepth}.
  */
 export function markdownNestingDepth(md: string): number {
+  return markdownShape(md).depth;
+}
+
+/**
+ * One pass over Markdown source: {@link markdownNestingDepth}'s `depth`, and the most link openings (`](`) and
+ * emphasis delimiter runs found in one paragraph (what marked's inline rules take super-linear time on).
+ */
+export function markdownShape(md: string): { depth: number; paragraphLinkOpenings: number; paragraphDelimiterRuns: number } {
   let max = 0;
   let open = 0;
+  let links = 0;
+  let runs = 0;
+  let maxLinks = 0;
+  let maxRuns = 0;
   let lineStart = 0;
   const n = md.length;
   while (lineStart <= n) {
@@ -101,7 +124,7 @@ export function markdownNestingDepth(md: string): number {
     if (lineEnd === -1) lineEnd = n;
     const [start, cols] = indentation(md, lineStart, lineEnd);
     let i = start;
-    if (i === lineEnd || (i === lineEnd - 1 && md.charCodeAt(i) === 13)) open = 0; // a blank line ends the paragraph
+    if (i === lineEnd || (i === lineEnd - 1 && md.charCodeAt(i) === 13)) open = links = runs = 0; // a blank line ends the paragraph
     let containers = 0;
     for (;;) {
       if (md.charCodeAt(i) === 62) {
@@ -119,9 +142,11 @@ export function markdownNestingDepth(md: string): number {
     for (let k = i; k < lineEnd; ) {
       const c = md.charCodeAt(k);
       if (!EMPHASIS.has(c)) {
+        if (c === 93 && md.charCodeAt(k + 1) === 40) maxLinks = Math.max(maxLinks, ++links);
         k++;
         continue;
       }
+      maxRuns = Math.max(maxRuns, ++runs);
       let e = k;
       while (e < lineEnd && md.charCodeAt(e) === c) e++;
       const canOpen = !isBlank(md.charCodeAt(e)) && e < lineEnd;
@@ -133,7 +158,7 @@ export function markdownNestingDepth(md: string): number {
     }
     lineStart = lineEnd + 1;
   }
-  return max;
+  return { depth: max, paragraphLinkOpenings: maxLinks, paragraphDelimiterRuns: maxRuns };
 }
 
 /** Source language of a body. */
@@ -163,10 +188,14 @@ export function contentLimitErrors(
     return errors;
   }
   const html = htmlNestingDepth(body, L.nestingDepth);
-  const markdown = format === 'markdown' ? markdownNestingDepth(body) : 0;
-  if (html > L.nestingDepth || markdown > L.nestingDepth) {
+  const markdown = format === 'markdown' ? markdownShape(body) : { depth: 0, paragraphLinkOpenings: 0, paragraphDelimiterRuns: 0 };
+  if (html > L.nestingDepth || markdown.depth > L.nestingDepth) {
     const what = html > L.nestingDepth ? 'HTML elements' : 'Markdown block quotes, lists or emphasis';
     errors.push({ field: fields.body, message: `nests ${what} deeper than ${L.nestingDepth} levels`, code: 'too_big' });
+  } else if (markdown.paragraphLinkOpenings > L.paragraphLinkOpenings) {
+    errors.push({ field: fields.body, message: `has a Markdown paragraph with more than ${L.paragraphLinkOpenings} links`, code: 'too_big' });
+  } else if (markdown.paragraphDelimiterRuns > L.paragraphDelimiterRuns) {
+    errors.push({ field: fields.body, message: `has a Markdown paragraph with more than ${L.paragraphDelimiterRuns} emphasis markers (*, _, ~)`, code: 'too_big' });
   }
   return errors;
 }
