@@ -386,3 +386,32 @@ describe('template text that used to backtrack answers at once', () => {
     expectFieldError(res, 422, 'VALIDATION_ERROR', 'subject');
   });
 });
+
+describe('template data stays text in previews (Markdown and HTML)', () => {
+  let p: TestProject;
+  beforeAll(async () => {
+    p = await createTestProject(ctx.api.database);
+  });
+  const vectors: Array<[string, string]> = [
+    ['link', '[Verify your account](https://attacker.test/phish)'],
+    ['javascript: link', '[Verify](javascript:alert(1))'],
+    ['image', '![](https://tracker.test/pixel.gif)'],
+    ['autolink', '<https://attacker.test/a> https://attacker.test/b www.attacker.test'],
+    ['raw HTML', '<a href="https://attacker.test/raw">x</a><img src="https://tracker.test/p.gif">'],
+  ];
+  test.each(vectors)('%s in data → shown as written; a javascript: URL variable → #', async (_what, value) => {
+    const stored = await request(ctx.api.app).post('/templates').set('Authorization', p.auth).send({ name: 't', subject: 's', body: '<p>Hi {{name}}</p><a href="{{url}}">go</a>' });
+    const data = { name: value, url: 'javascript:alert(1)' };
+    const answers = [
+      await request(ctx.api.app).post('/templates/render').set('Authorization', p.auth).send({ subject: 'Hi {{name}}', body: 'Hi {{name}}\n\n[go]({{url}})', format: 'markdown', data }),
+      await request(ctx.api.app).post(`/templates/${stored.body.data.id}/render`).set('Authorization', p.auth).send({ data }),
+    ];
+    for (const res of answers) {
+      expect(res.status).toBe(200);
+      const html = res.body.data.html as string;
+      expect(html).not.toMatch(/<img\s|href="(https?:\/\/(www\.)?attacker|javascript:)/i);
+      expect(html).toContain('<a href="#">go</a>');
+      expect((res.body.data.text as string).replace(/\s+/g, ' ')).toContain(value.replace(/\s+/g, ' '));
+    }
+  });
+});
