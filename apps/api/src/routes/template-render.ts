@@ -39,7 +39,11 @@ const RenderTemplateBody = Type.Object(RenderInputs, { additionalProperties: fal
 const RenderInlineBody = Type.Object(
   {
     subject: Type.String({ minLength: 1, maxLength: 998, description: 'subject template' }),
-    body: Type.String({ minLength: 1, maxLength: 2_000_000, description: 'body template: HTML, or Markdown with format=markdown' }),
+    body: Type.String({
+      minLength: 1,
+      maxLength: 2_000_000,
+      description: 'body template: HTML, or Markdown with format=markdown; the limits of /v1/send `body` apply (nesting depth, Markdown paragraphs)',
+    }),
     format: Type.Optional(StringEnum(['html', 'markdown'] as const, 'body format (default html)')),
     ...RenderInputs,
   },

@@ -33,7 +33,13 @@ const fields = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
   description: Nullable(Type.String({ maxLength: 2000, description: "free text for people (Plunk v2's field); never rendered" })),
   subject: Type.String({ minLength: 1, maxLength: 998, description: 'subject template' }),
-  body: Type.String({ minLength: 1, maxLength: 2_000_000, description: 'HTML body template: {{var}} escaped, {{{var}}} raw, {{var ?? default}}' }),
+  body: Type.String({
+    minLength: 1,
+    maxLength: 2_000_000,
+    description:
+      'HTML body template: {{var}} escaped (a script or data URL from a variable becomes #), {{{var}}} raw, {{var ?? default}}; ' +
+      'at most 200 levels of nested elements (422 naming the field)',
+  }),
   type: TemplateType,
   from: Nullable(
     Type.String({
