@@ -279,3 +279,140 @@ describe('numeric query parameters take plain decimal integers only', () => {
     expect(page.status).toBe(200);
   });
 });
+
+describe('custom headers: the platform\'s and SES\'s are refused in any letter case, naming the header', () => {
+  let p: TestProject;
+  let marketingTemplate: string;
+  beforeAll(async () => {
+    p = await createTestProject(ctx.api.database);
+    const t = await request(ctx.api.app).post('/templates').set('Authorization', p.auth).send({ name: 'm', subject: 's', body: 'b', type: 'MARKETING', from: `a@${p.domain}` });
+    marketingTemplate = t.body.data.id as string;
+  });
+  const send = (p: TestProject, headers: Record<string, string>, extra: object = {}) =>
+    raw(p, 'post', '/v1/send', JSON.stringify({ to: recipient(), from: `a@${p.domain}`, subject: 's', body: 'b', headers, ...extra }));
+
+  test.each([
+    'X-SES-CONFIGURATION-SET', 'X-SES-MESSAGE-TAGS', 'X-SES-Source-Arn', 'x-ses-from-arn', 'X-Ses-Return-Path-Arn', 'X-SES-Anything-New',
+    'fRoM', 'TO', 'cc', 'BCC', 'reply-to', 'SUBJECT', 'date', 'message-id', 'Mime-Version', 'content-type', 'Content-Language',
+    'return-path', 'SENDER', 'Dkim-Signature', 'received', 'feedback-id',
+  ])('%s → 422 naming it', async (name) => {
+    const res = await storesNothing(p, () => send(p, { [name]: 'x' }));
+    expectFieldError(res, 422, 'VALIDATION_ERROR', `headers.${name}`);
+  });
+
+  test('a name given twice in two letter cases → 422', async () => {
+    const res = await storesNothing(p, () => send(p, { 'List-Unsubscribe': '<https://a.test/u>', 'list-unsubscribe': '<https://b.test/u>' }));
+    expectFieldError(res, 422, 'VALIDATION_ERROR', 'headers.list-unsubscribe');
+  });
+
+  test('a caller\'s List-Unsubscribe on marketing mail → 422 saying why', async () => {
+    for (const name of ['list-UNSUBSCRIBE', 'List-Unsubscribe-Post']) {
+      const res = await storesNothing(p, () => send(p, { [name]: '<https://a.test/u>' }, { template: marketingTemplate, subject: undefined, body: undefined }));
+      expectFieldError(res, 422, 'VALIDATION_ERROR', `headers.${name}`);
+      expect(res.body.error.errors!.find((e) => e.field === `headers.${name}`)!.message).toMatch(/marketing mail/);
+    }
+  });
+
+  test('transactional mail takes the caller\'s pair; a List-Unsubscribe-Post alone is refused', async () => {
+    const ok = await send(p, { 'list-unsubscribe': '<https://a.test/u>', 'LIST-UNSUBSCRIBE-POST': 'List-Unsubscribe=One-Click', Precedence: 'list' });
+    expect(ok.status).toBe(202);
+    const alone = await storesNothing(p, () => send(p, { 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' }));
+    expectFieldError(alone, 422, 'VALIDATION_ERROR', 'headers.List-Unsubscribe-Post');
+  });
+});
+
+describe('bodies nested too deep for the renderers are refused where they are taken, naming the field', () => {
+  let p: TestProject;
+  let templateId: string;
+  let campaignId: string;
+  beforeAll(async () => {
+    p = await createTestProject(ctx.api.database);
+    const t = await request(ctx.api.app).post('/templates').set('Authorization', p.auth).send({ name: 't', subject: 's', body: '<p>b</p>' });
+    templateId = t.body.data.id as string;
+    const c = await request(ctx.api.app).post('/campaigns').set('Authorization', p.auth).send({ name: 'c', subject: 's', body: '<p>b</p>', from: `n@${p.domain}`, audienceType: 'ALL' });
+    campaignId = c.body.data.id as string;
+  });
+  const divs = '<div>'.repeat(5000) + 'x' + '</div>'.repeat(5000);
+  const blockquotes = '<blockquote>'.repeat(5000) + 'x';
+  const quotes = '>'.repeat(5000) + ' x';
+  const cases: Array<[string, 'post' | 'patch', (p: TestProject) => string, (body: string, p: TestProject) => object]> = [
+    ['send (Markdown)', 'post', () => '/v1/send', (body, p) => ({ to: recipient(), from: `a@${p.domain}`, subject: 's', body, type: 'markdown' })],
+    ['template create', 'post', () => '/templates', (body) => ({ name: 'deep', subject: 's', body })],
+    ['template update', 'patch', () => `/templates/${templateId}`, (body) => ({ body })],
+    ['campaign create', 'post', () => '/campaigns', (body, p) => ({ name: 'deep', subject: 's', body, from: `n@${p.domain}`, audienceType: 'ALL' })],
+    ['campaign update', 'patch', () => `/campaigns/${campaignId}`, (body) => ({ body })],
+    ['render preview', 'post', () => '/templates/render', (body) => ({ subject: 's', body, format: 'markdown' })],
+  ];
+  test.each(cases)('%s: 5,000 nested <div>s, <blockquote>s (and > markers in Markdown) → 422 on body', async (what, method, path, body) => {
+    const bodies = what === 'send (Markdown)' || what === 'render preview' ? [divs, blockquotes, quotes] : [divs, blockquotes];
+    for (const b of bodies) {
+      const res = await storesNothing(p, () => raw(p, method, path(p), JSON.stringify(body(b, p))));
+      expectFieldError(res, 422, 'VALIDATION_ERROR', 'body');
+      expect(res.body.error.errors!.find((e) => e.field === 'body')!.message).toMatch(/deeper than 200 levels/);
+    }
+  });
+
+  test('a send of a stored template that nests too deep (stored before the limit) → 422 on template', async () => {
+    const id = (await request(ctx.api.app).post('/templates').set('Authorization', p.auth).send({ name: 'old', subject: 's', body: 'x' })).body.data.id as string;
+    await ctx.api.database.pool.query('update templates set body = $1 where id = $2', [divs, id]);
+    const res = await storesNothing(p, () => raw(p, 'post', '/v1/send', JSON.stringify({ to: recipient(), from: `a@${p.domain}`, template: id })));
+    expectFieldError(res, 422, 'VALIDATION_ERROR', 'template');
+    const preview = await request(ctx.api.app).post(`/templates/${id}/render`).set('Authorization', p.auth).send({});
+    expectFieldError(preview, 422, 'VALIDATION_ERROR', 'body');
+  });
+});
+
+describe('template text that used to backtrack answers at once', () => {
+  let p: TestProject;
+  beforeAll(async () => {
+    p = await createTestProject(ctx.api.database);
+  });
+  // `{{a ?? ` then spaces held the event loop 4.7 s (3,000 spaces) and 37 s (6,000 spaces).
+  const stall = (n: number) => `{{a ?? ${' '.repeat(n)}`;
+  const cases: Array<[string, string, (p: TestProject) => object]> = [
+    ['send subject', '/v1/send', (p) => ({ to: recipient(), from: `a@${p.domain}`, subject: stall(990), body: 'b' })],
+    ['send body', '/v1/send', (p) => ({ to: recipient(), from: `a@${p.domain}`, subject: 's', body: stall(200_000) })],
+    ['template body', '/templates', () => ({ name: 't', subject: 's', body: stall(60_000) })],
+    ['render body', '/templates/render', () => ({ subject: stall(990), body: stall(60_000) })],
+  ];
+  test.each(cases)('%s: 422 (the fallback is never closed) within a second or two', async (_what, path, body) => {
+    const started = Date.now();
+    const res = await storesNothing(p, () => raw(p, 'post', path, JSON.stringify(body(p))));
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 422, code: 'VALIDATION_ERROR' });
+  });
+
+  test('a subject over 998 characters (RFC 5322 line length) → 422 naming it', async () => {
+    const res = await storesNothing(p, () => raw(p, 'post', '/templates', JSON.stringify({ name: 't', subject: 's'.repeat(999), body: 'b' })));
+    expectFieldError(res, 422, 'VALIDATION_ERROR', 'subject');
+  });
+});
+
+describe('template data stays text in previews (Markdown and HTML)', () => {
+  let p: TestProject;
+  beforeAll(async () => {
+    p = await createTestProject(ctx.api.database);
+  });
+  const vectors: Array<[string, string]> = [
+    ['link', '[Verify your account](https://attacker.test/phish)'],
+    ['javascript: link', '[Verify](javascript:alert(1))'],
+    ['image', '![](https://tracker.test/pixel.gif)'],
+    ['autolink', '<https://attacker.test/a> https://attacker.test/b www.attacker.test'],
+    ['raw HTML', '<a href="https://attacker.test/raw">x</a><img src="https://tracker.test/p.gif">'],
+  ];
+  test.each(vectors)('%s in data → shown as written; a javascript: URL variable → #', async (_what, value) => {
+    const stored = await request(ctx.api.app).post('/templates').set('Authorization', p.auth).send({ name: 't', subject: 's', body: '<p>Hi {{name}}</p><a href="{{url}}">go</a>' });
+    const data = { name: value, url: 'javascript:alert(1)' };
+    const answers = [
+      await request(ctx.api.app).post('/templates/render').set('Authorization', p.auth).send({ subject: 'Hi {{name}}', body: 'Hi {{name}}\n\n[go]({{url}})', format: 'markdown', data }),
+      await request(ctx.api.app).post(`/templates/${stored.body.data.id}/render`).set('Authorization', p.auth).send({ data }),
+    ];
+    for (const res of answers) {
+      expect(res.status).toBe(200);
+      const html = res.body.data.html as string;
+      expect(html).not.toMatch(/<img\s|href="(https?:\/\/(www\.)?attacker|javascript:)/i);
+      expect(html).toContain('<a href="#">go</a>');
+      expect((res.body.data.text as string).replace(/\s+/g, ' ')).toContain(value.replace(/\s+/g, ' '));
+    }
+  });
+});

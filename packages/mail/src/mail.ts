@@ -1,71 +1,16 @@
 /**
  * MIME composition with nodemailer's MailComposer: RFC 5322 messages with a text and an HTML part
  * (multipart/alternative, RFC 2046), attachments (multipart/mixed), custom headers, and non-ASCII header text
- * encoded per RFC 2047. Header values can never break out of their line: custom headers are checked here
- * (names per RFC 5322 §3.6.8, no CR/LF in values) and the composer folds and encodes every value.
+ * encoded per RFC 2047. Header values can never break out of their line: custom headers are checked by
+ * `headers.ts` (names per RFC 5322 §3.6.8, no CR/LF in values) and the composer folds and encodes every value.
  *
  * @module
  */
 import { createHash } from 'node:crypto';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
-import type { FieldError } from '@mailroom/platform/errors';
+import type { HeaderList } from './headers';
 import type { Mailbox } from '@mailroom/platform/address';
-
-/** Headers the platform sets itself; a request may not override them. Compared lower-case. */
-export const RESERVED_HEADERS = new Set([
-  'from',
-  'to',
-  'cc',
-  'bcc',
-  'subject',
-  'date',
-  'message-id',
-  'mime-version',
-  'content-type',
-  'content-transfer-encoding',
-  'content-disposition',
-  'content-id',
-  'reply-to',
-  'sender',
-  'return-path',
-  'received',
-  'dkim-signature',
-]);
-
-/** RFC 5322 field-name: printable US-ASCII except colon. */
-const HEADER_NAME = /^[!-9;-~]+$/;
-
-/** Max custom headers per email, and max bytes of one value. */
-export const HEADER_LIMITS = { count: 50, valueBytes: 2_000 } as const;
-
-/**
- * Checks custom headers of a send request.
- *
- * @returns field errors (`headers.<name>`), empty when all are acceptable.
- */
-export function checkCustomHeaders(headers: Record<string, unknown>): FieldError[] {
-  const errors: FieldError[] = [];
-  const entries = Object.entries(headers);
-  if (entries.length > HEADER_LIMITS.count) {
-    errors.push({ field: 'headers', message: `at most ${HEADER_LIMITS.count} headers`, code: 'too_big' });
-  }
-  for (const [name, value] of entries) {
-    const field = `headers.${name}`;
-    if (!HEADER_NAME.test(name) || name.length > 100) {
-      errors.push({ field, message: 'is not a valid header name (printable ASCII, no colon or space)', code: 'invalid_string' });
-    } else if (RESERVED_HEADERS.has(name.toLowerCase())) {
-      errors.push({ field, message: 'is set by the platform and cannot be overridden', code: 'custom' });
-    } else if (typeof value !== 'string') {
-      errors.push({ field, message: 'must be a string', code: 'invalid_type' });
-    } else if (/[\r\n\0]/.test(value)) {
-      errors.push({ field, message: 'must not contain line breaks or NUL', code: 'invalid_string' });
-    } else if (Buffer.byteLength(value) > HEADER_LIMITS.valueBytes) {
-      errors.push({ field, message: `must be at most ${HEADER_LIMITS.valueBytes} bytes`, code: 'too_big' });
-    }
-  }
-  return errors;
-}
 
 /** The content type of an attachment: the one given, else derived from the file name's extension. */
 export function attachmentContentType(filename: string, given?: string): string {
@@ -87,8 +32,8 @@ export interface MimeMessage {
   subject: string;
   html: string;
   text: string;
-  /** Custom headers, already checked by {@link checkCustomHeaders}. */
-  headers?: Record<string, string>;
+  /** Custom headers in order, already decided by `headers.ts` (`messageHeaders`); an object is taken in key order. */
+  headers?: HeaderList | Record<string, string>;
   attachments?: MimeAttachment[];
   /** Message-ID without angle brackets, e.g. `0190…@example.com`; a retry reuses it, so receivers can dedupe. */
   messageId: string;
@@ -99,6 +44,11 @@ export interface MimeMessage {
    * boundary hash ({@link mimeBaseBoundary}), so two builds that differ only there share their boundaries.
    */
   perMessage?: readonly string[];
+}
+
+function headerEntries(headers: MimeMessage['headers']): HeaderList {
+  if (!headers) return [];
+  return Array.isArray(headers) ? (headers as HeaderList) : Object.entries(headers);
 }
 
 /**
@@ -120,7 +70,7 @@ export function mimeBaseBoundary(message: MimeMessage): string {
     hash.update(`${b.length}:`).update(b);
   };
   for (const v of [message.from.name ?? '', message.from.email, message.to.name ?? '', message.to.email, message.replyTo ?? '', message.subject, message.html, message.text]) field(v);
-  const headers = Object.entries(message.headers ?? {});
+  const headers = headerEntries(message.headers);
   field(String(headers.length));
   for (const [name, value] of headers) [name, value].forEach((v) => field(v));
   const attachments = message.attachments ?? [];
@@ -146,7 +96,7 @@ export async function buildMime(message: MimeMessage): Promise<Buffer> {
     text: message.text,
     messageId: `<${message.messageId}>`,
     date: message.date ?? new Date(),
-    headers: message.headers,
+    headers: headerEntries(message.headers).map(([key, value]) => ({ key, value })),
     attachments: (message.attachments ?? []).map((a) => ({
       filename: a.filename,
       content: a.content,

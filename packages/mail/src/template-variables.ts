@@ -11,7 +11,8 @@
  * @module
  */
 import Handlebars from 'handlebars';
-import { rewriteFallbacks, TemplateSyntaxError } from './templates';
+import { rewriteFallbacks } from './fallbacks';
+import { TemplateSyntaxError } from './templates';
 
 type Node = hbs.AST.Node;
 type Expression = hbs.AST.Expression;

@@ -1,4 +1,5 @@
-import { assertTemplate, renderContent, rewriteFallbacks, splitVariables, TemplateSyntaxError } from './templates';
+import { assertTemplate, ContentRenderError, renderContent, renderContext, splitVariables, TemplateSyntaxError } from './templates';
+import { rewriteFallbacks } from './fallbacks';
 
 const html = (body: string, ctx: Record<string, unknown>) => renderContent({ subject: 's', body, format: 'html' }, ctx).html;
 
@@ -49,5 +50,63 @@ describe('template language', () => {
       render: { a: 1, b: 2, c: 3, d: { value: 4 }, e: null },
       persist: { a: 1, c: 3, d: { value: 4 }, e: null },
     });
+  });
+});
+
+describe('variables stay text (HTML and Markdown bodies)', () => {
+  const md = (body: string, ctx: Record<string, unknown>) => renderContent({ subject: 's', body, format: 'markdown' }, ctx).html;
+  const vectors: Array<[string, string]> = [
+    ['link', '[Verify your account](https://attacker.test/phish)'],
+    ['javascript: link', '[Verify](javascript:alert(1))'],
+    ['image (tracking pixel)', '![](https://tracker.test/p.gif)'],
+    ['autolink', '<https://attacker.test/a> https://attacker.test/b www.attacker.test x@attacker.test'],
+    ['raw HTML', '<a href="https://attacker.test">x</a><img src="https://tracker.test/p.gif">'],
+    ['block structure', '\n\n# Heading\n\n> quote\n\n    code'],
+  ];
+  test.each(vectors)('Markdown: %s in data is shown as written', (_what, value) => {
+    const out = md('Hello {{name}}, welcome.', { name: value });
+    expect(out).not.toMatch(/<(a|img|h1|blockquote|pre)\b/);
+    expect(out).not.toMatch(/\s(href|src)=["']/);
+  });
+  test.each(vectors)('HTML: %s in data is shown as written', (_what, value) => {
+    const out = renderContent({ subject: 's', body: '<p>Hello {{name}}</p>', format: 'html' }, { name: value }).html;
+    expect(out).not.toMatch(/<(a|img)\b/);
+  });
+
+  test('a variable in a link or image URL keeps working, but never as a script or data URL', () => {
+    expect(md('[Go]({{url}})', { url: 'https://ok.test/a_b?x=1' })).toContain('href="https://ok.test/a_b?x&#x3D;1"');
+    for (const url of ['javascript:alert(1)', ' JaVaScRiPt:alert(1)', 'java\tscript:alert(1)', 'data:text/html;base64,PHNjcmlwdD4=', 'vbscript:x']) {
+      expect(md('[Go]({{url}}) ![i]({{url}})', { url })).toBe('<p><a href="#">Go</a> <img src="#" alt="i"></p>\n');
+      expect(renderContent({ subject: 's', body: '<a href="{{url}}">a</a><a href={{url}}>b</a><img src = "{{url}}">', format: 'html' }, { url }).html).toBe(
+        '<a href="#">a</a><a href=#>b</a><img src = "#">',
+      );
+    }
+    // The same words as text stay as they are.
+    expect(md('{{url}}', { url: 'data: 5 items' })).toBe('<p>data: 5 items</p>\n');
+  });
+
+  test('each, with, lookup, fallbacks and raw outputs render as before', () => {
+    const out = renderContent(
+      { subject: 's', body: '{{#each items}}<li>{{this}} {{@index}} {{../name}}</li>{{/each}}{{#with user}}{{first}}{{/with}} {{lookup user "first"}} {{x ?? "d<"}} {{{raw}}}', format: 'html' },
+      { items: ['<a>', 'b'], name: 'N&', user: { first: 'U<' }, raw: '<b>r</b>' },
+    ).html;
+    expect(out).toBe('<li>&lt;a&gt; 0 N&amp;</li><li>b 1 N&amp;</li>U&lt; U&lt; d&lt; <b>r</b>');
+  });
+
+  test('a raw value that nests too deep for the converters is a ContentRenderError, not a RangeError', () => {
+    expect(() => renderContent({ subject: 's', body: '{{{deep}}}', format: 'html' }, { deep: '<div>'.repeat(20_000) })).toThrow(ContentRenderError);
+  });
+});
+
+describe('renderContext', () => {
+  test('plunk_id and plunk_email come from the contact; data cannot replace them or unsubscribeUrl', () => {
+    const ctx = renderContext({
+      contact: { id: 'c-1', email: 'ann@x.test', data: { plunk_id: 'stored', plan: 'pro' } },
+      variables: { plunk_id: 'forged', plunk_email: 'forged@x.test', unsubscribeUrl: 'https://evil.test', name: 'Ann' },
+      unsubscribeUrl: 'https://mail.test/unsubscribe/t',
+    });
+    expect(ctx).toEqual({ email: 'ann@x.test', plan: 'pro', name: 'Ann', unsubscribeUrl: 'https://mail.test/unsubscribe/t', plunk_id: 'c-1', plunk_email: 'ann@x.test' });
+    expect(renderContent({ subject: '{{plunk_email}}', body: '{{plunk_id}}', format: 'html' }, ctx)).toMatchObject({ subject: 'ann@x.test', html: 'c-1' });
+    expect(renderContext({ variables: { plunk_id: 'x' }, unsubscribeUrl: 'u' })).toEqual({ unsubscribeUrl: 'u' });
   });
 });

@@ -3,10 +3,12 @@
  *
  * - `{{var}}` HTML-escaped, `{{{var}}}` raw, dotted paths `{{user.name}}` (Handlebars semantics);
  * - `{{var ?? default}}` / `{{{var ?? default}}}`: `default` when `var` is missing, null or empty
- *   (the default may be bare text or quoted: `{{name ?? "there"}}`).
+ *   (the default may be bare text or quoted: `{{name ?? "there"}}`; `./fallbacks`).
  *
- * Subjects are rendered without HTML escaping (they are header text; the MIME composer encodes them per
- * RFC 2047). Compiled templates are cached by source, since campaign mail renders one source many times.
+ * In a body, escaped values stay text in HTML and in Markdown alike, and never put a script or data URL in a link
+ * (`./text-slots`). Subjects are rendered without HTML escaping (they are header text; the MIME composer encodes
+ * them per RFC 2047). Compiled templates are cached by source, since campaign mail renders one source many times.
+ * The context every render uses is built by {@link renderContext}.
  *
  * @module
  */
@@ -14,6 +16,8 @@ import Handlebars from 'handlebars';
 import { marked } from 'marked';
 import { compile as compileHtmlToText } from 'html-to-text';
 import type { FieldError } from '@mailroom/platform/errors';
+import { rewriteFallbacks } from './fallbacks';
+import { fillTextSlots, newTextSlots, registerTextHelper, routeEscapedOutputs } from './text-slots';
 
 const hbs = Handlebars.create();
 
@@ -23,6 +27,7 @@ const htmlToText = compileHtmlToText({ wordwrap: 78, selectors: [{ selector: 'im
 hbs.registerHelper('__fallback', (value: unknown, fallback: unknown) =>
   value === undefined || value === null || value === '' ? fallback : value,
 );
+registerTextHelper(hbs);
 
 /** Raised when a template does not parse; `message` says where. */
 export class TemplateSyntaxError extends Error {
@@ -32,19 +37,18 @@ export class TemplateSyntaxError extends Error {
   }
 }
 
-const FALLBACK = /(\{\{\{?)\s*([A-Za-z_$@][\w$-]*(?:\.[\w$-]+)*)\s*\?\?\s*(.*?)\s*(\}?\}\})/g;
-
-/** Rewrites `{{a ?? b}}` into a Handlebars helper call; exported for tests. */
-export function rewriteFallbacks(source: string): string {
-  return source.replace(FALLBACK, (whole, open: string, path: string, rawDefault: string, close: string) => {
-    if (open.length !== close.length) return whole;
-    const quoted = /^(["'])(.*)\1$/s.exec(rawDefault);
-    const value = quoted ? quoted[2] : rawDefault;
-    return `${open}__fallback ${path} ${JSON.stringify(value)}${close}`;
-  });
+/**
+ * Raised when content parses but cannot be rendered (nesting deeper than the Markdown or HTML-to-text
+ * converters can recurse, typically from a raw `{{{var}}}` value): retrying cannot help.
+ */
+export class ContentRenderError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ContentRenderError';
+  }
 }
 
-type Compiled = (context: object) => string;
+type Compiled = (context: object, options?: { data?: object }) => string;
 const cache = new Map<string, Compiled>();
 const CACHE_MAX = 500;
 
@@ -54,10 +58,13 @@ function compile(source: string, escape: boolean): Compiled {
   if (hit) return hit;
   let fn: Compiled;
   try {
-    const tpl = hbs.compile(rewriteFallbacks(source), { noEscape: !escape, strict: false });
+    const rewritten = rewriteFallbacks(source);
+    // A body's escaped outputs become text slots (./text-slots); subjects and JSON bodies are not escaped at all.
+    const input = escape ? routeEscapedOutputs(hbs.parseWithoutProcessing(rewritten)) : rewritten;
+    const tpl = hbs.compile(input, { noEscape: !escape, strict: false });
     // Handlebars compiles lazily: force the parse now so syntax errors surface here, not at send time.
     tpl({});
-    fn = (ctx) => tpl(ctx, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false });
+    fn = (ctx, options) => tpl(ctx, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, ...options });
   } catch (err) {
     throw new TemplateSyntaxError((err as Error).message.split('\n').slice(0, 3).join(' ').trim());
   }
@@ -109,21 +116,57 @@ export interface RenderedContent {
 }
 
 /**
- * Renders subject and body against `context`.
+ * Renders subject and body against `context` (built by {@link renderContext}).
  *
  * @param content - template sources; `format` says whether `body` is HTML or Markdown.
  * @param context - variables; values may be nested objects addressed with dotted paths.
- * @throws {@link TemplateSyntaxError} when a source does not parse.
+ * @throws {@link TemplateSyntaxError} when a source does not parse; {@link ContentRenderError} when the result
+ *   nests too deep for the converters.
  */
 export function renderContent(
   content: { subject: string; body: string; format: BodyFormat },
   context: Record<string, unknown>,
 ): RenderedContent {
   const subject = compile(content.subject, false)(context).replace(/[\r\n]+/g, ' ').trim();
-  const rendered = compile(content.body, true)(context);
-  const html = content.format === 'markdown' ? (marked.parse(rendered, { async: false })) : rendered;
-  const text = htmlToText(html);
-  return { subject, html, text };
+  const slots = newTextSlots();
+  const rendered = compile(content.body, true)(context, { data: { textSlots: slots } });
+  try {
+    const markup = content.format === 'markdown' ? marked.parse(rendered, { async: false }) : rendered;
+    const html = fillTextSlots(markup, slots);
+    return { subject, html, text: htmlToText(html) };
+  } catch (err) {
+    // marked and html-to-text recurse once per nesting level; acceptance limits the sources (content-limits.ts),
+    // but a raw `{{{var}}}` value can still nest deeper.
+    if (err instanceof RangeError) throw new ContentRenderError('the body nests too deeply to render');
+    throw err;
+  }
+}
+
+/** Variables the platform sets in every render; request and contact data cannot replace them. */
+export const PLATFORM_VARIABLES = ['unsubscribeUrl', 'plunk_id', 'plunk_email'] as const;
+
+/**
+ * The one render context of an email (and of a preview): the contact's `email` and stored data, the request's
+ * variables over them, then the platform's variables, which data never replaces: `unsubscribeUrl`, and Plunk's
+ * `plunk_id` (the contact's id) and `plunk_email` (its address).
+ *
+ * @param a.contact - the recipient contact; without one (a preview with no contact) `email`, `plunk_id` and
+ *   `plunk_email` are absent.
+ */
+export function renderContext(a: {
+  contact?: { id: string | null; email: string; data?: Record<string, unknown> | null };
+  variables?: Record<string, unknown>;
+  unsubscribeUrl: string;
+}): Record<string, unknown> {
+  const { contact } = a;
+  const context: Record<string, unknown> = { ...(contact ? { email: contact.email, ...(contact.data ?? {}) } : {}), ...(a.variables ?? {}) };
+  for (const key of PLATFORM_VARIABLES) delete context[key];
+  context.unsubscribeUrl = a.unsubscribeUrl;
+  if (contact) {
+    context.plunk_id = contact.id ?? '';
+    context.plunk_email = contact.email;
+  }
+  return context;
 }
 
 /**

@@ -41,11 +41,3 @@ export function verifyUnsubscribeToken(token: string, emailId: string, key: Buff
 export function unsubscribeUrl(publicUrl: string, token: string): string {
   return `${publicUrl}/unsubscribe/${token}`;
 }
-
-/**
- * The RFC 2369 / RFC 8058 headers of a marketing email: `List-Unsubscribe` with the HTTPS URL and
- * `List-Unsubscribe-Post: List-Unsubscribe=One-Click`, so mailbox providers can unsubscribe with one POST.
- */
-export function listUnsubscribeHeaders(url: string): Record<string, string> {
-  return { 'List-Unsubscribe': `<${url}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
-}

@@ -14,6 +14,7 @@ import { asciiHostname, emailKey, normalizeEmail, addressLengthProblem } from '@
 import { keyKind, KEY_PREFIX_LENGTH, hashKey, type KeyKind } from '@mailroom/platform/keys';
 import { parseSegmentFilter } from '@mailroom/audiences/segments';
 import { templateSyntaxErrors } from '@mailroom/mail/templates';
+import { contentLimitErrors } from '@mailroom/mail/content-limits';
 import { plunkRowId } from './ids';
 import { mapStepConfig, reasonOf } from './steps';
 
@@ -129,7 +130,8 @@ export function mapContact(r: Row, ctx: MapContext) {
 export function mapTemplate(r: Row, ctx: MapContext) {
   const projectId = parent(ctx, 'project', r.projectId);
   if (!projectId) return fail(`its project ${r.projectId} was not imported`);
-  const syntax = templateSyntaxErrors({ subject: r.subject ?? '', body: r.body ?? '' });
+  const content = { subject: r.subject ?? '', body: r.body ?? '' };
+  const syntax = [...templateSyntaxErrors(content), ...contentLimitErrors(content, 'html')];
   if (syntax.length > 0) return fail(`template syntax: ${syntax.map((e) => `${e.field} ${e.message}`).join('; ')}`);
   const type = r.type === 'MARKETING' ? ('MARKETING' as const) : ('TRANSACTIONAL' as const);
   return {

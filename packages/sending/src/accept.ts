@@ -15,8 +15,9 @@
  * @module
  */
 import { AppError, ErrorCode, validationError, type FieldError } from '@mailroom/platform/errors';
-import { checkCustomHeaders } from '@mailroom/mail/mail';
 import { attachmentType, attachmentTypeErrors } from '@mailroom/mail/attachment-types';
+import { checkCustomHeaders } from '@mailroom/mail/headers';
+import { contentLimitErrors } from '@mailroom/mail/content-limits';
 import { isUuid, newId } from '@mailroom/platform/ids';
 import {
   formatMailbox,
@@ -116,8 +117,9 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
  * @param mode - the key's mode: `test` stores the emails as test emails (`emails.test`), validated, stored and
  *   rendered exactly as live ones; the worker delivers them to the test sink instead of SES.
  * @param allowedDomains - the sending domains of a key restricted to some (null: not restricted).
- * @throws {@link AppError} 403 `KEY_DOMAIN_FORBIDDEN` (sender outside the key's domains), 404 (template not in this project), 422 (business rules: sender, content, headers,
- *   attachments, template syntax); Postgres errors propagate (mapped to 503 when it is unreachable).
+ * @throws {@link AppError} 403 `KEY_DOMAIN_FORBIDDEN` (sender outside the key's domains), 404 (template not in this
+ *   project), 422 (business rules: sender, content (syntax, size, nesting depth), headers (`headers.ts`),
+ *   attachments); Postgres errors propagate (mapped to 503 when it is unreachable).
  */
 export async function acceptSend(
   deps: {
@@ -163,8 +165,12 @@ export async function acceptSend(
     if (refused) throw refused;
   }
 
-  errors.push(...templateSyntaxErrors({ subject, body }, (key) => (req[key as 'subject' | 'body'] === undefined ? 'template' : key)));
-  if (req.headers) errors.push(...checkCustomHeaders(req.headers));
+  const contentField = (key: 'subject' | 'body') => (req[key] === undefined ? 'template' : key);
+  errors.push(...templateSyntaxErrors({ subject, body }, (key) => contentField(key as 'subject' | 'body')));
+  errors.push(...contentLimitErrors({ subject, body }, req.type ?? 'html', { subject: contentField('subject'), body: contentField('body') }));
+  // A MARKETING template's mail carries the platform's unsubscribe pair and bulk headers (headers.ts).
+  const marketing = template?.type === 'MARKETING';
+  if (req.headers) errors.push(...checkCustomHeaders(req.headers, { marketing }));
   const decoded = req.attachments ? decodeAttachments(req.attachments) : { files: [], errors: [] };
   errors.push(...decoded.errors);
 
@@ -192,7 +198,7 @@ export async function acceptSend(
     content: {
       templateId: template?.id ?? null,
       // A MARKETING template's mail carries the unsubscribe link and List-Unsubscribe (RFC 8058).
-      marketing: template?.type === 'MARKETING',
+      marketing,
       fromEmail: fromInput!.email,
       fromName: fromName ?? null,
       replyTo: replyTo ?? null,

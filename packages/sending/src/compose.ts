@@ -1,17 +1,21 @@
 /**
  * The message of a claimed email: subject and body (a campaign email's from its campaign) rendered against the
- * contact's data, the request's variables and `unsubscribeUrl`, then built as RFC 5322 bytes with its attachments;
- * marketing mail carries List-Unsubscribe and List-Unsubscribe-Post (RFC 8058). The Message-ID is
- * `<email id>@<sender domain>`, so a message sent again after a lost claim can be collapsed by receivers.
+ * one render context (`renderContext`: the contact's data, the request's variables, `unsubscribeUrl`, `plunk_id`,
+ * `plunk_email`), then built as RFC 5322 bytes with its attachments and the headers `headers.ts` decides (custom
+ * headers stored before that rule are filtered here; marketing mail carries List-Unsubscribe and
+ * List-Unsubscribe-Post, RFC 8058, and the bulk-mail headers). The Message-ID is `<email id>@<sender domain>`, so
+ * a message sent again after a lost claim can be collapsed by receivers.
  * A message relayed over SMTP (`body_format` mime) is sent as stored (`./relay/accept-relay`).
  *
  * @module
  */
 import { buildMime } from '@mailroom/mail/mail';
-import { createUnsubscribeToken, listUnsubscribeHeaders, unsubscribeUrl } from '@mailroom/mail/unsubscribe';
-import { renderContent } from '@mailroom/mail/templates';
+import { messageHeaders } from '@mailroom/mail/headers';
+import { createUnsubscribeToken, unsubscribeUrl } from '@mailroom/mail/unsubscribe';
+import { renderContent, renderContext, type RenderedContent } from '@mailroom/mail/templates';
 import { emailDomain } from '@mailroom/platform/address';
 import type { PlatformConfig } from '@mailroom/platform/config';
+import { type Logger } from '@mailroom/platform/logger';
 import { loadAttachments } from '@mailroom/db/queries/emails';
 import { type DbOrTx } from '@mailroom/db/client';
 import type { SendingEmail } from './claim';
@@ -23,39 +27,80 @@ export interface ComposedMessage {
 }
 
 /**
+ * The email's content cannot be made into a message (its template does not parse, it nests too deep to render, the
+ * MIME builder refuses it): the same email can never be composed, so sending it is a permanent failure.
+ */
+export class ComposeError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ComposeError';
+  }
+}
+
+function composeError(err: unknown): ComposeError {
+  return new ComposeError((err as Error)?.message ?? String(err), { cause: err });
+}
+
+/**
  * Renders and builds the message of `email`.
  *
- * @throws `TemplateSyntaxError` when its subject or body does not render (permanent); the database's error
- *   (loading attachments) or the MIME builder's.
+ * @param log - the job's logger: custom headers dropped by the header rule are logged at warn.
+ * @throws {@link ComposeError} when the content cannot be rendered or built (permanent); the database's error
+ *   (loading attachments), which is transient.
  */
-export async function composeMessage(db: DbOrTx, config: Pick<PlatformConfig, 'publicUrl'>, email: SendingEmail): Promise<ComposedMessage> {
+export async function composeMessage(
+  db: DbOrTx,
+  config: Pick<PlatformConfig, 'publicUrl'>,
+  email: SendingEmail,
+  log?: Logger,
+): Promise<ComposedMessage> {
   // A message relayed over SMTP goes out as its client composed it: the stored bytes, nothing rendered or rebuilt
   // (the relay took the platform's headers out and added the missing ones when it accepted them).
   if (email.bodyFormat === 'mime') return relayedMessage(db, email);
   // Marketing mail links to the one-click unsubscribe page of this very email (signed token, RFC 8058).
   const unsubscribeToken = createUnsubscribeToken(email.id, email.signingKey);
   const unsubscribe = unsubscribeUrl(config.publicUrl, unsubscribeToken);
-  const context = { email: email.toEmail, ...(email.contactData ?? {}), ...email.variables, unsubscribeUrl: unsubscribe };
+  const context = renderContext({
+    contact: { id: email.contactId, email: email.toEmail, data: email.contactData },
+    variables: email.variables ?? {},
+    unsubscribeUrl: unsubscribe,
+  });
   const source = email.campaign
     ? { subject: email.campaign.subject, body: email.campaign.body, format: 'html' as const }
     : { subject: email.subject!, body: email.body!, format: email.bodyFormat! };
-  const content = renderContent(source, context);
+  let content: RenderedContent;
+  try {
+    content = renderContent(source, context);
+  } catch (err) {
+    throw composeError(err);
+  }
   const files = await loadAttachments(db, email.projectId, email.attachmentIds);
-  const raw = await buildMime({
-    from: { email: email.fromEmail, ...(email.fromName ? { name: email.fromName } : {}) },
-    to: { email: email.toEmail, ...(email.toName ? { name: email.toName } : {}) },
-    replyTo: email.replyTo,
-    subject: content.subject,
-    html: content.html,
-    text: content.text,
-    headers: email.marketing ? { ...email.headers, ...listUnsubscribeHeaders(unsubscribe) } : email.headers,
-    attachments: files.map((f) => ({ filename: f.filename, content: f.content, contentType: f.contentType })),
-    messageId: `${email.id}@${emailDomain(email.fromEmail)}`,
-    // The token names this email (attribution, and a test email's link records a test event), so it differs
-    // per email; left out of the boundaries, identical content still gives identical bytes.
-    perMessage: [unsubscribeToken],
+  const { headers, dropped } = messageHeaders(email.headers ?? {}, {
+    marketing: email.marketing,
+    unsubscribeUrl: unsubscribe,
+    // A transactional body that links to its unsubscribe URL gets the one-click headers too (unless it has its own).
+    bodyLinksUnsubscribe: content.html.includes(unsubscribeToken),
   });
-  return { raw, subject: content.subject };
+  if (dropped.length > 0) log?.warn({ dropped }, 'custom headers dropped: the platform owns them or they break the header rule');
+  try {
+    const raw = await buildMime({
+      from: { email: email.fromEmail, ...(email.fromName ? { name: email.fromName } : {}) },
+      to: { email: email.toEmail, ...(email.toName ? { name: email.toName } : {}) },
+      replyTo: email.replyTo,
+      subject: content.subject,
+      html: content.html,
+      text: content.text,
+      headers,
+      attachments: files.map((f) => ({ filename: f.filename, content: f.content, contentType: f.contentType })),
+      messageId: `${email.id}@${emailDomain(email.fromEmail)}`,
+      // The token names this email (attribution, and a test email's link records a test event), so it differs
+      // per email; left out of the boundaries, identical content still gives identical bytes.
+      perMessage: [unsubscribeToken],
+    });
+    return { raw, subject: content.subject };
+  } catch (err) {
+    throw composeError(err);
+  }
 }
 
 /**

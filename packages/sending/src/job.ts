@@ -10,7 +10,7 @@
  *    it to SES, or to the test sink for a test email.
  * 3. Finish the row with the claim token: `sent` (SES message id), back to `queued` for a retry (throttling or
  *    SES unreachable: no attempt spent, the queue paused; a 5xx: backoff), or `failed` with the reason
- *    (permanent, or attempts exhausted). A final status writes its webhook deliveries (`email.sent`,
+ *    (permanent: SES refused it, or its content cannot be composed; or attempts exhausted). A final status writes its webhook deliveries (`email.sent`,
  *    `email.failed`, …) in the same transaction.
  *
  * Once SES has accepted a message, its outcome is never thrown away (`ses-accepted.ts`).
@@ -33,7 +33,7 @@ import { SUPPRESSION_REASONS } from '@mailroom/db/queries/suppression-rule';
 import { type Database } from '@mailroom/db/client';
 import { classifySendError, type MailTransport } from './ses/transport';
 import { createSendBatching, type SendOutcome } from './claim';
-import { composeMessage } from './compose';
+import { ComposeError, composeMessage } from './compose';
 import { acceptedKey, readAccepted, recordAccepted } from './ses-accepted';
 import type { QuotaAdmission } from './ses/quota-guard';
 
@@ -206,11 +206,14 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
     let raw: Buffer;
     let subject: string;
     try {
-      ({ raw, subject } = await composeMessage(db, config, email));
+      ({ raw, subject } = await composeMessage(db, config, email, log));
     } catch (err) {
-      if (err instanceof TemplateSyntaxError) {
-        await finish({ status: 'failed', reason: `template error: ${err.message}`, failureKind: 'permanent' });
-        return done({ outcome: 'failed', reason: err.message });
+      // Content that cannot be composed never will be: failed at once, never retried as transient.
+      if (err instanceof ComposeError) {
+        const reason = err.cause instanceof TemplateSyntaxError ? `template error: ${err.message}` : `cannot compose the message: ${err.message}`;
+        await finish({ status: 'failed', reason, failureKind: 'permanent' });
+        log.warn({ reason }, 'send failed permanently: the message cannot be composed');
+        return done({ outcome: 'failed', reason });
       }
       return retryOrFail(attempt, log, finish, `internal: ${(err as Error).message}`, err);
     }

@@ -145,10 +145,12 @@ export function ipKey(address: string): string {
 /** The eight 16-bit groups of a valid IPv6 address (with `::` and a trailing dotted IPv4 part expanded). */
 function ipv6Groups(address: string): number[] {
   let text = address;
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted[1].split('.').map(Number) as [number, number, number, number];
-    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  // The dotted part is what follows the last colon (anchored at both ends: an unanchored search for it backtracks
+  // quadratically over a long run of digits).
+  const tail = text.slice(text.lastIndexOf(':') + 1);
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(tail)) {
+    const [a, b, c, d] = tail.split('.').map(Number) as [number, number, number, number];
+    text = `${text.slice(0, text.length - tail.length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
   const [left, right] = text.split('::') as [string, string | undefined];
   const parse = (part: string) => (part ? part.split(':').map((g) => parseInt(g, 16)) : []);

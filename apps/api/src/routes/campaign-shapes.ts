@@ -93,7 +93,11 @@ export const fields = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
   description: Nullable(Type.String({ maxLength: 2000 })),
   subject: Type.String({ minLength: 1, maxLength: 998, description: 'subject template' }),
-  body: Type.String({ minLength: 1, maxLength: 2_000_000, description: 'HTML body template; {{unsubscribeUrl}} is the recipient\'s unsubscribe link' }),
+  body: Type.String({
+    minLength: 1,
+    maxLength: 2_000_000,
+    description: 'HTML body template; {{unsubscribeUrl}} is the recipient\'s unsubscribe link; at most 200 levels of nested elements (422 naming the field)',
+  }),
   from: MailboxString,
   fromName: Nullable(Type.String({ maxLength: 200 })),
   replyTo: Nullable(MailboxString),

@@ -44,8 +44,17 @@ export const SendBody = Type.Object(
     to: Type.Union([Address, Type.Array(Address, { minItems: 1, maxItems: 100 })], {
       description: 'an email address, a mailbox string ("Ann <ann@example.com>"), { name, email }, or an array of up to 100 of them',
     }),
-    subject: Type.Optional(Type.String({ minLength: 1, maxLength: 998 })),
-    body: Type.Optional(Type.String({ minLength: 1, maxLength: 2_000_000, description: 'HTML (or Markdown with type=markdown)' })),
+    subject: Type.Optional(Type.String({ minLength: 1, maxLength: 998, description: 'subject template; at most 998 characters (RFC 5322 line length)' })),
+    body: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 2_000_000,
+        description:
+          'HTML (or Markdown with type=markdown); {{var}} values stay text in both (never links, images or markup), and a script or data URL ' +
+          'from a variable becomes #. At most 200 levels of nested elements (Markdown: block quotes, lists, emphasis), and per Markdown ' +
+          'paragraph at most 200 links and 2,000 emphasis markers (422 naming the field)',
+      }),
+    ),
     template: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'template id' })),
     from: Type.Optional(Address),
     name: Type.Optional(Type.String({ maxLength: 200, description: 'sender display name; wins over a display name given in `from`' })),
@@ -60,10 +69,23 @@ export const SendBody = Type.Object(
       Type.Record(Type.String(), Type.Unknown(), {
         description:
           'template variables; `{ value, persistent: false }` values are used for rendering only and not stored on the contact. ' +
+          '`plunk_id`, `plunk_email` and `unsubscribeUrl` are set by the platform (the contact\'s id and address, its unsubscribe link): ' +
+          'values given for them are ignored when rendering. ' +
           'At most 32 levels of nesting in the whole body; no U+0000 in any string or key (422 naming the field)',
       }),
     ),
-    headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'custom email headers' })),
+    headers: Type.Optional(
+      Type.Record(Type.String(), Type.String(), {
+        description:
+          'custom email headers (at most 50; names compared case-insensitively, each once). Refused with 422 naming the header: ' +
+          'the platform\'s and MIME\'s own (From, To, Cc, Bcc, Reply-To, Sender, Subject, Date, Message-ID, MIME-Version, Content-*, ' +
+          'Return-Path, Received, DKIM-Signature, Feedback-ID, Authentication-Results, ARC-*, X-SES-*), and List-Unsubscribe / ' +
+          'List-Unsubscribe-Post on marketing mail (it carries the platform\'s one-click pair). Transactional mail may carry its own pair ' +
+          '(List-Unsubscribe-Post only beside List-Unsubscribe); without one, the platform adds its pair when the body links to ' +
+          '{{unsubscribeUrl}}. Marketing mail carries Precedence: bulk, Auto-Submitted: auto-generated and X-Auto-Response-Suppress: All; ' +
+          'a value given here for one of them replaces the default',
+      }),
+    ),
     attachments: Type.Optional(
       Type.Array(Attachment, { maxItems: ATTACHMENT_LIMITS.count, description: 'at most 10, 10 MB decoded in total' }),
     ),

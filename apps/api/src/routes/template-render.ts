@@ -1,9 +1,10 @@
 /**
  * Template previews: `POST /templates/{id}/render` (a stored template) and `POST /templates/render` (sources given
  * inline). Both render with the one template implementation the worker uses (`renderContent`), against the
- * context the worker builds for an email: the contact's `email` and stored data (with `contactId`), then `data` over
- * it (`{ value, persistent }` values unwrapped, as `/v1/send` does), then `unsubscribeUrl` (a preview link here;
- * each email gets its own signed one). Nothing is stored or sent.
+ * context the worker builds for an email (`renderContext`): the contact's `email` and stored data (with `contactId`),
+ * then `data` over it (`{ value, persistent }` values unwrapped, as `/v1/send` does), then the platform's
+ * `unsubscribeUrl` (a preview link here; each email gets its own signed one) and, with a contact, `plunk_id` and
+ * `plunk_email`. Nothing is stored or sent.
  *
  * `missingVariables` lists the variables the template uses (read from the engine's parse tree) that this context
  * lacks (absent or null) and that have no `??` default: what would render empty.
@@ -13,7 +14,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { missingVariables } from '@mailroom/mail/template-variables';
 import { notFound, validationError } from '@mailroom/platform/errors';
-import { renderContent, splitVariables, templateSyntaxErrors, type BodyFormat } from '@mailroom/mail/templates';
+import { ContentRenderError, renderContent, renderContext, splitVariables, templateSyntaxErrors, type BodyFormat } from '@mailroom/mail/templates';
+import { contentLimitErrors } from '@mailroom/mail/content-limits';
 import { unsubscribeUrl } from '@mailroom/mail/unsubscribe';
 import { type Config } from '@mailroom/config/config';
 import { getContact } from '@mailroom/db/queries/contacts';
@@ -37,7 +39,11 @@ const RenderTemplateBody = Type.Object(RenderInputs, { additionalProperties: fal
 const RenderInlineBody = Type.Object(
   {
     subject: Type.String({ minLength: 1, maxLength: 998, description: 'subject template' }),
-    body: Type.String({ minLength: 1, maxLength: 2_000_000, description: 'body template: HTML, or Markdown with format=markdown' }),
+    body: Type.String({
+      minLength: 1,
+      maxLength: 2_000_000,
+      description: 'body template: HTML, or Markdown with format=markdown; the limits of /v1/send `body` apply (nesting depth, Markdown paragraphs)',
+    }),
     format: Type.Optional(StringEnum(['html', 'markdown'] as const, 'body format (default html)')),
     ...RenderInputs,
   },
@@ -66,19 +72,26 @@ interface Preview {
  * Renders a preview for a project (see the module notes for the context).
  *
  * @throws {@link AppError} 404 (`contactId` not a contact of this project), 422 naming `subject` or `body` when a
- *   source does not parse.
+ *   source does not parse, is too long or nests too deep (content-limits.ts).
  */
 export async function renderPreview(db: DbOrTx, config: Config, projectId: string, p: Preview): Promise<Static<typeof Rendered>> {
   const contact = p.contactId !== undefined ? await getContact(db, projectId, p.contactId) : undefined;
   if (p.contactId !== undefined && !contact) throw notFound('Contact');
-  const errors = templateSyntaxErrors({ subject: p.subject, body: p.body });
+  const errors = [...templateSyntaxErrors({ subject: p.subject, body: p.body }), ...contentLimitErrors({ subject: p.subject, body: p.body }, p.format)];
   if (errors.length > 0) throw validationError(errors);
-  const context: Record<string, unknown> = {
-    ...(contact ? { email: contact.email, ...contact.data } : {}),
-    ...splitVariables(p.data).render,
+  const context = renderContext({
+    contact: contact ? { id: contact.id, email: contact.email, data: contact.data } : undefined,
+    variables: splitVariables(p.data).render,
     unsubscribeUrl: unsubscribeUrl(config.publicUrl, 'preview'),
-  };
-  const content = renderContent({ subject: p.subject, body: p.body, format: p.format }, context);
+  });
+  let content: ReturnType<typeof renderContent>;
+  try {
+    content = renderContent({ subject: p.subject, body: p.body, format: p.format }, context);
+  } catch (err) {
+    // A raw `{{{var}}}` value may nest deeper than the sources do.
+    if (err instanceof ContentRenderError) throw validationError([{ field: 'body', message: err.message, code: 'too_big' }]);
+    throw err;
+  }
   return { ...content, missingVariables: missingVariables([p.subject, p.body], context) };
 }
 

@@ -15,6 +15,7 @@ import { MAILBOX_MAX_LENGTH, senderFields } from '@mailroom/platform/address';
 import { notFound, validationError } from '@mailroom/platform/errors';
 import { addressString } from '@mailroom/platform/validation';
 import { templateSyntaxErrors } from '@mailroom/mail/templates';
+import { contentLimitErrors } from '@mailroom/mail/content-limits';
 import {
   createTemplate,
   deleteTemplate,
@@ -33,7 +34,13 @@ const fields = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
   description: Nullable(Type.String({ maxLength: 2000, description: "free text for people (Plunk v2's field); never rendered" })),
   subject: Type.String({ minLength: 1, maxLength: 998, description: 'subject template' }),
-  body: Type.String({ minLength: 1, maxLength: 2_000_000, description: 'HTML body template: {{var}} escaped, {{{var}}} raw, {{var ?? default}}' }),
+  body: Type.String({
+    minLength: 1,
+    maxLength: 2_000_000,
+    description:
+      'HTML body template: {{var}} escaped (a script or data URL from a variable becomes #), {{{var}}} raw, {{var ?? default}}; ' +
+      'at most 200 levels of nested elements (422 naming the field)',
+  }),
   type: TemplateType,
   from: Nullable(
     addressString('mailbox', {
@@ -116,8 +123,9 @@ function present(t: TemplateRow): Static<typeof Template> {
   };
 }
 
+/** Syntax, sizes and nesting depth (content-limits.ts) of the sources given; 422 naming `subject` or `body`. */
 function checkSyntax(input: { subject?: string; body?: string }): void {
-  const errors = templateSyntaxErrors({ subject: input.subject, body: input.body });
+  const errors = [...templateSyntaxErrors({ subject: input.subject, body: input.body }), ...contentLimitErrors(input, 'html')];
   if (errors.length) throw validationError(errors);
 }
 

@@ -11,6 +11,7 @@
  */
 import { AppError, ErrorCode, notFound, type FieldError } from '@mailroom/platform/errors';
 import { templateSyntaxErrors } from '@mailroom/mail/templates';
+import { contentLimitErrors } from '@mailroom/mail/content-limits';
 import { senderError } from '@mailroom/mail/sender';
 import type { CampaignStatus } from '@mailroom/db/schema';
 import type { DbOrTx } from '@mailroom/db/client';
@@ -94,6 +95,8 @@ export async function campaignErrors(db: DbOrTx, projectId: string, c: NewCampai
     errors.push({ field: 'audienceFilter', message: 'is only used when audienceType is FILTERED', code: 'custom' });
   }
   errors.push(...templateSyntaxErrors({ subject: c.subject, body: c.body }, (k) => k));
+  // Campaign bodies are HTML: sizes and nesting depth the renderers can take (content-limits.ts).
+  errors.push(...contentLimitErrors({ subject: c.subject, body: c.body }, 'html'));
   const sender = await senderError(db, projectId, c.fromEmail);
   if (sender) errors.push(sender);
   return errors;

@@ -65,7 +65,7 @@ export function splitMessage(raw: Buffer): SplitMessage | undefined {
  *   tenant could pick another configuration set, event destination or sending identity;
  * - `Return-Path`, `Received`: written by the transport on delivery (RFC 5321 §4.4), never by the submitter.
  *
- * The HTTP path's rule for `/v1/send`'s `headers` (`RESERVED_HEADERS` of `@mailroom/mail/mail`) refuses more,
+ * The HTTP path's rule for `/v1/send`'s `headers` (`isPlatformHeader` of `@mailroom/mail/headers`) refuses more,
  * because there the platform writes From, To, Subject and the MIME structure itself; here the client wrote them.
  *
  * @param name - a header field name, any case.
