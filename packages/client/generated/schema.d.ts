@@ -2468,8 +2468,9 @@ export interface operations {
                          */
                         email: string;
                     })[];
+                    /** @description subject template; at most 998 characters (RFC 5322 line length) */
                     subject?: string;
-                    /** @description HTML (or Markdown with type=markdown) */
+                    /** @description HTML (or Markdown with type=markdown); {{var}} values stay text in both (never links, images or markup), and a script or data URL from a variable becomes #. At most 200 levels of nested elements (Markdown: block quotes, lists, emphasis), and per Markdown paragraph at most 200 links and 2,000 emphasis markers (422 naming the field) */
                     body?: string;
                     /** @description template id */
                     template?: string;
@@ -2491,11 +2492,11 @@ export interface operations {
                     reply?: string;
                     /** @description marketing subscription; default false for new contacts, unchanged for existing ones */
                     subscribed?: boolean;
-                    /** @description template variables; `{ value, persistent: false }` values are used for rendering only and not stored on the contact. At most 32 levels of nesting in the whole body; no U+0000 in any string or key (422 naming the field) */
+                    /** @description template variables; `{ value, persistent: false }` values are used for rendering only and not stored on the contact. `plunk_id`, `plunk_email` and `unsubscribeUrl` are set by the platform (the contact's id and address, its unsubscribe link): values given for them are ignored when rendering. At most 32 levels of nesting in the whole body; no U+0000 in any string or key (422 naming the field) */
                     data?: {
                         [key: string]: unknown;
                     };
-                    /** @description custom email headers */
+                    /** @description custom email headers (at most 50; names compared case-insensitively, each once). Refused with 422 naming the header: the platform's and MIME's own (From, To, Cc, Bcc, Reply-To, Sender, Subject, Date, Message-ID, MIME-Version, Content-*, Return-Path, Received, DKIM-Signature, Feedback-ID, Authentication-Results, ARC-*, X-SES-*), and List-Unsubscribe / List-Unsubscribe-Post on marketing mail (it carries the platform's one-click pair). Transactional mail may carry its own pair (List-Unsubscribe-Post only beside List-Unsubscribe); without one, the platform adds its pair when the body links to {{unsubscribeUrl}}. Marketing mail carries Precedence: bulk, Auto-Submitted: auto-generated and X-Auto-Response-Suppress: All; a value given here for one of them replaces the default */
                     headers?: {
                         [key: string]: string;
                     };
@@ -3887,7 +3888,7 @@ export interface operations {
                     description?: string | null;
                     /** @description subject template */
                     subject: string;
-                    /** @description HTML body template: {{var}} escaped, {{{var}}} raw, {{var ?? default}} */
+                    /** @description HTML body template: {{var}} escaped (a script or data URL from a variable becomes #), {{{var}}} raw, {{var ?? default}}; at most 200 levels of nested elements (422 naming the field) */
                     body: string;
                     /**
                      * @description TRANSACTIONAL or MARKETING
@@ -4070,7 +4071,7 @@ export interface operations {
                     description?: string | null;
                     /** @description subject template */
                     subject?: string;
-                    /** @description HTML body template: {{var}} escaped, {{{var}}} raw, {{var ?? default}} */
+                    /** @description HTML body template: {{var}} escaped (a script or data URL from a variable becomes #), {{{var}}} raw, {{var ?? default}}; at most 200 levels of nested elements (422 naming the field) */
                     body?: string;
                     /**
                      * @description TRANSACTIONAL or MARKETING
@@ -4150,7 +4151,7 @@ export interface operations {
                 "application/json": {
                     /** @description subject template */
                     subject: string;
-                    /** @description body template: HTML, or Markdown with format=markdown */
+                    /** @description body template: HTML, or Markdown with format=markdown; the limits of /v1/send `body` apply (nesting depth, Markdown paragraphs) */
                     body: string;
                     /**
                      * @description body format (default html)
@@ -5131,7 +5132,7 @@ export interface operations {
                     description?: string | null;
                     /** @description subject template */
                     subject: string;
-                    /** @description HTML body template; {{unsubscribeUrl}} is the recipient's unsubscribe link */
+                    /** @description HTML body template; {{unsubscribeUrl}} is the recipient's unsubscribe link; at most 200 levels of nested elements (422 naming the field) */
                     body: string;
                     /**
                      * Format: mailbox
@@ -5344,7 +5345,7 @@ export interface operations {
                     description?: string | null;
                     /** @description subject template */
                     subject?: string;
-                    /** @description HTML body template; {{unsubscribeUrl}} is the recipient's unsubscribe link */
+                    /** @description HTML body template; {{unsubscribeUrl}} is the recipient's unsubscribe link; at most 200 levels of nested elements (422 naming the field) */
                     body?: string;
                     /**
                      * Format: mailbox
@@ -5514,7 +5515,7 @@ export interface operations {
                     description?: string | null;
                     /** @description subject template */
                     subject?: string;
-                    /** @description HTML body template; {{unsubscribeUrl}} is the recipient's unsubscribe link */
+                    /** @description HTML body template; {{unsubscribeUrl}} is the recipient's unsubscribe link; at most 200 levels of nested elements (422 naming the field) */
                     body?: string;
                     /**
                      * Format: mailbox
