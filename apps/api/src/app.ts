@@ -9,7 +9,7 @@
 import express, { type Express } from 'express';
 import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { adminOnly, adminStep, authenticate, authenticateStep, AuthCache } from './http/auth';
-import type { AppDeps } from './http/context';
+import { readDb, type AppDeps } from './http/context';
 import { errorHandler, notFoundHandler } from './http/errors';
 import { FailureLimiter, rateLimitStep } from './http/rate-limit';
 import { toMiddleware } from './http/steps';
@@ -82,7 +82,8 @@ export function createApp(deps: AppDeps): App {
   const { db } = deps.database;
 
   const metrics = new ApiMetrics();
-  registerReputationMetrics(metrics.registry, db, deps.logger, { ttlMs: deps.config.reputationMetricsTtlMs });
+  if (deps.replicas) metrics.observeReplicas(deps.replicas);
+  registerReputationMetrics(metrics.registry, readDb(deps), deps.logger, { ttlMs: deps.config.reputationMetricsTtlMs });
   app.use(requestId(deps.logger, (req, res, seconds) => metrics.record(req, res, seconds)));
 
   const routes: AnyRoute[] = [

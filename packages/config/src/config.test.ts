@@ -20,6 +20,10 @@ describe('config', () => {
     [{ SES_QUOTA_RESERVE: '0.6' }, 'SES_QUOTA_RESERVE'],
     [{ SES_QUOTA_RESERVE: '5%' }, 'SES_QUOTA_RESERVE'],
     [{ SES_LOCAL_MAX_24H_SEND: '0' }, 'SES_LOCAL_MAX_24H_SEND'],
+    [{ DATABASE_REPLICA_URLS: 'postgres://r1/db,mysql://r2/db' }, 'DATABASE_REPLICA_URLS'],
+    [{ DATABASE_REPLICA_URLS: 'not a url' }, 'DATABASE_REPLICA_URLS'],
+    [{ DATABASE_REPLICA_MAX_LAG_MS: '5s' }, 'DATABASE_REPLICA_MAX_LAG_MS'],
+    [{ DATABASE_REPLICA_CHECK_INTERVAL_MS: '10' }, 'DATABASE_REPLICA_CHECK_INTERVAL_MS'],
   ])('%j fails naming %s', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     try {
@@ -28,6 +32,14 @@ describe('config', () => {
       expect((err as ConfigError).variable).toBe(variable);
       expect((err as Error).message).toContain(variable);
     }
+  });
+});
+
+describe('read replicas', () => {
+  test('none by default; a comma-separated list with a lag limit and a check interval', () => {
+    expect(loadConfig({})).toMatchObject({ databaseReplicaUrls: [], databaseReplicaMaxLagMs: 5_000, databaseReplicaCheckIntervalMs: 1_000 });
+    const c = loadConfig({ DATABASE_REPLICA_URLS: ' postgres://r1:5433/mailroom , postgresql://u:p@r2/mailroom,', DATABASE_REPLICA_MAX_LAG_MS: '250', DATABASE_REPLICA_CHECK_INTERVAL_MS: '200' });
+    expect(c).toMatchObject({ databaseReplicaUrls: ['postgres://r1:5433/mailroom', 'postgresql://u:p@r2/mailroom'], databaseReplicaMaxLagMs: 250, databaseReplicaCheckIntervalMs: 200 });
   });
 });
 
