@@ -1,12 +1,13 @@
 /**
- * Read replicas (`npm run bench -- replicas`): the API's read-heavy endpoints, requests/s and p50/p99 latency, with
+ * Read replicas (`npm run bench -- replicas`): the API's read-heavy endpoints, requests/s, mean and p99 latency, with
  * no replica and with one streaming replica (`DATABASE_REPLICA_URLS`), in the same run, on the same data.
  *
  * A throwaway primary and a real replica of it (test/support/pg-replica.ts: `initdb`, `pg_basebackup -R`, each on a
  * free port; the shared cluster is not touched), BENCH_REPLICA_CONTACTS (default 20,000) contacts in one project.
  * Two API processes: `primary only` and `with replica` (the same code; only `DATABASE_REPLICA_URLS` differs), each
  * loaded in turn, endpoint by endpoint, for BENCH_REPLICA_SECONDS (default 5) with 10 connections, in
- * BENCH_REPLICA_ROUNDS (default 2) alternating rounds (medians printed). The share of reads each process sent to
+ * BENCH_REPLICA_ROUNDS (default 2) alternating rounds (means of the rounds printed), with the CPU the primary's and
+ * the replica's Postgres backends spent per request (bench/cpu.ts). The share of reads each process sent to
  * the replica is read from its `/metrics` (`mailroom_db_reads_total`). Everything runs on one machine: the replica
  * competes with the primary and the API for the same cores, so this measures routing overhead and correctness under
  * load, not added capacity (docs/self-hosting/read-replicas.md says when a replica adds capacity).
@@ -17,6 +18,7 @@ import { createDatabase } from '@mailroom/db/client';
 import { createProject } from '@mailroom/db/queries/projects';
 import { freePort, waitForHttp } from '../test/support/services';
 import { startReplicaPair } from '../test/support/pg-replica';
+import { BackendCpu } from './cpu';
 
 type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => ChildProcess;
 
@@ -30,7 +32,7 @@ const LOADS: { name: string; method: 'GET' | 'POST'; path: string; body?: unknow
   { name: 'GET /reputation', method: 'GET', path: '/reputation' },
 ];
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 async function seed(url: string, contacts: number): Promise<{ secretKey: string }> {
   const database = createDatabase({ url, poolSize: 1, applicationName: 'bench' });
@@ -89,11 +91,14 @@ export async function benchReplicas(env: Record<string, string>, spawnApp: Spawn
       ok = (await readsTo(withReplica.port)).replica > 0;
     }
 
-    const samples = new Map<string, { rps: number[]; mean: number[]; p50: number[]; p99: number[]; errors: number }>();
+    const samples = new Map<string, { rps: number[]; mean: number[]; p99: number[]; primaryCpu: number[]; replicaCpu: number[]; errors: number }>();
+    const cpu = { primary: new BackendCpu(pair.primaryUrl), replica: new BackendCpu(pair.replicaUrl) };
+    await Promise.all([cpu.primary.connect(), cpu.replica.connect()]);
     for (let round = 0; round < rounds; round++) {
       for (const l of LOADS) {
         const order = round % 2 === 0 ? servers : [...servers].reverse();
         for (const s of order) {
+          await Promise.all([cpu.primary.start(), cpu.replica.start()]);
           const r = await autocannon({
             url: `http://127.0.0.1:${s.port}${l.path}`,
             method: l.method,
@@ -102,11 +107,13 @@ export async function benchReplicas(env: Record<string, string>, spawnApp: Spawn
             headers: { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' },
             body: l.body === undefined ? undefined : JSON.stringify(l.body),
           });
+          const [primaryCpu, replicaCpu] = await Promise.all([cpu.primary.stop(), cpu.replica.stop()]);
           const key = `${l.name}\t${s.name}`;
-          const m = samples.get(key) ?? { rps: [], mean: [], p50: [], p99: [], errors: 0 };
+          const m = samples.get(key) ?? { rps: [], mean: [], p99: [], primaryCpu: [], replicaCpu: [], errors: 0 };
+          m.primaryCpu.push(primaryCpu / Math.max(1, r.requests.total));
+          m.replicaCpu.push(replicaCpu / Math.max(1, r.requests.total));
           m.rps.push(r.requests.total / seconds);
           m.mean.push(r.latency.average);
-          m.p50.push(r.latency.p50);
           m.p99.push(r.latency.p99);
           m.errors += r.non2xx + r.errors;
           samples.set(key, m);
@@ -118,17 +125,19 @@ export async function benchReplicas(env: Record<string, string>, spawnApp: Spawn
       const [a, b] = servers.map((s) => samples.get(`${l.name}\t${s.name}`)!);
       rows.push({
         endpoint: l.name,
-        'primary only req/s': Math.round(median(a!.rps)),
-        'with replica req/s': Math.round(median(b!.rps)),
-        ratio: Number((median(b!.rps) / median(a!.rps)).toFixed(2)),
-        'mean ms (primary/replica)': `${median(a!.mean).toFixed(1)}/${median(b!.mean).toFixed(1)}`,
-        'p50 ms (primary/replica)': `${median(a!.p50)}/${median(b!.p50)}`,
-        'p99 ms (primary/replica)': `${median(a!.p99)}/${median(b!.p99)}`,
+        'req/s: primary only': Math.round(mean(a!.rps)),
+        'req/s: with replica': Math.round(mean(b!.rps)),
+        ratio: Number((mean(b!.rps) / mean(a!.rps)).toFixed(2)),
+        'mean ms': `${mean(a!.mean).toFixed(1)} / ${mean(b!.mean).toFixed(1)}`,
+        'p99 ms': `${Math.round(mean(a!.p99))} / ${Math.round(mean(b!.p99))}`,
+        'primary PG CPU ms/req': `${mean(a!.primaryCpu).toFixed(2)} / ${mean(b!.primaryCpu).toFixed(2)}`,
+        'replica PG CPU ms/req': `${mean(a!.replicaCpu).toFixed(2)} / ${mean(b!.replicaCpu).toFixed(2)}`,
         'non-2xx': a!.errors + b!.errors,
       });
     }
+    await Promise.all([cpu.primary.end(), cpu.replica.end()]);
     const routed = await Promise.all(servers.map(async (s) => ({ process: s.name, ...(await readsTo(s.port)) })));
-    console.log(`\nRead replicas (${contacts} contacts, 10 connections, ${seconds} s x ${rounds} rounds, medians; one machine)`);
+    console.log(`\nRead replicas (${contacts} contacts, 10 connections, ${seconds} s x ${rounds} rounds, means of the rounds; pairs are primary only / with replica; one machine)`);
     console.table(rows);
     console.log('reads routed (mailroom_db_reads_total):');
     console.table(routed);
