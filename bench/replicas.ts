@@ -73,7 +73,7 @@ export async function benchReplicas(env: Record<string, string>, spawnApp: Spawn
     const { secretKey } = await seed(pair.primaryUrl, contacts);
     const [{ lsn }] = await pair.onPrimary<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn');
     for (let caughtUp = false; !caughtUp; await new Promise((r) => setTimeout(r, 200))) {
-      caughtUp = (await pair.onReplica<{ ok: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as ok', [lsn]))[0]!.ok;
+      caughtUp = (await pair.onReplica<{ ok: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as ok', [lsn]))[0].ok;
     }
     const base = { ...env, DATABASE_URL: pair.primaryUrl, DB_POOL_SIZE: '10', RATE_LIMIT_PER_MINUTE: '10000000', ADMIN_TOKEN, LOG_LEVEL: 'warn' };
     for (const [name, extra] of [
@@ -85,7 +85,7 @@ export async function benchReplicas(env: Record<string, string>, spawnApp: Spawn
       await waitForHttp(`http://127.0.0.1:${port}/health/ready`, 60_000);
     }
     // The replica's first check must have found it usable before the load starts.
-    const withReplica = servers[1]!;
+    const withReplica = servers[1];
     for (let ok = false; !ok; await new Promise((r) => setTimeout(r, 200))) {
       await fetch(`http://127.0.0.1:${withReplica.port}/contacts?limit=1`, { headers: { authorization: `Bearer ${secretKey}` } });
       ok = (await readsTo(withReplica.port)).replica > 0;
@@ -125,14 +125,14 @@ export async function benchReplicas(env: Record<string, string>, spawnApp: Spawn
       const [a, b] = servers.map((s) => samples.get(`${l.name}\t${s.name}`)!);
       rows.push({
         endpoint: l.name,
-        'req/s: primary only': Math.round(mean(a!.rps)),
-        'req/s: with replica': Math.round(mean(b!.rps)),
-        ratio: Number((mean(b!.rps) / mean(a!.rps)).toFixed(2)),
-        'mean ms': `${mean(a!.mean).toFixed(1)} / ${mean(b!.mean).toFixed(1)}`,
-        'p99 ms': `${Math.round(mean(a!.p99))} / ${Math.round(mean(b!.p99))}`,
-        'primary PG CPU ms/req': `${mean(a!.primaryCpu).toFixed(2)} / ${mean(b!.primaryCpu).toFixed(2)}`,
-        'replica PG CPU ms/req': `${mean(a!.replicaCpu).toFixed(2)} / ${mean(b!.replicaCpu).toFixed(2)}`,
-        'non-2xx': a!.errors + b!.errors,
+        'req/s: primary only': Math.round(mean(a.rps)),
+        'req/s: with replica': Math.round(mean(b.rps)),
+        ratio: Number((mean(b.rps) / mean(a.rps)).toFixed(2)),
+        'mean ms': `${mean(a.mean).toFixed(1)} / ${mean(b.mean).toFixed(1)}`,
+        'p99 ms': `${Math.round(mean(a.p99))} / ${Math.round(mean(b.p99))}`,
+        'primary PG CPU ms/req': `${mean(a.primaryCpu).toFixed(2)} / ${mean(b.primaryCpu).toFixed(2)}`,
+        'replica PG CPU ms/req': `${mean(a.replicaCpu).toFixed(2)} / ${mean(b.replicaCpu).toFixed(2)}`,
+        'non-2xx': a.errors + b.errors,
       });
     }
     await Promise.all([cpu.primary.end(), cpu.replica.end()]);

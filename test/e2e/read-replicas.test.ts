@@ -65,7 +65,7 @@ afterAll(async () => {
   pair?.close();
 }, 120_000);
 
-const state = () => replicas.status()[0]!.state;
+const state = () => replicas.status()[0].state;
 const waitState = (want: string, what = `replica ${want}`) => waitFor(async () => state() === want, 60_000, what);
 /** Waits until the replica has replayed the primary's current WAL position. */
 async function replicaCaughtUp(): Promise<void> {
@@ -146,7 +146,7 @@ test('a replica lagging beyond DATABASE_REPLICA_MAX_LAG_MS is skipped: the answe
     await createContact(email);
     // Lag is measured by the periodic check, not per query: wait until it has seen the replica fall behind.
     await waitState('lagging', 'the paused replica to be measured lagging');
-    expect(replicas.status()[0]!.lagMs).toBeGreaterThan(MAX_LAG_MS);
+    expect(replicas.status()[0].lagMs).toBeGreaterThan(MAX_LAG_MS);
     // The replica really is stale; the API's answer is not.
     expect(await pair.onReplica('select 1 from contacts where email = $1', [email])).toHaveLength(0);
     expect(await searchFinds(email)).toBe(true);
@@ -165,7 +165,7 @@ test('a stopped replica changes no answer and gives no 5xx; reads return to it o
   const unchecked = createReadReplicas({ primary: database, urls: [pair.replicaUrl], poolSize: 5, applicationName: 'test-api-replica', maxLagMs: MAX_LAG_MS, checkIntervalMs: 60_000 });
   try {
     const api = createApp({ config: testConfig({ DATABASE_URL: pair.primaryUrl }), database, replicas: unchecked, redis, queues, logger: createLogger(testConfig(), 'api') }).app;
-    await waitFor(async () => unchecked.status()[0]!.state === 'ok', 60_000, 'the first check');
+    await waitFor(async () => unchecked.status()[0].state === 'ok', 60_000, 'the first check');
     const email = address();
     await createContact(email);
     await replicaCaughtUp();
@@ -185,13 +185,13 @@ test('a stopped replica changes no answer and gives no 5xx; reads return to it o
     const onPrimaryBefore = count('primary');
 
     pair.stopReplica();
-    expect(unchecked.status()[0]!.state).toBe('ok');
+    expect(unchecked.status()[0].state).toBe('ok');
     for (let i = 0; i < 3; i++) {
       expect(await reads(email)).toBe(true);
       expect((await client(api, p).get('/reputation')).status).toBe(200);
     }
     // The first failure marked it down at once; the reads after it went straight to the primary.
-    expect(unchecked.status()[0]!.state).toBe('down');
+    expect(unchecked.status()[0].state).toBe('down');
     expect(count('primary') - onPrimaryBefore).toBeGreaterThanOrEqual(9);
     const other = address();
     await createContact(other);
@@ -200,7 +200,7 @@ test('a stopped replica changes no answer and gives no 5xx; reads return to it o
     pair.startReplica();
     await waitFor(async () => {
       await unchecked.checkNow();
-      return unchecked.status()[0]!.state === 'ok';
+      return unchecked.status()[0].state === 'ok';
     }, 60_000, 'the restarted replica to be found usable');
     await replicaCaughtUp();
     const was = count('replica');

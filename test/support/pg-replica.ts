@@ -33,20 +33,20 @@ export interface ReplicaPair {
   /** URL of `database` on the replica. */
   replicaUrl: string;
   /** Runs one statement on the replica as the superuser (a connection of its own). */
-  onReplica<T = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
+  onReplica: <T = Record<string, unknown>>(text: string, values?: unknown[]) => Promise<T[]>;
   /** Runs one statement on the primary as the superuser (a connection of its own). */
-  onPrimary<T = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
-  stopReplica(): void;
-  startReplica(): void;
+  onPrimary: <T = Record<string, unknown>>(text: string, values?: unknown[]) => Promise<T[]>;
+  stopReplica: () => void;
+  startReplica: () => void;
   /** Stops both servers and deletes the directory; safe to call twice. */
-  close(): void;
+  close: () => void;
 }
 
 const asRoot = process.getuid?.() === 0;
 
 function run(bin: string, args: string[], what: string): void {
   const argv = asRoot ? ['runuser', '-u', 'postgres', '--', bin, ...args] : [bin, ...args];
-  const out = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: 300_000 });
+  const out = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8', timeout: 300_000 });
   if (out.status !== 0) throw new Error(`${what} failed (${out.status ?? out.signal}): ${out.stderr || out.stdout || out.error?.message}`);
 }
 

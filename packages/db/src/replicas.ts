@@ -215,7 +215,7 @@ export function createReadReplicas(options: ReadReplicaOptions): ReadReplicas {
     try {
       const timeout = Math.max(1_000, Math.min(options.checkIntervalMs * 2, 5_000));
       const { rows } = await r.checker.query<{ in_recovery: boolean; lag_ms: number | null }>({ text: LAG_QUERY, query_timeout: timeout } as QueryConfig);
-      const row = rows[0]!;
+      const row = rows[0];
       if (!row.in_recovery) return setState(r, 'not-replica', null, 'not in recovery');
       if (row.lag_ms === null) return setState(r, 'lagging', null, 'nothing replayed yet');
       const lag = Math.max(0, row.lag_ms);
@@ -249,7 +249,7 @@ export function createReadReplicas(options: ReadReplicaOptions): ReadReplicas {
   let next = 0;
   const pick = (): Replica | undefined => {
     for (let i = 0; i < replicas.length; i++) {
-      const r = replicas[(next + i) % replicas.length]!;
+      const r = replicas[(next + i) % replicas.length];
       if (r.status.state === 'ok') {
         next = (next + i + 1) % replicas.length;
         return r;
