@@ -71,7 +71,7 @@ export async function benchReplicas(env: Record<string, string>, spawnApp: Spawn
   const servers: { name: string; port: number; process: ChildProcess }[] = [];
   try {
     const { secretKey } = await seed(pair.primaryUrl, contacts);
-    const [{ lsn }] = await pair.onPrimary<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn');
+    const [{ lsn }] = await pair.onPrimary<{ lsn: string }>('select pg_current_wal_insert_lsn()::text as lsn');
     for (let caughtUp = false; !caughtUp; await new Promise((r) => setTimeout(r, 200))) {
       caughtUp = (await pair.onReplica<{ ok: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as ok', [lsn]))[0].ok;
     }

@@ -17,12 +17,13 @@
  *   `GET /emails/{id}`): clients read an item right after creating it, in the next request;
  * - any read that must see a write made earlier in the same request.
  *
- * Lag is measured every `checkIntervalMs` on a connection of its own per replica, never per query:
- * `now() - pg_last_xact_replay_timestamp()`, except that a replica whose WAL receiver is running and which has
- * replayed everything it received counts as 0 (an idle primary writes no commits, so the replay timestamp ages
- * without the replica falling behind). A server not in recovery (promoted, or not a replica at all), one in
- * recovery that has replayed nothing yet with WAL waiting, and one that does not answer within the check timeout
- * are skipped until a later check finds them usable. A query that fails on a replica with a connection error (or
+ * Lag is measured every `checkIntervalMs` on a connection of its own per replica, never per query. A replica whose
+ * WAL receiver is running and which has replayed everything it received has lag 0 (an idle primary commits
+ * nothing, so `pg_last_xact_replay_timestamp()` ages without the replica falling behind). With WAL waiting, the lag
+ * is the smaller of `now() - pg_last_xact_replay_timestamp()` and the time since a check last found it caught up
+ * (after a quiet spell the first new commit would otherwise look as old as the spell). A server not in recovery
+ * (promoted, or not a replica at all), one in recovery that has replayed nothing yet with WAL waiting, and one that
+ * does not answer within the check timeout are skipped until a later check finds them usable. A query that fails on a replica with a connection error (or
  * is cancelled by a recovery conflict) marks that replica down at once and is retried, once, on the primary: a
  * replica that goes away costs a retry, never an error.
  *
@@ -99,12 +100,9 @@ export interface ReadReplicas {
 
 /** A replica's lag, as one statement: see the module's TSDoc for the rule. */
 const LAG_QUERY = `select pg_is_in_recovery() as in_recovery,
-  case
-    when not pg_is_in_recovery() then null
-    when (select pid from pg_stat_wal_receiver) is not null
-      and pg_last_wal_receive_lsn() is not distinct from pg_last_wal_replay_lsn() then 0
-    else extract(epoch from now() - pg_last_xact_replay_timestamp()) * 1000
-  end::float8 as lag_ms`;
+  (select pid from pg_stat_wal_receiver) is not null
+    and pg_last_wal_receive_lsn() is not distinct from pg_last_wal_replay_lsn() as caught_up,
+  (extract(epoch from now() - pg_last_xact_replay_timestamp()) * 1000)::float8 as replay_age_ms`;
 
 /** Errors after which a read is retried on the primary: the replica is unreachable, or cancelled the query. */
 export function isReplicaFailure(err: unknown): boolean {
@@ -129,6 +127,8 @@ interface Replica {
   database: Database;
   /** One connection, for the checks only: a busy pool never delays a check. */
   checker: Pool;
+  /** When a check last found it caught up (epoch ms, this process's clock, taken as the check started); 0: never. */
+  caughtUpAt: number;
 }
 
 /**
@@ -196,6 +196,7 @@ export function createReadReplicas(options: ReadReplicaOptions): ReadReplicas {
     status: { name: replicaName(url), state: 'unknown', lagMs: null, checkedAt: 0 },
     database: createDatabase({ url, poolSize: options.poolSize, applicationName: options.applicationName, connectionTimeoutMillis: 2_000 }),
     checker: new Pool({ connectionString: url, max: 1, application_name: `${options.applicationName}-check`, connectionTimeoutMillis: 2_000, idleTimeoutMillis: 0 }),
+    caughtUpAt: 0,
   }));
   for (const r of replicas) r.checker.on('error', () => undefined);
 
@@ -214,11 +215,19 @@ export function createReadReplicas(options: ReadReplicaOptions): ReadReplicas {
   const check = async (r: Replica): Promise<void> => {
     try {
       const timeout = Math.max(1_000, Math.min(options.checkIntervalMs * 2, 5_000));
-      const { rows } = await r.checker.query<{ in_recovery: boolean; lag_ms: number | null }>({ text: LAG_QUERY, query_timeout: timeout } as QueryConfig);
+      const startedAt = Date.now();
+      const { rows } = await r.checker.query<{ in_recovery: boolean; caught_up: boolean; replay_age_ms: number | null }>({ text: LAG_QUERY, query_timeout: timeout } as QueryConfig);
       const row = rows[0];
       if (!row.in_recovery) return setState(r, 'not-replica', null, 'not in recovery');
-      if (row.lag_ms === null) return setState(r, 'lagging', null, 'nothing replayed yet');
-      const lag = Math.max(0, row.lag_ms);
+      if (row.caught_up) {
+        r.caughtUpAt = startedAt;
+        return setState(r, 'ok', 0);
+      }
+      // WAL waits to be replayed. The replica holds every commit older than the last replayed one, and (its receiver
+      // running) everything it had received when a check last found it caught up: its lag is at most either age.
+      const bounds = [row.replay_age_ms, r.caughtUpAt > 0 ? Date.now() - r.caughtUpAt : null].filter((v): v is number => v !== null);
+      if (bounds.length === 0) return setState(r, 'lagging', null, 'nothing replayed yet');
+      const lag = Math.max(0, Math.min(...bounds));
       setState(r, lag > options.maxLagMs ? 'lagging' : 'ok', lag);
     } catch (err) {
       setState(r, 'down', null, rootMessage(err));
