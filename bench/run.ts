@@ -33,6 +33,10 @@
  *          emails and events, with the ratio; bytes per row of the history tables and the connections per process
  *          (bench/history.ts; BENCH_HISTORY_ROWS sets the first size, BENCH_HISTORY_GROWTH the factor). Run only
  *          when named (it fills tens of millions of rows).
+ * replicas — GET /contacts (page, search), POST /segments/preview and GET /reputation requests/s and p50/p99 with no
+ *          read replica and with one (a throwaway primary and a streaming replica of it, made for the run), in
+ *          alternating rounds, with the share of reads each API process sent to the replica (bench/replicas.ts;
+ *          BENCH_REPLICA_CONTACTS, BENCH_REPLICA_SECONDS, BENCH_REPLICA_ROUNDS). Run only when named.
  *
  * BENCH_LOG_DIR=dir writes the log (stdout) of every app process and worker ceiling a benchmark starts (not another
  * checkout's worker, `BENCH_WORKER_B_DIR`) to a file of its own in `dir`.
@@ -66,6 +70,7 @@ import { benchVerify } from './verify';
 import { benchPartitionMigration } from './partition-migration';
 import { benchHistory } from './history';
 import { benchSmtp } from './smtp';
+import { benchReplicas } from './replicas';
 
 const ROOT = path.resolve(__dirname, '..');
 const ADMIN_DB_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -152,8 +157,8 @@ async function main(): Promise<void> {
     writeFileSync(path.join(ROOT, 'bench/results/partition-migration.json'), JSON.stringify({ at: new Date().toISOString(), results }, null, 2));
     return;
   }
-  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify', 'history', 'smtp'].includes(which)) {
-    throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows, verify, history, smtp or partition-migration`);
+  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify', 'history', 'smtp', 'replicas'].includes(which)) {
+    throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows, verify, history, smtp, replicas or partition-migration`);
   }
   const dbName = process.env.BENCH_DATABASE ?? `mailroom_bench_${process.pid}`;
   const keep = process.env.BENCH_KEEP_DATABASE === '1' && process.env.BENCH_DATABASE !== undefined;
@@ -189,6 +194,8 @@ async function main(): Promise<void> {
     if (!which || which === 'verify') results.verify = await benchVerify(env, config, database, await project(database), spawnApp, stop);
     if (which === 'smtp') results.smtp = await benchSmtp(env, database, await project(database), spawnApp, stop);
     if (which === 'history') results.history = await benchHistory(env, database, await project(database), spawnApp, stop);
+    // On a primary and replica of its own (the shared cluster is never a replication source); run only when named.
+    if (which === 'replicas') results.replicas = await benchReplicas(env, spawnApp, stop);
   } finally {
     await database.close();
     ses.stop();

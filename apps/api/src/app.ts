@@ -9,7 +9,7 @@
 import express, { type Express } from 'express';
 import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { adminStep, metricsOnly, authenticate, authenticateStep, AuthCache } from './http/auth';
-import type { AppDeps } from './http/context';
+import { readDb, type AppDeps } from './http/context';
 import { errorHandler, notFoundHandler } from './http/errors';
 import { authFailureLimiter, rateLimitStep } from './http/rate-limit';
 import { toMiddleware } from './http/steps';
@@ -54,7 +54,8 @@ export function createApp(deps: AppDeps): App {
   const { db } = deps.database;
 
   const metrics = new ApiMetrics(deps.database.pool);
-  registerReputationMetrics(metrics.registry, db, deps.logger, { ttlMs: deps.config.reputationMetricsTtlMs });
+  if (deps.replicas) metrics.observeReplicas(deps.replicas);
+  registerReputationMetrics(metrics.registry, readDb(deps), deps.logger, { ttlMs: deps.config.reputationMetricsTtlMs });
   app.use(requestId(deps.logger, (req, res, seconds) => metrics.record(req, res, seconds)));
 
   const routes = apiRoutes(deps, () => authCache.clear());

@@ -11,6 +11,7 @@ import { createLogger } from '@mailroom/platform/logger';
 import { listenOn, runService } from '@mailroom/platform/process';
 import { loadConfig, type Config } from '@mailroom/config/config';
 import { createDatabase } from '@mailroom/db/client';
+import { createReadReplicas } from '@mailroom/db/replicas';
 import { createApp } from './app';
 
 /** Starts the API; resolves once it listens. @returns a `stop()` that shuts it down gracefully. */
@@ -22,15 +23,26 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
     applicationName: 'mailroom-api',
     onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
   });
+  const replicas = createReadReplicas({
+    primary: database,
+    urls: config.databaseReplicaUrls,
+    poolSize: config.dbPoolSize,
+    applicationName: 'mailroom-api-replica',
+    maxLagMs: config.databaseReplicaMaxLagMs,
+    checkIntervalMs: config.databaseReplicaCheckIntervalMs,
+    onStateChange: (status, previous, reason) =>
+      logger[status.state === 'ok' ? 'info' : 'warn']({ replica: status.name, state: status.state, previous, lagMs: status.lagMs, reason }, 'read replica state changed'),
+  });
   const redis = createRedis(config, 'producer');
   const queues = createQueues(config, redis);
-  const { app } = createApp({ config, database, redis, queues, logger });
+  const { app } = createApp({ config, database, replicas, redis, queues, logger });
   let server: Server;
   try {
     server = await listenOn(app, config.port, 'api');
   } catch (err) {
     await queues.closeAll();
     redis.disconnect();
+    await replicas.close();
     await database.close();
     throw err;
   }
@@ -47,6 +59,7 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
       });
       await queues.closeAll();
       redis.disconnect();
+      await replicas.close();
       await database.close();
       logger.info('api stopped');
     })());

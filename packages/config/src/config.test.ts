@@ -25,6 +25,10 @@ describe('config', () => {
     [{ NODE_ENV: 'production', ADMIN_TOKEN: 'dev-admin-token-change-me' }, 'ADMIN_TOKEN'],
     [{ NODE_ENV: 'production', ADMIN_TOKEN: 'k3J9xQ2mP7vL5nR8tW4yZ6' }, 'ADMIN_TOKEN'],
     [{ NODE_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(64) }, 'ADMIN_TOKEN'],
+    [{ DATABASE_REPLICA_URLS: 'postgres://r1/db,mysql://r2/db' }, 'DATABASE_REPLICA_URLS'],
+    [{ DATABASE_REPLICA_URLS: 'not a url' }, 'DATABASE_REPLICA_URLS'],
+    [{ DATABASE_REPLICA_MAX_LAG_MS: '5s' }, 'DATABASE_REPLICA_MAX_LAG_MS'],
+    [{ DATABASE_REPLICA_CHECK_INTERVAL_MS: '10' }, 'DATABASE_REPLICA_CHECK_INTERVAL_MS'],
   ])('%j fails naming %s', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     try {
@@ -49,6 +53,14 @@ describe('ADMIN_TOKEN in production', () => {
       'Invalid configuration: ADMIN_TOKEN is a placeholder; set a long random value (openssl rand -hex 32)',
     );
     expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'k3J9xQ2mP7vL5nR8tW4yZ6' })).toThrow(/ADMIN_TOKEN must be at least 32 characters in production \(got 22\)/);
+  });
+});
+
+describe('read replicas', () => {
+  test('none by default; a comma-separated list with a lag limit and a check interval', () => {
+    expect(loadConfig({})).toMatchObject({ databaseReplicaUrls: [], databaseReplicaMaxLagMs: 5_000, databaseReplicaCheckIntervalMs: 1_000 });
+    const c = loadConfig({ DATABASE_REPLICA_URLS: ' postgres://r1:5433/mailroom , postgresql://u:p@r2/mailroom,', DATABASE_REPLICA_MAX_LAG_MS: '250', DATABASE_REPLICA_CHECK_INTERVAL_MS: '200' });
+    expect(c).toMatchObject({ databaseReplicaUrls: ['postgres://r1:5433/mailroom', 'postgresql://u:p@r2/mailroom'], databaseReplicaMaxLagMs: 250, databaseReplicaCheckIntervalMs: 200 });
   });
 });
 

@@ -53,6 +53,7 @@ function sessionOptions(url: string, genericPlans: boolean): string {
  *   every call: 1.7–2.7 ms of planning against 0.6–2.9 ms to run (docs/decisions/0004-generic-plan-send-pool.md).
  * @param options.maxLifetimeSeconds - a connection is closed and replaced after this long (0 or absent: never), so
  *   that a generic plan made while a table was small does not outlive the estimates it was made from.
+ * @param options.connectionTimeoutMillis - how long to wait for a new connection before failing (ms, default 5000).
  */
 export function createDatabase(options: {
   url: string;
@@ -61,12 +62,13 @@ export function createDatabase(options: {
   onConnectionError?: (err: Error) => void;
   genericPlans?: boolean;
   maxLifetimeSeconds?: number;
+  connectionTimeoutMillis?: number;
 }): Database {
   const pool = new Pool({
     connectionString: options.url,
     max: options.poolSize,
     application_name: options.applicationName,
-    connectionTimeoutMillis: 5_000,
+    connectionTimeoutMillis: options.connectionTimeoutMillis ?? 5_000,
     idleTimeoutMillis: 30_000,
     // TCP keepalive: a connection whose packets are silently dropped (a failover behind a NAT) is noticed.
     keepAlive: true,

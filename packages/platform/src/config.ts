@@ -32,6 +32,32 @@ export interface PlatformConfig {
    */
   readonly dbPoolSize: number;
   /**
+   * `DATABASE_REPLICA_URLS`: comma-separated connection strings of Postgres streaming replicas of `DATABASE_URL`
+   * (default none). The API sends lists, searches, stats, `/reputation` and segment previews to them; writes,
+   * idempotency, the send path, authentication and single-item reads stay on the primary (`@mailroom/db/replicas`).
+   * Each API process opens up to `DB_POOL_SIZE` connections per replica, plus one for the lag checks.
+   *
+   * @process api
+   * @group api
+   */
+  readonly databaseReplicaUrls: readonly string[];
+  /**
+   * `DATABASE_REPLICA_MAX_LAG_MS`: a replica whose replay lag exceeds this is skipped (reads go to another replica
+   * or the primary) until it catches up (ms, 0–3600000, default 5000).
+   *
+   * @process api
+   * @group api
+   */
+  readonly databaseReplicaMaxLagMs: number;
+  /**
+   * `DATABASE_REPLICA_CHECK_INTERVAL_MS`: time between two health and lag checks of each replica (ms, 100–60000,
+   * default 1000).
+   *
+   * @process api
+   * @group api
+   */
+  readonly databaseReplicaCheckIntervalMs: number;
+  /**
    * `REDIS_URL`: Redis connection string (queues, rate limits; default `redis://127.0.0.1:6379`).
    *
    * @group required
@@ -86,6 +112,9 @@ export function loadPlatformConfig(env: Env): PlatformConfig {
     env: nodeEnv as PlatformConfig['env'],
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/mailroom', ['postgres:', 'postgresql:'])!,
     dbPoolSize: int(env, 'DB_POOL_SIZE', 10, 1, 500),
+    databaseReplicaUrls: list(env, 'DATABASE_REPLICA_URLS', []),
+    databaseReplicaMaxLagMs: int(env, 'DATABASE_REPLICA_MAX_LAG_MS', 5_000, 0, 3_600_000),
+    databaseReplicaCheckIntervalMs: int(env, 'DATABASE_REPLICA_CHECK_INTERVAL_MS', 1_000, 100, 60_000),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!,
     redisClusterNodes: list(env, 'REDIS_CLUSTER_NODES', []),
     queuePrefix,
@@ -96,6 +125,15 @@ export function loadPlatformConfig(env: Env): PlatformConfig {
   };
   if (config.metricsToken !== undefined && config.metricsToken.length < 16) {
     throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters');
+  }
+  for (const replica of config.databaseReplicaUrls) {
+    let protocol: string;
+    try {
+      protocol = new URL(replica).protocol;
+    } catch {
+      throw new ConfigError('DATABASE_REPLICA_URLS', 'must list postgres:// URLs separated by commas, got an entry that is not a URL');
+    }
+    if (protocol !== 'postgres:' && protocol !== 'postgresql:') throw new ConfigError('DATABASE_REPLICA_URLS', `must list postgres:// URLs, got "${protocol}"`);
   }
   for (const node of config.redisClusterNodes) {
     if (!/^[\w.-]+:\d{1,5}$/.test(node)) throw new ConfigError('REDIS_CLUSTER_NODES', `must list host:port entries, got "${node}"`);

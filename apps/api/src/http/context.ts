@@ -6,7 +6,8 @@
 import type { Queues } from '@mailroom/queues/create';
 import type { Config } from '@mailroom/config/config';
 import type { Logger } from '@mailroom/platform/logger';
-import type { Database } from '@mailroom/db/client';
+import type { Database, Db } from '@mailroom/db/client';
+import type { ReadReplicas } from '@mailroom/db/replicas';
 import type { Redis } from 'ioredis';
 import type { KeyKind, KeyMode } from '@mailroom/platform/keys';
 
@@ -14,6 +15,11 @@ import type { KeyKind, KeyMode } from '@mailroom/platform/keys';
 export interface AppDeps {
   config: Config;
   database: Database;
+  /**
+   * The read replicas (`DATABASE_REPLICA_URLS`): read-only routes whose answer may be a few seconds old query
+   * through {@link readDb}; absent, they read the primary.
+   */
+  replicas?: ReadReplicas;
   /** Fail-fast Redis connection (producer role) for the queue and the rate limiter. */
   redis: Redis;
   /**
@@ -22,6 +28,15 @@ export interface AppDeps {
    */
   queues: Queues;
   logger: Logger;
+}
+
+/**
+ * The handle of a route that only reads and may answer from a replica (lists, searches, stats, previews: see
+ * `@mailroom/db/replicas` for what may and may not): a usable replica, else the primary. Never write through it,
+ * and never read through it what the same request wrote.
+ */
+export function readDb(deps: Pick<AppDeps, 'database' | 'replicas'>): Db {
+  return deps.replicas?.readDb() ?? deps.database.db;
 }
 
 /** The authenticated caller. */

@@ -18,7 +18,7 @@ import {
 import { emailStatsByProject } from '@mailroom/db/queries/emails';
 import { type Db } from '@mailroom/db/client';
 import { route } from '../http/route';
-import type { AppDeps } from '../http/context';
+import { readDb, type AppDeps } from '../http/context';
 import { IdParams, Nullable, StringEnum, Timestamp } from './common';
 
 const IssuedProject = Type.Object({
@@ -141,6 +141,8 @@ export const adminOps = {
 /** Routes of this module; `onChange` runs after anything that affects authentication (cache flush). */
 export function adminRoutes(deps: AppDeps, onChange: () => void) {
   const { db } = deps.database;
+  /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
+  const reads = readDb(deps);
   const { config } = deps;
   return [
     route({
@@ -164,7 +166,7 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
       }),
       status: 200,
       errors: [401, 403, 429],
-      handler: async () => ({ data: { generatedAt: new Date().toISOString(), projects: await emailStatsByProject(deps.database.db) } }),
+      handler: async () => ({ data: { generatedAt: new Date().toISOString(), projects: await emailStatsByProject(reads) } }),
     }),
     route({
       method: 'post',

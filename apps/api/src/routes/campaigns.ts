@@ -31,7 +31,7 @@ import {
 } from '@mailroom/audiences/campaigns/lifecycle';
 import { campaignStats } from '@mailroom/audiences/campaigns/stats';
 import { route } from '../http/route';
-import type { AppDeps } from '../http/context';
+import { readDb, type AppDeps } from '../http/context';
 import { cursorId, Deleted, IdParams, keysetPage, PageFields, PlunkPageFields, plunkPageFields, resolvePaging } from './common';
 import {
   Campaign,
@@ -51,6 +51,8 @@ import {
 /** Routes of this module. */
 export function campaignRoutes(deps: AppDeps) {
   const { db } = deps.database;
+  /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
+  const reads = readDb(deps);
   return [
     route({
       method: 'get',
@@ -71,7 +73,7 @@ export function campaignRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
         const paging = resolvePaging(query);
-        const page = await listCampaigns(db, auth.projectId, {
+        const page = await listCampaigns(reads, auth.projectId, {
           limit: paging.limit,
           offset: paging.offset,
           status: query.status,
@@ -235,7 +237,7 @@ export function campaignRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, auth }) => {
         const c = await requireCampaign(db, auth.projectId, params.id);
-        return { data: presentStats(c, await campaignStats(db, c)) };
+        return { data: presentStats(c, await campaignStats(reads, c)) };
       },
     }),
   ];

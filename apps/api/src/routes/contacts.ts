@@ -25,7 +25,7 @@ import {
 } from '@mailroom/db/queries/contacts';
 import { eraseContact } from '@mailroom/db/queries/erase';
 import { route } from '../http/route';
-import type { AppDeps } from '../http/context';
+import { readDb, type AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, PageFields, PageQuery, Timestamp } from './common';
 
 /** A contact as the API returns it. */
@@ -99,6 +99,8 @@ function parseFilterParam(text: string): SegmentFilter {
 /** Routes of this module. */
 export function contactRoutes(deps: AppDeps) {
   const { db } = deps.database;
+  /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
+  const reads = readDb(deps);
   return [
     route({
       method: 'get',
@@ -119,7 +121,7 @@ export function contactRoutes(deps: AppDeps) {
       handler: async ({ query, auth }) => {
         const beforeId = query.cursor ? decodeCursor(query.cursor) : undefined;
         const predicate = query.filter !== undefined ? compileAudience(auth.projectId, { type: 'FILTERED', filter: parseFilterParam(query.filter) }, { now: Date.now() }) : undefined;
-        const page = await listContacts(db, auth.projectId, { limit: query.limit, beforeId, subscribed: query.subscribed, search: query.search, predicate });
+        const page = await listContacts(reads, auth.projectId, { limit: query.limit, beforeId, subscribed: query.subscribed, search: query.search, predicate });
         const items = page.items.map(presentContact);
         const last = page.items[page.items.length - 1];
         const nextCursor = page.hasMore && last ? encodeCursor(last.id) : null;

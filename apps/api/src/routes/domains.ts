@@ -17,7 +17,7 @@ import { addDomain, checkDomain, removeDomain } from '@mailroom/mail/domains';
 import { createResolver } from '@mailroom/verify/dns';
 import { getDomain, listDomains, type DomainRow } from '@mailroom/db/queries/domains';
 import { route } from '../http/route';
-import type { AppDeps } from '../http/context';
+import { readDb, type AppDeps } from '../http/context';
 import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 
 const RecordState = StringEnum(['pending', 'found', 'failed'] as const);
@@ -81,6 +81,8 @@ export function presentDomain(d: DomainRow, mxHost: string): Static<typeof Domai
 /** Routes of this module. `identities` defaults to the provider `DOMAIN_IDENTITY_PROVIDER` selects. */
 export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider) {
   const { db } = deps.database;
+  /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
+  const reads = readDb(deps);
   const provider =
     identities ?? createIdentityProvider(deps.config, createResolver(deps.config));
 
@@ -99,7 +101,7 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const page = await listDomains(db, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor), verified: query.verified });
+        const page = await listDomains(reads, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor), verified: query.verified });
         return { data: keysetPage(page, (d) => presentDomain(d, deps.config.inboundMxHost), page.total) };
       },
     }),

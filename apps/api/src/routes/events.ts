@@ -15,7 +15,7 @@ import { decodeCursor, decodeKeyCursor, encodeCursor, encodeKeyCursor } from '@m
 import { findContactByEmail } from '@mailroom/db/queries/contacts';
 import { listEventNames, listEvents } from '@mailroom/db/queries/events';
 import { route } from '../http/route';
-import type { AppDeps } from '../http/context';
+import { readDb, type AppDeps } from '../http/context';
 import { PageFields, PageQuery, PlunkPageFields, PlunkPageQuery, plunkPageFields, resolvePaging, Timestamp } from './common';
 
 const TrackBody = Type.Object(
@@ -120,6 +120,8 @@ function badParameter(field: string, message: string): AppError {
 /** Routes of this module. */
 export function eventRoutes(deps: AppDeps) {
   const { db } = deps.database;
+  /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
+  const reads = readDb(deps);
   // Concurrent tracks without an Idempotency-Key go to Postgres in batches (API_WRITE_BATCH_SIZE, API_WRITE_BATCH_IN_FLIGHT).
   const writer = trackBatcher(db, { maxBatch: deps.config.writeBatchSize, maxInFlight: deps.config.writeBatchInFlight });
   return [
@@ -204,14 +206,14 @@ export function eventRoutes(deps: AppDeps) {
         const paging = resolvePaging(query);
         let contactId = query.contactId;
         if (query.email !== undefined) {
-          const contact = await findContactByEmail(db, auth.projectId, query.email);
+          const contact = await findContactByEmail(reads, auth.projectId, query.email);
           if (!contact || (contactId && contactId !== contact.id)) {
             const empty = { items: [], nextCursor: null, hasMore: false, total: 0, totalExact: true, events: [] };
             return { data: { ...empty, ...plunkPageFields(0, paging.page, paging.limit) } };
           }
           contactId = contact.id;
         }
-        const page = await listEvents(db, auth.projectId, { limit: paging.limit, offset: paging.offset, beforeId, contactId, name, since, until });
+        const page = await listEvents(reads, auth.projectId, { limit: paging.limit, offset: paging.offset, beforeId, contactId, name, since, until });
         const last = page.items[page.items.length - 1];
         const items = page.items.map((e) => ({ ...e, contact: { id: e.contactId, email: e.email }, createdAt: e.createdAt.toISOString() }));
         return {
@@ -243,7 +245,7 @@ export function eventRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
         const after = query.cursor ? decodeKeyCursor(query.cursor) : undefined;
-        const page = await listEventNames(db, auth.projectId, { limit: query.limit, after });
+        const page = await listEventNames(reads, auth.projectId, { limit: query.limit, after });
         const last = page.items[page.items.length - 1];
         return {
           data: {

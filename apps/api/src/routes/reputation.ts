@@ -10,7 +10,7 @@ import { effectiveGuardrails, SES_REVIEW_LEVELS, sesRates } from '@mailroom/audi
 import { getProjectGuardrails } from '@mailroom/audiences/queries/guardrails';
 import { projectReputation, type ReputationCounts, type ReputationWindowCounts } from '@mailroom/db/queries/reputation';
 import { route } from '../http/route';
-import type { AppDeps } from '../http/context';
+import { readDb, type AppDeps } from '../http/context';
 import { Nullable, Timestamp } from './common';
 
 /** Most campaigns listed per window. */
@@ -76,7 +76,8 @@ function presentWindow(w: ReputationWindowCounts) {
 
 /** The route of this module. */
 export function reputationRoutes(deps: AppDeps) {
-  const { db } = deps.database;
+  /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
+  const reads = readDb(deps);
   return [
     route({
       method: 'get',
@@ -94,7 +95,7 @@ export function reputationRoutes(deps: AppDeps) {
       status: 200,
       errors: [401, 403, 429],
       handler: async ({ auth }) => {
-        const [r, overrides] = [await projectReputation(db, auth.projectId, CAMPAIGN_LIMIT), await getProjectGuardrails(db, auth.projectId)];
+        const [r, overrides] = [await projectReputation(reads, auth.projectId, CAMPAIGN_LIMIT), await getProjectGuardrails(reads, auth.projectId)];
         return {
           data: {
             generatedAt: new Date().toISOString(),

@@ -28,7 +28,7 @@ import {
 import { checkNewFilter, deleteSegmentNow, newSegmentType, requireSameType, requireSegment, requireStatic } from '@mailroom/audiences/segment-rules';
 import { compileAudience, segmentAudience } from '@mailroom/audiences/audience';
 import { route } from '../http/route';
-import type { AppDeps } from '../http/context';
+import { readDb, type AppDeps } from '../http/context';
 import { Contact, presentContact } from './contacts';
 import {
   cursorId,
@@ -146,6 +146,8 @@ const ContactPage = Type.Object({
 /** Routes of this module. */
 export function segmentRoutes(deps: AppDeps) {
   const { db } = deps.database;
+  /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
+  const reads = readDb(deps);
   const load = (projectId: string, id: string) => requireSegment(db, projectId, id);
   return [
     route({
@@ -162,7 +164,7 @@ export function segmentRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
         const paging = resolvePaging(query);
-        const page = await listSegments(db, auth.projectId, { limit: paging.limit, offset: paging.offset, beforeId: cursorId(query.cursor) });
+        const page = await listSegments(reads, auth.projectId, { limit: paging.limit, offset: paging.offset, beforeId: cursorId(query.cursor) });
         const body = keysetPage(page, presentSegment, page.total);
         return { data: { ...body, segments: body.items, ...plunkPageFields(page.total, paging.page, paging.limit) } };
       },
@@ -211,8 +213,8 @@ export function segmentRoutes(deps: AppDeps) {
         const audience = { type: 'FILTERED' as const, filter: parseSegmentFilter(given.value, given.field) };
         const predicate = compileAudience(auth.projectId, audience, { now: Date.now() });
         const [counted, sample] = await Promise.all([
-          countMatchingContacts(db, auth.projectId, predicate),
-          listMatchingContacts(db, auth.projectId, predicate, { limit: body.sampleSize ?? 10 }),
+          countMatchingContacts(reads, auth.projectId, predicate),
+          listMatchingContacts(reads, auth.projectId, predicate, { limit: body.sampleSize ?? 10 }),
         ]);
         return { data: { count: counted.count, sample: sample.items.map(presentContact) } };
       },
@@ -293,7 +295,7 @@ export function segmentRoutes(deps: AppDeps) {
       handler: async ({ params, query, auth }) => {
         const paging = resolvePaging(query);
         const s = await load(auth.projectId, params.id);
-        const page = await listMatchingContacts(db, auth.projectId, compileAudience(auth.projectId, segmentAudience(s), { now: Date.now() }), {
+        const page = await listMatchingContacts(reads, auth.projectId, compileAudience(auth.projectId, segmentAudience(s), { now: Date.now() }), {
           limit: paging.limit,
           offset: paging.offset,
           beforeId: cursorId(query.cursor),

@@ -22,7 +22,7 @@ import {
 } from '@mailroom/db/queries/suppressions';
 import { SUPPRESSION_REASONS } from '@mailroom/db/schema/feedback';
 import { route } from '../http/route';
-import type { AppDeps } from '../http/context';
+import { readDb, type AppDeps } from '../http/context';
 import { cursorId, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 
 const Reason = StringEnum(SUPPRESSION_REASONS, 'hard_bounce (permanent bounce), soft_bounce (repeated transient bounces), complaint, manual');
@@ -57,6 +57,8 @@ const EmailParams = Type.Object({
 /** Routes of this module. */
 export function suppressionRoutes(deps: AppDeps) {
   const { db } = deps.database;
+  /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
+  const reads = readDb(deps);
   return [
     route({
       method: 'get',
@@ -77,7 +79,7 @@ export function suppressionRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const page = await listSuppressions(db, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor), search: query.search, reason: query.reason });
+        const page = await listSuppressions(reads, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor), search: query.search, reason: query.reason });
         return { data: keysetPage(page, present, page.total) };
       },
     }),

@@ -25,7 +25,7 @@ import {
   type TemplateRow,
 } from '@mailroom/db/queries/templates';
 import { route } from '../http/route';
-import type { AppDeps } from '../http/context';
+import { readDb, type AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 
 const TemplateType = StringEnum(['TRANSACTIONAL', 'MARKETING'] as const, 'TRANSACTIONAL or MARKETING');
@@ -132,6 +132,8 @@ function checkSyntax(input: { subject?: string; body?: string }): void {
 /** Routes of this module. */
 export function templateRoutes(deps: AppDeps) {
   const { db } = deps.database;
+  /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
+  const reads = readDb(deps);
   return [
     route({
       method: 'post',
@@ -165,7 +167,7 @@ export function templateRoutes(deps: AppDeps) {
       handler: async ({ query, auth }) => {
         const afterId = query.cursor ? decodeCursor(query.cursor) : undefined;
         const limit = query.pageSize ?? query.limit;
-        const result = await listTemplates(db, auth.projectId, { limit, afterId, page: query.page, type: query.type, search: query.search });
+        const result = await listTemplates(reads, auth.projectId, { limit, afterId, page: query.page, type: query.type, search: query.search });
         const items = result.items.map(present);
         const last = result.items[result.items.length - 1];
         return {

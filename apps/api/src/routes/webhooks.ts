@@ -21,7 +21,7 @@ import {
 } from '@mailroom/db/queries/webhooks';
 import { WEBHOOK_DELIVERY_STATUSES } from '@mailroom/db/schema/webhooks';
 import { route } from '../http/route';
-import type { AppDeps } from '../http/context';
+import { readDb, type AppDeps } from '../http/context';
 import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 
 const EventTypes = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
@@ -97,6 +97,8 @@ const DeliveryParams = Type.Object({ id: Type.String({ format: 'uuid' }), delive
 /** Routes of this module. */
 export function webhookRoutes(deps: AppDeps) {
   const { db } = deps.database;
+  /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
+  const reads = readDb(deps);
   const allowPrivate = deps.config.webhookAllowPrivateTargets;
   return [
     route({
@@ -111,7 +113,7 @@ export function webhookRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const page = await listWebhookEndpoints(db, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor) });
+        const page = await listWebhookEndpoints(reads, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor) });
         return { data: keysetPage(page, present, page.total) };
       },
     }),
@@ -205,7 +207,7 @@ export function webhookRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, query, auth }) => {
         await loadEndpoint(db, auth.projectId, params.id);
-        const page = await listWebhookDeliveries(db, auth.projectId, params.id, { limit: query.limit, beforeId: cursorId(query.cursor), status: query.status });
+        const page = await listWebhookDeliveries(reads, auth.projectId, params.id, { limit: query.limit, beforeId: cursorId(query.cursor), status: query.status });
         return {
           data: keysetPage(
             page,

@@ -15,7 +15,7 @@ import { getWorkflow } from '@mailroom/db/queries/workflows';
 import { getExecution, listExecutions } from '@mailroom/db/queries/workflow-executions';
 import { cancelWorkflowExecution, startExecution } from '@mailroom/workflows/graph/executions';
 import { route } from '../http/route';
-import type { AppDeps } from '../http/context';
+import { readDb, type AppDeps } from '../http/context';
 import {
   cursorId,
   IdParams,
@@ -41,6 +41,8 @@ import {
 /** Routes of this module. */
 export function workflowExecutionRoutes(deps: AppDeps) {
   const { db } = deps.database;
+  /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
+  const reads = readDb(deps);
   return [
     route({
       method: 'get',
@@ -67,14 +69,14 @@ export function workflowExecutionRoutes(deps: AppDeps) {
       handler: async ({ params, query, auth }) => {
         if (!(await getWorkflow(db, auth.projectId, params.id))) throw notFound('Workflow');
         const paging = resolvePaging(query);
-        const page = await listExecutions(db, auth.projectId, params.id, {
+        const page = await listExecutions(reads, auth.projectId, params.id, {
           limit: paging.limit,
           offset: paging.offset,
           beforeId: cursorId(query.cursor),
           status: query.status,
           contactId: query.contactId,
         });
-        const look = await executionLookups(auth.projectId, params.id, page.items, db);
+        const look = await executionLookups(auth.projectId, params.id, page.items, reads);
         const body = keysetPage(page, (x) => presentExecution(x, look), page.total);
         return { data: { ...body, totalExact: page.totalExact, executions: body.items, ...plunkPageFields(page.total, paging.page, paging.limit) } };
       },

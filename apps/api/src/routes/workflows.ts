@@ -26,7 +26,7 @@ import { deleteWorkflow, listWorkflows, loadWorkflowGraph } from '@mailroom/db/q
 import { workflowWebhookSecret } from '@mailroom/db/queries/workflow-executions';
 import { editWorkflow, newWorkflow } from '@mailroom/workflows/graph/workflow';
 import { route } from '../http/route';
-import type { AppDeps } from '../http/context';
+import { readDb, type AppDeps } from '../http/context';
 import {
   cursorId,
   Deleted,
@@ -45,6 +45,8 @@ import { TriggerInput, PlunkTriggerInput, Workflow, WorkflowDetail, presentWorkf
 /** Routes of this module. */
 export function workflowRoutes(deps: AppDeps) {
   const { db } = deps.database;
+  /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
+  const reads = readDb(deps);
   const allowPrivate = deps.config.webhookAllowPrivateTargets;
   return [
     route({
@@ -84,7 +86,7 @@ export function workflowRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
         const paging = resolvePaging(query);
-        const page = await listWorkflows(db, auth.projectId, { limit: paging.limit, offset: paging.offset, beforeId: cursorId(query.cursor), enabled: query.enabled, search: query.search });
+        const page = await listWorkflows(reads, auth.projectId, { limit: paging.limit, offset: paging.offset, beforeId: cursorId(query.cursor), enabled: query.enabled, search: query.search });
         const body = keysetPage(page, presentWorkflow, page.total);
         return { data: { ...body, workflows: body.items, ...plunkPageFields(page.total, paging.page, paging.limit) } };
       },
