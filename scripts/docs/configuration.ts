@@ -32,6 +32,7 @@ export const CONFIG_GROUPS = {
   shared: ['Shared', 'Read by the API and the worker alike.'],
   api: ['API', 'Read by the API process only.'],
   worker: ['Worker', "The worker's behaviour."],
+  smtp: ['SMTP relay', 'Read by the SMTP relay process only (`npm run start:smtp`).'],
   tuning: ['Tuning', 'Sizes, intervals and limits; the defaults suit most deployments.'],
 } as const;
 export type ConfigGroup = keyof typeof CONFIG_GROUPS;

@@ -7,7 +7,12 @@
  */
 import { bool, ConfigError, int, optional, type Env } from '@mailroom/platform/config-env';
 
-/** SMTP relay settings. */
+/**
+ * SMTP relay settings.
+ *
+ * @process smtp
+ * @group smtp
+ */
 export interface SmtpConfig {
   /** `SMTP_PORT`: message submission with STARTTLS (RFC 6409, RFC 3207); 0 = off (0–65535, default 587). */
   readonly smtpPort: number;

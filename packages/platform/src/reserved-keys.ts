@@ -50,8 +50,10 @@ export function findReservedKeys(value: unknown, root = ''): FieldError[] {
       for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: join(path, String(i)) });
       continue;
     }
+    // A plain object's prototype is null or an `Object.prototype`, of this realm or another (`structuredClone` and
+    // `vm` contexts make objects of their own realm): one whose own prototype is null. Anything else was set.
     const proto: unknown = Object.getPrototypeOf(v);
-    if (proto !== Object.prototype && proto !== null) found.push(reserved(join(path, '__proto__'), '__proto__'));
+    if (proto !== null && Object.getPrototypeOf(proto) !== null) found.push(reserved(join(path, '__proto__'), '__proto__'));
     const keys = Object.keys(v);
     for (let i = keys.length - 1; i >= 0; i--) {
       const k = keys[i];

@@ -61,6 +61,7 @@ export interface SendingConfig {
    * - `RETENTION_EVENT_DAYS`: contact events (days, default 365).
    * - `RETENTION_WEBHOOK_DAYS`: finished webhook deliveries and attempts (days, default 30).
    * - `RETENTION_WORKFLOW_EXECUTION_DAYS`: finished workflow executions and step runs (days, default 90).
+   * - `RETENTION_INBOUND_DAYS`: received (inbound) messages, their raw bytes and attachments (days, default 30).
    *
    * @process api, worker
    * @group worker
