@@ -8,6 +8,7 @@
  * noeviction and AOF, Postgres with the sizing settings, every required variable listed in deploy/.env.example and
  * read by the configuration. (Caddy in front of a real API: test/deploy/tls.test.ts.)
  */
+import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -175,7 +176,7 @@ test('production: every required variable is in deploy/.env.example, every liste
 
   // Interpolate as compose would, with the example's values and stand-ins for the secrets it leaves blank.
   const values = new Map(exampleValues);
-  for (const [k, v] of values) if (v === '') values.set(k, k.includes('TOKEN') || k.includes('PASSWORD') ? 'x'.repeat(32) : k.startsWith('AWS_') ? 'stand-in' : '');
+  for (const [k, v] of values) if (v === '') values.set(k, k.includes('TOKEN') || k.includes('PASSWORD') ? randomBytes(24).toString('hex') : k.startsWith('AWS_') ? 'stand-in' : '');
   const interpolate = (v: string) => String(v).replace(/\$\{([A-Z0-9_]+)(?::[-?][^}]*)?\}/g, (_m, name: string) => values.get(name) ?? '');
   const accepted = acceptedVariables();
   for (const name of ['api', 'worker', 'migrate']) {

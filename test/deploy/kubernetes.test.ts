@@ -16,6 +16,7 @@
  * The validators accept unknown fields (Kubernetes's schemas allow them), so each object is also walked beside the
  * TypeScript interface the same packages declare for its kind (unknown-fields.ts): a misspelt field fails.
  */
+import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -101,12 +102,14 @@ const ACCEPTED = acceptedVariables();
 
 /** Keys and tokens: only ever from a Secret. */
 const SECRET_VARIABLES = ['DATABASE_URL', 'REDIS_URL_WITH_PASSWORD', 'ADMIN_TOKEN', 'METRICS_TOKEN', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'];
+/** A stand-in for a token from the Secret: long and random-looking, as production requires of ADMIN_TOKEN. */
+const STAND_IN_SECRET = randomBytes(24).toString('hex');
 /** Stand-ins of the right shape for the Secret's values, so the whole environment can be parsed. */
 const SECRET_STAND_INS: Record<string, string> = {
   DATABASE_URL: 'postgres://mailroom:secret@db.internal:5432/mailroom',
   REDIS_URL: 'rediss://:secret@redis.internal:6379',
-  ADMIN_TOKEN: 'a'.repeat(32),
-  METRICS_TOKEN: 'm'.repeat(32),
+  ADMIN_TOKEN: STAND_IN_SECRET,
+  METRICS_TOKEN: STAND_IN_SECRET,
   AWS_ACCESS_KEY_ID: 'AKIAEXAMPLE',
   AWS_SECRET_ACCESS_KEY: 'secret',
 };
@@ -189,7 +192,7 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
         if (redisUrl?.value) expect({ where, redisUrlHasPassword: new URL(redisUrl.value).password }).toEqual({ where, redisUrlHasPassword: '' });
         if (containerRole !== 'migrate') {
           expect({ where, NODE_ENV: env.get('NODE_ENV')?.value }).toEqual({ where, NODE_ENV: 'production' });
-          const resolved = Object.fromEntries([...env].map(([k, v]) => [k, v.secret ? SECRET_STAND_INS[k] ?? 'x'.repeat(32) : v.value!]));
+          const resolved = Object.fromEntries([...env].map(([k, v]) => [k, v.secret ? SECRET_STAND_INS[k] ?? STAND_IN_SECRET : v.value!]));
           expect(() => loadConfig(resolved)).not.toThrow();
         }
       }
