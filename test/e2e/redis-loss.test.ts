@@ -8,7 +8,7 @@
 import request from 'supertest';
 import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { RECONCILE_NOW, redisEpochKey } from '../../apps/worker/src/processors/redis-loss';
+import { RECONCILE_NOW, RECONCILE_NOW_FOLLOW_UPS_MS, redisEpochKey } from '../../apps/worker/src/processors/redis-loss';
 import { createTestProject, deletePrefix, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 
 /** Far below the periodic pass (60 s interval, 60 s age), far above the seconds the immediate pass takes. */
@@ -52,7 +52,11 @@ async function deliveredWithin(to: string[], since: number): Promise<number> {
   return Math.max(...sends.map((s) => s.at)) - since;
 }
 
-const reconcileNowJobs = async () => (await api.queues.maintenance.getJobs(['completed', 'failed', 'active', 'waiting'])).filter((j) => j.name === RECONCILE_NOW);
+/** The immediate passes (the follow-ups, added with a delay, are counted apart). */
+const reconcileNowJobs = async () =>
+  (await api.queues.maintenance.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'])).filter((j) => j.name === RECONCILE_NOW && !j.opts.delay);
+const followUpJobs = async () =>
+  (await api.queues.maintenance.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'])).filter((j) => j.name === RECONCILE_NOW && (j.opts.delay ?? 0) > 0);
 
 test('a worker started on a Redis that lost every job delivers them at once', async () => {
   const to = await send(10);
@@ -65,6 +69,8 @@ test('a worker started on a Redis that lost every job delivers them at once', as
   console.log(`redis-loss: a worker started on an empty Redis delivered 10 stranded emails ${(ms / 1000).toFixed(1)} s after its start`);
   expect(await api.redis.get(redisEpochKey(api.config.queuePrefix))).toEqual(expect.any(String));
   expect(await reconcileNowJobs()).toHaveLength(1);
+  // And the same pass again a few seconds later, for what API processes accepted while reconnecting.
+  expect((await followUpJobs()).map((j) => j.opts.delay).sort((a, b) => a! - b!)).toEqual([...RECONCILE_NOW_FOLLOW_UPS_MS]);
 });
 
 test('every key of the prefix flushed while the worker runs: the stranded emails are delivered within seconds', async () => {

@@ -154,8 +154,8 @@ export async function enqueueExecutions<R extends ExecutionJobRef>(
 
 /**
  * Adds the job of tick `tick` of maintenance task `task` (`jobId` = `<task>-<tick>`: every process ticking adds
- * the same job). Throws when Redis fails; the next tick tries again.
+ * the same job), run after `delayMs` (ms, default 0). Throws when Redis fails; the next tick tries again.
  */
-export async function enqueueMaintenance(queue: Queue<MaintenanceJobPayload>, task: string, tick: number): Promise<void> {
-  await queue.add(task, {}, maintenanceJobOptions(task, tick));
+export async function enqueueMaintenance(queue: Queue<MaintenanceJobPayload>, task: string, tick: number, delayMs = 0): Promise<void> {
+  await queue.add(task, {}, { ...maintenanceJobOptions(task, tick), ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }

@@ -9,7 +9,9 @@
  * needs nothing). Every worker process checks on start, whenever its connection is ready again (a restart
  * reconnects it), and every `REDIS_LOSS_CHECK_MS` (1 s; a flush does not reconnect); the one whose SET NX wins adds
  * a `reconcile-now` job to the `maintenance` queue, whose pass looks at every pending email whatever its age
- * (`reconcileOnce(deps, 0)`), then at imports, campaigns, webhook deliveries and workflow executions as usual.
+ * (`reconcileOnce(deps, 0)`), then at imports, campaigns, webhook deliveries and workflow executions as usual,
+ * and the same job again a few seconds later ({@link RECONCILE_NOW_FOLLOW_UPS_MS}) for what the API processes
+ * accepted while their own connections were still coming back.
  * The marker is written before the job is added (and removed again if the add fails, so the next check retries);
  * a process that dies in between leaves the recovery to the periodic pass, as before. `RECONCILE_ON_REDIS_LOSS=false`
  * turns this off.
@@ -29,6 +31,14 @@ export const RECONCILE_NOW = 'reconcile-now';
 
 /** How often (ms) each worker process looks for the marker. */
 export const REDIS_LOSS_CHECK_MS = 1_000;
+
+/**
+ * When (ms after the loss is found) the pass runs again. An API process's queue connection reconnects on its own
+ * backoff, a little after the worker's: an email it accepted in that window was committed after the first pass
+ * and its enqueue failed, so it has no job. The follow-up passes find those at once instead of the periodic pass
+ * `RECONCILE_AFTER_MS` later.
+ */
+export const RECONCILE_NOW_FOLLOW_UPS_MS: readonly number[] = [5_000, 15_000];
 
 /** The marker's key: `<QUEUE_PREFIX>:redis-epoch` (its value: when it was written, ISO 8601). */
 export function redisEpochKey(queuePrefix: string): string {
@@ -73,7 +83,9 @@ export function watchRedisLoss(deps: {
     if (written !== 'OK') return false;
     deps.logger.warn({ marker: key }, 'Redis holds none of our data (restarted empty, flushed, or new): reconciling every pending email now');
     try {
-      await enqueueMaintenance(deps.queue, RECONCILE_NOW, Date.now());
+      const now = Date.now();
+      await enqueueMaintenance(deps.queue, RECONCILE_NOW, now);
+      for (const delay of RECONCILE_NOW_FOLLOW_UPS_MS) await enqueueMaintenance(deps.queue, RECONCILE_NOW, now + delay, delay);
     } catch (err) {
       // Not added: without the marker, the next check tries again.
       await deps.redis.del(key).catch(() => undefined);
