@@ -30,6 +30,11 @@ export const domains = pgTable(
     checkedAt: timestamp('checked_at', { withTimezone: true, mode: 'date' }),
     failedAt: timestamp('failed_at', { withTimezone: true, mode: 'date' }),
     failureReason: text('failure_reason'),
+    /**
+     * The delivery connection (`SES_CONNECTIONS` name) this domain's mail goes through; null: its project's, else
+     * the first (`default`).
+     */
+    sesConnection: text('ses_connection'),
     createdAt: createdAt(),
   },
   (t) => [
