@@ -96,7 +96,7 @@ export function parseSesConnections(env: Env, defaults: SesConnection): readonly
         credentials: accessKeyId && secretAccessKey ? Object.freeze({ accessKeyId, secretAccessKey }) : undefined,
         profile: text('profile'),
         configurationSet: text('configurationSet'),
-        maxSendRate: rate as number | undefined,
+        maxSendRate: rate,
       }),
     );
   });
@@ -108,4 +108,27 @@ export function parseSesConnections(env: Env, defaults: SesConnection): readonly
  */
 export function connectionNamed(connections: readonly SesConnection[], name: string | null | undefined): SesConnection {
   return (name ? connections.find((c) => c.name === name) : undefined) ?? connections[0];
+}
+
+/** The single-connection settings of `connection`, in the shape the SES clients take. */
+export interface ConnectionClientConfig {
+  readonly sesRegion: string;
+  readonly sesEndpoint: string | undefined;
+  readonly awsCredentials: SesConnection['credentials'];
+  /** A named profile of the AWS shared config files (may assume a role). */
+  readonly sesProfile?: string;
+  readonly sesConfigurationSet: string | undefined;
+  readonly sesMaxSendRate: number | undefined;
+}
+
+/** `connection` as the single-connection settings the SES clients (transport, account, identities) read. */
+export function connectionClientConfig(connection: SesConnection): ConnectionClientConfig {
+  return {
+    sesRegion: connection.region,
+    sesEndpoint: connection.endpoint,
+    awsCredentials: connection.credentials,
+    ...(connection.profile ? { sesProfile: connection.profile } : {}),
+    sesConfigurationSet: connection.configurationSet,
+    sesMaxSendRate: connection.maxSendRate,
+  };
 }
