@@ -55,14 +55,15 @@ export interface MailConfig {
    */
   readonly sesMaxSendRate: number | undefined;
   /**
-   * The delivery connections, the implicit `default` first (built from `SES_REGION`, `SES_ENDPOINT`, the AWS
-   * credentials, `SES_CONFIGURATION_SET` and `SES_MAX_SEND_RATE`), then those of `SES_CONNECTIONS`: a JSON array
-   * of `{ "name", "region", "endpoint"?, "accessKeyId"?, "secretAccessKey"?, "profile"?, "configurationSet"?,
-   * "maxSendRate"? }` (a `profile` of the AWS shared config files may assume a role; neither credentials nor a
-   * profile: the AWS default chain). A sending domain, else its project, is bound to one by name (unbound: the
-   * first); each has its own rate gate, quota and health, and fails over to another whose SES has the domain
-   * verified (docs/self-hosting/delivery-connections.md).
+   * `SES_CONNECTIONS`: further SES delivery connections (accounts or regions), a JSON array of `{ "name", "region",
+   * "endpoint"?, "accessKeyId"?, "secretAccessKey"?, "profile"?, "configurationSet"?, "maxSendRate"? }` (a `profile`
+   * of the AWS shared config files may assume a role; with neither keys nor a profile the AWS credential chain
+   * applies). They come after the implicit connection named `default`, built from `SES_REGION`, `SES_ENDPOINT`,
+   * the AWS keys, `SES_CONFIGURATION_SET` and `SES_MAX_SEND_RATE`. A sending domain, else its project, is bound to
+   * one by name (unbound: `default`); each has its own rate gate, quota and health, and fails over to another whose
+   * SES has the domain verified (docs/self-hosting/delivery-connections.md).
    *
+   * @default unset (only `default`)
    * @group shared
    */
   readonly sesConnections: readonly SesConnection[];

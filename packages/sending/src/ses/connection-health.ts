@@ -39,6 +39,11 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if unhealthy then return 1 end
 return 0`);
 
+/** The Redis key of connection `name`'s health hash: `<QUEUE_PREFIX>:ses-connection:<name>`. */
+export function connectionHealthKey(prefix: string, name: string): string {
+  return `${prefix}:ses-connection:${name}`;
+}
+
 /** Whether an SES answer counts against its connection's health (the account or region failing, not the message). */
 export function isConnectionFailure(c: SendErrorClass): boolean {
   return c.kind === 'transient' || c.kind === 'unreachable' || c.kind === 'throttled';
@@ -70,7 +75,7 @@ export class ConnectionHealth {
 
   /** The Redis key of connection `name`'s hash. */
   key(name: string): string {
-    return `${this.prefix}:ses-connection:${name}`;
+    return connectionHealthKey(this.prefix, name);
   }
 
   /**
