@@ -8,19 +8,43 @@ import { and, eq, sql } from 'drizzle-orm';
 import type { DbOrTx } from '../client';
 import { domains, projects } from '../schema';
 
+/** A project's delivery-connection bindings: its own and its sending domains'. */
+export interface ConnectionBindings {
+  project: string | null;
+  domains: ReadonlyArray<{ domain: string; connection: string | null }>;
+}
+
 /**
- * The connection name bound to mail from `domain` of project `projectId`: the domain's binding, else the
- * project's, else null (the first connection). Matches the domain exactly (lower-case, as stored).
- *
+ * The bindings of project `projectId` (no project: all null and none).
+ * @throws the database's error.
+ */
+export async function connectionBindings(db: DbOrTx, projectId: string): Promise<ConnectionBindings> {
+  const result = await db.execute<{ project: string | null; domains: { domain: string; connection: string | null }[] | null }>(sql`
+    select (select ses_connection from projects where id = ${projectId}::uuid) as project,
+      (select json_agg(json_build_object('domain', domain, 'connection', ses_connection)) from domains where project_id = ${projectId}::uuid) as domains`);
+  const row = result.rows[0];
+  return { project: row?.project ?? null, domains: row?.domains ?? [] };
+}
+
+/**
+ * The connection name bound to mail from `domain` (lower case): the binding of the project's sending domain that
+ * is `domain` or its nearest parent (mail may come from a subdomain of a registered domain), else the project's,
+ * else null (the first connection).
+ */
+export function boundConnectionOf(bindings: ConnectionBindings, domain: string): string | null {
+  let best: { domain: string; connection: string | null } | undefined;
+  for (const d of bindings.domains) {
+    if ((domain === d.domain || domain.endsWith(`.${d.domain}`)) && (!best || d.domain.length > best.domain.length)) best = d;
+  }
+  return best?.connection ?? bindings.project;
+}
+
+/**
+ * The connection name bound to mail from `domain` of project `projectId` ({@link boundConnectionOf}).
  * @throws the database's error.
  */
 export async function boundConnection(db: DbOrTx, projectId: string, domain: string): Promise<string | null> {
-  const result = await db.execute<{ name: string | null }>(sql`
-    select coalesce(
-      (select ses_connection from domains where project_id = ${projectId}::uuid and domain = ${domain}),
-      (select ses_connection from projects where id = ${projectId}::uuid)
-    ) as name`);
-  return result.rows[0]?.name ?? null;
+  return boundConnectionOf(await connectionBindings(db, projectId), domain);
 }
 
 /**
