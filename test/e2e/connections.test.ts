@@ -147,9 +147,11 @@ test('the default failing mid-send fails over to backup after the window, comes 
 
   // 3. The default recovers: the probe marks it healthy and the domain's mail comes back to it.
   primary.mode = 'healthy';
+  const healthyFrom = Date.now();
   await waitFor(async () => (await api.redis.exists(healthKey)) === 0, 20_000, 'the default healthy again');
   await waitFor(async () => (await scrape()).includes('mailroom_ses_connection_healthy{connection="default"} 1'), 10_000, 'the health gauge back at 1');
   const after = Array.from({ length: 5 }, () => recipient('f-after'));
+  const recoveredAt = Date.now();
   const sentAfter = await allSent(await send(p, after), 'the last five sent');
   expect(sentAfter.every((r) => r.sesConnection === 'default')).toBe(true);
 
@@ -157,6 +159,10 @@ test('the default failing mid-send fails over to backup after the window, comes 
   const all = [...sentBefore, ...sentDuring, ...sentAfter];
   const counts = await acceptedCounts(all.map((r) => r.toEmail));
   for (const r of all) expect([r.toEmail, counts.get(r.toEmail)]).toEqual([r.toEmail, r.sesConnection === 'default' ? [1, 0] : [0, 1]]);
+  console.log(
+    `failover: default marked unhealthy ${unhealthyAt - failedAt} ms after its first 503 (window ${WINDOW_MS} ms), ${primary.sends('5xx')} sends refused, ` +
+      `the stream of 10 sent through backup; back ${recoveredAt - healthyFrom} ms after it answered again (probe every 300 ms); each of ${all.length} accepted once`,
+  );
 });
 
 test('an unknown binding falls back to the default connection', async () => {
