@@ -123,7 +123,7 @@ export class ConnectionRouter implements MailTransport {
         if (unhealthy) this.deps.logger.warn({ connection: c.name, reason: kind.reason }, 'delivery connection unhealthy: its domains fail over');
       }
       const code = (err as { code?: string; name?: string }).code ?? (err as { name?: string }).name ?? '';
-      if (kind.kind === 'unreachable' && !NEVER_SENT.has(code) && message.key) {
+      if (kind.kind === 'unreachable' && !NEVER_SENT.has(code) && message.key && this.deps.connections.length > 1) {
         // The answer was lost: SES may have the message. Its retries stay on this connection.
         await this.deps.redis.set(this.pinKey(message.key), c.name, 'EX', PIN_TTL_S, 'NX').catch(() => undefined);
       }
@@ -160,7 +160,7 @@ export class ConnectionRouter implements MailTransport {
   }
 
   close(): void {
-    for (const c of this.deps.connections) c.transport.close();
+    for (const t of new Set(this.deps.connections.map((c) => c.transport))) t.close();
   }
 
   private pinKey(key: string): string {
