@@ -11,7 +11,9 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Redis } from 'ioredis';
 import { createAccountProvider, LocalAccountProvider, SesAccountProvider, type AccountProvider } from '@mailroom/mail/ses-account';
-import { connectionClientConfig, DEFAULT_CONNECTION, type SesConnection } from '@mailroom/mail/connections';
+import { connectionClientConfig, connectionNamed, DEFAULT_CONNECTION, type SesConnection } from '@mailroom/mail/connections';
+import { loadCampaign } from '@mailroom/audiences/queries/campaigns';
+import type { QuotaDeps } from '@mailroom/sending/quota';
 import { createSesClient, identityVerifiedForSending, probeAccount } from '@mailroom/mail/ses-client';
 import type { Config } from '@mailroom/config/config';
 import type { Database } from '@mailroom/db/client';
@@ -21,7 +23,7 @@ import type { Logger } from '@mailroom/platform/logger';
 import { AccountWatcher } from '@mailroom/sending/ses/account';
 import { registerAccountMetrics } from '@mailroom/sending/ses/account-metrics';
 import { ConnectionHealth } from '@mailroom/sending/ses/connection-health';
-import { ConnectionRouter, type DeliveryConnection } from '@mailroom/sending/ses/connections';
+import { ConnectionRouter, domainOf, type DeliveryConnection } from '@mailroom/sending/ses/connections';
 import { CampaignQuotaGuard } from '@mailroom/sending/ses/quota-guard';
 import { SendRateGate } from '@mailroom/sending/ses/rate-gate';
 import { SesTransport, type MailTransport } from '@mailroom/sending/ses/transport';
@@ -44,6 +46,11 @@ export interface DeliveryConnections {
   defaultAccount: AccountWatcher;
   /** The sum of the connections' send rates (emails/s): the send worker's limiter. */
   totalRate(): number;
+  /**
+   * The quota passes (`@mailroom/sending/quota`): `base` alone with one connection; else one per connection, with
+   * its account, over the campaigns bound to it.
+   */
+  quotaPasses(base: QuotaDeps): Map<string, QuotaDeps>;
   /** Calls `fn` with {@link totalRate} whenever a connection's rate changes. */
   onRateChange(fn: (total: number) => void): void;
   stop(): void;
@@ -60,6 +67,8 @@ export interface DeliveryConnectionOptions {
   transport?: MailTransport;
   /** The `default` connection's account provider; default: the one `SES_ACCOUNT_PROVIDER` selects. */
   account?: AccountProvider;
+  /** Account providers of other connections by name (tests); default: the one `SES_ACCOUNT_PROVIDER` selects. */
+  accounts?: ReadonlyMap<string, AccountProvider>;
 }
 
 /**
@@ -71,22 +80,29 @@ export async function startDeliveryConnections(o: DeliveryConnectionOptions): Pr
   const health = new ConnectionHealth(redis, config.queuePrefix, config.sesFailoverWindowMs);
   const parts = new Map<string, ConnectionParts>();
   const connections: DeliveryConnection[] = [];
+  const several = config.sesConnections.length > 1;
+  /** Sends this process made through each connection (with several: each quota's count between two readings). */
+  const sentHere = new Map<string, number>(config.sesConnections.map((c) => [c.name, 0]));
   for (const connection of config.sesConnections) {
     const { name } = connection;
     const clientConfig = { ...connectionClientConfig(connection), sesTimeoutMs: config.sesTimeoutMs };
     const isDefault = name === DEFAULT_CONNECTION;
     const provider: AccountProvider = isDefault
       ? (o.account ?? createAccountProvider(config, () => sentInLast24Hours(database.db)))
-      : config.sesAccountProvider === 'ses'
-        ? new SesAccountProvider(clientConfig)
-        : // The emulator has no account: the local figures, and the deployment's count (not this connection's).
-          new LocalAccountProvider({ maxSendRate: connection.maxSendRate ?? config.sesLocalMaxSendRate, max24HourSend: config.sesLocalMax24HourSend }, () => sentInLast24Hours(database.db));
+      : (o.accounts?.get(name) ??
+        (config.sesAccountProvider === 'ses'
+          ? new SesAccountProvider(clientConfig)
+          : // The emulator has no account: the local figures, and the deployment's count (not this connection's).
+            new LocalAccountProvider({ maxSendRate: connection.maxSendRate ?? config.sesLocalMaxSendRate, max24HourSend: config.sesLocalMax24HourSend }, () => sentInLast24Hours(database.db))));
     const account = new AccountWatcher({
       provider,
       config: { sesMaxSendRate: connection.maxSendRate, sesAccountRefreshMs: config.sesAccountRefreshMs },
       logger: logger.child({ connection: name }),
-      // The hourly counts are the deployment's: only the default connection's readings are topped up with them.
-      ...(isDefault ? { sentSinceHour: (hour?: Date) => sentSinceHour(database.db, hour) } : {}),
+      // Between two readings the sends since are added. The hourly counts are the deployment's, of every connection:
+      // with one connection they are its own; with several each adds what this process sent through it.
+      sentSinceHour: several
+        ? () => Promise.resolve({ hour: new Date(0), sent: sentHere.get(name) ?? 0 })
+        : (hour?: Date) => sentSinceHour(database.db, hour),
     });
     const gateKey = isDefault ? `${config.queuePrefix}:ses-rate-gate` : `${config.queuePrefix}:ses-rate-gate:${name}`;
     const gate = new SendRateGate(redis, gateKey, account.rate, config.sesRateSafetyMs);
@@ -119,6 +135,7 @@ export async function startDeliveryConnections(o: DeliveryConnectionOptions): Pr
     redis,
     prefix: config.queuePrefix,
     logger,
+    onSent: (name) => sentHere.set(name, (sentHere.get(name) ?? 0) + 1),
   });
   registerConnectionMetrics(metrics.registry, router, health, parts, config.sesQuotaReserve);
 
@@ -133,6 +150,12 @@ export async function startDeliveryConnections(o: DeliveryConnectionOptions): Pr
   }, config.sesFailoverProbeMs);
   probe.unref();
 
+  /** The connection a campaign's mail is bound to (its From domain's binding, else its project's, else default). */
+  const campaignConnection = async (c: { id: string; projectId: string }): Promise<string> => {
+    const row = await loadCampaign(database.db, c.id);
+    const bound = row ? await boundConnection(database.db, c.projectId, domainOf(row.fromEmail)) : null;
+    return connectionNamed(config.sesConnections, bound).name;
+  };
   const totalRate = () => [...parts.values()].reduce((sum, p) => sum + p.account.rate, 0);
   return {
     router,
@@ -140,6 +163,10 @@ export async function startDeliveryConnections(o: DeliveryConnectionOptions): Pr
     parts,
     defaultAccount: parts.get(DEFAULT_CONNECTION)!.account,
     totalRate,
+    quotaPasses: (base) => {
+      if (parts.size === 1) return new Map([[DEFAULT_CONNECTION, base]]);
+      return new Map([...parts].map(([name, p]) => [name, { ...base, account: p.account, belongs: async (c: { id: string; projectId: string }) => (await campaignConnection(c)) === name }]));
+    },
     onRateChange: (fn) => {
       for (const p of parts.values()) p.account.onRateChange(() => fn(totalRate()));
     },

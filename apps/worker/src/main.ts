@@ -75,11 +75,12 @@ export interface RunningWorker {
  * @param options.transport - replaces every delivery connection's SES v2 transport (the router still routes).
  * @param options.identities - defaults to the provider `DOMAIN_IDENTITY_PROVIDER` selects.
  * @param options.account - the SES account's figures; defaults to the provider `SES_ACCOUNT_PROVIDER` selects.
+ * @param options.accounts - other delivery connections' account figures by name; default: as `SES_ACCOUNT_PROVIDER` selects.
  * @param options.healthPort - port of `GET /health/live|ready`; `0` picks a free one, `null` disables it.
  */
 export async function startWorker(
   config: Config,
-  options: { transport?: MailTransport; healthPort?: number | null; logger?: Logger; identities?: DomainIdentityProvider; account?: AccountProvider } = {},
+  options: { transport?: MailTransport; healthPort?: number | null; logger?: Logger; identities?: DomainIdentityProvider; account?: AccountProvider; accounts?: ReadonlyMap<string, AccountProvider> } = {},
 ): Promise<RunningWorker> {
   const logger = options.logger ?? createLogger(config, 'worker');
   const database = createDatabase({
@@ -109,13 +110,15 @@ export async function startWorker(
   const metrics = new WorkerMetrics(queueList(queues), database, { main: database, send: sendDatabase });
   // Each delivery connection's send rate: its account's maximum (read now and every SES_ACCOUNT_REFRESH_MS), capped
   // by its maxSendRate (SES_MAX_SEND_RATE for `default`), kept by its own rate gate; the router in front of them.
-  const connections = await startDeliveryConnections({ config, database, redis: connection, logger, metrics, transport: options.transport, account: options.account });
+  const connections = await startDeliveryConnections({ config, database, redis: connection, logger, metrics, transport: options.transport, account: options.account, accounts: options.accounts });
   const account = connections.defaultAccount;
   const transport = connections.router;
 
   const { send: sendQueue, campaign: campaignQueue, webhook: webhookQueue, workflow: workflowQueue } = queues;
   const identities = options.identities ?? createIdentityProvider(config, createResolver(config));
   const quotaDeps = { config, database, account, sendQueue, campaignQueue, webhookQueue, logger };
+  // One quota pass per delivery connection (its account, the campaigns bound to it).
+  const quotaPasses = connections.quotaPasses(quotaDeps);
   const quotaGuardOf = (name?: string) => (connections.parts.get(name ?? DEFAULT_CONNECTION) ?? connections.parts.get(DEFAULT_CONNECTION)!).quota;
   const maintenanceTasks: MaintenanceTask[] = [
     reconcileTask({
@@ -133,7 +136,7 @@ export async function startWorker(
     }),
     segmentsTask({ config, database, logger }),
     domainsTask({ config, database, identities, logger }),
-    quotaTask(quotaDeps),
+    quotaTask(quotaDeps, [...quotaPasses.values()]),
     testMessagesTask({ config, database, logger }),
     retentionTask({ config, database, logger }),
     countersTask({ database }),
@@ -154,7 +157,7 @@ export async function startWorker(
         webhookQueue,
         worker: () => workers.send,
         onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }),
-        campaignQuota: { admit: (name) => quotaGuardOf(name).admit(), reached: () => checkQuotaOnce(quotaDeps) },
+        campaignQuota: { admit: (name) => quotaGuardOf(name).admit(), reached: (name) => checkQuotaOnce(quotaPasses.get(name ?? DEFAULT_CONNECTION) ?? quotaDeps) },
         route: async (m) => (await connections.router.route(m)).name,
       }),
       import: createImportProcessor({ config, database, logger }),

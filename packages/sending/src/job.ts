@@ -85,11 +85,12 @@ export interface EmailSenderDeps {
   /** Where an SES outcome that Postgres could not take is kept until the row is claimed again. */
   redis: Redis | Cluster;
   /**
-   * The SES quota at the send (`ses/quota-guard.ts`): `admit` says whether a live campaign email may go out now;
-   * `reached` runs the quota watcher's pass (pauses the live campaigns when the quota is spent). Omitted: only the
+   * The SES quota at the send (`ses/quota-guard.ts`): `admit` says whether a live campaign email may go out now
+   * through the delivery connection named (its own quota); `reached` runs the quota watcher's pass of that connection
+   * (pauses its live campaigns when its quota is spent). Omitted: only the
    * watcher's periodic check applies.
    */
-  campaignQuota?: { admit(connection?: string): Promise<QuotaAdmission>; reached(): Promise<unknown> };
+  campaignQuota?: { admit(connection?: string): Promise<QuotaAdmission>; reached(connection?: string): Promise<unknown> };
   /**
    * The delivery connection a message goes through now (`ses/connections.ts`: its binding, or a failover), asked
    * before the campaign quota's admission (each connection has its quota) and passed to the transport. Omitted:
@@ -201,7 +202,7 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
         // back to `queued` and let its job wait without spending an attempt: until the resume wakes it when its
         // campaign paused, else (the room is held by sends not yet counted) a second.
         const campaignId = email.campaignId;
-        await deps.campaignQuota.reached().catch((err: unknown) => log.warn({ err }, 'quota pass failed; the next check pauses the campaigns'));
+        await deps.campaignQuota.reached(connection).catch((err: unknown) => log.warn({ err }, 'quota pass failed; the next check pauses the campaigns'));
         const paused = (await loadCampaign(db, campaignId))?.status === 'PAUSED';
         const retryInMs = paused ? config.campaignPauseRecheckMs : Math.min(1_000, config.campaignPauseRecheckMs);
         await finish({ status: 'queued', reason: 'SES 24-hour quota: campaigns stop at its reserve (SES_QUOTA_RESERVE)', retryInMs });

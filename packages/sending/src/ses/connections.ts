@@ -48,6 +48,8 @@ export interface ConnectionRouterDeps {
   /** `QUEUE_PREFIX`. */
   prefix: string;
   logger: Logger;
+  /** Told of each message a connection's SES accepted (its quota's count between two account readings). */
+  onSent?: (connection: string) => void;
 }
 
 /** How long (ms) a binding read from the database is reused. */
@@ -113,6 +115,7 @@ export class ConnectionRouter implements MailTransport {
     const c = await this.route(message);
     try {
       const { messageId } = await c.transport.send(message);
+      this.deps.onSent?.(c.name);
       await this.deps.health.succeeded(c.name);
       return { messageId, connection: c.name };
     } catch (err) {
