@@ -44,8 +44,18 @@ export function connectionHealthKey(prefix: string, name: string): string {
   return `${prefix}:ses-connection:${name}`;
 }
 
-/** Whether an SES answer counts against its connection's health (the account or region failing, not the message). */
+/**
+ * Account-level stops SES decided (sending paused for the account's reputation, the account suspended): not an
+ * incident to route around. The account's mail waits, as with one connection, until the operator resolves them.
+ */
+const ENFORCEMENT = ['SendingPausedException', 'AccountSuspendedException'];
+
+/**
+ * Whether an SES answer counts against its connection's health: the account or region failing (5xx, unreachable or
+ * timed out, throttled), not the message, and not an enforcement stop ({@link ENFORCEMENT}).
+ */
 export function isConnectionFailure(c: SendErrorClass): boolean {
+  if (c.kind === 'throttled' && ENFORCEMENT.some((name) => c.reason.startsWith(`${name}:`))) return false;
   return c.kind === 'transient' || c.kind === 'unreachable' || c.kind === 'throttled';
 }
 

@@ -9,7 +9,7 @@ import { createLogger } from '@mailroom/platform/logger';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { testConfig, uniquePrefix, waitFor } from '../../../../test/support/harness';
 import { acceptedAt, FailingSes } from '../../../../test/support/failing-ses';
-import { ConnectionHealth } from './connection-health';
+import { ConnectionHealth, isConnectionFailure } from './connection-health';
 import { ConnectionRouter, domainOf, type DeliveryConnection } from './connections';
 import { classifySendError, SesTransport } from './transport';
 
@@ -45,6 +45,16 @@ const to = () => `r.${Math.random().toString(36).slice(2)}@inbox.test`;
 test('domainOf reads the domain of a bare or named address, lower case', () => {
   expect(domainOf('a@Example.COM')).toBe('example.com');
   expect(domainOf('Name <x@Mail.Example.com>')).toBe('mail.example.com');
+});
+
+test('5xx, unreachable and throttled answers count against a connection; a refused message and an enforcement stop do not', () => {
+  const failure = (name: string, status?: number, code?: string) => isConnectionFailure(classifySendError(Object.assign(new Error('x'), { name, ...(code ? { code } : {}), $metadata: { httpStatusCode: status } })));
+  expect(failure('ServiceUnavailable', 503)).toBe(true);
+  expect(failure('TooManyRequestsException', 429)).toBe(true);
+  expect(failure('Error', undefined, 'ECONNREFUSED')).toBe(true);
+  expect(failure('MessageRejected', 400)).toBe(false);
+  expect(failure('SendingPausedException', 400)).toBe(false);
+  expect(failure('AccountSuspendedException', 400)).toBe(false);
 });
 
 test('failures mark a connection unhealthy only once they have lasted the window; a success in between starts it again', async () => {
