@@ -17,6 +17,7 @@ import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { sentInLast24Hours, sentSinceHour } from '@mailroom/db/queries/send-quota';
 import { type Db } from '@mailroom/db/client';
 import { registerReputationMetrics } from '../../apps/api/src/http/reputation-metrics';
+import { setDomainConnection, setProjectConnection } from '@mailroom/db/queries/delivery-connections';
 import { ADMIN_TOKEN, client, createTestProject, isolatedDatabase, recipient, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
 import { markSent, sentCampaignEmails, type SentEmail } from '../support/sent-emails';
@@ -28,7 +29,7 @@ beforeAll(async () => {
   iso = await isolatedDatabase();
   sns = await startSnsHarness();
   // REPUTATION_METRICS_TTL_MS 0: every scrape here reads the figures afresh (the cache has its own tests below).
-  api = await startTestApi(loadConfig(testEnv({ DATABASE_URL: iso.url, SNS_TOPIC_ARNS: sns.topicArn, SNS_CERT_HOSTS: sns.certHost, REPUTATION_METRICS_TTL_MS: '0' })));
+  api = await startTestApi(loadConfig(testEnv({ DATABASE_URL: iso.url, SNS_TOPIC_ARNS: sns.topicArn, SNS_CERT_HOSTS: sns.certHost, REPUTATION_METRICS_TTL_MS: '0', SES_CONNECTIONS: JSON.stringify([{ name: 'eu', region: 'eu-west-1' }]) })));
 });
 afterAll(async () => {
   await api.close();
@@ -120,6 +121,26 @@ describe('GET /reputation', () => {
     expect(Date.parse(day.since)).toBeGreaterThanOrEqual(hourStart.getTime() - 24 * 3_600_000);
   });
 
+  test('per delivery connection: the domain figures summed by the connection each domain is bound to now', async () => {
+    // Unbound, both domains count under the default connection.
+    const before = (await client(api.app, p).get('/reputation')).body.data.last24h;
+    expect(before.connections).toEqual([expect.objectContaining({ connection: 'default', sent: 9, delivered: 5, hardBounces: 2 })]);
+    await setDomainConnection(api.database.db, secondDomain, 'eu');
+    try {
+      const day = (await client(api.app, p).get('/reputation')).body.data.last24h;
+      expect(day.connections).toEqual([
+        { connection: 'default', sent: 7, delivered: 4, hardBounces: 2, softBounces: 1, complaints: 1, hardBounceRate: 2 / 7, complaintRate: 1 / 7, softBounceRate: 1 / 7, deliveryRate: 4 / 7 },
+        { connection: 'eu', sent: 2, delivered: 1, hardBounces: 0, softBounces: 0, complaints: 0, hardBounceRate: 0, complaintRate: 0, softBounceRate: 0, deliveryRate: 1 / 2 },
+      ]);
+      // A project binding moves its other domains; the domain's own binding still wins.
+      await setProjectConnection(api.database.db, p.id, 'eu');
+      expect((await client(api.app, p).get('/reputation')).body.data.last24h.connections).toEqual([expect.objectContaining({ connection: 'eu', sent: 9 })]);
+    } finally {
+      await setProjectConnection(api.database.db, p.id, null);
+      await setDomainConnection(api.database.db, secondDomain, null);
+    }
+  });
+
   test('last 7 days takes the older bucket in; a bucket older than 168 hours counts nowhere', async () => {
     const week = (await client(api.app, p).get('/reputation')).body.data.last7d;
     expect(week.overall).toMatchObject({ sent: 109, delivered: 95, hardBounces: 12, softBounces: 1, complaints: 1 });
@@ -145,6 +166,7 @@ describe('GET /reputation', () => {
       expect(w.overall).toEqual({ sent: 0, delivered: 0, hardBounces: 0, softBounces: 0, complaints: 0, hardBounceRate: null, complaintRate: null, softBounceRate: null, deliveryRate: null });
       expect(w.domains).toEqual([]);
       expect(w.campaigns).toEqual([]);
+      expect(w.connections).toEqual([]);
     }
     expect(res.body.data.guardrails).toEqual(DEFAULT_GUARDRAILS);
   });

@@ -36,9 +36,9 @@ test('send outcomes, SES latency, gate waits and queue depths are exported', asy
     return value(t, 'mailroom_emails_total{outcome="sent"}') === 2 && value(t, 'mailroom_emails_total{outcome="failed"}') === 1 && t;
   }, 30_000, 'two sent and one failed');
   expect(value(text, 'mailroom_emails_total{outcome="throttled"}')).toBe(1);
-  expect(value(text, 'mailroom_ses_send_duration_seconds_count{outcome="ok"}')).toBe(2);
-  expect(value(text, 'mailroom_ses_send_duration_seconds_count{outcome="error"}')).toBe(2);
-  expect(value(text, 'mailroom_send_rate_gate_wait_seconds_count')).toBe(4);
+  expect(value(text, 'mailroom_ses_send_duration_seconds_count{connection="default",outcome="ok"}')).toBe(2);
+  expect(value(text, 'mailroom_ses_send_duration_seconds_count{connection="default",outcome="error"}')).toBe(2);
+  expect(value(text, 'mailroom_send_rate_gate_wait_seconds_count{connection="default"}')).toBe(4);
   expect(value(text, 'mailroom_queue_jobs{queue="send",state="waiting"}')).toBe(0);
   expect(value(text, 'mailroom_queue_jobs{queue="workflow",state="failed"}')).toBe(0);
   // Maintenance passes are jobs too (the segment refresher ticks every second): visible with their results.

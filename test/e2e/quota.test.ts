@@ -107,11 +107,11 @@ test('a campaign pauses for the quota near 57 of 60, transactional mail goes on,
   expect(queued).toBe(100 - atPause);
   // The worker's metrics show the account's figures and the estimate of the 24-hour count.
   const metrics = await worker.metrics.registry.metrics();
-  expect(metrics).toMatch(/^mailroom_send_rate 20$/m);
-  expect(metrics).toMatch(/^mailroom_ses_max_24h_send 60$/m);
-  expect(metrics).toMatch(/^mailroom_ses_quota_pause_at 57$/m);
-  expect(metrics).toMatch(/^mailroom_ses_account_read_ok 1$/m);
-  expect(Number(/^mailroom_ses_sent_last_24h (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(atPause + 2);
+  expect(metrics).toMatch(/^mailroom_send_rate\{connection="default"\} 20$/m);
+  expect(metrics).toMatch(/^mailroom_ses_max_24h_send\{connection="default"\} 60$/m);
+  expect(metrics).toMatch(/^mailroom_ses_quota_pause_at\{connection="default"\} 57$/m);
+  expect(metrics).toMatch(/^mailroom_ses_account_read_ok\{connection="default"\} 1$/m);
+  expect(Number(/^mailroom_ses_sent_last_24h\{connection="default"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(atPause + 2);
   const timeline = (await client(api.app, p).get(`/campaigns/${id}/timeline`)).body.data.data as { type: string; data: Record<string, unknown> }[];
   expect(timeline[0]).toMatchObject({ type: 'paused', data: { reason: 'quota', max24HourSend: 60 } });
 
@@ -152,7 +152,7 @@ test('the send rate follows the account at a refresh, without a restart (rate ga
   expect(running.worker.opts.limiter).toEqual({ max: 1, duration: 25 });
   account.maxSendRate = 4;
   await waitFor(async () => (running.worker.opts.limiter?.duration === 250 ? true : undefined), 10_000, 'limiter at 4/s');
-  expect(await running.metrics.registry.metrics()).toMatch(/^mailroom_send_rate 4$/m);
+  expect(await running.metrics.registry.metrics()).toMatch(/^mailroom_send_rate\{connection="default"\} 4$/m);
 
   const p = await createTestProject(api.database);
   const to = Array.from({ length: 10 }, () => recipient('slow'));

@@ -12,6 +12,7 @@ import { adminRoutes } from './routes/admin';
 import { adminKeyRoutes } from './routes/admin-keys';
 import { adminGuardrailRoutes } from './routes/admin-guardrails';
 import { adminRetentionRoutes } from './routes/admin-retention';
+import { adminConnectionRoutes } from './routes/admin-connections';
 import { reputationRoutes } from './routes/reputation';
 import { contactRoutes } from './routes/contacts';
 import { eventRoutes } from './routes/events';
@@ -68,6 +69,7 @@ export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
     ...adminKeyRoutes(deps, onKeysChange),
     ...adminGuardrailRoutes(deps),
     ...adminRetentionRoutes(deps),
+    ...adminConnectionRoutes(deps),
   ];
 }
 

@@ -13,6 +13,7 @@ import { adminOps } from './routes/admin';
 import { createKeyOp, importKeysOp } from './routes/admin-keys';
 import { guardrailOps } from './routes/admin-guardrails';
 import { retentionOps } from './routes/admin-retention';
+import { connectionOps } from './routes/admin-connections';
 
 /** One flag of a command. */
 export interface CliFlag {
@@ -179,6 +180,17 @@ export const CLI_COMMANDS: CliCommand[] = [
     },
   },
   {
+    name: 'project connection',
+    summary: "Binds the project's mail (its domains without a binding of their own) to a delivery connection of SES_CONNECTIONS; `none` unbinds it.",
+    flags: [projectFlag, { name: 'connection', value: 'NAME|none', required: true, description: 'a configured connection name (`default`: the single-connection variables)' }],
+    output: '{ projectId, connection }',
+    run: async ({ values, config, database, project, usage }) => {
+      const name = str(values.connection)?.trim();
+      if (!name) throw usage('--connection is required (a connection name, or none)');
+      return connectionOps.bindProject(database.db, config.sesConnections, project(), name === 'none' ? null : name);
+    },
+  },
+  {
     name: 'project import-keys',
     summary: 'Stores keys brought from elsewhere (a Plunk project), hashed, so clients keep their keys; 409 CONFLICT if a key is already in use.',
     flags: [
@@ -207,6 +219,22 @@ export const CLI_COMMANDS: CliCommand[] = [
       if (!domain) throw usage('--domain is required');
       const d = await adminOps.addDomain(database.db, project(), domain, values.verified === true);
       return { id: d.id, projectId: d.projectId, domain: d.domain, verified: d.verified };
+    },
+  },
+  {
+    name: 'domain connection',
+    summary: "Binds a sending domain's mail to a delivery connection of SES_CONNECTIONS; `none` unbinds it (its project's binding, else the default, applies).",
+    flags: [
+      { name: 'domain', value: 'DOMAIN', required: true, description: 'the sending domain' },
+      { name: 'connection', value: 'NAME|none', required: true, description: 'a configured connection name' },
+    ],
+    output: '{ domain, connection }',
+    run: async ({ values, config, database, usage }) => {
+      const domain = str(values.domain)?.trim();
+      const name = str(values.connection)?.trim();
+      if (!domain) throw usage('--domain is required');
+      if (!name) throw usage('--connection is required (a connection name, or none)');
+      return connectionOps.bindDomain(database.db, config.sesConnections, domain, name === 'none' ? null : name);
     },
   },
   {

@@ -14,7 +14,7 @@
 import type http from 'node:http';
 import type { Worker } from 'bullmq';
 import { listenOn, runService } from '@mailroom/platform/process';
-import { createAccountProvider, type AccountProvider } from '@mailroom/mail/ses-account';
+import type { AccountProvider } from '@mailroom/mail/ses-account';
 import type { QueueKey } from '@mailroom/queues/catalog';
 import { createRedis } from '@mailroom/queues/connection';
 import { createQueues, queueList } from '@mailroom/queues/create';
@@ -23,7 +23,6 @@ import { createLogger, type Logger } from '@mailroom/platform/logger';
 import { createResolver } from '@mailroom/verify/dns';
 import { loadConfig, type Config } from '@mailroom/config/config';
 import { createDatabase } from '@mailroom/db/client';
-import { sentInLast24Hours, sentSinceHour } from '@mailroom/db/queries/send-quota';
 import { createSendProcessor } from './processors/send';
 import { reconcileTask, type ReconcileResult } from './processors/reconcile';
 import { reconcileNowTask, watchRedisLoss } from './processors/redis-loss';
@@ -37,13 +36,11 @@ import { startWorkflowInbox } from './processors/workflow-inbox';
 import { domainsTask } from './processors/domains';
 import { maintenanceProcessor, startMaintenanceTimers, type MaintenanceTask } from './processors/maintenance';
 import { countersTask } from './processors/counters';
-import { SesTransport, type MailTransport } from '@mailroom/sending/ses/transport';
-import { SendRateGate } from '@mailroom/sending/ses/rate-gate';
-import { AccountWatcher } from '@mailroom/sending/ses/account';
-import { registerAccountMetrics } from '@mailroom/sending/ses/account-metrics';
+import type { MailTransport } from '@mailroom/sending/ses/transport';
 import { quotaTask } from './processors/quota';
 import { checkQuotaOnce } from '@mailroom/sending/quota';
-import { CampaignQuotaGuard } from '@mailroom/sending/ses/quota-guard';
+import { DEFAULT_CONNECTION } from '@mailroom/mail/connections';
+import { startDeliveryConnections, type DeliveryConnections } from './connections';
 import { testMessagesTask } from './processors/test-messages';
 import { retentionTask } from './processors/retention';
 import { partitionsTask } from './processors/partitions';
@@ -70,20 +67,23 @@ export interface RunningWorker {
   healthPort: number;
   /** This worker's Prometheus metrics. */
   metrics: WorkerMetrics;
+  /** The delivery connections (router, health, each one's account, gate and quota). */
+  connections: DeliveryConnections;
   stop(): Promise<void>;
 }
 
 /**
  * Starts the worker.
  *
- * @param options.transport - defaults to SES v2 per config.
+ * @param options.transport - replaces every delivery connection's SES v2 transport (the router still routes).
  * @param options.identities - defaults to the provider `DOMAIN_IDENTITY_PROVIDER` selects.
  * @param options.account - the SES account's figures; defaults to the provider `SES_ACCOUNT_PROVIDER` selects.
+ * @param options.accounts - other delivery connections' account figures by name; default: as `SES_ACCOUNT_PROVIDER` selects.
  * @param options.healthPort - port of `GET /health/live|ready`; `0` picks a free one, `null` disables it.
  */
 export async function startWorker(
   config: Config,
-  options: { transport?: MailTransport; healthPort?: number | null; logger?: Logger; identities?: DomainIdentityProvider; account?: AccountProvider } = {},
+  options: { transport?: MailTransport; healthPort?: number | null; logger?: Logger; identities?: DomainIdentityProvider; account?: AccountProvider; accounts?: ReadonlyMap<string, AccountProvider> } = {},
 ): Promise<RunningWorker> {
   const logger = options.logger ?? createLogger(config, 'worker');
   const database = createDatabase({
@@ -109,15 +109,6 @@ export async function startWorker(
   // auto-pipelined, so those issued together (the DELs of one batch of finishes) share one write. Not the rate
   // gate's: its asks, pipelined together, reach Redis within one interval and all but the first are refused.
   const sendRedis = createRedis(config, 'worker', { autoPipelining: true });
-  // The send rate: the account's maximum (read now and every SES_ACCOUNT_REFRESH_MS), capped by SES_MAX_SEND_RATE.
-  const account = new AccountWatcher({
-    provider: options.account ?? createAccountProvider(config, () => sentInLast24Hours(database.db)),
-    config,
-    logger,
-    sentSinceHour: (hour) => sentSinceHour(database.db, hour),
-  });
-  await account.start();
-  const gate = new SendRateGate(connection, `${config.queuePrefix}:ses-rate-gate`, account.rate, config.sesRateSafetyMs);
   const queues = createQueues(config, connection);
   // BullMQ's jobs and locks live in Redis: an evicting maxmemory-policy can delete them (see eviction-policy.ts).
   const eviction = new EvictionPolicyProbe(connection);
@@ -125,19 +116,18 @@ export async function startWorker(
   if (policy.status === 'evicts') logger.error({ maxmemoryPolicy: policy.policies }, policy.message);
   else if (policy.status === 'unknown') logger.warn(policy.message);
   const metrics = new WorkerMetrics(queueList(queues), database, { main: database, send: sendDatabase }, eviction);
-  const timedGate = {
-    acquire: async (priority?: number) => {
-      const waitedMs = await gate.acquire(priority);
-      metrics.gateWait.observe(waitedMs / 1000);
-      return waitedMs;
-    },
-  };
-  const transport = options.transport ?? new SesTransport(config, timedGate, (ms, ok) => metrics.sesSend.observe({ outcome: ok ? 'ok' : 'error' }, ms / 1000));
+  // Each delivery connection's send rate: its account's maximum (read now and every SES_ACCOUNT_REFRESH_MS), capped
+  // by its maxSendRate (SES_MAX_SEND_RATE for `default`), kept by its own rate gate; the router in front of them.
+  const connections = await startDeliveryConnections({ config, database, redis: connection, logger, metrics, transport: options.transport, account: options.account, accounts: options.accounts });
+  const account = connections.defaultAccount;
+  const transport = connections.router;
 
   const { send: sendQueue, campaign: campaignQueue, webhook: webhookQueue, workflow: workflowQueue } = queues;
   const identities = options.identities ?? createIdentityProvider(config, createResolver(config));
   const quotaDeps = { config, database, account, sendQueue, campaignQueue, webhookQueue, logger };
-  const quotaGuard = new CampaignQuotaGuard(account, config.sesQuotaReserve, config.sendLeaseMs);
+  // One quota pass per delivery connection (its account, the campaigns bound to it).
+  const quotaPasses = connections.quotaPasses(quotaDeps);
+  const quotaGuardOf = (name?: string) => (connections.parts.get(name ?? DEFAULT_CONNECTION) ?? connections.parts.get(DEFAULT_CONNECTION)!).quota;
   const onReconcilePass = (r: ReconcileResult) => {
     metrics.reenqueued.inc({ kind: 'email' }, r.enqueued);
     metrics.reenqueued.inc({ kind: 'import' }, r.importsEnqueued);
@@ -149,7 +139,7 @@ export async function startWorker(
     reconcileTask({ config, database, queues, logger, onPass: onReconcilePass }),
     segmentsTask({ config, database, logger }),
     domainsTask({ config, database, identities, logger }),
-    quotaTask(quotaDeps),
+    quotaTask(quotaDeps, [...quotaPasses.values()]),
     testMessagesTask({ config, database, logger }),
     retentionTask({ config, database, logger }),
     countersTask({ database }),
@@ -170,23 +160,21 @@ export async function startWorker(
         webhookQueue,
         worker: () => workers.send,
         onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }),
-        campaignQuota: { admit: () => quotaGuard.admit(), reached: () => checkQuotaOnce(quotaDeps) },
+        campaignQuota: { admit: (name) => quotaGuardOf(name).admit(), reached: (name) => checkQuotaOnce(quotaPasses.get(name ?? DEFAULT_CONNECTION) ?? quotaDeps) },
+        route: async (m) => (await connections.router.route(m)).name,
       }),
       import: createImportProcessor({ config, database, logger }),
-      campaign: createCampaignProcessor({ config, database, sendQueue, webhookQueue, logger, sendRate: () => account.rate }),
+      campaign: createCampaignProcessor({ config, database, sendQueue, webhookQueue, logger, sendRate: () => connections.totalRate() }),
       webhook: createWebhookProcessor({ config, database, logger }),
       workflow: createWorkflowProcessor({ config, database, sendQueue, webhookQueue, workflowQueue, logger, redis: connection }),
       // Plus the pass run when Redis has lost its data (added by `watchRedisLoss`, not by a timer).
       maintenance: maintenanceProcessor({ config, redis: connection, logger }, [...maintenanceTasks, reconcileNowTask({ config, database, queues, logger, onPass: onReconcilePass })]),
     },
-    account.rate,
+    connections.totalRate(),
   );
   const worker = workers.send;
-  account.onRateChange((rate) => {
-    gate.setRate(rate);
-    setSendWorkerRate(worker, rate);
-  });
-  registerAccountMetrics(metrics.registry, account, config.sesQuotaReserve);
+  // The send worker's limiter paces job starts at the connections' rates together (each gate keeps its own).
+  connections.onRateChange((total) => setSendWorkerRate(worker, total));
   worker.on('completed', (_job, result: SendJobResult) => metrics.emails.inc({ outcome: result.outcome }));
   workers.workflow.on('completed', (_job, r: WorkflowJobResult) => metrics.workflowJobs.inc({ status: r.outcome === 'ran' ? r.status : 'skipped' }));
   for (const key of Object.keys(workers) as QueueKey[]) {
@@ -220,13 +208,13 @@ export async function startWorker(
     }
     healthPort = (server.address() as { port: number }).port;
   }
-  logger.info({ concurrency: config.workerConcurrency, ratePerSecond: account.rate, capPerSecond: config.sesMaxSendRate ?? null, healthPort }, 'worker started');
-  return { worker, workers, healthPort, metrics, stop: stopAll };
+  logger.info({ concurrency: config.workerConcurrency, ratePerSecond: connections.totalRate(), connections: connections.router.names, capPerSecond: config.sesMaxSendRate ?? null, healthPort }, 'worker started');
+  return { worker, workers, healthPort, metrics, connections, stop: stopAll };
 
   /** Stop taking jobs, let active ones finish, close the timers, queues, Redis and Postgres. */
   async function shutdown(): Promise<void> {
     logger.info('worker shutting down');
-    account.stop();
+    connections.stop();
     await inbox.stop();
     maintenance.stop();
     redisLoss?.stop();

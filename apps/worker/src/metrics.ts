@@ -6,8 +6,11 @@
  *   from Redis at scrape time;
  * - `mailroom_emails_total{outcome}`: send jobs by outcome (sent, failed, suppressed, cancelled, skipped) and
  *   SES throttles (`throttled`);
- * - `mailroom_ses_send_duration_seconds{outcome}`: SES `SendEmail` latency (ok, error);
- * - `mailroom_send_rate_gate_wait_seconds`: time a send waited for its slot under `SES_MAX_SEND_RATE`;
+ * - `mailroom_ses_send_duration_seconds{connection,outcome}`: SES `SendEmail` latency (ok, error) per delivery
+ *   connection;
+ * - `mailroom_send_rate_gate_wait_seconds{connection}`: time a send waited for its slot under its connection's rate;
+ * - `mailroom_ses_connection_healthy{connection}` (1, or 0 while failed over) and the SES account gauges per
+ *   connection (`connections.ts`, `@mailroom/sending/ses/account-metrics`);
  * - `mailroom_campaign_progress_ratio{campaign}` and `mailroom_campaign_pending_emails{campaign}` for SENDING
  *   campaigns, read from Postgres at scrape time;
  * - `mailroom_reconciler_reenqueued_total{kind}`: jobs the reconciler had to re-create;
@@ -59,14 +62,15 @@ export class WorkerMetrics {
   readonly emails = new Counter({ name: 'mailroom_emails_total', help: 'send jobs by outcome, and SES throttles', labelNames: ['outcome'] as const, registers: [this.registry] });
   readonly sesSend = new Histogram({
     name: 'mailroom_ses_send_duration_seconds',
-    help: 'SES SendEmail latency (s)',
-    labelNames: ['outcome'] as const,
+    help: 'SES SendEmail latency (s), per delivery connection',
+    labelNames: ['connection', 'outcome'] as const,
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
   readonly gateWait = new Histogram({
     name: 'mailroom_send_rate_gate_wait_seconds',
-    help: 'time a send waited for its slot under SES_MAX_SEND_RATE (s)',
+    help: 'time a send waited for its slot under its delivery connection\'s rate (s)',
+    labelNames: ['connection'] as const,
     buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });

@@ -5,6 +5,7 @@
  * @module
  */
 import { ConfigError, int, optional, sesProvider, str, url, type Env } from '@mailroom/platform/config-env';
+import { DEFAULT_CONNECTION, parseSesConnections, type SesConnection } from './connections';
 
 /**
  * SES connection, account and sending-domain settings.
@@ -53,6 +54,19 @@ export interface MailConfig {
    * @group worker
    */
   readonly sesMaxSendRate: number | undefined;
+  /**
+   * `SES_CONNECTIONS`: further SES delivery connections (accounts or regions), a JSON array of `{ "name", "region",
+   * "endpoint"?, "accessKeyId"?, "secretAccessKey"?, "profile"?, "configurationSet"?, "maxSendRate"? }` (a `profile`
+   * of the AWS shared config files may assume a role; with neither keys nor a profile the AWS credential chain
+   * applies). They come after the implicit connection named `default`, built from `SES_REGION`, `SES_ENDPOINT`,
+   * the AWS keys, `SES_CONFIGURATION_SET` and `SES_MAX_SEND_RATE`. A sending domain, else its project, is bound to
+   * one by name (unbound: `default`); each has its own rate gate, quota and health, and fails over to another whose
+   * SES has the domain verified (docs/self-hosting/delivery-connections.md).
+   *
+   * @default unset (only `default`)
+   * @group shared
+   */
+  readonly sesConnections: readonly SesConnection[];
   /**
    * `SES_ACCOUNT_PROVIDER`: where the account's send rate and 24-hour quota come from: `ses` (SES v2 `GetAccount`)
    * or `local` (the `SES_LOCAL_*` figures and this service's own count: the emulator has no account). Default
@@ -118,7 +132,18 @@ export function loadMailConfig(env: Env): MailConfig {
     domainIdentityProvider: sesProvider(env, 'DOMAIN_IDENTITY_PROVIDER'),
     mailFromSubdomain: str(env, 'MAIL_FROM_SUBDOMAIN', 'mail'),
     domainRefreshMs: int(env, 'DOMAIN_REFRESH_MS', 60_000, 100, 86_400_000),
+    sesConnections: [],
   };
+  const defaults: SesConnection = Object.freeze({
+    name: DEFAULT_CONNECTION,
+    region: config.sesRegion,
+    endpoint: config.sesEndpoint,
+    credentials: config.awsCredentials,
+    profile: undefined,
+    configurationSet: config.sesConfigurationSet,
+    maxSendRate: config.sesMaxSendRate,
+  });
+  (config as { sesConnections: readonly SesConnection[] }).sesConnections = parseSesConnections(env, defaults);
   if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(config.mailFromSubdomain)) {
     throw new ConfigError('MAIL_FROM_SUBDOMAIN', 'must be one DNS label (letters, digits, hyphens)');
   }

@@ -46,6 +46,24 @@ export interface SendingConfig {
    */
   readonly sesRateSafetyMs: number;
   /**
+   * `SES_FAILOVER_WINDOW_MS`: how long (ms, 1000–3600000, default 60000) a delivery connection's SES must keep
+   * failing (5xx, unreachable or timing out, throttling) with no success between before the connection is marked
+   * unhealthy for every worker; its domains then go through another connection that has them verified, and come
+   * back once a probe (`GetAccount`, every `SES_FAILOVER_PROBE_MS`) finds its SES answering again.
+   *
+   * @process worker
+   * @group worker
+   */
+  readonly sesFailoverWindowMs: number;
+  /**
+   * `SES_FAILOVER_PROBE_MS`: how often an unhealthy delivery connection is probed (ms, 200–600000, default 15000;
+   * one worker of the deployment probes each time).
+   *
+   * @process worker
+   * @group worker
+   */
+  readonly sesFailoverProbeMs: number;
+  /**
    * `TEST_MESSAGE_RETENTION_HOURS`: how long the MIME message of a test email is kept in the test sink after it
    * was stored (hours, at least 1; default 168 = 7 days). Older ones are deleted by the worker's `test-messages`
    * maintenance task; `GET /emails/{id}/raw` then answers 404 saying the message expired.
@@ -84,6 +102,8 @@ export function loadSendingConfig(env: Env): SendingConfig {
     sesQuotaCheckMs: int(env, 'SES_QUOTA_CHECK_MS', 10_000, 100, 3_600_000),
     sesQuotaReserve: fraction(env, 'SES_QUOTA_RESERVE', 0.05),
     sesRateSafetyMs: int(env, 'SES_RATE_SAFETY_MS', 50, 0, 500),
+    sesFailoverWindowMs: int(env, 'SES_FAILOVER_WINDOW_MS', 60_000, 1000, 3_600_000),
+    sesFailoverProbeMs: int(env, 'SES_FAILOVER_PROBE_MS', 15_000, 200, 600_000),
     testMessageRetentionHours: int(env, 'TEST_MESSAGE_RETENTION_HOURS', 168, 1, 24 * 3650),
     retention: Object.freeze(
       Object.fromEntries(RETENTION_FIELDS.map((f) => [f, int(env, RETENTION_ENV[f], RETENTION_DEFAULTS[f], RETENTION_MIN_DAYS, RETENTION_MAX_DAYS)])) as unknown as RetentionSettings,

@@ -85,11 +85,18 @@ export interface EmailSenderDeps {
   /** Where an SES outcome that Postgres could not take is kept until the row is claimed again. */
   redis: Redis | Cluster;
   /**
-   * The SES quota at the send (`ses/quota-guard.ts`): `admit` says whether a live campaign email may go out now;
-   * `reached` runs the quota watcher's pass (pauses the live campaigns when the quota is spent). Omitted: only the
+   * The SES quota at the send (`ses/quota-guard.ts`): `admit` says whether a live campaign email may go out now
+   * through the delivery connection named (its own quota); `reached` runs the quota watcher's pass of that connection
+   * (pauses its live campaigns when its quota is spent). Omitted: only the
    * watcher's periodic check applies.
    */
-  campaignQuota?: { admit(): Promise<QuotaAdmission>; reached(): Promise<unknown> };
+  campaignQuota?: { admit(connection?: string): Promise<QuotaAdmission>; reached(connection?: string): Promise<unknown> };
+  /**
+   * The delivery connection a message goes through now (`ses/connections.ts`: its binding, or a failover), asked
+   * before the campaign quota's admission (each connection has its quota) and passed to the transport. Omitted:
+   * the transport decides alone.
+   */
+  route?: (message: { from: string; projectId: string; key: string }) => Promise<string>;
 }
 
 /** Runs the send job for one email (see the module notes). */
@@ -186,14 +193,16 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
 
     // The SES quota's reserve is for transactional and workflow mail: a live campaign email goes out only while
     // there is room before it (ses/quota-guard.ts), so campaigns stop at the line, not at the next quota check.
+    // The delivery connection now (bound, or failed over): its quota admits campaign mail, its transport sends.
+    const connection = deps.route && !email.test ? await deps.route({ from: email.fromEmail, projectId: email.projectId, key: email.id }) : undefined;
     if (deps.campaignQuota && email.campaignId && !email.test) {
-      const admission = await deps.campaignQuota.admit();
+      const admission = await deps.campaignQuota.admit(connection);
       if (!admission.ok) {
         // No room left before the reserve: pause the live campaigns now (the quota watcher's pass), put this email
         // back to `queued` and let its job wait without spending an attempt: until the resume wakes it when its
         // campaign paused, else (the room is held by sends not yet counted) a second.
         const campaignId = email.campaignId;
-        await deps.campaignQuota.reached().catch((err: unknown) => log.warn({ err }, 'quota pass failed; the next check pauses the campaigns'));
+        await deps.campaignQuota.reached(connection).catch((err: unknown) => log.warn({ err }, 'quota pass failed; the next check pauses the campaigns'));
         const paused = (await loadCampaign(db, campaignId))?.status === 'PAUSED';
         const retryInMs = paused ? config.campaignPauseRecheckMs : Math.min(1_000, config.campaignPauseRecheckMs);
         await finish({ status: 'queued', reason: 'SES 24-hour quota: campaigns stop at its reserve (SES_QUOTA_RESERVE)', retryInMs });
@@ -228,14 +237,18 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
     }
 
     let messageId: string;
+    let sentVia: string | undefined;
     try {
-      ({ messageId } = await transport.send({
+      ({ messageId, connection: sentVia } = await transport.send({
         raw,
         from: email.fromEmail,
         to: [email.toEmail],
         tags: { email_id: email.id, project_id: email.projectId },
         // Transactional mail claimed mid-campaign takes the next slot of the rate gate, not the last of the claimed.
         priority,
+        connection,
+        projectId: email.projectId,
+        key: email.id,
       }));
     } catch (err) {
       const c = classifySendError(err);
@@ -265,14 +278,14 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
     const recorded = await recordAccepted(
       deps,
       key,
-      { messageId, renderedSubject: subject },
+      { messageId, renderedSubject: subject, ...(sentVia ? { connection: sentVia } : {}) },
       claim.claimedAt,
-      () => finish({ status: 'sent', messageId, renderedSubject: subject }),
+      () => finish({ status: 'sent', messageId, renderedSubject: subject, ...(sentVia ? { connection: sentVia } : {}) }),
       log,
       batching.finishWouldWait(),
     );
     if (!recorded) log.error({ messageId }, 'sent, but the claim was lost before recording it');
-    log.info({ messageId }, 'email sent');
+    log.info({ messageId, connection: sentVia }, 'email sent');
     return done({ outcome: 'sent', messageId });
   };
 }

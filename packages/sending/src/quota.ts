@@ -1,6 +1,7 @@
 /**
  * The quota check: on each pass (the worker runs one every `SES_QUOTA_CHECK_MS`), compares the SES account's 24-hour count (the last reading plus
- * this deployment's sends since, see `ses/account.ts`) with its quota.
+ * this deployment's sends since, see `ses/account.ts`) with its quota. With several delivery connections there is
+ * one pass per connection, each over the campaigns bound to it (`QuotaDeps.belongs`).
  *
  * - At `max24HourSend × (1 − SES_QUOTA_RESERVE)` sent, every SENDING live campaign pauses with the reason `quota`
  *   (its timeline entry and `campaign.paused` webhook carry the figures). Its queued emails stay queued; the
@@ -44,6 +45,11 @@ export interface QuotaDeps {
   config: Pick<SendingConfig, 'sesQuotaReserve' | 'sesQuotaCheckMs'> & Pick<AudienceConfig, 'campaignQueueWindow'> & Pick<QueueConfig, 'webhookRetryScheduleMs'>;
   database: Database;
   account: AccountWatcher;
+  /**
+   * With several delivery connections, one pass per connection reads that connection's account: whether a
+   * campaign's mail goes through it (its binding). Omitted: every campaign is the pass's.
+   */
+  belongs?: (campaign: { id: string; projectId: string }) => Promise<boolean>;
   sendQueue: Queue<SendJobPayload>;
   campaignQueue: Queue<CampaignJobPayload>;
   webhookQueue: Queue<WebhookJobPayload>;
@@ -84,6 +90,7 @@ export async function checkQuotaOnce(deps: QuotaDeps): Promise<QuotaPass> {
   if (state.spent) {
     const details = { ...figures, reserve: config.sesQuotaReserve, sentSinceRead: account.sentSinceRead, readAt: account.readAt.toISOString() };
     for (const c of await sendingLiveCampaigns(db, PER_PASS)) {
+      if (deps.belongs && !(await deps.belongs(c))) continue;
       const { moved, deliveries } = await db.transaction((tx) => pauseCampaign(tx, c.id, 'quota', details));
       if (!moved) continue;
       paused++;
@@ -92,6 +99,7 @@ export async function checkQuotaOnce(deps: QuotaDeps): Promise<QuotaPass> {
     }
   } else if (state.free) {
     for (const c of await pausedCampaigns(db, 'quota', PER_PASS)) {
+      if (deps.belongs && !(await deps.belongs(c))) continue;
       const { campaign, deliveries } = await db.transaction((tx) => resumeCampaign(tx, c.projectId, c.id, { onlyReason: 'quota', by: 'quota' }));
       if (!campaign) continue;
       resumed++;

@@ -21,6 +21,8 @@ import { type Logger } from '@mailroom/platform/logger';
 export interface AcceptedBySes {
   messageId: string;
   renderedSubject: string;
+  /** The delivery connection that took it (recorded on the row with `sent`). */
+  connection?: string;
 }
 
 /** How long (s) an SES outcome waits in Redis for its row to be claimed again. */
@@ -182,7 +184,8 @@ function parseAccepted(kept: string | null): AcceptedBySes | undefined {
   if (!kept) return undefined;
   try {
     const v = JSON.parse(kept) as Partial<AcceptedBySes>;
-    return typeof v.messageId === 'string' && typeof v.renderedSubject === 'string' ? { messageId: v.messageId, renderedSubject: v.renderedSubject } : undefined;
+    if (typeof v.messageId !== 'string' || typeof v.renderedSubject !== 'string') return undefined;
+    return { messageId: v.messageId, renderedSubject: v.renderedSubject, ...(typeof v.connection === 'string' ? { connection: v.connection } : {}) };
   } catch {
     return undefined;
   }

@@ -9,6 +9,8 @@ import { Type } from '@sinclair/typebox';
 import { effectiveGuardrails, SES_REVIEW_LEVELS, sesRates } from '@mailroom/audiences/guardrails';
 import { getProjectGuardrails } from '@mailroom/audiences/queries/guardrails';
 import { projectReputation, type ReputationCounts, type ReputationWindowCounts } from '@mailroom/db/queries/reputation';
+import { boundConnectionOf, connectionBindings, type ConnectionBindings } from '@mailroom/db/queries/delivery-connections';
+import { connectionNamed, type SesConnection } from '@mailroom/mail/connections';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
 import { Nullable, Timestamp } from './common';
@@ -38,6 +40,11 @@ const Window = Type.Object({
     description: `per campaign with activity in the window, most sent first, at most ${CAMPAIGN_LIMIT}`,
   }),
   campaignsTruncated: Type.Boolean({ description: `more than ${CAMPAIGN_LIMIT} campaigns had activity in the window` }),
+  connections: Type.Array(Type.Object({ connection: Type.String({ description: 'the delivery connection (SES account and region)' }), ...FigureFields }), {
+    description:
+      "per delivery connection the project's sending domains are bound to now (each SES account is reviewed on its own figures), most sent " +
+      'first: the domain figures summed by their current binding (mail sent through another connection during a failover counts under the bound one)',
+  }),
 });
 
 const Reputation = Type.Object({
@@ -64,13 +71,25 @@ function figures<T extends ReputationCounts>(c: T) {
   return { ...c, ...sesRates(c), softBounceRate: perSent(c.softBounces), deliveryRate: perSent(c.delivered) };
 }
 
-function presentWindow(w: ReputationWindowCounts) {
+/** The window's domain figures summed by the connection each domain is bound to now. */
+function byConnection(w: ReputationWindowCounts, bindings: ConnectionBindings, connections: readonly SesConnection[]) {
+  const sums = new Map<string, ReputationCounts>();
+  for (const d of w.domains) {
+    const name = connectionNamed(connections, boundConnectionOf(bindings, d.domain)).name;
+    const s = sums.get(name) ?? { sent: 0, delivered: 0, hardBounces: 0, softBounces: 0, complaints: 0 };
+    sums.set(name, { sent: s.sent + d.sent, delivered: s.delivered + d.delivered, hardBounces: s.hardBounces + d.hardBounces, softBounces: s.softBounces + d.softBounces, complaints: s.complaints + d.complaints });
+  }
+  return [...sums].map(([connection, c]) => figures({ connection, ...c })).sort((a, b) => b.sent - a.sent || a.connection.localeCompare(b.connection));
+}
+
+function presentWindow(w: ReputationWindowCounts, bindings: ConnectionBindings, connections: readonly SesConnection[]) {
   return {
     since: w.since.toISOString(),
     overall: figures(w.overall),
     domains: w.domains.map(figures),
     campaigns: w.campaigns.map(figures),
     campaignsTruncated: w.campaignsTruncated,
+    connections: byConnection(w, bindings, connections),
   };
 }
 
@@ -86,7 +105,7 @@ export function reputationRoutes(deps: AppDeps) {
       tag: 'Reputation',
       summary: 'Sends, deliveries, bounces, complaints and their rates over the last 24 hours and 7 days',
       description:
-        'Overall, per sending domain and per campaign. Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ' +
+        'Overall, per sending domain, per campaign and per delivery connection (SES account). Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ' +
         'ending with the current one (23 to 24 hours of history), `last7d` the 168 such buckets. An outcome counts in ' +
         'the hour SES reported it. Rates are per email sent, as SES computes them for its account review ' +
         '(`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count.',
@@ -95,12 +114,13 @@ export function reputationRoutes(deps: AppDeps) {
       status: 200,
       errors: [401, 403, 429],
       handler: async ({ auth }) => {
-        const [r, overrides] = [await projectReputation(reads, auth.projectId, CAMPAIGN_LIMIT), await getProjectGuardrails(reads, auth.projectId)];
+        const [r, overrides, bindings] = [await projectReputation(reads, auth.projectId, CAMPAIGN_LIMIT), await getProjectGuardrails(reads, auth.projectId), await connectionBindings(reads, auth.projectId)];
+        const connections = deps.config.sesConnections;
         return {
           data: {
             generatedAt: new Date().toISOString(),
-            last24h: presentWindow(r.windows.last24h),
-            last7d: presentWindow(r.windows.last7d),
+            last24h: presentWindow(r.windows.last24h, bindings, connections),
+            last7d: presentWindow(r.windows.last7d, bindings, connections),
             guardrails: effectiveGuardrails(deps.config.guardrails, overrides),
             sesReviewLevels: { ...SES_REVIEW_LEVELS },
           },

@@ -7,7 +7,14 @@
 import { checkQuotaOnce, type QuotaDeps } from '@mailroom/sending/quota';
 import { oncePerInterval, type MaintenanceTask } from './maintenance';
 
-/** The watcher as a maintenance task: every `SES_QUOTA_CHECK_MS`, one pass per interval across all processes. */
-export function quotaTask(deps: QuotaDeps): MaintenanceTask {
-  return oncePerInterval('quota', deps.config.sesQuotaCheckMs, () => checkQuotaOnce(deps));
+/**
+ * The watcher as a maintenance task: every `SES_QUOTA_CHECK_MS`, one pass per interval across all processes; with
+ * several delivery connections, one pass per connection (`passes`: each with its account and campaigns).
+ */
+export function quotaTask(deps: QuotaDeps, passes: QuotaDeps[] = [deps]): MaintenanceTask {
+  return oncePerInterval('quota', deps.config.sesQuotaCheckMs, async () => {
+    const results = [];
+    for (const pass of passes) results.push(await checkQuotaOnce(pass));
+    return results.length === 1 ? results[0] : results;
+  });
 }

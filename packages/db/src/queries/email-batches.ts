@@ -82,19 +82,21 @@ export async function finishEmails(db: DbOrTx, requests: readonly FinishRequest[
         ${col((r) => r.emailId)}::uuid[], ${col((r) => r.token)}::uuid[], ${col((r) => r.outcome.status)}::text[],
         ${col((r) => (r.outcome.status === 'sent' ? r.outcome.messageId : null))}::text[],
         ${col((r) => (r.outcome.status === 'sent' ? r.outcome.renderedSubject : null))}::text[],
+        ${col((r) => (r.outcome.status === 'sent' ? (r.outcome.connection ?? null) : null))}::text[],
         ${col((r) => (r.outcome.status === 'sent' || r.outcome.status === 'queued' ? null : r.outcome.reason))}::text[],
         ${col((r) => ('failureKind' in r.outcome ? r.outcome.failureKind : null))}::text[],
         ${col(() => newId())}::uuid[], ${col((r) => finishEvent(r.outcome).eventType)}::text[],
         ${col((r) => JSON.stringify(finishEvent(r.outcome).eventData))}::jsonb[],
         ${col((r) => r.announce?.type ?? null)}::text[],
         ${col((r) => (r.announce ? JSON.stringify({ type: r.announce.type, timestamp: now, data: r.announce.data }) : null))}::jsonb[]
-      ) as i(id, token, status, message_id, rendered_subject, error, failure_kind, event_id, event_type, event_data, hook_type, hook_payload)
+      ) as i(id, token, status, message_id, rendered_subject, ses_connection, error, failure_kind, event_id, event_type, event_data, hook_type, hook_payload)
     ),
     moved as (
       update emails e set
         status = i.status,
         claim_token = null,
         message_id = i.message_id,
+        ses_connection = coalesce(i.ses_connection, e.ses_connection),
         rendered_subject = coalesce(i.rendered_subject, e.rendered_subject),
         sent_at = case when i.status = 'sent' then now() else e.sent_at end,
         error = i.error,

@@ -202,7 +202,13 @@ export async function claimEmail(
 
 /** How a claimed email leaves `sending` ({@link finishEmail}). */
 export type FinishOutcome =
-  | { status: 'sent'; messageId: string; renderedSubject: string }
+  | {
+      status: 'sent';
+      messageId: string;
+      renderedSubject: string;
+      /** The delivery connection whose SES accepted it (`emails.ses_connection`); unset: left as it was. */
+      connection?: string;
+    }
   | { status: 'queued'; reason: string; retryInMs?: number }
   | { status: 'failed'; reason: string; failureKind: 'transient' | 'permanent' }
   | { status: 'cancelled'; reason: string }
@@ -247,6 +253,7 @@ export async function finishEmail(
         status = ${outcome.status},
         claim_token = null,
         message_id = ${sent ? outcome.messageId : null},
+        ses_connection = coalesce(${sent ? (outcome.connection ?? null) : null}::text, ses_connection),
         rendered_subject = coalesce(${sent ? outcome.renderedSubject : null}, rendered_subject),
         sent_at = case when ${sent}::boolean then now() else sent_at end,
         error = ${sent || outcome.status === 'queued' ? null : outcome.reason},

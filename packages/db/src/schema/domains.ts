@@ -35,6 +35,11 @@ export const domains = pgTable(
      * messages SES receives for it are stored for the project (`inbound_emails`).
      */
     inboundEnabled: boolean('inbound_enabled').notNull().default(false),
+    /**
+     * The delivery connection (`SES_CONNECTIONS` name) this domain's mail goes through; null: its project's, else
+     * the first (`default`).
+     */
+    sesConnection: text('ses_connection'),
     createdAt: createdAt(),
   },
   (t) => [

@@ -79,6 +79,8 @@ export const emails = pgTable(
     status: text('status').notNull().$type<EmailStatus>(),
     renderedSubject: text('rendered_subject'),
     messageId: text('message_id'),
+    /** The delivery connection (`SES_CONNECTIONS` name) whose SES accepted this email (set with `sent`). */
+    sesConnection: text('ses_connection'),
     error: text('error'),
     attempts: integer('attempts').notNull().default(0),
     claimToken: uuid('claim_token'),

@@ -55,6 +55,11 @@ export const projects = pgTable('projects', {
   guardrails: jsonb('guardrails').$type<ProjectGuardrails>(),
   /** Retention overrides (days per kind of record), set by the operator; null: the service defaults apply. */
   retention: jsonb('retention').$type<ProjectRetention>(),
+  /**
+   * The delivery connection (`SES_CONNECTIONS` name) of this project's domains that have none of their own; null:
+   * the first (`default`). Set by the operator.
+   */
+  sesConnection: text('ses_connection'),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
 });

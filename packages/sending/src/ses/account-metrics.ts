@@ -1,6 +1,6 @@
 /**
  * The SES account's figures as Prometheus gauges on the worker's registry, read at scrape time from the
- * {@link AccountWatcher}:
+ * {@link AccountWatcher} of each delivery connection:
  *
  * - `mailroom_ses_max_send_rate` (the account's maximum, emails/s) and `mailroom_send_rate` (the rate the workers
  *   keep: the account's, capped by `SES_MAX_SEND_RATE`);
@@ -10,6 +10,7 @@
  * - `mailroom_ses_account_read_age_seconds` (since the last successful reading) and
  *   `mailroom_ses_account_read_ok` (0 when the last attempt failed).
  *
+ * Each series carries the delivery connection's name (`connection`: `default`, or a `SES_CONNECTIONS` name).
  * Nothing is exported before the first successful reading except the rate and `read_ok`.
  *
  * @module
@@ -18,38 +19,49 @@ import { Gauge, type Registry } from 'prom-client';
 import { quotaState } from '@mailroom/mail/ses-account';
 import type { AccountEstimate, AccountWatcher } from './account';
 
-/** Registers the account gauges on `registry`. */
-export function registerAccountMetrics(registry: Registry, watcher: AccountWatcher, reserve: number): void {
-  // One estimate per scrape, shared by the gauges (prom-client collects them concurrently).
-  let snapshot: { at: number; value: Promise<AccountEstimate | undefined> } | undefined;
-  const current = () => {
-    if (!snapshot || Date.now() - snapshot.at > 500) snapshot = { at: Date.now(), value: watcher.estimate() };
+/**
+ * Registers the account gauges on `registry`, one series per delivery connection (label `connection`).
+ *
+ * @param watchers - each connection's watcher, by connection name.
+ */
+export function registerAccountMetrics(registry: Registry, watchers: ReadonlyMap<string, AccountWatcher>, reserve: number): void {
+  // One estimate per connection per scrape, shared by the gauges (prom-client collects them concurrently).
+  const snapshots = new Map<string, { at: number; value: Promise<AccountEstimate | undefined> }>();
+  const current = (name: string, watcher: AccountWatcher) => {
+    let snapshot = snapshots.get(name);
+    if (!snapshot || Date.now() - snapshot.at > 500) snapshots.set(name, (snapshot = { at: Date.now(), value: watcher.estimate() }));
     return snapshot.value;
   };
+  const labelNames = ['connection'] as const;
   const gauge = (name: string, help: string, read: (a: AccountEstimate) => number) =>
     new Gauge({
       name,
       help,
+      labelNames,
       registers: [registry],
       async collect() {
-        const account = await current();
-        if (account) this.set(read(account));
+        for (const [connection, watcher] of watchers) {
+          const account = await current(connection, watcher);
+          if (account) this.set({ connection }, read(account));
+        }
       },
     });
   new Gauge({
     name: 'mailroom_send_rate',
-    help: 'the send rate the workers keep (emails/s): the account\'s maximum, capped by SES_MAX_SEND_RATE',
+    help: 'the send rate the workers keep per delivery connection (emails/s): the account\'s maximum, capped by SES_MAX_SEND_RATE (or the connection\'s maxSendRate)',
+    labelNames,
     registers: [registry],
     collect() {
-      this.set(watcher.rate);
+      for (const [connection, watcher] of watchers) this.set({ connection }, watcher.rate);
     },
   });
   new Gauge({
     name: 'mailroom_ses_account_read_ok',
     help: '1 when the last SES account reading succeeded, 0 when it failed',
+    labelNames,
     registers: [registry],
     collect() {
-      this.set(watcher.error === undefined ? 1 : 0);
+      for (const [connection, watcher] of watchers) this.set({ connection }, watcher.error === undefined ? 1 : 0);
     },
   });
   gauge('mailroom_ses_max_send_rate', 'the SES account\'s maximum send rate (emails/s)', (a) => a.maxSendRate);

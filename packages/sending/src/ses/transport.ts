@@ -21,12 +21,28 @@ export interface OutboundMessage {
   tags?: Record<string, string>;
   /** The send's lane priority (the send queue's: lower first), handed to the rate gate. */
   priority?: number;
+  /**
+   * The delivery connection bound to the message (`SES_CONNECTIONS` name: its domain's, else its project's); read
+   * by the connection router (`connections.ts`), which may fail over from it. Unset: the router looks the
+   * binding up from `from` and `projectId`. A single {@link SesTransport} ignores it.
+   */
+  connection?: string;
+  /** The project sending (for the connection binding of its domains). */
+  projectId?: string;
+  /**
+   * A stable id of the message (the email id): a message whose SES answer was lost is pinned to the connection
+   * that had it, so a retry never goes through another one.
+   */
+  key?: string;
 }
 
 /** Something that accepts a message and returns the provider's message id. */
 export interface MailTransport {
-  /** @throws the provider's error; classify it with {@link classifySendError}. */
-  send(message: OutboundMessage): Promise<{ messageId: string }>;
+  /**
+   * @returns the provider's message id, and the delivery connection that took the message when there are several.
+   * @throws the provider's error; classify it with {@link classifySendError}.
+   */
+  send(message: OutboundMessage): Promise<{ messageId: string; connection?: string }>;
   close(): void;
 }
 
@@ -141,7 +157,7 @@ export class SesTransport implements MailTransport {
    * accepts the connection and never answers held each send for its 300 s socket timeout.
    */
   constructor(
-    private readonly config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet' | 'sesTimeoutMs'>,
+    private readonly config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet' | 'sesTimeoutMs'> & { sesProfile?: string },
     gate?: { acquire(priority?: number): Promise<unknown> },
     observe?: (ms: number, ok: boolean) => void,
   ) {
@@ -149,7 +165,9 @@ export class SesTransport implements MailTransport {
     this.client = new SESv2Client({
       region: config.sesRegion,
       endpoint: config.sesEndpoint,
-      credentials: config.awsCredentials ?? (config.sesEndpoint ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined),
+      credentials: config.awsCredentials ?? (config.sesEndpoint && !config.sesProfile ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined),
+      // A delivery connection's named profile of the AWS shared config files (it may assume a role).
+      ...(config.sesProfile ? { profile: config.sesProfile } : {}),
       // One attempt per call: retries are the queue's business (backoff, throttling, attempt counting).
       maxAttempts: 1,
       // The middleware stack is resolved once per command class instead of on every send (it is fixed after the

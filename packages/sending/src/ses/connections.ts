@@ -1,0 +1,210 @@
+/**
+ * Several SES delivery connections behind one {@link MailTransport}: each message goes through the connection
+ * bound to it (its sending domain's, else its project's, else the first: `default`), unless that connection is
+ * unhealthy ({@link ConnectionHealth}); then through the first other healthy connection whose SES has the domain
+ * verified, and back to the bound one once it is healthy again.
+ *
+ * One email is never sent through two connections: a send job makes one SES call per claim (`job.ts`), and the
+ * outcome SES gave is kept until it is recorded (`ses-accepted.ts`). What is left is a call whose answer was lost
+ * (a timeout, a connection cut after the request left): SES may have the message. Such a message is pinned to
+ * the connection that had it (`<QUEUE_PREFIX>:ses-pinned:<key>`, 7 days), and its retries go there whatever
+ * the health, exactly as with one connection.
+ *
+ * @module
+ */
+import type { Redis, Cluster } from 'ioredis';
+import { type Logger } from '@mailroom/platform/logger';
+import { classifySendError, type MailTransport, type OutboundMessage } from './transport';
+import { isConnectionFailure, type ConnectionHealth } from './connection-health';
+
+/** One connection as the router uses it. */
+export interface DeliveryConnection {
+  /** Its `SES_CONNECTIONS` name. */
+  readonly name: string;
+  /** Its transport (its own SES client and rate gate). */
+  readonly transport: MailTransport;
+  /**
+   * Whether `domain`'s identity is verified for sending in this connection's SES (asked of failover targets only).
+   * @throws the provider's error (then the connection is not used for that message).
+   */
+  verifies(domain: string): Promise<boolean>;
+  /** A harmless call to this connection's SES (`GetAccount`). @throws its error. */
+  probe(): Promise<unknown>;
+}
+
+/** Dependencies of the router. */
+export interface ConnectionRouterDeps {
+  /** Every connection, the default (the unbound messages') first. */
+  connections: readonly DeliveryConnection[];
+  health: ConnectionHealth;
+  /**
+   * The connection name bound to mail from `domain` of `projectId` (null: the first); asked when a message has
+   * no `connection`, cached for {@link BINDING_TTL_MS}.
+   * @throws the database's error (the message then goes by the first connection's rules, not cached).
+   */
+  binding?: (projectId: string, domain: string) => Promise<string | null>;
+  /** Where the pins of messages whose answer was lost are kept. */
+  redis: Redis | Cluster;
+  /** `QUEUE_PREFIX`. */
+  prefix: string;
+  logger: Logger;
+  /** Told of each message a connection's SES accepted (its quota's count between two account readings). */
+  onSent?: (connection: string) => void;
+}
+
+/** How long (ms) a binding read from the database is reused. */
+export const BINDING_TTL_MS = 5_000;
+/** How long (ms) a verified-identity answer of a failover target is reused (a refusal: a tenth of it). */
+const VERIFIED_TTL_MS = 300_000;
+/** How long (s) a message whose answer was lost stays pinned to its connection. */
+const PIN_TTL_S = 7 * 86_400;
+/** Errors by which the request cannot have reached SES: not worth a pin. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** See the module notes. */
+export class ConnectionRouter implements MailTransport {
+  private readonly byName: Map<string, DeliveryConnection>;
+  private readonly bindings = new Map<string, { name: string | null; at: number }>();
+  private readonly verified = new Map<string, { ok: boolean; at: number }>();
+  /** When this process last saw a connection failing or wrote a pin: pins are looked up until a day after. */
+  private incidentAt = 0;
+
+  constructor(private readonly deps: ConnectionRouterDeps) {
+    if (deps.connections.length === 0) throw new Error('ConnectionRouter needs at least one connection');
+    this.byName = new Map(deps.connections.map((c) => [c.name, c]));
+  }
+
+  /** The connection names, the default first. */
+  get names(): string[] {
+    return this.deps.connections.map((c) => c.name);
+  }
+
+  /**
+   * The connection `message` goes through now (see the module notes).
+   * @throws nothing: a failed lookup falls back to the bound (or first) connection.
+   */
+  async route(message: Pick<OutboundMessage, 'from' | 'connection' | 'projectId' | 'key'>): Promise<DeliveryConnection> {
+    const domain = domainOf(message.from);
+    const bound = this.byName.get((message.connection ?? (await this.bound(message.projectId, domain))) ?? '') ?? this.deps.connections[0];
+    if (this.deps.connections.length === 1) return bound;
+    const { health } = this.deps;
+    const boundHealthy = await health.healthy(bound.name);
+    if (!boundHealthy) this.incidentAt = Date.now();
+    if (message.key && Date.now() - this.incidentAt < 86_400_000) {
+      const pinned = await this.deps.redis.get(this.pinKey(message.key)).catch(() => null);
+      const to = pinned ? this.byName.get(pinned) : undefined;
+      if (to) return to;
+    }
+    if (boundHealthy) return bound;
+    for (const c of this.deps.connections) {
+      if (c === bound || !(await health.healthy(c.name))) continue;
+      if (await this.verifies(c, domain)) {
+        this.deps.logger.debug({ bound: bound.name, connection: c.name, domain }, 'failing over to another delivery connection');
+        return c;
+      }
+    }
+    return bound;
+  }
+
+  /**
+   * Sends through {@link route}'s connection and records the answer in its health.
+   * @returns the message id and the connection's name.
+   * @throws the connection's error (classify it with `classifySendError`).
+   */
+  async send(message: OutboundMessage): Promise<{ messageId: string; connection: string }> {
+    const c = await this.route(message);
+    try {
+      const { messageId } = await c.transport.send(message);
+      this.deps.onSent?.(c.name);
+      await this.deps.health.succeeded(c.name);
+      return { messageId, connection: c.name };
+    } catch (err) {
+      const kind = classifySendError(err);
+      if (isConnectionFailure(kind)) {
+        this.incidentAt = Date.now();
+        const unhealthy = await this.deps.health.failed(c.name);
+        if (unhealthy) this.deps.logger.warn({ connection: c.name, reason: kind.reason }, 'delivery connection unhealthy: its domains fail over');
+      }
+      const code = (err as { code?: string; name?: string }).code ?? (err as { name?: string }).name ?? '';
+      if (kind.kind === 'unreachable' && !NEVER_SENT.has(code) && message.key && this.deps.connections.length > 1) {
+        // The answer was lost: SES may have the message. Its retries stay on this connection.
+        await this.deps.redis.set(this.pinKey(message.key), c.name, 'EX', PIN_TTL_S, 'NX').catch(() => undefined);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Probes each unhealthy connection once (its `GetAccount`): any answer that is not a connection failure
+   * (success, or a refusal such as AccessDenied) marks it healthy again. One process of the deployment probes a
+   * connection per `everyMs` (a Redis `SET NX` with that expiry). Never throws.
+   * @returns the names found healthy again.
+   */
+  async probeUnhealthy(everyMs: number): Promise<string[]> {
+    const back: string[] = [];
+    for (const c of this.deps.connections) {
+      if (await this.deps.health.healthy(c.name)) continue;
+      const turn = await this.deps.redis.set(`${this.deps.health.key(c.name)}:probe`, '1', 'PX', Math.max(100, everyMs - 50), 'NX').catch(() => null);
+      if (turn !== 'OK') continue;
+      let ok: boolean;
+      try {
+        await c.probe();
+        ok = true;
+      } catch (err) {
+        ok = !isConnectionFailure(classifySendError(err));
+      }
+      if (ok) {
+        await this.deps.health.succeeded(c.name);
+        back.push(c.name);
+        this.deps.logger.info({ connection: c.name }, 'delivery connection healthy again: its domains come back');
+      }
+    }
+    return back;
+  }
+
+  close(): void {
+    for (const t of new Set(this.deps.connections.map((c) => c.transport))) t.close();
+  }
+
+  private pinKey(key: string): string {
+    return `${this.deps.prefix}:ses-pinned:${key}`;
+  }
+
+  private async bound(projectId: string | undefined, domain: string): Promise<string | null> {
+    if (!projectId || !this.deps.binding || this.deps.connections.length === 1) return null;
+    const k = `${projectId}|${domain}`;
+    const hit = this.bindings.get(k);
+    if (hit && Date.now() - hit.at < BINDING_TTL_MS) return hit.name;
+    try {
+      const name = await this.deps.binding(projectId, domain);
+      if (this.bindings.size > 10_000) this.bindings.clear();
+      this.bindings.set(k, { name, at: Date.now() });
+      return name;
+    } catch (err) {
+      this.deps.logger.warn({ err: (err as Error).message, projectId, domain }, 'delivery connection binding not read; using the last known or the first');
+      return hit?.name ?? null;
+    }
+  }
+
+  private async verifies(c: DeliveryConnection, domain: string): Promise<boolean> {
+    const k = `${c.name}|${domain}`;
+    const hit = this.verified.get(k);
+    if (hit && Date.now() - hit.at < (hit.ok ? VERIFIED_TTL_MS : VERIFIED_TTL_MS / 10)) return hit.ok;
+    let ok: boolean;
+    try {
+      ok = await c.verifies(domain);
+    } catch (err) {
+      this.deps.logger.warn({ err: (err as Error).message, connection: c.name, domain }, 'identity of a failover connection not read');
+      return false;
+    }
+    if (this.verified.size > 10_000) this.verified.clear();
+    this.verified.set(k, { ok, at: Date.now() });
+    return ok;
+  }
+}
+
+/** The domain of an address (`a@Example.com` → `example.com`; a display-name form `N <a@b>` too). */
+export function domainOf(address: string): string {
+  const bare = /<([^>]*)>\s*$/.exec(address)?.[1] ?? address;
+  return bare.slice(bare.lastIndexOf('@') + 1).trim().toLowerCase();
+}
