@@ -686,7 +686,7 @@ export interface paths {
         };
         /**
          * Sends, deliveries, bounces, complaints and their rates over the last 24 hours and 7 days
-         * @description Overall, per sending domain and per campaign. Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ending with the current one (23 to 24 hours of history), `last7d` the 168 such buckets. An outcome counts in the hour SES reported it. Rates are per email sent, as SES computes them for its account review (`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count.
+         * @description Overall, per sending domain, per campaign and per delivery connection (SES account). Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ending with the current one (23 to 24 hours of history), `last7d` the 168 such buckets. An outcome counts in the hour SES reported it. Rates are per email sent, as SES computes them for its account review (`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count.
          */
         get: operations["getReputation"];
         put?: never;
@@ -1378,6 +1378,57 @@ export interface paths {
          * @description Days each kind of record is kept; the worker's `retention` maintenance task (every 10 minutes) deletes or expires older ones in batches. Fields left out keep their value; null clears a field.
          */
         put: operations["adminSetRetention"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The SES delivery connections and their health */
+        get: operations["adminListConnections"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{id}/connection": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Bind a project's mail to a delivery connection (its domains without a binding of their own) */
+        put: operations["adminBindProjectConnection"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/domains/{domain}/connection": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Bind a sending domain's mail to a delivery connection */
+        put: operations["adminBindDomainConnection"];
         post?: never;
         delete?: never;
         options?: never;
@@ -6348,6 +6399,24 @@ export interface operations {
                                 }[];
                                 /** @description more than 100 campaigns had activity in the window */
                                 campaignsTruncated: boolean;
+                                /** @description per delivery connection the project's sending domains are bound to now (each SES account is reviewed on its own figures), most sent first: the domain figures summed by their current binding (mail sent through another connection during a failover counts under the bound one) */
+                                connections: {
+                                    /** @description the delivery connection (SES account and region) */
+                                    connection: string;
+                                    /** @description emails SES accepted (test emails never count) */
+                                    sent: number;
+                                    /** @description first deliveries SES reported */
+                                    delivered: number;
+                                    /** @description permanent bounces */
+                                    hardBounces: number;
+                                    /** @description transient and undetermined bounces */
+                                    softBounces: number;
+                                    complaints: number;
+                                    hardBounceRate: number | null;
+                                    complaintRate: number | null;
+                                    softBounceRate: number | null;
+                                    deliveryRate: number | null;
+                                }[];
                             };
                             last7d: {
                                 /**
@@ -6408,6 +6477,24 @@ export interface operations {
                                 }[];
                                 /** @description more than 100 campaigns had activity in the window */
                                 campaignsTruncated: boolean;
+                                /** @description per delivery connection the project's sending domains are bound to now (each SES account is reviewed on its own figures), most sent first: the domain figures summed by their current binding (mail sent through another connection during a failover counts under the bound one) */
+                                connections: {
+                                    /** @description the delivery connection (SES account and region) */
+                                    connection: string;
+                                    /** @description emails SES accepted (test emails never count) */
+                                    sent: number;
+                                    /** @description first deliveries SES reported */
+                                    delivered: number;
+                                    /** @description permanent bounces */
+                                    hardBounces: number;
+                                    /** @description transient and undetermined bounces */
+                                    softBounces: number;
+                                    complaints: number;
+                                    hardBounceRate: number | null;
+                                    complaintRate: number | null;
+                                    softBounceRate: number | null;
+                                    deliveryRate: number | null;
+                                }[];
                             };
                             /** @description the guardrails this project's campaigns are judged by (service defaults unless the operator set the project's own) */
                             guardrails: {
@@ -10306,6 +10393,148 @@ export interface operations {
                                 /** @description received email (inbound_emails, with its raw message), from when it was received (days) */
                                 inboundDays: number;
                             };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422_VALIDATION_ERROR"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    adminListConnections: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** @description the connection name (`default`: the single-connection variables) */
+                            name: string;
+                            region: string;
+                            endpoint: string | null;
+                            /** @description false while failed over: its SES kept failing for SES_FAILOVER_WINDOW_MS */
+                            healthy: boolean;
+                            failingSince: string | null;
+                        }[];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    adminBindProjectConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "connection": "example"
+                 *     }
+                 */
+                "application/json": {
+                    connection: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            projectId?: string;
+                            domain?: string;
+                            connection: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422_VALIDATION_ERROR"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    adminBindDomainConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the sending domain */
+                domain: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "connection": "example"
+                 *     }
+                 */
+                "application/json": {
+                    connection: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            projectId?: string;
+                            domain?: string;
+                            connection: string | null;
                         };
                     };
                 };
