@@ -135,7 +135,7 @@ describe('/v1/send', () => {
   test('marketing: the platform\'s pair and the bulk headers once each; a caller\'s bulk header replaces the default', async () => {
     const t = await as(p).post('/templates', { name: 'm', subject: 'News', body: '<p>News</p><a href="{{unsubscribeUrl}}">stop</a>', type: 'MARKETING', from: `n@${p.domain}` });
     const to = recipient('mkt');
-    const res = await as(p).post('/v1/send', { to, template: t.body.data.id, headers: { precedence: 'list', 'X-Ref': '1' } });
+    const res = await as(p).post('/v1/send', { to, template: t.body.data.id, subscribed: true, headers: { precedence: 'list', 'X-Ref': '1' } });
     expect(res.status).toBe(202);
     const raw = (await delivered(to)).raw;
     expect(headerLines(raw, 'List-Unsubscribe')).toHaveLength(1);

@@ -35,5 +35,12 @@ export function loadMcpConfig(env: Record<string, string | undefined>): McpConfi
     throw new McpConfigError(`MAILROOM_BASE_URL is not a URL: ${baseUrl}`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new McpConfigError(`MAILROOM_BASE_URL must be http(s): ${baseUrl}`);
-  return { apiKey, baseUrl: url.toString().replace(/\/+$/, '') };
+  return { apiKey, baseUrl: withoutTrailingSlashes(url.toString()) };
+}
+
+/** `url` without its trailing slashes (a scan from the end: a `/\/+$/` regex is quadratic on a run of slashes). */
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
 }

@@ -31,6 +31,13 @@ export interface MailroomClientOptions {
 /** The client: `GET`, `POST`, `PUT`, `PATCH`, `DELETE`, each typed by path (openapi-fetch `Client`). */
 export type MailroomClient = Client<paths>;
 
+/** `url` without its trailing slashes (a scan from the end: a `/\/+$/` regex is quadratic on a run of slashes). */
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
+}
+
 /**
  * Creates a client. Each call answers `{ data, error, response }`: `data` is the success envelope
  * (`{ success: true, data }`), `error` the error body (`code`, `message`, `errors[]`, `retryable`); it never throws
@@ -44,7 +51,7 @@ export function createMailroomClient(options: MailroomClientOptions): MailroomCl
   // Called through an arrow: a browser's fetch refuses to run with another `this`.
   const base: FetchFn = options.fetch ?? ((request) => globalThis.fetch(request));
   return createClient<paths>({
-    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    baseUrl: withoutTrailingSlashes(options.baseUrl),
     fetch: options.retry === false ? base : retryingFetch(base, options.retry),
     headers: { ...options.headers, Authorization: `Bearer ${options.apiKey}` },
   });

@@ -205,6 +205,10 @@ export class ConnectionRouter implements MailTransport {
 
 /** The domain of an address (`a@Example.com` → `example.com`; a display-name form `N <a@b>` too). */
 export function domainOf(address: string): string {
-  const bare = /<([^>]*)>\s*$/.exec(address)?.[1] ?? address;
+  // The last `<…>` closing the text (trailing whitespace aside): found by index, not by a regex (`/<([^>]*)>\s*$/`
+  // retries from every `<` and is quadratic on a run of them).
+  const trimmed = address.trimEnd();
+  const open = trimmed.endsWith('>') ? trimmed.lastIndexOf('<') : -1;
+  const bare = open >= 0 ? trimmed.slice(open + 1, -1) : address;
   return bare.slice(bare.lastIndexOf('@') + 1).trim().toLowerCase();
 }
