@@ -266,8 +266,8 @@ export async function checkAdminBearer(
 }
 
 /**
- * Guards `/admin/*` and `/metrics` with `ADMIN_TOKEN` (bearer, see {@link checkAdminBearer}); admin routes are off
- * (403) when it is unset.
+ * Guards `/admin/*` with `ADMIN_TOKEN` (bearer, see {@link checkAdminBearer}); admin routes are off (403) when it
+ * is unset. `/metrics` has its own guard, {@link metricsOnly}.
  *
  * @throws {@link AppError} 403 `FORBIDDEN` (no `ADMIN_TOKEN`), 401 `UNAUTHORIZED`, 429 `RATE_LIMITED`.
  */
