@@ -112,6 +112,8 @@ const SECRET_STAND_INS: Record<string, string> = {
   METRICS_TOKEN: STAND_IN_SECRET,
   AWS_ACCESS_KEY_ID: 'AKIAEXAMPLE',
   AWS_SECRET_ACCESS_KEY: 'secret',
+  DATABASE_REPLICA_URLS: 'postgres://mailroom:secret@replica.internal:5432/mailroom',
+  SES_CONNECTIONS: '[{"name":"eu","region":"eu-west-1"}]',
 };
 
 /** What a deployment must set, per process: the defaults of these suit only a developer's machine. */
