@@ -7,7 +7,6 @@ import { sql } from 'drizzle-orm';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { migrate } from '@mailroom/db/migrate';
 import { newId } from '@mailroom/platform/ids';
-import { newId } from '@mailroom/platform/ids';
 import { isolatedDatabase } from '../support/harness';
 import { fillHistory } from '../support/history-fill';
 import { stepRunId } from '@mailroom/workflows/queries/workflow-engine';
