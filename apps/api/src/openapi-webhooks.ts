@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { SUPPRESSION_CAUSES } from '@mailroom/db/queries/suppression-rule';
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '@mailroom/webhooks/webhooks';
 
 type Schema = Record<string, unknown>;
@@ -70,7 +71,13 @@ const EVENTS: Record<WebhookEventType, { summary: string; data: Schema }> = {
     data: emailData(feedbackStatus, { complaintFeedbackType: { type: 'string' }, complaintSubType: { type: 'string' }, userAgent: { type: 'string' }, feedbackId: { type: 'string' } }),
   },
   'email.failed': { summary: 'The email was not sent: a permanent SES error, retries exhausted, rejected, or a rendering failure', data: emailData(['failed'], { reason: { type: 'string' } }) },
-  'email.suppressed': { summary: 'The email was not sent: the address is on the suppression list', data: emailData(['suppressed'], { reason: { type: 'string' } }) },
+  'email.suppressed': {
+    summary: 'The email was stored but not sent: the address is on the suppression list, or a marketing email went to a contact not subscribed',
+    data: emailData(['suppressed'], {
+      cause: { type: 'string', enum: [...SUPPRESSION_CAUSES], description: 'why, as a code' },
+      reason: { type: 'string', description: 'why, in words' },
+    }),
+  },
   'email.received': {
     summary: 'A message arrived for an inbound-enabled domain (SES receiving); its bytes: GET /inbound/{id}/raw',
     data: {

@@ -1723,7 +1723,7 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * The email was not sent: the address is on the suppression list
+         * The email was stored but not sent: the address is on the suppression list, or a marketing email went to a contact not subscribed
          * @description Sent to every enabled endpoint subscribed to `email.suppressed`, `email.*` or `*`.
          */
         post: operations["webhook_email_suppressed"];
@@ -11534,6 +11534,12 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "suppressed";
+                        /**
+                         * @description why, as a code
+                         * @enum {string}
+                         */
+                        cause?: "suppression_list" | "unsubscribed";
+                        /** @description why, in words */
                         reason?: string;
                         /**
                          * @description present on events of test data (made with a test key)
