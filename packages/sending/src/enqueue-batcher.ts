@@ -56,7 +56,9 @@ export async function enqueueSends(deps: EnqueueDeps, requests: readonly SendEnq
   try {
     // A project's burst beyond its fair share per minute moves down inside the transactional lane (send-lanes.ts).
     const { connectionOf } = deps;
-    const connections = connectionOf ? await Promise.all(counted.map((r) => (r.from ? connectionOf(r.projectId, r.from) : undefined))) : undefined;
+    const connections = connectionOf
+      ? await Promise.all(counted.map((r) => (r.from ? connectionOf(r.projectId, r.from) : Promise.resolve(undefined))))
+      : undefined;
     const priorities = await lanePrioritiesOf(
       deps.redis,
       deps.config,
