@@ -301,14 +301,17 @@ export class SendRateGate {
   /** Asks Redis until granted, holding back while outranked; see {@link acquire}. */
   private async take(token: string, priority: number, started: number, maxWaitMs?: number): Promise<number> {
     /** Gives up (see `acquire`'s `maxWaitMs`) when sleeping `ms` more would go past the bound. */
-    const bound = (ms: number) => {
-      if (maxWaitMs !== undefined && performance.now() - started + ms > maxWaitMs) throw new GateBusyError(Math.max(Math.ceil(ms), Math.min(maxWaitMs, 1000)));
-    };
+    const bound =
+      maxWaitMs === undefined
+        ? undefined
+        : (ms: number) => {
+            if (performance.now() - started + ms > maxWaitMs) throw new GateBusyError(Math.max(Math.ceil(ms), Math.min(maxWaitMs, 1000)));
+          };
     for (;;) {
       if (this.outranked(priority)) {
         // A more urgent send of this process is waiting: the most urgent ask alone until they are granted.
         const ms = Math.max(1, this.intervalUs / 4000);
-        bound(ms);
+        bound?.(ms);
         await new Promise((r) => setTimeout(r, ms));
         continue;
       }
@@ -331,7 +334,7 @@ export class SendRateGate {
         return performance.now() - started;
       }
       const ms = Math.max(1, waitUs / 1000);
-      bound(ms);
+      bound?.(ms);
       await new Promise((r) => setTimeout(r, ms));
     }
   }
