@@ -4,7 +4,8 @@
  * (`<QUEUE_PREFIX>:ses-rate-gate` for `default`, `<QUEUE_PREFIX>:ses-rate-gate:<name>` for the others, each with its
  * own priority order), its transport and its campaign-quota guard; the router over them
  * (`@mailroom/sending/ses/connections`), the health they share in Redis, the probe of unhealthy ones every
- * `SES_FAILOVER_PROBE_MS`, and their metrics (label `connection`).
+ * `SES_FAILOVER_PROBE_MS`, and their metrics (label `connection`). With several, a send waits at most
+ * {@link GATE_WAIT_MS} at its gate holding a worker slot, so a saturated connection never holds the others' mail.
  *
  * @module
  */
@@ -28,6 +29,13 @@ import { CampaignQuotaGuard } from '@mailroom/sending/ses/quota-guard';
 import { SendRateGate } from '@mailroom/sending/ses/rate-gate';
 import { SesTransport, type MailTransport } from '@mailroom/sending/ses/transport';
 import type { WorkerMetrics } from './metrics';
+
+/**
+ * With several connections, the longest a send waits (ms) at its connection's rate gate while holding a worker
+ * slot; beyond it the job gives the slot back and waits in the queue (`GateBusyError`, the send job's `yield`).
+ * With one connection a send waits as long as its gate makes it (as before: nothing else needs the slot).
+ */
+export const GATE_WAIT_MS = 500;
 
 /** One connection's parts. */
 export interface ConnectionParts {
@@ -109,7 +117,7 @@ export async function startDeliveryConnections(o: DeliveryConnectionOptions): Pr
     account.onRateChange((rate) => gate.setRate(rate));
     const timedGate = {
       acquire: async (priority?: number) => {
-        const waitedMs = await gate.acquire(priority);
+        const waitedMs = await gate.acquire(priority, several ? GATE_WAIT_MS : undefined);
         metrics.gateWait.observe({ connection: name }, waitedMs / 1000);
         return waitedMs;
       },

@@ -1,7 +1,7 @@
 /** Per-project demotion inside the transactional and workflow lanes, with the per-minute count in a real Redis. */
 import { randomBytes } from 'node:crypto';
 import IORedis from 'ioredis';
-import { demotedPriority, lanePriorities } from './send-lanes';
+import { demotedPriority, lanePriorities, lanePrioritiesOf } from './send-lanes';
 import { SendPriority } from './catalog';
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -37,6 +37,26 @@ describe('lanePriorities', () => {
     // The same project goes on where its count stands; the workflow lane is counted apart.
     expect(await lanePriorities(redis, config, 'transactional', 'project-a', 1)).toEqual([3]);
     expect(await lanePriorities(redis, config, 'workflow', 'project-a', 1)).toEqual([5]);
+  });
+
+  test('with delivery connections, each connection counts a project\'s share apart; `default` is the plain count', async () => {
+    const left = 60_000 - (Date.now() % 60_000);
+    if (left < 2_000) await new Promise((r) => setTimeout(r, left + 10));
+    const c = { ...config, queuePrefix: `{lanes-${randomBytes(4).toString('hex')}}` };
+    // The project's share spent on `default` (through the plain count, as with one connection)…
+    expect(await lanePriorities(redis, c, 'transactional', 'project-c', 10)).toEqual(Array(10).fill(1));
+    // …leaves its share on `backup` whole, and `default` named is the same count as unnamed.
+    const [onBackup, onDefault, onBackupAgain] = await lanePrioritiesOf(redis, c, 'transactional', [
+      { projectId: 'project-c', count: 10, connection: 'backup' },
+      { projectId: 'project-c', count: 1, connection: 'default' },
+      { projectId: 'project-c', count: 1, connection: 'backup' },
+    ]);
+    expect(onBackup).toEqual(Array(10).fill(1));
+    expect(onDefault).toEqual([2]);
+    expect(onBackupAgain).toEqual([2]);
+    const minute = Math.floor(Date.now() / 60_000);
+    expect(await redis.get(`${c.queuePrefix}:lane:transactional:project-c:${minute}`)).toBe('11');
+    expect(await redis.get(`${c.queuePrefix}:lane:transactional:project-c:${minute}:backup`)).toBe('11');
   });
 
   test('without Redis (none given, or down) every email keeps the lane\'s priority', async () => {

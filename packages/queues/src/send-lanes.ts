@@ -9,6 +9,11 @@
  * stays ahead of the next lane (workflow 5, campaign 10), and a project within its share always goes first. The
  * campaign lane is shared differently (its depth, `@mailroom/audiences/campaigns/lane`).
  *
+ * With several delivery connections (`SES_CONNECTIONS`) the share is counted per connection: each connection has
+ * its own rate, so a project's mail bound to one connection does not use up its share on another. A request that
+ * names a connection other than `default` has its own counter (`…:lane:<lane>:<project>:<minute>:<connection>`);
+ * the default connection's (and, with one connection, every) counter is the one it always was.
+ *
  * Within a project the order can change only at a minute boundary (a new minute starts at the lane's own
  * priority again); transactional emails are independent messages, and nothing waits longer than the burst would
  * have made it wait anyway.
@@ -60,6 +65,17 @@ function evalCount(redis: Redis | Cluster, keys: string[], counts: number[]): Pr
 export interface LaneRequest {
   projectId: string;
   count: number;
+  /**
+   * The delivery connection the emails are bound to (`SES_CONNECTIONS` name): its own fair-share count. Unset or
+   * `default`: the default connection's count.
+   */
+  connection?: string;
+}
+
+/** The counter of a project (and connection) in a lane this minute. */
+function laneKey(prefix: string, lane: SharedLane, projectId: string, connection: string | undefined, minute: number): string {
+  const base = `${prefix}:lane:${lane}:${projectId}:${minute}`;
+  return connection && connection !== 'default' ? `${base}:${connection}` : base;
 }
 
 /**
@@ -97,31 +113,33 @@ export async function lanePrioritiesOf(
   requests: readonly LaneRequest[],
 ): Promise<number[][]> {
   const own = (count: number) => Array.from({ length: Math.max(0, count) }, () => SendPriority[lane]);
-  // Emails per project, summed over its requests, in order of first appearance (one counter each).
-  const perProject = new Map<string, number>();
-  for (const r of requests) if (r.count > 0) perProject.set(r.projectId, (perProject.get(r.projectId) ?? 0) + r.count);
-  if (!redis || perProject.size === 0) return requests.map((r) => own(r.count));
   const minute = Math.floor(Date.now() / 60_000);
-  const projects = [...perProject.keys()];
+  // Emails per counter (project, and connection), summed over its requests, in order of first appearance.
+  const perKey = new Map<string, number>();
+  const keyOf = (r: LaneRequest) => laneKey(config.queuePrefix, lane, r.projectId, r.connection, minute);
+  for (const r of requests) if (r.count > 0) perKey.set(keyOf(r), (perKey.get(keyOf(r)) ?? 0) + r.count);
+  if (!redis || perKey.size === 0) return requests.map((r) => own(r.count));
+  const keys = [...perKey.keys()];
   let totals: unknown;
   try {
     // One script, not MULTI/INCRBY/PEXPIRE/EXEC: as atomic, and an ioredis transaction copies every script
     // defined on the connection (BullMQ's), which showed in the API's profile under `/v1/send` load.
     totals = await evalCount(
       redis,
-      projects.map((p) => `${config.queuePrefix}:lane:${lane}:${p}:${minute}`),
-      projects.map((p) => perProject.get(p)!),
+      keys,
+      keys.map((k) => perKey.get(k)!),
     );
   } catch {
     return requests.map((r) => own(r.count));
   }
-  if (!Array.isArray(totals) || totals.length !== projects.length) return requests.map((r) => own(r.count));
-  // Where each project's count stood before this call; each request takes the next `count` of it.
-  const next = new Map(projects.map((p, i) => [p, Number(totals[i]) - perProject.get(p)!]));
+  if (!Array.isArray(totals) || totals.length !== keys.length) return requests.map((r) => own(r.count));
+  // Where each counter stood before this call; each request takes the next `count` of it.
+  const next = new Map(keys.map((k, i) => [k, Number(totals[i]) - perKey.get(k)!]));
   return requests.map((r) => {
     if (r.count <= 0) return [];
-    const before = next.get(r.projectId)!;
-    next.set(r.projectId, before + r.count);
+    const k = keyOf(r);
+    const before = next.get(k)!;
+    next.set(k, before + r.count);
     return Array.from({ length: r.count }, (_, i) => demotedPriority(lane, before + i, config.sendFairSharePerMinute));
   });
 }

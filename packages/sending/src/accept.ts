@@ -212,7 +212,7 @@ export async function acceptSend(
     files: decoded.files,
     senderDomains: checkSenderInWrite ? senderDomainCandidates(fromInput.email) : undefined,
   });
-  enqueueAccepted(deps, projectId, written, afterCommit);
+  enqueueAccepted(deps, projectId, written, afterCommit, fromInput!.email);
   return sendResult(written);
 }
 
@@ -287,12 +287,13 @@ export function enqueueAccepted(
   projectId: string,
   written: WrittenEmails,
   afterCommit: (fn: () => Promise<void>) => void,
+  from?: string,
 ): void {
   const queued = written.rows.filter((row) => !row.suppressed);
   afterCommit(async () => {
     await announceWebhookDeliveries(deps.webhookQueue, deps.config, written.deliveries, deps.log);
     if (queued.length === 0) return;
-    const request = { projectId, emailIds: queued.map((row) => row.id), log: deps.log };
+    const request = { projectId, emailIds: queued.map((row) => row.id), from, log: deps.log };
     await (deps.enqueuer ? deps.enqueuer(request) : enqueueSends(deps, [request]));
   });
 }

@@ -18,12 +18,15 @@ import { SendPriority, type SendJobPayload } from '@mailroom/queues/catalog';
 import { enqueueSendJobs } from '@mailroom/queues/enqueue';
 import type { QueueConfig } from '@mailroom/queues/config';
 import type { Queue } from 'bullmq';
+import type { LaneConnectionOf } from './lane-connection';
 import type { Redis } from 'ioredis';
 
 /** The committed, unsuppressed emails of one request, to enqueue; `log` is told when they could not be. */
 export interface SendEnqueue {
   projectId: string;
   emailIds: readonly string[];
+  /** Their From address: with several delivery connections, the fair share is counted per bound connection. */
+  from?: string;
   log: { warn: (o: object, m: string) => void };
 }
 
@@ -36,6 +39,11 @@ export interface EnqueueDeps {
   sendQueue: Queue<SendJobPayload>;
   /** Without one, every email gets the transactional lane's own priority. */
   redis?: Redis;
+  /**
+   * With several delivery connections, the connection a request's emails are bound to (`lane-connection.ts`): each
+   * connection's fair share is counted apart. Omitted (one connection): one count per project.
+   */
+  connectionOf?: LaneConnectionOf;
 }
 
 /**
@@ -47,7 +55,16 @@ export async function enqueueSends(deps: EnqueueDeps, requests: readonly SendEnq
   if (counted.length === 0) return;
   try {
     // A project's burst beyond its fair share per minute moves down inside the transactional lane (send-lanes.ts).
-    const priorities = await lanePrioritiesOf(deps.redis, deps.config, 'transactional', counted.map((r) => ({ projectId: r.projectId, count: r.emailIds.length })));
+    const { connectionOf } = deps;
+    const connections = connectionOf
+      ? await Promise.all(counted.map((r) => (r.from ? connectionOf(r.projectId, r.from) : Promise.resolve(undefined))))
+      : undefined;
+    const priorities = await lanePrioritiesOf(
+      deps.redis,
+      deps.config,
+      'transactional',
+      counted.map((r, i) => ({ projectId: r.projectId, count: r.emailIds.length, connection: connections?.[i] })),
+    );
     const jobs = counted.flatMap((r, i) => r.emailIds.map((emailId, j) => ({ emailId, projectId: r.projectId, priority: priorities[i][j] ?? SendPriority.transactional })));
     await enqueueSendJobs(deps.sendQueue, deps.config, jobs);
   } catch (err) {

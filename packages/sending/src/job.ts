@@ -32,6 +32,7 @@ import { ERASED_ADDRESS } from '@mailroom/db/queries/erase';
 import { SUPPRESSION_REASONS } from '@mailroom/db/queries/suppression-rule';
 import { type Database } from '@mailroom/db/client';
 import { classifySendError, type MailTransport } from './ses/transport';
+import { GateBusyError } from './ses/rate-gate';
 import { createSendBatching, type SendOutcome } from './claim';
 import { ComposeError, composeMessage } from './compose';
 import { acceptedKey, readAccepted, recordAccepted } from './ses-accepted';
@@ -51,14 +52,18 @@ export type SendJobResult =
  *   once if `resumed()` (asked after the job was put back) says the campaign resumed meanwhile;
  * - `back-off`: SES throttled or unreachable, the row is queued again, no attempt spent: pause the whole queue
  *   for `forMs` and put the job back for as long;
- * - `retry`: a transient failure, the row is queued again: fail this attempt with `error` (the queue's backoff).
+ * - `retry`: a transient failure, the row is queued again: fail this attempt with `error` (the queue's backoff);
+ * - `yield`: its delivery connection's rate gate is saturated (several connections: `GateBusyError`), nothing was
+ *   sent and the row is queued again: put the job back until `until` (epoch ms) without spending an attempt or
+ *   pausing the queue, so the worker slot goes to other connections' mail.
  */
 export type SendStep =
   | { kind: 'done'; result: SendJobResult }
   | { kind: 'leased'; until: number }
   | { kind: 'campaign-paused'; recheckInMs: number; resumed: () => Promise<boolean> }
   | { kind: 'back-off'; forMs: number; cause: 'throttled' | 'unreachable' }
-  | { kind: 'retry'; error: Error };
+  | { kind: 'retry'; error: Error }
+  | { kind: 'yield'; until: number; connection?: string };
 
 /** One run of the job. */
 export interface SendJobInput {
@@ -251,6 +256,13 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
         key: email.id,
       }));
     } catch (err) {
+      if (err instanceof GateBusyError) {
+        // Its connection's gate would keep this slot waiting: the claim is given back (nothing left for SES) and
+        // the job waits in the queue instead, so other connections' mail takes the slot.
+        await finish({ status: 'queued', reason: 'delivery connection at its send rate', retryInMs: err.retryInMs });
+        log.debug({ connection, retryInMs: err.retryInMs }, 'send yielded: its delivery connection is at its send rate');
+        return { kind: 'yield', until: Date.now() + err.retryInMs, connection };
+      }
       const c = classifySendError(err);
       if (c.kind === 'throttled') {
         await finish({ status: 'queued', reason: c.reason, retryInMs: c.retryInMs });

@@ -9,6 +9,7 @@ import { addressString, MailboxString } from '@mailroom/platform/validation';
 import { acceptSend, ATTACHMENT_LIMITS } from '@mailroom/sending/accept';
 import { transactionalBatcher } from '@mailroom/sending/write-batcher';
 import { sendEnqueueBatcher } from '@mailroom/sending/enqueue-batcher';
+import { laneConnectionResolver } from '@mailroom/sending/lane-connection';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { EmailAddress, StringEnum, Timestamp } from './common';
@@ -117,7 +118,7 @@ export function sendRoutes(deps: AppDeps) {
   const writer = transactionalBatcher(deps.database.db, { maxBatch: deps.config.writeBatchSize, maxInFlight: deps.config.writeBatchInFlight });
   // Their send jobs, after the commit, in batches too: one lane count and one add per batch (same settings).
   const enqueuer = sendEnqueueBatcher(
-    { config: deps.config, sendQueue: deps.queues.send, redis: deps.redis },
+    { config: deps.config, sendQueue: deps.queues.send, redis: deps.redis, connectionOf: laneConnectionResolver(deps.database.db, deps.config.sesConnections) },
     { maxBatch: deps.config.writeBatchSize, maxInFlight: deps.config.writeBatchInFlight },
   );
   return [

@@ -29,6 +29,7 @@ import type { KeyRecord } from '@mailroom/db/queries/projects';
 import type { Queues } from '@mailroom/queues/create';
 import { acceptRelay, relayRecipientProblem, RELAY_LIMITS } from '@mailroom/sending/relay/accept-relay';
 import { sendEnqueueBatcher } from '@mailroom/sending/enqueue-batcher';
+import { laneConnectionResolver } from '@mailroom/sending/lane-connection';
 import { AuthCache, resolveKey } from '../http/auth';
 import { ipKey, projectRateLimit, type FailureLimiter } from '../http/rate-limit';
 import { authReply, badCredentials, dataReply, reply } from './replies';
@@ -138,7 +139,7 @@ function relayHandlers(deps: RelayDeps): Pick<SMTPServerOptions, 'onAuth' | 'onM
   const limit = projectRateLimit(deps.redis, config.queuePrefix, config.rateLimitPerMinute);
   // Send jobs of concurrent sessions go to Redis in batches, as /v1/send's do.
   const enqueuer = sendEnqueueBatcher(
-    { config, sendQueue: deps.queues.send, redis: deps.redis },
+    { config, sendQueue: deps.queues.send, redis: deps.redis, connectionOf: laneConnectionResolver(database.db, config.sesConnections) },
     { maxBatch: config.writeBatchSize, maxInFlight: config.writeBatchInFlight },
   );
   const ip = (session: SMTPServerSession) => ipKey(session.remoteAddress);

@@ -40,6 +40,7 @@ export function createSendProcessor(deps: SendProcessorDeps) {
       case 'retry':
         throw step.error;
       case 'leased':
+      case 'yield':
         await job.moveToDelayed(step.until, token);
         throw new DelayedError();
       case 'campaign-paused':

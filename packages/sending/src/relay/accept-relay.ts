@@ -146,6 +146,6 @@ export async function acceptRelay(
     return { written };
   });
   if ('replayed' in outcome) return { ...outcome.replayed, messageId: prepared.messageId, replayed: true, removedHeaders: prepared.removed };
-  enqueueAccepted(deps, key.projectId, outcome.written, afterCommit);
+  enqueueAccepted(deps, key.projectId, outcome.written, afterCommit, fromEmail);
   return { ...sendResult(outcome.written), messageId: prepared.messageId, replayed: false, removedHeaders: prepared.removed };
 }

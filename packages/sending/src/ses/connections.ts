@@ -16,6 +16,7 @@ import type { Redis, Cluster } from 'ioredis';
 import { type Logger } from '@mailroom/platform/logger';
 import { classifySendError, type MailTransport, type OutboundMessage } from './transport';
 import { isConnectionFailure, type ConnectionHealth } from './connection-health';
+import { GateBusyError } from './rate-gate';
 
 /** One connection as the router uses it. */
 export interface DeliveryConnection {
@@ -119,6 +120,8 @@ export class ConnectionRouter implements MailTransport {
       await this.deps.health.succeeded(c.name);
       return { messageId, connection: c.name };
     } catch (err) {
+      // Its gate is saturated: nothing reached SES, nothing to learn about the connection's health.
+      if (err instanceof GateBusyError) throw err;
       const kind = classifySendError(err);
       if (isConnectionFailure(kind)) {
         this.incidentAt = Date.now();

@@ -2,7 +2,7 @@ import IORedis from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import { gateIntervalMicros, SendRateGate, SES_SEND_PATH } from './rate-gate';
+import { GateBusyError, gateIntervalMicros, SendRateGate, SES_SEND_PATH } from './rate-gate';
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const freshKey = () => `{gate-${randomBytes(4).toString('hex')}}:gate`;
@@ -45,6 +45,34 @@ test('concurrent callers on separate connections get one grant per interval', as
   // No caller starves: every connection is granted among the first half, whatever the machine's load (a bound
   // on the wall time would only measure the load).
   expect(new Set(grants.slice(0, 15).map((g) => g.gate)).size).toBe(3);
+});
+
+test('with a bounded wait, a caller that would wait longer gives up at once (GateBusyError) and nothing is granted for it', async () => {
+  const [c] = connect(1);
+  // 2/s: one grant per 525 ms. A bound of 200 ms admits one waiter per process at a time (at least one).
+  const gate = new SendRateGate(c, freshKey(), 2, 50);
+  await gate.acquire(5, 200);
+  // The next slot is 525 ms away: more than the bound, so the caller gives its slot back instead of waiting.
+  const busy = await gate.acquire(5, 200).then(() => null, (err: unknown) => err);
+  expect(busy).toBeInstanceOf(GateBusyError);
+  expect((busy as GateBusyError).retryInMs).toBeGreaterThanOrEqual(200);
+  // Without a bound it waits for its slot, as with one connection.
+  const waited = await gate.acquire(5);
+  expect(waited).toBeGreaterThan(200);
+});
+
+test('with a bounded wait, callers beyond what the gate grants within the bound give up without asking Redis; a more urgent one still waits', async () => {
+  const [c] = connect(1);
+  // 4/s, bound 500 ms: two waiters of a priority (or more urgent) per process; the rest give up at once.
+  const gate = new SendRateGate(c, freshKey(), 4, 50);
+  await gate.acquire(10);
+  const outcomes = await Promise.all(
+    [10, 10, 10, 10, 1].map((p) => gate.acquire(p, 500).then(() => `granted ${p}`, (err: unknown) => (err instanceof GateBusyError ? `busy ${p}` : `error ${String(err)}`))),
+  );
+  // The third and fourth campaign-like callers give up at once (the first two wait, and give up too once the bound
+  // has passed behind the urgent one); the urgent caller is not counted behind them and is granted.
+  expect(outcomes.filter((o) => o === 'busy 10').length).toBeGreaterThanOrEqual(2);
+  expect(outcomes).toContain('granted 1');
 });
 
 /** A TCP proxy to Redis that hands every reply to its client `delayMs` late (a worker whose event loop lags). */

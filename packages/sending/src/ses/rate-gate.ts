@@ -49,6 +49,20 @@ import type { ClientRequest } from 'node:http';
 import type { Redis } from 'ioredis';
 import { RedisScript } from '@mailroom/queues/redis-script';
 
+/**
+ * Thrown by {@link SendRateGate.acquire} given a `maxWaitMs` when the send would wait longer than that for its
+ * slot: nothing was granted or sent, and the caller gives its worker slot back (the send job puts its row back to
+ * `queued` with its claim token and its job back in the queue, delayed by {@link retryInMs}). With several
+ * delivery connections a saturated connection's mail thus never holds the slots other connections' mail needs.
+ */
+export class GateBusyError extends Error {
+  override readonly name = 'GateBusyError';
+  /** @param retryInMs - when (ms from now) the send is worth trying again: about when its turn would come. */
+  constructor(readonly retryInMs: number) {
+    super(`send-rate gate saturated: try again in ${retryInMs} ms`);
+  }
+}
+
 /** How long (ms) an unconfirmed grant keeps its place in the window: a process killed between grant and write. */
 export const PENDING_TTL_MS = 5_000;
 
@@ -204,15 +218,25 @@ export class SendRateGate {
    *
    * @param priority - the send's lane priority (lower first: the send queue's priority): while a more urgent
    *   caller of this process waits, the less urgent ones do not ask. Default 0.
+   * @param maxWaitMs - when given, the longest wait (ms) for the slot: a caller that would wait longer gives up
+   *   with {@link GateBusyError}, at once when this process already has as many callers of the same or a more
+   *   urgent priority waiting as the gate grants in `maxWaitMs` (at least one), else once `maxWaitMs` has
+   *   passed. Omitted (one delivery connection): waits as long as it takes.
    * @returns the time waited in ms.
-   * @throws the Redis error when Redis cannot be asked (the send is then not made).
+   * @throws the Redis error when Redis cannot be asked (the send is then not made); {@link GateBusyError}.
    */
-  async acquire(priority = 0): Promise<number> {
+  async acquire(priority = 0, maxWaitMs?: number): Promise<number> {
     const started = performance.now();
+    if (maxWaitMs !== undefined) {
+      const ahead = this.waitingAtOrAbove(priority);
+      if (ahead >= Math.max(1, Math.floor((this.emailsPerSecond * maxWaitMs) / 1000))) {
+        throw new GateBusyError(Math.max(maxWaitMs, Math.ceil((ahead * (1000 + this.safetyMs)) / this.emailsPerSecond)));
+      }
+    }
     const token = `${this.id}:${++this.seq}`;
     this.asking.set(priority, (this.asking.get(priority) ?? 0) + 1);
     try {
-      return await this.take(token, priority, started);
+      return await this.take(token, priority, started, maxWaitMs);
     } finally {
       const left = (this.asking.get(priority) ?? 1) - 1;
       if (left > 0) this.asking.set(priority, left);
@@ -232,6 +256,13 @@ export class SendRateGate {
       const tokens = this.confirming.splice(0);
       CONFIRM_SCRIPT.run(this.redis, [this.keys[1], this.keys[2]], [this.keepMs, ...tokens]).catch(() => undefined);
     });
+  }
+
+  /** Callers of this process waiting with `priority` or a more urgent one. */
+  private waitingAtOrAbove(priority: number): number {
+    let n = 0;
+    for (const [p, count] of this.asking) if (p <= priority) n += count;
+    return n;
   }
 
   /** Whether a caller of this process with a more urgent priority than `priority` is waiting. */
@@ -268,11 +299,20 @@ export class SendRateGate {
   }
 
   /** Asks Redis until granted, holding back while outranked; see {@link acquire}. */
-  private async take(token: string, priority: number, started: number): Promise<number> {
+  private async take(token: string, priority: number, started: number, maxWaitMs?: number): Promise<number> {
+    /** Gives up (see `acquire`'s `maxWaitMs`) when sleeping `ms` more would go past the bound. */
+    const bound =
+      maxWaitMs === undefined
+        ? undefined
+        : (ms: number) => {
+            if (performance.now() - started + ms > maxWaitMs) throw new GateBusyError(Math.max(Math.ceil(ms), Math.min(maxWaitMs, 1000)));
+          };
     for (;;) {
       if (this.outranked(priority)) {
         // A more urgent send of this process is waiting: the most urgent ask alone until they are granted.
-        await new Promise((r) => setTimeout(r, Math.max(1, this.intervalUs / 4000)));
+        const ms = Math.max(1, this.intervalUs / 4000);
+        bound?.(ms);
+        await new Promise((r) => setTimeout(r, ms));
         continue;
       }
       const waitUs = await this.ask(token, priority);
@@ -293,7 +333,9 @@ export class SendRateGate {
         });
         return performance.now() - started;
       }
-      await new Promise((r) => setTimeout(r, Math.max(1, waitUs / 1000)));
+      const ms = Math.max(1, waitUs / 1000);
+      bound?.(ms);
+      await new Promise((r) => setTimeout(r, ms));
     }
   }
 }
