@@ -45,7 +45,19 @@ describe('happy path', () => {
   test('STARTTLS on the submission port: To, Cc and Bcc each get an email; Bcc and X-SES-* are not in the stored message; contacts upserted', async () => {
     const [to, cc, bcc] = [recipient('to'), recipient('cc'), recipient('bcc')];
     const info = await smtpClient(relay.starttlsPort, p.secretKey).sendMail(
-      message(`Ann <ann@${p.domain}>`, [to], { cc, bcc, headers: { 'X-SES-CONFIGURATION-SET': 'someone-elses', 'X-Custom': 'kept' } }),
+      message(`Ann <ann@${p.domain}>`, [to], {
+        cc,
+        bcc,
+        headers: {
+          'X-SES-CONFIGURATION-SET': 'someone-elses',
+          'X-Custom': 'kept',
+          Sender: 'ceo@victim.example.org',
+          'Feedback-ID': 'x:victim:ses',
+          'DKIM-Signature': 'v=1; d=victim.example.org; b=forged',
+          'Authentication-Results': 'mx.example; dkim=pass',
+          'ARC-Seal': 'i=1; cv=none; b=forged',
+        },
+      }),
     );
     expect(info.response).toMatch(/^250 2\.0\.0 Ok: queued as </);
     expect(info.accepted.sort()).toEqual([to, cc, bcc].sort());
@@ -56,6 +68,7 @@ describe('happy path', () => {
       const parsed = await simpleParser(row.raw!);
       expect(parsed.headers.has('bcc')).toBe(false);
       expect(parsed.headers.has('x-ses-configuration-set')).toBe(false);
+      for (const h of ['sender', 'feedback-id', 'dkim-signature', 'authentication-results', 'arc-seal']) expect({ h, has: parsed.headers.has(h) }).toEqual({ h, has: false });
       expect(parsed.headers.get('x-custom')).toBe('kept');
       expect(parsed.text?.trim()).toBe('plain body');
       expect(row.raw!.toString()).not.toContain(bcc);
@@ -142,6 +155,19 @@ describe('refusals', () => {
     expect((err2 as { response: string }).response).toContain('elsewhere.example.org');
   });
 
+  test("a second From address (another tenant's) or a second From line: 550 on from, nothing written", async () => {
+    const to = recipient();
+    const envelope = { from: `ann@${p.domain}`, to: [to] };
+    const client = smtpClient(relay.starttlsPort, p.secretKey);
+    for (const from of [`From: ann@${p.domain}, ceo@victim.example.org`, `From: ann@${p.domain}\r\nFrom: ceo@victim.example.org`]) {
+      const raw = [from, `To: ${to}`, 'Subject: two senders', '', 'body', ''].join('\r\n');
+      const err = await client.sendMail({ envelope, raw }).catch((e: { responseCode: number; response: string }) => e);
+      expect(err).toMatchObject({ responseCode: 550 });
+      expect((err as { response: string }).response).toContain('exactly one valid address');
+    }
+    expect(await emailsTo(p.id, [to])).toHaveLength(0);
+  });
+
   test('over 10 MB: 552, the connection stays usable', async () => {
     const client = smtpClient(relay.starttlsPort, p.secretKey);
     const to = recipient();
@@ -159,6 +185,18 @@ describe('refusals', () => {
     expect(info.rejected).toHaveLength(5);
     expect(((info as unknown as { rejectedErrors: { responseCode: number }[] }).rejectedErrors).every((e) => e.responseCode === 452)).toBe(true);
     expect(await emailsTo(p.id, to)).toHaveLength(100);
+  });
+
+  test('a message resent to the recipients a 452 turned away (same Message-ID) is accepted for them', async () => {
+    const to = Array.from({ length: 103 }, () => recipient('split'));
+    const id = `<${randomBytes(8).toString('hex')}@${p.domain}>`;
+    const raw = [`From: ann@${p.domain}`, `To: list@${p.domain}`, 'Subject: split', `Message-ID: ${id}`, 'Date: Thu, 01 Jan 2026 00:00:00 +0000', '', 'body', ''].join('\r\n');
+    const client = smtpClient(relay.starttlsPort, p.secretKey);
+    const first = await client.sendMail({ envelope: { from: `ann@${p.domain}`, to }, raw });
+    expect(first.rejected).toHaveLength(3);
+    const rest = await client.sendMail({ envelope: { from: `ann@${p.domain}`, to: first.rejected as string[] }, raw });
+    expect(rest.accepted.sort()).toEqual([...(first.rejected as string[])].sort());
+    expect(await emailsTo(p.id, to)).toHaveLength(103);
   });
 
   test('Postgres lost mid-session: 451 (never 250); once it is back the same message is accepted exactly once', async () => {

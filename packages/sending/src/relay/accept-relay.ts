@@ -90,9 +90,12 @@ export async function acceptRelay(
     skipImageLinks: true,
     skipTextLinks: true,
   });
-  const from = head.from?.value.find((a) => a.address)?.address;
+  // Exactly one From field holding exactly one mailbox: the sender check below looks at that one, so a second
+  // address (`From: a@ours.example, ceo@another-tenant.example`, or a second From line) would go out unchecked.
+  const mailboxes = head.from?.value.filter((a) => a.address) ?? [];
+  const from = mailboxes.length === 1 && headerValues(split, 'from').length === 1 ? mailboxes[0].address : undefined;
   if (!from || addressProblem(from)) {
-    throw validationError([{ field: 'from', message: 'the message needs a From header with one valid address', code: 'invalid_type' }]);
+    throw validationError([{ field: 'from', message: 'the message needs one From header with exactly one valid address', code: 'invalid_type' }]);
   }
   const fromEmail = normalizeEmail(from);
   const refused = keyDomainRefusal(fromEmail, key.allowedDomains);
@@ -126,11 +129,12 @@ export async function acceptRelay(
     senderDomains: senderDomainCandidates(fromEmail),
   };
 
-  const idempotencyKey = prepared.clientMessageId ? `smtp:${key.keyId}:${prepared.messageId}`.slice(0, 1000) : undefined;
-  const fingerprint = createHash('sha256')
-    .update([...recipients.keys()].sort().join(',') + '\n')
-    .update(raw)
-    .digest('hex');
+  // One submission is one Message-ID to one set of recipients: a client that is told 452 past the recipient limit
+  // (RFC 5321 §4.5.3.1.10), or a smarthost that splits a long list, sends the same message to the rest in another
+  // transaction, which is a new submission, not a conflicting one. The fingerprint is then the bytes alone.
+  const recipientsHash = createHash('sha256').update([...recipients.keys()].sort().join(',')).digest('hex').slice(0, 32);
+  const idempotencyKey = prepared.clientMessageId ? `smtp:${key.keyId}:${recipientsHash}:${prepared.messageId}`.slice(0, 1000) : undefined;
+  const fingerprint = createHash('sha256').update(raw).digest('hex');
   const outcome = await deps.db.transaction(async (tx): Promise<{ replayed: SendResult } | { written: WrittenEmails }> => {
     if (idempotencyKey) {
       const claim = await claimIdempotencyKey(tx, key.projectId, idempotencyKey, fingerprint);

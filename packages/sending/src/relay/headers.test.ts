@@ -2,9 +2,11 @@ import { headerValues, platformOwnedRelayHeader, prepareRelayMessage, splitMessa
 
 const msg = (head: string[], body = 'body\r\n') => Buffer.from(head.join('\r\n') + '\r\n\r\n' + body, 'latin1');
 
-test('platform-owned headers: Bcc, X-SES-*, Return-Path, Received (any case); the rest are the client\'s', () => {
-  for (const name of ['Bcc', 'BCC', 'X-SES-CONFIGURATION-SET', 'x-ses-message-tags', 'X-SES-SOURCE-ARN', 'Return-Path', 'received']) expect(platformOwnedRelayHeader(name)).toBe(true);
-  for (const name of ['To', 'Cc', 'From', 'Subject', 'X-Sesame', 'X-Custom', 'List-Unsubscribe', 'DKIM-Signature']) expect(platformOwnedRelayHeader(name)).toBe(false);
+test('platform-owned headers: Bcc, X-SES-*, Return-Path, Received, Sender, Feedback-ID, DKIM-Signature, Authentication-Results, ARC-* (any case); the rest are the client\'s', () => {
+  for (const name of ['Bcc', 'BCC', 'X-SES-CONFIGURATION-SET', 'x-ses-message-tags', 'X-SES-SOURCE-ARN', 'Return-Path', 'received', 'Sender', 'Feedback-ID', 'DKIM-Signature', 'authentication-results', 'ARC-Seal', 'arc-message-signature']) {
+    expect(platformOwnedRelayHeader(name)).toBe(true);
+  }
+  for (const name of ['To', 'Cc', 'From', 'Subject', 'X-Sesame', 'X-Custom', 'List-Unsubscribe', 'Archive']) expect(platformOwnedRelayHeader(name)).toBe(false);
 });
 
 test('splitMessage keeps folded fields whole and the body byte for byte; bare LF is read too', () => {

@@ -57,13 +57,19 @@ export function splitMessage(raw: Buffer): SplitMessage | undefined {
   return { fields, body };
 }
 
+/** The relay's platform-owned header names, lower case (see {@link platformOwnedRelayHeader}). */
+const RELAY_PLATFORM_HEADERS: ReadonlySet<string> = new Set(['bcc', 'return-path', 'received', 'sender', 'feedback-id', 'dkim-signature', 'authentication-results']);
+
 /**
  * Whether a header of a relayed message belongs to the platform, and is taken out before the message is stored:
  *
  * - `Bcc`: its recipients are delivered from the envelope and never disclosed (RFC 5322 §3.6.3);
  * - `X-SES-*`: Amazon SES acts on them (`X-SES-CONFIGURATION-SET`, `X-SES-MESSAGE-TAGS`, the `*-ARN` ones): a
  *   tenant could pick another configuration set, event destination or sending identity;
- * - `Return-Path`, `Received`: written by the transport on delivery (RFC 5321 §4.4), never by the submitter.
+ * - `Return-Path`, `Received`: written by the transport on delivery (RFC 5321 §4.4), never by the submitter;
+ * - `Sender`: an address the sender checks never looked at (RFC 5322 §3.6.2);
+ * - `Feedback-ID`, `DKIM-Signature`, `Authentication-Results`, `ARC-*`: written by the platform, SES and the
+ *   receivers; a tenant's copy would claim another tenant's complaint feedback or a signature it did not make.
  *
  * The HTTP path's rule for `/v1/send`'s `headers` (`isPlatformHeader` of `@mailroom/mail/headers`) refuses more,
  * because there the platform writes From, To, Subject and the MIME structure itself; here the client wrote them.
@@ -72,7 +78,7 @@ export function splitMessage(raw: Buffer): SplitMessage | undefined {
  */
 export function platformOwnedRelayHeader(name: string): boolean {
   const n = name.toLowerCase();
-  return n === 'bcc' || n.startsWith('x-ses-') || n === 'return-path' || n === 'received';
+  return RELAY_PLATFORM_HEADERS.has(n) || n.startsWith('x-ses-') || n.startsWith('arc-');
 }
 
 /** The header fields of `split` with that name (case-insensitive), unfolded, without the name. */
