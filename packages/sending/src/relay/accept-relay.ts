@@ -13,7 +13,8 @@
  * A message with a Message-ID is idempotent per key: submitted again (the same envelope and bytes) within 24 hours,
  * it is answered as the first time and nothing new is written (the `Idempotency-Key` store of the HTTP API, keyed
  * `smtp:<key id>:<Message-ID>`). The idempotency row, the file and the emails commit together: the relay answers
- * `250` only once they did.
+ * `250` only once they did. A message without one (the relay adds it) has no idempotency row: its file and emails
+ * are one statement, which concurrent messages and `/v1/send` requests share (`../write-batcher`).
  *
  * @module
  */
@@ -27,6 +28,7 @@ import { keyDomainRefusal, senderDomainCandidates } from '@mailroom/mail/sender'
 import { claimIdempotencyKey, storeIdempotentResponse } from '@mailroom/db/queries/idempotency';
 import type { DbOrTx } from '@mailroom/db/client';
 import { enqueueAccepted, sendResult, writeAccepted, type SendResult, type WrittenEmails } from '../accept';
+import type { TransactionalWriter } from '../write-batcher';
 import { headerValues, prepareRelayMessage, splitMessage } from './headers';
 
 /** The body format of a relayed email: its content is its one file, the message as the client composed it. */
@@ -67,7 +69,8 @@ export function relayRecipientProblem(address: string): string | undefined {
 /**
  * Accepts one relayed message.
  *
- * @param deps.db - the pool (the write is a transaction of its own).
+ * @param deps.db - the pool. A message with a Message-ID is written in a transaction of its own with its
+ *   idempotency row; one without is one statement, through `deps.writer` (a `transactionalBatcher`) when given.
  * @param rcptTo - the envelope recipients as given (`RCPT TO`), each already checked by
  *   {@link relayRecipientProblem}; duplicates (same address) are sent once.
  * @param raw - the message as received (DATA), at most {@link RELAY_LIMITS}.messageBytes.
@@ -76,7 +79,7 @@ export function relayRecipientProblem(address: string): string | undefined {
  *   key for other bytes or recipients); the database's errors (nothing committed: answer a temporary failure).
  */
 export async function acceptRelay(
-  deps: Parameters<typeof enqueueAccepted>[0] & { db: DbOrTx },
+  deps: Parameters<typeof enqueueAccepted>[0] & { db: DbOrTx; writer?: TransactionalWriter },
   key: RelayKey,
   rcptTo: readonly string[],
   raw: Buffer,
@@ -131,18 +134,23 @@ export async function acceptRelay(
     .update([...recipients.keys()].sort().join(',') + '\n')
     .update(raw)
     .digest('hex');
+  if (!idempotencyKey) {
+    // No Message-ID of the client's: nothing to replay, the write is one statement (the file with the emails),
+    // shared with concurrent messages' and `/v1/send` requests' through `deps.writer`.
+    const written = await writeAccepted(deps, key.projectId, input);
+    enqueueAccepted(deps, key.projectId, written, afterCommit);
+    return { ...sendResult(written), messageId: prepared.messageId, replayed: false, removedHeaders: prepared.removed };
+  }
   const outcome = await deps.db.transaction(async (tx): Promise<{ replayed: SendResult } | { written: WrittenEmails }> => {
-    if (idempotencyKey) {
-      const claim = await claimIdempotencyKey(tx, key.projectId, idempotencyKey, fingerprint);
-      if (claim.kind === 'mismatch') {
-        throw new AppError(ErrorCode.IDEMPOTENCY_CONFLICT, `Message-ID ${prepared.messageId} was already submitted with this key for another message`, {
-          suggestion: 'Give each message its own Message-ID; resubmit a message only unchanged.',
-        });
-      }
-      if (claim.kind === 'replay') return { replayed: claim.response as SendResult };
+    const claim = await claimIdempotencyKey(tx, key.projectId, idempotencyKey, fingerprint);
+    if (claim.kind === 'mismatch') {
+      throw new AppError(ErrorCode.IDEMPOTENCY_CONFLICT, `Message-ID ${prepared.messageId} was already submitted with this key for another message`, {
+        suggestion: 'Give each message its own Message-ID; resubmit a message only unchanged.',
+      });
     }
+    if (claim.kind === 'replay') return { replayed: claim.response as SendResult };
     const written = await writeAccepted({ db: tx }, key.projectId, input, true);
-    if (idempotencyKey) await storeIdempotentResponse(tx, key.projectId, idempotencyKey, 250, sendResult(written));
+    await storeIdempotentResponse(tx, key.projectId, idempotencyKey, 250, sendResult(written));
     return { written };
   });
   if ('replayed' in outcome) return { ...outcome.replayed, messageId: prepared.messageId, replayed: true, removedHeaders: prepared.removed };
