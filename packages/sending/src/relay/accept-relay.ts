@@ -19,7 +19,6 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { simpleParser } from 'mailparser';
 import { AppError, ErrorCode, validationError } from '@mailroom/platform/errors';
 import { emailDomain, normalizeEmail, normalizedKey, addressProblem, type NormalizedMailbox } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
@@ -30,6 +29,7 @@ import type { DbOrTx } from '@mailroom/db/client';
 import { enqueueAccepted, sendResult, writeAccepted, type SendResult, type WrittenEmails } from '../accept';
 import type { TransactionalWriter } from '../write-batcher';
 import { headerValues, prepareRelayMessage, splitMessage } from './headers';
+import { relayFrom, relaySubject } from './header-text';
 
 /** The body format of a relayed email: its content is its one file, the message as the client composed it. */
 export const RELAY_BODY_FORMAT = 'mime';
@@ -87,17 +87,11 @@ export async function acceptRelay(
 ): Promise<RelayResult> {
   const split = splitMessage(raw);
   if (!split) throw validationError([{ field: 'message', message: 'has no readable header block (at most 256 KB of RFC 5322 header fields)', code: 'invalid_string' }]);
-  const head = await simpleParser(Buffer.concat(split.fields.map((f) => Buffer.from(f.raw, 'latin1'))), {
-    skipHtmlToText: true,
-    skipTextToHtml: true,
-    skipImageLinks: true,
-    skipTextLinks: true,
-  });
-  const from = head.from?.value.find((a) => a.address)?.address;
-  if (!from || addressProblem(from)) {
+  const sender = relayFrom(split);
+  if (!sender || addressProblem(sender.address)) {
     throw validationError([{ field: 'from', message: 'the message needs a From header with one valid address', code: 'invalid_type' }]);
   }
-  const fromEmail = normalizeEmail(from);
+  const fromEmail = normalizeEmail(sender.address);
   const refused = keyDomainRefusal(fromEmail, key.allowedDomains);
   if (refused) throw refused;
 
@@ -107,7 +101,7 @@ export async function acceptRelay(
     if (!recipients.has(normalizedKey(email))) recipients.set(normalizedKey(email), { email });
   }
   const prepared = prepareRelayMessage(split, `${newId()}@${emailDomain(fromEmail)}`);
-  const fromName = head.from?.value.find((a) => a.address)?.name || null;
+  const fromName = sender.name || null;
   const replyTo = headerValues(split, 'reply-to')[0]?.slice(0, 998) ?? null;
   const input = {
     recipients: [...recipients.values()],
@@ -117,7 +111,7 @@ export async function acceptRelay(
       fromEmail,
       fromName,
       replyTo,
-      subject: (head.subject ?? '').slice(0, 998),
+      subject: relaySubject(split).slice(0, 998),
       // The content is the stored message (`body_format` mime); `body` stays empty.
       body: '',
       bodyFormat: RELAY_BODY_FORMAT,
