@@ -124,10 +124,6 @@ export async function acceptRelay(
   };
 
   const idempotencyKey = prepared.clientMessageId ? `smtp:${key.keyId}:${prepared.messageId}`.slice(0, 1000) : undefined;
-  const fingerprint = createHash('sha256')
-    .update([...recipients.keys()].sort().join(',') + '\n')
-    .update(raw)
-    .digest('hex');
   if (!idempotencyKey) {
     // No Message-ID of the client's: nothing to replay, the write is one statement (the file with the emails),
     // shared with concurrent messages' and `/v1/send` requests' through `deps.writer`.
@@ -135,6 +131,10 @@ export async function acceptRelay(
     enqueueAccepted(deps, key.projectId, written, afterCommit);
     return { ...sendResult(written), messageId: prepared.messageId, replayed: false, removedHeaders: prepared.removed };
   }
+  const fingerprint = createHash('sha256')
+    .update([...recipients.keys()].sort().join(',') + '\n')
+    .update(raw)
+    .digest('hex');
   const outcome = await deps.db.transaction(async (tx): Promise<{ replayed: SendResult } | { written: WrittenEmails }> => {
     const claim = await claimIdempotencyKey(tx, key.projectId, idempotencyKey, fingerprint);
     if (claim.kind === 'mismatch') {
