@@ -4,12 +4,12 @@
  * `@mailroom/db/queries/transactional-batch` (one statement, one commit, one firing of each trigger for all of
  * them). At a low rate every request is written alone, at once, exactly as without batching.
  *
- * Only requests written straight to the pool are batched: one written in a transaction of its caller (an
- * `Idempotency-Key`'s, whose effect commits with its stored answer; attachments too large to ride the statement,
- * `INLINE_FILE_BYTES` of `./accept`) is written alone in it. Small files (a relayed message's bytes) ride the
- * statement (`files` of the request). A batch that fails as a whole (two requests for one contact, a deadlock, one request's data
- * refused) writes nothing, and each of its requests is then written alone, with its own answer or error. A batch
- * that lost its connection (its commit unknown) gives every request the error (503) instead of a second write.
+ * Only requests written straight to the pool are batched: one written in a transaction (an `Idempotency-Key`'s,
+ * whose effect commits with its stored answer; one with files over `INLINE_FILE_BYTES` of `./accept`, inserted
+ * first) is written alone in it. Smaller files (a relayed message's bytes) ride the statement (`files` of the
+ * request). A batch that fails as a whole (two requests for one contact, a deadlock, one request's data refused)
+ * writes nothing, and each of its requests is then written alone, with its own answer or error. A batch that lost
+ * its connection (its commit unknown) gives every request the error (503) instead of a second write.
  *
  * @module
  */
