@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- smtp`: the SMTP relay beside the HTTP path in the same run. 1-recipient messages over 50
  * concurrent SMTP sessions (nodemailer's pool, 50 connections, STARTTLS with a self-signed certificate and AUTH
- * once per session, then MAIL/RCPT/DATA per message), and over the local plain port (no TLS), against `POST
+ * once per session, then MAIL/RCPT/DATA per message), over the local plain port (no TLS), and there again with a
+ * Message-ID of the client's in every message (the idempotent path), against `POST
  * /v1/send` with 1 recipient over 50 HTTP connections (autocannon), each server in its own process (`npm run
  * start:api`, `npm run start:smtp`), no worker, rate limit raised. The loads take turns in `BENCH_ROUNDS` rounds
  * (default 3) of `BENCH_SECONDS / rounds` each (default 9 s in all per load); emails/s is over all rounds, p99 the
@@ -48,7 +49,7 @@ async function waitForPort(port: number, ms: number): Promise<void> {
 let n = 0;
 
 /** 50 sessions sending 1-recipient messages for `seconds`: messages accepted, and each one's latency (ms). */
-async function smtpLoad(port: number, p: BenchProject, seconds: number, tls: boolean): Promise<{ messages: number; time: number; latencies: number[]; errors: number }> {
+async function smtpLoad(port: number, p: BenchProject, seconds: number, tls: boolean, messageId = false): Promise<{ messages: number; time: number; latencies: number[]; errors: number }> {
   const transport = nodemailer.createTransport({
     pool: true,
     maxConnections: 50,
@@ -68,8 +69,11 @@ async function smtpLoad(port: number, p: BenchProject, seconds: number, tls: boo
     Array.from({ length: 50 }, async () => {
       while (performance.now() < until) {
         const to = `s${n++}@bench.test`;
-        // Raw bytes without a Message-ID (the relay adds one): the client does no MIME work, no two are the same.
-        const raw = `From: b@${p.domain}\r\nTo: ${to}\r\nSubject: Hello\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>Hi Ann</p>\r\n`;
+        // Raw bytes without a Message-ID (the relay adds one), or with the client's own (as nodemailer's composed
+        // messages carry: the idempotent path, written in a transaction with its idempotency row): the client does no
+        // MIME work, no two are the same.
+        const id = messageId ? `Message-ID: <${to.replace('@', '.')}.${started}@${p.domain}>\r\n` : '';
+        const raw = `From: b@${p.domain}\r\nTo: ${to}\r\n${id}Subject: Hello\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>Hi Ann</p>\r\n`;
         const t = performance.now();
         try {
           await transport.sendMail({ envelope: { from: `b@${p.domain}`, to: [to] }, raw });
@@ -132,6 +136,7 @@ export async function benchSmtp(env: Record<string, string>, database: Database,
       { name: 'POST /v1/send (HTTP, 50 connections)', run: http },
       { name: 'SMTP STARTTLS (50 sessions)', run: async (s: number) => smtpStats(await smtpLoad(starttls, p, s, true)) },
       { name: 'SMTP plain, local (50 sessions)', run: async (s: number) => smtpStats(await smtpLoad(plain, p, s, false)) },
+      { name: 'SMTP plain, client Message-ID (50 sessions)', run: async (s: number) => smtpStats(await smtpLoad(plain, p, s, false, true)) },
     ];
     const got = loads.map(() => ({ messages: 0, time: 0, p99: [] as number[], errors: 0 }));
     for (let r = 0; r < rounds; r++) {

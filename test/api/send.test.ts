@@ -39,6 +39,22 @@ describe('happy path', () => {
     expect(row).toMatchObject({ fromName: 'Sender', replyTo: `r@${ctx.p.domain}` });
   });
 
+  test('attachments are stored byte for byte and referenced by every email: small ones by the write statement, large ones beside it', async () => {
+    const small = Buffer.from('small attachment \u0000\u00ff', 'latin1');
+    const large = Buffer.alloc(300 * 1024, 7);
+    for (const bytes of [small, large]) {
+      const res = await send({ to: [recipient(), recipient()], from: `x@${ctx.p.domain}`, subject: 's', body: 'b', attachments: [{ filename: 'f.txt', content: bytes.toString('base64') }] });
+      expect(res.status).toBe(202);
+      const rows = await ctx.api.database.db.select().from(emails).where(eq(emails.id, res.body.data.emails[0].email));
+      const other = await ctx.api.database.db.select().from(emails).where(eq(emails.id, res.body.data.emails[1].email));
+      expect(rows[0].attachmentIds).toHaveLength(1);
+      expect(other[0].attachmentIds).toEqual(rows[0].attachmentIds);
+      const stored = await ctx.api.database.db.execute<{ size: number; content: Buffer }>(sql`select size, content from attachments where id = ${rows[0].attachmentIds[0]}::uuid`);
+      expect(stored.rows[0].size).toBe(bytes.length);
+      expect(Buffer.compare(stored.rows[0].content, bytes)).toBe(0);
+    }
+  });
+
   test('mailbox strings: from "Acme <x@…>" gives the sender name (an explicit `name` wins); to and reply take them too', async () => {
     const a = recipient('mb');
     const res = await send({ to: `"Ann, A." <${a}>`, from: `Acme <X@${ctx.p.domain.toUpperCase()}>`, reply: 'Support <help@x.test>', subject: 's', body: 'b' });

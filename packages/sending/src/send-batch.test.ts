@@ -148,3 +148,30 @@ test('two requests for one contact are refused as a batch before anything is wri
   expect(s.contacts).toEqual([]);
   expect(s.emails).toEqual([]);
 });
+
+test('files ride the statement: stored byte for byte with the emails that reference them, none for a refused sender', async () => {
+  const tag = randomUUID().slice(0, 6);
+  const p = await project(tag);
+  const bytes = Buffer.from([0, 1, 2, 0xff, 0x5c, 0x22, 0x7b, 0x2c, 0x0d, 0x0a]);
+  const withFile = (to: string, senders: string[]): TransactionalRequest => {
+    const id = newId();
+    const r = request(p, [to], { senders, content: { attachmentIds: [id], bodyFormat: 'mime' } });
+    return { ...r, files: [{ id, filename: 'message.eml', contentType: 'message/rfc822', content: bytes }] };
+  };
+  const ok = withFile(`f1.${tag}@example.com`, [goodDomain(p)]);
+  const refused = withFile(`f2.${tag}@example.com`, ['nobody-verified.example']);
+  const out = await writeTransactionalBatch(database.db, [ok, refused]);
+  expect(out.map((w) => w.senderRefused)).toEqual([false, true]);
+  const files = (await database.db.execute(sql`select id, filename, content_type, size, content from attachments where project_id = ${p}`)).rows as {
+    id: string;
+    filename: string;
+    content_type: string;
+    size: number;
+    content: Buffer;
+  }[];
+  expect(files).toHaveLength(1);
+  expect(files[0]).toMatchObject({ id: ok.content.attachmentIds[0], filename: 'message.eml', content_type: 'message/rfc822', size: bytes.length });
+  expect(Buffer.compare(files[0].content, bytes)).toBe(0);
+  const emails = (await database.db.execute(sql`select to_email, attachment_ids from emails where project_id = ${p}`)).rows;
+  expect(emails).toEqual([{ to_email: `f1.${tag}@example.com`, attachment_ids: ok.content.attachmentIds }]);
+});

@@ -4,11 +4,12 @@
  * `@mailroom/db/queries/transactional-batch` (one statement, one commit, one firing of each trigger for all of
  * them). At a low rate every request is written alone, at once, exactly as without batching.
  *
- * Only requests written straight to the pool are batched: one with attachments (its attachments and its write
- * share a transaction) or an `Idempotency-Key` (its effect commits with its stored answer) is written alone in its
- * transaction. A batch that fails as a whole (two requests for one contact, a deadlock, one request's data
- * refused) writes nothing, and each of its requests is then written alone, with its own answer or error. A batch
- * that lost its connection (its commit unknown) gives every request the error (503) instead of a second write.
+ * Only requests written straight to the pool are batched: one written in a transaction (an `Idempotency-Key`'s,
+ * whose effect commits with its stored answer; one with files over `INLINE_FILE_BYTES` of `./accept`, inserted
+ * first) is written alone in it. Smaller files (a relayed message's bytes) ride the statement (`files` of the
+ * request). A batch that fails as a whole (two requests for one contact, a deadlock, one request's data refused)
+ * writes nothing, and each of its requests is then written alone, with its own answer or error. A batch that lost
+ * its connection (its commit unknown) gives every request the error (503) instead of a second write.
  *
  * @module
  */
@@ -21,8 +22,14 @@ import { writeTransactionalBatch, type TransactionalRequest } from '@mailroom/db
 /** Writes one request's emails: alone, or in a batch (see the module notes). */
 export type TransactionalWriter = (tx: DbOrTx, request: TransactionalRequest) => Promise<TransactionalWrite>;
 
-/** `writeTransactional` with its arguments as one {@link TransactionalRequest}. */
-export const writeAlone: TransactionalWriter = (tx, r) => writeTransactional(tx, r.projectId, r.contacts, r.recipients, r.content, r.webhookTimestamp, r.senderDomains);
+/**
+ * `writeTransactional` with its arguments as one {@link TransactionalRequest}; a request carrying `files` is
+ * written as a batch of one (the statement that stores them).
+ */
+export const writeAlone: TransactionalWriter = async (tx, r) =>
+  r.files?.length
+    ? (await writeTransactionalBatch(tx, [r]))[0]
+    : writeTransactional(tx, r.projectId, r.contacts, r.recipients, r.content, r.webhookTimestamp, r.senderDomains);
 
 /**
  * A {@link TransactionalWriter} batching the requests written straight to `db`.

@@ -30,6 +30,7 @@ import type { Queues } from '@mailroom/queues/create';
 import { acceptRelay, relayRecipientProblem, RELAY_LIMITS } from '@mailroom/sending/relay/accept-relay';
 import { sendEnqueueBatcher } from '@mailroom/sending/enqueue-batcher';
 import { laneConnectionResolver } from '@mailroom/sending/lane-connection';
+import { transactionalBatcher } from '@mailroom/sending/write-batcher';
 import { AuthCache, resolveKey } from '../http/auth';
 import { ipKey, projectRateLimit, type FailureLimiter } from '../http/rate-limit';
 import { authReply, badCredentials, dataReply, reply } from './replies';
@@ -142,6 +143,8 @@ function relayHandlers(deps: RelayDeps): Pick<SMTPServerOptions, 'onAuth' | 'onM
     { config, sendQueue: deps.queues.send, redis: deps.redis, connectionOf: laneConnectionResolver(database.db, config.sesConnections) },
     { maxBatch: config.writeBatchSize, maxInFlight: config.writeBatchInFlight },
   );
+  // Writes of concurrent messages without a Message-ID of their own go in shared statements, as /v1/send's do.
+  const writer = transactionalBatcher(database.db, { maxBatch: config.writeBatchSize, maxInFlight: config.writeBatchInFlight });
   const ip = (session: SMTPServerSession) => ipKey(session.remoteAddress);
 
   return {
@@ -185,7 +188,7 @@ function relayHandlers(deps: RelayDeps): Pick<SMTPServerOptions, 'onAuth' | 'onM
         const later: (() => Promise<void>)[] = [];
         const log = logger.child({ projectId: key.projectId, smtpSession: session.id, ...(key.mode === 'test' ? { keyMode: 'test' } : {}) });
         acceptRelay(
-          { db: database.db, config, sendQueue: deps.queues.send, webhookQueue: deps.queues.webhook, log, redis: deps.redis, enqueuer },
+          { db: database.db, writer, config, sendQueue: deps.queues.send, webhookQueue: deps.queues.webhook, log, redis: deps.redis, enqueuer },
           key,
           session.envelope.rcptTo.map((r) => r.address),
           Buffer.concat(chunks),

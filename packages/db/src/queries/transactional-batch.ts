@@ -32,6 +32,20 @@ export interface TransactionalRequest {
   webhookTimestamp: string;
   /** As {@link writeTransactional}'s `senderDomains`: when given, the request writes only if one is verified. */
   senderDomains?: string[];
+  /**
+   * Files to store with the emails, in the same statement (their ids, made by the caller, are in
+   * `content.attachmentIds`); written only if the request is (its sender allowed).
+   */
+  files?: InlineFile[];
+}
+
+/** A file stored by the write statement itself (an `attachments` row). */
+export interface InlineFile {
+  /** The row's id (uuid v7, made by the caller). */
+  id: string;
+  filename: string;
+  contentType: string;
+  content: Buffer;
 }
 
 /** Thrown (before any write) for a batch in which two requests upsert one contact. */
@@ -56,6 +70,7 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
   const q = { req: [] as number[], project: [] as string[], template: [] as (string | null)[], marketing: [] as boolean[], fromEmail: [] as string[], fromName: [] as (string | null)[], replyTo: [] as (string | null)[], subject: [] as string[], body: [] as string[], format: [] as string[], variables: [] as string[], headers: [] as string[], attachments: [] as string[], test: [] as boolean[], timestamp: [] as string[], senders: [] as (string | null)[] };
   const c = { req: [] as number[], id: [] as string[], project: [] as string[], email: [] as string[], key: [] as string[], subscribed: [] as boolean[], stated: [] as boolean[], patch: [] as string[], removed: [] as string[], test: [] as boolean[] };
   const r = { req: [] as number[], id: [] as string[], key: [] as string[], email: [] as string[], name: [] as (string | null)[] };
+  const f = { req: [] as number[], id: [] as string[], filename: [] as string[], contentType: [] as string[], content: [] as Buffer[] };
   const seen = new Set<string>();
   let mayChangeSubscription = false;
   requests.forEach((request, i) => {
@@ -93,6 +108,13 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       c.removed.push(JSON.stringify(removed));
       c.test.push(ct.test);
     }
+    for (const file of request.files ?? []) {
+      f.req.push(i);
+      f.id.push(file.id);
+      f.filename.push(file.filename);
+      f.contentType.push(file.contentType);
+      f.content.push(file.content);
+    }
     for (const rc of request.recipients) {
       r.req.push(i);
       r.id.push(rc.id);
@@ -121,7 +143,14 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
         as i(req, id, project_id, email, email_key, subscribed, stated, patch, removed, test)
       where i.req in (select req from allowed)
     ),
-    ${sql.raw(BATCH_UPSERT)},${mayChangeSubscription ? sql.raw(`\n    ${BATCH_SUBSCRIPTION_EVENTS},`) : sql``}
+    ${sql.raw(BATCH_UPSERT)},${f.req.length > 0 ? sql`
+    files as (
+      insert into attachments (id, project_id, filename, content_type, size, content)
+      select f.id, q.project_id, f.filename, f.content_type, octet_length(f.content), f.content
+      from unnest(${param(f.req)}::int[], ${param(f.id)}::uuid[], ${param(f.filename)}::text[], ${param(f.contentType)}::text[], ${param(f.content)}::bytea[])
+        as f(req, id, filename, content_type, content)
+      join allowed q on q.req = f.req
+    ),` : sql``}${mayChangeSubscription ? sql.raw(`\n    ${BATCH_SUBSCRIPTION_EVENTS},`) : sql``}
     rcpt as (
       select r.*, q.project_id from unnest(${param(r.req)}::int[], ${param(r.id)}::uuid[], ${param(r.key)}::text[], ${param(r.email)}::text[], ${param(r.name)}::text[])
         as r(req, id, email_key, to_email, to_name)

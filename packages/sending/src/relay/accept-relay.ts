@@ -13,12 +13,12 @@
  * A message with a Message-ID is idempotent per key: submitted again (the same envelope and bytes) within 24 hours,
  * it is answered as the first time and nothing new is written (the `Idempotency-Key` store of the HTTP API, keyed
  * `smtp:<key id>:<Message-ID>`). The idempotency row, the file and the emails commit together: the relay answers
- * `250` only once they did.
+ * `250` only once they did. A message without one (the relay adds it) has no idempotency row: its file and emails
+ * are one statement, which concurrent messages and `/v1/send` requests share (`../write-batcher`).
  *
  * @module
  */
 import { createHash } from 'node:crypto';
-import { simpleParser } from 'mailparser';
 import { AppError, ErrorCode, validationError } from '@mailroom/platform/errors';
 import { emailDomain, normalizeEmail, normalizedKey, addressProblem, type NormalizedMailbox } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
@@ -27,7 +27,9 @@ import { keyDomainRefusal, senderDomainCandidates } from '@mailroom/mail/sender'
 import { claimIdempotencyKey, storeIdempotentResponse } from '@mailroom/db/queries/idempotency';
 import type { DbOrTx } from '@mailroom/db/client';
 import { enqueueAccepted, sendResult, writeAccepted, type SendResult, type WrittenEmails } from '../accept';
+import type { TransactionalWriter } from '../write-batcher';
 import { headerValues, prepareRelayMessage, splitMessage } from './headers';
+import { relayFrom, relaySubject } from './header-text';
 
 /** The body format of a relayed email: its content is its one file, the message as the client composed it. */
 export const RELAY_BODY_FORMAT = 'mime';
@@ -67,7 +69,8 @@ export function relayRecipientProblem(address: string): string | undefined {
 /**
  * Accepts one relayed message.
  *
- * @param deps.db - the pool (the write is a transaction of its own).
+ * @param deps.db - the pool. A message with a Message-ID is written in a transaction of its own with its
+ *   idempotency row; one without is one statement, through `deps.writer` (a `transactionalBatcher`) when given.
  * @param rcptTo - the envelope recipients as given (`RCPT TO`), each already checked by
  *   {@link relayRecipientProblem}; duplicates (same address) are sent once.
  * @param raw - the message as received (DATA), at most {@link RELAY_LIMITS}.messageBytes.
@@ -76,7 +79,7 @@ export function relayRecipientProblem(address: string): string | undefined {
  *   key for other bytes or recipients); the database's errors (nothing committed: answer a temporary failure).
  */
 export async function acceptRelay(
-  deps: Parameters<typeof enqueueAccepted>[0] & { db: DbOrTx },
+  deps: Parameters<typeof enqueueAccepted>[0] & { db: DbOrTx; writer?: TransactionalWriter },
   key: RelayKey,
   rcptTo: readonly string[],
   raw: Buffer,
@@ -84,20 +87,14 @@ export async function acceptRelay(
 ): Promise<RelayResult> {
   const split = splitMessage(raw);
   if (!split) throw validationError([{ field: 'message', message: 'has no readable header block (at most 256 KB of RFC 5322 header fields)', code: 'invalid_string' }]);
-  const head = await simpleParser(Buffer.concat(split.fields.map((f) => Buffer.from(f.raw, 'latin1'))), {
-    skipHtmlToText: true,
-    skipTextToHtml: true,
-    skipImageLinks: true,
-    skipTextLinks: true,
-  });
-  // Exactly one From field holding exactly one mailbox: the sender check below looks at that one, so a second
-  // address (`From: a@ours.example, ceo@another-tenant.example`, or a second From line) would go out unchecked.
-  const mailboxes = head.from?.value.filter((a) => a.address) ?? [];
-  const from = mailboxes.length === 1 && headerValues(split, 'from').length === 1 ? mailboxes[0].address : undefined;
-  if (!from || addressProblem(from)) {
+  // Exactly one From field holding exactly one mailbox (`relayFrom`): the sender check below looks at that one, so
+  // a second address (`From: a@ours.example, ceo@another-tenant.example`, or a second From line) would go out
+  // unchecked.
+  const sender = relayFrom(split);
+  if (!sender || addressProblem(sender.address)) {
     throw validationError([{ field: 'from', message: 'the message needs one From header with exactly one valid address', code: 'invalid_type' }]);
   }
-  const fromEmail = normalizeEmail(from);
+  const fromEmail = normalizeEmail(sender.address);
   const refused = keyDomainRefusal(fromEmail, key.allowedDomains);
   if (refused) throw refused;
 
@@ -107,7 +104,7 @@ export async function acceptRelay(
     if (!recipients.has(normalizedKey(email))) recipients.set(normalizedKey(email), { email });
   }
   const prepared = prepareRelayMessage(split, `${newId()}@${emailDomain(fromEmail)}`);
-  const fromName = head.from?.value.find((a) => a.address)?.name || null;
+  const fromName = sender.name || null;
   const replyTo = headerValues(split, 'reply-to')[0]?.slice(0, 998) ?? null;
   const input = {
     recipients: [...recipients.values()],
@@ -117,7 +114,7 @@ export async function acceptRelay(
       fromEmail,
       fromName,
       replyTo,
-      subject: (head.subject ?? '').slice(0, 998),
+      subject: relaySubject(split).slice(0, 998),
       // The content is the stored message (`body_format` mime); `body` stays empty.
       body: '',
       bodyFormat: RELAY_BODY_FORMAT,
@@ -131,22 +128,29 @@ export async function acceptRelay(
 
   // One submission is one Message-ID to one set of recipients: a client that is told 452 past the recipient limit
   // (RFC 5321 §4.5.3.1.10), or a smarthost that splits a long list, sends the same message to the rest in another
-  // transaction, which is a new submission, not a conflicting one. The fingerprint is then the bytes alone.
-  const recipientsHash = createHash('sha256').update([...recipients.keys()].sort().join(',')).digest('hex').slice(0, 32);
-  const idempotencyKey = prepared.clientMessageId ? `smtp:${key.keyId}:${recipientsHash}:${prepared.messageId}`.slice(0, 1000) : undefined;
+  // transaction, which is a new submission, not a conflicting one.
+  const idempotencyKey = prepared.clientMessageId
+    ? `smtp:${key.keyId}:${createHash('sha256').update([...recipients.keys()].sort().join(',')).digest('hex').slice(0, 32)}:${prepared.messageId}`.slice(0, 1000)
+    : undefined;
+  if (!idempotencyKey) {
+    // No Message-ID of the client's: nothing to replay, the write is one statement (the file with the emails),
+    // shared with concurrent messages' and `/v1/send` requests' through `deps.writer`.
+    const written = await writeAccepted(deps, key.projectId, input);
+    enqueueAccepted(deps, key.projectId, written, afterCommit);
+    return { ...sendResult(written), messageId: prepared.messageId, replayed: false, removedHeaders: prepared.removed };
+  }
+  // The recipients are in the key: the fingerprint is the bytes alone.
   const fingerprint = createHash('sha256').update(raw).digest('hex');
   const outcome = await deps.db.transaction(async (tx): Promise<{ replayed: SendResult } | { written: WrittenEmails }> => {
-    if (idempotencyKey) {
-      const claim = await claimIdempotencyKey(tx, key.projectId, idempotencyKey, fingerprint);
-      if (claim.kind === 'mismatch') {
-        throw new AppError(ErrorCode.IDEMPOTENCY_CONFLICT, `Message-ID ${prepared.messageId} was already submitted with this key for another message`, {
-          suggestion: 'Give each message its own Message-ID; resubmit a message only unchanged.',
-        });
-      }
-      if (claim.kind === 'replay') return { replayed: claim.response as SendResult };
+    const claim = await claimIdempotencyKey(tx, key.projectId, idempotencyKey, fingerprint);
+    if (claim.kind === 'mismatch') {
+      throw new AppError(ErrorCode.IDEMPOTENCY_CONFLICT, `Message-ID ${prepared.messageId} was already submitted with this key for another message`, {
+        suggestion: 'Give each message its own Message-ID; resubmit a message only unchanged.',
+      });
     }
+    if (claim.kind === 'replay') return { replayed: claim.response as SendResult };
     const written = await writeAccepted({ db: tx }, key.projectId, input, true);
-    if (idempotencyKey) await storeIdempotentResponse(tx, key.projectId, idempotencyKey, 250, sendResult(written));
+    await storeIdempotentResponse(tx, key.projectId, idempotencyKey, 250, sendResult(written));
     return { written };
   });
   if ('replayed' in outcome) return { ...outcome.replayed, messageId: prepared.messageId, replayed: true, removedHeaders: prepared.removed };
