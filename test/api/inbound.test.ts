@@ -284,6 +284,30 @@ test('the OpenAPI document registers the inbound routes, the domain switch and t
   expect(doc.paths['/inbound'].get.tags).toEqual(['Inbound']);
 });
 
+describe('erasure', () => {
+  test("deleting a contact deletes the mail they sent: linked to the contact, or from their address", async () => {
+    const { p } = ctx;
+    await enableInbound(p);
+    const sender = recipient('erase');
+    const contact = await client(ctx.api.app, p).post('/contacts', { email: sender });
+    const to = `support@${p.domain}`;
+    const linked = await post(sns.notification(receipt(mime({ from: sender, to, subject: 'linked' }), { to: [to] })));
+    const ids = [linked.body.data.inbound[0].id as string];
+    // One that arrived unlinked, from the address in another letter case.
+    const unlinked = await post(sns.notification(receipt(mime({ from: sender.toUpperCase(), to, subject: 'unlinked' }), { to: [to] })));
+    ids.push(unlinked.body.data.inbound[0].id as string);
+    const other = await post(sns.notification(receipt(mime({ from: recipient('other'), to, subject: 'other' }), { to: [to] })));
+    for (const id of ids) expect((await get(p, `/inbound/${id}`)).status).toBe(200);
+
+    expect((await request(ctx.api.app).delete(`/contacts/${contact.body.data.id}`).set('Authorization', p.auth)).status).toBe(200);
+    for (const id of ids) {
+      expect((await get(p, `/inbound/${id}`)).status).toBe(404);
+      expect((await get(p, `/inbound/${id}/raw`)).status).toBe(404);
+    }
+    expect((await get(p, `/inbound/${other.body.data.inbound[0].id}`)).status).toBe(200);
+  });
+});
+
 describe('retention', () => {
   test('received email older than the project\'s inboundDays is deleted with its raw message; newer stays', async () => {
     const p = await createTestProject(ctx.api.database);
@@ -317,6 +341,14 @@ describe('tenancy and errors', () => {
     const ignored = await post(sns.notification(receipt(mime({ from: recipient(), to: `x@${other.domain}`, subject: 'Nobody' }), { to: [`x@${other.domain}`] })));
     expect(ignored.status).toBe(200);
     expect(ignored.body.data).toMatchObject({ inbound: [], ignored: expect.stringContaining('inbound-enabled') });
+
+    // An inbound-enabled domain that is not verified (still pending) receives nothing either.
+    const pendingDomain = `p${randomBytes(5).toString('hex')}.example.com`;
+    const added = await client(ctx.api.app, other).post('/domains', { domain: pendingDomain });
+    expect(added.status).toBe(201);
+    expect((await request(ctx.api.app).put(`/domains/${added.body.data.id}/inbound`).set('Authorization', other.auth).send({ enabled: true })).status).toBe(200);
+    const pending = await post(sns.notification(receipt(mime({ from: recipient(), to: `x@${pendingDomain}`, subject: 'Pending' }), { to: [`x@${pendingDomain}`] })));
+    expect(pending.body.data).toMatchObject({ inbound: [] });
 
     const scoped = await request(ctx.api.app).post(`/admin/projects/${p.id}/keys`).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ scope: 'sending' });
     const refused = await request(ctx.api.app).get('/inbound').set('Authorization', `Bearer ${scoped.body.data.key}`);

@@ -26,6 +26,8 @@ export interface ErasureCounts {
   webhookDeliveriesDeleted: number;
   importErrorsDeleted: number;
   idempotencyResponsesScrubbed: number;
+  /** Messages the contact sent to the project's inbound domains (received mail), deleted with their raw bytes. */
+  inboundEmailsDeleted: number;
 }
 
 /**
@@ -100,6 +102,10 @@ export async function eraseContact(db: DbOrTx, projectId: string, id: string): P
       const scrubbedResponse = scrubJson(JSON.parse(r.response), new RegExp(pattern, 'gi'), id);
       await tx.execute(sql`update idempotency_keys set response = ${JSON.stringify(scrubbedResponse)}::json where project_id = ${p} and key = ${r.key}`);
     }
+    // Mail the person sent us (inbound): linked to the contact, or from the address when it arrived unlinked.
+    const inbound = await tx.execute(
+      sql`delete from inbound_emails where project_id = ${p} and (contact_id = ${id}::uuid or lower(from_email) = ${key})`,
+    );
     await tx.execute(sql`delete from contacts where project_id = ${p} and id = ${id}::uuid`);
     return {
       emailsScrubbed: emailIds.length,
@@ -107,6 +113,7 @@ export async function eraseContact(db: DbOrTx, projectId: string, id: string): P
       webhookDeliveriesDeleted: deliveries.rowCount ?? 0,
       importErrorsDeleted: importErrors.rowCount ?? 0,
       idempotencyResponsesScrubbed: responses.rows.length,
+      inboundEmailsDeleted: inbound.rowCount ?? 0,
     };
   });
 }

@@ -12,7 +12,9 @@ import { domains, inboundEmails, type InboundAttachmentInfo, type InboundStatus,
 export type InboundEmailRow = typeof inboundEmails.$inferSelect;
 
 /**
- * The projects receiving mail for `names` (lower-case domain names): inbound-enabled domains, each matched exactly.
+ * The projects receiving mail for `names` (lower-case domain names): inbound-enabled, verified domains, each
+ * matched exactly. A pending domain receives nothing: whoever added it has not shown they own it (a pending
+ * subdomain of another tenant's domain must not take that tenant's mail).
  *
  * @returns domain name → project id, for the names that have one.
  */
@@ -21,7 +23,7 @@ export async function inboundDomainOwners(db: DbOrTx, names: readonly string[]):
   const rows = await db
     .select({ domain: domains.domain, projectId: domains.projectId })
     .from(domains)
-    .where(and(eq(domains.inboundEnabled, true), sql`lower(${domains.domain}) = any(${sql.param([...names])}::text[])`));
+    .where(and(eq(domains.inboundEnabled, true), eq(domains.verified, true), sql`lower(${domains.domain}) = any(${sql.param([...names])}::text[])`));
   return new Map(rows.map((r) => [r.domain.toLowerCase(), r.projectId]));
 }
 
