@@ -106,7 +106,8 @@ test('an unhealthy connection fails over only to one whose SES has the domain ve
 test('a message whose SES answer was lost is pinned to that connection: its retry never goes through another', async () => {
   const primary = connection('primary', proxy.url);
   const backup = connection('backup', EMULATOR);
-  const { router: r, health } = router([primary, backup]);
+  const prefix = uniquePrefix();
+  const { router: r, health } = router([primary, backup], prefix);
   try {
     proxy.mode = 'frozen';
     const key = `email-${Math.random().toString(36).slice(2)}`;
@@ -118,8 +119,20 @@ test('a message whose SES answer was lost is pinned to that connection: its retr
       return !(await health.healthy('primary'));
     }, 10_000, 'primary unhealthy');
     expect((await r.route({ from: 'a@d.example.com', key: 'another' })).name).toBe('backup');
-    // …but the pinned message stays with it.
+    // …but the pinned message stays with it…
     expect((await r.route({ from: 'a@d.example.com', key })).name).toBe('primary');
+    // …in any process: one that saw no incident itself (another worker, or this one restarted) finds the pin too.
+    const other = new ConnectionRouter({ connections: [primary, backup], health, redis, prefix, logger });
+    expect((await other.route({ from: 'a@d.example.com', key })).name).toBe('primary');
+    expect((await other.route({ from: 'a@d.example.com', key: 'another' })).name).toBe('backup');
+    // Even once the primary is healthy again: a message pinned to the backup (its answer lost there during the
+    // failover) is retried through the backup by a process that never saw the incident.
+    await health.succeeded('primary');
+    const failedOver = `email-${Math.random().toString(36).slice(2)}`;
+    await redis.set(`${prefix}:ses-pinned:${failedOver}`, 'backup', 'EX', 60);
+    const fresh = new ConnectionRouter({ connections: [primary, backup], health, redis, prefix, logger });
+    expect((await fresh.route({ from: 'a@d.example.com', key: failedOver })).name).toBe('backup');
+    expect((await fresh.route({ from: 'a@d.example.com', key: 'another' })).name).toBe('primary');
   } finally {
     proxy.mode = 'healthy';
     r.close();

@@ -69,6 +69,8 @@ export class ConnectionRouter implements MailTransport {
   private readonly verified = new Map<string, { ok: boolean; at: number }>();
   /** When this process last saw a connection failing or wrote a pin: pins are looked up until a day after. */
   private incidentAt = 0;
+  /** Whether any process of the deployment wrote a pin in the last `PIN_TTL_S` (read from Redis once a second). */
+  private pinsActive = { value: false, at: 0 };
 
   constructor(private readonly deps: ConnectionRouterDeps) {
     if (deps.connections.length === 0) throw new Error('ConnectionRouter needs at least one connection');
@@ -91,7 +93,9 @@ export class ConnectionRouter implements MailTransport {
     const { health } = this.deps;
     const boundHealthy = await health.healthy(bound.name);
     if (!boundHealthy) this.incidentAt = Date.now();
-    if (message.key && Date.now() - this.incidentAt < 86_400_000) {
+    // Pins are looked up after an incident this process saw, or one any other process pinned a message in (its
+    // retry may come here, or to this process after a restart): otherwise no lookup, no Redis call per send.
+    if (message.key && (Date.now() - this.incidentAt < 86_400_000 || (await this.anyPins()))) {
       const pinned = await this.deps.redis.get(this.pinKey(message.key)).catch(() => null);
       const to = pinned ? this.byName.get(pinned) : undefined;
       if (to) return to;
@@ -132,6 +136,7 @@ export class ConnectionRouter implements MailTransport {
       if (kind.kind === 'unreachable' && !NEVER_SENT.has(code) && message.key && this.deps.connections.length > 1) {
         // The answer was lost: SES may have the message. Its retries stay on this connection.
         await this.deps.redis.set(this.pinKey(message.key), c.name, 'EX', PIN_TTL_S, 'NX').catch(() => undefined);
+        await this.deps.redis.set(this.pinsMarkerKey(), String(Date.now()), 'EX', PIN_TTL_S).catch(() => undefined);
       }
       throw err;
     }
@@ -171,6 +176,20 @@ export class ConnectionRouter implements MailTransport {
 
   private pinKey(key: string): string {
     return `${this.deps.prefix}:ses-pinned:${key}`;
+  }
+
+  /** Set (for the pins' lifetime) whenever a process writes a pin. */
+  private pinsMarkerKey(): string {
+    return `${this.deps.prefix}:ses-pinned-any`;
+  }
+
+  /** Whether the deployment has written a pin in the last `PIN_TTL_S`, read at most once a second. */
+  private async anyPins(): Promise<boolean> {
+    if (Date.now() - this.pinsActive.at >= 1_000) {
+      const marker = await this.deps.redis.get(this.pinsMarkerKey()).catch(() => null);
+      this.pinsActive = { value: marker !== null, at: Date.now() };
+    }
+    return this.pinsActive.value;
   }
 
   private async bound(projectId: string | undefined, domain: string): Promise<string | null> {
