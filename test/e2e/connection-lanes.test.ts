@@ -115,3 +115,39 @@ test('the fair share is counted per connection: a project\'s mail on default doe
   }, 30_000, 'all sent');
   expect(sent.filter((r) => r.sesConnection === 'backup').length).toBe(4);
 });
+
+test("workflow mail's fair share is counted per connection too: the From's binding, as for /v1/send", async () => {
+  const p = await createTestProject(api.database);
+  const second = `w${p.domain}`;
+  await addDomain(api.database.db, p.id, second, true);
+  expect(await setDomainConnection(api.database.db, second, 'backup')).toBe(true);
+  const c = client(api.app, p);
+  const tpl = await c.post('/templates', { name: 't', subject: 'Hi', body: '<p>hi</p>', type: 'TRANSACTIONAL', from: `wf@${second}` });
+  expect(tpl.status).toBe(201);
+  const created = await c.post('/workflows', { name: 'wf', trigger: { type: 'EVENT', event: 'signup' } });
+  expect(created.status).toBe(201);
+  const graph = {
+    steps: [
+      { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl.body.data.id } },
+      { key: 'end', type: 'EXIT', config: { reason: 'done' } },
+    ],
+    transitions: [{ from: null, to: 'send' }, { from: 'send', to: 'end' }],
+  };
+  expect((await c.put(`/workflows/${created.body.data.id}/graph`, graph)).status).toBe(200);
+  expect((await c.patch(`/workflows/${created.body.data.id}`, { enabled: true })).status).toBe(200);
+  // Clear of a minute boundary: the share is counted per minute.
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < 15_000) await new Promise((r) => setTimeout(r, left + 10));
+  const minute = Math.floor(Date.now() / 60_000);
+
+  const to = [recipient('wf-a'), recipient('wf-b')];
+  for (const email of to) expect((await c.post('/v1/track', { email, event: 'signup' })).status).toBe(200);
+  const key = `${api.config.queuePrefix}:lane:workflow:${p.id}:${minute}`;
+  await waitFor(async () => (await api.redis.get(`${key}:backup`)) === '2', 15_000, 'the backup count of the workflow lane');
+  expect(await api.redis.get(key)).toBeNull();
+  const sent = await waitFor(async () => {
+    const r = await api.database.db.select({ status: emails.status, sesConnection: emails.sesConnection }).from(emails).where(inArray(emails.toEmail, to));
+    return r.length === 2 && r.every((e) => e.status === 'sent') && r;
+  }, 30_000, 'both workflow emails sent');
+  expect(sent.map((r) => r.sesConnection)).toEqual(['backup', 'backup']);
+});

@@ -39,6 +39,7 @@ import { countersTask } from './processors/counters';
 import type { MailTransport } from '@mailroom/sending/ses/transport';
 import { quotaTask } from './processors/quota';
 import { checkQuotaOnce } from '@mailroom/sending/quota';
+import { laneConnectionResolver } from '@mailroom/sending/lane-connection';
 import { DEFAULT_CONNECTION } from '@mailroom/mail/connections';
 import { startDeliveryConnections, type DeliveryConnections } from './connections';
 import { testMessagesTask } from './processors/test-messages';
@@ -166,7 +167,7 @@ export async function startWorker(
       import: createImportProcessor({ config, database, logger }),
       campaign: createCampaignProcessor({ config, database, sendQueue, webhookQueue, logger, sendRate: () => connections.totalRate() }),
       webhook: createWebhookProcessor({ config, database, logger }),
-      workflow: createWorkflowProcessor({ config, database, sendQueue, webhookQueue, workflowQueue, logger, redis: connection }),
+      workflow: createWorkflowProcessor({ config, database, sendQueue, webhookQueue, workflowQueue, logger, redis: connection, connectionOf: laneConnectionResolver(database.db, config.sesConnections) }),
       // Plus the pass run when Redis has lost its data (added by `watchRedisLoss`, not by a timer).
       maintenance: maintenanceProcessor({ config, redis: connection, logger }, [...maintenanceTasks, reconcileNowTask({ config, database, queues, logger, onPass: onReconcilePass })]),
     },

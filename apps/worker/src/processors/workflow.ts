@@ -12,7 +12,8 @@ import type { Redis } from 'ioredis';
 import { SendPriority, WorkflowJobPayload, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { announceWebhookDeliveries, enqueueExecutions, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { dataValidator } from '@mailroom/platform/validation';
-import { lanePriorities } from '@mailroom/queues/send-lanes';
+import { lanePriorities, lanePrioritiesOf } from '@mailroom/queues/send-lanes';
+import type { LaneConnectionOf } from '@mailroom/sending/lane-connection';
 import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { type Database } from '@mailroom/db/client';
@@ -31,6 +32,11 @@ export interface WorkflowProcessorDeps {
   logger: Logger;
   /** Counts each project's workflow sends per minute (fair share inside the lane); omitted: no demotion. */
   redis?: Redis;
+  /**
+   * With several delivery connections, the connection an email's From is bound to: each connection's fair share
+   * is counted apart (`@mailroom/sending/lane-connection`). Omitted (one connection): one count per project.
+   */
+  connectionOf?: LaneConnectionOf;
 }
 
 /** Creates the BullMQ processor function of the `workflow` queue. */
@@ -57,7 +63,7 @@ async function handOver(deps: WorkflowProcessorDeps, h: Handover, log: Logger): 
   if (h.sends.length > 0) {
     try {
       // A project's burst beyond its fair share per minute moves down inside the workflow lane (send-lanes.ts).
-      const priorities = await lanePriorities(deps.redis, deps.config, 'workflow', projectId, h.sends.length);
+      const priorities = await workflowPriorities(deps, h);
       await enqueueSendJobs(deps.sendQueue, deps.config, h.sends.map((emailId, i) => ({ emailId, projectId, priority: priorities[i] ?? SendPriority.workflow })));
     } catch (err) {
       log.warn({ err, emails: h.sends.length }, 'send enqueue failed; the reconciler will enqueue these emails');
@@ -66,4 +72,17 @@ async function handOver(deps: WorkflowProcessorDeps, h: Handover, log: Logger): 
   await announceWebhookDeliveries(deps.webhookQueue, deps.config, h.deliveries, log);
   if (h.wake) await enqueueExecutions(deps.workflowQueue, [h.wake.execution], log, h.wake.at.getTime() - Date.now(), h.wake.suffix);
   if (h.rerun) await enqueueExecutions(deps.workflowQueue, [h.rerun.execution], log, 0, h.rerun.suffix);
+}
+
+/**
+ * The send priorities of a hand-over's emails: the workflow lane, moved down past the project's fair share per
+ * minute, counted per delivery connection when there are several (as `/v1/send` counts the transactional lane).
+ */
+async function workflowPriorities(deps: WorkflowProcessorDeps, h: Handover): Promise<number[]> {
+  const { projectId } = h.execution;
+  const { connectionOf } = deps;
+  if (!connectionOf) return lanePriorities(deps.redis, deps.config, 'workflow', projectId, h.sends.length);
+  const connections = await Promise.all(h.sendFroms.map((from) => connectionOf(projectId, from)));
+  const each = await lanePrioritiesOf(deps.redis, deps.config, 'workflow', connections.map((connection) => ({ projectId, count: 1, connection })));
+  return each.map((p) => p[0]);
 }

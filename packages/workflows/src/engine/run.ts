@@ -68,6 +68,8 @@ export interface Handover {
   execution: ExecutionRow;
   /** Ids of the emails SEND_EMAIL steps queued (rows committed, status queued): to send. */
   sends: string[];
+  /** The From address of each of `sends`, in the same order (the delivery connection its fair share counts in). */
+  sendFroms: string[];
   /** Webhook deliveries written to the outbox (`workflow.*` events): to deliver. */
   deliveries: WebhookDeliveryRef[];
   /** Run the execution again at `at` (a DELAY ended, a wait timed out, a WEBHOOK retry); `suffix` tells jobs of one version apart. */
@@ -83,6 +85,7 @@ export class ExecutionRun {
   private readonly db: Database['db'];
   private deliveries: WebhookDeliveryRef[] = [];
   private readonly sends: string[] = [];
+  private readonly sendFroms: string[] = [];
   /** A delayed job to add when the run stops: version, due time, id suffix. */
   private wake: { version: number; at: Date; suffix?: string } | undefined;
   /** The run begun by the last move (the step the execution now stands on). */
@@ -121,7 +124,7 @@ export class ExecutionRun {
   async finish(capped: boolean): Promise<Handover> {
     const live = (s: string) => s === 'RUNNING' || s === 'WAITING';
     const after = live(this.x.status) ? await releaseExecution(this.db, this.x.id, this.lease) : undefined;
-    const handover: Handover = { execution: this.x, sends: this.sends, deliveries: this.deliveries };
+    const handover: Handover = { execution: this.x, sends: this.sends, sendFroms: this.sendFroms, deliveries: this.deliveries };
     if (this.wake) handover.wake = { execution: { ...this.x, version: this.wake.version }, at: this.wake.at, ...(this.wake.suffix ? { suffix: this.wake.suffix } : {}) };
     // Moved by someone else while leased (an event woke it), or stopped by the cap: run it again now.
     const due = after && (!after.dueAt || after.dueAt.getTime() <= Date.now());
@@ -315,7 +318,10 @@ export class ExecutionRun {
     const emailId = keyedIdAt(run.startedAt.getTime(), `workflow-email:${run.id}`);
     return this.done(run, step, 'next', { status: 'COMPLETED', output: { emailId } }, {
       effect: (tx) => insertQueuedEmails(tx, [workflowEmailRow({ id: emailId, execution: x, run, template, contact, cfg, from })]),
-      committed: () => this.sends.push(emailId),
+      committed: () => {
+        this.sends.push(emailId);
+        this.sendFroms.push(from);
+      },
     });
   }
 
