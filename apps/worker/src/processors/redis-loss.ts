@@ -47,7 +47,8 @@ export function redisEpochKey(queuePrefix: string): string {
 
 /**
  * The pass run when Redis has lost its data: the reconciler over every pending email, whatever its age. Its lock
- * is released when it ends (one such pass at a time; the periodic pass keeps its own lock).
+ * is released when it ends (one such pass at a time; the periodic pass keeps its own lock). A follow-up that comes
+ * while a pass runs makes that pass run once more when it ends, rather than being skipped.
  */
 export function reconcileNowTask(deps: ReconcileDeps & { onPass?: (r: ReconcileResult) => void }): MaintenanceTask {
   return {
@@ -55,6 +56,7 @@ export function reconcileNowTask(deps: ReconcileDeps & { onPass?: (r: ReconcileR
     intervalMs: 0,
     lockMs: 5 * 60_000,
     release: true,
+    coalesce: true,
     run: async () => {
       const r = await reconcileOnce(deps, 0);
       deps.onPass?.(r);
