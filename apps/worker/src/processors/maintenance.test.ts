@@ -41,7 +41,7 @@ function setup(task: Omit<MaintenanceTask, 'name' | 'intervalMs'>) {
 test('a pass that outlived its lock does not release the next pass’s lock', async () => {
   const gates = [gate(), gate()];
   let calls = 0;
-  const { run, job, lockKey } = setup({ lockMs: 150, release: true, run: () => gates[calls++]!.opened });
+  const { run, job, lockKey } = setup({ lockMs: 150, release: true, run: () => gates[calls++].opened });
   const first = run(job('a'));
   await until(async () => calls === 1);
   // The first pass's lock expires while it still runs; a second pass takes the lock.
@@ -50,10 +50,10 @@ test('a pass that outlived its lock does not release the next pass’s lock', as
   await until(async () => calls === 2);
   await redis.pexpire(lockKey, 60_000);
   const secondToken = await redis.get(lockKey);
-  gates[0]!.open();
+  gates[0].open();
   await first;
   expect(await redis.get(lockKey)).toBe(secondToken);
-  gates[1]!.open();
+  gates[1].open();
   await second;
   expect(await redis.exists(lockKey)).toBe(0);
 });
