@@ -10,6 +10,10 @@
  * one contact (one project, one address) may not, since one statement cannot update a row twice:
  * {@link writeTransactionalBatch} refuses such a batch before writing, and its caller writes them one by one.
  *
+ * A request may also carry files (stored by the statement) and an idempotency key (claimed by the statement, with
+ * its answer known beforehand: the SMTP relay's Message-ID, `./idempotency`): a request whose key is held by an
+ * earlier one writes nothing and is answered `keyHeld`. Two requests claiming one key may not share a batch either.
+ *
  * @module
  */
 import { sql } from 'drizzle-orm';
