@@ -229,6 +229,16 @@ export interface AcceptedEmails {
   files: { filename: string; contentType: string; content: Buffer }[];
   /** When given, the write checks the sender itself (see `writeTransactional`). */
   senderDomains?: string[];
+  /**
+   * An idempotency key the write claims itself (`idempotency` of `TransactionalRequest`), in the same statement,
+   * storing as its answer `statusCode` and {@link StoredEmails} (the ids of the emails written).
+   */
+  idempotency?: { key: string; fingerprint: string; statusCode: number };
+}
+
+/** The answer stored with an idempotency key claimed by {@link writeAccepted}: the emails it wrote. */
+export interface StoredEmails {
+  emailIds: string[];
 }
 
 /** What {@link writeAccepted} wrote: one row per recipient, and the webhook deliveries to announce. */
@@ -236,7 +246,12 @@ export interface WrittenEmails {
   /** `suppressed`: why the email is stored but never sent (undefined: queued). */
   rows: { id: string; toEmail: string; suppressed: SuppressionCause | undefined; contact: { id: string; email: string } }[];
   deliveries: WebhookDeliveryRef[];
+  /** `input.idempotency`'s key was already held (committed within 24 h, see `./relay/replay`): nothing was written. */
+  keyHeld?: true;
 }
+
+/** Rolls back a transaction whose idempotency key turned out held (its large files inserted first). */
+class KeyHeld extends Error {}
 
 /**
  * Files up to this many bytes in all (a relayed message, small attachments) are stored by the write statement
@@ -266,6 +281,7 @@ export async function writeAccepted(
     const files = inline ? input.files.map((f) => ({ ...f, id: newId() })) : [];
     const attachmentIds = inline ? files.map((f) => f.id) : await insertAttachments(tx, projectId, input.files);
     const list = input.recipients.map((r) => ({ id: newId(), email: r.email, emailKey: normalizedKey(r.email), name: r.name ?? null }));
+    const idem = input.idempotency;
     const w = await (deps.writer ?? writeAlone)(tx, {
       projectId,
       contacts: list.map((r) => ({ email: r.email, subscribed: input.subscribed, defaultSubscribed: false, data: input.data })),
@@ -274,13 +290,23 @@ export async function writeAccepted(
       webhookTimestamp: new Date().toISOString(),
       senderDomains: input.senderDomains,
       ...(files.length > 0 ? { files } : {}),
+      ...(idem ? { idempotency: { ...idem, response: { emailIds: list.map((r) => r.id) } satisfies StoredEmails } } : {}),
     });
+    if (w.keyHeld) {
+      // Our own transaction holds large files inserted first: rolled back. (A caller's transaction is the caller's.)
+      if (!inline && !inTransaction) throw new KeyHeld();
+      return { rows: [], deliveries: [], keyHeld: true };
+    }
     if (w.senderRefused) throw validationError([senderRefusal(input.content.fromEmail)]);
     const rows = list.map((r) => ({ id: r.id, toEmail: r.email, suppressed: w.suppressed.get(r.emailKey), contact: w.contacts.get(r.emailKey)! }));
     return { rows, deliveries: w.deliveries };
   };
   // Files stored by the statement (or none): the write is one statement, atomic on its own.
-  return inline || inTransaction ? write(deps.db) : deps.db.transaction(write);
+  if (inline || inTransaction) return write(deps.db);
+  return deps.db.transaction(write).catch((err: unknown) => {
+    if (err instanceof KeyHeld) return { rows: [], deliveries: [], keyHeld: true as const };
+    throw err;
+  });
 }
 
 /**

@@ -57,3 +57,41 @@ export async function purgeIdempotencyKeys(db: DbOrTx, limit = 10_000): Promise<
       where created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_MS / 1000}) limit ${limit})`);
   return res.rowCount ?? 0;
 }
+
+/** An email named in a key's stored answer (`{ emailIds }`), as it is now. */
+export interface KeyEmail {
+  id: string;
+  /** Null once the contact was deleted (the email is kept). */
+  contactId: string | null;
+  /** The contact's address as stored; the email's own when the contact is gone. */
+  contactEmail: string;
+  toEmail: string;
+  status: string;
+  error: string | null;
+}
+
+/**
+ * A key's row as committed now (outside any claim): its fingerprint, stored status and answer, and the emails of the
+ * project whose ids the answer lists under `emailIds` (the answer that the write statement stores itself,
+ * `idempotency` of `./transactional-batch`). One round trip.
+ *
+ * @returns `undefined` when the project has no such key.
+ */
+export async function findIdempotencyKey(
+  db: DbOrTx,
+  projectId: string,
+  key: string,
+): Promise<{ fingerprint: string; statusCode: number; response: unknown; emails: KeyEmail[] } | undefined> {
+  const result = await db.execute<{ fingerprint: string; status_code: number; response: unknown; emails: KeyEmail[] }>(sql`
+    select k.fingerprint, k.status_code, k.response,
+      (select coalesce(jsonb_agg(jsonb_build_object('id', e.id, 'contactId', e.contact_id, 'contactEmail', coalesce(c.email, e.to_email),
+          'toEmail', e.to_email, 'status', e.status, 'error', e.error) order by x.n), '[]'::jsonb)
+        from jsonb_array_elements_text(case when jsonb_typeof(k.response::jsonb -> 'emailIds') = 'array' then k.response::jsonb -> 'emailIds' else '[]'::jsonb end)
+          with ordinality as x(id, n)
+        join emails e on e.project_id = k.project_id and e.id = x.id::uuid
+        left join contacts c on c.id = e.contact_id and c.project_id = e.project_id) as emails
+    from idempotency_keys k
+    where k.project_id = ${projectId}::uuid and k.key = ${key}`);
+  const row = result.rows[0];
+  return row && { fingerprint: row.fingerprint, statusCode: row.status_code, response: row.response, emails: row.emails };
+}

@@ -10,6 +10,10 @@
  * one contact (one project, one address) may not, since one statement cannot update a row twice:
  * {@link writeTransactionalBatch} refuses such a batch before writing, and its caller writes them one by one.
  *
+ * A request may also carry files (stored by the statement) and an idempotency key (claimed by the statement, with
+ * its answer known beforehand: the SMTP relay's Message-ID, `./idempotency`): a request whose key is held by an
+ * earlier one writes nothing and is answered `keyHeld`. Two requests claiming one key may not share a batch either.
+ *
  * @module
  */
 import { sql } from 'drizzle-orm';
@@ -22,6 +26,7 @@ import { type TransactionalContent, type TransactionalRecipient, type Transactio
 import { suppressionCauseSql, suppressionDataSql, suppressionReasonSql, type SuppressionCause } from './suppression-rule';
 import { endpointWants } from './webhooks';
 import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT } from './batch-upsert';
+import { IDEMPOTENCY_TTL_MS } from './idempotency';
 
 /** One request's write, as {@link writeTransactional}'s arguments. */
 export interface TransactionalRequest {
@@ -37,6 +42,24 @@ export interface TransactionalRequest {
    * `content.attachmentIds`); written only if the request is (its sender allowed).
    */
   files?: InlineFile[];
+  /**
+   * An idempotency key claimed by the statement itself (`./idempotency`): the request writes only if the key is
+   * free (or past its 24 h), and the key's row, with `statusCode` and `response` as its stored answer, commits with
+   * the request's rows. A key held by a request still running makes the statement wait for its commit (then this
+   * request writes nothing: `keyHeld`) or its rollback (then this one claims it). The key is claimed only when the
+   * sender check passed.
+   */
+  idempotency?: StatementIdempotency;
+}
+
+/** An idempotency key claimed in the write statement (see {@link TransactionalRequest}.idempotency). */
+export interface StatementIdempotency {
+  key: string;
+  /** What the key's later uses are compared with (a hash of the request). */
+  fingerprint: string;
+  statusCode: number;
+  /** The answer stored with the key: known before the write (say, the ids of the emails it makes). */
+  response: unknown;
 }
 
 /** A file stored by the write statement itself (an `attachments` row). */
@@ -48,16 +71,22 @@ export interface InlineFile {
   content: Buffer;
 }
 
-/** Thrown (before any write) for a batch in which two requests upsert one contact. */
+/** Thrown (before any write) for a batch in which two requests upsert one contact, or claim one idempotency key. */
 export class SharedContactInBatch extends Error {
-  constructor() {
-    super('two requests of the batch are for one contact');
+  constructor(what = 'one contact') {
+    super(`two requests of the batch are for ${what}`);
   }
 }
 
 const param = (values: unknown[]) => sql.param(values);
 
-type Row = ContactSqlRow & { req: number; suppression: SuppressionCause | null; deliveries: { id: string; generation: number }[] | null };
+type Row = ContactSqlRow & { req: number | null; suppression: SuppressionCause | null; deliveries: { id: string; generation: number }[] | null; held?: number[] };
+
+/** What {@link writeTransactionalBatch} answers for each request. */
+export interface BatchWrite extends TransactionalWrite {
+  /** The request's idempotency key was held by an earlier request (committed, within 24 h): nothing was written. */
+  keyHeld?: true;
+}
 
 /**
  * Writes the requests in one statement (see the module notes).
@@ -66,12 +95,14 @@ type Row = ContactSqlRow & { req: number; suppression: SuppressionCause | null; 
  * @throws {@link SharedContactInBatch} (nothing written); what Postgres throws (then nothing of the batch is
  *   written: one statement).
  */
-export async function writeTransactionalBatch(db: DbOrTx, requests: TransactionalRequest[]): Promise<TransactionalWrite[]> {
+export async function writeTransactionalBatch(db: DbOrTx, requests: TransactionalRequest[]): Promise<BatchWrite[]> {
   const q = { req: [] as number[], project: [] as string[], template: [] as (string | null)[], marketing: [] as boolean[], fromEmail: [] as string[], fromName: [] as (string | null)[], replyTo: [] as (string | null)[], subject: [] as string[], body: [] as string[], format: [] as string[], variables: [] as string[], headers: [] as string[], attachments: [] as string[], test: [] as boolean[], timestamp: [] as string[], senders: [] as (string | null)[] };
   const c = { req: [] as number[], id: [] as string[], project: [] as string[], email: [] as string[], key: [] as string[], subscribed: [] as boolean[], stated: [] as boolean[], patch: [] as string[], removed: [] as string[], test: [] as boolean[] };
   const r = { req: [] as number[], id: [] as string[], key: [] as string[], email: [] as string[], name: [] as (string | null)[] };
   const f = { req: [] as number[], id: [] as string[], filename: [] as string[], contentType: [] as string[], content: [] as Buffer[] };
+  const k = { req: [] as number[], key: [] as string[], fingerprint: [] as string[], status: [] as number[], response: [] as string[] };
   const seen = new Set<string>();
+  const seenKeys = new Set<string>();
   let mayChangeSubscription = false;
   requests.forEach((request, i) => {
     const ct = request.content;
@@ -108,6 +139,17 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       c.removed.push(JSON.stringify(removed));
       c.test.push(ct.test);
     }
+    if (request.idempotency) {
+      const idem = request.idempotency;
+      // One statement cannot claim one key twice; apart, the second waits for the first and replays it.
+      if (seenKeys.has(`${request.projectId} ${idem.key}`)) throw new SharedContactInBatch('one idempotency key');
+      seenKeys.add(`${request.projectId} ${idem.key}`);
+      k.req.push(i);
+      k.key.push(idem.key);
+      k.fingerprint.push(idem.fingerprint);
+      k.status.push(idem.statusCode);
+      k.response.push(JSON.stringify(idem.response ?? null));
+    }
     for (const file of request.files ?? []) {
       f.req.push(i);
       f.id.push(file.id);
@@ -123,6 +165,7 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       r.name.push(rc.name);
     }
   });
+  const keyed = k.req.length > 0;
   const result = await executeNamed<Row>(db, sql`
     with reqs as (
       select * from unnest(${param(q.req)}::int[], ${param(q.project)}::uuid[], ${param(q.template)}::uuid[], ${param(q.marketing)}::boolean[],
@@ -131,12 +174,32 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
         ${param(q.timestamp)}::text[], ${param(q.senders)}::jsonb[])
         as t(req, project_id, template_id, marketing, from_email, from_name, reply_to, subject, body, body_format, variables, headers, attachment_ids, test, webhook_ts, senders)
     ),
-    allowed as (
+    ${keyed ? sql`checked` : sql`allowed`} as (
       select q.* from reqs q
       where q.senders is null or exists (
         select 1 from domains d
         where d.project_id = q.project_id and d.verified and lower(d.domain) in (select jsonb_array_elements_text(q.senders)))
+    ),${keyed ? sql`
+    keys as (
+      select * from unnest(${param(k.req)}::int[], ${param(k.key)}::text[], ${param(k.fingerprint)}::text[], ${param(k.status)}::int[], ${param(k.response)}::json[])
+        as k(req, key, fingerprint, status_code, response)
     ),
+    claims as (
+      insert into idempotency_keys (project_id, key, fingerprint, status_code, response, created_at)
+      select q.project_id, k.key, k.fingerprint, k.status_code, k.response, now()
+      from keys k join checked q on q.req = k.req
+      on conflict (project_id, key) do update set
+        fingerprint = excluded.fingerprint, status_code = excluded.status_code, response = excluded.response, created_at = now()
+      where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_MS / 1000})
+      returning project_id, key
+    ),
+    taken as (
+      select k.req from keys k join checked q on q.req = k.req
+      where not exists (select 1 from claims c where c.project_id = q.project_id and c.key = k.key)
+    ),
+    allowed as (
+      select q.* from checked q where q.req not in (select req from taken)
+    ),` : sql``}
     input as (
       select i.* from unnest(${param(c.req)}::int[], ${param(c.id)}::uuid[], ${param(c.project)}::uuid[], ${param(c.email)}::text[], ${param(c.key)}::text[],
         ${param(c.subscribed)}::boolean[], ${param(c.stated)}::boolean[], ${param(c.patch)}::jsonb[], ${param(c.removed)}::jsonb[], ${param(c.test)}::boolean[])
@@ -197,24 +260,35 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       where em.status = 'suppressed'
       returning id, generation, (payload->'data'->>'emailId')::uuid as email_id
     )
+    ${keyed ? sql`, written as (` : sql``}
     select u.*, i.req, h.cause as suppression,
       (select jsonb_agg(jsonb_build_object('id', wh.id, 'generation', wh.generation)) from wh join rcpt r on r.id = wh.email_id where r.req = i.req) as deliveries
     from upserted u
     join input i on i.project_id = u.project_id and i.email_key = u.email_key
     left join held h on h.project_id = u.project_id and h.email_key = u.email_key
+    ${keyed ? sql`)
+    -- At least one row, which names the requests whose key was taken (none of their rows were written).
+    select w.*, (select coalesce(array_agg(req), '{}') from taken) as held
+    from (select 1) as one left join written w on true` : sql``}
   `);
-  const out: TransactionalWrite[] = requests.map((request) => ({
+  const out: BatchWrite[] = requests.map((request) => ({
     contacts: new Map(),
     suppressed: new Map(),
     deliveries: [],
     senderRefused: request.recipients.length > 0,
   }));
+  for (const req of result.rows[0]?.held ?? []) {
+    out[req].senderRefused = false;
+    out[req].keyHeld = true;
+  }
   for (const row of result.rows) {
-    const w = out[row.req];
+    const req = row.req;
+    if (req === null) continue;
+    const w = out[req];
     w.senderRefused = false;
     w.contacts.set(row.email_key, fromSql(row));
     if (row.suppression) w.suppressed.set(row.email_key, row.suppression);
-    if (w.deliveries.length === 0 && row.deliveries) w.deliveries = row.deliveries.map((d) => ({ id: d.id, projectId: requests[row.req].projectId, generation: d.generation }));
+    if (w.deliveries.length === 0 && row.deliveries) w.deliveries = row.deliveries.map((d) => ({ id: d.id, projectId: requests[req].projectId, generation: d.generation }));
   }
   return out;
 }

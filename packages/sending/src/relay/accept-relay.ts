@@ -12,24 +12,26 @@
  *
  * A message with a Message-ID is idempotent per key: submitted again (the same envelope and bytes) within 24 hours,
  * it is answered as the first time and nothing new is written (the `Idempotency-Key` store of the HTTP API, keyed
- * `smtp:<key id>:<Message-ID>`). The idempotency row, the file and the emails commit together: the relay answers
- * `250` only once they did. A message without one (the relay adds it) has no idempotency row: its file and emails
- * are one statement, which concurrent messages and `/v1/send` requests share (`../write-batcher`).
+ * `smtp:<key id>:<recipients hash>:<Message-ID>`). The idempotency row, the file and the emails are one statement,
+ * which claims the key (waiting for a concurrent submission of the same message to commit, then replaying it) and
+ * stores the emails' ids as its answer (`./replay` rebuilds it): the relay answers `250` only once it committed. A
+ * message without one (the relay adds it) has no idempotency row. Either way the statement is shared by concurrent
+ * messages and `/v1/send` requests (`../write-batcher`).
  *
  * @module
  */
 import { createHash } from 'node:crypto';
-import { AppError, ErrorCode, validationError } from '@mailroom/platform/errors';
+import { validationError } from '@mailroom/platform/errors';
 import { emailDomain, normalizeEmail, normalizedKey, addressProblem, type NormalizedMailbox } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import type { KeyMode } from '@mailroom/platform/keys';
 import { keyDomainRefusal, senderDomainCandidates } from '@mailroom/mail/sender';
-import { claimIdempotencyKey, storeIdempotentResponse } from '@mailroom/db/queries/idempotency';
 import type { DbOrTx } from '@mailroom/db/client';
-import { enqueueAccepted, sendResult, writeAccepted, type SendResult, type WrittenEmails } from '../accept';
+import { enqueueAccepted, sendResult, writeAccepted, type SendResult } from '../accept';
 import type { TransactionalWriter } from '../write-batcher';
 import { headerValues, prepareRelayMessage, splitMessage } from './headers';
 import { relayFrom, relaySubject } from './header-text';
+import { replayRelay } from './replay';
 
 /** The body format of a relayed email: its content is its one file, the message as the client composed it. */
 export const RELAY_BODY_FORMAT = 'mime';
@@ -69,8 +71,8 @@ export function relayRecipientProblem(address: string): string | undefined {
 /**
  * Accepts one relayed message.
  *
- * @param deps.db - the pool. A message with a Message-ID is written in a transaction of its own with its
- *   idempotency row; one without is one statement, through `deps.writer` (a `transactionalBatcher`) when given.
+ * @param deps.db - the pool (the replay of a resubmitted message reads it); the write is one statement, through
+ *   `deps.writer` (a `transactionalBatcher`) when given.
  * @param rcptTo - the envelope recipients as given (`RCPT TO`), each already checked by
  *   {@link relayRecipientProblem}; duplicates (same address) are sent once.
  * @param raw - the message as received (DATA), at most {@link RELAY_LIMITS}.messageBytes.
@@ -132,28 +134,18 @@ export async function acceptRelay(
   const idempotencyKey = prepared.clientMessageId
     ? `smtp:${key.keyId}:${createHash('sha256').update([...recipients.keys()].sort().join(',')).digest('hex').slice(0, 32)}:${prepared.messageId}`.slice(0, 1000)
     : undefined;
-  if (!idempotencyKey) {
-    // No Message-ID of the client's: nothing to replay, the write is one statement (the file with the emails),
-    // shared with concurrent messages' and `/v1/send` requests' through `deps.writer`.
-    const written = await writeAccepted(deps, key.projectId, input);
-    enqueueAccepted(deps, key.projectId, written, afterCommit);
-    return { ...sendResult(written), messageId: prepared.messageId, replayed: false, removedHeaders: prepared.removed };
-  }
-  // The recipients are in the key: the fingerprint is the bytes alone.
-  const fingerprint = createHash('sha256').update(raw).digest('hex');
-  const outcome = await deps.db.transaction(async (tx): Promise<{ replayed: SendResult } | { written: WrittenEmails }> => {
-    const claim = await claimIdempotencyKey(tx, key.projectId, idempotencyKey, fingerprint);
-    if (claim.kind === 'mismatch') {
-      throw new AppError(ErrorCode.IDEMPOTENCY_CONFLICT, `Message-ID ${prepared.messageId} was already submitted with this key for another message`, {
-        suggestion: 'Give each message its own Message-ID; resubmit a message only unchanged.',
-      });
-    }
-    if (claim.kind === 'replay') return { replayed: claim.response as SendResult };
-    const written = await writeAccepted({ db: tx }, key.projectId, input, true);
-    await storeIdempotentResponse(tx, key.projectId, idempotencyKey, 250, sendResult(written));
-    return { written };
+  // The recipients are in the key: the fingerprint is the bytes alone. The key is claimed by the write statement itself,
+  // which stores the emails' ids as the key's answer: with or without a Message-ID of the client's, the message is
+  // one statement, shared with concurrent messages' and `/v1/send` requests' through `deps.writer`.
+  const fingerprint = idempotencyKey ? createHash('sha256').update(raw).digest('hex') : '';
+  const written = await writeAccepted(deps, key.projectId, {
+    ...input,
+    ...(idempotencyKey ? { idempotency: { key: idempotencyKey, fingerprint, statusCode: 250 } } : {}),
   });
-  if ('replayed' in outcome) return { ...outcome.replayed, messageId: prepared.messageId, replayed: true, removedHeaders: prepared.removed };
-  enqueueAccepted(deps, key.projectId, outcome.written, afterCommit, fromEmail);
-  return { ...sendResult(outcome.written), messageId: prepared.messageId, replayed: false, removedHeaders: prepared.removed };
+  if (written.keyHeld) {
+    const replayed = await replayRelay(deps.db, key.projectId, idempotencyKey!, fingerprint, prepared.messageId);
+    return { ...replayed, messageId: prepared.messageId, replayed: true, removedHeaders: prepared.removed };
+  }
+  enqueueAccepted(deps, key.projectId, written, afterCommit, fromEmail);
+  return { ...sendResult(written), messageId: prepared.messageId, replayed: false, removedHeaders: prepared.removed };
 }
