@@ -185,5 +185,7 @@ test('an inline image: multipart/related, Content-ID and Content-Disposition inl
   const terms = mail.attachments.find((a) => a.filename === 'terms.txt')!;
   expect(terms.contentDisposition).toBe('attachment');
   expect(terms.related).toBeFalsy();
-  expect(mail.html).toContain('cid:logo@acme');
+  // The HTML refers to it (mailparser's `html` inlines it as a data: URL, so the raw part is read).
+  expect(sent.raw).toContain('cid:logo@acme');
+  expect(mail.html).toContain(`data:image/png;base64,${png.toString('base64')}`);
 });
