@@ -2582,7 +2582,10 @@ export interface operations {
                         content: string;
                         /** @description media type; default from the file name. Not multipart/* or message/* (422): send those as application/octet-stream */
                         contentType?: string;
-                        /** @description Content-ID of an inline part (RFC 2392), without angle brackets: the HTML shows it as `<img src="cid:logo">`; the message is then multipart/related. Letters, digits, `.`, `@` and `!#$%&'*+/=?^_`{|}~-`; unique within the email (422 naming the field) */
+                        /**
+                         * @description Content-ID of an inline part (RFC 2392), without angle brackets: the HTML shows it as `<img src="cid:logo">`; the message is then multipart/related. Letters, digits, `.`, `@` and `!#$%&'*+/=?^_`{|}~-`; unique within the email (422 naming the field)
+                         * @example logo@acme
+                         */
                         contentId?: string;
                         /**
                          * @description Content-Disposition; default `inline` with a `contentId`, else `attachment`
@@ -2598,6 +2601,7 @@ export interface operations {
                     /**
                      * Format: date-time
                      * @description send at this time (ISO 8601 date-time with a time zone), at most 30 days ahead (422 beyond); a time not in the future sends at once. The emails are `scheduled` until then: cancel one with POST /emails/{id}/cancel, move it with PATCH /emails/{id}
+                     * @example 2026-12-01T09:00:00Z
                      */
                     scheduledAt?: string;
                 };
@@ -3340,6 +3344,7 @@ export interface operations {
                     /**
                      * Format: date-time
                      * @description the new time (ISO 8601 date-time with a time zone), at most 30 days ahead; a time not in the future sends at once
+                     * @example 2026-12-01T09:00:00Z
                      */
                     scheduledAt: string;
                 };

@@ -15,7 +15,7 @@
  * @module
  */
 import { AppError, ErrorCode, validationError, type FieldError } from '@mailroom/platform/errors';
-import { attachmentType, attachmentTypeErrors } from '@mailroom/mail/attachment-types';
+import { attachmentType, attachmentTypeErrors, contentIdErrors } from '@mailroom/mail/attachment-types';
 import { checkCustomHeaders } from '@mailroom/mail/headers';
 import { contentLimitErrors } from '@mailroom/mail/content-limits';
 import { isUuid, newId } from '@mailroom/platform/ids';
@@ -124,23 +124,6 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
     errors.push({ field: 'attachments', message: `total size ${total} bytes exceeds ${ATTACHMENT_LIMITS.totalBytes} bytes (10 MB)`, code: 'too_big' });
   }
   return { files, errors };
-}
-
-/**
- * The errors of attachments whose `contentId` repeats one before it in the request (compared case-insensitively:
- * the domain side of an RFC 2392 content id is), naming `attachments.<i>.contentId`. Its characters are checked by
- * the request schema.
- */
-function contentIdErrors(items: readonly AttachmentInput[]): FieldError[] {
-  const seen = new Set<string>();
-  const errors: FieldError[] = [];
-  items.forEach((a, i) => {
-    if (a.contentId === undefined) return;
-    const key = a.contentId.toLowerCase();
-    if (seen.has(key)) errors.push({ field: `attachments.${i}.contentId`, message: `"${a.contentId}" is used by another attachment of this email`, code: 'custom' });
-    seen.add(key);
-  });
-  return errors;
 }
 
 /**

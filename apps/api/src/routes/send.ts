@@ -41,6 +41,7 @@ const Attachment = Type.Object(
         maxLength: 255,
         // RFC 2392 content-id (an addr-spec): atext, dots and @; no angle brackets, whitespace or quotes.
         pattern: "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.@-]+$",
+        examples: ['logo@acme'],
         description:
           'Content-ID of an inline part (RFC 2392), without angle brackets: the HTML shows it as `<img src="cid:logo">`; the message ' +
           'is then multipart/related. Letters, digits, `.`, `@` and `!#$%&\'*+/=?^_`{|}~-`; unique within the email (422 naming the field)',
@@ -108,6 +109,7 @@ export const SendBody = Type.Object(
     scheduledAt: Type.Optional(
       Type.String({
         format: 'date-time',
+        examples: ['2026-12-01T09:00:00Z'],
         description:
           'send at this time (ISO 8601 date-time with a time zone), at most 30 days ahead (422 beyond); a time not in the future sends at once. ' +
           'The emails are `scheduled` until then: cancel one with POST /emails/{id}/cancel, move it with PATCH /emails/{id}',
