@@ -2220,7 +2220,7 @@ export interface components {
                 };
             };
         };
-        /** @description CONFLICT: The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`). INVALID_STATE: The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow). Codes: `CONFLICT` (not retryable), `INVALID_STATE` (not retryable). */
+        /** @description CONFLICT: The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`). INVALID_STATE: The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow, cancelling an email already sent). Codes: `CONFLICT` (not retryable), `INVALID_STATE` (not retryable). */
         Error409: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2235,7 +2235,7 @@ export interface components {
                 };
             };
         };
-        /** @description CONFLICT: The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`). INVALID_STATE: The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow). Codes: `CONFLICT` (not retryable), `INVALID_STATE` (not retryable). */
+        /** @description CONFLICT: The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`). INVALID_STATE: The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow, cancelling an email already sent). Codes: `CONFLICT` (not retryable), `INVALID_STATE` (not retryable). */
         Error409RateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
