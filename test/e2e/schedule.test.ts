@@ -10,6 +10,7 @@
  */
 import request from 'supertest';
 import { loadConfig } from '@mailroom/config/config';
+import { rescheduleEmail } from '@mailroom/db/queries/scheduled-emails';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { createTestProject, deletePrefix, isolatedDatabase, parseMail, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 
@@ -112,6 +113,20 @@ test('a rescheduled email arrives at the new time, not the old (later and earlie
   expect(laterAt).toBeLessThanOrEqual(newLater.getTime() + LATE_MS);
   await positiveSign();
   expect(await sesSendsTo([later, earlier])).toHaveLength(2);
+});
+
+test("a reschedule whose job move was missed: the old time's job finds the email not due and waits for the new time", async () => {
+  const to = recipient('missed');
+  const id = await schedule(to, inMs(1_500));
+  const newAt = inMs(5_000);
+  // The row moves, the delayed job stays at the old time (as when Redis refused the move).
+  expect(await rescheduleEmail(api.database.db, p.id, id, newAt)).toEqual({ moved: true });
+  const arrived = await arrival(to);
+  expect(arrived).toBeGreaterThanOrEqual(newAt.getTime() - CLOCK_MS);
+  expect(arrived).toBeLessThanOrEqual(newAt.getTime() + LATE_MS);
+  await positiveSign();
+  expect(await sesSendsTo([to])).toHaveLength(1);
+  expect((await getEmail(id)).attempts).toBe(1);
 });
 
 test('the worker stopped and Redis flushed between acceptance and the time: sent once, at its time, from Postgres', async () => {
