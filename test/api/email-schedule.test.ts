@@ -73,6 +73,13 @@ describe('happy', () => {
     }
   });
 
+  test("deleting the contact cancels its scheduled email", async () => {
+    const res = await api().post('/v1/send', { to: recipient('erase'), from: `s@${ctx.p.domain}`, subject: 's', body: 'b', scheduledAt: inSeconds(3600) });
+    const { email, contact } = res.body.data.emails[0];
+    expect((await api().del(`/contacts/${contact.id}`)).status).toBe(200);
+    expect(await status(email)).toBe('cancelled');
+  });
+
   test('reschedule: the time moves (a rescheduled entry with both times), and so does the delayed job', async () => {
     const first = inSeconds(3600);
     const email = await schedule(first);
