@@ -18,6 +18,7 @@ import { contactRoutes } from './routes/contacts';
 import { eventRoutes } from './routes/events';
 import { importRoutes } from './routes/imports';
 import { emailRoutes } from './routes/emails';
+import { emailScheduleRoutes } from './routes/email-schedule';
 import { sendRoutes } from './routes/send';
 import { templateRoutes } from './routes/templates';
 import { templateRenderRoutes } from './routes/template-render';
@@ -48,6 +49,7 @@ export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
     ...verifyRoutes(deps),
     ...eventRoutes(deps),
     ...emailRoutes(deps),
+    ...emailScheduleRoutes(deps),
     // Before `/contacts/:id`, whose pattern would also match `/contacts/import`.
     ...importRoutes(deps),
     ...contactRoutes(deps),

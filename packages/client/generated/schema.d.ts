@@ -178,6 +178,30 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
+        /**
+         * Reschedule a scheduled email
+         * @description Moves a `scheduled` email to `scheduledAt` (a `rescheduled` timeline entry with the new and the previous time); it is sent then, never at the earlier time. 409 `INVALID_STATE` once it is no longer scheduled (sending, sent, cancelled, …).
+         */
+        patch: operations["updateEmail"];
+        trace?: never;
+    };
+    "/emails/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel an email that has not started sending
+         * @description A `scheduled` email, or a `queued` one no worker has tried yet, becomes `cancelled` (final, with a `cancelled` timeline entry) and is never sent. 409 `INVALID_STATE` once it is sending or final (sent, failed, cancelled, …), or was tried before (SES may have it). A cancel and the send at the same moment never both happen: one of them wins the email.
+         */
+        post: operations["cancelEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -2196,7 +2220,7 @@ export interface components {
                 };
             };
         };
-        /** @description CONFLICT: The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`). INVALID_STATE: The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow). Codes: `CONFLICT` (not retryable), `INVALID_STATE` (not retryable). */
+        /** @description CONFLICT: The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`). INVALID_STATE: The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow, cancelling an email already sent). Codes: `CONFLICT` (not retryable), `INVALID_STATE` (not retryable). */
         Error409: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2211,7 +2235,7 @@ export interface components {
                 };
             };
         };
-        /** @description CONFLICT: The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`). INVALID_STATE: The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow). Codes: `CONFLICT` (not retryable), `INVALID_STATE` (not retryable). */
+        /** @description CONFLICT: The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`). INVALID_STATE: The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow, cancelling an email already sent). Codes: `CONFLICT` (not retryable), `INVALID_STATE` (not retryable). */
         Error409RateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2558,12 +2582,28 @@ export interface operations {
                         content: string;
                         /** @description media type; default from the file name. Not multipart/* or message/* (422): send those as application/octet-stream */
                         contentType?: string;
+                        /**
+                         * @description Content-ID of an inline part (RFC 2392), without angle brackets: the HTML shows it as `<img src="cid:logo">`; the message is then multipart/related. Letters, digits, `.`, `@` and `!#$%&'*+/=?^_`{|}~-`; unique within the email (422 naming the field)
+                         * @example logo@acme
+                         */
+                        contentId?: string;
+                        /**
+                         * @description Content-Disposition; default `inline` with a `contentId`, else `attachment`
+                         * @enum {string}
+                         */
+                        disposition?: "inline" | "attachment";
                     }[];
                     /**
                      * @description body format
                      * @enum {string}
                      */
                     type?: "html" | "markdown";
+                    /**
+                     * Format: date-time
+                     * @description send at this time (ISO 8601 date-time with a time zone), at most 30 days ahead (422 beyond); a time not in the future sends at once. The emails are `scheduled` until then: cancel one with POST /emails/{id}/cancel, move it with PATCH /emails/{id}
+                     * @example 2026-12-01T09:00:00Z
+                     */
+                    scheduledAt?: string;
                 };
             };
         };
@@ -2590,8 +2630,10 @@ export interface operations {
                                 };
                                 /** @description email id; read its status at GET /emails/{id} */
                                 email: string;
-                                /** @description `suppressed`: the email is stored with this status and never sent; `reason` says why */
-                                status: "queued" | "suppressed";
+                                /** @description `scheduled`: sent at `scheduledAt`; `suppressed`: the email is stored with this status and never sent; `reason` says why */
+                                status: "queued" | "scheduled" | "suppressed";
+                                /** Format: date-time */
+                                scheduledAt?: string;
                                 /**
                                  * @description why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed)
                                  * @enum {string}
@@ -3101,7 +3143,7 @@ export interface operations {
                 /** @description nextCursor of the previous page */
                 cursor?: string;
                 /** @description only emails in this status */
-                status?: "queued" | "sending" | "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed" | "suppressed" | "cancelled";
+                status?: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed" | "suppressed" | "cancelled";
                 /** @description only this contact’s emails */
                 contactId?: string;
                 /** @description only the emails of the contact with this address (case-insensitive) */
@@ -3136,7 +3178,7 @@ export interface operations {
                             items: {
                                 id: string;
                                 /** @enum {string} */
-                                status: "queued" | "sending" | "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed" | "suppressed" | "cancelled";
+                                status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed" | "suppressed" | "cancelled";
                                 /** @description transactional, workflow or campaign */
                                 source: string;
                                 to: {
@@ -3160,6 +3202,7 @@ export interface operations {
                                 attempts: number;
                                 /** Format: date-time */
                                 createdAt: string;
+                                scheduledAt: string | null;
                                 sentAt: string | null;
                                 deliveredAt: string | null;
                                 openedAt: string | null;
@@ -3220,7 +3263,7 @@ export interface operations {
                         data: {
                             id: string;
                             /** @enum {string} */
-                            status: "queued" | "sending" | "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed" | "suppressed" | "cancelled";
+                            status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed" | "suppressed" | "cancelled";
                             /** @description transactional, workflow or campaign */
                             source: string;
                             to: {
@@ -3244,6 +3287,7 @@ export interface operations {
                             attempts: number;
                             /** Format: date-time */
                             createdAt: string;
+                            scheduledAt: string | null;
                             sentAt: string | null;
                             deliveredAt: string | null;
                             openedAt: string | null;
@@ -3258,7 +3302,7 @@ export interface operations {
                             /** @description the recipient's personal data was erased (DELETE /contacts/{id}): address, name and subject are gone */
                             erased: boolean;
                             timeline: {
-                                /** @description queued, deferred, sent, failed, retried (a campaign's retry-failed re-queued it), cancelled, suppressed, then SES events: delivered, delivery_delayed, opened, clicked, bounced, complained, unsubscribed */
+                                /** @description scheduled (with `scheduledAt`), rescheduled (`scheduledAt`, `previous`), queued, deferred, sent, failed, retried (a campaign's retry-failed re-queued it), cancelled, suppressed, then SES events: delivered, delivery_delayed, opened, clicked, bounced, complained, unsubscribed */
                                 type: string;
                                 /** Format: date-time */
                                 at: string;
@@ -3274,6 +3318,202 @@ export interface operations {
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    updateEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scheduledAt": "2030-01-01T09:00:00Z"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description the new time (ISO 8601 date-time with a time zone), at most 30 days ahead; a time not in the future sends at once
+                     * @example 2026-12-01T09:00:00Z
+                     */
+                    scheduledAt: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @enum {string} */
+                            status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed" | "suppressed" | "cancelled";
+                            /** @description transactional, workflow or campaign */
+                            source: string;
+                            to: {
+                                email: string;
+                                name: string | null;
+                            };
+                            from: {
+                                email: string;
+                                name: string | null;
+                            };
+                            replyTo: string | null;
+                            /** @description the rendered subject once sent, else the subject template */
+                            subject: string;
+                            contactId: string | null;
+                            templateId: string | null;
+                            campaignId: string | null;
+                            messageId: string | null;
+                            /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
+                            test: boolean;
+                            error: string | null;
+                            attempts: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            scheduledAt: string | null;
+                            sentAt: string | null;
+                            deliveredAt: string | null;
+                            openedAt: string | null;
+                            clickedAt: string | null;
+                            /** @description SES Open events (each load of the tracking pixel) */
+                            opens: number;
+                            /** @description SES Click events */
+                            clicks: number;
+                            /** @description the content (body, variables, headers, attachments) is no longer kept (RETENTION_EMAIL_CONTENT_DAYS, or the contact was erased); the metadata stays */
+                            contentExpired: boolean;
+                            contentExpiredAt: string | null;
+                            /** @description the recipient's personal data was erased (DELETE /contacts/{id}): address, name and subject are gone */
+                            erased: boolean;
+                            timeline: {
+                                /** @description scheduled (with `scheduledAt`), rescheduled (`scheduledAt`, `previous`), queued, deferred, sent, failed, retried (a campaign's retry-failed re-queued it), cancelled, suppressed, then SES events: delivered, delivery_delayed, opened, clicked, bounced, complained, unsubscribed */
+                                type: string;
+                                /** Format: date-time */
+                                at: string;
+                                data: {
+                                    [key: string]: unknown;
+                                } | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    cancelEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @enum {string} */
+                            status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed" | "suppressed" | "cancelled";
+                            /** @description transactional, workflow or campaign */
+                            source: string;
+                            to: {
+                                email: string;
+                                name: string | null;
+                            };
+                            from: {
+                                email: string;
+                                name: string | null;
+                            };
+                            replyTo: string | null;
+                            /** @description the rendered subject once sent, else the subject template */
+                            subject: string;
+                            contactId: string | null;
+                            templateId: string | null;
+                            campaignId: string | null;
+                            messageId: string | null;
+                            /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
+                            test: boolean;
+                            error: string | null;
+                            attempts: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            scheduledAt: string | null;
+                            sentAt: string | null;
+                            deliveredAt: string | null;
+                            openedAt: string | null;
+                            clickedAt: string | null;
+                            /** @description SES Open events (each load of the tracking pixel) */
+                            opens: number;
+                            /** @description SES Click events */
+                            clicks: number;
+                            /** @description the content (body, variables, headers, attachments) is no longer kept (RETENTION_EMAIL_CONTENT_DAYS, or the contact was erased); the metadata stays */
+                            contentExpired: boolean;
+                            contentExpiredAt: string | null;
+                            /** @description the recipient's personal data was erased (DELETE /contacts/{id}): address, name and subject are gone */
+                            erased: boolean;
+                            timeline: {
+                                /** @description scheduled (with `scheduledAt`), rescheduled (`scheduledAt`, `previous`), queued, deferred, sent, failed, retried (a campaign's retry-failed re-queued it), cancelled, suppressed, then SES events: delivered, delivery_delayed, opened, clicked, bounced, complained, unsubscribed */
+                                type: string;
+                                /** Format: date-time */
+                                at: string;
+                                data: {
+                                    [key: string]: unknown;
+                                } | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
             429: components["responses"]["Error429RateLimited"];
             500: components["responses"]["Error500RateLimited"];
             503: components["responses"]["Error503RateLimited"];

@@ -47,3 +47,20 @@ export function attachmentType(filename: string, given?: string): string {
   const type = attachmentContentType(filename, given);
   return given === undefined && isCompositeMediaType(type) ? 'application/octet-stream' : type;
 }
+
+/**
+ * The errors of attachments whose `contentId` (an inline part's Content-ID, RFC 2392) repeats one before it in the
+ * request (compared case-insensitively: the domain side of a content id is), naming `attachments.<i>.contentId`.
+ * Its characters are checked by the request schema.
+ */
+export function contentIdErrors(items: readonly { contentId?: string }[]): FieldError[] {
+  const seen = new Set<string>();
+  const errors: FieldError[] = [];
+  items.forEach((a, i) => {
+    if (a.contentId === undefined) return;
+    const key = a.contentId.toLowerCase();
+    if (seen.has(key)) errors.push({ field: `attachments.${i}.contentId`, message: `"${a.contentId}" is used by another attachment of this email`, code: 'custom' });
+    seen.add(key);
+  });
+  return errors;
+}

@@ -1,6 +1,7 @@
 /**
  * MIME composition with nodemailer's MailComposer: RFC 5322 messages with a text and an HTML part
- * (multipart/alternative, RFC 2046), attachments (multipart/mixed), custom headers, and non-ASCII header text
+ * (multipart/alternative, RFC 2046), attachments (multipart/mixed), inline parts referenced by `cid:` from the HTML
+ * (multipart/related, RFC 2387; Content-ID per RFC 2392), custom headers, and non-ASCII header text
  * encoded per RFC 2047. Header values can never break out of their line: custom headers are checked by
  * `headers.ts` (names per RFC 5322 §3.6.8, no CR/LF in values) and the composer folds and encodes every value.
  *
@@ -22,6 +23,13 @@ export interface MimeAttachment {
   filename: string;
   content: Buffer;
   contentType: string;
+  /**
+   * Content-ID without angle brackets (RFC 2392): the part is referenced from the HTML as `cid:<contentId>`, and the
+   * HTML with such parts becomes multipart/related (RFC 2387).
+   */
+  contentId?: string | null;
+  /** Content-Disposition (RFC 2183); default `inline` with a `contentId`, else `attachment`. */
+  disposition?: 'inline' | 'attachment' | null;
 }
 
 /** Everything needed to compose one message. */
@@ -75,7 +83,11 @@ export function mimeBaseBoundary(message: MimeMessage): string {
   for (const [name, value] of headers) [name, value].forEach((v) => field(v));
   const attachments = message.attachments ?? [];
   field(String(attachments.length));
-  for (const a of attachments) [a.filename, a.contentType, a.content].forEach((v) => field(v));
+  for (const a of attachments) {
+    [a.filename, a.contentType, a.content].forEach((v) => field(v));
+    // Only when set, so a plain attachment's boundaries are what they were before inline parts existed.
+    if (a.contentId || a.disposition) field(`inline:${a.contentId ?? ''}:${a.disposition ?? ''}`);
+  }
   return hash.digest('hex').slice(0, 24);
 }
 
@@ -101,6 +113,8 @@ export async function buildMime(message: MimeMessage): Promise<Buffer> {
       filename: a.filename,
       content: a.content,
       contentType: a.contentType,
+      ...(a.contentId ? { cid: a.contentId } : {}),
+      contentDisposition: a.disposition ?? (a.contentId ? ('inline' as const) : ('attachment' as const)),
     })),
     disableFileAccess: true,
     disableUrlAccess: true,

@@ -123,7 +123,7 @@ export const errorCatalog: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   INVALID_STATE: {
     status: 409,
     retryable: false,
-    meaning: "The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow).",
+    meaning: "The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow, cancelling an email already sent).",
     action: 'Read the resource, then act on its current state.',
   },
   IDEMPOTENCY_CONFLICT: {

@@ -54,10 +54,12 @@ export type SendJobPayload = Static<typeof SendJobPayload>;
  * @param config - `sendMaxAttempts` (transient failures) and `sendBackoffMs` (exponential backoff base, ms).
  * @param priority - a {@link SendPriority} lane.
  */
-export function sendJobOptions(config: Pick<QueueConfig, 'sendMaxAttempts' | 'sendBackoffMs'>, emailId: string, priority: number): JobsOptions {
+export function sendJobOptions(config: Pick<QueueConfig, 'sendMaxAttempts' | 'sendBackoffMs'>, emailId: string, priority: number, delayMs = 0): JobsOptions {
   return {
     jobId: emailId,
     priority,
+    // A scheduled email's job waits delayed until its time (`scheduleSendJob`).
+    ...(delayMs > 0 ? { delay: delayMs } : {}),
     attempts: config.sendMaxAttempts,
     backoff: { type: 'exponential', delay: config.sendBackoffMs },
     // Status lives in Postgres; Redis keeps recent history only, for the dashboard.

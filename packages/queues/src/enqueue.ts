@@ -28,6 +28,8 @@ export interface SendJobRef {
   emailId: string;
   projectId: string;
   priority: number;
+  /** Run the job this many ms from now (a scheduled email's time), not at once. */
+  delayMs?: number;
 }
 
 /**
@@ -44,10 +46,37 @@ export async function enqueueSendJobs(
   // One job (most requests): `add`, which skips the pipeline `addBulk` builds (it copies every script on the connection).
   if (emails.length === 1) {
     const [e] = emails;
-    await queue.add('send', { emailId: e.emailId, projectId: e.projectId }, sendJobOptions(config, e.emailId, e.priority));
+    await queue.add('send', { emailId: e.emailId, projectId: e.projectId }, sendJobOptions(config, e.emailId, e.priority, e.delayMs));
     return;
   }
-  await queue.addBulk(emails.map((e) => ({ name: 'send', data: { emailId: e.emailId, projectId: e.projectId }, opts: sendJobOptions(config, e.emailId, e.priority) })));
+  await queue.addBulk(emails.map((e) => ({ name: 'send', data: { emailId: e.emailId, projectId: e.projectId }, opts: sendJobOptions(config, e.emailId, e.priority, e.delayMs) })));
+}
+
+/**
+ * Makes sure a scheduled email has one job due at `runAt` (its `scheduled_at`): adds it, delayed, when missing
+ * (or finished: a stale job whose row is still scheduled), wakes a delayed one at once when `runAt` has come, and
+ * moves a delayed one to `runAt` otherwise (a reschedule; the same time again for one already right). A waiting or running job is left
+ * alone: its claim reads the row's time, and a job early for it waits again until then. Throws when Redis fails.
+ */
+export async function scheduleSendJob(
+  queue: Queue<SendJobPayload>,
+  config: Pick<QueueConfig, 'sendMaxAttempts' | 'sendBackoffMs'>,
+  email: SendJobRef,
+  runAt: Date,
+): Promise<void> {
+  const delay = runAt.getTime() - Date.now();
+  const job = await queue.getJob(email.emailId);
+  if (job) {
+    const state = await job.getState();
+    if (state === 'delayed') {
+      if (delay <= 0) await job.promote();
+      else await job.changeDelay(delay);
+      return;
+    }
+    if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return;
+    await job.remove().catch(() => undefined);
+  }
+  await queue.add('send', { emailId: email.emailId, projectId: email.projectId }, sendJobOptions(config, email.emailId, email.priority, delay));
 }
 
 /** Adds the job of a committed contact import (`jobId` = import id). Throws when Redis fails. */

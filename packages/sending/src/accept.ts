@@ -15,7 +15,7 @@
  * @module
  */
 import { AppError, ErrorCode, validationError, type FieldError } from '@mailroom/platform/errors';
-import { attachmentType, attachmentTypeErrors } from '@mailroom/mail/attachment-types';
+import { attachmentType, attachmentTypeErrors, contentIdErrors } from '@mailroom/mail/attachment-types';
 import { checkCustomHeaders } from '@mailroom/mail/headers';
 import { contentLimitErrors } from '@mailroom/mail/content-limits';
 import { isUuid, newId } from '@mailroom/platform/ids';
@@ -27,8 +27,8 @@ import {
   type Mailbox,
   type NormalizedMailbox,
 } from '@mailroom/platform/address';
-import { type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { announceWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { splitVariables, templateSyntaxErrors, type BodyFormat } from '@mailroom/mail/templates';
 import type { PlatformConfig } from '@mailroom/platform/config';
 import type { QueueConfig } from '@mailroom/queues/config';
@@ -45,6 +45,7 @@ import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-r
 import { keyDomainRefusal, senderDomainCandidates, senderError, senderRefusal } from '@mailroom/mail/sender';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { scheduledTime } from './schedule';
 
 /** Attachment limits of the spec: at most 10 items and 10 MB (decoded) in total. */
 export const ATTACHMENT_LIMITS = { count: 10, totalBytes: 10 * 1024 * 1024 } as const;
@@ -64,8 +65,21 @@ export interface SendRequest {
   subscribed?: boolean;
   data?: Record<string, unknown>;
   headers?: Record<string, string>;
-  attachments?: { filename: string; content: string; contentType?: string }[];
+  attachments?: AttachmentInput[];
   type?: BodyFormat;
+  /** When to send (ISO 8601 date-time, at most 30 days ahead; not in the future: now). See `./schedule`. */
+  scheduledAt?: string;
+}
+
+/** One attachment of a send request: base64 content; a `contentId` makes it an inline part (`cid:` in the HTML). */
+export interface AttachmentInput {
+  filename: string;
+  content: string;
+  contentType?: string;
+  /** Content-ID (RFC 2392) without angle brackets, unique within the email. */
+  contentId?: string;
+  /** Default: `inline` with a `contentId`, else `attachment`. */
+  disposition?: 'inline' | 'attachment';
 }
 
 /**
@@ -74,7 +88,7 @@ export interface SendRequest {
  * list of `suppressed` addresses.
  */
 export interface SendResult {
-  emails: { contact: { id: string; email: string }; email: string; status: 'queued' | 'suppressed'; reason?: SuppressionCause }[];
+  emails: { contact: { id: string; email: string }; email: string; status: 'queued' | 'scheduled' | 'suppressed'; reason?: SuppressionCause; scheduledAt?: string }[];
   suppressed: string[];
   timestamp: string;
 }
@@ -103,8 +117,9 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
     }
     const content = Buffer.from(compact, 'base64');
     total += content.length;
-    return { filename: a.filename, contentType: attachmentType(a.filename, a.contentType), content };
+    return { filename: a.filename, contentType: attachmentType(a.filename, a.contentType), content, contentId: a.contentId ?? null, disposition: a.disposition ?? null };
   });
+  errors.push(...contentIdErrors(items));
   if (total > ATTACHMENT_LIMITS.totalBytes) {
     errors.push({ field: 'attachments', message: `total size ${total} bytes exceeds ${ATTACHMENT_LIMITS.totalBytes} bytes (10 MB)`, code: 'too_big' });
   }
@@ -173,6 +188,8 @@ export async function acceptSend(
   if (req.headers) errors.push(...checkCustomHeaders(req.headers, { marketing }));
   const decoded = req.attachments ? decodeAttachments(req.attachments) : { files: [], errors: [] };
   errors.push(...decoded.errors);
+  const schedule = scheduledTime(req.scheduledAt);
+  errors.push(...schedule.errors);
 
   // Without other errors the sender is checked by the write itself (one round trip fewer); with them, here, so that
   // the 422 lists every problem.
@@ -208,6 +225,7 @@ export async function acceptSend(
       variables: render,
       headers: req.headers ?? {},
       test,
+      scheduledAt: schedule.at,
     },
     files: decoded.files,
     senderDomains: checkSenderInWrite ? senderDomainCandidates(fromInput.email) : undefined,
@@ -226,7 +244,7 @@ export interface AcceptedEmails {
   data?: Record<string, unknown>;
   content: Omit<TransactionalContent, 'attachmentIds'>;
   /** Stored once, referenced by every email (a relayed message's bytes are one `message/rfc822` file). */
-  files: { filename: string; contentType: string; content: Buffer }[];
+  files: { filename: string; contentType: string; content: Buffer; contentId?: string | null; disposition?: 'inline' | 'attachment' | null }[];
   /** When given, the write checks the sender itself (see `writeTransactional`). */
   senderDomains?: string[];
   /**
@@ -248,6 +266,8 @@ export interface WrittenEmails {
   deliveries: WebhookDeliveryRef[];
   /** `input.idempotency`'s key was already held (committed within 24 h, see `./relay/replay`): nothing was written. */
   keyHeld?: true;
+  /** When the emails are due (they are `scheduled`), or null (`queued`). */
+  scheduledAt: Date | null;
 }
 
 /** Rolls back a transaction whose idempotency key turned out held (its large files inserted first). */
@@ -295,16 +315,16 @@ export async function writeAccepted(
     if (w.keyHeld) {
       // Our own transaction holds large files inserted first: rolled back. (A caller's transaction is the caller's.)
       if (!inline && !inTransaction) throw new KeyHeld();
-      return { rows: [], deliveries: [], keyHeld: true };
+      return { rows: [], deliveries: [], keyHeld: true, scheduledAt: null };
     }
     if (w.senderRefused) throw validationError([senderRefusal(input.content.fromEmail)]);
     const rows = list.map((r) => ({ id: r.id, toEmail: r.email, suppressed: w.suppressed.get(r.emailKey), contact: w.contacts.get(r.emailKey)! }));
-    return { rows, deliveries: w.deliveries };
+    return { rows, deliveries: w.deliveries, scheduledAt: input.content.scheduledAt ?? null };
   };
   // Files stored by the statement (or none): the write is one statement, atomic on its own.
   if (inline || inTransaction) return write(deps.db);
   return deps.db.transaction(write).catch((err: unknown) => {
-    if (err instanceof KeyHeld) return { rows: [], deliveries: [], keyHeld: true as const };
+    if (err instanceof KeyHeld) return { rows: [], deliveries: [], keyHeld: true as const, scheduledAt: null };
     throw err;
   });
 }
@@ -332,9 +352,28 @@ export function enqueueAccepted(
   afterCommit(async () => {
     await announceWebhookDeliveries(deps.webhookQueue, deps.config, written.deliveries, deps.log);
     if (queued.length === 0) return;
-    const request = { projectId, emailIds: queued.map((row) => row.id), from, log: deps.log };
+    const emailIds = queued.map((row) => row.id);
+    if (written.scheduledAt) return enqueueScheduled(deps, projectId, emailIds, written.scheduledAt);
+    const request = { projectId, emailIds, from, log: deps.log };
     await (deps.enqueuer ? deps.enqueuer(request) : enqueueSends(deps, [request]));
   });
+}
+
+/**
+ * Adds the delayed send jobs of scheduled emails (no lane count: the fair share counts the minute an email is sent
+ * in, not the one it was accepted in). Never throws: the reconciler schedules what is due before its next pass.
+ */
+async function enqueueScheduled(
+  deps: { config: QueueConfig; sendQueue: Queue<SendJobPayload>; log: Logger },
+  projectId: string,
+  emailIds: string[],
+  at: Date,
+): Promise<void> {
+  const delayMs = Math.max(at.getTime() - Date.now(), 1);
+  const jobs = emailIds.map((emailId) => ({ emailId, projectId, priority: SendPriority.transactional, delayMs }));
+  await enqueueSendJobs(deps.sendQueue, deps.config, jobs).catch((err: unknown) =>
+    deps.log.warn({ err, emails: emailIds.length }, 'enqueue failed; the reconciler will schedule these emails'),
+  );
 }
 
 /** The spec's Send result of what {@link writeAccepted} wrote. */
@@ -343,7 +382,11 @@ export function sendResult(written: WrittenEmails): SendResult {
     emails: written.rows.map((row) => ({
       contact: { id: row.contact.id, email: row.contact.email },
       email: row.id,
-      ...(row.suppressed ? { status: 'suppressed' as const, reason: row.suppressed } : { status: 'queued' as const }),
+      ...(row.suppressed
+        ? { status: 'suppressed' as const, reason: row.suppressed }
+        : written.scheduledAt
+          ? { status: 'scheduled' as const, scheduledAt: written.scheduledAt.toISOString() }
+          : { status: 'queued' as const }),
     })),
     suppressed: written.rows.filter((row) => row.suppressed).map((row) => row.toEmail),
     timestamp: new Date().toISOString(),

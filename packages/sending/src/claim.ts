@@ -49,11 +49,11 @@ const WEBHOOK_TYPE: Partial<Record<SendOutcome['status'], string>> = {
 };
 
 /**
- * Claims an email for sending with a fresh token: a `queued` row, or a `sending` row whose lease (`leaseMs`) has
+ * Claims an email for sending with a fresh token: a `queued` row, a `scheduled` one whose time has come, or a `sending` row whose lease (`leaseMs`) has
  * run out because its worker died (then `email.previousStatus` is `sending`).
  *
- * @returns the claim, or why there is none: `missing`, `final` (already sent, failed, …), `leased` (held by a
- *   live claim until `until`), `paused` (its campaign is paused; the row stays queued). A row found `queued` but
+ * @returns the claim, or why there is none: `missing`, `final` (already sent, failed, cancelled, …), `leased` (held by a
+ *   live claim until `until`), `scheduled` (not due until `until`), `paused` (its campaign is paused; the row stays queued). A row found `queued` but
  *   not claimed (its campaign resumed between the claim and the look) is claimed once more.
  * @throws the database's error.
  */
@@ -61,7 +61,9 @@ export async function claimForSending(db: DbOrTx, emailId: string, leaseMs: numb
   const token = randomUUID();
   let claimedAt = Date.now();
   let claim = await claimEmail(db, emailId, token, leaseMs);
-  if (!claim.ok && claim.kind === 'final' && claim.status === 'queued') {
+  // A scheduled row found due by the look but not by the claim (its time came between the two) is claimed again too.
+  const dueSince = !claim.ok && claim.kind === 'scheduled' && claim.until.getTime() <= Date.now();
+  if (dueSince || (!claim.ok && claim.kind === 'final' && claim.status === 'queued')) {
     // The claim and the look at why it failed are two statements: a campaign resumed between them leaves a
     // queued row that is neither paused nor claimed. Claiming it once more settles it (skipping it would leave
     // the email without a job until the reconciler's next pass).

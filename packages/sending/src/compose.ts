@@ -91,7 +91,7 @@ export async function composeMessage(
       html: content.html,
       text: content.text,
       headers,
-      attachments: files.map((f) => ({ filename: f.filename, content: f.content, contentType: f.contentType })),
+      attachments: files.map((f) => ({ filename: f.filename, content: f.content, contentType: f.contentType, contentId: f.contentId, disposition: f.disposition })),
       messageId: `${email.id}@${emailDomain(email.fromEmail)}`,
       // The token names this email (attribution, and a test email's link records a test event), so it differs
       // per email; left out of the boundaries, identical content still gives identical bytes.

@@ -2,8 +2,9 @@
  * The send job's work: deliver one email row to SES, at most once per successful claim. Queue-neutral: it says
  * what the queue must do next ({@link SendStep}) and the worker's processor does it.
  *
- * 1. Claim the row atomically (`queued → sending`, with a fresh claim token; `claim.ts`). A row already final is
- *    skipped; a row held by a live claim waits until its lease ends; a paused campaign's row waits for the resume.
+ * 1. Claim the row atomically (`queued → sending`, or `scheduled → sending` once due, with a fresh claim token;
+ *    `claim.ts`). A row already final (a cancelled one too) is skipped; a scheduled row not yet due waits for its
+ *    time; a row held by a live claim waits until its lease ends; a paused campaign's row waits for the resume.
  * 2. Re-check the project (disabled → `cancelled`), the campaign (cancelled → `cancelled`) and the suppression
  *    rule (`@mailroom/db/queries/suppression-rule`: the address bounced or complained since, or a marketing
  *    email's contact unsubscribed since → `suppressed` with the cause); compose the message (`compose.ts`), hand
@@ -47,7 +48,8 @@ export type SendJobResult =
 /**
  * What the queue must do with the job after {@link EmailSender} ran it:
  * - `done`: complete it with `result`;
- * - `leased`: another worker holds the row (or died holding it): look again at `until` (epoch ms);
+ * - `leased`: another worker holds the row (or died holding it), or the row is scheduled for later: look again at
+ *   `until` (epoch ms);
  * - `campaign-paused`: the row stays queued, no attempt spent: look again in `recheckInMs`, and wake the job at
  *   once if `resumed()` (asked after the job was put back) says the campaign resumed meanwhile;
  * - `back-off`: SES throttled or unreachable, the row is queued again, no attempt spent: pause the whole queue
@@ -134,6 +136,8 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
     const claimed = await batching.claim(emailId);
     if (!claimed.ok) {
       if (claimed.kind === 'leased') return { kind: 'leased', until: claimed.until.getTime() + 50 };
+      // A scheduled email not yet due (the job of an earlier time, before a reschedule): the job waits for its time.
+      if (claimed.kind === 'scheduled') return { kind: 'leased', until: Math.max(claimed.until.getTime(), Date.now()) + 20 };
       if (claimed.kind === 'paused') {
         // The campaign paused (a guardrail or the quota): resuming promotes the campaign's waiting jobs; the
         // recheck is the fallback. A resume committed after the claim looked may have promoted the campaign's

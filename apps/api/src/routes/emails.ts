@@ -31,6 +31,9 @@ const EmailSummary = Type.Object({
   error: Nullable(Type.String()),
   attempts: Type.Integer(),
   createdAt: Timestamp,
+  scheduledAt: Nullable(
+    Type.String({ format: 'date-time', description: 'when a scheduled email is (or was) due (`scheduledAt` of POST /v1/send or PATCH /emails/{id}); null: sent at once' }),
+  ),
   sentAt: Nullable(Timestamp),
   deliveredAt: Nullable(Timestamp),
   openedAt: Nullable(Timestamp),
@@ -44,12 +47,13 @@ const EmailSummary = Type.Object({
   erased: Type.Boolean({ description: "the recipient's personal data was erased (DELETE /contacts/{id}): address, name and subject are gone" }),
 });
 
-const Email = Type.Object({
+/** An email with its timeline (`GET /emails/{id}`, and the answers of its cancel and reschedule). */
+export const Email = Type.Object({
   ...EmailSummary.properties,
   timeline: Type.Array(
     Type.Object({
       type: Type.String({
-        description: 'queued, deferred, sent, failed, retried (a campaign\'s retry-failed re-queued it), cancelled, suppressed, then SES events: delivered, delivery_delayed, opened, clicked, bounced, complained, unsubscribed',
+        description: 'scheduled (with `scheduledAt`), rescheduled (`scheduledAt`, `previous`), queued, deferred, sent, failed, retried (a campaign\'s retry-failed re-queued it), cancelled, suppressed, then SES events: delivered, delivery_delayed, opened, clicked, bounced, complained, unsubscribed',
       }),
       at: Timestamp,
       data: Nullable(Type.Record(Type.String(), Type.Unknown())),
@@ -94,6 +98,7 @@ function presentEmail(e: EmailRow) {
     error: e.error,
     attempts: e.attempts,
     createdAt: e.createdAt.toISOString(),
+    scheduledAt: e.scheduledAt?.toISOString() ?? null,
     sentAt: e.sentAt?.toISOString() ?? null,
     deliveredAt: e.deliveredAt?.toISOString() ?? null,
     openedAt: e.openedAt?.toISOString() ?? null,
@@ -104,6 +109,14 @@ function presentEmail(e: EmailRow) {
     contentExpiredAt: e.contentExpiredAt?.toISOString() ?? null,
     erased: e.erasedAt !== null,
   };
+}
+
+/** An email of the project with its timeline as the API shows it, or undefined. */
+export async function presentEmailWithTimeline(db: Parameters<typeof getEmailWithTimeline>[0], projectId: string, id: string) {
+  const found = await getEmailWithTimeline(db, projectId, id);
+  if (!found) return undefined;
+  const { email: e, timeline } = found;
+  return { ...presentEmail(e), timeline: timeline.map((t) => ({ type: t.type, at: t.createdAt.toISOString(), data: t.data ?? null })) };
 }
 
 /** Routes of this module. */
@@ -155,10 +168,9 @@ export function emailRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, auth }) => {
-        const found = await getEmailWithTimeline(db, auth.projectId, params.id);
+        const found = await presentEmailWithTimeline(db, auth.projectId, params.id);
         if (!found) throw notFound('Email');
-        const { email: e, timeline } = found;
-        return { data: { ...presentEmail(e), timeline: timeline.map((t) => ({ type: t.type, at: t.createdAt.toISOString(), data: t.data ?? null })) } };
+        return { data: found };
       },
     }),
   ];

@@ -35,6 +35,21 @@ const Attachment = Type.Object(
         description: 'media type; default from the file name. Not multipart/* or message/* (422): send those as application/octet-stream',
       }),
     ),
+    contentId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        // RFC 2392 content-id (an addr-spec): atext, dots and @; no angle brackets, whitespace or quotes.
+        pattern: "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.@-]+$",
+        examples: ['logo@acme'],
+        description:
+          'Content-ID of an inline part (RFC 2392), without angle brackets: the HTML shows it as `<img src="cid:logo">`; the message ' +
+          'is then multipart/related. Letters, digits, `.`, `@` and `!#$%&\'*+/=?^_`{|}~-`; unique within the email (422 naming the field)',
+      }),
+    ),
+    disposition: Type.Optional(
+      StringEnum(['inline', 'attachment'] as const, 'Content-Disposition; default `inline` with a `contentId`, else `attachment`'),
+    ),
   },
   { additionalProperties: false },
 );
@@ -91,6 +106,15 @@ export const SendBody = Type.Object(
       Type.Array(Attachment, { maxItems: ATTACHMENT_LIMITS.count, description: 'at most 10, 10 MB decoded in total' }),
     ),
     type: Type.Optional(StringEnum(['html', 'markdown'] as const, 'body format')),
+    scheduledAt: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        examples: ['2026-12-01T09:00:00Z'],
+        description:
+          'send at this time (ISO 8601 date-time with a time zone), at most 30 days ahead (422 beyond); a time not in the future sends at once. ' +
+          'The emails are `scheduled` until then: cancel one with POST /emails/{id}/cancel, move it with PATCH /emails/{id}',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -100,9 +124,10 @@ const SendResult = Type.Object({
     Type.Object({
       contact: Type.Object({ id: Type.String(), email: Type.String() }),
       email: Type.String({ description: 'email id; read its status at GET /emails/{id}' }),
-      status: Type.Union([Type.Literal('queued'), Type.Literal('suppressed')], {
-        description: '`suppressed`: the email is stored with this status and never sent; `reason` says why',
+      status: Type.Union([Type.Literal('queued'), Type.Literal('scheduled'), Type.Literal('suppressed')], {
+        description: '`scheduled`: sent at `scheduledAt`; `suppressed`: the email is stored with this status and never sent; `reason` says why',
       }),
+      scheduledAt: Type.Optional(Timestamp),
       reason: Type.Optional(
         StringEnum(SUPPRESSION_CAUSES, 'why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed)'),
       ),

@@ -1,6 +1,6 @@
 /**
  * The reconciler: Postgres is the source of truth, so any email row still `queued` (or `sending` past its
- * lease), any contact import still `queued`/`running` and any campaign SENDING or due (or CANCELLED with rows
+ * lease), any `scheduled` email due before the next pass (a job delayed to its time), any contact import still `queued`/`running` and any campaign SENDING or due (or CANCELLED with rows
  * to sweep), any pending webhook delivery past its due time and any live workflow execution overdue without a
  * live job gets one. Covers a Redis outage or
  * flush after acceptance, and a crash between the API's commit and its enqueue. Each pass also deletes expired
@@ -13,7 +13,7 @@
  */
 import { SendPriority } from '@mailroom/queues/catalog';
 import type { Queues } from '@mailroom/queues/create';
-import { enqueueImport, enqueueSendJobs, enqueueWebhookDeliveries, scheduleCampaignJob, enqueueExecutions } from '@mailroom/queues/enqueue';
+import { enqueueImport, enqueueSendJobs, enqueueWebhookDeliveries, scheduleCampaignJob, scheduleSendJob, enqueueExecutions } from '@mailroom/queues/enqueue';
 import { SNS_MESSAGE_RETENTION_DAYS } from '@mailroom/feedback/sns';
 import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
@@ -21,6 +21,7 @@ import { oncePerInterval, type MaintenanceTask } from './maintenance';
 import { activeCampaigns } from '@mailroom/audiences/queries/campaigns';
 import { overdueExecutions } from '@mailroom/workflows/queries/workflow-engine';
 import { pendingEmails } from '@mailroom/db/queries/emails';
+import { dueScheduledEmails, type DueScheduledEmail } from '@mailroom/db/queries/scheduled-emails';
 import { pendingImports } from '@mailroom/contacts/queries/imports';
 import { pruneSnsMessages } from '@mailroom/feedback/queries/feedback';
 import { purgeIdempotencyKeys } from '@mailroom/db/queries/idempotency';
@@ -36,6 +37,8 @@ const BATCH = 500;
 export interface ReconcileResult {
   checked: number;
   enqueued: number;
+  /** Scheduled emails due before the next pass whose job was made, moved or woken (`scheduleSendJob`). */
+  scheduledChecked: number;
   importsEnqueued: number;
   campaignsEnqueued: number;
   webhooksEnqueued: number;
@@ -67,6 +70,35 @@ async function reconcileCampaigns(deps: ReconcileDeps): Promise<number> {
     fixed++;
   }
   return fixed;
+}
+
+/**
+ * Gives every scheduled email due before the next pass (`RECONCILE_INTERVAL_MS`, and a second more) a job delayed to
+ * its time, and wakes one that overslept: a job lost with Redis, one never added (the API's enqueue failed), or one
+ * left at an earlier time by a reschedule whose move was missed. Later emails keep their delayed jobs until a pass
+ * nearer their time looks at them. @returns how many emails were looked at.
+ */
+async function reconcileScheduled(deps: ReconcileDeps, withinMs = deps.config.reconcileIntervalMs + 1000): Promise<number> {
+  let after: DueScheduledEmail | null = null;
+  let checked = 0;
+  for (;;) {
+    const batch = await dueScheduledEmails(deps.database.db, withinMs, after, BATCH);
+    if (batch.length === 0) break;
+    after = batch[batch.length - 1];
+    checked += batch.length;
+    for (let i = 0; i < batch.length; i += 50) {
+      await Promise.all(
+        batch.slice(i, i + 50).map((e) =>
+          scheduleSendJob(deps.queues.send, deps.config, { emailId: e.id, projectId: e.projectId, priority: SendPriority[e.source] }, e.scheduledAt).catch(
+            // A job that moved on between the look at its state and the move (it ran): its claim reads the row.
+            (err: unknown) => deps.logger.debug({ err, emailId: e.id }, 'scheduled email: job not checked; the next pass looks again'),
+          ),
+        ),
+      );
+    }
+    if (batch.length < BATCH) break;
+  }
+  return checked;
 }
 
 /**
@@ -151,6 +183,7 @@ export async function reconcileOnce(deps: ReconcileDeps, emailsAfterMs = deps.co
     if (batch.length < BATCH) break;
   }
   if (enqueued > 0) deps.logger.warn({ checked, enqueued }, 'reconciler re-enqueued emails without a job');
+  const scheduledChecked = await reconcileScheduled(deps);
   const importsEnqueued = await reconcileImports(deps);
   if (importsEnqueued > 0) deps.logger.warn({ imports: importsEnqueued }, 'reconciler re-enqueued imports without a job');
   const campaignsEnqueued = await reconcileCampaigns(deps);
@@ -161,7 +194,7 @@ export async function reconcileOnce(deps: ReconcileDeps, emailsAfterMs = deps.co
   if (executionsEnqueued > 0) deps.logger.warn({ executions: executionsEnqueued }, 'reconciler re-enqueued overdue workflow executions');
   await purgeIdempotencyKeys(deps.database.db);
   await pruneSnsMessages(deps.database.db, SNS_MESSAGE_RETENTION_DAYS);
-  return { checked, enqueued, importsEnqueued, campaignsEnqueued, webhooksEnqueued, executionsEnqueued };
+  return { checked, enqueued, scheduledChecked, importsEnqueued, campaignsEnqueued, webhooksEnqueued, executionsEnqueued };
 }
 
 /**

@@ -24,8 +24,8 @@ export interface ClaimRequest {
 }
 
 /**
- * Claims every email of `requests` that {@link claimEmail} would claim (`queued`, or `sending` past its lease
- * `leaseMs`; not a queued email of a PAUSED campaign), each with its own token, in one statement.
+ * Claims every email of `requests` that {@link claimEmail} would claim (`queued`, `scheduled` and due, or `sending` past its
+ * lease `leaseMs`; not a queued email of a PAUSED campaign), each with its own token, in one statement.
  *
  * @returns the claimed emails by token. A request missing from it was not claimed (missing, final, leased,
  *   paused, or the same email twice in the batch): its caller asks {@link claimEmail} why (which claims it if it
@@ -49,6 +49,7 @@ export async function claimEmails(db: DbOrTx, requests: readonly ClaimRequest[],
       attempts = e.attempts + 1, updated_at = now()
     from p join one on one.id = p.id
     where e.id = p.id and (e.status = 'queued'
+      or (e.status = 'scheduled' and e.scheduled_at <= now())
       or (e.status = 'sending' and e.claimed_at < now() - make_interval(secs => ${leaseMs / 1000}::float8)))
       and not (e.status = 'queued' and exists (select 1 from campaigns k where k.id = e.campaign_id and k.status = 'PAUSED'))
     ${CLAIM_RETURNING}

@@ -21,10 +21,19 @@ export type NewEmail = Omit<typeof emails.$inferInsert, 'createdAt' | 'updatedAt
 export async function insertAttachments(
   db: DbOrTx,
   projectId: string,
-  files: { filename: string; contentType: string; content: Buffer }[],
+  files: { filename: string; contentType: string; content: Buffer; contentId?: string | null; disposition?: 'inline' | 'attachment' | null }[],
 ): Promise<string[]> {
   if (files.length === 0) return [];
-  const rows = files.map((f) => ({ id: newId(), projectId, filename: f.filename, contentType: f.contentType, size: f.content.length, content: f.content }));
+  const rows = files.map((f) => ({
+    id: newId(),
+    projectId,
+    filename: f.filename,
+    contentType: f.contentType,
+    contentId: f.contentId ?? null,
+    disposition: f.disposition ?? null,
+    size: f.content.length,
+    content: f.content,
+  }));
   await db.insert(attachments).values(rows);
   return rows.map((r) => r.id);
 }
@@ -123,6 +132,8 @@ export type ClaimMiss =
   | { kind: 'missing' }
   | { kind: 'final'; status: EmailStatus }
   | { kind: 'leased'; until: Date }
+  /** A scheduled email not yet due (`until`: its `scheduled_at`); a rescheduled one's earlier job lands here. */
+  | { kind: 'scheduled'; until: Date }
   | { kind: 'paused'; campaignId: string };
 
 /**
@@ -156,8 +167,9 @@ export function toClaimedEmail(hit: Record<string, unknown>): ClaimedEmail {
 }
 
 /**
- * Atomically takes ownership of an email for sending: `queued → sending`, or re-takes a `sending` row whose
- * lease (`leaseMs`) has expired because its worker died. The claim token must be shown to finish the row.
+ * Atomically takes ownership of an email for sending: `queued → sending`, `scheduled → sending` once its
+ * `scheduled_at` has passed (by Postgres's clock; earlier: `kind: 'scheduled'`), or re-takes a `sending` row whose
+ * lease (`leaseMs`) has expired because its worker died. A `cancelled` row is final and never claimed. The claim token must be shown to finish the row.
  * A queued email of a PAUSED campaign is not claimed (`kind: 'paused'`): it waits, queued, for the resume.
  *
  * A re-taken `sending` row may or may not have reached SES before its worker died (SES has no idempotency key);
@@ -180,6 +192,8 @@ export async function claimEmail(
       attempts = e.attempts + 1, updated_at = now()
     from (select id, status as previous_status from emails where id = ${emailId}::uuid for update) p
     where e.id = ${emailId}::uuid and e.id = p.id and (e.status = 'queued'
+      -- A scheduled email only once its time has come: a job of an earlier schedule finds it not due.
+      or (e.status = 'scheduled' and e.scheduled_at <= now())
       or (e.status = 'sending' and e.claimed_at < now() - make_interval(secs => ${leaseMs / 1000})))
       -- A paused campaign's emails stay queued until it resumes.
       and not (e.status = 'queued' and exists (select 1 from campaigns k where k.id = e.campaign_id and k.status = 'PAUSED'))
@@ -188,12 +202,13 @@ export async function claimEmail(
   const hit = claimed.rows[0];
   if (hit) return { ok: true, email: toClaimedEmail(hit) };
   const [row] = await db
-    .select({ status: emails.status, claimedAt: emails.claimedAt, campaignId: emails.campaignId, campaignStatus: campaigns.status })
+    .select({ status: emails.status, claimedAt: emails.claimedAt, scheduledAt: emails.scheduledAt, campaignId: emails.campaignId, campaignStatus: campaigns.status })
     .from(emails)
     .leftJoin(campaigns, eq(campaigns.id, emails.campaignId))
     .where(eq(emails.id, emailId));
   if (!row) return { ok: false, kind: 'missing' };
   if (row.status === 'queued' && row.campaignId && row.campaignStatus === 'PAUSED') return { ok: false, kind: 'paused', campaignId: row.campaignId };
+  if (row.status === 'scheduled') return { ok: false, kind: 'scheduled', until: row.scheduledAt ?? new Date() };
   if (row.status === 'sending' && row.claimedAt) {
     return { ok: false, kind: 'leased', until: new Date(row.claimedAt.getTime() + leaseMs) };
   }

@@ -59,7 +59,7 @@ export async function eraseContact(db: DbOrTx, projectId: string, id: string): P
     const cancelled = await tx.execute(sql`
       with cancelled as (
         update emails set status = 'cancelled', error = 'contact deleted', updated_at = now()
-        where project_id = ${p} and contact_id = ${id}::uuid and status = 'queued'
+        where project_id = ${p} and contact_id = ${id}::uuid and status in ('scheduled', 'queued')
         returning id
       )
       insert into email_events (id, email_id, project_id, type, data)

@@ -113,7 +113,7 @@ interface DropPlan {
   finish?: (detached: SQL, month: string) => SQL[];
 }
 
-const NOT_FINAL = sql`('queued', 'sending')`;
+const NOT_FINAL = sql`('scheduled', 'queued', 'sending')`;
 
 /** The statement deleting the rows of `table` whose `column` points into `[lo, hi)`: a month's referencing rows. */
 const deleteReferencing = (table: string, column: string) => (lo: string, hi: string) =>

@@ -23,12 +23,12 @@ export const RETENTION_KINDS = ['emailContent', 'attachments', 'emails', 'events
 export type RetentionKind = (typeof RETENTION_KINDS)[number];
 
 /** Statuses of an email not yet final: its content is needed to send it, so it never expires. */
-const NOT_FINAL = sql`('queued', 'sending')`;
+const NOT_FINAL = sql`('scheduled', 'queued', 'sending')`;
 
 /**
  * One batch of one kind for one project: records older than `days` days (UTC now minus days), oldest first.
  *
- * - `emailContent`: final emails (not `queued`/`sending`) keep their metadata and timeline; `body`, `variables`,
+ * - `emailContent`: final emails (not `scheduled`/`queued`/`sending`) keep their metadata and timeline; `body`, `variables`,
  *   `headers` and `attachment_ids` are cleared and `content_expired_at` set.
  * - `attachments`: attachment rows older than the content window no pending email refers to.
  * - `emails`: final non-campaign emails, deleted with their timeline (a campaign's emails stay while the campaign

@@ -22,7 +22,7 @@ import type { DbOrTx } from '../client';
 import { fromSql, mergeInputs, type ContactSqlRow, type ContactUpsert } from './contacts';
 import { splitPatch } from './data-patch';
 import { executeNamed } from './named';
-import { type TransactionalContent, type TransactionalRecipient, type TransactionalWrite } from './transactional';
+import { emailStatusSql, firstEventDataSql, type TransactionalContent, type TransactionalRecipient, type TransactionalWrite } from './transactional';
 import { suppressionCauseSql, suppressionDataSql, suppressionReasonSql, type SuppressionCause } from './suppression-rule';
 import { endpointWants } from './webhooks';
 import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT } from './batch-upsert';
@@ -69,6 +69,10 @@ export interface InlineFile {
   filename: string;
   contentType: string;
   content: Buffer;
+  /** Content-ID without angle brackets (an inline image, `cid:` in the HTML), or none. */
+  contentId?: string | null;
+  /** Content-Disposition (null: `inline` with a content id, else `attachment`). */
+  disposition?: 'inline' | 'attachment' | null;
 }
 
 /** Thrown (before any write) for a batch in which two requests upsert one contact, or claim one idempotency key. */
@@ -96,11 +100,11 @@ export interface BatchWrite extends TransactionalWrite {
  *   written: one statement).
  */
 export async function writeTransactionalBatch(db: DbOrTx, requests: TransactionalRequest[]): Promise<BatchWrite[]> {
-  const q = { req: [] as number[], project: [] as string[], template: [] as (string | null)[], marketing: [] as boolean[], fromEmail: [] as string[], fromName: [] as (string | null)[], replyTo: [] as (string | null)[], subject: [] as string[], body: [] as string[], format: [] as string[], variables: [] as string[], headers: [] as string[], attachments: [] as string[], test: [] as boolean[], timestamp: [] as string[], senders: [] as (string | null)[] };
+  const q = { req: [] as number[], project: [] as string[], template: [] as (string | null)[], marketing: [] as boolean[], fromEmail: [] as string[], fromName: [] as (string | null)[], replyTo: [] as (string | null)[], subject: [] as string[], body: [] as string[], format: [] as string[], variables: [] as string[], headers: [] as string[], attachments: [] as string[], test: [] as boolean[], timestamp: [] as string[], senders: [] as (string | null)[], scheduledAt: [] as (string | null)[] };
   const c = { req: [] as number[], id: [] as string[], project: [] as string[], email: [] as string[], key: [] as string[], subscribed: [] as boolean[], stated: [] as boolean[], patch: [] as string[], removed: [] as string[], test: [] as boolean[] };
   const r = { req: [] as number[], id: [] as string[], key: [] as string[], email: [] as string[], name: [] as (string | null)[] };
-  const f = { req: [] as number[], id: [] as string[], filename: [] as string[], contentType: [] as string[], content: [] as Buffer[] };
   const k = { req: [] as number[], key: [] as string[], fingerprint: [] as string[], status: [] as number[], response: [] as string[] };
+  const f = { req: [] as number[], id: [] as string[], filename: [] as string[], contentType: [] as string[], content: [] as Buffer[], contentId: [] as (string | null)[], disposition: [] as (string | null)[] };
   const seen = new Set<string>();
   const seenKeys = new Set<string>();
   let mayChangeSubscription = false;
@@ -122,6 +126,7 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     q.test.push(ct.test);
     q.timestamp.push(request.webhookTimestamp);
     q.senders.push(request.senderDomains ? JSON.stringify(request.senderDomains) : null);
+    q.scheduledAt.push(ct.scheduledAt ? ct.scheduledAt.toISOString() : null);
     for (const row of mergeInputs(request.contacts)) {
       const contactKey = `${request.projectId} ${row.key}`;
       if (seen.has(contactKey)) throw new SharedContactInBatch();
@@ -156,6 +161,8 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       f.filename.push(file.filename);
       f.contentType.push(file.contentType);
       f.content.push(file.content);
+      f.contentId.push(file.contentId ?? null);
+      f.disposition.push(file.disposition ?? null);
     }
     for (const rc of request.recipients) {
       r.req.push(i);
@@ -171,8 +178,8 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       select * from unnest(${param(q.req)}::int[], ${param(q.project)}::uuid[], ${param(q.template)}::uuid[], ${param(q.marketing)}::boolean[],
         ${param(q.fromEmail)}::text[], ${param(q.fromName)}::text[], ${param(q.replyTo)}::text[], ${param(q.subject)}::text[], ${param(q.body)}::text[],
         ${param(q.format)}::text[], ${param(q.variables)}::jsonb[], ${param(q.headers)}::jsonb[], ${param(q.attachments)}::text[], ${param(q.test)}::boolean[],
-        ${param(q.timestamp)}::text[], ${param(q.senders)}::jsonb[])
-        as t(req, project_id, template_id, marketing, from_email, from_name, reply_to, subject, body, body_format, variables, headers, attachment_ids, test, webhook_ts, senders)
+        ${param(q.timestamp)}::text[], ${param(q.senders)}::jsonb[], ${param(q.scheduledAt)}::timestamptz[])
+        as t(req, project_id, template_id, marketing, from_email, from_name, reply_to, subject, body, body_format, variables, headers, attachment_ids, test, webhook_ts, senders, scheduled_at)
     ),
     ${keyed ? sql`checked` : sql`allowed`} as (
       select q.* from reqs q
@@ -208,10 +215,11 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     ),
     ${sql.raw(BATCH_UPSERT)},${f.req.length > 0 ? sql`
     files as (
-      insert into attachments (id, project_id, filename, content_type, size, content)
-      select f.id, q.project_id, f.filename, f.content_type, octet_length(f.content), f.content
-      from unnest(${param(f.req)}::int[], ${param(f.id)}::uuid[], ${param(f.filename)}::text[], ${param(f.contentType)}::text[], ${param(f.content)}::bytea[])
-        as f(req, id, filename, content_type, content)
+      insert into attachments (id, project_id, filename, content_type, size, content, content_id, disposition)
+      select f.id, q.project_id, f.filename, f.content_type, octet_length(f.content), f.content, f.content_id, f.disposition
+      from unnest(${param(f.req)}::int[], ${param(f.id)}::uuid[], ${param(f.filename)}::text[], ${param(f.contentType)}::text[], ${param(f.content)}::bytea[],
+        ${param(f.contentId)}::text[], ${param(f.disposition)}::text[])
+        as f(req, id, filename, content_type, content, content_id, disposition)
       join allowed q on q.req = f.req
     ),` : sql``}${mayChangeSubscription ? sql.raw(`\n    ${BATCH_SUBSCRIPTION_EVENTS},`) : sql``}
     rcpt as (
@@ -228,20 +236,20 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     ),
     em as (
       insert into emails (id, project_id, contact_id, template_id, source, marketing, to_email, to_name, from_email, from_name,
-        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, status, error)
+        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, status, error, scheduled_at)
       select r.id, q.project_id, u.id, q.template_id, 'transactional', q.marketing, r.to_email, r.to_name,
         q.from_email, q.from_name, q.reply_to, q.subject, q.body, q.body_format, q.variables, q.headers, q.attachment_ids::uuid[], q.test,
-        case when h.cause is null then 'queued' else 'suppressed' end,
-        'suppressed: ' || ${suppressionReasonSql(sql`h.cause`)}
+        ${emailStatusSql(sql`h.cause`, sql`q.scheduled_at`)},
+        'suppressed: ' || ${suppressionReasonSql(sql`h.cause`)}, q.scheduled_at
       from rcpt r
       join reqs q on q.req = r.req
       join upserted u on u.project_id = q.project_id and u.email_key = r.email_key
       join held h on h.id = r.id
-      returning id, project_id, contact_id, to_email, from_email, status
+      returning id, project_id, contact_id, to_email, from_email, status, scheduled_at
     ),
     timeline as (
       insert into email_events (id, email_id, project_id, type, data)
-      select mailroom_uuid_v7(clock_timestamp()), em.id, em.project_id, em.status, ${suppressionDataSql(sql`h.cause`)}
+      select mailroom_uuid_v7(clock_timestamp()), em.id, em.project_id, em.status, ${firstEventDataSql(sql`h.cause`, sql`em`)}
       from em join held h on h.id = em.id
     ),
     wh as (

@@ -1,7 +1,7 @@
 /**
  * The write of an accepted `POST /v1/send`, in one statement: the recipients' contact upsert, the suppression rule
  * for each (`suppression-rule.ts`: the suppression list, and for marketing email the contact's subscription after
- * this upsert), the email rows (`queued`, or `suppressed` with its reason), each email's first timeline entry, and
+ * this upsert), the email rows (`queued`, `scheduled` when given a time, or `suppressed` with its reason), each email's first timeline entry, and
  * the `email.suppressed` webhook deliveries of the suppressed ones.
  *
  * One statement instead of a transaction of five (upsert, suppression lookup, emails, timeline, webhooks) plus
@@ -47,6 +47,11 @@ export interface TransactionalContent {
   headers: Record<string, string>;
   attachmentIds: string[];
   test: boolean;
+  /**
+   * When to send (a future time, `POST /v1/send` `scheduledAt`): the emails are stored `scheduled` with it instead of
+   * `queued`, and their first timeline entry is `scheduled` with `{ scheduledAt }`. Absent or null: send now.
+   */
+  scheduledAt?: Date | null;
 }
 
 /** Result of {@link writeTransactional}. */
@@ -63,6 +68,16 @@ export interface TransactionalWrite {
 
 function senderGuard(projectId: string, candidates: string[]): SQL {
   return sql`exists (select 1 from domains d where d.project_id = ${projectId}::uuid and d.verified and lower(d.domain) = any(${sql.param(candidates)}::text[]))`;
+}
+
+/** An accepted email's status: `suppressed` (a `cause`), `scheduled` (a time to send at), else `queued`. */
+export function emailStatusSql(cause: SQL, scheduledAt: SQL): SQL {
+  return sql`(case when ${cause} is not null then 'suppressed' when ${scheduledAt} is not null then 'scheduled' else 'queued' end)`;
+}
+
+/** The first timeline entry's data of an email row `em` (with `status`, `scheduled_at`) held back for `cause` or not. */
+export function firstEventDataSql(cause: SQL, em: SQL): SQL {
+  return sql`coalesce(${suppressionDataSql(cause)}, case when ${em}.status = 'scheduled' then jsonb_build_object('scheduledAt', to_char(${em}.scheduled_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) end)`;
 }
 
 type Row = ContactSqlRow & { suppression: SuppressionCause | null; deliveries: { id: string; generation: number }[] };
@@ -89,6 +104,7 @@ export async function writeTransactional(
   const c = content;
   const input = JSON.stringify(recipients.map((r) => ({ id: r.id, email_key: r.emailKey, to_email: r.email, to_name: r.name })));
   const testFlag = c.test ? sql`|| '{"test":true}'::jsonb` : sql``;
+  const scheduledAt = c.scheduledAt ? c.scheduledAt.toISOString() : null;
   const result = await executeNamed<Row>(db, sql`
     with ${upsertCtes(projectId, mergeInputs(contacts), c.test, senderDomains ? senderGuard(projectId, senderDomains) : undefined)},
     rcpt as (select * from jsonb_to_recordset(${input}::jsonb) as r(id uuid, email_key text, to_email text, to_name text)),
@@ -98,18 +114,18 @@ export async function writeTransactional(
     ),
     em as (
       insert into emails (id, project_id, contact_id, template_id, source, marketing, to_email, to_name, from_email, from_name,
-        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, status, error)
+        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, status, error, scheduled_at)
       select r.id, ${projectId}::uuid, u.id, ${c.templateId}::uuid, 'transactional', ${c.marketing}::boolean, r.to_email, r.to_name,
         ${c.fromEmail}, ${c.fromName}, ${c.replyTo}, ${c.subject}, ${c.body}, ${c.bodyFormat}, ${JSON.stringify(c.variables)}::jsonb,
         ${JSON.stringify(c.headers)}::jsonb, ${`{${c.attachmentIds.join(',')}}`}::uuid[], ${c.test}::boolean,
-        case when h.cause is null then 'queued' else 'suppressed' end,
-        'suppressed: ' || ${suppressionReasonSql(sql`h.cause`)}
+        ${emailStatusSql(sql`h.cause`, sql`${scheduledAt}::timestamptz`)},
+        'suppressed: ' || ${suppressionReasonSql(sql`h.cause`)}, ${scheduledAt}::timestamptz
       from rcpt r join upserted u on u.email_key = r.email_key join held h on h.email_key = r.email_key
-      returning id, contact_id, to_email, from_email, status
+      returning id, contact_id, to_email, from_email, status, scheduled_at
     ),
     timeline as (
       insert into email_events (id, email_id, project_id, type, data)
-      select mailroom_uuid_v7(clock_timestamp()), em.id, ${projectId}::uuid, em.status, ${suppressionDataSql(sql`h.cause`)}
+      select mailroom_uuid_v7(clock_timestamp()), em.id, ${projectId}::uuid, em.status, ${firstEventDataSql(sql`h.cause`, sql`em`)}
       from em join rcpt r on r.id = em.id join held h on h.email_key = r.email_key
     ),
     wh as (

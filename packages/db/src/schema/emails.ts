@@ -8,10 +8,12 @@ import { campaigns } from './campaigns';
 import { workflowExecutions, workflowStepRuns } from './workflows';
 
 /**
- * Email statuses. `queued → sending → sent` is the send path; `delivered`, `opened`, `clicked`, `bounced`,
- * `complained` come from SES events; `failed`, `suppressed`, `cancelled` are final without delivery.
+ * Email statuses. `queued → sending → sent` is the send path (`scheduled → sending` for an email given a
+ * `scheduledAt`, once that time has come); `delivered`, `opened`, `clicked`, `bounced`, `complained` come from SES
+ * events; `failed`, `suppressed`, `cancelled` are final without delivery.
  */
 export const EMAIL_STATUSES = [
+  'scheduled',
   'queued',
   'sending',
   'sent',
@@ -37,6 +39,10 @@ export const attachments = pgTable(
     projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
     filename: text('filename').notNull(),
     contentType: text('content_type').notNull(),
+    /** Content-ID (RFC 2392, without angle brackets): the HTML shows it as `cid:<content id>` (an inline image). */
+    contentId: text('content_id'),
+    /** Content-Disposition: `inline` or `attachment` (null: `inline` with a `content_id`, else `attachment`). */
+    disposition: text('disposition').$type<'inline' | 'attachment'>(),
     size: integer('size').notNull(),
     content: bytea('content').notNull(),
     createdAt: createdAt(),
@@ -85,6 +91,11 @@ export const emails = pgTable(
     attempts: integer('attempts').notNull().default(0),
     claimToken: uuid('claim_token'),
     claimedAt: timestamp('claimed_at', { withTimezone: true, mode: 'date' }),
+    /**
+     * When a scheduled email is due (`POST /v1/send` `scheduledAt`): it stays `scheduled` until then, and no claim
+     * takes it earlier. Kept once it is sent, as the time it was scheduled for.
+     */
+    scheduledAt: timestamp('scheduled_at', { withTimezone: true, mode: 'date' }),
     sentAt: timestamp('sent_at', { withTimezone: true, mode: 'date' }),
     /** First SES Delivery, Open and Click events (SES event time); counts are atomic increments per event. */
     deliveredAt: timestamp('delivered_at', { withTimezone: true, mode: 'date' }),
@@ -117,6 +128,8 @@ export const emails = pgTable(
     index('emails_pending_idx').on(t.id).where(sql`${t.status} in ('queued', 'sending')`),
     // SES feedback finds its email by SES message id (unique by SES; a partitioned table cannot hold a unique
     // index without the partition key, so this one is plain).
+    // The reconciler's look at scheduled emails due before its next pass (`dueScheduledEmails`).
+    index('emails_scheduled_idx').on(t.scheduledAt).where(sql`${t.status} = 'scheduled'`),
     index('emails_message_id_idx').on(t.messageId).where(sql`${t.messageId} is not null`),
     // One email per contact per campaign: a unique index on (campaign_id, contact_id) of each month partition,
     // `emails_campaign_contact_key_<partition>` (migration 0024; a partitioned table cannot hold it, so it is made
