@@ -7,7 +7,7 @@ import { sql } from 'drizzle-orm';
 import { abBucket, abBucketSql } from '@mailroom/audiences/campaigns/ab-assign';
 import { client, createTestProject, useApiWithProject, type TestProject } from '../support/harness';
 
-const ctx = useApiWithProject({ CAMPAIGN_AB_MIN_WAIT_SECONDS: '120' });
+const ctx = useApiWithProject({ CAMPAIGN_AB_MIN_WAIT_SECONDS: '120', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
 const as = (project: TestProject) => client(ctx.api.app, project);
 
 const variants = [{ subject: 'A: {{firstName ?? "hi"}}' }, { subject: 'B subject', body: '<p>B</p><a href="{{unsubscribeUrl}}">unsubscribe</a>' }];
@@ -90,6 +90,7 @@ describe('A/B settings', () => {
 describe('picking the winner', () => {
   test('409 unless SENDING in its test, 422 for no such variant; once only; the report shows the decision', async () => {
     const p = await createTestProject(ctx.api.database);
+    expect((await as(p).post('/webhooks/endpoints', { url: 'http://127.0.0.1:9/hooks', eventTypes: ['campaign.*'] })).status).toBe(201);
     const id = (await draft(p)).body.data.id;
     const early = await as(p).post(`/campaigns/${id}/winner`, {});
     expect(early.status).toBe(409);
@@ -111,6 +112,10 @@ describe('picking the winner', () => {
 
     const picked = await as(p).post(`/campaigns/${id}/winner`, { variant: 1 });
     expect(picked.status).toBe(200);
+    const hooks = await ctx.api.database.db.execute<{ payload: { data: Record<string, unknown> } }>(
+      sql`select payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type = 'campaign.winner'`,
+    );
+    expect(hooks.rows.map((r) => r.payload.data)).toEqual([{ campaignId: id, winner: 1, by: 'manual', basis: 'choice', metric: 'clicks', pValue: null, withinNoise: true }]);
     expect(picked.body.data.abTest).toMatchObject({ phase: 'TESTING', winner: 1, decision: { winner: 1, by: 'manual', basis: 'choice', metric: 'clicks', pValue: null, withinNoise: true } });
     expect(picked.body.data.abTest.decision.variants).toEqual([
       { variant: 0, sent: 0, conversions: 0, rate: 0 },

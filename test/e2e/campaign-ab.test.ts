@@ -103,7 +103,7 @@ describe('with a worker', () => {
   beforeAll(async () => {
     iso = await isolatedDatabase();
     config = loadConfig(
-      testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', CAMPAIGN_BATCH_SIZE: '7', CAMPAIGN_QUEUE_WINDOW: '10', CAMPAIGN_AB_MIN_WAIT_SECONDS: '1' }),
+      testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', CAMPAIGN_BATCH_SIZE: '7', CAMPAIGN_QUEUE_WINDOW: '10', CAMPAIGN_AB_MIN_WAIT_SECONDS: '1', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }),
     );
     api = await startTestApi(config);
     worker = await startWorker(config, { healthPort: null });
@@ -117,6 +117,7 @@ describe('with a worker', () => {
   test('the test share gets the variants in disjoint groups; after the wait the best event rate wins and goes to the rest', async () => {
     const p = await createTestProject(api.database);
     const audience = await seed(api, p.id, 150, 'auto');
+    expect((await client(api.app, p).post('/webhooks/endpoints', { url: 'http://127.0.0.1:9/hooks', eventTypes: ['campaign.winner', 'email.sent'] })).status).toBe(201);
     const id = await startAb(api, p, 2, { testShare: 40, metric: 'event', event: 'purchase', waitSeconds: 12 });
     const waiting = await waitCampaign(api, p, id, 'WAITING', (c) => c.abTest.phase === 'WAITING');
     const decideAt = Date.parse(waiting.abTest.decideAt);
@@ -157,6 +158,13 @@ describe('with a worker', () => {
       if (inTest) expect(send.at).toBeLessThan(decideAt);
       else expect(send.at).toBeGreaterThanOrEqual(Date.parse(decision.decidedAt) - 50);
     }
+    // The automatic decision is announced once; every email.sent carries the email's variant.
+    const hooks = async (type: string) =>
+      (await api.database.db.execute<{ payload: { data: Record<string, unknown> } }>(sql`select payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type = ${type}`)).rows.map((r) => r.payload.data);
+    expect(await hooks('campaign.winner')).toEqual([{ campaignId: id, winner: 1, by: 'auto', basis: 'metric', metric: 'event', pValue: decision.pValue, withinNoise: false }]);
+    const sentHooks = await hooks('email.sent');
+    expect(sentHooks).toHaveLength(150);
+    for (const h of sentHooks) expect(h.variant).toBe(assignVariant(id, h.contactId as string, 40, 2) ?? 1);
     const report = (await client(api.app, p).get(`/campaigns/${id}/variants`)).body.data;
     expect(report.variants.map((v: { name: string; recipients: number; sent: number; metricCount: number; winner: boolean }) => [v.name, v.recipients, v.sent, v.metricCount, v.winner])).toEqual([
       ['A', sizes[0], sizes[0], 0, false],

@@ -1953,6 +1953,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "campaign.winner": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An A/B test's winner was chosen (after the wait, or by hand); the rest of the audience gets it next
+         * @description Sent to every enabled endpoint subscribed to `campaign.winner`, `campaign.*` or `*`.
+         */
+        post: operations["webhook_campaign_winner"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "workflow.started": {
         parameters: {
             query?: never;
@@ -7856,7 +7876,7 @@ export interface operations {
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url: string;
-                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
+                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, campaign.winner, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
                     eventTypes: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -8019,7 +8039,7 @@ export interface operations {
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url?: string;
-                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
+                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, campaign.winner, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
                     eventTypes?: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -11986,6 +12006,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         /**
                          * @description present on events of test data (made with a test key)
                          * @constant
@@ -12049,6 +12071,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         smtpResponse?: string;
                         processingTimeMillis?: number;
                         reportingMTA?: string;
@@ -12115,6 +12139,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         delayType?: string;
                         expirationTime?: string;
                         /** @description enhanced status code, e.g. 5.1.1 */
@@ -12183,6 +12209,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         ipAddress?: string;
                         userAgent?: string;
                         /**
@@ -12248,6 +12276,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         link?: string;
                         linkTags?: Record<string, never>;
                         ipAddress?: string;
@@ -12315,6 +12345,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         /** @enum {string} */
                         bounceType?: "Permanent" | "Transient" | "Undetermined";
                         bounceSubType?: string;
@@ -12385,6 +12417,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         complaintFeedbackType?: string;
                         complaintSubType?: string;
                         userAgent?: string;
@@ -12452,6 +12486,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         reason?: string;
                         /**
                          * @description present on events of test data (made with a test key)
@@ -12516,6 +12552,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "suppressed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         /**
                          * @description why, as a code
                          * @enum {string}
@@ -12987,6 +13025,62 @@ export interface operations {
                     data: {
                         /** Format: uuid */
                         campaignId: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_campaign_winner: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "campaign.winner";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        campaignId: string;
+                        /** @description the winning variant (0-based) */
+                        winner?: number;
+                        /** @enum {string} */
+                        by?: "auto" | "manual";
+                        /** @enum {string} */
+                        basis?: "metric" | "choice";
+                        /** @enum {string} */
+                        metric?: "opens" | "clicks" | "event";
+                        pValue?: number | null;
+                        withinNoise?: boolean;
                         /**
                          * @description present on events of test data (made with a test key)
                          * @constant

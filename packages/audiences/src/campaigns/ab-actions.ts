@@ -6,7 +6,7 @@
  */
 import type { Logger } from '@mailroom/platform/logger';
 import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
-import { scheduleCampaignJob } from '@mailroom/queues/enqueue';
+import { announceWebhookDeliveries, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { getCampaign, type CampaignRow } from '../queries/campaigns';
 import type { CampaignActionDeps } from './lifecycle';
 import { refuseTestKeyOnLive } from './rules';
@@ -15,7 +15,7 @@ import type { Caller } from './recovery';
 
 /**
  * Records the winner of a campaign's A/B test now: `variant` (0-based) when given, else the highest metric rate so
- * far (the figures and p-value are in `abDecision`), and wakes the campaign's job, which sends the winner to the
+ * far (the figures and p-value are in `abDecision`), announces `campaign.winner`, and wakes the campaign's job, which sends the winner to the
  * rest of the audience once the test group is fanned out. A Redis failure is logged: the reconciler gives a
  * SENDING campaign its job.
  *
@@ -46,6 +46,7 @@ export async function pickWinnerNow(deps: CampaignActionDeps, log: Logger, calle
       suggestion: 'A winner can be picked once, while the campaign is SENDING or PAUSED in its test (abTest.phase TESTING or WAITING).',
     });
   }
+  await announceWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
   try {
     await scheduleCampaignJob(deps.queues.campaign, r.campaign, new Date());
   } catch (err) {

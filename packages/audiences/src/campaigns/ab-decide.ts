@@ -11,6 +11,8 @@
  */
 import type { AbDecision, AbTestSettings } from '@mailroom/db/schema/campaigns';
 import type { DbOrTx } from '@mailroom/db/client';
+import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
+import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { countByVariant, enterWaiting, lockForDecision, recordWinner, startRemainder, type VariantCounts } from '../queries/campaign-ab';
 import { loadCampaign, type CampaignRow, type FanoutSelection } from '../queries/campaigns';
 import { abFanoutSql } from './ab-assign';
@@ -42,14 +44,14 @@ export type DecisionMiss = { reason: 'missing' } | { reason: 'no_test' } | { rea
  *
  * @param choice - `variant` to pick a specific one (checked against the count by the caller); `by: 'auto'` decides
  *   only once `ab_decide_at` has come (in WAITING).
- * @returns the campaign with its decision, or why not.
+ * @returns the campaign with its decision and the `campaign.winner` webhook deliveries to enqueue, or why not.
  */
 export async function decideWinner(
   db: DbOrTx,
   projectId: string,
   id: string,
   choice: { variant?: number; by: 'auto' | 'manual' },
-): Promise<{ campaign: CampaignRow } | DecisionMiss> {
+): Promise<{ campaign: CampaignRow; deliveries: WebhookDeliveryRef[] } | DecisionMiss> {
   return db.transaction(async (tx) => {
     const c = await lockForDecision(tx, projectId, id);
     if (!c) return { reason: 'missing' as const };
@@ -77,7 +79,11 @@ export async function decideWinner(
       note: choice.variant === undefined ? chosen.note : `Variant ${winner} was picked by hand.${chosen.note ? ` ${chosen.note.replace('was picked', 'would have been picked')}` : ''}`,
     };
     const done = await recordWinner(tx, id, decision);
-    return done ? { campaign: done } : { reason: 'state' as const, current: c };
+    if (!done) return { reason: 'state' as const, current: c };
+    // Announced in the same transaction: the event exists if and only if the decision committed.
+    const data = { campaignId: id, winner, by: decision.by, basis: decision.basis, metric: t.metric, pValue: decision.pValue, withinNoise: decision.withinNoise, ...(c.test ? { test: true } : {}) };
+    const deliveries = await recordWebhookEvents(tx, projectId, [{ type: 'campaign.winner', data }]);
+    return { campaign: done, deliveries };
   });
 }
 
@@ -88,10 +94,15 @@ const round = (n: number) => Math.round(n * 1e6) / 1e6;
  * group is out and final; the automatic decision once `ab_decide_at` has come; → WINNER once there is a winner and
  * the test group is fanned out and handed over.
  *
+ * @param announce - enqueues the `campaign.winner` deliveries of an automatic decision.
  * @returns when the job should run next (ms since epoch; now to go straight on with the remainder), or
  *   `undefined` to carry on as a campaign without a test (its usual tick, or completion).
  */
-export async function advanceAbTest(db: DbOrTx, id: string): Promise<{ at: number; moved?: string } | undefined> {
+export async function advanceAbTest(
+  db: DbOrTx,
+  id: string,
+  announce: (deliveries: WebhookDeliveryRef[]) => Promise<void>,
+): Promise<{ at: number; moved?: string } | undefined> {
   let c = await loadCampaign(db, id);
   if (!c?.abTest || c.status !== 'SENDING' || !(c.abPhase === 'TESTING' || c.abPhase === 'WAITING')) return undefined;
   if (c.abWinner === null) {
@@ -104,6 +115,7 @@ export async function advanceAbTest(db: DbOrTx, id: string): Promise<{ at: numbe
     if (at > Date.now()) return { at, moved: c.abPhase === 'WAITING' ? 'waiting' : undefined };
     const decided = await decideWinner(db, c.projectId, id, { by: 'auto' });
     if (!('campaign' in decided)) return undefined;
+    await announce(decided.deliveries);
   }
   return (await startRemainder(db, id)) ? { at: Date.now(), moved: 'winner' } : undefined;
 }

@@ -199,7 +199,7 @@ export async function runCampaignJob(
   await feed();
   if (c.abTest) {
     // The A/B test's moves (ab-decide.ts): waiting for the decision, deciding, starting the remainder.
-    const next = await advanceAbTest(db, campaignId);
+    const next = await advanceAbTest(db, campaignId, (deliveries) => announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log));
     if (next) {
       if (next.moved) log.info({ phase: next.moved, at: new Date(next.at).toISOString() }, 'campaign A/B test moved');
       return later(next.at);
