@@ -27,6 +27,7 @@ import { segmentRoutes } from './routes/segments';
 import { campaignRoutes } from './routes/campaigns';
 import { campaignGuardrailRoutes } from './routes/campaign-guardrails';
 import { campaignRetryRoutes } from './routes/campaign-retry';
+import { campaignAbRoutes } from './routes/campaign-ab';
 import { unsubscribeOpenApiPaths } from './routes/unsubscribe';
 import { sesWebhookOpenApiPaths } from './routes/ses-webhook';
 import { suppressionRoutes } from './routes/suppressions';
@@ -59,6 +60,7 @@ export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
     ...campaignRoutes(deps),
     ...campaignGuardrailRoutes(deps),
     ...campaignRetryRoutes(deps),
+    ...campaignAbRoutes(deps),
     ...reputationRoutes(deps),
     ...suppressionRoutes(deps),
     ...webhookRoutes(deps),

@@ -36,6 +36,14 @@ export interface AudienceConfig {
    */
   readonly campaignPauseRecheckMs: number;
   /**
+   * `CAMPAIGN_AB_MIN_WAIT_SECONDS`: the shortest wait an A/B test may set between its last test email and the
+   * automatic choice of the winner (s, 1–86400, default 300). Fewer seconds than a few minutes leave too little time
+   * for opens and clicks to arrive; tests set it low.
+   *
+   * @process api
+   */
+  readonly campaignAbMinWaitSeconds: number;
+  /**
    * `SEGMENT_REFRESH_MS`: how often dynamic segments are recounted and tracked memberships re-evaluated (ms,
    * default 300000).
    */
@@ -66,6 +74,7 @@ export function loadAudienceConfig(env: Env): AudienceConfig {
     campaignTickMs: int(env, 'CAMPAIGN_TICK_MS', 1_000, 10, 60_000),
     campaignLaneSeconds: int(env, 'CAMPAIGN_LANE_SECONDS', 3, 1, 3_600),
     campaignPauseRecheckMs: int(env, 'CAMPAIGN_PAUSE_RECHECK_MS', 60_000, 100, 3_600_000),
+    campaignAbMinWaitSeconds: int(env, 'CAMPAIGN_AB_MIN_WAIT_SECONDS', 300, 1, 86_400),
     segmentRefreshMs: int(env, 'SEGMENT_REFRESH_MS', 300_000, 100, 86_400_000),
     guardrails: Object.freeze({
       minSample: int(env, 'GUARDRAIL_MIN_SAMPLE', DEFAULT_GUARDRAILS.minSample, 1, 10_000_000),

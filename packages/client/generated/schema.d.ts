@@ -532,7 +532,7 @@ export interface paths {
         put?: never;
         /**
          * Create a campaign (DRAFT)
-         * @description `segmentId` is required when audienceType is SEGMENT, `audienceFilter` (segment filter language) when it is FILTERED. `from` must be on a verified domain of the project. Campaigns reach subscribed contacts only, and carry an unsubscribe link (`{{unsubscribeUrl}}`) and List-Unsubscribe one-click headers (RFC 8058).
+         * @description `segmentId` is required when audienceType is SEGMENT, `audienceFilter` (segment filter language) when it is FILTERED. `from` must be on a verified domain of the project. Campaigns reach subscribed contacts only, and carry an unsubscribe link (`{{unsubscribeUrl}}`) and List-Unsubscribe one-click headers (RFC 8058). `variants` (2–5) with `abTest` make it an A/B test: the test share gets the variants, the rest the winner (docs/guides/campaigns.md).
          */
         post: operations["createCampaign"];
         delete?: never;
@@ -695,6 +695,46 @@ export interface paths {
          * @description Only for a SENT campaign, and once per campaign. Emails that ended `failed` for a transient reason (SES answered 5xx, or another retryable error, until their attempts ran out) go back to the queue, unless their contact was deleted or unsubscribed or the address is suppressed since. Bounced, complained, suppressed, cancelled and permanently failed emails (SES refused the message) are never retried. With emails to retry (202) the campaign is SENDING again, announces `campaign.sending` (`data.retryFailed: true`, `retried`), sends them at the campaign lane and becomes SENT again (`campaign.sent`) when they are final; each retried email announces `email.sent` or `email.failed` as usual and its timeline shows `retried`. With none (200) the campaign stays SENT. Either way the campaign's timeline gets `retry_failed` with the counts, and a second call is 409.
          */
         post: operations["retryFailedCampaignEmails"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/campaigns/{id}/variants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An A/B-tested campaign's figures per variant, and the winner
+         * @description Per variant: recipients, sent, delivered, opens, clicks and the metric's count and rate so far. `decision` holds the figures the winner was chosen on (the test group's), the p-value of the two-proportion z-test between the top two and a note when the difference is within noise (p ≥ 0.05). 409 for a campaign without an A/B test.
+         */
+        get: operations["getCampaignVariants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/campaigns/{id}/winner": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pick an A/B test's winner now
+         * @description While the campaign is SENDING or PAUSED in its test (abTest.phase TESTING or WAITING): records `variant` as the winner, or without it the highest metric rate so far (ties to the first), with the figures in `abTest.decision`. The rest of the audience then gets the winner, once the test group is fanned out. 409 for a campaign without a test, in another state, or whose winner is already chosen.
+         */
+        post: operations["pickCampaignWinner"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1931,6 +1971,26 @@ export interface webhooks {
          * @description Sent to every enabled endpoint subscribed to `campaign.failed`, `campaign.*` or `*`.
          */
         post: operations["webhook_campaign_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "campaign.winner": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An A/B test's winner was chosen (after the wait, or by hand); the rest of the audience gets it next
+         * @description Sent to every enabled endpoint subscribed to `campaign.winner`, `campaign.*` or `*`.
+         */
+        post: operations["webhook_campaign_winner"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3195,6 +3255,7 @@ export interface operations {
                                 contactId: string | null;
                                 templateId: string | null;
                                 campaignId: string | null;
+                                variant: number | null;
                                 messageId: string | null;
                                 /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
                                 test: boolean;
@@ -3280,6 +3341,7 @@ export interface operations {
                             contactId: string | null;
                             templateId: string | null;
                             campaignId: string | null;
+                            variant: number | null;
                             messageId: string | null;
                             /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
                             test: boolean;
@@ -5319,6 +5381,63 @@ export interface operations {
                                 } | null;
                                 /** @description sent with a test key: its emails go to the sink, never to SES */
                                 test: boolean;
+                                variants: {
+                                    /** @description 0-based; emails and webhooks carry it as `variant` */
+                                    index: number;
+                                    /** @description A, B, C, D or E */
+                                    name: string;
+                                    subject: string | null;
+                                    body: string | null;
+                                    templateId: string | null;
+                                }[] | null;
+                                abTest: {
+                                    testShare: number;
+                                    /**
+                                     * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                     * @enum {string}
+                                     */
+                                    metric: "opens" | "clicks" | "event";
+                                    event: string | null;
+                                    waitSeconds: number;
+                                    phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                                    decideAt: string | null;
+                                    winner: number | null;
+                                    decision: {
+                                        winner: number;
+                                        /**
+                                         * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                         * @enum {string}
+                                         */
+                                        by: "auto" | "manual";
+                                        /**
+                                         * @description metric: the highest rate; choice: a variant picked by hand
+                                         * @enum {string}
+                                         */
+                                        basis: "metric" | "choice";
+                                        /** Format: date-time */
+                                        decidedAt: string;
+                                        /**
+                                         * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                         * @enum {string}
+                                         */
+                                        metric: "opens" | "clicks" | "event";
+                                        event: string | null;
+                                        /** @description the test group's figures the winner was chosen on */
+                                        variants: {
+                                            variant: number;
+                                            sent: number;
+                                            /** @description the metric's count */
+                                            conversions: number;
+                                            /** @description conversions per email sent (0–1) */
+                                            rate: number;
+                                        }[];
+                                        pValue: number | null;
+                                        z: number | null;
+                                        /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                        withinNoise: boolean;
+                                        note: string | null;
+                                    } | null;
+                                } | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -5374,6 +5493,63 @@ export interface operations {
                                 } | null;
                                 /** @description sent with a test key: its emails go to the sink, never to SES */
                                 test: boolean;
+                                variants: {
+                                    /** @description 0-based; emails and webhooks carry it as `variant` */
+                                    index: number;
+                                    /** @description A, B, C, D or E */
+                                    name: string;
+                                    subject: string | null;
+                                    body: string | null;
+                                    templateId: string | null;
+                                }[] | null;
+                                abTest: {
+                                    testShare: number;
+                                    /**
+                                     * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                     * @enum {string}
+                                     */
+                                    metric: "opens" | "clicks" | "event";
+                                    event: string | null;
+                                    waitSeconds: number;
+                                    phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                                    decideAt: string | null;
+                                    winner: number | null;
+                                    decision: {
+                                        winner: number;
+                                        /**
+                                         * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                         * @enum {string}
+                                         */
+                                        by: "auto" | "manual";
+                                        /**
+                                         * @description metric: the highest rate; choice: a variant picked by hand
+                                         * @enum {string}
+                                         */
+                                        basis: "metric" | "choice";
+                                        /** Format: date-time */
+                                        decidedAt: string;
+                                        /**
+                                         * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                         * @enum {string}
+                                         */
+                                        metric: "opens" | "clicks" | "event";
+                                        event: string | null;
+                                        /** @description the test group's figures the winner was chosen on */
+                                        variants: {
+                                            variant: number;
+                                            sent: number;
+                                            /** @description the metric's count */
+                                            conversions: number;
+                                            /** @description conversions per email sent (0–1) */
+                                            rate: number;
+                                        }[];
+                                        pValue: number | null;
+                                        z: number | null;
+                                        /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                        withinNoise: boolean;
+                                        note: string | null;
+                                    } | null;
+                                } | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -5439,6 +5615,23 @@ export interface operations {
                     audienceType: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    variants?: {
+                        subject?: string | null;
+                        body?: string | null;
+                        templateId?: string | null;
+                    }[] | null;
+                    abTest?: {
+                        /** @description percent of the audience that gets the variants (split evenly, at random); the rest gets the winner */
+                        testShare: number;
+                        /**
+                         * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                         * @enum {string}
+                         */
+                        metric: "opens" | "clicks" | "event";
+                        event?: string | null;
+                        /** @description seconds from the last test email's final state to the automatic choice of the winner (at least CAMPAIGN_AB_MIN_WAIT_SECONDS, default 300) */
+                        waitSeconds: number;
+                    } | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -5503,6 +5696,63 @@ export interface operations {
                             } | null;
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
+                            variants: {
+                                /** @description 0-based; emails and webhooks carry it as `variant` */
+                                index: number;
+                                /** @description A, B, C, D or E */
+                                name: string;
+                                subject: string | null;
+                                body: string | null;
+                                templateId: string | null;
+                            }[] | null;
+                            abTest: {
+                                testShare: number;
+                                /**
+                                 * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                 * @enum {string}
+                                 */
+                                metric: "opens" | "clicks" | "event";
+                                event: string | null;
+                                waitSeconds: number;
+                                phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                                decideAt: string | null;
+                                winner: number | null;
+                                decision: {
+                                    winner: number;
+                                    /**
+                                     * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                     * @enum {string}
+                                     */
+                                    by: "auto" | "manual";
+                                    /**
+                                     * @description metric: the highest rate; choice: a variant picked by hand
+                                     * @enum {string}
+                                     */
+                                    basis: "metric" | "choice";
+                                    /** Format: date-time */
+                                    decidedAt: string;
+                                    /**
+                                     * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                     * @enum {string}
+                                     */
+                                    metric: "opens" | "clicks" | "event";
+                                    event: string | null;
+                                    /** @description the test group's figures the winner was chosen on */
+                                    variants: {
+                                        variant: number;
+                                        sent: number;
+                                        /** @description the metric's count */
+                                        conversions: number;
+                                        /** @description conversions per email sent (0–1) */
+                                        rate: number;
+                                    }[];
+                                    pValue: number | null;
+                                    z: number | null;
+                                    /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                    withinNoise: boolean;
+                                    note: string | null;
+                                } | null;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -5592,6 +5842,63 @@ export interface operations {
                             } | null;
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
+                            variants: {
+                                /** @description 0-based; emails and webhooks carry it as `variant` */
+                                index: number;
+                                /** @description A, B, C, D or E */
+                                name: string;
+                                subject: string | null;
+                                body: string | null;
+                                templateId: string | null;
+                            }[] | null;
+                            abTest: {
+                                testShare: number;
+                                /**
+                                 * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                 * @enum {string}
+                                 */
+                                metric: "opens" | "clicks" | "event";
+                                event: string | null;
+                                waitSeconds: number;
+                                phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                                decideAt: string | null;
+                                winner: number | null;
+                                decision: {
+                                    winner: number;
+                                    /**
+                                     * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                     * @enum {string}
+                                     */
+                                    by: "auto" | "manual";
+                                    /**
+                                     * @description metric: the highest rate; choice: a variant picked by hand
+                                     * @enum {string}
+                                     */
+                                    basis: "metric" | "choice";
+                                    /** Format: date-time */
+                                    decidedAt: string;
+                                    /**
+                                     * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                     * @enum {string}
+                                     */
+                                    metric: "opens" | "clicks" | "event";
+                                    event: string | null;
+                                    /** @description the test group's figures the winner was chosen on */
+                                    variants: {
+                                        variant: number;
+                                        sent: number;
+                                        /** @description the metric's count */
+                                        conversions: number;
+                                        /** @description conversions per email sent (0–1) */
+                                        rate: number;
+                                    }[];
+                                    pValue: number | null;
+                                    z: number | null;
+                                    /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                    withinNoise: boolean;
+                                    note: string | null;
+                                } | null;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -5652,6 +5959,23 @@ export interface operations {
                     audienceType?: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    variants?: {
+                        subject?: string | null;
+                        body?: string | null;
+                        templateId?: string | null;
+                    }[] | null;
+                    abTest?: {
+                        /** @description percent of the audience that gets the variants (split evenly, at random); the rest gets the winner */
+                        testShare: number;
+                        /**
+                         * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                         * @enum {string}
+                         */
+                        metric: "opens" | "clicks" | "event";
+                        event?: string | null;
+                        /** @description seconds from the last test email's final state to the automatic choice of the winner (at least CAMPAIGN_AB_MIN_WAIT_SECONDS, default 300) */
+                        waitSeconds: number;
+                    } | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -5716,6 +6040,63 @@ export interface operations {
                             } | null;
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
+                            variants: {
+                                /** @description 0-based; emails and webhooks carry it as `variant` */
+                                index: number;
+                                /** @description A, B, C, D or E */
+                                name: string;
+                                subject: string | null;
+                                body: string | null;
+                                templateId: string | null;
+                            }[] | null;
+                            abTest: {
+                                testShare: number;
+                                /**
+                                 * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                 * @enum {string}
+                                 */
+                                metric: "opens" | "clicks" | "event";
+                                event: string | null;
+                                waitSeconds: number;
+                                phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                                decideAt: string | null;
+                                winner: number | null;
+                                decision: {
+                                    winner: number;
+                                    /**
+                                     * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                     * @enum {string}
+                                     */
+                                    by: "auto" | "manual";
+                                    /**
+                                     * @description metric: the highest rate; choice: a variant picked by hand
+                                     * @enum {string}
+                                     */
+                                    basis: "metric" | "choice";
+                                    /** Format: date-time */
+                                    decidedAt: string;
+                                    /**
+                                     * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                     * @enum {string}
+                                     */
+                                    metric: "opens" | "clicks" | "event";
+                                    event: string | null;
+                                    /** @description the test group's figures the winner was chosen on */
+                                    variants: {
+                                        variant: number;
+                                        sent: number;
+                                        /** @description the metric's count */
+                                        conversions: number;
+                                        /** @description conversions per email sent (0–1) */
+                                        rate: number;
+                                    }[];
+                                    pValue: number | null;
+                                    z: number | null;
+                                    /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                    withinNoise: boolean;
+                                    note: string | null;
+                                } | null;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -5822,6 +6203,23 @@ export interface operations {
                     audienceType?: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    variants?: {
+                        subject?: string | null;
+                        body?: string | null;
+                        templateId?: string | null;
+                    }[] | null;
+                    abTest?: {
+                        /** @description percent of the audience that gets the variants (split evenly, at random); the rest gets the winner */
+                        testShare: number;
+                        /**
+                         * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                         * @enum {string}
+                         */
+                        metric: "opens" | "clicks" | "event";
+                        event?: string | null;
+                        /** @description seconds from the last test email's final state to the automatic choice of the winner (at least CAMPAIGN_AB_MIN_WAIT_SECONDS, default 300) */
+                        waitSeconds: number;
+                    } | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -5886,6 +6284,63 @@ export interface operations {
                             } | null;
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
+                            variants: {
+                                /** @description 0-based; emails and webhooks carry it as `variant` */
+                                index: number;
+                                /** @description A, B, C, D or E */
+                                name: string;
+                                subject: string | null;
+                                body: string | null;
+                                templateId: string | null;
+                            }[] | null;
+                            abTest: {
+                                testShare: number;
+                                /**
+                                 * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                 * @enum {string}
+                                 */
+                                metric: "opens" | "clicks" | "event";
+                                event: string | null;
+                                waitSeconds: number;
+                                phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                                decideAt: string | null;
+                                winner: number | null;
+                                decision: {
+                                    winner: number;
+                                    /**
+                                     * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                     * @enum {string}
+                                     */
+                                    by: "auto" | "manual";
+                                    /**
+                                     * @description metric: the highest rate; choice: a variant picked by hand
+                                     * @enum {string}
+                                     */
+                                    basis: "metric" | "choice";
+                                    /** Format: date-time */
+                                    decidedAt: string;
+                                    /**
+                                     * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                     * @enum {string}
+                                     */
+                                    metric: "opens" | "clicks" | "event";
+                                    event: string | null;
+                                    /** @description the test group's figures the winner was chosen on */
+                                    variants: {
+                                        variant: number;
+                                        sent: number;
+                                        /** @description the metric's count */
+                                        conversions: number;
+                                        /** @description conversions per email sent (0–1) */
+                                        rate: number;
+                                    }[];
+                                    pValue: number | null;
+                                    z: number | null;
+                                    /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                    withinNoise: boolean;
+                                    note: string | null;
+                                } | null;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -5985,6 +6440,63 @@ export interface operations {
                             } | null;
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
+                            variants: {
+                                /** @description 0-based; emails and webhooks carry it as `variant` */
+                                index: number;
+                                /** @description A, B, C, D or E */
+                                name: string;
+                                subject: string | null;
+                                body: string | null;
+                                templateId: string | null;
+                            }[] | null;
+                            abTest: {
+                                testShare: number;
+                                /**
+                                 * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                 * @enum {string}
+                                 */
+                                metric: "opens" | "clicks" | "event";
+                                event: string | null;
+                                waitSeconds: number;
+                                phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                                decideAt: string | null;
+                                winner: number | null;
+                                decision: {
+                                    winner: number;
+                                    /**
+                                     * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                     * @enum {string}
+                                     */
+                                    by: "auto" | "manual";
+                                    /**
+                                     * @description metric: the highest rate; choice: a variant picked by hand
+                                     * @enum {string}
+                                     */
+                                    basis: "metric" | "choice";
+                                    /** Format: date-time */
+                                    decidedAt: string;
+                                    /**
+                                     * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                     * @enum {string}
+                                     */
+                                    metric: "opens" | "clicks" | "event";
+                                    event: string | null;
+                                    /** @description the test group's figures the winner was chosen on */
+                                    variants: {
+                                        variant: number;
+                                        sent: number;
+                                        /** @description the metric's count */
+                                        conversions: number;
+                                        /** @description conversions per email sent (0–1) */
+                                        rate: number;
+                                    }[];
+                                    pValue: number | null;
+                                    z: number | null;
+                                    /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                    withinNoise: boolean;
+                                    note: string | null;
+                                } | null;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -6075,6 +6587,63 @@ export interface operations {
                             } | null;
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
+                            variants: {
+                                /** @description 0-based; emails and webhooks carry it as `variant` */
+                                index: number;
+                                /** @description A, B, C, D or E */
+                                name: string;
+                                subject: string | null;
+                                body: string | null;
+                                templateId: string | null;
+                            }[] | null;
+                            abTest: {
+                                testShare: number;
+                                /**
+                                 * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                 * @enum {string}
+                                 */
+                                metric: "opens" | "clicks" | "event";
+                                event: string | null;
+                                waitSeconds: number;
+                                phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                                decideAt: string | null;
+                                winner: number | null;
+                                decision: {
+                                    winner: number;
+                                    /**
+                                     * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                     * @enum {string}
+                                     */
+                                    by: "auto" | "manual";
+                                    /**
+                                     * @description metric: the highest rate; choice: a variant picked by hand
+                                     * @enum {string}
+                                     */
+                                    basis: "metric" | "choice";
+                                    /** Format: date-time */
+                                    decidedAt: string;
+                                    /**
+                                     * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                     * @enum {string}
+                                     */
+                                    metric: "opens" | "clicks" | "event";
+                                    event: string | null;
+                                    /** @description the test group's figures the winner was chosen on */
+                                    variants: {
+                                        variant: number;
+                                        sent: number;
+                                        /** @description the metric's count */
+                                        conversions: number;
+                                        /** @description conversions per email sent (0–1) */
+                                        rate: number;
+                                    }[];
+                                    pValue: number | null;
+                                    z: number | null;
+                                    /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                    withinNoise: boolean;
+                                    note: string | null;
+                                } | null;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -6312,6 +6881,63 @@ export interface operations {
                             } | null;
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
+                            variants: {
+                                /** @description 0-based; emails and webhooks carry it as `variant` */
+                                index: number;
+                                /** @description A, B, C, D or E */
+                                name: string;
+                                subject: string | null;
+                                body: string | null;
+                                templateId: string | null;
+                            }[] | null;
+                            abTest: {
+                                testShare: number;
+                                /**
+                                 * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                 * @enum {string}
+                                 */
+                                metric: "opens" | "clicks" | "event";
+                                event: string | null;
+                                waitSeconds: number;
+                                phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                                decideAt: string | null;
+                                winner: number | null;
+                                decision: {
+                                    winner: number;
+                                    /**
+                                     * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                     * @enum {string}
+                                     */
+                                    by: "auto" | "manual";
+                                    /**
+                                     * @description metric: the highest rate; choice: a variant picked by hand
+                                     * @enum {string}
+                                     */
+                                    basis: "metric" | "choice";
+                                    /** Format: date-time */
+                                    decidedAt: string;
+                                    /**
+                                     * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                     * @enum {string}
+                                     */
+                                    metric: "opens" | "clicks" | "event";
+                                    event: string | null;
+                                    /** @description the test group's figures the winner was chosen on */
+                                    variants: {
+                                        variant: number;
+                                        sent: number;
+                                        /** @description the metric's count */
+                                        conversions: number;
+                                        /** @description conversions per email sent (0–1) */
+                                        rate: number;
+                                    }[];
+                                    pValue: number | null;
+                                    z: number | null;
+                                    /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                    withinNoise: boolean;
+                                    note: string | null;
+                                } | null;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -6456,6 +7082,63 @@ export interface operations {
                             } | null;
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
+                            variants: {
+                                /** @description 0-based; emails and webhooks carry it as `variant` */
+                                index: number;
+                                /** @description A, B, C, D or E */
+                                name: string;
+                                subject: string | null;
+                                body: string | null;
+                                templateId: string | null;
+                            }[] | null;
+                            abTest: {
+                                testShare: number;
+                                /**
+                                 * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                 * @enum {string}
+                                 */
+                                metric: "opens" | "clicks" | "event";
+                                event: string | null;
+                                waitSeconds: number;
+                                phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                                decideAt: string | null;
+                                winner: number | null;
+                                decision: {
+                                    winner: number;
+                                    /**
+                                     * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                     * @enum {string}
+                                     */
+                                    by: "auto" | "manual";
+                                    /**
+                                     * @description metric: the highest rate; choice: a variant picked by hand
+                                     * @enum {string}
+                                     */
+                                    basis: "metric" | "choice";
+                                    /** Format: date-time */
+                                    decidedAt: string;
+                                    /**
+                                     * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                     * @enum {string}
+                                     */
+                                    metric: "opens" | "clicks" | "event";
+                                    event: string | null;
+                                    /** @description the test group's figures the winner was chosen on */
+                                    variants: {
+                                        variant: number;
+                                        sent: number;
+                                        /** @description the metric's count */
+                                        conversions: number;
+                                        /** @description conversions per email sent (0–1) */
+                                        rate: number;
+                                    }[];
+                                    pValue: number | null;
+                                    z: number | null;
+                                    /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                    withinNoise: boolean;
+                                    note: string | null;
+                                } | null;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -6527,6 +7210,63 @@ export interface operations {
                             } | null;
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
+                            variants: {
+                                /** @description 0-based; emails and webhooks carry it as `variant` */
+                                index: number;
+                                /** @description A, B, C, D or E */
+                                name: string;
+                                subject: string | null;
+                                body: string | null;
+                                templateId: string | null;
+                            }[] | null;
+                            abTest: {
+                                testShare: number;
+                                /**
+                                 * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                 * @enum {string}
+                                 */
+                                metric: "opens" | "clicks" | "event";
+                                event: string | null;
+                                waitSeconds: number;
+                                phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                                decideAt: string | null;
+                                winner: number | null;
+                                decision: {
+                                    winner: number;
+                                    /**
+                                     * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                     * @enum {string}
+                                     */
+                                    by: "auto" | "manual";
+                                    /**
+                                     * @description metric: the highest rate; choice: a variant picked by hand
+                                     * @enum {string}
+                                     */
+                                    basis: "metric" | "choice";
+                                    /** Format: date-time */
+                                    decidedAt: string;
+                                    /**
+                                     * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                     * @enum {string}
+                                     */
+                                    metric: "opens" | "clicks" | "event";
+                                    event: string | null;
+                                    /** @description the test group's figures the winner was chosen on */
+                                    variants: {
+                                        variant: number;
+                                        sent: number;
+                                        /** @description the metric's count */
+                                        conversions: number;
+                                        /** @description conversions per email sent (0–1) */
+                                        rate: number;
+                                    }[];
+                                    pValue: number | null;
+                                    z: number | null;
+                                    /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                    withinNoise: boolean;
+                                    note: string | null;
+                                } | null;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -6550,6 +7290,268 @@ export interface operations {
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404RateLimited"];
             409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    getCampaignVariants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            campaignId: string;
+                            phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                            /**
+                             * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                             * @enum {string}
+                             */
+                            metric: "opens" | "clicks" | "event";
+                            event: string | null;
+                            testShare: number;
+                            decideAt: string | null;
+                            winner: number | null;
+                            variants: {
+                                variant: number;
+                                name: string;
+                                /** @description the subject template it sends */
+                                subject: string;
+                                templateId: string | null;
+                                /** @description emails of the variant (the winner's include the rest of the audience once it is sent) */
+                                recipients: number;
+                                sent: number;
+                                delivered: number;
+                                /** @description emails opened (or clicked) */
+                                opens: number;
+                                /** @description emails clicked */
+                                clicks: number;
+                                /** @description the metric's conversions so far */
+                                metricCount: number;
+                                /** @description metricCount per email sent (0–1) */
+                                metricRate: number;
+                                winner: boolean;
+                            }[];
+                            decision: {
+                                winner: number;
+                                /**
+                                 * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                 * @enum {string}
+                                 */
+                                by: "auto" | "manual";
+                                /**
+                                 * @description metric: the highest rate; choice: a variant picked by hand
+                                 * @enum {string}
+                                 */
+                                basis: "metric" | "choice";
+                                /** Format: date-time */
+                                decidedAt: string;
+                                /**
+                                 * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                 * @enum {string}
+                                 */
+                                metric: "opens" | "clicks" | "event";
+                                event: string | null;
+                                /** @description the test group's figures the winner was chosen on */
+                                variants: {
+                                    variant: number;
+                                    sent: number;
+                                    /** @description the metric's count */
+                                    conversions: number;
+                                    /** @description conversions per email sent (0–1) */
+                                    rate: number;
+                                }[];
+                                pValue: number | null;
+                                z: number | null;
+                                /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                withinNoise: boolean;
+                                note: string | null;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    pickCampaignWinner: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": {
+                    /** @description the variant (0-based) to send to the rest; left out, the highest metric rate so far */
+                    variant?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description Plunk v2 clients also find their names: audienceCondition, scheduledFor, totalRecipients, sentAt (= startedAt). */
+                        data: {
+                            id: string;
+                            name: string;
+                            description: string | null;
+                            subject: string;
+                            body: string;
+                            from: string;
+                            fromName: string | null;
+                            replyTo: string | null;
+                            /**
+                             * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
+                             * @enum {string}
+                             */
+                            audienceType: "ALL" | "SEGMENT" | "FILTERED";
+                            /**
+                             * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
+                             * @enum {string}
+                             */
+                            type: "ALL" | "SEGMENT" | "FILTERED";
+                            segmentId: string | null;
+                            audienceFilter: unknown | null;
+                            /**
+                             * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
+                             * @enum {string}
+                             */
+                            status: "DRAFT" | "SCHEDULED" | "SENDING" | "PAUSED" | "SENT" | "CANCELLED" | "FAILED";
+                            scheduledAt: string | null;
+                            startedAt: string | null;
+                            completedAt: string | null;
+                            cancelledAt: string | null;
+                            error: string | null;
+                            /** @description emails created so far (final once the audience is exhausted) */
+                            recipients: number;
+                            pausedReason: ("bounce_rate" | "complaint_rate" | "quota") | null;
+                            pausedAt: string | null;
+                            pauseDetails: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description sent with a test key: its emails go to the sink, never to SES */
+                            test: boolean;
+                            variants: {
+                                /** @description 0-based; emails and webhooks carry it as `variant` */
+                                index: number;
+                                /** @description A, B, C, D or E */
+                                name: string;
+                                subject: string | null;
+                                body: string | null;
+                                templateId: string | null;
+                            }[] | null;
+                            abTest: {
+                                testShare: number;
+                                /**
+                                 * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                 * @enum {string}
+                                 */
+                                metric: "opens" | "clicks" | "event";
+                                event: string | null;
+                                waitSeconds: number;
+                                phase: ("TESTING" | "WAITING" | "WINNER") | null;
+                                decideAt: string | null;
+                                winner: number | null;
+                                decision: {
+                                    winner: number;
+                                    /**
+                                     * @description auto (after the wait) or manual (POST /campaigns/{id}/winner)
+                                     * @enum {string}
+                                     */
+                                    by: "auto" | "manual";
+                                    /**
+                                     * @description metric: the highest rate; choice: a variant picked by hand
+                                     * @enum {string}
+                                     */
+                                    basis: "metric" | "choice";
+                                    /** Format: date-time */
+                                    decidedAt: string;
+                                    /**
+                                     * @description opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)
+                                     * @enum {string}
+                                     */
+                                    metric: "opens" | "clicks" | "event";
+                                    event: string | null;
+                                    /** @description the test group's figures the winner was chosen on */
+                                    variants: {
+                                        variant: number;
+                                        sent: number;
+                                        /** @description the metric's count */
+                                        conversions: number;
+                                        /** @description conversions per email sent (0–1) */
+                                        rate: number;
+                                    }[];
+                                    pValue: number | null;
+                                    z: number | null;
+                                    /** @description p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise */
+                                    withinNoise: boolean;
+                                    note: string | null;
+                                } | null;
+                            } | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            audienceCondition: unknown | null;
+                            scheduledFor: string | null;
+                            /** @description same as recipients (Plunk's name) */
+                            totalRecipients: number;
+                            sentAt: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
             429: components["responses"]["Error429RateLimited"];
             500: components["responses"]["Error500RateLimited"];
             503: components["responses"]["Error503RateLimited"];
@@ -7114,7 +8116,7 @@ export interface operations {
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url: string;
-                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
+                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, campaign.winner, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
                     eventTypes: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -7277,7 +8279,7 @@ export interface operations {
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url?: string;
-                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
+                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, campaign.winner, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
                     eventTypes?: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -11244,6 +12246,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         /**
                          * @description present on events of test data (made with a test key)
                          * @constant
@@ -11307,6 +12311,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         smtpResponse?: string;
                         processingTimeMillis?: number;
                         reportingMTA?: string;
@@ -11373,6 +12379,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         delayType?: string;
                         expirationTime?: string;
                         /** @description enhanced status code, e.g. 5.1.1 */
@@ -11441,6 +12449,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         ipAddress?: string;
                         userAgent?: string;
                         /**
@@ -11506,6 +12516,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         link?: string;
                         linkTags?: Record<string, never>;
                         ipAddress?: string;
@@ -11573,6 +12585,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         /** @enum {string} */
                         bounceType?: "Permanent" | "Transient" | "Undetermined";
                         bounceSubType?: string;
@@ -11643,6 +12657,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         complaintFeedbackType?: string;
                         complaintSubType?: string;
                         userAgent?: string;
@@ -11710,6 +12726,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "failed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         reason?: string;
                         /**
                          * @description present on events of test data (made with a test key)
@@ -11774,6 +12792,8 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "suppressed";
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        variant?: number;
                         /**
                          * @description why, as a code
                          * @enum {string}
@@ -12245,6 +13265,62 @@ export interface operations {
                     data: {
                         /** Format: uuid */
                         campaignId: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_campaign_winner: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "campaign.winner";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        campaignId: string;
+                        /** @description the winning variant (0-based) */
+                        winner?: number;
+                        /** @enum {string} */
+                        by?: "auto" | "manual";
+                        /** @enum {string} */
+                        basis?: "metric" | "choice";
+                        /** @enum {string} */
+                        metric?: "opens" | "clicks" | "event";
+                        pValue?: number | null;
+                        withinNoise?: boolean;
                         /**
                          * @description present on events of test data (made with a test key)
                          * @constant

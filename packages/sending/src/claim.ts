@@ -110,6 +110,7 @@ function finishRequest(claim: Claim, outcome: SendOutcome): FinishRequest {
     emailId: email.id,
     contactId: email.contactId,
     campaignId: email.campaignId,
+    ...(email.variant !== null && email.variant !== undefined ? { variant: email.variant } : {}),
     messageId: 'messageId' in outcome ? outcome.messageId : null,
     to: email.toEmail,
     from: email.fromEmail,

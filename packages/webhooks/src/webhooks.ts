@@ -39,6 +39,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'campaign.sent',
   'campaign.cancelled',
   'campaign.failed',
+  'campaign.winner',
   'workflow.started',
   'workflow.completed',
   'workflow.exited',

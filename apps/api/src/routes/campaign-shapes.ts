@@ -15,6 +15,7 @@ import type { CampaignStats } from '@mailroom/audiences/campaigns/stats';
 import { FilterField } from './filter-fields';
 import { filterField } from '@mailroom/audiences/filter-schema';
 import { EmailAddress, Nullable, PageQuery, PlunkPageQuery, StringEnum, Timestamp } from './common';
+import { AbFields, CampaignAbFields, presentAb } from './campaign-ab-shapes';
 
 export const Status = StringEnum(CAMPAIGN_STATUSES, 'DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED');
 export const PauseReason = StringEnum(CAMPAIGN_PAUSE_REASONS, 'bounce_rate, complaint_rate (a guardrail) or quota (the SES account\'s 24-hour quota)');
@@ -44,6 +45,7 @@ export const Campaign = Type.Object({
   pausedAt: Nullable(Timestamp),
   pauseDetails: Nullable(Type.Record(Type.String(), Type.Unknown(), { description: 'the figures that made it pause: rates, sample, thresholds or quota' })),
   test: Type.Boolean({ description: 'sent with a test key: its emails go to the sink, never to SES' }),
+  ...CampaignAbFields,
   createdAt: Timestamp,
   updatedAt: Timestamp,
   audienceCondition: Nullable(Type.Unknown({ description: 'same as audienceFilter (Plunk\'s name)' })),
@@ -80,6 +82,7 @@ export function presentCampaign(c: CampaignRow): Static<typeof Campaign> {
     pausedAt: iso(c.pausedAt),
     pauseDetails: c.pauseDetails,
     test: c.test,
+    ...presentAb(c),
     createdAt: c.createdAt.toISOString(),
     updatedAt: c.updatedAt.toISOString(),
     audienceCondition: c.audienceFilter ?? null,
@@ -152,12 +155,13 @@ export const CreateCampaign = Type.Object(
     audienceType: fields.audienceType,
     segmentId: Type.Optional(fields.segmentId),
     audienceFilter: Type.Optional(fields.audienceFilter),
+    ...AbFields,
     ...PlunkCampaignFields,
   },
   { additionalProperties: false },
 );
 export const UpdateCampaign = Type.Object(
-  { ...Type.Partial(Type.Object(fields)).properties, ...PlunkCampaignFields },
+  { ...Type.Partial(Type.Object(fields)).properties, ...AbFields, ...PlunkCampaignFields },
   { additionalProperties: false, minProperties: 1 },
 );
 
@@ -229,7 +233,7 @@ export const Stats = Type.Object({
 });
 
 /** Body fields → columns: a mailbox `from` ("Acme <hello@acme.com>") gives the address and, unless stated, `fromName`. */
-export function toColumns(body: Partial<Static<typeof UpdateCampaign>>): Partial<NewCampaign> {
+export function toColumns(body: Omit<Partial<Static<typeof UpdateCampaign>>, 'variants' | 'abTest'>): Partial<NewCampaign> {
   const { from, ...rest } = senderFields(body);
   return { ...rest, ...(from !== undefined ? { fromEmail: normalizeEmail(from) } : {}) };
 }

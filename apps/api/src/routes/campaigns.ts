@@ -28,7 +28,9 @@ import {
   sendOrSchedule,
   sendTestEmails,
   testableCampaign,
+  type AbGiven,
 } from '@mailroom/audiences/campaigns/lifecycle';
+import type { AbTestInput, VariantsInput } from './campaign-ab-shapes';
 import { campaignStats } from '@mailroom/audiences/campaigns/stats';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
@@ -53,6 +55,11 @@ export function campaignRoutes(deps: AppDeps) {
   const { db } = deps.database;
   /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
   const reads = readDb(deps);
+  /** The A/B fields of a create or update, when the body has any. */
+  const abGiven = (variants: Static<typeof VariantsInput> | null | undefined, abTest: Static<typeof AbTestInput> | null | undefined): AbGiven | undefined =>
+    variants === undefined && abTest === undefined
+      ? undefined
+      : { variants, abTest: abTest && { ...abTest, event: abTest.event?.trim() || null }, minWaitSeconds: deps.config.campaignAbMinWaitSeconds };
   return [
     route({
       method: 'get',
@@ -93,16 +100,18 @@ export function campaignRoutes(deps: AppDeps) {
       description:
         '`segmentId` is required when audienceType is SEGMENT, `audienceFilter` (segment filter language) when it is ' +
         'FILTERED. `from` must be on a verified domain of the project. Campaigns reach subscribed contacts only, and ' +
-        'carry an unsubscribe link (`{{unsubscribeUrl}}`) and List-Unsubscribe one-click headers (RFC 8058).',
+        'carry an unsubscribe link (`{{unsubscribeUrl}}`) and List-Unsubscribe one-click headers (RFC 8058). ' +
+        '`variants` (2–5) with `abTest` make it an A/B test: the test share gets the variants, the rest the winner ' +
+        '(docs/guides/campaigns.md).',
       auth: 'secret',
       body: CreateCampaign,
       response: Campaign,
       status: 201,
       errors: [400, 401, 403, 422, 429],
       handler: async ({ body, auth }) => {
-        const ours = fromPlunk(body);
+        const { variants, abTest, ...ours } = fromPlunk(body);
         const input = { ...toColumns(ours), audienceType: ours.audienceType } as NewCampaign & { fromEmail: string };
-        return { data: presentCampaign(await createDraft(db, auth.projectId, input)) };
+        return { data: presentCampaign(await createDraft(db, auth.projectId, input, abGiven(variants, abTest))) };
       },
     }),
     route({
@@ -133,8 +142,8 @@ export function campaignRoutes(deps: AppDeps) {
         status: 200,
         errors: [400, 401, 403, 404, 409, 422, 429],
         handler: async ({ params, body: given, auth }) => {
-          const body = fromPlunk(given);
-          return { data: presentCampaign(await editCampaign(db, auth.projectId, params.id, toColumns(body))) };
+          const { variants, abTest, ...body } = fromPlunk(given);
+          return { data: presentCampaign(await editCampaign(db, auth.projectId, params.id, toColumns(body), abGiven(variants, abTest))) };
         },
       }),
     ),

@@ -6,7 +6,11 @@
  * 2. SENDING: fan out the audience in keyset batches (`fanoutBatch`: subscribed contacts only, bulk insert,
  *    unique per campaign and contact, cursor committed with the rows), and feed the send queue at the campaign
  *    lane, keeping only the campaign's fair share of that lane in Redis (lane.ts; at most `CAMPAIGN_QUEUE_WINDOW`).
- * 3. When the audience is exhausted and every email is final: SENT. Otherwise come back in `CAMPAIGN_TICK_MS`.
+ *    With an A/B test (ab-decide.ts), the fan-out first takes the test group only, each contact with its variant
+ *    (TESTING); once those emails are final the job sleeps until `ab_decide_at` (WAITING), chooses the winner, and
+ *    fans out the rest of the audience with it (WINNER), the cursors started again.
+ * 3. When the audience is exhausted and every email is final (and an A/B test is in WINNER): SENT. Otherwise come
+ *    back in `CAMPAIGN_TICK_MS`.
  * 4. CANCELLED: cancel the emails the API's cancel did not reach (rows never handed to the send queue).
  * 5. PAUSED (a guardrail or the SES quota): neither fan out nor feed; wait delayed until the resume wakes the job.
  *
@@ -43,6 +47,7 @@ import { audiencePredicate } from '../queries/audience';
 import { campaignAudience } from './rules';
 import { campaignLaneDepth, campaignWindow } from './lane';
 import { freeRetriedJobIds } from './retry-jobs';
+import { abSelection, advanceAbTest } from './ab-decide';
 
 /** How long one run fans out before it yields (ms); the job comes back after `CAMPAIGN_TICK_MS`. */
 const FANOUT_SLICE_MS = 10_000;
@@ -180,9 +185,10 @@ export async function runCampaignJob(
       return { outcome: 'failed', reason: audience };
     }
     const until = Date.now() + FANOUT_SLICE_MS;
+    const selection = abSelection(c);
     let inserted = 0;
     for (;;) {
-      const batch = await fanoutBatch(db, campaignId, audience, config.campaignBatchSize);
+      const batch = await fanoutBatch(db, campaignId, audience, config.campaignBatchSize, selection);
       inserted += batch.inserted;
       await feed();
       if (!batch.applied || batch.done || Date.now() > until) break;
@@ -191,6 +197,14 @@ export async function runCampaignJob(
     log.debug({ inserted }, 'campaign fan-out round');
   }
   await feed();
+  if (c.abTest) {
+    // The A/B test's moves (ab-decide.ts): waiting for the decision, deciding, starting the remainder.
+    const next = await advanceAbTest(db, campaignId, (deliveries) => announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log));
+    if (next) {
+      if (next.moved) log.info({ phase: next.moved, at: new Date(next.at).toISOString() }, 'campaign A/B test moved');
+      return later(next.at);
+    }
+  }
   if (await transition(c, 'sent', (tx) => completeCampaign(tx, campaignId))) {
     const done = await loadCampaign(db, campaignId);
     log.info({ recipients: done?.recipients }, 'campaign sent');

@@ -30,6 +30,14 @@ import {
   type NewCampaign,
 } from '../queries/campaigns';
 import { campaignErrors, patchedCampaign, refused, requireEditable } from './rules';
+import { abTestSettings, type AbTestInput, type AbVariantInput } from './ab-rules';
+
+/** A create's or update's A/B test fields (`variants`, `abTest`), with `CAMPAIGN_AB_MIN_WAIT_SECONDS`. */
+export interface AbGiven {
+  variants?: AbVariantInput[] | null;
+  abTest?: AbTestInput | null;
+  minWaitSeconds: number;
+}
 
 /** What the campaign actions need: the database, the queues they wake, and the settings of the jobs they add. */
 export interface CampaignActionDeps extends AnnounceDeps {
@@ -59,23 +67,31 @@ export async function requireCampaign(db: DbOrTx, projectId: string, id: string)
   return c;
 }
 
-/** Creates a DRAFT campaign. @throws {@link AppError} 422 listing every rule it breaks ({@link campaignErrors}). */
-export async function createDraft(db: DbOrTx, projectId: string, input: NewCampaign & { fromEmail: string }): Promise<CampaignRow> {
+/**
+ * Creates a DRAFT campaign, with its A/B test when `ab` gives one. @throws {@link AppError} 422 listing every rule
+ * it breaks ({@link campaignErrors}, `abTestSettings`).
+ */
+export async function createDraft(db: DbOrTx, projectId: string, input: NewCampaign & { fromEmail: string }, ab?: AbGiven): Promise<CampaignRow> {
   const errors = await campaignErrors(db, projectId, input);
+  const test = ab ? await abTestSettings(db, projectId, ab, null, ab.minWaitSeconds) : undefined;
+  errors.push(...(test?.errors ?? []));
   if (errors.length > 0) throw validationError(errors);
-  return createCampaign(db, projectId, input);
+  return createCampaign(db, projectId, { ...input, ...(test?.settings ? { abTest: test.settings } : {}) });
 }
 
 /**
  * Edits a DRAFT or SCHEDULED campaign; switching the audience type drops the other type's settings unless the
- * patch restates them. @throws {@link AppError} 404, 409 `INVALID_STATE`, or 422 listing every rule the edited
+ * patch restates them; `ab` replaces the A/B test's variants or settings (null removes the test). @throws {@link AppError} 404, 409 `INVALID_STATE`, or 422 listing every rule the edited
  * campaign would break.
  */
-export async function editCampaign(db: DbOrTx, projectId: string, id: string, patch: Partial<NewCampaign>): Promise<CampaignRow> {
+export async function editCampaign(db: DbOrTx, projectId: string, id: string, patch: Partial<NewCampaign>, ab?: AbGiven): Promise<CampaignRow> {
   const current = await requireCampaign(db, projectId, id);
   requireEditable(current, 'update');
   const edited = patchedCampaign(current, patch);
   const errors = await campaignErrors(db, projectId, edited.merged);
+  const test = ab ? await abTestSettings(db, projectId, ab, current.abTest, ab.minWaitSeconds) : undefined;
+  errors.push(...(test?.errors ?? []));
+  if (test?.settings !== undefined) edited.patch.abTest = test.settings;
   if (errors.length > 0) throw validationError(errors);
   const t = await updateCampaign(db, projectId, id, edited.patch);
   if (!t.ok) throw refused(t, 'update');

@@ -15,10 +15,13 @@ import { campaigns, type CampaignStatus } from '@mailroom/db/schema';
 export type CampaignRow = typeof campaigns.$inferSelect;
 export type NewCampaign = Pick<
   typeof campaigns.$inferInsert,
-  'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'audienceType' | 'segmentId' | 'audienceFilter'
+  'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'audienceType' | 'segmentId' | 'audienceFilter' | 'abTest'
 >;
 
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+/** A campaign with an A/B test starts SENDING in its TESTING phase; one without has no phase. */
+const abPhaseAtStart = sql<'TESTING' | null>`case when ${campaigns.abTest} is not null then 'TESTING' end`;
 
 /** Inserts a DRAFT campaign. */
 export async function createCampaign(db: DbOrTx, projectId: string, input: NewCampaign): Promise<CampaignRow> {
@@ -88,7 +91,7 @@ export async function sendCampaign(db: DbOrTx, projectId: string, id: string, sc
     .set(
       scheduledAt
         ? { status: 'SCHEDULED', scheduledAt, test, updatedAt: new Date() }
-        : { status: 'SENDING', scheduledAt: sql`coalesce(${campaigns.scheduledAt}, now())`, startedAt: new Date(), test, updatedAt: new Date() },
+        : { status: 'SENDING', scheduledAt: sql`coalesce(${campaigns.scheduledAt}, now())`, startedAt: new Date(), test, abPhase: abPhaseAtStart, updatedAt: new Date() },
     )
     .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, ['DRAFT', 'SCHEDULED'])))
     .returning();
@@ -175,7 +178,7 @@ export async function loadCampaign(db: DbOrTx, id: string): Promise<CampaignRow 
 export async function startScheduledCampaign(db: DbOrTx, id: string): Promise<CampaignRow | undefined> {
   const [row] = await db
     .update(campaigns)
-    .set({ status: 'SENDING', startedAt: new Date(), updatedAt: new Date() })
+    .set({ status: 'SENDING', startedAt: new Date(), abPhase: abPhaseAtStart, updatedAt: new Date() })
     .where(and(eq(campaigns.id, id), eq(campaigns.status, 'SCHEDULED'), sql`${campaigns.scheduledAt} <= now()`))
     .returning();
   return row;
@@ -202,6 +205,16 @@ export interface FanoutBatch {
   done: boolean;
 }
 
+/** An A/B test phase's part of a fan-out batch, as SQL over `contacts c` (`campaigns/ab-assign.ts`). */
+export interface FanoutSelection {
+  /** Which contacts of the audience this phase takes. */
+  where: SQL;
+  /** The variant each gets (`smallint`). */
+  variant: SQL;
+  /** The phase this selection belongs to: a batch of another phase's run (a duplicated job) applies nothing. */
+  phase: string;
+}
+
 /**
  * Turns the next `batchSize` contacts of the audience (after `fanout_cursor`, in contact id order) into queued
  * email rows, in one transaction holding the campaign row lock: a bulk `INSERT` (redone with `ON CONFLICT DO NOTHING`
@@ -210,25 +223,29 @@ export interface FanoutBatch {
  * bounces later is caught again at send time).
  *
  * @param audience - predicate over `contacts` aliased `c` (segment, filter, or `true` for ALL).
+ * @param selection - for a campaign with an A/B test, the phase's contacts and their variant (test group, or the
+ *   rest of the audience with the winner); the cursor then walks that phase's contacts.
  */
-export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL, batchSize: number): Promise<FanoutBatch> {
+export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL, batchSize: number, selection?: FanoutSelection): Promise<FanoutBatch> {
   return db.transaction(async (tx) => {
-    const locked = await tx.execute<{ status: CampaignStatus; fanout_done: boolean; fanout_cursor: string | null; project_id: string }>(
-      sql`select status, fanout_done, fanout_cursor, project_id from campaigns where id = ${campaignId}::uuid for update`,
+    const locked = await tx.execute<{ status: CampaignStatus; fanout_done: boolean; fanout_cursor: string | null; project_id: string; ab_phase: string | null }>(
+      sql`select status, fanout_done, fanout_cursor, project_id, ab_phase from campaigns where id = ${campaignId}::uuid for update`,
     );
     const c = locked.rows[0];
     if (!c || c.status !== 'SENDING' || c.fanout_done) return { applied: false, inserted: 0, done: c?.fanout_done ?? true };
+    // A run that read another phase of the A/B test (the cursor restarted since) must not walk the new phase's cursor.
+    if ((selection?.phase ?? null) !== c.ab_phase) return { applied: false, inserted: 0, done: false };
     const statement = (onConflict: SQL) => sql`
       with batch as (
-        select c.id, c.email from contacts c
+        select c.id, c.email, ${selection?.variant ?? sql`null::smallint`} as variant from contacts c
         where c.project_id = ${c.project_id}::uuid and c.subscribed and c.id > ${c.fanout_cursor ?? NIL_UUID}::uuid and ${audience}
-          and not ${contactSuppressedSql('c')}
+          and ${selection?.where ?? sql`true`} and not ${contactSuppressedSql('c')}
         order by c.id
         limit ${batchSize}
       ),
       ins as (
-        insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, from_name, reply_to, status, test)
-        select ${campaignEmailIdSql('k')}, k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued', k.test
+        insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, from_name, reply_to, status, test, variant)
+        select ${campaignEmailIdSql('k')}, k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued', k.test, b.variant
         from batch b, campaigns k where k.id = ${campaignId}::uuid
         order by b.id
         ${onConflict}
@@ -302,12 +319,13 @@ export async function advanceEnqueueCursor(db: DbOrTx, campaignId: string, conta
 
 /**
  * SENDING → SENT when the audience is exhausted and every recipient's email is final (nothing queued or
- * sending). @returns whether the campaign is now SENT.
+ * sending); with an A/B test, only once the winner went to the rest (phase WINNER). @returns whether the campaign
+ * is now SENT.
  */
 export async function completeCampaign(db: DbOrTx, id: string): Promise<boolean> {
   const rows = await db.execute(sql`
     update campaigns set status = 'SENT', completed_at = now(), updated_at = now()
-    where id = ${id}::uuid and status = 'SENDING' and fanout_done
+    where id = ${id}::uuid and status = 'SENDING' and fanout_done and (ab_phase is null or ab_phase = 'WINNER')
       and not exists (select 1 from emails where campaign_id = ${id}::uuid and status in ('queued', 'sending'))
     returning id
   `);

@@ -70,7 +70,7 @@ const TIMELINE_SKEW_MS = 86_400_000;
  */
 export async function getEmailWithTimeline(db: DbOrTx, projectId: string, id: string) {
   const [found] = await db
-    .select({ email: emails, campaignSubject: campaigns.subject })
+    .select({ email: emails, campaignSubject: sql<string | null>`coalesce(${campaigns.abTest} -> 'variants' -> (${emails.variant}::int) ->> 'subject', ${campaigns.subject})` })
     .from(emails)
     .leftJoin(campaigns, eq(campaigns.id, emails.campaignId))
     .where(and(eq(emails.projectId, projectId), eq(emails.id, id)));
@@ -116,7 +116,10 @@ export interface ClaimedEmail extends EmailRow {
   /** The project's key for unsubscribe tokens. */
   signingKey: Buffer;
   contactData: Record<string, unknown> | null;
-  /** For a campaign's email: the campaign's content and status (the row stores no copy of the body). */
+  /**
+   * For a campaign's email: the campaign's content (its A/B variant's, for an email with a `variant`) and status
+   * (the row stores no copy of the body).
+   */
   campaign: { subject: string; body: string; status: string } | null;
   /**
    * Why the email must not be sent now, by the suppression rule (`suppression-rule.ts`), or `null`: the recipient
@@ -144,7 +147,12 @@ export const CLAIM_RETURNING = sql`returning e.*, p.previous_status,
       (select disabled from projects where id = e.project_id) as project_disabled,
       (select signing_key from projects where id = e.project_id) as signing_key,
       (select data from contacts where id = e.contact_id) as contact_data,
-      (select json_build_object('subject', k.subject, 'body', k.body, 'status', k.status) from campaigns k where k.id = e.campaign_id) as campaign,
+      -- An A/B test's email carries its variant's subject and body; what a variant leaves out is the campaign's.
+      (select json_build_object(
+          'subject', coalesce(k.ab_test -> 'variants' -> (e.variant::int) ->> 'subject', k.subject),
+          'body', coalesce(k.ab_test -> 'variants' -> (e.variant::int) ->> 'body', k.body),
+          'status', k.status)
+        from campaigns k where k.id = e.campaign_id) as campaign,
       ${suppressionCauseSql({
         projectId: sql`e.project_id`,
         emailKey: sql`lower(e.to_email)`,

@@ -1,4 +1,4 @@
-import { bigint, boolean, check, index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, check, index, jsonb, pgTable, smallint, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
@@ -15,6 +15,64 @@ export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
 export const CAMPAIGN_PAUSE_REASONS = ['bounce_rate', 'complaint_rate', 'quota'] as const;
 export type CampaignPauseReason = (typeof CAMPAIGN_PAUSE_REASONS)[number];
 export type AudienceType = 'ALL' | 'SEGMENT' | 'FILTERED';
+
+/**
+ * Phases of a campaign's A/B test while it is SENDING (or PAUSED): TESTING (the test share gets the variants),
+ * WAITING (every test email is final; the winner is chosen at `abDecideAt`), WINNER (the winner goes to the rest of
+ * the audience). Null for a campaign without an A/B test, and before it starts.
+ */
+export const AB_PHASES = ['TESTING', 'WAITING', 'WINNER'] as const;
+export type AbPhase = (typeof AB_PHASES)[number];
+/** What an A/B test's winner is chosen by: opens, clicks, or a custom event (`/v1/track`) after the email was sent. */
+export const AB_METRICS = ['opens', 'clicks', 'event'] as const;
+export type AbMetric = (typeof AB_METRICS)[number];
+
+/** One variant of an A/B test: its subject and body (a template's are copied in when the campaign is stored). */
+export interface AbVariant {
+  subject: string | null;
+  body: string | null;
+  /** The template the content was copied from, if any. */
+  templateId: string | null;
+}
+
+/** A campaign's A/B test settings (`campaigns.ab_test`). */
+export interface AbTestSettings {
+  variants: AbVariant[];
+  /** Percent (1–100) of the audience that gets the variants. */
+  testShare: number;
+  metric: AbMetric;
+  /** The custom event's name when `metric` is `event`. */
+  event: string | null;
+  /** Seconds between the last test email's final state and the automatic choice. */
+  waitSeconds: number;
+}
+
+/** The figures of one variant at the decision. */
+export interface AbVariantFigures {
+  variant: number;
+  sent: number;
+  conversions: number;
+  rate: number;
+}
+
+/** How a winner was chosen, with the figures it was chosen on (`campaigns.ab_decision`). */
+export interface AbDecision {
+  winner: number;
+  by: 'auto' | 'manual';
+  /** `metric` for the highest rate; `choice` when a specific variant was picked by hand. */
+  basis: 'metric' | 'choice';
+  decidedAt: string;
+  metric: AbMetric;
+  event: string | null;
+  variants: AbVariantFigures[];
+  /** Two-sided p-value of the two-proportion z-test between the top two; null when it cannot be computed. */
+  pValue: number | null;
+  /** The z statistic of that test; null with the p-value. */
+  z: number | null;
+  /** True when p ≥ 0.05 (or unknown): the difference is within noise; the higher rate was still picked. */
+  withinNoise: boolean;
+  note: string | null;
+}
 
 /**
  * A marketing campaign. Its subject and body are stored once, here: recipients' email rows point at the campaign
@@ -58,6 +116,16 @@ export const campaigns = pgTable(
     test: boolean('test').notNull().default(false),
     /** When `retry-failed` re-queued its transiently failed emails (it runs once per campaign). */
     retryFailedAt: timestamp('retry_failed_at', { withTimezone: true, mode: 'date' }),
+    /** A/B test settings (docs/guides/campaigns.md, A/B tests); null for a campaign without one. */
+    abTest: jsonb('ab_test').$type<AbTestSettings>(),
+    /** Where the A/B test is ({@link AB_PHASES}); set when the campaign starts SENDING. */
+    abPhase: text('ab_phase').$type<AbPhase>(),
+    /** When the winner is chosen automatically (set on entering WAITING); the campaign job sleeps until then. */
+    abDecideAt: timestamp('ab_decide_at', { withTimezone: true, mode: 'date' }),
+    /** The winning variant's index, once chosen (automatically or by hand). */
+    abWinner: smallint('ab_winner'),
+    /** The figures the winner was chosen on. */
+    abDecision: jsonb('ab_decision').$type<AbDecision>(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -71,6 +139,7 @@ export const campaigns = pgTable(
     index('campaigns_paused_idx').on(t.pausedReason, t.id).where(sql`${t.status} = 'PAUSED'`),
     check('campaigns_status_check', sql.raw(`status in (${CAMPAIGN_STATUSES.map((s) => `'${s}'`).join(', ')})`)),
     check('campaigns_pause_reason_check', sql.raw(`paused_reason is null or paused_reason in (${CAMPAIGN_PAUSE_REASONS.map((s) => `'${s}'`).join(', ')})`)),
+    check('campaigns_ab_phase_check', sql.raw(`ab_phase is null or ab_phase in (${AB_PHASES.map((s) => `'${s}'`).join(', ')})`)),
     check('campaigns_audience_check', sql`${t.audienceType} in ('ALL', 'SEGMENT', 'FILTERED')`),
   ],
 );

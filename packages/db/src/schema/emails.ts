@@ -1,4 +1,4 @@
-import { boolean, check, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, index, integer, jsonb, pgTable, smallint, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { bytea, createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
@@ -64,6 +64,11 @@ export const emails = pgTable(
     templateId: uuid('template_id').references(() => templates.id, { onDelete: 'set null' }),
     /** Set for a campaign's recipients: subject, body and format are then read from the campaign. */
     campaignId: uuid('campaign_id').references(() => campaigns.id, { onDelete: 'cascade' }),
+    /**
+     * For an email of a campaign with an A/B test: the index (0-based) of the variant whose content it carries (a
+     * test-group member's assigned variant, or the winner for the rest of the audience); null otherwise.
+     */
+    variant: smallint('variant'),
     /** Set for a workflow's email: the execution, and the step run that sent it (at most one email per run). */
     workflowExecutionId: uuid('workflow_execution_id').references(() => workflowExecutions.id, { onDelete: 'set null' }),
     workflowStepRunId: uuid('workflow_step_run_id').references(() => workflowStepRuns.id, { onDelete: 'set null' }),
