@@ -66,6 +66,8 @@ export interface SendRequest {
   headers?: Record<string, string>;
   attachments?: { filename: string; content: string; contentType?: string }[];
   type?: BodyFormat;
+  /** Open and click tracking of this send; unset: the template's, else the project's `trackingMode`. */
+  tracking?: boolean;
 }
 
 /**
@@ -199,6 +201,8 @@ export async function acceptSend(
       templateId: template?.id ?? null,
       // A MARKETING template's mail carries the unsubscribe link and List-Unsubscribe (RFC 8058).
       marketing,
+      // The send's tracking, else its template's; null: the project's mode decides (in the write).
+      tracking: req.tracking ?? template?.tracking ?? null,
       fromEmail: fromInput!.email,
       fromName: fromName ?? null,
       replyTo: replyTo ?? null,
