@@ -281,10 +281,10 @@ export async function finishEmail(
         failure_kind = ${'failureKind' in outcome ? outcome.failureKind : null},
         updated_at = now()
       where id = ${emailId}::uuid and claim_token = ${token}::uuid and status = 'sending'
-      returning id, project_id, from_email, campaign_id, test
+      returning id, project_id, from_email, campaign_id, marketing, test
     ),
     counted as (
-      ${countReputation(sql`select project_id, from_email, campaign_id, 1 as sent, 0 as delivered, 0 as hard, 0 as soft, 0 as complaints
+      ${countReputation(sql`select project_id, from_email, campaign_id, marketing, 1 as sent, 0 as delivered, 0 as hard, 0 as soft, 0 as complaints
         from moved where ${sent}::boolean and not test`)}
     ),
     timeline as (

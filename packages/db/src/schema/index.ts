@@ -100,6 +100,7 @@ export {
 } from './workflows';
 export {
   NO_CAMPAIGN,
+  MARKETING_NO_CAMPAIGN,
   reputationCounts,
   campaignEvents,
   testMessages,
