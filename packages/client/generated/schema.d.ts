@@ -686,7 +686,7 @@ export interface paths {
         };
         /**
          * Sends, deliveries, bounces, complaints and their rates over the last 24 hours and 7 days
-         * @description Overall, per sending domain, per campaign and per delivery connection (SES account). Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ending with the current one (23 to 24 hours of history), `last7d` the 168 such buckets. An outcome counts in the hour SES reported it. Rates are per email sent, as SES computes them for its account review (`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count.
+         * @description Overall, per mail stream (transactional, marketing), per sending domain, per campaign and per delivery connection (SES account); `?stream=transactional|marketing` narrows every figure to one stream. Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ending with the current one (23 to 24 hours of history), `last7d` the 168 such buckets. An outcome counts in the hour SES reported it. Rates are per email sent, as SES computes them for its account review (`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count.
          */
         get: operations["getReputation"];
         put?: never;
@@ -1114,6 +1114,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/domains/{id}/tracking": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set or clear the domain's custom open/click tracking domain
+         * @description A subdomain of the sending domain (e.g. `track.example.com`) that the links and open pixel of its tracked mail go through instead of SES's shared tracking domain. Publish the `tracking` CNAME of `records` (to `r.<region>.awstrack.me`); once it resolves and the domain is verified, the SES configuration sets that redirect through it are made (the worker re-checks, `POST /domains/{id}/verify` checks now) and `trackingReady` turns true. null clears it.
+         */
+        put: operations["setDomainTracking"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/inbound": {
         parameters: {
             query?: never;
@@ -1429,6 +1449,27 @@ export interface paths {
         get?: never;
         /** Bind a sending domain's mail to a delivery connection */
         put: operations["adminBindDomainConnection"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{id}/tracking": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's open and click tracking mode */
+        get: operations["adminGetProjectTracking"];
+        /**
+         * Set a project's open and click tracking mode
+         * @description ALL (the default), MARKETING_ONLY or NONE. Decided per email when it is accepted (a send, template or campaign `tracking` wins): tracked mail goes through the tracked SES configuration set of its stream, untracked mail through the one without open and click tracking (`SES_CONFIGURATION_SET_NO_TRACKING`…). Mail already accepted keeps its choice.
+         */
+        put: operations["adminSetProjectTracking"];
         post?: never;
         delete?: never;
         options?: never;
@@ -2564,6 +2605,8 @@ export interface operations {
                      * @enum {string}
                      */
                     type?: "html" | "markdown";
+                    /** @description open and click tracking of this send (picks the SES configuration set with or without tracking); unset: the template's `tracking`, else the project's `trackingMode` */
+                    tracking?: boolean;
                 };
             };
         };
@@ -3871,6 +3914,7 @@ export interface operations {
                                 from: string | null;
                                 fromName: string | null;
                                 replyTo: string | null;
+                                tracking: boolean | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -3897,6 +3941,7 @@ export interface operations {
                                 from: string | null;
                                 fromName: string | null;
                                 replyTo: string | null;
+                                tracking: boolean | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -3949,6 +3994,7 @@ export interface operations {
                     from?: string | null;
                     fromName?: string | null;
                     replyTo?: string | null;
+                    tracking?: boolean | null;
                 };
             };
         };
@@ -3982,6 +4028,7 @@ export interface operations {
                             from: string | null;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4041,6 +4088,7 @@ export interface operations {
                             from: string | null;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4132,6 +4180,7 @@ export interface operations {
                     from?: string | null;
                     fromName?: string | null;
                     replyTo?: string | null;
+                    tracking?: boolean | null;
                 };
             };
         };
@@ -4165,6 +4214,7 @@ export interface operations {
                             from: string | null;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -5048,6 +5098,7 @@ export interface operations {
                                 from: string;
                                 fromName: string | null;
                                 replyTo: string | null;
+                                tracking: boolean | null;
                                 /**
                                  * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                                  * @enum {string}
@@ -5103,6 +5154,7 @@ export interface operations {
                                 from: string;
                                 fromName: string | null;
                                 replyTo: string | null;
+                                tracking: boolean | null;
                                 /**
                                  * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                                  * @enum {string}
@@ -5192,6 +5244,7 @@ export interface operations {
                     from: string;
                     fromName?: string | null;
                     replyTo?: string | null;
+                    tracking?: boolean | null;
                     /**
                      * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                      * @enum {string}
@@ -5232,6 +5285,7 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -5321,6 +5375,7 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -5405,6 +5460,7 @@ export interface operations {
                     from?: string;
                     fromName?: string | null;
                     replyTo?: string | null;
+                    tracking?: boolean | null;
                     /**
                      * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                      * @enum {string}
@@ -5445,6 +5501,7 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -5575,6 +5632,7 @@ export interface operations {
                     from?: string;
                     fromName?: string | null;
                     replyTo?: string | null;
+                    tracking?: boolean | null;
                     /**
                      * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                      * @enum {string}
@@ -5615,6 +5673,7 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -5714,6 +5773,7 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -5804,6 +5864,7 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -6041,6 +6102,7 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -6185,6 +6247,7 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -6256,6 +6319,7 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -6317,7 +6381,10 @@ export interface operations {
     };
     getReputation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only mail of this stream: every figure of the answer */
+                stream?: "transactional" | "marketing";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6340,6 +6407,7 @@ export interface operations {
                         data: {
                             /** Format: date-time */
                             generatedAt: string;
+                            stream: ("transactional" | "marketing") | null;
                             last24h: {
                                 /**
                                  * Format: date-time
@@ -6360,6 +6428,39 @@ export interface operations {
                                     complaintRate: number | null;
                                     softBounceRate: number | null;
                                     deliveryRate: number | null;
+                                };
+                                /** @description per mail stream: transactional (`/v1/send`, TRANSACTIONAL templates, transactional workflow mail) and marketing (campaigns, MARKETING templates, marketing workflow mail), each judged against `sesReviewLevels` on its own (different configuration sets, IP pools). With `?stream=` the other stream is all zeros */
+                                streams: {
+                                    transactional: {
+                                        /** @description emails SES accepted (test emails never count) */
+                                        sent: number;
+                                        /** @description first deliveries SES reported */
+                                        delivered: number;
+                                        /** @description permanent bounces */
+                                        hardBounces: number;
+                                        /** @description transient and undetermined bounces */
+                                        softBounces: number;
+                                        complaints: number;
+                                        hardBounceRate: number | null;
+                                        complaintRate: number | null;
+                                        softBounceRate: number | null;
+                                        deliveryRate: number | null;
+                                    };
+                                    marketing: {
+                                        /** @description emails SES accepted (test emails never count) */
+                                        sent: number;
+                                        /** @description first deliveries SES reported */
+                                        delivered: number;
+                                        /** @description permanent bounces */
+                                        hardBounces: number;
+                                        /** @description transient and undetermined bounces */
+                                        softBounces: number;
+                                        complaints: number;
+                                        hardBounceRate: number | null;
+                                        complaintRate: number | null;
+                                        softBounceRate: number | null;
+                                        deliveryRate: number | null;
+                                    };
                                 };
                                 /** @description per sending domain with activity in the window, most sent first */
                                 domains: {
@@ -6438,6 +6539,39 @@ export interface operations {
                                     complaintRate: number | null;
                                     softBounceRate: number | null;
                                     deliveryRate: number | null;
+                                };
+                                /** @description per mail stream: transactional (`/v1/send`, TRANSACTIONAL templates, transactional workflow mail) and marketing (campaigns, MARKETING templates, marketing workflow mail), each judged against `sesReviewLevels` on its own (different configuration sets, IP pools). With `?stream=` the other stream is all zeros */
+                                streams: {
+                                    transactional: {
+                                        /** @description emails SES accepted (test emails never count) */
+                                        sent: number;
+                                        /** @description first deliveries SES reported */
+                                        delivered: number;
+                                        /** @description permanent bounces */
+                                        hardBounces: number;
+                                        /** @description transient and undetermined bounces */
+                                        softBounces: number;
+                                        complaints: number;
+                                        hardBounceRate: number | null;
+                                        complaintRate: number | null;
+                                        softBounceRate: number | null;
+                                        deliveryRate: number | null;
+                                    };
+                                    marketing: {
+                                        /** @description emails SES accepted (test emails never count) */
+                                        sent: number;
+                                        /** @description first deliveries SES reported */
+                                        delivered: number;
+                                        /** @description permanent bounces */
+                                        hardBounces: number;
+                                        /** @description transient and undetermined bounces */
+                                        softBounces: number;
+                                        complaints: number;
+                                        hardBounceRate: number | null;
+                                        complaintRate: number | null;
+                                        softBounceRate: number | null;
+                                        deliveryRate: number | null;
+                                    };
                                 };
                                 /** @description per sending domain with activity in the window, most sent first */
                                 domains: {
@@ -8874,10 +9008,10 @@ export interface operations {
                                 /** @description publish these; `status` is what the last check found */
                                 records: {
                                     /**
-                                     * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                     * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
                                      * @enum {string}
                                      */
-                                    purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                    purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
                                     /** @enum {string} */
                                     type: "CNAME" | "TXT" | "MX";
                                     name: string;
@@ -8894,6 +9028,9 @@ export interface operations {
                                 failureReason: string | null;
                                 /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
                                 inboundEnabled: boolean;
+                                trackingDomain: string | null;
+                                /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                                trackingReady: boolean;
                                 /** Format: date-time */
                                 createdAt: string;
                             }[];
@@ -8959,10 +9096,10 @@ export interface operations {
                             /** @description publish these; `status` is what the last check found */
                             records: {
                                 /**
-                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
                                  * @enum {string}
                                  */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -8979,6 +9116,9 @@ export interface operations {
                             failureReason: string | null;
                             /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
                             inboundEnabled: boolean;
+                            trackingDomain: string | null;
+                            /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                            trackingReady: boolean;
                             /** Format: date-time */
                             createdAt: string;
                         };
@@ -9035,10 +9175,10 @@ export interface operations {
                             /** @description publish these; `status` is what the last check found */
                             records: {
                                 /**
-                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
                                  * @enum {string}
                                  */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -9055,6 +9195,9 @@ export interface operations {
                             failureReason: string | null;
                             /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
                             inboundEnabled: boolean;
+                            trackingDomain: string | null;
+                            /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                            trackingReady: boolean;
                             /** Format: date-time */
                             createdAt: string;
                         };
@@ -9152,10 +9295,10 @@ export interface operations {
                             /** @description publish these; `status` is what the last check found */
                             records: {
                                 /**
-                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
                                  * @enum {string}
                                  */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -9172,6 +9315,9 @@ export interface operations {
                             failureReason: string | null;
                             /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
                             inboundEnabled: boolean;
+                            trackingDomain: string | null;
+                            /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                            trackingReady: boolean;
                             /** Format: date-time */
                             createdAt: string;
                             /** @description same as dkimTokens (Plunk's form) */
@@ -9228,10 +9374,10 @@ export interface operations {
                             /** @description publish these; `status` is what the last check found */
                             records: {
                                 /**
-                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
                                  * @enum {string}
                                  */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -9248,6 +9394,9 @@ export interface operations {
                             failureReason: string | null;
                             /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
                             inboundEnabled: boolean;
+                            trackingDomain: string | null;
+                            /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                            trackingReady: boolean;
                             /** Format: date-time */
                             createdAt: string;
                             /** @description same as dkimTokens (Plunk's form) */
@@ -9260,6 +9409,95 @@ export interface operations {
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    setDomainTracking: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "trackingDomain": "track.example.com"
+                 *     }
+                 */
+                "application/json": {
+                    trackingDomain: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            projectId: string;
+                            domain: string;
+                            /** @enum {string} */
+                            status: "pending" | "verified" | "failed";
+                            verified: boolean;
+                            mailFromDomain: string | null;
+                            /** @description Easy DKIM tokens: publish `<token>._domainkey.<domain>` CNAME `<token>.dkim.amazonses.com` (also in records) */
+                            dkimTokens: string[];
+                            /** @description publish these; `status` is what the last check found */
+                            records: {
+                                /**
+                                 * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @enum {string}
+                                 */
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
+                                /** @enum {string} */
+                                type: "CNAME" | "TXT" | "MX";
+                                name: string;
+                                value: string;
+                                priority?: number;
+                                /** @description false for the DMARC suggestion */
+                                required: boolean;
+                                /** @enum {string} */
+                                status: "pending" | "found" | "failed";
+                            }[];
+                            checkedAt: string | null;
+                            verifiedAt: string | null;
+                            failedAt: string | null;
+                            failureReason: string | null;
+                            /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
+                            inboundEnabled: boolean;
+                            trackingDomain: string | null;
+                            /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                            trackingReady: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
             422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
             429: components["responses"]["Error429RateLimited"];
             500: components["responses"]["Error500RateLimited"];
@@ -9490,10 +9728,10 @@ export interface operations {
                             /** @description publish these; `status` is what the last check found */
                             records: {
                                 /**
-                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
                                  * @enum {string}
                                  */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -9510,6 +9748,9 @@ export interface operations {
                             failureReason: string | null;
                             /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
                             inboundEnabled: boolean;
+                            trackingDomain: string | null;
+                            /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                            trackingReady: boolean;
                             /** Format: date-time */
                             createdAt: string;
                         };
@@ -10535,6 +10776,107 @@ export interface operations {
                             projectId?: string;
                             domain?: string;
                             connection: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422_VALIDATION_ERROR"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    adminGetProjectTracking: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            projectId: string;
+                            /**
+                             * @description ALL mail tracked, MARKETING_ONLY (campaigns, MARKETING templates and marketing workflow mail), or NONE
+                             * @enum {string}
+                             */
+                            trackingMode: "ALL" | "MARKETING_ONLY" | "NONE";
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    adminSetProjectTracking: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "trackingMode": "ALL"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description ALL mail tracked, MARKETING_ONLY (campaigns, MARKETING templates and marketing workflow mail), or NONE
+                     * @enum {string}
+                     */
+                    trackingMode: "ALL" | "MARKETING_ONLY" | "NONE";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            projectId: string;
+                            /**
+                             * @description ALL mail tracked, MARKETING_ONLY (campaigns, MARKETING templates and marketing workflow mail), or NONE
+                             * @enum {string}
+                             */
+                            trackingMode: "ALL" | "MARKETING_ONLY" | "NONE";
                         };
                     };
                 };
