@@ -34,7 +34,8 @@ async function connectionOf(deps: TrackingDeps, d: DomainRow): Promise<SesConnec
 /**
  * Sets (a subdomain of the domain) or clears (null) the custom tracking domain of the project's domain `id`. The
  * CNAME to publish (`r.<region>.awstrack.me`, the region of the domain's delivery connection) replaces any earlier
- * one in its records; mail keeps SES's shared tracking domain until the new one is ready.
+ * one in its records; mail keeps SES's shared tracking domain until the new one is ready. The configuration sets made
+ * for the previous one are removed.
  *
  * @throws {@link AppError} 404 (no such domain), 422 on `trackingDomain` (not a subdomain of the domain).
  */
@@ -51,7 +52,19 @@ export async function setTrackingDomain(deps: TrackingDeps, projectId: string, i
   const records: DomainRecord[] = trackingDomain ? [...kept, trackingDomainRecord(trackingDomain, (await connectionOf(deps, d)).region)] : kept;
   const row = await setDomainTracking(deps.db, projectId, id, trackingDomain, records);
   if (!row) throw notFound('Domain');
+  // The sets made for the previous tracking domain are no longer used: removed (best effort; a failure leaves an
+  // unused set in SES, nothing else).
+  if (d.trackingDomain && d.trackingReadyAt && d.trackingConnection && d.trackingDomain !== trackingDomain) {
+    const old = connectionNamed(deps.connections, d.trackingConnection);
+    const provider = deps.sets(old);
+    for (const base of trackedSets(old)) await provider.remove(trackingConfigurationSetName(base, d.trackingDomain)).catch(() => undefined);
+  }
   return row;
+}
+
+/** The distinct tracked configuration sets of a connection (transactional and marketing). */
+function trackedSets(connection: SesConnection): string[] {
+  return [...new Set([configurationSetFor(connection, 'transactional', true), configurationSetFor(connection, 'marketing', true)].filter((n): n is string => n !== undefined))];
 }
 
 /**
@@ -76,9 +89,8 @@ export async function checkTrackingDomain(deps: TrackingDeps, d: DomainRow): Pro
   if (!found || d.status !== 'verified') return (await recordTrackingCheck(deps.db, d.id, trackingDomain, records, null)) ?? d;
   const connection = await connectionOf(deps, d);
   const provider = deps.sets(connection);
-  const bases = new Set([configurationSetFor(connection, 'transactional', true), configurationSetFor(connection, 'marketing', true)].filter((n): n is string => n !== undefined));
   try {
-    for (const base of bases) await provider.ensure(trackingConfigurationSetName(base, trackingDomain), base, trackingDomain);
+    for (const base of trackedSets(connection)) await provider.ensure(trackingConfigurationSetName(base, trackingDomain), base, trackingDomain);
   } catch (err) {
     await recordTrackingCheck(deps.db, d.id, trackingDomain, records, null);
     throw err;

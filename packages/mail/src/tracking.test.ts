@@ -78,7 +78,7 @@ test('ensure: copies the base set (pool, reputation, sending, suppression) with 
   ]);
   expect(JSON.parse(seen[1].body)).toEqual({
     ConfigurationSetName: NAME,
-    TrackingOptions: { CustomRedirectDomain: 'track.example.com', HttpsPolicy: 'REQUIRE' },
+    TrackingOptions: { CustomRedirectDomain: 'track.example.com', HttpsPolicy: 'OPTIONAL' },
     DeliveryOptions: { SendingPoolName: 'transactional-pool', TlsPolicy: 'REQUIRE' },
     ReputationOptions: { ReputationMetricsEnabled: true },
     SendingOptions: { SendingEnabled: true },
@@ -96,7 +96,7 @@ test('ensure of a set SES has already (AlreadyExistsException): its tracking opt
   answers[`PUT /v2/email/configuration-sets/${NAME}/event-destinations/to-mailroom`] = [{ status: 200, body: {} }];
   await provider.ensure(NAME, 'tx-tracked', 'track.example.com');
   const put = seen.find((s) => s.path.endsWith('/tracking-options'))!;
-  expect(JSON.parse(put.body)).toEqual({ CustomRedirectDomain: 'track.example.com', HttpsPolicy: 'REQUIRE' });
+  expect(JSON.parse(put.body)).toEqual({ CustomRedirectDomain: 'track.example.com', HttpsPolicy: 'OPTIONAL' });
   const update = seen.find((s) => s.method === 'PUT' && s.path.endsWith('/event-destinations/to-mailroom'))!;
   expect(JSON.parse(update.body).EventDestination.SnsDestination).toEqual(DESTINATIONS.EventDestinations[0].SnsDestination);
 });
@@ -159,5 +159,5 @@ test('the stream × tracking matrix of configuration sets, with its fallbacks', 
   expect(configurationSetFor(one, 'marketing', false)).toBe('tx');
   // Without a marketing untracked set, untracked marketing mail stays untracked (the transactional untracked set).
   expect(configurationSetFor({ configurationSet: 'tx', configurationSetNoTracking: 'tx-plain', configurationSetMarketing: 'mk' }, 'marketing', false)).toBe('tx-plain');
-  expect(configurationSetFor({}, 'transactional', true)).toBeUndefined();
+  expect(configurationSetFor({ configurationSet: undefined }, 'transactional', true)).toBeUndefined();
 });

@@ -97,7 +97,7 @@ export class SesTrackingSetProvider implements TrackingSetProvider {
 
   async ensure(name: string, base: string, redirectDomain: string): Promise<void> {
     const from = await this.client.send(new GetConfigurationSetCommand({ ConfigurationSetName: base }));
-    const tracking = { CustomRedirectDomain: redirectDomain, HttpsPolicy: 'REQUIRE' as const };
+    const tracking = { CustomRedirectDomain: redirectDomain, HttpsPolicy: 'OPTIONAL' as const };
     try {
       await this.client.send(
         new CreateConfigurationSetCommand({
