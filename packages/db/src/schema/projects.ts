@@ -71,7 +71,7 @@ export const projects = pgTable('projects', {
   trackingMode: text('tracking_mode').notNull().$type<TrackingMode>().default('ALL'),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
-}, (t) => [check('projects_tracking_mode_check', sql.raw(`tracking_mode in (${TRACKING_MODES.map((m) => `'${m}'`).join(', ')})`))]);
+}, (_t) => [check('projects_tracking_mode_check', sql.raw(`tracking_mode in (${TRACKING_MODES.map((m) => `'${m}'`).join(', ')})`))]);
 
 /**
  * API keys, stored as SHA-256 hashes. `expiresAt` is set when a key is rotated out (grace period); a key is
