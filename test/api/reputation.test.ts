@@ -238,6 +238,74 @@ describe('GET /reputation', () => {
   });
 });
 
+describe('GET /reputation by stream', () => {
+  let p: TestProject;
+  let campaignId: string;
+  beforeAll(async () => {
+    p = await createTestProject(api.database);
+    // Transactional: 2 sent, 1 delivered.
+    const [t1] = [await sentTransactional(p, `tx@${p.domain}`), await sentTransactional(p, `tx@${p.domain}`)];
+    await event('Delivery', t1);
+    // Marketing outside campaigns (a MARKETING template): 1 sent, delivered, then a complaint.
+    const tpl = await client(api.app, p).post('/templates', { name: 'm', subject: 'S', body: '<p>B</p>', type: 'MARKETING', from: `news@${p.domain}` });
+    expect(tpl.status).toBe(201);
+    const to = recipient('mk');
+    const sent = await client(api.app, p).post('/v1/send', { to, template: tpl.body.data.id, subscribed: true });
+    expect(sent.status).toBe(202);
+    const id = sent.body.data.emails[0].email as string;
+    const m1 = { id, to, messageId: await markSent(api.database.db, id) };
+    await event('Delivery', m1);
+    await event('Complaint', m1);
+    // A campaign: 2 sent, 1 hard bounce.
+    campaignId = await sendingCampaign(p, 'Streams');
+    const c = await sentCampaignEmails(api.database.db, { projectId: p.id, campaignId, from: `news@${p.domain}` }, 2);
+    await event('Bounce', c[0], { bounceType: 'Permanent' });
+  });
+
+  const zero = { sent: 0, delivered: 0, hardBounces: 0, softBounces: 0, complaints: 0, hardBounceRate: null, complaintRate: null, softBounceRate: null, deliveryRate: null };
+
+  test('every window splits its figures by stream: campaigns and MARKETING templates are marketing, the rest transactional', async () => {
+    const res = await client(api.app, p).get('/reputation');
+    expect(res.status).toBe(200);
+    expect(res.body.data.stream).toBeNull();
+    for (const w of [res.body.data.last24h, res.body.data.last7d]) {
+      expect(w.overall).toMatchObject({ sent: 5, delivered: 2, hardBounces: 1, complaints: 1 });
+      expect(w.streams.transactional).toEqual({ sent: 2, delivered: 1, hardBounces: 0, softBounces: 0, complaints: 0, hardBounceRate: 0, complaintRate: 0, softBounceRate: 0, deliveryRate: 1 / 2 });
+      expect(w.streams.marketing).toEqual({ sent: 3, delivered: 1, hardBounces: 1, softBounces: 0, complaints: 1, hardBounceRate: 1 / 3, complaintRate: 1 / 3, softBounceRate: 0, deliveryRate: 1 / 3 });
+      // Marketing mail outside campaigns is no campaign of the list.
+      expect(w.campaigns.map((c: { campaignId: string }) => c.campaignId)).toEqual([campaignId]);
+    }
+  });
+
+  test('?stream= narrows every figure to one stream', async () => {
+    const mk = (await client(api.app, p).get('/reputation?stream=marketing')).body.data;
+    expect(mk.stream).toBe('marketing');
+    expect(mk.last24h.overall).toMatchObject({ sent: 3, delivered: 1, hardBounces: 1, complaints: 1 });
+    expect(mk.last24h.streams.transactional).toEqual(zero);
+    expect(mk.last24h.domains).toEqual([expect.objectContaining({ domain: p.domain, sent: 3 })]);
+    expect(mk.last24h.campaigns).toEqual([expect.objectContaining({ campaignId, sent: 2 })]);
+    const tx = (await client(api.app, p).get('/reputation?stream=transactional')).body.data;
+    expect(tx.last24h.overall).toMatchObject({ sent: 2, delivered: 1, hardBounces: 0, complaints: 0 });
+    expect(tx.last24h.streams.marketing).toEqual(zero);
+    expect(tx.last24h.campaigns).toEqual([]);
+    expect(tx.last24h.connections).toEqual([expect.objectContaining({ connection: 'default', sent: 2 })]);
+  });
+
+  test('an unknown stream is 400 INVALID_PARAMETERS naming the parameter (as every malformed query parameter)', async () => {
+    const res = await client(api.app, p).get('/reputation?stream=bulk');
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('INVALID_PARAMETERS');
+    expect(JSON.stringify(res.body.error)).toContain('stream');
+  });
+
+  test("tenant isolation: another project's streams are its own (none)", async () => {
+    const other = await createTestProject(api.database);
+    const w = (await client(api.app, other).get('/reputation?stream=marketing')).body.data.last24h;
+    expect(w.overall).toEqual(zero);
+    expect(w.streams).toEqual({ transactional: zero, marketing: zero });
+  });
+});
+
 describe('test data never counts', () => {
   test('test-key sends and their SNS feedback leave reputation_counts, GET /reputation, /metrics and the quota count unchanged', async () => {
     const created = await createProject(api.database.db, 'test data reputation');

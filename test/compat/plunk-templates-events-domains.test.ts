@@ -100,6 +100,8 @@ describe('a Plunk v2 integration, request by request', () => {
       fromName: 'Acme',
       replyTo: 'support@acme.test',
       type: 'TRANSACTIONAL',
+      // Ours beside Plunk's: open/click tracking of the template's mail (null: the project's mode).
+      tracking: null,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

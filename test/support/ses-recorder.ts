@@ -19,6 +19,8 @@ export interface RecordedSend {
   to: string[];
   status: number;
   messageId?: string;
+  /** The `ConfigurationSetName` of the SendEmail request (absent when none was given). */
+  configurationSet?: string;
 }
 
 interface Fault {
@@ -61,9 +63,14 @@ export async function startSesRecorder(upstream: string): Promise<{ url: string;
       const isSend = req.method === 'POST' && req.url === '/v2/email/outbound-emails';
       let record: RecordedSend | undefined;
       if (isSend) {
-        const parsed = JSON.parse(body.toString()) as { FromEmailAddress?: string; Destination?: { ToAddresses?: string[] }; Content?: { Raw?: { Data?: string } } };
+        const parsed = JSON.parse(body.toString()) as {
+          FromEmailAddress?: string;
+          Destination?: { ToAddresses?: string[] };
+          Content?: { Raw?: { Data?: string } };
+          ConfigurationSetName?: string;
+        };
         const raw = Buffer.from(parsed.Content?.Raw?.Data ?? '', 'base64').toString('utf8');
-        record = { at, raw, from: parsed.FromEmailAddress, to: parsed.Destination?.ToAddresses ?? [], status: 0 };
+        record = { at, raw, from: parsed.FromEmailAddress, to: parsed.Destination?.ToAddresses ?? [], status: 0, ...(parsed.ConfigurationSetName ? { configurationSet: parsed.ConfigurationSetName } : {}) };
         const fault = faults.find((f) => f.times > 0 && raw.includes(f.match));
         if (fault) {
           fault.times--;

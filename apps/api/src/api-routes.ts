@@ -13,6 +13,7 @@ import { adminKeyRoutes } from './routes/admin-keys';
 import { adminGuardrailRoutes } from './routes/admin-guardrails';
 import { adminRetentionRoutes } from './routes/admin-retention';
 import { adminConnectionRoutes } from './routes/admin-connections';
+import { adminTrackingRoutes } from './routes/admin-tracking';
 import { reputationRoutes } from './routes/reputation';
 import { contactRoutes } from './routes/contacts';
 import { eventRoutes } from './routes/events';
@@ -74,6 +75,7 @@ export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
     ...adminGuardrailRoutes(deps),
     ...adminRetentionRoutes(deps),
     ...adminConnectionRoutes(deps),
+    ...adminTrackingRoutes(deps),
   ];
 }
 

@@ -14,6 +14,7 @@ import { createKeyOp, importKeysOp } from './routes/admin-keys';
 import { guardrailOps } from './routes/admin-guardrails';
 import { retentionOps } from './routes/admin-retention';
 import { connectionOps } from './routes/admin-connections';
+import { trackingOps } from './routes/admin-tracking';
 
 /** One flag of a command. */
 export interface CliFlag {
@@ -188,6 +189,16 @@ export const CLI_COMMANDS: CliCommand[] = [
       const name = str(values.connection)?.trim();
       if (!name) throw usage('--connection is required (a connection name, or none)');
       return connectionOps.bindProject(database.db, config.sesConnections, project(), name === 'none' ? null : name);
+    },
+  },
+  {
+    name: 'project tracking',
+    summary: "Shows or sets the project's open and click tracking: ALL, MARKETING_ONLY or NONE. Without --mode it only shows it.",
+    flags: [projectFlag, { name: 'mode', value: 'ALL|MARKETING_ONLY|NONE', description: 'the tracking mode to set' }],
+    output: '{ projectId, trackingMode }',
+    run: async ({ values, database, project }) => {
+      const mode = str(values.mode)?.trim();
+      return mode ? trackingOps.set(database.db, project(), mode) : trackingOps.get(database.db, project());
     },
   },
   {

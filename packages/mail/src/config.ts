@@ -31,12 +31,35 @@ export interface MailConfig {
    */
   readonly awsCredentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
   /**
-   * `SES_CONFIGURATION_SET`: passed on every send when set; its event publishing to SNS is what feeds delivery,
-   * bounce, complaint, open and click events back (`POST /webhooks/ses`).
+   * `SES_CONFIGURATION_SET`: the configuration set of transactional mail with open and click tracking, and the
+   * fallback of every other set below; its event publishing to SNS is what feeds delivery, bounce, complaint, open
+   * and click events back (`POST /webhooks/ses`).
    *
    * @group required
    */
   readonly sesConfigurationSet: string | undefined;
+  /**
+   * `SES_CONFIGURATION_SET_NO_TRACKING`: the configuration set of mail sent without open and click tracking (a
+   * project's `trackingMode`, a send's `tracking: false`): the same SNS event destination without Open and Click.
+   * Unset: untracked mail goes through `SES_CONFIGURATION_SET` (tracked).
+   *
+   * @group shared
+   */
+  readonly sesConfigurationSetNoTracking: string | undefined;
+  /**
+   * `SES_CONFIGURATION_SET_MARKETING`: the configuration set of marketing mail (campaigns, MARKETING templates),
+   * e.g. on a dedicated IP pool of its own. Unset: `SES_CONFIGURATION_SET`.
+   *
+   * @group shared
+   */
+  readonly sesConfigurationSetMarketing: string | undefined;
+  /**
+   * `SES_CONFIGURATION_SET_MARKETING_NO_TRACKING`: the configuration set of marketing mail without tracking.
+   * Unset: `SES_CONFIGURATION_SET_NO_TRACKING`, else `SES_CONFIGURATION_SET_MARKETING`, else `SES_CONFIGURATION_SET`.
+   *
+   * @group shared
+   */
+  readonly sesConfigurationSetMarketingNoTracking: string | undefined;
   /**
    * `SES_TIMEOUT_MS`: longest one SES call may take on the wire, connecting included (ms, 100–300000, default
    * 30000). A call cut off by it is "SES unreachable": retried later without spending an attempt. Keep it well
@@ -56,10 +79,11 @@ export interface MailConfig {
   readonly sesMaxSendRate: number | undefined;
   /**
    * `SES_CONNECTIONS`: further SES delivery connections (accounts or regions), a JSON array of `{ "name", "region",
-   * "endpoint"?, "accessKeyId"?, "secretAccessKey"?, "profile"?, "configurationSet"?, "maxSendRate"? }` (a `profile`
+   * "endpoint"?, "accessKeyId"?, "secretAccessKey"?, "profile"?, "configurationSet"?, "configurationSetNoTracking"?, "configurationSetMarketing"?,
+   * "configurationSetMarketingNoTracking"?, "maxSendRate"? }` (a `profile`
    * of the AWS shared config files may assume a role; with neither keys nor a profile the AWS credential chain
    * applies). They come after the implicit connection named `default`, built from `SES_REGION`, `SES_ENDPOINT`,
-   * the AWS keys, `SES_CONFIGURATION_SET` and `SES_MAX_SEND_RATE`. A sending domain, else its project, is bound to
+   * the AWS keys, the `SES_CONFIGURATION_SET*` variables and `SES_MAX_SEND_RATE`. A sending domain, else its project, is bound to
    * one by name (unbound: `default`); each has its own rate gate, quota and health, and fails over to another whose
    * SES has the domain verified (docs/self-hosting/delivery-connections.md).
    *
@@ -124,6 +148,9 @@ export function loadMailConfig(env: Env): MailConfig {
     sesEndpoint: url(env, 'SES_ENDPOINT', undefined, ['http:', 'https:']),
     awsCredentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
     sesConfigurationSet: optional(env, 'SES_CONFIGURATION_SET'),
+    sesConfigurationSetNoTracking: optional(env, 'SES_CONFIGURATION_SET_NO_TRACKING'),
+    sesConfigurationSetMarketing: optional(env, 'SES_CONFIGURATION_SET_MARKETING'),
+    sesConfigurationSetMarketingNoTracking: optional(env, 'SES_CONFIGURATION_SET_MARKETING_NO_TRACKING'),
     sesMaxSendRate: optional(env, 'SES_MAX_SEND_RATE') === undefined ? undefined : int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000),
     sesAccountProvider: sesProvider(env, 'SES_ACCOUNT_PROVIDER'),
     sesLocalMaxSendRate: int(env, 'SES_LOCAL_MAX_SEND_RATE', optional(env, 'SES_MAX_SEND_RATE') === undefined ? 14 : int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000), 1, 10000),
@@ -141,6 +168,9 @@ export function loadMailConfig(env: Env): MailConfig {
     credentials: config.awsCredentials,
     profile: undefined,
     configurationSet: config.sesConfigurationSet,
+    configurationSetNoTracking: config.sesConfigurationSetNoTracking,
+    configurationSetMarketing: config.sesConfigurationSetMarketing,
+    configurationSetMarketingNoTracking: config.sesConfigurationSetMarketingNoTracking,
     maxSendRate: config.sesMaxSendRate,
   });
   (config as { sesConnections: readonly SesConnection[] }).sesConnections = parseSesConnections(env, defaults);

@@ -20,7 +20,7 @@ test('SES_CONNECTIONS adds named connections after default', () => {
   });
   expect(sesConnections.map((c) => c.name)).toEqual(['default', 'eu', 'client_b']);
   expect(sesConnections[1]).toMatchObject({ region: 'eu-west-1', credentials: { accessKeyId: 'AKIA', secretAccessKey: 's' }, maxSendRate: 50, endpoint: undefined });
-  expect(connectionClientConfig(sesConnections[2])).toEqual({ sesRegion: 'us-west-2', sesEndpoint: undefined, awsCredentials: undefined, sesProfile: 'client-b', sesConfigurationSet: 'b-events', sesMaxSendRate: undefined });
+  expect(connectionClientConfig(sesConnections[2])).toEqual({ sesRegion: 'us-west-2', sesEndpoint: undefined, awsCredentials: undefined, sesProfile: 'client-b', sesConfigurationSet: 'b-events', sesConfigurationSets: { configurationSet: 'b-events' }, sesConnectionName: 'client_b', sesMaxSendRate: undefined });
   expect(connectionNamed(sesConnections, 'eu').name).toBe('eu');
   expect(connectionNamed(sesConnections, 'gone').name).toBe('default');
   expect(connectionNamed(sesConnections, null).name).toBe('default');
@@ -41,4 +41,17 @@ test.each([
   ['[{"name":"a","region":"r","secret":"x"}]', /SES_CONNECTIONS\[0\]\.secret is not a connection field/],
 ])('SES_CONNECTIONS %s is refused, naming the entry and field', (raw, message) => {
   expect(() => loadMailConfig({ ...base, SES_CONNECTIONS: raw })).toThrow(message);
+});
+
+test('the configuration sets of each stream and tracking: SES_CONFIGURATION_SET_* for default, the fields of SES_CONNECTIONS for the others', () => {
+  const { sesConnections } = loadMailConfig({
+    ...base,
+    SES_CONFIGURATION_SET_NO_TRACKING: 'events-plain',
+    SES_CONFIGURATION_SET_MARKETING: 'news',
+    SES_CONFIGURATION_SET_MARKETING_NO_TRACKING: 'news-plain',
+    SES_CONNECTIONS: JSON.stringify([{ name: 'eu', region: 'eu-west-1', configurationSet: 'eu-events', configurationSetNoTracking: 'eu-plain', configurationSetMarketing: 'eu-news' }]),
+  });
+  expect(sesConnections[0]).toMatchObject({ configurationSet: 'events', configurationSetNoTracking: 'events-plain', configurationSetMarketing: 'news', configurationSetMarketingNoTracking: 'news-plain' });
+  expect(sesConnections[1]).toMatchObject({ configurationSet: 'eu-events', configurationSetNoTracking: 'eu-plain', configurationSetMarketing: 'eu-news', configurationSetMarketingNoTracking: undefined });
+  expect(() => loadMailConfig({ ...base, SES_CONNECTIONS: JSON.stringify([{ name: 'eu', region: 'eu-west-1', configurationSetMarketing: 7 }]) })).toThrow(/SES_CONNECTIONS\[0\]\.configurationSetMarketing/);
 });

@@ -2,7 +2,7 @@
  * Named SES delivery connections: one SES account and region each (credentials or a named AWS profile, which may
  * assume a role), parsed from `SES_CONNECTIONS` (JSON) after the implicit `default` connection built from the
  * single-connection variables (`SES_REGION`, `SES_ENDPOINT`, `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`,
- * `SES_CONFIGURATION_SET`, `SES_MAX_SEND_RATE`).
+ * `SES_CONFIGURATION_SET` and its stream and tracking variants, `SES_MAX_SEND_RATE`).
  *
  * @module
  */
@@ -26,18 +26,69 @@ export interface SesConnection {
    * or `credential_source`) makes this connection assume that role in the client's account.
    */
   readonly profile: string | undefined;
-  /** The SES configuration set passed on every send of this connection (its event publishing feeds events back). */
+  /**
+   * The SES configuration set of this connection's transactional mail with open and click tracking (its event
+   * publishing feeds events back); the fallback of every other cell of {@link configurationSetFor}.
+   */
   readonly configurationSet: string | undefined;
+  /** The set of transactional mail without open and click tracking (no Open/Click event destination). */
+  readonly configurationSetNoTracking?: string | undefined;
+  /** The set of marketing mail with tracking (its own dedicated IP pool, say). */
+  readonly configurationSetMarketing?: string | undefined;
+  /** The set of marketing mail without tracking. */
+  readonly configurationSetMarketingNoTracking?: string | undefined;
   /** Cap of this connection's send rate (emails/s across all workers), below its account's maximum. */
   readonly maxSendRate: number | undefined;
 }
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
-const FIELDS = new Set(['name', 'region', 'endpoint', 'accessKeyId', 'secretAccessKey', 'profile', 'configurationSet', 'maxSendRate']);
+const FIELDS = new Set([
+  'name',
+  'region',
+  'endpoint',
+  'accessKeyId',
+  'secretAccessKey',
+  'profile',
+  'configurationSet',
+  'configurationSetNoTracking',
+  'configurationSetMarketing',
+  'configurationSetMarketingNoTracking',
+  'maxSendRate',
+]);
+
+/** The mail streams: transactional (`/v1/send`, TRANSACTIONAL templates) and marketing (campaigns, MARKETING templates). */
+export type MailStream = 'transactional' | 'marketing';
+
+/** The configuration-set names of a connection, by stream and tracking. */
+export type ConfigurationSets = Pick<SesConnection, 'configurationSet' | 'configurationSetNoTracking' | 'configurationSetMarketing' | 'configurationSetMarketingNoTracking'>;
+
+/**
+ * The SES configuration set of mail of `stream`, with or without open and click tracking, on a connection: the
+ * cell's own set, else the nearest configured one. Not tracking weighs more than the stream (a promise to the
+ * recipient, where the stream is a matter of IP pools):
+ *
+ * | stream | tracking | set (first configured) |
+ * |---|---|---|
+ * | transactional | on | `configurationSet` |
+ * | transactional | off | `configurationSetNoTracking`, `configurationSet` |
+ * | marketing | on | `configurationSetMarketing`, `configurationSet` |
+ * | marketing | off | `configurationSetMarketingNoTracking`, `configurationSetNoTracking`, `configurationSetMarketing`, `configurationSet` |
+ *
+ * @returns the set name, or undefined when the connection has none (mail goes without a configuration set).
+ */
+export function configurationSetFor(sets: ConfigurationSets, stream: MailStream, tracking: boolean): string | undefined {
+  if (stream === 'marketing') {
+    return tracking
+      ? (sets.configurationSetMarketing ?? sets.configurationSet)
+      : (sets.configurationSetMarketingNoTracking ?? sets.configurationSetNoTracking ?? sets.configurationSetMarketing ?? sets.configurationSet);
+  }
+  return tracking ? sets.configurationSet : (sets.configurationSetNoTracking ?? sets.configurationSet);
+}
 
 /**
  * Parses `SES_CONNECTIONS`: a JSON array of objects `{ name, region, endpoint?, accessKeyId?, secretAccessKey?,
- * profile?, configurationSet?, maxSendRate? }`, appended after `defaults` (the implicit `default` connection).
+ * profile?, configurationSet?, configurationSetNoTracking?, configurationSetMarketing?,
+ * configurationSetMarketingNoTracking?, maxSendRate? }`, appended after `defaults` (the implicit `default` connection).
  *
  * @returns every connection, `defaults` first.
  * @throws {@link ConfigError} naming `SES_CONNECTIONS` and the entry's field when an entry is malformed, a name
@@ -96,6 +147,9 @@ export function parseSesConnections(env: Env, defaults: SesConnection): readonly
         credentials: accessKeyId && secretAccessKey ? Object.freeze({ accessKeyId, secretAccessKey }) : undefined,
         profile: text('profile'),
         configurationSet: text('configurationSet'),
+        configurationSetNoTracking: text('configurationSetNoTracking'),
+        configurationSetMarketing: text('configurationSetMarketing'),
+        configurationSetMarketingNoTracking: text('configurationSetMarketingNoTracking'),
         maxSendRate: rate,
       }),
     );
@@ -118,6 +172,10 @@ export interface ConnectionClientConfig {
   /** A named profile of the AWS shared config files (may assume a role). */
   readonly sesProfile?: string;
   readonly sesConfigurationSet: string | undefined;
+  /** The other cells of the stream × tracking matrix ({@link configurationSetFor}). */
+  readonly sesConfigurationSets: ConfigurationSets;
+  /** The connection's name (the transport names the sets it made for custom tracking domains with it). */
+  readonly sesConnectionName: string;
   readonly sesMaxSendRate: number | undefined;
 }
 
@@ -129,6 +187,13 @@ export function connectionClientConfig(connection: SesConnection): ConnectionCli
     awsCredentials: connection.credentials,
     ...(connection.profile ? { sesProfile: connection.profile } : {}),
     sesConfigurationSet: connection.configurationSet,
+    sesConfigurationSets: {
+      configurationSet: connection.configurationSet,
+      configurationSetNoTracking: connection.configurationSetNoTracking,
+      configurationSetMarketing: connection.configurationSetMarketing,
+      configurationSetMarketingNoTracking: connection.configurationSetMarketingNoTracking,
+    },
+    sesConnectionName: connection.name,
     sesMaxSendRate: connection.maxSendRate,
   };
 }

@@ -91,7 +91,8 @@ export class SesIdentityProvider implements DomainIdentityProvider {
     const state = (s: string | undefined): DomainRecord['status'] => (s === 'SUCCESS' ? 'found' : s === 'FAILED' ? 'failed' : 'pending');
     const updated = records.map((r) => ({
       ...r,
-      status: r.purpose === 'dkim' ? state(dkim) : r.purpose === 'dmarc' ? r.status : state(mailFrom),
+      // DMARC is a suggestion and the tracking CNAME is checked through DNS (`domain-tracking.ts`): SES says nothing of them.
+      status: r.purpose === 'dkim' ? state(dkim) : r.purpose === 'dmarc' || r.purpose === 'tracking' ? r.status : state(mailFrom),
     }));
     if (got.VerifiedForSendingStatus) return { status: 'verified', records: updated };
     if (dkim === 'FAILED') return { status: 'failed', records: updated, reason: 'SES could not find the DKIM records within 72 hours' };
@@ -135,7 +136,10 @@ export class LocalIdentityProvider implements DomainIdentityProvider {
   }
 
   async check(_domain: string, records: readonly DomainRecord[]): Promise<IdentityCheck> {
-    const updated = await Promise.all(records.map(async (r) => ({ ...r, status: (await recordFound(this.resolver, r)) ? ('found' as const) : ('pending' as const) })));
+    // The tracking CNAME is checked by `domain-tracking.ts` (with its configuration sets), not here.
+    const updated = await Promise.all(
+      records.map(async (r) => (r.purpose === 'tracking' ? r : { ...r, status: (await recordFound(this.resolver, r)) ? ('found' as const) : ('pending' as const) })),
+    );
     const dkim = updated.filter((r) => r.purpose === 'dkim');
     return { status: dkim.length > 0 && dkim.every((r) => r.status === 'found') ? 'verified' : 'pending', records: updated };
   }

@@ -67,6 +67,8 @@ export interface SendRequest {
   headers?: Record<string, string>;
   attachments?: AttachmentInput[];
   type?: BodyFormat;
+  /** Open and click tracking of this send; unset: the template's, else the project's `trackingMode`. */
+  tracking?: boolean;
   /** When to send (ISO 8601 date-time, at most 30 days ahead; not in the future: now). See `./schedule`. */
   scheduledAt?: string;
 }
@@ -216,6 +218,8 @@ export async function acceptSend(
       templateId: template?.id ?? null,
       // A MARKETING template's mail carries the unsubscribe link and List-Unsubscribe (RFC 8058).
       marketing,
+      // The send's tracking, else its template's; null: the project's mode decides (in the write).
+      tracking: req.tracking ?? template?.tracking ?? null,
       fromEmail: fromInput!.email,
       fromName: fromName ?? null,
       replyTo: replyTo ?? null,

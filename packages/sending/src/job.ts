@@ -258,6 +258,10 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
         connection,
         projectId: email.projectId,
         key: email.id,
+        // The stream and tracking pick the SES configuration set (decided at acceptance: a retry takes the same).
+        stream: email.marketing ? 'marketing' : 'transactional',
+        tracking: email.tracking,
+        ...(email.trackingTarget ? { trackingDomain: email.trackingTarget } : {}),
       }));
     } catch (err) {
       if (err instanceof GateBusyError) {

@@ -39,6 +39,7 @@ function request(p: { id: string; domain: string }, to: string, key?: string, fi
     content: {
       templateId: null,
       marketing: false,
+      tracking: null,
       fromEmail: `a@${senderDomain}`,
       fromName: null,
       replyTo: null,

@@ -36,6 +36,7 @@ async function project(tag: string) {
 const content = (over: Partial<TransactionalContent> = {}): TransactionalContent => ({
   templateId: null,
   marketing: false,
+  tracking: null,
   fromEmail: 'news@good.example',
   fromName: 'News',
   replyTo: null,

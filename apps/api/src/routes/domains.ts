@@ -13,6 +13,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { notFound } from '@mailroom/platform/errors';
 import { createIdentityProvider, type DomainIdentityProvider } from '@mailroom/mail/identities';
+import { checkTrackingDomainNow, setTrackingDomain, type TrackingDeps } from '@mailroom/mail/domain-tracking';
+import { createTrackingSetProvider } from '@mailroom/mail/tracking';
+import { connectionClientConfig } from '@mailroom/mail/connections';
 import { addDomain, checkDomain, removeDomain } from '@mailroom/mail/domains';
 import { createResolver } from '@mailroom/verify/dns';
 import { getDomain, listDomains, type DomainRow } from '@mailroom/db/queries/domains';
@@ -23,7 +26,10 @@ import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuer
 const RecordState = StringEnum(['pending', 'found', 'failed'] as const);
 
 const DnsRecord = Type.Object({
-  purpose: StringEnum(['dkim', 'mail-from-mx', 'mail-from-spf', 'dmarc', 'inbound-mx'] as const, '`inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)'),
+  purpose: StringEnum(
+    ['dkim', 'mail-from-mx', 'mail-from-spf', 'dmarc', 'tracking', 'inbound-mx'] as const,
+    '`tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)',
+  ),
   type: StringEnum(['CNAME', 'TXT', 'MX'] as const),
   name: Type.String(),
   value: Type.String(),
@@ -47,6 +53,10 @@ export const DomainSchema = Type.Object({
   failedAt: Nullable(Timestamp),
   failureReason: Nullable(Type.String()),
   inboundEnabled: Type.Boolean({ description: 'mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX' }),
+  trackingDomain: Nullable(
+    Type.String({ description: 'the custom open/click tracking domain (PUT /domains/{id}/tracking); its CNAME is in records. null: SES\'s shared tracking domain' }),
+  ),
+  trackingReady: Type.Boolean({ description: "the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it" }),
   createdAt: Timestamp,
 });
 const Domain = DomainSchema;
@@ -74,6 +84,8 @@ export function presentDomain(d: DomainRow, mxHost: string): Static<typeof Domai
     failedAt: d.failedAt?.toISOString() ?? null,
     failureReason: d.failureReason,
     inboundEnabled: d.inboundEnabled,
+    trackingDomain: d.trackingDomain,
+    trackingReady: d.trackingReadyAt !== null,
     createdAt: d.createdAt.toISOString(),
   };
 }
@@ -83,10 +95,16 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
   const { db } = deps.database;
   /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
   const reads = readDb(deps);
-  const provider =
-    identities ?? createIdentityProvider(deps.config, createResolver(deps.config));
+  const resolver = createResolver(deps.config);
+  const provider = identities ?? createIdentityProvider(deps.config, resolver);
 
   const domains = { db, config: deps.config, identities: provider };
+  const tracking: TrackingDeps = {
+    db,
+    connections: deps.config.sesConnections,
+    resolver,
+    sets: (c) => createTrackingSetProvider(deps.config, connectionClientConfig(c)),
+  };
 
   return [
     route({
@@ -159,11 +177,36 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
         status: 200,
         errors: [400, 401, 403, 404, 422, 429, 503],
         handler: async ({ params, auth }) => {
-          const checked = presentDomain(await checkDomain(domains, auth.projectId, params.id), deps.config.inboundMxHost);
+          const checked = presentDomain(await checkTrackingDomainNow(tracking, await checkDomain(domains, auth.projectId, params.id)), deps.config.inboundMxHost);
           return { data: { ...checked, tokens: checked.dkimTokens } };
         },
       }),
     ),
+    route({
+      method: 'put',
+      path: '/domains/:id/tracking',
+      operationId: 'setDomainTracking',
+      tag: 'Domains',
+      summary: "Set or clear the domain's custom open/click tracking domain",
+      description:
+        'A subdomain of the sending domain (e.g. `track.example.com`) that the links and open pixel of its tracked mail go through instead of ' +
+        "SES's shared tracking domain. Publish the `tracking` CNAME of `records` (to `r.<region>.awstrack.me`); once it resolves and the domain " +
+        'is verified, the SES configuration sets that redirect through it are made (the worker re-checks, `POST /domains/{id}/verify` checks now) ' +
+        'and `trackingReady` turns true. null clears it.',
+      auth: 'secret',
+      params: IdParams,
+      body: Type.Object(
+        { trackingDomain: Nullable(Type.String({ minLength: 1, maxLength: 253, description: 'a subdomain of the sending domain; null: none' })) },
+        { additionalProperties: false },
+      ),
+      example: { trackingDomain: 'track.example.com' },
+      response: Domain,
+      status: 200,
+      errors: [400, 401, 403, 404, 422, 429],
+      handler: async ({ params, body, auth }) => ({
+        data: presentDomain(await setTrackingDomain(tracking, auth.projectId, params.id, body.trackingDomain), deps.config.inboundMxHost),
+      }),
+    }),
     route({
       method: 'delete',
       path: '/domains/:id',

@@ -1,6 +1,6 @@
 /**
  * `GET /reputation`: a project's sending reputation as SES sees it, over the last 24 hours and the last 7 days,
- * overall, per sending domain and per campaign, beside the guardrails its campaigns are judged by and SES's review
+ * overall, per mail stream (`?stream=` narrows to one), per sending domain and per campaign, beside the guardrails its campaigns are judged by and SES's review
  * levels.
  *
  * @module
@@ -8,12 +8,12 @@
 import { Type } from '@sinclair/typebox';
 import { effectiveGuardrails, SES_REVIEW_LEVELS, sesRates } from '@mailroom/audiences/guardrails';
 import { getProjectGuardrails } from '@mailroom/audiences/queries/guardrails';
-import { projectReputation, type ReputationCounts, type ReputationWindowCounts } from '@mailroom/db/queries/reputation';
+import { projectReputation, REPUTATION_STREAMS, type ReputationCounts, type ReputationWindowCounts } from '@mailroom/db/queries/reputation';
 import { boundConnectionOf, connectionBindings, type ConnectionBindings } from '@mailroom/db/queries/delivery-connections';
 import { connectionNamed, type SesConnection } from '@mailroom/mail/connections';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
-import { Nullable, Timestamp } from './common';
+import { Nullable, StringEnum, Timestamp } from './common';
 
 /** Most campaigns listed per window. */
 const CAMPAIGN_LIMIT = 100;
@@ -33,6 +33,15 @@ const FigureFields = {
 const Window = Type.Object({
   since: Type.String({ format: 'date-time', description: 'start of the first hourly bucket (counts are kept per UTC hour)' }),
   overall: Type.Object(FigureFields),
+  streams: Type.Object(
+    { transactional: Type.Object(FigureFields), marketing: Type.Object(FigureFields) },
+    {
+      description:
+        'per mail stream: transactional (`/v1/send`, TRANSACTIONAL templates, transactional workflow mail) and marketing (campaigns, MARKETING ' +
+        'templates, marketing workflow mail), each judged against `sesReviewLevels` on its own (different configuration sets, IP pools). With ' +
+        '`?stream=` the other stream is all zeros',
+    },
+  ),
   domains: Type.Array(Type.Object({ domain: Type.String({ description: 'sending domain (the From address after @)' }), ...FigureFields }), {
     description: 'per sending domain with activity in the window, most sent first',
   }),
@@ -49,6 +58,7 @@ const Window = Type.Object({
 
 const Reputation = Type.Object({
   generatedAt: Timestamp,
+  stream: Nullable(StringEnum(REPUTATION_STREAMS, 'the stream asked for (`?stream=`); null: all mail')),
   last24h: Window,
   last7d: Window,
   guardrails: Type.Object(
@@ -86,6 +96,7 @@ function presentWindow(w: ReputationWindowCounts, bindings: ConnectionBindings, 
   return {
     since: w.since.toISOString(),
     overall: figures(w.overall),
+    streams: { transactional: figures(w.streams.transactional), marketing: figures(w.streams.marketing) },
     domains: w.domains.map(figures),
     campaigns: w.campaigns.map(figures),
     campaignsTruncated: w.campaignsTruncated,
@@ -105,20 +116,23 @@ export function reputationRoutes(deps: AppDeps) {
       tag: 'Reputation',
       summary: 'Sends, deliveries, bounces, complaints and their rates over the last 24 hours and 7 days',
       description:
-        'Overall, per sending domain, per campaign and per delivery connection (SES account). Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ' +
+        'Overall, per mail stream (transactional, marketing), per sending domain, per campaign and per delivery connection (SES account); ' +
+        '`?stream=transactional|marketing` narrows every figure to one stream. Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ' +
         'ending with the current one (23 to 24 hours of history), `last7d` the 168 such buckets. An outcome counts in ' +
         'the hour SES reported it. Rates are per email sent, as SES computes them for its account review ' +
         '(`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count.',
       auth: 'secret',
+      query: Type.Object({ stream: Type.Optional(StringEnum(REPUTATION_STREAMS, 'only mail of this stream: every figure of the answer')) }, { additionalProperties: false }),
       response: Reputation,
       status: 200,
       errors: [401, 403, 429],
-      handler: async ({ auth }) => {
-        const [r, overrides, bindings] = [await projectReputation(reads, auth.projectId, CAMPAIGN_LIMIT), await getProjectGuardrails(reads, auth.projectId), await connectionBindings(reads, auth.projectId)];
+      handler: async ({ auth, query }) => {
+        const [r, overrides, bindings] = [await projectReputation(reads, auth.projectId, CAMPAIGN_LIMIT, query.stream), await getProjectGuardrails(reads, auth.projectId), await connectionBindings(reads, auth.projectId)];
         const connections = deps.config.sesConnections;
         return {
           data: {
             generatedAt: new Date().toISOString(),
+            stream: query.stream ?? null,
             last24h: presentWindow(r.windows.last24h, bindings, connections),
             last7d: presentWindow(r.windows.last7d, bindings, connections),
             guardrails: effectiveGuardrails(deps.config.guardrails, overrides),

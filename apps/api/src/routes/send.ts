@@ -106,6 +106,12 @@ export const SendBody = Type.Object(
       Type.Array(Attachment, { maxItems: ATTACHMENT_LIMITS.count, description: 'at most 10, 10 MB decoded in total' }),
     ),
     type: Type.Optional(StringEnum(['html', 'markdown'] as const, 'body format')),
+    tracking: Type.Optional(
+      Type.Boolean({
+        description:
+          "open and click tracking of this send (picks the SES configuration set with or without tracking); unset: the template's `tracking`, else the project's `trackingMode`",
+      }),
+    ),
     scheduledAt: Type.Optional(
       Type.String({
         format: 'date-time',

@@ -54,6 +54,9 @@ const fields = {
   replyTo: Nullable(
     addressString('mailbox', { maxLength: MAILBOX_MAX_LENGTH, description: 'reply-to address, or a mailbox string such as "Support <help@acme.com>" (kept with its name)' }),
   ),
+  tracking: Nullable(
+    Type.Boolean({ description: "open and click tracking of this template's mail; null: the project's `trackingMode` decides. A send's own `tracking` wins" }),
+  ),
 };
 
 const CreateTemplate = Type.Object(
@@ -66,6 +69,7 @@ const CreateTemplate = Type.Object(
     from: Type.Optional(fields.from),
     fromName: Type.Optional(fields.fromName),
     replyTo: Type.Optional(fields.replyTo),
+    tracking: Type.Optional(fields.tracking),
   },
   { additionalProperties: false },
 );
@@ -82,6 +86,7 @@ const Template = Type.Object({
   from: Nullable(Type.String({ description: 'the sender address (its display name is in fromName)' })),
   fromName: Nullable(Type.String()),
   replyTo: Nullable(Type.String()),
+  tracking: Nullable(Type.Boolean({ description: "null: the project's `trackingMode` decides" })),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -118,6 +123,7 @@ function present(t: TemplateRow): Static<typeof Template> {
     from: t.from,
     fromName: t.fromName,
     replyTo: t.replyTo,
+    tracking: t.tracking,
     createdAt: t.createdAt.toISOString(),
     updatedAt: t.updatedAt.toISOString(),
   };

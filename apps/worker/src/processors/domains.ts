@@ -1,7 +1,8 @@
 /**
  * The domain refresher: every `DOMAIN_REFRESH_MS`, re-checks pending sending domains (least recently checked first,
  * 50 per pass) with the identity provider (SES `GetEmailIdentity`, or the DNS records themselves locally), and
- * records when each became verified or failed (`refreshPendingDomains` of `@mailroom/mail/domains`).
+ * records when each became verified or failed (`refreshPendingDomains` of `@mailroom/mail/domains`); then the custom
+ * tracking domains of verified domains not ready yet (`refreshTrackingDomains` of `@mailroom/mail/domain-tracking`).
  *
  * Runs as the `domains` maintenance task (see `maintenance.ts`).
  *
@@ -11,6 +12,10 @@ import type { Config } from '@mailroom/config/config';
 import type { DomainIdentityProvider } from '@mailroom/mail/identities';
 import type { Logger } from '@mailroom/platform/logger';
 import { refreshPendingDomains } from '@mailroom/mail/domains';
+import { refreshTrackingDomains } from '@mailroom/mail/domain-tracking';
+import { createTrackingSetProvider } from '@mailroom/mail/tracking';
+import { connectionClientConfig } from '@mailroom/mail/connections';
+import { createResolver } from '@mailroom/verify/dns';
 import { type Database } from '@mailroom/db/client';
 import { oncePerInterval, type MaintenanceTask } from './maintenance';
 
@@ -24,9 +29,22 @@ export interface DomainRefresherDeps {
   logger: Logger;
 }
 
-/** One pass. @returns how many domains were checked. */
+/** One pass: pending domains, then tracking domains not ready. @returns how many were checked. */
 export async function refreshDomainsOnce(deps: DomainRefresherDeps): Promise<number> {
-  return refreshPendingDomains({ db: deps.database.db, identities: deps.identities, logger: deps.logger }, deps.config.domainRefreshMs, PER_PASS);
+  const { config } = deps;
+  const identities = await refreshPendingDomains({ db: deps.database.db, identities: deps.identities, logger: deps.logger }, config.domainRefreshMs, PER_PASS);
+  const tracking = await refreshTrackingDomains(
+    {
+      db: deps.database.db,
+      connections: config.sesConnections,
+      resolver: createResolver(config),
+      sets: (c) => createTrackingSetProvider(config, connectionClientConfig(c)),
+      logger: deps.logger,
+    },
+    config.domainRefreshMs,
+    PER_PASS,
+  );
+  return identities + tracking;
 }
 
 /** The refresher as a maintenance task: every `DOMAIN_REFRESH_MS`, one pass per interval across all processes. */

@@ -195,6 +195,7 @@ export async function sendTestEmails(
         contactId: contact?.id ?? null,
         source: 'transactional' as const,
         marketing: true,
+        tracking: c.tracking ?? null,
         toEmail: email,
         fromEmail: c.fromEmail,
         fromName: c.fromName,

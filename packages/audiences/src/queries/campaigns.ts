@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { trackingSql } from '@mailroom/db/queries/tracking';
 import { and, eq, ilike, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { contactSuppressedSql } from '@mailroom/db/queries/suppressions';
 import { errorCode } from '@mailroom/platform/errors';
@@ -15,7 +16,7 @@ import { campaigns, type CampaignStatus } from '@mailroom/db/schema';
 export type CampaignRow = typeof campaigns.$inferSelect;
 export type NewCampaign = Pick<
   typeof campaigns.$inferInsert,
-  'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'audienceType' | 'segmentId' | 'audienceFilter' | 'abTest'
+  'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'tracking' | 'audienceType' | 'segmentId' | 'audienceFilter' | 'abTest'
 >;
 
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -244,8 +245,9 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
         limit ${batchSize}
       ),
       ins as (
-        insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, from_name, reply_to, status, test, variant)
-        select ${campaignEmailIdSql('k')}, k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued', k.test, b.variant
+        insert into emails (id, project_id, contact_id, campaign_id, marketing, tracking, source, to_email, from_email, from_name, reply_to, status, test, variant)
+        select ${campaignEmailIdSql('k')}, k.project_id, b.id, k.id, true, ${trackingSql(sql`k.project_id`, sql`k.tracking`, sql`true`)}, 'campaign', b.email,
+          k.from_email, k.from_name, k.reply_to, 'queued', k.test, b.variant
         from batch b, campaigns k where k.id = ${campaignId}::uuid
         order by b.id
         ${onConflict}

@@ -121,3 +121,53 @@ export async function deleteDomain(db: DbOrTx, projectId: string, id: string): P
   const rows = await db.delete(domains).where(and(eq(domains.projectId, projectId), eq(domains.id, id))).returning({ id: domains.id });
   return rows.length > 0;
 }
+
+/**
+ * Sets (or, with null, clears) the custom tracking domain of a domain of the project, with its records (the
+ * tracking CNAME replaced); the domain is not ready until its CNAME is found and its configuration sets are made.
+ * @returns the domain, or `undefined` when it is not the project's.
+ */
+export async function setDomainTracking(db: DbOrTx, projectId: string, id: string, trackingDomain: string | null, records: DomainRecord[]): Promise<DomainRow | undefined> {
+  const [row] = await db
+    .update(domains)
+    .set({ trackingDomain, trackingReadyAt: null, trackingConnection: null, records })
+    .where(and(eq(domains.projectId, projectId), eq(domains.id, id)))
+    .returning();
+  return row;
+}
+
+/**
+ * Records a check of a domain's tracking domain: its records (the tracking CNAME's state), and once it is ready the
+ * delivery connection its configuration sets were made on. Only while the tracking domain is still `trackingDomain`
+ * (a change meanwhile wins).
+ */
+export async function recordTrackingCheck(
+  db: DbOrTx,
+  id: string,
+  trackingDomain: string,
+  records: DomainRecord[],
+  ready: { connection: string } | null,
+): Promise<DomainRow | undefined> {
+  const [row] = await db
+    .update(domains)
+    .set({ records, checkedAt: new Date(), ...(ready ? { trackingReadyAt: new Date(), trackingConnection: ready.connection } : {}) })
+    .where(and(eq(domains.id, id), eq(domains.trackingDomain, trackingDomain)))
+    .returning();
+  return row;
+}
+
+/** Verified domains whose tracking domain is not ready, not checked for `olderThanMs` (the worker's refresh). */
+export async function dueTrackingDomains(db: DbOrTx, olderThanMs: number, limit: number): Promise<DomainRow[]> {
+  return db
+    .select()
+    .from(domains)
+    .where(
+      and(
+        sql`${domains.trackingDomain} is not null and ${domains.trackingReadyAt} is null`,
+        eq(domains.status, 'verified'),
+        or(isNull(domains.checkedAt), lt(domains.checkedAt, new Date(Date.now() - olderThanMs))),
+      ),
+    )
+    .orderBy(asc(domains.checkedAt))
+    .limit(limit);
+}

@@ -105,11 +105,11 @@ export async function finishEmails(db: DbOrTx, requests: readonly FinishRequest[
         updated_at = now()
       from input i
       where e.id = i.id and e.claim_token = i.token and e.status = 'sending'
-      returning e.id, e.project_id, e.from_email, e.campaign_id, e.test, i.token, i.status, i.event_id, i.event_type,
+      returning e.id, e.project_id, e.from_email, e.campaign_id, e.marketing, e.test, i.token, i.status, i.event_id, i.event_type,
         i.event_data, i.hook_type, i.hook_payload
     ),
     counted as (
-      ${countReputation(sql`select project_id, from_email, campaign_id, 1 as sent, 0 as delivered, 0 as hard, 0 as soft, 0 as complaints
+      ${countReputation(sql`select project_id, from_email, campaign_id, marketing, 1 as sent, 0 as delivered, 0 as hard, 0 as soft, 0 as complaints
         from moved where status = 'sent' and not test`)}
     ),
     timeline as (

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { trackingSql } from './tracking';
 import { and, asc, eq, gte, inArray, sql } from 'drizzle-orm';
 import { idLowerBound, idTimestampMs, isUuidV7, newId } from '@mailroom/platform/ids';
 import { type WebhookDeliveryRef } from './webhook-delivery-ref';
@@ -53,9 +54,20 @@ export async function loadAttachments(db: DbOrTx, projectId: string, ids: string
  * Inserts new emails and their first timeline entries (two statements, same transaction as the caller): `queued`,
  * or `suppressed` for a row given `suppressed` (an address on the suppression list: stored, never sent).
  */
-export async function insertQueuedEmails(db: DbOrTx, rows: (NewEmail & { id: string; suppressed?: { reason: string } })[]): Promise<void> {
+export async function insertQueuedEmails(
+  db: DbOrTx,
+  rows: (Omit<NewEmail, 'tracking'> & { id: string; suppressed?: { reason: string }; tracking?: boolean | null })[],
+): Promise<void> {
   if (rows.length === 0) return;
-  await db.insert(emails).values(rows.map(({ suppressed, ...r }) => ({ ...r, status: suppressed ? ('suppressed' as const) : ('queued' as const), error: suppressed ? `suppressed: ${suppressed.reason}` : null })));
+  await db.insert(emails).values(
+    rows.map(({ suppressed, tracking, ...r }) => ({
+      ...r,
+      // `tracking` is the email's own override (null: its project's `tracking_mode` decides, in the statement).
+      tracking: trackingSql(sql`${r.projectId}::uuid`, sql`${tracking ?? null}::boolean`, sql`${r.marketing ?? false}::boolean`),
+      status: suppressed ? ('suppressed' as const) : ('queued' as const),
+      error: suppressed ? `suppressed: ${suppressed.reason}` : null,
+    })),
+  );
   await db.insert(emailEvents).values(
     rows.map((r) => ({ emailId: r.id, projectId: r.projectId, type: r.suppressed ? 'suppressed' : 'queued', data: r.suppressed ? { reason: r.suppressed.reason } : null })),
   );
@@ -128,6 +140,11 @@ export interface ClaimedEmail extends EmailRow {
    * hours; a contact can unsubscribe between a `/v1/send` and its job).
    */
   suppression: SuppressionCause | null;
+  /**
+   * For tracked mail from a sending domain (exactly the From domain) whose custom tracking domain is ready: the
+   * domain and the delivery connection its configuration sets were made on; else null.
+   */
+  trackingTarget: { domain: string; connection: string } | null;
 }
 
 /** Why {@link claimEmail} did not claim. */
@@ -158,11 +175,14 @@ export const CLAIM_RETURNING = sql`returning e.*, p.previous_status,
         emailKey: sql`lower(e.to_email)`,
         marketing: sql`e.marketing`,
         subscribed: sql`(select c.subscribed from contacts c where c.id = e.contact_id)`,
-      })} as suppression`;
+      })} as suppression,
+      (select json_build_object('domain', d.tracking_domain, 'connection', d.tracking_connection) from domains d
+        where e.tracking and d.domain = lower(split_part(e.from_email, '@', 2)) and d.project_id = e.project_id
+          and d.tracking_ready_at is not null and d.tracking_connection is not null) as tracking_target`;
 
 /** A row returned through {@link CLAIM_RETURNING} as a {@link ClaimedEmail}. */
 export function toClaimedEmail(hit: Record<string, unknown>): ClaimedEmail {
-  const { previous_status, project_disabled, signing_key, contact_data, campaign, suppression, ...row } = hit;
+  const { previous_status, project_disabled, signing_key, contact_data, campaign, suppression, tracking_target, ...row } = hit;
   return {
     ...(camelCase(row) as EmailRow),
     previousStatus: previous_status as EmailStatus,
@@ -171,6 +191,7 @@ export function toClaimedEmail(hit: Record<string, unknown>): ClaimedEmail {
     contactData: (contact_data as Record<string, unknown> | null) ?? null,
     campaign: (campaign as ClaimedEmail['campaign']) ?? null,
     suppression: (suppression as SuppressionCause | null) ?? null,
+    trackingTarget: (tracking_target as ClaimedEmail['trackingTarget']) ?? null,
   };
 }
 
@@ -283,10 +304,10 @@ export async function finishEmail(
         failure_kind = ${'failureKind' in outcome ? outcome.failureKind : null},
         updated_at = now()
       where id = ${emailId}::uuid and claim_token = ${token}::uuid and status = 'sending'
-      returning id, project_id, from_email, campaign_id, test
+      returning id, project_id, from_email, campaign_id, marketing, test
     ),
     counted as (
-      ${countReputation(sql`select project_id, from_email, campaign_id, 1 as sent, 0 as delivered, 0 as hard, 0 as soft, 0 as complaints
+      ${countReputation(sql`select project_id, from_email, campaign_id, marketing, 1 as sent, 0 as delivered, 0 as hard, 0 as soft, 0 as complaints
         from moved where ${sent}::boolean and not test`)}
     ),
     timeline as (

@@ -6,13 +6,14 @@
  * @module
  */
 import { sql, type SQL } from 'drizzle-orm';
-import { NO_CAMPAIGN } from '../schema';
+import { MARKETING_NO_CAMPAIGN, NO_CAMPAIGN } from '../schema';
 
 /**
  * An `insert … on conflict do update` adding outcome counts, usable as a CTE body.
  *
- * @param rows - a `select` of `project_id, from_email, campaign_id, sent, delivered, hard, soft, complaints`
- *   (counts as integers; `campaign_id` null outside campaigns). Rows are summed per key first, so one statement
+ * @param rows - a `select` of `project_id, from_email, campaign_id, marketing, sent, delivered, hard, soft,
+ *   complaints` (counts as integers; `campaign_id` null outside campaigns; `marketing` the email's stream, which
+ *   keys mail outside campaigns under {@link NO_CAMPAIGN} or {@link MARKETING_NO_CAMPAIGN}). Rows are summed per key first, so one statement
  *   may count several outcomes of one key, and the keys are written in order (no deadlock between two statements
  *   that count several). The hour is the current UTC hour.
  */
@@ -20,7 +21,8 @@ export function countReputation(rows: SQL): SQL {
   return sql`
     insert into reputation_counts as r (project_id, hour, domain, campaign_id, sent, delivered, hard_bounces, soft_bounces, complaints)
     select project_id, date_trunc('hour', now() at time zone 'UTC') at time zone 'UTC',
-      lower(split_part(from_email, '@', 2)), coalesce(campaign_id, ${NO_CAMPAIGN}::uuid),
+      lower(split_part(from_email, '@', 2)),
+      coalesce(campaign_id, case when marketing then ${MARKETING_NO_CAMPAIGN}::uuid else ${NO_CAMPAIGN}::uuid end),
       sum(sent), sum(delivered), sum(hard), sum(soft), sum(complaints)
     from (${rows}) as outcome
     group by 1, 2, 3, 4
@@ -44,5 +46,15 @@ export function countReputation(rows: SQL): SQL {
 export function campaignOutcomesJson(campaignId: SQL): SQL {
   return sql`(select jsonb_build_object('delivered', coalesce(sum(delivered), 0), 'hardBounces', coalesce(sum(hard_bounces), 0),
       'softBounces', coalesce(sum(soft_bounces), 0), 'complaints', coalesce(sum(complaints), 0))
-    from reputation_counts where campaign_id = ${campaignId} and campaign_id <> ${NO_CAMPAIGN}::uuid)`;
+    from reputation_counts where campaign_id = ${campaignId} and ${isCampaignKey(sql`campaign_id`)})`;
+}
+
+/** Whether a `reputation_counts.campaign_id` expression names a campaign (not one of the two keys outside campaigns). */
+export function isCampaignKey(column: SQL): SQL {
+  return sql`${column} not in (${NO_CAMPAIGN}::uuid, ${MARKETING_NO_CAMPAIGN}::uuid)`;
+}
+
+/** The SQL condition that a `reputation_counts.campaign_id` expression counts mail of `stream`. */
+export function streamKeySql(column: SQL, stream: 'transactional' | 'marketing'): SQL {
+  return stream === 'transactional' ? sql`${column} = ${NO_CAMPAIGN}::uuid` : sql`${column} <> ${NO_CAMPAIGN}::uuid`;
 }

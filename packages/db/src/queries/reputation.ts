@@ -9,6 +9,11 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { DbOrTx } from '../client';
 import { NO_CAMPAIGN } from '../schema';
+import { isCampaignKey, streamKeySql } from './reputation-counts';
+
+/** The mail streams reputation is split by (`reputation_counts.campaign_id`: {@link NO_CAMPAIGN} is transactional). */
+export const REPUTATION_STREAMS = ['transactional', 'marketing'] as const;
+export type ReputationStream = (typeof REPUTATION_STREAMS)[number];
 
 /** The reporting windows and their number of hourly buckets. */
 export const REPUTATION_WINDOWS = { last24h: 24, last7d: 168 } as const;
@@ -28,6 +33,8 @@ export interface ReputationWindowCounts {
   /** Start of the window's first hourly bucket. */
   since: Date;
   overall: ReputationCounts;
+  /** Per mail stream: transactional (`/v1/send`, workflows, TRANSACTIONAL templates) and marketing (campaigns, MARKETING templates). */
+  streams: Record<ReputationStream, ReputationCounts>;
   /** Per sending domain with activity in the window, most sent first. */
   domains: (ReputationCounts & { domain: string })[];
   /** Per campaign with activity in the window, most sent first, at most the limit asked. */
@@ -80,25 +87,36 @@ async function windowStarts(db: DbOrTx): Promise<{ hour: Date; starts: Record<Re
  * `(project_id, hour)` prefix.
  *
  * @param campaignLimit - most campaigns listed per window.
+ * @param stream - only mail of this stream (every figure: overall, domains, campaigns); unset: all.
  * @returns the current hour's start and both windows.
  */
 export async function projectReputation(
   db: DbOrTx,
   projectId: string,
   campaignLimit: number,
+  stream?: ReputationStream,
 ): Promise<{ hour: Date; windows: Record<ReputationWindow, ReputationWindowCounts> }> {
   const { hour, starts } = await windowStarts(db);
   const day = sql`r.hour >= ${starts.last24h.toISOString()}::timestamptz`;
-  const grouped = await db.execute<Sums & { domain: string | null; total: boolean }>(sql`
-    select grouping(r.domain) = 1 as total, r.domain, ${sums('r', 'd', day)}, ${sums('r', 'w')}
+  const only = stream ? sql`and ${streamKeySql(sql`r.campaign_id`, stream)}` : sql``;
+  // A literal, not a parameter: the expression must read the same in the select list and the grouping sets.
+  const streamOf = sql.raw(`(case when r.campaign_id = '${NO_CAMPAIGN}'::uuid then 'transactional' else 'marketing' end)`);
+  const grouped = await db.execute<Sums & { domain: string | null; stream: ReputationStream | null; kind: 'total' | 'domain' | 'stream' }>(sql`
+    select case when grouping(r.domain) = 0 then 'domain' when grouping(${streamOf}) = 0 then 'stream' else 'total' end as kind,
+      r.domain, ${streamOf} as stream, ${sums('r', 'd', day)}, ${sums('r', 'w')}
     from reputation_counts r
-    where r.project_id = ${projectId}::uuid and r.hour >= ${starts.last7d.toISOString()}::timestamptz
-    group by grouping sets ((), (r.domain))
+    where r.project_id = ${projectId}::uuid and r.hour >= ${starts.last7d.toISOString()}::timestamptz ${only}
+    group by grouping sets ((), (r.domain), (${streamOf}))
   `);
-  const total = grouped.rows.find((r) => r.total);
+  const total = grouped.rows.find((r) => r.kind === 'total');
+  const streamsOf = (prefix: Prefix) =>
+    Object.fromEntries(REPUTATION_STREAMS.map((s) => {
+      const row = grouped.rows.find((r) => r.kind === 'stream' && r.stream === s);
+      return [s, row ? pick(row, prefix) : ZERO];
+    })) as Record<ReputationStream, ReputationCounts>;
   const domainsOf = (prefix: Prefix) =>
     grouped.rows
-      .filter((r) => !r.total)
+      .filter((r) => r.kind === 'domain')
       .map((r) => ({ domain: r.domain!, ...pick(r, prefix) }))
       .filter(active)
       .sort((a, b) => b.sent - a.sent || a.domain.localeCompare(b.domain));
@@ -107,7 +125,7 @@ export async function projectReputation(
     const r = await db.execute<Sums & { campaign_id: string; name: string | null }>(sql`
       select r.campaign_id, c.name, ${sums('r', 'w')}
       from reputation_counts r left join campaigns c on c.id = r.campaign_id and c.project_id = r.project_id
-      where r.project_id = ${projectId}::uuid and r.hour >= ${from.toISOString()}::timestamptz and r.campaign_id <> ${NO_CAMPAIGN}::uuid
+      where r.project_id = ${projectId}::uuid and r.hour >= ${from.toISOString()}::timestamptz and ${isCampaignKey(sql`r.campaign_id`)} ${only}
       group by r.campaign_id, c.name
       order by w_sent desc, r.campaign_id
       limit ${campaignLimit + 1}
@@ -119,8 +137,8 @@ export async function projectReputation(
   return {
     hour,
     windows: {
-      last24h: { since: starts.last24h, overall: total ? pick(total, 'd') : ZERO, domains: domainsOf('d'), ...(await campaignsOf(starts.last24h)) },
-      last7d: { since: starts.last7d, overall: total ? pick(total, 'w') : ZERO, domains: domainsOf('w'), ...(await campaignsOf(starts.last7d)) },
+      last24h: { since: starts.last24h, overall: total ? pick(total, 'd') : ZERO, streams: streamsOf('d'), domains: domainsOf('d'), ...(await campaignsOf(starts.last24h)) },
+      last7d: { since: starts.last7d, overall: total ? pick(total, 'w') : ZERO, streams: streamsOf('w'), domains: domainsOf('w'), ...(await campaignsOf(starts.last7d)) },
     },
   };
 }
@@ -169,7 +187,7 @@ export async function reputationForMetrics(db: DbOrTx, limits: ReputationMetrics
     ), listed as (
       select g.*, case
           when kind = 'domain' then true
-          when kind = 'campaign' then campaign_id <> ${NO_CAMPAIGN}::uuid and "d_sent" + "d_delivered" + "d_hardBounces" + "d_softBounces" + "d_complaints" > 0
+          when kind = 'campaign' then ${isCampaignKey(sql`campaign_id`)} and "d_sent" + "d_delivered" + "d_hardBounces" + "d_softBounces" + "d_complaints" > 0
           else true end as eligible
       from g
     ), ranked as (

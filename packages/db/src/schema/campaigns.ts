@@ -94,6 +94,8 @@ export const campaigns = pgTable(
     fromEmail: text('from_email').notNull(),
     fromName: text('from_name'),
     replyTo: text('reply_to'),
+    /** Open and click tracking of this campaign's mail; null: the project's `tracking_mode` decides. */
+    tracking: boolean('tracking'),
     audienceType: text('audience_type').notNull().$type<AudienceType>(),
     segmentId: uuid('segment_id').references(() => segments.id, { onDelete: 'set null' }),
     audienceFilter: jsonb('audience_filter').$type<unknown>(),

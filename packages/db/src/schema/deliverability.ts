@@ -5,13 +5,21 @@ import { projects } from './projects';
 import { campaigns } from './campaigns';
 import { emails } from './emails';
 
-/** The campaign key of reputation counts that belong to no campaign (transactional and workflow mail). */
+/** The campaign key of reputation counts of transactional mail (outside campaigns: `/v1/send`, workflows, relay). */
 export const NO_CAMPAIGN = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * The campaign key of reputation counts of marketing mail outside campaigns (MARKETING templates, marketing
+ * workflow mail): the marketing stream is every key but {@link NO_CAMPAIGN}. Counts from before the streams were
+ * kept all went under {@link NO_CAMPAIGN}.
+ */
+export const MARKETING_NO_CAMPAIGN = '00000000-0000-0000-0000-000000000001';
 
 /**
  * Live sending outcomes per project, hour, sending domain and campaign: the source of `GET /reputation`, the
  * campaign guardrails and the local 24-hour quota count. `sent` is counted when SES accepts an email; the others
- * when SES reports them. Test emails are never counted. `campaignId` is {@link NO_CAMPAIGN} outside campaigns.
+ * when SES reports them. Test emails are never counted. `campaignId` is {@link NO_CAMPAIGN} (transactional) or
+ * {@link MARKETING_NO_CAMPAIGN} (marketing) outside campaigns.
  */
 export const reputationCounts = pgTable(
   'reputation_counts',

@@ -1,5 +1,5 @@
 /**
- * A DNS record a sending domain publishes (DKIM, MAIL FROM, DMARC), with its state as last checked: the shape
+ * A DNS record a sending domain publishes (DKIM, MAIL FROM, DMARC, the custom tracking domain), with its state as last checked: the shape
  * stored in `domains.records`.
  *
  * @module
@@ -7,7 +7,7 @@
 
 /** One record to publish. */
 export interface DomainRecord {
-  purpose: 'dkim' | 'mail-from-mx' | 'mail-from-spf' | 'dmarc';
+  purpose: 'dkim' | 'mail-from-mx' | 'mail-from-spf' | 'dmarc' | 'tracking';
   type: 'CNAME' | 'TXT' | 'MX';
   name: string;
   value: string;

@@ -40,6 +40,18 @@ export const domains = pgTable(
      * the first (`default`).
      */
     sesConnection: text('ses_connection'),
+    /**
+     * The custom open/click tracking (redirect) domain of this sending domain's mail, a subdomain of it (a CNAME to
+     * SES's regional tracking endpoint, listed in `records`); null: SES's shared tracking domain.
+     */
+    trackingDomain: text('tracking_domain'),
+    /**
+     * When the tracking domain's CNAME was found and the SES configuration sets that redirect through it were made;
+     * until then (and while null) mail keeps SES's shared tracking domain.
+     */
+    trackingReadyAt: timestamp('tracking_ready_at', { withTimezone: true, mode: 'date' }),
+    /** The delivery connection whose SES holds those configuration sets (links in its mail use the domain). */
+    trackingConnection: text('tracking_connection'),
     createdAt: createdAt(),
   },
   (t) => [
@@ -47,6 +59,8 @@ export const domains = pgTable(
     index('domains_project_idx').on(t.projectId, t.id),
     // The worker's refresh: pending domains, least recently checked first.
     index('domains_pending_idx').on(t.checkedAt).where(sql`${t.status} = 'pending'`),
+    // The worker's refresh: tracking domains not yet ready.
+    index('domains_tracking_pending_idx').on(t.checkedAt).where(sql`${t.trackingDomain} is not null and ${t.trackingReadyAt} is null`),
     check('domains_status_check', sql.raw(`status in (${DOMAIN_STATUSES.map((s) => `'${s}'`).join(', ')})`)),
   ],
 );

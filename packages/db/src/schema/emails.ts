@@ -75,6 +75,12 @@ export const emails = pgTable(
     /** Marketing mail (campaigns, MARKETING templates): carries the unsubscribe link and List-Unsubscribe. */
     marketing: boolean('marketing').notNull().default(false),
     source: text('source').notNull().$type<EmailSource>(),
+    /**
+     * Open and click tracking, decided when the email is accepted (the send's `tracking`, else its template's or
+     * campaign's, else the project's `tracking_mode`): with `marketing` (the stream) it picks the SES configuration
+     * set, so a retry goes through the same one.
+     */
+    tracking: boolean('tracking').notNull().default(true),
     toEmail: text('to_email').notNull(),
     toName: text('to_name'),
     fromEmail: text('from_email').notNull(),

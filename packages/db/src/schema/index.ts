@@ -7,12 +7,14 @@
 export {
   API_KEY_MODES,
   API_KEY_SCOPES,
+  TRACKING_MODES,
   projects,
   apiKeys,
   type ProjectGuardrails,
   type ProjectRetention,
   type ApiKeyMode,
   type ApiKeyScope,
+  type TrackingMode,
 } from './projects';
 export {
   contacts,
@@ -98,6 +100,7 @@ export {
 } from './workflows';
 export {
   NO_CAMPAIGN,
+  MARKETING_NO_CAMPAIGN,
   reputationCounts,
   campaignEvents,
   testMessages,

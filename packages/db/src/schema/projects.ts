@@ -26,6 +26,13 @@ export interface ProjectRetention {
   inboundDays?: number;
 }
 
+/**
+ * Open and click tracking of a project's mail (Plunk's values): `ALL` mail, `MARKETING_ONLY` (campaigns, MARKETING
+ * templates and marketing workflow mail), or `NONE`. A send's, template's or campaign's own `tracking` overrides it.
+ */
+export const TRACKING_MODES = ['ALL', 'MARKETING_ONLY', 'NONE'] as const;
+export type TrackingMode = (typeof TRACKING_MODES)[number];
+
 /** Key modes: `live` keys send through SES; `test` keys (`sk_test_…`, `pk_test_…`) deliver to a sink. */
 export const API_KEY_MODES = ['live', 'test'] as const;
 export type ApiKeyMode = (typeof API_KEY_MODES)[number];
@@ -60,9 +67,11 @@ export const projects = pgTable('projects', {
    * the first (`default`). Set by the operator.
    */
   sesConnection: text('ses_connection'),
+  /** Open and click tracking of the project's mail ({@link TRACKING_MODES}); `ALL` is the behaviour before the setting. */
+  trackingMode: text('tracking_mode').notNull().$type<TrackingMode>().default('ALL'),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
-});
+}, (_t) => [check('projects_tracking_mode_check', sql.raw(`tracking_mode in (${TRACKING_MODES.map((m) => `'${m}'`).join(', ')})`))]);
 
 /**
  * API keys, stored as SHA-256 hashes. `expiresAt` is set when a key is rotated out (grace period); a key is

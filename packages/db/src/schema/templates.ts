@@ -1,4 +1,4 @@
-import { check, index, pgTable, text, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, index, pgTable, text, uuid } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
@@ -20,6 +20,8 @@ export const templates = pgTable(
     from: text('from_email'),
     fromName: text('from_name'),
     replyTo: text('reply_to'),
+    /** Open and click tracking of this template's mail; null: the project's `tracking_mode` decides. */
+    tracking: boolean('tracking'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

@@ -57,6 +57,8 @@ type EmailForFeedback = {
   project_id: string;
   contact_id: string | null;
   campaign_id: string | null;
+  /** The stream (reputation is counted per stream). */
+  marketing: boolean;
   to_email: string;
   from_email: string;
   message_id: string | null;
@@ -84,7 +86,7 @@ function scrubErased(fb: SesFeedback): SesFeedback {
  * back to the message id alone.
  */
 async function findEmail(db: DbOrTx, fb: SesFeedback): Promise<EmailForFeedback | undefined> {
-  const cols = sql`id, project_id, contact_id, campaign_id, to_email, from_email, message_id, erased_at is not null as erased`;
+  const cols = sql`id, project_id, contact_id, campaign_id, marketing, to_email, from_email, message_id, erased_at is not null as erased`;
   const tagged = fb.tags.email_id;
   const validTag = tagged !== undefined && /^[0-9a-f-]{36}$/i.test(tagged);
   if (validTag) {
@@ -230,7 +232,7 @@ export async function applySesFeedback(
   if (!was.test && counts.delivered + counts.hard + counts.soft + counts.complaints > 0) {
     await db.execute(
       countReputation(sql`select ${email.project_id}::uuid as project_id, ${email.from_email}::text as from_email, ${email.campaign_id}::uuid as campaign_id,
-        0 as sent, ${counts.delivered}::int as delivered, ${counts.hard}::int as hard, ${counts.soft}::int as soft, ${counts.complaints}::int as complaints`),
+        ${email.marketing}::boolean as marketing, 0 as sent, ${counts.delivered}::int as delivered, ${counts.hard}::int as hard, ${counts.soft}::int as soft, ${counts.complaints}::int as complaints`),
     );
   }
   // After the count: an outcome of a campaign email may pause its campaign, in this same transaction.

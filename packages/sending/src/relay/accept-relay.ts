@@ -113,6 +113,8 @@ export async function acceptRelay(
     content: {
       templateId: null,
       marketing: false,
+      // Relayed mail: the project's tracking mode decides.
+      tracking: null,
       fromEmail,
       fromName,
       replyTo,

@@ -8,6 +8,8 @@ import { SESv2Client, SendEmailCommand, type SendEmailCommandInput, type Service
 import { getUserAgentMiddlewareOptions, userAgentMiddleware } from '@aws-sdk/core/client';
 import type { BuildHandlerArguments, BuildMiddleware, FinalizeRequestMiddleware } from '@smithy/types';
 import type { MailConfig } from '@mailroom/mail/config';
+import { configurationSetFor, DEFAULT_CONNECTION, type ConfigurationSets, type MailStream } from '@mailroom/mail/connections';
+import { trackingConfigurationSetName } from '@mailroom/mail/tracking';
 import type { NormalizedEmail } from '@mailroom/platform/address';
 
 /** One raw message to hand over. */
@@ -29,6 +31,15 @@ export interface OutboundMessage {
   connection?: string;
   /** The project sending (for the connection binding of its domains). */
   projectId?: string;
+  /** The mail stream (the email's `marketing`): with `tracking` it picks the configuration set. Default transactional. */
+  stream?: MailStream;
+  /** Open and click tracking (the email's `tracking`, decided at acceptance). Default on. */
+  tracking?: boolean;
+  /**
+   * The sending domain's custom tracking domain, once its configuration sets were made on delivery connection
+   * `connection`: a tracked message sent through that connection goes through the set redirecting via `domain`.
+   */
+  trackingDomain?: { domain: string; connection: string };
   /**
    * A stable id of the message (the email id): a message whose SES answer was lost is pinned to the connection
    * that had it, so a retry never goes through another one.
@@ -157,7 +168,14 @@ export class SesTransport implements MailTransport {
    * accepts the connection and never answers held each send for its 300 s socket timeout.
    */
   constructor(
-    private readonly config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet' | 'sesTimeoutMs'> & { sesProfile?: string },
+    private readonly config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet' | 'sesTimeoutMs'> &
+      Partial<Pick<MailConfig, 'sesConfigurationSetNoTracking' | 'sesConfigurationSetMarketing' | 'sesConfigurationSetMarketingNoTracking'>> & {
+        sesProfile?: string;
+        /** The stream × tracking sets (a delivery connection's); unset: read from the `sesConfigurationSet*` fields. */
+        sesConfigurationSets?: ConfigurationSets;
+        /** The delivery connection this transport is (default `default`). */
+        sesConnectionName?: string;
+      },
     gate?: { acquire(priority?: number): Promise<unknown> },
     observe?: (ms: number, ok: boolean) => void,
   ) {
@@ -206,12 +224,32 @@ export class SesTransport implements MailTransport {
     }
   }
 
+  /**
+   * The configuration set of `message`: the stream × tracking cell of this connection ({@link configurationSetFor}),
+   * or, for tracked mail from a domain whose custom tracking domain is ready on this connection, the set made for
+   * that domain from it.
+   */
+  configurationSetOf(message: Pick<OutboundMessage, 'stream' | 'tracking' | 'trackingDomain'>): string | undefined {
+    const c = this.config;
+    const sets: ConfigurationSets = c.sesConfigurationSets ?? {
+      configurationSet: c.sesConfigurationSet,
+      configurationSetNoTracking: c.sesConfigurationSetNoTracking,
+      configurationSetMarketing: c.sesConfigurationSetMarketing,
+      configurationSetMarketingNoTracking: c.sesConfigurationSetMarketingNoTracking,
+    };
+    const tracking = message.tracking !== false;
+    const name = configurationSetFor(sets, message.stream ?? 'transactional', tracking);
+    const custom = message.trackingDomain;
+    if (!name || !tracking || !custom || custom.connection !== (c.sesConnectionName ?? DEFAULT_CONNECTION)) return name;
+    return trackingConfigurationSetName(name, custom.domain);
+  }
+
   async send(message: OutboundMessage): Promise<{ messageId: string }> {
     const input: SendEmailCommandInput = {
       FromEmailAddress: message.from,
       Destination: { ToAddresses: message.to },
       Content: { Raw: { Data: message.raw } },
-      ConfigurationSetName: this.config.sesConfigurationSet,
+      ConfigurationSetName: this.configurationSetOf(message),
       EmailTags: Object.entries(message.tags ?? {}).map(([Name, Value]) => ({ Name, Value })),
     };
     if (message.priority !== undefined) this.priority.set(input, message.priority);

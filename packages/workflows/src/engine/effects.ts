@@ -30,7 +30,7 @@ export function workflowEmailRow(a: {
   contact: NonNullable<Awaited<ReturnType<typeof contactForSend>>>;
   cfg: StepConfig<'SEND_EMAIL'>;
   from: string;
-}): NewEmail & { id: string } {
+}): Omit<NewEmail, 'tracking'> & { id: string; tracking: boolean | null } {
   const { execution: x, template, cfg } = a;
   return {
     id: a.id,
@@ -40,6 +40,8 @@ export function workflowEmailRow(a: {
     workflowExecutionId: x.id,
     workflowStepRunId: a.run.id,
     marketing: template.type === 'MARKETING',
+    // The template's tracking, else the project's mode for the template's stream (resolved by the insert).
+    tracking: template.tracking ?? null,
     source: 'workflow',
     toEmail: a.contact.email,
     fromEmail: a.from,
