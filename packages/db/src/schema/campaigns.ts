@@ -50,6 +50,8 @@ export const campaigns = pgTable(
     fanoutDone: boolean('fanout_done').notNull().default(false),
     enqueueCursor: uuid('enqueue_cursor'),
     unsubscribed: bigint('unsubscribed', { mode: 'number' }).notNull().default(0),
+    /** Contacts of the audience left out by the fan-out because they were snoozed (`contacts.snoozed_until` ahead). */
+    skippedSnoozed: bigint('skipped_snoozed', { mode: 'number' }).notNull().default(0),
     /** Why and when it paused, and the figures that made it pause (rates, sample, quota); null unless PAUSED. */
     pausedReason: text('paused_reason').$type<CampaignPauseReason>(),
     pausedAt: timestamp('paused_at', { withTimezone: true, mode: 'date' }),
