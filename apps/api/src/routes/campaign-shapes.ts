@@ -201,6 +201,10 @@ export const Stats = Type.Object({
   cancelled: Type.Integer(),
   suppressed: Type.Integer(),
   unsubscribed: Type.Integer(),
+  skipped: Type.Object(
+    { snoozed: Type.Integer({ description: 'contacts of the audience left out because they had paused marketing email (snoozedUntil ahead at fan-out)' }) },
+    { description: 'contacts of the audience that got no email, by reason (not counted in recipients)' },
+  ),
   rates: Type.Object(
     {
       delivery: Type.Number(),
@@ -251,6 +255,7 @@ export function presentStats(c: CampaignRow, s: CampaignStats): Static<typeof St
     cancelled: s.cancelled,
     suppressed: s.suppressed,
     unsubscribed: s.unsubscribed,
+    skipped: s.skipped,
     rates: s.rates,
     progress: s.progress,
     audienceComplete: s.audienceComplete,

@@ -207,7 +207,9 @@ export interface FanoutBatch {
  * email rows, in one transaction holding the campaign row lock: a bulk `INSERT` (redone with `ON CONFLICT DO NOTHING`
  * when it hits the partition's unique index on (campaign_id, contact_id), see {@link campaignEmailIdSql}) and the
  * cursor advance commit together, so a retried or duplicated batch inserts nobody twice. Only subscribed contacts whose address is not on the suppression list are taken (one that
- * bounces later is caught again at send time).
+ * bounces later is caught again at send time). Snoozed contacts (`snoozed_until` ahead) are read with the batch,
+ * so the keyset scan keeps its index, but get no email: they are counted in `skipped_snoozed`, in the same
+ * statement, committed with the cursor advance.
  *
  * @param audience - predicate over `contacts` aliased `c` (segment, filter, or `true` for ALL).
  */
@@ -220,7 +222,7 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
     if (!c || c.status !== 'SENDING' || c.fanout_done) return { applied: false, inserted: 0, done: c?.fanout_done ?? true };
     const statement = (onConflict: SQL) => sql`
       with batch as (
-        select c.id, c.email from contacts c
+        select c.id, c.email, coalesce(c.snoozed_until > now(), false) as snoozed from contacts c
         where c.project_id = ${c.project_id}::uuid and c.subscribed and c.id > ${c.fanout_cursor ?? NIL_UUID}::uuid and ${audience}
           and not ${contactSuppressedSql('c')}
         order by c.id
@@ -229,7 +231,7 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
       ins as (
         insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, from_name, reply_to, status, test)
         select ${campaignEmailIdSql('k')}, k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued', k.test
-        from batch b, campaigns k where k.id = ${campaignId}::uuid
+        from batch b, campaigns k where k.id = ${campaignId}::uuid and not b.snoozed
         order by b.id
         ${onConflict}
         returning id
@@ -239,6 +241,7 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
           fanout_cursor = coalesce((select max(id::text)::uuid from batch), fanout_cursor),
           fanout_done = (select count(*) from batch) < ${batchSize},
           recipients = recipients + (select count(*) from ins),
+          skipped_snoozed = skipped_snoozed + (select count(*) from batch where snoozed),
           updated_at = now()
         where id = ${campaignId}::uuid
         returning 1
