@@ -233,7 +233,7 @@ export interface paths {
         put?: never;
         /**
          * Create or update a contact by email
-         * @description Upsert by address (case-insensitive). New contacts default to `subscribed: true`; for an existing contact an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key).
+         * @description Upsert by address (case-insensitive). New contacts default to `subscribed: true`; for an existing contact an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key). `snoozedUntil` (a future time) pauses marketing email until then; null clears a snooze (`contact.snoozed` / `contact.unsnoozed`).
          */
         post: operations["upsertContact"];
         delete?: never;
@@ -262,7 +262,7 @@ export interface paths {
         head?: never;
         /**
          * Update a contact
-         * @description `data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given.
+         * @description `data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given; `snoozedUntil` (a future time) pauses marketing email until then, null clears a snooze (`contact.snoozed` / `contact.unsnoozed` events and webhooks, when it changes).
          */
         patch: operations["updateContact"];
         trace?: never;
@@ -1477,6 +1477,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/unsubscribe/{token}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause marketing email for 30 or 90 days instead of unsubscribing (the page's second form)
+         * @description Snoozes the email's contact until now plus `days` (`snoozedUntil`), records `contact.snoozed` (method `link`) and announces its webhook; the contact stays subscribed. Answers HTML, or `{success, data: {email, snoozedUntil, days, changed}}` when the client accepts JSON. A `days` other than 30 or 90 gets 422.
+         */
+        post: operations["pauseMarketingEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/ses": {
         parameters: {
             query?: never;
@@ -1787,6 +1807,46 @@ export interface webhooks {
          * @description Sent to every enabled endpoint subscribed to `contact.suppressed`, `contact.*` or `*`.
          */
         post: operations["webhook_contact_suppressed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.snoozed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A contact paused marketing email until a date (the API, or the unsubscribe page), or moved the date
+         * @description Sent to every enabled endpoint subscribed to `contact.snoozed`, `contact.*` or `*`.
+         */
+        post: operations["webhook_contact_snoozed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.unsnoozed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A contact's snooze ended: cleared through the API (`method: api`) or run out (`expired`, within seconds of its end)
+         * @description Sent to every enabled endpoint subscribed to `contact.unsnoozed`, `contact.*` or `*`.
+         */
+        post: operations["webhook_contact_unsnoozed"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2596,7 +2656,7 @@ export interface operations {
                                  * @description why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed)
                                  * @enum {string}
                                  */
-                                reason?: "suppression_list" | "unsubscribed";
+                                reason?: "suppression_list" | "unsubscribed" | "snoozed";
                             }[];
                             /** @description recipients whose email is suppressed (not sent) */
                             suppressed: string[];
@@ -3508,6 +3568,7 @@ export interface operations {
                                 data: {
                                     [key: string]: unknown;
                                 };
+                                snoozedUntil: string | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -3528,6 +3589,7 @@ export interface operations {
                                 data: {
                                     [key: string]: unknown;
                                 };
+                                snoozedUntil: string | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -3575,6 +3637,7 @@ export interface operations {
                     data?: {
                         [key: string]: unknown;
                     };
+                    snoozedUntil?: string | null;
                 };
             };
         };
@@ -3601,6 +3664,7 @@ export interface operations {
                             data: {
                                 [key: string]: unknown;
                             };
+                            snoozedUntil: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -3636,6 +3700,7 @@ export interface operations {
                             data: {
                                 [key: string]: unknown;
                             };
+                            snoozedUntil: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -3693,6 +3758,7 @@ export interface operations {
                             data: {
                                 [key: string]: unknown;
                             };
+                            snoozedUntil: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -3775,6 +3841,7 @@ export interface operations {
                     data?: {
                         [key: string]: unknown;
                     };
+                    snoozedUntil?: string | null;
                 };
             };
         };
@@ -3800,6 +3867,7 @@ export interface operations {
                             data: {
                                 [key: string]: unknown;
                             };
+                            snoozedUntil: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4443,7 +4511,7 @@ export interface operations {
                      * @enum {string}
                      */
                     type?: "DYNAMIC" | "STATIC";
-                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
+                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `snoozed` (true while marketing email is paused), `createdAt`, `updatedAt`, `snoozedUntil`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
                     filter?: components["schemas"]["SegmentFilter"];
                     /** @description Plunk v2's name for `filter` (same language); give only one of filter, filters, condition */
                     filters?: components["schemas"]["SegmentFilter"];
@@ -4513,7 +4581,7 @@ export interface operations {
             content: {
                 /** @example {} */
                 "application/json": {
-                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
+                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `snoozed` (true while marketing email is paused), `createdAt`, `updatedAt`, `snoozedUntil`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
                     filter?: components["schemas"]["SegmentFilter"];
                     /** @description Plunk v2's name for `filter` (same language); give only one of filter, filters, condition */
                     filters?: components["schemas"]["SegmentFilter"];
@@ -4549,6 +4617,7 @@ export interface operations {
                                 data: {
                                     [key: string]: unknown;
                                 };
+                                snoozedUntil: string | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -4697,7 +4766,7 @@ export interface operations {
                      * @enum {string}
                      */
                     type?: "DYNAMIC" | "STATIC";
-                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
+                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `snoozed` (true while marketing email is paused), `createdAt`, `updatedAt`, `snoozedUntil`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
                     filter?: components["schemas"]["SegmentFilter"];
                     /** @description Plunk v2's name for `filter` (same language); give only one of filter, filters, condition */
                     filters?: components["schemas"]["SegmentFilter"];
@@ -4800,6 +4869,7 @@ export interface operations {
                                 data: {
                                     [key: string]: unknown;
                                 };
+                                snoozedUntil: string | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -4818,6 +4888,7 @@ export interface operations {
                                 data: {
                                     [key: string]: unknown;
                                 };
+                                snoozedUntil: string | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -5961,6 +6032,11 @@ export interface operations {
                             cancelled: number;
                             suppressed: number;
                             unsubscribed: number;
+                            /** @description contacts of the audience that got no email, by reason (not counted in recipients) */
+                            skipped: {
+                                /** @description contacts of the audience left out because they had paused marketing email (snoozedUntil ahead at fan-out) */
+                                snoozed: number;
+                            };
                             /** @description fractions (0–1) of `sent` */
                             rates: {
                                 delivery: number;
@@ -6874,7 +6950,7 @@ export interface operations {
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url: string;
-                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
+                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, contact.snoozed, contact.unsnoozed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
                     eventTypes: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -7037,7 +7113,7 @@ export interface operations {
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url?: string;
-                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
+                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, contact.snoozed, contact.unsnoozed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
                     eventTypes?: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -10735,6 +10811,61 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    pauseMarketingEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the signed token from the message */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @enum {integer} */
+                    days: 30 | 90;
+                };
+            };
+        };
+        responses: {
+            /** @description Paused */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown, tampered or foreign token */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `days` is not one of the choices */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
     sesEvents: {
         parameters: {
             query?: never;
@@ -11538,7 +11669,7 @@ export interface operations {
                          * @description why, as a code
                          * @enum {string}
                          */
-                        cause?: "suppression_list" | "unsubscribed";
+                        cause?: "suppression_list" | "unsubscribed" | "snoozed";
                         /** @description why, in words */
                         reason?: string;
                         /**
@@ -11724,6 +11855,140 @@ export interface operations {
                         sourceEmailId?: string | null;
                         /** Format: uuid */
                         suppressionId: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_contact_snoozed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "contact.snoozed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /** Format: email */
+                        email: string;
+                        /**
+                         * Format: date-time
+                         * @description the new end of the snooze
+                         */
+                        snoozedUntil: string | null;
+                        /**
+                         * Format: date-time
+                         * @description the end it had before (null: it was not snoozed)
+                         */
+                        previousSnoozedUntil?: string | null;
+                        /** @enum {string} */
+                        method: "api" | "link" | "expired";
+                        /**
+                         * Format: uuid
+                         * @description the email whose unsubscribe page paused it (`link`)
+                         */
+                        emailId?: string | null;
+                        /** Format: uuid */
+                        campaignId?: string | null;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_contact_unsnoozed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "contact.unsnoozed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /** Format: email */
+                        email: string;
+                        /**
+                         * Format: date-time
+                         * @description null
+                         */
+                        snoozedUntil?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description the end it had before (null: it was not snoozed)
+                         */
+                        previousSnoozedUntil: string | null;
+                        /** @enum {string} */
+                        method: "api" | "link" | "expired";
+                        /**
+                         * Format: uuid
+                         * @description the email whose unsubscribe page paused it (`link`)
+                         */
+                        emailId?: string | null;
+                        /** Format: uuid */
+                        campaignId?: string | null;
                         /**
                          * @description present on events of test data (made with a test key)
                          * @constant
