@@ -22,6 +22,7 @@ export {
 } from './contacts';
 export {
   templates,
+  templateVersions,
   type TemplateType,
 } from './templates';
 export {
