@@ -20,6 +20,7 @@ import { importRoutes } from './routes/imports';
 import { emailRoutes } from './routes/emails';
 import { sendRoutes } from './routes/send';
 import { templateRoutes } from './routes/templates';
+import { templateVersionRoutes } from './routes/template-versions';
 import { templateRenderRoutes } from './routes/template-render';
 import { emailRawOpenApiPaths } from './routes/email-raw';
 import { segmentRoutes } from './routes/segments';
@@ -52,6 +53,7 @@ export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
     ...importRoutes(deps),
     ...contactRoutes(deps),
     ...templateRoutes(deps),
+    ...templateVersionRoutes(deps),
     ...templateRenderRoutes(deps),
     ...segmentRoutes(deps),
     ...campaignRoutes(deps),

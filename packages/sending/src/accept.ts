@@ -197,6 +197,7 @@ export async function acceptSend(
     data: persist,
     content: {
       templateId: template?.id ?? null,
+      templateVersion: template?.version ?? null,
       // A MARKETING template's mail carries the unsubscribe link and List-Unsubscribe (RFC 8058).
       marketing,
       fromEmail: fromInput!.email,

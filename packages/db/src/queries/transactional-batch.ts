@@ -67,7 +67,7 @@ type Row = ContactSqlRow & { req: number; suppression: SuppressionCause | null; 
  *   written: one statement).
  */
 export async function writeTransactionalBatch(db: DbOrTx, requests: TransactionalRequest[]): Promise<TransactionalWrite[]> {
-  const q = { req: [] as number[], project: [] as string[], template: [] as (string | null)[], marketing: [] as boolean[], fromEmail: [] as string[], fromName: [] as (string | null)[], replyTo: [] as (string | null)[], subject: [] as string[], body: [] as string[], format: [] as string[], variables: [] as string[], headers: [] as string[], attachments: [] as string[], test: [] as boolean[], timestamp: [] as string[], senders: [] as (string | null)[] };
+  const q = { req: [] as number[], project: [] as string[], template: [] as (string | null)[], templateVersion: [] as (number | null)[], marketing: [] as boolean[], fromEmail: [] as string[], fromName: [] as (string | null)[], replyTo: [] as (string | null)[], subject: [] as string[], body: [] as string[], format: [] as string[], variables: [] as string[], headers: [] as string[], attachments: [] as string[], test: [] as boolean[], timestamp: [] as string[], senders: [] as (string | null)[] };
   const c = { req: [] as number[], id: [] as string[], project: [] as string[], email: [] as string[], key: [] as string[], subscribed: [] as boolean[], stated: [] as boolean[], patch: [] as string[], removed: [] as string[], test: [] as boolean[] };
   const r = { req: [] as number[], id: [] as string[], key: [] as string[], email: [] as string[], name: [] as (string | null)[] };
   const f = { req: [] as number[], id: [] as string[], filename: [] as string[], contentType: [] as string[], content: [] as Buffer[] };
@@ -78,6 +78,7 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     q.req.push(i);
     q.project.push(request.projectId);
     q.template.push(ct.templateId);
+    q.templateVersion.push(ct.templateVersion ?? null);
     q.marketing.push(ct.marketing);
     q.fromEmail.push(ct.fromEmail);
     q.fromName.push(ct.fromName);
@@ -126,10 +127,10 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
   const result = await executeNamed<Row>(db, sql`
     with reqs as (
       select * from unnest(${param(q.req)}::int[], ${param(q.project)}::uuid[], ${param(q.template)}::uuid[], ${param(q.marketing)}::boolean[],
-        ${param(q.fromEmail)}::text[], ${param(q.fromName)}::text[], ${param(q.replyTo)}::text[], ${param(q.subject)}::text[], ${param(q.body)}::text[],
+        ${param(q.templateVersion)}::int[], ${param(q.fromEmail)}::text[], ${param(q.fromName)}::text[], ${param(q.replyTo)}::text[], ${param(q.subject)}::text[], ${param(q.body)}::text[],
         ${param(q.format)}::text[], ${param(q.variables)}::jsonb[], ${param(q.headers)}::jsonb[], ${param(q.attachments)}::text[], ${param(q.test)}::boolean[],
         ${param(q.timestamp)}::text[], ${param(q.senders)}::jsonb[])
-        as t(req, project_id, template_id, marketing, from_email, from_name, reply_to, subject, body, body_format, variables, headers, attachment_ids, test, webhook_ts, senders)
+        as t(req, project_id, template_id, marketing, template_version, from_email, from_name, reply_to, subject, body, body_format, variables, headers, attachment_ids, test, webhook_ts, senders)
     ),
     allowed as (
       select q.* from reqs q
@@ -164,9 +165,9 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       join upserted u on u.project_id = r.project_id and u.email_key = r.email_key
     ),
     em as (
-      insert into emails (id, project_id, contact_id, template_id, source, marketing, to_email, to_name, from_email, from_name,
+      insert into emails (id, project_id, contact_id, template_id, template_version, source, marketing, to_email, to_name, from_email, from_name,
         reply_to, subject, body, body_format, variables, headers, attachment_ids, test, status, error)
-      select r.id, q.project_id, u.id, q.template_id, 'transactional', q.marketing, r.to_email, r.to_name,
+      select r.id, q.project_id, u.id, q.template_id, q.template_version, 'transactional', q.marketing, r.to_email, r.to_name,
         q.from_email, q.from_name, q.reply_to, q.subject, q.body, q.body_format, q.variables, q.headers, q.attachment_ids::uuid[], q.test,
         case when h.cause is null then 'queued' else 'suppressed' end,
         'suppressed: ' || ${suppressionReasonSql(sql`h.cause`)}
