@@ -1,8 +1,9 @@
-import { bigint, boolean, check, index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, check, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
 import { segments } from './segments';
+import { templates } from './templates';
 
 /**
  * Campaign states (docs/api/overview.md): DRAFT → SCHEDULED → SENDING → SENT; CANCELLED from DRAFT, SCHEDULED, SENDING
@@ -36,6 +37,15 @@ export const campaigns = pgTable(
     fromEmail: text('from_email').notNull(),
     fromName: text('from_name'),
     replyTo: text('reply_to'),
+    /**
+     * The template the content comes from (null: written on the campaign itself). Its subject and body are copied
+     * here when the campaign is created or edited, and again when it is sent or scheduled.
+     */
+    templateId: uuid('template_id').references(() => templates.id, { onDelete: 'set null' }),
+    /** The pinned version of {@link templateId}; null follows the latest published version until the campaign is sent. */
+    templateVersion: integer('template_version'),
+    /** The template version whose content `subject` and `body` hold now (recorded on each of its emails). */
+    contentVersion: integer('content_version'),
     audienceType: text('audience_type').notNull().$type<AudienceType>(),
     segmentId: uuid('segment_id').references(() => segments.id, { onDelete: 'set null' }),
     audienceFilter: jsonb('audience_filter').$type<unknown>(),
