@@ -14,6 +14,7 @@ import { type CampaignRow, type NewCampaign } from '@mailroom/audiences/queries/
 import type { CampaignStats } from '@mailroom/audiences/campaigns/stats';
 import { FilterField } from './filter-fields';
 import { filterField } from '@mailroom/audiences/filter-schema';
+import { CampaignTemplateFields } from './campaign-template';
 import { EmailAddress, Nullable, PageQuery, PlunkPageQuery, StringEnum, Timestamp } from './common';
 
 export const Status = StringEnum(CAMPAIGN_STATUSES, 'DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED');
@@ -29,6 +30,9 @@ export const Campaign = Type.Object({
   from: Type.String(),
   fromName: Nullable(Type.String()),
   replyTo: Nullable(Type.String()),
+  templateId: Nullable(Type.String({ description: 'the template the subject and body come from, or null' })),
+  templateVersion: Nullable(Type.Integer({ description: 'the pinned version of templateId; null follows the latest published one until the campaign is sent' })),
+  contentVersion: Nullable(Type.Integer({ description: 'the template version subject and body hold now (each email records it as templateVersion)' })),
   audienceType: AudienceType,
   type: AudienceType,
   segmentId: Nullable(Type.String()),
@@ -64,6 +68,9 @@ export function presentCampaign(c: CampaignRow): Static<typeof Campaign> {
     from: c.fromEmail,
     fromName: c.fromName,
     replyTo: c.replyTo,
+    templateId: c.templateId,
+    templateVersion: c.templateVersion,
+    contentVersion: c.contentVersion,
     audienceType: c.audienceType,
     // docs/api/overview.md: the create response's `type` equals `audienceType`.
     type: c.audienceType,
@@ -144,8 +151,9 @@ export const CreateCampaign = Type.Object(
   {
     name: fields.name,
     description: Type.Optional(fields.description),
-    subject: fields.subject,
-    body: fields.body,
+    subject: Type.Optional(fields.subject),
+    body: Type.Optional(fields.body),
+    ...CampaignTemplateFields,
     from: fields.from,
     fromName: Type.Optional(fields.fromName),
     replyTo: Type.Optional(fields.replyTo),
@@ -157,7 +165,7 @@ export const CreateCampaign = Type.Object(
   { additionalProperties: false },
 );
 export const UpdateCampaign = Type.Object(
-  { ...Type.Partial(Type.Object(fields)).properties, ...PlunkCampaignFields },
+  { ...Type.Partial(Type.Object(fields)).properties, ...CampaignTemplateFields, ...PlunkCampaignFields },
   { additionalProperties: false, minProperties: 1 },
 );
 
