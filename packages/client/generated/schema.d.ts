@@ -305,9 +305,86 @@ export interface paths {
         head?: never;
         /**
          * Update a template
-         * @description Fields not sent are unchanged; null clears description, from, fromName or replyTo. A mailbox string in from sets fromName too, unless fromName is sent. Emails already queued keep the content they were accepted with.
+         * @description Fields not sent are unchanged; null clears description, from, fromName or replyTo. A mailbox string in from sets fromName too, unless fromName is sent. Emails already queued keep the content they were accepted with. A change of subject, body or sender is a new version: without `draft` it is published at once (the next send uses it; 409 `INVALID_STATE` while a draft exists); with `?draft=true` it creates or updates the draft and the live version stays until POST /templates/{id}/publish. Name, description and type change at once either way.
          */
         patch: operations["updateTemplate"];
+        trace?: never;
+    };
+    "/templates/{id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a template's versions, newest first (the draft, if any, is the newest)
+         * @description Keyset pagination on the version number: pass `nextCursor` back as `cursor`.
+         */
+        get: operations["listTemplateVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/templates/{id}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one version of a template */
+        get: operations["getTemplateVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/templates/{id}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish the draft: it becomes the live version
+         * @description The next /v1/send and every step or campaign following "latest published" use it; pinned ones keep their version. 409 `INVALID_STATE` when there is no draft.
+         */
+        post: operations["publishTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/templates/{id}/draft": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Discard the draft
+         * @description 409 `INVALID_STATE` when there is no draft. The live version is unchanged.
+         */
+        delete: operations["discardTemplateDraft"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/templates/render": {
@@ -341,7 +418,7 @@ export interface paths {
         put?: never;
         /**
          * Render a stored template (preview)
-         * @description Renders with the worker's implementation against the context an email would have: the contact's `email` and data (`contactId`), `data` over it, and `unsubscribeUrl` (a preview link). `missingVariables` names the variables the template uses that this context lacks and that have no `?? default` (they would render empty). Nothing is stored or sent.
+         * @description Renders with the worker's implementation against the context an email would have: the contact's `email` and data (`contactId`), `data` over it, and `unsubscribeUrl` (a preview link). `missingVariables` names the variables the template uses that this context lacks and that have no `?? default` (they would render empty). Nothing is stored or sent. `version` (query or body) renders that version, published or the draft; default the live one.
          */
         post: operations["renderTemplate"];
         delete?: never;
@@ -3212,6 +3289,7 @@ export interface operations {
                                 subject: string;
                                 contactId: string | null;
                                 templateId: string | null;
+                                templateVersion: number | null;
                                 campaignId: string | null;
                                 messageId: string | null;
                                 /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
@@ -3296,6 +3374,7 @@ export interface operations {
                             subject: string;
                             contactId: string | null;
                             templateId: string | null;
+                            templateVersion: number | null;
                             campaignId: string | null;
                             messageId: string | null;
                             /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
@@ -3939,6 +4018,9 @@ export interface operations {
                                 from: string | null;
                                 fromName: string | null;
                                 replyTo: string | null;
+                                /** @description the live (published) version: what /v1/send and unpinned steps use */
+                                version: number;
+                                draftVersion: number | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -3965,6 +4047,9 @@ export interface operations {
                                 from: string | null;
                                 fromName: string | null;
                                 replyTo: string | null;
+                                /** @description the live (published) version: what /v1/send and unpinned steps use */
+                                version: number;
+                                draftVersion: number | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -4050,6 +4135,9 @@ export interface operations {
                             from: string | null;
                             fromName: string | null;
                             replyTo: string | null;
+                            /** @description the live (published) version: what /v1/send and unpinned steps use */
+                            version: number;
+                            draftVersion: number | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4109,6 +4197,9 @@ export interface operations {
                             from: string | null;
                             fromName: string | null;
                             replyTo: string | null;
+                            /** @description the live (published) version: what /v1/send and unpinned steps use */
+                            version: number;
+                            draftVersion: number | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4170,7 +4261,10 @@ export interface operations {
     };
     updateTemplate: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description write the draft instead of publishing at once (default false) */
+                draft?: boolean;
+            };
             header?: never;
             path: {
                 /** @description resource id */
@@ -4233,6 +4327,9 @@ export interface operations {
                             from: string | null;
                             fromName: string | null;
                             replyTo: string | null;
+                            /** @description the live (published) version: what /v1/send and unpinned steps use */
+                            version: number;
+                            draftVersion: number | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4245,8 +4342,256 @@ export interface operations {
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
             415: components["responses"]["Error415RateLimited"];
             422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    listTemplateVersions: {
+        parameters: {
+            query: {
+                /** @description page size, 1–100, as plain decimal digits (`1e2`, `0x10`, ` 5` are 400) */
+                limit: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            items: {
+                                templateId: string;
+                                version: number;
+                                /** @description `draft` for the one draft, else `published` */
+                                status: "published" | "draft";
+                                /** @description this is the version /v1/send and unpinned steps use now */
+                                live: boolean;
+                                subject: string;
+                                body: string;
+                                from: string | null;
+                                fromName: string | null;
+                                replyTo: string | null;
+                                publishedAt: string | null;
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** Format: date-time */
+                                updatedAt: string;
+                            }[];
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            /** @description items matching the filters */
+                            total: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    getTemplateVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description template id */
+                id: string;
+                /** @description version number */
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            templateId: string;
+                            version: number;
+                            /** @description `draft` for the one draft, else `published` */
+                            status: "published" | "draft";
+                            /** @description this is the version /v1/send and unpinned steps use now */
+                            live: boolean;
+                            subject: string;
+                            body: string;
+                            from: string | null;
+                            fromName: string | null;
+                            replyTo: string | null;
+                            publishedAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    publishTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @description the template's project (Plunk's field) */
+                            projectId: string;
+                            name: string;
+                            description: string | null;
+                            subject: string;
+                            body: string;
+                            /**
+                             * @description TRANSACTIONAL or MARKETING
+                             * @enum {string}
+                             */
+                            type: "TRANSACTIONAL" | "MARKETING";
+                            from: string | null;
+                            fromName: string | null;
+                            replyTo: string | null;
+                            /** @description the live (published) version: what /v1/send and unpinned steps use */
+                            version: number;
+                            draftVersion: number | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    discardTemplateDraft: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @description the template's project (Plunk's field) */
+                            projectId: string;
+                            name: string;
+                            description: string | null;
+                            subject: string;
+                            body: string;
+                            /**
+                             * @description TRANSACTIONAL or MARKETING
+                             * @enum {string}
+                             */
+                            type: "TRANSACTIONAL" | "MARKETING";
+                            from: string | null;
+                            fromName: string | null;
+                            replyTo: string | null;
+                            /** @description the live (published) version: what /v1/send and unpinned steps use */
+                            version: number;
+                            draftVersion: number | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
             429: components["responses"]["Error429RateLimited"];
             500: components["responses"]["Error500RateLimited"];
             503: components["responses"]["Error503RateLimited"];
@@ -4330,7 +4675,10 @@ export interface operations {
     };
     renderTemplate: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description render this version (published or the draft) instead of the live one */
+                version?: number;
+            };
             header?: never;
             path: {
                 /** @description resource id */
@@ -4351,6 +4699,8 @@ export interface operations {
                      * @description a contact of the project: its `email` and stored data are merged under `data`
                      */
                     contactId?: string;
+                    /** @description render this version (published or the draft) instead of the live one */
+                    version?: number;
                 };
             };
         };
@@ -5119,6 +5469,9 @@ export interface operations {
                                 from: string;
                                 fromName: string | null;
                                 replyTo: string | null;
+                                templateId: string | null;
+                                templateVersion: number | null;
+                                contentVersion: number | null;
                                 /**
                                  * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                                  * @enum {string}
@@ -5174,6 +5527,9 @@ export interface operations {
                                 from: string;
                                 fromName: string | null;
                                 replyTo: string | null;
+                                templateId: string | null;
+                                templateVersion: number | null;
+                                contentVersion: number | null;
                                 /**
                                  * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                                  * @enum {string}
@@ -5243,8 +5599,6 @@ export interface operations {
                 /**
                  * @example {
                  *       "name": "example",
-                 *       "subject": "example",
-                 *       "body": "example",
                  *       "from": "Acme <hello@example.com>",
                  *       "audienceType": "ALL"
                  *     }
@@ -5253,9 +5607,11 @@ export interface operations {
                     name: string;
                     description?: string | null;
                     /** @description subject template */
-                    subject: string;
+                    subject?: string;
                     /** @description HTML body template; {{unsubscribeUrl}} is the recipient's unsubscribe link; at most 200 levels of nested elements (422 naming the field) */
-                    body: string;
+                    body?: string;
+                    templateId?: string | null;
+                    templateVersion?: number | null;
                     /**
                      * Format: mailbox
                      * @description an email address, or a mailbox with a display name such as "Acme <hello@acme.com>" (RFC 5322); the display name is used as the sender name unless a name field is given. Internationalised domains are accepted and stored in punycode; the part before the @ must be ASCII
@@ -5303,6 +5659,9 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -5392,6 +5751,9 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -5483,6 +5845,8 @@ export interface operations {
                     audienceType?: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    templateId?: string | null;
+                    templateVersion?: number | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -5516,6 +5880,9 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -5653,6 +6020,8 @@ export interface operations {
                     audienceType?: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    templateId?: string | null;
+                    templateVersion?: number | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -5686,6 +6055,9 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -5785,6 +6157,9 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -5875,6 +6250,9 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -6117,6 +6495,9 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -6261,6 +6642,9 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -6332,6 +6716,9 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}

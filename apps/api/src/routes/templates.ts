@@ -9,7 +9,7 @@
  *
  * Versions (`template-versions.ts` has their routes): every content change is a version. `PATCH` edits the live
  * content at once (a new published version), as Plunk clients expect; `PATCH ?draft=true` writes the draft
- * instead, which `POST /templates/{id}/publish` makes live (docs/decisions/0025-template-versions.md).
+ * instead, which `POST /templates/{id}/publish` makes live (docs/decisions/0130-template-versions.md).
  *
  * @module
  */
