@@ -32,7 +32,7 @@ export type TemplatePatch = Partial<TemplateContent & Pick<TemplateRow, 'name' |
 export type VersionConflict = { conflict: 'draft-exists' | 'no-draft' };
 
 function contentOf(patch: TemplatePatch): Partial<TemplateContent> {
-  return Object.fromEntries(CONTENT_FIELDS.filter((k) => patch[k] !== undefined).map((k) => [k, patch[k]])) as Partial<TemplateContent>;
+  return Object.fromEntries(CONTENT_FIELDS.filter((k) => patch[k] !== undefined).map((k) => [k, patch[k]]));
 }
 
 function metaOf(patch: TemplatePatch): Partial<Pick<TemplateRow, 'name' | 'description' | 'type'>> {
