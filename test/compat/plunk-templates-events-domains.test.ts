@@ -100,6 +100,9 @@ describe('a Plunk v2 integration, request by request', () => {
       fromName: 'Acme',
       replyTo: 'support@acme.test',
       type: 'TRANSACTIONAL',
+      // Ours beside Plunk's: the live version, and no draft.
+      version: 1,
+      draftVersion: null,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });
