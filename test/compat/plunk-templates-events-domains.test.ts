@@ -102,6 +102,9 @@ describe('a Plunk v2 integration, request by request', () => {
       type: 'TRANSACTIONAL',
       // Ours beside Plunk's: open/click tracking of the template's mail (null: the project's mode).
       tracking: null,
+      // Ours beside Plunk's: the live version, and no draft.
+      version: 1,
+      draftVersion: null,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

@@ -22,6 +22,7 @@ import { emailRoutes } from './routes/emails';
 import { emailScheduleRoutes } from './routes/email-schedule';
 import { sendRoutes } from './routes/send';
 import { templateRoutes } from './routes/templates';
+import { templateVersionRoutes } from './routes/template-versions';
 import { templateRenderRoutes } from './routes/template-render';
 import { emailRawOpenApiPaths } from './routes/email-raw';
 import { segmentRoutes } from './routes/segments';
@@ -56,6 +57,7 @@ export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
     ...importRoutes(deps),
     ...contactRoutes(deps),
     ...templateRoutes(deps),
+    ...templateVersionRoutes(deps),
     ...templateRenderRoutes(deps),
     ...segmentRoutes(deps),
     ...campaignRoutes(deps),

@@ -44,6 +44,15 @@ const contactData = (extra: Record<string, Schema>, required: string[]): Schema 
   properties: { contactId: nullableUuid, email: { type: 'string', format: 'email' }, ...extra, test },
 });
 
+/** `data` fields of the two snooze events. */
+const snooze = (untilDescription: string): Record<string, Schema> => ({
+  snoozedUntil: { type: ['string', 'null'], format: 'date-time', description: untilDescription },
+  previousSnoozedUntil: { type: ['string', 'null'], format: 'date-time', description: 'the end it had before (null: it was not snoozed)' },
+  method: { type: 'string', enum: ['api', 'link', 'expired'] },
+  emailId: { ...nullableUuid, description: 'the email whose unsubscribe page paused it (`link`)' },
+  campaignId: nullableUuid,
+});
+
 const campaignData = (extra: Record<string, Schema> = {}): Schema => ({
   type: 'object',
   required: ['campaignId'],
@@ -113,6 +122,14 @@ const EVENTS: Record<WebhookEventType, { summary: string; data: Schema }> = {
   'contact.suppressed': {
     summary: 'An address was added to the suppression list (bounce, complaint, or by the API)',
     data: contactData({ reason: { type: 'string' }, sourceEmailId: nullableUuid, suppressionId: uuid }, ['reason', 'suppressionId']),
+  },
+  'contact.snoozed': {
+    summary: 'A contact paused marketing email until a date (the API, or the unsubscribe page), or moved the date',
+    data: contactData(snooze('the new end of the snooze'), ['snoozedUntil', 'method']),
+  },
+  'contact.unsnoozed': {
+    summary: "A contact's snooze ended: cleared through the API (`method: api`) or run out (`expired`, within seconds of its end)",
+    data: contactData(snooze('null'), ['previousSnoozedUntil', 'method']),
   },
   'campaign.sending': { summary: 'A campaign started sending (or its failed emails are sent again)', data: campaignData({ retryFailed: { type: 'boolean' }, retried: { type: 'integer' } }) },
   'campaign.paused': { summary: 'A campaign paused (by the API, a guardrail, or the SES quota)', data: campaignData({ reason: { type: 'string' } }) },

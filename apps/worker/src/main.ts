@@ -36,6 +36,7 @@ import { startWorkflowInbox } from './processors/workflow-inbox';
 import { domainsTask } from './processors/domains';
 import { maintenanceProcessor, startMaintenanceTimers, type MaintenanceTask } from './processors/maintenance';
 import { countersTask } from './processors/counters';
+import { snoozesTask } from './processors/snoozes';
 import type { MailTransport } from '@mailroom/sending/ses/transport';
 import { quotaTask } from './processors/quota';
 import { checkQuotaOnce } from '@mailroom/sending/quota';
@@ -144,6 +145,7 @@ export async function startWorker(
     testMessagesTask({ config, database, logger }),
     retentionTask({ config, database, logger }),
     countersTask({ database }),
+    snoozesTask({ config, database, webhookQueue, logger }),
     partitionsTask({ config, database, logger }),
   ];
   // One processor per catalog queue, keyed like the catalog: a queue without one does not compile.

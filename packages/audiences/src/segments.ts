@@ -10,6 +10,8 @@
  *
  * A condition is `{ field, operator, value?, unit?, window?, campaignId? }`. Fields:
  * - `email` (case-insensitive), `subscribed`, `createdAt`, `updatedAt`;
+ * - `snoozed` (`equals`/`notEquals` true or false: marketing email paused now, `snoozedUntil` after the query's
+ *   "now") and `snoozedUntil` (compared like `createdAt`; a contact without a snooze matches no comparison);
  * - `data.<path>`: compared by the type of `value` (string, number, boolean, or an ISO 8601 date string for
  *   the ordering operators); a stored value of another type never matches a typed comparison;
  * - `event.<name>`: `exists` (performed), `notExists`, `within` / `notWithin` (performed in the last
@@ -72,6 +74,9 @@ export interface FilterWindow {
   unit: FilterUnit;
 }
 
+/** Contact timestamps a condition compares. */
+export type TimestampField = 'createdAt' | 'updatedAt' | 'snoozedUntil';
+
 type Comparison = 'equals' | 'notEquals' | 'greaterThan' | 'lessThan' | 'greaterThanOrEqual' | 'lessThanOrEqual';
 type TextMatch = 'contains' | 'notContains' | 'startsWith' | 'endsWith';
 
@@ -79,9 +84,9 @@ type TextMatch = 'contains' | 'notContains' | 'startsWith' | 'endsWith';
 export type FilterCondition =
   | { kind: 'email'; op: 'equals' | 'notEquals' | TextMatch; value: string }
   | { kind: 'email'; op: 'in' | 'notIn'; values: string[] }
-  | { kind: 'subscribed'; op: 'equals' | 'notEquals'; value: boolean }
-  | { kind: 'timestamp'; column: 'createdAt' | 'updatedAt'; op: Exclude<Comparison, 'notEquals'>; value: Date }
-  | { kind: 'timestamp'; column: 'createdAt' | 'updatedAt'; op: 'within' | 'notWithin'; window: FilterWindow }
+  | { kind: 'subscribed' | 'snoozed'; op: 'equals' | 'notEquals'; value: boolean }
+  | { kind: 'timestamp'; column: TimestampField; op: Exclude<Comparison, 'notEquals'>; value: Date }
+  | { kind: 'timestamp'; column: TimestampField; op: 'within' | 'notWithin'; window: FilterWindow }
   | ({ kind: 'data'; path: string[] } & DataSource & DataTest)
   | { kind: 'event'; name: string; op: 'exists' | 'notExists' }
   | { kind: 'event'; name: string; op: 'within' | 'notWithin'; window: FilterWindow }
@@ -269,12 +274,12 @@ class Parser {
       const literal = op === 'equals' || op === 'notEquals';
       return value === undefined ? undefined : { kind: 'email', op: op as 'equals', value: (literal ? value.trim() : value).toLowerCase() };
     }
-    if (field === 'subscribed') {
-      if (op !== 'equals' && op !== 'notEquals') return unsupported('subscribed');
+    if (field === 'subscribed' || field === 'snoozed') {
+      if (op !== 'equals' && op !== 'notEquals') return unsupported(field);
       if (typeof input.value !== 'boolean') return this.fail(vp, 'must be true or false', 'invalid_type');
-      return { kind: 'subscribed', op, value: input.value };
+      return { kind: field, op, value: input.value };
     }
-    if (field === 'createdAt' || field === 'updatedAt') {
+    if (field === 'createdAt' || field === 'updatedAt' || field === 'snoozedUntil') {
       if (op === 'within' || op === 'notWithin') {
         const window = this.window(input, path, 'value', 'unit');
         return window && { kind: 'timestamp', column: field, op, window };
@@ -355,7 +360,7 @@ class Parser {
       return unsupported('email.<activity> (use exists, notExists, within or notWithin)');
     }
     const contextField = this.options.allowContext ? ', context.<path>' : '';
-    return this.fail(`${path}.field`, `must be email, subscribed, createdAt, updatedAt, data.<path>${contextField}, event.<name> or email.<activity>`, 'invalid_enum_value');
+    return this.fail(`${path}.field`, `must be email, subscribed, snoozed, createdAt, updatedAt, snoozedUntil, data.<path>${contextField}, event.<name> or email.<activity>`, 'invalid_enum_value');
   }
 }
 

@@ -216,6 +216,7 @@ export async function acceptSend(
     data: persist,
     content: {
       templateId: template?.id ?? null,
+      templateVersion: template?.version ?? null,
       // A MARKETING template's mail carries the unsubscribe link and List-Unsubscribe (RFC 8058).
       marketing,
       // The send's tracking, else its template's; null: the project's mode decides (in the write).

@@ -33,6 +33,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'email.received',
   'contact.unsubscribed',
   'contact.suppressed',
+  'contact.snoozed',
+  'contact.unsnoozed',
   'campaign.sending',
   'campaign.paused',
   'campaign.resumed',

@@ -60,6 +60,9 @@ export const STEP_CONFIG_SCHEMAS = {
   SEND_EMAIL: Type.Object(
     {
       templateId: Type.String({ format: 'uuid', description: 'a template of this project' }),
+      templateVersion: Type.Optional(
+        Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'pin this published version of the template; omitted: the latest published version at each send' }),
+      ),
       from: Type.Optional(EmailAddress),
       fromName: Type.Optional(Type.String({ maxLength: 200 })),
       replyTo: Type.Optional(EmailAddress),

@@ -14,6 +14,7 @@ import { type CampaignRow, type NewCampaign } from '@mailroom/audiences/queries/
 import type { CampaignStats } from '@mailroom/audiences/campaigns/stats';
 import { FilterField } from './filter-fields';
 import { filterField } from '@mailroom/audiences/filter-schema';
+import { CampaignTemplateFields } from './campaign-template';
 import { EmailAddress, Nullable, PageQuery, PlunkPageQuery, StringEnum, Timestamp } from './common';
 import { AbFields, CampaignAbFields, presentAb } from './campaign-ab-shapes';
 
@@ -31,6 +32,9 @@ export const Campaign = Type.Object({
   fromName: Nullable(Type.String()),
   replyTo: Nullable(Type.String()),
   tracking: Nullable(Type.Boolean({ description: "open and click tracking of the campaign's mail; null: the project's `trackingMode` decides" })),
+  templateId: Nullable(Type.String({ description: 'the template the subject and body come from, or null' })),
+  templateVersion: Nullable(Type.Integer({ description: 'the pinned version of templateId; null follows the latest published one until the campaign is sent' })),
+  contentVersion: Nullable(Type.Integer({ description: 'the template version subject and body hold now (each email records it as templateVersion)' })),
   audienceType: AudienceType,
   type: AudienceType,
   segmentId: Nullable(Type.String()),
@@ -68,6 +72,9 @@ export function presentCampaign(c: CampaignRow): Static<typeof Campaign> {
     fromName: c.fromName,
     replyTo: c.replyTo,
     tracking: c.tracking,
+    templateId: c.templateId,
+    templateVersion: c.templateVersion,
+    contentVersion: c.contentVersion,
     audienceType: c.audienceType,
     // docs/api/overview.md: the create response's `type` equals `audienceType`.
     type: c.audienceType,
@@ -150,8 +157,9 @@ export const CreateCampaign = Type.Object(
   {
     name: fields.name,
     description: Type.Optional(fields.description),
-    subject: fields.subject,
-    body: fields.body,
+    subject: Type.Optional(fields.subject),
+    body: Type.Optional(fields.body),
+    ...CampaignTemplateFields,
     from: fields.from,
     fromName: Type.Optional(fields.fromName),
     replyTo: Type.Optional(fields.replyTo),
@@ -165,7 +173,7 @@ export const CreateCampaign = Type.Object(
   { additionalProperties: false },
 );
 export const UpdateCampaign = Type.Object(
-  { ...Type.Partial(Type.Object(fields)).properties, ...AbFields, ...PlunkCampaignFields },
+  { ...Type.Partial(Type.Object(fields)).properties, ...AbFields, ...CampaignTemplateFields, ...PlunkCampaignFields },
   { additionalProperties: false, minProperties: 1 },
 );
 
@@ -209,6 +217,10 @@ export const Stats = Type.Object({
   cancelled: Type.Integer(),
   suppressed: Type.Integer(),
   unsubscribed: Type.Integer(),
+  skipped: Type.Object(
+    { snoozed: Type.Integer({ description: 'contacts of the audience left out because they had paused marketing email (snoozedUntil ahead at fan-out)' }) },
+    { description: 'contacts of the audience that got no email, by reason (not counted in recipients)' },
+  ),
   rates: Type.Object(
     {
       delivery: Type.Number(),
@@ -259,6 +271,7 @@ export function presentStats(c: CampaignRow, s: CampaignStats): Static<typeof St
     cancelled: s.cancelled,
     suppressed: s.suppressed,
     unsubscribed: s.unsubscribed,
+    skipped: s.skipped,
     rates: s.rates,
     progress: s.progress,
     audienceComplete: s.audienceComplete,

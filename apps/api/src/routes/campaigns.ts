@@ -35,6 +35,7 @@ import { campaignStats } from '@mailroom/audiences/campaigns/stats';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
 import { cursorId, Deleted, IdParams, keysetPage, PageFields, PlunkPageFields, plunkPageFields, resolvePaging } from './common';
+import { contentColumns, refreshContent } from './campaign-template';
 import {
   Campaign,
   presentCampaign,
@@ -110,7 +111,8 @@ export function campaignRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 422, 429],
       handler: async ({ body, auth }) => {
         const { variants, abTest, ...ours } = fromPlunk(body);
-        const input = { ...toColumns(ours), audienceType: ours.audienceType } as NewCampaign & { fromEmail: string };
+        const content = await contentColumns(db, auth.projectId, ours);
+        const input = { ...toColumns(ours), ...content, audienceType: ours.audienceType } as NewCampaign & { fromEmail: string };
         return { data: presentCampaign(await createDraft(db, auth.projectId, input, abGiven(variants, abTest))) };
       },
     }),
@@ -143,7 +145,8 @@ export function campaignRoutes(deps: AppDeps) {
         errors: [400, 401, 403, 404, 409, 422, 429],
         handler: async ({ params, body: given, auth }) => {
           const { variants, abTest, ...body } = fromPlunk(given);
-          return { data: presentCampaign(await editCampaign(db, auth.projectId, params.id, toColumns(body), abGiven(variants, abTest))) };
+          const content = await contentColumns(db, auth.projectId, body, await requireCampaign(db, auth.projectId, params.id));
+          return { data: presentCampaign(await editCampaign(db, auth.projectId, params.id, { ...toColumns(body), ...content }, abGiven(variants, abTest))) };
         },
       }),
     ),
@@ -180,7 +183,7 @@ export function campaignRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 409, 422, 429],
       handler: async ({ params, body, auth, log }) => {
-        await sendableCampaign(db, auth.projectId, params.id);
+        await refreshContent(db, await sendableCampaign(db, auth.projectId, params.id));
         if (body.scheduledAt !== undefined && body.scheduledFor !== undefined) {
           throw validationError([{ field: 'scheduledFor', message: 'give the time once: scheduledAt and scheduledFor are the same field', code: 'custom' }]);
         }

@@ -5,6 +5,7 @@
  *   `contacts`/`cursor`); `total` from maintained counters (exact) or, with `search`, counted up to 10,000.
  * - Upsert (`POST`): 201 with `_meta.isNew` for a new contact, 200 with `_meta.isUpdate` for an existing one.
  * - `data` merges shallowly in SQL (a `null` value removes the key); `subscribed` changes only when stated.
+ * - `snoozedUntil` (create and update): marketing mail is held back until then (`contact-snooze.ts`).
  * - Delete: an erasure (`@mailroom/db/queries/erase`): the contact goes with its events and executions, its queued
  *   emails are cancelled, its emails stay in the sending log scrubbed of personal data, and webhook deliveries,
  *   import errors and idempotent responses naming it are deleted.
@@ -24,7 +25,9 @@ import {
   type ContactRow,
 } from '@mailroom/db/queries/contacts';
 import { eraseContact } from '@mailroom/db/queries/erase';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { route } from '../http/route';
+import { SnoozeField, applySnooze, checkSnooze } from './contact-snooze';
 import { readDb, type AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, PageFields, PageQuery, Timestamp } from './common';
 
@@ -34,17 +37,19 @@ export const Contact = Type.Object({
   email: Type.String(),
   subscribed: Type.Boolean({ description: 'subscribed to marketing email' }),
   data: Type.Record(Type.String(), Type.Unknown()),
+  snoozedUntil: Nullable(Type.String({ format: 'date-time', description: 'marketing email is paused until then (campaigns and marketing workflow steps skip the contact); null: not snoozed' })),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
 
 /** Presents a stored contact. */
-export function presentContact(c: Pick<ContactRow, 'id' | 'email' | 'subscribed' | 'data' | 'createdAt' | 'updatedAt'>): Static<typeof Contact> {
+export function presentContact(c: Pick<ContactRow, 'id' | 'email' | 'subscribed' | 'data' | 'createdAt' | 'updatedAt'> & { snoozedUntil?: Date | null }): Static<typeof Contact> {
   return {
     id: c.id,
     email: c.email,
     subscribed: c.subscribed,
     data: c.data,
+    snoozedUntil: c.snoozedUntil?.toISOString() ?? null,
     createdAt: c.createdAt.toISOString(),
     updatedAt: c.updatedAt.toISOString(),
   };
@@ -75,10 +80,13 @@ const UpsertResult = Type.Intersect([
   Type.Object({ _meta: Type.Object({ isNew: Type.Boolean(), isUpdate: Type.Boolean() }) }),
 ]);
 
+const UpsertBody = Type.Object({ ...ContactInput.properties, snoozedUntil: SnoozeField }, { additionalProperties: false });
+
 const UpdateBody = Type.Object(
   {
     subscribed: Type.Optional(Type.Boolean()),
     data: Type.Optional(ContactData),
+    snoozedUntil: SnoozeField,
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -138,16 +146,26 @@ export function contactRoutes(deps: AppDeps) {
       summary: 'Create or update a contact by email',
       description:
         'Upsert by address (case-insensitive). New contacts default to `subscribed: true`; for an existing contact ' +
-        'an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key).',
+        'an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key). `snoozedUntil` (a ' +
+        'future time) pauses marketing email until then; null clears a snooze (`contact.snoozed` / `contact.unsnoozed`).',
       auth: 'secret',
-      body: ContactInput,
+      body: UpsertBody,
       response: UpsertResult,
       status: 201,
       otherStatuses: { 200: 'The contact existed and was updated (`_meta.isUpdate`)' },
       errors: [400, 401, 403, 409, 422, 429],
       idempotent: true,
-      handler: async ({ body, auth, db: tx }) => {
-        const c = await upsertContact(tx, auth.projectId, body, { test: auth.mode === 'test' });
+      handler: async ({ body, auth, db: tx, afterCommit, log }) => {
+        const { snoozedUntil, ...input } = body;
+        const until = checkSnooze(snoozedUntil);
+        const test = auth.mode === 'test';
+        const { c, deliveries } = await tx.transaction(async (t) => {
+          const c = await upsertContact(t, auth.projectId, input, { test });
+          if (until === undefined) return { c, deliveries: [] };
+          const snoozed = await applySnooze(t, auth.projectId, c.id, until, test);
+          return { c: { ...c, snoozedUntil: snoozed.snoozedUntil }, deliveries: snoozed.deliveries };
+        });
+        afterCommit(() => announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log));
         return {
           status: c.inserted ? 201 : 200,
           data: { ...presentContact(c), _meta: { isNew: c.inserted, isUpdate: !c.inserted } },
@@ -177,16 +195,27 @@ export function contactRoutes(deps: AppDeps) {
       operationId: 'updateContact',
       tag: 'Contacts',
       summary: 'Update a contact',
-      description: '`data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given.',
+      description:
+        '`data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given; ' +
+        '`snoozedUntil` (a future time) pauses marketing email until then, null clears a snooze ' +
+        '(`contact.snoozed` / `contact.unsnoozed` events and webhooks, when it changes).',
       auth: 'secret',
       params: IdParams,
       body: UpdateBody,
       response: Contact,
       status: 200,
       errors: [400, 401, 403, 404, 422, 429],
-      handler: async ({ params, body, auth }) => {
-        const c = await updateContact(db, auth.projectId, params.id, body, { test: auth.mode === 'test' });
+      handler: async ({ params, body, auth, log }) => {
+        const { snoozedUntil, ...patch } = body;
+        const until = checkSnooze(snoozedUntil);
+        const test = auth.mode === 'test';
+        const { c, deliveries } = await db.transaction(async (t) => {
+          const snoozed = until === undefined ? undefined : await applySnooze(t, auth.projectId, params.id, until, test);
+          const c = patch.subscribed !== undefined || patch.data !== undefined ? await updateContact(t, auth.projectId, params.id, patch, { test }) : await getContact(t, auth.projectId, params.id);
+          return { c, deliveries: snoozed?.deliveries ?? [] };
+        });
         if (!c) throw notFound('Contact');
+        await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
         return { data: presentContact(c) };
       },
     }),

@@ -20,6 +20,7 @@ import { unsubscribeUrl } from '@mailroom/mail/unsubscribe';
 import { type Config } from '@mailroom/config/config';
 import { getContact } from '@mailroom/db/queries/contacts';
 import { getTemplate } from '@mailroom/db/queries/templates';
+import { getVersion } from '@mailroom/db/queries/template-versions';
 import { type DbOrTx } from '@mailroom/db/client';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
@@ -34,7 +35,10 @@ const RenderInputs = {
   contactId: Type.Optional(Type.String({ format: 'uuid', description: 'a contact of the project: its `email` and stored data are merged under `data`' })),
 };
 
-const RenderTemplateBody = Type.Object(RenderInputs, { additionalProperties: false });
+const VersionField = Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'render this version (published or the draft) instead of the live one' });
+
+const RenderTemplateBody = Type.Object({ ...RenderInputs, version: Type.Optional(VersionField) }, { additionalProperties: false });
+const RenderTemplateQuery = Type.Object({ version: Type.Optional(VersionField) }, { additionalProperties: false });
 
 const RenderInlineBody = Type.Object(
   {
@@ -126,17 +130,25 @@ export function templateRenderRoutes(deps: AppDeps) {
       operationId: 'renderTemplate',
       tag: 'Templates',
       summary: 'Render a stored template (preview)',
-      description,
+      description: `${description} \`version\` (query or body) renders that version, published or the draft; default the live one.`,
       auth: 'secret',
       params: IdParams,
+      query: RenderTemplateQuery,
       body: RenderTemplateBody,
       response: Rendered,
       status: 200,
       errors: [400, 401, 403, 404, 413, 422, 429],
-      handler: async ({ params, body, auth }) => {
+      handler: async ({ params, query, body, auth }) => {
         const template = await getTemplate(db, auth.projectId, params.id);
         if (!template) throw notFound('Template');
-        return { data: await renderPreview(db, deps.config, auth.projectId, { subject: template.subject, body: template.body, format: 'html', ...body }) };
+        const { version: bodyVersion, ...inputs } = body;
+        if (bodyVersion !== undefined && query.version !== undefined && bodyVersion !== query.version) {
+          throw validationError([{ field: 'version', message: 'give the version once (query or body), or the same in both', code: 'custom' }]);
+        }
+        const n = bodyVersion ?? query.version;
+        const source = n === undefined ? template : await getVersion(db, template, n);
+        if (!source) throw validationError([{ field: 'version', message: `the template has no version ${n}`, code: 'custom' }]);
+        return { data: await renderPreview(db, deps.config, auth.projectId, { subject: source.subject, body: source.body, format: 'html', ...inputs }) };
       },
     }),
   ];

@@ -7,12 +7,16 @@
  * (`Acme <hello@acme.com>`): the display name of `from` becomes `fromName` unless `fromName` is given, and the
  * reply-to keeps its name.
  *
+ * Versions (`template-versions.ts` has their routes): every content change is a version. `PATCH` edits the live
+ * content at once (a new published version), as Plunk clients expect; `PATCH ?draft=true` writes the draft
+ * instead, which `POST /templates/{id}/publish` makes live (docs/decisions/0131-template-versions.md).
+ *
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
 import { MAILBOX_MAX_LENGTH, senderFields } from '@mailroom/platform/address';
-import { notFound, validationError } from '@mailroom/platform/errors';
+import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
 import { addressString } from '@mailroom/platform/validation';
 import { templateSyntaxErrors } from '@mailroom/mail/templates';
 import { contentLimitErrors } from '@mailroom/mail/content-limits';
@@ -21,9 +25,9 @@ import {
   deleteTemplate,
   getTemplate,
   listTemplates,
-  updateTemplate,
   type TemplateRow,
 } from '@mailroom/db/queries/templates';
+import { draftNumbers, editLive, writeDraft } from '@mailroom/db/queries/template-versions';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
@@ -73,9 +77,14 @@ const CreateTemplate = Type.Object(
   },
   { additionalProperties: false },
 );
+const PatchQuery = Type.Object(
+  { draft: Type.Optional(Type.Boolean({ description: 'write the draft instead of publishing at once (default false)' })) },
+  { additionalProperties: false },
+);
+
 const UpdateTemplate = Type.Partial(Type.Object(fields), { additionalProperties: false, minProperties: 1 });
 
-const Template = Type.Object({
+export const Template = Type.Object({
   id: Type.String(),
   projectId: Type.String({ description: "the template's project (Plunk's field)" }),
   name: Type.String(),
@@ -87,6 +96,8 @@ const Template = Type.Object({
   fromName: Nullable(Type.String()),
   replyTo: Nullable(Type.String()),
   tracking: Nullable(Type.Boolean({ description: "null: the project's `trackingMode` decides" })),
+  version: Type.Integer({ minimum: 1, description: 'the live (published) version: what /v1/send and unpinned steps use' }),
+  draftVersion: Nullable(Type.Integer({ minimum: 1, description: 'the number of the draft (PATCH ?draft=true), or null' })),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -111,7 +122,8 @@ const TemplateList = Type.Object({
   totalPages: Type.Integer(),
 });
 
-function present(t: TemplateRow): Static<typeof Template> {
+/** A template as the API returns it; `draftVersion`: its draft's number (null: none). */
+export function present(t: TemplateRow, draftVersion: number | null = null): Static<typeof Template> {
   return {
     id: t.id,
     projectId: t.projectId,
@@ -124,13 +136,15 @@ function present(t: TemplateRow): Static<typeof Template> {
     fromName: t.fromName,
     replyTo: t.replyTo,
     tracking: t.tracking,
+    version: t.version,
+    draftVersion,
     createdAt: t.createdAt.toISOString(),
     updatedAt: t.updatedAt.toISOString(),
   };
 }
 
 /** Syntax, sizes and nesting depth (content-limits.ts) of the sources given; 422 naming `subject` or `body`. */
-function checkSyntax(input: { subject?: string; body?: string }): void {
+export function checkSyntax(input: { subject?: string; body?: string }): void {
   const errors = [...templateSyntaxErrors({ subject: input.subject, body: input.body }), ...contentLimitErrors(input, 'html')];
   if (errors.length) throw validationError(errors);
 }
@@ -174,7 +188,8 @@ export function templateRoutes(deps: AppDeps) {
         const afterId = query.cursor ? decodeCursor(query.cursor) : undefined;
         const limit = query.pageSize ?? query.limit;
         const result = await listTemplates(reads, auth.projectId, { limit, afterId, page: query.page, type: query.type, search: query.search });
-        const items = result.items.map(present);
+        const drafts = await draftNumbers(reads, auth.projectId, result.items.map((t) => t.id));
+        const items = result.items.map((t) => present(t, drafts.get(t.id) ?? null));
         const last = result.items[result.items.length - 1];
         return {
           data: {
@@ -204,7 +219,8 @@ export function templateRoutes(deps: AppDeps) {
       handler: async ({ params, auth }) => {
         const row = await getTemplate(db, auth.projectId, params.id);
         if (!row) throw notFound('Template');
-        return { data: present(row) };
+        const drafts = await draftNumbers(db, auth.projectId, [row.id]);
+        return { data: present(row, drafts.get(row.id) ?? null) };
       },
     }),
     route({
@@ -215,17 +231,29 @@ export function templateRoutes(deps: AppDeps) {
       summary: 'Update a template',
       description:
         'Fields not sent are unchanged; null clears description, from, fromName or replyTo. A mailbox string in from sets fromName ' +
-        'too, unless fromName is sent. Emails already queued keep the content they were accepted with.',
+        'too, unless fromName is sent. Emails already queued keep the content they were accepted with. A change of subject, body ' +
+        'or sender is a new version: without `draft` it is published at once (the next send uses it; 409 `INVALID_STATE` while a ' +
+        'draft exists); with `?draft=true` it creates or updates the draft and the live version stays until POST ' +
+        '/templates/{id}/publish. Name, description and type change at once either way.',
       auth: 'secret',
       params: IdParams,
+      query: PatchQuery,
       body: UpdateTemplate,
       response: Template,
       status: 200,
-      errors: [400, 401, 403, 404, 422, 429],
-      handler: async ({ params, body, auth }) => {
+      errors: [400, 401, 403, 404, 409, 422, 429],
+      handler: async ({ params, query, body, auth }) => {
         checkSyntax(body);
-        const row = await updateTemplate(db, auth.projectId, params.id, senderFields(body));
+        if (query.draft) {
+          const written = await writeDraft(db, auth.projectId, params.id, senderFields(body));
+          if (!written) throw notFound('Template');
+          return { data: present(written.template, written.draft.version) };
+        }
+        const row = await editLive(db, auth.projectId, params.id, senderFields(body));
         if (!row) throw notFound('Template');
+        if ('conflict' in row) {
+          throw new AppError(ErrorCode.INVALID_STATE, 'The template has a draft: edit it with ?draft=true and publish it, or discard it (DELETE /templates/{id}/draft) first');
+        }
         return { data: present(row) };
       },
     }),

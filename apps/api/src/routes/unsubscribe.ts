@@ -10,6 +10,8 @@
  *   `List-Unsubscribe=One-Click` here (RFC 8058 §3.2). Idempotent: a repeat changes nothing and answers the same.
  *   Answers HTML, or the JSON envelope when the client accepts JSON.
  *
+ * The page also offers to pause marketing email for a while instead (`unsubscribe-pause.ts`).
+ *
  * An unknown, tampered or foreign token gets 404, and nothing changes. Both routes count *failed* lookups per
  * client IP (`UNSUBSCRIBE_LIMIT_PER_MINUTE`, default 300): each made-up token costs a database lookup, while
  * mailbox providers send real one-click POSTs from shared relays, which must never be rationed. A lookup is
@@ -34,6 +36,7 @@ import { type UnsubscribeTarget } from '@mailroom/db/queries/unsubscribe';
 import { unsubscribeTargetOf, unsubscribeThroughLink } from '@mailroom/feedback/unsubscribe';
 import type { AppDeps } from '../http/context';
 import { clientIp, FailureLimiter } from '../http/rate-limit';
+import { mountUnsubscribePause, pauseChoicesHtml, pauseOpenApiPath } from './unsubscribe-pause';
 
 function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -106,10 +109,12 @@ export function mountUnsubscribe(router: Router, deps: AppDeps): void {
       page(
         'Unsubscribe',
         `<h1>Unsubscribe</h1><p>Stop marketing email to <strong>${escapeHtml(target.toEmail)}</strong>?</p>
-<form method="post"><button type="submit">Unsubscribe</button></form>`,
+<form method="post"><button type="submit">Unsubscribe</button></form>
+${pauseChoicesHtml(String(req.params.token), escapeHtml)}`,
       ),
     );
   });
+  mountUnsubscribePause(router, deps, { resolve, page, escapeHtml });
 
   // RFC 8058 bodies are `application/x-www-form-urlencoded` (or multipart); only the fact of the POST matters.
   router.post('/unsubscribe/:token', express.urlencoded({ extended: false, limit: '4kb' }), async (req: Request, res: Response) => {
@@ -160,4 +165,5 @@ export const unsubscribeOpenApiPaths = {
       },
     },
   },
+  ...pauseOpenApiPath(tokenParameter),
 };

@@ -31,6 +31,8 @@ export interface CampaignStats {
   cancelled: number;
   suppressed: number;
   unsubscribed: number;
+  /** Contacts of the audience that got no email, by reason: `snoozed` (paused marketing email at fan-out). */
+  skipped: { snoozed: number };
   /** Fractions (0–1) of `sent`, rounded to 4 places. */
   rates: { delivery: number; open: number; click: number; bounce: number; complaint: number; unsubscribe: number };
   /** Percentages (0–100) of `sent`, unrounded, as Plunk gives them; 0 before any is sent. */
@@ -70,6 +72,7 @@ export async function campaignStats(db: DbOrTx, c: CampaignRow): Promise<Campaig
     cancelled: byStatus.cancelled ?? 0,
     suppressed: byStatus.suppressed ?? 0,
     unsubscribed: c.unsubscribed,
+    skipped: { snoozed: c.skippedSnoozed },
     rates: {
       delivery: rate(delivered),
       open: rate(opened),

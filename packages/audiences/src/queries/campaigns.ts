@@ -16,7 +16,7 @@ import { campaigns, type CampaignStatus } from '@mailroom/db/schema';
 export type CampaignRow = typeof campaigns.$inferSelect;
 export type NewCampaign = Pick<
   typeof campaigns.$inferInsert,
-  'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'tracking' | 'audienceType' | 'segmentId' | 'audienceFilter' | 'abTest'
+  'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'tracking' | 'audienceType' | 'segmentId' | 'audienceFilter' | 'abTest' | 'templateId' | 'templateVersion' | 'contentVersion'
 >;
 
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -221,7 +221,9 @@ export interface FanoutSelection {
  * email rows, in one transaction holding the campaign row lock: a bulk `INSERT` (redone with `ON CONFLICT DO NOTHING`
  * when it hits the partition's unique index on (campaign_id, contact_id), see {@link campaignEmailIdSql}) and the
  * cursor advance commit together, so a retried or duplicated batch inserts nobody twice. Only subscribed contacts whose address is not on the suppression list are taken (one that
- * bounces later is caught again at send time).
+ * bounces later is caught again at send time). Snoozed contacts (`snoozed_until` ahead) are read with the batch,
+ * so the keyset scan keeps its index, but get no email: they are counted in `skipped_snoozed`, in the same
+ * statement, committed with the cursor advance.
  *
  * @param audience - predicate over `contacts` aliased `c` (segment, filter, or `true` for ALL).
  * @param selection - for a campaign with an A/B test, the phase's contacts and their variant (test group, or the
@@ -238,17 +240,17 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
     if ((selection?.phase ?? null) !== c.ab_phase) return { applied: false, inserted: 0, done: false };
     const statement = (onConflict: SQL) => sql`
       with batch as (
-        select c.id, c.email, ${selection?.variant ?? sql`null::smallint`} as variant from contacts c
+        select c.id, c.email, ${selection?.variant ?? sql`null::smallint`} as variant, coalesce(c.snoozed_until > now(), false) as snoozed from contacts c
         where c.project_id = ${c.project_id}::uuid and c.subscribed and c.id > ${c.fanout_cursor ?? NIL_UUID}::uuid and ${audience}
           and ${selection?.where ?? sql`true`} and not ${contactSuppressedSql('c')}
         order by c.id
         limit ${batchSize}
       ),
       ins as (
-        insert into emails (id, project_id, contact_id, campaign_id, marketing, tracking, source, to_email, from_email, from_name, reply_to, status, test, variant)
-        select ${campaignEmailIdSql('k')}, k.project_id, b.id, k.id, true, ${trackingSql(sql`k.project_id`, sql`k.tracking`, sql`true`)}, 'campaign', b.email,
+        insert into emails (id, project_id, contact_id, campaign_id, template_id, template_version, marketing, tracking, source, to_email, from_email, from_name, reply_to, status, test, variant)
+        select ${campaignEmailIdSql('k')}, k.project_id, b.id, k.id, k.template_id, k.content_version, true, ${trackingSql(sql`k.project_id`, sql`k.tracking`, sql`true`)}, 'campaign', b.email,
           k.from_email, k.from_name, k.reply_to, 'queued', k.test, b.variant
-        from batch b, campaigns k where k.id = ${campaignId}::uuid
+        from batch b, campaigns k where k.id = ${campaignId}::uuid and not b.snoozed
         order by b.id
         ${onConflict}
         returning id
@@ -258,6 +260,7 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
           fanout_cursor = coalesce((select max(id::text)::uuid from batch), fanout_cursor),
           fanout_done = (select count(*) from batch) < ${batchSize},
           recipients = recipients + (select count(*) from ins),
+          skipped_snoozed = skipped_snoozed + (select count(*) from batch where snoozed),
           updated_at = now()
         where id = ${campaignId}::uuid
         returning 1

@@ -8,6 +8,7 @@
  *   SQL/JSON path, {@link numberComparison}; ISO dates as timestamps via `mailroom_try_timestamptz`; strings as
  *   text); `notEquals`/`notContains`/`notIn`/`notExists`
  *   are the negations, so contacts without the key match them;
+ * - `snoozed` compares `snoozed_until` with the context's "now"; `snoozedUntil` compares the column itself;
  * - `email` operators on the lower-cased address (`email_key`; substring forms use the trigram index);
  * - `event.<name>` → `EXISTS` over `events` (planned as a semi-/anti-join on `events_project_name_contact_idx`,
  *   project, name, contact, id), time windows as id ranges (event ids are UUIDv7 of their time); counts as a
@@ -19,7 +20,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { idLowerBound } from '@mailroom/platform/ids';
-import { windowStart, type FilterCondition, type FilterScalar, type SegmentFilter } from '../segments';
+import { windowStart, type FilterCondition, type FilterScalar, type SegmentFilter, type TimestampField } from '../segments';
 import { likePattern } from '@mailroom/db/queries/like';
 
 /** Where the compiled predicate runs. */
@@ -32,6 +33,9 @@ export interface FilterContext {
   /** What `context.<path>` conditions read (a workflow execution's context); absent: they match nothing. */
   context?: Record<string, unknown>;
 }
+
+/** The column of each timestamp field. */
+const TIMESTAMP_COLUMNS: Record<TimestampField, string> = { createdAt: 'created_at', updatedAt: 'updated_at', snoozedUntil: 'snoozed_until' };
 
 const COMPARE: Record<string, string> = {
   equals: '=',
@@ -126,8 +130,12 @@ export function compileFilter(filter: SegmentFilter, ctx: FilterContext): SQL {
       }
       case 'subscribed':
         return c.op === 'equals' ? sql`${col('subscribed')} = ${c.value}` : sql`${col('subscribed')} <> ${c.value}`;
+      case 'snoozed': {
+        const snoozed = sql`coalesce(${col('snoozed_until')} > ${new Date(ctx.now).toISOString()}::timestamptz, false)`;
+        return (c.op === 'equals') === c.value ? snoozed : sql`not ${snoozed}`;
+      }
       case 'timestamp': {
-        const column = col(c.column === 'createdAt' ? 'created_at' : 'updated_at');
+        const column = col(TIMESTAMP_COLUMNS[c.column]);
         if ('window' in c) {
           const since = new Date(windowStart(c.window, ctx.now)).toISOString();
           return c.op === 'within' ? sql`${column} >= ${since}::timestamptz` : sql`${column} < ${since}::timestamptz`;

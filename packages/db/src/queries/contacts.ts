@@ -38,6 +38,8 @@ export interface UpsertedContact {
   createdAt: Date;
   updatedAt: Date;
   inserted: boolean;
+  /** End of the contact's snooze (`null`: none); absent where the statement did not read it (batched writes). */
+  snoozedUntil?: Date | null;
 }
 
 /** An upsert input row with its key (see {@link mergeInputs}). */
@@ -63,7 +65,7 @@ export function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
 
 /**
  * The `input` and `upserted` common table expressions of a contact upsert, to follow `WITH`. `upserted` returns
- * `id, email, email_key, subscribed, data, created_at, updated_at, inserted`. Rows must be distinct by key.
+ * `id, email, email_key, subscribed, data, created_at, updated_at, inserted, snoozed_until`. Rows must be distinct by key.
  * `guard`: a condition without which nothing is upserted (and nothing that follows from `upserted` written).
  */
 export function upsertCtes(projectId: string, rows: UpsertRow[], test = false, guard?: SQL): SQL {
@@ -88,7 +90,7 @@ export function upsertCtes(projectId: string, rows: UpsertRow[], test = false, g
           from input i, jsonb_array_elements_text(i.removed) k
           where i.email_key = excluded.email_key),
         updated_at = now()
-      returning id, email, email_key, subscribed, data, created_at, updated_at, (xmax = 0) as inserted
+      returning id, email, email_key, subscribed, data, created_at, updated_at, (xmax = 0) as inserted, snoozed_until
     )${mayChangeSubscription(rows) ? sql`, ${subscriptionEvents(projectId, test)}` : sql``}`;
 }
 
@@ -132,6 +134,7 @@ export type ContactSqlRow = {
   created_at: Date | string;
   updated_at: Date | string;
   inserted: boolean;
+  snoozed_until?: Date | string | null;
 };
 
 /** The {@link UpsertedContact} of an `upserted` row. */
@@ -145,6 +148,7 @@ export function fromSql(r: ContactSqlRow): UpsertedContact {
     createdAt: new Date(r.created_at),
     updatedAt: new Date(r.updated_at),
     inserted: r.inserted,
+    ...(r.snoozed_until !== undefined ? { snoozedUntil: r.snoozed_until === null ? null : new Date(r.snoozed_until) } : {}),
   };
 }
 
@@ -260,7 +264,7 @@ export async function updateContact(
         case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{"method":"api"}'::jsonb, clock_timestamp(), ${opts.test ?? false}::boolean
       from updated u where u.subscribed <> u.old_subscribed
     )
-    select id, project_id, email, email_key, subscribed, data, created_at, updated_at from updated
+    select id, project_id, email, email_key, subscribed, data, snoozed_until, created_at, updated_at from updated
   `);
   const r = rows.rows[0];
   if (!r) return undefined;
@@ -271,6 +275,7 @@ export async function updateContact(
     emailKey: r.email_key as string,
     subscribed: r.subscribed as boolean,
     data: r.data as Record<string, unknown>,
+    snoozedUntil: r.snoozed_until === null ? null : new Date(r.snoozed_until as string),
     createdAt: new Date(r.created_at as string),
     updatedAt: new Date(r.updated_at as string),
   };

@@ -12,10 +12,15 @@
  *    contact is not subscribed, as it stands after this very request's upsert (so `subscribed: true` in the request
  *    lets the email go; a contact created by the request without `subscribed` is created unsubscribed, the
  *    specification's default for `/v1/send`, and its marketing email is held back).
+ * 3. `snoozed`: the email is marketing and the contact is snoozed (`contacts.snoozed_until` is ahead of the
+ *    statement's time). No request that accepts mail changes a snooze, so the rule reads it from `contacts` by the
+ *    recipient's key (the unique `(project_id, email_key)` index), and only for marketing email: transactional
+ *    mail never pays for the lookup. Campaign fan-out leaves snoozed contacts out up front and counts them
+ *    (`campaigns.skipped_snoozed`); the claim catches a contact snoozed after the fan-out.
  *
- * A further cause (for example a contact's marketing "snooze" until a date) joins here as one more `when` line, one
- * more entry of {@link SUPPRESSION_CAUSES} and {@link SUPPRESSION_REASONS}, and, when it reads a contact field, one
- * more field of {@link SuppressionSubject} that the callers fill as they fill `subscribed` (at acceptance from the
+ * A further cause joins here as one more `when` line, one more entry of {@link SUPPRESSION_CAUSES} and
+ * {@link SUPPRESSION_REASONS}, and, when it reads a contact field that the request itself may change, one more
+ * field of {@link SuppressionSubject} that the callers fill as they fill `subscribed` (at acceptance from the
  * `upserted` rows: one statement does not see its own upsert in `contacts`). Every caller then applies it, with
  * its reason, timeline entry, 202 answer and `email.suppressed` webhook, without another change.
  *
@@ -24,13 +29,14 @@
 import { sql, type SQL } from 'drizzle-orm';
 
 /** Why an email is held back (`emails.status = 'suppressed'`), as stored on its timeline entry (`data.cause`). */
-export const SUPPRESSION_CAUSES = ['suppression_list', 'unsubscribed'] as const;
+export const SUPPRESSION_CAUSES = ['suppression_list', 'unsubscribed', 'snoozed'] as const;
 export type SuppressionCause = (typeof SUPPRESSION_CAUSES)[number];
 
 /** The words of each cause: the timeline entry's `reason`, the webhook's `reason`, and `emails.error` after `suppressed: `. */
 export const SUPPRESSION_REASONS: Readonly<Record<SuppressionCause, string>> = {
   suppression_list: 'address is on the suppression list',
   unsubscribed: 'contact is unsubscribed from marketing email',
+  snoozed: 'contact has paused marketing email (snoozed)',
 };
 
 /** Where the rule reads one recipient from, as SQL expressions of the caller's query. */
@@ -65,7 +71,16 @@ export function suppressionCauseSql(r: SuppressionSubject): SQL {
   return sql`(case
       when ${onSuppressionListSql(r.projectId, r.emailKey)} then 'suppression_list'
       when ${r.marketing} and not coalesce(${r.subscribed}, true) then 'unsubscribed'
+      when ${r.marketing} and ${contactSnoozedSql(r.projectId, r.emailKey)} then 'snoozed'
     end)`;
+}
+
+/**
+ * SQL condition "the contact with this address is snoozed now" (one indexed row of `contacts`,
+ * `(project_id, email_key)`): its `snoozed_until` lies after the statement's `now()`.
+ */
+export function contactSnoozedSql(projectId: SQL, emailKey: SQL): SQL {
+  return sql`exists (select 1 from contacts sc where sc.project_id = ${projectId} and sc.email_key = ${emailKey} and sc.snoozed_until > now())`;
 }
 
 /** The {@link SUPPRESSION_REASONS} text of a cause expression (`null` for `null`). */

@@ -6,15 +6,18 @@
 import { and, count, desc, eq, ilike, lt, or, type SQL } from 'drizzle-orm';
 import { likePattern } from './like';
 import type { DbOrTx } from '../client';
-import { templates, type TemplateType } from '../schema';
+import { templates, templateVersions, type TemplateType } from '../schema';
 
 export type TemplateRow = typeof templates.$inferSelect;
 export type NewTemplate = Omit<typeof templates.$inferInsert, 'id' | 'projectId' | 'createdAt' | 'updatedAt'>;
 
-/** Creates a template. */
+/** Creates a template with its version 1, published (`template_versions`), in one transaction. */
 export async function createTemplate(db: DbOrTx, projectId: string, input: NewTemplate): Promise<TemplateRow> {
-  const [row] = await db.insert(templates).values({ ...input, projectId }).returning();
-  return row;
+  return db.transaction(async (tx) => {
+    const [row] = await tx.insert(templates).values({ ...input, projectId, version: 1 }).returning();
+    await tx.insert(templateVersions).values({ projectId, templateId: row.id, version: 1, subject: row.subject, body: row.body, from: row.from, fromName: row.fromName, replyTo: row.replyTo, publishedAt: row.createdAt });
+    return row;
+  });
 }
 
 /** A template of the project, or `undefined` (also for another project's id). */

@@ -37,6 +37,8 @@ export interface TransactionalRecipient {
 /** What every email of the request shares. */
 export interface TransactionalContent {
   templateId: string | null;
+  /** The template version the content came from (`templates.version` as read with it); null without a template. */
+  templateVersion?: number | null;
   marketing: boolean;
   /** Open and click tracking the send (else its template) asked for; null: the project's `tracking_mode` decides. */
   tracking: boolean | null;
@@ -116,9 +118,9 @@ export async function writeTransactional(
       from rcpt r join upserted u on u.email_key = r.email_key
     ),
     em as (
-      insert into emails (id, project_id, contact_id, template_id, source, marketing, tracking, to_email, to_name, from_email, from_name,
+      insert into emails (id, project_id, contact_id, template_id, template_version, source, marketing, tracking, to_email, to_name, from_email, from_name,
         reply_to, subject, body, body_format, variables, headers, attachment_ids, test, status, error, scheduled_at)
-      select r.id, ${projectId}::uuid, u.id, ${c.templateId}::uuid, 'transactional', ${c.marketing}::boolean,
+      select r.id, ${projectId}::uuid, u.id, ${c.templateId}::uuid, ${c.templateVersion ?? null}::int, 'transactional', ${c.marketing}::boolean,
         ${trackingSql(sql`${projectId}::uuid`, sql`${c.tracking}::boolean`, sql`${c.marketing}::boolean`)}, r.to_email, r.to_name,
         ${c.fromEmail}, ${c.fromName}, ${c.replyTo}, ${c.subject}, ${c.body}, ${c.bodyFormat}, ${JSON.stringify(c.variables)}::jsonb,
         ${JSON.stringify(c.headers)}::jsonb, ${`{${c.attachmentIds.join(',')}}`}::uuid[], ${c.test}::boolean,

@@ -1,8 +1,9 @@
-import { bigint, boolean, check, index, jsonb, pgTable, smallint, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, check, index, integer, jsonb, pgTable, smallint, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
 import { segments } from './segments';
+import { templates } from './templates';
 
 /**
  * Campaign states (docs/api/overview.md): DRAFT → SCHEDULED → SENDING → SENT; CANCELLED from DRAFT, SCHEDULED, SENDING
@@ -96,6 +97,15 @@ export const campaigns = pgTable(
     replyTo: text('reply_to'),
     /** Open and click tracking of this campaign's mail; null: the project's `tracking_mode` decides. */
     tracking: boolean('tracking'),
+    /**
+     * The template the content comes from (null: written on the campaign itself). Its subject and body are copied
+     * here when the campaign is created or edited, and again when it is sent or scheduled.
+     */
+    templateId: uuid('template_id').references(() => templates.id, { onDelete: 'set null' }),
+    /** The pinned version of {@link templateId}; null follows the latest published version until the campaign is sent. */
+    templateVersion: integer('template_version'),
+    /** The template version whose content `subject` and `body` hold now (recorded on each of its emails). */
+    contentVersion: integer('content_version'),
     audienceType: text('audience_type').notNull().$type<AudienceType>(),
     segmentId: uuid('segment_id').references(() => segments.id, { onDelete: 'set null' }),
     audienceFilter: jsonb('audience_filter').$type<unknown>(),
@@ -110,6 +120,8 @@ export const campaigns = pgTable(
     fanoutDone: boolean('fanout_done').notNull().default(false),
     enqueueCursor: uuid('enqueue_cursor'),
     unsubscribed: bigint('unsubscribed', { mode: 'number' }).notNull().default(0),
+    /** Contacts of the audience left out by the fan-out because they were snoozed (`contacts.snoozed_until` ahead). */
+    skippedSnoozed: bigint('skipped_snoozed', { mode: 'number' }).notNull().default(0),
     /** Why and when it paused, and the figures that made it pause (rates, sample, quota); null unless PAUSED. */
     pausedReason: text('paused_reason').$type<CampaignPauseReason>(),
     pausedAt: timestamp('paused_at', { withTimezone: true, mode: 'date' }),

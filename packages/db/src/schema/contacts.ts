@@ -1,4 +1,5 @@
-import { bigint, boolean, index, jsonb, pgTable, pgView, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, jsonb, pgTable, pgView, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
 
@@ -15,6 +16,11 @@ export const contacts = pgTable(
     emailKey: text('email_key').notNull(),
     subscribed: boolean('subscribed').notNull(),
     data: jsonb('data').$type<Record<string, unknown>>().notNull().default({}),
+    /**
+     * Marketing mail is held back until this instant (a "snooze" or pause); `null`: not snoozed. A past value is an
+     * expired snooze the worker's `snoozes` pass has not cleared yet (it clears it and records `contact.unsnoozed`).
+     */
+    snoozedUntil: timestamp('snoozed_until', { withTimezone: true, mode: 'date' }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -26,6 +32,8 @@ export const contacts = pgTable(
     // `GET /contacts?search=`: substring match on the address (pg_trgm), intersected with the project (btree_gin).
     index('contacts_email_trgm_idx').using('gin', t.projectId, t.emailKey.op('gin_trgm_ops')),
     // Segment filters on `data.<path> equals` compile to containment (`data @> …`), served by this index.
+    // The worker's expiry pass finds snoozes that ended without scanning the contacts that have none.
+    index('contacts_snoozed_until_idx').on(t.snoozedUntil).where(sql`${t.snoozedUntil} is not null`),
     index('contacts_data_idx').using('gin', t.projectId, t.data.op('jsonb_path_ops')),
   ],
 );

@@ -62,6 +62,8 @@ export const emails = pgTable(
     projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
     contactId: uuid('contact_id').references(() => contacts.id, { onDelete: 'set null' }),
     templateId: uuid('template_id').references(() => templates.id, { onDelete: 'set null' }),
+    /** The version of the template its content came from (`template_versions.version`); null without a template. */
+    templateVersion: integer('template_version'),
     /** Set for a campaign's recipients: subject, body and format are then read from the campaign. */
     campaignId: uuid('campaign_id').references(() => campaigns.id, { onDelete: 'cascade' }),
     /**

@@ -24,6 +24,7 @@ export {
 } from './contacts';
 export {
   templates,
+  templateVersions,
   type TemplateType,
 } from './templates';
 export {

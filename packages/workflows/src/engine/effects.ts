@@ -37,6 +37,7 @@ export function workflowEmailRow(a: {
     projectId: x.projectId,
     contactId: x.contactId,
     templateId: template.id,
+    templateVersion: template.version,
     workflowExecutionId: x.id,
     workflowStepRunId: a.run.id,
     marketing: template.type === 'MARKETING',

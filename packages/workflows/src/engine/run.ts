@@ -43,6 +43,7 @@ import {
   type MoveEffects,
 } from '../queries/workflow-engine';
 import { getTemplate } from '@mailroom/db/queries/templates';
+import { pinnedTemplate } from '@mailroom/db/queries/template-versions';
 import { SUPPRESSION_REASONS } from '@mailroom/db/queries/suppression-rule';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { type ExecutionRow, type StepRunRow, type WorkflowGraph, type WorkflowStepRow } from '@mailroom/db/queries/workflows';
@@ -304,9 +305,12 @@ export class ExecutionRun {
 
   private async sendEmail(run: StepRunRow, step: WorkflowStepRow, cfg: StepConfig<'SEND_EMAIL'>): Promise<ExecutionRow | undefined> {
     const x = this.x;
-    const [template, contact] = await Promise.all([getTemplate(this.db, x.projectId, cfg.templateId), contactForSend(this.db, x, cfg.templateId)]);
+    const [live, contact] = await Promise.all([getTemplate(this.db, x.projectId, cfg.templateId), contactForSend(this.db, x, cfg.templateId)]);
     if (!contact) return this.end(run, 'FAILED', 'the contact no longer exists');
-    if (!template) return this.end(run, 'FAILED', `template ${cfg.templateId} no longer exists`);
+    if (!live) return this.end(run, 'FAILED', `template ${cfg.templateId} no longer exists`);
+    // A pinned step sends its version; otherwise the live (latest published) one, which the template row holds.
+    const template = cfg.templateVersion === undefined ? live : await pinnedTemplate(this.db, live, cfg.templateVersion);
+    if (!template) return this.end(run, 'FAILED', `template ${cfg.templateId} has no published version ${cfg.templateVersion}`);
     // The suppression rule (the list; a MARKETING template to a contact not subscribed): the step is skipped.
     if (contact.suppression) {
       return this.done(run, step, 'next', { status: 'SKIPPED', output: { reason: SUPPRESSION_REASONS[contact.suppression], cause: contact.suppression } });

@@ -10,6 +10,7 @@ import { type WorkflowBranch, type WorkflowStepType } from '@mailroom/db/schema/
 import { webhookUrlProblem } from '@mailroom/webhooks/webhooks';
 import { senderError } from '@mailroom/mail/sender';
 import { getTemplate } from '@mailroom/db/queries/templates';
+import { getVersion } from '@mailroom/db/queries/template-versions';
 import { type WorkflowGraph, type WorkflowRow, type WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { type DbOrTx } from '@mailroom/db/client';
 import { graphProblems, parseStepConfig, type GraphProblem } from '../workflows';
@@ -42,7 +43,11 @@ export async function checkStep(
   if (type === 'SEND_EMAIL') {
     const template = await getTemplate(db, projectId, value.templateId as string);
     if (!template) throw validationError([{ field: `${field}.templateId`, message: 'no template with this id in this project', code: 'custom' }]);
-    const from = (value.from as string | undefined) ?? template.from;
+    const pinned = value.templateVersion === undefined ? undefined : await getVersion(db, template, value.templateVersion as number);
+    if (value.templateVersion !== undefined && !pinned?.publishedAt) {
+      throw validationError([{ field: `${field}.templateVersion`, message: 'no published version with this number (a draft cannot be pinned)', code: 'custom' }]);
+    }
+    const from = (value.from as string | undefined) ?? (pinned ?? template).from;
     if (!from) throw validationError([{ field: `${field}.from`, message: 'is required: the template has no from address', code: 'invalid_type' }]);
     const bad = await senderError(db, projectId, from, value.from ? `${field}.from` : `${field}.templateId`);
     if (bad) throw validationError([bad]);
