@@ -102,3 +102,12 @@ export {
   campaignEvents,
   testMessages,
 } from './deliverability';
+export {
+  TOPIC_DEFAULTS,
+  TOPIC_VISIBILITIES,
+  topics,
+  contactTopics,
+  contactConfirmations,
+  type TopicDefault,
+  type TopicVisibility,
+} from './topics';
