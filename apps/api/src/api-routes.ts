@@ -15,6 +15,7 @@ import { adminRetentionRoutes } from './routes/admin-retention';
 import { adminConnectionRoutes } from './routes/admin-connections';
 import { reputationRoutes } from './routes/reputation';
 import { contactRoutes } from './routes/contacts';
+import { topicRoutes } from './routes/topics';
 import { eventRoutes } from './routes/events';
 import { importRoutes } from './routes/imports';
 import { emailRoutes } from './routes/emails';
@@ -27,6 +28,7 @@ import { campaignRoutes } from './routes/campaigns';
 import { campaignGuardrailRoutes } from './routes/campaign-guardrails';
 import { campaignRetryRoutes } from './routes/campaign-retry';
 import { unsubscribeOpenApiPaths } from './routes/unsubscribe';
+import { confirmOpenApiPaths } from './routes/confirm';
 import { sesWebhookOpenApiPaths } from './routes/ses-webhook';
 import { suppressionRoutes } from './routes/suppressions';
 import { webhookRoutes } from './routes/webhooks';
@@ -51,6 +53,7 @@ export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
     // Before `/contacts/:id`, whose pattern would also match `/contacts/import`.
     ...importRoutes(deps),
     ...contactRoutes(deps),
+    ...topicRoutes(deps),
     ...templateRoutes(deps),
     ...templateRenderRoutes(deps),
     ...segmentRoutes(deps),
@@ -77,6 +80,7 @@ export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
 export const HAND_DESCRIBED_PATHS: Record<string, Record<string, unknown>> = {
   ...emailRawOpenApiPaths,
   ...unsubscribeOpenApiPaths,
+  ...confirmOpenApiPaths,
   ...sesWebhookOpenApiPaths,
   ...inboundRawOpenApiPaths,
 };

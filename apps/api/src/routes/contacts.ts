@@ -13,7 +13,12 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
-import { ContactData, ContactInput, upsertContact } from '@mailroom/contacts/contacts';
+import { ContactData } from '@mailroom/contacts/contacts';
+import { topicWebhookEvents } from '@mailroom/contacts/topics';
+import { contactTopicStates, setContactTopics } from '@mailroom/db/queries/topics';
+import { confirmationsOf } from '@mailroom/db/queries/confirmations';
+import { withWebhookEvents } from '@mailroom/db/queries/webhooks';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
 import { parseSegmentFilter, type SegmentFilter } from '@mailroom/audiences/segments';
 import { compileAudience } from '@mailroom/audiences/audience';
@@ -27,6 +32,8 @@ import { eraseContact } from '@mailroom/db/queries/erase';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, PageFields, PageQuery, Timestamp } from './common';
+import { checkTopicChoices, ContactTopic, presentContactTopic, TopicChoices } from './topics';
+import { Confirmation, presentConfirmation, UpsertBody, upsertWithTopics } from './contact-upsert';
 
 /** A contact as the API returns it. */
 export const Contact = Type.Object({
@@ -72,16 +79,36 @@ const ContactList = Type.Object({
 
 const UpsertResult = Type.Intersect([
   Contact,
-  Type.Object({ _meta: Type.Object({ isNew: Type.Boolean(), isUpdate: Type.Boolean() }) }),
+  Type.Object({
+    _meta: Type.Object({
+      isNew: Type.Boolean(),
+      isUpdate: Type.Boolean(),
+      confirmation: Type.Optional(
+        Type.Object({ id: Type.String(), emailId: Type.String({ description: 'the confirmation email (GET /emails/{id})' }), topicIds: Type.Array(Type.String()) }, {
+          description: 'with doubleOptIn: the pending confirmation',
+        }),
+      ),
+    }),
+  }),
 ]);
 
 const UpdateBody = Type.Object(
   {
     subscribed: Type.Optional(Type.Boolean()),
     data: Type.Optional(ContactData),
+    topics: Type.Optional(TopicChoices),
   },
   { additionalProperties: false, minProperties: 1 },
 );
+
+/** One contact with its topics and its double opt-in confirmations (the proof of consent). */
+const ContactDetail = Type.Intersect([
+  Contact,
+  Type.Object({
+    topics: Type.Array(ContactTopic, { description: "the contact's standing with every topic of the project" }),
+    confirmations: Type.Array(Confirmation, { description: 'double opt-in confirmations, newest first (at most 20)' }),
+  }),
+]);
 
 /** `?filter=`: JSON text (400 when it does not parse), then the segment language (422 naming the path). */
 function parseFilterParam(text: string): SegmentFilter {
@@ -138,20 +165,22 @@ export function contactRoutes(deps: AppDeps) {
       summary: 'Create or update a contact by email',
       description:
         'Upsert by address (case-insensitive). New contacts default to `subscribed: true`; for an existing contact ' +
-        'an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key).',
+        'an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key). `topics` records topic ' +
+        'choices as PUT /contacts/{id}/topics does. With `doubleOptIn: true` a confirmation email is sent (the template ' +
+        '`confirmationTemplateId`, where `{{confirmUrl}}` is the link, or a built-in one) and the contact stays unsubscribed ' +
+        '(a new contact globally; with `topicIds`, from those topics, unless it chose them before) until it confirms ' +
+        'through the link\'s page (GET /confirm). Unconfirmed contacts the double opt-in created are deleted after ' +
+        'DOUBLE_OPT_IN_EXPIRY_HOURS.',
       auth: 'secret',
-      body: ContactInput,
+      body: UpsertBody,
       response: UpsertResult,
       status: 201,
       otherStatuses: { 200: 'The contact existed and was updated (`_meta.isUpdate`)' },
       errors: [400, 401, 403, 409, 422, 429],
       idempotent: true,
-      handler: async ({ body, auth, db: tx }) => {
-        const c = await upsertContact(tx, auth.projectId, body, { test: auth.mode === 'test' });
-        return {
-          status: c.inserted ? 201 : 200,
-          data: { ...presentContact(c), _meta: { isNew: c.inserted, isUpdate: !c.inserted } },
-        };
+      handler: async (ctx) => {
+        const { contact: c, meta } = await upsertWithTopics(deps, ctx);
+        return { status: c.inserted ? 201 : 200, data: { ...presentContact(c), _meta: meta } };
       },
     }),
     route({
@@ -162,13 +191,14 @@ export function contactRoutes(deps: AppDeps) {
       summary: 'Get a contact',
       auth: 'secret',
       params: IdParams,
-      response: Contact,
+      response: ContactDetail,
       status: 200,
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, auth }) => {
         const c = await getContact(db, auth.projectId, params.id);
         if (!c) throw notFound('Contact');
-        return { data: presentContact(c) };
+        const [topics, confirmations] = await Promise.all([contactTopicStates(db, auth.projectId, c.id), confirmationsOf(db, auth.projectId, c.id)]);
+        return { data: { ...presentContact(c), topics: topics.map(presentContactTopic), confirmations: confirmations.map(presentConfirmation) } };
       },
     }),
     route({
@@ -177,17 +207,32 @@ export function contactRoutes(deps: AppDeps) {
       operationId: 'updateContact',
       tag: 'Contacts',
       summary: 'Update a contact',
-      description: '`data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given.',
+      description:
+        '`data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given; ' +
+        '`topics` records topic choices as PUT /contacts/{id}/topics does.',
       auth: 'secret',
       params: IdParams,
       body: UpdateBody,
       response: Contact,
       status: 200,
       errors: [400, 401, 403, 404, 422, 429],
-      handler: async ({ params, body, auth }) => {
-        const c = await updateContact(db, auth.projectId, params.id, body, { test: auth.mode === 'test' });
-        if (!c) throw notFound('Contact');
-        return { data: presentContact(c) };
+      handler: async ({ params, body, auth, log }) => {
+        const { topics, ...rest } = body;
+        if (topics) await checkTopicChoices(db, auth.projectId, topics.map((t) => t.topicId), (i) => `topics.${i}.topicId`);
+        const test = auth.mode === 'test';
+        const { result: c, deliveries } = await withWebhookEvents(
+          db,
+          auth.projectId,
+          async (tx) => {
+            const updated = Object.keys(rest).length > 0 ? await updateContact(tx, auth.projectId, params.id, rest, { test }) : await getContact(tx, auth.projectId, params.id);
+            const changes = updated && topics ? await setContactTopics(tx, auth.projectId, updated.id, topics, { method: 'api', test }) : [];
+            return { updated, changes };
+          },
+          ({ updated, changes }) => (updated ? topicWebhookEvents(updated, changes, { method: 'api' }) : []),
+        );
+        await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
+        if (!c.updated) throw notFound('Contact');
+        return { data: presentContact(c.updated) };
       },
     }),
     route({

@@ -11,7 +11,10 @@
  * 2. `unsubscribed`: the email is marketing (a MARKETING template, a campaign, a marketing workflow email) and the
  *    contact is not subscribed, as it stands after this very request's upsert (so `subscribed: true` in the request
  *    lets the email go; a contact created by the request without `subscribed` is created unsubscribed, the
- *    specification's default for `/v1/send`, and its marketing email is held back).
+ *    specification's default for `/v1/send`, and its marketing email is held back);
+ * 3. `topic_unsubscribed`: the email is marketing of a topic (a campaign's or a workflow step's `topicId`) and the
+ *    contact is not subscribed to that topic (`topicSubscribedSql`, docs/guides/topics.md). Transactional mail never
+ *    reads topics.
  *
  * A further cause (for example a contact's marketing "snooze" until a date) joins here as one more `when` line, one
  * more entry of {@link SUPPRESSION_CAUSES} and {@link SUPPRESSION_REASONS}, and, when it reads a contact field, one
@@ -24,13 +27,14 @@
 import { sql, type SQL } from 'drizzle-orm';
 
 /** Why an email is held back (`emails.status = 'suppressed'`), as stored on its timeline entry (`data.cause`). */
-export const SUPPRESSION_CAUSES = ['suppression_list', 'unsubscribed'] as const;
+export const SUPPRESSION_CAUSES = ['suppression_list', 'unsubscribed', 'topic_unsubscribed'] as const;
 export type SuppressionCause = (typeof SUPPRESSION_CAUSES)[number];
 
 /** The words of each cause: the timeline entry's `reason`, the webhook's `reason`, and `emails.error` after `suppressed: `. */
 export const SUPPRESSION_REASONS: Readonly<Record<SuppressionCause, string>> = {
   suppression_list: 'address is on the suppression list',
   unsubscribed: 'contact is unsubscribed from marketing email',
+  topic_unsubscribed: "contact is not subscribed to the email's topic",
 };
 
 /** Where the rule reads one recipient from, as SQL expressions of the caller's query. */
@@ -46,6 +50,11 @@ export interface SuppressionSubject {
    * an opt-out.
    */
   subscribed: SQL;
+  /**
+   * Whether the contact is subscribed to the email's topic (boolean), or `null` when the email has no topic (or no
+   * contact); absent: no topic.
+   */
+  topicSubscribed?: SQL;
 }
 
 /**
@@ -65,6 +74,7 @@ export function suppressionCauseSql(r: SuppressionSubject): SQL {
   return sql`(case
       when ${onSuppressionListSql(r.projectId, r.emailKey)} then 'suppression_list'
       when ${r.marketing} and not coalesce(${r.subscribed}, true) then 'unsubscribed'
+      when ${r.marketing} and not coalesce(${r.topicSubscribed ?? sql`null::boolean`}, true) then 'topic_unsubscribed'
     end)`;
 }
 

@@ -40,6 +40,8 @@ export function workflowEmailRow(a: {
     workflowExecutionId: x.id,
     workflowStepRunId: a.run.id,
     marketing: template.type === 'MARKETING',
+    // A topic is marketing's business: a TRANSACTIONAL template's email ignores the step's topic.
+    topicId: template.type === 'MARKETING' ? (cfg.topicId ?? null) : null,
     source: 'workflow',
     toEmail: a.contact.email,
     fromEmail: a.from,

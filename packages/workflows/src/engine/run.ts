@@ -304,10 +304,11 @@ export class ExecutionRun {
 
   private async sendEmail(run: StepRunRow, step: WorkflowStepRow, cfg: StepConfig<'SEND_EMAIL'>): Promise<ExecutionRow | undefined> {
     const x = this.x;
-    const [template, contact] = await Promise.all([getTemplate(this.db, x.projectId, cfg.templateId), contactForSend(this.db, x, cfg.templateId)]);
+    const [template, contact] = await Promise.all([getTemplate(this.db, x.projectId, cfg.templateId), contactForSend(this.db, x, cfg.templateId, cfg.topicId)]);
     if (!contact) return this.end(run, 'FAILED', 'the contact no longer exists');
     if (!template) return this.end(run, 'FAILED', `template ${cfg.templateId} no longer exists`);
-    // The suppression rule (the list; a MARKETING template to a contact not subscribed): the step is skipped.
+    // The suppression rule (the list; a MARKETING template to a contact not subscribed, globally or to the step's
+    // topic): the step is skipped.
     if (contact.suppression) {
       return this.done(run, step, 'next', { status: 'SKIPPED', output: { reason: SUPPRESSION_REASONS[contact.suppression], cause: contact.suppression } });
     }
