@@ -103,8 +103,9 @@ export async function upsertWithTopics(
   await checkTopicChoices(tx, auth.projectId, topicIds, (i) => `topicIds.${i}`);
   const email = doubleOptIn ? await resolveConfirmationEmail(tx, auth.projectId, { templateId: confirmationTemplateId, from: confirmationFrom, fromName: confirmationFromName, topicIds }) : undefined;
   const test = auth.mode === 'test';
-  // A new contact of a global double opt-in (no topics) is created unsubscribed; with topics, globally as usual.
-  const c = await upsertContact(tx, auth.projectId, doubleOptIn && topicIds.length === 0 ? { ...input, ...(await isNew(tx, auth.projectId, input.email)) } : input, { test });
+  // A double opt-in's new contact is created unsubscribed (nothing marketing reaches it before it confirms); an
+  // existing contact keeps its global subscription.
+  const c = await upsertContact(tx, auth.projectId, doubleOptIn ? { ...input, ...(await isNew(tx, auth.projectId, input.email)) } : input, { test });
   const changes = topics ? await setContactTopics(tx, auth.projectId, c.id, topics, { method: 'api', test }) : [];
   let confirmation: { id: string; emailId: string; topicIds: string[] } | undefined;
   if (doubleOptIn && email) {
@@ -141,7 +142,7 @@ export async function upsertWithTopics(
   return { contact: c, meta: { isNew: c.inserted, isUpdate: !c.inserted, ...(confirmation ? { confirmation } : {}) } };
 }
 
-/** `{ subscribed: false }` when no contact has the address yet (a global double opt-in creates it unsubscribed). */
+/** `{ subscribed: false }` when no contact has the address yet (a double opt-in creates it unsubscribed). */
 async function isNew(db: DbOrTx, projectId: string, email: string): Promise<{ subscribed?: false }> {
   const rows = await db.execute(sql`select 1 from contacts where project_id = ${projectId}::uuid and email_key = ${normalizeEmail(email).toLowerCase()}`);
   return rows.rows.length === 0 ? { subscribed: false } : {};

@@ -168,7 +168,7 @@ export function contactRoutes(deps: AppDeps) {
         'an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key). `topics` records topic ' +
         'choices as PUT /contacts/{id}/topics does. With `doubleOptIn: true` a confirmation email is sent (the template ' +
         '`confirmationTemplateId`, where `{{confirmUrl}}` is the link, or a built-in one) and the contact stays unsubscribed ' +
-        '(a new contact globally; with `topicIds`, from those topics, unless it chose them before) until it confirms ' +
+        '(a new contact globally; with `topicIds`, from those topics too, unless it chose them before) until it confirms ' +
         'through the link\'s page (GET /confirm). Unconfirmed contacts the double opt-in created are deleted after ' +
         'DOUBLE_OPT_IN_EXPIRY_HOURS.',
       auth: 'secret',
