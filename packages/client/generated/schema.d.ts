@@ -233,7 +233,7 @@ export interface paths {
         put?: never;
         /**
          * Create or update a contact by email
-         * @description Upsert by address (case-insensitive). New contacts default to `subscribed: true`; for an existing contact an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key).
+         * @description Upsert by address (case-insensitive). New contacts default to `subscribed: true`; for an existing contact an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key). `topics` records topic choices as PUT /contacts/{id}/topics does. With `doubleOptIn: true` a confirmation email is sent (the template `confirmationTemplateId`, where `{{confirmUrl}}` is the link, or a built-in one) and the contact stays unsubscribed (a new contact globally; with `topicIds`, from those topics too, unless it chose them before) until it confirms through the link's page (GET /confirm). Unconfirmed contacts the double opt-in created are deleted after DOUBLE_OPT_IN_EXPIRY_HOURS.
          */
         post: operations["upsertContact"];
         delete?: never;
@@ -262,9 +262,76 @@ export interface paths {
         head?: never;
         /**
          * Update a contact
-         * @description `data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given.
+         * @description `data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given; `topics` records topic choices as PUT /contacts/{id}/topics does.
          */
         patch: operations["updateContact"];
+        trace?: never;
+    };
+    "/topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List topics, newest first
+         * @description Keyset pagination: pass `nextCursor` back as `cursor`.
+         */
+        get: operations["listTopics"];
+        put?: never;
+        /** Create a topic */
+        post: operations["createTopic"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/topics/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a topic */
+        get: operations["getTopic"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a topic and every contact's choice for it
+         * @description A campaign or workflow step still naming the topic reaches nobody afterwards.
+         */
+        delete: operations["deleteTopic"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a topic
+         * @description Changing `defaultSubscription` moves every contact without a choice at once (no events are recorded for them).
+         */
+        patch: operations["updateTopic"];
+        trace?: never;
+    };
+    "/contacts/{id}/topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A contact's standing with every topic */
+        get: operations["getContactTopics"];
+        /**
+         * Set a contact's topic choices
+         * @description Records each choice (topics not listed keep theirs) and, for each topic whose standing changed, the event and webhook `contact.topic_subscribed` / `contact.topic_unsubscribed` (`method: "api"`). The global `subscribed` is not changed. Answers every topic's standing.
+         */
+        put: operations["setContactTopics"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/templates": {
@@ -1463,14 +1530,35 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Unsubscribe confirmation page (never unsubscribes by itself) */
+        /** Unsubscribe page, or the preference center when the project has topics (never changes anything by itself) */
         get: operations["unsubscribePage"];
         put?: never;
         /**
          * Unsubscribe (RFC 8058 one-click, or the page's button); idempotent
-         * @description Sets the contact's `subscribed` to false, records `contact.unsubscribed` and the email's `unsubscribed` timeline entry, and counts it on the campaign, once. Answers HTML, or `{success, data: {email, unsubscribed, changed}}` when the client accepts JSON.
+         * @description Sets the contact's `subscribed` to false, records `contact.unsubscribed` and the email's `unsubscribed` timeline entry, and counts it on the campaign, once. For a topic's email (a 64-character token) a one-click POST, or one without `action`, leaves that topic only (`contact.topic_unsubscribed`). `action=preferences` saves the preference center: each public topic subscribed when its id is among the `topic` fields, unsubscribed otherwise. `action=unsubscribe_all` leaves all marketing email. Answers HTML, or `{success, data: {email, unsubscribed, changed}}` when the client accepts JSON.
          */
         post: operations["unsubscribe"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Double opt-in confirmation page (never confirms by itself) */
+        get: operations["confirmPage"];
+        put?: never;
+        /**
+         * Confirm a double opt-in (the page's button); idempotent
+         * @description Records the proof (time, IP address, user agent), subscribes the contact (globally, or to the confirmation's topics) and records `contact.confirmed`, once. Answers HTML, or `{success, data: {email, confirmed, changed}}` when the client accepts JSON.
+         */
+        post: operations["confirm"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1793,6 +1881,66 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "contact.topic_subscribed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A contact subscribed to a topic (API, import, preference center, double opt-in confirmation)
+         * @description Sent to every enabled endpoint subscribed to `contact.topic_subscribed`, `contact.*` or `*`.
+         */
+        post: operations["webhook_contact_topic_subscribed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.topic_unsubscribed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A contact left a topic (API, import, preference center, the one-click unsubscribe of the topic's mail)
+         * @description Sent to every enabled endpoint subscribed to `contact.topic_unsubscribed`, `contact.*` or `*`.
+         */
+        post: operations["webhook_contact_topic_unsubscribed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.confirmed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A contact confirmed a double opt-in (the proof of consent: time, IP address, user agent)
+         * @description Sent to every enabled endpoint subscribed to `contact.confirmed`, `contact.*` or `*`.
+         */
+        post: operations["webhook_contact_confirmed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "campaign.sending": {
         parameters: {
             query?: never;
@@ -2024,7 +2172,7 @@ export interface components {
                  * @description machine-readable code (docs/api/errors.md)
                  * @enum {string}
                  */
-                code: "BAD_REQUEST" | "INVALID_JSON" | "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "PUBLIC_KEY_NOT_ALLOWED" | "PROJECT_DISABLED" | "KEY_SCOPE_FORBIDDEN" | "KEY_DOMAIN_FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "INVALID_STATE" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+                code: "BAD_REQUEST" | "INVALID_JSON" | "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "PUBLIC_KEY_NOT_ALLOWED" | "PROJECT_DISABLED" | "KEY_SCOPE_FORBIDDEN" | "KEY_DOMAIN_FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "INVALID_STATE" | "EXPIRED" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
                 message: string;
                 statusCode: number;
                 /** @description whether the same request may succeed if sent again unchanged (after Retry-After when present) */
@@ -2593,10 +2741,10 @@ export interface operations {
                                 /** @description `suppressed`: the email is stored with this status and never sent; `reason` says why */
                                 status: "queued" | "suppressed";
                                 /**
-                                 * @description why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed)
+                                 * @description why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed), `topic_unsubscribed` (marketing email of a topic the contact is not subscribed to)
                                  * @enum {string}
                                  */
-                                reason?: "suppression_list" | "unsubscribed";
+                                reason?: "suppression_list" | "unsubscribed" | "topic_unsubscribed";
                             }[];
                             /** @description recipients whose email is suppressed (not sent) */
                             suppressed: string[];
@@ -3575,6 +3723,30 @@ export interface operations {
                     data?: {
                         [key: string]: unknown;
                     };
+                    /** @description topic choices `[{topicId, subscribed}]`; topics not listed keep their standing */
+                    topics?: {
+                        /**
+                         * Format: uuid
+                         * @description a topic of this project
+                         */
+                        topicId: string;
+                        subscribed: boolean;
+                    }[];
+                    /** @description send a confirmation email; the contact (or, with topicIds, those topics) stays unsubscribed until confirmed */
+                    doubleOptIn?: boolean;
+                    /** @description with doubleOptIn: the topics the confirmation subscribes to */
+                    topicIds?: string[];
+                    /**
+                     * Format: uuid
+                     * @description with doubleOptIn: a template of this project; {{confirmUrl}} in it is the link. Default: a built-in message
+                     */
+                    confirmationTemplateId?: string;
+                    /**
+                     * Format: email
+                     * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
+                     */
+                    confirmationFrom?: string;
+                    confirmationFromName?: string;
                 };
             };
         };
@@ -3609,6 +3781,13 @@ export interface operations {
                             _meta: {
                                 isNew: boolean;
                                 isUpdate: boolean;
+                                /** @description with doubleOptIn: the pending confirmation */
+                                confirmation?: {
+                                    id: string;
+                                    /** @description the confirmation email (GET /emails/{id}) */
+                                    emailId: string;
+                                    topicIds: string[];
+                                };
                             };
                         };
                     };
@@ -3644,6 +3823,13 @@ export interface operations {
                             _meta: {
                                 isNew: boolean;
                                 isUpdate: boolean;
+                                /** @description with doubleOptIn: the pending confirmation */
+                                confirmation?: {
+                                    id: string;
+                                    /** @description the confirmation email (GET /emails/{id}) */
+                                    emailId: string;
+                                    topicIds: string[];
+                                };
                             };
                         };
                     };
@@ -3697,6 +3883,29 @@ export interface operations {
                             createdAt: string;
                             /** Format: date-time */
                             updatedAt: string;
+                        } & {
+                            /** @description the contact's standing with every topic of the project */
+                            topics: {
+                                topicId: string;
+                                name: string;
+                                /** @description whether the contact receives the topic's mail (its choice, else the topic's default); the global `subscribed` still applies */
+                                subscribed: boolean;
+                                /** @description whether the contact chose (false: the topic's default applies) */
+                                explicit: boolean;
+                            }[];
+                            /** @description double opt-in confirmations, newest first (at most 20) */
+                            confirmations: {
+                                id: string;
+                                status: "pending" | "confirmed" | "expired";
+                                topicIds: string[];
+                                emailId: string | null;
+                                /** Format: date-time */
+                                createdAt: string;
+                                confirmedAt: string | null;
+                                ip: string | null;
+                                userAgent: string | null;
+                                expiredAt: string | null;
+                            }[];
                         };
                     };
                 };
@@ -3775,6 +3984,15 @@ export interface operations {
                     data?: {
                         [key: string]: unknown;
                     };
+                    /** @description topic choices `[{topicId, subscribed}]`; topics not listed keep their standing */
+                    topics?: {
+                        /**
+                         * Format: uuid
+                         * @description a topic of this project
+                         */
+                        topicId: string;
+                        subscribed: boolean;
+                    }[];
                 };
             };
         };
@@ -3814,6 +4032,454 @@ export interface operations {
             404: components["responses"]["Error404RateLimited"];
             415: components["responses"]["Error415RateLimited"];
             422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    listTopics: {
+        parameters: {
+            query: {
+                /** @description page size, 1–100, as plain decimal digits (`1e2`, `0x10`, ` 5` are 400) */
+                limit: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            items: {
+                                id: string;
+                                name: string;
+                                description: string | null;
+                                /**
+                                 * @description opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)
+                                 * @enum {string}
+                                 */
+                                defaultSubscription: "opt_in" | "opt_out";
+                                /**
+                                 * @description public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only
+                                 * @enum {string}
+                                 */
+                                visibility: "public" | "private";
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** Format: date-time */
+                                updatedAt: string;
+                            }[];
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            /** @description items matching the filters */
+                            total: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    createTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Product news",
+                 *       "description": "New features, once a month",
+                 *       "defaultSubscription": "opt_out",
+                 *       "visibility": "public"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description unique per project (case-insensitive) */
+                    name: string;
+                    description?: string | null;
+                    /**
+                     * @description opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)
+                     * @enum {string}
+                     */
+                    defaultSubscription: "opt_in" | "opt_out";
+                    /**
+                     * @description public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only
+                     * @enum {string}
+                     */
+                    visibility?: "public" | "private";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            name: string;
+                            description: string | null;
+                            /**
+                             * @description opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)
+                             * @enum {string}
+                             */
+                            defaultSubscription: "opt_in" | "opt_out";
+                            /**
+                             * @description public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only
+                             * @enum {string}
+                             */
+                            visibility: "public" | "private";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    getTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            name: string;
+                            description: string | null;
+                            /**
+                             * @description opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)
+                             * @enum {string}
+                             */
+                            defaultSubscription: "opt_in" | "opt_out";
+                            /**
+                             * @description public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only
+                             * @enum {string}
+                             */
+                            visibility: "public" | "private";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    deleteTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @constant */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    updateTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description unique per project (case-insensitive) */
+                    name?: string;
+                    description?: string | null;
+                    /**
+                     * @description opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)
+                     * @enum {string}
+                     */
+                    defaultSubscription?: "opt_in" | "opt_out";
+                    /**
+                     * @description public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only
+                     * @enum {string}
+                     */
+                    visibility?: "public" | "private";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            name: string;
+                            description: string | null;
+                            /**
+                             * @description opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)
+                             * @enum {string}
+                             */
+                            defaultSubscription: "opt_in" | "opt_out";
+                            /**
+                             * @description public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only
+                             * @enum {string}
+                             */
+                            visibility: "public" | "private";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    getContactTopics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            topics: {
+                                topicId: string;
+                                name: string;
+                                /** @description whether the contact receives the topic's mail (its choice, else the topic's default); the global `subscribed` still applies */
+                                subscribed: boolean;
+                                /** @description whether the contact chose (false: the topic's default applies) */
+                                explicit: boolean;
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    setContactTopics: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT, retryable, after 10 s). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "topics": [
+                 *         {
+                 *           "topicId": "0193…t1",
+                 *           "subscribed": false
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description topic choices `[{topicId, subscribed}]`; topics not listed keep their standing */
+                    topics: {
+                        /**
+                         * Format: uuid
+                         * @description a topic of this project
+                         */
+                        topicId: string;
+                        subscribed: boolean;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            topics: {
+                                topicId: string;
+                                name: string;
+                                /** @description whether the contact receives the topic's mail (its choice, else the topic's default); the global `subscribed` still applies */
+                                subscribed: boolean;
+                                /** @description whether the contact chose (false: the topic's default applies) */
+                                explicit: boolean;
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited"];
             429: components["responses"]["Error429RateLimited"];
             500: components["responses"]["Error500RateLimited"];
             503: components["responses"]["Error503RateLimited"];
@@ -4443,7 +5109,7 @@ export interface operations {
                      * @enum {string}
                      */
                     type?: "DYNAMIC" | "STATIC";
-                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
+                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `topic.<topicId>` (equals true/false: subscribed to the topic), `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
                     filter?: components["schemas"]["SegmentFilter"];
                     /** @description Plunk v2's name for `filter` (same language); give only one of filter, filters, condition */
                     filters?: components["schemas"]["SegmentFilter"];
@@ -4513,7 +5179,7 @@ export interface operations {
             content: {
                 /** @example {} */
                 "application/json": {
-                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
+                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `topic.<topicId>` (equals true/false: subscribed to the topic), `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
                     filter?: components["schemas"]["SegmentFilter"];
                     /** @description Plunk v2's name for `filter` (same language); give only one of filter, filters, condition */
                     filters?: components["schemas"]["SegmentFilter"];
@@ -4697,7 +5363,7 @@ export interface operations {
                      * @enum {string}
                      */
                     type?: "DYNAMIC" | "STATIC";
-                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
+                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `topic.<topicId>` (equals true/false: subscribed to the topic), `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
                     filter?: components["schemas"]["SegmentFilter"];
                     /** @description Plunk v2's name for `filter` (same language); give only one of filter, filters, condition */
                     filters?: components["schemas"]["SegmentFilter"];
@@ -5060,6 +5726,7 @@ export interface operations {
                                 type: "ALL" | "SEGMENT" | "FILTERED";
                                 segmentId: string | null;
                                 audienceFilter: unknown | null;
+                                topicId: string | null;
                                 /**
                                  * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                                  * @enum {string}
@@ -5115,6 +5782,7 @@ export interface operations {
                                 type: "ALL" | "SEGMENT" | "FILTERED";
                                 segmentId: string | null;
                                 audienceFilter: unknown | null;
+                                topicId: string | null;
                                 /**
                                  * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                                  * @enum {string}
@@ -5199,6 +5867,7 @@ export interface operations {
                     audienceType: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    topicId?: string | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -5244,6 +5913,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -5333,6 +6003,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -5412,6 +6083,7 @@ export interface operations {
                     audienceType?: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    topicId?: string | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -5457,6 +6129,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -5582,6 +6255,7 @@ export interface operations {
                     audienceType?: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    topicId?: string | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -5627,6 +6301,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -5726,6 +6401,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -5816,6 +6492,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -6053,6 +6730,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -6197,6 +6875,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -6268,6 +6947,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -6874,7 +7554,7 @@ export interface operations {
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url: string;
-                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
+                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, contact.topic_subscribed, contact.topic_unsubscribed, contact.confirmed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
                     eventTypes: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -7037,7 +7717,7 @@ export interface operations {
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url?: string;
-                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
+                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, contact.topic_subscribed, contact.topic_unsubscribed, contact.confirmed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
                     eventTypes?: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -10651,14 +11331,14 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the signed token from the message */
+                /** @description the signed token from the message (64 characters for a topic's email: it carries the topic) */
                 token: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description HTML page with one button */
+            /** @description HTML page: one button; with public topics (or a topic email), a checkbox per public topic and "unsubscribe from all" */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10693,7 +11373,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the signed token from the message */
+                /** @description the signed token from the message (64 characters for a topic's email: it carries the topic) */
                 token: string;
             };
             cookie?: never;
@@ -10703,6 +11383,10 @@ export interface operations {
                 "application/x-www-form-urlencoded": {
                     /** @constant */
                     "List-Unsubscribe"?: "One-Click";
+                    /** @enum {string} */
+                    action?: "unsubscribe_all" | "unsubscribe_topic" | "preferences";
+                    /** @description with action=preferences: the checked topics (repeat the field) */
+                    topic?: string[];
                 };
             };
         };
@@ -10724,6 +11408,107 @@ export interface operations {
                 content?: never;
             };
             /** @description Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute (`Retry-After` says when to retry); valid tokens are never counted */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    confirmPage: {
+        parameters: {
+            query: {
+                token: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTML page with one button (or "already confirmed") */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description Unknown, tampered or foreign token */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The link expired (DOUBLE_OPT_IN_EXPIRY_HOURS) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups from this IP in the minute */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    confirm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description the signed token from the confirmation email */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Confirmed (or already) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown, tampered or foreign token */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The link expired (DOUBLE_OPT_IN_EXPIRY_HOURS) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups from this IP in the minute */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11538,7 +12323,7 @@ export interface operations {
                          * @description why, as a code
                          * @enum {string}
                          */
-                        cause?: "suppression_list" | "unsubscribed";
+                        cause?: "suppression_list" | "unsubscribed" | "topic_unsubscribed";
                         /** @description why, in words */
                         reason?: string;
                         /**
@@ -11724,6 +12509,178 @@ export interface operations {
                         sourceEmailId?: string | null;
                         /** Format: uuid */
                         suppressionId: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_contact_topic_subscribed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "contact.topic_subscribed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /** Format: email */
+                        email: string;
+                        /** Format: uuid */
+                        topicId: string;
+                        topicName: string;
+                        /** @enum {string} */
+                        method: "api" | "import" | "link" | "one-click" | "confirmation";
+                        /**
+                         * Format: uuid
+                         * @description the email whose link made the choice
+                         */
+                        emailId?: string | null;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_contact_topic_unsubscribed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "contact.topic_unsubscribed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /** Format: email */
+                        email: string;
+                        /** Format: uuid */
+                        topicId: string;
+                        topicName: string;
+                        /** @enum {string} */
+                        method: "api" | "import" | "link" | "one-click" | "confirmation";
+                        /**
+                         * Format: uuid
+                         * @description the email whose link made the choice
+                         */
+                        emailId?: string | null;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_contact_confirmed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "contact.confirmed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /** Format: email */
+                        email: string;
+                        /** Format: uuid */
+                        confirmationId: string;
+                        /** @description the topics confirmed; empty: the global marketing subscription */
+                        topicIds: string[];
+                        /** Format: date-time */
+                        confirmedAt: string;
+                        ip?: string | null;
+                        userAgent?: string | null;
                         /**
                          * @description present on events of test data (made with a test key)
                          * @constant
