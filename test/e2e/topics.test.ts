@@ -213,3 +213,45 @@ test('double opt-in expiry: the worker erases an unconfirmed contact it created,
   expect(kept.subscribed).toBe(false);
   expect((await as.get(`/contacts/${recent.body.data.id}`)).body.data.confirmations[0].status).toBe('pending');
 });
+
+test('workflow SEND_EMAIL with a topic: a MARKETING template skips a contact outside the topic; a TRANSACTIONAL one ignores it', async () => {
+  const p = await createTestProject(api.database);
+  const as = client(api.app, p);
+  const news = await topic(p, 'News', 'opt_in');
+  const tpl = async (type: string) => (await as.post('/templates', { name: type, subject: type, body: '<p>Hi</p><a href="{{unsubscribeUrl}}">u</a>', type, from: `wf@${p.domain}` })).body.data.id as string;
+  const [marketing, transactional] = [await tpl('MARKETING'), await tpl('TRANSACTIONAL')];
+  const created = await as.post('/workflows', { name: 'wf', trigger: { type: 'MANUAL' } });
+  const wid = created.body.data.id as string;
+  const foreign = await topic(await createTestProject(api.database), 'Theirs', 'opt_out');
+  const refused = await as.put(`/workflows/${wid}/graph`, { steps: [{ key: 'm', type: 'SEND_EMAIL', config: { templateId: marketing, topicId: foreign } }], transitions: [{ from: null, to: 'm' }] });
+  expect(refused.status).toBe(422);
+  expect(refused.body.error.errors[0].field).toMatch(/topicId$/);
+  const graph = {
+    steps: [
+      { key: 'm', type: 'SEND_EMAIL', config: { templateId: marketing, topicId: news } },
+      { key: 't', type: 'SEND_EMAIL', config: { templateId: transactional, topicId: news } },
+    ],
+    transitions: [{ from: null, to: 'm' }, { from: 'm', to: 't', branch: 'next' }],
+  };
+  expect((await as.put(`/workflows/${wid}/graph`, graph)).status).toBe(200);
+  expect((await as.patch(`/workflows/${wid}`, { enabled: true })).status).toBe(200);
+  const member = recipient('wfin');
+  const outsider = recipient('wfout');
+  await contact(p, member, { topics: [{ topicId: news, subscribed: true }] });
+  await contact(p, outsider);
+  const run = async (email: string) => {
+    const started = await as.post(`/workflows/${wid}/executions`, { email });
+    expect(started.status).toBe(201);
+    const eid = started.body.data.id as string;
+    return waitFor(async () => {
+      const x = (await as.get(`/workflows/${wid}/executions/${eid}`)).body.data;
+      return x.status === 'COMPLETED' ? (x.steps as { status: string }[]).map((s) => s.status) : undefined;
+    }, 20_000, 'execution COMPLETED');
+  };
+  expect(await run(member)).toEqual(['COMPLETED', 'COMPLETED']);
+  expect(await run(outsider)).toEqual(['SKIPPED', 'COMPLETED']);
+  await waitFor(async () => (await sesSendsTo([member, outsider])).length === 3, 20_000, 'three emails sent');
+  expect((await sesSendsTo([outsider])).length).toBe(1);
+  const [row] = await api.database.db.select({ topicId: emails.topicId, marketing: emails.marketing }).from(emails).where(and(eq(emails.toEmail, member), eq(emails.marketing, true)));
+  expect(row.topicId).toBe(news);
+});

@@ -57,7 +57,7 @@ export function mountConfirm(router: Router, deps: AppDeps): void {
 
   router.use('/confirm', pageHeaders);
   router.get('/confirm', async (req: Request, res: Response) => {
-    const token = req.query.token;
+    const token = typeof req.query.token === 'string' ? req.query.token : '';
     const target = await resolve(req, token);
     res.set('Cache-Control', 'no-store').type('html');
     if (target.confirmedAt) {
@@ -72,7 +72,7 @@ export function mountConfirm(router: Router, deps: AppDeps): void {
       page(
         'Confirm your subscription',
         `<h1>Confirm your subscription</h1><p>Confirm email to <strong>${escapeHtml(target.email)}</strong>?</p>
-<form method="post" action="confirm"><input type="hidden" name="token" value="${escapeHtml(String(token))}"><button type="submit">Confirm</button></form>`,
+<form method="post" action="confirm"><input type="hidden" name="token" value="${escapeHtml(token)}"><button type="submit">Confirm</button></form>`,
       ),
     );
   });
