@@ -4427,7 +4427,7 @@ export interface operations {
                  * @example {
                  *       "topics": [
                  *         {
-                 *           "topicId": "0193…t1",
+                 *           "topicId": "0193f0c2-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
                  *           "subscribed": false
                  *         }
                  *       ]

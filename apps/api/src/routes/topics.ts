@@ -231,7 +231,7 @@ export function topicRoutes(deps: AppDeps) {
         'Answers every topic\'s standing.',
       auth: 'secret',
       params: IdParams,
-      example: { topics: [{ topicId: '0193…t1', subscribed: false }] },
+      example: { topics: [{ topicId: '0193f0c2-1a2b-7c3d-8e4f-5a6b7c8d9e0f', subscribed: false }] },
       body: Type.Object({ topics: TopicChoices }, { additionalProperties: false }),
       response: Type.Object({ topics: Type.Array(ContactTopic) }),
       status: 200,
