@@ -42,7 +42,7 @@ describe('happy path', () => {
     const id = c.body.data.id;
     const got = await as(ctx.p).get(`/contacts/${id}`);
     expect(got.status).toBe(200);
-    expect(got.body.data).toEqual({ id, email: c.body.data.email, subscribed: false, data: { a: 1, b: { x: 1 } }, snoozedUntil: null, createdAt: expect.any(String), updatedAt: expect.any(String) });
+    expect(got.body.data).toEqual({ id, email: c.body.data.email, subscribed: false, data: { a: 1, b: { x: 1 } }, snoozedUntil: null, createdAt: expect.any(String), updatedAt: expect.any(String), topics: [], confirmations: [] });
     const p = await as(ctx.p).patch(`/contacts/${id}`, { data: { a: null, b: { y: 2 }, c: 'three' } });
     expect(p.status).toBe(200);
     expect(p.body.data).toMatchObject({ subscribed: false, data: { b: { y: 2 }, c: 'three' } });

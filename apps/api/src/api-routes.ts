@@ -16,6 +16,7 @@ import { adminConnectionRoutes } from './routes/admin-connections';
 import { adminTrackingRoutes } from './routes/admin-tracking';
 import { reputationRoutes } from './routes/reputation';
 import { contactRoutes } from './routes/contacts';
+import { topicRoutes } from './routes/topics';
 import { eventRoutes } from './routes/events';
 import { importRoutes } from './routes/imports';
 import { emailRoutes } from './routes/emails';
@@ -31,6 +32,7 @@ import { campaignGuardrailRoutes } from './routes/campaign-guardrails';
 import { campaignRetryRoutes } from './routes/campaign-retry';
 import { campaignAbRoutes } from './routes/campaign-ab';
 import { unsubscribeOpenApiPaths } from './routes/unsubscribe';
+import { confirmOpenApiPaths } from './routes/confirm';
 import { sesWebhookOpenApiPaths } from './routes/ses-webhook';
 import { suppressionRoutes } from './routes/suppressions';
 import { webhookRoutes } from './routes/webhooks';
@@ -56,6 +58,7 @@ export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
     // Before `/contacts/:id`, whose pattern would also match `/contacts/import`.
     ...importRoutes(deps),
     ...contactRoutes(deps),
+    ...topicRoutes(deps),
     ...templateRoutes(deps),
     ...templateVersionRoutes(deps),
     ...templateRenderRoutes(deps),
@@ -85,6 +88,7 @@ export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
 export const HAND_DESCRIBED_PATHS: Record<string, Record<string, unknown>> = {
   ...emailRawOpenApiPaths,
   ...unsubscribeOpenApiPaths,
+  ...confirmOpenApiPaths,
   ...sesWebhookOpenApiPaths,
   ...inboundRawOpenApiPaths,
 };

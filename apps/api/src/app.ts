@@ -23,6 +23,7 @@ import { mountHealth } from './routes/health';
 import { mountEmailRaw } from './routes/email-raw';
 import { mountInboundRaw } from './routes/inbound';
 import { mountUnsubscribe } from './routes/unsubscribe';
+import { mountConfirm } from './routes/confirm';
 import { mountSesWebhook } from './routes/ses-webhook';
 import { apiRoutes, apiVersion, HAND_DESCRIBED_PATHS } from './api-routes';
 
@@ -67,6 +68,7 @@ export function createApp(deps: AppDeps): App {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
   mountUnsubscribe(router, deps);
+  mountConfirm(router, deps);
   mountSesWebhook(router, deps, (e) => metrics.sesEvents.inc({ event: e.kind, bounce_type: e.bounceType ?? '' }));
   const openapi = apiDocument(routes, HAND_DESCRIBED_PATHS, { version: apiVersion(), serverUrl: deps.config.publicUrl });
   router.get('/openapi.json', (_req, res) => {

@@ -52,6 +52,13 @@ const snooze = (untilDescription: string): Record<string, Schema> => ({
   emailId: { ...nullableUuid, description: 'the email whose unsubscribe page paused it (`link`)' },
   campaignId: nullableUuid,
 });
+/** `data` of the topic events beside the contact's fields. */
+const topicData: Record<string, Schema> = {
+  topicId: uuid,
+  topicName: { type: 'string' },
+  method: { type: 'string', enum: ['api', 'import', 'link', 'one-click', 'confirmation'] },
+  emailId: { ...nullableUuid, description: 'the email whose link made the choice' },
+};
 
 const campaignData = (extra: Record<string, Schema> = {}): Schema => ({
   type: 'object',
@@ -130,6 +137,27 @@ const EVENTS: Record<WebhookEventType, { summary: string; data: Schema }> = {
   'contact.unsnoozed': {
     summary: "A contact's snooze ended: cleared through the API (`method: api`) or run out (`expired`, within seconds of its end)",
     data: contactData(snooze('null'), ['previousSnoozedUntil', 'method']),
+  },
+  'contact.topic_subscribed': {
+    summary: 'A contact subscribed to a topic (API, import, preference center, double opt-in confirmation)',
+    data: contactData(topicData, ['topicId', 'topicName', 'method']),
+  },
+  'contact.topic_unsubscribed': {
+    summary: "A contact left a topic (API, import, preference center, the one-click unsubscribe of the topic's mail)",
+    data: contactData(topicData, ['topicId', 'topicName', 'method']),
+  },
+  'contact.confirmed': {
+    summary: 'A contact confirmed a double opt-in (the proof of consent: time, IP address, user agent)',
+    data: contactData(
+      {
+        confirmationId: uuid,
+        topicIds: { type: 'array', items: uuid, description: 'the topics confirmed; empty: the global marketing subscription' },
+        confirmedAt: { type: 'string', format: 'date-time' },
+        ip: { type: ['string', 'null'] },
+        userAgent: { type: ['string', 'null'] },
+      },
+      ['confirmationId', 'topicIds', 'confirmedAt'],
+    ),
   },
   'campaign.sending': { summary: 'A campaign started sending (or its failed emails are sent again)', data: campaignData({ retryFailed: { type: 'boolean' }, retried: { type: 'integer' } }) },
   'campaign.paused': { summary: 'A campaign paused (by the API, a guardrail, or the SES quota)', data: campaignData({ reason: { type: 'string' } }) },

@@ -44,6 +44,7 @@ import { laneConnectionResolver } from '@mailroom/sending/lane-connection';
 import { DEFAULT_CONNECTION } from '@mailroom/mail/connections';
 import { startDeliveryConnections, type DeliveryConnections } from './connections';
 import { testMessagesTask } from './processors/test-messages';
+import { doubleOptInTask } from './processors/double-opt-in';
 import { retentionTask } from './processors/retention';
 import { partitionsTask } from './processors/partitions';
 import { WorkerMetrics } from './metrics';
@@ -147,6 +148,7 @@ export async function startWorker(
     countersTask({ database }),
     snoozesTask({ config, database, webhookQueue, logger }),
     partitionsTask({ config, database, logger }),
+    doubleOptInTask({ config, database, logger }),
   ];
   // One processor per catalog queue, keyed like the catalog: a queue without one does not compile.
   const workers: Workers = createWorkers(

@@ -13,6 +13,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { segments } from '@mailroom/db/schema';
 import { parseSegmentFilter, type SegmentFilter } from './segments';
 import { compileFilter } from './queries/segment-filter';
+import { topicSubscribedSql } from '@mailroom/db/queries/topics';
 
 /**
  * An audience:
@@ -39,6 +40,11 @@ export interface AudienceScope {
   alias?: string;
   /** What `context.<path>` conditions read (a workflow execution's context). */
   context?: Record<string, unknown>;
+  /**
+   * A topic the audience is restricted to (a campaign's `topicId`): only contacts subscribed to it, explicitly or by
+   * its `opt_out` default (`topicSubscribedSql`), belong. The global `subscribed` flag is the caller's, as before.
+   */
+  topicId?: string;
 }
 
 /**
@@ -56,6 +62,13 @@ export function segmentAudience(segment: Pick<typeof segments.$inferSelect, 'id'
  * subqueries of a filter are scoped here).
  */
 export function compileAudience(projectId: string, audience: ResolvedAudience, scope: AudienceScope): SQL {
+  const base = compileBase(projectId, audience, scope);
+  if (!scope.topicId) return base;
+  const alias = sql.identifier(scope.alias ?? 'contacts');
+  return sql`(${base}) and ${topicSubscribedSql(sql`${projectId}::uuid`, sql`${alias}.id`, sql`${scope.topicId}::uuid`)}`;
+}
+
+function compileBase(projectId: string, audience: ResolvedAudience, scope: AudienceScope): SQL {
   const alias = scope.alias ?? 'contacts';
   switch (audience.type) {
     case 'ALL':

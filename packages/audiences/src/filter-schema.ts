@@ -26,7 +26,7 @@ const Condition = Type.Object(
   {
     field: Type.String({
       description:
-        'email, subscribed, snoozed, createdAt, updatedAt, snoozedUntil, data.<path>, event.<name>, or email.<activity> ' +
+        'email, subscribed, snoozed, topic.<topicId>, createdAt, updatedAt, snoozedUntil, data.<path>, event.<name>, or email.<activity> ' +
         `(${EMAIL_ACTIVITIES.join(', ')}); context.<path> in workflow CONDITION steps`,
     }),
     operator: Type.String({ description: `one of ${FILTER_OPERATORS.join(', ')}; which apply depends on the field` }),
@@ -92,7 +92,7 @@ export const SegmentFilterSchema = Type.Unsafe<FilterJson>({
 export const FILTER_DESCRIPTION =
   'Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of ' +
   'conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, ' +
-  '`subscribed`, `snoozed` (true while marketing email is paused), `createdAt`, `updatedAt`, `snoozedUntil`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|' +
+  '`subscribed`, `snoozed` (true while marketing email is paused), `topic.<topicId>` (equals true/false: subscribed to the topic), `createdAt`, `updatedAt`, `snoozedUntil`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|' +
   'bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, ' +
   'lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, ' +
   'hours, days). `data.*` values compare by the filter value\'s type (number, boolean, string, ISO date). ' +

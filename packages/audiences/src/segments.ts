@@ -12,6 +12,8 @@
  * - `email` (case-insensitive), `subscribed`, `createdAt`, `updatedAt`;
  * - `snoozed` (`equals`/`notEquals` true or false: marketing email paused now, `snoozedUntil` after the query's
  *   "now") and `snoozedUntil` (compared like `createdAt`; a contact without a snooze matches no comparison);
+ * - `topic.<topicId>`: `equals` / `notEquals` `true` or `false`: whether the contact is subscribed to the topic
+ *   (its choice, else the topic's default; docs/guides/topics.md), the global `subscribed` aside;
  * - `data.<path>`: compared by the type of `value` (string, number, boolean, or an ISO 8601 date string for
  *   the ordering operators); a stored value of another type never matches a typed comparison;
  * - `event.<name>`: `exists` (performed), `notExists`, `within` / `notWithin` (performed in the last
@@ -85,6 +87,7 @@ export type FilterCondition =
   | { kind: 'email'; op: 'equals' | 'notEquals' | TextMatch; value: string }
   | { kind: 'email'; op: 'in' | 'notIn'; values: string[] }
   | { kind: 'subscribed' | 'snoozed'; op: 'equals' | 'notEquals'; value: boolean }
+  | { kind: 'topic'; topicId: string; op: 'equals' | 'notEquals'; value: boolean }
   | { kind: 'timestamp'; column: TimestampField; op: Exclude<Comparison, 'notEquals'>; value: Date }
   | { kind: 'timestamp'; column: TimestampField; op: 'within' | 'notWithin'; window: FilterWindow }
   | ({ kind: 'data'; path: string[] } & DataSource & DataTest)
@@ -279,6 +282,13 @@ class Parser {
       if (typeof input.value !== 'boolean') return this.fail(vp, 'must be true or false', 'invalid_type');
       return { kind: field, op, value: input.value };
     }
+    if (field.startsWith('topic.')) {
+      const topicId = field.slice(6);
+      if (!isUuid(topicId)) return this.fail(`${path}.field`, 'must be topic.<topicId> with a topic id', 'invalid_string');
+      if (op !== 'equals' && op !== 'notEquals') return unsupported('topic.<topicId>');
+      if (typeof input.value !== 'boolean') return this.fail(vp, 'must be true or false', 'invalid_type');
+      return { kind: 'topic', topicId, op, value: input.value };
+    }
     if (field === 'createdAt' || field === 'updatedAt' || field === 'snoozedUntil') {
       if (op === 'within' || op === 'notWithin') {
         const window = this.window(input, path, 'value', 'unit');
@@ -360,7 +370,7 @@ class Parser {
       return unsupported('email.<activity> (use exists, notExists, within or notWithin)');
     }
     const contextField = this.options.allowContext ? ', context.<path>' : '';
-    return this.fail(`${path}.field`, `must be email, subscribed, snoozed, createdAt, updatedAt, snoozedUntil, data.<path>${contextField}, event.<name> or email.<activity>`, 'invalid_enum_value');
+    return this.fail(`${path}.field`, `must be email, subscribed, snoozed, topic.<topicId>, createdAt, updatedAt, snoozedUntil, data.<path>${contextField}, event.<name> or email.<activity>`, 'invalid_enum_value');
   }
 }
 

@@ -1,5 +1,6 @@
 /**
- * The contacts slice of the runtime configuration: the sizes of contact imports.
+ * The contacts slice of the runtime configuration: the sizes of contact imports, and how long a double opt-in
+ * waits for its confirmation.
  *
  * @module
  */
@@ -26,6 +27,23 @@ export interface ContactsConfig {
    * (1–4, default 2; 1 applies them one after the other). They still commit in file order.
    */
   readonly importParallel: number;
+  /**
+   * `DOUBLE_OPT_IN_EXPIRY_HOURS`: how long a double opt-in confirmation link stays valid (hours, 1–8760, default
+   * 168, one week). After it the worker's expiry pass marks the confirmation expired and deletes the contact when
+   * the double opt-in created it and it never confirmed (erased as `DELETE /contacts/{id}` erases).
+   *
+   * @process api, worker
+   * @group shared
+   */
+  readonly doubleOptInExpiryHours: number;
+  /**
+   * `DOUBLE_OPT_IN_SWEEP_INTERVAL_MS`: how often the worker's expiry pass runs (ms, 100–86400000, default 600000);
+   * an unconfirmed contact outlives its expiry by at most about this long.
+   *
+   * @process worker
+   * @group worker
+   */
+  readonly doubleOptInSweepIntervalMs: number;
 }
 
 /**
@@ -40,5 +58,7 @@ export function loadContactsConfig(env: Env): ContactsConfig {
     importMaxBytes: int(env, 'IMPORT_MAX_BYTES', 256 * 1024 * 1024, 1, 16 * 1024 * 1024 * 1024),
     importBatchSize: int(env, 'IMPORT_BATCH_SIZE', 5_000, 1, 50_000),
     importParallel: int(env, 'IMPORT_PARALLEL', 2, 1, 4),
+    doubleOptInExpiryHours: int(env, 'DOUBLE_OPT_IN_EXPIRY_HOURS', 168, 1, 8760),
+    doubleOptInSweepIntervalMs: int(env, 'DOUBLE_OPT_IN_SWEEP_INTERVAL_MS', 600_000, 100, 86_400_000),
   });
 }

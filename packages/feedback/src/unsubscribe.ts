@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { verifyUnsubscribeToken } from '@mailroom/mail/unsubscribe';
+import { parseUnsubscribeToken, verifyUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db/queries/unsubscribe';
 import { announcedChange, type AnnounceDeps } from '@mailroom/webhooks/announce';
 import { type Logger } from '@mailroom/platform/logger';
@@ -19,6 +19,8 @@ import { type DbOrTx } from '@mailroom/db/client';
 export async function unsubscribeTargetOf(db: DbOrTx, emailId: string, token: string): Promise<UnsubscribeTarget | undefined> {
   const target = await unsubscribeTarget(db, emailId);
   if (!target || !verifyUnsubscribeToken(token, target.emailId, target.signingKey)) return undefined;
+  // A topic token names its email's topic; a plain token of a topic email (never made) would leave everything.
+  if ((parseUnsubscribeToken(token)?.topicId ?? null) !== target.topicId) return undefined;
   return target;
 }
 

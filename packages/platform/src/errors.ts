@@ -22,6 +22,7 @@ export const ErrorCode = {
   NOT_FOUND: 'NOT_FOUND',
   CONFLICT: 'CONFLICT',
   INVALID_STATE: 'INVALID_STATE',
+  EXPIRED: 'EXPIRED',
   IDEMPOTENCY_CONFLICT: 'IDEMPOTENCY_CONFLICT',
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
@@ -125,6 +126,12 @@ export const errorCatalog: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
     retryable: false,
     meaning: "The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow, cancelling an email already sent).",
     action: 'Read the resource, then act on its current state.',
+  },
+  EXPIRED: {
+    status: 410,
+    retryable: false,
+    meaning: 'A signed link that is no longer valid: a double opt-in confirmation older than DOUBLE_OPT_IN_EXPIRY_HOURS.',
+    action: 'Start again: a new POST /contacts with doubleOptIn sends a new link.',
   },
   IDEMPOTENCY_CONFLICT: {
     status: 422,

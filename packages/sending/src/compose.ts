@@ -57,8 +57,9 @@ export async function composeMessage(
   // A message relayed over SMTP goes out as its client composed it: the stored bytes, nothing rendered or rebuilt
   // (the relay took the platform's headers out and added the missing ones when it accepted them).
   if (email.bodyFormat === 'mime') return relayedMessage(db, email);
-  // Marketing mail links to the one-click unsubscribe page of this very email (signed token, RFC 8058).
-  const unsubscribeToken = createUnsubscribeToken(email.id, email.signingKey);
+  // Marketing mail links to the one-click unsubscribe page of this very email (signed token, RFC 8058); a topic's
+  // marketing email carries its topic in the token, so the one-click unsubscribe leaves that topic only.
+  const unsubscribeToken = createUnsubscribeToken(email.id, email.signingKey, email.marketing ? email.topicId : null);
   const unsubscribe = unsubscribeUrl(config.publicUrl, unsubscribeToken);
   const context = renderContext({
     contact: { id: email.contactId, email: email.toEmail, data: email.contactData },

@@ -67,6 +67,13 @@ export const STEP_CONFIG_SCHEMAS = {
       fromName: Type.Optional(Type.String({ maxLength: 200 })),
       replyTo: Type.Optional(EmailAddress),
       data: Type.Optional(Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), { description: 'extra template variables' })),
+      topicId: Type.Optional(
+        Type.String({
+          format: 'uuid',
+          description:
+            "a topic of this project: a MARKETING template's email goes only to a contact subscribed to it (else the step is SKIPPED), and its one-click unsubscribe leaves that topic only; a TRANSACTIONAL template ignores it",
+        }),
+      ),
     },
     { additionalProperties: false },
   ),

@@ -39,6 +39,7 @@ export const Campaign = Type.Object({
   type: AudienceType,
   segmentId: Nullable(Type.String()),
   audienceFilter: Nullable(Type.Unknown()),
+  topicId: Nullable(Type.String({ description: 'the topic the campaign is about: only contacts subscribed to it receive it' })),
   status: Status,
   scheduledAt: Nullable(Timestamp),
   startedAt: Nullable(Timestamp),
@@ -80,6 +81,7 @@ export function presentCampaign(c: CampaignRow): Static<typeof Campaign> {
     type: c.audienceType,
     segmentId: c.segmentId,
     audienceFilter: c.audienceFilter ?? null,
+    topicId: c.topicId,
     status: c.status,
     scheduledAt: iso(c.scheduledAt),
     startedAt: iso(c.startedAt),
@@ -117,6 +119,14 @@ export const fields = {
   audienceType: AudienceType,
   segmentId: Nullable(Type.String({ format: 'uuid' })),
   audienceFilter: Nullable(FilterField),
+  topicId: Nullable(
+    Type.String({
+      format: 'uuid',
+      description:
+        'a topic of this project (POST /topics): the campaign reaches only contacts subscribed to it (explicitly, or by its opt_out default) ' +
+        'and globally subscribed; its one-click unsubscribe leaves that topic only. null: every subscribed contact of the audience',
+    }),
+  ),
 };
 
 /** Plunk v2's names and fields of a campaign body, accepted beside ours. */
@@ -168,6 +178,7 @@ export const CreateCampaign = Type.Object(
     segmentId: Type.Optional(fields.segmentId),
     audienceFilter: Type.Optional(fields.audienceFilter),
     ...AbFields,
+    topicId: Type.Optional(fields.topicId),
     ...PlunkCampaignFields,
   },
   { additionalProperties: false },

@@ -14,7 +14,12 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
-import { ContactData, ContactInput, upsertContact } from '@mailroom/contacts/contacts';
+import { ContactData } from '@mailroom/contacts/contacts';
+import { topicWebhookEvents } from '@mailroom/contacts/topics';
+import { contactTopicStates, setContactTopics } from '@mailroom/db/queries/topics';
+import { confirmationsOf } from '@mailroom/db/queries/confirmations';
+import { withWebhookEvents } from '@mailroom/db/queries/webhooks';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
 import { parseSegmentFilter, type SegmentFilter } from '@mailroom/audiences/segments';
 import { compileAudience } from '@mailroom/audiences/audience';
@@ -25,11 +30,12 @@ import {
   type ContactRow,
 } from '@mailroom/db/queries/contacts';
 import { eraseContact } from '@mailroom/db/queries/erase';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { route } from '../http/route';
 import { SnoozeField, applySnooze, checkSnooze } from './contact-snooze';
 import { readDb, type AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, PageFields, PageQuery, Timestamp } from './common';
+import { checkTopicChoices, ContactTopic, presentContactTopic, TopicChoices } from './topics';
+import { Confirmation, presentConfirmation, UpsertBody, upsertWithTopics } from './contact-upsert';
 
 /** A contact as the API returns it. */
 export const Contact = Type.Object({
@@ -77,19 +83,37 @@ const ContactList = Type.Object({
 
 const UpsertResult = Type.Intersect([
   Contact,
-  Type.Object({ _meta: Type.Object({ isNew: Type.Boolean(), isUpdate: Type.Boolean() }) }),
+  Type.Object({
+    _meta: Type.Object({
+      isNew: Type.Boolean(),
+      isUpdate: Type.Boolean(),
+      confirmation: Type.Optional(
+        Type.Object({ id: Type.String(), emailId: Type.String({ description: 'the confirmation email (GET /emails/{id})' }), topicIds: Type.Array(Type.String()) }, {
+          description: 'with doubleOptIn: the pending confirmation',
+        }),
+      ),
+    }),
+  }),
 ]);
-
-const UpsertBody = Type.Object({ ...ContactInput.properties, snoozedUntil: SnoozeField }, { additionalProperties: false });
 
 const UpdateBody = Type.Object(
   {
     subscribed: Type.Optional(Type.Boolean()),
     data: Type.Optional(ContactData),
     snoozedUntil: SnoozeField,
+    topics: Type.Optional(TopicChoices),
   },
   { additionalProperties: false, minProperties: 1 },
 );
+
+/** One contact with its topics and its double opt-in confirmations (the proof of consent). */
+const ContactDetail = Type.Intersect([
+  Contact,
+  Type.Object({
+    topics: Type.Array(ContactTopic, { description: "the contact's standing with every topic of the project" }),
+    confirmations: Type.Array(Confirmation, { description: 'double opt-in confirmations, newest first (at most 20)' }),
+  }),
+]);
 
 /** `?filter=`: JSON text (400 when it does not parse), then the segment language (422 naming the path). */
 function parseFilterParam(text: string): SegmentFilter {
@@ -147,7 +171,14 @@ export function contactRoutes(deps: AppDeps) {
       description:
         'Upsert by address (case-insensitive). New contacts default to `subscribed: true`; for an existing contact ' +
         'an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key). `snoozedUntil` (a ' +
-        'future time) pauses marketing email until then; null clears a snooze (`contact.snoozed` / `contact.unsnoozed`).',
+        'future time) pauses marketing email until then; null clears a snooze (`contact.snoozed` / `contact.unsnoozed`). ' +
+
+        '`topics` records topic ' +
+        'choices as PUT /contacts/{id}/topics does. With `doubleOptIn: true` a confirmation email is sent (the template ' +
+        '`confirmationTemplateId`, where `{{confirmUrl}}` is the link, or a built-in one) and the contact stays unsubscribed ' +
+        '(a new contact globally; with `topicIds`, from those topics too, unless it chose them before) until it confirms ' +
+        'through the link\'s page (GET /confirm). Unconfirmed contacts the double opt-in created are deleted after ' +
+        'DOUBLE_OPT_IN_EXPIRY_HOURS.',
       auth: 'secret',
       body: UpsertBody,
       response: UpsertResult,
@@ -155,21 +186,9 @@ export function contactRoutes(deps: AppDeps) {
       otherStatuses: { 200: 'The contact existed and was updated (`_meta.isUpdate`)' },
       errors: [400, 401, 403, 409, 422, 429],
       idempotent: true,
-      handler: async ({ body, auth, db: tx, afterCommit, log }) => {
-        const { snoozedUntil, ...input } = body;
-        const until = checkSnooze(snoozedUntil);
-        const test = auth.mode === 'test';
-        const { c, deliveries } = await tx.transaction(async (t) => {
-          const c = await upsertContact(t, auth.projectId, input, { test });
-          if (until === undefined) return { c, deliveries: [] };
-          const snoozed = await applySnooze(t, auth.projectId, c.id, until, test);
-          return { c: { ...c, snoozedUntil: snoozed.snoozedUntil }, deliveries: snoozed.deliveries };
-        });
-        afterCommit(() => announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log));
-        return {
-          status: c.inserted ? 201 : 200,
-          data: { ...presentContact(c), _meta: { isNew: c.inserted, isUpdate: !c.inserted } },
-        };
+      handler: async (ctx) => {
+        const { contact: c, meta } = await upsertWithTopics(deps, ctx);
+        return { status: c.inserted ? 201 : 200, data: { ...presentContact(c), _meta: meta } };
       },
     }),
     route({
@@ -180,13 +199,14 @@ export function contactRoutes(deps: AppDeps) {
       summary: 'Get a contact',
       auth: 'secret',
       params: IdParams,
-      response: Contact,
+      response: ContactDetail,
       status: 200,
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, auth }) => {
         const c = await getContact(db, auth.projectId, params.id);
         if (!c) throw notFound('Contact');
-        return { data: presentContact(c) };
+        const [topics, confirmations] = await Promise.all([contactTopicStates(db, auth.projectId, c.id), confirmationsOf(db, auth.projectId, c.id)]);
+        return { data: { ...presentContact(c), topics: topics.map(presentContactTopic), confirmations: confirmations.map(presentConfirmation) } };
       },
     }),
     route({
@@ -198,7 +218,9 @@ export function contactRoutes(deps: AppDeps) {
       description:
         '`data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given; ' +
         '`snoozedUntil` (a future time) pauses marketing email until then, null clears a snooze ' +
-        '(`contact.snoozed` / `contact.unsnoozed` events and webhooks, when it changes).',
+        '(`contact.snoozed` / `contact.unsnoozed` events and webhooks, when it changes). ' +
+
+        '`topics` records topic choices as PUT /contacts/{id}/topics does.',
       auth: 'secret',
       params: IdParams,
       body: UpdateBody,
@@ -206,17 +228,24 @@ export function contactRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 422, 429],
       handler: async ({ params, body, auth, log }) => {
-        const { snoozedUntil, ...patch } = body;
+        const { topics, snoozedUntil, ...rest } = body;
         const until = checkSnooze(snoozedUntil);
+        if (topics) await checkTopicChoices(db, auth.projectId, topics.map((t) => t.topicId), (i) => `topics.${i}.topicId`);
         const test = auth.mode === 'test';
-        const { c, deliveries } = await db.transaction(async (t) => {
-          const snoozed = until === undefined ? undefined : await applySnooze(t, auth.projectId, params.id, until, test);
-          const c = patch.subscribed !== undefined || patch.data !== undefined ? await updateContact(t, auth.projectId, params.id, patch, { test }) : await getContact(t, auth.projectId, params.id);
-          return { c, deliveries: snoozed?.deliveries ?? [] };
-        });
-        if (!c) throw notFound('Contact');
-        await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
-        return { data: presentContact(c) };
+        const { result: c, deliveries } = await withWebhookEvents(
+          db,
+          auth.projectId,
+          async (tx) => {
+            const snoozed = until === undefined ? undefined : await applySnooze(tx, auth.projectId, params.id, until, test);
+            const updated = rest.subscribed !== undefined || rest.data !== undefined ? await updateContact(tx, auth.projectId, params.id, rest, { test }) : await getContact(tx, auth.projectId, params.id);
+            const changes = updated && topics ? await setContactTopics(tx, auth.projectId, updated.id, topics, { method: 'api', test }) : [];
+            return { updated, changes, snoozeDeliveries: snoozed?.deliveries ?? [] };
+          },
+          ({ updated, changes }) => (updated ? topicWebhookEvents(updated, changes, { method: 'api' }) : []),
+        );
+        await announceWebhookDeliveries(deps.queues.webhook, deps.config, [...c.snoozeDeliveries, ...deliveries], log);
+        if (!c.updated) throw notFound('Contact');
+        return { data: presentContact(c.updated) };
       },
     }),
     route({

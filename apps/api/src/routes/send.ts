@@ -135,7 +135,7 @@ const SendResult = Type.Object({
       }),
       scheduledAt: Type.Optional(Timestamp),
       reason: Type.Optional(
-        StringEnum(SUPPRESSION_CAUSES, 'why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed)'),
+        StringEnum(SUPPRESSION_CAUSES, 'why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed), `topic_unsubscribed` (marketing email of a topic the contact is not subscribed to)'),
       ),
     }),
   ),

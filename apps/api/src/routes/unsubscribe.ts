@@ -11,6 +11,8 @@
  *   Answers HTML, or the JSON envelope when the client accepts JSON.
  *
  * The page also offers to pause marketing email for a while instead (`unsubscribe-pause.ts`).
+ * With topics (docs/guides/topics.md), the page is the preference center and the POST reads an `action`
+ * (`preference-center.ts`); a topic's email's one-click POST leaves that topic only.
  *
  * An unknown, tampered or foreign token gets 404, and nothing changes. Both routes count *failed* lookups per
  * client IP (`UNSUBSCRIBE_LIMIT_PER_MINUTE`, default 300): each made-up token costs a database lookup, while
@@ -31,19 +33,23 @@
 import { createHash } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
 import { notFound } from '@mailroom/platform/errors';
-import { unsubscribeTokenEmailId } from '@mailroom/mail/unsubscribe';
+import { parseUnsubscribeToken } from '@mailroom/mail/unsubscribe';
+import { preferencesOf, savePreferences, unsubscribeTopicThroughLink } from '@mailroom/feedback/preferences';
+import { checkedTopics, preferenceCenterBody, savedBody, unsubscribeAction } from './preference-center';
 import { type UnsubscribeTarget } from '@mailroom/db/queries/unsubscribe';
 import { unsubscribeTargetOf, unsubscribeThroughLink } from '@mailroom/feedback/unsubscribe';
 import type { AppDeps } from '../http/context';
 import { clientIp, FailureLimiter } from '../http/rate-limit';
 import { mountUnsubscribePause, pauseChoicesHtml, pauseOpenApiPath } from './unsubscribe-pause';
 
-function escapeHtml(s: string): string {
+/** Escapes text for the pages' HTML. */
+export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}
-button{font:inherit;padding:.5rem 1rem;cursor:pointer}`;
+button{font:inherit;padding:.5rem 1rem;cursor:pointer}
+label{display:block;margin:.5rem 0 0}small{display:block;color:#555;margin-left:1.6rem}fieldset{margin:1rem 0}form{margin:1rem 0}`;
 
 /** The pages' Content-Security-Policy (CSP Level 3): nothing but their own inline stylesheet and a form to here. */
 export const UNSUBSCRIBE_PAGE_CSP = [
@@ -54,13 +60,15 @@ export const UNSUBSCRIBE_PAGE_CSP = [
   "base-uri 'none'",
 ].join('; ');
 
-function page(title: string, body: string): string {
+/** A whole page of the public routes (unsubscribe, preference center, confirmation), under {@link UNSUBSCRIBE_PAGE_CSP}. */
+export function page(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <meta name="robots" content="noindex"><title>${title}</title>
 <style>${STYLE}</style></head><body>${body}</body></html>`;
 }
 
-const pageHeaders: express.RequestHandler = (_req, res, next) => {
+/** The public pages' security headers. */
+export const pageHeaders: express.RequestHandler = (_req, res, next) => {
   res.set({
     'Content-Security-Policy': UNSUBSCRIBE_PAGE_CSP,
     'X-Content-Type-Options': 'nosniff',
@@ -90,7 +98,7 @@ export function mountUnsubscribe(router: Router, deps: AppDeps): void {
   const resolve = async (req: Request): Promise<UnsubscribeTarget> => {
     const token = String(req.params.token);
     const client = clientIp(req);
-    const emailId = unsubscribeTokenEmailId(token);
+    const emailId = parseUnsubscribeToken(token)?.emailId;
     if (!emailId) {
       await failures.fail(client);
       throw notFound('Unsubscribe link');
@@ -105,23 +113,47 @@ export function mountUnsubscribe(router: Router, deps: AppDeps): void {
   router.use('/unsubscribe', pageHeaders);
   router.get('/unsubscribe/:token', async (req: Request, res: Response) => {
     const target = await resolve(req);
+    // With topics (or a topic's email), the preference center (preference-center.ts); else the one-button page.
+    const center = preferenceCenterBody(target.toEmail, await preferencesOf(db, target), escapeHtml);
     res.set('Cache-Control', 'no-store').type('html').send(
       page(
-        'Unsubscribe',
-        `<h1>Unsubscribe</h1><p>Stop marketing email to <strong>${escapeHtml(target.toEmail)}</strong>?</p>
-<form method="post"><button type="submit">Unsubscribe</button></form>
-${pauseChoicesHtml(String(req.params.token), escapeHtml)}`,
+        center ? 'Email preferences' : 'Unsubscribe',
+        (center ??
+          `<h1>Unsubscribe</h1><p>Stop marketing email to <strong>${escapeHtml(target.toEmail)}</strong>?</p>
+<form method="post"><button type="submit">Unsubscribe</button></form>`) +
+          `\n${pauseChoicesHtml(String(req.params.token), escapeHtml)}`,
       ),
     );
   });
   mountUnsubscribePause(router, deps, { resolve, page, escapeHtml });
 
   // RFC 8058 bodies are `application/x-www-form-urlencoded` (or multipart); only the fact of the POST matters.
-  router.post('/unsubscribe/:token', express.urlencoded({ extended: false, limit: '4kb' }), async (req: Request, res: Response) => {
+  router.post('/unsubscribe/:token', express.urlencoded({ extended: false, limit: '16kb' }), async (req: Request, res: Response) => {
     const target = await resolve(req);
-    const oneClick = (req.body as Record<string, unknown> | undefined)?.['List-Unsubscribe'] === 'One-Click' || req.is('multipart/form-data') !== false;
-    const changed = await unsubscribeThroughLink(deps, res.locals.log, target, oneClick);
+    const form = req.body as Record<string, unknown> | undefined;
+    const oneClick = form?.['List-Unsubscribe'] === 'One-Click' || req.is('multipart/form-data') !== false;
     res.set('Cache-Control', 'no-store');
+    const action = unsubscribeAction(form, oneClick, target.topicId !== null);
+    if (action === 'preferences') {
+      const changes = await savePreferences(deps, res.locals.log, target, checkedTopics(form));
+      if (req.accepts(['html', 'json']) === 'json') {
+        res.json({ success: true, data: { email: target.toEmail, changed: changes.map((c) => ({ topicId: c.topicId, subscribed: c.subscribed })) } });
+        return;
+      }
+      res.type('html').send(page('Preferences saved', savedBody(await preferencesOf(db, target), escapeHtml)));
+      return;
+    }
+    if (action === 'unsubscribe_topic') {
+      const changed = await unsubscribeTopicThroughLink(deps, res.locals.log, target, oneClick);
+      const name = (await preferencesOf(db, target))?.emailTopic?.name ?? 'this topic';
+      if (req.accepts(['html', 'json']) === 'json') {
+        res.json({ success: true, data: { email: target.toEmail, unsubscribed: true, topicId: target.topicId, changed } });
+        return;
+      }
+      res.type('html').send(page('Unsubscribed', `<h1>Unsubscribed</h1><p>${escapeHtml(target.toEmail)} will no longer receive email about ${escapeHtml(name)}.</p>`));
+      return;
+    }
+    const changed = await unsubscribeThroughLink(deps, res.locals.log, target, oneClick);
     if (req.accepts(['html', 'json']) === 'json') {
       res.json({ success: true, data: { email: target.toEmail, unsubscribed: true, changed } });
       return;
@@ -130,19 +162,19 @@ ${pauseChoicesHtml(String(req.params.token), escapeHtml)}`,
   });
 }
 
-const tokenParameter = { name: 'token', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' }, description: 'the signed token from the message' };
+const tokenParameter = { name: 'token', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}([A-Za-z0-9_-]{21})?$' }, description: "the signed token from the message (64 characters for a topic's email: it carries the topic)" };
 
 /** OpenAPI paths of the two routes (they answer HTML, so they are not declared with `route()`). */
 export const unsubscribeOpenApiPaths = {
   '/unsubscribe/{token}': {
     get: {
       operationId: 'unsubscribePage',
-      summary: 'Unsubscribe confirmation page (never unsubscribes by itself)',
+      summary: 'Unsubscribe page, or the preference center when the project has topics (never changes anything by itself)',
       tags: ['Unsubscribe'],
       security: [],
       parameters: [tokenParameter],
       responses: {
-        200: { description: 'HTML page with one button', content: { 'text/html': {} } },
+        200: { description: 'HTML page: one button; with public topics (or a topic email), a checkbox per public topic and "unsubscribe from all"', content: { 'text/html': {} } },
         404: { description: 'Unknown, tampered or foreign token' },
         429: { description: 'Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute (`Retry-After` says when to retry)' },
       },
@@ -152,12 +184,29 @@ export const unsubscribeOpenApiPaths = {
       summary: 'Unsubscribe (RFC 8058 one-click, or the page\'s button); idempotent',
       description:
         'Sets the contact\'s `subscribed` to false, records `contact.unsubscribed` and the email\'s `unsubscribed` timeline ' +
-        'entry, and counts it on the campaign, once. Answers HTML, or `{success, data: {email, unsubscribed, changed}}` ' +
+        'entry, and counts it on the campaign, once. For a topic\'s email (a 64-character token) a one-click POST, or one ' +
+        'without `action`, leaves that topic only (`contact.topic_unsubscribed`). `action=preferences` saves the preference ' +
+        'center: each public topic subscribed when its id is among the `topic` fields, unsubscribed otherwise. ' +
+        '`action=unsubscribe_all` leaves all marketing email. Answers HTML, or `{success, data: {email, unsubscribed, changed}}` ' +
         'when the client accepts JSON.',
       tags: ['Unsubscribe'],
       security: [],
       parameters: [tokenParameter],
-      requestBody: { required: false, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { 'List-Unsubscribe': { const: 'One-Click' } } } } } },
+      requestBody: {
+        required: false,
+        content: {
+          'application/x-www-form-urlencoded': {
+            schema: {
+              type: 'object',
+              properties: {
+                'List-Unsubscribe': { const: 'One-Click' },
+                action: { type: 'string', enum: ['unsubscribe_all', 'unsubscribe_topic', 'preferences'] },
+                topic: { type: 'array', items: { type: 'string', format: 'uuid' }, description: 'with action=preferences: the checked topics (repeat the field)' },
+              },
+            },
+          },
+        },
+      },
       responses: {
         200: { description: 'Unsubscribed (or already)' },
         404: { description: 'Unknown, tampered or foreign token' },

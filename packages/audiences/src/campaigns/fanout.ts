@@ -82,12 +82,14 @@ export interface CampaignJobControl {
 }
 
 /**
- * The audience predicate of a campaign over `contacts c`, or the reason it has none (its segment was deleted).
+ * The audience predicate of a campaign over `contacts c` (restricted to its topic's subscribers when it has one),
+ * or the reason it has none (its segment was deleted).
  * "Now" for a filter's time windows is the campaign's start, so every batch of the fan-out reads one audience.
  */
 export async function campaignAudiencePredicate(db: DbOrTx, c: CampaignRow): Promise<SQL | string> {
   const audience = campaignAudience(c);
-  const predicate = audience && (await audiencePredicate(db, c.projectId, audience, { now: (c.startedAt ?? new Date()).getTime(), alias: 'c' }));
+  const scope = { now: (c.startedAt ?? new Date()).getTime(), alias: 'c', ...(c.topicId ? { topicId: c.topicId } : {}) };
+  const predicate = audience && (await audiencePredicate(db, c.projectId, audience, scope));
   return predicate ?? "the campaign's segment was deleted";
 }
 

@@ -18,6 +18,7 @@ import type { DbOrTx } from '@mailroom/db/client';
 import { parseSegmentFilter } from '../segments';
 import type { Audience } from '../audience';
 import { getSegment } from '../queries/segments';
+import { missingTopics } from '@mailroom/db/queries/topics';
 import type { CampaignRow, NewCampaign, Transition } from '../queries/campaigns';
 
 /** States in which a campaign's content and audience may change, and from which it may be sent or scheduled. */
@@ -93,6 +94,9 @@ export async function campaignErrors(db: DbOrTx, projectId: string, c: NewCampai
     }
   } else if (c.audienceFilter !== null && c.audienceFilter !== undefined) {
     errors.push({ field: 'audienceFilter', message: 'is only used when audienceType is FILTERED', code: 'custom' });
+  }
+  if (c.topicId && (await missingTopics(db, projectId, [c.topicId])).length > 0) {
+    errors.push({ field: 'topicId', message: 'is not a topic of this project', code: 'custom' });
   }
   errors.push(...templateSyntaxErrors({ subject: c.subject, body: c.body }, (k) => k));
   // Campaign bodies are HTML: sizes and nesting depth the renderers can take (content-limits.ts).

@@ -14,7 +14,8 @@
  *   project, name, contact, id), time windows as id ranges (event ids are UUIDv7 of their time); counts as a
  *   grouped `IN` (or `NOT IN` when a count of zero satisfies the comparison, so contacts that never performed the
  *   event are included), a grouped scan of that index in contact order;
- * - `email.<activity>` → `EXISTS` over the contact's emails and their timeline entries.
+ * - `email.<activity>` → `EXISTS` over the contact's emails and their timeline entries;
+ * - `topic.<topicId>` → the contact's choice for the topic (`contact_topics`, primary key), else the topic's default.
  *
  * @module
  */
@@ -22,6 +23,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { idLowerBound } from '@mailroom/platform/ids';
 import { windowStart, type FilterCondition, type FilterScalar, type SegmentFilter, type TimestampField } from '../segments';
 import { likePattern } from '@mailroom/db/queries/like';
+import { topicSubscribedSql } from '@mailroom/db/queries/topics';
 
 /** Where the compiled predicate runs. */
 export interface FilterContext {
@@ -133,6 +135,10 @@ export function compileFilter(filter: SegmentFilter, ctx: FilterContext): SQL {
       case 'snoozed': {
         const snoozed = sql`coalesce(${col('snoozed_until')} > ${new Date(ctx.now).toISOString()}::timestamptz, false)`;
         return (c.op === 'equals') === c.value ? snoozed : sql`not ${snoozed}`;
+      }
+      case 'topic': {
+        const subscribed = topicSubscribedSql(sql`${ctx.projectId}::uuid`, col('id'), sql`${c.topicId}::uuid`);
+        return c.op === 'equals' ? sql`${subscribed} = ${c.value}` : sql`${subscribed} <> ${c.value}`;
       }
       case 'timestamp': {
         const column = col(TIMESTAMP_COLUMNS[c.column]);

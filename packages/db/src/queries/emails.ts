@@ -14,6 +14,7 @@ import { attachments, campaigns, emailEvents, emails, type EmailSource, type Ema
 import { countReputation } from './reputation-counts';
 import { executeNamed } from './named';
 import { suppressionCauseSql, type SuppressionCause } from './suppression-rule';
+import { topicSubscribedSql } from './topics';
 
 export type EmailRow = typeof emails.$inferSelect;
 export type NewEmail = Omit<typeof emails.$inferInsert, 'createdAt' | 'updatedAt' | 'status'>;
@@ -175,6 +176,7 @@ export const CLAIM_RETURNING = sql`returning e.*, p.previous_status,
         emailKey: sql`lower(e.to_email)`,
         marketing: sql`e.marketing`,
         subscribed: sql`(select c.subscribed from contacts c where c.id = e.contact_id)`,
+        topicSubscribed: sql`(case when e.topic_id is not null and e.contact_id is not null then ${topicSubscribedSql(sql`e.project_id`, sql`e.contact_id`, sql`e.topic_id`)} end)`,
       })} as suppression,
       (select json_build_object('domain', d.tracking_domain, 'connection', d.tracking_connection) from domains d
         where e.tracking and d.domain = lower(split_part(e.from_email, '@', 2)) and d.project_id = e.project_id

@@ -11,8 +11,11 @@
  * 2. `unsubscribed`: the email is marketing (a MARKETING template, a campaign, a marketing workflow email) and the
  *    contact is not subscribed, as it stands after this very request's upsert (so `subscribed: true` in the request
  *    lets the email go; a contact created by the request without `subscribed` is created unsubscribed, the
- *    specification's default for `/v1/send`, and its marketing email is held back).
- * 3. `snoozed`: the email is marketing and the contact is snoozed (`contacts.snoozed_until` is ahead of the
+ *    specification's default for `/v1/send`, and its marketing email is held back);
+ * 3. `topic_unsubscribed`: the email is marketing of a topic (a campaign's or a workflow step's `topicId`) and the
+ *    contact is not subscribed to that topic (`topicSubscribedSql`, docs/guides/topics.md). Transactional mail never
+ *    reads topics;
+ * 4. `snoozed`: the email is marketing and the contact is snoozed (`contacts.snoozed_until` is ahead of the
  *    statement's time). No request that accepts mail changes a snooze, so the rule reads it from `contacts` by the
  *    recipient's key (the unique `(project_id, email_key)` index), and only for marketing email: transactional
  *    mail never pays for the lookup. Campaign fan-out leaves snoozed contacts out up front and counts them
@@ -29,13 +32,14 @@
 import { sql, type SQL } from 'drizzle-orm';
 
 /** Why an email is held back (`emails.status = 'suppressed'`), as stored on its timeline entry (`data.cause`). */
-export const SUPPRESSION_CAUSES = ['suppression_list', 'unsubscribed', 'snoozed'] as const;
+export const SUPPRESSION_CAUSES = ['suppression_list', 'unsubscribed', 'topic_unsubscribed', 'snoozed'] as const;
 export type SuppressionCause = (typeof SUPPRESSION_CAUSES)[number];
 
 /** The words of each cause: the timeline entry's `reason`, the webhook's `reason`, and `emails.error` after `suppressed: `. */
 export const SUPPRESSION_REASONS: Readonly<Record<SuppressionCause, string>> = {
   suppression_list: 'address is on the suppression list',
   unsubscribed: 'contact is unsubscribed from marketing email',
+  topic_unsubscribed: "contact is not subscribed to the email's topic",
   snoozed: 'contact has paused marketing email (snoozed)',
 };
 
@@ -52,6 +56,11 @@ export interface SuppressionSubject {
    * an opt-out.
    */
   subscribed: SQL;
+  /**
+   * Whether the contact is subscribed to the email's topic (boolean), or `null` when the email has no topic (or no
+   * contact); absent: no topic.
+   */
+  topicSubscribed?: SQL;
 }
 
 /**
@@ -71,6 +80,7 @@ export function suppressionCauseSql(r: SuppressionSubject): SQL {
   return sql`(case
       when ${onSuppressionListSql(r.projectId, r.emailKey)} then 'suppression_list'
       when ${r.marketing} and not coalesce(${r.subscribed}, true) then 'unsubscribed'
+      when ${r.marketing} and not coalesce(${r.topicSubscribed ?? sql`null::boolean`}, true) then 'topic_unsubscribed'
       when ${r.marketing} and ${contactSnoozedSql(r.projectId, r.emailKey)} then 'snoozed'
     end)`;
 }

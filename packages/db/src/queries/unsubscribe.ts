@@ -15,16 +15,18 @@ export interface UnsubscribeTarget {
   campaignId: string | null;
   toEmail: string;
   signingKey: Buffer;
+  /** The email's topic (a topic's marketing email): its one-click unsubscribe leaves that topic only. */
+  topicId: string | null;
 }
 
 /** Loads the email a token names, or `undefined`. */
 export async function unsubscribeTarget(db: DbOrTx, emailId: string): Promise<UnsubscribeTarget | undefined> {
-  const rows = await db.execute<{ id: string; project_id: string; contact_id: string | null; campaign_id: string | null; to_email: string; signing_key: Buffer }>(sql`
-    select e.id, e.project_id, e.contact_id, e.campaign_id, e.to_email, p.signing_key
+  const rows = await db.execute<{ id: string; project_id: string; contact_id: string | null; campaign_id: string | null; to_email: string; signing_key: Buffer; topic_id: string | null }>(sql`
+    select e.id, e.project_id, e.contact_id, e.campaign_id, e.to_email, p.signing_key, e.topic_id
     from emails e join projects p on p.id = e.project_id where e.id = ${emailId}::uuid
   `);
   const r = rows.rows[0];
-  return r && { emailId: r.id, projectId: r.project_id, contactId: r.contact_id, campaignId: r.campaign_id, toEmail: r.to_email, signingKey: r.signing_key };
+  return r && { emailId: r.id, projectId: r.project_id, contactId: r.contact_id, campaignId: r.campaign_id, toEmail: r.to_email, signingKey: r.signing_key, topicId: r.topic_id };
 }
 
 /**

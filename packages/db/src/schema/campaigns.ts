@@ -109,6 +109,8 @@ export const campaigns = pgTable(
     audienceType: text('audience_type').notNull().$type<AudienceType>(),
     segmentId: uuid('segment_id').references(() => segments.id, { onDelete: 'set null' }),
     audienceFilter: jsonb('audience_filter').$type<unknown>(),
+    /** The topic the campaign is about: it reaches only contacts subscribed to it. No foreign key: a deleted topic reaches nobody. */
+    topicId: uuid('topic_id'),
     status: text('status').notNull().$type<CampaignStatus>().default('DRAFT'),
     scheduledAt: timestamp('scheduled_at', { withTimezone: true, mode: 'date' }),
     startedAt: timestamp('started_at', { withTimezone: true, mode: 'date' }),

@@ -76,6 +76,11 @@ export const emails = pgTable(
     workflowStepRunId: uuid('workflow_step_run_id').references(() => workflowStepRuns.id, { onDelete: 'set null' }),
     /** Marketing mail (campaigns, MARKETING templates): carries the unsubscribe link and List-Unsubscribe. */
     marketing: boolean('marketing').notNull().default(false),
+    /**
+     * The topic of a marketing email (its campaign's, its workflow step's): it is sent only while the contact is
+     * subscribed to the topic, and its unsubscribe link and one-click unsubscribe leave that topic only.
+     */
+    topicId: uuid('topic_id'),
     source: text('source').notNull().$type<EmailSource>(),
     /**
      * Open and click tracking, decided when the email is accepted (the send's `tracking`, else its template's or

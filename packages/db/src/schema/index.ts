@@ -106,3 +106,12 @@ export {
   campaignEvents,
   testMessages,
 } from './deliverability';
+export {
+  TOPIC_DEFAULTS,
+  TOPIC_VISIBILITIES,
+  topics,
+  contactTopics,
+  contactConfirmations,
+  type TopicDefault,
+  type TopicVisibility,
+} from './topics';

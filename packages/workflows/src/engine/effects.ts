@@ -43,6 +43,8 @@ export function workflowEmailRow(a: {
     marketing: template.type === 'MARKETING',
     // The template's tracking, else the project's mode for the template's stream (resolved by the insert).
     tracking: template.tracking ?? null,
+    // A topic is marketing's business: a TRANSACTIONAL template's email ignores the step's topic.
+    topicId: template.type === 'MARKETING' ? (cfg.topicId ?? null) : null,
     source: 'workflow',
     toEmail: a.contact.email,
     fromEmail: a.from,

@@ -305,13 +305,14 @@ export class ExecutionRun {
 
   private async sendEmail(run: StepRunRow, step: WorkflowStepRow, cfg: StepConfig<'SEND_EMAIL'>): Promise<ExecutionRow | undefined> {
     const x = this.x;
-    const [live, contact] = await Promise.all([getTemplate(this.db, x.projectId, cfg.templateId), contactForSend(this.db, x, cfg.templateId)]);
+    const [live, contact] = await Promise.all([getTemplate(this.db, x.projectId, cfg.templateId), contactForSend(this.db, x, cfg.templateId, cfg.topicId)]);
     if (!contact) return this.end(run, 'FAILED', 'the contact no longer exists');
     if (!live) return this.end(run, 'FAILED', `template ${cfg.templateId} no longer exists`);
     // A pinned step sends its version; otherwise the live (latest published) one, which the template row holds.
     const template = cfg.templateVersion === undefined ? live : await pinnedTemplate(this.db, live, cfg.templateVersion);
     if (!template) return this.end(run, 'FAILED', `template ${cfg.templateId} has no published version ${cfg.templateVersion}`);
-    // The suppression rule (the list; a MARKETING template to a contact not subscribed): the step is skipped.
+    // The suppression rule (the list; a MARKETING template to a contact not subscribed, globally or to the step's
+    // topic): the step is skipped.
     if (contact.suppression) {
       return this.done(run, step, 'next', { status: 'SKIPPED', output: { reason: SUPPRESSION_REASONS[contact.suppression], cause: contact.suppression } });
     }

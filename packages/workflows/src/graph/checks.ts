@@ -6,6 +6,7 @@
  * @module
  */
 import { AppError, validationError, type FieldError } from '@mailroom/platform/errors';
+import { missingTopics } from '@mailroom/db/queries/topics';
 import { type WorkflowBranch, type WorkflowStepType } from '@mailroom/db/schema/workflow-states';
 import { webhookUrlProblem } from '@mailroom/webhooks/webhooks';
 import { senderError } from '@mailroom/mail/sender';
@@ -51,6 +52,9 @@ export async function checkStep(
     if (!from) throw validationError([{ field: `${field}.from`, message: 'is required: the template has no from address', code: 'invalid_type' }]);
     const bad = await senderError(db, projectId, from, value.from ? `${field}.from` : `${field}.templateId`);
     if (bad) throw validationError([bad]);
+    if (typeof value.topicId === 'string' && (await missingTopics(db, projectId, [value.topicId])).length > 0) {
+      throw validationError([{ field: `${field}.topicId`, message: 'is not a topic of this project', code: 'custom' }]);
+    }
   }
   return value;
 }

@@ -21,6 +21,7 @@ import { compileAudience } from '@mailroom/audiences/audience';
 import { endpointWants } from '@mailroom/db/queries/webhooks';
 import { executeNamed } from '@mailroom/db/queries/named';
 import { suppressionCauseSql, type SuppressionCause } from '@mailroom/db/queries/suppression-rule';
+import { topicSubscribedSql } from '@mailroom/db/queries/topics';
 import type { ExecutionRow, StepRunRow, WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { workflowExecutions, workflowStepRuns } from '@mailroom/db/schema';
 
@@ -335,11 +336,12 @@ export type ContactForSend = {
  * The execution's contact with the suppression rule's answer for an email of template `templateId` (marketing
  * when the template is MARKETING), or `undefined` when the contact was deleted.
  */
-export async function contactForSend(db: DbOrTx, x: ExecutionRow, templateId: string): Promise<ContactForSend | undefined> {
+export async function contactForSend(db: DbOrTx, x: ExecutionRow, templateId: string, topicId?: string): Promise<ContactForSend | undefined> {
   const marketing = sql`coalesce((select t.type = 'MARKETING' from templates t where t.id = ${templateId}::uuid and t.project_id = c.project_id), false)`;
+  const topicSubscribed = topicId ? topicSubscribedSql(sql`c.project_id`, sql`c.id`, sql`${topicId}::uuid`) : undefined;
   const rows = await db.execute<ContactForSend>(sql`
     select c.email, c.subscribed, c.data,
-      ${suppressionCauseSql({ projectId: sql`c.project_id`, emailKey: sql`c.email_key`, marketing, subscribed: sql`c.subscribed` })} as suppression
+      ${suppressionCauseSql({ projectId: sql`c.project_id`, emailKey: sql`c.email_key`, marketing, subscribed: sql`c.subscribed`, ...(topicSubscribed ? { topicSubscribed } : {}) })} as suppression
     from contacts c where c.project_id = ${x.projectId}::uuid and c.id = ${x.contactId}::uuid
   `);
   return rows.rows[0];
