@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
 import { segments } from './segments';
+import type { EmailTag } from '@mailroom/platform/email-tags';
 
 /**
  * Campaign states (docs/api/overview.md): DRAFT → SCHEDULED → SENDING → SENT; CANCELLED from DRAFT, SCHEDULED, SENDING
@@ -39,6 +40,8 @@ export const campaigns = pgTable(
     audienceType: text('audience_type').notNull().$type<AudienceType>(),
     segmentId: uuid('segment_id').references(() => segments.id, { onDelete: 'set null' }),
     audienceFilter: jsonb('audience_filter').$type<unknown>(),
+    /** Tags applied to every email the campaign sends (copied onto each at fan-out); null when none. */
+    tags: jsonb('tags').$type<EmailTag[]>(),
     status: text('status').notNull().$type<CampaignStatus>().default('DRAFT'),
     scheduledAt: timestamp('scheduled_at', { withTimezone: true, mode: 'date' }),
     startedAt: timestamp('started_at', { withTimezone: true, mode: 'date' }),

@@ -99,6 +99,7 @@ export {
 export {
   NO_CAMPAIGN,
   reputationCounts,
+  reputationTagCounts,
   campaignEvents,
   testMessages,
 } from './deliverability';
