@@ -19,6 +19,7 @@ import { eventRoutes } from './routes/events';
 import { importRoutes } from './routes/imports';
 import { emailRoutes } from './routes/emails';
 import { sendRoutes } from './routes/send';
+import { sendBatchRoutes } from './routes/send-batch';
 import { templateRoutes } from './routes/templates';
 import { templateRenderRoutes } from './routes/template-render';
 import { emailRawOpenApiPaths } from './routes/email-raw';
@@ -45,6 +46,7 @@ import { inboundRawOpenApiPaths, inboundRoutes } from './routes/inbound';
 export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
   return [
     ...sendRoutes(deps),
+    ...sendBatchRoutes(deps),
     ...verifyRoutes(deps),
     ...eventRoutes(deps),
     ...emailRoutes(deps),

@@ -13,6 +13,7 @@ import { listEmails } from '@mailroom/db/queries/email-list';
 import { EMAIL_STATUSES } from '@mailroom/db/schema/emails';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
+import { EmailTagSchema } from '@mailroom/platform/email-tags';
 import { IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 
 const EmailSummary = Type.Object({
@@ -27,6 +28,7 @@ const EmailSummary = Type.Object({
   templateId: Nullable(Type.String()),
   campaignId: Nullable(Type.String()),
   messageId: Nullable(Type.String({ description: 'SES message id (`test-<email id>` for a test email)' })),
+  tags: Type.Array(EmailTagSchema, { description: "the sender's { name, value } tags (a campaign's emails carry the campaign's); empty when none" }),
   test: Type.Boolean({ description: 'made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw)' }),
   error: Nullable(Type.String()),
   attempts: Type.Integer(),
@@ -90,6 +92,7 @@ function presentEmail(e: EmailRow) {
     templateId: e.templateId,
     campaignId: e.campaignId,
     messageId: e.messageId,
+    tags: e.tags ?? [],
     test: e.test,
     error: e.error,
     attempts: e.attempts,

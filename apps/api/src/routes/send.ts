@@ -5,6 +5,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { MAILBOX_MAX_LENGTH } from '@mailroom/platform/address';
+import { EmailTagsSchema } from '@mailroom/platform/email-tags';
 import { addressString, MailboxString } from '@mailroom/platform/validation';
 import { acceptSend, ATTACHMENT_LIMITS } from '@mailroom/sending/accept';
 import { transactionalBatcher } from '@mailroom/sending/write-batcher';
@@ -91,11 +92,13 @@ export const SendBody = Type.Object(
       Type.Array(Attachment, { maxItems: ATTACHMENT_LIMITS.count, description: 'at most 10, 10 MB decoded in total' }),
     ),
     type: Type.Optional(StringEnum(['html', 'markdown'] as const, 'body format')),
+    tags: Type.Optional(EmailTagsSchema),
   },
   { additionalProperties: false },
 );
 
-const SendResult = Type.Object({
+/** What `POST /v1/send` answers (and each accepted message of the batch). */
+export const SendResult = Type.Object({
   emails: Type.Array(
     Type.Object({
       contact: Type.Object({ id: Type.String(), email: Type.String() }),
@@ -148,6 +151,7 @@ export function sendRoutes(deps: AppDeps) {
         subject: 'Hello {{name ?? "there"}}',
         body: '<p>Hi {{name}}!</p>',
         data: { name: 'Ada' },
+        tags: [{ name: 'category', value: 'welcome' }],
       },
       bodyLimit: '20mb',
       response: SendResult,

@@ -80,19 +80,25 @@ async function windowStarts(db: DbOrTx): Promise<{ hour: Date; starts: Record<Re
  * `(project_id, hour)` prefix.
  *
  * @param campaignLimit - most campaigns listed per window.
+ * @param tag - only the outcomes of emails carrying this tag (`reputation_tag_counts`).
  * @returns the current hour's start and both windows.
  */
 export async function projectReputation(
   db: DbOrTx,
   projectId: string,
   campaignLimit: number,
+  tag?: { name: string; value: string },
 ): Promise<{ hour: Date; windows: Record<ReputationWindow, ReputationWindowCounts> }> {
   const { hour, starts } = await windowStarts(db);
+  // With a tag, the same figures of the emails carrying it: `reputation_tag_counts` has the same keys plus the tag,
+  // first in its primary key after the project, so this reads one tag's rows by the key's prefix.
+  const counts = tag
+    ? sql`reputation_tag_counts r where r.project_id = ${projectId}::uuid and r.tag_name = ${tag.name} and r.tag_value = ${tag.value}`
+    : sql`reputation_counts r where r.project_id = ${projectId}::uuid`;
   const day = sql`r.hour >= ${starts.last24h.toISOString()}::timestamptz`;
   const grouped = await db.execute<Sums & { domain: string | null; total: boolean }>(sql`
     select grouping(r.domain) = 1 as total, r.domain, ${sums('r', 'd', day)}, ${sums('r', 'w')}
-    from reputation_counts r
-    where r.project_id = ${projectId}::uuid and r.hour >= ${starts.last7d.toISOString()}::timestamptz
+    from ${counts} and r.hour >= ${starts.last7d.toISOString()}::timestamptz
     group by grouping sets ((), (r.domain))
   `);
   const total = grouped.rows.find((r) => r.total);
@@ -106,8 +112,8 @@ export async function projectReputation(
   const campaignsOf = async (from: Date) => {
     const r = await db.execute<Sums & { campaign_id: string; name: string | null }>(sql`
       select r.campaign_id, c.name, ${sums('r', 'w')}
-      from reputation_counts r left join campaigns c on c.id = r.campaign_id and c.project_id = r.project_id
-      where r.project_id = ${projectId}::uuid and r.hour >= ${from.toISOString()}::timestamptz and r.campaign_id <> ${NO_CAMPAIGN}::uuid
+      from (select r.* from ${counts}) r left join campaigns c on c.id = r.campaign_id and c.project_id = r.project_id
+      where r.hour >= ${from.toISOString()}::timestamptz and r.campaign_id <> ${NO_CAMPAIGN}::uuid
       group by r.campaign_id, c.name
       order by w_sent desc, r.campaign_id
       limit ${campaignLimit + 1}

@@ -67,7 +67,7 @@ type Row = ContactSqlRow & { req: number; suppression: SuppressionCause | null; 
  *   written: one statement).
  */
 export async function writeTransactionalBatch(db: DbOrTx, requests: TransactionalRequest[]): Promise<TransactionalWrite[]> {
-  const q = { req: [] as number[], project: [] as string[], template: [] as (string | null)[], marketing: [] as boolean[], fromEmail: [] as string[], fromName: [] as (string | null)[], replyTo: [] as (string | null)[], subject: [] as string[], body: [] as string[], format: [] as string[], variables: [] as string[], headers: [] as string[], attachments: [] as string[], test: [] as boolean[], timestamp: [] as string[], senders: [] as (string | null)[] };
+  const q = { req: [] as number[], project: [] as string[], template: [] as (string | null)[], marketing: [] as boolean[], fromEmail: [] as string[], fromName: [] as (string | null)[], replyTo: [] as (string | null)[], subject: [] as string[], body: [] as string[], format: [] as string[], variables: [] as string[], headers: [] as string[], attachments: [] as string[], test: [] as boolean[], tags: [] as (string | null)[], timestamp: [] as string[], senders: [] as (string | null)[] };
   const c = { req: [] as number[], id: [] as string[], project: [] as string[], email: [] as string[], key: [] as string[], subscribed: [] as boolean[], stated: [] as boolean[], patch: [] as string[], removed: [] as string[], test: [] as boolean[] };
   const r = { req: [] as number[], id: [] as string[], key: [] as string[], email: [] as string[], name: [] as (string | null)[] };
   const f = { req: [] as number[], id: [] as string[], filename: [] as string[], contentType: [] as string[], content: [] as Buffer[] };
@@ -89,6 +89,7 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     q.headers.push(JSON.stringify(ct.headers));
     q.attachments.push(`{${ct.attachmentIds.join(',')}}`);
     q.test.push(ct.test);
+    q.tags.push(ct.tags ? JSON.stringify(ct.tags) : null);
     q.timestamp.push(request.webhookTimestamp);
     q.senders.push(request.senderDomains ? JSON.stringify(request.senderDomains) : null);
     for (const row of mergeInputs(request.contacts)) {
@@ -128,8 +129,8 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       select * from unnest(${param(q.req)}::int[], ${param(q.project)}::uuid[], ${param(q.template)}::uuid[], ${param(q.marketing)}::boolean[],
         ${param(q.fromEmail)}::text[], ${param(q.fromName)}::text[], ${param(q.replyTo)}::text[], ${param(q.subject)}::text[], ${param(q.body)}::text[],
         ${param(q.format)}::text[], ${param(q.variables)}::jsonb[], ${param(q.headers)}::jsonb[], ${param(q.attachments)}::text[], ${param(q.test)}::boolean[],
-        ${param(q.timestamp)}::text[], ${param(q.senders)}::jsonb[])
-        as t(req, project_id, template_id, marketing, from_email, from_name, reply_to, subject, body, body_format, variables, headers, attachment_ids, test, webhook_ts, senders)
+        ${param(q.timestamp)}::text[], ${param(q.senders)}::jsonb[], ${param(q.tags)}::jsonb[])
+        as t(req, project_id, template_id, marketing, from_email, from_name, reply_to, subject, body, body_format, variables, headers, attachment_ids, test, webhook_ts, senders, tags)
     ),
     allowed as (
       select q.* from reqs q
@@ -165,9 +166,9 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     ),
     em as (
       insert into emails (id, project_id, contact_id, template_id, source, marketing, to_email, to_name, from_email, from_name,
-        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, status, error)
+        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, tags, status, error)
       select r.id, q.project_id, u.id, q.template_id, 'transactional', q.marketing, r.to_email, r.to_name,
-        q.from_email, q.from_name, q.reply_to, q.subject, q.body, q.body_format, q.variables, q.headers, q.attachment_ids::uuid[], q.test,
+        q.from_email, q.from_name, q.reply_to, q.subject, q.body, q.body_format, q.variables, q.headers, q.attachment_ids::uuid[], q.test, q.tags,
         case when h.cause is null then 'queued' else 'suppressed' end,
         'suppressed: ' || ${suppressionReasonSql(sql`h.cause`)}
       from rcpt r
@@ -186,7 +187,7 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       select mailroom_uuid_v7(clock_timestamp()), em.project_id, w.id, 'email.suppressed',
         jsonb_build_object('type', 'email.suppressed', 'timestamp', q.webhook_ts, 'data',
           jsonb_build_object('emailId', em.id, 'contactId', em.contact_id, 'campaignId', null, 'messageId', null,
-            'to', em.to_email, 'from', em.from_email, 'status', 'suppressed')
+            'to', em.to_email, 'from', em.from_email, 'status', 'suppressed', 'tags', coalesce(q.tags, '[]'::jsonb))
           || ${suppressionDataSql(sql`h.cause`)}
           || case when q.test then '{"test":true}'::jsonb else '{}'::jsonb end)
       from em
