@@ -15,7 +15,7 @@ import { campaigns, type CampaignStatus } from '@mailroom/db/schema';
 export type CampaignRow = typeof campaigns.$inferSelect;
 export type NewCampaign = Pick<
   typeof campaigns.$inferInsert,
-  'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'audienceType' | 'segmentId' | 'audienceFilter'
+  'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'audienceType' | 'segmentId' | 'audienceFilter' | 'tags'
 >;
 
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -227,8 +227,8 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
         limit ${batchSize}
       ),
       ins as (
-        insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, from_name, reply_to, status, test)
-        select ${campaignEmailIdSql('k')}, k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued', k.test
+        insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, from_name, reply_to, status, test, tags)
+        select ${campaignEmailIdSql('k')}, k.project_id, b.id, k.id, true, 'campaign', b.email, k.from_email, k.from_name, k.reply_to, 'queued', k.test, k.tags
         from batch b, campaigns k where k.id = ${campaignId}::uuid
         order by b.id
         ${onConflict}
