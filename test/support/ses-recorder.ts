@@ -3,7 +3,7 @@
  *
  * The emulator keeps parsed messages with second-resolution times and drops custom headers of raw mail, so
  * tests route SES traffic through this proxy, which forwards every request unchanged and records each
- * `SendEmail` call: arrival time (ms), the raw MIME bytes, and the emulator's answer. It runs in a process of
+ * `SendEmail` call: arrival time (ms), the raw MIME bytes, the message tags (`EmailTags`), and the emulator's answer. It runs in a process of
  * its own (`ses-recorder-main.ts`) so that the tests' own work cannot delay its timestamps. It can also answer with
  * a recorded SES error for matching requests (fault injection), to exercise throttling and rejections.
  *
@@ -19,6 +19,8 @@ export interface RecordedSend {
   to: string[];
   status: number;
   messageId?: string;
+  /** The request's `EmailTags` (SES message tags), as sent. */
+  tags: { Name: string; Value: string }[];
 }
 
 interface Fault {
@@ -61,9 +63,14 @@ export async function startSesRecorder(upstream: string): Promise<{ url: string;
       const isSend = req.method === 'POST' && req.url === '/v2/email/outbound-emails';
       let record: RecordedSend | undefined;
       if (isSend) {
-        const parsed = JSON.parse(body.toString()) as { FromEmailAddress?: string; Destination?: { ToAddresses?: string[] }; Content?: { Raw?: { Data?: string } } };
+        const parsed = JSON.parse(body.toString()) as {
+          FromEmailAddress?: string;
+          Destination?: { ToAddresses?: string[] };
+          Content?: { Raw?: { Data?: string } };
+          EmailTags?: { Name: string; Value: string }[];
+        };
         const raw = Buffer.from(parsed.Content?.Raw?.Data ?? '', 'base64').toString('utf8');
-        record = { at, raw, from: parsed.FromEmailAddress, to: parsed.Destination?.ToAddresses ?? [], status: 0 };
+        record = { at, raw, from: parsed.FromEmailAddress, to: parsed.Destination?.ToAddresses ?? [], status: 0, tags: parsed.EmailTags ?? [] };
         const fault = faults.find((f) => f.times > 0 && raw.includes(f.match));
         if (fault) {
           fault.times--;
