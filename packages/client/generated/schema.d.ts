@@ -24,6 +24,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/send/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a batch of distinct emails
+         * @description Up to 100 messages, each exactly what POST /v1/send takes, checked one by one. Answers 200 with `data`, the accepted messages with what POST /v1/send answers for each, and `errors`, the refused ones with their error, both by index (from 0). A refused message stores and sends nothing; the accepted ones are stored in one transaction and sent. More than 100 messages, or a body that is not a list, is 422 and sends nothing. Each message counts as one request of the rate limit. One Idempotency-Key covers the whole batch: a replay answers the same and sends nothing again. With a test key (sk_test_…) every message is a test email, delivered to the test sink.
+         */
+        post: operations["sendEmailBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/verify": {
         parameters: {
             query?: never;
@@ -686,7 +706,7 @@ export interface paths {
         };
         /**
          * Sends, deliveries, bounces, complaints and their rates over the last 24 hours and 7 days
-         * @description Overall, per sending domain, per campaign and per delivery connection (SES account). Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ending with the current one (23 to 24 hours of history), `last7d` the 168 such buckets. An outcome counts in the hour SES reported it. Rates are per email sent, as SES computes them for its account review (`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count.
+         * @description Overall, per sending domain, per campaign and per delivery connection (SES account). Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ending with the current one (23 to 24 hours of history), `last7d` the 168 such buckets. An outcome counts in the hour SES reported it. Rates are per email sent, as SES computes them for its account review (`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count. With `?tag=name:value`, every figure counts only the emails carrying that tag (counted from when the tag was first sent).
          */
         get: operations["getReputation"];
         put?: never;
@@ -2499,7 +2519,13 @@ export interface operations {
                  *       "body": "<p>Hi {{name}}!</p>",
                  *       "data": {
                  *         "name": "Ada"
-                 *       }
+                 *       },
+                 *       "tags": [
+                 *         {
+                 *           "name": "category",
+                 *           "value": "welcome"
+                 *         }
+                 *       ]
                  *     }
                  */
                 "application/json": {
@@ -2564,6 +2590,13 @@ export interface operations {
                      * @enum {string}
                      */
                     type?: "html" | "markdown";
+                    /** @description at most 10 { name, value } tags, names distinct and not email_id or project_id (set by the platform). Stored on the email, echoed in its email.* webhook payloads, passed to SES as message tags, and a filter of GET /reputation (?tag=name:value) */
+                    tags?: {
+                        /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        name: string;
+                        /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        value: string;
+                    }[];
                 };
             };
         };
@@ -2611,6 +2644,189 @@ export interface operations {
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404RateLimited"];
             409: components["responses"]["Error409RateLimited"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    sendEmailBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT, retryable, after 10 s). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example [
+                 *       {
+                 *         "to": "ada@example.org",
+                 *         "from": "Acme <hello@example.com>",
+                 *         "subject": "Your receipt",
+                 *         "body": "<p>Thanks, Ada</p>",
+                 *         "tags": [
+                 *           {
+                 *             "name": "category",
+                 *             "value": "receipt"
+                 *           }
+                 *         ]
+                 *       },
+                 *       {
+                 *         "to": "alan@example.org",
+                 *         "from": "Acme <hello@example.com>",
+                 *         "subject": "Your receipt",
+                 *         "body": "<p>Thanks, Alan</p>",
+                 *         "tags": [
+                 *           {
+                 *             "name": "category",
+                 *             "value": "receipt"
+                 *           }
+                 *         ]
+                 *       }
+                 *     ]
+                 */
+                "application/json": {
+                    /** @description an email address, a mailbox string ("Ann <ann@example.com>"), { name, email }, or an array of up to 100 of them */
+                    to: (string | {
+                        name?: string;
+                        /**
+                         * Format: email
+                         * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
+                         */
+                        email: string;
+                    }) | (string | {
+                        name?: string;
+                        /**
+                         * Format: email
+                         * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
+                         */
+                        email: string;
+                    })[];
+                    /** @description subject template; at most 998 characters (RFC 5322 line length) */
+                    subject?: string;
+                    /** @description HTML (or Markdown with type=markdown); {{var}} values stay text in both (never links, images or markup), and a script or data URL from a variable becomes #. At most 200 levels of nested elements (Markdown: block quotes, lists, emphasis), and per Markdown paragraph at most 200 links and 2,000 emphasis markers (422 naming the field) */
+                    body?: string;
+                    /** @description template id */
+                    template?: string;
+                    /** @description an email address, a mailbox string such as "Ann <ann@example.com>", or { name, email } */
+                    from?: string | {
+                        name?: string;
+                        /**
+                         * Format: email
+                         * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
+                         */
+                        email: string;
+                    };
+                    /** @description sender display name; wins over a display name given in `from` */
+                    name?: string;
+                    /**
+                     * Format: mailbox
+                     * @description reply-to: an email address or a mailbox string such as "Support <help@example.com>" (the name is kept)
+                     */
+                    reply?: string;
+                    /** @description marketing subscription; default false for new contacts, unchanged for existing ones */
+                    subscribed?: boolean;
+                    /** @description template variables; `{ value, persistent: false }` values are used for rendering only and not stored on the contact. `plunk_id`, `plunk_email` and `unsubscribeUrl` are set by the platform (the contact's id and address, its unsubscribe link): values given for them are ignored when rendering. At most 32 levels of nesting in the whole body; no U+0000 in any string or key (422 naming the field) */
+                    data?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description custom email headers (at most 50; names compared case-insensitively, each once). Refused with 422 naming the header: the platform's and MIME's own (From, To, Cc, Bcc, Reply-To, Sender, Subject, Date, Message-ID, MIME-Version, Content-*, Return-Path, Received, DKIM-Signature, Feedback-ID, Authentication-Results, ARC-*, X-SES-*), and List-Unsubscribe / List-Unsubscribe-Post on marketing mail (it carries the platform's one-click pair). Transactional mail may carry its own pair (List-Unsubscribe-Post only beside List-Unsubscribe); without one, the platform adds its pair when the body links to {{unsubscribeUrl}}. Marketing mail carries Precedence: bulk, Auto-Submitted: auto-generated and X-Auto-Response-Suppress: All; a value given here for one of them replaces the default */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /** @description at most 10, 10 MB decoded in total */
+                    attachments?: {
+                        filename: string;
+                        /** @description base64-encoded bytes */
+                        content: string;
+                        /** @description media type; default from the file name. Not multipart/* or message/* (422): send those as application/octet-stream */
+                        contentType?: string;
+                    }[];
+                    /**
+                     * @description body format
+                     * @enum {string}
+                     */
+                    type?: "html" | "markdown";
+                    /** @description at most 10 { name, value } tags, names distinct and not email_id or project_id (set by the platform). Stored on the email, echoed in its email.* webhook payloads, passed to SES as message tags, and a filter of GET /reputation (?tag=name:value) */
+                    tags?: {
+                        /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        name: string;
+                        /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        value: string;
+                    }[];
+                }[];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** @description the accepted messages, by index: what POST /v1/send answers for each */
+                            data: ({
+                                /** @description the message's position in the request (from 0) */
+                                index: number;
+                            } & {
+                                emails: {
+                                    contact: {
+                                        id: string;
+                                        email: string;
+                                    };
+                                    /** @description email id; read its status at GET /emails/{id} */
+                                    email: string;
+                                    /** @description `suppressed`: the email is stored with this status and never sent; `reason` says why */
+                                    status: "queued" | "suppressed";
+                                    /**
+                                     * @description why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed)
+                                     * @enum {string}
+                                     */
+                                    reason?: "suppression_list" | "unsubscribed";
+                                }[];
+                                /** @description recipients whose email is suppressed (not sent) */
+                                suppressed: string[];
+                                /** Format: date-time */
+                                timestamp: string;
+                            })[];
+                            /** @description the refused messages, by index: nothing of them is stored or sent */
+                            errors: {
+                                /** @description the message's position in the request (from 0) */
+                                index: number;
+                                /** @description the error code POST /v1/send would have answered (VALIDATION_ERROR, NOT_FOUND, KEY_DOMAIN_FORBIDDEN) */
+                                code: string;
+                                statusCode: number;
+                                message: string;
+                                /** @description for VALIDATION_ERROR: each field, relative to the message (`tags.3.name`) */
+                                errors?: {
+                                    field: string;
+                                    message: string;
+                                    code: string;
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
             413: components["responses"]["Error413RateLimited"];
             415: components["responses"]["Error415RateLimited"];
             422: components["responses"]["Error422RateLimited"];
@@ -3154,6 +3370,13 @@ export interface operations {
                                 templateId: string | null;
                                 campaignId: string | null;
                                 messageId: string | null;
+                                /** @description the sender's { name, value } tags (a campaign's emails carry the campaign's); empty when none */
+                                tags: {
+                                    /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                    name: string;
+                                    /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                    value: string;
+                                }[];
                                 /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
                                 test: boolean;
                                 error: string | null;
@@ -3238,6 +3461,13 @@ export interface operations {
                             templateId: string | null;
                             campaignId: string | null;
                             messageId: string | null;
+                            /** @description the sender's { name, value } tags (a campaign's emails carry the campaign's); empty when none */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
                             test: boolean;
                             error: string | null;
@@ -5077,6 +5307,13 @@ export interface operations {
                                 pauseDetails: {
                                     [key: string]: unknown;
                                 } | null;
+                                /** @description the tags every email of the campaign carries (empty when none) */
+                                tags: {
+                                    /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                    name: string;
+                                    /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                    value: string;
+                                }[];
                                 /** @description sent with a test key: its emails go to the sink, never to SES */
                                 test: boolean;
                                 /** Format: date-time */
@@ -5132,6 +5369,13 @@ export interface operations {
                                 pauseDetails: {
                                     [key: string]: unknown;
                                 } | null;
+                                /** @description the tags every email of the campaign carries (empty when none) */
+                                tags: {
+                                    /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                    name: string;
+                                    /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                    value: string;
+                                }[];
                                 /** @description sent with a test key: its emails go to the sink, never to SES */
                                 test: boolean;
                                 /** Format: date-time */
@@ -5199,6 +5443,12 @@ export interface operations {
                     audienceType: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    tags?: {
+                        /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        name: string;
+                        /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        value: string;
+                    }[] | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -5261,6 +5511,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             /** Format: date-time */
@@ -5350,6 +5607,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             /** Format: date-time */
@@ -5412,6 +5676,12 @@ export interface operations {
                     audienceType?: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    tags?: {
+                        /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        name: string;
+                        /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        value: string;
+                    }[] | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -5474,6 +5744,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             /** Format: date-time */
@@ -5582,6 +5859,12 @@ export interface operations {
                     audienceType?: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    tags?: {
+                        /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        name: string;
+                        /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        value: string;
+                    }[] | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -5644,6 +5927,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             /** Format: date-time */
@@ -5743,6 +6033,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             /** Format: date-time */
@@ -5833,6 +6130,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             /** Format: date-time */
@@ -6070,6 +6374,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             /** Format: date-time */
@@ -6214,6 +6525,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             /** Format: date-time */
@@ -6285,6 +6603,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             /** Format: date-time */
@@ -6317,7 +6642,10 @@ export interface operations {
     };
     getReputation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description name:value: only the outcomes of emails carrying this tag (every figure: overall, per domain, per campaign, per connection) */
+                tag?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6514,6 +6842,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error400RateLimited"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             429: components["responses"]["Error429RateLimited"];
@@ -11004,6 +11333,11 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent";
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         /**
                          * @description present on events of test data (made with a test key)
                          * @constant
@@ -11067,6 +11401,11 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         smtpResponse?: string;
                         processingTimeMillis?: number;
                         reportingMTA?: string;
@@ -11133,6 +11472,11 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         delayType?: string;
                         expirationTime?: string;
                         /** @description enhanced status code, e.g. 5.1.1 */
@@ -11201,6 +11545,11 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         ipAddress?: string;
                         userAgent?: string;
                         /**
@@ -11266,6 +11615,11 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         link?: string;
                         linkTags?: Record<string, never>;
                         ipAddress?: string;
@@ -11333,6 +11687,11 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         /** @enum {string} */
                         bounceType?: "Permanent" | "Transient" | "Undetermined";
                         bounceSubType?: string;
@@ -11403,6 +11762,11 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         complaintFeedbackType?: string;
                         complaintSubType?: string;
                         userAgent?: string;
@@ -11470,6 +11834,11 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "failed";
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         reason?: string;
                         /**
                          * @description present on events of test data (made with a test key)
@@ -11534,6 +11903,11 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "suppressed";
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         /**
                          * @description why, as a code
                          * @enum {string}

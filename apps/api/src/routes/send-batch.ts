@@ -49,7 +49,9 @@ export function sendBatchRoutes(deps: AppDeps) {
     { maxBatch: deps.config.writeBatchSize, maxInFlight: deps.config.writeBatchInFlight },
   );
   const validateItem = bodyValidator(SendBody);
-  const limit = projectRateLimit(deps.redis, deps.config.queuePrefix, deps.config.rateLimitPerMinute);
+  // Made at the first batch: a route declaration must not touch its dependencies (the OpenAPI document is built
+  // from the declarations alone).
+  let limit: ReturnType<typeof projectRateLimit> | undefined;
   return [route({
     method: 'post',
     path: '/v1/send/batch',
@@ -78,6 +80,7 @@ export function sendBatchRoutes(deps: AppDeps) {
     idempotent: true,
     handler: async ({ body, auth, log, db, afterCommit }) => {
       // The door counted the request once; each further message counts too.
+      limit ??= projectRateLimit(deps.redis, deps.config.queuePrefix, deps.config.rateLimitPerMinute);
       await limit(auth.projectId, body.length - 1);
       return {
         data: await acceptSendBatch(
