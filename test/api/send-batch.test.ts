@@ -82,11 +82,25 @@ describe('errors', () => {
     expect(errors[0].errors.map((e) => e.field).sort()).toEqual(['tags.3.name']);
     expect(errors[2].errors.map((e) => e.field).sort()).toEqual(expect.arrayContaining(['from']));
     expect(errors[3].errors.map((e) => e.field)).toEqual(['from']);
-    // The schema passed message 1 once its name is valid: its duplicate name is refused on the duplicate.
-    const dup = await batch([message(recipient(), { tags: [{ name: 'a', value: 'b' }, { name: 'a', value: 'c' }] })]);
+    // A valid name given twice is refused on the second.
+    const dup = await batch([message(recipient()), message(recipient(), { tags: [{ name: 'a', value: 'b' }, { name: 'a', value: 'c' }] })]);
     expect(dup.body.data.errors[0].errors).toEqual([expect.objectContaining({ field: 'tags.1.name', message: expect.stringContaining('more than once') })]);
     expect(errors[1].errors).toEqual([expect.objectContaining({ field: 'tags.0.name', message: expect.stringContaining('set by the platform') })]);
     expect((await rowsTo(to)).map((r) => r.toEmail).sort()).toEqual([to[0], to[3]].sort());
+  });
+
+  test('a batch none of whose messages is accepted is 422 as a whole, each field named <index>.<field>; nothing stored', async () => {
+    const other = await createTestProject(ctx.api.database);
+    const to = [recipient('r0'), recipient('r1'), recipient('r2')];
+    const res = await batch([
+      message(to[0], { tags: [{ name: 'ok', value: 'v' }, { name: 'bad!', value: 'v' }] }),
+      { to: to[1], template: '01936f7e-0000-7000-8000-000000000000' },
+      message(to[2], { from: `x@${other.domain}` }),
+    ]);
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('VALIDATION_ERROR');
+    expect(res.body.error.errors.map((e: { field: string }) => e.field)).toEqual(['0.tags.1.name', '1.template', '2.from']);
+    expect(await rowsTo(to)).toHaveLength(0);
   });
 
   test('more than 100 messages, none, or a body that is not a list: 422, nothing stored', async () => {

@@ -35,7 +35,7 @@ export interface paths {
         put?: never;
         /**
          * Send a batch of distinct emails
-         * @description Up to 100 messages, each exactly what POST /v1/send takes, checked one by one. Answers 200 with `data`, the accepted messages with what POST /v1/send answers for each, and `errors`, the refused ones with their error, both by index (from 0). A refused message stores and sends nothing; the accepted ones are stored in one transaction and sent. More than 100 messages, or a body that is not a list, is 422 and sends nothing. Each message counts as one request of the rate limit. One Idempotency-Key covers the whole batch: a replay answers the same and sends nothing again. With a test key (sk_test_…) every message is a test email, delivered to the test sink.
+         * @description Up to 100 messages, each exactly what POST /v1/send takes, checked one by one. Answers 200 with `data`, the accepted messages with what POST /v1/send answers for each, and `errors`, the refused ones with their error, both by index (from 0). A refused message stores and sends nothing; the accepted ones are stored in one transaction and sent. When no message is accepted, the answer is 422 VALIDATION_ERROR listing every message's problems as `<index>.<field>` (`2.tags.0.name`). More than 100 messages, or a body that is not a list, is 422 and sends nothing. Each message counts as one request of the rate limit. One Idempotency-Key covers the whole batch: a replay answers the same and sends nothing again. With a test key (sk_test_…) every message is a test email, delivered to the test sink.
          */
         post: operations["sendEmailBatch"];
         delete?: never;

@@ -2,7 +2,8 @@
  * Accepting a batch of distinct emails (`POST /v1/send/batch`): up to {@link SEND_BATCH_LIMIT} messages, each
  * exactly what `POST /v1/send` takes, checked one by one with the same schema and the same {@link prepareSend}.
  * A message with errors is answered with them, by its index, and sends nothing; the others are written together
- * and sent.
+ * and sent. A batch none of whose messages is accepted is refused as a whole (422, each field named
+ * `<index>.<field>`), so a request that changes nothing always answers an error.
  *
  * The accepted messages are written in one transaction: through the multi-request statement of
  * `@mailroom/db/queries/transactional-batch` (what the API's write batcher uses for concurrent sends), one
@@ -13,7 +14,7 @@
  *
  * @module
  */
-import { AppError } from '@mailroom/platform/errors';
+import { AppError, validationError, type FieldError } from '@mailroom/platform/errors';
 import type { KeyMode } from '@mailroom/platform/keys';
 import type { DbOrTx } from '@mailroom/db/client';
 import { writeTransactionalBatch } from '@mailroom/db/queries/transactional-batch';
@@ -64,6 +65,23 @@ function itemError(index: number, err: AppError): BatchItemError {
 }
 
 /**
+ * The 422 of a batch none of whose messages was accepted: every message's problems, each field prefixed with its
+ * index (`3.tags.0.name`); an error without fields (a template not found, a sender outside the key's domains) is
+ * named by the field it is about.
+ */
+function batchRefused(errors: BatchItemError[]): AppError {
+  const about: Record<string, string> = { NOT_FOUND: 'template', KEY_DOMAIN_FORBIDDEN: 'from' };
+  const fields: FieldError[] = errors
+    .sort((a, b) => a.index - b.index)
+    .flatMap((e) =>
+      e.errors?.length
+        ? e.errors.map((f) => ({ ...f, field: `${e.index}.${f.field}` }) as FieldError)
+        : [{ field: about[e.code] ? `${e.index}.${about[e.code]}` : String(e.index), message: `${e.code}: ${e.message}`, code: 'custom' as const }],
+    );
+  return validationError(fields, 'No message of the batch was accepted');
+}
+
+/**
  * Splits messages into rounds in which no two share a contact (greedy, in index order: a message goes into the
  * first round after every round holding one of its recipients, so messages to one address are written in order).
  */
@@ -94,7 +112,8 @@ export function contactRounds<T>(items: T[], keysOf: (item: T) => string[]): T[]
  *   422 of that schema, which becomes the message's error).
  * @param mode - `test`: every message is a test email (delivered to the test sink), as with `/v1/send`.
  * @returns the accepted messages' results and the refused messages' errors, by index.
- * @throws what Postgres throws while writing (then nothing of the batch is written); an error that is not an
+ * @throws {@link AppError} 422 `VALIDATION_ERROR` when no message was accepted (each field named `<index>.<field>`;
+ *   nothing written); what Postgres throws while writing (then nothing of the batch is written); an error that is not an
  *   {@link AppError} of 4xx while checking a message.
  */
 export async function acceptSendBatch(
@@ -135,6 +154,9 @@ export async function acceptSendBatch(
   };
   // One round is one statement, atomic on its own; several share a transaction (the caller's, if `db` is one).
   const written = rounds.length <= 1 ? await writeAll(deps.db) : await deps.db.transaction(writeAll);
+
+  // Nothing accepted: the request as a whole failed (and changed nothing), so it is answered as one.
+  if (written.length === 0) throw batchRefused(errors);
 
   // The send jobs of every message after the commit, concurrently (the API's enqueuer folds them into batches).
   const later: (() => Promise<void>)[] = [];
