@@ -3,7 +3,7 @@
  *
  * The emulator keeps parsed messages with second-resolution times and drops custom headers of raw mail, so
  * tests route SES traffic through this proxy, which forwards every request unchanged and records each
- * `SendEmail` call: arrival time (ms), the raw MIME bytes, and the emulator's answer. It runs in a process of
+ * `SendEmail` call: arrival time (ms), the raw MIME bytes, the message tags (`EmailTags`), and the emulator's answer. It runs in a process of
  * its own (`ses-recorder-main.ts`) so that the tests' own work cannot delay its timestamps. It can also answer with
  * a recorded SES error for matching requests (fault injection), to exercise throttling and rejections.
  *
@@ -21,6 +21,8 @@ export interface RecordedSend {
   messageId?: string;
   /** The `ConfigurationSetName` of the SendEmail request (absent when none was given). */
   configurationSet?: string;
+  /** The request's `EmailTags` (SES message tags), as sent. */
+  tags: { Name: string; Value: string }[];
 }
 
 interface Fault {
@@ -68,9 +70,10 @@ export async function startSesRecorder(upstream: string): Promise<{ url: string;
           Destination?: { ToAddresses?: string[] };
           Content?: { Raw?: { Data?: string } };
           ConfigurationSetName?: string;
+          EmailTags?: { Name: string; Value: string }[];
         };
         const raw = Buffer.from(parsed.Content?.Raw?.Data ?? '', 'base64').toString('utf8');
-        record = { at, raw, from: parsed.FromEmailAddress, to: parsed.Destination?.ToAddresses ?? [], status: 0, ...(parsed.ConfigurationSetName ? { configurationSet: parsed.ConfigurationSetName } : {}) };
+        record = { at, raw, from: parsed.FromEmailAddress, to: parsed.Destination?.ToAddresses ?? [], status: 0, tags: parsed.EmailTags ?? [], ...(parsed.ConfigurationSetName ? { configurationSet: parsed.ConfigurationSetName } : {}) };
         const fault = faults.find((f) => f.times > 0 && raw.includes(f.match));
         if (fault) {
           fault.times--;

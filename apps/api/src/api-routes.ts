@@ -22,6 +22,7 @@ import { importRoutes } from './routes/imports';
 import { emailRoutes } from './routes/emails';
 import { emailScheduleRoutes } from './routes/email-schedule';
 import { sendRoutes } from './routes/send';
+import { sendBatchRoutes } from './routes/send-batch';
 import { templateRoutes } from './routes/templates';
 import { templateVersionRoutes } from './routes/template-versions';
 import { templateRenderRoutes } from './routes/template-render';
@@ -51,6 +52,7 @@ import { inboundRawOpenApiPaths, inboundRoutes } from './routes/inbound';
 export function apiRoutes(deps: AppDeps, onKeysChange: () => void): AnyRoute[] {
   return [
     ...sendRoutes(deps),
+    ...sendBatchRoutes(deps),
     ...verifyRoutes(deps),
     ...eventRoutes(deps),
     ...emailRoutes(deps),

@@ -20,7 +20,7 @@ const test = { type: 'boolean', const: true, description: 'present on events of 
 const emailData = (status: string[], extra: Record<string, Schema> = {}, description?: string): Schema => ({
   type: 'object',
   ...(description ? { description } : {}),
-  required: ['emailId', 'contactId', 'campaignId', 'messageId', 'to', 'from', 'status'],
+  required: ['emailId', 'contactId', 'campaignId', 'messageId', 'to', 'from', 'status', 'tags'],
   properties: {
     emailId: uuid,
     contactId: nullableUuid,
@@ -30,6 +30,11 @@ const emailData = (status: string[], extra: Record<string, Schema> = {}, descrip
     from: { type: 'string' },
     status: { type: 'string', enum: status, description: "the email's status after this event (it only moves forward)" },
     variant: { type: 'integer', description: "an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only" },
+    tags: {
+      type: 'array',
+      description: "the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none",
+      items: { type: 'object', required: ['name', 'value'], properties: { name: { type: 'string' }, value: { type: 'string' } } },
+    },
     ...extra,
     test,
   },

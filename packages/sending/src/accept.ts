@@ -15,6 +15,7 @@
  * @module
  */
 import { AppError, ErrorCode, validationError, type FieldError } from '@mailroom/platform/errors';
+import { emailTagErrors, storedTags, type EmailTag } from '@mailroom/platform/email-tags';
 import { attachmentType, attachmentTypeErrors, contentIdErrors } from '@mailroom/mail/attachment-types';
 import { checkCustomHeaders } from '@mailroom/mail/headers';
 import { contentLimitErrors } from '@mailroom/mail/content-limits';
@@ -40,7 +41,8 @@ import type { SuppressionCause } from '@mailroom/db/queries/suppression-rule';
 import { writeAlone, type TransactionalWriter } from './write-batcher';
 import { enqueueSends, type SendEnqueuer } from './enqueue-batcher';
 import { type DbOrTx } from '@mailroom/db/client';
-import type { TransactionalContent } from '@mailroom/db/queries/transactional';
+import type { TransactionalContent, TransactionalWrite } from '@mailroom/db/queries/transactional';
+import type { TransactionalRequest } from '@mailroom/db/queries/transactional-batch';
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { keyDomainRefusal, senderDomainCandidates, senderError, senderRefusal } from '@mailroom/mail/sender';
 import type { Queue } from 'bullmq';
@@ -71,6 +73,8 @@ export interface SendRequest {
   tracking?: boolean;
   /** When to send (ISO 8601 date-time, at most 30 days ahead; not in the future: now). See `./schedule`. */
   scheduledAt?: string;
+  /** `{ name, value }` tags (`@mailroom/platform/email-tags`). */
+  tags?: EmailTag[];
 }
 
 /** One attachment of a send request: base64 content; a `contentId` makes it an inline part (`cid:` in the HTML). */
@@ -128,36 +132,59 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
   return { files, errors };
 }
 
+/** Where {@link prepareSend} and {@link acceptSend} read and write, and what enqueues after the commit. */
+export interface AcceptDeps {
+  config: QueueConfig & Pick<PlatformConfig, 'queuePrefix'>;
+  db: DbOrTx;
+  sendQueue: Queue<SendJobPayload>;
+  webhookQueue: Queue<WebhookJobPayload>;
+  log: Logger;
+  redis?: Redis;
+  /** Writes the emails (default: alone; the API passes a `transactionalBatcher`). */
+  writer?: TransactionalWriter;
+  /** Enqueues the send jobs after the commit (default: alone; the API passes a `sendEnqueueBatcher`). */
+  enqueuer?: SendEnqueuer;
+}
+
 /**
- * Accepts a send request for a project.
+ * Accepts a send request for a project: {@link prepareSend}, {@link writeAccepted}, then {@link enqueueAccepted}.
  *
  * @param mode - the key's mode: `test` stores the emails as test emails (`emails.test`), validated, stored and
  *   rendered exactly as live ones; the worker delivers them to the test sink instead of SES.
  * @param allowedDomains - the sending domains of a key restricted to some (null: not restricted).
- * @throws {@link AppError} 403 `KEY_DOMAIN_FORBIDDEN` (sender outside the key's domains), 404 (template not in this
- *   project), 422 (business rules: sender, content (syntax, size, nesting depth), headers (`headers.ts`),
- *   attachments); Postgres errors propagate (mapped to 503 when it is unreachable).
+ * @throws {@link AppError} as {@link prepareSend}, and 422 on `from` when the write's sender check refused it;
+ *   Postgres errors propagate (mapped to 503 when it is unreachable).
  */
 export async function acceptSend(
-  deps: {
-    config: QueueConfig & Pick<PlatformConfig, 'queuePrefix'>;
-    db: DbOrTx;
-    sendQueue: Queue<SendJobPayload>;
-    webhookQueue: Queue<WebhookJobPayload>;
-    log: Logger;
-    redis?: Redis;
-    /** Writes the emails (default: alone; the API passes a `transactionalBatcher`). */
-    writer?: TransactionalWriter;
-    /** Enqueues the send jobs after the commit (default: alone; the API passes a `sendEnqueueBatcher`). */
-    enqueuer?: SendEnqueuer;
-  },
+  deps: AcceptDeps,
   projectId: string,
   req: SendRequest,
   afterCommit: (fn: () => Promise<void>) => void,
   mode: KeyMode = 'live',
   allowedDomains: readonly string[] | null = null,
 ): Promise<SendResult> {
-  const { db } = deps;
+  const input = await prepareSend(deps.db, projectId, req, mode, allowedDomains);
+  const written = await writeAccepted(deps, projectId, input);
+  enqueueAccepted(deps, projectId, written, afterCommit, input.content.fromEmail);
+  return sendResult(written);
+}
+
+/**
+ * Checks a send request (schema-valid already) and resolves what it writes: the template, the sender, the
+ * content, headers, attachments and tags, and the distinct recipients. Reads only (the template; the sender's
+ * domain when another check failed already, so that the 422 lists every problem; otherwise the write checks it).
+ *
+ * @throws {@link AppError} 403 `KEY_DOMAIN_FORBIDDEN` (sender outside the key's domains), 404 (template not in this
+ *   project), 422 (business rules: sender, content (syntax, size, nesting depth), headers (`headers.ts`),
+ *   attachments, tags (a name twice, a reserved name)).
+ */
+export async function prepareSend(
+  db: DbOrTx,
+  projectId: string,
+  req: SendRequest,
+  mode: KeyMode = 'live',
+  allowedDomains: readonly string[] | null = null,
+): Promise<AcceptedEmails> {
   const test = mode === 'test';
   const errors: FieldError[] = [];
 
@@ -188,6 +215,7 @@ export async function acceptSend(
   // A MARKETING template's mail carries the platform's unsubscribe pair and bulk headers (headers.ts).
   const marketing = template?.type === 'MARKETING';
   if (req.headers) errors.push(...checkCustomHeaders(req.headers, { marketing }));
+  errors.push(...emailTagErrors(req.tags));
   const decoded = req.attachments ? decodeAttachments(req.attachments) : { files: [], errors: [] };
   errors.push(...decoded.errors);
   const schedule = scheduledTime(req.scheduledAt);
@@ -210,7 +238,7 @@ export async function acceptSend(
   const { render, persist } = splitVariables(req.data);
   const format: BodyFormat = req.type ?? 'html';
 
-  const written = await writeAccepted(deps, projectId, {
+  return {
     recipients: [...recipients.values()],
     subscribed: req.subscribed,
     data: persist,
@@ -231,12 +259,11 @@ export async function acceptSend(
       headers: req.headers ?? {},
       test,
       scheduledAt: schedule.at,
+      tags: storedTags(req.tags),
     },
     files: decoded.files,
     senderDomains: checkSenderInWrite ? senderDomainCandidates(fromInput.email) : undefined,
-  });
-  enqueueAccepted(deps, projectId, written, afterCommit, fromInput!.email);
-  return sendResult(written);
+  };
 }
 
 /** What one accepted request writes: its recipients (distinct), their contact upsert, the content all share. */
@@ -303,28 +330,16 @@ export async function writeAccepted(
   // one-request statement (the batch statement for one request measured slower there).
   const inline = !inTransaction && input.files.reduce((n, f) => n + f.content.length, 0) <= INLINE_FILE_BYTES;
   const write = async (tx: DbOrTx): Promise<WrittenEmails> => {
-    const files = inline ? input.files.map((f) => ({ ...f, id: newId() })) : [];
-    const attachmentIds = inline ? files.map((f) => f.id) : await insertAttachments(tx, projectId, input.files);
-    const list = input.recipients.map((r) => ({ id: newId(), email: r.email, emailKey: normalizedKey(r.email), name: r.name ?? null }));
-    const idem = input.idempotency;
-    const w = await (deps.writer ?? writeAlone)(tx, {
-      projectId,
-      contacts: list.map((r) => ({ email: r.email, subscribed: input.subscribed, defaultSubscribed: false, data: input.data })),
-      recipients: list,
-      content: { ...input.content, attachmentIds },
-      webhookTimestamp: new Date().toISOString(),
-      senderDomains: input.senderDomains,
-      ...(files.length > 0 ? { files } : {}),
-      ...(idem ? { idempotency: { ...idem, response: { emailIds: list.map((r) => r.id) } satisfies StoredEmails } } : {}),
-    });
+    const attachmentIds = inline ? undefined : await insertAttachments(tx, projectId, input.files);
+    const { request, list } = transactionalRequest(projectId, input, attachmentIds);
+    const w = await (deps.writer ?? writeAlone)(tx, request);
     if (w.keyHeld) {
       // Our own transaction holds large files inserted first: rolled back. (A caller's transaction is the caller's.)
       if (!inline && !inTransaction) throw new KeyHeld();
       return { rows: [], deliveries: [], keyHeld: true, scheduledAt: null };
     }
     if (w.senderRefused) throw validationError([senderRefusal(input.content.fromEmail)]);
-    const rows = list.map((r) => ({ id: r.id, toEmail: r.email, suppressed: w.suppressed.get(r.emailKey), contact: w.contacts.get(r.emailKey)! }));
-    return { rows, deliveries: w.deliveries, scheduledAt: input.content.scheduledAt ?? null };
+    return writtenEmails(list, w, input.content.scheduledAt ?? null);
   };
   // Files stored by the statement (or none): the write is one statement, atomic on its own.
   if (inline || inTransaction) return write(deps.db);
@@ -332,6 +347,35 @@ export async function writeAccepted(
     if (err instanceof KeyHeld) return { rows: [], deliveries: [], keyHeld: true as const, scheduledAt: null };
     throw err;
   });
+}
+
+/** A recipient of {@link transactionalRequest}, with its email's id and contact key. */
+type RecipientRow = { id: string; email: NormalizedMailbox['email']; emailKey: string; name: string | null };
+
+/**
+ * The data layer's request for one accepted request: a new email id per recipient, and the files stored by the
+ * statement itself (`attachmentIds` undefined) or already inserted (their ids).
+ */
+export function transactionalRequest(projectId: string, input: AcceptedEmails, attachmentIds?: string[]): { request: TransactionalRequest; list: RecipientRow[] } {
+  const files = attachmentIds ? [] : input.files.map((f) => ({ ...f, id: newId() }));
+  const list = input.recipients.map((r) => ({ id: newId(), email: r.email, emailKey: normalizedKey(r.email), name: r.name ?? null }));
+  const request: TransactionalRequest = {
+    projectId,
+    contacts: list.map((r) => ({ email: r.email, subscribed: input.subscribed, defaultSubscribed: false, data: input.data })),
+    recipients: list,
+    content: { ...input.content, attachmentIds: attachmentIds ?? files.map((f) => f.id) },
+    webhookTimestamp: new Date().toISOString(),
+    senderDomains: input.senderDomains,
+    ...(files.length > 0 ? { files } : {}),
+    ...(input.idempotency ? { idempotency: { ...input.idempotency, response: { emailIds: list.map((r) => r.id) } satisfies StoredEmails } } : {}),
+  };
+  return { request, list };
+}
+
+/** What the data layer's write of {@link transactionalRequest}'s request wrote, per recipient. */
+export function writtenEmails(list: RecipientRow[], w: TransactionalWrite, scheduledAt: Date | null = null): WrittenEmails {
+  const rows = list.map((r) => ({ id: r.id, toEmail: r.email, suppressed: w.suppressed.get(r.emailKey), contact: w.contacts.get(r.emailKey)! }));
+  return { rows, deliveries: w.deliveries, scheduledAt };
 }
 
 /**

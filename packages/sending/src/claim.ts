@@ -115,6 +115,7 @@ function finishRequest(claim: Claim, outcome: SendOutcome): FinishRequest {
     to: email.toEmail,
     from: email.fromEmail,
     status: outcome.status,
+    tags: email.tags ?? [],
     ...('reason' in outcome ? { reason: outcome.reason } : {}),
     ...('cause' in outcome ? { cause: outcome.cause } : {}),
     ...(email.test ? { test: true } : {}),

@@ -252,7 +252,8 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
         raw,
         from: email.fromEmail,
         to: [email.toEmail],
-        tags: { email_id: email.id, project_id: email.projectId },
+        // The platform's own tags (feedback finds the email by them) and the sender's; no user tag takes a reserved name.
+        tags: { ...Object.fromEntries((email.tags ?? []).map((t) => [t.name, t.value])), email_id: email.id, project_id: email.projectId },
         // Transactional mail claimed mid-campaign takes the next slot of the rate gate, not the last of the claimed.
         priority,
         connection,

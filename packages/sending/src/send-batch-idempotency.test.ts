@@ -40,6 +40,7 @@ function request(p: { id: string; domain: string }, to: string, key?: string, fi
       templateId: null,
       marketing: false,
       tracking: null,
+      tags: null,
       fromEmail: `a@${senderDomain}`,
       fromName: null,
       replyTo: null,

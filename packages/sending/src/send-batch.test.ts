@@ -47,6 +47,7 @@ const content = (over: Partial<TransactionalContent> = {}): TransactionalContent
   headers: {},
   attachmentIds: [],
   test: false,
+  tags: null,
   ...over,
 });
 

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { emailTagErrors, EmailTagsSchema, type EmailTag } from '@mailroom/platform/email-tags';
 import { WORKFLOW_STEP_TYPES, type WorkflowStepType, type WorkflowBranch } from '@mailroom/db/schema/workflow-states';
 import { Type, type Static } from '@sinclair/typebox';
 import { EmailAddress } from '@mailroom/contacts/contacts';
@@ -74,6 +75,7 @@ export const STEP_CONFIG_SCHEMAS = {
             "a topic of this project: a MARKETING template's email goes only to a contact subscribed to it (else the step is SKIPPED), and its one-click unsubscribe leaves that topic only; a TRANSACTIONAL template ignores it",
         }),
       ),
+      tags: Type.Optional(EmailTagsSchema),
     },
     { additionalProperties: false },
   ),
@@ -125,7 +127,7 @@ const configValidators = Object.fromEntries(
 
 /**
  * Validates a step's configuration for its type: the schema, then the rules a schema cannot say (durations up to
- * a year, the CONDITION filter, reserved webhook headers).
+ * a year, the CONDITION filter, reserved webhook headers, SEND_EMAIL tags given twice or reserved).
  *
  * @param field - the request field holding the config (`config`, `steps.2.config`), prefix of error paths.
  * @throws {@link AppError} 422 `VALIDATION_ERROR` naming each bad field.
@@ -139,6 +141,7 @@ export function parseStepConfig<T extends WorkflowStepType>(type: T, config: unk
   if (type === 'WAIT_FOR_EVENT' && durationMs(value.timeout as Duration) > MAX_WAIT_MS) {
     errors.push({ field: `${field}.timeout`, message: 'must be at most one year', code: 'too_big' });
   }
+  if (type === 'SEND_EMAIL') errors.push(...emailTagErrors(value.tags as EmailTag[] | undefined, `${field}.tags`));
   if (type === 'CONDITION') parseSegmentFilter(value.filter, `${field}.filter`, { allowContext: true });
   if (type === 'WEBHOOK') {
     if (typeof value.body === 'string') errors.push(...templateSyntaxErrors({ [`${field}.body`]: value.body }));

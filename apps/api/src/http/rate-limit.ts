@@ -47,14 +47,17 @@ export function rateLimitStep(redis: Redis, keyPrefix: string, perMinute: number
  * The per-project limit of {@link rateLimitStep} outside HTTP (the SMTP relay: one message is one request), on the
  * same Redis counters, so HTTP requests and relayed messages of a project share `perMinute`.
  *
- * @returns a function that counts one request of the project. @throws {@link AppError} 429 `RATE_LIMITED` (with
- *   `Retry-After`) beyond the limit.
+ * Also counts the further messages of a batch request (`POST /v1/send/batch`: each message is one request).
+ *
+ * @returns a function that counts `points` (default 1) requests of the project. @throws {@link AppError} 429
+ *   `RATE_LIMITED` (with `Retry-After`) beyond the limit.
  */
-export function projectRateLimit(redis: Redis, keyPrefix: string, perMinute: number): (projectId: string) => Promise<void> {
+export function projectRateLimit(redis: Redis, keyPrefix: string, perMinute: number): (projectId: string, points?: number) => Promise<void> {
   const limiter = perMinuteLimiter(redis, keyPrefix, 'ratelimit', perMinute);
-  return async (projectId) => {
+  return async (projectId, points = 1) => {
+    if (points <= 0) return;
     try {
-      await limiter.consume(projectId);
+      await limiter.consume(projectId, points);
     } catch (err) {
       if (!(err instanceof RateLimiterRes)) throw err;
       throw rateLimited(err, `Rate limit of ${perMinute} requests per minute exceeded`);

@@ -59,6 +59,11 @@ export interface RouteDef<B extends TSchema | undefined = undefined, Q extends T
   /** A `secret` route that sends mail (`/v1/send`): send-only keys (`scope: sending`) may call it too. */
   sendingKeys?: boolean;
   body?: B;
+  /**
+   * The schema the body is validated against at the door, when it is not `body` (which the OpenAPI document then
+   * shows): a batch route takes each item's own checks into its handler, so one bad item does not refuse the rest.
+   */
+  bodyValidation?: TSchema;
   query?: Q;
   params?: P;
   /** Largest accepted body (`bytes` string for body-parser), default `100kb`. */
@@ -132,7 +137,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthSteps,
     if (def.auth === 'any-key') steps.push(...auth.anyKey);
     if (def.auth === 'admin') steps.push(...auth.admin);
     if (def.body) steps.push(...jsonBody(def.bodyLimit ?? '100kb'));
-    const validateBody = def.body ? bodyValidator(def.body) : undefined;
+    const validateBody = def.body ? bodyValidator(def.bodyValidation ?? def.body) : undefined;
     const validateQuery = def.query ? paramValidator(def.query) : undefined;
     const validateParams = def.params ? paramValidator(def.params) : undefined;
     router[def.method](def.path, async (req, res) => {

@@ -8,6 +8,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { validationError, type FieldError } from '@mailroom/platform/errors';
 import { MailboxString } from '@mailroom/platform/validation';
+import { EmailTagSchema, EmailTagsSchema, storedTags } from '@mailroom/platform/email-tags';
 import { normalizeEmail, senderFields } from '@mailroom/platform/address';
 import { CAMPAIGN_PAUSE_REASONS, CAMPAIGN_STATUSES } from '@mailroom/db/schema/campaigns';
 import { type CampaignRow, type NewCampaign } from '@mailroom/audiences/queries/campaigns';
@@ -50,6 +51,7 @@ export const Campaign = Type.Object({
   pausedReason: Nullable(PauseReason),
   pausedAt: Nullable(Timestamp),
   pauseDetails: Nullable(Type.Record(Type.String(), Type.Unknown(), { description: 'the figures that made it pause: rates, sample, thresholds or quota' })),
+  tags: Type.Array(EmailTagSchema, { description: 'the tags every email of the campaign carries (empty when none)' }),
   test: Type.Boolean({ description: 'sent with a test key: its emails go to the sink, never to SES' }),
   ...CampaignAbFields,
   createdAt: Timestamp,
@@ -92,6 +94,7 @@ export function presentCampaign(c: CampaignRow): Static<typeof Campaign> {
     pausedReason: c.pausedReason,
     pausedAt: iso(c.pausedAt),
     pauseDetails: c.pauseDetails,
+    tags: c.tags ?? [],
     test: c.test,
     ...presentAb(c),
     createdAt: c.createdAt.toISOString(),
@@ -127,6 +130,7 @@ export const fields = {
         'and globally subscribed; its one-click unsubscribe leaves that topic only. null: every subscribed contact of the audience',
     }),
   ),
+  tags: Nullable(EmailTagsSchema),
 };
 
 /** Plunk v2's names and fields of a campaign body, accepted beside ours. */
@@ -179,6 +183,7 @@ export const CreateCampaign = Type.Object(
     audienceFilter: Type.Optional(fields.audienceFilter),
     ...AbFields,
     topicId: Type.Optional(fields.topicId),
+    tags: Type.Optional(fields.tags),
     ...PlunkCampaignFields,
   },
   { additionalProperties: false },
@@ -261,8 +266,8 @@ export const Stats = Type.Object({
 
 /** Body fields → columns: a mailbox `from` ("Acme <hello@acme.com>") gives the address and, unless stated, `fromName`. */
 export function toColumns(body: Omit<Partial<Static<typeof UpdateCampaign>>, 'variants' | 'abTest'>): Partial<NewCampaign> {
-  const { from, ...rest } = senderFields(body);
-  return { ...rest, ...(from !== undefined ? { fromEmail: normalizeEmail(from) } : {}) };
+  const { from, tags, ...rest } = senderFields(body);
+  return { ...rest, ...(from !== undefined ? { fromEmail: normalizeEmail(from) } : {}), ...(tags !== undefined ? { tags: storedTags(tags) } : {}) };
 }
 
 /** A campaign's statistics as the stats route answers them, with Plunk's names beside ours. */

@@ -13,6 +13,7 @@ import { listEmails } from '@mailroom/db/queries/email-list';
 import { EMAIL_STATUSES } from '@mailroom/db/schema/emails';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
+import { EmailTagSchema } from '@mailroom/platform/email-tags';
 import { IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 
 const EmailSummary = Type.Object({
@@ -29,6 +30,7 @@ const EmailSummary = Type.Object({
   campaignId: Nullable(Type.String()),
   variant: Nullable(Type.Integer({ description: "the A/B test variant (0-based) of a campaign's email; null without a test" })),
   messageId: Nullable(Type.String({ description: 'SES message id (`test-<email id>` for a test email)' })),
+  tags: Type.Array(EmailTagSchema, { description: "the sender's { name, value } tags (a campaign's emails carry the campaign's); empty when none" }),
   test: Type.Boolean({ description: 'made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw)' }),
   error: Nullable(Type.String()),
   attempts: Type.Integer(),
@@ -98,6 +100,7 @@ function presentEmail(e: EmailRow) {
     campaignId: e.campaignId,
     variant: e.variant ?? null,
     messageId: e.messageId,
+    tags: e.tags ?? [],
     test: e.test,
     error: e.error,
     attempts: e.attempts,

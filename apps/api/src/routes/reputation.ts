@@ -12,6 +12,8 @@ import { projectReputation, REPUTATION_STREAMS, type ReputationCounts, type Repu
 import { boundConnectionOf, connectionBindings, type ConnectionBindings } from '@mailroom/db/queries/delivery-connections';
 import { connectionNamed, type SesConnection } from '@mailroom/mail/connections';
 import { route } from '../http/route';
+import { AppError, ErrorCode } from '@mailroom/platform/errors';
+import { parseTagFilter } from '@mailroom/platform/email-tags';
 import { readDb, type AppDeps } from '../http/context';
 import { Nullable, StringEnum, Timestamp } from './common';
 
@@ -55,6 +57,20 @@ const Window = Type.Object({
       'first: the domain figures summed by their current binding (mail sent through another connection during a failover counts under the bound one)',
   }),
 });
+
+const ReputationQuery = Type.Object(
+  {
+    stream: Type.Optional(StringEnum(REPUTATION_STREAMS, 'only mail of this stream: every figure of the answer')),
+    tag: Type.Optional(
+      Type.String({
+        minLength: 3,
+        maxLength: 513,
+        description: 'name:value: only the outcomes of emails carrying this tag (every figure: overall, per domain, per campaign, per connection)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 const Reputation = Type.Object({
   generatedAt: Timestamp,
@@ -120,14 +136,21 @@ export function reputationRoutes(deps: AppDeps) {
         '`?stream=transactional|marketing` narrows every figure to one stream. Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ' +
         'ending with the current one (23 to 24 hours of history), `last7d` the 168 such buckets. An outcome counts in ' +
         'the hour SES reported it. Rates are per email sent, as SES computes them for its account review ' +
-        '(`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count.',
+        '(`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count. ' +
+        'With `?tag=name:value`, every figure counts only the emails carrying that tag (counted from when the tag was first sent).',
       auth: 'secret',
-      query: Type.Object({ stream: Type.Optional(StringEnum(REPUTATION_STREAMS, 'only mail of this stream: every figure of the answer')) }, { additionalProperties: false }),
+      query: ReputationQuery,
       response: Reputation,
       status: 200,
-      errors: [401, 403, 429],
+      errors: [400, 401, 403, 429],
       handler: async ({ auth, query }) => {
-        const [r, overrides, bindings] = [await projectReputation(reads, auth.projectId, CAMPAIGN_LIMIT, query.stream), await getProjectGuardrails(reads, auth.projectId), await connectionBindings(reads, auth.projectId)];
+        const tag = query.tag === undefined ? undefined : parseTagFilter(query.tag);
+        if (query.tag !== undefined && !tag) {
+          throw new AppError(ErrorCode.INVALID_PARAMETERS, 'tag: must be name:value, each 1 to 256 ASCII letters, digits, underscores or dashes', {
+            errors: [{ field: 'tag', message: 'must be name:value, each 1 to 256 ASCII letters, digits, underscores or dashes', code: 'invalid_string' }],
+          });
+        }
+        const [r, overrides, bindings] = [await projectReputation(reads, auth.projectId, CAMPAIGN_LIMIT, query.stream, tag), await getProjectGuardrails(reads, auth.projectId), await connectionBindings(reads, auth.projectId)];
         const connections = deps.config.sesConnections;
         return {
           data: {

@@ -5,6 +5,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { MAILBOX_MAX_LENGTH } from '@mailroom/platform/address';
+import { EmailTagsSchema } from '@mailroom/platform/email-tags';
 import { addressString, MailboxString } from '@mailroom/platform/validation';
 import { acceptSend, ATTACHMENT_LIMITS } from '@mailroom/sending/accept';
 import { transactionalBatcher } from '@mailroom/sending/write-batcher';
@@ -121,11 +122,13 @@ export const SendBody = Type.Object(
           'The emails are `scheduled` until then: cancel one with POST /emails/{id}/cancel, move it with PATCH /emails/{id}',
       }),
     ),
+    tags: Type.Optional(EmailTagsSchema),
   },
   { additionalProperties: false },
 );
 
-const SendResult = Type.Object({
+/** What `POST /v1/send` answers (and each accepted message of the batch). */
+export const SendResult = Type.Object({
   emails: Type.Array(
     Type.Object({
       contact: Type.Object({ id: Type.String(), email: Type.String() }),
@@ -179,6 +182,7 @@ export function sendRoutes(deps: AppDeps) {
         subject: 'Hello {{name ?? "there"}}',
         body: '<p>Hi {{name}}!</p>',
         data: { name: 'Ada' },
+        tags: [{ name: 'category', value: 'welcome' }],
       },
       bodyLimit: '20mb',
       response: SendResult,

@@ -204,6 +204,8 @@ export async function sendTestEmails(
         body: c.body,
         bodyFormat: 'html' as const,
         test,
+        // As the campaign's own emails: its tags.
+        tags: c.tags,
       };
     }),
   );

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { emailTagErrors } from '@mailroom/platform/email-tags';
 import { AppError, ErrorCode, notFound, type FieldError } from '@mailroom/platform/errors';
 import { templateSyntaxErrors } from '@mailroom/mail/templates';
 import { contentLimitErrors } from '@mailroom/mail/content-limits';
@@ -71,7 +72,7 @@ export function patchedCampaign(current: CampaignRow, patch: Partial<NewCampaign
  * Checks the audience and content rules of a campaign (as it would be after a create or patch): a SEGMENT
  * audience names a segment of the project, a FILTERED one a valid filter (its errors named under
  * `audienceFilter`), neither carries the other's setting; subject and body are valid templates; the sender is on
- * a verified domain (`@mailroom/mail/sender`). @returns every problem, empty when none.
+ * a verified domain (`@mailroom/mail/sender`); tags have distinct names, none reserved. @returns every problem, empty when none.
  */
 export async function campaignErrors(db: DbOrTx, projectId: string, c: NewCampaign & { fromEmail: string }): Promise<FieldError[]> {
   const errors: FieldError[] = [];
@@ -101,6 +102,7 @@ export async function campaignErrors(db: DbOrTx, projectId: string, c: NewCampai
   errors.push(...templateSyntaxErrors({ subject: c.subject, body: c.body }, (k) => k));
   // Campaign bodies are HTML: sizes and nesting depth the renderers can take (content-limits.ts).
   errors.push(...contentLimitErrors({ subject: c.subject, body: c.body }, 'html'));
+  errors.push(...emailTagErrors(c.tags ?? undefined));
   const sender = await senderError(db, projectId, c.fromEmail);
   if (sender) errors.push(sender);
   return errors;

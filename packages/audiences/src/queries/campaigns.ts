@@ -16,7 +16,7 @@ import { campaigns, type CampaignStatus } from '@mailroom/db/schema';
 export type CampaignRow = typeof campaigns.$inferSelect;
 export type NewCampaign = Pick<
   typeof campaigns.$inferInsert,
-  'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'tracking' | 'audienceType' | 'segmentId' | 'audienceFilter' | 'abTest' | 'templateId' | 'templateVersion' | 'contentVersion' | 'topicId'
+  'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'tracking' | 'audienceType' | 'segmentId' | 'audienceFilter' | 'abTest' | 'templateId' | 'templateVersion' | 'contentVersion' | 'topicId' | 'tags'
 >;
 
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -247,9 +247,9 @@ export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL,
         limit ${batchSize}
       ),
       ins as (
-        insert into emails (id, project_id, contact_id, campaign_id, template_id, template_version, marketing, tracking, source, to_email, from_email, from_name, reply_to, status, test, variant, topic_id)
+        insert into emails (id, project_id, contact_id, campaign_id, template_id, template_version, marketing, tracking, source, to_email, from_email, from_name, reply_to, status, test, variant, topic_id, tags)
         select ${campaignEmailIdSql('k')}, k.project_id, b.id, k.id, k.template_id, k.content_version, true, ${trackingSql(sql`k.project_id`, sql`k.tracking`, sql`true`)}, 'campaign', b.email,
-          k.from_email, k.from_name, k.reply_to, 'queued', k.test, b.variant, k.topic_id
+          k.from_email, k.from_name, k.reply_to, 'queued', k.test, b.variant, k.topic_id, k.tags
         from batch b, campaigns k where k.id = ${campaignId}::uuid and not b.snoozed
         order by b.id
         ${onConflict}

@@ -13,7 +13,7 @@ import { newId } from '@mailroom/platform/ids';
 import type { DbOrTx } from '../client';
 import { CLAIM_RETURNING, finishEvent, toClaimedEmail, type ClaimedEmail, type FinishOutcome } from './emails';
 import { executeNamed } from './named';
-import { countReputation } from './reputation-counts';
+import { countReputation, countTagReputation } from './reputation-counts';
 import { type WebhookDeliveryRef } from './webhook-delivery-ref';
 import { endpointWants } from './webhooks';
 
@@ -105,12 +105,16 @@ export async function finishEmails(db: DbOrTx, requests: readonly FinishRequest[
         updated_at = now()
       from input i
       where e.id = i.id and e.claim_token = i.token and e.status = 'sending'
-      returning e.id, e.project_id, e.from_email, e.campaign_id, e.marketing, e.test, i.token, i.status, i.event_id, i.event_type,
+      returning e.id, e.project_id, e.from_email, e.campaign_id, e.marketing, e.test, e.tags, i.token, i.status, i.event_id, i.event_type,
         i.event_data, i.hook_type, i.hook_payload
     ),
     counted as (
       ${countReputation(sql`select project_id, from_email, campaign_id, marketing, 1 as sent, 0 as delivered, 0 as hard, 0 as soft, 0 as complaints
         from moved where status = 'sent' and not test`)}
+    ),
+    tag_counted as (
+      ${countTagReputation(sql`select project_id, from_email, campaign_id, marketing, tags, 1 as sent, 0 as delivered, 0 as hard, 0 as soft, 0 as complaints
+        from moved where status = 'sent' and not test and tags is not null`)}
     ),
     timeline as (
       insert into email_events (id, email_id, project_id, type, data)

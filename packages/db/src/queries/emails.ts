@@ -11,7 +11,7 @@ import { type WebhookDeliveryRef } from './webhook-delivery-ref';
 import type { DbOrTx } from '../client';
 import { endpointWants } from './webhooks';
 import { attachments, campaigns, emailEvents, emails, type EmailSource, type EmailStatus } from '../schema';
-import { countReputation } from './reputation-counts';
+import { countReputation, countTagReputation } from './reputation-counts';
 import { executeNamed } from './named';
 import { suppressionCauseSql, type SuppressionCause } from './suppression-rule';
 import { topicSubscribedSql } from './topics';
@@ -306,11 +306,15 @@ export async function finishEmail(
         failure_kind = ${'failureKind' in outcome ? outcome.failureKind : null},
         updated_at = now()
       where id = ${emailId}::uuid and claim_token = ${token}::uuid and status = 'sending'
-      returning id, project_id, from_email, campaign_id, marketing, test
+      returning id, project_id, from_email, campaign_id, marketing, test, tags
     ),
     counted as (
       ${countReputation(sql`select project_id, from_email, campaign_id, marketing, 1 as sent, 0 as delivered, 0 as hard, 0 as soft, 0 as complaints
         from moved where ${sent}::boolean and not test`)}
+    ),
+    tag_counted as (
+      ${countTagReputation(sql`select project_id, from_email, campaign_id, marketing, tags, 1 as sent, 0 as delivered, 0 as hard, 0 as soft, 0 as complaints
+        from moved where ${sent}::boolean and not test and tags is not null`)}
     ),
     timeline as (
       insert into email_events (id, email_id, project_id, type, data)

@@ -58,3 +58,30 @@ export function isCampaignKey(column: SQL): SQL {
 export function streamKeySql(column: SQL, stream: 'transactional' | 'marketing'): SQL {
   return stream === 'transactional' ? sql`${column} = ${NO_CAMPAIGN}::uuid` : sql`${column} <> ${NO_CAMPAIGN}::uuid`;
 }
+
+/**
+ * {@link countReputation} per email tag, into `reputation_tag_counts`: each row's outcomes counted once under each
+ * of its tags. Usable as a CTE body; rows without tags count nothing.
+ *
+ * @param rows - a `select` of `project_id, from_email, campaign_id, marketing, tags, sent, delivered, hard, soft,
+ *   complaints` (`marketing` keys mail outside campaigns as {@link countReputation} does; `tags` the email's jsonb `[{ name, value }]`, or null). Summed per key and written in key order, as
+ *   {@link countReputation}.
+ */
+export function countTagReputation(rows: SQL): SQL {
+  return sql`
+    insert into reputation_tag_counts as r (project_id, tag_name, tag_value, hour, domain, campaign_id, sent, delivered, hard_bounces, soft_bounces, complaints)
+    select project_id, t.name, t.value, date_trunc('hour', now() at time zone 'UTC') at time zone 'UTC',
+      lower(split_part(from_email, '@', 2)),
+      coalesce(campaign_id, case when marketing then ${MARKETING_NO_CAMPAIGN}::uuid else ${NO_CAMPAIGN}::uuid end),
+      sum(sent), sum(delivered), sum(hard), sum(soft), sum(complaints)
+    from (${rows}) as outcome
+      cross join lateral jsonb_to_recordset(coalesce(outcome.tags, '[]'::jsonb)) as t(name text, value text)
+    group by 1, 2, 3, 4, 5, 6
+    order by 1, 2, 3, 4, 5, 6
+    on conflict (project_id, tag_name, tag_value, hour, domain, campaign_id) do update set
+      sent = r.sent + excluded.sent,
+      delivered = r.delivered + excluded.delivered,
+      hard_bounces = r.hard_bounces + excluded.hard_bounces,
+      soft_bounces = r.soft_bounces + excluded.soft_bounces,
+      complaints = r.complaints + excluded.complaints`;
+}

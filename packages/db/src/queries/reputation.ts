@@ -88,6 +88,7 @@ async function windowStarts(db: DbOrTx): Promise<{ hour: Date; starts: Record<Re
  *
  * @param campaignLimit - most campaigns listed per window.
  * @param stream - only mail of this stream (every figure: overall, domains, campaigns); unset: all.
+ * @param tag - only the outcomes of emails carrying this tag (`reputation_tag_counts`).
  * @returns the current hour's start and both windows.
  */
 export async function projectReputation(
@@ -95,8 +96,14 @@ export async function projectReputation(
   projectId: string,
   campaignLimit: number,
   stream?: ReputationStream,
+  tag?: { name: string; value: string },
 ): Promise<{ hour: Date; windows: Record<ReputationWindow, ReputationWindowCounts> }> {
   const { hour, starts } = await windowStarts(db);
+  // With a tag, the same figures of the emails carrying it: `reputation_tag_counts` has the same keys plus the tag,
+  // first in its primary key after the project, so this reads one tag's rows by the key's prefix.
+  const counts = tag
+    ? sql`reputation_tag_counts r where r.project_id = ${projectId}::uuid and r.tag_name = ${tag.name} and r.tag_value = ${tag.value}`
+    : sql`reputation_counts r where r.project_id = ${projectId}::uuid`;
   const day = sql`r.hour >= ${starts.last24h.toISOString()}::timestamptz`;
   const only = stream ? sql`and ${streamKeySql(sql`r.campaign_id`, stream)}` : sql``;
   // A literal, not a parameter: the expression must read the same in the select list and the grouping sets.
@@ -104,8 +111,7 @@ export async function projectReputation(
   const grouped = await db.execute<Sums & { domain: string | null; stream: ReputationStream | null; kind: 'total' | 'domain' | 'stream' }>(sql`
     select case when grouping(r.domain) = 0 then 'domain' when grouping(${streamOf}) = 0 then 'stream' else 'total' end as kind,
       r.domain, ${streamOf} as stream, ${sums('r', 'd', day)}, ${sums('r', 'w')}
-    from reputation_counts r
-    where r.project_id = ${projectId}::uuid and r.hour >= ${starts.last7d.toISOString()}::timestamptz ${only}
+    from ${counts} and r.hour >= ${starts.last7d.toISOString()}::timestamptz ${only}
     group by grouping sets ((), (r.domain), (${streamOf}))
   `);
   const total = grouped.rows.find((r) => r.kind === 'total');
@@ -124,8 +130,8 @@ export async function projectReputation(
   const campaignsOf = async (from: Date) => {
     const r = await db.execute<Sums & { campaign_id: string; name: string | null }>(sql`
       select r.campaign_id, c.name, ${sums('r', 'w')}
-      from reputation_counts r left join campaigns c on c.id = r.campaign_id and c.project_id = r.project_id
-      where r.project_id = ${projectId}::uuid and r.hour >= ${from.toISOString()}::timestamptz and ${isCampaignKey(sql`r.campaign_id`)} ${only}
+      from (select r.* from ${counts}) r left join campaigns c on c.id = r.campaign_id and c.project_id = r.project_id
+      where r.hour >= ${from.toISOString()}::timestamptz and ${isCampaignKey(sql`r.campaign_id`)} ${only}
       group by r.campaign_id, c.name
       order by w_sent desc, r.campaign_id
       limit ${campaignLimit + 1}

@@ -101,7 +101,7 @@ export interface BatchWrite extends TransactionalWrite {
  *   written: one statement).
  */
 export async function writeTransactionalBatch(db: DbOrTx, requests: TransactionalRequest[]): Promise<BatchWrite[]> {
-  const q = { req: [] as number[], project: [] as string[], template: [] as (string | null)[], templateVersion: [] as (number | null)[], marketing: [] as boolean[], tracking: [] as (boolean | null)[], fromEmail: [] as string[], fromName: [] as (string | null)[], replyTo: [] as (string | null)[], subject: [] as string[], body: [] as string[], format: [] as string[], variables: [] as string[], headers: [] as string[], attachments: [] as string[], test: [] as boolean[], timestamp: [] as string[], senders: [] as (string | null)[], scheduledAt: [] as (string | null)[] };
+  const q = { req: [] as number[], project: [] as string[], template: [] as (string | null)[], templateVersion: [] as (number | null)[], marketing: [] as boolean[], tracking: [] as (boolean | null)[], fromEmail: [] as string[], fromName: [] as (string | null)[], replyTo: [] as (string | null)[], subject: [] as string[], body: [] as string[], format: [] as string[], variables: [] as string[], headers: [] as string[], attachments: [] as string[], test: [] as boolean[], tags: [] as (string | null)[], timestamp: [] as string[], senders: [] as (string | null)[], scheduledAt: [] as (string | null)[] };
   const c = { req: [] as number[], id: [] as string[], project: [] as string[], email: [] as string[], key: [] as string[], subscribed: [] as boolean[], stated: [] as boolean[], patch: [] as string[], removed: [] as string[], test: [] as boolean[] };
   const r = { req: [] as number[], id: [] as string[], key: [] as string[], email: [] as string[], name: [] as (string | null)[] };
   const k = { req: [] as number[], key: [] as string[], fingerprint: [] as string[], status: [] as number[], response: [] as string[] };
@@ -127,6 +127,7 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     q.headers.push(JSON.stringify(ct.headers));
     q.attachments.push(`{${ct.attachmentIds.join(',')}}`);
     q.test.push(ct.test);
+    q.tags.push(ct.tags ? JSON.stringify(ct.tags) : null);
     q.timestamp.push(request.webhookTimestamp);
     q.senders.push(request.senderDomains ? JSON.stringify(request.senderDomains) : null);
     q.scheduledAt.push(ct.scheduledAt ? ct.scheduledAt.toISOString() : null);
@@ -181,8 +182,8 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       select * from unnest(${param(q.req)}::int[], ${param(q.project)}::uuid[], ${param(q.template)}::uuid[], ${param(q.marketing)}::boolean[], ${param(q.tracking)}::boolean[],
         ${param(q.templateVersion)}::int[], ${param(q.fromEmail)}::text[], ${param(q.fromName)}::text[], ${param(q.replyTo)}::text[], ${param(q.subject)}::text[], ${param(q.body)}::text[],
         ${param(q.format)}::text[], ${param(q.variables)}::jsonb[], ${param(q.headers)}::jsonb[], ${param(q.attachments)}::text[], ${param(q.test)}::boolean[],
-        ${param(q.timestamp)}::text[], ${param(q.senders)}::jsonb[], ${param(q.scheduledAt)}::timestamptz[])
-        as t(req, project_id, template_id, marketing, tracking, template_version, from_email, from_name, reply_to, subject, body, body_format, variables, headers, attachment_ids, test, webhook_ts, senders, scheduled_at)
+        ${param(q.timestamp)}::text[], ${param(q.senders)}::jsonb[], ${param(q.scheduledAt)}::timestamptz[], ${param(q.tags)}::jsonb[])
+        as t(req, project_id, template_id, marketing, tracking, template_version, from_email, from_name, reply_to, subject, body, body_format, variables, headers, attachment_ids, test, webhook_ts, senders, scheduled_at, tags)
     ),
     ${keyed ? sql`checked` : sql`allowed`} as (
       select q.* from reqs q
@@ -239,9 +240,9 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     ),
     em as (
       insert into emails (id, project_id, contact_id, template_id, template_version, source, marketing, tracking, to_email, to_name, from_email, from_name,
-        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, status, error, scheduled_at)
+        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, tags, status, error, scheduled_at)
       select r.id, q.project_id, u.id, q.template_id, q.template_version, 'transactional', q.marketing, ${trackingSql(sql`q.project_id`, sql`q.tracking`, sql`q.marketing`)}, r.to_email, r.to_name,
-        q.from_email, q.from_name, q.reply_to, q.subject, q.body, q.body_format, q.variables, q.headers, q.attachment_ids::uuid[], q.test,
+        q.from_email, q.from_name, q.reply_to, q.subject, q.body, q.body_format, q.variables, q.headers, q.attachment_ids::uuid[], q.test, q.tags,
         ${emailStatusSql(sql`h.cause`, sql`q.scheduled_at`)},
         'suppressed: ' || ${suppressionReasonSql(sql`h.cause`)}, q.scheduled_at
       from rcpt r
@@ -260,7 +261,7 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       select mailroom_uuid_v7(clock_timestamp()), em.project_id, w.id, 'email.suppressed',
         jsonb_build_object('type', 'email.suppressed', 'timestamp', q.webhook_ts, 'data',
           jsonb_build_object('emailId', em.id, 'contactId', em.contact_id, 'campaignId', null, 'messageId', null,
-            'to', em.to_email, 'from', em.from_email, 'status', 'suppressed')
+            'to', em.to_email, 'from', em.from_email, 'status', 'suppressed', 'tags', coalesce(q.tags, '[]'::jsonb))
           || ${suppressionDataSql(sql`h.cause`)}
           || case when q.test then '{"test":true}'::jsonb else '{}'::jsonb end)
       from em

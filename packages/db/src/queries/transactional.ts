@@ -14,6 +14,7 @@
 import { trackingSql } from './tracking';
 import { sql, type SQL } from 'drizzle-orm';
 import type { NormalizedEmail } from '@mailroom/platform/address';
+import type { EmailTag } from '@mailroom/platform/email-tags';
 import type { DbOrTx } from '../client';
 import { fromSql, mergeInputs, upsertCtes, type ContactSqlRow, type ContactUpsert, type UpsertedContact } from './contacts';
 import { endpointWants } from './webhooks';
@@ -57,6 +58,8 @@ export interface TransactionalContent {
    * `queued`, and their first timeline entry is `scheduled` with `{ scheduledAt }`. Absent or null: send now.
    */
   scheduledAt?: Date | null;
+  /** The sender's tags (`@mailroom/platform/email-tags`); null when none. */
+  tags: EmailTag[] | null;
 }
 
 /** Result of {@link writeTransactional}. */
@@ -119,15 +122,15 @@ export async function writeTransactional(
     ),
     em as (
       insert into emails (id, project_id, contact_id, template_id, template_version, source, marketing, tracking, to_email, to_name, from_email, from_name,
-        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, status, error, scheduled_at)
+        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, tags, status, error, scheduled_at)
       select r.id, ${projectId}::uuid, u.id, ${c.templateId}::uuid, ${c.templateVersion ?? null}::int, 'transactional', ${c.marketing}::boolean,
         ${trackingSql(sql`${projectId}::uuid`, sql`${c.tracking}::boolean`, sql`${c.marketing}::boolean`)}, r.to_email, r.to_name,
         ${c.fromEmail}, ${c.fromName}, ${c.replyTo}, ${c.subject}, ${c.body}, ${c.bodyFormat}, ${JSON.stringify(c.variables)}::jsonb,
-        ${JSON.stringify(c.headers)}::jsonb, ${`{${c.attachmentIds.join(',')}}`}::uuid[], ${c.test}::boolean,
+        ${JSON.stringify(c.headers)}::jsonb, ${`{${c.attachmentIds.join(',')}}`}::uuid[], ${c.test}::boolean, ${c.tags ? JSON.stringify(c.tags) : null}::jsonb,
         ${emailStatusSql(sql`h.cause`, sql`${scheduledAt}::timestamptz`)},
         'suppressed: ' || ${suppressionReasonSql(sql`h.cause`)}, ${scheduledAt}::timestamptz
       from rcpt r join upserted u on u.email_key = r.email_key join held h on h.email_key = r.email_key
-      returning id, contact_id, to_email, from_email, status, scheduled_at
+      returning id, contact_id, to_email, from_email, status, scheduled_at, tags
     ),
     timeline as (
       insert into email_events (id, email_id, project_id, type, data)
@@ -139,7 +142,8 @@ export async function writeTransactional(
       select mailroom_uuid_v7(clock_timestamp()), ${projectId}::uuid, w.id, 'email.suppressed',
         jsonb_build_object('type', 'email.suppressed', 'timestamp', ${webhookTimestamp}::text, 'data',
           jsonb_build_object('emailId', em.id, 'contactId', em.contact_id, 'campaignId', null, 'messageId', null,
-            'to', em.to_email, 'from', em.from_email, 'status', 'suppressed') || ${suppressionDataSql(sql`h.cause`)} ${testFlag})
+            'to', em.to_email, 'from', em.from_email, 'status', 'suppressed', 'tags', coalesce(em.tags, '[]'::jsonb))
+          || ${suppressionDataSql(sql`h.cause`)} ${testFlag})
       from em join rcpt r on r.id = em.id join held h on h.email_key = r.email_key
         join webhook_endpoints w on w.project_id = ${projectId}::uuid and ${endpointWants(sql`'email.suppressed'`)}
       where em.status = 'suppressed'

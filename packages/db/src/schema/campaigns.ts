@@ -4,6 +4,7 @@ import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
 import { segments } from './segments';
 import { templates } from './templates';
+import type { EmailTag } from '@mailroom/platform/email-tags';
 
 /**
  * Campaign states (docs/api/overview.md): DRAFT → SCHEDULED → SENDING → SENT; CANCELLED from DRAFT, SCHEDULED, SENDING
@@ -111,6 +112,8 @@ export const campaigns = pgTable(
     audienceFilter: jsonb('audience_filter').$type<unknown>(),
     /** The topic the campaign is about: it reaches only contacts subscribed to it. No foreign key: a deleted topic reaches nobody. */
     topicId: uuid('topic_id'),
+    /** Tags applied to every email the campaign sends (copied onto each at fan-out); null when none. */
+    tags: jsonb('tags').$type<EmailTag[]>(),
     status: text('status').notNull().$type<CampaignStatus>().default('DRAFT'),
     scheduledAt: timestamp('scheduled_at', { withTimezone: true, mode: 'date' }),
     startedAt: timestamp('started_at', { withTimezone: true, mode: 'date' }),

@@ -43,6 +43,31 @@ export const reputationCounts = pgTable(
   ],
 );
 
+/**
+ * {@link reputationCounts} again, per email tag: each outcome of an email carrying tags is counted once under
+ * each of its tags (at most 10), with the same hour, domain and campaign keys, so `GET /reputation?tag=name:value`
+ * reads the same figures for the emails carrying that tag by the primary key's prefix. Untagged mail writes
+ * nothing here. Test emails are never counted.
+ */
+export const reputationTagCounts = pgTable(
+  'reputation_tag_counts',
+  {
+    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    tagName: text('tag_name').notNull(),
+    tagValue: text('tag_value').notNull(),
+    /** Start of the UTC hour the outcomes happened in. */
+    hour: timestamp('hour', { withTimezone: true, mode: 'date' }).notNull(),
+    domain: text('domain').notNull(),
+    campaignId: uuid('campaign_id').notNull(),
+    sent: bigint('sent', { mode: 'number' }).notNull().default(0),
+    delivered: bigint('delivered', { mode: 'number' }).notNull().default(0),
+    hardBounces: bigint('hard_bounces', { mode: 'number' }).notNull().default(0),
+    softBounces: bigint('soft_bounces', { mode: 'number' }).notNull().default(0),
+    complaints: bigint('complaints', { mode: 'number' }).notNull().default(0),
+  },
+  (t) => [primaryKey({ name: 'reputation_tag_counts_pkey', columns: [t.projectId, t.tagName, t.tagValue, t.hour, t.domain, t.campaignId] })],
+);
+
 /** A campaign's timeline: paused (with the reason and figures), resumed, quota waits, retry-failed. */
 export const campaignEvents = pgTable(
   'campaign_events',

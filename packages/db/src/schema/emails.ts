@@ -6,6 +6,7 @@ import { contacts } from './contacts';
 import { templates } from './templates';
 import { campaigns } from './campaigns';
 import { workflowExecutions, workflowStepRuns } from './workflows';
+import type { EmailTag } from '@mailroom/platform/email-tags';
 
 /**
  * Email statuses. `queued → sending → sent` is the send path (`scheduled → sending` for an email given a
@@ -99,6 +100,11 @@ export const emails = pgTable(
     bodyFormat: text('body_format').$type<'html' | 'markdown' | 'mime'>(),
     variables: jsonb('variables').$type<Record<string, unknown>>().notNull().default({}),
     headers: jsonb('headers').$type<Record<string, string>>().notNull().default({}),
+    /**
+     * The sender's `{ name, value }` tags (`@mailroom/platform/email-tags`), null when none: echoed in webhook payloads,
+     * passed to SES as message tags, counted per tag in `reputation_tag_counts`. A campaign's are copied from it.
+     */
+    tags: jsonb('tags').$type<EmailTag[]>(),
     attachmentIds: uuid('attachment_ids').array().notNull().default(sql`'{}'::uuid[]`),
     status: text('status').notNull().$type<EmailStatus>(),
     renderedSubject: text('rendered_subject'),

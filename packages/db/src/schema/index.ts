@@ -103,6 +103,7 @@ export {
   NO_CAMPAIGN,
   MARKETING_NO_CAMPAIGN,
   reputationCounts,
+  reputationTagCounts,
   campaignEvents,
   testMessages,
 } from './deliverability';

@@ -11,7 +11,7 @@ import { type SesFeedback } from '../ses-events';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import type { DbOrTx } from '@mailroom/db/client';
 import { enforceCampaignGuardrail } from '@mailroom/audiences/queries/guardrails';
-import { countReputation } from '@mailroom/db/queries/reputation-counts';
+import { countReputation, countTagReputation } from '@mailroom/db/queries/reputation-counts';
 import { addSuppressions, type NewSuppression } from '@mailroom/db/queries/suppressions';
 import { addressScrubber } from '@mailroom/db/queries/erase';
 import { unsubscribeContact } from '@mailroom/db/queries/unsubscribe';
@@ -62,6 +62,8 @@ type EmailForFeedback = {
   to_email: string;
   from_email: string;
   message_id: string | null;
+  /** The sender's tags (null: none). */
+  tags: { name: string; value: string }[] | null;
   /** Its contact was erased (`DELETE /contacts/{id}`): the address must not come back through its feedback. */
   erased: boolean;
 };
@@ -86,7 +88,7 @@ function scrubErased(fb: SesFeedback): SesFeedback {
  * back to the message id alone.
  */
 async function findEmail(db: DbOrTx, fb: SesFeedback): Promise<EmailForFeedback | undefined> {
-  const cols = sql`id, project_id, contact_id, campaign_id, marketing, to_email, from_email, message_id, erased_at is not null as erased`;
+  const cols = sql`id, project_id, contact_id, campaign_id, marketing, to_email, from_email, message_id, tags, erased_at is not null as erased`;
   const tagged = fb.tags.email_id;
   const validTag = tagged !== undefined && /^[0-9a-f-]{36}$/i.test(tagged);
   if (validTag) {
@@ -137,6 +139,7 @@ export async function applySesFeedback(
   const order = sql.param([...STATUS_ORDER]);
 
   const base = { emailId: email.id, contactId: email.contact_id, campaignId: email.campaign_id, messageId: fb.messageId, to: email.to_email, from: email.from_email };
+  const tags = email.tags ?? [];
   const contactEvent = email.contact_id && CONTACT_EVENTS.has(effect.event!) ? effect.event! : null;
   const bounceType = fb.kind === 'bounced' ? (fb.bounceType === 'Permanent' ? 'hard' : 'soft') : null;
   // One statement: the status move and counters, the timeline entry and the contact event; `old` reads the row
@@ -214,7 +217,7 @@ export async function applySesFeedback(
   }
 
   // `status` last: it is the email's status, whatever the event's details carry.
-  const events: WebhookEvent[] = [{ type: effect.event!, occurredAt: fb.occurredAt, data: { ...base, ...fb.details, status } }];
+  const events: WebhookEvent[] = [{ type: effect.event!, occurredAt: fb.occurredAt, data: { ...base, ...fb.details, tags, status } }];
   for (const s of added) {
     events.push({ type: 'contact.suppressed', data: { email: s.email, contactId: email.contact_id, reason: s.reason, sourceEmailId: email.id, suppressionId: s.id } });
   }
@@ -230,10 +233,11 @@ export async function applySesFeedback(
     complaints: fb.kind === 'complained' && was.uncomplained ? 1 : 0,
   };
   if (!was.test && counts.delivered + counts.hard + counts.soft + counts.complaints > 0) {
-    await db.execute(
-      countReputation(sql`select ${email.project_id}::uuid as project_id, ${email.from_email}::text as from_email, ${email.campaign_id}::uuid as campaign_id,
-        ${email.marketing}::boolean as marketing, 0 as sent, ${counts.delivered}::int as delivered, ${counts.hard}::int as hard, ${counts.soft}::int as soft, ${counts.complaints}::int as complaints`),
-    );
+    const outcome = sql`select ${email.project_id}::uuid as project_id, ${email.from_email}::text as from_email, ${email.campaign_id}::uuid as campaign_id,
+        ${email.marketing}::boolean as marketing, ${tags.length > 0 ? JSON.stringify(tags) : null}::jsonb as tags,
+        0 as sent, ${counts.delivered}::int as delivered, ${counts.hard}::int as hard, ${counts.soft}::int as soft, ${counts.complaints}::int as complaints`;
+    // Per tag as well, in the same statement, for `GET /reputation?tag=`.
+    await db.execute(tags.length > 0 ? sql`with counted as (${countReputation(outcome)}) ${countTagReputation(outcome)}` : countReputation(outcome));
   }
   // After the count: an outcome of a campaign email may pause its campaign, in this same transaction.
   if (email.campaign_id && (fb.kind === 'delivered' || fb.kind === 'bounced' || fb.kind === 'complained')) {

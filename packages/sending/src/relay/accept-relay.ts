@@ -125,6 +125,7 @@ export async function acceptRelay(
       variables: {},
       headers: {},
       test: key.mode === 'test',
+      tags: null,
     },
     files: [{ ...RELAY_FILE, content: prepared.raw }],
     senderDomains: senderDomainCandidates(fromEmail),

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { storedTags } from '@mailroom/platform/email-tags';
 import { newWebhookSecret, sendHttp, signWebhook } from '@mailroom/webhooks/webhooks';
 import { renderJsonTemplate } from '@mailroom/mail/templates';
 import type { WebhookConfig } from '@mailroom/webhooks/config';
@@ -56,6 +57,7 @@ export function workflowEmailRow(a: {
     variables: { ...(cfg.data ?? {}), trigger: (x.context.trigger as { data?: unknown } | undefined)?.data ?? {}, event: (x.context.event as { data?: unknown } | undefined)?.data ?? {} },
     // A test execution's email is a test email: the send processor delivers it to the sink, never to SES.
     test: x.test,
+    tags: storedTags(cfg.tags),
   };
 }
 
