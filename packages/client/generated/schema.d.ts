@@ -24,6 +24,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/send/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a batch of distinct emails
+         * @description Up to 100 messages, each exactly what POST /v1/send takes, checked one by one. Answers 200 with `data`, the accepted messages with what POST /v1/send answers for each, and `errors`, the refused ones with their error, both by index (from 0). A refused message stores and sends nothing; the accepted ones are stored in one transaction and sent. When no message is accepted, the answer is 422 VALIDATION_ERROR listing every message's problems as `<index>.<field>` (`2.tags.0.name`). More than 100 messages, or a body that is not a list, is 422 and sends nothing. Each message counts as one request of the rate limit. One Idempotency-Key covers the whole batch: a replay answers the same and sends nothing again. With a test key (sk_test_…) every message is a test email, delivered to the test sink.
+         */
+        post: operations["sendEmailBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/verify": {
         parameters: {
             query?: never;
@@ -257,7 +277,7 @@ export interface paths {
         put?: never;
         /**
          * Create or update a contact by email
-         * @description Upsert by address (case-insensitive). New contacts default to `subscribed: true`; for an existing contact an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key).
+         * @description Upsert by address (case-insensitive). New contacts default to `subscribed: true`; for an existing contact an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key). `snoozedUntil` (a future time) pauses marketing email until then; null clears a snooze (`contact.snoozed` / `contact.unsnoozed`). `topics` records topic choices as PUT /contacts/{id}/topics does. With `doubleOptIn: true` a confirmation email is sent (the template `confirmationTemplateId`, where `{{confirmUrl}}` is the link, or a built-in one) and the contact stays unsubscribed (a new contact globally; with `topicIds`, from those topics too, unless it chose them before) until it confirms through the link's page (GET /confirm). Unconfirmed contacts the double opt-in created are deleted after DOUBLE_OPT_IN_EXPIRY_HOURS.
          */
         post: operations["upsertContact"];
         delete?: never;
@@ -286,9 +306,76 @@ export interface paths {
         head?: never;
         /**
          * Update a contact
-         * @description `data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given.
+         * @description `data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given; `snoozedUntil` (a future time) pauses marketing email until then, null clears a snooze (`contact.snoozed` / `contact.unsnoozed` events and webhooks, when it changes). `topics` records topic choices as PUT /contacts/{id}/topics does.
          */
         patch: operations["updateContact"];
+        trace?: never;
+    };
+    "/topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List topics, newest first
+         * @description Keyset pagination: pass `nextCursor` back as `cursor`.
+         */
+        get: operations["listTopics"];
+        put?: never;
+        /** Create a topic */
+        post: operations["createTopic"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/topics/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a topic */
+        get: operations["getTopic"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a topic and every contact's choice for it
+         * @description A campaign or workflow step still naming the topic reaches nobody afterwards.
+         */
+        delete: operations["deleteTopic"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a topic
+         * @description Changing `defaultSubscription` moves every contact without a choice at once (no events are recorded for them).
+         */
+        patch: operations["updateTopic"];
+        trace?: never;
+    };
+    "/contacts/{id}/topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A contact's standing with every topic */
+        get: operations["getContactTopics"];
+        /**
+         * Set a contact's topic choices
+         * @description Records each choice (topics not listed keep theirs) and, for each topic whose standing changed, the event and webhook `contact.topic_subscribed` / `contact.topic_unsubscribed` (`method: "api"`). The global `subscribed` is not changed. Answers every topic's standing.
+         */
+        put: operations["setContactTopics"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/templates": {
@@ -329,9 +416,86 @@ export interface paths {
         head?: never;
         /**
          * Update a template
-         * @description Fields not sent are unchanged; null clears description, from, fromName or replyTo. A mailbox string in from sets fromName too, unless fromName is sent. Emails already queued keep the content they were accepted with.
+         * @description Fields not sent are unchanged; null clears description, from, fromName or replyTo. A mailbox string in from sets fromName too, unless fromName is sent. Emails already queued keep the content they were accepted with. A change of subject, body or sender is a new version: without `draft` it is published at once (the next send uses it; 409 `INVALID_STATE` while a draft exists); with `?draft=true` it creates or updates the draft and the live version stays until POST /templates/{id}/publish. Name, description and type change at once either way.
          */
         patch: operations["updateTemplate"];
+        trace?: never;
+    };
+    "/templates/{id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a template's versions, newest first (the draft, if any, is the newest)
+         * @description Keyset pagination on the version number: pass `nextCursor` back as `cursor`.
+         */
+        get: operations["listTemplateVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/templates/{id}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one version of a template */
+        get: operations["getTemplateVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/templates/{id}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish the draft: it becomes the live version
+         * @description The next /v1/send and every step or campaign following "latest published" use it; pinned ones keep their version. 409 `INVALID_STATE` when there is no draft.
+         */
+        post: operations["publishTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/templates/{id}/draft": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Discard the draft
+         * @description 409 `INVALID_STATE` when there is no draft. The live version is unchanged.
+         */
+        delete: operations["discardTemplateDraft"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/templates/render": {
@@ -365,7 +529,7 @@ export interface paths {
         put?: never;
         /**
          * Render a stored template (preview)
-         * @description Renders with the worker's implementation against the context an email would have: the contact's `email` and data (`contactId`), `data` over it, and `unsubscribeUrl` (a preview link). `missingVariables` names the variables the template uses that this context lacks and that have no `?? default` (they would render empty). Nothing is stored or sent.
+         * @description Renders with the worker's implementation against the context an email would have: the contact's `email` and data (`contactId`), `data` over it, and `unsubscribeUrl` (a preview link). `missingVariables` names the variables the template uses that this context lacks and that have no `?? default` (they would render empty). Nothing is stored or sent. `version` (query or body) renders that version, published or the draft; default the live one.
          */
         post: operations["renderTemplate"];
         delete?: never;
@@ -750,7 +914,7 @@ export interface paths {
         };
         /**
          * Sends, deliveries, bounces, complaints and their rates over the last 24 hours and 7 days
-         * @description Overall, per sending domain, per campaign and per delivery connection (SES account). Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ending with the current one (23 to 24 hours of history), `last7d` the 168 such buckets. An outcome counts in the hour SES reported it. Rates are per email sent, as SES computes them for its account review (`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count.
+         * @description Overall, per mail stream (transactional, marketing), per sending domain, per campaign and per delivery connection (SES account); `?stream=transactional|marketing` narrows every figure to one stream. Counts are kept per UTC hour: `last24h` is the 24 hourly buckets ending with the current one (23 to 24 hours of history), `last7d` the 168 such buckets. An outcome counts in the hour SES reported it. Rates are per email sent, as SES computes them for its account review (`sesReviewLevels`); campaign guardrails judge per outcome instead (see `guardrails`). Test emails never count. With `?tag=name:value`, every figure counts only the emails carrying that tag (counted from when the tag was first sent).
          */
         get: operations["getReputation"];
         put?: never;
@@ -1178,6 +1342,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/domains/{id}/tracking": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set or clear the domain's custom open/click tracking domain
+         * @description A subdomain of the sending domain (e.g. `track.example.com`) that the links and open pixel of its tracked mail go through instead of SES's shared tracking domain. Publish the `tracking` CNAME of `records` (to `r.<region>.awstrack.me`); once it resolves and the domain is verified, the SES configuration sets that redirect through it are made (the worker re-checks, `POST /domains/{id}/verify` checks now) and `trackingReady` turns true. null clears it.
+         */
+        put: operations["setDomainTracking"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/inbound": {
         parameters: {
             query?: never;
@@ -1500,6 +1684,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects/{id}/tracking": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's open and click tracking mode */
+        get: operations["adminGetProjectTracking"];
+        /**
+         * Set a project's open and click tracking mode
+         * @description ALL (the default), MARKETING_ONLY or NONE. Decided per email when it is accepted (a send, template or campaign `tracking` wins): tracked mail goes through the tracked SES configuration set of its stream, untracked mail through the one without open and click tracking (`SES_CONFIGURATION_SET_NO_TRACKING`…). Mail already accepted keeps its choice.
+         */
+        put: operations["adminSetProjectTracking"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/emails/{id}/raw": {
         parameters: {
             query?: never;
@@ -1527,14 +1732,55 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Unsubscribe confirmation page (never unsubscribes by itself) */
+        /** Unsubscribe page, or the preference center when the project has topics (never changes anything by itself) */
         get: operations["unsubscribePage"];
         put?: never;
         /**
          * Unsubscribe (RFC 8058 one-click, or the page's button); idempotent
-         * @description Sets the contact's `subscribed` to false, records `contact.unsubscribed` and the email's `unsubscribed` timeline entry, and counts it on the campaign, once. Answers HTML, or `{success, data: {email, unsubscribed, changed}}` when the client accepts JSON.
+         * @description Sets the contact's `subscribed` to false, records `contact.unsubscribed` and the email's `unsubscribed` timeline entry, and counts it on the campaign, once. For a topic's email (a 64-character token) a one-click POST, or one without `action`, leaves that topic only (`contact.topic_unsubscribed`). `action=preferences` saves the preference center: each public topic subscribed when its id is among the `topic` fields, unsubscribed otherwise. `action=unsubscribe_all` leaves all marketing email. Answers HTML, or `{success, data: {email, unsubscribed, changed}}` when the client accepts JSON.
          */
         post: operations["unsubscribe"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/unsubscribe/{token}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause marketing email for 30 or 90 days instead of unsubscribing (the page's second form)
+         * @description Snoozes the email's contact until now plus `days` (`snoozedUntil`), records `contact.snoozed` (method `link`) and announces its webhook; the contact stays subscribed. Answers HTML, or `{success, data: {email, snoozedUntil, days, changed}}` when the client accepts JSON. A `days` other than 30 or 90 gets 422.
+         */
+        post: operations["pauseMarketingEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Double opt-in confirmation page (never confirms by itself) */
+        get: operations["confirmPage"];
+        put?: never;
+        /**
+         * Confirm a double opt-in (the page's button); idempotent
+         * @description Records the proof (time, IP address, user agent), subscribes the contact (globally, or to the confirmation's topics) and records `contact.confirmed`, once. Answers HTML, or `{success, data: {email, confirmed, changed}}` when the client accepts JSON.
+         */
+        post: operations["confirm"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1857,6 +2103,106 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "contact.snoozed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A contact paused marketing email until a date (the API, or the unsubscribe page), or moved the date
+         * @description Sent to every enabled endpoint subscribed to `contact.snoozed`, `contact.*` or `*`.
+         */
+        post: operations["webhook_contact_snoozed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.unsnoozed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A contact's snooze ended: cleared through the API (`method: api`) or run out (`expired`, within seconds of its end)
+         * @description Sent to every enabled endpoint subscribed to `contact.unsnoozed`, `contact.*` or `*`.
+         */
+        post: operations["webhook_contact_unsnoozed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.topic_subscribed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A contact subscribed to a topic (API, import, preference center, double opt-in confirmation)
+         * @description Sent to every enabled endpoint subscribed to `contact.topic_subscribed`, `contact.*` or `*`.
+         */
+        post: operations["webhook_contact_topic_subscribed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.topic_unsubscribed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A contact left a topic (API, import, preference center, the one-click unsubscribe of the topic's mail)
+         * @description Sent to every enabled endpoint subscribed to `contact.topic_unsubscribed`, `contact.*` or `*`.
+         */
+        post: operations["webhook_contact_topic_unsubscribed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.confirmed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A contact confirmed a double opt-in (the proof of consent: time, IP address, user agent)
+         * @description Sent to every enabled endpoint subscribed to `contact.confirmed`, `contact.*` or `*`.
+         */
+        post: operations["webhook_contact_confirmed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "campaign.sending": {
         parameters: {
             query?: never;
@@ -2108,7 +2454,7 @@ export interface components {
                  * @description machine-readable code (docs/api/errors.md)
                  * @enum {string}
                  */
-                code: "BAD_REQUEST" | "INVALID_JSON" | "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "PUBLIC_KEY_NOT_ALLOWED" | "PROJECT_DISABLED" | "KEY_SCOPE_FORBIDDEN" | "KEY_DOMAIN_FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "INVALID_STATE" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+                code: "BAD_REQUEST" | "INVALID_JSON" | "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "PUBLIC_KEY_NOT_ALLOWED" | "PROJECT_DISABLED" | "KEY_SCOPE_FORBIDDEN" | "KEY_DOMAIN_FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "INVALID_STATE" | "EXPIRED" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
                 message: string;
                 statusCode: number;
                 /** @description whether the same request may succeed if sent again unchanged (after Retry-After when present) */
@@ -2583,7 +2929,13 @@ export interface operations {
                  *       "body": "<p>Hi {{name}}!</p>",
                  *       "data": {
                  *         "name": "Ada"
-                 *       }
+                 *       },
+                 *       "tags": [
+                 *         {
+                 *           "name": "category",
+                 *           "value": "welcome"
+                 *         }
+                 *       ]
                  *     }
                  */
                 "application/json": {
@@ -2658,12 +3010,21 @@ export interface operations {
                      * @enum {string}
                      */
                     type?: "html" | "markdown";
+                    /** @description open and click tracking of this send (picks the SES configuration set with or without tracking); unset: the template's `tracking`, else the project's `trackingMode` */
+                    tracking?: boolean;
                     /**
                      * Format: date-time
                      * @description send at this time (ISO 8601 date-time with a time zone), at most 30 days ahead (422 beyond); a time not in the future sends at once. The emails are `scheduled` until then: cancel one with POST /emails/{id}/cancel, move it with PATCH /emails/{id}
                      * @example 2026-12-01T09:00:00Z
                      */
                     scheduledAt?: string;
+                    /** @description at most 10 { name, value } tags, names distinct and not email_id or project_id (set by the platform). Stored on the email, echoed in its email.* webhook payloads, passed to SES as message tags, and a filter of GET /reputation (?tag=name:value) */
+                    tags?: {
+                        /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        name: string;
+                        /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        value: string;
+                    }[];
                 };
             };
         };
@@ -2695,10 +3056,10 @@ export interface operations {
                                 /** Format: date-time */
                                 scheduledAt?: string;
                                 /**
-                                 * @description why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed)
+                                 * @description why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed), `topic_unsubscribed` (marketing email of a topic the contact is not subscribed to)
                                  * @enum {string}
                                  */
-                                reason?: "suppression_list" | "unsubscribed";
+                                reason?: "suppression_list" | "unsubscribed" | "topic_unsubscribed" | "snoozed";
                             }[];
                             /** @description recipients whose email is suppressed (not sent) */
                             suppressed: string[];
@@ -2713,6 +3074,209 @@ export interface operations {
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404RateLimited"];
             409: components["responses"]["Error409RateLimited"];
+            413: components["responses"]["Error413RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    sendEmailBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT, retryable, after 10 s). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example [
+                 *       {
+                 *         "to": "ada@example.org",
+                 *         "from": "Acme <hello@example.com>",
+                 *         "subject": "Your receipt",
+                 *         "body": "<p>Thanks, Ada</p>",
+                 *         "tags": [
+                 *           {
+                 *             "name": "category",
+                 *             "value": "receipt"
+                 *           }
+                 *         ]
+                 *       },
+                 *       {
+                 *         "to": "alan@example.org",
+                 *         "from": "Acme <hello@example.com>",
+                 *         "subject": "Your receipt",
+                 *         "body": "<p>Thanks, Alan</p>",
+                 *         "tags": [
+                 *           {
+                 *             "name": "category",
+                 *             "value": "receipt"
+                 *           }
+                 *         ]
+                 *       }
+                 *     ]
+                 */
+                "application/json": {
+                    /** @description an email address, a mailbox string ("Ann <ann@example.com>"), { name, email }, or an array of up to 100 of them */
+                    to: (string | {
+                        name?: string;
+                        /**
+                         * Format: email
+                         * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
+                         */
+                        email: string;
+                    }) | (string | {
+                        name?: string;
+                        /**
+                         * Format: email
+                         * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
+                         */
+                        email: string;
+                    })[];
+                    /** @description subject template; at most 998 characters (RFC 5322 line length) */
+                    subject?: string;
+                    /** @description HTML (or Markdown with type=markdown); {{var}} values stay text in both (never links, images or markup), and a script or data URL from a variable becomes #. At most 200 levels of nested elements (Markdown: block quotes, lists, emphasis), and per Markdown paragraph at most 200 links and 2,000 emphasis markers (422 naming the field) */
+                    body?: string;
+                    /** @description template id */
+                    template?: string;
+                    /** @description an email address, a mailbox string such as "Ann <ann@example.com>", or { name, email } */
+                    from?: string | {
+                        name?: string;
+                        /**
+                         * Format: email
+                         * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
+                         */
+                        email: string;
+                    };
+                    /** @description sender display name; wins over a display name given in `from` */
+                    name?: string;
+                    /**
+                     * Format: mailbox
+                     * @description reply-to: an email address or a mailbox string such as "Support <help@example.com>" (the name is kept)
+                     */
+                    reply?: string;
+                    /** @description marketing subscription; default false for new contacts, unchanged for existing ones */
+                    subscribed?: boolean;
+                    /** @description template variables; `{ value, persistent: false }` values are used for rendering only and not stored on the contact. `plunk_id`, `plunk_email` and `unsubscribeUrl` are set by the platform (the contact's id and address, its unsubscribe link): values given for them are ignored when rendering. At most 32 levels of nesting in the whole body; no U+0000 in any string or key (422 naming the field) */
+                    data?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description custom email headers (at most 50; names compared case-insensitively, each once). Refused with 422 naming the header: the platform's and MIME's own (From, To, Cc, Bcc, Reply-To, Sender, Subject, Date, Message-ID, MIME-Version, Content-*, Return-Path, Received, DKIM-Signature, Feedback-ID, Authentication-Results, ARC-*, X-SES-*), and List-Unsubscribe / List-Unsubscribe-Post on marketing mail (it carries the platform's one-click pair). Transactional mail may carry its own pair (List-Unsubscribe-Post only beside List-Unsubscribe); without one, the platform adds its pair when the body links to {{unsubscribeUrl}}. Marketing mail carries Precedence: bulk, Auto-Submitted: auto-generated and X-Auto-Response-Suppress: All; a value given here for one of them replaces the default */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /** @description at most 10, 10 MB decoded in total */
+                    attachments?: {
+                        filename: string;
+                        /** @description base64-encoded bytes */
+                        content: string;
+                        /** @description media type; default from the file name. Not multipart/* or message/* (422): send those as application/octet-stream */
+                        contentType?: string;
+                        /**
+                         * @description Content-ID of an inline part (RFC 2392), without angle brackets: the HTML shows it as `<img src="cid:logo">`; the message is then multipart/related. Letters, digits, `.`, `@` and `!#$%&'*+/=?^_`{|}~-`; unique within the email (422 naming the field)
+                         * @example logo@acme
+                         */
+                        contentId?: string;
+                        /**
+                         * @description Content-Disposition; default `inline` with a `contentId`, else `attachment`
+                         * @enum {string}
+                         */
+                        disposition?: "inline" | "attachment";
+                    }[];
+                    /**
+                     * @description body format
+                     * @enum {string}
+                     */
+                    type?: "html" | "markdown";
+                    /** @description open and click tracking of this send (picks the SES configuration set with or without tracking); unset: the template's `tracking`, else the project's `trackingMode` */
+                    tracking?: boolean;
+                    /**
+                     * Format: date-time
+                     * @description send at this time (ISO 8601 date-time with a time zone), at most 30 days ahead (422 beyond); a time not in the future sends at once. The emails are `scheduled` until then: cancel one with POST /emails/{id}/cancel, move it with PATCH /emails/{id}
+                     * @example 2026-12-01T09:00:00Z
+                     */
+                    scheduledAt?: string;
+                    /** @description at most 10 { name, value } tags, names distinct and not email_id or project_id (set by the platform). Stored on the email, echoed in its email.* webhook payloads, passed to SES as message tags, and a filter of GET /reputation (?tag=name:value) */
+                    tags?: {
+                        /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        name: string;
+                        /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        value: string;
+                    }[];
+                }[];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** @description the accepted messages, by index: what POST /v1/send answers for each */
+                            data: ({
+                                /** @description the message's position in the request (from 0) */
+                                index: number;
+                            } & {
+                                emails: {
+                                    contact: {
+                                        id: string;
+                                        email: string;
+                                    };
+                                    /** @description email id; read its status at GET /emails/{id} */
+                                    email: string;
+                                    /** @description `scheduled`: sent at `scheduledAt`; `suppressed`: the email is stored with this status and never sent; `reason` says why */
+                                    status: "queued" | "scheduled" | "suppressed";
+                                    /** Format: date-time */
+                                    scheduledAt?: string;
+                                    /**
+                                     * @description why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed), `topic_unsubscribed` (marketing email of a topic the contact is not subscribed to)
+                                     * @enum {string}
+                                     */
+                                    reason?: "suppression_list" | "unsubscribed" | "topic_unsubscribed" | "snoozed";
+                                }[];
+                                /** @description recipients whose email is suppressed (not sent) */
+                                suppressed: string[];
+                                /** Format: date-time */
+                                timestamp: string;
+                            })[];
+                            /** @description the refused messages, by index: nothing of them is stored or sent */
+                            errors: {
+                                /** @description the message's position in the request (from 0) */
+                                index: number;
+                                /** @description the error code POST /v1/send would have answered (VALIDATION_ERROR, NOT_FOUND, KEY_DOMAIN_FORBIDDEN) */
+                                code: string;
+                                statusCode: number;
+                                message: string;
+                                /** @description for VALIDATION_ERROR: each field, relative to the message (`tags.3.name`) */
+                                errors?: {
+                                    field: string;
+                                    message: string;
+                                    code: string;
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
             413: components["responses"]["Error413RateLimited"];
             415: components["responses"]["Error415RateLimited"];
             422: components["responses"]["Error422RateLimited"];
@@ -3254,9 +3818,17 @@ export interface operations {
                                 subject: string;
                                 contactId: string | null;
                                 templateId: string | null;
+                                templateVersion: number | null;
                                 campaignId: string | null;
                                 variant: number | null;
                                 messageId: string | null;
+                                /** @description the sender's { name, value } tags (a campaign's emails carry the campaign's); empty when none */
+                                tags: {
+                                    /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                    name: string;
+                                    /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                    value: string;
+                                }[];
                                 /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
                                 test: boolean;
                                 error: string | null;
@@ -3340,9 +3912,17 @@ export interface operations {
                             subject: string;
                             contactId: string | null;
                             templateId: string | null;
+                            templateVersion: number | null;
                             campaignId: string | null;
                             variant: number | null;
                             messageId: string | null;
+                            /** @description the sender's { name, value } tags (a campaign's emails carry the campaign's); empty when none */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
                             test: boolean;
                             error: string | null;
@@ -3445,8 +4025,17 @@ export interface operations {
                             subject: string;
                             contactId: string | null;
                             templateId: string | null;
+                            templateVersion: number | null;
                             campaignId: string | null;
+                            variant: number | null;
                             messageId: string | null;
+                            /** @description the sender's { name, value } tags (a campaign's emails carry the campaign's); empty when none */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
                             test: boolean;
                             error: string | null;
@@ -3536,8 +4125,17 @@ export interface operations {
                             subject: string;
                             contactId: string | null;
                             templateId: string | null;
+                            templateVersion: number | null;
                             campaignId: string | null;
+                            variant: number | null;
                             messageId: string | null;
+                            /** @description the sender's { name, value } tags (a campaign's emails carry the campaign's); empty when none */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw) */
                             test: boolean;
                             error: string | null;
@@ -3810,6 +4408,7 @@ export interface operations {
                                 data: {
                                     [key: string]: unknown;
                                 };
+                                snoozedUntil: string | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -3830,6 +4429,7 @@ export interface operations {
                                 data: {
                                     [key: string]: unknown;
                                 };
+                                snoozedUntil: string | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -3877,6 +4477,31 @@ export interface operations {
                     data?: {
                         [key: string]: unknown;
                     };
+                    snoozedUntil?: string | null;
+                    /** @description topic choices `[{topicId, subscribed}]`; topics not listed keep their standing */
+                    topics?: {
+                        /**
+                         * Format: uuid
+                         * @description a topic of this project
+                         */
+                        topicId: string;
+                        subscribed: boolean;
+                    }[];
+                    /** @description send a confirmation email; the contact (or, with topicIds, those topics) stays unsubscribed until confirmed */
+                    doubleOptIn?: boolean;
+                    /** @description with doubleOptIn: the topics the confirmation subscribes to */
+                    topicIds?: string[];
+                    /**
+                     * Format: uuid
+                     * @description with doubleOptIn: a template of this project; {{confirmUrl}} in it is the link. Default: a built-in message
+                     */
+                    confirmationTemplateId?: string;
+                    /**
+                     * Format: email
+                     * @description an email address (RFC 5321: at most 254 characters, local part at most 64). An internationalised domain is accepted and stored in punycode (user@bücher.de → user@xn--bcher-kva.de); the part before the @ must be ASCII (SES has no SMTPUTF8). Surrounding whitespace is ignored
+                     */
+                    confirmationFrom?: string;
+                    confirmationFromName?: string;
                 };
             };
         };
@@ -3903,6 +4528,7 @@ export interface operations {
                             data: {
                                 [key: string]: unknown;
                             };
+                            snoozedUntil: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -3911,6 +4537,13 @@ export interface operations {
                             _meta: {
                                 isNew: boolean;
                                 isUpdate: boolean;
+                                /** @description with doubleOptIn: the pending confirmation */
+                                confirmation?: {
+                                    id: string;
+                                    /** @description the confirmation email (GET /emails/{id}) */
+                                    emailId: string;
+                                    topicIds: string[];
+                                };
                             };
                         };
                     };
@@ -3938,6 +4571,7 @@ export interface operations {
                             data: {
                                 [key: string]: unknown;
                             };
+                            snoozedUntil: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -3946,6 +4580,13 @@ export interface operations {
                             _meta: {
                                 isNew: boolean;
                                 isUpdate: boolean;
+                                /** @description with doubleOptIn: the pending confirmation */
+                                confirmation?: {
+                                    id: string;
+                                    /** @description the confirmation email (GET /emails/{id}) */
+                                    emailId: string;
+                                    topicIds: string[];
+                                };
                             };
                         };
                     };
@@ -3995,10 +4636,34 @@ export interface operations {
                             data: {
                                 [key: string]: unknown;
                             };
+                            snoozedUntil: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
                             updatedAt: string;
+                        } & {
+                            /** @description the contact's standing with every topic of the project */
+                            topics: {
+                                topicId: string;
+                                name: string;
+                                /** @description whether the contact receives the topic's mail (its choice, else the topic's default); the global `subscribed` still applies */
+                                subscribed: boolean;
+                                /** @description whether the contact chose (false: the topic's default applies) */
+                                explicit: boolean;
+                            }[];
+                            /** @description double opt-in confirmations, newest first (at most 20) */
+                            confirmations: {
+                                id: string;
+                                status: "pending" | "confirmed" | "expired";
+                                topicIds: string[];
+                                emailId: string | null;
+                                /** Format: date-time */
+                                createdAt: string;
+                                confirmedAt: string | null;
+                                ip: string | null;
+                                userAgent: string | null;
+                                expiredAt: string | null;
+                            }[];
                         };
                     };
                 };
@@ -4077,6 +4742,16 @@ export interface operations {
                     data?: {
                         [key: string]: unknown;
                     };
+                    snoozedUntil?: string | null;
+                    /** @description topic choices `[{topicId, subscribed}]`; topics not listed keep their standing */
+                    topics?: {
+                        /**
+                         * Format: uuid
+                         * @description a topic of this project
+                         */
+                        topicId: string;
+                        subscribed: boolean;
+                    }[];
                 };
             };
         };
@@ -4102,6 +4777,7 @@ export interface operations {
                             data: {
                                 [key: string]: unknown;
                             };
+                            snoozedUntil: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4116,6 +4792,454 @@ export interface operations {
             404: components["responses"]["Error404RateLimited"];
             415: components["responses"]["Error415RateLimited"];
             422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    listTopics: {
+        parameters: {
+            query: {
+                /** @description page size, 1–100, as plain decimal digits (`1e2`, `0x10`, ` 5` are 400) */
+                limit: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            items: {
+                                id: string;
+                                name: string;
+                                description: string | null;
+                                /**
+                                 * @description opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)
+                                 * @enum {string}
+                                 */
+                                defaultSubscription: "opt_in" | "opt_out";
+                                /**
+                                 * @description public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only
+                                 * @enum {string}
+                                 */
+                                visibility: "public" | "private";
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** Format: date-time */
+                                updatedAt: string;
+                            }[];
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            /** @description items matching the filters */
+                            total: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    createTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Product news",
+                 *       "description": "New features, once a month",
+                 *       "defaultSubscription": "opt_out",
+                 *       "visibility": "public"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description unique per project (case-insensitive) */
+                    name: string;
+                    description?: string | null;
+                    /**
+                     * @description opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)
+                     * @enum {string}
+                     */
+                    defaultSubscription: "opt_in" | "opt_out";
+                    /**
+                     * @description public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only
+                     * @enum {string}
+                     */
+                    visibility?: "public" | "private";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            name: string;
+                            description: string | null;
+                            /**
+                             * @description opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)
+                             * @enum {string}
+                             */
+                            defaultSubscription: "opt_in" | "opt_out";
+                            /**
+                             * @description public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only
+                             * @enum {string}
+                             */
+                            visibility: "public" | "private";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    getTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            name: string;
+                            description: string | null;
+                            /**
+                             * @description opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)
+                             * @enum {string}
+                             */
+                            defaultSubscription: "opt_in" | "opt_out";
+                            /**
+                             * @description public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only
+                             * @enum {string}
+                             */
+                            visibility: "public" | "private";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    deleteTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @constant */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    updateTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description unique per project (case-insensitive) */
+                    name?: string;
+                    description?: string | null;
+                    /**
+                     * @description opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)
+                     * @enum {string}
+                     */
+                    defaultSubscription?: "opt_in" | "opt_out";
+                    /**
+                     * @description public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only
+                     * @enum {string}
+                     */
+                    visibility?: "public" | "private";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            name: string;
+                            description: string | null;
+                            /**
+                             * @description opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)
+                             * @enum {string}
+                             */
+                            defaultSubscription: "opt_in" | "opt_out";
+                            /**
+                             * @description public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only
+                             * @enum {string}
+                             */
+                            visibility: "public" | "private";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    getContactTopics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            topics: {
+                                topicId: string;
+                                name: string;
+                                /** @description whether the contact receives the topic's mail (its choice, else the topic's default); the global `subscribed` still applies */
+                                subscribed: boolean;
+                                /** @description whether the contact chose (false: the topic's default applies) */
+                                explicit: boolean;
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    setContactTopics: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first response to a key (1–255 printable ASCII characters, per project) is replayed for 24 h with `Idempotent-Replayed: true`. The same key with a different request is 422 IDEMPOTENCY_CONFLICT; a duplicate sent while the first is still running waits for it (409 CONFLICT, retryable, after 10 s). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "topics": [
+                 *         {
+                 *           "topicId": "0193f0c2-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                 *           "subscribed": false
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description topic choices `[{topicId, subscribed}]`; topics not listed keep their standing */
+                    topics: {
+                        /**
+                         * Format: uuid
+                         * @description a topic of this project
+                         */
+                        topicId: string;
+                        subscribed: boolean;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            topics: {
+                                topicId: string;
+                                name: string;
+                                /** @description whether the contact receives the topic's mail (its choice, else the topic's default); the global `subscribed` still applies */
+                                subscribed: boolean;
+                                /** @description whether the contact chose (false: the topic's default applies) */
+                                explicit: boolean;
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
+            422: components["responses"]["Error422RateLimited"];
             429: components["responses"]["Error429RateLimited"];
             500: components["responses"]["Error500RateLimited"];
             503: components["responses"]["Error503RateLimited"];
@@ -4173,6 +5297,10 @@ export interface operations {
                                 from: string | null;
                                 fromName: string | null;
                                 replyTo: string | null;
+                                tracking: boolean | null;
+                                /** @description the live (published) version: what /v1/send and unpinned steps use */
+                                version: number;
+                                draftVersion: number | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -4199,6 +5327,10 @@ export interface operations {
                                 from: string | null;
                                 fromName: string | null;
                                 replyTo: string | null;
+                                tracking: boolean | null;
+                                /** @description the live (published) version: what /v1/send and unpinned steps use */
+                                version: number;
+                                draftVersion: number | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -4251,6 +5383,7 @@ export interface operations {
                     from?: string | null;
                     fromName?: string | null;
                     replyTo?: string | null;
+                    tracking?: boolean | null;
                 };
             };
         };
@@ -4284,6 +5417,10 @@ export interface operations {
                             from: string | null;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            /** @description the live (published) version: what /v1/send and unpinned steps use */
+                            version: number;
+                            draftVersion: number | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4343,6 +5480,10 @@ export interface operations {
                             from: string | null;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            /** @description the live (published) version: what /v1/send and unpinned steps use */
+                            version: number;
+                            draftVersion: number | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4404,7 +5545,10 @@ export interface operations {
     };
     updateTemplate: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description write the draft instead of publishing at once (default false) */
+                draft?: boolean;
+            };
             header?: never;
             path: {
                 /** @description resource id */
@@ -4434,6 +5578,7 @@ export interface operations {
                     from?: string | null;
                     fromName?: string | null;
                     replyTo?: string | null;
+                    tracking?: boolean | null;
                 };
             };
         };
@@ -4467,6 +5612,10 @@ export interface operations {
                             from: string | null;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            /** @description the live (published) version: what /v1/send and unpinned steps use */
+                            version: number;
+                            draftVersion: number | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4479,8 +5628,258 @@ export interface operations {
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
             415: components["responses"]["Error415RateLimited"];
             422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    listTemplateVersions: {
+        parameters: {
+            query: {
+                /** @description page size, 1–100, as plain decimal digits (`1e2`, `0x10`, ` 5` are 400) */
+                limit: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            items: {
+                                templateId: string;
+                                version: number;
+                                /** @description `draft` for the one draft, else `published` */
+                                status: "published" | "draft";
+                                /** @description this is the version /v1/send and unpinned steps use now */
+                                live: boolean;
+                                subject: string;
+                                body: string;
+                                from: string | null;
+                                fromName: string | null;
+                                replyTo: string | null;
+                                publishedAt: string | null;
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** Format: date-time */
+                                updatedAt: string;
+                            }[];
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            /** @description items matching the filters */
+                            total: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    getTemplateVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description template id */
+                id: string;
+                /** @description version number */
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            templateId: string;
+                            version: number;
+                            /** @description `draft` for the one draft, else `published` */
+                            status: "published" | "draft";
+                            /** @description this is the version /v1/send and unpinned steps use now */
+                            live: boolean;
+                            subject: string;
+                            body: string;
+                            from: string | null;
+                            fromName: string | null;
+                            replyTo: string | null;
+                            publishedAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    publishTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @description the template's project (Plunk's field) */
+                            projectId: string;
+                            name: string;
+                            description: string | null;
+                            subject: string;
+                            body: string;
+                            /**
+                             * @description TRANSACTIONAL or MARKETING
+                             * @enum {string}
+                             */
+                            type: "TRANSACTIONAL" | "MARKETING";
+                            from: string | null;
+                            fromName: string | null;
+                            replyTo: string | null;
+                            tracking: boolean | null;
+                            /** @description the live (published) version: what /v1/send and unpinned steps use */
+                            version: number;
+                            draftVersion: number | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    discardTemplateDraft: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @description the template's project (Plunk's field) */
+                            projectId: string;
+                            name: string;
+                            description: string | null;
+                            subject: string;
+                            body: string;
+                            /**
+                             * @description TRANSACTIONAL or MARKETING
+                             * @enum {string}
+                             */
+                            type: "TRANSACTIONAL" | "MARKETING";
+                            from: string | null;
+                            fromName: string | null;
+                            replyTo: string | null;
+                            tracking: boolean | null;
+                            /** @description the live (published) version: what /v1/send and unpinned steps use */
+                            version: number;
+                            draftVersion: number | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            409: components["responses"]["Error409RateLimited"];
             429: components["responses"]["Error429RateLimited"];
             500: components["responses"]["Error500RateLimited"];
             503: components["responses"]["Error503RateLimited"];
@@ -4564,7 +5963,10 @@ export interface operations {
     };
     renderTemplate: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description render this version (published or the draft) instead of the live one */
+                version?: number;
+            };
             header?: never;
             path: {
                 /** @description resource id */
@@ -4585,6 +5987,8 @@ export interface operations {
                      * @description a contact of the project: its `email` and stored data are merged under `data`
                      */
                     contactId?: string;
+                    /** @description render this version (published or the draft) instead of the live one */
+                    version?: number;
                 };
             };
         };
@@ -4745,7 +6149,7 @@ export interface operations {
                      * @enum {string}
                      */
                     type?: "DYNAMIC" | "STATIC";
-                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
+                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `snoozed` (true while marketing email is paused), `topic.<topicId>` (equals true/false: subscribed to the topic), `createdAt`, `updatedAt`, `snoozedUntil`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
                     filter?: components["schemas"]["SegmentFilter"];
                     /** @description Plunk v2's name for `filter` (same language); give only one of filter, filters, condition */
                     filters?: components["schemas"]["SegmentFilter"];
@@ -4815,7 +6219,7 @@ export interface operations {
             content: {
                 /** @example {} */
                 "application/json": {
-                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
+                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `snoozed` (true while marketing email is paused), `topic.<topicId>` (equals true/false: subscribed to the topic), `createdAt`, `updatedAt`, `snoozedUntil`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
                     filter?: components["schemas"]["SegmentFilter"];
                     /** @description Plunk v2's name for `filter` (same language); give only one of filter, filters, condition */
                     filters?: components["schemas"]["SegmentFilter"];
@@ -4851,6 +6255,7 @@ export interface operations {
                                 data: {
                                     [key: string]: unknown;
                                 };
+                                snoozedUntil: string | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -4999,7 +6404,7 @@ export interface operations {
                      * @enum {string}
                      */
                     type?: "DYNAMIC" | "STATIC";
-                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `createdAt`, `updatedAt`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
+                    /** @description Segment filter: `{logic: "AND"|"OR", groups: [{filters: [condition], conditions?: <filter>}]}` or an array of conditions (AND). A condition is `{field, operator, value?, unit?, window?, campaignId?}`; fields `email`, `subscribed`, `snoozed` (true while marketing email is paused), `topic.<topicId>` (equals true/false: subscribed to the topic), `createdAt`, `updatedAt`, `snoozedUntil`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). `notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path. */
                     filter?: components["schemas"]["SegmentFilter"];
                     /** @description Plunk v2's name for `filter` (same language); give only one of filter, filters, condition */
                     filters?: components["schemas"]["SegmentFilter"];
@@ -5102,6 +6507,7 @@ export interface operations {
                                 data: {
                                     [key: string]: unknown;
                                 };
+                                snoozedUntil: string | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -5120,6 +6526,7 @@ export interface operations {
                                 data: {
                                     [key: string]: unknown;
                                 };
+                                snoozedUntil: string | null;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -5350,6 +6757,10 @@ export interface operations {
                                 from: string;
                                 fromName: string | null;
                                 replyTo: string | null;
+                                tracking: boolean | null;
+                                templateId: string | null;
+                                templateVersion: number | null;
+                                contentVersion: number | null;
                                 /**
                                  * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                                  * @enum {string}
@@ -5362,6 +6773,7 @@ export interface operations {
                                 type: "ALL" | "SEGMENT" | "FILTERED";
                                 segmentId: string | null;
                                 audienceFilter: unknown | null;
+                                topicId: string | null;
                                 /**
                                  * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                                  * @enum {string}
@@ -5379,6 +6791,13 @@ export interface operations {
                                 pauseDetails: {
                                     [key: string]: unknown;
                                 } | null;
+                                /** @description the tags every email of the campaign carries (empty when none) */
+                                tags: {
+                                    /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                    name: string;
+                                    /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                    value: string;
+                                }[];
                                 /** @description sent with a test key: its emails go to the sink, never to SES */
                                 test: boolean;
                                 variants: {
@@ -5462,6 +6881,10 @@ export interface operations {
                                 from: string;
                                 fromName: string | null;
                                 replyTo: string | null;
+                                tracking: boolean | null;
+                                templateId: string | null;
+                                templateVersion: number | null;
+                                contentVersion: number | null;
                                 /**
                                  * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                                  * @enum {string}
@@ -5474,6 +6897,7 @@ export interface operations {
                                 type: "ALL" | "SEGMENT" | "FILTERED";
                                 segmentId: string | null;
                                 audienceFilter: unknown | null;
+                                topicId: string | null;
                                 /**
                                  * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                                  * @enum {string}
@@ -5491,6 +6915,13 @@ export interface operations {
                                 pauseDetails: {
                                     [key: string]: unknown;
                                 } | null;
+                                /** @description the tags every email of the campaign carries (empty when none) */
+                                tags: {
+                                    /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                    name: string;
+                                    /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                    value: string;
+                                }[];
                                 /** @description sent with a test key: its emails go to the sink, never to SES */
                                 test: boolean;
                                 variants: {
@@ -5588,8 +7019,6 @@ export interface operations {
                 /**
                  * @example {
                  *       "name": "example",
-                 *       "subject": "example",
-                 *       "body": "example",
                  *       "from": "Acme <hello@example.com>",
                  *       "audienceType": "ALL"
                  *     }
@@ -5598,9 +7027,11 @@ export interface operations {
                     name: string;
                     description?: string | null;
                     /** @description subject template */
-                    subject: string;
+                    subject?: string;
                     /** @description HTML body template; {{unsubscribeUrl}} is the recipient's unsubscribe link; at most 200 levels of nested elements (422 naming the field) */
-                    body: string;
+                    body?: string;
+                    templateId?: string | null;
+                    templateVersion?: number | null;
                     /**
                      * Format: mailbox
                      * @description an email address, or a mailbox with a display name such as "Acme <hello@acme.com>" (RFC 5322); the display name is used as the sender name unless a name field is given. Internationalised domains are accepted and stored in punycode; the part before the @ must be ASCII
@@ -5608,6 +7039,7 @@ export interface operations {
                     from: string;
                     fromName?: string | null;
                     replyTo?: string | null;
+                    tracking?: boolean | null;
                     /**
                      * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                      * @enum {string}
@@ -5632,6 +7064,13 @@ export interface operations {
                         /** @description seconds from the last test email's final state to the automatic choice of the winner (at least CAMPAIGN_AB_MIN_WAIT_SECONDS, default 300) */
                         waitSeconds: number;
                     } | null;
+                    topicId?: string | null;
+                    tags?: {
+                        /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        name: string;
+                        /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        value: string;
+                    }[] | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -5665,6 +7104,10 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -5677,6 +7120,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -5694,6 +7138,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             variants: {
@@ -5811,6 +7262,10 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -5823,6 +7278,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -5840,6 +7296,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             variants: {
@@ -5952,6 +7415,7 @@ export interface operations {
                     from?: string;
                     fromName?: string | null;
                     replyTo?: string | null;
+                    tracking?: boolean | null;
                     /**
                      * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                      * @enum {string}
@@ -5959,6 +7423,13 @@ export interface operations {
                     audienceType?: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    topicId?: string | null;
+                    tags?: {
+                        /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        name: string;
+                        /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        value: string;
+                    }[] | null;
                     variants?: {
                         subject?: string | null;
                         body?: string | null;
@@ -5976,6 +7447,8 @@ export interface operations {
                         /** @description seconds from the last test email's final state to the automatic choice of the winner (at least CAMPAIGN_AB_MIN_WAIT_SECONDS, default 300) */
                         waitSeconds: number;
                     } | null;
+                    templateId?: string | null;
+                    templateVersion?: number | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -6009,6 +7482,10 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -6021,6 +7498,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -6038,6 +7516,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             variants: {
@@ -6196,6 +7681,7 @@ export interface operations {
                     from?: string;
                     fromName?: string | null;
                     replyTo?: string | null;
+                    tracking?: boolean | null;
                     /**
                      * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                      * @enum {string}
@@ -6203,6 +7689,13 @@ export interface operations {
                     audienceType?: "ALL" | "SEGMENT" | "FILTERED";
                     segmentId?: string | null;
                     audienceFilter?: components["schemas"]["SegmentFilter"] | null;
+                    topicId?: string | null;
+                    tags?: {
+                        /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        name: string;
+                        /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                        value: string;
+                    }[] | null;
                     variants?: {
                         subject?: string | null;
                         body?: string | null;
@@ -6220,6 +7713,8 @@ export interface operations {
                         /** @description seconds from the last test email's final state to the automatic choice of the winner (at least CAMPAIGN_AB_MIN_WAIT_SECONDS, default 300) */
                         waitSeconds: number;
                     } | null;
+                    templateId?: string | null;
+                    templateVersion?: number | null;
                     audienceCondition?: components["schemas"]["SegmentFilter"] | null;
                     /**
                      * @description Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)
@@ -6253,6 +7748,10 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -6265,6 +7764,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -6282,6 +7782,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             variants: {
@@ -6409,6 +7916,10 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -6421,6 +7932,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -6438,6 +7950,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             variants: {
@@ -6556,6 +8075,10 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -6568,6 +8091,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -6585,6 +8109,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             variants: {
@@ -6770,6 +8301,11 @@ export interface operations {
                             cancelled: number;
                             suppressed: number;
                             unsubscribed: number;
+                            /** @description contacts of the audience that got no email, by reason (not counted in recipients) */
+                            skipped: {
+                                /** @description contacts of the audience left out because they had paused marketing email (snoozedUntil ahead at fan-out) */
+                                snoozed: number;
+                            };
                             /** @description fractions (0–1) of `sent` */
                             rates: {
                                 delivery: number;
@@ -6850,6 +8386,10 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -6862,6 +8402,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -6879,6 +8420,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             variants: {
@@ -7051,6 +8599,10 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -7063,6 +8615,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -7080,6 +8633,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             variants: {
@@ -7179,6 +8739,10 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -7191,6 +8755,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -7208,6 +8773,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             variants: {
@@ -7444,6 +9016,10 @@ export interface operations {
                             from: string;
                             fromName: string | null;
                             replyTo: string | null;
+                            tracking: boolean | null;
+                            templateId: string | null;
+                            templateVersion: number | null;
+                            contentVersion: number | null;
                             /**
                              * @description ALL subscribed contacts, a SEGMENT, or a FILTERED audience
                              * @enum {string}
@@ -7456,6 +9032,7 @@ export interface operations {
                             type: "ALL" | "SEGMENT" | "FILTERED";
                             segmentId: string | null;
                             audienceFilter: unknown | null;
+                            topicId: string | null;
                             /**
                              * @description DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED
                              * @enum {string}
@@ -7473,6 +9050,13 @@ export interface operations {
                             pauseDetails: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the tags every email of the campaign carries (empty when none) */
+                            tags: {
+                                /** @description tag name: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                name: string;
+                                /** @description tag value: 1 to 256 ASCII letters, digits, underscores or dashes */
+                                value: string;
+                            }[];
                             /** @description sent with a test key: its emails go to the sink, never to SES */
                             test: boolean;
                             variants: {
@@ -7559,7 +9143,12 @@ export interface operations {
     };
     getReputation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only mail of this stream: every figure of the answer */
+                stream?: "transactional" | "marketing";
+                /** @description name:value: only the outcomes of emails carrying this tag (every figure: overall, per domain, per campaign, per connection) */
+                tag?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7582,6 +9171,7 @@ export interface operations {
                         data: {
                             /** Format: date-time */
                             generatedAt: string;
+                            stream: ("transactional" | "marketing") | null;
                             last24h: {
                                 /**
                                  * Format: date-time
@@ -7602,6 +9192,39 @@ export interface operations {
                                     complaintRate: number | null;
                                     softBounceRate: number | null;
                                     deliveryRate: number | null;
+                                };
+                                /** @description per mail stream: transactional (`/v1/send`, TRANSACTIONAL templates, transactional workflow mail) and marketing (campaigns, MARKETING templates, marketing workflow mail), each judged against `sesReviewLevels` on its own (different configuration sets, IP pools). With `?stream=` the other stream is all zeros */
+                                streams: {
+                                    transactional: {
+                                        /** @description emails SES accepted (test emails never count) */
+                                        sent: number;
+                                        /** @description first deliveries SES reported */
+                                        delivered: number;
+                                        /** @description permanent bounces */
+                                        hardBounces: number;
+                                        /** @description transient and undetermined bounces */
+                                        softBounces: number;
+                                        complaints: number;
+                                        hardBounceRate: number | null;
+                                        complaintRate: number | null;
+                                        softBounceRate: number | null;
+                                        deliveryRate: number | null;
+                                    };
+                                    marketing: {
+                                        /** @description emails SES accepted (test emails never count) */
+                                        sent: number;
+                                        /** @description first deliveries SES reported */
+                                        delivered: number;
+                                        /** @description permanent bounces */
+                                        hardBounces: number;
+                                        /** @description transient and undetermined bounces */
+                                        softBounces: number;
+                                        complaints: number;
+                                        hardBounceRate: number | null;
+                                        complaintRate: number | null;
+                                        softBounceRate: number | null;
+                                        deliveryRate: number | null;
+                                    };
                                 };
                                 /** @description per sending domain with activity in the window, most sent first */
                                 domains: {
@@ -7681,6 +9304,39 @@ export interface operations {
                                     softBounceRate: number | null;
                                     deliveryRate: number | null;
                                 };
+                                /** @description per mail stream: transactional (`/v1/send`, TRANSACTIONAL templates, transactional workflow mail) and marketing (campaigns, MARKETING templates, marketing workflow mail), each judged against `sesReviewLevels` on its own (different configuration sets, IP pools). With `?stream=` the other stream is all zeros */
+                                streams: {
+                                    transactional: {
+                                        /** @description emails SES accepted (test emails never count) */
+                                        sent: number;
+                                        /** @description first deliveries SES reported */
+                                        delivered: number;
+                                        /** @description permanent bounces */
+                                        hardBounces: number;
+                                        /** @description transient and undetermined bounces */
+                                        softBounces: number;
+                                        complaints: number;
+                                        hardBounceRate: number | null;
+                                        complaintRate: number | null;
+                                        softBounceRate: number | null;
+                                        deliveryRate: number | null;
+                                    };
+                                    marketing: {
+                                        /** @description emails SES accepted (test emails never count) */
+                                        sent: number;
+                                        /** @description first deliveries SES reported */
+                                        delivered: number;
+                                        /** @description permanent bounces */
+                                        hardBounces: number;
+                                        /** @description transient and undetermined bounces */
+                                        softBounces: number;
+                                        complaints: number;
+                                        hardBounceRate: number | null;
+                                        complaintRate: number | null;
+                                        softBounceRate: number | null;
+                                        deliveryRate: number | null;
+                                    };
+                                };
                                 /** @description per sending domain with activity in the window, most sent first */
                                 domains: {
                                     /** @description sending domain (the From address after @) */
@@ -7756,6 +9412,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error400RateLimited"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             429: components["responses"]["Error429RateLimited"];
@@ -8116,7 +9773,7 @@ export interface operations {
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url: string;
-                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, campaign.winner, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
+                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, contact.snoozed, contact.unsnoozed, contact.topic_subscribed, contact.topic_unsubscribed, contact.confirmed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, campaign.winner, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
                     eventTypes: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -8279,7 +9936,7 @@ export interface operations {
                 "application/json": {
                     /** @description http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS) */
                     url?: string;
-                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, campaign.winner, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
+                    /** @description event types, family wildcards (`email.*`, `contact.*`, `campaign.*`, `workflow.*`) or `*`. Types: email.sent, email.delivered, email.delivery_delayed, email.opened, email.clicked, email.bounced, email.complained, email.failed, email.suppressed, email.received, contact.unsubscribed, contact.suppressed, contact.snoozed, contact.unsnoozed, contact.topic_subscribed, contact.topic_unsubscribed, contact.confirmed, campaign.sending, campaign.paused, campaign.resumed, campaign.sent, campaign.cancelled, campaign.failed, campaign.winner, workflow.started, workflow.completed, workflow.exited, workflow.failed, workflow.cancelled */
                     eventTypes?: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -10116,10 +11773,10 @@ export interface operations {
                                 /** @description publish these; `status` is what the last check found */
                                 records: {
                                     /**
-                                     * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                     * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
                                      * @enum {string}
                                      */
-                                    purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                    purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
                                     /** @enum {string} */
                                     type: "CNAME" | "TXT" | "MX";
                                     name: string;
@@ -10136,6 +11793,9 @@ export interface operations {
                                 failureReason: string | null;
                                 /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
                                 inboundEnabled: boolean;
+                                trackingDomain: string | null;
+                                /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                                trackingReady: boolean;
                                 /** Format: date-time */
                                 createdAt: string;
                             }[];
@@ -10201,10 +11861,10 @@ export interface operations {
                             /** @description publish these; `status` is what the last check found */
                             records: {
                                 /**
-                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
                                  * @enum {string}
                                  */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -10221,6 +11881,9 @@ export interface operations {
                             failureReason: string | null;
                             /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
                             inboundEnabled: boolean;
+                            trackingDomain: string | null;
+                            /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                            trackingReady: boolean;
                             /** Format: date-time */
                             createdAt: string;
                         };
@@ -10277,10 +11940,10 @@ export interface operations {
                             /** @description publish these; `status` is what the last check found */
                             records: {
                                 /**
-                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
                                  * @enum {string}
                                  */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -10297,6 +11960,9 @@ export interface operations {
                             failureReason: string | null;
                             /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
                             inboundEnabled: boolean;
+                            trackingDomain: string | null;
+                            /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                            trackingReady: boolean;
                             /** Format: date-time */
                             createdAt: string;
                         };
@@ -10394,10 +12060,10 @@ export interface operations {
                             /** @description publish these; `status` is what the last check found */
                             records: {
                                 /**
-                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
                                  * @enum {string}
                                  */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -10414,6 +12080,9 @@ export interface operations {
                             failureReason: string | null;
                             /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
                             inboundEnabled: boolean;
+                            trackingDomain: string | null;
+                            /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                            trackingReady: boolean;
                             /** Format: date-time */
                             createdAt: string;
                             /** @description same as dkimTokens (Plunk's form) */
@@ -10470,10 +12139,10 @@ export interface operations {
                             /** @description publish these; `status` is what the last check found */
                             records: {
                                 /**
-                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
                                  * @enum {string}
                                  */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -10490,6 +12159,9 @@ export interface operations {
                             failureReason: string | null;
                             /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
                             inboundEnabled: boolean;
+                            trackingDomain: string | null;
+                            /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                            trackingReady: boolean;
                             /** Format: date-time */
                             createdAt: string;
                             /** @description same as dkimTokens (Plunk's form) */
@@ -10502,6 +12174,95 @@ export interface operations {
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404RateLimited"];
+            422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
+            429: components["responses"]["Error429RateLimited"];
+            500: components["responses"]["Error500RateLimited"];
+            503: components["responses"]["Error503RateLimited"];
+        };
+    };
+    setDomainTracking: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "trackingDomain": "track.example.com"
+                 *     }
+                 */
+                "application/json": {
+                    trackingDomain: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            projectId: string;
+                            domain: string;
+                            /** @enum {string} */
+                            status: "pending" | "verified" | "failed";
+                            verified: boolean;
+                            mailFromDomain: string | null;
+                            /** @description Easy DKIM tokens: publish `<token>._domainkey.<domain>` CNAME `<token>.dkim.amazonses.com` (also in records) */
+                            dkimTokens: string[];
+                            /** @description publish these; `status` is what the last check found */
+                            records: {
+                                /**
+                                 * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @enum {string}
+                                 */
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
+                                /** @enum {string} */
+                                type: "CNAME" | "TXT" | "MX";
+                                name: string;
+                                value: string;
+                                priority?: number;
+                                /** @description false for the DMARC suggestion */
+                                required: boolean;
+                                /** @enum {string} */
+                                status: "pending" | "found" | "failed";
+                            }[];
+                            checkedAt: string | null;
+                            verifiedAt: string | null;
+                            failedAt: string | null;
+                            failureReason: string | null;
+                            /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
+                            inboundEnabled: boolean;
+                            trackingDomain: string | null;
+                            /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                            trackingReady: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400RateLimited"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404RateLimited"];
+            415: components["responses"]["Error415RateLimited"];
             422: components["responses"]["Error422RateLimited_VALIDATION_ERROR"];
             429: components["responses"]["Error429RateLimited"];
             500: components["responses"]["Error500RateLimited"];
@@ -10732,10 +12493,10 @@ export interface operations {
                             /** @description publish these; `status` is what the last check found */
                             records: {
                                 /**
-                                 * @description `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
+                                 * @description `tracking`: the CNAME of the custom tracking domain (listed while one is set); `inbound-mx`: the MX record that receives mail for the domain (listed while inbound is enabled)
                                  * @enum {string}
                                  */
-                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "inbound-mx";
+                                purpose: "dkim" | "mail-from-mx" | "mail-from-spf" | "dmarc" | "tracking" | "inbound-mx";
                                 /** @enum {string} */
                                 type: "CNAME" | "TXT" | "MX";
                                 name: string;
@@ -10752,6 +12513,9 @@ export interface operations {
                             failureReason: string | null;
                             /** @description mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX */
                             inboundEnabled: boolean;
+                            trackingDomain: string | null;
+                            /** @description the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it */
+                            trackingReady: boolean;
                             /** Format: date-time */
                             createdAt: string;
                         };
@@ -11792,6 +13556,107 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    adminGetProjectTracking: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            projectId: string;
+                            /**
+                             * @description ALL mail tracked, MARKETING_ONLY (campaigns, MARKETING templates and marketing workflow mail), or NONE
+                             * @enum {string}
+                             */
+                            trackingMode: "ALL" | "MARKETING_ONLY" | "NONE";
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    adminSetProjectTracking: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "trackingMode": "ALL"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description ALL mail tracked, MARKETING_ONLY (campaigns, MARKETING templates and marketing workflow mail), or NONE
+                     * @enum {string}
+                     */
+                    trackingMode: "ALL" | "MARKETING_ONLY" | "NONE";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            projectId: string;
+                            /**
+                             * @description ALL mail tracked, MARKETING_ONLY (campaigns, MARKETING templates and marketing workflow mail), or NONE
+                             * @enum {string}
+                             */
+                            trackingMode: "ALL" | "MARKETING_ONLY" | "NONE";
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422_VALIDATION_ERROR"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
     getEmailRaw: {
         parameters: {
             query?: never;
@@ -11893,14 +13758,14 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the signed token from the message */
+                /** @description the signed token from the message (64 characters for a topic's email: it carries the topic) */
                 token: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description HTML page with one button */
+            /** @description HTML page: one button; with public topics (or a topic email), a checkbox per public topic and "unsubscribe from all" */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11935,7 +13800,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the signed token from the message */
+                /** @description the signed token from the message (64 characters for a topic's email: it carries the topic) */
                 token: string;
             };
             cookie?: never;
@@ -11945,6 +13810,10 @@ export interface operations {
                 "application/x-www-form-urlencoded": {
                     /** @constant */
                     "List-Unsubscribe"?: "One-Click";
+                    /** @enum {string} */
+                    action?: "unsubscribe_all" | "unsubscribe_topic" | "preferences";
+                    /** @description with action=preferences: the checked topics (repeat the field) */
+                    topic?: string[];
                 };
             };
         };
@@ -11966,6 +13835,162 @@ export interface operations {
                 content?: never;
             };
             /** @description Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute (`Retry-After` says when to retry); valid tokens are never counted */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    pauseMarketingEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the signed token from the message (64 characters for a topic's email: it carries the topic) */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @enum {integer} */
+                    days: 30 | 90;
+                };
+            };
+        };
+        responses: {
+            /** @description Paused */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown, tampered or foreign token */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `days` is not one of the choices */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    confirmPage: {
+        parameters: {
+            query: {
+                token: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTML page with one button (or "already confirmed") */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description Unknown, tampered or foreign token */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The link expired (DOUBLE_OPT_IN_EXPIRY_HOURS) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups from this IP in the minute */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    confirm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description the signed token from the confirmation email */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Confirmed (or already) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown, tampered or foreign token */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The link expired (DOUBLE_OPT_IN_EXPIRY_HOURS) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups from this IP in the minute */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12248,6 +14273,11 @@ export interface operations {
                         status: "sent";
                         /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
                         variant?: number;
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         /**
                          * @description present on events of test data (made with a test key)
                          * @constant
@@ -12313,6 +14343,11 @@ export interface operations {
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
                         /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
                         variant?: number;
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         smtpResponse?: string;
                         processingTimeMillis?: number;
                         reportingMTA?: string;
@@ -12381,6 +14416,11 @@ export interface operations {
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
                         /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
                         variant?: number;
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         delayType?: string;
                         expirationTime?: string;
                         /** @description enhanced status code, e.g. 5.1.1 */
@@ -12451,6 +14491,11 @@ export interface operations {
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
                         /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
                         variant?: number;
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         ipAddress?: string;
                         userAgent?: string;
                         /**
@@ -12518,6 +14563,11 @@ export interface operations {
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
                         /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
                         variant?: number;
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         link?: string;
                         linkTags?: Record<string, never>;
                         ipAddress?: string;
@@ -12587,6 +14637,11 @@ export interface operations {
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
                         /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
                         variant?: number;
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         /** @enum {string} */
                         bounceType?: "Permanent" | "Transient" | "Undetermined";
                         bounceSubType?: string;
@@ -12659,6 +14714,11 @@ export interface operations {
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
                         /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
                         variant?: number;
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         complaintFeedbackType?: string;
                         complaintSubType?: string;
                         userAgent?: string;
@@ -12728,6 +14788,11 @@ export interface operations {
                         status: "failed";
                         /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
                         variant?: number;
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         reason?: string;
                         /**
                          * @description present on events of test data (made with a test key)
@@ -12794,11 +14859,16 @@ export interface operations {
                         status: "suppressed";
                         /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
                         variant?: number;
+                        /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
+                        tags: {
+                            name: string;
+                            value: string;
+                        }[];
                         /**
                          * @description why, as a code
                          * @enum {string}
                          */
-                        cause?: "suppression_list" | "unsubscribed";
+                        cause?: "suppression_list" | "unsubscribed" | "topic_unsubscribed" | "snoozed";
                         /** @description why, in words */
                         reason?: string;
                         /**
@@ -12984,6 +15054,312 @@ export interface operations {
                         sourceEmailId?: string | null;
                         /** Format: uuid */
                         suppressionId: string;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_contact_snoozed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "contact.snoozed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /** Format: email */
+                        email: string;
+                        /**
+                         * Format: date-time
+                         * @description the new end of the snooze
+                         */
+                        snoozedUntil: string | null;
+                        /**
+                         * Format: date-time
+                         * @description the end it had before (null: it was not snoozed)
+                         */
+                        previousSnoozedUntil?: string | null;
+                        /** @enum {string} */
+                        method: "api" | "link" | "expired";
+                        /**
+                         * Format: uuid
+                         * @description the email whose unsubscribe page paused it (`link`)
+                         */
+                        emailId?: string | null;
+                        /** Format: uuid */
+                        campaignId?: string | null;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_contact_unsnoozed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "contact.unsnoozed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /** Format: email */
+                        email: string;
+                        /**
+                         * Format: date-time
+                         * @description null
+                         */
+                        snoozedUntil?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description the end it had before (null: it was not snoozed)
+                         */
+                        previousSnoozedUntil: string | null;
+                        /** @enum {string} */
+                        method: "api" | "link" | "expired";
+                        /**
+                         * Format: uuid
+                         * @description the email whose unsubscribe page paused it (`link`)
+                         */
+                        emailId?: string | null;
+                        /** Format: uuid */
+                        campaignId?: string | null;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_contact_topic_subscribed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "contact.topic_subscribed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /** Format: email */
+                        email: string;
+                        /** Format: uuid */
+                        topicId: string;
+                        topicName: string;
+                        /** @enum {string} */
+                        method: "api" | "import" | "link" | "one-click" | "confirmation";
+                        /**
+                         * Format: uuid
+                         * @description the email whose link made the choice
+                         */
+                        emailId?: string | null;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_contact_topic_unsubscribed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "contact.topic_unsubscribed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /** Format: email */
+                        email: string;
+                        /** Format: uuid */
+                        topicId: string;
+                        topicName: string;
+                        /** @enum {string} */
+                        method: "api" | "import" | "link" | "one-click" | "confirmation";
+                        /**
+                         * Format: uuid
+                         * @description the email whose link made the choice
+                         */
+                        emailId?: string | null;
+                        /**
+                         * @description present on events of test data (made with a test key)
+                         * @constant
+                         */
+                        test?: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_contact_confirmed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the delivery's id (the same on every retry of it): deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "contact.confirmed";
+                    /**
+                     * Format: date-time
+                     * @description when it happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** Format: uuid */
+                        contactId: string | null;
+                        /** Format: email */
+                        email: string;
+                        /** Format: uuid */
+                        confirmationId: string;
+                        /** @description the topics confirmed; empty: the global marketing subscription */
+                        topicIds: string[];
+                        /** Format: date-time */
+                        confirmedAt: string;
+                        ip?: string | null;
+                        userAgent?: string | null;
                         /**
                          * @description present on events of test data (made with a test key)
                          * @constant

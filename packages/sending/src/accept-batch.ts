@@ -19,17 +19,8 @@ import type { KeyMode } from '@mailroom/platform/keys';
 import type { DbOrTx } from '@mailroom/db/client';
 import { writeTransactionalBatch } from '@mailroom/db/queries/transactional-batch';
 import { senderRefusal } from '@mailroom/mail/sender';
-import {
-  enqueueAccepted,
-  prepareSend,
-  sendResult,
-  transactionalRequest,
-  writtenEmails,
-  type AcceptDeps,
-  type AcceptedEmails,
-  type SendRequest,
-  type SendResult,
-} from './accept';
+import { prepareSend, transactionalRequest, writtenEmails, type AcceptDeps, type AcceptedEmails, type SendRequest } from './accept';
+import { enqueueAccepted, sendResult, type SendResult } from './accept-enqueue';
 
 /** Most messages in one batch (as Resend). */
 export const SEND_BATCH_LIMIT = 100;

@@ -11,7 +11,7 @@ import { AppError, ErrorCode } from '@mailroom/platform/errors';
 import { findIdempotencyKey, type KeyEmail } from '@mailroom/db/queries/idempotency';
 import { SUPPRESSION_CAUSES, SUPPRESSION_REASONS, type SuppressionCause } from '@mailroom/db/queries/suppression-rule';
 import type { DbOrTx } from '@mailroom/db/client';
-import type { SendResult } from '../accept';
+import type { SendResult } from '../accept-enqueue';
 
 /** Why a stored `suppressed` email was held back, read back from its `error` (`suppressed: <reason>`). */
 function causeOf(error: string | null): SuppressionCause {
