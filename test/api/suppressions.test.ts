@@ -88,7 +88,7 @@ describe('happy path', () => {
     expect(rows.rows[0].event_type).toBe('email.suppressed');
     expect(rows.rows[0].payload.type).toBe('email.suppressed');
     expect(new Date(rows.rows[0].payload.timestamp).toString()).not.toBe('Invalid Date');
-    expect(rows.rows[0].payload.data).toEqual({ emailId: b.email, contactId: b.contact.id, campaignId: null, messageId: null, to: blocked, from: `n@${p.domain}`, status: 'suppressed', reason: 'address is on the suppression list', cause: 'suppression_list' });
+    expect(rows.rows[0].payload.data).toEqual({ emailId: b.email, contactId: b.contact.id, campaignId: null, messageId: null, to: blocked, from: `n@${p.domain}`, status: 'suppressed', reason: 'address is on the suppression list', cause: 'suppression_list', tags: [] });
     const email = await as.get(`/emails/${b.email}`);
     expect(email.body.data.timeline[0]).toMatchObject({ type: 'suppressed', data: { reason: 'address is on the suppression list' } });
   });

@@ -86,6 +86,8 @@ async function campaign(p: TestProject, tracking?: boolean): Promise<string> {
   expect(created.status).toBe(201);
   expect(created.body.data.tracking).toBe(tracking ?? null);
   expect((await client(api.app, p).post(`/campaigns/${created.body.data.id}/send`, {})).status).toBeLessThan(300);
+  // Its fan-out is over once its contact has the email: a contact made later (the next campaign's) is not in it.
+  await waitFor(async () => (await sesSendsTo([to])).length > 0, 30_000, `campaign email to ${to}`);
   return to;
 }
 

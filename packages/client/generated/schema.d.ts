@@ -416,7 +416,7 @@ export interface paths {
         head?: never;
         /**
          * Update a template
-         * @description Fields not sent are unchanged; null clears description, from, fromName or replyTo. A mailbox string in from sets fromName too, unless fromName is sent. Emails already queued keep the content they were accepted with. A change of subject, body or sender is a new version: without `draft` it is published at once (the next send uses it; 409 `INVALID_STATE` while a draft exists); with `?draft=true` it creates or updates the draft and the live version stays until POST /templates/{id}/publish. Name, description and type change at once either way.
+         * @description Fields not sent are unchanged; null clears description, from, fromName or replyTo. A mailbox string in from sets fromName too, unless fromName is sent. Emails already queued keep the content they were accepted with. A change of subject, body or sender is a new version: without `draft` it is published at once (the next send uses it; 409 `INVALID_STATE` while a draft exists); with `?draft=true` it creates or updates the draft and the live version stays until POST /templates/{id}/publish. Name, description, type and tracking change at once either way.
          */
         patch: operations["updateTemplate"];
         trace?: never;

@@ -234,7 +234,7 @@ export function templateRoutes(deps: AppDeps) {
         'too, unless fromName is sent. Emails already queued keep the content they were accepted with. A change of subject, body ' +
         'or sender is a new version: without `draft` it is published at once (the next send uses it; 409 `INVALID_STATE` while a ' +
         'draft exists); with `?draft=true` it creates or updates the draft and the live version stays until POST ' +
-        '/templates/{id}/publish. Name, description and type change at once either way.',
+        '/templates/{id}/publish. Name, description, type and tracking change at once either way.',
       auth: 'secret',
       params: IdParams,
       query: PatchQuery,

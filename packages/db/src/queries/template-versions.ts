@@ -25,8 +25,8 @@ export type TemplateVersionRow = typeof templateVersions.$inferSelect;
 export const CONTENT_FIELDS = ['subject', 'body', 'from', 'fromName', 'replyTo'] as const;
 export type TemplateContent = Pick<TemplateVersionRow, (typeof CONTENT_FIELDS)[number]>;
 
-/** A change of a template: content fields (versioned) and template fields (name, description, type). */
-export type TemplatePatch = Partial<TemplateContent & Pick<TemplateRow, 'name' | 'description' | 'type'>>;
+/** A change of a template: content fields (versioned) and template fields (name, description, type, tracking). */
+export type TemplatePatch = Partial<TemplateContent & Pick<TemplateRow, 'name' | 'description' | 'type' | 'tracking'>>;
 
 /** Why a change was refused: the template has a draft (edit live), or has none (publish, discard). */
 export type VersionConflict = { conflict: 'draft-exists' | 'no-draft' };
@@ -35,9 +35,9 @@ function contentOf(patch: TemplatePatch): Partial<TemplateContent> {
   return Object.fromEntries(CONTENT_FIELDS.filter((k) => patch[k] !== undefined).map((k) => [k, patch[k]]));
 }
 
-function metaOf(patch: TemplatePatch): Partial<Pick<TemplateRow, 'name' | 'description' | 'type'>> {
-  const { name, description, type } = patch;
-  return Object.fromEntries(Object.entries({ name, description, type }).filter(([, v]) => v !== undefined));
+function metaOf(patch: TemplatePatch): Partial<Pick<TemplateRow, 'name' | 'description' | 'type' | 'tracking'>> {
+  const { name, description, type, tracking } = patch;
+  return Object.fromEntries(Object.entries({ name, description, type, tracking }).filter(([, v]) => v !== undefined));
 }
 
 /** Locks and returns the template (`FOR UPDATE`), or `undefined`. */
