@@ -7,7 +7,9 @@
  * - CSV: a header row naming the columns. `email` (required, case-insensitive) and `subscribed` (optional:
  *   true/false, yes/no, 1/0; an empty cell means "not stated") are fields of the contact; every other named
  *   column becomes a `data` key holding the cell's text. Empty cells set nothing (they never erase stored data).
- *   Columns with an empty header are ignored.
+ *   Columns with an empty header are ignored. A column named `topic:<name>` (prefix and name case-insensitive) is
+ *   the contact's choice for the project's topic of that name (true/false, yes/no, 1/0; empty: no change); the
+ *   upload is refused when no topic has that name (`storeImport`).
  * - NDJSON (one JSON object per line) and JSON (an array of objects): each record has the shape of the body of
  *   `POST /contacts`: `{ email, subscribed?, data? }`; a `data` key set to `null` is removed from the contact.
  * - `subscribed` is applied only when a record states it, so an import never re-subscribes someone who
@@ -46,6 +48,8 @@ export interface ImportRecord {
   set: Record<string, unknown>;
   /** `data` keys to remove. */
   removed: string[];
+  /** Topic choices by lower-cased topic name (CSV `topic:<name>` columns); absent or empty: none. */
+  topics?: Record<string, boolean>;
 }
 
 /** A record that cannot be applied, with the reasons. */
@@ -88,10 +92,15 @@ export function importFormatOf(mediaType: string | undefined, filename?: string 
   return undefined;
 }
 
+/** The prefix of a topic column (`topic:<name>`), matched case-insensitively. */
+export const TOPIC_COLUMN_PREFIX = 'topic:';
+
 /** The columns of a CSV header: where `email` and `subscribed` are, and the `data` key of every other column. */
 export interface CsvColumns {
   email: number;
   subscribed: number | undefined;
+  /** `[index, lower-cased topic name, column header]` of the `topic:<name>` columns. */
+  topics: [number, string, string][];
   /** `[index, key]` of the data columns. */
   data: [number, string][];
   count: number;
@@ -131,10 +140,20 @@ export function csvColumns(header: string[]): { ok: true; columns: CsvColumns } 
     return { ok: false, error: { field: 'file', message: `the CSV header's column ${reservedAt + 1} is named "${name}", a reserved data key (__proto__, constructor, prototype)`, code: 'unrecognized_keys' } };
   }
   const data: [number, string][] = [];
-  names.forEach((n, i) => {
-    if (n && i !== email && i !== sub) data.push([i, n]);
-  });
-  return { ok: true, columns: { email, subscribed: sub < 0 ? undefined : sub, data, count: names.length } };
+  const topics: [number, string, string][] = [];
+  const topicSeen = new Set<string>();
+  for (let i = 0; i < names.length; i++) {
+    const n = names[i];
+    if (!n || i === email || i === sub) continue;
+    if (n.toLowerCase().startsWith(TOPIC_COLUMN_PREFIX)) {
+      const topic = n.slice(TOPIC_COLUMN_PREFIX.length).trim().toLowerCase();
+      if (!topic) return { ok: false, error: { field: 'file', message: `the CSV header's column ${i + 1} ("${n}") names no topic (write topic:<topic name>)`, code: 'custom' } };
+      if (topicSeen.has(topic)) return { ok: false, error: { field: 'file', message: `the CSV header names the topic "${topic}" twice`, code: 'custom' } };
+      topicSeen.add(topic);
+      topics.push([i, topic, n]);
+    } else data.push([i, n]);
+  }
+  return { ok: true, columns: { email, subscribed: sub < 0 ? undefined : sub, topics, data, count: names.length } };
 }
 
 /**
@@ -146,6 +165,27 @@ export function csvColumns(header: string[]): { ok: true; columns: CsvColumns } 
  * @returns `undefined` when the file may be imported, else the problem on field `file`.
  */
 export function checkImportHead(format: ImportFormat, head: Buffer, complete: boolean): FieldError | undefined {
+  const read = readImportHead(format, head, complete);
+  return read.ok ? undefined : read.error;
+}
+
+/**
+ * {@link checkImportHead}, also answering the topic columns of a CSV header (`topic:<name>`), which the upload
+ * checks against the project's topics.
+ *
+ * @returns the topic columns (`name` lower-cased, `column` as written; none for NDJSON/JSON), or the problem.
+ */
+export function readImportHead(
+  format: ImportFormat,
+  head: Buffer,
+  complete: boolean,
+): { ok: true; topics: { name: string; column: string }[] } | { ok: false; error: FieldError } {
+  const problem = checkHeadShape(format, head, complete);
+  if (problem && 'field' in problem) return { ok: false, error: problem };
+  return { ok: true, topics: problem ? problem.topics.map(([, name, column]) => ({ name, column })) : [] };
+}
+
+function checkHeadShape(format: ImportFormat, head: Buffer, complete: boolean): FieldError | CsvColumns | undefined {
   const text = head.toString('utf8').replace(/^\uFEFF/, '');
   if (text.trim().length === 0) {
     return { field: 'file', message: complete ? 'is empty' : 'starts with 64 KiB of blank space', code: complete ? 'too_small' : 'custom' };
@@ -173,7 +213,7 @@ export function checkImportHead(format: ImportFormat, head: Buffer, complete: bo
     return { field: 'file', message: `the CSV header row is malformed: ${(err as Error).message}`, code: 'custom' };
   }
   const cols = csvColumns(header);
-  return cols.ok ? undefined : cols.error;
+  return cols.ok ? cols.columns : cols.error;
 }
 
 const validateContact = dataValidator(ContactInput);
@@ -245,19 +285,36 @@ function csvRecord(row: number, cells: string[], cols: CsvColumns): ImportItem {
     return { ok: false, error: { row, email: email || null, errors: [{ field: '(row)', message: `has ${cells.length} fields, the header has ${cols.count}`, code: 'custom' }] } };
   }
   const value: { email: string; subscribed?: boolean; data: Record<string, string> } = { email, data: {} };
+  const badFlag = (field: string): ImportItem => ({
+    ok: false,
+    error: { row, email: email || null, errors: [{ field, message: 'must be true/false, yes/no or 1/0 (or empty)', code: 'invalid_type' }] },
+  });
   if (cols.subscribed !== undefined) {
-    const raw = (cells[cols.subscribed] ?? '').toLowerCase();
-    if (TRUE.has(raw)) value.subscribed = true;
-    else if (FALSE.has(raw)) value.subscribed = false;
-    else if (raw !== '') {
-      return { ok: false, error: { row, email: email || null, errors: [{ field: 'subscribed', message: 'must be true/false, yes/no or 1/0 (or empty)', code: 'invalid_type' }] } };
-    }
+    const flag = csvFlag(cells[cols.subscribed]);
+    if (flag === 'bad') return badFlag('subscribed');
+    value.subscribed = flag;
+  }
+  let topics: Record<string, boolean> | undefined;
+  for (const [i, name, column] of cols.topics) {
+    const flag = csvFlag(cells[i]);
+    if (flag === 'bad') return badFlag(column);
+    if (flag !== undefined) (topics ??= {})[name] = flag;
   }
   for (const [i, key] of cols.data) {
     const cell = cells[i];
     if (cell !== undefined && cell !== '') value.data[key] = cell;
   }
-  return importRecord(row, value);
+  const item = importRecord(row, value);
+  if (item.ok && topics) item.record.topics = topics;
+  return item;
+}
+
+/** A CSV yes/no cell: `undefined` when empty, `'bad'` when it is neither. */
+function csvFlag(cell: string | undefined): boolean | undefined | 'bad' {
+  const raw = (cell ?? '').toLowerCase();
+  if (TRUE.has(raw)) return true;
+  if (FALSE.has(raw)) return false;
+  return raw === '' ? undefined : 'bad';
 }
 
 /** A source of the file's bytes, in order. */

@@ -6,6 +6,7 @@
  */
 import { and, asc, eq, sql, type SQL } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
+import { importTopicCtes } from './import-topics';
 import { storableText, type ImportRecord, type ImportRowError } from '../imports';
 import type { DbOrTx } from '@mailroom/db/client';
 import { contactImportChunks, contactImportErrors, contactImports, type ImportFormat } from '@mailroom/db/schema';
@@ -113,19 +114,21 @@ function foldDuplicates(records: ImportRecord[]): { distinct: ImportRecord[]; up
   for (const r of records) {
     const prev = byKey.get(r.emailKey);
     if (!prev) {
-      byKey.set(r.emailKey, { ...r, set: { ...r.set }, removed: [...r.removed] });
+      byKey.set(r.emailKey, { ...r, set: { ...r.set }, removed: [...r.removed], topics: r.topics && { ...r.topics } });
       continue;
     }
     const changes =
       (r.subscribed !== undefined && r.subscribed !== prev.subscribed) ||
       Object.entries(r.set).some(([k, v]) => JSON.stringify(prev.set[k]) !== JSON.stringify(v)) ||
-      r.removed.some((k) => k in prev.set || !prev.removed.includes(k));
+      r.removed.some((k) => k in prev.set || !prev.removed.includes(k)) ||
+      Object.entries(r.topics ?? {}).some(([k, v]) => prev.topics?.[k] !== v);
     if (changes) updated++;
     else skipped++;
     for (const k of r.removed) delete prev.set[k];
     Object.assign(prev.set, r.set);
     prev.removed = [...new Set([...prev.removed.filter((k) => !(k in r.set)), ...r.removed])];
     if (r.subscribed !== undefined) prev.subscribed = r.subscribed;
+    if (r.topics) prev.topics = { ...prev.topics, ...r.topics };
   }
   return { distinct: [...byKey.values()], updated, skipped };
 }
@@ -157,7 +160,8 @@ export function importBatchLock(gate: ImportBatchGate, shared: boolean): SQL {
  * statements): existing contacts are merged in SQL (`data || set - removed`; `subscribed` only when stated, so an
  * unsubscribed contact stays unsubscribed unless its row says otherwise) and written only when something
  * changes; new ones are inserted (`subscribed` = stated or `defaultSubscribed`). A contact inserted concurrently
- * between the two steps is retried as an update.
+ * between the two steps is retried as an update. Topic choices (`topics`) are written by the same statement
+ * (`importTopicCtes`); a contact whose only change is a topic choice counts as updated.
  *
  * @param after - when set, every statement ends by waiting for that batch's transaction (its advisory lock, taken
  *   shared after the contacts are written): the statement's counter trigger (`contact_stats`) then runs only once
@@ -223,10 +227,11 @@ export async function importContactBatch(
         select p.id, ${projectId}::uuid, p.email, p.email_key, p.subscribed, p.patch
         from prepared p where not exists (select 1 from seen s where s.email_key = p.email_key)
         on conflict (project_id, email_key) do nothing
-        returning email_key
-      )
+        returning id, email_key
+      ),
+      ${importTopicCtes(projectId, pending)}
       select (select count(*) from seen)::int as seen,
-        (select count(*) from upd)::int as updated,
+        (select count(*) from (select email_key from upd union select email_key from topic_written) w)::int as updated,
         (select count(*) from ins)::int as created,
         array(
           select p.email_key from prepared p
