@@ -1,28 +1,31 @@
 /**
  * Topic columns of a contact import end to end (`topic:<name>`): the choices a CSV sets, read back through
  * GET /contacts/{id}/topics; the events and webhook deliveries of changed standings only; an unknown topic column
- * refused at upload naming the column; a re-import changing nothing; another project's topic of the same name
+ * refused at upload naming the column; the webhooks delivered once their batch commits; a re-import changing nothing; another project's topic of the same name
  * untouched.
  */
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { contactImports } from '@mailroom/db/schema/imports';
-import { createWebhookEndpoint } from '@mailroom/db/queries/webhooks';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
+import { startReceiver, type Receiver } from '../support/receiver';
 import { client, createTestProject, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 
-const config = loadConfig(testEnv({ IMPORT_BATCH_SIZE: '3' }));
+const config = loadConfig(testEnv({ IMPORT_BATCH_SIZE: '3', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }));
 let api: TestApi;
 let worker: RunningWorker;
+let receiver: Receiver;
 
 beforeAll(async () => {
+  receiver = await startReceiver();
   api = await startTestApi(config);
   worker = await startWorker(config, { healthPort: null });
 });
 afterAll(async () => {
   await worker?.stop();
   await api?.close();
+  await receiver?.close();
 });
 
 const upload = (project: TestProject, content: string, filename = 'contacts.csv') =>
@@ -63,7 +66,7 @@ async function topicEvents(projectId: string) {
 test('two topic columns set the subscriptions; events and webhooks only for changed standings; a re-import changes nothing', async () => {
   const p = await createTestProject(api.database);
   const as = client(api.app, p);
-  await createWebhookEndpoint(api.database.db, p.id, { url: 'https://hooks.example.com/i', eventTypes: ['contact.*'], secret: 'whsec_x' });
+  expect((await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['contact.topic_subscribed', 'contact.topic_unsubscribed'] })).status).toBe(201);
   const news = await topic(p, 'Product news', 'opt_out');
   const letter = await topic(p, 'Newsletter', 'opt_in');
   // Another project with a topic of the same name, and a contact of the same address.
@@ -119,6 +122,10 @@ test('two topic columns set the subscriptions; events and webhooks only for chan
     contactId: await contactId(p, 'a@x.test'), email: 'a@x.test', topicId: letter, topicName: 'Newsletter', method: 'import', emailId: null,
   });
   expect(hooks.rows[1].payload.data).toMatchObject({ topicId: news, topicName: 'Product news', method: 'import' });
+  // Enqueued when their batch committed, and delivered.
+  const delivered = () => receiver.received.filter((r) => r.status === 200 && JSON.parse(r.body).data?.method === 'import');
+  await waitFor(async () => delivered().length >= expected.length, 30_000, 'the import\'s topic webhooks');
+  expect(delivered().map((r) => JSON.parse(r.body).type).sort()).toEqual(expected.map(([, type]) => type).sort());
 
   // The same file again: every contact is as it says, nothing is written or announced twice.
   const again = await finished(p, (await upload(p, csv)).body.data.id);

@@ -15,9 +15,10 @@ import type { ImportRecord } from '../imports';
  * out), and the choice is written to `contact_topics` only when it differs from the stored one, so a batch run
  * again changes nothing. A choice that changes the contact's standing (explicit choice, else the topic's default)
  * records the event `contact.topic_subscribed` / `contact.topic_unsubscribed` (`method: "import"`) and one webhook
- * delivery per subscribed endpoint, which the worker's reconciler enqueues.
+ * delivery per subscribed endpoint.
  *
- * Defines `topic_written` (`email_key` of every contact whose choices were written) for the batch's counts.
+ * Defines `topic_written` (`email_key` of every contact whose choices were written) for the batch's counts, and
+ * `topic_hooks` (`id, project_id, generation` of the deliveries, to enqueue once the batch commits).
  *
  * @param records - the batch, one record per address (folded).
  */
@@ -81,5 +82,6 @@ export function importTopicCtes(projectId: string, records: ImportRecord[]): SQL
           jsonb_build_object('type', c.type, 'timestamp', ${now}::text, 'data', jsonb_build_object(
             'contactId', c.contact_id, 'email', c.email, 'topicId', c.topic_id, 'topicName', c.name, 'method', 'import', 'emailId', null))
         from topic_changed c join webhook_endpoints w on w.project_id = ${projectId}::uuid and ${endpointWants(sql`c.type`)}
+        returning id, project_id, generation
       )`;
 }

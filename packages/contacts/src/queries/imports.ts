@@ -9,6 +9,7 @@ import { newId } from '@mailroom/platform/ids';
 import { importTopicCtes } from './import-topics';
 import { storableText, type ImportRecord, type ImportRowError } from '../imports';
 import type { DbOrTx } from '@mailroom/db/client';
+import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { contactImportChunks, contactImportErrors, contactImports, type ImportFormat } from '@mailroom/db/schema';
 
 export type { ImportRecord, ImportRowError };
@@ -166,6 +167,8 @@ export function importBatchLock(gate: ImportBatchGate, shared: boolean): SQL {
  * @param after - when set, every statement ends by waiting for that batch's transaction (its advisory lock, taken
  *   shared after the contacts are written): the statement's counter trigger (`contact_stats`) then runs only once
  *   the batch before has committed, so two batches applied at once never wait on each other's counter row.
+ * @param deliveries - receives the webhook deliveries the statement wrote (topic changes), once it succeeded: the
+ *   caller enqueues them after its transaction commits.
  * @returns created (new contacts), updated (changed), skipped (already as the file says).
  */
 export async function importContactBatch(
@@ -174,14 +177,16 @@ export async function importContactBatch(
   records: ImportRecord[],
   defaultSubscribed: boolean,
   after?: ImportBatchGate,
+  deliveries?: WebhookDeliveryRef[],
 ): Promise<ImportCounts> {
+  const written: WebhookDeliveryRef[] = [];
   const gate = after ? sql`(select 1 from ${importBatchLock(after, true)})` : sql`1`;
   const folded = foldDuplicates(records);
   const counts: ImportCounts = { created: 0, updated: folded.updated, skipped: folded.skipped };
   let pending = folded.distinct;
   for (let attempt = 0; pending.length > 0; attempt++) {
     if (attempt === 5) throw new Error('contact import batch kept racing with concurrent inserts');
-    const result = await db.execute<{ seen: number; updated: number; created: number; raced: string[] }>(sql`
+    const result = await db.execute<{ seen: number; updated: number; created: number; raced: string[]; deliveries: WebhookDeliveryRef[] }>(sql`
       with input as (
         select * from unnest(
           ${sql.param(pending.map(() => newId()))}::uuid[],
@@ -238,6 +243,7 @@ export async function importContactBatch(
           where not exists (select 1 from seen s where s.email_key = p.email_key)
             and not exists (select 1 from ins where ins.email_key = p.email_key)
         ) as raced,
+        coalesce((select json_agg(json_build_object('id', id, 'projectId', project_id, 'generation', generation)) from topic_hooks), '[]'::json) as deliveries,
         -- Last: after the writes above, before the statement's triggers.
         ${gate} as gated
     `);
@@ -245,9 +251,11 @@ export async function importContactBatch(
     counts.created += r.created;
     counts.updated += r.updated;
     counts.skipped += r.seen - r.updated;
+    written.push(...r.deliveries);
     const raced = new Set(r.raced);
     pending = pending.filter((p) => raced.has(p.emailKey));
   }
+  deliveries?.push(...written);
   return counts;
 }
 
