@@ -14,7 +14,7 @@ import { type ImportFormat } from '@mailroom/db/schema/import-format';
 import { type Logger } from '@mailroom/platform/logger';
 import { type Db } from '@mailroom/db/client';
 import { topicIdsByName } from '@mailroom/db/queries/topics';
-import { importFormatOf, readImportHead } from './imports';
+import { importFormatOf, readImportHead } from './import-head';
 import {
   appendImportChunk,
   createImport,
