@@ -168,7 +168,7 @@ export async function startWorker(
         campaignQuota: { admit: (name) => quotaGuardOf(name).admit(), reached: (name) => checkQuotaOnce(quotaPasses.get(name ?? DEFAULT_CONNECTION) ?? quotaDeps) },
         route: async (m) => (await connections.router.route(m)).name,
       }),
-      import: createImportProcessor({ config, database, logger }),
+      import: createImportProcessor({ config, database, logger, webhookQueue }),
       campaign: createCampaignProcessor({ config, database, sendQueue, webhookQueue, logger, sendRate: () => connections.totalRate() }),
       webhook: createWebhookProcessor({ config, database, logger }),
       workflow: createWorkflowProcessor({ config, database, sendQueue, webhookQueue, workflowQueue, logger, redis: connection, connectionOf: laneConnectionResolver(database.db, config.sesConnections) }),

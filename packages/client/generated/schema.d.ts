@@ -236,7 +236,7 @@ export interface paths {
         put?: never;
         /**
          * Import contacts in bulk (queued)
-         * @description Send a CSV (header row with an `email` column; optional `subscribed`; other columns become data keys), NDJSON (one `{ email, subscribed?, data? }` per line) or a JSON array of such objects: as multipart/form-data (field `file`) or as the body itself. The file is checked (header, first record), stored, and imported by a worker in batches; poll GET /contacts/import/{id}. Invalid rows are reported, not fatal. An unsubscribed contact is re-subscribed only by a row whose `subscribed` says so. Largest file: IMPORT_MAX_BYTES (default 256 MiB).
+         * @description Send a CSV (header row with an `email` column; optional `subscribed`; `topic:<topic name>` columns set the contact's topic choices, and one naming no topic of the project is a 422 on `file`; other columns become data keys), NDJSON (one `{ email, subscribed?, data? }` per line) or a JSON array of such objects: as multipart/form-data (field `file`) or as the body itself. The file is checked (header, first record), stored, and imported by a worker in batches; poll GET /contacts/import/{id}. Invalid rows are reported, not fatal. An unsubscribed contact is re-subscribed only by a row whose `subscribed` says so. Largest file: IMPORT_MAX_BYTES (default 256 MiB).
          */
         post: operations["importContacts"];
         delete?: never;

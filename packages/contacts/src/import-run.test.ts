@@ -3,7 +3,7 @@
  * rule (records before `rowsProcessed` are not applied again).
  */
 import { Readable } from 'node:stream';
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { AppError } from '@mailroom/platform/errors';
 import { createLogger } from '@mailroom/platform/logger';
 import { createDatabase, type Database } from '@mailroom/db/client';
@@ -12,7 +12,9 @@ import { findContactByEmail } from '@mailroom/db/queries/contacts';
 import { contactImports } from '@mailroom/db/schema';
 import { storeImport, type StoreImportDeps } from './import-upload';
 import { runImport } from './import-run';
-import { getImport, getImportErrors, type ContactImportRow } from './queries/imports';
+import { getImport, getImportErrors, importContactBatch, type ContactImportRow } from './queries/imports';
+import { createTopic } from '@mailroom/db/queries/topics';
+import { importRecord, type ImportRecord } from './imports';
 
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
 let database: Database;
@@ -80,4 +82,36 @@ test('a refused upload stores nothing; an enqueue failure does not fail the uplo
   expect(await count()).toBe(before + 1);
   // Queued all the same: the reconciler's job would run it.
   expect(await runImport({ db: database.db, batchSize: 100 }, imp.id, { attempt: 1, attempts: 3 }, log)).toMatchObject({ outcome: 'completed', created: 1 });
+});
+
+test('topic choices: an unknown topic column refuses the upload; a batch run again writes and records nothing twice; another project is untouched', async () => {
+  const t = tag();
+  const letter = await createTopic(database.db, projectId, { name: `Letter ${t}`, defaultSubscription: 'opt_in' });
+  const other = (await createProject(database.db, 'imports test other')).id;
+  const otherLetter = await createTopic(database.db, other, { name: `Letter ${t}`, defaultSubscription: 'opt_in' });
+  const refused = await storeImport(deps, projectId, upload(`email,topic:Nope ${t}\na@x.test,yes\n`), { subscribed: true }).catch((err: AppError) => err);
+  expect(refused).toMatchObject({ statusCode: 422, options: { errors: [{ field: 'file', message: expect.stringContaining(`"topic:Nope ${t}"`) }] } });
+
+  const email = `t.${t}@example.com`;
+  const rec = importRecord(1, { email }) as { ok: true; record: ImportRecord };
+  const records = [{ ...rec.record, topics: { [`letter ${t}`]: true } }];
+  const choices = () =>
+    database.db.execute<{ project_id: string; subscribed: boolean; updated_at: Date }>(
+      sql`select project_id, subscribed, updated_at from contact_topics where topic_id in (${letter.id}::uuid, ${otherLetter.id}::uuid)`,
+    );
+  const events = async () =>
+    (await database.db.execute(sql`select 1 from events where data->>'topicId' in (${letter.id}, ${otherLetter.id})`)).rows.length;
+  expect(await importContactBatch(database.db, projectId, records, true)).toEqual({ created: 1, updated: 0, skipped: 0 });
+  const first = (await choices()).rows;
+  expect(first.map((r) => [r.project_id, r.subscribed])).toEqual([[projectId, true]]);
+  expect(await events()).toBe(1);
+  // The same batch again (a resumed import redoing it): nothing written, no second event.
+  expect(await importContactBatch(database.db, projectId, records, true)).toEqual({ created: 0, updated: 0, skipped: 1 });
+  expect((await choices()).rows).toEqual(first);
+  expect(await events()).toBe(1);
+  // Rows of one address in a batch fold in file order: the last choice wins.
+  const dup = [false, true, false].map((v, i) => ({ ...rec.record, row: i + 1, topics: { [`letter ${t}`]: v } }));
+  expect(await importContactBatch(database.db, projectId, dup, true)).toEqual({ created: 0, updated: 3, skipped: 0 });
+  expect((await choices()).rows.map((r) => r.subscribed)).toEqual([false]);
+  expect(await events()).toBe(2);
 });

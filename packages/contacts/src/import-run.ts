@@ -19,6 +19,7 @@
 import { rootMessage } from '@mailroom/platform/errors';
 import { type Logger } from '@mailroom/platform/logger';
 import { type Db } from '@mailroom/db/client';
+import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { ImportFileError, parseImportFile, type ImportRecord, type ImportRowError } from './imports';
 import { finishImport, readImportChunk, startImport, type ContactImportRow } from './queries/imports';
 import { commitImportBatch } from './queries/import-batch';
@@ -36,6 +37,9 @@ export interface ImportRunDeps {
   batchSize: number;
   /** Batches applied at once, each in its own transaction, `IMPORT_PARALLEL` (default 1: one after the other). */
   parallel?: number;
+  /** Enqueues the webhook deliveries a committed batch wrote (topic changes); never throws. Without it, the
+   *  worker's reconciler enqueues them. */
+  announce?: (deliveries: WebhookDeliveryRef[]) => Promise<void>;
 }
 
 /** Which attempt this run is (1-based `attempt` of `attempts`): the last one records the failure. */
@@ -108,7 +112,7 @@ async function applyImportFile(deps: ImportRunDeps, imp: ContactImportRow, log: 
     if (before) await before.locked;
     let onLocked: () => void = () => undefined;
     const locked = new Promise<void>((resolve) => (onLocked = resolve));
-    const done = commitImportBatch(db, imp, batch, { after: before?.fromRow, onLocked }).then((c) => {
+    const done = commitImportBatch(db, imp, batch, { after: before?.fromRow, onLocked, announce: deps.announce }).then((c) => {
       totals.created += c.created;
       totals.updated += c.updated;
       totals.skipped += c.skipped;

@@ -13,7 +13,8 @@ import { hasNul } from '@mailroom/platform/json-guard';
 import { type ImportFormat } from '@mailroom/db/schema/import-format';
 import { type Logger } from '@mailroom/platform/logger';
 import { type Db } from '@mailroom/db/client';
-import { checkImportHead, importFormatOf } from './imports';
+import { topicIdsByName } from '@mailroom/db/queries/topics';
+import { importFormatOf, readImportHead } from './import-head';
 import {
   appendImportChunk,
   createImport,
@@ -58,7 +59,7 @@ export interface StoreImportDeps {
  * @param options.subscribed - `subscribed` of new contacts whose record does not state it.
  * @returns the queued import.
  * @throws {@link AppError} 413 (over `maxBytes`, or `upload.stream.truncated`), 422 (empty, refused by its head
- *   check or named with a NUL; `format` unknown); whatever the stream throws. Nothing is left stored.
+ *   check, a `topic:<name>` column naming no topic of the project, or named with a NUL; `format` unknown); whatever the stream throws. Nothing is left stored.
  */
 export async function storeImport(
   deps: StoreImportDeps,
@@ -99,8 +100,16 @@ export async function storeImport(
       }
     };
     const start = async (complete: boolean) => {
-      const problem = checkImportHead(format, Buffer.concat(pending), complete);
-      if (problem) throw validationError([problem]);
+      const head = readImportHead(format, Buffer.concat(pending), complete);
+      if (!head.ok) throw validationError([head.error]);
+      // Every `topic:<name>` column must name a topic of the project (case-insensitively).
+      const known = await topicIdsByName(deps.db, projectId, head.topics.map((t) => t.name));
+      const unknown = head.topics.filter((t) => !known.has(t.name));
+      if (unknown.length) {
+        throw validationError(
+          unknown.map((t) => ({ field: 'file', message: `the CSV header's column "${t.column}" names no topic of this project`, code: 'custom' })),
+        );
+      }
       importId = (await createImport(deps.db, projectId, { format, filename: upload.filename, defaultSubscribed: options.subscribed })).id;
     };
 

@@ -2,7 +2,7 @@
  * Import record rules without a database: what Postgres could not store is a row error naming the field, and
  * what is kept about a rejected row is itself storable.
  */
-import { csvColumns, importRecord, parseImportFile, storableRowError, storableText, IMPORT_ERROR_TEXT_MAX, type ImportItem } from './imports';
+import { csvColumns, importRecord, parseImportFile, readImportHead, storableRowError, storableText, IMPORT_ERROR_TEXT_MAX, type ImportItem } from './imports';
 import { findJsonProblem } from '@mailroom/platform/json-guard';
 
 async function collect(format: 'csv' | 'ndjson' | 'json', text: string | Buffer): Promise<ImportItem[]> {
@@ -94,5 +94,22 @@ describe('parseImportFile', () => {
       [3, 'data.s'],
       [4, 'data.x'],
     ]);
+  });
+});
+
+describe('topic columns (topic:<name>)', () => {
+  test('CSV: topic cells become choices by lower-cased name; empty is no choice; a bad value names the column', async () => {
+    const items = await collect('csv', 'email,Topic:Product News,topic: newsletter,plan\na@x.test,yes,0,pro\nb@x.test,,,\nc@x.test,maybe,1,\n');
+    expect(items[0]).toMatchObject({ ok: true, record: { set: { plan: 'pro' }, topics: { 'product news': true, newsletter: false } } });
+    expect(items[1]).toMatchObject({ ok: true, record: { set: {} } });
+    expect(items[1].ok && items[1].record.topics).toBeUndefined();
+    expect(rowErrorFields(items)).toEqual([[3, ['Topic:Product News']]]);
+  });
+
+  test('the head names the topic columns; a nameless or repeated topic column is refused (field file)', () => {
+    expect(readImportHead('csv', Buffer.from('email,TOPIC:Deals,x\n'), true)).toEqual({ ok: true, topics: [{ name: 'deals', column: 'TOPIC:Deals' }] });
+    expect(readImportHead('ndjson', Buffer.from('{"email":"a@x.test"}\n'), true)).toEqual({ ok: true, topics: [] });
+    expect(csvColumns(['email', 'topic:'])).toMatchObject({ ok: false, error: { field: 'file', message: expect.stringContaining('names no topic') } });
+    expect(csvColumns(['email', 'topic:Deals', 'topic: deals'])).toMatchObject({ ok: false, error: { field: 'file', message: expect.stringContaining('"deals" twice') } });
   });
 });

@@ -1,13 +1,15 @@
 /**
- * Contact import files: formats, the header check the API makes before accepting an upload, and the streaming
- * parser the worker runs (csv-parse for CSV, `readline` for NDJSON, stream-json for a JSON array). Nothing here
- * holds a whole file: records come out one at a time, in file order.
+ * Contact import files: the record rules and the streaming parser the worker runs (csv-parse for CSV, `readline`
+ * for NDJSON, stream-json for a JSON array); formats and the header check before an upload are in `./import-head`
+ * (re-exported here). Nothing here holds a whole file: records come out one at a time, in file order.
  *
  * Record rules (one contact per record):
  * - CSV: a header row naming the columns. `email` (required, case-insensitive) and `subscribed` (optional:
  *   true/false, yes/no, 1/0; an empty cell means "not stated") are fields of the contact; every other named
  *   column becomes a `data` key holding the cell's text. Empty cells set nothing (they never erase stored data).
- *   Columns with an empty header are ignored.
+ *   Columns with an empty header are ignored. A column named `topic:<name>` (prefix and name case-insensitive) is
+ *   the contact's choice for the project's topic of that name (true/false, yes/no, 1/0; empty: no change); the
+ *   upload is refused when no topic has that name (`storeImport`).
  * - NDJSON (one JSON object per line) and JSON (an array of objects): each record has the shape of the body of
  *   `POST /contacts`: `{ email, subscribed?, data? }`; a `data` key set to `null` is removed from the contact.
  * - `subscribed` is applied only when a record states it, so an import never re-subscribes someone who
@@ -25,12 +27,12 @@ import type { ImportFormat } from '@mailroom/db/schema/import-format';
 import { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { parse as parseCsv, type CsvError, type Options as CsvOptions } from 'csv-parse';
-import { parse as parseCsvSync } from 'csv-parse/sync';
 import { normalizeEmail, emailKey } from '@mailroom/platform/address';
 import { ContactInput } from './contacts';
 import type { FieldError } from '@mailroom/platform/errors';
-import { findJsonProblem, hasNul, LONE_SURROGATE, MAX_JSON_DEPTH } from '@mailroom/platform/json-guard';
-import { findReservedKeys, markProtoKey, RESERVED_KEYS } from '@mailroom/platform/reserved-keys';
+import { findJsonProblem, LONE_SURROGATE, MAX_JSON_DEPTH } from '@mailroom/platform/json-guard';
+import { csvColumns, type CsvColumns } from './import-head';
+import { findReservedKeys, markProtoKey } from '@mailroom/platform/reserved-keys';
 import { dataValidator } from '@mailroom/platform/validation';
 
 
@@ -46,6 +48,8 @@ export interface ImportRecord {
   set: Record<string, unknown>;
   /** `data` keys to remove. */
   removed: string[];
+  /** Topic choices by lower-cased topic name (CSV `topic:<name>` columns); absent or empty: none. */
+  topics?: Record<string, boolean>;
 }
 
 /** A record that cannot be applied, with the reasons. */
@@ -66,115 +70,10 @@ export class ImportFileError extends Error {
   }
 }
 
+export { checkImportHead, csvColumns, importFormatOf, readImportHead, TOPIC_COLUMN_PREFIX, type CsvColumns } from './import-head';
+
 /** Largest CSV record or NDJSON line (bytes); a runaway quote cannot make the parser buffer the file. */
 export const IMPORT_MAX_RECORD_BYTES = 1024 * 1024;
-
-/**
- * The format of an upload from its media type, then its file name.
- *
- * @returns `undefined` when neither says (the caller asks for `format`).
- */
-export function importFormatOf(mediaType: string | undefined, filename?: string | null): ImportFormat | undefined {
-  const type = (mediaType ?? '').split(';')[0].trim().toLowerCase();
-  if (type === 'text/csv' || type === 'application/csv') return 'csv';
-  if (['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'application/x-jsonlines', 'application/jsonlines'].includes(type)) {
-    return 'ndjson';
-  }
-  if (type === 'application/json') return 'json';
-  const ext = (filename ?? '').toLowerCase().split('.').pop();
-  if (ext === 'csv') return 'csv';
-  if (ext === 'ndjson' || ext === 'jsonl') return 'ndjson';
-  if (ext === 'json') return 'json';
-  return undefined;
-}
-
-/** The columns of a CSV header: where `email` and `subscribed` are, and the `data` key of every other column. */
-export interface CsvColumns {
-  email: number;
-  subscribed: number | undefined;
-  /** `[index, key]` of the data columns. */
-  data: [number, string][];
-  count: number;
-}
-
-/**
- * Reads a CSV header row.
- *
- * @returns the columns, or the problem (field `file`): no `email` column, a column named twice, or a column named
- *   as a reserved data key (`__proto__`, `constructor`, `prototype`: `@mailroom/platform/reserved-keys`).
- */
-export function csvColumns(header: string[]): { ok: true; columns: CsvColumns } | { ok: false; error: FieldError } {
-  const names = header.map((h) => h.trim());
-  const nul = names.findIndex(hasNul);
-  if (nul >= 0) {
-    return { ok: false, error: { field: 'file', message: `the CSV header's column ${nul + 1} contains the NUL character (\\u0000)`, code: 'invalid_string' } };
-  }
-  const seen = new Map<string, number>();
-  for (const name of names) {
-    if (!name) continue;
-    const k = name.toLowerCase();
-    if (seen.has(k)) return { ok: false, error: { field: 'file', message: `the CSV header names the column "${name}" twice`, code: 'custom' } };
-    seen.set(k, 1);
-  }
-  const email = names.findIndex((n) => n.toLowerCase() === 'email');
-  if (email < 0) {
-    const found = names.filter(Boolean).slice(0, 20).join(', ') || '(none)';
-    return {
-      ok: false,
-      error: { field: 'file', message: `the CSV header has no "email" column (found: ${found})`, code: 'custom' },
-    };
-  }
-  const sub = names.findIndex((n) => n.toLowerCase() === 'subscribed');
-  const reservedAt = names.findIndex((n) => RESERVED_KEYS.has(n));
-  if (reservedAt >= 0) {
-    const name = names[reservedAt];
-    return { ok: false, error: { field: 'file', message: `the CSV header's column ${reservedAt + 1} is named "${name}", a reserved data key (__proto__, constructor, prototype)`, code: 'unrecognized_keys' } };
-  }
-  const data: [number, string][] = [];
-  names.forEach((n, i) => {
-    if (n && i !== email && i !== sub) data.push([i, n]);
-  });
-  return { ok: true, columns: { email, subscribed: sub < 0 ? undefined : sub, data, count: names.length } };
-}
-
-/**
- * Checks the start of an upload before anything is stored, so a wrong file is refused at once (422) instead of
- * failing later in the worker.
- *
- * @param head - the first bytes of the file (up to 64 KiB, or all of it when shorter).
- * @param complete - whether `head` is the whole file.
- * @returns `undefined` when the file may be imported, else the problem on field `file`.
- */
-export function checkImportHead(format: ImportFormat, head: Buffer, complete: boolean): FieldError | undefined {
-  const text = head.toString('utf8').replace(/^\uFEFF/, '');
-  if (text.trim().length === 0) {
-    return { field: 'file', message: complete ? 'is empty' : 'starts with 64 KiB of blank space', code: complete ? 'too_small' : 'custom' };
-  }
-  if (format === 'json') {
-    return text.trimStart().startsWith('[') ? undefined : { field: 'file', message: 'must be a JSON array of contacts', code: 'invalid_type' };
-  }
-  const firstLine = text.trimStart().split(/\r?\n/)[0];
-  const lineComplete = complete || /\r?\n/.test(text.trimStart());
-  if (format === 'ndjson') {
-    if (!lineComplete) return undefined;
-    try {
-      const v: unknown = JSON.parse(firstLine);
-      if (v && typeof v === 'object' && !Array.isArray(v)) return undefined;
-    } catch {
-      // reported below
-    }
-    return { field: 'file', message: 'line 1 is not a JSON object (NDJSON: one contact object per line)', code: 'invalid_type' };
-  }
-  if (!lineComplete) return { field: 'file', message: 'the CSV header row is longer than 64 KiB', code: 'too_big' };
-  let header: string[];
-  try {
-    header = parseCsvSync(firstLine, { bom: true, relax_column_count: true })[0] ?? [];
-  } catch (err) {
-    return { field: 'file', message: `the CSV header row is malformed: ${(err as Error).message}`, code: 'custom' };
-  }
-  const cols = csvColumns(header);
-  return cols.ok ? undefined : cols.error;
-}
 
 const validateContact = dataValidator(ContactInput);
 
@@ -245,19 +144,36 @@ function csvRecord(row: number, cells: string[], cols: CsvColumns): ImportItem {
     return { ok: false, error: { row, email: email || null, errors: [{ field: '(row)', message: `has ${cells.length} fields, the header has ${cols.count}`, code: 'custom' }] } };
   }
   const value: { email: string; subscribed?: boolean; data: Record<string, string> } = { email, data: {} };
+  const badFlag = (field: string): ImportItem => ({
+    ok: false,
+    error: { row, email: email || null, errors: [{ field, message: 'must be true/false, yes/no or 1/0 (or empty)', code: 'invalid_type' }] },
+  });
   if (cols.subscribed !== undefined) {
-    const raw = (cells[cols.subscribed] ?? '').toLowerCase();
-    if (TRUE.has(raw)) value.subscribed = true;
-    else if (FALSE.has(raw)) value.subscribed = false;
-    else if (raw !== '') {
-      return { ok: false, error: { row, email: email || null, errors: [{ field: 'subscribed', message: 'must be true/false, yes/no or 1/0 (or empty)', code: 'invalid_type' }] } };
-    }
+    const flag = csvFlag(cells[cols.subscribed]);
+    if (flag === 'bad') return badFlag('subscribed');
+    value.subscribed = flag;
+  }
+  let topics: Record<string, boolean> | undefined;
+  for (const [i, name, column] of cols.topics) {
+    const flag = csvFlag(cells[i]);
+    if (flag === 'bad') return badFlag(column);
+    if (flag !== undefined) (topics ??= {})[name] = flag;
   }
   for (const [i, key] of cols.data) {
     const cell = cells[i];
     if (cell !== undefined && cell !== '') value.data[key] = cell;
   }
-  return importRecord(row, value);
+  const item = importRecord(row, value);
+  if (item.ok && topics) item.record.topics = topics;
+  return item;
+}
+
+/** A CSV yes/no cell: `undefined` when empty, `'bad'` when it is neither. */
+function csvFlag(cell: string | undefined): boolean | undefined | 'bad' {
+  const raw = (cell ?? '').toLowerCase();
+  if (TRUE.has(raw)) return true;
+  if (FALSE.has(raw)) return false;
+  return raw === '' ? undefined : 'bad';
 }
 
 /** A source of the file's bytes, in order. */

@@ -4,9 +4,11 @@
  *
  * @module
  */
-import { UnrecoverableError, type Job } from 'bullmq';
+import { UnrecoverableError, type Job, type Queue } from 'bullmq';
+import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { dataValidator } from '@mailroom/platform/validation';
-import { IMPORT_ATTEMPTS, ImportJobPayload } from '@mailroom/queues/catalog';
+import { IMPORT_ATTEMPTS, ImportJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { runImport, type ImportRunResult } from '@mailroom/contacts/import-run';
 import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
@@ -22,11 +24,19 @@ export interface ImportProcessorDeps {
   config: Config;
   database: Database;
   logger: Logger;
+  /** Where the webhook deliveries of an import's topic changes are enqueued once their batch commits (without
+   *  it, the reconciler enqueues them). */
+  webhookQueue?: Queue<WebhookJobPayload>;
 }
 
 /** Creates the BullMQ processor function of the `contact-import` queue. */
 export function createImportProcessor(deps: ImportProcessorDeps) {
-  const run = { db: deps.database.db, batchSize: deps.config.importBatchSize, parallel: deps.config.importParallel };
+  const run = {
+    db: deps.database.db,
+    batchSize: deps.config.importBatchSize,
+    parallel: deps.config.importParallel,
+    announce: deps.webhookQueue && ((refs: WebhookDeliveryRef[]) => announceWebhookDeliveries(deps.webhookQueue!, deps.config, refs, deps.logger)),
+  };
   return async (job: Job): Promise<ImportJobResult> => {
     const checked = validatePayload(job.data);
     if (!checked.ok) throw new UnrecoverableError(`invalid import payload: ${JSON.stringify(checked.errors)}`);

@@ -10,6 +10,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import { errorCode, rootMessage } from '@mailroom/platform/errors';
 import { storableRowError, findUnstorable, type ImportRecord, type ImportRowError } from '../imports';
 import type { DbOrTx } from '@mailroom/db/client';
+import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { contactImportErrors, contactImports } from '@mailroom/db/schema';
 import { IMPORT_ERRORS_KEPT, importBatchLock, importContactBatch, type ImportBatchGate, type ImportCounts } from './imports';
 
@@ -59,16 +60,17 @@ async function applyIsolatingBadRows(
   records: ImportRecord[],
   defaultSubscribed: boolean,
   after: ImportBatchGate | undefined,
+  deliveries: WebhookDeliveryRef[],
 ): Promise<{ counts: ImportCounts; refused: ImportRowError[] }> {
   try {
-    const counts = await tx.transaction((sp) => importContactBatch(sp, projectId, records, defaultSubscribed, after));
+    const counts = await tx.transaction((sp) => importContactBatch(sp, projectId, records, defaultSubscribed, after, deliveries));
     return { counts, refused: [] };
   } catch (err) {
     if (!isRowDataError(err)) throw err;
     if (records.length === 1) return { counts: { created: 0, updated: 0, skipped: 0 }, refused: [refusedRowError(records[0], err)] };
     const mid = Math.ceil(records.length / 2);
-    const a = await applyIsolatingBadRows(tx, projectId, records.slice(0, mid), defaultSubscribed, after);
-    const b = await applyIsolatingBadRows(tx, projectId, records.slice(mid), defaultSubscribed, after);
+    const a = await applyIsolatingBadRows(tx, projectId, records.slice(0, mid), defaultSubscribed, after, deliveries);
+    const b = await applyIsolatingBadRows(tx, projectId, records.slice(mid), defaultSubscribed, after, deliveries);
     return {
       counts: { created: a.counts.created + b.counts.created, updated: a.counts.updated + b.counts.updated, skipped: a.counts.skipped + b.counts.skipped },
       refused: [...a.refused, ...b.refused],
@@ -83,6 +85,9 @@ export interface ImportBatchChain {
   after?: number;
   /** Called once this batch's transaction holds its own lock: from then on the next batch may start. */
   onLocked?: () => void;
+  /** Enqueues the webhook deliveries the batch wrote (topic changes), called after it committed; never throws
+   *  (the reconciler enqueues what it could not). Without it, the reconciler does. */
+  announce?: (deliveries: WebhookDeliveryRef[]) => Promise<void>;
 }
 
 /**
@@ -115,12 +120,13 @@ export async function commitImportBatch(
   batch: { records: ImportRecord[]; errors: ImportRowError[]; fromRow: number; toRow: number; bytesProcessed: number },
   chain: ImportBatchChain = {},
 ): Promise<ImportBatchCounts> {
-  return db.transaction(async (tx) => {
+  const deliveries: WebhookDeliveryRef[] = [];
+  const counts = await db.transaction(async (tx) => {
     await tx.execute(sql`select ${importBatchLock({ importId: imp.id, fromRow: batch.fromRow }, false)}, set_config('synchronous_commit', 'off', true)`);
     chain.onLocked?.();
     const after = chain.after === undefined ? undefined : { importId: imp.id, fromRow: chain.after };
     const { counts, refused } = batch.records.length
-      ? await applyIsolatingBadRows(tx, imp.projectId, batch.records, imp.defaultSubscribed, after)
+      ? await applyIsolatingBadRows(tx, imp.projectId, batch.records, imp.defaultSubscribed, after, deliveries)
       : { counts: { created: 0, updated: 0, skipped: 0 }, refused: [] };
     // The batch before has ended once this returns (its own statement, so the read below sees its commit).
     if (after) await tx.execute(sql`select ${importBatchLock(after, true)}`);
@@ -149,4 +155,6 @@ export async function commitImportBatch(
     if (moved.length === 0) throw new Error(`import ${imp.id} is no longer at row ${batch.fromRow}: another worker owns it`);
     return { ...counts, failed: errors.length };
   });
+  if (deliveries.length && chain.announce) await chain.announce(deliveries);
+  return counts;
 }

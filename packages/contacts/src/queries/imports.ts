@@ -6,8 +6,10 @@
  */
 import { and, asc, eq, sql, type SQL } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
+import { importTopicCtes } from './import-topics';
 import { storableText, type ImportRecord, type ImportRowError } from '../imports';
 import type { DbOrTx } from '@mailroom/db/client';
+import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { contactImportChunks, contactImportErrors, contactImports, type ImportFormat } from '@mailroom/db/schema';
 
 export type { ImportRecord, ImportRowError };
@@ -113,19 +115,21 @@ function foldDuplicates(records: ImportRecord[]): { distinct: ImportRecord[]; up
   for (const r of records) {
     const prev = byKey.get(r.emailKey);
     if (!prev) {
-      byKey.set(r.emailKey, { ...r, set: { ...r.set }, removed: [...r.removed] });
+      byKey.set(r.emailKey, { ...r, set: { ...r.set }, removed: [...r.removed], topics: r.topics && { ...r.topics } });
       continue;
     }
     const changes =
       (r.subscribed !== undefined && r.subscribed !== prev.subscribed) ||
       Object.entries(r.set).some(([k, v]) => JSON.stringify(prev.set[k]) !== JSON.stringify(v)) ||
-      r.removed.some((k) => k in prev.set || !prev.removed.includes(k));
+      r.removed.some((k) => k in prev.set || !prev.removed.includes(k)) ||
+      Object.entries(r.topics ?? {}).some(([k, v]) => prev.topics?.[k] !== v);
     if (changes) updated++;
     else skipped++;
     for (const k of r.removed) delete prev.set[k];
     Object.assign(prev.set, r.set);
     prev.removed = [...new Set([...prev.removed.filter((k) => !(k in r.set)), ...r.removed])];
     if (r.subscribed !== undefined) prev.subscribed = r.subscribed;
+    if (r.topics) prev.topics = { ...prev.topics, ...r.topics };
   }
   return { distinct: [...byKey.values()], updated, skipped };
 }
@@ -157,11 +161,14 @@ export function importBatchLock(gate: ImportBatchGate, shared: boolean): SQL {
  * statements): existing contacts are merged in SQL (`data || set - removed`; `subscribed` only when stated, so an
  * unsubscribed contact stays unsubscribed unless its row says otherwise) and written only when something
  * changes; new ones are inserted (`subscribed` = stated or `defaultSubscribed`). A contact inserted concurrently
- * between the two steps is retried as an update.
+ * between the two steps is retried as an update. Topic choices (`topics`) are written by the same statement
+ * (`importTopicCtes`); a contact whose only change is a topic choice counts as updated.
  *
  * @param after - when set, every statement ends by waiting for that batch's transaction (its advisory lock, taken
  *   shared after the contacts are written): the statement's counter trigger (`contact_stats`) then runs only once
  *   the batch before has committed, so two batches applied at once never wait on each other's counter row.
+ * @param deliveries - receives the webhook deliveries the statement wrote (topic changes), once it succeeded: the
+ *   caller enqueues them after its transaction commits.
  * @returns created (new contacts), updated (changed), skipped (already as the file says).
  */
 export async function importContactBatch(
@@ -170,14 +177,16 @@ export async function importContactBatch(
   records: ImportRecord[],
   defaultSubscribed: boolean,
   after?: ImportBatchGate,
+  deliveries?: WebhookDeliveryRef[],
 ): Promise<ImportCounts> {
+  const written: WebhookDeliveryRef[] = [];
   const gate = after ? sql`(select 1 from ${importBatchLock(after, true)})` : sql`1`;
   const folded = foldDuplicates(records);
   const counts: ImportCounts = { created: 0, updated: folded.updated, skipped: folded.skipped };
   let pending = folded.distinct;
   for (let attempt = 0; pending.length > 0; attempt++) {
     if (attempt === 5) throw new Error('contact import batch kept racing with concurrent inserts');
-    const result = await db.execute<{ seen: number; updated: number; created: number; raced: string[] }>(sql`
+    const result = await db.execute<{ seen: number; updated: number; created: number; raced: string[]; deliveries: WebhookDeliveryRef[] }>(sql`
       with input as (
         select * from unnest(
           ${sql.param(pending.map(() => newId()))}::uuid[],
@@ -223,16 +232,18 @@ export async function importContactBatch(
         select p.id, ${projectId}::uuid, p.email, p.email_key, p.subscribed, p.patch
         from prepared p where not exists (select 1 from seen s where s.email_key = p.email_key)
         on conflict (project_id, email_key) do nothing
-        returning email_key
-      )
+        returning id, email_key
+      ),
+      ${importTopicCtes(projectId, pending)}
       select (select count(*) from seen)::int as seen,
-        (select count(*) from upd)::int as updated,
+        (select count(*) from (select email_key from upd union select email_key from topic_written) w)::int as updated,
         (select count(*) from ins)::int as created,
         array(
           select p.email_key from prepared p
           where not exists (select 1 from seen s where s.email_key = p.email_key)
             and not exists (select 1 from ins where ins.email_key = p.email_key)
         ) as raced,
+        coalesce((select json_agg(json_build_object('id', id, 'projectId', project_id, 'generation', generation)) from topic_hooks), '[]'::json) as deliveries,
         -- Last: after the writes above, before the statement's triggers.
         ${gate} as gated
     `);
@@ -240,9 +251,11 @@ export async function importContactBatch(
     counts.created += r.created;
     counts.updated += r.updated;
     counts.skipped += r.seen - r.updated;
+    written.push(...r.deliveries);
     const raced = new Set(r.raced);
     pending = pending.filter((p) => raced.has(p.emailKey));
   }
+  deliveries?.push(...written);
   return counts;
 }
 
