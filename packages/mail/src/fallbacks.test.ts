@@ -31,10 +31,12 @@ test('examples', () => {
   expect(rewriteFallbacks('no fallbacks {{x}}')).toBe('no fallbacks {{x}}');
 });
 
-test('linear: unclosed fallbacks over megabytes take milliseconds', () => {
+// Alone this takes tens of milliseconds; the bound leaves room for a busy shared host. A quadratic rewrite (the old
+// one took 37 s on 6,000 characters) would take hours on these inputs.
+test('linear: unclosed fallbacks over megabytes take well under seconds', () => {
   for (const source of [`{{a ?? ${' '.repeat(2_000_000)}`, '{{a ?? '.repeat(250_000), `{{a ?? ${'x '.repeat(1_000_000)}`]) {
     const start = performance.now();
     expect(rewriteFallbacks(source)).toBe(source);
-    expect(performance.now() - start).toBeLessThan(1_000);
+    expect(performance.now() - start).toBeLessThan(10_000);
   }
 });
