@@ -8,7 +8,17 @@ const TESTS = ['test/**/*.ts', '**/*.test.ts'];
 
 export default tseslint.config(
   // Plain JS (jest config, reporter, dev script) is outside tsconfig.json, so outside the type-aware lint.
-  { ignores: ['**/node_modules/**', '**/dist/**', 'packages/db/drizzle/**', 'packages/client/generated/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
+  {
+    ignores: [
+      '**/node_modules/**',
+      '**/dist/**',
+      'packages/db/drizzle/**',
+      'packages/client/generated/**',
+      '**/*.js',
+      '**/*.mjs',
+      '**/*.cjs',
+    ],
+  },
   {
     files: ['**/*.ts'],
     extends: [tseslint.configs.recommendedTypeChecked],

@@ -59,7 +59,11 @@ async function load(port: number, projects: BenchProject[], l: Load, seconds: nu
         method: 'POST',
         setupRequest: (req) => {
           const p = projects[turn++ % l.projects];
-          const headers = { authorization: `Bearer ${p.secretKey}`, 'content-type': 'application/json', 'x-project-id': p.id };
+          const headers = {
+            authorization: `Bearer ${p.secretKey}`,
+            'content-type': 'application/json',
+            'x-project-id': p.id,
+          };
           return { ...req, headers, body: JSON.stringify(l.body(p)) };
         },
       },
@@ -81,7 +85,14 @@ export async function benchApi(
 ): Promise<Record<string, string | number>[]> {
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const apiEnv = { ...env, RATE_LIMIT_PER_MINUTE: '10000000' };
-  const bEnv = process.env.BENCH_API_B_ENV ? Object.fromEntries(process.env.BENCH_API_B_ENV.split(',').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])) : undefined;
+  const bEnv = process.env.BENCH_API_B_ENV
+    ? Object.fromEntries(
+        process.env.BENCH_API_B_ENV.split(',').map((kv) => [
+          kv.slice(0, kv.indexOf('=')),
+          kv.slice(kv.indexOf('=') + 1),
+        ]),
+      )
+    : undefined;
   const bDir = process.env.BENCH_API_B_DIR;
   const servers: (Server & { process: ChildProcess })[] = [];
   const backends = new BackendCpu(env.DATABASE_URL);
@@ -118,7 +129,8 @@ export async function benchApi(
   try {
     await start('API', 'apps/api/src/server.ts', apiEnv, profile);
     await start('ceiling', 'bench/ceiling-server.ts', { ...env, PROJECT_ID: p.id });
-    if (process.env.BENCH_API_EXPRESS === '1') await start('Express floor', 'bench/express-floor-server.ts', { ...env, PROJECT_ID: p.id });
+    if (process.env.BENCH_API_EXPRESS === '1')
+      await start('Express floor', 'bench/express-floor-server.ts', { ...env, PROJECT_ID: p.id });
     if (bEnv) await start(`API ${process.env.BENCH_API_B_ENV}`, 'apps/api/src/server.ts', { ...apiEnv, ...bEnv });
     if (bDir) {
       const port = await freePort();
@@ -133,9 +145,19 @@ export async function benchApi(
     // Warm-up: JIT, pools and the auth cache of every process.
     for (const s of servers) await load(s.port, projects, track(many), 2);
     const only = process.env.BENCH_API_LOADS?.split(',');
-    const loads = [send(1), track(), ...(many > 1 ? [send(1, many), track(many)] : [])].filter((l) => !only || only.some((o) => l.name.includes(o)));
+    const loads = [send(1), track(), ...(many > 1 ? [send(1, many), track(many)] : [])].filter(
+      (l) => !only || only.some((o) => l.name.includes(o)),
+    );
     for (const l of loads) {
-      const got = servers.map(() => ({ requests: 0, time: 0, p50: [] as number[], p99: [] as number[], non2xx: 0, cpu: 0, pg: 0 }));
+      const got = servers.map(() => ({
+        requests: 0,
+        time: 0,
+        p50: [] as number[],
+        p99: [] as number[],
+        non2xx: 0,
+        cpu: 0,
+        pg: 0,
+      }));
       for (let r = 0; r < rounds; r++) {
         for (const [i, s] of servers.entries()) {
           const cpu = processCpuMs(s.process.pid ?? 0);
@@ -170,13 +192,22 @@ export async function benchApi(
     }
     if (process.env.BENCH_API_TEN !== '0') {
       const a = await load(servers[0].port, projects, send(10), seconds);
-      rows.push({ load: `${send(10).name} (${Math.round(a.requests.average * 10)} emails/s)`, server: 'API', 'req/s': Math.round(a.requests.average), 'p50 ms': a.latency.p50, 'p99 ms': a.latency.p99, 'non-2xx': a.non2xx });
+      rows.push({
+        load: `${send(10).name} (${Math.round(a.requests.average * 10)} emails/s)`,
+        server: 'API',
+        'req/s': Math.round(a.requests.average),
+        'p50 ms': a.latency.p50,
+        'p99 ms': a.latency.p99,
+        'non-2xx': a.non2xx,
+      });
     }
   } finally {
     await backends.end();
     await Promise.all(servers.map((s) => stop(s.process)));
   }
-  console.log(`\nAPI beside the bare ceiling (${seconds} s each in ${rounds} alternating rounds, 50 connections, each server in its own process, this ${os.cpus().length}-core machine)`);
+  console.log(
+    `\nAPI beside the bare ceiling (${seconds} s each in ${rounds} alternating rounds, 50 connections, each server in its own process, this ${os.cpus().length}-core machine)`,
+  );
   console.table(rows);
   return rows;
 }

@@ -21,7 +21,10 @@ async function main(): Promise<void> {
   };
   const { migrate } = await from<{ migrate: (url: string) => Promise<void> }>('migrate.ts');
   const { createDatabase } = await from<{
-    createDatabase: (o: { url: string; poolSize: number; applicationName: string }) => { db: unknown; close: () => Promise<void> };
+    createDatabase: (o: { url: string; poolSize: number; applicationName: string }) => {
+      db: unknown;
+      close: () => Promise<void>;
+    };
   }>('client.ts');
   const { createProject, addDomain, rotateKeys } = await from<{
     createProject: (db: unknown, name: string) => Promise<{ id: string; secretKey: string }>;

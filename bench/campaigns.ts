@@ -63,17 +63,32 @@ async function seed(database: Database, projectId: string, count: number): Promi
 }
 
 /** BENCH_EXPLAIN: each preview's count (with the count's settings) and sample, explained into `dir`. */
-async function explainPreviews(database: Database, projectId: string, filters: [string, unknown][], dir: string): Promise<void> {
+async function explainPreviews(
+  database: Database,
+  projectId: string,
+  filters: [string, unknown][],
+  dir: string,
+): Promise<void> {
   mkdirSync(dir, { recursive: true });
   for (const [i, [name, filter]] of filters.entries()) {
-    const predicate = compileAudience(projectId, { type: 'FILTERED', filter: parseSegmentFilter(filter, 'filter') }, { now: Date.now() });
+    const predicate = compileAudience(
+      projectId,
+      { type: 'FILTERED', filter: parseSegmentFilter(filter, 'filter') },
+      { now: Date.now() },
+    );
     const page = matchingPageQuery(database.db, projectId, predicate, { limit: 10 }).getSQL();
-    for (const [kind, query] of [['count', matchingCountQuery(projectId, predicate)], ['sample', page]] as const) {
+    for (const [kind, query] of [
+      ['count', matchingCountQuery(projectId, predicate)],
+      ['sample', page],
+    ] as const) {
       const plan = await database.db.transaction(async (tx) => {
         if (kind === 'count') await tx.execute(COUNT_SETTINGS);
         return tx.execute<{ 'QUERY PLAN': string }>(sql`explain (analyze, buffers) ${query}`);
       });
-      writeFileSync(path.join(dir, `${i}-${kind}.txt`), `${name} (${kind})\n${plan.rows.map((r) => r['QUERY PLAN']).join('\n')}\n`);
+      writeFileSync(
+        path.join(dir, `${i}-${kind}.txt`),
+        `${name} (${kind})\n${plan.rows.map((r) => r['QUERY PLAN']).join('\n')}\n`,
+      );
     }
   }
   console.log(`plans of the previews' queries written to ${dir}`);
@@ -112,20 +127,27 @@ export async function benchCampaigns(
   const seededName = `bench-campaigns-${count}`;
   const sides: Side[] = [{ name: 'this checkout', spawn: spawnApp, database, dbUrl: env.DATABASE_URL, project }];
   const bDirs = process.env.BENCH_CAMPAIGNS_B_DIR?.split(',').filter(Boolean) ?? [];
-  for (const [i, dir] of bDirs.entries()) sides.push(await otherCheckout(dir, `${env.DATABASE_URL}_b${i + 1}`, seededName, project.domain));
+  for (const [i, dir] of bDirs.entries())
+    sides.push(await otherCheckout(dir, `${env.DATABASE_URL}_b${i + 1}`, seededName, project.domain));
   const bDir = bDirs.length > 0;
   const rounds = Number(process.env.BENCH_CAMPAIGNS_ROUNDS ?? (bDir ? 3 : 1));
 
   for (const side of sides) {
     const { db } = side.database;
     const t = performance.now();
-    const earlier = (await db.execute<{ id: string }>(sql`select id from projects where name = ${seededName} limit 1`)).rows[0];
+    const earlier = (await db.execute<{ id: string }>(sql`select id from projects where name = ${seededName} limit 1`))
+      .rows[0];
     if (earlier && side.name === 'this checkout') {
       const keys = await rotateKeys(db, earlier.id, 0);
-      const domain = (await db.execute<{ domain: string }>(sql`select domain from domains where project_id = ${earlier.id}::uuid limit 1`)).rows[0].domain;
+      const domain = (
+        await db.execute<{ domain: string }>(
+          sql`select domain from domains where project_id = ${earlier.id}::uuid limit 1`,
+        )
+      ).rows[0].domain;
       side.project = { id: earlier.id, secretKey: keys!.secretKey, domain };
     }
-    if (earlier) console.log(`${side.name}: reusing the ${count} contacts seeded by an earlier run (project ${side.project.id})`);
+    if (earlier)
+      console.log(`${side.name}: reusing the ${count} contacts seeded by an earlier run (project ${side.project.id})`);
     else {
       await seed(side.database, side.project.id, count);
       await db.execute(sql`update projects set name = ${seededName} where id = ${side.project.id}::uuid`);
@@ -136,7 +158,12 @@ export async function benchCampaigns(
   const out: Record<string, Row[]> = { previews: [], fanout: [] };
   for (let r = 0; r < rounds; r++) {
     for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
-      const got = await measure(side, { ...env, DATABASE_URL: side.dbUrl, QUEUE_PREFIX: `{bench-${Date.now()}-${r}}` }, config, stop);
+      const got = await measure(
+        side,
+        { ...env, DATABASE_URL: side.dbUrl, QUEUE_PREFIX: `{bench-${Date.now()}-${r}}` },
+        config,
+        stop,
+      );
       for (const row of got.previews) out.previews.push({ round: r + 1, side: side.name, ...row });
       if (got.fanout) out.fanout.push({ round: r + 1, side: side.name, ...got.fanout });
     }
@@ -149,11 +176,20 @@ export async function benchCampaigns(
   }
   if (bDir && out.fanout.length > 0) {
     const summary: Row[] = [];
-    for (const key of ['send → all queued (s)', 'fan-out worker CPU (s)', 'fan-out Postgres CPU (s)', 'stats (ms)', 'stats p50 of 5 (ms)', 'cancel request (ms)', 'all cancelled (s)']) {
+    for (const key of [
+      'send → all queued (s)',
+      'fan-out worker CPU (s)',
+      'fan-out Postgres CPU (s)',
+      'stats (ms)',
+      'stats p50 of 5 (ms)',
+      'cancel request (ms)',
+      'all cancelled (s)',
+    ]) {
       const of = (name: string) => median(out.fanout.filter((f) => f.side === name).map((f) => Number(f[key])));
       const row: Row = { measure: key };
       for (const side of sides) row[side.name] = of(side.name);
-      for (const side of sides.slice(1)) row[`this / ${side.name}`] = Number((of(sides[0].name) / of(side.name)).toFixed(2));
+      for (const side of sides.slice(1))
+        row[`this / ${side.name}`] = Number((of(sides[0].name) / of(side.name)).toFixed(2));
       summary.push(row);
     }
     console.log('\nMedians over the rounds, side by side');
@@ -177,11 +213,15 @@ async function otherCheckout(dir: string, dbUrl: string, seededName: string, dom
   if (exists && !keep) await adminDb.db.execute(sql.raw(`drop database "${name}" with (force)`));
   if (!exists || !keep) await adminDb.db.execute(sql.raw(`create database "${name}"`));
   await adminDb.close();
-  const setup = spawnSync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'campaigns-b-setup.ts'), dir, url.toString(), seededName, `b-${domain}`], {
-    cwd: dir,
-    env: { ...process.env, TSX_TSCONFIG_PATH: path.join(dir, 'tsconfig.json') },
-    encoding: 'utf8',
-  });
+  const setup = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', path.join(__dirname, 'campaigns-b-setup.ts'), dir, url.toString(), seededName, `b-${domain}`],
+    {
+      cwd: dir,
+      env: { ...process.env, TSX_TSCONFIG_PATH: path.join(dir, 'tsconfig.json') },
+      encoding: 'utf8',
+    },
+  );
   if (setup.status !== 0) throw new Error(`B setup in ${dir} failed: ${setup.stderr}`);
   const project = JSON.parse(setup.stdout.trim().split('\n').pop()!) as Side['project'];
   const spawnB: Spawn = (file, e) =>
@@ -191,7 +231,13 @@ async function otherCheckout(dir: string, dbUrl: string, seededName: string, dom
       stdio: ['ignore', 'ignore', 'inherit'],
     });
   const database = createDatabase({ url: url.toString(), poolSize: 4, applicationName: 'bench' });
-  return { name: `B ${name.slice(name.lastIndexOf('_') + 1)} ${path.basename(dir)}`, spawn: spawnB, database, dbUrl: url.toString(), project };
+  return {
+    name: `B ${name.slice(name.lastIndexOf('_') + 1)} ${path.basename(dir)}`,
+    spawn: spawnB,
+    database,
+    dbUrl: url.toString(),
+    project,
+  };
 }
 
 /** One side's round: previews, then a campaign to ALL (fan-out, stats, cancel, sweep), from no campaign emails. */
@@ -223,7 +269,13 @@ async function measure(
       ['data.score greaterThan 90', [{ field: 'data.score', operator: 'greaterThan', value: 90 }]],
       ['event.purchase exists', [{ field: 'event.purchase', operator: 'exists' }]],
       ['event.purchase count >= 2', [{ field: 'event.purchase', operator: 'greaterThanOrEqual', value: 2 }]],
-      ['pro AND purchased', [{ field: 'data.plan', operator: 'equals', value: 'pro' }, { field: 'event.purchase', operator: 'exists' }]],
+      [
+        'pro AND purchased',
+        [
+          { field: 'data.plan', operator: 'equals', value: 'pro' },
+          { field: 'event.purchase', operator: 'exists' },
+        ],
+      ],
     ];
     for (const [name, filter] of filters) {
       const times: number[] = [];
@@ -236,10 +288,17 @@ async function measure(
       times.sort((a, b) => a - b);
       previews.push({ filter: name, matched, 'p50 ms': times[2], 'max ms': times[4] });
     }
-    if (process.env.BENCH_EXPLAIN) await explainPreviews(side.database, side.project.id, filters, process.env.BENCH_EXPLAIN);
+    if (process.env.BENCH_EXPLAIN)
+      await explainPreviews(side.database, side.project.id, filters, process.env.BENCH_EXPLAIN);
     if (process.env.BENCH_CAMPAIGNS_ONLY === 'preview') return { previews };
 
-    const campaign = await call('POST', '/campaigns', { name: 'bench', subject: 'Hi', body: '<p>Hi {{email}}</p>', from: `news@${side.project.domain}`, audienceType: 'ALL' });
+    const campaign = await call('POST', '/campaigns', {
+      name: 'bench',
+      subject: 'Hi',
+      body: '<p>Hi {{email}}</p>',
+      from: `news@${side.project.domain}`,
+      audienceType: 'ALL',
+    });
     const id = campaign.id as string;
     const redis = createRedis(config, 'producer');
     const sendQueue = createSendQueue({ ...config, queuePrefix: env.QUEUE_PREFIX }, redis);
@@ -249,7 +308,9 @@ async function measure(
     t = performance.now();
     await call('POST', `/campaigns/${id}/send`, {});
     for (;;) {
-      const row = await db.execute<{ fanout_done: boolean; recipients: number }>(sql`select fanout_done, recipients::int from campaigns where id = ${id}::uuid`);
+      const row = await db.execute<{ fanout_done: boolean; recipients: number }>(
+        sql`select fanout_done, recipients::int from campaigns where id = ${id}::uuid`,
+      );
       maxQueued = Math.max(maxQueued, await sendQueue.count());
       if (row.rows[0].fanout_done) break;
       await new Promise((r) => setTimeout(r, 250));
@@ -275,7 +336,9 @@ async function measure(
     const cancelMs = ms(t);
     // The rest of the audience (never handed to the queue) is cancelled by the worker: time it to zero queued.
     for (;;) {
-      const left = await db.execute<{ n: number }>(sql`select count(*)::int as n from emails where campaign_id = ${id}::uuid and status = 'queued'`);
+      const left = await db.execute<{ n: number }>(
+        sql`select count(*)::int as n from emails where campaign_id = ${id}::uuid and status = 'queued'`,
+      );
       if (left.rows[0].n === 0) break;
       await new Promise((r) => setTimeout(r, 250));
     }

@@ -27,7 +27,11 @@ const env = (name: string): string => {
 };
 
 const defaultProjectId = env('PROJECT_ID');
-const pool = new Pool({ connectionString: env('DATABASE_URL'), max: Number(process.env.DB_POOL_SIZE ?? 20), application_name: 'bench-ceiling' });
+const pool = new Pool({
+  connectionString: env('DATABASE_URL'),
+  max: Number(process.env.DB_POOL_SIZE ?? 20),
+  application_name: 'bench-ceiling',
+});
 const redis = new Redis(env('REDIS_URL'), { maxRetriesPerRequest: null });
 const queue = new Queue('bench-ceiling-send', { connection: redis, prefix: env('QUEUE_PREFIX') });
 
@@ -71,7 +75,18 @@ async function send(body: Record<string, unknown>, projectId: string): Promise<u
   const to = (Array.isArray(body.to) ? body.to[0] : body.to) as string;
   const data = JSON.stringify(body.data ?? {});
   const emailId = newId();
-  const r = await pool.query<{ id: string }>(SEND_SQL, [newId(), projectId, to, false, data, emailId, body.from, body.subject, body.body, data]);
+  const r = await pool.query<{ id: string }>(SEND_SQL, [
+    newId(),
+    projectId,
+    to,
+    false,
+    data,
+    emailId,
+    body.from,
+    body.subject,
+    body.body,
+    data,
+  ]);
   await queue.add('send', { emailId, projectId }, { jobId: emailId, removeOnComplete: true });
   return { emails: [{ email: r.rows[0].id }] };
 }
@@ -85,7 +100,10 @@ async function track(body: Record<string, unknown>, projectId: string): Promise<
 
 /** The ceiling's handlers, for `bench/express-floor-server.ts` (the same work behind Express). */
 export const handlers = {
-  routes: { '/v1/send': send, '/v1/track': track } as Record<string, (body: Record<string, unknown>, projectId: string) => Promise<unknown>>,
+  routes: { '/v1/send': send, '/v1/track': track } as Record<
+    string,
+    (body: Record<string, unknown>, projectId: string) => Promise<unknown>
+  >,
   defaultProjectId,
   close: async () => {
     await Promise.all([queue.close(), pool.end()]);

@@ -30,7 +30,11 @@ import { type Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
 import { memory, processCpuMs } from './cpu';
 
-type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => import('node:child_process').ChildProcess;
+type Spawn = (
+  file: string,
+  env: Record<string, string>,
+  nodeFlags?: string[],
+) => import('node:child_process').ChildProcess;
 type Row = Record<string, string | number>;
 
 async function writeCsv(file: string, rows: number): Promise<number> {
@@ -51,14 +55,21 @@ async function writeCsv(file: string, rows: number): Promise<number> {
  * table like `contacts` with its indexes (what index maintenance alone costs). Only ratios in one run mean
  * anything on a shared, noisy machine.
  */
-async function ceilings(database: Database, file: string, projectId: string): Promise<{ copyMs: number; indexedMs: number }> {
+async function ceilings(
+  database: Database,
+  file: string,
+  projectId: string,
+): Promise<{ copyMs: number; indexedMs: number }> {
   const client = await database.pool.connect();
   try {
     await client.query('drop table if exists bench_copy_ceiling, bench_indexed_ceiling');
     await client.query('create table bench_copy_ceiling (email text, first_name text, plan text, subscribed text)');
     await client.query('create table bench_indexed_ceiling (like contacts including defaults including indexes)');
     let t = performance.now();
-    await pipeline(createReadStream(file), client.query(copyFrom('copy bench_copy_ceiling from stdin with (format csv, header true)')));
+    await pipeline(
+      createReadStream(file),
+      client.query(copyFrom('copy bench_copy_ceiling from stdin with (format csv, header true)')),
+    );
     const copyMs = performance.now() - t;
     t = performance.now();
     await client.query(
@@ -80,7 +91,11 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-async function timeRequests(url: string, auth: string, n: number): Promise<{ p50: number; p99: number; total: number }> {
+async function timeRequests(
+  url: string,
+  auth: string,
+  n: number,
+): Promise<{ p50: number; p99: number; total: number }> {
   const times: number[] = [];
   let total = 0;
   for (let i = 0; i < n; i++) {
@@ -108,10 +123,20 @@ export async function benchContacts(
   const seconds = Number(process.env.BENCH_SECONDS ?? 10);
   const auth = `Bearer ${project.secretKey}`;
   const port = await freePort();
-  const appEnv = { ...env, PORT: String(port), RATE_LIMIT_PER_MINUTE: '10000000', IMPORT_MAX_BYTES: String(1024 ** 3), WORKER_HEALTH_PORT: '0' };
+  const appEnv = {
+    ...env,
+    PORT: String(port),
+    RATE_LIMIT_PER_MINUTE: '10000000',
+    IMPORT_MAX_BYTES: String(1024 ** 3),
+    WORKER_HEALTH_PORT: '0',
+  };
   const api = spawnApp('apps/api/src/server.ts', appEnv);
   const profile = process.env.BENCH_PROFILE;
-  const worker = spawnApp('apps/worker/src/main.ts', appEnv, profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []);
+  const worker = spawnApp(
+    'apps/worker/src/main.ts',
+    appEnv,
+    profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [],
+  );
   const base = `http://127.0.0.1:${port}`;
   const out: Record<string, Row[]> = {};
   try {
@@ -132,7 +157,13 @@ export async function benchContacts(
     const accepted = (await res.json()) as { data: { id: string } };
     if (res.status !== 202) throw new Error(`import upload: ${res.status} ${JSON.stringify(accepted)}`);
     const uploaded = performance.now();
-    let state: { status: string; counts: Record<string, number>; startedAt: string; finishedAt: string; error: string | null };
+    let state: {
+      status: string;
+      counts: Record<string, number>;
+      startedAt: string;
+      finishedAt: string;
+      error: string | null;
+    };
     for (;;) {
       const r = await fetch(`${base}/contacts/import/${accepted.data.id}`, { headers: { authorization: auth } });
       state = ((await r.json()) as { data: typeof state }).data;
@@ -151,14 +182,23 @@ export async function benchContacts(
       { measure: 'upload (202 after the last byte is stored)', value: `${((uploaded - t0) / 1000).toFixed(1)} s` },
       { measure: 'import in the worker (started → finished)', value: `${(importMs / 1000).toFixed(1)} s` },
       { measure: 'rows/s (worker)', value: Math.round(count / (importMs / 1000)) },
-      { measure: 'bare ceiling: raw COPY of the same file into a plain table', value: `${(copyMs / 1000).toFixed(1)} s` },
+      {
+        measure: 'bare ceiling: raw COPY of the same file into a plain table',
+        value: `${(copyMs / 1000).toFixed(1)} s`,
+      },
       { measure: 'ratio import/raw COPY', value: (importMs / copyMs).toFixed(2) },
-      { measure: 'indexed ceiling: one INSERT … SELECT of those rows into a table like contacts', value: `${(indexedMs / 1000).toFixed(1)} s` },
+      {
+        measure: 'indexed ceiling: one INSERT … SELECT of those rows into a table like contacts',
+        value: `${(indexedMs / 1000).toFixed(1)} s`,
+      },
       { measure: 'ratio import/indexed ceiling', value: (importMs / indexedMs).toFixed(2) },
       { measure: 'wall time, upload start → completed', value: `${((done - t0) / 1000).toFixed(1)} s` },
       { measure: 'counts', value: JSON.stringify(state.counts) },
       { measure: 'worker RSS before → peak (MiB)', value: `${workerBefore.now} → ${memory(worker.pid!).peak}` },
-      { measure: 'worker CPU, upload start → completed (user + system)', value: `${(workerCpuMs / 1000).toFixed(1)} s` },
+      {
+        measure: 'worker CPU, upload start → completed (user + system)',
+        value: `${(workerCpuMs / 1000).toFixed(1)} s`,
+      },
       { measure: 'API peak RSS (MiB)', value: memory(api.pid!).peak },
     ];
     console.log(`\nImport of ${count} contacts`);
@@ -179,8 +219,12 @@ export async function benchContacts(
           setupRequest: (req) => {
             const i = n++;
             // Three in four calls hit an existing contact, one in four creates one.
-            const email = i % 4 === 0 ? `new${i}@track.test` : `user${(i * 7919) % count}@example${((i * 7919) % count) % 50}.com`;
-            return { ...req, body: JSON.stringify({ email, event: `event-${i % 5}`, data: { step: i % 10, plan: 'pro' } }) };
+            const email =
+              i % 4 === 0 ? `new${i}@track.test` : `user${(i * 7919) % count}@example${((i * 7919) % count) % 50}.com`;
+            return {
+              ...req,
+              body: JSON.stringify({ email, event: `event-${i % 5}`, data: { step: i % 10, plan: 'pro' } }),
+            };
           },
         },
       ],
@@ -191,8 +235,14 @@ export async function benchContacts(
     const loop = async () => {
       while (performance.now() < until) {
         const i = m++;
-        const email = i % 4 === 0 ? `bare${i}@track.test` : `user${(i * 104729) % count}@example${((i * 104729) % count) % 50}.com`;
-        await trackEvent(database.db, project.id, { email, name: `event-${i % 5}`, contactData: { step: i % 10, plan: 'pro' }, eventData: { step: i % 10, plan: 'pro' } });
+        const email =
+          i % 4 === 0 ? `bare${i}@track.test` : `user${(i * 104729) % count}@example${((i * 104729) % count) % 50}.com`;
+        await trackEvent(database.db, project.id, {
+          email,
+          name: `event-${i % 5}`,
+          contactData: { step: i % 10, plan: 'pro' },
+          eventData: { step: i % 10, plan: 'pro' },
+        });
         done2++;
       }
     };
@@ -221,7 +271,10 @@ export async function benchContacts(
       ['first page (limit 100)', '/contacts?limit=100'],
       ['deep cursor, 90% down (limit 20)', `/contacts?cursor=${cursor}`],
       ['subscribed=false, first page', '/contacts?subscribed=false'],
-      ['search: a full address', `/contacts?search=user${Math.floor(count / 2)}@example${Math.floor(count / 2) % 50}.com`],
+      [
+        'search: a full address',
+        `/contacts?search=user${Math.floor(count / 2)}@example${Math.floor(count / 2) % 50}.com`,
+      ],
       ['search: a common substring (example7.com)', '/contacts?search=example7.com'],
       ['search: a rare substring (user99999@)', '/contacts?search=user99999@'],
       ['search: matches nothing', '/contacts?search=zzzqqq'],
@@ -231,7 +284,8 @@ export async function benchContacts(
     const listRequests = Number(process.env.BENCH_LIST_REQUESTS ?? 200);
     // Each page reads the project's total from `contact_stats_now`, which sums the deltas the worker has not folded
     // yet (about 0.2 ms per 1,000): how many were waiting as each case started (the track loops just wrote).
-    const unfolded = async () => Number((await database.db.execute<{ n: string }>(sql`select count(*) as n from contact_stat_deltas`)).rows[0].n);
+    const unfolded = async () =>
+      Number((await database.db.execute<{ n: string }>(sql`select count(*) as n from contact_stat_deltas`)).rows[0].n);
     for (const [label, url] of cases) {
       const pending = await unfolded();
       const t = await timeRequests(`${base}${url}`, auth, listRequests);

@@ -30,7 +30,8 @@ export function processCpuMs(pid: number): number {
  */
 export function memory(pid: number): { peak: number; now: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(/(\d+) kB/.exec(status.split('\n').find((l) => l.startsWith(field)) ?? '')?.[1] ?? 0);
+  const kb = (field: string) =>
+    Number(/(\d+) kB/.exec(status.split('\n').find((l) => l.startsWith(field)) ?? '')?.[1] ?? 0);
   return { peak: Math.round(kb('VmHWM:') / 1024), now: Math.round(kb('VmRSS:') / 1024) };
 }
 

@@ -44,13 +44,19 @@ export async function benchFeedback(
       'bench-' || ${tag} || '-' || c.email, now()
     from c
   `);
-  await createWebhookEndpoint(database.db, p.id, { url: 'https://hooks.example.com/mail', eventTypes: ['email.*'], secret: 'whsec_' + Buffer.alloc(32, 1).toString('base64') });
+  await createWebhookEndpoint(database.db, p.id, {
+    url: 'https://hooks.example.com/mail',
+    eventTypes: ['email.*'],
+    secret: 'whsec_' + Buffer.alloc(32, 1).toString('base64'),
+  });
 
   // SES publishes each event with the message's tags: the worker tags every send with its email and project id.
   const ids = new Map(
-    (await database.db.execute<{ id: string; to_email: string }>(sql`select id, to_email from emails where project_id = ${p.id}::uuid and message_id like ${`bench-${tag}-%`}`)).rows.map(
-      (r) => [r.to_email, r.id],
-    ),
+    (
+      await database.db.execute<{ id: string; to_email: string }>(
+        sql`select id, to_email from emails where project_id = ${p.id}::uuid and message_id like ${`bench-${tag}-%`}`,
+      )
+    ).rows.map((r) => [r.to_email, r.id]),
   );
   const signStarted = performance.now();
   const bodies: string[] = [];
@@ -64,7 +70,12 @@ export async function benchFeedback(
   const signSeconds = (performance.now() - signStarted) / 1000;
 
   const port = await freePort();
-  const api = spawnApp('apps/api/src/server.ts', { ...env, PORT: String(port), SNS_TOPIC_ARNS: sns.topicArn, SNS_CERT_HOSTS: sns.certHost });
+  const api = spawnApp('apps/api/src/server.ts', {
+    ...env,
+    PORT: String(port),
+    SNS_TOPIC_ARNS: sns.topicArn,
+    SNS_CERT_HOSTS: sns.certHost,
+  });
   await waitForHttp(`http://127.0.0.1:${port}/health/ready`, 30_000);
   const rows: Record<string, string | number>[] = [];
   try {
@@ -97,12 +108,21 @@ export async function benchFeedback(
       from emails where project_id = ${p.id}::uuid and message_id like ${`bench-${tag}-%`}
     `);
     const c = counts.rows[0];
-    rows.push({ run: `check: delivered ${c.delivered}, opened once ${c.opened}, webhook deliveries ${c.deliveries}`, notifications: '', 'per second': '', 'p50 ms': '', 'p99 ms': '', non2xx: '' });
+    rows.push({
+      run: `check: delivered ${c.delivered}, opened once ${c.opened}, webhook deliveries ${c.deliveries}`,
+      notifications: '',
+      'per second': '',
+      'p50 ms': '',
+      'p99 ms': '',
+      non2xx: '',
+    });
   } finally {
     await stop(api);
     await sns.close();
   }
-  console.log(`\nPOST /webhooks/ses (${total} notifications, 10 connections, API in one process; signing them in the client took ${signSeconds.toFixed(1)} s)`);
+  console.log(
+    `\nPOST /webhooks/ses (${total} notifications, 10 connections, API in one process; signing them in the client took ${signSeconds.toFixed(1)} s)`,
+  );
   console.table(rows);
   return rows;
 }

@@ -51,7 +51,15 @@ export async function countConnections(
 ): Promise<Record<string, string | number>[]> {
   const { DB_POOL_SIZE: _ignored, ...defaults } = env;
   const port = await freePort();
-  const appEnv = { ...defaults, PORT: String(port), RATE_LIMIT_PER_MINUTE: '10000000', WORKER_HEALTH_PORT: '0', SES_MAX_SEND_RATE: '10000', SES_RATE_SAFETY_MS: '0', QUEUE_PREFIX: `{bench-conn-${Date.now()}}` };
+  const appEnv = {
+    ...defaults,
+    PORT: String(port),
+    RATE_LIMIT_PER_MINUTE: '10000000',
+    WORKER_HEALTH_PORT: '0',
+    SES_MAX_SEND_RATE: '10000',
+    SES_RATE_SAFETY_MS: '0',
+    QUEUE_PREFIX: `{bench-conn-${Date.now()}}`,
+  };
   const api = spawnApp('apps/api/src/server.ts', appEnv);
   const worker = spawnApp('apps/worker/src/main.ts', appEnv);
   const base = `http://127.0.0.1:${port}`;
@@ -61,7 +69,12 @@ export async function countConnections(
   try {
     await waitForHttp(`${base}/health/ready`, 30_000);
     await new Promise((r) => setTimeout(r, 3_000)); // the worker's queues, LISTEN and maintenance ticks are up
-    const count = () => ({ apiPg: sockets(api.pid!, 5432).length, apiRedis: sockets(api.pid!, 6379).length, workerPg: sockets(worker.pid!, 5432).length, workerRedis: sockets(worker.pid!, 6379).length });
+    const count = () => ({
+      apiPg: sockets(api.pid!, 5432).length,
+      apiRedis: sockets(api.pid!, 6379).length,
+      workerPg: sockets(worker.pid!, 5432).length,
+      workerRedis: sockets(worker.pid!, 6379).length,
+    });
     const idle = count();
     const names = async (pid: number) => {
       const ports = new Set(sockets(pid, 6379));
@@ -77,7 +90,9 @@ export async function countConnections(
         const key = `${queue ? `queue ${Buffer.from(queue, 'base64').toString('utf8')}` : name} [${cmd}]`;
         byName[key] = (byName[key] ?? 0) + 1;
       }
-      return Object.entries(byName).map(([k, v]) => `${v}× ${k}`).join('; ');
+      return Object.entries(byName)
+        .map(([k, v]) => `${v}× ${k}`)
+        .join('; ');
     };
     const apiNames = await names(api.pid!);
     const workerNames = await names(worker.pid!);
@@ -92,7 +107,12 @@ export async function countConnections(
       const res = await fetch(`${base}/v1/send`, {
         method: 'POST',
         headers: { authorization: `Bearer ${project.secretKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ to: Array.from({ length: 50 }, (_, j) => `conn${i * 50 + j}@bench.test`), from: `c@${project.domain}`, subject: 'Hi', body: '<p>Hi</p>' }),
+        body: JSON.stringify({
+          to: Array.from({ length: 50 }, (_, j) => `conn${i * 50 + j}@bench.test`),
+          from: `c@${project.domain}`,
+          subject: 'Hi',
+          body: '<p>Hi</p>',
+        }),
       });
       if (res.status !== 202) throw new Error(`/v1/send: ${res.status} ${await res.text()}`);
     }
@@ -101,19 +121,47 @@ export async function countConnections(
       url: `${base}/v1/track`,
       connections: 50,
       duration: 4,
-      requests: [{ method: 'POST', headers: { authorization: `Bearer ${project.publicKey}`, 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: JSON.stringify({ email: `load${n++ % 5000}@bench.test`, event: 'login' }) }) }],
+      requests: [
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${project.publicKey}`, 'content-type': 'application/json' },
+          setupRequest: (req) => ({
+            ...req,
+            body: JSON.stringify({ email: `load${n++ % 5000}@bench.test`, event: 'login' }),
+          }),
+        },
+      ],
     });
     clearInterval(sample);
     const activity = await database.db.execute<{ application_name: string; n: number; listening: number }>(sql`
       select application_name, count(*)::int as n, count(*) filter (where query ilike 'listen%')::int as listening
       from pg_stat_activity where datname = current_database() and application_name like 'mailroom-%' group by 1 order by 1`);
     rows.push(
-      { process: 'API', 'Postgres idle': idle.apiPg, 'Postgres peak': peak.apiPg, 'Redis idle': idle.apiRedis, 'Redis peak': peak.apiRedis, 'Redis clients (name [last cmd])': apiNames },
-      { process: 'worker', 'Postgres idle': idle.workerPg, 'Postgres peak': peak.workerPg, 'Redis idle': idle.workerRedis, 'Redis peak': peak.workerRedis, 'Redis clients (name [last cmd])': workerNames },
+      {
+        process: 'API',
+        'Postgres idle': idle.apiPg,
+        'Postgres peak': peak.apiPg,
+        'Redis idle': idle.apiRedis,
+        'Redis peak': peak.apiRedis,
+        'Redis clients (name [last cmd])': apiNames,
+      },
+      {
+        process: 'worker',
+        'Postgres idle': idle.workerPg,
+        'Postgres peak': peak.workerPg,
+        'Redis idle': idle.workerRedis,
+        'Redis peak': peak.workerRedis,
+        'Redis clients (name [last cmd])': workerNames,
+      },
     );
-    console.log(`\nConnections per process (DB_POOL_SIZE default; peak under /v1/track at 50 connections while the worker drains 1,000 emails)`);
+    console.log(
+      `\nConnections per process (DB_POOL_SIZE default; peak under /v1/track at 50 connections while the worker drains 1,000 emails)`,
+    );
     console.table(rows);
-    console.log('pg_stat_activity after the load:', activity.rows.map((r) => `${r.application_name} ${r.n} (LISTEN ${r.listening})`).join(', '));
+    console.log(
+      'pg_stat_activity after the load:',
+      activity.rows.map((r) => `${r.application_name} ${r.n} (LISTEN ${r.listening})`).join(', '),
+    );
   } finally {
     redis.disconnect();
     await Promise.all([stop(api), stop(worker)]);

@@ -48,7 +48,11 @@ export interface HistoryFixture {
  * `30 × (m + 1)` days taken minutes later still falls between two months.
  */
 export function months(t0: number): Month[] {
-  return Array.from({ length: 12 }, (_, m) => ({ index: m, from: t0 - (m + 1) * 30 * DAY + HOUR, to: t0 - m * 30 * DAY - HOUR }));
+  return Array.from({ length: 12 }, (_, m) => ({
+    index: m,
+    from: t0 - (m + 1) * 30 * DAY + HOUR,
+    to: t0 - m * 30 * DAY - HOUR,
+  }));
 }
 
 const ts = (ms: number) => sql`${new Date(ms).toISOString()}::timestamptz`;
@@ -58,7 +62,12 @@ const ts = (ms: number) => sql`${new Date(ms).toISOString()}::timestamptz`;
  * `bench_history_contacts` that the fills join on), a SENT campaign 45 days old with one email (and its timeline)
  * per contact, and a webhook endpoint.
  */
-export async function createFixture(database: Database, project: { id: string; domain: string }, contacts: number, t0: number): Promise<HistoryFixture> {
+export async function createFixture(
+  database: Database,
+  project: { id: string; domain: string },
+  contacts: number,
+  t0: number,
+): Promise<HistoryFixture> {
   const { db } = database;
   const p = sql`${project.id}::uuid`;
   await db.execute(sql`
@@ -124,7 +133,12 @@ function timeline(e: ReturnType<typeof sql>, p: ReturnType<typeof sql>) {
 }
 
 /** Rows of one kind in one month (the count the fill tops up). */
-async function countIn(database: Database, kind: 'emails' | 'events' | 'webhooks', f: HistoryFixture, m: Month): Promise<number> {
+async function countIn(
+  database: Database,
+  kind: 'emails' | 'events' | 'webhooks',
+  f: HistoryFixture,
+  m: Month,
+): Promise<number> {
   const range = sql`project_id = ${f.projectId}::uuid and created_at >= ${ts(m.from)} and created_at < ${ts(m.to)}`;
   const q =
     kind === 'emails'
@@ -136,7 +150,14 @@ async function countIn(database: Database, kind: 'emails' | 'events' | 'webhooks
 }
 
 /** Inserts `k` transactional emails (with their timelines) spread evenly over `[from, to)`, in time order. */
-async function addEmails(database: Database, f: HistoryFixture, from: number, to: number, k: number, seed: number): Promise<void> {
+async function addEmails(
+  database: Database,
+  f: HistoryFixture,
+  from: number,
+  to: number,
+  k: number,
+  seed: number,
+): Promise<void> {
   const p = sql`${f.projectId}::uuid`;
   const fresh = ts(f.t0 - 29 * DAY);
   await database.db.execute(sql`
@@ -164,7 +185,14 @@ async function addEmails(database: Database, f: HistoryFixture, from: number, to
 }
 
 /** Inserts `k` contact events spread evenly over `[from, to)`, in time order. */
-async function addEvents(database: Database, f: HistoryFixture, from: number, to: number, k: number, seed: number): Promise<void> {
+async function addEvents(
+  database: Database,
+  f: HistoryFixture,
+  from: number,
+  to: number,
+  k: number,
+  seed: number,
+): Promise<void> {
   await database.db.execute(sql`
     insert into events (id, project_id, contact_id, name, data, created_at)
     select mailroom_uuid_v7(g.t), ${f.projectId}::uuid, c.id,
@@ -182,7 +210,14 @@ async function addEvents(database: Database, f: HistoryFixture, from: number, to
 }
 
 /** Inserts `k` finished webhook deliveries (one attempt each) spread evenly over `[from, to)`. */
-async function addWebhooks(database: Database, f: HistoryFixture, from: number, to: number, k: number, seed: number): Promise<void> {
+async function addWebhooks(
+  database: Database,
+  f: HistoryFixture,
+  from: number,
+  to: number,
+  k: number,
+  seed: number,
+): Promise<void> {
   const p = sql`${f.projectId}::uuid`;
   await database.db.execute(sql`
     with d as (
@@ -208,10 +243,20 @@ async function addWebhooks(database: Database, f: HistoryFixture, from: number, 
  *
  * @returns the wall time (ms).
  */
-export async function addHistory(database: Database, f: HistoryFixture, from: number, to: number, emails: number, events: number): Promise<number> {
+export async function addHistory(
+  database: Database,
+  f: HistoryFixture,
+  from: number,
+  to: number,
+  emails: number,
+  events: number,
+): Promise<number> {
   const t = performance.now();
   const seed = Math.floor(Math.random() * 1e9);
-  await Promise.all([emails > 0 && addEmails(database, f, from, to, emails, seed), events > 0 && addEvents(database, f, from, to, events, seed)]);
+  await Promise.all([
+    emails > 0 && addEmails(database, f, from, to, emails, seed),
+    events > 0 && addEvents(database, f, from, to, events, seed),
+  ]);
   return performance.now() - t;
 }
 
@@ -221,7 +266,12 @@ export async function addHistory(database: Database, f: HistoryFixture, from: nu
  *
  * @returns rows added by kind and the wall time (ms).
  */
-export async function fillTo(database: Database, f: HistoryFixture, total: number, log: (line: string) => void): Promise<{ emails: number; events: number; webhooks: number; ms: number }> {
+export async function fillTo(
+  database: Database,
+  f: HistoryFixture,
+  total: number,
+  log: (line: string) => void,
+): Promise<{ emails: number; events: number; webhooks: number; ms: number }> {
   const started = performance.now();
   const added = { emails: 0, events: 0, webhooks: 0 };
   const perMonth = Math.round(total / 12);
@@ -231,7 +281,10 @@ export async function fillTo(database: Database, f: HistoryFixture, total: numbe
     const emails = perMonth - (await countIn(database, 'emails', f, m));
     const events = perMonth - (await countIn(database, 'events', f, m));
     // Emails and events on two connections at once (two statements, two cores).
-    await Promise.all([emails > 0 && addEmails(database, f, m.from, m.to, emails, seed), events > 0 && addEvents(database, f, m.from, m.to, events, seed)]);
+    await Promise.all([
+      emails > 0 && addEmails(database, f, m.from, m.to, emails, seed),
+      events > 0 && addEvents(database, f, m.from, m.to, events, seed),
+    ]);
     let hooks = 0;
     if (m.index === 0) {
       const recent = { ...m, from: f.t0 - 29 * DAY };
@@ -241,7 +294,9 @@ export async function fillTo(database: Database, f: HistoryFixture, total: numbe
     added.emails += Math.max(0, emails);
     added.events += Math.max(0, events);
     added.webhooks += Math.max(0, hooks);
-    log(`  month ${m.index}: +${Math.max(0, emails)} emails (×3 timeline), +${Math.max(0, events)} events${hooks > 0 ? `, +${hooks} webhook deliveries` : ''} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    log(
+      `  month ${m.index}: +${Math.max(0, emails)} emails (×3 timeline), +${Math.max(0, events)} events${hooks > 0 ? `, +${hooks} webhook deliveries` : ''} in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+    );
   }
   return { ...added, ms: performance.now() - started };
 }

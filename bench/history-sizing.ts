@@ -35,7 +35,9 @@ export interface TableSize {
 export async function historySizing(database: Database): Promise<TableSize[]> {
   const out: TableSize[] = [];
   for (const table of TABLES) {
-    const rows = (await database.db.execute<{ n: number }>(sql`select count(*)::float8 as n from ${sql.identifier(table)}`)).rows[0].n;
+    const rows = (
+      await database.db.execute<{ n: number }>(sql`select count(*)::float8 as n from ${sql.identifier(table)}`)
+    ).rows[0].n;
     if (rows === 0) continue;
     const parts = await database.db.execute<{ heap: number; toast: number; total: number }>(sql`
       select coalesce(sum(pg_relation_size(c.oid) + pg_relation_size(c.oid, 'fsm') + pg_relation_size(c.oid, 'vm')), 0)::float8 as heap,
@@ -59,9 +61,19 @@ export async function historySizing(database: Database): Promise<TableSize[]> {
     });
   }
   console.log('\nBytes per row (pg_total_relation_size / rows; heap, TOAST and indexes)');
-  console.table(out.map(({ indexes, ...rest }) => ({ ...rest, 'total MiB': Number(((rest.totalBytesPerRow * rest.rows) / 1048576).toFixed(0)), indexes: Object.keys(indexes).length })));
+  console.table(
+    out.map(({ indexes, ...rest }) => ({
+      ...rest,
+      'total MiB': Number(((rest.totalBytesPerRow * rest.rows) / 1048576).toFixed(0)),
+      indexes: Object.keys(indexes).length,
+    })),
+  );
   for (const t of out) {
-    console.log(`  ${t.table} indexes (bytes/row): ${Object.entries(t.indexes).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    console.log(
+      `  ${t.table} indexes (bytes/row): ${Object.entries(t.indexes)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
+    );
   }
   return out;
 }

@@ -77,7 +77,14 @@ async function timed(n: number, call: () => Promise<void>): Promise<Figure> {
 }
 
 /** The API figures at the current size (API in its own process, started and stopped here). */
-async function measure(env: Record<string, string>, database: Database, f: HistoryFixture, keys: { secretKey: string; publicKey: string }, spawnApp: Spawn, stop: (p: ChildProcess) => Promise<void>): Promise<Map<string, Figure>> {
+async function measure(
+  env: Record<string, string>,
+  database: Database,
+  f: HistoryFixture,
+  keys: { secretKey: string; publicKey: string },
+  spawnApp: Spawn,
+  stop: (p: ChildProcess) => Promise<void>,
+): Promise<Map<string, Figure>> {
   const port = await freePort();
   const api = spawnApp('apps/api/src/server.ts', { ...env, PORT: String(port), RATE_LIMIT_PER_MINUTE: '10000000' });
   const base = `http://127.0.0.1:${port}`;
@@ -87,17 +94,27 @@ async function measure(env: Record<string, string>, database: Database, f: Histo
     await waitForHttp(`${base}/health/ready`, 30_000);
     const calls = Number(process.env.BENCH_HISTORY_CALLS ?? 200);
     out.set('GET /contacts (first page, 20)', await timed(calls, async () => void (await call('GET', '/contacts'))));
-    out.set('GET /contacts?subscribed=false (first page)', await timed(calls, async () => void (await call('GET', '/contacts?subscribed=false'))));
+    out.set(
+      'GET /contacts?subscribed=false (first page)',
+      await timed(calls, async () => void (await call('GET', '/contacts?subscribed=false'))),
+    );
     // Random emails: a block sample of the table, shuffled (sampled anew at each size, so most are cold).
     const sample = await database.db.execute<{ id: string }>(sql`
       select id from emails tablesample system (0.5) where project_id = ${f.projectId}::uuid order by random() limit ${calls + 5}`);
     const ids = sample.rows.map((r) => r.id);
     let next = 0;
-    out.set('GET /emails/{id} (random email, with timeline)', await timed(Math.min(calls, ids.length - 5), async () => {
-      const e = await call('GET', `/emails/${ids[next++ % ids.length]}`);
-      if (!Array.isArray(e.timeline) || e.timeline.length < 3) throw new Error(`email without its timeline: ${JSON.stringify(e).slice(0, 200)}`);
-    }));
-    out.set(`GET /campaigns/{id}/stats (${fmt(f.contacts)} recipients)`, await timed(Math.ceil(calls / 4), async () => void (await call('GET', `/campaigns/${f.campaignId}/stats`))));
+    out.set(
+      'GET /emails/{id} (random email, with timeline)',
+      await timed(Math.min(calls, ids.length - 5), async () => {
+        const e = await call('GET', `/emails/${ids[next++ % ids.length]}`);
+        if (!Array.isArray(e.timeline) || e.timeline.length < 3)
+          throw new Error(`email without its timeline: ${JSON.stringify(e).slice(0, 200)}`);
+      }),
+    );
+    out.set(
+      `GET /campaigns/{id}/stats (${fmt(f.contacts)} recipients)`,
+      await timed(Math.ceil(calls / 4), async () => void (await call('GET', `/campaigns/${f.campaignId}/stats`))),
+    );
     const previews: [string, unknown][] = [
       ['event.plan_upgraded exists (fixed cohort)', [{ field: 'event.plan_upgraded', operator: 'exists' }]],
       ['event.purchase exists', [{ field: 'event.purchase', operator: 'exists' }]],
@@ -123,13 +140,25 @@ async function measure(env: Record<string, string>, database: Database, f: Histo
           headers: { authorization: `Bearer ${keys.publicKey}`, 'content-type': 'application/json' },
           setupRequest: (req) => {
             const i = n++;
-            return { ...req, body: JSON.stringify({ email: `h${(i * 7919) % f.contacts}@bench.test`, event: 'page_view', data: { path: `/docs/${i % 40}` } }) };
+            return {
+              ...req,
+              body: JSON.stringify({
+                email: `h${(i * 7919) % f.contacts}@bench.test`,
+                event: 'page_view',
+                data: { path: `/docs/${i % 40}` },
+              }),
+            };
           },
         },
       ],
     });
-    if (track.non2xx > 0 || track.errors > 0) throw new Error(`/v1/track: ${track.non2xx} non-2xx, ${track.errors} errors`);
-    out.set(`POST /v1/track (10 connections, ${seconds} s)`, { p50: track.latency.p50, p99: track.latency.p99, rps: Math.round(track.requests.average) });
+    if (track.non2xx > 0 || track.errors > 0)
+      throw new Error(`/v1/track: ${track.non2xx} non-2xx, ${track.errors} errors`);
+    out.set(`POST /v1/track (10 connections, ${seconds} s)`, {
+      p50: track.latency.p50,
+      p99: track.latency.p99,
+      rps: Math.round(track.requests.average),
+    });
   } finally {
     await stop(api);
   }
@@ -140,7 +169,9 @@ async function measure(env: Record<string, string>, database: Database, f: Histo
 async function defaultPartitionRows(database: Database, tables: string[]): Promise<string[]> {
   const out: string[] = [];
   for (const t of tables) {
-    const r = await database.db.execute<{ n: number }>(sql`select count(*)::int as n from ${sql.identifier(`${t}_default`)}`);
+    const r = await database.db.execute<{ n: number }>(
+      sql`select count(*)::int as n from ${sql.identifier(`${t}_default`)}`,
+    );
     if (r.rows[0].n > 0) out.push(`${t}: ${r.rows[0].n}`);
   }
   return out;
@@ -166,7 +197,10 @@ async function quietLock(): Promise<() => void> {
 /** Row counts of the history tables (exact). */
 async function counts(database: Database): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const t of HISTORY_TABLES) out[t] = (await database.db.execute<{ n: number }>(sql`select count(*)::int as n from ${sql.identifier(t)}`)).rows[0].n;
+  for (const t of HISTORY_TABLES)
+    out[t] = (
+      await database.db.execute<{ n: number }>(sql`select count(*)::int as n from ${sql.identifier(t)}`)
+    ).rows[0].n;
   return out;
 }
 
@@ -201,7 +235,10 @@ async function dropOldestMonth(config: Config, database: Database, f: HistoryFix
   await updateProjectRetention(database.db, f.projectId, { emailDays: days, eventDays: days });
   const probe = await probeHistoryReads(database);
   const t = performance.now();
-  const r = await runRetentionPass({ config, database, logger: createLogger(config, 'bench') }, { budgetMs: 24 * 3_600_000, startAt: 0 }).finally(() => probe.stop());
+  const r = await runRetentionPass(
+    { config, database, logger: createLogger(config, 'bench') },
+    { budgetMs: 24 * 3_600_000, startAt: 0 },
+  ).finally(() => probe.stop());
   const ms = performance.now() - t;
   const stalls = await probe.done;
   await updateProjectRetention(database.db, f.projectId, { emailDays: null, eventDays: null });
@@ -209,10 +246,17 @@ async function dropOldestMonth(config: Config, database: Database, f: HistoryFix
   const removed = (t: string) => before[t] - after[t];
   const rows = removed('emails') + removed('events');
   return {
-    path: path.length > 0 ? `partitioned (${path.join(', ')}): retention ${days} days, ${r.partitionsDropped.length} partitions dropped` : 'batched deletes (no partitioned table): retention 330 days',
+    path:
+      path.length > 0
+        ? `partitioned (${path.join(', ')}): retention ${days} days, ${r.partitionsDropped.length} partitions dropped`
+        : 'batched deletes (no partitioned table): retention 330 days',
     [EMAILS_DELETED]: removed('emails'),
     'events deleted': removed('events'),
-    'other kinds changed': Object.entries(r.counts).filter(([k, v]) => k !== 'emails' && k !== 'events' && v > 0).map(([k, v]) => `${k} ${v}`).join(', ') || 'none',
+    'other kinds changed':
+      Object.entries(r.counts)
+        .filter(([k, v]) => k !== 'emails' && k !== 'events' && v > 0)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none',
     statements: r.batches,
     'time (s)': Number((ms / 1000).toFixed(2)),
     'partitions (s)': Number((r.partitionMs / 1000).toFixed(2)),
@@ -228,7 +272,9 @@ async function dropOldestMonth(config: Config, database: Database, f: HistoryFix
  * the parent, so each read waits for as long as a detach (or anything else in the drop) holds the parent's ACCESS
  * EXCLUSIVE lock. `done` resolves with the number of reads and their p50 and longest latency (ms).
  */
-async function probeHistoryReads(database: Database): Promise<{ stop(): void; done: Promise<{ n: number; p50: number; max: number }> }> {
+async function probeHistoryReads(
+  database: Database,
+): Promise<{ stop(): void; done: Promise<{ n: number; p50: number; max: number }> }> {
   const client = await database.pool.connect();
   let running = true;
   const done = (async () => {
@@ -271,20 +317,24 @@ export async function benchHistory(
   const log = (line: string) => console.log(line);
   const results: Record<string, unknown> = { date: new Date().toISOString(), rows, growth, contacts };
   const pathBefore = await partitioned(database);
-  console.log(`history tables partitioned: ${pathBefore.length > 0 ? pathBefore.join(', ') : 'none (today\'s schema)'}`);
+  console.log(`history tables partitioned: ${pathBefore.length > 0 ? pathBefore.join(', ') : "none (today's schema)"}`);
 
   // Give every partitioned table its months first (a year back, as the migration does for rows it finds), so the
   // fixture's and the fills' rows land in their month and not in the default partition (which the checks below
   // require to stay empty). The fills refill the months a drop removed, so this runs again before each size.
   const ensureMonths = async () => {
     for (const table of pathBefore) {
-      await db.execute(sql`select mailroom_ensure_month_partitions(${table}, now() - interval '13 months', now() + interval '3 months')`);
+      await db.execute(
+        sql`select mailroom_ensure_month_partitions(${table}, now() - interval '13 months', now() + interval '3 months')`,
+      );
     }
   };
   await ensureMonths();
   let t = performance.now();
   const f = await createFixture(database, project, contacts, Date.now());
-  console.log(`fixture: ${fmt(contacts)} contacts, a SENT campaign to all of them, a webhook endpoint in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  console.log(
+    `fixture: ${fmt(contacts)} contacts, a SENT campaign to all of them, a webhook endpoint in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+  );
 
   const sizes = [rows, rows * growth];
   const figures: Map<string, Figure>[] = [];
@@ -299,7 +349,8 @@ export async function benchHistory(
     if (stray.length > 0) throw new Error(`rows in default partitions (a month was missing): ${stray.join(', ')}`);
     t = performance.now();
     // What autovacuum does to insert-only tables after a bulk load (visibility map for index-only scans, statistics).
-    for (const table of ['contacts', ...HISTORY_TABLES]) await db.execute(sql`vacuum (analyze) ${sql.identifier(table)}`);
+    for (const table of ['contacts', ...HISTORY_TABLES])
+      await db.execute(sql`vacuum (analyze) ${sql.identifier(table)}`);
     const vacuumMs = performance.now() - t;
     // Measure from a finished checkpoint, not in the middle of the one the fill and vacuum left running.
     await db.execute(sql`checkpoint`).catch(() => undefined);
@@ -310,7 +361,9 @@ export async function benchHistory(
       'events added': added.events,
       'webhook deliveries added': added.webhooks,
       'fill (s)': Number((added.ms / 1000).toFixed(1)),
-      'rows/s (emails+timeline+events+webhooks)': Math.round((added.emails * 4 + added.events + added.webhooks * 2) / (added.ms / 1000)),
+      'rows/s (emails+timeline+events+webhooks)': Math.round(
+        (added.emails * 4 + added.events + added.webhooks * 2) / (added.ms / 1000),
+      ),
       'vacuum analyze (s)': Number((vacuumMs / 1000).toFixed(1)),
       ...Object.fromEntries(Object.entries(c).map(([k, v]) => [k, v])),
     });
@@ -319,7 +372,15 @@ export async function benchHistory(
     const m = await measure(env, database, f, project, spawnApp, stop);
     figures.push(m);
     console.log(`\nAt ${fmt(size)} emails and events:`);
-    console.table([...m].map(([k, v]) => ({ measure: k, 'p50 ms': v.p50, 'p99 ms': v.p99, ...(v.rps ? { 'req/s': v.rps } : {}), ...(v.note ? { note: v.note } : {}) })));
+    console.table(
+      [...m].map(([k, v]) => ({
+        measure: k,
+        'p50 ms': v.p50,
+        'p99 ms': v.p99,
+        ...(v.rps ? { 'req/s': v.rps } : {}),
+        ...(v.note ? { note: v.note } : {}),
+      })),
+    );
     if (size === sizes[sizes.length - 1]) results.sizing = await historySizing(database);
     try {
       drops.push({ size: fmt(size), ...(await dropOldestMonth(config, database, f)) });
@@ -329,10 +390,21 @@ export async function benchHistory(
       // dropped again, so both sizes free the same bytes with ten times the history around them at the larger one.
       if (pathBefore.length > 0) {
         await ensureMonths();
-        const refillMs = await addHistory(database, f, months(f.t0)[11].from, oldestMonthsEnd(f.t0) - 3_600_000, Number(drops[0][EMAILS_DELETED]), Number(drops[0]['events deleted']));
+        const refillMs = await addHistory(
+          database,
+          f,
+          months(f.t0)[11].from,
+          oldestMonthsEnd(f.t0) - 3_600_000,
+          Number(drops[0][EMAILS_DELETED]),
+          Number(drops[0]['events deleted']),
+        );
         await db.execute(sql`checkpoint`).catch(() => undefined);
-        sameDrops.push({ size: fmt(size), 'refill (s)': Number((refillMs / 1000).toFixed(1)), ...(await dropOldestMonth(config, database, f)) });
-        console.log('\nThe same month again (refilled with the first size\'s dropped rows, dropped again):');
+        sameDrops.push({
+          size: fmt(size),
+          'refill (s)': Number((refillMs / 1000).toFixed(1)),
+          ...(await dropOldestMonth(config, database, f)),
+        });
+        console.log("\nThe same month again (refilled with the first size's dropped rows, dropped again):");
         console.table([sameDrops[sameDrops.length - 1]]);
       }
     } finally {
@@ -346,7 +418,13 @@ export async function benchHistory(
   const comparison: Row[] = [...a.keys()].map((k) => {
     const x = a.get(k)!;
     const y = b.get(k)!;
-    const row: Row = { measure: k, [`${la} p50/p99 ms`]: `${x.p50} / ${x.p99}`, [`${lb} p50/p99 ms`]: `${y.p50} / ${y.p99}`, 'ratio p50': (y.p50 / x.p50).toFixed(2), 'ratio p99': (y.p99 / x.p99).toFixed(2) };
+    const row: Row = {
+      measure: k,
+      [`${la} p50/p99 ms`]: `${x.p50} / ${x.p99}`,
+      [`${lb} p50/p99 ms`]: `${y.p50} / ${y.p99}`,
+      'ratio p50': (y.p50 / x.p50).toFixed(2),
+      'ratio p99': (y.p99 / x.p99).toFixed(2),
+    };
     if (x.rps && y.rps) row['req/s'] = `${x.rps} → ${y.rps} (${(y.rps / x.rps).toFixed(2)}×)`;
     return row;
   });
@@ -373,7 +451,11 @@ export async function benchHistory(
     },
     ...(sameDrops.length === 2
       ? [
-          dropRow(`the same month again (${drops[0][EMAILS_DELETED]} emails, ${drops[0]['events deleted']} events at both sizes): its partitions`, 'partitions (s)', sameDrops),
+          dropRow(
+            `the same month again (${drops[0][EMAILS_DELETED]} emails, ${drops[0]['events deleted']} events at both sizes): its partitions`,
+            'partitions (s)',
+            sameDrops,
+          ),
           dropRow('the same month again: the whole retention pass', 'time (s)', sameDrops),
         ]
       : []),
@@ -382,7 +464,8 @@ export async function benchHistory(
   console.table(comparison);
   Object.assign(results, { fills, drops, sameDrops, comparison });
 
-  if (process.env.BENCH_HISTORY_CONNECTIONS !== '0') results.connections = await countConnections(env, database, project, spawnApp, stop);
+  if (process.env.BENCH_HISTORY_CONNECTIONS !== '0')
+    results.connections = await countConnections(env, database, project, spawnApp, stop);
   await db.execute(sql`drop table if exists bench_history_contacts`);
   return results;
 }

@@ -28,7 +28,12 @@ const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 const LOADS: { name: string; method: 'GET' | 'POST'; path: string; body?: unknown }[] = [
   { name: 'GET /contacts (first page)', method: 'GET', path: '/contacts?limit=50' },
   { name: 'GET /contacts?search=', method: 'GET', path: '/contacts?search=user12&limit=50' },
-  { name: 'POST /segments/preview', method: 'POST', path: '/segments/preview', body: { filter: [{ field: 'data.plan', operator: 'equals', value: 'pro' }], sampleSize: 10 } },
+  {
+    name: 'POST /segments/preview',
+    method: 'POST',
+    path: '/segments/preview',
+    body: { filter: [{ field: 'data.plan', operator: 'equals', value: 'pro' }], sampleSize: 10 },
+  },
   { name: 'GET /reputation', method: 'GET', path: '/reputation' },
 ];
 
@@ -53,9 +58,13 @@ async function seed(url: string, contacts: number): Promise<{ secretKey: string 
 }
 
 async function readsTo(port: number): Promise<{ replica: number; primary: number }> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+  const text = await (
+    await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+  ).text();
   const sum = (connection: string) =>
-    [...text.matchAll(new RegExp(`^mailroom_db_reads_total\\{connection="${connection}"[^}]*\\} (\\S+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
+    [
+      ...text.matchAll(new RegExp(`^mailroom_db_reads_total\\{connection="${connection}"[^}]*\\} (\\S+)$`, 'gm')),
+    ].reduce((n, m) => n + Number(m[1]), 0);
   return { replica: sum('replica'), primary: sum('primary') };
 }
 
@@ -63,7 +72,11 @@ async function readsTo(port: number): Promise<{ replica: number; primary: number
  * Runs the replica bench. `env`: the run's base environment (Redis, queue prefix, SES endpoint); its
  * `DATABASE_URL` is replaced by the throwaway primary's. @returns the printed rows.
  */
-export async function benchReplicas(env: Record<string, string>, spawnApp: Spawn, stop: (p: ChildProcess) => Promise<void>) {
+export async function benchReplicas(
+  env: Record<string, string>,
+  spawnApp: Spawn,
+  stop: (p: ChildProcess) => Promise<void>,
+) {
   const contacts = Number(process.env.BENCH_REPLICA_CONTACTS ?? 20_000);
   const seconds = Number(process.env.BENCH_REPLICA_SECONDS ?? 5);
   const rounds = Number(process.env.BENCH_REPLICA_ROUNDS ?? 2);
@@ -73,25 +86,43 @@ export async function benchReplicas(env: Record<string, string>, spawnApp: Spawn
     const { secretKey } = await seed(pair.primaryUrl, contacts);
     const [{ lsn }] = await pair.onPrimary<{ lsn: string }>('select pg_current_wal_insert_lsn()::text as lsn');
     for (let caughtUp = false; !caughtUp; await new Promise((r) => setTimeout(r, 200))) {
-      caughtUp = (await pair.onReplica<{ ok: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as ok', [lsn]))[0].ok;
+      caughtUp = (
+        await pair.onReplica<{ ok: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as ok', [lsn])
+      )[0].ok;
     }
-    const base = { ...env, DATABASE_URL: pair.primaryUrl, DB_POOL_SIZE: '10', RATE_LIMIT_PER_MINUTE: '10000000', ADMIN_TOKEN, LOG_LEVEL: 'warn' };
+    const base = {
+      ...env,
+      DATABASE_URL: pair.primaryUrl,
+      DB_POOL_SIZE: '10',
+      RATE_LIMIT_PER_MINUTE: '10000000',
+      ADMIN_TOKEN,
+      LOG_LEVEL: 'warn',
+    };
     for (const [name, extra] of [
       ['primary only', {}],
       ['with replica', { DATABASE_REPLICA_URLS: pair.replicaUrl }],
     ] as const) {
       const port = await freePort();
-      servers.push({ name, port, process: spawnApp('apps/api/src/server.ts', { ...base, ...extra, PORT: String(port) }) });
+      servers.push({
+        name,
+        port,
+        process: spawnApp('apps/api/src/server.ts', { ...base, ...extra, PORT: String(port) }),
+      });
       await waitForHttp(`http://127.0.0.1:${port}/health/ready`, 60_000);
     }
     // The replica's first check must have found it usable before the load starts.
     const withReplica = servers[1];
     for (let ok = false; !ok; await new Promise((r) => setTimeout(r, 200))) {
-      await fetch(`http://127.0.0.1:${withReplica.port}/contacts?limit=1`, { headers: { authorization: `Bearer ${secretKey}` } });
+      await fetch(`http://127.0.0.1:${withReplica.port}/contacts?limit=1`, {
+        headers: { authorization: `Bearer ${secretKey}` },
+      });
       ok = (await readsTo(withReplica.port)).replica > 0;
     }
 
-    const samples = new Map<string, { rps: number[]; mean: number[]; p99: number[]; primaryCpu: number[]; replicaCpu: number[]; errors: number }>();
+    const samples = new Map<
+      string,
+      { rps: number[]; mean: number[]; p99: number[]; primaryCpu: number[]; replicaCpu: number[]; errors: number }
+    >();
     const cpu = { primary: new BackendCpu(pair.primaryUrl), replica: new BackendCpu(pair.replicaUrl) };
     await Promise.all([cpu.primary.connect(), cpu.replica.connect()]);
     for (let round = 0; round < rounds; round++) {
@@ -137,7 +168,9 @@ export async function benchReplicas(env: Record<string, string>, spawnApp: Spawn
     }
     await Promise.all([cpu.primary.end(), cpu.replica.end()]);
     const routed = await Promise.all(servers.map(async (s) => ({ process: s.name, ...(await readsTo(s.port)) })));
-    console.log(`\nRead replicas (${contacts} contacts, 10 connections, ${seconds} s x ${rounds} rounds, means of the rounds; pairs are primary only / with replica; one machine)`);
+    console.log(
+      `\nRead replicas (${contacts} contacts, 10 connections, ${seconds} s x ${rounds} rounds, means of the rounds; pairs are primary only / with replica; one machine)`,
+    );
     console.table(rows);
     console.log('reads routed (mailroom_db_reads_total):');
     console.table(routed);

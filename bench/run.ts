@@ -86,10 +86,13 @@ let spawned = 0;
  */
 function startScriptNodeFlags(file: string): string[] {
   const built = file.replace('/src/', '/dist/').replace(/\.ts$/, '.js');
-  const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  const scripts = (
+    JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+  ).scripts;
   for (const [name, command] of Object.entries(scripts)) {
     const words = command.trim().split(/\s+/);
-    if (name.startsWith('start:') && words[0] === 'node' && words[words.length - 1] === built) return words.slice(1, -1);
+    if (name.startsWith('start:') && words[0] === 'node' && words[words.length - 1] === built)
+      return words.slice(1, -1);
   }
   return [];
 }
@@ -105,12 +108,21 @@ function startScriptNodeFlags(file: string): string[] {
 function spawnApp(file: string, env: Record<string, string>, nodeFlags: string[] = []): ChildProcess {
   const app = /^apps\/[^/]+\/src\/.+\.ts$/.test(file);
   const compiled = process.env.BENCH_COMPILED === '1' && app;
-  const args = compiled ? [path.join(ROOT, file.replace('/src/', '/dist/').replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, file)];
-  if (app) nodeFlags = [...startScriptNodeFlags(file), ...(process.env.BENCH_APP_NODE_FLAGS ?? '').split(' ').filter(Boolean), ...nodeFlags];
+  const args = compiled
+    ? [path.join(ROOT, file.replace('/src/', '/dist/').replace(/\.ts$/, '.js'))]
+    : ['--import', 'tsx', path.join(ROOT, file)];
+  if (app)
+    nodeFlags = [
+      ...startScriptNodeFlags(file),
+      ...(process.env.BENCH_APP_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+      ...nodeFlags,
+    ];
   // BENCH_LOG_DIR: each process's log (stdout) to a file of its own there, to read what a slow drain did.
   const logDir = process.env.BENCH_LOG_DIR;
   if (logDir) mkdirSync(logDir, { recursive: true });
-  const stdout = logDir ? openSync(path.join(logDir, `${path.basename(file, '.ts')}-${Date.now()}-${++spawned}.log`), 'w') : 'ignore';
+  const stdout = logDir
+    ? openSync(path.join(logDir, `${path.basename(file, '.ts')}-${Date.now()}-${++spawned}.log`), 'w')
+    : 'ignore';
   const child = spawn(process.execPath, [...nodeFlags, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env, TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json') },
@@ -121,7 +133,10 @@ function spawnApp(file: string, env: Record<string, string>, nodeFlags: string[]
   return child;
 }
 
-const stop = (p: ChildProcess) => new Promise<void>((resolve) => (p.exitCode !== null ? resolve() : (p.once('exit', () => resolve()), p.kill('SIGTERM'))));
+const stop = (p: ChildProcess) =>
+  new Promise<void>((resolve) =>
+    p.exitCode !== null ? resolve() : (p.once('exit', () => resolve()), p.kill('SIGTERM')),
+  );
 
 function table(title: string, rows: Record<string, string | number>[]): void {
   console.log(`\n${title}`);
@@ -154,11 +169,30 @@ async function main(): Promise<void> {
   if (which === 'partition-migration') {
     results.partitionMigration = await benchPartitionMigration(ADMIN_DB_URL);
     mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
-    writeFileSync(path.join(ROOT, 'bench/results/partition-migration.json'), JSON.stringify({ at: new Date().toISOString(), results }, null, 2));
+    writeFileSync(
+      path.join(ROOT, 'bench/results/partition-migration.json'),
+      JSON.stringify({ at: new Date().toISOString(), results }, null, 2),
+    );
     return;
   }
-  if (which && !['api', 'worker', 'contacts', 'campaigns', 'feedback', 'workflows', 'verify', 'history', 'smtp', 'replicas'].includes(which)) {
-    throw new Error(`unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows, verify, history, smtp, replicas or partition-migration`);
+  if (
+    which &&
+    ![
+      'api',
+      'worker',
+      'contacts',
+      'campaigns',
+      'feedback',
+      'workflows',
+      'verify',
+      'history',
+      'smtp',
+      'replicas',
+    ].includes(which)
+  ) {
+    throw new Error(
+      `unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows, verify, history, smtp, replicas or partition-migration`,
+    );
   }
   const dbName = process.env.BENCH_DATABASE ?? `mailroom_bench_${process.pid}`;
   const keep = process.env.BENCH_KEEP_DATABASE === '1' && process.env.BENCH_DATABASE !== undefined;
@@ -187,13 +221,19 @@ async function main(): Promise<void> {
       results.worker = await benchWorker(env, database, ses, await project(database), spawnApp);
       table('Worker', results.worker as Record<string, string | number>[]);
     }
-    if (!which || which === 'contacts') results.contacts = await benchContacts(env, config, database, await project(database), spawnApp, stop);
-    if (!which || which === 'campaigns') results.campaigns = await benchCampaigns(env, config, database, await project(database), spawnApp, stop);
-    if (!which || which === 'feedback') results.feedback = await benchFeedback(env, config, database, await project(database), spawnApp, stop);
-    if (!which || which === 'workflows') results.workflows = await benchWorkflows(env, config, database, await project(database), spawnApp, stop);
-    if (!which || which === 'verify') results.verify = await benchVerify(env, config, database, await project(database), spawnApp, stop);
+    if (!which || which === 'contacts')
+      results.contacts = await benchContacts(env, config, database, await project(database), spawnApp, stop);
+    if (!which || which === 'campaigns')
+      results.campaigns = await benchCampaigns(env, config, database, await project(database), spawnApp, stop);
+    if (!which || which === 'feedback')
+      results.feedback = await benchFeedback(env, config, database, await project(database), spawnApp, stop);
+    if (!which || which === 'workflows')
+      results.workflows = await benchWorkflows(env, config, database, await project(database), spawnApp, stop);
+    if (!which || which === 'verify')
+      results.verify = await benchVerify(env, config, database, await project(database), spawnApp, stop);
     if (which === 'smtp') results.smtp = await benchSmtp(env, database, await project(database), spawnApp, stop);
-    if (which === 'history') results.history = await benchHistory(env, database, await project(database), spawnApp, stop);
+    if (which === 'history')
+      results.history = await benchHistory(env, database, await project(database), spawnApp, stop);
     // On a primary and replica of its own (the shared cluster is never a replication source); run only when named.
     if (which === 'replicas') results.replicas = await benchReplicas(env, spawnApp, stop);
   } finally {
@@ -202,7 +242,10 @@ async function main(): Promise<void> {
     if (!keep) await dropDatabase(ADMIN_DB_URL, dbName).catch(() => undefined);
   }
   mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
-  writeFileSync(path.join(ROOT, 'bench/results/latest.json'), JSON.stringify({ at: new Date().toISOString(), results }, null, 2));
+  writeFileSync(
+    path.join(ROOT, 'bench/results/latest.json'),
+    JSON.stringify({ at: new Date().toISOString(), results }, null, 2),
+  );
 }
 
 main().then(

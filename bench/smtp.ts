@@ -49,7 +49,13 @@ async function waitForPort(port: number, ms: number): Promise<void> {
 let n = 0;
 
 /** 50 sessions sending 1-recipient messages for `seconds`: messages accepted, and each one's latency (ms). */
-async function smtpLoad(port: number, p: BenchProject, seconds: number, tls: boolean, messageId = false): Promise<{ messages: number; time: number; latencies: number[]; errors: number }> {
+async function smtpLoad(
+  port: number,
+  p: BenchProject,
+  seconds: number,
+  tls: boolean,
+  messageId = false,
+): Promise<{ messages: number; time: number; latencies: number[]; errors: number }> {
   const transport = nodemailer.createTransport({
     pool: true,
     maxConnections: 50,
@@ -90,7 +96,13 @@ async function smtpLoad(port: number, p: BenchProject, seconds: number, tls: boo
 }
 
 /** Runs the SMTP bench. @returns the printed rows. */
-export async function benchSmtp(env: Record<string, string>, database: Database, p: BenchProject, spawnApp: Spawn, stop: (c: ChildProcess) => Promise<void>) {
+export async function benchSmtp(
+  env: Record<string, string>,
+  database: Database,
+  p: BenchProject,
+  spawnApp: Spawn,
+  stop: (c: ChildProcess) => Promise<void>,
+) {
   const seconds = Number(process.env.BENCH_SECONDS ?? 9);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
   const files = await selfSignedFiles();
@@ -121,7 +133,12 @@ export async function benchSmtp(env: Record<string, string>, database: Database,
             setupRequest: (req) => ({
               ...req,
               headers: { authorization: `Bearer ${p.secretKey}`, 'content-type': 'application/json' },
-              body: JSON.stringify({ to: `h${n++}@bench.test`, from: `b@${p.domain}`, subject: 'Hello', body: '<p>Hi Ann</p>' }),
+              body: JSON.stringify({
+                to: `h${n++}@bench.test`,
+                from: `b@${p.domain}`,
+                subject: 'Hello',
+                body: '<p>Hi Ann</p>',
+              }),
             }),
           },
         ],
@@ -134,9 +151,18 @@ export async function benchSmtp(env: Record<string, string>, database: Database,
     await smtpLoad(plain, p, 2, false);
     const loads = [
       { name: 'POST /v1/send (HTTP, 50 connections)', run: http },
-      { name: 'SMTP STARTTLS (50 sessions)', run: async (s: number) => smtpStats(await smtpLoad(starttls, p, s, true)) },
-      { name: 'SMTP plain, local (50 sessions)', run: async (s: number) => smtpStats(await smtpLoad(plain, p, s, false)) },
-      { name: 'SMTP plain, client Message-ID (50 sessions)', run: async (s: number) => smtpStats(await smtpLoad(plain, p, s, false, true)) },
+      {
+        name: 'SMTP STARTTLS (50 sessions)',
+        run: async (s: number) => smtpStats(await smtpLoad(starttls, p, s, true)),
+      },
+      {
+        name: 'SMTP plain, local (50 sessions)',
+        run: async (s: number) => smtpStats(await smtpLoad(plain, p, s, false)),
+      },
+      {
+        name: 'SMTP plain, client Message-ID (50 sessions)',
+        run: async (s: number) => smtpStats(await smtpLoad(plain, p, s, false, true)),
+      },
     ];
     const got = loads.map(() => ({ messages: 0, time: 0, p99: [] as number[], errors: 0 }));
     for (let r = 0; r < rounds; r++) {
@@ -151,10 +177,20 @@ export async function benchSmtp(env: Record<string, string>, database: Database,
     const httpRate = got[0].messages / got[0].time;
     for (const [i, l] of loads.entries()) {
       const rate = got[i].messages / got[i].time;
-      rows.push({ load: `${l.name}, 1 recipient`, 'emails/s': Math.round(rate), 'p99 ms': Math.round(median(got[i].p99)), '÷ HTTP': (rate / httpRate).toFixed(2), errors: got[i].errors });
+      rows.push({
+        load: `${l.name}, 1 recipient`,
+        'emails/s': Math.round(rate),
+        'p99 ms': Math.round(median(got[i].p99)),
+        '÷ HTTP': (rate / httpRate).toFixed(2),
+        errors: got[i].errors,
+      });
     }
-    const stored = await database.pool.query<{ n: string }>(`select count(*) as n from emails where project_id = $1`, [p.id]);
-    console.log(`\nSMTP relay beside POST /v1/send (${seconds} s each in ${rounds} alternating rounds; ${stored.rows[0].n} emails stored in all, warm-up included)`);
+    const stored = await database.pool.query<{ n: string }>(`select count(*) as n from emails where project_id = $1`, [
+      p.id,
+    ]);
+    console.log(
+      `\nSMTP relay beside POST /v1/send (${seconds} s each in ${rounds} alternating rounds; ${stored.rows[0].n} emails stored in all, warm-up included)`,
+    );
     console.table(rows);
   } finally {
     await Promise.all([stop(api), stop(smtp)]);

@@ -25,11 +25,20 @@ export async function benchVerify(
   stop: (c: ChildProcess) => Promise<void>,
 ): Promise<Record<string, string | number>[]> {
   const total = Number(process.env.BENCH_VERIFY_REQUESTS ?? 5_000);
-  const zone: Record<string, { MX?: { exchange: string; priority: number }[]; A?: string[] }> = { 'warm.test': { MX: [{ exchange: 'mx.warm.test', priority: 10 }], A: ['192.0.2.1'] } };
-  for (let i = 0; i < total; i++) zone[`d${i}.cold.test`] = { MX: [{ exchange: `mx.d${i}.cold.test`, priority: 10 }], A: ['192.0.2.2'] };
+  const zone: Record<string, { MX?: { exchange: string; priority: number }[]; A?: string[] }> = {
+    'warm.test': { MX: [{ exchange: 'mx.warm.test', priority: 10 }], A: ['192.0.2.1'] },
+  };
+  for (let i = 0; i < total; i++)
+    zone[`d${i}.cold.test`] = { MX: [{ exchange: `mx.d${i}.cold.test`, priority: 10 }], A: ['192.0.2.2'] };
   const dns = await startDnsServer(zone);
   const port = await freePort();
-  const api = spawnApp('apps/api/src/server.ts', { ...env, PORT: String(port), RATE_LIMIT_PER_MINUTE: '10000000', DNS_SERVERS: dns.server, DNS_TIMEOUT_MS: '1000' });
+  const api = spawnApp('apps/api/src/server.ts', {
+    ...env,
+    PORT: String(port),
+    RATE_LIMIT_PER_MINUTE: '10000000',
+    DNS_SERVERS: dns.server,
+    DNS_TIMEOUT_MS: '1000',
+  });
   await waitForHttp(`http://127.0.0.1:${port}/health/ready`, 30_000);
   const rows: Record<string, string | number>[] = [];
   try {

@@ -50,14 +50,23 @@ const raw = Buffer.from(
     '',
   ].join('\r\n'),
 );
-const body = JSON.stringify({ FromEmailAddress: 'w@ceiling.example.com', Destination: { ToAddresses: ['someone@bench.test'] }, Content: { Raw: { Data: raw.toString('base64') } } });
+const body = JSON.stringify({
+  FromEmailAddress: 'w@ceiling.example.com',
+  Destination: { ToAddresses: ['someone@bench.test'] },
+  Content: { Raw: { Data: raw.toString('base64') } },
+});
 
 /** The emulator wants an `AWS…` Authorization header and checks nothing in it: a fixed one, nothing signed. */
-const AUTHORIZATION = 'AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/ses/aws4_request, SignedHeaders=host, Signature=0';
+const AUTHORIZATION =
+  'AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/ses/aws4_request, SignedHeaders=host, Signature=0';
 
 function sendEmail(): Promise<string> {
   return new Promise((resolve, reject) => {
-    const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: AUTHORIZATION };
+    const headers = {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      authorization: AUTHORIZATION,
+    };
     const req = http.request(ses, { method: 'POST', agent, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
@@ -75,7 +84,10 @@ const worker = new Worker<{ emailId: string }>(
   'send',
   async (job) => {
     const messageId = await sendEmail();
-    await pool.query(`update emails set status = 'sent', message_id = $2, sent_at = now(), updated_at = now() where id = $1::uuid`, [job.data.emailId, messageId]);
+    await pool.query(
+      `update emails set status = 'sent', message_id = $2, sent_at = now(), updated_at = now() where id = $1::uuid`,
+      [job.data.emailId, messageId],
+    );
   },
   { connection: redis, prefix: env('QUEUE_PREFIX'), concurrency },
 );

@@ -42,7 +42,14 @@ type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) =
 type Rows = Record<string, string | number>[];
 
 /** Accepts `count` emails through the send path (rows + jobs) under `config`'s queue prefix. @returns their ids. */
-async function enqueue(config: Config, database: Database, count: number, domain: string, projectId: string, tag: string): Promise<string[]> {
+async function enqueue(
+  config: Config,
+  database: Database,
+  count: number,
+  domain: string,
+  projectId: string,
+  tag: string,
+): Promise<string[]> {
   const redis = createRedis(config, 'producer');
   await new Promise((r) => redis.once('ready', r));
   const sendQueue = createSendQueue(config, redis);
@@ -52,7 +59,12 @@ async function enqueue(config: Config, database: Database, count: number, domain
   for (let i = 0; i < count; i += 100) {
     const to = Array.from({ length: Math.min(100, count - i) }, (_, j) => `${tag}${i + j}@bench.test`);
     const jobs: (() => Promise<void>)[] = [];
-    const r = await acceptSend({ config, db: database.db, sendQueue, webhookQueue, log }, projectId, { to, from: `w@${domain}`, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', data: { name: 'Ann' } }, (fn) => jobs.push(fn));
+    const r = await acceptSend(
+      { config, db: database.db, sendQueue, webhookQueue, log },
+      projectId,
+      { to, from: `w@${domain}`, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', data: { name: 'Ann' } },
+      (fn) => jobs.push(fn),
+    );
     for (const job of jobs) await job();
     ids.push(...r.emails.map((e) => e.email));
   }
@@ -80,7 +92,9 @@ function idRange(ids: string[]): { lo: string; hi: string } {
  * from 3,710 to 1,430 ms with the range.
  */
 async function sentCount(database: Database, range: { lo: string; hi: string }): Promise<number> {
-  const r = await database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where id between ${range.lo}::uuid and ${range.hi}::uuid and status = 'sent'`);
+  const r = await database.db.execute<{ n: number }>(
+    sql`select count(*)::int as n from emails where id between ${range.lo}::uuid and ${range.hi}::uuid and status = 'sent'`,
+  );
   return r.rows[0].n;
 }
 
@@ -138,7 +152,14 @@ function servicesCpuMs(): Record<Service, number> {
     } catch {
       continue;
     }
-    const service: Service | undefined = comm === 'postgres' ? 'postgres' : comm.startsWith('redis-server') ? 'redis' : cmdline.includes('aws-ses-v2-local') ? 'emulator' : undefined;
+    const service: Service | undefined =
+      comm === 'postgres'
+        ? 'postgres'
+        : comm.startsWith('redis-server')
+          ? 'redis'
+          : cmdline.includes('aws-ses-v2-local')
+            ? 'emulator'
+            : undefined;
     if (service) sums[service] += processCpuMs(Number(pid));
   }
   return sums;
@@ -146,12 +167,21 @@ function servicesCpuMs(): Record<Service, number> {
 
 /** Transactions committed so far in the current database (counted when a backend reports, at the latest on exit). */
 async function commits(database: Database): Promise<number> {
-  const r = await database.db.execute<{ n: string }>(sql`select xact_commit as n from pg_stat_database where datname = current_database()`);
+  const r = await database.db.execute<{ n: string }>(
+    sql`select xact_commit as n from pg_stat_database where datname = current_database()`,
+  );
   return Number(r.rows[0].n);
 }
 
 /** Runs one drain: enqueue, spawn `processes` processes, wait for every row `sent`, stop them. */
-async function drain(start: () => ChildProcess[], env: Record<string, string>, database: Database, p: { id: string; domain: string }, total: number, tag: string): Promise<Drain> {
+async function drain(
+  start: () => ChildProcess[],
+  env: Record<string, string>,
+  database: Database,
+  p: { id: string; domain: string },
+  total: number,
+  tag: string,
+): Promise<Drain> {
   const ids = await enqueue(loadConfig(env), database, total, p.domain, p.id, tag);
   const range = idRange(ids);
   const committedBefore = await commits(database);
@@ -174,20 +204,38 @@ async function drain(start: () => ChildProcess[], env: Record<string, string>, d
   }
   const seconds = (performance.now() - started) / 1000;
   // The range counted only this drain's emails (see `idRange`): checked once against the id list.
-  const exact = await database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where id = any(${idArray(ids)}::uuid[]) and status = 'sent'`);
-  if (exact.rows[0].n !== total) throw new Error(`${tag}: ${exact.rows[0].n} of the drain's ${total} emails sent, but the id range counted ${sent}`);
+  const exact = await database.db.execute<{ n: number }>(
+    sql`select count(*)::int as n from emails where id = any(${idArray(ids)}::uuid[]) and status = 'sent'`,
+  );
+  if (exact.rows[0].n !== total)
+    throw new Error(`${tag}: ${exact.rows[0].n} of the drain's ${total} emails sent, but the id range counted ${sent}`);
   const cpuMsPerEmail = cpuFrom ? (cpuNow() - cpuFrom.ms) / (sent - cpuFrom.sent) : NaN;
   const servicesNow = servicesCpuMs();
   const perEmail = (k: Service) => (cpuFrom ? (servicesNow[k] - cpuFrom.services[k]) / (sent - cpuFrom.sent) : NaN);
-  const servicesCpuMsPerEmail = { postgres: perEmail('postgres'), redis: perEmail('redis'), emulator: perEmail('emulator') };
+  const servicesCpuMsPerEmail = {
+    postgres: perEmail('postgres'),
+    redis: perEmail('redis'),
+    emulator: perEmail('emulator'),
+  };
   const peakRssMiB = Math.max(...children.map((c) => (c.pid ? memory(c.pid).peak : NaN)));
   await Promise.all(children.map(stopChild));
   await database.db.execute(sql`select pg_stat_clear_snapshot()`);
   const commitsPerEmail = ((await commits(database)) - committedBefore) / total;
-  return { steady: await steadyRate(database, ids), withStartUp: sent / seconds, seconds, commitsPerEmail, cpuMsPerEmail, servicesCpuMsPerEmail, peakRssMiB };
+  return {
+    steady: await steadyRate(database, ids),
+    withStartUp: sent / seconds,
+    seconds,
+    commitsPerEmail,
+    cpuMsPerEmail,
+    servicesCpuMsPerEmail,
+    peakRssMiB,
+  };
 }
 
-const stopChild = (c: ChildProcess) => new Promise<void>((resolve) => (c.exitCode !== null ? resolve() : (c.once('exit', () => resolve()), c.kill('SIGTERM'))));
+const stopChild = (c: ChildProcess) =>
+  new Promise<void>((resolve) =>
+    c.exitCode !== null ? resolve() : (c.once('exit', () => resolve()), c.kill('SIGTERM')),
+  );
 
 /** Spawns the worker of another checkout (`BENCH_WORKER_B_DIR`). */
 function spawnFrom(dir: string, env: Record<string, string>): ChildProcess {
@@ -232,25 +280,75 @@ export async function benchWorker(
       });
       const label = `${processes} process${processes > 1 ? 'es' : ''}`;
       const ceilingEnv = env('ceiling');
-      const ceiling = await drain(() => Array.from({ length: processes }, () => spawnApp('bench/worker-ceiling.ts', ceilingEnv)), ceilingEnv, database, p, total, `c${n++}-`);
+      const ceiling = await drain(
+        () => Array.from({ length: processes }, () => spawnApp('bench/worker-ceiling.ts', ceilingEnv)),
+        ceilingEnv,
+        database,
+        p,
+        total,
+        `c${n++}-`,
+      );
       const workerEnv = env('worker');
-      const worker = await drain(() => Array.from({ length: processes }, (_, i) => spawnApp('apps/worker/src/main.ts', workerEnv, i === 0 ? profile : [])), workerEnv, database, p, total, `w${n++}-`);
+      const worker = await drain(
+        () =>
+          Array.from({ length: processes }, (_, i) =>
+            spawnApp('apps/worker/src/main.ts', workerEnv, i === 0 ? profile : []),
+          ),
+        workerEnv,
+        database,
+        p,
+        total,
+        `w${n++}-`,
+      );
       rows.push({ measure: `round ${round}, ${label}: ceiling`, value: fmt(ceiling) });
-      rows.push({ measure: `round ${round}, ${label}: worker`, value: `${fmt(worker)}; ratio ${(worker.steady / ceiling.steady).toFixed(2)}× steady, ${(worker.withStartUp / ceiling.withStartUp).toFixed(2)}× incl. start-up` });
+      rows.push({
+        measure: `round ${round}, ${label}: worker`,
+        value: `${fmt(worker)}; ratio ${(worker.steady / ceiling.steady).toFixed(2)}× steady, ${(worker.withStartUp / ceiling.withStartUp).toFixed(2)}× incl. start-up`,
+      });
       if (flagsB.length > 0) {
         const fEnv = env('flags');
-        const f = await drain(() => Array.from({ length: processes }, () => spawnApp('apps/worker/src/main.ts', fEnv, flagsB)), fEnv, database, p, total, `f${n++}-`);
-        rows.push({ measure: `round ${round}, ${label}: worker with ${flagsB.join(' ')}`, value: `${fmt(f)}; ratio ${(f.steady / ceiling.steady).toFixed(2)}× steady` });
+        const f = await drain(
+          () => Array.from({ length: processes }, () => spawnApp('apps/worker/src/main.ts', fEnv, flagsB)),
+          fEnv,
+          database,
+          p,
+          total,
+          `f${n++}-`,
+        );
+        rows.push({
+          measure: `round ${round}, ${label}: worker with ${flagsB.join(' ')}`,
+          value: `${fmt(f)}; ratio ${(f.steady / ceiling.steady).toFixed(2)}× steady`,
+        });
       }
       if (concurrencyB) {
         const kEnv = { ...env('k'), WORKER_CONCURRENCY: concurrencyB };
-        const k = await drain(() => Array.from({ length: processes }, () => spawnApp('apps/worker/src/main.ts', kEnv)), kEnv, database, p, total, `k${n++}-`);
-        rows.push({ measure: `round ${round}, ${label}: worker at WORKER_CONCURRENCY ${concurrencyB}`, value: `${fmt(k)}; ratio ${(k.steady / ceiling.steady).toFixed(2)}× steady` });
+        const k = await drain(
+          () => Array.from({ length: processes }, () => spawnApp('apps/worker/src/main.ts', kEnv)),
+          kEnv,
+          database,
+          p,
+          total,
+          `k${n++}-`,
+        );
+        rows.push({
+          measure: `round ${round}, ${label}: worker at WORKER_CONCURRENCY ${concurrencyB}`,
+          value: `${fmt(k)}; ratio ${(k.steady / ceiling.steady).toFixed(2)}× steady`,
+        });
       }
       if (other) {
         const bEnv = env('b');
-        const b = await drain(() => Array.from({ length: processes }, () => spawnFrom(other, bEnv)), bEnv, database, p, total, `b${n++}-`);
-        rows.push({ measure: `round ${round}, ${label}: worker of ${other}`, value: `${fmt(b)}; ratio ${(b.steady / ceiling.steady).toFixed(2)}× steady` });
+        const b = await drain(
+          () => Array.from({ length: processes }, () => spawnFrom(other, bEnv)),
+          bEnv,
+          database,
+          p,
+          total,
+          `b${n++}-`,
+        );
+        rows.push({
+          measure: `round ${round}, ${label}: worker of ${other}`,
+          value: `${fmt(b)}; ratio ${(b.steady / ceiling.steady).toFixed(2)}× steady`,
+        });
       }
     }
   }
@@ -258,13 +356,20 @@ export async function benchWorker(
   if (process.env.BENCH_WORKER_LIMITER === '0') return rows;
   // Limiter accuracy at 14/s with two processes, arrival times at the recording proxy.
   const count = 140;
-  const rateEnv = { ...baseEnv, QUEUE_PREFIX: `{bench-rate-${Date.now()}}`, SES_MAX_SEND_RATE: '14', WORKER_HEALTH_PORT: '0' };
+  const rateEnv = {
+    ...baseEnv,
+    QUEUE_PREFIX: `{bench-rate-${Date.now()}}`,
+    SES_MAX_SEND_RATE: '14',
+    WORKER_HEALTH_PORT: '0',
+  };
   const rateIds = await enqueue(loadConfig(rateEnv), database, count, p.domain, p.id, 'rate');
   const workers = [spawnApp('apps/worker/src/main.ts', rateEnv), spawnApp('apps/worker/src/main.ts', rateEnv)];
   const rateRange = idRange(rateIds);
   while ((await sentCount(database, rateRange)) < count) await new Promise((r) => setTimeout(r, 200));
   await Promise.all(workers.map(stopChild));
-  const recorded = (await (await fetch(`${ses.endpoint}/__recorded`, { method: 'POST', body: JSON.stringify({ toPrefix: 'rate' }) })).json()) as RecordedSend[];
+  const recorded = (await (
+    await fetch(`${ses.endpoint}/__recorded`, { method: 'POST', body: JSON.stringify({ toPrefix: 'rate' }) })
+  ).json()) as RecordedSend[];
   const times = recorded.map((s) => s.at).sort((a, b) => a - b);
   let busiest = 0;
   for (let i = 0, j = 0; i < times.length; i++) {
@@ -273,8 +378,14 @@ export async function benchWorker(
   }
   const tightest = Math.min(...times.slice(14).map((t, i) => t - times[i]));
   const rate = (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
-  rows.push({ measure: `limiter at 14/s, 2 worker processes, ${count} emails: achieved rate`, value: `${rate.toFixed(2)} emails/s` });
+  rows.push({
+    measure: `limiter at 14/s, 2 worker processes, ${count} emails: achieved rate`,
+    value: `${rate.toFixed(2)} emails/s`,
+  });
   rows.push({ measure: 'limiter: busiest one-second window (must be ≤ 14)', value: busiest });
-  rows.push({ measure: 'limiter: tightest span of 15 consecutive sends (must be ≥ 1000 ms)', value: `${tightest.toFixed(1)} ms` });
+  rows.push({
+    measure: 'limiter: tightest span of 15 consecutive sends (must be ≥ 1000 ms)',
+    value: `${tightest.toFixed(1)} ms`,
+  });
   return rows;
 }

@@ -30,7 +30,10 @@ async function track(port: number, key: string, total: number, event: string, ta
       {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-        setupRequest: (req) => ({ ...req, body: JSON.stringify({ email: `wf${next++}-${tag}@bench.test`, event, data: { plan: 'pro' } }) }),
+        setupRequest: (req) => ({
+          ...req,
+          body: JSON.stringify({ email: `wf${next++}-${tag}@bench.test`, event, data: { plan: 'pro' } }),
+        }),
       },
     ],
   });
@@ -41,7 +44,11 @@ async function track(port: number, key: string, total: number, event: string, ta
 async function benchWorkflow(database: Database, projectId: string, event: string): Promise<string> {
   const { db } = database;
   const w = await createWorkflow(db, projectId, { name: event, triggerType: 'EVENT', triggerEvent: event });
-  const update = await insertStep(db, projectId, w.id, { type: 'UPDATE_CONTACT', name: 'tag', config: { data: { welcomed: true } } });
+  const update = await insertStep(db, projectId, w.id, {
+    type: 'UPDATE_CONTACT',
+    name: 'tag',
+    config: { data: { welcomed: true } },
+  });
   const exit = await insertStep(db, projectId, w.id, { type: 'EXIT', name: 'done', config: { reason: 'bench' } });
   await insertTransition(db, projectId, w.id, { fromStepId: null, toStepId: update.id, branch: 'next' });
   await insertTransition(db, projectId, w.id, { fromStepId: update.id, toStepId: exit.id, branch: 'next' });
@@ -51,7 +58,9 @@ async function benchWorkflow(database: Database, projectId: string, event: strin
 async function waitExited(database: Database, workflowId: string, total: number): Promise<void> {
   const deadline = Date.now() + 900_000;
   for (;;) {
-    const r = await database.db.execute<{ n: number }>(sql`select count(*)::int as n from workflow_executions where workflow_id = ${workflowId}::uuid and status = 'EXITED'`);
+    const r = await database.db.execute<{ n: number }>(
+      sql`select count(*)::int as n from workflow_executions where workflow_id = ${workflowId}::uuid and status = 'EXITED'`,
+    );
     if (r.rows[0].n >= total || Date.now() > deadline) return;
     await new Promise((res) => setTimeout(res, 200));
   }
@@ -98,30 +107,53 @@ export async function benchWorkflows(
   let worker: ChildProcess | undefined;
   try {
     const tag = Date.now().toString(36);
-    rows.push({ measure: `/v1/track, no workflow on the event (${total} new contacts, worker stopped)`, value: await track(port, p.secretKey, total, 'bench.browse', `b${tag}`) });
+    rows.push({
+      measure: `/v1/track, no workflow on the event (${total} new contacts, worker stopped)`,
+      value: await track(port, p.secretKey, total, 'bench.browse', `b${tag}`),
+    });
     await updateWorkflow(database.db, p.id, burstWf, { enabled: true });
-    rows.push({ measure: `/v1/track, each event starts an execution (${total} new contacts, worker stopped)`, value: await track(port, p.secretKey, total, 'bench.signup', `s${tag}`) });
+    rows.push({
+      measure: `/v1/track, each event starts an execution (${total} new contacts, worker stopped)`,
+      value: await track(port, p.secretKey, total, 'bench.signup', `s${tag}`),
+    });
 
     const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
     worker = spawnApp('apps/worker/src/main.ts', { ...env, WORKER_HEALTH_PORT: '0' }, profile);
     await waitExited(database, burstWf, total);
     const b = await stats(database, burstWf);
-    rows.push({ measure: `burst waiting in the inbox: executions started (one per event)`, value: `${b.executions} of ${total}, ${b.finished} finished` });
-    rows.push({ measure: 'burst: executions started per second (first → last created)', value: `${Math.round(b.executions / b.start_span_s)} /s over ${b.start_span_s.toFixed(1)} s` });
-    rows.push({ measure: 'burst: executions finished per second (first created → last EXITED; 2 steps each)', value: `${Math.round(b.finished / b.finish_span_s)} /s over ${b.finish_span_s.toFixed(1)} s` });
+    rows.push({
+      measure: `burst waiting in the inbox: executions started (one per event)`,
+      value: `${b.executions} of ${total}, ${b.finished} finished`,
+    });
+    rows.push({
+      measure: 'burst: executions started per second (first → last created)',
+      value: `${Math.round(b.executions / b.start_span_s)} /s over ${b.start_span_s.toFixed(1)} s`,
+    });
+    rows.push({
+      measure: 'burst: executions finished per second (first created → last EXITED; 2 steps each)',
+      value: `${Math.round(b.finished / b.finish_span_s)} /s over ${b.finish_span_s.toFixed(1)} s`,
+    });
 
     await updateWorkflow(database.db, p.id, steadyWf, { enabled: true });
     const rate = Number(process.env.BENCH_WORKFLOW_RATE ?? 100);
     const steady = rate * 30;
-    rows.push({ measure: `/v1/track at a steady ${rate} events/s (${steady}), worker running`, value: await track(port, p.secretKey, steady, 'bench.steady', `t${tag}`, rate) });
+    rows.push({
+      measure: `/v1/track at a steady ${rate} events/s (${steady}), worker running`,
+      value: await track(port, p.secretKey, steady, 'bench.steady', `t${tag}`, rate),
+    });
     await waitExited(database, steadyWf, steady);
     const s = await stats(database, steadyWf);
-    rows.push({ measure: `steady ${rate}/s: lag event → first step started, p50 / p95 / p99 / max`, value: `${Math.round(s.p50)} / ${Math.round(s.p95)} / ${Math.round(s.p99)} / ${Math.round(s.max)} ms` });
+    rows.push({
+      measure: `steady ${rate}/s: lag event → first step started, p50 / p95 / p99 / max`,
+      value: `${Math.round(s.p50)} / ${Math.round(s.p95)} / ${Math.round(s.p99)} / ${Math.round(s.max)} ms`,
+    });
   } finally {
     await stop(api);
     if (worker) await stop(worker);
   }
-  console.log(`\nWorkflows (API and one worker, each in its own process, on 2 cores shared with Postgres, Redis and the load generator)`);
+  console.log(
+    `\nWorkflows (API and one worker, each in its own process, on 2 cores shared with Postgres, Redis and the load generator)`,
+  );
   console.table(rows);
   return rows;
 }

@@ -29,7 +29,9 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const at = first === -1 ? Math.min(actual.length, expected.length) : first;
-  console.error(`${shown} is stale at line ${at + 1}: run npm run client:generate\n  checked in: ${actual[at] ?? '(end of file)'}\n  generated:  ${expected[at] ?? '(end of file)'}`);
+  console.error(
+    `${shown} is stale at line ${at + 1}: run npm run client:generate\n  checked in: ${actual[at] ?? '(end of file)'}\n  generated:  ${expected[at] ?? '(end of file)'}`,
+  );
   return 1;
 }
 

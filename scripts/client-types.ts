@@ -38,7 +38,10 @@ export function withRetryableFlag<D extends object>(doc: D): D {
   const copy = structuredClone(doc) as D & { components?: { schemas?: { Error?: ErrorSchema } } };
   const errorProps = copy.components?.schemas?.Error?.properties?.error?.properties;
   if (errorProps && !('retryable' in errorProps)) {
-    errorProps.retryable = { type: 'boolean', description: 'whether the same request may succeed later (retry after Retry-After, if given)' };
+    errorProps.retryable = {
+      type: 'boolean',
+      description: 'whether the same request may succeed later (retry after Retry-After, if given)',
+    };
   }
   return copy;
 }

@@ -57,15 +57,19 @@ function psqlPath() {
   if (spawnSync('sh', ['-c', 'command -v psql'], { stdio: 'ignore' }).status === 0) return 'psql';
   const base = '/usr/lib/postgresql';
   if (!existsSync(base)) return undefined;
-  const versions = readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin', 'psql'))).sort((a, b) => Number(a) - Number(b));
+  const versions = readdirSync(base)
+    .filter((v) => existsSync(path.join(base, v, 'bin', 'psql')))
+    .sort((a, b) => Number(a) - Number(b));
   return versions.length ? path.join(base, versions[versions.length - 1], 'bin', 'psql') : undefined;
 }
 
 /** How to run a command as the `postgres` OS user without a password: runuser as root, else `sudo -n`. */
 function asPostgresUser() {
   if (spawnSync('id', ['-u', 'postgres'], { stdio: 'ignore' }).status !== 0) return undefined;
-  if (process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v runuser'], { stdio: 'ignore' }).status === 0) return ['runuser', '-u', 'postgres', '--'];
-  if (spawnSync('sudo', ['-n', '-u', 'postgres', 'true'], { stdio: 'ignore' }).status === 0) return ['sudo', '-n', '-u', 'postgres'];
+  if (process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v runuser'], { stdio: 'ignore' }).status === 0)
+    return ['runuser', '-u', 'postgres', '--'];
+  if (spawnSync('sudo', ['-n', '-u', 'postgres', 'true'], { stdio: 'ignore' }).status === 0)
+    return ['sudo', '-n', '-u', 'postgres'];
   return undefined;
 }
 
@@ -98,21 +102,42 @@ export async function ensurePostgresLogin(url, opts = {}) {
   const user = decodeURIComponent(u.username) || 'postgres';
   const password = decodeURIComponent(u.password);
   if (!AUTH_FAILURES.has(first.code)) return { ok: false, message: `Postgres at ${u.host}: ${first.message}` };
-  if (!LOCAL_HOSTS.has(u.hostname)) return { ok: false, message: `Postgres at ${u.host} refused DATABASE_URL's login: ${first.message}` };
+  if (!LOCAL_HOSTS.has(u.hostname))
+    return { ok: false, message: `Postgres at ${u.host} refused DATABASE_URL's login: ${first.message}` };
   if (!password) {
-    return { ok: false, message: `Postgres at ${u.host} refused role "${user}" without a password: ${first.message}\nPut a password in DATABASE_URL; then:\n\n${instructions(u, user, password)}` };
+    return {
+      ok: false,
+      message: `Postgres at ${u.host} refused role "${user}" without a password: ${first.message}\nPut a password in DATABASE_URL; then:\n\n${instructions(u, user, password)}`,
+    };
   }
   const psql = psqlPath();
   const runAs = asPostgresUser();
   if (!psql || !runAs) return { ok: false, message: `${first.message}\n\n${instructions(u, user, password)}` };
-  const args = [...runAs, psql, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-p', String(u.port || 5432), ...(opts.socketDir ? ['-h', opts.socketDir] : []), '-d', 'postgres'];
+  const args = [
+    ...runAs,
+    psql,
+    '-X',
+    '-q',
+    '-v',
+    'ON_ERROR_STOP=1',
+    '-p',
+    String(u.port || 5432),
+    ...(opts.socketDir ? ['-h', opts.socketDir] : []),
+    '-d',
+    'postgres',
+  ];
   const r = spawnSync(args[0], args.slice(1), { input: roleSql(user, password), encoding: 'utf8', cwd: '/' });
   if (r.status !== 0) {
-    return { ok: false, message: `${first.message}\nCreating the role through the socket failed: ${(r.stderr || r.error?.message || '').trim()}\n\n${instructions(u, user, password)}` };
+    return {
+      ok: false,
+      message: `${first.message}\nCreating the role through the socket failed: ${(r.stderr || r.error?.message || '').trim()}\n\n${instructions(u, user, password)}`,
+    };
   }
   const again = await tryLogin(url);
   if (again) return { ok: false, message: `${again.message}\n\n${instructions(u, user, password)}` };
-  log(`Postgres: role "${user}" can now log in with DATABASE_URL's password (set through the local socket as the postgres OS user).`);
+  log(
+    `Postgres: role "${user}" can now log in with DATABASE_URL's password (set through the local socket as the postgres OS user).`,
+  );
   return { ok: true, changed: true };
 }
 

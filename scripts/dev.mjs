@@ -62,11 +62,21 @@ if (!existsSync(path.join(root, 'node_modules'))) {
   execFileSync('npm', ['install', '--no-audit', '--no-fund'], { stdio: 'inherit' });
 }
 
-await ensure('Postgres', env.DATABASE_URL, 5432, () => {
-  if (!has('pg_ctlcluster') || !existsSync('/etc/postgresql')) return false;
-  const versions = execFileSync('ls', ['/etc/postgresql']).toString().trim().split('\n');
-  return spawnSync('pg_ctlcluster', ['--skip-systemctl-redirect', versions[versions.length - 1], 'main', 'start'], { stdio: 'inherit' }).status === 0;
-}, 'Install it (Debian/Ubuntu: sudo apt-get install postgresql; macOS: brew install postgresql) or run\n  docker compose up -d postgres\nthen set DATABASE_URL if it is not postgres://postgres:postgres@127.0.0.1:5432/mailroom.');
+await ensure(
+  'Postgres',
+  env.DATABASE_URL,
+  5432,
+  () => {
+    if (!has('pg_ctlcluster') || !existsSync('/etc/postgresql')) return false;
+    const versions = execFileSync('ls', ['/etc/postgresql']).toString().trim().split('\n');
+    return (
+      spawnSync('pg_ctlcluster', ['--skip-systemctl-redirect', versions[versions.length - 1], 'main', 'start'], {
+        stdio: 'inherit',
+      }).status === 0
+    );
+  },
+  'Install it (Debian/Ubuntu: sudo apt-get install postgresql; macOS: brew install postgresql) or run\n  docker compose up -d postgres\nthen set DATABASE_URL if it is not postgres://postgres:postgres@127.0.0.1:5432/mailroom.',
+);
 
 const login = await ensurePostgresLogin(env.DATABASE_URL);
 if (!login.ok) {
@@ -74,15 +84,28 @@ if (!login.ok) {
   process.exit(1);
 }
 
-await ensure('Redis', env.REDIS_URL, 6379, () => {
-  if (!has('redis-server')) return false;
-  return spawnSync('redis-server', ['--daemonize', 'yes', '--bind', '127.0.0.1', '--port', '6379', '--save', '', '--appendonly', 'no'], { stdio: 'inherit' }).status === 0;
-}, 'Install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis) or run\n  docker compose up -d redis\nthen set REDIS_URL if it is not redis://127.0.0.1:6379.');
+await ensure(
+  'Redis',
+  env.REDIS_URL,
+  6379,
+  () => {
+    if (!has('redis-server')) return false;
+    return (
+      spawnSync(
+        'redis-server',
+        ['--daemonize', 'yes', '--bind', '127.0.0.1', '--port', '6379', '--save', '', '--appendonly', 'no'],
+        { stdio: 'inherit' },
+      ).status === 0
+    );
+  },
+  'Install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis) or run\n  docker compose up -d redis\nthen set REDIS_URL if it is not redis://127.0.0.1:6379.',
+);
 
 const tsxCli = path.join(root, 'node_modules/tsx/dist/cli.mjs');
 const tsx = [tsxCli, '--tsconfig', 'tsconfig.json'];
 const tsxWatch = [tsxCli, 'watch', '--tsconfig', 'tsconfig.json', '--clear-screen=false'];
-const run = (args) => execFileSync(process.execPath, [...tsx, ...args], { env, stdio: ['ignore', 'pipe', 'inherit'] }).toString();
+const run = (args) =>
+  execFileSync(process.execPath, [...tsx, ...args], { env, stdio: ['ignore', 'pipe', 'inherit'] }).toString();
 
 run(['packages/db/src/migrate-cli.ts']);
 const project = JSON.parse(run(['apps/api/src/cli.ts', 'dev', 'setup', '--domain', 'example.com']));
@@ -106,13 +129,29 @@ process.on('SIGTERM', shutdown);
 
 const sesUrl = new URL(env.SES_ENDPOINT);
 if (['127.0.0.1', 'localhost'].includes(sesUrl.hostname) && !(await answers(env.SES_ENDPOINT, 8005))) {
-  start('ses emulator', [path.join(root, 'node_modules/aws-ses-v2-local/dist/cli.js'), '--host', '127.0.0.1', '--port', sesUrl.port || '8005']);
+  start('ses emulator', [
+    path.join(root, 'node_modules/aws-ses-v2-local/dist/cli.js'),
+    '--host',
+    '127.0.0.1',
+    '--port',
+    sesUrl.port || '8005',
+  ]);
 }
 start('api', [...tsxWatch, 'apps/api/src/server.ts']);
 start('worker', [...tsxWatch, 'apps/worker/src/main.ts']);
 // The SMTP relay on a local plain port (no certificate needed; never like this in production).
-const smtpEnv = { SMTP_PORT: '0', SMTP_TLS_PORT: '0', SMTP_PLAIN_PORT: process.env.SMTP_PLAIN_PORT ?? '2525', SMTP_ALLOW_INSECURE: 'true' };
-children.push(spawn(process.execPath, [...tsxWatch, 'apps/api/src/smtp-server.ts'], { env: { ...env, ...smtpEnv }, stdio: 'inherit' }));
+const smtpEnv = {
+  SMTP_PORT: '0',
+  SMTP_TLS_PORT: '0',
+  SMTP_PLAIN_PORT: process.env.SMTP_PLAIN_PORT ?? '2525',
+  SMTP_ALLOW_INSECURE: 'true',
+};
+children.push(
+  spawn(process.execPath, [...tsxWatch, 'apps/api/src/smtp-server.ts'], {
+    env: { ...env, ...smtpEnv },
+    stdio: 'inherit',
+  }),
+);
 
 let up = false;
 for (let i = 0; i < 60 && !(up = await answers(`http://127.0.0.1:${port}`, port)); i++) await sleep(500);

@@ -14,7 +14,16 @@ import { generateKey, hashKey } from '@mailroom/platform/keys';
 import { apiKeys, projects } from '@mailroom/db/schema/projects';
 import { createProject } from '@mailroom/db/queries/projects';
 import { ipKey } from '../../apps/api/src/http/rate-limit';
-import { ADMIN_TOKEN, client, createTestProject, recipient, startTestApi, testConfig, waitFor, type TestApi } from '../support/harness';
+import {
+  ADMIN_TOKEN,
+  client,
+  createTestProject,
+  recipient,
+  startTestApi,
+  testConfig,
+  waitFor,
+  type TestApi,
+} from '../support/harness';
 
 const started: TestApi[] = [];
 async function apiWith(env: Record<string, string>): Promise<TestApi> {
@@ -44,16 +53,23 @@ async function burst(n: number, send: (i: number) => Promise<request.Response>):
   return counts;
 }
 
-const templatesAs = (api: TestApi, key: string) => request(api.app).get('/templates').set('Authorization', `Bearer ${key}`);
+const templatesAs = (api: TestApi, key: string) =>
+  request(api.app).get('/templates').set('Authorization', `Bearer ${key}`);
 
 /** Stores `key` as a key of `projectId`, as another process issuing it would. */
 async function storeKey(api: TestApi, projectId: string, key: string): Promise<void> {
-  await api.database.db.insert(apiKeys).values({ projectId, kind: 'secret', keyHash: hashKey(key), keyPrefix: key.slice(0, 10) });
+  await api.database.db
+    .insert(apiKeys)
+    .values({ projectId, kind: 'secret', keyHash: hashKey(key), keyPrefix: key.slice(0, 10) });
 }
 
 function expectRateLimited(res: request.Response): void {
   expect(res.status).toBe(429);
-  expect(res.body).toMatchObject({ success: false, code: 'RATE_LIMITED', error: { code: 'RATE_LIMITED', statusCode: 429, requestId: expect.any(String) } });
+  expect(res.body).toMatchObject({
+    success: false,
+    code: 'RATE_LIMITED',
+    error: { code: 'RATE_LIMITED', statusCode: 429, requestId: expect.any(String) },
+  });
   const retryAfter = Number(res.headers['retry-after']);
   expect(Number.isInteger(retryAfter)).toBe(true);
   expect(retryAfter).toBeGreaterThanOrEqual(1);
@@ -85,12 +101,19 @@ describe('negative cache', () => {
     // Still remembered as unknown in the issuing process (60 s TTL)...
     expect((await templatesAs(issuer, key)).status).toBe(401);
     // ...until an admin change there (creating a project, rotating or revoking keys) clears it.
-    const created = await request(issuer.app).post('/admin/projects').set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ name: 'clears' });
+    const created = await request(issuer.app)
+      .post('/admin/projects')
+      .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+      .send({ name: 'clears' });
     expect(created.status).toBe(201);
     expect((await templatesAs(issuer, key)).status).toBe(200);
     // Another process forgets it within its short TTL.
     const t0 = Date.now();
-    await waitFor(async () => (await templatesAs(other, key)).status === 200, 15_000, 'the other process to accept the new key');
+    await waitFor(
+      async () => (await templatesAs(other, key)).status === 200,
+      15_000,
+      'the other process to accept the new key',
+    );
     expect(Date.now() - t0).toBeLessThan(15_000);
   });
 });
@@ -112,14 +135,20 @@ describe('per-IP failed-authentication limit', () => {
     }
     expectRateLimited(await templatesAs(api, generateKey('secret')));
     expectRateLimited(await templatesAs(api, 'garbage'));
-    expectRateLimited(await request(api.app).post('/v1/track').set('Authorization', `Bearer ${generateKey('public')}`).send({ email: recipient(), event: 'x' }));
+    expectRateLimited(
+      await request(api.app)
+        .post('/v1/track')
+        .set('Authorization', `Bearer ${generateKey('public')}`)
+        .send({ email: recipient(), event: 'x' }),
+    );
     // The legitimate client on the same address is not locked out.
     expect((await templatesAs(api, good.secretKey)).status).toBe(200);
   });
 
   test('wrong admin tokens count too (admin API, metrics, dashboard); once blocked, a bearer token gets 429 even when right; a session cookie still works', async () => {
     const api = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '3' });
-    const as = (path: string, token: string) => request(api.app).get(path).set('Accept', 'application/json').set('Authorization', `Bearer ${token}`);
+    const as = (path: string, token: string) =>
+      request(api.app).get(path).set('Accept', 'application/json').set('Authorization', `Bearer ${token}`);
     // The right token never counts.
     for (let i = 0; i < 5; i++) expect((await as('/admin/stats', ADMIN_TOKEN)).status).toBe(200);
     const wrong = 'not-the-admin-token-at-all';
@@ -140,24 +169,37 @@ describe('per-IP failed-authentication limit', () => {
     const login = await request(api.app).post('/admin/login').type('form').send({ token: ADMIN_TOKEN });
     expect(login.status).toBe(303);
     const cookie = login.headers['set-cookie'][0].split(';')[0];
-    const board = await request(api.app).get('/admin/queues/api/queues').set('Accept', 'application/json').set('Cookie', cookie);
+    const board = await request(api.app)
+      .get('/admin/queues/api/queues')
+      .set('Accept', 'application/json')
+      .set('Cookie', cookie);
     expect(board.status).toBe(200);
     // A cookie with a right bearer token is let in on the cookie; a forged cookie is not.
     expect((await as('/admin/queues/api/queues', ADMIN_TOKEN).set('Cookie', cookie)).status).toBe(200);
-    expectRateLimited(await as('/admin/queues/api/queues', ADMIN_TOKEN).set('Cookie', `mailroom_admin=${Date.now()}.forged`));
+    expectRateLimited(
+      await as('/admin/queues/api/queues', ADMIN_TOKEN).set('Cookie', `mailroom_admin=${Date.now()}.forged`),
+    );
   });
 
   test('parallel guesses cannot pass the admin limit: at most the limit of wrong tokens get an answer other than 429', async () => {
     const api = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '5' });
     const base = await listening(api);
-    const counts = await burst(30, (i) => request(base).get('/admin/stats').set('Authorization', `Bearer wrong-admin-token-${i}-xxxxxxxx`));
+    const counts = await burst(30, (i) =>
+      request(base).get('/admin/stats').set('Authorization', `Bearer wrong-admin-token-${i}-xxxxxxxx`),
+    );
     expect(counts).toEqual({ 401: 5, 429: 25 });
   });
 
   test('the count is shared by every API process (Redis); a blocked address costs the other process no lookup', async () => {
     // One trickle lookup a minute: a's refusal below spends it, so b has none left.
     const a = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '4', BLOCKED_LOOKUP_INTERVAL_S: '60' });
-    const b = await startTestApi(testConfig({ AUTH_FAILURE_LIMIT_PER_MINUTE: '4', BLOCKED_LOOKUP_INTERVAL_S: '60', QUEUE_PREFIX: a.config.queuePrefix }));
+    const b = await startTestApi(
+      testConfig({
+        AUTH_FAILURE_LIMIT_PER_MINUTE: '4',
+        BLOCKED_LOOKUP_INTERVAL_S: '60',
+        QUEUE_PREFIX: a.config.queuePrefix,
+      }),
+    );
     started.push(b);
     for (let i = 0; i < 2; i++) expect((await templatesAs(a, generateKey('secret'))).status).toBe(401);
     for (let i = 0; i < 2; i++) expect((await templatesAs(b, generateKey('secret'))).status).toBe(401);
@@ -170,7 +212,11 @@ describe('per-IP failed-authentication limit', () => {
   test('a parallel burst of made-up keys is counted before the lookup: at most the limit (plus one trickle lookup) reach the database', async () => {
     const api = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '20', AUTH_NEGATIVE_CACHE_TTL_MS: '0' });
     const base = await listening(api);
-    const open = await burst(50, () => request(base).get('/templates').set('Authorization', `Bearer ${generateKey('secret')}`));
+    const open = await burst(50, () =>
+      request(base)
+        .get('/templates')
+        .set('Authorization', `Bearer ${generateKey('secret')}`),
+    );
     // Each 401 is a distinct key looked up in the database; everything else was refused before any lookup.
     expect((open[401] ?? 0) + (open[429] ?? 0)).toBe(50);
     expect(open[401]).toBeGreaterThanOrEqual(20);
@@ -181,8 +227,14 @@ describe('per-IP failed-authentication limit', () => {
     const closed = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '20', AUTH_NEGATIVE_CACHE_TTL_MS: '0' });
     const closedBase = await listening(closed);
     await closed.database.close();
-    const counts = await burst(50, () => request(closedBase).get('/templates').set('Authorization', `Bearer ${generateKey('secret')}`));
-    const lookups = Object.entries(counts).filter(([status]) => Number(status) >= 500).reduce((n, [, c]) => n + c, 0);
+    const counts = await burst(50, () =>
+      request(closedBase)
+        .get('/templates')
+        .set('Authorization', `Bearer ${generateKey('secret')}`),
+    );
+    const lookups = Object.entries(counts)
+      .filter(([status]) => Number(status) >= 500)
+      .reduce((n, [, c]) => n + c, 0);
     expect(counts[429]).toBeGreaterThanOrEqual(29);
     expect(lookups).toBeLessThanOrEqual(21);
     expect(lookups + counts[429]).toBe(50);
@@ -192,7 +244,9 @@ describe('per-IP failed-authentication limit', () => {
     const api = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '3' });
     const p = await createProject(api.database.db, 'burst');
     const base = await listening(api);
-    expect(await burst(40, () => request(base).get('/templates').set('Authorization', `Bearer ${p.secretKey}`))).toEqual({ 200: 40 });
+    expect(
+      await burst(40, () => request(base).get('/templates').set('Authorization', `Bearer ${p.secretKey}`)),
+    ).toEqual({ 200: 40 });
     // The whole failure budget is still there.
     for (let i = 0; i < 3; i++) expect((await templatesAs(api, generateKey('secret'))).status).toBe(401);
     expectRateLimited(await templatesAs(api, generateKey('secret')));
@@ -204,7 +258,13 @@ describe('per-IP failed-authentication limit', () => {
     for (let i = 0; i < 3; i++) expect((await templatesAs(offender, generateKey('secret'))).status).toBe(401);
     expectRateLimited(await templatesAs(offender, generateKey('secret')));
     // A process that has never seen the good key (a restart), sharing the Redis counters.
-    const restarted = await startTestApi(testConfig({ AUTH_FAILURE_LIMIT_PER_MINUTE: '3', BLOCKED_LOOKUP_INTERVAL_S: '2', QUEUE_PREFIX: offender.config.queuePrefix }));
+    const restarted = await startTestApi(
+      testConfig({
+        AUTH_FAILURE_LIMIT_PER_MINUTE: '3',
+        BLOCKED_LOOKUP_INTERVAL_S: '2',
+        QUEUE_PREFIX: offender.config.queuePrefix,
+      }),
+    );
     started.push(restarted);
     const t0 = Date.now();
     const statuses = new Set<number>();
@@ -248,7 +308,8 @@ describe('client IP', () => {
     expect(ipKey('unknown')).toBe('unknown');
   });
 
-  const fromIp = (api: TestApi, ip: string, key = generateKey('secret')) => templatesAs(api, key).set('X-Forwarded-For', ip);
+  const fromIp = (api: TestApi, ip: string, key = generateKey('secret')) =>
+    templatesAs(api, key).set('X-Forwarded-For', ip);
 
   test('TRUST_PROXY unset: X-Forwarded-For is ignored, every request counts against the TCP peer', async () => {
     const api = await apiWith({ AUTH_FAILURE_LIMIT_PER_MINUTE: '2' });
@@ -271,7 +332,10 @@ describe('client IP', () => {
     expect((await fromIp(api, '2001:db8:1:3::1')).status).toBe(401);
     // The same keying for the other per-IP limits (here: failed unsubscribe lookups).
     const unsub = await apiWith({ UNSUBSCRIBE_LIMIT_PER_MINUTE: '1', TRUST_PROXY: '127.0.0.1/8' });
-    const get = (ip: string) => request(unsub.app).get(`/unsubscribe/${'B'.repeat(43)}`).set('X-Forwarded-For', ip);
+    const get = (ip: string) =>
+      request(unsub.app)
+        .get(`/unsubscribe/${'B'.repeat(43)}`)
+        .set('X-Forwarded-For', ip);
     expect((await get('2001:db8:9:9::1')).status).toBe(404);
     expectRateLimited(await get('2001:db8:9:9::2'));
     expect((await get('2001:db8:9:8::1')).status).toBe(404);
@@ -289,7 +353,8 @@ describe('client IP', () => {
 describe('POST /admin/login limit', () => {
   test('per IP: attempts beyond the limit get 429 with Retry-After (login page for a browser, error body otherwise)', async () => {
     const api = await apiWith({ ADMIN_LOGIN_LIMIT_PER_MINUTE: '3', AUTH_FAILURE_LIMIT_PER_MINUTE: '100' });
-    const login = (token: string, accept = 'text/html') => request(api.app).post('/admin/login').set('Accept', accept).type('form').send({ token });
+    const login = (token: string, accept = 'text/html') =>
+      request(api.app).post('/admin/login').set('Accept', accept).type('form').send({ token });
     const wrong = await login('wrong-token-xxxxxxxxxx');
     expect(wrong.status).toBe(401);
     expect(wrong.text).toContain('not right');
@@ -308,7 +373,8 @@ describe('POST /admin/login limit', () => {
 
   test('wrong tokens at the login form count as failed authentications', async () => {
     const api = await apiWith({ ADMIN_LOGIN_LIMIT_PER_MINUTE: '100', AUTH_FAILURE_LIMIT_PER_MINUTE: '2' });
-    const login = (token: string) => request(api.app).post('/admin/login').set('Accept', 'application/json').type('form').send({ token });
+    const login = (token: string) =>
+      request(api.app).post('/admin/login').set('Accept', 'application/json').type('form').send({ token });
     expect((await login('wrong-token-xxxxxxxxxx')).status).toBe(401);
     expect((await login('wrong-token-yyyyyyyyyy')).status).toBe(401);
     expectRateLimited(await login('wrong-token-zzzzzzzzzz'));
@@ -320,14 +386,28 @@ describe('unsubscribe: failed lookups limited per IP, valid tokens never counted
   /** Emails of a fresh project and their unsubscribe tokens. */
   async function validTokens(api: TestApi, n: number): Promise<string[]> {
     const p = await createTestProject(api.database);
-    const sent = await client(api.app, p).post('/v1/send', { to: Array.from({ length: n }, () => recipient('u')), from: `n@${p.domain}`, subject: 'S', body: 'B' });
+    const sent = await client(api.app, p).post('/v1/send', {
+      to: Array.from({ length: n }, () => recipient('u')),
+      from: `n@${p.domain}`,
+      subject: 'S',
+      body: 'B',
+    });
     expect(sent.status).toBe(202);
-    const [row] = await api.database.db.select({ key: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
+    const [row] = await api.database.db
+      .select({ key: projects.signingKey })
+      .from(projects)
+      .where(eq(projects.id, p.id));
     return sent.body.data.emails.map((e: { email: string }) => createUnsubscribeToken(e.email, row.key));
   }
-  const post = (api: TestApi, token: string) => request(api.app).post(`/unsubscribe/${token}`).set('Accept', 'application/json').type('form').send({ 'List-Unsubscribe': 'One-Click' });
+  const post = (api: TestApi, token: string) =>
+    request(api.app)
+      .post(`/unsubscribe/${token}`)
+      .set('Accept', 'application/json')
+      .type('form')
+      .send({ 'List-Unsubscribe': 'One-Click' });
   const get = (api: TestApi, token: string) => request(api.app).get(`/unsubscribe/${token}`);
-  const madeUp = () => Buffer.from(`${Math.random()}${Date.now()}made-up-token-bytes`).toString('base64url').slice(0, 43);
+  const madeUp = () =>
+    Buffer.from(`${Math.random()}${Date.now()}made-up-token-bytes`).toString('base64url').slice(0, 43);
 
   test('valid tokens (POST and GET) never count; unknown ones (POST and GET) get 404 up to the limit, then 429 with Retry-After', async () => {
     const api = await apiWith({ UNSUBSCRIBE_LIMIT_PER_MINUTE: '3' });
@@ -348,14 +428,23 @@ describe('unsubscribe: failed lookups limited per IP, valid tokens never counted
     expectRateLimited(await get(api, madeUp()));
     expectRateLimited(await get(api, 'not-a-token'));
     // A valid token from the blocked address still gets through within seconds (one lookup per interval).
-    await waitFor(async () => (await post(api, tokens[0])).status === 200, 10_000, 'the trickle lookup of a valid token');
+    await waitFor(
+      async () => (await post(api, tokens[0])).status === 200,
+      10_000,
+      'the trickle lookup of a valid token',
+    );
   });
 
   test('a parallel burst of made-up tokens is counted before the lookup; parallel valid one-click POSTs within the limit all succeed', async () => {
     const api = await apiWith({ UNSUBSCRIBE_LIMIT_PER_MINUTE: '10' });
     const tokens = await validTokens(api, 10);
     const base = await listening(api);
-    const unsubscribe = (token: string) => request(base).post(`/unsubscribe/${token}`).set('Accept', 'application/json').type('form').send({ 'List-Unsubscribe': 'One-Click' });
+    const unsubscribe = (token: string) =>
+      request(base)
+        .post(`/unsubscribe/${token}`)
+        .set('Accept', 'application/json')
+        .type('form')
+        .send({ 'List-Unsubscribe': 'One-Click' });
     // As many lookups at once as the limit, each given back, and again: none counts.
     for (let round = 0; round < 2; round++) expect(await burst(10, (i) => unsubscribe(tokens[i]))).toEqual({ 200: 10 });
     const counts = await burst(40, () => unsubscribe(madeUp()));

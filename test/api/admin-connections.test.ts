@@ -30,16 +30,38 @@ const admin = {
   get: (p: string) => request(api.app).get(p).set('Authorization', `Bearer ${ADMIN_TOKEN}`),
   put: (p: string, body: object) => request(api.app).put(p).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send(body),
 };
-const projectConnection = async (id: string) => (await api.database.db.select({ c: projects.sesConnection }).from(projects).where(eq(projects.id, id)))[0].c;
-const domainConnection = async (d: string) => (await api.database.db.select({ c: domains.sesConnection }).from(domains).where(eq(domains.domain, d)))[0].c;
+const projectConnection = async (id: string) =>
+  (await api.database.db.select({ c: projects.sesConnection }).from(projects).where(eq(projects.id, id)))[0].c;
+const domainConnection = async (d: string) =>
+  (await api.database.db.select({ c: domains.sesConnection }).from(domains).where(eq(domains.domain, d)))[0].c;
 
 test('the connections are listed, default first, with their shared health and without credentials', async () => {
-  await api.redis.hset(connectionHealthKey(api.config.queuePrefix, 'eu'), 'since', String(Date.parse('2026-01-01T00:00:00Z')), 'last', '1', 'unhealthy', '1');
+  await api.redis.hset(
+    connectionHealthKey(api.config.queuePrefix, 'eu'),
+    'since',
+    String(Date.parse('2026-01-01T00:00:00Z')),
+    'last',
+    '1',
+    'unhealthy',
+    '1',
+  );
   const res = await admin.get('/admin/connections');
   expect(res.status).toBe(200);
   expect(res.body.data.map((c: { name: string }) => c.name)).toEqual(['default', 'eu', 'client-b']);
-  expect(res.body.data[0]).toEqual({ name: 'default', region: 'us-east-1', endpoint: process.env.TEST_SES_ENDPOINT, healthy: true, failingSince: null });
-  expect(res.body.data[1]).toEqual({ name: 'eu', region: 'eu-west-1', endpoint: null, healthy: false, failingSince: '2026-01-01T00:00:00.000Z' });
+  expect(res.body.data[0]).toEqual({
+    name: 'default',
+    region: 'us-east-1',
+    endpoint: process.env.TEST_SES_ENDPOINT,
+    healthy: true,
+    failingSince: null,
+  });
+  expect(res.body.data[1]).toEqual({
+    name: 'eu',
+    region: 'eu-west-1',
+    endpoint: null,
+    healthy: false,
+    failingSince: '2026-01-01T00:00:00.000Z',
+  });
   expect(JSON.stringify(res.body)).not.toMatch(/not-shown|AKIAEXAMPLE/);
   expect((await request(api.app).get('/admin/connections')).status).toBe(401);
 });
@@ -62,19 +84,34 @@ test('a project and a domain are bound and unbound; an unknown name is a 422 tha
   expect(d.body.data).toEqual({ domain: p.domain, connection: 'client-b' });
   expect(await domainConnection(p.domain)).toBe('client-b');
   expect((await admin.put('/admin/domains/unknown.example.org/connection', { connection: 'eu' })).status).toBe(404);
-  expect((await admin.put(`/admin/projects/00000000-0000-4000-8000-000000000000/connection`, { connection: 'eu' })).status).toBe(404);
+  expect(
+    (await admin.put(`/admin/projects/00000000-0000-4000-8000-000000000000/connection`, { connection: 'eu' })).status,
+  ).toBe(404);
 
-  expect((await admin.put(`/admin/domains/${p.domain}/connection`, { connection: null })).body.data.connection).toBeNull();
+  expect(
+    (await admin.put(`/admin/domains/${p.domain}/connection`, { connection: null })).body.data.connection,
+  ).toBeNull();
   expect(await domainConnection(p.domain)).toBeNull();
 });
 
 test('the CLI binds a project and a domain, and `none` unbinds', async () => {
   const p = await createTestProject(api.database);
-  expect(await runCli(['project', 'connection', '--project', p.id, '--connection', 'client-b'], env)).toEqual({ projectId: p.id, connection: 'client-b' });
+  expect(await runCli(['project', 'connection', '--project', p.id, '--connection', 'client-b'], env)).toEqual({
+    projectId: p.id,
+    connection: 'client-b',
+  });
   expect(await projectConnection(p.id)).toBe('client-b');
-  expect(await runCli(['domain', 'connection', '--domain', p.domain, '--connection', 'eu'], env)).toEqual({ domain: p.domain, connection: 'eu' });
+  expect(await runCli(['domain', 'connection', '--domain', p.domain, '--connection', 'eu'], env)).toEqual({
+    domain: p.domain,
+    connection: 'eu',
+  });
   expect(await domainConnection(p.domain)).toBe('eu');
-  await expect(runCli(['domain', 'connection', '--domain', p.domain, '--connection', 'nowhere'], env)).rejects.toThrow(/connection/);
-  expect(await runCli(['project', 'connection', '--project', p.id, '--connection', 'none'], env)).toEqual({ projectId: p.id, connection: null });
+  await expect(runCli(['domain', 'connection', '--domain', p.domain, '--connection', 'nowhere'], env)).rejects.toThrow(
+    /connection/,
+  );
+  expect(await runCli(['project', 'connection', '--project', p.id, '--connection', 'none'], env)).toEqual({
+    projectId: p.id,
+    connection: null,
+  });
   expect(await projectConnection(p.id)).toBeNull();
 });

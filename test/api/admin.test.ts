@@ -23,15 +23,28 @@ const admin = (app = api.app) => ({
   post: (p: string, body: object = {}) => request(app).post(p).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send(body),
   get: (p: string) => request(app).get(p).set('Authorization', `Bearer ${ADMIN_TOKEN}`),
 });
-const templatesAs = (key: string, app = api.app) => request(app).get('/templates').set('Authorization', `Bearer ${key}`);
-const trackAs = (key: string) => request(api.app).post('/v1/track').set('Authorization', `Bearer ${key}`).send({ email: recipient(), event: 'signed-up' });
+const templatesAs = (key: string, app = api.app) =>
+  request(app).get('/templates').set('Authorization', `Bearer ${key}`);
+const trackAs = (key: string) =>
+  request(api.app)
+    .post('/v1/track')
+    .set('Authorization', `Bearer ${key}`)
+    .send({ email: recipient(), event: 'signed-up' });
 const sendAs = (key: string, domain: string) =>
-  request(api.app).post('/v1/send').set('Authorization', `Bearer ${key}`).send({ to: recipient(), from: `a@${domain}`, subject: 's', body: 'b' });
+  request(api.app)
+    .post('/v1/send')
+    .set('Authorization', `Bearer ${key}`)
+    .send({ to: recipient(), from: `a@${domain}`, subject: 's', body: 'b' });
 
 test('create a project, add a verified domain, send with its key', async () => {
   const created = await admin().post('/admin/projects', { name: 'Acme' });
   expect(created.status).toBe(201);
-  expect(created.body.data).toMatchObject({ name: 'Acme', disabled: false, publicKey: expect.stringMatching(/^pk_[\w-]{43}$/), secretKey: expect.stringMatching(/^sk_[\w-]{43}$/) });
+  expect(created.body.data).toMatchObject({
+    name: 'Acme',
+    disabled: false,
+    publicKey: expect.stringMatching(/^pk_[\w-]{43}$/),
+    secretKey: expect.stringMatching(/^sk_[\w-]{43}$/),
+  });
   const id = created.body.data.id;
   const domain = `acme-${Date.now()}.example.com`;
   const d = await admin().post(`/admin/projects/${id}/domains`, { domain: domain.toUpperCase(), verified: true });
@@ -55,11 +68,15 @@ test('rotating keys keeps the old key during the grace period and issues working
 test('rotation with no grace revokes the old key at once', async () => {
   const created = await admin().post('/admin/projects', { name: 'NoGrace' });
   const env = testEnv({ KEY_ROTATION_GRACE_HOURS: '0' });
-  const rotated = (await runCli(['project', 'rotate-keys', '--project', created.body.data.id], env)) as { secretKey: string };
+  const rotated = (await runCli(['project', 'rotate-keys', '--project', created.body.data.id], env)) as {
+    secretKey: string;
+  };
   api.authCache.clear();
   const old = await request(api.app).get('/templates').set('Authorization', `Bearer ${created.body.data.secretKey}`);
   expect(old.status).toBe(401);
-  expect((await request(api.app).get('/templates').set('Authorization', `Bearer ${rotated.secretKey}`)).status).toBe(200);
+  expect((await request(api.app).get('/templates').set('Authorization', `Bearer ${rotated.secretKey}`)).status).toBe(
+    200,
+  );
 });
 
 test('disable and enable', async () => {
@@ -77,7 +94,14 @@ test('disable and enable', async () => {
 
 test('errors: bad token 401, unknown project 404, domain of another project 409, bad domain 422', async () => {
   expect((await request(api.app).post('/admin/projects').send({ name: 'x' })).status).toBe(401);
-  expect((await request(api.app).post('/admin/projects').set('Authorization', 'Bearer wrong-token-xxxxxxxx').send({ name: 'x' })).status).toBe(401);
+  expect(
+    (
+      await request(api.app)
+        .post('/admin/projects')
+        .set('Authorization', 'Bearer wrong-token-xxxxxxxx')
+        .send({ name: 'x' })
+    ).status,
+  ).toBe(401);
   const unknown = '0190aaaa-0000-7000-8000-000000000000';
   expect((await admin().post(`/admin/projects/${unknown}/disable`)).status).toBe(404);
   expect((await admin().post(`/admin/projects/${unknown}/domains`, { domain: 'x.example.com' })).status).toBe(404);
@@ -96,7 +120,10 @@ test('errors: bad token 401, unknown project 404, domain of another project 409,
 test('admin routes are off without ADMIN_TOKEN', async () => {
   const off = await startTestApi(loadConfig({ ...testEnv(), ADMIN_TOKEN: '' }));
   try {
-    const res = await request(off.app).post('/admin/projects').set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ name: 'x' });
+    const res = await request(off.app)
+      .post('/admin/projects')
+      .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+      .send({ name: 'x' });
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('FORBIDDEN');
   } finally {
@@ -107,7 +134,8 @@ test('admin routes are off without ADMIN_TOKEN', async () => {
 test('the CLI, as an operator runs it: project create prints JSON keys; domain add verifies', async () => {
   const root = path.resolve(__dirname, '..', '..');
   const env = { ...process.env, ...testEnv() };
-  const run = (args: string[]) => promisify(execFile)('npm', ['run', '--silent', 'cli', '--', ...args], { cwd: root, env });
+  const run = (args: string[]) =>
+    promisify(execFile)('npm', ['run', '--silent', 'cli', '--', ...args], { cwd: root, env });
   const { stdout } = await run(['project', 'create', '--name', 'From CLI']);
   const project = JSON.parse(stdout) as { id: string; name: string; publicKey: string; secretKey: string };
   expect(project).toEqual({
@@ -120,10 +148,14 @@ test('the CLI, as an operator runs it: project create prints JSON keys; domain a
     testSecretKey: expect.stringMatching(/^sk_test_/),
   });
   const domain = `cli-${Date.now()}.example.com`;
-  const added = JSON.parse((await run(['domain', 'add', '--project', project.id, '--domain', domain, '--verified'])).stdout);
+  const added = JSON.parse(
+    (await run(['domain', 'add', '--project', project.id, '--domain', domain, '--verified'])).stdout,
+  );
   expect(added).toMatchObject({ domain, verified: true });
   expect((await sendAs(project.secretKey, domain)).status).toBe(202);
-  await expect(run(['project', 'disable'])).rejects.toMatchObject({ stderr: expect.stringContaining('--project ID is required') });
+  await expect(run(['project', 'disable'])).rejects.toMatchObject({
+    stderr: expect.stringContaining('--project ID is required'),
+  });
 }, 30_000);
 
 describe('key revocation', () => {
@@ -152,10 +184,24 @@ describe('key revocation', () => {
     // The audit trail: the revoked key stays listed, with when it was revoked; the replacement is active.
     const keys = await admin().get(`/admin/projects/${id}/keys`);
     expect(keys.status).toBe(200);
-    const listed = keys.body.data as { id: string; kind: string; keyPrefix: string; revokedAt: string | null; active: boolean }[];
+    const listed = keys.body.data as {
+      id: string;
+      kind: string;
+      keyPrefix: string;
+      revokedAt: string | null;
+      active: boolean;
+    }[];
     expect(listed).toHaveLength(5); // the live pair, the test pair, the replacement
-    expect(listed.find((k) => k.keyPrefix === secretKey.slice(0, 10))).toMatchObject({ id: res.body.data.id, revokedAt: res.body.data.revokedAt, active: false });
-    expect(listed.find((k) => k.keyPrefix === res.body.data.replacementKey.slice(0, 10))).toMatchObject({ kind: 'secret', revokedAt: null, active: true });
+    expect(listed.find((k) => k.keyPrefix === secretKey.slice(0, 10))).toMatchObject({
+      id: res.body.data.id,
+      revokedAt: res.body.data.revokedAt,
+      active: false,
+    });
+    expect(listed.find((k) => k.keyPrefix === res.body.data.replacementKey.slice(0, 10))).toMatchObject({
+      kind: 'secret',
+      revokedAt: null,
+      active: true,
+    });
     expect(JSON.stringify(listed)).not.toContain(secretKey);
   });
 
@@ -163,16 +209,30 @@ describe('key revocation', () => {
     const { body } = await admin().post('/admin/projects', { name: 'Grace' });
     const { id, publicKey, secretKey } = body.data as { id: string; publicKey: string; secretKey: string };
     const byKey = await admin().post(`/admin/projects/${id}/keys/revoke`, { key: publicKey });
-    expect(byKey.body.data).toMatchObject({ kind: 'public', alreadyRevoked: false, replacementKey: expect.stringMatching(/^pk_/) });
+    expect(byKey.body.data).toMatchObject({
+      kind: 'public',
+      alreadyRevoked: false,
+      replacementKey: expect.stringMatching(/^pk_/),
+    });
     expect((await trackAs(publicKey)).status).toBe(401);
     const again = await admin().post(`/admin/projects/${id}/keys/revoke`, { key: byKey.body.data.id });
     expect(again.status).toBe(200);
-    expect(again.body.data).toMatchObject({ id: byKey.body.data.id, alreadyRevoked: true, revokedAt: byKey.body.data.revokedAt, replacementKey: null });
+    expect(again.body.data).toMatchObject({
+      id: byKey.body.data.id,
+      alreadyRevoked: true,
+      revokedAt: byKey.body.data.revokedAt,
+      replacementKey: null,
+    });
 
     const rotated = await admin().post(`/admin/projects/${id}/rotate-keys`); // grace: KEY_ROTATION_GRACE_HOURS=1
     expect((await templatesAs(secretKey)).status).toBe(200);
     const graced = await admin().post(`/admin/projects/${id}/keys/revoke`, { key: secretKey });
-    expect(graced.body.data).toMatchObject({ kind: 'secret', alreadyRevoked: false, replacementKey: null, expiresAt: expect.any(String) });
+    expect(graced.body.data).toMatchObject({
+      kind: 'secret',
+      alreadyRevoked: false,
+      replacementKey: null,
+      expiresAt: expect.any(String),
+    });
     expect((await templatesAs(secretKey)).status).toBe(401);
     expect((await templatesAs(rotated.body.data.secretKey)).status).toBe(200);
   });
@@ -188,7 +248,11 @@ describe('key revocation', () => {
       const revokedAt = Date.now();
       expect((await admin(a.app).post(`/admin/projects/${body.data.id}/keys/revoke`, { key })).status).toBe(200);
       expect((await templatesAs(key, a.app)).status).toBe(401);
-      await waitFor(async () => (await templatesAs(key, b.app)).status === 401, ttl + 15_000, 'the other process to refuse the key');
+      await waitFor(
+        async () => (await templatesAs(key, b.app)).status === 401,
+        ttl + 15_000,
+        'the other process to refuse the key',
+      );
       // Bound: the TTL plus the request that saw it (wide margin: a busy machine).
       expect(Date.now() - revokedAt).toBeLessThan(ttl + 15_000);
       // And it stays refused there.
@@ -203,23 +267,39 @@ describe('key revocation', () => {
     const { body } = await admin().post('/admin/projects', { name: 'CLI revoke' });
     const { id, secretKey } = body.data as { id: string; secretKey: string };
     const env = testEnv();
-    const revoked = (await runCli(['project', 'revoke-key', '--project', id, '--key', secretKey.slice(0, 10)], env)) as { revokedAt: string; replacementKey: string };
-    expect(revoked).toMatchObject({ kind: 'secret', revokedAt: expect.any(String), replacementKey: expect.stringMatching(/^sk_/) });
+    const revoked = (await runCli(
+      ['project', 'revoke-key', '--project', id, '--key', secretKey.slice(0, 10)],
+      env,
+    )) as { revokedAt: string; replacementKey: string };
+    expect(revoked).toMatchObject({
+      kind: 'secret',
+      revokedAt: expect.any(String),
+      replacementKey: expect.stringMatching(/^sk_/),
+    });
     // A separate process: this API sees it once its cache entry lapses (or at once, never having cached it).
     api.authCache.clear();
     expect((await templatesAs(secretKey)).status).toBe(401);
     expect((await templatesAs(revoked.replacementKey)).status).toBe(200);
-    const keys = (await runCli(['project', 'keys', '--project', id], env)) as { keyPrefix: string; revokedAt: string | null }[];
+    const keys = (await runCli(['project', 'keys', '--project', id], env)) as {
+      keyPrefix: string;
+      revokedAt: string | null;
+    }[];
     expect(keys.find((k) => k.keyPrefix === secretKey.slice(0, 10))?.revokedAt).toBe(revoked.revokedAt);
     await expect(runCli(['project', 'revoke-key', '--project', id], env)).rejects.toThrow('--key is required');
-    await expect(runCli(['project', 'revoke-key', '--key', secretKey], env)).rejects.toThrow('--project ID is required');
-    await expect(runCli(['project', 'revoke-key', '--project', id, '--key', 'nonsense'], env)).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
+    await expect(runCli(['project', 'revoke-key', '--key', secretKey], env)).rejects.toThrow(
+      '--project ID is required',
+    );
+    await expect(runCli(['project', 'revoke-key', '--project', id, '--key', 'nonsense'], env)).rejects.toMatchObject({
+      code: 'VALIDATION_ERROR',
+    });
   });
 
   test('errors: no token 401, unknown project 404, unknown key 404, shared prefix 409, not a key 422, body checked', async () => {
     const { body } = await admin().post('/admin/projects', { name: 'Errs' });
     const { id, secretKey } = body.data as { id: string; secretKey: string };
-    expect((await request(api.app).post(`/admin/projects/${id}/keys/revoke`).send({ key: secretKey })).status).toBe(401);
+    expect((await request(api.app).post(`/admin/projects/${id}/keys/revoke`).send({ key: secretKey })).status).toBe(
+      401,
+    );
     expect((await request(api.app).get(`/admin/projects/${id}/keys`)).status).toBe(401);
     const unknown = '0190aaaa-0000-7000-8000-000000000000';
     expect((await admin().post(`/admin/projects/${unknown}/keys/revoke`, { key: secretKey })).status).toBe(404);
@@ -234,7 +314,12 @@ describe('key revocation', () => {
     expect(extra.status).toBe(422);
     expect((await admin().post(`/admin/projects/not-a-uuid/keys/revoke`, { key: secretKey })).status).toBe(400);
     // Two keys of the project sharing a prefix (made here: 7 random characters rarely collide): name it in full.
-    await api.database.db.insert(apiKeys).values({ projectId: id, kind: 'secret', keyHash: hashKey(`sk_other_${Date.now()}`), keyPrefix: secretKey.slice(0, 10) });
+    await api.database.db.insert(apiKeys).values({
+      projectId: id,
+      kind: 'secret',
+      keyHash: hashKey(`sk_other_${Date.now()}`),
+      keyPrefix: secretKey.slice(0, 10),
+    });
     const ambiguous = await admin().post(`/admin/projects/${id}/keys/revoke`, { key: secretKey.slice(0, 10) });
     expect(ambiguous.status).toBe(409);
     expect(ambiguous.body.error.code).toBe('CONFLICT');

@@ -10,26 +10,63 @@ import { client, createTestProject, useApiWithProject, type TestProject } from '
 const ctx = useApiWithProject({ CAMPAIGN_AB_MIN_WAIT_SECONDS: '120', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
 const as = (project: TestProject) => client(ctx.api.app, project);
 
-const variants = [{ subject: 'A: {{firstName ?? "hi"}}' }, { subject: 'B subject', body: '<p>B</p><a href="{{unsubscribeUrl}}">unsubscribe</a>' }];
+const variants = [
+  { subject: 'A: {{firstName ?? "hi"}}' },
+  { subject: 'B subject', body: '<p>B</p><a href="{{unsubscribeUrl}}">unsubscribe</a>' },
+];
 const abTest = { testShare: 20, metric: 'clicks', waitSeconds: 3600 };
 const draft = (p: TestProject, extra: object = {}) =>
-  as(p).post('/campaigns', { name: 'AB', subject: 'Base', body: '<p>Base</p><a href="{{unsubscribeUrl}}">unsubscribe</a>', from: `news@${p.domain}`, audienceType: 'ALL', variants, abTest, ...extra });
+  as(p).post('/campaigns', {
+    name: 'AB',
+    subject: 'Base',
+    body: '<p>Base</p><a href="{{unsubscribeUrl}}">unsubscribe</a>',
+    from: `news@${p.domain}`,
+    audienceType: 'ALL',
+    variants,
+    abTest,
+    ...extra,
+  });
 const fieldsOf = (r: { body: { error: { errors: { field: string }[] } } }) => r.body.error.errors.map((e) => e.field);
 
 describe('A/B settings', () => {
   test('a campaign with variants and abTest shows them; a template variant copies its content', async () => {
     const p = await createTestProject(ctx.api.database);
-    const tpl = (await as(p).post('/templates', { name: 't', subject: 'From template', body: '<p>T</p><a href="{{unsubscribeUrl}}">u</a>', type: 'MARKETING' })).body.data;
-    const res = await draft(p, { variants: [...variants, { templateId: tpl.id }], abTest: { ...abTest, metric: 'event', event: ' purchase ' } });
+    const tpl = (
+      await as(p).post('/templates', {
+        name: 't',
+        subject: 'From template',
+        body: '<p>T</p><a href="{{unsubscribeUrl}}">u</a>',
+        type: 'MARKETING',
+      })
+    ).body.data;
+    const res = await draft(p, {
+      variants: [...variants, { templateId: tpl.id }],
+      abTest: { ...abTest, metric: 'event', event: ' purchase ' },
+    });
     expect(res.status).toBe(201);
     expect(res.body.data.variants).toEqual([
       { index: 0, name: 'A', subject: variants[0].subject, body: null, templateId: null },
       { index: 1, name: 'B', subject: 'B subject', body: variants[1].body, templateId: null },
       { index: 2, name: 'C', subject: 'From template', body: tpl.body, templateId: tpl.id },
     ]);
-    expect(res.body.data.abTest).toEqual({ testShare: 20, metric: 'event', event: 'purchase', waitSeconds: 3600, phase: null, decideAt: null, winner: null, decision: null });
+    expect(res.body.data.abTest).toEqual({
+      testShare: 20,
+      metric: 'event',
+      event: 'purchase',
+      waitSeconds: 3600,
+      phase: null,
+      decideAt: null,
+      winner: null,
+      decision: null,
+    });
     expect((await as(p).get(`/campaigns/${res.body.data.id}`)).body.data).toEqual(res.body.data);
-    const plain = await as(p).post('/campaigns', { name: 'x', subject: 's', body: '<p>b</p>', from: `n@${p.domain}`, audienceType: 'ALL' });
+    const plain = await as(p).post('/campaigns', {
+      name: 'x',
+      subject: 's',
+      body: '<p>b</p>',
+      from: `n@${p.domain}`,
+      audienceType: 'ALL',
+    });
     expect(plain.body.data).toMatchObject({ variants: null, abTest: null });
   });
 
@@ -78,7 +115,15 @@ describe('A/B settings', () => {
     expect(fieldsOf(await as(p).patch(`/campaigns/${id}`, { variants: null, abTest }))).toEqual(['variants']);
     const removed = await as(p).patch(`/campaigns/${id}`, { variants: null, abTest: null });
     expect(removed.body.data).toMatchObject({ variants: null, abTest: null });
-    const fresh = (await as(p).post('/campaigns', { name: 'x', subject: 's', body: '<p>b</p>', from: `n@${p.domain}`, audienceType: 'ALL' })).body.data.id;
+    const fresh = (
+      await as(p).post('/campaigns', {
+        name: 'x',
+        subject: 's',
+        body: '<p>b</p>',
+        from: `n@${p.domain}`,
+        audienceType: 'ALL',
+      })
+    ).body.data.id;
     expect(fieldsOf(await as(p).patch(`/campaigns/${fresh}`, { abTest }))).toEqual(['variants']);
     const sending = (await draft(p)).body.data.id;
     await as(p).post(`/campaigns/${sending}/send`, {});
@@ -90,12 +135,22 @@ describe('A/B settings', () => {
 describe('picking the winner', () => {
   test('409 unless SENDING in its test, 422 for no such variant; once only; the report shows the decision', async () => {
     const p = await createTestProject(ctx.api.database);
-    expect((await as(p).post('/webhooks/endpoints', { url: 'http://127.0.0.1:9/hooks', eventTypes: ['campaign.*'] })).status).toBe(201);
+    expect(
+      (await as(p).post('/webhooks/endpoints', { url: 'http://127.0.0.1:9/hooks', eventTypes: ['campaign.*'] })).status,
+    ).toBe(201);
     const id = (await draft(p)).body.data.id;
     const early = await as(p).post(`/campaigns/${id}/winner`, {});
     expect(early.status).toBe(409);
     expect(early.body.error.code).toBe('INVALID_STATE');
-    const plain = (await as(p).post('/campaigns', { name: 'x', subject: 's', body: '<p>b</p>', from: `n@${p.domain}`, audienceType: 'ALL' })).body.data.id;
+    const plain = (
+      await as(p).post('/campaigns', {
+        name: 'x',
+        subject: 's',
+        body: '<p>b</p>',
+        from: `n@${p.domain}`,
+        audienceType: 'ALL',
+      })
+    ).body.data.id;
     expect((await as(p).post(`/campaigns/${plain}/winner`, {})).status).toBe(409);
     expect((await as(p).get(`/campaigns/${plain}/variants`)).status).toBe(409);
 
@@ -115,8 +170,14 @@ describe('picking the winner', () => {
     const hooks = await ctx.api.database.db.execute<{ payload: { data: Record<string, unknown> } }>(
       sql`select payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type = 'campaign.winner'`,
     );
-    expect(hooks.rows.map((r) => r.payload.data)).toEqual([{ campaignId: id, winner: 1, by: 'manual', basis: 'choice', metric: 'clicks', pValue: null, withinNoise: true }]);
-    expect(picked.body.data.abTest).toMatchObject({ phase: 'TESTING', winner: 1, decision: { winner: 1, by: 'manual', basis: 'choice', metric: 'clicks', pValue: null, withinNoise: true } });
+    expect(hooks.rows.map((r) => r.payload.data)).toEqual([
+      { campaignId: id, winner: 1, by: 'manual', basis: 'choice', metric: 'clicks', pValue: null, withinNoise: true },
+    ]);
+    expect(picked.body.data.abTest).toMatchObject({
+      phase: 'TESTING',
+      winner: 1,
+      decision: { winner: 1, by: 'manual', basis: 'choice', metric: 'clicks', pValue: null, withinNoise: true },
+    });
     expect(picked.body.data.abTest.decision.variants).toEqual([
       { variant: 0, sent: 0, conversions: 0, rate: 0 },
       { variant: 1, sent: 0, conversions: 0, rate: 0 },
@@ -127,8 +188,20 @@ describe('picking the winner', () => {
 
     const report = await as(p).get(`/campaigns/${id}/variants`);
     expect(report.status).toBe(200);
-    expect(report.body.data).toMatchObject({ campaignId: id, phase: 'TESTING', metric: 'clicks', testShare: 20, winner: 1 });
-    expect(report.body.data.variants.map((v: { name: string; winner: boolean; subject: string }) => [v.name, v.winner, v.subject])).toEqual([
+    expect(report.body.data).toMatchObject({
+      campaignId: id,
+      phase: 'TESTING',
+      metric: 'clicks',
+      testShare: 20,
+      winner: 1,
+    });
+    expect(
+      report.body.data.variants.map((v: { name: string; winner: boolean; subject: string }) => [
+        v.name,
+        v.winner,
+        v.subject,
+      ]),
+    ).toEqual([
       ['A', false, variants[0].subject],
       ['B', true, 'B subject'],
     ]);
@@ -143,12 +216,18 @@ describe('picking the winner', () => {
     await as(p).post(`/campaigns/${id}/send`, {});
     const picked = await as(p).post(`/campaigns/${id}/winner`, {});
     expect(picked.status).toBe(200);
-    expect(picked.body.data.abTest.decision).toMatchObject({ winner: 0, by: 'manual', basis: 'metric', withinNoise: true, note: expect.stringContaining('Not enough data') });
+    expect(picked.body.data.abTest.decision).toMatchObject({
+      winner: 0,
+      by: 'manual',
+      basis: 'metric',
+      withinNoise: true,
+      note: expect.stringContaining('Not enough data'),
+    });
     await as(p).post(`/campaigns/${id}/cancel`, {});
   });
 });
 
-test('the fan-out\'s SQL bucket is the reference bucket', async () => {
+test("the fan-out's SQL bucket is the reference bucket", async () => {
   const rows = await ctx.api.database.db.execute<{ id: string; bucket: string }>(sql`
     select g.id::text as id, ${abBucketSql('0190A6B4-8A4E-7000-8000-00000000000A', sql.raw('g.id'))}::int as bucket
     from (select gen_random_uuid() as id from generate_series(1, 500)) g`);

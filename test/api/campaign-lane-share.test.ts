@@ -18,20 +18,31 @@ async function project(): Promise<CreatedProject & { domain: string }> {
   const p = await createProject(ctx.api.database.db, `lane ${randomBytes(3).toString('hex')}`);
   const domain = `ln${randomBytes(5).toString('hex')}.example.com`;
   await addDomain(ctx.api.database.db, p.id, domain, true);
-  await request(ctx.api.app).post('/contacts').set('Authorization', `Bearer ${p.secretKey}`).send({ email: recipient('lane'), subscribed: true }).expect(201);
+  await request(ctx.api.app)
+    .post('/contacts')
+    .set('Authorization', `Bearer ${p.secretKey}`)
+    .send({ email: recipient('lane'), subscribed: true })
+    .expect(201);
   return { ...p, domain };
 }
 
 /** A campaign moved to SENDING with `key` (no worker here: it stays SENDING, fan-out not done, so it is feeding). */
 async function sending(p: { domain: string }, key: string): Promise<string> {
-  const as = (path: string, body: object) => request(ctx.api.app).post(path).set('Authorization', `Bearer ${key}`).send(body);
-  const draft = await as('/campaigns', { name: 'lane', subject: 'S', body: '<p>b</p>', from: `n@${p.domain}`, audienceType: 'ALL' });
+  const as = (path: string, body: object) =>
+    request(ctx.api.app).post(path).set('Authorization', `Bearer ${key}`).send(body);
+  const draft = await as('/campaigns', {
+    name: 'lane',
+    subject: 'S',
+    body: '<p>b</p>',
+    from: `n@${p.domain}`,
+    audienceType: 'ALL',
+  });
   expect(draft.status).toBe(201);
   expect((await as(`/campaigns/${draft.body.data.id}/send`, {})).status).toBe(200);
   return draft.body.data.id as string;
 }
 
-test('test campaigns take no part of the live projects\' share; they share a lane of their own', async () => {
+test("test campaigns take no part of the live projects' share; they share a lane of their own", async () => {
   const [a, b] = [await project(), await project()];
   const live1 = await sending(a, a.secretKey);
   const live2 = await sending(a, a.secretKey);

@@ -8,28 +8,51 @@ import { randomUUID } from 'node:crypto';
 import { claimEmail, insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { pauseCampaign } from '@mailroom/audiences/queries/campaign-pause';
 import { newId } from '@mailroom/platform/ids';
-import { ADMIN_TOKEN, client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
+import {
+  ADMIN_TOKEN,
+  client,
+  createTestProject,
+  recipient,
+  useApiWithProject,
+  type TestProject,
+} from '../support/harness';
 
 const ctx = useApiWithProject();
 const as = (project: TestProject) => client(ctx.api.app, project);
 
 /** A SENDING campaign (no worker runs, so nothing is fanned out) with one queued email of its own. */
 async function sendingCampaign(p: TestProject): Promise<{ id: string; emailId: string }> {
-  const created = await as(p).post('/campaigns', { name: 'Launch', subject: 'Hi', body: '<p>News</p>', from: `news@${p.domain}`, audienceType: 'ALL' });
+  const created = await as(p).post('/campaigns', {
+    name: 'Launch',
+    subject: 'Hi',
+    body: '<p>News</p>',
+    from: `news@${p.domain}`,
+    audienceType: 'ALL',
+  });
   expect(created.status).toBe(201);
   const id = created.body.data.id as string;
   expect((await as(p).post(`/campaigns/${id}/send`, {})).body.data.status).toBe('SENDING');
   const emailId = newId();
   await ctx.api.database.db.transaction((tx) =>
     insertQueuedEmails(tx, [
-      { id: emailId, projectId: p.id, campaignId: id, source: 'campaign', marketing: true, toEmail: recipient(), fromEmail: `news@${p.domain}` },
+      {
+        id: emailId,
+        projectId: p.id,
+        campaignId: id,
+        source: 'campaign',
+        marketing: true,
+        toEmail: recipient(),
+        fromEmail: `news@${p.domain}`,
+      },
     ]),
   );
   return { id, emailId };
 }
 
 const pause = (id: string) =>
-  ctx.api.database.db.transaction((tx) => pauseCampaign(tx, id, 'bounce_rate', { hardBounceRate: 0.125, outcomes: 200, threshold: 0.02 }));
+  ctx.api.database.db.transaction((tx) =>
+    pauseCampaign(tx, id, 'bounce_rate', { hardBounceRate: 0.125, outcomes: 200, threshold: 0.02 }),
+  );
 
 test('a paused campaign shows why; its queued emails cannot be claimed; resume moves it back to SENDING once', async () => {
   const p = await createTestProject(ctx.api.database);
@@ -39,7 +62,11 @@ test('a paused campaign shows why; its queued emails cannot be claimed; resume m
   expect((await pause(id)).moved).toBe(false);
 
   const paused = (await as(p).get(`/campaigns/${id}`)).body.data;
-  expect(paused).toMatchObject({ status: 'PAUSED', pausedReason: 'bounce_rate', pauseDetails: { hardBounceRate: 0.125, outcomes: 200, threshold: 0.02 } });
+  expect(paused).toMatchObject({
+    status: 'PAUSED',
+    pausedReason: 'bounce_rate',
+    pauseDetails: { hardBounceRate: 0.125, outcomes: 200, threshold: 0.02 },
+  });
   expect(Date.parse(paused.pausedAt)).toBeGreaterThan(Date.now() - 60_000);
 
   const claim = await claimEmail(ctx.api.database.db, emailId, randomUUID(), 60_000);
@@ -48,15 +75,32 @@ test('a paused campaign shows why; its queued emails cannot be claimed; resume m
 
   const resumed = await as(p).post(`/campaigns/${id}/resume`, {});
   expect(resumed.status).toBe(200);
-  expect(resumed.body.data).toMatchObject({ status: 'SENDING', pausedReason: null, pausedAt: null, pauseDetails: null });
+  expect(resumed.body.data).toMatchObject({
+    status: 'SENDING',
+    pausedReason: null,
+    pausedAt: null,
+    pauseDetails: null,
+  });
   const again = await as(p).post(`/campaigns/${id}/resume`, {});
   expect(again.status).toBe(409);
-  expect(again.body.error).toMatchObject({ code: 'INVALID_STATE', message: 'Cannot resume a campaign that is SENDING' });
+  expect(again.body.error).toMatchObject({
+    code: 'INVALID_STATE',
+    message: 'Cannot resume a campaign that is SENDING',
+  });
 
   const timeline = (await as(p).get(`/campaigns/${id}/timeline`)).body.data;
   expect(timeline.data.map((e: { type: string }) => e.type)).toEqual(['paused', 'resumed']);
-  expect(timeline.data[0].data).toEqual({ reason: 'bounce_rate', hardBounceRate: 0.125, outcomes: 200, threshold: 0.02 });
-  expect(timeline.data[1].data).toMatchObject({ previousReason: 'bounce_rate', by: 'api', pausedMs: expect.any(Number) });
+  expect(timeline.data[0].data).toEqual({
+    reason: 'bounce_rate',
+    hardBounceRate: 0.125,
+    outcomes: 200,
+    threshold: 0.02,
+  });
+  expect(timeline.data[1].data).toMatchObject({
+    previousReason: 'bounce_rate',
+    by: 'api',
+    pausedMs: expect.any(Number),
+  });
   expect(timeline.nextCursor).toBeNull();
 
   // Resumed, the email is claimable again.
@@ -76,7 +120,13 @@ test('cancel ends a paused campaign and its queued emails handed to the queue', 
 test('resume is refused for campaigns that are not paused, and for other projects', async () => {
   const p = await createTestProject(ctx.api.database);
   const other = await createTestProject(ctx.api.database);
-  const draft = await as(p).post('/campaigns', { name: 'D', subject: 'Hi', body: '<p>x</p>', from: `news@${p.domain}`, audienceType: 'ALL' });
+  const draft = await as(p).post('/campaigns', {
+    name: 'D',
+    subject: 'Hi',
+    body: '<p>x</p>',
+    from: `news@${p.domain}`,
+    audienceType: 'ALL',
+  });
   const draftResume = await as(p).post(`/campaigns/${draft.body.data.id}/resume`, {});
   expect(draftResume.status).toBe(409);
   expect(draftResume.body.error.message).toBe('Cannot resume a campaign that is DRAFT');
@@ -86,7 +136,10 @@ test('resume is refused for campaigns that are not paused, and for other project
   expect((await as(other).post(`/campaigns/${id}/resume`, {})).status).toBe(404);
   expect((await as(other).get(`/campaigns/${id}/timeline`)).status).toBe(404);
   expect((await as(p).post(`/campaigns/${newId()}/resume`, {})).status).toBe(404);
-  const publicKey = await request(ctx.api.app).post(`/campaigns/${id}/resume`).set('Authorization', `Bearer ${p.publicKey}`).send({});
+  const publicKey = await request(ctx.api.app)
+    .post(`/campaigns/${id}/resume`)
+    .set('Authorization', `Bearer ${p.publicKey}`)
+    .send({});
   expect(publicKey.status).toBe(403);
   // Still paused: none of the refused calls moved it.
   expect((await as(p).get(`/campaigns/${id}`)).body.data.status).toBe('PAUSED');
@@ -100,7 +153,16 @@ test('a recipient who unsubscribed while the campaign was paused is not mailed a
   const emailId = newId();
   await ctx.api.database.db.transaction((tx) =>
     insertQueuedEmails(tx, [
-      { id: emailId, projectId: p.id, campaignId: id, contactId: contact.body.data.id, source: 'campaign', marketing: true, toEmail: contact.body.data.email, fromEmail: `news@${p.domain}` },
+      {
+        id: emailId,
+        projectId: p.id,
+        campaignId: id,
+        contactId: contact.body.data.id,
+        source: 'campaign',
+        marketing: true,
+        toEmail: contact.body.data.email,
+        fromEmail: `news@${p.domain}`,
+      },
     ]),
   );
   await pause(id);
@@ -115,12 +177,24 @@ test('a test key cannot resume a live campaign (that would send real mail)', asy
   const p = await createTestProject(ctx.api.database);
   const { id } = await sendingCampaign(p);
   await pause(id);
-  const testKey = await request(ctx.api.app).post(`/admin/projects/${p.id}/rotate-keys?mode=test`).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send();
+  const testKey = await request(ctx.api.app)
+    .post(`/admin/projects/${p.id}/rotate-keys?mode=test`)
+    .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+    .send();
   expect(testKey.status).toBe(200);
-  const refused = await request(ctx.api.app).post(`/campaigns/${id}/resume`).set('Authorization', `Bearer ${testKey.body.data.secretKey}`).send({});
+  const refused = await request(ctx.api.app)
+    .post(`/campaigns/${id}/resume`)
+    .set('Authorization', `Bearer ${testKey.body.data.secretKey}`)
+    .send({});
   expect(refused.status).toBe(403);
-  expect(refused.body.error).toMatchObject({ code: 'FORBIDDEN', message: 'A test key cannot resume a live campaign: that would send real mail' });
-  const retry = await request(ctx.api.app).post(`/campaigns/${id}/retry-failed`).set('Authorization', `Bearer ${testKey.body.data.secretKey}`).send({});
+  expect(refused.body.error).toMatchObject({
+    code: 'FORBIDDEN',
+    message: 'A test key cannot resume a live campaign: that would send real mail',
+  });
+  const retry = await request(ctx.api.app)
+    .post(`/campaigns/${id}/retry-failed`)
+    .set('Authorization', `Bearer ${testKey.body.data.secretKey}`)
+    .send({});
   expect(retry.status).toBe(403);
   expect((await as(p).get(`/campaigns/${id}`)).body.data.status).toBe('PAUSED');
 });

@@ -31,7 +31,13 @@ type Case = {
 
 /** A campaign started through the API (SENDING, nothing fanned out: no worker), with a DRAFT's content. */
 async function createCampaign(p: TestProject, send = true): Promise<string> {
-  const created = await as(p).post('/campaigns', { name: 'Launch', subject: 'Hi', body: '<p>News</p>', from: `news@${p.domain}`, audienceType: 'ALL' });
+  const created = await as(p).post('/campaigns', {
+    name: 'Launch',
+    subject: 'Hi',
+    body: '<p>News</p>',
+    from: `news@${p.domain}`,
+    audienceType: 'ALL',
+  });
   expect(created.status).toBe(201);
   const id = created.body.data.id as string;
   if (send) expect((await as(p).post(`/campaigns/${id}/send`, {})).body.data.status).toBe('SENDING');
@@ -42,33 +48,56 @@ async function createCampaign(p: TestProject, send = true): Promise<string> {
  * A SENT campaign whose recipients' emails ended as `cases` say, as the worker would have left it (fan-out done,
  * every email final, cursors at the last contact). @returns the campaign id and each case's email id and address.
  */
-async function sentCampaign(p: TestProject, cases: Record<string, Case>): Promise<{ id: string; email: Record<string, { id: string; to: string }> }> {
+async function sentCampaign(
+  p: TestProject,
+  cases: Record<string, Case>,
+): Promise<{ id: string; email: Record<string, { id: string; to: string }> }> {
   const id = await createCampaign(p);
   const email: Record<string, { id: string; to: string; contactId: string }> = {};
   for (const name of Object.keys(cases)) {
     const to = recipient(name.toLowerCase());
     const contactId = randomUUID();
-    await db().execute(sql`insert into contacts (id, project_id, email, email_key, subscribed, data) values (${contactId}::uuid, ${p.id}::uuid, ${to}, ${to}, true, '{}'::jsonb)`);
+    await db().execute(
+      sql`insert into contacts (id, project_id, email, email_key, subscribed, data) values (${contactId}::uuid, ${p.id}::uuid, ${to}, ${to}, true, '{}'::jsonb)`,
+    );
     email[name] = { id: newId(), to, contactId };
   }
   await db().transaction((tx) =>
     insertQueuedEmails(
       tx,
-      Object.values(email).map((e) => ({ id: e.id, projectId: p.id, campaignId: id, contactId: e.contactId, source: 'campaign' as const, marketing: true, toEmail: e.to, fromEmail: `news@${p.domain}` })),
+      Object.values(email).map((e) => ({
+        id: e.id,
+        projectId: p.id,
+        campaignId: id,
+        contactId: e.contactId,
+        source: 'campaign' as const,
+        marketing: true,
+        toEmail: e.to,
+        fromEmail: `news@${p.domain}`,
+      })),
     ),
   );
   for (const [name, c] of Object.entries(cases)) {
     const e = email[name];
-    const error = c.status === 'failed' ? (c.failureKind === 'permanent' ? 'MessageRejected: no' : 'gave up after 1 attempts: InternalFailure: internal') : null;
+    const error =
+      c.status === 'failed'
+        ? c.failureKind === 'permanent'
+          ? 'MessageRejected: no'
+          : 'gave up after 1 attempts: InternalFailure: internal'
+        : null;
     await db().execute(sql`
       update emails set status = ${c.status}, failure_kind = ${c.failureKind ?? null}, error = ${error}, attempts = 1,
         bounce_type = ${c.status === 'bounced' ? 'hard' : null}, sent_at = ${c.status === 'failed' || c.status === 'suppressed' ? null : new Date()}
       where id = ${e.id}::uuid`);
-    if (c.contact === 'unsubscribed') await db().execute(sql`update contacts set subscribed = false where id = ${e.contactId}::uuid`);
+    if (c.contact === 'unsubscribed')
+      await db().execute(sql`update contacts set subscribed = false where id = ${e.contactId}::uuid`);
     if (c.contact === 'deleted') await db().execute(sql`delete from contacts where id = ${e.contactId}::uuid`);
     if (c.contact === 'suppressed') expect((await as(p).post('/suppressions', { email: e.to })).status).toBe(201);
   }
-  const last = Object.values(email).map((e) => e.contactId).sort().at(-1)!;
+  const last = Object.values(email)
+    .map((e) => e.contactId)
+    .sort()
+    .at(-1)!;
   await db().execute(sql`
     update campaigns set status = 'SENT', fanout_done = true, fanout_cursor = ${last}::uuid, enqueue_cursor = ${last}::uuid,
       recipients = ${Object.keys(cases).length}, completed_at = now()
@@ -82,7 +111,10 @@ const retry = (p: TestProject, id: string) => as(p).post(`/campaigns/${id}/retry
 
 test('re-queues exactly the transient failures of recipients still mailable; the campaign is SENDING again with its feeding cursor cleared', async () => {
   const p = await createTestProject(ctx.api.database);
-  const hook = await as(p).post('/webhooks/endpoints', { url: 'https://hooks.example.com/mailroom', eventTypes: ['campaign.*'] });
+  const hook = await as(p).post('/webhooks/endpoints', {
+    url: 'https://hooks.example.com/mailroom',
+    eventTypes: ['campaign.*'],
+  });
   expect(hook.status).toBe(201);
   const { id, email } = await sentCampaign(p, {
     retryA: { status: 'failed', failureKind: 'transient' },
@@ -98,20 +130,53 @@ test('re-queues exactly the transient failures of recipients still mailable; the
     sent: { status: 'sent' },
   });
   const before = await campaignRow(id);
-  const untouched = ['unsubscribed', 'suppressed', 'deleted', 'permanent', 'unknownKind', 'bounced', 'complained', 'suppressedEmail', 'sent'];
-  const rowsBefore = Object.fromEntries(await Promise.all(untouched.map(async (n) => [n, await emailRow(email[n].id)] as const)));
+  const untouched = [
+    'unsubscribed',
+    'suppressed',
+    'deleted',
+    'permanent',
+    'unknownKind',
+    'bounced',
+    'complained',
+    'suppressedEmail',
+    'sent',
+  ];
+  const rowsBefore = Object.fromEntries(
+    await Promise.all(untouched.map(async (n) => [n, await emailRow(email[n].id)] as const)),
+  );
 
   const res = await retry(p, id);
   expect(res.status).toBe(202);
-  expect(res.body.data).toMatchObject({ id, status: 'SENDING', retried: 2, skipped: 3, completedAt: null, recipients: 11 });
+  expect(res.body.data).toMatchObject({
+    id,
+    status: 'SENDING',
+    retried: 2,
+    skipped: 3,
+    completedAt: null,
+    recipients: 11,
+  });
 
   for (const n of ['retryA', 'retryB']) {
-    expect(await emailRow(email[n].id)).toMatchObject({ status: 'queued', failureKind: null, error: null, claimToken: null, retriedAt: expect.any(Date), attempts: 1 });
+    expect(await emailRow(email[n].id)).toMatchObject({
+      status: 'queued',
+      failureKind: null,
+      error: null,
+      claimToken: null,
+      retriedAt: expect.any(Date),
+      attempts: 1,
+    });
   }
   for (const n of untouched) expect([n, await emailRow(email[n].id)]).toEqual([n, rowsBefore[n]]);
 
   const after = await campaignRow(id);
-  expect(after).toMatchObject({ status: 'SENDING', enqueueCursor: null, fanoutDone: true, fanoutCursor: before.fanoutCursor, retryFailedAt: expect.any(Date), completedAt: null });
+  expect(after).toMatchObject({
+    status: 'SENDING',
+    enqueueCursor: null,
+    fanoutDone: true,
+    fanoutCursor: before.fanoutCursor,
+    retryFailedAt: expect.any(Date),
+    completedAt: null,
+  });
 
   // The worker's feed finds the retried rows among a chunk, and only them.
   const allIds = Object.values(email).map((e) => e.id);
@@ -123,26 +188,49 @@ test('re-queues exactly the transient failures of recipients still mailable; the
   expect(timeline.timeline[1].data).toEqual({ previousError: 'gave up after 1 attempts: InternalFailure: internal' });
 
   const events = (await as(p).get(`/campaigns/${id}/timeline`)).body.data.data;
-  expect(events).toEqual([expect.objectContaining({ type: 'retry_failed', data: { retried: 2, skipped: 3, previousCompletedAt: before.completedAt!.toISOString() } })]);
+  expect(events).toEqual([
+    expect.objectContaining({
+      type: 'retry_failed',
+      data: { retried: 2, skipped: 3, previousCompletedAt: before.completedAt!.toISOString() },
+    }),
+  ]);
 
   const hooks = await db().select().from(webhookDeliveries).where(eq(webhookDeliveries.projectId, p.id));
-  const sending = hooks.filter((h) => h.eventType === 'campaign.sending' && (h.payload as { data: { retryFailed?: boolean } }).data.retryFailed);
-  expect(sending.map((h) => (h.payload as { data: unknown }).data)).toEqual([{ campaignId: id, retryFailed: true, retried: 2 }]);
+  const sending = hooks.filter(
+    (h) => h.eventType === 'campaign.sending' && (h.payload as { data: { retryFailed?: boolean } }).data.retryFailed,
+  );
+  expect(sending.map((h) => (h.payload as { data: unknown }).data)).toEqual([
+    { campaignId: id, retryFailed: true, retried: 2 },
+  ]);
 
   const again = await retry(p, id);
   expect(again.status).toBe(409);
-  expect(again.body.error).toMatchObject({ code: 'INVALID_STATE', message: expect.stringMatching(/already retried .*runs once per campaign/) });
+  expect(again.body.error).toMatchObject({
+    code: 'INVALID_STATE',
+    message: expect.stringMatching(/already retried .*runs once per campaign/),
+  });
 });
 
 test('nothing to retry: 200, the campaign stays SENT, and the retry is used', async () => {
   const p = await createTestProject(ctx.api.database);
-  const { id } = await sentCampaign(p, { ok: { status: 'sent' }, rejected: { status: 'failed', failureKind: 'permanent' } });
+  const { id } = await sentCampaign(p, {
+    ok: { status: 'sent' },
+    rejected: { status: 'failed', failureKind: 'permanent' },
+  });
   const completedAt = (await campaignRow(id)).completedAt!;
   const res = await retry(p, id);
   expect(res.status).toBe(200);
-  expect(res.body.data).toMatchObject({ status: 'SENT', retried: 0, skipped: 0, completedAt: completedAt.toISOString() });
+  expect(res.body.data).toMatchObject({
+    status: 'SENT',
+    retried: 0,
+    skipped: 0,
+    completedAt: completedAt.toISOString(),
+  });
   expect((await as(p).get(`/campaigns/${id}/timeline`)).body.data.data).toEqual([
-    expect.objectContaining({ type: 'retry_failed', data: { retried: 0, skipped: 0, previousCompletedAt: completedAt.toISOString() } }),
+    expect.objectContaining({
+      type: 'retry_failed',
+      data: { retried: 0, skipped: 0, previousCompletedAt: completedAt.toISOString() },
+    }),
   ]);
   expect((await retry(p, id)).status).toBe(409);
   expect((await campaignRow(id)).status).toBe('SENT');
@@ -150,7 +238,10 @@ test('nothing to retry: 200, the campaign stays SENT, and the retry is used', as
 
 test('two concurrent calls: one retries, the other is refused', async () => {
   const p = await createTestProject(ctx.api.database);
-  const { id, email } = await sentCampaign(p, { a: { status: 'failed', failureKind: 'transient' }, b: { status: 'failed', failureKind: 'transient' } });
+  const { id, email } = await sentCampaign(p, {
+    a: { status: 'failed', failureKind: 'transient' },
+    b: { status: 'failed', failureKind: 'transient' },
+  });
   const answers = await Promise.all([retry(p, id), retry(p, id), retry(p, id)]);
   expect(answers.map((r) => r.status).sort()).toEqual([202, 409, 409]);
   expect(answers.find((r) => r.status === 202)!.body.data.retried).toBe(2);
@@ -165,7 +256,10 @@ test('refused unless SENT (409 naming the state); other projects, unknown ids an
   const draft = await createCampaign(p, false);
   const draftRetry = await retry(p, draft);
   expect(draftRetry.status).toBe(409);
-  expect(draftRetry.body.error).toMatchObject({ code: 'INVALID_STATE', message: "Cannot retry the failed emails of a campaign that is DRAFT; only a SENT campaign's can be retried" });
+  expect(draftRetry.body.error).toMatchObject({
+    code: 'INVALID_STATE',
+    message: "Cannot retry the failed emails of a campaign that is DRAFT; only a SENT campaign's can be retried",
+  });
 
   const sending = await createCampaign(p);
   expect((await retry(p, sending)).body.error.message).toMatch(/campaign that is SENDING/);
@@ -185,7 +279,10 @@ test('refused unless SENT (409 naming the state); other projects, unknown ids an
   expect(otherProject.body.error.code).toBe('NOT_FOUND');
   expect((await retry(p, newId())).status).toBe(404);
   expect((await retry(p, 'not-a-uuid')).status).toBe(400);
-  const publicKey = await request(ctx.api.app).post(`/campaigns/${id}/retry-failed`).set('Authorization', `Bearer ${p.publicKey}`).send({});
+  const publicKey = await request(ctx.api.app)
+    .post(`/campaigns/${id}/retry-failed`)
+    .set('Authorization', `Bearer ${p.publicKey}`)
+    .send({});
   expect(publicKey.status).toBe(403);
   expect(publicKey.body.error.code).toBe('PUBLIC_KEY_NOT_ALLOWED');
   expect((await request(ctx.api.app).post(`/campaigns/${id}/retry-failed`).send({})).status).toBe(401);

@@ -11,7 +11,14 @@ const ctx = useApiWithProject();
 const as = (project: TestProject) => client(ctx.api.app, project);
 
 const draft = (p: TestProject, extra: object = {}) =>
-  as(p).post('/campaigns', { name: 'Launch', subject: 'Hi {{firstName ?? "there"}}', body: '<p>News</p><a href="{{unsubscribeUrl}}">unsubscribe</a>', from: `news@${p.domain}`, audienceType: 'ALL', ...extra });
+  as(p).post('/campaigns', {
+    name: 'Launch',
+    subject: 'Hi {{firstName ?? "there"}}',
+    body: '<p>News</p><a href="{{unsubscribeUrl}}">unsubscribe</a>',
+    from: `news@${p.domain}`,
+    audienceType: 'ALL',
+    ...extra,
+  });
 
 describe('create and read', () => {
   test('POST creates a DRAFT; `type` equals audienceType; GET returns it', async () => {
@@ -34,21 +41,34 @@ describe('create and read', () => {
 
   test('validation: audience rules, filter paths, sender domain, template syntax, unknown fields', async () => {
     const p = await createTestProject(ctx.api.database);
-    const fieldsOf = (r: { body: { error: { errors: { field: string }[] } } }) => r.body.error.errors.map((e) => e.field);
+    const fieldsOf = (r: { body: { error: { errors: { field: string }[] } } }) =>
+      r.body.error.errors.map((e) => e.field);
     const seg = await draft(p, { audienceType: 'SEGMENT' });
     expect(seg.status).toBe(422);
     expect(fieldsOf(seg)).toEqual(['segmentId']);
     expect(fieldsOf(await draft(p, { audienceType: 'SEGMENT', segmentId: newId() }))).toEqual(['segmentId']);
     expect(fieldsOf(await draft(p, { audienceType: 'FILTERED' }))).toEqual(['audienceFilter']);
-    const badFilter = await draft(p, { audienceType: 'FILTERED', audienceFilter: { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'nope', value: 1 }] }] } });
+    const badFilter = await draft(p, {
+      audienceType: 'FILTERED',
+      audienceFilter: { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'nope', value: 1 }] }] },
+    });
     expect(fieldsOf(badFilter)).toEqual(['audienceFilter.groups.0.filters.0.operator']);
     expect(fieldsOf(await draft(p, { segmentId: newId() }))).toEqual(['segmentId']);
     const foreign = await draft(p, { from: 'news@not-verified.example' });
     expect(foreign.status).toBe(422);
-    expect(foreign.body.error.errors[0]).toMatchObject({ field: 'from', message: expect.stringMatching(/not a verified sending domain/) });
+    expect(foreign.body.error.errors[0]).toMatchObject({
+      field: 'from',
+      message: expect.stringMatching(/not a verified sending domain/),
+    });
     expect(fieldsOf(await draft(p, { body: '<p>{{#if}}</p>' }))).toEqual(['body']);
-    expect((await draft(p, { audienceType: 'SOME' })).body.error.errors[0]).toMatchObject({ field: 'audienceType', code: 'invalid_enum_value' });
-    expect((await draft(p, { colour: 'red' })).body.error.errors[0]).toMatchObject({ field: 'colour', code: 'unrecognized_keys' });
+    expect((await draft(p, { audienceType: 'SOME' })).body.error.errors[0]).toMatchObject({
+      field: 'audienceType',
+      code: 'invalid_enum_value',
+    });
+    expect((await draft(p, { colour: 'red' })).body.error.errors[0]).toMatchObject({
+      field: 'colour',
+      code: 'unrecognized_keys',
+    });
     const missing = await as(p).post('/campaigns', { name: 'x' });
     expect(missing.status).toBe(422);
     expect(fieldsOf(missing)).toEqual(expect.arrayContaining(['from', 'audienceType']));
@@ -104,10 +124,17 @@ describe('state machine', () => {
     ] as const) {
       const res = await call();
       expect(res.status).toBe(409);
-      expect(res.body.error).toMatchObject({ code: 'INVALID_STATE', message: `Cannot ${action} a campaign that is SENDING` });
+      expect(res.body.error).toMatchObject({
+        code: 'INVALID_STATE',
+        message: `Cannot ${action} a campaign that is SENDING`,
+      });
     }
     const cancelled = await as(p).post(`/campaigns/${id}/cancel`, {});
-    expect(cancelled.body.data).toMatchObject({ status: 'CANCELLED', cancelledAt: expect.any(String), cancelledEmails: 0 });
+    expect(cancelled.body.data).toMatchObject({
+      status: 'CANCELLED',
+      cancelledAt: expect.any(String),
+      cancelledEmails: 0,
+    });
     expect((await as(p).post(`/campaigns/${id}/cancel`, {})).status).toBe(409);
     expect((await as(p).post(`/campaigns/${id}/send`, {})).status).toBe(409);
   });
@@ -118,7 +145,9 @@ describe('state machine', () => {
     expect((await as(p).del(`/campaigns/${d}`)).body.data).toEqual({ id: d, deleted: true });
     expect((await as(p).get(`/campaigns/${d}`)).status).toBe(404);
     const past = (await draft(p)).body.data.id;
-    expect((await as(p).post(`/campaigns/${past}/send`, { scheduledAt: '2020-01-01T00:00:00Z' })).body.data.status).toBe('SENDING');
+    expect(
+      (await as(p).post(`/campaigns/${past}/send`, { scheduledAt: '2020-01-01T00:00:00Z' })).body.data.status,
+    ).toBe('SENDING');
     const s = (await draft(p)).body.data.id;
     await as(p).post(`/campaigns/${s}/send`, { scheduledAt: new Date(Date.now() + 60_000).toISOString() });
     expect((await as(p).post(`/campaigns/${s}/cancel`, {})).body.data.status).toBe('CANCELLED');
@@ -133,7 +162,10 @@ describe('state machine', () => {
     await as(p).post(`/campaigns/${scheduled}/send`, { scheduledAt: new Date(Date.now() + 60_000).toISOString() });
     const del = await as(p).del(`/segments/${seg}`);
     expect(del.body.data.failedCampaigns).toEqual([scheduled]);
-    expect((await as(p).get(`/campaigns/${scheduled}`)).body.data).toMatchObject({ status: 'FAILED', error: 'segment "gone" was deleted before the campaign started' });
+    expect((await as(p).get(`/campaigns/${scheduled}`)).body.data).toMatchObject({
+      status: 'FAILED',
+      error: 'segment "gone" was deleted before the campaign started',
+    });
     const send = await as(p).post(`/campaigns/${drafted}/send`, {});
     expect(send.status).toBe(422);
     expect(send.body.error.errors[0].field).toBe('segmentId');
@@ -159,15 +191,27 @@ describe('test send and stats', () => {
     expect(res.status).toBe(202);
     expect(res.body.data.emails.map((e: { email: string }) => e.email)).toEqual(to);
     const email = await as(p).get(`/emails/${res.body.data.emails[0].id}`);
-    expect(email.body.data).toMatchObject({ status: 'queued', source: 'transactional', campaignId: null, subject: 'Hi {{firstName ?? "there"}}' });
+    expect(email.body.data).toMatchObject({
+      status: 'queued',
+      source: 'transactional',
+      campaignId: null,
+      subject: 'Hi {{firstName ?? "there"}}',
+    });
     expect((await as(p).get(`/campaigns/${id}`)).body.data).toMatchObject({ status: 'DRAFT', recipients: 0 });
     const stats = await as(p).get(`/campaigns/${id}/stats`);
-    expect(stats.body.data).toMatchObject({ recipients: 0, sent: 0, queued: 0, progress: 0, etaSeconds: null, audienceComplete: false });
+    expect(stats.body.data).toMatchObject({
+      recipients: 0,
+      sent: 0,
+      queued: 0,
+      progress: 0,
+      etaSeconds: null,
+      audienceComplete: false,
+    });
     expect((await as(p).post(`/campaigns/${id}/test`, { to: [] })).status).toBe(422);
     expect((await as(p).post(`/campaigns/${id}/test`, { to: 'not-an-address' })).status).toBe(422);
   });
 
-  test('security: another project\'s campaign is 404 everywhere', async () => {
+  test("security: another project's campaign is 404 everywhere", async () => {
     const p = await createTestProject(ctx.api.database);
     const q = await createTestProject(ctx.api.database);
     const id = (await draft(p)).body.data.id;

@@ -46,7 +46,11 @@ describe('surrounding whitespace around an address is accepted and trimmed', () 
       body: 'B',
     });
     expect(res.status).toBe(202);
-    expect(res.body.data.emails.map((e: { contact: { email: string } }) => e.contact.email)).toEqual([a.stored, b.stored, c.stored]);
+    expect(res.body.data.emails.map((e: { contact: { email: string } }) => e.contact.email)).toEqual([
+      a.stored,
+      b.stored,
+      c.stored,
+    ]);
     const email = (await as(p).get(`/emails/${res.body.data.emails[0].email}`)).body.data;
     expect(email).toMatchObject({ from: { email: `news@${p.domain}` }, replyTo: `help@${p.domain}` });
   });
@@ -85,7 +89,10 @@ describe('surrounding whitespace around an address is accepted and trimmed', () 
     expect(await members([{ field: 'email', operator: 'equals', value: a.input }])).toEqual([a.stored]);
     expect(await members([{ field: 'email', operator: 'in', value: [a.input] }])).toEqual([a.stored]);
     expect(await members([{ field: 'email', operator: 'contains', value: ` ${a.stored}` }])).toEqual([]);
-    const segment = await as(p).post('/segments', { name: 'one', filter: [{ field: 'email', operator: 'equals', value: a.input }] });
+    const segment = await as(p).post('/segments', {
+      name: 'one',
+      filter: [{ field: 'email', operator: 'equals', value: a.input }],
+    });
     expect(segment.status).toBe(201);
     const listed = await as(p).get(`/segments/${segment.body.data.id}/contacts`);
     expect(listed.body.data.items.map((c: { email: string }) => c.email)).toEqual([a.stored]);
@@ -105,7 +112,8 @@ describe('surrounding whitespace around an address is accepted and trimmed', () 
 });
 
 describe('an empty-string value in contact data is ignored; null removes the key', () => {
-  const stored = async (p: TestProject, id: string) => (await as(p).get(`/contacts/${id}`)).body.data.data as Record<string, unknown>;
+  const stored = async (p: TestProject, id: string) =>
+    (await as(p).get(`/contacts/${id}`)).body.data.data as Record<string, unknown>;
 
   test('POST /contacts and PATCH /contacts/{id}', async () => {
     const p = await createTestProject(ctx.api.database);
@@ -115,7 +123,9 @@ describe('an empty-string value in contact data is ignored; null removes the key
     const upsert = await as(p).post('/contacts', { email, data: { firstName: '', city: null, plan: 'pro' } });
     expect(upsert.status).toBe(200);
     expect(upsert.body.data.data).toEqual({ firstName: 'Ann', plan: 'pro' });
-    const patched = await as(p).patch(`/contacts/${created.body.data.id}`, { data: { firstName: '', plan: '', note: ' ' } });
+    const patched = await as(p).patch(`/contacts/${created.body.data.id}`, {
+      data: { firstName: '', plan: '', note: ' ' },
+    });
     expect(patched.status).toBe(200);
     // Only the empty string is ignored: a space is a value.
     expect(patched.body.data.data).toEqual({ firstName: 'Ann', plan: 'pro', note: ' ' });
@@ -128,9 +138,18 @@ describe('an empty-string value in contact data is ignored; null removes the key
     const p = await createTestProject(ctx.api.database);
     const emails = [recipient('e1'), recipient('e2'), recipient('e3'), recipient('e4')];
     const ids: string[] = [];
-    for (const email of emails) ids.push((await as(p).post('/contacts', { email, data: { firstName: 'Ann', plan: 'pro' } })).body.data.id);
-    const send = (to: string) => as(p).post('/v1/send', { to, from: `n@${p.domain}`, subject: 'Hi {{firstName}}', body: 'b', data: { firstName: '', plan: null } });
-    const track = (email: string) => as(p).post('/v1/track', { email, event: 'seen', data: { firstName: '', plan: null } });
+    for (const email of emails)
+      ids.push((await as(p).post('/contacts', { email, data: { firstName: 'Ann', plan: 'pro' } })).body.data.id);
+    const send = (to: string) =>
+      as(p).post('/v1/send', {
+        to,
+        from: `n@${p.domain}`,
+        subject: 'Hi {{firstName}}',
+        body: 'b',
+        data: { firstName: '', plan: null },
+      });
+    const track = (email: string) =>
+      as(p).post('/v1/track', { email, event: 'seen', data: { firstName: '', plan: null } });
     // One alone of each, then several at once (the API folds concurrent writes into one statement).
     expect((await send(emails[0])).status).toBe(202);
     expect((await track(emails[1])).status).toBe(200);
@@ -141,6 +160,9 @@ describe('an empty-string value in contact data is ignored; null removes the key
 
   test('import rows: an empty value neither sets nor removes', () => {
     const item = importRecord(1, { email: 'ann@example.com', data: { firstName: '', plan: null, city: 'Oslo' } });
-    expect(item.ok && { set: item.record.set, removed: item.record.removed }).toEqual({ set: { city: 'Oslo' }, removed: ['plan'] });
+    expect(item.ok && { set: item.record.set, removed: item.record.removed }).toEqual({
+      set: { city: 'Oslo' },
+      removed: ['plan'],
+    });
   });
 });

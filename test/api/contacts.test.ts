@@ -27,11 +27,21 @@ describe('happy path', () => {
     const email = recipient('c');
     const first = await as(ctx.p).post('/contacts', { email, data: { plan: 'free', seats: 1 } });
     expect(first.status).toBe(201);
-    expect(first.body.data).toMatchObject({ email, subscribed: true, data: { plan: 'free', seats: 1 }, _meta: { isNew: true, isUpdate: false } });
+    expect(first.body.data).toMatchObject({
+      email,
+      subscribed: true,
+      data: { plan: 'free', seats: 1 },
+      _meta: { isNew: true, isUpdate: false },
+    });
     await as(ctx.p).patch(`/contacts/${first.body.data.id}`, { subscribed: false });
     const again = await as(ctx.p).post('/contacts', { email: email.toUpperCase(), data: { plan: 'pro', seats: null } });
     expect(again.status).toBe(200);
-    expect(again.body.data).toMatchObject({ id: first.body.data.id, subscribed: false, data: { plan: 'pro' }, _meta: { isNew: false, isUpdate: true } });
+    expect(again.body.data).toMatchObject({
+      id: first.body.data.id,
+      subscribed: false,
+      data: { plan: 'pro' },
+      _meta: { isNew: false, isUpdate: true },
+    });
     expect(again.body.data.data).not.toHaveProperty('seats');
     const explicit = await as(ctx.p).post('/contacts', { email, subscribed: true });
     expect(explicit.body.data.subscribed).toBe(true);
@@ -42,12 +52,25 @@ describe('happy path', () => {
     const id = c.body.data.id;
     const got = await as(ctx.p).get(`/contacts/${id}`);
     expect(got.status).toBe(200);
-    expect(got.body.data).toEqual({ id, email: c.body.data.email, subscribed: false, data: { a: 1, b: { x: 1 } }, snoozedUntil: null, createdAt: expect.any(String), updatedAt: expect.any(String), topics: [], confirmations: [] });
+    expect(got.body.data).toEqual({
+      id,
+      email: c.body.data.email,
+      subscribed: false,
+      data: { a: 1, b: { x: 1 } },
+      snoozedUntil: null,
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+      topics: [],
+      confirmations: [],
+    });
     const p = await as(ctx.p).patch(`/contacts/${id}`, { data: { a: null, b: { y: 2 }, c: 'three' } });
     expect(p.status).toBe(200);
     expect(p.body.data).toMatchObject({ subscribed: false, data: { b: { y: 2 }, c: 'three' } });
     expect(p.body.data.data).not.toHaveProperty('a');
-    expect((await as(ctx.p).patch(`/contacts/${id}`, { subscribed: true })).body.data).toMatchObject({ subscribed: true, data: { c: 'three' } });
+    expect((await as(ctx.p).patch(`/contacts/${id}`, { subscribed: true })).body.data).toMatchObject({
+      subscribed: true,
+      data: { c: 'three' },
+    });
   });
 
   test('DELETE removes the contact and its events, cancels its queued email, keeps sent mail in the log', async () => {
@@ -57,7 +80,10 @@ describe('happy path', () => {
     const queuedId = sent.body.data.emails[0].email;
     const second = await as(ctx.p).post('/v1/send', { to: email, from: `a@${ctx.p.domain}`, subject: 's2', body: 'b' });
     const sentId = second.body.data.emails[0].email;
-    await ctx.api.database.db.update(emails).set({ status: 'sent', messageId: `<${sentId}@t>` }).where(eq(emails.id, sentId));
+    await ctx.api.database.db
+      .update(emails)
+      .set({ status: 'sent', messageId: `<${sentId}@t>` })
+      .where(eq(emails.id, sentId));
     await as(ctx.p).post('/v1/track', { email, event: 'signed-up' });
 
     const d = await as(ctx.p).del(`/contacts/${contactId}`);
@@ -78,7 +104,8 @@ describe('happy path', () => {
   test('list: newest first, keyset pages in both forms, subscribed filter, exact totals from counters', async () => {
     const q = await createTestProject(ctx.api.database);
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await as(q).post('/contacts', { email: `p${i}@x.test`, subscribed: i % 2 === 0 })).body.data.id);
+    for (let i = 0; i < 5; i++)
+      ids.push((await as(q).post('/contacts', { email: `p${i}@x.test`, subscribed: i % 2 === 0 })).body.data.id);
     const first = await as(q).get('/contacts?limit=2');
     expect(first.status).toBe(200);
     expect(first.body.data).toMatchObject({ hasMore: true, total: 5, totalExact: true });
@@ -102,10 +129,14 @@ describe('happy path', () => {
 
   test('search: case-insensitive substring of the address, with exact totals; LIKE wildcards are literal', async () => {
     const q = await createTestProject(ctx.api.database);
-    for (const e of ['Alice@Example.com', 'bob@example.com', 'carol@other.org', 'a_b@x.test']) await as(q).post('/contacts', { email: e });
+    for (const e of ['Alice@Example.com', 'bob@example.com', 'carol@other.org', 'a_b@x.test'])
+      await as(q).post('/contacts', { email: e });
     const res = await as(q).get('/contacts?search=EXAMPLE');
     expect(res.body.data.total).toBe(2);
-    expect(res.body.data.items.map((c: { email: string }) => c.email).sort()).toEqual(['Alice@example.com', 'bob@example.com']);
+    expect(res.body.data.items.map((c: { email: string }) => c.email).sort()).toEqual([
+      'Alice@example.com',
+      'bob@example.com',
+    ]);
     expect((await as(q).get('/contacts?search=lice@ex')).body.data.items).toHaveLength(1);
     expect((await as(q).get('/contacts?search=_')).body.data.total).toBe(1);
     expect((await as(q).get('/contacts?search=%25')).body.data.total).toBe(0);
@@ -119,7 +150,13 @@ describe('guarantees', () => {
     const q = await createTestProject(ctx.api.database);
     await seed(q.id, 300, 'page');
     const stable = new Set(
-      ((await ctx.api.database.db.execute<{ id: string }>(sql`select id from contacts where project_id = ${q.id}::uuid`)).rows as { id: string }[]).map((r) => r.id),
+      (
+        (
+          await ctx.api.database.db.execute<{ id: string }>(
+            sql`select id from contacts where project_id = ${q.id}::uuid`,
+          )
+        ).rows as { id: string }[]
+      ).map((r) => r.id),
     );
     // Contacts that exist for the whole listing: all but the ones deleted below.
     const doomed = [...stable].filter((_, i) => i % 10 === 0);
@@ -182,7 +219,9 @@ describe('errors', () => {
     const c = await as(ctx.p).post('/contacts', { email: recipient() });
     expect((await as(ctx.p).patch(`/contacts/${c.body.data.id}`, {})).status).toBe(422);
     expect((await as(ctx.p).patch(`/contacts/${c.body.data.id}`, { email: 'x@y.test' })).status).toBe(422);
-    expect((await as(ctx.p).patch('/contacts/0190a8c0-0000-7000-8000-000000000000', { subscribed: true })).status).toBe(404);
+    expect((await as(ctx.p).patch('/contacts/0190a8c0-0000-7000-8000-000000000000', { subscribed: true })).status).toBe(
+      404,
+    );
     expect((await as(ctx.p).get('/contacts/not-a-uuid')).status).toBe(400);
     for (const q of ['limit=0', 'limit=101', 'subscribed=maybe', 'cursor=zzz', 'search=', 'other=1']) {
       const res = await as(ctx.p).get(`/contacts?${q}`);
@@ -208,7 +247,10 @@ describe('security', () => {
     expect((await as(other).get(`/contacts/${id}`)).status).toBe(404);
     expect((await as(other).patch(`/contacts/${id}`, { subscribed: false })).status).toBe(404);
     expect((await as(other).del(`/contacts/${id}`)).status).toBe(404);
-    expect((await as(other).get(`/contacts?search=${encodeURIComponent(email)}`)).body.data).toMatchObject({ total: 0, items: [] });
+    expect((await as(other).get(`/contacts?search=${encodeURIComponent(email)}`)).body.data).toMatchObject({
+      total: 0,
+      items: [],
+    });
     expect((await as(other).get('/contacts')).body.data.items.some((c: { id: string }) => c.id === id)).toBe(false);
     // The same address in the other project is a different contact.
     const theirs = await as(other).post('/contacts', { email });
@@ -223,7 +265,9 @@ describe('security', () => {
     expect(pk.status).toBe(403);
     expect(pk.body.error.code).toBe('PUBLIC_KEY_NOT_ALLOWED');
     expect((await request(ctx.api.app).post('/contacts').send({ email: 'a@b.test' })).status).toBe(401);
-    await request(ctx.api.app).post(`/admin/projects/${q.id}/disable`).set('Authorization', 'Bearer test-admin-token-0123456789');
+    await request(ctx.api.app)
+      .post(`/admin/projects/${q.id}/disable`)
+      .set('Authorization', 'Bearer test-admin-token-0123456789');
     const disabled = await as(q).get('/contacts');
     expect(disabled.status).toBe(403);
     expect(disabled.body.error.code).toBe('PROJECT_DISABLED');

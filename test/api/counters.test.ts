@@ -11,7 +11,8 @@ import { createTestProject, recipient, useApiWithProject, waitFor, type TestProj
 
 const ctx = useApiWithProject();
 
-const track = (p: TestProject, body: object) => request(ctx.api.app).post('/v1/track').set('Authorization', `Bearer ${p.secretKey}`).send(body);
+const track = (p: TestProject, body: object) =>
+  request(ctx.api.app).post('/v1/track').set('Authorization', `Bearer ${p.secretKey}`).send(body);
 const get = (p: TestProject, path: string) => request(ctx.api.app).get(path).set('Authorization', p.auth);
 
 async function pendingDeltas(projectId: string): Promise<number> {
@@ -38,14 +39,21 @@ async function counted(p: TestProject) {
     sql`select name, count(*)::int as n from events where project_id = ${p.id}::uuid group by name`,
   );
   const { all, subscribed } = r.rows[0];
-  return { all, subscribed, unsubscribed: all - subscribed, names: Object.fromEntries(e.rows.map((x) => [x.name, x.n])) };
+  return {
+    all,
+    subscribed,
+    unsubscribed: all - subscribed,
+    names: Object.fromEntries(e.rows.map((x) => [x.name, x.n])),
+  };
 }
 
 describe('counters from deltas', () => {
   test('200 concurrent writers of one project: totals and event-name counts exact before any fold and after', async () => {
     const p = await createTestProject(ctx.api.database);
     const results = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => track(p, { email: recipient(`c${i % 150}`), event: i % 2 ? 'odd' : 'even', subscribed: i % 3 !== 0 })),
+      Array.from({ length: 200 }, (_, i) =>
+        track(p, { email: recipient(`c${i % 150}`), event: i % 2 ? 'odd' : 'even', subscribed: i % 3 !== 0 }),
+      ),
     );
     expect(results.map((r) => r.status)).toEqual(Array(200).fill(200));
     expect(await pendingDeltas(p.id)).toBeGreaterThan(0);
@@ -54,7 +62,10 @@ describe('counters from deltas', () => {
     expect(await totals(p)).toEqual(truth);
 
     // Two folds at once: each takes rows the other does not hold; nothing is counted twice.
-    await Promise.all([foldAllCounterDeltas(ctx.api.database.db, 100, 7), foldAllCounterDeltas(ctx.api.database.db, 100, 7)]);
+    await Promise.all([
+      foldAllCounterDeltas(ctx.api.database.db, 100, 7),
+      foldAllCounterDeltas(ctx.api.database.db, 100, 7),
+    ]);
     expect(await pendingDeltas(p.id)).toBe(0);
     expect(await totals(p)).toEqual(truth);
   });
@@ -74,7 +85,9 @@ describe('counters from deltas', () => {
     expect(before).toEqual(await counted(p));
     expect(before.names).not.toHaveProperty('only-a');
     await foldAllCounterDeltas(ctx.api.database.db);
-    const rows = await ctx.api.database.db.execute(sql`select name from event_names where project_id = ${p.id}::uuid and name = 'only-a'`);
+    const rows = await ctx.api.database.db.execute(
+      sql`select name from event_names where project_id = ${p.id}::uuid and name = 'only-a'`,
+    );
     expect(rows.rows).toEqual([]);
     expect(await totals(p)).toEqual(await counted(p));
     // The name comes back with a fresh count.
@@ -89,7 +102,9 @@ describe('counters from deltas', () => {
     await ctx.api.database.db.execute(sql`delete from projects where id = ${p.id}::uuid`);
     await foldAllCounterDeltas(ctx.api.database.db);
     expect(await pendingDeltas(p.id)).toBe(0);
-    const left = await ctx.api.database.db.execute(sql`select 1 from contact_stats where project_id = ${p.id}::uuid union all select 1 from event_names where project_id = ${p.id}::uuid`);
+    const left = await ctx.api.database.db.execute(
+      sql`select 1 from contact_stats where project_id = ${p.id}::uuid union all select 1 from event_names where project_id = ${p.id}::uuid`,
+    );
     expect(left.rows).toEqual([]);
   });
 

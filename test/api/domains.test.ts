@@ -9,7 +9,16 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import { ADMIN_TOKEN, client, createTestProject, recipient, startTestApi, testConfig, type TestApi, type TestProject } from '../support/harness';
+import {
+  ADMIN_TOKEN,
+  client,
+  createTestProject,
+  recipient,
+  startTestApi,
+  testConfig,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 let dns: TestDnsServer;
 let api: TestApi;
@@ -17,7 +26,9 @@ let p: TestProject;
 
 beforeAll(async () => {
   dns = await startDnsServer();
-  api = await startTestApi(testConfig({ DNS_SERVERS: dns.server, DNS_TIMEOUT_MS: '300', DNS_TRIES: '1', DOMAIN_IDENTITY_PROVIDER: 'local' }));
+  api = await startTestApi(
+    testConfig({ DNS_SERVERS: dns.server, DNS_TIMEOUT_MS: '300', DNS_TRIES: '1', DOMAIN_IDENTITY_PROVIDER: 'local' }),
+  );
   p = await createTestProject(api.database);
 });
 afterAll(async () => {
@@ -25,7 +36,15 @@ afterAll(async () => {
   await dns.close();
 });
 
-type Rec = { purpose: string; type: string; name: string; value: string; priority?: number; required: boolean; status: string };
+type Rec = {
+  purpose: string;
+  type: string;
+  name: string;
+  value: string;
+  priority?: number;
+  required: boolean;
+  status: string;
+};
 
 /** Publishes records in the test DNS server, as a customer would at their DNS host. */
 function publish(records: Rec[]) {
@@ -46,7 +65,13 @@ test('add â†’ records to publish, pending; sending refused; records published â†
   const added = await client(api.app, p).post('/domains', { domain: ` ${domain.toUpperCase()}. ` });
   expect(added.status).toBe(201);
   const d = added.body.data;
-  expect(d).toMatchObject({ domain, status: 'pending', verified: false, mailFromDomain: `mail.${domain}`, verifiedAt: null });
+  expect(d).toMatchObject({
+    domain,
+    status: 'pending',
+    verified: false,
+    mailFromDomain: `mail.${domain}`,
+    verifiedAt: null,
+  });
   const records = d.records as Rec[];
   expect(records.filter((r) => r.purpose === 'dkim')).toHaveLength(3);
   for (const r of records.filter((x) => x.purpose === 'dkim')) {
@@ -55,9 +80,22 @@ test('add â†’ records to publish, pending; sending refused; records published â†
     expect(token).toMatch(/^[a-z2-7]{32}$/);
     expect(r).toMatchObject({ name: `${token}._domainkey.${domain}`, value: `${token}.dkim.amazonses.com` });
   }
-  expect(records.find((r) => r.purpose === 'mail-from-mx')).toMatchObject({ type: 'MX', name: `mail.${domain}`, value: 'feedback-smtp.us-east-1.amazonses.com', priority: 10 });
-  expect(records.find((r) => r.purpose === 'mail-from-spf')).toMatchObject({ type: 'TXT', name: `mail.${domain}`, value: 'v=spf1 include:amazonses.com ~all' });
-  expect(records.find((r) => r.purpose === 'dmarc')).toMatchObject({ type: 'TXT', name: `_dmarc.${domain}`, required: false });
+  expect(records.find((r) => r.purpose === 'mail-from-mx')).toMatchObject({
+    type: 'MX',
+    name: `mail.${domain}`,
+    value: 'feedback-smtp.us-east-1.amazonses.com',
+    priority: 10,
+  });
+  expect(records.find((r) => r.purpose === 'mail-from-spf')).toMatchObject({
+    type: 'TXT',
+    name: `mail.${domain}`,
+    value: 'v=spf1 include:amazonses.com ~all',
+  });
+  expect(records.find((r) => r.purpose === 'dmarc')).toMatchObject({
+    type: 'TXT',
+    name: `_dmarc.${domain}`,
+    required: false,
+  });
 
   const refused = await sendFrom(p, `hi@${domain}`);
   expect(refused.status).toBe(422);
@@ -71,7 +109,9 @@ test('add â†’ records to publish, pending; sending refused; records published â†
   const checked = await client(api.app, p).post(`/domains/${d.id}/verify`, {});
   expect(checked.body.data).toMatchObject({ status: 'verified', verified: true });
   expect(checked.body.data.verifiedAt).toBeTruthy();
-  expect(Object.fromEntries((checked.body.data.records as Rec[]).map((r) => [`${r.purpose}:${r.name}`, r.status]))).toEqual(
+  expect(
+    Object.fromEntries((checked.body.data.records as Rec[]).map((r) => [`${r.purpose}:${r.name}`, r.status])),
+  ).toEqual(
     Object.fromEntries(records.map((r) => [`${r.purpose}:${r.name}`, r.purpose === 'dmarc' ? 'pending' : 'found'])),
   );
   expect((await sendFrom(p, `hi@${domain}`)).status).toBe(202);
@@ -79,7 +119,11 @@ test('add â†’ records to publish, pending; sending refused; records published â†
 
   const list = await client(api.app, p).get('/domains?verified=true&limit=100');
   expect(list.body.data.items.map((x: { domain: string }) => x.domain)).toContain(domain);
-  expect((await client(api.app, p).get('/domains?verified=false&limit=100')).body.data.items.map((x: { domain: string }) => x.domain)).not.toContain(domain);
+  expect(
+    (await client(api.app, p).get('/domains?verified=false&limit=100')).body.data.items.map(
+      (x: { domain: string }) => x.domain,
+    ),
+  ).not.toContain(domain);
   expect((await client(api.app, p).get(`/domains/${d.id}`)).body.data.status).toBe('verified');
 });
 
@@ -97,7 +141,10 @@ test('one project per domain: another project gets 409 on add, 404 on read, 422 
   expect((await sendFrom(other, `x@${domain}`)).status).toBe(422);
   // An operator's domain (admin API, written any way) is the same row POST /domains sees.
   const opDomain = `op-${randomBytes(4).toString('hex')}.test`;
-  const byOperator = await request(api.app).post(`/admin/projects/${other.id}/domains`).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ domain: `${opDomain.toUpperCase()}.` });
+  const byOperator = await request(api.app)
+    .post(`/admin/projects/${other.id}/domains`)
+    .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+    .send({ domain: `${opDomain.toUpperCase()}.` });
   expect(byOperator.body.data.domain).toBe(opDomain);
   expect((await client(api.app, p).post('/domains', { domain: opDomain })).status).toBe(409);
 });
@@ -107,9 +154,17 @@ test('delete: refused while a campaign is scheduled from the domain; then remove
   const added = await client(api.app, p).post('/domains', { domain });
   publish(added.body.data.records);
   await client(api.app, p).post(`/domains/${added.body.data.id}/verify`, {});
-  const campaign = await client(api.app, p).post('/campaigns', { name: 'c', subject: 's', body: '<p>b</p>', from: `news@${domain}`, audienceType: 'ALL' });
+  const campaign = await client(api.app, p).post('/campaigns', {
+    name: 'c',
+    subject: 's',
+    body: '<p>b</p>',
+    from: `news@${domain}`,
+    audienceType: 'ALL',
+  });
   expect(campaign.status).toBe(201);
-  const scheduled = await client(api.app, p).post(`/campaigns/${campaign.body.data.id}/send`, { scheduledAt: new Date(Date.now() + 86_400_000).toISOString() });
+  const scheduled = await client(api.app, p).post(`/campaigns/${campaign.body.data.id}/send`, {
+    scheduledAt: new Date(Date.now() + 86_400_000).toISOString(),
+  });
   expect(scheduled.body.data.status).toBe('SCHEDULED');
   const busy = await client(api.app, p).del(`/domains/${added.body.data.id}`);
   expect(busy.status).toBe(409);
@@ -141,11 +196,20 @@ test("Plunk v2: GET /domains/{id}/verify checks like POST and answers dkimTokens
   const d = added.body.data;
   expect(d.projectId).toBe(p.id);
   expect(d.dkimTokens).toHaveLength(3);
-  expect(d.dkimTokens).toEqual((d.records as Rec[]).filter((r) => r.purpose === 'dkim').map((r) => r.name.split('.')[0]));
+  expect(d.dkimTokens).toEqual(
+    (d.records as Rec[]).filter((r) => r.purpose === 'dkim').map((r) => r.name.split('.')[0]),
+  );
   expect((await client(api.app, p).get(`/domains/${d.id}`)).body.data.dkimTokens).toEqual(d.dkimTokens);
   const early = await client(api.app, p).get(`/domains/${d.id}/verify`);
   expect(early.status).toBe(200);
-  expect(early.body.data).toMatchObject({ id: d.id, domain, status: 'pending', verified: false, dkimTokens: d.dkimTokens, tokens: d.dkimTokens });
+  expect(early.body.data).toMatchObject({
+    id: d.id,
+    domain,
+    status: 'pending',
+    verified: false,
+    dkimTokens: d.dkimTokens,
+    tokens: d.dkimTokens,
+  });
   expect(early.body.data.checkedAt).toBeTruthy();
   publish(d.records);
   const checked = await client(api.app, p).get(`/domains/${d.id}/verify`);
@@ -154,7 +218,9 @@ test("Plunk v2: GET /domains/{id}/verify checks like POST and answers dkimTokens
   const other = await createTestProject(api.database);
   expect((await client(api.app, other).get(`/domains/${d.id}/verify`)).status).toBe(404);
   expect((await client(api.app, p).get('/domains/nope/verify')).status).toBe(400);
-  expect((await request(api.app).get(`/domains/${d.id}/verify`).set('Authorization', `Bearer ${p.publicKey}`)).status).toBe(403);
+  expect(
+    (await request(api.app).get(`/domains/${d.id}/verify`).set('Authorization', `Bearer ${p.publicKey}`)).status,
+  ).toBe(403);
 });
 
 test('errors: bad domain names (422 on domain), bad id (400), public key (403)', async () => {
@@ -178,7 +244,10 @@ describe('with SES as the identity provider', () => {
       req.resume();
       req.on('end', () => {
         const a = answers.shift() ?? { status: 500, type: 'InternalFailure', message: 'internal' };
-        res.writeHead(a.status, { 'content-type': 'application/json', 'x-amzn-errortype': `${a.type}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` });
+        res.writeHead(a.status, {
+          'content-type': 'application/json',
+          'x-amzn-errortype': `${a.type}:http://internal.amazon.com/coral/com.amazonaws.sesv2/`,
+        });
         res.end(JSON.stringify({ message: a.message }));
       });
     });
@@ -197,12 +266,17 @@ describe('with SES as the identity provider', () => {
     answers.push({ status: 400, type: 'BadRequestException', message: 'Domain is not allowed.' });
     const rejected = await client(sesApi.app, q).post('/domains', { domain });
     expect(rejected.status).toBe(422);
-    expect(rejected.body.error.errors[0]).toMatchObject({ field: 'domain', message: expect.stringContaining('Domain is not allowed.') });
+    expect(rejected.body.error.errors[0]).toMatchObject({
+      field: 'domain',
+      message: expect.stringContaining('Domain is not allowed.'),
+    });
     answers.push(...Array.from({ length: 3 }, () => ({ status: 500, type: 'InternalFailure', message: 'internal' })));
     const down = await client(sesApi.app, q).post('/domains', { domain });
     expect(down.status).toBe(503);
     expect(down.body.error.code).toBe('SERVICE_UNAVAILABLE');
-    const listed = (await client(sesApi.app, q).get('/domains')).body.data.items.map((d: { domain: string }) => d.domain);
+    const listed = (await client(sesApi.app, q).get('/domains')).body.data.items.map(
+      (d: { domain: string }) => d.domain,
+    );
     expect(listed).toEqual([q.domain]);
   });
 });

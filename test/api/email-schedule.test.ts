@@ -13,13 +13,20 @@ const api = () => client(ctx.api.app, ctx.p);
 const inSeconds = (s: number) => new Date(Date.now() + s * 1000).toISOString();
 
 async function schedule(at: string, to = recipient('sch')) {
-  const res = await api().post('/v1/send', { to, from: `s@${ctx.p.domain}`, subject: 'later', body: '<p>later</p>', scheduledAt: at });
+  const res = await api().post('/v1/send', {
+    to,
+    from: `s@${ctx.p.domain}`,
+    subject: 'later',
+    body: '<p>later</p>',
+    scheduledAt: at,
+  });
   expect(res.status).toBe(202);
   return res.body.data.emails[0] as { email: string; status: string; scheduledAt?: string };
 }
 
 const status = async (id: string) =>
-  (await ctx.api.database.db.execute<{ status: string }>(sql`select status from emails where id = ${id}::uuid`)).rows[0]?.status;
+  (await ctx.api.database.db.execute<{ status: string }>(sql`select status from emails where id = ${id}::uuid`)).rows[0]
+    ?.status;
 
 describe('happy', () => {
   test('a future scheduledAt: the email is scheduled, shown with its time, and its job waits delayed until then', async () => {
@@ -48,7 +55,8 @@ describe('happy', () => {
     const times = Array.from({ length: 8 }, (_, i) => inSeconds(600 + i * 60));
     const sent = await Promise.all(times.map((at) => schedule(at)));
     sent.forEach((e, i) => expect(e).toMatchObject({ status: 'scheduled', scheduledAt: times[i] }));
-    for (const [i, e] of sent.entries()) expect((await api().get(`/emails/${e.email}`)).body.data.scheduledAt).toBe(times[i]);
+    for (const [i, e] of sent.entries())
+      expect((await api().get(`/emails/${e.email}`)).body.data.scheduledAt).toBe(times[i]);
   });
 
   test('cancel: the scheduled email becomes cancelled with a timeline entry, and its job is gone', async () => {
@@ -63,7 +71,12 @@ describe('happy', () => {
   test('cancel: a queued email no worker has tried yet can be cancelled too', async () => {
     await ctx.api.queues.send.pause();
     try {
-      const res = await api().post('/v1/send', { to: recipient('q'), from: `s@${ctx.p.domain}`, subject: 's', body: 'b' });
+      const res = await api().post('/v1/send', {
+        to: recipient('q'),
+        from: `s@${ctx.p.domain}`,
+        subject: 's',
+        body: 'b',
+      });
       const id = res.body.data.emails[0].email;
       const cancelled = await api().post(`/emails/${id}/cancel`, {});
       expect(cancelled.status).toBe(200);
@@ -73,8 +86,14 @@ describe('happy', () => {
     }
   });
 
-  test("deleting the contact cancels its scheduled email", async () => {
-    const res = await api().post('/v1/send', { to: recipient('erase'), from: `s@${ctx.p.domain}`, subject: 's', body: 'b', scheduledAt: inSeconds(3600) });
+  test('deleting the contact cancels its scheduled email', async () => {
+    const res = await api().post('/v1/send', {
+      to: recipient('erase'),
+      from: `s@${ctx.p.domain}`,
+      subject: 's',
+      body: 'b',
+      scheduledAt: inSeconds(3600),
+    });
     const { email, contact } = res.body.data.emails[0];
     expect((await api().del(`/contacts/${contact.id}`)).status).toBe(200);
     expect(await status(email)).toBe('cancelled');
@@ -87,7 +106,10 @@ describe('happy', () => {
     const res = await api().patch(`/emails/${email.email}`, { scheduledAt: next });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ status: 'scheduled', scheduledAt: next });
-    expect(res.body.data.timeline.at(-1)).toMatchObject({ type: 'rescheduled', data: { scheduledAt: next, previous: first } });
+    expect(res.body.data.timeline.at(-1)).toMatchObject({
+      type: 'rescheduled',
+      data: { scheduledAt: next, previous: first },
+    });
     const job = await ctx.api.queues.send.getJob(email.email);
     expect(await job!.getState()).toBe('delayed');
     expect(job!.delay).toBeGreaterThan(3_600_000);
@@ -101,11 +123,21 @@ describe('errors', () => {
     ['2030-01-01', 'invalid_string'],
   ])('422 VALIDATION_ERROR naming scheduledAt for %s, and nothing is written', async (at, code) => {
     const to = recipient('bad');
-    const res = await api().post('/v1/send', { to, from: `s@${ctx.p.domain}`, subject: 's', body: 'b', scheduledAt: at });
+    const res = await api().post('/v1/send', {
+      to,
+      from: `s@${ctx.p.domain}`,
+      subject: 's',
+      body: 'b',
+      scheduledAt: at,
+    });
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('VALIDATION_ERROR');
-    expect(res.body.error.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'scheduledAt', code })]));
-    const written = await ctx.api.database.db.execute(sql`select 1 from emails where project_id = ${ctx.p.id}::uuid and to_email = ${to}`);
+    expect(res.body.error.errors).toEqual(
+      expect.arrayContaining([expect.objectContaining({ field: 'scheduledAt', code })]),
+    );
+    const written = await ctx.api.database.db.execute(
+      sql`select 1 from emails where project_id = ${ctx.p.id}::uuid and to_email = ${to}`,
+    );
     expect(written.rows).toHaveLength(0);
   });
 
@@ -126,7 +158,10 @@ describe('errors', () => {
   test('409 INVALID_STATE: cancel or reschedule once cancelled, sending or sent; reschedule of a queued email', async () => {
     const cancelled = await schedule(inSeconds(3600));
     expect((await api().post(`/emails/${cancelled.email}/cancel`, {})).status).toBe(200);
-    for (const res of [await api().post(`/emails/${cancelled.email}/cancel`, {}), await api().patch(`/emails/${cancelled.email}`, { scheduledAt: inSeconds(60) })]) {
+    for (const res of [
+      await api().post(`/emails/${cancelled.email}/cancel`, {}),
+      await api().patch(`/emails/${cancelled.email}`, { scheduledAt: inSeconds(60) }),
+    ]) {
       expect(res.status).toBe(409);
       expect(res.body.error.code).toBe('INVALID_STATE');
       expect(res.body.error.message).toContain('cancelled');
@@ -142,14 +177,18 @@ describe('errors', () => {
     }
     // A queued email that a worker already tried (sent back by a throttle) may be at SES: not cancelled.
     const tried = await schedule(inSeconds(3600));
-    await ctx.api.database.db.execute(sql`update emails set status = 'queued', attempts = 1 where id = ${tried.email}::uuid`);
+    await ctx.api.database.db.execute(
+      sql`update emails set status = 'queued', attempts = 1 where id = ${tried.email}::uuid`,
+    );
     expect((await api().post(`/emails/${tried.email}/cancel`, {})).status).toBe(409);
     expect((await api().patch(`/emails/${tried.email}`, { scheduledAt: inSeconds(60) })).status).toBe(409);
   });
 
   test('400 for a malformed id, 404 for an unknown one', async () => {
     expect((await api().post('/emails/123/cancel', {})).status).toBe(400);
-    expect((await api().patch('/emails/0190aaaa-0000-7000-8000-000000000000', { scheduledAt: inSeconds(60) })).status).toBe(404);
+    expect(
+      (await api().patch('/emails/0190aaaa-0000-7000-8000-000000000000', { scheduledAt: inSeconds(60) })).status,
+    ).toBe(404);
     expect((await api().post('/emails/0190aaaa-0000-7000-8000-000000000000/cancel', {})).status).toBe(404);
   });
 
@@ -160,23 +199,45 @@ describe('errors', () => {
     [{ filename: 'a.png', content: 'YQ==', contentId: 'x'.repeat(256) }, 'attachments.0.contentId'],
     [{ filename: 'a.png', content: 'YQ==', disposition: 'hidden' }, 'attachments.0.disposition'],
   ])('422 for an inline attachment %j naming %s', async (attachment, field) => {
-    const res = await api().post('/v1/send', { to: recipient(), from: `s@${ctx.p.domain}`, subject: 's', body: 'b', attachments: [attachment] });
+    const res = await api().post('/v1/send', {
+      to: recipient(),
+      from: `s@${ctx.p.domain}`,
+      subject: 's',
+      body: 'b',
+      attachments: [attachment],
+    });
     expect(res.status).toBe(422);
     expect(res.body.error.errors.map((e: { field: string }) => e.field)).toContain(field);
   });
 
   test('422 for a contentId used twice in one email (case-insensitive), naming the second', async () => {
     const res = await api().post('/v1/send', {
-      to: recipient(), from: `s@${ctx.p.domain}`, subject: 's', body: '<img src="cid:logo@x">',
-      attachments: [{ filename: 'a.png', content: 'YQ==', contentId: 'logo@x' }, { filename: 'b.png', content: 'YQ==', contentId: 'LOGO@x' }],
+      to: recipient(),
+      from: `s@${ctx.p.domain}`,
+      subject: 's',
+      body: '<img src="cid:logo@x">',
+      attachments: [
+        { filename: 'a.png', content: 'YQ==', contentId: 'logo@x' },
+        { filename: 'b.png', content: 'YQ==', contentId: 'LOGO@x' },
+      ],
     });
     expect(res.status).toBe(422);
     expect(res.body.error.errors).toEqual([expect.objectContaining({ field: 'attachments.1.contentId' })]);
   });
 
   test('inline attachments count in the 10-attachment limit', async () => {
-    const attachments = Array.from({ length: 11 }, (_, i) => ({ filename: `${i}.png`, content: 'YQ==', contentId: `i${i}` }));
-    const res = await api().post('/v1/send', { to: recipient(), from: `s@${ctx.p.domain}`, subject: 's', body: 'b', attachments });
+    const attachments = Array.from({ length: 11 }, (_, i) => ({
+      filename: `${i}.png`,
+      content: 'YQ==',
+      contentId: `i${i}`,
+    }));
+    const res = await api().post('/v1/send', {
+      to: recipient(),
+      from: `s@${ctx.p.domain}`,
+      subject: 's',
+      body: 'b',
+      attachments,
+    });
     expect(res.status).toBe(422);
     expect(res.body.error.errors[0]).toMatchObject({ field: 'attachments', code: 'too_big' });
   });
@@ -185,7 +246,13 @@ describe('errors', () => {
 describe('security', () => {
   test("another project's email: cancel and reschedule answer 404 and change nothing", async () => {
     const other = await createTestProject(ctx.api.database);
-    const res = await client(ctx.api.app, other).post('/v1/send', { to: recipient(), from: `o@${other.domain}`, subject: 's', body: 'b', scheduledAt: inSeconds(3600) });
+    const res = await client(ctx.api.app, other).post('/v1/send', {
+      to: recipient(),
+      from: `o@${other.domain}`,
+      subject: 's',
+      body: 'b',
+      scheduledAt: inSeconds(3600),
+    });
     const id = res.body.data.emails[0].email;
     expect((await api().post(`/emails/${id}/cancel`, {})).status).toBe(404);
     expect((await api().patch(`/emails/${id}`, { scheduledAt: inSeconds(60) })).status).toBe(404);
@@ -197,8 +264,17 @@ describe('security', () => {
   test('a public key gets 403, no key 401', async () => {
     const email = await schedule(inSeconds(3600));
     const pub = `Bearer ${ctx.p.publicKey}`;
-    expect((await request(ctx.api.app).post(`/emails/${email.email}/cancel`).set('Authorization', pub)).status).toBe(403);
-    expect((await request(ctx.api.app).patch(`/emails/${email.email}`).set('Authorization', pub).send({ scheduledAt: inSeconds(60) })).status).toBe(403);
+    expect((await request(ctx.api.app).post(`/emails/${email.email}/cancel`).set('Authorization', pub)).status).toBe(
+      403,
+    );
+    expect(
+      (
+        await request(ctx.api.app)
+          .patch(`/emails/${email.email}`)
+          .set('Authorization', pub)
+          .send({ scheduledAt: inSeconds(60) })
+      ).status,
+    ).toBe(403);
     expect((await request(ctx.api.app).post(`/emails/${email.email}/cancel`)).status).toBe(401);
     expect(await status(email.email)).toBe('scheduled');
   });

@@ -9,8 +9,16 @@ const ctx = useApiWithProject();
 
 test('an accepted email reads back as queued with its timeline', async () => {
   const to = recipient();
-  const sent = await request(ctx.api.app).post('/v1/send').set('Authorization', ctx.p.auth)
-    .send({ to: { name: 'Ann', email: to }, from: { name: 'Shop', email: `shop@${ctx.p.domain}` }, subject: 'Order {{n}}', body: 'b', data: { n: 7 } });
+  const sent = await request(ctx.api.app)
+    .post('/v1/send')
+    .set('Authorization', ctx.p.auth)
+    .send({
+      to: { name: 'Ann', email: to },
+      from: { name: 'Shop', email: `shop@${ctx.p.domain}` },
+      subject: 'Order {{n}}',
+      body: 'b',
+      data: { n: 7 },
+    });
   const id = sent.body.data.emails[0].email;
   const res = await request(ctx.api.app).get(`/emails/${id}`).set('Authorization', ctx.p.auth);
   expect(res.status).toBe(200);
@@ -32,17 +40,24 @@ test('an accepted email reads back as queued with its timeline', async () => {
 
 test('errors: 400 malformed id, 404 unknown id', async () => {
   expect((await request(ctx.api.app).get('/emails/123').set('Authorization', ctx.p.auth)).status).toBe(400);
-  const res = await request(ctx.api.app).get('/emails/0190aaaa-0000-7000-8000-000000000000').set('Authorization', ctx.p.auth);
+  const res = await request(ctx.api.app)
+    .get('/emails/0190aaaa-0000-7000-8000-000000000000')
+    .set('Authorization', ctx.p.auth);
   expect(res.status).toBe(404);
   expect(res.body.error.code).toBe('NOT_FOUND');
 });
 
 test("security: another project's email is 404; public key 403; no key 401", async () => {
   const other = await createTestProject(ctx.api.database);
-  const sent = await request(ctx.api.app).post('/v1/send').set('Authorization', other.auth).send({ to: recipient(), from: `x@${other.domain}`, subject: 's', body: 'b' });
+  const sent = await request(ctx.api.app)
+    .post('/v1/send')
+    .set('Authorization', other.auth)
+    .send({ to: recipient(), from: `x@${other.domain}`, subject: 's', body: 'b' });
   const id = sent.body.data.emails[0].email;
   expect((await request(ctx.api.app).get(`/emails/${id}`).set('Authorization', ctx.p.auth)).status).toBe(404);
-  expect((await request(ctx.api.app).get(`/emails/${id}`).set('Authorization', `Bearer ${other.publicKey}`)).status).toBe(403);
+  expect(
+    (await request(ctx.api.app).get(`/emails/${id}`).set('Authorization', `Bearer ${other.publicKey}`)).status,
+  ).toBe(403);
   expect((await request(ctx.api.app).get(`/emails/${id}`)).status).toBe(401);
   expect((await request(ctx.api.app).get(`/emails/${id}`).set('Authorization', other.auth)).status).toBe(200);
 });
@@ -50,7 +65,10 @@ test("security: another project's email is 404; public key 403; no key 401", asy
 test('an email whose id is not a UUIDv7 (a row written by hand) still reads its whole timeline', async () => {
   // Ids of another version carry no time: the timeline's lower bound (a day before the id's time) must not apply.
   // A UUIDv4 whose first bits read as a time far after its timeline row's id is the case that hid the timeline.
-  const contact = await request(ctx.api.app).post('/contacts').set('Authorization', ctx.p.auth).send({ email: recipient() });
+  const contact = await request(ctx.api.app)
+    .post('/contacts')
+    .set('Authorization', ctx.p.auth)
+    .send({ email: recipient() });
   const emailId = 'ffffffff-ffff-4fff-bfff-ffffffffffff';
   const eventId = '00000000-0000-4000-8000-000000000001';
   await ctx.api.database.db.execute(sql`
@@ -65,7 +83,10 @@ test('an email whose id is not a UUIDv7 (a row written by hand) still reads its 
 
 describe('GET /emails', () => {
   const send = async (p: { auth: string; domain: string }, to: string, subject = 's') => {
-    const res = await request(ctx.api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `x@${p.domain}`, subject, body: 'b' });
+    const res = await request(ctx.api.app)
+      .post('/v1/send')
+      .set('Authorization', p.auth)
+      .send({ to, from: `x@${p.domain}`, subject, body: 'b' });
     expect(res.status).toBe(202);
     return res.body.data.emails[0] as { email: string; contact: { id: string } };
   };
@@ -80,7 +101,9 @@ describe('GET /emails', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res: request.Response = await request(ctx.api.app).get(`/emails?limit=2${cursor ? `&cursor=${cursor}` : ''}`).set('Authorization', `Bearer ${p.secretKey}`);
+      const res: request.Response = await request(ctx.api.app)
+        .get(`/emails?limit=2${cursor ? `&cursor=${cursor}` : ''}`)
+        .set('Authorization', `Bearer ${p.secretKey}`);
       expect(res.status).toBe(200);
       expect(res.body.data).toMatchObject({ total: 5, totalExact: true });
       for (const e of res.body.data.items) {
@@ -104,7 +127,9 @@ describe('GET /emails', () => {
     const second = await send(p, ann);
     await send(p, recipient('bob'));
     const list = async (q: string) => {
-      const res = await request(ctx.api.app).get(`/emails?limit=100&${q}`).set('Authorization', `Bearer ${p.secretKey}`);
+      const res = await request(ctx.api.app)
+        .get(`/emails?limit=100&${q}`)
+        .set('Authorization', `Bearer ${p.secretKey}`);
       expect(res.status).toBe(200);
       return res.body.data.items.map((e: { id: string }) => e.id);
     };
@@ -121,10 +146,14 @@ describe('GET /emails', () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error.errors[0]).toMatchObject({ field: 'status' });
     expect((await request(ctx.api.app).get('/emails?cursor=nope').set('Authorization', ctx.p.auth)).status).toBe(400);
-    const window = await request(ctx.api.app).get('/emails?since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z').set('Authorization', ctx.p.auth);
+    const window = await request(ctx.api.app)
+      .get('/emails?since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z')
+      .set('Authorization', ctx.p.auth);
     expect(window.status).toBe(400);
     expect(window.body.error.errors[0]).toMatchObject({ field: 'until' });
-    expect((await request(ctx.api.app).get('/emails').set('Authorization', `Bearer ${ctx.p.publicKey}`)).status).toBe(403);
+    expect((await request(ctx.api.app).get('/emails').set('Authorization', `Bearer ${ctx.p.publicKey}`)).status).toBe(
+      403,
+    );
     expect((await request(ctx.api.app).get('/emails')).status).toBe(401);
   });
 });

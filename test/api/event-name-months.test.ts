@@ -12,8 +12,13 @@ import { createTestProject, recipient, useIsolatedApi } from '../support/harness
 
 const ctx = useIsolatedApi();
 
-const deps = () => ({ config: ctx.api.config, database: ctx.api.database, logger: createLogger(ctx.api.config, 'test') });
-const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql>) => (await ctx.api.database.db.execute<T>(query)).rows;
+const deps = () => ({
+  config: ctx.api.config,
+  database: ctx.api.database,
+  logger: createLogger(ctx.api.config, 'test'),
+});
+const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql>) =>
+  (await ctx.api.database.db.execute<T>(query)).rows;
 const utc = (y: number, m: number, d = 1) => Date.UTC(y, m - 1, d);
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -32,14 +37,23 @@ async function track(projectId: string, contactId: string, name: string, times: 
 
 /** `name month: count` from the events themselves (the month of each id), and as the counters say, with and without pending deltas. */
 async function months(projectId: string) {
-  const line = (rows: { name: string; month: string; n: number }[]) => Object.fromEntries(rows.map((r) => [`${r.name} ${r.month}`, r.n]));
-  const truth = line(await q(sql`select name, to_char(date_trunc('month', mailroom_uuid_v7_time(id) at time zone 'UTC'), 'YYYY-MM') as month, count(*)::int as n
-    from events where project_id = ${projectId}::uuid group by 1, 2`));
-  const folded = line(await q(sql`select name, to_char(month, 'YYYY-MM') as month, count::int as n from event_name_months where project_id = ${projectId}::uuid`));
-  const now = line(await q(sql`select name, to_char(month, 'YYYY-MM') as month, sum(count)::int as n from (
+  const line = (rows: { name: string; month: string; n: number }[]) =>
+    Object.fromEntries(rows.map((r) => [`${r.name} ${r.month}`, r.n]));
+  const truth = line(
+    await q(sql`select name, to_char(date_trunc('month', mailroom_uuid_v7_time(id) at time zone 'UTC'), 'YYYY-MM') as month, count(*)::int as n
+    from events where project_id = ${projectId}::uuid group by 1, 2`),
+  );
+  const folded = line(
+    await q(
+      sql`select name, to_char(month, 'YYYY-MM') as month, count::int as n from event_name_months where project_id = ${projectId}::uuid`,
+    ),
+  );
+  const now = line(
+    await q(sql`select name, to_char(month, 'YYYY-MM') as month, sum(count)::int as n from (
       select name, month, count from event_name_months where project_id = ${projectId}::uuid
       union all select name, month, count from event_name_deltas where project_id = ${projectId}::uuid) c
-    group by 1, 2 having sum(count) <> 0`));
+    group by 1, 2 having sum(count) <> 0`),
+  );
   return { truth, folded, now };
 }
 
@@ -55,17 +69,24 @@ test('deltas carry the month of their ids; the fold keeps per-month counts exact
   let m = await months(p.id);
   expect(m.truth).toEqual({ 'login 2027-01': 3, 'login 2027-02': 1, 'login 2027-03': 2, 'purchase 2027-02': 1 });
   expect(m.now).toEqual(m.truth); // exact before any fold: the pending deltas say it
-  const deltas = await q<{ month: string | null }>(sql`select to_char(month, 'YYYY-MM-DD') as month from event_name_deltas where project_id = ${p.id}::uuid`);
+  const deltas = await q<{ month: string | null }>(
+    sql`select to_char(month, 'YYYY-MM-DD') as month from event_name_deltas where project_id = ${p.id}::uuid`,
+  );
   expect(deltas.every((d) => d.month !== null && d.month.endsWith('-01'))).toBe(true);
 
   // Two folds at once, small batches: nothing counted twice.
-  await Promise.all([foldAllCounterDeltas(ctx.api.database.db, 100, 2), foldAllCounterDeltas(ctx.api.database.db, 100, 2)]);
+  await Promise.all([
+    foldAllCounterDeltas(ctx.api.database.db, 100, 2),
+    foldAllCounterDeltas(ctx.api.database.db, 100, 2),
+  ]);
   m = await months(p.id);
   expect(m.folded).toEqual(m.truth);
 
   // A delete statement, and a contact deleted (its events go by cascade): the months follow; a month or name that
   // reaches zero is gone from the counters.
-  await ctx.api.database.db.execute(sql`delete from events where project_id = ${p.id}::uuid and name = 'login' and id < mailroom_uuid_v7_floor(${iso(utc(2027, 1, 10))}::timestamptz)`);
+  await ctx.api.database.db.execute(
+    sql`delete from events where project_id = ${p.id}::uuid and name = 'login' and id < mailroom_uuid_v7_floor(${iso(utc(2027, 1, 10))}::timestamptz)`,
+  );
   await ctx.api.database.db.execute(sql`delete from contacts where id = ${b}::uuid`);
   m = await months(p.id);
   expect(m.now).toEqual({ 'login 2027-01': 1, 'login 2027-02': 1, 'login 2027-03': 1 });
@@ -73,7 +94,9 @@ test('deltas carry the month of their ids; the fold keeps per-month counts exact
   m = await months(p.id);
   expect(m.folded).toEqual(m.truth);
   expect(m.folded).toEqual({ 'login 2027-01': 1, 'login 2027-02': 1, 'login 2027-03': 1 });
-  expect(await q(sql`select name, count::int from event_names where project_id = ${p.id}::uuid`)).toEqual([{ name: 'login', count: 3 }]);
+  expect(await q(sql`select name, count::int from event_names where project_id = ${p.id}::uuid`)).toEqual([
+    { name: 'login', count: 3 },
+  ]);
 });
 
 test('dropping a month partition lowers event_names and event_name_months by that month, counts folded or still pending', async () => {
@@ -88,7 +111,9 @@ test('dropping a month partition lowers event_names and event_name_months by tha
   await track(p.id, c, 'view', [utc(2002, 2, 2), utc(2002, 2, 3)]);
   await track(p.id, c, 'view', [Date.now()]);
   // A negative delta of January pending as well: one of its views deleted after the fold.
-  await ctx.api.database.db.execute(sql`delete from events where project_id = ${p.id}::uuid and created_at = ${iso(utc(2002, 1, 2))}::timestamptz`);
+  await ctx.api.database.db.execute(
+    sql`delete from events where project_id = ${p.id}::uuid and created_at = ${iso(utc(2002, 1, 2))}::timestamptz`,
+  );
   expect((await months(p.id)).now).toMatchObject({ 'view 2002-01': 2, 'buy 2002-01': 1, 'view 2002-02': 2 });
 
   const r = await runRetentionPass(deps(), { maxBatches: 0 });
@@ -98,11 +123,14 @@ test('dropping a month partition lowers event_names and event_name_months by tha
   let m = await months(p.id);
   expect(m.truth).toEqual({ [`view ${iso(Date.now()).slice(0, 7)}`]: 1 });
   expect(m.now).toEqual(m.truth);
-  const names = () => q(sql`select name, count::int from event_names_now where project_id = ${p.id}::uuid order by name`);
+  const names = () =>
+    q(sql`select name, count::int from event_names_now where project_id = ${p.id}::uuid order by name`);
   expect(await names()).toEqual([{ name: 'view', count: 1 }]);
   await foldAllCounterDeltas(ctx.api.database.db);
   m = await months(p.id);
   expect(m.folded).toEqual(m.truth);
-  expect(await q(sql`select name, count::int from event_names where project_id = ${p.id}::uuid order by name`)).toEqual([{ name: 'view', count: 1 }]);
+  expect(await q(sql`select name, count::int from event_names where project_id = ${p.id}::uuid order by name`)).toEqual(
+    [{ name: 'view', count: 1 }],
+  );
   expect(await names()).toEqual([{ name: 'view', count: 1 }]);
 });

@@ -7,15 +7,22 @@ import { createTestProject, recipient, useApiWithProject, waitFor, type TestProj
 
 const ctx = useApiWithProject();
 
-const track = (body: object, key: string) => request(ctx.api.app).post('/v1/track').set('Authorization', `Bearer ${key}`).send(body);
+const track = (body: object, key: string) =>
+  request(ctx.api.app).post('/v1/track').set('Authorization', `Bearer ${key}`).send(body);
 const get = (project: TestProject, path: string) => request(ctx.api.app).get(path).set('Authorization', project.auth);
 
 describe('POST /v1/track', () => {
   test('creates the contact (subscribed by default) and the event; public and secret keys; Track result', async () => {
     const email = recipient('t');
-    const res = await track({ email, event: '  signed-up ', data: { plan: 'pro', page: { value: '/pricing', persistent: false } } }, ctx.p.publicKey);
+    const res = await track(
+      { email, event: '  signed-up ', data: { plan: 'pro', page: { value: '/pricing', persistent: false } } },
+      ctx.p.publicKey,
+    );
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ success: true, data: { contact: expect.any(String), event: expect.any(String), timestamp: expect.any(String) } });
+    expect(res.body).toMatchObject({
+      success: true,
+      data: { contact: expect.any(String), event: expect.any(String), timestamp: expect.any(String) },
+    });
     const contact = await get(ctx.p, `/contacts/${res.body.data.contact}`);
     expect(contact.body.data).toMatchObject({ email, subscribed: true, data: { plan: 'pro' } });
     expect(contact.body.data.data).not.toHaveProperty('page');
@@ -34,7 +41,9 @@ describe('POST /v1/track', () => {
     ]);
     // A new subscribed contact also gets the system event that workflows can start on.
     const system = await get(ctx.p, `/events?contactId=${res.body.data.contact}&name=contact.subscribed`);
-    expect(system.body.data.items).toEqual([expect.objectContaining({ name: 'contact.subscribed', data: { method: 'api' } })]);
+    expect(system.body.data.items).toEqual([
+      expect.objectContaining({ name: 'contact.subscribed', data: { method: 'api' } }),
+    ]);
     const bySecret = await track({ email, event: 'logged-in' }, ctx.p.secretKey);
     expect(bySecret.status).toBe(200);
     expect(bySecret.body.data.contact).toBe(res.body.data.contact);
@@ -57,7 +66,9 @@ describe('POST /v1/track', () => {
   test('100 concurrent calls for one new address: one contact, 100 events, every call 200', async () => {
     const q = await createTestProject(ctx.api.database);
     const email = recipient('burst');
-    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => track({ email, event: 'burst', data: { [`k${i}`]: i } }, q.publicKey)));
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => track({ email, event: 'burst', data: { [`k${i}`]: i } }, q.publicKey)),
+    );
     expect(results.map((r) => r.status)).toEqual(Array(100).fill(200));
     expect(new Set(results.map((r) => r.body.data.contact)).size).toBe(1);
     expect(new Set(results.map((r) => r.body.data.event)).size).toBe(100);
@@ -74,18 +85,20 @@ describe('POST /v1/track', () => {
     ]);
   });
 
-  test.each([
-    [{ event: 'e' }, 'email', 'invalid_type'],
-    [{ email: 'nope', event: 'e' }, 'email', 'invalid_string'],
-    [{ email: 'a@b.test' }, 'event', 'invalid_type'],
-    [{ email: 'a@b.test', event: '   ' }, 'event', 'too_small'],
-    [{ email: 'a@b.test', event: 'x'.repeat(256) }, 'event', 'too_big'],
-    [{ email: 'a@b.test', event: 'email.opened' }, 'event', 'custom'],
-    [{ email: 'a@b.test', event: 'Contact.Created' }, 'event', 'custom'],
-    [{ email: 'a@b.test', event: 'segment.entered' }, 'event', 'custom'],
-    [{ email: 'a@b.test', event: 'e', data: 'x' }, 'data', 'invalid_type'],
-    [{ email: 'a@b.test', event: 'e', extra: 1 }, 'extra', 'unrecognized_keys'],
-  ].map(([body, field, code]) => ({ body: body as object, field, code })))('422 names $field ($code)', async ({ body, field, code }) => {
+  test.each(
+    [
+      [{ event: 'e' }, 'email', 'invalid_type'],
+      [{ email: 'nope', event: 'e' }, 'email', 'invalid_string'],
+      [{ email: 'a@b.test' }, 'event', 'invalid_type'],
+      [{ email: 'a@b.test', event: '   ' }, 'event', 'too_small'],
+      [{ email: 'a@b.test', event: 'x'.repeat(256) }, 'event', 'too_big'],
+      [{ email: 'a@b.test', event: 'email.opened' }, 'event', 'custom'],
+      [{ email: 'a@b.test', event: 'Contact.Created' }, 'event', 'custom'],
+      [{ email: 'a@b.test', event: 'segment.entered' }, 'event', 'custom'],
+      [{ email: 'a@b.test', event: 'e', data: 'x' }, 'data', 'invalid_type'],
+      [{ email: 'a@b.test', event: 'e', extra: 1 }, 'extra', 'unrecognized_keys'],
+    ].map(([body, field, code]) => ({ body: body as object, field, code })),
+  )('422 names $field ($code)', async ({ body, field, code }) => {
     const res = await track(body, ctx.p.publicKey);
     expect(res.status).toBe(422);
     expect(res.body.error.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field, code })]));
@@ -100,10 +113,18 @@ describe('POST /v1/track', () => {
     expect(contact.body.data.email).toBe(`Ann.${tag}@xn--bcher-kva.de`);
     const again = await track({ email: `ann.${tag}@xn--bcher-kva.de`, event: 'idn' }, ctx.p.publicKey);
     expect(again.body.data.contact).toBe(res.body.data.contact);
-    expect((await get(ctx.p, `/events?email=${encodeURIComponent(`ann.${tag}@bücher.de`)}&name=idn`)).body.data.total).toBe(2);
+    expect(
+      (await get(ctx.p, `/events?email=${encodeURIComponent(`ann.${tag}@bücher.de`)}&name=idn`)).body.data.total,
+    ).toBe(2);
     const local = await track({ email: `jürgen.${tag}@example.de`, event: 'idn' }, ctx.p.publicKey);
     expect(local.status).toBe(422);
-    expect(local.body.error.errors).toEqual([{ field: 'email', message: expect.stringMatching(/only ASCII characters before the @.*SMTPUTF8/), code: 'invalid_string' }]);
+    expect(local.body.error.errors).toEqual([
+      {
+        field: 'email',
+        message: expect.stringMatching(/only ASCII characters before the @.*SMTPUTF8/),
+        code: 'invalid_string',
+      },
+    ]);
     expect((await track({ email: 'a@bü_cher..de', event: 'idn' }, ctx.p.publicKey)).status).toBe(422);
   });
 
@@ -117,7 +138,9 @@ describe('POST /v1/track', () => {
     expect((await request(ctx.api.app).post('/v1/track').send({ email: 'a@b.test', event: 'e' })).status).toBe(401);
     expect((await track({ email: 'a@b.test', event: 'e' }, `pk_${'x'.repeat(43)}`)).status).toBe(401);
     const q = await createTestProject(ctx.api.database);
-    await request(ctx.api.app).post(`/admin/projects/${q.id}/disable`).set('Authorization', 'Bearer test-admin-token-0123456789');
+    await request(ctx.api.app)
+      .post(`/admin/projects/${q.id}/disable`)
+      .set('Authorization', 'Bearer test-admin-token-0123456789');
     const res = await track({ email: 'a@b.test', event: 'e' }, q.publicKey);
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('PROJECT_DISABLED');
@@ -133,8 +156,17 @@ describe('GET /events and /events/names', () => {
   const seedEvents = async (project: TestProject): Promise<string[]> => {
     const at: string[] = [];
     // Contacts created unsubscribed, so the only events are these five (no contact.subscribed).
-    for (const [email, event] of [[a, 'viewed'], [b, 'viewed'], [a, 'bought'], [a, 'viewed'], [b, 'left']] as const) {
-      at.push((await track({ email, event, subscribed: false, data: { n: at.length } }, project.secretKey)).body.data.timestamp);
+    for (const [email, event] of [
+      [a, 'viewed'],
+      [b, 'viewed'],
+      [a, 'bought'],
+      [a, 'viewed'],
+      [b, 'left'],
+    ] as const) {
+      at.push(
+        (await track({ email, event, subscribed: false, data: { n: at.length } }, project.secretKey)).body.data
+          .timestamp,
+      );
       // Distinct millisecond timestamps (the since/until bounds are ms): the next event waits for the clock to move on.
       const last = Date.parse(at[at.length - 1]);
       await waitFor(async () => Date.now() > last, 1_000, 'the clock to pass the last event');
@@ -170,7 +202,11 @@ describe('GET /events and /events/names', () => {
     const contactId = byEmail.body.data.items[0].contactId;
     expect((await get(q, `/events?contactId=${contactId}`)).body.data.total).toBe(3);
     expect((await get(q, '/events?name=viewed')).body.data.total).toBe(3);
-    expect((await get(q, `/events?name=viewed&email=${encodeURIComponent(b)}`)).body.data.items.map((e: { data: { n: number } }) => e.data.n)).toEqual([1]);
+    expect(
+      (await get(q, `/events?name=viewed&email=${encodeURIComponent(b)}`)).body.data.items.map(
+        (e: { data: { n: number } }) => e.data.n,
+      ),
+    ).toEqual([1]);
     const window = await get(q, `/events?since=${stamps[1]}&until=${stamps[3]}`);
     expect(window.body.data.items.map((e: { data: { n: number } }) => e.data.n)).toEqual([3, 2, 1]);
     expect((await get(q, '/events?email=nobody%40nowhere.test')).body.data).toMatchObject({ total: 0, items: [] });
@@ -179,13 +215,21 @@ describe('GET /events and /events/names', () => {
   test('names: distinct, alphabetical, with counts and first/last seen; keyset pages', async () => {
     const names = await get(q, '/events/names');
     expect(names.body.data).toMatchObject({ total: 3, hasMore: false });
-    expect(names.body.data.items.map((n: { name: string; count: number }) => [n.name, n.count])).toEqual([['bought', 1], ['left', 1], ['viewed', 3]]);
+    expect(names.body.data.items.map((n: { name: string; count: number }) => [n.name, n.count])).toEqual([
+      ['bought', 1],
+      ['left', 1],
+      ['viewed', 3],
+    ]);
     const viewed = names.body.data.items[2];
     expect(viewed.firstSeenAt).toBe(stamps[0]);
     expect(viewed.lastSeenAt).toBe(stamps[3]);
     const p1 = await get(q, '/events/names?limit=2');
     const p2 = await get(q, `/events/names?limit=2&cursor=${p1.body.data.nextCursor}`);
-    expect([...p1.body.data.items, ...p2.body.data.items].map((n: { name: string }) => n.name)).toEqual(['bought', 'left', 'viewed']);
+    expect([...p1.body.data.items, ...p2.body.data.items].map((n: { name: string }) => n.name)).toEqual([
+      'bought',
+      'left',
+      'viewed',
+    ]);
   });
 
   test("Plunk's forms: eventName filter, page/pageSize, events and page fields; eventNames", async () => {
@@ -203,7 +247,11 @@ describe('GET /events and /events/names', () => {
       pages.push(r.body.data.events.map((e: { data: { n: number } }) => e.data.n));
     }
     expect(pages).toEqual([[4, 3], [2, 1], [0]]);
-    expect((await get(q, '/events?page=2&pageSize=2&eventName=viewed')).body.data.events.map((e: { data: { n: number } }) => e.data.n)).toEqual([0]);
+    expect(
+      (await get(q, '/events?page=2&pageSize=2&eventName=viewed')).body.data.events.map(
+        (e: { data: { n: number } }) => e.data.n,
+      ),
+    ).toEqual([0]);
     const names = await get(q, '/events/names');
     expect(names.body.data.eventNames).toEqual(['bought', 'left', 'viewed']);
   });
@@ -213,14 +261,30 @@ describe('GET /events and /events/names', () => {
     await seedEvents(own);
     const r = await get(own, `/events?email=${encodeURIComponent(b)}`);
     const contactId = r.body.data.items[0].contactId;
-    expect((await request(ctx.api.app).delete(`/contacts/${contactId}`).set('Authorization', own.auth)).status).toBe(200);
+    expect((await request(ctx.api.app).delete(`/contacts/${contactId}`).set('Authorization', own.auth)).status).toBe(
+      200,
+    );
     expect((await get(own, '/events')).body.data.total).toBe(3);
     const names = await get(own, '/events/names');
-    expect(names.body.data.items.map((n: { name: string; count: number }) => [n.name, n.count])).toEqual([['bought', 1], ['viewed', 2]]);
+    expect(names.body.data.items.map((n: { name: string; count: number }) => [n.name, n.count])).toEqual([
+      ['bought', 1],
+      ['viewed', 2],
+    ]);
   });
 
   test('400 on bad parameters', async () => {
-    for (const qs of ['contactId=nope', 'since=yesterday', 'limit=500', 'cursor=abc', `since=${stamps[3]}&until=${stamps[0]}`, 'colour=red', 'eventName=a&name=b', 'page=0', 'pageSize=101', 'page=1000&pageSize=100']) {
+    for (const qs of [
+      'contactId=nope',
+      'since=yesterday',
+      'limit=500',
+      'cursor=abc',
+      `since=${stamps[3]}&until=${stamps[0]}`,
+      'colour=red',
+      'eventName=a&name=b',
+      'page=0',
+      'pageSize=101',
+      'page=1000&pageSize=100',
+    ]) {
       const res = await get(q, `/events?${qs}`);
       expect(res.status).toBe(400);
     }
@@ -240,11 +304,16 @@ describe('GET /events and /events/names', () => {
 });
 
 describe('POST /events/track (Plunk v2 path)', () => {
-  const post = (body: object, key = ctx.p.secretKey) => request(ctx.api.app).post('/events/track').set('Authorization', `Bearer ${key}`).send(body);
+  const post = (body: object, key = ctx.p.secretKey) =>
+    request(ctx.api.app).post('/events/track').set('Authorization', `Bearer ${key}`).send(body);
 
   test("our body: the same operation as /v1/track, 201 with the Track result and Plunk's event fields", async () => {
     const email = recipient('pt');
-    const res = await post({ email, event: 'signed-up', data: { plan: 'pro', page: { value: '/p', persistent: false } } });
+    const res = await post({
+      email,
+      event: 'signed-up',
+      data: { plan: 'pro', page: { value: '/p', persistent: false } },
+    });
     expect(res.status).toBe(201);
     expect(res.body.data).toEqual({
       contact: expect.any(String),
@@ -268,19 +337,26 @@ describe('POST /events/track (Plunk v2 path)', () => {
     const first = await post({ email, event: 'first' });
     const res = await post({ name: 'plunk-event', contactId: first.body.data.contactId, data: { x: 1 } });
     expect(res.status).toBe(201);
-    expect(res.body.data).toMatchObject({ name: 'plunk-event', contactId: first.body.data.contactId, contact: first.body.data.contactId, data: { x: 1 } });
+    expect(res.body.data).toMatchObject({
+      name: 'plunk-event',
+      contactId: first.body.data.contactId,
+      contact: first.body.data.contactId,
+      data: { x: 1 },
+    });
     expect((await get(ctx.p, `/contacts/${first.body.data.contactId}`)).body.data.data).toEqual({ x: 1 });
   });
 
-  test.each([
-    [{ email: 'a@b.test' }, 'event', 'invalid_type'],
-    [{ event: 'e' }, 'email', 'invalid_type'],
-    [{ email: 'a@b.test', event: 'e', name: 'e' }, 'name', 'custom'],
-    [{ email: 'a@b.test', contactId: '01a20c99-8048-7298-b435-4dc10216336a', event: 'e' }, 'contactId', 'custom'],
-    [{ contactId: 'nope', name: 'e' }, 'contactId', 'invalid_string'],
-    [{ email: 'a@b.test', name: 'email.sent' }, 'name', 'custom'],
-    [{ email: 'a@b.test', event: 'e', emailId: 'x' }, 'emailId', 'unrecognized_keys'],
-  ].map(([body, field, code]) => ({ body: body as object, field, code })))('422 names $field ($code)', async ({ body, field, code }) => {
+  test.each(
+    [
+      [{ email: 'a@b.test' }, 'event', 'invalid_type'],
+      [{ event: 'e' }, 'email', 'invalid_type'],
+      [{ email: 'a@b.test', event: 'e', name: 'e' }, 'name', 'custom'],
+      [{ email: 'a@b.test', contactId: '01a20c99-8048-7298-b435-4dc10216336a', event: 'e' }, 'contactId', 'custom'],
+      [{ contactId: 'nope', name: 'e' }, 'contactId', 'invalid_string'],
+      [{ email: 'a@b.test', name: 'email.sent' }, 'name', 'custom'],
+      [{ email: 'a@b.test', event: 'e', emailId: 'x' }, 'emailId', 'unrecognized_keys'],
+    ].map(([body, field, code]) => ({ body: body as object, field, code })),
+  )('422 names $field ($code)', async ({ body, field, code }) => {
     const res = await post(body);
     expect(res.status).toBe(422);
     expect(res.body.error.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field, code })]));
@@ -288,7 +364,10 @@ describe('POST /events/track (Plunk v2 path)', () => {
 
   test("security: another project's contact id is 404 and nothing is recorded; pk_ is 403; no key is 401", async () => {
     const other = await createTestProject(ctx.api.database);
-    const theirs = await request(ctx.api.app).post('/v1/track').set('Authorization', `Bearer ${other.secretKey}`).send({ email: recipient('o'), event: 'x' });
+    const theirs = await request(ctx.api.app)
+      .post('/v1/track')
+      .set('Authorization', `Bearer ${other.secretKey}`)
+      .send({ email: recipient('o'), event: 'x' });
     const res = await post({ name: 'stolen', contactId: theirs.body.data.contact });
     expect(res.status).toBe(404);
     expect((await get(other, '/events?eventName=stolen')).body.data.total).toBe(0);

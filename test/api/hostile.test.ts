@@ -17,11 +17,25 @@ const ctx = useApiWithProject({ RATE_LIMIT_PER_MINUTE: '100000' });
 
 interface Sent {
   status: number;
-  body: { success: boolean; error: { code: string; message: string; statusCode: number; errors?: { field: string; message: string; code: string }[] } };
+  body: {
+    success: boolean;
+    error: {
+      code: string;
+      message: string;
+      statusCode: number;
+      errors?: { field: string; message: string; code: string }[];
+    };
+  };
 }
 
 /** Sends `raw` (a JSON text, or bytes) as the body of `method path`. */
-function raw(p: TestProject, method: 'post' | 'patch' | 'put', path: string, body: string | Buffer, headers: Record<string, string> = {}) {
+function raw(
+  p: TestProject,
+  method: 'post' | 'patch' | 'put',
+  path: string,
+  body: string | Buffer,
+  headers: Record<string, string> = {},
+) {
   let r = request(ctx.api.app)[method](path).set('Authorization', p.auth).set('Content-Type', 'application/json');
   for (const [k, v] of Object.entries(headers)) r = r.set(k, v);
   // As given: superagent would otherwise JSON-encode a Buffer sent with a JSON content type.
@@ -55,17 +69,65 @@ describe('U+0000 is refused at validation, naming the field', () => {
   });
 
   const bodies: Array<[string, 'post' | 'patch', string, (p: TestProject) => object, string]> = [
-    ['send data value', 'post', '/v1/send', (p) => ({ to: recipient(), from: `a@${p.domain}`, subject: 's', body: 'b', data: { name: 'x\u0000y' } }), 'data.name'],
-    ['send data key', 'post', '/v1/send', (p) => ({ to: recipient(), from: `a@${p.domain}`, subject: 's', body: 'b', data: { 'k\u0000': 1 } }), 'data.k\\u0000'],
-    ['send subject', 'post', '/v1/send', (p) => ({ to: recipient(), from: `a@${p.domain}`, subject: '\u0000', body: 'b' }), 'subject'],
+    [
+      'send data value',
+      'post',
+      '/v1/send',
+      (p) => ({ to: recipient(), from: `a@${p.domain}`, subject: 's', body: 'b', data: { name: 'x\u0000y' } }),
+      'data.name',
+    ],
+    [
+      'send data key',
+      'post',
+      '/v1/send',
+      (p) => ({ to: recipient(), from: `a@${p.domain}`, subject: 's', body: 'b', data: { 'k\u0000': 1 } }),
+      'data.k\\u0000',
+    ],
+    [
+      'send subject',
+      'post',
+      '/v1/send',
+      (p) => ({ to: recipient(), from: `a@${p.domain}`, subject: '\u0000', body: 'b' }),
+      'subject',
+    ],
     ['track event name', 'post', '/v1/track', () => ({ email: recipient(), event: 'sign\u0000up' }), 'event'],
-    ['track data', 'post', '/v1/track', () => ({ email: recipient(), event: 'signup', data: { plan: { tier: '\u0000' } } }), 'data.plan.tier'],
-    ['contact data', 'post', '/contacts', () => ({ email: recipient(), data: { list: ['ok', 'bad\u0000'] } }), 'data.list.1'],
+    [
+      'track data',
+      'post',
+      '/v1/track',
+      () => ({ email: recipient(), event: 'signup', data: { plan: { tier: '\u0000' } } }),
+      'data.plan.tier',
+    ],
+    [
+      'contact data',
+      'post',
+      '/contacts',
+      () => ({ email: recipient(), data: { list: ['ok', 'bad\u0000'] } }),
+      'data.list.1',
+    ],
     ['template name', 'post', '/templates', () => ({ name: 'n\u0000', subject: 's', body: 'b' }), 'name'],
     ['segment name', 'post', '/segments', () => ({ name: '\u0000', filter: [] }), 'name'],
-    ['segment filter value', 'post', '/segments', () => ({ name: 'seg', filter: [{ field: 'data.plan', operator: 'equals', value: 'a\u0000' }] }), 'filter.0.value'],
-    ['workflow name', 'post', '/workflows', () => ({ name: 'w\u0000', trigger: { type: 'EVENT', eventName: 'signup' } }), 'name'],
-    ['webhook description', 'post', '/webhooks/endpoints', () => ({ url: 'https://example.com/h', eventTypes: ['*'], description: '\u0000' }), 'description'],
+    [
+      'segment filter value',
+      'post',
+      '/segments',
+      () => ({ name: 'seg', filter: [{ field: 'data.plan', operator: 'equals', value: 'a\u0000' }] }),
+      'filter.0.value',
+    ],
+    [
+      'workflow name',
+      'post',
+      '/workflows',
+      () => ({ name: 'w\u0000', trigger: { type: 'EVENT', eventName: 'signup' } }),
+      'name',
+    ],
+    [
+      'webhook description',
+      'post',
+      '/webhooks/endpoints',
+      () => ({ url: 'https://example.com/h', eventTypes: ['*'], description: '\u0000' }),
+      'description',
+    ],
     ['suppression note', 'post', '/suppressions', () => ({ email: recipient(), note: 'spam\u0000' }), 'note'],
   ];
   test.each(bodies)('%s → 422', async (_what, method, path, body, field) => {
@@ -88,7 +150,9 @@ describe('U+0000 is refused at validation, naming the field', () => {
   });
 
   test('deleting a suppression by a path email with NUL is 400, not a 500', async () => {
-    const res = await storesNothing(p, () => request(ctx.api.app).delete('/suppressions/x%00@example.com').set('Authorization', p.auth));
+    const res = await storesNothing(p, () =>
+      request(ctx.api.app).delete('/suppressions/x%00@example.com').set('Authorization', p.auth),
+    );
     expectFieldError(res, 400, 'INVALID_PARAMETERS', 'email');
   });
 
@@ -111,7 +175,11 @@ describe('deep nesting is refused at 32 levels, never a stack overflow', () => {
   });
 
   const routes: Array<[string, string, (data: string, p: TestProject) => string]> = [
-    ['send', '/v1/send', (data, p) => `{"to":"${recipient()}","from":"a@${p.domain}","subject":"s","body":"b","data":${data}}`],
+    [
+      'send',
+      '/v1/send',
+      (data, p) => `{"to":"${recipient()}","from":"a@${p.domain}","subject":"s","body":"b","data":${data}}`,
+    ],
     ['track', '/v1/track', (data) => `{"email":"${recipient()}","event":"e","data":${data}}`],
     ['contacts', '/contacts', (data) => `{"email":"${recipient()}","data":${data}}`],
   ];
@@ -151,7 +219,9 @@ describe('Content-Encoding', () => {
   });
 
   test.each(['compress', 'zstd', 'gzip, br', 'x-unknown'])('unknown encoding %s → 415', async (encoding) => {
-    const res = await storesNothing(p, () => raw(p, 'post', '/contacts', Buffer.from(json()), { 'Content-Encoding': encoding }));
+    const res = await storesNothing(p, () =>
+      raw(p, 'post', '/contacts', Buffer.from(json()), { 'Content-Encoding': encoding }),
+    );
     expectFieldError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'Content-Encoding');
   });
 
@@ -203,11 +273,14 @@ describe('segment filter values out of range', () => {
     expect(res.status).toBe(200);
   });
 
-  test.each(['0000-01-01', '0001-01-01T00:00:00+14:00'])('a date before year 1 UTC (%s) → 422, not a Postgres range error', async (value) => {
-    const filter = [{ field: 'createdAt', operator: 'greaterThan', value }];
-    const res = await raw(p, 'post', '/segments/preview', JSON.stringify({ filter }));
-    expectFieldError(res, 422, 'VALIDATION_ERROR', 'filter.0.value');
-  });
+  test.each(['0000-01-01', '0001-01-01T00:00:00+14:00'])(
+    'a date before year 1 UTC (%s) → 422, not a Postgres range error',
+    async (value) => {
+      const filter = [{ field: 'createdAt', operator: 'greaterThan', value }];
+      const res = await raw(p, 'post', '/segments/preview', JSON.stringify({ filter }));
+      expectFieldError(res, 422, 'VALIDATION_ERROR', 'filter.0.value');
+    },
+  );
 
   test('a huge number compared with data is a number comparison, not an error', async () => {
     const filter = [{ field: 'data.score', operator: 'greaterThan', value: 1e300 }];
@@ -230,9 +303,24 @@ describe('RFC 5321 address lengths', () => {
   });
 
   test.each([
-    ['send to (local part 65)', '/v1/send', (p: TestProject) => ({ to: local65, from: `a@${p.domain}`, subject: 's', body: 'b' }), 'to'],
-    ['send to (255 in total)', '/v1/send', (p: TestProject) => ({ to: [{ email: total255 }], from: `a@${p.domain}`, subject: 's', body: 'b' }), 'to.0.email'],
-    ['send to (label 64)', '/v1/send', (p: TestProject) => ({ to: label64, from: `a@${p.domain}`, subject: 's', body: 'b' }), 'to'],
+    [
+      'send to (local part 65)',
+      '/v1/send',
+      (p: TestProject) => ({ to: local65, from: `a@${p.domain}`, subject: 's', body: 'b' }),
+      'to',
+    ],
+    [
+      'send to (255 in total)',
+      '/v1/send',
+      (p: TestProject) => ({ to: [{ email: total255 }], from: `a@${p.domain}`, subject: 's', body: 'b' }),
+      'to.0.email',
+    ],
+    [
+      'send to (label 64)',
+      '/v1/send',
+      (p: TestProject) => ({ to: label64, from: `a@${p.domain}`, subject: 's', body: 'b' }),
+      'to',
+    ],
     ['contacts', '/contacts', () => ({ email: local65 }), 'email'],
     ['track', '/v1/track', () => ({ email: total255, event: 'e' }), 'email'],
     ['suppressions', '/suppressions', () => ({ emails: [recipient(), local65] }), 'emails.1'],
@@ -260,12 +348,15 @@ describe('numeric query parameters take plain decimal integers only', () => {
     p = await createTestProject(ctx.api.database);
   });
 
-  test.each(['1e2', '0x10', '%205', '5%20', '5.0', '+5', '0b11', 'Infinity', ''])('limit=%s → 400 naming limit', async (limit) => {
-    for (const path of ['/contacts', '/templates', '/events', '/segments']) {
-      const res = await request(ctx.api.app).get(`${path}?limit=${limit}`).set('Authorization', p.auth);
-      expectFieldError(res, 400, 'INVALID_PARAMETERS', 'limit');
-    }
-  });
+  test.each(['1e2', '0x10', '%205', '5%20', '5.0', '+5', '0b11', 'Infinity', ''])(
+    'limit=%s → 400 naming limit',
+    async (limit) => {
+      for (const path of ['/contacts', '/templates', '/events', '/segments']) {
+        const res = await request(ctx.api.app).get(`${path}?limit=${limit}`).set('Authorization', p.auth);
+        expectFieldError(res, 400, 'INVALID_PARAMETERS', 'limit');
+      }
+    },
+  );
 
   test('templates page=1e0 → 400 naming page', async () => {
     const res = await request(ctx.api.app).get('/templates?page=1e0').set('Authorization', p.auth);
@@ -280,41 +371,76 @@ describe('numeric query parameters take plain decimal integers only', () => {
   });
 });
 
-describe('custom headers: the platform\'s and SES\'s are refused in any letter case, naming the header', () => {
+describe("custom headers: the platform's and SES's are refused in any letter case, naming the header", () => {
   let p: TestProject;
   let marketingTemplate: string;
   beforeAll(async () => {
     p = await createTestProject(ctx.api.database);
-    const t = await request(ctx.api.app).post('/templates').set('Authorization', p.auth).send({ name: 'm', subject: 's', body: 'b', type: 'MARKETING', from: `a@${p.domain}` });
+    const t = await request(ctx.api.app)
+      .post('/templates')
+      .set('Authorization', p.auth)
+      .send({ name: 'm', subject: 's', body: 'b', type: 'MARKETING', from: `a@${p.domain}` });
     marketingTemplate = t.body.data.id as string;
   });
   const send = (p: TestProject, headers: Record<string, string>, extra: object = {}) =>
-    raw(p, 'post', '/v1/send', JSON.stringify({ to: recipient(), from: `a@${p.domain}`, subject: 's', body: 'b', headers, ...extra }));
+    raw(
+      p,
+      'post',
+      '/v1/send',
+      JSON.stringify({ to: recipient(), from: `a@${p.domain}`, subject: 's', body: 'b', headers, ...extra }),
+    );
 
   test.each([
-    'X-SES-CONFIGURATION-SET', 'X-SES-MESSAGE-TAGS', 'X-SES-Source-Arn', 'x-ses-from-arn', 'X-Ses-Return-Path-Arn', 'X-SES-Anything-New',
-    'fRoM', 'TO', 'cc', 'BCC', 'reply-to', 'SUBJECT', 'date', 'message-id', 'Mime-Version', 'content-type', 'Content-Language',
-    'return-path', 'SENDER', 'Dkim-Signature', 'received', 'feedback-id',
+    'X-SES-CONFIGURATION-SET',
+    'X-SES-MESSAGE-TAGS',
+    'X-SES-Source-Arn',
+    'x-ses-from-arn',
+    'X-Ses-Return-Path-Arn',
+    'X-SES-Anything-New',
+    'fRoM',
+    'TO',
+    'cc',
+    'BCC',
+    'reply-to',
+    'SUBJECT',
+    'date',
+    'message-id',
+    'Mime-Version',
+    'content-type',
+    'Content-Language',
+    'return-path',
+    'SENDER',
+    'Dkim-Signature',
+    'received',
+    'feedback-id',
   ])('%s → 422 naming it', async (name) => {
     const res = await storesNothing(p, () => send(p, { [name]: 'x' }));
     expectFieldError(res, 422, 'VALIDATION_ERROR', `headers.${name}`);
   });
 
   test('a name given twice in two letter cases → 422', async () => {
-    const res = await storesNothing(p, () => send(p, { 'List-Unsubscribe': '<https://a.test/u>', 'list-unsubscribe': '<https://b.test/u>' }));
+    const res = await storesNothing(p, () =>
+      send(p, { 'List-Unsubscribe': '<https://a.test/u>', 'list-unsubscribe': '<https://b.test/u>' }),
+    );
     expectFieldError(res, 422, 'VALIDATION_ERROR', 'headers.list-unsubscribe');
   });
 
-  test('a caller\'s List-Unsubscribe on marketing mail → 422 saying why', async () => {
+  test("a caller's List-Unsubscribe on marketing mail → 422 saying why", async () => {
     for (const name of ['list-UNSUBSCRIBE', 'List-Unsubscribe-Post']) {
-      const res = await storesNothing(p, () => send(p, { [name]: '<https://a.test/u>' }, { template: marketingTemplate, subject: undefined, body: undefined }));
+      const res = await storesNothing(p, () =>
+        send(p, { [name]: '<https://a.test/u>' }, { template: marketingTemplate, subject: undefined, body: undefined }),
+      );
       expectFieldError(res, 422, 'VALIDATION_ERROR', `headers.${name}`);
       expect(res.body.error.errors!.find((e) => e.field === `headers.${name}`)!.message).toMatch(/marketing mail/);
     }
   });
 
-  test('transactional mail takes the caller\'s pair; a List-Unsubscribe-Post alone is refused', async () => {
-    const ok = await send(p, { 'list-unsubscribe': '<https://a.test/u>', 'LIST-UNSUBSCRIBE-POST': 'List-Unsubscribe=One-Click', Precedence: 'list' });
+  test("transactional mail takes the caller's pair; a List-Unsubscribe-Post alone is refused", async () => {
+    const ok = await send(p, {
+      'list-unsubscribe': '<https://a.test/u>',
+      'LIST-UNSUBSCRIBE-POST': 'List-Unsubscribe=One-Click',
+      Precedence: 'list',
+    });
     expect(ok.status).toBe(202);
     const alone = await storesNothing(p, () => send(p, { 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' }));
     expectFieldError(alone, 422, 'VALIDATION_ERROR', 'headers.List-Unsubscribe-Post');
@@ -327,35 +453,63 @@ describe('bodies nested too deep for the renderers are refused where they are ta
   let campaignId: string;
   beforeAll(async () => {
     p = await createTestProject(ctx.api.database);
-    const t = await request(ctx.api.app).post('/templates').set('Authorization', p.auth).send({ name: 't', subject: 's', body: '<p>b</p>' });
+    const t = await request(ctx.api.app)
+      .post('/templates')
+      .set('Authorization', p.auth)
+      .send({ name: 't', subject: 's', body: '<p>b</p>' });
     templateId = t.body.data.id as string;
-    const c = await request(ctx.api.app).post('/campaigns').set('Authorization', p.auth).send({ name: 'c', subject: 's', body: '<p>b</p>', from: `n@${p.domain}`, audienceType: 'ALL' });
+    const c = await request(ctx.api.app)
+      .post('/campaigns')
+      .set('Authorization', p.auth)
+      .send({ name: 'c', subject: 's', body: '<p>b</p>', from: `n@${p.domain}`, audienceType: 'ALL' });
     campaignId = c.body.data.id as string;
   });
   const divs = '<div>'.repeat(5000) + 'x' + '</div>'.repeat(5000);
   const blockquotes = '<blockquote>'.repeat(5000) + 'x';
   const quotes = '>'.repeat(5000) + ' x';
-  const cases: Array<[string, 'post' | 'patch', (p: TestProject) => string, (body: string, p: TestProject) => object]> = [
-    ['send (Markdown)', 'post', () => '/v1/send', (body, p) => ({ to: recipient(), from: `a@${p.domain}`, subject: 's', body, type: 'markdown' })],
-    ['template create', 'post', () => '/templates', (body) => ({ name: 'deep', subject: 's', body })],
-    ['template update', 'patch', () => `/templates/${templateId}`, (body) => ({ body })],
-    ['campaign create', 'post', () => '/campaigns', (body, p) => ({ name: 'deep', subject: 's', body, from: `n@${p.domain}`, audienceType: 'ALL' })],
-    ['campaign update', 'patch', () => `/campaigns/${campaignId}`, (body) => ({ body })],
-    ['render preview', 'post', () => '/templates/render', (body) => ({ subject: 's', body, format: 'markdown' })],
-  ];
-  test.each(cases)('%s: 5,000 nested <div>s, <blockquote>s (and > markers in Markdown) → 422 on body', async (what, method, path, body) => {
-    const bodies = what === 'send (Markdown)' || what === 'render preview' ? [divs, blockquotes, quotes] : [divs, blockquotes];
-    for (const b of bodies) {
-      const res = await storesNothing(p, () => raw(p, method, path(p), JSON.stringify(body(b, p))));
-      expectFieldError(res, 422, 'VALIDATION_ERROR', 'body');
-      expect(res.body.error.errors!.find((e) => e.field === 'body')!.message).toMatch(/deeper than 200 levels/);
-    }
-  });
+  const cases: Array<[string, 'post' | 'patch', (p: TestProject) => string, (body: string, p: TestProject) => object]> =
+    [
+      [
+        'send (Markdown)',
+        'post',
+        () => '/v1/send',
+        (body, p) => ({ to: recipient(), from: `a@${p.domain}`, subject: 's', body, type: 'markdown' }),
+      ],
+      ['template create', 'post', () => '/templates', (body) => ({ name: 'deep', subject: 's', body })],
+      ['template update', 'patch', () => `/templates/${templateId}`, (body) => ({ body })],
+      [
+        'campaign create',
+        'post',
+        () => '/campaigns',
+        (body, p) => ({ name: 'deep', subject: 's', body, from: `n@${p.domain}`, audienceType: 'ALL' }),
+      ],
+      ['campaign update', 'patch', () => `/campaigns/${campaignId}`, (body) => ({ body })],
+      ['render preview', 'post', () => '/templates/render', (body) => ({ subject: 's', body, format: 'markdown' })],
+    ];
+  test.each(cases)(
+    '%s: 5,000 nested <div>s, <blockquote>s (and > markers in Markdown) → 422 on body',
+    async (what, method, path, body) => {
+      const bodies =
+        what === 'send (Markdown)' || what === 'render preview' ? [divs, blockquotes, quotes] : [divs, blockquotes];
+      for (const b of bodies) {
+        const res = await storesNothing(p, () => raw(p, method, path(p), JSON.stringify(body(b, p))));
+        expectFieldError(res, 422, 'VALIDATION_ERROR', 'body');
+        expect(res.body.error.errors!.find((e) => e.field === 'body')!.message).toMatch(/deeper than 200 levels/);
+      }
+    },
+  );
 
   test('a send of a stored template that nests too deep (stored before the limit) → 422 on template', async () => {
-    const id = (await request(ctx.api.app).post('/templates').set('Authorization', p.auth).send({ name: 'old', subject: 's', body: 'x' })).body.data.id as string;
+    const id = (
+      await request(ctx.api.app)
+        .post('/templates')
+        .set('Authorization', p.auth)
+        .send({ name: 'old', subject: 's', body: 'x' })
+    ).body.data.id as string;
     await ctx.api.database.pool.query('update templates set body = $1 where id = $2', [divs, id]);
-    const res = await storesNothing(p, () => raw(p, 'post', '/v1/send', JSON.stringify({ to: recipient(), from: `a@${p.domain}`, template: id })));
+    const res = await storesNothing(p, () =>
+      raw(p, 'post', '/v1/send', JSON.stringify({ to: recipient(), from: `a@${p.domain}`, template: id })),
+    );
     expectFieldError(res, 422, 'VALIDATION_ERROR', 'template');
     const preview = await request(ctx.api.app).post(`/templates/${id}/render`).set('Authorization', p.auth).send({});
     expectFieldError(preview, 422, 'VALIDATION_ERROR', 'body');
@@ -383,7 +537,9 @@ describe('template text that used to backtrack answers at once', () => {
   });
 
   test('a subject over 998 characters (RFC 5322 line length) → 422 naming it', async () => {
-    const res = await storesNothing(p, () => raw(p, 'post', '/templates', JSON.stringify({ name: 't', subject: 's'.repeat(999), body: 'b' })));
+    const res = await storesNothing(p, () =>
+      raw(p, 'post', '/templates', JSON.stringify({ name: 't', subject: 's'.repeat(999), body: 'b' })),
+    );
     expectFieldError(res, 422, 'VALIDATION_ERROR', 'subject');
   });
 });
@@ -401,11 +557,20 @@ describe('template data stays text in previews (Markdown and HTML)', () => {
     ['raw HTML', '<a href="https://attacker.test/raw">x</a><img src="https://tracker.test/p.gif">'],
   ];
   test.each(vectors)('%s in data → shown as written; a javascript: URL variable → #', async (_what, value) => {
-    const stored = await request(ctx.api.app).post('/templates').set('Authorization', p.auth).send({ name: 't', subject: 's', body: '<p>Hi {{name}}</p><a href="{{url}}">go</a>' });
+    const stored = await request(ctx.api.app)
+      .post('/templates')
+      .set('Authorization', p.auth)
+      .send({ name: 't', subject: 's', body: '<p>Hi {{name}}</p><a href="{{url}}">go</a>' });
     const data = { name: value, url: 'javascript:alert(1)' };
     const answers = [
-      await request(ctx.api.app).post('/templates/render').set('Authorization', p.auth).send({ subject: 'Hi {{name}}', body: 'Hi {{name}}\n\n[go]({{url}})', format: 'markdown', data }),
-      await request(ctx.api.app).post(`/templates/${stored.body.data.id}/render`).set('Authorization', p.auth).send({ data }),
+      await request(ctx.api.app)
+        .post('/templates/render')
+        .set('Authorization', p.auth)
+        .send({ subject: 'Hi {{name}}', body: 'Hi {{name}}\n\n[go]({{url}})', format: 'markdown', data }),
+      await request(ctx.api.app)
+        .post(`/templates/${stored.body.data.id}/render`)
+        .set('Authorization', p.auth)
+        .send({ data }),
     ];
     for (const res of answers) {
       expect(res.status).toBe(200);

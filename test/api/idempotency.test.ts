@@ -43,7 +43,11 @@ test('/v1/send: the same key with a different body is 422 IDEMPOTENCY_CONFLICT a
   expect(other.body.error.code).toBe('IDEMPOTENCY_CONFLICT');
   expect(other.body.message).toBeDefined();
   // Another route with the same key is another request too.
-  const track = await request(ctx.api.app).post('/v1/track').set('Authorization', ctx.p.auth).set('Idempotency-Key', key).send({ email: to, event: 'e' });
+  const track = await request(ctx.api.app)
+    .post('/v1/track')
+    .set('Authorization', ctx.p.auth)
+    .set('Idempotency-Key', key)
+    .send({ email: to, event: 'e' });
   expect(track.status).toBe(422);
   expect(await emailRows(to)).toHaveLength(1);
 });
@@ -66,12 +70,19 @@ test('/v1/track: concurrent duplicates record one event', async () => {
   const key = randomUUID();
   const results = await Promise.all(
     Array.from({ length: 10 }, () =>
-      request(ctx.api.app).post('/v1/track').set('Authorization', `Bearer ${ctx.p.publicKey}`).set('Idempotency-Key', key).send({ email, event: 'paid', data: { amount: 5 } }),
+      request(ctx.api.app)
+        .post('/v1/track')
+        .set('Authorization', `Bearer ${ctx.p.publicKey}`)
+        .set('Idempotency-Key', key)
+        .send({ email, event: 'paid', data: { amount: 5 } }),
     ),
   );
   expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
   expect(new Set(results.map((r) => r.body.data.event)).size).toBe(1);
-  const rows = await ctx.api.database.db.select().from(events).where(and(eq(events.contactId, results[0].body.data.contact), eq(events.name, 'paid')));
+  const rows = await ctx.api.database.db
+    .select()
+    .from(events)
+    .where(and(eq(events.contactId, results[0].body.data.contact), eq(events.name, 'paid')));
   expect(rows).toHaveLength(1);
 });
 
@@ -119,7 +130,11 @@ test.each([
   ['a spaced', 'has space'],
   ['a non-ASCII', 'ünï'],
 ])('400 INVALID_PARAMETERS for %s key', async (_label, key) => {
-  const res = await request(ctx.api.app).post('/contacts').set('Authorization', ctx.p.auth).set('Idempotency-Key', key).send({ email: recipient() });
+  const res = await request(ctx.api.app)
+    .post('/contacts')
+    .set('Authorization', ctx.p.auth)
+    .set('Idempotency-Key', key)
+    .send({ email: recipient() });
   expect(res.status).toBe(400);
   expect(res.body.error.errors[0].field).toBe('Idempotency-Key');
 });

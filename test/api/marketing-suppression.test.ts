@@ -11,7 +11,15 @@ import { projects } from '@mailroom/db/schema';
 import { createWebhookEndpoint } from '@mailroom/db/queries/webhooks';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { startWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, recipient, sesRecordedTo, useApiWithProject, waitFor, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  recipient,
+  sesRecordedTo,
+  useApiWithProject,
+  waitFor,
+  type TestProject,
+} from '../support/harness';
 
 const ctx = useApiWithProject();
 
@@ -20,15 +28,32 @@ async function setup() {
   const p = await createTestProject(ctx.api.database);
   const as = client(ctx.api.app, p);
   const tpl = async (type: 'MARKETING' | 'TRANSACTIONAL') =>
-    (await as.post('/templates', { name: type, subject: 'Hi', body: '<p>Hi</p><a href="{{unsubscribeUrl}}">stop</a>', type, from: `news@${p.domain}` })).body.data.id as string;
-  await createWebhookEndpoint(ctx.api.database.db, p.id, { url: 'https://hooks.example.com/x', eventTypes: ['email.*'], secret: 'whsec_x' });
+    (
+      await as.post('/templates', {
+        name: type,
+        subject: 'Hi',
+        body: '<p>Hi</p><a href="{{unsubscribeUrl}}">stop</a>',
+        type,
+        from: `news@${p.domain}`,
+      })
+    ).body.data.id as string;
+  await createWebhookEndpoint(ctx.api.database.db, p.id, {
+    url: 'https://hooks.example.com/x',
+    eventTypes: ['email.*'],
+    secret: 'whsec_x',
+  });
   return { p, as, marketing: await tpl('MARKETING'), transactional: await tpl('TRANSACTIONAL') };
 }
 
 /** Unsubscribes an email's contact the way a mailbox provider does: RFC 8058 one-click POST to its link. */
 async function oneClick(p: TestProject, emailId: string) {
-  const [{ signingKey }] = await ctx.api.database.db.select({ signingKey: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
-  const res = await request(ctx.api.app).post(`/unsubscribe/${createUnsubscribeToken(emailId, signingKey)}`).set('Accept', 'application/json');
+  const [{ signingKey }] = await ctx.api.database.db
+    .select({ signingKey: projects.signingKey })
+    .from(projects)
+    .where(eq(projects.id, p.id));
+  const res = await request(ctx.api.app)
+    .post(`/unsubscribe/${createUnsubscribeToken(emailId, signingKey)}`)
+    .set('Accept', 'application/json');
   expect(res.body.data).toMatchObject({ unsubscribed: true, changed: true });
 }
 
@@ -54,12 +79,24 @@ describe('at acceptance', () => {
     expect(e).toMatchObject({ status: 'suppressed', reason: 'unsubscribed', contact: { email: to } });
     expect(res.body.data.suppressed).toEqual([to]);
     const stored = await as.get(`/emails/${e.email}`);
-    expect(stored.body.data).toMatchObject({ status: 'suppressed', error: 'suppressed: contact is unsubscribed from marketing email' });
+    expect(stored.body.data).toMatchObject({
+      status: 'suppressed',
+      error: 'suppressed: contact is unsubscribed from marketing email',
+    });
     expect(stored.body.data.timeline).toEqual([
-      expect.objectContaining({ type: 'suppressed', data: { reason: 'contact is unsubscribed from marketing email', cause: 'unsubscribed' } }),
+      expect.objectContaining({
+        type: 'suppressed',
+        data: { reason: 'contact is unsubscribed from marketing email', cause: 'unsubscribed' },
+      }),
     ]);
     expect(await suppressedHooks(p)).toEqual([
-      expect.objectContaining({ emailId: e.email, to, status: 'suppressed', reason: 'contact is unsubscribed from marketing email', cause: 'unsubscribed' }),
+      expect.objectContaining({
+        emailId: e.email,
+        to,
+        status: 'suppressed',
+        reason: 'contact is unsubscribed from marketing email',
+        cause: 'unsubscribed',
+      }),
     ]);
     // The send left the subscription as it was (an omitted `subscribed` never changes a contact).
     expect((await as.get(`/contacts/${e.contact.id}`)).body.data.subscribed).toBe(false);
@@ -106,14 +143,25 @@ describe('at the worker', () => {
 
     const worker = await startWorker(ctx.api.config, { healthPort: null });
     try {
-      const done = await waitFor(async () => {
-        const e = (await as.get(`/emails/${id}`)).body.data;
-        return e.status === 'queued' || e.status === 'sending' ? undefined : e;
-      }, 20_000, 'the email final');
+      const done = await waitFor(
+        async () => {
+          const e = (await as.get(`/emails/${id}`)).body.data;
+          return e.status === 'queued' || e.status === 'sending' ? undefined : e;
+        },
+        20_000,
+        'the email final',
+      );
       expect(done).toMatchObject({ status: 'suppressed', error: 'contact is unsubscribed from marketing email' });
-      expect(done.timeline.map((t: { type: string }) => t.type)).toEqual(expect.arrayContaining(['queued', 'unsubscribed', 'suppressed']));
-      expect(done.timeline.find((t: { type: string }) => t.type === 'suppressed').data).toEqual({ reason: 'contact is unsubscribed from marketing email', cause: 'unsubscribed' });
-      expect(await suppressedHooks(p)).toEqual([expect.objectContaining({ emailId: id, status: 'suppressed', cause: 'unsubscribed' })]);
+      expect(done.timeline.map((t: { type: string }) => t.type)).toEqual(
+        expect.arrayContaining(['queued', 'unsubscribed', 'suppressed']),
+      );
+      expect(done.timeline.find((t: { type: string }) => t.type === 'suppressed').data).toEqual({
+        reason: 'contact is unsubscribed from marketing email',
+        cause: 'unsubscribed',
+      });
+      expect(await suppressedHooks(p)).toEqual([
+        expect.objectContaining({ emailId: id, status: 'suppressed', cause: 'unsubscribed' }),
+      ]);
       expect(await sesRecordedTo([to])).toEqual([]);
     } finally {
       await worker.stop();

@@ -11,7 +11,9 @@ const admin = `Bearer ${ADMIN_TOKEN}`;
 
 test('/metrics needs the admin token and counts requests by route template, never by raw path', async () => {
   expect((await request(ctx.api.app).get('/metrics')).status).toBe(401);
-  expect((await request(ctx.api.app).get('/metrics').set('Authorization', 'Bearer wrong-token-0123456789')).status).toBe(401);
+  expect(
+    (await request(ctx.api.app).get('/metrics').set('Authorization', 'Bearer wrong-token-0123456789')).status,
+  ).toBe(401);
   const c = client(ctx.api.app, ctx.p);
   const t = await c.post('/templates', { name: 't', subject: 's', body: 'b', type: 'TRANSACTIONAL' });
   await c.get(`/templates/${t.body.data.id}`);
@@ -25,7 +27,9 @@ test('/metrics needs the admin token and counts requests by route template, neve
   expect(text).toMatch(/mailroom_http_requests_total\{method="GET",route="\/templates\/:id",status="404"\} 1/);
   expect(text).toMatch(/mailroom_http_requests_total\{method="POST",route="\/templates",status="201"\} 1/);
   expect(text).toMatch(/mailroom_http_requests_total\{method="GET",route="unmatched",status="404"\} 1/);
-  expect(text).toMatch(/mailroom_http_request_duration_seconds_bucket\{le="0.1",method="GET",route="\/templates\/:id"\} \d+/);
+  expect(text).toMatch(
+    /mailroom_http_request_duration_seconds_bucket\{le="0.1",method="GET",route="\/templates\/:id"\} \d+/,
+  );
   expect(text).toContain('mailroom_api_process_resident_memory_bytes');
   expect(text).not.toContain(t.body.data.id);
 });
@@ -33,7 +37,9 @@ test('/metrics needs the admin token and counts requests by route template, neve
 test('/admin/stats: emails per project by status over the last hour and day', async () => {
   const c = client(ctx.api.app, ctx.p);
   for (let i = 0; i < 3; i++) {
-    expect((await c.post('/v1/send', { to: recipient('st'), from: `s@${ctx.p.domain}`, subject: 'x', body: 'y' })).status).toBe(202);
+    expect(
+      (await c.post('/v1/send', { to: recipient('st'), from: `s@${ctx.p.domain}`, subject: 'x', body: 'y' })).status,
+    ).toBe(202);
   }
   await c.post('/suppressions', { email: 'blocked@inbox.test' });
   await c.post('/v1/send', { to: 'blocked@inbox.test', from: `s@${ctx.p.domain}`, subject: 'x', body: 'y' });

@@ -16,10 +16,15 @@ import { createTestProject, useIsolatedApi, waitFor } from '../support/harness';
 
 const ctx = useIsolatedApi();
 
-const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql>) => (await ctx.api.database.db.execute<T>(query)).rows;
+const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql>) =>
+  (await ctx.api.database.db.execute<T>(query)).rows;
 type PgError = { code?: string; message: string; cause?: PgError };
 /** The driver's error a statement failed with (drizzle wraps it as `cause`), or undefined when it succeeded. */
-const pgError = (p: Promise<unknown>) => p.then(() => undefined, (e: PgError) => e.cause ?? e);
+const pgError = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: PgError) => e.cause ?? e,
+  );
 
 async function emails(projectId: string, n: number, daysAgo = 0): Promise<string[]> {
   const rows = await q<{ id: string }>(sql`
@@ -36,7 +41,11 @@ async function timeline(projectId: string, emailIds: string[], perEmail = 2): Pr
 }
 
 const timelineOf = async (emailIds: string[]) =>
-  (await q<{ n: number }>(sql`select count(*)::int as n from email_events where email_id = any(${`{${emailIds.join(',')}}`}::uuid[])`))[0].n;
+  (
+    await q<{ n: number }>(
+      sql`select count(*)::int as n from email_events where email_id = any(${`{${emailIds.join(',')}}`}::uuid[])`,
+    )
+  )[0].n;
 
 test('a statement naming a missing email or delivery fails whole with 23503', async () => {
   const p = await createTestProject(ctx.api.database);
@@ -59,19 +68,29 @@ test('a statement naming a missing email or delivery fails whole with 23503', as
 
   const [ep] = await q<{ id: string }>(sql`insert into webhook_endpoints (id, project_id, url, event_types, secret)
     values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'https://ref.test', '{*}', 's') returning id`);
-  const [d] = await q<{ id: string }>(sql`insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload, status)
+  const [d] = await q<{
+    id: string;
+  }>(sql`insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload, status)
     values (mailroom_uuid_v7(now()), ${p.id}::uuid, ${ep.id}::uuid, 'x', '{}'::jsonb, 'succeeded') returning id`);
-  const attempt = (deliveryId: string) => q(sql`insert into webhook_attempts (id, delivery_id, project_id, attempt, duration_ms)
+  const attempt = (deliveryId: string) =>
+    q(sql`insert into webhook_attempts (id, delivery_id, project_id, attempt, duration_ms)
     values (mailroom_uuid_v7(now()), ${deliveryId}::uuid, ${p.id}::uuid, 1, 3)`);
   expect(await pgError(attempt(ghost))).toMatchObject({ code: '23503' });
   await attempt(d.id);
-  expect(await pgError(q(sql`update webhook_attempts set delivery_id = ${ghost}::uuid where delivery_id = ${d.id}::uuid`))).toMatchObject({ code: '0A000' });
-  expect(await pgError(q(sql`update email_events set email_id = ${b}::uuid where email_id = ${a}::uuid`))).toMatchObject({ code: '0A000' });
+  expect(
+    await pgError(q(sql`update webhook_attempts set delivery_id = ${ghost}::uuid where delivery_id = ${d.id}::uuid`)),
+  ).toMatchObject({ code: '0A000' });
+  expect(
+    await pgError(q(sql`update email_events set email_id = ${b}::uuid where email_id = ${a}::uuid`)),
+  ).toMatchObject({ code: '0A000' });
   await q(sql`update email_events set data = '{"kept": true}'::jsonb where email_id = ${a}::uuid`); // other columns change freely
 
   // Deleting a delivery deletes its attempts.
   await q(sql`delete from webhook_deliveries where id = ${d.id}::uuid`);
-  expect((await q<{ n: number }>(sql`select count(*)::int as n from webhook_attempts where delivery_id = ${d.id}::uuid`))[0].n).toBe(0);
+  expect(
+    (await q<{ n: number }>(sql`select count(*)::int as n from webhook_attempts where delivery_id = ${d.id}::uuid`))[0]
+      .n,
+  ).toBe(0);
 });
 
 test('deleting emails deletes their timelines: retention batches, plain deletes, project deletion', async () => {
@@ -87,12 +106,16 @@ test('deleting emails deletes their timelines: retention batches, plain deletes,
   expect(await timelineOf(recent)).toBe(12);
 
   // A foreign key's cascade deleting emails (a campaign's) fires the trigger too.
-  const [c] = await q<{ id: string }>(sql`insert into campaigns (id, project_id, name, subject, body, from_email, audience_type)
+  const [c] = await q<{
+    id: string;
+  }>(sql`insert into campaigns (id, project_id, name, subject, body, from_email, audience_type)
     values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'c', 's', 'b', 'a@ref.test', 'ALL') returning id`);
-  const campaignEmails = (await q<{ id: string }>(sql`
+  const campaignEmails = (
+    await q<{ id: string }>(sql`
     insert into emails (id, project_id, campaign_id, source, marketing, to_email, from_email, status)
     select mailroom_uuid_v7_keyed(now(), 'ref-test:' || i), ${p.id}::uuid, ${c.id}::uuid, 'campaign', true, 'to@ref.test', 'from@ref.test', 'queued'
-    from generate_series(1, 20) i returning id`)).map((r) => r.id);
+    from generate_series(1, 20) i returning id`)
+  ).map((r) => r.id);
   await timeline(p.id, campaignEmails, 1);
   expect(await timelineOf(campaignEmails)).toBe(20);
   await q(sql`delete from campaigns where id = ${c.id}::uuid`);
@@ -102,28 +125,38 @@ test('deleting emails deletes their timelines: retention batches, plain deletes,
   expect(await timelineOf(recent)).toBe(0);
 });
 
-test.each([1, 20])('a delete racing an uncommitted insert of %i timeline rows waits for it and removes its rows too', async (n) => {
-  // 1: the check row by row; 20: the set-based check (past 16 referenced rows). Both lock the emails FOR KEY SHARE.
-  const p = await createTestProject(ctx.api.database);
-  const ids = await emails(p.id, n);
-  const inserter: PoolClient = await ctx.api.database.pool.connect();
-  try {
-    await inserter.query('begin');
-    await inserter.query(`insert into email_events (id, email_id, project_id, type) select mailroom_uuid_v7(clock_timestamp()), e, $2, 'opened' from unnest($1::uuid[]) e`, [ids, p.id]);
-    const deleted = q(sql`delete from emails where id = ${ids[n - 1]}::uuid`);
-    await waitFor(async () => {
-      const waiting = await q<{ n: number }>(sql`select count(*)::int as n from pg_stat_activity
+test.each([1, 20])(
+  'a delete racing an uncommitted insert of %i timeline rows waits for it and removes its rows too',
+  async (n) => {
+    // 1: the check row by row; 20: the set-based check (past 16 referenced rows). Both lock the emails FOR KEY SHARE.
+    const p = await createTestProject(ctx.api.database);
+    const ids = await emails(p.id, n);
+    const inserter: PoolClient = await ctx.api.database.pool.connect();
+    try {
+      await inserter.query('begin');
+      await inserter.query(
+        `insert into email_events (id, email_id, project_id, type) select mailroom_uuid_v7(clock_timestamp()), e, $2, 'opened' from unnest($1::uuid[]) e`,
+        [ids, p.id],
+      );
+      const deleted = q(sql`delete from emails where id = ${ids[n - 1]}::uuid`);
+      await waitFor(
+        async () => {
+          const waiting = await q<{ n: number }>(sql`select count(*)::int as n from pg_stat_activity
         where wait_event_type = 'Lock' and query like 'delete from emails where id = %'`);
-      return waiting[0].n > 0;
-    }, 10_000, 'the delete to wait for the row lock');
-    await inserter.query('commit');
-    await deleted;
-  } finally {
-    inserter.release();
-  }
-  expect(await timelineOf([ids[n - 1]])).toBe(0);
-  expect(await timelineOf(ids)).toBe(n - 1);
-});
+          return waiting[0].n > 0;
+        },
+        10_000,
+        'the delete to wait for the row lock',
+      );
+      await inserter.query('commit');
+      await deleted;
+    } finally {
+      inserter.release();
+    }
+    expect(await timelineOf([ids[n - 1]])).toBe(0);
+    expect(await timelineOf(ids)).toBe(n - 1);
+  },
+);
 
 test('an insert racing an uncommitted delete of its email waits for it and fails with 23503', async () => {
   const p = await createTestProject(ctx.api.database);
@@ -133,11 +166,15 @@ test('an insert racing an uncommitted delete of its email waits for it and fails
     await deleter.query('begin');
     await deleter.query('delete from emails where id = $1', [e]);
     const inserted = pgError(timeline(p.id, [e], 1));
-    await waitFor(async () => {
-      const waiting = await q<{ n: number }>(sql`select count(*)::int as n from pg_stat_activity
+    await waitFor(
+      async () => {
+        const waiting = await q<{ n: number }>(sql`select count(*)::int as n from pg_stat_activity
         where wait_event_type = 'Lock' and query like 'insert into email_events%'`);
-      return waiting[0].n > 0;
-    }, 10_000, 'the insert to wait for the row lock');
+        return waiting[0].n > 0;
+      },
+      10_000,
+      'the insert to wait for the row lock',
+    );
     await deleter.query('commit');
     expect(await inserted).toMatchObject({ code: '23503' });
   } finally {
@@ -151,14 +188,25 @@ test('a month made over rows waiting in the default partition leaves deliveries 
   const at = sql`mailroom_uuid_v7('2097-05-10T00:00:00Z'::timestamptz)`;
   const [ep] = await q<{ id: string }>(sql`insert into webhook_endpoints (id, project_id, url, event_types, secret)
     values (mailroom_uuid_v7(now()), ${p.id}::uuid, 'https://ref.test', '{*}', 's') returning id`);
-  const [d] = await q<{ id: string }>(sql`insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload, status)
+  const [d] = await q<{
+    id: string;
+  }>(sql`insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload, status)
     values (${at}, ${p.id}::uuid, ${ep.id}::uuid, 'x', '{}'::jsonb, 'succeeded') returning id`);
-  await q(sql`insert into webhook_attempts (id, delivery_id, project_id, attempt, duration_ms) values (${at}, ${d.id}::uuid, ${p.id}::uuid, 1, 3)`);
+  await q(
+    sql`insert into webhook_attempts (id, delivery_id, project_id, attempt, duration_ms) values (${at}, ${d.id}::uuid, ${p.id}::uuid, 1, 3)`,
+  );
   const where = async (table: string, column: string, id: string) =>
-    (await q<{ part: string }>(sql`select tableoid::regclass::text as part from ${sql.identifier(table)} where ${sql.identifier(column)} = ${id}::uuid`)).map((r) => r.part);
+    (
+      await q<{ part: string }>(
+        sql`select tableoid::regclass::text as part from ${sql.identifier(table)} where ${sql.identifier(column)} = ${id}::uuid`,
+      )
+    ).map((r) => r.part);
 
   const logger = createLogger(ctx.api.config, 'test');
-  const pass = await runPartitionPass({ config: ctx.api.config, database: ctx.api.database, logger }, Date.UTC(2097, 2, 1));
+  const pass = await runPartitionPass(
+    { config: ctx.api.config, database: ctx.api.database, logger },
+    Date.UTC(2097, 2, 1),
+  );
   // A delivery is updated in place: moving it (copy, then delete) could lose an update made meanwhile.
   expect(pass.blocked).toContain('webhook_deliveries:2097-05');
   expect(await where('webhook_deliveries', 'id', d.id)).toEqual(['webhook_deliveries_default']);
@@ -173,14 +221,19 @@ test('the referenced ids cannot change, and a referenced table is truncated only
   const p = await createTestProject(ctx.api.database);
   const [a] = await emails(p.id, 1);
   await timeline(p.id, [a], 1);
-  expect(await pgError(q(sql`update emails set id = mailroom_uuid_v7(now()) where id = ${a}::uuid`))).toMatchObject({ code: '0A000' });
+  expect(await pgError(q(sql`update emails set id = mailroom_uuid_v7(now()) where id = ${a}::uuid`))).toMatchObject({
+    code: '0A000',
+  });
   expect(await timelineOf([a])).toBe(1);
   // TRUNCATE fires no delete trigger: refused while the timeline holds rows (a rolled-back transaction keeps the data).
   const c = await ctx.api.database.pool.connect();
   try {
     await c.query('begin');
     // CASCADE reaches the tables still referencing emails by foreign key (test messages, suppressions), not the timeline.
-    await expect(c.query('truncate emails cascade')).rejects.toMatchObject({ code: '0A000', message: expect.stringContaining('"email_events" references it') });
+    await expect(c.query('truncate emails cascade')).rejects.toMatchObject({
+      code: '0A000',
+      message: expect.stringContaining('"email_events" references it'),
+    });
     await c.query('rollback');
     await c.query('begin');
     await c.query('truncate emails, email_events cascade');

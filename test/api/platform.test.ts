@@ -46,13 +46,30 @@ test('OpenAPI document is generated from the route schemas; /docs works offline'
   const file = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'docs', 'openapi.json'), 'utf8'));
   expect({ ...doc, servers: [] }).toEqual({ ...file, servers: [] });
   expect(Object.keys(doc.paths)).toEqual(
-    expect.arrayContaining(['/v1/send', '/templates', '/templates/{id}', '/emails/{id}', '/admin/projects', '/segments/preview', '/campaigns/{id}/send', '/unsubscribe/{token}', '/workflows/{id}/graph', '/workflows/{id}/executions/{executionId}/cancel', '/v1/verify', '/v1/verify/batch', '/domains', '/domains/{id}/verify']),
+    expect.arrayContaining([
+      '/v1/send',
+      '/templates',
+      '/templates/{id}',
+      '/emails/{id}',
+      '/admin/projects',
+      '/segments/preview',
+      '/campaigns/{id}/send',
+      '/unsubscribe/{token}',
+      '/workflows/{id}/graph',
+      '/workflows/{id}/executions/{executionId}/cancel',
+      '/v1/verify',
+      '/v1/verify/batch',
+      '/domains',
+      '/domains/{id}/verify',
+    ]),
   );
   const send = doc.paths['/v1/send'].post;
   expect(send.requestBody.content['application/json'].schema.properties.to).toBeDefined();
   expect(send.requestBody.content['application/json'].schema.additionalProperties).toBe(false);
   expect(Object.keys(send.responses)).toEqual(expect.arrayContaining(['202', '401', '403', '422', '429']));
-  expect(doc.paths['/templates'].get.parameters.map((x: { name: string }) => x.name)).toEqual(expect.arrayContaining(['limit', 'cursor', 'page', 'type', 'search']));
+  expect(doc.paths['/templates'].get.parameters.map((x: { name: string }) => x.name)).toEqual(
+    expect.arrayContaining(['limit', 'cursor', 'page', 'type', 'search']),
+  );
   const page = await request(api.app).get('/docs');
   expect(page.status).toBe(200);
   expect(page.text).toContain('/docs/assets/swagger-ui-bundle.js');
@@ -95,7 +112,9 @@ test('503 SERVICE_UNAVAILABLE when Postgres is unreachable; readiness names what
   const queues = createQueues(config, redis);
   const { app } = createApp({ config, database, redis, queues, logger: createLogger(config, 'api') });
   try {
-    const res = await request(app).get('/templates').set('Authorization', `Bearer sk_${'x'.repeat(43)}`);
+    const res = await request(app)
+      .get('/templates')
+      .set('Authorization', `Bearer sk_${'x'.repeat(43)}`);
     expect(res.status).toBe(503);
     expect(res.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryable: true });
     const ready = await request(app).get('/health/ready');
@@ -120,6 +139,11 @@ test('500 INTERNAL_ERROR leaks no internals', async () => {
   app.use(errorHandler);
   const res = await request(app).get('/boom');
   expect(res.status).toBe(500);
-  expect(res.body).toMatchObject({ success: false, code: 'INTERNAL_ERROR', message: 'Internal server error', error: { requestId: 'rid-1', retryable: true } });
+  expect(res.body).toMatchObject({
+    success: false,
+    code: 'INTERNAL_ERROR',
+    message: 'Internal server error',
+    error: { requestId: 'rid-1', retryable: true },
+  });
   expect(JSON.stringify(res.body)).not.toContain('secret_table');
 });

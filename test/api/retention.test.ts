@@ -18,7 +18,15 @@ import { runRetentionPass } from '@mailroom/sending/retention';
 import { RETENTION_DEFAULTS } from '@mailroom/sending/retention-settings';
 import { retentionTask } from '../../apps/worker/src/processors/retention';
 import { runCli } from '../../apps/api/src/cli';
-import { ADMIN_TOKEN, client, createTestProject, recipient, testEnv, type TestProject, useIsolatedApi } from '../support/harness';
+import {
+  ADMIN_TOKEN,
+  client,
+  createTestProject,
+  recipient,
+  testEnv,
+  type TestProject,
+  useIsolatedApi,
+} from '../support/harness';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
 
 let sns: SnsHarness;
@@ -33,10 +41,16 @@ const ctx = useIsolatedApi(snsEnv);
 
 const admin = {
   get: (path: string) => request(ctx.api.app).get(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`),
-  put: (path: string, body: object) => request(ctx.api.app).put(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send(body),
+  put: (path: string, body: object) =>
+    request(ctx.api.app).put(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send(body),
 };
-const deps = () => ({ config: ctx.api.config, database: ctx.api.database, logger: createLogger(ctx.api.config, 'test') });
-const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql>) => (await ctx.api.database.db.execute<T>(query)).rows;
+const deps = () => ({
+  config: ctx.api.config,
+  database: ctx.api.database,
+  logger: createLogger(ctx.api.config, 'test'),
+});
+const q = async <T extends Record<string, unknown>>(query: ReturnType<typeof sql>) =>
+  (await ctx.api.database.db.execute<T>(query)).rows;
 const ago = (days: number) => sql`now() - make_interval(days => ${days}::int)`;
 
 async function contact(p: TestProject, email = recipient('ret')): Promise<{ id: string; email: string }> {
@@ -52,7 +66,13 @@ async function events(projectId: string, contactId: string, name: string, n: num
 }
 
 /** A transactional email row of `status`, created `daysAgo` days ago, with content and a timeline entry. */
-async function email(p: TestProject, c: { id: string; email: string }, status: string, daysAgo: number, campaignId: string | null = null): Promise<string> {
+async function email(
+  p: TestProject,
+  c: { id: string; email: string },
+  status: string,
+  daysAgo: number,
+  campaignId: string | null = null,
+): Promise<string> {
   const [row] = await q<{ id: string }>(sql`
     insert into emails (id, project_id, contact_id, campaign_id, source, to_email, to_name, from_email, subject, body, body_format,
       variables, headers, status, rendered_subject, sent_at, created_at)
@@ -74,7 +94,13 @@ async function endpoint(projectId: string): Promise<string> {
   return row.id;
 }
 
-async function delivery(projectId: string, endpointId: string, status: string, daysAgo: number, data: Record<string, unknown> = {}): Promise<string> {
+async function delivery(
+  projectId: string,
+  endpointId: string,
+  status: string,
+  daysAgo: number,
+  data: Record<string, unknown> = {},
+): Promise<string> {
   const [row] = await q<{ id: string }>(sql`
     insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload, status, attempts, created_at)
     values (gen_random_uuid(), ${projectId}::uuid, ${endpointId}::uuid, 'contact.updated',
@@ -86,7 +112,12 @@ async function delivery(projectId: string, endpointId: string, status: string, d
   return row.id;
 }
 
-async function execution(projectId: string, contactId: string, status: string, finishedDaysAgo: number | null): Promise<string> {
+async function execution(
+  projectId: string,
+  contactId: string,
+  status: string,
+  finishedDaysAgo: number | null,
+): Promise<string> {
   const [w] = await q<{ id: string }>(sql`
     insert into workflows (id, project_id, name, trigger_type, trigger_event) values (gen_random_uuid(), ${projectId}::uuid, 'wf', 'EVENT', 'signup') returning id`);
   const [x] = await q<{ id: string }>(sql`
@@ -103,22 +134,49 @@ async function execution(projectId: string, contactId: string, status: string, f
 const count = async (table: string, where: ReturnType<typeof sql>) =>
   Number((await q<{ n: string }>(sql`select count(*)::text as n from ${sql.identifier(table)} where ${where}`))[0].n);
 const eventCount = async (projectId: string, name: string) =>
-  Number((await q<{ count: string }>(sql`select count::text from event_names_now where project_id = ${projectId}::uuid and name = ${name}`))[0]?.count ?? 0);
+  Number(
+    (
+      await q<{ count: string }>(
+        sql`select count::text from event_names_now where project_id = ${projectId}::uuid and name = ${name}`,
+      )
+    )[0]?.count ?? 0,
+  );
 
 describe('settings', () => {
   test('GET shows the defaults; PUT sets, null clears, a field left out keeps its value', async () => {
     const p = await createTestProject(ctx.api.database);
     const path = `/admin/projects/${p.id}/retention`;
-    const none = { emailContentDays: null, emailDays: null, eventDays: null, webhookDays: null, workflowExecutionDays: null, inboundDays: null };
-    expect((await admin.get(path)).body.data).toEqual({ projectId: p.id, overrides: none, effective: RETENTION_DEFAULTS, defaults: RETENTION_DEFAULTS });
-    expect(RETENTION_DEFAULTS).toEqual({ emailContentDays: 30, emailDays: 365, eventDays: 365, webhookDays: 30, workflowExecutionDays: 90, inboundDays: 30 });
+    const none = {
+      emailContentDays: null,
+      emailDays: null,
+      eventDays: null,
+      webhookDays: null,
+      workflowExecutionDays: null,
+      inboundDays: null,
+    };
+    expect((await admin.get(path)).body.data).toEqual({
+      projectId: p.id,
+      overrides: none,
+      effective: RETENTION_DEFAULTS,
+      defaults: RETENTION_DEFAULTS,
+    });
+    expect(RETENTION_DEFAULTS).toEqual({
+      emailContentDays: 30,
+      emailDays: 365,
+      eventDays: 365,
+      webhookDays: 30,
+      workflowExecutionDays: 90,
+      inboundDays: 30,
+    });
     const set = await admin.put(path, { eventDays: 10, emailContentDays: 7 });
     expect(set.status).toBe(200);
     expect(set.body.data.effective).toEqual({ ...RETENTION_DEFAULTS, eventDays: 10, emailContentDays: 7 });
     const partial = await admin.put(path, { eventDays: null, webhookDays: 14 });
     expect(partial.body.data.overrides).toEqual({ ...none, emailContentDays: 7, webhookDays: 14 });
     await admin.put(path, { emailContentDays: null, webhookDays: null });
-    expect((await q<{ retention: unknown }>(sql`select retention from projects where id = ${p.id}::uuid`))[0].retention).toBeNull();
+    expect(
+      (await q<{ retention: unknown }>(sql`select retention from projects where id = ${p.id}::uuid`))[0].retention,
+    ).toBeNull();
   });
 
   test('invalid values are 422 naming the field; nothing changes; admin token required; unknown project 404', async () => {
@@ -144,9 +202,17 @@ describe('settings', () => {
   test('CLI: project retention shows, sets and clears; a bad value names the setting', async () => {
     const p = await createTestProject(ctx.api.database);
     const env = testEnv({ DATABASE_URL: ctx.api.config.databaseUrl });
-    const cli = (...args: string[]) => runCli(['project', 'retention', '--project', p.id, ...args], env) as Promise<{ effective: object; overrides: object }>;
+    const cli = (...args: string[]) =>
+      runCli(['project', 'retention', '--project', p.id, ...args], env) as Promise<{
+        effective: object;
+        overrides: object;
+      }>;
     expect((await cli()).effective).toEqual(RETENTION_DEFAULTS);
-    expect((await cli('--email-days', '400', '--webhook-days', '7')).effective).toEqual({ ...RETENTION_DEFAULTS, emailDays: 400, webhookDays: 7 });
+    expect((await cli('--email-days', '400', '--webhook-days', '7')).effective).toEqual({
+      ...RETENTION_DEFAULTS,
+      emailDays: 400,
+      webhookDays: 7,
+    });
     expect((await cli('--email-days', 'default')).overrides).toMatchObject({ emailDays: null, webhookDays: 7 });
     const err = await cli('--event-days', 'forever').catch((e: unknown) => e);
     expect(err).toMatchObject({ statusCode: 422, message: expect.stringMatching(/^eventDays: /) });
@@ -174,7 +240,13 @@ describe('the retention pass', () => {
     const queuedOld = await email(a, ca, 'queued', 40);
     const recent = await email(a, ca, 'sent', 2);
     const ancient = await email(a, ca, 'sent', 400);
-    const created = await client(ctx.api.app, a).post('/campaigns', { name: 'C', subject: 'News', body: '<p>News</p>', from: `news@${a.domain}`, audienceType: 'ALL' });
+    const created = await client(ctx.api.app, a).post('/campaigns', {
+      name: 'C',
+      subject: 'News',
+      body: '<p>News</p>',
+      from: `news@${a.domain}`,
+      audienceType: 'ALL',
+    });
     const campaignId = created.body.data.id as string;
     await email(a, ca, 'delivered', 400, campaignId);
     const statsBefore = (await client(ctx.api.app, a).get(`/campaigns/${campaignId}/stats`)).body.data;
@@ -199,20 +271,32 @@ describe('the retention pass', () => {
 
     const got = await client(ctx.api.app, a).get(`/emails/${contentOld}`);
     expect(got.status).toBe(200);
-    expect(got.body.data).toMatchObject({ status: 'delivered', contentExpired: true, contentExpiredAt: expect.any(String), erased: false, to: { email: ca.email } });
+    expect(got.body.data).toMatchObject({
+      status: 'delivered',
+      contentExpired: true,
+      contentExpiredAt: expect.any(String),
+      erased: false,
+      to: { email: ca.email },
+    });
     expect(got.body.data.timeline.map((t: { type: string }) => t.type)).toEqual(['bounced']);
-    const [expired] = await q<{ body: string | null; variables: unknown; headers: unknown }>(sql`select body, variables, headers from emails where id = ${contentOld}::uuid`);
+    const [expired] = await q<{ body: string | null; variables: unknown; headers: unknown }>(
+      sql`select body, variables, headers from emails where id = ${contentOld}::uuid`,
+    );
     expect(expired).toEqual({ body: null, variables: {}, headers: {} });
     for (const id of [queuedOld, recent]) {
       const kept = await client(ctx.api.app, a).get(`/emails/${id}`);
       expect(kept.body.data).toMatchObject({ contentExpired: false, contentExpiredAt: null });
     }
-    expect((await q<{ body: string }>(sql`select body from emails where id = ${queuedOld}::uuid`))[0].body).toBe('<p>Hi Ada</p>');
+    expect((await q<{ body: string }>(sql`select body from emails where id = ${queuedOld}::uuid`))[0].body).toBe(
+      '<p>Hi Ada</p>',
+    );
     expect((await client(ctx.api.app, a).get(`/emails/${ancient}`)).status).toBe(404);
     expect(await count('email_events', sql`email_id = ${ancient}::uuid`)).toBe(0);
     expect((await client(ctx.api.app, a).get(`/campaigns/${campaignId}/stats`)).body.data).toEqual(statsBefore);
 
-    expect(await count('webhook_deliveries', sql`id = any(${sql.param([oldDone, oldPending, newDone])}::uuid[])`)).toBe(2);
+    expect(await count('webhook_deliveries', sql`id = any(${sql.param([oldDone, oldPending, newDone])}::uuid[])`)).toBe(
+      2,
+    );
     expect(await count('webhook_deliveries', sql`id = ${oldDone}::uuid`)).toBe(0);
     expect(await count('webhook_attempts', sql`delivery_id = ${oldDone}::uuid`)).toBe(0);
     expect(await count('workflow_executions', sql`id = any(${sql.param([oldRun, newRun, running])}::uuid[])`)).toBe(2);
@@ -243,7 +327,11 @@ describe('the retention pass', () => {
     const later = ids.indexOf(a.id) > ids.indexOf(b.id) ? a : b;
     const earlier = later === a ? b : a;
     // One batch per kind of the first project: with the later project first, only its events go.
-    await runRetentionPass(deps(), { batchSize: 100, maxBatches: RETENTION_KINDS.length, startAt: ids.indexOf(later.id) });
+    await runRetentionPass(deps(), {
+      batchSize: 100,
+      maxBatches: RETENTION_KINDS.length,
+      startAt: ids.indexOf(later.id),
+    });
     expect(await eventCount(later.id, 'rotated')).toBe(0);
     expect(await eventCount(earlier.id, 'rotated')).toBe(5);
     await runRetentionPass(deps(), { batchSize: 100 });
@@ -254,7 +342,9 @@ describe('the retention pass', () => {
     const p = await createTestProject(ctx.api.database);
     await ctx.api.database.db.execute(sql`set enable_seqscan = off`);
     try {
-      const plan = await q<{ 'QUERY PLAN': string }>(sql`explain select id from events where project_id = ${p.id}::uuid and created_at < now() order by created_at limit 1000`);
+      const plan = await q<{ 'QUERY PLAN': string }>(
+        sql`explain select id from events where project_id = ${p.id}::uuid and created_at < now() order by created_at limit 1000`,
+      );
       expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/events_retention_idx/);
     } finally {
       await ctx.api.database.db.execute(sql`set enable_seqscan = on`);
@@ -269,15 +359,26 @@ describe('erasure (DELETE /contacts/{id})', () => {
     const address = recipient('Erase.Me');
     // The client's own key names nothing personal (a key that quoted the address would stay: it is the client's).
     const idempotencyKey = `k-${Date.now()}-${Math.random()}`;
-    const created = await request(ctx.api.app).post('/contacts').set('Authorization', p.auth).set('Idempotency-Key', idempotencyKey).send({ email: address, data: { firstName: 'Ada' } });
+    const created = await request(ctx.api.app)
+      .post('/contacts')
+      .set('Authorization', p.auth)
+      .set('Idempotency-Key', idempotencyKey)
+      .send({ email: address, data: { firstName: 'Ada' } });
     expect(created.status).toBe(201);
     const c = { id: created.body.data.id as string, email: address };
     const other = await contact(p);
     await as.post('/v1/track', { email: address, event: 'signed-up' });
     await as.post('/v1/track', { email: other.email, event: 'signed-up' });
     const sent = await email(p, c, 'delivered', 1);
-    const queued = (await as.post('/v1/send', { to: address, from: `a@${p.domain}`, subject: 'Hi', body: 'b' })).body.data.emails[0].email as string;
-    const campaign = await as.post('/campaigns', { name: 'C', subject: 'News', body: '<p>News</p>', from: `news@${p.domain}`, audienceType: 'ALL' });
+    const queued = (await as.post('/v1/send', { to: address, from: `a@${p.domain}`, subject: 'Hi', body: 'b' })).body
+      .data.emails[0].email as string;
+    const campaign = await as.post('/campaigns', {
+      name: 'C',
+      subject: 'News',
+      body: '<p>News</p>',
+      from: `news@${p.domain}`,
+      audienceType: 'ALL',
+    });
     const campaignId = campaign.body.data.id as string;
     await email(p, c, 'opened', 1, campaignId);
     await email(p, other, 'delivered', 1, campaignId);
@@ -288,7 +389,10 @@ describe('erasure (DELETE /contacts/{id})', () => {
     const kept = await delivery(p.id, ep, 'succeeded', 1, { contactId: other.id, email: other.email });
     // Addresses that contain this one are other people's: their rows stay.
     const longer = await delivery(p.id, ep, 'succeeded', 1, { email: `jo${address}` });
-    const longerDomain = await delivery(p.id, ep, 'pending', 0, { email: `${address}.au`, note: `bounce for ${address}x` });
+    const longerDomain = await delivery(p.id, ep, 'pending', 0, {
+      email: `${address}.au`,
+      note: `bounce for ${address}x`,
+    });
     const keepIds = [longer, longerDomain];
     const [imp] = await q<{ id: string }>(sql`
       insert into contact_imports (id, project_id, status, format, default_subscribed) values (gen_random_uuid(), ${p.id}::uuid, 'completed', 'csv', true) returning id`);
@@ -313,14 +417,27 @@ describe('erasure (DELETE /contacts/{id})', () => {
       for (const col of columns) {
         const value = sql`${sql.identifier(col.table_name)}.${sql.identifier(col.column_name)}::text`;
         // The two deliveries naming longer addresses (jo…, ….au) are someone else's and stay.
-        const others = col.table_name === 'webhook_deliveries' ? sql` and id <> all(${sql.param(keepIds)}::uuid[])` : sql``;
-        const n = await count(col.table_name, sql`(strpos(lower(${value}), ${address.toLowerCase()}) > 0 or strpos(${value}, ${c.id}) > 0)${others}`);
+        const others =
+          col.table_name === 'webhook_deliveries' ? sql` and id <> all(${sql.param(keepIds)}::uuid[])` : sql``;
+        const n = await count(
+          col.table_name,
+          sql`(strpos(lower(${value}), ${address.toLowerCase()}) > 0 or strpos(${value}, ${c.id}) > 0)${others}`,
+        );
         if (n > 0) found.push(col.table_name);
       }
       return [...new Set(found)].sort();
     };
     expect(await mentions()).toEqual(
-      expect.arrayContaining(['contact_import_errors', 'contacts', 'email_events', 'emails', 'events', 'idempotency_keys', 'webhook_deliveries', 'workflow_executions']),
+      expect.arrayContaining([
+        'contact_import_errors',
+        'contacts',
+        'email_events',
+        'emails',
+        'events',
+        'idempotency_keys',
+        'webhook_deliveries',
+        'workflow_executions',
+      ]),
     );
 
     // The delivered email went through SES: feedback about it can still arrive after the erasure.
@@ -334,7 +451,9 @@ describe('erasure (DELETE /contacts/{id})', () => {
     // Late SES feedback: a Transient bounce whose diagnostic quotes the address (another case, and its local part
     // in quotes), a Click whose URL carries it percent-encoded (once and twice), and a Permanent bounce.
     const local = address.slice(0, address.lastIndexOf('@'));
-    const bounce = sesEvent('Bounce', { messageId, to: address }, { bounceType: 'Transient' }) as { bounce: { bouncedRecipients: { diagnosticCode: string }[] } };
+    const bounce = sesEvent('Bounce', { messageId, to: address }, { bounceType: 'Transient' }) as {
+      bounce: { bouncedRecipients: { diagnosticCode: string }[] };
+    };
     bounce.bounce.bouncedRecipients[0].diagnosticCode = `smtp; 452 4.2.2 <${address.toUpperCase()}>: mailbox "${local.toLowerCase()}" is over quota (${address})`;
     const link = `https://shop.example/welcome?email=${encodeURIComponent(address)}&next=${encodeURIComponent(`https://x.example/?u=${encodeURIComponent(address.toLowerCase())}`)}`;
     const click = sesEvent('Click', { messageId, to: address }, { link });
@@ -350,17 +469,31 @@ describe('erasure (DELETE /contacts/{id})', () => {
     }
     // Nothing names the address again: not the timeline, not the new webhook payloads, not a new suppression.
     expect(await mentions()).toEqual([]);
-    const forms = [address, encodeURIComponent(address), encodeURIComponent(encodeURIComponent(address)), `"${local}"`].map((f) => f.toLowerCase());
+    const forms = [
+      address,
+      encodeURIComponent(address),
+      encodeURIComponent(encodeURIComponent(address)),
+      `"${local}"`,
+    ].map((f) => f.toLowerCase());
     const stored = [
-      ...(await q<{ t: string }>(sql`select coalesce(data::text, '') as t from email_events where email_id = ${sent}::uuid`)),
-      ...(await q<{ t: string }>(sql`select payload::text as t from webhook_deliveries where project_id = ${p.id}::uuid and event_type like 'email.%'`)),
+      ...(await q<{ t: string }>(
+        sql`select coalesce(data::text, '') as t from email_events where email_id = ${sent}::uuid`,
+      )),
+      ...(await q<{ t: string }>(
+        sql`select payload::text as t from webhook_deliveries where project_id = ${p.id}::uuid and event_type like 'email.%'`,
+      )),
       ...(await q<{ t: string }>(sql`select email as t from suppressions where project_id = ${p.id}::uuid`)),
     ].map((r) => r.t.toLowerCase());
     expect(stored.filter((t) => forms.some((f) => t.includes(f)))).toEqual([]);
     // The feedback itself is kept, scrubbed: its timeline entries and webhooks are there, with the rest of their details.
-    const timeline = (await as.get(`/emails/${sent}`)).body.data.timeline as { type: string; data: Record<string, unknown> | null }[];
+    const timeline = (await as.get(`/emails/${sent}`)).body.data.timeline as {
+      type: string;
+      data: Record<string, unknown> | null;
+    }[];
     const clicked = timeline.find((t) => t.type === 'clicked')!;
-    expect(clicked.data?.link).toBe('https://shop.example/welcome?email=[erased]&next=https%3A%2F%2Fx.example%2F%3Fu%3D[erased]');
+    expect(clicked.data?.link).toBe(
+      'https://shop.example/welcome?email=[erased]&next=https%3A%2F%2Fx.example%2F%3Fu%3D[erased]',
+    );
     const bounced = timeline.filter((t) => t.type === 'bounced').map((t) => t.data?.diagnosticCode);
     expect(bounced).toContain('smtp; 452 4.2.2 <[erased]>: mailbox "[erased]" is over quota ([erased])');
     const hooks = await q<{ event_type: string; payload: { data: Record<string, unknown> } }>(
@@ -374,12 +507,26 @@ describe('erasure (DELETE /contacts/{id})', () => {
     expect((await as.get(`/campaigns/${campaignId}/stats`)).body.data).toEqual(statsBefore);
     const log = await as.get(`/emails/${sent}`);
     // The late bounce still moved the status (forward only): the outcome is kept, the address is not.
-    expect(log.body.data).toMatchObject({ status: 'bounced', erased: true, contentExpired: true, contactId: null, to: { email: ERASED_ADDRESS, name: null } });
-    expect((await as.get(`/emails/${queued}`)).body.data).toMatchObject({ status: 'cancelled', error: 'contact deleted', erased: true });
+    expect(log.body.data).toMatchObject({
+      status: 'bounced',
+      erased: true,
+      contentExpired: true,
+      contactId: null,
+      to: { email: ERASED_ADDRESS, name: null },
+    });
+    expect((await as.get(`/emails/${queued}`)).body.data).toMatchObject({
+      status: 'cancelled',
+      error: 'contact deleted',
+      erased: true,
+    });
     expect(await count('webhook_deliveries', sql`id = ${kept}::uuid`)).toBe(1);
     expect(await count('webhook_deliveries', sql`id = any(${sql.param([longer, longerDomain])}::uuid[])`)).toBe(2);
     // The stored idempotent response is scrubbed, not deleted: a retry with its key replays it, creating nothing.
-    const replay = await request(ctx.api.app).post('/contacts').set('Authorization', p.auth).set('Idempotency-Key', idempotencyKey).send({ email: address, data: { firstName: 'Ada' } });
+    const replay = await request(ctx.api.app)
+      .post('/contacts')
+      .set('Authorization', p.auth)
+      .set('Idempotency-Key', idempotencyKey)
+      .send({ email: address, data: { firstName: 'Ada' } });
     expect(replay.status).toBe(201);
     expect(replay.body.data).toMatchObject({ email: ERASED_ADDRESS, id: '00000000-0000-0000-0000-000000000000' });
     expect(await count('contacts', sql`project_id = ${p.id}::uuid and email_key = ${address.toLowerCase()}`)).toBe(0);

@@ -10,18 +10,36 @@ import { createQueues } from '@mailroom/queues/create';
 import { createLogger } from '@mailroom/platform/logger';
 import { demotedPriority } from '@mailroom/queues/send-lanes';
 import { reconcileOnce } from '../../apps/worker/src/processors/reconcile';
-import { createTestProject, recipient, useApiWithProject, useIsolatedApi, waitReady, type TestApi, type TestProject } from '../support/harness';
+import {
+  createTestProject,
+  recipient,
+  useApiWithProject,
+  useIsolatedApi,
+  waitReady,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 const SHARE = 3;
 
 /** Concurrent sends: `perProject[i]` requests of `recipients` addresses each for project `i`. @returns email ids per project. */
-async function sendAtOnce(api: TestApi, projects: TestProject[], perProject: number, recipients: number): Promise<string[][]> {
+async function sendAtOnce(
+  api: TestApi,
+  projects: TestProject[],
+  perProject: number,
+  recipients: number,
+): Promise<string[][]> {
   const calls = projects.flatMap((p, i) =>
     Array.from({ length: perProject }, () =>
       request(api.app)
         .post('/v1/send')
         .set('Authorization', p.auth)
-        .send({ to: Array.from({ length: recipients }, () => recipient('enq')), from: `s@${p.domain}`, subject: 'S', body: '<p>B</p>' })
+        .send({
+          to: Array.from({ length: recipients }, () => recipient('enq')),
+          from: `s@${p.domain}`,
+          subject: 'S',
+          body: '<p>B</p>',
+        })
         .then((res) => ({ i, res })),
     ),
   );
@@ -36,7 +54,7 @@ async function sendAtOnce(api: TestApi, projects: TestProject[], perProject: num
 describe('concurrent sends from several projects', () => {
   const ctx = useApiWithProject({ SEND_FAIR_SHARE_PER_MINUTE: String(SHARE) });
 
-  test('each project\'s emails get the priorities of its count, each one job with its email id', async () => {
+  test("each project's emails get the priorities of its count, each one job with its email id", async () => {
     // The lane count is per minute: start clear of a minute boundary so every request below shares one.
     const left = 60_000 - (Date.now() % 60_000);
     if (left < 5_000) await new Promise((r) => setTimeout(r, left + 10));
@@ -72,7 +90,12 @@ describe('Redis down after the commit', () => {
     const { send } = queues;
     try {
       expect(await Promise.all(ids.map((id) => send.getJob(id)))).toEqual(ids.map(() => undefined));
-      const reconcile = { config: { ...api.config, reconcileAfterMs: 0 }, database: api.database, queues, logger: createLogger({ logLevel: 'silent', logPretty: false }, 'test') };
+      const reconcile = {
+        config: { ...api.config, reconcileAfterMs: 0 },
+        database: api.database,
+        queues,
+        logger: createLogger({ logLevel: 'silent', logPretty: false }, 'test'),
+      };
       const result = await reconcileOnce(reconcile);
       expect(result.enqueued).toBe(16);
       const jobs = await Promise.all(ids.map((id) => send.getJob(id)));

@@ -25,30 +25,62 @@ let ctx: ReturnType<typeof useApiWithProject>;
   const env: Record<string, string> = {};
   beforeAll(async () => {
     sns = await startSnsHarness();
-    Object.assign(env, { SNS_TOPIC_ARNS: sns.topicArn, SNS_CERT_HOSTS: `sns.*.amazonaws.com,${sns.certHost}`, SOFT_BOUNCE_LIMIT: '3', SOFT_BOUNCE_WINDOW_HOURS: '24' });
+    Object.assign(env, {
+      SNS_TOPIC_ARNS: sns.topicArn,
+      SNS_CERT_HOSTS: `sns.*.amazonaws.com,${sns.certHost}`,
+      SOFT_BOUNCE_LIMIT: '3',
+      SOFT_BOUNCE_WINDOW_HOURS: '24',
+    });
   });
   ctx = useApiWithProject(env);
   afterAll(() => sns.close());
 }
 
 const post = (body: object | string, contentType = 'text/plain; charset=UTF-8') =>
-  request(ctx.api.app).post('/webhooks/ses').set('Content-Type', contentType).set('x-amz-sns-message-type', 'Notification').send(typeof body === 'string' ? body : JSON.stringify(body));
+  request(ctx.api.app)
+    .post('/webhooks/ses')
+    .set('Content-Type', contentType)
+    .set('x-amz-sns-message-type', 'Notification')
+    .send(typeof body === 'string' ? body : JSON.stringify(body));
 
 /** An email accepted by /v1/send and recorded as handed to SES with a fresh SES message id (what the worker does). */
-async function sentEmail(p: TestProject, to = recipient('fb')): Promise<{ id: string; to: string; messageId: string; contactId: string }> {
-  const res = await client(ctx.api.app, p).post('/v1/send', { to, from: `n@${p.domain}`, subject: 'S', body: '<p>B</p>' });
+async function sentEmail(
+  p: TestProject,
+  to = recipient('fb'),
+): Promise<{ id: string; to: string; messageId: string; contactId: string }> {
+  const res = await client(ctx.api.app, p).post('/v1/send', {
+    to,
+    from: `n@${p.domain}`,
+    subject: 'S',
+    body: '<p>B</p>',
+  });
   expect(res.status).toBe(202);
   const id = res.body.data.emails[0].email as string;
   const messageId = `0100018f${randomUUID().replace(/-/g, '')}-000000`;
-  await ctx.api.database.db.update(emails).set({ status: 'sent', messageId, sentAt: new Date() }).where(eq(emails.id, id));
+  await ctx.api.database.db
+    .update(emails)
+    .set({ status: 'sent', messageId, sentAt: new Date() })
+    .where(eq(emails.id, id));
   return { id, to, messageId, contactId: res.body.data.emails[0].contact.id };
 }
 
 const emailRow = async (id: string) => (await ctx.api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
 const contactEvents = async (contactId: string) =>
-  (await ctx.api.database.db.select({ name: events.name, data: events.data }).from(events).where(eq(events.contactId, contactId))).map((e) => e.name).filter((n) => n.startsWith('email.'));
+  (
+    await ctx.api.database.db
+      .select({ name: events.name, data: events.data })
+      .from(events)
+      .where(eq(events.contactId, contactId))
+  )
+    .map((e) => e.name)
+    .filter((n) => n.startsWith('email.'));
 const suppressionOf = async (projectId: string, email: string) =>
-  (await ctx.api.database.db.select().from(suppressions).where(sql`${suppressions.projectId} = ${projectId}::uuid and ${suppressions.emailKey} = ${email.toLowerCase()}`))[0];
+  (
+    await ctx.api.database.db
+      .select()
+      .from(suppressions)
+      .where(sql`${suppressions.projectId} = ${projectId}::uuid and ${suppressions.emailKey} = ${email.toLowerCase()}`)
+  )[0];
 
 describe('SNS authenticity', () => {
   test('a Delivery signed with SignatureVersion 1 or 2 is accepted; the email moves to delivered', async () => {
@@ -56,7 +88,12 @@ describe('SNS authenticity', () => {
       const e = await sentEmail(ctx.p);
       const res = await post(sns.notification(sesEvent('Delivery', e), { version }));
       expect(res.status).toBe(200);
-      expect(res.body.data).toMatchObject({ type: 'Notification', duplicate: false, emailId: e.id, status: 'delivered' });
+      expect(res.body.data).toMatchObject({
+        type: 'Notification',
+        duplicate: false,
+        emailId: e.id,
+        status: 'delivered',
+      });
       expect((await emailRow(e.id)).deliveredAt).not.toBeNull();
     }
   });
@@ -64,7 +101,11 @@ describe('SNS authenticity', () => {
   test("Plunk's path POST /webhooks/sns is the same endpoint: a signed Delivery moves the email, a forged one is 403", async () => {
     const e = await sentEmail(ctx.p);
     const viaSns = (body: string) =>
-      request(ctx.api.app).post('/webhooks/sns').set('Content-Type', 'text/plain; charset=UTF-8').set('x-amz-sns-message-type', 'Notification').send(body);
+      request(ctx.api.app)
+        .post('/webhooks/sns')
+        .set('Content-Type', 'text/plain; charset=UTF-8')
+        .set('x-amz-sns-message-type', 'Notification')
+        .send(body);
     const res = await viaSns(JSON.stringify(sns.notification(sesEvent('Delivery', e))));
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ type: 'Notification', duplicate: false, emailId: e.id, status: 'delivered' });
@@ -73,7 +114,10 @@ describe('SNS authenticity', () => {
     const again = await post(sns.notification(sesEvent('Delivery', e)));
     expect(again.status).toBe(200);
     const other = await sentEmail(ctx.p);
-    const forged = { ...sns.notification(sesEvent('Bounce', other)), Signature: Buffer.from('x'.repeat(256)).toString('base64') };
+    const forged = {
+      ...sns.notification(sesEvent('Bounce', other)),
+      Signature: Buffer.from('x'.repeat(256)).toString('base64'),
+    };
     const refused = await viaSns(JSON.stringify(forged));
     expect(refused.status).toBe(403);
     expect(refused.body.error).toMatchObject({ code: 'FORBIDDEN', retryable: false });
@@ -85,13 +129,26 @@ describe('SNS authenticity', () => {
     const good = sns.notification(sesEvent('Bounce', e, { bounceType: 'Permanent' }));
     const tampered = { ...good, Message: good.Message.replace('Permanent', 'Transient') };
     const forgedSignature = { ...good, Signature: Buffer.from('x'.repeat(256)).toString('base64') };
-    const without = (...fields: string[]) => Object.fromEntries(Object.entries(good).filter(([k]) => !fields.includes(k)));
+    const without = (...fields: string[]) =>
+      Object.fromEntries(Object.entries(good).filter(([k]) => !fields.includes(k)));
     const unsigned = without('Signature');
-    const foreignCert = sns.sign({ ...good, SigningCertURL: 'https://evil.example.com/SimpleNotificationService-x.pem' });
-    const lookalikeCert = sns.sign({ ...good, SigningCertURL: 'https://sns.us-east-1.amazonaws.com.evil.example/cert.pem' });
-    const foreignTopic = sns.notification(sesEvent('Bounce', e), { topicArn: 'arn:aws:sns:us-east-1:999999999999:other' });
+    const foreignCert = sns.sign({
+      ...good,
+      SigningCertURL: 'https://evil.example.com/SimpleNotificationService-x.pem',
+    });
+    const lookalikeCert = sns.sign({
+      ...good,
+      SigningCertURL: 'https://sns.us-east-1.amazonaws.com.evil.example/cert.pem',
+    });
+    const foreignTopic = sns.notification(sesEvent('Bounce', e), {
+      topicArn: 'arn:aws:sns:us-east-1:999999999999:other',
+    });
     // Correctly signed, but older than the redelivery memory: a replay of a captured message.
-    const stale = sns.sign({ ...good, MessageId: randomUUID(), Timestamp: new Date(Date.now() - 31 * 86_400_000).toISOString() });
+    const stale = sns.sign({
+      ...good,
+      MessageId: randomUUID(),
+      Timestamp: new Date(Date.now() - 31 * 86_400_000).toISOString(),
+    });
     // Signed by another key, served from the trusted host: the signature does not verify against the real certificate.
     const otherKey = { ...good, MessageId: randomUUID() };
 
@@ -189,7 +246,9 @@ describe('event effects', () => {
 
   test('concurrent opens and clicks of one email are all counted', async () => {
     const e = await sentEmail(ctx.p);
-    await Promise.all(Array.from({ length: 12 }, (_, i) => post(sns.notification(sesEvent(i % 3 === 0 ? 'Click' : 'Open', e)))));
+    await Promise.all(
+      Array.from({ length: 12 }, (_, i) => post(sns.notification(sesEvent(i % 3 === 0 ? 'Click' : 'Open', e)))),
+    );
     const row = await emailRow(e.id);
     expect(row.openCount + row.clickCount).toBe(12);
     expect(row.clickCount).toBe(4);
@@ -198,11 +257,17 @@ describe('event effects', () => {
 
   test('the contact gets email.delivered / opened / clicked / bounced / complained events that segment filters see', async () => {
     const e = await sentEmail(ctx.p);
-    for (const type of ['Delivery', 'Open', 'Click'] as const) await post(sns.notification(sesEvent(type, e, { link: 'https://shop.example/x' })));
+    for (const type of ['Delivery', 'Open', 'Click'] as const)
+      await post(sns.notification(sesEvent(type, e, { link: 'https://shop.example/x' })));
     expect(await contactEvents(e.contactId)).toEqual(['email.delivered', 'email.opened', 'email.clicked']);
-    const [clicked] = await ctx.api.database.db.select({ data: events.data }).from(events).where(sql`${events.contactId} = ${e.contactId}::uuid and ${events.name} = 'email.clicked'`);
+    const [clicked] = await ctx.api.database.db
+      .select({ data: events.data })
+      .from(events)
+      .where(sql`${events.contactId} = ${e.contactId}::uuid and ${events.name} = 'email.clicked'`);
     expect(clicked.data).toMatchObject({ emailId: e.id, messageId: e.messageId, link: 'https://shop.example/x' });
-    const preview = await client(ctx.api.app, ctx.p).post('/segments/preview', { filter: [{ field: 'email.clicked', operator: 'exists' }] });
+    const preview = await client(ctx.api.app, ctx.p).post('/segments/preview', {
+      filter: [{ field: 'email.clicked', operator: 'exists' }],
+    });
     expect(preview.status).toBe(200);
     expect(preview.body.data.sample.map((c: { id: string }) => c.id)).toContain(e.contactId);
   });
@@ -213,19 +278,31 @@ describe('event effects', () => {
     expect(res.body.data).toMatchObject({ status: 'bounced', suppressed: [e.to] });
     const s = await suppressionOf(ctx.p.id, e.to);
     expect(s).toMatchObject({ reason: 'hard_bounce', sourceEmailId: e.id });
-    expect(s.details).toMatchObject({ bounceType: 'Permanent', bounceSubType: 'General', diagnosticCode: 'smtp; 550 5.1.1 user unknown' });
+    expect(s.details).toMatchObject({
+      bounceType: 'Permanent',
+      bounceSubType: 'General',
+      diagnosticCode: 'smtp; 550 5.1.1 user unknown',
+    });
   });
 
   test('email.bounced and email.delivery_delayed webhooks: data.status is the email status, the enhanced status code is smtpStatus', async () => {
     const p = await createTestProject(ctx.api.database);
     const as = client(ctx.api.app, p);
-    const hook = (await as.post('/webhooks/endpoints', { url: 'https://hooks.example.com/ses', eventTypes: ['email.bounced', 'email.delivery_delayed'] })).body.data;
+    const hook = (
+      await as.post('/webhooks/endpoints', {
+        url: 'https://hooks.example.com/ses',
+        eventTypes: ['email.bounced', 'email.delivery_delayed'],
+      })
+    ).body.data;
     const delayed = await sentEmail(p);
     await post(sns.notification(sesEvent('DeliveryDelay', delayed)));
     const bounced = await sentEmail(p);
     expect((await post(sns.notification(sesEvent('Bounce', bounced, { bounceType: 'Permanent' })))).status).toBe(200);
 
-    const items = (await as.get(`/webhooks/endpoints/${hook.id}/deliveries`)).body.data.items as { eventType: string; payload: { data: Record<string, unknown> } }[];
+    const items = (await as.get(`/webhooks/endpoints/${hook.id}/deliveries`)).body.data.items as {
+      eventType: string;
+      payload: { data: Record<string, unknown> };
+    }[];
     const payload = (type: string) => items.find((i) => i.eventType === type)!.payload.data;
     expect(payload('email.bounced')).toMatchObject({
       emailId: bounced.id,
@@ -235,11 +312,23 @@ describe('event effects', () => {
       bounceSubType: 'General',
       diagnosticCode: 'smtp; 550 5.1.1 user unknown',
     });
-    expect(payload('email.delivery_delayed')).toMatchObject({ emailId: delayed.id, status: 'sent', smtpStatus: '4.2.2' });
+    expect(payload('email.delivery_delayed')).toMatchObject({
+      emailId: delayed.id,
+      status: 'sent',
+      smtpStatus: '4.2.2',
+    });
     // The timeline and the contact event carry the code under the same name.
-    const timeline = (await as.get(`/emails/${bounced.id}`)).body.data.timeline as { type: string; data?: Record<string, unknown> }[];
-    expect(timeline.find((t) => t.type === 'bounced')).toMatchObject({ data: expect.objectContaining({ smtpStatus: '5.1.1' }) });
-    const [contactEvent] = await ctx.api.database.db.select({ data: events.data }).from(events).where(sql`${events.contactId} = ${bounced.contactId}::uuid and ${events.name} = 'email.bounced'`);
+    const timeline = (await as.get(`/emails/${bounced.id}`)).body.data.timeline as {
+      type: string;
+      data?: Record<string, unknown>;
+    }[];
+    expect(timeline.find((t) => t.type === 'bounced')).toMatchObject({
+      data: expect.objectContaining({ smtpStatus: '5.1.1' }),
+    });
+    const [contactEvent] = await ctx.api.database.db
+      .select({ data: events.data })
+      .from(events)
+      .where(sql`${events.contactId} = ${bounced.contactId}::uuid and ${events.name} = 'email.bounced'`);
     expect(contactEvent.data).toMatchObject({ smtpStatus: '5.1.1' });
     expect(contactEvent.data).not.toHaveProperty('status');
   });
@@ -252,7 +341,11 @@ describe('event effects', () => {
       expect(res.body.data.status).toBe('bounced');
       const s = await suppressionOf(ctx.p.id, to);
       if (i < 3) expect(s).toBeUndefined();
-      else expect(s).toMatchObject({ reason: 'soft_bounce', details: expect.objectContaining({ softBounces: 3, windowHours: 24 }) });
+      else
+        expect(s).toMatchObject({
+          reason: 'soft_bounce',
+          details: expect.objectContaining({ softBounces: 3, windowHours: 24 }),
+        });
     }
   });
 
@@ -278,7 +371,9 @@ describe('event effects', () => {
     expect(await suppressionOf(ctx.p.id, to)).toMatchObject({ reason: 'complaint' });
     const contact = await as.get(`/contacts/${e.contactId}`);
     expect(contact.body.data.subscribed).toBe(false);
-    const names = (await ctx.api.database.db.select({ name: events.name }).from(events).where(eq(events.contactId, e.contactId))).map((r) => r.name);
+    const names = (
+      await ctx.api.database.db.select({ name: events.name }).from(events).where(eq(events.contactId, e.contactId))
+    ).map((r) => r.name);
     expect(names).toEqual(expect.arrayContaining(['email.complained', 'contact.unsubscribed']));
   });
 
@@ -297,17 +392,30 @@ describe('event effects', () => {
   });
 
   test('an event racing the worker (message id not yet recorded) is matched by the email_id tag and leaves the row to the worker', async () => {
-    const res = await client(ctx.api.app, ctx.p).post('/v1/send', { to: recipient('race'), from: `n@${ctx.p.domain}`, subject: 'S', body: 'B' });
+    const res = await client(ctx.api.app, ctx.p).post('/v1/send', {
+      to: recipient('race'),
+      from: `n@${ctx.p.domain}`,
+      subject: 'S',
+      body: 'B',
+    });
     const id = res.body.data.emails[0].email as string;
     await ctx.api.database.db.update(emails).set({ status: 'sending' }).where(eq(emails.id, id));
-    const out = await post(sns.notification(sesEvent('Delivery', { messageId: 'not-yet-recorded', to: 'x@y.test', emailId: id, projectId: ctx.p.id })));
+    const out = await post(
+      sns.notification(
+        sesEvent('Delivery', { messageId: 'not-yet-recorded', to: 'x@y.test', emailId: id, projectId: ctx.p.id }),
+      ),
+    );
     expect(out.body.data.emailId).toBe(id);
     const row = await emailRow(id);
     expect(row.status).toBe('sending');
     expect(row.deliveredAt).not.toBeNull();
     // A tag naming another project's email is not trusted.
     const other = await createTestProject(ctx.api.database);
-    const foreign = await post(sns.notification(sesEvent('Delivery', { messageId: 'not-yet-2', to: 'x@y.test', emailId: id, projectId: other.id })));
+    const foreign = await post(
+      sns.notification(
+        sesEvent('Delivery', { messageId: 'not-yet-2', to: 'x@y.test', emailId: id, projectId: other.id }),
+      ),
+    );
     expect(foreign.body.data.ignored).toBe('unknown message');
   });
 
@@ -334,7 +442,16 @@ describe('reputation counts', () => {
   test('each outcome counts once per email; a hard bounce after a soft one counts as hard and marks the email hard', async () => {
     const p = await createTestProject(ctx.api.database);
     const e = await sentEmail(p);
-    for (const [type, bounceType] of [['Delivery'], ['Delivery'], ['Bounce', 'Transient'], ['Bounce', 'Transient'], ['Bounce', 'Permanent'], ['Bounce', 'Permanent'], ['Complaint'], ['Complaint']] as const) {
+    for (const [type, bounceType] of [
+      ['Delivery'],
+      ['Delivery'],
+      ['Bounce', 'Transient'],
+      ['Bounce', 'Transient'],
+      ['Bounce', 'Permanent'],
+      ['Bounce', 'Permanent'],
+      ['Complaint'],
+      ['Complaint'],
+    ] as const) {
       expect((await post(sns.notification(sesEvent(type, e, bounceType ? { bounceType } : {})))).status).toBe(200);
     }
     expect(await countsOf(p.id)).toEqual({ delivered: 1, hard: 1, soft: 1, complaints: 1 });
@@ -346,7 +463,13 @@ describe('campaign counters', () => {
   /** A campaign with one email per address, each recorded as handed to SES (what the worker does). */
   async function campaignWithEmails(p: TestProject, n: number) {
     const as = client(ctx.api.app, p);
-    const created = await as.post('/campaigns', { name: 'Counters', subject: 'Hi', body: '<p>News</p>', from: `news@${p.domain}`, audienceType: 'ALL' });
+    const created = await as.post('/campaigns', {
+      name: 'Counters',
+      subject: 'Hi',
+      body: '<p>News</p>',
+      from: `news@${p.domain}`,
+      audienceType: 'ALL',
+    });
     expect(created.status).toBe(201);
     const campaignId = created.body.data.id as string;
     const sent: { id: string; to: string; messageId: string; contactId: string }[] = [];
@@ -356,24 +479,50 @@ describe('campaign counters', () => {
       const id = newId();
       const messageId = `0100018f${randomUUID().replace(/-/g, '')}-000000`;
       await ctx.api.database.db.transaction((tx) =>
-        insertQueuedEmails(tx, [{ id, projectId: p.id, campaignId, contactId: contact.body.data.id, source: 'campaign', marketing: true, toEmail: to, fromEmail: `news@${p.domain}` }]),
+        insertQueuedEmails(tx, [
+          {
+            id,
+            projectId: p.id,
+            campaignId,
+            contactId: contact.body.data.id,
+            source: 'campaign',
+            marketing: true,
+            toEmail: to,
+            fromEmail: `news@${p.domain}`,
+          },
+        ]),
       );
-      await ctx.api.database.db.update(emails).set({ status: 'sent', messageId, sentAt: new Date() }).where(eq(emails.id, id));
+      await ctx.api.database.db
+        .update(emails)
+        .set({ status: 'sent', messageId, sentAt: new Date() })
+        .where(eq(emails.id, id));
       sent.push({ id, to, messageId, contactId: contact.body.data.id });
     }
     return { campaignId, sent, stats: async () => (await as.get(`/campaigns/${campaignId}/stats`)).body.data };
   }
 
   async function oneClick(p: TestProject, emailId: string) {
-    const [{ signingKey }] = await ctx.api.database.db.select({ signingKey: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
-    return (await request(ctx.api.app).post(`/unsubscribe/${createUnsubscribeToken(emailId, signingKey)}`).set('Accept', 'application/json')).body.data;
+    const [{ signingKey }] = await ctx.api.database.db
+      .select({ signingKey: projects.signingKey })
+      .from(projects)
+      .where(eq(projects.id, p.id));
+    return (
+      await request(ctx.api.app)
+        .post(`/unsubscribe/${createUnsubscribeToken(emailId, signingKey)}`)
+        .set('Accept', 'application/json')
+    ).body.data;
   }
 
   test('complaints and bounces that opt the contact out count as complaints and bounces, not unsubscribes', async () => {
     const p = await createTestProject(ctx.api.database);
     const c = await campaignWithEmails(p, 4);
-    for (const e of c.sent.slice(0, 2)) expect((await post(sns.notification(sesEvent('Complaint', e)))).body.data).toMatchObject({ status: 'complained' });
-    expect((await post(sns.notification(sesEvent('Bounce', c.sent[2], { bounceType: 'Permanent' })))).body.data).toMatchObject({ status: 'bounced' });
+    for (const e of c.sent.slice(0, 2))
+      expect((await post(sns.notification(sesEvent('Complaint', e)))).body.data).toMatchObject({
+        status: 'complained',
+      });
+    expect(
+      (await post(sns.notification(sesEvent('Bounce', c.sent[2], { bounceType: 'Permanent' })))).body.data,
+    ).toMatchObject({ status: 'bounced' });
     const stats = await c.stats();
     expect(stats).toMatchObject({ sent: 4, complained: 2, bounced: 1, unsubscribed: 0 });
     expect(stats.rates).toMatchObject({ complaint: 0.5, bounce: 0.25, unsubscribe: 0 });

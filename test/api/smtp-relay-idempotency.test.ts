@@ -11,7 +11,14 @@ import request from 'supertest';
 import { createLogger } from '@mailroom/platform/logger';
 import { acceptRelay } from '@mailroom/sending/relay/accept-relay';
 import { transactionalBatcher } from '@mailroom/sending/write-batcher';
-import { createTestProject, recipient, startTestApi, testConfig, type TestApi, type TestProject } from '../support/harness';
+import {
+  createTestProject,
+  recipient,
+  startTestApi,
+  testConfig,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 import { smtpClient, smtpEnv, startTestRelay, type TestRelay } from '../support/smtp';
 
 let api: TestApi;
@@ -30,10 +37,24 @@ afterAll(async () => {
 });
 
 const emailsTo = async (addresses: string[]) =>
-  (await api.database.pool.query<{ id: string; to_email: string }>(`select id, to_email from emails where project_id = $1 and to_email = any($2)`, [p.id, addresses])).rows;
+  (
+    await api.database.pool.query<{ id: string; to_email: string }>(
+      `select id, to_email from emails where project_id = $1 and to_email = any($2)`,
+      [p.id, addresses],
+    )
+  ).rows;
 
 const rawMessage = (id: string, to: string, body = 'body') =>
-  [`From: ann@${p.domain}`, `To: ${to}`, 'Subject: once', `Message-ID: ${id}`, 'Date: Thu, 01 Jan 2026 00:00:00 +0000', '', body, ''].join('\r\n');
+  [
+    `From: ann@${p.domain}`,
+    `To: ${to}`,
+    'Subject: once',
+    `Message-ID: ${id}`,
+    'Date: Thu, 01 Jan 2026 00:00:00 +0000',
+    '',
+    body,
+    '',
+  ].join('\r\n');
 
 /** Sends each message on a session of its own, all at once; each one's reply (or refusal code). */
 async function sendAtOnce(messages: { to: string[]; raw: string }[]) {
@@ -91,7 +112,9 @@ test('one Message-ID to other recipients at once: separate submissions, each wri
 
 test('a resubmission is answered with the first answer: the same emails and contacts, a suppressed recipient with its cause', async () => {
   const [ok, blocked] = [recipient('ok'), recipient('blocked')];
-  expect((await request(api.app).post('/suppressions').set('Authorization', p.auth).send({ email: blocked })).status).toBeLessThan(300);
+  expect(
+    (await request(api.app).post('/suppressions').set('Authorization', p.auth).send({ email: blocked })).status,
+  ).toBeLessThan(300);
   const key = { projectId: p.id, keyId: randomUUID(), mode: 'live' as const, allowedDomains: null };
   const deps = {
     db: api.database.db,

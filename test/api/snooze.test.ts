@@ -19,7 +19,11 @@ const DAY = 86_400_000;
 
 async function project() {
   const p = await createTestProject(ctx.api.database);
-  await createWebhookEndpoint(ctx.api.database.db, p.id, { url: 'https://hooks.example.com/x', eventTypes: ['contact.*'], secret: 'whsec_x' });
+  await createWebhookEndpoint(ctx.api.database.db, p.id, {
+    url: 'https://hooks.example.com/x',
+    eventTypes: ['contact.*'],
+    secret: 'whsec_x',
+  });
   return { p, as: client(ctx.api.app, p) };
 }
 
@@ -31,7 +35,13 @@ const hooks = async (p: TestProject) =>
   ).rows.map((r) => ({ type: r.event_type, ...r.payload.data }));
 
 const contactEvents = async (contactId: string) =>
-  (await ctx.api.database.db.select().from(events).where(and(eq(events.contactId, contactId), sql`${events.name} like 'contact.%snoozed'`)).orderBy(events.id)).map((e) => ({
+  (
+    await ctx.api.database.db
+      .select()
+      .from(events)
+      .where(and(eq(events.contactId, contactId), sql`${events.name} like 'contact.%snoozed'`))
+      .orderBy(events.id)
+  ).map((e) => ({
     name: e.name,
     ...(e.data as object),
   }));
@@ -63,13 +73,39 @@ describe('the contacts API', () => {
 
     expect(await contactEvents(id)).toEqual([
       { name: 'contact.snoozed', method: 'api', snoozedUntil: expect.any(String), previousSnoozedUntil: null },
-      { name: 'contact.snoozed', method: 'api', snoozedUntil: expect.any(String), previousSnoozedUntil: expect.any(String) },
+      {
+        name: 'contact.snoozed',
+        method: 'api',
+        snoozedUntil: expect.any(String),
+        previousSnoozedUntil: expect.any(String),
+      },
       { name: 'contact.unsnoozed', method: 'api', snoozedUntil: null, previousSnoozedUntil: expect.any(String) },
     ]);
     expect(await hooks(p)).toEqual([
-      { type: 'contact.snoozed', contactId: id, email: to, snoozedUntil: until, previousSnoozedUntil: null, method: 'api' },
-      { type: 'contact.snoozed', contactId: id, email: to, snoozedUntil: later, previousSnoozedUntil: until, method: 'api' },
-      { type: 'contact.unsnoozed', contactId: id, email: to, snoozedUntil: null, previousSnoozedUntil: later, method: 'api' },
+      {
+        type: 'contact.snoozed',
+        contactId: id,
+        email: to,
+        snoozedUntil: until,
+        previousSnoozedUntil: null,
+        method: 'api',
+      },
+      {
+        type: 'contact.snoozed',
+        contactId: id,
+        email: to,
+        snoozedUntil: later,
+        previousSnoozedUntil: until,
+        method: 'api',
+      },
+      {
+        type: 'contact.unsnoozed',
+        contactId: id,
+        email: to,
+        snoozedUntil: null,
+        previousSnoozedUntil: later,
+        method: 'api',
+      },
     ]);
   });
 
@@ -97,12 +133,17 @@ describe('the contacts API', () => {
     const { p, as } = await project();
     const to = recipient('snzsend');
     await as.post('/contacts', { email: to, snoozedUntil: new Date(Date.now() + DAY).toISOString() });
-    const tpl = async (type: string) => (await as.post('/templates', { name: type, subject: 'Hi', body: '<p>Hi</p>', type, from: `news@${p.domain}` })).body.data.id as string;
+    const tpl = async (type: string) =>
+      (await as.post('/templates', { name: type, subject: 'Hi', body: '<p>Hi</p>', type, from: `news@${p.domain}` }))
+        .body.data.id as string;
     const marketing = await as.post('/v1/send', { to, template: await tpl('MARKETING') });
     expect(marketing.status).toBe(202);
     expect(marketing.body.data.emails[0]).toMatchObject({ status: 'suppressed', reason: 'snoozed' });
     const stored = (await as.get(`/emails/${marketing.body.data.emails[0].email}`)).body.data;
-    expect(stored.timeline[0].data).toEqual({ reason: 'contact has paused marketing email (snoozed)', cause: 'snoozed' });
+    expect(stored.timeline[0].data).toEqual({
+      reason: 'contact has paused marketing email (snoozed)',
+      cause: 'snoozed',
+    });
     const receipt = await as.post('/v1/send', { to, template: await tpl('TRANSACTIONAL') });
     expect(receipt.body.data.emails[0].status).toBe('queued');
   });
@@ -121,8 +162,14 @@ describe('the contacts API', () => {
     expect(await emailsOf([{ field: 'snoozed', operator: 'equals', value: true }])).toEqual([a, b].sort());
     expect(await emailsOf([{ field: 'snoozed', operator: 'equals', value: false }])).toEqual([c]);
     expect(await emailsOf([{ field: 'snoozed', operator: 'notEquals', value: true }])).toEqual([c]);
-    expect(await emailsOf([{ field: 'snoozedUntil', operator: 'greaterThan', value: new Date(Date.now() + 10 * DAY).toISOString() }])).toEqual([b]);
-    const bad = await as.get(`/contacts?filter=${encodeURIComponent(JSON.stringify([{ field: 'snoozed', operator: 'contains', value: 'x' }]))}`);
+    expect(
+      await emailsOf([
+        { field: 'snoozedUntil', operator: 'greaterThan', value: new Date(Date.now() + 10 * DAY).toISOString() },
+      ]),
+    ).toEqual([b]);
+    const bad = await as.get(
+      `/contacts?filter=${encodeURIComponent(JSON.stringify([{ field: 'snoozed', operator: 'contains', value: 'x' }]))}`,
+    );
     expect(bad.status).toBe(422);
     expect(bad.body.error.errors[0].field).toBe('filter.0.operator');
   });
@@ -130,9 +177,22 @@ describe('the contacts API', () => {
 
 describe('the unsubscribe page', () => {
   async function tokenFor(p: TestProject, to: string) {
-    const sent = await client(ctx.api.app, p).post('/v1/send', { to, from: `a@${p.domain}`, subject: 'S', body: '<p>B</p>', subscribed: true });
-    const [{ key }] = await ctx.api.database.db.select({ key: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
-    return { emailId: sent.body.data.emails[0].email as string, contactId: sent.body.data.emails[0].contact.id as string, token: createUnsubscribeToken(sent.body.data.emails[0].email as string, key) };
+    const sent = await client(ctx.api.app, p).post('/v1/send', {
+      to,
+      from: `a@${p.domain}`,
+      subject: 'S',
+      body: '<p>B</p>',
+      subscribed: true,
+    });
+    const [{ key }] = await ctx.api.database.db
+      .select({ key: projects.signingKey })
+      .from(projects)
+      .where(eq(projects.id, p.id));
+    return {
+      emailId: sent.body.data.emails[0].email as string,
+      contactId: sent.body.data.emails[0].contact.id as string,
+      token: createUnsubscribeToken(sent.body.data.emails[0].email as string, key),
+    };
   }
 
   test('offers a pause for 30 or 90 days as a plain form; posting it snoozes the contact, keeps it subscribed, and is announced', async () => {
@@ -158,11 +218,24 @@ describe('the unsubscribe page', () => {
     expect(until).toBeGreaterThanOrEqual(before + 30 * DAY - 1000);
     expect(until).toBeLessThanOrEqual(Date.now() + 30 * DAY + 1000);
 
-    const json = await request(ctx.api.app).post(`/unsubscribe/${token}/pause`).set('Accept', 'application/json').type('form').send('days=90');
+    const json = await request(ctx.api.app)
+      .post(`/unsubscribe/${token}/pause`)
+      .set('Accept', 'application/json')
+      .type('form')
+      .send('days=90');
     expect(json.body).toMatchObject({ success: true, data: { email: to, days: 90, changed: true } });
-    expect(Date.parse((await as.get(`/contacts/${contactId}`)).body.data.snoozedUntil)).toBeGreaterThan(until + 59 * DAY);
+    expect(Date.parse((await as.get(`/contacts/${contactId}`)).body.data.snoozedUntil)).toBeGreaterThan(
+      until + 59 * DAY,
+    );
     expect(await hooks(p)).toEqual([
-      expect.objectContaining({ type: 'contact.snoozed', contactId, method: 'link', emailId, campaignId: null, previousSnoozedUntil: null }),
+      expect.objectContaining({
+        type: 'contact.snoozed',
+        contactId,
+        method: 'link',
+        emailId,
+        campaignId: null,
+        previousSnoozedUntil: null,
+      }),
       expect.objectContaining({ type: 'contact.snoozed', contactId, method: 'link', emailId }),
     ]);
   });
@@ -170,11 +243,17 @@ describe('the unsubscribe page', () => {
   test('another number of days is 422 naming days; a forged token is 404; neither changes the contact', async () => {
     const { p, as } = await project();
     const { token, contactId } = await tokenFor(p, recipient('pause422'));
-    const bad = await request(ctx.api.app).post(`/unsubscribe/${token}/pause`).set('Accept', 'application/json').type('form').send('days=7');
+    const bad = await request(ctx.api.app)
+      .post(`/unsubscribe/${token}/pause`)
+      .set('Accept', 'application/json')
+      .type('form')
+      .send('days=7');
     expect(bad.status).toBe(422);
     expect(bad.body.error.errors[0].field).toBe('days');
     const forged = `${token.slice(0, 30)}${token[30] === 'A' ? 'B' : 'A'}${token.slice(31)}`;
-    expect((await request(ctx.api.app).post(`/unsubscribe/${forged}/pause`).type('form').send('days=30')).status).toBe(404);
+    expect((await request(ctx.api.app).post(`/unsubscribe/${forged}/pause`).type('form').send('days=30')).status).toBe(
+      404,
+    );
     expect((await as.get(`/contacts/${contactId}`)).body.data.snoozedUntil).toBeNull();
   });
 });

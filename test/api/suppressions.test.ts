@@ -16,8 +16,15 @@ describe('happy path', () => {
     const as = client(ctx.api.app, p);
     const one = await as.post('/suppressions', { email: 'Ann@Example.COM', note: 'asked by phone' });
     expect(one.status).toBe(201);
-    expect(one.body.data.added[0]).toMatchObject({ email: 'Ann@example.com', reason: 'manual', sourceEmailId: null, details: { note: 'asked by phone' } });
-    const bulk = await as.post('/suppressions', { emails: ['b1@list.test', 'b2@list.test', 'ANN@example.com', 'b1@list.test'] });
+    expect(one.body.data.added[0]).toMatchObject({
+      email: 'Ann@example.com',
+      reason: 'manual',
+      sourceEmailId: null,
+      details: { note: 'asked by phone' },
+    });
+    const bulk = await as.post('/suppressions', {
+      emails: ['b1@list.test', 'b2@list.test', 'ANN@example.com', 'b1@list.test'],
+    });
     expect(bulk.status).toBe(201);
     expect(bulk.body.data.added.map((s: { email: string }) => s.email)).toEqual(['b1@list.test', 'b2@list.test']);
     expect(bulk.body.data.alreadySuppressed).toEqual(['ANN@example.com']);
@@ -74,23 +81,51 @@ describe('happy path', () => {
   test('/v1/send records email.suppressed for each suppressed recipient', async () => {
     const p = await createTestProject(ctx.api.database);
     const as = client(ctx.api.app, p);
-    await createWebhookEndpoint(ctx.api.database.db, p.id, { url: 'https://hooks.example.com/x', eventTypes: ['email.*'], secret: 'whsec_x' });
-    await createWebhookEndpoint(ctx.api.database.db, p.id, { url: 'https://hooks.example.com/y', eventTypes: ['contact.created'], secret: 'whsec_y' });
+    await createWebhookEndpoint(ctx.api.database.db, p.id, {
+      url: 'https://hooks.example.com/x',
+      eventTypes: ['email.*'],
+      secret: 'whsec_x',
+    });
+    await createWebhookEndpoint(ctx.api.database.db, p.id, {
+      url: 'https://hooks.example.com/y',
+      eventTypes: ['contact.created'],
+      secret: 'whsec_y',
+    });
     const blocked = recipient('blocked');
     await as.post('/suppressions', { email: blocked });
-    const res = await as.post('/v1/send', { to: [blocked, recipient('fine')], from: `n@${p.domain}`, subject: 'S', body: 'B' });
+    const res = await as.post('/v1/send', {
+      to: [blocked, recipient('fine')],
+      from: `n@${p.domain}`,
+      subject: 'S',
+      body: 'B',
+    });
     expect(res.status).toBe(202);
     const [b] = res.body.data.emails;
-    const rows = await ctx.api.database.db.execute<{ event_type: string; payload: { type: string; timestamp: string; data: Record<string, unknown> } }>(
-      sql`select event_type, payload from webhook_deliveries where project_id = ${p.id}::uuid`,
-    );
+    const rows = await ctx.api.database.db.execute<{
+      event_type: string;
+      payload: { type: string; timestamp: string; data: Record<string, unknown> };
+    }>(sql`select event_type, payload from webhook_deliveries where project_id = ${p.id}::uuid`);
     expect(rows.rows).toHaveLength(1);
     expect(rows.rows[0].event_type).toBe('email.suppressed');
     expect(rows.rows[0].payload.type).toBe('email.suppressed');
     expect(new Date(rows.rows[0].payload.timestamp).toString()).not.toBe('Invalid Date');
-    expect(rows.rows[0].payload.data).toEqual({ emailId: b.email, contactId: b.contact.id, campaignId: null, messageId: null, to: blocked, from: `n@${p.domain}`, status: 'suppressed', reason: 'address is on the suppression list', cause: 'suppression_list', tags: [] });
+    expect(rows.rows[0].payload.data).toEqual({
+      emailId: b.email,
+      contactId: b.contact.id,
+      campaignId: null,
+      messageId: null,
+      to: blocked,
+      from: `n@${p.domain}`,
+      status: 'suppressed',
+      reason: 'address is on the suppression list',
+      cause: 'suppression_list',
+      tags: [],
+    });
     const email = await as.get(`/emails/${b.email}`);
-    expect(email.body.data.timeline[0]).toMatchObject({ type: 'suppressed', data: { reason: 'address is on the suppression list' } });
+    expect(email.body.data.timeline[0]).toMatchObject({
+      type: 'suppressed',
+      data: { reason: 'address is on the suppression list' },
+    });
   });
 });
 
@@ -137,7 +172,10 @@ describe('security', () => {
   test('a public key cannot read or change the list', async () => {
     const res = await request(ctx.api.app).get('/suppressions').set('Authorization', `Bearer ${ctx.p.publicKey}`);
     expect(res.status).toBe(403);
-    const add = await request(ctx.api.app).post('/suppressions').set('Authorization', `Bearer ${ctx.p.publicKey}`).send({ email: 'a@b.test' });
+    const add = await request(ctx.api.app)
+      .post('/suppressions')
+      .set('Authorization', `Bearer ${ctx.p.publicKey}`)
+      .send({ email: 'a@b.test' });
     expect(add.status).toBe(403);
   });
 });

@@ -18,7 +18,10 @@ const fields = (res: { body: { error: { errors: { field: string }[] } } }) => re
 
 describe('/v1/send', () => {
   test('tags are stored on the email and answered by GET /emails/{id} and the list; an untagged email has []', async () => {
-    const tags = [{ name: 'category', value: 'welcome' }, { name: 'user-id', value: 'U_123' }];
+    const tags = [
+      { name: 'category', value: 'welcome' },
+      { name: 'user-id', value: 'U_123' },
+    ];
     const res = await send({ ...base(), tags });
     expect(res.status).toBe(202);
     const id = res.body.data.emails[0].email;
@@ -35,7 +38,15 @@ describe('/v1/send', () => {
   test('422 naming the field: characters, length, more than 10, a name twice, a reserved name, a missing value', async () => {
     const long = 'a'.repeat(257);
     const cases: [unknown, string][] = [
-      [[{ name: 'ok', value: 'v' }, { name: 'ok2', value: 'v' }, { name: 'ok3', value: 'v' }, { name: 'bad.name', value: 'v' }], 'tags.3.name'],
+      [
+        [
+          { name: 'ok', value: 'v' },
+          { name: 'ok2', value: 'v' },
+          { name: 'ok3', value: 'v' },
+          { name: 'bad.name', value: 'v' },
+        ],
+        'tags.3.name',
+      ],
       [[{ name: 'n', value: 'has space' }], 'tags.0.value'],
       [[{ name: long, value: 'v' }], 'tags.0.name'],
       [[{ name: 'n', value: long }], 'tags.0.value'],
@@ -43,7 +54,14 @@ describe('/v1/send', () => {
       [[{ name: '', value: 'v' }], 'tags.0.name'],
       [[{ name: 'n' }], 'tags.0.value'],
       [Array.from({ length: 11 }, (_, i) => ({ name: `n${i}`, value: 'v' })), 'tags'],
-      [[{ name: 'a', value: '1' }, { name: 'b', value: '2' }, { name: 'a', value: '3' }], 'tags.2.name'],
+      [
+        [
+          { name: 'a', value: '1' },
+          { name: 'b', value: '2' },
+          { name: 'a', value: '3' },
+        ],
+        'tags.2.name',
+      ],
       [[{ name: 'email_id', value: 'x' }], 'tags.0.name'],
       [[{ name: 'project_id', value: 'x' }], 'tags.0.name'],
     ];
@@ -53,12 +71,21 @@ describe('/v1/send', () => {
       expect(fields(res)).toContain(field);
     }
     // 256 characters and ten tags are fine.
-    const max = await send({ ...base(), tags: [{ name: 'a'.repeat(256), value: 'b'.repeat(256) }, ...Array.from({ length: 9 }, (_, i) => ({ name: `t${i}`, value: 'v' }))] });
+    const max = await send({
+      ...base(),
+      tags: [
+        { name: 'a'.repeat(256), value: 'b'.repeat(256) },
+        ...Array.from({ length: 9 }, (_, i) => ({ name: `t${i}`, value: 'v' })),
+      ],
+    });
     expect(max.status).toBe(202);
   });
 
   test('a suppressed email announces its tags in the email.suppressed payload', async () => {
-    const hook = await as().post('/webhooks/endpoints', { url: 'http://127.0.0.1:9/hook', eventTypes: ['email.suppressed'] });
+    const hook = await as().post('/webhooks/endpoints', {
+      url: 'http://127.0.0.1:9/hook',
+      eventTypes: ['email.suppressed'],
+    });
     expect(hook.status).toBe(201);
     const to = recipient('supp');
     await as().post('/suppressions', { email: to });
@@ -75,8 +102,20 @@ describe('campaigns', () => {
   test('tags are stored on the campaign, answered, validated, cleared with null, and copied onto every email it sends', async () => {
     const p = await createTestProject(ctx.api.database);
     const c = client(ctx.api.app, p);
-    const body = { name: 'Launch', subject: 'Hi', body: '<p>News</p><a href="{{unsubscribeUrl}}">unsubscribe</a>', from: `news@${p.domain}`, audienceType: 'ALL' };
-    const refused = await c.post('/campaigns', { ...body, tags: [{ name: 'x', value: '1' }, { name: 'x', value: '2' }] });
+    const body = {
+      name: 'Launch',
+      subject: 'Hi',
+      body: '<p>News</p><a href="{{unsubscribeUrl}}">unsubscribe</a>',
+      from: `news@${p.domain}`,
+      audienceType: 'ALL',
+    };
+    const refused = await c.post('/campaigns', {
+      ...body,
+      tags: [
+        { name: 'x', value: '1' },
+        { name: 'x', value: '2' },
+      ],
+    });
     expect(refused.status).toBe(422);
     expect(fields(refused)).toEqual(['tags.1.name']);
     const created = await c.post('/campaigns', { ...body, tags: [{ name: 'campaign', value: 'launch' }] });
@@ -94,7 +133,9 @@ describe('campaigns', () => {
     // Fan-out copies them onto each email.
     const to = recipient('camp');
     expect((await c.post('/contacts', { email: to, subscribed: true })).status).toBeLessThan(300);
-    await ctx.api.database.db.execute(sql`update campaigns set status = 'SENDING', started_at = now() where id = ${id}::uuid`);
+    await ctx.api.database.db.execute(
+      sql`update campaigns set status = 'SENDING', started_at = now() where id = ${id}::uuid`,
+    );
     await fanoutBatch(ctx.api.database.db, id, sql`true`, 100);
     const [row] = await ctx.api.database.db.select().from(emails).where(eq(emails.campaignId, id));
     expect(row.tags).toEqual([{ name: 'campaign', value: 'q3' }]);
@@ -105,13 +146,28 @@ describe('workflows', () => {
   test('a SEND_EMAIL step takes tags in its config, checked with the field named', async () => {
     const tpl = await as().post('/templates', { name: 't', subject: 's', body: 'b', from: `hi@${ctx.p.domain}` });
     const wf = await as().post('/workflows', { name: 'W', trigger: { type: 'EVENT', event: 'signup' } });
-    const ok = await as().post(`/workflows/${wf.body.data.id}/steps`, { type: 'SEND_EMAIL', config: { templateId: tpl.body.data.id, tags: [{ name: 'flow', value: 'welcome' }] } });
+    const ok = await as().post(`/workflows/${wf.body.data.id}/steps`, {
+      type: 'SEND_EMAIL',
+      config: { templateId: tpl.body.data.id, tags: [{ name: 'flow', value: 'welcome' }] },
+    });
     expect(ok.status).toBe(201);
     expect(ok.body.data.config.tags).toEqual([{ name: 'flow', value: 'welcome' }]);
-    const dup = await as().post(`/workflows/${wf.body.data.id}/steps`, { type: 'SEND_EMAIL', config: { templateId: tpl.body.data.id, tags: [{ name: 'a', value: '1' }, { name: 'a', value: '2' }] } });
+    const dup = await as().post(`/workflows/${wf.body.data.id}/steps`, {
+      type: 'SEND_EMAIL',
+      config: {
+        templateId: tpl.body.data.id,
+        tags: [
+          { name: 'a', value: '1' },
+          { name: 'a', value: '2' },
+        ],
+      },
+    });
     expect(dup.status).toBe(422);
     expect(fields(dup)).toEqual(['config.tags.1.name']);
-    const chars = await as().post(`/workflows/${wf.body.data.id}/steps`, { type: 'SEND_EMAIL', config: { templateId: tpl.body.data.id, tags: [{ name: 'a', value: 'no way' }] } });
+    const chars = await as().post(`/workflows/${wf.body.data.id}/steps`, {
+      type: 'SEND_EMAIL',
+      config: { templateId: tpl.body.data.id, tags: [{ name: 'a', value: 'no way' }] },
+    });
     expect(chars.status).toBe(422);
     expect(fields(chars)).toEqual(['config.tags.0.value']);
   });

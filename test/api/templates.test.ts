@@ -11,14 +11,31 @@ const as = (project: TestProject) => client(ctx.api.app, project);
 
 describe('happy path', () => {
   test('create, read, update, delete', async () => {
-    const c = await as(ctx.p).post('/templates', { name: 'Welcome', subject: 'Hi {{name}}', body: '<p>{{name}}</p>', from: `a@${ctx.p.domain}` });
+    const c = await as(ctx.p).post('/templates', {
+      name: 'Welcome',
+      subject: 'Hi {{name}}',
+      body: '<p>{{name}}</p>',
+      from: `a@${ctx.p.domain}`,
+    });
     expect(c.status).toBe(201);
-    expect(c.body.data).toMatchObject({ name: 'Welcome', description: null, type: 'TRANSACTIONAL', from: `a@${ctx.p.domain}`, fromName: null, replyTo: null });
+    expect(c.body.data).toMatchObject({
+      name: 'Welcome',
+      description: null,
+      type: 'TRANSACTIONAL',
+      from: `a@${ctx.p.domain}`,
+      fromName: null,
+      replyTo: null,
+    });
     const id = c.body.data.id;
     expect((await as(ctx.p).get(`/templates/${id}`)).body.data).toEqual(c.body.data);
     const u = await as(ctx.p).patch(`/templates/${id}`, { subject: 'Hello {{name}}', type: 'MARKETING', from: null });
     expect(u.status).toBe(200);
-    expect(u.body.data).toMatchObject({ subject: 'Hello {{name}}', type: 'MARKETING', from: null, body: '<p>{{name}}</p>' });
+    expect(u.body.data).toMatchObject({
+      subject: 'Hello {{name}}',
+      type: 'MARKETING',
+      from: null,
+      body: '<p>{{name}}</p>',
+    });
     const d = await as(ctx.p).del(`/templates/${id}`);
     expect(d.status).toBe(200);
     expect(d.body.data).toEqual({ id, deleted: true });
@@ -29,7 +46,12 @@ describe('happy path', () => {
     const q = await createTestProject(ctx.api.database);
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const r = await as(q).post('/templates', { name: `T${i} ${i % 2 ? 'odd' : 'even'}`, subject: `S${i}`, body: 'b', type: i < 2 ? 'MARKETING' : 'TRANSACTIONAL' });
+      const r = await as(q).post('/templates', {
+        name: `T${i} ${i % 2 ? 'odd' : 'even'}`,
+        subject: `S${i}`,
+        body: 'b',
+        type: i < 2 ? 'MARKETING' : 'TRANSACTIONAL',
+      });
       ids.push(r.body.data.id);
     }
     const first = await as(q).get('/templates?limit=2');
@@ -58,33 +80,72 @@ describe('happy path', () => {
 describe('Plunk v2 forms', () => {
   test('description is stored, answered in GET and lists, searchable, updated and cleared', async () => {
     const q = await createTestProject(ctx.api.database);
-    const c = await as(q).post('/templates', { name: 'Receipt', description: 'Sent after checkout', subject: 's', body: 'b' });
+    const c = await as(q).post('/templates', {
+      name: 'Receipt',
+      description: 'Sent after checkout',
+      subject: 's',
+      body: 'b',
+    });
     expect(c.status).toBe(201);
     expect(c.body.data.description).toBe('Sent after checkout');
     expect((await as(q).get(`/templates/${c.body.data.id}`)).body.data.description).toBe('Sent after checkout');
     const list = await as(q).get('/templates?search=checkout');
-    expect(list.body.data.templates.map((t: { id: string; description: string }) => [t.id, t.description])).toEqual([[c.body.data.id, 'Sent after checkout']]);
-    expect((await as(q).patch(`/templates/${c.body.data.id}`, { description: 'After payment' })).body.data.description).toBe('After payment');
+    expect(list.body.data.templates.map((t: { id: string; description: string }) => [t.id, t.description])).toEqual([
+      [c.body.data.id, 'Sent after checkout'],
+    ]);
+    expect(
+      (await as(q).patch(`/templates/${c.body.data.id}`, { description: 'After payment' })).body.data.description,
+    ).toBe('After payment');
     expect((await as(q).patch(`/templates/${c.body.data.id}`, { description: null })).body.data.description).toBeNull();
   });
 
   test('from as a mailbox string: the display name becomes fromName unless fromName is given; replyTo keeps its name', async () => {
     const d = ctx.p.domain;
-    const c = await as(ctx.p).post('/templates', { name: 'n', subject: 's', body: 'b', from: `Acme <Hello@${d.toUpperCase()}>`, replyTo: '"Acme, Support" <help@x.test>' });
+    const c = await as(ctx.p).post('/templates', {
+      name: 'n',
+      subject: 's',
+      body: 'b',
+      from: `Acme <Hello@${d.toUpperCase()}>`,
+      replyTo: '"Acme, Support" <help@x.test>',
+    });
     expect(c.status).toBe(201);
-    expect(c.body.data).toMatchObject({ from: `Hello@${d}`, fromName: 'Acme', replyTo: '"Acme, Support" <help@x.test>' });
-    const explicit = await as(ctx.p).post('/templates', { name: 'n', subject: 's', body: 'b', from: `Acme <hello@${d}>`, fromName: 'Acme Billing' });
+    expect(c.body.data).toMatchObject({
+      from: `Hello@${d}`,
+      fromName: 'Acme',
+      replyTo: '"Acme, Support" <help@x.test>',
+    });
+    const explicit = await as(ctx.p).post('/templates', {
+      name: 'n',
+      subject: 's',
+      body: 'b',
+      from: `Acme <hello@${d}>`,
+      fromName: 'Acme Billing',
+    });
     expect(explicit.body.data).toMatchObject({ from: `hello@${d}`, fromName: 'Acme Billing' });
     const id = c.body.data.id;
     // A bare address leaves the stored name alone; a mailbox string replaces it; fromName: null wins and clears.
-    expect((await as(ctx.p).patch(`/templates/${id}`, { from: `news@${d}` })).body.data).toMatchObject({ from: `news@${d}`, fromName: 'Acme' });
-    expect((await as(ctx.p).patch(`/templates/${id}`, { from: `Acme News <news@${d}>` })).body.data).toMatchObject({ fromName: 'Acme News' });
-    expect((await as(ctx.p).patch(`/templates/${id}`, { from: `Acme <news@${d}>`, fromName: null })).body.data).toMatchObject({ fromName: null });
-    expect((await as(ctx.p).patch(`/templates/${id}`, { replyTo: 'help@x.test' })).body.data.replyTo).toBe('help@x.test');
+    expect((await as(ctx.p).patch(`/templates/${id}`, { from: `news@${d}` })).body.data).toMatchObject({
+      from: `news@${d}`,
+      fromName: 'Acme',
+    });
+    expect((await as(ctx.p).patch(`/templates/${id}`, { from: `Acme News <news@${d}>` })).body.data).toMatchObject({
+      fromName: 'Acme News',
+    });
+    expect(
+      (await as(ctx.p).patch(`/templates/${id}`, { from: `Acme <news@${d}>`, fromName: null })).body.data,
+    ).toMatchObject({ fromName: null });
+    expect((await as(ctx.p).patch(`/templates/${id}`, { replyTo: 'help@x.test' })).body.data.replyTo).toBe(
+      'help@x.test',
+    );
   });
 
   test('an internationalised from domain is stored in punycode', async () => {
-    const c = await as(ctx.p).post('/templates', { name: 'n', subject: 's', body: 'b', from: 'Bücher <post@bücher.de>' });
+    const c = await as(ctx.p).post('/templates', {
+      name: 'n',
+      subject: 's',
+      body: 'b',
+      from: 'Bücher <post@bücher.de>',
+    });
     expect(c.status).toBe(201);
     expect(c.body.data).toMatchObject({ from: 'post@xn--bcher-kva.de', fromName: 'Bücher' });
   });
@@ -123,14 +184,30 @@ describe('errors', () => {
     expect((await as(ctx.p).patch(`/templates/${id}`, {})).status).toBe(422);
     expect((await as(ctx.p).patch(`/templates/${id}`, { subject: '{{' })).status).toBe(422);
     const unknown = '0190aaaa-0000-7000-8000-000000000000';
-    for (const res of [await as(ctx.p).get(`/templates/${unknown}`), await as(ctx.p).patch(`/templates/${unknown}`, { name: 'x' }), await as(ctx.p).del(`/templates/${unknown}`)]) {
+    for (const res of [
+      await as(ctx.p).get(`/templates/${unknown}`),
+      await as(ctx.p).patch(`/templates/${unknown}`, { name: 'x' }),
+      await as(ctx.p).del(`/templates/${unknown}`),
+    ]) {
       expect(res.status).toBe(404);
       expect(res.body.error.code).toBe('NOT_FOUND');
     }
     const malformed = await as(ctx.p).get('/templates/not-a-uuid');
     expect(malformed.status).toBe(400);
-    expect(malformed.body.error).toMatchObject({ code: 'INVALID_PARAMETERS', errors: [{ field: 'id', code: 'invalid_string' }] });
-    for (const qs of ['limit=0', 'limit=101', 'limit=abc', 'type=X', 'cursor=bogus', 'page=0', 'pageSize=0', 'pageSize=101']) {
+    expect(malformed.body.error).toMatchObject({
+      code: 'INVALID_PARAMETERS',
+      errors: [{ field: 'id', code: 'invalid_string' }],
+    });
+    for (const qs of [
+      'limit=0',
+      'limit=101',
+      'limit=abc',
+      'type=X',
+      'cursor=bogus',
+      'page=0',
+      'pageSize=0',
+      'pageSize=101',
+    ]) {
       const res = await as(ctx.p).get(`/templates?${qs}`);
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('INVALID_PARAMETERS');

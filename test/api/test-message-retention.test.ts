@@ -39,22 +39,34 @@ async function project(): Promise<{ id: string; domain: string; testSecretKey: s
 }
 
 /** A test email accepted by /v1/send, delivered to the sink `hoursAgo` hours ago (as the worker would: message, then `sent`). */
-async function sentTestEmail(p: { id: string; domain: string; testSecretKey: string }, hoursAgo: number): Promise<{ id: string; raw: Buffer }> {
+async function sentTestEmail(
+  p: { id: string; domain: string; testSecretKey: string },
+  hoursAgo: number,
+): Promise<{ id: string; raw: Buffer }> {
   const res = await request(api.app)
     .post('/v1/send')
     .set('Authorization', `Bearer ${p.testSecretKey}`)
     .send({ to: recipient('ret'), from: `a@${p.domain}`, subject: 'Hi', body: '<p>Hi</p>' });
   expect(res.status).toBe(202);
   const id = res.body.data.emails[0].email as string;
-  const raw = Buffer.from(`Subject: Hi\r\nMessage-ID: <${id}@${p.domain}>\r\n\r\n${randomBytes(8).toString('hex')}\r\n`);
+  const raw = Buffer.from(
+    `Subject: Hi\r\nMessage-ID: <${id}@${p.domain}>\r\n\r\n${randomBytes(8).toString('hex')}\r\n`,
+  );
   await storeTestMessage(api.database.db, id, p.id, raw);
   await api.database.db.update(emails).set({ status: 'sent', sentAt: new Date() }).where(eq(emails.id, id));
-  await api.database.db.execute(sql`update test_messages set created_at = now() - make_interval(hours => ${hoursAgo}::int) where email_id = ${id}::uuid`);
+  await api.database.db.execute(
+    sql`update test_messages set created_at = now() - make_interval(hours => ${hoursAgo}::int) where email_id = ${id}::uuid`,
+  );
   return { id, raw };
 }
 
 const stored = async (ids: string[]) =>
-  (await api.database.db.select({ id: testMessages.emailId }).from(testMessages).where(inArray(testMessages.emailId, ids))).map((r) => r.id);
+  (
+    await api.database.db
+      .select({ id: testMessages.emailId })
+      .from(testMessages)
+      .where(inArray(testMessages.emailId, ids))
+  ).map((r) => r.id);
 
 const getRaw = (p: { testSecretKey: string }, id: string) =>
   request(api.app)
@@ -81,7 +93,9 @@ test('one pass deletes a message stored longer ago than the retention, keeps a r
   const gone = await request(api.app).get(`/emails/${old.id}/raw`).set('Authorization', `Bearer ${p.testSecretKey}`);
   expect(gone.status).toBe(404);
   expect(gone.body.error.code).toBe('NOT_FOUND');
-  expect(gone.body.error.message).toBe(`The message of this test email has expired: test messages are kept ${RETENTION_HOURS} hours (TEST_MESSAGE_RETENTION_HOURS)`);
+  expect(gone.body.error.message).toBe(
+    `The message of this test email has expired: test messages are kept ${RETENTION_HOURS} hours (TEST_MESSAGE_RETENTION_HOURS)`,
+  );
   // The email itself stays.
   const email = await request(api.app).get(`/emails/${old.id}`).set('Authorization', `Bearer ${p.testSecretKey}`);
   expect(email.status).toBe(200);
@@ -92,7 +106,12 @@ test('one pass deletes a message stored longer ago than the retention, keeps a r
   expect(Buffer.compare(kept.body as Buffer, recent.raw)).toBe(0);
 
   // A test email not sent yet still answers 409 (no message yet), not "expired".
-  const queued = (await request(api.app).post('/v1/send').set('Authorization', `Bearer ${p.testSecretKey}`).send({ to: recipient('ret'), from: `a@${p.domain}`, subject: 'S', body: 'B' })).body.data.emails[0].email as string;
+  const queued = (
+    await request(api.app)
+      .post('/v1/send')
+      .set('Authorization', `Bearer ${p.testSecretKey}`)
+      .send({ to: recipient('ret'), from: `a@${p.domain}`, subject: 'S', body: 'B' })
+  ).body.data.emails[0].email as string;
   const pending = await request(api.app).get(`/emails/${queued}/raw`).set('Authorization', `Bearer ${p.testSecretKey}`);
   expect(pending.status).toBe(409);
   expect(pending.body.error.code).toBe('INVALID_STATE');
@@ -136,6 +155,10 @@ test('the maintenance task: one pass per interval across processes (its lock exp
 
 test('TEST_MESSAGE_RETENTION_HOURS: default 168, at least 1', () => {
   expect(loadConfig(testEnv()).testMessageRetentionHours).toBe(168);
-  expect(() => loadConfig(testEnv({ TEST_MESSAGE_RETENTION_HOURS: '0' }))).toThrow(/TEST_MESSAGE_RETENTION_HOURS must be between 1 and/);
-  expect(() => loadConfig(testEnv({ TEST_MESSAGE_RETENTION_HOURS: '1.5' }))).toThrow(/TEST_MESSAGE_RETENTION_HOURS must be a whole number/);
+  expect(() => loadConfig(testEnv({ TEST_MESSAGE_RETENTION_HOURS: '0' }))).toThrow(
+    /TEST_MESSAGE_RETENTION_HOURS must be between 1 and/,
+  );
+  expect(() => loadConfig(testEnv({ TEST_MESSAGE_RETENTION_HOURS: '1.5' }))).toThrow(
+    /TEST_MESSAGE_RETENTION_HOURS must be a whole number/,
+  );
 });

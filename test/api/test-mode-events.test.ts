@@ -37,7 +37,9 @@ const as = (key: string) => ({
 async function eventsOf(contactId: string): Promise<[string, boolean][]> {
   const res = await as(p.secretKey).get(`/events?contactId=${contactId}&limit=100`);
   expect(res.status).toBe(200);
-  return (res.body.data.items as { name: string; test: boolean }[]).map((e): [string, boolean] => [e.name, e.test]).sort((a, b) => a[0].localeCompare(b[0]));
+  return (res.body.data.items as { name: string; test: boolean }[])
+    .map((e): [string, boolean] => [e.name, e.test])
+    .sort((a, b) => a[0].localeCompare(b[0]));
 }
 
 describe.each([
@@ -65,13 +67,28 @@ describe.each([
     expect(created.status).toBe(201);
     const id = created.body.data.id as string;
     expect((await as(keys().sk).patch(`/contacts/${id}`, { subscribed: false })).status).toBe(200);
-    const sent = await as(keys().sk).post('/v1/send', { to: email, from: `a@${p.domain}`, subject: 'S', body: '<p>B</p>', subscribed: true });
+    const sent = await as(keys().sk).post('/v1/send', {
+      to: email,
+      from: `a@${p.domain}`,
+      subject: 'S',
+      body: '<p>B</p>',
+      subscribed: true,
+    });
     expect(sent.status).toBe(202);
-    const segment = await as(p.secretKey).post('/segments', { name: `static ${randomBytes(3).toString('hex')}`, type: 'STATIC', trackMembership: true });
+    const segment = await as(p.secretKey).post('/segments', {
+      name: `static ${randomBytes(3).toString('hex')}`,
+      type: 'STATIC',
+      trackMembership: true,
+    });
     expect(segment.status).toBe(201);
     const name = segment.body.data.name as string;
-    expect((await as(keys().sk).post(`/segments/${segment.body.data.id}/members`, { contactIds: [id] })).body.data.changed).toBe(1);
-    expect((await as(keys().sk).post(`/segments/${segment.body.data.id}/members/remove`, { emails: [email] })).body.data.changed).toBe(1);
+    expect(
+      (await as(keys().sk).post(`/segments/${segment.body.data.id}/members`, { contactIds: [id] })).body.data.changed,
+    ).toBe(1);
+    expect(
+      (await as(keys().sk).post(`/segments/${segment.body.data.id}/members/remove`, { emails: [email] })).body.data
+        .changed,
+    ).toBe(1);
     expect(await eventsOf(id)).toEqual([
       ['contact.subscribed', isTest],
       ['contact.subscribed', isTest],
@@ -83,11 +100,20 @@ describe.each([
 
   test(`the unsubscribe link of a ${mode} email records a ${mode} contact.unsubscribed`, async () => {
     const email = recipient('uns');
-    const sent = await as(keys().sk).post('/v1/send', { to: email, from: `a@${p.domain}`, subject: 'S', body: '<p>B</p>', subscribed: true });
+    const sent = await as(keys().sk).post('/v1/send', {
+      to: email,
+      from: `a@${p.domain}`,
+      subject: 'S',
+      body: '<p>B</p>',
+      subscribed: true,
+    });
     expect(sent.status).toBe(202);
     const emailId = sent.body.data.emails[0].email as string;
     const contactId = sent.body.data.emails[0].contact.id as string;
-    const [{ key }] = await api.database.db.select({ key: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
+    const [{ key }] = await api.database.db
+      .select({ key: projects.signingKey })
+      .from(projects)
+      .where(eq(projects.id, p.id));
     const res = await request(api.app)
       .post(`/unsubscribe/${createUnsubscribeToken(emailId, key)}`)
       .set('Accept', 'application/json')

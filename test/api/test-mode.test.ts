@@ -55,7 +55,8 @@ async function project(): Promise<Keys> {
 }
 
 const emailRow = async (id: string) => (await api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
-const sendAs = (key: string, domain: string, to = recipient('tm')) => as(key).post('/v1/send', { to, from: `a@${domain}`, subject: 'Hi {{name}}', body: '<p>Hi {{name}}</p>' });
+const sendAs = (key: string, domain: string, to = recipient('tm')) =>
+  as(key).post('/v1/send', { to, from: `a@${domain}`, subject: 'Hi {{name}}', body: '<p>Hi {{name}}</p>' });
 
 describe('test keys', () => {
   test('a new project gets a live pair and a test pair; listings show the mode and a 15-character test prefix', async () => {
@@ -68,7 +69,11 @@ describe('test keys', () => {
       testPublicKey: expect.stringMatching(/^pk_test_[\w-]{43}$/),
       testSecretKey: expect.stringMatching(/^sk_test_[\w-]{43}$/),
     });
-    const keys = (await admin.get(`/admin/projects/${d.id}/keys`)).body.data as { kind: string; mode: string; keyPrefix: string }[];
+    const keys = (await admin.get(`/admin/projects/${d.id}/keys`)).body.data as {
+      kind: string;
+      mode: string;
+      keyPrefix: string;
+    }[];
     expect(keys.map((k) => `${k.kind}/${k.mode}/${k.keyPrefix}`).sort()).toEqual(
       [
         `public/live/${d.publicKey.slice(0, 10)}`,
@@ -83,13 +88,18 @@ describe('test keys', () => {
   test('test keys authenticate like their kind: sk_test_ everywhere, pk_test_ only on /v1/track', async () => {
     const p = await project();
     expect((await as(p.testSecretKey).get('/templates')).status).toBe(200);
-    expect((await as(p.testPublicKey).post('/v1/track', { email: recipient('pk'), event: 'signed-up' })).status).toBe(200);
+    expect((await as(p.testPublicKey).post('/v1/track', { email: recipient('pk'), event: 'signed-up' })).status).toBe(
+      200,
+    );
     const refused = await as(p.testPublicKey).get('/templates');
     expect(refused.status).toBe(403);
     expect(refused.body.error.code).toBe('PUBLIC_KEY_NOT_ALLOWED');
     // The key shape checks (failure limiter, revoke, import) read test keys as keys of their kind.
     expect(parseKeyReference(p.testSecretKey)).toEqual({ by: 'key', key: p.testSecretKey });
-    expect(parseKeyReference(p.testSecretKey.slice(0, 15))).toEqual({ by: 'prefix', prefix: p.testSecretKey.slice(0, 15) });
+    expect(parseKeyReference(p.testSecretKey.slice(0, 15))).toEqual({
+      by: 'prefix',
+      prefix: p.testSecretKey.slice(0, 15),
+    });
     expect(parseKeyReference(p.testSecretKey.slice(0, 12))).toBeUndefined();
     expect(keyPrefix(generateKey('public', 'test'))).toMatch(/^pk_test_[\w-]{7}$/);
     for (let i = 0; i < 200; i++) expect(generateKey('secret')).not.toMatch(/^sk_test_/);
@@ -99,13 +109,30 @@ describe('test keys', () => {
     const p = await project();
     const rotated = await admin.post(`/admin/projects/${p.id}/rotate-keys?mode=test`);
     expect(rotated.status).toBe(200);
-    expect(rotated.body.data).toMatchObject({ id: p.id, mode: 'test', secretKey: expect.stringMatching(/^sk_test_/), publicKey: expect.stringMatching(/^pk_test_/) });
-    const keys = (await admin.get(`/admin/projects/${p.id}/keys`)).body.data as { mode: string; expiresAt: string | null; keyPrefix: string }[];
+    expect(rotated.body.data).toMatchObject({
+      id: p.id,
+      mode: 'test',
+      secretKey: expect.stringMatching(/^sk_test_/),
+      publicKey: expect.stringMatching(/^pk_test_/),
+    });
+    const keys = (await admin.get(`/admin/projects/${p.id}/keys`)).body.data as {
+      mode: string;
+      expiresAt: string | null;
+      keyPrefix: string;
+    }[];
     expect(keys.filter((k) => k.mode === 'live').every((k) => k.expiresAt === null)).toBe(true);
-    expect(keys.filter((k) => k.mode === 'test' && k.expiresAt !== null).map((k) => k.keyPrefix).sort()).toEqual([p.testPublicKey.slice(0, 15), p.testSecretKey.slice(0, 15)].sort());
+    expect(
+      keys
+        .filter((k) => k.mode === 'test' && k.expiresAt !== null)
+        .map((k) => k.keyPrefix)
+        .sort(),
+    ).toEqual([p.testPublicKey.slice(0, 15), p.testSecretKey.slice(0, 15)].sort());
     // Within the grace period both test keys work; then the CLI rotates with no grace: the old test key stops, live keeps working.
     expect((await as(p.testSecretKey).get('/templates')).status).toBe(200);
-    const cli = (await runCli(['project', 'rotate-keys', '--project', p.id, '--mode', 'test'], testEnv({ KEY_ROTATION_GRACE_HOURS: '0' }))) as { mode: string; secretKey: string };
+    const cli = (await runCli(
+      ['project', 'rotate-keys', '--project', p.id, '--mode', 'test'],
+      testEnv({ KEY_ROTATION_GRACE_HOURS: '0' }),
+    )) as { mode: string; secretKey: string };
     expect(cli).toMatchObject({ mode: 'test', secretKey: expect.stringMatching(/^sk_test_/) });
     api.authCache.clear();
     expect((await as(rotated.body.data.secretKey).get('/templates')).status).toBe(401);
@@ -115,12 +142,16 @@ describe('test keys', () => {
     const live = await admin.post(`/admin/projects/${p.id}/rotate-keys`);
     expect(live.body.data).toMatchObject({ mode: 'live', secretKey: expect.stringMatching(/^sk_(?!test_)/) });
     expect((await admin.post(`/admin/projects/${p.id}/rotate-keys?mode=staging`)).status).toBe(400);
-    await expect(runCli(['project', 'rotate-keys', '--project', p.id, '--mode', 'staging'], testEnv())).rejects.toThrow('--mode must be live or test');
+    await expect(runCli(['project', 'rotate-keys', '--project', p.id, '--mode', 'staging'], testEnv())).rejects.toThrow(
+      '--mode must be live or test',
+    );
 
     // A project made before test mode (live keys only) gets its first test pair by rotating test.
     const old = await project();
     await api.database.db.delete(apiKeys).where(eq(apiKeys.projectId, old.id));
-    const first = (await runCli(['project', 'rotate-keys', '--project', old.id, '--mode', 'test'], testEnv())) as { secretKey: string };
+    const first = (await runCli(['project', 'rotate-keys', '--project', old.id, '--mode', 'test'], testEnv())) as {
+      secretKey: string;
+    };
     expect((await sendAs(first.secretKey, old.domain)).status).toBe(202);
   });
 
@@ -128,7 +159,12 @@ describe('test keys', () => {
     const p = await project();
     const res = await admin.post(`/admin/projects/${p.id}/keys/revoke`, { key: p.testSecretKey.slice(0, 15) });
     expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ kind: 'secret', mode: 'test', keyPrefix: p.testSecretKey.slice(0, 15), replacementKey: expect.stringMatching(/^sk_test_[\w-]{43}$/) });
+    expect(res.body.data).toMatchObject({
+      kind: 'secret',
+      mode: 'test',
+      keyPrefix: p.testSecretKey.slice(0, 15),
+      replacementKey: expect.stringMatching(/^sk_test_[\w-]{43}$/),
+    });
     expect((await as(p.testSecretKey).get('/templates')).status).toBe(401);
     const sent = await sendAs(res.body.data.replacementKey, p.domain);
     expect(sent.status).toBe(202);
@@ -141,14 +177,16 @@ describe('test keys', () => {
     const key = `sk_test_${randomBytes(32).toString('base64url')}`;
     const res = await admin.post(`/admin/projects/${p.id}/keys/import`, { secretKey: key });
     expect(res.status).toBe(201);
-    expect(res.body.data.keys).toEqual([expect.objectContaining({ kind: 'secret', mode: 'test', keyPrefix: key.slice(0, 15) })]);
+    expect(res.body.data.keys).toEqual([
+      expect.objectContaining({ kind: 'secret', mode: 'test', keyPrefix: key.slice(0, 15) }),
+    ]);
     const sent = await sendAs(key, p.domain);
     expect((await emailRow(sent.body.data.emails[0].email)).test).toBe(true);
   });
 });
 
 describe('test data', () => {
-  test('a test key\'s send stores test emails (also from the auth cache); a live key\'s does not; GET /emails/{id} shows it', async () => {
+  test("a test key's send stores test emails (also from the auth cache); a live key's does not; GET /emails/{id} shows it", async () => {
     const p = await project();
     for (let i = 0; i < 2; i++) {
       const res = await sendAs(p.testSecretKey, p.domain);
@@ -156,7 +194,11 @@ describe('test data', () => {
       const id = res.body.data.emails[0].email;
       expect((await emailRow(id)).test).toBe(true);
       // Read with the live key: test data belongs to the project, like the rest.
-      expect((await as(p.secretKey).get(`/emails/${id}`)).body.data).toMatchObject({ id, status: 'queued', test: true });
+      expect((await as(p.secretKey).get(`/emails/${id}`)).body.data).toMatchObject({
+        id,
+        status: 'queued',
+        test: true,
+      });
     }
     const live = await sendAs(p.secretKey, p.domain);
     expect((await emailRow(live.body.data.emails[0].email)).test).toBe(false);
@@ -167,7 +209,12 @@ describe('test data', () => {
     const p = await project();
     const to = recipient('idem');
     const body = { to, from: `a@${p.domain}`, subject: 'Receipt', body: '<p>Thanks</p>' };
-    const send = (key: string) => request(api.app).post('/v1/send').set('Authorization', `Bearer ${key}`).set('Idempotency-Key', 'order-123').send(body);
+    const send = (key: string) =>
+      request(api.app)
+        .post('/v1/send')
+        .set('Authorization', `Bearer ${key}`)
+        .set('Idempotency-Key', 'order-123')
+        .send(body);
     const test = await send(p.testSecretKey);
     const live = await send(p.secretKey);
     expect([test.status, live.status]).toEqual([202, 202]);
@@ -182,10 +229,18 @@ describe('test data', () => {
   test('a campaign sent with a test key is a test campaign; its test sends are test emails too', async () => {
     const p = await project();
     await as(p.secretKey).post('/contacts', { email: recipient('c'), subscribed: true });
-    const draft = await as(p.testSecretKey).post('/campaigns', { name: 'T', subject: 'S', body: '<p>b</p>', from: `n@${p.domain}`, audienceType: 'ALL' });
+    const draft = await as(p.testSecretKey).post('/campaigns', {
+      name: 'T',
+      subject: 'S',
+      body: '<p>b</p>',
+      from: `n@${p.domain}`,
+      audienceType: 'ALL',
+    });
     expect(draft.status).toBe(201);
     expect(draft.body.data.test).toBe(false);
-    const preview = await as(p.testSecretKey).post(`/campaigns/${draft.body.data.id}/test`, { to: recipient('preview') });
+    const preview = await as(p.testSecretKey).post(`/campaigns/${draft.body.data.id}/test`, {
+      to: recipient('preview'),
+    });
     expect(preview.status).toBe(202);
     expect((await emailRow(preview.body.data.emails[0].id)).test).toBe(true);
     const sent = await as(p.testSecretKey).post(`/campaigns/${draft.body.data.id}/send`, {});
@@ -195,22 +250,36 @@ describe('test data', () => {
     expect(row.test).toBe(true);
   });
 
-  test('campaign.* webhooks of a test campaign carry test: true; a live campaign\'s have no test key', async () => {
+  test("campaign.* webhooks of a test campaign carry test: true; a live campaign's have no test key", async () => {
     const p = await project();
     await as(p.secretKey).post('/contacts', { email: recipient('c'), subscribed: true });
-    await as(p.secretKey).post('/webhooks/endpoints', { url: 'https://hooks.example.com/mailroom', eventTypes: ['campaign.*'] }).expect(201);
+    await as(p.secretKey)
+      .post('/webhooks/endpoints', { url: 'https://hooks.example.com/mailroom', eventTypes: ['campaign.*'] })
+      .expect(201);
     const started: Record<string, string> = {};
-    for (const [mode, key] of [['test', p.testSecretKey], ['live', p.secretKey]] as const) {
-      const draft = await as(key).post('/campaigns', { name: mode, subject: 'S', body: '<p>b</p>', from: `n@${p.domain}`, audienceType: 'ALL' });
+    for (const [mode, key] of [
+      ['test', p.testSecretKey],
+      ['live', p.secretKey],
+    ] as const) {
+      const draft = await as(key).post('/campaigns', {
+        name: mode,
+        subject: 'S',
+        body: '<p>b</p>',
+        from: `n@${p.domain}`,
+        audienceType: 'ALL',
+      });
       expect((await as(key).post(`/campaigns/${draft.body.data.id}/send`, {})).status).toBe(200);
       expect((await as(key).post(`/campaigns/${draft.body.data.id}/cancel`, {})).status).toBe(200);
       started[mode] = draft.body.data.id as string;
     }
-    const hooks = (await api.database.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.projectId, p.id))).map((d) => ({
+    const hooks = (
+      await api.database.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.projectId, p.id))
+    ).map((d) => ({
       type: d.eventType,
       data: (d.payload as { data: Record<string, unknown> }).data,
     }));
-    const of = (id: string) => hooks.filter((h) => h.data.campaignId === id).map((h) => ({ type: h.type, test: h.data.test }));
+    const of = (id: string) =>
+      hooks.filter((h) => h.data.campaignId === id).map((h) => ({ type: h.type, test: h.data.test }));
     expect(of(started.test).sort((a, b) => a.type.localeCompare(b.type))).toEqual([
       { type: 'campaign.cancelled', test: true },
       { type: 'campaign.sending', test: true },
@@ -224,7 +293,7 @@ describe('test data', () => {
 });
 
 describe('GET /emails/{id}/raw', () => {
-  test('a test email\'s stored message is answered as message/rfc822, byte for byte', async () => {
+  test("a test email's stored message is answered as message/rfc822, byte for byte", async () => {
     const p = await project();
     const id = (await sendAs(p.testSecretKey, p.domain)).body.data.emails[0].email;
     const pending = await as(p.secretKey).get(`/emails/${id}/raw`);
@@ -232,11 +301,14 @@ describe('GET /emails/{id}/raw', () => {
     expect(pending.body.error).toMatchObject({ code: 'INVALID_STATE', message: expect.stringContaining('queued') });
     const raw = Buffer.from(`Subject: x\r\nMessage-ID: <${id}@x>\r\n\r\n\u00e9t\u00e9 \u0000 bytes\r\n`, 'utf8');
     await storeTestMessage(api.database.db, id, p.id, raw);
-    const res = await as(p.secretKey).get(`/emails/${id}/raw`).buffer(true).parse((r, cb) => {
-      const chunks: Buffer[] = [];
-      r.on('data', (c: Buffer) => chunks.push(c));
-      r.on('end', () => cb(null, Buffer.concat(chunks)));
-    });
+    const res = await as(p.secretKey)
+      .get(`/emails/${id}/raw`)
+      .buffer(true)
+      .parse((r, cb) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (c: Buffer) => chunks.push(c));
+        r.on('end', () => cb(null, Buffer.concat(chunks)));
+      });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^message\/rfc822/);
     expect(res.headers['ratelimit-limit']).toBeDefined();
@@ -272,6 +344,8 @@ describe('GET /emails/{id}/raw', () => {
     const doc = (await request(api.app).get('/openapi.json')).body;
     expect(doc.paths['/emails/{id}/raw'].get).toMatchObject({ operationId: 'getEmailRaw', security: [{ apiKey: [] }] });
     expect(Object.keys(doc.paths['/emails/{id}/raw'].get.responses['200'].content)).toEqual(['message/rfc822']);
-    expect(doc.paths['/admin/projects/{id}/rotate-keys'].post.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'mode', in: 'query' })]));
+    expect(doc.paths['/admin/projects/{id}/rotate-keys'].post.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'mode', in: 'query' })]),
+    );
   });
 });

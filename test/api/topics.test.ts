@@ -24,10 +24,18 @@ describe('topics CRUD', () => {
     expect(news).toMatchObject({ name: 'Product news', defaultSubscription: 'opt_out', visibility: 'public' });
     const letter = await topic(as, { name: 'Newsletter', defaultSubscription: 'opt_in', visibility: 'private' });
     const third = await topic(as, { name: 'Events', defaultSubscription: 'opt_in' });
-    expect((await as.get(`/topics/${letter.id}`)).body.data).toMatchObject({ name: 'Newsletter', visibility: 'private', description: null });
+    expect((await as.get(`/topics/${letter.id}`)).body.data).toMatchObject({
+      name: 'Newsletter',
+      visibility: 'private',
+      description: null,
+    });
     const patched = await as.patch(`/topics/${letter.id}`, { visibility: 'public', description: 'Weekly' });
     expect(patched.status).toBe(200);
-    expect(patched.body.data).toMatchObject({ visibility: 'public', description: 'Weekly', defaultSubscription: 'opt_in' });
+    expect(patched.body.data).toMatchObject({
+      visibility: 'public',
+      description: 'Weekly',
+      defaultSubscription: 'opt_in',
+    });
 
     const first = await as.get('/topics?limit=2');
     expect(first.status).toBe(200);
@@ -65,11 +73,15 @@ describe('topics CRUD', () => {
   });
 });
 
-describe('a contact\'s topics', () => {
+describe("a contact's topics", () => {
   test('PUT records choices with events and webhooks only for changes; GET /contacts/{id} shows every topic', async () => {
     const p = await createTestProject(ctx.api.database);
     const as = client(ctx.api.app, p);
-    await createWebhookEndpoint(ctx.api.database.db, p.id, { url: 'https://hooks.example.com/t', eventTypes: ['contact.*'], secret: 'whsec_x' });
+    await createWebhookEndpoint(ctx.api.database.db, p.id, {
+      url: 'https://hooks.example.com/t',
+      eventTypes: ['contact.*'],
+      secret: 'whsec_x',
+    });
     const out = await topic(as, { name: 'Product news', defaultSubscription: 'opt_out' });
     const into = await topic(as, { name: 'Newsletter', defaultSubscription: 'opt_in' });
     const email = recipient('topics');
@@ -82,7 +94,12 @@ describe('a contact\'s topics', () => {
     ]);
     expect(before.body.data.confirmations).toEqual([]);
 
-    const put = await as.put(`/contacts/${c.id}/topics`, { topics: [{ topicId: out.id, subscribed: false }, { topicId: into.id, subscribed: true }] });
+    const put = await as.put(`/contacts/${c.id}/topics`, {
+      topics: [
+        { topicId: out.id, subscribed: false },
+        { topicId: into.id, subscribed: true },
+      ],
+    });
     expect(put.status).toBe(200);
     expect(put.body.data.topics).toEqual([
       { topicId: out.id, name: 'Product news', subscribed: false, explicit: true },
@@ -101,7 +118,14 @@ describe('a contact\'s topics', () => {
       sql`select event_type, payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type like 'contact.topic_%' order by id`,
     );
     expect(hooks.rows.map((h) => h.event_type)).toEqual(['contact.topic_unsubscribed', 'contact.topic_subscribed']);
-    expect(hooks.rows[0].payload.data).toEqual({ contactId: c.id, email, topicId: out.id, topicName: 'Product news', method: 'api', emailId: null });
+    expect(hooks.rows[0].payload.data).toEqual({
+      contactId: c.id,
+      email,
+      topicId: out.id,
+      topicName: 'Product news',
+      method: 'api',
+      emailId: null,
+    });
     // The global switch is untouched.
     expect((await as.get(`/contacts/${c.id}`)).body.data.subscribed).toBe(true);
   });
@@ -110,21 +134,37 @@ describe('a contact\'s topics', () => {
     const p = await createTestProject(ctx.api.database);
     const as = client(ctx.api.app, p);
     const t = await topic(as, { name: 'A', defaultSubscription: 'opt_in' });
-    const foreign = await topic(client(ctx.api.app, await createTestProject(ctx.api.database)), { name: 'B', defaultSubscription: 'opt_in' });
-    const created = await as.post('/contacts', { email: recipient('tp'), topics: [{ topicId: t.id, subscribed: true }] });
+    const foreign = await topic(client(ctx.api.app, await createTestProject(ctx.api.database)), {
+      name: 'B',
+      defaultSubscription: 'opt_in',
+    });
+    const created = await as.post('/contacts', {
+      email: recipient('tp'),
+      topics: [{ topicId: t.id, subscribed: true }],
+    });
     expect(created.status).toBe(201);
     const id = created.body.data.id;
-    expect((await as.get(`/contacts/${id}/topics`)).body.data.topics).toEqual([{ topicId: t.id, name: 'A', subscribed: true, explicit: true }]);
+    expect((await as.get(`/contacts/${id}/topics`)).body.data.topics).toEqual([
+      { topicId: t.id, name: 'A', subscribed: true, explicit: true },
+    ]);
     const patched = await as.patch(`/contacts/${id}`, { topics: [{ topicId: t.id, subscribed: false }] });
     expect(patched.status).toBe(200);
     expect((await as.get(`/contacts/${id}/topics`)).body.data.topics[0].subscribed).toBe(false);
 
-    const bad = await as.put(`/contacts/${id}/topics`, { topics: [{ topicId: t.id, subscribed: true }, { topicId: foreign.id, subscribed: true }] });
+    const bad = await as.put(`/contacts/${id}/topics`, {
+      topics: [
+        { topicId: t.id, subscribed: true },
+        { topicId: foreign.id, subscribed: true },
+      ],
+    });
     expect(bad.status).toBe(422);
     expect(bad.body.error.errors).toEqual([expect.objectContaining({ field: 'topics.1.topicId' })]);
     // A failed request changes nothing.
     expect((await as.get(`/contacts/${id}/topics`)).body.data.topics[0].subscribed).toBe(false);
-    expect((await as.post('/contacts', { email: recipient('tp'), topics: [{ topicId: foreign.id, subscribed: true }] })).body.error.errors[0].field).toBe('topics.0.topicId');
+    expect(
+      (await as.post('/contacts', { email: recipient('tp'), topics: [{ topicId: foreign.id, subscribed: true }] })).body
+        .error.errors[0].field,
+    ).toBe('topics.0.topicId');
     expect((await as.patch(`/contacts/${id}`, { topics: [{ topicId: 'nope', subscribed: true }] })).status).toBe(422);
 
     const other = client(ctx.api.app, await createTestProject(ctx.api.database));
@@ -140,15 +180,26 @@ describe('a contact\'s topics', () => {
     await as.post('/contacts', { email: a });
     await as.post('/contacts', { email: b, topics: [{ topicId: t.id, subscribed: false }] });
     const members = async (value: boolean) => {
-      const res = await as.get(`/contacts?filter=${encodeURIComponent(JSON.stringify([{ field: `topic.${t.id}`, operator: 'equals', value }]))}`);
+      const res = await as.get(
+        `/contacts?filter=${encodeURIComponent(JSON.stringify([{ field: `topic.${t.id}`, operator: 'equals', value }]))}`,
+      );
       expect(res.status).toBe(200);
       return res.body.data.items.map((c: { email: string }) => c.email);
     };
     expect(await members(true)).toEqual([a]);
     expect(await members(false)).toEqual([b]);
-    const bad = await as.post('/segments', { name: 's', filter: [{ field: 'topic.x', operator: 'equals', value: true }, { field: `topic.${t.id}`, operator: 'contains', value: 1 }] });
+    const bad = await as.post('/segments', {
+      name: 's',
+      filter: [
+        { field: 'topic.x', operator: 'equals', value: true },
+        { field: `topic.${t.id}`, operator: 'contains', value: 1 },
+      ],
+    });
     expect(bad.status).toBe(422);
-    expect(bad.body.error.errors.map((e: { field: string }) => e.field)).toEqual(['filter.0.field', 'filter.1.operator']);
+    expect(bad.body.error.errors.map((e: { field: string }) => e.field)).toEqual([
+      'filter.0.field',
+      'filter.1.operator',
+    ]);
   });
 });
 
@@ -156,16 +207,52 @@ describe('double opt-in fields', () => {
   test('422 naming the field: options without doubleOptIn, subscribed with it, unknown template, no sender, foreign topic', async () => {
     const p = await createTestProject(ctx.api.database);
     const as = client(ctx.api.app, p);
-    const without = await as.post('/contacts', { email: recipient('d'), topicIds: [], confirmationFrom: `a@${p.domain}` });
+    const without = await as.post('/contacts', {
+      email: recipient('d'),
+      topicIds: [],
+      confirmationFrom: `a@${p.domain}`,
+    });
     expect(without.status).toBe(422);
     expect(without.body.error.errors.map((e: { field: string }) => e.field)).toEqual(['topicIds', 'confirmationFrom']);
-    expect((await as.post('/contacts', { email: recipient('d'), doubleOptIn: true, subscribed: true, confirmationFrom: `a@${p.domain}` })).body.error.errors[0].field).toBe('subscribed');
-    expect((await as.post('/contacts', { email: recipient('d'), doubleOptIn: true })).body.error.errors[0].field).toBe('confirmationFrom');
-    expect((await as.post('/contacts', { email: recipient('d'), doubleOptIn: true, confirmationFrom: 'a@unverified.example' })).body.error.errors[0].field).toBe('confirmationFrom');
-    const tpl = await as.post('/contacts', { email: recipient('d'), doubleOptIn: true, confirmationTemplateId: '00000000-0000-4000-8000-000000000000', confirmationFrom: `a@${p.domain}` });
+    expect(
+      (
+        await as.post('/contacts', {
+          email: recipient('d'),
+          doubleOptIn: true,
+          subscribed: true,
+          confirmationFrom: `a@${p.domain}`,
+        })
+      ).body.error.errors[0].field,
+    ).toBe('subscribed');
+    expect((await as.post('/contacts', { email: recipient('d'), doubleOptIn: true })).body.error.errors[0].field).toBe(
+      'confirmationFrom',
+    );
+    expect(
+      (
+        await as.post('/contacts', {
+          email: recipient('d'),
+          doubleOptIn: true,
+          confirmationFrom: 'a@unverified.example',
+        })
+      ).body.error.errors[0].field,
+    ).toBe('confirmationFrom');
+    const tpl = await as.post('/contacts', {
+      email: recipient('d'),
+      doubleOptIn: true,
+      confirmationTemplateId: '00000000-0000-4000-8000-000000000000',
+      confirmationFrom: `a@${p.domain}`,
+    });
     expect(tpl.body.error.errors[0].field).toBe('confirmationTemplateId');
-    const foreign = await topic(client(ctx.api.app, await createTestProject(ctx.api.database)), { name: 'X', defaultSubscription: 'opt_in' });
-    const t = await as.post('/contacts', { email: recipient('d'), doubleOptIn: true, topicIds: [foreign.id], confirmationFrom: `a@${p.domain}` });
+    const foreign = await topic(client(ctx.api.app, await createTestProject(ctx.api.database)), {
+      name: 'X',
+      defaultSubscription: 'opt_in',
+    });
+    const t = await as.post('/contacts', {
+      email: recipient('d'),
+      doubleOptIn: true,
+      topicIds: [foreign.id],
+      confirmationFrom: `a@${p.domain}`,
+    });
     expect(t.status).toBe(422);
     expect(t.body.error.errors[0].field).toBe('topicIds.0');
     // Nothing was written by the refused requests.

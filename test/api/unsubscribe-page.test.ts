@@ -14,9 +14,17 @@ import { client, recipient, useApiWithProject } from '../support/harness';
 const ctx = useApiWithProject();
 
 async function tokenOfNewEmail(): Promise<string> {
-  const sent = await client(ctx.api.app, ctx.p).post('/v1/send', { to: recipient('unsp'), from: `a@${ctx.p.domain}`, subject: 'S', body: '<p>B</p>' });
+  const sent = await client(ctx.api.app, ctx.p).post('/v1/send', {
+    to: recipient('unsp'),
+    from: `a@${ctx.p.domain}`,
+    subject: 'S',
+    body: '<p>B</p>',
+  });
   expect(sent.status).toBe(202);
-  const [{ key }] = await ctx.api.database.db.select({ key: projects.signingKey }).from(projects).where(eq(projects.id, ctx.p.id));
+  const [{ key }] = await ctx.api.database.db
+    .select({ key: projects.signingKey })
+    .from(projects)
+    .where(eq(projects.id, ctx.p.id));
   return createUnsubscribeToken(sent.body.data.emails[0].email as string, key);
 }
 
@@ -25,10 +33,14 @@ function expectPageHeaders(res: request.Response): Map<string, string> {
   expect(res.headers['x-frame-options']).toBe('DENY');
   expect(res.headers['referrer-policy']).toBe('no-referrer');
   const csp = new Map<string, string>(
-    String(res.headers['content-security-policy']).split(';').map((d) => d.trim()).filter(Boolean).map((d) => {
-      const [name, ...values] = d.split(/\s+/);
-      return [name, values.join(' ')];
-    }),
+    String(res.headers['content-security-policy'])
+      .split(';')
+      .map((d) => d.trim())
+      .filter(Boolean)
+      .map((d) => {
+        const [name, ...values] = d.split(/\s+/);
+        return [name, values.join(' ')];
+      }),
   );
   expect(csp.get('default-src')).toBe("'none'");
   expect(csp.get('form-action')).toBe("'self'");
@@ -41,7 +53,9 @@ function expectPageHeaders(res: request.Response): Map<string, string> {
 
 /** The CSP hash source of each inline `<style>` of a page. */
 function styleHashes(html: string): string[] {
-  return [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => `'sha256-${createHash('sha256').update(m[1]).digest('base64')}'`);
+  return [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)].map(
+    (m) => `'sha256-${createHash('sha256').update(m[1]).digest('base64')}'`,
+  );
 }
 
 test('GET: the confirmation page has the headers, no script, and its stylesheet is the one the policy allows', async () => {
@@ -61,12 +75,26 @@ test('POST: the answer page and the one-click JSON answer have the headers', asy
   expect(html.status).toBe(200);
   const csp = expectPageHeaders(html);
   expect(styleHashes(html.text)).toEqual([csp.get('style-src')]);
-  const json = await request(ctx.api.app).post(`/unsubscribe/${token}`).set('Accept', 'application/json').type('form').send({ 'List-Unsubscribe': 'One-Click' });
+  const json = await request(ctx.api.app)
+    .post(`/unsubscribe/${token}`)
+    .set('Accept', 'application/json')
+    .type('form')
+    .send({ 'List-Unsubscribe': 'One-Click' });
   expect(json.status).toBe(200);
   expectPageHeaders(json);
 });
 
 test('an unknown token: the 404 answers carry the headers too', async () => {
-  expectPageHeaders(await request(ctx.api.app).get(`/unsubscribe/${'A'.repeat(43)}`).expect(404));
-  expectPageHeaders(await request(ctx.api.app).post(`/unsubscribe/${'A'.repeat(43)}`).type('form').send({}).expect(404));
+  expectPageHeaders(
+    await request(ctx.api.app)
+      .get(`/unsubscribe/${'A'.repeat(43)}`)
+      .expect(404),
+  );
+  expectPageHeaders(
+    await request(ctx.api.app)
+      .post(`/unsubscribe/${'A'.repeat(43)}`)
+      .type('form')
+      .send({})
+      .expect(404),
+  );
 });

@@ -5,7 +5,14 @@
  */
 import request from 'supertest';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import { client, createTestProject, startTestApi, testConfig, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  startTestApi,
+  testConfig,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 let dns: TestDnsServer;
 let api: TestApi;
@@ -61,7 +68,22 @@ const long = (n: number) => 'a'.repeat(n);
 
 /** [address, expected flags, a word every result's reasons must contain (or none)] */
 const TABLE: [string, Flags, RegExp | null][] = [
-  ['plain@acme.test', { valid: true, isDisposable: false, isAlias: false, isTypo: false, isRoleAccount: false, isPersonalEmail: false, domainExists: true, hasWebsite: true, hasMxRecords: true, suggestion: null }, null],
+  [
+    'plain@acme.test',
+    {
+      valid: true,
+      isDisposable: false,
+      isAlias: false,
+      isTypo: false,
+      isRoleAccount: false,
+      isPersonalEmail: false,
+      domainExists: true,
+      hasWebsite: true,
+      hasMxRecords: true,
+      suggestion: null,
+    },
+    null,
+  ],
   ['"john doe"@acme.test', { valid: true }, null],
   ['"a@b"@acme.test', { valid: true }, null],
   ['first.last@acme.test', { valid: true, isPlusAddressed: false }, null],
@@ -97,7 +119,11 @@ const TABLE: [string, Flags, RegExp | null][] = [
   ['noreply@acme.test', { valid: true, isRoleAccount: true }, /role account/],
   ['postmaster@acme.test', { valid: true, isRoleAccount: true }, /role account/],
   ['support+billing@acme.test', { valid: true, isRoleAccount: true, isPlusAddressed: true }, /role account/],
-  ['jane@gmial.com', { valid: false, isTypo: true, suggestion: 'jane@gmail.com', domainExists: false }, /typo of gmail\.com/],
+  [
+    'jane@gmial.com',
+    { valid: false, isTypo: true, suggestion: 'jane@gmail.com', domainExists: false },
+    /typo of gmail\.com/,
+  ],
   ['jane@hotmial.com', { valid: false, isTypo: true, suggestion: 'jane@hotmail.com' }, /typo of hotmail\.com/],
   ['jane@gmail.con', { valid: false, isTypo: true, suggestion: 'jane@gmail.com' }, /typo/],
   ['jane@yaho.com', { isTypo: true, suggestion: 'jane@yahoo.com' }, /typo/],
@@ -119,8 +145,13 @@ test(`a table of ${TABLE.length} addresses gets the expected flags and reasons`,
       continue;
     }
     const got = res.body.data;
-    for (const [k, v] of Object.entries(flags)) if (got[k] !== v) failures.push(`${email}: ${k} is ${JSON.stringify(got[k])}, expected ${JSON.stringify(v)} (${got.reasons.join('; ')})`);
-    if (reason && !got.reasons.some((r: string) => reason.test(r))) failures.push(`${email}: no reason matching ${reason} in ${JSON.stringify(got.reasons)}`);
+    for (const [k, v] of Object.entries(flags))
+      if (got[k] !== v)
+        failures.push(
+          `${email}: ${k} is ${JSON.stringify(got[k])}, expected ${JSON.stringify(v)} (${got.reasons.join('; ')})`,
+        );
+    if (reason && !got.reasons.some((r: string) => reason.test(r)))
+      failures.push(`${email}: no reason matching ${reason} in ${JSON.stringify(got.reasons)}`);
     // Every false or risky flag is explained.
     if (!got.valid && got.reasons.length === 0) failures.push(`${email}: invalid without a reason`);
   }
@@ -150,11 +181,19 @@ test('errors: missing or non-string email, batch of more than 100, unknown field
   const c = client(api.app, p);
   expect((await c.post('/v1/verify', {})).body.error.errors[0]).toMatchObject({ field: 'email' });
   expect((await c.post('/v1/verify', { email: 42 })).status).toBe(422);
-  expect((await c.post('/v1/verify', { email: 'a@acme.test', extra: 1 })).body.error.errors[0]).toMatchObject({ field: 'extra', code: 'unrecognized_keys' });
-  const tooMany = await c.post('/v1/verify/batch', { emails: Array.from({ length: 101 }, (_, i) => `a${i}@acme.test`) });
+  expect((await c.post('/v1/verify', { email: 'a@acme.test', extra: 1 })).body.error.errors[0]).toMatchObject({
+    field: 'extra',
+    code: 'unrecognized_keys',
+  });
+  const tooMany = await c.post('/v1/verify/batch', {
+    emails: Array.from({ length: 101 }, (_, i) => `a${i}@acme.test`),
+  });
   expect(tooMany.status).toBe(422);
   expect(tooMany.body.error.errors[0].field).toBe('emails');
-  const pk = await request(api.app).post('/v1/verify').set('Authorization', `Bearer ${p.publicKey}`).send({ email: 'a@acme.test' });
+  const pk = await request(api.app)
+    .post('/v1/verify')
+    .set('Authorization', `Bearer ${p.publicKey}`)
+    .send({ email: 'a@acme.test' });
   expect(pk.status).toBe(403);
   expect((await request(api.app).post('/v1/verify').send({ email: 'a@acme.test' })).status).toBe(401);
 });

@@ -9,8 +9,17 @@ import { client, createTestProject, recipient, useApiWithProject } from '../supp
 const ctx = useApiWithProject();
 const as = () => client(ctx.api.app, ctx.p);
 
-async function template(type: 'TRANSACTIONAL' | 'MARKETING' = 'TRANSACTIONAL', from: string | null = `hi@${ctx.p.domain}`) {
-  const res = await as().post('/templates', { name: 't', subject: 'Hi {{name}}', body: '<p>Hi</p>', type, ...(from ? { from } : {}) });
+async function template(
+  type: 'TRANSACTIONAL' | 'MARKETING' = 'TRANSACTIONAL',
+  from: string | null = `hi@${ctx.p.domain}`,
+) {
+  const res = await as().post('/templates', {
+    name: 't',
+    subject: 'Hi {{name}}',
+    body: '<p>Hi</p>',
+    type,
+    ...(from ? { from } : {}),
+  });
   expect(res.status).toBe(201);
   return res.body.data.id as string;
 }
@@ -28,7 +37,11 @@ async function graph(templateId: string) {
       { key: 'send', type: 'SEND_EMAIL', config: { templateId } },
       { key: 'wait', type: 'WAIT_FOR_EVENT', config: { event: 'purchase', timeout: { amount: 2, unit: 'days' } } },
       { key: 'bought', type: 'EXIT', config: { reason: 'converted' } },
-      { key: 'vip', type: 'CONDITION', config: { filter: [{ field: 'context.trigger.data.plan', operator: 'equals', value: 'pro' }] } },
+      {
+        key: 'vip',
+        type: 'CONDITION',
+        config: { filter: [{ field: 'context.trigger.data.plan', operator: 'equals', value: 'pro' }] },
+      },
       { key: 'tag', type: 'UPDATE_CONTACT', config: { data: { nudged: true } } },
     ],
     transitions: [
@@ -44,15 +57,35 @@ async function graph(templateId: string) {
 
 describe('happy path', () => {
   test('create (disabled), get, list, patch, delete', async () => {
-    const created = await as().post('/workflows', { name: 'Onboarding', description: 'new users', trigger: { type: 'EVENT', event: 'signup' } });
+    const created = await as().post('/workflows', {
+      name: 'Onboarding',
+      description: 'new users',
+      trigger: { type: 'EVENT', event: 'signup' },
+    });
     expect(created.status).toBe(201);
-    expect(created.body.data).toMatchObject({ name: 'Onboarding', description: 'new users', trigger: { type: 'EVENT', event: 'signup' }, allowReentry: false, enabled: false, steps: [], transitions: [] });
+    expect(created.body.data).toMatchObject({
+      name: 'Onboarding',
+      description: 'new users',
+      trigger: { type: 'EVENT', event: 'signup' },
+      allowReentry: false,
+      enabled: false,
+      steps: [],
+      transitions: [],
+    });
     const id = created.body.data.id;
     expect((await as().get(`/workflows/${id}`)).body.data.name).toBe('Onboarding');
     const list = await as().get('/workflows?limit=100');
     expect(list.body.data.items.map((w: { id: string }) => w.id)).toContain(id);
-    const patched = await as().patch(`/workflows/${id}`, { name: 'Renamed', trigger: { type: 'MANUAL' }, allowReentry: true });
-    expect(patched.body.data).toMatchObject({ name: 'Renamed', trigger: { type: 'MANUAL', event: null }, allowReentry: true });
+    const patched = await as().patch(`/workflows/${id}`, {
+      name: 'Renamed',
+      trigger: { type: 'MANUAL' },
+      allowReentry: true,
+    });
+    expect(patched.body.data).toMatchObject({
+      name: 'Renamed',
+      trigger: { type: 'MANUAL', event: null },
+      allowReentry: true,
+    });
     expect((await as().del(`/workflows/${id}`)).body.data).toEqual({ id, deleted: true });
     expect((await as().get(`/workflows/${id}`)).status).toBe(404);
   });
@@ -71,7 +104,11 @@ describe('happy path', () => {
   test('steps and transitions one by one, then enable', async () => {
     const id = await workflow();
     const tpl = await template();
-    const send = await as().post(`/workflows/${id}/steps`, { type: 'SEND_EMAIL', name: 'Welcome mail', config: { templateId: tpl } });
+    const send = await as().post(`/workflows/${id}/steps`, {
+      type: 'SEND_EMAIL',
+      name: 'Welcome mail',
+      config: { templateId: tpl },
+    });
     expect(send.status).toBe(201);
     expect(send.body.data).toMatchObject({ type: 'SEND_EMAIL', name: 'Welcome mail', config: { templateId: tpl } });
     const delay = await as().post(`/workflows/${id}/steps`, { type: 'DELAY', config: { amount: 3, unit: 'days' } });
@@ -79,7 +116,10 @@ describe('happy path', () => {
     expect(entry.status).toBe(201);
     expect(entry.body.data).toMatchObject({ fromStepId: null, toStepId: send.body.data.id, branch: 'next' });
     await as().post(`/workflows/${id}/transitions`, { fromStepId: send.body.data.id, toStepId: delay.body.data.id });
-    const renamed = await as().patch(`/workflows/${id}/steps/${delay.body.data.id}`, { name: 'Three days', config: { amount: 72, unit: 'hours' } });
+    const renamed = await as().patch(`/workflows/${id}/steps/${delay.body.data.id}`, {
+      name: 'Three days',
+      config: { amount: 72, unit: 'hours' },
+    });
     expect(renamed.body.data).toMatchObject({ name: 'Three days', config: { amount: 72, unit: 'hours' } });
     const enabled = await as().patch(`/workflows/${id}`, { enabled: true });
     expect(enabled.status).toBe(200);
@@ -114,14 +154,22 @@ describe('happy path', () => {
     const contact = await as().post('/contacts', { email });
     const started = await as().post(`/workflows/${id}/executions`, { email, data: { plan: 'pro' } });
     expect(started.status).toBe(201);
-    expect(started.body.data).toMatchObject({ workflowId: id, contactId: contact.body.data.id, status: 'RUNNING', context: { trigger: { name: 'manual', data: { plan: 'pro' } } } });
+    expect(started.body.data).toMatchObject({
+      workflowId: id,
+      contactId: contact.body.data.id,
+      status: 'RUNNING',
+      context: { trigger: { name: 'manual', data: { plan: 'pro' } } },
+    });
     const eid = started.body.data.id;
     const again = await as().post(`/workflows/${id}/executions`, { contactId: contact.body.data.id });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('CONFLICT');
     const list = await as().get(`/workflows/${id}/executions?status=RUNNING`);
     expect(list.body.data.items.map((x: { id: string }) => x.id)).toEqual([eid]);
-    expect((await as().get(`/workflows/${id}/executions?status=COMPLETED`)).body.data).toMatchObject({ total: 0, totalExact: true });
+    expect((await as().get(`/workflows/${id}/executions?status=COMPLETED`)).body.data).toMatchObject({
+      total: 0,
+      totalExact: true,
+    });
     const detail = await as().get(`/workflows/${id}/executions/${eid}`);
     expect(detail.body.data).toMatchObject({ id: eid, steps: [] });
     const cancelled = await as().post(`/workflows/${id}/executions/${eid}/cancel`, {});
@@ -143,7 +191,10 @@ describe('happy path', () => {
     const email = recipient('rm');
     await as().post('/contacts', { email });
     const started = await as().post(`/workflows/${id}/executions`, { email });
-    const put = await as().put(`/workflows/${id}/graph`, { steps: [{ key: 'x', type: 'EXIT', config: {} }], transitions: [{ from: null, to: 'x' }] });
+    const put = await as().put(`/workflows/${id}/graph`, {
+      steps: [{ key: 'x', type: 'EXIT', config: {} }],
+      transitions: [{ from: null, to: 'x' }],
+    });
     expect(put.status).toBe(200);
     const x = await as().get(`/workflows/${id}/executions/${started.body.data.id}`);
     expect(x.body.data).toMatchObject({ status: 'EXITED', exitReason: 'step removed' });
@@ -152,7 +203,10 @@ describe('happy path', () => {
 
   test('with re-entry, one contact can be started again', async () => {
     const id = await workflow({ trigger: { type: 'MANUAL' }, allowReentry: true });
-    await as().put(`/workflows/${id}/graph`, { steps: [{ key: 'x', type: 'EXIT', config: {} }], transitions: [{ from: null, to: 'x' }] });
+    await as().put(`/workflows/${id}/graph`, {
+      steps: [{ key: 'x', type: 'EXIT', config: {} }],
+      transitions: [{ from: null, to: 'x' }],
+    });
     await as().patch(`/workflows/${id}`, { enabled: true });
     const email = recipient('re');
     await as().post('/contacts', { email });
@@ -190,9 +244,15 @@ describe('errors', () => {
       [{ type: 'WAIT_FOR_EVENT', config: { event: 'x', timeout: { amount: 60, unit: 'weeks' } } }, 'config.timeout'],
       [{ type: 'SEND_EMAIL', config: { templateId: '00000000-0000-7000-8000-000000000000' } }, 'config.templateId'],
       [{ type: 'SEND_EMAIL', config: {} }, 'config.templateId'],
-      [{ type: 'CONDITION', config: { filter: [{ field: 'nope', operator: 'equals', value: 1 }] } }, 'config.filter.0.field'],
+      [
+        { type: 'CONDITION', config: { filter: [{ field: 'nope', operator: 'equals', value: 1 }] } },
+        'config.filter.0.field',
+      ],
       [{ type: 'WEBHOOK', config: { url: 'http://127.0.0.1:9/x' } }, 'config.url'],
-      [{ type: 'WEBHOOK', config: { url: 'https://hooks.example.com', headers: { 'Idempotency-Key': 'mine' } } }, 'config.headers.Idempotency-Key'],
+      [
+        { type: 'WEBHOOK', config: { url: 'https://hooks.example.com', headers: { 'Idempotency-Key': 'mine' } } },
+        'config.headers.Idempotency-Key',
+      ],
       [{ type: 'UPDATE_CONTACT', config: {} }, 'config'],
       [{ type: 'LOOP', config: {} }, 'type'],
     ];
@@ -209,7 +269,10 @@ describe('errors', () => {
     const res = await as().post(`/workflows/${id}/steps`, { type: 'SEND_EMAIL', config: { templateId: noFrom } });
     expect(res.status).toBe(422);
     expect(res.body.error.errors[0].field).toBe('config.from');
-    const unverified = await as().post(`/workflows/${id}/steps`, { type: 'SEND_EMAIL', config: { templateId: noFrom, from: 'a@not-ours.example' } });
+    const unverified = await as().post(`/workflows/${id}/steps`, {
+      type: 'SEND_EMAIL',
+      config: { templateId: noFrom, from: 'a@not-ours.example' },
+    });
     expect(unverified.body.error.errors[0].field).toBe('config.from');
   });
 
@@ -219,14 +282,20 @@ describe('errors', () => {
     const exit = await as().post(`/workflows/${id}/steps`, { type: 'EXIT', config: {} });
     const c = cond.body.data.id;
     const e = exit.body.data.id;
-    const unknown = await as().post(`/workflows/${id}/transitions`, { fromStepId: c, toStepId: '00000000-0000-7000-8000-000000000000', branch: 'yes' });
+    const unknown = await as().post(`/workflows/${id}/transitions`, {
+      fromStepId: c,
+      toStepId: '00000000-0000-7000-8000-000000000000',
+      branch: 'yes',
+    });
     expect(unknown.body.error.errors[0].field).toBe('toStepId');
     const wrong = await as().post(`/workflows/${id}/transitions`, { fromStepId: c, toStepId: e });
     expect(wrong.status).toBe(422);
     expect(wrong.body.error.errors[0]).toMatchObject({ field: 'branch', message: expect.stringContaining('yes, no') });
     const fromExit = await as().post(`/workflows/${id}/transitions`, { fromStepId: e, toStepId: c });
     expect(fromExit.body.error.errors[0].message).toMatch(/EXIT/);
-    expect((await as().post(`/workflows/${id}/transitions`, { fromStepId: c, toStepId: e, branch: 'yes' })).status).toBe(201);
+    expect(
+      (await as().post(`/workflows/${id}/transitions`, { fromStepId: c, toStepId: e, branch: 'yes' })).status,
+    ).toBe(201);
     const dup = await as().post(`/workflows/${id}/transitions`, { fromStepId: c, toStepId: e, branch: 'yes' });
     expect(dup.status).toBe(409);
   });
@@ -269,7 +338,12 @@ describe('errors', () => {
     });
     expect(cycle.status).toBe(422);
     const fields = cycle.body.error.errors.map((e: { field: string; message: string }) => `${e.field}: ${e.message}`);
-    expect(fields).toEqual(expect.arrayContaining(['steps.2: is not reachable from the trigger', expect.stringMatching(/cycle with no DELAY/)]));
+    expect(fields).toEqual(
+      expect.arrayContaining([
+        'steps.2: is not reachable from the trigger',
+        expect.stringMatching(/cycle with no DELAY/),
+      ]),
+    );
     const withDelay = await as().put(`/workflows/${id}/graph`, {
       steps: [
         { key: 'a', type: 'UPDATE_CONTACT', config: { data: { n: 1 } } },
@@ -288,8 +362,14 @@ describe('errors', () => {
     });
     expect(foreign.status).toBe(422);
     expect(foreign.body.error.errors[0].field).toBe('steps.0.id');
-    const badKey = await as().put(`/workflows/${id}/graph`, { steps: [{ key: 'a', type: 'EXIT', config: {} }], transitions: [{ from: null, to: 'zz' }] });
-    expect(badKey.body.error.errors[0]).toMatchObject({ field: 'transitions.0', message: 'to: no step zz in this workflow' });
+    const badKey = await as().put(`/workflows/${id}/graph`, {
+      steps: [{ key: 'a', type: 'EXIT', config: {} }],
+      transitions: [{ from: null, to: 'zz' }],
+    });
+    expect(badKey.body.error.errors[0]).toMatchObject({
+      field: 'transitions.0',
+      message: 'to: no step zz in this workflow',
+    });
     expect((await as().get(`/workflows/${id}`)).body.data.steps).toHaveLength(2);
   });
 
@@ -313,7 +393,10 @@ describe('errors', () => {
     const disabled = await as().post(`/workflows/${id}/executions`, { email });
     expect(disabled.status).toBe(409);
     expect(disabled.body.error.code).toBe('INVALID_STATE');
-    await as().put(`/workflows/${id}/graph`, { steps: [{ key: 'x', type: 'EXIT', config: {} }], transitions: [{ from: null, to: 'x' }] });
+    await as().put(`/workflows/${id}/graph`, {
+      steps: [{ key: 'x', type: 'EXIT', config: {} }],
+      transitions: [{ from: null, to: 'x' }],
+    });
     await as().patch(`/workflows/${id}`, { enabled: true });
     const unknown = await as().post(`/workflows/${id}/executions`, { email: recipient('nobody') });
     expect(unknown.status).toBe(422);
@@ -356,12 +439,28 @@ describe('security', () => {
     expect((await other.post(`/workflows/${id}/steps`, { type: 'EXIT', config: {} })).status).toBe(404);
     expect((await other.get(`/workflows/${id}/executions`)).status).toBe(404);
     expect((await other.get('/workflows')).body.data.total).toBe(0);
-    expect((await other.get('/workflows?page=1&pageSize=5')).body.data).toMatchObject({ workflows: [], total: 0, page: 1, totalPages: 1 });
-    const pkCancel = await request(ctx.api.app).delete(`/workflows/${id}/executions/${id}`).set('Authorization', `Bearer ${ctx.p.publicKey}`);
+    expect((await other.get('/workflows?page=1&pageSize=5')).body.data).toMatchObject({
+      workflows: [],
+      total: 0,
+      page: 1,
+      totalPages: 1,
+    });
+    const pkCancel = await request(ctx.api.app)
+      .delete(`/workflows/${id}/executions/${id}`)
+      .set('Authorization', `Bearer ${ctx.p.publicKey}`);
     expect(pkCancel.status).toBe(403);
     // A SEND_EMAIL step cannot use another project's template.
-    const theirs = await other.post('/templates', { name: 't', subject: 's', body: 'b', type: 'TRANSACTIONAL', from: 'x@x.example' });
-    const res = await as().post(`/workflows/${id}/steps`, { type: 'SEND_EMAIL', config: { templateId: theirs.body.data.id } });
+    const theirs = await other.post('/templates', {
+      name: 't',
+      subject: 's',
+      body: 'b',
+      type: 'TRANSACTIONAL',
+      from: 'x@x.example',
+    });
+    const res = await as().post(`/workflows/${id}/steps`, {
+      type: 'SEND_EMAIL',
+      config: { templateId: theirs.body.data.id },
+    });
     expect(res.body.error.errors[0].field).toBe('config.templateId');
   });
 });

@@ -18,7 +18,19 @@ import request from 'supertest';
 import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { SesTransport, type MailTransport } from '@mailroom/sending/ses/transport';
-import { createTestProject, exited, isolatedDatabase, parseMail, recipient, sesSendsTo, spawnWorker, startTestApi, testConfig, testEnv, waitFor } from '../support/harness';
+import {
+  createTestProject,
+  exited,
+  isolatedDatabase,
+  parseMail,
+  recipient,
+  sesSendsTo,
+  spawnWorker,
+  startTestApi,
+  testConfig,
+  testEnv,
+  waitFor,
+} from '../support/harness';
 import { freePort, waitForHttp } from '../support/services';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -139,7 +151,9 @@ describe('a Postgres connection storm during sends', () => {
     storming = false;
     await storm;
 
-    console.log(`storm: ${requests} requests, statuses ${JSON.stringify([...statuses])}, ${terminated} terminated, ${accepted.size} accepted`);
+    console.log(
+      `storm: ${requests} requests, statuses ${JSON.stringify([...statuses])}, ${terminated} terminated, ${accepted.size} accepted`,
+    );
     // Both processes lived through it.
     expect({ api: api.exitCode, worker: worker.exitCode }).toEqual({ api: null, worker: null });
     expect(unanswered).toEqual([]);
@@ -182,9 +196,10 @@ describe('a Postgres connection storm during sends', () => {
     // Recovered without a restart: the LISTEN connection is back, and a new send goes through at once.
     await waitFor(
       async () => {
-        const r = await admin.query(`select 1 from pg_stat_activity where datname = $1 and application_name = 'mailroom-workflow-inbox'`, [
-          new URL(iso.url).pathname.slice(1),
-        ]);
+        const r = await admin.query(
+          `select 1 from pg_stat_activity where datname = $1 and application_name = 'mailroom-workflow-inbox'`,
+          [new URL(iso.url).pathname.slice(1)],
+        );
         return r.rowCount === 1;
       },
       20_000,
@@ -214,7 +229,12 @@ describe('a port that cannot be bound', () => {
       // Not spawnWorker: it asks for port 0, and this worker's health server must meet the taken port.
       const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'apps/worker/src/main.ts')], {
         cwd: ROOT,
-        env: { ...process.env, ...testEnv(), WORKER_HEALTH_PORT: String(port), TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json') },
+        env: {
+          ...process.env,
+          ...testEnv(),
+          WORKER_HEALTH_PORT: String(port),
+          TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json'),
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
@@ -278,13 +298,20 @@ describe('Postgres lost right after SES accepted a message', () => {
     const config = loadConfig(env);
     running = await startWorker(config, { transport: outageAfterSes(victim, outageMs, done), healthPort: null });
     const api = await startTestApi(config);
-    const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to: victim, from: `w@${p.domain}`, subject: 'once', body: '<p>once</p>' });
+    const res = await request(api.app)
+      .post('/v1/send')
+      .set('Authorization', p.auth)
+      .send({ to: victim, from: `w@${p.domain}`, subject: 'once', body: '<p>once</p>' });
     expect(res.status).toBe(202);
     const id: string = res.body.data.emails[0].email;
     await waitFor(async () => done.at, 30_000, 'SES to accept the message');
     const row = await waitFor(
       async () => {
-        const [r] = await database.db.select({ status: emails.status, messageId: emails.messageId }).from(emails).where(inArray(emails.id, [id])).catch(() => []);
+        const [r] = await database.db
+          .select({ status: emails.status, messageId: emails.messageId })
+          .from(emails)
+          .where(inArray(emails.id, [id]))
+          .catch(() => []);
         return r?.status === 'sent' ? r : undefined;
       },
       60_000,
@@ -306,7 +333,16 @@ describe('Postgres lost right after SES accepted a message', () => {
   test('an outage longer than the lease: the outcome waits in Redis, the next claim records it without sending', async () => {
     // Lease 3 s: the write gives up after about 1 s, Postgres comes back after 4 s, the row is claimed again after
     // the lease and the kept SES outcome is recorded instead of a second send.
-    const { row, atSes } = await sendOne(testEnv({ DATABASE_URL: iso.url, SEND_LEASE_MS: '3000', SEND_BACKOFF_MS: '200', RECONCILE_INTERVAL_MS: '1000', RECONCILE_AFTER_MS: '1000' }), 4_000);
+    const { row, atSes } = await sendOne(
+      testEnv({
+        DATABASE_URL: iso.url,
+        SEND_LEASE_MS: '3000',
+        SEND_BACKOFF_MS: '200',
+        RECONCILE_INTERVAL_MS: '1000',
+        RECONCILE_AFTER_MS: '1000',
+      }),
+      4_000,
+    );
     expect(atSes).toHaveLength(1);
     expect(row.messageId).toBe(atSes[0].messageId);
   }, 90_000);

@@ -21,7 +21,19 @@ import { QueueName } from '@mailroom/queues/catalog';
 import { queueOptions } from '@mailroom/queues/connection';
 import { RECONCILE_NOW } from '../../apps/worker/src/processors/redis-loss';
 import { loadConfig } from '@mailroom/config/config';
-import { createTestProject, exited, isolatedDatabase, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  createTestProject,
+  exited,
+  isolatedDatabase,
+  recipient,
+  sesSendsTo,
+  spawnWorker,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 import { which } from '../support/provision';
 import { freePort } from '../support/services';
 import { redisPing, statusCounts, survival } from './survival';
@@ -35,7 +47,8 @@ const RECOVERY_BOUND_MS = 30_000;
 /** Longest time (ms) from the restart to the start of the immediate reconcile pass. */
 const PASS_START_BOUND_MS = 5_000;
 
-const REDIS_SERVER = which('redis-server') ?? ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p));
+const REDIS_SERVER =
+  which('redis-server') ?? ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p));
 
 describe('Redis stopped and started again empty during sends', () => {
   let dir: string;
@@ -47,15 +60,25 @@ describe('Redis stopped and started again empty during sends', () => {
   let p: TestProject;
 
   const startRedis = async (): Promise<ChildProcess> => {
-    const child = spawn(REDIS_SERVER!, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
-    await waitFor(async () => (await redisPing(port)) || child.exitCode !== null, 10_000, `redis-server on port ${port}`);
+    const child = spawn(
+      REDIS_SERVER!,
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+      { stdio: 'ignore' },
+    );
+    await waitFor(
+      async () => (await redisPing(port)) || child.exitCode !== null,
+      10_000,
+      `redis-server on port ${port}`,
+    );
     if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode} (port ${port} taken?)`);
     return child;
   };
 
   beforeAll(async () => {
     if (!REDIS_SERVER) {
-      throw new Error('redis-server not found on PATH nor in /usr/bin: this chaos test needs it (Debian: apt-get install redis-server)');
+      throw new Error(
+        'redis-server not found on PATH nor in /usr/bin: this chaos test needs it (Debian: apt-get install redis-server)',
+      );
     }
     dir = mkdtempSync(path.join(os.tmpdir(), 'mailroom-chaos-redis-'));
     port = await freePort();
@@ -77,7 +100,11 @@ describe('Redis stopped and started again empty during sends', () => {
     api = await startTestApi(loadConfig(env));
     p = await createTestProject(api.database);
     worker = spawnWorker(env);
-    await waitFor(async () => worker.output.some((l) => l.includes('worker started')) || worker.exitCode !== null, 30_000, 'the worker to start');
+    await waitFor(
+      async () => worker.output.some((l) => l.includes('worker started')) || worker.exitCode !== null,
+      30_000,
+      'the worker to start',
+    );
     if (worker.exitCode !== null) throw new Error(`worker exited at start:\n${worker.output.join('\n')}`);
   }, 60_000);
 
@@ -110,7 +137,10 @@ describe('Redis stopped and started again empty during sends', () => {
         const to = recipient('redis');
         const at = phase;
         requests++;
-        const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `r@${p.domain}`, subject: 'redis', body: '<p>redis</p>' });
+        const res = await request(api.app)
+          .post('/v1/send')
+          .set('Authorization', p.auth)
+          .send({ to, from: `r@${p.domain}`, subject: 'redis', body: '<p>redis</p>' });
         during[at]++;
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         if (res.status === 202) {
@@ -125,7 +155,11 @@ describe('Redis stopped and started again empty during sends', () => {
     const stopSenders = setTimeout(() => (phase = 'done'), 90_000);
     try {
       // Working before the outage: mail accepted and delivered.
-      await waitFor(async () => (await survival([...accepted.keys()], [...accepted.values()])).delivered >= 5 || undefined, 30_000, '5 deliveries before the outage');
+      await waitFor(
+        async () => (await survival([...accepted.keys()], [...accepted.values()])).delivered >= 5 || undefined,
+        30_000,
+        '5 deliveries before the outage',
+      );
 
       phase = 'outage';
       redis!.kill('SIGTERM'); // `--save ''`: nothing is written; the server comes back empty.
@@ -133,7 +167,11 @@ describe('Redis stopped and started again empty during sends', () => {
       redis = undefined;
       outageStarted = Date.now();
       // Keep sending for a few seconds (the fault's length, not a wait for state) and at least 20 requests.
-      await waitFor(async () => (Date.now() - outageStarted > 3_000 && during.outage >= 20) || undefined, 30_000, '3 s of outage and 20 requests in it');
+      await waitFor(
+        async () => (Date.now() - outageStarted > 3_000 && during.outage >= 20) || undefined,
+        30_000,
+        '3 s of outage and 20 requests in it',
+      );
       expect(worker.exitCode).toBeNull();
 
       redis = await startRedis();
@@ -148,7 +186,11 @@ describe('Redis stopped and started again empty during sends', () => {
     }
 
     // Both processes recovered without a restart.
-    await waitFor(async () => (await request(api.app).get('/health/ready')).status === 200 || undefined, 20_000, 'the API ready again');
+    await waitFor(
+      async () => (await request(api.app).get('/health/ready')).status === 200 || undefined,
+      20_000,
+      'the API ready again',
+    );
     expect(worker.exitCode).toBeNull();
     expect(worker.signalCode).toBeNull();
 
@@ -163,18 +205,24 @@ describe('Redis stopped and started again empty during sends', () => {
       60_000,
       'every accepted email sent',
     ).catch(async (err) => {
-      throw new Error(`${(err as Error).message}: ${JSON.stringify(await statusCounts(api.database, ids))}\nworker:\n${worker.output.slice(-30).join('\n')}`);
+      throw new Error(
+        `${(err as Error).message}: ${JSON.stringify(await statusCounts(api.database, ids))}\nworker:\n${worker.output.slice(-30).join('\n')}`,
+      );
     });
     const s = await survival(addresses, ids);
     const atSes = (await sesSendsTo(addresses)).map((r) => r.at - restartedAt).sort((a, b) => a - b);
     const recoveryMs = atSes[atSes.length - 1];
     const afterRestart = atSes.filter((ms) => ms >= 0);
-    const pct = (q: number) => (afterRestart[Math.min(afterRestart.length - 1, Math.floor(q * afterRestart.length))] / 1000).toFixed(1);
+    const pct = (q: number) =>
+      (afterRestart[Math.min(afterRestart.length - 1, Math.floor(q * afterRestart.length))] / 1000).toFixed(1);
     // When the pass the worker ran on finding Redis empty started (the maintenance job's start).
     const maintenance = new Queue(QueueName.maintenance, queueOptions(api.config, api.redis));
-    const passes = (await maintenance.getJobs(['completed', 'failed', 'active'])).filter((j) => j.name === RECONCILE_NOW && (j.timestamp ?? 0) >= restartedAt);
+    const passes = (await maintenance.getJobs(['completed', 'failed', 'active'])).filter(
+      (j) => j.name === RECONCILE_NOW && (j.timestamp ?? 0) >= restartedAt,
+    );
     await maintenance.close();
-    const passStartMs = passes.length > 0 ? Math.min(...passes.map((j) => j.processedOn ?? Infinity)) - restartedAt : NaN;
+    const passStartMs =
+      passes.length > 0 ? Math.min(...passes.map((j) => j.processedOn ?? Infinity)) - restartedAt : NaN;
     const otherFive = [...statuses].filter(([st]) => st >= 500 && st !== 503).reduce((n, [, c]) => n + c, 0);
     console.log(
       `chaos redis: ${requests} requests (${during.before} before, ${during.outage} during the ${(outageMs / 1000).toFixed(1)} s outage, ${during.after} after), ` +

@@ -23,7 +23,17 @@ import net from 'node:net';
 import path from 'node:path';
 import request from 'supertest';
 import { loadConfig } from '@mailroom/config/config';
-import { createTestProject, exited, isolatedDatabase, recipient, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  createTestProject,
+  exited,
+  isolatedDatabase,
+  recipient,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 import { statusCounts, survival } from './survival';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -95,10 +105,14 @@ class ChaosSes {
       this.seen.push(seen);
       const error = (status: number, type: string, message: string) =>
         res
-          .writeHead(status, { 'content-type': 'application/json', 'x-amzn-errortype': `${type}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` })
+          .writeHead(status, {
+            'content-type': 'application/json',
+            'x-amzn-errortype': `${type}:http://internal.amazon.com/coral/com.amazonaws.sesv2/`,
+          })
           .end(JSON.stringify({ message }));
       if (this.mode === '5xx') {
-        if (this.seen.length % 2) error(500, 'InternalFailure', 'The request processing has failed because of an unknown error.');
+        if (this.seen.length % 2)
+          error(500, 'InternalFailure', 'The request processing has failed because of an unknown error.');
         else error(503, 'ServiceUnavailable', 'Service is unavailable.');
       } else if (this.mode === 'throttle') {
         error(429, 'TooManyRequestsException', 'Maximum sending rate exceeded.');
@@ -115,11 +129,20 @@ class ChaosSes {
 
   /** Passes a request on to the recorder; answers `res` with its answer (dropped when `res` is undefined). */
   private forward(req: http.IncomingMessage, body: Buffer, res: http.ServerResponse | undefined): void {
-    const up = http.request({ host: this.upstream.hostname, port: this.upstream.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
-      const out: Buffer[] = [];
-      answer.on('data', (c: Buffer) => out.push(c));
-      answer.on('end', () => res?.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(out)));
-    });
+    const up = http.request(
+      {
+        host: this.upstream.hostname,
+        port: this.upstream.port,
+        path: req.url,
+        method: req.method,
+        headers: req.headers,
+      },
+      (answer) => {
+        const out: Buffer[] = [];
+        answer.on('data', (c: Buffer) => out.push(c));
+        answer.on('end', () => res?.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(out)));
+      },
+    );
     up.on('error', () => res?.writeHead(502).end());
     up.end(body);
   }
@@ -128,7 +151,10 @@ class ChaosSes {
 /** Message-ID local part (= email id) of a SendEmail request's raw MIME. */
 function emailIdOf(body: Buffer): string | undefined {
   try {
-    const raw = Buffer.from((JSON.parse(body.toString()) as { Content?: { Raw?: { Data?: string } } }).Content?.Raw?.Data ?? '', 'base64').toString('utf8');
+    const raw = Buffer.from(
+      (JSON.parse(body.toString()) as { Content?: { Raw?: { Data?: string } } }).Content?.Raw?.Data ?? '',
+      'base64',
+    ).toString('utf8');
     return /^Message-ID:\s*<([^@>]+)@/im.exec(raw)?.[1];
   } catch {
     return undefined;
@@ -139,10 +165,22 @@ function emailIdOf(body: Buffer): string | undefined {
 function spawnChaosWorker(env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'apps/worker/src/main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, ...env, WORKER_HEALTH_PORT: '0', TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json'), LOG_LEVEL: 'info', SES_TIMEOUT_MS: String(SES_TIMEOUT_MS) },
+    env: {
+      ...process.env,
+      ...env,
+      WORKER_HEALTH_PORT: '0',
+      TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json'),
+      LOG_LEVEL: 'info',
+      SES_TIMEOUT_MS: String(SES_TIMEOUT_MS),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const state = { child, healthPort: 0, tail: [] as string[], counts: { refused: 0, timeout: 0, serverError: 0, throttled: 0, failed: 0 } };
+  const state = {
+    child,
+    healthPort: 0,
+    tail: [] as string[],
+    counts: { refused: 0, timeout: 0, serverError: 0, throttled: 0, failed: 0 },
+  };
   let partial = '';
   const keep = (d: Buffer) => {
     const lines = (partial + d.toString()).split('\n');
@@ -222,7 +260,10 @@ describe('SES refusing, then frozen, then healthy again', () => {
       while (sending && Date.now() < streamDeadline) {
         const to = recipient('ses');
         requests++;
-        const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `s@${p.domain}`, subject: 'ses', body: '<p>ses</p>' });
+        const res = await request(api.app)
+          .post('/v1/send')
+          .set('Authorization', p.auth)
+          .send({ to, from: `s@${p.domain}`, subject: 'ses', body: '<p>ses</p>' });
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         if (res.status === 202) accepted.set(to, res.body.data.emails[0].email);
         await new Promise((r) => setTimeout(r, 100));
@@ -238,7 +279,11 @@ describe('SES refusing, then frozen, then healthy again', () => {
       const phase = async (mode: Mode, met: () => boolean) => {
         await ses.setMode(mode);
         const started = Date.now();
-        await waitFor(async () => (Date.now() - started >= 2_000 && met()) || undefined, 30_000, `a send to meet SES ${mode}`);
+        await waitFor(
+          async () => (Date.now() - started >= 2_000 && met()) || undefined,
+          30_000,
+          `a send to meet SES ${mode}`,
+        );
       };
       await phase('5xx', () => seenIn('5xx') > 0);
       await phase('throttle', () => seenIn('throttle') > 0);
@@ -252,15 +297,25 @@ describe('SES refusing, then frozen, then healthy again', () => {
 
     // Every frozen call was given up by the worker within the timeout (a wide margin for a busy machine).
     const frozen = ses.seen.filter((s) => s.mode === 'frozen');
-    await waitFor(async () => frozen.every((s) => s.closedAt !== undefined) || undefined, SES_TIMEOUT_MS + 10_000, 'the worker to give up every frozen call');
+    await waitFor(
+      async () => frozen.every((s) => s.closedAt !== undefined) || undefined,
+      SES_TIMEOUT_MS + 10_000,
+      'the worker to give up every frozen call',
+    );
     const waits = frozen.map((s) => s.closedAt! - s.at);
     // Really frozen until the worker's timeout (the proxy's clock starts once the body is in, a little late).
     expect(Math.min(...waits)).toBeGreaterThanOrEqual(SES_TIMEOUT_MS / 2);
     expect(Math.max(...waits)).toBeLessThan(SES_TIMEOUT_MS + 8_000);
 
     const ids = [...accepted.values()];
-    await waitFor(async () => (await statusCounts(api.database, ids)).sent === ids.length || undefined, 60_000, 'every accepted email sent').catch(async (err) => {
-      throw new Error(`${(err as Error).message}: ${JSON.stringify(await statusCounts(api.database, ids))}\nworker:\n${worker.tail.slice(-30).join('\n')}`);
+    await waitFor(
+      async () => (await statusCounts(api.database, ids)).sent === ids.length || undefined,
+      60_000,
+      'every accepted email sent',
+    ).catch(async (err) => {
+      throw new Error(
+        `${(err as Error).message}: ${JSON.stringify(await statusCounts(api.database, ids))}\nworker:\n${worker.tail.slice(-30).join('\n')}`,
+      );
     });
     const s = await survival([...accepted.keys()], ids);
     const forwarded = new Set(frozen.filter((f) => f.forwarded).map((f) => f.emailId));

@@ -22,7 +22,10 @@ export async function sesCopies(addresses: string[]): Promise<Map<string, number
 }
 
 /** Delivered, lost and duplicated among `ids` (accepted email ids), per the SES record. */
-export async function survival(addresses: string[], ids: string[]): Promise<{ delivered: number; lost: string[]; duplicated: string[]; copies: Map<string, number> }> {
+export async function survival(
+  addresses: string[],
+  ids: string[],
+): Promise<{ delivered: number; lost: string[]; duplicated: string[]; copies: Map<string, number> }> {
   const copies = await sesCopies(addresses);
   const lost = ids.filter((id) => !copies.has(id));
   const duplicated = ids.filter((id) => (copies.get(id) ?? 0) > 1);
@@ -33,7 +36,10 @@ export async function survival(addresses: string[], ids: string[]): Promise<{ de
 export async function statusCounts(database: Database, ids: string[]): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (let i = 0; i < ids.length; i += 500) {
-    const rows = await database.db.select({ status: emails.status }).from(emails).where(inArray(emails.id, ids.slice(i, i + 500)));
+    const rows = await database.db
+      .select({ status: emails.status })
+      .from(emails)
+      .where(inArray(emails.id, ids.slice(i, i + 500)));
     for (const r of rows) out[r.status] = (out[r.status] ?? 0) + 1;
   }
   return out;

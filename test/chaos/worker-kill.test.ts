@@ -14,7 +14,18 @@ import { inArray } from 'drizzle-orm';
 import request from 'supertest';
 import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
-import { createTestProject, exited, isolatedDatabase, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
+import {
+  createTestProject,
+  exited,
+  isolatedDatabase,
+  recipient,
+  sesSendsTo,
+  spawnWorker,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+} from '../support/harness';
 import { statusCounts, survival } from './survival';
 
 const EMAILS = 600;
@@ -60,7 +71,10 @@ describe('a worker SIGKILLed in a loop while a batch drains', () => {
     const to = Array.from({ length: EMAILS }, () => recipient('wkill'));
     const ids: string[] = [];
     for (let i = 0; i < EMAILS; i += 100) {
-      const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to: to.slice(i, i + 100), from: `k@${p.domain}`, subject: 'kill', body: '<p>kill</p>' });
+      const res = await request(api.app)
+        .post('/v1/send')
+        .set('Authorization', p.auth)
+        .send({ to: to.slice(i, i + 100), from: `k@${p.domain}`, subject: 'kill', body: '<p>kill</p>' });
       expect(res.status).toBe(202);
       ids.push(...res.body.data.emails.map((e: { email: string }) => e.email));
     }
@@ -74,13 +88,22 @@ describe('a worker SIGKILLed in a loop while a batch drains', () => {
       const before = await atSes();
       const worker = spawnWorker(env);
       children.push(worker);
-      await waitFor(async () => (await atSes()) >= before + SENDS_PER_LIFE || worker.exitCode !== null || undefined, 60_000, `worker ${k + 1} to send ${SENDS_PER_LIFE}`);
+      await waitFor(
+        async () => (await atSes()) >= before + SENDS_PER_LIFE || worker.exitCode !== null || undefined,
+        60_000,
+        `worker ${k + 1} to send ${SENDS_PER_LIFE}`,
+      );
       expect(worker.exitCode).toBeNull(); // it was running, not crashed, when we killed it
       const at = Date.now();
       worker.kill('SIGKILL');
       await exited(worker);
       // No worker is alive now: every row still `sending` is a claim a killed worker left behind.
-      const held = (await api.database.db.select({ id: emails.id, status: emails.status, token: emails.claimToken }).from(emails).where(inArray(emails.id, ids)))
+      const held = (
+        await api.database.db
+          .select({ id: emails.id, status: emails.status, token: emails.claimToken })
+          .from(emails)
+          .where(inArray(emails.id, ids))
+      )
         .filter((r) => r.status === 'sending' && !claimsSeen.has(`${r.id}:${r.token}`))
         .map((r) => {
           claimsSeen.add(`${r.id}:${r.token}`);
@@ -92,8 +115,14 @@ describe('a worker SIGKILLed in a loop while a batch drains', () => {
 
     const last = spawnWorker(env);
     children.push(last);
-    await waitFor(async () => (await statusCounts(api.database, ids)).sent === EMAILS || undefined, 60_000, `all ${EMAILS} sent`).catch(async (err) => {
-      throw new Error(`${(err as Error).message}: ${JSON.stringify(await statusCounts(api.database, ids))}\nworker:\n${last.output.slice(-30).join('\n')}`);
+    await waitFor(
+      async () => (await statusCounts(api.database, ids)).sent === EMAILS || undefined,
+      60_000,
+      `all ${EMAILS} sent`,
+    ).catch(async (err) => {
+      throw new Error(
+        `${(err as Error).message}: ${JSON.stringify(await statusCounts(api.database, ids))}\nworker:\n${last.output.slice(-30).join('\n')}`,
+      );
     });
     expect(last.exitCode).toBeNull();
 
@@ -101,7 +130,9 @@ describe('a worker SIGKILLed in a loop while a batch drains', () => {
     // Each copy beyond the first needs a kill that caught the email in flight: per email, at most one per such kill.
     const killsHolding = new Map<string, number>();
     for (const k of kills) for (const id of k.held) killsHolding.set(id, (killsHolding.get(id) ?? 0) + 1);
-    const extra = [...s.copies.entries()].filter(([, n]) => n > 1).map(([id, n]) => ({ id, extra: n - 1, allowed: killsHolding.get(id) ?? 0 }));
+    const extra = [...s.copies.entries()]
+      .filter(([, n]) => n > 1)
+      .map(([id, n]) => ({ id, extra: n - 1, allowed: killsHolding.get(id) ?? 0 }));
     const extraCopies = extra.reduce((sum, e) => sum + e.extra, 0);
     const inFlight = kills.map((k) => k.held.length);
     const resentPerKill = kills.map((k) => k.held.filter((id) => (s.copies.get(id) ?? 0) > 1).length);

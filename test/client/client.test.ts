@@ -43,7 +43,13 @@ async function failure(call: Promise<Parameters<typeof unwrap>[0]>): Promise<Mai
 test('send (with an idempotency key, replayed) and read the email back, alone and in the list', async () => {
   const to = recipient('client');
   const header = withIdempotencyKey();
-  const body = { to, subject: 'Hello {{name}}', body: '<p>Hi {{name}}</p>', from: `app@${served.project.domain}`, data: { name: 'Ada' } };
+  const body = {
+    to,
+    subject: 'Hello {{name}}',
+    body: '<p>Hi {{name}}</p>',
+    from: `app@${served.project.domain}`,
+    data: { name: 'Ada' },
+  };
   const first = await mailroom.POST('/v1/send', { params: { header }, body });
   expect(first.response.status).toBe(202);
   const sent = unwrap(first);
@@ -56,7 +62,9 @@ test('send (with an idempotency key, replayed) and read the email back, alone an
 
   const email = unwrap(await mailroom.GET('/emails/{id}', { params: { path: { id: sent.emails[0].email } } }));
   expect(email).toMatchObject({ id: sent.emails[0].email, status: 'queued', timeline: [{ type: 'queued' }] });
-  const listed = unwrap(await mailroom.GET('/emails', { params: { query: { limit: 10, email: to, status: 'queued' } } }));
+  const listed = unwrap(
+    await mailroom.GET('/emails', { params: { query: { limit: 10, email: to, status: 'queued' } } }),
+  );
   expect(listed.items.map((e) => e.id)).toEqual([sent.emails[0].email]);
 });
 
@@ -80,14 +88,24 @@ test('contacts: upsert, read, update, and every page through the iterator', asyn
   const created = await mailroom.POST('/contacts', { body: { email: recipient(tag), data: { tag } } });
   expect(created.response.status).toBe(201);
   const contact = unwrap(created);
-  const updated = unwrap(await mailroom.PATCH('/contacts/{id}', { params: { path: { id: contact.id } }, body: { subscribed: false, data: { plan: 'team' } } }));
+  const updated = unwrap(
+    await mailroom.PATCH('/contacts/{id}', {
+      params: { path: { id: contact.id } },
+      body: { subscribed: false, data: { plan: 'team' } },
+    }),
+  );
   expect(updated).toMatchObject({ id: contact.id, subscribed: false, data: { tag, plan: 'team' } });
-  expect(unwrap(await mailroom.GET('/contacts/{id}', { params: { path: { id: contact.id } } })).email).toBe(contact.email);
+  expect(unwrap(await mailroom.GET('/contacts/{id}', { params: { path: { id: contact.id } } })).email).toBe(
+    contact.email,
+  );
 
-  for (let i = 0; i < 4; i++) unwrap(await mailroom.POST('/contacts', { body: { email: recipient(tag), data: { tag } } }));
+  for (let i = 0; i < 4; i++)
+    unwrap(await mailroom.POST('/contacts', { body: { email: recipient(tag), data: { tag } } }));
   requests.length = 0;
   const emails: string[] = [];
-  for await (const c of paginate((cursor) => mailroom.GET('/contacts', { params: { query: { limit: 2, cursor, search: tag } } }))) {
+  for await (const c of paginate((cursor) =>
+    mailroom.GET('/contacts', { params: { query: { limit: 2, cursor, search: tag } } }),
+  )) {
     emails.push(c.email);
   }
   expect(emails).toHaveLength(5);
@@ -99,8 +117,17 @@ test('contacts: upsert, read, update, and every page through the iterator', asyn
 });
 
 test('templates: create and render', async () => {
-  const template = unwrap(await mailroom.POST('/templates', { body: { name: 'Welcome', subject: 'Hi {{name}}', body: '<p>Welcome, {{name}}</p>' } }));
-  const rendered = unwrap(await mailroom.POST('/templates/{id}/render', { params: { path: { id: template.id } }, body: { data: { name: 'Ada' } } }));
+  const template = unwrap(
+    await mailroom.POST('/templates', {
+      body: { name: 'Welcome', subject: 'Hi {{name}}', body: '<p>Welcome, {{name}}</p>' },
+    }),
+  );
+  const rendered = unwrap(
+    await mailroom.POST('/templates/{id}/render', {
+      params: { path: { id: template.id } },
+      body: { data: { name: 'Ada' } },
+    }),
+  );
   expect(rendered).toMatchObject({ subject: 'Hi Ada' });
 });
 
@@ -111,14 +138,22 @@ test('segments: preview a filter, create it, list its contacts', async () => {
   const preview = unwrap(await mailroom.POST('/segments/preview', { body: { filter, sampleSize: 5 } }));
   expect(preview).toMatchObject({ count: 1 });
   const segment = unwrap(await mailroom.POST('/segments', { body: { name: `Plan ${plan}`, filter } }));
-  const members = unwrap(await mailroom.GET('/segments/{id}/contacts', { params: { path: { id: segment.id }, query: { limit: 10 } } }));
+  const members = unwrap(
+    await mailroom.GET('/segments/{id}/contacts', { params: { path: { id: segment.id }, query: { limit: 10 } } }),
+  );
   expect(members.items).toHaveLength(1);
 });
 
 test('campaigns: create a draft and read its stats', async () => {
   const campaign = unwrap(
     await mailroom.POST('/campaigns', {
-      body: { name: 'Launch', subject: 'News', body: '<p>News</p><a href="{{unsubscribeUrl}}">unsubscribe</a>', from: `news@${served.project.domain}`, audienceType: 'ALL' },
+      body: {
+        name: 'Launch',
+        subject: 'News',
+        body: '<p>News</p><a href="{{unsubscribeUrl}}">unsubscribe</a>',
+        from: `news@${served.project.domain}`,
+        audienceType: 'ALL',
+      },
     }),
   );
   expect(campaign.status).toBe('DRAFT');
@@ -127,7 +162,9 @@ test('campaigns: create a draft and read its stats', async () => {
 });
 
 test('workflows: create and list', async () => {
-  const workflow = unwrap(await mailroom.POST('/workflows', { body: { name: 'Onboarding', trigger: { type: 'EVENT', event: 'signed-up' } } }));
+  const workflow = unwrap(
+    await mailroom.POST('/workflows', { body: { name: 'Onboarding', trigger: { type: 'EVENT', event: 'signed-up' } } }),
+  );
   const list = unwrap(await mailroom.GET('/workflows', { params: { query: { limit: 100 } } }));
   expect(list.items.map((w) => w.id)).toContain(workflow.id);
 });
@@ -137,11 +174,18 @@ test('domains: add and read', async () => {
   const added = await mailroom.POST('/domains', { body: { domain } });
   expect(added.response.status).toBe(201);
   const d = unwrap(added);
-  expect(unwrap(await mailroom.GET('/domains/{id}', { params: { path: { id: d.id } } }))).toMatchObject({ domain, verified: false });
+  expect(unwrap(await mailroom.GET('/domains/{id}', { params: { path: { id: d.id } } }))).toMatchObject({
+    domain,
+    verified: false,
+  });
 });
 
 test('webhooks: create an endpoint and list it', async () => {
-  const endpoint = unwrap(await mailroom.POST('/webhooks/endpoints', { body: { url: 'https://hooks.example.com/mail', eventTypes: ['email.*'] } }));
+  const endpoint = unwrap(
+    await mailroom.POST('/webhooks/endpoints', {
+      body: { url: 'https://hooks.example.com/mail', eventTypes: ['email.*'] },
+    }),
+  );
   expect(endpoint.secret).toMatch(/^whsec_/);
   const list = unwrap(await mailroom.GET('/webhooks/endpoints', { params: { query: { limit: 100 } } }));
   expect(list.items.map((e) => e.id)).toContain(endpoint.id);
@@ -151,7 +195,9 @@ test('suppressions: add, read, delete', async () => {
   const email = recipient('supp');
   unwrap(await mailroom.POST('/suppressions', { body: { email, note: 'asked by phone' } }));
   expect(unwrap(await mailroom.GET('/suppressions/{email}', { params: { path: { email } } }))).toMatchObject({ email });
-  expect(unwrap(await mailroom.DELETE('/suppressions/{email}', { params: { path: { email } } }))).toMatchObject({ deleted: true });
+  expect(unwrap(await mailroom.DELETE('/suppressions/{email}', { params: { path: { email } } }))).toMatchObject({
+    deleted: true,
+  });
   const gone = await failure(mailroom.GET('/suppressions/{email}', { params: { path: { email } } }));
   expect(gone.status).toBe(404);
 });
@@ -162,17 +208,31 @@ test('verify an address', async () => {
 });
 
 test('errors: 422 with errors[] naming the field, 404, 401 for an unknown key', async () => {
-  const invalid = await mailroom.POST('/v1/send', { body: { to: 'not an address', subject: 's', body: 'b', from: `a@${served.project.domain}` } });
+  const invalid = await mailroom.POST('/v1/send', {
+    body: { to: 'not an address', subject: 's', body: 'b', from: `a@${served.project.domain}` },
+  });
   expect(invalid.response.status).toBe(422);
-  expect(invalid.error).toMatchObject({ success: false, code: 'VALIDATION_ERROR', error: { code: 'VALIDATION_ERROR', statusCode: 422 } });
-  expect(invalid.error?.error.errors?.[0]).toMatchObject({ field: expect.stringMatching(/^to/), code: expect.any(String) });
+  expect(invalid.error).toMatchObject({
+    success: false,
+    code: 'VALIDATION_ERROR',
+    error: { code: 'VALIDATION_ERROR', statusCode: 422 },
+  });
+  expect(invalid.error?.error.errors?.[0]).toMatchObject({
+    field: expect.stringMatching(/^to/),
+    code: expect.any(String),
+  });
   // Typed on every operation's error body (optional until every server sends it); a validation error is not retryable.
   const retryable: boolean | undefined = invalid.error?.error.retryable;
   expect(retryable ?? false).toBe(false);
 
-  const missing = await failure(mailroom.GET('/templates/{id}', { params: { path: { id: '00000000-0000-4000-8000-000000000000' } } }));
+  const missing = await failure(
+    mailroom.GET('/templates/{id}', { params: { path: { id: '00000000-0000-4000-8000-000000000000' } } }),
+  );
   expect(missing).toMatchObject({ status: 404, code: 'NOT_FOUND', retryable: false });
 
   const stranger = createMailroomClient({ apiKey: `sk_${'0'.repeat(48)}`, baseUrl: served.baseUrl });
-  expect(await failure(stranger.GET('/templates', { params: { query: { limit: 1 } } }))).toMatchObject({ status: 401, code: 'UNAUTHORIZED' });
+  expect(await failure(stranger.GET('/templates', { params: { query: { limit: 1 } } }))).toMatchObject({
+    status: 401,
+    code: 'UNAUTHORIZED',
+  });
 });

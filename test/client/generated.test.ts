@@ -15,8 +15,18 @@ const TYPES = path.join(CLIENT, 'generated/schema.d.ts');
 
 /** Runs `npm run client:generate -- --check [--file f]` (openapi-typescript is ESM-only inside: tsx runs it). */
 function check(file?: string) {
-  const args = ['--import', 'tsx', path.join(ROOT, 'scripts/client-generate.ts'), '--check', ...(file ? ['--file', file] : [])];
-  return spawnSync(process.execPath, args, { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NODE_NO_WARNINGS: '1', TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json') } });
+  const args = [
+    '--import',
+    'tsx',
+    path.join(ROOT, 'scripts/client-generate.ts'),
+    '--check',
+    ...(file ? ['--file', file] : []),
+  ];
+  return spawnSync(process.execPath, args, {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, NODE_NO_WARNINGS: '1', TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json') },
+  });
 }
 
 test('packages/client/generated/schema.d.ts is up to date with the OpenAPI document (else: npm run client:generate)', () => {
@@ -41,8 +51,12 @@ test('the client runtime imports only openapi-fetch and its own modules (no Node
   const src = path.join(CLIENT, 'src');
   const imports = readdirSync(src)
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
-    .flatMap((f) => ts.preProcessFile(readFileSync(path.join(src, f), 'utf8'), true, true).importedFiles.map((i) => i.fileName));
-  expect(imports.filter((spec) => spec !== 'openapi-fetch' && !spec.startsWith('./') && spec !== '../generated/schema')).toEqual([]);
+    .flatMap((f) =>
+      ts.preProcessFile(readFileSync(path.join(src, f), 'utf8'), true, true).importedFiles.map((i) => i.fileName),
+    );
+  expect(
+    imports.filter((spec) => spec !== 'openapi-fetch' && !spec.startsWith('./') && spec !== '../generated/schema'),
+  ).toEqual([]);
 });
 
 test('the built package loads as an ES module and through require, with the same exports', () => {
@@ -51,8 +65,13 @@ test('the built package loads as an ES module and through require, with the same
     execFileSync(process.execPath, [`--input-type=${type}`, '-e', code], { cwd: ROOT, encoding: 'utf8' }).trim();
   const esm = run(`import * as m from '@mailroom/client'; console.log(Object.keys(m).sort().join(','))`, 'module');
   const cjs = run(`console.log(Object.keys(require('@mailroom/client')).sort().join(','))`, 'commonjs');
-  expect(esm.split(',')).toEqual(expect.arrayContaining(['createMailroomClient', 'paginate', 'unwrap', 'withIdempotencyKey', 'MailroomError']));
+  expect(esm.split(',')).toEqual(
+    expect.arrayContaining(['createMailroomClient', 'paginate', 'unwrap', 'withIdempotencyKey', 'MailroomError']),
+  );
   expect(cjs).toBe(esm);
-  const made = run(`import { createMailroomClient } from '@mailroom/client'; console.log(typeof createMailroomClient({ apiKey: 'pk_x', baseUrl: 'http://127.0.0.1:1' }).POST)`, 'module');
+  const made = run(
+    `import { createMailroomClient } from '@mailroom/client'; console.log(typeof createMailroomClient({ apiKey: 'pk_x', baseUrl: 'http://127.0.0.1:1' }).POST)`,
+    'module',
+  );
   expect(made).toBe('function');
 });

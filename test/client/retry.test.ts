@@ -120,9 +120,17 @@ test('network failures: a GET is tried maxAttempts times with growing, jittered 
     });
   });
   const project = served.project;
-  const { client, attempts, waits } = recordedClient(project, { maxAttempts: 3, baseDelayMs: 200 }, `http://127.0.0.1:${port}`);
+  const { client, attempts, waits } = recordedClient(
+    project,
+    { maxAttempts: 3, baseDelayMs: 200 },
+    `http://127.0.0.1:${port}`,
+  );
   await expect(client.GET('/templates', { params: { query: { limit: 1 } } })).rejects.toThrow();
-  expect(attempts).toEqual(['GET /templates → network error', 'GET /templates → network error', 'GET /templates → network error']);
+  expect(attempts).toEqual([
+    'GET /templates → network error',
+    'GET /templates → network error',
+    'GET /templates → network error',
+  ]);
   // Full jitter with random() = 0.5: half of 200 · 2^(attempt-1).
   expect(waits).toEqual([100, 200]);
 

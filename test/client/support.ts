@@ -18,8 +18,18 @@ export interface ServedApi {
 
 /** Starts the API on an ephemeral loopback port, with one project. */
 export async function serveApi(env: Record<string, string> = {}): Promise<ServedApi> {
-  const dns = await startDnsServer({ 'acme.test': { MX: [{ exchange: 'mx.acme.test', priority: 10 }], A: ['192.0.2.10'] } });
-  const api = await startTestApi(testConfig({ DNS_SERVERS: dns.server, DNS_TIMEOUT_MS: '300', DNS_TRIES: '1', DOMAIN_IDENTITY_PROVIDER: 'local', ...env }));
+  const dns = await startDnsServer({
+    'acme.test': { MX: [{ exchange: 'mx.acme.test', priority: 10 }], A: ['192.0.2.10'] },
+  });
+  const api = await startTestApi(
+    testConfig({
+      DNS_SERVERS: dns.server,
+      DNS_TIMEOUT_MS: '300',
+      DNS_TRIES: '1',
+      DOMAIN_IDENTITY_PROVIDER: 'local',
+      ...env,
+    }),
+  );
   const server: Server = await new Promise((resolve) => {
     const s = api.app.listen(0, '127.0.0.1', () => resolve(s));
   });

@@ -16,7 +16,10 @@ const as = (project: TestProject) => client(ctx.api.app, project);
 const fieldsOf = (r: { body: { error: { errors: { field: string }[] } } }) => r.body.error.errors.map((e) => e.field);
 
 /** Plunk's nested filter (`FilterCondition`): contacts whose `data.plan` is `plan`. */
-const planIs = (plan: string) => ({ logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: plan }] }] });
+const planIs = (plan: string) => ({
+  logic: 'AND',
+  groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: plan }] }],
+});
 
 /** Seeds contacts with `data.plan`; returns their ids, oldest first. */
 async function seed(projectId: string, plans: string[]): Promise<{ id: string; email: string }[]> {
@@ -33,11 +36,24 @@ async function seed(projectId: string, plans: string[]): Promise<{ id: string; e
 }
 
 describe('segments as Plunk v2 writes them', () => {
-  test('create with `condition` (Plunk) or `filters` (Plunk\'s earlier flat list); answers carry filter, filters and condition', async () => {
+  test("create with `condition` (Plunk) or `filters` (Plunk's earlier flat list); answers carry filter, filters and condition", async () => {
     const p = await createTestProject(ctx.api.database);
-    const nested = await as(p).post('/segments', { name: 'Pro users', description: 'paying', condition: planIs('pro'), trackMembership: false });
+    const nested = await as(p).post('/segments', {
+      name: 'Pro users',
+      description: 'paying',
+      condition: planIs('pro'),
+      trackMembership: false,
+    });
     expect(nested.status).toBe(201);
-    expect(nested.body.data).toMatchObject({ name: 'Pro users', description: 'paying', type: 'DYNAMIC', trackMembership: false, filter: planIs('pro'), filters: planIs('pro'), condition: planIs('pro') });
+    expect(nested.body.data).toMatchObject({
+      name: 'Pro users',
+      description: 'paying',
+      type: 'DYNAMIC',
+      trackMembership: false,
+      filter: planIs('pro'),
+      filters: planIs('pro'),
+      condition: planIs('pro'),
+    });
     const flat = [{ field: 'data.plan', operator: 'equals', value: 'free' }];
     const legacy = await as(p).post('/segments', { name: 'Free users', type: 'DYNAMIC', filters: flat });
     expect(legacy.status).toBe(201);
@@ -57,9 +73,21 @@ describe('segments as Plunk v2 writes them', () => {
   test('update with `condition` or `filters`, `type` sent back unchanged; a new filter is recounted', async () => {
     const p = await createTestProject(ctx.api.database);
     const id = (await as(p).post('/segments', { name: 'plan', condition: planIs('pro') })).body.data.id;
-    const byCondition = await as(p).patch(`/segments/${id}`, { name: 'Team plan', description: 'teams', type: 'DYNAMIC', condition: planIs('team') });
+    const byCondition = await as(p).patch(`/segments/${id}`, {
+      name: 'Team plan',
+      description: 'teams',
+      type: 'DYNAMIC',
+      condition: planIs('team'),
+    });
     expect(byCondition.status).toBe(200);
-    expect(byCondition.body.data).toMatchObject({ name: 'Team plan', description: 'teams', filter: planIs('team'), condition: planIs('team'), filters: planIs('team'), memberCount: null });
+    expect(byCondition.body.data).toMatchObject({
+      name: 'Team plan',
+      description: 'teams',
+      filter: planIs('team'),
+      condition: planIs('team'),
+      filters: planIs('team'),
+      memberCount: null,
+    });
     const byFilters = await as(p).patch(`/segments/${id}`, { filters: planIs('free') });
     expect(byFilters.body.data.filters).toEqual(planIs('free'));
     expect((await as(p).get(`/segments/${id}`)).body.data.filter).toEqual(planIs('free'));
@@ -70,20 +98,32 @@ describe('segments as Plunk v2 writes them', () => {
     const twice = await as(p).post('/segments', { name: 'x', filter: planIs('a'), filters: planIs('a') });
     expect(twice.status).toBe(422);
     expect(twice.body.error.errors[0]).toMatchObject({ field: 'filters', code: 'custom' });
-    const badOperator = await as(p).post('/segments', { name: 'x', condition: { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'nope', value: 1 }] }] } });
+    const badOperator = await as(p).post('/segments', {
+      name: 'x',
+      condition: { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'nope', value: 1 }] }] },
+    });
     expect(badOperator.status).toBe(422);
     expect(fieldsOf(badOperator)).toEqual(['condition.groups.0.filters.0.operator']);
-    expect(fieldsOf(await as(p).post('/segments', { name: 'x', filters: [{ field: 'data.plan', operator: 'nope' }] }))).toEqual(['filters.0.operator']);
+    expect(
+      fieldsOf(await as(p).post('/segments', { name: 'x', filters: [{ field: 'data.plan', operator: 'nope' }] })),
+    ).toEqual(['filters.0.operator']);
     expect(fieldsOf(await as(p).post('/segments', { name: 'x', type: 'DYNAMIC' }))).toEqual(['filter']);
-    expect(fieldsOf(await as(p).post('/segments', { name: 'x', type: 'STATIC', condition: planIs('a') }))).toEqual(['condition']);
+    expect(fieldsOf(await as(p).post('/segments', { name: 'x', type: 'STATIC', condition: planIs('a') }))).toEqual([
+      'condition',
+    ]);
     const dynamic = (await as(p).post('/segments', { name: 'dyn', condition: planIs('a') })).body.data.id;
     const retype = await as(p).patch(`/segments/${dynamic}`, { type: 'STATIC' });
     expect(retype.status).toBe(422);
-    expect(retype.body.error.errors[0]).toMatchObject({ field: 'type', message: expect.stringMatching(/cannot change/) });
+    expect(retype.body.error.errors[0]).toMatchObject({
+      field: 'type',
+      message: expect.stringMatching(/cannot change/),
+    });
     const stat = (await as(p).post('/segments', { name: 'static', type: 'STATIC' })).body.data.id;
     expect(fieldsOf(await as(p).patch(`/segments/${stat}`, { condition: planIs('a') }))).toEqual(['condition']);
     expect(fieldsOf(await as(p).post('/segments/preview', {}))).toEqual(['filter']);
-    expect(fieldsOf(await as(p).post('/segments/preview', { condition: planIs('a'), filter: planIs('a') }))).toEqual(['condition']);
+    expect(fieldsOf(await as(p).post('/segments/preview', { condition: planIs('a'), filter: planIs('a') }))).toEqual([
+      'condition',
+    ]);
   });
 });
 
@@ -119,7 +159,12 @@ describe('Plunk page numbers on segment lists', () => {
       expect(res.body.data.contacts).toEqual(res.body.data.items);
       seen.push(...res.body.data.contacts.map((c: { id: string }) => c.id));
     }
-    expect(seen).toEqual(people.slice(0, 5).map((x) => x.id).reverse());
+    expect(seen).toEqual(
+      people
+        .slice(0, 5)
+        .map((x) => x.id)
+        .reverse(),
+    );
     // DYNAMIC: total is the worker's count once made.
     const dyn = (await as(p).post('/segments', { name: 'pros', condition: planIs('pro') })).body.data.id;
     await refreshSegment(ctx.api.database.db, (await getSegment(ctx.api.database.db, p.id, dyn))!);
@@ -169,17 +214,31 @@ describe('campaigns as Plunk v2 writes them', () => {
 
   test('`from` and `replyTo` as RFC 5322 mailbox strings; a stated fromName wins over the display name', async () => {
     const p = await createTestProject(ctx.api.database);
-    const named = await as(p).post('/campaigns', plunkCampaign(p, { from: `Acme News <news@${p.domain}>`, fromName: undefined, replyTo: '"Support, Acme" <help@acme.test>' }));
+    const named = await as(p).post(
+      '/campaigns',
+      plunkCampaign(p, {
+        from: `Acme News <news@${p.domain}>`,
+        fromName: undefined,
+        replyTo: '"Support, Acme" <help@acme.test>',
+      }),
+    );
     expect(named.status).toBe(201);
-    expect(named.body.data).toMatchObject({ from: `news@${p.domain}`, fromName: 'Acme News', replyTo: '"Support, Acme" <help@acme.test>' });
-    const stated = await as(p).patch(`/campaigns/${named.body.data.id}`, { from: `Other <news@${p.domain}>`, fromName: 'Stated' });
+    expect(named.body.data).toMatchObject({
+      from: `news@${p.domain}`,
+      fromName: 'Acme News',
+      replyTo: '"Support, Acme" <help@acme.test>',
+    });
+    const stated = await as(p).patch(`/campaigns/${named.body.data.id}`, {
+      from: `Other <news@${p.domain}>`,
+      fromName: 'Stated',
+    });
     expect(stated.body.data).toMatchObject({ from: `news@${p.domain}`, fromName: 'Stated' });
     const bad = await as(p).post('/campaigns', plunkCampaign(p, { from: 'Acme <not an address>' }));
     expect(bad.status).toBe(422);
     expect(fieldsOf(bad)).toContain('from');
   });
 
-  test('create with `audienceCondition` and `type: MARKETING`; answers carry Plunk\'s names beside ours', async () => {
+  test("create with `audienceCondition` and `type: MARKETING`; answers carry Plunk's names beside ours", async () => {
     const p = await createTestProject(ctx.api.database);
     const res = await as(p).post('/campaigns', plunkCampaign(p));
     expect(res.status).toBe(201);
@@ -199,23 +258,43 @@ describe('campaigns as Plunk v2 writes them', () => {
     expect((await as(p).get(`/campaigns/${res.body.data.id}`)).body.data).toEqual(res.body.data);
     // A segment audience, as Plunk sends it (no audienceCondition); `type` sent back as answered.
     const seg = (await as(p).post('/segments', { name: 'pros', condition: planIs('pro') })).body.data.id;
-    const bySegment = await as(p).post('/campaigns', plunkCampaign(p, { audienceType: 'SEGMENT', segmentId: seg, audienceCondition: undefined, type: 'SEGMENT' }));
+    const bySegment = await as(p).post(
+      '/campaigns',
+      plunkCampaign(p, { audienceType: 'SEGMENT', segmentId: seg, audienceCondition: undefined, type: 'SEGMENT' }),
+    );
     expect(bySegment.status).toBe(201);
     expect(bySegment.body.data).toMatchObject({ audienceType: 'SEGMENT', segmentId: seg, audienceCondition: null });
   });
 
-  test('PUT /campaigns/{id} (Plunk\'s update) is the PATCH: partial, same rules, same answer', async () => {
+  test("PUT /campaigns/{id} (Plunk's update) is the PATCH: partial, same rules, same answer", async () => {
     const p = await createTestProject(ctx.api.database);
     const id = (await as(p).post('/campaigns', plunkCampaign(p))).body.data.id;
-    const put = await as(p).put(`/campaigns/${id}`, { subject: 'New subject', audienceCondition: planIs('team'), fromName: null });
+    const put = await as(p).put(`/campaigns/${id}`, {
+      subject: 'New subject',
+      audienceCondition: planIs('team'),
+      fromName: null,
+    });
     expect(put.status).toBe(200);
-    expect(put.body.data).toMatchObject({ subject: 'New subject', name: 'Launch', audienceFilter: planIs('team'), audienceCondition: planIs('team'), fromName: null });
+    expect(put.body.data).toMatchObject({
+      subject: 'New subject',
+      name: 'Launch',
+      audienceFilter: planIs('team'),
+      audienceCondition: planIs('team'),
+      fromName: null,
+    });
     expect((await as(p).get(`/campaigns/${id}`)).body.data).toEqual(put.body.data);
     // Switching to ALL drops the filter, as PATCH does.
     const all = await as(p).put(`/campaigns/${id}`, { audienceType: 'ALL', type: 'MARKETING' });
-    expect(all.body.data).toMatchObject({ audienceType: 'ALL', type: 'ALL', audienceFilter: null, audienceCondition: null });
+    expect(all.body.data).toMatchObject({
+      audienceType: 'ALL',
+      type: 'ALL',
+      audienceFilter: null,
+      audienceCondition: null,
+    });
     // `type` with an audience value stands for audienceType when that is absent.
-    expect((await as(p).put(`/campaigns/${id}`, { type: 'FILTERED', audienceCondition: planIs('x') })).body.data).toMatchObject({ audienceType: 'FILTERED', audienceFilter: planIs('x') });
+    expect(
+      (await as(p).put(`/campaigns/${id}`, { type: 'FILTERED', audienceCondition: planIs('x') })).body.data,
+    ).toMatchObject({ audienceType: 'FILTERED', audienceFilter: planIs('x') });
     // Errors and state as PATCH.
     expect(fieldsOf(await as(p).put(`/campaigns/${id}`, { from: 'news@not-verified.example' }))).toEqual(['from']);
     expect((await as(p).put(`/campaigns/${newId()}`, { name: 'x' })).status).toBe(404);
@@ -228,22 +307,32 @@ describe('campaigns as Plunk v2 writes them', () => {
 
   test('send with `scheduledFor` schedules like `scheduledAt`; both names answer the time', async () => {
     const p = await createTestProject(ctx.api.database);
-    const id = (await as(p).post('/campaigns', plunkCampaign(p, { audienceType: 'ALL', audienceCondition: undefined }))).body.data.id;
+    const id = (await as(p).post('/campaigns', plunkCampaign(p, { audienceType: 'ALL', audienceCondition: undefined })))
+      .body.data.id;
     const at = new Date(Date.now() + 3_600_000);
     const scheduled = await as(p).post(`/campaigns/${id}/send`, { scheduledFor: at.toISOString() });
     expect(scheduled.status).toBe(200);
-    expect(scheduled.body.data).toMatchObject({ status: 'SCHEDULED', scheduledAt: at.toISOString(), scheduledFor: at.toISOString() });
+    expect(scheduled.body.data).toMatchObject({
+      status: 'SCHEDULED',
+      scheduledAt: at.toISOString(),
+      scheduledFor: at.toISOString(),
+    });
     const job = await ctx.api.queues.campaign.getJob(id);
     expect(job).toBeDefined();
     expect(job!.timestamp + (job!.opts.delay ?? 0)).toBeGreaterThanOrEqual(at.getTime() - 5_000);
-    const both = await as(p).post(`/campaigns/${id}/send`, { scheduledAt: at.toISOString(), scheduledFor: at.toISOString() });
+    const both = await as(p).post(`/campaigns/${id}/send`, {
+      scheduledAt: at.toISOString(),
+      scheduledFor: at.toISOString(),
+    });
     expect(both.status).toBe(422);
     expect(fieldsOf(both)).toEqual(['scheduledFor']);
-    expect(fieldsOf(await as(p).post(`/campaigns/${id}/send`, { scheduledFor: 'next tuesday' }))).toEqual(['scheduledFor']);
+    expect(fieldsOf(await as(p).post(`/campaigns/${id}/send`, { scheduledFor: 'next tuesday' }))).toEqual([
+      'scheduledFor',
+    ]);
     expect((await as(p).get(`/campaigns/${id}`)).body.data.status).toBe('SCHEDULED');
   });
 
-  test('test send with Plunk\'s `email`', async () => {
+  test("test send with Plunk's `email`", async () => {
     const p = await createTestProject(ctx.api.database);
     const id = (await as(p).post('/campaigns', plunkCampaign(p))).body.data.id;
     const to = recipient('plunk');
@@ -259,10 +348,17 @@ describe('campaigns as Plunk v2 writes them', () => {
     const p = await createTestProject(ctx.api.database);
     const transactional = await as(p).post('/campaigns', plunkCampaign(p, { type: 'TRANSACTIONAL' }));
     expect(transactional.status).toBe(422);
-    expect(transactional.body.error.errors[0]).toMatchObject({ field: 'type', message: expect.stringMatching(/\/v1\/send/) });
+    expect(transactional.body.error.errors[0]).toMatchObject({
+      field: 'type',
+      message: expect.stringMatching(/\/v1\/send/),
+    });
     expect(fieldsOf(await as(p).post('/campaigns', plunkCampaign(p, { type: 'ALL' })))).toEqual(['type']);
-    expect(fieldsOf(await as(p).post('/campaigns', plunkCampaign(p, { audienceFilter: planIs('pro') })))).toEqual(['audienceCondition']);
-    expect(fieldsOf(await as(p).post('/campaigns', plunkCampaign(p, { audienceCondition: undefined })))).toEqual(['audienceFilter']);
+    expect(fieldsOf(await as(p).post('/campaigns', plunkCampaign(p, { audienceFilter: planIs('pro') })))).toEqual([
+      'audienceCondition',
+    ]);
+    expect(fieldsOf(await as(p).post('/campaigns', plunkCampaign(p, { audienceCondition: undefined })))).toEqual([
+      'audienceFilter',
+    ]);
     const bad = await as(p).post('/campaigns', plunkCampaign(p, { audienceCondition: { logic: 'XOR', groups: [] } }));
     expect(bad.status).toBe(422);
     expect(fieldsOf(bad)[0]).toMatch(/^audienceFilter/);
@@ -292,11 +388,19 @@ describe('campaigns as Plunk v2 writes them', () => {
     expect(beyond.body.data).toMatchObject({ campaigns: [], total: 3, page: 3, totalPages: 2, hasMore: false });
   });
 
-  test('stats carry Plunk\'s counts and percentages (unrounded, of the emails sent)', async () => {
+  test("stats carry Plunk's counts and percentages (unrounded, of the emails sent)", async () => {
     const p = await createTestProject(ctx.api.database);
-    const id = (await as(p).post('/campaigns', plunkCampaign(p, { audienceType: 'ALL', audienceCondition: undefined }))).body.data.id;
+    const id = (await as(p).post('/campaigns', plunkCampaign(p, { audienceType: 'ALL', audienceCondition: undefined })))
+      .body.data.id;
     const empty = (await as(p).get(`/campaigns/${id}/stats`)).body.data;
-    expect(empty).toMatchObject({ totalRecipients: 0, sentCount: 0, openRate: 0, clickRate: 0, bounceRate: 0, deliveryRate: 0 });
+    expect(empty).toMatchObject({
+      totalRecipients: 0,
+      sentCount: 0,
+      openRate: 0,
+      clickRate: 0,
+      bounceRate: 0,
+      deliveryRate: 0,
+    });
     // Three recipients' emails as the worker and SES events leave them: clicked, opened, bounced.
     const db = ctx.api.database.db;
     const people = await seed(p.id, ['a', 'b', 'c']);
@@ -311,7 +415,9 @@ describe('campaigns as Plunk v2 writes them', () => {
         values (${newId()}::uuid, ${p.id}::uuid, ${people[i].id}::uuid, ${id}::uuid, true, 'campaign', ${people[i].email}, ${`news@${p.domain}`}, ${s.status},
           now(), ${s.delivered ? sql`now()` : null}, ${s.opened ? sql`now()` : null}, ${s.clicked ? sql`now()` : null})`);
     }
-    await db.execute(sql`update campaigns set status = 'SENT', recipients = 3, fanout_done = true where id = ${id}::uuid`);
+    await db.execute(
+      sql`update campaigns set status = 'SENT', recipients = 3, fanout_done = true where id = ${id}::uuid`,
+    );
     const stats = (await as(p).get(`/campaigns/${id}/stats`)).body.data;
     expect(stats).toMatchObject({
       recipients: 3,
@@ -342,14 +448,29 @@ describe('security of the Plunk forms', () => {
   test('PUT and the Plunk list forms need a secret key and stay inside the project', async () => {
     const p = await createTestProject(ctx.api.database);
     const q = await createTestProject(ctx.api.database);
-    const id = (await as(p).post('/campaigns', { name: 'c', subject: 's', body: '<p>b</p>', from: `news@${p.domain}`, audienceType: 'ALL' })).body.data.id;
+    const id = (
+      await as(p).post('/campaigns', {
+        name: 'c',
+        subject: 's',
+        body: '<p>b</p>',
+        from: `news@${p.domain}`,
+        audienceType: 'ALL',
+      })
+    ).body.data.id;
     const seg = (await as(p).post('/segments', { name: 's', condition: planIs('pro') })).body.data.id;
     expect((await as(q).put(`/campaigns/${id}`, { name: 'theirs' })).status).toBe(404);
     expect((await as(q).patch(`/segments/${seg}`, { condition: planIs('x') })).status).toBe(404);
     expect((await as(q).get(`/segments/${seg}/contacts?page=1&pageSize=5`)).status).toBe(404);
-    expect((await as(q).get('/campaigns?page=1&pageSize=5')).body.data).toMatchObject({ total: 0, campaigns: [], totalPages: 1 });
+    expect((await as(q).get('/campaigns?page=1&pageSize=5')).body.data).toMatchObject({
+      total: 0,
+      campaigns: [],
+      totalPages: 1,
+    });
     expect((await as(q).get('/segments?page=1')).body.data).toMatchObject({ total: 0, segments: [] });
-    const pk = await request(ctx.api.app).put(`/campaigns/${id}`).set('Authorization', `Bearer ${p.publicKey}`).send({ name: 'x' });
+    const pk = await request(ctx.api.app)
+      .put(`/campaigns/${id}`)
+      .set('Authorization', `Bearer ${p.publicKey}`)
+      .send({ name: 'x' });
     expect(pk.status).toBe(403);
     expect(pk.body.error.code).toBe('PUBLIC_KEY_NOT_ALLOWED');
     const none = await request(ctx.api.app).get('/campaigns?page=1&pageSize=5');

@@ -13,7 +13,17 @@ import { domainToASCII } from 'node:url';
 import request from 'supertest';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import { client, createTestProject, parseMail, sesSendsTo, startTestApi, testConfig, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  parseMail,
+  sesSendsTo,
+  startTestApi,
+  testConfig,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 let dns: TestDnsServer;
 let api: TestApi;
@@ -22,7 +32,12 @@ let p: TestProject;
 
 beforeAll(async () => {
   dns = await startDnsServer();
-  const config = testConfig({ DNS_SERVERS: dns.server, DNS_TIMEOUT_MS: '300', DNS_TRIES: '1', DOMAIN_IDENTITY_PROVIDER: 'local' });
+  const config = testConfig({
+    DNS_SERVERS: dns.server,
+    DNS_TIMEOUT_MS: '300',
+    DNS_TRIES: '1',
+    DOMAIN_IDENTITY_PROVIDER: 'local',
+  });
   api = await startTestApi(config);
   worker = await startWorker(config, { healthPort: null });
   p = await createTestProject(api.database);
@@ -60,7 +75,13 @@ describe('a Plunk v2 integration, request by request', () => {
     expect(res.body.success).toBe(true);
     const d = res.body.data;
     // Plunk's Domain: id, projectId, domain, verified, dkimTokens, createdAt.
-    expect(d).toMatchObject({ id: expect.any(String), projectId: p.id, domain: asciiDomain, verified: false, createdAt: expect.any(String) });
+    expect(d).toMatchObject({
+      id: expect.any(String),
+      projectId: p.id,
+      domain: asciiDomain,
+      verified: false,
+      createdAt: expect.any(String),
+    });
     expect(d.dkimTokens).toEqual([expect.any(String), expect.any(String), expect.any(String)]);
     // Ours beside them.
     expect(d).toMatchObject({ status: 'pending', mailFromDomain: `mail.${asciiDomain}`, records: expect.any(Array) });
@@ -71,10 +92,18 @@ describe('a Plunk v2 integration, request by request', () => {
   test('GET /domains/{id}/verify → { domain, tokens, status, verified } once the records are published', async () => {
     const res = await plunk().get(`/domains/${state.domainId}/verify`);
     expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ domain: asciiDomain, verified: true, status: 'verified', tokens: expect.any(Array) });
+    expect(res.body.data).toMatchObject({
+      domain: asciiDomain,
+      verified: true,
+      status: 'verified',
+      tokens: expect.any(Array),
+    });
     expect(res.body.data.tokens).toEqual(res.body.data.dkimTokens);
     const listed = await plunk().get('/domains');
-    expect(listed.body.data.items.find((x: { id: string }) => x.id === state.domainId)).toMatchObject({ verified: true, dkimTokens: res.body.data.tokens });
+    expect(listed.body.data.items.find((x: { id: string }) => x.id === state.domainId)).toMatchObject({
+      verified: true,
+      dkimTokens: res.body.data.tokens,
+    });
   });
 
   test("POST /templates with Plunk's body (description, from mailbox string, replyTo) → the template with Plunk's fields", async () => {
@@ -112,9 +141,16 @@ describe('a Plunk v2 integration, request by request', () => {
   });
 
   test('PATCH /templates/{id} with description; GET /templates/{id}', async () => {
-    const res = await plunk().patch(`/templates/${state.templateId}`, { description: 'Sent right after sign-up', fromName: 'Acme Team' });
+    const res = await plunk().patch(`/templates/${state.templateId}`, {
+      description: 'Sent right after sign-up',
+      fromName: 'Acme Team',
+    });
     expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ description: 'Sent right after sign-up', fromName: 'Acme Team', from: `hello@${asciiDomain}` });
+    expect(res.body.data).toMatchObject({
+      description: 'Sent right after sign-up',
+      fromName: 'Acme Team',
+      from: `hello@${asciiDomain}`,
+    });
     expect((await plunk().get(`/templates/${state.templateId}`)).body.data).toEqual(res.body.data);
   });
 
@@ -122,16 +158,25 @@ describe('a Plunk v2 integration, request by request', () => {
     const res = await plunk().get('/templates?page=1&pageSize=10&search=right%20after');
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ total: 1, page: 1, pageSize: 10, totalPages: 1 });
-    expect(res.body.data.templates.map((t: { id: string; description: string }) => [t.id, t.description])).toEqual([[state.templateId, 'Sent right after sign-up']]);
+    expect(res.body.data.templates.map((t: { id: string; description: string }) => [t.id, t.description])).toEqual([
+      [state.templateId, 'Sent right after sign-up'],
+    ]);
     expect(res.body.data.items).toEqual(res.body.data.templates);
   });
 
   test("POST /events/track with Plunk's body { name, contactId, data } → 201, the event with Plunk's fields", async () => {
-    const contact = await plunk().post('/contacts', { email: `Ann.${tag}@Empfänger-${tag}.test`, data: { name: 'Ann' } });
+    const contact = await plunk().post('/contacts', {
+      email: `Ann.${tag}@Empfänger-${tag}.test`,
+      data: { name: 'Ann' },
+    });
     expect(contact.status).toBe(201);
     expect(contact.body.data.email).toBe(`Ann.${tag}@${domainToASCII(`empfänger-${tag}.test`)}`);
     state.contactId = contact.body.data.id;
-    const res = await plunk().post('/events/track', { name: 'signed-up', contactId: state.contactId, data: { plan: 'pro' } });
+    const res = await plunk().post('/events/track', {
+      name: 'signed-up',
+      contactId: state.contactId,
+      data: { plan: 'pro' },
+    });
     expect(res.status).toBe(201);
     expect(res.body.data).toEqual({
       id: expect.any(String),
@@ -154,9 +199,22 @@ describe('a Plunk v2 integration, request by request', () => {
     const res = await plunk().get('/events?eventName=signed-up&pageSize=100');
     expect(res.status).toBe(200);
     expect(res.body.data.events).toEqual([
-      expect.objectContaining({ name: 'signed-up', contactId: state.contactId, data: { plan: 'pro' }, createdAt: expect.any(String), contact: expect.objectContaining({ email: expect.stringContaining('@xn--') }) }),
+      expect.objectContaining({
+        name: 'signed-up',
+        contactId: state.contactId,
+        data: { plan: 'pro' },
+        createdAt: expect.any(String),
+        contact: expect.objectContaining({ email: expect.stringContaining('@xn--') }),
+      }),
     ]);
-    expect(res.body.data).toMatchObject({ total: 1, page: 1, pageSize: 100, totalPages: 1, hasMore: false, nextCursor: null });
+    expect(res.body.data).toMatchObject({
+      total: 1,
+      page: 1,
+      pageSize: 100,
+      totalPages: 1,
+      hasMore: false,
+      nextCursor: null,
+    });
   });
 
   test('GET /events/names → eventNames', async () => {
@@ -175,10 +233,14 @@ describe('a Plunk v2 integration, request by request', () => {
       .send({ to: `Ann <${to}>`, template: state.templateId, data: { name: 'Ann' } });
     expect(res.status).toBe(202);
     expect(res.body.data.emails[0].contact).toEqual({ id: state.contactId, email: expect.stringMatching(/@xn--/) });
-    const [sent] = await waitFor(async () => {
-      const s = await sesSendsTo([asciiTo]);
-      return s.length ? s : undefined;
-    }, 30_000, `an SES send to ${asciiTo}`);
+    const [sent] = await waitFor(
+      async () => {
+        const s = await sesSendsTo([asciiTo]);
+        return s.length ? s : undefined;
+      },
+      30_000,
+      `an SES send to ${asciiTo}`,
+    );
     // SES is asked to send to and from the ASCII forms; the headers carry them too (a mail reader may show them in
     // Unicode: mailparser does, so the addresses are read from the raw bytes).
     expect(sent.to).toEqual([asciiTo]);
@@ -197,12 +259,22 @@ describe('a Plunk v2 integration, request by request', () => {
     const res = await request(api.app)
       .post('/v1/send')
       .set('Authorization', p.auth)
-      .send({ to, from: `"Acme, Billing" <billing@${unicodeDomain}>`, reply: 'Help Desk <help@acme.test>', subject: 'Invoice', body: '<p>Paid</p>' });
+      .send({
+        to,
+        from: `"Acme, Billing" <billing@${unicodeDomain}>`,
+        reply: 'Help Desk <help@acme.test>',
+        subject: 'Invoice',
+        body: '<p>Paid</p>',
+      });
     expect(res.status).toBe(202);
-    const [sent] = await waitFor(async () => {
-      const s = await sesSendsTo([asciiTo]);
-      return s.length ? s : undefined;
-    }, 30_000, `an SES send to ${asciiTo}`);
+    const [sent] = await waitFor(
+      async () => {
+        const s = await sesSendsTo([asciiTo]);
+        return s.length ? s : undefined;
+      },
+      30_000,
+      `an SES send to ${asciiTo}`,
+    );
     expect(sent.raw).toMatch(new RegExp(`^From: "Acme, Billing" <billing@${asciiDomain}>\r?$`, 'm'));
     const mail = await parseMail(sent);
     expect(mail.from?.value.map((a) => a.name)).toEqual(['Acme, Billing']);
@@ -214,7 +286,11 @@ describe('a Plunk v2 integration, request by request', () => {
       .send({ to: `jürgen.${tag}@empfänger-${tag}.test`, from: `hello@${unicodeDomain}`, subject: 's', body: 'b' });
     expect(refused.status).toBe(422);
     expect(refused.body.error.errors).toEqual([
-      { field: 'to', message: expect.stringMatching(/only ASCII characters before the @: Amazon SES does not support SMTPUTF8/), code: 'invalid_string' },
+      {
+        field: 'to',
+        message: expect.stringMatching(/only ASCII characters before the @: Amazon SES does not support SMTPUTF8/),
+        code: 'invalid_string',
+      },
     ]);
     expect(refused.body.message).toMatch(/^to: /);
   });

@@ -18,12 +18,21 @@ async function setup() {
   await as(p).post('/contacts', { email: people.bob, subscribed: true });
   await as(p).post('/contacts', { email: people.cy, subscribed: false });
   const wid = (await as(p).post('/workflows', { name: 'w', eventName: 'go' })).body.data.id as string;
-  const condition = (config: object) => as(p).post(`/workflows/${wid}/steps`, { type: 'CONDITION', name: 'c', position: { x: 0, y: 0 }, autoConnect: false, config });
+  const condition = (config: object) =>
+    as(p).post(`/workflows/${wid}/steps`, {
+      type: 'CONDITION',
+      name: 'c',
+      position: { x: 0, y: 0 },
+      autoConnect: false,
+      config,
+    });
   /** The contacts the step's converted filter selects. */
   const selects = async (config: object): Promise<string[]> => {
     const step = await condition(config);
     expect(step.status).toBe(201);
-    const res = await as(p).get(`/contacts?limit=100&filter=${encodeURIComponent(JSON.stringify(step.body.data.config.filter))}`);
+    const res = await as(p).get(
+      `/contacts?limit=100&filter=${encodeURIComponent(JSON.stringify(step.body.data.config.filter))}`,
+    );
     expect(res.status).toBe(200);
     return (res.body.data.items as { email: string }[]).map((c) => c.email).sort();
   };
@@ -35,14 +44,18 @@ test('contact.email with notEquals and notContains: accepted and converted witho
   const step = await condition({ field: 'contact.email', operator: 'notEquals', value: people.ann });
   expect(step.status).toBe(201);
   expect(step.body.data.config).toEqual({ filter: [{ field: 'email', operator: 'notEquals', value: people.ann }] });
-  expect(await selects({ field: 'contact.email', operator: 'notEquals', value: people.ann.toUpperCase() })).toEqual([people.bob, people.cy].sort());
+  expect(await selects({ field: 'contact.email', operator: 'notEquals', value: people.ann.toUpperCase() })).toEqual(
+    [people.bob, people.cy].sort(),
+  );
   expect(await selects({ field: 'contact.email', operator: 'notContains', value: '@acme.test' })).toEqual([people.cy]);
 });
 
 test('every other Plunk operator on contact.email converts to what Plunk means', async () => {
   const { people, selects, all } = await setup();
   expect(await selects({ field: 'contact.email', operator: 'equals', value: people.bob })).toEqual([people.bob]);
-  expect(await selects({ field: 'contact.email', operator: 'contains', value: 'acme' })).toEqual([people.ann, people.bob].sort());
+  expect(await selects({ field: 'contact.email', operator: 'contains', value: 'acme' })).toEqual(
+    [people.ann, people.bob].sort(),
+  );
   // Every contact has an address: exists is always true, notExists always false.
   expect(await selects({ field: 'contact.email', operator: 'exists' })).toEqual(all);
   expect(await selects({ field: 'contact.email', operator: 'notExists' })).toEqual([]);
@@ -55,12 +68,17 @@ test('contact.subscribed: notEquals, exists and notExists as in Plunk', async ()
   expect(await selects({ field: 'contact.subscribed', operator: 'notExists' })).toEqual([]);
 });
 
-test('a data field keeps Plunk\'s rule that notEquals never matches a missing value', async () => {
+test("a data field keeps Plunk's rule that notEquals never matches a missing value", async () => {
   const { p, people, condition } = await setup();
   await as(p).post('/contacts', { email: people.ann, data: { plan: 'pro' } });
   await as(p).post('/contacts', { email: people.bob, data: { plan: 'free' } });
   const step = await condition({ field: 'data.plan', operator: 'notEquals', value: 'pro' });
-  expect(step.body.data.config).toEqual({ filter: [{ field: 'data.plan', operator: 'exists' }, { field: 'data.plan', operator: 'notEquals', value: 'pro' }] });
+  expect(step.body.data.config).toEqual({
+    filter: [
+      { field: 'data.plan', operator: 'exists' },
+      { field: 'data.plan', operator: 'notEquals', value: 'pro' },
+    ],
+  });
   const res = await as(p).get(`/contacts?filter=${encodeURIComponent(JSON.stringify(step.body.data.config.filter))}`);
   expect(res.body.data.items.map((c: { email: string }) => c.email)).toEqual([people.bob]);
 });

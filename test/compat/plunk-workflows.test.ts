@@ -10,7 +10,18 @@
  */
 import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  isolatedDatabase,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 import { startReceiver, type Receiver } from '../support/receiver';
 
 let iso: { url: string; drop: () => Promise<void> };
@@ -44,10 +55,17 @@ afterAll(async () => {
 });
 
 const as = (p: TestProject) => client(api.app, p);
-const fieldsOf = (r: { body: { error: { errors?: { field: string }[] } } }) => (r.body.error.errors ?? []).map((e) => e.field);
+const fieldsOf = (r: { body: { error: { errors?: { field: string }[] } } }) =>
+  (r.body.error.errors ?? []).map((e) => e.field);
 
 async function template(p: TestProject) {
-  const res = await as(p).post('/templates', { name: 'welcome', subject: 'Welcome {{trigger.plan}}', body: '<p>Hi {{email}}</p>', type: 'TRANSACTIONAL', from: `wf@${p.domain}` });
+  const res = await as(p).post('/templates', {
+    name: 'welcome',
+    subject: 'Welcome {{trigger.plan}}',
+    body: '<p>Hi {{email}}</p>',
+    type: 'TRANSACTIONAL',
+    from: `wf@${p.domain}`,
+  });
   expect(res.status).toBe(201);
   return res.body.data.id as string;
 }
@@ -59,14 +77,21 @@ type StepView = {
   incomingTransitions: unknown;
   outgoingTransitions: Array<{ waitOutcome: string; toStepId: string; condition: { branch: string } }>;
 };
-type Exec = { id: string; status: string; contactId: string; currentStep: { id: string; name: string; type: string } | null };
+type Exec = {
+  id: string;
+  status: string;
+  contactId: string;
+  currentStep: { id: string; name: string; type: string } | null;
+};
 
 /** Waits for the execution of `email`'s contact (read through Plunk's page form) to reach `status`. */
 async function executionOf(p: TestProject, wid: string, email: string, status: string): Promise<Exec> {
   return waitFor(
     async () => {
       const res = await as(p).get(`/workflows/${wid}/executions?page=1&pageSize=50`);
-      const x = (res.body.data.executions as (Exec & { contact: { email: string } | null })[]).find((e) => e.contact?.email === email);
+      const x = (res.body.data.executions as (Exec & { contact: { email: string } | null })[]).find(
+        (e) => e.contact?.email === email,
+      );
       return x && x.status === status ? x : undefined;
     },
     20_000,
@@ -79,7 +104,13 @@ test('a Plunk v2 integration builds a workflow step by step, enables it, and it 
   const tpl = await template(p);
 
   // POST /workflows as Plunk's WorkflowSchemas.create: eventName, enabled: false.
-  const created = await as(p).post('/workflows', { name: 'Onboarding', description: 'Plunk flow', eventName: 'signup', enabled: false, allowReentry: false });
+  const created = await as(p).post('/workflows', {
+    name: 'Onboarding',
+    description: 'Plunk flow',
+    eventName: 'signup',
+    enabled: false,
+    allowReentry: false,
+  });
   expect(created.status).toBe(201);
   expect(created.body.data).toMatchObject({
     name: 'Onboarding',
@@ -93,9 +124,22 @@ test('a Plunk v2 integration builds a workflow step by step, enables it, and it 
   const wid = created.body.data.id as string;
 
   // POST /workflows/{id}/steps as Plunk's addStep: type, name, position, config, templateId; autoConnect defaults on.
-  const send = await as(p).post(`/workflows/${wid}/steps`, { type: 'SEND_EMAIL', name: 'Welcome', position: { x: 100, y: 250 }, config: {}, templateId: tpl });
+  const send = await as(p).post(`/workflows/${wid}/steps`, {
+    type: 'SEND_EMAIL',
+    name: 'Welcome',
+    position: { x: 100, y: 250 },
+    config: {},
+    templateId: tpl,
+  });
   expect(send.status).toBe(201);
-  expect(send.body.data).toMatchObject({ type: 'SEND_EMAIL', name: 'Welcome', workflowId: wid, position: { x: 100, y: 250 }, templateId: tpl, config: { templateId: tpl } });
+  expect(send.body.data).toMatchObject({
+    type: 'SEND_EMAIL',
+    name: 'Welcome',
+    workflowId: wid,
+    position: { x: 100, y: 250 },
+    templateId: tpl,
+    config: { templateId: tpl },
+  });
   const wait = await as(p).post(`/workflows/${wid}/steps`, {
     type: 'WAIT_FOR_EVENT',
     name: 'Wait for purchase',
@@ -112,7 +156,9 @@ test('a Plunk v2 integration builds a workflow step by step, enables it, and it 
     config: { field: 'event.plan', operator: 'equals', value: 'pro' },
   });
   expect(cond.status).toBe(201);
-  expect(cond.body.data.config).toEqual({ filter: [{ field: 'context.trigger.data.plan', operator: 'equals', value: 'pro' }] });
+  expect(cond.body.data.config).toEqual({
+    filter: [{ field: 'context.trigger.data.plan', operator: 'equals', value: 'pro' }],
+  });
   const update = await as(p).post(`/workflows/${wid}/steps`, {
     type: 'UPDATE_CONTACT',
     name: 'Mark VIP',
@@ -122,23 +168,44 @@ test('a Plunk v2 integration builds a workflow step by step, enables it, and it 
   });
   expect(update.status).toBe(201);
   expect(update.body.data.config).toEqual({ data: { vip: true } });
-  const exit = await as(p).post(`/workflows/${wid}/steps`, { type: 'EXIT', name: 'Not pro', position: { x: 200, y: 700 }, config: { reason: 'not pro' }, autoConnect: false });
+  const exit = await as(p).post(`/workflows/${wid}/steps`, {
+    type: 'EXIT',
+    name: 'Not pro',
+    position: { x: 200, y: 700 },
+    config: { reason: 'not pro' },
+    autoConnect: false,
+  });
   expect(exit.status).toBe(201);
   // After UPDATE_CONTACT (the last step leading nowhere; an EXIT leads nowhere by nature), a WEBHOOK with Plunk's object body.
   const hook = await as(p).post(`/workflows/${wid}/steps`, {
     type: 'WEBHOOK',
     name: 'Tell CRM',
     position: { x: 0, y: 850 },
-    config: { url: receiver.url, method: 'POST', headers: { 'x-source': 'plunk' }, body: { who: '{{email}}', plan: '{{event.plan}}', vip: '{{data.vip}}' } },
+    config: {
+      url: receiver.url,
+      method: 'POST',
+      headers: { 'x-source': 'plunk' },
+      body: { who: '{{email}}', plan: '{{event.plan}}', vip: '{{data.vip}}' },
+    },
   });
   expect(hook.status).toBe(201);
   expect(typeof hook.body.data.config.body).toBe('string');
 
   // POST /workflows/{id}/transitions as Plunk's createTransition: condition {branch}, priority.
-  const yes = await as(p).post(`/workflows/${wid}/transitions`, { fromStepId: cond.body.data.id, toStepId: update.body.data.id, condition: { branch: 'yes' }, priority: 0 });
+  const yes = await as(p).post(`/workflows/${wid}/transitions`, {
+    fromStepId: cond.body.data.id,
+    toStepId: update.body.data.id,
+    condition: { branch: 'yes' },
+    priority: 0,
+  });
   expect(yes.status).toBe(201);
   expect(yes.body.data).toMatchObject({ branch: 'yes', condition: { branch: 'yes' }, waitOutcome: null, priority: 0 });
-  const no = await as(p).post(`/workflows/${wid}/transitions`, { fromStepId: cond.body.data.id, toStepId: exit.body.data.id, condition: { branch: 'no' }, priority: 1 });
+  const no = await as(p).post(`/workflows/${wid}/transitions`, {
+    fromStepId: cond.body.data.id,
+    toStepId: exit.body.data.id,
+    condition: { branch: 'no' },
+    priority: 1,
+  });
   expect(no.status).toBe(201);
   expect(no.body.data.branch).toBe('no');
 
@@ -147,13 +214,23 @@ test('a Plunk v2 integration builds a workflow step by step, enables it, and it 
   expect(got.status).toBe(200);
   const byName = Object.fromEntries((got.body.data.steps as StepView[]).map((s) => [s.name, s]));
   expect(byName['Welcome'].position).toEqual({ x: 100, y: 250 });
-  expect(byName['Welcome'].incomingTransitions).toEqual([expect.objectContaining({ fromStepId: null, branch: 'next' })]);
-  expect(byName['Welcome'].outgoingTransitions).toEqual([expect.objectContaining({ toStepId: wait.body.data.id, branch: 'next', condition: null, waitOutcome: null })]);
-  expect(byName['Wait for purchase'].outgoingTransitions.map((t: { waitOutcome: string; toStepId: string }) => [t.waitOutcome, t.toStepId]).sort()).toEqual([
+  expect(byName['Welcome'].incomingTransitions).toEqual([
+    expect.objectContaining({ fromStepId: null, branch: 'next' }),
+  ]);
+  expect(byName['Welcome'].outgoingTransitions).toEqual([
+    expect.objectContaining({ toStepId: wait.body.data.id, branch: 'next', condition: null, waitOutcome: null }),
+  ]);
+  expect(
+    byName['Wait for purchase'].outgoingTransitions
+      .map((t: { waitOutcome: string; toStepId: string }) => [t.waitOutcome, t.toStepId])
+      .sort(),
+  ).toEqual([
     ['EVENT', cond.body.data.id],
     ['TIMEOUT', cond.body.data.id],
   ]);
-  expect(byName['Pro plan?'].outgoingTransitions.map((t: { condition: { branch: string } }) => t.condition.branch).sort()).toEqual(['no', 'yes']);
+  expect(
+    byName['Pro plan?'].outgoingTransitions.map((t: { condition: { branch: string } }) => t.condition.branch).sort(),
+  ).toEqual(['no', 'yes']);
   expect(byName['Mark VIP'].outgoingTransitions).toEqual([expect.objectContaining({ toStepId: hook.body.data.id })]);
   expect(byName['Not pro'].outgoingTransitions).toEqual([]);
 
@@ -192,10 +269,20 @@ test('a Plunk v2 integration builds a workflow step by step, enables it, and it 
   const detail = await as(p).get(`/workflows/${wid}/executions/${done.id}`);
   expect(detail.status).toBe(200);
   // Here a finished execution keeps the step it ended on (Plunk clears it).
-  expect(detail.body.data).toMatchObject({ status: 'COMPLETED', currentStep: { id: hook.body.data.id, name: 'Tell CRM', type: 'WEBHOOK' }, contact: { email: pro } });
+  expect(detail.body.data).toMatchObject({
+    status: 'COMPLETED',
+    currentStep: { id: hook.body.data.id, name: 'Tell CRM', type: 'WEBHOOK' },
+    contact: { email: pro },
+  });
   expect(detail.body.data.completedAt).toEqual(detail.body.data.finishedAt);
   expect(detail.body.data.completedAt).not.toBeNull();
-  expect(detail.body.data.stepExecutions.map((r: { step: { name: string }; status: string; executionId: string }) => [r.step.name, r.status, r.executionId])).toEqual([
+  expect(
+    detail.body.data.stepExecutions.map((r: { step: { name: string }; status: string; executionId: string }) => [
+      r.step.name,
+      r.status,
+      r.executionId,
+    ]),
+  ).toEqual([
     ['Welcome', 'COMPLETED', done.id],
     ['Wait for purchase', 'COMPLETED', done.id],
     ['Pro plan?', 'COMPLETED', done.id],
@@ -222,7 +309,9 @@ test('a Plunk v2 integration builds a workflow step by step, enables it, and it 
   expect((await as(p).post('/v1/track', { event: 'purchase', email: free, data: {} })).status).toBe(200);
   const kept = await as(p).get(`/workflows/${wid}/executions/${freeX.id}`);
   expect(kept.body.data.status).toBe('CANCELLED');
-  expect(kept.body.data.stepExecutions.map((r: { step: { name: string }; status: string }) => [r.step.name, r.status])).toEqual([
+  expect(
+    kept.body.data.stepExecutions.map((r: { step: { name: string }; status: string }) => [r.step.name, r.status]),
+  ).toEqual([
     ['Welcome', 'COMPLETED'],
     ['Wait for purchase', 'CANCELLED'],
   ]);
@@ -231,17 +320,34 @@ test('a Plunk v2 integration builds a workflow step by step, enables it, and it 
 describe('the rest of Plunk v2 workflow requests', () => {
   test('triggerType/triggerConfig on create and update; list in page form with search; manual start with context', async () => {
     const p = await createTestProject(api.database);
-    const created = await as(p).post('/workflows', { name: 'By config', triggerType: 'EVENT', triggerConfig: { eventName: 'trial.started' } });
+    const created = await as(p).post('/workflows', {
+      name: 'By config',
+      triggerType: 'EVENT',
+      triggerConfig: { eventName: 'trial.started' },
+    });
     expect(created.status).toBe(201);
-    expect(created.body.data).toMatchObject({ trigger: { type: 'EVENT', event: 'trial.started' }, triggerType: 'EVENT', triggerConfig: { eventName: 'trial.started' } });
+    expect(created.body.data).toMatchObject({
+      trigger: { type: 'EVENT', event: 'trial.started' },
+      triggerType: 'EVENT',
+      triggerConfig: { eventName: 'trial.started' },
+    });
     const id = created.body.data.id as string;
     const renamed = await as(p).patch(`/workflows/${id}`, { triggerConfig: { eventName: 'trial.ended' } });
     expect(renamed.status).toBe(200);
-    expect(renamed.body.data).toMatchObject({ triggerType: 'EVENT', triggerConfig: { eventName: 'trial.ended' }, trigger: { type: 'EVENT', event: 'trial.ended' } });
+    expect(renamed.body.data).toMatchObject({
+      triggerType: 'EVENT',
+      triggerConfig: { eventName: 'trial.ended' },
+      trigger: { type: 'EVENT', event: 'trial.ended' },
+    });
     const manual = await as(p).patch(`/workflows/${id}`, { triggerType: 'MANUAL', triggerConfig: null });
-    expect(manual.body.data).toMatchObject({ triggerType: 'MANUAL', triggerConfig: null, trigger: { type: 'MANUAL', event: null } });
+    expect(manual.body.data).toMatchObject({
+      triggerType: 'MANUAL',
+      triggerConfig: null,
+      trigger: { type: 'MANUAL', event: null },
+    });
 
-    for (const name of ['Alpha flow', 'Beta flow']) expect((await as(p).post('/workflows', { name, eventName: 'x' })).status).toBe(201);
+    for (const name of ['Alpha flow', 'Beta flow'])
+      expect((await as(p).post('/workflows', { name, eventName: 'x' })).status).toBe(201);
     const page = await as(p).get('/workflows?page=2&pageSize=2');
     expect(page.status).toBe(200);
     expect(page.body.data).toMatchObject({ total: 3, page: 2, pageSize: 2, totalPages: 2 });
@@ -251,30 +357,59 @@ describe('the rest of Plunk v2 workflow requests', () => {
     expect(found.body.data.workflows.map((w: { name: string }) => w.name)).toEqual(['Beta flow']);
 
     // A one-step MANUAL workflow connected from Plunk's trigger stand-in (the workflow's own id), started with `context`.
-    const step = await as(p).post(`/workflows/${id}/steps`, { type: 'UPDATE_CONTACT', name: 'tag', config: { updates: { tagged: true } } });
+    const step = await as(p).post(`/workflows/${id}/steps`, {
+      type: 'UPDATE_CONTACT',
+      name: 'tag',
+      config: { updates: { tagged: true } },
+    });
     expect(step.status).toBe(201);
-    const entry = await as(p).post(`/workflows/${id}/transitions`, { fromStepId: id, toStepId: step.body.data.id, priority: 0 });
+    const entry = await as(p).post(`/workflows/${id}/transitions`, {
+      fromStepId: id,
+      toStepId: step.body.data.id,
+      priority: 0,
+    });
     expect(entry.status).toBe(201);
     expect(entry.body.data).toMatchObject({ fromStepId: null, branch: 'next', condition: null, priority: 0 });
     expect((await as(p).patch(`/workflows/${id}`, { enabled: true })).status).toBe(200);
     const email = recipient('manual');
     const contact = await as(p).post('/contacts', { email });
-    const started = await as(p).post(`/workflows/${id}/executions`, { contactId: contact.body.data.id, context: { source: 'plunk' } });
+    const started = await as(p).post(`/workflows/${id}/executions`, {
+      contactId: contact.body.data.id,
+      context: { source: 'plunk' },
+    });
     expect(started.status).toBe(201);
-    expect(started.body.data).toMatchObject({ status: 'RUNNING', context: { trigger: { data: { source: 'plunk' } } }, contact: { id: contact.body.data.id, email } });
+    expect(started.body.data).toMatchObject({
+      status: 'RUNNING',
+      context: { trigger: { data: { source: 'plunk' } } },
+      contact: { id: contact.body.data.id, email },
+    });
     const x = await waitFor(async () => {
       const r = await as(p).get(`/workflows/${id}/executions/${started.body.data.id}`);
       return r.body.data.status === 'COMPLETED' && r.body.data;
     });
-    expect(x.stepExecutions).toEqual([expect.objectContaining({ step: { id: step.body.data.id, name: 'tag', type: 'UPDATE_CONTACT' }, status: 'COMPLETED' })]);
+    expect(x.stepExecutions).toEqual([
+      expect.objectContaining({
+        step: { id: step.body.data.id, name: 'tag', type: 'UPDATE_CONTACT' },
+        status: 'COMPLETED',
+      }),
+    ]);
   });
 
   test('step updates in Plunk form: position and templateId', async () => {
     const p = await createTestProject(api.database);
     const [t1, t2] = [await template(p), await template(p)];
     const wid = (await as(p).post('/workflows', { name: 'w', eventName: 'go' })).body.data.id as string;
-    const step = await as(p).post(`/workflows/${wid}/steps`, { type: 'SEND_EMAIL', name: 'mail', position: { x: 1, y: 2 }, config: {}, templateId: t1 });
-    const moved = await as(p).patch(`/workflows/${wid}/steps/${step.body.data.id}`, { position: { x: 5, y: 6 }, templateId: t2 });
+    const step = await as(p).post(`/workflows/${wid}/steps`, {
+      type: 'SEND_EMAIL',
+      name: 'mail',
+      position: { x: 1, y: 2 },
+      config: {},
+      templateId: t1,
+    });
+    const moved = await as(p).patch(`/workflows/${wid}/steps/${step.body.data.id}`, {
+      position: { x: 5, y: 6 },
+      templateId: t2,
+    });
     expect(moved.status).toBe(200);
     expect(moved.body.data).toMatchObject({ position: { x: 5, y: 6 }, templateId: t2, config: { templateId: t2 } });
     const renamed = await as(p).patch(`/workflows/${wid}/steps/${step.body.data.id}`, { name: 'renamed' });
@@ -286,7 +421,11 @@ describe('the rest of Plunk v2 workflow requests', () => {
 
   test('what has no equivalent here is refused with 422 naming the field', async () => {
     const p = await createTestProject(api.database);
-    const schedule = await as(p).post('/workflows', { name: 'cron', triggerType: 'SCHEDULE', triggerConfig: { schedule: '0 9 * * *' } });
+    const schedule = await as(p).post('/workflows', {
+      name: 'cron',
+      triggerType: 'SCHEDULE',
+      triggerConfig: { schedule: '0 9 * * *' },
+    });
     expect(schedule.status).toBe(422);
     expect(fieldsOf(schedule)).toEqual(['triggerType']);
     const both = await as(p).post('/workflows', { name: 'both', trigger: { type: 'MANUAL' }, eventName: 'x' });
@@ -298,31 +437,84 @@ describe('the rest of Plunk v2 workflow requests', () => {
     expect(fieldsOf(on)).toEqual(['enabled']);
 
     const wid = (await as(p).post('/workflows', { name: 'w', eventName: 'go' })).body.data.id as string;
-    const add = (body: object) => as(p).post(`/workflows/${wid}/steps`, { name: 's', position: { x: 0, y: 0 }, autoConnect: false, ...body });
+    const add = (body: object) =>
+      as(p).post(`/workflows/${wid}/steps`, { name: 's', position: { x: 0, y: 0 }, autoConnect: false, ...body });
     const trigger = await add({ type: 'TRIGGER', config: { eventName: 'go' } });
     expect(trigger.status).toBe(422);
     expect(fieldsOf(trigger)).toEqual(['type']);
-    expect(fieldsOf(await add({ type: 'CONDITION', config: { mode: 'multi', field: 'data.plan', branches: [{ id: 'a', name: 'A', operator: 'equals', value: 'a' }] } }))).toEqual(['config.mode']);
-    expect(fieldsOf(await add({ type: 'CONDITION', config: { field: 'data.plan', operator: 'startsWith', value: 'a' } }))).toEqual(['config.operator']);
+    expect(
+      fieldsOf(
+        await add({
+          type: 'CONDITION',
+          config: {
+            mode: 'multi',
+            field: 'data.plan',
+            branches: [{ id: 'a', name: 'A', operator: 'equals', value: 'a' }],
+          },
+        }),
+      ),
+    ).toEqual(['config.mode']);
+    expect(
+      fieldsOf(await add({ type: 'CONDITION', config: { field: 'data.plan', operator: 'startsWith', value: 'a' } })),
+    ).toEqual(['config.operator']);
     const tpl = await template(p);
-    expect(fieldsOf(await add({ type: 'SEND_EMAIL', config: { recipient: { type: 'CUSTOM', customEmail: 'ops@example.com' } }, templateId: tpl }))).toEqual(['config.recipient']);
-    expect(fieldsOf(await add({ type: 'DELAY', config: { amount: 1, unit: 'hours' }, templateId: tpl }))).toEqual(['templateId']);
-    expect(fieldsOf(await add({ type: 'WAIT_FOR_EVENT', config: { eventName: 'x', timeout: 40_000_000 } }))).toEqual(['config.timeout']);
-    expect(fieldsOf(await add({ type: 'UPDATE_CONTACT', config: { subscriptionAction: 'pause' } }))).toEqual(['config.subscriptionAction']);
+    expect(
+      fieldsOf(
+        await add({
+          type: 'SEND_EMAIL',
+          config: { recipient: { type: 'CUSTOM', customEmail: 'ops@example.com' } },
+          templateId: tpl,
+        }),
+      ),
+    ).toEqual(['config.recipient']);
+    expect(fieldsOf(await add({ type: 'DELAY', config: { amount: 1, unit: 'hours' }, templateId: tpl }))).toEqual([
+      'templateId',
+    ]);
+    expect(fieldsOf(await add({ type: 'WAIT_FOR_EVENT', config: { eventName: 'x', timeout: 40_000_000 } }))).toEqual([
+      'config.timeout',
+    ]);
+    expect(fieldsOf(await add({ type: 'UPDATE_CONTACT', config: { subscriptionAction: 'pause' } }))).toEqual([
+      'config.subscriptionAction',
+    ]);
 
     // Transitions: a waitOutcome from a step that does not wait; a CONDITION branch Plunk did not name; a taken branch.
     const delay = await add({ type: 'DELAY', config: { amount: 1, unit: 'hours' } });
     const cond = await add({ type: 'CONDITION', config: { field: 'data.plan', operator: 'exists' } });
     expect(cond.status).toBe(201);
-    const outcome = await as(p).post(`/workflows/${wid}/transitions`, { fromStepId: delay.body.data.id, toStepId: cond.body.data.id, waitOutcome: 'EVENT' });
+    const outcome = await as(p).post(`/workflows/${wid}/transitions`, {
+      fromStepId: delay.body.data.id,
+      toStepId: cond.body.data.id,
+      waitOutcome: 'EVENT',
+    });
     expect(outcome.status).toBe(422);
     expect(fieldsOf(outcome)).toEqual(['waitOutcome']);
-    const unnamed = await as(p).post(`/workflows/${wid}/transitions`, { fromStepId: cond.body.data.id, toStepId: delay.body.data.id, priority: 0 });
+    const unnamed = await as(p).post(`/workflows/${wid}/transitions`, {
+      fromStepId: cond.body.data.id,
+      toStepId: delay.body.data.id,
+      priority: 0,
+    });
     expect(fieldsOf(unnamed)).toEqual(['condition.branch']);
-    const wrong = await as(p).post(`/workflows/${wid}/transitions`, { fromStepId: delay.body.data.id, toStepId: cond.body.data.id, condition: { branch: 'yes' } });
+    const wrong = await as(p).post(`/workflows/${wid}/transitions`, {
+      fromStepId: delay.body.data.id,
+      toStepId: cond.body.data.id,
+      condition: { branch: 'yes' },
+    });
     expect(fieldsOf(wrong)).toEqual(['condition.branch']);
-    expect((await as(p).post(`/workflows/${wid}/transitions`, { fromStepId: cond.body.data.id, toStepId: delay.body.data.id, condition: { branch: 'yes' } })).status).toBe(201);
-    const taken = await as(p).post(`/workflows/${wid}/transitions`, { fromStepId: cond.body.data.id, toStepId: delay.body.data.id, condition: { branch: 'yes' }, priority: 1 });
+    expect(
+      (
+        await as(p).post(`/workflows/${wid}/transitions`, {
+          fromStepId: cond.body.data.id,
+          toStepId: delay.body.data.id,
+          condition: { branch: 'yes' },
+        })
+      ).status,
+    ).toBe(201);
+    const taken = await as(p).post(`/workflows/${wid}/transitions`, {
+      fromStepId: cond.body.data.id,
+      toStepId: delay.body.data.id,
+      condition: { branch: 'yes' },
+      priority: 1,
+    });
     expect(taken.status).toBe(409);
 
     // Another project's execution id through Plunk's DELETE is 404, as through ours.

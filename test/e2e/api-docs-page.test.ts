@@ -47,7 +47,11 @@ test('Swagger UI renders the document offline: operations, an error response wit
   await page.locator('.opblock-summary', { hasText: 'email.delivered' }).first().waitFor({ timeout: 15_000 });
   // Open POST /v1/send: its 429 names RATE_LIMITED as retryable.
   await page.locator('.opblock-summary', { hasText: '/v1/send' }).first().click();
-  await page.getByText('`RATE_LIMITED` (retryable)').or(page.getByText('RATE_LIMITED (retryable)')).first().waitFor({ timeout: 15_000 });
+  await page
+    .getByText('`RATE_LIMITED` (retryable)')
+    .or(page.getByText('RATE_LIMITED (retryable)'))
+    .first()
+    .waitFor({ timeout: 15_000 });
   await page.screenshot({ path: path.join(os.tmpdir(), 'mailroom-api-docs.png'), fullPage: false });
   expect(errors).toEqual([]);
   expect(offsite).toEqual([]);

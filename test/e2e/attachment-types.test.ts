@@ -10,7 +10,17 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { createTestProject, parseMail, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  createTestProject,
+  parseMail,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 const config = loadConfig(testEnv({ SES_MAX_SEND_RATE: '100' }));
 let api: TestApi;
@@ -29,27 +39,40 @@ afterAll(async () => {
 const send = (body: object) => request(api.app).post('/v1/send').set('Authorization', p.auth).send(body);
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
 
-test.each(['multipart/mixed', 'multipart/alternative', 'message/rfc822', 'MESSAGE/RFC822', 'message/global', 'message/partial'])(
-  '422 for an attachment of type %s, naming attachments.N.contentType; nothing written',
-  async (contentType) => {
-    const to = recipient('att');
-    const filename = `f-${randomBytes(4).toString('hex')}.bin`;
-    const res = await send({
-      to,
-      from: `x@${p.domain}`,
-      subject: 's',
-      body: 'b',
-      attachments: [{ filename: 'ok.txt', content: b64('fine') }, { filename, content: b64('Subject: hi\r\n\r\nhello'), contentType }],
-    });
-    expect(res.status).toBe(422);
-    expect(res.body.error.code).toBe('VALIDATION_ERROR');
-    expect(res.body.error.errors).toEqual([expect.objectContaining({ field: 'attachments.1.contentType', code: 'invalid_string' })]);
-    const files = await api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from attachments where project_id = ${p.id}::uuid and filename = ${filename}`);
-    expect(files.rows[0].n).toBe(0);
-    const rows = await api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where project_id = ${p.id}::uuid and to_email = ${to}`);
-    expect(rows.rows[0].n).toBe(0);
-  },
-);
+test.each([
+  'multipart/mixed',
+  'multipart/alternative',
+  'message/rfc822',
+  'MESSAGE/RFC822',
+  'message/global',
+  'message/partial',
+])('422 for an attachment of type %s, naming attachments.N.contentType; nothing written', async (contentType) => {
+  const to = recipient('att');
+  const filename = `f-${randomBytes(4).toString('hex')}.bin`;
+  const res = await send({
+    to,
+    from: `x@${p.domain}`,
+    subject: 's',
+    body: 'b',
+    attachments: [
+      { filename: 'ok.txt', content: b64('fine') },
+      { filename, content: b64('Subject: hi\r\n\r\nhello'), contentType },
+    ],
+  });
+  expect(res.status).toBe(422);
+  expect(res.body.error.code).toBe('VALIDATION_ERROR');
+  expect(res.body.error.errors).toEqual([
+    expect.objectContaining({ field: 'attachments.1.contentType', code: 'invalid_string' }),
+  ]);
+  const files = await api.database.db.execute<{ n: number }>(
+    sql`select count(*)::int as n from attachments where project_id = ${p.id}::uuid and filename = ${filename}`,
+  );
+  expect(files.rows[0].n).toBe(0);
+  const rows = await api.database.db.execute<{ n: number }>(
+    sql`select count(*)::int as n from emails where project_id = ${p.id}::uuid and to_email = ${to}`,
+  );
+  expect(rows.rows[0].n).toBe(0);
+});
 
 test('every error is listed: two composite attachments give two errors', async () => {
   const res = await send({
@@ -64,7 +87,10 @@ test('every error is listed: two composite attachments give two errors', async (
     ],
   });
   expect(res.status).toBe(422);
-  expect(res.body.error.errors.map((e: { field: string }) => e.field)).toEqual(['attachments.0.contentType', 'attachments.2.contentType']);
+  expect(res.body.error.errors.map((e: { field: string }) => e.field)).toEqual([
+    'attachments.0.contentType',
+    'attachments.2.contentType',
+  ]);
 });
 
 test('accepted types arrive at SES as attachments with their bytes, names and types', async () => {
@@ -72,21 +98,55 @@ test('accepted types arrive at SES as attachments with their bytes, names and ty
   const pdf = Buffer.concat([Buffer.from('%PDF-1.4\n'), randomBytes(3000)]);
   const eml = 'From: a@b.test\r\nTo: c@d.test\r\nSubject: forwarded\r\n\r\nthe forwarded body\r\n';
   const files = [
-    { filename: 'report.pdf', content: b64(pdf), contentType: 'application/pdf', expect: { type: 'application/pdf', bytes: pdf } },
+    {
+      filename: 'report.pdf',
+      content: b64(pdf),
+      contentType: 'application/pdf',
+      expect: { type: 'application/pdf', bytes: pdf },
+    },
     { filename: 'pixel.png', content: b64(png), expect: { type: 'image/png', bytes: png } },
-    { filename: 'invite.ics', content: b64('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n'), contentType: 'text/calendar', expect: { type: 'text/calendar', bytes: Buffer.from('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n') } },
-    { filename: 'page.html', content: b64('<p>an html file</p>'), contentType: 'text/html', expect: { type: 'text/html', bytes: Buffer.from('<p>an html file</p>') } },
-    { filename: 'data.json', content: b64('{"a":1}'), contentType: 'application/json', expect: { type: 'application/json', bytes: Buffer.from('{"a":1}') } },
+    {
+      filename: 'invite.ics',
+      content: b64('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n'),
+      contentType: 'text/calendar',
+      expect: { type: 'text/calendar', bytes: Buffer.from('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n') },
+    },
+    {
+      filename: 'page.html',
+      content: b64('<p>an html file</p>'),
+      contentType: 'text/html',
+      expect: { type: 'text/html', bytes: Buffer.from('<p>an html file</p>') },
+    },
+    {
+      filename: 'data.json',
+      content: b64('{"a":1}'),
+      contentType: 'application/json',
+      expect: { type: 'application/json', bytes: Buffer.from('{"a":1}') },
+    },
     // The name implies message/rfc822: sent as a plain file.
-    { filename: 'forwarded.eml', content: b64(eml), expect: { type: 'application/octet-stream', bytes: Buffer.from(eml) } },
+    {
+      filename: 'forwarded.eml',
+      content: b64(eml),
+      expect: { type: 'application/octet-stream', bytes: Buffer.from(eml) },
+    },
   ];
   const to = recipient('att');
-  const res = await send({ to, from: `x@${p.domain}`, subject: 'files', body: '<p>see attached</p>', attachments: files.map(({ expect: _e, ...f }) => f) });
+  const res = await send({
+    to,
+    from: `x@${p.domain}`,
+    subject: 'files',
+    body: '<p>see attached</p>',
+    attachments: files.map(({ expect: _e, ...f }) => f),
+  });
   expect(res.status).toBe(202);
-  const [sent] = await waitFor(async () => {
-    const s = await sesSendsTo([to]);
-    return s.length > 0 ? s : undefined;
-  }, 30_000, 'the send at SES');
+  const [sent] = await waitFor(
+    async () => {
+      const s = await sesSendsTo([to]);
+      return s.length > 0 ? s : undefined;
+    },
+    30_000,
+    'the send at SES',
+  );
   const mail = await parseMail(sent);
   expect(mail.html).toContain('see attached');
   expect(mail.attachments.map((a) => a.filename)).toEqual(files.map((f) => f.filename));
@@ -96,6 +156,11 @@ test('accepted types arrive at SES as attachments with their bytes, names and ty
   // The type on the wire (the parser itself guesses from the name for application/octet-stream), as an attachment.
   for (const f of files) {
     const escaped = f.filename.replace(/\./g, '\\.');
-    expect(sent.raw).toMatch(new RegExp(`^Content-Type: ${f.expect.type.replace('/', '\\/')}; name=${escaped}\r\nContent-Transfer-Encoding: base64\r\nContent-Disposition: attachment; filename=${escaped}\r$`, 'm'));
+    expect(sent.raw).toMatch(
+      new RegExp(
+        `^Content-Type: ${f.expect.type.replace('/', '\\/')}; name=${escaped}\r\nContent-Transfer-Encoding: base64\r\nContent-Disposition: attachment; filename=${escaped}\r$`,
+        'm',
+      ),
+    );
   }
 });

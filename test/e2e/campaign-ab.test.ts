@@ -40,9 +40,17 @@ async function seed(api: TestApi, projectId: string, n: number, tag: string): Pr
 }
 
 const rowsOf = async (api: TestApi, campaignId: string) =>
-  api.database.db.select({ to: emails.toEmail, status: emails.status, contactId: emails.contactId, variant: emails.variant }).from(emails).where(eq(emails.campaignId, campaignId));
+  api.database.db
+    .select({ to: emails.toEmail, status: emails.status, contactId: emails.contactId, variant: emails.variant })
+    .from(emails)
+    .where(eq(emails.campaignId, campaignId));
 
-const subjectOf = (s: RecordedSend) => s.raw.split('\n').find((l) => l.startsWith('Subject: '))?.slice(9).trim();
+const subjectOf = (s: RecordedSend) =>
+  s.raw
+    .split('\n')
+    .find((l) => l.startsWith('Subject: '))
+    ?.slice(9)
+    .trim();
 
 const NAMES = ['Variant A', 'Variant B', 'Variant C'];
 
@@ -62,13 +70,25 @@ async function startAb(api: TestApi, p: TestProject, variants: number, abTest: o
   return created.body.data.id;
 }
 
-const get = async (api: TestApi, p: TestProject, id: string) => (await client(api.app, p).get(`/campaigns/${id}`)).body.data;
+const get = async (api: TestApi, p: TestProject, id: string) =>
+  (await client(api.app, p).get(`/campaigns/${id}`)).body.data;
 
-const waitCampaign = (api: TestApi, p: TestProject, id: string, what: string, ok: (c: { status: string; abTest: { phase: string } }) => boolean, timeoutMs = 60_000) =>
-  waitFor(async () => {
-    const c = await get(api, p, id);
-    return ok(c) ? c : undefined;
-  }, timeoutMs, what);
+const waitCampaign = (
+  api: TestApi,
+  p: TestProject,
+  id: string,
+  what: string,
+  ok: (c: { status: string; abTest: { phase: string } }) => boolean,
+  timeoutMs = 60_000,
+) =>
+  waitFor(
+    async () => {
+      const c = await get(api, p, id);
+      return ok(c) ? c : undefined;
+    },
+    timeoutMs,
+    what,
+  );
 
 /**
  * Every contact of `audience` has exactly one email row; a test-group contact's carries its assigned variant, every
@@ -76,7 +96,14 @@ const waitCampaign = (api: TestApi, p: TestProject, id: string, what: string, ok
  *
  * @returns the sends by address.
  */
-async function expectOneEach(api: TestApi, id: string, audience: Map<string, string>, share: number, variants: number, winner: number) {
+async function expectOneEach(
+  api: TestApi,
+  id: string,
+  audience: Map<string, string>,
+  share: number,
+  variants: number,
+  winner: number,
+) {
   const rows = await rowsOf(api, id);
   expect(rows).toHaveLength(audience.size);
   expect(new Set(rows.map((r) => r.contactId)).size).toBe(audience.size);
@@ -90,7 +117,10 @@ async function expectOneEach(api: TestApi, id: string, audience: Map<string, str
   expect(byAddress.size).toBe(audience.size);
   for (const [address, list] of byAddress) {
     const assigned = assignVariant(id, audience.get(address)!, share, variants);
-    expect({ address, subjects: [...new Set(list.map(subjectOf))] }).toEqual({ address, subjects: [NAMES[assigned ?? winner]] });
+    expect({ address, subjects: [...new Set(list.map(subjectOf))] }).toEqual({
+      address,
+      subjects: [NAMES[assigned ?? winner]],
+    });
   }
   return byAddress;
 }
@@ -103,7 +133,15 @@ describe('with a worker', () => {
   beforeAll(async () => {
     iso = await isolatedDatabase();
     config = loadConfig(
-      testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', CAMPAIGN_BATCH_SIZE: '7', CAMPAIGN_QUEUE_WINDOW: '10', CAMPAIGN_AB_MIN_WAIT_SECONDS: '1', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }),
+      testEnv({
+        DATABASE_URL: iso.url,
+        SES_MAX_SEND_RATE: '50',
+        CAMPAIGN_TICK_MS: '100',
+        CAMPAIGN_BATCH_SIZE: '7',
+        CAMPAIGN_QUEUE_WINDOW: '10',
+        CAMPAIGN_AB_MIN_WAIT_SECONDS: '1',
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      }),
     );
     api = await startTestApi(config);
     worker = await startWorker(config, { healthPort: null });
@@ -117,7 +155,14 @@ describe('with a worker', () => {
   test('the test share gets the variants in disjoint groups; after the wait the best event rate wins and goes to the rest', async () => {
     const p = await createTestProject(api.database);
     const audience = await seed(api, p.id, 150, 'auto');
-    expect((await client(api.app, p).post('/webhooks/endpoints', { url: 'http://127.0.0.1:9/hooks', eventTypes: ['campaign.winner', 'email.sent'] })).status).toBe(201);
+    expect(
+      (
+        await client(api.app, p).post('/webhooks/endpoints', {
+          url: 'http://127.0.0.1:9/hooks',
+          eventTypes: ['campaign.winner', 'email.sent'],
+        })
+      ).status,
+    ).toBe(201);
     const id = await startAb(api, p, 2, { testShare: 40, metric: 'event', event: 'purchase', waitSeconds: 12 });
     const waiting = await waitCampaign(api, p, id, 'WAITING', (c) => c.abTest.phase === 'WAITING');
     const decideAt = Date.parse(waiting.abTest.decideAt);
@@ -137,11 +182,16 @@ describe('with a worker', () => {
     // outside the test, which counts for nobody).
     const bBuyers = testRows.filter((r) => r.variant === 1).slice(0, 8);
     const outsider = [...audience.keys()].find((a) => !testRows.some((r) => r.to === a))!;
-    for (const r of [...bBuyers, { to: outsider }]) expect((await client(api.app, p).post('/v1/track', { event: 'purchase', email: r.to })).status).toBe(200);
+    for (const r of [...bBuyers, { to: outsider }])
+      expect((await client(api.app, p).post('/v1/track', { event: 'purchase', email: r.to })).status).toBe(200);
     expect(Date.now()).toBeLessThan(decideAt);
 
     const done = await waitCampaign(api, p, id, 'SENT', (c) => c.status === 'SENT', 90_000);
-    expect(done.abTest).toMatchObject({ phase: 'WINNER', winner: 1, decision: { winner: 1, by: 'auto', basis: 'metric', metric: 'event', event: 'purchase' } });
+    expect(done.abTest).toMatchObject({
+      phase: 'WINNER',
+      winner: 1,
+      decision: { winner: 1, by: 'auto', basis: 'metric', metric: 'event', event: 'purchase' },
+    });
     const decision = done.abTest.decision;
     expect(decision.variants).toEqual([
       { variant: 0, sent: sizes[0], conversions: 0, rate: 0 },
@@ -160,13 +210,37 @@ describe('with a worker', () => {
     }
     // The automatic decision is announced once; every email.sent carries the email's variant.
     const hooks = async (type: string) =>
-      (await api.database.db.execute<{ payload: { data: Record<string, unknown> } }>(sql`select payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type = ${type}`)).rows.map((r) => r.payload.data);
-    expect(await hooks('campaign.winner')).toEqual([{ campaignId: id, winner: 1, by: 'auto', basis: 'metric', metric: 'event', pValue: decision.pValue, withinNoise: false }]);
+      (
+        await api.database.db.execute<{ payload: { data: Record<string, unknown> } }>(
+          sql`select payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type = ${type}`,
+        )
+      ).rows.map((r) => r.payload.data);
+    expect(await hooks('campaign.winner')).toEqual([
+      {
+        campaignId: id,
+        winner: 1,
+        by: 'auto',
+        basis: 'metric',
+        metric: 'event',
+        pValue: decision.pValue,
+        withinNoise: false,
+      },
+    ]);
     const sentHooks = await hooks('email.sent');
     expect(sentHooks).toHaveLength(150);
     for (const h of sentHooks) expect(h.variant).toBe(assignVariant(id, h.contactId as string, 40, 2) ?? 1);
     const report = (await client(api.app, p).get(`/campaigns/${id}/variants`)).body.data;
-    expect(report.variants.map((v: { name: string; recipients: number; sent: number; metricCount: number; winner: boolean }) => [v.name, v.recipients, v.sent, v.metricCount, v.winner])).toEqual([
+    expect(
+      report.variants.map(
+        (v: { name: string; recipients: number; sent: number; metricCount: number; winner: boolean }) => [
+          v.name,
+          v.recipients,
+          v.sent,
+          v.metricCount,
+          v.winner,
+        ],
+      ),
+    ).toEqual([
       ['A', sizes[0], sizes[0], 0, false],
       ['B', 150 - sizes[0], 150 - sizes[0], 8, true],
     ]);
@@ -176,7 +250,11 @@ describe('with a worker', () => {
     const p = await createTestProject(api.database);
     const audience = await seed(api, p.id, 120, 'manual');
     const id = await startAb(api, p, 3, { testShare: 30, metric: 'clicks', waitSeconds: 3600 });
-    await waitFor(async () => (await sesSendsTo([...audience.keys()])).length >= 5 || undefined, 30_000, '5 test sends');
+    await waitFor(
+      async () => (await sesSendsTo([...audience.keys()])).length >= 5 || undefined,
+      30_000,
+      '5 test sends',
+    );
     await api.database.db.transaction((tx) => pauseCampaign(tx, id, 'bounce_rate', { test: 'paused by the test' }));
     expect((await get(api, p, id)).status).toBe('PAUSED');
     expect((await client(api.app, p).post(`/campaigns/${id}/resume`, {})).status).toBe(200);
@@ -186,7 +264,10 @@ describe('with a worker', () => {
 
     const picked = await client(api.app, p).post(`/campaigns/${id}/winner`, { variant: 2 });
     expect(picked.status).toBe(200);
-    expect(picked.body.data.abTest).toMatchObject({ winner: 2, decision: { by: 'manual', basis: 'choice', winner: 2 } });
+    expect(picked.body.data.abTest).toMatchObject({
+      winner: 2,
+      decision: { by: 'manual', basis: 'choice', winner: 2 },
+    });
     await waitCampaign(api, p, id, 'SENT', (c) => c.status === 'SENT', 90_000);
     await expectOneEach(api, id, audience, 30, 3, 2);
     const report = (await client(api.app, p).get(`/campaigns/${id}/variants`)).body.data;
@@ -203,10 +284,14 @@ describe('with a worker', () => {
     expect((await client(api.app, p).post(`/campaigns/${id}/cancel`, {})).body.data.status).toBe('CANCELLED');
     expect((await client(api.app, p).post(`/campaigns/${id}/winner`, {})).status).toBe(409);
     // The campaign's job has had its chance once it ended.
-    await waitFor(async () => {
-      const job = await api.queues.campaign.getJob(id);
-      return !job || (await job.isCompleted()) || (await job.isFailed());
-    }, 20_000, 'the campaign job ended');
+    await waitFor(
+      async () => {
+        const job = await api.queues.campaign.getJob(id);
+        return !job || (await job.isCompleted()) || (await job.isFailed());
+      },
+      20_000,
+      'the campaign job ended',
+    );
     expect(await rowsOf(api, id)).toHaveLength(testRows.length);
     const sends = await sesSendsTo([...audience.keys()]);
     expect(sends.map((s) => s.to[0].toLowerCase()).sort()).toEqual(testRows.map((r) => r.to).sort());
@@ -251,7 +336,11 @@ describe('workers killed during an A/B test', () => {
     const audience = await seed(api, p.id, 160, 'killtest');
     const id = await startAb(api, p, 2, { testShare: 50, metric: 'opens', waitSeconds: 2 });
     const first = spawn();
-    await waitFor(async () => (await sesSendsTo([...audience.keys()])).length >= 20 || undefined, 60_000, '20 test sends');
+    await waitFor(
+      async () => (await sesSendsTo([...audience.keys()])).length >= 20 || undefined,
+      60_000,
+      '20 test sends',
+    );
     first.kill('SIGKILL');
     await exited(first);
     expect((await get(api, p, id)).abTest.phase).toBe('TESTING');
@@ -262,7 +351,9 @@ describe('workers killed during an A/B test', () => {
     const rows = await rowsOf(api, id);
     expect(rows).toHaveLength(160);
     expect(new Set(rows.map((r) => r.contactId)).size).toBe(160);
-    expect(rows.every((r) => r.status === 'sent' && r.variant === (assignVariant(id, r.contactId!, 50, 2) ?? 0))).toBe(true);
+    expect(rows.every((r) => r.status === 'sent' && r.variant === (assignVariant(id, r.contactId!, 50, 2) ?? 0))).toBe(
+      true,
+    );
     const sends = await sesSendsTo([...audience.keys()]);
     const counts = new Map<string, number>();
     for (const s of sends) counts.set(s.to[0].toLowerCase(), (counts.get(s.to[0].toLowerCase()) ?? 0) + 1);

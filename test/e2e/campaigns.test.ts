@@ -33,7 +33,14 @@ import {
 import { queuesSettled } from '../support/worker-queues';
 
 /** Inserts contacts (one per address) with `data` and subscription; returns their addresses. */
-async function seed(api: TestApi, projectId: string, n: number, tag: string, data: object | null, subscribed = true): Promise<string[]> {
+async function seed(
+  api: TestApi,
+  projectId: string,
+  n: number,
+  tag: string,
+  data: object | null,
+  subscribed = true,
+): Promise<string[]> {
   const to = Array.from({ length: n }, () => recipient(tag));
   await api.database.db.execute(sql`
     insert into contacts (id, project_id, email, email_key, subscribed, data)
@@ -44,10 +51,14 @@ async function seed(api: TestApi, projectId: string, n: number, tag: string, dat
 
 /** Contact ids are normally UUIDv7; seeded ones use v4, so order by id is random, which the fan-out must not mind. */
 const recipientsOf = async (api: TestApi, campaignId: string) =>
-  api.database.db.select({ to: emails.toEmail, status: emails.status, sentAt: emails.sentAt, contactId: emails.contactId }).from(emails).where(eq(emails.campaignId, campaignId));
+  api.database.db
+    .select({ to: emails.toEmail, status: emails.status, sentAt: emails.sentAt, contactId: emails.contactId })
+    .from(emails)
+    .where(eq(emails.campaignId, campaignId));
 
 /** No email of the campaign is queued or in flight: no send job can claim one any more. */
-const noneInFlight = async (api: TestApi, campaignId: string) => (await recipientsOf(api, campaignId)).every((r) => r.status !== 'queued' && r.status !== 'sending');
+const noneInFlight = async (api: TestApi, campaignId: string) =>
+  (await recipientsOf(api, campaignId)).every((r) => r.status !== 'queued' && r.status !== 'sending');
 
 /** A campaign job has ended (finished jobs are removed; a failed one is kept, and ended too). */
 const jobEnded = async (api: TestApi, jobId: string) => {
@@ -65,18 +76,31 @@ function countsOf(list: string[]): Map<string, number> {
 
 async function startCampaign(api: TestApi, p: TestProject, body: object, scheduledAt?: Date): Promise<string> {
   const as = client(api.app, p);
-  const created = await as.post('/campaigns', { name: 'c', subject: 'Hello {{plan ?? "you"}}', body: '<p>Hi</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>', from: `news@${p.domain}`, ...body });
+  const created = await as.post('/campaigns', {
+    name: 'c',
+    subject: 'Hello {{plan ?? "you"}}',
+    body: '<p>Hi</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>',
+    from: `news@${p.domain}`,
+    ...body,
+  });
   expect(created.status).toBe(201);
-  const sent = await as.post(`/campaigns/${created.body.data.id}/send`, scheduledAt ? { scheduledAt: scheduledAt.toISOString() } : {});
+  const sent = await as.post(
+    `/campaigns/${created.body.data.id}/send`,
+    scheduledAt ? { scheduledAt: scheduledAt.toISOString() } : {},
+  );
   expect(sent.status).toBe(200);
   return created.body.data.id;
 }
 
 async function waitStatus(api: TestApi, p: TestProject, id: string, status: string, timeoutMs = 30_000) {
-  return waitFor(async () => {
-    const c = (await client(api.app, p).get(`/campaigns/${id}`)).body.data;
-    return c.status === status ? c : undefined;
-  }, timeoutMs, `campaign ${status}`);
+  return waitFor(
+    async () => {
+      const c = (await client(api.app, p).get(`/campaigns/${id}`)).body.data;
+      return c.status === status ? c : undefined;
+    },
+    timeoutMs,
+    `campaign ${status}`,
+  );
 }
 
 describe('with a worker', () => {
@@ -86,7 +110,16 @@ describe('with a worker', () => {
   let worker: RunningWorker;
   beforeAll(async () => {
     iso = await isolatedDatabase();
-    config = loadConfig(testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', CAMPAIGN_BATCH_SIZE: '7', CAMPAIGN_QUEUE_WINDOW: '10', SEND_BACKOFF_MS: '100' }));
+    config = loadConfig(
+      testEnv({
+        DATABASE_URL: iso.url,
+        SES_MAX_SEND_RATE: '50',
+        CAMPAIGN_TICK_MS: '100',
+        CAMPAIGN_BATCH_SIZE: '7',
+        CAMPAIGN_QUEUE_WINDOW: '10',
+        SEND_BACKOFF_MS: '100',
+      }),
+    );
     api = await startTestApi(config);
     worker = await startWorker(config, { healthPort: null });
   });
@@ -104,19 +137,37 @@ describe('with a worker', () => {
     const planless = await seed(api, p.id, 8, 'none', null);
     const everyone = [...pro, ...proUnsubscribed, ...free, ...planless];
 
-    const eq = await startCampaign(api, p, { audienceType: 'FILTERED', audienceFilter: { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] }] } });
+    const eq = await startCampaign(api, p, {
+      audienceType: 'FILTERED',
+      audienceFilter: {
+        logic: 'AND',
+        groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] }],
+      },
+    });
     const done = await waitStatus(api, p, eq, 'SENT');
     expect(done.recipients).toBe(25);
     expect((await acceptedTo(everyone)).sort()).toEqual([...pro].sort());
     const mail = await parseMail((await sesSendsTo([pro[0]]))[0]);
     expect(mail.subject).toBe('Hello pro');
 
-    const ne = await startCampaign(api, p, { audienceType: 'FILTERED', audienceFilter: [{ field: 'data.plan', operator: 'notEquals', value: 'pro' }] });
+    const ne = await startCampaign(api, p, {
+      audienceType: 'FILTERED',
+      audienceFilter: [{ field: 'data.plan', operator: 'notEquals', value: 'pro' }],
+    });
     await waitStatus(api, p, ne, 'SENT');
     expect((await acceptedTo(everyone)).sort()).toEqual([...pro, ...free, ...planless].sort());
 
     const stats = (await client(api.app, p).get(`/campaigns/${ne}/stats`)).body.data;
-    expect(stats).toMatchObject({ status: 'SENT', recipients: 20, sent: 20, queued: 0, failed: 0, progress: 1, audienceComplete: true, etaSeconds: null });
+    expect(stats).toMatchObject({
+      status: 'SENT',
+      recipients: 20,
+      sent: 20,
+      queued: 0,
+      failed: 0,
+      progress: 1,
+      audienceComplete: true,
+      etaSeconds: null,
+    });
     expect(stats.sendRate).toBeGreaterThan(0);
   });
 
@@ -144,21 +195,33 @@ describe('with a worker', () => {
 
     const token = path.split('/').pop()!;
     const forged = `${token.slice(0, 30)}${token[30] === 'A' ? 'B' : 'A'}${token.slice(31)}`;
-    expect((await request(api.app).post(`/unsubscribe/${forged}`).type('form').send('List-Unsubscribe=One-Click')).status).toBe(404);
+    expect(
+      (await request(api.app).post(`/unsubscribe/${forged}`).type('form').send('List-Unsubscribe=One-Click')).status,
+    ).toBe(404);
     expect((await request(api.app).post('/unsubscribe/short')).status).toBe(404);
     expect((await client(api.app, p).get(`/contacts/${contact.id}`)).body.data.subscribed).toBe(true);
 
     const first = await request(api.app).post(path).type('form').send('List-Unsubscribe=One-Click');
     expect(first.status).toBe(200);
-    const again = await request(api.app).post(path).set('Accept', 'application/json').type('form').send('List-Unsubscribe=One-Click');
+    const again = await request(api.app)
+      .post(path)
+      .set('Accept', 'application/json')
+      .type('form')
+      .send('List-Unsubscribe=One-Click');
     expect(again.body).toEqual({ success: true, data: { email: to, unsubscribed: true, changed: false } });
     expect((await client(api.app, p).get(`/contacts/${contact.id}`)).body.data.subscribed).toBe(false);
-    const evs = await api.database.db.select().from(events).where(and(eq(events.contactId, contact.id), eq(events.name, 'contact.unsubscribed')));
+    const evs = await api.database.db
+      .select()
+      .from(events)
+      .where(and(eq(events.contactId, contact.id), eq(events.name, 'contact.unsubscribed')));
     expect(evs).toHaveLength(1);
     expect(evs[0].data).toMatchObject({ campaignId: id, method: 'one-click' });
     expect((await client(api.app, p).get(`/campaigns/${id}/stats`)).body.data.unsubscribed).toBe(1);
-    const emailId = (await api.database.db.select({ id: emails.id }).from(emails).where(eq(emails.campaignId, id)))[0].id;
-    const timeline = (await client(api.app, p).get(`/emails/${emailId}`)).body.data.timeline.map((t: { type: string }) => t.type);
+    const emailId = (await api.database.db.select({ id: emails.id }).from(emails).where(eq(emails.campaignId, id)))[0]
+      .id;
+    const timeline = (await client(api.app, p).get(`/emails/${emailId}`)).body.data.timeline.map(
+      (t: { type: string }) => t.type,
+    );
     expect(timeline).toEqual(['queued', 'sent', 'unsubscribed']);
     // The next campaign skips the unsubscribed contact.
     const next = await startCampaign(api, p, { audienceType: 'ALL' });
@@ -169,20 +232,29 @@ describe('with a worker', () => {
     const p = await createTestProject(api.database);
     const to = await seed(api, p.id, 30, 'retry', { plan: 'r' });
     // Two addresses fail twice with a transient SES error before succeeding.
-    for (const a of to.slice(0, 2)) await sesFault({ match: a, status: 500, type: 'InternalFailure', message: 'transient', times: 2 });
+    for (const a of to.slice(0, 2))
+      await sesFault({ match: a, status: 500, type: 'InternalFailure', message: 'transient', times: 2 });
     const id = await startCampaign(api, p, { audienceType: 'ALL' });
     await waitStatus(api, p, id, 'SENT');
     expect([...countsOf(await acceptedTo(to)).values()]).toEqual(Array(30).fill(1));
 
     // Replay the whole fan-out as a duplicated or retried job would (cursor lost, campaign SENDING again).
-    await api.database.db.execute(sql`update campaigns set status = 'SENDING', fanout_cursor = null, fanout_done = false, enqueue_cursor = null where id = ${id}::uuid`);
+    await api.database.db.execute(
+      sql`update campaigns set status = 'SENDING', fanout_cursor = null, fanout_done = false, enqueue_cursor = null where id = ${id}::uuid`,
+    );
     const replays = [newId(), newId()];
-    for (const jobId of replays) await api.queues.campaign.add('campaign', { campaignId: id, projectId: p.id }, { jobId });
+    for (const jobId of replays)
+      await api.queues.campaign.add('campaign', { campaignId: id, projectId: p.id }, { jobId });
     await waitStatus(api, p, id, 'SENT');
     expect((await recipientsOf(api, id)).length).toBe(30);
     // Nothing more can reach SES once both replayed jobs have ended, no email of the campaign is queued or in
     // flight, and the worker holds no send job (whatever the replay enqueued has run).
-    await waitFor(async () => (await jobEnded(api, replays[0])) && (await jobEnded(api, replays[1])) && (await noneInFlight(api, id)), 20_000, 'the replayed jobs ended, no email in flight');
+    await waitFor(
+      async () =>
+        (await jobEnded(api, replays[0])) && (await jobEnded(api, replays[1])) && (await noneInFlight(api, id)),
+      20_000,
+      'the replayed jobs ended, no email in flight',
+    );
     await queuesSettled(worker, ['send']);
     expect([...countsOf(await acceptedTo(to)).values()]).toEqual(Array(30).fill(1));
   });
@@ -202,7 +274,10 @@ describe('with a worker', () => {
     const moved = await startCampaign(api, q, { audienceType: 'ALL' }, new Date(Date.now() + 1000));
     // Far enough that the sentinel below is sent well before it, on a loaded machine too.
     const later = new Date(Date.now() + 5000);
-    expect((await client(api.app, q).post(`/campaigns/${moved}/send`, { scheduledAt: later.toISOString() })).body.data.scheduledAt).toBe(later.toISOString());
+    expect(
+      (await client(api.app, q).post(`/campaigns/${moved}/send`, { scheduledAt: later.toISOString() })).body.data
+        .scheduledAt,
+    ).toBe(later.toISOString());
     const [c] = await seed(api, q.id, 1, 'cancelled', null);
     const r = await createTestProject(api.database);
     await seed(api, r.id, 1, 'never', null);
@@ -222,7 +297,10 @@ describe('with a worker', () => {
     const sends = await sesSendsTo([b, c]);
     expect(sends).toHaveLength(2);
     expect(Math.min(...sends.map((s) => s.at))).toBeGreaterThanOrEqual(later.getTime() - 50);
-    expect((await client(api.app, r).get(`/campaigns/${cancelled}`)).body.data).toMatchObject({ status: 'CANCELLED', recipients: 0 });
+    expect((await client(api.app, r).get(`/campaigns/${cancelled}`)).body.data).toMatchObject({
+      status: 'CANCELLED',
+      recipients: 0,
+    });
   });
 
   test('cancel during SENDING stops every email SES has not received', async () => {
@@ -235,7 +313,11 @@ describe('with a worker', () => {
     const afterCancel = (await sesSendsTo(to)).length;
     // The campaign has had its chance once its job has ended (it sweeps the audience the queue never received)
     // and none of its emails is queued or in flight.
-    await waitFor(async () => (await jobEnded(api, id)) && (await noneInFlight(api, id)), 20_000, 'the campaign job ended, no email queued or in flight');
+    await waitFor(
+      async () => (await jobEnded(api, id)) && (await noneInFlight(api, id)),
+      20_000,
+      'the campaign job ended, no email queued or in flight',
+    );
     const settled = (await sesSendsTo(to)).length;
     // Only emails already claimed by the worker (at most its concurrency) may still reach SES.
     expect(settled - afterCancel).toBeLessThanOrEqual(config.workerConcurrency);
@@ -254,20 +336,31 @@ describe('with a worker', () => {
     expect(stats.sent).toBeLessThan(150);
   });
 
-  test('transactional mail sent during a large campaign goes out before the campaign\'s remaining mail', async () => {
+  test("transactional mail sent during a large campaign goes out before the campaign's remaining mail", async () => {
     const p = await createTestProject(api.database);
     const to = await seed(api, p.id, 200, 'bulk', null);
     const id = await startCampaign(api, p, { audienceType: 'ALL' });
     await waitFor(async () => (await sesSendsTo(to)).length >= 20 || undefined, 20_000, '20 campaign sends');
     const t = recipient('urgent');
-    const res = await client(api.app, p).post('/v1/send', { to: t, from: `alerts@${p.domain}`, subject: 'Your code', body: '<p>123456</p>' });
+    const res = await client(api.app, p).post('/v1/send', {
+      to: t,
+      from: `alerts@${p.domain}`,
+      subject: 'Your code',
+      body: '<p>123456</p>',
+    });
     expect(res.status).toBe(202);
-    const [sent] = await waitFor(async () => {
-      const s = await sesSendsTo([t]);
-      return s.length ? s : undefined;
-    }, 10_000, 'transactional send');
+    const [sent] = await waitFor(
+      async () => {
+        const s = await sesSendsTo([t]);
+        return s.length ? s : undefined;
+      },
+      10_000,
+      'transactional send',
+    );
     const campaignBefore = (await sesSendsTo(to)).filter((s) => s.at < sent.at).length;
-    console.log(`priority: transactional sent after ${campaignBefore} of 200 campaign emails; accepted-to-SES ${Math.round(sent.at - Date.parse(res.body.data.timestamp))} ms after acceptance`);
+    console.log(
+      `priority: transactional sent after ${campaignBefore} of 200 campaign emails; accepted-to-SES ${Math.round(sent.at - Date.parse(res.body.data.timestamp))} ms after acceptance`,
+    );
     expect(200 - campaignBefore).toBeGreaterThan(100);
     await client(api.app, p).post(`/campaigns/${id}/cancel`, {});
   });
@@ -280,7 +373,16 @@ describe('a worker killed mid-campaign', () => {
   const children: ChildProcess[] = [];
   beforeAll(async () => {
     iso = await isolatedDatabase();
-    env = testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '40', WORKER_CONCURRENCY: '4', WORKER_LOCK_MS: '3000', SEND_LEASE_MS: '3000', CAMPAIGN_TICK_MS: '100', CAMPAIGN_BATCH_SIZE: '20', CAMPAIGN_QUEUE_WINDOW: '30' });
+    env = testEnv({
+      DATABASE_URL: iso.url,
+      SES_MAX_SEND_RATE: '40',
+      WORKER_CONCURRENCY: '4',
+      WORKER_LOCK_MS: '3000',
+      SEND_LEASE_MS: '3000',
+      CAMPAIGN_TICK_MS: '100',
+      CAMPAIGN_BATCH_SIZE: '20',
+      CAMPAIGN_QUEUE_WINDOW: '30',
+    });
     api = await startTestApi(loadConfig(env));
   });
   afterAll(async () => {
@@ -326,7 +428,15 @@ describe('lost jobs and marketing templates', () => {
   let worker: RunningWorker;
   beforeAll(async () => {
     iso = await isolatedDatabase();
-    config = loadConfig(testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', RECONCILE_INTERVAL_MS: '300', RECONCILE_AFTER_MS: '0' }));
+    config = loadConfig(
+      testEnv({
+        DATABASE_URL: iso.url,
+        SES_MAX_SEND_RATE: '50',
+        CAMPAIGN_TICK_MS: '100',
+        RECONCILE_INTERVAL_MS: '300',
+        RECONCILE_AFTER_MS: '0',
+      }),
+    );
     api = await startTestApi(config);
     worker = await startWorker(config, { healthPort: null });
   });
@@ -352,18 +462,26 @@ describe('lost jobs and marketing templates', () => {
     const p = await createTestProject(api.database);
     const as = client(api.app, p);
     const body = '<p>Deals</p><a href="{{unsubscribeUrl}}">stop</a>';
-    const marketing = (await as.post('/templates', { name: 'm', subject: 'm', body, type: 'MARKETING', from: `m@${p.domain}` })).body.data.id;
-    const transactional = (await as.post('/templates', { name: 't', subject: 't', body: '<p>Receipt</p>', from: `t@${p.domain}` })).body.data.id;
+    const marketing = (
+      await as.post('/templates', { name: 'm', subject: 'm', body, type: 'MARKETING', from: `m@${p.domain}` })
+    ).body.data.id;
+    const transactional = (
+      await as.post('/templates', { name: 't', subject: 't', body: '<p>Receipt</p>', from: `t@${p.domain}` })
+    ).body.data.id;
     const a = recipient('mkt');
     const b = recipient('trx');
     // /v1/send creates contacts unsubscribed (Plunk's rule); this one opted in.
     await as.post('/contacts', { email: a, subscribed: true });
     expect((await as.post('/v1/send', { to: a, template: marketing })).status).toBe(202);
     expect((await as.post('/v1/send', { to: b, template: transactional })).status).toBe(202);
-    const [ma, mb] = await waitFor(async () => {
-      const [x, y] = [await sesSendsTo([a]), await sesSendsTo([b])];
-      return x.length && y.length ? [await parseMail(x[0]), await parseMail(y[0])] : undefined;
-    }, 10_000, 'both sent');
+    const [ma, mb] = await waitFor(
+      async () => {
+        const [x, y] = [await sesSendsTo([a]), await sesSendsTo([b])];
+        return x.length && y.length ? [await parseMail(x[0]), await parseMail(y[0])] : undefined;
+      },
+      10_000,
+      'both sent',
+    );
     const line = ma.headerLines.find((h) => h.key === 'list-unsubscribe')?.line ?? '';
     const url = /<(http[^>]+)>/.exec(line)?.[1];
     expect(url).toBeDefined();

@@ -19,7 +19,18 @@ import { newId } from '@mailroom/platform/ids';
 import { sendJobOptions, SendPriority } from '@mailroom/queues/catalog';
 import { createSendQueue } from '@mailroom/queues/create';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { createTestProject, isolatedDatabase, parseMail, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  createTestProject,
+  isolatedDatabase,
+  parseMail,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 import type { RecordedSend } from '../support/ses-recorder';
 
 let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
@@ -29,7 +40,9 @@ let worker: RunningWorker;
 
 beforeAll(async () => {
   iso = await isolatedDatabase();
-  config = loadConfig(testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '100', SEND_MAX_ATTEMPTS: '8', WORKFLOW_INBOX_POLL_MS: '200' }));
+  config = loadConfig(
+    testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '100', SEND_MAX_ATTEMPTS: '8', WORKFLOW_INBOX_POLL_MS: '200' }),
+  );
   api = await startTestApi(config);
   worker = await startWorker(config, { healthPort: null });
 });
@@ -48,10 +61,14 @@ const as = (p: TestProject) => ({
 
 /** The one message SES accepted for `to`. */
 async function delivered(to: string): Promise<RecordedSend> {
-  const [send] = await waitFor(async () => {
-    const s = await sesSendsTo([to]);
-    return s.length > 0 && s;
-  }, 20_000, `a message to ${to}`);
+  const [send] = await waitFor(
+    async () => {
+      const s = await sesSendsTo([to]);
+      return s.length > 0 && s;
+    },
+    20_000,
+    `a message to ${to}`,
+  );
   return send;
 }
 
@@ -86,25 +103,42 @@ describe('/v1/send', () => {
     p = await createTestProject(api.database);
   });
 
-  test.each(['markdown', 'html'] as const)('%s body: each vector in data stays text; a javascript: URL variable becomes #', async (type) => {
-    const body = type === 'markdown' ? 'Hello {{name}}\n\n[Open]({{url}})' : '<p>Hello {{name}}</p><a href="{{url}}">Open</a>';
-    const sent: [string, string][] = [];
-    for (const value of Object.values(VECTORS)) {
-      const to = recipient(type);
-      const res = await as(p).post('/v1/send', { to, from: `a@${p.domain}`, subject: 'Hi {{name}}', body, type, data: { name: value, url: 'javascript:alert(document.cookie)' } });
-      expect(res.status).toBe(202);
-      sent.push([to, value]);
-    }
-    for (const [to, value] of sent) {
-      const mail = await parseMail(await delivered(to));
-      expectInert(mail, value);
-      expect(mail.html).toMatch(/<a href="#">Open<\/a>/);
-    }
-  });
+  test.each(['markdown', 'html'] as const)(
+    '%s body: each vector in data stays text; a javascript: URL variable becomes #',
+    async (type) => {
+      const body =
+        type === 'markdown' ? 'Hello {{name}}\n\n[Open]({{url}})' : '<p>Hello {{name}}</p><a href="{{url}}">Open</a>';
+      const sent: [string, string][] = [];
+      for (const value of Object.values(VECTORS)) {
+        const to = recipient(type);
+        const res = await as(p).post('/v1/send', {
+          to,
+          from: `a@${p.domain}`,
+          subject: 'Hi {{name}}',
+          body,
+          type,
+          data: { name: value, url: 'javascript:alert(document.cookie)' },
+        });
+        expect(res.status).toBe(202);
+        sent.push([to, value]);
+      }
+      for (const [to, value] of sent) {
+        const mail = await parseMail(await delivered(to));
+        expectInert(mail, value);
+        expect(mail.html).toMatch(/<a href="#">Open<\/a>/);
+      }
+    },
+  );
 
   test('plunk_id and plunk_email come from the contact, whatever data says', async () => {
     const to = recipient('plunk');
-    const res = await as(p).post('/v1/send', { to, from: `a@${p.domain}`, subject: '{{plunk_email}}', body: '<p>id={{plunk_id}} email={{plunk_email}}</p>', data: { plunk_id: 'forged', plunk_email: 'forged@attacker.test' } });
+    const res = await as(p).post('/v1/send', {
+      to,
+      from: `a@${p.domain}`,
+      subject: '{{plunk_email}}',
+      body: '<p>id={{plunk_id}} email={{plunk_email}}</p>',
+      data: { plunk_id: 'forged', plunk_email: 'forged@attacker.test' },
+    });
     expect(res.status).toBe(202);
     const contactId = res.body.data.emails[0].contact.id as string;
     const mail = await parseMail(await delivered(to));
@@ -112,11 +146,26 @@ describe('/v1/send', () => {
     expect(mail.subject).toBe(to);
   });
 
-  test('transactional: the caller\'s List-Unsubscribe pair verbatim, once; without one, ours when the body links to the unsubscribe URL', async () => {
+  test("transactional: the caller's List-Unsubscribe pair verbatim, once; without one, ours when the body links to the unsubscribe URL", async () => {
     const own = recipient('own');
-    await as(p).post('/v1/send', { to: own, from: `a@${p.domain}`, subject: 's', body: '<a href="{{unsubscribeUrl}}">stop</a>', headers: { 'list-unsubscribe': '<mailto:stop@x.test>', 'list-unsubscribe-post': 'List-Unsubscribe=One-Click', 'X-Campaign-Ref': 'r1' } });
+    await as(p).post('/v1/send', {
+      to: own,
+      from: `a@${p.domain}`,
+      subject: 's',
+      body: '<a href="{{unsubscribeUrl}}">stop</a>',
+      headers: {
+        'list-unsubscribe': '<mailto:stop@x.test>',
+        'list-unsubscribe-post': 'List-Unsubscribe=One-Click',
+        'X-Campaign-Ref': 'r1',
+      },
+    });
     const ours = recipient('ours');
-    await as(p).post('/v1/send', { to: ours, from: `a@${p.domain}`, subject: 's', body: '<a href="{{unsubscribeUrl}}">stop</a>' });
+    await as(p).post('/v1/send', {
+      to: ours,
+      from: `a@${p.domain}`,
+      subject: 's',
+      body: '<a href="{{unsubscribeUrl}}">stop</a>',
+    });
     const none = recipient('none');
     await as(p).post('/v1/send', { to: none, from: `a@${p.domain}`, subject: 's', body: '<p>receipt</p>' });
 
@@ -128,14 +177,27 @@ describe('/v1/send', () => {
     expect(headerLines(ownRaw, 'Precedence')).toEqual([]);
     const oursRaw = (await delivered(ours)).raw;
     expect(headerLines(oursRaw, 'List-Unsubscribe')).toHaveLength(1);
-    expect(headerLines(oursRaw, 'List-Unsubscribe')[0]).toMatch(/^List-Unsubscribe: <http.*\/unsubscribe\/[A-Za-z0-9_-]{43}>$/);
+    expect(headerLines(oursRaw, 'List-Unsubscribe')[0]).toMatch(
+      /^List-Unsubscribe: <http.*\/unsubscribe\/[A-Za-z0-9_-]{43}>$/,
+    );
     expect(headerLines((await delivered(none)).raw, 'List-Unsubscribe')).toEqual([]);
   });
 
-  test('marketing: the platform\'s pair and the bulk headers once each; a caller\'s bulk header replaces the default', async () => {
-    const t = await as(p).post('/templates', { name: 'm', subject: 'News', body: '<p>News</p><a href="{{unsubscribeUrl}}">stop</a>', type: 'MARKETING', from: `n@${p.domain}` });
+  test("marketing: the platform's pair and the bulk headers once each; a caller's bulk header replaces the default", async () => {
+    const t = await as(p).post('/templates', {
+      name: 'm',
+      subject: 'News',
+      body: '<p>News</p><a href="{{unsubscribeUrl}}">stop</a>',
+      type: 'MARKETING',
+      from: `n@${p.domain}`,
+    });
     const to = recipient('mkt');
-    const res = await as(p).post('/v1/send', { to, template: t.body.data.id, subscribed: true, headers: { precedence: 'list', 'X-Ref': '1' } });
+    const res = await as(p).post('/v1/send', {
+      to,
+      template: t.body.data.id,
+      subscribed: true,
+      headers: { precedence: 'list', 'X-Ref': '1' },
+    });
     expect(res.status).toBe(202);
     const raw = (await delivered(to)).raw;
     expect(headerLines(raw, 'List-Unsubscribe')).toHaveLength(1);
@@ -159,10 +221,20 @@ describe('/v1/send', () => {
         subject: 'old',
         body: '<p>old</p>',
         bodyFormat: 'html',
-        headers: { 'X-SES-CONFIGURATION-SET': 'attacker-set', 'x-ses-source-arn': 'arn:aws:ses:x', 'list-unsubscribe': '<https://attacker.test/u>', From: 'ceo@bank.test', 'X-Keep': 'yes' },
+        headers: {
+          'X-SES-CONFIGURATION-SET': 'attacker-set',
+          'x-ses-source-arn': 'arn:aws:ses:x',
+          'list-unsubscribe': '<https://attacker.test/u>',
+          From: 'ceo@bank.test',
+          'X-Keep': 'yes',
+        },
       },
     ]);
-    await createSendQueue(config, api.redis).add('send', { emailId: id, projectId: p.id }, sendJobOptions(config, id, SendPriority.transactional));
+    await createSendQueue(config, api.redis).add(
+      'send',
+      { emailId: id, projectId: p.id },
+      sendJobOptions(config, id, SendPriority.transactional),
+    );
     const raw = (await delivered(to)).raw;
     expect(raw).not.toMatch(/^x-ses-/im);
     expect(raw).not.toContain('attacker');
@@ -173,13 +245,23 @@ describe('/v1/send', () => {
 
   test('a message that cannot be composed (a raw value nested 20,000 deep) fails at once, permanently, with the reason', async () => {
     const to = recipient('deep');
-    const res = await as(p).post('/v1/send', { to, from: `a@${p.domain}`, subject: 's', body: '<p>{{{block}}}</p>', data: { block: '<div>'.repeat(20_000) } });
+    const res = await as(p).post('/v1/send', {
+      to,
+      from: `a@${p.domain}`,
+      subject: 's',
+      body: '<p>{{{block}}}</p>',
+      data: { block: '<div>'.repeat(20_000) },
+    });
     expect(res.status).toBe(202);
     const id = res.body.data.emails[0].email as string;
-    const row = await waitFor(async () => {
-      const [r] = await api.database.db.select().from(emails).where(eq(emails.id, id));
-      return r?.status === 'failed' && r;
-    }, 20_000, 'the email failed');
+    const row = await waitFor(
+      async () => {
+        const [r] = await api.database.db.select().from(emails).where(eq(emails.id, id));
+        return r?.status === 'failed' && r;
+      },
+      20_000,
+      'the email failed',
+    );
     expect(row).toMatchObject({ attempts: 1, failureKind: 'permanent' });
     expect(row.error).toMatch(/cannot compose the message: .*nests too deeply/);
     expect(await sesSendsTo([to])).toEqual([]);
@@ -193,9 +275,18 @@ describe('campaigns', () => {
     for (const value of Object.values(VECTORS)) {
       const email = recipient('camp');
       addresses.push([email, value]);
-      expect((await as(p).post('/contacts', { email, subscribed: true, data: { name: value, link: 'javascript:alert(1)' } })).status).toBe(201);
+      expect(
+        (await as(p).post('/contacts', { email, subscribed: true, data: { name: value, link: 'javascript:alert(1)' } }))
+          .status,
+      ).toBe(201);
     }
-    const c = await as(p).post('/campaigns', { name: 'c', subject: 'Hi', body: '<p>Hi {{name}}</p><a href="{{link}}">go</a><a href="{{unsubscribeUrl}}">stop</a>', from: `n@${p.domain}`, audienceType: 'ALL' });
+    const c = await as(p).post('/campaigns', {
+      name: 'c',
+      subject: 'Hi',
+      body: '<p>Hi {{name}}</p><a href="{{link}}">go</a><a href="{{unsubscribeUrl}}">stop</a>',
+      from: `n@${p.domain}`,
+      audienceType: 'ALL',
+    });
     expect(c.status).toBe(201);
     expect((await as(p).post(`/campaigns/${c.body.data.id}/send`, {})).status).toBe(200);
     for (const [to, value] of addresses) {
@@ -214,13 +305,23 @@ describe('campaigns', () => {
     const deep = recipient('deep');
     await as(p).post('/contacts', { email: ok, subscribed: true, data: { block: '<b>fine</b>' } });
     await as(p).post('/contacts', { email: deep, subscribed: true, data: { block: '<div>'.repeat(20_000) } });
-    const c = await as(p).post('/campaigns', { name: 'c', subject: 'Hi', body: '<p>{{{block}}}</p><a href="{{unsubscribeUrl}}">stop</a>', from: `n@${p.domain}`, audienceType: 'ALL' });
+    const c = await as(p).post('/campaigns', {
+      name: 'c',
+      subject: 'Hi',
+      body: '<p>{{{block}}}</p><a href="{{unsubscribeUrl}}">stop</a>',
+      from: `n@${p.domain}`,
+      audienceType: 'ALL',
+    });
     await as(p).post(`/campaigns/${c.body.data.id}/send`, {});
     await delivered(ok);
-    const campaign = await waitFor(async () => {
-      const res = await as(p).get(`/campaigns/${c.body.data.id}`);
-      return res.body.data.status === 'SENT' && res.body.data;
-    }, 30_000, 'the campaign SENT');
+    const campaign = await waitFor(
+      async () => {
+        const res = await as(p).get(`/campaigns/${c.body.data.id}`);
+        return res.body.data.status === 'SENT' && res.body.data;
+      },
+      30_000,
+      'the campaign SENT',
+    );
     expect(campaign.status).toBe('SENT');
     const [row] = await api.database.db.select().from(emails).where(eq(emails.toEmail, deep));
     expect(row).toMatchObject({ status: 'failed', attempts: 1, failureKind: 'permanent' });
@@ -229,10 +330,18 @@ describe('campaigns', () => {
 
 test('workflow SEND_EMAIL: contact and trigger data stay text; a javascript: URL from the trigger becomes #', async () => {
   const p = await createTestProject(api.database);
-  const t = await as(p).post('/templates', { name: 't', subject: 'Hi', body: '<p>Hi {{name}} ({{trigger.note}})</p><a href="{{trigger.link}}">open</a>', from: `wf@${p.domain}` });
+  const t = await as(p).post('/templates', {
+    name: 't',
+    subject: 'Hi',
+    body: '<p>Hi {{name}} ({{trigger.note}})</p><a href="{{trigger.link}}">open</a>',
+    from: `wf@${p.domain}`,
+  });
   const w = await as(p).post('/workflows', { name: 'wf', trigger: { type: 'EVENT', event: 'signup' } });
   const wid = w.body.data.id as string;
-  const graph = await as(p).put(`/workflows/${wid}/graph`, { steps: [{ key: 'send', type: 'SEND_EMAIL', config: { templateId: t.body.data.id } }], transitions: [{ from: null, to: 'send' }] });
+  const graph = await as(p).put(`/workflows/${wid}/graph`, {
+    steps: [{ key: 'send', type: 'SEND_EMAIL', config: { templateId: t.body.data.id } }],
+    transitions: [{ from: null, to: 'send' }],
+  });
   expect(graph.status).toBe(200);
   expect((await as(p).patch(`/workflows/${wid}`, { enabled: true })).status).toBe(200);
   const to = recipient('wf');
@@ -240,7 +349,11 @@ test('workflow SEND_EMAIL: contact and trigger data stay text; a javascript: URL
   const tracked = await request(api.app)
     .post('/v1/track')
     .set('Authorization', `Bearer ${p.publicKey}`)
-    .send({ email: to, event: 'signup', data: { name: VECTORS.link, note: VECTORS.html, link: 'javascript:alert(1)' } });
+    .send({
+      email: to,
+      event: 'signup',
+      data: { name: VECTORS.link, note: VECTORS.html, link: 'javascript:alert(1)' },
+    });
   expect(tracked.status).toBe(200);
   const mail = await parseMail(await delivered(to));
   expectInert(mail, VECTORS.link);

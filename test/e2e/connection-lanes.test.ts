@@ -14,7 +14,16 @@ import { emails } from '@mailroom/db/schema';
 import { addDomain } from '@mailroom/db/queries/projects';
 import { setDomainConnection, setProjectConnection } from '@mailroom/db/queries/delivery-connections';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, recipient, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  recipient,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 import { startSesStack, type SesStack } from '../support/services';
 import { acceptedAt } from '../support/failing-ses';
 
@@ -54,7 +63,10 @@ async function send(p: TestProject, to: string[], from = `hello@${p.domain}`): P
 
 type Row = { id: string; status: string; toEmail: string; sesConnection: string | null };
 const rows = async (ids: string[]): Promise<Row[]> =>
-  api.database.db.select({ id: emails.id, status: emails.status, toEmail: emails.toEmail, sesConnection: emails.sesConnection }).from(emails).where(inArray(emails.id, ids));
+  api.database.db
+    .select({ id: emails.id, status: emails.status, toEmail: emails.toEmail, sesConnection: emails.sesConnection })
+    .from(emails)
+    .where(inArray(emails.id, ids));
 const sentCount = async (ids: string[]) => (await rows(ids)).filter((r) => r.status === 'sent').length;
 
 test('mail bound to a healthy connection goes out at its own pace while a slow connection is saturated; each email accepted once', async () => {
@@ -69,10 +81,14 @@ test('mail bound to a healthy connection goes out at its own pace while a slow c
   const fastTo = Array.from({ length: 20 }, () => recipient('l-fast'));
   const startedAt = Date.now();
   const fastIds = await send(fast, fastTo);
-  const fastRows = await waitFor(async () => {
-    const r = await rows(fastIds);
-    return r.length === fastIds.length && r.every((e) => e.status === 'sent') && r;
-  }, 30_000, 'the backup mail sent');
+  const fastRows = await waitFor(
+    async () => {
+      const r = await rows(fastIds);
+      return r.length === fastIds.length && r.every((e) => e.status === 'sent') && r;
+    },
+    30_000,
+    'the backup mail sent',
+  );
   const fastMs = Date.now() - startedAt;
   const slowSentMeanwhile = await sentCount(slowIds);
   expect(fastRows.every((r) => r.sesConnection === 'backup')).toBe(true);
@@ -81,19 +97,28 @@ test('mail bound to a healthy connection goes out at its own pace while a slow c
   expect(slowSentMeanwhile).toBeLessThan(24);
 
   // The slow connection's mail all goes out in the end, through it, each email accepted exactly once.
-  const slowRows = await waitFor(async () => {
-    const r = await rows(slowIds);
-    return r.every((e) => e.status === 'sent') && r;
-  }, 60_000, 'the slow connection\'s mail sent');
+  const slowRows = await waitFor(
+    async () => {
+      const r = await rows(slowIds);
+      return r.every((e) => e.status === 'sent') && r;
+    },
+    60_000,
+    "the slow connection's mail sent",
+  );
   expect(slowRows.every((r) => r.sesConnection === 'default')).toBe(true);
-  const [atDefault, atBackup] = await Promise.all([acceptedAt(stack.endpoint, [...slowTo, ...fastTo]), acceptedAt(BACKUP, [...slowTo, ...fastTo])]);
+  const [atDefault, atBackup] = await Promise.all([
+    acceptedAt(stack.endpoint, [...slowTo, ...fastTo]),
+    acceptedAt(BACKUP, [...slowTo, ...fastTo]),
+  ]);
   const count = (sends: { to: string[] }[], t: string) => sends.filter((s) => s.to.includes(t)).length;
   for (const t of slowTo) expect([t, count(atDefault, t), count(atBackup, t)]).toEqual([t, 1, 0]);
   for (const t of fastTo) expect([t, count(atDefault, t), count(atBackup, t)]).toEqual([t, 0, 1]);
-  console.log(`connection lanes: 20 emails on backup sent in ${fastMs} ms while default (2/s) had sent ${slowSentMeanwhile} of its 30`);
+  console.log(
+    `connection lanes: 20 emails on backup sent in ${fastMs} ms while default (2/s) had sent ${slowSentMeanwhile} of its 30`,
+  );
 }, 120_000);
 
-test('the fair share is counted per connection: a project\'s mail on default does not use up its share on backup', async () => {
+test("the fair share is counted per connection: a project's mail on default does not use up its share on backup", async () => {
   const p = await createTestProject(api.database);
   const second = `b${p.domain}`;
   await addDomain(api.database.db, p.id, second, true);
@@ -103,16 +128,27 @@ test('the fair share is counted per connection: a project\'s mail on default doe
   if (left < 5_000) await new Promise((r) => setTimeout(r, left + 10));
   const minute = Math.floor(Date.now() / 60_000);
 
-  const onDefault = await send(p, Array.from({ length: 6 }, () => recipient('s-default')));
-  const onBackup = await send(p, Array.from({ length: 4 }, () => recipient('s-backup')), `hello@${second}`);
+  const onDefault = await send(
+    p,
+    Array.from({ length: 6 }, () => recipient('s-default')),
+  );
+  const onBackup = await send(
+    p,
+    Array.from({ length: 4 }, () => recipient('s-backup')),
+    `hello@${second}`,
+  );
   const key = `${api.config.queuePrefix}:lane:transactional:${p.id}:${minute}`;
   await waitFor(async () => (await api.redis.get(`${key}:backup`)) === '4', 10_000, 'the backup count');
   // Each connection has its own count: 6 on default (over its share of 5), 4 on backup (within its own).
   expect(await api.redis.get(key)).toBe('6');
-  const sent = await waitFor(async () => {
-    const r = await rows([...onDefault, ...onBackup]);
-    return r.every((e) => e.status === 'sent') && r;
-  }, 30_000, 'all sent');
+  const sent = await waitFor(
+    async () => {
+      const r = await rows([...onDefault, ...onBackup]);
+      return r.every((e) => e.status === 'sent') && r;
+    },
+    30_000,
+    'all sent',
+  );
   expect(sent.filter((r) => r.sesConnection === 'backup').length).toBe(4);
 });
 
@@ -122,7 +158,13 @@ test("workflow mail's fair share is counted per connection too: the From's bindi
   await addDomain(api.database.db, p.id, second, true);
   expect(await setDomainConnection(api.database.db, second, 'backup')).toBe(true);
   const c = client(api.app, p);
-  const tpl = await c.post('/templates', { name: 't', subject: 'Hi', body: '<p>hi</p>', type: 'TRANSACTIONAL', from: `wf@${second}` });
+  const tpl = await c.post('/templates', {
+    name: 't',
+    subject: 'Hi',
+    body: '<p>hi</p>',
+    type: 'TRANSACTIONAL',
+    from: `wf@${second}`,
+  });
   expect(tpl.status).toBe(201);
   const created = await c.post('/workflows', { name: 'wf', trigger: { type: 'EVENT', event: 'signup' } });
   expect(created.status).toBe(201);
@@ -131,7 +173,10 @@ test("workflow mail's fair share is counted per connection too: the From's bindi
       { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl.body.data.id } },
       { key: 'end', type: 'EXIT', config: { reason: 'done' } },
     ],
-    transitions: [{ from: null, to: 'send' }, { from: 'send', to: 'end' }],
+    transitions: [
+      { from: null, to: 'send' },
+      { from: 'send', to: 'end' },
+    ],
   };
   expect((await c.put(`/workflows/${created.body.data.id}/graph`, graph)).status).toBe(200);
   expect((await c.patch(`/workflows/${created.body.data.id}`, { enabled: true })).status).toBe(200);
@@ -143,11 +188,22 @@ test("workflow mail's fair share is counted per connection too: the From's bindi
   const to = [recipient('wf-a'), recipient('wf-b')];
   for (const email of to) expect((await c.post('/v1/track', { email, event: 'signup' })).status).toBe(200);
   const key = `${api.config.queuePrefix}:lane:workflow:${p.id}:${minute}`;
-  await waitFor(async () => (await api.redis.get(`${key}:backup`)) === '2', 15_000, 'the backup count of the workflow lane');
+  await waitFor(
+    async () => (await api.redis.get(`${key}:backup`)) === '2',
+    15_000,
+    'the backup count of the workflow lane',
+  );
   expect(await api.redis.get(key)).toBeNull();
-  const sent = await waitFor(async () => {
-    const r = await api.database.db.select({ status: emails.status, sesConnection: emails.sesConnection }).from(emails).where(inArray(emails.toEmail, to));
-    return r.length === 2 && r.every((e) => e.status === 'sent') && r;
-  }, 30_000, 'both workflow emails sent');
+  const sent = await waitFor(
+    async () => {
+      const r = await api.database.db
+        .select({ status: emails.status, sesConnection: emails.sesConnection })
+        .from(emails)
+        .where(inArray(emails.toEmail, to));
+      return r.length === 2 && r.every((e) => e.status === 'sent') && r;
+    },
+    30_000,
+    'both workflow emails sent',
+  );
   expect(sent.map((r) => r.sesConnection)).toEqual(['backup', 'backup']);
 });

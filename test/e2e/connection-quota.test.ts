@@ -9,7 +9,16 @@ import { loadConfig } from '@mailroom/config/config';
 import { LocalAccountProvider } from '@mailroom/mail/ses-account';
 import { setProjectConnection } from '@mailroom/db/queries/delivery-connections';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, recipient, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  recipient,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 let api: TestApi;
 let worker: RunningWorker;
@@ -17,7 +26,9 @@ let bound: TestProject;
 
 beforeAll(async () => {
   const env = testEnv({
-    SES_CONNECTIONS: JSON.stringify([{ name: 'client-b', region: 'us-east-1', endpoint: process.env.TEST_SES_ENDPOINT }]),
+    SES_CONNECTIONS: JSON.stringify([
+      { name: 'client-b', region: 'us-east-1', endpoint: process.env.TEST_SES_ENDPOINT },
+    ]),
     SES_MAX_SEND_RATE: '20',
     SES_QUOTA_CHECK_MS: '200',
     CAMPAIGN_TICK_MS: '100',
@@ -26,8 +37,15 @@ beforeAll(async () => {
   bound = await createTestProject(api.database);
   // client-b's account: 20 a day, of which this deployment's sends through it count.
   const sentViaB = async () =>
-    (await api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where ses_connection = 'client-b' and status = 'sent' and project_id = ${bound.id}::uuid`)).rows[0].n;
-  worker = await startWorker(loadConfig(env), { healthPort: null, accounts: new Map([['client-b', new LocalAccountProvider({ maxSendRate: 20, max24HourSend: 20 }, sentViaB)]]) });
+    (
+      await api.database.db.execute<{ n: number }>(
+        sql`select count(*)::int as n from emails where ses_connection = 'client-b' and status = 'sent' and project_id = ${bound.id}::uuid`,
+      )
+    ).rows[0].n;
+  worker = await startWorker(loadConfig(env), {
+    healthPort: null,
+    accounts: new Map([['client-b', new LocalAccountProvider({ maxSendRate: 20, max24HourSend: 20 }, sentViaB)]]),
+  });
 });
 afterAll(async () => {
   await worker?.stop();
@@ -39,28 +57,60 @@ async function campaignTo(p: TestProject, n: number, tag: string): Promise<strin
   await api.database.db.execute(sql`
     insert into contacts (id, project_id, email, email_key, subscribed, data)
     select gen_random_uuid(), ${p.id}::uuid, e, e, true, '{}'::jsonb from unnest(${sql.param(to)}::text[]) as e`);
-  const created = await client(api.app, p).post('/campaigns', { name: tag, subject: 'News', body: '<p>News</p><a href="{{unsubscribeUrl}}">stop</a>', from: `news@${p.domain}`, audienceType: 'ALL' });
+  const created = await client(api.app, p).post('/campaigns', {
+    name: tag,
+    subject: 'News',
+    body: '<p>News</p><a href="{{unsubscribeUrl}}">stop</a>',
+    from: `news@${p.domain}`,
+    audienceType: 'ALL',
+  });
   expect(created.status).toBe(201);
   return created.body.data.id as string;
 }
 
 const campaignRow = async (id: string) =>
-  (await api.database.db.execute<{ status: string; paused_reason: string | null; pause_details: Record<string, unknown> | null }>(sql`select status, paused_reason, pause_details from campaigns where id = ${id}::uuid`)).rows[0];
+  (
+    await api.database.db.execute<{
+      status: string;
+      paused_reason: string | null;
+      pause_details: Record<string, unknown> | null;
+    }>(sql`select status, paused_reason, pause_details from campaigns where id = ${id}::uuid`)
+  ).rows[0];
 const sentBy = async (id: string) =>
-  (await api.database.db.execute<{ ses_connection: string; n: number }>(sql`select ses_connection, count(*)::int as n from emails where campaign_id = ${id}::uuid and status = 'sent' group by 1`)).rows;
+  (
+    await api.database.db.execute<{ ses_connection: string; n: number }>(
+      sql`select ses_connection, count(*)::int as n from emails where campaign_id = ${id}::uuid and status = 'sent' group by 1`,
+    )
+  ).rows;
 
 test("a connection's quota pauses only the campaigns bound to it", async () => {
   await setProjectConnection(api.database.db, bound.id, 'client-b');
   const other = await createTestProject(api.database);
   const onB = await campaignTo(bound, 40, 'cq-b');
   const onDefault = await campaignTo(other, 10, 'cq-d');
-  for (const [p, id] of [[bound, onB], [other, onDefault]] as const) expect((await client(api.app, p).post(`/campaigns/${id}/send`, {})).status).toBe(200);
+  for (const [p, id] of [
+    [bound, onB],
+    [other, onDefault],
+  ] as const)
+    expect((await client(api.app, p).post(`/campaigns/${id}/send`, {})).status).toBe(200);
 
   await waitFor(async () => (await campaignRow(onB)).status === 'PAUSED', 30_000, 'the client-b campaign PAUSED');
-  expect(await campaignRow(onB)).toMatchObject({ paused_reason: 'quota', pause_details: expect.objectContaining({ max24HourSend: 20, pauseAt: 19 }) });
+  expect(await campaignRow(onB)).toMatchObject({
+    paused_reason: 'quota',
+    pause_details: expect.objectContaining({ max24HourSend: 20, pauseAt: 19 }),
+  });
   await waitFor(async () => (await campaignRow(onDefault)).status === 'SENT', 30_000, 'the default campaign SENT');
   expect(await sentBy(onDefault)).toEqual([{ ses_connection: 'default', n: 10 }]);
-  await waitFor(async () => (await api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where campaign_id = ${onB}::uuid and status = 'sending'`)).rows[0].n === 0, 20_000, 'nothing in flight');
+  await waitFor(
+    async () =>
+      (
+        await api.database.db.execute<{ n: number }>(
+          sql`select count(*)::int as n from emails where campaign_id = ${onB}::uuid and status = 'sending'`,
+        )
+      ).rows[0].n === 0,
+    20_000,
+    'nothing in flight',
+  );
   const [b] = await sentBy(onB);
   expect(b.ses_connection).toBe('client-b');
   // One worker process: the line is held at the send.

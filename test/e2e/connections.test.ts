@@ -16,7 +16,16 @@ import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema';
 import { setDomainConnection, setProjectConnection } from '@mailroom/db/queries/delivery-connections';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, recipient, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  recipient,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 import { startSesStack, type SesStack } from '../support/services';
 import { acceptedAt, FailingSes } from '../support/failing-ses';
 
@@ -57,7 +66,12 @@ afterAll(async () => {
 async function send(p: TestProject, to: string[]): Promise<string[]> {
   const ids: string[] = [];
   for (const t of to) {
-    const res = await client(api.app, p).post('/v1/send', { to: t, from: `hello@${p.domain}`, subject: 'Hi', body: '<p>hi</p>' });
+    const res = await client(api.app, p).post('/v1/send', {
+      to: t,
+      from: `hello@${p.domain}`,
+      subject: 'Hi',
+      body: '<p>hi</p>',
+    });
     expect(res.status).toBe(202);
     ids.push(res.body.data.emails[0].email as string);
   }
@@ -66,15 +80,23 @@ async function send(p: TestProject, to: string[]): Promise<string[]> {
 
 type Row = { id: string; status: string; toEmail: string; sesConnection: string | null };
 const rows = async (ids: string[]): Promise<Row[]> =>
-  api.database.db.select({ id: emails.id, status: emails.status, toEmail: emails.toEmail, sesConnection: emails.sesConnection }).from(emails).where(inArray(emails.id, ids));
+  api.database.db
+    .select({ id: emails.id, status: emails.status, toEmail: emails.toEmail, sesConnection: emails.sesConnection })
+    .from(emails)
+    .where(inArray(emails.id, ids));
 const allSent = (ids: string[], what: string) =>
-  waitFor(async () => {
-    const r = await rows(ids);
-    return r.length === ids.length && r.every((e) => e.status === 'sent') && r;
-  }, 45_000, what);
+  waitFor(
+    async () => {
+      const r = await rows(ids);
+      return r.length === ids.length && r.every((e) => e.status === 'sent') && r;
+    },
+    45_000,
+    what,
+  );
 
 const scrape = async () => (await fetch(`http://127.0.0.1:${worker.healthPort}/metrics`)).text();
-const series = (text: string, line: string) => Number(new RegExp(`^${line.replace(/[{}"()+.]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+const series = (text: string, line: string) =>
+  Number(new RegExp(`^${line.replace(/[{}"()+.]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 
 /** Each recipient's accepted sends across both connections: `[at default, at backup]`. */
 async function acceptedCounts(to: string[]): Promise<Map<string, [number, number]>> {
@@ -105,8 +127,12 @@ test('a domain or a project bound to a connection sends there; the rest go throu
   expect(counts.get(p[0])).toEqual([0, 1]);
 
   const text = await scrape();
-  expect(series(text, 'mailroom_ses_send_duration_seconds_count{connection="default",outcome="ok"}')).toBeGreaterThanOrEqual(1);
-  expect(series(text, 'mailroom_ses_send_duration_seconds_count{connection="backup",outcome="ok"}')).toBeGreaterThanOrEqual(2);
+  expect(
+    series(text, 'mailroom_ses_send_duration_seconds_count{connection="default",outcome="ok"}'),
+  ).toBeGreaterThanOrEqual(1);
+  expect(
+    series(text, 'mailroom_ses_send_duration_seconds_count{connection="backup",outcome="ok"}'),
+  ).toBeGreaterThanOrEqual(2);
   expect(series(text, 'mailroom_send_rate{connection="default"}')).toBe(30);
   expect(series(text, 'mailroom_send_rate{connection="backup"}')).toBe(30);
   expect(series(text, 'mailroom_ses_account_read_ok{connection="backup"}')).toBe(1);
@@ -133,23 +159,37 @@ test('the default failing mid-send fails over to backup after the window, comes 
     duringIds.push(...(await send(p, chunk)));
     await waitFor(async () => primary.sends('5xx') > 0, 20_000, 'the default failing a send');
   }
-  const unhealthyAt = await waitFor(async () => (await api.redis.hget(healthKey, 'unhealthy')) !== null && Date.now(), 20_000, 'the default marked unhealthy');
+  const unhealthyAt = await waitFor(
+    async () => (await api.redis.hget(healthKey, 'unhealthy')) !== null && Date.now(),
+    20_000,
+    'the default marked unhealthy',
+  );
   // Not before the window: one failure does not fail over.
   expect(unhealthyAt - failedAt).toBeGreaterThanOrEqual(WINDOW_MS - 100);
   const sentDuring = await allSent(duringIds, 'the stream sent through backup');
   expect(sentDuring.every((r) => r.sesConnection === 'backup')).toBe(true);
   expect(primary.sends('5xx')).toBeGreaterThanOrEqual(1);
-  const metricsDown = await waitFor(async () => {
-    const t = await scrape();
-    return series(t, 'mailroom_ses_connection_healthy{connection="default"}') === 0 && t;
-  }, 10_000, 'the health gauge at 0');
-  expect(series(metricsDown, 'mailroom_ses_send_duration_seconds_count{connection="default",outcome="error"}')).toBeGreaterThanOrEqual(1);
+  const metricsDown = await waitFor(
+    async () => {
+      const t = await scrape();
+      return series(t, 'mailroom_ses_connection_healthy{connection="default"}') === 0 && t;
+    },
+    10_000,
+    'the health gauge at 0',
+  );
+  expect(
+    series(metricsDown, 'mailroom_ses_send_duration_seconds_count{connection="default",outcome="error"}'),
+  ).toBeGreaterThanOrEqual(1);
 
   // 3. The default recovers: the probe marks it healthy and the domain's mail comes back to it.
   primary.mode = 'healthy';
   const healthyFrom = Date.now();
   await waitFor(async () => (await api.redis.exists(healthKey)) === 0, 20_000, 'the default healthy again');
-  await waitFor(async () => (await scrape()).includes('mailroom_ses_connection_healthy{connection="default"} 1'), 10_000, 'the health gauge back at 1');
+  await waitFor(
+    async () => (await scrape()).includes('mailroom_ses_connection_healthy{connection="default"} 1'),
+    10_000,
+    'the health gauge back at 1',
+  );
   const after = Array.from({ length: 5 }, () => recipient('f-after'));
   const recoveredAt = Date.now();
   const sentAfter = await allSent(await send(p, after), 'the last five sent');
@@ -158,7 +198,8 @@ test('the default failing mid-send fails over to backup after the window, comes 
   // Every email accepted exactly once, by the connection its row names.
   const all = [...sentBefore, ...sentDuring, ...sentAfter];
   const counts = await acceptedCounts(all.map((r) => r.toEmail));
-  for (const r of all) expect([r.toEmail, counts.get(r.toEmail)]).toEqual([r.toEmail, r.sesConnection === 'default' ? [1, 0] : [0, 1]]);
+  for (const r of all)
+    expect([r.toEmail, counts.get(r.toEmail)]).toEqual([r.toEmail, r.sesConnection === 'default' ? [1, 0] : [0, 1]]);
   console.log(
     `failover: default marked unhealthy ${unhealthyAt - failedAt} ms after its first 503 (window ${WINDOW_MS} ms), ${primary.sends('5xx')} sends refused, ` +
       `the stream of 10 sent through backup; back ${recoveredAt - healthyFrom} ms after it answered again (probe every 300 ms); each of ${all.length} accepted once`,
@@ -171,5 +212,7 @@ test('an unknown binding falls back to the default connection', async () => {
   const to = [recipient('c-gone')];
   const [row] = await allSent(await send(p, to), 'sent');
   expect(row.sesConnection).toBe('default');
-  expect((await api.database.db.select({ c: emails.sesConnection }).from(emails).where(eq(emails.id, row.id)))[0].c).toBe('default');
+  expect(
+    (await api.database.db.select({ c: emails.sesConnection }).from(emails).where(eq(emails.id, row.id)))[0].c,
+  ).toBe('default');
 });

@@ -19,7 +19,11 @@ beforeAll(async () => {
   api = await startTestApi(testConfig({ PUBLIC_URL: 'http://mail.example.com' }));
   producer = createRedis(api.config, 'producer');
   q = new Queue(QueueName.webhook, queueOptions(api.config, producer));
-  const login = await request(api.app).post('/admin/login').set('Sec-Fetch-Site', 'same-origin').type('form').send({ token: ADMIN_TOKEN });
+  const login = await request(api.app)
+    .post('/admin/login')
+    .set('Sec-Fetch-Site', 'same-origin')
+    .type('form')
+    .send({ token: ADMIN_TOKEN });
   expect(login.status).toBe(303);
   cookie = (login.headers['set-cookie'] as unknown as string[])[0].split(';')[0];
 });
@@ -32,16 +36,32 @@ afterAll(async () => {
 /** A webhook job failed by a worker of its own (then closed, so a retried job stays waiting). */
 async function failedJob(id: string): Promise<void> {
   const connection = createRedis(api.config, 'worker');
-  const failing = new Worker(QueueName.webhook, async () => {
-    throw new Error('upstream exploded');
-  }, { ...queueOptions(api.config, connection), autorun: true });
-  await q.add('webhook', { deliveryId: '00000000-0000-7000-8000-000000000001', projectId: '00000000-0000-7000-8000-000000000002', generation: 0 }, { jobId: id, attempts: 1 });
+  const failing = new Worker(
+    QueueName.webhook,
+    async () => {
+      throw new Error('upstream exploded');
+    },
+    { ...queueOptions(api.config, connection), autorun: true },
+  );
+  await q.add(
+    'webhook',
+    {
+      deliveryId: '00000000-0000-7000-8000-000000000001',
+      projectId: '00000000-0000-7000-8000-000000000002',
+      generation: 0,
+    },
+    { jobId: id, attempts: 1 },
+  );
   await waitFor(async () => (await q.getJobState(id)) === 'failed', 10_000, `job ${id} failed`);
   await failing.close();
   connection.disconnect();
 }
 
-const retry = (id: string) => request(api.app).put(`/admin/queues/api/queues/webhook/${id}/retry`).set('Accept', 'application/json').set('Cookie', cookie);
+const retry = (id: string) =>
+  request(api.app)
+    .put(`/admin/queues/api/queues/webhook/${id}/retry`)
+    .set('Accept', 'application/json')
+    .set('Cookie', cookie);
 
 test('a cross-site or same-site retry with the session cookie is refused with 403 and the job stays failed', async () => {
   await failedJob('csrf-1');
@@ -59,7 +79,14 @@ test('a cross-site or same-site retry with the session cookie is refused with 40
   }
   expect(await q.getJobState('csrf-1')).toBe('failed');
   // Also when the cookie is replaced by the bearer token: the check comes first.
-  expect((await request(api.app).delete('/admin/queues/api/queues/webhook/csrf-1').set('Authorization', `Bearer ${ADMIN_TOKEN}`).set('Sec-Fetch-Site', 'cross-site')).status).toBe(403);
+  expect(
+    (
+      await request(api.app)
+        .delete('/admin/queues/api/queues/webhook/csrf-1')
+        .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+        .set('Sec-Fetch-Site', 'cross-site')
+    ).status,
+  ).toBe(403);
   expect(await q.getJobState('csrf-1')).toBe('failed');
 });
 
@@ -75,26 +102,48 @@ test('same-origin calls (Sec-Fetch-Site same-origin, or Origin of the public URL
 
   await failedJob('csrf-4');
   // An operator on an internal name: the request's own origin (its Host) is this server too.
-  expect((await retry('csrf-4').set('Host', 'mailroom.internal:8080').set('Origin', 'http://mailroom.internal:8080')).status).toBe(204);
+  expect(
+    (await retry('csrf-4').set('Host', 'mailroom.internal:8080').set('Origin', 'http://mailroom.internal:8080')).status,
+  ).toBe(204);
   expect(await q.getJobState('csrf-4')).toBe('waiting');
   await q.remove('csrf-4');
 
   await failedJob('csrf-5');
-  expect((await request(api.app).put('/admin/queues/api/queues/webhook/csrf-5/retry').set('Authorization', `Bearer ${ADMIN_TOKEN}`)).status).toBe(204);
+  expect(
+    (
+      await request(api.app)
+        .put('/admin/queues/api/queues/webhook/csrf-5/retry')
+        .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+    ).status,
+  ).toBe(204);
   expect(await q.getJobState('csrf-5')).toBe('waiting');
   await q.remove('csrf-5');
 });
 
 test('reads are not affected: a cross-site GET of the dashboard API still answers (SameSite keeps the cookie home)', async () => {
-  const res = await request(api.app).get('/admin/queues/api/queues').set('Accept', 'application/json').set('Cookie', cookie).set('Sec-Fetch-Site', 'cross-site');
+  const res = await request(api.app)
+    .get('/admin/queues/api/queues')
+    .set('Accept', 'application/json')
+    .set('Cookie', cookie)
+    .set('Sec-Fetch-Site', 'cross-site');
   expect(res.status).toBe(200);
 });
 
 test('login and logout from another site are refused (login CSRF), with no cookie set', async () => {
-  const login = await request(api.app).post('/admin/login').set('Accept', 'application/json').set('Sec-Fetch-Site', 'cross-site').type('form').send({ token: ADMIN_TOKEN });
+  const login = await request(api.app)
+    .post('/admin/login')
+    .set('Accept', 'application/json')
+    .set('Sec-Fetch-Site', 'cross-site')
+    .type('form')
+    .send({ token: ADMIN_TOKEN });
   expect(login.status).toBe(403);
   expect(login.headers['set-cookie']).toBeUndefined();
-  const viaOrigin = await request(api.app).post('/admin/login').set('Accept', 'application/json').set('Origin', 'https://evil.example').type('form').send({ token: ADMIN_TOKEN });
+  const viaOrigin = await request(api.app)
+    .post('/admin/login')
+    .set('Accept', 'application/json')
+    .set('Origin', 'https://evil.example')
+    .type('form')
+    .send({ token: ADMIN_TOKEN });
   expect(viaOrigin.status).toBe(403);
   const logout = await request(api.app).post('/admin/logout').set('Cookie', cookie).set('Sec-Fetch-Site', 'cross-site');
   expect(logout.status).toBe(403);

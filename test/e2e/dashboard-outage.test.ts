@@ -14,9 +14,17 @@ let redis: ChildProcess | undefined;
 let api: TestApi;
 
 async function startRedis(): Promise<void> {
-  redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  const ping = () => spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8', timeout: 5_000 }).stdout?.trim() === 'PONG';
-  await waitFor(async () => ping(), 10_000, `redis-server on port ${port} (this test needs Debian's redis-server and redis-cli)`);
+  redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  const ping = () =>
+    spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8', timeout: 5_000 }).stdout?.trim() ===
+    'PONG';
+  await waitFor(
+    async () => ping(),
+    10_000,
+    `redis-server on port ${port} (this test needs Debian's redis-server and redis-cli)`,
+  );
 }
 
 async function stopRedis(): Promise<void> {
@@ -36,12 +44,18 @@ afterAll(async () => {
   await stopRedis();
 });
 
-const queues = () => request(api.app).get('/admin/queues/api/queues').set('Authorization', `Bearer ${ADMIN_TOKEN}`).set('Accept', 'application/json');
+const queues = () =>
+  request(api.app)
+    .get('/admin/queues/api/queues')
+    .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+    .set('Accept', 'application/json');
 
 test('503 SERVICE_UNAVAILABLE with the standard body while Redis is down, 200 again once it is back', async () => {
   const up = await queues();
   expect(up.status).toBe(200);
-  expect(up.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(QUEUE_KEYS.map((k) => queueCatalog[k].name).sort());
+  expect(up.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(
+    QUEUE_KEYS.map((k) => queueCatalog[k].name).sort(),
+  );
 
   await stopRedis();
   await waitFor(async () => api.redis.status !== 'ready', 10_000, 'the API to notice Redis is gone');
@@ -56,7 +70,9 @@ test('503 SERVICE_UNAVAILABLE with the standard body while Redis is down, 200 ag
   expect(down.body.error.message).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|stack/i);
   expect(Number(down.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   // Another API call of the dashboard, and still 401 without the token: auth comes first.
-  expect((await request(api.app).get('/admin/queues/api/redis/stats').set('Authorization', `Bearer ${ADMIN_TOKEN}`)).status).toBe(503);
+  expect(
+    (await request(api.app).get('/admin/queues/api/redis/stats').set('Authorization', `Bearer ${ADMIN_TOKEN}`)).status,
+  ).toBe(503);
   expect((await request(api.app).get('/admin/queues/api/queues').set('Accept', 'application/json')).status).toBe(401);
 
   await startRedis();

@@ -30,7 +30,14 @@ beforeAll(async () => {
   api = await startTestApi(testConfig());
   server = http.createServer(api.app);
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) =>
-    res.on('finish', () => answered.push({ method: req.method ?? '', path: req.url ?? '', status: res.statusCode, site: req.headers['sec-fetch-site'] })),
+    res.on('finish', () =>
+      answered.push({
+        method: req.method ?? '',
+        path: req.url ?? '',
+        status: res.statusCode,
+        site: req.headers['sec-fetch-site'],
+      }),
+    ),
   );
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -45,13 +52,25 @@ afterAll(async () => {
 test('login in a browser, every queue listed, a failed job with its reason, retried; wrong token refused; offline', async () => {
   // A job that fails, as an operator would find it.
   const connection = createRedis(api.config, 'worker');
-  const failing = new Worker(QueueName.webhook, async () => {
-    throw new Error('endpoint answered 500: upstream exploded');
-  }, { ...queueOptions(api.config, connection), autorun: true });
+  const failing = new Worker(
+    QueueName.webhook,
+    async () => {
+      throw new Error('endpoint answered 500: upstream exploded');
+    },
+    { ...queueOptions(api.config, connection), autorun: true },
+  );
   await failing.waitUntilReady();
   const producer = createRedis(api.config, 'producer');
   const q = new Queue(QueueName.webhook, queueOptions(api.config, producer));
-  await q.add('webhook', { deliveryId: '00000000-0000-7000-8000-000000000001', projectId: '00000000-0000-7000-8000-000000000002', generation: 0 }, { jobId: 'wh-demo-0', attempts: 1 });
+  await q.add(
+    'webhook',
+    {
+      deliveryId: '00000000-0000-7000-8000-000000000001',
+      projectId: '00000000-0000-7000-8000-000000000002',
+      generation: 0,
+    },
+    { jobId: 'wh-demo-0', attempts: 1 },
+  );
   await waitFor(async () => (await q.getFailedCount()) > 0, 10_000, 'a failed job');
   await failing.close();
   connection.disconnect();
@@ -81,23 +100,40 @@ test('login in a browser, every queue listed, a failed job with its reason, retr
 
   await page.goto(`${base}/admin/queues/queue/webhook?status=failed`);
   await page.getByText('upstream exploded').first().waitFor({ timeout: 15_000 });
-  await page.screenshot({ path: process.env.DASHBOARD_SCREENSHOT ?? path.join(os.tmpdir(), 'mailroom-dashboard-failed.png') });
+  await page.screenshot({
+    path: process.env.DASHBOARD_SCREENSHOT ?? path.join(os.tmpdir(), 'mailroom-dashboard-failed.png'),
+  });
   // From a page of another site, the calls a forged page could make with the browser (a simple POST that adds a
   // job, a PUT retry): refused, the job still failed.
   const other = await context.newPage();
   await other.goto(`${base.replace('127.0.0.1', 'localhost')}/admin/login`);
   await other.evaluate(async (url) => {
-    await fetch(`${url}/admin/queues/api/queues/webhook/add`, { method: 'POST', mode: 'no-cors', credentials: 'include', body: '{"name":"forged","data":{}}' }).catch(() => undefined);
-    await fetch(`${url}/admin/queues/api/queues/webhook/wh-demo-0/retry`, { method: 'PUT', credentials: 'include' }).catch(() => undefined);
+    await fetch(`${url}/admin/queues/api/queues/webhook/add`, {
+      method: 'POST',
+      mode: 'no-cors',
+      credentials: 'include',
+      body: '{"name":"forged","data":{}}',
+    }).catch(() => undefined);
+    await fetch(`${url}/admin/queues/api/queues/webhook/wh-demo-0/retry`, {
+      method: 'PUT',
+      credentials: 'include',
+    }).catch(() => undefined);
   }, base);
   await other.close();
-  const forged = answered.filter((a) => a.path.startsWith('/admin/queues/api/') && a.method !== 'GET' && a.site === 'cross-site');
+  const forged = answered.filter(
+    (a) => a.path.startsWith('/admin/queues/api/') && a.method !== 'GET' && a.site === 'cross-site',
+  );
   expect(forged.find((a) => a.method === 'POST')?.status).toBe(403);
   expect(forged.every((a) => a.status === 403 || (a.method === 'OPTIONS' && a.status >= 400))).toBe(true);
   expect(await q.getJobState('wh-demo-0')).toBe('failed');
-  expect((await q.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.name === 'forged')).toEqual([]);
+  expect(
+    (await q.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.name === 'forged'),
+  ).toEqual([]);
   // Retry it as the dashboard's retry button does, a fetch from the page with the browser's session: back to waiting.
-  const retried = await page.evaluate(async (url) => (await fetch(`${url}/admin/queues/api/queues/webhook/wh-demo-0/retry`, { method: 'PUT' })).status, base);
+  const retried = await page.evaluate(
+    async (url) => (await fetch(`${url}/admin/queues/api/queues/webhook/wh-demo-0/retry`, { method: 'PUT' })).status,
+    base,
+  );
   expect(retried).toBe(204);
   expect(answered.find((a) => a.method === 'PUT' && a.status === 204)?.site).toBe('same-origin');
   expect(await q.getJobState('wh-demo-0')).toBe('waiting');
@@ -107,12 +143,18 @@ test('login in a browser, every queue listed, a failed job with its reason, retr
   const anon = await fetch(`${base}/admin/queues/api/queues`, { redirect: 'manual', headers: { accept: 'text/html' } });
   expect(anon.status).toBe(303);
   expect(anon.headers.get('location')).toBe('/admin/login');
-  expect((await fetch(`${base}/admin/queues/api/queues`, { headers: { accept: 'application/json' } })).status).toBe(401);
-  const withToken = await fetch(`${base}/admin/queues/api/queues`, { headers: { accept: 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` } });
+  expect((await fetch(`${base}/admin/queues/api/queues`, { headers: { accept: 'application/json' } })).status).toBe(
+    401,
+  );
+  const withToken = await fetch(`${base}/admin/queues/api/queues`, {
+    headers: { accept: 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
   expect(withToken.status).toBe(200);
   // All of that worked offline, and the page asked nothing of the outside (bull-board's web font link is dropped).
   expect(offsite).toEqual([]);
-  const html = await (await fetch(`${base}/admin/queues`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+  const html = await (
+    await fetch(`${base}/admin/queues`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+  ).text();
   expect(html).toContain('Mailroom queues');
   expect(html).not.toMatch(/googleapis|gstatic/);
   await context.close();

@@ -20,7 +20,9 @@ const SCRIPT = path.join(ROOT, 'scripts', 'dev-postgres.mjs');
 function binDir(): string | undefined {
   const base = '/usr/lib/postgresql';
   if (!existsSync(base)) return undefined;
-  const versions = readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin', 'initdb'))).sort((a, b) => Number(a) - Number(b));
+  const versions = readdirSync(base)
+    .filter((v) => existsSync(path.join(base, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(a) - Number(b));
   return versions.length ? path.join(base, versions[versions.length - 1], 'bin') : undefined;
 }
 
@@ -47,14 +49,15 @@ const root = process.getuid?.() === 0;
 const runnable = Boolean(bin && owner && root);
 if (!runnable) {
   console.warn(
-    'NOT RUN: the fresh-Debian-Postgres test needs Debian\'s server binaries (/usr/lib/postgresql/<version>/bin, ' +
+    "NOT RUN: the fresh-Debian-Postgres test needs Debian's server binaries (/usr/lib/postgresql/<version>/bin, " +
       'apt-get install postgresql), a `postgres` OS user and root (to run initdb as that user).',
   );
 }
 
 let dir = '';
 let port = 0;
-const asPostgres = (cmd: string, args: string[]) => spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8', cwd: '/' });
+const asPostgres = (cmd: string, args: string[]) =>
+  spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8', cwd: '/' });
 
 beforeAll(async () => {
   if (!runnable) return;
@@ -63,12 +66,29 @@ beforeAll(async () => {
   chownSync(dir, owner!.uid, owner!.gid);
   port = await freePort();
   // Debian's defaults for a new cluster: peer on the socket, scram-sha-256 over TCP.
-  const init = asPostgres(path.join(bin!, 'initdb'), ['-D', path.join(dir, 'data'), '-U', 'postgres', '--auth-local=peer', '--auth-host=scram-sha-256', '-E', 'UTF8', '--no-sync']);
+  const init = asPostgres(path.join(bin!, 'initdb'), [
+    '-D',
+    path.join(dir, 'data'),
+    '-U',
+    'postgres',
+    '--auth-local=peer',
+    '--auth-host=scram-sha-256',
+    '-E',
+    'UTF8',
+    '--no-sync',
+  ]);
   expect(init.stderr).not.toMatch(/FATAL|initdb: error/);
   expect(init.status).toBe(0);
   const start = asPostgres(path.join(bin!, 'pg_ctl'), [
-    '-D', path.join(dir, 'data'), '-l', path.join(dir, 'log'), '-w', '-t', '60',
-    '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=16MB -c max_connections=20`,
+    '-D',
+    path.join(dir, 'data'),
+    '-l',
+    path.join(dir, 'log'),
+    '-w',
+    '-t',
+    '60',
+    '-o',
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=16MB -c max_connections=20`,
     'start',
   ]);
   expect(start.status).toBe(0);
@@ -84,7 +104,11 @@ const url = (user: string, password: string) => `postgres://${user}:${password}@
 const run = (u: string, asUser?: string) => {
   const args = [SCRIPT, '--url', u, '--socket-dir', dir];
   return asUser
-    ? spawnSync('runuser', ['-u', asUser, '--', process.execPath, ...args], { encoding: 'utf8', cwd: '/', timeout: 60_000 })
+    ? spawnSync('runuser', ['-u', asUser, '--', process.execPath, ...args], {
+        encoding: 'utf8',
+        cwd: '/',
+        timeout: 60_000,
+      })
     : spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 60_000 });
 };
 async function logsIn(u: string): Promise<boolean> {
@@ -102,7 +126,7 @@ async function logsIn(u: string): Promise<boolean> {
 }
 
 describe('a fresh Debian Postgres (peer on the socket, scram over TCP)', () => {
-  test('a new role: created through the socket with the URL\'s password; it can create, migrate and own the database', async () => {
+  test("a new role: created through the socket with the URL's password; it can create, migrate and own the database", async () => {
     if (!runnable) return; // said above: NOT RUN
     const u = url('mailroom_dev', 'dev-pass');
     expect(await logsIn(u)).toBe(false);
@@ -143,7 +167,9 @@ describe('a fresh Debian Postgres (peer on the socket, scram over TCP)', () => {
     const r = run(u, 'nobody');
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('password authentication failed for user "someone_else"');
-    expect(r.stderr).toContain(`sudo -u postgres psql -p ${port} -c "CREATE ROLE \\"someone_else\\" LOGIN CREATEDB PASSWORD 'pw';"`);
+    expect(r.stderr).toContain(
+      `sudo -u postgres psql -p ${port} -c "CREATE ROLE \\"someone_else\\" LOGIN CREATEDB PASSWORD 'pw';"`,
+    );
     expect(await logsIn(u)).toBe(false);
   }, 60_000);
 });

@@ -6,7 +6,17 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  isolatedDatabase,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+} from '../support/harness';
 
 let iso: { url: string; drop: () => Promise<void> };
 let dns: TestDnsServer;
@@ -16,7 +26,16 @@ let worker: RunningWorker;
 beforeAll(async () => {
   iso = await isolatedDatabase();
   dns = await startDnsServer();
-  const config = loadConfig(testEnv({ DATABASE_URL: iso.url, DNS_SERVERS: dns.server, DNS_TIMEOUT_MS: '300', DNS_TRIES: '1', DOMAIN_IDENTITY_PROVIDER: 'local', DOMAIN_REFRESH_MS: '200' }));
+  const config = loadConfig(
+    testEnv({
+      DATABASE_URL: iso.url,
+      DNS_SERVERS: dns.server,
+      DNS_TIMEOUT_MS: '300',
+      DNS_TRIES: '1',
+      DOMAIN_IDENTITY_PROVIDER: 'local',
+      DOMAIN_REFRESH_MS: '200',
+    }),
+  );
   api = await startTestApi(config);
   worker = await startWorker(config, { healthPort: null });
 });
@@ -33,23 +52,37 @@ test('pending → verified by the worker once the records appear in DNS; then ma
   const added = await client(api.app, p).post('/domains', { domain });
   expect(added.status).toBe(201);
   // The refresher checks it (records not published yet) and leaves it pending: wait on that state, not a sleep.
-  const checked = await waitFor(async () => {
-    const d = (await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
-    return d.checkedAt ? d : undefined;
-  }, 20_000, 'the first refresh of the domain');
+  const checked = await waitFor(
+    async () => {
+      const d = (await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
+      return d.checkedAt ? d : undefined;
+    },
+    20_000,
+    'the first refresh of the domain',
+  );
   expect(checked).toMatchObject({ status: 'pending', checkedAt: expect.any(String) });
   for (const r of added.body.data.records as { type: string; name: string; value: string; priority?: number }[]) {
     if (r.type === 'CNAME') dns.zone.set(r.name, { CNAME: r.value });
-    if (r.type === 'MX') dns.zone.set(r.name, { ...dns.zone.get(r.name), MX: [{ exchange: r.value, priority: r.priority ?? 10 }] });
+    if (r.type === 'MX')
+      dns.zone.set(r.name, { ...dns.zone.get(r.name), MX: [{ exchange: r.value, priority: r.priority ?? 10 }] });
     if (r.type === 'TXT') dns.zone.set(r.name, { ...dns.zone.get(r.name), TXT: [r.value] });
   }
-  const verified = await waitFor(async () => {
-    const d = (await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
-    return d.status === 'verified' && d;
-  }, 10_000, 'domain verified by the refresher');
+  const verified = await waitFor(
+    async () => {
+      const d = (await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
+      return d.status === 'verified' && d;
+    },
+    10_000,
+    'domain verified by the refresher',
+  );
   expect(verified.verifiedAt).toBeTruthy();
   const to = recipient('dom');
-  const sent = await client(api.app, p).post('/v1/send', { to, from: `orders@${domain}`, subject: 'Your order', body: '<p>Thanks</p>' });
+  const sent = await client(api.app, p).post('/v1/send', {
+    to,
+    from: `orders@${domain}`,
+    subject: 'Your order',
+    body: '<p>Thanks</p>',
+  });
   expect(sent.status).toBe(202);
   const at = await waitFor(async () => {
     const s = await sesSendsTo([to]);

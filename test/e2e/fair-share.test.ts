@@ -11,7 +11,18 @@
 import { sql } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  isolatedDatabase,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 const RATE = 14;
 const SIZE_A = 600;
@@ -25,7 +36,15 @@ let worker: RunningWorker;
 beforeAll(async () => {
   iso = await isolatedDatabase();
   // Default lane settings (CAMPAIGN_LANE_SECONDS 3, CAMPAIGN_TICK_MS 1000, CAMPAIGN_QUEUE_WINDOW 5000).
-  config = loadConfig(testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: String(RATE), SES_RATE_SAFETY_MS: '50', WORKER_CONCURRENCY: '8', SEND_FAIR_SHARE_PER_MINUTE: '10' }));
+  config = loadConfig(
+    testEnv({
+      DATABASE_URL: iso.url,
+      SES_MAX_SEND_RATE: String(RATE),
+      SES_RATE_SAFETY_MS: '50',
+      WORKER_CONCURRENCY: '8',
+      SEND_FAIR_SHARE_PER_MINUTE: '10',
+    }),
+  );
   api = await startTestApi(config);
   worker = await startWorker(config, { healthPort: null });
 });
@@ -45,7 +64,13 @@ async function seed(projectId: string, n: number, tag: string): Promise<string[]
 
 async function startCampaign(p: TestProject): Promise<string> {
   const as = client(api.app, p);
-  const created = await as.post('/campaigns', { name: 'fair', subject: 'News', body: '<p>News</p><a href="{{unsubscribeUrl}}">stop</a>', from: `news@${p.domain}`, audienceType: 'ALL' });
+  const created = await as.post('/campaigns', {
+    name: 'fair',
+    subject: 'News',
+    body: '<p>News</p><a href="{{unsubscribeUrl}}">stop</a>',
+    from: `news@${p.domain}`,
+    audienceType: 'ALL',
+  });
   expect(created.status).toBe(201);
   expect((await as.post(`/campaigns/${created.body.data.id}/send`, {})).status).toBe(200);
   return created.body.data.id as string;
@@ -55,28 +80,47 @@ const times = async (to: string[]) => (await sesSendsTo(to)).map((s) => s.at).so
 const inRange = (ts: number[], from: number, to: number) => ts.filter((t) => t >= from && t <= to).length;
 
 test(`two projects' campaigns (${SIZE_A} and ${SIZE_B} at ${RATE}/s) share the rate; transactional mail overtakes both`, async () => {
-  const [a, b, c] = [await createTestProject(api.database), await createTestProject(api.database), await createTestProject(api.database)];
+  const [a, b, c] = [
+    await createTestProject(api.database),
+    await createTestProject(api.database),
+    await createTestProject(api.database),
+  ];
   const [toA, toB] = [await seed(a.id, SIZE_A, 'fa'), await seed(b.id, SIZE_B, 'fb')];
 
   const startA = Date.now();
   const idA = await startCampaign(a);
   // B starts one second of sending later: once A has 14 emails at SES.
-  await waitFor(async () => ((await sesSendsTo(toA)).length >= RATE ? true : undefined), 20_000, 'A sending for a second');
+  await waitFor(
+    async () => ((await sesSendsTo(toA)).length >= RATE ? true : undefined),
+    20_000,
+    'A sending for a second',
+  );
   const startB = Date.now();
   const idB = await startCampaign(b);
 
   // Mid-way through B, a third project sends a transactional email.
   await waitFor(async () => ((await sesSendsTo(toB)).length >= SIZE_B / 2 ? true : undefined), 60_000, 'B half sent');
   const otp = recipient('fotp');
-  const accepted = await client(api.app, c).post('/v1/send', { to: otp, from: `alerts@${c.domain}`, subject: 'Your code', body: '<p>123456</p>' });
+  const accepted = await client(api.app, c).post('/v1/send', {
+    to: otp,
+    from: `alerts@${c.domain}`,
+    subject: 'Your code',
+    body: '<p>123456</p>',
+  });
   expect(accepted.status).toBe(202);
   const acceptedAt = Date.parse(accepted.body.data.timestamp as string);
-  const [otpSend] = await waitFor(async () => {
-    const s = await sesSendsTo([otp]);
-    return s.length ? s : undefined;
-  }, 20_000, 'transactional email at SES');
+  const [otpSend] = await waitFor(
+    async () => {
+      const s = await sesSendsTo([otp]);
+      return s.length ? s : undefined;
+    },
+    20_000,
+    'transactional email at SES',
+  );
 
-  const sentStatus = async (id: string) => (await api.database.db.execute<{ status: string }>(sql`select status from campaigns where id = ${id}::uuid`)).rows[0].status === 'SENT';
+  const sentStatus = async (id: string) =>
+    (await api.database.db.execute<{ status: string }>(sql`select status from campaigns where id = ${id}::uuid`))
+      .rows[0].status === 'SENT';
   await waitFor(async () => ((await sentStatus(idB)) ? true : undefined), 60_000, 'B SENT');
   await waitFor(async () => ((await sentStatus(idA)) ? true : undefined), 90_000, 'A SENT');
 
@@ -118,24 +162,42 @@ test(`two projects' campaigns (${SIZE_A} and ${SIZE_B} at ${RATE}/s) share the r
   expect(otpSend.at).toBeLessThan(Math.max(lastA, lastB));
 }, 150_000);
 
-test('a burst of /v1/send from one project does not hold another project\'s transactional email behind it', async () => {
+test("a burst of /v1/send from one project does not hold another project's transactional email behind it", async () => {
   const [x, y] = [await createTestProject(api.database), await createTestProject(api.database)];
   const burst = Array.from({ length: 140 }, () => recipient('burst'));
   // Shares are counted per minute: start clear of a minute boundary so the whole burst falls in one.
   const left = 60_000 - (Date.now() % 60_000);
   if (left < 5_000) await new Promise((r) => setTimeout(r, left + 10));
   for (let i = 0; i < burst.length; i += 35) {
-    const res = await client(api.app, x).post('/v1/send', { to: burst.slice(i, i + 35), from: `bulk@${x.domain}`, subject: 'Receipt', body: '<p>Receipt</p>' });
+    const res = await client(api.app, x).post('/v1/send', {
+      to: burst.slice(i, i + 35),
+      from: `bulk@${x.domain}`,
+      subject: 'Receipt',
+      body: '<p>Receipt</p>',
+    });
     expect(res.status).toBe(202);
   }
   const mine = recipient('reset');
-  const accepted = await client(api.app, y).post('/v1/send', { to: mine, from: `auth@${y.domain}`, subject: 'Reset your password', body: '<p>Reset</p>' });
+  const accepted = await client(api.app, y).post('/v1/send', {
+    to: mine,
+    from: `auth@${y.domain}`,
+    subject: 'Reset your password',
+    body: '<p>Reset</p>',
+  });
   expect(accepted.status).toBe(202);
-  const [sent] = await waitFor(async () => {
-    const s = await sesSendsTo([mine]);
-    return s.length ? s : undefined;
-  }, 30_000, 'the other project\'s email at SES');
-  await waitFor(async () => ((await sesSendsTo(burst)).length === burst.length ? true : undefined), 60_000, 'the whole burst at SES');
+  const [sent] = await waitFor(
+    async () => {
+      const s = await sesSendsTo([mine]);
+      return s.length ? s : undefined;
+    },
+    30_000,
+    "the other project's email at SES",
+  );
+  await waitFor(
+    async () => ((await sesSendsTo(burst)).length === burst.length ? true : undefined),
+    60_000,
+    'the whole burst at SES',
+  );
   const before = inRange(await times(burst), 0, sent.at);
   console.log(
     `transactional fair share at ${RATE}/s (SEND_FAIR_SHARE_PER_MINUTE 10): project Y's email went out after ${before} of project X's 140-email burst, ` +

@@ -36,7 +36,12 @@ async function emailIdsAtSes(addresses: string[]): Promise<string[]> {
 }
 
 describe('a worker killed in the middle of a batch', () => {
-  const env = testEnv({ SES_MAX_SEND_RATE: '20', WORKER_CONCURRENCY: '4', WORKER_LOCK_MS: '3000', SEND_LEASE_MS: '3000' });
+  const env = testEnv({
+    SES_MAX_SEND_RATE: '20',
+    WORKER_CONCURRENCY: '4',
+    WORKER_LOCK_MS: '3000',
+    SEND_LEASE_MS: '3000',
+  });
   let api: TestApi;
   const children: ChildProcess[] = [];
   beforeAll(async () => {
@@ -51,7 +56,10 @@ describe('a worker killed in the middle of a batch', () => {
   test('loses no email, and re-sends only a message SES may have taken at the moment of the kill', async () => {
     const p = await createTestProject(api.database);
     const to = Array.from({ length: 40 }, () => recipient('kill'));
-    const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `k@${p.domain}`, subject: 'k', body: '<p>k</p>' });
+    const res = await request(api.app)
+      .post('/v1/send')
+      .set('Authorization', p.auth)
+      .send({ to, from: `k@${p.domain}`, subject: 'k', body: '<p>k</p>' });
     expect(res.status).toBe(202);
     const ids: string[] = res.body.data.emails.map((e: { email: string }) => e.email);
 
@@ -67,7 +75,11 @@ describe('a worker killed in the middle of a batch', () => {
 
     const respawnedAt = Date.now();
     children.push(spawnWorker(env));
-    await waitFor(async () => (await statuses(api, ids)).every((r) => r.status === 'sent') || undefined, 60_000, 'all 40 sent');
+    await waitFor(
+      async () => (await statuses(api, ids)).every((r) => r.status === 'sent') || undefined,
+      60_000,
+      'all 40 sent',
+    );
 
     const atSes = await emailIdsAtSes(to);
     expect(new Set(atSes)).toEqual(new Set(ids));
@@ -85,7 +97,9 @@ describe('a worker killed in the middle of a batch', () => {
       expect(sends[0].at).toBeLessThan(respawnedAt);
       expect(sends[1].at).toBeGreaterThan(respawnedAt);
     }
-    console.log(`kill: ${sentBeforeKill} sent before SIGKILL, ${heldByDeadWorker} claimed by the dead worker, 40 delivered after, duplicates: ${twice.length}`);
+    console.log(
+      `kill: ${sentBeforeKill} sent before SIGKILL, ${heldByDeadWorker} claimed by the dead worker, 40 delivered after, duplicates: ${twice.length}`,
+    );
   }, 90_000);
 });
 
@@ -96,7 +110,14 @@ describe('Redis loses every job after acceptance', () => {
   beforeAll(async () => {
     // Its own database: an eager reconciler adopts every pending email of the database it watches.
     db = await isolatedDatabase();
-    config = loadConfig(testEnv({ DATABASE_URL: db.url, RECONCILE_INTERVAL_MS: '300', RECONCILE_AFTER_MS: '0', SES_MAX_SEND_RATE: '100' }));
+    config = loadConfig(
+      testEnv({
+        DATABASE_URL: db.url,
+        RECONCILE_INTERVAL_MS: '300',
+        RECONCILE_AFTER_MS: '0',
+        SES_MAX_SEND_RATE: '100',
+      }),
+    );
     api = await startTestApi(config);
   });
   afterAll(async () => {
@@ -107,7 +128,10 @@ describe('Redis loses every job after acceptance', () => {
   test('the reconciler re-enqueues and delivers every email exactly once', async () => {
     const p = await createTestProject(api.database);
     const to = Array.from({ length: 20 }, () => recipient('flush'));
-    const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `f@${p.domain}`, subject: 'f', body: '<p>f</p>' });
+    const res = await request(api.app)
+      .post('/v1/send')
+      .set('Authorization', p.auth)
+      .send({ to, from: `f@${p.domain}`, subject: 'f', body: '<p>f</p>' });
     expect(res.status).toBe(202);
     const ids: string[] = res.body.data.emails.map((e: { email: string }) => e.email);
     const jobsBefore = await api.redis.keys(`${config.queuePrefix}:send:*`);
@@ -116,7 +140,11 @@ describe('Redis loses every job after acceptance', () => {
 
     const worker = await startWorker(config, { healthPort: null });
     try {
-      await waitFor(async () => (await statuses(api, ids)).every((r) => r.status === 'sent') || undefined, 30_000, 'all sent');
+      await waitFor(
+        async () => (await statuses(api, ids)).every((r) => r.status === 'sent') || undefined,
+        30_000,
+        'all sent',
+      );
     } finally {
       await worker.stop();
     }
@@ -139,17 +167,27 @@ describe('concurrent sends to one new address', () => {
     const to = recipient('race');
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
-        request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `r@${p.domain}`, subject: `n${i}`, body: '<p>x</p>', data: { [`k${i}`]: i } }),
+        request(api.app)
+          .post('/v1/send')
+          .set('Authorization', p.auth)
+          .send({ to, from: `r@${p.domain}`, subject: `n${i}`, body: '<p>x</p>', data: { [`k${i}`]: i } }),
       ),
     );
     expect(results.map((r) => r.status)).toEqual(Array(50).fill(202));
-    const rows = await api.database.db.select().from(contacts).where(and(eq(contacts.projectId, p.id), eq(contacts.emailKey, to)));
+    const rows = await api.database.db
+      .select()
+      .from(contacts)
+      .where(and(eq(contacts.projectId, p.id), eq(contacts.emailKey, to)));
     expect(rows).toHaveLength(1);
     // Every request's data key survived: the merge happens in SQL, not read-modify-write.
     expect(Object.keys(rows[0].data).sort()).toEqual(Array.from({ length: 50 }, (_, i) => `k${i}`).sort());
     const contactIds = new Set(results.map((r) => r.body.data.emails[0].contact.id));
     expect([...contactIds]).toEqual([rows[0].id]);
-    const [{ n }] = (await api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from emails where contact_id = ${rows[0].id}`)).rows as [{ n: number }];
+    const [{ n }] = (
+      await api.database.db.execute<{ n: number }>(
+        sql`select count(*)::int as n from emails where contact_id = ${rows[0].id}`,
+      )
+    ).rows as [{ n: number }];
     expect(n).toBe(50);
   });
 });

@@ -12,7 +12,18 @@ import { eq } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  isolatedDatabase,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
 import { queuesSettled } from '../support/worker-queues';
@@ -51,14 +62,24 @@ const startTheWorker = async () => {
 };
 
 const emailRow = async (id: string) => (await api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
-const waitSent = (id: string) => waitFor(async () => ((await emailRow(id)).status === 'sent' ? emailRow(id) : undefined), 20_000, `email ${id} sent`);
+const waitSent = (id: string) =>
+  waitFor(async () => ((await emailRow(id)).status === 'sent' ? emailRow(id) : undefined), 20_000, `email ${id} sent`);
 /** POSTs an SNS message the way SNS does (JSON text as text/plain). */
-const postSns = (m: object) => request(api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
+const postSns = (m: object) =>
+  request(api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
 
 async function send(p: TestProject, to: string) {
-  const res = await client(api.app, p).post('/v1/send', { to, from: `n@${p.domain}`, subject: 'Hello', body: '<p>Hi</p>' });
+  const res = await client(api.app, p).post('/v1/send', {
+    to,
+    from: `n@${p.domain}`,
+    subject: 'Hello',
+    body: '<p>Hi</p>',
+  });
   expect(res.status).toBe(202);
-  return res.body.data as { emails: { email: string; status: string; contact: { id: string } }[]; suppressed: string[] };
+  return res.body.data as {
+    emails: { email: string; status: string; contact: { id: string } }[];
+    suppressed: string[];
+  };
 }
 
 test('an address suppressed after its email was accepted is caught at send time: status suppressed, nothing at SES', async () => {
@@ -68,7 +89,11 @@ test('an address suppressed after its email was accepted is caught at send time:
   expect(accepted.emails[0].status).toBe('queued');
   await client(api.app, p).post('/suppressions', { email: to });
   await startTheWorker();
-  await waitFor(async () => (await emailRow(accepted.emails[0].email)).status === 'suppressed', 20_000, 'suppressed at claim');
+  await waitFor(
+    async () => (await emailRow(accepted.emails[0].email)).status === 'suppressed',
+    20_000,
+    'suppressed at claim',
+  );
   expect(await sesSendsTo([to])).toHaveLength(0);
 });
 
@@ -81,7 +106,9 @@ test('bounce → suppressed → the next /v1/send is not sent; deleting the supp
   expect(sent.messageId).toBeTruthy();
   expect(await sesSendsTo([to])).toHaveLength(1);
 
-  const res = await postSns(sns.notification(sesEvent('Bounce', { messageId: sent.messageId!, to }, { bounceType: 'Permanent' })));
+  const res = await postSns(
+    sns.notification(sesEvent('Bounce', { messageId: sent.messageId!, to }, { bounceType: 'Permanent' })),
+  );
   expect(res.status).toBe(200);
   expect(res.body.data).toMatchObject({ status: 'bounced', suppressed: [to] });
 
@@ -108,22 +135,49 @@ test('a campaign skips suppressed contacts, and its stats count the SES events t
   const to = Array.from({ length: 5 }, () => recipient('camp'));
   for (const email of to) await as.post('/contacts', { email, subscribed: true });
   await as.post('/suppressions', { emails: to.slice(0, 2) });
-  const created = await as.post('/campaigns', { name: 'c', subject: 'News', body: '<p>News</p>', from: `news@${p.domain}`, audienceType: 'ALL' });
+  const created = await as.post('/campaigns', {
+    name: 'c',
+    subject: 'News',
+    body: '<p>News</p>',
+    from: `news@${p.domain}`,
+    audienceType: 'ALL',
+  });
   await as.post(`/campaigns/${created.body.data.id}/send`, {});
-  const done = await waitFor(async () => {
-    const c = (await as.get(`/campaigns/${created.body.data.id}`)).body.data;
-    return c.status === 'SENT' ? c : undefined;
-  }, 30_000, 'campaign SENT');
+  const done = await waitFor(
+    async () => {
+      const c = (await as.get(`/campaigns/${created.body.data.id}`)).body.data;
+      return c.status === 'SENT' ? c : undefined;
+    },
+    30_000,
+    'campaign SENT',
+  );
   expect(done.recipients).toBe(3);
   expect((await sesSendsTo(to)).map((s) => s.to[0]).sort()).toEqual(to.slice(2).sort());
 
   const rows = await api.database.db.select().from(emails).where(eq(emails.campaignId, created.body.data.id));
   const [a, b] = rows;
-  for (const [row, type] of [[a, 'Delivery'], [a, 'Open'], [a, 'Click'], [b, 'Delivery'], [b, 'Open'], [b, 'Complaint']] as const) {
-    expect((await postSns(sns.notification(sesEvent(type, { messageId: row.messageId!, to: row.toEmail })))).status).toBe(200);
+  for (const [row, type] of [
+    [a, 'Delivery'],
+    [a, 'Open'],
+    [a, 'Click'],
+    [b, 'Delivery'],
+    [b, 'Open'],
+    [b, 'Complaint'],
+  ] as const) {
+    expect(
+      (await postSns(sns.notification(sesEvent(type, { messageId: row.messageId!, to: row.toEmail })))).status,
+    ).toBe(200);
   }
   const stats = (await as.get(`/campaigns/${created.body.data.id}/stats`)).body.data;
-  expect(stats).toMatchObject({ recipients: 3, sent: 3, delivered: 2, opened: 2, clicked: 1, complained: 1, unsubscribed: 0 });
+  expect(stats).toMatchObject({
+    recipients: 3,
+    sent: 3,
+    delivered: 2,
+    opened: 2,
+    clicked: 1,
+    complained: 1,
+    unsubscribed: 0,
+  });
   // The complaint opted the contact out, but it is counted as a complaint, not as an unsubscribe.
   expect((await as.get(`/contacts/${rows[1].contactId}`)).body.data.subscribed).toBe(false);
   expect(stats.rates.open).toBeCloseTo(2 / 3, 3);
@@ -140,7 +194,8 @@ describe('outbound webhooks', () => {
   test('an endpoint that fails 3 times then succeeds gets the event once, signed, with our ids next to the SES message id', async () => {
     const p = await createTestProject(api.database);
     const as = client(api.app, p);
-    const endpoint = (await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['email.delivered'] })).body.data;
+    const endpoint = (await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['email.delivered'] })).body
+      .data;
     const to = recipient('hook');
     const accepted = await send(p, to);
     const sent = await waitSent(accepted.emails[0].email);
@@ -148,12 +203,21 @@ describe('outbound webhooks', () => {
     receiver.failNext(3);
     const before = receiver.received.length;
     await postSns(sns.notification(sesEvent('Delivery', { messageId: sent.messageId!, to })));
-    const hits = await waitFor(async () => {
-      const mine = receiver.received.slice(before);
-      return mine.some((r) => r.status === 200) ? mine : undefined;
-    }, 20_000, 'a successful webhook attempt');
+    const hits = await waitFor(
+      async () => {
+        const mine = receiver.received.slice(before);
+        return mine.some((r) => r.status === 200) ? mine : undefined;
+      },
+      20_000,
+      'a successful webhook attempt',
+    );
     // No attempt can follow once the delivery is recorded succeeded and the worker holds no webhook job.
-    await waitFor(async () => (await as.get(`/webhooks/endpoints/${endpoint.id}/deliveries`)).body.data.items[0]?.status === 'succeeded', 20_000, 'the delivery recorded succeeded');
+    await waitFor(
+      async () =>
+        (await as.get(`/webhooks/endpoints/${endpoint.id}/deliveries`)).body.data.items[0]?.status === 'succeeded',
+      20_000,
+      'the delivery recorded succeeded',
+    );
     await queuesSettled(worker!, ['webhook']);
     const all = receiver.received.slice(before);
     expect(all.map((r) => r.status)).toEqual([500, 500, 500, 200]);
@@ -164,7 +228,14 @@ describe('outbound webhooks', () => {
     const payload = JSON.parse(all[3].body);
     expect(payload).toMatchObject({
       type: 'email.delivered',
-      data: { emailId: sent.id, contactId: accepted.emails[0].contact.id, campaignId: null, messageId: sent.messageId, to, status: 'delivered' },
+      data: {
+        emailId: sent.id,
+        contactId: accepted.emails[0].contact.id,
+        campaignId: null,
+        messageId: sent.messageId,
+        to,
+        status: 'delivered',
+      },
     });
 
     const log = (await as.get(`/webhooks/endpoints/${endpoint.id}/deliveries`)).body.data.items[0];
@@ -182,13 +253,23 @@ describe('outbound webhooks', () => {
   test('a bounce reaches the endpoint as email.bounced with data.status "bounced" and the bounce code in smtpStatus', async () => {
     const p = await createTestProject(api.database);
     const as = client(api.app, p);
-    const endpoint = (await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['email.bounced'] })).body.data;
+    const endpoint = (await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['email.bounced'] })).body
+      .data;
     const to = recipient('bounced-hook');
     const accepted = await send(p, to);
     const sent = await waitSent(accepted.emails[0].email);
-    const res = await postSns(sns.notification(sesEvent('Bounce', { messageId: sent.messageId!, to }, { bounceType: 'Permanent' })));
+    const res = await postSns(
+      sns.notification(sesEvent('Bounce', { messageId: sent.messageId!, to }, { bounceType: 'Permanent' })),
+    );
     expect(res.status).toBe(200);
-    const got = await waitFor(async () => receiver.received.find((r) => r.status === 200 && r.body.includes(sent.id) && r.body.includes('"email.bounced"')), 20_000, 'email.bounced webhook');
+    const got = await waitFor(
+      async () =>
+        receiver.received.find(
+          (r) => r.status === 200 && r.body.includes(sent.id) && r.body.includes('"email.bounced"'),
+        ),
+      20_000,
+      'email.bounced webhook',
+    );
     expect(verifyStandardWebhook(endpoint.secret, got)).toBe(true);
     expect(JSON.parse(got.body)).toMatchObject({
       type: 'email.bounced',
@@ -207,19 +288,29 @@ describe('outbound webhooks', () => {
   test('email.sent is announced by the worker; an endpoint that never succeeds is disabled after the whole schedule', async () => {
     const p = await createTestProject(api.database);
     const as = client(api.app, p);
-    const broken = (await as.post('/webhooks/endpoints', { url: 'http://127.0.0.1:9/refused', eventTypes: ['email.sent'] })).body.data;
+    const broken = (
+      await as.post('/webhooks/endpoints', { url: 'http://127.0.0.1:9/refused', eventTypes: ['email.sent'] })
+    ).body.data;
     const healthy = (await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['email.*'] })).body.data;
     const to = recipient('sent');
     const accepted = await send(p, to);
     const sent = await waitSent(accepted.emails[0].email);
-    const got = await waitFor(async () => receiver.received.find((r) => r.body.includes(sent.id) && r.body.includes('"email.sent"')), 10_000, 'email.sent webhook');
+    const got = await waitFor(
+      async () => receiver.received.find((r) => r.body.includes(sent.id) && r.body.includes('"email.sent"')),
+      10_000,
+      'email.sent webhook',
+    );
     expect(verifyStandardWebhook(healthy.secret, got)).toBe(true);
     expect(JSON.parse(got.body).data).toMatchObject({ emailId: sent.id, messageId: sent.messageId, status: 'sent' });
 
-    const disabled = await waitFor(async () => {
-      const e = (await as.get(`/webhooks/endpoints/${broken.id}`)).body.data;
-      return e.enabled ? undefined : e;
-    }, 20_000, 'endpoint disabled');
+    const disabled = await waitFor(
+      async () => {
+        const e = (await as.get(`/webhooks/endpoints/${broken.id}`)).body.data;
+        return e.enabled ? undefined : e;
+      },
+      20_000,
+      'endpoint disabled',
+    );
     expect(disabled.disabledReason).toMatch(/every attempt failed/);
     const [d] = (await as.get(`/webhooks/endpoints/${broken.id}/deliveries`)).body.data.items;
     expect(d).toMatchObject({ status: 'failed', attempts: 4, lastStatusCode: null });

@@ -13,7 +13,18 @@ import request from 'supertest';
 import { sql } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { ADMIN_TOKEN, client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
+import {
+  ADMIN_TOKEN,
+  client,
+  createTestProject,
+  isolatedDatabase,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+} from '../support/harness';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
 import { queuesSettled } from '../support/worker-queues';
@@ -57,19 +68,39 @@ test('a campaign over the bounce threshold pauses, sends nothing while paused, r
   const db = api.database.db;
   const p = await createTestProject(api.database);
   const as = client(api.app, p);
-  await request(api.app).put(`/admin/projects/${p.id}/guardrails`).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ minSample: 20, maxHardBounceRate: 0.1 }).expect(200);
-  const endpoint = (await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['campaign.paused', 'campaign.resumed'] })).body.data;
+  await request(api.app)
+    .put(`/admin/projects/${p.id}/guardrails`)
+    .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+    .send({ minSample: 20, maxHardBounceRate: 0.1 })
+    .expect(200);
+  const endpoint = (
+    await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['campaign.paused', 'campaign.resumed'] })
+  ).body.data;
   const to = Array.from({ length: RECIPIENTS }, () => recipient('guard'));
   await db.execute(sql`
     insert into contacts (id, project_id, email, email_key, subscribed, data)
     select gen_random_uuid(), ${p.id}::uuid, e, e, true, '{}'::jsonb from unnest(${sql.param(to)}::text[]) as e`);
-  const created = await as.post('/campaigns', { name: 'risky list', subject: 'Hello', body: '<p>Hi</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>', from: `news@${p.domain}`, audienceType: 'ALL' });
+  const created = await as.post('/campaigns', {
+    name: 'risky list',
+    subject: 'Hello',
+    body: '<p>Hi</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>',
+    from: `news@${p.domain}`,
+    audienceType: 'ALL',
+  });
   const id = created.body.data.id as string;
 
   const campaign = async () =>
-    (await db.execute<{ status: string; paused_reason: string | null; pause_details: Record<string, number | boolean> | null }>(sql`select status, paused_reason, pause_details from campaigns where id = ${id}::uuid`)).rows[0];
+    (
+      await db.execute<{
+        status: string;
+        paused_reason: string | null;
+        pause_details: Record<string, number | boolean> | null;
+      }>(sql`select status, paused_reason, pause_details from campaigns where id = ${id}::uuid`)
+    ).rows[0];
   const byStatus = async () => {
-    const rows = await db.execute<{ status: string; n: number }>(sql`select status, count(*)::int as n from emails where campaign_id = ${id}::uuid group by status`);
+    const rows = await db.execute<{ status: string; n: number }>(
+      sql`select status, count(*)::int as n from emails where campaign_id = ${id}::uuid group by status`,
+    );
     return Object.fromEntries(rows.rows.map((r) => [r.status, r.n])) as Record<string, number>;
   };
   // Plays SES: every email the worker has sent gets its event, a Permanent bounce when `bounce(n)` says so.
@@ -82,8 +113,13 @@ test('a campaign over the bounce threshold pauses, sends nothing while paused, r
       if (fed.has(e.id)) continue;
       fed.add(e.id);
       const kind = bounce(outcomes++) ? 'Bounce' : 'Delivery';
-      const m = sns.notification(sesEvent(kind, { messageId: e.message_id, to: e.to_email }, { bounceType: 'Permanent' }));
-      const res = await request(api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
+      const m = sns.notification(
+        sesEvent(kind, { messageId: e.message_id, to: e.to_email }, { bounceType: 'Permanent' }),
+      );
+      const res = await request(api.app)
+        .post('/webhooks/ses')
+        .set('Content-Type', 'text/plain; charset=UTF-8')
+        .send(JSON.stringify(m));
       expect(res.status).toBe(200);
     }
   };
@@ -91,11 +127,15 @@ test('a campaign over the bounce threshold pauses, sends nothing while paused, r
   const started = Date.now();
   expect((await as.post(`/campaigns/${id}/send`, {})).status).toBe(200);
   // 25 % hard bounces: over 10 % as soon as 20 outcomes are in.
-  const paused = await waitFor(async () => {
-    await feed((n) => n % 4 === 0);
-    const c = await campaign();
-    return c.status === 'PAUSED' && c;
-  }, 30_000, 'campaign PAUSED');
+  const paused = await waitFor(
+    async () => {
+      await feed((n) => n % 4 === 0);
+      const c = await campaign();
+      return c.status === 'PAUSED' && c;
+    },
+    30_000,
+    'campaign PAUSED',
+  );
   const pausedAfterMs = Date.now() - started;
 
   expect(paused.paused_reason).toBe('bounce_rate');
@@ -106,15 +146,26 @@ test('a campaign over the bounce threshold pauses, sends nothing while paused, r
   expect(details.hardBounceRate).toBeCloseTo(Number(details.hardBounces) / Number(details.outcomes), 12);
   const timeline = (await as.get(`/campaigns/${id}/timeline`)).body.data.data;
   expect(timeline).toEqual([expect.objectContaining({ type: 'paused', data: { reason: 'bounce_rate', ...details } })]);
-  const pausedHook = await waitFor(async () => receiver.received.find((r) => r.status === 200 && r.body.includes('"campaign.paused"')), 20_000, 'campaign.paused webhook');
+  const pausedHook = await waitFor(
+    async () => receiver.received.find((r) => r.status === 200 && r.body.includes('"campaign.paused"')),
+    20_000,
+    'campaign.paused webhook',
+  );
   expect(verifyStandardWebhook(endpoint.secret, pausedHook)).toBe(true);
-  expect(JSON.parse(pausedHook.body)).toMatchObject({ type: 'campaign.paused', data: { campaignId: id, reason: 'bounce_rate', ...details } });
+  expect(JSON.parse(pausedHook.body)).toMatchObject({
+    type: 'campaign.paused',
+    data: { campaignId: id, reason: 'bounce_rate', ...details },
+  });
 
   // Emails already claimed when it paused finish; after that nothing moves: no send, the rest stay queued.
-  const held = await waitFor(async () => {
-    const s = await byStatus();
-    return !s.sending && s;
-  }, 20_000, 'no email in flight');
+  const held = await waitFor(
+    async () => {
+      const s = await byStatus();
+      return !s.sending && s;
+    },
+    20_000,
+    'no email in flight',
+  );
   expect(held.queued).toBeGreaterThan(0);
   const atSes = (await sesSendsTo(to)).length;
   // The worker has had its chance once it holds no campaign or send job waiting or active: every send job it was
@@ -134,10 +185,14 @@ test('a campaign over the bounce threshold pauses, sends nothing while paused, r
   expect(resumed.status).toBe(200);
   expect(resumed.body.data.status).toBe('SENDING');
   const sinceResume = outcomes;
-  await waitFor(async () => {
-    await feed((n) => (n - sinceResume) % 20 === 0);
-    return (await campaign()).status === 'SENT';
-  }, 45_000, 'campaign SENT');
+  await waitFor(
+    async () => {
+      await feed((n) => (n - sinceResume) % 20 === 0);
+      return (await campaign()).status === 'SENT';
+    },
+    45_000,
+    'campaign SENT',
+  );
   const finishedAfterMs = Date.now() - resumedAt;
 
   const accepted = (await sesSendsTo(to)).map((s) => s.to[0].toLowerCase());
@@ -148,10 +203,20 @@ test('a campaign over the bounce threshold pauses, sends nothing while paused, r
   const final = await byStatus();
   expect(final.queued ?? 0).toBe(0);
   expect(Object.values(final).reduce((a, b) => a + b, 0)).toBe(RECIPIENTS);
-  expect((await as.get(`/campaigns/${id}/timeline`)).body.data.data.map((e: { type: string }) => e.type)).toEqual(['paused', 'resumed']);
-  const resumedHook = await waitFor(async () => receiver.received.find((r) => r.status === 200 && r.body.includes('"campaign.resumed"')), 20_000, 'campaign.resumed webhook');
+  expect((await as.get(`/campaigns/${id}/timeline`)).body.data.data.map((e: { type: string }) => e.type)).toEqual([
+    'paused',
+    'resumed',
+  ]);
+  const resumedHook = await waitFor(
+    async () => receiver.received.find((r) => r.status === 200 && r.body.includes('"campaign.resumed"')),
+    20_000,
+    'campaign.resumed webhook',
+  );
   expect(verifyStandardWebhook(endpoint.secret, resumedHook)).toBe(true);
-  expect(JSON.parse(resumedHook.body)).toMatchObject({ type: 'campaign.resumed', data: { campaignId: id, previousReason: 'bounce_rate' } });
+  expect(JSON.parse(resumedHook.body)).toMatchObject({
+    type: 'campaign.resumed',
+    data: { campaignId: id, previousReason: 'bounce_rate' },
+  });
 
   console.log(
     `guardrail e2e: paused ${pausedAfterMs} ms after start at ${details.outcomes} outcomes (hard-bounce rate ${(Number(details.hardBounceRate) * 100).toFixed(1)} %), ` +

@@ -26,17 +26,26 @@ beforeAll(async () => {
 afterAll(async () => api?.close());
 
 const logger = () => createLogger(config, 'worker');
-const job = (importId: string, projectId: string) => ({ id: importId, data: { importId, projectId }, opts: { attempts: 5 }, attemptsMade: 0 }) as unknown as Job;
-const run = (p: TestProject, id: string, database = api.database) => createImportProcessor({ config, database, logger: logger() })(job(id, p.id));
-const progress = async (id: string) => (await api.database.db.select().from(contactImports).where(eq(contactImports.id, id)))[0];
+const job = (importId: string, projectId: string) =>
+  ({ id: importId, data: { importId, projectId }, opts: { attempts: 5 }, attemptsMade: 0 }) as unknown as Job;
+const run = (p: TestProject, id: string, database = api.database) =>
+  createImportProcessor({ config, database, logger: logger() })(job(id, p.id));
+const progress = async (id: string) =>
+  (await api.database.db.select().from(contactImports).where(eq(contactImports.id, id)))[0];
 
 async function uploadCsv(p: TestProject, csv: string): Promise<string> {
-  const res = await request(api.app).post('/contacts/import').set('Authorization', p.auth).set('Content-Type', 'text/csv').send(csv);
+  const res = await request(api.app)
+    .post('/contacts/import')
+    .set('Authorization', p.auth)
+    .set('Content-Type', 'text/csv')
+    .send(csv);
   expect(res.status).toBe(202);
   return res.body.data.id as string;
 }
 
-async function contactsOf(p: TestProject): Promise<Map<string, { subscribed: boolean; data: Record<string, unknown> }>> {
+async function contactsOf(
+  p: TestProject,
+): Promise<Map<string, { subscribed: boolean; data: Record<string, unknown> }>> {
   const rows = await api.database.db.execute<{ email: string; subscribed: boolean; data: Record<string, unknown> }>(
     sql`select email, subscribed, data from contacts where project_id = ${p.id}::uuid`,
   );
@@ -44,7 +53,11 @@ async function contactsOf(p: TestProject): Promise<Map<string, { subscribed: boo
 }
 
 const stats = async (p: TestProject) =>
-  (await api.database.db.execute<{ total: number; subscribed: number }>(sql`select total::int, subscribed::int from contact_stats_now where project_id = ${p.id}::uuid`)).rows[0];
+  (
+    await api.database.db.execute<{ total: number; subscribed: number }>(
+      sql`select total::int, subscribed::int from contact_stats_now where project_id = ${p.id}::uuid`,
+    )
+  ).rows[0];
 
 test('an address repeated in nearby batches ends with its last row; bad rows at batch edges are row errors; counts and counters exact', async () => {
   const p = await createTestProject(api.database);
@@ -53,7 +66,8 @@ test('an address repeated in nearby batches ends with its last row; bad rows at 
   const lines: string[] = [];
   for (let row = 1; row <= 60; row++) {
     if (row === 10 || row === 11 || row === 30 || row === 31) lines.push(`not-an-address-${row},${row},`);
-    else if (row === 5 || row === 15 || row === 25 || row === 45) lines.push(`Same@X.test,${row},${row === 15 ? 'false' : ''}`);
+    else if (row === 5 || row === 15 || row === 25 || row === 45)
+      lines.push(`Same@X.test,${row},${row === 15 ? 'false' : ''}`);
     else if (row === 20) lines.push(`nul@x.test,a\u0000b,`);
     else lines.push(`r${row}@x.test,${row},`);
   }
@@ -62,7 +76,14 @@ test('an address repeated in nearby batches ends with its last row; bad rows at 
 
   const done = await progress(id);
   // 60 rows: 5 bad; "same" created once and changed by its 3 later rows; 51 other addresses created.
-  expect(done).toMatchObject({ status: 'completed', rowsProcessed: 60, created: 52, updated: 3, skipped: 0, failed: 5 });
+  expect(done).toMatchObject({
+    status: 'completed',
+    rowsProcessed: 60,
+    created: 52,
+    updated: 3,
+    skipped: 0,
+    failed: 5,
+  });
   const errors = await getImportErrors(api.database.db, p.id, id);
   expect(errors.map((e) => [e.row, e.errors[0].field])).toEqual([
     [10, 'email'],
@@ -84,7 +105,13 @@ test('a batch waits for the batch before it; if that one rolls back, nothing of 
   const created = await createImport(db, p.id, { format: 'json', filename: null, defaultSubscribed: true });
   await markImportQueued(db, created.id, 0, 0);
   const imp = (await startImport(db, created.id))!;
-  const rec = (row: number): ImportRecord => ({ row, email: `w${row}@x.test`, emailKey: `w${row}@x.test`, set: { row }, removed: [] });
+  const rec = (row: number): ImportRecord => ({
+    row,
+    email: `w${row}@x.test`,
+    emailKey: `w${row}@x.test`,
+    set: { row },
+    removed: [],
+  });
 
   // Another transaction stands for the batch of rows 1–10, still being applied: it holds that batch's lock.
   const first = await api.database.pool.connect();
@@ -92,17 +119,26 @@ test('a batch waits for the batch before it; if that one rolls back, nothing of 
     await first.query('begin');
     const importKey = Number.parseInt(imp.id.replace(/-/g, '').slice(-8), 16) | 0;
     await first.query(`select pg_advisory_xact_lock($1::int, 0)`, [importKey]);
-    const second = commitImportBatch(db, imp, { records: [rec(11), rec(12)], errors: [], fromRow: 10, toRow: 12, bytesProcessed: 0 }, { after: 0 });
+    const second = commitImportBatch(
+      db,
+      imp,
+      { records: [rec(11), rec(12)], errors: [], fromRow: 10, toRow: 12, bytesProcessed: 0 },
+      { after: 0 },
+    );
     second.catch(() => undefined);
     // It wrote its contacts and waits at the end of its statement, before its counter trigger and its commit.
-    await waitFor(async () => {
-      const r = await api.database.pool.query(
-        `select 1 from pg_locks where locktype = 'advisory' and not granted and mode = 'ShareLock'
+    await waitFor(
+      async () => {
+        const r = await api.database.pool.query(
+          `select 1 from pg_locks where locktype = 'advisory' and not granted and mode = 'ShareLock'
            and classid::bigint = ($1::bigint & 4294967295) and objid = 0 and objsubid = 2`,
-        [importKey],
-      );
-      return r.rowCount! > 0;
-    }, 10_000, 'the second batch to wait for the first');
+          [importKey],
+        );
+        return r.rowCount! > 0;
+      },
+      10_000,
+      'the second batch to wait for the first',
+    );
     expect((await contactsOf(p)).size).toBe(0);
     // Its rows are already written (the heavy part overlaps with the batch before): inserting one of its addresses
     // from elsewhere waits for its transaction.
@@ -114,10 +150,17 @@ test('a batch waits for the batch before it; if that one rolls back, nothing of 
          on conflict (project_id, email_key) do nothing`,
         [p.id],
       );
-      await waitFor(async () => {
-        const r = await api.database.pool.query(`select 1 from pg_locks where pid = $1 and locktype = 'transactionid' and not granted`, [pid]);
-        return r.rowCount! > 0;
-      }, 10_000, 'an insert of the same address to wait for the second batch');
+      await waitFor(
+        async () => {
+          const r = await api.database.pool.query(
+            `select 1 from pg_locks where pid = $1 and locktype = 'transactionid' and not granted`,
+            [pid],
+          );
+          return r.rowCount! > 0;
+        },
+        10_000,
+        'an insert of the same address to wait for the second batch',
+      );
       await first.query('rollback');
       await expect(second).rejects.toThrow(`import ${imp.id} is no longer at row 10`);
       await racing;
@@ -134,7 +177,12 @@ test('a batch waits for the batch before it; if that one rolls back, nothing of 
   // When the batch before commits, the next one goes through.
   await commitImportBatch(db, imp, { records: [rec(1)], errors: [], fromRow: 0, toRow: 10, bytesProcessed: 0 });
   await expect(
-    commitImportBatch(db, imp, { records: [rec(11), rec(12)], errors: [], fromRow: 10, toRow: 12, bytesProcessed: 0 }, { after: 0 }),
+    commitImportBatch(
+      db,
+      imp,
+      { records: [rec(11), rec(12)], errors: [], fromRow: 10, toRow: 12, bytesProcessed: 0 },
+      { after: 0 },
+    ),
   ).resolves.toEqual({ created: 2, updated: 0, skipped: 0, failed: 0 });
   expect(await progress(imp.id)).toMatchObject({ rowsProcessed: 12, created: 3 });
   expect(await stats(p)).toEqual({ total: 3, subscribed: 3 });
@@ -147,12 +195,21 @@ test('a failure with two batches in flight: the import stops at the last batch c
   // Row 155's contact exists and is locked: the batch of rows 151–160 times out (lock_timeout 2 s, long enough
   // that the batches before it never time out waiting for each other on a busy machine); the batch after it may
   // be in flight by then, and must not be kept.
-  await request(api.app).post('/contacts').set('Authorization', p.auth).send({ email: 'f154@x.test', data: { n: 'old' } });
+  await request(api.app)
+    .post('/contacts')
+    .set('Authorization', p.auth)
+    .send({ email: 'f154@x.test', data: { n: 'old' } });
   const blocker = await api.database.pool.connect();
-  const impatient = createDatabase({ url: `${config.databaseUrl}?options=-c%20lock_timeout%3D2000`, poolSize: 3, applicationName: 'impatient' });
+  const impatient = createDatabase({
+    url: `${config.databaseUrl}?options=-c%20lock_timeout%3D2000`,
+    poolSize: 3,
+    applicationName: 'impatient',
+  });
   try {
     await blocker.query('begin');
-    await blocker.query(`select 1 from contacts where project_id = $1 and email_key = 'f154@x.test' for update`, [p.id]);
+    await blocker.query(`select 1 from contacts where project_id = $1 and email_key = 'f154@x.test' for update`, [
+      p.id,
+    ]);
     await expect(run(p, id, impatient)).rejects.toThrow('canceling statement due to lock timeout');
   } finally {
     await blocker.query('rollback');
@@ -164,7 +221,14 @@ test('a failure with two batches in flight: the import stops at the last batch c
   expect((await contactsOf(p)).size).toBe(151);
 
   await expect(run(p, id)).resolves.toMatchObject({ outcome: 'completed', created: total - 1, updated: 1 });
-  expect(await progress(id)).toMatchObject({ status: 'completed', rowsProcessed: total, created: total - 1, updated: 1, skipped: 0, failed: 0 });
+  expect(await progress(id)).toMatchObject({
+    status: 'completed',
+    rowsProcessed: total,
+    created: total - 1,
+    updated: 1,
+    skipped: 0,
+    failed: 0,
+  });
   const contacts = await contactsOf(p);
   expect(contacts.size).toBe(total);
   expect(contacts.get('f154@x.test')?.data).toEqual({ n: '154' });
@@ -174,7 +238,10 @@ test('a failure with two batches in flight: the import stops at the last batch c
 test('/v1/track writing the same contacts during an import: every write kept, no deadlock, counts exact', async () => {
   const p = await createTestProject(api.database);
   const total = 400;
-  const id = await uploadCsv(p, 'email,plan\n' + Array.from({ length: total }, (_, i) => `t${i}@x.test,pro`).join('\n'));
+  const id = await uploadCsv(
+    p,
+    'email,plan\n' + Array.from({ length: total }, (_, i) => `t${i}@x.test,pro`).join('\n'),
+  );
   // Tracks for the same addresses, from the last to the first, 8 at a time, while the import runs.
   const tracked: number[] = [];
   const track = async (lane: number) => {

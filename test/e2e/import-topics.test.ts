@@ -10,7 +10,15 @@ import { loadConfig } from '@mailroom/config/config';
 import { contactImports } from '@mailroom/db/schema/imports';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { startReceiver, type Receiver } from '../support/receiver';
-import { client, createTestProject, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 const config = loadConfig(testEnv({ IMPORT_BATCH_SIZE: '3', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }));
 let api: TestApi;
@@ -29,13 +37,20 @@ afterAll(async () => {
 });
 
 const upload = (project: TestProject, content: string, filename = 'contacts.csv') =>
-  request(api.app).post('/contacts/import').set('Authorization', project.auth).attach('file', Buffer.from(content), filename);
+  request(api.app)
+    .post('/contacts/import')
+    .set('Authorization', project.auth)
+    .attach('file', Buffer.from(content), filename);
 
 async function finished(project: TestProject, id: string) {
-  return waitFor(async () => {
-    const res = await request(api.app).get(`/contacts/import/${id}`).set('Authorization', project.auth);
-    return ['completed', 'failed'].includes(res.body.data.status) ? res.body.data : undefined;
-  }, 30_000, `import ${id}`);
+  return waitFor(
+    async () => {
+      const res = await request(api.app).get(`/contacts/import/${id}`).set('Authorization', project.auth);
+      return ['completed', 'failed'].includes(res.body.data.status) ? res.body.data : undefined;
+    },
+    30_000,
+    `import ${id}`,
+  );
 }
 
 async function topic(project: TestProject, name: string, defaultSubscription: 'opt_in' | 'opt_out') {
@@ -45,7 +60,9 @@ async function topic(project: TestProject, name: string, defaultSubscription: 'o
 }
 
 async function contactId(project: TestProject, email: string): Promise<string> {
-  const rows = await api.database.db.execute<{ id: string }>(sql`select id from contacts where project_id = ${project.id}::uuid and email = ${email}`);
+  const rows = await api.database.db.execute<{ id: string }>(
+    sql`select id from contacts where project_id = ${project.id}::uuid and email = ${email}`,
+  );
   return rows.rows[0].id;
 }
 
@@ -53,7 +70,12 @@ async function contactId(project: TestProject, email: string): Promise<string> {
 async function standing(project: TestProject, email: string) {
   const res = await client(api.app, project).get(`/contacts/${await contactId(project, email)}/topics`);
   expect(res.status).toBe(200);
-  return Object.fromEntries(res.body.data.topics.map((t: { name: string; subscribed: boolean; explicit: boolean }) => [t.name, [t.subscribed, t.explicit]]));
+  return Object.fromEntries(
+    res.body.data.topics.map((t: { name: string; subscribed: boolean; explicit: boolean }) => [
+      t.name,
+      [t.subscribed, t.explicit],
+    ]),
+  );
 }
 
 async function topicEvents(projectId: string) {
@@ -66,7 +88,14 @@ async function topicEvents(projectId: string) {
 test('two topic columns set the subscriptions; events and webhooks only for changed standings; a re-import changes nothing', async () => {
   const p = await createTestProject(api.database);
   const as = client(api.app, p);
-  expect((await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['contact.topic_subscribed', 'contact.topic_unsubscribed'] })).status).toBe(201);
+  expect(
+    (
+      await as.post('/webhooks/endpoints', {
+        url: receiver.url,
+        eventTypes: ['contact.topic_subscribed', 'contact.topic_unsubscribed'],
+      })
+    ).status,
+  ).toBe(201);
   const news = await topic(p, 'Product news', 'opt_out');
   const letter = await topic(p, 'Newsletter', 'opt_in');
   // Another project with a topic of the same name, and a contact of the same address.
@@ -79,7 +108,9 @@ test('two topic columns set the subscriptions; events and webhooks only for chan
   await as.put(`/contacts/${e.id}/topics`, { topics: [{ topicId: letter, subscribed: true }] });
   await as.post('/contacts', { email: 'f@x.test', data: { name: 'F' } });
   await api.database.db.execute(sql`delete from webhook_deliveries where project_id = ${p.id}::uuid`);
-  await api.database.db.execute(sql`delete from events where project_id = ${p.id}::uuid and name like 'contact.topic_%'`);
+  await api.database.db.execute(
+    sql`delete from events where project_id = ${p.id}::uuid and name like 'contact.topic_%'`,
+  );
 
   const csv = [
     'email,name,Topic:product NEWS,topic: Newsletter',
@@ -96,7 +127,13 @@ test('two topic columns set the subscriptions; events and webhooks only for chan
   const done = await finished(p, res.body.data.id);
   expect(done.status).toBe('completed');
   expect(done.counts).toEqual({ created: 4, updated: 1, skipped: 1, failed: 1 });
-  expect(done.errors).toEqual([{ row: 4, email: 'd@x.test', errors: [expect.objectContaining({ field: 'Topic:product NEWS', code: 'invalid_type' })] }]);
+  expect(done.errors).toEqual([
+    {
+      row: 4,
+      email: 'd@x.test',
+      errors: [expect.objectContaining({ field: 'Topic:product NEWS', code: 'invalid_type' })],
+    },
+  ]);
 
   expect(await standing(p, 'a@x.test')).toEqual({ 'Product news': [false, true], Newsletter: [true, true] });
   expect(await standing(p, 'b@x.test')).toEqual({ 'Product news': [true, false], Newsletter: [true, true] });
@@ -117,25 +154,41 @@ test('two topic columns set the subscriptions; events and webhooks only for chan
   const hooks = await api.database.db.execute<{ event_type: string; payload: { data: Record<string, unknown> } }>(
     sql`select event_type, payload from webhook_deliveries where project_id = ${p.id}::uuid order by payload->'data'->>'email', event_type`,
   );
-  expect(hooks.rows.map((h) => [h.payload.data.email, h.event_type])).toEqual(expected.map(([email, type]) => [email, type]));
+  expect(hooks.rows.map((h) => [h.payload.data.email, h.event_type])).toEqual(
+    expected.map(([email, type]) => [email, type]),
+  );
   expect(hooks.rows[0].payload.data).toEqual({
-    contactId: await contactId(p, 'a@x.test'), email: 'a@x.test', topicId: letter, topicName: 'Newsletter', method: 'import', emailId: null,
+    contactId: await contactId(p, 'a@x.test'),
+    email: 'a@x.test',
+    topicId: letter,
+    topicName: 'Newsletter',
+    method: 'import',
+    emailId: null,
   });
   expect(hooks.rows[1].payload.data).toMatchObject({ topicId: news, topicName: 'Product news', method: 'import' });
   // Enqueued when their batch committed, and delivered.
-  const delivered = () => receiver.received.filter((r) => r.status === 200 && JSON.parse(r.body).data?.method === 'import');
-  await waitFor(async () => delivered().length >= expected.length, 30_000, 'the import\'s topic webhooks');
-  expect(delivered().map((r) => JSON.parse(r.body).type).sort()).toEqual(expected.map(([, type]) => type).sort());
+  const delivered = () =>
+    receiver.received.filter((r) => r.status === 200 && JSON.parse(r.body).data?.method === 'import');
+  await waitFor(async () => delivered().length >= expected.length, 30_000, "the import's topic webhooks");
+  expect(
+    delivered()
+      .map((r) => JSON.parse(r.body).type)
+      .sort(),
+  ).toEqual(expected.map(([, type]) => type).sort());
 
   // The same file again: every contact is as it says, nothing is written or announced twice.
   const again = await finished(p, (await upload(p, csv)).body.data.id);
   expect(again.counts).toEqual({ created: 0, updated: 0, skipped: 6, failed: 1 });
   expect(await topicEvents(p.id)).toEqual(expected);
-  expect((await api.database.db.execute(sql`select 1 from webhook_deliveries where project_id = ${p.id}::uuid`)).rows).toHaveLength(expected.length);
+  expect(
+    (await api.database.db.execute(sql`select 1 from webhook_deliveries where project_id = ${p.id}::uuid`)).rows,
+  ).toHaveLength(expected.length);
 
   // The other project's topic of the same name is untouched.
   const otherA = await client(api.app, other).get(`/contacts/${await contactId(other, 'a@x.test')}/topics`);
-  expect(otherA.body.data.topics).toEqual([{ topicId: otherLetter, name: 'Newsletter', subscribed: false, explicit: false }]);
+  expect(otherA.body.data.topics).toEqual([
+    { topicId: otherLetter, name: 'Newsletter', subscribed: false, explicit: false },
+  ]);
   expect(await topicEvents(other.id)).toEqual([]);
 });
 
@@ -153,6 +206,9 @@ test('an unknown topic column (or one of another project) is refused at upload, 
   ]);
   const empty = await upload(p, 'email,topic:\na@x.test,yes\n');
   expect(empty.status).toBe(422);
-  expect(empty.body.error.errors[0]).toMatchObject({ field: 'file', message: expect.stringContaining('names no topic') });
+  expect(empty.body.error.errors[0]).toMatchObject({
+    field: 'file',
+    message: expect.stringContaining('names no topic'),
+  });
   expect(await api.database.db.select().from(contactImports).where(eq(contactImports.projectId, p.id))).toEqual([]);
 });

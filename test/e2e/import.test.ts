@@ -35,19 +35,33 @@ afterAll(async () => {
 });
 
 const upload = (project: TestProject, content: string | Buffer, filename = 'contacts.csv', query = '') =>
-  request(api.app).post(`/contacts/import${query}`).set('Authorization', project.auth).attach('file', Buffer.from(content), filename);
+  request(api.app)
+    .post(`/contacts/import${query}`)
+    .set('Authorization', project.auth)
+    .attach('file', Buffer.from(content), filename);
 const raw = (project: TestProject, content: string, type: string, query = '') =>
-  request(api.app).post(`/contacts/import${query}`).set('Authorization', project.auth).set('Content-Type', type).send(content);
-const getImport = (project: TestProject, id: string) => request(api.app).get(`/contacts/import/${id}`).set('Authorization', project.auth);
+  request(api.app)
+    .post(`/contacts/import${query}`)
+    .set('Authorization', project.auth)
+    .set('Content-Type', type)
+    .send(content);
+const getImport = (project: TestProject, id: string) =>
+  request(api.app).get(`/contacts/import/${id}`).set('Authorization', project.auth);
 
 async function finished(project: TestProject, id: string) {
-  return waitFor(async () => {
-    const res = await getImport(project, id);
-    return ['completed', 'failed'].includes(res.body.data.status) ? res.body.data : undefined;
-  }, 30_000, `import ${id}`);
+  return waitFor(
+    async () => {
+      const res = await getImport(project, id);
+      return ['completed', 'failed'].includes(res.body.data.status) ? res.body.data : undefined;
+    },
+    30_000,
+    `import ${id}`,
+  );
 }
 
-async function contactsOf(project: TestProject): Promise<Map<string, { subscribed: boolean; data: Record<string, unknown> }>> {
+async function contactsOf(
+  project: TestProject,
+): Promise<Map<string, { subscribed: boolean; data: Record<string, unknown> }>> {
   const rows = await api.database.db.execute<{ email: string; subscribed: boolean; data: Record<string, unknown> }>(
     sql`select email, subscribed, data from contacts where project_id = ${project.id}::uuid`,
   );
@@ -72,14 +86,24 @@ describe('happy path', () => {
     lines.push('u2@x.test,"Quoted, name",maybe,');
     const res = await upload(q, lines.join('\r\n') + '\r\n');
     expect(res.status).toBe(202);
-    expect(res.body.data).toMatchObject({ id: expect.any(String), status: 'queued', format: 'csv', filename: 'contacts.csv', defaultSubscribed: true });
+    expect(res.body.data).toMatchObject({
+      id: expect.any(String),
+      status: 'queued',
+      format: 'csv',
+      filename: 'contacts.csv',
+      defaultSubscribed: true,
+    });
     const done = await finished(q, res.body.data.id);
     expect(done.status).toBe('completed');
     expect(done.counts).toEqual({ created: 100, updated: 3, skipped: 1, failed: 2 });
     expect(done.progress).toMatchObject({ rowsProcessed: 106, percent: 100 });
     expect(done.progress.bytesProcessed).toBe(done.progress.bytesTotal);
     expect(done.errors).toEqual([
-      { row: 101, email: 'not-an-email', errors: [expect.objectContaining({ field: 'email', code: 'invalid_string' })] },
+      {
+        row: 101,
+        email: 'not-an-email',
+        errors: [expect.objectContaining({ field: 'email', code: 'invalid_string' })],
+      },
       { row: 106, email: 'u2@x.test', errors: [expect.objectContaining({ field: 'subscribed' })] },
     ]);
     const all = await contactsOf(q);
@@ -98,7 +122,13 @@ describe('happy path', () => {
 
   test('raw bodies: NDJSON and a JSON array, with data merge and null removal; ?subscribed=false', async () => {
     const q = await createTestProject(api.database);
-    const nd = ['{"email":"a@x.test","data":{"plan":"pro","tmp":1}}', '', '{"email":"b@x.test","subscribed":true}', 'not json', '{"email":"c@x.test","extra":1}'].join('\n');
+    const nd = [
+      '{"email":"a@x.test","data":{"plan":"pro","tmp":1}}',
+      '',
+      '{"email":"b@x.test","subscribed":true}',
+      'not json',
+      '{"email":"c@x.test","extra":1}',
+    ].join('\n');
     const r1 = await raw(q, nd, 'application/x-ndjson', '?subscribed=false');
     expect(r1.status).toBe(202);
     const d1 = await finished(q, r1.body.data.id);
@@ -121,13 +151,19 @@ describe('happy path', () => {
     expect(done.status).toBe('completed');
     expect(done.counts.created).toBeGreaterThanOrEqual(1);
     expect(done.counts.failed).toBeGreaterThanOrEqual(1);
-    expect(done.errors[0]).toMatchObject({ row: 2, errors: [expect.objectContaining({ message: expect.stringContaining('malformed CSV') })] });
+    expect(done.errors[0]).toMatchObject({
+      row: 2,
+      errors: [expect.objectContaining({ message: expect.stringContaining('malformed CSV') })],
+    });
     expect((await contactsOf(q)).has('good1@x.test')).toBe(true);
   });
 
   test('a JSON array broken mid-file fails the import with the reason; records before it stay', async () => {
     const q = await createTestProject(api.database);
-    const done = await finished(q, (await raw(q, '[{"email":"ok@x.test"}, {"email": "x@x.test" oops', 'application/json')).body.data.id);
+    const done = await finished(
+      q,
+      (await raw(q, '[{"email":"ok@x.test"}, {"email": "x@x.test" oops', 'application/json')).body.data.id,
+    );
     expect(done.status).toBe('failed');
     expect(done.error).toMatch(/invalid JSON/);
     expect((await contactsOf(q)).has('ok@x.test')).toBe(true);
@@ -146,7 +182,8 @@ describe('a bad row is a row error, never fatal', () => {
   }
   const deep = (levels: number) => '{"a":'.repeat(levels) + '1' + '}'.repeat(levels);
   type RowError = { row: number; email: string | null; errors: { field: string; message: string; code: string }[] };
-  const fieldsByRow = (errors: RowError[]) => Object.fromEntries(errors.map((e) => [e.row, [...new Set(e.errors.map((f) => f.field))]]));
+  const fieldsByRow = (errors: RowError[]) =>
+    Object.fromEntries(errors.map((e) => [e.row, [...new Set(e.errors.map((f) => f.field))]]));
 
   test('JSON array: NUL in a value, NUL in a data key, 5,000-deep data, a lone surrogate, a bad email; the rows around them are imported', async () => {
     const q = await createTestProject(api.database);
@@ -180,8 +217,14 @@ describe('a bad row is a row error, never fatal', () => {
       10: ['x\\u0000y'],
     });
     expect(done.errors[0].errors[0]).toMatchObject({ message: expect.stringContaining('NUL'), code: 'invalid_string' });
-    expect(done.errors[2].errors[0]).toMatchObject({ message: expect.stringContaining('nested too deeply'), code: 'too_big' });
-    expect(done.errors[3].errors[0]).toMatchObject({ message: expect.stringContaining('surrogate'), code: 'invalid_string' });
+    expect(done.errors[2].errors[0]).toMatchObject({
+      message: expect.stringContaining('nested too deeply'),
+      code: 'too_big',
+    });
+    expect(done.errors[3].errors[0]).toMatchObject({
+      message: expect.stringContaining('surrogate'),
+      code: 'invalid_string',
+    });
     // What is stored about a bad row is itself storable: NUL shown as the text \u0000.
     expect(done.errors[5].email).toBe('nul\\u0000mail@x.test');
     expect(findJsonProblem(done.errors, 'errors', 1000)).toBeUndefined();
@@ -215,7 +258,10 @@ describe('a bad row is a row error, never fatal', () => {
       4: [expect.stringMatching(/^data\.x(\.0)+$/)],
       5: ['(row)'],
     });
-    expect(done.errors[3].errors[0]).toMatchObject({ message: expect.stringContaining('invalid JSON'), code: 'invalid_type' });
+    expect(done.errors[3].errors[0]).toMatchObject({
+      message: expect.stringContaining('invalid JSON'),
+      code: 'invalid_type',
+    });
     expect(findJsonProblem(done.errors, 'errors', 1000)).toBeUndefined();
     expect([...(await contactsOf(q)).keys()].sort()).toEqual(['n1@x.test', 'n2@x.test']);
     expect((await jobOf(res.body.data.id)).stacktrace).toEqual([]);
@@ -237,7 +283,10 @@ describe('a bad row is a row error, never fatal', () => {
     expect(done.status).toBe('completed');
     expect(done.counts).toEqual({ created: 60, updated: 0, skipped: 0, failed: 3 });
     expect(fieldsByRow(done.errors)).toEqual({ 31: ['data.name'], 32: ['email'], 33: ['data.name'] });
-    expect(done.errors[0]).toMatchObject({ email: 'zero-name@x.test', errors: [expect.objectContaining({ message: expect.stringContaining('NUL') })] });
+    expect(done.errors[0]).toMatchObject({
+      email: 'zero-name@x.test',
+      errors: [expect.objectContaining({ message: expect.stringContaining('NUL') })],
+    });
     expect(done.errors[1].email).toBe('zero\\u0000mail@x.test');
     const all = await contactsOf(q);
     expect(all.size).toBe(60);
@@ -276,8 +325,18 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
       rec(9, 'lone@x.test', { s: '\ud800' }),
       rec(10, 'b10@x.test'),
     ];
-    const parserError = { row: 5, email: null, errors: [{ field: '(row)', message: 'invalid JSON: \u0000 quoted', code: 'custom' as const }] };
-    const counts = await commitImportBatch(api.database.db, imp, { records, errors: [parserError], fromRow: 0, toRow: 10, bytesProcessed: 0 });
+    const parserError = {
+      row: 5,
+      email: null,
+      errors: [{ field: '(row)', message: 'invalid JSON: \u0000 quoted', code: 'custom' as const }],
+    };
+    const counts = await commitImportBatch(api.database.db, imp, {
+      records,
+      errors: [parserError],
+      fromRow: 0,
+      toRow: 10,
+      bytesProcessed: 0,
+    });
     expect(counts).toEqual({ created: 6, updated: 0, skipped: 0, failed: 4 });
     const errors = await getImportErrors(api.database.db, q.id, imp.id);
     expect(errors.map((e) => [e.row, e.email, e.errors[0].field])).toEqual([
@@ -290,7 +349,14 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
     expect(errors[1].errors[0].message).toBe('invalid JSON: \\u0000 quoted');
     expect(errors[2].errors[0].message).toMatch(/could not be stored \(22021\)/);
     expect(errors[3].errors[0].message).toMatch(/could not be stored \(22P02\)/);
-    expect([...(await contactsOf(q)).keys()].sort()).toEqual(['b10@x.test', 'b1@x.test', 'b2@x.test', 'b4@x.test', 'b6@x.test', 'b8@x.test']);
+    expect([...(await contactsOf(q)).keys()].sort()).toEqual([
+      'b10@x.test',
+      'b1@x.test',
+      'b2@x.test',
+      'b4@x.test',
+      'b6@x.test',
+      'b8@x.test',
+    ]);
     const [row] = await api.database.db.select().from(contactImports).where(eq(contactImports.id, imp.id));
     expect(row).toMatchObject({ rowsProcessed: 10, created: 6, failed: 4 });
   });
@@ -300,12 +366,28 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
     const imp = await runningImport(q.id);
     await request(api.app).post('/contacts').set('Authorization', q.auth).send({ email: 'locked@x.test' });
     const blocker = await api.database.pool.connect();
-    const impatient = createDatabase({ url: `${config.databaseUrl}?options=-c%20lock_timeout%3D300`, poolSize: 1, applicationName: 'impatient' });
+    const impatient = createDatabase({
+      url: `${config.databaseUrl}?options=-c%20lock_timeout%3D300`,
+      poolSize: 1,
+      applicationName: 'impatient',
+    });
     try {
       await blocker.query('begin');
-      await blocker.query(`select 1 from contacts where project_id = $1 and email_key = 'locked@x.test' for update`, [q.id]);
-      const records = [rec(1, 'fresh@x.test'), rec(2, 'bad@x.test', { v: '\u0000' }), rec(3, 'locked@x.test', { n: 1 })];
-      const attempt = commitImportBatch(impatient.db, imp, { records, errors: [], fromRow: 0, toRow: 3, bytesProcessed: 0 });
+      await blocker.query(`select 1 from contacts where project_id = $1 and email_key = 'locked@x.test' for update`, [
+        q.id,
+      ]);
+      const records = [
+        rec(1, 'fresh@x.test'),
+        rec(2, 'bad@x.test', { v: '\u0000' }),
+        rec(3, 'locked@x.test', { n: 1 }),
+      ];
+      const attempt = commitImportBatch(impatient.db, imp, {
+        records,
+        errors: [],
+        fromRow: 0,
+        toRow: 3,
+        bytesProcessed: 0,
+      });
       await expect(attempt).rejects.toThrow();
       expect(isRowDataError(await attempt.catch((e: unknown) => e))).toBe(false);
     } finally {
@@ -327,7 +409,15 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
       expect(isRowDataError(bad)).toBe(true);
       const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
       await api.database.pool.query('select pg_terminate_backend($1)', [rows[0].pid]);
-      const lost = await waitFor(async () => client.query('select 1').then(() => undefined, (e: unknown) => e as object), 10_000, 'the terminated connection to fail');
+      const lost = await waitFor(
+        async () =>
+          client.query('select 1').then(
+            () => undefined,
+            (e: unknown) => e as object,
+          ),
+        10_000,
+        'the terminated connection to fail',
+      );
       expect(isRowDataError(lost)).toBe(false);
     } finally {
       client.release(true);
@@ -412,7 +502,11 @@ describe('security', () => {
     expect((await getImport(other, res.body.data.id)).status).toBe(404);
     expect((await getImport(p, '0190a8c0-0000-7000-8000-000000000000')).status).toBe(404);
     expect((await getImport(p, 'nope')).status).toBe(400);
-    const pk = await request(api.app).post('/contacts/import').set('Authorization', `Bearer ${p.publicKey}`).set('Content-Type', 'text/csv').send('email\na@x.test\n');
+    const pk = await request(api.app)
+      .post('/contacts/import')
+      .set('Authorization', `Bearer ${p.publicKey}`)
+      .set('Content-Type', 'text/csv')
+      .send('email\na@x.test\n');
     expect(pk.status).toBe(403);
     await finished(p, res.body.data.id);
     expect((await contactsOf(other)).size).toBe(0);
@@ -428,33 +522,50 @@ describe('resuming', () => {
   });
   afterAll(async () => idleApi?.close());
 
-  const job = (importId: string, projectId: string) => ({ id: importId, data: { importId, projectId }, opts: { attempts: 5 }, attemptsMade: 0 }) as unknown as Job;
+  const job = (importId: string, projectId: string) =>
+    ({ id: importId, data: { importId, projectId }, opts: { attempts: 5 }, attemptsMade: 0 }) as unknown as Job;
 
   test('an import that fails mid-way is resumed from the last batch: no row applied or counted twice', async () => {
     const q = await createTestProject(idleApi.database);
     const total = 2000;
     const csv = 'email,n\n' + Array.from({ length: total }, (_, i) => `r${i}@x.test,${i}`).join('\n');
-    const res = await request(idleApi.app).post('/contacts/import').set('Authorization', q.auth).set('Content-Type', 'text/csv').send(csv);
+    const res = await request(idleApi.app)
+      .post('/contacts/import')
+      .set('Authorization', q.auth)
+      .set('Content-Type', 'text/csv')
+      .send(csv);
     expect(res.status).toBe(202);
     const id = res.body.data.id;
 
     // Row 1500's contact exists and is locked by another transaction; the first worker's lock_timeout turns that
     // into a failed batch in the middle of the file (2 s: with two batches in flight, each waits for the one before
     // under the same lock_timeout, which must not run out on a busy machine).
-    await request(idleApi.app).post('/contacts').set('Authorization', q.auth).send({ email: 'r1499@x.test', data: { n: 'old' } });
+    await request(idleApi.app)
+      .post('/contacts')
+      .set('Authorization', q.auth)
+      .send({ email: 'r1499@x.test', data: { n: 'old' } });
     const blocker = await idleApi.database.pool.connect();
     await blocker.query('begin');
-    await blocker.query(`select 1 from contacts where project_id = $1 and email_key = 'r1499@x.test' for update`, [q.id]);
-    const impatient = createDatabase({ url: `${idle.databaseUrl}?options=-c%20lock_timeout%3D2000`, poolSize: 2, applicationName: 'impatient' });
+    await blocker.query(`select 1 from contacts where project_id = $1 and email_key = 'r1499@x.test' for update`, [
+      q.id,
+    ]);
+    const impatient = createDatabase({
+      url: `${idle.databaseUrl}?options=-c%20lock_timeout%3D2000`,
+      poolSize: 2,
+      applicationName: 'impatient',
+    });
     const logger = createLogger(idle, 'worker');
     try {
-      await expect(createImportProcessor({ config: idle, database: impatient, logger })(job(id, q.id))).rejects.toThrow('canceling statement due to lock timeout');
+      await expect(createImportProcessor({ config: idle, database: impatient, logger })(job(id, q.id))).rejects.toThrow(
+        'canceling statement due to lock timeout',
+      );
     } finally {
       await blocker.query('rollback');
       blocker.release();
       await impatient.close();
     }
-    const progress = async () => (await idleApi.database.db.select().from(contactImports).where(eq(contactImports.id, id)))[0];
+    const progress = async () =>
+      (await idleApi.database.db.select().from(contactImports).where(eq(contactImports.id, id)))[0];
     const cut = await progress();
     expect(cut).toMatchObject({ status: 'running', rowsProcessed: 1475, created: 1475 });
 
@@ -465,9 +576,18 @@ describe('resuming', () => {
     ]);
     expect([a.status, b.status]).toContain('fulfilled');
     const done = await progress();
-    expect(done).toMatchObject({ status: 'completed', rowsProcessed: total, created: total - 1, updated: 1, skipped: 0, failed: 0 });
+    expect(done).toMatchObject({
+      status: 'completed',
+      rowsProcessed: total,
+      created: total - 1,
+      updated: 1,
+      skipped: 0,
+      failed: 0,
+    });
     expect((await contactsOf(q)).size).toBe(total);
-    const chunks = await idleApi.database.db.execute<{ n: number }>(sql`select count(*)::int as n from contact_import_chunks where import_id = ${id}::uuid`);
+    const chunks = await idleApi.database.db.execute<{ n: number }>(
+      sql`select count(*)::int as n from contact_import_chunks where import_id = ${id}::uuid`,
+    );
     expect(chunks.rows[0].n).toBe(0);
   });
 });

@@ -7,7 +7,17 @@ import request from 'supertest';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, isolatedDatabase, recipient, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  isolatedDatabase,
+  recipient,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 import { startSnsHarness, type SnsHarness } from '../support/sns';
 
 let iso: { url: string; drop: () => Promise<void> };
@@ -18,7 +28,14 @@ let sns: SnsHarness;
 beforeAll(async () => {
   iso = await isolatedDatabase();
   sns = await startSnsHarness();
-  const config = loadConfig(testEnv({ DATABASE_URL: iso.url, SNS_TOPIC_ARNS: sns.topicArn, SNS_CERT_HOSTS: sns.certHost, WORKFLOW_INBOX_POLL_MS: '200' }));
+  const config = loadConfig(
+    testEnv({
+      DATABASE_URL: iso.url,
+      SNS_TOPIC_ARNS: sns.topicArn,
+      SNS_CERT_HOSTS: sns.certHost,
+      WORKFLOW_INBOX_POLL_MS: '200',
+    }),
+  );
   api = await startTestApi(config);
   worker = await startWorker(config, { healthPort: null });
 });
@@ -35,7 +52,12 @@ function receipt(p: TestProject, from: string, virus: 'PASS' | 'FAIL'): object {
   return {
     notificationType: 'Received',
     mail: { timestamp: new Date().toISOString(), messageId: `wf${randomBytes(10).toString('hex')}`, destination: [to] },
-    receipt: { recipients: [to], spamVerdict: { status: 'PASS' }, virusVerdict: { status: virus }, action: { type: 'SNS', encoding: 'UTF8' } },
+    receipt: {
+      recipients: [to],
+      spamVerdict: { status: 'PASS' },
+      virusVerdict: { status: virus },
+      action: { type: 'SNS', encoding: 'UTF8' },
+    },
     content: raw,
   };
 }
@@ -44,23 +66,49 @@ test('a message from a contact starts the workflow triggered by email.received; 
   const p = await createTestProject(api.database);
   const c = client(api.app, p);
   const domain = (await c.get('/domains')).body.data.items[0].id as string;
-  expect((await request(api.app).put(`/domains/${domain}/inbound`).set('Authorization', p.auth).send({ enabled: true })).status).toBe(200);
+  expect(
+    (await request(api.app).put(`/domains/${domain}/inbound`).set('Authorization', p.auth).send({ enabled: true }))
+      .status,
+  ).toBe(200);
   const created = await c.post('/workflows', { name: 'on reply', trigger: { type: 'EVENT', event: 'email.received' } });
   const wid = created.body.data.id as string;
-  expect((await c.put(`/workflows/${wid}/graph`, { steps: [{ key: 'x', type: 'EXIT', config: { reason: 'replied' } }], transitions: [{ from: null, to: 'x' }] })).status).toBe(200);
+  expect(
+    (
+      await c.put(`/workflows/${wid}/graph`, {
+        steps: [{ key: 'x', type: 'EXIT', config: { reason: 'replied' } }],
+        transitions: [{ from: null, to: 'x' }],
+      })
+    ).status,
+  ).toBe(200);
   expect((await c.patch(`/workflows/${wid}`, { enabled: true })).status).toBe(200);
 
   const [clean, infected] = [recipient('clean'), recipient('infected')];
-  const contacts = [(await c.post('/contacts', { email: clean })).body.data.id as string, (await c.post('/contacts', { email: infected })).body.data.id as string];
-  const post = (body: object) => request(api.app).post('/webhooks/ses').set('Content-Type', 'text/plain').send(JSON.stringify(sns.notification(body)));
+  const contacts = [
+    (await c.post('/contacts', { email: clean })).body.data.id as string,
+    (await c.post('/contacts', { email: infected })).body.data.id as string,
+  ];
+  const post = (body: object) =>
+    request(api.app)
+      .post('/webhooks/ses')
+      .set('Content-Type', 'text/plain')
+      .send(JSON.stringify(sns.notification(body)));
   expect((await post(receipt(p, infected, 'FAIL'))).status).toBe(200);
   expect((await post(receipt(p, clean, 'PASS'))).status).toBe(200);
 
-  const executions = async () => (await c.get(`/workflows/${wid}/executions?limit=100`)).body.data.items as { contactId: string; status: string; exitReason?: string }[];
-  const done = await waitFor(async () => {
-    const list = await executions();
-    return list.length > 0 && list.every((e) => e.status === 'EXITED') ? list : undefined;
-  }, 20_000, 'the execution to exit');
+  const executions = async () =>
+    (await c.get(`/workflows/${wid}/executions?limit=100`)).body.data.items as {
+      contactId: string;
+      status: string;
+      exitReason?: string;
+    }[];
+  const done = await waitFor(
+    async () => {
+      const list = await executions();
+      return list.length > 0 && list.every((e) => e.status === 'EXITED') ? list : undefined;
+    },
+    20_000,
+    'the execution to exit',
+  );
   expect(done.map((e) => e.contactId)).toEqual([contacts[0]]);
   // The infected message's inbox had its turn too (the clean one came after it): still no execution for it.
   const inbound = (await c.get('/inbound')).body.data.items as { from: string; verdicts: { virus: string } }[];

@@ -4,7 +4,17 @@
  */
 import request from 'supertest';
 import type { ChildProcess } from 'node:child_process';
-import { createTestProject, exited, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
+import {
+  createTestProject,
+  exited,
+  recipient,
+  sesSendsTo,
+  spawnWorker,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+} from '../support/harness';
 import { loadConfig } from '@mailroom/config/config';
 
 /** Largest number of timestamps (ms) inside any half-open window [t, t + windowMs). */
@@ -43,14 +53,21 @@ test('maxInWindow counts a sliding window', () => {
 test('two worker processes together never exceed 14 sends in any one-second window', async () => {
   const p = await createTestProject(api.database);
   const to = Array.from({ length: 70 }, () => recipient('rate'));
-  const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `rate@${p.domain}`, subject: 'rate', body: '<p>rate</p>' });
+  const res = await request(api.app)
+    .post('/v1/send')
+    .set('Authorization', p.auth)
+    .send({ to, from: `rate@${p.domain}`, subject: 'rate', body: '<p>rate</p>' });
   expect(res.status).toBe(202);
   workers.push(spawnWorker(env), spawnWorker(env));
 
-  const sends = await waitFor(async () => {
-    const s = await sesSendsTo(to);
-    return s.length >= to.length ? s : undefined;
-  }, 30_000, 'all 70 emails at SES');
+  const sends = await waitFor(
+    async () => {
+      const s = await sesSendsTo(to);
+      return s.length >= to.length ? s : undefined;
+    },
+    30_000,
+    'all 70 emails at SES',
+  );
   expect(sends).toHaveLength(70);
   const times = sends.map((s) => s.at);
   const peak = maxInWindow(times, 1000);
@@ -63,7 +80,9 @@ test('two worker processes together never exceed 14 sends in any one-second wind
       `tightest 15 consecutive sends: ${tightest15.toFixed(1)} ms`,
   );
   if (peak > 14) {
-    console.log(`queue prefix ${env.QUEUE_PREFIX}; worker output:\n${workers.map((w) => w.output.join('\n')).join('\n---\n')}`);
+    console.log(
+      `queue prefix ${env.QUEUE_PREFIX}; worker output:\n${workers.map((w) => w.output.join('\n')).join('\n---\n')}`,
+    );
   }
   expect(peak).toBeLessThanOrEqual(14);
   // Smooth, not starved: close to the configured rate.

@@ -20,14 +20,25 @@ import { createDatabase } from '@mailroom/db/client';
 import { createCampaign } from '@mailroom/audiences/queries/campaigns';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { oldestWaitingSeconds, WorkerMetrics } from '../../apps/worker/src/metrics';
-import { ADMIN_TOKEN, createTestProject, exited, isolatedDatabase, startTestApi, testEnv, uniquePrefix, waitFor, type TestApi } from '../support/harness';
+import {
+  ADMIN_TOKEN,
+  createTestProject,
+  exited,
+  isolatedDatabase,
+  startTestApi,
+  testEnv,
+  uniquePrefix,
+  waitFor,
+  type TestApi,
+} from '../support/harness';
 import { which } from '../support/provision';
 import { freePort } from '../support/services';
 import { sesEvent, startSnsHarness } from '../support/sns';
 import { redisPing } from '../chaos/survival';
 
 const METRICS_TOKEN = 'test-metrics-token-0123456789';
-const REDIS_SERVER = which('redis-server') ?? ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p));
+const REDIS_SERVER =
+  which('redis-server') ?? ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p));
 
 describe('METRICS_TOKEN', () => {
   let api: TestApi;
@@ -65,7 +76,9 @@ describe('METRICS_TOKEN', () => {
     expect((await scrape(ADMIN_TOKEN)).status).toBe(200);
     expect((await scrape('wrong-token-0123456789')).status).toBe(401);
     // The metrics token opens /metrics only, not the admin API.
-    expect((await request(api.app).get('/admin/stats').set('Authorization', `Bearer ${METRICS_TOKEN}`)).status).toBe(401);
+    expect((await request(api.app).get('/admin/stats').set('Authorization', `Bearer ${METRICS_TOKEN}`)).status).toBe(
+      401,
+    );
   });
 
   test('without either token the API refuses /metrics (403)', async () => {
@@ -110,11 +123,27 @@ test('mailroom_campaigns_paused{reason}: every reason has a series; a paused cam
   const database = createDatabase({ url: iso.url, poolSize: 2, applicationName: 'test-paused-gauge' });
   try {
     const metrics = new WorkerMetrics([], database);
-    const series = async () => (await metrics.registry.getSingleMetricAsString('mailroom_campaigns_paused')).split('\n').filter((l) => !l.startsWith('#')).sort();
-    expect(await series()).toEqual(['mailroom_campaigns_paused{reason="bounce_rate"} 0', 'mailroom_campaigns_paused{reason="complaint_rate"} 0', 'mailroom_campaigns_paused{reason="quota"} 0']);
+    const series = async () =>
+      (await metrics.registry.getSingleMetricAsString('mailroom_campaigns_paused'))
+        .split('\n')
+        .filter((l) => !l.startsWith('#'))
+        .sort();
+    expect(await series()).toEqual([
+      'mailroom_campaigns_paused{reason="bounce_rate"} 0',
+      'mailroom_campaigns_paused{reason="complaint_rate"} 0',
+      'mailroom_campaigns_paused{reason="quota"} 0',
+    ]);
     const p = await createTestProject(database);
-    const c = await createCampaign(database.db, p.id, { name: 'n', subject: 's', body: 'b', fromEmail: `m@${p.domain}`, audienceType: 'ALL' });
-    await database.db.execute(sql`update campaigns set status = 'PAUSED', paused_reason = 'complaint_rate', paused_at = now() where id = ${c.id}::uuid`);
+    const c = await createCampaign(database.db, p.id, {
+      name: 'n',
+      subject: 's',
+      body: 'b',
+      fromEmail: `m@${p.domain}`,
+      audienceType: 'ALL',
+    });
+    await database.db.execute(
+      sql`update campaigns set status = 'PAUSED', paused_reason = 'complaint_rate', paused_at = now() where id = ${c.id}::uuid`,
+    );
     expect(await series()).toContain('mailroom_campaigns_paused{reason="complaint_rate"} 1');
   } finally {
     await database.close();
@@ -130,15 +159,40 @@ describe('Redis with maxmemory-policy allkeys-lru', () => {
   const lines: string[] = [];
 
   beforeAll(async () => {
-    if (!REDIS_SERVER) throw new Error('redis-server not found on PATH nor in /usr/bin: this test needs it (Debian: apt-get install redis-server)');
+    if (!REDIS_SERVER)
+      throw new Error(
+        'redis-server not found on PATH nor in /usr/bin: this test needs it (Debian: apt-get install redis-server)',
+      );
     port = await freePort();
-    redisServer = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'allkeys-lru'], { stdio: 'ignore' });
-    await waitFor(async () => (await redisPing(port)) || redisServer.exitCode !== null, 10_000, `redis-server on port ${port}`);
+    redisServer = spawn(
+      REDIS_SERVER,
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--maxmemory-policy',
+        'allkeys-lru',
+      ],
+      { stdio: 'ignore' },
+    );
+    await waitFor(
+      async () => (await redisPing(port)) || redisServer.exitCode !== null,
+      10_000,
+      `redis-server on port ${port}`,
+    );
     if (redisServer.exitCode !== null) throw new Error(`redis-server exited with ${redisServer.exitCode}`);
     const env = testEnv({ REDIS_URL: `redis://127.0.0.1:${port}` });
     api = await startTestApi(loadConfig(env));
     const config = loadConfig({ ...env, LOG_LEVEL: 'info' });
-    const logger = pino({ level: 'info' }, new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) }));
+    const logger = pino(
+      { level: 'info' },
+      new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) }),
+    );
     worker = await startWorker(config, { healthPort: 0, logger });
   });
   afterAll(async () => {
@@ -151,8 +205,15 @@ describe('Redis with maxmemory-policy allkeys-lru', () => {
   });
 
   test('the worker logs an error at start and exports the policy', async () => {
-    const errors = lines.map((l) => JSON.parse(l) as { level: number; msg: string; maxmemoryPolicy?: string[] }).filter((l) => l.level === 50);
-    expect(errors).toEqual([expect.objectContaining({ maxmemoryPolicy: ['allkeys-lru'], msg: expect.stringMatching(/maxmemory-policy is allkeys-lru, not noeviction/) })]);
+    const errors = lines
+      .map((l) => JSON.parse(l) as { level: number; msg: string; maxmemoryPolicy?: string[] })
+      .filter((l) => l.level === 50);
+    expect(errors).toEqual([
+      expect.objectContaining({
+        maxmemoryPolicy: ['allkeys-lru'],
+        msg: expect.stringMatching(/maxmemory-policy is allkeys-lru, not noeviction/),
+      }),
+    ]);
     const text = await (await fetch(`http://127.0.0.1:${worker.healthPort}/metrics`)).text();
     expect(text).toMatch(/^mailroom_redis_maxmemory_policy\{policy="allkeys-lru"\} 1$/m);
   });
@@ -160,17 +221,24 @@ describe('Redis with maxmemory-policy allkeys-lru', () => {
   test('both readiness bodies say so and stay ready (200)', async () => {
     const apiReady = await request(api.app).get('/health/ready');
     expect(apiReady.status).toBe(200);
-    expect(apiReady.body.data.checks.redisEvictionPolicy).toMatch(/^warning: Redis maxmemory-policy is allkeys-lru, not noeviction/);
+    expect(apiReady.body.data.checks.redisEvictionPolicy).toMatch(
+      /^warning: Redis maxmemory-policy is allkeys-lru, not noeviction/,
+    );
     const workerReady = await fetch(`http://127.0.0.1:${worker.healthPort}/health/ready`);
     expect(workerReady.status).toBe(200);
-    expect(((await workerReady.json()) as { redisEvictionPolicy: string }).redisEvictionPolicy).toMatch(/^warning: .*allkeys-lru/);
+    expect(((await workerReady.json()) as { redisEvictionPolicy: string }).redisEvictionPolicy).toMatch(
+      /^warning: .*allkeys-lru/,
+    );
   });
 });
 
 test('mailroom_ses_events_total{event,bounce_type}: each SNS message counted once, bounces by type; the answer is unchanged', async () => {
   const sns = await startSnsHarness();
-  const api = await startTestApi(loadConfig(testEnv({ SNS_TOPIC_ARNS: sns.topicArn, SNS_CERT_HOSTS: `sns.*.amazonaws.com,${sns.certHost}` })));
-  const post = (m: object) => request(api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
+  const api = await startTestApi(
+    loadConfig(testEnv({ SNS_TOPIC_ARNS: sns.topicArn, SNS_CERT_HOSTS: `sns.*.amazonaws.com,${sns.certHost}` })),
+  );
+  const post = (m: object) =>
+    request(api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
   const count = async (series: string) => {
     const text = (await request(api.app).get('/metrics').set('Authorization', `Bearer ${ADMIN_TOKEN}`)).text;
     return Number(new RegExp(`^mailroom_ses_events_total\\{${series}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);

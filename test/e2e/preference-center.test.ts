@@ -13,7 +13,15 @@ import { newId } from '@mailroom/platform/ids';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { createConfirmationToken } from '@mailroom/contacts/double-opt-in';
 import { projects } from '@mailroom/db/schema/projects';
-import { client, createTestProject, recipient, startTestApi, testConfig, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  recipient,
+  startTestApi,
+  testConfig,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let api: TestApi;
@@ -40,7 +48,10 @@ async function linkFor(p: TestProject, contactId: string, to: string, topicId?: 
   await api.database.db.execute(sql`
     insert into emails (id, project_id, contact_id, marketing, source, to_email, from_email, subject, body, body_format, status, topic_id)
     values (${id}::uuid, ${p.id}::uuid, ${contactId}::uuid, true, 'transactional', ${to}, ${`news@${p.domain}`}, 'S', 'B', 'html', 'sent', ${topicId ?? null}::uuid)`);
-  const [{ key }] = await api.database.db.select({ key: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
+  const [{ key }] = await api.database.db
+    .select({ key: projects.signingKey })
+    .from(projects)
+    .where(eq(projects.id, p.id));
   return createUnsubscribeToken(id, key, topicId);
 }
 
@@ -62,13 +73,19 @@ test('checkboxes per public topic, saved without JavaScript; a topic email leave
   const p = await createTestProject(api.database);
   const as = client(api.app, p);
   const mk = async (name: string, defaultSubscription: string, visibility = 'public') =>
-    (await as.post('/topics', { name, defaultSubscription, visibility, description: `About ${name}` })).body.data.id as string;
+    (await as.post('/topics', { name, defaultSubscription, visibility, description: `About ${name}` })).body.data
+      .id as string;
   const news = await mk('News', 'opt_out');
   const deals = await mk('Deals', 'opt_in');
   const billing = await mk('Billing notices', 'opt_out', 'private');
   const to = recipient('pref');
   const contactId = (await as.post('/contacts', { email: to, subscribed: true })).body.data.id as string;
-  const standing = async () => Object.fromEntries(((await as.get(`/contacts/${contactId}`)).body.data.topics as { topicId: string; subscribed: boolean }[]).map((t) => [t.topicId, t.subscribed]));
+  const standing = async () =>
+    Object.fromEntries(
+      ((await as.get(`/contacts/${contactId}`)).body.data.topics as { topicId: string; subscribed: boolean }[]).map(
+        (t) => [t.topicId, t.subscribed],
+      ),
+    );
 
   const { page, offsite } = await offlinePage();
   await page.goto(`${base}/unsubscribe/${await linkFor(p, contactId, to)}`);
@@ -94,8 +111,13 @@ test('checkboxes per public topic, saved without JavaScript; a topic email leave
   expect(await box(page, 'Deals').isChecked()).toBe(true);
   await page.getByRole('button', { name: 'Save preferences' }).click();
   await page.waitForSelector('text=Preferences saved');
-  const events = await api.database.db.execute<{ name: string; data: { method: string } }>(sql`select name, data from events where contact_id = ${contactId}::uuid and name like 'contact.topic_%'`);
-  expect(events.rows.map((e) => [e.name, e.data.method]).sort()).toEqual([['contact.topic_subscribed', 'link'], ['contact.topic_unsubscribed', 'link']]);
+  const events = await api.database.db.execute<{ name: string; data: { method: string } }>(
+    sql`select name, data from events where contact_id = ${contactId}::uuid and name like 'contact.topic_%'`,
+  );
+  expect(events.rows.map((e) => [e.name, e.data.method]).sort()).toEqual([
+    ['contact.topic_subscribed', 'link'],
+    ['contact.topic_unsubscribed', 'link'],
+  ]);
 
   // The page of a Deals email offers to leave Deals alone.
   await page.goto(`${base}/unsubscribe/${await linkFor(p, contactId, to, deals)}`);
@@ -114,12 +136,19 @@ test('checkboxes per public topic, saved without JavaScript; a topic email leave
   expect(offsite).toEqual([]);
 });
 
-test('double opt-in: the confirmation page\'s button confirms in the browser, recording its user agent', async () => {
+test("double opt-in: the confirmation page's button confirms in the browser, recording its user agent", async () => {
   const p = await createTestProject(api.database);
   const as = client(api.app, p);
-  const created = await as.post('/contacts', { email: recipient('doib'), doubleOptIn: true, confirmationFrom: `hello@${p.domain}` });
+  const created = await as.post('/contacts', {
+    email: recipient('doib'),
+    doubleOptIn: true,
+    confirmationFrom: `hello@${p.domain}`,
+  });
   const { id: confirmationId } = created.body.data._meta.confirmation;
-  const [{ key }] = await api.database.db.select({ key: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
+  const [{ key }] = await api.database.db
+    .select({ key: projects.signingKey })
+    .from(projects)
+    .where(eq(projects.id, p.id));
   const { page } = await offlinePage();
   await page.goto(`${base}/confirm?token=${createConfirmationToken(confirmationId, key)}`);
   expect((await as.get(`/contacts/${created.body.data.id}`)).body.data.subscribed).toBe(false);

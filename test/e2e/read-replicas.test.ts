@@ -19,7 +19,15 @@ import { createDatabase, type Database } from '@mailroom/db/client';
 import { createReadReplicas, type ReadReplicas } from '@mailroom/db/replicas';
 import type { Redis } from 'ioredis';
 import { createApp } from '../../apps/api/src/app';
-import { ADMIN_TOKEN, client, createTestProject, testConfig, waitFor, waitReady, type TestProject } from '../support/harness';
+import {
+  ADMIN_TOKEN,
+  client,
+  createTestProject,
+  testConfig,
+  waitFor,
+  waitReady,
+  type TestProject,
+} from '../support/harness';
 import { startReplicaPair, type ReplicaPair } from '../support/pg-replica';
 
 jest.setTimeout(240_000);
@@ -70,16 +78,26 @@ const waitState = (want: string, what = `replica ${want}`) => waitFor(async () =
 /** Waits until the replica has replayed the primary's current WAL position. */
 async function replicaCaughtUp(): Promise<void> {
   const [{ lsn }] = await pair.onPrimary<{ lsn: string }>('select pg_current_wal_insert_lsn()::text as lsn');
-  await waitFor(async () => (await pair.onReplica<{ ok: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as ok', [lsn]))[0]?.ok, 60_000, 'the replica to catch up');
+  await waitFor(
+    async () =>
+      (await pair.onReplica<{ ok: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as ok', [lsn]))[0]?.ok,
+    60_000,
+    'the replica to catch up',
+  );
 }
 const statements = async (on: 'primary' | 'replica', like: string) =>
   (on === 'primary' ? pair.onPrimary : pair.onReplica)<{ query: string; calls: string }>(
     'select query, calls::text from pg_stat_statements where query ilike $1 and query not ilike $2',
     [like, '%pg_stat_statements%'],
   );
-const resetStatements = () => Promise.all([pair.onPrimary('select pg_stat_statements_reset()'), pair.onReplica('select pg_stat_statements_reset()')]);
+const resetStatements = () =>
+  Promise.all([
+    pair.onPrimary('select pg_stat_statements_reset()'),
+    pair.onReplica('select pg_stat_statements_reset()'),
+  ]);
 const metrics = async () => (await client(app, p).get('/metrics').set('Authorization', `Bearer ${ADMIN_TOKEN}`)).text;
-const series = (text: string, name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+const series = (text: string, name: string, labels: string) =>
+  Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 const address = () => `rr.${randomBytes(5).toString('hex')}@inbox.test`;
 
 async function createContact(email: string, idempotencyKey?: string): Promise<string> {
@@ -105,7 +123,9 @@ test('lists, search, stats, /reputation and previews run on the replica; writes 
   expect(await searchFinds(email)).toBe(true);
   expect((await as.get('/contacts')).status).toBe(200);
   expect((await as.get('/reputation')).status).toBe(200);
-  const preview = await as.post('/segments/preview', { filter: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] });
+  const preview = await as.post('/segments/preview', {
+    filter: [{ field: 'data.plan', operator: 'equals', value: 'pro' }],
+  });
   expect(preview.status).toBe(200);
   expect(preview.body.data.count).toBe(1);
   expect((await as.get('/campaigns')).status).toBe(200);
@@ -122,7 +142,12 @@ test('lists, search, stats, /reputation and previews run on the replica; writes 
   expect(await statements('primary', '%from "campaigns"%')).toHaveLength(0);
   expect(await statements('primary', '%"contacts"%')).not.toHaveLength(0);
   // Connections as each server sees them: the API's replica pool only on the replica, its primary pool only on the primary.
-  const names = async (on: ReplicaPair['onReplica']) => (await on<{ a: string }>(`select distinct application_name as a from pg_stat_activity where application_name like 'test-api%'`)).map((r) => r.a);
+  const names = async (on: ReplicaPair['onReplica']) =>
+    (
+      await on<{ a: string }>(
+        `select distinct application_name as a from pg_stat_activity where application_name like 'test-api%'`,
+      )
+    ).map((r) => r.a);
   expect(await names(pair.onReplica)).toEqual(expect.arrayContaining(['test-api-replica', 'test-api-replica-check']));
   expect(await names(pair.onReplica)).not.toContain('test-api-primary');
   expect(await names(pair.onPrimary)).toEqual(['test-api-primary']);
@@ -133,15 +158,34 @@ test('lists, search, stats, /reputation and previews run on the replica; writes 
   expect(await statements('replica', 'insert%')).toHaveLength(0);
 
   const text = await metrics();
-  expect(series(text, 'mailroom_db_reads_total', `connection="replica",replica="127\\.0\\.0\\.1:${pair.replicaPort}/mailroom_replicas"`)).toBeGreaterThanOrEqual(6);
-  expect(series(text, 'mailroom_db_replica_up', `replica="127\\.0\\.0\\.1:${pair.replicaPort}/mailroom_replicas"`)).toBe(1);
-  expect(series(text, 'mailroom_db_replica_lag_seconds', `replica="127\\.0\\.0\\.1:${pair.replicaPort}/mailroom_replicas"`)).toBeLessThan(MAX_LAG_MS / 1000);
+  expect(
+    series(
+      text,
+      'mailroom_db_reads_total',
+      `connection="replica",replica="127\\.0\\.0\\.1:${pair.replicaPort}/mailroom_replicas"`,
+    ),
+  ).toBeGreaterThanOrEqual(6);
+  expect(
+    series(text, 'mailroom_db_replica_up', `replica="127\\.0\\.0\\.1:${pair.replicaPort}/mailroom_replicas"`),
+  ).toBe(1);
+  expect(
+    series(text, 'mailroom_db_replica_lag_seconds', `replica="127\\.0\\.0\\.1:${pair.replicaPort}/mailroom_replicas"`),
+  ).toBeLessThan(MAX_LAG_MS / 1000);
 });
 
-test('a replica lagging beyond DATABASE_REPLICA_MAX_LAG_MS is skipped: the answer is the primary\'s', async () => {
+test("a replica lagging beyond DATABASE_REPLICA_MAX_LAG_MS is skipped: the answer is the primary's", async () => {
   await waitState('ok');
   // A quiet spell longer than the limit first: the last replayed commit is then older than the limit.
-  await waitFor(async () => (await pair.onReplica<{ age: number }>('select extract(epoch from now() - pg_last_xact_replay_timestamp()) * 1000 as age'))[0].age > MAX_LAG_MS, 60_000, 'a quiet spell');
+  await waitFor(
+    async () =>
+      (
+        await pair.onReplica<{ age: number }>(
+          'select extract(epoch from now() - pg_last_xact_replay_timestamp()) * 1000 as age',
+        )
+      )[0].age > MAX_LAG_MS,
+    60_000,
+    'a quiet spell',
+  );
   await pair.onReplica('select pg_wal_replay_pause()');
   try {
     const email = address();
@@ -159,9 +203,17 @@ test('a replica lagging beyond DATABASE_REPLICA_MAX_LAG_MS is skipped: the answe
     // The replica really is stale; the API's answer is not.
     expect(await pair.onReplica('select 1 from contacts where email = $1', [email])).toHaveLength(0);
     expect(await searchFinds(email)).toBe(true);
-    const preview = await client(app, p).post('/segments/preview', { filter: [{ field: 'email', operator: 'equals', value: email }] });
+    const preview = await client(app, p).post('/segments/preview', {
+      filter: [{ field: 'email', operator: 'equals', value: email }],
+    });
     expect(preview.body.data.count).toBe(1);
-    expect(series(await metrics(), 'mailroom_db_replica_up', `replica="127\\.0\\.0\\.1:${pair.replicaPort}/mailroom_replicas"`)).toBe(0);
+    expect(
+      series(
+        await metrics(),
+        'mailroom_db_replica_up',
+        `replica="127\\.0\\.0\\.1:${pair.replicaPort}/mailroom_replicas"`,
+      ),
+    ).toBe(0);
   } finally {
     await pair.onReplica('select pg_wal_replay_resume()');
   }
@@ -171,9 +223,23 @@ test('a replica lagging beyond DATABASE_REPLICA_MAX_LAG_MS is skipped: the answe
 test('a stopped replica changes no answer and gives no 5xx; reads return to it once it is back', async () => {
   // An API whose replica is checked once at start only: no check can notice the stop before the reads do, so each
   // read below meets the dead replica (pooled connections, then refused ones) and must be retried on the primary.
-  const unchecked = createReadReplicas({ primary: database, urls: [pair.replicaUrl], poolSize: 5, applicationName: 'test-api-replica', maxLagMs: MAX_LAG_MS, checkIntervalMs: 60_000 });
+  const unchecked = createReadReplicas({
+    primary: database,
+    urls: [pair.replicaUrl],
+    poolSize: 5,
+    applicationName: 'test-api-replica',
+    maxLagMs: MAX_LAG_MS,
+    checkIntervalMs: 60_000,
+  });
   try {
-    const api = createApp({ config: testConfig({ DATABASE_URL: pair.primaryUrl }), database, replicas: unchecked, redis, queues, logger: createLogger(testConfig(), 'api') }).app;
+    const api = createApp({
+      config: testConfig({ DATABASE_URL: pair.primaryUrl }),
+      database,
+      replicas: unchecked,
+      redis,
+      queues,
+      logger: createLogger(testConfig(), 'api'),
+    }).app;
     await waitFor(async () => unchecked.status()[0].state === 'ok', 60_000, 'the first check');
     const email = address();
     await createContact(email);
@@ -181,7 +247,9 @@ test('a stopped replica changes no answer and gives no 5xx; reads return to it o
     const reads = async (find: string) => {
       const res = await client(api, p).get(`/contacts?search=${encodeURIComponent(find)}`);
       expect(res.status).toBe(200);
-      const preview = await client(api, p).post('/segments/preview', { filter: [{ field: 'email', operator: 'equals', value: find }] });
+      const preview = await client(api, p).post('/segments/preview', {
+        filter: [{ field: 'email', operator: 'equals', value: find }],
+      });
       expect(preview.status).toBe(200);
       expect(preview.body.data.count).toBe(1);
       return (res.body.data.items as { email: string }[]).some((c) => c.email === find);
@@ -207,10 +275,14 @@ test('a stopped replica changes no answer and gives no 5xx; reads return to it o
     expect(await reads(other)).toBe(true);
 
     pair.startReplica();
-    await waitFor(async () => {
-      await unchecked.checkNow();
-      return unchecked.status()[0].state === 'ok';
-    }, 60_000, 'the restarted replica to be found usable');
+    await waitFor(
+      async () => {
+        await unchecked.checkNow();
+        return unchecked.status()[0].state === 'ok';
+      },
+      60_000,
+      'the restarted replica to be found usable',
+    );
     await replicaCaughtUp();
     const was = count('replica');
     expect(await reads(other)).toBe(true);
@@ -221,7 +293,14 @@ test('a stopped replica changes no answer and gives no 5xx; reads return to it o
 });
 
 test('a server that is not in recovery is never used as a replica', async () => {
-  const notReplica = createReadReplicas({ primary: database, urls: [pair.primaryUrl], poolSize: 1, applicationName: 'test-not-replica', maxLagMs: MAX_LAG_MS, checkIntervalMs: 60_000 });
+  const notReplica = createReadReplicas({
+    primary: database,
+    urls: [pair.primaryUrl],
+    poolSize: 1,
+    applicationName: 'test-not-replica',
+    maxLagMs: MAX_LAG_MS,
+    checkIntervalMs: 60_000,
+  });
   try {
     await notReplica.checkNow();
     expect(notReplica.status()[0]).toMatchObject({ state: 'not-replica', lagMs: null });

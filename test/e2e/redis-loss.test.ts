@@ -9,7 +9,18 @@ import request from 'supertest';
 import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { RECONCILE_NOW, RECONCILE_NOW_FOLLOW_UPS_MS, redisEpochKey } from '../../apps/worker/src/processors/redis-loss';
-import { createTestProject, deletePrefix, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  createTestProject,
+  deletePrefix,
+  isolatedDatabase,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 /** Far below the periodic pass (60 s interval, 60 s age), far above the seconds the immediate pass takes. */
 const BOUND_MS = 20_000;
@@ -40,13 +51,20 @@ afterAll(async () => {
 
 async function send(n: number): Promise<string[]> {
   const to = Array.from({ length: n }, () => recipient('loss'));
-  const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `l@${p.domain}`, subject: 'loss', body: '<p>loss</p>' });
+  const res = await request(api.app)
+    .post('/v1/send')
+    .set('Authorization', p.auth)
+    .send({ to, from: `l@${p.domain}`, subject: 'loss', body: '<p>loss</p>' });
   expect(res.status).toBe(202);
   return to;
 }
 
 async function deliveredWithin(to: string[], since: number): Promise<number> {
-  await waitFor(async () => (await sesSendsTo(to)).length >= to.length || undefined, BOUND_MS, `${to.length} emails at SES`);
+  await waitFor(
+    async () => (await sesSendsTo(to)).length >= to.length || undefined,
+    BOUND_MS,
+    `${to.length} emails at SES`,
+  );
   const sends = await sesSendsTo(to);
   expect(sends).toHaveLength(to.length);
   return Math.max(...sends.map((s) => s.at)) - since;
@@ -54,9 +72,13 @@ async function deliveredWithin(to: string[], since: number): Promise<number> {
 
 /** The immediate passes (the follow-ups, added with a delay, are counted apart). */
 const reconcileNowJobs = async () =>
-  (await api.queues.maintenance.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'])).filter((j) => j.name === RECONCILE_NOW && !j.opts.delay);
+  (await api.queues.maintenance.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'])).filter(
+    (j) => j.name === RECONCILE_NOW && !j.opts.delay,
+  );
 const followUpJobs = async () =>
-  (await api.queues.maintenance.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'])).filter((j) => j.name === RECONCILE_NOW && (j.opts.delay ?? 0) > 0);
+  (await api.queues.maintenance.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'])).filter(
+    (j) => j.name === RECONCILE_NOW && (j.opts.delay ?? 0) > 0,
+  );
 
 test('a worker started on a Redis that lost every job delivers them at once', async () => {
   const to = await send(10);
@@ -66,11 +88,15 @@ test('a worker started on a Redis that lost every job delivers them at once', as
   const started = Date.now();
   worker = await startWorker(loadConfig(env), { healthPort: null });
   const ms = await deliveredWithin(to, started);
-  console.log(`redis-loss: a worker started on an empty Redis delivered 10 stranded emails ${(ms / 1000).toFixed(1)} s after its start`);
+  console.log(
+    `redis-loss: a worker started on an empty Redis delivered 10 stranded emails ${(ms / 1000).toFixed(1)} s after its start`,
+  );
   expect(await api.redis.get(redisEpochKey(api.config.queuePrefix))).toEqual(expect.any(String));
   expect(await reconcileNowJobs()).toHaveLength(1);
   // And the same pass again a few seconds later, for what API processes accepted while reconnecting.
-  expect((await followUpJobs()).map((j) => j.opts.delay).sort((a, b) => a! - b!)).toEqual([...RECONCILE_NOW_FOLLOW_UPS_MS]);
+  expect((await followUpJobs()).map((j) => j.opts.delay).sort((a, b) => a! - b!)).toEqual([
+    ...RECONCILE_NOW_FOLLOW_UPS_MS,
+  ]);
 });
 
 test('every key of the prefix flushed while the worker runs: the stranded emails are delivered within seconds', async () => {

@@ -10,7 +10,19 @@ import type { ChildProcess } from 'node:child_process';
 import { inArray } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
-import { createTestProject, exited, isolatedDatabase, parseMail, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
+import {
+  createTestProject,
+  exited,
+  isolatedDatabase,
+  parseMail,
+  recipient,
+  sesSendsTo,
+  spawnWorker,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+} from '../support/harness';
 
 const RATE = 14;
 /** Send jobs per worker at once: the most messages a kill can leave uncertain (sent again after the lease). */
@@ -48,7 +60,10 @@ test('three workers: one stopped, one killed mid-way; every email delivered once
   const to = Array.from({ length: 210 }, () => recipient('scale'));
   const ids: string[] = [];
   for (let i = 0; i < to.length; i += 70) {
-    const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to: to.slice(i, i + 70), from: `s@${p.domain}`, subject: 's', body: '<p>s</p>' });
+    const res = await request(api.app)
+      .post('/v1/send')
+      .set('Authorization', p.auth)
+      .send({ to: to.slice(i, i + 70), from: `s@${p.domain}`, subject: 's', body: '<p>s</p>' });
     expect(res.status).toBe(202);
     ids.push(...res.body.data.emails.map((e: { email: string }) => e.email));
   }

@@ -12,7 +12,19 @@ import request from 'supertest';
 import { loadConfig } from '@mailroom/config/config';
 import { rescheduleEmail } from '@mailroom/db/queries/scheduled-emails';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { createTestProject, deletePrefix, isolatedDatabase, parseMail, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  createTestProject,
+  deletePrefix,
+  isolatedDatabase,
+  parseMail,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 /** How late after its time an email may arrive: generous, the machine is small and shared. */
 const LATE_MS = 5_000;
@@ -28,7 +40,12 @@ let env: Record<string, string>;
 beforeAll(async () => {
   iso = await isolatedDatabase();
   // The periodic pass every second: it alone gives a lost scheduled email its job back (no pass on Redis loss here).
-  env = testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '100', RECONCILE_INTERVAL_MS: '1000', RECONCILE_ON_REDIS_LOSS: 'false' });
+  env = testEnv({
+    DATABASE_URL: iso.url,
+    SES_MAX_SEND_RATE: '100',
+    RECONCILE_INTERVAL_MS: '1000',
+    RECONCILE_ON_REDIS_LOSS: 'false',
+  });
   api = await startTestApi(loadConfig(env));
   worker = await startWorker(loadConfig(env), { healthPort: null });
   p = await createTestProject(api.database);
@@ -42,20 +59,28 @@ afterAll(async () => {
 const inMs = (ms: number) => new Date(Date.now() + ms);
 
 async function send(to: string, body: Record<string, unknown> = {}) {
-  const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `s@${p.domain}`, subject: 'at a time', body: '<p>hi</p>', ...body });
+  const res = await request(api.app)
+    .post('/v1/send')
+    .set('Authorization', p.auth)
+    .send({ to, from: `s@${p.domain}`, subject: 'at a time', body: '<p>hi</p>', ...body });
   expect(res.status).toBe(202);
   return res.body.data.emails[0].email as string;
 }
 
 const schedule = (to: string, at: Date) => send(to, { scheduledAt: at.toISOString() });
-const getEmail = async (id: string) => (await request(api.app).get(`/emails/${id}`).set('Authorization', p.auth)).body.data;
+const getEmail = async (id: string) =>
+  (await request(api.app).get(`/emails/${id}`).set('Authorization', p.auth)).body.data;
 
 /** Waits until `to` has an accepted send, and answers its arrival time (ms). */
 async function arrival(to: string, timeoutMs = 30_000): Promise<number> {
-  const [first] = await waitFor(async () => {
-    const sends = await sesSendsTo([to]);
-    return sends.length > 0 ? sends : undefined;
-  }, timeoutMs, `an email to ${to} at SES`);
+  const [first] = await waitFor(
+    async () => {
+      const sends = await sesSendsTo([to]);
+      return sends.length > 0 ? sends : undefined;
+    },
+    timeoutMs,
+    `an email to ${to} at SES`,
+  );
   return first.at;
 }
 
@@ -75,7 +100,11 @@ test('a scheduled email arrives after its time, within a few seconds of it, once
   console.log(`schedule: arrived ${arrived - at.getTime()} ms after its time`);
   expect(arrived).toBeGreaterThanOrEqual(at.getTime() - CLOCK_MS);
   expect(arrived).toBeLessThanOrEqual(at.getTime() + LATE_MS);
-  const email = await waitFor(async () => ((await getEmail(id)).status === 'sent' ? getEmail(id) : undefined), 10_000, 'sent');
+  const email = await waitFor(
+    async () => ((await getEmail(id)).status === 'sent' ? getEmail(id) : undefined),
+    10_000,
+    'sent',
+  );
   expect(email.scheduledAt).toBe(at.toISOString());
   expect(email.timeline.map((t: { type: string }) => t.type)).toEqual(['scheduled', 'sent']);
   await positiveSign();
@@ -102,13 +131,29 @@ test('a rescheduled email arrives at the new time, not the old (later and earlie
   const earlierId = await schedule(earlier, inMs(600_000));
   const newLater = inMs(6_000);
   const newEarlier = inMs(3_000);
-  expect((await request(api.app).patch(`/emails/${laterId}`).set('Authorization', p.auth).send({ scheduledAt: newLater.toISOString() })).status).toBe(200);
-  expect((await request(api.app).patch(`/emails/${earlierId}`).set('Authorization', p.auth).send({ scheduledAt: newEarlier.toISOString() })).status).toBe(200);
+  expect(
+    (
+      await request(api.app)
+        .patch(`/emails/${laterId}`)
+        .set('Authorization', p.auth)
+        .send({ scheduledAt: newLater.toISOString() })
+    ).status,
+  ).toBe(200);
+  expect(
+    (
+      await request(api.app)
+        .patch(`/emails/${earlierId}`)
+        .set('Authorization', p.auth)
+        .send({ scheduledAt: newEarlier.toISOString() })
+    ).status,
+  ).toBe(200);
   const earlierAt = await arrival(earlier);
   expect(earlierAt).toBeGreaterThanOrEqual(newEarlier.getTime() - CLOCK_MS);
   expect(earlierAt).toBeLessThanOrEqual(newEarlier.getTime() + LATE_MS);
   const laterAt = await arrival(later);
-  console.log(`schedule: rescheduled emails arrived ${earlierAt - newEarlier.getTime()} ms and ${laterAt - newLater.getTime()} ms after their new times`);
+  console.log(
+    `schedule: rescheduled emails arrived ${earlierAt - newEarlier.getTime()} ms and ${laterAt - newLater.getTime()} ms after their new times`,
+  );
   expect(laterAt).toBeGreaterThanOrEqual(newLater.getTime() - CLOCK_MS);
   expect(laterAt).toBeLessThanOrEqual(newLater.getTime() + LATE_MS);
   await positiveSign();
@@ -158,10 +203,18 @@ test('a cancel at the due second: each email is either cancelled and never sent,
       return (await request(api.app).post(`/emails/${id}/cancel`).set('Authorization', p.auth)).status;
     }),
   );
-  const final = await Promise.all(ids.map((id) => waitFor(async () => {
-    const e = await getEmail(id);
-    return e.status === 'sent' || e.status === 'cancelled' ? e : undefined;
-  }, 30_000, `email ${id} final`)));
+  const final = await Promise.all(
+    ids.map((id) =>
+      waitFor(
+        async () => {
+          const e = await getEmail(id);
+          return e.status === 'sent' || e.status === 'cancelled' ? e : undefined;
+        },
+        30_000,
+        `email ${id} final`,
+      ),
+    ),
+  );
   await positiveSign();
   let cancelled = 0;
   for (const [i, e] of final.entries()) {
@@ -181,7 +234,10 @@ test('a cancel at the due second: each email is either cancelled and never sent,
 
 test('an inline image: multipart/related, Content-ID and Content-Disposition inline, beside a plain attachment', async () => {
   const to = recipient('inline');
-  const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a5d0e1d20000000049454e44ae426082', 'hex');
+  const png = Buffer.from(
+    '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a5d0e1d20000000049454e44ae426082',
+    'hex',
+  );
   await send(to, {
     body: '<p>Logo: <img src="cid:logo@acme" alt="logo"></p>',
     attachments: [
@@ -195,7 +251,12 @@ test('an inline image: multipart/related, Content-ID and Content-Disposition inl
   expect(sent.raw).toMatch(/Content-Id: <logo@acme>/i);
   const mail = await parseMail(sent);
   const logo = mail.attachments.find((a) => a.filename === 'logo.png')!;
-  expect(logo).toMatchObject({ contentId: '<logo@acme>', contentDisposition: 'inline', related: true, contentType: 'image/png' });
+  expect(logo).toMatchObject({
+    contentId: '<logo@acme>',
+    contentDisposition: 'inline',
+    related: true,
+    contentType: 'image/png',
+  });
   expect(logo.content.equals(png)).toBe(true);
   const terms = mail.attachments.find((a) => a.filename === 'terms.txt')!;
   expect(terms.contentDisposition).toBe('attachment');

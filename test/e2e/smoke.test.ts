@@ -1,6 +1,15 @@
 import request from 'supertest';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { createTestProject, parseMail, recipient, sesSendsTo, startTestApi, testConfig, waitFor, type TestApi } from '../support/harness';
+import {
+  createTestProject,
+  parseMail,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testConfig,
+  waitFor,
+  type TestApi,
+} from '../support/harness';
 
 let api: TestApi;
 let worker: RunningWorker;
@@ -21,7 +30,13 @@ test('smoke: send one email end to end', async () => {
   const res = await request(api.app)
     .post('/v1/send')
     .set('Authorization', p.auth)
-    .send({ to, from: `hello@${p.domain}`, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', data: { name: '<b>Ann</b>' } });
+    .send({
+      to,
+      from: `hello@${p.domain}`,
+      subject: 'Hi {{name}}',
+      body: '<p>Hello {{name}}</p>',
+      data: { name: '<b>Ann</b>' },
+    });
   expect(res.status).toBe(202);
   const [sent] = await waitFor(async () => {
     const s = await sesSendsTo([to]);

@@ -11,14 +11,28 @@ import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { createWebhookEndpoint } from '@mailroom/db/queries/webhooks';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, isolatedDatabase, parseMail, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  isolatedDatabase,
+  parseMail,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 let iso: { url: string; drop: () => Promise<void> };
 let worker: RunningWorker | undefined;
 const ctx = {} as { api: TestApi };
 beforeAll(async () => {
   iso = await isolatedDatabase();
-  const config = loadConfig(testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', WORKFLOW_INBOX_POLL_MS: '200' }));
+  const config = loadConfig(
+    testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', WORKFLOW_INBOX_POLL_MS: '200' }),
+  );
   ctx.api = await startTestApi(config);
   worker = await startWorker(config, { healthPort: null });
 });
@@ -32,7 +46,13 @@ const DAY = 86_400_000;
 
 async function campaign(p: TestProject): Promise<Record<string, unknown>> {
   const as = client(ctx.api.app, p);
-  const created = await as.post('/campaigns', { name: 'c', subject: 'News', body: '<p>News</p><a href="{{unsubscribeUrl}}">stop</a>', from: `news@${p.domain}`, audienceType: 'ALL' });
+  const created = await as.post('/campaigns', {
+    name: 'c',
+    subject: 'News',
+    body: '<p>News</p><a href="{{unsubscribeUrl}}">stop</a>',
+    from: `news@${p.domain}`,
+    audienceType: 'ALL',
+  });
   expect(created.status).toBe(201);
   const id = created.body.data.id as string;
   expect((await as.post(`/campaigns/${id}/send`, {})).status).toBe(200);
@@ -45,14 +65,22 @@ test('a campaign skips a snoozed contact and counts it; a transactional send to 
   const as = client(ctx.api.app, p);
   const [a, b, snoozed] = [recipient('cmpa'), recipient('cmpb'), recipient('cmpz')];
   for (const email of [a, b]) expect((await as.post('/contacts', { email })).status).toBe(201);
-  expect((await as.post('/contacts', { email: snoozed, snoozedUntil: new Date(Date.now() + 30 * DAY).toISOString() })).status).toBe(201);
+  expect(
+    (await as.post('/contacts', { email: snoozed, snoozedUntil: new Date(Date.now() + 30 * DAY).toISOString() }))
+      .status,
+  ).toBe(201);
 
   const stats = await campaign(p);
   expect(stats).toMatchObject({ recipients: 2, sent: 2, suppressed: 0, skipped: { snoozed: 1 } });
   await waitFor(async () => (await sesSendsTo([a, b])).length === 2, 20_000, 'the two campaign emails at SES');
   expect(await sesSendsTo([snoozed])).toEqual([]);
 
-  const receipt = await as.post('/v1/send', { to: snoozed, from: `app@${p.domain}`, subject: 'Your receipt', body: '<p>Paid</p>' });
+  const receipt = await as.post('/v1/send', {
+    to: snoozed,
+    from: `app@${p.domain}`,
+    subject: 'Your receipt',
+    body: '<p>Paid</p>',
+  });
   expect(receipt.status).toBe(202);
   const id = receipt.body.data.emails[0].email as string;
   await waitFor(async () => (await as.get(`/emails/${id}`)).body.data.status === 'sent', 20_000, 'the receipt sent');
@@ -63,25 +91,49 @@ test('a campaign skips a snoozed contact and counts it; a transactional send to 
 test('a marketing workflow SEND_EMAIL step is skipped for a snoozed contact with the cause; a transactional step sends', async () => {
   const p = await createTestProject(ctx.api.database);
   const as = client(ctx.api.app, p);
-  const tpl = async (type: string) => (await as.post('/templates', { name: type, subject: `${type} mail`, body: '<p>Hi</p>', type, from: `wf@${p.domain}` })).body.data.id as string;
+  const tpl = async (type: string) =>
+    (
+      await as.post('/templates', {
+        name: type,
+        subject: `${type} mail`,
+        body: '<p>Hi</p>',
+        type,
+        from: `wf@${p.domain}`,
+      })
+    ).body.data.id as string;
   const workflow = async (templateId: string) => {
     const id = (await as.post('/workflows', { name: 'wf', trigger: { type: 'MANUAL' } })).body.data.id as string;
-    expect((await as.put(`/workflows/${id}/graph`, { steps: [{ key: 's', type: 'SEND_EMAIL', config: { templateId } }], transitions: [{ from: null, to: 's' }] })).status).toBe(200);
+    expect(
+      (
+        await as.put(`/workflows/${id}/graph`, {
+          steps: [{ key: 's', type: 'SEND_EMAIL', config: { templateId } }],
+          transitions: [{ from: null, to: 's' }],
+        })
+      ).status,
+    ).toBe(200);
     expect((await as.patch(`/workflows/${id}`, { enabled: true })).status).toBe(200);
     return id;
   };
   const run = async (wid: string, email: string) => {
     const eid = (await as.post(`/workflows/${wid}/executions`, { email })).body.data.id as string;
-    return waitFor(async () => {
-      const x = (await as.get(`/workflows/${wid}/executions/${eid}`)).body.data;
-      return x.status === 'COMPLETED' ? x : undefined;
-    }, 20_000, 'execution completed');
+    return waitFor(
+      async () => {
+        const x = (await as.get(`/workflows/${wid}/executions/${eid}`)).body.data;
+        return x.status === 'COMPLETED' ? x : undefined;
+      },
+      20_000,
+      'execution completed',
+    );
   };
   const to = recipient('wfz');
   await as.post('/contacts', { email: to, snoozedUntil: new Date(Date.now() + 30 * DAY).toISOString() });
 
   const marketing = await run(await workflow(await tpl('MARKETING')), to);
-  expect(marketing.steps[0]).toMatchObject({ type: 'SEND_EMAIL', status: 'SKIPPED', output: { cause: 'snoozed', reason: 'contact has paused marketing email (snoozed)' } });
+  expect(marketing.steps[0]).toMatchObject({
+    type: 'SEND_EMAIL',
+    status: 'SKIPPED',
+    output: { cause: 'snoozed', reason: 'contact has paused marketing email (snoozed)' },
+  });
 
   const transactional = await run(await workflow(await tpl('TRANSACTIONAL')), to);
   expect(transactional.steps[0]).toMatchObject({ type: 'SEND_EMAIL', status: 'COMPLETED' });
@@ -92,26 +144,43 @@ test('a marketing workflow SEND_EMAIL step is skipped for a snoozed contact with
 test('a snooze that runs out is cleared by the worker and announced once as contact.unsnoozed (expired); the next campaign reaches the contact', async () => {
   const p = await createTestProject(ctx.api.database);
   const as = client(ctx.api.app, p);
-  await createWebhookEndpoint(ctx.api.database.db, p.id, { url: 'https://hooks.example.com/x', eventTypes: ['contact.unsnoozed'], secret: 'whsec_x' });
+  await createWebhookEndpoint(ctx.api.database.db, p.id, {
+    url: 'https://hooks.example.com/x',
+    eventTypes: ['contact.unsnoozed'],
+    secret: 'whsec_x',
+  });
   const to = recipient('expire');
   const until = new Date(Date.now() + 1500).toISOString();
   const id = (await as.post('/contacts', { email: to, snoozedUntil: until })).body.data.id as string;
 
-  await waitFor(async () => (await as.get(`/contacts/${id}`)).body.data.snoozedUntil === null, 20_000, 'the snooze cleared');
+  await waitFor(
+    async () => (await as.get(`/contacts/${id}`)).body.data.snoozedUntil === null,
+    20_000,
+    'the snooze cleared',
+  );
   const events = await ctx.api.database.db.execute<{ name: string; data: Record<string, unknown> }>(
     sql`select name, data from events where contact_id = ${id}::uuid and name = 'contact.unsnoozed'`,
   );
-  expect(events.rows).toEqual([{ name: 'contact.unsnoozed', data: { method: 'expired', snoozedUntil: null, previousSnoozedUntil: expect.any(String) } }]);
+  expect(events.rows).toEqual([
+    {
+      name: 'contact.unsnoozed',
+      data: { method: 'expired', snoozedUntil: null, previousSnoozedUntil: expect.any(String) },
+    },
+  ]);
   expect(Date.parse(String(events.rows[0].data.previousSnoozedUntil))).toBe(Date.parse(until));
   const hooks = await ctx.api.database.db.execute<{ payload: { data: Record<string, unknown> } }>(
     sql`select payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type = 'contact.unsnoozed'`,
   );
-  expect(hooks.rows.map((r) => r.payload.data)).toEqual([{ contactId: id, email: to, snoozedUntil: null, previousSnoozedUntil: until, method: 'expired' }]);
+  expect(hooks.rows.map((r) => r.payload.data)).toEqual([
+    { contactId: id, email: to, snoozedUntil: null, previousSnoozedUntil: until, method: 'expired' },
+  ]);
 
   const stats = await campaign(p);
   expect(stats).toMatchObject({ recipients: 1, skipped: { snoozed: 0 } });
   await waitFor(async () => (await sesSendsTo([to])).length === 1, 20_000, 'the campaign email at SES');
   // Later passes found nothing more to announce.
-  const again = await ctx.api.database.db.execute<{ n: number }>(sql`select count(*)::int as n from events where contact_id = ${id}::uuid and name = 'contact.unsnoozed'`);
+  const again = await ctx.api.database.db.execute<{ n: number }>(
+    sql`select count(*)::int as n from events where contact_id = ${id}::uuid and name = 'contact.unsnoozed'`,
+  );
   expect(again.rows[0].n).toBe(1);
 });

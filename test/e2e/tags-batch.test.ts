@@ -9,7 +9,17 @@ import { eq } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, isolatedDatabase, recipient, sesRecordedTo, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  isolatedDatabase,
+  recipient,
+  sesRecordedTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+} from '../support/harness';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
 import { queuesSettled } from '../support/worker-queues';
@@ -46,16 +56,23 @@ afterAll(async () => {
 });
 
 const emailRow = async (id: string) => (await api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
-const postSns = (m: object) => request(api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
+const postSns = (m: object) =>
+  request(api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
 const hooksFor = (emailId: string, type: string) =>
-  receiver.received.filter((r) => r.status === 200).map((r) => JSON.parse(r.body) as { type: string; data: { emailId: string; tags: unknown } }).filter((b) => b.type === type && b.data.emailId === emailId);
+  receiver.received
+    .filter((r) => r.status === 200)
+    .map((r) => JSON.parse(r.body) as { type: string; data: { emailId: string; tags: unknown } })
+    .filter((b) => b.type === type && b.data.emailId === emailId);
 
 test('a batch: every email sent exactly once, SES message tags carry the tags, and every email.* payload echoes them; /reputation?tag= counts them', async () => {
   const p = await createTestProject(api.database);
   const as = client(api.app, p);
   expect((await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['email.*'] })).status).toBe(201);
 
-  const receipt = [{ name: 'category', value: 'receipt' }, { name: 'order', value: 'A-17' }];
+  const receipt = [
+    { name: 'category', value: 'receipt' },
+    { name: 'order', value: 'A-17' },
+  ];
   const to = [recipient('b0'), recipient('b1'), recipient('b2'), recipient('b3')];
   const res = await request(api.app)
     .post('/v1/send/batch')
@@ -63,9 +80,21 @@ test('a batch: every email sent exactly once, SES message tags carry the tags, a
     .send([
       { to: to[0], from: `n@${p.domain}`, subject: 'Receipt 0', body: '<p>0</p>', tags: receipt },
       { to: to[1], from: `n@${p.domain}`, subject: 'Receipt 1', body: '<p>1</p>', tags: receipt },
-      { to: to[2], from: `n@${p.domain}`, subject: 'Welcome', body: '<p>2</p>', tags: [{ name: 'category', value: 'welcome' }] },
+      {
+        to: to[2],
+        from: `n@${p.domain}`,
+        subject: 'Welcome',
+        body: '<p>2</p>',
+        tags: [{ name: 'category', value: 'welcome' }],
+      },
       { to: to[3], from: `n@${p.domain}`, subject: 'Plain', body: '<p>3</p>' },
-      { to: recipient('refused'), from: `n@${p.domain}`, subject: 'x', body: 'x', tags: [{ name: 'email_id', value: 'mine' }] },
+      {
+        to: recipient('refused'),
+        from: `n@${p.domain}`,
+        subject: 'x',
+        body: 'x',
+        tags: [{ name: 'email_id', value: 'mine' }],
+      },
     ]);
   expect(res.status).toBe(200);
   expect(res.body.data.errors.map((e: { index: number }) => e.index)).toEqual([4]);
@@ -73,13 +102,18 @@ test('a batch: every email sent exactly once, SES message tags carry the tags, a
   expect(ids).toHaveLength(4);
 
   // Every email sent, and (once the send queue has settled) each exactly once at SES.
-  await waitFor(async () => ((await Promise.all(ids.map(emailRow))).every((r) => r.status === 'sent') ? true : undefined), 30_000, 'the batch sent');
+  await waitFor(
+    async () => ((await Promise.all(ids.map(emailRow))).every((r) => r.status === 'sent') ? true : undefined),
+    30_000,
+    'the batch sent',
+  );
   await queuesSettled(worker, ['send']);
   const recorded = await sesRecordedTo(to);
   expect(to.map((t) => recorded.filter((s) => s.to.includes(t) && s.status === 200).length)).toEqual([1, 1, 1, 1]);
 
   // The SES request's message tags: the platform's, then the sender's.
-  const tagsOf = (address: string) => Object.fromEntries(recorded.find((s) => s.to.includes(address))!.tags.map((t) => [t.Name, t.Value]));
+  const tagsOf = (address: string) =>
+    Object.fromEntries(recorded.find((s) => s.to.includes(address))!.tags.map((t) => [t.Name, t.Value]));
   expect(tagsOf(to[0])).toEqual({ email_id: ids[0], project_id: p.id, category: 'receipt', order: 'A-17' });
   expect(tagsOf(to[2])).toEqual({ email_id: ids[2], project_id: p.id, category: 'welcome' });
   expect(tagsOf(to[3])).toEqual({ email_id: ids[3], project_id: p.id });
@@ -87,13 +121,35 @@ test('a batch: every email sent exactly once, SES message tags carry the tags, a
   // email.sent echoes the tags (an untagged email: []).
   const sent0 = await waitFor(async () => hooksFor(ids[0], 'email.sent')[0], 20_000, 'email.sent of the first');
   expect(sent0.data.tags).toEqual(receipt);
-  expect((await waitFor(async () => hooksFor(ids[3], 'email.sent')[0], 20_000, 'email.sent of the untagged')).data.tags).toEqual([]);
+  expect(
+    (await waitFor(async () => hooksFor(ids[3], 'email.sent')[0], 20_000, 'email.sent of the untagged')).data.tags,
+  ).toEqual([]);
 
   // Feedback: a delivery and a bounce, each echoing the tags; counted per tag.
   const row0 = await emailRow(ids[0]);
   const row1 = await emailRow(ids[1]);
-  expect((await postSns(sns.notification(sesEvent('Delivery', { messageId: row0.messageId!, to: to[0], emailId: ids[0], projectId: p.id })))).status).toBe(200);
-  expect((await postSns(sns.notification(sesEvent('Bounce', { messageId: row1.messageId!, to: to[1], emailId: ids[1], projectId: p.id }, { bounceType: 'Permanent' })))).status).toBe(200);
+  expect(
+    (
+      await postSns(
+        sns.notification(
+          sesEvent('Delivery', { messageId: row0.messageId!, to: to[0], emailId: ids[0], projectId: p.id }),
+        ),
+      )
+    ).status,
+  ).toBe(200);
+  expect(
+    (
+      await postSns(
+        sns.notification(
+          sesEvent(
+            'Bounce',
+            { messageId: row1.messageId!, to: to[1], emailId: ids[1], projectId: p.id },
+            { bounceType: 'Permanent' },
+          ),
+        ),
+      )
+    ).status,
+  ).toBe(200);
   const delivered = await waitFor(async () => hooksFor(ids[0], 'email.delivered')[0], 20_000, 'email.delivered');
   expect(delivered.data.tags).toEqual(receipt);
   const bounced = await waitFor(async () => hooksFor(ids[1], 'email.bounced')[0], 20_000, 'email.bounced');
@@ -102,9 +158,20 @@ test('a batch: every email sent exactly once, SES message tags carry the tags, a
   const byTag = (await as.get('/reputation?tag=category:receipt')).body.data.last24h;
   expect(byTag.overall).toMatchObject({ sent: 2, delivered: 1, hardBounces: 1 });
   expect(byTag.domains).toEqual([expect.objectContaining({ domain: p.domain, sent: 2 })]);
-  expect((await as.get('/reputation?tag=order:A-17')).body.data.last24h.overall).toMatchObject({ sent: 2, delivered: 1, hardBounces: 1 });
-  expect((await as.get('/reputation?tag=category:welcome')).body.data.last24h.overall).toMatchObject({ sent: 1, delivered: 0 });
-  expect((await as.get('/reputation')).body.data.last24h.overall).toMatchObject({ sent: 4, delivered: 1, hardBounces: 1 });
+  expect((await as.get('/reputation?tag=order:A-17')).body.data.last24h.overall).toMatchObject({
+    sent: 2,
+    delivered: 1,
+    hardBounces: 1,
+  });
+  expect((await as.get('/reputation?tag=category:welcome')).body.data.last24h.overall).toMatchObject({
+    sent: 1,
+    delivered: 0,
+  });
+  expect((await as.get('/reputation')).body.data.last24h.overall).toMatchObject({
+    sent: 4,
+    delivered: 1,
+    hardBounces: 1,
+  });
 });
 
 test('a campaign sends its tags to SES with every email', async () => {
@@ -122,6 +189,15 @@ test('a campaign sends its tags to SES with every email', async () => {
   });
   expect(created.status).toBe(201);
   expect((await as.post(`/campaigns/${created.body.data.id}/send`, {})).status).toBeLessThan(300);
-  const sent = await waitFor(async () => (await sesRecordedTo([to])).find((s) => s.status === 200), 30_000, 'the campaign email at SES');
-  expect(sent.tags).toEqual(expect.arrayContaining([{ Name: 'campaign', Value: 'launch' }, { Name: 'email_id', Value: expect.any(String) }]));
+  const sent = await waitFor(
+    async () => (await sesRecordedTo([to])).find((s) => s.status === 200),
+    30_000,
+    'the campaign email at SES',
+  );
+  expect(sent.tags).toEqual(
+    expect.arrayContaining([
+      { Name: 'campaign', Value: 'launch' },
+      { Name: 'email_id', Value: expect.any(String) },
+    ]),
+  );
 });

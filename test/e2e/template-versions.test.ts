@@ -9,14 +9,28 @@
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, isolatedDatabase, parseMail, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  isolatedDatabase,
+  parseMail,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 let iso: { url: string; drop: () => Promise<void> };
 let worker: RunningWorker | undefined;
 let api: TestApi;
 beforeAll(async () => {
   iso = await isolatedDatabase();
-  const config = loadConfig(testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', WORKFLOW_INBOX_POLL_MS: '200' }));
+  const config = loadConfig(
+    testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', WORKFLOW_INBOX_POLL_MS: '200' }),
+  );
   api = await startTestApi(config);
   worker = await startWorker(config, { healthPort: null });
 });
@@ -28,16 +42,28 @@ afterAll(async () => {
 
 /** The subject of the one message SES accepted for `to`. */
 async function subjectAt(to: string): Promise<string | undefined> {
-  const [send] = await waitFor(async () => {
-    const sends = await sesSendsTo([to]);
-    return sends.length > 0 ? sends : undefined;
-  }, 30_000, `a message to ${to} at SES`);
+  const [send] = await waitFor(
+    async () => {
+      const sends = await sesSendsTo([to]);
+      return sends.length > 0 ? sends : undefined;
+    },
+    30_000,
+    `a message to ${to} at SES`,
+  );
   return (await parseMail(send)).subject;
 }
 
 async function templateV1(p: TestProject) {
   const as = client(api.app, p);
-  const id = (await as.post('/templates', { name: 't', subject: 'Version one', body: '<p>one</p><a href="{{unsubscribeUrl}}">stop</a>', type: 'MARKETING', from: `news@${p.domain}` })).body.data.id as string;
+  const id = (
+    await as.post('/templates', {
+      name: 't',
+      subject: 'Version one',
+      body: '<p>one</p><a href="{{unsubscribeUrl}}">stop</a>',
+      type: 'MARKETING',
+      from: `news@${p.domain}`,
+    })
+  ).body.data.id as string;
   return { as, id };
 }
 
@@ -46,7 +72,14 @@ test('a campaign pinned to version 1 sends version 1 after version 2 is publishe
   const { as, id } = await templateV1(p);
   const [pinnedTo, latestTo] = [recipient('pin'), recipient('latest')];
   const campaign = async (to: string, pin: object) => {
-    const created = await as.post('/campaigns', { name: 'c', templateId: id, ...pin, from: `news@${p.domain}`, audienceType: 'FILTERED', audienceFilter: [{ field: 'email', operator: 'equals', value: to }] });
+    const created = await as.post('/campaigns', {
+      name: 'c',
+      templateId: id,
+      ...pin,
+      from: `news@${p.domain}`,
+      audienceType: 'FILTERED',
+      audienceFilter: [{ field: 'email', operator: 'equals', value: to }],
+    });
     expect(created.status).toBe(201);
     return created.body.data.id as string;
   };
@@ -58,11 +91,16 @@ test('a campaign pinned to version 1 sends version 1 after version 2 is publishe
   // Version 2 is published after both campaigns were written, before they are sent.
   expect((await as.patch(`/templates/${id}`, { subject: 'Version two' })).body.data.version).toBe(2);
   for (const c of [pinned, latest]) expect((await as.post(`/campaigns/${c}/send`, {})).status).toBe(200);
-  for (const c of [pinned, latest]) await waitFor(async () => (await as.get(`/campaigns/${c}`)).body.data.status === 'SENT', 30_000, 'campaign SENT');
+  for (const c of [pinned, latest])
+    await waitFor(async () => (await as.get(`/campaigns/${c}`)).body.data.status === 'SENT', 30_000, 'campaign SENT');
 
   expect(await subjectAt(pinnedTo)).toBe('Version one');
   expect(await subjectAt(latestTo)).toBe('Version two');
-  const versions = await api.database.db.execute<{ campaign_id: string; template_id: string; template_version: number }>(
+  const versions = await api.database.db.execute<{
+    campaign_id: string;
+    template_id: string;
+    template_version: number;
+  }>(
     sql`select campaign_id, template_id, template_version from emails where campaign_id in (${pinned}::uuid, ${latest}::uuid)`,
   );
   expect(new Map(versions.rows.map((r) => [r.campaign_id, [r.template_id, r.template_version]]))).toEqual(
@@ -71,7 +109,9 @@ test('a campaign pinned to version 1 sends version 1 after version 2 is publishe
       [latest, [id, 2]],
     ]),
   );
-  const [{ id: pinnedEmail }] = (await api.database.db.execute<{ id: string }>(sql`select id from emails where campaign_id = ${pinned}::uuid`)).rows;
+  const [{ id: pinnedEmail }] = (
+    await api.database.db.execute<{ id: string }>(sql`select id from emails where campaign_id = ${pinned}::uuid`)
+  ).rows;
   expect((await as.get(`/emails/${pinnedEmail}`)).body.data).toMatchObject({ templateId: id, templateVersion: 1 });
 });
 
@@ -80,7 +120,14 @@ test('a workflow step following the latest version sends the version published a
   const { as, id } = await templateV1(p);
   const workflow = async (config: object) => {
     const wid = (await as.post('/workflows', { name: 'wf', trigger: { type: 'MANUAL' } })).body.data.id as string;
-    expect((await as.put(`/workflows/${wid}/graph`, { steps: [{ key: 's', type: 'SEND_EMAIL', config: { templateId: id, ...config } }], transitions: [{ from: null, to: 's' }] })).status).toBe(200);
+    expect(
+      (
+        await as.put(`/workflows/${wid}/graph`, {
+          steps: [{ key: 's', type: 'SEND_EMAIL', config: { templateId: id, ...config } }],
+          transitions: [{ from: null, to: 's' }],
+        })
+      ).status,
+    ).toBe(200);
     expect((await as.patch(`/workflows/${wid}`, { enabled: true })).status).toBe(200);
     return wid;
   };
@@ -91,7 +138,10 @@ test('a workflow step following the latest version sends the version published a
   expect((await as.post(`/templates/${id}/publish`, {})).body.data.version).toBe(2);
 
   const [a, b] = [recipient('wflatest'), recipient('wfpinned')];
-  for (const [wid, to] of [[following, a], [pinned, b]]) {
+  for (const [wid, to] of [
+    [following, a],
+    [pinned, b],
+  ]) {
     await as.post('/contacts', { email: to });
     expect((await as.post(`/workflows/${wid}/executions`, { email: to })).status).toBe(201);
   }

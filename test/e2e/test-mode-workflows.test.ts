@@ -14,7 +14,16 @@ import { addDomain, createProject, type CreatedProject } from '@mailroom/db/quer
 import { emails } from '@mailroom/db/schema/emails';
 import { testMessages } from '@mailroom/db/schema/deliverability';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { isolatedDatabase, recipient, sesRecordedTo, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
+import {
+  isolatedDatabase,
+  recipient,
+  sesRecordedTo,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+} from '../support/harness';
 import { startReceiver, type Receiver } from '../support/receiver';
 
 let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
@@ -27,7 +36,13 @@ let p: CreatedProject & { domain: string };
 beforeAll(async () => {
   iso = await isolatedDatabase();
   config = loadConfig(
-    testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WORKFLOW_INBOX_POLL_MS: '200', WORKFLOW_LEASE_MS: '1500' }),
+    testEnv({
+      DATABASE_URL: iso.url,
+      SES_MAX_SEND_RATE: '50',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      WORKFLOW_INBOX_POLL_MS: '200',
+      WORKFLOW_LEASE_MS: '1500',
+    }),
   );
   api = await startTestApi(config);
   worker = await startWorker(config, { healthPort: null });
@@ -51,14 +66,26 @@ function as(key: string) {
     post: (path: string, body: object) => request(api.app).post(path).set('Authorization', `Bearer ${key}`).send(body),
     get: (path: string) => request(api.app).get(path).set('Authorization', `Bearer ${key}`),
     put: (path: string, body: object) => request(api.app).put(path).set('Authorization', `Bearer ${key}`).send(body),
-    patch: (path: string, body: object) => request(api.app).patch(path).set('Authorization', `Bearer ${key}`).send(body),
+    patch: (path: string, body: object) =>
+      request(api.app).patch(path).set('Authorization', `Bearer ${key}`).send(body),
   };
 }
 
-type Exec = { id: string; status: string; test: boolean; contactId: string; exitReason: string | null; steps: { type: string; status: string; branch: string | null; output: Record<string, unknown> | null }[] };
+type Exec = {
+  id: string;
+  status: string;
+  test: boolean;
+  contactId: string;
+  exitReason: string | null;
+  steps: { type: string; status: string; branch: string | null; output: Record<string, unknown> | null }[];
+};
 type Hook = { type: string; data: Record<string, unknown> } & Record<string, unknown>;
 
-async function workflow(trigger: object, graph: { steps: object[]; transitions: object[] }, extra: object = {}): Promise<string> {
+async function workflow(
+  trigger: object,
+  graph: { steps: object[]; transitions: object[] },
+  extra: object = {},
+): Promise<string> {
   const created = await as(p.secretKey).post('/workflows', { name: 'wf', trigger, ...extra });
   expect(created.status).toBe(201);
   const id = created.body.data.id as string;
@@ -69,7 +96,12 @@ async function workflow(trigger: object, graph: { steps: object[]; transitions: 
 }
 
 async function template(): Promise<string> {
-  const res = await as(p.secretKey).post('/templates', { name: 't', subject: 'Welcome {{trigger.plan}}', body: '<p>Hi {{email}}</p>', from: `wf@${p.domain}` });
+  const res = await as(p.secretKey).post('/templates', {
+    name: 't',
+    subject: 'Welcome {{trigger.plan}}',
+    body: '<p>Hi {{email}}</p>',
+    from: `wf@${p.domain}`,
+  });
   expect(res.status).toBe(201);
   return res.body.data.id as string;
 }
@@ -78,7 +110,8 @@ async function template(): Promise<string> {
 async function settled(wid: string, contactId: string, test: boolean, statuses: string[]): Promise<Exec> {
   return waitFor(
     async () => {
-      const list = (await as(p.secretKey).get(`/workflows/${wid}/executions?limit=100&contactId=${contactId}`)).body.data.items as Exec[];
+      const list = (await as(p.secretKey).get(`/workflows/${wid}/executions?limit=100&contactId=${contactId}`)).body
+        .data.items as Exec[];
       const x = list.find((e) => e.test === test && statuses.includes(e.status));
       return x && ((await as(p.secretKey).get(`/workflows/${wid}/executions/${x.id}`)).body.data as Exec);
     },
@@ -88,19 +121,27 @@ async function settled(wid: string, contactId: string, test: boolean, statuses: 
 }
 
 const emailRow = async (id: string) => (await api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
-const waitSent = (id: string) => waitFor(async () => ((await emailRow(id))?.status === 'sent' ? emailRow(id) : undefined), 30_000, `email ${id} sent`);
+const waitSent = (id: string) =>
+  waitFor(async () => ((await emailRow(id))?.status === 'sent' ? emailRow(id) : undefined), 30_000, `email ${id} sent`);
 const hooks = (): Hook[] => receiver.received.map((r) => JSON.parse(r.body) as Hook);
 
 test('a test-key event starts a test execution: its email goes to the sink, its WEBHOOK call and workflow.* webhooks say test; the live event sends through SES', async () => {
   const tpl = await template();
-  const wid = await workflow({ type: 'EVENT', event: 'signup' }, {
-    steps: [
-      { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } },
-      { key: 'call', type: 'WEBHOOK', config: { url: receiver.url } },
-      { key: 'end', type: 'EXIT', config: { reason: 'welcomed' } },
-    ],
-    transitions: [{ from: null, to: 'send' }, { from: 'send', to: 'call' }, { from: 'call', to: 'end' }],
-  });
+  const wid = await workflow(
+    { type: 'EVENT', event: 'signup' },
+    {
+      steps: [
+        { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } },
+        { key: 'call', type: 'WEBHOOK', config: { url: receiver.url } },
+        { key: 'end', type: 'EXIT', config: { reason: 'welcomed' } },
+      ],
+      transitions: [
+        { from: null, to: 'send' },
+        { from: 'send', to: 'call' },
+        { from: 'call', to: 'end' },
+      ],
+    },
+  );
   const to = recipient('wftest');
 
   // A public test key, as a browser would track.
@@ -111,10 +152,20 @@ test('a test-key event starts a test execution: its email goes to the sink, its 
   expect(events.map((e: { test: boolean }) => e.test)).toEqual([true]);
 
   const tx = await settled(wid, contactId, true, ['EXITED']);
-  expect(tx.steps.map((s) => [s.type, s.status])).toEqual([['SEND_EMAIL', 'COMPLETED'], ['WEBHOOK', 'COMPLETED'], ['EXIT', 'COMPLETED']]);
+  expect(tx.steps.map((s) => [s.type, s.status])).toEqual([
+    ['SEND_EMAIL', 'COMPLETED'],
+    ['WEBHOOK', 'COMPLETED'],
+    ['EXIT', 'COMPLETED'],
+  ]);
   const testEmailId = tx.steps[0].output!.emailId as string;
   const testRow = await waitSent(testEmailId);
-  expect(testRow).toMatchObject({ test: true, source: 'workflow', workflowExecutionId: tx.id, messageId: `test-${testEmailId}`, renderedSubject: 'Welcome trial' });
+  expect(testRow).toMatchObject({
+    test: true,
+    source: 'workflow',
+    workflowExecutionId: tx.id,
+    messageId: `test-${testEmailId}`,
+    renderedSubject: 'Welcome trial',
+  });
   const [stored] = await api.database.db.select().from(testMessages).where(eq(testMessages.emailId, testEmailId));
   expect(stored.raw.toString('utf8')).toContain('Subject: Welcome trial');
   const raw = await as(p.testSecretKey).get(`/emails/${testEmailId}/raw`);
@@ -122,52 +173,88 @@ test('a test-key event starts a test execution: its email goes to the sink, its 
   expect(await sesRecordedTo([to])).toEqual([]); // the sink took it: no SES request at all
 
   // The WEBHOOK step still called the (user's own) URL, and said it was a test; so did workflow.started/exited.
-  const call = await waitFor(async () => hooks().find((h) => h.type === 'workflow.webhook' && h.executionId === tx.id), 20_000, 'the test WEBHOOK call');
+  const call = await waitFor(
+    async () => hooks().find((h) => h.type === 'workflow.webhook' && h.executionId === tx.id),
+    20_000,
+    'the test WEBHOOK call',
+  );
   expect(call.test).toBe(true);
-  const testHooks = await waitFor(async () => {
-    const got = hooks().filter((h) => h.type.startsWith('workflow.') && h.type !== 'workflow.webhook' && h.data.executionId === tx.id);
-    return got.length >= 2 && got;
-  }, 20_000, 'workflow.* webhooks of the test execution');
-  expect(testHooks.map((h) => [h.type, h.data.test]).sort()).toEqual([['workflow.exited', true], ['workflow.started', true]]);
+  const testHooks = await waitFor(
+    async () => {
+      const got = hooks().filter(
+        (h) => h.type.startsWith('workflow.') && h.type !== 'workflow.webhook' && h.data.executionId === tx.id,
+      );
+      return got.length >= 2 && got;
+    },
+    20_000,
+    'workflow.* webhooks of the test execution',
+  );
+  expect(testHooks.map((h) => [h.type, h.data.test]).sort()).toEqual([
+    ['workflow.exited', true],
+    ['workflow.started', true],
+  ]);
 
   // The same event with a live key, for the same contact: a live execution (the test entry did not use up the
   // contact's one entry), whose email reaches SES.
-  expect((await as(p.publicKey).post('/v1/track', { email: to, event: 'signup', data: { plan: 'pro' } })).status).toBe(200);
+  expect((await as(p.publicKey).post('/v1/track', { email: to, event: 'signup', data: { plan: 'pro' } })).status).toBe(
+    200,
+  );
   const lx = await settled(wid, contactId, false, ['EXITED']);
   expect(lx.id).not.toBe(tx.id);
   const liveEmailId = lx.steps[0].output!.emailId as string;
   const liveRow = await waitSent(liveEmailId);
   expect(liveRow).toMatchObject({ test: false, renderedSubject: 'Welcome pro' });
   expect(liveRow.messageId).not.toMatch(/^test-/);
-  const sends = await waitFor(async () => {
-    const s = await sesSendsTo([to]);
-    return s.length > 0 && s;
-  }, 20_000, 'the live email at SES');
+  const sends = await waitFor(
+    async () => {
+      const s = await sesSendsTo([to]);
+      return s.length > 0 && s;
+    },
+    20_000,
+    'the live email at SES',
+  );
   expect(sends).toHaveLength(1);
   expect(sends[0].raw).toContain('Subject: Welcome pro');
   expect(await sesRecordedTo([to])).toHaveLength(1);
-  const liveCall = await waitFor(async () => hooks().find((h) => h.type === 'workflow.webhook' && h.executionId === lx.id), 20_000, 'the live WEBHOOK call');
+  const liveCall = await waitFor(
+    async () => hooks().find((h) => h.type === 'workflow.webhook' && h.executionId === lx.id),
+    20_000,
+    'the live WEBHOOK call',
+  );
   expect(liveCall).not.toHaveProperty('test');
-  const liveStarted = await waitFor(async () => hooks().find((h) => h.type === 'workflow.started' && h.data.executionId === lx.id), 20_000, 'live workflow.started');
+  const liveStarted = await waitFor(
+    async () => hooks().find((h) => h.type === 'workflow.started' && h.data.executionId === lx.id),
+    20_000,
+    'live workflow.started',
+  );
   expect(liveStarted.data).not.toHaveProperty('test');
-  expect((await as(p.secretKey).get(`/workflows/${wid}/executions?contactId=${contactId}`)).body.data.items).toHaveLength(2);
+  expect(
+    (await as(p.secretKey).get(`/workflows/${wid}/executions?contactId=${contactId}`)).body.data.items,
+  ).toHaveLength(2);
 });
 
 test('wake rule: a WAITING execution takes only an event of its own mode (test wakes test, live wakes live)', async () => {
   // Long enough for all four to wait and get their `confirm` on a busy machine; the cross-mode ones then time out.
   const waitMs = 15_000;
-  const wid = await workflow({ type: 'EVENT', event: 'start' }, {
-    steps: [
-      { key: 'wait', type: 'WAIT_FOR_EVENT', config: { event: 'confirm', timeout: { amount: waitMs / 1000, unit: 'seconds' } } },
-      { key: 'viaEvent', type: 'EXIT', config: { reason: 'event' } },
-      { key: 'viaTimeout', type: 'EXIT', config: { reason: 'timeout' } },
-    ],
-    transitions: [
-      { from: null, to: 'wait' },
-      { from: 'wait', to: 'viaEvent', branch: 'event' },
-      { from: 'wait', to: 'viaTimeout', branch: 'timeout' },
-    ],
-  });
+  const wid = await workflow(
+    { type: 'EVENT', event: 'start' },
+    {
+      steps: [
+        {
+          key: 'wait',
+          type: 'WAIT_FOR_EVENT',
+          config: { event: 'confirm', timeout: { amount: waitMs / 1000, unit: 'seconds' } },
+        },
+        { key: 'viaEvent', type: 'EXIT', config: { reason: 'event' } },
+        { key: 'viaTimeout', type: 'EXIT', config: { reason: 'timeout' } },
+      ],
+      transitions: [
+        { from: null, to: 'wait' },
+        { from: 'wait', to: 'viaEvent', branch: 'event' },
+        { from: 'wait', to: 'viaTimeout', branch: 'timeout' },
+      ],
+    },
+  );
   const live = { key: p.publicKey, test: false };
   const test = { key: p.testPublicKey, test: true };
   // [who starts it, who sends `confirm`, the branch the wait must take]
@@ -185,20 +272,37 @@ test('wake rule: a WAITING execution takes only an event of its own mode (test w
   }
   // All four wait; then each gets its `confirm`, well inside the wait.
   const waiting = await Promise.all(cases.map((c, i) => settled(wid, contacts[i], c.start.test, ['WAITING'])));
-  for (const c of cases) expect((await as(c.confirm.key).post('/v1/track', { email: c.email, event: 'confirm', data: { by: c.confirm.test ? 'test' : 'live' } })).status).toBe(200);
+  for (const c of cases)
+    expect(
+      (
+        await as(c.confirm.key).post('/v1/track', {
+          email: c.email,
+          event: 'confirm',
+          data: { by: c.confirm.test ? 'test' : 'live' },
+        })
+      ).status,
+    ).toBe(200);
   const ended = await Promise.all(cases.map((c, i) => settled(wid, contacts[i], c.start.test, ['EXITED'])));
   ended.forEach((x, i) => {
     expect(x.id).toBe(waiting[i].id);
-    expect([x.test, x.exitReason, x.steps[0].type, x.steps[0].branch]).toEqual([cases[i].start.test, cases[i].branch, 'WAIT_FOR_EVENT', cases[i].branch]);
+    expect([x.test, x.exitReason, x.steps[0].type, x.steps[0].branch]).toEqual([
+      cases[i].start.test,
+      cases[i].branch,
+      'WAIT_FOR_EVENT',
+      cases[i].branch,
+    ]);
   });
   // Woken by its own mode's event: the context carries it.
   const woken = await as(p.secretKey).get(`/workflows/${wid}/executions/${ended[3].id}`);
   expect(woken.body.data.context.event.data).toEqual({ by: 'test' });
 });
 
-test('a test key\'s manual start, and a test key\'s new subscribed contact, start test executions whose email goes to the sink', async () => {
+test("a test key's manual start, and a test key's new subscribed contact, start test executions whose email goes to the sink", async () => {
   const tpl = await template();
-  const graph = { steps: [{ key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } }], transitions: [{ from: null, to: 'send' }] };
+  const graph = {
+    steps: [{ key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } }],
+    transitions: [{ from: null, to: 'send' }],
+  };
   const manual = await workflow({ type: 'MANUAL' }, graph);
   const onSubscribe = await workflow({ type: 'EVENT', event: 'contact.subscribed' }, graph);
 
@@ -210,7 +314,10 @@ test('a test key\'s manual start, and a test key\'s new subscribed contact, star
   const bySubscribe = await settled(onSubscribe, contactId, true, ['COMPLETED']);
 
   // A manual start with a test key answers test: true; with a live key, test: false.
-  const started = await as(p.testSecretKey).post(`/workflows/${manual}/executions`, { contactId, data: { plan: 'manual' } });
+  const started = await as(p.testSecretKey).post(`/workflows/${manual}/executions`, {
+    contactId,
+    data: { plan: 'manual' },
+  });
   expect(started.status).toBe(201);
   expect(started.body.data).toMatchObject({ status: 'RUNNING', test: true });
   const byHand = await settled(manual, contactId, true, ['COMPLETED']);

@@ -21,7 +21,16 @@ import { emails } from '@mailroom/db/schema/emails';
 import { projects } from '@mailroom/db/schema/projects';
 import { testMessages } from '@mailroom/db/schema/deliverability';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { isolatedDatabase, recipient, sesRecordedTo, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi } from '../support/harness';
+import {
+  isolatedDatabase,
+  recipient,
+  sesRecordedTo,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+} from '../support/harness';
 import { startReceiver, type Receiver } from '../support/receiver';
 
 let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
@@ -35,7 +44,14 @@ const startedAt = Math.floor(Date.now() / 1000) - 1;
 beforeAll(async () => {
   // A database of its own: the worker's reconciler adopts every pending email of its database.
   iso = await isolatedDatabase();
-  config = loadConfig(testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }));
+  config = loadConfig(
+    testEnv({
+      DATABASE_URL: iso.url,
+      SES_MAX_SEND_RATE: '50',
+      CAMPAIGN_TICK_MS: '100',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    }),
+  );
   api = await startTestApi(config);
   worker = await startWorker(config, { healthPort: null });
   receiver = await startReceiver();
@@ -43,7 +59,10 @@ beforeAll(async () => {
   const domain = `tm${randomBytes(5).toString('hex')}.example.com`;
   await addDomain(api.database.db, created.id, domain, true);
   p = { ...created, domain };
-  const hook = await request(api.app).post('/webhooks/endpoints').set('Authorization', `Bearer ${p.secretKey}`).send({ url: receiver.url, eventTypes: ['email.*', 'campaign.*'] });
+  const hook = await request(api.app)
+    .post('/webhooks/endpoints')
+    .set('Authorization', `Bearer ${p.secretKey}`)
+    .send({ url: receiver.url, eventTypes: ['email.*', 'campaign.*'] });
   expect(hook.status).toBe(201);
 });
 afterAll(async () => {
@@ -58,35 +77,55 @@ const as = (key: string) => ({
   get: (path: string) => request(api.app).get(path).set('Authorization', `Bearer ${key}`),
 });
 const emailRow = async (id: string) => (await api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
-const waitSent = (id: string) => waitFor(async () => ((await emailRow(id)).status === 'sent' ? emailRow(id) : undefined), 20_000, `email ${id} sent`);
+const waitSent = (id: string) =>
+  waitFor(async () => ((await emailRow(id)).status === 'sent' ? emailRow(id) : undefined), 20_000, `email ${id} sent`);
 /** Observations of a worker histogram (all label values). */
 const observations = async (h: RunningWorker['metrics']['gateWait']) =>
   (await h.get()).values.filter((v) => v.metricName?.endsWith('_count')).reduce((n, v) => n + v.value, 0);
 const rawOf = async (id: string) => {
-  const res = await as(p.testSecretKey).get(`/emails/${id}/raw`).buffer(true).parse((r, cb) => {
-    const chunks: Buffer[] = [];
-    r.on('data', (c: Buffer) => chunks.push(c));
-    r.on('end', () => cb(null, Buffer.concat(chunks)));
-  });
+  const res = await as(p.testSecretKey)
+    .get(`/emails/${id}/raw`)
+    .buffer(true)
+    .parse((r, cb) => {
+      const chunks: Buffer[] = [];
+      r.on('data', (c: Buffer) => chunks.push(c));
+      r.on('end', () => cb(null, Buffer.concat(chunks)));
+    });
   expect(res.status).toBe(200);
   expect(res.headers['content-type']).toMatch(/^message\/rfc822/);
   return res.body as Buffer;
 };
 const hooksFor = (emailId: string) =>
-  receiver.received.map((r) => JSON.parse(r.body) as { type: string; data: Record<string, unknown> }).filter((h) => h.data.emailId === emailId);
+  receiver.received
+    .map((r) => JSON.parse(r.body) as { type: string; data: Record<string, unknown> })
+    .filter((h) => h.data.emailId === emailId);
 
-test('a test key\'s email reaches no SES call and no rate-gate slot, ends sent with test: true, and announces email.sent with test: true', async () => {
+test("a test key's email reaches no SES call and no rate-gate slot, ends sent with test: true, and announces email.sent with test: true", async () => {
   const gateBefore = await observations(worker.metrics.gateWait);
   const sesBefore = await observations(worker.metrics.sesSend);
   const to = recipient('sink');
-  const res = await as(p.testSecretKey).post('/v1/send', { to, from: `hello@${p.domain}`, subject: 'Test {{n}}', body: '<p>n = {{n}}</p>', data: { n: 7 } });
+  const res = await as(p.testSecretKey).post('/v1/send', {
+    to,
+    from: `hello@${p.domain}`,
+    subject: 'Test {{n}}',
+    body: '<p>n = {{n}}</p>',
+    data: { n: 7 },
+  });
   expect(res.status).toBe(202);
   const id = res.body.data.emails[0].email as string;
   const row = await waitSent(id);
   expect(row).toMatchObject({ test: true, messageId: `test-${id}`, renderedSubject: 'Test 7' });
-  expect((await as(p.secretKey).get(`/emails/${id}`)).body.data).toMatchObject({ status: 'sent', test: true, messageId: `test-${id}` });
+  expect((await as(p.secretKey).get(`/emails/${id}`)).body.data).toMatchObject({
+    status: 'sent',
+    test: true,
+    messageId: `test-${id}`,
+  });
 
-  const hook = await waitFor(async () => hooksFor(id).find((h) => h.type === 'email.sent'), 20_000, 'the email.sent webhook');
+  const hook = await waitFor(
+    async () => hooksFor(id).find((h) => h.type === 'email.sent'),
+    20_000,
+    'the email.sent webhook',
+  );
   expect(hook.data).toMatchObject({ emailId: id, messageId: `test-${id}`, status: 'sent', to, test: true });
 
   const raw = (await rawOf(id)).toString('utf8');
@@ -105,16 +144,24 @@ test('a test key\'s email reaches no SES call and no rate-gate slot, ends sent w
 
 /** Replaces what is per message by design (see the module notes) so that two builds of one request compare. */
 function normalise(raw: string, email: { id: string; token?: string }): string {
-  const s = raw.replace(`Message-ID: <${email.id}@${p.domain}>\r\n`, 'Message-ID: <MESSAGE-ID>\r\n').replace(/^Date: [^\r\n]+\r\n/m, 'Date: DATE\r\n');
+  const s = raw
+    .replace(`Message-ID: <${email.id}@${p.domain}>\r\n`, 'Message-ID: <MESSAGE-ID>\r\n')
+    .replace(/^Date: [^\r\n]+\r\n/m, 'Date: DATE\r\n');
   if (!email.token) return s;
   // The token may be cut by a quoted-printable soft line break (`=` CRLF) in the body; it is the same length in
   // both messages, so it is cut at the same place in both.
-  const token = new RegExp(email.token.split('').map((c) => c.replace(/[-_]/g, '\\$&')).join('(?:=\\r\\n)?'), 'g');
+  const token = new RegExp(
+    email.token
+      .split('')
+      .map((c) => c.replace(/[-_]/g, '\\$&'))
+      .join('(?:=\\r\\n)?'),
+    'g',
+  );
   return s.replace(token, 'UNSUBSCRIBE-TOKEN');
 }
 const boundariesOf = (raw: string) => [...new Set([...raw.matchAll(/boundary="([^"]+)"/g)].map((m) => m[1]))];
 
-test('the stored MIME equals a live send\'s of the same request, apart from Message-ID, Date and a marketing email\'s unsubscribe token', async () => {
+test("the stored MIME equals a live send's of the same request, apart from Message-ID, Date and a marketing email's unsubscribe token", async () => {
   const tpl = await as(p.secretKey).post('/templates', {
     name: 'news',
     type: 'MARKETING',
@@ -131,7 +178,13 @@ test('the stored MIME equals a live send\'s of the same request, apart from Mess
     template: tpl.body.data.id,
     // Marketing mail goes only to a subscribed contact; /v1/send creates contacts unsubscribed unless told.
     subscribed: true,
-    data: { name: 'Bo', note: '<script>x</script> & co', banner: '<b>bold</b>', user: { city: 'Oslo' }, once: { value: 1, persistent: false } },
+    data: {
+      name: 'Bo',
+      note: '<script>x</script> & co',
+      banner: '<b>bold</b>',
+      user: { city: 'Oslo' },
+      once: { value: 1, persistent: false },
+    },
     headers: { 'X-Campaign-Ref': 'ref-42' },
     attachments: [
       { filename: 'data.bin', content: randomBytes(3000).toString('base64'), contentType: 'application/octet-stream' },
@@ -147,16 +200,23 @@ test('the stored MIME equals a live send\'s of the same request, apart from Mess
   expect((await waitSent(liveId)).test).toBe(false);
 
   const testRaw = (await rawOf(testId)).toString('utf8');
-  const [live] = await waitFor(async () => {
-    const sends = await sesSendsTo([to]);
-    return sends.length > 0 ? sends : undefined;
-  }, 20_000, 'the live send at SES');
+  const [live] = await waitFor(
+    async () => {
+      const sends = await sesSendsTo([to]);
+      return sends.length > 0 ? sends : undefined;
+    },
+    20_000,
+    'the live send at SES',
+  );
   expect(await sesRecordedTo([to])).toHaveLength(1); // only the live one reached SES
   expect(live.raw).toContain(`Message-ID: <${liveId}@${p.domain}>`);
   expect(testRaw).toContain(`Message-ID: <${testId}@${p.domain}>`);
   expect(testRaw).toContain('List-Unsubscribe-Post: List-Unsubscribe=One-Click');
 
-  const [{ signingKey }] = await api.database.db.select({ signingKey: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
+  const [{ signingKey }] = await api.database.db
+    .select({ signingKey: projects.signingKey })
+    .from(projects)
+    .where(eq(projects.id, p.id));
   const a = normalise(testRaw, { id: testId, token: createUnsubscribeToken(testId, signingKey) });
   const b = normalise(live.raw, { id: liveId, token: createUnsubscribeToken(liveId, signingKey) });
   // Each normalisation really happened; the boundaries (multipart/mixed and multipart/alternative) are the same.
@@ -167,7 +227,13 @@ test('the stored MIME equals a live send\'s of the same request, apart from Mess
   expect(a).toBe(b);
 
   // Transactional mail (no unsubscribe link): only Message-ID and Date differ.
-  const txRequest = { ...request, template: undefined, from: `Billing <billing@${p.domain}>`, subject: 'Receipt {{note}}', body: '<p>Total {{user.city}} – 12 €</p>' };
+  const txRequest = {
+    ...request,
+    template: undefined,
+    from: `Billing <billing@${p.domain}>`,
+    subject: 'Receipt {{note}}',
+    body: '<p>Total {{user.city}} – 12 €</p>',
+  };
   const txTest = await as(p.testSecretKey).post('/v1/send', txRequest);
   const txLive = await as(p.secretKey).post('/v1/send', txRequest);
   expect([txTest.status, txLive.status]).toEqual([202, 202]);
@@ -175,21 +241,34 @@ test('the stored MIME equals a live send\'s of the same request, apart from Mess
   await waitSent(txTestId);
   await waitSent(txLiveId);
   const txTestRaw = (await rawOf(txTestId)).toString('utf8');
-  const txLiveRaw = await waitFor(async () => (await sesSendsTo([to])).find((x) => x.raw.includes(`Message-ID: <${txLiveId}@`))?.raw, 20_000, 'the live transactional send at SES');
+  const txLiveRaw = await waitFor(
+    async () => (await sesSendsTo([to])).find((x) => x.raw.includes(`Message-ID: <${txLiveId}@`))?.raw,
+    20_000,
+    'the live transactional send at SES',
+  );
   expect(txTestRaw).not.toContain('List-Unsubscribe');
   expect(boundariesOf(txTestRaw)).toHaveLength(2);
   expect(normalise(txTestRaw, { id: txTestId })).toBe(normalise(txLiveRaw, { id: txLiveId }));
 
   // Webhooks: the live email's payload has no `test`; the test email's says so.
-  const liveHook = await waitFor(async () => hooksFor(liveId).find((h) => h.type === 'email.sent'), 20_000, 'the live email.sent');
+  const liveHook = await waitFor(
+    async () => hooksFor(liveId).find((h) => h.type === 'email.sent'),
+    20_000,
+    'the live email.sent',
+  );
   expect(liveHook.data).not.toHaveProperty('test');
-  const testHook = await waitFor(async () => hooksFor(testId).find((h) => h.type === 'email.sent'), 20_000, 'the test email.sent');
+  const testHook = await waitFor(
+    async () => hooksFor(testId).find((h) => h.type === 'email.sent'),
+    20_000,
+    'the test email.sent',
+  );
   expect(testHook.data.test).toBe(true);
 });
 
 test('a campaign sent with a test key fans out test emails, all to the sink, and completes', async () => {
   const audience = [recipient('camp'), recipient('camp'), recipient('camp')];
-  for (const email of audience) expect((await as(p.secretKey).post('/contacts', { email, subscribed: true })).status).toBeLessThan(300);
+  for (const email of audience)
+    expect((await as(p.secretKey).post('/contacts', { email, subscribed: true })).status).toBeLessThan(300);
   const draft = await as(p.testSecretKey).post('/campaigns', {
     name: 'Test campaign',
     subject: 'Hello {{email}}',
@@ -200,10 +279,14 @@ test('a campaign sent with a test key fans out test emails, all to the sink, and
   expect(draft.status).toBe(201);
   const started = await as(p.testSecretKey).post(`/campaigns/${draft.body.data.id}/send`, {});
   expect(started.body.data).toMatchObject({ status: 'SENDING', test: true });
-  const done = await waitFor(async () => {
-    const c = (await as(p.secretKey).get(`/campaigns/${draft.body.data.id}`)).body.data;
-    return c.status === 'SENT' ? c : undefined;
-  }, 30_000, 'the test campaign to complete');
+  const done = await waitFor(
+    async () => {
+      const c = (await as(p.secretKey).get(`/campaigns/${draft.body.data.id}`)).body.data;
+      return c.status === 'SENT' ? c : undefined;
+    },
+    30_000,
+    'the test campaign to complete',
+  );
   expect(done.test).toBe(true);
   const rows = await api.database.db.select().from(emails).where(eq(emails.campaignId, draft.body.data.id));
   expect(rows.length).toBe(done.recipients);
@@ -215,10 +298,16 @@ test('a campaign sent with a test key fans out test emails, all to the sink, and
   expect(raw).toContain(`Subject: Hello ${audience[0]}`);
   expect(raw).toMatch(/^List-Unsubscribe:\s+<[^>]*\/unsubscribe\//m); // the header is folded
   // Its campaign.* webhooks say it is a test campaign, as its emails' do.
-  const campaignHooks = await waitFor(async () => {
-    const got = receiver.received.map((r) => JSON.parse(r.body) as { type: string; data: Record<string, unknown> }).filter((h) => h.data.campaignId === draft.body.data.id && h.type.startsWith('campaign.'));
-    return got.some((h) => h.type === 'campaign.sent') ? got : undefined;
-  }, 20_000, 'the campaign.sent webhook');
+  const campaignHooks = await waitFor(
+    async () => {
+      const got = receiver.received
+        .map((r) => JSON.parse(r.body) as { type: string; data: Record<string, unknown> })
+        .filter((h) => h.data.campaignId === draft.body.data.id && h.type.startsWith('campaign.'));
+      return got.some((h) => h.type === 'campaign.sent') ? got : undefined;
+    },
+    20_000,
+    'the campaign.sent webhook',
+  );
   expect(campaignHooks.map((h) => h.type).sort()).toEqual(['campaign.sending', 'campaign.sent']);
   for (const h of campaignHooks) expect(h.data.test).toBe(true);
 });

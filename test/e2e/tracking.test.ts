@@ -12,7 +12,19 @@ import { loadConfig } from '@mailroom/config/config';
 import { trackingConfigurationSetName } from '@mailroom/mail/tracking';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import { ADMIN_TOKEN, client, createTestProject, isolatedDatabase, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  ADMIN_TOKEN,
+  client,
+  createTestProject,
+  isolatedDatabase,
+  recipient,
+  sesSendsTo,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 
 const SETS = {
   SES_CONFIGURATION_SET: 'tx-tracked',
@@ -30,7 +42,16 @@ beforeAll(async () => {
   iso = await isolatedDatabase();
   dns = await startDnsServer();
   const config = loadConfig(
-    testEnv({ ...SETS, DATABASE_URL: iso.url, DNS_SERVERS: dns.server, DNS_TIMEOUT_MS: '300', DNS_TRIES: '1', DOMAIN_IDENTITY_PROVIDER: 'local', DOMAIN_REFRESH_MS: '200', SES_MAX_SEND_RATE: '100' }),
+    testEnv({
+      ...SETS,
+      DATABASE_URL: iso.url,
+      DNS_SERVERS: dns.server,
+      DNS_TIMEOUT_MS: '300',
+      DNS_TRIES: '1',
+      DOMAIN_IDENTITY_PROVIDER: 'local',
+      DOMAIN_REFRESH_MS: '200',
+      SES_MAX_SEND_RATE: '100',
+    }),
   );
   api = await startTestApi(config);
   worker = await startWorker(config, { healthPort: null });
@@ -42,14 +63,19 @@ afterAll(async () => {
   await iso.drop();
 });
 
-const admin = (path: string, body: object) => request(api.app).put(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send(body);
+const admin = (path: string, body: object) =>
+  request(api.app).put(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send(body);
 
 /** The configuration set SES was asked to use for the one email to `to`. */
 async function setOf(to: string): Promise<string | undefined> {
-  const [s] = await waitFor(async () => {
-    const got = await sesSendsTo([to]);
-    return got.length > 0 && got;
-  }, 30_000, `SES send to ${to}`);
+  const [s] = await waitFor(
+    async () => {
+      const got = await sesSendsTo([to]);
+      return got.length > 0 && got;
+    },
+    30_000,
+    `SES send to ${to}`,
+  );
   return s.configurationSet;
 }
 
@@ -60,14 +86,28 @@ async function project(mode?: 'ALL' | 'MARKETING_ONLY' | 'NONE'): Promise<TestPr
 }
 
 async function template(p: TestProject, type: 'TRANSACTIONAL' | 'MARKETING', tracking?: boolean | null) {
-  const res = await client(api.app, p).post('/templates', { name: 't', subject: 'S', body: '<p>Hi <a href="https://example.com/x">x</a></p>', type, from: `team@${p.domain}`, ...(tracking !== undefined ? { tracking } : {}) });
+  const res = await client(api.app, p).post('/templates', {
+    name: 't',
+    subject: 'S',
+    body: '<p>Hi <a href="https://example.com/x">x</a></p>',
+    type,
+    from: `team@${p.domain}`,
+    ...(tracking !== undefined ? { tracking } : {}),
+  });
   expect(res.status).toBe(201);
   return res.body.data.id as string;
 }
 
 async function send(p: TestProject, body: object): Promise<string> {
   const to = recipient('trk');
-  const res = await client(api.app, p).post('/v1/send', { to, subscribed: true, from: `team@${p.domain}`, subject: 'S', body: '<p>Hi</p>', ...body });
+  const res = await client(api.app, p).post('/v1/send', {
+    to,
+    subscribed: true,
+    from: `team@${p.domain}`,
+    subject: 'S',
+    body: '<p>Hi</p>',
+    ...body,
+  });
   expect(res.status).toBe(202);
   return to;
 }
@@ -94,11 +134,17 @@ async function campaign(p: TestProject, tracking?: boolean): Promise<string> {
 test('project ALL (the default): transactional mail through the tracked set, marketing mail through the marketing stream set', async () => {
   const p = await project();
   const marketing = await template(p, 'MARKETING');
-  const [tx, mk, c] = [await send(p, {}), await send(p, { template: marketing, subject: undefined, body: undefined }), await campaign(p)];
+  const [tx, mk, c] = [
+    await send(p, {}),
+    await send(p, { template: marketing, subject: undefined, body: undefined }),
+    await campaign(p),
+  ];
   expect(await setOf(tx)).toBe('tx-tracked');
   expect(await setOf(mk)).toBe('mk-tracked');
   expect(await setOf(c)).toBe('mk-tracked');
-  const row = await api.database.db.execute<{ tracking: boolean; marketing: boolean }>(sql`select tracking, marketing from emails where to_email = ${tx}`);
+  const row = await api.database.db.execute<{ tracking: boolean; marketing: boolean }>(
+    sql`select tracking, marketing from emails where to_email = ${tx}`,
+  );
   expect(row.rows[0]).toEqual({ tracking: true, marketing: false });
 });
 
@@ -154,29 +200,58 @@ test('a custom tracking domain: CNAME found by the worker, then tracked mail fro
   expect(added.status).toBe(201);
   for (const r of added.body.data.records as { type: string; name: string; value: string; priority?: number }[]) {
     if (r.type === 'CNAME') dns.zone.set(r.name, { CNAME: r.value });
-    if (r.type === 'MX') dns.zone.set(r.name, { ...dns.zone.get(r.name), MX: [{ exchange: r.value, priority: r.priority ?? 10 }] });
+    if (r.type === 'MX')
+      dns.zone.set(r.name, { ...dns.zone.get(r.name), MX: [{ exchange: r.value, priority: r.priority ?? 10 }] });
     if (r.type === 'TXT') dns.zone.set(r.name, { ...dns.zone.get(r.name), TXT: [r.value] });
   }
-  const set = await client(api.app, p).put(`/domains/${added.body.data.id}/tracking`, { trackingDomain: `track.${domain}` });
+  const set = await client(api.app, p).put(`/domains/${added.body.data.id}/tracking`, {
+    trackingDomain: `track.${domain}`,
+  });
   expect(set.status).toBe(200);
   const record = set.body.data.records.find((r: { purpose: string }) => r.purpose === 'tracking');
-  expect(record).toEqual({ purpose: 'tracking', type: 'CNAME', name: `track.${domain}`, value: 'r.us-east-1.awstrack.me', required: true, status: 'pending' });
+  expect(record).toEqual({
+    purpose: 'tracking',
+    type: 'CNAME',
+    name: `track.${domain}`,
+    value: 'r.us-east-1.awstrack.me',
+    required: true,
+    status: 'pending',
+  });
   expect(set.body.data.trackingReady).toBe(false);
   dns.zone.set(record.name, { CNAME: record.value });
-  const ready = await waitFor(async () => {
-    const d = (await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
-    return d.trackingReady && d;
-  }, 20_000, 'tracking domain ready');
+  const ready = await waitFor(
+    async () => {
+      const d = (await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
+      return d.trackingReady && d;
+    },
+    20_000,
+    'tracking domain ready',
+  );
   expect(ready.status).toBe('verified');
   expect(ready.records.find((r: { purpose: string }) => r.purpose === 'tracking').status).toBe('found');
 
   const to = recipient('trkd');
-  const tracked = await client(api.app, p).post('/v1/send', { to, from: `hello@${domain}`, subject: 'S', body: '<p>Hi</p>' });
+  const tracked = await client(api.app, p).post('/v1/send', {
+    to,
+    from: `hello@${domain}`,
+    subject: 'S',
+    body: '<p>Hi</p>',
+  });
   expect(tracked.status).toBe(202);
   expect(await setOf(to)).toBe(trackingConfigurationSetName('tx-tracked', `track.${domain}`));
   // Untracked mail from it keeps the plain set; mail from another domain of the project the stream's set.
   const plain = recipient('trkd');
-  expect((await client(api.app, p).post('/v1/send', { to: plain, from: `hello@${domain}`, subject: 'S', body: '<p>Hi</p>', tracking: false })).status).toBe(202);
+  expect(
+    (
+      await client(api.app, p).post('/v1/send', {
+        to: plain,
+        from: `hello@${domain}`,
+        subject: 'S',
+        body: '<p>Hi</p>',
+        tracking: false,
+      })
+    ).status,
+  ).toBe(202);
   expect(await setOf(plain)).toBe('tx-plain');
   const other = await send(p, {});
   expect(await setOf(other)).toBe('tx-tracked');

@@ -35,9 +35,18 @@ test('without JavaScript, "Pause for 30 days" snoozes the contact for 30 days an
   const p = await createTestProject(api.database);
   const as = client(api.app, p);
   const to = recipient('browserpause');
-  const sent = await as.post('/v1/send', { to, from: `a@${p.domain}`, subject: 'S', body: '<p>B</p>', subscribed: true });
+  const sent = await as.post('/v1/send', {
+    to,
+    from: `a@${p.domain}`,
+    subject: 'S',
+    body: '<p>B</p>',
+    subscribed: true,
+  });
   const { email: emailId, contact } = sent.body.data.emails[0] as { email: string; contact: { id: string } };
-  const [{ key }] = await api.database.db.select({ key: projects.signingKey }).from(projects).where(eq(projects.id, p.id));
+  const [{ key }] = await api.database.db
+    .select({ key: projects.signingKey })
+    .from(projects)
+    .where(eq(projects.id, p.id));
   const token = createUnsubscribeToken(emailId, key);
 
   const context = await browser.newContext({ javaScriptEnabled: false });

@@ -30,10 +30,14 @@ async function emailRow(api: TestApi, id: string) {
 }
 
 async function waitStatus(api: TestApi, id: string, status: string, timeoutMs = 20_000) {
-  return waitFor(async () => {
-    const row = await emailRow(api, id);
-    return row.status === status ? row : undefined;
-  }, timeoutMs, `email ${id} ${status}`);
+  return waitFor(
+    async () => {
+      const row = await emailRow(api, id);
+      return row.status === status ? row : undefined;
+    },
+    timeoutMs,
+    `email ${id} ${status}`,
+  );
 }
 
 async function timeline(api: TestApi, p: TestProject, id: string): Promise<string[]> {
@@ -123,8 +127,18 @@ describe('with a running worker', () => {
 
   test('inline content with markdown, a sender name and the contact data as variables', async () => {
     const to = recipient('md');
-    await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `a@${p.domain}`, subject: 's', body: 'b', data: { plan: 'pro' } });
-    const res = await send({ to, from: { name: 'Ann', email: `ann@${p.domain}` }, subject: 'Plan {{plan}}', body: '# Title\n\n*{{who ?? world}}* on {{plan}}', type: 'markdown', data: { who: { value: 'Bob', persistent: false } } });
+    await request(api.app)
+      .post('/v1/send')
+      .set('Authorization', p.auth)
+      .send({ to, from: `a@${p.domain}`, subject: 's', body: 'b', data: { plan: 'pro' } });
+    const res = await send({
+      to,
+      from: { name: 'Ann', email: `ann@${p.domain}` },
+      subject: 'Plan {{plan}}',
+      body: '# Title\n\n*{{who ?? world}}* on {{plan}}',
+      type: 'markdown',
+      data: { who: { value: 'Bob', persistent: false } },
+    });
     expect(res.status).toBe(202);
     await waitStatus(api, res.body.data.emails[0].email, 'sent');
     const sends = await sesSendsTo([to]);
@@ -137,7 +151,13 @@ describe('with a running worker', () => {
 
   test('SES throttling is retried later without spending an attempt', async () => {
     const to = recipient('throttle');
-    await sesFault({ match: to, status: 429, type: 'TooManyRequestsException', message: 'Maximum sending rate exceeded.', times: 3 });
+    await sesFault({
+      match: to,
+      status: 429,
+      type: 'TooManyRequestsException',
+      message: 'Maximum sending rate exceeded.',
+      times: 3,
+    });
     const res = await send({ to, from: `t@${p.domain}`, subject: 't', body: 't' });
     const id = res.body.data.emails[0].email;
     const row = await waitStatus(api, id, 'sent', 30_000);
@@ -168,14 +188,23 @@ describe('with a running worker', () => {
 
   test('a permanent SES rejection fails the email at once', async () => {
     const to = recipient('reject');
-    await sesFault({ match: to, status: 400, type: 'MessageRejected', message: 'Email address is not verified.', times: 1 });
+    await sesFault({
+      match: to,
+      status: 400,
+      type: 'MessageRejected',
+      message: 'Email address is not verified.',
+      times: 1,
+    });
     const res = await send({ to, from: `t@${p.domain}`, subject: 't', body: 't' });
     const id = res.body.data.emails[0].email;
     const row = await waitStatus(api, id, 'failed');
     expect(row.error).toBe('MessageRejected: Email address is not verified.');
     expect(row.attempts).toBe(1);
     const detail = await request(api.app).get(`/emails/${id}`).set('Authorization', p.auth);
-    expect(detail.body.data).toMatchObject({ status: 'failed', error: 'MessageRejected: Email address is not verified.' });
+    expect(detail.body.data).toMatchObject({
+      status: 'failed',
+      error: 'MessageRejected: Email address is not verified.',
+    });
     expect(detail.body.data.timeline.map((t: { type: string }) => t.type)).toEqual(['queued', 'failed']);
   });
 
@@ -185,8 +214,16 @@ describe('with a running worker', () => {
     const id = res.body.data.emails[0].email;
     await waitStatus(api, id, 'sent');
     const queue = createSendQueue(config, api.redis);
-    const again = await queue.add('send', { emailId: id, projectId: p.id }, { ...sendJobOptions(config, `${id}-retry`, SendPriority.transactional) });
-    await waitFor(async () => ((await again.getState()) === 'completed' ? true : undefined), 10_000, 'duplicate job done');
+    const again = await queue.add(
+      'send',
+      { emailId: id, projectId: p.id },
+      { ...sendJobOptions(config, `${id}-retry`, SendPriority.transactional) },
+    );
+    await waitFor(
+      async () => ((await again.getState()) === 'completed' ? true : undefined),
+      10_000,
+      'duplicate job done',
+    );
     expect((await queue.getJob(again.id!))!.returnvalue).toEqual({ outcome: 'skipped', reason: 'already sent' });
     await queue.close();
     expect((await sesSendsTo([to])).length).toBe(1);
@@ -199,7 +236,10 @@ describe('without a running worker at acceptance', () => {
     const api = await startTestApi(config);
     const p = await createTestProject(api.database);
     const to = recipient('lease');
-    const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `l@${p.domain}`, subject: 'l', body: 'l' });
+    const res = await request(api.app)
+      .post('/v1/send')
+      .set('Authorization', p.auth)
+      .send({ to, from: `l@${p.domain}`, subject: 'l', body: 'l' });
     const id = res.body.data.emails[0].email;
     // A worker claims the row and dies before calling SES.
     const dead = await claimEmail(api.database.db, id, randomUUID(), config.sendLeaseMs);
@@ -222,7 +262,10 @@ describe('without a running worker at acceptance', () => {
     const api = await startTestApi(config);
     const p = await createTestProject(api.database);
     const to = recipient('disabled');
-    const res = await request(api.app).post('/v1/send').set('Authorization', p.auth).send({ to, from: `d@${p.domain}`, subject: 'd', body: 'd' });
+    const res = await request(api.app)
+      .post('/v1/send')
+      .set('Authorization', p.auth)
+      .send({ to, from: `d@${p.domain}`, subject: 'd', body: 'd' });
     expect(res.status).toBe(202);
     await setProjectDisabled(api.database.db, p.id, true);
     const worker = await startWorker(config, { healthPort: null });

@@ -14,7 +14,21 @@ import { emails } from '@mailroom/db/schema/emails';
 import { projects } from '@mailroom/db/schema/projects';
 import { workflowExecutions, workflowInbox } from '@mailroom/db/schema/workflows';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { client, createTestProject, deletePrefix, exited, isolatedDatabase, recipient, sesSendsTo, spawnWorker, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import {
+  client,
+  createTestProject,
+  deletePrefix,
+  exited,
+  isolatedDatabase,
+  recipient,
+  sesSendsTo,
+  spawnWorker,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';
 
 let iso: { url: string; drop: () => Promise<void> };
@@ -49,9 +63,28 @@ afterAll(async () => {
   await iso.drop();
 });
 
-type Exec = { id: string; status: string; contactId: string; exitReason: string | null; steps: { type: string; status: string; branch: string | null; output: Record<string, unknown> | null; startedAt: string; attempts: number; id: string }[] };
+type Exec = {
+  id: string;
+  status: string;
+  contactId: string;
+  exitReason: string | null;
+  steps: {
+    type: string;
+    status: string;
+    branch: string | null;
+    output: Record<string, unknown> | null;
+    startedAt: string;
+    attempts: number;
+    id: string;
+  }[];
+};
 
-async function setup(p: TestProject, trigger: object, graph: { steps: object[]; transitions: object[] }, extra: object = {}) {
+async function setup(
+  p: TestProject,
+  trigger: object,
+  graph: { steps: object[]; transitions: object[] },
+  extra: object = {},
+) {
   const c = client(api.app, p);
   const created = await c.post('/workflows', { name: 'wf', trigger, ...extra });
   expect(created.status).toBe(201);
@@ -63,14 +96,24 @@ async function setup(p: TestProject, trigger: object, graph: { steps: object[]; 
 }
 
 async function template(p: TestProject, type: 'TRANSACTIONAL' | 'MARKETING' = 'TRANSACTIONAL') {
-  const res = await client(api.app, p).post('/templates', { name: 't', subject: 'Hello {{trigger.plan}}', body: '<p>Hi {{email}}</p>', type, from: `wf@${p.domain}` });
+  const res = await client(api.app, p).post('/templates', {
+    name: 't',
+    subject: 'Hello {{trigger.plan}}',
+    body: '<p>Hi {{email}}</p>',
+    type,
+    from: `wf@${p.domain}`,
+  });
   return res.body.data.id as string;
 }
 
 const track = (p: TestProject, email: string, event: string, data: object = {}, subscribed?: boolean) =>
   client(api.app, p).post('/v1/track', { email, event, data, ...(subscribed === undefined ? {} : { subscribed }) });
 
-async function executions(p: TestProject, wid: string, query = ''): Promise<{ id: string; status: string; contactId: string }[]> {
+async function executions(
+  p: TestProject,
+  wid: string,
+  query = '',
+): Promise<{ id: string; status: string; contactId: string }[]> {
   const res = await client(api.app, p).get(`/workflows/${wid}/executions?limit=100${query}`);
   return res.body.data.items;
 }
@@ -84,7 +127,17 @@ async function execution(p: TestProject, wid: string, eid: string): Promise<Exec
  * woken whatever executions they will (the rows, the executions they start and the wakes commit together).
  */
 async function inboxDrained(p: TestProject): Promise<void> {
-  await waitFor(async () => (await api.database.db.select({ id: workflowInbox.id }).from(workflowInbox).where(eq(workflowInbox.projectId, p.id))).length === 0, 15_000, 'the workflow inbox drained');
+  await waitFor(
+    async () =>
+      (
+        await api.database.db
+          .select({ id: workflowInbox.id })
+          .from(workflowInbox)
+          .where(eq(workflowInbox.projectId, p.id))
+      ).length === 0,
+    15_000,
+    'the workflow inbox drained',
+  );
 }
 
 /** Waits until no job of execution `eid` is waiting, delayed or running (finished jobs are removed at once). */
@@ -100,7 +153,13 @@ async function noJobFor(eid: string): Promise<void> {
 }
 
 /** Waits for the only execution of `wid` for the contact of `email` to reach one of `statuses`. */
-async function settled(p: TestProject, wid: string, email: string, statuses: string[], timeoutMs = 15_000): Promise<Exec> {
+async function settled(
+  p: TestProject,
+  wid: string,
+  email: string,
+  statuses: string[],
+  timeoutMs = 15_000,
+): Promise<Exec> {
   const contact = (await client(api.app, p).get(`/contacts?search=${encodeURIComponent(email)}`)).body.data.items[0];
   return waitFor(
     async () => {
@@ -116,15 +175,25 @@ async function settled(p: TestProject, wid: string, email: string, statuses: str
 test('a tracked event starts the workflow in the worker; SEND_EMAIL sends one email; the history lists each step; workflow.* webhooks', async () => {
   const p = await createTestProject(api.database);
   const tpl = await template(p);
-  const endpoint = await client(api.app, p).post('/webhooks/endpoints', { url: `${receiver.url}/events`, eventTypes: ['workflow.*'] });
-  expect(endpoint.status).toBe(201);
-  const wid = await setup(p, { type: 'EVENT', event: 'signup' }, {
-    steps: [
-      { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } },
-      { key: 'end', type: 'EXIT', config: { reason: 'welcomed' } },
-    ],
-    transitions: [{ from: null, to: 'send' }, { from: 'send', to: 'end' }],
+  const endpoint = await client(api.app, p).post('/webhooks/endpoints', {
+    url: `${receiver.url}/events`,
+    eventTypes: ['workflow.*'],
   });
+  expect(endpoint.status).toBe(201);
+  const wid = await setup(
+    p,
+    { type: 'EVENT', event: 'signup' },
+    {
+      steps: [
+        { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } },
+        { key: 'end', type: 'EXIT', config: { reason: 'welcomed' } },
+      ],
+      transitions: [
+        { from: null, to: 'send' },
+        { from: 'send', to: 'end' },
+      ],
+    },
+  );
   const to = recipient('signup');
   const tracked = await track(p, to, 'signup', { plan: 'pro' });
   expect(tracked.status).toBe(200);
@@ -145,26 +214,52 @@ test('a tracked event starts the workflow in the worker; SEND_EMAIL sends one em
     const [r] = await api.database.db.select().from(emails).where(eq(emails.id, emailId));
     return r?.status === 'sent' && r;
   });
-  expect(row).toMatchObject({ source: 'workflow', workflowExecutionId: x.id, workflowStepRunId: x.steps[0].id, renderedSubject: 'Hello pro' });
+  expect(row).toMatchObject({
+    source: 'workflow',
+    workflowExecutionId: x.id,
+    workflowStepRunId: x.steps[0].id,
+    renderedSubject: 'Hello pro',
+  });
   const hooks = await waitFor(async () => {
-    const got = receiver.received.filter((r) => r.headers['webhook-id'] && r.body.includes(x.id)).map((r) => JSON.parse(r.body) as { type: string; data: Record<string, unknown> });
+    const got = receiver.received
+      .filter((r) => r.headers['webhook-id'] && r.body.includes(x.id))
+      .map((r) => JSON.parse(r.body) as { type: string; data: Record<string, unknown> });
     return got.length >= 2 && got;
   });
   expect(hooks.map((h) => h.type).sort()).toEqual(['workflow.exited', 'workflow.started']);
-  expect(hooks.find((h) => h.type === 'workflow.exited')!.data).toMatchObject({ workflowId: wid, executionId: x.id, contactId: x.contactId, status: 'EXITED', reason: 'welcomed' });
-  expect(verifyStandardWebhook(endpoint.body.data.secret, receiver.received.find((r) => r.body.includes('workflow.started') && r.body.includes(x.id))!)).toBe(true);
+  expect(hooks.find((h) => h.type === 'workflow.exited')!.data).toMatchObject({
+    workflowId: wid,
+    executionId: x.id,
+    contactId: x.contactId,
+    status: 'EXITED',
+    reason: 'welcomed',
+  });
+  expect(
+    verifyStandardWebhook(
+      endpoint.body.data.secret,
+      receiver.received.find((r) => r.body.includes('workflow.started') && r.body.includes(x.id))!,
+    ),
+  ).toBe(true);
   // EXITED stays EXITED: the same trigger again (no re-entry) neither starts another execution nor moves this one.
   await track(p, to, 'signup', { plan: 'pro' });
   await inboxDrained(p);
   expect(await executions(p, wid)).toHaveLength(1);
   const again = await execution(p, wid, x.id);
-  expect(again).toMatchObject({ status: 'EXITED', exitReason: 'welcomed', updatedAt: (x as unknown as { updatedAt: string }).updatedAt });
+  expect(again).toMatchObject({
+    status: 'EXITED',
+    exitReason: 'welcomed',
+    updatedAt: (x as unknown as { updatedAt: string }).updatedAt,
+  });
   expect(again.steps).toHaveLength(2);
 });
 
 test('email.opened, recorded by delivery feedback (not the API), starts a workflow', async () => {
   const p = await createTestProject(api.database);
-  const wid = await setup(p, { type: 'EVENT', event: 'email.opened' }, { steps: [{ key: 'x', type: 'EXIT', config: { reason: 'opened' } }], transitions: [{ from: null, to: 'x' }] });
+  const wid = await setup(
+    p,
+    { type: 'EVENT', event: 'email.opened' },
+    { steps: [{ key: 'x', type: 'EXIT', config: { reason: 'opened' } }], transitions: [{ from: null, to: 'x' }] },
+  );
   const to = recipient('opened');
   const c = await client(api.app, p).post('/contacts', { email: to });
   // The row SES feedback writes for an Open (packages/db feedback.ts), inserted the same way: straight into events.
@@ -176,13 +271,20 @@ test('email.opened, recorded by delivery feedback (not the API), starts a workfl
 
 test('a DELAY of 2 seconds delays the next step by 2 seconds', async () => {
   const p = await createTestProject(api.database);
-  const wid = await setup(p, { type: 'EVENT', event: 'go' }, {
-    steps: [
-      { key: 'd', type: 'DELAY', config: { amount: 2, unit: 'seconds' } },
-      { key: 'u', type: 'UPDATE_CONTACT', config: { data: { delayed: true } } },
-    ],
-    transitions: [{ from: null, to: 'd' }, { from: 'd', to: 'u' }],
-  });
+  const wid = await setup(
+    p,
+    { type: 'EVENT', event: 'go' },
+    {
+      steps: [
+        { key: 'd', type: 'DELAY', config: { amount: 2, unit: 'seconds' } },
+        { key: 'u', type: 'UPDATE_CONTACT', config: { data: { delayed: true } } },
+      ],
+      transitions: [
+        { from: null, to: 'd' },
+        { from: 'd', to: 'u' },
+      ],
+    },
+  );
   const to = recipient('delay');
   await track(p, to, 'go');
   const waiting = await settled(p, wid, to, ['WAITING']);
@@ -220,13 +322,19 @@ describe('WAIT_FOR_EVENT', () => {
     await track(p, buyer, 'purchase', { amount: 42 });
     await track(p, cancelled, 'purchase');
     const b = await settled(p, wid, buyer, ['COMPLETED']);
-    expect(b.steps.map((s) => [s.type, s.branch])).toEqual([['WAIT_FOR_EVENT', 'event'], ['UPDATE_CONTACT', 'next']]);
+    expect(b.steps.map((s) => [s.type, s.branch])).toEqual([
+      ['WAIT_FOR_EVENT', 'event'],
+      ['UPDATE_CONTACT', 'next'],
+    ]);
     const i = await settled(p, wid, idle, ['COMPLETED']);
-    expect(i.steps.map((s) => [s.type, s.branch])).toEqual([['WAIT_FOR_EVENT', 'timeout'], ['UPDATE_CONTACT', 'next']]);
+    expect(i.steps.map((s) => [s.type, s.branch])).toEqual([
+      ['WAIT_FOR_EVENT', 'timeout'],
+      ['UPDATE_CONTACT', 'next'],
+    ]);
     // Past the timeout and the event: the cancelled one stays as it was. It has had its chance once the clock is
     // past its timeout, its purchase event has left the inbox, and no job of it is left to run.
     const timesOut = Date.parse(c.steps[0].startedAt) + 1000;
-    await waitFor(async () => Date.now() > timesOut, 5_000, 'the cancelled execution\'s timeout to pass');
+    await waitFor(async () => Date.now() > timesOut, 5_000, "the cancelled execution's timeout to pass");
     await inboxDrained(p);
     await noJobFor(c.id);
     const after = await execution(p, wid, c.id);
@@ -259,13 +367,18 @@ describe('WAIT_FOR_EVENT', () => {
       const contact = (await client(api.app, p).get(`/contacts/${x.contactId}`)).body.data;
       expect(contact.data.via).toBe(branch);
     }
-    console.log(`wait race: ${branches.filter((b) => b === 'event').length} by event, ${branches.filter((b) => b === 'timeout').length} by timeout`);
+    console.log(
+      `wait race: ${branches.filter((b) => b === 'event').length} by event, ${branches.filter((b) => b === 'timeout').length} by timeout`,
+    );
   });
 });
 
 test('20 concurrent identical trigger events for one contact start one execution without re-entry (20 with it)', async () => {
   const p = await createTestProject(api.database);
-  const graph = { steps: [{ key: 'd', type: 'DELAY', config: { amount: 1, unit: 'hours' } }], transitions: [{ from: null, to: 'd' }] };
+  const graph = {
+    steps: [{ key: 'd', type: 'DELAY', config: { amount: 1, unit: 'hours' } }],
+    transitions: [{ from: null, to: 'd' }],
+  };
   const once = await setup(p, { type: 'EVENT', event: 'burst' }, graph);
   const every = await setup(p, { type: 'EVENT', event: 'burst' }, graph, { allowReentry: true });
   const to = recipient('burst');
@@ -273,19 +386,31 @@ test('20 concurrent identical trigger events for one contact start one execution
   const res = await Promise.all(Array.from({ length: 20 }, () => track(p, to, 'burst')));
   expect(res.every((r) => r.status === 200)).toBe(true);
   await waitFor(async () => (await executions(p, every)).length === 20, 15_000, '20 executions with re-entry');
-  await waitFor(async () => (await executions(p, once, '&status=WAITING')).length === 1, 15_000, 'the one execution waiting');
+  await waitFor(
+    async () => (await executions(p, once, '&status=WAITING')).length === 1,
+    15_000,
+    'the one execution waiting',
+  );
   expect(await executions(p, once)).toHaveLength(1);
 });
 
 test('duplicate and retried jobs for one execution send one email', async () => {
   const p = await createTestProject(api.database);
   const tpl = await template(p);
-  const wid = await setup(p, { type: 'MANUAL' }, { steps: [{ key: 's', type: 'SEND_EMAIL', config: { templateId: tpl } }], transitions: [{ from: null, to: 's' }] });
+  const wid = await setup(
+    p,
+    { type: 'MANUAL' },
+    { steps: [{ key: 's', type: 'SEND_EMAIL', config: { templateId: tpl } }], transitions: [{ from: null, to: 's' }] },
+  );
   const to = recipient('dup');
   await client(api.app, p).post('/contacts', { email: to });
   const started = await client(api.app, p).post(`/workflows/${wid}/executions`, { email: to });
   const eid = started.body.data.id as string;
-  const jobs = Array.from({ length: 6 }, () => ({ name: 'run', data: { executionId: eid, projectId: p.id }, opts: { jobId: `dup-${randomUUID()}` } }));
+  const jobs = Array.from({ length: 6 }, () => ({
+    name: 'run',
+    data: { executionId: eid, projectId: p.id },
+    opts: { jobId: `dup-${randomUUID()}` },
+  }));
   await api.queues.workflow.addBulk(jobs);
   const x = await settled(p, wid, to, ['COMPLETED']);
   expect(x.steps).toHaveLength(1);
@@ -293,24 +418,38 @@ test('duplicate and retried jobs for one execution send one email', async () => 
   const late = `late-${randomUUID()}`;
   await api.queues.workflow.add('run', { executionId: eid, projectId: p.id }, { jobId: late });
   // The late job has run once it has completed or failed (or is gone: the engine's own jobs are removed when done).
-  await waitFor(async () => {
-    const job = await api.queues.workflow.getJob(late);
-    return !job || (await job.isCompleted()) || (await job.isFailed());
-  }, 15_000, 'the late job to run');
-  const rows = await api.database.db.select().from(emails).where(and(eq(emails.projectId, p.id), eq(emails.workflowExecutionId, eid)));
+  await waitFor(
+    async () => {
+      const job = await api.queues.workflow.getJob(late);
+      return !job || (await job.isCompleted()) || (await job.isFailed());
+    },
+    15_000,
+    'the late job to run',
+  );
+  const rows = await api.database.db
+    .select()
+    .from(emails)
+    .where(and(eq(emails.projectId, p.id), eq(emails.workflowExecutionId, eid)));
   expect(rows).toHaveLength(1);
   await waitFor(async () => (await sesSendsTo([to])).length === 1);
 });
 
 test('disabling stops new executions; an execution in flight runs to its end', async () => {
   const p = await createTestProject(api.database);
-  const wid = await setup(p, { type: 'EVENT', event: 'trial' }, {
-    steps: [
-      { key: 'd', type: 'DELAY', config: { amount: 1, unit: 'seconds' } },
-      { key: 'u', type: 'UPDATE_CONTACT', config: { data: { finished: true } } },
-    ],
-    transitions: [{ from: null, to: 'd' }, { from: 'd', to: 'u' }],
-  });
+  const wid = await setup(
+    p,
+    { type: 'EVENT', event: 'trial' },
+    {
+      steps: [
+        { key: 'd', type: 'DELAY', config: { amount: 1, unit: 'seconds' } },
+        { key: 'u', type: 'UPDATE_CONTACT', config: { data: { finished: true } } },
+      ],
+      transitions: [
+        { from: null, to: 'd' },
+        { from: 'd', to: 'u' },
+      ],
+    },
+  );
   const [early, late] = [recipient('early'), recipient('late')];
   await track(p, early, 'trial');
   await settled(p, wid, early, ['WAITING']);
@@ -321,22 +460,32 @@ test('disabling stops new executions; an execution in flight runs to its end', a
   expect(await executions(p, wid)).toHaveLength(1);
 });
 
-test('a disabled project\'s executions are cancelled and run no further step', async () => {
+test("a disabled project's executions are cancelled and run no further step", async () => {
   const p = await createTestProject(api.database);
-  const wid = await setup(p, { type: 'EVENT', event: 'later' }, {
-    steps: [
-      { key: 'd', type: 'DELAY', config: { amount: 1, unit: 'seconds' } },
-      { key: 'u', type: 'UPDATE_CONTACT', config: { data: { ran: true } } },
-    ],
-    transitions: [{ from: null, to: 'd' }, { from: 'd', to: 'u' }],
-  });
+  const wid = await setup(
+    p,
+    { type: 'EVENT', event: 'later' },
+    {
+      steps: [
+        { key: 'd', type: 'DELAY', config: { amount: 1, unit: 'seconds' } },
+        { key: 'u', type: 'UPDATE_CONTACT', config: { data: { ran: true } } },
+      ],
+      transitions: [
+        { from: null, to: 'd' },
+        { from: 'd', to: 'u' },
+      ],
+    },
+  );
   const to = recipient('disabled');
   await track(p, to, 'later');
   await settled(p, wid, to, ['WAITING']);
   await api.database.db.update(projects).set({ disabled: true }).where(eq(projects.id, p.id));
   try {
     const x = await waitFor(async () => {
-      const [row] = await api.database.db.select().from(workflowExecutions).where(eq(workflowExecutions.workflowId, wid));
+      const [row] = await api.database.db
+        .select()
+        .from(workflowExecutions)
+        .where(eq(workflowExecutions.workflowId, wid));
       return row?.status === 'CANCELLED' && row;
     });
     expect(x.error).toBe('project disabled');
@@ -350,18 +499,26 @@ test('a disabled project\'s executions are cancelled and run no further step', a
 test('CONDITION on the trigger data; a MARKETING template is never sent to an unsubscribed contact', async () => {
   const p = await createTestProject(api.database);
   const tpl = await template(p, 'MARKETING');
-  const wid = await setup(p, { type: 'EVENT', event: 'upgrade' }, {
-    steps: [
-      { key: 'pro', type: 'CONDITION', config: { filter: [{ field: 'context.trigger.data.plan', operator: 'equals', value: 'pro' }] } },
-      { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } },
-      { key: 'no', type: 'EXIT', config: { reason: 'not pro' } },
-    ],
-    transitions: [
-      { from: null, to: 'pro' },
-      { from: 'pro', to: 'send', branch: 'yes' },
-      { from: 'pro', to: 'no', branch: 'no' },
-    ],
-  });
+  const wid = await setup(
+    p,
+    { type: 'EVENT', event: 'upgrade' },
+    {
+      steps: [
+        {
+          key: 'pro',
+          type: 'CONDITION',
+          config: { filter: [{ field: 'context.trigger.data.plan', operator: 'equals', value: 'pro' }] },
+        },
+        { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } },
+        { key: 'no', type: 'EXIT', config: { reason: 'not pro' } },
+      ],
+      transitions: [
+        { from: null, to: 'pro' },
+        { from: 'pro', to: 'send', branch: 'yes' },
+        { from: 'pro', to: 'no', branch: 'no' },
+      ],
+    },
+  );
   const [optedOut, subscriber, free] = [recipient('optout'), recipient('sub'), recipient('free')];
   await track(p, optedOut, 'upgrade', { plan: 'pro' }, false);
   await track(p, subscriber, 'upgrade', { plan: 'pro' }, true);
@@ -382,24 +539,38 @@ test('CONDITION on the trigger data; a MARKETING template is never sent to an un
 test('WEBHOOK: signed with the project secret, one idempotency key across retries, JSON-escaped body; the answer lands in the context', async () => {
   const p = await createTestProject(api.database);
   const secret = (await client(api.app, p).get('/workflows/webhook-secret')).body.data.secret as string;
-  const wid = await setup(p, { type: 'EVENT', event: 'paid' }, {
-    steps: [
-      {
-        key: 'hook',
-        type: 'WEBHOOK',
-        config: { url: `${receiver.url}/paid`, headers: { 'X-Source': 'mailroom' }, body: '{"email":"{{contact.email}}","note":"{{trigger.note}}"}', retries: 3, timeoutMs: 2000 },
-      },
-      { key: 'check', type: 'CONDITION', config: { filter: [{ field: 'context.webhook.statusCode', operator: 'equals', value: 200 }] } },
-      { key: 'ok', type: 'EXIT', config: { reason: 'hook answered' } },
-      { key: 'ko', type: 'EXIT', config: { reason: 'unexpected' } },
-    ],
-    transitions: [
-      { from: null, to: 'hook' },
-      { from: 'hook', to: 'check' },
-      { from: 'check', to: 'ok', branch: 'yes' },
-      { from: 'check', to: 'ko', branch: 'no' },
-    ],
-  });
+  const wid = await setup(
+    p,
+    { type: 'EVENT', event: 'paid' },
+    {
+      steps: [
+        {
+          key: 'hook',
+          type: 'WEBHOOK',
+          config: {
+            url: `${receiver.url}/paid`,
+            headers: { 'X-Source': 'mailroom' },
+            body: '{"email":"{{contact.email}}","note":"{{trigger.note}}"}',
+            retries: 3,
+            timeoutMs: 2000,
+          },
+        },
+        {
+          key: 'check',
+          type: 'CONDITION',
+          config: { filter: [{ field: 'context.webhook.statusCode', operator: 'equals', value: 200 }] },
+        },
+        { key: 'ok', type: 'EXIT', config: { reason: 'hook answered' } },
+        { key: 'ko', type: 'EXIT', config: { reason: 'unexpected' } },
+      ],
+      transitions: [
+        { from: null, to: 'hook' },
+        { from: 'hook', to: 'check' },
+        { from: 'check', to: 'ok', branch: 'yes' },
+        { from: 'check', to: 'ko', branch: 'no' },
+      ],
+    },
+  );
   const to = recipient('hook');
   receiver.failNext(2);
   const before = receiver.received.length;
@@ -420,7 +591,11 @@ test('WEBHOOK: signed with the project secret, one idempotency key across retrie
 
 test('contact.subscribed, a system event, starts a workflow', async () => {
   const p = await createTestProject(api.database);
-  const wid = await setup(p, { type: 'EVENT', event: 'contact.subscribed' }, { steps: [{ key: 'x', type: 'EXIT', config: { reason: 'hello' } }], transitions: [{ from: null, to: 'x' }] });
+  const wid = await setup(
+    p,
+    { type: 'EVENT', event: 'contact.subscribed' },
+    { steps: [{ key: 'x', type: 'EXIT', config: { reason: 'hello' } }], transitions: [{ from: null, to: 'x' }] },
+  );
   const [joined, quiet] = [recipient('joined'), recipient('quiet')];
   await client(api.app, p).post('/contacts', { email: joined, subscribed: true });
   const q = await client(api.app, p).post('/contacts', { email: quiet, subscribed: false });
@@ -430,8 +605,17 @@ test('contact.subscribed, a system event, starts a workflow', async () => {
   await client(api.app, p).patch(`/contacts/${q.body.data.id}`, { subscribed: true });
   await settled(p, wid, quiet, ['EXITED']);
   const [viaSend, plainSend] = [recipient('viasend'), recipient('plainsend')];
-  for (const [to, extra] of [[viaSend, { subscribed: true }], [plainSend, {}]] as const) {
-    const sent = await client(api.app, p).post('/v1/send', { to, from: `n@${p.domain}`, subject: 'Hi', body: '<p>Hi</p>', ...extra });
+  for (const [to, extra] of [
+    [viaSend, { subscribed: true }],
+    [plainSend, {}],
+  ] as const) {
+    const sent = await client(api.app, p).post('/v1/send', {
+      to,
+      from: `n@${p.domain}`,
+      subject: 'Hi',
+      body: '<p>Hi</p>',
+      ...extra,
+    });
     expect(sent.status).toBe(202);
   }
   await settled(p, wid, viaSend, ['EXITED']);
@@ -441,9 +625,17 @@ test('contact.subscribed, a system event, starts a workflow', async () => {
 
 test('segment.<name>.entry, a system event, starts a workflow when a contact enters a tracked segment', async () => {
   const p = await createTestProject(api.database);
-  const seg = await client(api.app, p).post('/segments', { name: 'VIPs', filter: [{ field: 'data.vip', operator: 'equals', value: true }], trackMembership: true });
+  const seg = await client(api.app, p).post('/segments', {
+    name: 'VIPs',
+    filter: [{ field: 'data.vip', operator: 'equals', value: true }],
+    trackMembership: true,
+  });
   expect(seg.status).toBe(201);
-  const wid = await setup(p, { type: 'EVENT', event: 'segment.VIPs.entry' }, { steps: [{ key: 'x', type: 'EXIT', config: { reason: 'vip' } }], transitions: [{ from: null, to: 'x' }] });
+  const wid = await setup(
+    p,
+    { type: 'EVENT', event: 'segment.VIPs.entry' },
+    { steps: [{ key: 'x', type: 'EXIT', config: { reason: 'vip' } }], transitions: [{ from: null, to: 'x' }] },
+  );
   const [vip, regular] = [recipient('vip'), recipient('regular')];
   await client(api.app, p).post('/contacts', { email: vip, data: { vip: true } });
   await client(api.app, p).post('/contacts', { email: regular, data: { vip: false } });
@@ -456,11 +648,21 @@ test('nothing of a workflow runs in the request: with no worker, a tracked event
   await worker?.stop();
   worker = undefined;
   const p = await createTestProject(api.database);
-  const wid = await setup(p, { type: 'EVENT', event: 'queued' }, { steps: [{ key: 'u', type: 'UPDATE_CONTACT', config: { data: { ran: true } } }], transitions: [{ from: null, to: 'u' }] });
+  const wid = await setup(
+    p,
+    { type: 'EVENT', event: 'queued' },
+    {
+      steps: [{ key: 'u', type: 'UPDATE_CONTACT', config: { data: { ran: true } } }],
+      transitions: [{ from: null, to: 'u' }],
+    },
+  );
   const to = recipient('noworker');
   const res = await track(p, to, 'queued');
   expect(res.status).toBe(200);
-  const inbox = await api.database.db.select().from(workflowInbox).where(eq(workflowInbox.eventId, res.body.data.event));
+  const inbox = await api.database.db
+    .select()
+    .from(workflowInbox)
+    .where(eq(workflowInbox.eventId, res.body.data.event));
   expect(inbox).toHaveLength(1);
   expect(await executions(p, wid)).toHaveLength(0);
   worker = await startWorker(config, { healthPort: null });
@@ -472,7 +674,14 @@ test('an execution whose job was lost (Redis flushed) is found by the reconciler
   await worker?.stop();
   worker = undefined;
   const p = await createTestProject(api.database);
-  const wid = await setup(p, { type: 'MANUAL' }, { steps: [{ key: 'u', type: 'UPDATE_CONTACT', config: { data: { recovered: true } } }], transitions: [{ from: null, to: 'u' }] });
+  const wid = await setup(
+    p,
+    { type: 'MANUAL' },
+    {
+      steps: [{ key: 'u', type: 'UPDATE_CONTACT', config: { data: { recovered: true } } }],
+      transitions: [{ from: null, to: 'u' }],
+    },
+  );
   const to = recipient('lost');
   await client(api.app, p).post('/contacts', { email: to });
   const started = await client(api.app, p).post(`/workflows/${wid}/executions`, { email: to });
@@ -488,20 +697,31 @@ test('a worker killed during a WEBHOOK call: another resumes the step with the s
   worker = undefined;
   const p = await createTestProject(api.database);
   const tpl = await template(p);
-  const wid = await setup(p, { type: 'EVENT', event: 'crash' }, {
-    steps: [
-      { key: 'hook', type: 'WEBHOOK', config: { url: `${receiver.url}/crash`, timeoutMs: 3000, retries: 0 } },
-      { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } },
-    ],
-    transitions: [{ from: null, to: 'hook' }, { from: 'hook', to: 'send' }],
-  });
+  const wid = await setup(
+    p,
+    { type: 'EVENT', event: 'crash' },
+    {
+      steps: [
+        { key: 'hook', type: 'WEBHOOK', config: { url: `${receiver.url}/crash`, timeoutMs: 3000, retries: 0 } },
+        { key: 'send', type: 'SEND_EMAIL', config: { templateId: tpl } },
+      ],
+      transitions: [
+        { from: null, to: 'hook' },
+        { from: 'hook', to: 'send' },
+      ],
+    },
+  );
   const to = recipient('crash');
   const before = receiver.received.length;
   receiver.hold(true);
   const child = spawnWorker(env);
   try {
     await track(p, to, 'crash');
-    await waitFor(async () => receiver.received.slice(before).some((r) => r.body.includes(to)), 20_000, 'the first call');
+    await waitFor(
+      async () => receiver.received.slice(before).some((r) => r.body.includes(to)),
+      20_000,
+      'the first call',
+    );
     child.kill('SIGKILL');
     await exited(child);
   } finally {
@@ -519,9 +739,16 @@ test('a worker killed during a WEBHOOK call: another resumes the step with the s
   ]);
   await waitFor(async () => (await sesSendsTo([to])).length === 1, 20_000, 'one email');
   // No other send can follow once every email of the execution is final (a final row is never claimed again).
-  await waitFor(async () => {
-    const rows = await api.database.db.select({ status: emails.status }).from(emails).where(eq(emails.workflowExecutionId, x.id));
-    return rows.length > 0 && rows.every((r) => r.status !== 'queued' && r.status !== 'sending');
-  }, 20_000, 'the execution\'s emails final');
+  await waitFor(
+    async () => {
+      const rows = await api.database.db
+        .select({ status: emails.status })
+        .from(emails)
+        .where(eq(emails.workflowExecutionId, x.id));
+      return rows.length > 0 && rows.every((r) => r.status !== 'queued' && r.status !== 'sending');
+    },
+    20_000,
+    "the execution's emails final",
+  );
   expect(await sesSendsTo([to])).toHaveLength(1);
 }, 90_000);

@@ -15,7 +15,9 @@ export class Deep {
 /** JSON text of a value that may hold {@link Deep} markers and numbers JSON.stringify would mangle. */
 export function serialize(v: unknown): string {
   if (v instanceof Deep) {
-    return v.shape === 'array' ? '['.repeat(v.depth) + '1' + ']'.repeat(v.depth) : '{"d":'.repeat(v.depth) + '1' + '}'.repeat(v.depth);
+    return v.shape === 'array'
+      ? '['.repeat(v.depth) + '1' + ']'.repeat(v.depth)
+      : '{"d":'.repeat(v.depth) + '1' + '}'.repeat(v.depth);
   }
   if (Array.isArray(v)) return `[${v.map(serialize).join(',')}]`;
   if (v !== null && typeof v === 'object') {
@@ -27,7 +29,15 @@ export function serialize(v: unknown): string {
 }
 
 /** Kinds of body mutations. */
-export const BODY_MUTATIONS = ['nul-string', 'nul-key', 'deep', 'unknown-field', 'wrong-type', 'out-of-range', 'missing-required'] as const;
+export const BODY_MUTATIONS = [
+  'nul-string',
+  'nul-key',
+  'deep',
+  'unknown-field',
+  'wrong-type',
+  'out-of-range',
+  'missing-required',
+] as const;
 export type BodyMutation = (typeof BODY_MUTATIONS)[number];
 
 function clone<T>(v: T): T {
@@ -85,13 +95,24 @@ export function outOfRange(s: Schema): unknown[] {
   if (isFilterSchema(s)) return HOSTILE_FILTERS;
   const out: unknown[] = [];
   const t = Array.isArray(s.type) ? s.type[0] : s.type;
-  if (s.enum) out.push('NOT_IN_ENUM_\u00e9', ...(s.enum.every((e) => typeof e === 'string') ? [String(s.enum[0]).toLowerCase() + '_x'] : []));
+  if (s.enum)
+    out.push(
+      'NOT_IN_ENUM_\u00e9',
+      ...(s.enum.every((e) => typeof e === 'string') ? [String(s.enum[0]).toLowerCase() + '_x'] : []),
+    );
   if (s.const !== undefined) out.push(typeof s.const === 'string' ? `${s.const}_x` : 'x');
   if (t === 'string' && !s.enum) {
     if (s.maxLength !== undefined && s.maxLength <= 50_000) out.push('x'.repeat(s.maxLength + 1));
     if ((s.minLength ?? 0) > 0) out.push('');
-    if (s.format === 'mailbox') out.push('Acme <not-an-address>', 'Acme <a@b.com', '<>', `J\u00fcrgen <j\u00fcrgen@example.com>`);
-    if (s.format === 'email') out.push('not-an-address', `${'a'.repeat(65)}@example.com`, `a@${'b'.repeat(64)}.com`, `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.com`);
+    if (s.format === 'mailbox')
+      out.push('Acme <not-an-address>', 'Acme <a@b.com', '<>', `J\u00fcrgen <j\u00fcrgen@example.com>`);
+    if (s.format === 'email')
+      out.push(
+        'not-an-address',
+        `${'a'.repeat(65)}@example.com`,
+        `a@${'b'.repeat(64)}.com`,
+        `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.com`,
+      );
     if (s.format === 'uuid') out.push('not-a-uuid', '00000000-0000-0000-0000-00000000000g');
     if (s.format === 'date-time') out.push('yesterday', '2024-13-45T25:61:00Z');
     if (s.format === 'uri' || s.format === 'url') out.push('not a url');
@@ -135,7 +156,13 @@ function soleBranch(spots: Spot[], sp: Spot): boolean {
  *
  * @returns the mutated body and a short description of what was done.
  */
-export function mutateBody(gen: Gen, kind: BodyMutation, pick: number, deepDepth: number, deepShape: 'array' | 'object'): { body: unknown; what: string } {
+export function mutateBody(
+  gen: Gen,
+  kind: BodyMutation,
+  pick: number,
+  deepDepth: number,
+  deepShape: 'array' | 'object',
+): { body: unknown; what: string } {
   const holder = { root: clone(gen.value) };
   const at = (spots: Spot[]) => spots[pick % spots.length];
   const where = (sp: Spot) => sp.path.join('.') || '(root)';
@@ -146,7 +173,7 @@ export function mutateBody(gen: Gen, kind: BodyMutation, pick: number, deepDepth
       const strings = live.filter((sp) => typeof get(holder.root, sp.path) === 'string');
       if (strings.length === 0) {
         if (!isPlainObject(holder.root)) return fallback();
-        (holder.root)['nul\u0000'] = 'x';
+        holder.root['nul\u0000'] = 'x';
         return { body: holder.root, what: 'NUL key added at root' };
       }
       const sp = at(strings);
@@ -176,7 +203,9 @@ export function mutateBody(gen: Gen, kind: BodyMutation, pick: number, deepDepth
       return { body: holder.root, what: `${deepDepth}-deep ${deepShape} at ${where(sp)}` };
     }
     case 'unknown-field': {
-      const closed = live.filter((sp) => sp.schema.additionalProperties === false && isPlainObject(get(holder.root, sp.path)));
+      const closed = live.filter(
+        (sp) => sp.schema.additionalProperties === false && isPlainObject(get(holder.root, sp.path)),
+      );
       if (closed.length === 0) return fallback();
       const sp = at(closed);
       (get(holder.root, sp.path) as Record<string, unknown>)[`fuzz_${pick % 1000}`] = pick % 3 === 0 ? null : 'x';
@@ -184,7 +213,9 @@ export function mutateBody(gen: Gen, kind: BodyMutation, pick: number, deepDepth
     }
     case 'wrong-type': {
       // The outermost schema of each node only: a union's branch is not the whole story (null is fine in a Nullable).
-      const outer = live.filter((sp, i) => live.findIndex((o) => o.path.join('\u0001') === sp.path.join('\u0001')) === i);
+      const outer = live.filter(
+        (sp, i) => live.findIndex((o) => o.path.join('\u0001') === sp.path.join('\u0001')) === i,
+      );
       const typed = outer.filter((sp) => acceptedTypes(sp.schema) !== undefined);
       if (typed.length === 0) return fallback();
       const sp = at(typed);
@@ -198,7 +229,9 @@ export function mutateBody(gen: Gen, kind: BodyMutation, pick: number, deepDepth
     case 'out-of-range': {
       // A direct (non-union) schema only: a union could accept the value in another branch.
       const bounded = live.filter(
-        (sp) => (isFilterSchema(sp.schema) || (!sp.schema.anyOf && !sp.schema.oneOf && soleBranch(live, sp))) && outOfRange(sp.schema).length > 0,
+        (sp) =>
+          (isFilterSchema(sp.schema) || (!sp.schema.anyOf && !sp.schema.oneOf && soleBranch(live, sp))) &&
+          outOfRange(sp.schema).length > 0,
       );
       if (bounded.length === 0) return fallback();
       const sp = at(bounded);
@@ -208,7 +241,11 @@ export function mutateBody(gen: Gen, kind: BodyMutation, pick: number, deepDepth
       return { body: holder.root, what: `out of range (${JSON.stringify(v)?.slice(0, 40)}) at ${where(sp)}` };
     }
     case 'missing-required': {
-      const withRequired = live.filter((sp) => (sp.schema.required ?? []).some((k) => isPlainObject(get(holder.root, sp.path)) && k in (get(holder.root, sp.path) as object)));
+      const withRequired = live.filter((sp) =>
+        (sp.schema.required ?? []).some(
+          (k) => isPlainObject(get(holder.root, sp.path)) && k in (get(holder.root, sp.path) as object),
+        ),
+      );
       if (withRequired.length === 0) return fallback();
       const sp = at(withRequired);
       const obj = get(holder.root, sp.path) as Record<string, unknown>;

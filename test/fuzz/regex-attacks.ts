@@ -47,16 +47,31 @@ export function sourceRegexes(root: string, dirs: string[], ext: '.ts' | '.js' =
     for (const file of sourceFiles(path.join(root, dir), ext)) {
       const text = fs.readFileSync(file, 'utf8');
       const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
-      const where = (n: ts.Node) => `${path.relative(root, file)}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}`;
+      const where = (n: ts.Node) =>
+        `${path.relative(root, file)}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}`;
       const visit = (n: ts.Node): void => {
         if (n.kind === ts.SyntaxKind.RegularExpressionLiteral) {
           const literal = n.getText();
           const slash = literal.lastIndexOf('/');
-          found.push({ where: where(n), source: literal.slice(1, slash), flags: literal.slice(slash + 1), kind: 'literal' });
-        } else if (ts.isNewExpression(n) && n.expression.getText() === 'RegExp' && n.arguments?.[0] && ts.isStringLiteralLike(n.arguments[0])) {
+          found.push({
+            where: where(n),
+            source: literal.slice(1, slash),
+            flags: literal.slice(slash + 1),
+            kind: 'literal',
+          });
+        } else if (
+          ts.isNewExpression(n) &&
+          n.expression.getText() === 'RegExp' &&
+          n.arguments?.[0] &&
+          ts.isStringLiteralLike(n.arguments[0])
+        ) {
           const flags = n.arguments[1] && ts.isStringLiteralLike(n.arguments[1]) ? n.arguments[1].text : '';
           found.push({ where: where(n), source: n.arguments[0].text, flags, kind: 'new RegExp' });
-        } else if (ts.isPropertyAssignment(n) && n.name.getText() === 'pattern' && ts.isStringLiteralLike(n.initializer)) {
+        } else if (
+          ts.isPropertyAssignment(n) &&
+          n.name.getText() === 'pattern' &&
+          ts.isStringLiteralLike(n.initializer)
+        ) {
           found.push({ where: where(n), source: n.initializer.text, flags: 'u', kind: 'schema pattern' });
         }
         ts.forEachChild(n, visit);
@@ -69,8 +84,51 @@ export function sourceRegexes(root: string, dirs: string[], ext: '.ts' | '.js' =
 
 /** Characters tried wherever a character class or set has to be sampled. */
 export const PROBES = [
-  'a', 'Z', '0', '9', '_', ' ', '\t', '\n', '\r', '.', ',', '-', '+', '@', ':', ';', '/', '\\', '%', '"', "'", '<', '>', '=', '&',
-  '{', '}', '[', ']', '(', ')', '?', '*', '!', '#', '$', '^', '|', '~', '`', '\u00e9', '\u00a0', '\u2028', '\u0000', '\u{1F600}',
+  'a',
+  'Z',
+  '0',
+  '9',
+  '_',
+  ' ',
+  '\t',
+  '\n',
+  '\r',
+  '.',
+  ',',
+  '-',
+  '+',
+  '@',
+  ':',
+  ';',
+  '/',
+  '\\',
+  '%',
+  '"',
+  "'",
+  '<',
+  '>',
+  '=',
+  '&',
+  '{',
+  '}',
+  '[',
+  ']',
+  '(',
+  ')',
+  '?',
+  '*',
+  '!',
+  '#',
+  '$',
+  '^',
+  '|',
+  '~',
+  '`',
+  '\u00e9',
+  '\u00a0',
+  '\u2028',
+  '\u0000',
+  '\u{1F600}',
 ];
 
 /** Characters that end a pumped run (a failing suffix makes a backtracking engine try every split). */
@@ -86,7 +144,10 @@ type Node = AST.Node;
  */
 export function attackInputs(source: string, flags: string, size: number): { label: string; input: string }[] {
   const unicode = flags.includes('u') || flags.includes('v');
-  const pattern = new RegExpParser({ ecmaVersion: 2025 }).parsePattern(source, 0, source.length, { unicode, unicodeSets: flags.includes('v') });
+  const pattern = new RegExpParser({ ecmaVersion: 2025 }).parsePattern(source, 0, source.length, {
+    unicode,
+    unicodeSets: flags.includes('v'),
+  });
   const matchFlags = flags.replace(/[gy]/g, '');
   const accepts = new Map<string, string[]>();
   /** The probe characters a class-like node accepts on its own. */
@@ -147,7 +208,13 @@ export function attackInputs(source: string, flags: string, size: number): { lab
   const walk = (n: Node): void => {
     if (n.type === 'Quantifier') quantifiers.push(n);
     const kids: Node[] =
-      'alternatives' in n ? n.alternatives : 'elements' in n && Array.isArray(n.elements) ? (n.elements) : 'element' in n ? [n.element] : [];
+      'alternatives' in n
+        ? n.alternatives
+        : 'elements' in n && Array.isArray(n.elements)
+          ? n.elements
+          : 'element' in n
+            ? [n.element]
+            : [];
     kids.forEach(walk);
   };
   walk(pattern);
@@ -155,8 +222,13 @@ export function attackInputs(source: string, flags: string, size: number): { lab
     if (q.max < 2) continue;
     const prefix = prefixOf(q);
     const element = q.element;
-    const pumps = element.type === 'Character' || element.type === 'CharacterSet' || element.type === 'CharacterClass' ? accepted(element).slice(0, 4) : [sample(element)];
-    for (const pump of pumps) for (const end of BREAKERS) add(`${q.raw} after ${JSON.stringify(prefix)} pumping ${JSON.stringify(pump)}`, prefix, pump, end);
+    const pumps =
+      element.type === 'Character' || element.type === 'CharacterSet' || element.type === 'CharacterClass'
+        ? accepted(element).slice(0, 4)
+        : [sample(element)];
+    for (const pump of pumps)
+      for (const end of BREAKERS)
+        add(`${q.raw} after ${JSON.stringify(prefix)} pumping ${JSON.stringify(pump)}`, prefix, pump, end);
   }
   for (const c of PROBES) add(`${JSON.stringify(c)} repeated`, '', c, BREAKERS[0]);
   return [...inputs.entries()].map(([label, input]) => ({ label, input }));

@@ -22,8 +22,18 @@ const regexes: SourceRegex[] = [
   ...sourceRegexes(ROOT, ['apps/api/src', 'apps/worker/src', 'packages']),
   ...sourceRegexes(ROOT, ['node_modules/ajv-formats/dist'], '.js'),
   // Built at run time:
-  { where: 'packages/mail/src/text-slots.ts (slot tokens)', source: 'mrv0123456789abcdefn(\\d+)e', flags: 'g', kind: 'new RegExp' },
-  { where: 'packages/feedback/src/sns.ts (certificate host)', source: '^sns\\.[a-z0-9-]+\\.amazonaws\\.com$', flags: '', kind: 'new RegExp' },
+  {
+    where: 'packages/mail/src/text-slots.ts (slot tokens)',
+    source: 'mrv0123456789abcdefn(\\d+)e',
+    flags: 'g',
+    kind: 'new RegExp',
+  },
+  {
+    where: 'packages/feedback/src/sns.ts (certificate host)',
+    source: '^sns\\.[a-z0-9-]+\\.amazonaws\\.com$',
+    flags: '',
+    kind: 'new RegExp',
+  },
 ];
 
 /** The fastest of up to three runs of `re` over all of `input` (a global replace visits every start position). */
@@ -64,7 +74,11 @@ test('the inputs include the attack that stalled the fallback rewrite', () => {
 });
 
 describe(`every regex finishes ${SIZE.toLocaleString('en')}-character adversarial inputs in under ${LIMIT_MS} ms`, () => {
-  test.each(regexes.map((r) => [`${r.where} /${r.source.slice(0, 60)}${r.source.length > 60 ? '…' : ''}/${r.flags}`, r] as const))('%s', (_name, r) => {
+  test.each(
+    regexes.map(
+      (r) => [`${r.where} /${r.source.slice(0, 60)}${r.source.length > 60 ? '…' : ''}/${r.flags}`, r] as const,
+    ),
+  )('%s', (_name, r) => {
     const re = new RegExp(r.source, `${r.flags.replace(/[gy]/g, '')}g`);
     const slow: string[] = [];
     for (const { label, input } of attackInputs(r.source, r.flags, SIZE)) {

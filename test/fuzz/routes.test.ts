@@ -16,7 +16,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import fc from 'fast-check';
-import { ADMIN_TOKEN, createTestProject, isolatedDatabase, startTestApi, testConfig, type TestApi, type TestProject } from '../support/harness';
+import {
+  ADMIN_TOKEN,
+  createTestProject,
+  isolatedDatabase,
+  startTestApi,
+  testConfig,
+  type TestApi,
+  type TestProject,
+} from '../support/harness';
 import { fromSchema, type Gen, type Schema } from './schema-arbitrary';
 import { BODY_MUTATIONS, Deep, mutateBody, outOfRange, serialize, type BodyMutation } from './mutations';
 import { changedTables, projectSnapshot, type Snapshot } from './snapshot';
@@ -54,9 +62,38 @@ const ENCODING_MUTATIONS = ['bad-encoding', 'unknown-encoding', 'compressed-host
 type Kind = BodyMutation | QueryMutation | (typeof ENCODING_MUTATIONS)[number] | 'p-bad' | 'text-garbage';
 
 /** Path segments no path parameter accepts (already percent-encoded as they go on the wire). */
-const BAD_PATH = ['not-a-uuid', '%00', 'a%00b%40c.test', '%E0%A4%A', 'x'.repeat(3000), '%2e%2e%2f%2e%2e', '%20', '1e2', '-1', 'null', 'a%40b%40c', '%F0%9F%92%A9', '0x10', '%0A'];
+const BAD_PATH = [
+  'not-a-uuid',
+  '%00',
+  'a%00b%40c.test',
+  '%E0%A4%A',
+  'x'.repeat(3000),
+  '%2e%2e%2f%2e%2e',
+  '%20',
+  '1e2',
+  '-1',
+  'null',
+  'a%40b%40c',
+  '%F0%9F%92%A9',
+  '0x10',
+  '%0A',
+];
 
-const NUMERIC_TEXT = ['1e2', '0x10', '%205', '5%20', '5.0', '+5', '0b11', 'Infinity', 'NaN', '', '-0.5', '99999999999999999999999', '1%2C000'];
+const NUMERIC_TEXT = [
+  '1e2',
+  '0x10',
+  '%205',
+  '5%20',
+  '5.0',
+  '+5',
+  '0b11',
+  'Infinity',
+  'NaN',
+  '',
+  '-0.5',
+  '99999999999999999999999',
+  '1%2C000',
+];
 
 interface Built {
   method: string;
@@ -77,7 +114,14 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
 function send(port: number, b: Built): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port, method: b.method.toUpperCase(), path: b.path, agent, headers: { ...b.headers, ...(b.body ? { 'Content-Length': String(b.body.length) } : {}) } },
+      {
+        host: '127.0.0.1',
+        port,
+        method: b.method.toUpperCase(),
+        path: b.path,
+        agent,
+        headers: { ...b.headers, ...(b.body ? { 'Content-Length': String(b.body.length) } : {}) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -133,7 +177,9 @@ function inputArb(op: Operation, kinds: Kind[]): fc.Arbitrary<Input> {
       params
         .filter((p) => p.in === 'query' && p.schema.type !== undefined)
         .map((p) => {
-          const arb = fromSchema(p.schema).map((g) => (typeof g.value === 'string' ? g.value : JSON.stringify(g.value)));
+          const arb = fromSchema(p.schema).map((g) =>
+            typeof g.value === 'string' ? g.value : JSON.stringify(g.value),
+          );
           return [p.name, p.required ? arb : fc.option(arb, { nil: undefined })];
         }),
     ) as Record<string, fc.Arbitrary<string>>,
@@ -142,13 +188,20 @@ function inputArb(op: Operation, kinds: Kind[]): fc.Arbitrary<Input> {
     Object.fromEntries(
       params
         .filter((p) => p.in === 'path')
-        .map((p) => [p.name, p.schema.format === 'uuid' || p.name.endsWith('Id') || p.name === 'id' ? fc.uuid() : fc.constantFrom('x@example.com', 'A'.repeat(43))]),
+        .map((p) => [
+          p.name,
+          p.schema.format === 'uuid' || p.name.endsWith('Id') || p.name === 'id'
+            ? fc.uuid()
+            : fc.constantFrom('x@example.com', 'A'.repeat(43)),
+        ]),
     ),
   );
   return fc.record({
     kind: fc.constantFrom(...kinds),
     body: bodySchema ? fromSchema(bodySchema) : fc.constant(null),
-    query: queryArb.map((q) => Object.fromEntries(Object.entries(q).filter(([, v]) => v !== undefined)) as Record<string, string>),
+    query: queryArb.map(
+      (q) => Object.fromEntries(Object.entries(q).filter(([, v]) => v !== undefined)) as Record<string, string>,
+    ),
     pathValues: pathArb,
     pick: fc.nat({ max: 1_000_000 }),
     deepDepth: fc.constantFrom(33, 34, 64, 1000, 10_000),
@@ -163,7 +216,8 @@ function build(op: Operation, input: Input, auth: string | undefined): Built {
   const params = op.parameters ?? [];
   const headers: Record<string, string> = {};
   if (auth) headers.Authorization = auth;
-  if (input.idempotencyKey && params.some((p) => p.in === 'header' && p.name === 'Idempotency-Key')) headers['Idempotency-Key'] = input.idempotencyKey;
+  if (input.idempotencyKey && params.some((p) => p.in === 'header' && p.name === 'Idempotency-Key'))
+    headers['Idempotency-Key'] = input.idempotencyKey;
   const pathValues = { ...input.pathValues };
   const encoded = new Set<string>(); // path values already percent-encoded (the hostile ones)
   const queryPairs: string[] = Object.entries(input.query).map(([k, v]) => `${k}=${paramText(v)}`);
@@ -216,7 +270,13 @@ function build(op: Operation, input: Input, auth: string | undefined): Built {
     }
     case 'compressed-hostile': {
       const m = mutated(BODY_MUTATIONS[input.pick % BODY_MUTATIONS.length]);
-      const [enc, compress] = ([['gzip', gzipSync], ['deflate', deflateSync], ['br', brotliCompressSync]] as const)[input.compressor % 3];
+      const [enc, compress] = (
+        [
+          ['gzip', gzipSync],
+          ['deflate', deflateSync],
+          ['br', brotliCompressSync],
+        ] as const
+      )[input.compressor % 3];
       headers['Content-Type'] = 'application/json';
       headers['Content-Encoding'] = enc;
       body = compress(Buffer.from(serialize(m.body)));
@@ -224,7 +284,12 @@ function build(op: Operation, input: Input, auth: string | undefined): Built {
       break;
     }
     case 'wrong-content-type': {
-      headers['Content-Type'] = pickFrom(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml']);
+      headers['Content-Type'] = pickFrom([
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=x',
+        'application/xml',
+      ]);
       body = Buffer.from(input.body ? serialize(input.body.value) : '{}');
       what = `JSON sent as ${headers['Content-Type']}`;
       break;
@@ -234,7 +299,12 @@ function build(op: Operation, input: Input, auth: string | undefined): Built {
       const texts = [
         'not json',
         serialize(new Deep(input.deepDepth, input.deepShape)),
-        JSON.stringify({ Type: 'Notification', MessageId: '\u0000', TopicArn: 'arn:aws:sns:us-east-1:1:t\u0000', Message: '{}' }),
+        JSON.stringify({
+          Type: 'Notification',
+          MessageId: '\u0000',
+          TopicArn: 'arn:aws:sns:us-east-1:1:t\u0000',
+          Message: '{}',
+        }),
         JSON.stringify({ Type: 'SubscriptionConfirmation', SubscribeURL: 'http://127.0.0.1:1/\u0000' }),
         '{"Type":' + '9'.repeat(400) + '}',
         '\u0000'.repeat(50),
@@ -291,7 +361,9 @@ function build(op: Operation, input: Input, auth: string | undefined): Built {
       break;
     }
   }
-  const path = op.path.replace(/\{(\w+)\}/g, (_m, name: string) => (encoded.has(name) ? pathValues[name] : encodeURIComponent(pathValues[name])));
+  const path = op.path.replace(/\{(\w+)\}/g, (_m, name: string) =>
+    encoded.has(name) ? pathValues[name] : encodeURIComponent(pathValues[name]),
+  );
   return { method: op.method, path: queryPairs.length ? `${path}?${queryPairs.join('&')}` : path, headers, body, what };
 }
 
@@ -301,13 +373,28 @@ function problems(a: Answer): string[] {
   if (a.status >= 500) out.push(`status ${a.status}`);
   else if (a.status < 400) out.push(`hostile input accepted with ${a.status}`);
   if (!a.json) return [...out, `not a JSON error body: ${a.text.slice(0, 80)}`];
-  const e = a.json.error as { code?: unknown; message?: unknown; statusCode?: unknown; errors?: Array<{ field?: unknown; message?: unknown; code?: unknown }> } | undefined;
+  const e = a.json.error as
+    | {
+        code?: unknown;
+        message?: unknown;
+        statusCode?: unknown;
+        errors?: Array<{ field?: unknown; message?: unknown; code?: unknown }>;
+      }
+    | undefined;
   if (a.json.success !== false || !e) return [...out, 'no standard error body'];
-  if (typeof e.code !== 'string' || typeof e.message !== 'string' || e.statusCode !== a.status) out.push('error.code/message/statusCode missing or wrong');
-  if (a.json.code !== e.code || a.json.message !== e.message || typeof a.json.timestamp !== 'string') out.push('top-level code/message/timestamp missing');
+  if (typeof e.code !== 'string' || typeof e.message !== 'string' || e.statusCode !== a.status)
+    out.push('error.code/message/statusCode missing or wrong');
+  if (a.json.code !== e.code || a.json.message !== e.message || typeof a.json.timestamp !== 'string')
+    out.push('top-level code/message/timestamp missing');
   if (e.code === 'VALIDATION_ERROR' || e.code === 'INVALID_PARAMETERS') {
     if (!Array.isArray(e.errors) || e.errors.length === 0) out.push(`${e.code} without errors[]`);
-    else if (e.errors.some((x) => typeof x.field !== 'string' || x.field === '' || typeof x.message !== 'string' || typeof x.code !== 'string')) out.push('errors[] item without field/message/code');
+    else if (
+      e.errors.some(
+        (x) =>
+          typeof x.field !== 'string' || x.field === '' || typeof x.message !== 'string' || typeof x.code !== 'string',
+      )
+    )
+      out.push('errors[] item without field/message/code');
   }
   return out;
 }
@@ -335,8 +422,12 @@ afterAll(async () => {
 });
 
 test('every operation refuses hostile input with a 4xx naming the field, and stores nothing', async () => {
-  const doc = (await send(port, { method: 'get', path: '/openapi.json', headers: {}, what: '' })).json as { paths: Record<string, Record<string, Omit<Operation, 'method' | 'path'>>> };
-  const all: Operation[] = Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ ...op, method, path })));
+  const doc = (await send(port, { method: 'get', path: '/openapi.json', headers: {}, what: '' })).json as {
+    paths: Record<string, Record<string, Omit<Operation, 'method' | 'path'>>>;
+  };
+  const all: Operation[] = Object.entries(doc.paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, op]) => ({ ...op, method, path })),
+  );
   expect(all.length).toBeGreaterThan(50);
   const operations = all.filter((op) => ONLY.test(op.operationId));
 
@@ -359,7 +450,8 @@ test('every operation refuses hostile input with a 4xx naming the field, and sto
     const project: TestProject = await createTestProject(api.database);
     const scheme = Object.keys(op.security?.[0] ?? {})[0];
     const auth = scheme === 'apiKey' ? project.auth : scheme === 'adminToken' ? `Bearer ${ADMIN_TOKEN}` : undefined;
-    const projectCount = async () => (await api.database.pool.query<{ n: string }>('select count(*) as n from projects')).rows[0].n;
+    const projectCount = async () =>
+      (await api.database.pool.query<{ n: string }>('select count(*) as n from projects')).rows[0].n;
     const details = await fc.check(
       fc.asyncProperty(inputArb(op, kinds), async (input) => {
         const req = build(op, input, auth);
@@ -374,20 +466,30 @@ test('every operation refuses hostile input with a 4xx naming the field, and sto
         if (changed.length > 0) found.push(`rows written in ${changed.join(', ')}`);
         if (scheme === 'adminToken' && (await projectCount()) !== projectsBefore) found.push('a project was created');
         if (found.length > 0) {
-          throw new Error(`${req.method.toUpperCase()} ${req.path.slice(0, 200)} [${req.what}] → ${answer.status} ${answer.text.slice(0, 300)}: ${found.join('; ')}`);
+          throw new Error(
+            `${req.method.toUpperCase()} ${req.path.slice(0, 200)} [${req.what}] → ${answer.status} ${answer.text.slice(0, 300)}: ${found.join('; ')}`,
+          );
         }
       }),
       // Each operation gets its own seed derived from the run's, so one operation's failure replays alone.
       { seed, numRuns: RUNS, endOnFailure: true },
     );
     if (details.failed) {
-      failures.push(`${op.operationId} (FUZZ_ONLY=^${op.operationId}$ FUZZ_SEED=${SEED} → seed ${seed}, path ${details.counterexamplePath}): ${String((details.errorInstance as Error | undefined)?.message ?? details.errorInstance)}`);
+      failures.push(
+        `${op.operationId} (FUZZ_ONLY=^${op.operationId}$ FUZZ_SEED=${SEED} → seed ${seed}, path ${details.counterexamplePath}): ${String((details.errorInstance as Error | undefined)?.message ?? details.errorInstance)}`,
+      );
     }
   }
 
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  const statuses = [...byStatus.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}: ${n}`).join(', ');
-  const kinds = [...byKind.entries()].sort().map(([k, n]) => `${k} ${n}`).join(', ');
+  const statuses = [...byStatus.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([s, n]) => `${s}: ${n}`)
+    .join(', ');
+  const kinds = [...byKind.entries()]
+    .sort()
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
   console.log(
     `fuzz: ${tried} hostile inputs over ${operations.length - skipped.length} operations in ${seconds} s (seed ${SEED}, ${RUNS} runs each)\n` +
       `  by status: ${statuses}\n  by kind: ${kinds}\n` +

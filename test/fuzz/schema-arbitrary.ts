@@ -46,7 +46,11 @@ export interface Gen {
   spots: Spot[];
 }
 
-const SAFE = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789_-'.split('')), minLength: 1, maxLength: 8 });
+const SAFE = fc.string({
+  unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789_-'.split('')),
+  minLength: 1,
+  maxLength: 8,
+});
 
 /** JSON types a schema accepts (`undefined`: anything, as for `Type.Unknown()`). */
 export function acceptedTypes(s: Schema): Set<string> | undefined {
@@ -86,11 +90,16 @@ function stringArb(s: Schema): fc.Arbitrary<unknown> {
     case 'email':
       return SAFE.map((x) => `${x}@example.com`);
     case 'mailbox':
-      return fc.oneof(SAFE.map((x) => `${x}@example.com`), SAFE.map((x) => `Name ${x} <${x}@example.com>`));
+      return fc.oneof(
+        SAFE.map((x) => `${x}@example.com`),
+        SAFE.map((x) => `Name ${x} <${x}@example.com>`),
+      );
     case 'uuid':
       return fc.uuid();
     case 'date-time':
-      return fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString());
+      return fc
+        .date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true })
+        .map((d) => d.toISOString());
     case 'uri':
     case 'url':
       return SAFE.map((x) => `https://example.com/${x}`);
@@ -105,7 +114,9 @@ function stringArb(s: Schema): fc.Arbitrary<unknown> {
 function numberArb(s: Schema, integer: boolean): fc.Arbitrary<unknown> {
   const min = s.minimum ?? (s.exclusiveMinimum !== undefined ? s.exclusiveMinimum + 1 : 0);
   const max = s.maximum ?? (s.exclusiveMaximum !== undefined ? s.exclusiveMaximum - 1 : min + 1000);
-  return integer ? fc.integer({ min: Math.ceil(min), max: Math.max(Math.ceil(min), Math.floor(max)) }) : fc.double({ min, max, noNaN: true });
+  return integer
+    ? fc.integer({ min: Math.ceil(min), max: Math.max(Math.ceil(min), Math.floor(max)) })
+    : fc.double({ min, max, noNaN: true });
 }
 
 /**
@@ -118,7 +129,9 @@ export function fromSchema(s: Schema, path: string[] = [], depth = 4): fc.Arbitr
   const branches = s.anyOf ?? s.oneOf;
   if (branches && branches.length > 0) {
     // The union node is a spot of its own (for wrong-type mutations); the branch's spots come with it.
-    return fc.oneof(...branches.map((b) => fromSchema(b, path, depth))).map((g) => ({ value: g.value, spots: [{ path, schema: s }, ...g.spots] }));
+    return fc
+      .oneof(...branches.map((b) => fromSchema(b, path, depth)))
+      .map((g) => ({ value: g.value, spots: [{ path, schema: s }, ...g.spots] }));
   }
   if (s.allOf && s.allOf.length > 0) return fromSchema(Object.assign({}, ...s.allOf) as Schema, path, depth);
   if (s.const !== undefined) return withSpot(path, s, fc.constant(s.const));
@@ -139,19 +152,37 @@ export function fromSchema(s: Schema, path: string[] = [], depth = 4): fc.Arbitr
       if (!s.items || depth <= 0) return withSpot(path, s, fc.constant([]));
       const min = s.minItems ?? 0;
       const max = Math.min(s.maxItems ?? min + 2, min + 2);
-      return fc.array(fromSchema(s.items, [...path, '*'], depth - 1), { minLength: min, maxLength: max }).map((items) => ({
-        value: items.map((g) => g.value),
-        spots: [{ path, schema: s }, ...items.flatMap((g, i) => g.spots.map((sp) => ({ ...sp, path: [...path, String(i), ...sp.path.slice(path.length + 1)] })))],
-      }));
+      return fc
+        .array(fromSchema(s.items, [...path, '*'], depth - 1), { minLength: min, maxLength: max })
+        .map((items) => ({
+          value: items.map((g) => g.value),
+          spots: [
+            { path, schema: s },
+            ...items.flatMap((g, i) =>
+              g.spots.map((sp) => ({ ...sp, path: [...path, String(i), ...sp.path.slice(path.length + 1)] })),
+            ),
+          ],
+        }));
     }
     case 'object': {
       const props = Object.entries(s.properties ?? {});
       const required = new Set(s.required ?? []);
-      const extra = s.patternProperties ? Object.values(s.patternProperties)[0] : typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined;
+      const extra = s.patternProperties
+        ? Object.values(s.patternProperties)[0]
+        : typeof s.additionalProperties === 'object'
+          ? s.additionalProperties
+          : undefined;
       const fields = props.map(([k, ps]) =>
-        depth <= 0 && !required.has(k) ? fc.constant(undefined) : required.has(k) ? fromSchema(ps, [...path, k], depth - 1) : fc.option(fromSchema(ps, [...path, k], depth - 1), { nil: undefined }),
+        depth <= 0 && !required.has(k)
+          ? fc.constant(undefined)
+          : required.has(k)
+            ? fromSchema(ps, [...path, k], depth - 1)
+            : fc.option(fromSchema(ps, [...path, k], depth - 1), { nil: undefined }),
       );
-      const extras = extra && depth > 0 ? fc.array(fc.tuple(SAFE, fromSchema(extra, [...path, '*'], depth - 1)), { maxLength: 2 }) : fc.constant([] as [string, Gen][]);
+      const extras =
+        extra && depth > 0
+          ? fc.array(fc.tuple(SAFE, fromSchema(extra, [...path, '*'], depth - 1)), { maxLength: 2 })
+          : fc.constant([] as [string, Gen][]);
       return fc.tuple(fc.tuple(...fields), extras).map(([gens, more]) => {
         const value: Record<string, unknown> = {};
         const spots: Spot[] = [{ path, schema: s }];

@@ -16,23 +16,28 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Takes the fingerprint of `projectId`'s rows. */
 export async function projectSnapshot(database: Database, projectId: string): Promise<Snapshot> {
   if (!UUID.test(projectId)) throw new Error(`not a project id: ${projectId}`);
-  tables ??= (
-    // Tables with a project_id, partitions left out: a partitioned table's digest covers its partitions' rows.
-    await database.pool.query<{ table_name: string }>(
-      `select c.relname as table_name from pg_class c
+  tables ??= // Tables with a project_id, partitions left out: a partitioned table's digest covers its partitions' rows.
+    (
+      await database.pool.query<{ table_name: string }>(
+        `select c.relname as table_name from pg_class c
        join pg_attribute a on a.attrelid = c.oid and a.attname = 'project_id' and not a.attisdropped
        where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
        order by c.relname`,
-    )
-  ).rows.map((r) => r.table_name);
+      )
+    ).rows.map((r) => r.table_name);
   const parts = [
     `select 'projects' as t, count(*)::text || ':' || md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as v from projects x where x.id = $1`,
     ...tables.map(
-      (t) => `select '${t}', count(*)::text || ':' || md5(coalesce(string_agg(x::text, '|' order by x::text), '')) from "${t}" x where x.project_id = $1`,
+      (t) =>
+        `select '${t}', count(*)::text || ':' || md5(coalesce(string_agg(x::text, '|' order by x::text), '')) from "${t}" x where x.project_id = $1`,
     ),
   ];
   // A named statement: each pooled connection plans the long union once, not for every snapshot.
-  const { rows } = await database.pool.query<{ t: string; v: string }>({ name: 'fuzz-project-snapshot', text: parts.join(' union all '), values: [projectId] });
+  const { rows } = await database.pool.query<{ t: string; v: string }>({
+    name: 'fuzz-project-snapshot',
+    text: parts.join(' union all '),
+    values: [projectId],
+  });
   return Object.fromEntries(rows.map((r) => [r.t, r.v]));
 }
 

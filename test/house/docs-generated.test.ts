@@ -31,12 +31,15 @@ describe('configuration.md covers the configuration', () => {
   /** Every variable name loadConfig reads from an empty environment (and so from any). */
   function variablesRead(): Set<string> {
     const read = new Set<string>();
-    const env = new Proxy<Record<string, string | undefined>>({}, {
-      get: (_t, name) => {
-        if (typeof name === 'string') read.add(name);
-        return undefined;
+    const env = new Proxy<Record<string, string | undefined>>(
+      {},
+      {
+        get: (_t, name) => {
+          if (typeof name === 'string') read.add(name);
+          return undefined;
+        },
       },
-    });
+    );
     loadConfig(env);
     return read;
   }
@@ -47,15 +50,21 @@ describe('configuration.md covers the configuration', () => {
     const read = [...variablesRead()].sort();
     const missing = read.filter((n) => !documented.includes(n));
     if (missing.length > 0) {
-      throw new Error(`read but not documented: ${missing.join(', ')}; describe each in the TSDoc of its slice's …Config interface, then run \`npm run docs:generate\``);
+      throw new Error(
+        `read but not documented: ${missing.join(', ')}; describe each in the TSDoc of its slice's …Config interface, then run \`npm run docs:generate\``,
+      );
     }
     expect(documented.filter((n) => !read.includes(n))).toEqual([]);
   });
 
-  test('each variable has a process, a group and a description; the defaults are the slices\'', () => {
+  test("each variable has a process, a group and a description; the defaults are the slices'", () => {
     const vars = configVariables();
     for (const v of vars) {
-      expect({ name: v.name, processes: v.processes.length > 0, described: v.description.length > 5 }).toEqual({ name: v.name, processes: true, described: true });
+      expect({ name: v.name, processes: v.processes.length > 0, described: v.description.length > 5 }).toEqual({
+        name: v.name,
+        processes: true,
+        described: true,
+      });
     }
     const byName = new Map(vars.map((v) => [v.name, v]));
     expect(byName.get('PORT')).toMatchObject({ default: '8080', group: 'api', processes: ['api'] });
@@ -109,13 +118,19 @@ describe('docs/api/errors.md', () => {
 describe('OpenAPI document', () => {
   const doc = openApiDocument();
   type Response = { headers?: Record<string, unknown>; $ref?: string };
-  type Operation = { operationId: string; responses: Record<string, Response>; requestBody?: { content: Record<string, { example?: unknown }> }; parameters?: Array<{ name: string }> };
+  type Operation = {
+    operationId: string;
+    responses: Record<string, Response>;
+    requestBody?: { content: Record<string, { example?: unknown }> };
+    parameters?: Array<{ name: string }>;
+  };
   const operations = Object.entries(doc.paths).flatMap(([p, item]) =>
     Object.entries(item as Record<string, Operation>).map(([method, op]) => ({ path: p, method, op })),
   );
-  const resolve = (r: Response): Response => (r.$ref ? (doc.components.responses as Record<string, Response>)[r.$ref.split('/').pop()!] : r);
+  const resolve = (r: Response): Response =>
+    r.$ref ? (doc.components.responses as Record<string, Response>)[r.$ref.split('/').pop()!] : r;
 
-  test('info.version is package.json\'s; the error schema has retryable', () => {
+  test("info.version is package.json's; the error schema has retryable", () => {
     const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
     expect(doc.info.version).toBe(pkg.version);
     expect(doc.components.schemas.Error.properties.error.required).toContain('retryable');
@@ -126,16 +141,38 @@ describe('OpenAPI document', () => {
       expect({ p, method, has503: '503' in op.responses }).toEqual({ p, method, has503: true });
       for (const [status, raw] of Object.entries(op.responses)) {
         const headers = resolve(raw).headers ?? {};
-        expect({ p, method, status, requestId: 'X-Request-Id' in headers }).toEqual({ p, method, status, requestId: true });
-        if (status === '429' || status === '503') expect({ p, method, status, retryAfter: 'Retry-After' in headers }).toEqual({ p, method, status, retryAfter: true });
+        expect({ p, method, status, requestId: 'X-Request-Id' in headers }).toEqual({
+          p,
+          method,
+          status,
+          requestId: true,
+        });
+        if (status === '429' || status === '503')
+          expect({ p, method, status, retryAfter: 'Retry-After' in headers }).toEqual({
+            p,
+            method,
+            status,
+            retryAfter: true,
+          });
       }
     }
   });
 
   test('key routes: RateLimit-* on their answers, Idempotent-Replayed on an idempotent success, error codes per status', () => {
     const send = (doc.paths['/v1/send'] as Record<string, Operation>).post;
-    expect(Object.keys(send.responses['202'].headers!)).toEqual(expect.arrayContaining(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Idempotent-Replayed', 'X-Request-Id']));
-    const limited = resolve(send.responses['429']) as Response & { description: string; content: Record<string, { schema: { allOf: unknown[] } }> };
+    expect(Object.keys(send.responses['202'].headers!)).toEqual(
+      expect.arrayContaining([
+        'RateLimit-Limit',
+        'RateLimit-Remaining',
+        'RateLimit-Reset',
+        'Idempotent-Replayed',
+        'X-Request-Id',
+      ]),
+    );
+    const limited = resolve(send.responses['429']) as Response & {
+      description: string;
+      content: Record<string, { schema: { allOf: unknown[] } }>;
+    };
     expect(limited.description).toContain('`RATE_LIMITED` (retryable)');
     expect(JSON.stringify(limited.content['application/json'].schema)).toContain('"retryable":{"const":true}');
     const invalid = resolve(send.responses['422']) as Response & { description: string };
@@ -144,7 +181,7 @@ describe('OpenAPI document', () => {
     expect(Object.keys(resolve(send.responses['401']).headers!)).not.toContain('RateLimit-Limit');
   });
 
-  test('every JSON request body has an example that the route\'s own validator accepts', () => {
+  test("every JSON request body has an example that the route's own validator accepts", () => {
     const routes = documentedRoutes();
     let checked = 0;
     const refused: string[] = [];
@@ -156,7 +193,9 @@ describe('OpenAPI document', () => {
       try {
         bodyValidator(r.body)(structuredClone(example));
       } catch (err) {
-        refused.push(`${op.operationId}: its example ${JSON.stringify(example)} is refused: ${JSON.stringify((err as { options?: { errors?: unknown } }).options?.errors ?? String(err))}`);
+        refused.push(
+          `${op.operationId}: its example ${JSON.stringify(example)} is refused: ${JSON.stringify((err as { options?: { errors?: unknown } }).options?.errors ?? String(err))}`,
+        );
       }
       checked++;
     }
@@ -167,7 +206,17 @@ describe('OpenAPI document', () => {
   test('webhooks: one per event type the platform emits, each with its payload schema', () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual([...WEBHOOK_EVENT_TYPES].sort());
     for (const type of WEBHOOK_EVENT_TYPES) {
-      const schema = (doc.webhooks[type] as { post: { requestBody: { content: { 'application/json': { schema: { properties: { type: { const: string }; data: { type: string } } } } } } } }).post.requestBody.content['application/json'].schema;
+      const schema = (
+        doc.webhooks[type] as {
+          post: {
+            requestBody: {
+              content: {
+                'application/json': { schema: { properties: { type: { const: string }; data: { type: string } } } };
+              };
+            };
+          };
+        }
+      ).post.requestBody.content['application/json'].schema;
       expect(schema.properties.type.const).toBe(type);
       expect(schema.properties.data.type).toBe('object');
     }

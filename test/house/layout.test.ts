@@ -22,16 +22,28 @@ interface Workspace {
   name: string;
   kind: 'package' | 'app';
   dir: string;
-  manifest: { name: string; dependencies?: Record<string, string>; exports?: Record<string, { types: string; default: string }> };
+  manifest: {
+    name: string;
+    dependencies?: Record<string, string>;
+    exports?: Record<string, { types: string; default: string }>;
+  };
 }
 
 function workspaces(): Workspace[] {
   const out: Workspace[] = [];
-  for (const [kind, folder] of [['package', 'packages'], ['app', 'apps']] as const) {
+  for (const [kind, folder] of [
+    ['package', 'packages'],
+    ['app', 'apps'],
+  ] as const) {
     for (const name of readdirSync(path.join(ROOT, folder))) {
       const dir = path.join(ROOT, folder, name);
       if (!existsSync(path.join(dir, 'package.json')) || !existsSync(path.join(dir, 'src'))) continue;
-      out.push({ name, kind, dir, manifest: JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Workspace['manifest'] });
+      out.push({
+        name,
+        kind,
+        dir,
+        manifest: JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Workspace['manifest'],
+      });
     }
   }
   return out;
@@ -70,7 +82,12 @@ test('no source file is over 400 lines', () => {
   const long = ws
     .flatMap((w) => sourceFiles(path.join(w.dir, 'src')))
     .filter((f) => !isTest(f))
-    .map((f) => ({ file: rel(f), lines: readFileSync(f, 'utf8').split('\n').filter((_, i, all) => i < all.length - 1 || all[i] !== '').length }))
+    .map((f) => ({
+      file: rel(f),
+      lines: readFileSync(f, 'utf8')
+        .split('\n')
+        .filter((_, i, all) => i < all.length - 1 || all[i] !== '').length,
+    }))
     .filter((f) => f.lines > MAX_LINES);
   expect(long).toEqual([]);
 });
@@ -88,21 +105,31 @@ test('packages never import apps, and reach other packages only through their de
   for (const w of ws) {
     for (const file of sourceFiles(path.join(w.dir, 'src'))) {
       for (const spec of specifiers(file)) {
-        if (w.kind === 'package' && (/^@mailroom\/(api|worker)(\/|$)/.test(spec) || (spec.startsWith('.') && path.resolve(path.dirname(file), spec).startsWith(path.join(ROOT, 'apps'))))) {
+        if (
+          w.kind === 'package' &&
+          (/^@mailroom\/(api|worker)(\/|$)/.test(spec) ||
+            (spec.startsWith('.') && path.resolve(path.dirname(file), spec).startsWith(path.join(ROOT, 'apps'))))
+        ) {
           problems.push(`${rel(file)} imports the app module ${spec}`);
         }
         // A package's own tests may use the shared test support (databases, SES emulator); its code may not.
-        if (!isTest(file) && spec.startsWith('.') && !path.resolve(path.dirname(file), spec).startsWith(w.dir + path.sep)) {
+        if (
+          !isTest(file) &&
+          spec.startsWith('.') &&
+          !path.resolve(path.dirname(file), spec).startsWith(w.dir + path.sep)
+        ) {
           problems.push(`${rel(file)} reaches outside its workspace by path: ${spec}`);
         }
         const m = /^@mailroom\/([^/]+)\/(.+)$/.exec(spec);
         if (!m) {
-          if (/^@mailroom\//.test(spec)) problems.push(`${rel(file)} imports a whole package (${spec}): name the module`);
+          if (/^@mailroom\//.test(spec))
+            problems.push(`${rel(file)} imports a whole package (${spec}): name the module`);
           continue;
         }
         const target = packages.get(m[1]);
         if (!target) problems.push(`${rel(file)} imports ${spec}: no package ${m[1]}`);
-        else if (target !== w && !target.manifest.exports?.[`./${m[2]}`]) problems.push(`${rel(file)} imports ${spec}, which ${target.manifest.name} does not export`);
+        else if (target !== w && !target.manifest.exports?.[`./${m[2]}`])
+          problems.push(`${rel(file)} imports ${spec}, which ${target.manifest.name} does not export`);
       }
     }
   }
@@ -127,7 +154,8 @@ test('every workspace declares the npm packages it imports (tests may use the ro
     for (const file of sourceFiles(path.join(w.dir, 'src')).filter((f) => !isTest(f))) {
       for (const spec of specifiers(file)) {
         const name = npmPackage(spec);
-        if (name && !declared.has(name)) undeclared.push(`${rel(file)}: ${name} is not in ${w.manifest.name}'s dependencies`);
+        if (name && !declared.has(name))
+          undeclared.push(`${rel(file)}: ${name} is not in ${w.manifest.name}'s dependencies`);
       }
     }
   }
@@ -153,8 +181,13 @@ test('the package graph is acyclic and tsconfig references mirror the declared d
   expect([...new Set(cycles)]).toEqual([]);
 
   for (const w of ws) {
-    const tsconfig = JSON.parse(readFileSync(path.join(w.dir, 'tsconfig.json'), 'utf8')) as { references?: { path: string }[] };
+    const tsconfig = JSON.parse(readFileSync(path.join(w.dir, 'tsconfig.json'), 'utf8')) as {
+      references?: { path: string }[];
+    };
     const refs = (tsconfig.references ?? []).map((r) => path.basename(r.path)).sort();
-    expect({ workspace: w.manifest.name, references: refs }).toEqual({ workspace: w.manifest.name, references: deps(w) });
+    expect({ workspace: w.manifest.name, references: refs }).toEqual({
+      workspace: w.manifest.name,
+      references: deps(w),
+    });
   }
 });

@@ -64,7 +64,19 @@ async function call(name: string, args: Record<string, unknown>): Promise<ToolAn
 test('lists the tools, each with a described input schema; announces itself', async () => {
   const { tools } = await mcp.listTools();
   expect(tools.map((t) => t.name).sort()).toEqual(
-    ['create_segment', 'draft_campaign', 'find_contact', 'get_campaign_stats', 'get_email_status', 'list_recent_emails', 'preview_segment', 'send_campaign', 'send_email', 'track_event', 'update_contact'].sort(),
+    [
+      'create_segment',
+      'draft_campaign',
+      'find_contact',
+      'get_campaign_stats',
+      'get_email_status',
+      'list_recent_emails',
+      'preview_segment',
+      'send_campaign',
+      'send_email',
+      'track_event',
+      'update_contact',
+    ].sort(),
   );
   for (const t of tools) {
     expect(t.description?.length).toBeGreaterThan(20);
@@ -81,28 +93,59 @@ test('lists the tools, each with a described input schema; announces itself', as
 
 test('send_email (plain and from a template), then list_recent_emails and get_email_status', async () => {
   const to = recipient('mcp');
-  const sent = await call('send_email', { to, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', from: `app@${served.project.domain}`, data: { name: 'Ada' } });
+  const sent = await call('send_email', {
+    to,
+    subject: 'Hi {{name}}',
+    body: '<p>Hello {{name}}</p>',
+    from: `app@${served.project.domain}`,
+    data: { name: 'Ada' },
+  });
   expect(sent.isError).toBe(false);
   expect(sent.json.emails).toEqual([{ email: to, emailId: expect.any(String), contactId: expect.any(String) }]);
 
-  const template = unwrap(await mailroom.POST('/templates', { body: { name: 'Receipt', subject: 'Receipt {{order}}', body: '<p>Order {{order}}</p>', from: `billing@${served.project.domain}` } }));
-  const fromTemplate = await call('send_email', { to: [recipient('mcp-t')], template: template.id, data: { order: 'A-1' } });
+  const template = unwrap(
+    await mailroom.POST('/templates', {
+      body: {
+        name: 'Receipt',
+        subject: 'Receipt {{order}}',
+        body: '<p>Order {{order}}</p>',
+        from: `billing@${served.project.domain}`,
+      },
+    }),
+  );
+  const fromTemplate = await call('send_email', {
+    to: [recipient('mcp-t')],
+    template: template.id,
+    data: { order: 'A-1' },
+  });
   expect(fromTemplate.isError).toBe(false);
 
   const recent = await call('list_recent_emails', { limit: 2 });
   expect(recent.isError).toBe(false);
-  expect(recent.json.emails.map((e: { id: string }) => e.id)).toEqual([fromTemplate.json.emails[0].emailId, sent.json.emails[0].emailId]);
+  expect(recent.json.emails.map((e: { id: string }) => e.id)).toEqual([
+    fromTemplate.json.emails[0].emailId,
+    sent.json.emails[0].emailId,
+  ]);
   expect(recent.json.emails[1]).toMatchObject({ status: 'queued', to, subject: 'Hi {{name}}' });
   const mine = await call('list_recent_emails', { email: to, status: 'queued' });
   expect(mine.json).toMatchObject({ total: 1, nextCursor: null, emails: [{ id: sent.json.emails[0].emailId }] });
   const wrongStatus = await call('list_recent_emails', { status: 'lost' });
-  expect(wrongStatus).toMatchObject({ isError: true, text: expect.stringMatching(/^INVALID_PARAMETERS: [\s\S]*\n- status: /) });
+  expect(wrongStatus).toMatchObject({
+    isError: true,
+    text: expect.stringMatching(/^INVALID_PARAMETERS: [\s\S]*\n- status: /),
+  });
 
-  const status = await call('get_email_status', { ids: [sent.json.emails[0].emailId, fromTemplate.json.emails[0].emailId] });
+  const status = await call('get_email_status', {
+    ids: [sent.json.emails[0].emailId, fromTemplate.json.emails[0].emailId],
+  });
   expect(status.isError).toBe(false);
   expect(status.json).toEqual([
     expect.objectContaining({ id: sent.json.emails[0].emailId, status: 'queued', to, subject: 'Hi {{name}}' }),
-    expect.objectContaining({ id: fromTemplate.json.emails[0].emailId, status: 'queued', subject: 'Receipt {{order}}' }),
+    expect.objectContaining({
+      id: fromTemplate.json.emails[0].emailId,
+      status: 'queued',
+      subject: 'Receipt {{order}}',
+    }),
   ]);
 });
 
@@ -167,7 +210,12 @@ test('draft_campaign; send_campaign refuses without confirm: true and sends noth
 });
 
 test("errors come back as tool errors with the API's code, message and fields", async () => {
-  const invalid = await call('send_email', { to: 'not an address', subject: 's', body: 'b', from: `a@${served.project.domain}` });
+  const invalid = await call('send_email', {
+    to: 'not an address',
+    subject: 's',
+    body: 'b',
+    from: `a@${served.project.domain}`,
+  });
   expect(invalid.isError).toBe(true);
   expect(invalid.text).toMatch(/^VALIDATION_ERROR: /);
   expect(invalid.text).toMatch(/\n- to/);
@@ -175,8 +223,14 @@ test("errors come back as tool errors with the API's code, message and fields", 
 
   const missing = await call('get_email_status', { ids: ['00000000-0000-4000-8000-000000000000'] });
   expect(missing).toMatchObject({ isError: true, text: expect.stringMatching(/^NOT_FOUND: /) });
-  expect(await call('find_contact', { email: recipient('nobody') })).toMatchObject({ isError: true, text: expect.stringMatching(/^NOT_FOUND: /) });
-  expect(await call('find_contact', {})).toMatchObject({ isError: true, text: expect.stringMatching(/^VALIDATION_ERROR: Give id or email/) });
+  expect(await call('find_contact', { email: recipient('nobody') })).toMatchObject({
+    isError: true,
+    text: expect.stringMatching(/^NOT_FOUND: /),
+  });
+  expect(await call('find_contact', {})).toMatchObject({
+    isError: true,
+    text: expect.stringMatching(/^VALIDATION_ERROR: Give id or email/),
+  });
 
   // The SDK checks arguments against the input schema before the tool runs.
   const badArgs = await call('send_campaign', { confirm: true });

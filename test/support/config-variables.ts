@@ -7,12 +7,15 @@ import { loadConfig } from '@mailroom/config/config';
 /** Every variable name `loadConfig` reads. */
 export function acceptedVariables(): Set<string> {
   const read = new Set<string>();
-  const env = new Proxy({}, {
-    get: (_target, name) => {
-      if (typeof name === 'string') read.add(name);
-      return undefined;
+  const env = new Proxy(
+    {},
+    {
+      get: (_target, name) => {
+        if (typeof name === 'string') read.add(name);
+        return undefined;
+      },
     },
-  });
+  );
   loadConfig(env);
   return read;
 }

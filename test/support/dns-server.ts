@@ -33,7 +33,10 @@ const RCODE = (Packet as unknown as { RCODE: { NXDOMAIN: number } }).RCODE;
 export async function startDnsServer(zone: Record<string, ZoneEntry> = {}): Promise<TestDnsServer> {
   const map = new Map(Object.entries(zone).map(([k, v]) => [k.toLowerCase(), v]));
   const queries: string[] = [];
-  const reply = (request: InstanceType<typeof Packet>, send: (response: InstanceType<typeof Packet>) => Promise<Buffer>): Promise<Buffer> | undefined => {
+  const reply = (
+    request: InstanceType<typeof Packet>,
+    send: (response: InstanceType<typeof Packet>) => Promise<Buffer>,
+  ): Promise<Buffer> | undefined => {
     const response = Packet.createResponseFromRequest(request);
     const [q] = request.questions;
     if (!q) return send(response);
@@ -52,10 +55,15 @@ export async function startDnsServer(zone: Record<string, ZoneEntry> = {}): Prom
     if (entry.CNAME && q.type !== Packet.TYPE.CNAME) {
       answer({ ...base, type: Packet.TYPE.CNAME, domain: entry.CNAME });
     }
-    if (q.type === Packet.TYPE.A) for (const address of entry.A ?? []) answer({ ...base, type: Packet.TYPE.A, address });
-    if (q.type === Packet.TYPE.AAAA) for (const address of entry.AAAA ?? []) answer({ ...base, type: Packet.TYPE.AAAA, address });
-    if (q.type === Packet.TYPE.MX) for (const mx of entry.MX ?? []) answer({ ...base, type: Packet.TYPE.MX, exchange: mx.exchange, priority: mx.priority });
-    if (q.type === Packet.TYPE.TXT) for (const data of entry.TXT ?? []) answer({ ...base, type: Packet.TYPE.TXT, data });
+    if (q.type === Packet.TYPE.A)
+      for (const address of entry.A ?? []) answer({ ...base, type: Packet.TYPE.A, address });
+    if (q.type === Packet.TYPE.AAAA)
+      for (const address of entry.AAAA ?? []) answer({ ...base, type: Packet.TYPE.AAAA, address });
+    if (q.type === Packet.TYPE.MX)
+      for (const mx of entry.MX ?? [])
+        answer({ ...base, type: Packet.TYPE.MX, exchange: mx.exchange, priority: mx.priority });
+    if (q.type === Packet.TYPE.TXT)
+      for (const data of entry.TXT ?? []) answer({ ...base, type: Packet.TYPE.TXT, data });
     if (q.type === Packet.TYPE.CNAME && entry.CNAME) answer({ ...base, type: Packet.TYPE.CNAME, domain: entry.CNAME });
     return send(response);
   };

@@ -59,15 +59,27 @@ export class FailingSes {
       if (mode === 'frozen') return;
       if (mode === '5xx') {
         res
-          .writeHead(503, { 'content-type': 'application/json', 'x-amzn-errortype': 'ServiceUnavailable:http://internal.amazon.com/coral/com.amazonaws.sesv2/' })
+          .writeHead(503, {
+            'content-type': 'application/json',
+            'x-amzn-errortype': 'ServiceUnavailable:http://internal.amazon.com/coral/com.amazonaws.sesv2/',
+          })
           .end(JSON.stringify({ message: 'Service is unavailable.' }));
         return;
       }
-      const up = http.request({ host: this.upstream.hostname, port: this.upstream.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
-        const out: Buffer[] = [];
-        answer.on('data', (c: Buffer) => out.push(c));
-        answer.on('end', () => res.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(out)));
-      });
+      const up = http.request(
+        {
+          host: this.upstream.hostname,
+          port: this.upstream.port,
+          path: req.url,
+          method: req.method,
+          headers: req.headers,
+        },
+        (answer) => {
+          const out: Buffer[] = [];
+          answer.on('data', (c: Buffer) => out.push(c));
+          answer.on('end', () => res.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(out)));
+        },
+      );
       up.on('error', () => res.writeHead(502).end());
       up.end(Buffer.concat(chunks));
     });
@@ -75,7 +87,10 @@ export class FailingSes {
 }
 
 /** Accepted (200) sends to any of `addresses` recorded by the recorder at `endpoint`. */
-export async function acceptedAt(endpoint: string, addresses: string[]): Promise<{ to: string[]; status: number; raw: string }[]> {
+export async function acceptedAt(
+  endpoint: string,
+  addresses: string[],
+): Promise<{ to: string[]; status: number; raw: string }[]> {
   const res = await fetch(`${endpoint}/__recorded`, { method: 'POST', body: JSON.stringify({ to: addresses }) });
   return ((await res.json()) as { to: string[]; status: number; raw: string }[]).filter((s) => s.status === 200);
 }

@@ -22,7 +22,9 @@ export default async function globalSetup(): Promise<void> {
     await redis.connect();
     await redis.ping();
   } catch (err) {
-    throw new Error(`Redis is not answering at ${REDIS_URL} (${(err as Error).message}); start it or set TEST_REDIS_URL`);
+    throw new Error(
+      `Redis is not answering at ${REDIS_URL} (${(err as Error).message}); start it or set TEST_REDIS_URL`,
+    );
   } finally {
     redis.disconnect();
   }

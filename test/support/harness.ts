@@ -64,7 +64,11 @@ export interface TestApi extends App {
 
 /** Builds the API app for supertest. */
 export async function startTestApi(config: Config): Promise<TestApi> {
-  const database = createDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, applicationName: 'test-api' });
+  const database = createDatabase({
+    url: config.databaseUrl,
+    poolSize: config.dbPoolSize,
+    applicationName: 'test-api',
+  });
   const redis = createRedis(config, 'producer');
   await waitReady(redis);
   const queues = createQueues(config, redis);
@@ -121,7 +125,10 @@ export function recipient(tag = 'r'): string {
 
 /** SES sends to any of `addresses` (any status), as recorded by the proxy in front of the emulator. */
 export async function sesRecordedTo(addresses: string[]): Promise<RecordedSend[]> {
-  const res = await fetch(`${process.env.TEST_SES_ENDPOINT}/__recorded`, { method: 'POST', body: JSON.stringify({ to: addresses }) });
+  const res = await fetch(`${process.env.TEST_SES_ENDPOINT}/__recorded`, {
+    method: 'POST',
+    body: JSON.stringify({ to: addresses }),
+  });
   return (await res.json()) as RecordedSend[];
 }
 
@@ -136,7 +143,13 @@ export function parseMail(send: RecordedSend): Promise<ParsedMail> {
 }
 
 /** Makes the proxy answer the next `times` sends whose raw MIME contains `match` with a recorded SES error. */
-export async function sesFault(fault: { match: string; status: number; type: string; message: string; times: number }): Promise<void> {
+export async function sesFault(fault: {
+  match: string;
+  status: number;
+  type: string;
+  message: string;
+  times: number;
+}): Promise<void> {
   await fetch(`${process.env.TEST_SES_ENDPOINT}/__faults`, {
     method: 'POST',
     body: JSON.stringify({
@@ -151,7 +164,11 @@ export async function sesFault(fault: { match: string; status: number; type: str
 }
 
 /** Polls `check` until it returns a truthy value. */
-export async function waitFor<T>(check: () => Promise<T | undefined | false | null>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined | false | null>,
+  timeoutMs = 20_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
@@ -183,13 +200,24 @@ const ROOT = path.resolve(__dirname, '..', '..');
 export function spawnWorker(env: Record<string, string>): ChildProcess & { output: string[] } {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'apps/worker/src/main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, ...env, WORKER_HEALTH_PORT: '0', TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json'), LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'info' },
+    env: {
+      ...process.env,
+      ...env,
+      WORKER_HEALTH_PORT: '0',
+      TSX_TSCONFIG_PATH: path.join(ROOT, 'tsconfig.json'),
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'info',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   }) as ChildProcess & { output: string[] };
   // Keep what it printed (start-up line with its effective settings, errors) for failure messages.
   child.output = [];
   const keep = (d: Buffer) => {
-    child.output.push(...d.toString().split('\n').filter((l) => l && !l.includes('"email sent"')));
+    child.output.push(
+      ...d
+        .toString()
+        .split('\n')
+        .filter((l) => l && !l.includes('"email sent"')),
+    );
     if (child.output.length > 200) child.output.splice(0, child.output.length - 200);
   };
   child.stdout!.on('data', keep);
@@ -207,7 +235,10 @@ export function exited(child: ChildProcess): Promise<number | null> {
  * Registers `beforeAll`/`afterAll` that start an in-process API (fresh queue prefix) with one project, and
  * returns accessors for them.
  */
-export function useApiWithProject(envOverrides: Record<string, string> = {}): { readonly api: TestApi; readonly p: TestProject } {
+export function useApiWithProject(envOverrides: Record<string, string> = {}): {
+  readonly api: TestApi;
+  readonly p: TestProject;
+} {
   let api: TestApi | undefined;
   let p: TestProject | undefined;
   beforeAll(async () => {

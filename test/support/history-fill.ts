@@ -24,7 +24,8 @@ export interface HistoryFill {
 /** Writes the rows; statements of at most `chunk` rows each (default 200,000). */
 export async function fillHistory(db: DbOrTx, f: HistoryFill, chunk = 200_000): Promise<void> {
   const p = sql`${f.projectId}::uuid`;
-  const spread = (n: number) => sql`now() - make_interval(secs => (${f.days}::float8 * 86400) * (1 - g::float8 / ${n}::float8))`;
+  const spread = (n: number) =>
+    sql`now() - make_interval(secs => (${f.days}::float8 * 86400) * (1 - g::float8 / ${n}::float8))`;
   await db.execute(sql`
     insert into contacts (id, project_id, email, email_key, subscribed, data)
     select mailroom_uuid_v7(now()), ${p}, 'c' || g || '@fill.test', 'c' || g || '@fill.test', true, '{}'::jsonb

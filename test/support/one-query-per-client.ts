@@ -11,22 +11,32 @@ import { Client } from 'pg';
 
 const concurrent: string[] = [];
 type Queued = Client & { _activeQuery?: unknown; _queryQueue?: unknown[]; _connected?: boolean; pipeline?: boolean };
-const query = Object.getOwnPropertyDescriptor(Client.prototype, 'query')!.value as (this: Client, ...args: unknown[]) => unknown;
+const query = Object.getOwnPropertyDescriptor(Client.prototype, 'query')!.value as (
+  this: Client,
+  ...args: unknown[]
+) => unknown;
 
 /** The error's stack without this file's frame (drizzle's async layers often hide the caller: the test names it). */
 function callers(error: Error): string {
-  return (error.stack ?? '').split('\n').filter((line) => !line.includes('one-query-per-client')).join('\n');
+  return (error.stack ?? '')
+    .split('\n')
+    .filter((line) => !line.includes('one-query-per-client'))
+    .join('\n');
 }
 
 beforeAll(() => {
   Client.prototype.query = function (this: Queued, ...args: unknown[]) {
     const busy = this._connected && (this._activeQuery != null || (this._queryQueue?.length ?? 0) > 0);
-    if (busy && !this.pipeline) concurrent.push(callers(new Error(`a query given to a busy pg client in "${expect.getState().currentTestName ?? 'a hook'}"`)));
+    if (busy && !this.pipeline)
+      concurrent.push(
+        callers(new Error(`a query given to a busy pg client in "${expect.getState().currentTestName ?? 'a hook'}"`)),
+      );
     return query.apply(this, args);
   } as Client['query'];
 });
 
 afterAll(() => {
   Client.prototype.query = query as Client['query'];
-  if (concurrent.length > 0) throw new Error(`queries given to a pg client still busy with another:\n${concurrent.join('\n\n')}`);
+  if (concurrent.length > 0)
+    throw new Error(`queries given to a pg client still busy with another:\n${concurrent.join('\n\n')}`);
 });

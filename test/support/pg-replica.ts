@@ -15,12 +15,16 @@ import { freePort, freshDatabase } from './services';
 export function postgresBinDir(): string {
   const root = '/usr/lib/postgresql';
   if (existsSync(root)) {
-    const versions = readdirSync(root).filter((v) => existsSync(path.join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(root)
+      .filter((v) => existsSync(path.join(root, v, 'bin', 'initdb')))
+      .sort((a, b) => Number(b) - Number(a));
     if (versions[0]) return path.join(root, versions[0], 'bin');
   }
   const out = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' });
   if (out.status === 0 && existsSync(path.join(out.stdout.trim(), 'initdb'))) return out.stdout.trim();
-  throw new Error('read-replica tests need the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup): none found under /usr/lib/postgresql or by pg_config');
+  throw new Error(
+    'read-replica tests need the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup): none found under /usr/lib/postgresql or by pg_config',
+  );
 }
 
 /** A primary and its streaming replica. */
@@ -47,7 +51,8 @@ const asRoot = process.getuid?.() === 0;
 function run(bin: string, args: string[], what: string): void {
   const argv = asRoot ? ['runuser', '-u', 'postgres', '--', bin, ...args] : [bin, ...args];
   const out = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8', timeout: 300_000 });
-  if (out.status !== 0) throw new Error(`${what} failed (${out.status ?? out.signal}): ${out.stderr || out.stdout || out.error?.message}`);
+  if (out.status !== 0)
+    throw new Error(`${what} failed (${out.status ?? out.signal}): ${out.stderr || out.stdout || out.error?.message}`);
 }
 
 async function query<T>(url: string, text: string, values?: unknown[]): Promise<T[]> {
@@ -92,11 +97,19 @@ export async function startReplicaPair(database = 'mailroom_replicas'): Promise<
     rmSync(dir, { recursive: true, force: true });
   };
   const start = (dataDir: string, log: string) => {
-    run(path.join(bin, 'pg_ctl'), ['-D', dataDir, '-l', log, '-w', '-t', '180', 'start'], `pg_ctl start ${path.basename(dataDir)}`);
+    run(
+      path.join(bin, 'pg_ctl'),
+      ['-D', dataDir, '-l', log, '-w', '-t', '180', 'start'],
+      `pg_ctl start ${path.basename(dataDir)}`,
+    );
     if (!started.includes(dataDir)) started.push(dataDir);
   };
   try {
-    run(path.join(bin, 'initdb'), ['-D', primaryDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync'], 'initdb');
+    run(
+      path.join(bin, 'initdb'),
+      ['-D', primaryDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync'],
+      'initdb',
+    );
     const settings = [
       `port = ${primaryPort}`,
       `listen_addresses = '127.0.0.1'`,
@@ -117,7 +130,25 @@ export async function startReplicaPair(database = 'mailroom_replicas'): Promise<
     const admin = `postgres://postgres@127.0.0.1:${primaryPort}/postgres`;
     const primaryUrl = await freshDatabase(admin, database);
     await query(primaryUrl, 'create extension if not exists pg_stat_statements');
-    run(path.join(bin, 'pg_basebackup'), ['-D', replicaDir, '-R', '-X', 'stream', '-c', 'fast', '-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres'], 'pg_basebackup');
+    run(
+      path.join(bin, 'pg_basebackup'),
+      [
+        '-D',
+        replicaDir,
+        '-R',
+        '-X',
+        'stream',
+        '-c',
+        'fast',
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(primaryPort),
+        '-U',
+        'postgres',
+      ],
+      'pg_basebackup',
+    );
     appendFileSync(path.join(replicaDir, 'postgresql.conf'), `\nport = ${replicaPort}\n`);
     start(replicaDir, path.join(dir, 'replica.log'));
     const replicaUrl = primaryUrl.replace(`:${primaryPort}/`, `:${replicaPort}/`);

@@ -47,7 +47,9 @@ let aptUpdated = false;
 function aptInstall(packages: string[], why: string, { recommends = true }: { recommends?: boolean } = {}): void {
   const canInstall = process.getuid?.() === 0 && which('apt-get');
   if (!canInstall) {
-    throw new Error(`${why}: install Debian's ${packages.join(' ')} (apt-get install ${packages.join(' ')}), then run the tests again`);
+    throw new Error(
+      `${why}: install Debian's ${packages.join(' ')} (apt-get install ${packages.join(' ')}), then run the tests again`,
+    );
   }
   log(`${why}; installing Debian's ${packages.join(', ')} (once)`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -55,7 +57,10 @@ function aptInstall(packages: string[], why: string, { recommends = true }: { re
     execFileSync('apt-get', ['update', '-qq'], { stdio: 'ignore', env });
     aptUpdated = true;
   }
-  execFileSync('apt-get', ['install', '-y', '-qq', ...(recommends ? [] : ['--no-install-recommends']), ...packages], { stdio: 'ignore', env });
+  execFileSync('apt-get', ['install', '-y', '-qq', ...(recommends ? [] : ['--no-install-recommends']), ...packages], {
+    stdio: 'ignore',
+    env,
+  });
 }
 
 function sleep(ms: number): Promise<void> {
@@ -72,7 +77,8 @@ async function waitUntil(check: () => boolean, ms: number): Promise<boolean> {
 }
 
 const pgUp = () => spawnSync('pg_isready', ['-h', '127.0.0.1', '-p', '5432', '-q']).status === 0;
-const redisUp = () => spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', '6379', 'ping'], { encoding: 'utf8' }).stdout?.trim() === 'PONG';
+const redisUp = () =>
+  spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', '6379', 'ping'], { encoding: 'utf8' }).stdout?.trim() === 'PONG';
 
 /**
  * Makes sure Postgres answers on 127.0.0.1:5432 and Redis on 127.0.0.1:6379 (only when the tests use those
@@ -90,7 +96,8 @@ export async function ensureServices(adminUrl: string, redisUrl: string): Promis
       const version = fs.readdirSync('/etc/postgresql').sort().pop()!;
       log(`Postgres is not answering; starting cluster ${version}/main`);
       spawnSync('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'start'], { stdio: 'ignore' });
-      if (!(await waitUntil(pgUp, 30_000))) throw new Error('Postgres did not start on 127.0.0.1:5432; start it or set TEST_POSTGRES_URL');
+      if (!(await waitUntil(pgUp, 30_000)))
+        throw new Error('Postgres did not start on 127.0.0.1:5432; start it or set TEST_POSTGRES_URL');
     }
     // A fresh Debian cluster trusts only the local socket: give postgres a password for TCP, as CI does.
     const trust = spawnSync('psql', [adminUrl, '-qtAc', 'select 1'], { encoding: 'utf8' });
@@ -106,8 +113,26 @@ export async function ensureServices(adminUrl: string, redisUrl: string): Promis
     if (!which('redis-server') || !which('redis-cli')) aptInstall(['redis-server'], 'redis-server is not installed');
     if (!redisUp()) {
       log('Redis is not answering; starting redis-server on 127.0.0.1:6379');
-      spawnSync('redis-server', ['--daemonize', 'yes', '--bind', '127.0.0.1', '--port', '6379', '--save', '', '--appendonly', 'no', '--logfile', '/tmp/mailroom-test-redis.log'], { stdio: 'ignore' });
-      if (!(await waitUntil(redisUp, 30_000))) throw new Error('Redis did not start on 127.0.0.1:6379; start it or set TEST_REDIS_URL');
+      spawnSync(
+        'redis-server',
+        [
+          '--daemonize',
+          'yes',
+          '--bind',
+          '127.0.0.1',
+          '--port',
+          '6379',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--logfile',
+          '/tmp/mailroom-test-redis.log',
+        ],
+        { stdio: 'ignore' },
+      );
+      if (!(await waitUntil(redisUp, 30_000)))
+        throw new Error('Redis did not start on 127.0.0.1:6379; start it or set TEST_REDIS_URL');
     }
   }
   return url;
@@ -129,14 +154,17 @@ export function composeCommand(): string[] | undefined {
  * `CHROMIUM_PATH` for the test workers.
  */
 export function ensureTools(): void {
-  if (!which('redis-server') || !which('redis-cli')) aptInstall(['redis-server'], 'the Redis Cluster and outage tests need redis-server and redis-cli');
+  if (!which('redis-server') || !which('redis-cli'))
+    aptInstall(['redis-server'], 'the Redis Cluster and outage tests need redis-server and redis-cli');
   ensureDeployTools();
   if (!composeCommand()) {
     // One assertion of one test needs it, and the file is also checked by parsing: no reason to stop the run.
     try {
       aptInstall(['docker-compose'], 'the deploy test validates docker-compose.yml with docker compose');
     } catch (err) {
-      log(`${(err as Error).message}. Until then test/api/deploy.test.ts checks docker-compose.yml by parsing only (it says so when it runs)`);
+      log(
+        `${(err as Error).message}. Until then test/api/deploy.test.ts checks docker-compose.yml by parsing only (it says so when it runs)`,
+      );
     }
   }
   const chromium = process.env.CHROMIUM_PATH ?? which('chromium') ?? which('chromium-browser');
@@ -156,8 +184,13 @@ export function ensureTools(): void {
  */
 export function ensureDeployTools(): void {
   if (!which('kubectl')) {
-    aptInstall(['kubernetes-client'], 'the Kubernetes test renders deploy/kubernetes with kubectl kustomize', { recommends: false });
+    aptInstall(['kubernetes-client'], 'the Kubernetes test renders deploy/kubernetes with kubectl kustomize', {
+      recommends: false,
+    });
   }
-  if (!which('promtool')) aptInstall(['prometheus'], 'the monitoring test checks and unit-tests the alert rules with promtool', { recommends: false });
+  if (!which('promtool'))
+    aptInstall(['prometheus'], 'the monitoring test checks and unit-tests the alert rules with promtool', {
+      recommends: false,
+    });
   if (!which('caddy')) aptInstall(['caddy'], 'the TLS test runs Caddy in front of the API', { recommends: false });
 }

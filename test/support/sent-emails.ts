@@ -31,7 +31,11 @@ export async function markSent(db: Db, emailId: string): Promise<string> {
  * Inserts `n` queued emails of a campaign (as its fan-out would, without contacts) from `from`, and records each
  * as sent. @returns them in order.
  */
-export async function sentCampaignEmails(db: Db, p: { projectId: string; campaignId: string; from: string }, n: number): Promise<SentEmail[]> {
+export async function sentCampaignEmails(
+  db: Db,
+  p: { projectId: string; campaignId: string; from: string },
+  n: number,
+): Promise<SentEmail[]> {
   const to = Array.from({ length: n }, () => recipient('rep'));
   const rows = await db.execute<{ id: string; to_email: string }>(sql`
     insert into emails (id, project_id, campaign_id, marketing, source, to_email, from_email, subject, status)

@@ -39,7 +39,9 @@ export async function freshDatabase(adminUrl: string, name: string, until?: stri
   try {
     await admin.connect();
   } catch (err) {
-    throw new Error(`Postgres is not answering at ${adminUrl} (${(err as Error).message}); start it or set TEST_POSTGRES_URL`);
+    throw new Error(
+      `Postgres is not answering at ${adminUrl} (${(err as Error).message}); start it or set TEST_POSTGRES_URL`,
+    );
   }
   await admin.query(`drop database if exists "${name}" with (force)`);
   await admin.query(`create database "${name}"`);
@@ -71,12 +73,18 @@ export interface SesStack {
 export async function startSesStack(): Promise<SesStack> {
   const sesPort = await freePort();
   const cli = path.join(path.dirname(require.resolve('aws-ses-v2-local/package.json')), 'dist', 'cli.js');
-  const emulatorProcess = spawn(process.execPath, [cli, '--host', '127.0.0.1', '--port', String(sesPort)], { stdio: 'ignore' });
+  const emulatorProcess = spawn(process.execPath, [cli, '--host', '127.0.0.1', '--port', String(sesPort)], {
+    stdio: 'ignore',
+  });
   const emulator = `http://127.0.0.1:${sesPort}`;
   await waitForHttp(`${emulator}/health-check`, 15_000);
-  const recorderProcess = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'ses-recorder.ts'), emulator], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const recorderProcess = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(__dirname, 'ses-recorder.ts'), emulator],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const endpoint = await new Promise<string>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error('SES recorder did not start')), 15_000);
     recorderProcess.stdout.once('data', (d: Buffer) => {

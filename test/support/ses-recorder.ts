@@ -52,13 +52,21 @@ export async function startSesRecorder(upstream: string): Promise<{ url: string;
         const q = JSON.parse(body.toString() || '{}') as { to?: string[]; toPrefix?: string };
         const wanted = new Set((q.to ?? []).map((a) => a.toLowerCase()));
         const match = (s: RecordedSend) =>
-          s.to.some((t) => wanted.has(t.toLowerCase()) || (q.toPrefix !== undefined && t.toLowerCase().startsWith(q.toPrefix)));
+          s.to.some(
+            (t) => wanted.has(t.toLowerCase()) || (q.toPrefix !== undefined && t.toLowerCase().startsWith(q.toPrefix)),
+          );
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(sends.filter(match)));
         return;
       }
       if (req.url === '/__faults' && req.method === 'POST') {
         const f = JSON.parse(body.toString()) as Partial<Fault>;
-        faults.push({ match: f.match!, status: f.status ?? 400, headers: f.headers ?? {}, body: f.body ?? '', times: f.times ?? 1 });
+        faults.push({
+          match: f.match!,
+          status: f.status ?? 400,
+          headers: f.headers ?? {},
+          body: f.body ?? '',
+          times: f.times ?? 1,
+        });
         res.writeHead(204).end();
         return;
       }
@@ -73,7 +81,15 @@ export async function startSesRecorder(upstream: string): Promise<{ url: string;
           EmailTags?: { Name: string; Value: string }[];
         };
         const raw = Buffer.from(parsed.Content?.Raw?.Data ?? '', 'base64').toString('utf8');
-        record = { at, raw, from: parsed.FromEmailAddress, to: parsed.Destination?.ToAddresses ?? [], status: 0, tags: parsed.EmailTags ?? [], ...(parsed.ConfigurationSetName ? { configurationSet: parsed.ConfigurationSetName } : {}) };
+        record = {
+          at,
+          raw,
+          from: parsed.FromEmailAddress,
+          to: parsed.Destination?.ToAddresses ?? [],
+          status: 0,
+          tags: parsed.EmailTags ?? [],
+          ...(parsed.ConfigurationSetName ? { configurationSet: parsed.ConfigurationSetName } : {}),
+        };
         const fault = faults.find((f) => f.times > 0 && raw.includes(f.match));
         if (fault) {
           fault.times--;

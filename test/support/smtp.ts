@@ -64,7 +64,15 @@ export async function startTestRelay(
   const authCache = new AuthCache(config.authCacheTtlMs, config.authNegativeCacheTtlMs);
   const { redis, queues } = connections;
   const relay = await startSmtpRelay(
-    { config, database, redis, queues, logger: createLogger(config, 'smtp'), authCache, authFailures: authFailureLimiter(redis, config) },
+    {
+      config,
+      database,
+      redis,
+      queues,
+      logger: createLogger(config, 'smtp'),
+      authCache,
+      authFailures: authFailureLimiter(redis, config),
+    },
     { starttls: 0, tls: 0, ...(config.smtpAllowInsecure ? { plain: 0 } : {}) },
   );
   const port = (kind: string) => relay.listeners.find((l) => l.kind === kind)?.port;
@@ -104,7 +112,9 @@ export function smtpClient(
 }
 
 /** A TCP proxy (to Postgres by default, or Redis) that a test can cut (every connection dropped, new ones refused) and restore. */
-export async function cuttableProxy(target = { host: '127.0.0.1', port: 5432 }): Promise<{ port: number; cut(): void; restore(): void; close(): Promise<void> }> {
+export async function cuttableProxy(
+  target = { host: '127.0.0.1', port: 5432 },
+): Promise<{ port: number; cut(): void; restore(): void; close(): Promise<void> }> {
   let open = true;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {

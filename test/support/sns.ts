@@ -18,7 +18,10 @@ export interface SnsHarness {
   /** Paths of SubscribeURL requests received. */
   confirmations: string[];
   /** A signed Notification carrying `message` (an SES event record). */
-  notification(message: object | string, opts?: { messageId?: string; version?: '1' | '2'; topicArn?: string; certUrl?: string }): SnsMessage;
+  notification(
+    message: object | string,
+    opts?: { messageId?: string; version?: '1' | '2'; topicArn?: string; certUrl?: string },
+  ): SnsMessage;
   /** A signed SubscriptionConfirmation or UnsubscribeConfirmation. */
   confirmation(type: 'SubscriptionConfirmation' | 'UnsubscribeConfirmation'): SnsMessage;
   /** Signs (or re-signs) a message with the harness key. */
@@ -28,7 +31,10 @@ export interface SnsHarness {
 
 /** Starts the certificate server and returns a signer. */
 export async function startSnsHarness(): Promise<SnsHarness> {
-  const pems = await generate([{ name: 'commonName', value: 'sns.us-east-1.amazonaws.com' }], { keySize: 2048, algorithm: 'sha256' });
+  const pems = await generate([{ name: 'commonName', value: 'sns.us-east-1.amazonaws.com' }], {
+    keySize: 2048,
+    algorithm: 'sha256',
+  });
   const confirmations: string[] = [];
   const server = http.createServer((req, res) => {
     if (req.url === '/SimpleNotificationService-test.pem') {
@@ -89,7 +95,8 @@ export async function startSnsHarness(): Promise<SnsHarness> {
 
 /** An SES event record (event publishing) about message `messageId` sent to `to`. */
 export function sesEvent(
-  eventType: 'Send' | 'Delivery' | 'DeliveryDelay' | 'Bounce' | 'Complaint' | 'Reject' | 'Open' | 'Click' | 'Rendering Failure',
+  eventType:
+    'Send' | 'Delivery' | 'DeliveryDelay' | 'Bounce' | 'Complaint' | 'Reject' | 'Open' | 'Click' | 'Rendering Failure',
   mail: { messageId: string; to: string; emailId?: string; projectId?: string },
   extra: { bounceType?: 'Permanent' | 'Transient' | 'Undetermined'; link?: string; at?: Date } = {},
 ): object {
@@ -111,23 +118,43 @@ export function sesEvent(
   };
   switch (eventType) {
     case 'Delivery':
-      record.delivery = { timestamp: at, processingTimeMillis: 546, recipients: [mail.to], smtpResponse: '250 2.6.0 Message received', reportingMTA: 'a8-70.smtp-out.amazonses.com' };
+      record.delivery = {
+        timestamp: at,
+        processingTimeMillis: 546,
+        recipients: [mail.to],
+        smtpResponse: '250 2.6.0 Message received',
+        reportingMTA: 'a8-70.smtp-out.amazonses.com',
+      };
       break;
     case 'DeliveryDelay':
-      record.deliveryDelay = { timestamp: at, delayType: 'MailboxFull', expirationTime: at, delayedRecipients: [{ emailAddress: mail.to, status: '4.2.2', diagnosticCode: '452 4.2.2 Mailbox full' }] };
+      record.deliveryDelay = {
+        timestamp: at,
+        delayType: 'MailboxFull',
+        expirationTime: at,
+        delayedRecipients: [{ emailAddress: mail.to, status: '4.2.2', diagnosticCode: '452 4.2.2 Mailbox full' }],
+      };
       break;
     case 'Bounce':
       record.bounce = {
         bounceType: extra.bounceType ?? 'Permanent',
         bounceSubType: extra.bounceType === 'Transient' ? 'MailboxFull' : 'General',
-        bouncedRecipients: [{ emailAddress: mail.to, action: 'failed', status: '5.1.1', diagnosticCode: 'smtp; 550 5.1.1 user unknown' }],
+        bouncedRecipients: [
+          { emailAddress: mail.to, action: 'failed', status: '5.1.1', diagnosticCode: 'smtp; 550 5.1.1 user unknown' },
+        ],
         timestamp: at,
         feedbackId: `0100-${randomUUID()}`,
         reportingMTA: 'dsn; e226-55.smtp-out.amazonses.com',
       };
       break;
     case 'Complaint':
-      record.complaint = { complainedRecipients: [{ emailAddress: mail.to }], timestamp: at, feedbackId: `0100-${randomUUID()}`, userAgent: 'Mozilla/5.0', complaintFeedbackType: 'abuse', arrivalDate: at };
+      record.complaint = {
+        complainedRecipients: [{ emailAddress: mail.to }],
+        timestamp: at,
+        feedbackId: `0100-${randomUUID()}`,
+        userAgent: 'Mozilla/5.0',
+        complaintFeedbackType: 'abuse',
+        arrivalDate: at,
+      };
       break;
     case 'Reject':
       record.reject = { reason: 'Bad content' };
@@ -136,7 +163,13 @@ export function sesEvent(
       record.open = { ipAddress: '192.0.2.1', timestamp: at, userAgent: 'Mozilla/5.0' };
       break;
     case 'Click':
-      record.click = { ipAddress: '192.0.2.1', timestamp: at, userAgent: 'Mozilla/5.0', link: extra.link ?? 'https://example.com/pricing', linkTags: { campaign: ['fall'] } };
+      record.click = {
+        ipAddress: '192.0.2.1',
+        timestamp: at,
+        userAgent: 'Mozilla/5.0',
+        link: extra.link ?? 'https://example.com/pricing',
+        linkTags: { campaign: ['fall'] },
+      };
       break;
     case 'Rendering Failure':
       record.failure = { errorMessage: 'Attribute name is missing', templateName: 'MyTemplate' };

@@ -17,7 +17,11 @@ export interface QueueJobCounts {
 export interface MeteredWorker {
   metrics: {
     registry: {
-      getSingleMetric(name: string): { get(): Promise<{ values: { value: number; labels: Partial<Record<string, string | number>> }[] }> } | undefined;
+      getSingleMetric(
+        name: string,
+      ):
+        | { get(): Promise<{ values: { value: number; labels: Partial<Record<string, string | number>> }[] }> }
+        | undefined;
     };
   };
 }
@@ -28,7 +32,8 @@ export async function queueJobs(worker: MeteredWorker, queue: string): Promise<Q
   if (!gauge) throw new Error('the worker has no mailroom_queue_jobs gauge');
   const counts: QueueJobCounts = { waiting: 0, active: 0, delayed: 0, failed: 0 };
   for (const v of (await gauge.get()).values) {
-    if (v.labels.queue === queue && typeof v.labels.state === 'string' && v.labels.state in counts) counts[v.labels.state as keyof QueueJobCounts] = v.value;
+    if (v.labels.queue === queue && typeof v.labels.state === 'string' && v.labels.state in counts)
+      counts[v.labels.state as keyof QueueJobCounts] = v.value;
   }
   return counts;
 }

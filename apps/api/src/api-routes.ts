@@ -97,5 +97,7 @@ export const HAND_DESCRIBED_PATHS: Record<string, Record<string, unknown>> = {
 
 /** The product's version (`version` of the root package.json; the same path from `src/` under tsx and `dist/`). */
 export function apiVersion(): string {
-  return (JSON.parse(readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+  return (
+    JSON.parse(readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string }
+  ).version;
 }

@@ -45,7 +45,10 @@ export function createApp(deps: AppDeps): App {
   app.disable('x-powered-by');
   // Decides `req.ip`, which every per-IP limit counts against (TRUST_PROXY; Express's own forms).
   const { trustProxy } = deps.config;
-  app.set('trust proxy', typeof trustProxy === 'boolean' || typeof trustProxy === 'number' ? trustProxy : [...trustProxy]);
+  app.set(
+    'trust proxy',
+    typeof trustProxy === 'boolean' || typeof trustProxy === 'number' ? trustProxy : [...trustProxy],
+  );
   app.set('query parser', 'simple');
 
   const authCache = new AuthCache(deps.config.authCacheTtlMs, deps.config.authNegativeCacheTtlMs);
@@ -70,7 +73,10 @@ export function createApp(deps: AppDeps): App {
   mountUnsubscribe(router, deps);
   mountConfirm(router, deps);
   mountSesWebhook(router, deps, (e) => metrics.sesEvents.inc({ event: e.kind, bounce_type: e.bounceType ?? '' }));
-  const openapi = apiDocument(routes, HAND_DESCRIBED_PATHS, { version: apiVersion(), serverUrl: deps.config.publicUrl });
+  const openapi = apiDocument(routes, HAND_DESCRIBED_PATHS, {
+    version: apiVersion(),
+    serverUrl: deps.config.publicUrl,
+  });
   router.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });
@@ -82,12 +88,17 @@ export function createApp(deps: AppDeps): App {
   // Answers message/rfc822, not the JSON envelope: mounted by hand behind the same secret-key chain.
   mountEmailRaw(router, deps, [authenticate(db, authCache, ['secret'], authFailures), limit]);
   mountInboundRaw(router, deps, [authenticate(db, authCache, ['secret'], authFailures), limit]);
-  mountRoutes(router, routes, {
-    secret: [authenticateStep(db, authCache, ['secret'], authFailures), limitStep],
-    sending: [authenticateStep(db, authCache, ['secret'], authFailures, { sending: true }), limitStep],
-    anyKey: [authenticateStep(db, authCache, ['secret', 'public'], authFailures), limitStep],
-    admin: [adminStep(deps.config.adminToken, authFailures)],
-  }, deps.database);
+  mountRoutes(
+    router,
+    routes,
+    {
+      secret: [authenticateStep(db, authCache, ['secret'], authFailures), limitStep],
+      sending: [authenticateStep(db, authCache, ['secret'], authFailures, { sending: true }), limitStep],
+      anyKey: [authenticateStep(db, authCache, ['secret', 'public'], authFailures), limitStep],
+      admin: [adminStep(deps.config.adminToken, authFailures)],
+    },
+    deps.database,
+  );
   app.use(router);
   app.use(notFoundHandler);
   app.use(errorHandler);
@@ -109,4 +120,3 @@ window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui', deepLinking: 
 </script>
 </body>
 </html>`;
-

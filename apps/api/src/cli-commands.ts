@@ -65,15 +65,29 @@ const RETENTION_FLAGS = [
 /** The flags of `project guardrails` and the settings they set. */
 const GUARDRAIL_FLAGS = [
   ['min-sample', 'minSample', 'N', "outcomes (deliveries, bounces, complaints) before a campaign's rates are judged"],
-  ['max-hard-bounce-rate', 'maxHardBounceRate', 'R', 'hard bounces per outcome (a fraction, 0–1) above which a campaign pauses'],
-  ['max-complaint-rate', 'maxComplaintRate', 'R', 'complaints per outcome (a fraction, 0–1) above which a campaign pauses'],
+  [
+    'max-hard-bounce-rate',
+    'maxHardBounceRate',
+    'R',
+    'hard bounces per outcome (a fraction, 0–1) above which a campaign pauses',
+  ],
+  [
+    'max-complaint-rate',
+    'maxComplaintRate',
+    'R',
+    'complaints per outcome (a fraction, 0–1) above which a campaign pauses',
+  ],
 ] as const;
 
 /**
  * A settings patch from flags: `default` clears a setting (null); a number is passed as a number; anything else is
  * passed on as text, so the 422 names the setting and its rule.
  */
-function patchOf(values: CliContext['values'], flags: ReadonlyArray<readonly [string, string, ...string[]]>, number: RegExp): Record<string, unknown> {
+function patchOf(
+  values: CliContext['values'],
+  flags: ReadonlyArray<readonly [string, string, ...string[]]>,
+  number: RegExp,
+): Record<string, unknown> {
   const patch: Record<string, unknown> = {};
   for (const [flag, field] of flags) {
     const v = str(values[flag])?.trim();
@@ -116,11 +130,21 @@ export const CLI_COMMANDS: CliCommand[] = [
   },
   {
     name: 'project create-key',
-    summary: 'Issues a send-only secret key (POST /v1/send and SMTP only), optionally restricted to some of the project\'s sending domains (each covers its subdomains).',
+    summary:
+      "Issues a send-only secret key (POST /v1/send and SMTP only), optionally restricted to some of the project's sending domains (each covers its subdomains).",
     flags: [
       projectFlag,
-      { name: 'scope', value: 'sending', required: true, description: 'the key\'s scope (`sending` is the only restricted scope)' },
-      { name: 'domains', value: 'a.com,b.com', description: 'the sending domains the key may send from (default: all of the project\'s)' },
+      {
+        name: 'scope',
+        value: 'sending',
+        required: true,
+        description: "the key's scope (`sending` is the only restricted scope)",
+      },
+      {
+        name: 'domains',
+        value: 'a.com,b.com',
+        description: "the sending domains the key may send from (default: all of the project's)",
+      },
       { name: 'mode', value: 'live|test', description: 'a live or a test key (default live)' },
     ],
     output: '{ id, key, kind, mode, scope, allowedDomains } (the key is shown once)',
@@ -129,14 +153,29 @@ export const CLI_COMMANDS: CliCommand[] = [
       const mode = str(values.mode) ?? 'live';
       if (mode !== 'live' && mode !== 'test') throw usage('--mode must be live or test');
       const list = str(values.domains);
-      const domains = list === undefined ? undefined : list.split(',').map((d) => d.trim()).filter((d) => d !== '');
+      const domains =
+        list === undefined
+          ? undefined
+          : list
+              .split(',')
+              .map((d) => d.trim())
+              .filter((d) => d !== '');
       return createKeyOp(database.db, project(), { scope: 'sending', domains, mode });
     },
   },
   {
     name: 'project revoke-key',
-    summary: 'Revokes one key at once. Revoking a current key prints a replacement of the same kind and mode (shown once).',
-    flags: [projectFlag, { name: 'key', value: 'KEY|PREFIX|KEY_ID', required: true, description: 'the key, its prefix (as `project keys` lists it) or its id' }],
+    summary:
+      'Revokes one key at once. Revoking a current key prints a replacement of the same kind and mode (shown once).',
+    flags: [
+      projectFlag,
+      {
+        name: 'key',
+        value: 'KEY|PREFIX|KEY_ID',
+        required: true,
+        description: 'the key, its prefix (as `project keys` lists it) or its id',
+      },
+    ],
     output: 'the revoked key, with `replacementKey` when it was a current one',
     run: async ({ values, database, project, usage }) => {
       const key = str(values.key);
@@ -146,7 +185,7 @@ export const CLI_COMMANDS: CliCommand[] = [
   },
   {
     name: 'project disable',
-    summary: "Disables a project: its keys get 403 PROJECT_DISABLED until it is enabled again.",
+    summary: 'Disables a project: its keys get 403 PROJECT_DISABLED until it is enabled again.',
     flags: [projectFlag],
     output: 'the project',
     run: ({ database, project }) => adminOps.setDisabled(database.db, project(), true),
@@ -160,8 +199,12 @@ export const CLI_COMMANDS: CliCommand[] = [
   },
   {
     name: 'project guardrails',
-    summary: "Shows or sets the project's campaign guardrails. Without setting flags it only shows them; each flag sets that setting, `default` clears it.",
-    flags: [projectFlag, ...GUARDRAIL_FLAGS.map(([name, , value, description]) => ({ name, value: `${value}|default`, description }))],
+    summary:
+      "Shows or sets the project's campaign guardrails. Without setting flags it only shows them; each flag sets that setting, `default` clears it.",
+    flags: [
+      projectFlag,
+      ...GUARDRAIL_FLAGS.map(([name, , value, description]) => ({ name, value: `${value}|default`, description })),
+    ],
     output: '{ overrides, effective, defaults }',
     run: async ({ values, config, database, project }) => {
       const patch = patchOf(values, GUARDRAIL_FLAGS, /^(\d+(\.\d*)?|\.\d+)$/);
@@ -171,8 +214,12 @@ export const CLI_COMMANDS: CliCommand[] = [
   },
   {
     name: 'project retention',
-    summary: "Shows or sets the project's data retention, in days. Without setting flags it only shows it; each flag sets that setting, `default` clears it.",
-    flags: [projectFlag, ...RETENTION_FLAGS.map(([name, , description]) => ({ name, value: 'N|default', description }))],
+    summary:
+      "Shows or sets the project's data retention, in days. Without setting flags it only shows it; each flag sets that setting, `default` clears it.",
+    flags: [
+      projectFlag,
+      ...RETENTION_FLAGS.map(([name, , description]) => ({ name, value: 'N|default', description })),
+    ],
     output: '{ overrides, effective, defaults } (days)',
     run: async ({ values, config, database, project }) => {
       const patch = patchOf(values, RETENTION_FLAGS, /^\d+$/);
@@ -182,8 +229,17 @@ export const CLI_COMMANDS: CliCommand[] = [
   },
   {
     name: 'project connection',
-    summary: "Binds the project's mail (its domains without a binding of their own) to a delivery connection of SES_CONNECTIONS; `none` unbinds it.",
-    flags: [projectFlag, { name: 'connection', value: 'NAME|none', required: true, description: 'a configured connection name (`default`: the single-connection variables)' }],
+    summary:
+      "Binds the project's mail (its domains without a binding of their own) to a delivery connection of SES_CONNECTIONS; `none` unbinds it.",
+    flags: [
+      projectFlag,
+      {
+        name: 'connection',
+        value: 'NAME|none',
+        required: true,
+        description: 'a configured connection name (`default`: the single-connection variables)',
+      },
+    ],
     output: '{ projectId, connection }',
     run: async ({ values, config, database, project, usage }) => {
       const name = str(values.connection)?.trim();
@@ -193,7 +249,8 @@ export const CLI_COMMANDS: CliCommand[] = [
   },
   {
     name: 'project tracking',
-    summary: "Shows or sets the project's open and click tracking: ALL, MARKETING_ONLY or NONE. Without --mode it only shows it.",
+    summary:
+      "Shows or sets the project's open and click tracking: ALL, MARKETING_ONLY or NONE. Without --mode it only shows it.",
     flags: [projectFlag, { name: 'mode', value: 'ALL|MARKETING_ONLY|NONE', description: 'the tracking mode to set' }],
     output: '{ projectId, trackingMode }',
     run: async ({ values, database, project }) => {
@@ -203,7 +260,8 @@ export const CLI_COMMANDS: CliCommand[] = [
   },
   {
     name: 'project import-keys',
-    summary: 'Stores keys brought from elsewhere (a Plunk project), hashed, so clients keep their keys; 409 CONFLICT if a key is already in use.',
+    summary:
+      'Stores keys brought from elsewhere (a Plunk project), hashed, so clients keep their keys; 409 CONFLICT if a key is already in use.',
     flags: [
       projectFlag,
       { name: 'secret-key', value: 'sk_…', required: true, description: 'the secret key to keep' },
@@ -234,7 +292,8 @@ export const CLI_COMMANDS: CliCommand[] = [
   },
   {
     name: 'domain connection',
-    summary: "Binds a sending domain's mail to a delivery connection of SES_CONNECTIONS; `none` unbinds it (its project's binding, else the default, applies).",
+    summary:
+      "Binds a sending domain's mail to a delivery connection of SES_CONNECTIONS; `none` unbinds it (its project's binding, else the default, applies).",
     flags: [
       { name: 'domain', value: 'DOMAIN', required: true, description: 'the sending domain' },
       { name: 'connection', value: 'NAME|none', required: true, description: 'a configured connection name' },
@@ -268,13 +327,19 @@ export const CLI_COMMANDS: CliCommand[] = [
     name: 'import plunk',
     summary: 'Imports a Plunk v2 database (projects, contacts, templates, campaigns, history); progress on stderr.',
     flags: [
-      { name: 'database-url', value: 'postgres://…', required: true, description: "the Plunk database's connection string" },
+      {
+        name: 'database-url',
+        value: 'postgres://…',
+        required: true,
+        description: "the Plunk database's connection string",
+      },
       { name: 'batch-size', value: 'N', description: 'rows per statement, 1–10000' },
     ],
     output: 'the import summary',
     run: async ({ values, database, usage, progress }) => {
       const url = str(values['database-url']);
-      if (!url || !/^postgres(ql)?:\/\//.test(url)) throw usage('--database-url postgres://… (the Plunk database) is required');
+      if (!url || !/^postgres(ql)?:\/\//.test(url))
+        throw usage('--database-url postgres://… (the Plunk database) is required');
       const raw = str(values['batch-size']);
       const batchSize = raw === undefined ? undefined : Number(raw);
       if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize >= 1 && batchSize <= 10_000)) {
@@ -308,13 +373,26 @@ export function usageLine(c: CliCommand): string {
 export function overviewHelp(): string {
   const lines = ['usage: npm run cli -- <command> [flags]', '       npm run cli -- help <command>', '', 'commands:'];
   for (const c of CLI_COMMANDS) lines.push(`  ${usageLine(c).replace('npm run cli -- ', '')}`, `      ${c.summary}`);
-  lines.push('', 'Prints JSON on success; exits 1 with a message on error. Reads the same environment as the API (DATABASE_URL, …).');
+  lines.push(
+    '',
+    'Prints JSON on success; exits 1 with a message on error. Reads the same environment as the API (DATABASE_URL, …).',
+  );
   return lines.join('\n');
 }
 
 /** `help <command>`: its usage, summary, flags and output. */
 export function commandHelp(c: CliCommand): string {
   const width = Math.max(...c.flags.map((f) => `--${f.name}${f.value ? ` ${f.value}` : ''}`.length), 0);
-  const flags = c.flags.map((f) => `  ${`--${f.name}${f.value ? ` ${f.value}` : ''}`.padEnd(width)}  ${f.required ? '(required) ' : ''}${f.description}`);
-  return [`usage: ${usageLine(c)}`, '', c.summary, ...(flags.length ? ['', 'flags:', ...flags] : []), '', `prints: ${c.output}`].join('\n');
+  const flags = c.flags.map(
+    (f) =>
+      `  ${`--${f.name}${f.value ? ` ${f.value}` : ''}`.padEnd(width)}  ${f.required ? '(required) ' : ''}${f.description}`,
+  );
+  return [
+    `usage: ${usageLine(c)}`,
+    '',
+    c.summary,
+    ...(flags.length ? ['', 'flags:', ...flags] : []),
+    '',
+    `prints: ${c.output}`,
+  ].join('\n');
 }

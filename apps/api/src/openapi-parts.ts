@@ -18,7 +18,11 @@ export const ErrorBody = {
       type: 'object',
       required: ['code', 'message', 'statusCode', 'retryable', 'requestId'],
       properties: {
-        code: { type: 'string', enum: Object.keys(errorCatalog), description: 'machine-readable code (docs/api/errors.md)' },
+        code: {
+          type: 'string',
+          enum: Object.keys(errorCatalog),
+          description: 'machine-readable code (docs/api/errors.md)',
+        },
         message: { type: 'string' },
         statusCode: { type: 'integer' },
         retryable: {
@@ -36,7 +40,15 @@ export const ErrorBody = {
               message: { type: 'string' },
               code: {
                 type: 'string',
-                enum: ['invalid_type', 'invalid_string', 'invalid_enum_value', 'too_small', 'too_big', 'unrecognized_keys', 'custom'],
+                enum: [
+                  'invalid_type',
+                  'invalid_string',
+                  'invalid_enum_value',
+                  'too_small',
+                  'too_big',
+                  'unrecognized_keys',
+                  'custom',
+                ],
               },
             },
           },
@@ -53,24 +65,34 @@ export const ErrorBody = {
 /** Response headers, as components (`#/components/headers/<name>`). */
 export const responseHeaders = {
   'X-Request-Id': {
-    description: "The request's id (the client's own `X-Request-Id` when it sent a sane one); in every log line and error body.",
+    description:
+      "The request's id (the client's own `X-Request-Id` when it sent a sane one); in every log line and error body.",
     schema: { type: 'string' },
   },
   'RateLimit-Limit': {
-    description: "Requests per minute of the project's limit (RATE_LIMIT_PER_MINUTE); IETF draft-ietf-httpapi-ratelimit-headers.",
+    description:
+      "Requests per minute of the project's limit (RATE_LIMIT_PER_MINUTE); IETF draft-ietf-httpapi-ratelimit-headers.",
     schema: { type: 'integer' },
   },
   'RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
   'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: { type: 'integer' } },
-  'Retry-After': { description: 'Seconds to wait before retrying (RFC 9110 §10.2.3).', schema: { type: 'integer', minimum: 1 } },
+  'Retry-After': {
+    description: 'Seconds to wait before retrying (RFC 9110 §10.2.3).',
+    schema: { type: 'integer', minimum: 1 },
+  },
   'Idempotent-Replayed': {
-    description: 'Present (`true`) when this response is the stored answer to an earlier request with the same Idempotency-Key.',
+    description:
+      'Present (`true`) when this response is the stored answer to an earlier request with the same Idempotency-Key.',
     schema: { type: 'string', enum: ['true'] },
   },
 };
 
 const header = (name: keyof typeof responseHeaders) => ({ $ref: `#/components/headers/${name}` });
-const RATE_LIMIT_HEADERS = { 'RateLimit-Limit': header('RateLimit-Limit'), 'RateLimit-Remaining': header('RateLimit-Remaining'), 'RateLimit-Reset': header('RateLimit-Reset') };
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Limit': header('RateLimit-Limit'),
+  'RateLimit-Remaining': header('RateLimit-Remaining'),
+  'RateLimit-Reset': header('RateLimit-Reset'),
+};
 
 /** What decides an operation's headers. */
 export interface HeaderTraits {
@@ -112,7 +134,8 @@ export class ErrorResponses {
     const limited = traits.rateLimited && status !== 401 && status !== 403;
     const narrowed = codes.length !== codesOf(status).length;
     const name = `Error${status}${limited ? 'RateLimited' : ''}${narrowed ? `_${codes.join('_')}` : ''}`;
-    if (!this.byName.has(name)) this.byName.set(name, errorResponse(status, { rateLimited: limited, idempotent: false }, codes));
+    if (!this.byName.has(name))
+      this.byName.set(name, errorResponse(status, { rateLimited: limited, idempotent: false }, codes));
     return { $ref: `#/components/responses/${name}` };
   }
 
@@ -125,9 +148,18 @@ export class ErrorResponses {
 function errorResponse(status: number, traits: HeaderTraits, codes: ErrorCode[]): Record<string, unknown> {
   const listed = codes.map((c) => `\`${c}\` (${errorCatalog[c].retryable ? 'retryable' : 'not retryable'})`).join(', ');
   const description = `${codes.map((c) => `${c}: ${errorCatalog[c].meaning}`).join(' ')} Codes: ${listed}.`;
-  const sameRetryable = codes.every((c) => errorCatalog[c].retryable === errorCatalog[codes[0]].retryable) && !codes.includes('CONFLICT');
-  const narrow = { code: { enum: codes }, ...(sameRetryable ? { retryable: { const: errorCatalog[codes[0]].retryable } } : {}) };
-  const schema = { allOf: [{ $ref: '#/components/schemas/Error' }, { type: 'object', properties: { error: { type: 'object', properties: narrow } } }] };
+  const sameRetryable =
+    codes.every((c) => errorCatalog[c].retryable === errorCatalog[codes[0]].retryable) && !codes.includes('CONFLICT');
+  const narrow = {
+    code: { enum: codes },
+    ...(sameRetryable ? { retryable: { const: errorCatalog[codes[0]].retryable } } : {}),
+  };
+  const schema = {
+    allOf: [
+      { $ref: '#/components/schemas/Error' },
+      { type: 'object', properties: { error: { type: 'object', properties: narrow } } },
+    ],
+  };
   return { description, headers: headersFor(status, traits), content: { 'application/json': { schema } } };
 }
 
@@ -151,7 +183,8 @@ const FORMAT_EXAMPLES: Record<string, string> = {
 export function exampleOf(schema: unknown, components: Record<string, unknown>, depth = 0): unknown {
   const s = (schema ?? {}) as Json;
   if (depth > 12) return undefined;
-  if (typeof s.$ref === 'string') return exampleOf(components[s.$ref.replace('#/components/schemas/', '')], components, depth + 1);
+  if (typeof s.$ref === 'string')
+    return exampleOf(components[s.$ref.replace('#/components/schemas/', '')], components, depth + 1);
   if (Array.isArray(s.examples) && s.examples.length > 0) return s.examples[0] as unknown;
   if (s.default !== undefined) return s.default;
   if (s.const !== undefined) return s.const;
@@ -175,7 +208,9 @@ export function exampleOf(schema: unknown, components: Record<string, unknown>, 
       return Object.fromEntries(keys.map((k) => [k, exampleOf(props[k], components, depth + 1)]));
     }
     case 'array':
-      return Array.from({ length: Math.max(1, Number(s.minItems ?? 1)) }, () => exampleOf(s.items, components, depth + 1));
+      return Array.from({ length: Math.max(1, Number(s.minItems ?? 1)) }, () =>
+        exampleOf(s.items, components, depth + 1),
+      );
     case 'string': {
       const base = (typeof s.format === 'string' && FORMAT_EXAMPLES[s.format]) || 'example';
       const min = Number(s.minLength ?? 0);

@@ -28,12 +28,25 @@ const emailData = (status: string[], extra: Record<string, Schema> = {}, descrip
     messageId: { type: ['string', 'null'], description: "SES's message id (null before SES accepted it)" },
     to: { type: 'string', format: 'email' },
     from: { type: 'string' },
-    status: { type: 'string', enum: status, description: "the email's status after this event (it only moves forward)" },
-    variant: { type: 'integer', description: "an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only" },
+    status: {
+      type: 'string',
+      enum: status,
+      description: "the email's status after this event (it only moves forward)",
+    },
+    variant: {
+      type: 'integer',
+      description:
+        "an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only",
+    },
     tags: {
       type: 'array',
-      description: "the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none",
-      items: { type: 'object', required: ['name', 'value'], properties: { name: { type: 'string' }, value: { type: 'string' } } },
+      description:
+        "the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none",
+      items: {
+        type: 'object',
+        required: ['name', 'value'],
+        properties: { name: { type: 'string' }, value: { type: 'string' } },
+      },
     },
     ...extra,
     test,
@@ -41,7 +54,10 @@ const emailData = (status: string[], extra: Record<string, Schema> = {}, descrip
 });
 
 const feedbackStatus = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'failed'];
-const smtp = { smtpStatus: { type: 'string', description: 'enhanced status code, e.g. 5.1.1' }, diagnosticCode: { type: 'string' } };
+const smtp = {
+  smtpStatus: { type: 'string', description: 'enhanced status code, e.g. 5.1.1' },
+  diagnosticCode: { type: 'string' },
+};
 
 const contactData = (extra: Record<string, Schema>, required: string[]): Schema => ({
   type: 'object',
@@ -52,7 +68,11 @@ const contactData = (extra: Record<string, Schema>, required: string[]): Schema 
 /** `data` fields of the two snooze events. */
 const snooze = (untilDescription: string): Record<string, Schema> => ({
   snoozedUntil: { type: ['string', 'null'], format: 'date-time', description: untilDescription },
-  previousSnoozedUntil: { type: ['string', 'null'], format: 'date-time', description: 'the end it had before (null: it was not snoozed)' },
+  previousSnoozedUntil: {
+    type: ['string', 'null'],
+    format: 'date-time',
+    description: 'the end it had before (null: it was not snoozed)',
+  },
   method: { type: 'string', enum: ['api', 'link', 'expired'] },
   emailId: { ...nullableUuid, description: 'the email whose unsubscribe page paused it (`link`)' },
   campaignId: nullableUuid,
@@ -80,21 +100,56 @@ const workflowData = (status: string, extra: Record<string, Schema> = {}): Schem
 /** Per event type: when it is sent, and its `data`. A new event type without an entry fails the type check. */
 const EVENTS: Record<WebhookEventType, { summary: string; data: Schema }> = {
   'email.sent': { summary: 'SES accepted the email', data: emailData(['sent']) },
-  'email.delivered': { summary: "The recipient's server accepted the email", data: emailData(feedbackStatus, { smtpResponse: { type: 'string' }, processingTimeMillis: { type: 'integer' }, reportingMTA: { type: 'string' } }) },
-  'email.delivery_delayed': { summary: 'Delivery is delayed; SES keeps trying', data: emailData(feedbackStatus, { delayType: { type: 'string' }, expirationTime: { type: 'string' }, ...smtp }) },
-  'email.opened': { summary: 'The email was opened (open tracking)', data: emailData(feedbackStatus, { ipAddress: { type: 'string' }, userAgent: { type: 'string' } }) },
-  'email.clicked': { summary: 'A link was clicked (click tracking)', data: emailData(feedbackStatus, { link: { type: 'string' }, linkTags: { type: 'object' }, ipAddress: { type: 'string' }, userAgent: { type: 'string' } }) },
+  'email.delivered': {
+    summary: "The recipient's server accepted the email",
+    data: emailData(feedbackStatus, {
+      smtpResponse: { type: 'string' },
+      processingTimeMillis: { type: 'integer' },
+      reportingMTA: { type: 'string' },
+    }),
+  },
+  'email.delivery_delayed': {
+    summary: 'Delivery is delayed; SES keeps trying',
+    data: emailData(feedbackStatus, { delayType: { type: 'string' }, expirationTime: { type: 'string' }, ...smtp }),
+  },
+  'email.opened': {
+    summary: 'The email was opened (open tracking)',
+    data: emailData(feedbackStatus, { ipAddress: { type: 'string' }, userAgent: { type: 'string' } }),
+  },
+  'email.clicked': {
+    summary: 'A link was clicked (click tracking)',
+    data: emailData(feedbackStatus, {
+      link: { type: 'string' },
+      linkTags: { type: 'object' },
+      ipAddress: { type: 'string' },
+      userAgent: { type: 'string' },
+    }),
+  },
   'email.bounced': {
     summary: 'The email bounced (hard: suppressed at once; soft: after SOFT_BOUNCE_LIMIT)',
-    data: emailData(feedbackStatus, { bounceType: { type: 'string', enum: ['Permanent', 'Transient', 'Undetermined'] }, bounceSubType: { type: 'string' }, feedbackId: { type: 'string' }, ...smtp }),
+    data: emailData(feedbackStatus, {
+      bounceType: { type: 'string', enum: ['Permanent', 'Transient', 'Undetermined'] },
+      bounceSubType: { type: 'string' },
+      feedbackId: { type: 'string' },
+      ...smtp,
+    }),
   },
   'email.complained': {
     summary: 'The recipient marked the email as spam (the address is suppressed and the contact unsubscribed)',
-    data: emailData(feedbackStatus, { complaintFeedbackType: { type: 'string' }, complaintSubType: { type: 'string' }, userAgent: { type: 'string' }, feedbackId: { type: 'string' } }),
+    data: emailData(feedbackStatus, {
+      complaintFeedbackType: { type: 'string' },
+      complaintSubType: { type: 'string' },
+      userAgent: { type: 'string' },
+      feedbackId: { type: 'string' },
+    }),
   },
-  'email.failed': { summary: 'The email was not sent: a permanent SES error, retries exhausted, rejected, or a rendering failure', data: emailData(['failed'], { reason: { type: 'string' } }) },
+  'email.failed': {
+    summary: 'The email was not sent: a permanent SES error, retries exhausted, rejected, or a rendering failure',
+    data: emailData(['failed'], { reason: { type: 'string' } }),
+  },
   'email.suppressed': {
-    summary: 'The email was stored but not sent: the address is on the suppression list, or a marketing email went to a contact not subscribed',
+    summary:
+      'The email was stored but not sent: the address is on the suppression list, or a marketing email went to a contact not subscribed',
     data: emailData(['suppressed'], {
       cause: { type: 'string', enum: [...SUPPRESSION_CAUSES], description: 'why, as a code' },
       reason: { type: 'string', description: 'why, in words' },
@@ -107,21 +162,35 @@ const EVENTS: Record<WebhookEventType, { summary: string; data: Schema }> = {
       required: ['inboundId', 'status', 'recipients', 'attachments', 'verdicts', 'receivedAt'],
       properties: {
         inboundId: uuid,
-        status: { type: 'string', description: '`received`, or `failed` when the message could not be parsed (see `error`)' },
+        status: {
+          type: 'string',
+          description: '`received`, or `failed` when the message could not be parsed (see `error`)',
+        },
         error: { type: 'string' },
         messageId: { type: ['string', 'null'], description: 'its Message-ID header' },
         from: { type: ['string', 'null'] },
         fromName: { type: ['string', 'null'] },
         to: { type: 'array', items: { type: 'string' } },
         cc: { type: 'array', items: { type: 'string' } },
-        recipients: { type: 'array', items: { type: 'string' }, description: "the envelope recipients of this project's domains" },
+        recipients: {
+          type: 'array',
+          items: { type: 'string' },
+          description: "the envelope recipients of this project's domains",
+        },
         subject: { type: ['string', 'null'] },
         text: { type: ['string', 'null'] },
         html: { type: ['string', 'null'] },
-        attachments: { type: 'array', items: { type: 'object' }, description: 'metadata (filename, contentType, size); bytes: GET /inbound/{id}/attachments/{n}' },
+        attachments: {
+          type: 'array',
+          items: { type: 'object' },
+          description: 'metadata (filename, contentType, size); bytes: GET /inbound/{id}/attachments/{n}',
+        },
         verdicts: { type: 'object', description: "SES's spam, virus, SPF, DKIM and DMARC verdicts" },
         contactId: { ...nullableUuid, description: "the sender's contact, when the sender is one" },
-        inReplyToEmailId: { ...nullableUuid, description: 'the email of ours it replies to (In-Reply-To / References)' },
+        inReplyToEmailId: {
+          ...nullableUuid,
+          description: 'the email of ours it replies to (In-Reply-To / References)',
+        },
         receivedAt: { type: 'string', format: 'date-time' },
         test,
       },
@@ -129,18 +198,29 @@ const EVENTS: Record<WebhookEventType, { summary: string; data: Schema }> = {
   },
   'contact.unsubscribed': {
     summary: 'A contact unsubscribed (API, unsubscribe link, one-click, complaint)',
-    data: contactData({ method: { type: 'string', enum: ['api', 'link', 'one-click', 'complaint'] }, emailId: nullableUuid, campaignId: nullableUuid }, ['method']),
+    data: contactData(
+      {
+        method: { type: 'string', enum: ['api', 'link', 'one-click', 'complaint'] },
+        emailId: nullableUuid,
+        campaignId: nullableUuid,
+      },
+      ['method'],
+    ),
   },
   'contact.suppressed': {
     summary: 'An address was added to the suppression list (bounce, complaint, or by the API)',
-    data: contactData({ reason: { type: 'string' }, sourceEmailId: nullableUuid, suppressionId: uuid }, ['reason', 'suppressionId']),
+    data: contactData({ reason: { type: 'string' }, sourceEmailId: nullableUuid, suppressionId: uuid }, [
+      'reason',
+      'suppressionId',
+    ]),
   },
   'contact.snoozed': {
     summary: 'A contact paused marketing email until a date (the API, or the unsubscribe page), or moved the date',
     data: contactData(snooze('the new end of the snooze'), ['snoozedUntil', 'method']),
   },
   'contact.unsnoozed': {
-    summary: "A contact's snooze ended: cleared through the API (`method: api`) or run out (`expired`, within seconds of its end)",
+    summary:
+      "A contact's snooze ended: cleared through the API (`method: api`) or run out (`expired`, within seconds of its end)",
     data: contactData(snooze('null'), ['previousSnoozedUntil', 'method']),
   },
   'contact.topic_subscribed': {
@@ -156,7 +236,11 @@ const EVENTS: Record<WebhookEventType, { summary: string; data: Schema }> = {
     data: contactData(
       {
         confirmationId: uuid,
-        topicIds: { type: 'array', items: uuid, description: 'the topics confirmed; empty: the global marketing subscription' },
+        topicIds: {
+          type: 'array',
+          items: uuid,
+          description: 'the topics confirmed; empty: the global marketing subscription',
+        },
         confirmedAt: { type: 'string', format: 'date-time' },
         ip: { type: ['string', 'null'] },
         userAgent: { type: ['string', 'null'] },
@@ -164,11 +248,23 @@ const EVENTS: Record<WebhookEventType, { summary: string; data: Schema }> = {
       ['confirmationId', 'topicIds', 'confirmedAt'],
     ),
   },
-  'campaign.sending': { summary: 'A campaign started sending (or its failed emails are sent again)', data: campaignData({ retryFailed: { type: 'boolean' }, retried: { type: 'integer' } }) },
-  'campaign.paused': { summary: 'A campaign paused (by the API, a guardrail, or the SES quota)', data: campaignData({ reason: { type: 'string' } }) },
-  'campaign.resumed': { summary: 'A paused campaign resumed', data: campaignData({ previousReason: { type: 'string' }, pausedMs: { type: 'integer' } }) },
+  'campaign.sending': {
+    summary: 'A campaign started sending (or its failed emails are sent again)',
+    data: campaignData({ retryFailed: { type: 'boolean' }, retried: { type: 'integer' } }),
+  },
+  'campaign.paused': {
+    summary: 'A campaign paused (by the API, a guardrail, or the SES quota)',
+    data: campaignData({ reason: { type: 'string' } }),
+  },
+  'campaign.resumed': {
+    summary: 'A paused campaign resumed',
+    data: campaignData({ previousReason: { type: 'string' }, pausedMs: { type: 'integer' } }),
+  },
   'campaign.sent': { summary: 'Every email of the campaign reached a final status', data: campaignData() },
-  'campaign.cancelled': { summary: 'The campaign was cancelled; its unsent emails were cancelled with it', data: campaignData() },
+  'campaign.cancelled': {
+    summary: 'The campaign was cancelled; its unsent emails were cancelled with it',
+    data: campaignData(),
+  },
   'campaign.failed': { summary: 'The campaign could not be sent (e.g. its segment failed)', data: campaignData() },
   'campaign.winner': {
     summary: "An A/B test's winner was chosen (after the wait, or by hand); the rest of the audience gets it next",
@@ -181,21 +277,46 @@ const EVENTS: Record<WebhookEventType, { summary: string; data: Schema }> = {
       withinNoise: { type: 'boolean' },
     }),
   },
-  'workflow.started': { summary: 'A workflow execution started', data: workflowData('RUNNING', { trigger: { type: 'string' } }) },
+  'workflow.started': {
+    summary: 'A workflow execution started',
+    data: workflowData('RUNNING', { trigger: { type: 'string' } }),
+  },
   'workflow.completed': { summary: 'A workflow execution reached its end', data: workflowData('COMPLETED') },
-  'workflow.exited': { summary: 'A workflow execution exited early (exit condition, step removed)', data: workflowData('EXITED', { reason: { type: 'string' } }) },
-  'workflow.failed': { summary: 'A workflow execution failed', data: workflowData('FAILED', { error: { type: 'string' } }) },
-  'workflow.cancelled': { summary: 'A workflow execution was cancelled', data: workflowData('CANCELLED', { reason: { type: 'string' } }) },
+  'workflow.exited': {
+    summary: 'A workflow execution exited early (exit condition, step removed)',
+    data: workflowData('EXITED', { reason: { type: 'string' } }),
+  },
+  'workflow.failed': {
+    summary: 'A workflow execution failed',
+    data: workflowData('FAILED', { error: { type: 'string' } }),
+  },
+  'workflow.cancelled': {
+    summary: 'A workflow execution was cancelled',
+    data: workflowData('CANCELLED', { reason: { type: 'string' } }),
+  },
 };
 
 const signatureHeaders = [
-  { name: 'webhook-id', in: 'header', required: true, description: "the delivery's id (the same on every retry of it): deduplicate on it", schema: { type: 'string' } },
-  { name: 'webhook-timestamp', in: 'header', required: true, description: 'Unix seconds of this attempt; refuse stale ones', schema: { type: 'string' } },
+  {
+    name: 'webhook-id',
+    in: 'header',
+    required: true,
+    description: "the delivery's id (the same on every retry of it): deduplicate on it",
+    schema: { type: 'string' },
+  },
+  {
+    name: 'webhook-timestamp',
+    in: 'header',
+    required: true,
+    description: 'Unix seconds of this attempt; refuse stale ones',
+    schema: { type: 'string' },
+  },
   {
     name: 'webhook-signature',
     in: 'header',
     required: true,
-    description: "`v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks)",
+    description:
+      "`v1,` + base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${body}` under the endpoint's secret (Standard Webhooks)",
     schema: { type: 'string' },
   },
 ];
@@ -208,7 +329,11 @@ export function webhookOperations(): Record<string, unknown> {
       const schema = {
         type: 'object',
         required: ['type', 'timestamp', 'data'],
-        properties: { type: { const: type }, timestamp: { type: 'string', format: 'date-time', description: 'when it happened' }, data },
+        properties: {
+          type: { const: type },
+          timestamp: { type: 'string', format: 'date-time', description: 'when it happened' },
+          data,
+        },
       };
       return [
         type,
@@ -220,7 +345,12 @@ export function webhookOperations(): Record<string, unknown> {
             tags: ['Webhooks'],
             parameters: signatureHeaders,
             requestBody: { required: true, content: { 'application/json': { schema } } },
-            responses: { '2XX': { description: 'Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS' } },
+            responses: {
+              '2XX': {
+                description:
+                  'Received; any other answer (or none within WEBHOOK_TIMEOUT_MS) is retried on WEBHOOK_RETRY_SCHEDULE_MS',
+              },
+            },
           },
         },
       ];

@@ -9,7 +9,15 @@ import type { TSchema } from '@sinclair/typebox';
 import type { ErrorCode } from '@mailroom/platform/errors';
 import { registeredSchemas } from '@mailroom/platform/validation';
 import type { AnyRoute } from './http/route';
-import { codesOf, ErrorBody, ErrorResponses, exampleOf, headersFor, responseHeaders, type HeaderTraits } from './openapi-parts';
+import {
+  codesOf,
+  ErrorBody,
+  ErrorResponses,
+  exampleOf,
+  headersFor,
+  responseHeaders,
+  type HeaderTraits,
+} from './openapi-parts';
 import { webhookOperations } from './openapi-webhooks';
 
 const IdempotencyKeyParameter = {
@@ -37,7 +45,9 @@ function plain(schema: TSchema): unknown {
   // Drops TypeBox's symbol keys and undefined values; a reference to a shared schema (by `$id`, as ajv resolves
   // it) points at its component.
   return JSON.parse(JSON.stringify(schema), (key, value: unknown) =>
-    key === '$ref' && typeof value === 'string' && registeredSchemas().has(value) ? `#/components/schemas/${value}` : value,
+    key === '$ref' && typeof value === 'string' && registeredSchemas().has(value)
+      ? `#/components/schemas/${value}`
+      : value,
   );
 }
 
@@ -64,18 +74,37 @@ function parameters(schema: TSchema | undefined, where: 'query' | 'path') {
 }
 
 /** Builds the document for the given routes. */
-export function buildOpenApi(routes: AnyRoute[], info: { version: string; serverUrl: string }, errors = new ErrorResponses()) {
+export function buildOpenApi(
+  routes: AnyRoute[],
+  info: { version: string; serverUrl: string },
+  errors = new ErrorResponses(),
+) {
   const components = sharedComponents();
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const path = r.path.replace(/:(\w+)/g, '{$1}');
-    const traits: HeaderTraits = { rateLimited: r.auth === 'secret' || r.auth === 'any-key', idempotent: r.idempotent === true };
-    const envelope = { type: 'object', required: ['success', 'data'], properties: { success: { const: true }, data: plain(r.response) } };
+    const traits: HeaderTraits = {
+      rateLimited: r.auth === 'secret' || r.auth === 'any-key',
+      idempotent: r.idempotent === true,
+    };
+    const envelope = {
+      type: 'object',
+      required: ['success', 'data'],
+      properties: { success: { const: true }, data: plain(r.response) },
+    };
     const responses: Record<string, unknown> = {
-      [r.status]: { description: 'Success', headers: headersFor(r.status, traits), content: { 'application/json': { schema: envelope } } },
+      [r.status]: {
+        description: 'Success',
+        headers: headersFor(r.status, traits),
+        content: { 'application/json': { schema: envelope } },
+      },
     };
     for (const [status, text] of Object.entries(r.otherStatuses ?? {})) {
-      responses[status] = { description: text, headers: headersFor(Number(status), traits), content: { 'application/json': { schema: envelope } } };
+      responses[status] = {
+        description: text,
+        headers: headersFor(Number(status), traits),
+        content: { 'application/json': { schema: envelope } },
+      };
     }
     // Every route that reads a JSON body can meet an encoding it does not speak; every route can meet a bug or
     // a backing service that is down.
@@ -94,7 +123,14 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string; server
         ...parameters(r.query as TSchema | undefined, 'query'),
         ...(r.idempotent ? [IdempotencyKeyParameter] : []),
       ],
-      ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body, example: r.example ?? exampleOf(body, components) } } } } : {}),
+      ...(body
+        ? {
+            requestBody: {
+              required: true,
+              content: { 'application/json': { schema: body, example: r.example ?? exampleOf(body, components) } },
+            },
+          }
+        : {}),
       ...(r.requestBody ? { requestBody: r.requestBody } : {}),
       responses,
     };
@@ -128,8 +164,12 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string; server
 }
 
 /** The operations of a path item (`get`, `post`, …), with their method. */
-function operations(pathItem: Record<string, unknown>): Array<[string, { responses?: Record<string, Record<string, unknown>> }]> {
-  return Object.entries(pathItem).filter(([m]) => ['get', 'put', 'post', 'patch', 'delete'].includes(m)) as Array<[string, { responses?: Record<string, Record<string, unknown>> }]>;
+function operations(
+  pathItem: Record<string, unknown>,
+): Array<[string, { responses?: Record<string, Record<string, unknown>> }]> {
+  return Object.entries(pathItem).filter(([m]) => ['get', 'put', 'post', 'patch', 'delete'].includes(m)) as Array<
+    [string, { responses?: Record<string, Record<string, unknown>> }]
+  >;
 }
 
 /**
@@ -137,7 +177,11 @@ function operations(pathItem: Record<string, unknown>): Array<[string, { respons
  * `message/rfc822` or read their own body), whose responses get the headers every response carries
  * (`X-Request-Id`; `Retry-After` on 429 and 503) and a 503.
  */
-export function apiDocument(routes: AnyRoute[], extraPaths: Record<string, Record<string, unknown>>, info: { version: string; serverUrl: string }) {
+export function apiDocument(
+  routes: AnyRoute[],
+  extraPaths: Record<string, Record<string, unknown>>,
+  info: { version: string; serverUrl: string },
+) {
   const errors = new ErrorResponses();
   const doc = buildOpenApi(routes, info, errors);
   for (const [path, item] of Object.entries(extraPaths)) {
@@ -147,7 +191,10 @@ export function apiDocument(routes: AnyRoute[], extraPaths: Record<string, Recor
       responses['503'] ??= errors.ref(503, { rateLimited: false, idempotent: false });
       for (const [status, response] of Object.entries(responses)) {
         if ('$ref' in response) continue;
-        response.headers = { ...headersFor(Number(status), { rateLimited: false, idempotent: false }), ...(response.headers as object | undefined) };
+        response.headers = {
+          ...headersFor(Number(status), { rateLimited: false, idempotent: false }),
+          ...(response.headers as object | undefined),
+        };
       }
     }
     doc.paths[path] = copy;

@@ -31,7 +31,10 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
     maxLagMs: config.databaseReplicaMaxLagMs,
     checkIntervalMs: config.databaseReplicaCheckIntervalMs,
     onStateChange: (status, previous, reason) =>
-      logger[status.state === 'ok' ? 'info' : 'warn']({ replica: status.name, state: status.state, previous, lagMs: status.lagMs, reason }, 'read replica state changed'),
+      logger[status.state === 'ok' ? 'info' : 'warn'](
+        { replica: status.name, state: status.state, previous, lagMs: status.lagMs, reason },
+        'read replica state changed',
+      ),
   });
   const redis = createRedis(config, 'producer');
   const queues = createQueues(config, redis);

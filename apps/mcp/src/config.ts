@@ -25,16 +25,21 @@ export class McpConfigError extends Error {
 export function loadMcpConfig(env: Record<string, string | undefined>): McpConfig {
   const apiKey = env.MAILROOM_API_KEY?.trim() ?? '';
   if (!apiKey) throw new McpConfigError('MAILROOM_API_KEY is required: a secret key of the project (sk_…)');
-  if (apiKey.startsWith('pk_')) throw new McpConfigError('MAILROOM_API_KEY is a public key (pk_…): the tools need a secret key (sk_…)');
+  if (apiKey.startsWith('pk_'))
+    throw new McpConfigError('MAILROOM_API_KEY is a public key (pk_…): the tools need a secret key (sk_…)');
   const baseUrl = env.MAILROOM_BASE_URL?.trim() ?? '';
-  if (!baseUrl) throw new McpConfigError('MAILROOM_BASE_URL is required: where the Mailroom API is served, e.g. https://mail.example.com');
+  if (!baseUrl)
+    throw new McpConfigError(
+      'MAILROOM_BASE_URL is required: where the Mailroom API is served, e.g. https://mail.example.com',
+    );
   let url: URL;
   try {
     url = new URL(baseUrl);
   } catch {
     throw new McpConfigError(`MAILROOM_BASE_URL is not a URL: ${baseUrl}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new McpConfigError(`MAILROOM_BASE_URL must be http(s): ${baseUrl}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new McpConfigError(`MAILROOM_BASE_URL must be http(s): ${baseUrl}`);
   return { apiKey, baseUrl: withoutTrailingSlashes(url.toString()) };
 }
 

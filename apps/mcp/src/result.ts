@@ -17,7 +17,11 @@ export function toolResult(data: unknown): CallToolResult {
  *
  * @param code - the API's error code (`VALIDATION_ERROR`, `NOT_FOUND`, …) or the tool's own (`CONFIRMATION_REQUIRED`).
  */
-export function toolError(code: string, message: string, details: { errors?: { field: string; message: string }[]; requestId?: string } = {}): CallToolResult {
+export function toolError(
+  code: string,
+  message: string,
+  details: { errors?: { field: string; message: string }[]; requestId?: string } = {},
+): CallToolResult {
   const lines = [`${code}: ${message}`, ...(details.errors ?? []).map((e) => `- ${e.field}: ${e.message}`)];
   if (details.requestId) lines.push(`(request id ${details.requestId})`);
   return { isError: true, content: [{ type: 'text', text: lines.join('\n') }] };
@@ -25,8 +29,12 @@ export function toolError(code: string, message: string, details: { errors?: { f
 
 /** The tool error of a thrown value: the API's error, or a network failure after the client's retries. */
 export function errorResult(err: unknown): CallToolResult {
-  if (err instanceof MailroomError) return toolError(err.code, err.message, { errors: err.errors, requestId: err.requestId });
-  return toolError('NETWORK_ERROR', `The Mailroom API could not be reached: ${err instanceof Error ? err.message : String(err)}`);
+  if (err instanceof MailroomError)
+    return toolError(err.code, err.message, { errors: err.errors, requestId: err.requestId });
+  return toolError(
+    'NETWORK_ERROR',
+    `The Mailroom API could not be reached: ${err instanceof Error ? err.message : String(err)}`,
+  );
 }
 
 /** What an operation of the typed client resolves to. */
@@ -41,10 +49,14 @@ export interface CallOutcome<T> {
  *
  * @param shape - picks what the agent needs from `data` (default: all of it).
  */
-export async function answer<T>(call: Promise<CallOutcome<T>>, shape: (data: T) => unknown = (d) => d): Promise<CallToolResult> {
+export async function answer<T>(
+  call: Promise<CallOutcome<T>>,
+  shape: (data: T) => unknown = (d) => d,
+): Promise<CallToolResult> {
   try {
     const out = await call;
-    if (out.data === undefined || !out.response.ok) return errorResult(new MailroomError(out.response.status, out.error));
+    if (out.data === undefined || !out.response.ok)
+      return errorResult(new MailroomError(out.response.status, out.error));
     return toolResult(shape(out.data.data));
   } catch (err) {
     return errorResult(err);

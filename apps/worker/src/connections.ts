@@ -11,8 +11,18 @@
  */
 import { Gauge, type Registry } from 'prom-client';
 import type { Redis } from 'ioredis';
-import { createAccountProvider, LocalAccountProvider, SesAccountProvider, type AccountProvider } from '@mailroom/mail/ses-account';
-import { connectionClientConfig, connectionNamed, DEFAULT_CONNECTION, type SesConnection } from '@mailroom/mail/connections';
+import {
+  createAccountProvider,
+  LocalAccountProvider,
+  SesAccountProvider,
+  type AccountProvider,
+} from '@mailroom/mail/ses-account';
+import {
+  connectionClientConfig,
+  connectionNamed,
+  DEFAULT_CONNECTION,
+  type SesConnection,
+} from '@mailroom/mail/connections';
 import { loadCampaign } from '@mailroom/audiences/queries/campaigns';
 import type { QuotaDeps } from '@mailroom/sending/quota';
 import { createSesClient, identityVerifiedForSending, probeAccount } from '@mailroom/mail/ses-client';
@@ -101,7 +111,13 @@ export async function startDeliveryConnections(o: DeliveryConnectionOptions): Pr
         (config.sesAccountProvider === 'ses'
           ? new SesAccountProvider(clientConfig)
           : // The emulator has no account: the local figures, and the deployment's count (not this connection's).
-            new LocalAccountProvider({ maxSendRate: connection.maxSendRate ?? config.sesLocalMaxSendRate, max24HourSend: config.sesLocalMax24HourSend }, () => sentInLast24Hours(database.db))));
+            new LocalAccountProvider(
+              {
+                maxSendRate: connection.maxSendRate ?? config.sesLocalMaxSendRate,
+                max24HourSend: config.sesLocalMax24HourSend,
+              },
+              () => sentInLast24Hours(database.db),
+            )));
     const account = new AccountWatcher({
       provider,
       config: { sesMaxSendRate: connection.maxSendRate, sesAccountRefreshMs: config.sesAccountRefreshMs },
@@ -123,17 +139,26 @@ export async function startDeliveryConnections(o: DeliveryConnectionOptions): Pr
       },
     };
     const transport =
-      o.transport ?? new SesTransport(clientConfig, timedGate, (ms, ok) => metrics.sesSend.observe({ connection: name, outcome: ok ? 'ok' : 'error' }, ms / 1000));
+      o.transport ??
+      new SesTransport(clientConfig, timedGate, (ms, ok) =>
+        metrics.sesSend.observe({ connection: name, outcome: ok ? 'ok' : 'error' }, ms / 1000),
+      );
     const control = createSesClient(clientConfig, { maxAttempts: 1, timeoutMs: config.sesTimeoutMs });
     connections.push({
       name,
       transport,
       // With the local identity provider (the emulator) identities are checked through DNS, once for every
       // connection: a domain verified here is verified in each.
-      verifies: async (domain) => config.domainIdentityProvider === 'local' || (await identityVerifiedForSending(control, domain)),
+      verifies: async (domain) =>
+        config.domainIdentityProvider === 'local' || (await identityVerifiedForSending(control, domain)),
       probe: () => probeAccount(control),
     });
-    parts.set(name, { connection, account, gate, quota: new CampaignQuotaGuard(account, config.sesQuotaReserve, config.sendLeaseMs) });
+    parts.set(name, {
+      connection,
+      account,
+      gate,
+      quota: new CampaignQuotaGuard(account, config.sesQuotaReserve, config.sendLeaseMs),
+    });
   }
   await Promise.all([...parts.values()].map((p) => p.account.start()));
   const router = new ConnectionRouter({
@@ -173,7 +198,16 @@ export async function startDeliveryConnections(o: DeliveryConnectionOptions): Pr
     totalRate,
     quotaPasses: (base) => {
       if (parts.size === 1) return new Map([[DEFAULT_CONNECTION, base]]);
-      return new Map([...parts].map(([name, p]) => [name, { ...base, account: p.account, belongs: async (c: { id: string; projectId: string }) => (await campaignConnection(c)) === name }]));
+      return new Map(
+        [...parts].map(([name, p]) => [
+          name,
+          {
+            ...base,
+            account: p.account,
+            belongs: async (c: { id: string; projectId: string }) => (await campaignConnection(c)) === name,
+          },
+        ]),
+      );
     },
     onRateChange: (fn) => {
       for (const p of parts.values()) p.account.onRateChange(() => fn(totalRate()));
@@ -186,7 +220,13 @@ export async function startDeliveryConnections(o: DeliveryConnectionOptions): Pr
 }
 
 /** The account gauges per connection, and `mailroom_ses_connection_healthy{connection}`. */
-function registerConnectionMetrics(registry: Registry, router: ConnectionRouter, health: ConnectionHealth, parts: ReadonlyMap<string, ConnectionParts>, reserve: number): void {
+function registerConnectionMetrics(
+  registry: Registry,
+  router: ConnectionRouter,
+  health: ConnectionHealth,
+  parts: ReadonlyMap<string, ConnectionParts>,
+  reserve: number,
+): void {
   registerAccountMetrics(registry, new Map([...parts].map(([name, p]) => [name, p.account])), reserve);
   new Gauge({
     name: 'mailroom_ses_connection_healthy',

@@ -58,7 +58,10 @@ export function healthListener(deps: HealthDeps): http.RequestListener {
       return;
     }
     if (path === '/metrics') {
-      if (deps.metricsToken !== undefined && !matchesToken(bearerToken(req.headers.authorization), [deps.metricsToken])) {
+      if (
+        deps.metricsToken !== undefined &&
+        !matchesToken(bearerToken(req.headers.authorization), [deps.metricsToken])
+      ) {
         res.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer realm="metrics"' });
         res.end('a bearer token (METRICS_TOKEN) is required\n');
         return;

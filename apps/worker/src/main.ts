@@ -86,7 +86,14 @@ export interface RunningWorker {
  */
 export async function startWorker(
   config: Config,
-  options: { transport?: MailTransport; healthPort?: number | null; logger?: Logger; identities?: DomainIdentityProvider; account?: AccountProvider; accounts?: ReadonlyMap<string, AccountProvider> } = {},
+  options: {
+    transport?: MailTransport;
+    healthPort?: number | null;
+    logger?: Logger;
+    identities?: DomainIdentityProvider;
+    account?: AccountProvider;
+    accounts?: ReadonlyMap<string, AccountProvider>;
+  } = {},
 ): Promise<RunningWorker> {
   const logger = options.logger ?? createLogger(config, 'worker');
   const database = createDatabase({
@@ -105,7 +112,8 @@ export async function startWorker(
     applicationName: 'mailroom-worker-send',
     genericPlans: true,
     maxLifetimeSeconds: 600,
-    onConnectionError: (err) => logger.warn({ err: err.message, pool: 'send' }, 'postgres connection lost; the pool reconnects'),
+    onConnectionError: (err) =>
+      logger.warn({ err: err.message, pool: 'send' }, 'postgres connection lost; the pool reconnects'),
   });
   const connection = createRedis(config, 'worker');
   // The kept SES outcomes' SET and DEL (`@mailroom/sending/ses-accepted`), up to WORKER_CONCURRENCY at once:
@@ -121,7 +129,16 @@ export async function startWorker(
   const metrics = new WorkerMetrics(queueList(queues), database, { main: database, send: sendDatabase }, eviction);
   // Each delivery connection's send rate: its account's maximum (read now and every SES_ACCOUNT_REFRESH_MS), capped
   // by its maxSendRate (SES_MAX_SEND_RATE for `default`), kept by its own rate gate; the router in front of them.
-  const connections = await startDeliveryConnections({ config, database, redis: connection, logger, metrics, transport: options.transport, account: options.account, accounts: options.accounts });
+  const connections = await startDeliveryConnections({
+    config,
+    database,
+    redis: connection,
+    logger,
+    metrics,
+    transport: options.transport,
+    account: options.account,
+    accounts: options.accounts,
+  });
   const account = connections.defaultAccount;
   const transport = connections.router;
 
@@ -130,7 +147,8 @@ export async function startWorker(
   const quotaDeps = { config, database, account, sendQueue, campaignQueue, webhookQueue, logger };
   // One quota pass per delivery connection (its account, the campaigns bound to it).
   const quotaPasses = connections.quotaPasses(quotaDeps);
-  const quotaGuardOf = (name?: string) => (connections.parts.get(name ?? DEFAULT_CONNECTION) ?? connections.parts.get(DEFAULT_CONNECTION)!).quota;
+  const quotaGuardOf = (name?: string) =>
+    (connections.parts.get(name ?? DEFAULT_CONNECTION) ?? connections.parts.get(DEFAULT_CONNECTION)!).quota;
   const onReconcilePass = (r: ReconcileResult) => {
     metrics.reenqueued.inc({ kind: 'email' }, r.enqueued);
     metrics.reenqueued.inc({ kind: 'import' }, r.importsEnqueued);
@@ -165,15 +183,37 @@ export async function startWorker(
         webhookQueue,
         worker: () => workers.send,
         onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }),
-        campaignQuota: { admit: (name) => quotaGuardOf(name).admit(), reached: (name) => checkQuotaOnce(quotaPasses.get(name ?? DEFAULT_CONNECTION) ?? quotaDeps) },
+        campaignQuota: {
+          admit: (name) => quotaGuardOf(name).admit(),
+          reached: (name) => checkQuotaOnce(quotaPasses.get(name ?? DEFAULT_CONNECTION) ?? quotaDeps),
+        },
         route: async (m) => (await connections.router.route(m)).name,
       }),
       import: createImportProcessor({ config, database, logger, webhookQueue }),
-      campaign: createCampaignProcessor({ config, database, sendQueue, webhookQueue, logger, sendRate: () => connections.totalRate() }),
+      campaign: createCampaignProcessor({
+        config,
+        database,
+        sendQueue,
+        webhookQueue,
+        logger,
+        sendRate: () => connections.totalRate(),
+      }),
       webhook: createWebhookProcessor({ config, database, logger }),
-      workflow: createWorkflowProcessor({ config, database, sendQueue, webhookQueue, workflowQueue, logger, redis: connection, connectionOf: laneConnectionResolver(database.db, config.sesConnections) }),
+      workflow: createWorkflowProcessor({
+        config,
+        database,
+        sendQueue,
+        webhookQueue,
+        workflowQueue,
+        logger,
+        redis: connection,
+        connectionOf: laneConnectionResolver(database.db, config.sesConnections),
+      }),
       // Plus the pass run when Redis has lost its data (added by `watchRedisLoss`, not by a timer).
-      maintenance: maintenanceProcessor({ config, redis: connection, logger }, [...maintenanceTasks, reconcileNowTask({ config, database, queues, logger, onPass: onReconcilePass })]),
+      maintenance: maintenanceProcessor({ config, redis: connection, logger }, [
+        ...maintenanceTasks,
+        reconcileNowTask({ config, database, queues, logger, onPass: onReconcilePass }),
+      ]),
     },
     connections.totalRate(),
   );
@@ -181,12 +221,16 @@ export async function startWorker(
   // The send worker's limiter paces job starts at the connections' rates together (each gate keeps its own).
   connections.onRateChange((total) => setSendWorkerRate(worker, total));
   worker.on('completed', (_job, result: SendJobResult) => metrics.emails.inc({ outcome: result.outcome }));
-  workers.workflow.on('completed', (_job, r: WorkflowJobResult) => metrics.workflowJobs.inc({ status: r.outcome === 'ran' ? r.status : 'skipped' }));
+  workers.workflow.on('completed', (_job, r: WorkflowJobResult) =>
+    metrics.workflowJobs.inc({ status: r.outcome === 'ran' ? r.status : 'skipped' }),
+  );
   for (const key of Object.keys(workers) as QueueKey[]) {
     // The webhook processor records each failed attempt on its delivery row, and a failed maintenance pass is
     // logged by its processor: only the others log a failed attempt here.
     if (key !== 'webhook' && key !== 'maintenance') {
-      workers[key].on('failed', (job, err) => logger.warn({ jobId: job?.id, err: err.message }, `${key === 'send' ? 'job' : key} attempt failed`));
+      workers[key].on('failed', (job, err) =>
+        logger.warn({ jobId: job?.id, err: err.message }, `${key === 'send' ? 'job' : key} attempt failed`),
+      );
     }
     workers[key].on('error', (err) => logger.error({ err }, `${key === 'send' ? '' : `${key} `}worker error`));
   }
@@ -194,7 +238,9 @@ export async function startWorker(
   const maintenance = startMaintenanceTimers({ queue: queues.maintenance, logger }, maintenanceTasks);
   for (const w of Object.values(workers)) void w.run();
   await Promise.all(Object.values(workers).map((w) => w.waitUntilReady()));
-  const redisLoss = config.reconcileOnRedisLoss ? watchRedisLoss({ redis: connection, queue: queues.maintenance, queuePrefix: config.queuePrefix, logger }) : undefined;
+  const redisLoss = config.reconcileOnRedisLoss
+    ? watchRedisLoss({ redis: connection, queue: queues.maintenance, queuePrefix: config.queuePrefix, logger })
+    : undefined;
   void redisLoss?.check();
 
   let server: http.Server | undefined;
@@ -202,7 +248,14 @@ export async function startWorker(
   let stopping: Promise<void> | undefined;
   const stopAll = (): Promise<void> => (stopping ??= shutdown());
   if (options.healthPort !== null) {
-    const health = healthListener({ worker, database, redis: connection, metrics, eviction, metricsToken: config.metricsToken });
+    const health = healthListener({
+      worker,
+      database,
+      redis: connection,
+      metrics,
+      eviction,
+      metricsToken: config.metricsToken,
+    });
     const port = options.healthPort ?? config.workerHealthPort;
     try {
       server = await listenOn(health, port, 'worker health and metrics');
@@ -213,7 +266,16 @@ export async function startWorker(
     }
     healthPort = (server.address() as { port: number }).port;
   }
-  logger.info({ concurrency: config.workerConcurrency, ratePerSecond: connections.totalRate(), connections: connections.router.names, capPerSecond: config.sesMaxSendRate ?? null, healthPort }, 'worker started');
+  logger.info(
+    {
+      concurrency: config.workerConcurrency,
+      ratePerSecond: connections.totalRate(),
+      connections: connections.router.names,
+      capPerSecond: config.sesMaxSendRate ?? null,
+      healthPort,
+    },
+    'worker started',
+  );
   return { worker, workers, healthPort, metrics, connections, stop: stopAll };
 
   /** Stop taking jobs, let active ones finish, close the timers, queues, Redis and Postgres. */

@@ -51,7 +51,10 @@ function waitingSince(job: Job): number {
  * starved behind a steady stream of higher ones is not seen (its age shows as depth instead).
  */
 export async function oldestWaitingSeconds(queue: Queue, now = Date.now()): Promise<number> {
-  const [waiting, prioritized] = await Promise.all([queue.getJobs(['wait'], 0, 0, true), queue.getJobs(['prioritized'], 0, 0, true)]);
+  const [waiting, prioritized] = await Promise.all([
+    queue.getJobs(['wait'], 0, 0, true),
+    queue.getJobs(['prioritized'], 0, 0, true),
+  ]);
   const since = [...waiting, ...prioritized].filter(Boolean).map(waitingSince);
   return since.length === 0 ? 0 : Math.max(0, (now - Math.min(...since)) / 1000);
 }
@@ -59,7 +62,12 @@ export async function oldestWaitingSeconds(queue: Queue, now = Date.now()): Prom
 /** The worker's metrics. */
 export class WorkerMetrics {
   readonly registry = new Registry();
-  readonly emails = new Counter({ name: 'mailroom_emails_total', help: 'send jobs by outcome, and SES throttles', labelNames: ['outcome'] as const, registers: [this.registry] });
+  readonly emails = new Counter({
+    name: 'mailroom_emails_total',
+    help: 'send jobs by outcome, and SES throttles',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly sesSend = new Histogram({
     name: 'mailroom_ses_send_duration_seconds',
     help: 'SES SendEmail latency (s), per delivery connection',
@@ -69,19 +77,34 @@ export class WorkerMetrics {
   });
   readonly gateWait = new Histogram({
     name: 'mailroom_send_rate_gate_wait_seconds',
-    help: 'time a send waited for its slot under its delivery connection\'s rate (s)',
+    help: "time a send waited for its slot under its delivery connection's rate (s)",
     labelNames: ['connection'] as const,
     buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
-  readonly reenqueued = new Counter({ name: 'mailroom_reconciler_reenqueued_total', help: 'jobs re-created by the reconciler', labelNames: ['kind'] as const, registers: [this.registry] });
-  readonly workflowJobs = new Counter({ name: 'mailroom_workflow_jobs_total', help: 'workflow jobs by the execution status they left', labelNames: ['status'] as const, registers: [this.registry] });
+  readonly reenqueued = new Counter({
+    name: 'mailroom_reconciler_reenqueued_total',
+    help: 'jobs re-created by the reconciler',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly workflowJobs = new Counter({
+    name: 'mailroom_workflow_jobs_total',
+    help: 'workflow jobs by the execution status they left',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
 
   /**
    * @param pools - the process's Postgres pools by name, for `mailroom_db_pool_connections` (default: `database`
    *   as `main`).
    */
-  constructor(queues: Queue[], database: Database, pools: Record<string, Pick<Database, 'pool'>> = { main: database }, eviction?: EvictionPolicyProbe) {
+  constructor(
+    queues: Queue[],
+    database: Database,
+    pools: Record<string, Pick<Database, 'pool'>> = { main: database },
+    eviction?: EvictionPolicyProbe,
+  ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'mailroom_worker_' });
     registerPoolMetrics(this.registry, pools);
     new Gauge({
@@ -94,7 +117,8 @@ export class WorkerMetrics {
         for (const q of queues) {
           const c = await q.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed');
           this.set({ queue: q.name, state: 'waiting' }, (c.waiting ?? 0) + (c.prioritized ?? 0));
-          for (const state of ['active', 'delayed', 'failed'] as const) this.set({ queue: q.name, state }, c[state] ?? 0);
+          for (const state of ['active', 'delayed', 'failed'] as const)
+            this.set({ queue: q.name, state }, c[state] ?? 0);
         }
       },
     });
@@ -133,10 +157,15 @@ export class WorkerMetrics {
         },
       });
     }
-    const pending = new Gauge({ name: 'mailroom_campaign_pending_emails', help: 'emails of a SENDING campaign not yet final', labelNames: ['campaign'] as const, registers: [this.registry] });
+    const pending = new Gauge({
+      name: 'mailroom_campaign_pending_emails',
+      help: 'emails of a SENDING campaign not yet final',
+      labelNames: ['campaign'] as const,
+      registers: [this.registry],
+    });
     new Gauge({
       name: 'mailroom_campaign_progress_ratio',
-      help: 'share of a SENDING campaign\'s recipients whose email is final (0–1)',
+      help: "share of a SENDING campaign's recipients whose email is final (0–1)",
       labelNames: ['campaign'] as const,
       registers: [this.registry],
       async collect() {

@@ -52,8 +52,12 @@ export interface AudienceScope {
  *
  * @throws {@link AppError} 422 when the stored filter no longer parses (it was validated when stored).
  */
-export function segmentAudience(segment: Pick<typeof segments.$inferSelect, 'id' | 'type' | 'filter'>): ResolvedAudience {
-  return segment.type === 'STATIC' ? { type: 'STATIC', segmentId: segment.id } : { type: 'FILTERED', filter: parseSegmentFilter(segment.filter, 'filter') };
+export function segmentAudience(
+  segment: Pick<typeof segments.$inferSelect, 'id' | 'type' | 'filter'>,
+): ResolvedAudience {
+  return segment.type === 'STATIC'
+    ? { type: 'STATIC', segmentId: segment.id }
+    : { type: 'FILTERED', filter: parseSegmentFilter(segment.filter, 'filter') };
 }
 
 /**
@@ -76,6 +80,11 @@ function compileBase(projectId: string, audience: ResolvedAudience, scope: Audie
     case 'STATIC':
       return sql`exists (select 1 from segment_members sm where sm.segment_id = ${audience.segmentId}::uuid and sm.contact_id = ${sql.identifier(alias)}.id)`;
     case 'FILTERED':
-      return compileFilter(audience.filter, { projectId, now: scope.now, alias, ...(scope.context ? { context: scope.context } : {}) });
+      return compileFilter(audience.filter, {
+        projectId,
+        now: scope.now,
+        alias,
+        ...(scope.context ? { context: scope.context } : {}),
+      });
   }
 }

@@ -8,7 +8,11 @@ import { bodyValidator } from '@mailroom/platform/validation';
 import { filterField, SEGMENT_FILTER_ID, SegmentFilterSchema } from './filter-schema';
 
 const validate = bodyValidator(
-  Type.Object({ filter: Type.Optional(filterField()), other: Type.Optional(Type.Union([filterField('another field'), Type.Null()])), name: Type.Optional(Type.String()) }),
+  Type.Object({
+    filter: Type.Optional(filterField()),
+    other: Type.Optional(Type.Union([filterField('another field'), Type.Null()])),
+    name: Type.Optional(Type.String()),
+  }),
 );
 
 function errorsOf(body: unknown): { field: string; message: string; code: string }[] {
@@ -28,12 +32,16 @@ test('a field is a reference to the one registered schema', () => {
 
 test('both shapes pass, whatever the conditions mean (the parser judges that)', () => {
   expect(errorsOf({ filter: [{ field: 'bogus', operator: 'nope', value: { any: 'thing' }, extra: 1 }] })).toEqual([]);
-  expect(errorsOf({ filter: { logic: 'XOR', groups: [{ filters: [], conditions: { groups: [{ conditions: null }] } }] } })).toEqual([]);
+  expect(
+    errorsOf({ filter: { logic: 'XOR', groups: [{ filters: [], conditions: { groups: [{ conditions: null }] } }] } }),
+  ).toEqual([]);
   expect(errorsOf({ other: null })).toEqual([]);
 });
 
 test('structure is checked at every depth, each problem at its own path', () => {
-  expect(errorsOf({ filter: { groups: [{ conditions: { groups: [{ filters: [{ field: 1, operator: 'x' }] }] } }] } })).toEqual([
+  expect(
+    errorsOf({ filter: { groups: [{ conditions: { groups: [{ filters: [{ field: 1, operator: 'x' }] }] } }] } }),
+  ).toEqual([
     { field: 'filter.groups.0.conditions.groups.0.filters.0.field', message: 'must be string', code: 'invalid_type' },
   ]);
   expect(errorsOf({ name: 3, other: { groups: [{ filters: [{ operator: 'x' }] }] } })).toEqual([
@@ -45,6 +53,10 @@ test('structure is checked at every depth, each problem at its own path', () => 
     { field: 'filter.groups.0.filters.0', message: 'must be object', code: 'invalid_type' },
     { field: 'filter.groups.0.conditions', message: 'must be object', code: 'invalid_type' },
   ]);
-  expect(errorsOf({ filter: { logic: 'AND' } })).toEqual([{ field: 'filter.groups', message: 'is required', code: 'invalid_type' }]);
-  expect(errorsOf({ filter: 'plan=pro' })).toEqual([{ field: 'filter', message: 'must be object', code: 'invalid_type' }]);
+  expect(errorsOf({ filter: { logic: 'AND' } })).toEqual([
+    { field: 'filter.groups', message: 'is required', code: 'invalid_type' },
+  ]);
+  expect(errorsOf({ filter: 'plan=pro' })).toEqual([
+    { field: 'filter', message: 'must be object', code: 'invalid_type' },
+  ]);
 });

@@ -38,9 +38,17 @@ const Condition = Type.Object(
           'event.<name> count comparison; absent for exists / notExists',
       }),
     ),
-    unit: Type.Optional(Type.Unknown({ description: `${FILTER_UNITS.join(', ')}: the unit of \`value\` for within / notWithin` })),
-    window: Type.Optional(Type.Unknown({ description: '{value, unit}: an event.<name> count comparison counts only the events of that last period' })),
-    campaignId: Type.Optional(Type.Unknown({ description: 'an email.<activity> condition restricted to one campaign (its id)' })),
+    unit: Type.Optional(
+      Type.Unknown({ description: `${FILTER_UNITS.join(', ')}: the unit of \`value\` for within / notWithin` }),
+    ),
+    window: Type.Optional(
+      Type.Unknown({
+        description: '{value, unit}: an event.<name> count comparison counts only the events of that last period',
+      }),
+    ),
+    campaignId: Type.Optional(
+      Type.Unknown({ description: 'an email.<activity> condition restricted to one campaign (its id)' }),
+    ),
   },
   { description: 'a condition {field, operator, value?, unit?, window?, campaignId?}; other keys are refused' },
 );
@@ -56,7 +64,9 @@ export interface FilterConditionJson {
 }
 
 /** A filter as JSON, before `parseSegmentFilter` checks its meaning. */
-export type FilterJson = FilterConditionJson[] | { logic?: string; groups: { filters?: FilterConditionJson[]; conditions?: FilterJson | null }[] };
+export type FilterJson =
+  | FilterConditionJson[]
+  | { logic?: string; groups: { filters?: FilterConditionJson[]; conditions?: FilterJson | null }[] };
 
 const ref = { $ref: SEGMENT_FILTER_ID };
 
@@ -78,9 +88,19 @@ export const SegmentFilterSchema = Type.Unsafe<FilterJson>({
         Type.Object(
           {
             filters: Type.Optional(Type.Array(Condition, { description: 'conditions that must all match' })),
-            conditions: Type.Optional(Type.Unsafe<FilterJson | null>({ description: `a nested filter (${FILTER_SHAPE}), or null`, if: { type: 'null' }, else: ref })),
+            conditions: Type.Optional(
+              Type.Unsafe<FilterJson | null>({
+                description: `a nested filter (${FILTER_SHAPE}), or null`,
+                if: { type: 'null' },
+                else: ref,
+              }),
+            ),
           },
-          { additionalProperties: false, description: 'a group: matches when all its filters and its nested conditions match; give filters, conditions or both' },
+          {
+            additionalProperties: false,
+            description:
+              'a group: matches when all its filters and its nested conditions match; give filters, conditions or both',
+          },
         ),
       ),
     },
@@ -95,7 +115,7 @@ export const FILTER_DESCRIPTION =
   '`subscribed`, `snoozed` (true while marketing email is paused), `topic.<topicId>` (equals true/false: subscribed to the topic), `createdAt`, `updatedAt`, `snoozedUntil`, `data.<path>`, `event.<name>`, `email.sent|delivered|opened|clicked|' +
   'bounced|complained`; operators equals, notEquals, contains, notContains, startsWith, endsWith, greaterThan, ' +
   'lessThan, greaterThanOrEqual, lessThanOrEqual, in, notIn, exists, notExists, within, notWithin (units minutes, ' +
-  'hours, days). `data.*` values compare by the filter value\'s type (number, boolean, string, ISO date). ' +
+  "hours, days). `data.*` values compare by the filter value's type (number, boolean, string, ISO date). " +
   '`notEquals`/`notContains`/`notIn`/`notExists` include contacts without the key. `event.<name>` with a count ' +
   'comparison counts occurrences, optionally in `window: {value, unit}`. Invalid filters get 422 naming the path.';
 

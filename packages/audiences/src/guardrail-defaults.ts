@@ -20,4 +20,8 @@ export interface Guardrails {
  * (and warns at half of that); the defaults stop a campaign at well under half of each, so one tenant's bad list
  * is stopped before it moves the shared account's rates noticeably.
  */
-export const DEFAULT_GUARDRAILS: Readonly<Guardrails> = Object.freeze({ minSample: 200, maxHardBounceRate: 0.02, maxComplaintRate: 0.0005 });
+export const DEFAULT_GUARDRAILS: Readonly<Guardrails> = Object.freeze({
+  minSample: 200,
+  maxHardBounceRate: 0.02,
+  maxComplaintRate: 0.0005,
+});

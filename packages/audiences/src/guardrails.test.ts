@@ -4,7 +4,12 @@ import { effectiveGuardrails, judgeCampaign, outcomesSince, sesRates, validGuard
 import { DEFAULT_GUARDRAILS, type Guardrails } from './guardrail-defaults';
 
 const g: Guardrails = { minSample: 200, maxHardBounceRate: 0.02, maxComplaintRate: 0.0005 };
-const counts = (delivered: number, hardBounces: number, softBounces = 0, complaints = 0) => ({ delivered, hardBounces, softBounces, complaints });
+const counts = (delivered: number, hardBounces: number, softBounces = 0, complaints = 0) => ({
+  delivered,
+  hardBounces,
+  softBounces,
+  complaints,
+});
 
 describe('judgeCampaign', () => {
   test('nothing is judged below the minimum sample, however bad the rates', () => {
@@ -19,7 +24,16 @@ describe('judgeCampaign', () => {
     expect(v).toEqual({
       pause: true,
       reason: 'bounce_rate',
-      details: { hardBounceRate: 0.025, complaintRate: 0, outcomes: 200, hardBounces: 5, complaints: 0, delivered: 190, threshold: 0.02, minSample: 200 },
+      details: {
+        hardBounceRate: 0.025,
+        complaintRate: 0,
+        outcomes: 200,
+        hardBounces: 5,
+        complaints: 0,
+        delivered: 190,
+        threshold: 0.02,
+        minSample: 200,
+      },
     });
   });
 
@@ -27,16 +41,28 @@ describe('judgeCampaign', () => {
     expect(judgeCampaign(counts(196, 4), g)).toEqual({ pause: false }); // 4/200 = 2 % exactly
     expect(judgeCampaign(counts(195, 5), g).pause).toBe(true);
     expect(judgeCampaign(counts(2000, 0, 0, 1), g)).toEqual({ pause: false }); // 1/2000 = 0.05 % exactly
-    expect(judgeCampaign(counts(2000, 0, 0, 2), g)).toMatchObject({ pause: true, reason: 'complaint_rate', details: { complaintRate: 0.001, threshold: 0.0005 } });
+    expect(judgeCampaign(counts(2000, 0, 0, 2), g)).toMatchObject({
+      pause: true,
+      reason: 'complaint_rate',
+      details: { complaintRate: 0.001, threshold: 0.0005 },
+    });
   });
 
   test('complaints count per outcome (a complaint follows a delivery, so it adds no outcome)', () => {
     const v = judgeCampaign(counts(1000, 0, 0, 1), { ...g, maxComplaintRate: 0.0009 });
-    expect(v).toMatchObject({ pause: true, reason: 'complaint_rate', details: { complaintRate: 0.001, outcomes: 1000, complaints: 1 } });
+    expect(v).toMatchObject({
+      pause: true,
+      reason: 'complaint_rate',
+      details: { complaintRate: 0.001, outcomes: 1000, complaints: 1 },
+    });
   });
 
   test('both rates over: the reason is complaint_rate', () => {
-    expect(judgeCampaign(counts(180, 20, 0, 5), g)).toMatchObject({ pause: true, reason: 'complaint_rate', details: { hardBounceRate: 0.1, threshold: 0.0005 } });
+    expect(judgeCampaign(counts(180, 20, 0, 5), g)).toMatchObject({
+      pause: true,
+      reason: 'complaint_rate',
+      details: { hardBounceRate: 0.1, threshold: 0.0005 },
+    });
   });
 
   test('soft bounces dilute, never trip, the hard-bounce rate', () => {
@@ -58,12 +84,22 @@ describe('effectiveGuardrails', () => {
   });
 
   test('each set field overrides its default; null and absent fields keep the default', () => {
-    expect(effectiveGuardrails(g, { minSample: 20, maxHardBounceRate: null })).toEqual({ minSample: 20, maxHardBounceRate: 0.02, maxComplaintRate: 0.0005 });
-    expect(effectiveGuardrails(g, { maxHardBounceRate: 0, maxComplaintRate: 1 })).toEqual({ minSample: 200, maxHardBounceRate: 0, maxComplaintRate: 1 });
+    expect(effectiveGuardrails(g, { minSample: 20, maxHardBounceRate: null })).toEqual({
+      minSample: 20,
+      maxHardBounceRate: 0.02,
+      maxComplaintRate: 0.0005,
+    });
+    expect(effectiveGuardrails(g, { maxHardBounceRate: 0, maxComplaintRate: 1 })).toEqual({
+      minSample: 200,
+      maxHardBounceRate: 0,
+      maxComplaintRate: 1,
+    });
   });
 
   test('an invalid stored value falls back to the default instead of disabling the guardrail', () => {
-    const bad = { minSample: 0.5, maxHardBounceRate: -1, maxComplaintRate: 'x' } as unknown as Parameters<typeof effectiveGuardrails>[1];
+    const bad = { minSample: 0.5, maxHardBounceRate: -1, maxComplaintRate: 'x' } as unknown as Parameters<
+      typeof effectiveGuardrails
+    >[1];
     expect(effectiveGuardrails(g, bad)).toEqual(g);
     expect(effectiveGuardrails(g, { maxHardBounceRate: 1.5, minSample: Number.NaN })).toEqual(g);
   });
@@ -81,13 +117,18 @@ test('validGuardrailValue: integers ≥ 1 for minSample, fractions 0–1 for rat
 });
 
 test('outcomesSince subtracts a baseline and never goes negative', () => {
-  expect(outcomesSince(counts(300, 30, 2, 1), { delivered: 100, hardBounces: 25, softBounces: 2, complaints: 0 })).toEqual(counts(200, 5, 0, 1));
+  expect(
+    outcomesSince(counts(300, 30, 2, 1), { delivered: 100, hardBounces: 25, softBounces: 2, complaints: 0 }),
+  ).toEqual(counts(200, 5, 0, 1));
   expect(outcomesSince(counts(10, 1), { delivered: 20 })).toEqual(counts(0, 1));
   expect(outcomesSince(counts(10, 1), null)).toEqual(counts(10, 1));
 });
 
 test('sesRates: per email sent, null when nothing was sent', () => {
-  expect(sesRates({ sent: 1000, hardBounces: 30, complaints: 2 })).toEqual({ hardBounceRate: 0.03, complaintRate: 0.002 });
+  expect(sesRates({ sent: 1000, hardBounces: 30, complaints: 2 })).toEqual({
+    hardBounceRate: 0.03,
+    complaintRate: 0.002,
+  });
   expect(sesRates({ sent: 0, hardBounces: 3, complaints: 0 })).toEqual({ hardBounceRate: null, complaintRate: null });
 });
 
@@ -100,7 +141,11 @@ describe('configuration', () => {
   });
 
   test('GUARDRAIL_* variables set the defaults', () => {
-    const c = loadAudienceConfig({ GUARDRAIL_MIN_SAMPLE: '50', GUARDRAIL_MAX_HARD_BOUNCE_RATE: '0.1', GUARDRAIL_MAX_COMPLAINT_RATE: '.001' });
+    const c = loadAudienceConfig({
+      GUARDRAIL_MIN_SAMPLE: '50',
+      GUARDRAIL_MAX_HARD_BOUNCE_RATE: '0.1',
+      GUARDRAIL_MAX_COMPLAINT_RATE: '.001',
+    });
     expect(c.guardrails).toEqual({ minSample: 50, maxHardBounceRate: 0.1, maxComplaintRate: 0.001 });
     expect(loadAudienceConfig({ GUARDRAIL_MAX_HARD_BOUNCE_RATE: '1' }).guardrails.maxHardBounceRate).toBe(1);
     expect(loadAudienceConfig({ GUARDRAIL_MAX_HARD_BOUNCE_RATE: '0' }).guardrails.maxHardBounceRate).toBe(0);

@@ -15,14 +15,12 @@
  */
 import type { Guardrails } from './guardrail-defaults';
 
-
 /** The names of the guardrail settings, in the order they are shown. */
 export const GUARDRAIL_FIELDS = ['minSample', 'maxHardBounceRate', 'maxComplaintRate'] as const;
 export type GuardrailField = (typeof GUARDRAIL_FIELDS)[number];
 
 /** A project's overrides as stored (`projects.guardrails`): a field left out (or null) takes the service default. */
 export type GuardrailOverrides = { [K in GuardrailField]?: number | null };
-
 
 /** The rates at which SES puts an account under review (bounces and complaints per email sent). */
 export const SES_REVIEW_LEVELS = Object.freeze({ hardBounceRate: 0.05, complaintRate: 0.001 });
@@ -51,7 +49,8 @@ export interface GuardrailDetails {
 }
 
 /** The verdict on a campaign. */
-export type GuardrailVerdict = { pause: false } | { pause: true; reason: 'bounce_rate' | 'complaint_rate'; details: GuardrailDetails };
+export type GuardrailVerdict =
+  { pause: false } | { pause: true; reason: 'bounce_rate' | 'complaint_rate'; details: GuardrailDetails };
 
 /** Whether `v` is a valid value of setting `field` (an integer ≥ 1 for `minSample`, a fraction 0–1 for the rates). */
 export function validGuardrailValue(field: GuardrailField, v: unknown): v is number {
@@ -68,7 +67,11 @@ export function effectiveGuardrails(defaults: Readonly<Guardrails>, overrides?: 
     const v = overrides?.[field];
     return validGuardrailValue(field, v) ? v : defaults[field];
   };
-  return { minSample: pick('minSample'), maxHardBounceRate: pick('maxHardBounceRate'), maxComplaintRate: pick('maxComplaintRate') };
+  return {
+    minSample: pick('minSample'),
+    maxHardBounceRate: pick('maxHardBounceRate'),
+    maxComplaintRate: pick('maxComplaintRate'),
+  };
 }
 
 /**
@@ -77,7 +80,12 @@ export function effectiveGuardrails(defaults: Readonly<Guardrails>, overrides?: 
  */
 export function outcomesSince(counts: OutcomeCounts, baseline?: Partial<OutcomeCounts> | null): OutcomeCounts {
   const less = (k: keyof OutcomeCounts) => Math.max(0, counts[k] - (Number(baseline?.[k]) || 0));
-  return { delivered: less('delivered'), hardBounces: less('hardBounces'), softBounces: less('softBounces'), complaints: less('complaints') };
+  return {
+    delivered: less('delivered'),
+    hardBounces: less('hardBounces'),
+    softBounces: less('softBounces'),
+    complaints: less('complaints'),
+  };
 }
 
 /**
@@ -90,9 +98,19 @@ export function judgeCampaign(counts: OutcomeCounts, g: Guardrails): GuardrailVe
   if (outcomes < g.minSample || outcomes <= 0) return { pause: false };
   const hardBounceRate = counts.hardBounces / outcomes;
   const complaintRate = counts.complaints / outcomes;
-  const base = { hardBounceRate, complaintRate, outcomes, hardBounces: counts.hardBounces, complaints: counts.complaints, delivered: counts.delivered, minSample: g.minSample };
-  if (complaintRate > g.maxComplaintRate) return { pause: true, reason: 'complaint_rate', details: { ...base, threshold: g.maxComplaintRate } };
-  if (hardBounceRate > g.maxHardBounceRate) return { pause: true, reason: 'bounce_rate', details: { ...base, threshold: g.maxHardBounceRate } };
+  const base = {
+    hardBounceRate,
+    complaintRate,
+    outcomes,
+    hardBounces: counts.hardBounces,
+    complaints: counts.complaints,
+    delivered: counts.delivered,
+    minSample: g.minSample,
+  };
+  if (complaintRate > g.maxComplaintRate)
+    return { pause: true, reason: 'complaint_rate', details: { ...base, threshold: g.maxComplaintRate } };
+  if (hardBounceRate > g.maxHardBounceRate)
+    return { pause: true, reason: 'bounce_rate', details: { ...base, threshold: g.maxHardBounceRate } };
   return { pause: false };
 }
 
@@ -100,7 +118,10 @@ export function judgeCampaign(counts: OutcomeCounts, g: Guardrails): GuardrailVe
  * The rates as SES computes them for its review: per email sent. Null when nothing was sent (a rate of nothing
  * is not 0).
  */
-export function sesRates(f: { sent: number; hardBounces: number; complaints: number }): { hardBounceRate: number | null; complaintRate: number | null } {
+export function sesRates(f: { sent: number; hardBounces: number; complaints: number }): {
+  hardBounceRate: number | null;
+  complaintRate: number | null;
+} {
   if (f.sent <= 0) return { hardBounceRate: null, complaintRate: null };
   return { hardBounceRate: f.hardBounces / f.sent, complaintRate: f.complaints / f.sent };
 }

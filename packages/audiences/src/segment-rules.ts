@@ -27,21 +27,33 @@ export interface GivenFilter {
  */
 export function newSegmentType(type: SegmentType | undefined, filter: GivenFilter): SegmentType {
   const resolved = type ?? (filter.value !== undefined ? 'DYNAMIC' : 'STATIC');
-  if (resolved === 'DYNAMIC' && filter.value === undefined) throw validationError([{ field: 'filter', message: 'is required for a DYNAMIC segment (or Plunk\'s filters / condition)', code: 'invalid_type' }]);
-  if (resolved === 'STATIC' && filter.value !== undefined) throw validationError([{ field: filter.field, message: 'a STATIC segment has no filter', code: 'custom' }]);
+  if (resolved === 'DYNAMIC' && filter.value === undefined)
+    throw validationError([
+      {
+        field: 'filter',
+        message: "is required for a DYNAMIC segment (or Plunk's filters / condition)",
+        code: 'invalid_type',
+      },
+    ]);
+  if (resolved === 'STATIC' && filter.value !== undefined)
+    throw validationError([{ field: filter.field, message: 'a STATIC segment has no filter', code: 'custom' }]);
   if (filter.value !== undefined) parseSegmentFilter(filter.value, filter.field);
   return resolved;
 }
 
 /** Refuses a type other than the segment's own (clients may send it back unchanged). @throws {@link AppError} 422. */
 export function requireSameType(current: Pick<SegmentRow, 'type'>, type: SegmentType | undefined): void {
-  if (type !== undefined && type !== current.type) throw validationError([{ field: 'type', message: `a segment's type cannot change (this one is ${current.type})`, code: 'custom' }]);
+  if (type !== undefined && type !== current.type)
+    throw validationError([
+      { field: 'type', message: `a segment's type cannot change (this one is ${current.type})`, code: 'custom' },
+    ]);
 }
 
 /** Checks a new filter for an existing segment. @throws {@link AppError} 422 for a STATIC segment or a bad filter. */
 export function checkNewFilter(current: Pick<SegmentRow, 'type'>, filter: GivenFilter): void {
   if (filter.value === undefined) return;
-  if (current.type === 'STATIC') throw validationError([{ field: filter.field, message: 'a STATIC segment has no filter', code: 'custom' }]);
+  if (current.type === 'STATIC')
+    throw validationError([{ field: filter.field, message: 'a STATIC segment has no filter', code: 'custom' }]);
   parseSegmentFilter(filter.value, filter.field);
 }
 
@@ -55,7 +67,10 @@ export async function requireSegment(db: DbOrTx, projectId: string, id: string):
 /** Refuses explicit members to a DYNAMIC segment. @throws {@link AppError} 409 `CONFLICT`. */
 export function requireStatic(s: Pick<SegmentRow, 'type'>): void {
   if (s.type !== 'STATIC') {
-    throw new AppError(ErrorCode.CONFLICT, 'Only STATIC segments have explicit members; a DYNAMIC segment is defined by its filter');
+    throw new AppError(
+      ErrorCode.CONFLICT,
+      'Only STATIC segments have explicit members; a DYNAMIC segment is defined by its filter',
+    );
   }
 }
 
@@ -65,7 +80,12 @@ export function requireStatic(s: Pick<SegmentRow, 'type'>): void {
  * @returns the ids of the failed campaigns.
  * @throws {@link AppError} 404; 409 `CONFLICT` while a campaign still builds its recipient list from it.
  */
-export async function deleteSegmentNow(deps: AnnounceDeps, log: Logger, projectId: string, id: string): Promise<string[]> {
+export async function deleteSegmentNow(
+  deps: AnnounceDeps,
+  log: Logger,
+  projectId: string,
+  id: string,
+): Promise<string[]> {
   const r = await announcedChange(
     deps,
     log,
@@ -73,10 +93,17 @@ export async function deleteSegmentNow(deps: AnnounceDeps, log: Logger, projectI
     (tx) => deleteSegment(tx, projectId, id),
     (done) =>
       done.deleted
-        ? done.failedCampaigns.map((campaignId) => ({ type: 'campaign.failed', data: { campaignId, ...(done.failedTestCampaigns.includes(campaignId) ? { test: true } : {}) } }))
+        ? done.failedCampaigns.map((campaignId) => ({
+            type: 'campaign.failed',
+            data: { campaignId, ...(done.failedTestCampaigns.includes(campaignId) ? { test: true } : {}) },
+          }))
         : [],
   );
   if (!r.deleted && r.reason === 'missing') throw notFound('Segment');
-  if (!r.deleted) throw new AppError(ErrorCode.CONFLICT, `Campaign ${r.campaignId} is still sending to this segment; cancel it or wait until its recipients are queued`);
+  if (!r.deleted)
+    throw new AppError(
+      ErrorCode.CONFLICT,
+      `Campaign ${r.campaignId} is still sending to this segment; cancel it or wait until its recipients are queued`,
+    );
   return r.failedCampaigns;
 }

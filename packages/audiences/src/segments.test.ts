@@ -20,7 +20,15 @@ function refusal(input: unknown, field = 'filter'): { field: string; code: strin
 
 describe('the typed tree', () => {
   test('an array of conditions is an AND group', () => {
-    expect(parseSegmentFilter([{ field: 'email', operator: 'equals', value: 'A@B.com' }, { field: 'subscribed', operator: 'equals', value: true }], 'filter')).toEqual({
+    expect(
+      parseSegmentFilter(
+        [
+          { field: 'email', operator: 'equals', value: 'A@B.com' },
+          { field: 'subscribed', operator: 'equals', value: true },
+        ],
+        'filter',
+      ),
+    ).toEqual({
       kind: 'group',
       logic: 'AND',
       children: [
@@ -36,7 +44,10 @@ describe('the typed tree', () => {
         logic: 'OR',
         groups: [
           { filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] },
-          { filters: [{ field: 'data.seats', operator: 'greaterThan', value: 5 }], conditions: [{ field: 'event.signup', operator: 'exists' }] },
+          {
+            filters: [{ field: 'data.seats', operator: 'greaterThan', value: 5 }],
+            conditions: [{ field: 'event.signup', operator: 'exists' }],
+          },
           { conditions: null, filters: [] },
         ],
       },
@@ -46,12 +57,20 @@ describe('the typed tree', () => {
       kind: 'group',
       logic: 'OR',
       children: [
-        { kind: 'group', logic: 'AND', children: [{ kind: 'data', path: ['plan'], op: 'equals', value: { type: 'string', value: 'pro' } }] },
+        {
+          kind: 'group',
+          logic: 'AND',
+          children: [{ kind: 'data', path: ['plan'], op: 'equals', value: { type: 'string', value: 'pro' } }],
+        },
         {
           kind: 'group',
           logic: 'AND',
           children: [
-            { kind: 'group', logic: 'AND', children: [{ kind: 'data', path: ['seats'], op: 'greaterThan', value: { type: 'number', value: 5 } }] },
+            {
+              kind: 'group',
+              logic: 'AND',
+              children: [{ kind: 'data', path: ['seats'], op: 'greaterThan', value: { type: 'number', value: 5 } }],
+            },
             { kind: 'group', logic: 'AND', children: [{ kind: 'event', name: 'signup', op: 'exists' }] },
           ],
         },
@@ -61,16 +80,56 @@ describe('the typed tree', () => {
   });
 
   test('each condition kind', () => {
-    const cond = (c: object, options = {}) => (parseSegmentFilter([c], 'filter', options) as { children: unknown[] }).children[0];
-    expect(cond({ field: 'email', operator: 'in', value: ['A@x.y'] })).toEqual({ kind: 'email', op: 'in', values: ['a@x.y'] });
-    expect(cond({ field: 'createdAt', operator: 'within', value: 2, unit: 'days' })).toEqual({ kind: 'timestamp', column: 'createdAt', op: 'within', window: { amount: 2, unit: 'days' } });
-    expect(cond({ field: 'updatedAt', operator: 'lessThan', value: '2025-01-01' })).toEqual({ kind: 'timestamp', column: 'updatedAt', op: 'lessThan', value: new Date('2025-01-01') });
+    const cond = (c: object, options = {}) =>
+      (parseSegmentFilter([c], 'filter', options) as { children: unknown[] }).children[0];
+    expect(cond({ field: 'email', operator: 'in', value: ['A@x.y'] })).toEqual({
+      kind: 'email',
+      op: 'in',
+      values: ['a@x.y'],
+    });
+    expect(cond({ field: 'createdAt', operator: 'within', value: 2, unit: 'days' })).toEqual({
+      kind: 'timestamp',
+      column: 'createdAt',
+      op: 'within',
+      window: { amount: 2, unit: 'days' },
+    });
+    expect(cond({ field: 'updatedAt', operator: 'lessThan', value: '2025-01-01' })).toEqual({
+      kind: 'timestamp',
+      column: 'updatedAt',
+      op: 'lessThan',
+      value: new Date('2025-01-01'),
+    });
     // Ordering compares ISO dates as dates; equality keeps them as strings.
-    expect(cond({ field: 'data.at', operator: 'greaterThan', value: '2025-01-01' })).toEqual({ kind: 'data', path: ['at'], op: 'greaterThan', value: { type: 'date', value: new Date('2025-01-01') } });
-    expect(cond({ field: 'data.at', operator: 'equals', value: '2025-01-01' })).toEqual({ kind: 'data', path: ['at'], op: 'equals', value: { type: 'string', value: '2025-01-01' } });
-    expect(cond({ field: 'data.a.b', operator: 'notIn', value: ['x', 1, false] })).toEqual({ kind: 'data', path: ['a', 'b'], op: 'notIn', values: ['x', 1, false] });
-    expect(cond({ field: 'data.n', operator: 'startsWith', value: 'Ab' })).toEqual({ kind: 'data', path: ['n'], op: 'startsWith', value: 'Ab' });
-    expect(cond({ field: 'event.buy', operator: 'within', value: 3, unit: 'hours' })).toEqual({ kind: 'event', name: 'buy', op: 'within', window: { amount: 3, unit: 'hours' } });
+    expect(cond({ field: 'data.at', operator: 'greaterThan', value: '2025-01-01' })).toEqual({
+      kind: 'data',
+      path: ['at'],
+      op: 'greaterThan',
+      value: { type: 'date', value: new Date('2025-01-01') },
+    });
+    expect(cond({ field: 'data.at', operator: 'equals', value: '2025-01-01' })).toEqual({
+      kind: 'data',
+      path: ['at'],
+      op: 'equals',
+      value: { type: 'string', value: '2025-01-01' },
+    });
+    expect(cond({ field: 'data.a.b', operator: 'notIn', value: ['x', 1, false] })).toEqual({
+      kind: 'data',
+      path: ['a', 'b'],
+      op: 'notIn',
+      values: ['x', 1, false],
+    });
+    expect(cond({ field: 'data.n', operator: 'startsWith', value: 'Ab' })).toEqual({
+      kind: 'data',
+      path: ['n'],
+      op: 'startsWith',
+      value: 'Ab',
+    });
+    expect(cond({ field: 'event.buy', operator: 'within', value: 3, unit: 'hours' })).toEqual({
+      kind: 'event',
+      name: 'buy',
+      op: 'within',
+      window: { amount: 3, unit: 'hours' },
+    });
     expect(cond({ field: 'event.buy', operator: 'equals', value: 0, window: { value: 7, unit: 'days' } })).toEqual({
       kind: 'eventCount',
       name: 'buy',
@@ -78,8 +137,18 @@ describe('the typed tree', () => {
       count: 0,
       window: { amount: 7, unit: 'days' },
     });
-    expect(cond({ field: 'email.opened', operator: 'exists', campaignId: CAMPAIGN })).toEqual({ kind: 'emailActivity', activity: 'opened', op: 'exists', campaignId: CAMPAIGN });
-    expect(cond({ field: 'context.trigger.data.k', operator: 'exists' }, { allowContext: true })).toEqual({ kind: 'data', root: 'context', path: ['trigger', 'data', 'k'], op: 'exists' });
+    expect(cond({ field: 'email.opened', operator: 'exists', campaignId: CAMPAIGN })).toEqual({
+      kind: 'emailActivity',
+      activity: 'opened',
+      op: 'exists',
+      campaignId: CAMPAIGN,
+    });
+    expect(cond({ field: 'context.trigger.data.k', operator: 'exists' }, { allowContext: true })).toEqual({
+      kind: 'data',
+      root: 'context',
+      path: ['trigger', 'data', 'k'],
+      op: 'exists',
+    });
   });
 });
 
@@ -87,7 +156,18 @@ describe('refusals', () => {
   test('every problem at its path, under the field the filter came in', () => {
     expect(
       refusal(
-        { logic: 'XOR', groups: [{ filters: [{ field: 'data.plan', operator: 'like' }, { field: 'bogus', operator: 'equals', value: 1 }], extra: 1 }] },
+        {
+          logic: 'XOR',
+          groups: [
+            {
+              filters: [
+                { field: 'data.plan', operator: 'like' },
+                { field: 'bogus', operator: 'equals', value: 1 },
+              ],
+              extra: 1,
+            },
+          ],
+        },
         'audienceFilter',
       ),
     ).toEqual([
@@ -99,7 +179,9 @@ describe('refusals', () => {
   });
 
   test('context.<path> only where allowed; limits of depth and size', () => {
-    expect(refusal([{ field: 'context.a', operator: 'exists' }])).toEqual([{ field: 'filter.0.field', code: 'invalid_enum_value' }]);
+    expect(refusal([{ field: 'context.a', operator: 'exists' }])).toEqual([
+      { field: 'filter.0.field', code: 'invalid_enum_value' },
+    ]);
     let deep: unknown = [];
     for (let i = 0; i < 6; i++) deep = { groups: [{ conditions: deep }] };
     expect(refusal(deep)[0].code).toBe('too_big');

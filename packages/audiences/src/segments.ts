@@ -61,7 +61,14 @@ export const EMAIL_ACTIVITIES = ['sent', 'delivered', 'opened', 'clicked', 'boun
 export type EmailActivity = (typeof EMAIL_ACTIVITIES)[number];
 
 /** Limits that keep one filter's SQL bounded. */
-export const FILTER_LIMITS = { depth: 5, conditions: 50, inValues: 500, stringLength: 1000, pathSegments: 10, maxCount: Number.MAX_SAFE_INTEGER } as const;
+export const FILTER_LIMITS = {
+  depth: 5,
+  conditions: 50,
+  inValues: 500,
+  stringLength: 1000,
+  pathSegments: 10,
+  maxCount: Number.MAX_SAFE_INTEGER,
+} as const;
 
 /** A scalar a condition compares with; `date` is an ISO 8601 string compared as a timestamp. */
 export type FilterScalar =
@@ -95,7 +102,13 @@ export type FilterCondition =
   | { kind: 'event'; name: string; op: 'within' | 'notWithin'; window: FilterWindow }
   | { kind: 'eventCount'; name: string; op: Comparison; count: number; window?: FilterWindow }
   | { kind: 'emailActivity'; activity: EmailActivity; op: 'exists' | 'notExists'; campaignId?: string }
-  | { kind: 'emailActivity'; activity: EmailActivity; op: 'within' | 'notWithin'; window: FilterWindow; campaignId?: string };
+  | {
+      kind: 'emailActivity';
+      activity: EmailActivity;
+      op: 'within' | 'notWithin';
+      window: FilterWindow;
+      campaignId?: string;
+    };
 
 /** Where a `data`-kind condition reads: the contact's `data`, or (workflows) the execution's context. */
 export interface DataSource {
@@ -135,7 +148,14 @@ export function isIsoDate(s: string): boolean {
   return year >= 1 && year <= 9999;
 }
 
-const COMPARISONS: readonly string[] = ['equals', 'notEquals', 'greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual'];
+const COMPARISONS: readonly string[] = [
+  'equals',
+  'notEquals',
+  'greaterThan',
+  'lessThan',
+  'greaterThanOrEqual',
+  'lessThanOrEqual',
+];
 const ORDERINGS: readonly string[] = ['greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual'];
 const TEXT_MATCHES: readonly string[] = ['contains', 'notContains', 'startsWith', 'endsWith'];
 const PATH_SEGMENT = /^[^.\s]{1,100}$/;
@@ -156,9 +176,11 @@ class Parser {
   }
 
   filter(input: unknown, path: string, depth: number): SegmentFilter | undefined {
-    if (depth > FILTER_LIMITS.depth) return this.fail(path, `nests deeper than ${FILTER_LIMITS.depth} levels`, 'too_big');
+    if (depth > FILTER_LIMITS.depth)
+      return this.fail(path, `nests deeper than ${FILTER_LIMITS.depth} levels`, 'too_big');
     if (Array.isArray(input)) return this.conditionList(input, path, 'AND');
-    if (!isObject(input)) return this.fail(path, 'must be an object {logic, groups} or an array of conditions', 'invalid_type');
+    if (!isObject(input))
+      return this.fail(path, 'must be an object {logic, groups} or an array of conditions', 'invalid_type');
     this.unknownKeys(input, ['logic', 'groups'], path);
     const logic = input.logic ?? 'AND';
     if (logic !== 'AND' && logic !== 'OR') this.fail(`${path}.logic`, 'must be one of: AND, OR', 'invalid_enum_value');
@@ -170,7 +192,8 @@ class Parser {
       this.unknownKeys(g, ['filters', 'conditions'], gp);
       const parts: SegmentFilter[] = [];
       if (g.filters !== undefined) {
-        if (!Array.isArray(g.filters)) return this.fail(`${gp}.filters`, 'must be an array of conditions', 'invalid_type');
+        if (!Array.isArray(g.filters))
+          return this.fail(`${gp}.filters`, 'must be an array of conditions', 'invalid_type');
         const list = this.conditionList(g.filters, `${gp}.filters`, 'AND');
         if (list) parts.push(list);
       }
@@ -188,7 +211,8 @@ class Parser {
   }
 
   private unknownKeys(obj: Record<string, unknown>, allowed: string[], path: string): void {
-    for (const k of Object.keys(obj)) if (!allowed.includes(k)) this.fail(`${path}.${k}`, 'is not a recognized field', 'unrecognized_keys');
+    for (const k of Object.keys(obj))
+      if (!allowed.includes(k)) this.fail(`${path}.${k}`, 'is not a recognized field', 'unrecognized_keys');
   }
 
   private conditionList(list: unknown[], path: string, logic: 'AND' | 'OR'): SegmentFilter | undefined {
@@ -200,7 +224,12 @@ class Parser {
     return { kind: 'group', logic, children };
   }
 
-  private window(obj: Record<string, unknown>, path: string, amountKey: string, unitKey: string): FilterWindow | undefined {
+  private window(
+    obj: Record<string, unknown>,
+    path: string,
+    amountKey: string,
+    unitKey: string,
+  ): FilterWindow | undefined {
     const amount = obj[amountKey];
     const unit = obj[unitKey];
     let ok = true;
@@ -217,17 +246,21 @@ class Parser {
 
   private text(value: unknown, path: string): string | undefined {
     if (typeof value !== 'string') return this.fail(path, 'must be a string', 'invalid_type');
-    if (value.length > FILTER_LIMITS.stringLength) return this.fail(path, `must be at most ${FILTER_LIMITS.stringLength} characters`, 'too_big');
+    if (value.length > FILTER_LIMITS.stringLength)
+      return this.fail(path, `must be at most ${FILTER_LIMITS.stringLength} characters`, 'too_big');
     return value;
   }
 
   private scalar(value: unknown, path: string, allowDate: boolean): FilterScalar | undefined {
     if (typeof value === 'number') {
-      return Number.isFinite(value) ? { type: 'number', value } : this.fail(path, 'must be a finite number', 'invalid_type');
+      return Number.isFinite(value)
+        ? { type: 'number', value }
+        : this.fail(path, 'must be a finite number', 'invalid_type');
     }
     if (typeof value === 'boolean') return { type: 'boolean', value };
     if (typeof value === 'string') {
-      if (value.length > FILTER_LIMITS.stringLength) return this.fail(path, `must be at most ${FILTER_LIMITS.stringLength} characters`, 'too_big');
+      if (value.length > FILTER_LIMITS.stringLength)
+        return this.fail(path, `must be at most ${FILTER_LIMITS.stringLength} characters`, 'too_big');
       if (allowDate && isIsoDate(value)) return { type: 'date', value: new Date(value) };
       return { type: 'string', value };
     }
@@ -235,13 +268,16 @@ class Parser {
   }
 
   private date(value: unknown, path: string): Date | undefined {
-    if (typeof value !== 'string' || !isIsoDate(value)) return this.fail(path, 'must be an ISO 8601 date or date-time', 'invalid_string');
+    if (typeof value !== 'string' || !isIsoDate(value))
+      return this.fail(path, 'must be an ISO 8601 date or date-time', 'invalid_string');
     return new Date(value);
   }
 
   private list(value: unknown, path: string): unknown[] | undefined {
-    if (!Array.isArray(value) || value.length === 0) return this.fail(path, 'must be a non-empty array', 'invalid_type');
-    if (value.length > FILTER_LIMITS.inValues) return this.fail(path, `must have at most ${FILTER_LIMITS.inValues} values`, 'too_big');
+    if (!Array.isArray(value) || value.length === 0)
+      return this.fail(path, 'must be a non-empty array', 'invalid_type');
+    if (value.length > FILTER_LIMITS.inValues)
+      return this.fail(path, `must have at most ${FILTER_LIMITS.inValues} values`, 'too_big');
     return value as unknown[];
   }
 
@@ -251,18 +287,23 @@ class Parser {
         ? this.fail(path, `a filter may hold at most ${FILTER_LIMITS.conditions} conditions`, 'too_big')
         : undefined;
     }
-    if (!isObject(input)) return this.fail(path, 'must be a condition object {field, operator, value?}', 'invalid_type');
+    if (!isObject(input))
+      return this.fail(path, 'must be a condition object {field, operator, value?}', 'invalid_type');
     this.unknownKeys(input, ['field', 'operator', 'value', 'unit', 'window', 'campaignId'], path);
     const { field, operator } = input;
-    if (typeof field !== 'string' || field.length === 0) return this.fail(`${path}.field`, 'must be a non-empty string', 'invalid_type');
+    if (typeof field !== 'string' || field.length === 0)
+      return this.fail(`${path}.field`, 'must be a non-empty string', 'invalid_type');
     if (typeof operator !== 'string' || !(FILTER_OPERATORS as readonly string[]).includes(operator)) {
       return this.fail(`${path}.operator`, `must be one of: ${FILTER_OPERATORS.join(', ')}`, 'invalid_enum_value');
     }
     const op = operator as FilterOperator;
     const vp = `${path}.value`;
-    const unsupported = (what: string) => this.fail(`${path}.operator`, `${op} is not supported for ${what}`, 'invalid_enum_value');
-    if (input.window !== undefined && !field.startsWith('event.')) this.fail(`${path}.window`, 'applies to event.<name> count conditions only', 'unrecognized_keys');
-    if (input.campaignId !== undefined && !field.startsWith('email.')) this.fail(`${path}.campaignId`, 'applies to email.<activity> conditions only', 'unrecognized_keys');
+    const unsupported = (what: string) =>
+      this.fail(`${path}.operator`, `${op} is not supported for ${what}`, 'invalid_enum_value');
+    if (input.window !== undefined && !field.startsWith('event.'))
+      this.fail(`${path}.window`, 'applies to event.<name> count conditions only', 'unrecognized_keys');
+    if (input.campaignId !== undefined && !field.startsWith('email.'))
+      this.fail(`${path}.campaignId`, 'applies to email.<activity> conditions only', 'unrecognized_keys');
 
     if (field === 'email') {
       if (op === 'in' || op === 'notIn') {
@@ -270,12 +311,16 @@ class Parser {
         if (!values) return undefined;
         const texts = values.map((v, i) => this.text(v, `${vp}.${i}`));
         // Whole addresses: surrounding whitespace is not part of one (as everywhere an address is taken).
-        return texts.every((t) => t !== undefined) ? { kind: 'email', op, values: texts.map((t) => t.trim().toLowerCase()) } : undefined;
+        return texts.every((t) => t !== undefined)
+          ? { kind: 'email', op, values: texts.map((t) => t.trim().toLowerCase()) }
+          : undefined;
       }
       if (op !== 'equals' && op !== 'notEquals' && !TEXT_MATCHES.includes(op)) return unsupported('email');
       const value = this.text(input.value, vp);
       const literal = op === 'equals' || op === 'notEquals';
-      return value === undefined ? undefined : { kind: 'email', op: op as 'equals', value: (literal ? value.trim() : value).toLowerCase() };
+      return value === undefined
+        ? undefined
+        : { kind: 'email', op: op as 'equals', value: (literal ? value.trim() : value).toLowerCase() };
     }
     if (field === 'subscribed' || field === 'snoozed') {
       if (op !== 'equals' && op !== 'notEquals') return unsupported(field);
@@ -284,7 +329,8 @@ class Parser {
     }
     if (field.startsWith('topic.')) {
       const topicId = field.slice(6);
-      if (!isUuid(topicId)) return this.fail(`${path}.field`, 'must be topic.<topicId> with a topic id', 'invalid_string');
+      if (!isUuid(topicId))
+        return this.fail(`${path}.field`, 'must be topic.<topicId> with a topic id', 'invalid_string');
       if (op !== 'equals' && op !== 'notEquals') return unsupported('topic.<topicId>');
       if (typeof input.value !== 'boolean') return this.fail(vp, 'must be true or false', 'invalid_type');
       return { kind: 'topic', topicId, op, value: input.value };
@@ -298,12 +344,20 @@ class Parser {
       const value = this.date(input.value, vp);
       return value && { kind: 'timestamp', column: field, op: op as 'equals', value };
     }
-    const dataRoot = field.startsWith('data.') ? 'data' : this.options.allowContext && field.startsWith('context.') ? 'context' : undefined;
+    const dataRoot = field.startsWith('data.')
+      ? 'data'
+      : this.options.allowContext && field.startsWith('context.')
+        ? 'context'
+        : undefined;
     if (dataRoot) {
       const segments = field.slice(dataRoot.length + 1).split('.');
       const source: DataSource = dataRoot === 'context' ? { root: 'context' } : {};
       if (segments.length > FILTER_LIMITS.pathSegments || !segments.every((s) => PATH_SEGMENT.test(s))) {
-        return this.fail(`${path}.field`, `data path must be 1–${FILTER_LIMITS.pathSegments} dot-separated keys without spaces`, 'invalid_string');
+        return this.fail(
+          `${path}.field`,
+          `data path must be 1–${FILTER_LIMITS.pathSegments} dot-separated keys without spaces`,
+          'invalid_string',
+        );
       }
       if (op === 'exists' || op === 'notExists') return { kind: 'data', ...source, path: segments, op };
       if (op === 'within' || op === 'notWithin') {
@@ -319,30 +373,37 @@ class Parser {
       }
       if (TEXT_MATCHES.includes(op)) {
         const value = this.text(input.value, vp);
-        return value === undefined ? undefined : { kind: 'data', ...source, path: segments, op: op as 'contains', value };
+        return value === undefined
+          ? undefined
+          : { kind: 'data', ...source, path: segments, op: op as 'contains', value };
       }
       if (input.value === null || input.value === undefined) {
         return this.fail(vp, `is required (use exists / notExists to test for a missing key)`, 'invalid_type');
       }
       const value = this.scalar(input.value, vp, ORDERINGS.includes(op));
       if (!value) return undefined;
-      if (ORDERINGS.includes(op) && value.type === 'boolean') return this.fail(vp, `${op} needs a number, string or date`, 'invalid_type');
+      if (ORDERINGS.includes(op) && value.type === 'boolean')
+        return this.fail(vp, `${op} needs a number, string or date`, 'invalid_type');
       return { kind: 'data', ...source, path: segments, op: op as 'equals', value };
     }
     if (field.startsWith('event.')) {
       const name = field.slice(6);
-      if (name.length === 0 || name.length > 255) return this.fail(`${path}.field`, 'event name must be 1–255 characters', 'invalid_string');
+      if (name.length === 0 || name.length > 255)
+        return this.fail(`${path}.field`, 'event name must be 1–255 characters', 'invalid_string');
       if (op === 'exists' || op === 'notExists') return { kind: 'event', name, op };
       if (op === 'within' || op === 'notWithin') {
         const window = this.window(input, path, 'value', 'unit');
         return window && { kind: 'event', name, op, window };
       }
-      if (!COMPARISONS.includes(op)) return unsupported('event.<name> (use exists, notExists, within, notWithin or a count comparison)');
+      if (!COMPARISONS.includes(op))
+        return unsupported('event.<name> (use exists, notExists, within, notWithin or a count comparison)');
       const count = input.value;
-      if (typeof count !== 'number' || !Number.isInteger(count)) return this.fail(vp, 'must be a whole number (the event count)', 'invalid_type');
+      if (typeof count !== 'number' || !Number.isInteger(count))
+        return this.fail(vp, 'must be a whole number (the event count)', 'invalid_type');
       // Compared with count(*), a bigint: anything past 2^53 - 1 is neither exact here nor in range there.
       if (count < 0) return this.fail(vp, 'must be at least 0 (the event count)', 'too_small');
-      if (count > FILTER_LIMITS.maxCount) return this.fail(vp, `must be at most ${FILTER_LIMITS.maxCount} (the event count)`, 'too_big');
+      if (count > FILTER_LIMITS.maxCount)
+        return this.fail(vp, `must be at most ${FILTER_LIMITS.maxCount} (the event count)`, 'too_big');
       let window: FilterWindow | undefined;
       if (input.window !== undefined) {
         if (!isObject(input.window)) return this.fail(`${path}.window`, 'must be {value, unit}', 'invalid_type');
@@ -354,14 +415,23 @@ class Parser {
     if (field.startsWith('email.')) {
       const activity = field.slice(6);
       if (!(EMAIL_ACTIVITIES as readonly string[]).includes(activity)) {
-        return this.fail(`${path}.field`, `email activity must be one of: ${EMAIL_ACTIVITIES.map((a) => `email.${a}`).join(', ')}`, 'invalid_enum_value');
+        return this.fail(
+          `${path}.field`,
+          `email activity must be one of: ${EMAIL_ACTIVITIES.map((a) => `email.${a}`).join(', ')}`,
+          'invalid_enum_value',
+        );
       }
       let campaignId: string | undefined;
       if (input.campaignId !== undefined) {
-        if (typeof input.campaignId !== 'string' || !isUuid(input.campaignId)) return this.fail(`${path}.campaignId`, 'must be a campaign id', 'invalid_string');
+        if (typeof input.campaignId !== 'string' || !isUuid(input.campaignId))
+          return this.fail(`${path}.campaignId`, 'must be a campaign id', 'invalid_string');
         campaignId = input.campaignId;
       }
-      const base = { kind: 'emailActivity' as const, activity: activity as EmailActivity, ...(campaignId ? { campaignId } : {}) };
+      const base = {
+        kind: 'emailActivity' as const,
+        activity: activity as EmailActivity,
+        ...(campaignId ? { campaignId } : {}),
+      };
       if (op === 'exists' || op === 'notExists') return { ...base, op };
       if (op === 'within' || op === 'notWithin') {
         const window = this.window(input, path, 'value', 'unit');
@@ -370,7 +440,11 @@ class Parser {
       return unsupported('email.<activity> (use exists, notExists, within or notWithin)');
     }
     const contextField = this.options.allowContext ? ', context.<path>' : '';
-    return this.fail(`${path}.field`, `must be email, subscribed, snoozed, topic.<topicId>, createdAt, updatedAt, snoozedUntil, data.<path>${contextField}, event.<name> or email.<activity>`, 'invalid_enum_value');
+    return this.fail(
+      `${path}.field`,
+      `must be email, subscribed, snoozed, topic.<topicId>, createdAt, updatedAt, snoozedUntil, data.<path>${contextField}, event.<name> or email.<activity>`,
+      'invalid_enum_value',
+    );
   }
 }
 
@@ -390,7 +464,8 @@ export function parseSegmentFilter(input: unknown, field: string, options: Filte
   if (hostile) throw validationError([hostile]);
   const parser = new Parser(options);
   const filter = parser.filter(input, field, 1);
-  if (parser.errors.length > 0 || !filter) throw validationError(parser.errors.length ? parser.errors : [{ field, message: 'is invalid', code: 'custom' }]);
+  if (parser.errors.length > 0 || !filter)
+    throw validationError(parser.errors.length ? parser.errors : [{ field, message: 'is invalid', code: 'custom' }]);
   return filter;
 }
 

@@ -23,7 +23,10 @@ export const PAUSE_CHOICES_DAYS = [30, 90] as const;
  * (ISO 8601 times or null), with `emailId` and `campaignId` for a pause from an email's page, and `test: true`
  * for a test event.
  */
-export function snoozeWebhookEvent(c: SnoozeChange, extra: { emailId?: string; campaignId?: string | null } = {}): WebhookEvent {
+export function snoozeWebhookEvent(
+  c: SnoozeChange,
+  extra: { emailId?: string; campaignId?: string | null } = {},
+): WebhookEvent {
   return {
     type: c.type,
     data: {
@@ -82,9 +85,11 @@ export async function expireSnoozesOnce(deps: SnoozeExpiryDeps): Promise<number>
     const { changes, deliveries } = await deps.database.db.transaction(async (tx) => {
       const changes = await expireSnoozes(tx, EXPIRY_BATCH);
       const byProject = new Map<string, WebhookEvent[]>();
-      for (const c of changes) byProject.set(c.projectId, [...(byProject.get(c.projectId) ?? []), snoozeWebhookEvent(c)]);
+      for (const c of changes)
+        byProject.set(c.projectId, [...(byProject.get(c.projectId) ?? []), snoozeWebhookEvent(c)]);
       const deliveries: WebhookDeliveryRef[] = [];
-      for (const [projectId, events] of byProject) deliveries.push(...(await recordWebhookEvents(tx, projectId, events)));
+      for (const [projectId, events] of byProject)
+        deliveries.push(...(await recordWebhookEvents(tx, projectId, events)));
       return { changes, deliveries };
     });
     await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, deps.logger);

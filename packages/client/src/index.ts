@@ -4,7 +4,14 @@
  *
  * @module
  */
-export { createMailroomClient, type MailroomClient, type MailroomClientOptions, type paths, type operations, type components } from './client';
+export {
+  createMailroomClient,
+  type MailroomClient,
+  type MailroomClientOptions,
+  type paths,
+  type operations,
+  type components,
+} from './client';
 export { MailroomError, isApiErrorBody, unwrap, type ApiErrorBody, type Envelope, type FieldError } from './errors';
 export { paginate, type Page } from './pagination';
 export { idempotencyKey, withIdempotencyKey } from './idempotency';

@@ -25,7 +25,9 @@ export interface Page<Item> {
  * }
  */
 export async function* paginate<Item>(
-  fetchPage: (cursor: string | undefined) => Promise<{ data?: Envelope<Page<Item>>; error?: unknown; response: Response }>,
+  fetchPage: (
+    cursor: string | undefined,
+  ) => Promise<{ data?: Envelope<Page<Item>>; error?: unknown; response: Response }>,
 ): AsyncGenerator<Item, void, undefined> {
   let cursor: string | undefined;
   for (;;) {

@@ -91,14 +91,16 @@ export interface ApiConfig {
 export const PRODUCTION_ADMIN_TOKEN_MIN_LENGTH = 32;
 
 /** What shipped examples and placeholders look like (docker-compose.yml's `change-me-…`, the dev script's token). */
-const PLACEHOLDER_TOKEN = /change[-_ ]?me|placeholder|example|replace[-_ ]?(me|this)|your[-_ ]?(admin[-_ ]?)?token|(dev|test)[-_ ]?admin[-_ ]?token/i;
+const PLACEHOLDER_TOKEN =
+  /change[-_ ]?me|placeholder|example|replace[-_ ]?(me|this)|your[-_ ]?(admin[-_ ]?)?token|(dev|test)[-_ ]?admin[-_ ]?token/i;
 
 /**
  * Why `token` is not fit for production (a placeholder, or shorter than {@link PRODUCTION_ADMIN_TOKEN_MIN_LENGTH}),
  * or undefined when it is.
  */
 export function weakAdminToken(token: string): string | undefined {
-  if (PLACEHOLDER_TOKEN.test(token) || /^(.)\1*$/.test(token)) return 'is a placeholder; set a long random value (openssl rand -hex 32)';
+  if (PLACEHOLDER_TOKEN.test(token) || /^(.)\1*$/.test(token))
+    return 'is a placeholder; set a long random value (openssl rand -hex 32)';
   if (token.length < PRODUCTION_ADMIN_TOKEN_MIN_LENGTH) {
     return `must be at least ${PRODUCTION_ADMIN_TOKEN_MIN_LENGTH} characters in production (got ${token.length}); set a long random value (openssl rand -hex 32)`;
   }
@@ -120,7 +122,8 @@ export function loadApiConfig(env: Env): ApiConfig {
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
   }
-  const weak = adminToken !== undefined && optional(env, 'NODE_ENV') === 'production' ? weakAdminToken(adminToken) : undefined;
+  const weak =
+    adminToken !== undefined && optional(env, 'NODE_ENV') === 'production' ? weakAdminToken(adminToken) : undefined;
   if (weak) throw new ConfigError('ADMIN_TOKEN', weak);
   return Object.freeze({
     port,

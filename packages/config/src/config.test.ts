@@ -3,7 +3,14 @@ import { ConfigError, loadConfig } from './config';
 describe('config', () => {
   test('defaults', () => {
     const c = loadConfig({});
-    expect(c).toMatchObject({ port: 8080, sesMaxSendRate: undefined, rateLimitPerMinute: 1000, queuePrefix: '{mailroom}', publicUrl: 'http://localhost:8080', adminToken: undefined });
+    expect(c).toMatchObject({
+      port: 8080,
+      sesMaxSendRate: undefined,
+      rateLimitPerMinute: 1000,
+      queuePrefix: '{mailroom}',
+      publicUrl: 'http://localhost:8080',
+      adminToken: undefined,
+    });
     expect(Object.isFrozen(c)).toBe(true);
   });
   test.each([
@@ -44,7 +51,9 @@ describe('ADMIN_TOKEN in production', () => {
   test('a long random token is accepted; outside production the development token is too; unset leaves the admin API off', () => {
     const strong = 'a3f1c9e07b2d4c68e5f1a0b9c7d3e2f14b6a8c0d9e7f5a3b';
     expect(loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: strong }).adminToken).toBe(strong);
-    expect(loadConfig({ NODE_ENV: 'development', ADMIN_TOKEN: 'dev-admin-token-change-me' }).adminToken).toBe('dev-admin-token-change-me');
+    expect(loadConfig({ NODE_ENV: 'development', ADMIN_TOKEN: 'dev-admin-token-change-me' }).adminToken).toBe(
+      'dev-admin-token-change-me',
+    );
     expect(loadConfig({ NODE_ENV: 'production' }).adminToken).toBeUndefined();
   });
 
@@ -52,15 +61,29 @@ describe('ADMIN_TOKEN in production', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'change-me-to-a-long-random-token' })).toThrow(
       'Invalid configuration: ADMIN_TOKEN is a placeholder; set a long random value (openssl rand -hex 32)',
     );
-    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'k3J9xQ2mP7vL5nR8tW4yZ6' })).toThrow(/ADMIN_TOKEN must be at least 32 characters in production \(got 22\)/);
+    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'k3J9xQ2mP7vL5nR8tW4yZ6' })).toThrow(
+      /ADMIN_TOKEN must be at least 32 characters in production \(got 22\)/,
+    );
   });
 });
 
 describe('read replicas', () => {
   test('none by default; a comma-separated list with a lag limit and a check interval', () => {
-    expect(loadConfig({})).toMatchObject({ databaseReplicaUrls: [], databaseReplicaMaxLagMs: 5_000, databaseReplicaCheckIntervalMs: 1_000 });
-    const c = loadConfig({ DATABASE_REPLICA_URLS: ' postgres://r1:5433/mailroom , postgresql://u:p@r2/mailroom,', DATABASE_REPLICA_MAX_LAG_MS: '250', DATABASE_REPLICA_CHECK_INTERVAL_MS: '200' });
-    expect(c).toMatchObject({ databaseReplicaUrls: ['postgres://r1:5433/mailroom', 'postgresql://u:p@r2/mailroom'], databaseReplicaMaxLagMs: 250, databaseReplicaCheckIntervalMs: 200 });
+    expect(loadConfig({})).toMatchObject({
+      databaseReplicaUrls: [],
+      databaseReplicaMaxLagMs: 5_000,
+      databaseReplicaCheckIntervalMs: 1_000,
+    });
+    const c = loadConfig({
+      DATABASE_REPLICA_URLS: ' postgres://r1:5433/mailroom , postgresql://u:p@r2/mailroom,',
+      DATABASE_REPLICA_MAX_LAG_MS: '250',
+      DATABASE_REPLICA_CHECK_INTERVAL_MS: '200',
+    });
+    expect(c).toMatchObject({
+      databaseReplicaUrls: ['postgres://r1:5433/mailroom', 'postgresql://u:p@r2/mailroom'],
+      databaseReplicaMaxLagMs: 250,
+      databaseReplicaCheckIntervalMs: 200,
+    });
   });
 });
 
@@ -77,8 +100,14 @@ describe('send rate and SES account', () => {
       campaignLaneSeconds: 3,
       sendFairSharePerMinute: 100,
     });
-    expect(loadConfig({ SES_ENDPOINT: 'http://127.0.0.1:8005', SES_MAX_SEND_RATE: '50' })).toMatchObject({ sesAccountProvider: 'local', sesMaxSendRate: 50, sesLocalMaxSendRate: 50 });
-    expect(loadConfig({ SES_ENDPOINT: 'http://127.0.0.1:8005', SES_ACCOUNT_PROVIDER: 'ses', SES_LOCAL_MAX_SEND_RATE: '3' })).toMatchObject({ sesAccountProvider: 'ses', sesLocalMaxSendRate: 3 });
+    expect(loadConfig({ SES_ENDPOINT: 'http://127.0.0.1:8005', SES_MAX_SEND_RATE: '50' })).toMatchObject({
+      sesAccountProvider: 'local',
+      sesMaxSendRate: 50,
+      sesLocalMaxSendRate: 50,
+    });
+    expect(
+      loadConfig({ SES_ENDPOINT: 'http://127.0.0.1:8005', SES_ACCOUNT_PROVIDER: 'ses', SES_LOCAL_MAX_SEND_RATE: '3' }),
+    ).toMatchObject({ sesAccountProvider: 'ses', sesLocalMaxSendRate: 3 });
   });
 });
 
@@ -91,7 +120,10 @@ describe('TRUST_PROXY', () => {
     ['0', 0],
     ['2', 2],
     ['loopback', ['loopback']],
-    ['loopback, 10.0.0.0/8 ,fd00::/8,192.168.1.1,uniquelocal,LinkLocal', ['loopback', '10.0.0.0/8', 'fd00::/8', '192.168.1.1', 'uniquelocal', 'linklocal']],
+    [
+      'loopback, 10.0.0.0/8 ,fd00::/8,192.168.1.1,uniquelocal,LinkLocal',
+      ['loopback', '10.0.0.0/8', 'fd00::/8', '192.168.1.1', 'uniquelocal', 'linklocal'],
+    ],
     ['10.0.0.0/255.0.0.0', ['10.0.0.0/255.0.0.0']],
     ['2001:db8::1', ['2001:db8::1']],
   ])('%s → %j', (raw, expected) => {
@@ -100,7 +132,16 @@ describe('TRUST_PROXY', () => {
     if (Array.isArray(c.trustProxy)) expect(Object.isFrozen(c.trustProxy)).toBe(true);
   });
 
-  test.each(['yes', '10.0.0.0/33', 'fd00::/129', 'proxy.example.com', '10.0.0.1/8/8', '101', '1.2.3', '10.0.0.0/255.0.0'])('"%s" fails naming TRUST_PROXY', (raw) => {
+  test.each([
+    'yes',
+    '10.0.0.0/33',
+    'fd00::/129',
+    'proxy.example.com',
+    '10.0.0.1/8/8',
+    '101',
+    '1.2.3',
+    '10.0.0.0/255.0.0',
+  ])('"%s" fails naming TRUST_PROXY', (raw) => {
     expect(() => loadConfig({ TRUST_PROXY: raw })).toThrow(/TRUST_PROXY/);
   });
 

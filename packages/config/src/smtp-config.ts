@@ -51,12 +51,18 @@ export function loadSmtpConfig(env: Env): SmtpConfig {
   const smtpAllowInsecure = bool(env, 'SMTP_ALLOW_INSECURE', false);
   const smtpPlainPort = plain === undefined ? undefined : int(env, 'SMTP_PLAIN_PORT', 0, 0, 65535);
   if (smtpPlainPort !== undefined && !smtpAllowInsecure) {
-    throw new ConfigError('SMTP_PLAIN_PORT', 'needs SMTP_ALLOW_INSECURE=true (a port without TLS is for local use only)');
+    throw new ConfigError(
+      'SMTP_PLAIN_PORT',
+      'needs SMTP_ALLOW_INSECURE=true (a port without TLS is for local use only)',
+    );
   }
   const smtpTlsCertFile = optional(env, 'SMTP_TLS_CERT_FILE');
   const smtpTlsKeyFile = optional(env, 'SMTP_TLS_KEY_FILE');
   if ((smtpTlsCertFile === undefined) !== (smtpTlsKeyFile === undefined)) {
-    throw new ConfigError(smtpTlsCertFile ? 'SMTP_TLS_KEY_FILE' : 'SMTP_TLS_CERT_FILE', 'must be set together with its pair (certificate and key files)');
+    throw new ConfigError(
+      smtpTlsCertFile ? 'SMTP_TLS_KEY_FILE' : 'SMTP_TLS_CERT_FILE',
+      'must be set together with its pair (certificate and key files)',
+    );
   }
   return Object.freeze({
     smtpPort: int(env, 'SMTP_PORT', 587, 0, 65535),

@@ -30,14 +30,17 @@ export const EmailAddress = addressString('email', {
  * key set to the empty string `""` is ignored (it never overwrites a stored value).
  */
 export const ContactData = Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), {
-  description: 'free-form metadata, shallow-merged into the stored data; a key set to null is removed; an empty-string value is ignored',
+  description:
+    'free-form metadata, shallow-merged into the stored data; a key set to null is removed; an empty-string value is ignored',
 });
 
 /** One contact to create or update: the body of `POST /contacts` and one record of an NDJSON/JSON import. */
 export const ContactInput = Type.Object(
   {
     email: EmailAddress,
-    subscribed: Type.Optional(Type.Boolean({ description: 'marketing subscription; default true for new contacts, unchanged when omitted' })),
+    subscribed: Type.Optional(
+      Type.Boolean({ description: 'marketing subscription; default true for new contacts, unchanged when omitted' }),
+    ),
     data: Type.Optional(ContactData),
   },
   { additionalProperties: false },
@@ -52,8 +55,18 @@ export type ContactInput = Static<typeof ContactInput>;
  * @param opts.test - a test key's request: the subscription events it records are test events.
  * @returns the stored contact; `inserted` tells whether it is new.
  */
-export async function upsertContact(tx: DbOrTx, projectId: string, input: ContactInput, opts: { test: boolean }): Promise<UpsertedContact> {
-  const [c] = await upsertContacts(tx, projectId, [{ email: normalizeEmail(input.email), subscribed: input.subscribed, defaultSubscribed: true, data: input.data }], opts);
+export async function upsertContact(
+  tx: DbOrTx,
+  projectId: string,
+  input: ContactInput,
+  opts: { test: boolean },
+): Promise<UpsertedContact> {
+  const [c] = await upsertContacts(
+    tx,
+    projectId,
+    [{ email: normalizeEmail(input.email), subscribed: input.subscribed, defaultSubscribed: true, data: input.data }],
+    opts,
+  );
   return c;
 }
 
@@ -71,14 +84,25 @@ export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'segment.'] as con
  */
 export function checkEventName(raw: string): { ok: true; name: string } | { ok: false; error: FieldError } {
   const name = raw.trim();
-  if (name.length === 0) return { ok: false, error: { field: 'event', message: 'must not be empty', code: 'too_small' } };
+  if (name.length === 0)
+    return { ok: false, error: { field: 'event', message: 'must not be empty', code: 'too_small' } };
   if ([...name].length > EVENT_NAME_MAX) {
-    return { ok: false, error: { field: 'event', message: `must be at most ${EVENT_NAME_MAX} characters`, code: 'too_big' } };
+    return {
+      ok: false,
+      error: { field: 'event', message: `must be at most ${EVENT_NAME_MAX} characters`, code: 'too_big' },
+    };
   }
   const lower = name.toLowerCase();
   const reserved = RESERVED_EVENT_PREFIXES.find((p) => lower.startsWith(p));
   if (reserved) {
-    return { ok: false, error: { field: 'event', message: `names starting with "${reserved}" are reserved for system events`, code: 'custom' } };
+    return {
+      ok: false,
+      error: {
+        field: 'event',
+        message: `names starting with "${reserved}" are reserved for system events`,
+        code: 'custom',
+      },
+    };
   }
   return { ok: true, name };
 }

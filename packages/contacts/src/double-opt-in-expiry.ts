@@ -26,7 +26,11 @@ export interface ExpiryResult {
 /**
  * One expiry pass. @returns how many confirmations expired and how many contacts were erased.
  */
-export async function expireDoubleOptInsOnce(deps: { config: Pick<ContactsConfig, 'doubleOptInExpiryHours'>; database: { db: DbOrTx }; logger: Logger }): Promise<ExpiryResult> {
+export async function expireDoubleOptInsOnce(deps: {
+  config: Pick<ContactsConfig, 'doubleOptInExpiryHours'>;
+  database: { db: DbOrTx };
+  logger: Logger;
+}): Promise<ExpiryResult> {
   const { db } = deps.database;
   const result: ExpiryResult = { expired: 0, deleted: 0 };
   for (let i = 0; i < MAX_BATCHES; i++) {

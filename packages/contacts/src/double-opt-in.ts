@@ -14,7 +14,12 @@ import { validationError, type FieldError } from '@mailroom/platform/errors';
 import { senderError } from '@mailroom/mail/sender';
 import { getTemplate } from '@mailroom/db/queries/templates';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
-import { applyConfirmation, createConfirmation, markConfirmed, type ConfirmationRow } from '@mailroom/db/queries/confirmations';
+import {
+  applyConfirmation,
+  createConfirmation,
+  markConfirmed,
+  type ConfirmationRow,
+} from '@mailroom/db/queries/confirmations';
 import { setContactTopics, type TopicChange } from '@mailroom/db/queries/topics';
 import type { WebhookEvent } from '@mailroom/db/queries/webhooks';
 import { topicWebhookEvents } from './topics';
@@ -28,7 +33,9 @@ function mac(id: string, key: Buffer): Buffer {
 
 /** Makes the token of a confirmation. @param key - the project's signing key. */
 export function createConfirmationToken(confirmationId: string, key: Buffer): string {
-  return Buffer.concat([Buffer.from(confirmationId.replace(/-/g, ''), 'hex'), mac(confirmationId, key)]).toString('base64url');
+  return Buffer.concat([Buffer.from(confirmationId.replace(/-/g, ''), 'hex'), mac(confirmationId, key)]).toString(
+    'base64url',
+  );
 }
 
 /** The confirmation id a token claims, before verification; `undefined` when it is not shaped like a token. */
@@ -81,14 +88,35 @@ export async function resolveConfirmationEmail(
   db: DbOrTx,
   projectId: string,
   req: DoubleOptInRequest,
-): Promise<{ templateId: string | null; from: string; fromName: string | null; replyTo: string | null; subject: string; body: string }> {
+): Promise<{
+  templateId: string | null;
+  from: string;
+  fromName: string | null;
+  replyTo: string | null;
+  subject: string;
+  body: string;
+}> {
   const template = req.templateId ? await getTemplate(db, projectId, req.templateId) : undefined;
-  if (req.templateId && !template) throw validationError([{ field: 'confirmationTemplateId', message: 'no template with this id in this project', code: 'custom' }]);
+  if (req.templateId && !template)
+    throw validationError([
+      { field: 'confirmationTemplateId', message: 'no template with this id in this project', code: 'custom' },
+    ]);
   const from = req.from ?? template?.from ?? undefined;
   if (!from) {
-    throw validationError([{ field: 'confirmationFrom', message: 'is required: the confirmation email needs a sender (or a template with one)', code: 'invalid_type' }]);
+    throw validationError([
+      {
+        field: 'confirmationFrom',
+        message: 'is required: the confirmation email needs a sender (or a template with one)',
+        code: 'invalid_type',
+      },
+    ]);
   }
-  const bad: FieldError | undefined = await senderError(db, projectId, from, req.from ? 'confirmationFrom' : 'confirmationTemplateId');
+  const bad: FieldError | undefined = await senderError(
+    db,
+    projectId,
+    from,
+    req.from ? 'confirmationFrom' : 'confirmationTemplateId',
+  );
   if (bad) throw validationError([bad]);
   return {
     templateId: template?.id ?? null,
@@ -141,7 +169,14 @@ export async function startDoubleOptIn(
       test: a.test,
     },
   ]);
-  const confirmation = await createConfirmation(tx, { id, projectId: a.projectId, contactId: a.contact.id, topicIds: a.topicIds, createdContact: a.createdContact, emailId });
+  const confirmation = await createConfirmation(tx, {
+    id,
+    projectId: a.projectId,
+    contactId: a.contact.id,
+    topicIds: a.topicIds,
+    createdContact: a.createdContact,
+    emailId,
+  });
   return { confirmation, emailId };
 }
 
@@ -164,14 +199,29 @@ export async function confirmDoubleOptIn(
 ): Promise<ConfirmOutcome> {
   const done = await markConfirmed(tx, target.id, proof);
   if (!done) return { status: target.expiredAt ? 'expired' : 'already_confirmed' };
-  const changes = await setContactTopics(tx, done.projectId, done.contactId, done.topicIds.map((topicId) => ({ topicId, subscribed: true })), { method: 'confirmation', emailId: done.emailId, test });
-  const data = { confirmationId: done.id, topicIds: done.topicIds, confirmedAt: done.confirmedAt!.toISOString(), ip: done.ip, userAgent: done.userAgent };
+  const changes = await setContactTopics(
+    tx,
+    done.projectId,
+    done.contactId,
+    done.topicIds.map((topicId) => ({ topicId, subscribed: true })),
+    { method: 'confirmation', emailId: done.emailId, test },
+  );
+  const data = {
+    confirmationId: done.id,
+    topicIds: done.topicIds,
+    confirmedAt: done.confirmedAt!.toISOString(),
+    ip: done.ip,
+    userAgent: done.userAgent,
+  };
   await applyConfirmation(tx, done, data, test);
   const contact = { id: done.contactId, email: target.email };
   return {
     status: 'confirmed',
     confirmation: done,
     changes,
-    events: [{ type: 'contact.confirmed', data: { contactId: contact.id, email: contact.email, ...data } }, ...topicWebhookEvents(contact, changes, { method: 'confirmation', emailId: done.emailId })],
+    events: [
+      { type: 'contact.confirmed', data: { contactId: contact.id, email: contact.email, ...data } },
+      ...topicWebhookEvents(contact, changes, { method: 'confirmation', emailId: done.emailId }),
+    ],
   };
 }

@@ -87,8 +87,10 @@ export async function trackContactEvent(
 /** The field error when not exactly one of `primary` and its Plunk alternative `alias` is given. */
 function oneOf(body: Record<string, unknown>, primary: string, alias: string): FieldError | undefined {
   const has = (k: string) => body[k] !== undefined;
-  if (!has(primary) && !has(alias)) return { field: primary, message: `is required (or ${alias})`, code: 'invalid_type' };
-  if (has(primary) && has(alias)) return { field: alias, message: `give ${primary} or ${alias}, not both`, code: 'custom' };
+  if (!has(primary) && !has(alias))
+    return { field: primary, message: `is required (or ${alias})`, code: 'invalid_type' };
+  if (has(primary) && has(alias))
+    return { field: alias, message: `give ${primary} or ${alias}, not both`, code: 'custom' };
   return undefined;
 }
 
@@ -109,7 +111,13 @@ export interface PlunkTrackRequest {
  * @throws {@link AppError} 422 (not exactly one of a pair; a bad name, named by the field that held it), 404 (no
  *   such contact).
  */
-export async function trackPlunkEvent(tx: DbOrTx, projectId: string, body: PlunkTrackRequest, test: boolean, writer?: TrackWriter): Promise<TrackedEvent> {
+export async function trackPlunkEvent(
+  tx: DbOrTx,
+  projectId: string,
+  body: PlunkTrackRequest,
+  test: boolean,
+  writer?: TrackWriter,
+): Promise<TrackedEvent> {
   const fields = body as Record<string, unknown>;
   const problems = [oneOf(fields, 'event', 'name'), oneOf(fields, 'email', 'contactId')].filter((p) => p !== undefined);
   if (problems.length) throw validationError(problems);

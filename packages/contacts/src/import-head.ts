@@ -19,7 +19,15 @@ import { RESERVED_KEYS } from '@mailroom/platform/reserved-keys';
 export function importFormatOf(mediaType: string | undefined, filename?: string | null): ImportFormat | undefined {
   const type = (mediaType ?? '').split(';')[0].trim().toLowerCase();
   if (type === 'text/csv' || type === 'application/csv') return 'csv';
-  if (['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'application/x-jsonlines', 'application/jsonlines'].includes(type)) {
+  if (
+    [
+      'application/x-ndjson',
+      'application/ndjson',
+      'application/jsonl',
+      'application/x-jsonlines',
+      'application/jsonlines',
+    ].includes(type)
+  ) {
     return 'ndjson';
   }
   if (type === 'application/json') return 'json';
@@ -54,13 +62,24 @@ export function csvColumns(header: string[]): { ok: true; columns: CsvColumns } 
   const names = header.map((h) => h.trim());
   const nul = names.findIndex(hasNul);
   if (nul >= 0) {
-    return { ok: false, error: { field: 'file', message: `the CSV header's column ${nul + 1} contains the NUL character (\\u0000)`, code: 'invalid_string' } };
+    return {
+      ok: false,
+      error: {
+        field: 'file',
+        message: `the CSV header's column ${nul + 1} contains the NUL character (\\u0000)`,
+        code: 'invalid_string',
+      },
+    };
   }
   const seen = new Map<string, number>();
   for (const name of names) {
     if (!name) continue;
     const k = name.toLowerCase();
-    if (seen.has(k)) return { ok: false, error: { field: 'file', message: `the CSV header names the column "${name}" twice`, code: 'custom' } };
+    if (seen.has(k))
+      return {
+        ok: false,
+        error: { field: 'file', message: `the CSV header names the column "${name}" twice`, code: 'custom' },
+      };
     seen.set(k, 1);
   }
   const email = names.findIndex((n) => n.toLowerCase() === 'email');
@@ -75,7 +94,14 @@ export function csvColumns(header: string[]): { ok: true; columns: CsvColumns } 
   const reservedAt = names.findIndex((n) => RESERVED_KEYS.has(n));
   if (reservedAt >= 0) {
     const name = names[reservedAt];
-    return { ok: false, error: { field: 'file', message: `the CSV header's column ${reservedAt + 1} is named "${name}", a reserved data key (__proto__, constructor, prototype)`, code: 'unrecognized_keys' } };
+    return {
+      ok: false,
+      error: {
+        field: 'file',
+        message: `the CSV header's column ${reservedAt + 1} is named "${name}", a reserved data key (__proto__, constructor, prototype)`,
+        code: 'unrecognized_keys',
+      },
+    };
   }
   const data: [number, string][] = [];
   const topics: [number, string, string][] = [];
@@ -85,8 +111,20 @@ export function csvColumns(header: string[]): { ok: true; columns: CsvColumns } 
     if (!n || i === email || i === sub) continue;
     if (n.toLowerCase().startsWith(TOPIC_COLUMN_PREFIX)) {
       const topic = n.slice(TOPIC_COLUMN_PREFIX.length).trim().toLowerCase();
-      if (!topic) return { ok: false, error: { field: 'file', message: `the CSV header's column ${i + 1} ("${n}") names no topic (write topic:<topic name>)`, code: 'custom' } };
-      if (topicSeen.has(topic)) return { ok: false, error: { field: 'file', message: `the CSV header names the topic "${topic}" twice`, code: 'custom' } };
+      if (!topic)
+        return {
+          ok: false,
+          error: {
+            field: 'file',
+            message: `the CSV header's column ${i + 1} ("${n}") names no topic (write topic:<topic name>)`,
+            code: 'custom',
+          },
+        };
+      if (topicSeen.has(topic))
+        return {
+          ok: false,
+          error: { field: 'file', message: `the CSV header names the topic "${topic}" twice`, code: 'custom' },
+        };
       topicSeen.add(topic);
       topics.push([i, topic, n]);
     } else data.push([i, n]);
@@ -126,10 +164,16 @@ export function readImportHead(
 function checkHeadShape(format: ImportFormat, head: Buffer, complete: boolean): FieldError | CsvColumns | undefined {
   const text = head.toString('utf8').replace(/^\uFEFF/, '');
   if (text.trim().length === 0) {
-    return { field: 'file', message: complete ? 'is empty' : 'starts with 64 KiB of blank space', code: complete ? 'too_small' : 'custom' };
+    return {
+      field: 'file',
+      message: complete ? 'is empty' : 'starts with 64 KiB of blank space',
+      code: complete ? 'too_small' : 'custom',
+    };
   }
   if (format === 'json') {
-    return text.trimStart().startsWith('[') ? undefined : { field: 'file', message: 'must be a JSON array of contacts', code: 'invalid_type' };
+    return text.trimStart().startsWith('[')
+      ? undefined
+      : { field: 'file', message: 'must be a JSON array of contacts', code: 'invalid_type' };
   }
   const firstLine = text.trimStart().split(/\r?\n/)[0];
   const lineComplete = complete || /\r?\n/.test(text.trimStart());
@@ -141,7 +185,11 @@ function checkHeadShape(format: ImportFormat, head: Buffer, complete: boolean): 
     } catch {
       // reported below
     }
-    return { field: 'file', message: 'line 1 is not a JSON object (NDJSON: one contact object per line)', code: 'invalid_type' };
+    return {
+      field: 'file',
+      message: 'line 1 is not a JSON object (NDJSON: one contact object per line)',
+      code: 'invalid_type',
+    };
   }
   if (!lineComplete) return { field: 'file', message: 'the CSV header row is longer than 64 KiB', code: 'too_big' };
   let header: string[];

@@ -15,7 +15,10 @@ async function collect(format: 'csv' | 'ndjson' | 'json', text: string): Promise
   return items;
 }
 
-const summary = (items: ImportItem[]) => items.map((i) => (i.ok ? ['ok', i.record.row, i.record.set] : ['error', i.error.row, i.error.errors.map((e) => e.field)]));
+const summary = (items: ImportItem[]) =>
+  items.map((i) =>
+    i.ok ? ['ok', i.record.row, i.record.set] : ['error', i.error.row, i.error.errors.map((e) => e.field)],
+  );
 
 const records = [
   '{"email":"a@x.test","data":{"plan":"pro"}}',
@@ -47,7 +50,12 @@ test('CSV: a column named __proto__, constructor or prototype refuses the header
   for (const key of ['__proto__', 'constructor', 'prototype']) {
     const cols = csvColumns(['email', 'plan', key]);
     expect(cols.ok).toBe(false);
-    if (!cols.ok) expect(cols.error).toMatchObject({ field: 'file', code: 'unrecognized_keys', message: expect.stringContaining(`column 3 is named "${key}"`) });
+    if (!cols.ok)
+      expect(cols.error).toMatchObject({
+        field: 'file',
+        code: 'unrecognized_keys',
+        message: expect.stringContaining(`column 3 is named "${key}"`),
+      });
   }
   expect(csvColumns(['email', 'Constructor', 'proto']).ok).toBe(true);
 });

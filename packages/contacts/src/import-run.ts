@@ -79,7 +79,13 @@ async function applyImportFile(deps: ImportRunDeps, imp: ContactImportRow, log: 
     }
   }
 
-  const totals = { rows: imp.rowsProcessed, created: imp.created, updated: imp.updated, skipped: imp.skipped, failed: imp.failed };
+  const totals = {
+    rows: imp.rowsProcessed,
+    created: imp.created,
+    updated: imp.updated,
+    skipped: imp.skipped,
+    failed: imp.failed,
+  };
   let committedRow = imp.rowsProcessed;
   const inflight: Inflight[] = [];
   let records: ImportRecord[] = [];
@@ -112,13 +118,15 @@ async function applyImportFile(deps: ImportRunDeps, imp: ContactImportRow, log: 
     if (before) await before.locked;
     let onLocked: () => void = () => undefined;
     const locked = new Promise<void>((resolve) => (onLocked = resolve));
-    const done = commitImportBatch(db, imp, batch, { after: before?.fromRow, onLocked, announce: deps.announce }).then((c) => {
-      totals.created += c.created;
-      totals.updated += c.updated;
-      totals.skipped += c.skipped;
-      totals.failed += c.failed;
-      totals.rows = Math.max(totals.rows, batch.toRow);
-    });
+    const done = commitImportBatch(db, imp, batch, { after: before?.fromRow, onLocked, announce: deps.announce }).then(
+      (c) => {
+        totals.created += c.created;
+        totals.updated += c.updated;
+        totals.skipped += c.skipped;
+        totals.failed += c.failed;
+        totals.rows = Math.max(totals.rows, batch.toRow);
+      },
+    );
     // Surfaced by settleOldest/settleAll, in file order.
     done.catch(() => undefined);
     inflight.push({ fromRow: batch.fromRow, keys, locked: Promise.race([locked, done.catch(() => undefined)]), done });
@@ -160,7 +168,12 @@ async function applyImportFile(deps: ImportRunDeps, imp: ContactImportRow, log: 
  *   logs) on an infrastructure failure: run again to resume from the last committed batch. On the last attempt
  *   the import is failed first.
  */
-export async function runImport(deps: ImportRunDeps, importId: string, attempt: ImportRunAttempt, log: Logger): Promise<ImportRunResult> {
+export async function runImport(
+  deps: ImportRunDeps,
+  importId: string,
+  attempt: ImportRunAttempt,
+  log: Logger,
+): Promise<ImportRunResult> {
   const { db } = deps;
   const imp = await startImport(db, importId);
   if (!imp) return { outcome: 'skipped', reason: 'import is missing or already finished' };

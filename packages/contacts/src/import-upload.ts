@@ -72,14 +72,21 @@ export async function storeImport(
   try {
     // An RFC 5987 name (`filename*=UTF-8''a%00b.csv`) decodes to U+0000, which the `filename` column cannot hold.
     if (upload.filename !== null && hasNul(upload.filename)) {
-      throw validationError([{ field: 'file', message: 'the file name must not contain the NUL character (\\u0000)', code: 'invalid_string' }]);
+      throw validationError([
+        {
+          field: 'file',
+          message: 'the file name must not contain the NUL character (\\u0000)',
+          code: 'invalid_string',
+        },
+      ]);
     }
     const format = options.format ?? importFormatOf(upload.mediaType, upload.filename);
     if (!format) {
       throw validationError([
         {
           field: 'format',
-          message: 'could not tell the file format: send text/csv, application/x-ndjson or application/json, name the file .csv/.ndjson/.json, or pass ?format=',
+          message:
+            'could not tell the file format: send text/csv, application/x-ndjson or application/json, name the file .csv/.ndjson/.json, or pass ?format=',
           code: 'invalid_enum_value',
         },
       ]);
@@ -103,14 +110,28 @@ export async function storeImport(
       const head = readImportHead(format, Buffer.concat(pending), complete);
       if (!head.ok) throw validationError([head.error]);
       // Every `topic:<name>` column must name a topic of the project (case-insensitively).
-      const known = await topicIdsByName(deps.db, projectId, head.topics.map((t) => t.name));
+      const known = await topicIdsByName(
+        deps.db,
+        projectId,
+        head.topics.map((t) => t.name),
+      );
       const unknown = head.topics.filter((t) => !known.has(t.name));
       if (unknown.length) {
         throw validationError(
-          unknown.map((t) => ({ field: 'file', message: `the CSV header's column "${t.column}" names no topic of this project`, code: 'custom' })),
+          unknown.map((t) => ({
+            field: 'file',
+            message: `the CSV header's column "${t.column}" names no topic of this project`,
+            code: 'custom',
+          })),
         );
       }
-      importId = (await createImport(deps.db, projectId, { format, filename: upload.filename, defaultSubscribed: options.subscribed })).id;
+      importId = (
+        await createImport(deps.db, projectId, {
+          format,
+          filename: upload.filename,
+          defaultSubscribed: options.subscribed,
+        })
+      ).id;
     };
 
     for await (const piece of upload.stream as AsyncIterable<Buffer>) {

@@ -2,7 +2,16 @@
  * Import record rules without a database: what Postgres could not store is a row error naming the field, and
  * what is kept about a rejected row is itself storable.
  */
-import { csvColumns, importRecord, parseImportFile, readImportHead, storableRowError, storableText, IMPORT_ERROR_TEXT_MAX, type ImportItem } from './imports';
+import {
+  csvColumns,
+  importRecord,
+  parseImportFile,
+  readImportHead,
+  storableRowError,
+  storableText,
+  IMPORT_ERROR_TEXT_MAX,
+  type ImportItem,
+} from './imports';
 import { findJsonProblem } from '@mailroom/platform/json-guard';
 
 async function collect(format: 'csv' | 'ndjson' | 'json', text: string | Buffer): Promise<ImportItem[]> {
@@ -23,7 +32,12 @@ describe('importRecord refuses what Postgres could not store, naming the field',
     ['NUL in a data key', { email: 'a@x.test', data: { ['k\u0000']: 1 } }, 'data.k\\u0000', 'invalid_string'],
     ['NUL in the email', { email: 'a\u0000@x.test' }, 'email', 'invalid_string'],
     ['a lone high surrogate', { email: 'a@x.test', data: { s: 'x\ud800' } }, 'data.s', 'invalid_string'],
-    ['a lone low surrogate in an array', { email: 'a@x.test', data: { l: ['ok', '\udc00'] } }, 'data.l.1', 'invalid_string'],
+    [
+      'a lone low surrogate in an array',
+      { email: 'a@x.test', data: { l: ['ok', '\udc00'] } },
+      'data.l.1',
+      'invalid_string',
+    ],
     ['a lone surrogate in a key', { email: 'a@x.test', data: { ['k\ud800']: 1 } }, 'data.k\ufffd', 'invalid_string'],
     ['an over-long email', { email: `${'l'.repeat(330)}@x.test` }, 'email', undefined],
   ])('%s', (_label, value, field, code) => {
@@ -39,7 +53,10 @@ describe('importRecord refuses what Postgres could not store, naming the field',
     let deep: unknown = 1;
     for (let i = 0; i < 100_000; i++) deep = [deep];
     const refused = importRecord(1, { email: 'a@x.test', data: { x: deep } });
-    expect(refused).toMatchObject({ ok: false, error: { errors: [{ code: 'too_big', message: expect.stringContaining('nested too deeply') }] } });
+    expect(refused).toMatchObject({
+      ok: false,
+      error: { errors: [{ code: 'too_big', message: expect.stringContaining('nested too deeply') }] },
+    });
     let ok: unknown = 1;
     for (let i = 0; i < 30; i++) ok = [ok];
     expect(importRecord(1, { email: 'a@x.test', data: { x: ok } }).ok).toBe(true);
@@ -69,7 +86,11 @@ describe('storable row errors', () => {
     });
     expect(findJsonProblem(safe)).toBeUndefined();
     expect(safe.email!.length).toBe(IMPORT_ERROR_TEXT_MAX);
-    expect(safe.errors[0]).toEqual({ field: 'data.k\\u0000', message: "Unexpected token '\\u0000' \ufffd", code: 'custom' });
+    expect(safe.errors[0]).toEqual({
+      field: 'data.k\\u0000',
+      message: "Unexpected token '\\u0000' \ufffd",
+      code: 'custom',
+    });
   });
 });
 
@@ -81,7 +102,10 @@ describe('parseImportFile', () => {
   });
 
   test('CSV: a header with a NUL byte is refused (field file)', () => {
-    expect(csvColumns(['email', 'na\u0000me'])).toMatchObject({ ok: false, error: { field: 'file', code: 'invalid_string' } });
+    expect(csvColumns(['email', 'na\u0000me'])).toMatchObject({
+      ok: false,
+      error: { field: 'file', code: 'invalid_string' },
+    });
   });
 
   test('JSON array: a NUL key, a lone surrogate escape and 5,000-deep data are row errors between records', async () => {
@@ -99,17 +123,32 @@ describe('parseImportFile', () => {
 
 describe('topic columns (topic:<name>)', () => {
   test('CSV: topic cells become choices by lower-cased name; empty is no choice; a bad value names the column', async () => {
-    const items = await collect('csv', 'email,Topic:Product News,topic: newsletter,plan\na@x.test,yes,0,pro\nb@x.test,,,\nc@x.test,maybe,1,\n');
-    expect(items[0]).toMatchObject({ ok: true, record: { set: { plan: 'pro' }, topics: { 'product news': true, newsletter: false } } });
+    const items = await collect(
+      'csv',
+      'email,Topic:Product News,topic: newsletter,plan\na@x.test,yes,0,pro\nb@x.test,,,\nc@x.test,maybe,1,\n',
+    );
+    expect(items[0]).toMatchObject({
+      ok: true,
+      record: { set: { plan: 'pro' }, topics: { 'product news': true, newsletter: false } },
+    });
     expect(items[1]).toMatchObject({ ok: true, record: { set: {} } });
     expect(items[1].ok && items[1].record.topics).toBeUndefined();
     expect(rowErrorFields(items)).toEqual([[3, ['Topic:Product News']]]);
   });
 
   test('the head names the topic columns; a nameless or repeated topic column is refused (field file)', () => {
-    expect(readImportHead('csv', Buffer.from('email,TOPIC:Deals,x\n'), true)).toEqual({ ok: true, topics: [{ name: 'deals', column: 'TOPIC:Deals' }] });
+    expect(readImportHead('csv', Buffer.from('email,TOPIC:Deals,x\n'), true)).toEqual({
+      ok: true,
+      topics: [{ name: 'deals', column: 'TOPIC:Deals' }],
+    });
     expect(readImportHead('ndjson', Buffer.from('{"email":"a@x.test"}\n'), true)).toEqual({ ok: true, topics: [] });
-    expect(csvColumns(['email', 'topic:'])).toMatchObject({ ok: false, error: { field: 'file', message: expect.stringContaining('names no topic') } });
-    expect(csvColumns(['email', 'topic:Deals', 'topic: deals'])).toMatchObject({ ok: false, error: { field: 'file', message: expect.stringContaining('"deals" twice') } });
+    expect(csvColumns(['email', 'topic:'])).toMatchObject({
+      ok: false,
+      error: { field: 'file', message: expect.stringContaining('names no topic') },
+    });
+    expect(csvColumns(['email', 'topic:Deals', 'topic: deals'])).toMatchObject({
+      ok: false,
+      error: { field: 'file', message: expect.stringContaining('"deals" twice') },
+    });
   });
 });

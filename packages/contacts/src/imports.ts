@@ -35,7 +35,6 @@ import { csvColumns, type CsvColumns } from './import-head';
 import { findReservedKeys, markProtoKey } from '@mailroom/platform/reserved-keys';
 import { dataValidator } from '@mailroom/platform/validation';
 
-
 /** One valid record, normalised. */
 export interface ImportRecord {
   /** 1-based record number in the file (the CSV header is not a record). */
@@ -70,7 +69,14 @@ export class ImportFileError extends Error {
   }
 }
 
-export { checkImportHead, csvColumns, importFormatOf, readImportHead, TOPIC_COLUMN_PREFIX, type CsvColumns } from './import-head';
+export {
+  checkImportHead,
+  csvColumns,
+  importFormatOf,
+  readImportHead,
+  TOPIC_COLUMN_PREFIX,
+  type CsvColumns,
+} from './import-head';
 
 /** Largest CSV record or NDJSON line (bytes); a runaway quote cannot make the parser buffer the file. */
 export const IMPORT_MAX_RECORD_BYTES = 1024 * 1024;
@@ -125,7 +131,10 @@ export function findUnstorable(value: unknown): FieldError | undefined {
  *   schema's field errors. Never throws for any JSON value (the walks are iterative).
  */
 export function importRecord(row: number, value: unknown): ImportItem {
-  const email = value && typeof value === 'object' && typeof (value as { email?: unknown }).email === 'string' ? (value as { email: string }).email : null;
+  const email =
+    value && typeof value === 'object' && typeof (value as { email?: unknown }).email === 'string'
+      ? (value as { email: string }).email
+      : null;
   const unstorable = findUnstorable(value);
   if (unstorable) return { ok: false, error: { row, email, errors: [unstorable] } };
   const reservedKeys = findReservedKeys(value);
@@ -135,18 +144,34 @@ export function importRecord(row: number, value: unknown): ImportItem {
   const v = checked.value;
   const { set, removed } = splitPatch(v.data);
   const normalized = normalizeEmail(v.email);
-  return { ok: true, record: { row, email: normalized, emailKey: emailKey(normalized), subscribed: v.subscribed, set, removed } };
+  return {
+    ok: true,
+    record: { row, email: normalized, emailKey: emailKey(normalized), subscribed: v.subscribed, set, removed },
+  };
 }
 
 function csvRecord(row: number, cells: string[], cols: CsvColumns): ImportItem {
   const email = cells[cols.email] ?? '';
   if (cells.length > cols.count) {
-    return { ok: false, error: { row, email: email || null, errors: [{ field: '(row)', message: `has ${cells.length} fields, the header has ${cols.count}`, code: 'custom' }] } };
+    return {
+      ok: false,
+      error: {
+        row,
+        email: email || null,
+        errors: [
+          { field: '(row)', message: `has ${cells.length} fields, the header has ${cols.count}`, code: 'custom' },
+        ],
+      },
+    };
   }
   const value: { email: string; subscribed?: boolean; data: Record<string, string> } = { email, data: {} };
   const badFlag = (field: string): ImportItem => ({
     ok: false,
-    error: { row, email: email || null, errors: [{ field, message: 'must be true/false, yes/no or 1/0 (or empty)', code: 'invalid_type' }] },
+    error: {
+      row,
+      email: email || null,
+      errors: [{ field, message: 'must be true/false, yes/no or 1/0 (or empty)', code: 'invalid_type' }],
+    },
   });
   if (cols.subscribed !== undefined) {
     const flag = csvFlag(cells[cols.subscribed]);
@@ -218,7 +243,11 @@ async function* parseCsvFile(source: ByteSource): AsyncGenerator<ImportItem> {
   let cols: CsvColumns | undefined;
   const skipItem = (s: { seq: number; err: CsvError }): ImportItem => ({
     ok: false,
-    error: { row: s.seq, email: null, errors: [{ field: '(row)', message: `malformed CSV: ${s.err.message}`, code: 'custom' }] },
+    error: {
+      row: s.seq,
+      email: null,
+      errors: [{ field: '(row)', message: `malformed CSV: ${s.err.message}`, code: 'custom' }],
+    },
   });
   for await (const rec of parser as AsyncIterable<{ seq: number; cells: string[] }>) {
     while (skipped.length && skipped[0].seq < rec.seq) yield skipItem(skipped.shift()!);
@@ -240,14 +269,28 @@ async function* parseNdjson(source: ByteSource): AsyncGenerator<ImportItem> {
     if (line.trim() === '') continue;
     row++;
     if (Buffer.byteLength(line) > IMPORT_MAX_RECORD_BYTES) {
-      yield { ok: false, error: { row, email: null, errors: [{ field: '(row)', message: 'line is longer than 1 MiB', code: 'too_big' }] } };
+      yield {
+        ok: false,
+        error: {
+          row,
+          email: null,
+          errors: [{ field: '(row)', message: 'line is longer than 1 MiB', code: 'too_big' }],
+        },
+      };
       continue;
     }
     let value: unknown;
     try {
       value = JSON.parse(line.replace(/^\uFEFF/, ''));
     } catch (err) {
-      yield { ok: false, error: { row, email: null, errors: [{ field: '(row)', message: `invalid JSON: ${(err as Error).message}`, code: 'invalid_type' }] } };
+      yield {
+        ok: false,
+        error: {
+          row,
+          email: null,
+          errors: [{ field: '(row)', message: `invalid JSON: ${(err as Error).message}`, code: 'invalid_type' }],
+        },
+      };
       continue;
     }
     yield importRecord(row, value);
@@ -258,8 +301,9 @@ async function* parseJsonArray(source: ByteSource): AsyncGenerator<ImportItem> {
   // stream-json 1.x (CommonJS): a SAX-style tokenizer plus a streamer that assembles one array element at a time.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { parser } = require('stream-json') as typeof import('stream-json');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { streamArray } = require('stream-json/streamers/StreamArray') as typeof import('stream-json/streamers/StreamArray');
+  const { streamArray } =
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    require('stream-json/streamers/StreamArray') as typeof import('stream-json/streamers/StreamArray');
   const input = Readable.from(source, { highWaterMark: 1 });
   const tokens = parser();
   // stream-json assigns keys: a `__proto__` key would set the element's prototype, or vanish; marked, it is reported.

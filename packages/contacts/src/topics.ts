@@ -15,9 +15,20 @@ import type { TopicChange } from '@mailroom/db/queries/topics';
  *   (RFC 8058) or `confirmation` (a double opt-in confirmed).
  * @param opts.emailId - the email whose link made it, if any.
  */
-export function topicWebhookEvents(contact: { id: string; email: string }, changes: readonly TopicChange[], opts: { method: string; emailId?: string | null }): WebhookEvent[] {
+export function topicWebhookEvents(
+  contact: { id: string; email: string },
+  changes: readonly TopicChange[],
+  opts: { method: string; emailId?: string | null },
+): WebhookEvent[] {
   return changes.map((c) => ({
     type: c.subscribed ? 'contact.topic_subscribed' : 'contact.topic_unsubscribed',
-    data: { contactId: contact.id, email: contact.email, topicId: c.topicId, topicName: c.topicName, method: opts.method, emailId: opts.emailId ?? null },
+    data: {
+      contactId: contact.id,
+      email: contact.email,
+      topicId: c.topicId,
+      topicName: c.topicName,
+      method: opts.method,
+      emailId: opts.emailId ?? null,
+    },
   }));
 }

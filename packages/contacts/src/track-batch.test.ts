@@ -36,7 +36,13 @@ async function state(projectId: string) {
   return { contacts: contacts.rows, events: events.rows };
 }
 
-const track = (email: string, name: string, more: Partial<TrackInput> = {}): TrackInput => ({ email, name, contactData: {}, eventData: {}, ...more });
+const track = (email: string, name: string, more: Partial<TrackInput> = {}): TrackInput => ({
+  email,
+  name,
+  contactData: {},
+  eventData: {},
+  ...more,
+});
 
 // Rounds of tracks; within a round every track is for another contact (one batch each), across rounds they meet
 // existing contacts: data merged and removed, subscription stated, switched, omitted; test events; address case.
@@ -47,7 +53,10 @@ const rounds = (tag: string): TrackInput[][] => [
     track(`cy.${tag}@example.com`, 'login', { test: true, contactData: { nested: { a: [1, 'two'] } } }),
   ],
   [
-    track(`ann.${tag}@example.com`, 'upgrade', { contactData: { plan: 'pro', seats: null }, eventData: { price: 9.5 } }),
+    track(`ann.${tag}@example.com`, 'upgrade', {
+      contactData: { plan: 'pro', seats: null },
+      eventData: { price: 9.5 },
+    }),
     track(`BOB.${tag}@example.com`, 'login', { subscribed: true }),
     track(`cy.${tag}@example.com`, 'logout', { subscribed: false, test: true }),
     track(`dee.${tag}@example.com`, 'signup', { subscribed: true, contactData: { 'odd key "q"': 'x\\y' } }),
@@ -62,7 +71,10 @@ test('a batch has the effect of its tracks written one by one', async () => {
   const [alone, batched] = [await project(), await project()];
   for (const round of rounds('x')) {
     for (const input of round) await trackEvent(database.db, alone, input);
-    const results = await trackEvents(database.db, round.map((input) => ({ projectId: batched, input })));
+    const results = await trackEvents(
+      database.db,
+      round.map((input) => ({ projectId: batched, input })),
+    );
     expect(results.map((r) => r.contact.email.toLowerCase())).toEqual(round.map((t) => t.email.toLowerCase()));
   }
   const [a, b] = [await state(alone), await state(batched)];
@@ -87,9 +99,12 @@ test('one batch may hold several projects; each result is its own track', async 
 test('two tracks for one contact are refused as a batch before anything is written', async () => {
   const p = await project();
   const email = `dup.${randomUUID().slice(0, 6)}@example.com`;
-  await expect(trackEvents(database.db, [{ projectId: p, input: track(email, 'a') }, { projectId: p, input: track(email.toUpperCase(), 'b') }])).rejects.toBeInstanceOf(
-    DuplicateContactInBatch,
-  );
+  await expect(
+    trackEvents(database.db, [
+      { projectId: p, input: track(email, 'a') },
+      { projectId: p, input: track(email.toUpperCase(), 'b') },
+    ]),
+  ).rejects.toBeInstanceOf(DuplicateContactInBatch);
   expect(await state(p)).toEqual({ contacts: [], events: [] });
 });
 
@@ -100,7 +115,9 @@ test('concurrent tracks through the batcher: each recorded once, batched under l
   const tag = randomUUID().slice(0, 6);
   // 300 tracks: 250 contacts, one of which gets 51 tracks (each batch holding it twice falls back to single writes).
   const inputs = Array.from({ length: 300 }, (_, i) =>
-    i < 250 ? track(`c${i}.${tag}@example.com`, 'visit', { contactData: { [`k${i % 5}`]: i } }) : track(`c0.${tag}@example.com`, 'visit', { contactData: { [`extra${i}`]: true } }),
+    i < 250
+      ? track(`c${i}.${tag}@example.com`, 'visit', { contactData: { [`k${i % 5}`]: i } })
+      : track(`c0.${tag}@example.com`, 'visit', { contactData: { [`extra${i}`]: true } }),
   );
   const results = await Promise.all(inputs.map((input) => writer(database.db, p, input)));
   expect(new Set(results.map((r) => r.eventId)).size).toBe(300);
@@ -112,7 +129,9 @@ test('concurrent tracks through the batcher: each recorded once, batched under l
   for (let i = 250; i < 300; i++) expect(c0[`extra${i}`]).toBe(true);
   expect(Math.max(...sizes)).toBeGreaterThan(1);
   const byId = new Map(results.map((r, i) => [r.eventId, inputs[i].email]));
-  const stored = await database.db.execute<{ id: string; email: string }>(sql`select e.id, c.email from events e join contacts c on c.id = e.contact_id where e.project_id = ${p} and e.name = 'visit'`);
+  const stored = await database.db.execute<{ id: string; email: string }>(
+    sql`select e.id, c.email from events e join contacts c on c.id = e.contact_id where e.project_id = ${p} and e.name = 'visit'`,
+  );
   for (const row of stored.rows) expect(byId.get(row.id)).toBe(row.email);
 });
 

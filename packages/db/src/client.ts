@@ -35,7 +35,9 @@ function sessionOptions(url: string, genericPlans: boolean): string {
   } catch {
     // Not a URL pg can read either: it reports that itself when connecting.
   }
-  return ['-c jit=off', genericPlans ? '-c plan_cache_mode=force_generic_plan' : null, process.env.PGOPTIONS, fromUrl].filter(Boolean).join(' ');
+  return ['-c jit=off', genericPlans ? '-c plan_cache_mode=force_generic_plan' : null, process.env.PGOPTIONS, fromUrl]
+    .filter(Boolean)
+    .join(' ');
 }
 
 /**

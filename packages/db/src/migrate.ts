@@ -40,7 +40,9 @@ export async function migrate(databaseUrl: string, options: { until?: string } =
 
 /** A temporary copy of the migrations folder whose journal ends at the migration tagged `tag`. */
 async function migrationsUntil(tag: string): Promise<string> {
-  const journal = JSON.parse(await readFile(path.join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: { tag: string }[] };
+  const journal = JSON.parse(await readFile(path.join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as {
+    entries: { tag: string }[];
+  };
   const last = journal.entries.findIndex((e) => e.tag === tag);
   if (last < 0) throw new Error(`no migration is tagged ${tag}`);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-migrations-'));
@@ -65,9 +67,10 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   await client.connect();
   try {
     const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);
-    if (!rowCount) await client.query(`create database "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
-      if (err.code !== '42P04') throw err; // created meanwhile by another process
-    });
+    if (!rowCount)
+      await client.query(`create database "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04') throw err; // created meanwhile by another process
+      });
   } finally {
     await client.end();
   }

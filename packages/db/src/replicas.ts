@@ -194,8 +194,19 @@ export function createReadReplicas(options: ReadReplicaOptions): ReadReplicas {
   };
   const replicas: Replica[] = options.urls.map((url) => ({
     status: { name: replicaName(url), state: 'unknown', lagMs: null, checkedAt: 0 },
-    database: createDatabase({ url, poolSize: options.poolSize, applicationName: options.applicationName, connectionTimeoutMillis: 2_000 }),
-    checker: new Pool({ connectionString: url, max: 1, application_name: `${options.applicationName}-check`, connectionTimeoutMillis: 2_000, idleTimeoutMillis: 0 }),
+    database: createDatabase({
+      url,
+      poolSize: options.poolSize,
+      applicationName: options.applicationName,
+      connectionTimeoutMillis: 2_000,
+    }),
+    checker: new Pool({
+      connectionString: url,
+      max: 1,
+      application_name: `${options.applicationName}-check`,
+      connectionTimeoutMillis: 2_000,
+      idleTimeoutMillis: 0,
+    }),
     caughtUpAt: 0,
   }));
   for (const r of replicas) r.checker.on('error', () => undefined);
@@ -216,7 +227,11 @@ export function createReadReplicas(options: ReadReplicaOptions): ReadReplicas {
     try {
       const timeout = Math.max(1_000, Math.min(options.checkIntervalMs * 2, 5_000));
       const startedAt = Date.now();
-      const { rows } = await r.checker.query<{ in_recovery: boolean; caught_up: boolean; replay_age_ms: number | null }>({ text: LAG_QUERY, query_timeout: timeout } as QueryConfig);
+      const { rows } = await r.checker.query<{
+        in_recovery: boolean;
+        caught_up: boolean;
+        replay_age_ms: number | null;
+      }>({ text: LAG_QUERY, query_timeout: timeout } as QueryConfig);
       const row = rows[0];
       if (!row.in_recovery) return setState(r, 'not-replica', null, 'not in recovery');
       if (row.caught_up) {
@@ -225,7 +240,9 @@ export function createReadReplicas(options: ReadReplicaOptions): ReadReplicas {
       }
       // WAL waits to be replayed. The replica holds every commit older than the last replayed one, and (its receiver
       // running) everything it had received when a check last found it caught up: its lag is at most either age.
-      const bounds = [row.replay_age_ms, r.caughtUpAt > 0 ? Date.now() - r.caughtUpAt : null].filter((v): v is number => v !== null);
+      const bounds = [row.replay_age_ms, r.caughtUpAt > 0 ? Date.now() - r.caughtUpAt : null].filter(
+        (v): v is number => v !== null,
+      );
       if (bounds.length === 0) return setState(r, 'lagging', null, 'nothing replayed yet');
       const lag = Math.max(0, Math.min(...bounds));
       setState(r, lag > options.maxLagMs ? 'lagging' : 'ok', lag);
@@ -269,7 +286,9 @@ export function createReadReplicas(options: ReadReplicaOptions): ReadReplicas {
   const failed = (r: Replica, err: unknown) => setState(r, 'down', null, rootMessage(err));
 
   // Also with no replica: every read is then counted as a primary read, so the counter tells the same story either way.
-  const readDb = drizzle(new RoutingPool(options.primary.pool, pick, failed, onRead) as unknown as Pool, { schema }) as Db;
+  const readDb = drizzle(new RoutingPool(options.primary.pool, pick, failed, onRead) as unknown as Pool, {
+    schema,
+  }) as Db;
 
   return {
     readDb: () => readDb,

@@ -70,7 +70,8 @@ export function loadFeedbackConfig(env: Env): FeedbackConfig {
     inboundWorkflowsOnSpam: bool(env, 'INBOUND_WORKFLOWS_ON_SPAM', false),
   };
   for (const arn of config.snsTopicArns) {
-    if (!/^arn:aws[\w-]*:sns:[\w-]+:\d{12}:[\w-]{1,256}$/.test(arn)) throw new ConfigError('SNS_TOPIC_ARNS', `must list SNS topic ARNs, got "${arn}"`);
+    if (!/^arn:aws[\w-]*:sns:[\w-]+:\d{12}:[\w-]{1,256}$/.test(arn))
+      throw new ConfigError('SNS_TOPIC_ARNS', `must list SNS topic ARNs, got "${arn}"`);
   }
   for (const host of config.snsCertHosts) {
     if (!/^[\w*.-]+(:\d+)?$/.test(host)) throw new ConfigError('SNS_CERT_HOSTS', `must list host names, got "${host}"`);

@@ -7,7 +7,12 @@
  * @module
  */
 import { sql } from 'drizzle-orm';
-import { contactTopicStates, setContactTopics, type ContactTopicState, type TopicChange } from '@mailroom/db/queries/topics';
+import {
+  contactTopicStates,
+  setContactTopics,
+  type ContactTopicState,
+  type TopicChange,
+} from '@mailroom/db/queries/topics';
 import type { UnsubscribeTarget } from '@mailroom/db/queries/unsubscribe';
 import { announcedChange, type AnnounceDeps } from '@mailroom/webhooks/announce';
 import { topicWebhookEvents } from '@mailroom/contacts/topics';
@@ -27,13 +32,25 @@ export interface Preferences {
 /** The preferences of a target's contact, or `undefined` when the contact is gone. */
 export async function preferencesOf(db: DbOrTx, target: UnsubscribeTarget): Promise<Preferences | undefined> {
   if (!target.contactId) return undefined;
-  const rows = await db.execute<{ subscribed: boolean }>(sql`select subscribed from contacts where id = ${target.contactId}::uuid and project_id = ${target.projectId}::uuid`);
+  const rows = await db.execute<{ subscribed: boolean }>(
+    sql`select subscribed from contacts where id = ${target.contactId}::uuid and project_id = ${target.projectId}::uuid`,
+  );
   if (!rows.rows[0]) return undefined;
   const all = await contactTopicStates(db, target.projectId, target.contactId);
-  return { subscribed: rows.rows[0].subscribed, topics: all.filter((t) => t.visibility === 'public'), emailTopic: all.find((t) => t.topicId === target.topicId) };
+  return {
+    subscribed: rows.rows[0].subscribed,
+    topics: all.filter((t) => t.visibility === 'public'),
+    emailTopic: all.find((t) => t.topicId === target.topicId),
+  };
 }
 
-async function changeTopics(deps: AnnounceDeps, log: Logger, target: UnsubscribeTarget, choices: { topicId: string; subscribed: boolean }[], method: string): Promise<TopicChange[]> {
+async function changeTopics(
+  deps: AnnounceDeps,
+  log: Logger,
+  target: UnsubscribeTarget,
+  choices: { topicId: string; subscribed: boolean }[],
+  method: string,
+): Promise<TopicChange[]> {
   const contactId = target.contactId;
   if (!contactId || choices.length === 0) return [];
   return announcedChange(
@@ -42,9 +59,14 @@ async function changeTopics(deps: AnnounceDeps, log: Logger, target: Unsubscribe
     target.projectId,
     async (tx) => {
       const test = await tx.execute<{ test: boolean }>(sql`select test from emails where id = ${target.emailId}::uuid`);
-      return setContactTopics(tx, target.projectId, contactId, choices, { method, emailId: target.emailId, test: test.rows[0]?.test ?? false });
+      return setContactTopics(tx, target.projectId, contactId, choices, {
+        method,
+        emailId: target.emailId,
+        test: test.rows[0]?.test ?? false,
+      });
     },
-    (changes) => topicWebhookEvents({ id: contactId, email: target.toEmail }, changes, { method, emailId: target.emailId }),
+    (changes) =>
+      topicWebhookEvents({ id: contactId, email: target.toEmail }, changes, { method, emailId: target.emailId }),
   );
 }
 
@@ -52,9 +74,20 @@ async function changeTopics(deps: AnnounceDeps, log: Logger, target: Unsubscribe
  * Unsubscribes the target's contact from the email's topic only (a topic email's one-click POST, or the page's
  * "unsubscribe from this topic"). @returns whether this call changed it.
  */
-export async function unsubscribeTopicThroughLink(deps: AnnounceDeps, log: Logger, target: UnsubscribeTarget, oneClick: boolean): Promise<boolean> {
+export async function unsubscribeTopicThroughLink(
+  deps: AnnounceDeps,
+  log: Logger,
+  target: UnsubscribeTarget,
+  oneClick: boolean,
+): Promise<boolean> {
   if (!target.topicId) return false;
-  const changes = await changeTopics(deps, log, target, [{ topicId: target.topicId, subscribed: false }], oneClick ? 'one-click' : 'link');
+  const changes = await changeTopics(
+    deps,
+    log,
+    target,
+    [{ topicId: target.topicId, subscribed: false }],
+    oneClick ? 'one-click' : 'link',
+  );
   return changes.length > 0;
 }
 
@@ -64,8 +97,19 @@ export async function unsubscribeTopicThroughLink(deps: AnnounceDeps, log: Logge
  *
  * @returns the topics whose standing changed.
  */
-export async function savePreferences(deps: AnnounceDeps, log: Logger, target: UnsubscribeTarget, checked: ReadonlySet<string>): Promise<TopicChange[]> {
+export async function savePreferences(
+  deps: AnnounceDeps,
+  log: Logger,
+  target: UnsubscribeTarget,
+  checked: ReadonlySet<string>,
+): Promise<TopicChange[]> {
   const prefs = await preferencesOf(deps.database.db, target);
   if (!prefs) return [];
-  return changeTopics(deps, log, target, prefs.topics.map((t) => ({ topicId: t.topicId, subscribed: checked.has(t.topicId) })), 'link');
+  return changeTopics(
+    deps,
+    log,
+    target,
+    prefs.topics.map((t) => ({ topicId: t.topicId, subscribed: checked.has(t.topicId) })),
+    'link',
+  );
 }

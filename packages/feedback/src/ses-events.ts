@@ -57,7 +57,9 @@ type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const addresses = (list: unknown, key = 'emailAddress'): string[] =>
-  Array.isArray(list) ? list.map((r) => (typeof r === 'string' ? r : str(obj(r)[key]))).filter((a): a is string => Boolean(a)) : [];
+  Array.isArray(list)
+    ? list.map((r) => (typeof r === 'string' ? r : str(obj(r)[key]))).filter((a): a is string => Boolean(a))
+    : [];
 
 function time(...candidates: unknown[]): Date {
   for (const c of candidates) {
@@ -99,7 +101,17 @@ export function parseSesEvent(text: string): SesFeedback {
   switch (sesType) {
     case 'Delivery': {
       const d = obj(record.delivery);
-      return { ...base, kind: 'delivered', occurredAt: time(d.timestamp, mail.timestamp), recipients: addresses(d.recipients), details: compact({ smtpResponse: str(d.smtpResponse), processingTimeMillis: d.processingTimeMillis, reportingMTA: str(d.reportingMTA) }) };
+      return {
+        ...base,
+        kind: 'delivered',
+        occurredAt: time(d.timestamp, mail.timestamp),
+        recipients: addresses(d.recipients),
+        details: compact({
+          smtpResponse: str(d.smtpResponse),
+          processingTimeMillis: d.processingTimeMillis,
+          reportingMTA: str(d.reportingMTA),
+        }),
+      };
     }
     case 'DeliveryDelay': {
       const d = obj(record.deliveryDelay);
@@ -109,12 +121,18 @@ export function parseSesEvent(text: string): SesFeedback {
         kind: 'delivery_delayed',
         occurredAt: time(d.timestamp, mail.timestamp),
         recipients: addresses(delayed),
-        details: compact({ delayType: str(d.delayType), expirationTime: str(d.expirationTime), smtpStatus: str(delayed[0]?.status), diagnosticCode: str(delayed[0]?.diagnosticCode) }),
+        details: compact({
+          delayType: str(d.delayType),
+          expirationTime: str(d.expirationTime),
+          smtpStatus: str(delayed[0]?.status),
+          diagnosticCode: str(delayed[0]?.diagnosticCode),
+        }),
       };
     }
     case 'Bounce': {
       const b = obj(record.bounce);
-      const bounceType: BounceType = b.bounceType === 'Permanent' || b.bounceType === 'Transient' ? b.bounceType : 'Undetermined';
+      const bounceType: BounceType =
+        b.bounceType === 'Permanent' || b.bounceType === 'Transient' ? b.bounceType : 'Undetermined';
       const bounced = Array.isArray(b.bouncedRecipients) ? b.bouncedRecipients.map(obj) : [];
       return {
         ...base,
@@ -122,7 +140,13 @@ export function parseSesEvent(text: string): SesFeedback {
         bounceType,
         occurredAt: time(b.timestamp, mail.timestamp),
         recipients: addresses(bounced),
-        details: compact({ bounceType, bounceSubType: str(b.bounceSubType), smtpStatus: str(bounced[0]?.status), diagnosticCode: str(bounced[0]?.diagnosticCode), feedbackId: str(b.feedbackId) }),
+        details: compact({
+          bounceType,
+          bounceSubType: str(b.bounceSubType),
+          smtpStatus: str(bounced[0]?.status),
+          diagnosticCode: str(bounced[0]?.diagnosticCode),
+          feedbackId: str(b.feedbackId),
+        }),
       };
     }
     case 'Complaint': {
@@ -132,19 +156,42 @@ export function parseSesEvent(text: string): SesFeedback {
         kind: 'complained',
         occurredAt: time(c.timestamp, mail.timestamp),
         recipients: addresses(c.complainedRecipients),
-        details: compact({ complaintFeedbackType: str(c.complaintFeedbackType), complaintSubType: str(c.complaintSubType), userAgent: str(c.userAgent), feedbackId: str(c.feedbackId) }),
+        details: compact({
+          complaintFeedbackType: str(c.complaintFeedbackType),
+          complaintSubType: str(c.complaintSubType),
+          userAgent: str(c.userAgent),
+          feedbackId: str(c.feedbackId),
+        }),
       };
     }
     case 'Reject':
-      return { ...base, kind: 'rejected', occurredAt: time(mail.timestamp), recipients: addresses(mail.destination), details: compact({ reason: str(obj(record.reject).reason) }) };
+      return {
+        ...base,
+        kind: 'rejected',
+        occurredAt: time(mail.timestamp),
+        recipients: addresses(mail.destination),
+        details: compact({ reason: str(obj(record.reject).reason) }),
+      };
     case 'Rendering Failure':
     case 'RenderingFailure': {
       const f = obj(record.failure);
-      return { ...base, kind: 'rendering_failed', occurredAt: time(mail.timestamp), recipients: addresses(mail.destination), details: compact({ reason: str(f.errorMessage), templateName: str(f.templateName) }) };
+      return {
+        ...base,
+        kind: 'rendering_failed',
+        occurredAt: time(mail.timestamp),
+        recipients: addresses(mail.destination),
+        details: compact({ reason: str(f.errorMessage), templateName: str(f.templateName) }),
+      };
     }
     case 'Open': {
       const o = obj(record.open);
-      return { ...base, kind: 'opened', occurredAt: time(o.timestamp, mail.timestamp), recipients: addresses(mail.destination), details: compact({ ipAddress: str(o.ipAddress), userAgent: str(o.userAgent) }) };
+      return {
+        ...base,
+        kind: 'opened',
+        occurredAt: time(o.timestamp, mail.timestamp),
+        recipients: addresses(mail.destination),
+        details: compact({ ipAddress: str(o.ipAddress), userAgent: str(o.userAgent) }),
+      };
     }
     case 'Click': {
       const c = obj(record.click);
@@ -153,11 +200,22 @@ export function parseSesEvent(text: string): SesFeedback {
         kind: 'clicked',
         occurredAt: time(c.timestamp, mail.timestamp),
         recipients: addresses(mail.destination),
-        details: compact({ link: str(c.link), linkTags: c.linkTags, ipAddress: str(c.ipAddress), userAgent: str(c.userAgent) }),
+        details: compact({
+          link: str(c.link),
+          linkTags: c.linkTags,
+          ipAddress: str(c.ipAddress),
+          userAgent: str(c.userAgent),
+        }),
       };
     }
     case 'Send':
-      return { ...base, kind: 'sent', occurredAt: time(mail.timestamp), recipients: addresses(mail.destination), details: {} };
+      return {
+        ...base,
+        kind: 'sent',
+        occurredAt: time(mail.timestamp),
+        recipients: addresses(mail.destination),
+        details: {},
+      };
     default:
       return { ...base, kind: 'ignored', occurredAt: time(mail.timestamp), recipients: [], details: {} };
   }

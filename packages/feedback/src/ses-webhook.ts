@@ -50,7 +50,10 @@ export interface SesWebhookResult {
 
 /** What handling messages needs. */
 export interface SesWebhookDeps {
-  config: FeedbackConfig & Pick<AudienceConfig, 'guardrails'> & Pick<QueueConfig, 'webhookRetryScheduleMs'> & Pick<MailConfig, 'sesRegion' | 'awsCredentials'>;
+  config: FeedbackConfig &
+    Pick<AudienceConfig, 'guardrails'> &
+    Pick<QueueConfig, 'webhookRetryScheduleMs'> &
+    Pick<MailConfig, 'sesRegion' | 'awsCredentials'>;
   db: Db;
   webhookQueue: Queue<WebhookJobPayload>;
 }
@@ -62,7 +65,9 @@ export interface SesWebhookDeps {
  * @throws {@link SnsRejection} (400, 403 or 503) and `SesEventError` (an unreadable SES event); database errors as
  *   they come.
  */
-export function createSesWebhookHandler(deps: SesWebhookDeps): (body: string, log: Logger) => Promise<SesWebhookResult> {
+export function createSesWebhookHandler(
+  deps: SesWebhookDeps,
+): (body: string, log: Logger) => Promise<SesWebhookResult> {
   const { config, db } = deps;
   const verifier = new SnsVerifier(config.snsCertHosts);
   const topics = new Set(config.snsTopicArns);
@@ -71,10 +76,13 @@ export function createSesWebhookHandler(deps: SesWebhookDeps): (body: string, lo
 
   const handle = async (m: SnsMessage, log: Logger): Promise<SesWebhookResult> => {
     if (m.Type === 'SubscriptionConfirmation') {
-      if (!isTrustedSnsUrl(m.SubscribeURL!, config.snsCertHosts)) throw new SnsRejection(403, 'SubscribeURL is not on a trusted SNS host');
-      const res = await fetch(m.SubscribeURL!, { redirect: 'error', signal: AbortSignal.timeout(5_000) }).catch((err: Error) => {
-        throw new SnsRejection(503, `cannot confirm the subscription: ${err.message}`);
-      });
+      if (!isTrustedSnsUrl(m.SubscribeURL!, config.snsCertHosts))
+        throw new SnsRejection(403, 'SubscribeURL is not on a trusted SNS host');
+      const res = await fetch(m.SubscribeURL!, { redirect: 'error', signal: AbortSignal.timeout(5_000) }).catch(
+        (err: Error) => {
+          throw new SnsRejection(503, `cannot confirm the subscription: ${err.message}`);
+        },
+      );
       if (!res.ok) throw new SnsRejection(503, `subscription confirmation answered ${res.status}`);
       const fresh = await recordSnsMessage(db, { messageId: m.MessageId, topicArn: m.TopicArn, type: m.Type });
       log.info({ topicArn: m.TopicArn }, 'SNS subscription confirmed');
@@ -82,7 +90,10 @@ export function createSesWebhookHandler(deps: SesWebhookDeps): (body: string, lo
     }
     if (m.Type === 'UnsubscribeConfirmation') {
       const fresh = await recordSnsMessage(db, { messageId: m.MessageId, topicArn: m.TopicArn, type: m.Type });
-      log.warn({ topicArn: m.TopicArn }, 'SNS subscription removed: SES events stop arriving until an operator re-subscribes');
+      log.warn(
+        { topicArn: m.TopicArn },
+        'SNS subscription removed: SES events stop arriving until an operator re-subscribes',
+      );
       return { type: m.Type, duplicate: !fresh };
     }
     // SES receiving (a receipt rule's SNS or S3 action) publishes `notificationType: Received`: a message for us.
@@ -94,7 +105,8 @@ export function createSesWebhookHandler(deps: SesWebhookDeps): (body: string, lo
     const feedback = parseSesEvent(m.Message);
     const event = { kind: feedback.kind, ...(feedback.bounceType ? { bounceType: feedback.bounceType } : {}) };
     const outcome = await db.transaction(async (tx): Promise<FeedbackOutcome | 'duplicate'> => {
-      if (!(await recordSnsMessage(tx, { messageId: m.MessageId, topicArn: m.TopicArn, type: m.Type }))) return 'duplicate';
+      if (!(await recordSnsMessage(tx, { messageId: m.MessageId, topicArn: m.TopicArn, type: m.Type })))
+        return 'duplicate';
       return applySesFeedback(tx, feedback, policy, config.guardrails);
     });
     if (outcome === 'duplicate') return { type: m.Type, duplicate: true };
@@ -103,7 +115,14 @@ export function createSesWebhookHandler(deps: SesWebhookDeps): (body: string, lo
       return { type: m.Type, duplicate: false, ignored: outcome.reason, event };
     }
     await announceWebhookDeliveries(deps.webhookQueue, config, outcome.deliveries, log);
-    return { type: m.Type, duplicate: false, emailId: outcome.emailId, status: outcome.status, suppressed: outcome.suppressed, event };
+    return {
+      type: m.Type,
+      duplicate: false,
+      emailId: outcome.emailId,
+      status: outcome.status,
+      suppressed: outcome.suppressed,
+      event,
+    };
   };
 
   return async (body, log) => {

@@ -6,8 +6,12 @@ describe('isTrustedSnsUrl matches host and port (SNS_CERT_HOSTS)', () => {
   test('a pattern without a port matches the default port only', () => {
     expect(isTrustedSnsUrl('https://sns.us-east-1.amazonaws.com/SimpleNotificationService-x.pem', DEFAULT)).toBe(true);
     // :443 written out is the same URL (the default port is dropped from URL.host).
-    expect(isTrustedSnsUrl('https://sns.us-east-1.amazonaws.com:443/SimpleNotificationService-x.pem', DEFAULT)).toBe(true);
-    expect(isTrustedSnsUrl('https://sns.us-east-1.amazonaws.com:8443/SimpleNotificationService-x.pem', DEFAULT)).toBe(false);
+    expect(isTrustedSnsUrl('https://sns.us-east-1.amazonaws.com:443/SimpleNotificationService-x.pem', DEFAULT)).toBe(
+      true,
+    );
+    expect(isTrustedSnsUrl('https://sns.us-east-1.amazonaws.com:8443/SimpleNotificationService-x.pem', DEFAULT)).toBe(
+      false,
+    );
   });
 
   test('a pattern with a port matches that port only; * never matches a port', () => {

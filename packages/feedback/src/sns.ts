@@ -18,7 +18,11 @@ const Str = Type.String({ maxLength: 300_000 });
 
 /** The JSON body SNS POSTs (all three message types; type-specific fields optional). */
 export const SnsMessage = Type.Object({
-  Type: Type.Union([Type.Literal('Notification'), Type.Literal('SubscriptionConfirmation'), Type.Literal('UnsubscribeConfirmation')]),
+  Type: Type.Union([
+    Type.Literal('Notification'),
+    Type.Literal('SubscriptionConfirmation'),
+    Type.Literal('UnsubscribeConfirmation'),
+  ]),
   MessageId: Type.String({ minLength: 1, maxLength: 200 }),
   TopicArn: Type.String({ minLength: 1, maxLength: 400 }),
   Message: Str,
@@ -70,7 +74,8 @@ export function parseSnsMessage(body: string): SnsMessage {
   } catch {
     throw new SnsRejection(400, 'body is not JSON');
   }
-  const describe = (errors: { field: string; message: string }[]) => errors.map((e) => `${e.field} ${e.message}`).join('; ');
+  const describe = (errors: { field: string; message: string }[]) =>
+    errors.map((e) => `${e.field} ${e.message}`).join('; ');
   const content = validateSnsContent(json);
   if (!content.ok) throw new SnsRejection(400, `not an SNS message: ${describe(content.errors)}`);
   const m = content.value;
@@ -113,12 +118,22 @@ export function isTrustedSnsUrl(raw: string, hostPatterns: readonly string[]): b
   if (u.username || u.password) return false;
   const host = u.host.toLowerCase();
   const matches = hostPatterns.some((p) => {
-    const re = new RegExp(`^${p.toLowerCase().split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[a-z0-9-]+')}$`);
+    const re = new RegExp(
+      `^${p
+        .toLowerCase()
+        .split('*')
+        .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('[a-z0-9-]+')}$`,
+    );
     return re.test(host);
   });
   if (!matches) return false;
   if (u.protocol === 'https:') return true;
-  return u.protocol === 'http:' && LOOPBACK.has(u.hostname.toLowerCase()) && hostPatterns.some((p) => p.toLowerCase() === host);
+  return (
+    u.protocol === 'http:' &&
+    LOOPBACK.has(u.hostname.toLowerCase()) &&
+    hostPatterns.some((p) => p.toLowerCase() === host)
+  );
 }
 
 /** Fetches a certificate's PEM text (injectable for tests of the verifier alone). */
@@ -155,14 +170,18 @@ export class SnsVerifier {
   async verify(m: SnsMessage): Promise<void> {
     const sentAt = Date.parse(m.Timestamp);
     if (Number.isNaN(sentAt) || sentAt < Date.now() - SNS_MESSAGE_RETENTION_DAYS * 86_400_000) {
-      throw new SnsRejection(403, `message is older than ${SNS_MESSAGE_RETENTION_DAYS} days (or has no valid Timestamp)`);
+      throw new SnsRejection(
+        403,
+        `message is older than ${SNS_MESSAGE_RETENTION_DAYS} days (or has no valid Timestamp)`,
+      );
     }
     if (!isTrustedSnsUrl(m.SigningCertURL, this.hostPatterns) || !new URL(m.SigningCertURL).pathname.endsWith('.pem')) {
       throw new SnsRejection(403, 'SigningCertURL is not on a trusted SNS host');
     }
     const cert = await this.certificate(m.SigningCertURL);
     const now = Date.now();
-    if (now < Date.parse(cert.validFrom) || now > Date.parse(cert.validTo)) throw new SnsRejection(403, 'signing certificate is not valid now');
+    if (now < Date.parse(cert.validFrom) || now > Date.parse(cert.validTo))
+      throw new SnsRejection(403, 'signing certificate is not valid now');
     const verifier = createVerify(m.SignatureVersion === '1' ? 'RSA-SHA1' : 'RSA-SHA256');
     verifier.update(snsStringToSign(m), 'utf8');
     let ok = false;

@@ -36,13 +36,22 @@ export async function suppressManually(
   }
   const emails = body.emails ?? [body.email!];
   const details = body.note ? { note: body.note } : {};
-  const added = await addSuppressions(tx, projectId, emails.map((email) => ({ email, reason: 'manual' as const, details })));
+  const added = await addSuppressions(
+    tx,
+    projectId,
+    emails.map((email) => ({ email, reason: 'manual' as const, details })),
+  );
   const deliveries = await recordWebhookEvents(
     tx,
     projectId,
-    added.map((a) => ({ type: 'contact.suppressed', data: { email: a.email, contactId: null, reason: a.reason, sourceEmailId: null, suppressionId: a.id } })),
+    added.map((a) => ({
+      type: 'contact.suppressed',
+      data: { email: a.email, contactId: null, reason: a.reason, sourceEmailId: null, suppressionId: a.id },
+    })),
   );
   const addedKeys = new Set(added.map((a) => a.emailKey));
-  const alreadySuppressed = [...new Set(emails.map((e) => normalizeEmail(e)).filter((e) => !addedKeys.has(emailKey(e))))];
+  const alreadySuppressed = [
+    ...new Set(emails.map((e) => normalizeEmail(e)).filter((e) => !addedKeys.has(emailKey(e)))),
+  ];
   return { added, alreadySuppressed, deliveries };
 }

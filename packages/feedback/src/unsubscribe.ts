@@ -16,7 +16,11 @@ import { type DbOrTx } from '@mailroom/db/client';
  * @param emailId - what `unsubscribeTokenEmailId(token)` read from the token.
  * @returns the target, or `undefined` for an unknown, tampered or foreign token.
  */
-export async function unsubscribeTargetOf(db: DbOrTx, emailId: string, token: string): Promise<UnsubscribeTarget | undefined> {
+export async function unsubscribeTargetOf(
+  db: DbOrTx,
+  emailId: string,
+  token: string,
+): Promise<UnsubscribeTarget | undefined> {
   const target = await unsubscribeTarget(db, emailId);
   if (!target || !verifyUnsubscribeToken(token, target.emailId, target.signingKey)) return undefined;
   // A topic token names its email's topic; a plain token of a topic email (never made) would leave everything.
@@ -31,9 +35,20 @@ export async function unsubscribeTargetOf(db: DbOrTx, emailId: string, token: st
  * @param oneClick - an RFC 8058 one-click POST (`method: one-click`), else the page's button (`link`).
  * @returns whether this call changed the contact (false: already unsubscribed, or deleted).
  */
-export async function unsubscribeThroughLink(deps: AnnounceDeps, log: Logger, target: UnsubscribeTarget, oneClick: boolean): Promise<boolean> {
+export async function unsubscribeThroughLink(
+  deps: AnnounceDeps,
+  log: Logger,
+  target: UnsubscribeTarget,
+  oneClick: boolean,
+): Promise<boolean> {
   const method = oneClick ? 'one-click' : 'link';
-  const data = { contactId: target.contactId, email: target.toEmail, method, emailId: target.emailId, campaignId: target.campaignId };
+  const data = {
+    contactId: target.contactId,
+    email: target.toEmail,
+    method,
+    emailId: target.emailId,
+    campaignId: target.campaignId,
+  };
   return announcedChange(
     deps,
     log,

@@ -59,7 +59,12 @@ export function contentIdErrors(items: readonly { contentId?: string }[]): Field
   items.forEach((a, i) => {
     if (a.contentId === undefined) return;
     const key = a.contentId.toLowerCase();
-    if (seen.has(key)) errors.push({ field: `attachments.${i}.contentId`, message: `"${a.contentId}" is used by another attachment of this email`, code: 'custom' });
+    if (seen.has(key))
+      errors.push({
+        field: `attachments.${i}.contentId`,
+        message: `"${a.contentId}" is used by another attachment of this email`,
+        code: 'custom',
+      });
     seen.add(key);
   });
   return errors;

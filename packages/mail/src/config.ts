@@ -141,7 +141,10 @@ export function loadMailConfig(env: Env): MailConfig {
   const accessKeyId = optional(env, 'AWS_ACCESS_KEY_ID');
   const secretAccessKey = optional(env, 'AWS_SECRET_ACCESS_KEY');
   if (Boolean(accessKeyId) !== Boolean(secretAccessKey)) {
-    throw new ConfigError(accessKeyId ? 'AWS_SECRET_ACCESS_KEY' : 'AWS_ACCESS_KEY_ID', 'must be set together with its pair');
+    throw new ConfigError(
+      accessKeyId ? 'AWS_SECRET_ACCESS_KEY' : 'AWS_ACCESS_KEY_ID',
+      'must be set together with its pair',
+    );
   }
   const config: MailConfig = {
     sesRegion: str(env, 'SES_REGION', 'us-east-1'),
@@ -151,9 +154,16 @@ export function loadMailConfig(env: Env): MailConfig {
     sesConfigurationSetNoTracking: optional(env, 'SES_CONFIGURATION_SET_NO_TRACKING'),
     sesConfigurationSetMarketing: optional(env, 'SES_CONFIGURATION_SET_MARKETING'),
     sesConfigurationSetMarketingNoTracking: optional(env, 'SES_CONFIGURATION_SET_MARKETING_NO_TRACKING'),
-    sesMaxSendRate: optional(env, 'SES_MAX_SEND_RATE') === undefined ? undefined : int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000),
+    sesMaxSendRate:
+      optional(env, 'SES_MAX_SEND_RATE') === undefined ? undefined : int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000),
     sesAccountProvider: sesProvider(env, 'SES_ACCOUNT_PROVIDER'),
-    sesLocalMaxSendRate: int(env, 'SES_LOCAL_MAX_SEND_RATE', optional(env, 'SES_MAX_SEND_RATE') === undefined ? 14 : int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000), 1, 10000),
+    sesLocalMaxSendRate: int(
+      env,
+      'SES_LOCAL_MAX_SEND_RATE',
+      optional(env, 'SES_MAX_SEND_RATE') === undefined ? 14 : int(env, 'SES_MAX_SEND_RATE', 14, 1, 10000),
+      1,
+      10000,
+    ),
     sesLocalMax24HourSend: int(env, 'SES_LOCAL_MAX_24H_SEND', 50_000, 1, 1_000_000_000),
     sesTimeoutMs: int(env, 'SES_TIMEOUT_MS', 30_000, 100, 300_000),
     domainIdentityProvider: sesProvider(env, 'DOMAIN_IDENTITY_PROVIDER'),

@@ -60,7 +60,13 @@ const FIELDS = new Set([
 export type MailStream = 'transactional' | 'marketing';
 
 /** The configuration-set names of a connection, by stream and tracking. */
-export type ConfigurationSets = Pick<SesConnection, 'configurationSet' | 'configurationSetNoTracking' | 'configurationSetMarketing' | 'configurationSetMarketingNoTracking'>;
+export type ConfigurationSets = Pick<
+  SesConnection,
+  | 'configurationSet'
+  | 'configurationSetNoTracking'
+  | 'configurationSetMarketing'
+  | 'configurationSetMarketingNoTracking'
+>;
 
 /**
  * The SES configuration set of mail of `stream`, with or without open and click tracking, on a connection: the
@@ -76,11 +82,18 @@ export type ConfigurationSets = Pick<SesConnection, 'configurationSet' | 'config
  *
  * @returns the set name, or undefined when the connection has none (mail goes without a configuration set).
  */
-export function configurationSetFor(sets: ConfigurationSets, stream: MailStream, tracking: boolean): string | undefined {
+export function configurationSetFor(
+  sets: ConfigurationSets,
+  stream: MailStream,
+  tracking: boolean,
+): string | undefined {
   if (stream === 'marketing') {
     return tracking
       ? (sets.configurationSetMarketing ?? sets.configurationSet)
-      : (sets.configurationSetMarketingNoTracking ?? sets.configurationSetNoTracking ?? sets.configurationSetMarketing ?? sets.configurationSet);
+      : (sets.configurationSetMarketingNoTracking ??
+          sets.configurationSetNoTracking ??
+          sets.configurationSetMarketing ??
+          sets.configurationSet);
   }
   return tracking ? sets.configurationSet : (sets.configurationSetNoTracking ?? sets.configurationSet);
 }
@@ -107,7 +120,8 @@ export function parseSesConnections(env: Env, defaults: SesConnection): readonly
   const out: SesConnection[] = [defaults];
   parsed.forEach((entry: unknown, i) => {
     const at = (field: string) => `SES_CONNECTIONS[${i}].${field}`;
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new ConfigError(`SES_CONNECTIONS[${i}]`, 'must be an object');
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry))
+      throw new ConfigError(`SES_CONNECTIONS[${i}]`, 'must be an object');
     const e = entry as Record<string, unknown>;
     for (const k of Object.keys(e)) if (!FIELDS.has(k)) throw new ConfigError(at(k), 'is not a connection field');
     const text = (field: string, required = false): string | undefined => {
@@ -130,11 +144,13 @@ export function parseSesConnections(env: Env, defaults: SesConnection): readonly
       } catch {
         u = undefined;
       }
-      if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) throw new ConfigError(at('endpoint'), 'must be an http(s) URL');
+      if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:'))
+        throw new ConfigError(at('endpoint'), 'must be an http(s) URL');
     }
     const accessKeyId = text('accessKeyId');
     const secretAccessKey = text('secretAccessKey');
-    if (Boolean(accessKeyId) !== Boolean(secretAccessKey)) throw new ConfigError(at(accessKeyId ? 'secretAccessKey' : 'accessKeyId'), 'must be set together with its pair');
+    if (Boolean(accessKeyId) !== Boolean(secretAccessKey))
+      throw new ConfigError(at(accessKeyId ? 'secretAccessKey' : 'accessKeyId'), 'must be set together with its pair');
     const rate = e.maxSendRate;
     if (rate !== undefined && (typeof rate !== 'number' || !Number.isInteger(rate) || rate < 1 || rate > 10000)) {
       throw new ConfigError(at('maxSendRate'), 'must be a whole number from 1 to 10000');

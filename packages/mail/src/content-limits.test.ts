@@ -1,6 +1,12 @@
 import { marked } from 'marked';
 import { compile } from 'html-to-text';
-import { CONTENT_LIMITS, contentLimitErrors, htmlNestingDepth, markdownNestingDepth, markdownShape } from './content-limits';
+import {
+  CONTENT_LIMITS,
+  contentLimitErrors,
+  htmlNestingDepth,
+  markdownNestingDepth,
+  markdownShape,
+} from './content-limits';
 
 const LIMIT = CONTENT_LIMITS.nestingDepth;
 const fields = (errors: { field: string }[]) => errors.map((e) => e.field);
@@ -15,11 +21,15 @@ describe('nesting depth', () => {
   });
 
   test('Markdown: block quotes, list items (markers and indentation) and emphasis', () => {
-    expect(markdownNestingDepth('# Hi\n\n*a* **b** _c_ ~~d~~\n\n- a\n  - b\n    - c\n\n> q\n> > q\n\n***\n\n1. x')).toBe(3);
+    expect(
+      markdownNestingDepth('# Hi\n\n*a* **b** _c_ ~~d~~\n\n- a\n  - b\n    - c\n\n> q\n> > q\n\n***\n\n1. x'),
+    ).toBe(3);
     expect(markdownNestingDepth('>'.repeat(5000) + ' x')).toBe(5000);
     expect(markdownNestingDepth('> '.repeat(300) + 'x')).toBe(300);
     expect(markdownNestingDepth('- '.repeat(300) + 'x')).toBe(300);
-    expect(markdownNestingDepth(Array.from({ length: 250 }, (_, i) => `${'  '.repeat(i)}- x`).join('\n'))).toBeGreaterThan(LIMIT);
+    expect(
+      markdownNestingDepth(Array.from({ length: 250 }, (_, i) => `${'  '.repeat(i)}- x`).join('\n')),
+    ).toBeGreaterThan(LIMIT);
     expect(markdownNestingDepth('**'.repeat(2500) + 'x' + '**'.repeat(2500))).toBe(5000);
     expect(markdownNestingDepth('a*b '.repeat(1000))).toBeLessThan(LIMIT);
   });
@@ -42,11 +52,15 @@ describe('contentLimitErrors', () => {
     expect(fields(contentLimitErrors({ body: '>'.repeat(5000) + ' x' }, 'markdown'))).toEqual(['body']);
     // Markdown structure means nothing in an HTML body.
     expect(contentLimitErrors({ body: '>'.repeat(5000) + ' x' }, 'html')).toEqual([]);
-    expect(contentLimitErrors({ subject: 's'.repeat(999), body: 'b'.repeat(CONTENT_LIMITS.bodyChars + 1) }, 'html')).toEqual([
+    expect(
+      contentLimitErrors({ subject: 's'.repeat(999), body: 'b'.repeat(CONTENT_LIMITS.bodyChars + 1) }, 'html'),
+    ).toEqual([
       { field: 'subject', message: expect.stringContaining('998'), code: 'too_big' },
       { field: 'body', message: expect.stringContaining('2000000'), code: 'too_big' },
     ]);
-    expect(fields(contentLimitErrors({ body: '<div>'.repeat(300) }, 'html', { subject: 'template', body: 'template' }))).toEqual(['template']);
+    expect(
+      fields(contentLimitErrors({ body: '<div>'.repeat(300) }, 'html', { subject: 'template', body: 'template' })),
+    ).toEqual(['template']);
   });
 
   test('Markdown paragraphs: link openings and emphasis runs (what marked takes super-linear time on)', () => {

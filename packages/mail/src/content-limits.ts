@@ -110,7 +110,11 @@ export function markdownNestingDepth(md: string): number {
  * One pass over Markdown source: {@link markdownNestingDepth}'s `depth`, and the most link openings (`](`) and
  * emphasis delimiter runs found in one paragraph (what marked's inline rules take super-linear time on).
  */
-export function markdownShape(md: string): { depth: number; paragraphLinkOpenings: number; paragraphDelimiterRuns: number } {
+export function markdownShape(md: string): {
+  depth: number;
+  paragraphLinkOpenings: number;
+  paragraphDelimiterRuns: number;
+} {
   let max = 0;
   let open = 0;
   let links = 0;
@@ -139,7 +143,7 @@ export function markdownShape(md: string): { depth: number; paragraphLinkOpening
       i = indentation(md, i, lineEnd)[0];
     }
     if (containers > 0) max = Math.max(max, containers + Math.floor(cols / 2));
-    for (let k = i; k < lineEnd; ) {
+    for (let k = i; k < lineEnd;) {
       const c = md.charCodeAt(k);
       if (!EMPHASIS.has(c)) {
         if (c === 93 && md.charCodeAt(k + 1) === 40) maxLinks = Math.max(maxLinks, ++links);
@@ -180,7 +184,11 @@ export function contentLimitErrors(
   const { subject, body } = content;
   const L = CONTENT_LIMITS;
   if (subject !== undefined && subject.length > L.subjectChars) {
-    errors.push({ field: fields.subject, message: `must be at most ${L.subjectChars} characters (RFC 5322 line length)`, code: 'too_big' });
+    errors.push({
+      field: fields.subject,
+      message: `must be at most ${L.subjectChars} characters (RFC 5322 line length)`,
+      code: 'too_big',
+    });
   }
   if (body === undefined) return errors;
   if (body.length > L.bodyChars) {
@@ -188,14 +196,23 @@ export function contentLimitErrors(
     return errors;
   }
   const html = htmlNestingDepth(body, L.nestingDepth);
-  const markdown = format === 'markdown' ? markdownShape(body) : { depth: 0, paragraphLinkOpenings: 0, paragraphDelimiterRuns: 0 };
+  const markdown =
+    format === 'markdown' ? markdownShape(body) : { depth: 0, paragraphLinkOpenings: 0, paragraphDelimiterRuns: 0 };
   if (html > L.nestingDepth || markdown.depth > L.nestingDepth) {
     const what = html > L.nestingDepth ? 'HTML elements' : 'Markdown block quotes, lists or emphasis';
     errors.push({ field: fields.body, message: `nests ${what} deeper than ${L.nestingDepth} levels`, code: 'too_big' });
   } else if (markdown.paragraphLinkOpenings > L.paragraphLinkOpenings) {
-    errors.push({ field: fields.body, message: `has a Markdown paragraph with more than ${L.paragraphLinkOpenings} links`, code: 'too_big' });
+    errors.push({
+      field: fields.body,
+      message: `has a Markdown paragraph with more than ${L.paragraphLinkOpenings} links`,
+      code: 'too_big',
+    });
   } else if (markdown.paragraphDelimiterRuns > L.paragraphDelimiterRuns) {
-    errors.push({ field: fields.body, message: `has a Markdown paragraph with more than ${L.paragraphDelimiterRuns} emphasis markers (*, _, ~)`, code: 'too_big' });
+    errors.push({
+      field: fields.body,
+      message: `has a Markdown paragraph with more than ${L.paragraphDelimiterRuns} emphasis markers (*, _, ~)`,
+      code: 'too_big',
+    });
   }
   return errors;
 }

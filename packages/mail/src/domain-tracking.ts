@@ -10,11 +10,22 @@ import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platfo
 import type { Logger } from '@mailroom/platform/logger';
 import type { DomainRecord } from '@mailroom/db/schema/domain-record';
 import { boundConnection } from '@mailroom/db/queries/delivery-connections';
-import { dueTrackingDomains, getDomain, recordTrackingCheck, setDomainTracking, type DomainRow } from '@mailroom/db/queries/domains';
+import {
+  dueTrackingDomains,
+  getDomain,
+  recordTrackingCheck,
+  setDomainTracking,
+  type DomainRow,
+} from '@mailroom/db/queries/domains';
 import type { DbOrTx } from '@mailroom/db/client';
 import { configurationSetFor, connectionNamed, type SesConnection } from './connections';
 import { identityFailure } from './identities';
-import { parseTrackingDomain, trackingConfigurationSetName, trackingDomainRecord, type TrackingSetProvider } from './tracking';
+import {
+  parseTrackingDomain,
+  trackingConfigurationSetName,
+  trackingDomainRecord,
+  type TrackingSetProvider,
+} from './tracking';
 
 /** What managing tracking domains needs. */
 export interface TrackingDeps {
@@ -39,17 +50,25 @@ async function connectionOf(deps: TrackingDeps, d: DomainRow): Promise<SesConnec
  *
  * @throws {@link AppError} 404 (no such domain), 422 on `trackingDomain` (not a subdomain of the domain).
  */
-export async function setTrackingDomain(deps: TrackingDeps, projectId: string, id: string, input: string | null): Promise<DomainRow> {
+export async function setTrackingDomain(
+  deps: TrackingDeps,
+  projectId: string,
+  id: string,
+  input: string | null,
+): Promise<DomainRow> {
   const d = await getDomain(deps.db, projectId, id);
   if (!d) throw notFound('Domain');
   let trackingDomain: string | null = null;
   if (input !== null) {
     const parsed = parseTrackingDomain(d.domain, input);
-    if (!parsed.ok) throw validationError([{ field: 'trackingDomain', message: parsed.message, code: 'invalid_string' }]);
+    if (!parsed.ok)
+      throw validationError([{ field: 'trackingDomain', message: parsed.message, code: 'invalid_string' }]);
     trackingDomain = parsed.trackingDomain;
   }
   const kept = d.records.filter((r) => r.purpose !== 'tracking');
-  const records: DomainRecord[] = trackingDomain ? [...kept, trackingDomainRecord(trackingDomain, (await connectionOf(deps, d)).region)] : kept;
+  const records: DomainRecord[] = trackingDomain
+    ? [...kept, trackingDomainRecord(trackingDomain, (await connectionOf(deps, d)).region)]
+    : kept;
   const row = await setDomainTracking(deps.db, projectId, id, trackingDomain, records);
   if (!row) throw notFound('Domain');
   // The sets made for the previous tracking domain are no longer used: removed (best effort; a failure leaves an
@@ -57,14 +76,22 @@ export async function setTrackingDomain(deps: TrackingDeps, projectId: string, i
   if (d.trackingDomain && d.trackingReadyAt && d.trackingConnection && d.trackingDomain !== trackingDomain) {
     const old = connectionNamed(deps.connections, d.trackingConnection);
     const provider = deps.sets(old);
-    for (const base of trackedSets(old)) await provider.remove(trackingConfigurationSetName(base, d.trackingDomain)).catch(() => undefined);
+    for (const base of trackedSets(old))
+      await provider.remove(trackingConfigurationSetName(base, d.trackingDomain)).catch(() => undefined);
   }
   return row;
 }
 
 /** The distinct tracked configuration sets of a connection (transactional and marketing). */
 function trackedSets(connection: SesConnection): string[] {
-  return [...new Set([configurationSetFor(connection, 'transactional', true), configurationSetFor(connection, 'marketing', true)].filter((n): n is string => n !== undefined))];
+  return [
+    ...new Set(
+      [
+        configurationSetFor(connection, 'transactional', true),
+        configurationSetFor(connection, 'marketing', true),
+      ].filter((n): n is string => n !== undefined),
+    ),
+  ];
 }
 
 /**
@@ -85,12 +112,16 @@ export async function checkTrackingDomain(deps: TrackingDeps, d: DomainRow): Pro
     (values) => values.some((v) => norm(v) === norm(record.value)),
     () => false,
   );
-  const records = d.records.map((r) => (r.purpose === 'tracking' ? { ...r, status: found ? ('found' as const) : ('pending' as const) } : r));
-  if (!found || d.status !== 'verified') return (await recordTrackingCheck(deps.db, d.id, trackingDomain, records, null)) ?? d;
+  const records = d.records.map((r) =>
+    r.purpose === 'tracking' ? { ...r, status: found ? ('found' as const) : ('pending' as const) } : r,
+  );
+  if (!found || d.status !== 'verified')
+    return (await recordTrackingCheck(deps.db, d.id, trackingDomain, records, null)) ?? d;
   const connection = await connectionOf(deps, d);
   const provider = deps.sets(connection);
   try {
-    for (const base of trackedSets(connection)) await provider.ensure(trackingConfigurationSetName(base, trackingDomain), base, trackingDomain);
+    for (const base of trackedSets(connection))
+      await provider.ensure(trackingConfigurationSetName(base, trackingDomain), base, trackingDomain);
   } catch (err) {
     await recordTrackingCheck(deps.db, d.id, trackingDomain, records, null);
     throw err;
@@ -107,8 +138,11 @@ export async function checkTrackingDomainNow(deps: TrackingDeps, d: DomainRow): 
     return await checkTrackingDomain(deps, d);
   } catch (err) {
     const f = identityFailure(err);
-    if (f.kind === 'rejected') throw validationError([{ field: 'trackingDomain', message: `refused by SES: ${f.message}`, code: 'custom' }]);
-    throw new AppError(ErrorCode.SERVICE_UNAVAILABLE, `SES did not answer: ${f.message}`, { suggestion: 'Retry later.' });
+    if (f.kind === 'rejected')
+      throw validationError([{ field: 'trackingDomain', message: `refused by SES: ${f.message}`, code: 'custom' }]);
+    throw new AppError(ErrorCode.SERVICE_UNAVAILABLE, `SES did not answer: ${f.message}`, {
+      suggestion: 'Retry later.',
+    });
   }
 }
 
@@ -118,14 +152,30 @@ export async function checkTrackingDomainNow(deps: TrackingDeps, d: DomainRow): 
  *
  * @returns how many were checked.
  */
-export async function refreshTrackingDomains(deps: TrackingDeps & { logger: Logger }, refreshMs: number, perPass: number): Promise<number> {
+export async function refreshTrackingDomains(
+  deps: TrackingDeps & { logger: Logger },
+  refreshMs: number,
+  perPass: number,
+): Promise<number> {
   const due = await dueTrackingDomains(deps.db, refreshMs, perPass);
   for (const d of due) {
     try {
       const checked = await checkTrackingDomain(deps, d);
-      if (checked.trackingReadyAt) deps.logger.info({ domainId: d.id, domain: d.domain, trackingDomain: d.trackingDomain, connection: checked.trackingConnection }, 'tracking domain ready');
+      if (checked.trackingReadyAt)
+        deps.logger.info(
+          {
+            domainId: d.id,
+            domain: d.domain,
+            trackingDomain: d.trackingDomain,
+            connection: checked.trackingConnection,
+          },
+          'tracking domain ready',
+        );
     } catch (err) {
-      deps.logger.warn({ err, domainId: d.id, trackingDomain: d.trackingDomain }, 'tracking domain check failed; retried next pass');
+      deps.logger.warn(
+        { err, domainId: d.id, trackingDomain: d.trackingDomain },
+        'tracking domain check failed; retried next pass',
+      );
     }
   }
   return due.length;

@@ -32,11 +32,19 @@ const published = new Map<string, string>();
 
 beforeAll(() => {
   database = createDatabase({ url: process.env.TEST_DATABASE_URL!, poolSize: 2, applicationName: 'test-mail-domains' });
-  deps = { db: database.db, config: { mailFromSubdomain: 'mail', sesRegion: 'eu-west-1' }, identities: new LocalIdentityProvider(stubResolver(published)) };
+  deps = {
+    db: database.db,
+    config: { mailFromSubdomain: 'mail', sesRegion: 'eu-west-1' },
+    identities: new LocalIdentityProvider(stubResolver(published)),
+  };
 });
 afterAll(() => database.close());
 
-const statusOf = (p: Promise<unknown>) => p.then(() => 'ok', (err: AppError) => err.statusCode);
+const statusOf = (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (err: AppError) => err.statusCode,
+  );
 
 test('register, check, verify once the DKIM records resolve, and remove', async () => {
   const project = await createProject(database.db, 'domains test');
@@ -75,7 +83,15 @@ test('register, check, verify once the DKIM records resolve, and remove', async 
   // A paused campaign sending from a subdomain holds the domain.
   const [campaign] = await database.db
     .insert(campaigns)
-    .values({ projectId: project.id, name: 'c', subject: 's', body: 'b', fromEmail: `news@eu.${d.domain}`, audienceType: 'ALL', status: 'PAUSED' })
+    .values({
+      projectId: project.id,
+      name: 'c',
+      subject: 's',
+      body: 'b',
+      fromEmail: `news@eu.${d.domain}`,
+      audienceType: 'ALL',
+      status: 'PAUSED',
+    })
     .returning();
   expect(await statusOf(removeDomain(deps, project.id, d.id))).toBe(409);
   await database.db.delete(campaigns).where(eq(campaigns.id, campaign.id));

@@ -42,8 +42,13 @@ async function callProvider<T>(call: () => Promise<T>): Promise<T> {
     return await call();
   } catch (err) {
     const f = identityFailure(err);
-    if (f.kind === 'rejected') throw validationError([{ field: 'domain', message: `refused by the identity provider: ${f.message}`, code: 'custom' }]);
-    throw new AppError(ErrorCode.SERVICE_UNAVAILABLE, `The identity provider did not answer: ${f.message}`, { suggestion: 'Retry later.' });
+    if (f.kind === 'rejected')
+      throw validationError([
+        { field: 'domain', message: `refused by the identity provider: ${f.message}`, code: 'custom' },
+      ]);
+    throw new AppError(ErrorCode.SERVICE_UNAVAILABLE, `The identity provider did not answer: ${f.message}`, {
+      suggestion: 'Retry later.',
+    });
   }
 }
 
@@ -58,8 +63,12 @@ async function callProvider<T>(call: () => Promise<T>): Promise<T> {
 export async function addDomain(deps: DomainDeps, projectId: string, name: string, log: Logger): Promise<DomainRow> {
   const { db, config } = deps;
   const domain = asciiHostname(name);
-  if (!domain) throw validationError([{ field: 'domain', message: 'must be a domain name such as example.com', code: 'invalid_string' }]);
-  if (await domainTaken(db, domain)) throw new AppError(ErrorCode.CONFLICT, `The domain ${domain} has already been added`);
+  if (!domain)
+    throw validationError([
+      { field: 'domain', message: 'must be a domain name such as example.com', code: 'invalid_string' },
+    ]);
+  if (await domainTaken(db, domain))
+    throw new AppError(ErrorCode.CONFLICT, `The domain ${domain} has already been added`);
   const mailFromDomain = `${config.mailFromSubdomain}.${domain}`;
   const { dkimTokens } = await callProvider(() => deps.identities.create(domain, mailFromDomain));
   const records = domainRecords(domain, mailFromDomain, dkimTokens, config.sesRegion);
@@ -96,7 +105,11 @@ export async function removeDomain(deps: DomainDeps, projectId: string, id: stri
   const d = await getDomain(deps.db, projectId, id);
   if (!d) throw notFound('Domain');
   const campaign = await campaignUsingDomain(deps.db, projectId, d.domain);
-  if (campaign) throw new AppError(ErrorCode.CONFLICT, `Campaign ${campaign.id} is ${campaign.status} from ${d.domain}; cancel it or wait until it is sent`);
+  if (campaign)
+    throw new AppError(
+      ErrorCode.CONFLICT,
+      `Campaign ${campaign.id} is ${campaign.status} from ${d.domain}; cancel it or wait until it is sent`,
+    );
   await callProvider(() => deps.identities.delete(d.domain));
   if (!(await deleteDomain(deps.db, projectId, d.id))) throw notFound('Domain');
   return d;
@@ -119,7 +132,11 @@ export async function refreshPendingDomains(
     try {
       const check = await deps.identities.check(d.domain, d.records);
       await recordDomainCheck(deps.db, d.id, check);
-      if (check.status !== 'pending') deps.logger.info({ domainId: d.id, domain: d.domain, projectId: d.projectId, status: check.status, reason: check.reason }, 'sending domain checked');
+      if (check.status !== 'pending')
+        deps.logger.info(
+          { domainId: d.id, domain: d.domain, projectId: d.projectId, status: check.status, reason: check.reason },
+          'sending domain checked',
+        );
     } catch (err) {
       deps.logger.warn({ err, domainId: d.id, domain: d.domain }, 'sending domain check failed; retried next pass');
     }

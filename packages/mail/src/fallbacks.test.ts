@@ -12,7 +12,26 @@ function reference(source: string): string {
 }
 
 test('rewrites exactly what the old expression rewrote (short random sources)', () => {
-  const piece = fc.constantFrom('{', '}', '{{', '}}', '?', '??', 'a', 'b.c', '.', ' ', '\n', '\u00a0', '"', "'", '-', '@', '\t', 'x y');
+  const piece = fc.constantFrom(
+    '{',
+    '}',
+    '{{',
+    '}}',
+    '?',
+    '??',
+    'a',
+    'b.c',
+    '.',
+    ' ',
+    '\n',
+    '\u00a0',
+    '"',
+    "'",
+    '-',
+    '@',
+    '\t',
+    'x y',
+  );
   fc.assert(
     fc.property(fc.array(piece, { maxLength: 14 }), fc.boolean(), (pieces, lead) => {
       const source = (lead ? '{{a ?? ' : '') + pieces.join('');
@@ -34,7 +53,11 @@ test('examples', () => {
 // Alone this takes tens of milliseconds; the bound leaves room for a busy shared host. A quadratic rewrite (the old
 // one took 37 s on 6,000 characters) would take hours on these inputs.
 test('linear: unclosed fallbacks over megabytes take well under seconds', () => {
-  for (const source of [`{{a ?? ${' '.repeat(2_000_000)}`, '{{a ?? '.repeat(250_000), `{{a ?? ${'x '.repeat(1_000_000)}`]) {
+  for (const source of [
+    `{{a ?? ${' '.repeat(2_000_000)}`,
+    '{{a ?? '.repeat(250_000),
+    `{{a ?? ${'x '.repeat(1_000_000)}`,
+  ]) {
     const start = performance.now();
     expect(rewriteFallbacks(source)).toBe(source);
     expect(performance.now() - start).toBeLessThan(10_000);

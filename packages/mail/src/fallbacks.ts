@@ -20,8 +20,17 @@
 
 function isSpace(c: number): boolean {
   return (
-    c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
-    c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+    c === 32 ||
+    (c >= 9 && c <= 13) ||
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
   );
 }
 
@@ -99,7 +108,10 @@ export function rewriteFallbacks(source: string): string {
     const end = c + closing;
     if (closing !== braces) return { text: source.slice(i, end), end };
     const rawDefault = source.slice(w, b);
-    const quoted = rawDefault.length >= 2 && (rawDefault[0] === '"' || rawDefault[0] === "'") && rawDefault[rawDefault.length - 1] === rawDefault[0];
+    const quoted =
+      rawDefault.length >= 2 &&
+      (rawDefault[0] === '"' || rawDefault[0] === "'") &&
+      rawDefault[rawDefault.length - 1] === rawDefault[0];
     const value = quoted ? rawDefault.slice(1, -1) : rawDefault;
     const brace = '{'.repeat(braces);
     return { text: `${brace}__fallback ${path} ${JSON.stringify(value)}${'}'.repeat(braces)}`, end };

@@ -114,13 +114,19 @@ export function headerProblems(list: HeaderList, ctx: HeaderContext): HeaderProb
     const problem = (message: string, code: FieldErrorCode) => problems.push({ index, name, message, code });
     const lower = name.toLowerCase();
     if (!FIELD_NAME.test(name) || name.length > HEADER_LIMITS.nameChars) {
-      problem(`is not a valid header name (printable ASCII, no colon or space, at most ${HEADER_LIMITS.nameChars} characters)`, 'invalid_string');
+      problem(
+        `is not a valid header name (printable ASCII, no colon or space, at most ${HEADER_LIMITS.nameChars} characters)`,
+        'invalid_string',
+      );
     } else if (isPlatformHeader(name)) {
       problem('is set by the platform and cannot be set by a request (header names are case-insensitive)', 'custom');
     } else if (seen.has(lower)) {
       problem('is given twice (header names are case-insensitive)', 'custom');
     } else if (ctx.marketing && isListUnsubscribeHeader(name)) {
-      problem('cannot be set on marketing mail: it carries the platform\'s one-click List-Unsubscribe pair (RFC 8058)', 'custom');
+      problem(
+        "cannot be set on marketing mail: it carries the platform's one-click List-Unsubscribe pair (RFC 8058)",
+        'custom',
+      );
     } else if (lower === LIST_UNSUBSCRIBE_POST && !names.has(LIST_UNSUBSCRIBE)) {
       problem('needs a List-Unsubscribe header beside it (RFC 8058 §3.1)', 'custom');
     } else if (typeof value !== 'string') {
@@ -159,7 +165,10 @@ export interface DroppedHeader {
  * For a list that was never checked (rows stored before the rule, a raw message's headers): nothing the platform
  * owns gets through.
  */
-export function sanitizeHeaders(list: HeaderList, ctx: HeaderContext): { kept: [string, string][]; dropped: DroppedHeader[] } {
+export function sanitizeHeaders(
+  list: HeaderList,
+  ctx: HeaderContext,
+): { kept: [string, string][]; dropped: DroppedHeader[] } {
   const problems = headerProblems(list, ctx);
   const bad = new Map(problems.filter((p) => p.index >= 0).map((p) => [p.index, p.message]));
   const kept: [string, string][] = [];
@@ -194,7 +203,8 @@ export function messageHeaders(
   if (ctx.marketing) {
     for (const [name, value] of BULK_HEADERS) if (!given.has(name.toLowerCase())) headers.push([name, value]);
   }
-  if (ctx.marketing || (!given.has(LIST_UNSUBSCRIBE) && ctx.bodyLinksUnsubscribe)) headers.push(...listUnsubscribeHeaders(ctx.unsubscribeUrl));
+  if (ctx.marketing || (!given.has(LIST_UNSUBSCRIBE) && ctx.bodyLinksUnsubscribe))
+    headers.push(...listUnsubscribeHeaders(ctx.unsubscribeUrl));
   return { headers, dropped };
 }
 

@@ -8,14 +8,29 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { domainRecords, identityFailure, SesIdentityProvider } from './identities';
 
-const TOKENS = ['ihjtj4nsgb5kdxjfc4kwqwufpmg6ldry', 'pu3zv2cbzj3jhnqyoubp4mwvd5fgu3hu', '2wdjdlmkx5rs4yvb2fptx4h4c4zdhtpd'];
+const TOKENS = [
+  'ihjtj4nsgb5kdxjfc4kwqwufpmg6ldry',
+  'pu3zv2cbzj3jhnqyoubp4mwvd5fgu3hu',
+  '2wdjdlmkx5rs4yvb2fptx4h4c4zdhtpd',
+];
 
 const identity = (over: { dkim?: string; mailFrom?: string; verified?: boolean }) => ({
   ConfigurationSetName: null,
-  DkimAttributes: { SigningEnabled: true, Status: over.dkim ?? 'PENDING', Tokens: TOKENS, SigningAttributesOrigin: 'AWS_SES', NextSigningKeyLength: 'RSA_2048_BIT', CurrentSigningKeyLength: 'RSA_2048_BIT' },
+  DkimAttributes: {
+    SigningEnabled: true,
+    Status: over.dkim ?? 'PENDING',
+    Tokens: TOKENS,
+    SigningAttributesOrigin: 'AWS_SES',
+    NextSigningKeyLength: 'RSA_2048_BIT',
+    CurrentSigningKeyLength: 'RSA_2048_BIT',
+  },
   FeedbackForwardingStatus: true,
   IdentityType: 'DOMAIN',
-  MailFromAttributes: { BehaviorOnMxFailure: 'USE_DEFAULT_VALUE', MailFromDomain: 'mail.example.com', MailFromDomainStatus: over.mailFrom ?? 'PENDING' },
+  MailFromAttributes: {
+    BehaviorOnMxFailure: 'USE_DEFAULT_VALUE',
+    MailFromDomain: 'mail.example.com',
+    MailFromDomainStatus: over.mailFrom ?? 'PENDING',
+  },
   Policies: {},
   Tags: [],
   VerifiedForSendingStatus: over.verified ?? false,
@@ -35,14 +50,26 @@ beforeAll(async () => {
     req.on('end', () => {
       const key = `${req.method} ${req.url}`;
       seen.push({ method: req.method!, path: req.url!, body });
-      const a = answers[key]?.shift() ?? { status: 500, body: { message: `no answer for ${key}` }, error: 'InternalFailure' };
-      res.writeHead(a.status, { 'content-type': 'application/json', 'x-amzn-requestid': 'r-1', ...(a.error ? { 'x-amzn-errortype': `${a.error}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` } : {}) });
+      const a = answers[key]?.shift() ?? {
+        status: 500,
+        body: { message: `no answer for ${key}` },
+        error: 'InternalFailure',
+      };
+      res.writeHead(a.status, {
+        'content-type': 'application/json',
+        'x-amzn-requestid': 'r-1',
+        ...(a.error ? { 'x-amzn-errortype': `${a.error}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` } : {}),
+      });
       res.end(JSON.stringify(a.body));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  provider = new SesIdentityProvider({ sesRegion: 'us-east-1', sesEndpoint: endpoint, awsCredentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
+  provider = new SesIdentityProvider({
+    sesRegion: 'us-east-1',
+    sesEndpoint: endpoint,
+    awsCredentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+  });
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 beforeEach(() => {
@@ -51,16 +78,26 @@ beforeEach(() => {
 });
 
 test('create: CreateEmailIdentity (Easy DKIM tokens), then the custom MAIL FROM domain', async () => {
-  answers['POST /v2/email/identities'] = [{ status: 200, body: { DkimAttributes: identity({}).DkimAttributes, IdentityType: 'DOMAIN', VerifiedForSendingStatus: false } }];
+  answers['POST /v2/email/identities'] = [
+    {
+      status: 200,
+      body: { DkimAttributes: identity({}).DkimAttributes, IdentityType: 'DOMAIN', VerifiedForSendingStatus: false },
+    },
+  ];
   answers['PUT /v2/email/identities/example.com/mail-from'] = [{ status: 200, body: {} }];
   const { dkimTokens } = await provider.create('example.com', 'mail.example.com');
   expect(dkimTokens).toEqual(TOKENS);
   expect(JSON.parse(seen[0].body)).toEqual({ EmailIdentity: 'example.com' });
-  expect(JSON.parse(seen[1].body)).toEqual({ MailFromDomain: 'mail.example.com', BehaviorOnMxFailure: 'USE_DEFAULT_VALUE' });
+  expect(JSON.parse(seen[1].body)).toEqual({
+    MailFromDomain: 'mail.example.com',
+    BehaviorOnMxFailure: 'USE_DEFAULT_VALUE',
+  });
 });
 
 test('create of an identity SES already has reads its tokens (AlreadyExistsException)', async () => {
-  answers['POST /v2/email/identities'] = [{ status: 400, body: { message: 'Email identity example.com already exist.' }, error: 'AlreadyExistsException' }];
+  answers['POST /v2/email/identities'] = [
+    { status: 400, body: { message: 'Email identity example.com already exist.' }, error: 'AlreadyExistsException' },
+  ];
   answers['GET /v2/email/identities/example.com'] = [{ status: 200, body: identity({}) }];
   answers['PUT /v2/email/identities/example.com/mail-from'] = [{ status: 200, body: {} }];
   expect((await provider.create('example.com', 'mail.example.com')).dkimTokens).toEqual(TOKENS);
@@ -101,7 +138,10 @@ test('failures are told apart: a request SES rejects (the caller can fix it) fro
     { status: 500, body: { message: 'internal' }, error: 'InternalFailure' },
   ];
   const failure = (p: Promise<unknown>) => p.then(() => undefined, identityFailure);
-  expect(await failure(provider.create('bad_domain', 'mail.bad_domain'))).toEqual({ kind: 'rejected', message: 'BadRequestException: Invalid domain name bad_domain.' });
+  expect(await failure(provider.create('bad_domain', 'mail.bad_domain'))).toEqual({
+    kind: 'rejected',
+    message: 'BadRequestException: Invalid domain name bad_domain.',
+  });
   expect((await failure(provider.create('example.com', 'mail.example.com')))!.kind).toBe('unavailable');
   expect((await failure(provider.create('example.com', 'mail.example.com')))!.kind).toBe('unavailable');
   expect(identityFailure(Object.assign(new Error('connect ECONNREFUSED'), { name: 'Error' })).kind).toBe('unavailable');

@@ -30,12 +30,46 @@ import { createSesClient } from './ses-client';
 /** One DNS record to publish and its state at the last check. */
 
 /** The records to publish for `domain` (all `pending`). */
-export function domainRecords(domain: string, mailFromDomain: string, dkimTokens: readonly string[], region: string): DomainRecord[] {
+export function domainRecords(
+  domain: string,
+  mailFromDomain: string,
+  dkimTokens: readonly string[],
+  region: string,
+): DomainRecord[] {
   return [
-    ...dkimTokens.map((t) => ({ purpose: 'dkim' as const, type: 'CNAME' as const, name: `${t}._domainkey.${domain}`, value: `${t}.dkim.amazonses.com`, required: true, status: 'pending' as const })),
-    { purpose: 'mail-from-mx', type: 'MX', name: mailFromDomain, value: `feedback-smtp.${region}.amazonses.com`, priority: 10, required: true, status: 'pending' },
-    { purpose: 'mail-from-spf', type: 'TXT', name: mailFromDomain, value: 'v=spf1 include:amazonses.com ~all', required: true, status: 'pending' },
-    { purpose: 'dmarc', type: 'TXT', name: `_dmarc.${domain}`, value: `v=DMARC1; p=none; rua=mailto:dmarc-reports@${domain}`, required: false, status: 'pending' },
+    ...dkimTokens.map((t) => ({
+      purpose: 'dkim' as const,
+      type: 'CNAME' as const,
+      name: `${t}._domainkey.${domain}`,
+      value: `${t}.dkim.amazonses.com`,
+      required: true,
+      status: 'pending' as const,
+    })),
+    {
+      purpose: 'mail-from-mx',
+      type: 'MX',
+      name: mailFromDomain,
+      value: `feedback-smtp.${region}.amazonses.com`,
+      priority: 10,
+      required: true,
+      status: 'pending',
+    },
+    {
+      purpose: 'mail-from-spf',
+      type: 'TXT',
+      name: mailFromDomain,
+      value: 'v=spf1 include:amazonses.com ~all',
+      required: true,
+      status: 'pending',
+    },
+    {
+      purpose: 'dmarc',
+      type: 'TXT',
+      name: `_dmarc.${domain}`,
+      value: `v=DMARC1; p=none; rua=mailto:dmarc-reports@${domain}`,
+      required: false,
+      status: 'pending',
+    },
   ];
 }
 
@@ -80,7 +114,13 @@ export class SesIdentityProvider implements DomainIdentityProvider {
       const existing = await this.client.send(new GetEmailIdentityCommand({ EmailIdentity: domain }));
       tokens = existing.DkimAttributes?.Tokens;
     }
-    await this.client.send(new PutEmailIdentityMailFromAttributesCommand({ EmailIdentity: domain, MailFromDomain: mailFromDomain, BehaviorOnMxFailure: 'USE_DEFAULT_VALUE' }));
+    await this.client.send(
+      new PutEmailIdentityMailFromAttributesCommand({
+        EmailIdentity: domain,
+        MailFromDomain: mailFromDomain,
+        BehaviorOnMxFailure: 'USE_DEFAULT_VALUE',
+      }),
+    );
     return { dkimTokens: tokens ?? [] };
   }
 
@@ -88,14 +128,21 @@ export class SesIdentityProvider implements DomainIdentityProvider {
     const got = await this.client.send(new GetEmailIdentityCommand({ EmailIdentity: domain }));
     const dkim = got.DkimAttributes?.Status;
     const mailFrom = got.MailFromAttributes?.MailFromDomainStatus;
-    const state = (s: string | undefined): DomainRecord['status'] => (s === 'SUCCESS' ? 'found' : s === 'FAILED' ? 'failed' : 'pending');
+    const state = (s: string | undefined): DomainRecord['status'] =>
+      s === 'SUCCESS' ? 'found' : s === 'FAILED' ? 'failed' : 'pending';
     const updated = records.map((r) => ({
       ...r,
       // DMARC is a suggestion and the tracking CNAME is checked through DNS (`domain-tracking.ts`): SES says nothing of them.
-      status: r.purpose === 'dkim' ? state(dkim) : r.purpose === 'dmarc' || r.purpose === 'tracking' ? r.status : state(mailFrom),
+      status:
+        r.purpose === 'dkim'
+          ? state(dkim)
+          : r.purpose === 'dmarc' || r.purpose === 'tracking'
+            ? r.status
+            : state(mailFrom),
     }));
     if (got.VerifiedForSendingStatus) return { status: 'verified', records: updated };
-    if (dkim === 'FAILED') return { status: 'failed', records: updated, reason: 'SES could not find the DKIM records within 72 hours' };
+    if (dkim === 'FAILED')
+      return { status: 'failed', records: updated, reason: 'SES could not find the DKIM records within 72 hours' };
     return { status: 'pending', records: updated };
   }
 
@@ -138,10 +185,17 @@ export class LocalIdentityProvider implements DomainIdentityProvider {
   async check(_domain: string, records: readonly DomainRecord[]): Promise<IdentityCheck> {
     // The tracking CNAME is checked by `domain-tracking.ts` (with its configuration sets), not here.
     const updated = await Promise.all(
-      records.map(async (r) => (r.purpose === 'tracking' ? r : { ...r, status: (await recordFound(this.resolver, r)) ? ('found' as const) : ('pending' as const) })),
+      records.map(async (r) =>
+        r.purpose === 'tracking'
+          ? r
+          : { ...r, status: (await recordFound(this.resolver, r)) ? ('found' as const) : ('pending' as const) },
+      ),
     );
     const dkim = updated.filter((r) => r.purpose === 'dkim');
-    return { status: dkim.length > 0 && dkim.every((r) => r.status === 'found') ? 'verified' : 'pending', records: updated };
+    return {
+      status: dkim.length > 0 && dkim.every((r) => r.status === 'found') ? 'verified' : 'pending',
+      records: updated,
+    };
   }
 
   async delete(): Promise<void> {
@@ -163,6 +217,11 @@ export function identityFailure(err: unknown): { kind: 'rejected' | 'unavailable
 }
 
 /** The provider `DOMAIN_IDENTITY_PROVIDER` selects. */
-export function createIdentityProvider(config: Pick<MailConfig, 'domainIdentityProvider' | 'sesRegion' | 'sesEndpoint' | 'awsCredentials'>, resolver: Resolver): DomainIdentityProvider {
-  return config.domainIdentityProvider === 'ses' ? new SesIdentityProvider(config) : new LocalIdentityProvider(resolver);
+export function createIdentityProvider(
+  config: Pick<MailConfig, 'domainIdentityProvider' | 'sesRegion' | 'sesEndpoint' | 'awsCredentials'>,
+  resolver: Resolver,
+): DomainIdentityProvider {
+  return config.domainIdentityProvider === 'ses'
+    ? new SesIdentityProvider(config)
+    : new LocalIdentityProvider(resolver);
 }

@@ -14,7 +14,9 @@ describe('MIME composition', () => {
       html: '<p>hi</p>',
       text: 'hi',
       headers: { 'X-Ref': 'abc' },
-      attachments: [{ filename: 'f.bin', content: Buffer.from([0, 1, 2, 255]), contentType: 'application/octet-stream' }],
+      attachments: [
+        { filename: 'f.bin', content: Buffer.from([0, 1, 2, 255]), contentType: 'application/octet-stream' },
+      ],
       messageId: 'id-1@example.com',
     });
     const text = raw.toString();
@@ -30,7 +32,17 @@ describe('MIME composition', () => {
   });
 
   test('a header value cannot inject another header', async () => {
-    const raw = (await buildMime({ from: { email: 'a@example.com' }, to: { email: 'b@example.org' }, subject: 'x\r\nBcc: v@x.test', html: 'h', text: 't', headers: { 'X-A': 'v\r\nBcc: v@x.test' }, messageId: 'm@x' })).toString();
+    const raw = (
+      await buildMime({
+        from: { email: 'a@example.com' },
+        to: { email: 'b@example.org' },
+        subject: 'x\r\nBcc: v@x.test',
+        html: 'h',
+        text: 't',
+        headers: { 'X-A': 'v\r\nBcc: v@x.test' },
+        messageId: 'm@x',
+      })
+    ).toString();
     expect(raw).not.toMatch(/^Bcc:/m);
   });
 
@@ -49,27 +61,46 @@ describe('MIME composition', () => {
       perMessage: [token],
       ...over,
     });
-    const boundaries = (raw: Buffer) => [...new Set([...raw.toString().matchAll(/boundary="([^"]+)"/g)].map((m) => m[1]))];
+    const boundaries = (raw: Buffer) => [
+      ...new Set([...raw.toString().matchAll(/boundary="([^"]+)"/g)].map((m) => m[1])),
+    ];
     const first = await buildMime(message());
     expect(boundaries(first)).toHaveLength(2);
-    const normalise = (raw: Buffer) => raw.toString().replace(/^Message-ID: .*\r\n/m, '').replace(/^Date: .*\r\n/m, '');
+    const normalise = (raw: Buffer) =>
+      raw
+        .toString()
+        .replace(/^Message-ID: .*\r\n/m, '')
+        .replace(/^Date: .*\r\n/m, '');
     const again = await buildMime(message({ messageId: 'two@example.com', date: new Date('2025-06-01T12:00:00Z') }));
     expect(normalise(again)).toBe(normalise(first));
     expect(again.equals(first)).toBe(false);
     // Another unsubscribe token (another email's): the same boundaries; only the token differs.
     const other = 'B'.repeat(43);
     const relinked = await buildMime(
-      message({ html: message().html.replace(token, other), text: message().text.replace(token, other), headers: { 'List-Unsubscribe': `<https://x.test/unsubscribe/${other}>` }, perMessage: [other] }),
+      message({
+        html: message().html.replace(token, other),
+        text: message().text.replace(token, other),
+        headers: { 'List-Unsubscribe': `<https://x.test/unsubscribe/${other}>` },
+        perMessage: [other],
+      }),
     );
     expect(boundaries(relinked)).toEqual(boundaries(first));
     // (Compared with quoted-printable soft line breaks undone: the token may be cut by one.)
     const unfolded = (raw: Buffer) => normalise(raw).replace(/=\r\n/g, '');
     expect(unfolded(relinked).split(other).join(token)).toBe(unfolded(first));
     // Other content: other boundaries, and none of them occurs in its parts.
-    for (const over of [{ subject: 'News!' }, { html: '<p>hi.</p>' }, { attachments: [{ filename: 'f.bin', content: Buffer.from([1, 2, 4]), contentType: 'application/octet-stream' }] }]) {
+    for (const over of [
+      { subject: 'News!' },
+      { html: '<p>hi.</p>' },
+      {
+        attachments: [{ filename: 'f.bin', content: Buffer.from([1, 2, 4]), contentType: 'application/octet-stream' }],
+      },
+    ]) {
       const changed = await buildMime(message(over));
       expect(boundaries(changed)).not.toEqual(boundaries(first));
-      expect(changed.toString().split(boundaries(changed)[0]).length).toBe(first.toString().split(boundaries(first)[0]).length);
+      expect(changed.toString().split(boundaries(changed)[0]).length).toBe(
+        first.toString().split(boundaries(first)[0]).length,
+      );
     }
   });
 });

@@ -70,14 +70,25 @@ function headerEntries(headers: MimeMessage['headers']): HeaderList {
  * (`perMessage` values aside), which no content can be made to do (2^96 tries per attempt).
  */
 export function mimeBaseBoundary(message: MimeMessage): string {
-  const strip = (v: string | null | undefined): string => (message.perMessage ?? []).reduce((s, x) => (x ? s.split(x).join('') : s), v ?? '');
+  const strip = (v: string | null | undefined): string =>
+    (message.perMessage ?? []).reduce((s, x) => (x ? s.split(x).join('') : s), v ?? '');
   const hash = createHash('sha256');
   const field = (v: string | Buffer) => {
     const b = typeof v === 'string' ? Buffer.from(strip(v)) : v;
     // Length-prefixed: no two different field lists hash the same bytes.
     hash.update(`${b.length}:`).update(b);
   };
-  for (const v of [message.from.name ?? '', message.from.email, message.to.name ?? '', message.to.email, message.replyTo ?? '', message.subject, message.html, message.text]) field(v);
+  for (const v of [
+    message.from.name ?? '',
+    message.from.email,
+    message.to.name ?? '',
+    message.to.email,
+    message.replyTo ?? '',
+    message.subject,
+    message.html,
+    message.text,
+  ])
+    field(v);
   const headers = headerEntries(message.headers);
   field(String(headers.length));
   for (const [name, value] of headers) [name, value].forEach((v) => field(v));

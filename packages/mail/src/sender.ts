@@ -15,7 +15,12 @@ import { type DbOrTx } from '@mailroom/db/client';
  * @param field - the request field to name in the error (`from`).
  * @returns the field error, or `undefined` when the address may be used.
  */
-export async function senderError(db: DbOrTx, projectId: string, fromEmail: string, field = 'from'): Promise<FieldError | undefined> {
+export async function senderError(
+  db: DbOrTx,
+  projectId: string,
+  fromEmail: string,
+  field = 'from',
+): Promise<FieldError | undefined> {
   const domain = emailDomain(fromEmail);
   const verified = await verifiedDomains(db, projectId);
   if (verified.some((v) => domainCovers(v, domain))) return undefined;
@@ -24,7 +29,11 @@ export async function senderError(db: DbOrTx, projectId: string, fromEmail: stri
 
 /** The field error {@link senderError} gives for an address on no verified domain of the project. */
 export function senderRefusal(fromEmail: string, field = 'from'): FieldError {
-  return { field, message: `the domain ${emailDomain(fromEmail)} is not a verified sending domain of this project`, code: 'custom' };
+  return {
+    field,
+    message: `the domain ${emailDomain(fromEmail)} is not a verified sending domain of this project`,
+    code: 'custom',
+  };
 }
 
 /**
@@ -48,11 +57,18 @@ export function senderDomainCandidates(fromEmail: string): string[] {
  * @param allowedDomains - the key's domains; null or undefined: the key is not restricted.
  * @returns 403 `KEY_DOMAIN_FORBIDDEN` naming the sender's domain, or `undefined` when the key may send from it.
  */
-export function keyDomainRefusal(fromEmail: string, allowedDomains: readonly string[] | null | undefined): AppError | undefined {
+export function keyDomainRefusal(
+  fromEmail: string,
+  allowedDomains: readonly string[] | null | undefined,
+): AppError | undefined {
   if (!allowedDomains) return undefined;
   const domain = emailDomain(fromEmail);
   if (allowedDomains.some((v) => domainCovers(v, domain))) return undefined;
-  return new AppError(ErrorCode.KEY_DOMAIN_FORBIDDEN, `This key may not send from the domain ${domain}: it is restricted to ${allowedDomains.join(', ')}`, {
-    suggestion: 'Send from one of the key\'s domains, or use a key allowed to send from this one.',
-  });
+  return new AppError(
+    ErrorCode.KEY_DOMAIN_FORBIDDEN,
+    `This key may not send from the domain ${domain}: it is restricted to ${allowedDomains.join(', ')}`,
+    {
+      suggestion: "Send from one of the key's domains, or use a key allowed to send from this one.",
+    },
+  );
 }

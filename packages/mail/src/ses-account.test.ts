@@ -11,7 +11,14 @@ import { effectiveSendRate, LocalAccountProvider, quotaState, SesAccountProvider
 /** A production account's `GetAccount` answer (as SES sends it: numbers are doubles). */
 const PRODUCTION = {
   DedicatedIpAutoWarmupEnabled: true,
-  Details: { MailType: 'TRANSACTIONAL', WebsiteURL: 'https://example.com', ContactLanguage: 'EN', UseCaseDescription: 'Receipts', AdditionalContactEmailAddresses: [], ReviewDetails: { Status: 'GRANTED', CaseId: '12345678901' } },
+  Details: {
+    MailType: 'TRANSACTIONAL',
+    WebsiteURL: 'https://example.com',
+    ContactLanguage: 'EN',
+    UseCaseDescription: 'Receipts',
+    AdditionalContactEmailAddresses: [],
+    ReviewDetails: { Status: 'GRANTED', CaseId: '12345678901' },
+  },
   EnforcementStatus: 'HEALTHY',
   ProductionAccessEnabled: true,
   SendQuota: { Max24HourSend: 50000.0, MaxSendRate: 14.0, SentLast24Hours: 1234.0 },
@@ -41,13 +48,22 @@ beforeAll(async () => {
     req.on('end', () => {
       seen.push({ method: req.method!, path: req.url! });
       const a = answers.shift() ?? { status: 500, body: { message: 'no answer' }, error: 'InternalFailure' };
-      res.writeHead(a.status, { 'content-type': 'application/json', 'x-amzn-requestid': 'r-1', ...(a.error ? { 'x-amzn-errortype': `${a.error}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` } : {}) });
+      res.writeHead(a.status, {
+        'content-type': 'application/json',
+        'x-amzn-requestid': 'r-1',
+        ...(a.error ? { 'x-amzn-errortype': `${a.error}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` } : {}),
+      });
       res.end(JSON.stringify(a.body));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  provider = new SesAccountProvider({ sesRegion: 'us-east-1', sesEndpoint: endpoint, awsCredentials: { accessKeyId: 'a', secretAccessKey: 'b' }, sesTimeoutMs: 2_000 });
+  provider = new SesAccountProvider({
+    sesRegion: 'us-east-1',
+    sesEndpoint: endpoint,
+    awsCredentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+    sesTimeoutMs: 2_000,
+  });
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 beforeEach(() => {
@@ -61,19 +77,44 @@ describe('SesAccountProvider (GetAccount)', () => {
     const before = Date.now();
     const a = await provider.getAccount();
     expect(seen).toEqual([{ method: 'GET', path: '/v2/email/account' }]);
-    expect(a).toMatchObject({ maxSendRate: 14, max24HourSend: 50_000, sentLast24Hours: 1234, sendingEnabled: true, productionAccess: true, enforcementStatus: 'HEALTHY' });
+    expect(a).toMatchObject({
+      maxSendRate: 14,
+      max24HourSend: 50_000,
+      sentLast24Hours: 1234,
+      sendingEnabled: true,
+      productionAccess: true,
+      enforcementStatus: 'HEALTHY',
+    });
     expect(a.readAt.getTime()).toBeGreaterThanOrEqual(before);
   });
 
   test('an account in the sandbox: 1/s and 200 a day', async () => {
     answers.push({ status: 200, body: SANDBOX });
-    expect(await provider.getAccount()).toMatchObject({ maxSendRate: 1, max24HourSend: 200, sentLast24Hours: 0, productionAccess: false });
+    expect(await provider.getAccount()).toMatchObject({
+      maxSendRate: 1,
+      max24HourSend: 200,
+      sentLast24Hours: 0,
+      productionAccess: false,
+    });
   });
 
   test('an unlimited quota (-1) reads as Infinity; a paused account under review says so', async () => {
-    answers.push({ status: 200, body: { ...PRODUCTION, EnforcementStatus: 'PROBATION', SendingEnabled: false, SendQuota: { Max24HourSend: -1.0, MaxSendRate: 500.0, SentLast24Hours: 2_000_000.0 } } });
+    answers.push({
+      status: 200,
+      body: {
+        ...PRODUCTION,
+        EnforcementStatus: 'PROBATION',
+        SendingEnabled: false,
+        SendQuota: { Max24HourSend: -1.0, MaxSendRate: 500.0, SentLast24Hours: 2_000_000.0 },
+      },
+    });
     const a = await provider.getAccount();
-    expect(a).toMatchObject({ maxSendRate: 500, max24HourSend: Infinity, sendingEnabled: false, enforcementStatus: 'PROBATION' });
+    expect(a).toMatchObject({
+      maxSendRate: 500,
+      max24HourSend: Infinity,
+      sendingEnabled: false,
+      enforcementStatus: 'PROBATION',
+    });
     expect(quotaState(a, 0.05)).toMatchObject({ spent: false, remaining: Infinity });
   });
 
@@ -83,9 +124,15 @@ describe('SesAccountProvider (GetAccount)', () => {
       body: { Message: 'User: arn:aws:iam::123456789012:user/mailroom is not authorized to perform: ses:GetAccount' },
       error: 'AccessDeniedException',
     });
-    await expect(provider.getAccount()).rejects.toMatchObject({ name: 'AccessDeniedException', $metadata: { httpStatusCode: 403 } });
+    await expect(provider.getAccount()).rejects.toMatchObject({
+      name: 'AccessDeniedException',
+      $metadata: { httpStatusCode: 403 },
+    });
     // Throttled once, then answered: the provider's one SDK retry rides it out.
-    answers.push({ status: 429, body: { message: 'Rate exceeded' }, error: 'TooManyRequestsException' }, { status: 200, body: SANDBOX });
+    answers.push(
+      { status: 429, body: { message: 'Rate exceeded' }, error: 'TooManyRequestsException' },
+      { status: 200, body: SANDBOX },
+    );
     expect((await provider.getAccount()).maxSendRate).toBe(1);
   });
 
@@ -99,13 +146,20 @@ describe('LocalAccountProvider', () => {
   test('the configured figures and the counted sends', async () => {
     let sent = 41;
     const local = new LocalAccountProvider({ maxSendRate: 20, max24HourSend: 60 }, () => Promise.resolve(sent));
-    expect(await local.getAccount()).toMatchObject({ maxSendRate: 20, max24HourSend: 60, sentLast24Hours: 41, sendingEnabled: true });
+    expect(await local.getAccount()).toMatchObject({
+      maxSendRate: 20,
+      max24HourSend: 60,
+      sentLast24Hours: 41,
+      sendingEnabled: true,
+    });
     sent = 58;
     expect((await local.getAccount()).sentLast24Hours).toBe(58);
   });
 
   test('a count that fails fails the reading', async () => {
-    const local = new LocalAccountProvider({ maxSendRate: 20, max24HourSend: 60 }, () => Promise.reject(new Error('connection refused')));
+    const local = new LocalAccountProvider({ maxSendRate: 20, max24HourSend: 60 }, () =>
+      Promise.reject(new Error('connection refused')),
+    );
     await expect(local.getAccount()).rejects.toThrow('connection refused');
   });
 });
@@ -127,17 +181,39 @@ describe('effectiveSendRate', () => {
 
 describe('quotaState', () => {
   test('campaigns pause at the quota less the reserve', () => {
-    expect(quotaState({ max24HourSend: 60, sentLast24Hours: 56 }, 0.05)).toEqual({ pauseAt: 57, resumeBelow: 54, spent: false, free: false, remaining: 1 });
-    expect(quotaState({ max24HourSend: 60, sentLast24Hours: 57 }, 0.05)).toMatchObject({ spent: true, free: false, remaining: 0 });
-    expect(quotaState({ max24HourSend: 50_000, sentLast24Hours: 47_499 }, 0.05)).toMatchObject({ pauseAt: 47_500, spent: false });
+    expect(quotaState({ max24HourSend: 60, sentLast24Hours: 56 }, 0.05)).toEqual({
+      pauseAt: 57,
+      resumeBelow: 54,
+      spent: false,
+      free: false,
+      remaining: 1,
+    });
+    expect(quotaState({ max24HourSend: 60, sentLast24Hours: 57 }, 0.05)).toMatchObject({
+      spent: true,
+      free: false,
+      remaining: 0,
+    });
+    expect(quotaState({ max24HourSend: 50_000, sentLast24Hours: 47_499 }, 0.05)).toMatchObject({
+      pauseAt: 47_500,
+      spent: false,
+    });
   });
   test('they resume only a further reserve below (hysteresis); a raised quota frees at once', () => {
     expect(quotaState({ max24HourSend: 60, sentLast24Hours: 55 }, 0.05)).toMatchObject({ spent: false, free: false });
     expect(quotaState({ max24HourSend: 60, sentLast24Hours: 53 }, 0.05)).toMatchObject({ spent: false, free: true });
-    expect(quotaState({ max24HourSend: 1000, sentLast24Hours: 60 }, 0.05)).toMatchObject({ pauseAt: 950, resumeBelow: 900, free: true });
+    expect(quotaState({ max24HourSend: 1000, sentLast24Hours: 60 }, 0.05)).toMatchObject({
+      pauseAt: 950,
+      resumeBelow: 900,
+      free: true,
+    });
   });
   test('no reserve: pause at the quota itself', () => {
-    expect(quotaState({ max24HourSend: 200, sentLast24Hours: 199 }, 0)).toMatchObject({ pauseAt: 200, resumeBelow: 200, spent: false, free: true });
+    expect(quotaState({ max24HourSend: 200, sentLast24Hours: 199 }, 0)).toMatchObject({
+      pauseAt: 200,
+      resumeBelow: 200,
+      spent: false,
+      free: true,
+    });
     expect(quotaState({ max24HourSend: 200, sentLast24Hours: 200 }, 0)).toMatchObject({ spent: true });
   });
 });

@@ -47,14 +47,21 @@ export class SesAccountProvider implements AccountProvider {
   readonly kind = 'ses';
   private readonly client: SESv2Client;
 
-  constructor(config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials'> & Partial<Pick<MailConfig, 'sesTimeoutMs'>>, client?: SESv2Client) {
-    this.client = client ?? createSesClient(config, { maxAttempts: 2, ...(config.sesTimeoutMs ? { timeoutMs: config.sesTimeoutMs } : {}) });
+  constructor(
+    config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials'> &
+      Partial<Pick<MailConfig, 'sesTimeoutMs'>>,
+    client?: SESv2Client,
+  ) {
+    this.client =
+      client ??
+      createSesClient(config, { maxAttempts: 2, ...(config.sesTimeoutMs ? { timeoutMs: config.sesTimeoutMs } : {}) });
   }
 
   async getAccount(): Promise<SesAccount> {
     const got = await this.client.send(new GetAccountCommand({}));
     const q = got.SendQuota;
-    if (q?.MaxSendRate === undefined || q.Max24HourSend === undefined) throw new Error('GetAccount answered without SendQuota');
+    if (q?.MaxSendRate === undefined || q.Max24HourSend === undefined)
+      throw new Error('GetAccount answered without SendQuota');
     return {
       maxSendRate: q.MaxSendRate,
       max24HourSend: q.Max24HourSend < 0 ? Infinity : q.Max24HourSend,
@@ -86,18 +93,36 @@ export class LocalAccountProvider implements AccountProvider {
 
   async getAccount(): Promise<SesAccount> {
     const sent = await this.countSentLast24Hours();
-    return { maxSendRate: this.figures.maxSendRate, max24HourSend: this.figures.max24HourSend, sentLast24Hours: sent, sendingEnabled: true, readAt: new Date() };
+    return {
+      maxSendRate: this.figures.maxSendRate,
+      max24HourSend: this.figures.max24HourSend,
+      sentLast24Hours: sent,
+      sendingEnabled: true,
+      readAt: new Date(),
+    };
   }
 }
 
 /** The provider `SES_ACCOUNT_PROVIDER` selects. */
 export function createAccountProvider(
-  config: Pick<MailConfig, 'sesAccountProvider' | 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesTimeoutMs' | 'sesLocalMaxSendRate' | 'sesLocalMax24HourSend'>,
+  config: Pick<
+    MailConfig,
+    | 'sesAccountProvider'
+    | 'sesRegion'
+    | 'sesEndpoint'
+    | 'awsCredentials'
+    | 'sesTimeoutMs'
+    | 'sesLocalMaxSendRate'
+    | 'sesLocalMax24HourSend'
+  >,
   countSentLast24Hours: () => Promise<number>,
 ): AccountProvider {
   return config.sesAccountProvider === 'ses'
     ? new SesAccountProvider(config)
-    : new LocalAccountProvider({ maxSendRate: config.sesLocalMaxSendRate, max24HourSend: config.sesLocalMax24HourSend }, countSentLast24Hours);
+    : new LocalAccountProvider(
+        { maxSendRate: config.sesLocalMaxSendRate, max24HourSend: config.sesLocalMax24HourSend },
+        countSentLast24Hours,
+      );
 }
 
 /** The send rate when neither the account nor `SES_MAX_SEND_RATE` says one (SES's first production rate). */
@@ -137,10 +162,20 @@ export interface QuotaState {
  * @param account - `max24HourSend` and `sentLast24Hours` (emails).
  * @param reserve - `SES_QUOTA_RESERVE`, a fraction in [0, 0.5].
  */
-export function quotaState(account: Pick<SesAccount, 'max24HourSend' | 'sentLast24Hours'>, reserve: number): QuotaState {
-  if (!Number.isFinite(account.max24HourSend)) return { pauseAt: Infinity, resumeBelow: Infinity, spent: false, free: true, remaining: Infinity };
+export function quotaState(
+  account: Pick<SesAccount, 'max24HourSend' | 'sentLast24Hours'>,
+  reserve: number,
+): QuotaState {
+  if (!Number.isFinite(account.max24HourSend))
+    return { pauseAt: Infinity, resumeBelow: Infinity, spent: false, free: true, remaining: Infinity };
   const pauseAt = Math.floor(account.max24HourSend * (1 - reserve));
   const resumeBelow = Math.min(pauseAt, Math.floor(account.max24HourSend * (1 - 2 * reserve)));
   const sent = account.sentLast24Hours;
-  return { pauseAt, resumeBelow, spent: sent >= pauseAt, free: sent < resumeBelow, remaining: Math.max(0, pauseAt - sent) };
+  return {
+    pauseAt,
+    resumeBelow,
+    spent: sent >= pauseAt,
+    free: sent < resumeBelow,
+    remaining: Math.max(0, pauseAt - sent),
+  };
 }

@@ -22,12 +22,22 @@ export function createSesClient(
   return new SESv2Client({
     region: config.sesRegion,
     ...(config.sesEndpoint ? { endpoint: config.sesEndpoint } : {}),
-    credentials: config.awsCredentials ?? (config.sesEndpoint && !config.sesProfile ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined),
+    credentials:
+      config.awsCredentials ??
+      (config.sesEndpoint && !config.sesProfile ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined),
     // A named profile of the AWS shared config files (a delivery connection's `profile`: it may assume a role).
     ...(config.sesProfile ? { profile: config.sesProfile } : {}),
     maxAttempts: opts.maxAttempts ?? 3,
     // Without throwOnRequestTimeout the SDK only warns when requestTimeout passes and keeps waiting.
-    ...(opts.timeoutMs ? { requestHandler: { connectionTimeout: Math.min(5_000, opts.timeoutMs), requestTimeout: opts.timeoutMs, throwOnRequestTimeout: true } } : {}),
+    ...(opts.timeoutMs
+      ? {
+          requestHandler: {
+            connectionTimeout: Math.min(5_000, opts.timeoutMs),
+            requestTimeout: opts.timeoutMs,
+            throwOnRequestTimeout: true,
+          },
+        }
+      : {}),
   });
 }
 

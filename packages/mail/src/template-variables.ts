@@ -19,7 +19,17 @@ type Expression = hbs.AST.Expression;
 type PathExpression = hbs.AST.PathExpression;
 
 /** Helpers the template language has (Handlebars' built-ins and the `??` fallback). */
-const HELPERS = new Set(['if', 'unless', 'each', 'with', 'lookup', 'log', 'helperMissing', 'blockHelperMissing', '__fallback']);
+const HELPERS = new Set([
+  'if',
+  'unless',
+  'each',
+  'with',
+  'lookup',
+  'log',
+  'helperMissing',
+  'blockHelperMissing',
+  '__fallback',
+]);
 /** Block helpers that keep the current context. */
 const SAME_CONTEXT = new Set(['if', 'unless']);
 
@@ -70,8 +80,14 @@ export function templateVariables(source: string): TemplateVariable[] {
     else if (e?.type === 'SubExpression') call(e as hbs.AST.SubExpression, scopes);
   };
   /** A mustache, sub-expression or block opening: a helper call (its arguments are used) or a variable. */
-  const call = (node: { path: PathExpression | Expression; params: Expression[]; hash?: hbs.AST.Hash }, scopes: Scope[]) => {
-    const name = isPath(node.path) && !node.path.data && node.path.depth === 0 && node.path.parts.length === 1 ? node.path.parts[0] : undefined;
+  const call = (
+    node: { path: PathExpression | Expression; params: Expression[]; hash?: hbs.AST.Hash },
+    scopes: Scope[],
+  ) => {
+    const name =
+      isPath(node.path) && !node.path.data && node.path.depth === 0 && node.path.parts.length === 1
+        ? node.path.parts[0]
+        : undefined;
     const helper = name !== undefined && HELPERS.has(name);
     if (!helper && node.params.length === 0 && !node.hash) expression(node.path, scopes);
     node.params.forEach((param, i) => expression(param, scopes, name === '__fallback' && i === 0));
@@ -89,7 +105,8 @@ export function templateVariables(source: string): TemplateVariable[] {
         call(block, scopes);
         const subject = block.params[0];
         // `{{#with user}}`: paths inside are under `user` (unless it names the context: `as |u|`).
-        if (name === 'with' && isPath(subject) && !block.program.blockParams?.length) inner = resolve(subject, scopes) ?? null;
+        if (name === 'with' && isPath(subject) && !block.program.blockParams?.length)
+          inner = resolve(subject, scopes) ?? null;
       } else {
         // A section (`{{#items}}…{{/items}}`): its name is a variable; what it iterates over is unknown.
         expression(block.path, scopes);
@@ -123,5 +140,7 @@ export function missingVariables(sources: string[], context: Record<string, unkn
   for (const source of sources) {
     for (const v of templateVariables(source)) all.set(v.path, (all.get(v.path) ?? true) && v.hasDefault);
   }
-  return [...all.entries()].filter(([path, hasDefault]) => !hasDefault && !present(context, path)).map(([path]) => path);
+  return [...all.entries()]
+    .filter(([path, hasDefault]) => !hasDefault && !present(context, path))
+    .map(([path]) => path);
 }

@@ -1,11 +1,21 @@
-import { assertTemplate, ContentRenderError, renderContent, renderContext, splitVariables, TemplateSyntaxError } from './templates';
+import {
+  assertTemplate,
+  ContentRenderError,
+  renderContent,
+  renderContext,
+  splitVariables,
+  TemplateSyntaxError,
+} from './templates';
 import { rewriteFallbacks } from './fallbacks';
 
-const html = (body: string, ctx: Record<string, unknown>) => renderContent({ subject: 's', body, format: 'html' }, ctx).html;
+const html = (body: string, ctx: Record<string, unknown>) =>
+  renderContent({ subject: 's', body, format: 'html' }, ctx).html;
 
 describe('template language', () => {
   test('{{var}} escapes HTML, {{{var}}} does not', () => {
-    expect(html('{{x}}|{{{x}}}', { x: '<a href="y">&</a>' })).toBe('&lt;a href&#x3D;&quot;y&quot;&gt;&amp;&lt;/a&gt;|<a href="y">&</a>');
+    expect(html('{{x}}|{{{x}}}', { x: '<a href="y">&</a>' })).toBe(
+      '&lt;a href&#x3D;&quot;y&quot;&gt;&amp;&lt;/a&gt;|<a href="y">&</a>',
+    );
   });
 
   test('dotted paths, missing values render empty', () => {
@@ -24,12 +34,18 @@ describe('template language', () => {
   });
 
   test('subjects are not HTML-escaped and cannot carry line breaks', () => {
-    const r = renderContent({ subject: 'Re: {{x}}\n{{y}}', body: 'b', format: 'html' }, { x: 'A & B <c>', y: 'z\r\nBcc: evil' });
+    const r = renderContent(
+      { subject: 'Re: {{x}}\n{{y}}', body: 'b', format: 'html' },
+      { x: 'A & B <c>', y: 'z\r\nBcc: evil' },
+    );
     expect(r.subject).toBe('Re: A & B <c> z Bcc: evil');
   });
 
   test('markdown bodies become HTML after substitution; the text part is derived from the HTML', () => {
-    const r = renderContent({ subject: 's', body: '# Hi {{n}}\n\n[link](https://example.com)', format: 'markdown' }, { n: '<x>' });
+    const r = renderContent(
+      { subject: 's', body: '# Hi {{n}}\n\n[link](https://example.com)', format: 'markdown' },
+      { n: '<x>' },
+    );
     expect(r.html).toContain('<h1>Hi &lt;x&gt;</h1>');
     expect(r.text).toContain('HI <X>');
     expect(r.text).toContain('link [https://example.com]');
@@ -46,7 +62,15 @@ describe('template language', () => {
   });
 
   test('splitVariables: persistent:false values render but are not stored', () => {
-    expect(splitVariables({ a: 1, b: { value: 2, persistent: false }, c: { value: 3, persistent: true }, d: { value: 4 }, e: null })).toEqual({
+    expect(
+      splitVariables({
+        a: 1,
+        b: { value: 2, persistent: false },
+        c: { value: 3, persistent: true },
+        d: { value: 4 },
+        e: null,
+      }),
+    ).toEqual({
       render: { a: 1, b: 2, c: 3, d: { value: 4 }, e: null },
       persist: { a: 1, c: 3, d: { value: 4 }, e: null },
     });
@@ -54,7 +78,8 @@ describe('template language', () => {
 });
 
 describe('variables stay text (HTML and Markdown bodies)', () => {
-  const md = (body: string, ctx: Record<string, unknown>) => renderContent({ subject: 's', body, format: 'markdown' }, ctx).html;
+  const md = (body: string, ctx: Record<string, unknown>) =>
+    renderContent({ subject: 's', body, format: 'markdown' }, ctx).html;
   const vectors: Array<[string, string]> = [
     ['link', '[Verify your account](https://attacker.test/phish)'],
     ['javascript: link', '[Verify](javascript:alert(1))'],
@@ -75,11 +100,20 @@ describe('variables stay text (HTML and Markdown bodies)', () => {
 
   test('a variable in a link or image URL keeps working, but never as a script or data URL', () => {
     expect(md('[Go]({{url}})', { url: 'https://ok.test/a_b?x=1' })).toContain('href="https://ok.test/a_b?x&#x3D;1"');
-    for (const url of ['javascript:alert(1)', ' JaVaScRiPt:alert(1)', 'java\tscript:alert(1)', 'data:text/html;base64,PHNjcmlwdD4=', 'vbscript:x']) {
+    for (const url of [
+      'javascript:alert(1)',
+      ' JaVaScRiPt:alert(1)',
+      'java\tscript:alert(1)',
+      'data:text/html;base64,PHNjcmlwdD4=',
+      'vbscript:x',
+    ]) {
       expect(md('[Go]({{url}}) ![i]({{url}})', { url })).toBe('<p><a href="#">Go</a> <img src="#" alt="i"></p>\n');
-      expect(renderContent({ subject: 's', body: '<a href="{{url}}">a</a><a href={{url}}>b</a><img src = "{{url}}">', format: 'html' }, { url }).html).toBe(
-        '<a href="#">a</a><a href=#>b</a><img src = "#">',
-      );
+      expect(
+        renderContent(
+          { subject: 's', body: '<a href="{{url}}">a</a><a href={{url}}>b</a><img src = "{{url}}">', format: 'html' },
+          { url },
+        ).html,
+      ).toBe('<a href="#">a</a><a href=#>b</a><img src = "#">');
     }
     // The same words as text stay as they are.
     expect(md('{{url}}', { url: 'data: 5 items' })).toBe('<p>data: 5 items</p>\n');
@@ -87,14 +121,20 @@ describe('variables stay text (HTML and Markdown bodies)', () => {
 
   test('each, with, lookup, fallbacks and raw outputs render as before', () => {
     const out = renderContent(
-      { subject: 's', body: '{{#each items}}<li>{{this}} {{@index}} {{../name}}</li>{{/each}}{{#with user}}{{first}}{{/with}} {{lookup user "first"}} {{x ?? "d<"}} {{{raw}}}', format: 'html' },
+      {
+        subject: 's',
+        body: '{{#each items}}<li>{{this}} {{@index}} {{../name}}</li>{{/each}}{{#with user}}{{first}}{{/with}} {{lookup user "first"}} {{x ?? "d<"}} {{{raw}}}',
+        format: 'html',
+      },
       { items: ['<a>', 'b'], name: 'N&', user: { first: 'U<' }, raw: '<b>r</b>' },
     ).html;
     expect(out).toBe('<li>&lt;a&gt; 0 N&amp;</li><li>b 1 N&amp;</li>U&lt; U&lt; d&lt; <b>r</b>');
   });
 
   test('a raw value that nests too deep for the converters is a ContentRenderError, not a RangeError', () => {
-    expect(() => renderContent({ subject: 's', body: '{{{deep}}}', format: 'html' }, { deep: '<div>'.repeat(20_000) })).toThrow(ContentRenderError);
+    expect(() =>
+      renderContent({ subject: 's', body: '{{{deep}}}', format: 'html' }, { deep: '<div>'.repeat(20_000) }),
+    ).toThrow(ContentRenderError);
   });
 });
 
@@ -105,8 +145,18 @@ describe('renderContext', () => {
       variables: { plunk_id: 'forged', plunk_email: 'forged@x.test', unsubscribeUrl: 'https://evil.test', name: 'Ann' },
       unsubscribeUrl: 'https://mail.test/unsubscribe/t',
     });
-    expect(ctx).toEqual({ email: 'ann@x.test', plan: 'pro', name: 'Ann', unsubscribeUrl: 'https://mail.test/unsubscribe/t', plunk_id: 'c-1', plunk_email: 'ann@x.test' });
-    expect(renderContent({ subject: '{{plunk_email}}', body: '{{plunk_id}}', format: 'html' }, ctx)).toMatchObject({ subject: 'ann@x.test', html: 'c-1' });
+    expect(ctx).toEqual({
+      email: 'ann@x.test',
+      plan: 'pro',
+      name: 'Ann',
+      unsubscribeUrl: 'https://mail.test/unsubscribe/t',
+      plunk_id: 'c-1',
+      plunk_email: 'ann@x.test',
+    });
+    expect(renderContent({ subject: '{{plunk_email}}', body: '{{plunk_id}}', format: 'html' }, ctx)).toMatchObject({
+      subject: 'ann@x.test',
+      html: 'c-1',
+    });
     expect(renderContext({ variables: { plunk_id: 'x' }, unsubscribeUrl: 'u' })).toEqual({ unsubscribeUrl: 'u' });
   });
 });

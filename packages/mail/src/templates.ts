@@ -64,7 +64,8 @@ function compile(source: string, escape: boolean): Compiled {
     const tpl = hbs.compile(input, { noEscape: !escape, strict: false });
     // Handlebars compiles lazily: force the parse now so syntax errors surface here, not at send time.
     tpl({});
-    fn = (ctx, options) => tpl(ctx, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, ...options });
+    fn = (ctx, options) =>
+      tpl(ctx, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, ...options });
   } catch (err) {
     throw new TemplateSyntaxError((err as Error).message.split('\n').slice(0, 3).join(' ').trim());
   }
@@ -127,7 +128,12 @@ export function renderContent(
   content: { subject: string; body: string; format: BodyFormat },
   context: Record<string, unknown>,
 ): RenderedContent {
-  const subject = compile(content.subject, false)(context).replace(/[\r\n]+/g, ' ').trim();
+  const subject = compile(
+    content.subject,
+    false,
+  )(context)
+    .replace(/[\r\n]+/g, ' ')
+    .trim();
   const slots = newTextSlots();
   const rendered = compile(content.body, true)(context, { data: { textSlots: slots } });
   try {
@@ -159,7 +165,10 @@ export function renderContext(a: {
   unsubscribeUrl: string;
 }): Record<string, unknown> {
   const { contact } = a;
-  const context: Record<string, unknown> = { ...(contact ? { email: contact.email, ...(contact.data ?? {}) } : {}), ...(a.variables ?? {}) };
+  const context: Record<string, unknown> = {
+    ...(contact ? { email: contact.email, ...(contact.data ?? {}) } : {}),
+    ...(a.variables ?? {}),
+  };
   for (const key of PLATFORM_VARIABLES) delete context[key];
   context.unsubscribeUrl = a.unsubscribeUrl;
   if (contact) {
@@ -182,8 +191,13 @@ export function splitVariables(data: Record<string, unknown> | undefined): {
   const persist: Record<string, unknown> = {};
   for (const [key, raw] of Object.entries(data ?? {})) {
     const wrapped =
-      raw !== null && typeof raw === 'object' && !Array.isArray(raw) && 'value' in raw && 'persistent' in raw &&
-      typeof (raw as { persistent: unknown }).persistent === 'boolean' && Object.keys(raw).length === 2;
+      raw !== null &&
+      typeof raw === 'object' &&
+      !Array.isArray(raw) &&
+      'value' in raw &&
+      'persistent' in raw &&
+      typeof (raw as { persistent: unknown }).persistent === 'boolean' &&
+      Object.keys(raw).length === 2;
     const value = wrapped ? (raw as { value: unknown }).value : raw;
     render[key] = value;
     if (!wrapped || (raw as { persistent: boolean }).persistent) persist[key] = value;

@@ -35,11 +35,31 @@ function walk(statements: hbs.AST.Statement[]): void {
         inner =
           p.type === 'PathExpression' || p.type === 'SubExpression'
             ? p
-            : ({ type: 'PathExpression', data: false, depth: 0, parts: [String(p.original ?? p.value)], original: String(p.original ?? p.value), loc: p.loc } as hbs.AST.PathExpression);
+            : ({
+                type: 'PathExpression',
+                data: false,
+                depth: 0,
+                parts: [String(p.original ?? p.value)],
+                original: String(p.original ?? p.value),
+                loc: p.loc,
+              } as hbs.AST.PathExpression);
       } else {
-        inner = { type: 'SubExpression', path: m.path, params: m.params, hash: m.hash, loc: m.loc } as hbs.AST.SubExpression;
+        inner = {
+          type: 'SubExpression',
+          path: m.path,
+          params: m.params,
+          hash: m.hash,
+          loc: m.loc,
+        } as hbs.AST.SubExpression;
       }
-      m.path = { type: 'PathExpression', data: false, depth: 0, parts: [TEXT_HELPER], original: TEXT_HELPER, loc: m.loc };
+      m.path = {
+        type: 'PathExpression',
+        data: false,
+        depth: 0,
+        parts: [TEXT_HELPER],
+        original: TEXT_HELPER,
+        loc: m.loc,
+      };
       m.params = [inner];
       m.hash = undefined as unknown as hbs.AST.Hash;
     } else if (statement.type === 'BlockStatement') {
@@ -82,7 +102,12 @@ const DANGEROUS_SCHEME = /^(?:javascript|vbscript|data):/;
 /** Whether a URL read by a browser from `value` would run script or carry inline data. */
 export function isDangerousUrl(value: string): boolean {
   // Browsers drop leading C0 controls and spaces, and tabs and line breaks anywhere in the scheme.
-  return DANGEROUS_SCHEME.test(value.slice(0, 64).replace(/[\u0000-\u0020]/g, '').toLowerCase());
+  return DANGEROUS_SCHEME.test(
+    value
+      .slice(0, 64)
+      .replace(/[\u0000-\u0020]/g, '')
+      .toLowerCase(),
+  );
 }
 
 /** Is the text just before `pos` an attribute's `=` (with optional spaces and an opening quote)? Looks back 16 characters at most. */

@@ -9,7 +9,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { identityFailure } from './identities';
 import { configurationSetFor } from './connections';
-import { parseTrackingDomain, SesTrackingSetProvider, trackingConfigurationSetName, trackingDomainRecord } from './tracking';
+import {
+  parseTrackingDomain,
+  SesTrackingSetProvider,
+  trackingConfigurationSetName,
+  trackingDomainRecord,
+} from './tracking';
 
 type Answer = { status: number; body: object; error?: string };
 let answers: Record<string, Answer[]> = {};
@@ -34,7 +39,17 @@ const DESTINATIONS = {
     {
       Name: 'to-mailroom',
       Enabled: true,
-      MatchingEventTypes: ['SEND', 'DELIVERY', 'BOUNCE', 'COMPLAINT', 'REJECT', 'DELIVERY_DELAY', 'RENDERING_FAILURE', 'OPEN', 'CLICK'],
+      MatchingEventTypes: [
+        'SEND',
+        'DELIVERY',
+        'BOUNCE',
+        'COMPLAINT',
+        'REJECT',
+        'DELIVERY_DELAY',
+        'RENDERING_FAILURE',
+        'OPEN',
+        'CLICK',
+      ],
       SnsDestination: { TopicArn: 'arn:aws:sns:us-east-1:123456789012:ses-events' },
     },
   ],
@@ -47,14 +62,26 @@ beforeAll(async () => {
     req.on('end', () => {
       const key = `${req.method} ${req.url}`;
       seen.push({ method: req.method!, path: req.url!, body });
-      const a = answers[key]?.shift() ?? { status: 500, body: { message: `no answer for ${key}` }, error: 'InternalFailure' };
-      res.writeHead(a.status, { 'content-type': 'application/json', 'x-amzn-requestid': 'r-1', ...(a.error ? { 'x-amzn-errortype': `${a.error}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` } : {}) });
+      const a = answers[key]?.shift() ?? {
+        status: 500,
+        body: { message: `no answer for ${key}` },
+        error: 'InternalFailure',
+      };
+      res.writeHead(a.status, {
+        'content-type': 'application/json',
+        'x-amzn-requestid': 'r-1',
+        ...(a.error ? { 'x-amzn-errortype': `${a.error}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` } : {}),
+      });
       res.end(JSON.stringify(a.body));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  provider = new SesTrackingSetProvider({ sesRegion: 'us-east-1', sesEndpoint: endpoint, awsCredentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
+  provider = new SesTrackingSetProvider({
+    sesRegion: 'us-east-1',
+    sesEndpoint: endpoint,
+    awsCredentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+  });
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 beforeEach(() => {
@@ -84,21 +111,38 @@ test('ensure: copies the base set (pool, reputation, sending, suppression) with 
     SendingOptions: { SendingEnabled: true },
     SuppressionOptions: { SuppressedReasons: ['BOUNCE', 'COMPLAINT'] },
   });
-  expect(JSON.parse(seen[3].body)).toEqual({ EventDestinationName: 'to-mailroom', EventDestination: { Enabled: true, MatchingEventTypes: DESTINATIONS.EventDestinations[0].MatchingEventTypes, SnsDestination: DESTINATIONS.EventDestinations[0].SnsDestination } });
+  expect(JSON.parse(seen[3].body)).toEqual({
+    EventDestinationName: 'to-mailroom',
+    EventDestination: {
+      Enabled: true,
+      MatchingEventTypes: DESTINATIONS.EventDestinations[0].MatchingEventTypes,
+      SnsDestination: DESTINATIONS.EventDestinations[0].SnsDestination,
+    },
+  });
 });
 
 test('ensure of a set SES has already (AlreadyExistsException): its tracking options and destinations are brought up to date', async () => {
   answers['GET /v2/email/configuration-sets/tx-tracked'] = [{ status: 200, body: BASE }];
-  answers['POST /v2/email/configuration-sets'] = [{ status: 400, body: { message: `Configuration set <${NAME}> already exists.` }, error: 'AlreadyExistsException' }];
+  answers['POST /v2/email/configuration-sets'] = [
+    { status: 400, body: { message: `Configuration set <${NAME}> already exists.` }, error: 'AlreadyExistsException' },
+  ];
   answers[`PUT /v2/email/configuration-sets/${NAME}/tracking-options`] = [{ status: 200, body: {} }];
   answers['GET /v2/email/configuration-sets/tx-tracked/event-destinations'] = [{ status: 200, body: DESTINATIONS }];
-  answers[`POST /v2/email/configuration-sets/${NAME}/event-destinations`] = [{ status: 400, body: { message: 'Event destination to-mailroom already exists.' }, error: 'AlreadyExistsException' }];
+  answers[`POST /v2/email/configuration-sets/${NAME}/event-destinations`] = [
+    {
+      status: 400,
+      body: { message: 'Event destination to-mailroom already exists.' },
+      error: 'AlreadyExistsException',
+    },
+  ];
   answers[`PUT /v2/email/configuration-sets/${NAME}/event-destinations/to-mailroom`] = [{ status: 200, body: {} }];
   await provider.ensure(NAME, 'tx-tracked', 'track.example.com');
   const put = seen.find((s) => s.path.endsWith('/tracking-options'))!;
   expect(JSON.parse(put.body)).toEqual({ CustomRedirectDomain: 'track.example.com', HttpsPolicy: 'OPTIONAL' });
   const update = seen.find((s) => s.method === 'PUT' && s.path.endsWith('/event-destinations/to-mailroom'))!;
-  expect(JSON.parse(update.body).EventDestination.SnsDestination).toEqual(DESTINATIONS.EventDestinations[0].SnsDestination);
+  expect(JSON.parse(update.body).EventDestination.SnsDestination).toEqual(
+    DESTINATIONS.EventDestinations[0].SnsDestination,
+  );
 });
 
 test('a base set SES does not know is a NotFoundException, rejected (a 400: the operator fixes the configuration); throttling is unavailable', async () => {
@@ -115,7 +159,9 @@ test('a base set SES does not know is a NotFoundException, rejected (a 400: the 
 
 test('a custom redirect domain SES refuses (BadRequestException: not under a verified identity) is rejected', async () => {
   answers['GET /v2/email/configuration-sets/tx-tracked'] = [{ status: 200, body: BASE }];
-  answers['POST /v2/email/configuration-sets'] = [{ status: 400, body: { message: 'Domain track.example.com is not verified.' }, error: 'BadRequestException' }];
+  answers['POST /v2/email/configuration-sets'] = [
+    { status: 400, body: { message: 'Domain track.example.com is not verified.' }, error: 'BadRequestException' },
+  ];
   const err = await provider.ensure(NAME, 'tx-tracked', 'track.example.com').catch((e: unknown) => e);
   expect(identityFailure(err)).toEqual({ kind: 'rejected', message: expect.stringContaining('BadRequestException') });
 });
@@ -138,26 +184,50 @@ test('set names: deterministic, within 64 characters, distinct per tracking doma
 });
 
 test('tracking domains: a subdomain of the sending domain; its record a CNAME to the regional endpoint', () => {
-  expect(parseTrackingDomain('example.com', ' Track.Example.com. ')).toEqual({ ok: true, trackingDomain: 'track.example.com' });
+  expect(parseTrackingDomain('example.com', ' Track.Example.com. ')).toEqual({
+    ok: true,
+    trackingDomain: 'track.example.com',
+  });
   expect(parseTrackingDomain('example.com', 'example.com')).toMatchObject({ ok: false });
-  expect(parseTrackingDomain('example.com', 'track.other.com')).toMatchObject({ ok: false, message: expect.stringContaining('subdomain of example.com') });
+  expect(parseTrackingDomain('example.com', 'track.other.com')).toMatchObject({
+    ok: false,
+    message: expect.stringContaining('subdomain of example.com'),
+  });
   expect(parseTrackingDomain('example.com', 'bad_label.example.com')).toMatchObject({ ok: false });
   expect(parseTrackingDomain('example.com', 'https://track.example.com')).toMatchObject({ ok: false });
-  expect(trackingDomainRecord('track.example.com', 'eu-west-1')).toEqual({ purpose: 'tracking', type: 'CNAME', name: 'track.example.com', value: 'r.eu-west-1.awstrack.me', required: true, status: 'pending' });
+  expect(trackingDomainRecord('track.example.com', 'eu-west-1')).toEqual({
+    purpose: 'tracking',
+    type: 'CNAME',
+    name: 'track.example.com',
+    value: 'r.eu-west-1.awstrack.me',
+    required: true,
+    status: 'pending',
+  });
 });
 
 test('the stream × tracking matrix of configuration sets, with its fallbacks', () => {
-  const all = { configurationSet: 'tx', configurationSetNoTracking: 'tx-plain', configurationSetMarketing: 'mk', configurationSetMarketingNoTracking: 'mk-plain' };
-  expect([configurationSetFor(all, 'transactional', true), configurationSetFor(all, 'transactional', false), configurationSetFor(all, 'marketing', true), configurationSetFor(all, 'marketing', false)]).toEqual([
-    'tx',
-    'tx-plain',
-    'mk',
-    'mk-plain',
-  ]);
+  const all = {
+    configurationSet: 'tx',
+    configurationSetNoTracking: 'tx-plain',
+    configurationSetMarketing: 'mk',
+    configurationSetMarketingNoTracking: 'mk-plain',
+  };
+  expect([
+    configurationSetFor(all, 'transactional', true),
+    configurationSetFor(all, 'transactional', false),
+    configurationSetFor(all, 'marketing', true),
+    configurationSetFor(all, 'marketing', false),
+  ]).toEqual(['tx', 'tx-plain', 'mk', 'mk-plain']);
   // Only the tracked set: every cell falls back to it.
   const one = { configurationSet: 'tx' };
   expect(configurationSetFor(one, 'marketing', false)).toBe('tx');
   // Without a marketing untracked set, untracked marketing mail stays untracked (the transactional untracked set).
-  expect(configurationSetFor({ configurationSet: 'tx', configurationSetNoTracking: 'tx-plain', configurationSetMarketing: 'mk' }, 'marketing', false)).toBe('tx-plain');
+  expect(
+    configurationSetFor(
+      { configurationSet: 'tx', configurationSetNoTracking: 'tx-plain', configurationSetMarketing: 'mk' },
+      'marketing',
+      false,
+    ),
+  ).toBe('tx-plain');
   expect(configurationSetFor({ configurationSet: undefined }, 'transactional', true)).toBeUndefined();
 });

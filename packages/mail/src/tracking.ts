@@ -51,7 +51,14 @@ export function trackingEndpoint(region: string): string {
 
 /** The DNS record of a custom tracking domain (`pending`): a CNAME to {@link trackingEndpoint}. */
 export function trackingDomainRecord(trackingDomain: string, region: string): DomainRecord {
-  return { purpose: 'tracking', type: 'CNAME', name: trackingDomain, value: trackingEndpoint(region), required: true, status: 'pending' };
+  return {
+    purpose: 'tracking',
+    type: 'CNAME',
+    name: trackingDomain,
+    value: trackingEndpoint(region),
+    required: true,
+    status: 'pending',
+  };
 }
 
 // One DNS label: letters, digits and inner hyphens (a scan per label below, no backtracking).
@@ -63,12 +70,16 @@ const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
  *
  * @returns `{ ok: true, trackingDomain }` (lower case, no trailing dot) or `{ ok: false, message }`.
  */
-export function parseTrackingDomain(domain: string, input: string): { ok: true; trackingDomain: string } | { ok: false; message: string } {
+export function parseTrackingDomain(
+  domain: string,
+  input: string,
+): { ok: true; trackingDomain: string } | { ok: false; message: string } {
   const name = input.trim().toLowerCase().replace(/\.$/, '');
   if (name.length === 0 || name.length > 253 || !name.split('.').every((l) => LABEL.test(l))) {
     return { ok: false, message: 'must be a host name such as track.example.com' };
   }
-  if (!name.endsWith(`.${domain}`)) return { ok: false, message: `must be a subdomain of ${domain}, such as track.${domain}` };
+  if (!name.endsWith(`.${domain}`))
+    return { ok: false, message: `must be a subdomain of ${domain}, such as track.${domain}` };
   return { ok: true, trackingDomain: name };
 }
 
@@ -91,7 +102,10 @@ const errName = (err: unknown) => (err as { name?: string }).name;
 export class SesTrackingSetProvider implements TrackingSetProvider {
   private readonly client: SESv2Client;
 
-  constructor(config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials'> & { sesProfile?: string }, client?: SESv2Client) {
+  constructor(
+    config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials'> & { sesProfile?: string },
+    client?: SESv2Client,
+  ) {
     this.client = client ?? createSesClient(config);
   }
 
@@ -104,16 +118,22 @@ export class SesTrackingSetProvider implements TrackingSetProvider {
           ConfigurationSetName: name,
           TrackingOptions: tracking,
           ...(from.DeliveryOptions ? { DeliveryOptions: from.DeliveryOptions } : {}),
-          ...(from.ReputationOptions ? { ReputationOptions: { ReputationMetricsEnabled: from.ReputationOptions.ReputationMetricsEnabled } } : {}),
+          ...(from.ReputationOptions
+            ? { ReputationOptions: { ReputationMetricsEnabled: from.ReputationOptions.ReputationMetricsEnabled } }
+            : {}),
           ...(from.SendingOptions ? { SendingOptions: from.SendingOptions } : {}),
           ...(from.SuppressionOptions ? { SuppressionOptions: from.SuppressionOptions } : {}),
         }),
       );
     } catch (err) {
       if (errName(err) !== 'AlreadyExistsException') throw err;
-      await this.client.send(new PutConfigurationSetTrackingOptionsCommand({ ConfigurationSetName: name, ...tracking }));
+      await this.client.send(
+        new PutConfigurationSetTrackingOptionsCommand({ ConfigurationSetName: name, ...tracking }),
+      );
     }
-    const destinations = (await this.client.send(new GetConfigurationSetEventDestinationsCommand({ ConfigurationSetName: base }))).EventDestinations ?? [];
+    const destinations =
+      (await this.client.send(new GetConfigurationSetEventDestinationsCommand({ ConfigurationSetName: base })))
+        .EventDestinations ?? [];
     for (const d of destinations) {
       if (!d.Name) continue;
       const definition = {
@@ -126,10 +146,22 @@ export class SesTrackingSetProvider implements TrackingSetProvider {
         ...(d.EventBridgeDestination ? { EventBridgeDestination: d.EventBridgeDestination } : {}),
       };
       try {
-        await this.client.send(new CreateConfigurationSetEventDestinationCommand({ ConfigurationSetName: name, EventDestinationName: d.Name, EventDestination: definition }));
+        await this.client.send(
+          new CreateConfigurationSetEventDestinationCommand({
+            ConfigurationSetName: name,
+            EventDestinationName: d.Name,
+            EventDestination: definition,
+          }),
+        );
       } catch (err) {
         if (errName(err) !== 'AlreadyExistsException') throw err;
-        await this.client.send(new UpdateConfigurationSetEventDestinationCommand({ ConfigurationSetName: name, EventDestinationName: d.Name, EventDestination: definition }));
+        await this.client.send(
+          new UpdateConfigurationSetEventDestinationCommand({
+            ConfigurationSetName: name,
+            EventDestinationName: d.Name,
+            EventDestination: definition,
+          }),
+        );
       }
     }
   }
@@ -159,5 +191,7 @@ export function createTrackingSetProvider(
   config: Pick<MailConfig, 'domainIdentityProvider'>,
   connection: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials'> & { sesProfile?: string },
 ): TrackingSetProvider {
-  return config.domainIdentityProvider === 'ses' ? new SesTrackingSetProvider(connection) : new LocalTrackingSetProvider();
+  return config.domainIdentityProvider === 'ses'
+    ? new SesTrackingSetProvider(connection)
+    : new LocalTrackingSetProvider();
 }

@@ -50,7 +50,8 @@ export function parseUnsubscribeToken(token: string): UnsubscribeTokenClaim | un
   if (!/^[A-Za-z0-9_-]+$/.test(token)) return undefined;
   const raw = Buffer.from(token, 'base64url');
   if (raw.length === ID_BYTES + MAC_BYTES) return { emailId: uuidText(raw.subarray(0, ID_BYTES)) };
-  if (raw.length === 2 * ID_BYTES + MAC_BYTES) return { emailId: uuidText(raw.subarray(0, ID_BYTES)), topicId: uuidText(raw.subarray(ID_BYTES, 2 * ID_BYTES)) };
+  if (raw.length === 2 * ID_BYTES + MAC_BYTES)
+    return { emailId: uuidText(raw.subarray(0, ID_BYTES)), topicId: uuidText(raw.subarray(ID_BYTES, 2 * ID_BYTES)) };
   return undefined;
 }
 

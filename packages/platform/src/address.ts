@@ -108,14 +108,16 @@ export const ADDRESS_LIMITS = { address: 254, localPart: 64, domain: 253, label:
  */
 export function addressLengthProblem(address: string): string | undefined {
   const octets = (s: string) => Buffer.byteLength(s, 'utf8');
-  if (octets(address) > ADDRESS_LIMITS.address) return `must be at most ${ADDRESS_LIMITS.address} characters (RFC 5321)`;
+  if (octets(address) > ADDRESS_LIMITS.address)
+    return `must be at most ${ADDRESS_LIMITS.address} characters (RFC 5321)`;
   const at = address.lastIndexOf('@');
   if (at < 0) return undefined;
   if (octets(address.slice(0, at)) > ADDRESS_LIMITS.localPart) {
     return `local part must be at most ${ADDRESS_LIMITS.localPart} characters (RFC 5321)`;
   }
   const domain = address.slice(at + 1);
-  if (octets(domain) > ADDRESS_LIMITS.domain) return `domain must be at most ${ADDRESS_LIMITS.domain} characters (RFC 5321)`;
+  if (octets(domain) > ADDRESS_LIMITS.domain)
+    return `domain must be at most ${ADDRESS_LIMITS.domain} characters (RFC 5321)`;
   if (domain.split('.').some((label) => octets(label) > ADDRESS_LIMITS.label)) {
     return `domain labels must be at most ${ADDRESS_LIMITS.label} characters (RFC 1035)`;
   }
@@ -165,10 +167,13 @@ export const MAILBOX_FORMS = 'must be an email address or a mailbox such as "Acm
  */
 export function parseMailbox(input: string): { ok: true; mailbox: NormalizedMailbox } | { ok: false; reason: string } {
   const text = input.trim();
-  if (text.length > MAILBOX_MAX_LENGTH) return { ok: false, reason: `must be at most ${MAILBOX_MAX_LENGTH} characters` };
+  if (text.length > MAILBOX_MAX_LENGTH)
+    return { ok: false, reason: `must be at most ${MAILBOX_MAX_LENGTH} characters` };
   if (!text.includes('<')) {
     const problem = addressProblem(text);
-    return problem ? { ok: false, reason: problem === 'must be a valid email' ? MAILBOX_FORMS : problem } : { ok: true, mailbox: { email: normalizeEmail(text) } };
+    return problem
+      ? { ok: false, reason: problem === 'must be a valid email' ? MAILBOX_FORMS : problem }
+      : { ok: true, mailbox: { email: normalizeEmail(text) } };
   }
   const parsed = parseOneAddress({ input: text, rfc6532: true, rejectTLD: false });
   if (!parsed || parsed.type !== 'mailbox') {
@@ -202,7 +207,10 @@ export function formatMailbox(m: Mailbox): string {
  * @returns the normalised address and the name to store (`undefined`: neither was given).
  * @throws never: call it on a value the `mailbox` format has accepted; an unreadable value comes back as given.
  */
-export function senderFromMailbox(from: string, explicitName?: string | null): { email: string; name: string | null | undefined } {
+export function senderFromMailbox(
+  from: string,
+  explicitName?: string | null,
+): { email: string; name: string | null | undefined } {
   const parsed = parseMailbox(from);
   const mailbox = parsed.ok ? parsed.mailbox : { email: normalizeEmail(from) };
   return { email: mailbox.email, name: explicitName !== undefined ? explicitName : mailbox.name };
@@ -214,7 +222,9 @@ export function senderFromMailbox(from: string, explicitName?: string | null): {
  * `fromName: "Acme"`; a `replyTo` mailbox keeps its name in RFC 5322 form (`Name <addr>`). Fields not given stay
  * absent; plain addresses pass through normalised.
  */
-export function senderFields<T extends { from?: string | null; fromName?: string | null; replyTo?: string | null }>(input: T): T {
+export function senderFields<T extends { from?: string | null; fromName?: string | null; replyTo?: string | null }>(
+  input: T,
+): T {
   const out = { ...input };
   if (typeof input.from === 'string') {
     const sender = senderFromMailbox(input.from, input.fromName);

@@ -19,7 +19,12 @@ function setup(batchError?: Error, retryAlone?: (err: unknown) => boolean) {
     },
     { maxBatch: 10, maxInFlight: 1, ...(retryAlone ? { retryAlone } : {}) },
   );
-  const results = [0, 1, 2, 3].map((i) => batcher.run(i).then((v) => ({ v }), (e: Error) => ({ e: e.message })));
+  const results = [0, 1, 2, 3].map((i) =>
+    batcher.run(i).then(
+      (v) => ({ v }),
+      (e: Error) => ({ e: e.message }),
+    ),
+  );
   release();
   return { ran, results: Promise.all(results) };
 }
@@ -38,12 +43,20 @@ test('a failed batch runs its items again one by one by default', async () => {
 });
 
 test('retryAlone false: every item of the batch gets the error and nothing runs again', async () => {
-  const { ran, results } = setup(new Error('Connection terminated unexpectedly'), (err) => !/terminated/.test(String(err)));
-  expect(await results).toEqual([{ v: 0 }, { e: 'Connection terminated unexpectedly' }, { e: 'Connection terminated unexpectedly' }, { e: 'Connection terminated unexpectedly' }]);
+  const { ran, results } = setup(
+    new Error('Connection terminated unexpectedly'),
+    (err) => !/terminated/.test(String(err)),
+  );
+  expect(await results).toEqual([
+    { v: 0 },
+    { e: 'Connection terminated unexpectedly' },
+    { e: 'Connection terminated unexpectedly' },
+    { e: 'Connection terminated unexpectedly' },
+  ]);
   expect(ran.alone).toEqual([0]);
 });
 
-test('sameTurn: items given in one turn go in one batch although a slot was free; a later turn\'s item alone', async () => {
+test("sameTurn: items given in one turn go in one batch although a slot was free; a later turn's item alone", async () => {
   const ran: number[][] = [];
   const batcher = new Batcher<number, number>(
     async (items) => (ran.push(items), items.map((i) => i * 10)),

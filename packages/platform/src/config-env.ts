@@ -49,7 +49,8 @@ export function int(env: Env, name: string, fallback: number, min: number, max: 
 export function fraction(env: Env, name: string, fallback: number): number {
   const raw = env[name]?.trim();
   if (!raw) return fallback;
-  if (!/^(0|1|0?\.\d+|[01]\.\d+)$/.test(raw) || Number(raw) > 1) throw new ConfigError(name, `must be a fraction from 0 to 1 (0.02 = 2%), got "${raw}"`);
+  if (!/^(0|1|0?\.\d+|[01]\.\d+)$/.test(raw) || Number(raw) > 1)
+    throw new ConfigError(name, `must be a fraction from 0 to 1 (0.02 = 2%), got "${raw}"`);
   return Number(raw);
 }
 
@@ -66,11 +67,22 @@ export function bool(env: Env, name: string, fallback: boolean): boolean {
 export function list(env: Env, name: string, fallback: readonly string[]): readonly string[] {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
-  return Object.freeze(raw.split(',').map((v) => v.trim()).filter(Boolean));
+  return Object.freeze(
+    raw
+      .split(',')
+      .map((v) => v.trim())
+      .filter(Boolean),
+  );
 }
 
 /** A comma-separated list of whole numbers within [min, max], or `fallback`. */
-export function intList(env: Env, name: string, fallback: readonly number[], min: number, max: number): readonly number[] {
+export function intList(
+  env: Env,
+  name: string,
+  fallback: readonly number[],
+  min: number,
+  max: number,
+): readonly number[] {
   const items = list(env, name, fallback.map(String));
   const values = items.map((v) => {
     if (!/^\d+$/.test(v)) throw new ConfigError(name, `must be whole numbers separated by commas, got "${v}"`);

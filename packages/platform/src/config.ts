@@ -131,15 +131,23 @@ export function loadPlatformConfig(env: Env): PlatformConfig {
     try {
       protocol = new URL(replica).protocol;
     } catch {
-      throw new ConfigError('DATABASE_REPLICA_URLS', 'must list postgres:// URLs separated by commas, got an entry that is not a URL');
+      throw new ConfigError(
+        'DATABASE_REPLICA_URLS',
+        'must list postgres:// URLs separated by commas, got an entry that is not a URL',
+      );
     }
-    if (protocol !== 'postgres:' && protocol !== 'postgresql:') throw new ConfigError('DATABASE_REPLICA_URLS', `must list postgres:// URLs, got "${protocol}"`);
+    if (protocol !== 'postgres:' && protocol !== 'postgresql:')
+      throw new ConfigError('DATABASE_REPLICA_URLS', `must list postgres:// URLs, got "${protocol}"`);
   }
   for (const node of config.redisClusterNodes) {
-    if (!/^[\w.-]+:\d{1,5}$/.test(node)) throw new ConfigError('REDIS_CLUSTER_NODES', `must list host:port entries, got "${node}"`);
+    if (!/^[\w.-]+:\d{1,5}$/.test(node))
+      throw new ConfigError('REDIS_CLUSTER_NODES', `must list host:port entries, got "${node}"`);
   }
   if (config.redisClusterNodes.length > 0 && !/\{[^{}]+\}/.test(config.queuePrefix)) {
-    throw new ConfigError('QUEUE_PREFIX', 'must carry a hash tag ({name}) with REDIS_CLUSTER_NODES, so every key of a queue is in one slot');
+    throw new ConfigError(
+      'QUEUE_PREFIX',
+      'must carry a hash tag ({name}) with REDIS_CLUSTER_NODES, so every key of a queue is in one slot',
+    );
   }
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be a pino level, got "${config.logLevel}"`);

@@ -34,7 +34,10 @@ const tagText = (what: string) =>
   });
 
 /** One tag, as the API takes and answers it. */
-export const EmailTagSchema = Type.Object({ name: tagText('tag name'), value: tagText('tag value') }, { additionalProperties: false });
+export const EmailTagSchema = Type.Object(
+  { name: tagText('tag name'), value: tagText('tag value') },
+  { additionalProperties: false },
+);
 
 /** One tag: `{ name, value }`. */
 export type EmailTag = Static<typeof EmailTagSchema>;
@@ -59,9 +62,17 @@ export function emailTagErrors(tags: readonly EmailTag[] | undefined, field = 't
   const seen = new Set<string>();
   tags.forEach((tag, i) => {
     if (RESERVED_TAG_NAMES.includes(tag.name)) {
-      errors.push({ field: `${field}.${i}.name`, message: `"${tag.name}" is set by the platform and cannot be used`, code: 'custom' });
+      errors.push({
+        field: `${field}.${i}.name`,
+        message: `"${tag.name}" is set by the platform and cannot be used`,
+        code: 'custom',
+      });
     } else if (seen.has(tag.name)) {
-      errors.push({ field: `${field}.${i}.name`, message: `"${tag.name}" is given more than once (tag names are unique per email)`, code: 'custom' });
+      errors.push({
+        field: `${field}.${i}.name`,
+        message: `"${tag.name}" is given more than once (tag names are unique per email)`,
+        code: 'custom',
+      });
     }
     seen.add(tag.name);
   });

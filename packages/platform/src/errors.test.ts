@@ -22,9 +22,15 @@ describe('isUnavailableError', () => {
   });
 
   test("socket errors, ioredis's give-ups and Redis's not-now replies", () => {
-    expect(isUnavailableError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))).toBe(true);
+    expect(
+      isUnavailableError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })),
+    ).toBe(true);
     expect(isUnavailableError(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }))).toBe(true);
-    expect(isUnavailableError(Object.assign(new Error('Reached the max retries per request limit'), { name: 'MaxRetriesPerRequestError' }))).toBe(true);
+    expect(
+      isUnavailableError(
+        Object.assign(new Error('Reached the max retries per request limit'), { name: 'MaxRetriesPerRequestError' }),
+      ),
+    ).toBe(true);
     expect(isUnavailableError(new Error("READONLY You can't write against a read only replica."))).toBe(true);
     expect(isUnavailableError(new Error('LOADING Redis is loading the dataset in memory'))).toBe(true);
     expect(isUnavailableError(new Error('Connection is closed.'))).toBe(true);
@@ -43,7 +49,10 @@ describe('isUnavailableError', () => {
 describe('errorCatalog', () => {
   test('retryable exactly where the moment failed, not the request: 429 and every 5xx', () => {
     for (const [code, info] of Object.entries(errorCatalog)) {
-      expect({ code, retryable: info.retryable }).toEqual({ code, retryable: info.status === 429 || info.status >= 500 });
+      expect({ code, retryable: info.retryable }).toEqual({
+        code,
+        retryable: info.status === 429 || info.status >= 500,
+      });
       expect(info.meaning.length).toBeGreaterThan(10);
       expect(info.action.length).toBeGreaterThan(10);
     }
@@ -53,6 +62,9 @@ describe('errorCatalog', () => {
   test('an AppError carries its status and retryable from the catalog; one error may override retryable', () => {
     expect(new AppError(ErrorCode.VALIDATION_ERROR, 'x')).toMatchObject({ statusCode: 422, retryable: false });
     expect(new AppError(ErrorCode.SERVICE_UNAVAILABLE, 'x')).toMatchObject({ statusCode: 503, retryable: true });
-    expect(new AppError(ErrorCode.CONFLICT, 'still running', { retryable: true })).toMatchObject({ statusCode: 409, retryable: true });
+    expect(new AppError(ErrorCode.CONFLICT, 'still running', { retryable: true })).toMatchObject({
+      statusCode: 409,
+      retryable: true,
+    });
   });
 });

@@ -58,8 +58,10 @@ export const errorCatalog: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   BAD_REQUEST: {
     status: 400,
     retryable: false,
-    meaning: 'The request could not be read: a body that is not JSON (or not declared as such), an undecodable Content-Encoding, an unreadable upload.',
-    action: 'Fix the request (Content-Type: application/json, a body that matches its Content-Encoding) before sending it again.',
+    meaning:
+      'The request could not be read: a body that is not JSON (or not declared as such), an undecodable Content-Encoding, an unreadable upload.',
+    action:
+      'Fix the request (Content-Type: application/json, a body that matches its Content-Encoding) before sending it again.',
   },
   INVALID_JSON: {
     status: 400,
@@ -70,7 +72,8 @@ export const errorCatalog: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   INVALID_PARAMETERS: {
     status: 400,
     retryable: false,
-    meaning: 'A query or path parameter is malformed (not a number, not an id, an unknown cursor, a page too deep); `error.errors` names it.',
+    meaning:
+      'A query or path parameter is malformed (not a number, not an id, an unknown cursor, a page too deep); `error.errors` names it.',
     action: 'Correct the parameter named in `error.errors`.',
   },
   UNAUTHORIZED: {
@@ -82,7 +85,8 @@ export const errorCatalog: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   FORBIDDEN: {
     status: 403,
     retryable: false,
-    meaning: 'The caller may not do this: the admin API is disabled (no ADMIN_TOKEN), a test key on a live resource, a signature that does not verify.',
+    meaning:
+      'The caller may not do this: the admin API is disabled (no ADMIN_TOKEN), a test key on a live resource, a signature that does not verify.',
     action: 'Use a credential that is allowed to do it; do not retry with the same one.',
   },
   PUBLIC_KEY_NOT_ALLOWED: {
@@ -107,7 +111,7 @@ export const errorCatalog: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
     status: 403,
     retryable: false,
     meaning: "The sender's domain is not one of the domains the send-only key is restricted to (the message names it).",
-    action: 'Send from one of the key\'s domains, or use a key allowed to send from this one.',
+    action: "Send from one of the key's domains, or use a key allowed to send from this one.",
   },
   NOT_FOUND: {
     status: 404,
@@ -118,19 +122,23 @@ export const errorCatalog: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   CONFLICT: {
     status: 409,
     retryable: false,
-    meaning: 'The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`).',
-    action: 'For an existing resource, read or update it instead; when `retryable` is true, retry the same request after a second.',
+    meaning:
+      'The resource already exists (a unique name, a domain another project owns), or a request with the same Idempotency-Key is still running (that one says `retryable: true`).',
+    action:
+      'For an existing resource, read or update it instead; when `retryable` is true, retry the same request after a second.',
   },
   INVALID_STATE: {
     status: 409,
     retryable: false,
-    meaning: "The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow, cancelling an email already sent).",
+    meaning:
+      "The resource's state does not allow the action (sending a campaign that already sent, starting a disabled workflow, cancelling an email already sent).",
     action: 'Read the resource, then act on its current state.',
   },
   EXPIRED: {
     status: 410,
     retryable: false,
-    meaning: 'A signed link that is no longer valid: a double opt-in confirmation older than DOUBLE_OPT_IN_EXPIRY_HOURS.',
+    meaning:
+      'A signed link that is no longer valid: a double opt-in confirmation older than DOUBLE_OPT_IN_EXPIRY_HOURS.',
     action: 'Start again: a new POST /contacts with doubleOptIn sends a new link.',
   },
   IDEMPOTENCY_CONFLICT: {
@@ -142,37 +150,42 @@ export const errorCatalog: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   PAYLOAD_TOO_LARGE: {
     status: 413,
     retryable: false,
-    meaning: "The body is larger than the route accepts (100 kB for most JSON bodies; IMPORT_MAX_BYTES for imports).",
+    meaning: 'The body is larger than the route accepts (100 kB for most JSON bodies; IMPORT_MAX_BYTES for imports).',
     action: 'Send less per request (split a batch, attach smaller files).',
   },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     retryable: false,
-    meaning: 'A Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (RFC 9110 §15.5.16).',
+    meaning:
+      'A Content-Encoding other than identity, gzip, deflate or br, or a charset other than UTF-8 (RFC 9110 §15.5.16).',
     action: 'Send UTF-8 JSON, uncompressed or with gzip, deflate or br.',
   },
   VALIDATION_ERROR: {
     status: 422,
     retryable: false,
-    meaning: 'The body (or a setting) breaks a rule; `error.errors` lists each field with its rule (`{field, message, code}`).',
+    meaning:
+      'The body (or a setting) breaks a rule; `error.errors` lists each field with its rule (`{field, message, code}`).',
     action: 'Correct every field listed in `error.errors`; nothing was changed.',
   },
   RATE_LIMITED: {
     status: 429,
     retryable: true,
-    meaning: "Over the project's requests per minute (RATE_LIMIT_PER_MINUTE) or over a per-IP failure limit; `Retry-After` says when.",
+    meaning:
+      "Over the project's requests per minute (RATE_LIMIT_PER_MINUTE) or over a per-IP failure limit; `Retry-After` says when.",
     action: 'Wait `Retry-After` seconds (RateLimit-Reset on other responses shows the window), then retry; slow down.',
   },
   INTERNAL_ERROR: {
     status: 500,
     retryable: true,
     meaning: 'An unexpected error in the API; it is logged with the request id.',
-    action: 'Retry with exponential backoff, with an Idempotency-Key on writes so a retry never acts twice; report the requestId if it persists.',
+    action:
+      'Retry with exponential backoff, with an Idempotency-Key on writes so a retry never acts twice; report the requestId if it persists.',
   },
   SERVICE_UNAVAILABLE: {
     status: 503,
     retryable: true,
-    meaning: 'A backing service (Postgres or Redis) is unreachable; nothing was changed, or the change was kept and its work resumes.',
+    meaning:
+      'A backing service (Postgres or Redis) is unreachable; nothing was changed, or the change was kept and its work resumes.',
     action: 'Wait `Retry-After` seconds, then retry (with the same Idempotency-Key on writes).',
   },
 };
@@ -184,13 +197,7 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = Object.fromEntri
 
 /** Field-level codes of `errors[]` items (the spec's example is `invalid_string`). */
 export type FieldErrorCode =
-  | 'invalid_type'
-  | 'invalid_string'
-  | 'invalid_enum_value'
-  | 'too_small'
-  | 'too_big'
-  | 'unrecognized_keys'
-  | 'custom';
+  'invalid_type' | 'invalid_string' | 'invalid_enum_value' | 'too_small' | 'too_big' | 'unrecognized_keys' | 'custom';
 
 /** One item of `error.errors`: `field` is a dotted path such as `to.0.email`. */
 export interface FieldError {
@@ -210,7 +217,12 @@ export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly options: { errors?: FieldError[]; suggestion?: string; headers?: Record<string, string>; retryable?: boolean } = {},
+    readonly options: {
+      errors?: FieldError[];
+      suggestion?: string;
+      headers?: Record<string, string>;
+      retryable?: boolean;
+    } = {},
   ) {
     super(message);
     this.name = 'AppError';
@@ -261,7 +273,16 @@ export function rootMessage(err: unknown): string {
 }
 
 /** Socket-level failures of a connection to Postgres or Redis. */
-const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const UNAVAILABLE_SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
 
 /**
  * What the drivers say when a connection died or could not be had: pg ("Connection terminated unexpectedly",
@@ -269,7 +290,8 @@ const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDO
  * closed", a stream that is not writeable, a command refused while offline). Read only on an error with no code
  * and no cause (the driver's own words, not a wrapper that quotes a statement and its parameters).
  */
-const UNAVAILABLE_MESSAGE = /connection terminated|not queryable|Connection is closed|timeout exceeded when trying to connect|Stream isn't writeable|enableOfflineQueue|Connection ended/i;
+const UNAVAILABLE_MESSAGE =
+  /connection terminated|not queryable|Connection is closed|timeout exceeded when trying to connect|Stream isn't writeable|enableOfflineQueue|Connection ended/i;
 
 /** Redis replies that mean "not now" (a replica promoted, a restart loading its data, a cluster resharding). */
 const REDIS_NOT_NOW = /^(READONLY|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN)\b/;
@@ -279,7 +301,12 @@ const PROGRAMMING_ERRORS = new Set(['TypeError', 'RangeError', 'ReferenceError',
 
 /** A Postgres SQLSTATE that means the server or the connection is unavailable. */
 function unavailableSqlState(code: string, message: string): boolean {
-  return code.startsWith('08') || code.startsWith('57P') || code === '53300' || (code === '55000' && /not currently accepting connections/i.test(message));
+  return (
+    code.startsWith('08') ||
+    code.startsWith('57P') ||
+    code === '53300' ||
+    (code === '55000' && /not currently accepting connections/i.test(message))
+  );
 }
 
 /**
@@ -306,7 +333,8 @@ export function isUnavailableError(err: unknown): boolean {
     if (typeof e.message === 'string' && REDIS_NOT_NOW.test(e.message)) return true;
   }
   const sqlState = chain.find((e) => typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code));
-  if (sqlState) return unavailableSqlState(sqlState.code as string, typeof sqlState.message === 'string' ? sqlState.message : '');
+  if (sqlState)
+    return unavailableSqlState(sqlState.code as string, typeof sqlState.message === 'string' ? sqlState.message : '');
   const root = chain[chain.length - 1];
   if (!root || typeof root.message !== 'string' || PROGRAMMING_ERRORS.has(String(root.name))) return false;
   return UNAVAILABLE_MESSAGE.test(root.message);

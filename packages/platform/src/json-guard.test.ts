@@ -11,15 +11,25 @@ describe('findJsonProblem', () => {
   });
 
   test('names the field of a NUL in a value or a key', () => {
-    expect(findJsonProblem({ data: { note: 'a\u0000b' } })).toEqual({ field: 'data.note', message: expect.stringContaining('NUL'), code: 'invalid_string' });
+    expect(findJsonProblem({ data: { note: 'a\u0000b' } })).toEqual({
+      field: 'data.note',
+      message: expect.stringContaining('NUL'),
+      code: 'invalid_string',
+    });
     expect(findJsonProblem({ k: 'a\u0000' }, 'data')).toMatchObject({ field: 'data.k' });
-    expect(findJsonProblem({ data: { 'x\u0000y': 1 } })).toMatchObject({ field: 'data.x\\u0000y', message: expect.stringMatching(/^key /) });
+    expect(findJsonProblem({ data: { 'x\u0000y': 1 } })).toMatchObject({
+      field: 'data.x\\u0000y',
+      message: expect.stringMatching(/^key /),
+    });
     expect(findJsonProblem({ to: ['ok@x.test', 'b\u0000@x.test'] })).toMatchObject({ field: 'to.1' });
     expect(findJsonProblem('\u0000')).toMatchObject({ field: '(root)' });
   });
 
   test('names the field of a lone surrogate, and lets a surrogate pair through', () => {
-    expect(findJsonProblem({ s: 'x\ud800y' })).toMatchObject({ field: 's', message: expect.stringContaining('surrogate') });
+    expect(findJsonProblem({ s: 'x\ud800y' })).toMatchObject({
+      field: 's',
+      message: expect.stringContaining('surrogate'),
+    });
     expect(findJsonProblem({ s: '\udc00' })).toMatchObject({ field: 's' });
     expect(findJsonProblem({ ['\ud800']: 1 })).toMatchObject({ field: '\ufffd', code: 'invalid_string' });
     expect(findJsonProblem({ s: '\ud83d\ude00' })).toBeUndefined();
@@ -28,9 +38,15 @@ describe('findJsonProblem', () => {
   test('refuses nesting past the limit, iteratively (100,000 levels, no stack overflow)', () => {
     let tooDeep: unknown = 1;
     for (let i = 0; i <= MAX_JSON_DEPTH; i++) tooDeep = [tooDeep];
-    expect(findJsonProblem({ data: tooDeep })).toMatchObject({ code: 'too_big', field: expect.stringMatching(/^data(\.0)+$/) });
+    expect(findJsonProblem({ data: tooDeep })).toMatchObject({
+      code: 'too_big',
+      field: expect.stringMatching(/^data(\.0)+$/),
+    });
     let huge: unknown = 1;
     for (let i = 0; i < 100_000; i++) huge = { a: huge };
-    expect(findJsonProblem(huge, 'data')).toMatchObject({ code: 'too_big', message: expect.stringContaining(`${MAX_JSON_DEPTH} levels`) });
+    expect(findJsonProblem(huge, 'data')).toMatchObject({
+      code: 'too_big',
+      message: expect.stringContaining(`${MAX_JSON_DEPTH} levels`),
+    });
   });
 });

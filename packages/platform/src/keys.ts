@@ -88,7 +88,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function parseKeyReference(input: string): KeyReference | undefined {
   const value = input.trim();
   if (keyKind(value)) return { by: 'key', key: value };
-  if (/^(sk|pk)_[A-Za-z0-9_-]+$/.test(value) && (value.length === KEY_PREFIX_LENGTH || (keyMode(value) === 'test' && value.length === TEST_KEY_PREFIX_LENGTH))) {
+  if (
+    /^(sk|pk)_[A-Za-z0-9_-]+$/.test(value) &&
+    (value.length === KEY_PREFIX_LENGTH || (keyMode(value) === 'test' && value.length === TEST_KEY_PREFIX_LENGTH))
+  ) {
     return { by: 'prefix', prefix: value };
   }
   if (UUID.test(value)) return { by: 'id', id: value.toLowerCase() };

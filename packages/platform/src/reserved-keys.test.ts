@@ -10,14 +10,21 @@ import { AppError } from './errors';
 const fields = (v: unknown, root = '') => findReservedKeys(v, root).map((e) => e.field);
 
 test('own keys from JSON.parse, at any depth and inside arrays, in document order', () => {
-  const v = JSON.parse('{"data":{"__proto__":{"x":1},"ok":1,"n":{"constructor":"c"},"l":[{"prototype":2}]},"__proto__":"top"}');
+  const v = JSON.parse(
+    '{"data":{"__proto__":{"x":1},"ok":1,"n":{"constructor":"c"},"l":[{"prototype":2}]},"__proto__":"top"}',
+  );
   expect(fields(v)).toEqual(['data.__proto__', 'data.n.constructor', 'data.l.0.prototype', '__proto__']);
   expect(fields(JSON.parse('{"__proto__":1}'), 'data')).toEqual(['data.__proto__']);
-  expect(findReservedKeys(JSON.parse('{"constructor":1}'))[0]).toMatchObject({ code: 'unrecognized_keys', message: expect.stringContaining('"constructor" is a reserved key') });
+  expect(findReservedKeys(JSON.parse('{"constructor":1}'))[0]).toMatchObject({
+    code: 'unrecognized_keys',
+    message: expect.stringContaining('"constructor" is a reserved key'),
+  });
 });
 
 test('ordinary keys, values and look-alikes pass', () => {
-  expect(fields(JSON.parse('{"data":{"Constructor":1,"proto":2,"__proto":3,"x":"__proto__","l":["constructor"]}}'))).toEqual([]);
+  expect(
+    fields(JSON.parse('{"data":{"Constructor":1,"proto":2,"__proto":3,"x":"__proto__","l":["constructor"]}}')),
+  ).toEqual([]);
   expect(fields(Object.assign(Object.create(null) as object, { a: 1 }))).toEqual([]);
   expect(fields(null)).toEqual([]);
   expect(fields('__proto__')).toEqual([]);
@@ -41,12 +48,16 @@ test('a prototype set by a key-assigning parser is reported, whatever the value 
 });
 
 test('at most 20 are listed', () => {
-  const many = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, JSON.parse('{"__proto__":1}') as unknown]));
+  const many = Object.fromEntries(
+    Array.from({ length: 50 }, (_, i) => [`k${i}`, JSON.parse('{"__proto__":1}') as unknown]),
+  );
   expect(findReservedKeys(many)).toHaveLength(20);
 });
 
 test('bodyValidator refuses them with 422 VALIDATION_ERROR naming each path, before the schema', () => {
-  const validate = bodyValidator(Type.Object({ data: Type.Record(Type.String(), Type.Unknown()) }, { additionalProperties: false }));
+  const validate = bodyValidator(
+    Type.Object({ data: Type.Record(Type.String(), Type.Unknown()) }, { additionalProperties: false }),
+  );
   expect(validate(JSON.parse('{"data":{"a":1}}'))).toEqual({ data: { a: 1 } });
   let thrown: unknown;
   try {

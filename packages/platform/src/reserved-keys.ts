@@ -25,7 +25,11 @@ function join(base: string, key: string): string {
 }
 
 function reserved(field: string, key: string): FieldError {
-  return { field, message: `"${key}" is a reserved key (__proto__, constructor and prototype are not accepted as keys)`, code: 'unrecognized_keys' };
+  return {
+    field,
+    message: `"${key}" is a reserved key (__proto__, constructor and prototype are not accepted as keys)`,
+    code: 'unrecognized_keys',
+  };
 }
 
 /**
@@ -53,11 +57,16 @@ export function findReservedKeys(value: unknown, root = ''): FieldError[] {
     // A plain object's prototype is null or an `Object.prototype`, of this realm or another (`structuredClone` and
     // `vm` contexts make objects of their own realm): one whose own prototype is null. Anything else was set.
     const proto: unknown = Object.getPrototypeOf(v);
-    if (proto !== null && Object.getPrototypeOf(proto) !== null) found.push(reserved(join(path, '__proto__'), '__proto__'));
+    if (proto !== null && Object.getPrototypeOf(proto) !== null)
+      found.push(reserved(join(path, '__proto__'), '__proto__'));
     const keys = Object.keys(v);
     for (let i = keys.length - 1; i >= 0; i--) {
       const k = keys[i];
-      stack.push(RESERVED_KEYS.has(k) ? { v: undefined, path: join(path, k), report: k } : { v: (v as Record<string, unknown>)[k], path: join(path, k) });
+      stack.push(
+        RESERVED_KEYS.has(k)
+          ? { v: undefined, path: join(path, k), report: k }
+          : { v: (v as Record<string, unknown>)[k], path: join(path, k) },
+      );
     }
   }
   return found.slice(0, MAX_REPORTED);

@@ -31,7 +31,9 @@ function validProxyEntry(entry: string): boolean {
  *
  * @returns the value for Express, or why it is malformed.
  */
-export function parseTrustProxy(raw: string | undefined): { ok: true; value: TrustProxy } | { ok: false; reason: string } {
+export function parseTrustProxy(
+  raw: string | undefined,
+): { ok: true; value: TrustProxy } | { ok: false; reason: string } {
   if (raw === undefined) return { ok: true, value: false };
   const lower = raw.toLowerCase();
   if (lower === 'false') return { ok: true, value: false };
@@ -40,10 +42,19 @@ export function parseTrustProxy(raw: string | undefined): { ok: true; value: Tru
     const hops = Number(raw);
     return hops > 100 ? { ok: false, reason: `hop count must be at most 100, got ${hops}` } : { ok: true, value: hops };
   }
-  const entries = raw.split(',').map((v) => v.trim()).filter(Boolean);
+  const entries = raw
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
   const bad = entries.find((entry) => !validProxyEntry(entry.toLowerCase()));
   if (bad !== undefined) {
-    return { ok: false, reason: `must be true, false, a hop count, or addresses/CIDRs/loopback/linklocal/uniquelocal separated by commas, got "${bad}"` };
+    return {
+      ok: false,
+      reason: `must be true, false, a hop count, or addresses/CIDRs/loopback/linklocal/uniquelocal separated by commas, got "${bad}"`,
+    };
   }
-  return { ok: true, value: Object.freeze(entries.map((e) => (PROXY_NAMES.has(e.toLowerCase()) ? e.toLowerCase() : e))) };
+  return {
+    ok: true,
+    value: Object.freeze(entries.map((e) => (PROXY_NAMES.has(e.toLowerCase()) ? e.toLowerCase() : e))),
+  };
 }

@@ -78,7 +78,12 @@ function makeAjv(coerceTypes: boolean): Ajv {
     schemaType: 'boolean',
     modifying: true,
     errors: false,
-    validate: (on: boolean, data: string, _schema?: unknown, at?: { parentData?: unknown; parentDataProperty?: string | number }) => {
+    validate: (
+      on: boolean,
+      data: string,
+      _schema?: unknown,
+      at?: { parentData?: unknown; parentDataProperty?: string | number },
+    ) => {
       if (on && at?.parentData !== undefined && at.parentDataProperty !== undefined) {
         (at.parentData as Record<string | number, unknown>)[at.parentDataProperty] = data.trim();
       }
@@ -162,10 +167,13 @@ function toFieldError(e: ErrorObject, root: string): FieldError {
     return { field, message: `must be one of: ${(p.allowedValues as unknown[]).join(', ')}`, code };
   }
   if (e.keyword === 'format' && typeof e.data === 'string' && (p.format === 'email' || p.format === 'mailbox')) {
-    const problem = p.format === 'email' ? addressProblem(e.data.trim()) : (() => {
-      const r = parseMailbox(e.data);
-      return r.ok ? undefined : r.reason;
-    })();
+    const problem =
+      p.format === 'email'
+        ? addressProblem(e.data.trim())
+        : (() => {
+            const r = parseMailbox(e.data);
+            return r.ok ? undefined : r.reason;
+          })();
     const message = problem ?? `must be a valid ${String(p.format)}`;
     return { field, message, code: /at most \d+/.test(message) ? 'too_big' : code };
   }
@@ -197,9 +205,12 @@ function simplify(all: ErrorObject[], schemaDescription: (schemaPath: string) =>
     }
     // Errors inside a `$ref` branch have paths of the referenced schema: they are the run of errors ajv reported
     // just before the union about its value, whose path is not the union's.
-    const refBranch = Array.isArray(union.schema) ? (union.schema as unknown[]).findIndex((b) => typeof b === 'object' && b !== null && '$ref' in b) : -1;
+    const refBranch = Array.isArray(union.schema)
+      ? (union.schema as unknown[]).findIndex((b) => typeof b === 'object' && b !== null && '$ref' in b)
+      : -1;
     if (refBranch >= 0) {
-      const within = (e: ErrorObject) => e.instancePath === union.instancePath || e.instancePath.startsWith(`${union.instancePath}/`);
+      const within = (e: ErrorObject) =>
+        e.instancePath === union.instancePath || e.instancePath.startsWith(`${union.instancePath}/`);
       const through: ErrorObject[] = [];
       for (let j = remaining.indexOf(union) - 1; j >= 0 && within(remaining[j]); j--) {
         if (!remaining[j].schemaPath.startsWith(prefix)) through.unshift(remaining[j]);
@@ -217,7 +228,8 @@ function simplify(all: ErrorObject[], schemaDescription: (schemaPath: string) =>
             {
               ...union,
               keyword: 'type',
-              message: schemaDescription(union.schemaPath.replace(/\/anyOf$/, '')) ?? 'does not match any accepted shape',
+              message:
+                schemaDescription(union.schemaPath.replace(/\/anyOf$/, '')) ?? 'does not match any accepted shape',
             },
           ];
     remaining = [...remaining.filter((e) => e !== union && !inside.includes(e)), ...replacement];
@@ -327,7 +339,9 @@ export function paramValidator<S extends TSchema>(schema: S): Validator<Static<S
 /**
  * Compiles a validator for data we produced ourselves (job payloads): returns errors instead of throwing.
  */
-export function dataValidator<S extends TSchema>(schema: S): (value: unknown) => { ok: true; value: Static<S> } | { ok: false; errors: FieldError[] } {
+export function dataValidator<S extends TSchema>(
+  schema: S,
+): (value: unknown) => { ok: true; value: Static<S> } | { ok: false; errors: FieldError[] } {
   const fn = bodyAjv.compile(schema);
   return (value) =>
     fn(value)
@@ -335,7 +349,12 @@ export function dataValidator<S extends TSchema>(schema: S): (value: unknown) =>
       : { ok: false, errors: simplify(fn.errors ?? [], (p) => describeAt(schema, p)).map((e) => toFieldError(e, '')) };
 }
 
-function build<T>(fn: ValidateFunction, schema: TSchema, root: string, fail: (errors: FieldError[]) => AppError): Validator<T> {
+function build<T>(
+  fn: ValidateFunction,
+  schema: TSchema,
+  root: string,
+  fail: (errors: FieldError[]) => AppError,
+): Validator<T> {
   return (value) => {
     if (fn(value)) return value as T;
     const errors = simplify(fn.errors ?? [], (p) => describeAt(schema, p)).map((e) => toFieldError(e, root));

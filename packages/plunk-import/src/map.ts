@@ -55,10 +55,18 @@ const fail = (reason: string): { ok: false; reason: string } => ({ ok: false, re
 const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v : null);
 /** Plunk's `Json?` columns may hold any JSON; ours hold objects. A non-object value is kept under `value`. */
 const asObject = (v: unknown): Record<string, unknown> =>
-  v === null || v === undefined ? {} : typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : { value: v };
+  v === null || v === undefined
+    ? {}
+    : typeof v === 'object' && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : { value: v };
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-function parent(ctx: MapContext, kind: 'project' | 'template' | 'segment' | 'campaign' | 'workflow' | 'step', plunkId: unknown) {
+function parent(
+  ctx: MapContext,
+  kind: 'project' | 'template' | 'segment' | 'campaign' | 'workflow' | 'step',
+  plunkId: unknown,
+) {
   return typeof plunkId === 'string' ? ctx[kind].get(plunkId) : undefined;
 }
 
@@ -68,9 +76,20 @@ function contactRef(ctx: MapContext, r: Row): string | undefined {
 }
 
 /** A Plunk project. */
-export function mapProject(r: Row): Mapped<{ id: string; name: string; disabled: boolean; createdAt: Date; updatedAt: Date }> {
+export function mapProject(
+  r: Row,
+): Mapped<{ id: string; name: string; disabled: boolean; createdAt: Date; updatedAt: Date }> {
   const name = str(r.name)?.slice(0, 200) ?? 'Imported from Plunk';
-  return { ok: true, row: { id: plunkRowId('project', r.id, r.createdAt), name, disabled: r.disabled === true, createdAt: r.createdAt, updatedAt: r.createdAt } };
+  return {
+    ok: true,
+    row: {
+      id: plunkRowId('project', r.id, r.createdAt),
+      name,
+      disabled: r.disabled === true,
+      createdAt: r.createdAt,
+      updatedAt: r.createdAt,
+    },
+  };
 }
 
 /**
@@ -81,11 +100,20 @@ export function mapProject(r: Row): Mapped<{ id: string; name: string; disabled:
 export function mapKey(r: Row, projectId: string, kind: KeyKind) {
   const key = kind === 'secret' ? r.secret : r.public;
   if (typeof key !== 'string' || keyKind(key) !== kind) {
-    return fail(`${kind} key is not a ${kind === 'secret' ? 'sk_' : 'pk_'} key of 32–128 characters [A-Za-z0-9_-]: issue a new one with project rotate-keys`);
+    return fail(
+      `${kind} key is not a ${kind === 'secret' ? 'sk_' : 'pk_'} key of 32–128 characters [A-Za-z0-9_-]: issue a new one with project rotate-keys`,
+    );
   }
   return {
     ok: true as const,
-    row: { id: plunkRowId('key', `${r.id}:${kind}`, r.createdAt), projectId, kind, keyHash: hashKey(key), keyPrefix: key.slice(0, KEY_PREFIX_LENGTH), createdAt: r.createdAt },
+    row: {
+      id: plunkRowId('key', `${r.id}:${kind}`, r.createdAt),
+      projectId,
+      kind,
+      keyHash: hashKey(key),
+      keyPrefix: key.slice(0, KEY_PREFIX_LENGTH),
+      createdAt: r.createdAt,
+    },
   };
 }
 
@@ -95,10 +123,19 @@ export function mapDomain(r: Row, ctx: MapContext) {
   if (!projectId) return fail(`its project ${r.projectId} was not imported`);
   const domain = typeof r.domain === 'string' ? asciiHostname(r.domain) : null;
   if (!domain) return fail(`"${r.domain}" is not a domain name`);
-  const dkimTokens = Array.isArray(r.dkimTokens) ? r.dkimTokens.filter((t: unknown): t is string => typeof t === 'string') : [];
+  const dkimTokens = Array.isArray(r.dkimTokens)
+    ? r.dkimTokens.filter((t: unknown): t is string => typeof t === 'string')
+    : [];
   return {
     ok: true as const,
-    row: { id: plunkRowId('domain', r.id, r.createdAt), projectId, domain, status: 'pending' as const, dkimTokens, createdAt: r.createdAt },
+    row: {
+      id: plunkRowId('domain', r.id, r.createdAt),
+      projectId,
+      domain,
+      status: 'pending' as const,
+      dkimTokens,
+      createdAt: r.createdAt,
+    },
     ...(r.verified ? { note: `domain ${domain} was verified in Plunk: imported unverified until checked here` } : {}),
   };
 }
@@ -198,7 +235,10 @@ export function mapSegmentMember(r: Row, ctx: MapContext) {
 
 const CAMPAIGN_STATUS: Record<string, { status: 'DRAFT' | 'SENT' | 'CANCELLED'; note?: string }> = {
   DRAFT: { status: 'DRAFT' },
-  SCHEDULED: { status: 'DRAFT', note: 'was SCHEDULED in Plunk: imported as DRAFT (schedule it here once Plunk no longer sends)' },
+  SCHEDULED: {
+    status: 'DRAFT',
+    note: 'was SCHEDULED in Plunk: imported as DRAFT (schedule it here once Plunk no longer sends)',
+  },
   SENDING: { status: 'CANCELLED', note: 'was SENDING in Plunk: imported as CANCELLED with its history' },
   SENT: { status: 'SENT' },
   CANCELLED: { status: 'CANCELLED' },
@@ -212,7 +252,8 @@ export function mapCampaign(r: Row, ctx: MapContext) {
   if (!state) return fail(`unknown status ${r.status}`);
   const from = str(r.from);
   if (!from) return fail('campaign without a from address');
-  const audienceType = r.audienceType === 'SEGMENT' || r.audienceType === 'FILTERED' ? r.audienceType : ('ALL' as const);
+  const audienceType =
+    r.audienceType === 'SEGMENT' || r.audienceType === 'FILTERED' ? r.audienceType : ('ALL' as const);
   let segmentId: string | null = null;
   if (audienceType === 'SEGMENT') {
     segmentId = parent(ctx, 'segment', r.segmentId) ?? null;
@@ -296,7 +337,9 @@ export function mapCampaignEmail(r: Row, ctx: MapContext) {
       renderedSubject: str(r.subject),
       status: status as 'sent',
       messageId: str(r.messageId),
-      error: str(r.error) ?? (r.status === 'PENDING' || r.status === 'SENDING' ? 'imported from Plunk before it was sent' : null),
+      error:
+        str(r.error) ??
+        (r.status === 'PENDING' || r.status === 'SENDING' ? 'imported from Plunk before it was sent' : null),
       sentAt: r.sentAt ?? null,
       deliveredAt: r.deliveredAt ?? null,
       openedAt: r.openedAt ?? null,
@@ -334,7 +377,11 @@ export function mapWorkflow(r: Row, ctx: MapContext) {
       createdAt: r.createdAt,
       updatedAt: r.updatedAt ?? r.createdAt,
     },
-    ...(r.enabled ? { note: `workflow ${r.id} was enabled in Plunk: imported disabled (enable it here once Plunk no longer runs it)` } : {}),
+    ...(r.enabled
+      ? {
+          note: `workflow ${r.id} was enabled in Plunk: imported disabled (enable it here once Plunk no longer runs it)`,
+        }
+      : {}),
   };
 }
 
@@ -382,7 +429,18 @@ export function mapTransition(r: Row, ctx: MapContext, projectOf: (workflowId: s
   } else if (r.fromType === 'WAIT_FOR_EVENT') {
     branch = r.waitOutcome === 'TIMEOUT' ? 'timeout' : 'event';
   }
-  return { ok: true as const, row: { id: plunkRowId('transition', r.id, r.createdAt), workflowId, projectId, fromStepId, toStepId, branch, createdAt: r.createdAt } };
+  return {
+    ok: true as const,
+    row: {
+      id: plunkRowId('transition', r.id, r.createdAt),
+      workflowId,
+      projectId,
+      fromStepId,
+      toStepId,
+      branch,
+      createdAt: r.createdAt,
+    },
+  };
 }
 
 /** A Plunk event of a contact (an event without a contact has no place here). */
@@ -394,5 +452,15 @@ export function mapEvent(r: Row, ctx: MapContext) {
   if (!contactId) return fail(`its contact ${r.contactId} was not imported`);
   const name = str(r.name);
   if (!name || name.length > 255) return fail('event name must be 1–255 characters');
-  return { ok: true as const, row: { id: plunkRowId('event', r.id, r.createdAt), projectId, contactId, name, data: asObject(r.data), createdAt: r.createdAt } };
+  return {
+    ok: true as const,
+    row: {
+      id: plunkRowId('event', r.id, r.createdAt),
+      projectId,
+      contactId,
+      name,
+      data: asObject(r.data),
+      createdAt: r.createdAt,
+    },
+  };
 }

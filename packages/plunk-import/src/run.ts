@@ -21,7 +21,21 @@ import { getTableColumns, getTableName, sql } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import type { Db } from '@mailroom/db/client';
 import { ensureMonthPartitions, monthStartMs, type PartitionedTable } from '@mailroom/db/queries/partitions';
-import { apiKeys, campaigns, contacts, domains, emails, events, projects, segmentMembers, segments, templates, workflows, workflowSteps, workflowTransitions } from '@mailroom/db/schema';
+import {
+  apiKeys,
+  campaigns,
+  contacts,
+  domains,
+  emails,
+  events,
+  projects,
+  segmentMembers,
+  segments,
+  templates,
+  workflows,
+  workflowSteps,
+  workflowTransitions,
+} from '@mailroom/db/schema';
 import { PlunkSource, PLUNK_QUERIES, type PlunkQuery } from './source';
 import * as m from './map';
 
@@ -103,14 +117,22 @@ class Run {
     readonly source: PlunkSource,
     readonly options: Required<Pick<PlunkImportOptions, 'batchSize' | 'maxListed'>> & PlunkImportOptions,
   ) {
-    const kinds = Object.fromEntries(PLUNK_IMPORT_KINDS.map((k) => [k, { read: 0, imported: 0, skipped: 0, unmapped: 0 }]));
-    this.report = { durationMs: 0, kinds: kinds as PlunkImportReport['kinds'], unmapped: { total: 0, first: [] }, notes: { total: 0, first: [] } };
+    const kinds = Object.fromEntries(
+      PLUNK_IMPORT_KINDS.map((k) => [k, { read: 0, imported: 0, skipped: 0, unmapped: 0 }]),
+    );
+    this.report = {
+      durationMs: 0,
+      kinds: kinds as PlunkImportReport['kinds'],
+      unmapped: { total: 0, first: [] },
+      notes: { total: 0, first: [] },
+    };
   }
 
   private refuse(kind: PlunkImportKind, plunkId: string, reason: string) {
     this.report.kinds[kind].unmapped += 1;
     this.report.unmapped.total += 1;
-    if (this.report.unmapped.first.length < this.options.maxListed) this.report.unmapped.first.push({ kind, plunkId, reason });
+    if (this.report.unmapped.first.length < this.options.maxListed)
+      this.report.unmapped.first.push({ kind, plunkId, reason });
     if (kind === 'contacts') this.ctx.missingContacts.add(plunkId);
   }
 
@@ -139,7 +161,8 @@ class Run {
     const rows: { plunkId: string; row: Record<string, unknown> }[] = [];
     for (const { plunkId, mapped } of items) {
       if (!mapped.ok) this.refuse(kind, plunkId, mapped.reason);
-      else if (mapped.row === null) tally.read -= 1; // not a row here (a Plunk TRIGGER step)
+      else if (mapped.row === null)
+        tally.read -= 1; // not a row here (a Plunk TRIGGER step)
       else {
         rows.push({ plunkId, row: mapped.row });
         if (mapped.note) this.note(mapped.note);
@@ -147,8 +170,17 @@ class Run {
     }
     if (rows.length === 0) return;
     const partitioned = PARTITIONED[getTableName(table)];
-    if (partitioned) await this.ensureMonths(partitioned, rows.map((r) => r.row.id as string));
-    const written = await bulkInsert(this.db, table, rows.map((r) => r.row), returning);
+    if (partitioned)
+      await this.ensureMonths(
+        partitioned,
+        rows.map((r) => r.row.id as string),
+      );
+    const written = await bulkInsert(
+      this.db,
+      table,
+      rows.map((r) => r.row),
+      returning,
+    );
     const inserted = new Set(written.map(keyOf));
     const missing = rows.filter((r) => !inserted.has(keyOf(r.row))).map((r) => keyOf(r.row));
     const here = missing.length === 0 ? new Set<string>() : exists ? await exists(missing) : new Set(missing);
@@ -177,16 +209,24 @@ class Run {
       const label = `${table} ${new Date(month).toISOString().slice(0, 7)}`;
       try {
         const blocked = await ensureMonthPartitions(this.db, table, month, month);
-        if (blocked.length > 0) this.note(`${label}: rows of that month were already in the default partition; the month stays there`);
+        if (blocked.length > 0)
+          this.note(`${label}: rows of that month were already in the default partition; the month stays there`);
       } catch (err) {
-        this.note(`${label}: the month partition could not be made (${(err as Error).message}); its rows went to the default partition`);
+        this.note(
+          `${label}: the month partition could not be made (${(err as Error).message}); its rows went to the default partition`,
+        );
       }
       done.add(month);
     }
   }
 
   /** Reads `query` in batches and hands each batch to `handle`. */
-  async each(kind: PlunkImportKind, query: PlunkQuery, handle: (batch: Record<string, any>[]) => Promise<void>): Promise<void> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  async each(
+    kind: PlunkImportKind,
+    query: PlunkQuery,
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- rows reach each kind's typed mapper as read
+    handle: (batch: Record<string, any>[]) => Promise<void>,
+  ): Promise<void> {
     const total = this.options.onProgress ? await this.source.count(query) : 0;
     let done = 0;
     for await (const batch of this.source.batches<Record<string, unknown>>(query, this.options.batchSize)) {
@@ -211,7 +251,12 @@ class Run {
  * @param returning - field names to return for each inserted row.
  * @returns the inserted rows' `returning` fields, keyed by field name.
  */
-async function bulkInsert(db: Db, table: PgTable, rows: Record<string, unknown>[], returning: string[]): Promise<Record<string, unknown>[]> {
+async function bulkInsert(
+  db: Db,
+  table: PgTable,
+  rows: Record<string, unknown>[],
+  returning: string[],
+): Promise<Record<string, unknown>[]> {
   const columns = getTableColumns(table) as Record<string, { name: string }>;
   const fields = [...new Set(rows.flatMap((r) => Object.keys(r)))];
   const name = (field: string) => {
@@ -228,10 +273,14 @@ async function bulkInsert(db: Db, table: PgTable, rows: Record<string, unknown>[
 }
 
 /** The partitioned tables the import writes, by table name. */
-const PARTITIONED: Partial<Record<string, PartitionedTable>> = { [getTableName(emails)]: 'emails', [getTableName(events)]: 'events' };
+const PARTITIONED: Partial<Record<string, PartitionedTable>> = {
+  [getTableName(emails)]: 'emails',
+  [getTableName(events)]: 'events',
+};
 
 const byId = (row: Record<string, unknown>) => row.id as string;
-const idsIn = (db: Db, table: PgTable & { id: any }) => async (keys: string[]) => { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table with an `id` column, whatever its type
+const idsIn = (db: Db, table: PgTable & { id: any }) => async (keys: string[]) => {
   const rows = await db
     .select({ id: table.id })
     .from(table)
@@ -247,34 +296,83 @@ const idsIn = (db: Db, table: PgTable & { id: any }) => async (keys: string[]) =
  * @returns the per-kind counts, refused rows and notes.
  * @throws Error when the source is unreachable or is not a Plunk v2 database; database errors of our side.
  */
-export async function importFromPlunk(db: Db, sourceUrl: string, options: PlunkImportOptions = {}): Promise<PlunkImportReport> {
+export async function importFromPlunk(
+  db: Db,
+  sourceUrl: string,
+  options: PlunkImportOptions = {},
+): Promise<PlunkImportReport> {
   const source = new PlunkSource(sourceUrl);
   try {
     await source.check();
-    const run = new Run(db, source, { ...options, batchSize: options.batchSize ?? 2000, maxListed: options.maxListed ?? 100 });
+    const run = new Run(db, source, {
+      ...options,
+      batchSize: options.batchSize ?? 2000,
+      maxListed: options.maxListed ?? 100,
+    });
     const { ctx } = run;
     const item = (plunkId: string, mapped: Item['mapped']): Item => ({ plunkId, mapped });
-    const remember = (map: Map<string, string>) => (plunkId: string, row: Record<string, unknown>) => map.set(plunkId, row.id as string);
+    const remember = (map: Map<string, string>) => (plunkId: string, row: Record<string, unknown>) =>
+      map.set(plunkId, row.id as string);
 
     await run.each('projects', PLUNK_QUERIES.projects, async (batch) => {
-      await run.write('projects', projects, batch.map((r) => item(r.id, m.mapProject(r))), byId, ['id'], idsIn(db, projects), remember(ctx.project));
+      await run.write(
+        'projects',
+        projects,
+        batch.map((r) => item(r.id, m.mapProject(r))),
+        byId,
+        ['id'],
+        idsIn(db, projects),
+        remember(ctx.project),
+      );
       const keys = batch.flatMap((r) => {
         const projectId = ctx.project.get(r.id);
-        return projectId ? (['secret', 'public'] as const).map((kind) => item(`${r.id}:${kind}`, m.mapKey(r, projectId, kind))) : [];
+        return projectId
+          ? (['secret', 'public'] as const).map((kind) => item(`${r.id}:${kind}`, m.mapKey(r, projectId, kind)))
+          : [];
       });
       await run.write('keys', apiKeys, keys, byId, ['id'], idsIn(db, apiKeys));
     });
     await run.each('domains', PLUNK_QUERIES.domains, (batch) =>
-      run.write('domains', domains, batch.map((r) => item(r.id, m.mapDomain(r, ctx))), byId, ['id'], idsIn(db, domains)),
+      run.write(
+        'domains',
+        domains,
+        batch.map((r) => item(r.id, m.mapDomain(r, ctx))),
+        byId,
+        ['id'],
+        idsIn(db, domains),
+      ),
     );
     await run.each('contacts', PLUNK_QUERIES.contacts, (batch) =>
-      run.write('contacts', contacts, batch.map((r) => item(r.id, m.mapContact(r, ctx))), byId, ['id'], idsIn(db, contacts)),
+      run.write(
+        'contacts',
+        contacts,
+        batch.map((r) => item(r.id, m.mapContact(r, ctx))),
+        byId,
+        ['id'],
+        idsIn(db, contacts),
+      ),
     );
     await run.each('templates', PLUNK_QUERIES.templates, (batch) =>
-      run.write('templates', templates, batch.map((r) => item(r.id, m.mapTemplate(r, ctx))), byId, ['id'], idsIn(db, templates), remember(ctx.template)),
+      run.write(
+        'templates',
+        templates,
+        batch.map((r) => item(r.id, m.mapTemplate(r, ctx))),
+        byId,
+        ['id'],
+        idsIn(db, templates),
+        remember(ctx.template),
+      ),
     );
     await run.each('segments', PLUNK_QUERIES.segments, (batch) =>
-      run.write('segments', segments, batch.map((r) => item(r.id, m.mapSegment(r, ctx))), byId, ['id'], idsIn(db, segments), remember(ctx.segment)),
+      run.write(
+        'segments',
+        segments,
+        batch.map((r) => item(r.id, m.mapSegment(r, ctx))),
+        byId,
+        ['id'],
+        idsIn(db, segments),
+        remember(ctx.segment),
+      ),
     );
     const memberKey = (row: Record<string, unknown>) => `${String(row.segmentId)}:${String(row.contactId)}`;
     await run.each('segmentMembers', PLUNK_QUERIES.segmentMembers, (batch) =>
@@ -288,26 +386,71 @@ export async function importFromPlunk(db: Db, sourceUrl: string, options: PlunkI
       ),
     );
     await run.each('campaigns', PLUNK_QUERIES.campaigns, (batch) =>
-      run.write('campaigns', campaigns, batch.map((r) => item(r.id, m.mapCampaign(r, ctx))), byId, ['id'], idsIn(db, campaigns), remember(ctx.campaign)),
+      run.write(
+        'campaigns',
+        campaigns,
+        batch.map((r) => item(r.id, m.mapCampaign(r, ctx))),
+        byId,
+        ['id'],
+        idsIn(db, campaigns),
+        remember(ctx.campaign),
+      ),
     );
     await run.each('campaignEmails', PLUNK_QUERIES.campaignEmails, (batch) =>
-      run.write('campaignEmails', emails, batch.map((r) => item(r.id, m.mapCampaignEmail(r, ctx))), byId, ['id'], idsIn(db, emails)),
+      run.write(
+        'campaignEmails',
+        emails,
+        batch.map((r) => item(r.id, m.mapCampaignEmail(r, ctx))),
+        byId,
+        ['id'],
+        idsIn(db, emails),
+      ),
     );
     await run.each('workflows', PLUNK_QUERIES.workflows, (batch) =>
-      run.write('workflows', workflows, batch.map((r) => item(r.id, m.mapWorkflow(r, ctx))), byId, ['id'], idsIn(db, workflows), (plunkId, row) => {
-        ctx.workflow.set(plunkId, row.id as string);
-        run.workflowProject.set(row.id as string, row.projectId as string);
-      }),
+      run.write(
+        'workflows',
+        workflows,
+        batch.map((r) => item(r.id, m.mapWorkflow(r, ctx))),
+        byId,
+        ['id'],
+        idsIn(db, workflows),
+        (plunkId, row) => {
+          ctx.workflow.set(plunkId, row.id as string);
+          run.workflowProject.set(row.id as string, row.projectId as string);
+        },
+      ),
     );
     const projectOf = (workflowId: string) => run.workflowProject.get(workflowId);
     await run.each('steps', PLUNK_QUERIES.steps, (batch) =>
-      run.write('steps', workflowSteps, batch.map((r) => item(r.id, m.mapStep(r, ctx, projectOf))), byId, ['id'], idsIn(db, workflowSteps), remember(ctx.step)),
+      run.write(
+        'steps',
+        workflowSteps,
+        batch.map((r) => item(r.id, m.mapStep(r, ctx, projectOf))),
+        byId,
+        ['id'],
+        idsIn(db, workflowSteps),
+        remember(ctx.step),
+      ),
     );
     await run.each('transitions', PLUNK_QUERIES.transitions, (batch) =>
-      run.write('transitions', workflowTransitions, batch.map((r) => item(r.id, m.mapTransition(r, ctx, projectOf))), byId, ['id'], idsIn(db, workflowTransitions)),
+      run.write(
+        'transitions',
+        workflowTransitions,
+        batch.map((r) => item(r.id, m.mapTransition(r, ctx, projectOf))),
+        byId,
+        ['id'],
+        idsIn(db, workflowTransitions),
+      ),
     );
     await run.each('events', PLUNK_QUERIES.events, (batch) =>
-      run.write('events', events, batch.map((r) => item(r.id, m.mapEvent(r, ctx))), byId, ['id'], idsIn(db, events)),
+      run.write(
+        'events',
+        events,
+        batch.map((r) => item(r.id, m.mapEvent(r, ctx))),
+        byId,
+        ['id'],
+        idsIn(db, events),
+      ),
     );
     return run.finish();
   } finally {

@@ -54,7 +54,11 @@ const id = (alias: string): Pick<PlunkQuery, 'key' | 'keyFields'> => ({ key: [`$
 /** The reads of each kind, in Plunk v2's column names. */
 export const PLUNK_QUERIES = {
   projects: { select: 'p.id, p.name, p.public, p.secret, p.disabled, p."createdAt"', from: 'projects p', ...id('p') },
-  domains: { select: 'd.id, d."projectId", d.domain, d."dkimTokens", d.verified, d."createdAt"', from: 'domains d', ...id('d') },
+  domains: {
+    select: 'd.id, d."projectId", d.domain, d."dkimTokens", d.verified, d."createdAt"',
+    from: 'domains d',
+    ...id('d'),
+  },
   contacts: {
     select: 'c.id, c."projectId", c.email, c.data, c.subscribed, c."createdAt", c."updatedAt"',
     from: 'contacts c',
@@ -68,7 +72,8 @@ export const PLUNK_QUERIES = {
     ...id('t'),
   },
   segments: {
-    select: 's.id, s."projectId", s.name, s.description, s.type::text AS type, s.condition, s."trackMembership", s."createdAt", s."updatedAt"',
+    select:
+      's.id, s."projectId", s.name, s.description, s.type::text AS type, s.condition, s."trackMembership", s."createdAt", s."updatedAt"',
     from: 'segments s',
     ...id('s'),
   },
@@ -106,7 +111,8 @@ export const PLUNK_QUERIES = {
     ...id('w'),
   },
   steps: {
-    select: 's.id, s."workflowId", s.type::text AS type, s.name, s.config, s."templateId", s."createdAt", s."updatedAt"',
+    select:
+      's.id, s."workflowId", s.type::text AS type, s.name, s.config, s."templateId", s."createdAt", s."updatedAt"',
     from: 'workflow_steps s',
     ...id('s'),
   },
@@ -130,7 +136,12 @@ export class PlunkSource {
 
   /** @param url - the Plunk database's connection string (`postgres://…`). */
   constructor(url: string) {
-    this.pool = new Pool({ connectionString: url, max: 1, application_name: 'mailroom-plunk-import', types: sourceTypes });
+    this.pool = new Pool({
+      connectionString: url,
+      max: 1,
+      application_name: 'mailroom-plunk-import',
+      types: sourceTypes,
+    });
   }
 
   /**
@@ -144,13 +155,17 @@ export class PlunkSource {
       [PLUNK_TABLES],
     );
     if (rows.length > 0) {
-      throw new Error(`not a Plunk v2 database: missing table(s) ${rows.map((r) => r.name).join(', ')} (see Plunk's packages/db/prisma/schema.prisma)`);
+      throw new Error(
+        `not a Plunk v2 database: missing table(s) ${rows.map((r) => r.name).join(', ')} (see Plunk's packages/db/prisma/schema.prisma)`,
+      );
     }
   }
 
   /** Counts the rows a query would read (for progress). */
   async count(q: PlunkQuery): Promise<number> {
-    const { rows } = await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${q.from}${q.where ? ` WHERE ${q.where}` : ''}`);
+    const { rows } = await this.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM ${q.from}${q.where ? ` WHERE ${q.where}` : ''}`,
+    );
     return Number(rows[0].n);
   }
 
@@ -163,7 +178,10 @@ export class PlunkSource {
     let after: unknown[] | undefined;
     const keyList = `(${q.key.join(', ')})`;
     for (;;) {
-      const conditions = [q.where, after ? `${keyList} > (${q.key.map((_, i) => `$${i + 2}`).join(', ')})` : undefined].filter(Boolean);
+      const conditions = [
+        q.where,
+        after ? `${keyList} > (${q.key.map((_, i) => `$${i + 2}`).join(', ')})` : undefined,
+      ].filter(Boolean);
       const text =
         `SELECT ${q.select} FROM ${q.from}${conditions.length ? ` WHERE ${conditions.map((c) => `(${c})`).join(' AND ')}` : ''} ` +
         `ORDER BY ${q.key.join(', ')} LIMIT $1`;

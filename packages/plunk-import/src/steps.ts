@@ -27,7 +27,12 @@ export function reasonOf(err: unknown): string {
   return errors.length > 0 ? errors.map((e) => `${e.field} ${e.message}`).join('; ') : err.message;
 }
 
-function convert(type: WorkflowStepType, c: Obj, templateColumn: unknown, template: (plunkId: string) => string | undefined): Obj | string {
+function convert(
+  type: WorkflowStepType,
+  c: Obj,
+  templateColumn: unknown,
+  template: (plunkId: string) => string | undefined,
+): Obj | string {
   switch (type) {
     case 'SEND_EMAIL': {
       const plunkTemplate = (typeof templateColumn === 'string' && templateColumn) || c.templateId;
@@ -40,7 +45,8 @@ function convert(type: WorkflowStepType, c: Obj, templateColumn: unknown, templa
       return defined({ amount: typeof c.amount === 'string' ? Number(c.amount) : c.amount, unit: c.unit });
     case 'WAIT_FOR_EVENT': {
       if (c.timeout && typeof c.timeout === 'object') return { event: c.eventName ?? c.event, timeout: c.timeout };
-      const seconds = c.timeout === undefined || c.timeout === null ? YEAR_S : Math.min(Math.round(Number(c.timeout)), YEAR_S);
+      const seconds =
+        c.timeout === undefined || c.timeout === null ? YEAR_S : Math.min(Math.round(Number(c.timeout)), YEAR_S);
       return { event: c.eventName ?? c.event, timeout: { amount: seconds, unit: 'seconds' } };
     }
     case 'CONDITION': {
@@ -57,7 +63,10 @@ function convert(type: WorkflowStepType, c: Obj, templateColumn: unknown, templa
       });
     case 'UPDATE_CONTACT': {
       const { subscribed, ...data } = obj(c.updates ?? c);
-      return defined({ data: Object.keys(data).length > 0 ? data : undefined, subscribed: typeof subscribed === 'boolean' ? subscribed : undefined });
+      return defined({
+        data: Object.keys(data).length > 0 ? data : undefined,
+        subscribed: typeof subscribed === 'boolean' ? subscribed : undefined,
+      });
     }
     case 'EXIT':
       return defined({ reason: typeof c.reason === 'string' ? c.reason.slice(0, 500) : undefined });
@@ -77,7 +86,8 @@ export function mapStepConfig(
   templateColumn: unknown,
   template: (plunkId: string) => string | undefined,
 ): { ok: true; type: WorkflowStepType; config: Obj } | { ok: false; reason: string } {
-  if (!(WORKFLOW_STEP_TYPES as readonly string[]).includes(type)) return { ok: false, reason: `step type ${type} has no equivalent here` };
+  if (!(WORKFLOW_STEP_TYPES as readonly string[]).includes(type))
+    return { ok: false, reason: `step type ${type} has no equivalent here` };
   const t = type as WorkflowStepType;
   const converted = convert(t, obj(config), templateColumn, template);
   if (typeof converted === 'string') return { ok: false, reason: converted };

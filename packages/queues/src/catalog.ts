@@ -54,7 +54,12 @@ export type SendJobPayload = Static<typeof SendJobPayload>;
  * @param config - `sendMaxAttempts` (transient failures) and `sendBackoffMs` (exponential backoff base, ms).
  * @param priority - a {@link SendPriority} lane.
  */
-export function sendJobOptions(config: Pick<QueueConfig, 'sendMaxAttempts' | 'sendBackoffMs'>, emailId: string, priority: number, delayMs = 0): JobsOptions {
+export function sendJobOptions(
+  config: Pick<QueueConfig, 'sendMaxAttempts' | 'sendBackoffMs'>,
+  emailId: string,
+  priority: number,
+  delayMs = 0,
+): JobsOptions {
   return {
     jobId: emailId,
     priority,
@@ -165,7 +170,10 @@ export const WEBHOOK_BACKOFF = 'webhook-schedule';
  * Job options of a `webhook` job: one attempt plus one per entry of the retry schedule, waits taken from the
  * schedule by the worker's {@link WEBHOOK_BACKOFF} strategy.
  */
-export function webhookJobOptions(config: Pick<QueueConfig, 'webhookRetryScheduleMs'>, ref: WebhookDeliveryRef): JobsOptions {
+export function webhookJobOptions(
+  config: Pick<QueueConfig, 'webhookRetryScheduleMs'>,
+  ref: WebhookDeliveryRef,
+): JobsOptions {
   return {
     jobId: `wh-${ref.id}-${ref.generation}`,
     attempts: config.webhookRetryScheduleMs.length + 1,
@@ -233,7 +241,12 @@ export type MaintenanceJobPayload = Static<typeof MaintenanceJobPayload>;
  * kept a while for the dashboard, never retried (the next tick is the retry).
  */
 export function maintenanceJobOptions(task: string, tick: number): JobsOptions {
-  return { jobId: `${task}-${tick}`, attempts: 1, removeOnComplete: { count: 100, age: 3600 }, removeOnFail: { count: 500, age: 7 * 24 * 3600 } };
+  return {
+    jobId: `${task}-${tick}`,
+    attempts: 1,
+    removeOnComplete: { count: 100, age: 3600 },
+    removeOnFail: { count: 500, age: 7 * 24 * 3600 },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------- catalog
@@ -242,7 +255,10 @@ export function maintenanceJobOptions(task: string, tick: number): JobsOptions {
  * A queue's consumer settings, apart from the connection and `autorun` (the worker process sets those).
  * `lockDuration` and `stalledInterval` are in ms.
  */
-export type WorkerSettings = Pick<WorkerOptions, 'concurrency' | 'lockDuration' | 'stalledInterval' | 'maxStalledCount' | 'limiter' | 'settings'>;
+export type WorkerSettings = Pick<
+  WorkerOptions,
+  'concurrency' | 'lockDuration' | 'stalledInterval' | 'maxStalledCount' | 'limiter' | 'settings'
+>;
 
 /** One entry of the catalog. */
 export interface QueueSpec<S extends TSchema = TSchema> {
@@ -281,14 +297,24 @@ export const queueCatalog = {
     jobOptions: importJobOptions,
     // A few long jobs per process, no rate limit (imports write Postgres, not SES). BullMQ renews the lock while a
     // job runs; a worker that dies leaves its job stalled, and another resumes it from the last committed batch.
-    worker: (config) => ({ concurrency: config.importConcurrency, lockDuration: config.workerLockMs, stalledInterval: config.workerLockMs, maxStalledCount: 100 }),
+    worker: (config) => ({
+      concurrency: config.importConcurrency,
+      lockDuration: config.workerLockMs,
+      stalledInterval: config.workerLockMs,
+      maxStalledCount: 100,
+    }),
   },
   campaign: {
     name: QueueName.campaign,
     payload: CampaignJobPayload,
     jobOptions: campaignJobOptions,
     // No rate limit: a campaign job writes Postgres and enqueues `send` jobs, which carry the SES limit.
-    worker: (config) => ({ concurrency: CAMPAIGN_CONCURRENCY, lockDuration: config.workerLockMs, stalledInterval: config.workerLockMs, maxStalledCount: 100 }),
+    worker: (config) => ({
+      concurrency: CAMPAIGN_CONCURRENCY,
+      lockDuration: config.workerLockMs,
+      stalledInterval: config.workerLockMs,
+      maxStalledCount: 100,
+    }),
   },
   webhook: {
     name: QueueName.webhook,

@@ -6,7 +6,10 @@ import IORedis from 'ioredis';
 import { createQueues } from './create';
 
 test('closeAll while the connection is still connecting, then the owner disconnects: no unhandled error', async () => {
-  const connection = new IORedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null, enableOfflineQueue: false });
+  const connection = new IORedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', {
+    maxRetriesPerRequest: null,
+    enableOfflineQueue: false,
+  });
   connection.on('error', () => undefined);
   const unhandled: unknown[] = [];
   const onRejection = (err: unknown) => unhandled.push(err);
@@ -23,7 +26,12 @@ test('closeAll while the connection is still connecting, then the owner disconne
     // What BullMQ does when such a start fails after the close (`initializing.catch(err => this.emit('error', err))`
     // on the queue's connection, whose listeners the close removed): it must not throw.
     for (const key of ['send', 'webhook'] as const) {
-      expect(() => queues[key]['connection'].emit('error', new Error("Stream isn't writeable and enableOfflineQueue options is false"))).not.toThrow();
+      expect(() =>
+        queues[key]['connection'].emit(
+          'error',
+          new Error("Stream isn't writeable and enableOfflineQueue options is false"),
+        ),
+      ).not.toThrow();
     }
   } finally {
     process.off('unhandledRejection', onRejection);

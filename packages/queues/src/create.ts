@@ -23,7 +23,11 @@ import { queueOptions } from './connection';
 export type Queues = { readonly [K in QueueKey]: Queue<PayloadOf<K>> } & { closeAll(): Promise<void> };
 
 /** Creates the `Queue` of catalog entry `key` on `connection` (which the caller owns and closes). */
-export function createQueue<K extends QueueKey>(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis, key: K): Queue<PayloadOf<K>> {
+export function createQueue<K extends QueueKey>(
+  config: Pick<PlatformConfig, 'queuePrefix'>,
+  connection: Redis,
+  key: K,
+): Queue<PayloadOf<K>> {
   return new Queue<PayloadOf<K>>(queueCatalog[key].name, queueOptions(config, connection));
 }
 
@@ -32,7 +36,9 @@ export function createQueue<K extends QueueKey>(config: Pick<PlatformConfig, 'qu
  * caller owns that (several processes' parts share it).
  */
 export function createQueues(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis): Queues {
-  const queues = Object.fromEntries(QUEUE_KEYS.map((key) => [key, createQueue(config, connection, key)])) as { [K in QueueKey]: Queue<PayloadOf<K>> };
+  const queues = Object.fromEntries(QUEUE_KEYS.map((key) => [key, createQueue(config, connection, key)])) as {
+    [K in QueueKey]: Queue<PayloadOf<K>>;
+  };
   return {
     ...queues,
     closeAll: async () => {
@@ -68,21 +74,33 @@ export function createSendQueue(config: Pick<PlatformConfig, 'queuePrefix'>, con
 }
 
 /** Creates the producer side of the `contact-import` queue. */
-export function createImportQueue(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis): Queue<ImportJobPayload> {
+export function createImportQueue(
+  config: Pick<PlatformConfig, 'queuePrefix'>,
+  connection: Redis,
+): Queue<ImportJobPayload> {
   return createQueue(config, connection, 'import');
 }
 
 /** Creates the producer side of the `campaign` queue. */
-export function createCampaignQueue(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis): Queue<CampaignJobPayload> {
+export function createCampaignQueue(
+  config: Pick<PlatformConfig, 'queuePrefix'>,
+  connection: Redis,
+): Queue<CampaignJobPayload> {
   return createQueue(config, connection, 'campaign');
 }
 
 /** Creates the producer side of the `webhook` queue. */
-export function createWebhookQueue(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis): Queue<WebhookJobPayload> {
+export function createWebhookQueue(
+  config: Pick<PlatformConfig, 'queuePrefix'>,
+  connection: Redis,
+): Queue<WebhookJobPayload> {
   return createQueue(config, connection, 'webhook');
 }
 
 /** Creates the producer side of the `workflow` queue. */
-export function createWorkflowQueue(config: Pick<PlatformConfig, 'queuePrefix'>, connection: Redis): Queue<WorkflowJobPayload> {
+export function createWorkflowQueue(
+  config: Pick<PlatformConfig, 'queuePrefix'>,
+  connection: Redis,
+): Queue<WorkflowJobPayload> {
   return createQueue(config, connection, 'workflow');
 }

@@ -1,7 +1,20 @@
 /** The enqueue functions build each kind of job from the catalog (a recording stand-in for BullMQ's Queue). */
 import type { Queue } from 'bullmq';
-import { importJobOptions, maintenanceJobOptions, sendJobOptions, webhookJobOptions, workflowJobOptions } from './catalog';
-import { announceWebhookDeliveries, enqueueExecutions, enqueueImport, enqueueMaintenance, enqueueSendJobs, enqueueWebhookDeliveries } from './enqueue';
+import {
+  importJobOptions,
+  maintenanceJobOptions,
+  sendJobOptions,
+  webhookJobOptions,
+  workflowJobOptions,
+} from './catalog';
+import {
+  announceWebhookDeliveries,
+  enqueueExecutions,
+  enqueueImport,
+  enqueueMaintenance,
+  enqueueSendJobs,
+  enqueueWebhookDeliveries,
+} from './enqueue';
 
 interface Added {
   name: string;
@@ -41,7 +54,9 @@ test('send jobs: one bulk add, payload and options per email; nothing for none; 
   ]);
   await enqueueSendJobs(queue, config, []);
   expect(added).toHaveLength(2);
-  await expect(enqueueSendJobs(recordingQueue(true).queue, config, [{ emailId: 'e1', projectId: 'p1', priority: 1 }])).rejects.toThrow('redis down');
+  await expect(
+    enqueueSendJobs(recordingQueue(true).queue, config, [{ emailId: 'e1', projectId: 'p1', priority: 1 }]),
+  ).rejects.toThrow('redis down');
 });
 
 test('import and maintenance jobs', async () => {
@@ -58,18 +73,32 @@ test('webhook deliveries: enqueue throws on failure, announce logs it instead', 
   const { queue, added } = recordingQueue();
   const ref = { id: 'd1', projectId: 'p1', generation: 1 };
   await enqueueWebhookDeliveries(queue, config, [ref]);
-  expect(added).toEqual([{ name: 'webhook', data: { deliveryId: 'd1', projectId: 'p1', generation: 1 }, opts: webhookJobOptions(config, ref) }]);
+  expect(added).toEqual([
+    {
+      name: 'webhook',
+      data: { deliveryId: 'd1', projectId: 'p1', generation: 1 },
+      opts: webhookJobOptions(config, ref),
+    },
+  ]);
   await expect(enqueueWebhookDeliveries(recordingQueue(true).queue, config, [ref])).rejects.toThrow('redis down');
   await announceWebhookDeliveries(recordingQueue(true).queue, config, [ref], log);
-  expect(log.warn).toHaveBeenCalledWith(expect.objectContaining({ deliveries: 1 }), expect.stringContaining('reconciler'));
+  expect(log.warn).toHaveBeenCalledWith(
+    expect.objectContaining({ deliveries: 1 }),
+    expect.stringContaining('reconciler'),
+  );
 });
 
 test('workflow executions: a suffix per execution; a failure is logged', async () => {
   const { queue, added } = recordingQueue();
   const refs = [{ id: 'x1', projectId: 'p1', version: 2, n: 'a' }];
   await enqueueExecutions(queue, refs, log, 1_000, (r) => r.n);
-  expect(added).toEqual([{ name: 'run', data: { executionId: 'x1', projectId: 'p1' }, opts: workflowJobOptions(refs[0], 1_000, 'a') }]);
+  expect(added).toEqual([
+    { name: 'run', data: { executionId: 'x1', projectId: 'p1' }, opts: workflowJobOptions(refs[0], 1_000, 'a') },
+  ]);
   log.warn.mockClear();
   await enqueueExecutions(recordingQueue(true).queue, refs, log);
-  expect(log.warn).toHaveBeenCalledWith(expect.objectContaining({ executions: 1 }), expect.stringContaining('reconciler'));
+  expect(log.warn).toHaveBeenCalledWith(
+    expect.objectContaining({ executions: 1 }),
+    expect.stringContaining('reconciler'),
+  );
 });

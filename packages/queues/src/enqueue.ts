@@ -46,10 +46,20 @@ export async function enqueueSendJobs(
   // One job (most requests): `add`, which skips the pipeline `addBulk` builds (it copies every script on the connection).
   if (emails.length === 1) {
     const [e] = emails;
-    await queue.add('send', { emailId: e.emailId, projectId: e.projectId }, sendJobOptions(config, e.emailId, e.priority, e.delayMs));
+    await queue.add(
+      'send',
+      { emailId: e.emailId, projectId: e.projectId },
+      sendJobOptions(config, e.emailId, e.priority, e.delayMs),
+    );
     return;
   }
-  await queue.addBulk(emails.map((e) => ({ name: 'send', data: { emailId: e.emailId, projectId: e.projectId }, opts: sendJobOptions(config, e.emailId, e.priority, e.delayMs) })));
+  await queue.addBulk(
+    emails.map((e) => ({
+      name: 'send',
+      data: { emailId: e.emailId, projectId: e.projectId },
+      opts: sendJobOptions(config, e.emailId, e.priority, e.delayMs),
+    })),
+  );
 }
 
 /**
@@ -76,11 +86,18 @@ export async function scheduleSendJob(
     if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return;
     await job.remove().catch(() => undefined);
   }
-  await queue.add('send', { emailId: email.emailId, projectId: email.projectId }, sendJobOptions(config, email.emailId, email.priority, delay));
+  await queue.add(
+    'send',
+    { emailId: email.emailId, projectId: email.projectId },
+    sendJobOptions(config, email.emailId, email.priority, delay),
+  );
 }
 
 /** Adds the job of a committed contact import (`jobId` = import id). Throws when Redis fails. */
-export async function enqueueImport(queue: Queue<ImportJobPayload>, imp: { id: string; projectId: string }): Promise<void> {
+export async function enqueueImport(
+  queue: Queue<ImportJobPayload>,
+  imp: { id: string; projectId: string },
+): Promise<void> {
   await queue.add('import', { importId: imp.id, projectId: imp.projectId }, importJobOptions(imp.id));
 }
 
@@ -88,7 +105,11 @@ export async function enqueueImport(queue: Queue<ImportJobPayload>, imp: { id: s
  * Makes sure a campaign has exactly one job, due at `runAt`: adds it when missing (or finished), moves a delayed
  * one to the new time (a reschedule), and leaves a waiting or running one alone (it re-reads the campaign).
  */
-export async function scheduleCampaignJob(queue: Queue<CampaignJobPayload>, campaign: { id: string; projectId: string }, runAt: Date): Promise<void> {
+export async function scheduleCampaignJob(
+  queue: Queue<CampaignJobPayload>,
+  campaign: { id: string; projectId: string },
+  runAt: Date,
+): Promise<void> {
   const delay = runAt.getTime() - Date.now();
   const job = await queue.getJob(campaign.id);
   if (job) {
@@ -101,7 +122,11 @@ export async function scheduleCampaignJob(queue: Queue<CampaignJobPayload>, camp
     if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return;
     await job.remove().catch(() => undefined);
   }
-  await queue.add('campaign', { campaignId: campaign.id, projectId: campaign.projectId }, campaignJobOptions(campaign.id, delay));
+  await queue.add(
+    'campaign',
+    { campaignId: campaign.id, projectId: campaign.projectId },
+    campaignJobOptions(campaign.id, delay),
+  );
 }
 
 /**
@@ -115,7 +140,10 @@ export async function promoteDelayedJobs(queue: Queue, jobIds: readonly string[]
       jobIds.slice(i, i + 100).map(async (id) => {
         const job = await queue.getJob(id);
         if (!job || !(await job.isDelayed())) return false;
-        return job.promote().then(() => true, () => false);
+        return job.promote().then(
+          () => true,
+          () => false,
+        );
       }),
     );
     promoted += woken.filter(Boolean).length;
@@ -134,7 +162,11 @@ export async function enqueueWebhookDeliveries(
 ): Promise<void> {
   if (refs.length === 0) return;
   await queue.addBulk(
-    refs.map((ref) => ({ name: 'webhook', data: { deliveryId: ref.id, projectId: ref.projectId, generation: ref.generation }, opts: webhookJobOptions(config, ref) })),
+    refs.map((ref) => ({
+      name: 'webhook',
+      data: { deliveryId: ref.id, projectId: ref.projectId, generation: ref.generation },
+      opts: webhookJobOptions(config, ref),
+    })),
   );
 }
 
@@ -185,6 +217,11 @@ export async function enqueueExecutions<R extends ExecutionJobRef>(
  * Adds the job of tick `tick` of maintenance task `task` (`jobId` = `<task>-<tick>`: every process ticking adds
  * the same job), run after `delayMs` (ms, default 0). Throws when Redis fails; the next tick tries again.
  */
-export async function enqueueMaintenance(queue: Queue<MaintenanceJobPayload>, task: string, tick: number, delayMs = 0): Promise<void> {
+export async function enqueueMaintenance(
+  queue: Queue<MaintenanceJobPayload>,
+  task: string,
+  tick: number,
+  delayMs = 0,
+): Promise<void> {
   await queue.add(task, {}, { ...maintenanceJobOptions(task, tick), ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }

@@ -36,7 +36,11 @@ export async function readEvictionPolicy(redis: Redis, timeoutMs = 3_000): Promi
   try {
     return await Promise.race([read(redis), timeout]);
   } catch (err) {
-    return { status: 'unknown', policies: [], message: `Redis maxmemory-policy could not be read (${(err as Error).message}); make sure it is noeviction` };
+    return {
+      status: 'unknown',
+      policies: [],
+      message: `Redis maxmemory-policy could not be read (${(err as Error).message}); make sure it is noeviction`,
+    };
   } finally {
     clearTimeout(timer);
   }

@@ -6,7 +6,7 @@ import { SendPriority } from './catalog';
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-test('within the share the lane\'s own priority; then one step down per tenfold, never into the next lane', () => {
+test("within the share the lane's own priority; then one step down per tenfold, never into the next lane", () => {
   expect(demotedPriority('transactional', 0, 100)).toBe(1);
   expect(demotedPriority('transactional', 99, 100)).toBe(1);
   expect(demotedPriority('transactional', 100, 100)).toBe(2);
@@ -25,7 +25,7 @@ describe('lanePriorities', () => {
   afterAll(() => redis.disconnect());
   const config = { queuePrefix: `{lanes-${randomBytes(4).toString('hex')}}`, sendFairSharePerMinute: 10 };
 
-  test('counts each project apart: a burst is demoted, another project\'s first emails are not', async () => {
+  test("counts each project apart: a burst is demoted, another project's first emails are not", async () => {
     // The count is per minute: start clear of a minute boundary so the calls below share one.
     const left = 60_000 - (Date.now() % 60_000);
     if (left < 2_000) await new Promise((r) => setTimeout(r, left + 10));
@@ -39,7 +39,7 @@ describe('lanePriorities', () => {
     expect(await lanePriorities(redis, config, 'workflow', 'project-a', 1)).toEqual([5]);
   });
 
-  test('with delivery connections, each connection counts a project\'s share apart; `default` is the plain count', async () => {
+  test("with delivery connections, each connection counts a project's share apart; `default` is the plain count", async () => {
     const left = 60_000 - (Date.now() % 60_000);
     if (left < 2_000) await new Promise((r) => setTimeout(r, left + 10));
     const c = { ...config, queuePrefix: `{lanes-${randomBytes(4).toString('hex')}}` };
@@ -59,9 +59,13 @@ describe('lanePriorities', () => {
     expect(await redis.get(`${c.queuePrefix}:lane:transactional:project-c:${minute}:backup`)).toBe('11');
   });
 
-  test('without Redis (none given, or down) every email keeps the lane\'s priority', async () => {
+  test("without Redis (none given, or down) every email keeps the lane's priority", async () => {
     expect(await lanePriorities(undefined, config, 'transactional', 'p', 3)).toEqual([1, 1, 1]);
-    const down = new IORedis('redis://127.0.0.1:1', { maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true });
+    const down = new IORedis('redis://127.0.0.1:1', {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      lazyConnect: true,
+    });
     down.on('error', () => undefined);
     expect(await lanePriorities(down, config, 'workflow', 'p', 2)).toEqual([5, 5]);
     down.disconnect();

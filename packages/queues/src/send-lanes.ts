@@ -73,7 +73,13 @@ export interface LaneRequest {
 }
 
 /** The counter of a project (and connection) in a lane this minute. */
-function laneKey(prefix: string, lane: SharedLane, projectId: string, connection: string | undefined, minute: number): string {
+function laneKey(
+  prefix: string,
+  lane: SharedLane,
+  projectId: string,
+  connection: string | undefined,
+  minute: number,
+): string {
   const base = `${prefix}:lane:${lane}:${projectId}:${minute}`;
   return connection && connection !== 'default' ? `${base}:${connection}` : base;
 }

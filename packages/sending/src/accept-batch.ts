@@ -19,7 +19,14 @@ import type { KeyMode } from '@mailroom/platform/keys';
 import type { DbOrTx } from '@mailroom/db/client';
 import { writeTransactionalBatch } from '@mailroom/db/queries/transactional-batch';
 import { senderRefusal } from '@mailroom/mail/sender';
-import { prepareSend, transactionalRequest, writtenEmails, type AcceptDeps, type AcceptedEmails, type SendRequest } from './accept';
+import {
+  prepareSend,
+  transactionalRequest,
+  writtenEmails,
+  type AcceptDeps,
+  type AcceptedEmails,
+  type SendRequest,
+} from './accept';
 import { enqueueAccepted, sendResult, type SendResult } from './accept-enqueue';
 
 /** Most messages in one batch (as Resend). */
@@ -67,7 +74,13 @@ function batchRefused(errors: BatchItemError[]): AppError {
     .flatMap((e) =>
       e.errors?.length
         ? e.errors.map((f) => ({ ...f, field: `${e.index}.${f.field}` }) as FieldError)
-        : [{ field: about[e.code] ? `${e.index}.${about[e.code]}` : String(e.index), message: `${e.code}: ${e.message}`, code: 'custom' as const }],
+        : [
+            {
+              field: about[e.code] ? `${e.index}.${about[e.code]}` : String(e.index),
+              message: `${e.code}: ${e.message}`,
+              code: 'custom' as const,
+            },
+          ],
     );
   return validationError(fields, 'No message of the batch was accepted');
 }
@@ -132,12 +145,25 @@ export async function acceptSendBatch(
   const writeAll = async (tx: DbOrTx) => {
     const out: { index: number; from: string; written: ReturnType<typeof writtenEmails> }[] = [];
     for (const round of rounds) {
-      const writes = await writeTransactionalBatch(tx, round.map((p) => p.request));
+      const writes = await writeTransactionalBatch(
+        tx,
+        round.map((p) => p.request),
+      );
       round.forEach((p, i) => {
         if (writes[i].senderRefused) {
-          errors.push({ index: p.index, code: 'VALIDATION_ERROR', statusCode: 422, message: 'from: ' + senderRefusal(p.input.content.fromEmail).message, errors: [senderRefusal(p.input.content.fromEmail)] });
+          errors.push({
+            index: p.index,
+            code: 'VALIDATION_ERROR',
+            statusCode: 422,
+            message: 'from: ' + senderRefusal(p.input.content.fromEmail).message,
+            errors: [senderRefusal(p.input.content.fromEmail)],
+          });
         } else {
-          out.push({ index: p.index, from: p.input.content.fromEmail, written: writtenEmails(p.list, writes[i], p.input.content.scheduledAt ?? null) });
+          out.push({
+            index: p.index,
+            from: p.input.content.fromEmail,
+            written: writtenEmails(p.list, writes[i], p.input.content.scheduledAt ?? null),
+          });
         }
       });
     }

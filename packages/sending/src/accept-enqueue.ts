@@ -21,7 +21,13 @@ import { enqueueSends, type SendEnqueuer } from './enqueue-batcher';
  * list of `suppressed` addresses.
  */
 export interface SendResult {
-  emails: { contact: { id: string; email: string }; email: string; status: 'queued' | 'scheduled' | 'suppressed'; reason?: SuppressionCause; scheduledAt?: string }[];
+  emails: {
+    contact: { id: string; email: string };
+    email: string;
+    status: 'queued' | 'scheduled' | 'suppressed';
+    reason?: SuppressionCause;
+    scheduledAt?: string;
+  }[];
   suppressed: string[];
   timestamp: string;
 }
@@ -29,7 +35,12 @@ export interface SendResult {
 /** What `writeAccepted` (`./accept`) wrote: one row per recipient, and the webhook deliveries to announce. */
 export interface WrittenEmails {
   /** `suppressed`: why the email is stored but never sent (undefined: queued). */
-  rows: { id: string; toEmail: string; suppressed: SuppressionCause | undefined; contact: { id: string; email: string } }[];
+  rows: {
+    id: string;
+    toEmail: string;
+    suppressed: SuppressionCause | undefined;
+    contact: { id: string; email: string };
+  }[];
   deliveries: WebhookDeliveryRef[];
   /** `input.idempotency`'s key was already held (committed within 24 h, see `./relay/replay`): nothing was written. */
   keyHeld?: true;

@@ -110,11 +110,21 @@ function decodeAttachments(items: NonNullable<SendRequest['attachments']>) {
     }
     const content = Buffer.from(compact, 'base64');
     total += content.length;
-    return { filename: a.filename, contentType: attachmentType(a.filename, a.contentType), content, contentId: a.contentId ?? null, disposition: a.disposition ?? null };
+    return {
+      filename: a.filename,
+      contentType: attachmentType(a.filename, a.contentType),
+      content,
+      contentId: a.contentId ?? null,
+      disposition: a.disposition ?? null,
+    };
   });
   errors.push(...contentIdErrors(items));
   if (total > ATTACHMENT_LIMITS.totalBytes) {
-    errors.push({ field: 'attachments', message: `total size ${total} bytes exceeds ${ATTACHMENT_LIMITS.totalBytes} bytes (10 MB)`, code: 'too_big' });
+    errors.push({
+      field: 'attachments',
+      message: `total size ${total} bytes exceeds ${ATTACHMENT_LIMITS.totalBytes} bytes (10 MB)`,
+      code: 'too_big',
+    });
   }
   return { files, errors };
 }
@@ -183,12 +193,17 @@ export async function prepareSend(
 
   const subject = req.subject ?? template?.subject;
   const body = req.body ?? template?.body;
-  if (subject === undefined) errors.push({ field: 'subject', message: 'is required when no template is given', code: 'invalid_type' });
-  if (body === undefined) errors.push({ field: 'body', message: 'is required when no template is given', code: 'invalid_type' });
+  if (subject === undefined)
+    errors.push({ field: 'subject', message: 'is required when no template is given', code: 'invalid_type' });
+  if (body === undefined)
+    errors.push({ field: 'body', message: 'is required when no template is given', code: 'invalid_type' });
 
-  const fromInput: Mailbox | undefined = req.from !== undefined ? mailbox(req.from) : template?.from ? { email: template.from } : undefined;
-  const fromName = req.name?.trim() || fromInput?.name || (req.from === undefined ? template?.fromName : undefined) || undefined;
-  const replyTo = (req.reply !== undefined ? formatMailbox(mailbox(req.reply)) : undefined) ?? template?.replyTo ?? undefined;
+  const fromInput: Mailbox | undefined =
+    req.from !== undefined ? mailbox(req.from) : template?.from ? { email: template.from } : undefined;
+  const fromName =
+    req.name?.trim() || fromInput?.name || (req.from === undefined ? template?.fromName : undefined) || undefined;
+  const replyTo =
+    (req.reply !== undefined ? formatMailbox(mailbox(req.reply)) : undefined) ?? template?.replyTo ?? undefined;
   if (!fromInput) {
     errors.push({ field: 'from', message: 'is required unless the template has a from address', code: 'invalid_type' });
   } else {
@@ -198,7 +213,12 @@ export async function prepareSend(
 
   const contentField = (key: 'subject' | 'body') => (req[key] === undefined ? 'template' : key);
   errors.push(...templateSyntaxErrors({ subject, body }, (key) => contentField(key as 'subject' | 'body')));
-  errors.push(...contentLimitErrors({ subject, body }, req.type ?? 'html', { subject: contentField('subject'), body: contentField('body') }));
+  errors.push(
+    ...contentLimitErrors({ subject, body }, req.type ?? 'html', {
+      subject: contentField('subject'),
+      body: contentField('body'),
+    }),
+  );
   // A MARKETING template's mail carries the platform's unsubscribe pair and bulk headers (headers.ts).
   const marketing = template?.type === 'MARKETING';
   if (req.headers) errors.push(...checkCustomHeaders(req.headers, { marketing }));
@@ -263,7 +283,13 @@ export interface AcceptedEmails {
   data?: Record<string, unknown>;
   content: Omit<TransactionalContent, 'attachmentIds'>;
   /** Stored once, referenced by every email (a relayed message's bytes are one `message/rfc822` file). */
-  files: { filename: string; contentType: string; content: Buffer; contentId?: string | null; disposition?: 'inline' | 'attachment' | null }[];
+  files: {
+    filename: string;
+    contentType: string;
+    content: Buffer;
+    contentId?: string | null;
+    disposition?: 'inline' | 'attachment' | null;
+  }[];
   /** When given, the write checks the sender itself (see `writeTransactional`). */
   senderDomains?: string[];
   /**
@@ -332,24 +358,49 @@ type RecipientRow = { id: string; email: NormalizedMailbox['email']; emailKey: s
  * The data layer's request for one accepted request: a new email id per recipient, and the files stored by the
  * statement itself (`attachmentIds` undefined) or already inserted (their ids).
  */
-export function transactionalRequest(projectId: string, input: AcceptedEmails, attachmentIds?: string[]): { request: TransactionalRequest; list: RecipientRow[] } {
+export function transactionalRequest(
+  projectId: string,
+  input: AcceptedEmails,
+  attachmentIds?: string[],
+): { request: TransactionalRequest; list: RecipientRow[] } {
   const files = attachmentIds ? [] : input.files.map((f) => ({ ...f, id: newId() }));
-  const list = input.recipients.map((r) => ({ id: newId(), email: r.email, emailKey: normalizedKey(r.email), name: r.name ?? null }));
+  const list = input.recipients.map((r) => ({
+    id: newId(),
+    email: r.email,
+    emailKey: normalizedKey(r.email),
+    name: r.name ?? null,
+  }));
   const request: TransactionalRequest = {
     projectId,
-    contacts: list.map((r) => ({ email: r.email, subscribed: input.subscribed, defaultSubscribed: false, data: input.data })),
+    contacts: list.map((r) => ({
+      email: r.email,
+      subscribed: input.subscribed,
+      defaultSubscribed: false,
+      data: input.data,
+    })),
     recipients: list,
     content: { ...input.content, attachmentIds: attachmentIds ?? files.map((f) => f.id) },
     webhookTimestamp: new Date().toISOString(),
     senderDomains: input.senderDomains,
     ...(files.length > 0 ? { files } : {}),
-    ...(input.idempotency ? { idempotency: { ...input.idempotency, response: { emailIds: list.map((r) => r.id) } satisfies StoredEmails } } : {}),
+    ...(input.idempotency
+      ? { idempotency: { ...input.idempotency, response: { emailIds: list.map((r) => r.id) } satisfies StoredEmails } }
+      : {}),
   };
   return { request, list };
 }
 
 /** What the data layer's write of {@link transactionalRequest}'s request wrote, per recipient. */
-export function writtenEmails(list: RecipientRow[], w: TransactionalWrite, scheduledAt: Date | null = null): WrittenEmails {
-  const rows = list.map((r) => ({ id: r.id, toEmail: r.email, suppressed: w.suppressed.get(r.emailKey), contact: w.contacts.get(r.emailKey)! }));
+export function writtenEmails(
+  list: RecipientRow[],
+  w: TransactionalWrite,
+  scheduledAt: Date | null = null,
+): WrittenEmails {
+  const rows = list.map((r) => ({
+    id: r.id,
+    toEmail: r.email,
+    suppressed: w.suppressed.get(r.emailKey),
+    contact: w.contacts.get(r.emailKey)!,
+  }));
   return { rows, deliveries: w.deliveries, scheduledAt };
 }

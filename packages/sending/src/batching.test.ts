@@ -25,7 +25,9 @@ import type { MailTransport, OutboundMessage } from './ses/transport';
 const config = testConfig({ SEND_LEASE_MS: '5000' });
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
 // No webhook endpoints in these projects, so nothing is ever enqueued.
-const webhookQueue = { addBulk: () => Promise.reject(new Error('nothing should be enqueued')) } as unknown as Queue<WebhookJobPayload>;
+const webhookQueue = {
+  addBulk: () => Promise.reject(new Error('nothing should be enqueued')),
+} as unknown as Queue<WebhookJobPayload>;
 
 let database: Database;
 let redis: IORedis;
@@ -48,9 +50,22 @@ async function queuedEmails(n: number): Promise<string[]> {
     Array.from({ length: n }, () => ({ email: normalizeEmail(recipient('batch')), defaultSubscribed: false })),
   );
   const rows = contacts.map((c) => ({
-    id: newId(), projectId: p.id, contactId: c.id, templateId: null, source: 'transactional' as const, toEmail: normalizeEmail(c.email), toName: null,
-    fromEmail: `hello@${p.domain}`, fromName: null, replyTo: null, subject: 'Hi {{name}}', body: '<p>B</p>', bodyFormat: 'html' as const,
-    variables: { name: 'Ann' }, headers: {}, attachmentIds: [],
+    id: newId(),
+    projectId: p.id,
+    contactId: c.id,
+    templateId: null,
+    source: 'transactional' as const,
+    toEmail: normalizeEmail(c.email),
+    toName: null,
+    fromEmail: `hello@${p.domain}`,
+    fromName: null,
+    replyTo: null,
+    subject: 'Hi {{name}}',
+    body: '<p>B</p>',
+    bodyFormat: 'html' as const,
+    variables: { name: 'Ann' },
+    headers: {},
+    attachmentIds: [],
   }));
   await insertQueuedEmails(database.db, rows);
   return rows.map((r) => r.id);
@@ -58,7 +73,13 @@ async function queuedEmails(n: number): Promise<string[]> {
 
 const rowsOf = (ids: string[]) => database.db.select().from(emails).where(inArray(emails.id, ids));
 const sentCounted = async () =>
-  Number((await database.db.execute<{ n: string }>(sql`select coalesce(sum(sent), 0) as n from reputation_counts where project_id = ${p.id}::uuid`)).rows[0].n);
+  Number(
+    (
+      await database.db.execute<{ n: string }>(
+        sql`select coalesce(sum(sent), 0) as n from reputation_counts where project_id = ${p.id}::uuid`,
+      )
+    ).rows[0].n,
+  );
 
 describe('Batcher', () => {
   test('items arriving while a batch runs go together in the next one, each gets its own answer', async () => {
@@ -106,12 +127,19 @@ describe('Batcher', () => {
 describe('batched claims and finishes', () => {
   test('concurrent claims share statements; a final, a missing and a doubled email each get their own answer', async () => {
     const sizes: number[] = [];
-    const batching = createSendBatching({ config, db: database.db, webhookQueue }, 60_000, 50, (kind, n) => kind === 'claim' && sizes.push(n));
+    const batching = createSendBatching(
+      { config, db: database.db, webhookQueue },
+      60_000,
+      50,
+      (kind, n) => kind === 'claim' && sizes.push(n),
+    );
     const ids = await queuedEmails(20);
     const [done] = await queuedEmails(1);
     const first = await batching.claim(done);
     if (!first.ok) throw new Error('expected a claim');
-    expect(await batching.finish(first.claim, { status: 'sent', messageId: `ses-${done}`, renderedSubject: 'S' }, log)).toBe(true);
+    expect(
+      await batching.finish(first.claim, { status: 'sent', messageId: `ses-${done}`, renderedSubject: 'S' }, log),
+    ).toBe(true);
     const missing = newId();
 
     const answers = await Promise.all([...ids, done, missing, ids[0]].map((id) => batching.claim(id)));
@@ -132,9 +160,16 @@ describe('batched claims and finishes', () => {
 
   test('a batch of finishes: a lost claim does not move its row, the others move, each sent counted once', async () => {
     const sizes: number[] = [];
-    const batching = createSendBatching({ config, db: database.db, webhookQueue }, 60_000, 50, (kind, n) => kind === 'finish' && sizes.push(n));
+    const batching = createSendBatching(
+      { config, db: database.db, webhookQueue },
+      60_000,
+      50,
+      (kind, n) => kind === 'finish' && sizes.push(n),
+    );
     const ids = await queuedEmails(12);
-    const claims = (await Promise.all(ids.map((id) => batching.claim(id)))).map((a) => (a.ok ? a.claim : undefined)) as Claim[];
+    const claims = (await Promise.all(ids.map((id) => batching.claim(id)))).map((a) =>
+      a.ok ? a.claim : undefined,
+    ) as Claim[];
     const stale: Claim = { ...claims[5], token: newId() };
     const before = await sentCounted();
 
@@ -142,7 +177,11 @@ describe('batched claims and finishes', () => {
       claims.map((c, i) =>
         i === 3
           ? batching.finish(c, { status: 'failed', reason: 'refused', failureKind: 'permanent' }, log)
-          : batching.finish(i === 5 ? stale : c, { status: 'sent', messageId: `ses-${c.email.id}`, renderedSubject: 'Hi Ann' }, log),
+          : batching.finish(
+              i === 5 ? stale : c,
+              { status: 'sent', messageId: `ses-${c.email.id}`, renderedSubject: 'Hi Ann' },
+              log,
+            ),
       ),
     );
     expect(Math.max(...sizes)).toBeGreaterThan(1);
@@ -151,8 +190,15 @@ describe('batched claims and finishes', () => {
     for (const [i, id] of ids.entries()) {
       const r = rows.find((x) => x.id === id)!;
       if (i === 5) expect(r).toMatchObject({ status: 'sending', claimToken: claims[5].token, messageId: null });
-      else if (i === 3) expect(r).toMatchObject({ status: 'failed', failureKind: 'permanent', error: 'refused', claimToken: null });
-      else expect(r).toMatchObject({ status: 'sent', messageId: `ses-${id}`, renderedSubject: 'Hi Ann', claimToken: null });
+      else if (i === 3)
+        expect(r).toMatchObject({ status: 'failed', failureKind: 'permanent', error: 'refused', claimToken: null });
+      else
+        expect(r).toMatchObject({
+          status: 'sent',
+          messageId: `ses-${id}`,
+          renderedSubject: 'Hi Ann',
+          claimToken: null,
+        });
     }
     expect((await sentCounted()) - before).toBe(10);
     const timeline = await database.db.execute<{ email_id: string; type: string }>(
@@ -164,13 +210,26 @@ describe('batched claims and finishes', () => {
 
   test('one finish Postgres refuses (a NUL byte) fails alone; the rest of its batch is written', async () => {
     const sizes: number[] = [];
-    const batching = createSendBatching({ config, db: database.db, webhookQueue }, 60_000, 50, (kind, n) => kind === 'finish' && sizes.push(n));
+    const batching = createSendBatching(
+      { config, db: database.db, webhookQueue },
+      60_000,
+      50,
+      (kind, n) => kind === 'finish' && sizes.push(n),
+    );
     const ids = await queuedEmails(8);
-    const claims = (await Promise.all(ids.map((id) => batching.claim(id)))).map((a) => (a.ok ? a.claim : undefined)) as Claim[];
+    const claims = (await Promise.all(ids.map((id) => batching.claim(id)))).map((a) =>
+      a.ok ? a.claim : undefined,
+    ) as Claim[];
     const results = await Promise.all(
       claims.map((c, i) =>
         batching
-          .finish(c, i === 2 ? { status: 'failed', reason: 'bad\u0000reason', failureKind: 'permanent' } : { status: 'sent', messageId: `ses-${c.email.id}`, renderedSubject: 'S' }, log)
+          .finish(
+            c,
+            i === 2
+              ? { status: 'failed', reason: 'bad\u0000reason', failureKind: 'permanent' }
+              : { status: 'sent', messageId: `ses-${c.email.id}`, renderedSubject: 'S' },
+            log,
+          )
           .catch(() => 'refused'),
       ),
     );
@@ -217,41 +276,62 @@ describe('the send job with batching', () => {
   test('the batched sent write lost after SES accepted: the retried jobs record the kept outcomes, no second send', async () => {
     const ids = await queuedEmails(6);
     // This "process" loses Postgres once SES has accepted all six: its batched finish fails.
-    const lost = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'test-sending-batching-lost' });
+    const lost = createDatabase({
+      url: config.databaseUrl,
+      poolSize: 2,
+      applicationName: 'test-sending-batching-lost',
+    });
     const transport = barrier(6, () => lost.close());
     const send = createEmailSender({ config, database: lost, transport, webhookQueue, redis });
-    const failed = await Promise.all(ids.map((emailId) => send({ emailId, attempt: { made: 0, max: 3 }, log }).then(() => 'finished', () => 'threw')));
+    const failed = await Promise.all(
+      ids.map((emailId) =>
+        send({ emailId, attempt: { made: 0, max: 3 }, log }).then(
+          () => 'finished',
+          () => 'threw',
+        ),
+      ),
+    );
     expect(failed).toEqual(ids.map(() => 'threw'));
     expect(transport.sent).toHaveLength(6);
     expect((await rowsOf(ids)).every((r) => r.status === 'sending')).toBe(true);
 
     // The lease runs out; the jobs are retried by another process.
-    await database.db.update(emails).set({ claimedAt: new Date(Date.now() - 60_000) }).where(inArray(emails.id, ids));
+    await database.db
+      .update(emails)
+      .set({ claimedAt: new Date(Date.now() - 60_000) })
+      .where(inArray(emails.id, ids));
     const other = barrier(1);
     const retry = createEmailSender({ config, database, transport: other, webhookQueue, redis });
     const steps = await Promise.all(ids.map((emailId) => retry({ emailId, attempt: { made: 1, max: 3 }, log })));
     expect(steps).toEqual(ids.map((id) => ({ kind: 'done', result: { outcome: 'sent', messageId: `ses-${id}` } })));
     expect(other.sent).toHaveLength(0);
     const rows = await rowsOf(ids);
-    for (const id of ids) expect(rows.find((r) => r.id === id)).toMatchObject({ status: 'sent', messageId: `ses-${id}`, attempts: 2 });
+    for (const id of ids)
+      expect(rows.find((r) => r.id === id)).toMatchObject({ status: 'sent', messageId: `ses-${id}`, attempts: 2 });
     expect(await redis.exists(...ids.map((id) => `${config.queuePrefix}:ses-accepted:${id}`))).toBe(0);
   });
   test('finishes waiting behind a running batch keep their SES outcome in Redis first, and drop it once written', async () => {
     const ids = await queuedEmails(16);
     const keys = ids.map((id) => `${config.queuePrefix}:ses-accepted:${id}`);
     // Once SES has accepted all sixteen, another transaction holds their rows: the first finishes block on it.
-    const holder = createDatabase({ url: config.databaseUrl, poolSize: 1, applicationName: 'test-sending-batching-holder' });
+    const holder = createDatabase({
+      url: config.databaseUrl,
+      poolSize: 1,
+      applicationName: 'test-sending-batching-holder',
+    });
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     let holding: Promise<unknown> = Promise.resolve();
-    const transport = barrier(16, () =>
-      new Promise<void>((locked) => {
-        holding = holder.db.transaction(async (tx) => {
-          await tx.execute(sql`select 1 from emails where id = any(${`{${ids.join(',')}}`}::uuid[]) for update`);
-          locked();
-          await held;
-        });
-      }),
+    const transport = barrier(
+      16,
+      () =>
+        new Promise<void>((locked) => {
+          holding = holder.db.transaction(async (tx) => {
+            await tx.execute(sql`select 1 from emails where id = any(${`{${ids.join(',')}}`}::uuid[]) for update`);
+            locked();
+            await held;
+          });
+        }),
     );
     const send = createEmailSender({ config, database, transport, webhookQueue, redis });
     const steps = Promise.all(ids.map((emailId) => send({ emailId, attempt: { made: 0, max: 3 }, log })));
@@ -276,16 +356,31 @@ test('a row claimed in a batch is only finished by its own token', async () => {
   const a = await batching.claim(id);
   if (!a.ok) throw new Error('expected a claim');
   expect(await batching.finish({ ...a.claim, token: newId() }, { status: 'cancelled', reason: 'x' }, log)).toBe(false);
-  expect((await database.db.select().from(emails).where(eq(emails.id, id)))[0]).toMatchObject({ status: 'sending', claimToken: a.claim.token });
+  expect((await database.db.select().from(emails).where(eq(emails.id, id)))[0]).toMatchObject({
+    status: 'sending',
+    claimToken: a.claim.token,
+  });
 });
 
-test('claims and finishes, batched or alone, run on the claim pool\'s generic plans; each claims once and finishes only with its token', async () => {
+test("claims and finishes, batched or alone, run on the claim pool's generic plans; each claims once and finishes only with its token", async () => {
   // One connection, so the prepared statements read back are every named statement the claims and finishes ran.
-  const generic = createDatabase({ url: config.databaseUrl, poolSize: 1, applicationName: 'test-send-generic', genericPlans: true });
+  const generic = createDatabase({
+    url: config.databaseUrl,
+    poolSize: 1,
+    applicationName: 'test-send-generic',
+    genericPlans: true,
+  });
   try {
-    expect((await generic.db.execute<{ plan_cache_mode: string }>(sql`show plan_cache_mode`)).rows[0].plan_cache_mode).toBe('force_generic_plan');
+    expect(
+      (await generic.db.execute<{ plan_cache_mode: string }>(sql`show plan_cache_mode`)).rows[0].plan_cache_mode,
+    ).toBe('force_generic_plan');
     const sizes: number[] = [];
-    const batching = createSendBatching({ config, db: database.db, claimDb: generic.db, webhookQueue }, 60_000, 50, (_, n) => sizes.push(n));
+    const batching = createSendBatching(
+      { config, db: database.db, claimDb: generic.db, webhookQueue },
+      60_000,
+      50,
+      (_, n) => sizes.push(n),
+    );
     for (let round = 0; round < 3; round++) {
       const ids = await queuedEmails(6);
       const claims = await Promise.all(ids.map((id) => batching.claim(id)));
@@ -294,17 +389,31 @@ test('claims and finishes, batched or alone, run on the claim pool\'s generic pl
       // Alone (nothing else in its turn): a second claim of a held row is refused, a finish with another token
       // moves nothing.
       expect(await batching.claim(ids[0])).toMatchObject({ ok: false, kind: 'leased' });
-      expect(await batching.finish({ ...held[0], token: newId() }, { status: 'sent', messageId: 'wrong', renderedSubject: 'S' }, log)).toBe(false);
-      const finished = await Promise.all(held.map((c) => batching.finish(c, { status: 'sent', messageId: `g-${c.email.id}`, renderedSubject: 'S' }, log)));
+      expect(
+        await batching.finish(
+          { ...held[0], token: newId() },
+          { status: 'sent', messageId: 'wrong', renderedSubject: 'S' },
+          log,
+        ),
+      ).toBe(false);
+      const finished = await Promise.all(
+        held.map((c) =>
+          batching.finish(c, { status: 'sent', messageId: `g-${c.email.id}`, renderedSubject: 'S' }, log),
+        ),
+      );
       expect(finished).toEqual(held.map(() => true));
       const rows = await rowsOf(ids);
-      expect(rows.map((r) => [r.status, r.messageId]).sort()).toEqual(held.map((c) => ['sent', `g-${c.email.id}`]).sort());
+      expect(rows.map((r) => [r.status, r.messageId]).sort()).toEqual(
+        held.map((c) => ['sent', `g-${c.email.id}`]).sort(),
+      );
     }
     // A lone claim and finish that succeed.
     const [alone] = await queuedEmails(1);
     const one = await batching.claim(alone);
     if (!one.ok) throw new Error('expected a claim');
-    expect(await batching.finish(one.claim, { status: 'sent', messageId: 'alone', renderedSubject: 'S' }, log)).toBe(true);
+    expect(await batching.finish(one.claim, { status: 'sent', messageId: 'alone', renderedSubject: 'S' }, log)).toBe(
+      true,
+    );
     expect(sizes.filter((n) => n > 1).length).toBeGreaterThanOrEqual(6);
 
     const plans = (
@@ -315,10 +424,21 @@ test('claims and finishes, batched or alone, run on the claim pool\'s generic pl
     // The batched claim and finish (three of each) and the lone claim and finish (four of each) ran there, each on
     // its one generic plan, never planned for its values.
     expect(plans).toHaveLength(4);
-    expect(plans.find((p) => p.statement.includes('with want as'))).toMatchObject({ generic_plans: '3', custom_plans: '0' });
-    expect(plans.find((p) => p.statement.includes('with input as'))).toMatchObject({ generic_plans: '3', custom_plans: '0' });
-    expect(plans.find((p) => p.statement.includes("set status = 'sending'") && !p.statement.includes('with want as'))).toMatchObject({ generic_plans: '4', custom_plans: '0' });
-    expect(plans.find((p) => p.statement.includes('with moved as'))).toMatchObject({ generic_plans: '4', custom_plans: '0' });
+    expect(plans.find((p) => p.statement.includes('with want as'))).toMatchObject({
+      generic_plans: '3',
+      custom_plans: '0',
+    });
+    expect(plans.find((p) => p.statement.includes('with input as'))).toMatchObject({
+      generic_plans: '3',
+      custom_plans: '0',
+    });
+    expect(
+      plans.find((p) => p.statement.includes("set status = 'sending'") && !p.statement.includes('with want as')),
+    ).toMatchObject({ generic_plans: '4', custom_plans: '0' });
+    expect(plans.find((p) => p.statement.includes('with moved as'))).toMatchObject({
+      generic_plans: '4',
+      custom_plans: '0',
+    });
   } finally {
     await generic.close();
   }

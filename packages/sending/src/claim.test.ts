@@ -20,7 +20,9 @@ import { claimForSending, finishClaim, type Claim } from './claim';
 const config = testConfig();
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
 // No webhook endpoints in these projects, so nothing is ever enqueued.
-const webhookQueue = { addBulk: () => Promise.reject(new Error('nothing should be enqueued')) } as unknown as Queue<WebhookJobPayload>;
+const webhookQueue = {
+  addBulk: () => Promise.reject(new Error('nothing should be enqueued')),
+} as unknown as Queue<WebhookJobPayload>;
 
 let database: Database;
 let p: TestProject;
@@ -38,7 +40,9 @@ afterAll(async () => {
  */
 async function queuedEmail(opts: { marketing?: boolean; subscribed?: boolean } = {}): Promise<string> {
   const to = normalizeEmail(recipient('claim'));
-  const [contact] = await upsertContacts(database.db, p.id, [{ email: to, defaultSubscribed: opts.subscribed ?? false }]);
+  const [contact] = await upsertContacts(database.db, p.id, [
+    { email: to, defaultSubscribed: opts.subscribed ?? false },
+  ]);
   const id = newId();
   await insertQueuedEmails(database.db, [
     {
@@ -67,7 +71,12 @@ async function queuedEmail(opts: { marketing?: boolean; subscribed?: boolean } =
 const row = async (id: string) => (await database.db.select().from(emails).where(eq(emails.id, id)))[0];
 // Message ids are unique in the table (and the database is shared): each carries its email's id.
 const finish = (claim: Claim, tag: string) =>
-  finishClaim({ config, db: database.db, webhookQueue }, claim, { status: 'sent', messageId: `${tag}-${claim.email.id}`, renderedSubject: 'S' }, log);
+  finishClaim(
+    { config, db: database.db, webhookQueue },
+    claim,
+    { status: 'sent', messageId: `${tag}-${claim.email.id}`, renderedSubject: 'S' },
+    log,
+  );
 
 async function claimed(id: string, leaseMs: number): Promise<Claim> {
   const r = await claimForSending(database.db, id, leaseMs);
@@ -79,7 +88,13 @@ test('a queued email is claimed: sending, with the claim token, one attempt, the
   const id = await queuedEmail();
   const before = Date.now();
   const claim = await claimed(id, 60_000);
-  expect(claim.email).toMatchObject({ id, status: 'sending', previousStatus: 'queued', projectDisabled: false, suppression: null });
+  expect(claim.email).toMatchObject({
+    id,
+    status: 'sending',
+    previousStatus: 'queued',
+    projectDisabled: false,
+    suppression: null,
+  });
   expect(claim.claimedAt).toBeGreaterThanOrEqual(before);
   expect(await row(id)).toMatchObject({ status: 'sending', claimToken: claim.token, attempts: 1 });
   expect(claim.email.toEmail).toBe((await row(id)).toEmail);
@@ -99,7 +114,12 @@ test('the claim token finishes the row: sent, with the message id, the token cle
   const id = await queuedEmail();
   const claim = await claimed(id, 60_000);
   expect(await finish(claim, 'ses-1')).toBe(true);
-  expect(await row(id)).toMatchObject({ status: 'sent', messageId: `ses-1-${id}`, claimToken: null, renderedSubject: 'S' });
+  expect(await row(id)).toMatchObject({
+    status: 'sent',
+    messageId: `ses-1-${id}`,
+    claimToken: null,
+    renderedSubject: 'S',
+  });
 });
 
 test('after the lease a new claim takes over; the stale token cannot finish, the new one can', async () => {
@@ -125,7 +145,9 @@ test('a final row is skipped, and a missing one says so', async () => {
 
 test('the claim reads the suppression rule: a marketing email to a contact not subscribed, an address on the list', async () => {
   expect((await claimed(await queuedEmail({ marketing: true }), 60_000)).email.suppression).toBe('unsubscribed');
-  expect((await claimed(await queuedEmail({ marketing: true, subscribed: true }), 60_000)).email.suppression).toBeNull();
+  expect(
+    (await claimed(await queuedEmail({ marketing: true, subscribed: true }), 60_000)).email.suppression,
+  ).toBeNull();
   // Not marketing: the subscription does not matter.
   expect((await claimed(await queuedEmail(), 60_000)).email.suppression).toBeNull();
   const listed = await queuedEmail({ marketing: true });

@@ -178,7 +178,10 @@ export function createSendBatching(
   type Finish = { request: FinishRequest; log: Logger };
   const finishes = new Batcher<Finish, boolean>(
     async (items) => {
-      const { finished, deliveries } = await finishEmails(claimDb, items.map((i) => i.request));
+      const { finished, deliveries } = await finishEmails(
+        claimDb,
+        items.map((i) => i.request),
+      );
       await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, items[0].log);
       return finished;
     },

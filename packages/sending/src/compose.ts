@@ -82,7 +82,8 @@ export async function composeMessage(
     // A transactional body that links to its unsubscribe URL gets the one-click headers too (unless it has its own).
     bodyLinksUnsubscribe: content.html.includes(unsubscribeToken),
   });
-  if (dropped.length > 0) log?.warn({ dropped }, 'custom headers dropped: the platform owns them or they break the header rule');
+  if (dropped.length > 0)
+    log?.warn({ dropped }, 'custom headers dropped: the platform owns them or they break the header rule');
   try {
     const raw = await buildMime({
       from: { email: email.fromEmail, ...(email.fromName ? { name: email.fromName } : {}) },
@@ -92,7 +93,13 @@ export async function composeMessage(
       html: content.html,
       text: content.text,
       headers,
-      attachments: files.map((f) => ({ filename: f.filename, content: f.content, contentType: f.contentType, contentId: f.contentId, disposition: f.disposition })),
+      attachments: files.map((f) => ({
+        filename: f.filename,
+        content: f.content,
+        contentType: f.contentType,
+        contentId: f.contentId,
+        disposition: f.disposition,
+      })),
       messageId: `${email.id}@${emailDomain(email.fromEmail)}`,
       // The token names this email (attribution, and a test email's link records a test event), so it differs
       // per email; left out of the boundaries, identical content still gives identical bytes.

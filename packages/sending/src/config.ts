@@ -5,7 +5,14 @@
  * @module
  */
 import { ConfigError, fraction, int, type Env } from '@mailroom/platform/config-env';
-import { RETENTION_DEFAULTS, RETENTION_ENV, RETENTION_FIELDS, RETENTION_MAX_DAYS, RETENTION_MIN_DAYS, type RetentionSettings } from './retention-settings';
+import {
+  RETENTION_DEFAULTS,
+  RETENTION_ENV,
+  RETENTION_FIELDS,
+  RETENTION_MAX_DAYS,
+  RETENTION_MIN_DAYS,
+  type RetentionSettings,
+} from './retention-settings';
 
 /**
  * Send lease, send-rate gate, quota and test message settings.
@@ -106,9 +113,15 @@ export function loadSendingConfig(env: Env): SendingConfig {
     sesFailoverProbeMs: int(env, 'SES_FAILOVER_PROBE_MS', 15_000, 200, 600_000),
     testMessageRetentionHours: int(env, 'TEST_MESSAGE_RETENTION_HOURS', 168, 1, 24 * 3650),
     retention: Object.freeze(
-      Object.fromEntries(RETENTION_FIELDS.map((f) => [f, int(env, RETENTION_ENV[f], RETENTION_DEFAULTS[f], RETENTION_MIN_DAYS, RETENTION_MAX_DAYS)])) as unknown as RetentionSettings,
+      Object.fromEntries(
+        RETENTION_FIELDS.map((f) => [
+          f,
+          int(env, RETENTION_ENV[f], RETENTION_DEFAULTS[f], RETENTION_MIN_DAYS, RETENTION_MAX_DAYS),
+        ]),
+      ) as unknown as RetentionSettings,
     ),
   };
-  if (config.sesQuotaReserve > 0.5) throw new ConfigError('SES_QUOTA_RESERVE', `must be at most 0.5, got ${config.sesQuotaReserve}`);
+  if (config.sesQuotaReserve > 0.5)
+    throw new ConfigError('SES_QUOTA_RESERVE', `must be at most 0.5, got ${config.sesQuotaReserve}`);
   return Object.freeze(config);
 }

@@ -80,7 +80,10 @@ test('requests beyond maxBatch wait for the next batch; a later request of a pro
   const requests = Array.from({ length: 5 }, () => ({ projectId: project, emailIds: [newId()], log: silent }));
   await Promise.all(requests.map((r) => enqueue(r)));
   expect(sizes).toEqual([2, 2, 1]);
-  const jobs = await jobsOf(d.queue, requests.map((r) => r.emailIds[0]));
+  const jobs = await jobsOf(
+    d.queue,
+    requests.map((r) => r.emailIds[0]),
+  );
   // The share is 3: the first three at the lane's priority, the next two one step down.
   expect(jobs.map((j) => j?.priority)).toEqual([1, 1, 1, 2, 2]);
 });
@@ -94,9 +97,26 @@ test('Redis down: every request resolves, each logs its failed enqueue, nothing 
   down.disconnect(); // a fail-fast producer connection: every command now fails at once
   const warned: { emails: number; msg: string }[] = [];
   const log = { warn: (o: object, msg: string) => warned.push({ emails: (o as { emails: number }).emails, msg }) };
-  const enqueue = sendEnqueueBatcher({ config: healthy.config, sendQueue: queue, redis: down }, { maxBatch: 50, maxInFlight: 4 });
-  const requests = [3, 1, 2].map((n) => ({ projectId: newId(), emailIds: Array.from({ length: n }, () => newId()), log }));
+  const enqueue = sendEnqueueBatcher(
+    { config: healthy.config, sendQueue: queue, redis: down },
+    { maxBatch: 50, maxInFlight: 4 },
+  );
+  const requests = [3, 1, 2].map((n) => ({
+    projectId: newId(),
+    emailIds: Array.from({ length: n }, () => newId()),
+    log,
+  }));
   await Promise.all(requests.map((r) => enqueue(r)));
-  expect(warned).toEqual(requests.map((r) => ({ emails: r.emailIds.length, msg: 'enqueue failed; the reconciler will enqueue these emails' })));
-  expect(await jobsOf(healthy.queue, requests.flatMap((r) => r.emailIds))).toEqual([undefined, undefined, undefined, undefined, undefined, undefined]);
+  expect(warned).toEqual(
+    requests.map((r) => ({
+      emails: r.emailIds.length,
+      msg: 'enqueue failed; the reconciler will enqueue these emails',
+    })),
+  );
+  expect(
+    await jobsOf(
+      healthy.queue,
+      requests.flatMap((r) => r.emailIds),
+    ),
+  ).toEqual([undefined, undefined, undefined, undefined, undefined, undefined]);
 });

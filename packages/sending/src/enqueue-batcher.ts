@@ -65,11 +65,18 @@ export async function enqueueSends(deps: EnqueueDeps, requests: readonly SendEnq
       'transactional',
       counted.map((r, i) => ({ projectId: r.projectId, count: r.emailIds.length, connection: connections?.[i] })),
     );
-    const jobs = counted.flatMap((r, i) => r.emailIds.map((emailId, j) => ({ emailId, projectId: r.projectId, priority: priorities[i][j] ?? SendPriority.transactional })));
+    const jobs = counted.flatMap((r, i) =>
+      r.emailIds.map((emailId, j) => ({
+        emailId,
+        projectId: r.projectId,
+        priority: priorities[i][j] ?? SendPriority.transactional,
+      })),
+    );
     await enqueueSendJobs(deps.sendQueue, deps.config, jobs);
   } catch (err) {
     // Accepted all the same: the rows are committed and the reconciler enqueues them once Redis is back.
-    for (const r of counted) r.log.warn({ err, emails: r.emailIds.length }, 'enqueue failed; the reconciler will enqueue these emails');
+    for (const r of counted)
+      r.log.warn({ err, emails: r.emailIds.length }, 'enqueue failed; the reconciler will enqueue these emails');
   }
 }
 

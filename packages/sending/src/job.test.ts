@@ -23,7 +23,9 @@ import type { MailTransport, OutboundMessage } from './ses/transport';
 
 const config = testConfig({ SEND_LEASE_MS: '5000' });
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
-const webhookQueue = { addBulk: () => Promise.reject(new Error('nothing should be enqueued')) } as unknown as Queue<WebhookJobPayload>;
+const webhookQueue = {
+  addBulk: () => Promise.reject(new Error('nothing should be enqueued')),
+} as unknown as Queue<WebhookJobPayload>;
 
 /** A transport answering with `answer` (a message id, or an error to throw), recording what it was given. */
 function scripted() {
@@ -67,9 +69,23 @@ async function queuedEmail(test = false): Promise<{ id: string; to: NormalizedEm
   const id = newId();
   await insertQueuedEmails(database.db, [
     {
-      id, projectId: p.id, contactId: contact.id, templateId: null, source: 'transactional', toEmail: to, toName: null,
-      fromEmail: `hello@${p.domain}`, fromName: null, replyTo: null, subject: 'Hi {{name}}', body: '<p>B</p>', bodyFormat: 'html',
-      variables: { name: 'Ann' }, headers: {}, attachmentIds: [], test,
+      id,
+      projectId: p.id,
+      contactId: contact.id,
+      templateId: null,
+      source: 'transactional',
+      toEmail: to,
+      toName: null,
+      fromEmail: `hello@${p.domain}`,
+      fromName: null,
+      replyTo: null,
+      subject: 'Hi {{name}}',
+      body: '<p>B</p>',
+      bodyFormat: 'html',
+      variables: { name: 'Ann' },
+      headers: {},
+      attachmentIds: [],
+      test,
     },
   ]);
   return { id, to };
@@ -84,7 +100,11 @@ test('SES accepts: the stored (normalised) recipient goes to SES as it is, the r
   transport.answer = `ses-${id}`;
   expect(await run(id)).toEqual({ kind: 'done', result: { outcome: 'sent', messageId: `ses-${id}` } });
   expect(transport.sent).toHaveLength(1);
-  expect(transport.sent[0]).toMatchObject({ from: `hello@${p.domain}`, to: [to], tags: { email_id: id, project_id: p.id } });
+  expect(transport.sent[0]).toMatchObject({
+    from: `hello@${p.domain}`,
+    to: [to],
+    tags: { email_id: id, project_id: p.id },
+  });
   expect(transport.sent[0].raw.toString()).toContain(`Message-ID: <${id}@${p.domain}>`);
   expect(await row(id)).toMatchObject({ status: 'sent', messageId: `ses-${id}`, renderedSubject: 'Hi Ann' });
   // Already final: skipped, SES not called again.
@@ -102,7 +122,10 @@ test('SES throttles: the row is queued again and the queue is asked to back off,
 test('SES refuses the message: failed, permanently', async () => {
   const { id } = await queuedEmail();
   transport.answer = Object.assign(new Error('Email address is not verified.'), { name: 'MessageRejected' });
-  expect(await run(id)).toEqual({ kind: 'done', result: { outcome: 'failed', reason: 'MessageRejected: Email address is not verified.' } });
+  expect(await run(id)).toEqual({
+    kind: 'done',
+    result: { outcome: 'failed', reason: 'MessageRejected: Email address is not verified.' },
+  });
   expect(await row(id)).toMatchObject({ status: 'failed', failureKind: 'permanent' });
 });
 
@@ -112,8 +135,15 @@ test('a transient failure retries while attempts are left and fails the row on t
   transport.answer = boom;
   expect(await run(id, 0, 2)).toEqual({ kind: 'retry', error: boom });
   expect(await row(id)).toMatchObject({ status: 'queued' });
-  expect(await run(id, 1, 2)).toEqual({ kind: 'done', result: { outcome: 'failed', reason: 'InternalFailure: internal' } });
-  expect(await row(id)).toMatchObject({ status: 'failed', failureKind: 'transient', error: 'gave up after 2 attempts: InternalFailure: internal' });
+  expect(await run(id, 1, 2)).toEqual({
+    kind: 'done',
+    result: { outcome: 'failed', reason: 'InternalFailure: internal' },
+  });
+  expect(await row(id)).toMatchObject({
+    status: 'failed',
+    failureKind: 'transient',
+    error: 'gave up after 2 attempts: InternalFailure: internal',
+  });
 });
 
 test('a test email goes to the sink, not to SES', async () => {
@@ -126,8 +156,16 @@ test('a re-claimed email whose SES outcome was kept in Redis is recorded as sent
   const { id } = await queuedEmail();
   // A worker claimed it, SES accepted, the sent write failed and the outcome was kept; then the lease ran out.
   await claimForSending(database.db, id, 5_000);
-  await database.db.update(emails).set({ claimedAt: new Date(Date.now() - 60_000) }).where(eq(emails.id, id));
-  await redis.set(acceptedKey(config, id), JSON.stringify({ messageId: `kept-${id}`, renderedSubject: 'Hi Ann' }), 'EX', 60);
+  await database.db
+    .update(emails)
+    .set({ claimedAt: new Date(Date.now() - 60_000) })
+    .where(eq(emails.id, id));
+  await redis.set(
+    acceptedKey(config, id),
+    JSON.stringify({ messageId: `kept-${id}`, renderedSubject: 'Hi Ann' }),
+    'EX',
+    60,
+  );
   expect(await run(id)).toEqual({ kind: 'done', result: { outcome: 'sent', messageId: `kept-${id}` } });
   expect(transport.sent).toHaveLength(0);
   expect(await row(id)).toMatchObject({ status: 'sent', messageId: `kept-${id}`, attempts: 2 });

@@ -79,7 +79,10 @@ export interface SendJobInput {
 
 /** Dependencies of the sender. */
 export interface EmailSenderDeps {
-  config: SendingConfig & QueueConfig & Pick<AudienceConfig, 'campaignPauseRecheckMs'> & Pick<PlatformConfig, 'queuePrefix' | 'publicUrl'>;
+  config: SendingConfig &
+    QueueConfig &
+    Pick<AudienceConfig, 'campaignPauseRecheckMs'> &
+    Pick<PlatformConfig, 'queuePrefix' | 'publicUrl'>;
   database: Database;
   /**
    * The pool of the claims and finishes (the worker's plans generically: `createDatabase`'s `genericPlans`; see
@@ -97,7 +100,10 @@ export interface EmailSenderDeps {
    * (pauses its live campaigns when its quota is spent). Omitted: only the
    * watcher's periodic check applies.
    */
-  campaignQuota?: { admit(connection?: string): Promise<QuotaAdmission>; reached(connection?: string): Promise<unknown> };
+  campaignQuota?: {
+    admit(connection?: string): Promise<QuotaAdmission>;
+    reached(connection?: string): Promise<unknown>;
+  };
   /**
    * The delivery connection a message goes through now (`ses/connections.ts`: its binding, or a failover), asked
    * before the campaign quota's admission (each connection has its quota) and passed to the transport. Omitted:
@@ -137,16 +143,27 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
     if (!claimed.ok) {
       if (claimed.kind === 'leased') return { kind: 'leased', until: claimed.until.getTime() + 50 };
       // A scheduled email not yet due (the job of an earlier time, before a reschedule): the job waits for its time.
-      if (claimed.kind === 'scheduled') return { kind: 'leased', until: Math.max(claimed.until.getTime(), Date.now()) + 20 };
+      if (claimed.kind === 'scheduled')
+        return { kind: 'leased', until: Math.max(claimed.until.getTime(), Date.now()) + 20 };
       if (claimed.kind === 'paused') {
         // The campaign paused (a guardrail or the quota): resuming promotes the campaign's waiting jobs; the
         // recheck is the fallback. A resume committed after the claim looked may have promoted the campaign's
         // jobs before this one was put back (measured: a few emails waited the whole recheck), hence `resumed`.
         const { campaignId } = claimed;
-        return { kind: 'campaign-paused', recheckInMs: config.campaignPauseRecheckMs, resumed: async () => (await loadCampaign(db, campaignId))?.status !== 'PAUSED' };
+        return {
+          kind: 'campaign-paused',
+          recheckInMs: config.campaignPauseRecheckMs,
+          resumed: async () => (await loadCampaign(db, campaignId))?.status !== 'PAUSED',
+        };
       }
       log.debug({ reason: claimed.kind }, 'send skipped');
-      return { kind: 'done', result: { outcome: 'skipped', reason: claimed.kind === 'final' ? `already ${claimed.status}` : 'email no longer exists' } };
+      return {
+        kind: 'done',
+        result: {
+          outcome: 'skipped',
+          reason: claimed.kind === 'final' ? `already ${claimed.status}` : 'email no longer exists',
+        },
+      };
     }
     const { claim } = claimed;
     const email = claim.email;
@@ -167,7 +184,10 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
       if (accepted) {
         await finish({ status: 'sent', ...accepted });
         await deps.redis.del(key).catch(() => undefined);
-        log.warn({ messageId: accepted.messageId }, 'recorded a send that SES accepted before Postgres was lost; not sent again');
+        log.warn(
+          { messageId: accepted.messageId },
+          'recorded a send that SES accepted before Postgres was lost; not sent again',
+        );
         return done({ outcome: 'sent', messageId: accepted.messageId });
       }
       log.warn('re-sending an email whose worker died mid-send (same Message-ID)');
@@ -203,7 +223,10 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
     // The SES quota's reserve is for transactional and workflow mail: a live campaign email goes out only while
     // there is room before it (ses/quota-guard.ts), so campaigns stop at the line, not at the next quota check.
     // The delivery connection now (bound, or failed over): its quota admits campaign mail, its transport sends.
-    const connection = deps.route && !email.test ? await deps.route({ from: email.fromEmail, projectId: email.projectId, key: email.id }) : undefined;
+    const connection =
+      deps.route && !email.test
+        ? await deps.route({ from: email.fromEmail, projectId: email.projectId, key: email.id })
+        : undefined;
     if (deps.campaignQuota && email.campaignId && !email.test) {
       const admission = await deps.campaignQuota.admit(connection);
       if (!admission.ok) {
@@ -211,12 +234,22 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
         // back to `queued` and let its job wait without spending an attempt: until the resume wakes it when its
         // campaign paused, else (the room is held by sends not yet counted) a second.
         const campaignId = email.campaignId;
-        await deps.campaignQuota.reached(connection).catch((err: unknown) => log.warn({ err }, 'quota pass failed; the next check pauses the campaigns'));
+        await deps.campaignQuota
+          .reached(connection)
+          .catch((err: unknown) => log.warn({ err }, 'quota pass failed; the next check pauses the campaigns'));
         const paused = (await loadCampaign(db, campaignId))?.status === 'PAUSED';
         const retryInMs = paused ? config.campaignPauseRecheckMs : Math.min(1_000, config.campaignPauseRecheckMs);
-        await finish({ status: 'queued', reason: 'SES 24-hour quota: campaigns stop at its reserve (SES_QUOTA_RESERVE)', retryInMs });
+        await finish({
+          status: 'queued',
+          reason: 'SES 24-hour quota: campaigns stop at its reserve (SES_QUOTA_RESERVE)',
+          retryInMs,
+        });
         log.info({ campaignId, paused }, 'campaign email held: SES 24-hour quota reserve reached');
-        return { kind: 'campaign-paused', recheckInMs: retryInMs, resumed: async () => paused && (await loadCampaign(db, campaignId))?.status !== 'PAUSED' };
+        return {
+          kind: 'campaign-paused',
+          recheckInMs: retryInMs,
+          resumed: async () => paused && (await loadCampaign(db, campaignId))?.status !== 'PAUSED',
+        };
       }
       releaseQuota = admission.done;
     }
@@ -228,7 +261,10 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
     } catch (err) {
       // Content that cannot be composed never will be: failed at once, never retried as transient.
       if (err instanceof ComposeError) {
-        const reason = err.cause instanceof TemplateSyntaxError ? `template error: ${err.message}` : `cannot compose the message: ${err.message}`;
+        const reason =
+          err.cause instanceof TemplateSyntaxError
+            ? `template error: ${err.message}`
+            : `cannot compose the message: ${err.message}`;
         await finish({ status: 'failed', reason, failureKind: 'permanent' });
         log.warn({ reason }, 'send failed permanently: the message cannot be composed');
         return done({ outcome: 'failed', reason });
@@ -253,7 +289,11 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
         from: email.fromEmail,
         to: [email.toEmail],
         // The platform's own tags (feedback finds the email by them) and the sender's; no user tag takes a reserved name.
-        tags: { ...Object.fromEntries((email.tags ?? []).map((t) => [t.name, t.value])), email_id: email.id, project_id: email.projectId },
+        tags: {
+          ...Object.fromEntries((email.tags ?? []).map((t) => [t.name, t.value])),
+          email_id: email.id,
+          project_id: email.projectId,
+        },
         // Transactional mail claimed mid-campaign takes the next slot of the rate gate, not the last of the claimed.
         priority,
         connection,
@@ -269,7 +309,10 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
         // Its connection's gate would keep this slot waiting: the claim is given back (nothing left for SES) and
         // the job waits in the queue instead, so other connections' mail takes the slot.
         await finish({ status: 'queued', reason: 'delivery connection at its send rate', retryInMs: err.retryInMs });
-        log.debug({ connection, retryInMs: err.retryInMs }, 'send yielded: its delivery connection is at its send rate');
+        log.debug(
+          { connection, retryInMs: err.retryInMs },
+          'send yielded: its delivery connection is at its send rate',
+        );
         return { kind: 'yield', until: Date.now() + err.retryInMs, connection };
       }
       const c = classifySendError(err);
@@ -282,7 +325,10 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
         // An SES outage is weather: no attempt is spent, however long it lasts. The queue pauses with backoff
         // (SEND_BACKOFF_MS doubling per consecutive failure, at most 30 s) so a dead endpoint is not hammered.
         unreachableStreak++;
-        const retryInMs = Math.min(config.sendBackoffMs * 2 ** Math.min(unreachableStreak - 1, 16), UNREACHABLE_MAX_DELAY_MS);
+        const retryInMs = Math.min(
+          config.sendBackoffMs * 2 ** Math.min(unreachableStreak - 1, 16),
+          UNREACHABLE_MAX_DELAY_MS,
+        );
         await finish({ status: 'queued', reason: c.reason, retryInMs });
         log.warn({ reason: c.reason, retryInMs }, 'send deferred: SES unreachable; queue paused');
         return { kind: 'back-off', forMs: retryInMs, cause: 'unreachable' };
@@ -301,7 +347,8 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
       key,
       { messageId, renderedSubject: subject, ...(sentVia ? { connection: sentVia } : {}) },
       claim.claimedAt,
-      () => finish({ status: 'sent', messageId, renderedSubject: subject, ...(sentVia ? { connection: sentVia } : {}) }),
+      () =>
+        finish({ status: 'sent', messageId, renderedSubject: subject, ...(sentVia ? { connection: sentVia } : {}) }),
       log,
       batching.finishWouldWait(),
     );
@@ -320,7 +367,11 @@ async function retryOrFail(
   err: unknown,
 ): Promise<SendStep> {
   if (attempt.made + 1 >= attempt.max) {
-    await finish({ status: 'failed', reason: `gave up after ${attempt.max} attempts: ${reason}`, failureKind: 'transient' });
+    await finish({
+      status: 'failed',
+      reason: `gave up after ${attempt.max} attempts: ${reason}`,
+      failureKind: 'transient',
+    });
     log.error({ reason, attempts: attempt.max }, 'send failed: attempts exhausted');
     return { kind: 'done', result: { outcome: 'failed', reason } };
   }

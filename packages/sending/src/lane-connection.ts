@@ -23,11 +23,17 @@ export type LaneConnectionOf = (projectId: string, from: string) => Promise<stri
  * A cached {@link LaneConnectionOf} over `connections`, or `undefined` with a single connection (the fair share is
  * then counted exactly as without connections, at no cost).
  */
-export function laneConnectionResolver(db: DbOrTx, connections: readonly SesConnection[]): LaneConnectionOf | undefined {
+export function laneConnectionResolver(
+  db: DbOrTx,
+  connections: readonly SesConnection[],
+): LaneConnectionOf | undefined {
   if (connections.length <= 1) return undefined;
   const cache = new Map<string, { name: string; at: number }>();
   return async (projectId, from) => {
-    const domain = from.slice(from.lastIndexOf('@') + 1).trim().toLowerCase();
+    const domain = from
+      .slice(from.lastIndexOf('@') + 1)
+      .trim()
+      .toLowerCase();
     const k = `${projectId}|${domain}`;
     const hit = cache.get(k);
     if (hit && Date.now() - hit.at < LANE_BINDING_TTL_MS) return hit.name;

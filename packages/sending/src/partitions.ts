@@ -60,7 +60,12 @@ export async function runPartitionPass(deps: PartitionDeps, now = Date.now()): P
   const result: PartitionPassResult = { defaultRows: {} as Record<PartitionedTable, number>, blocked: [], failed: [] };
   for (const table of PARTITIONED_TABLES) {
     try {
-      const blocked = await ensureMonthPartitions(db, table, monthStartMs(now), monthStartMs(now, PARTITION_MONTHS_AHEAD));
+      const blocked = await ensureMonthPartitions(
+        db,
+        table,
+        monthStartMs(now),
+        monthStartMs(now, PARTITION_MONTHS_AHEAD),
+      );
       result.blocked.push(...blocked.map((ms) => `${table}:${new Date(ms).toISOString().slice(0, 7)}`));
     } catch (err) {
       // A lock timeout on a busy parent: the months ahead leave room for the next pass.
@@ -71,7 +76,10 @@ export async function runPartitionPass(deps: PartitionDeps, now = Date.now()): P
   }
   const strays = Object.entries(result.defaultRows).filter(([, n]) => n > 0);
   if (strays.length > 0 || result.blocked.length > 0) {
-    deps.logger.warn({ defaultRows: Object.fromEntries(strays), blocked: result.blocked }, 'rows outside the month partitions (default partitions)');
+    deps.logger.warn(
+      { defaultRows: Object.fromEntries(strays), blocked: result.blocked },
+      'rows outside the month partitions (default partitions)',
+    );
   }
   return result;
 }
@@ -99,9 +107,13 @@ const GRACE_MS: Readonly<Partial<Record<PartitionedTable, number>>> = { workflow
  */
 export async function longestRetention(deps: Pick<PartitionDeps, 'config' | 'database'>): Promise<RetentionSettings> {
   const projects = await projectsWithRetention(deps.database.db);
-  const all = projects.length === 0 ? [deps.config.retention] : projects.map((p) => effectiveRetention(deps.config.retention, p.retention));
+  const all =
+    projects.length === 0
+      ? [deps.config.retention]
+      : projects.map((p) => effectiveRetention(deps.config.retention, p.retention));
   const longest = { ...all[0] };
-  for (const s of all) for (const k of Object.keys(longest) as (keyof RetentionSettings)[]) longest[k] = Math.max(longest[k], s[k]);
+  for (const s of all)
+    for (const k of Object.keys(longest) as (keyof RetentionSettings)[]) longest[k] = Math.max(longest[k], s[k]);
   return longest;
 }
 
@@ -113,7 +125,10 @@ export async function longestRetention(deps: Pick<PartitionDeps, 'config' | 'dat
  * @returns the names of the partitions dropped (oldest first per table), and of those whose drop failed (the error
  *   is logged; a lock not had in time, typically).
  */
-export async function dropExpiredPartitions(deps: PartitionDeps, now = Date.now()): Promise<{ dropped: string[]; failed: string[] }> {
+export async function dropExpiredPartitions(
+  deps: PartitionDeps,
+  now = Date.now(),
+): Promise<{ dropped: string[]; failed: string[] }> {
   const { db } = deps.database;
   const dropped = await finishDetachedPartitions(db);
   const failed: string[] = [];

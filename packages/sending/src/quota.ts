@@ -42,7 +42,9 @@ const PER_PASS = 500;
 
 /** Dependencies of the watcher. */
 export interface QuotaDeps {
-  config: Pick<SendingConfig, 'sesQuotaReserve' | 'sesQuotaCheckMs'> & Pick<AudienceConfig, 'campaignQueueWindow'> & Pick<QueueConfig, 'webhookRetryScheduleMs'>;
+  config: Pick<SendingConfig, 'sesQuotaReserve' | 'sesQuotaCheckMs'> &
+    Pick<AudienceConfig, 'campaignQueueWindow'> &
+    Pick<QueueConfig, 'webhookRetryScheduleMs'>;
   database: Database;
   account: AccountWatcher;
   /**
@@ -88,30 +90,49 @@ export async function checkQuotaOnce(deps: QuotaDeps): Promise<QuotaPass> {
   let paused = 0;
   let resumed = 0;
   if (state.spent) {
-    const details = { ...figures, reserve: config.sesQuotaReserve, sentSinceRead: account.sentSinceRead, readAt: account.readAt.toISOString() };
+    const details = {
+      ...figures,
+      reserve: config.sesQuotaReserve,
+      sentSinceRead: account.sentSinceRead,
+      readAt: account.readAt.toISOString(),
+    };
     for (const c of await sendingLiveCampaigns(db, PER_PASS)) {
       if (deps.belongs && !(await deps.belongs(c))) continue;
       const { moved, deliveries } = await db.transaction((tx) => pauseCampaign(tx, c.id, 'quota', details));
       if (!moved) continue;
       paused++;
       await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, logger);
-      logger.warn({ campaignId: c.id, projectId: c.projectId, ...figures }, 'campaign paused: SES 24-hour quota nearly spent');
+      logger.warn(
+        { campaignId: c.id, projectId: c.projectId, ...figures },
+        'campaign paused: SES 24-hour quota nearly spent',
+      );
     }
   } else if (state.free) {
     for (const c of await pausedCampaigns(db, 'quota', PER_PASS)) {
       if (deps.belongs && !(await deps.belongs(c))) continue;
-      const { campaign, deliveries } = await db.transaction((tx) => resumeCampaign(tx, c.projectId, c.id, { onlyReason: 'quota', by: 'quota' }));
+      const { campaign, deliveries } = await db.transaction((tx) =>
+        resumeCampaign(tx, c.projectId, c.id, { onlyReason: 'quota', by: 'quota' }),
+      );
       if (!campaign) continue;
       resumed++;
       await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, logger);
       try {
         await scheduleCampaignJob(deps.campaignQueue, campaign, new Date());
-        await promoteDelayedJobs(deps.sendQueue, await campaignEmailsInQueue(db, campaign.id, config.campaignQueueWindow));
+        await promoteDelayedJobs(
+          deps.sendQueue,
+          await campaignEmailsInQueue(db, campaign.id, config.campaignQueueWindow),
+        );
       } catch (err) {
         // Committed: the reconciler gives a SENDING campaign its job, and waiting emails recheck on their own.
-        logger.warn({ err, campaignId: campaign.id }, 'resumed campaign not woken; it continues within CAMPAIGN_PAUSE_RECHECK_MS');
+        logger.warn(
+          { err, campaignId: campaign.id },
+          'resumed campaign not woken; it continues within CAMPAIGN_PAUSE_RECHECK_MS',
+        );
       }
-      logger.info({ campaignId: c.id, projectId: c.projectId, ...figures }, 'campaign resumed: SES 24-hour quota free again');
+      logger.info(
+        { campaignId: c.id, projectId: c.projectId, ...figures },
+        'campaign resumed: SES 24-hour quota free again',
+      );
     }
   }
   return { ...figures, paused, resumed };

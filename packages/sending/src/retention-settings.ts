@@ -22,7 +22,14 @@ export interface RetentionSettings {
 }
 
 /** The names of the settings, in the order they are shown. */
-export const RETENTION_FIELDS = ['emailContentDays', 'emailDays', 'eventDays', 'webhookDays', 'workflowExecutionDays', 'inboundDays'] as const;
+export const RETENTION_FIELDS = [
+  'emailContentDays',
+  'emailDays',
+  'eventDays',
+  'webhookDays',
+  'workflowExecutionDays',
+  'inboundDays',
+] as const;
 export type RetentionField = (typeof RETENTION_FIELDS)[number];
 
 /** The environment variable of each setting's service default. */
@@ -61,7 +68,10 @@ export function validRetentionDays(v: unknown): v is number {
  * The settings that apply to a project: each override that is set and valid, else the default. An invalid stored
  * value (a hand-edited row) falls back to the default rather than deleting anything early.
  */
-export function effectiveRetention(defaults: Readonly<RetentionSettings>, overrides?: RetentionOverrides | null): RetentionSettings {
+export function effectiveRetention(
+  defaults: Readonly<RetentionSettings>,
+  overrides?: RetentionOverrides | null,
+): RetentionSettings {
   const pick = (f: RetentionField): number => {
     const v = overrides?.[f];
     return validRetentionDays(v) ? v : defaults[f];

@@ -17,7 +17,12 @@
  *
  * @module
  */
-import { projectsWithRetention, retentionBatch, RETENTION_KINDS, type RetentionKind } from '@mailroom/db/queries/retention';
+import {
+  projectsWithRetention,
+  retentionBatch,
+  RETENTION_KINDS,
+  type RetentionKind,
+} from '@mailroom/db/queries/retention';
 import { effectiveRetention, type RetentionSettings } from './retention-settings';
 import { dropExpiredPartitions, type PartitionDeps } from './partitions';
 
@@ -80,7 +85,8 @@ export async function runRetentionPass(
   const counts = Object.fromEntries(RETENTION_KINDS.map((k) => [k, 0])) as Record<RetentionKind, number>;
   const partitions = options.partitions === false ? { dropped: [], failed: [], ms: 0 } : await timedDrop(deps);
   const projects = await projectsWithRetention(db);
-  const start = projects.length === 0 ? 0 : (options.startAt ?? Math.floor(Math.random() * projects.length)) % projects.length;
+  const start =
+    projects.length === 0 ? 0 : (options.startAt ?? Math.floor(Math.random() * projects.length)) % projects.length;
   let work = [...projects.slice(start), ...projects.slice(0, start)].flatMap((p) => {
     const settings = effectiveRetention(deps.config.retention, p.retention);
     return RETENTION_KINDS.map((kind) => ({ projectId: p.id, kind, days: settings[DAYS_OF[kind]] }));
@@ -89,7 +95,8 @@ export async function runRetentionPass(
   while (work.length > 0) {
     const left: typeof work = [];
     for (const item of work) {
-      if (Date.now() - started >= budgetMs || batches >= maxBatches) return finish(deps, counts, batches, true, partitions);
+      if (Date.now() - started >= budgetMs || batches >= maxBatches)
+        return finish(deps, counts, batches, true, partitions);
       const n = await retentionBatch(db, item.kind, item.projectId, item.days, batchSize);
       batches++;
       counts[item.kind] += n;
@@ -108,9 +115,19 @@ function finish(
   partitions: { dropped: string[]; failed: string[]; ms: number },
 ): RetentionPassResult {
   if (Object.values(counts).some((n) => n > 0) || partitions.dropped.length > 0) {
-    deps.logger.info({ counts, batches, more, partitionsDropped: partitions.dropped.length, partitionMs: Math.round(partitions.ms) }, 'retention pass');
+    deps.logger.info(
+      { counts, batches, more, partitionsDropped: partitions.dropped.length, partitionMs: Math.round(partitions.ms) },
+      'retention pass',
+    );
   }
-  return { counts, batches, more, partitionsDropped: partitions.dropped, partitionsFailed: partitions.failed, partitionMs: partitions.ms };
+  return {
+    counts,
+    batches,
+    more,
+    partitionsDropped: partitions.dropped,
+    partitionsFailed: partitions.failed,
+    partitionMs: partitions.ms,
+  };
 }
 
 /** {@link dropExpiredPartitions} with its wall time (ms). */

@@ -34,9 +34,23 @@ async function scheduledEmail(at: Date, projectId = p.id): Promise<string> {
   const id = newId();
   await insertQueuedEmails(database.db, [
     {
-      id, projectId, contactId: contact.id, templateId: null, source: 'transactional', marketing: false, toEmail: to, toName: null,
-      fromEmail: `hello@${p.domain}`, fromName: null, replyTo: null, subject: 'S', body: '<p>B</p>', bodyFormat: 'html',
-      variables: {}, headers: {}, attachmentIds: [],
+      id,
+      projectId,
+      contactId: contact.id,
+      templateId: null,
+      source: 'transactional',
+      marketing: false,
+      toEmail: to,
+      toName: null,
+      fromEmail: `hello@${p.domain}`,
+      fromName: null,
+      replyTo: null,
+      subject: 'S',
+      body: '<p>B</p>',
+      bodyFormat: 'html',
+      variables: {},
+      headers: {},
+      attachmentIds: [],
     },
   ]);
   await database.db.update(emails).set({ status: 'scheduled', scheduledAt: at }).where(eq(emails.id, id));
@@ -69,13 +83,20 @@ test('the batched claim takes a due scheduled row', async () => {
 test('a cancelled email is never claimed; a claimed one is neither cancelled nor rescheduled', async () => {
   const cancelled = await scheduledEmail(new Date(Date.now() - 10));
   expect(await cancelEmail(database.db, p.id, cancelled)).toEqual({ moved: true });
-  expect(await claimForSending(database.db, cancelled, 30_000)).toEqual({ ok: false, kind: 'final', status: 'cancelled' });
+  expect(await claimForSending(database.db, cancelled, 30_000)).toEqual({
+    ok: false,
+    kind: 'final',
+    status: 'cancelled',
+  });
   expect(await cancelEmail(database.db, p.id, cancelled)).toEqual({ moved: false, status: 'cancelled' });
 
   const claimed = await scheduledEmail(new Date(Date.now() - 10));
   expect((await claimForSending(database.db, claimed, 30_000)).ok).toBe(true);
   expect(await cancelEmail(database.db, p.id, claimed)).toEqual({ moved: false, status: 'sending' });
-  expect(await rescheduleEmail(database.db, p.id, claimed, new Date(Date.now() + 60_000))).toEqual({ moved: false, status: 'sending' });
+  expect(await rescheduleEmail(database.db, p.id, claimed, new Date(Date.now() + 60_000))).toEqual({
+    moved: false,
+    status: 'sending',
+  });
   expect((await row(claimed)).status).toBe('sending');
 });
 
@@ -89,7 +110,9 @@ test("another project's email is neither cancelled nor rescheduled (not found)",
 
 test('a cancel and a claim racing on due rows: each row is either cancelled or claimed, never both', async () => {
   const ids = await Promise.all(Array.from({ length: 20 }, () => scheduledEmail(new Date(Date.now() - 5))));
-  const results = await Promise.all(ids.map((id) => Promise.all([claimForSending(database.db, id, 30_000), cancelEmail(database.db, p.id, id)])));
+  const results = await Promise.all(
+    ids.map((id) => Promise.all([claimForSending(database.db, id, 30_000), cancelEmail(database.db, p.id, id)])),
+  );
   results.forEach(([claim, cancel]) => {
     // Exactly one of them won the row.
     expect(claim.ok !== cancel.moved).toBe(true);

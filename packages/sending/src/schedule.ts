@@ -30,10 +30,15 @@ export const SCHEDULE_MAX_AHEAD_MS = 30 * 86_400_000;
  * @param field - the field named by the error (`scheduledAt`).
  * @returns the time (ms precision) or null, and the 422 field errors (more than 30 days ahead; not a date).
  */
-export function scheduledTime(input: string | undefined, now = Date.now(), field = 'scheduledAt'): { at: Date | null; errors: FieldError[] } {
+export function scheduledTime(
+  input: string | undefined,
+  now = Date.now(),
+  field = 'scheduledAt',
+): { at: Date | null; errors: FieldError[] } {
   if (input === undefined) return { at: null, errors: [] };
   const at = new Date(input);
-  if (Number.isNaN(at.getTime())) return { at: null, errors: [{ field, message: 'must be an ISO 8601 date-time', code: 'invalid_string' }] };
+  if (Number.isNaN(at.getTime()))
+    return { at: null, errors: [{ field, message: 'must be an ISO 8601 date-time', code: 'invalid_string' }] };
   if (at.getTime() - now > SCHEDULE_MAX_AHEAD_MS) {
     return { at: null, errors: [{ field, message: 'must be at most 30 days ahead', code: 'too_big' }] };
   }
@@ -51,7 +56,8 @@ export interface ScheduleDeps {
 function refused(move: ScheduleMove & { moved: false }, action: string): AppError {
   if (move.status === undefined) return new AppError(ErrorCode.NOT_FOUND, 'Email not found');
   return new AppError(ErrorCode.INVALID_STATE, `The email is ${move.status}: it can no longer be ${action}`, {
-    suggestion: 'Only an email that has not started sending can be cancelled, and only a scheduled one rescheduled; read it at GET /emails/{id}.',
+    suggestion:
+      'Only an email that has not started sending can be cancelled, and only a scheduled one rescheduled; read it at GET /emails/{id}.',
   });
 }
 
@@ -66,7 +72,9 @@ export async function cancelScheduled(deps: ScheduleDeps, projectId: string, ema
   const move = await cancelEmail(deps.db, projectId, emailId);
   if (!move.moved) throw refused(move, 'cancelled');
   // Tidying only: a job left behind (running, or Redis down) does nothing.
-  await deps.sendQueue.remove(emailId).catch((err: unknown) => deps.log.debug({ err, emailId }, 'job of a cancelled email not removed'));
+  await deps.sendQueue
+    .remove(emailId)
+    .catch((err: unknown) => deps.log.debug({ err, emailId }, 'job of a cancelled email not removed'));
 }
 
 /**
@@ -76,11 +84,21 @@ export async function cancelScheduled(deps: ScheduleDeps, projectId: string, ema
  *
  * @throws {@link AppError} 404 (no such email), 409 `INVALID_STATE` (no longer scheduled); the database's error.
  */
-export async function reschedule(deps: ScheduleDeps, projectId: string, emailId: string, at: Date | null): Promise<void> {
+export async function reschedule(
+  deps: ScheduleDeps,
+  projectId: string,
+  emailId: string,
+  at: Date | null,
+): Promise<void> {
   const runAt = at ?? new Date();
   const move = await rescheduleEmail(deps.db, projectId, emailId, runAt);
   if (!move.moved) throw refused(move, 'rescheduled');
-  await scheduleSendJob(deps.sendQueue, deps.config, { emailId, projectId, priority: SendPriority.transactional }, runAt).catch((err: unknown) =>
+  await scheduleSendJob(
+    deps.sendQueue,
+    deps.config,
+    { emailId, projectId, priority: SendPriority.transactional },
+    runAt,
+  ).catch((err: unknown) =>
     deps.log.warn({ err, emailId }, 'job of a rescheduled email not moved; the reconciler will schedule it'),
   );
 }

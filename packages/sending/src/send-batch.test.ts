@@ -11,7 +11,11 @@ import { newId } from '@mailroom/platform/ids';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { addDomain, createProject } from '@mailroom/db/queries/projects';
 import { writeTransactional, type TransactionalContent } from '@mailroom/db/queries/transactional';
-import { SharedContactInBatch, writeTransactionalBatch, type TransactionalRequest } from '@mailroom/db/queries/transactional-batch';
+import {
+  SharedContactInBatch,
+  writeTransactionalBatch,
+  type TransactionalRequest,
+} from '@mailroom/db/queries/transactional-batch';
 
 let database: Database;
 
@@ -28,8 +32,12 @@ async function project(tag: string) {
   const p = await createProject(database.db, `send batch ${randomUUID().slice(0, 6)}`);
   await addDomain(database.db, p.id, goodDomain(p.id), true);
   const blocked = normalizeEmail(`blocked.${tag}@example.com`);
-  await database.db.execute(sql`insert into suppressions (id, project_id, email, email_key, reason) values (${newId()}, ${p.id}, ${blocked}, ${normalizedKey(blocked)}, 'manual')`);
-  await database.db.execute(sql`insert into webhook_endpoints (id, project_id, url, event_types, secret) values (${newId()}, ${p.id}, 'https://hooks.example/x', '{email.*}', 'whsec_x')`);
+  await database.db.execute(
+    sql`insert into suppressions (id, project_id, email, email_key, reason) values (${newId()}, ${p.id}, ${blocked}, ${normalizedKey(blocked)}, 'manual')`,
+  );
+  await database.db.execute(
+    sql`insert into webhook_endpoints (id, project_id, url, event_types, secret) values (${newId()}, ${p.id}, 'https://hooks.example/x', '{email.*}', 'whsec_x')`,
+  );
   return p.id;
 }
 
@@ -52,11 +60,27 @@ const content = (over: Partial<TransactionalContent> = {}): TransactionalContent
 });
 
 /** A request to `to` (each address one contact), as `acceptSend` builds it. */
-function request(projectId: string, to: string[], opts: { subscribed?: boolean; data?: Record<string, unknown>; content?: Partial<TransactionalContent>; senders?: string[] } = {}): TransactionalRequest {
-  const recipients = to.map((email) => normalizeEmail(email)).map((email) => ({ id: newId(), email, emailKey: normalizedKey(email), name: null }));
+function request(
+  projectId: string,
+  to: string[],
+  opts: {
+    subscribed?: boolean;
+    data?: Record<string, unknown>;
+    content?: Partial<TransactionalContent>;
+    senders?: string[];
+  } = {},
+): TransactionalRequest {
+  const recipients = to
+    .map((email) => normalizeEmail(email))
+    .map((email) => ({ id: newId(), email, emailKey: normalizedKey(email), name: null }));
   return {
     projectId,
-    contacts: recipients.map((r) => ({ email: r.email, subscribed: opts.subscribed, defaultSubscribed: false, data: opts.data })),
+    contacts: recipients.map((r) => ({
+      email: r.email,
+      subscribed: opts.subscribed,
+      defaultSubscribed: false,
+      data: opts.data,
+    })),
     recipients,
     content: content(opts.content),
     webhookTimestamp: '2026-11-25T00:00:00.000Z',
@@ -68,12 +92,20 @@ function request(projectId: string, to: string[], opts: { subscribed?: boolean; 
 async function state(projectId: string) {
   const q = async (query: ReturnType<typeof sql>) => (await database.db.execute(query)).rows;
   return {
-    contacts: await q(sql`select email, subscribed, data from contacts where project_id = ${projectId} order by email_key`),
-    events: await q(sql`select c.email, e.name, e.data, e.test from events e join contacts c on c.id = e.contact_id where e.project_id = ${projectId} order by c.email_key, e.name`),
-    emails: await q(sql`select m.to_email, m.status, m.error, m.subject, m.body, m.from_email, m.from_name, m.variables, m.headers, m.test, m.marketing, m.source, c.email as contact
+    contacts: await q(
+      sql`select email, subscribed, data from contacts where project_id = ${projectId} order by email_key`,
+    ),
+    events: await q(
+      sql`select c.email, e.name, e.data, e.test from events e join contacts c on c.id = e.contact_id where e.project_id = ${projectId} order by c.email_key, e.name`,
+    ),
+    emails:
+      await q(sql`select m.to_email, m.status, m.error, m.subject, m.body, m.from_email, m.from_name, m.variables, m.headers, m.test, m.marketing, m.source, c.email as contact
       from emails m join contacts c on c.id = m.contact_id where m.project_id = ${projectId} order by m.to_email, m.subject`),
-    timeline: await q(sql`select m.to_email, t.type, t.data from email_events t join emails m on m.id = t.email_id where t.project_id = ${projectId} order by m.to_email, t.type`),
-    webhooks: await q(sql`select event_type, payload->'data'->>'to' as to, payload->'data'->>'status' as status, payload->'data'->>'cause' as cause,
+    timeline: await q(
+      sql`select m.to_email, t.type, t.data from email_events t join emails m on m.id = t.email_id where t.project_id = ${projectId} order by m.to_email, t.type`,
+    ),
+    webhooks:
+      await q(sql`select event_type, payload->'data'->>'to' as to, payload->'data'->>'status' as status, payload->'data'->>'cause' as cause,
       payload->'data'->>'reason' as reason, payload->'data'->'test' as test, payload->>'timestamp' as ts
       from webhook_deliveries where project_id = ${projectId} order by payload->'data'->>'to'`),
   };
@@ -82,9 +114,15 @@ async function state(projectId: string) {
 const scenario = (p: string, tag: string): TransactionalRequest[][] => [
   [
     request(p, [`ann.${tag}@example.com`], { data: { plan: 'pro' } }),
-    request(p, [`bob.${tag}@example.com`, `blocked.${tag}@example.com`], { subscribed: true, content: { subject: 'Two' } }),
+    request(p, [`bob.${tag}@example.com`, `blocked.${tag}@example.com`], {
+      subscribed: true,
+      content: { subject: 'Two' },
+    }),
     request(p, [`cy.${tag}@example.com`], { senders: ['bad.example'] }),
-    request(p, [`dee.${tag}@example.com`], { senders: ['other.example', goodDomain(p)], content: { test: true, subject: 'Test' } }),
+    request(p, [`dee.${tag}@example.com`], {
+      senders: ['other.example', goodDomain(p)],
+      content: { test: true, subject: 'Test' },
+    }),
   ],
   [
     request(p, [`ANN.${tag}@example.com`], { subscribed: false, data: { plan: null, seats: 3 } }),
@@ -103,26 +141,63 @@ test('a batch has the effect of its requests written one by one', async () => {
   const b = scenario(batched, tag);
   for (let round = 0; round < a.length; round++) {
     const single = [];
-    for (const r of a[round]) single.push(await writeTransactional(database.db, r.projectId, r.contacts, r.recipients, r.content, r.webhookTimestamp, r.senderDomains));
+    for (const r of a[round])
+      single.push(
+        await writeTransactional(
+          database.db,
+          r.projectId,
+          r.contacts,
+          r.recipients,
+          r.content,
+          r.webhookTimestamp,
+          r.senderDomains,
+        ),
+      );
     const many = await writeTransactionalBatch(database.db, b[round]);
-    expect(many.map((w) => ({ refused: w.senderRefused, suppressed: [...w.suppressed], contacts: [...w.contacts.keys()].sort(), deliveries: w.deliveries.length }))).toEqual(
-      single.map((w) => ({ refused: w.senderRefused, suppressed: [...w.suppressed], contacts: [...w.contacts.keys()].sort(), deliveries: w.deliveries.length })),
+    expect(
+      many.map((w) => ({
+        refused: w.senderRefused,
+        suppressed: [...w.suppressed],
+        contacts: [...w.contacts.keys()].sort(),
+        deliveries: w.deliveries.length,
+      })),
+    ).toEqual(
+      single.map((w) => ({
+        refused: w.senderRefused,
+        suppressed: [...w.suppressed],
+        contacts: [...w.contacts.keys()].sort(),
+        deliveries: w.deliveries.length,
+      })),
     );
   }
   const [sa, sb] = [await state(alone), await state(batched)];
   expect(sb).toEqual(sa);
-  const suppressed = sa.emails.filter((e) => (e as { status: string }).status === 'suppressed') as { to_email: string; error: string }[];
+  const suppressed = sa.emails.filter((e) => (e as { status: string }).status === 'suppressed') as {
+    to_email: string;
+    error: string;
+  }[];
   expect(suppressed.map((e) => [e.to_email, e.error])).toEqual([
     [`blocked.${tag}@example.com`, 'suppressed: address is on the suppression list'],
     [`blocked.${tag}@example.com`, 'suppressed: address is on the suppression list'],
     [`eve.${tag}@example.com`, 'suppressed: contact is unsubscribed from marketing email'],
   ]);
-  expect(sa.emails.filter((e) => (e as { to_email: string; marketing: boolean; status: string }).to_email === `bob.${tag}@example.com`)).toEqual(
-    expect.arrayContaining([expect.objectContaining({ marketing: true, status: 'queued' })]),
-  );
-  expect(sa.webhooks.map((w) => (w as { cause: string }).cause).sort()).toEqual(['suppression_list', 'suppression_list', 'unsubscribed']);
-  expect(sa.timeline.filter((t) => (t as { type: string }).type === 'suppressed').map((t) => (t as { data: unknown }).data)).toEqual(
-    expect.arrayContaining([{ reason: 'contact is unsubscribed from marketing email', cause: 'unsubscribed' }, { reason: 'address is on the suppression list', cause: 'suppression_list' }]),
+  expect(
+    sa.emails.filter(
+      (e) => (e as { to_email: string; marketing: boolean; status: string }).to_email === `bob.${tag}@example.com`,
+    ),
+  ).toEqual(expect.arrayContaining([expect.objectContaining({ marketing: true, status: 'queued' })]));
+  expect(sa.webhooks.map((w) => (w as { cause: string }).cause).sort()).toEqual([
+    'suppression_list',
+    'suppression_list',
+    'unsubscribed',
+  ]);
+  expect(
+    sa.timeline.filter((t) => (t as { type: string }).type === 'suppressed').map((t) => (t as { data: unknown }).data),
+  ).toEqual(
+    expect.arrayContaining([
+      { reason: 'contact is unsubscribed from marketing email', cause: 'unsubscribed' },
+      { reason: 'address is on the suppression list', cause: 'suppression_list' },
+    ]),
   );
   expect(sa.contacts.map((c) => (c as { email: string }).email)).not.toContain(`cy.${tag}@example.com`);
 });
@@ -131,10 +206,15 @@ test('requests of several projects share a batch; each gets its own write', asyn
   const tag = randomUUID().slice(0, 6);
   const [p1, p2] = [await project(tag), await project(tag)];
   const to = `same.${tag}@example.com`;
-  const [w1, w2] = await writeTransactionalBatch(database.db, [request(p1, [to], { data: { in: 1 } }), request(p2, [to, `blocked.${tag}@example.com`], { data: { in: 2 } })]);
+  const [w1, w2] = await writeTransactionalBatch(database.db, [
+    request(p1, [to], { data: { in: 1 } }),
+    request(p2, [to, `blocked.${tag}@example.com`], { data: { in: 2 } }),
+  ]);
   expect([...w1.contacts.values()][0].data).toEqual({ in: 1 });
   expect(w1.suppressed.size).toBe(0);
-  expect(w2.suppressed).toEqual(new Map([[normalizedKey(normalizeEmail(`blocked.${tag}@example.com`)), 'suppression_list']]));
+  expect(w2.suppressed).toEqual(
+    new Map([[normalizedKey(normalizeEmail(`blocked.${tag}@example.com`)), 'suppression_list']]),
+  );
   expect(w2.deliveries).toHaveLength(1);
   expect(w2.deliveries[0].projectId).toBe(p2);
   expect(w1.deliveries).toEqual([]);
@@ -145,7 +225,9 @@ test('requests of several projects share a batch; each gets its own write', asyn
 test('two requests for one contact are refused as a batch before anything is written', async () => {
   const tag = randomUUID().slice(0, 6);
   const p = await project(tag);
-  await expect(writeTransactionalBatch(database.db, [request(p, [`x.${tag}@example.com`]), request(p, [`X.${tag}@example.com`])])).rejects.toBeInstanceOf(SharedContactInBatch);
+  await expect(
+    writeTransactionalBatch(database.db, [request(p, [`x.${tag}@example.com`]), request(p, [`X.${tag}@example.com`])]),
+  ).rejects.toBeInstanceOf(SharedContactInBatch);
   const s = await state(p);
   expect(s.contacts).toEqual([]);
   expect(s.emails).toEqual([]);
@@ -164,7 +246,11 @@ test('files ride the statement: stored byte for byte with the emails that refere
   const refused = withFile(`f2.${tag}@example.com`, ['nobody-verified.example']);
   const out = await writeTransactionalBatch(database.db, [ok, refused]);
   expect(out.map((w) => w.senderRefused)).toEqual([false, true]);
-  const files = (await database.db.execute(sql`select id, filename, content_type, size, content from attachments where project_id = ${p}`)).rows as {
+  const files = (
+    await database.db.execute(
+      sql`select id, filename, content_type, size, content from attachments where project_id = ${p}`,
+    )
+  ).rows as {
     id: string;
     filename: string;
     content_type: string;
@@ -172,8 +258,14 @@ test('files ride the statement: stored byte for byte with the emails that refere
     content: Buffer;
   }[];
   expect(files).toHaveLength(1);
-  expect(files[0]).toMatchObject({ id: ok.content.attachmentIds[0], filename: 'message.eml', content_type: 'message/rfc822', size: bytes.length });
+  expect(files[0]).toMatchObject({
+    id: ok.content.attachmentIds[0],
+    filename: 'message.eml',
+    content_type: 'message/rfc822',
+    size: bytes.length,
+  });
   expect(Buffer.compare(files[0].content, bytes)).toBe(0);
-  const emails = (await database.db.execute(sql`select to_email, attachment_ids from emails where project_id = ${p}`)).rows;
+  const emails = (await database.db.execute(sql`select to_email, attachment_ids from emails where project_id = ${p}`))
+    .rows;
   expect(emails).toEqual([{ to_email: `f1.${tag}@example.com`, attachment_ids: ok.content.attachmentIds }]);
 });

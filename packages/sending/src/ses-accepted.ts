@@ -87,16 +87,24 @@ export async function recordAccepted(
       if (expected) log.debug({ messageId, why }, 'SES outcome kept in Redis until the sent write succeeds');
       else log.warn({ messageId, why }, 'SES outcome kept in Redis until the sent write succeeds');
     } catch (err) {
-      log.error({ messageId, why, err: (err as Error).message }, 'SES accepted the message but Redis did not take its outcome either; it may be sent again after the lease');
+      log.error(
+        { messageId, why, err: (err as Error).message },
+        'SES accepted the message but Redis did not take its outcome either; it may be sent again after the lease',
+      );
     }
   };
   // A write that must first wait for others (a batch of finishes running) widens the window in which a crash
   // loses the outcome: keep it before waiting.
   if (keepFirst) await keep('the sent write waits for a running batch', true);
-  const recorded = await writeUntilLeaseEnds(write, claimedAt + deps.config.sendLeaseMs - LEASE_MARGIN_MS, keep).catch((err) => {
-    log.error({ messageId, err: (err as Error).message }, 'SES accepted the message but the sent write failed; the job retries');
-    throw err;
-  });
+  const recorded = await writeUntilLeaseEnds(write, claimedAt + deps.config.sendLeaseMs - LEASE_MARGIN_MS, keep).catch(
+    (err) => {
+      log.error(
+        { messageId, err: (err as Error).message },
+        'SES accepted the message but the sent write failed; the job retries',
+      );
+      throw err;
+    },
+  );
   // Not awaited: once the row is `sent` a claim skips it, so the key is only garbage (it expires) if this is lost.
   if (kept) turnBatches(deps.redis).forget(key);
   return recorded;
@@ -173,7 +181,10 @@ function turnBatches(redis: Redis | Cluster): TurnBatches {
 async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms)))]);
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -185,7 +196,11 @@ function parseAccepted(kept: string | null): AcceptedBySes | undefined {
   try {
     const v = JSON.parse(kept) as Partial<AcceptedBySes>;
     if (typeof v.messageId !== 'string' || typeof v.renderedSubject !== 'string') return undefined;
-    return { messageId: v.messageId, renderedSubject: v.renderedSubject, ...(typeof v.connection === 'string' ? { connection: v.connection } : {}) };
+    return {
+      messageId: v.messageId,
+      renderedSubject: v.renderedSubject,
+      ...(typeof v.connection === 'string' ? { connection: v.connection } : {}),
+    };
   } catch {
     return undefined;
   }
@@ -201,7 +216,11 @@ function parseAccepted(kept: string | null): AcceptedBySes | undefined {
  *   and after any failed attempt, so the outcome survives the lease.
  * @throws the last error when the deadline passes, or at once for an error that is not a lost connection.
  */
-async function writeUntilLeaseEnds<T>(write: () => Promise<T>, deadline: number, keep: (why: string) => Promise<void>): Promise<T> {
+async function writeUntilLeaseEnds<T>(
+  write: () => Promise<T>,
+  deadline: number,
+  keep: (why: string) => Promise<void>,
+): Promise<T> {
   for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
     const left = deadline - Date.now();
     if (left < 1_000) await keep('little of the lease left');

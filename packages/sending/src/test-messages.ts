@@ -33,6 +33,10 @@ export interface TestMessagePruneDeps {
  */
 export async function pruneTestMessagesOnce(deps: TestMessagePruneDeps): Promise<{ deleted: number; more: boolean }> {
   const r = await pruneTestMessages(deps.database.db, deps.config.testMessageRetentionHours, PASS_BUDGET_MS);
-  if (r.deleted > 0) deps.logger.info({ deleted: r.deleted, more: r.more, retentionHours: deps.config.testMessageRetentionHours }, 'expired test messages deleted');
+  if (r.deleted > 0)
+    deps.logger.info(
+      { deleted: r.deleted, more: r.more, retentionHours: deps.config.testMessageRetentionHours },
+      'expired test messages deleted',
+    );
   return r;
 }

@@ -37,7 +37,8 @@ export function loadVerifyConfig(env: Env): VerifyConfig {
     dnsCacheTtlS: int(env, 'DNS_CACHE_TTL_S', 3_600, 0, 7 * 86_400),
   };
   for (const server of config.dnsServers) {
-    if (!/^(\[[0-9a-f:]+\]|[\w.-]+)(:\d{1,5})?$/i.test(server)) throw new ConfigError('DNS_SERVERS', `must list host or host:port entries, got "${server}"`);
+    if (!/^(\[[0-9a-f:]+\]|[\w.-]+)(:\d{1,5})?$/i.test(server))
+      throw new ConfigError('DNS_SERVERS', `must list host or host:port entries, got "${server}"`);
   }
   return Object.freeze(config);
 }

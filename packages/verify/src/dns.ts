@@ -60,7 +60,13 @@ export async function lookupDomain(resolver: Resolver, domain: string): Promise<
     const nullMx = mx.length === 1 && (mx[0].exchange === '' || mx[0].exchange === '.');
     const exchanges = nullMx ? [] : mx.sort((a, b) => a.priority - b.priority).map((m) => m.exchange);
     const [apex, www] = await Promise.all([hasAddress(resolver, domain), hasAddress(resolver, `www.${domain}`)]);
-    return { domainExists: true, mx: exchanges, nullMx, implicitMx: !nullMx && exchanges.length === 0 && apex, hasWebsite: apex || www };
+    return {
+      domainExists: true,
+      mx: exchanges,
+      nullMx,
+      implicitMx: !nullMx && exchanges.length === 0 && apex,
+      hasWebsite: apex || www,
+    };
   } catch (err) {
     if (err instanceof DnsUnanswered) return { ...none, error: err.kind };
     throw err;
@@ -93,8 +99,14 @@ export function cachedDnsLookup(resolver: Resolver, redis: Redis | undefined, pr
  * (keys under `QUEUE_PREFIX`), or no cache when `DNS_CACHE_TTL_S` is 0.
  */
 export function createDnsLookup(
-  config: Pick<VerifyConfig, 'dnsServers' | 'dnsTimeoutMs' | 'dnsTries' | 'dnsCacheTtlS'> & Pick<PlatformConfig, 'queuePrefix'>,
+  config: Pick<VerifyConfig, 'dnsServers' | 'dnsTimeoutMs' | 'dnsTries' | 'dnsCacheTtlS'> &
+    Pick<PlatformConfig, 'queuePrefix'>,
   redis: Redis,
 ): DnsLookup {
-  return cachedDnsLookup(createResolver(config), config.dnsCacheTtlS > 0 ? redis : undefined, config.queuePrefix, config.dnsCacheTtlS);
+  return cachedDnsLookup(
+    createResolver(config),
+    config.dnsCacheTtlS > 0 ? redis : undefined,
+    config.queuePrefix,
+    config.dnsCacheTtlS,
+  );
 }

@@ -1,13 +1,21 @@
 import { verifyEmails, type DnsLookup, type DomainDns } from './verify';
 
-const receiving: DomainDns = { domainExists: true, mx: ['mx.example.net'], nullMx: false, implicitMx: false, hasWebsite: true };
+const receiving: DomainDns = {
+  domainExists: true,
+  mx: ['mx.example.net'],
+  nullMx: false,
+  implicitMx: false,
+  hasWebsite: true,
+};
 
 /** A stub lookup from a table of answers (unknown domains do not exist), counting calls per domain. */
 function stubLookup(answers: Record<string, DomainDns>) {
   const calls = new Map<string, number>();
   const lookup: DnsLookup = (domain) => {
     calls.set(domain, (calls.get(domain) ?? 0) + 1);
-    return Promise.resolve(answers[domain] ?? { domainExists: false, mx: [], nullMx: false, implicitMx: false, hasWebsite: false });
+    return Promise.resolve(
+      answers[domain] ?? { domainExists: false, mx: [], nullMx: false, implicitMx: false, hasWebsite: false },
+    );
   };
   return { lookup, calls };
 }
@@ -29,7 +37,14 @@ test('a batch asks once per domain and answers in input order', async () => {
 test('a null MX cannot receive; an unanswered lookup leaves the address valid and says why', async () => {
   const { lookup } = stubLookup({
     'null.example': { ...receiving, mx: [], nullMx: true },
-    'slow.example': { domainExists: false, mx: [], nullMx: false, implicitMx: false, hasWebsite: false, error: 'timeout' },
+    'slow.example': {
+      domainExists: false,
+      mx: [],
+      nullMx: false,
+      implicitMx: false,
+      hasWebsite: false,
+      error: 'timeout',
+    },
   });
   const [nullMx, slow] = await verifyEmails(['x@null.example', 'x@slow.example'], lookup);
   expect(nullMx.valid).toBe(false);

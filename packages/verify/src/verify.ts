@@ -86,10 +86,8 @@ export const ALIAS_DOMAINS: ReadonlySet<string> = new Set([
 
 const disposable = disposableEmailBlocklistSet();
 const personal = new Set<string>(freeEmailDomains);
-const roles = new Set<string>((roleAddresses).map((r) => r.toLowerCase()));
+const roles = new Set<string>(roleAddresses.map((r) => r.toLowerCase()));
 const popularDomains = new Set<string>(POPULAR_DOMAINS);
-
-
 
 /** The parts of a syntactically valid address. */
 export interface ParsedAddress {
@@ -114,7 +112,8 @@ export function parseAddress(email: string): { ok: true; address: ParsedAddress 
     return { ok: false, reason: 'the address is not valid email syntax (RFC 5322)' };
   }
   const local = parsed.local;
-  if (Buffer.byteLength(local) > 64) return { ok: false, reason: 'the part before @ is longer than 64 octets (RFC 5321)' };
+  if (Buffer.byteLength(local) > 64)
+    return { ok: false, reason: 'the part before @ is longer than 64 octets (RFC 5321)' };
   const domain = parsed.domain.toLowerCase();
   if (domain.startsWith('[')) return { ok: false, reason: 'address literals ([1.2.3.4]) are not accepted' };
   const asciiDomain = asciiHostname(domain);
@@ -138,7 +137,8 @@ export function offlineChecks(a: ParsedAddress) {
     isPlusAddressed: a.local.includes('+') && base.length > 0,
     isRoleAccount: roles.has(base),
     typoDomain: suggestion && suggestion.domain !== a.asciiDomain ? suggestion.domain : null,
-    typoOfPopular: suggestion !== undefined && (popularDomains.has(suggestion.domain) || personal.has(suggestion.domain)),
+    typoOfPopular:
+      suggestion !== undefined && (popularDomains.has(suggestion.domain) || personal.has(suggestion.domain)),
   };
 }
 
@@ -170,11 +170,18 @@ export async function verifyEmail(email: string, dns: DnsLookup): Promise<Verifi
   }
   const a = parsed.address;
   const flags = offlineChecks(a);
-  Object.assign(result, { isDisposable: flags.isDisposable, isAlias: flags.isAlias, isPersonalEmail: flags.isPersonalEmail, isPlusAddressed: flags.isPlusAddressed, isRoleAccount: flags.isRoleAccount });
+  Object.assign(result, {
+    isDisposable: flags.isDisposable,
+    isAlias: flags.isAlias,
+    isPersonalEmail: flags.isPersonalEmail,
+    isPlusAddressed: flags.isPlusAddressed,
+    isRoleAccount: flags.isRoleAccount,
+  });
   const reasons = result.reasons;
   if (flags.isDisposable) reasons.push(`${a.registrable} is a disposable (temporary) email service`);
   if (flags.isAlias) reasons.push(`${a.registrable} is a relay service: the address forwards to a hidden mailbox`);
-  if (flags.isRoleAccount) reasons.push(`"${a.local.split('+')[0]}" is a role account (a team or function, not a person)`);
+  if (flags.isRoleAccount)
+    reasons.push(`"${a.local.split('+')[0]}" is a role account (a team or function, not a person)`);
   if (flags.isPlusAddressed) reasons.push('the address uses a subaddress (+tag)');
 
   const d = await dns(a.asciiDomain);
@@ -210,7 +217,8 @@ export async function verifyEmail(email: string, dns: DnsLookup): Promise<Verifi
     reasons.push(`${a.asciiDomain} has no MX and no address records: it cannot receive mail`);
     return result;
   }
-  if (d.mx.length === 0) reasons.push(`${a.asciiDomain} has no MX records; mail goes to its A/AAAA address (RFC 5321 implicit MX)`);
+  if (d.mx.length === 0)
+    reasons.push(`${a.asciiDomain} has no MX records; mail goes to its A/AAAA address (RFC 5321 implicit MX)`);
   if (!d.hasWebsite) reasons.push(`${a.asciiDomain} has no website`);
   result.valid = true;
   return result;

@@ -32,7 +32,8 @@ export interface AttemptNumber {
 }
 
 /** Where an attempt leaves its delivery. */
-export type AttemptOutcome = { status: 'succeeded' } | { status: 'pending'; nextAttemptAt: Date } | { status: 'failed' };
+export type AttemptOutcome =
+  { status: 'succeeded' } | { status: 'pending'; nextAttemptAt: Date } | { status: 'failed' };
 
 /**
  * Where an HTTP attempt leaves its delivery: a 2xx answer `succeeded`; any other answer or none is retried at
@@ -40,10 +41,16 @@ export type AttemptOutcome = { status: 'succeeded' } | { status: 'pending'; next
  *
  * @param now - epoch ms.
  */
-export function webhookAttemptOutcome(attempt: Pick<HttpAttempt, 'statusCode'>, n: AttemptNumber, schedule: readonly number[], now: number): AttemptOutcome {
+export function webhookAttemptOutcome(
+  attempt: Pick<HttpAttempt, 'statusCode'>,
+  n: AttemptNumber,
+  schedule: readonly number[],
+  now: number,
+): AttemptOutcome {
   const ok = attempt.statusCode !== undefined && attempt.statusCode >= 200 && attempt.statusCode < 300;
   if (ok) return { status: 'succeeded' };
-  if (n.attempt < n.attempts) return { status: 'pending', nextAttemptAt: new Date(now + webhookBackoffMs(schedule, n.attempt)) };
+  if (n.attempt < n.attempts)
+    return { status: 'pending', nextAttemptAt: new Date(now + webhookBackoffMs(schedule, n.attempt)) };
   return { status: 'failed' };
 }
 
@@ -56,7 +63,8 @@ export type WebhookDeliveryResult =
 /** What an attempt needs. */
 export interface WebhookDeliveryDeps {
   db: DbOrTx;
-  config: Pick<QueueConfig, 'webhookRetryScheduleMs' | 'webhookTimeoutMs'> & Pick<WebhookConfig, 'webhookAllowPrivateTargets'>;
+  config: Pick<QueueConfig, 'webhookRetryScheduleMs' | 'webhookTimeoutMs'> &
+    Pick<WebhookConfig, 'webhookAllowPrivateTargets'>;
 }
 
 /**
@@ -102,7 +110,10 @@ export async function attemptWebhookDelivery(
 
   const reason = attempt.error ?? `answered ${attempt.statusCode}`;
   if (outcome.status === 'pending') {
-    log.warn({ reason, attempt: n.attempt, nextAttemptAt: outcome.nextAttemptAt }, 'webhook attempt failed; will retry');
+    log.warn(
+      { reason, attempt: n.attempt, nextAttemptAt: outcome.nextAttemptAt },
+      'webhook attempt failed; will retry',
+    );
     throw new Error(`webhook attempt failed: ${reason}`);
   }
   const endpointDisabled = await disableFailingEndpoint(

@@ -39,7 +39,8 @@ export function endpointErrors(body: Pick<EndpointFields, 'url' | 'eventTypes'>,
     if (problem) errors.push({ field: 'url', message: problem, code: 'invalid_string' });
   }
   body.eventTypes?.forEach((t, i) => {
-    if (!isWebhookEventPattern(t)) errors.push({ field: `eventTypes.${i}`, message: `unknown event type "${t}"`, code: 'invalid_enum_value' });
+    if (!isWebhookEventPattern(t))
+      errors.push({ field: `eventTypes.${i}`, message: `unknown event type "${t}"`, code: 'invalid_enum_value' });
   });
   return errors;
 }
@@ -72,7 +73,13 @@ export async function addEndpoint(
  *
  * @throws {@link AppError} 422 naming the bad URL or event types, 404 when the project has no such endpoint.
  */
-export async function changeEndpoint(db: DbOrTx, projectId: string, id: string, body: EndpointFields, allowPrivate: boolean): Promise<WebhookEndpointRow> {
+export async function changeEndpoint(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+  body: EndpointFields,
+  allowPrivate: boolean,
+): Promise<WebhookEndpointRow> {
   const errors = endpointErrors(body, allowPrivate);
   if (errors.length > 0) throw validationError(errors);
   const e = await updateWebhookEndpoint(db, projectId, id, body);
@@ -88,10 +95,20 @@ export async function changeEndpoint(db: DbOrTx, projectId: string, id: string, 
  * @throws {@link AppError} 404 (no such endpoint, or no such delivery of it), 409 `INVALID_STATE` (the endpoint is
  *   disabled).
  */
-export async function redeliver(deps: AnnounceDeps, log: Logger, projectId: string, endpointId: string, deliveryId: string): Promise<WebhookDeliveryRef> {
+export async function redeliver(
+  deps: AnnounceDeps,
+  log: Logger,
+  projectId: string,
+  endpointId: string,
+  deliveryId: string,
+): Promise<WebhookDeliveryRef> {
   const { db } = deps.database;
   const endpoint = await loadEndpoint(db, projectId, endpointId);
-  if (!endpoint.enabled) throw new AppError(ErrorCode.INVALID_STATE, 'The endpoint is disabled; enable it (PATCH enabled: true) before redelivering');
+  if (!endpoint.enabled)
+    throw new AppError(
+      ErrorCode.INVALID_STATE,
+      'The endpoint is disabled; enable it (PATCH enabled: true) before redelivering',
+    );
   const ref = await redeliverWebhook(db, projectId, endpointId, deliveryId);
   if (!ref) throw notFound('Webhook delivery');
   await announceWebhookDeliveries(deps.queues.webhook, deps.config, [ref], log);

@@ -1,6 +1,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isPublicAddress, isWebhookEventPattern, publicOnlyLookup, sendHttp, signWebhook, webhookPatternsMatch, webhookUrlProblem, ForbiddenTargetError } from './webhooks';
+import {
+  isPublicAddress,
+  isWebhookEventPattern,
+  publicOnlyLookup,
+  sendHttp,
+  signWebhook,
+  webhookPatternsMatch,
+  webhookUrlProblem,
+  ForbiddenTargetError,
+} from './webhooks';
 
 test('isPublicAddress: only public unicast addresses pass, v4-mapped v6 included', () => {
   const table: [string, boolean][] = [
@@ -33,7 +42,9 @@ test('webhookUrlProblem refuses literal private targets unless allowed, and bad 
 });
 
 test('the connect-time lookup refuses names that resolve only to private addresses', async () => {
-  const err = await new Promise<Error | null>((resolve) => publicOnlyLookup('localhost', { all: true }, (e) => resolve(e)));
+  const err = await new Promise<Error | null>((resolve) =>
+    publicOnlyLookup('localhost', { all: true }, (e) => resolve(e)),
+  );
   expect(err).toBeInstanceOf(ForbiddenTargetError);
 });
 
@@ -47,7 +58,12 @@ test('event patterns: exact types, family wildcards and * only', () => {
 test('signatures follow Standard Webhooks: base64 HMAC-SHA256 of id.timestamp.body under the decoded secret', () => {
   // Test vector of the Standard Webhooks specification's reference libraries.
   const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-  const headers = signWebhook(secret, 'msg_p5jXN8AQM9LWM0D4loKWxJek', new Date(1614265330 * 1000), '{"test": 2432232314}');
+  const headers = signWebhook(
+    secret,
+    'msg_p5jXN8AQM9LWM0D4loKWxJek',
+    new Date(1614265330 * 1000),
+    '{"test": 2432232314}',
+  );
   expect(headers).toEqual({
     'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek',
     'webhook-timestamp': '1614265330',

@@ -91,7 +91,8 @@ export class ForbiddenTargetError extends Error {
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   let parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress())
+    parsed = (parsed as ipaddr.IPv6).toIPv4Address();
   return parsed.range() === 'unicast';
 }
 
@@ -111,7 +112,8 @@ export function webhookUrlProblem(raw: string, allowPrivate: boolean): string | 
   if (allowPrivate) return null;
   const host = u.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost')) return 'must not point at a loopback host';
-  if (ipaddr.isValid(host) && !isPublicAddress(host)) return 'must not point at a private, loopback or link-local address';
+  if (ipaddr.isValid(host) && !isPublicAddress(host))
+    return 'must not point at a private, loopback or link-local address';
   return null;
 }
 
@@ -124,7 +126,8 @@ export const publicOnlyLookup: LookupFunction = (hostname, options, callback) =>
     if (allowed.length === 0) {
       return callback(new ForbiddenTargetError(`${hostname} resolves only to non-public addresses`), '', 0);
     }
-    if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, allowed);
+    if ((options as { all?: boolean }).all)
+      return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, allowed);
     callback(null, allowed[0].address, allowed[0].family);
   });
 };
@@ -160,7 +163,12 @@ export function sendHttp(
       u,
       {
         method: init.method ?? 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'mailroom-webhooks/1', ...init.headers, 'content-length': Buffer.byteLength(init.body) },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'mailroom-webhooks/1',
+          ...init.headers,
+          'content-length': Buffer.byteLength(init.body),
+        },
         ...(init.allowPrivate ? {} : { lookup: publicOnlyLookup }),
         timeout: init.timeoutMs,
         agent: false,
@@ -178,7 +186,9 @@ export function sendHttp(
     const timer = setTimeout(() => req.destroy(new Error(`timed out after ${init.timeoutMs} ms`)), init.timeoutMs);
     req.on('close', () => clearTimeout(timer));
     req.on('timeout', () => req.destroy(new Error(`timed out after ${init.timeoutMs} ms`)));
-    req.on('error', (err) => resolve(done({ error: err instanceof ForbiddenTargetError ? `refused: ${err.message}` : err.message })));
+    req.on('error', (err) =>
+      resolve(done({ error: err instanceof ForbiddenTargetError ? `refused: ${err.message}` : err.message })),
+    );
     req.end(init.body);
   });
 }

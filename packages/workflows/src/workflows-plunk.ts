@@ -86,10 +86,23 @@ function plunkFilter(target: string, operator: string, config: Json): Json[] | J
     const always = operator === 'exists';
     if (target === 'email') return [{ field: 'email', operator: always ? 'contains' : 'notContains', value: '@' }];
     return always
-      ? { logic: 'OR', groups: [{ filters: [{ field: target, operator: 'equals', value: true }] }, { filters: [{ field: target, operator: 'equals', value: false }] }] }
-      : [{ field: target, operator: 'equals', value: true }, { field: target, operator: 'equals', value: false }];
+      ? {
+          logic: 'OR',
+          groups: [
+            { filters: [{ field: target, operator: 'equals', value: true }] },
+            { filters: [{ field: target, operator: 'equals', value: false }] },
+          ],
+        }
+      : [
+          { field: target, operator: 'equals', value: true },
+          { field: target, operator: 'equals', value: false },
+        ];
   }
-  const test = { field: target, operator, ...('value' in config && operator !== 'exists' && operator !== 'notExists' ? { value: config.value } : {}) };
+  const test = {
+    field: target,
+    operator,
+    ...('value' in config && operator !== 'exists' && operator !== 'notExists' ? { value: config.value } : {}),
+  };
   const negative = operator === 'notEquals' || operator === 'notContains';
   return negative && !ALWAYS_PRESENT.has(target) ? [{ field: target, operator: 'exists' }, test] : [test];
 }
@@ -97,12 +110,17 @@ function plunkFilter(target: string, operator: string, config: Json): Json[] | J
 /** Plunk's CONDITION `{field, operator, value}` as our `{filter}`; errors name `<field>.field|operator|value`. */
 function plunkCondition(config: Json, field: string): Json {
   if ('mode' in config) {
-    fail(`${field}.mode`, 'multi-branch conditions are not supported: a CONDITION here has a yes and a no branch; chain CONDITION steps instead');
+    fail(
+      `${field}.mode`,
+      'multi-branch conditions are not supported: a CONDITION here has a yes and a no branch; chain CONDITION steps instead',
+    );
   }
-  if ('filter' in config) fail(`${field}.filter`, 'give either filter (ours) or field/operator/value (Plunk), not both');
+  if ('filter' in config)
+    fail(`${field}.filter`, 'give either filter (ours) or field/operator/value (Plunk), not both');
   const extra = Object.keys(config).filter((k) => !['field', 'operator', 'value'].includes(k));
   if (extra.length > 0) fail(`${field}.${extra[0]}`, 'is not a recognized field', 'unrecognized_keys');
-  if (typeof config.field !== 'string' || config.field.length === 0) fail(`${field}.field`, 'must be a non-empty string', 'invalid_type');
+  if (typeof config.field !== 'string' || config.field.length === 0)
+    fail(`${field}.field`, 'must be a non-empty string', 'invalid_type');
   const operator = config.operator ?? 'equals';
   if (typeof operator !== 'string' || !(PLUNK_CONDITION_OPERATORS as readonly string[]).includes(operator)) {
     fail(`${field}.operator`, `must be one of ${PLUNK_CONDITION_OPERATORS.join(', ')}`, 'invalid_enum_value');
@@ -127,20 +145,24 @@ function plunkCondition(config: Json, field: string): Json {
 /** Renames Plunk's template variables in a WEBHOOK body string to ours (see the module comment). */
 export function plunkWebhookTemplate(source: string): string {
   const ours = new Set(['contact', 'trigger', 'event', 'context', 'workflowId', 'executionId', 'stepId', 'stepRunId']);
-  return source.replace(/(\{\{\{?\s*)([A-Za-z_$][\w$]*)((?:\.[\w$-]+)*)/g, (_all, open: string, root: string, rest: string) => {
-    if (root === 'email' || root === 'id') return `${open}contact.${root}${rest}`;
-    if (root === 'data') return `${open}contact.data${rest}`;
-    if (root === 'event' || root === 'workflow') return `${open}trigger${rest}`;
-    if (ours.has(root)) return `${open}${root}${rest}`;
-    return `${open}contact.data.${root}${rest}`;
-  });
+  return source.replace(
+    /(\{\{\{?\s*)([A-Za-z_$][\w$]*)((?:\.[\w$-]+)*)/g,
+    (_all, open: string, root: string, rest: string) => {
+      if (root === 'email' || root === 'id') return `${open}contact.${root}${rest}`;
+      if (root === 'data') return `${open}contact.data${rest}`;
+      if (root === 'event' || root === 'workflow') return `${open}trigger${rest}`;
+      if (ours.has(root)) return `${open}${root}${rest}`;
+      return `${open}contact.data.${root}${rest}`;
+    },
+  );
 }
 
 /** Renames variables in every string of a JSON value (keys included). */
 function renameInJson(value: unknown): unknown {
   if (typeof value === 'string') return plunkWebhookTemplate(value);
   if (Array.isArray(value)) return value.map(renameInJson);
-  if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [plunkWebhookTemplate(k), renameInJson(v)]));
+  if (isObject(value))
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [plunkWebhookTemplate(k), renameInJson(v)]));
   return value;
 }
 
@@ -154,8 +176,14 @@ function renameInJson(value: unknown): unknown {
  * @param templateId - Plunk's step-level `templateId` (SEND_EMAIL), or undefined.
  * @throws {@link AppError} 422 `VALIDATION_ERROR` naming the field that has no equivalent here.
  */
-export function fromPlunkStepConfig(type: WorkflowStepType, config: unknown, field: string, templateId?: string | null): unknown {
-  if (templateId !== undefined && templateId !== null && type !== 'SEND_EMAIL') fail('templateId', 'applies to SEND_EMAIL steps only');
+export function fromPlunkStepConfig(
+  type: WorkflowStepType,
+  config: unknown,
+  field: string,
+  templateId?: string | null,
+): unknown {
+  if (templateId !== undefined && templateId !== null && type !== 'SEND_EMAIL')
+    fail('templateId', 'applies to SEND_EMAIL steps only');
   if (!isObject(config)) {
     if (type === 'SEND_EMAIL' && templateId && (config === undefined || config === null)) return { templateId };
     return config;
@@ -164,13 +192,19 @@ export function fromPlunkStepConfig(type: WorkflowStepType, config: unknown, fie
   switch (type) {
     case 'SEND_EMAIL': {
       if (templateId) {
-        if (c.templateId !== undefined && c.templateId !== templateId) fail('templateId', 'differs from config.templateId; give one');
+        if (c.templateId !== undefined && c.templateId !== templateId)
+          fail('templateId', 'differs from config.templateId; give one');
         c.templateId = templateId;
       }
       if ('recipient' in c) {
         const r = c.recipient;
-        if (isObject(r) && r.type === 'CUSTOM') fail(`${field}.recipient`, 'a workflow mails the contact it runs for; a CUSTOM recipient is not supported');
-        if (!(r === null || r === undefined || (isObject(r) && r.type === 'CONTACT' && Object.keys(r).every((k) => k === 'type' || k === 'customEmail')))) {
+        if (isObject(r) && r.type === 'CUSTOM')
+          fail(`${field}.recipient`, 'a workflow mails the contact it runs for; a CUSTOM recipient is not supported');
+        if (!(
+          r === null ||
+          r === undefined ||
+          (isObject(r) && r.type === 'CONTACT' && Object.keys(r).every((k) => k === 'type' || k === 'customEmail'))
+        )) {
           fail(`${field}.recipient`, 'must be {type: CONTACT}', 'invalid_type');
         }
         delete c.recipient;
@@ -185,8 +219,10 @@ export function fromPlunkStepConfig(type: WorkflowStepType, config: unknown, fie
       if (c.timeout === undefined || c.timeout === null) {
         c.timeout = { amount: MAX_WAIT_MS / 1000, unit: 'seconds' };
       } else if (typeof c.timeout === 'number') {
-        if (!Number.isFinite(c.timeout) || c.timeout <= 0) fail(`${field}.timeout`, 'must be a positive number of seconds', 'too_small');
-        if (c.timeout > MAX_WAIT_MS / 1000) fail(`${field}.timeout`, 'must be at most one year (31,536,000 seconds)', 'too_big');
+        if (!Number.isFinite(c.timeout) || c.timeout <= 0)
+          fail(`${field}.timeout`, 'must be a positive number of seconds', 'too_small');
+        if (c.timeout > MAX_WAIT_MS / 1000)
+          fail(`${field}.timeout`, 'must be at most one year (31,536,000 seconds)', 'too_big');
         c.timeout = { amount: Math.ceil(c.timeout), unit: 'seconds' };
       }
       return c;
@@ -202,8 +238,13 @@ export function fromPlunkStepConfig(type: WorkflowStepType, config: unknown, fie
       }
       if ('subscriptionAction' in c) {
         const action = c.subscriptionAction;
-        if ('subscribed' in c) fail(`${field}.subscriptionAction`, 'give either subscribed (ours) or subscriptionAction (Plunk), not both');
-        if (action !== undefined && action !== null && !['none', 'subscribe', 'unsubscribe'].includes(action as string)) {
+        if ('subscribed' in c)
+          fail(`${field}.subscriptionAction`, 'give either subscribed (ours) or subscriptionAction (Plunk), not both');
+        if (
+          action !== undefined &&
+          action !== null &&
+          !['none', 'subscribe', 'unsubscribe'].includes(action as string)
+        ) {
           fail(`${field}.subscriptionAction`, 'must be one of none, subscribe, unsubscribe', 'invalid_enum_value');
         }
         if (action === 'subscribe' || action === 'unsubscribe') c.subscribed = action === 'subscribe';
@@ -243,34 +284,59 @@ export interface TriggerFields {
 export function resolveTrigger(body: TriggerFields, current?: TriggerSpec): TriggerSpec | undefined {
   const plunk = (['eventName', 'triggerType', 'triggerConfig'] as const).filter((k) => body[k] !== undefined);
   if (body.trigger) {
-    if (plunk.length > 0) fail(plunk[0], 'give either trigger (ours) or Plunk\'s eventName/triggerType/triggerConfig, not both');
+    if (plunk.length > 0)
+      fail(plunk[0], "give either trigger (ours) or Plunk's eventName/triggerType/triggerConfig, not both");
     const t = body.trigger;
     if (t.type === 'EVENT' && !t.event) fail('trigger.event', 'is required for an EVENT trigger', 'invalid_type');
-    if (t.type === 'MANUAL' && t.event !== undefined) fail('trigger.event', 'applies to EVENT triggers only', 'unrecognized_keys');
+    if (t.type === 'MANUAL' && t.event !== undefined)
+      fail('trigger.event', 'applies to EVENT triggers only', 'unrecognized_keys');
     return { type: t.type, event: t.type === 'EVENT' ? t.event! : null };
   }
   if (plunk.length === 0) return undefined;
   if (body.triggerType !== undefined && body.triggerType !== 'EVENT' && body.triggerType !== 'MANUAL') {
-    fail('triggerType', body.triggerType === 'SCHEDULE' ? 'SCHEDULE (cron) triggers are not supported: use EVENT or MANUAL' : 'must be one of EVENT, MANUAL', 'invalid_enum_value');
+    fail(
+      'triggerType',
+      body.triggerType === 'SCHEDULE'
+        ? 'SCHEDULE (cron) triggers are not supported: use EVENT or MANUAL'
+        : 'must be one of EVENT, MANUAL',
+      'invalid_enum_value',
+    );
   }
   let configEvent: string | undefined;
   if (body.triggerConfig !== undefined && body.triggerConfig !== null) {
     if (!isObject(body.triggerConfig)) fail('triggerConfig', 'must be an object {eventName}', 'invalid_type');
     const cfg = body.triggerConfig as Json;
     const extra = Object.keys(cfg).find((k) => k !== 'eventName');
-    if (extra) fail(`triggerConfig.${extra}`, extra === 'schedule' ? 'schedules (cron) are not supported' : 'is not a recognized field', 'unrecognized_keys');
+    if (extra)
+      fail(
+        `triggerConfig.${extra}`,
+        extra === 'schedule' ? 'schedules (cron) are not supported' : 'is not a recognized field',
+        'unrecognized_keys',
+      );
     if (cfg.eventName !== undefined) {
       if (typeof cfg.eventName !== 'string' || !/^\S(.*\S)?$/.test(cfg.eventName) || cfg.eventName.length > 255) {
-        fail('triggerConfig.eventName', 'must be an event name (1–255 characters, no surrounding spaces)', 'invalid_string');
+        fail(
+          'triggerConfig.eventName',
+          'must be an event name (1–255 characters, no surrounding spaces)',
+          'invalid_string',
+        );
       }
       configEvent = cfg.eventName as string;
     }
   }
-  if (body.eventName !== undefined && configEvent !== undefined && body.eventName !== configEvent) fail('eventName', 'differs from triggerConfig.eventName');
+  if (body.eventName !== undefined && configEvent !== undefined && body.eventName !== configEvent)
+    fail('eventName', 'differs from triggerConfig.eventName');
   const event = body.eventName ?? configEvent;
-  const type = (body.triggerType as WorkflowTriggerType | undefined) ?? (event !== undefined ? 'EVENT' : current?.type ?? 'MANUAL');
+  const type =
+    (body.triggerType as WorkflowTriggerType | undefined) ??
+    (event !== undefined ? 'EVENT' : (current?.type ?? 'MANUAL'));
   if (type === 'MANUAL') {
-    if (event !== undefined) fail(body.eventName !== undefined ? 'eventName' : 'triggerConfig.eventName', 'applies to EVENT triggers only', 'unrecognized_keys');
+    if (event !== undefined)
+      fail(
+        body.eventName !== undefined ? 'eventName' : 'triggerConfig.eventName',
+        'applies to EVENT triggers only',
+        'unrecognized_keys',
+      );
     return { type, event: null };
   }
   const name = event ?? (current?.type === 'EVENT' ? current.event : null);
@@ -300,11 +366,16 @@ export interface PlunkTransitionFields {
  * @param taken - branches already used from that step.
  * @throws {@link AppError} 422 naming `condition`, `condition.branch` or `waitOutcome`.
  */
-export function resolveBranch(body: PlunkTransitionFields, fromType: WorkflowStepType | null, taken: readonly string[]): WorkflowBranch {
+export function resolveBranch(
+  body: PlunkTransitionFields,
+  fromType: WorkflowStepType | null,
+  taken: readonly string[],
+): WorkflowBranch {
   const named: { field: string; branch: WorkflowBranch }[] = [];
   if (body.branch) named.push({ field: 'branch', branch: body.branch });
   if (body.waitOutcome !== undefined && body.waitOutcome !== null) {
-    if (body.waitOutcome !== 'EVENT' && body.waitOutcome !== 'TIMEOUT') fail('waitOutcome', 'must be one of EVENT, TIMEOUT', 'invalid_enum_value');
+    if (body.waitOutcome !== 'EVENT' && body.waitOutcome !== 'TIMEOUT')
+      fail('waitOutcome', 'must be one of EVENT, TIMEOUT', 'invalid_enum_value');
     if (fromType !== 'WAIT_FOR_EVENT') fail('waitOutcome', 'applies to transitions from a WAIT_FOR_EVENT step only');
     named.push({ field: 'waitOutcome', branch: body.waitOutcome === 'EVENT' ? 'event' : 'timeout' });
   }
@@ -315,8 +386,14 @@ export function resolveBranch(body: PlunkTransitionFields, fromType: WorkflowSte
       named.push({ field: 'condition.fallback', branch: 'timeout' });
     } else {
       const extra = Object.keys(cond).find((k) => k !== 'branch');
-      if (extra) fail(`condition.${extra}`, 'is not supported: a transition is chosen by its branch', 'unrecognized_keys');
-      if (!['yes', 'no', 'event', 'timeout'].includes(cond.branch as string)) fail('condition.branch', 'must be one of yes, no (CONDITION), event, timeout (WAIT_FOR_EVENT)', 'invalid_enum_value');
+      if (extra)
+        fail(`condition.${extra}`, 'is not supported: a transition is chosen by its branch', 'unrecognized_keys');
+      if (!['yes', 'no', 'event', 'timeout'].includes(cond.branch as string))
+        fail(
+          'condition.branch',
+          'must be one of yes, no (CONDITION), event, timeout (WAIT_FOR_EVENT)',
+          'invalid_enum_value',
+        );
       named.push({ field: 'condition.branch', branch: cond.branch as WorkflowBranch });
     }
   }
@@ -326,12 +403,17 @@ export function resolveBranch(body: PlunkTransitionFields, fromType: WorkflowSte
   if (first) return first.branch;
   const plunkForm = body.condition !== undefined || body.waitOutcome !== undefined || body.priority !== undefined;
   if (plunkForm && fromType === 'WAIT_FOR_EVENT') return taken.includes('event') ? 'timeout' : 'event';
-  if (plunkForm && fromType === 'CONDITION') fail('condition.branch', 'a transition from a CONDITION step needs condition: {branch: yes|no}', 'invalid_type');
+  if (plunkForm && fromType === 'CONDITION')
+    fail('condition.branch', 'a transition from a CONDITION step needs condition: {branch: yes|no}', 'invalid_type');
   return 'next';
 }
 
 /** Plunk's `condition`, `waitOutcome` and `priority` of a stored branch. */
-export function plunkTransitionFields(branch: WorkflowBranch): { condition: { branch: string } | null; waitOutcome: 'EVENT' | 'TIMEOUT' | null; priority: number } {
+export function plunkTransitionFields(branch: WorkflowBranch): {
+  condition: { branch: string } | null;
+  waitOutcome: 'EVENT' | 'TIMEOUT' | null;
+  priority: number;
+} {
   if (branch === 'yes' || branch === 'no') return { condition: { branch }, waitOutcome: null, priority: 0 };
   if (branch === 'event') return { condition: null, waitOutcome: 'EVENT', priority: 0 };
   if (branch === 'timeout') return { condition: null, waitOutcome: 'TIMEOUT', priority: 1 };

@@ -20,17 +20,21 @@ import { dataValidator } from '@mailroom/platform/validation';
 import { parseSegmentFilter } from '@mailroom/audiences/segments';
 import { templateSyntaxErrors } from '@mailroom/mail/templates';
 
-
 /** Trigger types. */
 export const WORKFLOW_TRIGGER_TYPES = ['EVENT', 'MANUAL'] as const;
 export type WorkflowTriggerType = (typeof WORKFLOW_TRIGGER_TYPES)[number];
-
 
 /** Duration units of DELAY and WAIT_FOR_EVENT. */
 export const DURATION_UNITS = ['seconds', 'minutes', 'hours', 'days', 'weeks'] as const;
 export type DurationUnit = (typeof DURATION_UNITS)[number];
 
-const UNIT_MS: Record<DurationUnit, number> = { seconds: 1000, minutes: 60_000, hours: 3_600_000, days: 86_400_000, weeks: 604_800_000 };
+const UNIT_MS: Record<DurationUnit, number> = {
+  seconds: 1000,
+  minutes: 60_000,
+  hours: 3_600_000,
+  days: 86_400_000,
+  weeks: 604_800_000,
+};
 
 /** The longest DELAY or WAIT_FOR_EVENT timeout: one year (365 days), in ms. */
 export const MAX_WAIT_MS = 365 * 86_400_000;
@@ -54,7 +58,8 @@ export function durationMs(d: Duration): number {
 export const WEBHOOK_STEP_METHODS = ['POST', 'PUT', 'PATCH', 'GET', 'DELETE'] as const;
 
 /** Header names a WEBHOOK step may not set (they are ours, or the transport's). */
-const RESERVED_HEADERS = /^(host|content-length|connection|transfer-encoding|webhook-id|webhook-timestamp|webhook-signature|idempotency-key)$/i;
+const RESERVED_HEADERS =
+  /^(host|content-length|connection|transfer-encoding|webhook-id|webhook-timestamp|webhook-signature|idempotency-key)$/i;
 
 /** Configuration schema of each step type. */
 export const STEP_CONFIG_SCHEMAS = {
@@ -62,12 +67,18 @@ export const STEP_CONFIG_SCHEMAS = {
     {
       templateId: Type.String({ format: 'uuid', description: 'a template of this project' }),
       templateVersion: Type.Optional(
-        Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'pin this published version of the template; omitted: the latest published version at each send' }),
+        Type.Integer({
+          minimum: 1,
+          maximum: 2_147_483_647,
+          description: 'pin this published version of the template; omitted: the latest published version at each send',
+        }),
       ),
       from: Type.Optional(EmailAddress),
       fromName: Type.Optional(Type.String({ maxLength: 200 })),
       replyTo: Type.Optional(EmailAddress),
-      data: Type.Optional(Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), { description: 'extra template variables' })),
+      data: Type.Optional(
+        Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), { description: 'extra template variables' }),
+      ),
       topicId: Type.Optional(
         Type.String({
           format: 'uuid',
@@ -87,13 +98,22 @@ export const STEP_CONFIG_SCHEMAS = {
     },
     { additionalProperties: false },
   ),
-  CONDITION: Type.Object({ filter: Type.Unknown({ description: 'a segment filter; may also test context.<path>' }) }, { additionalProperties: false }),
+  CONDITION: Type.Object(
+    { filter: Type.Unknown({ description: 'a segment filter; may also test context.<path>' }) },
+    { additionalProperties: false },
+  ),
   WEBHOOK: Type.Object(
     {
       url: Type.String({ format: 'uri', maxLength: 2048, pattern: '^https?://' }),
-      method: Type.Optional(Type.Unsafe<(typeof WEBHOOK_STEP_METHODS)[number]>({ type: 'string', enum: [...WEBHOOK_STEP_METHODS] })),
+      method: Type.Optional(
+        Type.Unsafe<(typeof WEBHOOK_STEP_METHODS)[number]>({ type: 'string', enum: [...WEBHOOK_STEP_METHODS] }),
+      ),
       headers: Type.Optional(
-        Type.Record(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$" }), Type.String({ maxLength: 2000, pattern: '^[^\\r\\n]*$' }), { maxProperties: 20 }),
+        Type.Record(
+          Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$" }),
+          Type.String({ maxLength: 2000, pattern: '^[^\\r\\n]*$' }),
+          { maxProperties: 20 },
+        ),
       ),
       body: Type.Optional(
         Type.String({
@@ -110,7 +130,11 @@ export const STEP_CONFIG_SCHEMAS = {
   ),
   UPDATE_CONTACT: Type.Object(
     {
-      data: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 200 }), Type.Unknown(), { description: 'merged into the contact; null removes a key; an empty string is ignored' })),
+      data: Type.Optional(
+        Type.Record(Type.String({ minLength: 1, maxLength: 200 }), Type.Unknown(), {
+          description: 'merged into the contact; null removes a key; an empty string is ignored',
+        }),
+      ),
       subscribed: Type.Optional(Type.Boolean()),
     },
     { additionalProperties: false, minProperties: 1 },
@@ -134,10 +158,14 @@ const configValidators = Object.fromEntries(
  */
 export function parseStepConfig<T extends WorkflowStepType>(type: T, config: unknown, field: string): StepConfig<T> {
   const checked = configValidators[type](config ?? {});
-  if (!checked.ok) throw validationError(checked.errors.map((e) => ({ ...e, field: e.field && e.field !== '(root)' ? `${field}.${e.field}` : field })));
+  if (!checked.ok)
+    throw validationError(
+      checked.errors.map((e) => ({ ...e, field: e.field && e.field !== '(root)' ? `${field}.${e.field}` : field })),
+    );
   const value = checked.value as Record<string, unknown>;
   const errors: FieldError[] = [];
-  if (type === 'DELAY' && durationMs(value as Duration) > MAX_WAIT_MS) errors.push({ field, message: 'must be at most one year', code: 'too_big' });
+  if (type === 'DELAY' && durationMs(value as Duration) > MAX_WAIT_MS)
+    errors.push({ field, message: 'must be at most one year', code: 'too_big' });
   if (type === 'WAIT_FOR_EVENT' && durationMs(value.timeout as Duration) > MAX_WAIT_MS) {
     errors.push({ field: `${field}.timeout`, message: 'must be at most one year', code: 'too_big' });
   }
@@ -146,7 +174,8 @@ export function parseStepConfig<T extends WorkflowStepType>(type: T, config: unk
   if (type === 'WEBHOOK') {
     if (typeof value.body === 'string') errors.push(...templateSyntaxErrors({ [`${field}.body`]: value.body }));
     for (const name of Object.keys((value.headers as Record<string, string>) ?? {})) {
-      if (RESERVED_HEADERS.test(name)) errors.push({ field: `${field}.headers.${name}`, message: 'is set by the platform', code: 'custom' });
+      if (RESERVED_HEADERS.test(name))
+        errors.push({ field: `${field}.headers.${name}`, message: 'is set by the platform', code: 'custom' });
     }
   }
   if (errors.length > 0) throw validationError(errors);
@@ -209,7 +238,8 @@ export function graphProblems(steps: readonly GraphStep[], transitions: readonly
       });
     }
     const edges = out.get(t.from) ?? new Map<WorkflowBranch, string>();
-    if (edges.has(t.branch)) return problems.push({ at, message: `a second ${t.branch} transition from ${t.from ?? 'the trigger'}` });
+    if (edges.has(t.branch))
+      return problems.push({ at, message: `a second ${t.branch} transition from ${t.from ?? 'the trigger'}` });
     edges.set(t.branch, t.to);
     out.set(t.from, edges);
     return undefined;
@@ -219,7 +249,8 @@ export function graphProblems(steps: readonly GraphStep[], transitions: readonly
   steps.forEach((s, i) => {
     const edges = out.get(s.ref);
     for (const b of branchesOf(s.type)) {
-      if (b !== 'next' && !edges?.has(b)) problems.push({ at: { step: i }, message: `a ${s.type} step needs a ${b} transition` });
+      if (b !== 'next' && !edges?.has(b))
+        problems.push({ at: { step: i }, message: `a ${s.type} step needs a ${b} transition` });
     }
   });
   // Reachability from the trigger.
@@ -231,7 +262,10 @@ export function graphProblems(steps: readonly GraphStep[], transitions: readonly
     seen.add(ref);
     for (const to of out.get(ref)?.values() ?? []) stack.push(to);
   }
-  if (entry) steps.forEach((s, i) => !seen.has(s.ref) && problems.push({ at: { step: i }, message: 'is not reachable from the trigger' }));
+  if (entry)
+    steps.forEach(
+      (s, i) => !seen.has(s.ref) && problems.push({ at: { step: i }, message: 'is not reachable from the trigger' }),
+    );
   // A cycle without a delay is a cycle among the steps that do not wait.
   const waits = (ref: string) => {
     const t = steps[index.get(ref)!].type;

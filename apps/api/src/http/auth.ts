@@ -158,7 +158,13 @@ export interface RouteKeyScope {
 }
 
 /** {@link authenticate} as a request step (see `steps.ts`), for `mountRoutes`; the same checks and errors. */
-export function authenticateStep(db: Db, cache: AuthCache, accept: KeyKind[], failures: FailureLimiter, routeScope: RouteKeyScope = {}): RequestStep {
+export function authenticateStep(
+  db: Db,
+  cache: AuthCache,
+  accept: KeyKind[],
+  failures: FailureLimiter,
+  routeScope: RouteKeyScope = {},
+): RequestStep {
   return async (req, res) => {
     const key = bearerToken(req.get('authorization'));
     if (!key) {
@@ -174,12 +180,23 @@ export function authenticateStep(db: Db, cache: AuthCache, accept: KeyKind[], fa
     }
     if (record.projectDisabled) throw new AppError(ErrorCode.PROJECT_DISABLED, 'This project is disabled');
     if (record.scope === 'sending' && !routeScope.sending) {
-      throw new AppError(ErrorCode.KEY_SCOPE_FORBIDDEN, 'This key is restricted to sending (scope "sending"): it may only call POST /v1/send and the SMTP relay', {
-        suggestion: 'Use a full-access secret key for this endpoint.',
-      });
+      throw new AppError(
+        ErrorCode.KEY_SCOPE_FORBIDDEN,
+        'This key is restricted to sending (scope "sending"): it may only call POST /v1/send and the SMTP relay',
+        {
+          suggestion: 'Use a full-access secret key for this endpoint.',
+        },
+      );
     }
     // From here on the request's log lines carry the project (and a test key's `keyMode`): see request-id.ts.
-    res.locals.auth = { projectId: record.projectId, kind: record.kind, mode: record.mode, keyId: record.keyId, scope: record.scope, allowedDomains: record.allowedDomains };
+    res.locals.auth = {
+      projectId: record.projectId,
+      kind: record.kind,
+      mode: record.mode,
+      keyId: record.keyId,
+      scope: record.scope,
+      allowedDomains: record.allowedDomains,
+    };
   };
 }
 
@@ -192,7 +209,13 @@ export function authenticateStep(db: Db, cache: AuthCache, accept: KeyKind[], fa
  * @throws {@link AppError} 401 `UNAUTHORIZED` (malformed, unknown, expired or revoked key), 429 `RATE_LIMITED`;
  *   the lookup's error (Postgres or Redis unavailable) as it is.
  */
-export async function resolveKey(db: Db, cache: AuthCache, failures: FailureLimiter, key: string, ip: string): Promise<KeyRecord> {
+export async function resolveKey(
+  db: Db,
+  cache: AuthCache,
+  failures: FailureLimiter,
+  key: string,
+  ip: string,
+): Promise<KeyRecord> {
   const invalid = () => new AppError(ErrorCode.UNAUTHORIZED, 'Invalid API key');
   if (!keyKind(key)) {
     await failures.fail(ip);
@@ -230,7 +253,12 @@ export async function resolveKey(db: Db, cache: AuthCache, failures: FailureLimi
  * @returns `true` for the right token, `false` when none was given.
  * @throws {@link AppError} 401 `UNAUTHORIZED` for a wrong token, 429 `RATE_LIMITED` once the IP is over its limit.
  */
-export async function checkAdminToken(req: Request, given: string | undefined, adminToken: string, failures: FailureLimiter): Promise<boolean> {
+export async function checkAdminToken(
+  req: Request,
+  given: string | undefined,
+  adminToken: string,
+  failures: FailureLimiter,
+): Promise<boolean> {
   if (!given) return false;
   if (safeEqual(given, adminToken)) return true;
   await failures.fail(clientIp(req));
@@ -281,12 +309,22 @@ export function adminOnly(adminToken: string | undefined, failures: FailureLimit
  *
  * @throws {@link AppError} 403 `FORBIDDEN` (neither token set), 401 `UNAUTHORIZED`, 429 `RATE_LIMITED`.
  */
-export function metricsOnly(tokens: { adminToken: string | undefined; metricsToken: string | undefined }, failures: FailureLimiter): RequestHandler {
+export function metricsOnly(
+  tokens: { adminToken: string | undefined; metricsToken: string | undefined },
+  failures: FailureLimiter,
+): RequestHandler {
   return toMiddleware(async (req) => {
     if (!tokens.adminToken && !tokens.metricsToken) {
       throw new AppError(ErrorCode.FORBIDDEN, '/metrics is disabled: set METRICS_TOKEN (or ADMIN_TOKEN) to enable it');
     }
-    if (!(await checkAdminBearer(req, bearerToken(req.get('authorization')), [tokens.metricsToken, tokens.adminToken], failures))) {
+    if (
+      !(await checkAdminBearer(
+        req,
+        bearerToken(req.get('authorization')),
+        [tokens.metricsToken, tokens.adminToken],
+        failures,
+      ))
+    ) {
       throw new AppError(ErrorCode.UNAUTHORIZED, 'Invalid metrics token');
     }
   });

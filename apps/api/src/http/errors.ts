@@ -40,11 +40,24 @@ const UNDECODABLE = /^(Z_|ERR__ERROR_|ERR_BROTLI|ERR_ZSTD)/;
  * - any other 4xx that body-parser raises (aborted upload, wrong `Content-Length`): 400 `BAD_REQUEST`.
  */
 function bodyReadFailure(err: unknown): AppError | undefined {
-  const e = err as { type?: string; code?: string; message?: string; status?: number; encoding?: string; charset?: string };
+  const e = err as {
+    type?: string;
+    code?: string;
+    message?: string;
+    status?: number;
+    encoding?: string;
+    charset?: string;
+  };
   if (e.type === 'encoding.unsupported') {
     const message = `Content-Encoding "${e.encoding ?? ''}" is not supported; send identity, gzip, deflate or br`;
     return new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, message, {
-      errors: [{ field: 'Content-Encoding', message: 'must be one of: identity, gzip, deflate, br', code: 'invalid_enum_value' }],
+      errors: [
+        {
+          field: 'Content-Encoding',
+          message: 'must be one of: identity, gzip, deflate, br',
+          code: 'invalid_enum_value',
+        },
+      ],
     });
   }
   if (e.type === 'charset.unsupported') {
@@ -63,7 +76,13 @@ function bodyReadFailure(err: unknown): AppError | undefined {
       errors: [{ field: 'path', message: 'must be valid percent-encoded UTF-8', code: 'invalid_string' }],
     });
   }
-  if (typeof e.type === 'string' && e.type.startsWith('request.') && e.status !== undefined && e.status >= 400 && e.status < 500) {
+  if (
+    typeof e.type === 'string' &&
+    e.type.startsWith('request.') &&
+    e.status !== undefined &&
+    e.status >= 400 &&
+    e.status < 500
+  ) {
     return new AppError(ErrorCode.BAD_REQUEST, 'The request body could not be read', {
       errors: [{ field: 'body', message: e.message ?? 'could not be read', code: 'custom' }],
     });
@@ -77,7 +96,9 @@ function classify(err: unknown): AppError | undefined {
   const e = err as { type?: string; code?: string; message?: string; name?: string; status?: number };
   // body-parser failures
   if (e.type === 'entity.parse.failed') {
-    return new AppError(ErrorCode.INVALID_JSON, 'Malformed JSON in request body', { suggestion: 'Send a valid JSON document.' });
+    return new AppError(ErrorCode.INVALID_JSON, 'Malformed JSON in request body', {
+      suggestion: 'Send a valid JSON document.',
+    });
   }
   if (e.type === 'entity.too.large') return new AppError(ErrorCode.PAYLOAD_TOO_LARGE, 'Request body is too large');
   const unreadable = bodyReadFailure(err);
@@ -108,4 +129,3 @@ export const errorHandler: ErrorRequestHandler = (err, _req, res, _next) => {
 export const notFoundHandler: RequestHandler = (req, res) => {
   sendError(res, new AppError(ErrorCode.NOT_FOUND, `No route for ${req.method} ${req.path}`));
 };
-

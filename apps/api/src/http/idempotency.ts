@@ -34,14 +34,20 @@ const LOCK_TIMEOUT = '55P03';
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+    );
   }
   return value;
 }
 
 /** SHA-256 over method, path and the body's canonical JSON (key order does not matter). */
 export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${path}\n${JSON.stringify(canonical(body ?? null))}`).digest('hex');
+  return createHash('sha256')
+    .update(`${method} ${path}\n${JSON.stringify(canonical(body ?? null))}`)
+    .digest('hex');
 }
 
 /**
@@ -77,7 +83,11 @@ async function retryingTransientConflicts<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /** Runs a handler on the pool, then its after-commit work (a keyless request: no transaction of ours). */
-export async function runDirect(database: Database, run: Run, defaultStatus: number): Promise<{ status: number; data: unknown; replayed: false }> {
+export async function runDirect(
+  database: Database,
+  run: Run,
+  defaultStatus: number,
+): Promise<{ status: number; data: unknown; replayed: false }> {
   const later: (() => Promise<void>)[] = [];
   const result = await run(database.db, (fn) => later.push(fn));
   for (const fn of later) await fn();

@@ -44,7 +44,8 @@ export class ApiMetrics {
     if (pool) registerPoolMetrics(this.registry, { main: { pool } });
     // Zero series for what the dashboard and alerts read, so a rate over them starts at the first event.
     for (const event of ['delivered', 'complained', 'rejected']) this.sesEvents.inc({ event, bounce_type: '' }, 0);
-    for (const bounceType of ['Permanent', 'Transient']) this.sesEvents.inc({ event: 'bounced', bounce_type: bounceType }, 0);
+    for (const bounceType of ['Permanent', 'Transient'])
+      this.sesEvents.inc({ event: 'bounced', bounce_type: bounceType }, 0);
   }
 
   /**

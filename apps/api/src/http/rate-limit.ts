@@ -52,7 +52,11 @@ export function rateLimitStep(redis: Redis, keyPrefix: string, perMinute: number
  * @returns a function that counts `points` (default 1) requests of the project. @throws {@link AppError} 429
  *   `RATE_LIMITED` (with `Retry-After`) beyond the limit.
  */
-export function projectRateLimit(redis: Redis, keyPrefix: string, perMinute: number): (projectId: string, points?: number) => Promise<void> {
+export function projectRateLimit(
+  redis: Redis,
+  keyPrefix: string,
+  perMinute: number,
+): (projectId: string, points?: number) => Promise<void> {
   const limiter = perMinuteLimiter(redis, keyPrefix, 'ratelimit', perMinute);
   return async (projectId, points = 1) => {
     if (points <= 0) return;
@@ -84,7 +88,10 @@ export function authFailureLimiter(
 /** 429 `RATE_LIMITED` with `Retry-After` (whole seconds, at least 1) from a refused limiter answer. */
 function rateLimited(r: RateLimiterRes, message: string): AppError {
   const retryAfter = String(Math.max(1, Math.ceil(r.msBeforeNext / 1000)));
-  return new AppError(ErrorCode.RATE_LIMITED, message, { headers: { 'Retry-After': retryAfter }, suggestion: `Retry after ${retryAfter} s.` });
+  return new AppError(ErrorCode.RATE_LIMITED, message, {
+    headers: { 'Retry-After': retryAfter },
+    suggestion: `Retry after ${retryAfter} s.`,
+  });
 }
 
 /**
@@ -104,7 +111,9 @@ function limiterClient(redis: Redis): Redis {
       },
     });
   };
-  return new Proxy(redis, { get: (target, prop, receiver) => (prop === 'multi' ? lazyMulti : (Reflect.get(target, prop, receiver) as unknown)) });
+  return new Proxy(redis, {
+    get: (target, prop, receiver) => (prop === 'multi' ? lazyMulti : (Reflect.get(target, prop, receiver) as unknown)),
+  });
 }
 
 function perMinuteLimiter(redis: Redis, keyPrefix: string, name: string, perMinute: number): RateLimiterRedis {
@@ -240,7 +249,11 @@ export class FailureLimiter {
   private readonly limiter: RateLimiterRedis;
   private readonly trickle: RateLimiterRedis;
 
-  constructor(redis: Redis, keyPrefix: string, private readonly options: FailureLimiterOptions) {
+  constructor(
+    redis: Redis,
+    keyPrefix: string,
+    private readonly options: FailureLimiterOptions,
+  ) {
     this.limiter = perMinuteLimiter(redis, keyPrefix, options.name, options.perMinute);
     this.trickle = new RateLimiterRedis({
       storeClient: limiterClient(redis),
@@ -257,7 +270,10 @@ export class FailureLimiter {
   }
 
   private blocked(r: RateLimiterRes): AppError {
-    return rateLimited(r, `Too many ${this.options.what} from this address: at most ${this.options.perMinute} per minute`);
+    return rateLimited(
+      r,
+      `Too many ${this.options.what} from this address: at most ${this.options.perMinute} per minute`,
+    );
   }
 
   /**

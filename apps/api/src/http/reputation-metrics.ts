@@ -32,7 +32,12 @@
 import { Gauge, type Registry } from 'prom-client';
 import { sesRates } from '@mailroom/audiences/guardrails';
 import { type Logger } from '@mailroom/platform/logger';
-import { reputationForMetrics, type ReputationCounts, type ReputationMetricsLimits, type ReputationWindow } from '@mailroom/db/queries/reputation';
+import {
+  reputationForMetrics,
+  type ReputationCounts,
+  type ReputationMetricsLimits,
+  type ReputationWindow,
+} from '@mailroom/db/queries/reputation';
 import { type Db } from '@mailroom/db/client';
 
 /** How long a scrape waits for the figures (ms). */
@@ -70,9 +75,17 @@ export interface ReputationMetricsOptions {
  * Registers the reputation gauges on `registry`, read through a per-process cache (see the module notes). Read
  * errors are logged (warn) and reported by `mailroom_reputation_up`; they never fail the scrape.
  */
-export function registerReputationMetrics(registry: Registry, db: Db, log: Logger, options: ReputationMetricsOptions): void {
+export function registerReputationMetrics(
+  registry: Registry,
+  db: Db,
+  log: Logger,
+  options: ReputationMetricsOptions,
+): void {
   const now = options.now ?? Date.now;
-  const limits = options.limits ?? { domainsPerProject: METRICS_DOMAINS_PER_PROJECT, campaignsPerProject: METRICS_CAMPAIGNS_PER_PROJECT };
+  const limits = options.limits ?? {
+    domainsPerProject: METRICS_DOMAINS_PER_PROJECT,
+    campaignsPerProject: METRICS_CAMPAIGNS_PER_PROJECT,
+  };
   let inFlight: Promise<Snapshot> | undefined;
   let cached: { at: number; figures: NonNullable<Snapshot> } | undefined;
   // The snapshot handed out in this turn of the event loop: the gauges of one scrape collect in one turn, so they
@@ -111,19 +124,27 @@ export function registerReputationMetrics(registry: Registry, db: Db, log: Logge
   };
   type Labels = Record<string, string>;
   /** The series of one breakdown: per project, per project and domain, or per project and campaign. */
-  const rowsOf = (s: NonNullable<Snapshot>, by: Breakdown): { labels: Labels; windows: Record<ReputationWindow, ReputationCounts> }[] =>
+  const rowsOf = (
+    s: NonNullable<Snapshot>,
+    by: Breakdown,
+  ): { labels: Labels; windows: Record<ReputationWindow, ReputationCounts> }[] =>
     by === 'project'
       ? s.projects.map((p) => ({ labels: { project: p.projectId }, windows: p.windows }))
       : by === 'domain'
         ? s.domains.map((d) => ({ labels: { project: d.projectId, domain: d.domain }, windows: d.windows }))
         : s.campaigns.map((c) => ({ labels: { project: c.projectId, campaign: c.campaignId }, windows: c.windows }));
   const each = (s: NonNullable<Snapshot>, by: Breakdown, fn: (labels: Labels, c: ReputationCounts) => void) => {
-    for (const r of rowsOf(s, by)) for (const w of Object.keys(WINDOW_LABEL) as ReputationWindow[]) fn({ ...r.labels, window: WINDOW_LABEL[w] }, r.windows[w]);
+    for (const r of rowsOf(s, by))
+      for (const w of Object.keys(WINDOW_LABEL) as ReputationWindow[])
+        fn({ ...r.labels, window: WINDOW_LABEL[w] }, r.windows[w]);
   };
 
   for (const by of BREAKDOWNS) {
     const infix = by === 'project' ? '' : `${by}_`;
-    const per = by === 'project' ? 'per project' : `per project and ${by === 'domain' ? 'sending domain' : 'campaign (id; those with activity in the last 24 hours)'}`;
+    const per =
+      by === 'project'
+        ? 'per project'
+        : `per project and ${by === 'domain' ? 'sending domain' : 'campaign (id; those with activity in the last 24 hours)'}`;
     const keys = by === 'project' ? ['project'] : ['project', by];
     new Gauge({
       name: `mailroom_reputation_${infix}emails`,
@@ -133,7 +154,10 @@ export function registerReputationMetrics(registry: Registry, db: Db, log: Logge
       async collect() {
         const s = await snapshot();
         this.reset();
-        if (s) each(s, by, (labels, c) => OUTCOMES.forEach(([field, outcome]) => this.set({ ...labels, outcome }, c[field])));
+        if (s)
+          each(s, by, (labels, c) =>
+            OUTCOMES.forEach(([field, outcome]) => this.set({ ...labels, outcome }, c[field])),
+          );
       },
     });
     for (const [name, rate] of [

@@ -43,7 +43,14 @@ export function requestId(logger: Logger, record?: RequestRecorder): RequestHand
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       record?.(req, res, ms / 1000);
       logger.info(
-        { ...bindings(id, locals.auth), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10, projectId: locals.auth?.projectId },
+        {
+          ...bindings(id, locals.auth),
+          method: req.method,
+          path: req.path,
+          status: res.statusCode,
+          ms: Math.round(ms * 10) / 10,
+          projectId: locals.auth?.projectId,
+        },
         'request',
       );
     });

@@ -47,7 +47,11 @@ export interface RouteContext<B, Q, P> {
 export type { RouteResult } from './route-result';
 
 /** A route: transport, schemas (runtime + docs) and the handler. */
-export interface RouteDef<B extends TSchema | undefined = undefined, Q extends TSchema | undefined = undefined, P extends TSchema | undefined = undefined> {
+export interface RouteDef<
+  B extends TSchema | undefined = undefined,
+  Q extends TSchema | undefined = undefined,
+  P extends TSchema | undefined = undefined,
+> {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** Express path, e.g. `/templates/:id`. */
   path: string;
@@ -91,9 +95,11 @@ export interface RouteDef<B extends TSchema | undefined = undefined, Q extends T
 type S<T> = T extends TSchema ? Static<T> : undefined;
 
 /** Identity function that keeps the schema-derived types of a route declaration. */
-export function route<B extends TSchema | undefined = undefined, Q extends TSchema | undefined = undefined, P extends TSchema | undefined = undefined>(
-  def: RouteDef<B, Q, P>,
-): RouteDef<B, Q, P> {
+export function route<
+  B extends TSchema | undefined = undefined,
+  Q extends TSchema | undefined = undefined,
+  P extends TSchema | undefined = undefined,
+>(def: RouteDef<B, Q, P>): RouteDef<B, Q, P> {
   return def;
 }
 
@@ -147,7 +153,18 @@ export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthSteps,
       const body: unknown = validateBody ? validateBody(req.body) : undefined;
       const locals = res.locals;
       const run = (db: DbOrTx, afterCommit: (fn: () => Promise<void>) => void) =>
-        def.handler({ body, query, params, auth: locals.auth!, log: locals.log, requestId: locals.requestId, req, res, db, afterCommit });
+        def.handler({
+          body,
+          query,
+          params,
+          auth: locals.auth!,
+          log: locals.log,
+          requestId: locals.requestId,
+          req,
+          res,
+          db,
+          afterCommit,
+        });
       const out = def.idempotent
         ? await runIdempotent(database, req, locals.auth!, body, run, def.status)
         : await runDirect(database, run, def.status);

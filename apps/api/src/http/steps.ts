@@ -28,6 +28,8 @@ export function fromMiddleware(middleware: RequestHandler): RequestStep {
   return (req, res) =>
     new Promise<void>((resolve, reject) => {
       // body-parser passes its http-errors (Error instances) or nothing.
-      middleware(req, res, (err?: unknown) => (err ? reject(err instanceof Error ? err : new Error('middleware failed')) : resolve()));
+      middleware(req, res, (err?: unknown) =>
+        err ? reject(err instanceof Error ? err : new Error('middleware failed')) : resolve(),
+      );
     });
 }

@@ -22,11 +22,17 @@ const ConnectionView = Type.Object({
   region: Type.String(),
   endpoint: Nullable(Type.String({ description: 'endpoint override (the local emulator), else null' })),
   healthy: Type.Boolean({ description: 'false while failed over: its SES kept failing for SES_FAILOVER_WINDOW_MS' }),
-  failingSince: Nullable(Type.String({ format: 'date-time', description: 'start of the current run of failed SES calls, if any' })),
+  failingSince: Nullable(
+    Type.String({ format: 'date-time', description: 'start of the current run of failed SES calls, if any' }),
+  ),
 });
 
 const BindBody = Type.Object(
-  { connection: Nullable(Type.String({ description: 'a configured connection name; null: unbound (the default rules apply)' })) },
+  {
+    connection: Nullable(
+      Type.String({ description: 'a configured connection name; null: unbound (the default rules apply)' }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -42,7 +48,12 @@ export const connectionOps = {
    * Binds a project (null: unbinds it).
    * @throws AppError 422 naming `connection` when it is not configured; 404 for an unknown project.
    */
-  async bindProject(db: DbOrTx, connections: readonly SesConnection[], projectId: string, name: string | null): Promise<{ projectId: string; connection: string | null }> {
+  async bindProject(
+    db: DbOrTx,
+    connections: readonly SesConnection[],
+    projectId: string,
+    name: string | null,
+  ): Promise<{ projectId: string; connection: string | null }> {
     checkName(connections, name);
     if (!(await setProjectConnection(db, projectId, name))) throw notFound('Project');
     return { projectId, connection: name };
@@ -51,7 +62,12 @@ export const connectionOps = {
    * Binds a sending domain (null: unbinds it).
    * @throws AppError 422 naming `connection` when it is not configured; 404 for an unknown domain.
    */
-  async bindDomain(db: DbOrTx, connections: readonly SesConnection[], domain: string, name: string | null): Promise<{ domain: string; connection: string | null }> {
+  async bindDomain(
+    db: DbOrTx,
+    connections: readonly SesConnection[],
+    domain: string,
+    name: string | null,
+  ): Promise<{ domain: string; connection: string | null }> {
     checkName(connections, name);
     const d = domain.trim().toLowerCase();
     if (!(await setDomainConnection(db, d, name))) throw notFound('Domain');
@@ -61,8 +77,16 @@ export const connectionOps = {
   async list(redis: Redis, prefix: string, connections: readonly SesConnection[]) {
     return Promise.all(
       connections.map(async (c) => {
-        const [since, unhealthy] = await redis.hmget(connectionHealthKey(prefix, c.name), 'since', 'unhealthy').catch(() => [null, null]);
-        return { name: c.name, region: c.region, endpoint: c.endpoint ?? null, healthy: unhealthy === null, failingSince: since ? new Date(Number(since)).toISOString() : null };
+        const [since, unhealthy] = await redis
+          .hmget(connectionHealthKey(prefix, c.name), 'since', 'unhealthy')
+          .catch(() => [null, null]);
+        return {
+          name: c.name,
+          region: c.region,
+          endpoint: c.endpoint ?? null,
+          healthy: unhealthy === null,
+          failingSince: since ? new Date(Number(since)).toISOString() : null,
+        };
       }),
     );
   },
@@ -70,7 +94,13 @@ export const connectionOps = {
 
 function checkName(connections: readonly SesConnection[], name: string | null): void {
   if (name !== null && !connections.some((c) => c.name === name)) {
-    throw validationError([{ field: 'connection', message: `must be one of the configured connections (${connections.map((c) => c.name).join(', ')}) or null`, code: 'invalid_enum_value' }]);
+    throw validationError([
+      {
+        field: 'connection',
+        message: `must be one of the configured connections (${connections.map((c) => c.name).join(', ')}) or null`,
+        code: 'invalid_enum_value',
+      },
+    ]);
   }
 }
 

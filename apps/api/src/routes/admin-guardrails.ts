@@ -5,11 +5,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import {
-  effectiveGuardrails,
-  GUARDRAIL_FIELDS,
-  validGuardrailValue,
-} from '@mailroom/audiences/guardrails';
+import { effectiveGuardrails, GUARDRAIL_FIELDS, validGuardrailValue } from '@mailroom/audiences/guardrails';
 import { type Guardrails } from '@mailroom/audiences/guardrail-defaults';
 import { getProjectGuardrails, updateProjectGuardrails } from '@mailroom/audiences/queries/guardrails';
 import { route } from '../http/route';
@@ -26,9 +22,20 @@ const RULES = {
 const Values = (description: string) =>
   Type.Object(
     {
-      minSample: Type.Integer({ minimum: 1, description: 'outcomes (deliveries plus hard and soft bounces) before a campaign is judged' }),
-      maxHardBounceRate: Type.Number({ minimum: 0, maximum: 1, description: 'hard bounces per outcome above which a campaign pauses (fraction)' }),
-      maxComplaintRate: Type.Number({ minimum: 0, maximum: 1, description: 'complaints per outcome above which a campaign pauses (fraction)' }),
+      minSample: Type.Integer({
+        minimum: 1,
+        description: 'outcomes (deliveries plus hard and soft bounces) before a campaign is judged',
+      }),
+      maxHardBounceRate: Type.Number({
+        minimum: 0,
+        maximum: 1,
+        description: 'hard bounces per outcome above which a campaign pauses (fraction)',
+      }),
+      maxComplaintRate: Type.Number({
+        minimum: 0,
+        maximum: 1,
+        description: 'complaints per outcome above which a campaign pauses (fraction)',
+      }),
     },
     { description },
   );
@@ -43,15 +50,21 @@ const ProjectGuardrailsView = Type.Object({
     },
     { description: "the project's own settings; null: the service default applies" },
   ),
-  effective: Values('what the project\'s campaigns are judged by'),
-  defaults: Values('the service defaults (GUARDRAIL_MIN_SAMPLE, GUARDRAIL_MAX_HARD_BOUNCE_RATE, GUARDRAIL_MAX_COMPLAINT_RATE)'),
+  effective: Values("what the project's campaigns are judged by"),
+  defaults: Values(
+    'the service defaults (GUARDRAIL_MIN_SAMPLE, GUARDRAIL_MAX_HARD_BOUNCE_RATE, GUARDRAIL_MAX_COMPLAINT_RATE)',
+  ),
 });
 
 const GuardrailsBody = Type.Object(
   {
     minSample: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 10_000_000, description: RULES.minSample }))),
-    maxHardBounceRate: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: 1, description: RULES.maxHardBounceRate }))),
-    maxComplaintRate: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: 1, description: RULES.maxComplaintRate }))),
+    maxHardBounceRate: Type.Optional(
+      Nullable(Type.Number({ minimum: 0, maximum: 1, description: RULES.maxHardBounceRate })),
+    ),
+    maxComplaintRate: Type.Optional(
+      Nullable(Type.Number({ minimum: 0, maximum: 1, description: RULES.maxComplaintRate })),
+    ),
   },
   { additionalProperties: false },
 );

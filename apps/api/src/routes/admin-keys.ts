@@ -37,12 +37,23 @@ export async function createKeyOp(db: Db, projectId: string, given: ScopedKeyReq
   let allowed: string[] | null = null;
   if (given.domains !== undefined) {
     const errors: FieldError[] = [];
-    if (given.domains.length === 0) errors.push({ field: 'domains', message: 'must list at least one domain (omit it for any verified domain)', code: 'too_small' });
+    if (given.domains.length === 0)
+      errors.push({
+        field: 'domains',
+        message: 'must list at least one domain (omit it for any verified domain)',
+        code: 'too_small',
+      });
     const own = new Set(await projectDomainNames(db, projectId));
     const names = given.domains.map((d, i) => {
       const name = asciiHostname(d);
-      if (!name) errors.push({ field: `domains.${i}`, message: 'must be a domain name such as example.com', code: 'invalid_string' });
-      else if (!own.has(name)) errors.push({ field: `domains.${i}`, message: `${name} is not a domain of this project`, code: 'custom' });
+      if (!name)
+        errors.push({
+          field: `domains.${i}`,
+          message: 'must be a domain name such as example.com',
+          code: 'invalid_string',
+        });
+      else if (!own.has(name))
+        errors.push({ field: `domains.${i}`, message: `${name} is not a domain of this project`, code: 'custom' });
       return name ?? '';
     });
     if (errors.length > 0) throw validationError(errors);
@@ -66,14 +77,25 @@ const KEY_RULE = 'prefix and 32–128 characters of A–Z, a–z, 0–9, _ or - 
 export async function importKeysOp(db: Db, projectId: string, given: { secretKey?: string; publicKey?: string }) {
   const keys: { kind: KeyKind; key: string }[] = [];
   const errors: FieldError[] = [];
-  for (const [field, kind] of [['secretKey', 'secret'], ['publicKey', 'public']] as const) {
+  for (const [field, kind] of [
+    ['secretKey', 'secret'],
+    ['publicKey', 'public'],
+  ] as const) {
     const key = given[field]?.trim();
     if (key === undefined) continue;
-    if (keyKind(key) !== kind) errors.push({ field, message: `must be a ${kind} key: ${kind === 'secret' ? 'sk_' : 'pk_'} ${KEY_RULE}`, code: 'invalid_string' });
+    if (keyKind(key) !== kind)
+      errors.push({
+        field,
+        message: `must be a ${kind} key: ${kind === 'secret' ? 'sk_' : 'pk_'} ${KEY_RULE}`,
+        code: 'invalid_string',
+      });
     else keys.push({ kind, key });
   }
   if (errors.length > 0) throw validationError(errors);
-  if (keys.length === 0) throw validationError([{ field: 'secretKey', message: 'is required (with publicKey optional)', code: 'invalid_type' }]);
+  if (keys.length === 0)
+    throw validationError([
+      { field: 'secretKey', message: 'is required (with publicKey optional)', code: 'invalid_type' },
+    ]);
   const r = await importProjectKeys(db, projectId, keys);
   if (!r.ok && r.reason === 'project_not_found') throw notFound('Project');
   if (!r.ok) throw new AppError(ErrorCode.CONFLICT, `The ${r.kind} key is already in use here; nothing was imported`);
@@ -86,7 +108,9 @@ const ImportedKeys = Type.Object({
     Type.Object({
       id: Type.String(),
       kind: Type.Union([Type.Literal('secret'), Type.Literal('public')]),
-      mode: Type.Union([Type.Literal('live'), Type.Literal('test')], { description: 'test for a key shaped sk_test_…/pk_test_…' }),
+      mode: Type.Union([Type.Literal('live'), Type.Literal('test')], {
+        description: 'test for a key shaped sk_test_…/pk_test_…',
+      }),
       keyPrefix: Type.String({ description: 'the first 10 characters of the key (15 of a test key)' }),
       createdAt: Timestamp,
       expiresAt: Nullable(Timestamp),
@@ -106,7 +130,11 @@ const CreatedKey = Type.Object({
   mode: StringEnum(['live', 'test'] as const, 'test: an sk_test_… key (its mail goes to the test sink)'),
   keyPrefix: Type.String(),
   scope: StringEnum(['full', 'sending'] as const, '`sending`: POST /v1/send and SMTP only'),
-  allowedDomains: Nullable(Type.Array(Type.String(), { description: 'the domains the key may send from (each with its subdomains); null: any verified domain' })),
+  allowedDomains: Nullable(
+    Type.Array(Type.String(), {
+      description: 'the domains the key may send from (each with its subdomains); null: any verified domain',
+    }),
+  ),
   createdAt: Timestamp,
   expiresAt: Nullable(Timestamp),
   revokedAt: Nullable(Timestamp),
@@ -114,7 +142,11 @@ const CreatedKey = Type.Object({
 });
 
 const KeyField = (kind: 'secret' | 'public') =>
-  Type.String({ minLength: 1, maxLength: 200, description: `the ${kind} key to keep (${kind === 'secret' ? 'sk_' : 'pk_'}…), e.g. a Plunk project's \`${kind}\`` });
+  Type.String({
+    minLength: 1,
+    maxLength: 200,
+    description: `the ${kind} key to keep (${kind === 'secret' ? 'sk_' : 'pk_'}…), e.g. a Plunk project's \`${kind}\``,
+  });
 
 /** The route of this module; `onChange` flushes the auth cache (the keys may have been tried before). */
 export function adminKeyRoutes(deps: AppDeps, onChange: () => void) {
@@ -137,7 +169,12 @@ export function adminKeyRoutes(deps: AppDeps, onChange: () => void) {
       body: Type.Object(
         {
           scope: Type.Literal('sending', { description: 'the only restricted scope: sending' }),
-          domains: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 253 }), { maxItems: 100, description: 'domains of the project the key may send from' })),
+          domains: Type.Optional(
+            Type.Array(Type.String({ minLength: 1, maxLength: 253 }), {
+              maxItems: 100,
+              description: 'domains of the project the key may send from',
+            }),
+          ),
           mode: Type.Optional(StringEnum(['live', 'test'] as const, 'test: an sk_test_… key')),
         },
         { additionalProperties: false },
@@ -149,7 +186,16 @@ export function adminKeyRoutes(deps: AppDeps, onChange: () => void) {
         const r = await createKeyOp(db, params.id, body);
         // It may have been tried (and cached as unknown) in this process before it existed.
         onChange();
-        log.info({ projectId: r.projectId, keyId: r.id, keyPrefix: r.keyPrefix, scope: r.scope, allowedDomains: r.allowedDomains }, 'scoped api key created');
+        log.info(
+          {
+            projectId: r.projectId,
+            keyId: r.id,
+            keyPrefix: r.keyPrefix,
+            scope: r.scope,
+            allowedDomains: r.allowedDomains,
+          },
+          'scoped api key created',
+        );
         return { data: r, status: 201 };
       },
     }),
@@ -160,13 +206,16 @@ export function adminKeyRoutes(deps: AppDeps, onChange: () => void) {
       tag: 'Admin',
       summary: 'Keep existing keys: store given keys (hashed) as keys of the project',
       description:
-        'For operators moving a project from Plunk by hand: the SDKs keep the keys they have. Plunk\'s keys (`sk_`/`pk_` and ' +
-        '48 hex digits) fit our format. Only the SHA-256 of each key is stored. The project\'s other keys stay valid. A key ' +
+        "For operators moving a project from Plunk by hand: the SDKs keep the keys they have. Plunk's keys (`sk_`/`pk_` and " +
+        "48 hex digits) fit our format. Only the SHA-256 of each key is stored. The project's other keys stay valid. A key " +
         'already stored here (by any project) is refused with 409 and nothing is imported. `npm run cli -- import plunk` ' +
-        'imports every project\'s keys at once.',
+        "imports every project's keys at once.",
       auth: 'admin',
       params: IdParams,
-      body: Type.Object({ secretKey: KeyField('secret'), publicKey: Type.Optional(KeyField('public')) }, { additionalProperties: false }),
+      body: Type.Object(
+        { secretKey: KeyField('secret'), publicKey: Type.Optional(KeyField('public')) },
+        { additionalProperties: false },
+      ),
       response: ImportedKeys,
       status: 201,
       errors: [400, 401, 403, 404, 409, 422, 429],

@@ -31,20 +31,34 @@ const DESCRIPTIONS: Readonly<Record<keyof RetentionSettings, string>> = {
   inboundDays: 'received email (inbound_emails, with its raw message), from when it was received (days)',
 };
 
-const Values = (description: string, valueOf: (d: string) => ReturnType<typeof Type.Integer> | ReturnType<typeof Nullable>) =>
-  Type.Object(Object.fromEntries(RETENTION_FIELDS.map((f) => [f, valueOf(DESCRIPTIONS[f])])), { description });
+const Values = (
+  description: string,
+  valueOf: (d: string) => ReturnType<typeof Type.Integer> | ReturnType<typeof Nullable>,
+) => Type.Object(Object.fromEntries(RETENTION_FIELDS.map((f) => [f, valueOf(DESCRIPTIONS[f])])), { description });
 
 const Days = (d: string) => Type.Integer({ minimum: RETENTION_MIN_DAYS, maximum: RETENTION_MAX_DAYS, description: d });
 
 const ProjectRetentionView = Type.Object({
   projectId: Type.String(),
-  overrides: Values("the project's own settings; null: the service default applies", (d) => Nullable(Type.Integer({ description: d }))),
+  overrides: Values("the project's own settings; null: the service default applies", (d) =>
+    Nullable(Type.Integer({ description: d })),
+  ),
   effective: Values("what the project's records are kept by", Days),
-  defaults: Values('the service defaults (RETENTION_EMAIL_CONTENT_DAYS, RETENTION_EMAIL_DAYS, RETENTION_EVENT_DAYS, RETENTION_WEBHOOK_DAYS, RETENTION_WORKFLOW_EXECUTION_DAYS, RETENTION_INBOUND_DAYS)', Days),
+  defaults: Values(
+    'the service defaults (RETENTION_EMAIL_CONTENT_DAYS, RETENTION_EMAIL_DAYS, RETENTION_EVENT_DAYS, RETENTION_WEBHOOK_DAYS, RETENTION_WORKFLOW_EXECUTION_DAYS, RETENTION_INBOUND_DAYS)',
+    Days,
+  ),
 });
 
 const RetentionBody = Type.Object(
-  Object.fromEntries(RETENTION_FIELDS.map((f) => [f, Type.Optional(Nullable(Type.Integer({ minimum: RETENTION_MIN_DAYS, maximum: RETENTION_MAX_DAYS, description: RULE })))])),
+  Object.fromEntries(
+    RETENTION_FIELDS.map((f) => [
+      f,
+      Type.Optional(
+        Nullable(Type.Integer({ minimum: RETENTION_MIN_DAYS, maximum: RETENTION_MAX_DAYS, description: RULE })),
+      ),
+    ]),
+  ),
   { additionalProperties: false },
 );
 
@@ -84,7 +98,7 @@ export function adminRetentionRoutes(deps: AppDeps) {
       tag: 'Admin',
       summary: "Set a project's data retention (a field set to null goes back to the service default)",
       description:
-        'Days each kind of record is kept; the worker\'s `retention` maintenance task (every 10 minutes) deletes or ' +
+        "Days each kind of record is kept; the worker's `retention` maintenance task (every 10 minutes) deletes or " +
         'expires older ones in batches. Fields left out keep their value; null clears a field.',
       auth: 'admin',
       params: IdParams,

@@ -14,7 +14,10 @@ import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, StringEnum } from './common';
 
-const Mode = StringEnum(TRACKING_MODES, 'ALL mail tracked, MARKETING_ONLY (campaigns, MARKETING templates and marketing workflow mail), or NONE');
+const Mode = StringEnum(
+  TRACKING_MODES,
+  'ALL mail tracked, MARKETING_ONLY (campaigns, MARKETING templates and marketing workflow mail), or NONE',
+);
 
 const TrackingBody = Type.Object({ trackingMode: Mode }, { additionalProperties: false });
 const TrackingView = Type.Object({ projectId: Type.String(), trackingMode: Mode });
@@ -33,7 +36,10 @@ export const trackingOps = {
    */
   async set(db: DbOrTx, projectId: string, mode: string): Promise<{ projectId: string; trackingMode: TrackingMode }> {
     const valid = TRACKING_MODES.find((m) => m === mode);
-    if (!valid) throw validationError([{ field: 'trackingMode', message: `must be one of ${TRACKING_MODES.join(', ')}`, code: 'invalid_enum_value' }]);
+    if (!valid)
+      throw validationError([
+        { field: 'trackingMode', message: `must be one of ${TRACKING_MODES.join(', ')}`, code: 'invalid_enum_value' },
+      ]);
     if (!(await setTrackingMode(db, projectId, valid))) throw notFound('Project');
     return { projectId, trackingMode: valid };
   },

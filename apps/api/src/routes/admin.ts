@@ -28,9 +28,14 @@ const IssuedProject = Type.Object({
   publicKey: Type.String({ description: 'pk_…, shown once' }),
   secretKey: Type.String({ description: 'sk_…, shown once' }),
   testPublicKey: Type.String({ description: 'pk_test_…, shown once: a test key; what it creates is test data' }),
-  testSecretKey: Type.String({ description: 'sk_test_…, shown once: a test key; its mail goes to the sink, never to SES' }),
+  testSecretKey: Type.String({
+    description: 'sk_test_…, shown once: a test key; its mail goes to the sink, never to SES',
+  }),
 });
-const KeyMode = StringEnum(['live', 'test'] as const, '`live` keys (sk_…, pk_…) send through SES; `test` keys (sk_test_…, pk_test_…) deliver to the test sink');
+const KeyMode = StringEnum(
+  ['live', 'test'] as const,
+  '`live` keys (sk_…, pk_…) send through SES; `test` keys (sk_test_…, pk_test_…) deliver to the test sink',
+);
 const RotatedKeys = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -40,20 +45,34 @@ const RotatedKeys = Type.Object({
   secretKey: Type.String({ description: 'the new secret key of that mode (sk_… or sk_test_…), shown once' }),
 });
 const ProjectState = Type.Object({ id: Type.String(), name: Type.String(), disabled: Type.Boolean() });
-const Domain = Type.Object({ id: Type.String(), projectId: Type.String(), domain: Type.String(), verified: Type.Boolean(), createdAt: Timestamp });
+const Domain = Type.Object({
+  id: Type.String(),
+  projectId: Type.String(),
+  domain: Type.String(),
+  verified: Type.Boolean(),
+  createdAt: Timestamp,
+});
 const KeyFields = {
-  id: Type.String({ description: 'the key\'s id' }),
+  id: Type.String({ description: "the key's id" }),
   kind: Type.Union([Type.Literal('secret'), Type.Literal('public')]),
   mode: KeyMode,
   keyPrefix: Type.String({
-    description: 'the first 10 characters of a live key (sk_… or pk_…), 15 of a test key (sk_test_… or pk_test_…): the only part stored in clear',
+    description:
+      'the first 10 characters of a live key (sk_… or pk_…), 15 of a test key (sk_test_… or pk_test_…): the only part stored in clear',
   }),
   createdAt: Timestamp,
   expiresAt: Nullable(Timestamp),
   revokedAt: Nullable(Timestamp),
   active: Type.Boolean({ description: 'authenticates now: neither revoked nor expired' }),
-  scope: StringEnum(['full', 'sending'] as const, '`full`: every route of its kind; `sending`: POST /v1/send and the SMTP relay only'),
-  allowedDomains: Nullable(Type.Array(Type.String(), { description: 'a `sending` key\'s domains (each with its subdomains); null: any verified domain' })),
+  scope: StringEnum(
+    ['full', 'sending'] as const,
+    '`full`: every route of its kind; `sending`: POST /v1/send and the SMTP relay only',
+  ),
+  allowedDomains: Nullable(
+    Type.Array(Type.String(), {
+      description: "a `sending` key's domains (each with its subdomains); null: any verified domain",
+    }),
+  ),
 };
 const KeyInfo = Type.Object(KeyFields);
 const RevokedKey = Type.Object({
@@ -61,7 +80,10 @@ const RevokedKey = Type.Object({
   projectId: Type.String(),
   alreadyRevoked: Type.Boolean({ description: 'the key was revoked before this call; nothing changed' }),
   replacementKey: Nullable(
-    Type.String({ description: 'a new key of the same kind, shown once: issued when the revoked key was a current key (not one a rotation had already ended)' }),
+    Type.String({
+      description:
+        'a new key of the same kind, shown once: issued when the revoked key was a current key (not one a rotation had already ended)',
+    }),
   ),
 });
 const DomainName = Type.String({
@@ -113,13 +135,22 @@ export const adminOps = {
     const ref = parseKeyReference(reference);
     if (!ref) {
       throw validationError([
-        { field: 'key', message: 'must be the key (sk_… or pk_…), its prefix as listed (10 characters, 15 for sk_test_…/pk_test_…), or its id', code: 'invalid_string' },
+        {
+          field: 'key',
+          message:
+            'must be the key (sk_… or pk_…), its prefix as listed (10 characters, 15 for sk_test_…/pk_test_…), or its id',
+          code: 'invalid_string',
+        },
       ]);
     }
     const r = await revokeKey(db, projectId, ref);
     if (!r.ok && r.reason === 'project_not_found') throw notFound('Project');
     if (!r.ok && r.reason === 'key_not_found') throw notFound('API key');
-    if (!r.ok) throw new AppError(ErrorCode.CONFLICT, 'More than one key of this project starts with that prefix: give the whole key or its id');
+    if (!r.ok)
+      throw new AppError(
+        ErrorCode.CONFLICT,
+        'More than one key of this project starts with that prefix: give the whole key or its id',
+      );
     return { ...presentKey(r.key), projectId, alreadyRevoked: r.alreadyRevoked, replacementKey: r.replacementKey };
   },
   setDisabled: async (db: Db, projectId: string, disabled: boolean) => {
@@ -132,7 +163,10 @@ export const adminOps = {
       if (errorCode(err) === '23503') throw notFound('Project');
       throw err;
     });
-    if (!r.ok && r.reason === 'invalid') throw validationError([{ field: 'domain', message: 'must be a domain name such as example.com', code: 'invalid_string' }]);
+    if (!r.ok && r.reason === 'invalid')
+      throw validationError([
+        { field: 'domain', message: 'must be a domain name such as example.com', code: 'invalid_string' },
+      ]);
     if (!r.ok) throw new AppError(ErrorCode.CONFLICT, `The domain ${domain} belongs to another project`);
     return r.domain;
   },
@@ -151,7 +185,8 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
       operationId: 'adminStats',
       tag: 'Admin',
       summary: 'Emails per project by status, over the last hour and the last day',
-      description: 'Counts emails created in each window, by their current status. Projects without email in the last day are left out.',
+      description:
+        'Counts emails created in each window, by their current status. Projects without email in the last day are left out.',
       auth: 'admin',
       response: Type.Object({
         generatedAt: Timestamp,
@@ -159,14 +194,20 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
           Type.Object({
             projectId: Type.String(),
             projectName: Type.String(),
-            lastHour: Type.Record(Type.String(), Type.Integer(), { description: 'status → emails created in the last hour' }),
-            lastDay: Type.Record(Type.String(), Type.Integer(), { description: 'status → emails created in the last 24 hours' }),
+            lastHour: Type.Record(Type.String(), Type.Integer(), {
+              description: 'status → emails created in the last hour',
+            }),
+            lastDay: Type.Record(Type.String(), Type.Integer(), {
+              description: 'status → emails created in the last 24 hours',
+            }),
           }),
         ),
       }),
       status: 200,
       errors: [401, 403, 429],
-      handler: async () => ({ data: { generatedAt: new Date().toISOString(), projects: await emailStatsByProject(reads) } }),
+      handler: async () => ({
+        data: { generatedAt: new Date().toISOString(), projects: await emailStatsByProject(reads) },
+      }),
     }),
     route({
       method: 'post',
@@ -191,8 +232,9 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
       path: '/admin/projects/:id/keys',
       operationId: 'adminListKeys',
       tag: 'Admin',
-      summary: 'The project\'s API keys (prefix, dates, revocation), oldest first',
-      description: 'Never the keys themselves: only their first 10 characters. Revoked and expired keys stay listed as the audit trail.',
+      summary: "The project's API keys (prefix, dates, revocation), oldest first",
+      description:
+        'Never the keys themselves: only their first 10 characters. Revoked and expired keys stay listed as the audit trail.',
       auth: 'admin',
       params: IdParams,
       response: Type.Array(KeyInfo),
@@ -214,7 +256,13 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
       auth: 'admin',
       params: IdParams,
       body: Type.Object(
-        { key: Type.String({ minLength: 1, maxLength: 200, description: 'sk_…/pk_… key, its prefix as listed (10 characters; 15 for a test key), or the key id' }) },
+        {
+          key: Type.String({
+            minLength: 1,
+            maxLength: 200,
+            description: 'sk_…/pk_… key, its prefix as listed (10 characters; 15 for a test key), or the key id',
+          }),
+        },
         { additionalProperties: false },
       ),
       response: RevokedKey,
@@ -223,7 +271,17 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
       handler: async ({ params, body, log }) => {
         const r = await adminOps.revokeKey(db, params.id, body.key);
         onChange();
-        log.info({ projectId: r.projectId, keyId: r.id, keyPrefix: r.keyPrefix, revokedAt: r.revokedAt, alreadyRevoked: r.alreadyRevoked, replaced: r.replacementKey !== null }, 'api key revoked');
+        log.info(
+          {
+            projectId: r.projectId,
+            keyId: r.id,
+            keyPrefix: r.keyPrefix,
+            revokedAt: r.revokedAt,
+            alreadyRevoked: r.alreadyRevoked,
+            replaced: r.replacementKey !== null,
+          },
+          'api key revoked',
+        );
         return { data: r };
       },
     }),
@@ -275,13 +333,24 @@ export function adminRoutes(deps: AppDeps, onChange: () => void) {
       summary: 'Register a sending domain for a project (optionally already verified)',
       auth: 'admin',
       params: IdParams,
-      body: Type.Object({ domain: DomainName, verified: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
+      body: Type.Object(
+        { domain: DomainName, verified: Type.Optional(Type.Boolean()) },
+        { additionalProperties: false },
+      ),
       response: Domain,
       status: 201,
       errors: [400, 401, 403, 404, 409, 422, 429],
       handler: async ({ params, body }) => {
         const d = await adminOps.addDomain(db, params.id, body.domain, body.verified ?? false);
-        return { data: { id: d.id, projectId: d.projectId, domain: d.domain, verified: d.verified, createdAt: d.createdAt.toISOString() } };
+        return {
+          data: {
+            id: d.id,
+            projectId: d.projectId,
+            domain: d.domain,
+            verified: d.verified,
+            createdAt: d.createdAt.toISOString(),
+          },
+        };
       },
     }),
   ];

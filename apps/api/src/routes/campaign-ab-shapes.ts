@@ -11,15 +11,36 @@ import { AB_MAX_WAIT_SECONDS, AB_VARIANTS, variantName } from '@mailroom/audienc
 import type { VariantStats } from '@mailroom/audiences/campaigns/ab-decide';
 import { Nullable, StringEnum, Timestamp } from './common';
 
-const Metric = StringEnum(AB_METRICS, 'opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)');
+const Metric = StringEnum(
+  AB_METRICS,
+  'opens, clicks, or event (a custom event recorded by /v1/track after the email was sent)',
+);
 
 /** One variant of a create or update. */
 export const VariantInput = Type.Object(
   {
-    subject: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 998, description: "subject template; the campaign's when left out" }))),
-    body: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 2_000_000, description: "HTML body template; the campaign's when left out" }))),
+    subject: Type.Optional(
+      Nullable(
+        Type.String({ minLength: 1, maxLength: 998, description: "subject template; the campaign's when left out" }),
+      ),
+    ),
+    body: Type.Optional(
+      Nullable(
+        Type.String({
+          minLength: 1,
+          maxLength: 2_000_000,
+          description: "HTML body template; the campaign's when left out",
+        }),
+      ),
+    ),
     templateId: Type.Optional(
-      Nullable(Type.String({ format: 'uuid', description: "a template of the project instead of subject and body: its subject and body are copied in when the campaign is stored" })),
+      Nullable(
+        Type.String({
+          format: 'uuid',
+          description:
+            'a template of the project instead of subject and body: its subject and body are copied in when the campaign is stored',
+        }),
+      ),
     ),
   },
   { additionalProperties: false },
@@ -35,20 +56,32 @@ export const VariantsInput = Type.Array(VariantInput, {
 /** The `abTest` settings of a create or update. */
 export const AbTestInput = Type.Object(
   {
-    testShare: Type.Number({ minimum: 1, maximum: 100, description: 'percent of the audience that gets the variants (split evenly, at random); the rest gets the winner' }),
+    testShare: Type.Number({
+      minimum: 1,
+      maximum: 100,
+      description: 'percent of the audience that gets the variants (split evenly, at random); the rest gets the winner',
+    }),
     metric: Metric,
-    event: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255, description: 'the custom event\'s name when metric is event' }))),
+    event: Type.Optional(
+      Nullable(
+        Type.String({ minLength: 1, maxLength: 255, description: "the custom event's name when metric is event" }),
+      ),
+    ),
     waitSeconds: Type.Integer({
       minimum: 1,
       maximum: AB_MAX_WAIT_SECONDS,
-      description: 'seconds from the last test email\'s final state to the automatic choice of the winner (at least CAMPAIGN_AB_MIN_WAIT_SECONDS, default 300)',
+      description:
+        "seconds from the last test email's final state to the automatic choice of the winner (at least CAMPAIGN_AB_MIN_WAIT_SECONDS, default 300)",
     }),
   },
   { additionalProperties: false, description: 'null removes the A/B test' },
 );
 
 /** The A/B body fields of a create or update. */
-export const AbFields = { variants: Type.Optional(Nullable(VariantsInput)), abTest: Type.Optional(Nullable(AbTestInput)) };
+export const AbFields = {
+  variants: Type.Optional(Nullable(VariantsInput)),
+  abTest: Type.Optional(Nullable(AbTestInput)),
+};
 
 const VariantFigures = Type.Object({
   variant: Type.Integer(),
@@ -65,10 +98,14 @@ export const Decision = Type.Object({
   decidedAt: Timestamp,
   metric: Metric,
   event: Nullable(Type.String()),
-  variants: Type.Array(VariantFigures, { description: 'the test group\'s figures the winner was chosen on' }),
-  pValue: Nullable(Type.Number({ description: 'two-sided p-value of the two-proportion z-test between the two highest rates' })),
+  variants: Type.Array(VariantFigures, { description: "the test group's figures the winner was chosen on" }),
+  pValue: Nullable(
+    Type.Number({ description: 'two-sided p-value of the two-proportion z-test between the two highest rates' }),
+  ),
   z: Nullable(Type.Number()),
-  withinNoise: Type.Boolean({ description: 'p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise' }),
+  withinNoise: Type.Boolean({
+    description: 'p ≥ 0.05 (or no test possible): the higher rate was picked, but the difference may be noise',
+  }),
   note: Nullable(Type.String()),
 });
 
@@ -87,7 +124,12 @@ export const AbTest = Type.Object({
   metric: Metric,
   event: Nullable(Type.String()),
   waitSeconds: Type.Integer(),
-  phase: Nullable(StringEnum(AB_PHASES, 'TESTING (the variants go to the test group), WAITING (until decideAt), WINNER (the winner goes to the rest)')),
+  phase: Nullable(
+    StringEnum(
+      AB_PHASES,
+      'TESTING (the variants go to the test group), WAITING (until decideAt), WINNER (the winner goes to the rest)',
+    ),
+  ),
   decideAt: Nullable(Timestamp),
   winner: Nullable(Type.Integer()),
   decision: Nullable(Decision),
@@ -95,16 +137,25 @@ export const AbTest = Type.Object({
 
 /** The A/B fields of a campaign answer. */
 export const CampaignAbFields = {
-  variants: Nullable(Type.Array(Variant, { description: 'the A/B test\'s variants; null without one' })),
+  variants: Nullable(Type.Array(Variant, { description: "the A/B test's variants; null without one" })),
   abTest: Nullable(AbTest),
 };
 
 /** A campaign's A/B fields. */
-export function presentAb(c: CampaignRow): { variants: Static<typeof Variant>[] | null; abTest: Static<typeof AbTest> | null } {
+export function presentAb(c: CampaignRow): {
+  variants: Static<typeof Variant>[] | null;
+  abTest: Static<typeof AbTest> | null;
+} {
   const t = c.abTest;
   if (!t) return { variants: null, abTest: null };
   return {
-    variants: t.variants.map((v, i) => ({ index: i, name: variantName(i), subject: v.subject, body: v.body, templateId: v.templateId })),
+    variants: t.variants.map((v, i) => ({
+      index: i,
+      name: variantName(i),
+      subject: v.subject,
+      body: v.body,
+      templateId: v.templateId,
+    })),
     abTest: {
       testShare: t.testShare,
       metric: t.metric,
@@ -133,7 +184,9 @@ export const VariantsReport = Type.Object({
       name: Type.String(),
       subject: Type.String({ description: 'the subject template it sends' }),
       templateId: Nullable(Type.String()),
-      recipients: Type.Integer({ description: 'emails of the variant (the winner\'s include the rest of the audience once it is sent)' }),
+      recipients: Type.Integer({
+        description: "emails of the variant (the winner's include the rest of the audience once it is sent)",
+      }),
       sent: Type.Integer(),
       delivered: Type.Integer(),
       opens: Type.Integer({ description: 'emails opened (or clicked)' }),

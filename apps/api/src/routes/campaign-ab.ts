@@ -17,7 +17,15 @@ import { presentVariants, VariantsReport } from './campaign-ab-shapes';
 import { IdParams } from './common';
 
 const WinnerBody = Type.Object(
-  { variant: Type.Optional(Type.Integer({ minimum: 0, maximum: 4, description: 'the variant (0-based) to send to the rest; left out, the highest metric rate so far' })) },
+  {
+    variant: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 4,
+        description: 'the variant (0-based) to send to the rest; left out, the highest metric rate so far',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -33,8 +41,8 @@ export function campaignAbRoutes(deps: AppDeps) {
       tag: 'Campaigns',
       summary: "An A/B-tested campaign's figures per variant, and the winner",
       description:
-        'Per variant: recipients, sent, delivered, opens, clicks and the metric\'s count and rate so far. `decision` ' +
-        'holds the figures the winner was chosen on (the test group\'s), the p-value of the two-proportion z-test ' +
+        "Per variant: recipients, sent, delivered, opens, clicks and the metric's count and rate so far. `decision` " +
+        "holds the figures the winner was chosen on (the test group's), the p-value of the two-proportion z-test " +
         'between the top two and a note when the difference is within noise (p ≥ 0.05). 409 for a campaign without an A/B test.',
       auth: 'secret',
       params: IdParams,
@@ -43,7 +51,10 @@ export function campaignAbRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 429],
       handler: async ({ params, auth }) => {
         const c = await requireCampaign(db, auth.projectId, params.id);
-        if (!c.abTest) throw new AppError(ErrorCode.INVALID_STATE, 'This campaign has no A/B test', { suggestion: 'See GET /campaigns/{id}/stats for its figures.' });
+        if (!c.abTest)
+          throw new AppError(ErrorCode.INVALID_STATE, 'This campaign has no A/B test', {
+            suggestion: 'See GET /campaigns/{id}/stats for its figures.',
+          });
         return { data: presentVariants(c, await variantStats(reads, c)) };
       },
     }),

@@ -17,7 +17,8 @@ const RetryFailedResponse = Type.Intersect([
   Type.Object({
     retried: Type.Integer({ description: 'transiently failed emails put back in the queue' }),
     skipped: Type.Integer({
-      description: 'transiently failed emails left failed because their contact was deleted or unsubscribed, or the address is suppressed',
+      description:
+        'transiently failed emails left failed because their contact was deleted or unsubscribed, or the address is suppressed',
     }),
   }),
 ]);
@@ -49,7 +50,10 @@ export function campaignRetryRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 409, 429],
       handler: async ({ params, auth, log }) => {
         const r = await retryFailedNow(deps, log, auth, auth.projectId, params.id);
-        return { status: r.retried > 0 ? 202 : 200, data: { ...presentCampaign(r.campaign), retried: r.retried, skipped: r.skipped } };
+        return {
+          status: r.retried > 0 ? 202 : 200,
+          data: { ...presentCampaign(r.campaign), retried: r.retried, skipped: r.skipped },
+        };
       },
     }),
   ];

@@ -20,47 +20,78 @@ import { EmailAddress, Nullable, PageQuery, PlunkPageQuery, StringEnum, Timestam
 import { AbFields, CampaignAbFields, presentAb } from './campaign-ab-shapes';
 
 export const Status = StringEnum(CAMPAIGN_STATUSES, 'DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED');
-export const PauseReason = StringEnum(CAMPAIGN_PAUSE_REASONS, 'bounce_rate, complaint_rate (a guardrail) or quota (the SES account\'s 24-hour quota)');
-export const AudienceType = StringEnum(['ALL', 'SEGMENT', 'FILTERED'] as const, 'ALL subscribed contacts, a SEGMENT, or a FILTERED audience');
+export const PauseReason = StringEnum(
+  CAMPAIGN_PAUSE_REASONS,
+  "bounce_rate, complaint_rate (a guardrail) or quota (the SES account's 24-hour quota)",
+);
+export const AudienceType = StringEnum(
+  ['ALL', 'SEGMENT', 'FILTERED'] as const,
+  'ALL subscribed contacts, a SEGMENT, or a FILTERED audience',
+);
 
-export const Campaign = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  description: Nullable(Type.String()),
-  subject: Type.String(),
-  body: Type.String(),
-  from: Type.String(),
-  fromName: Nullable(Type.String()),
-  replyTo: Nullable(Type.String()),
-  tracking: Nullable(Type.Boolean({ description: "open and click tracking of the campaign's mail; null: the project's `trackingMode` decides" })),
-  templateId: Nullable(Type.String({ description: 'the template the subject and body come from, or null' })),
-  templateVersion: Nullable(Type.Integer({ description: 'the pinned version of templateId; null follows the latest published one until the campaign is sent' })),
-  contentVersion: Nullable(Type.Integer({ description: 'the template version subject and body hold now (each email records it as templateVersion)' })),
-  audienceType: AudienceType,
-  type: AudienceType,
-  segmentId: Nullable(Type.String()),
-  audienceFilter: Nullable(Type.Unknown()),
-  topicId: Nullable(Type.String({ description: 'the topic the campaign is about: only contacts subscribed to it receive it' })),
-  status: Status,
-  scheduledAt: Nullable(Timestamp),
-  startedAt: Nullable(Timestamp),
-  completedAt: Nullable(Timestamp),
-  cancelledAt: Nullable(Timestamp),
-  error: Nullable(Type.String({ description: 'why a FAILED campaign could not start' })),
-  recipients: Type.Integer({ description: 'emails created so far (final once the audience is exhausted)' }),
-  pausedReason: Nullable(PauseReason),
-  pausedAt: Nullable(Timestamp),
-  pauseDetails: Nullable(Type.Record(Type.String(), Type.Unknown(), { description: 'the figures that made it pause: rates, sample, thresholds or quota' })),
-  tags: Type.Array(EmailTagSchema, { description: 'the tags every email of the campaign carries (empty when none)' }),
-  test: Type.Boolean({ description: 'sent with a test key: its emails go to the sink, never to SES' }),
-  ...CampaignAbFields,
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  audienceCondition: Nullable(Type.Unknown({ description: 'same as audienceFilter (Plunk\'s name)' })),
-  scheduledFor: Nullable(Timestamp),
-  totalRecipients: Type.Integer({ description: 'same as recipients (Plunk\'s name)' }),
-  sentAt: Nullable(Timestamp),
-}, { description: 'Plunk v2 clients also find their names: audienceCondition, scheduledFor, totalRecipients, sentAt (= startedAt).' });
+export const Campaign = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    subject: Type.String(),
+    body: Type.String(),
+    from: Type.String(),
+    fromName: Nullable(Type.String()),
+    replyTo: Nullable(Type.String()),
+    tracking: Nullable(
+      Type.Boolean({
+        description: "open and click tracking of the campaign's mail; null: the project's `trackingMode` decides",
+      }),
+    ),
+    templateId: Nullable(Type.String({ description: 'the template the subject and body come from, or null' })),
+    templateVersion: Nullable(
+      Type.Integer({
+        description:
+          'the pinned version of templateId; null follows the latest published one until the campaign is sent',
+      }),
+    ),
+    contentVersion: Nullable(
+      Type.Integer({
+        description: 'the template version subject and body hold now (each email records it as templateVersion)',
+      }),
+    ),
+    audienceType: AudienceType,
+    type: AudienceType,
+    segmentId: Nullable(Type.String()),
+    audienceFilter: Nullable(Type.Unknown()),
+    topicId: Nullable(
+      Type.String({ description: 'the topic the campaign is about: only contacts subscribed to it receive it' }),
+    ),
+    status: Status,
+    scheduledAt: Nullable(Timestamp),
+    startedAt: Nullable(Timestamp),
+    completedAt: Nullable(Timestamp),
+    cancelledAt: Nullable(Timestamp),
+    error: Nullable(Type.String({ description: 'why a FAILED campaign could not start' })),
+    recipients: Type.Integer({ description: 'emails created so far (final once the audience is exhausted)' }),
+    pausedReason: Nullable(PauseReason),
+    pausedAt: Nullable(Timestamp),
+    pauseDetails: Nullable(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: 'the figures that made it pause: rates, sample, thresholds or quota',
+      }),
+    ),
+    tags: Type.Array(EmailTagSchema, { description: 'the tags every email of the campaign carries (empty when none)' }),
+    test: Type.Boolean({ description: 'sent with a test key: its emails go to the sink, never to SES' }),
+    ...CampaignAbFields,
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    audienceCondition: Nullable(Type.Unknown({ description: "same as audienceFilter (Plunk's name)" })),
+    scheduledFor: Nullable(Timestamp),
+    totalRecipients: Type.Integer({ description: "same as recipients (Plunk's name)" }),
+    sentAt: Nullable(Timestamp),
+  },
+  {
+    description:
+      'Plunk v2 clients also find their names: audienceCondition, scheduledFor, totalRecipients, sentAt (= startedAt).',
+  },
+);
 
 export const iso = (d: Date | null) => d?.toISOString() ?? null;
 
@@ -113,12 +144,17 @@ export const fields = {
   body: Type.String({
     minLength: 1,
     maxLength: 2_000_000,
-    description: 'HTML body template; {{unsubscribeUrl}} is the recipient\'s unsubscribe link; at most 200 levels of nested elements (422 naming the field)',
+    description:
+      "HTML body template; {{unsubscribeUrl}} is the recipient's unsubscribe link; at most 200 levels of nested elements (422 naming the field)",
   }),
   from: MailboxString,
   fromName: Nullable(Type.String({ maxLength: 200 })),
   replyTo: Nullable(MailboxString),
-  tracking: Nullable(Type.Boolean({ description: "open and click tracking of the campaign's mail; null: the project's `trackingMode` decides" })),
+  tracking: Nullable(
+    Type.Boolean({
+      description: "open and click tracking of the campaign's mail; null: the project's `trackingMode` decides",
+    }),
+  ),
   audienceType: AudienceType,
   segmentId: Nullable(Type.String({ format: 'uuid' })),
   audienceFilter: Nullable(FilterField),
@@ -137,7 +173,10 @@ export const fields = {
 export const PlunkCampaignFields = {
   audienceCondition: Type.Optional(Nullable(filterField("Plunk's name for audienceFilter; give only one of the two"))),
   type: Type.Optional(
-    StringEnum(['MARKETING', 'TRANSACTIONAL', 'ALL', 'SEGMENT', 'FILTERED'] as const, "Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)"),
+    StringEnum(
+      ['MARKETING', 'TRANSACTIONAL', 'ALL', 'SEGMENT', 'FILTERED'] as const,
+      "Plunk's campaign type: MARKETING (campaigns here are marketing mail; TRANSACTIONAL is refused), or the campaign's audienceType as answers carry it in `type` (sent back unchanged)",
+    ),
   ),
 };
 
@@ -149,18 +188,35 @@ export const PlunkCampaignFields = {
  * @throws {@link AppError} 422 naming the field: both names of one field given, `type` TRANSACTIONAL, or an audience
  *   `type` that contradicts `audienceType`.
  */
-export function fromPlunk<B extends { audienceFilter?: unknown; audienceType?: Static<typeof AudienceType>; audienceCondition?: unknown; type?: Static<typeof PlunkCampaignFields.type> }>(
-  body: B,
-): Omit<B, 'audienceCondition' | 'type'> {
+export function fromPlunk<
+  B extends {
+    audienceFilter?: unknown;
+    audienceType?: Static<typeof AudienceType>;
+    audienceCondition?: unknown;
+    type?: Static<typeof PlunkCampaignFields.type>;
+  },
+>(body: B): Omit<B, 'audienceCondition' | 'type'> {
   const { audienceCondition, type, ...ours } = body;
   const errors: FieldError[] = [];
   if (audienceCondition !== undefined) {
-    if (ours.audienceFilter !== undefined) errors.push({ field: 'audienceCondition', message: 'give the filter once: audienceFilter and audienceCondition are the same field', code: 'custom' });
+    if (ours.audienceFilter !== undefined)
+      errors.push({
+        field: 'audienceCondition',
+        message: 'give the filter once: audienceFilter and audienceCondition are the same field',
+        code: 'custom',
+      });
     else ours.audienceFilter = audienceCondition;
   }
-  if (type === 'TRANSACTIONAL') errors.push({ field: 'type', message: 'campaigns are marketing mail (subscribed contacts, unsubscribe link); send transactional mail with POST /v1/send', code: 'invalid_enum_value' });
+  if (type === 'TRANSACTIONAL')
+    errors.push({
+      field: 'type',
+      message:
+        'campaigns are marketing mail (subscribed contacts, unsubscribe link); send transactional mail with POST /v1/send',
+      code: 'invalid_enum_value',
+    });
   else if (type !== undefined && type !== 'MARKETING') {
-    if (ours.audienceType !== undefined && ours.audienceType !== type) errors.push({ field: 'type', message: `is ${type} but audienceType is ${ours.audienceType}`, code: 'custom' });
+    if (ours.audienceType !== undefined && ours.audienceType !== type)
+      errors.push({ field: 'type', message: `is ${type} but audienceType is ${ours.audienceType}`, code: 'custom' });
     else ours.audienceType = type;
   }
   if (errors.length > 0) throw validationError(errors);
@@ -198,23 +254,42 @@ export const ListQuery = Type.Object(
     ...PageQuery,
     ...PlunkPageQuery,
     status: Type.Optional(Status),
-    search: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'case-insensitive part of the name, subject or sender (as Plunk\'s list)' })),
+    search: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: "case-insensitive part of the name, subject or sender (as Plunk's list)",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 
-export const ScheduleTime = Nullable(Type.String({ format: 'date-time', description: 'a future time schedules; absent or past sends now' }));
+export const ScheduleTime = Nullable(
+  Type.String({ format: 'date-time', description: 'a future time schedules; absent or past sends now' }),
+);
 export const SendBody = Type.Object(
   {
     scheduledAt: Type.Optional(ScheduleTime),
-    scheduledFor: Type.Optional(Nullable(Type.String({ format: 'date-time', description: "Plunk's name for scheduledAt; give only one of the two" }))),
+    scheduledFor: Type.Optional(
+      Nullable(
+        Type.String({ format: 'date-time', description: "Plunk's name for scheduledAt; give only one of the two" }),
+      ),
+    ),
   },
   { additionalProperties: false },
 );
 
-export const Recipients = Type.Union([EmailAddress, Type.Array(EmailAddress, { minItems: 1, maxItems: 10 })], { description: 'one address or up to 10' });
+export const Recipients = Type.Union([EmailAddress, Type.Array(EmailAddress, { minItems: 1, maxItems: 10 })], {
+  description: 'one address or up to 10',
+});
 export const TestBody = Type.Object(
-  { to: Type.Optional(Recipients), email: Type.Optional(Type.Unsafe<unknown>({ ...Recipients, description: "Plunk's name for `to`; give only one of the two" })) },
+  {
+    to: Type.Optional(Recipients),
+    email: Type.Optional(
+      Type.Unsafe<unknown>({ ...Recipients, description: "Plunk's name for `to`; give only one of the two" }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -234,7 +309,12 @@ export const Stats = Type.Object({
   suppressed: Type.Integer(),
   unsubscribed: Type.Integer(),
   skipped: Type.Object(
-    { snoozed: Type.Integer({ description: 'contacts of the audience left out because they had paused marketing email (snoozedUntil ahead at fan-out)' }) },
+    {
+      snoozed: Type.Integer({
+        description:
+          'contacts of the audience left out because they had paused marketing email (snoozedUntil ahead at fan-out)',
+      }),
+    },
     { description: 'contacts of the audience that got no email, by reason (not counted in recipients)' },
   ),
   rates: Type.Object(
@@ -258,16 +338,24 @@ export const Stats = Type.Object({
   openedCount: Type.Integer(),
   clickedCount: Type.Integer(),
   bouncedCount: Type.Integer(),
-  openRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded, as Plunk gives it; 0 before any is sent' }),
+  openRate: Type.Number({
+    description: 'percent (0–100) of sentCount, unrounded, as Plunk gives it; 0 before any is sent',
+  }),
   clickRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded' }),
   bounceRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded' }),
   deliveryRate: Type.Number({ description: 'percent (0–100) of sentCount, unrounded' }),
 });
 
 /** Body fields → columns: a mailbox `from` ("Acme <hello@acme.com>") gives the address and, unless stated, `fromName`. */
-export function toColumns(body: Omit<Partial<Static<typeof UpdateCampaign>>, 'variants' | 'abTest'>): Partial<NewCampaign> {
+export function toColumns(
+  body: Omit<Partial<Static<typeof UpdateCampaign>>, 'variants' | 'abTest'>,
+): Partial<NewCampaign> {
   const { from, tags, ...rest } = senderFields(body);
-  return { ...rest, ...(from !== undefined ? { fromEmail: normalizeEmail(from) } : {}), ...(tags !== undefined ? { tags: storedTags(tags) } : {}) };
+  return {
+    ...rest,
+    ...(from !== undefined ? { fromEmail: normalizeEmail(from) } : {}),
+    ...(tags !== undefined ? { tags: storedTags(tags) } : {}),
+  };
 }
 
 /** A campaign's statistics as the stats route answers them, with Plunk's names beside ours. */

@@ -17,9 +17,24 @@ import { Nullable } from './common';
 
 /** The two request fields. */
 export const CampaignTemplateFields = {
-  templateId: Type.Optional(Nullable(Type.String({ format: 'uuid', description: 'write the subject and body from this template (then leave subject and body out); null detaches it' }))),
+  templateId: Type.Optional(
+    Nullable(
+      Type.String({
+        format: 'uuid',
+        description:
+          'write the subject and body from this template (then leave subject and body out); null detaches it',
+      }),
+    ),
+  ),
   templateVersion: Type.Optional(
-    Nullable(Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'pin this published version of templateId; null or omitted: the latest published version when the campaign is sent' })),
+    Nullable(
+      Type.Integer({
+        minimum: 1,
+        maximum: 2_147_483_647,
+        description:
+          'pin this published version of templateId; null or omitted: the latest published version when the campaign is sent',
+      }),
+    ),
   ),
 };
 
@@ -33,28 +48,58 @@ type Given = { subject?: string; body?: string; templateId?: string | null; temp
  * @throws {@link AppError} 422 naming `templateId` (not a template of the project), `templateVersion` (no such
  *   published version, or given without a template), `subject` / `body` (given with a template, or missing without one).
  */
-export async function contentColumns(db: DbOrTx, projectId: string, given: Given, current?: CampaignRow): Promise<Partial<NewCampaign>> {
+export async function contentColumns(
+  db: DbOrTx,
+  projectId: string,
+  given: Given,
+  current?: CampaignRow,
+): Promise<Partial<NewCampaign>> {
   const templateId = given.templateId !== undefined ? given.templateId : (current?.templateId ?? null);
-  const templateVersion = given.templateVersion !== undefined ? given.templateVersion : templateId === current?.templateId ? (current?.templateVersion ?? null) : null;
+  const templateVersion =
+    given.templateVersion !== undefined
+      ? given.templateVersion
+      : templateId === current?.templateId
+        ? (current?.templateVersion ?? null)
+        : null;
   const errors: FieldError[] = [];
   if (!templateId) {
-    if (templateVersion !== null) errors.push({ field: 'templateVersion', message: 'applies to a campaign with a templateId', code: 'custom' });
-    if (!current) for (const k of ['subject', 'body'] as const) if (given[k] === undefined) errors.push({ field: k, message: 'is required unless templateId is given', code: 'invalid_type' });
+    if (templateVersion !== null)
+      errors.push({ field: 'templateVersion', message: 'applies to a campaign with a templateId', code: 'custom' });
+    if (!current)
+      for (const k of ['subject', 'body'] as const)
+        if (given[k] === undefined)
+          errors.push({ field: k, message: 'is required unless templateId is given', code: 'invalid_type' });
     if (errors.length > 0) throw validationError(errors);
     return given.templateId === null ? { templateId: null, templateVersion: null, contentVersion: null } : {};
   }
   for (const k of ['subject', 'body'] as const) {
-    if (given[k] !== undefined) errors.push({ field: k, message: 'comes from the template (templateId); set templateId to null to write it here', code: 'custom' });
+    if (given[k] !== undefined)
+      errors.push({
+        field: k,
+        message: 'comes from the template (templateId); set templateId to null to write it here',
+        code: 'custom',
+      });
   }
   if (errors.length > 0) throw validationError(errors);
   return { templateId, templateVersion, ...(await resolved(db, projectId, templateId, templateVersion)) };
 }
 
-async function resolved(db: DbOrTx, projectId: string, templateId: string, version: number | null): Promise<Pick<NewCampaign, 'subject' | 'body' | 'contentVersion'>> {
+async function resolved(
+  db: DbOrTx,
+  projectId: string,
+  templateId: string,
+  version: number | null,
+): Promise<Pick<NewCampaign, 'subject' | 'body' | 'contentVersion'>> {
   const live = await getTemplate(db, projectId, templateId);
-  if (!live) throw validationError([{ field: 'templateId', message: 'no template with this id in this project', code: 'custom' }]);
+  if (!live)
+    throw validationError([
+      { field: 'templateId', message: 'no template with this id in this project', code: 'custom' },
+    ]);
   const t = version === null ? live : await pinnedTemplate(db, live, version);
-  if (!t) throw validationError([{ field: 'templateVersion', message: `the template has no published version ${version}`, code: 'custom' }]);
+  if (!t)
+    throw validationError([
+      { field: 'templateVersion', message: `the template has no published version ${version}`, code: 'custom' },
+    ]);
   return { subject: t.subject, body: t.body, contentVersion: t.version };
 }
 
@@ -65,6 +110,11 @@ async function resolved(db: DbOrTx, projectId: string, templateId: string, versi
  */
 export async function refreshContent(db: DbOrTx, c: CampaignRow): Promise<CampaignRow> {
   if (!c.templateId) return c;
-  const t = await updateCampaign(db, c.projectId, c.id, await resolved(db, c.projectId, c.templateId, c.templateVersion));
+  const t = await updateCampaign(
+    db,
+    c.projectId,
+    c.id,
+    await resolved(db, c.projectId, c.templateId, c.templateVersion),
+  );
   return t.ok ? t.campaign : c;
 }

@@ -34,7 +34,16 @@ import type { AbTestInput, VariantsInput } from './campaign-ab-shapes';
 import { campaignStats } from '@mailroom/audiences/campaigns/stats';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
-import { cursorId, Deleted, IdParams, keysetPage, PageFields, PlunkPageFields, plunkPageFields, resolvePaging } from './common';
+import {
+  cursorId,
+  Deleted,
+  IdParams,
+  keysetPage,
+  PageFields,
+  PlunkPageFields,
+  plunkPageFields,
+  resolvePaging,
+} from './common';
 import { contentColumns, refreshContent } from './campaign-template';
 import {
   Campaign,
@@ -57,10 +66,17 @@ export function campaignRoutes(deps: AppDeps) {
   /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
   const reads = readDb(deps);
   /** The A/B fields of a create or update, when the body has any. */
-  const abGiven = (variants: Static<typeof VariantsInput> | null | undefined, abTest: Static<typeof AbTestInput> | null | undefined): AbGiven | undefined =>
+  const abGiven = (
+    variants: Static<typeof VariantsInput> | null | undefined,
+    abTest: Static<typeof AbTestInput> | null | undefined,
+  ): AbGiven | undefined =>
     variants === undefined && abTest === undefined
       ? undefined
-      : { variants, abTest: abTest && { ...abTest, event: abTest.event?.trim() || null }, minWaitSeconds: deps.config.campaignAbMinWaitSeconds };
+      : {
+          variants,
+          abTest: abTest && { ...abTest, event: abTest.event?.trim() || null },
+          minWaitSeconds: deps.config.campaignAbMinWaitSeconds,
+        };
   return [
     route({
       method: 'get',
@@ -68,13 +84,14 @@ export function campaignRoutes(deps: AppDeps) {
       operationId: 'listCampaigns',
       tag: 'Campaigns',
       summary: 'List campaigns, newest first',
-      description: 'Keyset pages by `cursor`; Plunk\'s `page`/`pageSize` are read by offset within the first 10,000 rows.',
+      description:
+        "Keyset pages by `cursor`; Plunk's `page`/`pageSize` are read by offset within the first 10,000 rows.",
       auth: 'secret',
       query: ListQuery,
       response: Type.Object({
         items: Type.Array(Campaign),
         ...PageFields,
-        campaigns: Type.Array(Campaign, { description: 'same as items (Plunk\'s form)' }),
+        campaigns: Type.Array(Campaign, { description: "same as items (Plunk's form)" }),
         ...PlunkPageFields,
       }),
       status: 200,
@@ -112,7 +129,9 @@ export function campaignRoutes(deps: AppDeps) {
       handler: async ({ body, auth }) => {
         const { variants, abTest, ...ours } = fromPlunk(body);
         const content = await contentColumns(db, auth.projectId, ours);
-        const input = { ...toColumns(ours), ...content, audienceType: ours.audienceType } as NewCampaign & { fromEmail: string };
+        const input = { ...toColumns(ours), ...content, audienceType: ours.audienceType } as NewCampaign & {
+          fromEmail: string;
+        };
         return { data: presentCampaign(await createDraft(db, auth.projectId, input, abGiven(variants, abTest))) };
       },
     }),
@@ -127,7 +146,9 @@ export function campaignRoutes(deps: AppDeps) {
       response: Campaign,
       status: 200,
       errors: [400, 401, 403, 404, 429],
-      handler: async ({ params, auth }) => ({ data: presentCampaign(await requireCampaign(db, auth.projectId, params.id)) }),
+      handler: async ({ params, auth }) => ({
+        data: presentCampaign(await requireCampaign(db, auth.projectId, params.id)),
+      }),
     }),
     ...(['patch', 'put'] as const).map((method) =>
       route({
@@ -135,7 +156,10 @@ export function campaignRoutes(deps: AppDeps) {
         path: '/campaigns/:id',
         operationId: method === 'patch' ? 'updateCampaign' : 'replaceCampaignPlunk',
         tag: 'Campaigns',
-        summary: method === 'patch' ? 'Update a DRAFT or SCHEDULED campaign' : 'Update a campaign (Plunk v2\'s method; same as PATCH)',
+        summary:
+          method === 'patch'
+            ? 'Update a DRAFT or SCHEDULED campaign'
+            : "Update a campaign (Plunk v2's method; same as PATCH)",
         description: 'Fields left out are kept. `audienceCondition` (Plunk) stands for `audienceFilter`.',
         auth: 'secret',
         params: IdParams,
@@ -145,8 +169,23 @@ export function campaignRoutes(deps: AppDeps) {
         errors: [400, 401, 403, 404, 409, 422, 429],
         handler: async ({ params, body: given, auth }) => {
           const { variants, abTest, ...body } = fromPlunk(given);
-          const content = await contentColumns(db, auth.projectId, body, await requireCampaign(db, auth.projectId, params.id));
-          return { data: presentCampaign(await editCampaign(db, auth.projectId, params.id, { ...toColumns(body), ...content }, abGiven(variants, abTest))) };
+          const content = await contentColumns(
+            db,
+            auth.projectId,
+            body,
+            await requireCampaign(db, auth.projectId, params.id),
+          );
+          return {
+            data: presentCampaign(
+              await editCampaign(
+                db,
+                auth.projectId,
+                params.id,
+                { ...toColumns(body), ...content },
+                abGiven(variants, abTest),
+              ),
+            ),
+          };
         },
       }),
     ),
@@ -185,10 +224,23 @@ export function campaignRoutes(deps: AppDeps) {
       handler: async ({ params, body, auth, log }) => {
         await refreshContent(db, await sendableCampaign(db, auth.projectId, params.id));
         if (body.scheduledAt !== undefined && body.scheduledFor !== undefined) {
-          throw validationError([{ field: 'scheduledFor', message: 'give the time once: scheduledAt and scheduledFor are the same field', code: 'custom' }]);
+          throw validationError([
+            {
+              field: 'scheduledFor',
+              message: 'give the time once: scheduledAt and scheduledFor are the same field',
+              code: 'custom',
+            },
+          ]);
         }
         const when = body.scheduledAt ?? body.scheduledFor;
-        const c = await sendOrSchedule(deps, log, auth.projectId, params.id, when ? new Date(when) : null, auth.mode === 'test');
+        const c = await sendOrSchedule(
+          deps,
+          log,
+          auth.projectId,
+          params.id,
+          when ? new Date(when) : null,
+          auth.mode === 'test',
+        );
         return { data: presentCampaign(c) };
       },
     }),
@@ -229,7 +281,10 @@ export function campaignRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 422, 429],
       handler: async ({ params, body, auth, log }) => {
         const c = await testableCampaign(db, auth.projectId, params.id);
-        if (body.to !== undefined && body.email !== undefined) throw validationError([{ field: 'email', message: 'give the addresses once: to and email are the same field', code: 'custom' }]);
+        if (body.to !== undefined && body.email !== undefined)
+          throw validationError([
+            { field: 'email', message: 'give the addresses once: to and email are the same field', code: 'custom' },
+          ]);
         const given = (body.to ?? body.email) as Static<typeof Recipients> | undefined;
         if (given === undefined) throw validationError([{ field: 'to', message: 'is required', code: 'invalid_type' }]);
         const to = [...new Set((Array.isArray(given) ? given : [given]).map(normalizeEmail))];

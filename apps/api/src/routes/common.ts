@@ -24,7 +24,12 @@ export const IdParams = Type.Object({ id: Type.String({ format: 'uuid', descript
 
 /** `limit` and `cursor` of every list (docs/api/overview.md, pagination). */
 export const PageQuery = {
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'page size, 1–100, as plain decimal digits (`1e2`, `0x10`, ` 5` are 400)' }),
+  limit: Type.Integer({
+    minimum: 1,
+    maximum: 100,
+    default: 20,
+    description: 'page size, 1–100, as plain decimal digits (`1e2`, `0x10`, ` 5` are 400)',
+  }),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'nextCursor of the previous page' })),
 };
 
@@ -37,7 +42,9 @@ export const MAX_PAGE_OFFSET = 10_000;
  * MAX_PAGE_OFFSET} rows deep; the cursor form stays pure keyset.
  */
 export const PlunkPageQuery = {
-  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: "Plunk's page number (1-based), instead of `cursor`" })),
+  page: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 100_000, description: "Plunk's page number (1-based), instead of `cursor`" }),
+  ),
   pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "Plunk's name for `limit`" })),
 };
 
@@ -53,14 +60,28 @@ export const PlunkPageFields = {
  *
  * @throws {@link AppError} 400 `INVALID_PARAMETERS` on `page` when it reaches past {@link MAX_PAGE_OFFSET} rows.
  */
-export function resolvePaging(q: { limit: number; cursor?: string; page?: number; pageSize?: number }): { limit: number; offset: number; page: number } {
+export function resolvePaging(q: { limit: number; cursor?: string; page?: number; pageSize?: number }): {
+  limit: number;
+  offset: number;
+  page: number;
+} {
   const limit = q.pageSize ?? q.limit;
   const page = q.cursor ? 1 : (q.page ?? 1);
   const offset = (page - 1) * limit;
   if (offset > MAX_PAGE_OFFSET) {
-    throw new AppError(ErrorCode.INVALID_PARAMETERS, `page: reaches past ${MAX_PAGE_OFFSET} rows; page with cursor instead`, {
-      errors: [{ field: 'page', message: `must stay within the first ${MAX_PAGE_OFFSET} rows (use cursor)`, code: 'too_big' }],
-    });
+    throw new AppError(
+      ErrorCode.INVALID_PARAMETERS,
+      `page: reaches past ${MAX_PAGE_OFFSET} rows; page with cursor instead`,
+      {
+        errors: [
+          {
+            field: 'page',
+            message: `must stay within the first ${MAX_PAGE_OFFSET} rows (use cursor)`,
+            code: 'too_big',
+          },
+        ],
+      },
+    );
   }
   return { limit, offset, page };
 }
@@ -92,7 +113,16 @@ export function cursorId(cursor: string | undefined): string | undefined {
  * The list body (docs/api/overview.md, pagination) from one keyset page (newest first by id): `items`, `nextCursor`
  * (the last item's id, opaque; null on the last page), `hasMore` and `total`.
  */
-export function keysetPage<R extends { id: string }, T>(page: { items: R[]; hasMore: boolean }, present: (row: R) => T, total: number) {
+export function keysetPage<R extends { id: string }, T>(
+  page: { items: R[]; hasMore: boolean },
+  present: (row: R) => T,
+  total: number,
+) {
   const last = page.items[page.items.length - 1];
-  return { items: page.items.map(present), nextCursor: page.hasMore && last ? encodeCursor(last.id) : null, hasMore: page.hasMore, total };
+  return {
+    items: page.items.map(present),
+    nextCursor: page.hasMore && last ? encodeCursor(last.id) : null,
+    hasMore: page.hasMore,
+    total,
+  };
 }

@@ -47,12 +47,15 @@ export function mountConfirm(router: Router, deps: AppDeps): void {
     }
     const attempt = await failures.attempt(client);
     const target = await confirmationTarget(db, id);
-    if (!target || !verifyConfirmationToken(token as string, target.id, target.signingKey)) throw attempt.failure(notFound('Confirmation link'));
+    if (!target || !verifyConfirmationToken(token as string, target.id, target.signingKey))
+      throw attempt.failure(notFound('Confirmation link'));
     await attempt.succeeded();
     return target;
   };
 
-  const expired = (t: ConfirmationTarget) => t.expiredAt !== null || (!t.confirmedAt && t.createdAt.getTime() + deps.config.doubleOptInExpiryHours * 3_600_000 < Date.now());
+  const expired = (t: ConfirmationTarget) =>
+    t.expiredAt !== null ||
+    (!t.confirmedAt && t.createdAt.getTime() + deps.config.doubleOptInExpiryHours * 3_600_000 < Date.now());
   const gone = () => new AppError(ErrorCode.EXPIRED, 'This confirmation link has expired');
 
   router.use('/confirm', pageHeaders);
@@ -61,11 +64,17 @@ export function mountConfirm(router: Router, deps: AppDeps): void {
     const target = await resolve(req, token);
     res.set('Cache-Control', 'no-store').type('html');
     if (target.confirmedAt) {
-      res.send(page('Confirmed', `<h1>Already confirmed</h1><p>${escapeHtml(target.email)} is confirmed. Thank you.</p>`));
+      res.send(
+        page('Confirmed', `<h1>Already confirmed</h1><p>${escapeHtml(target.email)} is confirmed. Thank you.</p>`),
+      );
       return;
     }
     if (expired(target)) {
-      res.status(410).send(page('Link expired', '<h1>Link expired</h1><p>This confirmation link has expired. Please sign up again.</p>'));
+      res
+        .status(410)
+        .send(
+          page('Link expired', '<h1>Link expired</h1><p>This confirmation link has expired. Please sign up again.</p>'),
+        );
       return;
     }
     res.send(
@@ -77,31 +86,49 @@ export function mountConfirm(router: Router, deps: AppDeps): void {
     );
   });
 
-  router.post('/confirm', express.urlencoded({ extended: false, limit: '4kb' }), async (req: Request, res: Response) => {
-    const form = req.body as Record<string, unknown> | undefined;
-    const target = await resolve(req, form?.token ?? req.query.token);
-    res.set('Cache-Control', 'no-store');
-    if (!target.confirmedAt && expired(target)) throw gone();
-    const log = res.locals.log;
-    const proof = { ip: clientIp(req), userAgent: req.get('user-agent')?.slice(0, 1000) ?? null };
-    const { outcome, deliveries } = await db.transaction(async (tx) => {
-      const test = await tx.execute<{ test: boolean }>(sql`select test from emails where id = ${target.emailId}::uuid`);
-      const outcome = await confirmDoubleOptIn(tx, target, proof, test.rows[0]?.test ?? false);
-      const deliveries = outcome.status === 'confirmed' ? await recordWebhookEvents(tx, target.projectId, outcome.events) : [];
-      return { outcome, deliveries };
-    });
-    await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
-    if (outcome.status === 'expired') throw gone();
-    const confirmed = outcome.status === 'confirmed';
-    if (req.accepts(['html', 'json']) === 'json') {
-      res.json({ success: true, data: { email: target.email, confirmed: true, changed: confirmed } });
-      return;
-    }
-    res.type('html').send(page('Confirmed', `<h1>${confirmed ? 'Subscription confirmed' : 'Already confirmed'}</h1><p>${escapeHtml(target.email)} is confirmed. Thank you.</p>`));
-  });
+  router.post(
+    '/confirm',
+    express.urlencoded({ extended: false, limit: '4kb' }),
+    async (req: Request, res: Response) => {
+      const form = req.body as Record<string, unknown> | undefined;
+      const target = await resolve(req, form?.token ?? req.query.token);
+      res.set('Cache-Control', 'no-store');
+      if (!target.confirmedAt && expired(target)) throw gone();
+      const log = res.locals.log;
+      const proof = { ip: clientIp(req), userAgent: req.get('user-agent')?.slice(0, 1000) ?? null };
+      const { outcome, deliveries } = await db.transaction(async (tx) => {
+        const test = await tx.execute<{ test: boolean }>(
+          sql`select test from emails where id = ${target.emailId}::uuid`,
+        );
+        const outcome = await confirmDoubleOptIn(tx, target, proof, test.rows[0]?.test ?? false);
+        const deliveries =
+          outcome.status === 'confirmed' ? await recordWebhookEvents(tx, target.projectId, outcome.events) : [];
+        return { outcome, deliveries };
+      });
+      await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
+      if (outcome.status === 'expired') throw gone();
+      const confirmed = outcome.status === 'confirmed';
+      if (req.accepts(['html', 'json']) === 'json') {
+        res.json({ success: true, data: { email: target.email, confirmed: true, changed: confirmed } });
+        return;
+      }
+      res
+        .type('html')
+        .send(
+          page(
+            'Confirmed',
+            `<h1>${confirmed ? 'Subscription confirmed' : 'Already confirmed'}</h1><p>${escapeHtml(target.email)} is confirmed. Thank you.</p>`,
+          ),
+        );
+    },
+  );
 }
 
-const tokenField = { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$', description: 'the signed token from the confirmation email' };
+const tokenField = {
+  type: 'string',
+  pattern: '^[A-Za-z0-9_-]{43}$',
+  description: 'the signed token from the confirmation email',
+};
 
 /** OpenAPI paths of the two routes (they answer HTML, so they are not declared with `route()`). */
 export const confirmOpenApiPaths = {
@@ -121,13 +148,20 @@ export const confirmOpenApiPaths = {
     },
     post: {
       operationId: 'confirm',
-      summary: 'Confirm a double opt-in (the page\'s button); idempotent',
+      summary: "Confirm a double opt-in (the page's button); idempotent",
       description:
-        'Records the proof (time, IP address, user agent), subscribes the contact (globally, or to the confirmation\'s topics) and ' +
+        "Records the proof (time, IP address, user agent), subscribes the contact (globally, or to the confirmation's topics) and " +
         'records `contact.confirmed`, once. Answers HTML, or `{success, data: {email, confirmed, changed}}` when the client accepts JSON.',
       tags: ['Topics'],
       security: [],
-      requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['token'], properties: { token: tokenField } } } } },
+      requestBody: {
+        required: true,
+        content: {
+          'application/x-www-form-urlencoded': {
+            schema: { type: 'object', required: ['token'], properties: { token: tokenField } },
+          },
+        },
+      },
       responses: {
         200: { description: 'Confirmed (or already)' },
         404: { description: 'Unknown, tampered or foreign token' },

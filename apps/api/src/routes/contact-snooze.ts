@@ -16,7 +16,8 @@ export const SnoozeField = Type.Optional(
   Nullable(
     Type.String({
       format: 'date-time',
-      description: 'pause marketing email until this time (ISO 8601, in the future); null clears a snooze. Transactional email is not affected',
+      description:
+        'pause marketing email until this time (ISO 8601, in the future); null clears a snooze. Transactional email is not affected',
     }),
   ),
 );
@@ -28,7 +29,10 @@ export const SnoozeField = Type.Optional(
 export function checkSnooze(value: string | null | undefined, now = Date.now()): Date | null | undefined {
   if (value === undefined || value === null) return value;
   const until = new Date(value);
-  if (!(until.getTime() > now)) throw validationError([{ field: 'snoozedUntil', message: 'must be in the future (null clears a snooze)', code: 'too_small' }]);
+  if (!(until.getTime() > now))
+    throw validationError([
+      { field: 'snoozedUntil', message: 'must be in the future (null clears a snooze)', code: 'too_small' },
+    ]);
   return until;
 }
 
@@ -36,7 +40,13 @@ export function checkSnooze(value: string | null | undefined, now = Date.now()):
  * Sets or clears the snooze of a contact of the project inside `tx` (`method: api`).
  * @returns the deliveries of its webhook, to enqueue after the commit (none when nothing changed).
  */
-export async function applySnooze(tx: DbOrTx, projectId: string, contactId: string, until: Date | null, test: boolean): Promise<{ snoozedUntil: Date | null; deliveries: WebhookDeliveryRef[] }> {
+export async function applySnooze(
+  tx: DbOrTx,
+  projectId: string,
+  contactId: string,
+  until: Date | null,
+  test: boolean,
+): Promise<{ snoozedUntil: Date | null; deliveries: WebhookDeliveryRef[] }> {
   const { deliveries } = await snoozeInTransaction(tx, projectId, contactId, until, { method: 'api', test });
   return { snoozedUntil: until, deliveries };
 }

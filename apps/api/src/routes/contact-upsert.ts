@@ -31,13 +31,24 @@ export const UpsertBody = Type.Object(
     snoozedUntil: SnoozeField,
     topics: Type.Optional(TopicChoices),
     doubleOptIn: Type.Optional(
-      Type.Boolean({ description: 'send a confirmation email; the contact (or, with topicIds, those topics) stays unsubscribed until confirmed' }),
+      Type.Boolean({
+        description:
+          'send a confirmation email; the contact (or, with topicIds, those topics) stays unsubscribed until confirmed',
+      }),
     ),
     topicIds: Type.Optional(
-      Type.Array(Type.String({ format: 'uuid' }), { maxItems: 100, uniqueItems: true, description: 'with doubleOptIn: the topics the confirmation subscribes to' }),
+      Type.Array(Type.String({ format: 'uuid' }), {
+        maxItems: 100,
+        uniqueItems: true,
+        description: 'with doubleOptIn: the topics the confirmation subscribes to',
+      }),
     ),
     confirmationTemplateId: Type.Optional(
-      Type.String({ format: 'uuid', description: 'with doubleOptIn: a template of this project; {{confirmUrl}} in it is the link. Default: a built-in message' }),
+      Type.String({
+        format: 'uuid',
+        description:
+          'with doubleOptIn: a template of this project; {{confirmUrl}} in it is the link. Default: a built-in message',
+      }),
     ),
     confirmationFrom: Type.Optional(EmailAddress),
     confirmationFromName: Type.Optional(Type.String({ maxLength: 200 })),
@@ -77,10 +88,16 @@ export function presentConfirmation(c: ConfirmationRow): Static<typeof Confirmat
 function doubleOptInErrors(body: Static<typeof UpsertBody>): FieldError[] {
   const errors: FieldError[] = [];
   if (body.doubleOptIn === true) {
-    if (body.subscribed !== undefined) errors.push({ field: 'subscribed', message: 'cannot be given with doubleOptIn: the confirmation subscribes', code: 'custom' });
+    if (body.subscribed !== undefined)
+      errors.push({
+        field: 'subscribed',
+        message: 'cannot be given with doubleOptIn: the confirmation subscribes',
+        code: 'custom',
+      });
   } else {
     for (const f of ['topicIds', 'confirmationTemplateId', 'confirmationFrom', 'confirmationFromName'] as const) {
-      if (body[f] !== undefined) errors.push({ field: f, message: 'applies only with doubleOptIn: true', code: 'custom' });
+      if (body[f] !== undefined)
+        errors.push({ field: f, message: 'applies only with doubleOptIn: true', code: 'custom' });
     }
   }
   return errors;
@@ -95,20 +112,53 @@ function doubleOptInErrors(body: Static<typeof UpsertBody>): FieldError[] {
  */
 export async function upsertWithTopics(
   deps: AppDeps,
-  ctx: { body: Static<typeof UpsertBody>; auth: AuthContext; db: DbOrTx; log: Logger; afterCommit: (fn: () => Promise<void>) => void },
+  ctx: {
+    body: Static<typeof UpsertBody>;
+    auth: AuthContext;
+    db: DbOrTx;
+    log: Logger;
+    afterCommit: (fn: () => Promise<void>) => void;
+  },
 ) {
   const { body, auth, db: tx, log } = ctx;
-  const { topics, doubleOptIn, topicIds = [], confirmationTemplateId, confirmationFrom, confirmationFromName, snoozedUntil, ...input } = body;
+  const {
+    topics,
+    doubleOptIn,
+    topicIds = [],
+    confirmationTemplateId,
+    confirmationFrom,
+    confirmationFromName,
+    snoozedUntil,
+    ...input
+  } = body;
   const until = checkSnooze(snoozedUntil);
   const errors = doubleOptInErrors(body);
   if (errors.length > 0) throw validationError(errors);
-  if (topics) await checkTopicChoices(tx, auth.projectId, topics.map((t) => t.topicId), (i) => `topics.${i}.topicId`);
+  if (topics)
+    await checkTopicChoices(
+      tx,
+      auth.projectId,
+      topics.map((t) => t.topicId),
+      (i) => `topics.${i}.topicId`,
+    );
   await checkTopicChoices(tx, auth.projectId, topicIds, (i) => `topicIds.${i}`);
-  const email = doubleOptIn ? await resolveConfirmationEmail(tx, auth.projectId, { templateId: confirmationTemplateId, from: confirmationFrom, fromName: confirmationFromName, topicIds }) : undefined;
+  const email = doubleOptIn
+    ? await resolveConfirmationEmail(tx, auth.projectId, {
+        templateId: confirmationTemplateId,
+        from: confirmationFrom,
+        fromName: confirmationFromName,
+        topicIds,
+      })
+    : undefined;
   const test = auth.mode === 'test';
   // A double opt-in's new contact is created unsubscribed (nothing marketing reaches it before it confirms); an
   // existing contact keeps its global subscription.
-  const upserted = await upsertContact(tx, auth.projectId, doubleOptIn ? { ...input, ...(await isNew(tx, auth.projectId, input.email)) } : input, { test });
+  const upserted = await upsertContact(
+    tx,
+    auth.projectId,
+    doubleOptIn ? { ...input, ...(await isNew(tx, auth.projectId, input.email)) } : input,
+    { test },
+  );
   const snoozed = until === undefined ? undefined : await applySnooze(tx, auth.projectId, upserted.id, until, test);
   const c = snoozed ? { ...upserted, snoozedUntil: snoozed.snoozedUntil } : upserted;
   const changes = topics ? await setContactTopics(tx, auth.projectId, c.id, topics, { method: 'api', test }) : [];
@@ -138,17 +188,24 @@ export async function upsertWithTopics(
   ctx.afterCommit(async () => {
     if (confirmation) {
       // A Redis failure leaves the email queued: the reconciler enqueues it.
-      await enqueueSendJobs(deps.queues.send, deps.config, [{ emailId: confirmation.emailId, projectId: auth.projectId, priority: SendPriority.transactional }]).catch((err: unknown) =>
-        log.warn({ err }, 'confirmation email not enqueued; the reconciler will enqueue it'),
-      );
+      await enqueueSendJobs(deps.queues.send, deps.config, [
+        { emailId: confirmation.emailId, projectId: auth.projectId, priority: SendPriority.transactional },
+      ]).catch((err: unknown) => log.warn({ err }, 'confirmation email not enqueued; the reconciler will enqueue it'));
     }
-    await announceWebhookDeliveries(deps.queues.webhook, deps.config, [...(snoozed?.deliveries ?? []), ...deliveries], log);
+    await announceWebhookDeliveries(
+      deps.queues.webhook,
+      deps.config,
+      [...(snoozed?.deliveries ?? []), ...deliveries],
+      log,
+    );
   });
   return { contact: c, meta: { isNew: c.inserted, isUpdate: !c.inserted, ...(confirmation ? { confirmation } : {}) } };
 }
 
 /** `{ subscribed: false }` when no contact has the address yet (a double opt-in creates it unsubscribed). */
 async function isNew(db: DbOrTx, projectId: string, email: string): Promise<{ subscribed?: false }> {
-  const rows = await db.execute(sql`select 1 from contacts where project_id = ${projectId}::uuid and email_key = ${normalizeEmail(email).toLowerCase()}`);
+  const rows = await db.execute(
+    sql`select 1 from contacts where project_id = ${projectId}::uuid and email_key = ${normalizeEmail(email).toLowerCase()}`,
+  );
   return rows.rows.length === 0 ? { subscribed: false } : {};
 }

@@ -23,12 +23,7 @@ import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
 import { parseSegmentFilter, type SegmentFilter } from '@mailroom/audiences/segments';
 import { compileAudience } from '@mailroom/audiences/audience';
-import {
-  getContact,
-  listContacts,
-  updateContact,
-  type ContactRow,
-} from '@mailroom/db/queries/contacts';
+import { getContact, listContacts, updateContact, type ContactRow } from '@mailroom/db/queries/contacts';
 import { eraseContact } from '@mailroom/db/queries/erase';
 import { route } from '../http/route';
 import { SnoozeField, applySnooze, checkSnooze } from './contact-snooze';
@@ -43,13 +38,23 @@ export const Contact = Type.Object({
   email: Type.String(),
   subscribed: Type.Boolean({ description: 'subscribed to marketing email' }),
   data: Type.Record(Type.String(), Type.Unknown()),
-  snoozedUntil: Nullable(Type.String({ format: 'date-time', description: 'marketing email is paused until then (campaigns and marketing workflow steps skip the contact); null: not snoozed' })),
+  snoozedUntil: Nullable(
+    Type.String({
+      format: 'date-time',
+      description:
+        'marketing email is paused until then (campaigns and marketing workflow steps skip the contact); null: not snoozed',
+    }),
+  ),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
 
 /** Presents a stored contact. */
-export function presentContact(c: Pick<ContactRow, 'id' | 'email' | 'subscribed' | 'data' | 'createdAt' | 'updatedAt'> & { snoozedUntil?: Date | null }): Static<typeof Contact> {
+export function presentContact(
+  c: Pick<ContactRow, 'id' | 'email' | 'subscribed' | 'data' | 'createdAt' | 'updatedAt'> & {
+    snoozedUntil?: Date | null;
+  },
+): Static<typeof Contact> {
   return {
     id: c.id,
     email: c.email,
@@ -65,9 +70,15 @@ const ListQuery = Type.Object(
   {
     ...PageQuery,
     subscribed: Type.Optional(Type.Boolean({ description: 'only subscribed (true) or unsubscribed (false) contacts' })),
-    search: Type.Optional(Type.String({ minLength: 1, maxLength: 320, description: 'case-insensitive substring of the email address' })),
+    search: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 320, description: 'case-insensitive substring of the email address' }),
+    ),
     filter: Type.Optional(
-      Type.String({ minLength: 2, maxLength: 20_000, description: 'a segment filter as JSON (see POST /segments); invalid filters get 422 naming the path' }),
+      Type.String({
+        minLength: 2,
+        maxLength: 20_000,
+        description: 'a segment filter as JSON (see POST /segments); invalid filters get 422 naming the path',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -76,7 +87,9 @@ const ListQuery = Type.Object(
 const ContactList = Type.Object({
   items: Type.Array(Contact),
   ...PageFields,
-  totalExact: Type.Boolean({ description: 'false when `total` is a lower bound (a search matching more than 10,000 contacts)' }),
+  totalExact: Type.Boolean({
+    description: 'false when `total` is a lower bound (a search matching more than 10,000 contacts)',
+  }),
   contacts: Type.Array(Contact, { description: 'same as items (reference form)' }),
   cursor: Nullable(Type.String({ description: 'same as nextCursor (reference form)' })),
 });
@@ -88,9 +101,16 @@ const UpsertResult = Type.Intersect([
       isNew: Type.Boolean(),
       isUpdate: Type.Boolean(),
       confirmation: Type.Optional(
-        Type.Object({ id: Type.String(), emailId: Type.String({ description: 'the confirmation email (GET /emails/{id})' }), topicIds: Type.Array(Type.String()) }, {
-          description: 'with doubleOptIn: the pending confirmation',
-        }),
+        Type.Object(
+          {
+            id: Type.String(),
+            emailId: Type.String({ description: 'the confirmation email (GET /emails/{id})' }),
+            topicIds: Type.Array(Type.String()),
+          },
+          {
+            description: 'with doubleOptIn: the pending confirmation',
+          },
+        ),
       ),
     }),
   }),
@@ -152,13 +172,34 @@ export function contactRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
         const beforeId = query.cursor ? decodeCursor(query.cursor) : undefined;
-        const predicate = query.filter !== undefined ? compileAudience(auth.projectId, { type: 'FILTERED', filter: parseFilterParam(query.filter) }, { now: Date.now() }) : undefined;
-        const page = await listContacts(reads, auth.projectId, { limit: query.limit, beforeId, subscribed: query.subscribed, search: query.search, predicate });
+        const predicate =
+          query.filter !== undefined
+            ? compileAudience(
+                auth.projectId,
+                { type: 'FILTERED', filter: parseFilterParam(query.filter) },
+                { now: Date.now() },
+              )
+            : undefined;
+        const page = await listContacts(reads, auth.projectId, {
+          limit: query.limit,
+          beforeId,
+          subscribed: query.subscribed,
+          search: query.search,
+          predicate,
+        });
         const items = page.items.map(presentContact);
         const last = page.items[page.items.length - 1];
         const nextCursor = page.hasMore && last ? encodeCursor(last.id) : null;
         return {
-          data: { items, nextCursor, hasMore: page.hasMore, total: page.total, totalExact: page.totalExact, contacts: items, cursor: nextCursor },
+          data: {
+            items,
+            nextCursor,
+            hasMore: page.hasMore,
+            total: page.total,
+            totalExact: page.totalExact,
+            contacts: items,
+            cursor: nextCursor,
+          },
         };
       },
     }),
@@ -172,12 +213,11 @@ export function contactRoutes(deps: AppDeps) {
         'Upsert by address (case-insensitive). New contacts default to `subscribed: true`; for an existing contact ' +
         'an omitted `subscribed` is unchanged and `data` is merged (a null value removes the key). `snoozedUntil` (a ' +
         'future time) pauses marketing email until then; null clears a snooze (`contact.snoozed` / `contact.unsnoozed`). ' +
-
         '`topics` records topic ' +
         'choices as PUT /contacts/{id}/topics does. With `doubleOptIn: true` a confirmation email is sent (the template ' +
         '`confirmationTemplateId`, where `{{confirmUrl}}` is the link, or a built-in one) and the contact stays unsubscribed ' +
         '(a new contact globally; with `topicIds`, from those topics too, unless it chose them before) until it confirms ' +
-        'through the link\'s page (GET /confirm). Unconfirmed contacts the double opt-in created are deleted after ' +
+        "through the link's page (GET /confirm). Unconfirmed contacts the double opt-in created are deleted after " +
         'DOUBLE_OPT_IN_EXPIRY_HOURS.',
       auth: 'secret',
       body: UpsertBody,
@@ -205,8 +245,17 @@ export function contactRoutes(deps: AppDeps) {
       handler: async ({ params, auth }) => {
         const c = await getContact(db, auth.projectId, params.id);
         if (!c) throw notFound('Contact');
-        const [topics, confirmations] = await Promise.all([contactTopicStates(db, auth.projectId, c.id), confirmationsOf(db, auth.projectId, c.id)]);
-        return { data: { ...presentContact(c), topics: topics.map(presentContactTopic), confirmations: confirmations.map(presentConfirmation) } };
+        const [topics, confirmations] = await Promise.all([
+          contactTopicStates(db, auth.projectId, c.id),
+          confirmationsOf(db, auth.projectId, c.id),
+        ]);
+        return {
+          data: {
+            ...presentContact(c),
+            topics: topics.map(presentContactTopic),
+            confirmations: confirmations.map(presentConfirmation),
+          },
+        };
       },
     }),
     route({
@@ -219,7 +268,6 @@ export function contactRoutes(deps: AppDeps) {
         '`data` is shallow-merged into the stored data (a null value removes the key); `subscribed` is set when given; ' +
         '`snoozedUntil` (a future time) pauses marketing email until then, null clears a snooze ' +
         '(`contact.snoozed` / `contact.unsnoozed` events and webhooks, when it changes). ' +
-
         '`topics` records topic choices as PUT /contacts/{id}/topics does.',
       auth: 'secret',
       params: IdParams,
@@ -230,15 +278,28 @@ export function contactRoutes(deps: AppDeps) {
       handler: async ({ params, body, auth, log }) => {
         const { topics, snoozedUntil, ...rest } = body;
         const until = checkSnooze(snoozedUntil);
-        if (topics) await checkTopicChoices(db, auth.projectId, topics.map((t) => t.topicId), (i) => `topics.${i}.topicId`);
+        if (topics)
+          await checkTopicChoices(
+            db,
+            auth.projectId,
+            topics.map((t) => t.topicId),
+            (i) => `topics.${i}.topicId`,
+          );
         const test = auth.mode === 'test';
         const { result: c, deliveries } = await withWebhookEvents(
           db,
           auth.projectId,
           async (tx) => {
-            const snoozed = until === undefined ? undefined : await applySnooze(tx, auth.projectId, params.id, until, test);
-            const updated = rest.subscribed !== undefined || rest.data !== undefined ? await updateContact(tx, auth.projectId, params.id, rest, { test }) : await getContact(tx, auth.projectId, params.id);
-            const changes = updated && topics ? await setContactTopics(tx, auth.projectId, updated.id, topics, { method: 'api', test }) : [];
+            const snoozed =
+              until === undefined ? undefined : await applySnooze(tx, auth.projectId, params.id, until, test);
+            const updated =
+              rest.subscribed !== undefined || rest.data !== undefined
+                ? await updateContact(tx, auth.projectId, params.id, rest, { test })
+                : await getContact(tx, auth.projectId, params.id);
+            const changes =
+              updated && topics
+                ? await setContactTopics(tx, auth.projectId, updated.id, topics, { method: 'api', test })
+                : [];
             return { updated, changes, snoozeDeliveries: snoozed?.deliveries ?? [] };
           },
           ({ updated, changes }) => (updated ? topicWebhookEvents(updated, changes, { method: 'api' }) : []),

@@ -21,7 +21,17 @@ import { createResolver } from '@mailroom/verify/dns';
 import { getDomain, listDomains, type DomainRow } from '@mailroom/db/queries/domains';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
-import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
+import {
+  cursorId,
+  Deleted,
+  IdParams,
+  keysetPage,
+  Nullable,
+  PageFields,
+  PageQuery,
+  StringEnum,
+  Timestamp,
+} from './common';
 
 const RecordState = StringEnum(['pending', 'found', 'failed'] as const);
 
@@ -46,30 +56,56 @@ export const DomainSchema = Type.Object({
   status: StringEnum(['pending', 'verified', 'failed'] as const),
   verified: Type.Boolean(),
   mailFromDomain: Nullable(Type.String()),
-  dkimTokens: Type.Array(Type.String(), { description: 'Easy DKIM tokens: publish `<token>._domainkey.<domain>` CNAME `<token>.dkim.amazonses.com` (also in records)' }),
+  dkimTokens: Type.Array(Type.String(), {
+    description:
+      'Easy DKIM tokens: publish `<token>._domainkey.<domain>` CNAME `<token>.dkim.amazonses.com` (also in records)',
+  }),
   records: Type.Array(DnsRecord, { description: 'publish these; `status` is what the last check found' }),
   checkedAt: Nullable(Timestamp),
   verifiedAt: Nullable(Timestamp),
   failedAt: Nullable(Timestamp),
   failureReason: Nullable(Type.String()),
-  inboundEnabled: Type.Boolean({ description: 'mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX' }),
+  inboundEnabled: Type.Boolean({
+    description: 'mail to the domain is received (PUT /domains/{id}/inbound); its records then include the inbound MX',
+  }),
   trackingDomain: Nullable(
-    Type.String({ description: 'the custom open/click tracking domain (PUT /domains/{id}/tracking); its CNAME is in records. null: SES\'s shared tracking domain' }),
+    Type.String({
+      description:
+        "the custom open/click tracking domain (PUT /domains/{id}/tracking); its CNAME is in records. null: SES's shared tracking domain",
+    }),
   ),
-  trackingReady: Type.Boolean({ description: "the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it" }),
+  trackingReady: Type.Boolean({
+    description:
+      "the tracking domain's CNAME was found and its SES configuration sets made: tracked mail from this domain uses it",
+  }),
   createdAt: Timestamp,
 });
 const Domain = DomainSchema;
 
 /** The answer of a verification: the domain, with Plunk's name for the DKIM tokens. */
-const VerifyResult = Type.Object({ ...Domain.properties, tokens: Type.Array(Type.String(), { description: "same as dkimTokens (Plunk's form)" }) });
+const VerifyResult = Type.Object({
+  ...Domain.properties,
+  tokens: Type.Array(Type.String(), { description: "same as dkimTokens (Plunk's form)" }),
+});
 
 /**
  * A domain as the API shows it; with inbound enabled, its records end with the MX record that receives its mail
  * (`mxHost`, priority 10; `status` pending: the sending identity's check does not look at it).
  */
 export function presentDomain(d: DomainRow, mxHost: string): Static<typeof Domain> {
-  const inbound = d.inboundEnabled ? [{ purpose: 'inbound-mx' as const, type: 'MX' as const, name: d.domain, value: mxHost, priority: 10, required: true, status: 'pending' as const }] : [];
+  const inbound = d.inboundEnabled
+    ? [
+        {
+          purpose: 'inbound-mx' as const,
+          type: 'MX' as const,
+          name: d.domain,
+          value: mxHost,
+          priority: 10,
+          required: true,
+          status: 'pending' as const,
+        },
+      ]
+    : [];
   return {
     id: d.id,
     projectId: d.projectId,
@@ -119,7 +155,11 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const page = await listDomains(reads, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor), verified: query.verified });
+        const page = await listDomains(reads, auth.projectId, {
+          limit: query.limit,
+          beforeId: cursorId(query.cursor),
+          verified: query.verified,
+        });
         return { data: keysetPage(page, (d) => presentDomain(d, deps.config.inboundMxHost), page.total) };
       },
     }),
@@ -141,7 +181,9 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       status: 201,
       errors: [400, 401, 403, 409, 413, 422, 429, 503],
       handler: async ({ body, auth, log }) => {
-        return { data: presentDomain(await addDomain(domains, auth.projectId, body.domain, log), deps.config.inboundMxHost) };
+        return {
+          data: presentDomain(await addDomain(domains, auth.projectId, body.domain, log), deps.config.inboundMxHost),
+        };
       },
     }),
     route({
@@ -177,7 +219,10 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
         status: 200,
         errors: [400, 401, 403, 404, 422, 429, 503],
         handler: async ({ params, auth }) => {
-          const checked = presentDomain(await checkTrackingDomainNow(tracking, await checkDomain(domains, auth.projectId, params.id)), deps.config.inboundMxHost);
+          const checked = presentDomain(
+            await checkTrackingDomainNow(tracking, await checkDomain(domains, auth.projectId, params.id)),
+            deps.config.inboundMxHost,
+          );
           return { data: { ...checked, tokens: checked.dkimTokens } };
         },
       }),
@@ -196,7 +241,11 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       auth: 'secret',
       params: IdParams,
       body: Type.Object(
-        { trackingDomain: Nullable(Type.String({ minLength: 1, maxLength: 253, description: 'a subdomain of the sending domain; null: none' })) },
+        {
+          trackingDomain: Nullable(
+            Type.String({ minLength: 1, maxLength: 253, description: 'a subdomain of the sending domain; null: none' }),
+          ),
+        },
         { additionalProperties: false },
       ),
       example: { trackingDomain: 'track.example.com' },
@@ -204,7 +253,10 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       status: 200,
       errors: [400, 401, 403, 404, 422, 429],
       handler: async ({ params, body, auth }) => ({
-        data: presentDomain(await setTrackingDomain(tracking, auth.projectId, params.id, body.trackingDomain), deps.config.inboundMxHost),
+        data: presentDomain(
+          await setTrackingDomain(tracking, auth.projectId, params.id, body.trackingDomain),
+          deps.config.inboundMxHost,
+        ),
       }),
     }),
     route({
@@ -213,7 +265,8 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       operationId: 'deleteDomain',
       tag: 'Domains',
       summary: 'Remove a sending domain and its identity',
-      description: 'Refused (409) while a SCHEDULED, SENDING or PAUSED campaign sends from the domain or a subdomain; cancel or finish it first.',
+      description:
+        'Refused (409) while a SCHEDULED, SENDING or PAUSED campaign sends from the domain or a subdomain; cancel or finish it first.',
       auth: 'secret',
       params: IdParams,
       response: Deleted,

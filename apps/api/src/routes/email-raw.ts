@@ -32,19 +32,30 @@ export function mountEmailRaw(router: Router, deps: AppDeps, auth: RequestHandle
     const found = await getTestMessage(deps.database.db, res.locals.auth!.projectId, id);
     if (found.found === 'none') throw notFound('Email');
     if (found.found === 'live') {
-      throw new AppError(ErrorCode.NOT_FOUND, 'No raw message for a live email: live emails keep no copy of the message sent to SES', {
-        suggestion: 'Only test emails (sent with a test key, sk_test_…) keep their MIME message.',
-      });
+      throw new AppError(
+        ErrorCode.NOT_FOUND,
+        'No raw message for a live email: live emails keep no copy of the message sent to SES',
+        {
+          suggestion: 'Only test emails (sent with a test key, sk_test_…) keep their MIME message.',
+        },
+      );
     }
     if (found.found === 'expired') {
       const hours = deps.config.testMessageRetentionHours;
-      throw new AppError(ErrorCode.NOT_FOUND, `The message of this test email has expired: test messages are kept ${hours} hours (TEST_MESSAGE_RETENTION_HOURS)`, {
-        suggestion: 'Read GET /emails/{id}/raw within the retention period, or send the test email again.',
-      });
+      throw new AppError(
+        ErrorCode.NOT_FOUND,
+        `The message of this test email has expired: test messages are kept ${hours} hours (TEST_MESSAGE_RETENTION_HOURS)`,
+        {
+          suggestion: 'Read GET /emails/{id}/raw within the retention period, or send the test email again.',
+        },
+      );
     }
     if (found.found === 'pending') {
       throw new AppError(ErrorCode.INVALID_STATE, `This test email has no message: it is ${found.status}`, {
-        suggestion: found.status === 'queued' || found.status === 'sending' ? 'Try again once GET /emails/{id} shows it sent.' : 'It will never have one.',
+        suggestion:
+          found.status === 'queued' || found.status === 'sending'
+            ? 'Try again once GET /emails/{id} shows it sent.'
+            : 'It will never have one.',
       });
     }
     res
@@ -55,7 +66,10 @@ export function mountEmailRaw(router: Router, deps: AppDeps, auth: RequestHandle
   });
 }
 
-const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+});
 
 /** OpenAPI paths of `GET /emails/{id}/raw` (it answers `message/rfc822`, so it is not declared with `route()`). */
 export const emailRawOpenApiPaths = {
@@ -70,9 +84,14 @@ export const emailRawOpenApiPaths = {
         'were stored (default 168 = 7 days); after that this answers 404 with a message saying it expired.',
       tags: ['Sending'],
       security: [{ apiKey: [] }],
-      parameters: [{ name: 'id', in: 'path', required: true, description: 'email id', schema: { type: 'string', format: 'uuid' } }],
+      parameters: [
+        { name: 'id', in: 'path', required: true, description: 'email id', schema: { type: 'string', format: 'uuid' } },
+      ],
       responses: {
-        200: { description: 'The RFC 5322 message, byte for byte', content: { 'message/rfc822': { schema: { type: 'string', format: 'binary' } } } },
+        200: {
+          description: 'The RFC 5322 message, byte for byte',
+          content: { 'message/rfc822': { schema: { type: 'string', format: 'binary' } } },
+        },
         400: errorResponse('The id is not a UUID (INVALID_PARAMETERS)'),
         401: errorResponse('Missing, malformed, unknown, expired or revoked API key (UNAUTHORIZED)'),
         403: errorResponse('Public key, or project disabled (PUBLIC_KEY_NOT_ALLOWED, PROJECT_DISABLED)'),
@@ -80,7 +99,9 @@ export const emailRawOpenApiPaths = {
           'Unknown id, an email of another project, a live email (live emails keep no copy), or a test email whose message expired ' +
             '(kept TEST_MESSAGE_RETENTION_HOURS after it was stored) (NOT_FOUND)',
         ),
-        409: errorResponse('A test email with no message: not sent yet (queued, sending), or never (suppressed, cancelled, failed) (INVALID_STATE)'),
+        409: errorResponse(
+          'A test email with no message: not sent yet (queued, sending), or never (suppressed, cancelled, failed) (INVALID_STATE)',
+        ),
         429: errorResponse('Rate limit exceeded; see Retry-After (RATE_LIMITED)'),
         500: errorResponse('Unexpected error (INTERNAL_ERROR); 503 when a backing service is down'),
       },

@@ -18,7 +18,8 @@ const RescheduleBody = Type.Object(
     scheduledAt: Type.String({
       format: 'date-time',
       examples: ['2026-12-01T09:00:00Z'],
-      description: 'the new time (ISO 8601 date-time with a time zone), at most 30 days ahead; a time not in the future sends at once',
+      description:
+        'the new time (ISO 8601 date-time with a time zone), at most 30 days ahead; a time not in the future sends at once',
     }),
   },
   { additionalProperties: false },

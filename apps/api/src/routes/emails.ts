@@ -26,17 +26,31 @@ const EmailSummary = Type.Object({
   subject: Type.String({ description: 'the rendered subject once sent, else the subject template' }),
   contactId: Nullable(Type.String()),
   templateId: Nullable(Type.String()),
-  templateVersion: Nullable(Type.Integer({ description: 'the version of the template the content was rendered from (GET /templates/{id}/versions/{n})' })),
+  templateVersion: Nullable(
+    Type.Integer({
+      description: 'the version of the template the content was rendered from (GET /templates/{id}/versions/{n})',
+    }),
+  ),
   campaignId: Nullable(Type.String()),
-  variant: Nullable(Type.Integer({ description: "the A/B test variant (0-based) of a campaign's email; null without a test" })),
+  variant: Nullable(
+    Type.Integer({ description: "the A/B test variant (0-based) of a campaign's email; null without a test" }),
+  ),
   messageId: Nullable(Type.String({ description: 'SES message id (`test-<email id>` for a test email)' })),
-  tags: Type.Array(EmailTagSchema, { description: "the sender's { name, value } tags (a campaign's emails carry the campaign's); empty when none" }),
-  test: Type.Boolean({ description: 'made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw)' }),
+  tags: Type.Array(EmailTagSchema, {
+    description: "the sender's { name, value } tags (a campaign's emails carry the campaign's); empty when none",
+  }),
+  test: Type.Boolean({
+    description: 'made with a test key: delivered to the test sink, never to SES (its MIME at GET /emails/{id}/raw)',
+  }),
   error: Nullable(Type.String()),
   attempts: Type.Integer(),
   createdAt: Timestamp,
   scheduledAt: Nullable(
-    Type.String({ format: 'date-time', description: 'when a scheduled email is (or was) due (`scheduledAt` of POST /v1/send or PATCH /emails/{id}); null: sent at once' }),
+    Type.String({
+      format: 'date-time',
+      description:
+        'when a scheduled email is (or was) due (`scheduledAt` of POST /v1/send or PATCH /emails/{id}); null: sent at once',
+    }),
   ),
   sentAt: Nullable(Timestamp),
   deliveredAt: Nullable(Timestamp),
@@ -45,10 +59,13 @@ const EmailSummary = Type.Object({
   opens: Type.Integer({ description: 'SES Open events (each load of the tracking pixel)' }),
   clicks: Type.Integer({ description: 'SES Click events' }),
   contentExpired: Type.Boolean({
-    description: 'the content (body, variables, headers, attachments) is no longer kept (RETENTION_EMAIL_CONTENT_DAYS, or the contact was erased); the metadata stays',
+    description:
+      'the content (body, variables, headers, attachments) is no longer kept (RETENTION_EMAIL_CONTENT_DAYS, or the contact was erased); the metadata stays',
   }),
   contentExpiredAt: Nullable(Timestamp),
-  erased: Type.Boolean({ description: "the recipient's personal data was erased (DELETE /contacts/{id}): address, name and subject are gone" }),
+  erased: Type.Boolean({
+    description: "the recipient's personal data was erased (DELETE /contacts/{id}): address, name and subject are gone",
+  }),
 });
 
 /** An email with its timeline (`GET /emails/{id}`, and the answers of its cancel and reschedule). */
@@ -57,7 +74,8 @@ export const Email = Type.Object({
   timeline: Type.Array(
     Type.Object({
       type: Type.String({
-        description: 'scheduled (with `scheduledAt`), rescheduled (`scheduledAt`, `previous`), queued, deferred, sent, failed, retried (a campaign\'s retry-failed re-queued it), cancelled, suppressed, then SES events: delivered, delivery_delayed, opened, clicked, bounced, complained, unsubscribed',
+        description:
+          "scheduled (with `scheduledAt`), rescheduled (`scheduledAt`, `previous`), queued, deferred, sent, failed, retried (a campaign's retry-failed re-queued it), cancelled, suppressed, then SES events: delivered, delivery_delayed, opened, clicked, bounced, complained, unsubscribed",
       }),
       at: Timestamp,
       data: Nullable(Type.Record(Type.String(), Type.Unknown())),
@@ -70,10 +88,20 @@ const EmailQuery = Type.Object(
     ...PageQuery,
     status: Type.Optional(StringEnum(EMAIL_STATUSES, 'only emails in this status')),
     contactId: Type.Optional(Type.String({ format: 'uuid', description: 'only this contact’s emails' })),
-    email: Type.Optional(Type.String({ minLength: 3, maxLength: 320, description: 'only the emails of the contact with this address (case-insensitive)' })),
+    email: Type.Optional(
+      Type.String({
+        minLength: 3,
+        maxLength: 320,
+        description: 'only the emails of the contact with this address (case-insensitive)',
+      }),
+    ),
     campaignId: Type.Optional(Type.String({ format: 'uuid', description: 'only this campaign’s emails' })),
-    since: Type.Optional(Type.String({ format: 'date-time', description: 'emails created at or after this time (ISO 8601)' })),
-    until: Type.Optional(Type.String({ format: 'date-time', description: 'emails created at or before this time (ISO 8601)' })),
+    since: Type.Optional(
+      Type.String({ format: 'date-time', description: 'emails created at or after this time (ISO 8601)' }),
+    ),
+    until: Type.Optional(
+      Type.String({ format: 'date-time', description: 'emails created at or before this time (ISO 8601)' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -119,11 +147,18 @@ function presentEmail(e: EmailRow) {
 }
 
 /** An email of the project with its timeline as the API shows it, or undefined. */
-export async function presentEmailWithTimeline(db: Parameters<typeof getEmailWithTimeline>[0], projectId: string, id: string) {
+export async function presentEmailWithTimeline(
+  db: Parameters<typeof getEmailWithTimeline>[0],
+  projectId: string,
+  id: string,
+) {
   const found = await getEmailWithTimeline(db, projectId, id);
   if (!found) return undefined;
   const { email: e, timeline } = found;
-  return { ...presentEmail(e), timeline: timeline.map((t) => ({ type: t.type, at: t.createdAt.toISOString(), data: t.data ?? null })) };
+  return {
+    ...presentEmail(e),
+    timeline: timeline.map((t) => ({ type: t.type, at: t.createdAt.toISOString(), data: t.data ?? null })),
+  };
 }
 
 /** Routes of this module. */
@@ -156,10 +191,19 @@ export function emailRoutes(deps: AppDeps) {
         let contactId = query.contactId;
         if (query.email !== undefined) {
           const contact = await findContactByEmail(db, auth.projectId, query.email);
-          if (!contact || (contactId && contactId !== contact.id)) return { data: { items: [], nextCursor: null, hasMore: false, total: 0, totalExact: true } };
+          if (!contact || (contactId && contactId !== contact.id))
+            return { data: { items: [], nextCursor: null, hasMore: false, total: 0, totalExact: true } };
           contactId = contact.id;
         }
-        const page = await listEmails(db, auth.projectId, { limit: query.limit, beforeId, status: query.status, contactId, campaignId: query.campaignId, since, until });
+        const page = await listEmails(db, auth.projectId, {
+          limit: query.limit,
+          beforeId,
+          status: query.status,
+          contactId,
+          campaignId: query.campaignId,
+          since,
+          until,
+        });
         return { data: { ...keysetPage(page, presentEmail, page.total), totalExact: page.totalExact } };
       },
     }),

@@ -16,13 +16,27 @@ import { findContactByEmail } from '@mailroom/db/queries/contacts';
 import { listEventNames, listEvents } from '@mailroom/db/queries/events';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
-import { PageFields, PageQuery, PlunkPageFields, PlunkPageQuery, plunkPageFields, resolvePaging, Timestamp } from './common';
+import {
+  PageFields,
+  PageQuery,
+  PlunkPageFields,
+  PlunkPageQuery,
+  plunkPageFields,
+  resolvePaging,
+  Timestamp,
+} from './common';
 
 const TrackBody = Type.Object(
   {
     email: EmailAddress,
-    event: Type.String({ minLength: 1, maxLength: 1000, description: 'event name: trimmed, 1–255 characters; email.*, contact.* and segment.* are reserved' }),
-    subscribed: Type.Optional(Type.Boolean({ description: 'default true for new contacts; unchanged for existing ones when omitted' })),
+    event: Type.String({
+      minLength: 1,
+      maxLength: 1000,
+      description: 'event name: trimmed, 1–255 characters; email.*, contact.* and segment.* are reserved',
+    }),
+    subscribed: Type.Optional(
+      Type.Boolean({ description: 'default true for new contacts; unchanged for existing ones when omitted' }),
+    ),
     data: Type.Optional(
       Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), {
         description:
@@ -34,13 +48,19 @@ const TrackBody = Type.Object(
   { additionalProperties: false },
 );
 
-const EventNameText = Type.String({ minLength: 1, maxLength: 1000, description: 'event name: trimmed, 1–255 characters; email.*, contact.* and segment.* are reserved' });
+const EventNameText = Type.String({
+  minLength: 1,
+  maxLength: 1000,
+  description: 'event name: trimmed, 1–255 characters; email.*, contact.* and segment.* are reserved',
+});
 
 /** `POST /events/track`: our body, or Plunk v2's (`name` for `event`, `contactId` for `email`). */
 const EventsTrackBody = Type.Object(
   {
     email: Type.Optional(EmailAddress),
-    contactId: Type.Optional(Type.String({ format: 'uuid', description: "Plunk's form: an existing contact's id, instead of `email`" })),
+    contactId: Type.Optional(
+      Type.String({ format: 'uuid', description: "Plunk's form: an existing contact's id, instead of `email`" }),
+    ),
     event: Type.Optional(EventNameText),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: "Plunk's name for `event`" })),
     subscribed: TrackBody.properties.subscribed,
@@ -80,7 +100,13 @@ const EventQuery = Type.Object(
   {
     ...PageQuery,
     contactId: Type.Optional(Type.String({ format: 'uuid', description: 'only this contact’s events' })),
-    email: Type.Optional(Type.String({ minLength: 3, maxLength: 320, description: 'only the events of the contact with this address (case-insensitive)' })),
+    email: Type.Optional(
+      Type.String({
+        minLength: 3,
+        maxLength: 320,
+        description: 'only the events of the contact with this address (case-insensitive)',
+      }),
+    ),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'exact event name' })),
     eventName: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "Plunk's name for `name`" })),
     ...PlunkPageQuery,
@@ -114,7 +140,9 @@ const NameList = Type.Object({
 });
 
 function badParameter(field: string, message: string): AppError {
-  return new AppError(ErrorCode.INVALID_PARAMETERS, `${field}: ${message}`, { errors: [{ field, message, code: 'custom' }] });
+  return new AppError(ErrorCode.INVALID_PARAMETERS, `${field}: ${message}`, {
+    errors: [{ field, message, code: 'custom' }],
+  });
 }
 
 /** Routes of this module. */
@@ -123,7 +151,10 @@ export function eventRoutes(deps: AppDeps) {
   /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
   const reads = readDb(deps);
   // Concurrent tracks without an Idempotency-Key go to Postgres in batches (API_WRITE_BATCH_SIZE, API_WRITE_BATCH_IN_FLIGHT).
-  const writer = trackBatcher(db, { maxBatch: deps.config.writeBatchSize, maxInFlight: deps.config.writeBatchInFlight });
+  const writer = trackBatcher(db, {
+    maxBatch: deps.config.writeBatchSize,
+    maxInFlight: deps.config.writeBatchInFlight,
+  });
   return [
     route({
       method: 'post',
@@ -144,7 +175,13 @@ export function eventRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 409, 422, 429],
       idempotent: true,
       handler: async ({ body, auth, db: tx }) => {
-        const { r } = await trackContactEvent(tx, auth.projectId, { ...body, test: auth.mode === 'test' }, 'event', writer);
+        const { r } = await trackContactEvent(
+          tx,
+          auth.projectId,
+          { ...body, test: auth.mode === 'test' },
+          'event',
+          writer,
+        );
         return { data: { contact: r.contact.id, event: r.eventId, timestamp: r.createdAt.toISOString() } };
       },
     }),
@@ -171,7 +208,17 @@ export function eventRoutes(deps: AppDeps) {
         const { r, name, data } = await trackPlunkEvent(tx, auth.projectId, body, auth.mode === 'test', writer);
         const createdAt = r.createdAt.toISOString();
         return {
-          data: { contact: r.contact.id, event: r.eventId, timestamp: createdAt, id: r.eventId, projectId: auth.projectId, contactId: r.contact.id, name, data, createdAt },
+          data: {
+            contact: r.contact.id,
+            event: r.eventId,
+            timestamp: createdAt,
+            id: r.eventId,
+            projectId: auth.projectId,
+            contactId: r.contact.id,
+            name,
+            data,
+            createdAt,
+          },
         };
       },
     }),
@@ -213,9 +260,21 @@ export function eventRoutes(deps: AppDeps) {
           }
           contactId = contact.id;
         }
-        const page = await listEvents(reads, auth.projectId, { limit: paging.limit, offset: paging.offset, beforeId, contactId, name, since, until });
+        const page = await listEvents(reads, auth.projectId, {
+          limit: paging.limit,
+          offset: paging.offset,
+          beforeId,
+          contactId,
+          name,
+          since,
+          until,
+        });
         const last = page.items[page.items.length - 1];
-        const items = page.items.map((e) => ({ ...e, contact: { id: e.contactId, email: e.email }, createdAt: e.createdAt.toISOString() }));
+        const items = page.items.map((e) => ({
+          ...e,
+          contact: { id: e.contactId, email: e.email },
+          createdAt: e.createdAt.toISOString(),
+        }));
         return {
           data: {
             items,
@@ -249,7 +308,11 @@ export function eventRoutes(deps: AppDeps) {
         const last = page.items[page.items.length - 1];
         return {
           data: {
-            items: page.items.map((n) => ({ ...n, firstSeenAt: n.firstSeenAt.toISOString(), lastSeenAt: n.lastSeenAt.toISOString() })),
+            items: page.items.map((n) => ({
+              ...n,
+              firstSeenAt: n.firstSeenAt.toISOString(),
+              lastSeenAt: n.lastSeenAt.toISOString(),
+            })),
             nextCursor: page.hasMore && last ? encodeKeyCursor(last.name) : null,
             hasMore: page.hasMore,
             total: page.total,

@@ -13,8 +13,12 @@ export const FilterField = filterField();
 
 /** Plunk v2's names for `filter`: give one of the three. */
 export const FilterAliases = {
-  filters: Type.Optional(filterField("Plunk v2's name for `filter` (same language); give only one of filter, filters, condition")),
-  condition: Type.Optional(filterField("Plunk v2's later name for `filter` (same language); give only one of filter, filters, condition")),
+  filters: Type.Optional(
+    filterField("Plunk v2's name for `filter` (same language); give only one of filter, filters, condition"),
+  ),
+  condition: Type.Optional(
+    filterField("Plunk v2's later name for `filter` (same language); give only one of filter, filters, condition"),
+  ),
 };
 
 /**
@@ -23,10 +27,15 @@ export const FilterAliases = {
  *
  * @throws {@link AppError} 422 naming the second field when more than one is given.
  */
-export function requestFilter(body: { filter?: FilterJson; filters?: FilterJson; condition?: FilterJson }): { value?: FilterJson; field: string } {
+export function requestFilter(body: { filter?: FilterJson; filters?: FilterJson; condition?: FilterJson }): {
+  value?: FilterJson;
+  field: string;
+} {
   const given = (['filter', 'filters', 'condition'] as const).filter((k) => body[k] !== undefined);
   if (given.length > 1) {
-    throw validationError([{ field: given[1], message: `give the filter once: ${given.join(' and ')} are the same field`, code: 'custom' }]);
+    throw validationError([
+      { field: given[1], message: `give the filter once: ${given.join(' and ')} are the same field`, code: 'custom' },
+    ]);
   }
   const field = given[0] ?? 'filter';
   return { value: body[field as 'filter'], field };

@@ -15,7 +15,10 @@ import { EvictionPolicyProbe } from '@mailroom/queues/eviction-policy';
 import type { AppDeps } from '../http/context';
 
 function within<T>(ms: number, p: Promise<T>): Promise<T> {
-  return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())]);
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref()),
+  ]);
 }
 
 /** Mounts the probes. */
@@ -30,7 +33,8 @@ export function mountHealth(router: Router, deps: AppDeps): void {
       within(2000, deps.redis.ping()),
     ]);
     // Only asked of a Redis that answers (else the ping already says what is wrong).
-    const policy = redis.status === 'fulfilled' ? await within(2000, eviction.current()).catch(() => undefined) : undefined;
+    const policy =
+      redis.status === 'fulfilled' ? await within(2000, eviction.current()).catch(() => undefined) : undefined;
     const checks = {
       postgres: pg.status === 'fulfilled' ? 'ok' : `error: ${(pg.reason as Error).message}`,
       redis: redis.status === 'fulfilled' ? 'ok' : `error: ${(redis.reason as Error).message}`,

@@ -24,7 +24,10 @@ import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, Nullable, StringEnum, Timestamp } from './common';
 
-const ImportStatus = StringEnum(['queued', 'running', 'completed', 'failed'] as const, 'queued → running → completed | failed');
+const ImportStatus = StringEnum(
+  ['queued', 'running', 'completed', 'failed'] as const,
+  'queued → running → completed | failed',
+);
 const Format = StringEnum(['csv', 'ndjson', 'json'] as const, 'csv, ndjson or json');
 
 const RowError = Type.Object({
@@ -61,7 +64,10 @@ const ContactImport = Type.Object({
 const ImportQuery = Type.Object(
   {
     format: Type.Optional(Format),
-    subscribed: Type.Boolean({ default: true, description: '`subscribed` of new contacts whose row does not state it (default true)' }),
+    subscribed: Type.Boolean({
+      default: true,
+      description: '`subscribed` of new contacts whose row does not state it (default true)',
+    }),
   },
   { additionalProperties: false },
 );
@@ -92,9 +98,14 @@ function openUpload(req: express.Request, max: number): Promise<ImportUpload> {
       found = true;
       resolve({ stream, filename: info.filename ?? null, mediaType: info.mimeType });
     });
-    bb.on('error', (err) => reject(new AppError(ErrorCode.BAD_REQUEST, `Malformed multipart body: ${(err as Error).message}`)));
+    bb.on('error', (err) =>
+      reject(new AppError(ErrorCode.BAD_REQUEST, `Malformed multipart body: ${(err as Error).message}`)),
+    );
     bb.on('close', () => {
-      if (!found) reject(validationError([{ field: 'file', message: 'is required (multipart field "file")', code: 'invalid_type' }]));
+      if (!found)
+        reject(
+          validationError([{ field: 'file', message: 'is required (multipart field "file")', code: 'invalid_type' }]),
+        );
     });
     req.pipe(bb);
   });
@@ -139,7 +150,12 @@ function present(row: ContactImportRow, errors: Static<typeof RowError>[]): Stat
     progress: {
       bytesProcessed: row.bytesProcessed,
       bytesTotal: row.sizeBytes,
-      percent: row.status === 'completed' ? 100 : row.sizeBytes ? Math.min(100, Math.floor((1000 * row.bytesProcessed) / row.sizeBytes) / 10) : 0,
+      percent:
+        row.status === 'completed'
+          ? 100
+          : row.sizeBytes
+            ? Math.min(100, Math.floor((1000 * row.bytesProcessed) / row.sizeBytes) / 10)
+            : 0,
       rowsProcessed: row.rowsProcessed,
     },
     counts: { created: row.created, updated: row.updated, skipped: row.skipped, failed: row.failed },

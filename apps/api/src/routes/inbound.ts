@@ -11,7 +11,12 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
 import { paramValidator } from '@mailroom/platform/validation';
-import { getInboundEmail, getInboundRaw, listInboundEmails, type InboundEmailSummary } from '@mailroom/db/queries/inbound';
+import {
+  getInboundEmail,
+  getInboundRaw,
+  listInboundEmails,
+  type InboundEmailSummary,
+} from '@mailroom/db/queries/inbound';
 import { setDomainInbound } from '@mailroom/db/queries/domains';
 import { inboundAttachment } from '@mailroom/feedback/inbound/parse';
 import { route } from '../http/route';
@@ -19,11 +24,16 @@ import type { AppDeps } from '../http/context';
 import { cursorId, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 import { presentDomain, DomainSchema } from './domains';
 
-const Verdict = Nullable(Type.String({ description: 'PASS, FAIL, GRAY or PROCESSING_FAILED, as SES judged; null when SES gave none' }));
+const Verdict = Nullable(
+  Type.String({ description: 'PASS, FAIL, GRAY or PROCESSING_FAILED, as SES judged; null when SES gave none' }),
+);
 
 const InboundEmail = Type.Object({
   id: Type.String(),
-  status: StringEnum(['received', 'failed'] as const, '`failed`: an error record (the message could not be fetched or parsed; see `error`)'),
+  status: StringEnum(
+    ['received', 'failed'] as const,
+    '`failed`: an error record (the message could not be fetched or parsed; see `error`)',
+  ),
   error: Nullable(Type.String()),
   sesMessageId: Type.String({ description: "SES's id of the received message" }),
   messageId: Nullable(Type.String({ description: 'the Message-ID header' })),
@@ -31,7 +41,7 @@ const InboundEmail = Type.Object({
   fromName: Nullable(Type.String()),
   to: Type.Array(Type.String()),
   cc: Type.Array(Type.String()),
-  recipients: Type.Array(Type.String(), { description: 'the envelope recipients on this project\'s domains' }),
+  recipients: Type.Array(Type.String(), { description: "the envelope recipients on this project's domains" }),
   subject: Nullable(Type.String()),
   text: Nullable(Type.String()),
   html: Nullable(Type.String()),
@@ -47,8 +57,10 @@ const InboundEmail = Type.Object({
   ),
   size: Nullable(Type.Integer({ description: 'bytes of the raw message' })),
   verdicts: Type.Object({ spam: Verdict, virus: Verdict, spf: Verdict, dkim: Verdict, dmarc: Verdict }),
-  contactId: Nullable(Type.String({ description: 'the sender\'s contact, when the sender is one' })),
-  inReplyToEmailId: Nullable(Type.String({ description: 'the email of ours this one answers (In-Reply-To/References)' })),
+  contactId: Nullable(Type.String({ description: "the sender's contact, when the sender is one" })),
+  inReplyToEmailId: Nullable(
+    Type.String({ description: 'the email of ours this one answers (In-Reply-To/References)' }),
+  ),
   receivedAt: Timestamp,
   createdAt: Timestamp,
 });
@@ -89,14 +101,18 @@ export function inboundRoutes(deps: AppDeps) {
       operationId: 'listInbound',
       tag: 'Inbound',
       summary: 'List received email, newest first',
-      description: 'Messages SES received for the project\'s inbound-enabled domains, error records (`status: failed`) included.',
+      description:
+        "Messages SES received for the project's inbound-enabled domains, error records (`status: failed`) included.",
       auth: 'secret',
       query: Type.Object({ ...PageQuery }, { additionalProperties: false }),
       response: Type.Object({ items: Type.Array(InboundEmail), ...PageFields }),
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const page = await listInboundEmails(db, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor) });
+        const page = await listInboundEmails(db, auth.projectId, {
+          limit: query.limit,
+          beforeId: cursorId(query.cursor),
+        });
         return { data: keysetPage(page, present, page.total) };
       },
     }),
@@ -124,7 +140,7 @@ export function inboundRoutes(deps: AppDeps) {
       tag: 'Inbound',
       summary: 'Receive email for a domain (or stop)',
       description:
-        'With `enabled: true`, the domain\'s records include the MX record to publish (`INBOUND_MX_HOST`, Amazon SES receiving of the ' +
+        "With `enabled: true`, the domain's records include the MX record to publish (`INBOUND_MX_HOST`, Amazon SES receiving of the " +
         'region, priority 10), and messages SES receives for it are stored for this project. SES needs a receipt rule for the domain ' +
         'with an SNS action (content inline, up to 150 KB) or an S3 action, publishing to a topic of SNS_TOPIC_ARNS.',
       auth: 'secret',
@@ -142,7 +158,10 @@ export function inboundRoutes(deps: AppDeps) {
   ];
 }
 
-const AttachmentParams = Type.Object({ id: IdParams.properties.id, n: Type.Integer({ minimum: 0, maximum: 999 }) }, { additionalProperties: false });
+const AttachmentParams = Type.Object(
+  { id: IdParams.properties.id, n: Type.Integer({ minimum: 0, maximum: 999 }) },
+  { additionalProperties: false },
+);
 
 /**
  * Mounts `GET /inbound/{id}/raw` and `GET /inbound/{id}/attachments/{n}` behind `auth` (the secret-key chain).
@@ -156,24 +175,43 @@ export function mountInboundRaw(router: Router, deps: AppDeps, auth: RequestHand
   const rawOf = async (res: Response, id: string) => {
     const raw = await getInboundRaw(deps.database.db, res.locals.auth!.projectId, id);
     if (raw === undefined) throw notFound('Received email');
-    if (raw === null) throw new AppError(ErrorCode.NOT_FOUND, 'The raw message of this received email is not kept (an error record without content, or expired by retention)');
+    if (raw === null)
+      throw new AppError(
+        ErrorCode.NOT_FOUND,
+        'The raw message of this received email is not kept (an error record without content, or expired by retention)',
+      );
     return raw;
   };
   router.get('/inbound/:id/raw', ...auth, async (req: Request, res: Response) => {
     const { id } = validateId({ ...req.params });
     const raw = await rawOf(res, id);
-    res.status(200).set({ 'Cache-Control': 'private, no-store', 'Content-Disposition': `inline; filename="${id}.eml"` }).type('message/rfc822').send(raw);
+    res
+      .status(200)
+      .set({ 'Cache-Control': 'private, no-store', 'Content-Disposition': `inline; filename="${id}.eml"` })
+      .type('message/rfc822')
+      .send(raw);
   });
   router.get('/inbound/:id/attachments/:n', ...auth, async (req: Request, res: Response) => {
     const { id, n } = validateAttachment({ ...req.params });
     const a = await inboundAttachment(await rawOf(res, id), n).catch(() => undefined);
     if (!a) throw notFound('Attachment');
     const name = (a.filename ?? `attachment-${n}`).replace(/[^\w.-]+/g, '_');
-    res.status(200).set({ 'Cache-Control': 'private, no-store', 'Content-Disposition': `attachment; filename="${name}"`, 'X-Content-Type-Options': 'nosniff' }).type(a.contentType).send(a.content);
+    res
+      .status(200)
+      .set({
+        'Cache-Control': 'private, no-store',
+        'Content-Disposition': `attachment; filename="${name}"`,
+        'X-Content-Type-Options': 'nosniff',
+      })
+      .type(a.contentType)
+      .send(a.content);
   });
 }
 
-const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+});
 const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
 
 /** OpenAPI paths of the byte-answering routes (not declared with `route()`). */
@@ -186,11 +224,14 @@ export const inboundRawOpenApiPaths = {
       security: [{ apiKey: [] }],
       parameters: [idParam],
       responses: {
-        200: { description: 'The RFC 5322 message', content: { 'message/rfc822': { schema: { type: 'string', format: 'binary' } } } },
+        200: {
+          description: 'The RFC 5322 message',
+          content: { 'message/rfc822': { schema: { type: 'string', format: 'binary' } } },
+        },
         400: errorResponse('id is not a UUID'),
         401: errorResponse('Missing or invalid key'),
         403: errorResponse('Public key, send-only key, or disabled project'),
-        404: errorResponse('Unknown id, another project\'s message, or no raw message kept'),
+        404: errorResponse("Unknown id, another project's message, or no raw message kept"),
       },
     },
   },
@@ -200,13 +241,19 @@ export const inboundRawOpenApiPaths = {
       tags: ['Inbound'],
       summary: 'Attachment n (0-based, as listed) of a received message',
       security: [{ apiKey: [] }],
-      parameters: [idParam, { name: 'n', in: 'path', required: true, schema: { type: 'integer', minimum: 0, maximum: 999 } }],
+      parameters: [
+        idParam,
+        { name: 'n', in: 'path', required: true, schema: { type: 'integer', minimum: 0, maximum: 999 } },
+      ],
       responses: {
-        200: { description: 'The attachment\'s bytes, with its content type', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+        200: {
+          description: "The attachment's bytes, with its content type",
+          content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+        },
         400: errorResponse('id is not a UUID, or n is not 0–999'),
         401: errorResponse('Missing or invalid key'),
         403: errorResponse('Public key, send-only key, or disabled project'),
-        404: errorResponse('Unknown id, another project\'s message, no such attachment, or no raw message kept'),
+        404: errorResponse("Unknown id, another project's message, no such attachment, or no raw message kept"),
       },
     },
   },

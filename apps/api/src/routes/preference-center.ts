@@ -18,7 +18,11 @@ export type UnsubscribeAction = 'unsubscribe_all' | 'unsubscribe_topic' | 'prefe
  * Reads a POST's `action` field. @param topicToken - the token carries a topic (a topic's email).
  * @returns the action; an unknown value is taken as none.
  */
-export function unsubscribeAction(body: Record<string, unknown> | undefined, oneClick: boolean, topicToken: boolean): UnsubscribeAction {
+export function unsubscribeAction(
+  body: Record<string, unknown> | undefined,
+  oneClick: boolean,
+  topicToken: boolean,
+): UnsubscribeAction {
   const given = body?.action;
   if (!oneClick && (given === 'preferences' || given === 'unsubscribe_all' || given === 'unsubscribe_topic')) {
     return given === 'unsubscribe_topic' && !topicToken ? 'unsubscribe_all' : given;
@@ -38,7 +42,11 @@ export function checkedTopics(body: Record<string, unknown> | undefined): Set<st
  *
  * @param escape - the page's HTML escaper.
  */
-export function preferenceCenterBody(email: string, prefs: Preferences | undefined, escape: (s: string) => string): string | undefined {
+export function preferenceCenterBody(
+  email: string,
+  prefs: Preferences | undefined,
+  escape: (s: string) => string,
+): string | undefined {
   if (!prefs || (prefs.topics.length === 0 && !prefs.emailTopic)) return undefined;
   const parts = [`<h1>Email preferences</h1><p>For <strong>${escape(email)}</strong>.</p>`];
   if (!prefs.subscribed) parts.push('<p>You are unsubscribed from all marketing email.</p>');
@@ -60,13 +68,17 @@ export function preferenceCenterBody(email: string, prefs: Preferences | undefin
     );
   }
   if (prefs.subscribed) {
-    parts.push('<form method="post"><input type="hidden" name="action" value="unsubscribe_all"><button type="submit">Unsubscribe from all marketing email</button></form>');
+    parts.push(
+      '<form method="post"><input type="hidden" name="action" value="unsubscribe_all"><button type="submit">Unsubscribe from all marketing email</button></form>',
+    );
   }
   return parts.join('\n');
 }
 
 /** The page after saving: which topics the contact now receives. */
 export function savedBody(prefs: Preferences | undefined, escape: (s: string) => string): string {
-  const list = (prefs?.topics ?? []).map((t) => `<li>${escape(t.name)}: ${t.subscribed ? 'subscribed' : 'unsubscribed'}</li>`).join('');
+  const list = (prefs?.topics ?? [])
+    .map((t) => `<li>${escape(t.name)}: ${t.subscribed ? 'subscribed' : 'unsubscribed'}</li>`)
+    .join('');
   return `<h1>Preferences saved</h1>${list ? `<ul>${list}</ul>` : ''}`;
 }

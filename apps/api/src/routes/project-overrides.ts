@@ -20,7 +20,11 @@ export interface OverrideGroup<S extends { [K in keyof S]: number }> {
   /** The settings in force: the defaults with the stored overrides applied. */
   effective: (defaults: Readonly<S>, stored: Partial<Record<keyof S, number | null>>) => S;
   load: (db: DbOrTx, projectId: string) => Promise<Partial<Record<keyof S, number | null>> | undefined>;
-  store: (db: DbOrTx, projectId: string, patch: Partial<Record<keyof S, number | null>>) => Promise<Partial<Record<keyof S, number | null>> | undefined>;
+  store: (
+    db: DbOrTx,
+    projectId: string,
+    patch: Partial<Record<keyof S, number | null>>,
+  ) => Promise<Partial<Record<keyof S, number | null>> | undefined>;
 }
 
 /** A project's view of a group: its own settings (null: the default applies), the effective ones, the defaults. */
@@ -33,9 +37,16 @@ export interface OverrideView<S> {
 
 /** `get` and `set` of a group. Both throw {@link AppError} 404 for an unknown project; `set` 422 naming each bad field. */
 export function overrideOps<S extends { [K in keyof S]: number }>(group: OverrideGroup<S>) {
-  const present = (projectId: string, stored: Partial<Record<keyof S, number | null>>, defaults: Readonly<S>): OverrideView<S> => ({
+  const present = (
+    projectId: string,
+    stored: Partial<Record<keyof S, number | null>>,
+    defaults: Readonly<S>,
+  ): OverrideView<S> => ({
     projectId,
-    overrides: Object.fromEntries(group.fields.map((f) => [f, group.valid(f, stored[f]) ? stored[f] : null])) as Record<keyof S, number | null>,
+    overrides: Object.fromEntries(group.fields.map((f) => [f, group.valid(f, stored[f]) ? stored[f] : null])) as Record<
+      keyof S,
+      number | null
+    >,
     effective: group.effective(defaults, stored),
     defaults: { ...defaults },
   });
@@ -47,7 +58,12 @@ export function overrideOps<S extends { [K in keyof S]: number }>(group: Overrid
       return present(projectId, stored, defaults);
     },
     /** Sets (a valid value) or clears (null) each given setting; settings left out keep their value. */
-    set: async (db: DbOrTx, defaults: Readonly<S>, projectId: string, patch: Record<string, unknown>): Promise<OverrideView<S>> => {
+    set: async (
+      db: DbOrTx,
+      defaults: Readonly<S>,
+      projectId: string,
+      patch: Record<string, unknown>,
+    ): Promise<OverrideView<S>> => {
       const errors: FieldError[] = [];
       const clean: Partial<Record<keyof S, number | null>> = {};
       for (const [field, v] of Object.entries(patch)) {

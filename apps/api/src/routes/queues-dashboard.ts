@@ -84,9 +84,12 @@ class DashboardAdapter extends ExpressAdapter {
   override setViewsPath(viewPath: string): this {
     super.setViewsPath(viewPath);
     type Engine = (file: string, options: object, cb: (err: Error | null, html?: string) => void) => void;
-    const app = (this as unknown as { app: { engines: Record<string, Engine>; engine(ext: string, fn: Engine): void } }).app;
+    const app = (this as unknown as { app: { engines: Record<string, Engine>; engine(ext: string, fn: Engine): void } })
+      .app;
     const render = app.engines['.ejs'];
-    app.engine('ejs', (file, options, cb) => render(file, options, (err, html) => cb(err, html?.replace(REMOTE_FONT_LINK, ''))));
+    app.engine('ejs', (file, options, cb) =>
+      render(file, options, (err, html) => cb(err, html?.replace(REMOTE_FONT_LINK, ''))),
+    );
     return this;
   }
 
@@ -117,7 +120,10 @@ export function fromAnotherSite(req: Request, publicOrigin: string): boolean {
   return given !== publicOrigin && given !== own;
 }
 
-const unavailable = () => new AppError(ErrorCode.SERVICE_UNAVAILABLE, 'The queue dashboard needs Redis, which is unreachable; retry shortly', { headers: { 'Retry-After': '5' } });
+const unavailable = () =>
+  new AppError(ErrorCode.SERVICE_UNAVAILABLE, 'The queue dashboard needs Redis, which is unreachable; retry shortly', {
+    headers: { 'Retry-After': '5' },
+  });
 
 /**
  * Mounts the login routes and the dashboard (nothing when `ADMIN_TOKEN` is unset: the admin surface is off).
@@ -134,11 +140,20 @@ export function mountQueueDashboard(router: Router, deps: AppDeps, failures: Fai
   const cookieOptions = { httpOnly: true, sameSite: 'strict', path: '/admin', secure } as const;
   const sameOrigin: RequestHandler = (req, _res, next) => {
     if (!SAFE_METHODS.has(req.method) && fromAnotherSite(req, publicOrigin)) {
-      throw new AppError(ErrorCode.FORBIDDEN, 'Refused: a state-changing dashboard call must come from the dashboard itself (cross-site request)');
+      throw new AppError(
+        ErrorCode.FORBIDDEN,
+        'Refused: a state-changing dashboard call must come from the dashboard itself (cross-site request)',
+      );
     }
     next();
   };
-  const loginLimit = new IpLimiter(deps.redis, deps.config.queuePrefix, 'adminlogin', deps.config.adminLoginLimitPerMinute, 'sign-in attempts');
+  const loginLimit = new IpLimiter(
+    deps.redis,
+    deps.config.queuePrefix,
+    'adminlogin',
+    deps.config.adminLoginLimitPerMinute,
+    'sign-in attempts',
+  );
   const serverAdapter = new DashboardAdapter().setBasePath(BASE);
   createBullBoard({
     // Every queue of the catalog; the maintenance queue's jobs are the worker's, read here through this process's connection.
@@ -154,28 +169,38 @@ export function mountQueueDashboard(router: Router, deps: AppDeps, failures: Fai
   const refuse = (req: Request, res: Response, err: unknown): void => {
     if (!(err instanceof AppError) || req.accepts(['html', 'json']) !== 'html') throw err;
     for (const [k, v] of Object.entries(err.options.headers ?? {})) res.setHeader(k, v);
-    const message = err.code === ErrorCode.RATE_LIMITED ? `Too many attempts: try again in ${err.options.headers?.['Retry-After'] ?? 'a few'} s.` : 'That token is not right.';
+    const message =
+      err.code === ErrorCode.RATE_LIMITED
+        ? `Too many attempts: try again in ${err.options.headers?.['Retry-After'] ?? 'a few'} s.`
+        : 'That token is not right.';
     res.status(err.statusCode).type('html').send(loginPage(message));
   };
-  router.post('/admin/login', sameOrigin, async (req, res, next) => {
-    // Counted before the body is read: a refused client costs no parsing.
-    try {
-      await loginLimit.consume(clientIp(req));
-    } catch (err) {
-      return refuse(req, res, err);
-    }
-    next();
-  }, express.urlencoded({ extended: false, limit: '4kb' }), async (req, res) => {
-    const posted = (req.body as { token?: unknown } | undefined)?.token;
-    const given = typeof posted === 'string' ? posted : '';
-    try {
-      if (!(await checkAdminToken(req, given, token, failures))) throw new AppError(ErrorCode.UNAUTHORIZED, 'Give the admin token');
-    } catch (err) {
-      return refuse(req, res, err);
-    }
-    res.cookie(COOKIE, sessionValue(token, Date.now()), { ...cookieOptions, maxAge: SESSION_MS });
-    res.redirect(303, BASE);
-  });
+  router.post(
+    '/admin/login',
+    sameOrigin,
+    async (req, res, next) => {
+      // Counted before the body is read: a refused client costs no parsing.
+      try {
+        await loginLimit.consume(clientIp(req));
+      } catch (err) {
+        return refuse(req, res, err);
+      }
+      next();
+    },
+    express.urlencoded({ extended: false, limit: '4kb' }),
+    async (req, res) => {
+      const posted = (req.body as { token?: unknown } | undefined)?.token;
+      const given = typeof posted === 'string' ? posted : '';
+      try {
+        if (!(await checkAdminToken(req, given, token, failures)))
+          throw new AppError(ErrorCode.UNAUTHORIZED, 'Give the admin token');
+      } catch (err) {
+        return refuse(req, res, err);
+      }
+      res.cookie(COOKIE, sessionValue(token, Date.now()), { ...cookieOptions, maxAge: SESSION_MS });
+      res.redirect(303, BASE);
+    },
+  );
   router.post('/admin/logout', sameOrigin, (_req, res) => {
     res.clearCookie(COOKIE, cookieOptions);
     res.redirect(303, '/admin/login');

@@ -8,8 +8,17 @@
 import { Type } from '@sinclair/typebox';
 import { effectiveGuardrails, SES_REVIEW_LEVELS, sesRates } from '@mailroom/audiences/guardrails';
 import { getProjectGuardrails } from '@mailroom/audiences/queries/guardrails';
-import { projectReputation, REPUTATION_STREAMS, type ReputationCounts, type ReputationWindowCounts } from '@mailroom/db/queries/reputation';
-import { boundConnectionOf, connectionBindings, type ConnectionBindings } from '@mailroom/db/queries/delivery-connections';
+import {
+  projectReputation,
+  REPUTATION_STREAMS,
+  type ReputationCounts,
+  type ReputationWindowCounts,
+} from '@mailroom/db/queries/reputation';
+import {
+  boundConnectionOf,
+  connectionBindings,
+  type ConnectionBindings,
+} from '@mailroom/db/queries/delivery-connections';
 import { connectionNamed, type SesConnection } from '@mailroom/mail/connections';
 import { route } from '../http/route';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
@@ -26,14 +35,21 @@ const FigureFields = {
   hardBounces: Type.Integer({ description: 'permanent bounces' }),
   softBounces: Type.Integer({ description: 'transient and undetermined bounces' }),
   complaints: Type.Integer(),
-  hardBounceRate: Nullable(Type.Number({ description: 'hardBounces / sent, as SES computes its bounce rate; null when nothing was sent' })),
-  complaintRate: Nullable(Type.Number({ description: 'complaints / sent, as SES computes its complaint rate; null when nothing was sent' })),
+  hardBounceRate: Nullable(
+    Type.Number({ description: 'hardBounces / sent, as SES computes its bounce rate; null when nothing was sent' }),
+  ),
+  complaintRate: Nullable(
+    Type.Number({ description: 'complaints / sent, as SES computes its complaint rate; null when nothing was sent' }),
+  ),
   softBounceRate: Nullable(Type.Number({ description: 'softBounces / sent; null when nothing was sent' })),
   deliveryRate: Nullable(Type.Number({ description: 'delivered / sent; null when nothing was sent' })),
 };
 
 const Window = Type.Object({
-  since: Type.String({ format: 'date-time', description: 'start of the first hourly bucket (counts are kept per UTC hour)' }),
+  since: Type.String({
+    format: 'date-time',
+    description: 'start of the first hourly bucket (counts are kept per UTC hour)',
+  }),
   overall: Type.Object(FigureFields),
   streams: Type.Object(
     { transactional: Type.Object(FigureFields), marketing: Type.Object(FigureFields) },
@@ -44,18 +60,34 @@ const Window = Type.Object({
         '`?stream=` the other stream is all zeros',
     },
   ),
-  domains: Type.Array(Type.Object({ domain: Type.String({ description: 'sending domain (the From address after @)' }), ...FigureFields }), {
-    description: 'per sending domain with activity in the window, most sent first',
-  }),
-  campaigns: Type.Array(Type.Object({ campaignId: Type.String(), name: Nullable(Type.String({ description: 'null once the campaign is deleted' })), ...FigureFields }), {
-    description: `per campaign with activity in the window, most sent first, at most ${CAMPAIGN_LIMIT}`,
-  }),
+  domains: Type.Array(
+    Type.Object({ domain: Type.String({ description: 'sending domain (the From address after @)' }), ...FigureFields }),
+    {
+      description: 'per sending domain with activity in the window, most sent first',
+    },
+  ),
+  campaigns: Type.Array(
+    Type.Object({
+      campaignId: Type.String(),
+      name: Nullable(Type.String({ description: 'null once the campaign is deleted' })),
+      ...FigureFields,
+    }),
+    {
+      description: `per campaign with activity in the window, most sent first, at most ${CAMPAIGN_LIMIT}`,
+    },
+  ),
   campaignsTruncated: Type.Boolean({ description: `more than ${CAMPAIGN_LIMIT} campaigns had activity in the window` }),
-  connections: Type.Array(Type.Object({ connection: Type.String({ description: 'the delivery connection (SES account and region)' }), ...FigureFields }), {
-    description:
-      "per delivery connection the project's sending domains are bound to now (each SES account is reviewed on its own figures), most sent " +
-      'first: the domain figures summed by their current binding (mail sent through another connection during a failover counts under the bound one)',
-  }),
+  connections: Type.Array(
+    Type.Object({
+      connection: Type.String({ description: 'the delivery connection (SES account and region)' }),
+      ...FigureFields,
+    }),
+    {
+      description:
+        "per delivery connection the project's sending domains are bound to now (each SES account is reviewed on its own figures), most sent " +
+        'first: the domain figures summed by their current binding (mail sent through another connection during a failover counts under the bound one)',
+    },
+  ),
 });
 
 const ReputationQuery = Type.Object(
@@ -65,7 +97,8 @@ const ReputationQuery = Type.Object(
       Type.String({
         minLength: 3,
         maxLength: 513,
-        description: 'name:value: only the outcomes of emails carrying this tag (every figure: overall, per domain, per campaign, per connection)',
+        description:
+          'name:value: only the outcomes of emails carrying this tag (every figure: overall, per domain, per campaign, per connection)',
       }),
     ),
   },
@@ -79,11 +112,16 @@ const Reputation = Type.Object({
   last7d: Window,
   guardrails: Type.Object(
     {
-      minSample: Type.Integer({ description: 'outcomes (deliveries plus hard and soft bounces) before a campaign is judged' }),
+      minSample: Type.Integer({
+        description: 'outcomes (deliveries plus hard and soft bounces) before a campaign is judged',
+      }),
       maxHardBounceRate: Type.Number({ description: 'hard bounces per outcome above which a SENDING campaign pauses' }),
       maxComplaintRate: Type.Number({ description: 'complaints per outcome above which a SENDING campaign pauses' }),
     },
-    { description: "the guardrails this project's campaigns are judged by (service defaults unless the operator set the project's own)" },
+    {
+      description:
+        "the guardrails this project's campaigns are judged by (service defaults unless the operator set the project's own)",
+    },
   ),
   sesReviewLevels: Type.Object(
     { hardBounceRate: Type.Number(), complaintRate: Type.Number() },
@@ -103,9 +141,17 @@ function byConnection(w: ReputationWindowCounts, bindings: ConnectionBindings, c
   for (const d of w.domains) {
     const name = connectionNamed(connections, boundConnectionOf(bindings, d.domain)).name;
     const s = sums.get(name) ?? { sent: 0, delivered: 0, hardBounces: 0, softBounces: 0, complaints: 0 };
-    sums.set(name, { sent: s.sent + d.sent, delivered: s.delivered + d.delivered, hardBounces: s.hardBounces + d.hardBounces, softBounces: s.softBounces + d.softBounces, complaints: s.complaints + d.complaints });
+    sums.set(name, {
+      sent: s.sent + d.sent,
+      delivered: s.delivered + d.delivered,
+      hardBounces: s.hardBounces + d.hardBounces,
+      softBounces: s.softBounces + d.softBounces,
+      complaints: s.complaints + d.complaints,
+    });
   }
-  return [...sums].map(([connection, c]) => figures({ connection, ...c })).sort((a, b) => b.sent - a.sent || a.connection.localeCompare(b.connection));
+  return [...sums]
+    .map(([connection, c]) => figures({ connection, ...c }))
+    .sort((a, b) => b.sent - a.sent || a.connection.localeCompare(b.connection));
 }
 
 function presentWindow(w: ReputationWindowCounts, bindings: ConnectionBindings, connections: readonly SesConnection[]) {
@@ -146,11 +192,25 @@ export function reputationRoutes(deps: AppDeps) {
       handler: async ({ auth, query }) => {
         const tag = query.tag === undefined ? undefined : parseTagFilter(query.tag);
         if (query.tag !== undefined && !tag) {
-          throw new AppError(ErrorCode.INVALID_PARAMETERS, 'tag: must be name:value, each 1 to 256 ASCII letters, digits, underscores or dashes', {
-            errors: [{ field: 'tag', message: 'must be name:value, each 1 to 256 ASCII letters, digits, underscores or dashes', code: 'invalid_string' }],
-          });
+          throw new AppError(
+            ErrorCode.INVALID_PARAMETERS,
+            'tag: must be name:value, each 1 to 256 ASCII letters, digits, underscores or dashes',
+            {
+              errors: [
+                {
+                  field: 'tag',
+                  message: 'must be name:value, each 1 to 256 ASCII letters, digits, underscores or dashes',
+                  code: 'invalid_string',
+                },
+              ],
+            },
+          );
         }
-        const [r, overrides, bindings] = [await projectReputation(reads, auth.projectId, CAMPAIGN_LIMIT, query.stream, tag), await getProjectGuardrails(reads, auth.projectId), await connectionBindings(reads, auth.projectId)];
+        const [r, overrides, bindings] = [
+          await projectReputation(reads, auth.projectId, CAMPAIGN_LIMIT, query.stream, tag),
+          await getProjectGuardrails(reads, auth.projectId),
+          await connectionBindings(reads, auth.projectId),
+        ];
         const connections = deps.config.sesConnections;
         return {
           data: {

@@ -25,7 +25,14 @@ import {
   updateSegment,
   type SegmentRow,
 } from '@mailroom/audiences/queries/segments';
-import { checkNewFilter, deleteSegmentNow, newSegmentType, requireSameType, requireSegment, requireStatic } from '@mailroom/audiences/segment-rules';
+import {
+  checkNewFilter,
+  deleteSegmentNow,
+  newSegmentType,
+  requireSameType,
+  requireSegment,
+  requireStatic,
+} from '@mailroom/audiences/segment-rules';
 import { compileAudience, segmentAudience } from '@mailroom/audiences/audience';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
@@ -58,7 +65,9 @@ const Segment = Type.Object({
   filters: Nullable(Type.Unknown({ description: "same as `filter` (Plunk v2's name)" })),
   condition: Nullable(Type.Unknown({ description: "same as `filter` (Plunk v2's later name)" })),
   trackMembership: Type.Boolean({ description: 'records segment.<name>.entry / .exit events when membership changes' }),
-  memberCount: Nullable(Type.Integer({ description: 'members; null until a new or changed DYNAMIC segment is first counted' })),
+  memberCount: Nullable(
+    Type.Integer({ description: 'members; null until a new or changed DYNAMIC segment is first counted' }),
+  ),
   memberCountAt: Nullable(Timestamp),
   createdAt: Timestamp,
   updatedAt: Timestamp,
@@ -83,7 +92,12 @@ function presentSegment(s: SegmentRow): Static<typeof Segment> {
   };
 }
 
-const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '^\\S(.*\\S)?$', description: 'unique in the project; used in segment.<name>.entry/exit events' });
+const Name = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  pattern: '^\\S(.*\\S)?$',
+  description: 'unique in the project; used in segment.<name>.entry/exit events',
+});
 
 const CreateSegment = Type.Object(
   {
@@ -101,7 +115,12 @@ const UpdateSegment = Type.Object(
   {
     name: Type.Optional(Name),
     description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
-    type: Type.Optional(Type.Unsafe<'DYNAMIC' | 'STATIC'>({ ...SegmentType, description: 'the current type, as Plunk clients send it back; a segment\'s type cannot change (422)' })),
+    type: Type.Optional(
+      Type.Unsafe<'DYNAMIC' | 'STATIC'>({
+        ...SegmentType,
+        description: "the current type, as Plunk clients send it back; a segment's type cannot change (422)",
+      }),
+    ),
     filter: Type.Optional(FilterField),
     ...FilterAliases,
     trackMembership: Type.Optional(Type.Boolean()),
@@ -118,7 +137,9 @@ const MemberRefs = Type.Object(
 );
 
 const MembershipResult = Type.Object({
-  changed: Type.Integer({ description: 'contacts added (or removed); already members (or not members) are not counted' }),
+  changed: Type.Integer({
+    description: 'contacts added (or removed); already members (or not members) are not counted',
+  }),
   notFound: Type.Array(Type.String(), { description: 'ids or addresses that are not contacts of this project' }),
 });
 
@@ -132,14 +153,14 @@ const ListQuery = Type.Object({ ...PageQuery, ...PlunkPageQuery }, { additionalP
 const SegmentPage = Type.Object({
   items: Type.Array(Segment),
   ...PageFields,
-  segments: Type.Array(Segment, { description: 'same as items (Plunk\'s form)' }),
+  segments: Type.Array(Segment, { description: "same as items (Plunk's form)" }),
   ...PlunkPageFields,
 });
 
 const ContactPage = Type.Object({
   items: Type.Array(Contact),
   ...PageFields,
-  contacts: Type.Array(Contact, { description: 'same as items (Plunk\'s form)' }),
+  contacts: Type.Array(Contact, { description: "same as items (Plunk's form)" }),
   ...PlunkPageFields,
 });
 
@@ -156,7 +177,8 @@ export function segmentRoutes(deps: AppDeps) {
       operationId: 'listSegments',
       tag: 'Segments',
       summary: 'List segments, newest first',
-      description: 'Keyset pages by `cursor`; Plunk\'s `page`/`pageSize` are read by offset within the first 10,000 rows.',
+      description:
+        "Keyset pages by `cursor`; Plunk's `page`/`pageSize` are read by offset within the first 10,000 rows.",
       auth: 'secret',
       query: ListQuery,
       response: SegmentPage,
@@ -164,7 +186,11 @@ export function segmentRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
         const paging = resolvePaging(query);
-        const page = await listSegments(reads, auth.projectId, { limit: paging.limit, offset: paging.offset, beforeId: cursorId(query.cursor) });
+        const page = await listSegments(reads, auth.projectId, {
+          limit: paging.limit,
+          offset: paging.offset,
+          beforeId: cursorId(query.cursor),
+        });
         const body = keysetPage(page, presentSegment, page.total);
         return { data: { ...body, segments: body.items, ...plunkPageFields(page.total, paging.page, paging.limit) } };
       },
@@ -201,7 +227,11 @@ export function segmentRoutes(deps: AppDeps) {
       summary: 'Count and sample the contacts a filter matches, without saving',
       auth: 'secret',
       body: Type.Object(
-        { filter: Type.Optional(FilterField), ...FilterAliases, sampleSize: Type.Optional(Type.Integer({ minimum: 0, maximum: 50, default: 10 })) },
+        {
+          filter: Type.Optional(FilterField),
+          ...FilterAliases,
+          sampleSize: Type.Optional(Type.Integer({ minimum: 0, maximum: 50, default: 10 })),
+        },
         { additionalProperties: false },
       ),
       response: Preview,
@@ -209,7 +239,8 @@ export function segmentRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 422, 429],
       handler: async ({ body, auth }) => {
         const given = requestFilter(body);
-        if (given.value === undefined) throw validationError([{ field: 'filter', message: 'is required', code: 'invalid_type' }]);
+        if (given.value === undefined)
+          throw validationError([{ field: 'filter', message: 'is required', code: 'invalid_type' }]);
         const audience = { type: 'FILTERED' as const, filter: parseSegmentFilter(given.value, given.field) };
         const predicate = compileAudience(auth.projectId, audience, { now: Date.now() });
         const [counted, sample] = await Promise.all([
@@ -284,8 +315,8 @@ export function segmentRoutes(deps: AppDeps) {
       tag: 'Segments',
       summary: 'List the members of a segment, newest first',
       description:
-        'DYNAMIC segments are evaluated live; `total` is the segment\'s maintained `memberCount`. Keyset pages by ' +
-        '`cursor`; Plunk\'s `page`/`pageSize` are read by offset within the first 10,000 members.',
+        "DYNAMIC segments are evaluated live; `total` is the segment's maintained `memberCount`. Keyset pages by " +
+        "`cursor`; Plunk's `page`/`pageSize` are read by offset within the first 10,000 members.",
       auth: 'secret',
       params: IdParams,
       query: ListQuery,
@@ -295,11 +326,16 @@ export function segmentRoutes(deps: AppDeps) {
       handler: async ({ params, query, auth }) => {
         const paging = resolvePaging(query);
         const s = await load(auth.projectId, params.id);
-        const page = await listMatchingContacts(reads, auth.projectId, compileAudience(auth.projectId, segmentAudience(s), { now: Date.now() }), {
-          limit: paging.limit,
-          offset: paging.offset,
-          beforeId: cursorId(query.cursor),
-        });
+        const page = await listMatchingContacts(
+          reads,
+          auth.projectId,
+          compileAudience(auth.projectId, segmentAudience(s), { now: Date.now() }),
+          {
+            limit: paging.limit,
+            offset: paging.offset,
+            beforeId: cursorId(query.cursor),
+          },
+        );
         const total = s.memberCount ?? 0;
         const body = keysetPage(page, presentContact, total);
         return { data: { ...body, contacts: body.items, ...plunkPageFields(total, paging.page, paging.limit) } };
@@ -342,7 +378,13 @@ export function segmentRoutes(deps: AppDeps) {
       handler: async ({ params, auth }) => {
         const s = await load(auth.projectId, params.id);
         requireStatic(s);
-        const r = await changeStaticMembers(db, s, 'remove', { contactIds: [params.contactId] }, { test: auth.mode === 'test' });
+        const r = await changeStaticMembers(
+          db,
+          s,
+          'remove',
+          { contactIds: [params.contactId] },
+          { test: auth.mode === 'test' },
+        );
         if (r.changed === 0) throw notFound('Segment member');
         return { data: { id: params.contactId, deleted: true as const } };
       },

@@ -33,7 +33,8 @@ const Attachment = Type.Object(
         minLength: 3,
         maxLength: 255,
         pattern: '^[\\w.+-]+/[\\w.+-]+$',
-        description: 'media type; default from the file name. Not multipart/* or message/* (422): send those as application/octet-stream',
+        description:
+          'media type; default from the file name. Not multipart/* or message/* (422): send those as application/octet-stream',
       }),
     ),
     contentId: Type.Optional(
@@ -45,11 +46,14 @@ const Attachment = Type.Object(
         examples: ['logo@acme'],
         description:
           'Content-ID of an inline part (RFC 2392), without angle brackets: the HTML shows it as `<img src="cid:logo">`; the message ' +
-          'is then multipart/related. Letters, digits, `.`, `@` and `!#$%&\'*+/=?^_`{|}~-`; unique within the email (422 naming the field)',
+          "is then multipart/related. Letters, digits, `.`, `@` and `!#$%&'*+/=?^_`{|}~-`; unique within the email (422 naming the field)",
       }),
     ),
     disposition: Type.Optional(
-      StringEnum(['inline', 'attachment'] as const, 'Content-Disposition; default `inline` with a `contentId`, else `attachment`'),
+      StringEnum(
+        ['inline', 'attachment'] as const,
+        'Content-Disposition; default `inline` with a `contentId`, else `attachment`',
+      ),
     ),
   },
   { additionalProperties: false },
@@ -59,9 +63,16 @@ const Attachment = Type.Object(
 export const SendBody = Type.Object(
   {
     to: Type.Union([Address, Type.Array(Address, { minItems: 1, maxItems: 100 })], {
-      description: 'an email address, a mailbox string ("Ann <ann@example.com>"), { name, email }, or an array of up to 100 of them',
+      description:
+        'an email address, a mailbox string ("Ann <ann@example.com>"), { name, email }, or an array of up to 100 of them',
     }),
-    subject: Type.Optional(Type.String({ minLength: 1, maxLength: 998, description: 'subject template; at most 998 characters (RFC 5322 line length)' })),
+    subject: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 998,
+        description: 'subject template; at most 998 characters (RFC 5322 line length)',
+      }),
+    ),
     body: Type.Optional(
       Type.String({
         minLength: 1,
@@ -74,19 +85,26 @@ export const SendBody = Type.Object(
     ),
     template: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'template id' })),
     from: Type.Optional(Address),
-    name: Type.Optional(Type.String({ maxLength: 200, description: 'sender display name; wins over a display name given in `from`' })),
+    name: Type.Optional(
+      Type.String({ maxLength: 200, description: 'sender display name; wins over a display name given in `from`' }),
+    ),
     reply: Type.Optional(
       addressString('mailbox', {
         maxLength: MAILBOX_MAX_LENGTH,
-        description: 'reply-to: an email address or a mailbox string such as "Support <help@example.com>" (the name is kept)',
+        description:
+          'reply-to: an email address or a mailbox string such as "Support <help@example.com>" (the name is kept)',
       }),
     ),
-    subscribed: Type.Optional(Type.Boolean({ description: 'marketing subscription; default false for new contacts, unchanged for existing ones' })),
+    subscribed: Type.Optional(
+      Type.Boolean({
+        description: 'marketing subscription; default false for new contacts, unchanged for existing ones',
+      }),
+    ),
     data: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), {
         description:
           'template variables; `{ value, persistent: false }` values are used for rendering only and not stored on the contact. ' +
-          '`plunk_id`, `plunk_email` and `unsubscribeUrl` are set by the platform (the contact\'s id and address, its unsubscribe link): ' +
+          "`plunk_id`, `plunk_email` and `unsubscribeUrl` are set by the platform (the contact's id and address, its unsubscribe link): " +
           'values given for them are ignored when rendering. ' +
           'At most 32 levels of nesting in the whole body; no U+0000 in any string or key (422 naming the field)',
       }),
@@ -95,9 +113,9 @@ export const SendBody = Type.Object(
       Type.Record(Type.String(), Type.String(), {
         description:
           'custom email headers (at most 50; names compared case-insensitively, each once). Refused with 422 naming the header: ' +
-          'the platform\'s and MIME\'s own (From, To, Cc, Bcc, Reply-To, Sender, Subject, Date, Message-ID, MIME-Version, Content-*, ' +
+          "the platform's and MIME's own (From, To, Cc, Bcc, Reply-To, Sender, Subject, Date, Message-ID, MIME-Version, Content-*, " +
           'Return-Path, Received, DKIM-Signature, Feedback-ID, Authentication-Results, ARC-*, X-SES-*), and List-Unsubscribe / ' +
-          'List-Unsubscribe-Post on marketing mail (it carries the platform\'s one-click pair). Transactional mail may carry its own pair ' +
+          "List-Unsubscribe-Post on marketing mail (it carries the platform's one-click pair). Transactional mail may carry its own pair " +
           '(List-Unsubscribe-Post only beside List-Unsubscribe); without one, the platform adds its pair when the body links to ' +
           '{{unsubscribeUrl}}. Marketing mail carries Precedence: bulk, Auto-Submitted: auto-generated and X-Auto-Response-Suppress: All; ' +
           'a value given here for one of them replaces the default',
@@ -134,11 +152,15 @@ export const SendResult = Type.Object({
       contact: Type.Object({ id: Type.String(), email: Type.String() }),
       email: Type.String({ description: 'email id; read its status at GET /emails/{id}' }),
       status: Type.Union([Type.Literal('queued'), Type.Literal('scheduled'), Type.Literal('suppressed')], {
-        description: '`scheduled`: sent at `scheduledAt`; `suppressed`: the email is stored with this status and never sent; `reason` says why',
+        description:
+          '`scheduled`: sent at `scheduledAt`; `suppressed`: the email is stored with this status and never sent; `reason` says why',
       }),
       scheduledAt: Type.Optional(Timestamp),
       reason: Type.Optional(
-        StringEnum(SUPPRESSION_CAUSES, 'why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed), `topic_unsubscribed` (marketing email of a topic the contact is not subscribed to)'),
+        StringEnum(
+          SUPPRESSION_CAUSES,
+          'why a suppressed email is not sent: `suppression_list` (the address is on it), `unsubscribed` (marketing email to a contact who is not subscribed), `topic_unsubscribed` (marketing email of a topic the contact is not subscribed to)',
+        ),
       ),
     }),
   ),
@@ -149,10 +171,18 @@ export const SendResult = Type.Object({
 /** Routes of this module. */
 export function sendRoutes(deps: AppDeps) {
   // Concurrent sends without attachments or an Idempotency-Key go to Postgres in batches (API_WRITE_BATCH_SIZE, API_WRITE_BATCH_IN_FLIGHT).
-  const writer = transactionalBatcher(deps.database.db, { maxBatch: deps.config.writeBatchSize, maxInFlight: deps.config.writeBatchInFlight });
+  const writer = transactionalBatcher(deps.database.db, {
+    maxBatch: deps.config.writeBatchSize,
+    maxInFlight: deps.config.writeBatchInFlight,
+  });
   // Their send jobs, after the commit, in batches too: one lane count and one add per batch (same settings).
   const enqueuer = sendEnqueueBatcher(
-    { config: deps.config, sendQueue: deps.queues.send, redis: deps.redis, connectionOf: laneConnectionResolver(deps.database.db, deps.config.sesConnections) },
+    {
+      config: deps.config,
+      sendQueue: deps.queues.send,
+      redis: deps.redis,
+      connectionOf: laneConnectionResolver(deps.database.db, deps.config.sesConnections),
+    },
     { maxBatch: deps.config.writeBatchSize, maxInFlight: deps.config.writeBatchInFlight },
   );
   return [
@@ -191,7 +221,16 @@ export function sendRoutes(deps: AppDeps) {
       idempotent: true,
       handler: async ({ body, auth, log, db, afterCommit }) => ({
         data: await acceptSend(
-          { config: deps.config, sendQueue: deps.queues.send, webhookQueue: deps.queues.webhook, db, log, redis: deps.redis, enqueuer, writer },
+          {
+            config: deps.config,
+            sendQueue: deps.queues.send,
+            webhookQueue: deps.queues.webhook,
+            db,
+            log,
+            redis: deps.redis,
+            enqueuer,
+            writer,
+          },
           auth.projectId,
           body,
           afterCommit,

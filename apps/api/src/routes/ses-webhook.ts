@@ -18,7 +18,11 @@ import { SesEventError } from '@mailroom/feedback/ses-events';
 import { createSesWebhookHandler, type SesWebhookResult } from '@mailroom/feedback/ses-webhook';
 import type { AppDeps } from '../http/context';
 
-const REJECTION_CODE = { 400: ErrorCode.BAD_REQUEST, 403: ErrorCode.FORBIDDEN, 503: ErrorCode.SERVICE_UNAVAILABLE } as const;
+const REJECTION_CODE = {
+  400: ErrorCode.BAD_REQUEST,
+  403: ErrorCode.FORBIDDEN,
+  503: ErrorCode.SERVICE_UNAVAILABLE,
+} as const;
 
 /** The endpoint's paths: ours, and Plunk's alias. */
 export const SES_WEBHOOK_PATHS = ['/webhooks/ses', '/webhooks/sns'] as const;
@@ -28,25 +32,37 @@ export const SES_WEBHOOK_PATHS = ['/webhooks/ses', '/webhooks/sns'] as const;
  *
  * @param onEvent - called once per SES event seen for the first time (the metrics' `mailroom_ses_events_total`).
  */
-export function mountSesWebhook(router: Router, deps: AppDeps, onEvent: (event: NonNullable<SesWebhookResult['event']>) => void = () => undefined): void {
-  const handle = createSesWebhookHandler({ config: deps.config, db: deps.database.db, webhookQueue: deps.queues.webhook });
+export function mountSesWebhook(
+  router: Router,
+  deps: AppDeps,
+  onEvent: (event: NonNullable<SesWebhookResult['event']>) => void = () => undefined,
+): void {
+  const handle = createSesWebhookHandler({
+    config: deps.config,
+    db: deps.database.db,
+    webhookQueue: deps.queues.webhook,
+  });
 
   // SNS posts `text/plain; charset=UTF-8` whatever the content; read the body as text of any type.
-  router.post([...SES_WEBHOOK_PATHS], express.text({ type: () => true, limit: '512kb' }), async (req: Request, res: Response) => {
-    const log = res.locals.log;
-    try {
-      const { event, ...data } = await handle(typeof req.body === 'string' ? req.body : '', log);
-      if (event) onEvent(event);
-      res.json({ success: true, data });
-    } catch (err) {
-      if (err instanceof SnsRejection) {
-        log.warn({ reason: err.message }, 'SNS message refused');
-        throw new AppError(REJECTION_CODE[err.status], err.message);
+  router.post(
+    [...SES_WEBHOOK_PATHS],
+    express.text({ type: () => true, limit: '512kb' }),
+    async (req: Request, res: Response) => {
+      const log = res.locals.log;
+      try {
+        const { event, ...data } = await handle(typeof req.body === 'string' ? req.body : '', log);
+        if (event) onEvent(event);
+        res.json({ success: true, data });
+      } catch (err) {
+        if (err instanceof SnsRejection) {
+          log.warn({ reason: err.message }, 'SNS message refused');
+          throw new AppError(REJECTION_CODE[err.status], err.message);
+        }
+        if (err instanceof SesEventError) throw new AppError(ErrorCode.BAD_REQUEST, err.message);
+        throw err;
       }
-      if (err instanceof SesEventError) throw new AppError(ErrorCode.BAD_REQUEST, err.message);
-      throw err;
-    }
-  });
+    },
+  );
 }
 
 const sesEventsOperation = {
@@ -64,10 +80,15 @@ const sesEventsOperation = {
       'before changes nothing.',
     tags: ['Delivery feedback'],
     security: [],
-    requestBody: { required: true, content: { 'text/plain': { schema: { type: 'string', description: 'the SNS message JSON' } } } },
+    requestBody: {
+      required: true,
+      content: { 'text/plain': { schema: { type: 'string', description: 'the SNS message JSON' } } },
+    },
     responses: {
       200: { description: 'Processed (or a redelivery, `duplicate: true`)' },
-      400: { description: 'Malformed: not JSON, not of the SNS message shape (signature fields aside), or not an SES event' },
+      400: {
+        description: 'Malformed: not JSON, not of the SNS message shape (signature fields aside), or not an SES event',
+      },
       403: {
         description:
           'Not authenticated: unsigned (`SignatureVersion` 1 or 2, `Signature` or `SigningCertURL` missing or malformed), ' +

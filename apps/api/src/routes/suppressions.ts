@@ -25,25 +25,39 @@ import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
 import { cursorId, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 
-const Reason = StringEnum(SUPPRESSION_REASONS, 'hard_bounce (permanent bounce), soft_bounce (repeated transient bounces), complaint, manual');
+const Reason = StringEnum(
+  SUPPRESSION_REASONS,
+  'hard_bounce (permanent bounce), soft_bounce (repeated transient bounces), complaint, manual',
+);
 
 const Suppression = Type.Object({
   id: Type.String(),
   email: Type.String(),
   reason: Reason,
   sourceEmailId: Nullable(Type.String({ description: 'the email whose bounce or complaint caused it' })),
-  details: Type.Record(Type.String(), Type.Unknown(), { description: 'bounce type and subtype, diagnostic code, feedback type, or the note given' }),
+  details: Type.Record(Type.String(), Type.Unknown(), {
+    description: 'bounce type and subtype, diagnostic code, feedback type, or the note given',
+  }),
   createdAt: Timestamp,
 });
 
 function present(s: SuppressionRow): Static<typeof Suppression> {
-  return { id: s.id, email: s.email, reason: s.reason, sourceEmailId: s.sourceEmailId, details: s.details, createdAt: s.createdAt.toISOString() };
+  return {
+    id: s.id,
+    email: s.email,
+    reason: s.reason,
+    sourceEmailId: s.sourceEmailId,
+    details: s.details,
+    createdAt: s.createdAt.toISOString(),
+  };
 }
 
 const AddBody = Type.Object(
   {
     email: Type.Optional(EmailAddress),
-    emails: Type.Optional(Type.Array(EmailAddress, { minItems: 1, maxItems: 1000, description: 'bulk: up to 1,000 addresses' })),
+    emails: Type.Optional(
+      Type.Array(EmailAddress, { minItems: 1, maxItems: 1000, description: 'bulk: up to 1,000 addresses' }),
+    ),
     note: Type.Optional(Type.String({ maxLength: 1000, description: 'kept in `details.note`' })),
   },
   { additionalProperties: false },
@@ -51,7 +65,13 @@ const AddBody = Type.Object(
 
 // Surrounding whitespace (an encoded space or tab) is not part of the address: accepted, and trimmed (`x-trim`).
 const EmailParams = Type.Object({
-  email: Type.String({ minLength: 3, maxLength: 320, pattern: '^\\s*[^@\\s]+@[^@\\s]+\\s*$', [TRIM_KEYWORD]: true, description: 'the suppressed address (URL-encoded)' }),
+  email: Type.String({
+    minLength: 3,
+    maxLength: 320,
+    pattern: '^\\s*[^@\\s]+@[^@\\s]+\\s*$',
+    [TRIM_KEYWORD]: true,
+    description: 'the suppressed address (URL-encoded)',
+  }),
 });
 
 /** Routes of this module. */
@@ -70,7 +90,9 @@ export function suppressionRoutes(deps: AppDeps) {
       query: Type.Object(
         {
           ...PageQuery,
-          search: Type.Optional(Type.String({ minLength: 1, maxLength: 320, description: 'part of the address (case-insensitive)' })),
+          search: Type.Optional(
+            Type.String({ minLength: 1, maxLength: 320, description: 'part of the address (case-insensitive)' }),
+          ),
           reason: Type.Optional(Reason),
         },
         { additionalProperties: false },
@@ -79,7 +101,12 @@ export function suppressionRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const page = await listSuppressions(reads, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor), search: query.search, reason: query.reason });
+        const page = await listSuppressions(reads, auth.projectId, {
+          limit: query.limit,
+          beforeId: cursorId(query.cursor),
+          search: query.search,
+          reason: query.reason,
+        });
         return { data: keysetPage(page, present, page.total) };
       },
     }),

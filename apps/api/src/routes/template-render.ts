@@ -14,7 +14,14 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { missingVariables } from '@mailroom/mail/template-variables';
 import { notFound, validationError } from '@mailroom/platform/errors';
-import { ContentRenderError, renderContent, renderContext, splitVariables, templateSyntaxErrors, type BodyFormat } from '@mailroom/mail/templates';
+import {
+  ContentRenderError,
+  renderContent,
+  renderContext,
+  splitVariables,
+  templateSyntaxErrors,
+  type BodyFormat,
+} from '@mailroom/mail/templates';
 import { contentLimitErrors } from '@mailroom/mail/content-limits';
 import { unsubscribeUrl } from '@mailroom/mail/unsubscribe';
 import { type Config } from '@mailroom/config/config';
@@ -29,15 +36,28 @@ import { IdParams, StringEnum } from './common';
 const RenderInputs = {
   data: Type.Optional(
     Type.Record(Type.String(), Type.Unknown(), {
-      description: 'template variables, as /v1/send takes them (`{ value, persistent: false }` values are unwrapped); they win over the contact\'s data',
+      description:
+        "template variables, as /v1/send takes them (`{ value, persistent: false }` values are unwrapped); they win over the contact's data",
     }),
   ),
-  contactId: Type.Optional(Type.String({ format: 'uuid', description: 'a contact of the project: its `email` and stored data are merged under `data`' })),
+  contactId: Type.Optional(
+    Type.String({
+      format: 'uuid',
+      description: 'a contact of the project: its `email` and stored data are merged under `data`',
+    }),
+  ),
 };
 
-const VersionField = Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'render this version (published or the draft) instead of the live one' });
+const VersionField = Type.Integer({
+  minimum: 1,
+  maximum: 2_147_483_647,
+  description: 'render this version (published or the draft) instead of the live one',
+});
 
-const RenderTemplateBody = Type.Object({ ...RenderInputs, version: Type.Optional(VersionField) }, { additionalProperties: false });
+const RenderTemplateBody = Type.Object(
+  { ...RenderInputs, version: Type.Optional(VersionField) },
+  { additionalProperties: false },
+);
 const RenderTemplateQuery = Type.Object({ version: Type.Optional(VersionField) }, { additionalProperties: false });
 
 const RenderInlineBody = Type.Object(
@@ -46,7 +66,8 @@ const RenderInlineBody = Type.Object(
     body: Type.String({
       minLength: 1,
       maxLength: 2_000_000,
-      description: 'body template: HTML, or Markdown with format=markdown; the limits of /v1/send `body` apply (nesting depth, Markdown paragraphs)',
+      description:
+        'body template: HTML, or Markdown with format=markdown; the limits of /v1/send `body` apply (nesting depth, Markdown paragraphs)',
     }),
     format: Type.Optional(StringEnum(['html', 'markdown'] as const, 'body format (default html)')),
     ...RenderInputs,
@@ -59,7 +80,8 @@ const Rendered = Type.Object({
   html: Type.String({ description: 'the rendered HTML body' }),
   text: Type.String({ description: 'the plain-text alternative, as the email carries it' }),
   missingVariables: Type.Array(Type.String(), {
-    description: 'dotted paths the template uses that neither data nor the contact provides (absent or null) and that have no `?? default`',
+    description:
+      'dotted paths the template uses that neither data nor the contact provides (absent or null) and that have no `?? default`',
   }),
 });
 
@@ -78,10 +100,18 @@ interface Preview {
  * @throws {@link AppError} 404 (`contactId` not a contact of this project), 422 naming `subject` or `body` when a
  *   source does not parse, is too long or nests too deep (content-limits.ts).
  */
-export async function renderPreview(db: DbOrTx, config: Config, projectId: string, p: Preview): Promise<Static<typeof Rendered>> {
+export async function renderPreview(
+  db: DbOrTx,
+  config: Config,
+  projectId: string,
+  p: Preview,
+): Promise<Static<typeof Rendered>> {
   const contact = p.contactId !== undefined ? await getContact(db, projectId, p.contactId) : undefined;
   if (p.contactId !== undefined && !contact) throw notFound('Contact');
-  const errors = [...templateSyntaxErrors({ subject: p.subject, body: p.body }), ...contentLimitErrors({ subject: p.subject, body: p.body }, p.format)];
+  const errors = [
+    ...templateSyntaxErrors({ subject: p.subject, body: p.body }),
+    ...contentLimitErrors({ subject: p.subject, body: p.body }, p.format),
+  ];
   if (errors.length > 0) throw validationError(errors);
   const context = renderContext({
     contact: contact ? { id: contact.id, email: contact.email, data: contact.data } : undefined,
@@ -93,14 +123,15 @@ export async function renderPreview(db: DbOrTx, config: Config, projectId: strin
     content = renderContent({ subject: p.subject, body: p.body, format: p.format }, context);
   } catch (err) {
     // A raw `{{{var}}}` value may nest deeper than the sources do.
-    if (err instanceof ContentRenderError) throw validationError([{ field: 'body', message: err.message, code: 'too_big' }]);
+    if (err instanceof ContentRenderError)
+      throw validationError([{ field: 'body', message: err.message, code: 'too_big' }]);
     throw err;
   }
   return { ...content, missingVariables: missingVariables([p.subject, p.body], context) };
 }
 
 const description =
-  'Renders with the worker\'s implementation against the context an email would have: the contact\'s `email` and data ' +
+  "Renders with the worker's implementation against the context an email would have: the contact's `email` and data " +
   '(`contactId`), `data` over it, and `unsubscribeUrl` (a preview link). `missingVariables` names the variables the ' +
   'template uses that this context lacks and that have no `?? default` (they would render empty). Nothing is stored or sent.';
 
@@ -143,12 +174,22 @@ export function templateRenderRoutes(deps: AppDeps) {
         if (!template) throw notFound('Template');
         const { version: bodyVersion, ...inputs } = body;
         if (bodyVersion !== undefined && query.version !== undefined && bodyVersion !== query.version) {
-          throw validationError([{ field: 'version', message: 'give the version once (query or body), or the same in both', code: 'custom' }]);
+          throw validationError([
+            { field: 'version', message: 'give the version once (query or body), or the same in both', code: 'custom' },
+          ]);
         }
         const n = bodyVersion ?? query.version;
         const source = n === undefined ? template : await getVersion(db, template, n);
-        if (!source) throw validationError([{ field: 'version', message: `the template has no version ${n}`, code: 'custom' }]);
-        return { data: await renderPreview(db, deps.config, auth.projectId, { subject: source.subject, body: source.body, format: 'html', ...inputs }) };
+        if (!source)
+          throw validationError([{ field: 'version', message: `the template has no version ${n}`, code: 'custom' }]);
+        return {
+          data: await renderPreview(db, deps.config, auth.projectId, {
+            subject: source.subject,
+            body: source.body,
+            format: 'html',
+            ...inputs,
+          }),
+        };
       },
     }),
   ];

@@ -9,7 +9,13 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
 import { getTemplate } from '@mailroom/db/queries/templates';
-import { discardDraft, getVersion, listVersions, publishDraft, type TemplateVersionRow } from '@mailroom/db/queries/template-versions';
+import {
+  discardDraft,
+  getVersion,
+  listVersions,
+  publishDraft,
+  type TemplateVersionRow,
+} from '@mailroom/db/queries/template-versions';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, Nullable, PageFields, PageQuery, Timestamp } from './common';
@@ -18,7 +24,9 @@ import { present, Template } from './templates';
 const TemplateVersion = Type.Object({
   templateId: Type.String(),
   version: Type.Integer({ minimum: 1 }),
-  status: Type.Union([Type.Literal('published'), Type.Literal('draft')], { description: '`draft` for the one draft, else `published`' }),
+  status: Type.Union([Type.Literal('published'), Type.Literal('draft')], {
+    description: '`draft` for the one draft, else `published`',
+  }),
   live: Type.Boolean({ description: 'this is the version /v1/send and unpinned steps use now' }),
   subject: Type.String(),
   body: Type.String(),
@@ -68,7 +76,8 @@ const VersionParams = Type.Object({
 
 const ListQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });
 
-const noDraft = () => new AppError(ErrorCode.INVALID_STATE, 'The template has no draft (write one with PATCH /templates/{id}?draft=true)');
+const noDraft = () =>
+  new AppError(ErrorCode.INVALID_STATE, 'The template has no draft (write one with PATCH /templates/{id}?draft=true)');
 
 /** Routes of this module. */
 export function templateVersionRoutes(deps: AppDeps) {
@@ -94,10 +103,18 @@ export function templateVersionRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, query, auth }) => {
         const t = await template(auth.projectId, params.id);
-        const page = await listVersions(db, t, { limit: query.limit, beforeVersion: query.cursor ? decodeVersionCursor(query.cursor) : undefined });
+        const page = await listVersions(db, t, {
+          limit: query.limit,
+          beforeVersion: query.cursor ? decodeVersionCursor(query.cursor) : undefined,
+        });
         const last = page.items[page.items.length - 1];
         return {
-          data: { items: page.items.map((v) => presentVersion(v, t.version)), nextCursor: page.hasMore && last ? encodeVersionCursor(last.version) : null, hasMore: page.hasMore, total: page.total },
+          data: {
+            items: page.items.map((v) => presentVersion(v, t.version)),
+            nextCursor: page.hasMore && last ? encodeVersionCursor(last.version) : null,
+            hasMore: page.hasMore,
+            total: page.total,
+          },
         };
       },
     }),

@@ -36,7 +36,9 @@ const TemplateType = StringEnum(['TRANSACTIONAL', 'MARKETING'] as const, 'TRANSA
 
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
-  description: Nullable(Type.String({ maxLength: 2000, description: "free text for people (Plunk v2's field); never rendered" })),
+  description: Nullable(
+    Type.String({ maxLength: 2000, description: "free text for people (Plunk v2's field); never rendered" }),
+  ),
   subject: Type.String({ minLength: 1, maxLength: 998, description: 'subject template' }),
   body: Type.String({
     minLength: 1,
@@ -56,10 +58,16 @@ const fields = {
   ),
   fromName: Nullable(Type.String({ maxLength: 200, description: 'sender name; wins over a display name in from' })),
   replyTo: Nullable(
-    addressString('mailbox', { maxLength: MAILBOX_MAX_LENGTH, description: 'reply-to address, or a mailbox string such as "Support <help@acme.com>" (kept with its name)' }),
+    addressString('mailbox', {
+      maxLength: MAILBOX_MAX_LENGTH,
+      description: 'reply-to address, or a mailbox string such as "Support <help@acme.com>" (kept with its name)',
+    }),
   ),
   tracking: Nullable(
-    Type.Boolean({ description: "open and click tracking of this template's mail; null: the project's `trackingMode` decides. A send's own `tracking` wins" }),
+    Type.Boolean({
+      description:
+        "open and click tracking of this template's mail; null: the project's `trackingMode` decides. A send's own `tracking` wins",
+    }),
   ),
 };
 
@@ -78,7 +86,11 @@ const CreateTemplate = Type.Object(
   { additionalProperties: false },
 );
 const PatchQuery = Type.Object(
-  { draft: Type.Optional(Type.Boolean({ description: 'write the draft instead of publishing at once (default false)' })) },
+  {
+    draft: Type.Optional(
+      Type.Boolean({ description: 'write the draft instead of publishing at once (default false)' }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -96,8 +108,13 @@ export const Template = Type.Object({
   fromName: Nullable(Type.String()),
   replyTo: Nullable(Type.String()),
   tracking: Nullable(Type.Boolean({ description: "null: the project's `trackingMode` decides" })),
-  version: Type.Integer({ minimum: 1, description: 'the live (published) version: what /v1/send and unpinned steps use' }),
-  draftVersion: Nullable(Type.Integer({ minimum: 1, description: 'the number of the draft (PATCH ?draft=true), or null' })),
+  version: Type.Integer({
+    minimum: 1,
+    description: 'the live (published) version: what /v1/send and unpinned steps use',
+  }),
+  draftVersion: Nullable(
+    Type.Integer({ minimum: 1, description: 'the number of the draft (PATCH ?draft=true), or null' }),
+  ),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -108,7 +125,13 @@ const ListQuery = Type.Object(
     page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: 'page number, instead of cursor' })),
     pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "Plunk's name for `limit`" })),
     type: Type.Optional(TemplateType),
-    search: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'case-insensitive match in name, description or subject' })),
+    search: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'case-insensitive match in name, description or subject',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -145,7 +168,10 @@ export function present(t: TemplateRow, draftVersion: number | null = null): Sta
 
 /** Syntax, sizes and nesting depth (content-limits.ts) of the sources given; 422 naming `subject` or `body`. */
 export function checkSyntax(input: { subject?: string; body?: string }): void {
-  const errors = [...templateSyntaxErrors({ subject: input.subject, body: input.body }), ...contentLimitErrors(input, 'html')];
+  const errors = [
+    ...templateSyntaxErrors({ subject: input.subject, body: input.body }),
+    ...contentLimitErrors(input, 'html'),
+  ];
   if (errors.length) throw validationError(errors);
 }
 
@@ -162,14 +188,22 @@ export function templateRoutes(deps: AppDeps) {
       tag: 'Templates',
       summary: 'Create a template',
       auth: 'secret',
-      example: { name: 'Welcome', subject: 'Welcome, {{name}}', body: '<p>Hi {{name}}, welcome aboard.</p>', type: 'TRANSACTIONAL' },
+      example: {
+        name: 'Welcome',
+        subject: 'Welcome, {{name}}',
+        body: '<p>Hi {{name}}, welcome aboard.</p>',
+        type: 'TRANSACTIONAL',
+      },
       body: CreateTemplate,
       response: Template,
       status: 201,
       errors: [400, 401, 403, 422, 429],
       handler: async ({ body, auth }) => {
         checkSyntax(body);
-        const row = await createTemplate(db, auth.projectId, { ...senderFields(body), type: body.type ?? 'TRANSACTIONAL' });
+        const row = await createTemplate(db, auth.projectId, {
+          ...senderFields(body),
+          type: body.type ?? 'TRANSACTIONAL',
+        });
         return { data: present(row) };
       },
     }),
@@ -187,8 +221,18 @@ export function templateRoutes(deps: AppDeps) {
       handler: async ({ query, auth }) => {
         const afterId = query.cursor ? decodeCursor(query.cursor) : undefined;
         const limit = query.pageSize ?? query.limit;
-        const result = await listTemplates(reads, auth.projectId, { limit, afterId, page: query.page, type: query.type, search: query.search });
-        const drafts = await draftNumbers(reads, auth.projectId, result.items.map((t) => t.id));
+        const result = await listTemplates(reads, auth.projectId, {
+          limit,
+          afterId,
+          page: query.page,
+          type: query.type,
+          search: query.search,
+        });
+        const drafts = await draftNumbers(
+          reads,
+          auth.projectId,
+          result.items.map((t) => t.id),
+        );
         const items = result.items.map((t) => present(t, drafts.get(t.id) ?? null));
         const last = result.items[result.items.length - 1];
         return {
@@ -252,7 +296,10 @@ export function templateRoutes(deps: AppDeps) {
         const row = await editLive(db, auth.projectId, params.id, senderFields(body));
         if (!row) throw notFound('Template');
         if ('conflict' in row) {
-          throw new AppError(ErrorCode.INVALID_STATE, 'The template has a draft: edit it with ?draft=true and publish it, or discard it (DELETE /templates/{id}/draft) first');
+          throw new AppError(
+            ErrorCode.INVALID_STATE,
+            'The template has a draft: edit it with ?draft=true and publish it, or discard it (DELETE /templates/{id}/draft) first',
+          );
         }
         return { data: present(row) };
       },

@@ -34,10 +34,26 @@ import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { topicWebhookEvents } from '@mailroom/contacts/topics';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
+import {
+  cursorId,
+  Deleted,
+  IdParams,
+  keysetPage,
+  Nullable,
+  PageFields,
+  PageQuery,
+  StringEnum,
+  Timestamp,
+} from './common';
 
-const DefaultSubscription = StringEnum(TOPIC_DEFAULTS, 'opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)');
-const Visibility = StringEnum(TOPIC_VISIBILITIES, 'public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only');
+const DefaultSubscription = StringEnum(
+  TOPIC_DEFAULTS,
+  'opt_out: a contact without a choice is subscribed (until they opt out); opt_in: not subscribed (until they opt in)',
+);
+const Visibility = StringEnum(
+  TOPIC_VISIBILITIES,
+  'public: shown as a checkbox on the preference center (the unsubscribe page); private: set through the API only',
+);
 
 /** A topic as the API returns it. */
 export const Topic = Type.Object({
@@ -63,14 +79,24 @@ function present(t: TopicRow): Static<typeof Topic> {
 }
 
 const fields = {
-  name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', description: 'unique per project (case-insensitive)' }),
+  name: Type.String({
+    minLength: 1,
+    maxLength: 100,
+    pattern: '\\S',
+    description: 'unique per project (case-insensitive)',
+  }),
   description: Nullable(Type.String({ maxLength: 500, description: 'shown under the name on the preference center' })),
   defaultSubscription: DefaultSubscription,
   visibility: Visibility,
 };
 
 const CreateBody = Type.Object(
-  { name: fields.name, description: Type.Optional(fields.description), defaultSubscription: fields.defaultSubscription, visibility: Type.Optional(fields.visibility) },
+  {
+    name: fields.name,
+    description: Type.Optional(fields.description),
+    defaultSubscription: fields.defaultSubscription,
+    visibility: Type.Optional(fields.visibility),
+  },
   { additionalProperties: false },
 );
 const UpdateBody = Type.Object(
@@ -87,7 +113,10 @@ const UpdateBody = Type.Object(
 export const ContactTopic = Type.Object({
   topicId: Type.String(),
   name: Type.String(),
-  subscribed: Type.Boolean({ description: "whether the contact receives the topic's mail (its choice, else the topic's default); the global `subscribed` still applies" }),
+  subscribed: Type.Boolean({
+    description:
+      "whether the contact receives the topic's mail (its choice, else the topic's default); the global `subscribed` still applies",
+  }),
   explicit: Type.Boolean({ description: "whether the contact chose (false: the topic's default applies)" }),
 });
 
@@ -103,15 +132,25 @@ export const TopicChoiceInput = Type.Object(
 );
 
 /** The `topics` list of a request: at most 100 choices. */
-export const TopicChoices = Type.Array(TopicChoiceInput, { maxItems: 100, description: 'topic choices `[{topicId, subscribed}]`; topics not listed keep their standing' });
+export const TopicChoices = Type.Array(TopicChoiceInput, {
+  maxItems: 100,
+  description: 'topic choices `[{topicId, subscribed}]`; topics not listed keep their standing',
+});
 
 /**
  * Checks that every `topicId` of `choices` is a topic of the project. @throws {@link AppError} 422 naming
  * `<field>.<i>.topicId`.
  */
-export async function checkTopicChoices(db: Parameters<typeof missingTopics>[0], projectId: string, ids: string[], field: (i: number) => string): Promise<void> {
+export async function checkTopicChoices(
+  db: Parameters<typeof missingTopics>[0],
+  projectId: string,
+  ids: string[],
+  field: (i: number) => string,
+): Promise<void> {
   const missing = new Set(await missingTopics(db, projectId, [...new Set(ids)]));
-  const errors = ids.flatMap((id, i) => (missing.has(id) ? [{ field: field(i), message: 'is not a topic of this project', code: 'custom' as const }] : []));
+  const errors = ids.flatMap((id, i) =>
+    missing.has(id) ? [{ field: field(i), message: 'is not a topic of this project', code: 'custom' as const }] : [],
+  );
   if (errors.length > 0) throw validationError(errors);
 }
 
@@ -143,12 +182,19 @@ export function topicRoutes(deps: AppDeps) {
       tag: 'Topics',
       summary: 'Create a topic',
       auth: 'secret',
-      example: { name: 'Product news', description: 'New features, once a month', defaultSubscription: 'opt_out', visibility: 'public' },
+      example: {
+        name: 'Product news',
+        description: 'New features, once a month',
+        defaultSubscription: 'opt_out',
+        visibility: 'public',
+      },
       body: CreateBody,
       response: Topic,
       status: 201,
       errors: [400, 401, 403, 409, 422, 429],
-      handler: async ({ body, auth }) => ({ data: present(await createTopic(db, auth.projectId, { ...body, name: body.name.trim() })) }),
+      handler: async ({ body, auth }) => ({
+        data: present(await createTopic(db, auth.projectId, { ...body, name: body.name.trim() })),
+      }),
     }),
     route({
       method: 'get',
@@ -173,7 +219,8 @@ export function topicRoutes(deps: AppDeps) {
       operationId: 'updateTopic',
       tag: 'Topics',
       summary: 'Update a topic',
-      description: 'Changing `defaultSubscription` moves every contact without a choice at once (no events are recorded for them).',
+      description:
+        'Changing `defaultSubscription` moves every contact without a choice at once (no events are recorded for them).',
       auth: 'secret',
       params: IdParams,
       body: UpdateBody,
@@ -181,7 +228,10 @@ export function topicRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 404, 409, 422, 429],
       handler: async ({ params, body, auth }) => {
-        const t = await updateTopic(db, auth.projectId, params.id, { ...body, ...(body.name !== undefined ? { name: body.name.trim() } : {}) });
+        const t = await updateTopic(db, auth.projectId, params.id, {
+          ...body,
+          ...(body.name !== undefined ? { name: body.name.trim() } : {}),
+        });
         if (!t) throw notFound('Topic');
         return { data: present(t) };
       },
@@ -191,7 +241,7 @@ export function topicRoutes(deps: AppDeps) {
       path: '/topics/:id',
       operationId: 'deleteTopic',
       tag: 'Topics',
-      summary: 'Delete a topic and every contact\'s choice for it',
+      summary: "Delete a topic and every contact's choice for it",
       description: 'A campaign or workflow step still naming the topic reaches nobody afterwards.',
       auth: 'secret',
       params: IdParams,
@@ -228,7 +278,7 @@ export function topicRoutes(deps: AppDeps) {
       description:
         'Records each choice (topics not listed keep theirs) and, for each topic whose standing changed, the event and webhook ' +
         '`contact.topic_subscribed` / `contact.topic_unsubscribed` (`method: "api"`). The global `subscribed` is not changed. ' +
-        'Answers every topic\'s standing.',
+        "Answers every topic's standing.",
       auth: 'secret',
       params: IdParams,
       example: { topics: [{ topicId: '0193f0c2-1a2b-7c3d-8e4f-5a6b7c8d9e0f', subscribed: false }] },
@@ -240,11 +290,25 @@ export function topicRoutes(deps: AppDeps) {
       handler: async ({ params, body, auth, db: tx, afterCommit, log }) => {
         const contact = await getContact(tx, auth.projectId, params.id);
         if (!contact) throw notFound('Contact');
-        await checkTopicChoices(tx, auth.projectId, body.topics.map((t) => t.topicId), (i) => `topics.${i}.topicId`);
-        const changes = await setContactTopics(tx, auth.projectId, contact.id, body.topics, { method: 'api', test: auth.mode === 'test' });
-        const deliveries = await recordWebhookEvents(tx, auth.projectId, topicWebhookEvents(contact, changes, { method: 'api' }));
+        await checkTopicChoices(
+          tx,
+          auth.projectId,
+          body.topics.map((t) => t.topicId),
+          (i) => `topics.${i}.topicId`,
+        );
+        const changes = await setContactTopics(tx, auth.projectId, contact.id, body.topics, {
+          method: 'api',
+          test: auth.mode === 'test',
+        });
+        const deliveries = await recordWebhookEvents(
+          tx,
+          auth.projectId,
+          topicWebhookEvents(contact, changes, { method: 'api' }),
+        );
         afterCommit(() => announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log));
-        return { data: { topics: (await contactTopicStates(tx, auth.projectId, contact.id)).map(presentContactTopic) } };
+        return {
+          data: { topics: (await contactTopicStates(tx, auth.projectId, contact.id)).map(presentContactTopic) },
+        };
       },
     }),
   ];

@@ -115,76 +115,120 @@ export function mountUnsubscribe(router: Router, deps: AppDeps): void {
     const target = await resolve(req);
     // With topics (or a topic's email), the preference center (preference-center.ts); else the one-button page.
     const center = preferenceCenterBody(target.toEmail, await preferencesOf(db, target), escapeHtml);
-    res.set('Cache-Control', 'no-store').type('html').send(
-      page(
-        center ? 'Email preferences' : 'Unsubscribe',
-        (center ??
-          `<h1>Unsubscribe</h1><p>Stop marketing email to <strong>${escapeHtml(target.toEmail)}</strong>?</p>
+    res
+      .set('Cache-Control', 'no-store')
+      .type('html')
+      .send(
+        page(
+          center ? 'Email preferences' : 'Unsubscribe',
+          (center ??
+            `<h1>Unsubscribe</h1><p>Stop marketing email to <strong>${escapeHtml(target.toEmail)}</strong>?</p>
 <form method="post"><button type="submit">Unsubscribe</button></form>`) +
-          `\n${pauseChoicesHtml(String(req.params.token), escapeHtml)}`,
-      ),
-    );
+            `\n${pauseChoicesHtml(String(req.params.token), escapeHtml)}`,
+        ),
+      );
   });
   mountUnsubscribePause(router, deps, { resolve, page, escapeHtml });
 
   // RFC 8058 bodies are `application/x-www-form-urlencoded` (or multipart); only the fact of the POST matters.
-  router.post('/unsubscribe/:token', express.urlencoded({ extended: false, limit: '16kb' }), async (req: Request, res: Response) => {
-    const target = await resolve(req);
-    const form = req.body as Record<string, unknown> | undefined;
-    const oneClick = form?.['List-Unsubscribe'] === 'One-Click' || req.is('multipart/form-data') !== false;
-    res.set('Cache-Control', 'no-store');
-    const action = unsubscribeAction(form, oneClick, target.topicId !== null);
-    if (action === 'preferences') {
-      const changes = await savePreferences(deps, res.locals.log, target, checkedTopics(form));
-      if (req.accepts(['html', 'json']) === 'json') {
-        res.json({ success: true, data: { email: target.toEmail, changed: changes.map((c) => ({ topicId: c.topicId, subscribed: c.subscribed })) } });
+  router.post(
+    '/unsubscribe/:token',
+    express.urlencoded({ extended: false, limit: '16kb' }),
+    async (req: Request, res: Response) => {
+      const target = await resolve(req);
+      const form = req.body as Record<string, unknown> | undefined;
+      const oneClick = form?.['List-Unsubscribe'] === 'One-Click' || req.is('multipart/form-data') !== false;
+      res.set('Cache-Control', 'no-store');
+      const action = unsubscribeAction(form, oneClick, target.topicId !== null);
+      if (action === 'preferences') {
+        const changes = await savePreferences(deps, res.locals.log, target, checkedTopics(form));
+        if (req.accepts(['html', 'json']) === 'json') {
+          res.json({
+            success: true,
+            data: {
+              email: target.toEmail,
+              changed: changes.map((c) => ({ topicId: c.topicId, subscribed: c.subscribed })),
+            },
+          });
+          return;
+        }
+        res.type('html').send(page('Preferences saved', savedBody(await preferencesOf(db, target), escapeHtml)));
         return;
       }
-      res.type('html').send(page('Preferences saved', savedBody(await preferencesOf(db, target), escapeHtml)));
-      return;
-    }
-    if (action === 'unsubscribe_topic') {
-      const changed = await unsubscribeTopicThroughLink(deps, res.locals.log, target, oneClick);
-      const name = (await preferencesOf(db, target))?.emailTopic?.name ?? 'this topic';
-      if (req.accepts(['html', 'json']) === 'json') {
-        res.json({ success: true, data: { email: target.toEmail, unsubscribed: true, topicId: target.topicId, changed } });
+      if (action === 'unsubscribe_topic') {
+        const changed = await unsubscribeTopicThroughLink(deps, res.locals.log, target, oneClick);
+        const name = (await preferencesOf(db, target))?.emailTopic?.name ?? 'this topic';
+        if (req.accepts(['html', 'json']) === 'json') {
+          res.json({
+            success: true,
+            data: { email: target.toEmail, unsubscribed: true, topicId: target.topicId, changed },
+          });
+          return;
+        }
+        res
+          .type('html')
+          .send(
+            page(
+              'Unsubscribed',
+              `<h1>Unsubscribed</h1><p>${escapeHtml(target.toEmail)} will no longer receive email about ${escapeHtml(name)}.</p>`,
+            ),
+          );
         return;
       }
-      res.type('html').send(page('Unsubscribed', `<h1>Unsubscribed</h1><p>${escapeHtml(target.toEmail)} will no longer receive email about ${escapeHtml(name)}.</p>`));
-      return;
-    }
-    const changed = await unsubscribeThroughLink(deps, res.locals.log, target, oneClick);
-    if (req.accepts(['html', 'json']) === 'json') {
-      res.json({ success: true, data: { email: target.toEmail, unsubscribed: true, changed } });
-      return;
-    }
-    res.type('html').send(page('Unsubscribed', `<h1>Unsubscribed</h1><p>${escapeHtml(target.toEmail)} will no longer receive marketing email from us.</p>`));
-  });
+      const changed = await unsubscribeThroughLink(deps, res.locals.log, target, oneClick);
+      if (req.accepts(['html', 'json']) === 'json') {
+        res.json({ success: true, data: { email: target.toEmail, unsubscribed: true, changed } });
+        return;
+      }
+      res
+        .type('html')
+        .send(
+          page(
+            'Unsubscribed',
+            `<h1>Unsubscribed</h1><p>${escapeHtml(target.toEmail)} will no longer receive marketing email from us.</p>`,
+          ),
+        );
+    },
+  );
 }
 
-const tokenParameter = { name: 'token', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}([A-Za-z0-9_-]{21})?$' }, description: "the signed token from the message (64 characters for a topic's email: it carries the topic)" };
+const tokenParameter = {
+  name: 'token',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}([A-Za-z0-9_-]{21})?$' },
+  description: "the signed token from the message (64 characters for a topic's email: it carries the topic)",
+};
 
 /** OpenAPI paths of the two routes (they answer HTML, so they are not declared with `route()`). */
 export const unsubscribeOpenApiPaths = {
   '/unsubscribe/{token}': {
     get: {
       operationId: 'unsubscribePage',
-      summary: 'Unsubscribe page, or the preference center when the project has topics (never changes anything by itself)',
+      summary:
+        'Unsubscribe page, or the preference center when the project has topics (never changes anything by itself)',
       tags: ['Unsubscribe'],
       security: [],
       parameters: [tokenParameter],
       responses: {
-        200: { description: 'HTML page: one button; with public topics (or a topic email), a checkbox per public topic and "unsubscribe from all"', content: { 'text/html': {} } },
+        200: {
+          description:
+            'HTML page: one button; with public topics (or a topic email), a checkbox per public topic and "unsubscribe from all"',
+          content: { 'text/html': {} },
+        },
         404: { description: 'Unknown, tampered or foreign token' },
-        429: { description: 'Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute (`Retry-After` says when to retry)' },
+        429: {
+          description:
+            'Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute (`Retry-After` says when to retry)',
+        },
       },
     },
     post: {
       operationId: 'unsubscribe',
-      summary: 'Unsubscribe (RFC 8058 one-click, or the page\'s button); idempotent',
+      summary: "Unsubscribe (RFC 8058 one-click, or the page's button); idempotent",
       description:
-        'Sets the contact\'s `subscribed` to false, records `contact.unsubscribed` and the email\'s `unsubscribed` timeline ' +
-        'entry, and counts it on the campaign, once. For a topic\'s email (a 64-character token) a one-click POST, or one ' +
+        "Sets the contact's `subscribed` to false, records `contact.unsubscribed` and the email's `unsubscribed` timeline " +
+        "entry, and counts it on the campaign, once. For a topic's email (a 64-character token) a one-click POST, or one " +
         'without `action`, leaves that topic only (`contact.topic_unsubscribed`). `action=preferences` saves the preference ' +
         'center: each public topic subscribed when its id is among the `topic` fields, unsubscribed otherwise. ' +
         '`action=unsubscribe_all` leaves all marketing email. Answers HTML, or `{success, data: {email, unsubscribed, changed}}` ' +
@@ -201,7 +245,11 @@ export const unsubscribeOpenApiPaths = {
               properties: {
                 'List-Unsubscribe': { const: 'One-Click' },
                 action: { type: 'string', enum: ['unsubscribe_all', 'unsubscribe_topic', 'preferences'] },
-                topic: { type: 'array', items: { type: 'string', format: 'uuid' }, description: 'with action=preferences: the checked topics (repeat the field)' },
+                topic: {
+                  type: 'array',
+                  items: { type: 'string', format: 'uuid' },
+                  description: 'with action=preferences: the checked topics (repeat the field)',
+                },
               },
             },
           },
@@ -210,7 +258,10 @@ export const unsubscribeOpenApiPaths = {
       responses: {
         200: { description: 'Unsubscribed (or already)' },
         404: { description: 'Unknown, tampered or foreign token' },
-        429: { description: 'Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute (`Retry-After` says when to retry); valid tokens are never counted' },
+        429: {
+          description:
+            'Over UNSUBSCRIBE_LIMIT_PER_MINUTE failed lookups (unknown tokens) from this IP in the minute (`Retry-After` says when to retry); valid tokens are never counted',
+        },
       },
     },
   },

@@ -20,12 +20,18 @@ const Result = Type.Object({
       'A/AAAA records: RFC 5321 implicit MX counts as receiving). Disposable, alias, role and typo addresses stay valid and are flagged. ' +
       'When DNS does not answer in time, what could not be checked does not make it false; `reasons` says so.',
   }),
-  isDisposable: Type.Boolean({ description: 'a temporary-mailbox service (matched on the registrable domain: x.mailinator.com counts)' }),
-  isAlias: Type.Boolean({ description: 'a relay service: Apple Hide My Email, Firefox Relay, SimpleLogin, addy.io, DuckDuckGo, Proton Pass…' }),
+  isDisposable: Type.Boolean({
+    description: 'a temporary-mailbox service (matched on the registrable domain: x.mailinator.com counts)',
+  }),
+  isAlias: Type.Boolean({
+    description: 'a relay service: Apple Hide My Email, Firefox Relay, SimpleLogin, addy.io, DuckDuckGo, Proton Pass…',
+  }),
   isTypo: Type.Boolean({ description: 'the domain looks misspelled; see `suggestion`' }),
   isPlusAddressed: Type.Boolean({ description: 'a subaddress: local+tag@' }),
   isPersonalEmail: Type.Boolean({ description: 'a free personal provider (gmail.com, yahoo.co.uk…)' }),
-  isRoleAccount: Type.Boolean({ description: 'a team or function address: admin@, info@, support@, noreply@, postmaster@…' }),
+  isRoleAccount: Type.Boolean({
+    description: 'a team or function address: admin@, info@, support@, noreply@, postmaster@…',
+  }),
   domainExists: Type.Boolean(),
   hasWebsite: Type.Boolean({ description: 'A/AAAA for the domain or www.' }),
   hasMxRecords: Type.Boolean(),
@@ -33,7 +39,11 @@ const Result = Type.Object({
   reasons: Type.Array(Type.String(), { description: 'every false or risky flag, in plain words' }),
 });
 
-const Address = Type.String({ minLength: 1, maxLength: 320, description: 'the address to check; bad syntax is a result (`valid: false`), not an error' });
+const Address = Type.String({
+  minLength: 1,
+  maxLength: 320,
+  description: 'the address to check; bad syntax is a result (`valid: false`), not an error',
+});
 
 /** Routes of this module. */
 export function verifyRoutes(deps: AppDeps) {
@@ -65,7 +75,10 @@ export function verifyRoutes(deps: AppDeps) {
       description: 'Results in input order; addresses of one domain share one DNS lookup.',
       auth: 'secret',
       example: { emails: ['ada@example.org', 'grace@example.net'] },
-      body: Type.Object({ emails: Type.Array(Address, { minItems: 1, maxItems: 100 }) }, { additionalProperties: false }),
+      body: Type.Object(
+        { emails: Type.Array(Address, { minItems: 1, maxItems: 100 }) },
+        { additionalProperties: false },
+      ),
       response: Type.Object({ results: Type.Array(Result) }),
       status: 200,
       errors: [400, 401, 403, 413, 422, 429],

@@ -22,7 +22,17 @@ import {
 import { WEBHOOK_DELIVERY_STATUSES } from '@mailroom/db/schema/webhooks';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
-import { cursorId, Deleted, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
+import {
+  cursorId,
+  Deleted,
+  IdParams,
+  keysetPage,
+  Nullable,
+  PageFields,
+  PageQuery,
+  StringEnum,
+  Timestamp,
+} from './common';
 
 const EventTypes = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
   minItems: 1,
@@ -33,7 +43,8 @@ const EventTypes = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
 const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
-  description: 'http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS)',
+  description:
+    'http(s) URL; private, loopback and link-local targets are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE_TARGETS)',
 });
 
 const Endpoint = Type.Object({
@@ -92,7 +103,10 @@ const Delivery = Type.Object({
   attemptLog: Type.Array(Attempt),
 });
 
-const DeliveryParams = Type.Object({ id: Type.String({ format: 'uuid' }), deliveryId: Type.String({ format: 'uuid' }) });
+const DeliveryParams = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  deliveryId: Type.String({ format: 'uuid' }),
+});
 
 /** Routes of this module. */
 export function webhookRoutes(deps: AppDeps) {
@@ -113,7 +127,10 @@ export function webhookRoutes(deps: AppDeps) {
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
-        const page = await listWebhookEndpoints(reads, auth.projectId, { limit: query.limit, beforeId: cursorId(query.cursor) });
+        const page = await listWebhookEndpoints(reads, auth.projectId, {
+          limit: query.limit,
+          beforeId: cursorId(query.cursor),
+        });
         return { data: keysetPage(page, present, page.total) };
       },
     }),
@@ -131,9 +148,17 @@ export function webhookRoutes(deps: AppDeps) {
         'about a day (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h by default). When every attempt of a delivery fails ' +
         'and nothing succeeded since it was created, the endpoint is disabled (`disabledReason`).',
       auth: 'secret',
-      example: { url: 'https://example.com/hooks/mailroom', eventTypes: ['email.delivered', 'email.bounced', 'contact.*'] },
+      example: {
+        url: 'https://example.com/hooks/mailroom',
+        eventTypes: ['email.delivered', 'email.bounced', 'contact.*'],
+      },
       body: Type.Object(
-        { url: Url, eventTypes: EventTypes, description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))), enabled: Type.Optional(Type.Boolean()) },
+        {
+          url: Url,
+          eventTypes: EventTypes,
+          description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
+          enabled: Type.Optional(Type.Boolean()),
+        },
         { additionalProperties: false },
       ),
       response: CreatedEndpoint,
@@ -166,7 +191,12 @@ export function webhookRoutes(deps: AppDeps) {
       auth: 'secret',
       params: IdParams,
       body: Type.Object(
-        { url: Type.Optional(Url), eventTypes: Type.Optional(EventTypes), description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))), enabled: Type.Optional(Type.Boolean()) },
+        {
+          url: Type.Optional(Url),
+          eventTypes: Type.Optional(EventTypes),
+          description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
+          enabled: Type.Optional(Type.Boolean()),
+        },
         { additionalProperties: false, minProperties: 1 },
       ),
       response: Endpoint,
@@ -201,13 +231,20 @@ export function webhookRoutes(deps: AppDeps) {
       summary: "List an endpoint's deliveries, newest first, each with every attempt",
       auth: 'secret',
       params: IdParams,
-      query: Type.Object({ ...PageQuery, status: Type.Optional(StringEnum(WEBHOOK_DELIVERY_STATUSES)) }, { additionalProperties: false }),
+      query: Type.Object(
+        { ...PageQuery, status: Type.Optional(StringEnum(WEBHOOK_DELIVERY_STATUSES)) },
+        { additionalProperties: false },
+      ),
       response: Type.Object({ items: Type.Array(Delivery), ...PageFields }),
       status: 200,
       errors: [400, 401, 403, 404, 429],
       handler: async ({ params, query, auth }) => {
         await loadEndpoint(db, auth.projectId, params.id);
-        const page = await listWebhookDeliveries(reads, auth.projectId, params.id, { limit: query.limit, beforeId: cursorId(query.cursor), status: query.status });
+        const page = await listWebhookDeliveries(reads, auth.projectId, params.id, {
+          limit: query.limit,
+          beforeId: cursorId(query.cursor),
+          status: query.status,
+        });
         return {
           data: keysetPage(
             page,

@@ -49,18 +49,26 @@ export function workflowExecutionRoutes(deps: AppDeps) {
       path: '/workflows/:id/executions',
       operationId: 'listWorkflowExecutions',
       tag: 'Workflows',
-      summary: 'List a workflow\'s executions, newest first',
-      description: "Pages by `cursor`, or by Plunk's `page`/`pageSize` (at most 10,000 rows deep); the answer carries Plunk's `executions`, `page`, `pageSize` and `totalPages` beside `items`.",
+      summary: "List a workflow's executions, newest first",
+      description:
+        "Pages by `cursor`, or by Plunk's `page`/`pageSize` (at most 10,000 rows deep); the answer carries Plunk's `executions`, `page`, `pageSize` and `totalPages` beside `items`.",
       auth: 'secret',
       params: IdParams,
       query: Type.Object(
-        { ...PageQuery, ...PlunkPageQuery, status: Type.Optional(StringEnum(EXECUTION_STATUSES)), contactId: Type.Optional(Type.String({ format: 'uuid' })) },
+        {
+          ...PageQuery,
+          ...PlunkPageQuery,
+          status: Type.Optional(StringEnum(EXECUTION_STATUSES)),
+          contactId: Type.Optional(Type.String({ format: 'uuid' })),
+        },
         { additionalProperties: false },
       ),
       response: Type.Object({
         items: Type.Array(Execution),
         ...PageFields,
-        totalExact: Type.Boolean({ description: 'false when `total` is a lower bound (more than 10,000 matching executions)' }),
+        totalExact: Type.Boolean({
+          description: 'false when `total` is a lower bound (more than 10,000 matching executions)',
+        }),
         executions: Type.Array(Execution, { description: "Plunk's name for `items`" }),
         ...PlunkPageFields,
       }),
@@ -78,7 +86,14 @@ export function workflowExecutionRoutes(deps: AppDeps) {
         });
         const look = await executionLookups(auth.projectId, params.id, page.items, reads);
         const body = keysetPage(page, (x) => presentExecution(x, look), page.total);
-        return { data: { ...body, totalExact: page.totalExact, executions: body.items, ...plunkPageFields(page.total, paging.page, paging.limit) } };
+        return {
+          data: {
+            ...body,
+            totalExact: page.totalExact,
+            executions: body.items,
+            ...plunkPageFields(page.total, paging.page, paging.limit),
+          },
+        };
       },
     }),
     route({
@@ -96,7 +111,13 @@ export function workflowExecutionRoutes(deps: AppDeps) {
         const found = await getExecution(db, auth.projectId, params.id, params.executionId);
         if (!found) throw notFound('Execution');
         const look = await executionLookups(auth.projectId, params.id, [found.execution], db);
-        return { data: { ...presentExecution(found.execution, look), steps: found.steps.map(presentRun), stepExecutions: found.steps.map((r) => presentStepExecution(r, look)) } };
+        return {
+          data: {
+            ...presentExecution(found.execution, look),
+            steps: found.steps.map(presentRun),
+            stepExecutions: found.steps.map((r) => presentStepExecution(r, look)),
+          },
+        };
       },
     }),
     route({
@@ -107,7 +128,7 @@ export function workflowExecutionRoutes(deps: AppDeps) {
       summary: 'Start an execution for a contact by hand',
       description:
         'For MANUAL workflows (and EVENT ones, to test them). The workflow must be enabled (409 `INVALID_STATE`). Without ' +
-        're-entry a contact that already entered gets 409 `CONFLICT`. `data` (or Plunk\'s `context`) becomes `context.trigger.data`. ' +
+        "re-entry a contact that already entered gets 409 `CONFLICT`. `data` (or Plunk's `context`) becomes `context.trigger.data`. " +
         'The execution runs in the worker; this returns it RUNNING. Started with a test key (sk_test_…), it is a test execution ' +
         '(`test: true`): its emails go to the test sink, never to SES, and only test events wake it.',
       auth: 'secret',
@@ -117,7 +138,9 @@ export function workflowExecutionRoutes(deps: AppDeps) {
           contactId: Type.Optional(Type.String({ format: 'uuid' })),
           email: Type.Optional(EmailAddress),
           data: Type.Optional(Type.Record(Type.String({ maxLength: 200 }), Type.Unknown())),
-          context: Type.Optional(Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), { description: "Plunk's name for `data`" })),
+          context: Type.Optional(
+            Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), { description: "Plunk's name for `data`" }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -131,13 +154,21 @@ export function workflowExecutionRoutes(deps: AppDeps) {
           await enqueueExecutions(deps.queues.workflow, [started.execution], log);
           await announceWebhookDeliveries(deps.queues.webhook, deps.config, started.deliveries, log);
         });
-        return { data: presentExecution(started.execution, await executionLookups(auth.projectId, params.id, [started.execution], tx)) };
+        return {
+          data: presentExecution(
+            started.execution,
+            await executionLookups(auth.projectId, params.id, [started.execution], tx),
+          ),
+        };
       },
     }),
     ...(['post', 'delete'] as const).map((method) =>
       route({
         method,
-        path: method === 'post' ? '/workflows/:id/executions/:executionId/cancel' : '/workflows/:id/executions/:executionId',
+        path:
+          method === 'post'
+            ? '/workflows/:id/executions/:executionId/cancel'
+            : '/workflows/:id/executions/:executionId',
         operationId: method === 'post' ? 'cancelWorkflowExecution' : 'cancelWorkflowExecutionByDelete',
         tag: 'Workflows',
         summary: method === 'post' ? 'Cancel an execution' : "Cancel an execution (Plunk's form of POST …/cancel)",
@@ -153,7 +184,9 @@ export function workflowExecutionRoutes(deps: AppDeps) {
         handler: async ({ params, auth, log }) => {
           const r = await cancelWorkflowExecution(db, auth.projectId, params.id, params.executionId);
           await announceWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
-          return { data: presentExecution(r.execution, await executionLookups(auth.projectId, params.id, [r.execution], db)) };
+          return {
+            data: presentExecution(r.execution, await executionLookups(auth.projectId, params.id, [r.execution], db)),
+          };
         },
       }),
     ),

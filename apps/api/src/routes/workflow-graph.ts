@@ -43,11 +43,11 @@ export function workflowGraphRoutes(deps: AppDeps) {
       tag: 'Workflows',
       summary: 'Add a step',
       description:
-        'Connect it with `POST /workflows/{id}/transitions`, or with `autoConnect: true` (Plunk\'s default when `position` is ' +
+        "Connect it with `POST /workflows/{id}/transitions`, or with `autoConnect: true` (Plunk's default when `position` is " +
         'given): from the last step that leads nowhere (or the trigger when nothing leaves it) — by `yes` from a CONDITION, by ' +
         '`event` and `timeout` from a WAIT_FOR_EVENT. On an enabled workflow an unconnected step is refused (422): disable it ' +
-        'first, or use `PUT /workflows/{id}/graph`. Plunk\'s step-level `templateId` is a SEND_EMAIL\'s `config.templateId`; its ' +
-        'TRIGGER type is refused (the trigger is the workflow\'s own).',
+        "first, or use `PUT /workflows/{id}/graph`. Plunk's step-level `templateId` is a SEND_EMAIL's `config.templateId`; its " +
+        "TRIGGER type is refused (the trigger is the workflow's own).",
       auth: 'secret',
       params: IdParams,
       body: Type.Object(
@@ -56,8 +56,15 @@ export function workflowGraphRoutes(deps: AppDeps) {
           name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
           config: StepConfigField,
           position: Type.Optional(Nullable(Position)),
-          templateId: Type.Optional(Nullable(Type.String({ format: 'uuid', description: "Plunk's form of config.templateId (SEND_EMAIL)" }))),
-          autoConnect: Type.Optional(Type.Boolean({ description: 'connect from the last open step (default: true when `position` is given, as in Plunk; else false)' })),
+          templateId: Type.Optional(
+            Nullable(Type.String({ format: 'uuid', description: "Plunk's form of config.templateId (SEND_EMAIL)" })),
+          ),
+          autoConnect: Type.Optional(
+            Type.Boolean({
+              description:
+                'connect from the last open step (default: true when `position` is given, as in Plunk; else false)',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -74,7 +81,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
       path: '/workflows/:id/steps/:stepId',
       operationId: 'updateWorkflowStep',
       tag: 'Workflows',
-      summary: 'Change a step\'s name, configuration or position',
+      summary: "Change a step's name, configuration or position",
       description:
         'The type cannot change (delete the step and add another). Executions waiting at the step keep the wait they started. ' +
         "Plunk's `templateId` changes a SEND_EMAIL's `config.templateId` (null is refused: a SEND_EMAIL needs a template).",
@@ -85,7 +92,9 @@ export function workflowGraphRoutes(deps: AppDeps) {
           name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
           config: Type.Optional(StepConfigField),
           position: Type.Optional(Nullable(Position)),
-          templateId: Type.Optional(Nullable(Type.String({ format: 'uuid', description: "Plunk's form of config.templateId (SEND_EMAIL)" }))),
+          templateId: Type.Optional(
+            Nullable(Type.String({ format: 'uuid', description: "Plunk's form of config.templateId (SEND_EMAIL)" })),
+          ),
         },
         { additionalProperties: false, minProperties: 1 },
       ),
@@ -130,12 +139,25 @@ export function workflowGraphRoutes(deps: AppDeps) {
       params: IdParams,
       body: Type.Object(
         {
-          fromStepId: Nullable(Type.String({ format: 'uuid', description: "null (or, Plunk's form, the workflow's id): from the trigger" })),
+          fromStepId: Nullable(
+            Type.String({
+              format: 'uuid',
+              description: "null (or, Plunk's form, the workflow's id): from the trigger",
+            }),
+          ),
           toStepId: Type.String({ format: 'uuid' }),
           branch: Type.Optional(Branch),
-          condition: Type.Optional(Type.Unknown({ description: "Plunk's form: `{branch: yes|no|event|timeout}` or `{fallback: true}` (timeout), or null" })),
-          waitOutcome: Type.Optional(Nullable(StringEnum(['EVENT', 'TIMEOUT'] as const, "Plunk's form of the event/timeout branch"))),
-          priority: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: "Plunk's field; accepted, not stored" })),
+          condition: Type.Optional(
+            Type.Unknown({
+              description: "Plunk's form: `{branch: yes|no|event|timeout}` or `{fallback: true}` (timeout), or null",
+            }),
+          ),
+          waitOutcome: Type.Optional(
+            Nullable(StringEnum(['EVENT', 'TIMEOUT'] as const, "Plunk's form of the event/timeout branch")),
+          ),
+          priority: Type.Optional(
+            Type.Integer({ minimum: 0, maximum: 1_000_000, description: "Plunk's field; accepted, not stored" }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -195,7 +217,10 @@ export function workflowGraphRoutes(deps: AppDeps) {
             { maxItems: 200 },
           ),
           transitions: Type.Array(
-            Type.Object({ from: Nullable(StepKey), to: StepKey, branch: Type.Optional(Branch) }, { additionalProperties: false }),
+            Type.Object(
+              { from: Nullable(StepKey), to: StepKey, branch: Type.Optional(Branch) },
+              { additionalProperties: false },
+            ),
             { maxItems: 1000 },
           ),
         },

@@ -6,18 +6,40 @@
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { EXECUTION_STATUSES, STEP_RUN_STATUSES, WORKFLOW_BRANCHES, WORKFLOW_STEP_TYPES, type WorkflowBranch } from '@mailroom/db/schema/workflow-states';
+import {
+  EXECUTION_STATUSES,
+  STEP_RUN_STATUSES,
+  WORKFLOW_BRANCHES,
+  WORKFLOW_STEP_TYPES,
+  type WorkflowBranch,
+} from '@mailroom/db/schema/workflow-states';
 import { plunkTransitionFields, plunkTriggerConfig } from '@mailroom/workflows/workflows-plunk';
-import { type ExecutionRow, type StepRunRow, type WorkflowGraph, type WorkflowRow, type WorkflowStepRow, type WorkflowTransitionRow } from '@mailroom/db/queries/workflows';
+import {
+  type ExecutionRow,
+  type StepRunRow,
+  type WorkflowGraph,
+  type WorkflowRow,
+  type WorkflowStepRow,
+  type WorkflowTransitionRow,
+} from '@mailroom/db/queries/workflows';
 import { contactEmails, stepSummaries } from '@mailroom/db/queries/workflow-executions';
 import { type DbOrTx } from '@mailroom/db/client';
 import { Nullable, StringEnum, Timestamp } from './common';
 
-export const EventName = Type.String({ minLength: 1, maxLength: 255, pattern: '^\\S(.*\\S)?$', description: 'a custom event name, or a system event: contact.subscribed, contact.unsubscribed, email.opened, segment.<name>.entry, …' });
+export const EventName = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  pattern: '^\\S(.*\\S)?$',
+  description:
+    'a custom event name, or a system event: contact.subscribed, contact.unsubscribed, email.opened, segment.<name>.entry, …',
+});
 
 export const TriggerInput = Type.Object(
   {
-    type: StringEnum(['EVENT', 'MANUAL'] as const, 'EVENT: each recorded event of that name starts an execution for its contact; MANUAL: started through the API only'),
+    type: StringEnum(
+      ['EVENT', 'MANUAL'] as const,
+      'EVENT: each recorded event of that name starts an execution for its contact; MANUAL: started through the API only',
+    ),
     event: Type.Optional(EventName),
   },
   { additionalProperties: false },
@@ -29,7 +51,9 @@ export const Trigger = Type.Object({ type: StringEnum(['EVENT', 'MANUAL'] as con
 export const PlunkTriggerInput = {
   eventName: Type.Optional(Type.String({ description: "Plunk's form of `trigger: {type: EVENT, event}`" })),
   triggerType: Type.Optional(Type.String({ description: "Plunk's form: EVENT or MANUAL (SCHEDULE is refused, 422)" })),
-  triggerConfig: Type.Optional(Type.Unknown({ description: "Plunk's form: `{eventName}` of an EVENT trigger, or null" })),
+  triggerConfig: Type.Optional(
+    Type.Unknown({ description: "Plunk's form: `{eventName}` of an EVENT trigger, or null" }),
+  ),
 };
 
 export const Workflow = Type.Object({
@@ -37,7 +61,9 @@ export const Workflow = Type.Object({
   name: Type.String(),
   description: Nullable(Type.String()),
   trigger: Trigger,
-  allowReentry: Type.Boolean({ description: 'false: a contact enters at most once; true: once per trigger event (or manual start)' }),
+  allowReentry: Type.Boolean({
+    description: 'false: a contact enters at most once; true: once per trigger event (or manual start)',
+  }),
   enabled: Type.Boolean(),
   triggerType: StringEnum(['EVENT', 'MANUAL'] as const, "Plunk's name for trigger.type"),
   triggerConfig: Nullable(Type.Object({ eventName: Type.String() }, { description: "Plunk's form of trigger.event" })),
@@ -53,15 +79,17 @@ export const StepConfigField = Type.Record(Type.String(), Type.Unknown(), {
     'By type. SEND_EMAIL `{templateId, from?, fromName?, replyTo?, data?}`; DELAY `{amount, unit}` (seconds, minutes, hours, days, weeks; ' +
     'at most a year); WAIT_FOR_EVENT `{event, timeout: {amount, unit}}`; CONDITION `{filter}` (the segment language, plus ' +
     '`context.<path>`, e.g. `context.trigger.data.plan`); WEBHOOK `{url, method?, headers?, body?, timeoutMs?, retries?}`; ' +
-    'UPDATE_CONTACT `{data?, subscribed?}`; EXIT `{reason?}`. Plunk\'s forms are accepted and stored in ours: WAIT_FOR_EVENT ' +
+    "UPDATE_CONTACT `{data?, subscribed?}`; EXIT `{reason?}`. Plunk's forms are accepted and stored in ours: WAIT_FOR_EVENT " +
     '`{eventName, timeout: seconds}` (no timeout: one year); CONDITION `{field, operator, value}` (`contact.email`, ' +
-    '`contact.subscribed`, `data.x`, `event.x` = the trigger\'s data; `notEquals`/`notContains` need the value to exist; ' +
+    "`contact.subscribed`, `data.x`, `event.x` = the trigger's data; `notEquals`/`notContains` need the value to exist; " +
     '`mode: multi` is refused); UPDATE_CONTACT `{updates, subscriptionAction}`; WEBHOOK `body` as a JSON value (its ' +
     '`{{email}}`, `{{data.x}}`, `{{event.x}}` become `{{contact.email}}`, `{{contact.data.x}}`, `{{trigger.x}}`); ' +
     'SEND_EMAIL `recipient: {type: CONTACT}` (CUSTOM is refused).',
 });
 
-export const Position = Type.Record(Type.String(), Type.Unknown(), { description: 'where an editor draws the step (Plunk\'s `{x, y}`); stored, never read by the engine' });
+export const Position = Type.Record(Type.String(), Type.Unknown(), {
+  description: "where an editor draws the step (Plunk's `{x, y}`); stored, never read by the engine",
+});
 
 export const Step = Type.Object({
   id: Type.String(),
@@ -70,7 +98,9 @@ export const Step = Type.Object({
   name: Type.String(),
   config: Type.Record(Type.String(), Type.Unknown()),
   position: Nullable(Position),
-  templateId: Nullable(Type.String({ description: "Plunk's field: config.templateId of a SEND_EMAIL step, else null" })),
+  templateId: Nullable(
+    Type.String({ description: "Plunk's field: config.templateId of a SEND_EMAIL step, else null" }),
+  ),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -82,12 +112,20 @@ export const Transition = Type.Object({
   branch: Branch,
   condition: Nullable(Type.Object({ branch: Type.String() }, { description: "Plunk's form of a yes/no branch" })),
   waitOutcome: Nullable(StringEnum(['EVENT', 'TIMEOUT'] as const, "Plunk's form of an event/timeout branch")),
-  priority: Type.Integer({ description: "Plunk's field (0; 1 for timeout): branches are exclusive, so it orders nothing" }),
+  priority: Type.Integer({
+    description: "Plunk's field (0; 1 for timeout): branches are exclusive, so it orders nothing",
+  }),
 });
 
-export const GraphStep = Type.Composite([Step, Type.Object({ outgoingTransitions: Type.Array(Transition), incomingTransitions: Type.Array(Transition) })]);
+export const GraphStep = Type.Composite([
+  Step,
+  Type.Object({ outgoingTransitions: Type.Array(Transition), incomingTransitions: Type.Array(Transition) }),
+]);
 
-export const WorkflowDetail = Type.Composite([Workflow, Type.Object({ steps: Type.Array(GraphStep), transitions: Type.Array(Transition) })]);
+export const WorkflowDetail = Type.Composite([
+  Workflow,
+  Type.Object({ steps: Type.Array(GraphStep), transitions: Type.Array(Transition) }),
+]);
 
 export const StepSummary = Type.Object({ id: Type.String(), name: Type.String(), type: StepType });
 
@@ -98,12 +136,18 @@ export const Execution = Type.Object({
   status: StringEnum(EXECUTION_STATUSES),
   currentStepId: Nullable(Type.String()),
   waitingFor: Nullable(Type.String({ description: 'the event a WAIT_FOR_EVENT step waits for' })),
-  dueAt: Nullable(Type.String({ format: 'date-time', description: 'when a DELAY or a wait ends, or a WEBHOOK retry runs' })),
-  context: Type.Record(Type.String(), Type.Unknown(), { description: '`trigger` (the starting event), `event` (the last awaited event), `webhook` (the last WEBHOOK answer)' }),
+  dueAt: Nullable(
+    Type.String({ format: 'date-time', description: 'when a DELAY or a wait ends, or a WEBHOOK retry runs' }),
+  ),
+  context: Type.Record(Type.String(), Type.Unknown(), {
+    description:
+      '`trigger` (the starting event), `event` (the last awaited event), `webhook` (the last WEBHOOK answer)',
+  }),
   exitReason: Nullable(Type.String()),
   error: Nullable(Type.String()),
   test: Type.Boolean({
-    description: 'a test execution: started by a test event (tracked with a test key) or a test key; its emails go to the test sink, and only test events wake it',
+    description:
+      'a test execution: started by a test event (tracked with a test key) or a test key; its emails go to the test sink, and only test events wake it',
   }),
   startedAt: Timestamp,
   updatedAt: Timestamp,
@@ -114,7 +158,9 @@ export const Execution = Type.Object({
 });
 
 export const StepRun = Type.Object({
-  id: Type.String({ description: 'also the idempotency key of the step\'s effect (the WEBHOOK call\'s Idempotency-Key and webhook-id)' }),
+  id: Type.String({
+    description: "also the idempotency key of the step's effect (the WEBHOOK call's Idempotency-Key and webhook-id)",
+  }),
   stepId: Nullable(Type.String()),
   type: StepType,
   status: StringEnum(STEP_RUN_STATUSES),
@@ -133,7 +179,12 @@ export const StepExecution = Type.Composite([
 
 export const ExecutionDetail = Type.Composite([
   Execution,
-  Type.Object({ steps: Type.Array(StepRun), stepExecutions: Type.Array(StepExecution, { description: "Plunk's name for `steps`, each with its step's id, name and type" }) }),
+  Type.Object({
+    steps: Type.Array(StepRun),
+    stepExecutions: Type.Array(StepExecution, {
+      description: "Plunk's name for `steps`, each with its step's id, name and type",
+    }),
+  }),
 ]);
 
 export function presentWorkflow(w: WorkflowRow): Static<typeof Workflow> {
@@ -190,8 +241,20 @@ export interface ExecutionLookups {
   emails: Map<string, string>;
 }
 
-export async function executionLookups(projectId: string, workflowId: string, rows: ExecutionRow[], db: DbOrTx): Promise<ExecutionLookups> {
-  const [steps, emails] = await Promise.all([stepSummaries(db, projectId, workflowId), contactEmails(db, projectId, rows.map((x) => x.contactId))]);
+export async function executionLookups(
+  projectId: string,
+  workflowId: string,
+  rows: ExecutionRow[],
+  db: DbOrTx,
+): Promise<ExecutionLookups> {
+  const [steps, emails] = await Promise.all([
+    stepSummaries(db, projectId, workflowId),
+    contactEmails(
+      db,
+      projectId,
+      rows.map((x) => x.contactId),
+    ),
+  ]);
   return { steps, emails };
 }
 
@@ -235,11 +298,26 @@ export function presentRun(r: StepRunRow): Static<typeof StepRun> {
 
 export function presentStepExecution(r: StepRunRow, look: ExecutionLookups): Static<typeof StepExecution> {
   const run = presentRun(r);
-  return { ...run, executionId: r.executionId, completedAt: run.finishedAt, step: (r.stepId && look.steps.get(r.stepId)) || null };
+  return {
+    ...run,
+    executionId: r.executionId,
+    completedAt: run.finishedAt,
+    step: (r.stepId && look.steps.get(r.stepId)) || null,
+  };
 }
 
 export const StepParams = Type.Object({ id: Type.String({ format: 'uuid' }), stepId: Type.String({ format: 'uuid' }) });
-export const TransitionParams = Type.Object({ id: Type.String({ format: 'uuid' }), transitionId: Type.String({ format: 'uuid' }) });
-export const ExecutionParams = Type.Object({ id: Type.String({ format: 'uuid' }), executionId: Type.String({ format: 'uuid' }) });
+export const TransitionParams = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  transitionId: Type.String({ format: 'uuid' }),
+});
+export const ExecutionParams = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  executionId: Type.String({ format: 'uuid' }),
+});
 
-export const StepKey = Type.String({ minLength: 1, maxLength: 100, description: 'your name for the step in this request, used by transitions' });
+export const StepKey = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  description: 'your name for the step in this request, used by transitions',
+});

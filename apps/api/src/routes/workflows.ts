@@ -40,7 +40,14 @@ import {
   PlunkPageQuery,
   resolvePaging,
 } from './common';
-import { TriggerInput, PlunkTriggerInput, Workflow, WorkflowDetail, presentWorkflow, presentGraph } from './workflow-shapes';
+import {
+  TriggerInput,
+  PlunkTriggerInput,
+  Workflow,
+  WorkflowDetail,
+  presentWorkflow,
+  presentGraph,
+} from './workflow-shapes';
 
 /** Routes of this module. */
 export function workflowRoutes(deps: AppDeps) {
@@ -54,7 +61,7 @@ export function workflowRoutes(deps: AppDeps) {
       path: '/workflows/webhook-secret',
       operationId: 'getWorkflowWebhookSecret',
       tag: 'Workflows',
-      summary: 'The secret signing WEBHOOK steps\' calls',
+      summary: "The secret signing WEBHOOK steps' calls",
       description:
         'WEBHOOK steps sign each call per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`: ' +
         'HMAC-SHA256 under this secret). `webhook-id` and `Idempotency-Key` are the step run id: the same on every attempt of a step.',
@@ -62,7 +69,9 @@ export function workflowRoutes(deps: AppDeps) {
       response: Type.Object({ secret: Type.String({ description: 'whsec_…' }) }),
       status: 200,
       errors: [401, 403, 429],
-      handler: async ({ auth }) => ({ data: { secret: await workflowWebhookSecret(db, auth.projectId, newWebhookSecret) } }),
+      handler: async ({ auth }) => ({
+        data: { secret: await workflowWebhookSecret(db, auth.projectId, newWebhookSecret) },
+      }),
     }),
     route({
       method: 'get',
@@ -70,23 +79,37 @@ export function workflowRoutes(deps: AppDeps) {
       operationId: 'listWorkflows',
       tag: 'Workflows',
       summary: 'List workflows, newest first',
-      description: "Pages by `cursor`, or by Plunk's `page`/`pageSize` (at most 10,000 rows deep); the answer carries Plunk's `workflows`, `page`, `pageSize` and `totalPages` beside `items`.",
+      description:
+        "Pages by `cursor`, or by Plunk's `page`/`pageSize` (at most 10,000 rows deep); the answer carries Plunk's `workflows`, `page`, `pageSize` and `totalPages` beside `items`.",
       auth: 'secret',
       query: Type.Object(
         {
           ...PageQuery,
           ...PlunkPageQuery,
           enabled: Type.Optional(Type.Boolean()),
-          search: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'part of the name or description, any case' })),
+          search: Type.Optional(
+            Type.String({ minLength: 1, maxLength: 200, description: 'part of the name or description, any case' }),
+          ),
         },
         { additionalProperties: false },
       ),
-      response: Type.Object({ items: Type.Array(Workflow), ...PageFields, workflows: Type.Array(Workflow, { description: "Plunk's name for `items`" }), ...PlunkPageFields }),
+      response: Type.Object({
+        items: Type.Array(Workflow),
+        ...PageFields,
+        workflows: Type.Array(Workflow, { description: "Plunk's name for `items`" }),
+        ...PlunkPageFields,
+      }),
       status: 200,
       errors: [400, 401, 403, 429],
       handler: async ({ query, auth }) => {
         const paging = resolvePaging(query);
-        const page = await listWorkflows(reads, auth.projectId, { limit: paging.limit, offset: paging.offset, beforeId: cursorId(query.cursor), enabled: query.enabled, search: query.search });
+        const page = await listWorkflows(reads, auth.projectId, {
+          limit: paging.limit,
+          offset: paging.offset,
+          beforeId: cursorId(query.cursor),
+          enabled: query.enabled,
+          search: query.search,
+        });
         const body = keysetPage(page, presentWorkflow, page.total);
         return { data: { ...body, workflows: body.items, ...plunkPageFields(page.total, paging.page, paging.limit) } };
       },
@@ -145,7 +168,7 @@ export function workflowRoutes(deps: AppDeps) {
       tag: 'Workflows',
       summary: 'Update a workflow; enable or disable it',
       description:
-        '`enabled: true` checks the whole graph and the SEND_EMAIL steps\' templates and senders (422 listing every problem). ' +
+        "`enabled: true` checks the whole graph and the SEND_EMAIL steps' templates and senders (422 listing every problem). " +
         '`enabled: false` stops new executions; executions in flight run to their end (cancel them to stop them). ' +
         "Plunk's `triggerType` / `triggerConfig: {eventName}` (or `eventName`) are accepted instead of `trigger`; `triggerType: EVENT` " +
         'alone keeps the event name of an EVENT workflow.',

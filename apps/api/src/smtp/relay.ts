@@ -71,7 +71,10 @@ const keyOf = (session: SMTPServerSession): KeyRecord | undefined => session.use
  * @throws {@link AppError}-free `Error`s: a TLS port without `SMTP_TLS_CERT_FILE`/`SMTP_TLS_KEY_FILE` (naming the
  *   variable), an unreadable certificate, a port in use; nothing is left listening then.
  */
-export async function startSmtpRelay(deps: RelayDeps, ports: Partial<Record<RelayListener['kind'], number>> = {}): Promise<SmtpRelay> {
+export async function startSmtpRelay(
+  deps: RelayDeps,
+  ports: Partial<Record<RelayListener['kind'], number>> = {},
+): Promise<SmtpRelay> {
   const { config } = deps;
   const wanted: { kind: RelayListener['kind']; port: number }[] = [];
   const starttls = ports.starttls ?? config.smtpPort;
@@ -83,7 +86,9 @@ export async function startSmtpRelay(deps: RelayDeps, ports: Partial<Record<Rela
   let cert: { key: Buffer; cert: Buffer } | undefined;
   if (wanted.some((w) => w.kind !== 'plain')) {
     if (!config.smtpTlsCertFile || !config.smtpTlsKeyFile) {
-      throw new Error('Invalid configuration: SMTP_TLS_CERT_FILE and SMTP_TLS_KEY_FILE are required for SMTP_PORT and SMTP_TLS_PORT (or set both ports to 0)');
+      throw new Error(
+        'Invalid configuration: SMTP_TLS_CERT_FILE and SMTP_TLS_KEY_FILE are required for SMTP_PORT and SMTP_TLS_PORT (or set both ports to 0)',
+      );
     }
     cert = { cert: readFileSync(config.smtpTlsCertFile), key: readFileSync(config.smtpTlsKeyFile) };
   }
@@ -91,7 +96,11 @@ export async function startSmtpRelay(deps: RelayDeps, ports: Partial<Record<Rela
   const listeners: RelayListener[] = [];
   try {
     for (const w of wanted) {
-      const server = new SMTPServer({ ...baseOptions(config), ...handlers, ...tlsOptions(w.kind, cert, config.smtpAllowInsecure) });
+      const server = new SMTPServer({
+        ...baseOptions(config),
+        ...handlers,
+        ...tlsOptions(w.kind, cert, config.smtpAllowInsecure),
+      });
       server.on('error', (err) => deps.logger.warn({ err: err.message, port: w.port }, 'smtp connection error'));
       await new Promise<void>((resolve, reject) => {
         server.server.once('error', reject);
@@ -109,7 +118,10 @@ export async function startSmtpRelay(deps: RelayDeps, ports: Partial<Record<Rela
   deps.logger.info({ ports: listeners.map((l) => ({ kind: l.kind, port: l.port })) }, 'smtp relay listening');
   return {
     listeners,
-    close: () => Promise.all(listeners.map((l) => new Promise<void>((resolve) => l.server.close(() => resolve())))).then(() => undefined),
+    close: () =>
+      Promise.all(listeners.map((l) => new Promise<void>((resolve) => l.server.close(() => resolve())))).then(
+        () => undefined,
+      ),
   };
 }
 
@@ -129,7 +141,11 @@ function baseOptions(config: Config): SMTPServerOptions {
   };
 }
 
-function tlsOptions(kind: RelayListener['kind'], cert: { key: Buffer; cert: Buffer } | undefined, insecure: boolean): SMTPServerOptions {
+function tlsOptions(
+  kind: RelayListener['kind'],
+  cert: { key: Buffer; cert: Buffer } | undefined,
+  insecure: boolean,
+): SMTPServerOptions {
   if (kind === 'plain') return { secure: false, disabledCommands: ['STARTTLS'], allowInsecureAuth: true };
   return { ...cert, secure: kind === 'tls', allowInsecureAuth: insecure, minVersion: 'TLSv1.2' };
 }
@@ -140,11 +156,19 @@ function relayHandlers(deps: RelayDeps): Pick<SMTPServerOptions, 'onAuth' | 'onM
   const limit = projectRateLimit(deps.redis, config.queuePrefix, config.rateLimitPerMinute);
   // Send jobs of concurrent sessions go to Redis in batches, as /v1/send's do.
   const enqueuer = sendEnqueueBatcher(
-    { config, sendQueue: deps.queues.send, redis: deps.redis, connectionOf: laneConnectionResolver(database.db, config.sesConnections) },
+    {
+      config,
+      sendQueue: deps.queues.send,
+      redis: deps.redis,
+      connectionOf: laneConnectionResolver(database.db, config.sesConnections),
+    },
     { maxBatch: config.writeBatchSize, maxInFlight: config.writeBatchInFlight },
   );
   // Writes of concurrent messages without a Message-ID of their own go in shared statements, as /v1/send's do.
-  const writer = transactionalBatcher(database.db, { maxBatch: config.writeBatchSize, maxInFlight: config.writeBatchInFlight });
+  const writer = transactionalBatcher(database.db, {
+    maxBatch: config.writeBatchSize,
+    maxInFlight: config.writeBatchInFlight,
+  });
   const ip = (session: SMTPServerSession) => ipKey(session.remoteAddress);
 
   return {
@@ -152,8 +176,10 @@ function relayHandlers(deps: RelayDeps): Pick<SMTPServerOptions, 'onAuth' | 'onM
       const password = auth.password ?? '';
       resolveKey(database.db, deps.authCache, deps.authFailures, password, ip(session))
         .then((record) => {
-          if (record.kind !== 'secret') return callback(badCredentials('Public keys (pk_) cannot send: use a secret key (sk_...) as the password'));
-          if (record.projectDisabled) return callback(authReply(new AppError(ErrorCode.PROJECT_DISABLED, 'This project is disabled')));
+          if (record.kind !== 'secret')
+            return callback(badCredentials('Public keys (pk_) cannot send: use a secret key (sk_...) as the password'));
+          if (record.projectDisabled)
+            return callback(authReply(new AppError(ErrorCode.PROJECT_DISABLED, 'This project is disabled')));
           callback(null, { user: record });
         })
         .catch((err: unknown) => {
@@ -171,7 +197,13 @@ function relayHandlers(deps: RelayDeps): Pick<SMTPServerOptions, 'onAuth' | 'onM
     },
     onRcptTo(address, session, callback) {
       if (session.envelope.rcptTo.length >= RELAY_LIMITS.recipients) {
-        return callback(reply(452, '4.5.3', `Too many recipients: at most ${RELAY_LIMITS.recipients} per message, send the rest in another message`));
+        return callback(
+          reply(
+            452,
+            '4.5.3',
+            `Too many recipients: at most ${RELAY_LIMITS.recipients} per message, send the rest in another message`,
+          ),
+        );
       }
       const problem = relayRecipientProblem(address.address);
       if (problem) return callback(reply(553, '5.1.3', `Recipient address refused: ${problem}`));
@@ -183,12 +215,26 @@ function relayHandlers(deps: RelayDeps): Pick<SMTPServerOptions, 'onAuth' | 'onM
         if (!stream.sizeExceeded) chunks.push(chunk);
       });
       stream.on('end', () => {
-        if (stream.sizeExceeded) return callback(reply(552, '5.3.4', `Message too big: at most ${RELAY_LIMITS.messageBytes} bytes`));
+        if (stream.sizeExceeded)
+          return callback(reply(552, '5.3.4', `Message too big: at most ${RELAY_LIMITS.messageBytes} bytes`));
         const key = keyOf(session)!;
         const later: (() => Promise<void>)[] = [];
-        const log = logger.child({ projectId: key.projectId, smtpSession: session.id, ...(key.mode === 'test' ? { keyMode: 'test' } : {}) });
+        const log = logger.child({
+          projectId: key.projectId,
+          smtpSession: session.id,
+          ...(key.mode === 'test' ? { keyMode: 'test' } : {}),
+        });
         acceptRelay(
-          { db: database.db, writer, config, sendQueue: deps.queues.send, webhookQueue: deps.queues.webhook, log, redis: deps.redis, enqueuer },
+          {
+            db: database.db,
+            writer,
+            config,
+            sendQueue: deps.queues.send,
+            webhookQueue: deps.queues.webhook,
+            log,
+            redis: deps.redis,
+            enqueuer,
+          },
           key,
           session.envelope.rcptTo.map((r) => r.address),
           Buffer.concat(chunks),
@@ -197,13 +243,20 @@ function relayHandlers(deps: RelayDeps): Pick<SMTPServerOptions, 'onAuth' | 'onM
           .then(async (result) => {
             // The rows are committed: the jobs are enqueued now (never throws; the reconciler covers Redis).
             for (const fn of later) await fn();
-            if (result.removedHeaders.length > 0) log.info({ headers: result.removedHeaders }, 'smtp: platform headers removed from a relayed message');
-            log.info({ messageId: result.messageId, emails: result.emails.length, replayed: result.replayed }, 'smtp message accepted');
+            if (result.removedHeaders.length > 0)
+              log.info({ headers: result.removedHeaders }, 'smtp: platform headers removed from a relayed message');
+            log.info(
+              { messageId: result.messageId, emails: result.emails.length, replayed: result.replayed },
+              'smtp message accepted',
+            );
             callback(null, `2.0.0 Ok: queued as ${result.messageId}${result.replayed ? ' (already accepted)' : ''}`);
           })
           .catch((err: unknown) => {
             const r = dataReply(err);
-            (r.responseCode >= 500 ? log.info.bind(log) : log.warn.bind(log))({ reply: r.responseCode, err: (err as Error).message }, 'smtp message refused');
+            (r.responseCode >= 500 ? log.info.bind(log) : log.warn.bind(log))(
+              { reply: r.responseCode, err: (err as Error).message },
+              'smtp message refused',
+            );
             callback(r);
           });
       });

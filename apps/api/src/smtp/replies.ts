@@ -31,7 +31,8 @@ export const tryLater = (text = 'Temporary failure, try again later') => reply(4
  */
 export function authReply(err: unknown): SmtpReply {
   if (err instanceof AppError) {
-    if (err.code === ErrorCode.RATE_LIMITED) return reply(454, '4.7.0', `${err.message}; retry in ${err.options.headers?.['Retry-After'] ?? '60'} s`);
+    if (err.code === ErrorCode.RATE_LIMITED)
+      return reply(454, '4.7.0', `${err.message}; retry in ${err.options.headers?.['Retry-After'] ?? '60'} s`);
     if (err.code === ErrorCode.PROJECT_DISABLED) return reply(554, '5.7.1', err.message);
     if (err.code === ErrorCode.UNAUTHORIZED) return badCredentials();
     if (err.code !== ErrorCode.SERVICE_UNAVAILABLE && err.statusCode < 500) return badCredentials(err.message);

@@ -16,8 +16,18 @@ export function registerAudienceTools(server: McpServer, mailroom: MailroomClien
     'preview_segment',
     {
       title: 'Preview a segment filter',
-      description: 'How many contacts a filter matches now, with a sample of them. Changes nothing: use it before create_segment.',
-      inputSchema: { filter: filterSchema, sampleSize: z.number().int().min(0).max(50).optional().describe('how many matching contacts to show (default 10)') },
+      description:
+        'How many contacts a filter matches now, with a sample of them. Changes nothing: use it before create_segment.',
+      inputSchema: {
+        filter: filterSchema,
+        sampleSize: z
+          .number()
+          .int()
+          .min(0)
+          .max(50)
+          .optional()
+          .describe('how many matching contacts to show (default 10)'),
+      },
     },
     ({ filter, sampleSize }) =>
       answer(mailroom.POST('/segments/preview', { body: { filter, sampleSize: sampleSize ?? 10 } }), (d) => ({
@@ -30,7 +40,8 @@ export function registerAudienceTools(server: McpServer, mailroom: MailroomClien
     'create_segment',
     {
       title: 'Create a segment',
-      description: 'Saves a filter as a dynamic segment (its members are whoever matches at any time), to target a campaign with.',
+      description:
+        'Saves a filter as a dynamic segment (its members are whoever matches at any time), to target a campaign with.',
       inputSchema: {
         name: z.string().min(1).describe('segment name'),
         description: z.string().optional().describe('what the segment is for'),
@@ -50,7 +61,10 @@ export function registerAudienceTools(server: McpServer, mailroom: MailroomClien
       inputSchema: {
         name: z.string().min(1).describe('internal name'),
         subject: z.string().min(1).describe('subject line; {{key}} placeholders are filled from each contact'),
-        body: z.string().min(1).describe('HTML body with {{unsubscribeUrl}}; {{key}} placeholders are filled from each contact'),
+        body: z
+          .string()
+          .min(1)
+          .describe('HTML body with {{unsubscribeUrl}}; {{key}} placeholders are filled from each contact'),
         from: z.string().describe("sender address on one of the project's verified domains"),
         audience: z
           .enum(['ALL', 'SEGMENT', 'FILTERED'])
@@ -60,15 +74,20 @@ export function registerAudienceTools(server: McpServer, mailroom: MailroomClien
       },
     },
     ({ audience, filter, ...rest }) =>
-      answer(mailroom.POST('/campaigns', { body: { ...rest, audienceType: audience, ...(filter ? { audienceFilter: filter } : {}) } }), (d) => ({
-        id: d.id,
-        name: d.name,
-        status: d.status,
-        audienceType: d.audienceType,
-        segmentId: d.segmentId,
-        subject: d.subject,
-        from: d.from,
-      })),
+      answer(
+        mailroom.POST('/campaigns', {
+          body: { ...rest, audienceType: audience, ...(filter ? { audienceFilter: filter } : {}) },
+        }),
+        (d) => ({
+          id: d.id,
+          name: d.name,
+          status: d.status,
+          audienceType: d.audienceType,
+          segmentId: d.segmentId,
+          subject: d.subject,
+          from: d.from,
+        }),
+      ),
   );
 
   server.registerTool(
@@ -92,12 +111,15 @@ export function registerAudienceTools(server: McpServer, mailroom: MailroomClien
           'Not sent. Sending a campaign mails its whole audience and cannot be undone: ask the user to confirm, then call send_campaign again with confirm: true.',
         );
       }
-      return answer(mailroom.POST('/campaigns/{id}/send', { params: { path: { id } }, body: scheduledAt ? { scheduledAt } : {} }), (d) => ({
-        id: d.id,
-        status: d.status,
-        scheduledAt: d.scheduledAt,
-        recipients: d.recipients,
-      }));
+      return answer(
+        mailroom.POST('/campaigns/{id}/send', { params: { path: { id } }, body: scheduledAt ? { scheduledAt } : {} }),
+        (d) => ({
+          id: d.id,
+          status: d.status,
+          scheduledAt: d.scheduledAt,
+          recipients: d.recipients,
+        }),
+      );
     },
   );
 
@@ -105,7 +127,8 @@ export function registerAudienceTools(server: McpServer, mailroom: MailroomClien
     'get_campaign_stats',
     {
       title: "Read a campaign's statistics",
-      description: "A campaign's progress and results: recipients, sent, delivered, opened, clicked, bounced, complained, failed, rates and ETA.",
+      description:
+        "A campaign's progress and results: recipients, sent, delivered, opened, clicked, bounced, complained, failed, rates and ETA.",
       inputSchema: { id: z.string().describe('campaign id') },
       annotations: { readOnlyHint: true },
     },

@@ -30,7 +30,8 @@ export function registerContactTools(server: McpServer, mailroom: MailroomClient
     'find_contact',
     {
       title: 'Look up a contact',
-      description: 'A contact by id or email address: subscription, attributes (data), dates, and its 10 most recent events.',
+      description:
+        'A contact by id or email address: subscription, attributes (data), dates, and its 10 most recent events.',
       inputSchema: who,
     },
     async ({ id, email }) => {
@@ -40,7 +41,10 @@ export function registerContactTools(server: McpServer, mailroom: MailroomClient
         if (!found) return notFound(email);
         const contact = unwrap(await mailroom.GET('/contacts/{id}', { params: { path: { id: found } } }));
         const events = unwrap(await mailroom.GET('/events', { params: { query: { limit: 10, contactId: found } } }));
-        return toolResult({ ...contact, recentEvents: events.items.map((e) => ({ name: e.name, at: e.createdAt, data: e.data })) });
+        return toolResult({
+          ...contact,
+          recentEvents: events.items.map((e) => ({ name: e.name, at: e.createdAt, data: e.data })),
+        });
       } catch (err) {
         return errorResult(err);
       }
@@ -56,17 +60,25 @@ export function registerContactTools(server: McpServer, mailroom: MailroomClient
         'Finds the contact by id or email address; it must exist (send_email and track_event create contacts).',
       inputSchema: {
         ...who,
-        subscribed: z.boolean().optional().describe('subscribed to marketing email (campaigns reach only subscribed contacts)'),
+        subscribed: z
+          .boolean()
+          .optional()
+          .describe('subscribed to marketing email (campaigns reach only subscribed contacts)'),
         data: contactDataSchema.optional(),
       },
     },
     async ({ id, email, subscribed, data }) => {
       if (!id && !email) return toolError('VALIDATION_ERROR', 'Give id or email');
-      if (subscribed === undefined && data === undefined) return toolError('VALIDATION_ERROR', 'Give subscribed and/or data to change');
+      if (subscribed === undefined && data === undefined)
+        return toolError('VALIDATION_ERROR', 'Give subscribed and/or data to change');
       try {
         const found = await resolveId(id, email);
         if (!found) return notFound(email);
-        return toolResult(unwrap(await mailroom.PATCH('/contacts/{id}', { params: { path: { id: found } }, body: { subscribed, data } })));
+        return toolResult(
+          unwrap(
+            await mailroom.PATCH('/contacts/{id}', { params: { path: { id: found } }, body: { subscribed, data } }),
+          ),
+        );
       } catch (err) {
         return errorResult(err);
       }

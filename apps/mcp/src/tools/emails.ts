@@ -27,15 +27,28 @@ export function registerEmailTools(server: McpServer, mailroom: MailroomClient):
         to: z.union([z.string(), z.array(z.string()).min(1).max(100)]).describe('recipient address, or a list of them'),
         subject: z.string().optional().describe('subject line; {{key}} placeholders are filled from data'),
         body: z.string().optional().describe('HTML body; {{key}} placeholders are filled from data'),
-        template: z.string().optional().describe('template id (from the templates list) to send instead of subject/body'),
-        from: z.string().optional().describe("sender address on one of the project's verified domains (default: the template's or the project's)"),
-        data: z.record(z.string(), z.unknown()).optional().describe('values for the placeholders, also stored on the contact'),
+        template: z
+          .string()
+          .optional()
+          .describe('template id (from the templates list) to send instead of subject/body'),
+        from: z
+          .string()
+          .optional()
+          .describe(
+            "sender address on one of the project's verified domains (default: the template's or the project's)",
+          ),
+        data: z
+          .record(z.string(), z.unknown())
+          .optional()
+          .describe('values for the placeholders, also stored on the contact'),
         idempotencyKey: z
           .string()
           .min(1)
           .max(255)
           .optional()
-          .describe('the same key makes a repeated call return the first result instead of sending again (a fresh one by default)'),
+          .describe(
+            'the same key makes a repeated call return the first result instead of sending again (a fresh one by default)',
+          ),
       },
     },
     ({ idempotencyKey, ...body }) =>
@@ -66,7 +79,9 @@ export function registerEmailTools(server: McpServer, mailroom: MailroomClient):
     ({ limit, status, ...filters }) =>
       answer(
         // The API answers 400 naming `status` when it is not one of the statuses; the tool passes it through as given.
-        mailroom.GET('/emails', { params: { query: { limit: limit ?? 20, status: status as EmailStatus | undefined, ...filters } } }),
+        mailroom.GET('/emails', {
+          params: { query: { limit: limit ?? 20, status: status as EmailStatus | undefined, ...filters } },
+        }),
         (d) => ({
           emails: d.items.map((e) => ({
             id: e.id,
@@ -97,7 +112,9 @@ export function registerEmailTools(server: McpServer, mailroom: MailroomClient):
     },
     async ({ ids }) => {
       try {
-        const emails = await Promise.all(ids.map(async (id) => unwrap(await mailroom.GET('/emails/{id}', { params: { path: { id } } }))));
+        const emails = await Promise.all(
+          ids.map(async (id) => unwrap(await mailroom.GET('/emails/{id}', { params: { path: { id } } }))),
+        );
         return toolResult(
           emails.map((e) => ({
             id: e.id,

@@ -40,7 +40,11 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
       stop: () => {
         throw new DelayedError();
       },
-      keepAlive: () => job.extendLock(token!, deps.config.workerLockMs).then(() => undefined, () => undefined),
+      keepAlive: () =>
+        job.extendLock(token!, deps.config.workerLockMs).then(
+          () => undefined,
+          () => undefined,
+        ),
     };
     return runCampaignJob(deps, control, { campaignId, projectId }, log);
   };

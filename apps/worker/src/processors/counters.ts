@@ -14,5 +14,7 @@ export const COUNTER_FOLD_INTERVAL_MS = 1_000;
 
 /** The fold as a maintenance task: every {@link COUNTER_FOLD_INTERVAL_MS}, one pass per interval across processes. */
 export function countersTask(deps: { database: Database }): MaintenanceTask {
-  return oncePerInterval('counters', COUNTER_FOLD_INTERVAL_MS, async () => ({ folded: await foldAllCounterDeltas(deps.database.db) }));
+  return oncePerInterval('counters', COUNTER_FOLD_INTERVAL_MS, async () => ({
+    folded: await foldAllCounterDeltas(deps.database.db),
+  }));
 }

@@ -32,7 +32,11 @@ export interface DomainRefresherDeps {
 /** One pass: pending domains, then tracking domains not ready. @returns how many were checked. */
 export async function refreshDomainsOnce(deps: DomainRefresherDeps): Promise<number> {
   const { config } = deps;
-  const identities = await refreshPendingDomains({ db: deps.database.db, identities: deps.identities, logger: deps.logger }, config.domainRefreshMs, PER_PASS);
+  const identities = await refreshPendingDomains(
+    { db: deps.database.db, identities: deps.identities, logger: deps.logger },
+    config.domainRefreshMs,
+    PER_PASS,
+  );
   const tracking = await refreshTrackingDomains(
     {
       db: deps.database.db,
@@ -49,5 +53,10 @@ export async function refreshDomainsOnce(deps: DomainRefresherDeps): Promise<num
 
 /** The refresher as a maintenance task: every `DOMAIN_REFRESH_MS`, one pass per interval across all processes. */
 export function domainsTask(deps: DomainRefresherDeps): MaintenanceTask {
-  return oncePerInterval('domains', deps.config.domainRefreshMs, async () => ({ checked: await refreshDomainsOnce(deps) }), 1000);
+  return oncePerInterval(
+    'domains',
+    deps.config.domainRefreshMs,
+    async () => ({ checked: await refreshDomainsOnce(deps) }),
+    1000,
+  );
 }

@@ -12,6 +12,12 @@ import type { Logger } from '@mailroom/platform/logger';
 import { oncePerInterval, type MaintenanceTask } from './maintenance';
 
 /** The expiry pass as a maintenance task. */
-export function doubleOptInTask(deps: { config: Pick<ContactsConfig, 'doubleOptInExpiryHours' | 'doubleOptInSweepIntervalMs'>; database: { db: DbOrTx }; logger: Logger }): MaintenanceTask {
-  return oncePerInterval('double-opt-in-expiry', deps.config.doubleOptInSweepIntervalMs, () => expireDoubleOptInsOnce(deps));
+export function doubleOptInTask(deps: {
+  config: Pick<ContactsConfig, 'doubleOptInExpiryHours' | 'doubleOptInSweepIntervalMs'>;
+  database: { db: DbOrTx };
+  logger: Logger;
+}): MaintenanceTask {
+  return oncePerInterval('double-opt-in-expiry', deps.config.doubleOptInSweepIntervalMs, () =>
+    expireDoubleOptInsOnce(deps),
+  );
 }

@@ -35,13 +35,20 @@ export function createImportProcessor(deps: ImportProcessorDeps) {
     db: deps.database.db,
     batchSize: deps.config.importBatchSize,
     parallel: deps.config.importParallel,
-    announce: deps.webhookQueue && ((refs: WebhookDeliveryRef[]) => announceWebhookDeliveries(deps.webhookQueue!, deps.config, refs, deps.logger)),
+    announce:
+      deps.webhookQueue &&
+      ((refs: WebhookDeliveryRef[]) => announceWebhookDeliveries(deps.webhookQueue!, deps.config, refs, deps.logger)),
   };
   return async (job: Job): Promise<ImportJobResult> => {
     const checked = validatePayload(job.data);
     if (!checked.ok) throw new UnrecoverableError(`invalid import payload: ${JSON.stringify(checked.errors)}`);
     const { importId, projectId } = checked.value;
     const log = deps.logger.child({ jobId: job.id, importId, projectId });
-    return runImport(run, importId, { attempt: job.attemptsMade + 1, attempts: job.opts.attempts ?? IMPORT_ATTEMPTS }, log);
+    return runImport(
+      run,
+      importId,
+      { attempt: job.attemptsMade + 1, attempts: job.opts.attempts ?? IMPORT_ATTEMPTS },
+      log,
+    );
   };
 }

@@ -54,7 +54,12 @@ export interface MaintenanceTask {
  * @param intervalMs - the tick period (ms).
  * @param minLockMs - the shortest lock (ms) for very short intervals.
  */
-export function oncePerInterval(name: string, intervalMs: number, run: () => Promise<unknown>, minLockMs = 50): MaintenanceTask {
+export function oncePerInterval(
+  name: string,
+  intervalMs: number,
+  run: () => Promise<unknown>,
+  minLockMs = 50,
+): MaintenanceTask {
   return { name, intervalMs, lockMs: Math.max(minLockMs, intervalMs - 50), release: false, run };
 }
 
@@ -81,11 +86,15 @@ export type MaintenanceSkip = { skipped: string } | { coalesced: string };
  * more); a failed pass is logged and fails its job (the next tick is the retry). The lock is released only while
  * this pass's token still holds it (see the module notes).
  */
-export function maintenanceProcessor(deps: { config: Pick<Config, 'queuePrefix'>; redis: Redis; logger: Logger }, tasks: MaintenanceTask[]): (job: Job) => Promise<unknown> {
+export function maintenanceProcessor(
+  deps: { config: Pick<Config, 'queuePrefix'>; redis: Redis; logger: Logger },
+  tasks: MaintenanceTask[],
+): (job: Job) => Promise<unknown> {
   const byName = new Map(tasks.map((t) => [t.name, t]));
   const lockKey = (t: MaintenanceTask) => `${deps.config.queuePrefix}:maintenance:${t.name}:lock`;
   const rerunKey = (t: MaintenanceTask) => `${lockKey(t)}:rerun`;
-  const take = async (task: MaintenanceTask, token: string) => (await deps.redis.set(lockKey(task), token, 'PX', task.lockMs, 'NX')) === 'OK';
+  const take = async (task: MaintenanceTask, token: string) =>
+    (await deps.redis.set(lockKey(task), token, 'PX', task.lockMs, 'NX')) === 'OK';
   return async (job: Job) => {
     const task = byName.get(job.name);
     if (!task) return { skipped: `unknown task ${job.name}` } satisfies MaintenanceSkip;
@@ -94,7 +103,8 @@ export function maintenanceProcessor(deps: { config: Pick<Config, 'queuePrefix'>
       if (!task.release || !task.coalesce) return { skipped: 'another pass holds the lock' } satisfies MaintenanceSkip;
       await deps.redis.set(rerunKey(task), '1', 'PX', task.lockMs);
       // The holder may have let go between the two calls, before it could see the flag: then this job runs it.
-      if (!(await take(task, token))) return { coalesced: 'a pass is running; it runs once more when it ends' } satisfies MaintenanceSkip;
+      if (!(await take(task, token)))
+        return { coalesced: 'a pass is running; it runs once more when it ends' } satisfies MaintenanceSkip;
     }
     try {
       for (;;) {
@@ -108,7 +118,9 @@ export function maintenanceProcessor(deps: { config: Pick<Config, 'queuePrefix'>
     } catch (err) {
       deps.logger.error({ err, task: task.name, jobId: job.id }, `${task.name} pass failed`);
       if (task.release) {
-        await deps.redis.eval(RELEASE_OR_RERUN, 2, lockKey(task), `${rerunKey(task)}:none`, token, task.lockMs).catch((e: unknown) => deps.logger.debug({ err: e, task: task.name }, 'lock left to expire'));
+        await deps.redis
+          .eval(RELEASE_OR_RERUN, 2, lockKey(task), `${rerunKey(task)}:none`, token, task.lockMs)
+          .catch((e: unknown) => deps.logger.debug({ err: e, task: task.name }, 'lock left to expire'));
       }
       throw err;
     }
@@ -119,13 +131,18 @@ export function maintenanceProcessor(deps: { config: Pick<Config, 'queuePrefix'>
  * Starts the timers that add each task's job every `intervalMs` (the catalog's `maintenance` worker runs them).
  * @returns `stop()`, which stops the timers.
  */
-export function startMaintenanceTimers(deps: { queue: Queue<MaintenanceJobPayload>; logger: Logger }, tasks: MaintenanceTask[]): { stop: () => void } {
+export function startMaintenanceTimers(
+  deps: { queue: Queue<MaintenanceJobPayload>; logger: Logger },
+  tasks: MaintenanceTask[],
+): { stop: () => void } {
   let stopped = false;
   const timers = tasks.map((task) => {
     const timer = setInterval(() => {
       if (stopped) return;
       const tick = Math.floor(Date.now() / task.intervalMs);
-      enqueueMaintenance(deps.queue, task.name, tick).catch((err: unknown) => deps.logger.warn({ err, task: task.name }, 'maintenance job not added; next tick retries'));
+      enqueueMaintenance(deps.queue, task.name, tick).catch((err: unknown) =>
+        deps.logger.warn({ err, task: task.name }, 'maintenance job not added; next tick retries'),
+      );
     }, task.intervalMs);
     timer.unref();
     return timer;

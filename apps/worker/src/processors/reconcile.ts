@@ -13,7 +13,14 @@
  */
 import { SendPriority } from '@mailroom/queues/catalog';
 import type { Queues } from '@mailroom/queues/create';
-import { enqueueImport, enqueueSendJobs, enqueueWebhookDeliveries, scheduleCampaignJob, scheduleSendJob, enqueueExecutions } from '@mailroom/queues/enqueue';
+import {
+  enqueueImport,
+  enqueueSendJobs,
+  enqueueWebhookDeliveries,
+  scheduleCampaignJob,
+  scheduleSendJob,
+  enqueueExecutions,
+} from '@mailroom/queues/enqueue';
 import { SNS_MESSAGE_RETENTION_DAYS } from '@mailroom/feedback/sns';
 import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
@@ -78,7 +85,10 @@ async function reconcileCampaigns(deps: ReconcileDeps): Promise<number> {
  * left at an earlier time by a reschedule whose move was missed. Later emails keep their delayed jobs until a pass
  * nearer their time looks at them. @returns how many emails were looked at.
  */
-async function reconcileScheduled(deps: ReconcileDeps, withinMs = deps.config.reconcileIntervalMs + 1000): Promise<number> {
+async function reconcileScheduled(
+  deps: ReconcileDeps,
+  withinMs = deps.config.reconcileIntervalMs + 1000,
+): Promise<number> {
   let after: DueScheduledEmail | null = null;
   let checked = 0;
   for (;;) {
@@ -89,9 +99,15 @@ async function reconcileScheduled(deps: ReconcileDeps, withinMs = deps.config.re
     for (let i = 0; i < batch.length; i += 50) {
       await Promise.all(
         batch.slice(i, i + 50).map((e) =>
-          scheduleSendJob(deps.queues.send, deps.config, { emailId: e.id, projectId: e.projectId, priority: SendPriority[e.source] }, e.scheduledAt).catch(
+          scheduleSendJob(
+            deps.queues.send,
+            deps.config,
+            { emailId: e.id, projectId: e.projectId, priority: SendPriority[e.source] },
+            e.scheduledAt,
+          ).catch(
             // A job that moved on between the look at its state and the move (it ran): its claim reads the row.
-            (err: unknown) => deps.logger.debug({ err, emailId: e.id }, 'scheduled email: job not checked; the next pass looks again'),
+            (err: unknown) =>
+              deps.logger.debug({ err, emailId: e.id }, 'scheduled email: job not checked; the next pass looks again'),
           ),
         ),
       );
@@ -154,7 +170,10 @@ async function reconcileImports(deps: ReconcileDeps): Promise<number> {
  *   id is its email's id (an enqueue racing the pass adds one job) and the claim lets one job send.
  * @returns how many email rows were checked and how many email and import jobs were (re-)created.
  */
-export async function reconcileOnce(deps: ReconcileDeps, emailsAfterMs = deps.config.reconcileAfterMs): Promise<ReconcileResult> {
+export async function reconcileOnce(
+  deps: ReconcileDeps,
+  emailsAfterMs = deps.config.reconcileAfterMs,
+): Promise<ReconcileResult> {
   const { config } = deps;
   const sendQueue = deps.queues.send;
   let afterId: string | null = null;
@@ -177,7 +196,11 @@ export async function reconcileOnce(deps: ReconcileDeps, emailsAfterMs = deps.co
       }
     }
     if (missing.length > 0) {
-      await enqueueSendJobs(sendQueue, config, missing.map((e) => ({ emailId: e.id, projectId: e.projectId, priority: SendPriority[e.source] })));
+      await enqueueSendJobs(
+        sendQueue,
+        config,
+        missing.map((e) => ({ emailId: e.id, projectId: e.projectId, priority: SendPriority[e.source] })),
+      );
       enqueued += missing.length;
     }
     if (batch.length < BATCH) break;
@@ -185,16 +208,27 @@ export async function reconcileOnce(deps: ReconcileDeps, emailsAfterMs = deps.co
   if (enqueued > 0) deps.logger.warn({ checked, enqueued }, 'reconciler re-enqueued emails without a job');
   const scheduledChecked = await reconcileScheduled(deps);
   const importsEnqueued = await reconcileImports(deps);
-  if (importsEnqueued > 0) deps.logger.warn({ imports: importsEnqueued }, 'reconciler re-enqueued imports without a job');
+  if (importsEnqueued > 0)
+    deps.logger.warn({ imports: importsEnqueued }, 'reconciler re-enqueued imports without a job');
   const campaignsEnqueued = await reconcileCampaigns(deps);
   if (campaignsEnqueued > 0) deps.logger.warn({ campaigns: campaignsEnqueued }, 'reconciler re-created campaign jobs');
   const webhooksEnqueued = await reconcileWebhooks(deps);
-  if (webhooksEnqueued > 0) deps.logger.warn({ deliveries: webhooksEnqueued }, 'reconciler re-enqueued webhook deliveries');
+  if (webhooksEnqueued > 0)
+    deps.logger.warn({ deliveries: webhooksEnqueued }, 'reconciler re-enqueued webhook deliveries');
   const executionsEnqueued = await reconcileExecutions(deps);
-  if (executionsEnqueued > 0) deps.logger.warn({ executions: executionsEnqueued }, 'reconciler re-enqueued overdue workflow executions');
+  if (executionsEnqueued > 0)
+    deps.logger.warn({ executions: executionsEnqueued }, 'reconciler re-enqueued overdue workflow executions');
   await purgeIdempotencyKeys(deps.database.db);
   await pruneSnsMessages(deps.database.db, SNS_MESSAGE_RETENTION_DAYS);
-  return { checked, enqueued, scheduledChecked, importsEnqueued, campaignsEnqueued, webhooksEnqueued, executionsEnqueued };
+  return {
+    checked,
+    enqueued,
+    scheduledChecked,
+    importsEnqueued,
+    campaignsEnqueued,
+    webhooksEnqueued,
+    executionsEnqueued,
+  };
 }
 
 /**

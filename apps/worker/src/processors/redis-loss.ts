@@ -83,11 +83,15 @@ export function watchRedisLoss(deps: {
   const look = async (): Promise<boolean> => {
     const written = await deps.redis.set(key, new Date().toISOString(), 'NX');
     if (written !== 'OK') return false;
-    deps.logger.warn({ marker: key }, 'Redis holds none of our data (restarted empty, flushed, or new): reconciling every pending email now');
+    deps.logger.warn(
+      { marker: key },
+      'Redis holds none of our data (restarted empty, flushed, or new): reconciling every pending email now',
+    );
     try {
       const now = Date.now();
       await enqueueMaintenance(deps.queue, RECONCILE_NOW, now);
-      for (const delay of RECONCILE_NOW_FOLLOW_UPS_MS) await enqueueMaintenance(deps.queue, RECONCILE_NOW, now + delay, delay);
+      for (const delay of RECONCILE_NOW_FOLLOW_UPS_MS)
+        await enqueueMaintenance(deps.queue, RECONCILE_NOW, now + delay, delay);
     } catch (err) {
       // Not added: without the marker, the next check tries again.
       await deps.redis.del(key).catch(() => undefined);

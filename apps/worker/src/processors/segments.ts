@@ -43,5 +43,11 @@ export async function refreshSegmentsOnce(deps: SegmentRefresherDeps): Promise<n
  * never runs twice at once.
  */
 export function segmentsTask(deps: SegmentRefresherDeps): MaintenanceTask {
-  return { name: 'segments', intervalMs: Math.min(1_000, deps.config.segmentRefreshMs), lockMs: 60_000, release: true, run: async () => ({ refreshed: await refreshSegmentsOnce(deps) }) };
+  return {
+    name: 'segments',
+    intervalMs: Math.min(1_000, deps.config.segmentRefreshMs),
+    lockMs: 60_000,
+    release: true,
+    run: async () => ({ refreshed: await refreshSegmentsOnce(deps) }),
+  };
 }

@@ -33,7 +33,12 @@ export function createSendProcessor(deps: SendProcessorDeps) {
     const { emailId } = checked.value;
     const log = deps.logger.child({ jobId: job.id, emailId, projectId: checked.value.projectId });
 
-    const step = await send({ emailId, attempt: { made: job.attemptsMade, max: job.opts.attempts ?? 1 }, priority: job.opts.priority, log });
+    const step = await send({
+      emailId,
+      attempt: { made: job.attemptsMade, max: job.opts.attempts ?? 1 },
+      priority: job.opts.priority,
+      log,
+    });
     switch (step.kind) {
       case 'done':
         return step.result;

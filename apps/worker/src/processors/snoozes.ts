@@ -18,8 +18,18 @@ import { oncePerInterval, type MaintenanceTask } from './maintenance';
 export const SNOOZE_EXPIRY_INTERVAL_MS = 2_000;
 
 /** The expiry pass as a maintenance task. */
-export function snoozesTask(deps: { config: Config; database: Database; webhookQueue: Queue<WebhookJobPayload>; logger: Logger }): MaintenanceTask {
+export function snoozesTask(deps: {
+  config: Config;
+  database: Database;
+  webhookQueue: Queue<WebhookJobPayload>;
+  logger: Logger;
+}): MaintenanceTask {
   return oncePerInterval('snoozes', SNOOZE_EXPIRY_INTERVAL_MS, async () => ({
-    cleared: await expireSnoozesOnce({ database: deps.database, webhookQueue: deps.webhookQueue, config: deps.config, logger: deps.logger }),
+    cleared: await expireSnoozesOnce({
+      database: deps.database,
+      webhookQueue: deps.webhookQueue,
+      config: deps.config,
+      logger: deps.logger,
+    }),
   }));
 }

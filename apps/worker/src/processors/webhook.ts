@@ -25,6 +25,11 @@ export function createWebhookProcessor(deps: { config: Config; database: Databas
     if (!checked.ok) throw new UnrecoverableError(`invalid webhook payload: ${JSON.stringify(checked.errors)}`);
     const { deliveryId, generation } = checked.value;
     const log = deps.logger.child({ jobId: job.id, deliveryId, projectId: checked.value.projectId });
-    return attemptWebhookDelivery(delivery, { deliveryId, generation }, { attempt: job.attemptsMade + 1, attempts: job.opts.attempts ?? 1 }, log);
+    return attemptWebhookDelivery(
+      delivery,
+      { deliveryId, generation },
+      { attempt: job.attemptsMade + 1, attempts: job.opts.attempts ?? 1 },
+      log,
+    );
   };
 }

@@ -32,5 +32,10 @@ export function drainInboxOnce(deps: WorkflowInboxDeps): Promise<InboxTotals> {
 
 /** Starts listening and polling. @returns `stop()`, which waits for a running drain to end. */
 export function startWorkflowInbox(deps: WorkflowInboxDeps): { stop: () => Promise<void> } {
-  return startInboxListener({ databaseUrl: deps.config.databaseUrl, pollMs: deps.config.workflowInboxPollMs, logger: deps.logger, drain: () => drainInboxOnce(deps) });
+  return startInboxListener({
+    databaseUrl: deps.config.databaseUrl,
+    pollMs: deps.config.workflowInboxPollMs,
+    logger: deps.logger,
+    drain: () => drainInboxOnce(deps),
+  });
 }

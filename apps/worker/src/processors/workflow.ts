@@ -9,7 +9,12 @@
  */
 import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { SendPriority, WorkflowJobPayload, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import {
+  SendPriority,
+  WorkflowJobPayload,
+  type SendJobPayload,
+  type WebhookJobPayload,
+} from '@mailroom/queues/catalog';
 import { announceWebhookDeliveries, enqueueExecutions, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { dataValidator } from '@mailroom/platform/validation';
 import { lanePriorities, lanePrioritiesOf } from '@mailroom/queues/send-lanes';
@@ -64,13 +69,24 @@ async function handOver(deps: WorkflowProcessorDeps, h: Handover, log: Logger): 
     try {
       // A project's burst beyond its fair share per minute moves down inside the workflow lane (send-lanes.ts).
       const priorities = await workflowPriorities(deps, h);
-      await enqueueSendJobs(deps.sendQueue, deps.config, h.sends.map((emailId, i) => ({ emailId, projectId, priority: priorities[i] ?? SendPriority.workflow })));
+      await enqueueSendJobs(
+        deps.sendQueue,
+        deps.config,
+        h.sends.map((emailId, i) => ({ emailId, projectId, priority: priorities[i] ?? SendPriority.workflow })),
+      );
     } catch (err) {
       log.warn({ err, emails: h.sends.length }, 'send enqueue failed; the reconciler will enqueue these emails');
     }
   }
   await announceWebhookDeliveries(deps.webhookQueue, deps.config, h.deliveries, log);
-  if (h.wake) await enqueueExecutions(deps.workflowQueue, [h.wake.execution], log, h.wake.at.getTime() - Date.now(), h.wake.suffix);
+  if (h.wake)
+    await enqueueExecutions(
+      deps.workflowQueue,
+      [h.wake.execution],
+      log,
+      h.wake.at.getTime() - Date.now(),
+      h.wake.suffix,
+    );
   if (h.rerun) await enqueueExecutions(deps.workflowQueue, [h.rerun.execution], log, 0, h.rerun.suffix);
 }
 
@@ -83,6 +99,11 @@ async function workflowPriorities(deps: WorkflowProcessorDeps, h: Handover): Pro
   const { connectionOf } = deps;
   if (!connectionOf) return lanePriorities(deps.redis, deps.config, 'workflow', projectId, h.sends.length);
   const connections = await Promise.all(h.sendFroms.map((from) => connectionOf(projectId, from)));
-  const each = await lanePrioritiesOf(deps.redis, deps.config, 'workflow', connections.map((connection) => ({ projectId, count: 1, connection })));
+  const each = await lanePrioritiesOf(
+    deps.redis,
+    deps.config,
+    'workflow',
+    connections.map((connection) => ({ projectId, count: 1, connection })),
+  );
   return each.map((p) => p[0]);
 }

@@ -30,10 +30,23 @@ export type Workers = Record<QueueKey, Worker>;
  * @param emailsPerSecond - the send rate in force (see `AccountWatcher`): the `send` worker's limiter paces job
  *   starts at it.
  */
-export function createWorkers(config: Config, connection: Redis, processors: Record<QueueKey, Processor>, emailsPerSecond: number): Workers {
+export function createWorkers(
+  config: Config,
+  connection: Redis,
+  processors: Record<QueueKey, Processor>,
+  emailsPerSecond: number,
+): Workers {
   const entries = QUEUE_KEYS.map((key) => {
     const spec = queueCatalog[key];
-    return [key, new Worker(spec.name, processors[key], { ...queueOptions(config, connection), ...spec.worker(config, emailsPerSecond), runRetryDelay: RUN_RETRY_DELAY_MS, autorun: false })] as const;
+    return [
+      key,
+      new Worker(spec.name, processors[key], {
+        ...queueOptions(config, connection),
+        ...spec.worker(config, emailsPerSecond),
+        runRetryDelay: RUN_RETRY_DELAY_MS,
+        autorun: false,
+      }),
+    ] as const;
   });
   return Object.fromEntries(entries) as Workers;
 }

@@ -23,14 +23,23 @@ import type { Caller } from './recovery';
  *   variant; 409 `INVALID_STATE` for a campaign without an A/B test, one not SENDING or PAUSED in its test, or one
  *   whose winner is already chosen.
  */
-export async function pickWinnerNow(deps: CampaignActionDeps, log: Logger, caller: Caller, projectId: string, id: string, variant?: number): Promise<CampaignRow> {
+export async function pickWinnerNow(
+  deps: CampaignActionDeps,
+  log: Logger,
+  caller: Caller,
+  projectId: string,
+  id: string,
+  variant?: number,
+): Promise<CampaignRow> {
   const { db } = deps.database;
   const before = await getCampaign(db, projectId, id);
   if (!before) throw notFound('Campaign');
   refuseTestKeyOnLive(caller, before, 'pick the winner of');
   const count = before.abTest?.variants.length ?? 0;
   if (before.abTest && variant !== undefined && variant >= count) {
-    throw validationError([{ field: 'variant', message: `must be a variant of the campaign: 0 to ${count - 1}`, code: 'too_big' }]);
+    throw validationError([
+      { field: 'variant', message: `must be a variant of the campaign: 0 to ${count - 1}`, code: 'too_big' },
+    ]);
   }
   const r = await decideWinner(db, projectId, id, { variant, by: 'manual' });
   if (!('campaign' in r)) {
@@ -41,9 +50,13 @@ export async function pickWinnerNow(deps: CampaignActionDeps, log: Logger, calle
       });
     }
     const c = r.reason === 'state' ? r.current : before;
-    const why = c.abWinner !== null ? `its winner is already variant ${c.abWinner}` : `it is ${c.status}${c.abPhase ? ` (${c.abPhase})` : ''}`;
+    const why =
+      c.abWinner !== null
+        ? `its winner is already variant ${c.abWinner}`
+        : `it is ${c.status}${c.abPhase ? ` (${c.abPhase})` : ''}`;
     throw new AppError(ErrorCode.INVALID_STATE, `Cannot pick the winner of this campaign: ${why}`, {
-      suggestion: 'A winner can be picked once, while the campaign is SENDING or PAUSED in its test (abTest.phase TESTING or WAITING).',
+      suggestion:
+        'A winner can be picked once, while the campaign is SENDING or PAUSED in its test (abTest.phase TESTING or WAITING).',
     });
   }
   await announceWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);

@@ -55,9 +55,15 @@ export function abBucketSql(campaignId: string, contactId: SQL): SQL {
  * The fan-out's selection and variant for one phase of the test, as SQL over `contacts` aliased `c`:
  * the test group with its assigned variants, or the rest of the audience with the winner.
  */
-export function abFanoutSql(campaignId: string, percent: number, variants: number, phase: { winner: number } | 'test'): { where: SQL; variant: SQL } {
+export function abFanoutSql(
+  campaignId: string,
+  percent: number,
+  variants: number,
+  phase: { winner: number } | 'test',
+): { where: SQL; variant: SQL } {
   const bucket = abBucketSql(campaignId, sql.raw('c.id'));
   const t = testBuckets(percent);
-  if (phase === 'test') return { where: sql`${bucket} < ${t}`, variant: sql`(${bucket} * ${variants} / ${t})::smallint` };
+  if (phase === 'test')
+    return { where: sql`${bucket} < ${t}`, variant: sql`(${bucket} * ${variants} / ${t})::smallint` };
   return { where: sql`${bucket} >= ${t}`, variant: sql`${phase.winner}::smallint` };
 }

@@ -13,7 +13,14 @@ import type { AbDecision, AbTestSettings } from '@mailroom/db/schema/campaigns';
 import type { DbOrTx } from '@mailroom/db/client';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
-import { countByVariant, enterWaiting, lockForDecision, recordWinner, startRemainder, type VariantCounts } from '../queries/campaign-ab';
+import {
+  countByVariant,
+  enterWaiting,
+  lockForDecision,
+  recordWinner,
+  startRemainder,
+  type VariantCounts,
+} from '../queries/campaign-ab';
 import { loadCampaign, type CampaignRow, type FanoutSelection } from '../queries/campaigns';
 import { abFanoutSql } from './ab-assign';
 import { chooseWinner } from './ab-stats';
@@ -22,20 +29,38 @@ import { chooseWinner } from './ab-stats';
  * What a phase of the test fans out: the test group with its variants (TESTING), the rest with the winner (WINNER),
  * nothing else. `undefined` for a campaign without a test (the whole audience, no variant).
  */
-export function abSelection(c: Pick<CampaignRow, 'id' | 'abTest' | 'abPhase' | 'abWinner'>): (FanoutSelection & { phase: string }) | undefined {
+export function abSelection(
+  c: Pick<CampaignRow, 'id' | 'abTest' | 'abPhase' | 'abWinner'>,
+): (FanoutSelection & { phase: string }) | undefined {
   const t = c.abTest;
   if (!t) return undefined;
-  if (c.abPhase === 'WINNER' && c.abWinner !== null) return { ...abFanoutSql(c.id, t.testShare, t.variants.length, { winner: c.abWinner }), phase: 'WINNER' };
+  if (c.abPhase === 'WINNER' && c.abWinner !== null)
+    return { ...abFanoutSql(c.id, t.testShare, t.variants.length, { winner: c.abWinner }), phase: 'WINNER' };
   return { ...abFanoutSql(c.id, t.testShare, t.variants.length, 'test'), phase: 'TESTING' };
 }
 
 /** Every variant's counts, zeros for a variant without emails. */
 function allVariants(t: AbTestSettings, counts: VariantCounts[]): VariantCounts[] {
-  return t.variants.map((_, i) => counts.find((c) => c.variant === i) ?? { variant: i, recipients: 0, sent: 0, delivered: 0, opened: 0, clicked: 0, conversions: 0 });
+  return t.variants.map(
+    (_, i) =>
+      counts.find((c) => c.variant === i) ?? {
+        variant: i,
+        recipients: 0,
+        sent: 0,
+        delivered: 0,
+        opened: 0,
+        clicked: 0,
+        conversions: 0,
+      },
+  );
 }
 
 /** Why a decision was not made. */
-export type DecisionMiss = { reason: 'missing' } | { reason: 'no_test' } | { reason: 'state'; current: CampaignRow } | { reason: 'not_due'; at: Date };
+export type DecisionMiss =
+  | { reason: 'missing' }
+  | { reason: 'no_test' }
+  | { reason: 'state'; current: CampaignRow }
+  | { reason: 'not_due'; at: Date };
 
 /**
  * Chooses and records the winner of a campaign's test: the variant with the highest metric rate among the emails
@@ -57,7 +82,12 @@ export async function decideWinner(
     if (!c) return { reason: 'missing' as const };
     const t = c.abTest;
     if (!t) return { reason: 'no_test' as const };
-    if (!['SENDING', 'PAUSED'].includes(c.status) || !(c.abPhase === 'TESTING' || c.abPhase === 'WAITING') || c.abWinner !== null) return { reason: 'state' as const, current: c };
+    if (
+      !['SENDING', 'PAUSED'].includes(c.status) ||
+      !(c.abPhase === 'TESTING' || c.abPhase === 'WAITING') ||
+      c.abWinner !== null
+    )
+      return { reason: 'state' as const, current: c };
     if (choice.by === 'auto' && (c.abPhase !== 'WAITING' || !c.abDecideAt || c.abDecideAt.getTime() > Date.now())) {
       return { reason: 'not_due' as const, at: c.abDecideAt ?? new Date() };
     }
@@ -72,16 +102,33 @@ export async function decideWinner(
       decidedAt: now.toISOString(),
       metric: t.metric,
       event: t.event,
-      variants: chosen.variants.map((v) => ({ variant: v.variant, sent: v.sent, conversions: v.conversions, rate: round(v.rate) })),
+      variants: chosen.variants.map((v) => ({
+        variant: v.variant,
+        sent: v.sent,
+        conversions: v.conversions,
+        rate: round(v.rate),
+      })),
       pValue: chosen.test ? round(chosen.test.pValue) : null,
       z: chosen.test ? round(chosen.test.z) : null,
       withinNoise: chosen.withinNoise,
-      note: choice.variant === undefined ? chosen.note : `Variant ${winner} was picked by hand.${chosen.note ? ` ${chosen.note.replace('was picked', 'would have been picked')}` : ''}`,
+      note:
+        choice.variant === undefined
+          ? chosen.note
+          : `Variant ${winner} was picked by hand.${chosen.note ? ` ${chosen.note.replace('was picked', 'would have been picked')}` : ''}`,
     };
     const done = await recordWinner(tx, id, decision);
     if (!done) return { reason: 'state' as const, current: c };
     // Announced in the same transaction: the event exists if and only if the decision committed.
-    const data = { campaignId: id, winner, by: decision.by, basis: decision.basis, metric: t.metric, pValue: decision.pValue, withinNoise: decision.withinNoise, ...(c.test ? { test: true } : {}) };
+    const data = {
+      campaignId: id,
+      winner,
+      by: decision.by,
+      basis: decision.basis,
+      metric: t.metric,
+      pValue: decision.pValue,
+      withinNoise: decision.withinNoise,
+      ...(c.test ? { test: true } : {}),
+    };
     const deliveries = await recordWebhookEvents(tx, projectId, [{ type: 'campaign.winner', data }]);
     return { campaign: done, deliveries };
   });

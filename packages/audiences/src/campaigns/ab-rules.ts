@@ -57,19 +57,53 @@ export async function abTestSettings(
   if (given.variants === undefined && given.abTest === undefined) return { settings: undefined, errors };
   if (given.variants === null || given.abTest === null) {
     // Removing the test: both null, or one null and the other left out.
-    if (given.variants != null) errors.push({ field: 'abTest', message: 'is null: give both variants and abTest, or remove both', code: 'custom' });
-    if (given.abTest != null) errors.push({ field: 'variants', message: 'is null: give both variants and abTest, or remove both', code: 'custom' });
+    if (given.variants != null)
+      errors.push({
+        field: 'abTest',
+        message: 'is null: give both variants and abTest, or remove both',
+        code: 'custom',
+      });
+    if (given.abTest != null)
+      errors.push({
+        field: 'variants',
+        message: 'is null: give both variants and abTest, or remove both',
+        code: 'custom',
+      });
     return { settings: errors.length ? undefined : null, errors };
   }
-  const abTest = given.abTest ?? (stored ? { testShare: stored.testShare, metric: stored.metric, event: stored.event, waitSeconds: stored.waitSeconds } : undefined);
-  if (!abTest) errors.push({ field: 'abTest', message: 'is required with variants: the test share, metric and wait', code: 'invalid_type' });
-  if (given.variants === undefined && !stored) errors.push({ field: 'variants', message: `is required with abTest: ${AB_VARIANTS.min} to ${AB_VARIANTS.max} variants`, code: 'invalid_type' });
+  const abTest =
+    given.abTest ??
+    (stored
+      ? { testShare: stored.testShare, metric: stored.metric, event: stored.event, waitSeconds: stored.waitSeconds }
+      : undefined);
+  if (!abTest)
+    errors.push({
+      field: 'abTest',
+      message: 'is required with variants: the test share, metric and wait',
+      code: 'invalid_type',
+    });
+  if (given.variants === undefined && !stored)
+    errors.push({
+      field: 'variants',
+      message: `is required with abTest: ${AB_VARIANTS.min} to ${AB_VARIANTS.max} variants`,
+      code: 'invalid_type',
+    });
   if (abTest) {
     if (abTest.waitSeconds < minWaitSeconds) {
-      errors.push({ field: 'abTest.waitSeconds', message: `must be at least ${minWaitSeconds} seconds (CAMPAIGN_AB_MIN_WAIT_SECONDS)`, code: 'too_small' });
+      errors.push({
+        field: 'abTest.waitSeconds',
+        message: `must be at least ${minWaitSeconds} seconds (CAMPAIGN_AB_MIN_WAIT_SECONDS)`,
+        code: 'too_small',
+      });
     }
-    if (abTest.metric === 'event' && !abTest.event) errors.push({ field: 'abTest.event', message: 'is required when metric is event: the name of the event (as given to /v1/track)', code: 'invalid_type' });
-    if (abTest.metric !== 'event' && abTest.event) errors.push({ field: 'abTest.event', message: 'is only used when metric is event', code: 'custom' });
+    if (abTest.metric === 'event' && !abTest.event)
+      errors.push({
+        field: 'abTest.event',
+        message: 'is required when metric is event: the name of the event (as given to /v1/track)',
+        code: 'invalid_type',
+      });
+    if (abTest.metric !== 'event' && abTest.event)
+      errors.push({ field: 'abTest.event', message: 'is only used when metric is event', code: 'custom' });
   }
   let variants = stored?.variants ?? [];
   if (given.variants !== undefined) {
@@ -78,7 +112,11 @@ export async function abTestSettings(
       const field = (k: string) => `variants.${i}.${k}`;
       if (v.templateId) {
         if (v.subject != null || v.body != null) {
-          errors.push({ field: field('templateId'), message: 'give a templateId, or a subject and/or body, not both', code: 'custom' });
+          errors.push({
+            field: field('templateId'),
+            message: 'give a templateId, or a subject and/or body, not both',
+            code: 'custom',
+          });
           continue;
         }
         const t = await getTemplate(db, projectId, v.templateId);
@@ -93,14 +131,23 @@ export async function abTestSettings(
       } else {
         variants.push({ subject: v.subject ?? null, body: v.body ?? null, templateId: null });
       }
-      const content = { subject: variants[variants.length - 1].subject ?? undefined, body: variants[variants.length - 1].body ?? undefined };
+      const content = {
+        subject: variants[variants.length - 1].subject ?? undefined,
+        body: variants[variants.length - 1].body ?? undefined,
+      };
       errors.push(...templateSyntaxErrors(content, field));
       errors.push(...contentLimitErrors(content, 'html', { subject: field('subject'), body: field('body') }));
     }
   }
   if (errors.length > 0 || !abTest) return { settings: undefined, errors };
   return {
-    settings: { variants, testShare: abTest.testShare, metric: abTest.metric, event: abTest.metric === 'event' ? (abTest.event ?? null) : null, waitSeconds: abTest.waitSeconds },
+    settings: {
+      variants,
+      testShare: abTest.testShare,
+      metric: abTest.metric,
+      event: abTest.metric === 'event' ? (abTest.event ?? null) : null,
+      waitSeconds: abTest.waitSeconds,
+    },
     errors,
   };
 }

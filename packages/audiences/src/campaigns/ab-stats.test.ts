@@ -31,7 +31,10 @@ describe('two-proportion z-test', () => {
     expect(twoProportionZTest({ conversions: 0, sent: 0 }, { conversions: 1, sent: 10 })).toBeNull();
     expect(twoProportionZTest({ conversions: 0, sent: 10 }, { conversions: 0, sent: 10 })).toBeNull();
     expect(twoProportionZTest({ conversions: 10, sent: 10 }, { conversions: 5, sent: 5 })).toBeNull();
-    expect(twoProportionZTest({ conversions: 3, sent: 10 }, { conversions: 3, sent: 10 })).toMatchObject({ z: 0, pValue: 1 });
+    expect(twoProportionZTest({ conversions: 3, sent: 10 }, { conversions: 3, sent: 10 })).toMatchObject({
+      z: 0,
+      pValue: 1,
+    });
   });
 
   test('rate is conversions per email sent, 0 before any is sent', () => {
@@ -67,8 +70,17 @@ describe('choosing the winner', () => {
   });
 
   test('a tie goes to the first variant, in whatever order the figures come', () => {
-    expect(chooseWinner([{ variant: 2, sent: 50, conversions: 5 }, { variant: 1, sent: 100, conversions: 10 }, { variant: 0, sent: 10, conversions: 0 }]).winner).toBe(1);
-    const none = chooseWinner([{ variant: 1, sent: 0, conversions: 0 }, { variant: 0, sent: 0, conversions: 0 }]);
+    expect(
+      chooseWinner([
+        { variant: 2, sent: 50, conversions: 5 },
+        { variant: 1, sent: 100, conversions: 10 },
+        { variant: 0, sent: 10, conversions: 0 },
+      ]).winner,
+    ).toBe(1);
+    const none = chooseWinner([
+      { variant: 1, sent: 0, conversions: 0 },
+      { variant: 0, sent: 0, conversions: 0 },
+    ]);
     expect(none.winner).toBe(0);
     expect(none.test).toBeNull();
     expect(none.withinNoise).toBe(true);

@@ -38,7 +38,16 @@ export function erfc(x: number): number {
     Math.exp(
       -z * z -
         1.26551223 +
-        t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
+        t *
+          (1.00002368 +
+            t *
+              (0.37409196 +
+                t *
+                  (0.09678418 +
+                    t *
+                      (-0.18628806 +
+                        t *
+                          (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
     );
   return x >= 0 ? r : 2 - r;
 }
@@ -54,7 +63,10 @@ export function normalCdf(x: number): number {
  * @returns `z` (positive when `a`'s rate is higher) and the two-sided p-value; `null` when it is undefined: a group
  *   with nothing sent, or no variance at all (both rates 0 or both 1).
  */
-export function twoProportionZTest(a: Pick<VariantCount, 'sent' | 'conversions'>, b: Pick<VariantCount, 'sent' | 'conversions'>): ZTest | null {
+export function twoProportionZTest(
+  a: Pick<VariantCount, 'sent' | 'conversions'>,
+  b: Pick<VariantCount, 'sent' | 'conversions'>,
+): ZTest | null {
   if (a.sent <= 0 || b.sent <= 0) return null;
   const pooled = (a.conversions + b.conversions) / (a.sent + b.sent);
   const se = Math.sqrt(pooled * (1 - pooled) * (1 / a.sent + 1 / b.sent));

@@ -88,7 +88,11 @@ export interface CampaignJobControl {
  */
 export async function campaignAudiencePredicate(db: DbOrTx, c: CampaignRow): Promise<SQL | string> {
   const audience = campaignAudience(c);
-  const scope = { now: (c.startedAt ?? new Date()).getTime(), alias: 'c', ...(c.topicId ? { topicId: c.topicId } : {}) };
+  const scope = {
+    now: (c.startedAt ?? new Date()).getTime(),
+    alias: 'c',
+    ...(c.topicId ? { topicId: c.topicId } : {}),
+  };
   const predicate = audience && (await audiencePredicate(db, c.projectId, audience, scope));
   return predicate ?? "the campaign's segment was deleted";
 }
@@ -114,23 +118,42 @@ export async function runCampaignJob(
    * its emails' webhooks) in the same transaction when it happened (`move` returned something truthy).
    * @returns what `move` returned.
    */
-  const transition = async <T>(c: Pick<CampaignRow, 'test'>, event: string, move: (tx: DbOrTx) => Promise<T>): Promise<T> => {
+  const transition = async <T>(
+    c: Pick<CampaignRow, 'test'>,
+    event: string,
+    move: (tx: DbOrTx) => Promise<T>,
+  ): Promise<T> => {
     const data = { campaignId, ...(c.test ? { test: true } : {}) };
-    const { result, deliveries } = await withWebhookEvents(db, projectId, move, (moved) => (moved ? [{ type: `campaign.${event}`, data }] : []));
+    const { result, deliveries } = await withWebhookEvents(db, projectId, move, (moved) =>
+      moved ? [{ type: `campaign.${event}`, data }] : [],
+    );
     await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log);
     return result;
   };
 
   /** Tops up the campaign's window in the send queue: its fair share of the campaign lane (lane.ts). */
   const feed = async (): Promise<number> => {
-    const window = campaignWindow(campaignLaneDepth(sendRate(), config), await campaignLaneShare(db, campaignId, projectId), config.campaignQueueWindow);
+    const window = campaignWindow(
+      campaignLaneDepth(sendRate(), config),
+      await campaignLaneShare(db, campaignId, projectId),
+      config.campaignQueueWindow,
+    );
     const next = await nextCampaignEmails(db, { id: campaignId }, window);
     if (next.length === 0) return 0;
     for (let i = 0; i < next.length; i += 1000) {
       const chunk = next.slice(i, i + 1000);
       // Emails re-queued by retry-failed: their first try's finished job still holds the id.
-      await freeRetriedJobIds(db, deps.sendQueue, campaignId, chunk.map((e) => e.id));
-      await enqueueSendJobs(deps.sendQueue, config, chunk.map((e) => ({ emailId: e.id, projectId, priority: SendPriority.campaign })));
+      await freeRetriedJobIds(
+        db,
+        deps.sendQueue,
+        campaignId,
+        chunk.map((e) => e.id),
+      );
+      await enqueueSendJobs(
+        deps.sendQueue,
+        config,
+        chunk.map((e) => ({ emailId: e.id, projectId, priority: SendPriority.campaign })),
+      );
       await advanceEnqueueCursor(db, campaignId, chunk[chunk.length - 1].contactId);
     }
     return next.length;
@@ -151,7 +174,9 @@ export async function runCampaignJob(
     // Checked before starting, so a campaign whose segment is gone fails from SCHEDULED, never half-sent.
     audience = await campaignAudiencePredicate(db, c);
     if (typeof audience !== 'string') {
-      c = (await transition(c, 'sending', (tx) => startScheduledCampaign(tx, campaignId))) ?? (await loadCampaign(db, campaignId));
+      c =
+        (await transition(c, 'sending', (tx) => startScheduledCampaign(tx, campaignId))) ??
+        (await loadCampaign(db, campaignId));
       if (!c) return { outcome: 'skipped', reason: 'campaign deleted' };
       if (c.status === 'SENDING') log.info('scheduled campaign started');
     }
@@ -159,7 +184,7 @@ export async function runCampaignJob(
   // Emails never handed to the send queue are still `queued` rows: close them in bounded batches.
   const sweep = async (): Promise<CampaignJobResult> => {
     let swept = 0;
-    for (let n = -1; n !== 0; ) {
+    for (let n = -1; n !== 0;) {
       n = await sweepCancelledCampaign(db, campaignId, SWEEP_BATCH);
       swept += n;
       await control.keepAlive();
@@ -176,7 +201,8 @@ export async function runCampaignJob(
   };
   if (c.status === 'CANCELLED') return sweep();
   if (c.status === 'PAUSED') return paused();
-  if (c.status !== 'SENDING' && typeof audience !== 'string') return { outcome: 'skipped', reason: `campaign is ${c.status}` };
+  if (c.status !== 'SENDING' && typeof audience !== 'string')
+    return { outcome: 'skipped', reason: `campaign is ${c.status}` };
 
   if (!c.fanoutDone) {
     audience ??= await campaignAudiencePredicate(db, c);
@@ -201,7 +227,9 @@ export async function runCampaignJob(
   await feed();
   if (c.abTest) {
     // The A/B test's moves (ab-decide.ts): waiting for the decision, deciding, starting the remainder.
-    const next = await advanceAbTest(db, campaignId, (deliveries) => announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log));
+    const next = await advanceAbTest(db, campaignId, (deliveries) =>
+      announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log),
+    );
     if (next) {
       if (next.moved) log.info({ phase: next.moved, at: new Date(next.at).toISOString() }, 'campaign A/B test moved');
       return later(next.at);
@@ -215,6 +243,7 @@ export async function runCampaignJob(
   const current = await loadCampaign(db, campaignId);
   if (current?.status === 'CANCELLED') return sweep();
   if (current?.status === 'PAUSED') return paused();
-  if (!current || current.status !== 'SENDING') return { outcome: 'skipped', reason: `campaign is ${current?.status ?? 'deleted'}` };
+  if (!current || current.status !== 'SENDING')
+    return { outcome: 'skipped', reason: `campaign is ${current?.status ?? 'deleted'}` };
   return later(Date.now() + (current.fanoutDone ? config.campaignTickMs : 0));
 }

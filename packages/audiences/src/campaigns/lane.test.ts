@@ -10,7 +10,7 @@ test('depth: seconds of sending at the current rate, at least two ticks, at leas
   expect(campaignLaneDepth(1, config)).toBe(MIN_LANE_DEPTH);
 });
 
-test('window: equal between projects, then between a project\'s campaigns; at least 1, at most CAMPAIGN_QUEUE_WINDOW', () => {
+test("window: equal between projects, then between a project's campaigns; at least 1, at most CAMPAIGN_QUEUE_WINDOW", () => {
   expect(campaignWindow(42, { projects: 1, campaignsOfProject: 1 }, 5_000)).toBe(42);
   expect(campaignWindow(42, { projects: 2, campaignsOfProject: 1 }, 5_000)).toBe(21);
   expect(campaignWindow(42, { projects: 2, campaignsOfProject: 3 }, 5_000)).toBe(7);

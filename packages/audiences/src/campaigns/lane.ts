@@ -34,7 +34,10 @@ export const MIN_LANE_DEPTH = 20;
  * @param config - `campaignLaneSeconds` (s) and `campaignTickMs` (ms).
  * @returns jobs: `ceil(rate × max(CAMPAIGN_LANE_SECONDS, 2 × CAMPAIGN_TICK_MS))`, at least {@link MIN_LANE_DEPTH}.
  */
-export function campaignLaneDepth(emailsPerSecond: number, config: Pick<AudienceConfig, 'campaignLaneSeconds' | 'campaignTickMs'>): number {
+export function campaignLaneDepth(
+  emailsPerSecond: number,
+  config: Pick<AudienceConfig, 'campaignLaneSeconds' | 'campaignTickMs'>,
+): number {
   const seconds = Math.max(config.campaignLaneSeconds, (2 * config.campaignTickMs) / 1000);
   return Math.max(MIN_LANE_DEPTH, Math.ceil(emailsPerSecond * seconds));
 }
@@ -44,5 +47,8 @@ export function campaignLaneDepth(emailsPerSecond: number, config: Pick<Audience
  * at least 1 and at most `maxWindow` (`CAMPAIGN_QUEUE_WINDOW`).
  */
 export function campaignWindow(depth: number, share: LaneShare, maxWindow: number): number {
-  return Math.max(1, Math.min(maxWindow, Math.floor(depth / Math.max(1, share.projects) / Math.max(1, share.campaignsOfProject))));
+  return Math.max(
+    1,
+    Math.min(maxWindow, Math.floor(depth / Math.max(1, share.projects) / Math.max(1, share.campaignsOfProject))),
+  );
 }

@@ -42,19 +42,31 @@ export interface AbGiven {
 /** What the campaign actions need: the database, the queues they wake, and the settings of the jobs they add. */
 export interface CampaignActionDeps extends AnnounceDeps {
   queues: Pick<Queues, 'webhook' | 'campaign' | 'send'>;
-  config: Pick<QueueConfig, 'webhookRetryScheduleMs' | 'sendMaxAttempts' | 'sendBackoffMs'> & Pick<AudienceConfig, 'campaignQueueWindow'>;
+  config: Pick<QueueConfig, 'webhookRetryScheduleMs' | 'sendMaxAttempts' | 'sendBackoffMs'> &
+    Pick<AudienceConfig, 'campaignQueueWindow'>;
 }
 
 /** The data of a `campaign.*` webhook: the campaign id, and `test: true` for a test campaign (as its emails' webhooks). */
-export const campaignEventData = (c: { id: string; test: boolean }) => ({ campaignId: c.id, ...(c.test ? { test: true } : {}) });
+export const campaignEventData = (c: { id: string; test: boolean }) => ({
+  campaignId: c.id,
+  ...(c.test ? { test: true } : {}),
+});
 
 /**
  * Gives a campaign its job: at `scheduledAt` when SCHEDULED, now otherwise. A Redis failure is logged, not thrown:
  * the transition is committed, and the reconciler gives a SENDING or due campaign its job once Redis is back.
  */
-export async function scheduleCampaign(deps: { queues: Pick<Queues, 'campaign'> }, c: CampaignRow, log: Pick<Logger, 'warn'>): Promise<void> {
+export async function scheduleCampaign(
+  deps: { queues: Pick<Queues, 'campaign'> },
+  c: CampaignRow,
+  log: Pick<Logger, 'warn'>,
+): Promise<void> {
   try {
-    await scheduleCampaignJob(deps.queues.campaign, c, c.status === 'SCHEDULED' && c.scheduledAt ? c.scheduledAt : new Date());
+    await scheduleCampaignJob(
+      deps.queues.campaign,
+      c,
+      c.status === 'SCHEDULED' && c.scheduledAt ? c.scheduledAt : new Date(),
+    );
   } catch (err) {
     log.warn({ err, campaignId: c.id }, 'campaign job not scheduled; the reconciler will');
   }
@@ -71,7 +83,12 @@ export async function requireCampaign(db: DbOrTx, projectId: string, id: string)
  * Creates a DRAFT campaign, with its A/B test when `ab` gives one. @throws {@link AppError} 422 listing every rule
  * it breaks ({@link campaignErrors}, `abTestSettings`).
  */
-export async function createDraft(db: DbOrTx, projectId: string, input: NewCampaign & { fromEmail: string }, ab?: AbGiven): Promise<CampaignRow> {
+export async function createDraft(
+  db: DbOrTx,
+  projectId: string,
+  input: NewCampaign & { fromEmail: string },
+  ab?: AbGiven,
+): Promise<CampaignRow> {
   const errors = await campaignErrors(db, projectId, input);
   const test = ab ? await abTestSettings(db, projectId, ab, null, ab.minWaitSeconds) : undefined;
   errors.push(...(test?.errors ?? []));
@@ -84,7 +101,13 @@ export async function createDraft(db: DbOrTx, projectId: string, input: NewCampa
  * patch restates them; `ab` replaces the A/B test's variants or settings (null removes the test). @throws {@link AppError} 404, 409 `INVALID_STATE`, or 422 listing every rule the edited
  * campaign would break.
  */
-export async function editCampaign(db: DbOrTx, projectId: string, id: string, patch: Partial<NewCampaign>, ab?: AbGiven): Promise<CampaignRow> {
+export async function editCampaign(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+  patch: Partial<NewCampaign>,
+  ab?: AbGiven,
+): Promise<CampaignRow> {
   const current = await requireCampaign(db, projectId, id);
   requireEditable(current, 'update');
   const edited = patchedCampaign(current, patch);
@@ -124,13 +147,23 @@ export async function sendableCampaign(db: DbOrTx, projectId: string, id: string
  * @param test - sent with a test key: the campaign and its emails are test data (the sink, never SES).
  * @throws {@link AppError} 404 or 409 when the campaign moved meanwhile.
  */
-export async function sendOrSchedule(deps: CampaignActionDeps, log: Logger, projectId: string, id: string, at: Date | null, test: boolean): Promise<CampaignRow> {
+export async function sendOrSchedule(
+  deps: CampaignActionDeps,
+  log: Logger,
+  projectId: string,
+  id: string,
+  at: Date | null,
+  test: boolean,
+): Promise<CampaignRow> {
   const t = await announcedChange(
     deps,
     log,
     projectId,
     (tx) => sendCampaign(tx, projectId, id, at && at.getTime() > Date.now() ? at : null, test),
-    (r) => (r.ok && r.campaign.status === 'SENDING' ? [{ type: 'campaign.sending', data: campaignEventData(r.campaign) }] : []),
+    (r) =>
+      r.ok && r.campaign.status === 'SENDING'
+        ? [{ type: 'campaign.sending', data: campaignEventData(r.campaign) }]
+        : [],
   );
   if (!t.ok) throw refused(t, 'send');
   await scheduleCampaign(deps, t.campaign, log);
@@ -144,7 +177,12 @@ export async function sendOrSchedule(deps: CampaignActionDeps, log: Logger, proj
  * @returns the campaign and how many queued emails were cancelled here.
  * @throws {@link AppError} 404, or 409 `INVALID_STATE` from SENT, CANCELLED or FAILED.
  */
-export async function cancelNow(deps: CampaignActionDeps, log: Logger, projectId: string, id: string): Promise<{ campaign: CampaignRow; cancelledEmails: number }> {
+export async function cancelNow(
+  deps: CampaignActionDeps,
+  log: Logger,
+  projectId: string,
+  id: string,
+): Promise<{ campaign: CampaignRow; cancelledEmails: number }> {
   const t = await announcedChange(
     deps,
     log,
@@ -210,7 +248,10 @@ export async function sendTestEmails(
     }),
   );
   await db.transaction((tx) => insertQueuedEmails(tx, rows));
-  await enqueueSendJobs(deps.queues.send, deps.config, rows.map((r) => ({ emailId: r.id, projectId: c.projectId, priority: SendPriority.transactional })))
-    .catch((err) => log.warn({ err }, 'enqueue failed; the reconciler will enqueue these emails'));
+  await enqueueSendJobs(
+    deps.queues.send,
+    deps.config,
+    rows.map((r) => ({ emailId: r.id, projectId: c.projectId, priority: SendPriority.transactional })),
+  ).catch((err) => log.warn({ err }, 'enqueue failed; the reconciler will enqueue these emails'));
   return rows.map((r) => ({ email: r.toEmail, id: r.id }));
 }

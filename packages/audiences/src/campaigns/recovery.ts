@@ -26,7 +26,13 @@ export interface Caller {
  *
  * @throws {@link AppError} 404; 403 for a test key on a live campaign; 409 `INVALID_STATE` unless PAUSED.
  */
-export async function resumeNow(deps: CampaignActionDeps, log: Logger, caller: Caller, projectId: string, id: string): Promise<CampaignRow> {
+export async function resumeNow(
+  deps: CampaignActionDeps,
+  log: Logger,
+  caller: Caller,
+  projectId: string,
+  id: string,
+): Promise<CampaignRow> {
   const { db } = deps.database;
   const before = await getCampaign(db, projectId, id);
   if (!before) throw notFound('Campaign');
@@ -40,10 +46,16 @@ export async function resumeNow(deps: CampaignActionDeps, log: Logger, caller: C
   try {
     // The job feeds the rest of the audience; the emails already in the queue wake at once.
     await scheduleCampaignJob(deps.queues.campaign, campaign, new Date());
-    await promoteDelayedJobs(deps.queues.send, await campaignEmailsInQueue(db, campaign.id, deps.config.campaignQueueWindow));
+    await promoteDelayedJobs(
+      deps.queues.send,
+      await campaignEmailsInQueue(db, campaign.id, deps.config.campaignQueueWindow),
+    );
   } catch (err) {
     // Committed: the reconciler gives a SENDING campaign its job, and waiting emails recheck on their own.
-    log.warn({ err, campaignId: campaign.id }, 'resumed campaign not woken; it continues within CAMPAIGN_PAUSE_RECHECK_MS');
+    log.warn(
+      { err, campaignId: campaign.id },
+      'resumed campaign not woken; it continues within CAMPAIGN_PAUSE_RECHECK_MS',
+    );
   }
   return campaign;
 }
@@ -64,7 +76,13 @@ export interface RetriedFailed {
  * @throws {@link AppError} 404; 403 for a test key on a live campaign; 409 `INVALID_STATE` when the retry was used
  *   or the campaign is not SENT.
  */
-export async function retryFailedNow(deps: CampaignActionDeps, log: Logger, caller: Caller, projectId: string, id: string): Promise<RetriedFailed> {
+export async function retryFailedNow(
+  deps: CampaignActionDeps,
+  log: Logger,
+  caller: Caller,
+  projectId: string,
+  id: string,
+): Promise<RetriedFailed> {
   const { db } = deps.database;
   const c = await getCampaign(db, projectId, id);
   if (!c) throw notFound('Campaign');
@@ -73,13 +91,22 @@ export async function retryFailedNow(deps: CampaignActionDeps, log: Logger, call
   if (!r.ok) {
     if (r.reason === 'missing') throw notFound('Campaign');
     if (r.reason === 'already') {
-      throw new AppError(ErrorCode.INVALID_STATE, `The failed emails of this campaign were already retried (at ${r.at.toISOString()}); retry-failed runs once per campaign`, {
-        suggestion: "See the campaign's timeline (GET /campaigns/{id}/timeline) for what the retry re-queued.",
-      });
+      throw new AppError(
+        ErrorCode.INVALID_STATE,
+        `The failed emails of this campaign were already retried (at ${r.at.toISOString()}); retry-failed runs once per campaign`,
+        {
+          suggestion: "See the campaign's timeline (GET /campaigns/{id}/timeline) for what the retry re-queued.",
+        },
+      );
     }
-    throw new AppError(ErrorCode.INVALID_STATE, `Cannot retry the failed emails of a campaign that is ${r.status}; only a SENT campaign's can be retried`, {
-      suggestion: 'Wait until the campaign is SENT (every recipient final); DRAFT, SCHEDULED, SENDING, PAUSED, CANCELLED and FAILED campaigns are refused.',
-    });
+    throw new AppError(
+      ErrorCode.INVALID_STATE,
+      `Cannot retry the failed emails of a campaign that is ${r.status}; only a SENT campaign's can be retried`,
+      {
+        suggestion:
+          'Wait until the campaign is SENT (every recipient final); DRAFT, SCHEDULED, SENDING, PAUSED, CANCELLED and FAILED campaigns are refused.',
+      },
+    );
   }
   await announceWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
   if (r.retried > 0) {

@@ -21,7 +21,12 @@ const FINISHED = new Set(['completed', 'failed']);
  *
  * @returns how many finished jobs were removed.
  */
-export async function freeRetriedJobIds(db: DbOrTx, sendQueue: Queue, campaignId: string, emailIds: readonly string[]): Promise<number> {
+export async function freeRetriedJobIds(
+  db: DbOrTx,
+  sendQueue: Queue,
+  campaignId: string,
+  emailIds: readonly string[],
+): Promise<number> {
   const retried = await retriedEmailIds(db, campaignId, emailIds);
   let removed = 0;
   for (let i = 0; i < retried.length; i += 100) {

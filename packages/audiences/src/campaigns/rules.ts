@@ -33,7 +33,8 @@ export const EDITABLE_STATES: readonly CampaignStatus[] = ['DRAFT', 'SCHEDULED']
 export function refused(t: Exclude<Transition, { ok: true }>, action: string): AppError {
   if (t.reason === 'missing') return notFound('Campaign');
   return new AppError(ErrorCode.INVALID_STATE, `Cannot ${action} a campaign that is ${t.status}`, {
-    suggestion: 'See the campaign states: DRAFT → SCHEDULED → SENDING → SENT; PAUSED from SENDING, resumed to SENDING; CANCELLED from DRAFT, SCHEDULED, SENDING or PAUSED.',
+    suggestion:
+      'See the campaign states: DRAFT → SCHEDULED → SENDING → SENT; PAUSED from SENDING, resumed to SENDING; CANCELLED from DRAFT, SCHEDULED, SENDING or PAUSED.',
   });
 }
 
@@ -48,7 +49,11 @@ export function requireEditable(c: Pick<CampaignRow, 'status'>, action: string):
  * Refuses a test key an action that would send a live campaign's mail through SES (resume, retry-failed): test
  * keys never mail anyone. @throws {@link AppError} 403 `FORBIDDEN`.
  */
-export function refuseTestKeyOnLive(auth: { mode: 'live' | 'test' }, c: Pick<CampaignRow, 'test'>, action: string): void {
+export function refuseTestKeyOnLive(
+  auth: { mode: 'live' | 'test' },
+  c: Pick<CampaignRow, 'test'>,
+  action: string,
+): void {
   if (auth.mode === 'test' && !c.test) {
     throw new AppError(ErrorCode.FORBIDDEN, `A test key cannot ${action} a live campaign: that would send real mail`, {
       suggestion: 'Use the live secret key (sk_…) of the project.',
@@ -60,11 +65,16 @@ export function refuseTestKeyOnLive(auth: { mode: 'live' | 'test' }, c: Pick<Cam
  * A campaign after a patch: the patch over the current row, where switching the audience type drops the other
  * type's settings unless the patch restates them. @returns the merged campaign and the patch to store.
  */
-export function patchedCampaign(current: CampaignRow, patch: Partial<NewCampaign>): { merged: CampaignRow; patch: Partial<NewCampaign> } {
+export function patchedCampaign(
+  current: CampaignRow,
+  patch: Partial<NewCampaign>,
+): { merged: CampaignRow; patch: Partial<NewCampaign> } {
   const stored = { ...patch };
   const merged = { ...current, ...patch };
-  if (patch.audienceType && patch.audienceType !== 'SEGMENT' && patch.segmentId === undefined) merged.segmentId = stored.segmentId = null;
-  if (patch.audienceType && patch.audienceType !== 'FILTERED' && patch.audienceFilter === undefined) merged.audienceFilter = stored.audienceFilter = null;
+  if (patch.audienceType && patch.audienceType !== 'SEGMENT' && patch.segmentId === undefined)
+    merged.segmentId = stored.segmentId = null;
+  if (patch.audienceType && patch.audienceType !== 'FILTERED' && patch.audienceFilter === undefined)
+    merged.audienceFilter = stored.audienceFilter = null;
   return { merged, patch: stored };
 }
 
@@ -74,17 +84,27 @@ export function patchedCampaign(current: CampaignRow, patch: Partial<NewCampaign
  * `audienceFilter`), neither carries the other's setting; subject and body are valid templates; the sender is on
  * a verified domain (`@mailroom/mail/sender`); tags have distinct names, none reserved. @returns every problem, empty when none.
  */
-export async function campaignErrors(db: DbOrTx, projectId: string, c: NewCampaign & { fromEmail: string }): Promise<FieldError[]> {
+export async function campaignErrors(
+  db: DbOrTx,
+  projectId: string,
+  c: NewCampaign & { fromEmail: string },
+): Promise<FieldError[]> {
   const errors: FieldError[] = [];
   if (c.audienceType === 'SEGMENT') {
-    if (!c.segmentId) errors.push({ field: 'segmentId', message: 'is required when audienceType is SEGMENT', code: 'invalid_type' });
-    else if (!(await getSegment(db, projectId, c.segmentId))) errors.push({ field: 'segmentId', message: 'is not a segment of this project', code: 'custom' });
+    if (!c.segmentId)
+      errors.push({ field: 'segmentId', message: 'is required when audienceType is SEGMENT', code: 'invalid_type' });
+    else if (!(await getSegment(db, projectId, c.segmentId)))
+      errors.push({ field: 'segmentId', message: 'is not a segment of this project', code: 'custom' });
   } else if (c.segmentId) {
     errors.push({ field: 'segmentId', message: 'is only used when audienceType is SEGMENT', code: 'custom' });
   }
   if (c.audienceType === 'FILTERED') {
     if (c.audienceFilter === null || c.audienceFilter === undefined) {
-      errors.push({ field: 'audienceFilter', message: 'is required when audienceType is FILTERED', code: 'invalid_type' });
+      errors.push({
+        field: 'audienceFilter',
+        message: 'is required when audienceType is FILTERED',
+        code: 'invalid_type',
+      });
     } else {
       try {
         parseSegmentFilter(c.audienceFilter, 'audienceFilter');
@@ -115,8 +135,11 @@ export async function campaignErrors(db: DbOrTx, projectId: string, c: NewCampai
  *
  * @returns the audience, or `undefined` for a SEGMENT campaign without a segment (deleted).
  */
-export function campaignAudience(c: Pick<CampaignRow, 'audienceType' | 'segmentId' | 'audienceFilter'>): Audience | undefined {
+export function campaignAudience(
+  c: Pick<CampaignRow, 'audienceType' | 'segmentId' | 'audienceFilter'>,
+): Audience | undefined {
   if (c.audienceType === 'ALL') return { type: 'ALL' };
-  if (c.audienceType === 'FILTERED') return { type: 'FILTERED', filter: parseSegmentFilter(c.audienceFilter, 'audienceFilter') };
+  if (c.audienceType === 'FILTERED')
+    return { type: 'FILTERED', filter: parseSegmentFilter(c.audienceFilter, 'audienceFilter') };
   return c.segmentId ? { type: 'SEGMENT', segmentId: c.segmentId } : undefined;
 }

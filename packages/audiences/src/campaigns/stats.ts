@@ -85,6 +85,13 @@ export async function campaignStats(db: DbOrTx, c: CampaignRow): Promise<Campaig
     progress: c.recipients > 0 ? Math.round((final / c.recipients) * 10_000) / 10_000 : c.status === 'SENT' ? 1 : 0,
     audienceComplete: c.fanoutDone,
     sendRate,
-    etaSeconds: c.status !== 'SENDING' ? null : queued === 0 && c.fanoutDone ? 0 : sendRate > 0 && c.fanoutDone ? Math.ceil(queued / sendRate) : null,
+    etaSeconds:
+      c.status !== 'SENDING'
+        ? null
+        : queued === 0 && c.fanoutDone
+          ? 0
+          : sendRate > 0 && c.fanoutDone
+            ? Math.ceil(queued / sendRate)
+            : null,
   };
 }

@@ -15,7 +15,12 @@ import { getSegment } from './segments';
  * @returns the predicate, or `undefined` when a `SEGMENT` audience's segment does not exist (deleted).
  * @throws {@link AppError} 422 when a DYNAMIC segment's stored filter no longer parses.
  */
-export async function audiencePredicate(db: DbOrTx, projectId: string, audience: Audience, scope: AudienceScope): Promise<SQL | undefined> {
+export async function audiencePredicate(
+  db: DbOrTx,
+  projectId: string,
+  audience: Audience,
+  scope: AudienceScope,
+): Promise<SQL | undefined> {
   if (audience.type !== 'SEGMENT') return compileAudience(projectId, audience, scope);
   const segment = await getSegment(db, projectId, audience.segmentId);
   return segment && compileAudience(projectId, segmentAudience(segment), scope);

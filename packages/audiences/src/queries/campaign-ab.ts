@@ -23,7 +23,10 @@ const SENT_STATUSES = sql.raw(`('sent', 'delivered', 'opened', 'clicked', 'bounc
 
 /** A campaign row read back from raw SQL, in the ORM's shape. */
 async function campaignById(db: DbOrTx, id: string): Promise<CampaignRow | undefined> {
-  const [row] = await db.select().from(campaigns).where(sql`${campaigns.id} = ${id}::uuid`);
+  const [row] = await db
+    .select()
+    .from(campaigns)
+    .where(sql`${campaigns.id} = ${id}::uuid`);
   return row;
 }
 
@@ -78,7 +81,10 @@ export async function recordWinner(tx: DbOrTx, id: string, decision: AbDecision)
 /** Locks the campaign row for a decision (`for update`) and reads it; undefined when it is not of the project. */
 export async function lockForDecision(tx: DbOrTx, projectId: string, id: string): Promise<CampaignRow | undefined> {
   await tx.execute(sql`select 1 from campaigns where id = ${id}::uuid and project_id = ${projectId}::uuid for update`);
-  const [row] = await tx.select().from(campaigns).where(sql`${campaigns.id} = ${id}::uuid and ${campaigns.projectId} = ${projectId}::uuid`);
+  const [row] = await tx
+    .select()
+    .from(campaigns)
+    .where(sql`${campaigns.id} = ${id}::uuid and ${campaigns.projectId} = ${projectId}::uuid`);
   return row;
 }
 

@@ -56,7 +56,9 @@ export async function pauseCampaign(
   const projectId = rows.rows[0]?.project_id;
   if (!projectId) return { moved: false, deliveries: [] };
   const test = rows.rows[0].test ? { test: true } : {};
-  const deliveries = await recordWebhookEvents(tx, projectId, [{ type: 'campaign.paused', data: { campaignId, reason, ...details, ...test } }]);
+  const deliveries = await recordWebhookEvents(tx, projectId, [
+    { type: 'campaign.paused', data: { campaignId, reason, ...details, ...test } },
+  ]);
   return { moved: true, deliveries };
 }
 
@@ -97,7 +99,15 @@ export async function resumeCampaign(
   if (!row) return { deliveries: [] };
   const campaign = await loadCampaign(tx, campaignId);
   const deliveries = await recordWebhookEvents(tx, projectId, [
-    { type: 'campaign.resumed', data: { campaignId, previousReason: row.reason, pausedMs: row.paused_ms, ...(campaign?.test ? { test: true } : {}) } },
+    {
+      type: 'campaign.resumed',
+      data: {
+        campaignId,
+        previousReason: row.reason,
+        pausedMs: row.paused_ms,
+        ...(campaign?.test ? { test: true } : {}),
+      },
+    },
   ]);
   return { campaign, deliveries };
 }
@@ -117,7 +127,11 @@ export async function campaignEmailsInQueue(db: DbOrTx, campaignId: string, limi
 }
 
 /** Campaigns PAUSED for `reason`, oldest pause first (the quota watcher's list). */
-export async function pausedCampaigns(db: DbOrTx, reason: CampaignPauseReason, limit: number): Promise<{ id: string; projectId: string }[]> {
+export async function pausedCampaigns(
+  db: DbOrTx,
+  reason: CampaignPauseReason,
+  limit: number,
+): Promise<{ id: string; projectId: string }[]> {
   const rows = await db.execute<{ id: string; project_id: string }>(sql`
     select id, project_id from campaigns where status = 'PAUSED' and paused_reason = ${reason} order by paused_at, id limit ${limit}
   `);
@@ -125,8 +139,19 @@ export async function pausedCampaigns(db: DbOrTx, reason: CampaignPauseReason, l
 }
 
 /** A campaign's timeline, oldest first (keyset after `afterId`). */
-export async function campaignTimeline(db: DbOrTx, projectId: string, campaignId: string, limit: number, afterId?: string): Promise<CampaignEvent[]> {
-  const rows = await db.execute<{ id: string; type: string; data: Record<string, unknown>; created_at: Date | string }>(sql`
+export async function campaignTimeline(
+  db: DbOrTx,
+  projectId: string,
+  campaignId: string,
+  limit: number,
+  afterId?: string,
+): Promise<CampaignEvent[]> {
+  const rows = await db.execute<{
+    id: string;
+    type: string;
+    data: Record<string, unknown>;
+    created_at: Date | string;
+  }>(sql`
     select id, type, data, created_at from campaign_events
     where project_id = ${projectId}::uuid and campaign_id = ${campaignId}::uuid and id > ${afterId ?? NIL_UUID}::uuid
     order by id limit ${limit}

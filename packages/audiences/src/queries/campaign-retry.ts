@@ -54,16 +54,26 @@ export type RetryFailedResult =
  * @returns the outcome; `missing` for an unknown id or another project's campaign, `already` when the retry was
  *   used, `state` when the campaign is not SENT.
  */
-export async function retryFailedCampaign(db: DbOrTx, projectId: string, campaignId: string): Promise<RetryFailedResult> {
+export async function retryFailedCampaign(
+  db: DbOrTx,
+  projectId: string,
+  campaignId: string,
+): Promise<RetryFailedResult> {
   return db.transaction(async (tx) => {
-    const locked = await tx.execute<{ status: CampaignStatus; retry_failed_at: Date | string | null; completed_at: Date | string | null; test: boolean }>(sql`
+    const locked = await tx.execute<{
+      status: CampaignStatus;
+      retry_failed_at: Date | string | null;
+      completed_at: Date | string | null;
+      test: boolean;
+    }>(sql`
       select status, retry_failed_at, completed_at, test from campaigns
       where id = ${campaignId}::uuid and project_id = ${projectId}::uuid
       for update
     `);
     const c = locked.rows[0];
     if (!c) return { ok: false, reason: 'missing' };
-    if (c.retry_failed_at !== null) return { ok: false, reason: 'already', at: new Date(c.retry_failed_at), status: c.status };
+    if (c.retry_failed_at !== null)
+      return { ok: false, reason: 'already', at: new Date(c.retry_failed_at), status: c.status };
     if (c.status !== 'SENT') return { ok: false, reason: 'state', status: c.status };
 
     const requeued = await tx.execute<{ retried: number; transient: number }>(sql`
@@ -105,7 +115,12 @@ export async function retryFailedCampaign(db: DbOrTx, projectId: string, campaig
         ${JSON.stringify({ retried, skipped, previousCompletedAt })}::jsonb from moved
     `);
     const deliveries = again
-      ? await recordWebhookEvents(tx, projectId, [{ type: 'campaign.sending', data: { campaignId, retryFailed: true, retried, ...(c.test ? { test: true } : {}) } }])
+      ? await recordWebhookEvents(tx, projectId, [
+          {
+            type: 'campaign.sending',
+            data: { campaignId, retryFailed: true, retried, ...(c.test ? { test: true } : {}) },
+          },
+        ])
       : [];
     const campaign = await loadCampaign(tx, campaignId);
     return { ok: true, campaign: campaign!, retried, skipped, deliveries };

@@ -16,7 +16,23 @@ import { campaigns, type CampaignStatus } from '@mailroom/db/schema';
 export type CampaignRow = typeof campaigns.$inferSelect;
 export type NewCampaign = Pick<
   typeof campaigns.$inferInsert,
-  'name' | 'description' | 'subject' | 'body' | 'fromEmail' | 'fromName' | 'replyTo' | 'tracking' | 'audienceType' | 'segmentId' | 'audienceFilter' | 'abTest' | 'templateId' | 'templateVersion' | 'contentVersion' | 'topicId' | 'tags'
+  | 'name'
+  | 'description'
+  | 'subject'
+  | 'body'
+  | 'fromEmail'
+  | 'fromName'
+  | 'replyTo'
+  | 'tracking'
+  | 'audienceType'
+  | 'segmentId'
+  | 'audienceFilter'
+  | 'abTest'
+  | 'templateId'
+  | 'templateVersion'
+  | 'contentVersion'
+  | 'topicId'
+  | 'tags'
 >;
 
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -26,13 +42,19 @@ const abPhaseAtStart = sql<'TESTING' | null>`case when ${campaigns.abTest} is no
 
 /** Inserts a DRAFT campaign. */
 export async function createCampaign(db: DbOrTx, projectId: string, input: NewCampaign): Promise<CampaignRow> {
-  const [row] = await db.insert(campaigns).values({ ...input, projectId, status: 'DRAFT' }).returning();
+  const [row] = await db
+    .insert(campaigns)
+    .values({ ...input, projectId, status: 'DRAFT' })
+    .returning();
   return row;
 }
 
 /** A campaign of the project, or `undefined`. */
 export async function getCampaign(db: DbOrTx, projectId: string, id: string): Promise<CampaignRow | undefined> {
-  const [row] = await db.select().from(campaigns).where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id)));
+  const [row] = await db
+    .select()
+    .from(campaigns)
+    .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id)));
   return row;
 }
 
@@ -49,11 +71,19 @@ export async function listCampaigns(
   const matches = pattern
     ? or(ilike(campaigns.name, pattern), ilike(campaigns.subject, pattern), ilike(campaigns.fromEmail, pattern))
     : undefined;
-  return keysetList(db, campaigns, and(eq(campaigns.projectId, projectId), q.status ? eq(campaigns.status, q.status) : undefined, matches), q);
+  return keysetList(
+    db,
+    campaigns,
+    and(eq(campaigns.projectId, projectId), q.status ? eq(campaigns.status, q.status) : undefined, matches),
+    q,
+  );
 }
 
 /** Outcome of a transition: the updated row, or why not. */
-export type Transition = { ok: true; campaign: CampaignRow } | { ok: false; reason: 'missing' } | { ok: false; reason: 'state'; status: CampaignStatus };
+export type Transition =
+  | { ok: true; campaign: CampaignRow }
+  | { ok: false; reason: 'missing' }
+  | { ok: false; reason: 'state'; status: CampaignStatus };
 
 async function explainMiss(db: DbOrTx, projectId: string, id: string): Promise<Transition> {
   const current = await getCampaign(db, projectId, id);
@@ -61,11 +91,18 @@ async function explainMiss(db: DbOrTx, projectId: string, id: string): Promise<T
 }
 
 /** Updates content or audience of a DRAFT or SCHEDULED campaign. */
-export async function updateCampaign(db: DbOrTx, projectId: string, id: string, patch: Partial<NewCampaign>): Promise<Transition> {
+export async function updateCampaign(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+  patch: Partial<NewCampaign>,
+): Promise<Transition> {
   const [row] = await db
     .update(campaigns)
     .set({ ...patch, updatedAt: new Date() })
-    .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, ['DRAFT', 'SCHEDULED'])))
+    .where(
+      and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, ['DRAFT', 'SCHEDULED'])),
+    )
     .returning();
   return row ? { ok: true, campaign: row } : explainMiss(db, projectId, id);
 }
@@ -86,15 +123,30 @@ export async function deleteDraftCampaign(db: DbOrTx, projectId: string, id: str
  * @param test - sent with a test key: the campaign and every email it fans out are test data (delivered to the
  *   test sink, never to SES). The last send or reschedule decides.
  */
-export async function sendCampaign(db: DbOrTx, projectId: string, id: string, scheduledAt: Date | null, test = false): Promise<Transition> {
+export async function sendCampaign(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+  scheduledAt: Date | null,
+  test = false,
+): Promise<Transition> {
   const [row] = await db
     .update(campaigns)
     .set(
       scheduledAt
         ? { status: 'SCHEDULED', scheduledAt, test, updatedAt: new Date() }
-        : { status: 'SENDING', scheduledAt: sql`coalesce(${campaigns.scheduledAt}, now())`, startedAt: new Date(), test, abPhase: abPhaseAtStart, updatedAt: new Date() },
+        : {
+            status: 'SENDING',
+            scheduledAt: sql`coalesce(${campaigns.scheduledAt}, now())`,
+            startedAt: new Date(),
+            test,
+            abPhase: abPhaseAtStart,
+            updatedAt: new Date(),
+          },
     )
-    .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, ['DRAFT', 'SCHEDULED'])))
+    .where(
+      and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, ['DRAFT', 'SCHEDULED'])),
+    )
     .returning();
   return row ? { ok: true, campaign: row } : explainMiss(db, projectId, id);
 }
@@ -109,13 +161,23 @@ export async function sendCampaign(db: DbOrTx, projectId: string, id: string, sc
  *
  * @returns the transition and how many emails were cancelled here.
  */
-export async function cancelCampaign(db: DbOrTx, projectId: string, id: string): Promise<Transition & { cancelledEmails?: number }> {
+export async function cancelCampaign(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+): Promise<Transition & { cancelledEmails?: number }> {
   return db.transaction(async (tx) => {
     // Takes the row lock a fan-out batch also takes: a batch commits wholly before or after the cancel.
     const [row] = await tx
       .update(campaigns)
       .set({ status: 'CANCELLED', cancelledAt: new Date(), completedAt: new Date(), updatedAt: new Date() })
-      .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, ['DRAFT', 'SCHEDULED', 'SENDING', 'PAUSED'])))
+      .where(
+        and(
+          eq(campaigns.projectId, projectId),
+          eq(campaigns.id, id),
+          inArray(campaigns.status, ['DRAFT', 'SCHEDULED', 'SENDING', 'PAUSED']),
+        ),
+      )
       .returning();
     if (!row) return explainMiss(tx, projectId, id);
     const cancelled = await tx.execute<{ n: number }>(sql`
@@ -229,13 +291,26 @@ export interface FanoutSelection {
  * @param selection - for a campaign with an A/B test, the phase's contacts and their variant (test group, or the
  *   rest of the audience with the winner); the cursor then walks that phase's contacts.
  */
-export async function fanoutBatch(db: DbOrTx, campaignId: string, audience: SQL, batchSize: number, selection?: FanoutSelection): Promise<FanoutBatch> {
+export async function fanoutBatch(
+  db: DbOrTx,
+  campaignId: string,
+  audience: SQL,
+  batchSize: number,
+  selection?: FanoutSelection,
+): Promise<FanoutBatch> {
   return db.transaction(async (tx) => {
-    const locked = await tx.execute<{ status: CampaignStatus; fanout_done: boolean; fanout_cursor: string | null; project_id: string; ab_phase: string | null }>(
+    const locked = await tx.execute<{
+      status: CampaignStatus;
+      fanout_done: boolean;
+      fanout_cursor: string | null;
+      project_id: string;
+      ab_phase: string | null;
+    }>(
       sql`select status, fanout_done, fanout_cursor, project_id, ab_phase from campaigns where id = ${campaignId}::uuid for update`,
     );
     const c = locked.rows[0];
-    if (!c || c.status !== 'SENDING' || c.fanout_done) return { applied: false, inserted: 0, done: c?.fanout_done ?? true };
+    if (!c || c.status !== 'SENDING' || c.fanout_done)
+      return { applied: false, inserted: 0, done: c?.fanout_done ?? true };
     // A run that read another phase of the A/B test (the cursor restarted since) must not walk the new phase's cursor.
     if ((selection?.phase ?? null) !== c.ab_phase) return { applied: false, inserted: 0, done: false };
     const statement = (onConflict: SQL) => sql`
@@ -291,7 +366,11 @@ export interface CampaignEmailRef {
  * The next emails to hand to the send queue, keeping at most `window` of the campaign's emails outstanding
  * (queued or sending, already handed over). Only rows of committed fan-out batches are returned.
  */
-export async function nextCampaignEmails(db: DbOrTx, campaign: Pick<CampaignRow, 'id'>, window: number): Promise<CampaignEmailRef[]> {
+export async function nextCampaignEmails(
+  db: DbOrTx,
+  campaign: Pick<CampaignRow, 'id'>,
+  window: number,
+): Promise<CampaignEmailRef[]> {
   const state = await db.execute<{ status: string; enqueue_cursor: string | null; fanout_cursor: string | null }>(
     sql`select status, enqueue_cursor, fanout_cursor from campaigns where id = ${campaign.id}::uuid`,
   );
@@ -341,9 +420,17 @@ export async function completeCampaign(db: DbOrTx, id: string): Promise<boolean>
  * Campaigns that should have a live campaign job: SENDING, SCHEDULED and due within `horizonMs`, or CANCELLED
  * with emails still to sweep.
  */
-export async function activeCampaigns(db: DbOrTx, horizonMs: number): Promise<Pick<CampaignRow, 'id' | 'projectId' | 'status' | 'scheduledAt'>[]> {
+export async function activeCampaigns(
+  db: DbOrTx,
+  horizonMs: number,
+): Promise<Pick<CampaignRow, 'id' | 'projectId' | 'status' | 'scheduledAt'>[]> {
   return db
-    .select({ id: campaigns.id, projectId: campaigns.projectId, status: campaigns.status, scheduledAt: campaigns.scheduledAt })
+    .select({
+      id: campaigns.id,
+      projectId: campaigns.projectId,
+      status: campaigns.status,
+      scheduledAt: campaigns.scheduledAt,
+    })
     .from(campaigns)
     .where(
       sql`(${campaigns.status} in ('SCHEDULED', 'SENDING') and (${campaigns.status} = 'SENDING' or ${campaigns.scheduledAt} <= now() + make_interval(secs => ${horizonMs / 1000})))
@@ -360,7 +447,14 @@ export async function activeCampaigns(db: DbOrTx, horizonMs: number): Promise<Pi
  * later status such as `complained` do not hide them).
  */
 export async function campaignEmailCounts(db: DbOrTx, campaignId: string, rateWindowMs: number) {
-  const rows = await db.execute<{ status: string; n: number; recent: number; delivered: number; opened: number; clicked: number }>(sql`
+  const rows = await db.execute<{
+    status: string;
+    n: number;
+    recent: number;
+    delivered: number;
+    opened: number;
+    clicked: number;
+  }>(sql`
     select status, count(*)::int as n,
       count(*) filter (where sent_at > now() - make_interval(secs => ${rateWindowMs / 1000}))::int as recent,
       -- An open or a click proves delivery, and a click an open, whatever order SES reported them in.
@@ -387,11 +481,18 @@ export async function campaignEmailCounts(db: DbOrTx, campaignId: string, rateWi
  * Progress of every SENDING campaign, for metrics: recipients so far and emails not yet final (`queued`/`sending`,
  * counted on the partial index `emails_campaign_pending_idx`, so finished rows cost nothing).
  */
-export async function sendingCampaignProgress(db: DbOrTx): Promise<{ id: string; projectId: string; recipients: number; pending: number }[]> {
+export async function sendingCampaignProgress(
+  db: DbOrTx,
+): Promise<{ id: string; projectId: string; recipients: number; pending: number }[]> {
   const rows = await db.execute<{ id: string; project_id: string; recipients: string | number; pending: number }>(sql`
     select c.id, c.project_id, c.recipients,
       (select count(*)::int from emails m where m.campaign_id = c.id and m.status in ('queued', 'sending')) as pending
     from campaigns c where c.status = 'SENDING'
   `);
-  return rows.rows.map((r) => ({ id: r.id, projectId: r.project_id, recipients: Number(r.recipients), pending: r.pending }));
+  return rows.rows.map((r) => ({
+    id: r.id,
+    projectId: r.project_id,
+    recipients: Number(r.recipients),
+    pending: r.pending,
+  }));
 }

@@ -29,10 +29,18 @@ async function track(tag: string, name: string, n: number, daysAgo = 0): Promise
 }
 
 beforeAll(async () => {
-  database = createDatabase({ url: process.env.TEST_DATABASE_URL!, poolSize: 2, applicationName: 'event-filters-test' });
+  database = createDatabase({
+    url: process.env.TEST_DATABASE_URL!,
+    poolSize: 2,
+    applicationName: 'event-filters-test',
+  });
   projectId = (await createProject(database.db, `event filters ${randomBytes(3).toString('hex')}`)).id;
   const tags = ['three', 'one', 'old', 'never', 'erased', 'other'];
-  const rows = await upsertContacts(database.db, projectId, tags.map((t) => ({ email: normalizeEmail(`${t}@x.test`), defaultSubscribed: true })));
+  const rows = await upsertContacts(
+    database.db,
+    projectId,
+    tags.map((t) => ({ email: normalizeEmail(`${t}@x.test`), defaultSubscribed: true })),
+  );
   for (const r of rows) ids[r.email.split('@')[0]] = r.id;
   await track('three', 'purchase', 3);
   await track('one', 'purchase', 1);
@@ -49,16 +57,24 @@ const filters = {
   twiceOrMore: [{ field: 'event.purchase', operator: 'greaterThanOrEqual', value: 2 }],
   lessThanTwice: [{ field: 'event.purchase', operator: 'lessThan', value: 2 }],
   inTheLastMonth: [{ field: 'event.purchase', operator: 'within', value: 30, unit: 'days' }],
-  twiceInTheLastMonth: [{ field: 'event.purchase', operator: 'greaterThanOrEqual', value: 2, window: { value: 30, unit: 'days' } }],
+  twiceInTheLastMonth: [
+    { field: 'event.purchase', operator: 'greaterThanOrEqual', value: 2, window: { value: 30, unit: 'days' } },
+  ],
 };
 
 /** For each filter: the tags its sample lists and the count, both read with the planner kept on the indexes. */
 async function matches(): Promise<Record<string, { tags: string[]; count: number }>> {
   const out: Record<string, { tags: string[]; count: number }> = {};
   for (const [name, given] of Object.entries(filters)) {
-    const predicate = compileAudience(projectId, { type: 'FILTERED', filter: parseSegmentFilter(given, 'filter') }, { now: Date.now() });
+    const predicate = compileAudience(
+      projectId,
+      { type: 'FILTERED', filter: parseSegmentFilter(given, 'filter') },
+      { now: Date.now() },
+    );
     out[name] = await database.db.transaction(async (tx) => {
-      await tx.execute(sql`set local enable_seqscan = off; set local enable_hashagg = off; set local enable_hashjoin = off; set local enable_bitmapscan = off`);
+      await tx.execute(
+        sql`set local enable_seqscan = off; set local enable_hashagg = off; set local enable_hashjoin = off; set local enable_bitmapscan = off`,
+      );
       const plan = await tx.execute<{ 'QUERY PLAN': string }>(
         sql`explain select count(*) from contacts where contacts.project_id = ${projectId}::uuid and ${predicate}`,
       );

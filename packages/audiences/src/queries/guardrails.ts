@@ -44,7 +44,11 @@ export async function getProjectGuardrails(db: DbOrTx, projectId: string): Promi
  *
  * @returns the overrides after the change (`{}` when none are left), or `undefined` when the project does not exist.
  */
-export async function updateProjectGuardrails(db: DbOrTx, projectId: string, patch: GuardrailOverrides): Promise<ProjectGuardrails | undefined> {
+export async function updateProjectGuardrails(
+  db: DbOrTx,
+  projectId: string,
+  patch: GuardrailOverrides,
+): Promise<ProjectGuardrails | undefined> {
   const given = Object.fromEntries(GUARDRAIL_FIELDS.map((f) => [f, patch[f]]));
   return updateProjectOverrides<ProjectGuardrails>(db, projectId, 'guardrails', given);
 }
@@ -71,8 +75,16 @@ export interface GuardrailCheck {
  *
  * @param defaults - the service defaults (`config.guardrails`).
  */
-export async function enforceCampaignGuardrail(tx: DbOrTx, campaignId: string, defaults: Readonly<Guardrails>): Promise<GuardrailCheck> {
-  const rows = await tx.execute<{ guardrails: GuardrailOverrides | null; totals: OutcomeCounts; baseline: Partial<OutcomeCounts> | null }>(sql`
+export async function enforceCampaignGuardrail(
+  tx: DbOrTx,
+  campaignId: string,
+  defaults: Readonly<Guardrails>,
+): Promise<GuardrailCheck> {
+  const rows = await tx.execute<{
+    guardrails: GuardrailOverrides | null;
+    totals: OutcomeCounts;
+    baseline: Partial<OutcomeCounts> | null;
+  }>(sql`
     select p.guardrails, ${campaignOutcomesJson(sql`c.id`)} as totals,
       (select e.data->'baseline' from campaign_events e
         where e.campaign_id = c.id and e.type = 'resumed' and e.data->'baseline' is not null

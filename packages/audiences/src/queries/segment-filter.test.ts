@@ -13,27 +13,61 @@ const CAMPAIGN = '0190a3c1-0000-7000-8000-00000000000c';
 
 /** The compiled text (whitespace collapsed) and parameters of a filter given as JSON. */
 function compiled(filter: unknown, ctx: Partial<FilterContext> = {}) {
-  const q = dialect.sqlToQuery(compileFilter(parseSegmentFilter(filter, 'filter', { allowContext: true }), { projectId: PROJECT, now: NOW, alias: 'c', ...ctx }));
+  const q = dialect.sqlToQuery(
+    compileFilter(parseSegmentFilter(filter, 'filter', { allowContext: true }), {
+      projectId: PROJECT,
+      now: NOW,
+      alias: 'c',
+      ...ctx,
+    }),
+  );
   return { sql: q.sql.replace(/\s+/g, ' '), params: q.params };
 }
 
-const one = (field: string, operator: string, value?: unknown, extra: object = {}) => [{ field, operator, ...(value !== undefined ? { value } : {}), ...extra }];
+const one = (field: string, operator: string, value?: unknown, extra: object = {}) => [
+  { field, operator, ...(value !== undefined ? { value } : {}), ...extra },
+];
 
 describe('conditions', () => {
   test.each<[string, unknown, string, unknown[]]>([
     ['email equals (lower-cased)', one('email', 'equals', 'A@B.com'), '(("c"."email_key" = $1))', ['a@b.com']],
     ['email notEquals', one('email', 'notEquals', 'a@b.com'), '(("c"."email_key" <> $1))', ['a@b.com']],
-    ['email in', one('email', 'in', ['A@B.com', 'c@d.e']), '(("c"."email_key" = any($1::text[])))', [['a@b.com', 'c@d.e']]],
+    [
+      'email in',
+      one('email', 'in', ['A@B.com', 'c@d.e']),
+      '(("c"."email_key" = any($1::text[])))',
+      [['a@b.com', 'c@d.e']],
+    ],
     ['email notIn', one('email', 'notIn', ['a@b.c']), '((not ("c"."email_key" = any($1::text[]))))', [['a@b.c']]],
     ['email contains (LIKE escaped)', one('email', 'contains', 'x_%'), '(("c"."email_key" like $1))', ['%x\\_\\%%']],
     ['email notContains', one('email', 'notContains', 'x'), '(("c"."email_key" not like $1))', ['%x%']],
     ['email startsWith', one('email', 'startsWith', 'ab'), '(("c"."email_key" like $1))', ['ab%']],
     ['subscribed', one('subscribed', 'notEquals', true), '(("c"."subscribed" <> $1))', [true]],
-    ['createdAt within', one('createdAt', 'within', 2, { unit: 'days' }), '(("c"."created_at" >= $1::timestamptz))', ['2025-12-31T03:04:05.000Z']],
-    ['createdAt notWithin', one('createdAt', 'notWithin', 30, { unit: 'minutes' }), '(("c"."created_at" < $1::timestamptz))', ['2026-01-02T02:34:05.000Z']],
-    ['updatedAt greaterThan a date', one('updatedAt', 'greaterThan', '2025-01-01'), '(("c"."updated_at" > $1::timestamptz))', ['2025-01-01T00:00:00.000Z']],
+    [
+      'createdAt within',
+      one('createdAt', 'within', 2, { unit: 'days' }),
+      '(("c"."created_at" >= $1::timestamptz))',
+      ['2025-12-31T03:04:05.000Z'],
+    ],
+    [
+      'createdAt notWithin',
+      one('createdAt', 'notWithin', 30, { unit: 'minutes' }),
+      '(("c"."created_at" < $1::timestamptz))',
+      ['2026-01-02T02:34:05.000Z'],
+    ],
+    [
+      'updatedAt greaterThan a date',
+      one('updatedAt', 'greaterThan', '2025-01-01'),
+      '(("c"."updated_at" > $1::timestamptz))',
+      ['2025-01-01T00:00:00.000Z'],
+    ],
     ['data equals: containment', one('data.plan', 'equals', 'pro'), '(("c"."data" @> $1::jsonb))', ['{"plan":"pro"}']],
-    ['data notEquals: negated containment', one('data.a.b', 'notEquals', 2), '((not ("c"."data" @> $1::jsonb)))', ['{"a":{"b":2}}']],
+    [
+      'data notEquals: negated containment',
+      one('data.a.b', 'notEquals', 2),
+      '((not ("c"."data" @> $1::jsonb)))',
+      ['{"a":{"b":2}}'],
+    ],
     [
       'data greaterThan a number: numbers only, through a strict SQL/JSON path',
       one('data.a.b', 'greaterThan', 5),
@@ -64,16 +98,36 @@ describe('conditions', () => {
       `((coalesce((case when jsonb_typeof(("c"."data" #> $1::text[])) = 'string' then ("c"."data" #> $2::text[]) #>> '{}' end) >= $3::text, false)))`,
       [['s'], ['s'], 'm'],
     ],
-    ['data in', one('data.tags', 'in', ['a', 1]), '((coalesce($1::jsonb @> jsonb_build_array(("c"."data" #> $2::text[])), false)))', ['["a",1]', ['tags']]],
-    ['data notIn', one('data.tags', 'notIn', ['a', 1, true]), '((not coalesce($1::jsonb @> jsonb_build_array(("c"."data" #> $2::text[])), false)))', ['["a",1,true]', ['tags']]],
+    [
+      'data in',
+      one('data.tags', 'in', ['a', 1]),
+      '((coalesce($1::jsonb @> jsonb_build_array(("c"."data" #> $2::text[])), false)))',
+      ['["a",1]', ['tags']],
+    ],
+    [
+      'data notIn',
+      one('data.tags', 'notIn', ['a', 1, true]),
+      '((not coalesce($1::jsonb @> jsonb_build_array(("c"."data" #> $2::text[])), false)))',
+      ['["a",1,true]', ['tags']],
+    ],
     [
       'data contains: strings, case-insensitive',
       one('data.n', 'contains', 'Ab'),
       `((coalesce((case when jsonb_typeof(("c"."data" #> $1::text[])) = 'string' then ("c"."data" #> $2::text[]) #>> '{}' end) ilike $3, false)))`,
       [['n'], ['n'], '%Ab%'],
     ],
-    ['data exists', one('data.x', 'exists'), `((coalesce(jsonb_typeof(("c"."data" #> $1::text[])), 'null') <> 'null'))`, [['x']]],
-    ['data notExists', one('data.x', 'notExists'), `((coalesce(jsonb_typeof(("c"."data" #> $1::text[])), 'null') = 'null'))`, [['x']]],
+    [
+      'data exists',
+      one('data.x', 'exists'),
+      `((coalesce(jsonb_typeof(("c"."data" #> $1::text[])), 'null') <> 'null'))`,
+      [['x']],
+    ],
+    [
+      'data notExists',
+      one('data.x', 'notExists'),
+      `((coalesce(jsonb_typeof(("c"."data" #> $1::text[])), 'null') = 'null'))`,
+      [['x']],
+    ],
     [
       'data within: a timestamp in the window, not after now',
       one('data.x', 'within', 3, { unit: 'hours' }),
@@ -137,7 +191,9 @@ describe('conditions', () => {
   });
 
   test('the alias names the contacts row; it defaults to contacts', () => {
-    const q = dialect.sqlToQuery(compileFilter(parseSegmentFilter(one('subscribed', 'equals', true), 'filter'), { projectId: PROJECT, now: NOW }));
+    const q = dialect.sqlToQuery(
+      compileFilter(parseSegmentFilter(one('subscribed', 'equals', true), 'filter'), { projectId: PROJECT, now: NOW }),
+    );
     expect(q.sql).toBe('(("contacts"."subscribed" = $1))');
   });
 });
@@ -147,7 +203,12 @@ describe('groups', () => {
     const filter = {
       logic: 'OR',
       groups: [
-        { filters: [one('data.a', 'exists')[0]], conditions: { groups: [{ filters: [one('subscribed', 'equals', true)[0], one('email', 'endsWith', '.org')[0]] }] } },
+        {
+          filters: [one('data.a', 'exists')[0]],
+          conditions: {
+            groups: [{ filters: [one('subscribed', 'equals', true)[0], one('email', 'endsWith', '.org')[0]] }],
+          },
+        },
         { filters: [one('data.b', 'equals', 1)[0]] },
       ],
     };

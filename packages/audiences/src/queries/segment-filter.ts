@@ -21,7 +21,13 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { idLowerBound } from '@mailroom/platform/ids';
-import { windowStart, type FilterCondition, type FilterScalar, type SegmentFilter, type TimestampField } from '../segments';
+import {
+  windowStart,
+  type FilterCondition,
+  type FilterScalar,
+  type SegmentFilter,
+  type TimestampField,
+} from '../segments';
 import { likePattern } from '@mailroom/db/queries/like';
 import { topicSubscribedSql } from '@mailroom/db/queries/topics';
 
@@ -37,7 +43,11 @@ export interface FilterContext {
 }
 
 /** The column of each timestamp field. */
-const TIMESTAMP_COLUMNS: Record<TimestampField, string> = { createdAt: 'created_at', updatedAt: 'updated_at', snoozedUntil: 'snoozed_until' };
+const TIMESTAMP_COLUMNS: Record<TimestampField, string> = {
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+  snoozedUntil: 'snoozed_until',
+};
 
 const COMPARE: Record<string, string> = {
   equals: '=',
@@ -105,7 +115,8 @@ export function compileFilter(filter: SegmentFilter, ctx: FilterContext): SQL {
     switch (v.type) {
       case 'number': {
         const jsonpath = numberComparison(path, COMPARE[op]);
-        if (jsonpath) return sql`jsonb_path_exists(${data}, ${jsonpath}::jsonpath, ${JSON.stringify({ v: v.value })}::jsonb, true)`;
+        if (jsonpath)
+          return sql`jsonb_path_exists(${data}, ${jsonpath}::jsonpath, ${JSON.stringify({ v: v.value })}::jsonb, true)`;
         return sql`(case when jsonb_typeof(${at}) = 'number' then ${at}::numeric end) ${o} ${v.value}::numeric`;
       }
       case 'date':
@@ -198,7 +209,10 @@ export function compileFilter(filter: SegmentFilter, ctx: FilterContext): SQL {
           : sql`${col('id')} in ${grouped(sql`count(*) ${o} ${c.count}`)}`;
       }
       case 'emailActivity': {
-        const since = 'window' in c ? sql` and v.created_at >= ${new Date(windowStart(c.window, ctx.now)).toISOString()}::timestamptz` : sql``;
+        const since =
+          'window' in c
+            ? sql` and v.created_at >= ${new Date(windowStart(c.window, ctx.now)).toISOString()}::timestamptz`
+            : sql``;
         const campaign = c.campaignId ? sql` and m.campaign_id = ${c.campaignId}::uuid` : sql``;
         const happened = sql`exists (select 1 from emails m join email_events v on v.email_id = m.id
           where m.project_id = ${ctx.projectId}::uuid and m.contact_id = ${col('id')} and v.type = ${c.activity}${campaign}${since})`;

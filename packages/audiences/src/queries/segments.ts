@@ -44,12 +44,19 @@ export async function createSegment(db: DbOrTx, projectId: string, input: NewSeg
 
 /** A segment of the project, or `undefined`. */
 export async function getSegment(db: DbOrTx, projectId: string, id: string): Promise<SegmentRow | undefined> {
-  const [row] = await db.select().from(segments).where(and(eq(segments.projectId, projectId), eq(segments.id, id)));
+  const [row] = await db
+    .select()
+    .from(segments)
+    .where(and(eq(segments.projectId, projectId), eq(segments.id, id)));
   return row;
 }
 
 /** Segments newest first by keyset (or skipping `offset` rows for page numbers), with the project's total. */
-export async function listSegments(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string; offset?: number }) {
+export async function listSegments(
+  db: DbOrTx,
+  projectId: string,
+  q: { limit: number; beforeId?: string; offset?: number },
+) {
   return keysetList(db, segments, eq(segments.projectId, projectId), q);
 }
 
@@ -83,7 +90,9 @@ export async function updateSegment(
         // Tracking starts from no membership rows, which the trigger counts up from zero.
         ...(dynamic && patch.trackMembership === true && !current.trackMembership ? { memberCount: 0 } : {}),
         ...(patch.filter !== undefined && dynamic ? { filter: patch.filter } : {}),
-        ...((patch.filter !== undefined || patch.trackMembership !== undefined) && dynamic ? { memberCountAt: null } : {}),
+        ...((patch.filter !== undefined || patch.trackMembership !== undefined) && dynamic
+          ? { memberCountAt: null }
+          : {}),
         updatedAt: new Date(),
       })
       .where(eq(segments.id, id))
@@ -105,7 +114,9 @@ export type DeleteSegmentResult =
  */
 export async function deleteSegment(db: DbOrTx, projectId: string, id: string): Promise<DeleteSegmentResult> {
   return db.transaction(async (tx) => {
-    const locked = await tx.execute(sql`select id, name from segments where project_id = ${projectId}::uuid and id = ${id}::uuid for update`);
+    const locked = await tx.execute(
+      sql`select id, name from segments where project_id = ${projectId}::uuid and id = ${id}::uuid for update`,
+    );
     const seg = locked.rows[0] as { name: string } | undefined;
     if (!seg) return { deleted: false, reason: 'missing' };
     const using = await tx.execute<{ id: string; status: string; fanout_done: boolean }>(sql`
@@ -117,11 +128,20 @@ export async function deleteSegment(db: DbOrTx, projectId: string, id: string): 
     if (fanningOut) return { deleted: false, reason: 'in-use', campaignId: fanningOut.id };
     const failed = await tx
       .update(campaigns)
-      .set({ status: 'FAILED', error: `segment "${seg.name}" was deleted before the campaign started`, completedAt: new Date(), updatedAt: new Date() })
+      .set({
+        status: 'FAILED',
+        error: `segment "${seg.name}" was deleted before the campaign started`,
+        completedAt: new Date(),
+        updatedAt: new Date(),
+      })
       .where(and(eq(campaigns.projectId, projectId), eq(campaigns.segmentId, id), eq(campaigns.status, 'SCHEDULED')))
       .returning({ id: campaigns.id, test: campaigns.test });
     await tx.delete(segments).where(eq(segments.id, id));
-    return { deleted: true, failedCampaigns: failed.map((f) => f.id), failedTestCampaigns: failed.filter((f) => f.test).map((f) => f.id) };
+    return {
+      deleted: true,
+      failedCampaigns: failed.map((f) => f.id),
+      failedTestCampaigns: failed.filter((f) => f.test).map((f) => f.id),
+    };
   });
 }
 
@@ -142,11 +162,22 @@ export async function listMatchingContacts(
 }
 
 /** The query of {@link listMatchingContacts}: `q.limit + 1` rows, newest first (`npm run bench` explains it). */
-export function matchingPageQuery(db: DbOrTx, projectId: string, predicate: SQL, q: { limit: number; beforeId?: string; offset?: number }) {
+export function matchingPageQuery(
+  db: DbOrTx,
+  projectId: string,
+  predicate: SQL,
+  q: { limit: number; beforeId?: string; offset?: number },
+) {
   return db
     .select()
     .from(contacts)
-    .where(and(eq(contacts.projectId, projectId), predicate, q.beforeId ? sql`${contacts.id} < ${q.beforeId}::uuid` : undefined))
+    .where(
+      and(
+        eq(contacts.projectId, projectId),
+        predicate,
+        q.beforeId ? sql`${contacts.id} < ${q.beforeId}::uuid` : undefined,
+      ),
+    )
     .orderBy(desc(contacts.id))
     .limit(q.limit + 1)
     .offset(q.offset ?? 0);
@@ -194,7 +225,14 @@ export interface MembershipChange {
   notFound: string[];
 }
 
-function entryExitEvents(segmentId: string, name: string, kind: 'entry' | 'exit', projectId: string, cte: string, test = false) {
+function entryExitEvents(
+  segmentId: string,
+  name: string,
+  kind: 'entry' | 'exit',
+  projectId: string,
+  cte: string,
+  test = false,
+) {
   return sql`insert into events (id, project_id, contact_id, name, data, created_at, test)
     select mailroom_uuid_v7(t.at), ${projectId}::uuid, x.contact_id, ${`segment.${name}.${kind}`},
       jsonb_build_object('segmentId', ${segmentId}::text), t.at, ${test}::boolean
@@ -221,7 +259,10 @@ export async function changeStaticMembers(
   `);
   const foundIds = new Set(matched.rows.map((r) => r.id));
   const foundKeys = new Set(matched.rows.map((r) => r.email_key));
-  const notFound = [...ids.filter((i) => !foundIds.has(i)), ...(refs.emails ?? []).filter((e) => !foundKeys.has(e.trim().toLowerCase()))];
+  const notFound = [
+    ...ids.filter((i) => !foundIds.has(i)),
+    ...(refs.emails ?? []).filter((e) => !foundKeys.has(e.trim().toLowerCase())),
+  ];
   const targets = [...foundIds];
   if (targets.length === 0) return { changed: 0, notFound };
   const change =
@@ -232,7 +273,9 @@ export async function changeStaticMembers(
   const track = segment.trackMembership
     ? sql`, ev as (${entryExitEvents(segment.id, segment.name, action === 'add' ? 'entry' : 'exit', segment.projectId, 'changed', opts.test)})`
     : sql``;
-  const result = await db.execute<{ n: number }>(sql`with changed as (${change})${track} select count(*)::int as n from changed`);
+  const result = await db.execute<{ n: number }>(
+    sql`with changed as (${change})${track} select count(*)::int as n from changed`,
+  );
   return { changed: result.rows[0].n, notFound };
 }
 
@@ -257,7 +300,10 @@ export async function dueSegments(db: DbOrTx, staleMs: number, limit: number): P
  *
  * @returns the member count and how many contacts entered and exited.
  */
-export async function refreshSegment(db: DbOrTx, segment: SegmentRow): Promise<{ count: number; entered: number; exited: number }> {
+export async function refreshSegment(
+  db: DbOrTx,
+  segment: SegmentRow,
+): Promise<{ count: number; entered: number; exited: number }> {
   const predicate = compileAudience(segment.projectId, segmentAudience(segment), { now: Date.now(), alias: 'c' });
   if (!segment.trackMembership) {
     const result = await db.execute<{ n: number }>(sql`

@@ -12,7 +12,13 @@ import { storableRowError, findUnstorable, type ImportRecord, type ImportRowErro
 import type { DbOrTx } from '@mailroom/db/client';
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { contactImportErrors, contactImports } from '@mailroom/db/schema';
-import { IMPORT_ERRORS_KEPT, importBatchLock, importContactBatch, type ImportBatchGate, type ImportCounts } from './imports';
+import {
+  IMPORT_ERRORS_KEPT,
+  importBatchLock,
+  importContactBatch,
+  type ImportBatchGate,
+  type ImportCounts,
+} from './imports';
 
 /**
  * True when a Postgres error blames the data of a statement rather than the server or the connection: SQLSTATE
@@ -33,7 +39,10 @@ export interface ImportBatchCounts extends ImportCounts {
 
 /** The row error of a record Postgres refused: the field when the guard can tell, else the whole row. */
 function refusedRowError(r: ImportRecord, err: unknown): ImportRowError {
-  const located = findUnstorable({ email: r.email, data: { ...Object.fromEntries(r.removed.map((k) => [k, null])), ...r.set } });
+  const located = findUnstorable({
+    email: r.email,
+    data: { ...Object.fromEntries(r.removed.map((k) => [k, null])), ...r.set },
+  });
   return {
     row: r.row,
     email: r.email,
@@ -63,16 +72,23 @@ async function applyIsolatingBadRows(
   deliveries: WebhookDeliveryRef[],
 ): Promise<{ counts: ImportCounts; refused: ImportRowError[] }> {
   try {
-    const counts = await tx.transaction((sp) => importContactBatch(sp, projectId, records, defaultSubscribed, after, deliveries));
+    const counts = await tx.transaction((sp) =>
+      importContactBatch(sp, projectId, records, defaultSubscribed, after, deliveries),
+    );
     return { counts, refused: [] };
   } catch (err) {
     if (!isRowDataError(err)) throw err;
-    if (records.length === 1) return { counts: { created: 0, updated: 0, skipped: 0 }, refused: [refusedRowError(records[0], err)] };
+    if (records.length === 1)
+      return { counts: { created: 0, updated: 0, skipped: 0 }, refused: [refusedRowError(records[0], err)] };
     const mid = Math.ceil(records.length / 2);
     const a = await applyIsolatingBadRows(tx, projectId, records.slice(0, mid), defaultSubscribed, after, deliveries);
     const b = await applyIsolatingBadRows(tx, projectId, records.slice(mid), defaultSubscribed, after, deliveries);
     return {
-      counts: { created: a.counts.created + b.counts.created, updated: a.counts.updated + b.counts.updated, skipped: a.counts.skipped + b.counts.skipped },
+      counts: {
+        created: a.counts.created + b.counts.created,
+        updated: a.counts.updated + b.counts.updated,
+        skipped: a.counts.skipped + b.counts.skipped,
+      },
       refused: [...a.refused, ...b.refused],
     };
   }
@@ -122,7 +138,9 @@ export async function commitImportBatch(
 ): Promise<ImportBatchCounts> {
   const deliveries: WebhookDeliveryRef[] = [];
   const counts = await db.transaction(async (tx) => {
-    await tx.execute(sql`select ${importBatchLock({ importId: imp.id, fromRow: batch.fromRow }, false)}, set_config('synchronous_commit', 'off', true)`);
+    await tx.execute(
+      sql`select ${importBatchLock({ importId: imp.id, fromRow: batch.fromRow }, false)}, set_config('synchronous_commit', 'off', true)`,
+    );
     chain.onLocked?.();
     const after = chain.after === undefined ? undefined : { importId: imp.id, fromRow: chain.after };
     const { counts, refused } = batch.records.length
@@ -130,7 +148,10 @@ export async function commitImportBatch(
       : { counts: { created: 0, updated: 0, skipped: 0 }, refused: [] };
     // The batch before has ended once this returns (its own statement, so the read below sees its commit).
     if (after) await tx.execute(sql`select ${importBatchLock(after, true)}`);
-    const [state] = await tx.select({ failed: contactImports.failed }).from(contactImports).where(eq(contactImports.id, imp.id));
+    const [state] = await tx
+      .select({ failed: contactImports.failed })
+      .from(contactImports)
+      .where(eq(contactImports.id, imp.id));
     const errors = refused.length ? [...batch.errors, ...refused].sort((a, b) => a.row - b.row) : batch.errors;
     const keep = errors.slice(0, Math.max(0, IMPORT_ERRORS_KEPT - (state?.failed ?? 0))).map(storableRowError);
     if (keep.length) {
@@ -150,9 +171,16 @@ export async function commitImportBatch(
         failed: sql`${contactImports.failed} + ${errors.length}`,
         updatedAt: new Date(),
       })
-      .where(and(eq(contactImports.id, imp.id), eq(contactImports.rowsProcessed, batch.fromRow), eq(contactImports.status, 'running')))
+      .where(
+        and(
+          eq(contactImports.id, imp.id),
+          eq(contactImports.rowsProcessed, batch.fromRow),
+          eq(contactImports.status, 'running'),
+        ),
+      )
       .returning({ id: contactImports.id });
-    if (moved.length === 0) throw new Error(`import ${imp.id} is no longer at row ${batch.fromRow}: another worker owns it`);
+    if (moved.length === 0)
+      throw new Error(`import ${imp.id} is no longer at row ${batch.fromRow}: another worker owns it`);
     return { ...counts, failed: errors.length };
   });
   if (deliveries.length && chain.announce) await chain.announce(deliveries);

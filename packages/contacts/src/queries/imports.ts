@@ -27,7 +27,13 @@ export async function createImport(
 ): Promise<ContactImportRow> {
   const [row] = await db
     .insert(contactImports)
-    .values({ projectId, status: 'uploading', format: input.format, filename: input.filename, defaultSubscribed: input.defaultSubscribed })
+    .values({
+      projectId,
+      status: 'uploading',
+      format: input.format,
+      filename: input.filename,
+      defaultSubscribed: input.defaultSubscribed,
+    })
     .returning();
   return row;
 }
@@ -43,7 +49,12 @@ export async function appendImportChunk(db: DbOrTx, importId: string, seq: numbe
 }
 
 /** Ends the upload: `uploading → queued` with the file's size (bytes) and chunk count. */
-export async function markImportQueued(db: DbOrTx, importId: string, sizeBytes: number, chunkCount: number): Promise<ContactImportRow> {
+export async function markImportQueued(
+  db: DbOrTx,
+  importId: string,
+  sizeBytes: number,
+  chunkCount: number,
+): Promise<ContactImportRow> {
   const [row] = await db
     .update(contactImports)
     .set({ status: 'queued', sizeBytes, chunkCount, updatedAt: new Date() })
@@ -59,7 +70,10 @@ export async function deleteImport(db: DbOrTx, importId: string): Promise<void> 
 
 /** An import of the project, or `undefined` (also for another project's id). */
 export async function getImport(db: DbOrTx, projectId: string, id: string): Promise<ContactImportRow | undefined> {
-  const [row] = await db.select().from(contactImports).where(and(eq(contactImports.projectId, projectId), eq(contactImports.id, id)));
+  const [row] = await db
+    .select()
+    .from(contactImports)
+    .where(and(eq(contactImports.projectId, projectId), eq(contactImports.id, id)));
   return row;
 }
 
@@ -186,7 +200,13 @@ export async function importContactBatch(
   let pending = folded.distinct;
   for (let attempt = 0; pending.length > 0; attempt++) {
     if (attempt === 5) throw new Error('contact import batch kept racing with concurrent inserts');
-    const result = await db.execute<{ seen: number; updated: number; created: number; raced: string[]; deliveries: WebhookDeliveryRef[] }>(sql`
+    const result = await db.execute<{
+      seen: number;
+      updated: number;
+      created: number;
+      raced: string[];
+      deliveries: WebhookDeliveryRef[];
+    }>(sql`
       with input as (
         select * from unnest(
           ${sql.param(pending.map(() => newId()))}::uuid[],
@@ -263,7 +283,11 @@ export async function importContactBatch(
  * Ends an import: `completed` (or `failed` with `error`, stored through `storableText`, since a parser's message
  * may quote a NUL byte of the file); its uploaded file is deleted.
  */
-export async function finishImport(db: DbOrTx, importId: string, outcome: { error?: string; bytesProcessed?: number }): Promise<void> {
+export async function finishImport(
+  db: DbOrTx,
+  importId: string,
+  outcome: { error?: string; bytesProcessed?: number },
+): Promise<void> {
   await db.transaction(async (tx) => {
     await tx
       .update(contactImports)
@@ -283,7 +307,11 @@ export async function finishImport(db: DbOrTx, importId: string, outcome: { erro
  * Imports that should be running but may have lost their job (Redis flushed): `queued` or `running` and not
  * updated for `olderThanMs`. Also deletes uploads abandoned for `abandonedMs` (the API died mid-upload).
  */
-export async function pendingImports(db: DbOrTx, olderThanMs: number, abandonedMs: number): Promise<{ id: string; projectId: string }[]> {
+export async function pendingImports(
+  db: DbOrTx,
+  olderThanMs: number,
+  abandonedMs: number,
+): Promise<{ id: string; projectId: string }[]> {
   await db.execute(sql`
     delete from contact_imports where status = 'uploading'
       and updated_at < now() - make_interval(secs => ${abandonedMs / 1000})`);

@@ -13,7 +13,14 @@ export type ConfirmationRow = typeof contactConfirmations.$inferSelect;
 /** Records a pending confirmation. */
 export async function createConfirmation(
   db: DbOrTx,
-  row: { id: string; projectId: string; contactId: string; topicIds: string[]; createdContact: boolean; emailId: string },
+  row: {
+    id: string;
+    projectId: string;
+    contactId: string;
+    topicIds: string[];
+    createdContact: boolean;
+    emailId: string;
+  },
 ): Promise<ConfirmationRow> {
   const [created] = await db.insert(contactConfirmations).values(row).returning();
   return created;
@@ -42,11 +49,20 @@ export async function confirmationTarget(db: DbOrTx, id: string): Promise<Confir
  *
  * @returns the confirmed row, or `undefined` when it was already confirmed or has expired.
  */
-export async function markConfirmed(db: DbOrTx, id: string, proof: { ip: string | null; userAgent: string | null }): Promise<ConfirmationRow | undefined> {
+export async function markConfirmed(
+  db: DbOrTx,
+  id: string,
+  proof: { ip: string | null; userAgent: string | null },
+): Promise<ConfirmationRow | undefined> {
   const [row] = await db
     .update(contactConfirmations)
     .set({ confirmedAt: new Date(), ip: proof.ip, userAgent: proof.userAgent })
-    .where(and(eq(contactConfirmations.id, id), sql`${contactConfirmations.confirmedAt} is null and ${contactConfirmations.expiredAt} is null`))
+    .where(
+      and(
+        eq(contactConfirmations.id, id),
+        sql`${contactConfirmations.confirmedAt} is null and ${contactConfirmations.expiredAt} is null`,
+      ),
+    )
     .returning();
   return row;
 }
@@ -93,7 +109,9 @@ export async function expirePendingConfirmations(
 
 /** The project's key for signed links (unsubscribe and confirmation tokens), or `undefined` for an unknown project. */
 export async function projectSigningKey(db: DbOrTx, projectId: string): Promise<Buffer | undefined> {
-  const rows = await db.execute<{ signing_key: Buffer }>(sql`select signing_key from projects where id = ${projectId}::uuid`);
+  const rows = await db.execute<{ signing_key: Buffer }>(
+    sql`select signing_key from projects where id = ${projectId}::uuid`,
+  );
   return rows.rows[0]?.signing_key;
 }
 
@@ -102,7 +120,12 @@ export async function projectSigningKey(db: DbOrTx, projectId: string): Promise<
  * `contact.subscribed` with `method: "confirmation"` when that changed it) and `contact.confirmed` is recorded with
  * the proof (`data`). Workflow triggers read both events.
  */
-export async function applyConfirmation(db: DbOrTx, c: Pick<ConfirmationRow, 'projectId' | 'contactId'>, data: Record<string, unknown>, test: boolean): Promise<void> {
+export async function applyConfirmation(
+  db: DbOrTx,
+  c: Pick<ConfirmationRow, 'projectId' | 'contactId'>,
+  data: Record<string, unknown>,
+  test: boolean,
+): Promise<void> {
   await db.execute(sql`
     with changed as (
       update contacts set subscribed = true, updated_at = now()

@@ -57,7 +57,10 @@ export function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
       email: prev?.email ?? input.email,
       subscribed: input.subscribed ?? prev?.subscribed,
       // A later row's ignored value (an empty string) leaves an earlier row's value standing.
-      data: { ...(prev?.data ?? {}), ...Object.fromEntries(Object.entries(input.data ?? {}).filter(([, v]) => !isIgnoredDataValue(v))) },
+      data: {
+        ...(prev?.data ?? {}),
+        ...Object.fromEntries(Object.entries(input.data ?? {}).filter(([, v]) => !isIgnoredDataValue(v))),
+      },
     });
   }
   return [...merged.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -148,7 +151,9 @@ export function fromSql(r: ContactSqlRow): UpsertedContact {
     createdAt: new Date(r.created_at),
     updatedAt: new Date(r.updated_at),
     inserted: r.inserted,
-    ...(r.snoozed_until !== undefined ? { snoozedUntil: r.snoozed_until === null ? null : new Date(r.snoozed_until) } : {}),
+    ...(r.snoozed_until !== undefined
+      ? { snoozedUntil: r.snoozed_until === null ? null : new Date(r.snoozed_until) }
+      : {}),
   };
 }
 
@@ -161,10 +166,17 @@ export function fromSql(r: ContactSqlRow): UpsertedContact {
  * @param opts.test - a test key's request: the subscription events it records are test events.
  * @returns one row per distinct address, in address order.
  */
-export async function upsertContacts(db: DbOrTx, projectId: string, inputs: ContactUpsert[], opts: { test?: boolean } = {}): Promise<UpsertedContact[]> {
+export async function upsertContacts(
+  db: DbOrTx,
+  projectId: string,
+  inputs: ContactUpsert[],
+  opts: { test?: boolean } = {},
+): Promise<UpsertedContact[]> {
   const rows = mergeInputs(inputs);
   if (rows.length === 0) return [];
-  const result = await db.execute<ContactSqlRow>(sql`with ${upsertCtes(projectId, rows, opts.test)} select * from upserted`);
+  const result = await db.execute<ContactSqlRow>(
+    sql`with ${upsertCtes(projectId, rows, opts.test)} select * from upserted`,
+  );
   return result.rows.map(fromSql).sort((a, b) => (a.emailKey < b.emailKey ? -1 : a.emailKey > b.emailKey ? 1 : 0));
 }
 
@@ -195,11 +207,20 @@ export interface TrackResult {
  * one new address create one contact and one event each.
  */
 export async function trackEvent(db: DbOrTx, projectId: string, input: TrackInput): Promise<TrackResult> {
-  const rows = mergeInputs([{ email: normalizeEmail(input.email), subscribed: input.subscribed, defaultSubscribed: true, data: input.contactData }]);
+  const rows = mergeInputs([
+    {
+      email: normalizeEmail(input.email),
+      subscribed: input.subscribed,
+      defaultSubscribed: true,
+      data: input.contactData,
+    },
+  ]);
   const now = Date.now();
   const eventId = newIdAt(now);
   const createdAt = new Date(now);
-  const result = await executeNamed<ContactSqlRow>(db, sql`
+  const result = await executeNamed<ContactSqlRow>(
+    db,
+    sql`
     with ${upsertCtes(projectId, rows, input.test)},
     ev as (
       insert into events (id, project_id, contact_id, name, data, created_at, test)
@@ -209,7 +230,8 @@ export async function trackEvent(db: DbOrTx, projectId: string, input: TrackInpu
       returning id
     )
     select u.* from upserted u, ev
-  `);
+  `,
+  );
   return { contact: fromSql(result.rows[0]), eventId, createdAt };
 }
 
@@ -218,12 +240,19 @@ export type ContactRow = typeof contacts.$inferSelect;
 
 /** A contact of the project, or `undefined` (also for another project's id). */
 export async function getContact(db: DbOrTx, projectId: string, id: string): Promise<ContactRow | undefined> {
-  const [row] = await db.select().from(contacts).where(and(eq(contacts.projectId, projectId), eq(contacts.id, id)));
+  const [row] = await db
+    .select()
+    .from(contacts)
+    .where(and(eq(contacts.projectId, projectId), eq(contacts.id, id)));
   return row;
 }
 
 /** The contact with this address (case-insensitive), or `undefined`. */
-export async function findContactByEmail(db: DbOrTx, projectId: string, email: string): Promise<ContactRow | undefined> {
+export async function findContactByEmail(
+  db: DbOrTx,
+  projectId: string,
+  email: string,
+): Promise<ContactRow | undefined> {
   const [row] = await db
     .select()
     .from(contacts)
@@ -248,7 +277,9 @@ export async function updateContact(
   // `old` locks the row before the update reads it, so the subscription change is seen exactly once. Named (parsed
   // once per connection, and planned once where Postgres keeps a generic plan: `named.ts`): a workflow's
   // UPDATE_CONTACT step runs it for every execution.
-  const rows = await executeNamed<Record<string, unknown>>(db, sql`
+  const rows = await executeNamed<Record<string, unknown>>(
+    db,
+    sql`
     with old as (select id, subscribed from contacts where project_id = ${projectId}::uuid and id = ${id}::uuid for update),
     updated as (
       update contacts c set
@@ -265,7 +296,8 @@ export async function updateContact(
       from updated u where u.subscribed <> u.old_subscribed
     )
     select id, project_id, email, email_key, subscribed, data, snoozed_until, created_at, updated_at from updated
-  `);
+  `,
+  );
   const r = rows.rows[0];
   if (!r) return undefined;
   return {

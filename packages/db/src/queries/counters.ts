@@ -33,7 +33,11 @@ export async function foldCounterDeltas(db: DbOrTx, batchSize = COUNTER_FOLD_BAT
  *
  * @returns the number of delta rows folded.
  */
-export async function foldAllCounterDeltas(db: DbOrTx, maxBatches = 100, batchSize = COUNTER_FOLD_BATCH): Promise<number> {
+export async function foldAllCounterDeltas(
+  db: DbOrTx,
+  maxBatches = 100,
+  batchSize = COUNTER_FOLD_BATCH,
+): Promise<number> {
   let total = 0;
   for (let i = 0; i < maxBatches; i++) {
     const n = await foldCounterDeltas(db, batchSize);

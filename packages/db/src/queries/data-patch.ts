@@ -19,7 +19,10 @@ export function isIgnoredDataValue(value: unknown): boolean {
  * `PATCH /contacts/{id}`, imports) applies a patch as `(data || set) - removed` in SQL, so this is the one place
  * the rule lives.
  */
-export function splitPatch(patch: Record<string, unknown> | undefined): { set: Record<string, unknown>; removed: string[] } {
+export function splitPatch(patch: Record<string, unknown> | undefined): {
+  set: Record<string, unknown>;
+  removed: string[];
+} {
   const set: Record<string, unknown> = {};
   const removed: string[] = [];
   for (const [k, v] of Object.entries(patch ?? {})) {

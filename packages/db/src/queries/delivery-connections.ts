@@ -19,7 +19,10 @@ export interface ConnectionBindings {
  * @throws the database's error.
  */
 export async function connectionBindings(db: DbOrTx, projectId: string): Promise<ConnectionBindings> {
-  const result = await db.execute<{ project: string | null; domains: { domain: string; connection: string | null }[] | null }>(sql`
+  const result = await db.execute<{
+    project: string | null;
+    domains: { domain: string; connection: string | null }[] | null;
+  }>(sql`
     select (select ses_connection from projects where id = ${projectId}::uuid) as project,
       (select json_agg(json_build_object('domain', domain, 'connection', ses_connection)) from domains where project_id = ${projectId}::uuid) as domains`);
   const row = result.rows[0];
@@ -34,7 +37,8 @@ export async function connectionBindings(db: DbOrTx, projectId: string): Promise
 export function boundConnectionOf(bindings: ConnectionBindings, domain: string): string | null {
   let best: { domain: string; connection: string | null } | undefined;
   for (const d of bindings.domains) {
-    if ((domain === d.domain || domain.endsWith(`.${d.domain}`)) && (!best || d.domain.length > best.domain.length)) best = d;
+    if ((domain === d.domain || domain.endsWith(`.${d.domain}`)) && (!best || d.domain.length > best.domain.length))
+      best = d;
   }
   return best?.connection ?? bindings.project;
 }
@@ -52,7 +56,11 @@ export async function boundConnection(db: DbOrTx, projectId: string, domain: str
  * @returns whether the project exists.
  */
 export async function setProjectConnection(db: DbOrTx, projectId: string, name: string | null): Promise<boolean> {
-  const rows = await db.update(projects).set({ sesConnection: name }).where(eq(projects.id, projectId)).returning({ id: projects.id });
+  const rows = await db
+    .update(projects)
+    .set({ sesConnection: name })
+    .where(eq(projects.id, projectId))
+    .returning({ id: projects.id });
   return rows.length > 0;
 }
 
@@ -60,8 +68,15 @@ export async function setProjectConnection(db: DbOrTx, projectId: string, name: 
  * Binds sending domain `domain` (null: unbinds it) to connection `name`; `projectId` given, only that project's.
  * @returns whether the domain exists (in that project).
  */
-export async function setDomainConnection(db: DbOrTx, domain: string, name: string | null, projectId?: string): Promise<boolean> {
-  const where = projectId ? and(eq(domains.domain, domain), eq(domains.projectId, projectId)) : eq(domains.domain, domain);
+export async function setDomainConnection(
+  db: DbOrTx,
+  domain: string,
+  name: string | null,
+  projectId?: string,
+): Promise<boolean> {
+  const where = projectId
+    ? and(eq(domains.domain, domain), eq(domains.projectId, projectId))
+    : eq(domains.domain, domain);
   const rows = await db.update(domains).set({ sesConnection: name }).where(where).returning({ id: domains.id });
   return rows.length > 0;
 }

@@ -24,7 +24,14 @@ export async function insertDomain(
 ): Promise<{ ok: true; domain: DomainRow } | { ok: false }> {
   const [row] = await db
     .insert(domains)
-    .values({ projectId, domain: d.domain, mailFromDomain: d.mailFromDomain, dkimTokens: d.dkimTokens, records: d.records, status: 'pending' })
+    .values({
+      projectId,
+      domain: d.domain,
+      mailFromDomain: d.mailFromDomain,
+      dkimTokens: d.dkimTokens,
+      records: d.records,
+      status: 'pending',
+    })
     .onConflictDoNothing({ target: domains.domain })
     .returning();
   return row ? { ok: true, domain: row } : { ok: false };
@@ -38,13 +45,25 @@ export async function domainTaken(db: DbOrTx, domain: string): Promise<boolean> 
 
 /** A domain of the project, or `undefined`. */
 export async function getDomain(db: DbOrTx, projectId: string, id: string): Promise<DomainRow | undefined> {
-  const [row] = await db.select().from(domains).where(and(eq(domains.projectId, projectId), eq(domains.id, id)));
+  const [row] = await db
+    .select()
+    .from(domains)
+    .where(and(eq(domains.projectId, projectId), eq(domains.id, id)));
   return row;
 }
 
 /** One keyset page of the project's domains, newest first, optionally only (un)verified ones. */
-export function listDomains(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string; verified?: boolean }) {
-  return keysetList(db, domains, and(eq(domains.projectId, projectId), q.verified === undefined ? undefined : eq(domains.verified, q.verified)), q);
+export function listDomains(
+  db: DbOrTx,
+  projectId: string,
+  q: { limit: number; beforeId?: string; verified?: boolean },
+) {
+  return keysetList(
+    db,
+    domains,
+    and(eq(domains.projectId, projectId), q.verified === undefined ? undefined : eq(domains.verified, q.verified)),
+    q,
+  );
 }
 
 /**
@@ -95,7 +114,11 @@ export async function duePendingDomains(db: DbOrTx, olderThanMs: number, limit: 
  * The first SCHEDULED, SENDING or PAUSED campaign of the project whose sender is on `domain` or a subdomain of it, or
  * `undefined`: such a domain cannot be removed.
  */
-export async function campaignUsingDomain(db: DbOrTx, projectId: string, domain: string): Promise<{ id: string; status: string } | undefined> {
+export async function campaignUsingDomain(
+  db: DbOrTx,
+  projectId: string,
+  domain: string,
+): Promise<{ id: string; status: string } | undefined> {
   const [row] = await db
     .select({ id: campaigns.id, status: campaigns.status })
     .from(campaigns)
@@ -111,14 +134,26 @@ export async function campaignUsingDomain(db: DbOrTx, projectId: string, domain:
 }
 
 /** Turns receiving on or off for a domain of the project. @returns the domain, or `undefined` when it is not the project's. */
-export async function setDomainInbound(db: DbOrTx, projectId: string, id: string, enabled: boolean): Promise<DomainRow | undefined> {
-  const [row] = await db.update(domains).set({ inboundEnabled: enabled }).where(and(eq(domains.projectId, projectId), eq(domains.id, id))).returning();
+export async function setDomainInbound(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+  enabled: boolean,
+): Promise<DomainRow | undefined> {
+  const [row] = await db
+    .update(domains)
+    .set({ inboundEnabled: enabled })
+    .where(and(eq(domains.projectId, projectId), eq(domains.id, id)))
+    .returning();
   return row;
 }
 
 /** Deletes a domain of the project. @returns whether it existed. */
 export async function deleteDomain(db: DbOrTx, projectId: string, id: string): Promise<boolean> {
-  const rows = await db.delete(domains).where(and(eq(domains.projectId, projectId), eq(domains.id, id))).returning({ id: domains.id });
+  const rows = await db
+    .delete(domains)
+    .where(and(eq(domains.projectId, projectId), eq(domains.id, id)))
+    .returning({ id: domains.id });
   return rows.length > 0;
 }
 
@@ -127,7 +162,13 @@ export async function deleteDomain(db: DbOrTx, projectId: string, id: string): P
  * tracking CNAME replaced); the domain is not ready until its CNAME is found and its configuration sets are made.
  * @returns the domain, or `undefined` when it is not the project's.
  */
-export async function setDomainTracking(db: DbOrTx, projectId: string, id: string, trackingDomain: string | null, records: DomainRecord[]): Promise<DomainRow | undefined> {
+export async function setDomainTracking(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+  trackingDomain: string | null,
+  records: DomainRecord[],
+): Promise<DomainRow | undefined> {
   const [row] = await db
     .update(domains)
     .set({ trackingDomain, trackingReadyAt: null, trackingConnection: null, records })
@@ -150,7 +191,11 @@ export async function recordTrackingCheck(
 ): Promise<DomainRow | undefined> {
   const [row] = await db
     .update(domains)
-    .set({ records, checkedAt: new Date(), ...(ready ? { trackingReadyAt: new Date(), trackingConnection: ready.connection } : {}) })
+    .set({
+      records,
+      checkedAt: new Date(),
+      ...(ready ? { trackingReadyAt: new Date(), trackingConnection: ready.connection } : {}),
+    })
     .where(and(eq(domains.id, id), eq(domains.trackingDomain, trackingDomain)))
     .returning();
   return row;

@@ -32,9 +32,15 @@ export interface ClaimRequest {
  *   can by then).
  * @throws the database's error (then nothing was claimed).
  */
-export async function claimEmails(db: DbOrTx, requests: readonly ClaimRequest[], leaseMs: number): Promise<Map<string, ClaimedEmail>> {
+export async function claimEmails(
+  db: DbOrTx,
+  requests: readonly ClaimRequest[],
+  leaseMs: number,
+): Promise<Map<string, ClaimedEmail>> {
   const sorted = [...requests].sort((a, b) => (a.emailId < b.emailId ? -1 : a.emailId > b.emailId ? 1 : 0));
-  const result = await executeNamed<Record<string, unknown>>(db, sql`
+  const result = await executeNamed<Record<string, unknown>>(
+    db,
+    sql`
     with want as (
       select * from unnest(${sql.param(sorted.map((r) => r.emailId))}::uuid[], ${sql.param(sorted.map((r) => r.token))}::uuid[]) as w(id, token)
     ),
@@ -53,7 +59,8 @@ export async function claimEmails(db: DbOrTx, requests: readonly ClaimRequest[],
       or (e.status = 'sending' and e.claimed_at < now() - make_interval(secs => ${leaseMs / 1000}::float8)))
       and not (e.status = 'queued' and exists (select 1 from campaigns k where k.id = e.campaign_id and k.status = 'PAUSED'))
     ${CLAIM_RETURNING}
-  `);
+  `,
+  );
   return new Map(result.rows.map((hit) => [hit.claim_token as string, toClaimedEmail(hit)]));
 }
 
@@ -73,11 +80,16 @@ export interface FinishRequest {
  * @returns per request (in `requests`' order) whether its row moved, and every webhook delivery to enqueue.
  * @throws the database's error (then nothing was written).
  */
-export async function finishEmails(db: DbOrTx, requests: readonly FinishRequest[]): Promise<{ finished: boolean[]; deliveries: WebhookDeliveryRef[] }> {
+export async function finishEmails(
+  db: DbOrTx,
+  requests: readonly FinishRequest[],
+): Promise<{ finished: boolean[]; deliveries: WebhookDeliveryRef[] }> {
   const sorted = [...requests].sort((a, b) => (a.emailId < b.emailId ? -1 : a.emailId > b.emailId ? 1 : 0));
   const now = new Date().toISOString();
   const col = <T>(f: (r: FinishRequest) => T) => sql.param(sorted.map(f));
-  const result = await executeNamed<{ moved: string[] | null; deliveries: WebhookDeliveryRef[] }>(db, sql`
+  const result = await executeNamed<{ moved: string[] | null; deliveries: WebhookDeliveryRef[] }>(
+    db,
+    sql`
     with input as (
       select * from unnest(
         ${col((r) => r.emailId)}::uuid[], ${col((r) => r.token)}::uuid[], ${col((r) => r.outcome.status)}::text[],
@@ -129,7 +141,8 @@ export async function finishEmails(db: DbOrTx, requests: readonly FinishRequest[
     )
     select (select array_agg(token::text) from moved) as moved,
       coalesce((select json_agg(json_build_object('id', id, 'projectId', project_id, 'generation', generation)) from hooks), '[]'::json) as deliveries
-  `);
+  `,
+  );
   const row = result.rows[0];
   const moved = new Set(row.moved ?? []);
   return { finished: requests.map((r) => moved.has(r.token)), deliveries: row.deliveries };

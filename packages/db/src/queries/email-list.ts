@@ -47,7 +47,14 @@ export async function listEmails(db: DbOrTx, projectId: string, q: EmailListQuer
     .where(and(where, q.beforeId ? sql`${emails.id} < ${q.beforeId}::uuid` : undefined))
     .orderBy(desc(emails.id))
     .limit(q.limit + 1);
-  const counted = await db.execute<{ n: number }>(sql`select count(*)::int as n from (select 1 from emails where ${where} limit ${countCap + 1}) m`);
+  const counted = await db.execute<{ n: number }>(
+    sql`select count(*)::int as n from (select 1 from emails where ${where} limit ${countCap + 1}) m`,
+  );
   const n = counted.rows[0].n;
-  return { items: rows.slice(0, q.limit), hasMore: rows.length > q.limit, total: Math.min(n, countCap), totalExact: n <= countCap };
+  return {
+    items: rows.slice(0, q.limit),
+    hasMore: rows.length > q.limit,
+    total: Math.min(n, countCap),
+    totalExact: n <= countCap,
+  };
 }

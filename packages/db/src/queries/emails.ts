@@ -23,7 +23,13 @@ export type NewEmail = Omit<typeof emails.$inferInsert, 'createdAt' | 'updatedAt
 export async function insertAttachments(
   db: DbOrTx,
   projectId: string,
-  files: { filename: string; contentType: string; content: Buffer; contentId?: string | null; disposition?: 'inline' | 'attachment' | null }[],
+  files: {
+    filename: string;
+    contentType: string;
+    content: Buffer;
+    contentId?: string | null;
+    disposition?: 'inline' | 'attachment' | null;
+  }[],
 ): Promise<string[]> {
   if (files.length === 0) return [];
   const rows = files.map((f) => ({
@@ -64,13 +70,22 @@ export async function insertQueuedEmails(
     rows.map(({ suppressed, tracking, ...r }) => ({
       ...r,
       // `tracking` is the email's own override (null: its project's `tracking_mode` decides, in the statement).
-      tracking: trackingSql(sql`${r.projectId}::uuid`, sql`${tracking ?? null}::boolean`, sql`${r.marketing ?? false}::boolean`),
+      tracking: trackingSql(
+        sql`${r.projectId}::uuid`,
+        sql`${tracking ?? null}::boolean`,
+        sql`${r.marketing ?? false}::boolean`,
+      ),
       status: suppressed ? ('suppressed' as const) : ('queued' as const),
       error: suppressed ? `suppressed: ${suppressed.reason}` : null,
     })),
   );
   await db.insert(emailEvents).values(
-    rows.map((r) => ({ emailId: r.id, projectId: r.projectId, type: r.suppressed ? 'suppressed' : 'queued', data: r.suppressed ? { reason: r.suppressed.reason } : null })),
+    rows.map((r) => ({
+      emailId: r.id,
+      projectId: r.projectId,
+      type: r.suppressed ? 'suppressed' : 'queued',
+      data: r.suppressed ? { reason: r.suppressed.reason } : null,
+    })),
   );
 }
 
@@ -83,7 +98,12 @@ const TIMELINE_SKEW_MS = 86_400_000;
  */
 export async function getEmailWithTimeline(db: DbOrTx, projectId: string, id: string) {
   const [found] = await db
-    .select({ email: emails, campaignSubject: sql<string | null>`coalesce(${campaigns.abTest} -> 'variants' -> (${emails.variant}::int) ->> 'subject', ${campaigns.subject})` })
+    .select({
+      email: emails,
+      campaignSubject: sql<
+        string | null
+      >`coalesce(${campaigns.abTest} -> 'variants' -> (${emails.variant}::int) ->> 'subject', ${campaigns.subject})`,
+    })
     .from(emails)
     .leftJoin(campaigns, eq(campaigns.id, emails.campaignId))
     .where(and(eq(emails.projectId, projectId), eq(emails.id, id)));
@@ -104,7 +124,8 @@ export async function getEmailWithTimeline(db: DbOrTx, projectId: string, id: st
       ),
     )
     .orderBy(asc(emailEvents.id));
-  if (email.campaignId && timeline[0]?.type !== 'queued') timeline.unshift({ type: 'queued', data: null, createdAt: email.createdAt });
+  if (email.campaignId && timeline[0]?.type !== 'queued')
+    timeline.unshift({ type: 'queued', data: null, createdAt: email.createdAt });
   return { email: { ...email, subject: email.subject ?? campaignSubject ?? '' }, timeline };
 }
 
@@ -184,7 +205,16 @@ export const CLAIM_RETURNING = sql`returning e.*, p.previous_status,
 
 /** A row returned through {@link CLAIM_RETURNING} as a {@link ClaimedEmail}. */
 export function toClaimedEmail(hit: Record<string, unknown>): ClaimedEmail {
-  const { previous_status, project_disabled, signing_key, contact_data, campaign, suppression, tracking_target, ...row } = hit;
+  const {
+    previous_status,
+    project_disabled,
+    signing_key,
+    contact_data,
+    campaign,
+    suppression,
+    tracking_target,
+    ...row
+  } = hit;
   return {
     ...(camelCase(row) as EmailRow),
     previousStatus: previous_status as EmailStatus,
@@ -218,7 +248,9 @@ export async function claimEmail(
   // pool; `named.ts` says when Postgres's own choice does not). Planning this on the partitioned `emails` took
   // 1.0–1.1 ms against 0.1 ms to run (`EXPLAIN (ANALYZE, SUMMARY)`); a send whose claim goes alone runs it.
   // `e.id = <id>` as well as `e.id = p.id`: a generic plan prunes the updated partitions only by a parameter.
-  const claimed = await executeNamed<Record<string, unknown>>(db, sql`
+  const claimed = await executeNamed<Record<string, unknown>>(
+    db,
+    sql`
     update emails e set status = 'sending', claim_token = ${token}::uuid, claimed_at = now(),
       attempts = e.attempts + 1, updated_at = now()
     from (select id, status as previous_status from emails where id = ${emailId}::uuid for update) p
@@ -229,16 +261,24 @@ export async function claimEmail(
       -- A paused campaign's emails stay queued until it resumes.
       and not (e.status = 'queued' and exists (select 1 from campaigns k where k.id = e.campaign_id and k.status = 'PAUSED'))
     ${CLAIM_RETURNING}
-  `);
+  `,
+  );
   const hit = claimed.rows[0];
   if (hit) return { ok: true, email: toClaimedEmail(hit) };
   const [row] = await db
-    .select({ status: emails.status, claimedAt: emails.claimedAt, scheduledAt: emails.scheduledAt, campaignId: emails.campaignId, campaignStatus: campaigns.status })
+    .select({
+      status: emails.status,
+      claimedAt: emails.claimedAt,
+      scheduledAt: emails.scheduledAt,
+      campaignId: emails.campaignId,
+      campaignStatus: campaigns.status,
+    })
     .from(emails)
     .leftJoin(campaigns, eq(campaigns.id, emails.campaignId))
     .where(eq(emails.id, emailId));
   if (!row) return { ok: false, kind: 'missing' };
-  if (row.status === 'queued' && row.campaignId && row.campaignStatus === 'PAUSED') return { ok: false, kind: 'paused', campaignId: row.campaignId };
+  if (row.status === 'queued' && row.campaignId && row.campaignStatus === 'PAUSED')
+    return { ok: false, kind: 'paused', campaignId: row.campaignId };
   if (row.status === 'scheduled') return { ok: false, kind: 'scheduled', until: row.scheduledAt ?? new Date() };
   if (row.status === 'sending' && row.claimedAt) {
     return { ok: false, kind: 'leased', until: new Date(row.claimedAt.getTime() + leaseMs) };
@@ -293,7 +333,12 @@ export async function finishEmail(
   const { eventType, eventData } = finishEvent(outcome);
   const hookType = announce?.type ?? null;
   // Named, as the claim: planning took 0.44–0.49 ms against 0.15–0.25 ms to run.
-  const result = await executeNamed<{ moved: number; deliveries: { id: string; projectId: string; generation: number }[] }>(db, sql`
+  const result = await executeNamed<{
+    moved: number;
+    deliveries: { id: string; projectId: string; generation: number }[];
+  }>(
+    db,
+    sql`
     with moved as (
       update emails set
         status = ${outcome.status},
@@ -330,7 +375,8 @@ export async function finishEmail(
     )
     select (select count(*) from moved)::int as moved,
       coalesce((select json_agg(json_build_object('id', id, 'projectId', project_id, 'generation', generation)) from hooks), '[]'::json) as deliveries
-  `);
+  `,
+  );
   const row = result.rows[0];
   return { finished: row.moved > 0, deliveries: row.deliveries };
 }
@@ -347,7 +393,12 @@ export interface PendingEmail {
  * Uses the partial index `emails_pending_idx`. A campaign's emails not yet handed to the send queue by its job
  * (beyond the campaign's `enqueue_cursor`) are not pending in this sense.
  */
-export async function pendingEmails(db: DbOrTx, olderThanMs: number, afterId: string | null, limit: number): Promise<PendingEmail[]> {
+export async function pendingEmails(
+  db: DbOrTx,
+  olderThanMs: number,
+  afterId: string | null,
+  limit: number,
+): Promise<PendingEmail[]> {
   const rows = await db.execute<{ id: string; project_id: string; source: EmailSource }>(sql`
     select id, project_id, source from emails
     where status in ('queued', 'sending')
@@ -386,7 +437,12 @@ export async function emailStatsByProject(db: DbOrTx, now = Date.now()): Promise
   `);
   const byProject = new Map<string, ProjectEmailStats>();
   for (const r of rows.rows) {
-    const s = byProject.get(r.project_id) ?? { projectId: r.project_id, projectName: r.name, lastHour: {}, lastDay: {} };
+    const s = byProject.get(r.project_id) ?? {
+      projectId: r.project_id,
+      projectName: r.name,
+      lastHour: {},
+      lastDay: {},
+    };
     if (r.hour > 0) s.lastHour[r.status] = r.hour;
     s.lastDay[r.status] = r.day;
     byProject.set(r.project_id, s);

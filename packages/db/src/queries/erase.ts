@@ -80,7 +80,9 @@ export async function eraseContact(db: DbOrTx, projectId: string, id: string): P
       // Timeline entries of the contact's own emails keep their type and time; details that name the recipient
       // (SES bounce reports quote it inside longer texts) go.
       const quoted = sql`(strpos(lower(data::text), ${key}) > 0 or strpos(data::text, ${id}) > 0)`;
-      await tx.execute(sql`update email_events set data = null where email_id = any(${ids}) and data is not null and ${quoted}`);
+      await tx.execute(
+        sql`update email_events set data = null where email_id = any(${ids}) and data is not null and ${quoted}`,
+      );
       await tx.execute(sql`delete from test_messages where email_id = any(${ids})`);
     }
     // Project-wide rows are matched on the address as a whole (delimited by characters that cannot be part of an
@@ -88,7 +90,9 @@ export async function eraseContact(db: DbOrTx, projectId: string, id: string): P
     // joann@x.com or ann@x.com.au.
     const pattern = addressPattern(key);
     const names = (doc: SQL) => sql`(${doc}::text ~* ${pattern} or strpos(${doc}::text, ${id}) > 0)`;
-    const deliveries = await tx.execute(sql`delete from webhook_deliveries where project_id = ${p} and ${names(sql`payload`)}`);
+    const deliveries = await tx.execute(
+      sql`delete from webhook_deliveries where project_id = ${p} and ${names(sql`payload`)}`,
+    );
     const importErrors = await tx.execute(sql`
       delete from contact_import_errors x using contact_imports i
       where i.id = x.import_id and i.project_id = ${p} and (lower(x.email) = ${key} or ${names(sql`x.errors`)})
@@ -100,7 +104,9 @@ export async function eraseContact(db: DbOrTx, projectId: string, id: string): P
     );
     for (const r of responses.rows) {
       const scrubbedResponse = scrubJson(JSON.parse(r.response), new RegExp(pattern, 'gi'), id);
-      await tx.execute(sql`update idempotency_keys set response = ${JSON.stringify(scrubbedResponse)}::json where project_id = ${p} and key = ${r.key}`);
+      await tx.execute(
+        sql`update idempotency_keys set response = ${JSON.stringify(scrubbedResponse)}::json where project_id = ${p} and key = ${r.key}`,
+      );
     }
     // Mail the person sent us (inbound): linked to the contact, or from the address when it arrived unlinked.
     const inbound = await tx.execute(
@@ -149,7 +155,10 @@ export const ERASED_TEXT = '[erased]';
 function encodedChar(ch: string): string {
   const literal = ch.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
   const bytes = [...Buffer.from(ch, 'utf8')].map((b) => b.toString(16).padStart(2, '0')).join('');
-  const hex = bytes.match(/../g)!.map((h) => `%(?:25)?${h}`).join('');
+  const hex = bytes
+    .match(/../g)!
+    .map((h) => `%(?:25)?${h}`)
+    .join('');
   return `(?:${literal}|${hex})`;
 }
 
@@ -174,12 +183,15 @@ export function addressScrubber(addresses: readonly string[]): <T>(value: T) => 
   // Longest first, so an address is cut whole before a shorter one inside it.
   unique.sort((a, b) => b.length - a.length);
   const whole = unique.map((a) => [...a].map(encodedChar).join(''));
-  const locals = [...new Set(unique.map((a) => a.slice(0, Math.max(0, a.lastIndexOf('@')))).filter((l) => l.length > 0))];
+  const locals = [
+    ...new Set(unique.map((a) => a.slice(0, Math.max(0, a.lastIndexOf('@')))).filter((l) => l.length > 0)),
+  ];
   const quoted = locals.map((l) => l.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&'));
   const wholePattern = new RegExp(whole.join('|'), 'gi');
   const open = OPEN_QUOTES.replace(/[\]\\^-]/g, '\\$&');
   const close = CLOSE_QUOTES.replace(/[\]\\^-]/g, '\\$&');
-  const localPattern = quoted.length > 0 ? new RegExp(`([${open}])(?:${quoted.join('|')})(?=[${close}])`, 'gi') : undefined;
+  const localPattern =
+    quoted.length > 0 ? new RegExp(`([${open}])(?:${quoted.join('|')})(?=[${close}])`, 'gi') : undefined;
   const scrubText = (text: string) => {
     const cut = text.replace(wholePattern, ERASED_TEXT);
     return localPattern ? cut.replace(localPattern, `$1${ERASED_TEXT}`) : cut;
@@ -187,7 +199,8 @@ export function addressScrubber(addresses: readonly string[]): <T>(value: T) => 
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') return scrubText(v);
     if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [scrubText(k), walk(x)]));
+    if (v && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [scrubText(k), walk(x)]));
     return v;
   };
   return <T>(value: T) => walk(value) as T;

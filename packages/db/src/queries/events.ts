@@ -86,7 +86,12 @@ export async function listEvents(db: DbOrTx, projectId: string, q: EventListQuer
 export async function listEventNames(db: DbOrTx, projectId: string, q: { limit: number; after?: string }) {
   const where = eq(eventNames.projectId, projectId);
   const rows = await db
-    .select({ name: eventNames.name, count: eventNames.count, firstSeenAt: eventNames.firstSeenAt, lastSeenAt: eventNames.lastSeenAt })
+    .select({
+      name: eventNames.name,
+      count: eventNames.count,
+      firstSeenAt: eventNames.firstSeenAt,
+      lastSeenAt: eventNames.lastSeenAt,
+    })
     .from(eventNames)
     .where(and(where, q.after !== undefined ? gt(eventNames.name, q.after) : undefined))
     .orderBy(asc(eventNames.name))

@@ -13,9 +13,7 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
 /** What {@link claimIdempotencyKey} found. */
 export type IdempotencyClaim =
-  | { kind: 'claimed' }
-  | { kind: 'replay'; statusCode: number; response: unknown }
-  | { kind: 'mismatch' };
+  { kind: 'claimed' } | { kind: 'replay'; statusCode: number; response: unknown } | { kind: 'mismatch' };
 
 /**
  * Claims a key inside the caller's transaction. A concurrent request holding the same key makes this wait until
@@ -24,7 +22,12 @@ export type IdempotencyClaim =
  *
  * Call {@link storeIdempotentResponse} in the same transaction once the response is known.
  */
-export async function claimIdempotencyKey(tx: DbOrTx, projectId: string, key: string, fingerprint: string): Promise<IdempotencyClaim> {
+export async function claimIdempotencyKey(
+  tx: DbOrTx,
+  projectId: string,
+  key: string,
+  fingerprint: string,
+): Promise<IdempotencyClaim> {
   const claimed = await tx.execute(sql`
     insert into idempotency_keys (project_id, key, fingerprint, status_code, response, created_at)
     values (${projectId}::uuid, ${key}, ${fingerprint}, 0, 'null'::json, now())
@@ -42,7 +45,13 @@ export async function claimIdempotencyKey(tx: DbOrTx, projectId: string, key: st
 }
 
 /** Stores the response of a claimed key (same transaction as the claim). */
-export async function storeIdempotentResponse(tx: DbOrTx, projectId: string, key: string, statusCode: number, response: unknown): Promise<void> {
+export async function storeIdempotentResponse(
+  tx: DbOrTx,
+  projectId: string,
+  key: string,
+  statusCode: number,
+  response: unknown,
+): Promise<void> {
   await tx
     .update(idempotencyKeys)
     .set({ statusCode, response })
@@ -82,7 +91,12 @@ export async function findIdempotencyKey(
   projectId: string,
   key: string,
 ): Promise<{ fingerprint: string; statusCode: number; response: unknown; emails: KeyEmail[] } | undefined> {
-  const result = await db.execute<{ fingerprint: string; status_code: number; response: unknown; emails: KeyEmail[] }>(sql`
+  const result = await db.execute<{
+    fingerprint: string;
+    status_code: number;
+    response: unknown;
+    emails: KeyEmail[];
+  }>(sql`
     select k.fingerprint, k.status_code, k.response,
       (select coalesce(jsonb_agg(jsonb_build_object('id', e.id, 'contactId', e.contact_id, 'contactEmail', coalesce(c.email, e.to_email),
           'toEmail', e.to_email, 'status', e.status, 'error', e.error) order by x.n), '[]'::jsonb)
@@ -93,5 +107,7 @@ export async function findIdempotencyKey(
     from idempotency_keys k
     where k.project_id = ${projectId}::uuid and k.key = ${key}`);
   const row = result.rows[0];
-  return row && { fingerprint: row.fingerprint, statusCode: row.status_code, response: row.response, emails: row.emails };
+  return (
+    row && { fingerprint: row.fingerprint, statusCode: row.status_code, response: row.response, emails: row.emails }
+  );
 }

@@ -25,7 +25,11 @@ export type ImportKeysResult =
  * @returns the project's keys that were added, or why none was: `key_in_use` when a key is already stored here
  *   (by any project, this one included: a key names one project, once).
  */
-export async function importProjectKeys(db: Db, projectId: string, keys: { kind: KeyKind; key: string }[]): Promise<ImportKeysResult> {
+export async function importProjectKeys(
+  db: Db,
+  projectId: string,
+  keys: { kind: KeyKind; key: string }[],
+): Promise<ImportKeysResult> {
   class InUse extends Error {
     constructor(readonly kind: KeyKind) {
       super('key in use');
@@ -34,7 +38,11 @@ export async function importProjectKeys(db: Db, projectId: string, keys: { kind:
   try {
     return await db.transaction(async (tx) => {
       // The same lock as rotateKeys and revokeKey: key changes of one project never interleave.
-      const [project] = await tx.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).for('update');
+      const [project] = await tx
+        .select({ id: projects.id })
+        .from(projects)
+        .where(eq(projects.id, projectId))
+        .for('update');
       if (!project) return { ok: false, reason: 'project_not_found' } as const;
       const ids: string[] = [];
       for (const { kind, key } of keys) {

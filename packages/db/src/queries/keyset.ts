@@ -43,12 +43,20 @@ export async function keysetList<T extends PgTable & { id: PgColumn }>(
     .offset(q.offset ?? 0)) as T['$inferSelect'][];
   const items = page.slice(0, q.limit);
   if (q.countCap !== undefined) {
-    const capped = db.select({ one: sql`1` }).from(table as PgTable).where(where).limit(q.countCap + 1).as('capped');
+    const capped = db
+      .select({ one: sql`1` })
+      .from(table as PgTable)
+      .where(where)
+      .limit(q.countCap + 1)
+      .as('capped');
     const [count] = await db.select({ n: sql<number>`count(*)::int` }).from(capped);
     const n = count?.n ?? 0;
     return { items, hasMore: page.length > q.limit, total: Math.min(n, q.countCap), totalExact: n <= q.countCap };
   }
-  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- widening T lets drizzle's conditional types resolve
-  const [count] = await db.select({ n: sql<number>`count(*)::int` }).from(table as PgTable).where(where);
+  const [count] = await db
+    .select({ n: sql<number>`count(*)::int` })
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- widening T lets drizzle's conditional types resolve
+    .from(table as PgTable)
+    .where(where);
   return { items, hasMore: page.length > q.limit, total: count?.n ?? 0, totalExact: true };
 }

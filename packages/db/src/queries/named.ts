@@ -43,6 +43,11 @@ export async function executeNamed<T extends QueryResultRow>(db: DbOrTx, query: 
  * node-postgres takes them (a JS array is one array parameter, where drizzle's `sql` would spread it into a list).
  * The name must stand for this one text in the whole process.
  */
-export async function executeNamedText<T extends QueryResultRow>(db: DbOrTx, name: string, text: string, params: unknown[]): Promise<QueryResult<T>> {
+export async function executeNamedText<T extends QueryResultRow>(
+  db: DbOrTx,
+  name: string,
+  text: string,
+  params: unknown[],
+): Promise<QueryResult<T>> {
   return db._.session.prepareQuery({ sql: text, params }, undefined, name, false).execute() as Promise<QueryResult<T>>;
 }

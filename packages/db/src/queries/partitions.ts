@@ -16,7 +16,14 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { DbOrTx } from '../client';
 
 /** The partitioned tables, in the order a retention pass may drop their months (referencing tables first). */
-export const PARTITIONED_TABLES = ['webhook_attempts', 'webhook_deliveries', 'email_events', 'emails', 'events', 'workflow_step_runs'] as const;
+export const PARTITIONED_TABLES = [
+  'webhook_attempts',
+  'webhook_deliveries',
+  'email_events',
+  'emails',
+  'events',
+  'workflow_step_runs',
+] as const;
 export type PartitionedTable = (typeof PARTITIONED_TABLES)[number];
 
 /** Longest wait (ms) for the lock on a parent table when attaching or detaching a partition. */
@@ -53,7 +60,12 @@ function idFloor(ms: number): string {
  * @returns the months (first ms, UTC) left uncreated because the default partition holds rows of theirs.
  * @throws the driver's error, e.g. `lock_timeout` when the parent stayed locked longer than {@link PARTITION_LOCK_TIMEOUT_MS}.
  */
-export async function ensureMonthPartitions(db: DbOrTx, table: PartitionedTable, fromMs: number, untilMs: number): Promise<number[]> {
+export async function ensureMonthPartitions(
+  db: DbOrTx,
+  table: PartitionedTable,
+  fromMs: number,
+  untilMs: number,
+): Promise<number[]> {
   return db.transaction(async (tx) => {
     await tx.execute(sql.raw(`set local lock_timeout = ${PARTITION_LOCK_TIMEOUT_MS}`));
     const rows = await tx.execute<{ blocked: string[] | null }>(sql`
@@ -130,7 +142,8 @@ const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
       and id >= (select delivery_id from ${part} order by delivery_id limit 1) and id < ${hi}::uuid)`,
   },
   webhook_deliveries: {
-    blocked: (lo, hi) => sql`exists (select 1 from webhook_deliveries where status = 'pending' and id >= ${lo}::uuid and id < ${hi}::uuid)`,
+    blocked: (lo, hi) =>
+      sql`exists (select 1 from webhook_deliveries where status = 'pending' and id >= ${lo}::uuid and id < ${hi}::uuid)`,
     before: (lo, hi) => [attemptsOf(lo, hi)],
     after: (lo, hi) => [attemptsOf(lo, hi)],
   },
@@ -147,7 +160,10 @@ const PLANS: Readonly<Record<PartitionedTable, DropPlan>> = {
     },
   },
   emails: {
-    blocked: (lo, hi) => sql`exists (select 1 from emails where campaign_id is not null and id >= ${lo}::uuid and id < ${hi}::uuid)
+    blocked: (
+      lo,
+      hi,
+    ) => sql`exists (select 1 from emails where campaign_id is not null and id >= ${lo}::uuid and id < ${hi}::uuid)
       or exists (select 1 from emails where status in ${NOT_FINAL} and id >= ${lo}::uuid and id < ${hi}::uuid)`,
     before: (lo, hi) => [
       timelinesOf(lo, hi),
@@ -207,7 +223,12 @@ export async function dropMonthPartition(db: DbOrTx, p: MonthPartition): Promise
   const detached = await db.transaction(async (tx) => {
     await tx.execute(sql.raw(`set local lock_timeout = ${PARTITION_LOCK_TIMEOUT_MS}`));
     const blocked = async () =>
-      plan.blocked !== undefined && (await tx.execute<{ blocked: boolean }>(sql`select (${plan.blocked(lo, hi, sql`${sql.identifier(p.name)}`)}) as blocked`)).rows[0].blocked;
+      plan.blocked !== undefined &&
+      (
+        await tx.execute<{ blocked: boolean }>(
+          sql`select (${plan.blocked(lo, hi, sql`${sql.identifier(p.name)}`)}) as blocked`,
+        )
+      ).rows[0].blocked;
     if (await blocked()) return false;
     if (plan.lockParent) {
       await tx.execute(sql`lock table ${sql.identifier(p.table)} in access exclusive mode`);
@@ -227,7 +248,8 @@ async function finishDetached(db: DbOrTx, table: PartitionedTable, name: string)
   const m = /_p(\d{4})(\d{2})_detached$/.exec(name);
   if (!m) throw new Error(`not a detached month partition: ${name}`);
   await db.transaction(async (tx) => {
-    for (const statement of PLANS[table].finish?.(sql`${sql.identifier(name)}`, `${m[1]}-${m[2]}-01`) ?? []) await tx.execute(statement);
+    for (const statement of PLANS[table].finish?.(sql`${sql.identifier(name)}`, `${m[1]}-${m[2]}-01`) ?? [])
+      await tx.execute(statement);
     await tx.execute(sql`drop table ${sql.identifier(name)}`);
   });
 }

@@ -16,8 +16,14 @@ export type OverrideColumn = 'guardrails' | 'retention';
  *
  * @returns the overrides (`{}` when none are set), or `undefined` when the project does not exist.
  */
-export async function getProjectOverrides<T extends object>(db: DbOrTx, projectId: string, column: OverrideColumn): Promise<T | undefined> {
-  const rows = await db.execute<{ overrides: T | null }>(sql`select ${sql.identifier(column)} as overrides from projects where id = ${projectId}::uuid`);
+export async function getProjectOverrides<T extends object>(
+  db: DbOrTx,
+  projectId: string,
+  column: OverrideColumn,
+): Promise<T | undefined> {
+  const rows = await db.execute<{ overrides: T | null }>(
+    sql`select ${sql.identifier(column)} as overrides from projects where id = ${projectId}::uuid`,
+  );
   const row = rows.rows[0];
   return row ? (row.overrides ?? ({} as T)) : undefined;
 }

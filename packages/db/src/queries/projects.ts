@@ -44,16 +44,34 @@ export interface KeyScope {
 
 const FULL: KeyScope = { scope: 'full', allowedDomains: null };
 
-async function issueKey(db: DbOrTx, projectId: string, kind: KeyKind, mode: KeyMode, scope: KeyScope = FULL): Promise<{ key: string; id: string }> {
+async function issueKey(
+  db: DbOrTx,
+  projectId: string,
+  kind: KeyKind,
+  mode: KeyMode,
+  scope: KeyScope = FULL,
+): Promise<{ key: string; id: string }> {
   const key = generateKey(kind, mode);
   const [row] = await db
     .insert(apiKeys)
-    .values({ projectId, kind, mode, keyHash: hashKey(key), keyPrefix: keyPrefix(key), scope: scope.scope, allowedDomains: scope.allowedDomains })
+    .values({
+      projectId,
+      kind,
+      mode,
+      keyHash: hashKey(key),
+      keyPrefix: keyPrefix(key),
+      scope: scope.scope,
+      allowedDomains: scope.allowedDomains,
+    })
     .returning({ id: apiKeys.id });
   return { key, id: row.id };
 }
 
-async function issueKeys(db: DbOrTx, projectId: string, mode: KeyMode): Promise<{ publicKey: string; secretKey: string }> {
+async function issueKeys(
+  db: DbOrTx,
+  projectId: string,
+  mode: KeyMode,
+): Promise<{ publicKey: string; secretKey: string }> {
   const publicKey = (await issueKey(db, projectId, 'public', mode)).key;
   const secretKey = (await issueKey(db, projectId, 'secret', mode)).key;
   return { publicKey, secretKey };
@@ -65,7 +83,14 @@ export async function createProject(db: Db, name: string): Promise<CreatedProjec
     const [project] = await tx.insert(projects).values({ name }).returning();
     const live = await issueKeys(tx, project.id, 'live');
     const test = await issueKeys(tx, project.id, 'test');
-    return { id: project.id, name: project.name, disabled: project.disabled, ...live, testPublicKey: test.publicKey, testSecretKey: test.secretKey };
+    return {
+      id: project.id,
+      name: project.name,
+      disabled: project.disabled,
+      ...live,
+      testPublicKey: test.publicKey,
+      testSecretKey: test.secretKey,
+    };
   });
 }
 
@@ -77,7 +102,12 @@ export async function createProject(db: Db, name: string): Promise<CreatedProjec
  *
  * @returns the project with the new keys, or `undefined` when the project does not exist.
  */
-export async function rotateKeys(db: Db, projectId: string, graceHours: number, mode: KeyMode = 'live'): Promise<RotatedKeys | undefined> {
+export async function rotateKeys(
+  db: Db,
+  projectId: string,
+  graceHours: number,
+  mode: KeyMode = 'live',
+): Promise<RotatedKeys | undefined> {
   return db.transaction(async (tx) => {
     const [project] = await tx.select().from(projects).where(eq(projects.id, projectId)).for('update');
     if (!project) return undefined;
@@ -108,9 +138,18 @@ export async function setProjectDisabled(db: Db, projectId: string, disabled: bo
  *
  * @returns `undefined` when the project does not exist.
  */
-export async function createScopedKey(db: Db, projectId: string, mode: KeyMode, scope: KeyScope): Promise<{ key: string; summary: KeySummary } | undefined> {
+export async function createScopedKey(
+  db: Db,
+  projectId: string,
+  mode: KeyMode,
+  scope: KeyScope,
+): Promise<{ key: string; summary: KeySummary } | undefined> {
   return db.transaction(async (tx) => {
-    const [project] = await tx.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).for('update');
+    const [project] = await tx
+      .select({ id: projects.id })
+      .from(projects)
+      .where(eq(projects.id, projectId))
+      .for('update');
     if (!project) return undefined;
     const { key, id } = await issueKey(tx, projectId, 'secret', mode, scope);
     const [summary] = await tx.select(keySummaryColumns).from(apiKeys).where(eq(apiKeys.id, id));
@@ -143,7 +182,13 @@ export async function findKey(db: Db, keyHash: string): Promise<KeyRecord | unde
     })
     .from(apiKeys)
     .innerJoin(projects, eq(projects.id, apiKeys.projectId))
-    .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, sql`now()`))));
+    .where(
+      and(
+        eq(apiKeys.keyHash, keyHash),
+        isNull(apiKeys.revokedAt),
+        or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, sql`now()`)),
+      ),
+    );
   return row ? { ...row } : undefined;
 }
 
@@ -188,7 +233,11 @@ const keySummaryColumns = {
 export async function listKeys(db: Db, projectId: string): Promise<KeySummary[] | undefined> {
   const [project] = await db.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId));
   if (!project) return undefined;
-  return db.select(keySummaryColumns).from(apiKeys).where(eq(apiKeys.projectId, projectId)).orderBy(apiKeys.createdAt, apiKeys.id);
+  return db
+    .select(keySummaryColumns)
+    .from(apiKeys)
+    .where(eq(apiKeys.projectId, projectId))
+    .orderBy(apiKeys.createdAt, apiKeys.id);
 }
 
 /** Outcome of {@link revokeKey}. */
@@ -213,7 +262,11 @@ export type RevokeKeyResult =
 export async function revokeKey(db: Db, projectId: string, selector: KeyReference): Promise<RevokeKeyResult> {
   return db.transaction(async (tx) => {
     // The same lock as rotateKeys: a revocation and a rotation of one project never interleave.
-    const [project] = await tx.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).for('update');
+    const [project] = await tx
+      .select({ id: projects.id })
+      .from(projects)
+      .where(eq(projects.id, projectId))
+      .for('update');
     if (!project) return { ok: false, reason: 'project_not_found' };
     const match =
       selector.by === 'key'
@@ -221,7 +274,11 @@ export async function revokeKey(db: Db, projectId: string, selector: KeyReferenc
         : selector.by === 'prefix'
           ? eq(apiKeys.keyPrefix, selector.prefix)
           : eq(apiKeys.id, selector.id);
-    const rows = await tx.select(keySummaryColumns).from(apiKeys).where(and(eq(apiKeys.projectId, projectId), match)).limit(2);
+    const rows = await tx
+      .select(keySummaryColumns)
+      .from(apiKeys)
+      .where(and(eq(apiKeys.projectId, projectId), match))
+      .limit(2);
     if (rows.length === 0) return { ok: false, reason: 'key_not_found' };
     if (rows.length > 1) return { ok: false, reason: 'ambiguous' };
     const row = rows[0];
@@ -232,27 +289,45 @@ export async function revokeKey(db: Db, projectId: string, selector: KeyReferenc
       .where(eq(apiKeys.id, row.id))
       .returning({ revokedAt: apiKeys.revokedAt });
     // A scoped key's replacement has its scope and domains: revoking a leaked key never widens what it could do.
-    const replacementKey = row.expiresAt === null ? (await issueKey(tx, projectId, row.kind, row.mode, { scope: row.scope, allowedDomains: row.allowedDomains })).key : null;
-    return { ok: true, key: { ...row, revokedAt: revoked.revokedAt, active: false }, alreadyRevoked: false, replacementKey };
+    const replacementKey =
+      row.expiresAt === null
+        ? (await issueKey(tx, projectId, row.kind, row.mode, { scope: row.scope, allowedDomains: row.allowedDomains }))
+            .key
+        : null;
+    return {
+      ok: true,
+      key: { ...row, revokedAt: revoked.revokedAt, active: false },
+      alreadyRevoked: false,
+      replacementKey,
+    };
   });
 }
 
 /** Outcome of {@link addDomain}. */
 export type AddDomainResult =
-  | { ok: true; domain: typeof domains.$inferSelect }
-  | { ok: false; reason: 'taken' | 'invalid' };
+  { ok: true; domain: typeof domains.$inferSelect } | { ok: false; reason: 'taken' | 'invalid' };
 
 /**
  * Registers a sending domain for a project (idempotent for the same project; `verified` is updated).
  * A domain already registered by another project is refused.
  */
-export async function addDomain(db: Db, projectId: string, domain: string, verified: boolean): Promise<AddDomainResult> {
+export async function addDomain(
+  db: Db,
+  projectId: string,
+  domain: string,
+  verified: boolean,
+): Promise<AddDomainResult> {
   // The same normal form as `POST /domains` (ASCII, lower case, no trailing dot), so both paths meet on one row.
   const name = asciiHostname(domain);
   if (!name) return { ok: false, reason: 'invalid' };
   const [row] = await db
     .insert(domains)
-    .values({ projectId, domain: name, verifiedAt: verified ? new Date() : null, status: verified ? 'verified' : 'pending' })
+    .values({
+      projectId,
+      domain: name,
+      verifiedAt: verified ? new Date() : null,
+      status: verified ? 'verified' : 'pending',
+    })
     .onConflictDoUpdate({
       target: domains.domain,
       set: {

@@ -44,7 +44,13 @@ export interface ReputationWindowCounts {
 }
 
 const ZERO: ReputationCounts = { sent: 0, delivered: 0, hardBounces: 0, softBounces: 0, complaints: 0 };
-const COLUMNS = { sent: 'sent', delivered: 'delivered', hardBounces: 'hard_bounces', softBounces: 'soft_bounces', complaints: 'complaints' } as const;
+const COLUMNS = {
+  sent: 'sent',
+  delivered: 'delivered',
+  hardBounces: 'hard_bounces',
+  softBounces: 'soft_bounces',
+  complaints: 'complaints',
+} as const;
 type Prefix = 'd' | 'w';
 type Sums = Record<`${Prefix}_${keyof ReputationCounts}`, number>;
 
@@ -52,7 +58,8 @@ type Sums = Record<`${Prefix}_${keyof ReputationCounts}`, number>;
 function sums(alias: string, prefix: Prefix, filter: SQL = sql`true`): SQL {
   return sql.join(
     Object.entries(COLUMNS).map(
-      ([field, column]) => sql`coalesce(sum(${sql.identifier(alias)}.${sql.identifier(column)}) filter (where ${filter}), 0)::float8 as ${sql.identifier(`${prefix}_${field}`)}`,
+      ([field, column]) =>
+        sql`coalesce(sum(${sql.identifier(alias)}.${sql.identifier(column)}) filter (where ${filter}), 0)::float8 as ${sql.identifier(`${prefix}_${field}`)}`,
     ),
     sql`, `,
   );
@@ -107,8 +114,12 @@ export async function projectReputation(
   const day = sql`r.hour >= ${starts.last24h.toISOString()}::timestamptz`;
   const only = stream ? sql`and ${streamKeySql(sql`r.campaign_id`, stream)}` : sql``;
   // A literal, not a parameter: the expression must read the same in the select list and the grouping sets.
-  const streamOf = sql.raw(`(case when r.campaign_id = '${NO_CAMPAIGN}'::uuid then 'transactional' else 'marketing' end)`);
-  const grouped = await db.execute<Sums & { domain: string | null; stream: ReputationStream | null; kind: 'total' | 'domain' | 'stream' }>(sql`
+  const streamOf = sql.raw(
+    `(case when r.campaign_id = '${NO_CAMPAIGN}'::uuid then 'transactional' else 'marketing' end)`,
+  );
+  const grouped = await db.execute<
+    Sums & { domain: string | null; stream: ReputationStream | null; kind: 'total' | 'domain' | 'stream' }
+  >(sql`
     select case when grouping(r.domain) = 0 then 'domain' when grouping(${streamOf}) = 0 then 'stream' else 'total' end as kind,
       r.domain, ${streamOf} as stream, ${sums('r', 'd', day)}, ${sums('r', 'w')}
     from ${counts} and r.hour >= ${starts.last7d.toISOString()}::timestamptz ${only}
@@ -116,10 +127,12 @@ export async function projectReputation(
   `);
   const total = grouped.rows.find((r) => r.kind === 'total');
   const streamsOf = (prefix: Prefix) =>
-    Object.fromEntries(REPUTATION_STREAMS.map((s) => {
-      const row = grouped.rows.find((r) => r.kind === 'stream' && r.stream === s);
-      return [s, row ? pick(row, prefix) : ZERO];
-    })) as Record<ReputationStream, ReputationCounts>;
+    Object.fromEntries(
+      REPUTATION_STREAMS.map((s) => {
+        const row = grouped.rows.find((r) => r.kind === 'stream' && r.stream === s);
+        return [s, row ? pick(row, prefix) : ZERO];
+      }),
+    ) as Record<ReputationStream, ReputationCounts>;
   const domainsOf = (prefix: Prefix) =>
     grouped.rows
       .filter((r) => r.kind === 'domain')
@@ -143,8 +156,20 @@ export async function projectReputation(
   return {
     hour,
     windows: {
-      last24h: { since: starts.last24h, overall: total ? pick(total, 'd') : ZERO, streams: streamsOf('d'), domains: domainsOf('d'), ...(await campaignsOf(starts.last24h)) },
-      last7d: { since: starts.last7d, overall: total ? pick(total, 'w') : ZERO, streams: streamsOf('w'), domains: domainsOf('w'), ...(await campaignsOf(starts.last7d)) },
+      last24h: {
+        since: starts.last24h,
+        overall: total ? pick(total, 'd') : ZERO,
+        streams: streamsOf('d'),
+        domains: domainsOf('d'),
+        ...(await campaignsOf(starts.last24h)),
+      },
+      last7d: {
+        since: starts.last7d,
+        overall: total ? pick(total, 'w') : ZERO,
+        streams: streamsOf('w'),
+        domains: domainsOf('w'),
+        ...(await campaignsOf(starts.last7d)),
+      },
     },
   };
 }
@@ -182,7 +207,14 @@ export interface ReputationMetrics {
 export async function reputationForMetrics(db: DbOrTx, limits: ReputationMetricsLimits): Promise<ReputationMetrics> {
   const start = (buckets: number) => sql`(${CURRENT_HOUR} - make_interval(hours => ${buckets - 1}::int))`;
   const day = sql`r.hour >= ${start(REPUTATION_WINDOWS.last24h)}`;
-  const rows = await db.execute<Sums & { project_id: string; domain: string | null; campaign_id: string | null; kind: 'project' | 'domain' | 'campaign' }>(sql`
+  const rows = await db.execute<
+    Sums & {
+      project_id: string;
+      domain: string | null;
+      campaign_id: string | null;
+      kind: 'project' | 'domain' | 'campaign';
+    }
+  >(sql`
     with g as (
       select r.project_id, r.domain, r.campaign_id,
         case when grouping(r.domain) = 0 then 'domain' when grouping(r.campaign_id) = 0 then 'campaign' else 'project' end as kind,

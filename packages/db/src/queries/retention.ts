@@ -19,7 +19,15 @@ import { getProjectOverrides, updateProjectOverrides } from './project-overrides
 import type { ProjectRetention } from '../schema';
 
 /** The kinds of record a retention setting covers, in the order a pass works them. */
-export const RETENTION_KINDS = ['emailContent', 'attachments', 'emails', 'events', 'webhookDeliveries', 'workflowExecutions', 'inbound'] as const;
+export const RETENTION_KINDS = [
+  'emailContent',
+  'attachments',
+  'emails',
+  'events',
+  'webhookDeliveries',
+  'workflowExecutions',
+  'inbound',
+] as const;
 export type RetentionKind = (typeof RETENTION_KINDS)[number];
 
 /** Statuses of an email not yet final: its content is needed to send it, so it never expires. */
@@ -42,7 +50,13 @@ const NOT_FINAL = sql`('scheduled', 'queued', 'sending')`;
  * @param limit - rows per statement.
  * @returns rows changed or deleted (fewer than `limit`: nothing older is left that was not locked).
  */
-export async function retentionBatch(db: DbOrTx, kind: RetentionKind, projectId: string, days: number, limit: number): Promise<number> {
+export async function retentionBatch(
+  db: DbOrTx,
+  kind: RetentionKind,
+  projectId: string,
+  days: number,
+  limit: number,
+): Promise<number> {
   const p = sql`${projectId}::uuid`;
   const cutoff = sql`now() - make_interval(days => ${days}::int)`;
   let statement;
@@ -104,7 +118,9 @@ export async function retentionBatch(db: DbOrTx, kind: RetentionKind, projectId:
 
 /** Every project with its stored overrides (`{}` when none), in id order. */
 export async function projectsWithRetention(db: DbOrTx): Promise<{ id: string; retention: ProjectRetention }[]> {
-  const rows = await db.execute<{ id: string; retention: ProjectRetention | null }>(sql`select id, retention from projects order by id`);
+  const rows = await db.execute<{ id: string; retention: ProjectRetention | null }>(
+    sql`select id, retention from projects order by id`,
+  );
   return rows.rows.map((r) => ({ id: r.id, retention: r.retention ?? {} }));
 }
 
@@ -123,6 +139,10 @@ export async function getProjectRetention(db: DbOrTx, projectId: string): Promis
  *
  * @returns the overrides after the change (`{}` when none are left), or `undefined` when the project does not exist.
  */
-export async function updateProjectRetention(db: DbOrTx, projectId: string, patch: { [K in keyof ProjectRetention]?: number | null }): Promise<ProjectRetention | undefined> {
+export async function updateProjectRetention(
+  db: DbOrTx,
+  projectId: string,
+  patch: { [K in keyof ProjectRetention]?: number | null },
+): Promise<ProjectRetention | undefined> {
   return updateProjectOverrides<ProjectRetention>(db, projectId, 'retention', patch);
 }

@@ -17,7 +17,9 @@ export type ScheduleMove = { moved: true } | { moved: false; status: EmailStatus
 export const CANCELLED_BY_REQUEST = 'cancelled by request';
 
 async function refusal(db: DbOrTx, projectId: string, id: string): Promise<ScheduleMove> {
-  const found = await db.execute<{ status: EmailStatus }>(sql`select status from emails where project_id = ${projectId}::uuid and id = ${id}::uuid`);
+  const found = await db.execute<{ status: EmailStatus }>(
+    sql`select status from emails where project_id = ${projectId}::uuid and id = ${id}::uuid`,
+  );
   return { moved: false, status: found.rows[0]?.status };
 }
 
@@ -56,7 +58,12 @@ export async function cancelEmail(db: DbOrTx, projectId: string, id: string): Pr
  *   has no such email.
  * @throws the database's error.
  */
-export async function rescheduleEmail(db: DbOrTx, projectId: string, id: string, scheduledAt: Date): Promise<ScheduleMove> {
+export async function rescheduleEmail(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+  scheduledAt: Date,
+): Promise<ScheduleMove> {
   const at = scheduledAt.toISOString();
   const result = await db.execute<{ id: string }>(sql`
     with old as (
@@ -92,13 +99,30 @@ export interface DueScheduledEmail {
  * `after` (keyset: the last row of the previous page), at most `limit`: the reconciler makes sure each has a job
  * delayed to its time. Uses the partial index `emails_scheduled_idx`.
  */
-export async function dueScheduledEmails(db: DbOrTx, withinMs: number, after: DueScheduledEmail | null, limit: number): Promise<DueScheduledEmail[]> {
-  const keyset = after ? sql`and (scheduled_at, id) > (${after.scheduledAt.toISOString()}::timestamptz, ${after.id}::uuid)` : sql``;
-  const rows = await db.execute<{ id: string; project_id: string; source: EmailSource; scheduled_at: string | Date }>(sql`
+export async function dueScheduledEmails(
+  db: DbOrTx,
+  withinMs: number,
+  after: DueScheduledEmail | null,
+  limit: number,
+): Promise<DueScheduledEmail[]> {
+  const keyset = after
+    ? sql`and (scheduled_at, id) > (${after.scheduledAt.toISOString()}::timestamptz, ${after.id}::uuid)`
+    : sql``;
+  const rows = await db.execute<{
+    id: string;
+    project_id: string;
+    source: EmailSource;
+    scheduled_at: string | Date;
+  }>(sql`
     select id, project_id, source, scheduled_at from emails
     where status = 'scheduled' and scheduled_at <= now() + make_interval(secs => ${withinMs / 1000}) ${keyset}
     order by scheduled_at, id
     limit ${limit}
   `);
-  return rows.rows.map((r) => ({ id: r.id, projectId: r.project_id, source: r.source, scheduledAt: new Date(r.scheduled_at) }));
+  return rows.rows.map((r) => ({
+    id: r.id,
+    projectId: r.project_id,
+    source: r.source,
+    scheduledAt: new Date(r.scheduled_at),
+  }));
 }

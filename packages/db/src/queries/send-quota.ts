@@ -29,7 +29,9 @@ export async function sentInLast24Hours(db: DbOrTx): Promise<number> {
  * @param hour - any time; its UTC hour's bucket is the first counted. Omitted: the current hour.
  */
 export async function sentSinceHour(db: DbOrTx, hour?: Date): Promise<{ hour: Date; sent: number }> {
-  const from = hour ? sql`(date_trunc('hour', ${hour.toISOString()}::timestamptz at time zone 'UTC') at time zone 'UTC')` : CURRENT_HOUR;
+  const from = hour
+    ? sql`(date_trunc('hour', ${hour.toISOString()}::timestamptz at time zone 'UTC') at time zone 'UTC')`
+    : CURRENT_HOUR;
   const r = await db.execute<{ hour: Date | string; n: string | number | null }>(sql`
     select ${from} as hour, (select coalesce(sum(sent), 0)::bigint from reputation_counts where hour >= ${from}) as n`);
   return { hour: new Date(r.rows[0].hour), sent: Number(r.rows[0].n ?? 0) };

@@ -30,7 +30,14 @@ export interface SnoozeChange {
   test: boolean;
 }
 
-type ChangeRow = { project_id: string; contact_id: string; email: string; snoozed_until: string | Date | null; previous: string | Date | null; test: boolean };
+type ChangeRow = {
+  project_id: string;
+  contact_id: string;
+  email: string;
+  snoozed_until: string | Date | null;
+  previous: string | Date | null;
+  test: boolean;
+};
 
 const toDate = (v: string | Date | null): Date | null => (v === null ? null : new Date(v));
 
@@ -68,8 +75,12 @@ export async function setContactSnooze(
   until: Date | null,
   opts: { method: 'api' | 'link'; test?: boolean; emailId?: string; campaignId?: string | null },
 ): Promise<SnoozeChange | null> {
-  const extra: Record<string, string | null> = opts.emailId ? { emailId: opts.emailId, campaignId: opts.campaignId ?? null } : {};
-  const test = opts.emailId ? sql`coalesce((select e.test from emails e where e.id = ${opts.emailId}::uuid), false)` : sql`${opts.test ?? false}::boolean`;
+  const extra: Record<string, string | null> = opts.emailId
+    ? { emailId: opts.emailId, campaignId: opts.campaignId ?? null }
+    : {};
+  const test = opts.emailId
+    ? sql`coalesce((select e.test from emails e where e.id = ${opts.emailId}::uuid), false)`
+    : sql`${opts.test ?? false}::boolean`;
   const result = await db.execute<ChangeRow>(sql`
     with old as (
       select id, snoozed_until from contacts where project_id = ${projectId}::uuid and id = ${contactId}::uuid for update

@@ -24,12 +24,21 @@ export interface NewSuppression {
 }
 
 /** Of `emails`, the keys that are suppressed in the project (one indexed lookup). */
-export async function suppressedKeys(db: DbOrTx, projectId: string, emails: readonly NormalizedEmail[]): Promise<Set<string>> {
+export async function suppressedKeys(
+  db: DbOrTx,
+  projectId: string,
+  emails: readonly NormalizedEmail[],
+): Promise<Set<string>> {
   if (emails.length === 0) return new Set();
   const rows = await db
     .select({ key: suppressions.emailKey })
     .from(suppressions)
-    .where(and(eq(suppressions.projectId, projectId), inArray(suppressions.emailKey, [...new Set(emails.map(normalizedKey))])));
+    .where(
+      and(
+        eq(suppressions.projectId, projectId),
+        inArray(suppressions.emailKey, [...new Set(emails.map(normalizedKey))]),
+      ),
+    );
   return new Set(rows.map((r) => r.key));
 }
 
@@ -38,7 +47,11 @@ export async function suppressedKeys(db: DbOrTx, projectId: string, emails: read
  *
  * @returns the rows actually added (not those already present), in input order.
  */
-export async function addSuppressions(db: DbOrTx, projectId: string, entries: readonly NewSuppression[]): Promise<SuppressionRow[]> {
+export async function addSuppressions(
+  db: DbOrTx,
+  projectId: string,
+  entries: readonly NewSuppression[],
+): Promise<SuppressionRow[]> {
   const unique = new Map<string, NewSuppression>();
   for (const e of entries) if (!unique.has(emailKey(e.email))) unique.set(emailKey(e.email), e);
   if (unique.size === 0) return [];
@@ -60,7 +73,11 @@ export async function addSuppressions(db: DbOrTx, projectId: string, entries: re
 }
 
 /** One entry by address, or `undefined`. */
-export async function getSuppression(db: DbOrTx, projectId: string, email: string): Promise<SuppressionRow | undefined> {
+export async function getSuppression(
+  db: DbOrTx,
+  projectId: string,
+  email: string,
+): Promise<SuppressionRow | undefined> {
   const [row] = await db
     .select()
     .from(suppressions)
@@ -69,7 +86,11 @@ export async function getSuppression(db: DbOrTx, projectId: string, email: strin
 }
 
 /** Removes an address from the list. @returns the removed entry, or `undefined` when it was not listed. */
-export async function deleteSuppression(db: DbOrTx, projectId: string, email: string): Promise<SuppressionRow | undefined> {
+export async function deleteSuppression(
+  db: DbOrTx,
+  projectId: string,
+  email: string,
+): Promise<SuppressionRow | undefined> {
   const [row] = await db
     .delete(suppressions)
     .where(and(eq(suppressions.projectId, projectId), eq(suppressions.emailKey, emailKey(email))))

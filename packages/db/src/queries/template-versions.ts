@@ -42,7 +42,11 @@ function metaOf(patch: TemplatePatch): Partial<Pick<TemplateRow, 'name' | 'descr
 
 /** Locks and returns the template (`FOR UPDATE`), or `undefined`. */
 async function lockTemplate(tx: DbOrTx, projectId: string, id: string): Promise<TemplateRow | undefined> {
-  const [row] = await tx.select().from(templates).where(and(eq(templates.projectId, projectId), eq(templates.id, id))).for('update');
+  const [row] = await tx
+    .select()
+    .from(templates)
+    .where(and(eq(templates.projectId, projectId), eq(templates.id, id)))
+    .for('update');
   return row;
 }
 
@@ -53,16 +57,36 @@ async function lockTemplate(tx: DbOrTx, projectId: string, id: string): Promise<
 export async function ensureLiveVersion(db: DbOrTx, t: TemplateRow): Promise<void> {
   await db
     .insert(templateVersions)
-    .values({ projectId: t.projectId, templateId: t.id, version: t.version, subject: t.subject, body: t.body, from: t.from, fromName: t.fromName, replyTo: t.replyTo, publishedAt: t.updatedAt })
+    .values({
+      projectId: t.projectId,
+      templateId: t.id,
+      version: t.version,
+      subject: t.subject,
+      body: t.body,
+      from: t.from,
+      fromName: t.fromName,
+      replyTo: t.replyTo,
+      publishedAt: t.updatedAt,
+    })
     .onConflictDoNothing();
 }
 
 /** The template's draft, or `undefined`. */
-export async function draftOf(db: DbOrTx, projectId: string, templateId: string): Promise<TemplateVersionRow | undefined> {
+export async function draftOf(
+  db: DbOrTx,
+  projectId: string,
+  templateId: string,
+): Promise<TemplateVersionRow | undefined> {
   const [row] = await db
     .select()
     .from(templateVersions)
-    .where(and(eq(templateVersions.projectId, projectId), eq(templateVersions.templateId, templateId), isNull(templateVersions.publishedAt)));
+    .where(
+      and(
+        eq(templateVersions.projectId, projectId),
+        eq(templateVersions.templateId, templateId),
+        isNull(templateVersions.publishedAt),
+      ),
+    );
   return row;
 }
 
@@ -72,12 +96,21 @@ export async function draftNumbers(db: DbOrTx, projectId: string, templateIds: s
   const rows = await db
     .select({ templateId: templateVersions.templateId, version: templateVersions.version })
     .from(templateVersions)
-    .where(and(eq(templateVersions.projectId, projectId), isNull(templateVersions.publishedAt), sql`${templateVersions.templateId} = any(${sql.param(templateIds)}::uuid[])`));
+    .where(
+      and(
+        eq(templateVersions.projectId, projectId),
+        isNull(templateVersions.publishedAt),
+        sql`${templateVersions.templateId} = any(${sql.param(templateIds)}::uuid[])`,
+      ),
+    );
   return new Map(rows.map((r) => [r.templateId, r.version]));
 }
 
 async function nextNumber(tx: DbOrTx, templateId: string): Promise<number> {
-  const [{ n }] = (await tx.select({ n: sql<number>`coalesce(max(${templateVersions.version}), 0)::int + 1` }).from(templateVersions).where(eq(templateVersions.templateId, templateId))) as [{ n: number }];
+  const [{ n }] = (await tx
+    .select({ n: sql<number>`coalesce(max(${templateVersions.version}), 0)::int + 1` })
+    .from(templateVersions)
+    .where(eq(templateVersions.templateId, templateId))) as [{ n: number }];
   return n;
 }
 
@@ -88,7 +121,12 @@ async function nextNumber(tx: DbOrTx, templateId: string): Promise<number> {
  * @returns the template, `undefined` (no such template), or a conflict when the template has a draft and the
  *   patch changes content.
  */
-export async function editLive(db: DbOrTx, projectId: string, id: string, patch: TemplatePatch): Promise<TemplateRow | VersionConflict | undefined> {
+export async function editLive(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+  patch: TemplatePatch,
+): Promise<TemplateRow | VersionConflict | undefined> {
   return db.transaction(async (tx) => {
     const t = await lockTemplate(tx, projectId, id);
     if (!t) return undefined;
@@ -98,11 +136,24 @@ export async function editLive(db: DbOrTx, projectId: string, id: string, patch:
       if (await draftOf(tx, projectId, id)) return { conflict: 'draft-exists' as const };
       await ensureLiveVersion(tx, t);
       const version = await nextNumber(tx, id);
-      const merged = { subject: t.subject, body: t.body, from: t.from, fromName: t.fromName, replyTo: t.replyTo, ...content };
-      await tx.insert(templateVersions).values({ projectId, templateId: id, version, ...merged, publishedAt: new Date() });
+      const merged = {
+        subject: t.subject,
+        body: t.body,
+        from: t.from,
+        fromName: t.fromName,
+        replyTo: t.replyTo,
+        ...content,
+      };
+      await tx
+        .insert(templateVersions)
+        .values({ projectId, templateId: id, version, ...merged, publishedAt: new Date() });
       Object.assign(set, merged, { version });
     }
-    const [row] = await tx.update(templates).set(set).where(and(eq(templates.projectId, projectId), eq(templates.id, id))).returning();
+    const [row] = await tx
+      .update(templates)
+      .set(set)
+      .where(and(eq(templates.projectId, projectId), eq(templates.id, id)))
+      .returning();
     return row;
   });
 }
@@ -113,7 +164,12 @@ export async function editLive(db: DbOrTx, projectId: string, id: string, patch:
  *
  * @returns the template and its draft, or `undefined` (no such template).
  */
-export async function writeDraft(db: DbOrTx, projectId: string, id: string, patch: TemplatePatch): Promise<{ template: TemplateRow; draft: TemplateVersionRow } | undefined> {
+export async function writeDraft(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+  patch: TemplatePatch,
+): Promise<{ template: TemplateRow; draft: TemplateVersionRow } | undefined> {
   return db.transaction(async (tx) => {
     const t = await lockTemplate(tx, projectId, id);
     if (!t) return undefined;
@@ -122,12 +178,30 @@ export async function writeDraft(db: DbOrTx, projectId: string, id: string, patc
     const existing = await draftOf(tx, projectId, id);
     let draft: TemplateVersionRow;
     if (existing) {
-      [draft] = await tx.update(templateVersions).set({ ...content, updatedAt: new Date() }).where(eq(templateVersions.id, existing.id)).returning();
+      [draft] = await tx
+        .update(templateVersions)
+        .set({ ...content, updatedAt: new Date() })
+        .where(eq(templateVersions.id, existing.id))
+        .returning();
     } else {
       const base = { subject: t.subject, body: t.body, from: t.from, fromName: t.fromName, replyTo: t.replyTo };
-      [draft] = await tx.insert(templateVersions).values({ projectId, templateId: id, version: await nextNumber(tx, id), ...base, ...content, publishedAt: null }).returning();
+      [draft] = await tx
+        .insert(templateVersions)
+        .values({
+          projectId,
+          templateId: id,
+          version: await nextNumber(tx, id),
+          ...base,
+          ...content,
+          publishedAt: null,
+        })
+        .returning();
     }
-    const [template] = await tx.update(templates).set({ ...metaOf(patch), updatedAt: new Date() }).where(eq(templates.id, id)).returning();
+    const [template] = await tx
+      .update(templates)
+      .set({ ...metaOf(patch), updatedAt: new Date() })
+      .where(eq(templates.id, id))
+      .returning();
     return { template, draft };
   });
 }
@@ -136,17 +210,32 @@ export async function writeDraft(db: DbOrTx, projectId: string, id: string, patc
  * Makes the draft the live version: it is stamped published and its content becomes the template's.
  * @returns the template, `undefined` (no such template), or a conflict when there is no draft.
  */
-export async function publishDraft(db: DbOrTx, projectId: string, id: string): Promise<TemplateRow | VersionConflict | undefined> {
+export async function publishDraft(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+): Promise<TemplateRow | VersionConflict | undefined> {
   return db.transaction(async (tx) => {
     const t = await lockTemplate(tx, projectId, id);
     if (!t) return undefined;
     const draft = await draftOf(tx, projectId, id);
     if (!draft) return { conflict: 'no-draft' as const };
     const now = new Date();
-    await tx.update(templateVersions).set({ publishedAt: now, updatedAt: now }).where(eq(templateVersions.id, draft.id));
+    await tx
+      .update(templateVersions)
+      .set({ publishedAt: now, updatedAt: now })
+      .where(eq(templateVersions.id, draft.id));
     const [row] = await tx
       .update(templates)
-      .set({ subject: draft.subject, body: draft.body, from: draft.from, fromName: draft.fromName, replyTo: draft.replyTo, version: draft.version, updatedAt: now })
+      .set({
+        subject: draft.subject,
+        body: draft.body,
+        from: draft.from,
+        fromName: draft.fromName,
+        replyTo: draft.replyTo,
+        version: draft.version,
+        updatedAt: now,
+      })
       .where(eq(templates.id, id))
       .returning();
     return row;
@@ -154,7 +243,11 @@ export async function publishDraft(db: DbOrTx, projectId: string, id: string): P
 }
 
 /** Drops the draft. @returns true, `undefined` (no such template), or a conflict when there is no draft. */
-export async function discardDraft(db: DbOrTx, projectId: string, id: string): Promise<true | VersionConflict | undefined> {
+export async function discardDraft(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+): Promise<true | VersionConflict | undefined> {
   return db.transaction(async (tx) => {
     const t = await lockTemplate(tx, projectId, id);
     if (!t) return undefined;
@@ -170,7 +263,11 @@ export async function discardDraft(db: DbOrTx, projectId: string, id: string): P
  * A template's versions, newest (highest number) first, by keyset on the number: a page never repeats or skips
  * one, whatever is written meanwhile. The draft, when there is one, is the first.
  */
-export async function listVersions(db: DbOrTx, t: TemplateRow, q: { limit: number; beforeVersion?: number }): Promise<{ items: TemplateVersionRow[]; hasMore: boolean; total: number }> {
+export async function listVersions(
+  db: DbOrTx,
+  t: TemplateRow,
+  q: { limit: number; beforeVersion?: number },
+): Promise<{ items: TemplateVersionRow[]; hasMore: boolean; total: number }> {
   await ensureLiveVersion(db, t);
   const where = and(eq(templateVersions.projectId, t.projectId), eq(templateVersions.templateId, t.id));
   const rows = await db
@@ -179,7 +276,10 @@ export async function listVersions(db: DbOrTx, t: TemplateRow, q: { limit: numbe
     .where(q.beforeVersion !== undefined ? and(where, lt(templateVersions.version, q.beforeVersion)) : where)
     .orderBy(desc(templateVersions.version))
     .limit(q.limit + 1);
-  const [{ total }] = (await db.select({ total: sql<number>`count(*)::int` }).from(templateVersions).where(where)) as [{ total: number }];
+  const [{ total }] = (await db
+    .select({ total: sql<number>`count(*)::int` })
+    .from(templateVersions)
+    .where(where)) as [{ total: number }];
   return { items: rows.slice(0, q.limit), hasMore: rows.length > q.limit, total };
 }
 
@@ -189,13 +289,27 @@ export async function getVersion(db: DbOrTx, t: TemplateRow, n: number): Promise
   const [row] = await db
     .select()
     .from(templateVersions)
-    .where(and(eq(templateVersions.projectId, t.projectId), eq(templateVersions.templateId, t.id), eq(templateVersions.version, n)));
+    .where(
+      and(
+        eq(templateVersions.projectId, t.projectId),
+        eq(templateVersions.templateId, t.id),
+        eq(templateVersions.version, n),
+      ),
+    );
   return row;
 }
 
 /** Version `n` of a template of the project, looked up by ids, or `undefined` (also for another project's). */
-export async function findVersion(db: DbOrTx, projectId: string, templateId: string, n: number): Promise<TemplateVersionRow | undefined> {
-  const [t] = await db.select().from(templates).where(and(eq(templates.projectId, projectId), eq(templates.id, templateId)));
+export async function findVersion(
+  db: DbOrTx,
+  projectId: string,
+  templateId: string,
+  n: number,
+): Promise<TemplateVersionRow | undefined> {
+  const [t] = await db
+    .select()
+    .from(templates)
+    .where(and(eq(templates.projectId, projectId), eq(templates.id, templateId)));
   return t && getVersion(db, t, n);
 }
 
@@ -206,5 +320,13 @@ export async function findVersion(db: DbOrTx, projectId: string, templateId: str
 export async function pinnedTemplate(db: DbOrTx, t: TemplateRow, n: number): Promise<TemplateRow | undefined> {
   const v = await getVersion(db, t, n);
   if (!v?.publishedAt) return undefined;
-  return { ...t, subject: v.subject, body: v.body, from: v.from, fromName: v.fromName, replyTo: v.replyTo, version: v.version };
+  return {
+    ...t,
+    subject: v.subject,
+    body: v.body,
+    from: v.from,
+    fromName: v.fromName,
+    replyTo: v.replyTo,
+    version: v.version,
+  };
 }

@@ -14,15 +14,31 @@ export type NewTemplate = Omit<typeof templates.$inferInsert, 'id' | 'projectId'
 /** Creates a template with its version 1, published (`template_versions`), in one transaction. */
 export async function createTemplate(db: DbOrTx, projectId: string, input: NewTemplate): Promise<TemplateRow> {
   return db.transaction(async (tx) => {
-    const [row] = await tx.insert(templates).values({ ...input, projectId, version: 1 }).returning();
-    await tx.insert(templateVersions).values({ projectId, templateId: row.id, version: 1, subject: row.subject, body: row.body, from: row.from, fromName: row.fromName, replyTo: row.replyTo, publishedAt: row.createdAt });
+    const [row] = await tx
+      .insert(templates)
+      .values({ ...input, projectId, version: 1 })
+      .returning();
+    await tx.insert(templateVersions).values({
+      projectId,
+      templateId: row.id,
+      version: 1,
+      subject: row.subject,
+      body: row.body,
+      from: row.from,
+      fromName: row.fromName,
+      replyTo: row.replyTo,
+      publishedAt: row.createdAt,
+    });
     return row;
   });
 }
 
 /** A template of the project, or `undefined` (also for another project's id). */
 export async function getTemplate(db: DbOrTx, projectId: string, id: string): Promise<TemplateRow | undefined> {
-  const [row] = await db.select().from(templates).where(and(eq(templates.projectId, projectId), eq(templates.id, id)));
+  const [row] = await db
+    .select()
+    .from(templates)
+    .where(and(eq(templates.projectId, projectId), eq(templates.id, id)));
   return row;
 }
 
@@ -73,7 +89,9 @@ export async function listTemplates(db: DbOrTx, projectId: string, q: TemplateLi
   if (q.type) filters.push(eq(templates.type, q.type));
   if (q.search) {
     const pattern = likePattern(q.search);
-    filters.push(or(ilike(templates.name, pattern), ilike(templates.description, pattern), ilike(templates.subject, pattern))!);
+    filters.push(
+      or(ilike(templates.name, pattern), ilike(templates.description, pattern), ilike(templates.subject, pattern))!,
+    );
   }
   const where = and(...filters);
   const pageWhere = q.afterId ? and(where, lt(templates.id, q.afterId)) : where;

@@ -34,7 +34,11 @@ export const TEST_MESSAGE_PRUNE_BATCH = 1_000;
  * @param budgetMs - no further statement starts after this long (ms); the next pass goes on.
  * @returns rows deleted, and `more` when the budget ran out before a statement deleted fewer than a batch.
  */
-export async function pruneTestMessages(db: DbOrTx, retentionHours: number, budgetMs = 30_000): Promise<{ deleted: number; more: boolean }> {
+export async function pruneTestMessages(
+  db: DbOrTx,
+  retentionHours: number,
+  budgetMs = 30_000,
+): Promise<{ deleted: number; more: boolean }> {
   const started = Date.now();
   let deleted = 0;
   for (;;) {
@@ -80,5 +84,7 @@ export async function getTestMessage(db: DbOrTx, projectId: string, emailId: str
   if (!row) return { found: 'none' };
   if (!row.test) return { found: 'live' };
   if (row.raw) return { found: 'message', raw: row.raw };
-  return STORED_STATUSES.has(row.status) ? { found: 'expired', status: row.status } : { found: 'pending', status: row.status };
+  return STORED_STATUSES.has(row.status)
+    ? { found: 'expired', status: row.status }
+    : { found: 'pending', status: row.status };
 }

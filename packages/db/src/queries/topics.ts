@@ -36,13 +36,19 @@ export function topicSubscribedSql(projectId: SQL, contactId: SQL, topicId: SQL)
 
 /** Creates a topic. @throws the driver's unique violation (23505) when the name is taken in the project. */
 export async function createTopic(db: DbOrTx, projectId: string, input: TopicInput): Promise<TopicRow> {
-  const [row] = await db.insert(topics).values({ ...input, projectId }).returning();
+  const [row] = await db
+    .insert(topics)
+    .values({ ...input, projectId })
+    .returning();
   return row;
 }
 
 /** A topic of the project, or `undefined`. */
 export async function getTopic(db: DbOrTx, projectId: string, id: string): Promise<TopicRow | undefined> {
-  const [row] = await db.select().from(topics).where(and(eq(topics.projectId, projectId), eq(topics.id, id)));
+  const [row] = await db
+    .select()
+    .from(topics)
+    .where(and(eq(topics.projectId, projectId), eq(topics.id, id)));
   return row;
 }
 
@@ -57,14 +63,26 @@ export async function allTopics(db: DbOrTx, projectId: string): Promise<TopicRow
 }
 
 /** Updates a topic. @returns the row, or `undefined` when it is not the project's. */
-export async function updateTopic(db: DbOrTx, projectId: string, id: string, patch: Partial<TopicInput>): Promise<TopicRow | undefined> {
-  const [row] = await db.update(topics).set({ ...patch, updatedAt: new Date() }).where(and(eq(topics.projectId, projectId), eq(topics.id, id))).returning();
+export async function updateTopic(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+  patch: Partial<TopicInput>,
+): Promise<TopicRow | undefined> {
+  const [row] = await db
+    .update(topics)
+    .set({ ...patch, updatedAt: new Date() })
+    .where(and(eq(topics.projectId, projectId), eq(topics.id, id)))
+    .returning();
   return row;
 }
 
 /** Deletes a topic with every contact's choice for it. @returns whether it existed. */
 export async function deleteTopic(db: DbOrTx, projectId: string, id: string): Promise<boolean> {
-  const rows = await db.delete(topics).where(and(eq(topics.projectId, projectId), eq(topics.id, id))).returning({ id: topics.id });
+  const rows = await db
+    .delete(topics)
+    .where(and(eq(topics.projectId, projectId), eq(topics.id, id)))
+    .returning({ id: topics.id });
   return rows.length > 0;
 }
 
@@ -101,8 +119,19 @@ export interface ContactTopicState {
 }
 
 /** Every topic of the project with the contact's standing, oldest topic first. */
-export async function contactTopicStates(db: DbOrTx, projectId: string, contactId: string): Promise<ContactTopicState[]> {
-  const rows = await db.execute<{ id: string; name: string; description: string | null; visibility: TopicVisibility; default_subscription: TopicDefault; chosen: boolean | null }>(sql`
+export async function contactTopicStates(
+  db: DbOrTx,
+  projectId: string,
+  contactId: string,
+): Promise<ContactTopicState[]> {
+  const rows = await db.execute<{
+    id: string;
+    name: string;
+    description: string | null;
+    visibility: TopicVisibility;
+    default_subscription: TopicDefault;
+    chosen: boolean | null;
+  }>(sql`
     select t.id, t.name, t.description, t.visibility, t.default_subscription, ct.subscribed as chosen
     from topics t left join contact_topics ct on ct.topic_id = t.id and ct.contact_id = ${contactId}::uuid
     where t.project_id = ${projectId}::uuid order by t.id

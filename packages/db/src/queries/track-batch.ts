@@ -61,7 +61,14 @@ const NAME = 'mr_track_batch_v1';
  */
 export async function trackEvents(db: DbOrTx, items: TrackItem[]): Promise<TrackResult[]> {
   const rows = items.map((item) => {
-    const [row] = mergeInputs([{ email: normalizeEmail(item.input.email), subscribed: item.input.subscribed, defaultSubscribed: true, data: item.input.contactData }]);
+    const [row] = mergeInputs([
+      {
+        email: normalizeEmail(item.input.email),
+        subscribed: item.input.subscribed,
+        defaultSubscribed: true,
+        data: item.input.contactData,
+      },
+    ]);
     const now = Date.now();
     return { item, row, eventId: newIdAt(now), createdAt: new Date(now), contactKey: `${item.projectId} ${row.key}` };
   });
@@ -86,7 +93,12 @@ export async function trackEvents(db: DbOrTx, items: TrackItem[]): Promise<Track
     ];
     values.forEach((v, i) => columns[i].push(v));
   }
-  const result = await executeNamedText<ContactSqlRow & { project_id: string; event_id: string }>(db, NAME, TRACK_BATCH, columns);
+  const result = await executeNamedText<ContactSqlRow & { project_id: string; event_id: string }>(
+    db,
+    NAME,
+    TRACK_BATCH,
+    columns,
+  );
   const byContact = new Map(result.rows.map((r) => [`${r.project_id} ${r.email_key}`, r]));
   return rows.map(({ contactKey, eventId, createdAt }) => {
     const found = byContact.get(contactKey);

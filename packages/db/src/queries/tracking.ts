@@ -34,6 +34,10 @@ export async function getTrackingMode(db: DbOrTx, projectId: string): Promise<Tr
  * @returns whether the project exists.
  */
 export async function setTrackingMode(db: DbOrTx, projectId: string, mode: TrackingMode): Promise<boolean> {
-  const rows = await db.update(projects).set({ trackingMode: mode, updatedAt: new Date() }).where(eq(projects.id, projectId)).returning({ id: projects.id });
+  const rows = await db
+    .update(projects)
+    .set({ trackingMode: mode, updatedAt: new Date() })
+    .where(eq(projects.id, projectId))
+    .returning({ id: projects.id });
   return rows.length > 0;
 }

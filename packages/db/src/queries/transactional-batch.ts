@@ -23,8 +23,19 @@ import type { DbOrTx } from '../client';
 import { fromSql, mergeInputs, type ContactSqlRow, type ContactUpsert } from './contacts';
 import { splitPatch } from './data-patch';
 import { executeNamed } from './named';
-import { emailStatusSql, firstEventDataSql, type TransactionalContent, type TransactionalRecipient, type TransactionalWrite } from './transactional';
-import { suppressionCauseSql, suppressionDataSql, suppressionReasonSql, type SuppressionCause } from './suppression-rule';
+import {
+  emailStatusSql,
+  firstEventDataSql,
+  type TransactionalContent,
+  type TransactionalRecipient,
+  type TransactionalWrite,
+} from './transactional';
+import {
+  suppressionCauseSql,
+  suppressionDataSql,
+  suppressionReasonSql,
+  type SuppressionCause,
+} from './suppression-rule';
 import { endpointWants } from './webhooks';
 import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT } from './batch-upsert';
 import { IDEMPOTENCY_TTL_MS } from './idempotency';
@@ -85,7 +96,12 @@ export class SharedContactInBatch extends Error {
 
 const param = (values: unknown[]) => sql.param(values);
 
-type Row = ContactSqlRow & { req: number | null; suppression: SuppressionCause | null; deliveries: { id: string; generation: number }[] | null; held?: number[] };
+type Row = ContactSqlRow & {
+  req: number | null;
+  suppression: SuppressionCause | null;
+  deliveries: { id: string; generation: number }[] | null;
+  held?: number[];
+};
 
 /** What {@link writeTransactionalBatch} answers for each request. */
 export interface BatchWrite extends TransactionalWrite {
@@ -101,11 +117,63 @@ export interface BatchWrite extends TransactionalWrite {
  *   written: one statement).
  */
 export async function writeTransactionalBatch(db: DbOrTx, requests: TransactionalRequest[]): Promise<BatchWrite[]> {
-  const q = { req: [] as number[], project: [] as string[], template: [] as (string | null)[], templateVersion: [] as (number | null)[], marketing: [] as boolean[], tracking: [] as (boolean | null)[], fromEmail: [] as string[], fromName: [] as (string | null)[], replyTo: [] as (string | null)[], subject: [] as string[], body: [] as string[], format: [] as string[], variables: [] as string[], headers: [] as string[], attachments: [] as string[], test: [] as boolean[], tags: [] as (string | null)[], timestamp: [] as string[], senders: [] as (string | null)[], scheduledAt: [] as (string | null)[] };
-  const c = { req: [] as number[], id: [] as string[], project: [] as string[], email: [] as string[], key: [] as string[], subscribed: [] as boolean[], stated: [] as boolean[], patch: [] as string[], removed: [] as string[], test: [] as boolean[] };
-  const r = { req: [] as number[], id: [] as string[], key: [] as string[], email: [] as string[], name: [] as (string | null)[] };
-  const k = { req: [] as number[], key: [] as string[], fingerprint: [] as string[], status: [] as number[], response: [] as string[] };
-  const f = { req: [] as number[], id: [] as string[], filename: [] as string[], contentType: [] as string[], content: [] as Buffer[], contentId: [] as (string | null)[], disposition: [] as (string | null)[] };
+  const q = {
+    req: [] as number[],
+    project: [] as string[],
+    template: [] as (string | null)[],
+    templateVersion: [] as (number | null)[],
+    marketing: [] as boolean[],
+    tracking: [] as (boolean | null)[],
+    fromEmail: [] as string[],
+    fromName: [] as (string | null)[],
+    replyTo: [] as (string | null)[],
+    subject: [] as string[],
+    body: [] as string[],
+    format: [] as string[],
+    variables: [] as string[],
+    headers: [] as string[],
+    attachments: [] as string[],
+    test: [] as boolean[],
+    tags: [] as (string | null)[],
+    timestamp: [] as string[],
+    senders: [] as (string | null)[],
+    scheduledAt: [] as (string | null)[],
+  };
+  const c = {
+    req: [] as number[],
+    id: [] as string[],
+    project: [] as string[],
+    email: [] as string[],
+    key: [] as string[],
+    subscribed: [] as boolean[],
+    stated: [] as boolean[],
+    patch: [] as string[],
+    removed: [] as string[],
+    test: [] as boolean[],
+  };
+  const r = {
+    req: [] as number[],
+    id: [] as string[],
+    key: [] as string[],
+    email: [] as string[],
+    name: [] as (string | null)[],
+  };
+  const k = {
+    req: [] as number[],
+    key: [] as string[],
+    fingerprint: [] as string[],
+    status: [] as number[],
+    response: [] as string[],
+  };
+  const f = {
+    req: [] as number[],
+    id: [] as string[],
+    filename: [] as string[],
+    contentType: [] as string[],
+    content: [] as Buffer[],
+    contentId: [] as (string | null)[],
+    disposition: [] as (string | null)[],
+  };
   const seen = new Set<string>();
   const seenKeys = new Set<string>();
   let mayChangeSubscription = false;
@@ -177,7 +245,9 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     }
   });
   const keyed = k.req.length > 0;
-  const result = await executeNamed<Row>(db, sql`
+  const result = await executeNamed<Row>(
+    db,
+    sql`
     with reqs as (
       select * from unnest(${param(q.req)}::int[], ${param(q.project)}::uuid[], ${param(q.template)}::uuid[], ${param(q.marketing)}::boolean[], ${param(q.tracking)}::boolean[],
         ${param(q.templateVersion)}::int[], ${param(q.fromEmail)}::text[], ${param(q.fromName)}::text[], ${param(q.replyTo)}::text[], ${param(q.subject)}::text[], ${param(q.body)}::text[],
@@ -190,7 +260,9 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
       where q.senders is null or exists (
         select 1 from domains d
         where d.project_id = q.project_id and d.verified and lower(d.domain) in (select jsonb_array_elements_text(q.senders)))
-    ),${keyed ? sql`
+    ),${
+      keyed
+        ? sql`
     keys as (
       select * from unnest(${param(k.req)}::int[], ${param(k.key)}::text[], ${param(k.fingerprint)}::text[], ${param(k.status)}::int[], ${param(k.response)}::json[])
         as k(req, key, fingerprint, status_code, response)
@@ -210,14 +282,18 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     ),
     allowed as (
       select q.* from checked q where q.req not in (select req from taken)
-    ),` : sql``}
+    ),`
+        : sql``
+    }
     input as (
       select i.* from unnest(${param(c.req)}::int[], ${param(c.id)}::uuid[], ${param(c.project)}::uuid[], ${param(c.email)}::text[], ${param(c.key)}::text[],
         ${param(c.subscribed)}::boolean[], ${param(c.stated)}::boolean[], ${param(c.patch)}::jsonb[], ${param(c.removed)}::jsonb[], ${param(c.test)}::boolean[])
         as i(req, id, project_id, email, email_key, subscribed, stated, patch, removed, test)
       where i.req in (select req from allowed)
     ),
-    ${sql.raw(BATCH_UPSERT)},${f.req.length > 0 ? sql`
+    ${sql.raw(BATCH_UPSERT)},${
+      f.req.length > 0
+        ? sql`
     files as (
       insert into attachments (id, project_id, filename, content_type, size, content, content_id, disposition)
       select f.id, q.project_id, f.filename, f.content_type, octet_length(f.content), f.content, f.content_id, f.disposition
@@ -225,7 +301,9 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
         ${param(f.contentId)}::text[], ${param(f.disposition)}::text[])
         as f(req, id, filename, content_type, content, content_id, disposition)
       join allowed q on q.req = f.req
-    ),` : sql``}${mayChangeSubscription ? sql.raw(`\n    ${BATCH_SUBSCRIPTION_EVENTS},`) : sql``}
+    ),`
+        : sql``
+    }${mayChangeSubscription ? sql.raw(`\n    ${BATCH_SUBSCRIPTION_EVENTS},`) : sql``}
     rcpt as (
       select r.*, q.project_id from unnest(${param(r.req)}::int[], ${param(r.id)}::uuid[], ${param(r.key)}::text[], ${param(r.email)}::text[], ${param(r.name)}::text[])
         as r(req, id, email_key, to_email, to_name)
@@ -278,11 +356,16 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     from upserted u
     join input i on i.project_id = u.project_id and i.email_key = u.email_key
     left join held h on h.project_id = u.project_id and h.email_key = u.email_key
-    ${keyed ? sql`)
+    ${
+      keyed
+        ? sql`)
     -- At least one row, which names the requests whose key was taken (none of their rows were written).
     select w.*, (select coalesce(array_agg(req), '{}') from taken) as held
-    from (select 1) as one left join written w on true` : sql``}
-  `);
+    from (select 1) as one left join written w on true`
+        : sql``
+    }
+  `,
+  );
   const out: BatchWrite[] = requests.map((request) => ({
     contacts: new Map(),
     suppressed: new Map(),
@@ -300,7 +383,12 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     w.senderRefused = false;
     w.contacts.set(row.email_key, fromSql(row));
     if (row.suppression) w.suppressed.set(row.email_key, row.suppression);
-    if (w.deliveries.length === 0 && row.deliveries) w.deliveries = row.deliveries.map((d) => ({ id: d.id, projectId: requests[req].projectId, generation: d.generation }));
+    if (w.deliveries.length === 0 && row.deliveries)
+      w.deliveries = row.deliveries.map((d) => ({
+        id: d.id,
+        projectId: requests[req].projectId,
+        generation: d.generation,
+      }));
   }
   return out;
 }

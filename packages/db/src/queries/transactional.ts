@@ -16,10 +16,23 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { NormalizedEmail } from '@mailroom/platform/address';
 import type { EmailTag } from '@mailroom/platform/email-tags';
 import type { DbOrTx } from '../client';
-import { fromSql, mergeInputs, upsertCtes, type ContactSqlRow, type ContactUpsert, type UpsertedContact } from './contacts';
+import {
+  fromSql,
+  mergeInputs,
+  upsertCtes,
+  type ContactSqlRow,
+  type ContactUpsert,
+  type UpsertedContact,
+} from './contacts';
 import { endpointWants } from './webhooks';
 import { executeNamed } from './named';
-import { SUPPRESSION_REASONS, suppressionCauseSql, suppressionDataSql, suppressionReasonSql, type SuppressionCause } from './suppression-rule';
+import {
+  SUPPRESSION_REASONS,
+  suppressionCauseSql,
+  suppressionDataSql,
+  suppressionReasonSql,
+  type SuppressionCause,
+} from './suppression-rule';
 import type { WebhookDeliveryRef } from './webhook-delivery-ref';
 
 /** Reason stored on an email to an address on the suppression list (`error`: `suppressed: <reason>`) and on its timeline entry. */
@@ -110,10 +123,14 @@ export async function writeTransactional(
   senderDomains?: string[],
 ): Promise<TransactionalWrite> {
   const c = content;
-  const input = JSON.stringify(recipients.map((r) => ({ id: r.id, email_key: r.emailKey, to_email: r.email, to_name: r.name })));
+  const input = JSON.stringify(
+    recipients.map((r) => ({ id: r.id, email_key: r.emailKey, to_email: r.email, to_name: r.name })),
+  );
   const testFlag = c.test ? sql`|| '{"test":true}'::jsonb` : sql``;
   const scheduledAt = c.scheduledAt ? c.scheduledAt.toISOString() : null;
-  const result = await executeNamed<Row>(db, sql`
+  const result = await executeNamed<Row>(
+    db,
+    sql`
     with ${upsertCtes(projectId, mergeInputs(contacts), c.test, senderDomains ? senderGuard(projectId, senderDomains) : undefined)},
     rcpt as (select * from jsonb_to_recordset(${input}::jsonb) as r(id uuid, email_key text, to_email text, to_name text)),
     held as (
@@ -152,9 +169,15 @@ export async function writeTransactional(
     select u.*, h.cause as suppression,
       (select coalesce(jsonb_agg(jsonb_build_object('id', wh.id, 'generation', wh.generation)), '[]'::jsonb) from wh) as deliveries
     from upserted u left join held h on h.email_key = u.email_key
-  `);
+  `,
+  );
   // `upserted` answers a row for every recipient, so no row means the guard held nothing back but the sender.
-  const out: TransactionalWrite = { contacts: new Map(), suppressed: new Map(), deliveries: [], senderRefused: recipients.length > 0 && result.rows.length === 0 };
+  const out: TransactionalWrite = {
+    contacts: new Map(),
+    suppressed: new Map(),
+    deliveries: [],
+    senderRefused: recipients.length > 0 && result.rows.length === 0,
+  };
   for (const row of result.rows) {
     out.contacts.set(row.email_key, fromSql(row));
     if (row.suppression) out.suppressed.set(row.email_key, row.suppression);

@@ -21,12 +21,30 @@ export interface UnsubscribeTarget {
 
 /** Loads the email a token names, or `undefined`. */
 export async function unsubscribeTarget(db: DbOrTx, emailId: string): Promise<UnsubscribeTarget | undefined> {
-  const rows = await db.execute<{ id: string; project_id: string; contact_id: string | null; campaign_id: string | null; to_email: string; signing_key: Buffer; topic_id: string | null }>(sql`
+  const rows = await db.execute<{
+    id: string;
+    project_id: string;
+    contact_id: string | null;
+    campaign_id: string | null;
+    to_email: string;
+    signing_key: Buffer;
+    topic_id: string | null;
+  }>(sql`
     select e.id, e.project_id, e.contact_id, e.campaign_id, e.to_email, p.signing_key, e.topic_id
     from emails e join projects p on p.id = e.project_id where e.id = ${emailId}::uuid
   `);
   const r = rows.rows[0];
-  return r && { emailId: r.id, projectId: r.project_id, contactId: r.contact_id, campaignId: r.campaign_id, toEmail: r.to_email, signingKey: r.signing_key, topicId: r.topic_id };
+  return (
+    r && {
+      emailId: r.id,
+      projectId: r.project_id,
+      contactId: r.contact_id,
+      campaignId: r.campaign_id,
+      toEmail: r.to_email,
+      signingKey: r.signing_key,
+      topicId: r.topic_id,
+    }
+  );
 }
 
 /**

@@ -38,9 +38,15 @@ export function endpointWants(type: SQL): SQL {
  *
  * @returns the deliveries to enqueue once the caller's transaction commits.
  */
-export async function recordWebhookEvents(db: DbOrTx, projectId: string, events: readonly WebhookEvent[]): Promise<WebhookDeliveryRef[]> {
+export async function recordWebhookEvents(
+  db: DbOrTx,
+  projectId: string,
+  events: readonly WebhookEvent[],
+): Promise<WebhookDeliveryRef[]> {
   if (events.length === 0) return [];
-  const input = JSON.stringify(events.map((e) => ({ type: e.type, ts: (e.occurredAt ?? new Date()).toISOString(), data: e.data })));
+  const input = JSON.stringify(
+    events.map((e) => ({ type: e.type, ts: (e.occurredAt ?? new Date()).toISOString(), data: e.data })),
+  );
   const rows = await db.execute<{ id: string; generation: number }>(sql`
     insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload)
     select mailroom_uuid_v7(clock_timestamp()), ${projectId}::uuid, w.id, ev.type,
@@ -60,14 +66,29 @@ export async function createWebhookEndpoint(
 ): Promise<WebhookEndpointRow> {
   const [row] = await db
     .insert(webhookEndpoints)
-    .values({ id: newId(), projectId, url: e.url, eventTypes: [...new Set(e.eventTypes)], description: e.description ?? null, enabled: e.enabled ?? true, secret: e.secret })
+    .values({
+      id: newId(),
+      projectId,
+      url: e.url,
+      eventTypes: [...new Set(e.eventTypes)],
+      description: e.description ?? null,
+      enabled: e.enabled ?? true,
+      secret: e.secret,
+    })
     .returning();
   return row;
 }
 
 /** An endpoint of the project, or `undefined`. */
-export async function getWebhookEndpoint(db: DbOrTx, projectId: string, id: string): Promise<WebhookEndpointRow | undefined> {
-  const [row] = await db.select().from(webhookEndpoints).where(and(eq(webhookEndpoints.projectId, projectId), eq(webhookEndpoints.id, id)));
+export async function getWebhookEndpoint(
+  db: DbOrTx,
+  projectId: string,
+  id: string,
+): Promise<WebhookEndpointRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.projectId, projectId), eq(webhookEndpoints.id, id)));
   return row;
 }
 
@@ -126,7 +147,15 @@ export async function listWebhookDeliveries(
     ? await db
         .select()
         .from(webhookAttempts)
-        .where(and(eq(webhookAttempts.projectId, projectId), inArray(webhookAttempts.deliveryId, items.map((d) => d.id))))
+        .where(
+          and(
+            eq(webhookAttempts.projectId, projectId),
+            inArray(
+              webhookAttempts.deliveryId,
+              items.map((d) => d.id),
+            ),
+          ),
+        )
         .orderBy(asc(webhookAttempts.id))
     : [];
   return { ...page, items: items.map((d) => ({ ...d, attemptLog: attempts.filter((a) => a.deliveryId === d.id) })) };
@@ -138,11 +167,27 @@ export async function listWebhookDeliveries(
  *
  * @returns the delivery to enqueue, or `undefined` when it is not the endpoint's.
  */
-export async function redeliverWebhook(db: DbOrTx, projectId: string, endpointId: string, deliveryId: string): Promise<WebhookDeliveryRef | undefined> {
+export async function redeliverWebhook(
+  db: DbOrTx,
+  projectId: string,
+  endpointId: string,
+  deliveryId: string,
+): Promise<WebhookDeliveryRef | undefined> {
   const [row] = await db
     .update(webhookDeliveries)
-    .set({ status: 'pending', generation: sql`${webhookDeliveries.generation} + 1`, nextAttemptAt: new Date(), updatedAt: new Date() })
-    .where(and(eq(webhookDeliveries.projectId, projectId), eq(webhookDeliveries.endpointId, endpointId), eq(webhookDeliveries.id, deliveryId)))
+    .set({
+      status: 'pending',
+      generation: sql`${webhookDeliveries.generation} + 1`,
+      nextAttemptAt: new Date(),
+      updatedAt: new Date(),
+    })
+    .where(
+      and(
+        eq(webhookDeliveries.projectId, projectId),
+        eq(webhookDeliveries.endpointId, endpointId),
+        eq(webhookDeliveries.id, deliveryId),
+      ),
+    )
     .returning({ id: webhookDeliveries.id, generation: webhookDeliveries.generation });
   return row && { id: row.id, projectId, generation: row.generation };
 }
@@ -181,7 +226,13 @@ export async function recordWebhookAttempt(
         succeededAt: outcome.status === 'succeeded' ? new Date() : null,
         updatedAt: new Date(),
       })
-      .where(and(eq(webhookDeliveries.id, d.id), eq(webhookDeliveries.status, 'pending'), eq(webhookDeliveries.generation, d.generation)))
+      .where(
+        and(
+          eq(webhookDeliveries.id, d.id),
+          eq(webhookDeliveries.status, 'pending'),
+          eq(webhookDeliveries.generation, d.generation),
+        ),
+      )
       .returning({ attempts: webhookDeliveries.attempts });
     if (!moved) return false;
     await tx.insert(webhookAttempts).values({
@@ -207,28 +258,55 @@ export async function recordWebhookAttempt(
  *
  * @returns whether it was disabled by this call.
  */
-export async function disableFailingEndpoint(db: DbOrTx, endpointId: string, since: Date, reason: string): Promise<boolean> {
+export async function disableFailingEndpoint(
+  db: DbOrTx,
+  endpointId: string,
+  since: Date,
+  reason: string,
+): Promise<boolean> {
   const rows = await db
     .update(webhookEndpoints)
     .set({ enabled: false, disabledReason: reason, disabledAt: new Date(), updatedAt: new Date() })
-    .where(and(eq(webhookEndpoints.id, endpointId), eq(webhookEndpoints.enabled, true), sql`(${webhookEndpoints.lastSuccessAt} is null or ${webhookEndpoints.lastSuccessAt} < ${since.toISOString()}::timestamptz)`))
+    .where(
+      and(
+        eq(webhookEndpoints.id, endpointId),
+        eq(webhookEndpoints.enabled, true),
+        sql`(${webhookEndpoints.lastSuccessAt} is null or ${webhookEndpoints.lastSuccessAt} < ${since.toISOString()}::timestamptz)`,
+      ),
+    )
     .returning({ id: webhookEndpoints.id });
   return rows.length > 0;
 }
 
 /** Fails a pending delivery without an attempt (its endpoint was disabled meanwhile). */
-export async function abandonWebhookDelivery(db: DbOrTx, deliveryId: string, generation: number, reason: string): Promise<void> {
+export async function abandonWebhookDelivery(
+  db: DbOrTx,
+  deliveryId: string,
+  generation: number,
+  reason: string,
+): Promise<void> {
   await db
     .update(webhookDeliveries)
     .set({ status: 'failed', lastError: reason, nextAttemptAt: null, updatedAt: new Date() })
-    .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.status, 'pending'), eq(webhookDeliveries.generation, generation)));
+    .where(
+      and(
+        eq(webhookDeliveries.id, deliveryId),
+        eq(webhookDeliveries.status, 'pending'),
+        eq(webhookDeliveries.generation, generation),
+      ),
+    );
 }
 
 /**
  * Pending deliveries not touched for `olderThanMs`, in id order after `afterId`, for the reconciler: their job
  * may have been lost with Redis. Re-adding one whose job is alive is a no-op (same job id).
  */
-export async function stalePendingDeliveries(db: DbOrTx, olderThanMs: number, afterId: string | null, limit: number): Promise<WebhookDeliveryRef[]> {
+export async function stalePendingDeliveries(
+  db: DbOrTx,
+  olderThanMs: number,
+  afterId: string | null,
+  limit: number,
+): Promise<WebhookDeliveryRef[]> {
   const rows = await db.execute<{ id: string; project_id: string; generation: number }>(sql`
     select id, project_id, generation from webhook_deliveries
     where status = 'pending' and id > ${afterId ?? '00000000-0000-0000-0000-000000000000'}::uuid

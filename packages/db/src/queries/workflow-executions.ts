@@ -27,18 +27,32 @@ export function listExecutions(
   workflowId: string,
   q: { limit: number; beforeId?: string; offset?: number; status?: ExecutionStatus; contactId?: string },
 ) {
-  const filters: (SQL | undefined)[] = [eq(workflowExecutions.projectId, projectId), eq(workflowExecutions.workflowId, workflowId)];
+  const filters: (SQL | undefined)[] = [
+    eq(workflowExecutions.projectId, projectId),
+    eq(workflowExecutions.workflowId, workflowId),
+  ];
   if (q.status) filters.push(eq(workflowExecutions.status, q.status));
   if (q.contactId) filters.push(eq(workflowExecutions.contactId, q.contactId));
   return keysetList(db, workflowExecutions, and(...filters), { ...q, countCap: EXECUTION_COUNT_CAP });
 }
 
 /** An execution of a workflow of the project with its step history (oldest first), or `undefined`. */
-export async function getExecution(db: DbOrTx, projectId: string, workflowId: string, id: string): Promise<{ execution: ExecutionRow; steps: StepRunRow[] } | undefined> {
+export async function getExecution(
+  db: DbOrTx,
+  projectId: string,
+  workflowId: string,
+  id: string,
+): Promise<{ execution: ExecutionRow; steps: StepRunRow[] } | undefined> {
   const [execution] = await db
     .select()
     .from(workflowExecutions)
-    .where(and(eq(workflowExecutions.projectId, projectId), eq(workflowExecutions.workflowId, workflowId), eq(workflowExecutions.id, id)));
+    .where(
+      and(
+        eq(workflowExecutions.projectId, projectId),
+        eq(workflowExecutions.workflowId, workflowId),
+        eq(workflowExecutions.id, id),
+      ),
+    );
   if (!execution) return undefined;
   const steps = await db
     .select()
@@ -49,7 +63,11 @@ export async function getExecution(db: DbOrTx, projectId: string, workflowId: st
 }
 
 /** The id, name and type of each step of a workflow (what execution answers show of their steps). */
-export async function stepSummaries(db: DbOrTx, projectId: string, workflowId: string): Promise<Map<string, { id: string; name: string; type: WorkflowStepType }>> {
+export async function stepSummaries(
+  db: DbOrTx,
+  projectId: string,
+  workflowId: string,
+): Promise<Map<string, { id: string; name: string; type: WorkflowStepType }>> {
   const rows = await db
     .select({ id: workflowSteps.id, name: workflowSteps.name, type: workflowSteps.type })
     .from(workflowSteps)
@@ -99,7 +117,17 @@ export async function startManualExecution(
   if (rows.rows.length === 0) return { ok: false };
   const [execution] = await tx.select().from(workflowExecutions).where(eq(workflowExecutions.id, id));
   const deliveries = await recordWebhookEvents(tx, workflow.projectId, [
-    { type: 'workflow.started', data: { workflowId: workflow.id, executionId: id, contactId, status: 'RUNNING', trigger: 'manual', ...(test ? { test } : {}) } },
+    {
+      type: 'workflow.started',
+      data: {
+        workflowId: workflow.id,
+        executionId: id,
+        contactId,
+        status: 'RUNNING',
+        trigger: 'manual',
+        ...(test ? { test } : {}),
+      },
+    },
   ]);
   return { ok: true, execution: execution, deliveries };
 }
@@ -117,7 +145,14 @@ export async function cancelExecution(
   workflowId: string,
   id: string,
 ): Promise<{ execution: ExecutionRow; cancelled: boolean; deliveries: WebhookDeliveryRef[] } | undefined> {
-  const { rows, deliveries } = await stopExecutions(tx, projectId, workflowId, eq(workflowExecutions.id, id), 'CANCELLED', 'execution cancelled');
+  const { rows, deliveries } = await stopExecutions(
+    tx,
+    projectId,
+    workflowId,
+    eq(workflowExecutions.id, id),
+    'CANCELLED',
+    'execution cancelled',
+  );
   const row = rows[0];
   if (!row) {
     const found = await getExecution(tx, projectId, workflowId, id);
@@ -131,10 +166,16 @@ export async function cancelExecution(
  */
 export async function workflowWebhookSecret(db: DbOrTx, projectId: string, make: () => string): Promise<string> {
   const read = async () =>
-    (await db.execute<{ secret: string | null }>(sql`select workflow_webhook_secret as secret from projects where id = ${projectId}::uuid`)).rows[0]?.secret;
+    (
+      await db.execute<{ secret: string | null }>(
+        sql`select workflow_webhook_secret as secret from projects where id = ${projectId}::uuid`,
+      )
+    ).rows[0]?.secret;
   const existing = await read();
   if (existing) return existing;
   // Two first uses at once: the row lock makes one write win, the other reads it.
-  await db.execute(sql`update projects set workflow_webhook_secret = ${make()} where id = ${projectId}::uuid and workflow_webhook_secret is null`);
+  await db.execute(
+    sql`update projects set workflow_webhook_secret = ${make()} where id = ${projectId}::uuid and workflow_webhook_secret is null`,
+  );
   return (await read())!;
 }

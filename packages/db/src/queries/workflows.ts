@@ -42,20 +42,32 @@ export interface NewWorkflow {
 export async function createWorkflow(db: DbOrTx, projectId: string, w: NewWorkflow): Promise<WorkflowRow> {
   const [row] = await db
     .insert(workflows)
-    .values({ projectId, name: w.name, description: w.description ?? null, triggerType: w.triggerType, triggerEvent: w.triggerEvent, allowReentry: w.allowReentry ?? false })
+    .values({
+      projectId,
+      name: w.name,
+      description: w.description ?? null,
+      triggerType: w.triggerType,
+      triggerEvent: w.triggerEvent,
+      allowReentry: w.allowReentry ?? false,
+    })
     .returning();
   return row;
 }
 
 /** A workflow of the project, or `undefined`. */
 export async function getWorkflow(db: DbOrTx, projectId: string, id: string): Promise<WorkflowRow | undefined> {
-  const [row] = await db.select().from(workflows).where(and(eq(workflows.projectId, projectId), eq(workflows.id, id)));
+  const [row] = await db
+    .select()
+    .from(workflows)
+    .where(and(eq(workflows.projectId, projectId), eq(workflows.id, id)));
   return row;
 }
 
 /** Locks a workflow of the project for the transaction (serializes edits of one graph). @returns whether it exists. */
 export async function lockWorkflow(tx: DbOrTx, projectId: string, id: string): Promise<boolean> {
-  const rows = await tx.execute(sql`select id from workflows where project_id = ${projectId}::uuid and id = ${id}::uuid for update`);
+  const rows = await tx.execute(
+    sql`select id from workflows where project_id = ${projectId}::uuid and id = ${id}::uuid for update`,
+  );
   return rows.rows.length > 0;
 }
 
@@ -64,7 +76,9 @@ export async function lockWorkflow(tx: DbOrTx, projectId: string, id: string): P
  * graph cache (keyed by it) never runs an execution on a stale graph.
  */
 export async function touchWorkflow(tx: DbOrTx, projectId: string, id: string): Promise<void> {
-  await tx.execute(sql`update workflows set updated_at = clock_timestamp() where project_id = ${projectId}::uuid and id = ${id}::uuid`);
+  await tx.execute(
+    sql`update workflows set updated_at = clock_timestamp() where project_id = ${projectId}::uuid and id = ${id}::uuid`,
+  );
 }
 
 /** A workflow with its steps and transitions (both in creation order), or `undefined`. */
@@ -73,7 +87,11 @@ export async function loadWorkflowGraph(db: DbOrTx, projectId: string, id: strin
   if (!workflow) return undefined;
   // One after the other: `db` may be a transaction (one connection), where pg would queue concurrent queries and
   // warns that pg 9 will refuse them.
-  const steps = await db.select().from(workflowSteps).where(and(eq(workflowSteps.projectId, projectId), eq(workflowSteps.workflowId, id))).orderBy(asc(workflowSteps.id));
+  const steps = await db
+    .select()
+    .from(workflowSteps)
+    .where(and(eq(workflowSteps.projectId, projectId), eq(workflowSteps.workflowId, id)))
+    .orderBy(asc(workflowSteps.id));
   const transitions = await db
     .select()
     .from(workflowTransitions)
@@ -86,7 +104,11 @@ export async function loadWorkflowGraph(db: DbOrTx, projectId: string, id: strin
  * One page of the project's workflows, newest first: keyset after `beforeId`, or `offset` rows in (Plunk's page
  * numbers). `search` matches name or description, case-insensitively.
  */
-export function listWorkflows(db: DbOrTx, projectId: string, q: { limit: number; beforeId?: string; offset?: number; enabled?: boolean; search?: string }) {
+export function listWorkflows(
+  db: DbOrTx,
+  projectId: string,
+  q: { limit: number; beforeId?: string; offset?: number; enabled?: boolean; search?: string },
+) {
   const pattern = q.search === undefined ? undefined : `%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   return keysetList(
     db,
@@ -105,7 +127,9 @@ export async function updateWorkflow(
   db: DbOrTx,
   projectId: string,
   id: string,
-  patch: Partial<Pick<WorkflowRow, 'name' | 'description' | 'triggerType' | 'triggerEvent' | 'allowReentry' | 'enabled'>>,
+  patch: Partial<
+    Pick<WorkflowRow, 'name' | 'description' | 'triggerType' | 'triggerEvent' | 'allowReentry' | 'enabled'>
+  >,
 ): Promise<WorkflowRow | undefined> {
   const [row] = await db
     .update(workflows)
@@ -117,7 +141,10 @@ export async function updateWorkflow(
 
 /** Deletes a workflow with its steps, transitions and executions (their jobs then find nothing to do). */
 export async function deleteWorkflow(db: DbOrTx, projectId: string, id: string): Promise<boolean> {
-  const rows = await db.delete(workflows).where(and(eq(workflows.projectId, projectId), eq(workflows.id, id))).returning({ id: workflows.id });
+  const rows = await db
+    .delete(workflows)
+    .where(and(eq(workflows.projectId, projectId), eq(workflows.id, id)))
+    .returning({ id: workflows.id });
   return rows.length > 0;
 }
 
@@ -126,18 +153,37 @@ export async function insertStep(
   db: DbOrTx,
   projectId: string,
   workflowId: string,
-  s: { type: WorkflowStepType; name: string; config: Record<string, unknown>; position?: Record<string, unknown> | null },
+  s: {
+    type: WorkflowStepType;
+    name: string;
+    config: Record<string, unknown>;
+    position?: Record<string, unknown> | null;
+  },
 ): Promise<WorkflowStepRow> {
-  const [row] = await db.insert(workflowSteps).values({ projectId, workflowId, type: s.type, name: s.name, config: s.config, position: s.position ?? null }).returning();
+  const [row] = await db
+    .insert(workflowSteps)
+    .values({ projectId, workflowId, type: s.type, name: s.name, config: s.config, position: s.position ?? null })
+    .returning();
   return row;
 }
 
 /** A step of a workflow of the project, or `undefined`. */
-export async function getStep(db: DbOrTx, projectId: string, workflowId: string, stepId: string): Promise<WorkflowStepRow | undefined> {
+export async function getStep(
+  db: DbOrTx,
+  projectId: string,
+  workflowId: string,
+  stepId: string,
+): Promise<WorkflowStepRow | undefined> {
   const [row] = await db
     .select()
     .from(workflowSteps)
-    .where(and(eq(workflowSteps.projectId, projectId), eq(workflowSteps.workflowId, workflowId), eq(workflowSteps.id, stepId)));
+    .where(
+      and(
+        eq(workflowSteps.projectId, projectId),
+        eq(workflowSteps.workflowId, workflowId),
+        eq(workflowSteps.id, stepId),
+      ),
+    );
   return row;
 }
 
@@ -152,7 +198,13 @@ export async function updateStep(
   const [row] = await db
     .update(workflowSteps)
     .set({ ...patch, updatedAt: new Date() })
-    .where(and(eq(workflowSteps.projectId, projectId), eq(workflowSteps.workflowId, workflowId), eq(workflowSteps.id, stepId)))
+    .where(
+      and(
+        eq(workflowSteps.projectId, projectId),
+        eq(workflowSteps.workflowId, workflowId),
+        eq(workflowSteps.id, stepId),
+      ),
+    )
     .returning();
   return row;
 }
@@ -184,38 +236,89 @@ export async function stopExecutions(
       leaseToken: null,
       leaseUntil: null,
     })
-    .where(and(eq(workflowExecutions.projectId, projectId), eq(workflowExecutions.workflowId, workflowId), which, inArray(workflowExecutions.status, ['RUNNING', 'WAITING'])))
+    .where(
+      and(
+        eq(workflowExecutions.projectId, projectId),
+        eq(workflowExecutions.workflowId, workflowId),
+        which,
+        inArray(workflowExecutions.status, ['RUNNING', 'WAITING']),
+      ),
+    )
     .returning();
   if (rows.length === 0) return { rows, deliveries: [] };
-  await closeOpenRuns(tx, rows.map((e) => e.id), 'CANCELLED', reason);
+  await closeOpenRuns(
+    tx,
+    rows.map((e) => e.id),
+    'CANCELLED',
+    reason,
+  );
   const type = `workflow.${status.toLowerCase()}`;
   const deliveries = await recordWebhookEvents(
     tx,
     projectId,
-    rows.map((e) => ({ type, data: { workflowId, executionId: e.id, contactId: e.contactId, status, ...(status === 'EXITED' ? { reason } : {}), ...(e.test ? { test: true } : {}) } })),
+    rows.map((e) => ({
+      type,
+      data: {
+        workflowId,
+        executionId: e.id,
+        contactId: e.contactId,
+        status,
+        ...(status === 'EXITED' ? { reason } : {}),
+        ...(e.test ? { test: true } : {}),
+      },
+    })),
   );
   return { rows, deliveries };
 }
 
 /** Ends the live executions standing on `stepIds` as EXITED (`step removed`). @returns the deliveries to enqueue. */
-async function exitExecutionsAt(tx: DbOrTx, projectId: string, workflowId: string, stepIds: string[]): Promise<WebhookDeliveryRef[]> {
+async function exitExecutionsAt(
+  tx: DbOrTx,
+  projectId: string,
+  workflowId: string,
+  stepIds: string[],
+): Promise<WebhookDeliveryRef[]> {
   if (stepIds.length === 0) return [];
-  return (await stopExecutions(tx, projectId, workflowId, inArray(workflowExecutions.currentStepId, stepIds), 'EXITED', 'step removed')).deliveries;
+  return (
+    await stopExecutions(
+      tx,
+      projectId,
+      workflowId,
+      inArray(workflowExecutions.currentStepId, stepIds),
+      'EXITED',
+      'step removed',
+    )
+  ).deliveries;
 }
 
 /** Marks the RUNNING/WAITING step runs of executions as ended (`status`), with `error`. */
-async function closeOpenRuns(tx: DbOrTx, executionIds: string[], status: 'CANCELLED' | 'FAILED', error: string): Promise<void> {
+async function closeOpenRuns(
+  tx: DbOrTx,
+  executionIds: string[],
+  status: 'CANCELLED' | 'FAILED',
+  error: string,
+): Promise<void> {
   await tx
     .update(workflowStepRuns)
     .set({ status, error, finishedAt: new Date() })
-    .where(and(inArray(workflowStepRuns.executionId, executionIds), inArray(workflowStepRuns.status, ['RUNNING', 'WAITING'])));
+    .where(
+      and(
+        inArray(workflowStepRuns.executionId, executionIds),
+        inArray(workflowStepRuns.status, ['RUNNING', 'WAITING']),
+      ),
+    );
 }
 
 /**
  * Deletes a step and its transitions; executions standing on it end EXITED. Run in a transaction.
  * @returns `undefined` when there is no such step, else the webhook deliveries to enqueue.
  */
-export async function deleteStep(tx: DbOrTx, projectId: string, workflowId: string, stepId: string): Promise<WebhookDeliveryRef[] | undefined> {
+export async function deleteStep(
+  tx: DbOrTx,
+  projectId: string,
+  workflowId: string,
+  stepId: string,
+): Promise<WebhookDeliveryRef[] | undefined> {
   const step = await getStep(tx, projectId, workflowId, stepId);
   if (!step) return undefined;
   const deliveries = await exitExecutionsAt(tx, projectId, workflowId, [stepId]);
@@ -230,15 +333,29 @@ export async function insertTransition(
   workflowId: string,
   t: { fromStepId: string | null; toStepId: string; branch: WorkflowBranch },
 ): Promise<WorkflowTransitionRow> {
-  const [row] = await db.insert(workflowTransitions).values({ projectId, workflowId, ...t }).returning();
+  const [row] = await db
+    .insert(workflowTransitions)
+    .values({ projectId, workflowId, ...t })
+    .returning();
   return row;
 }
 
 /** Deletes a transition. @returns whether it existed. */
-export async function deleteTransition(db: DbOrTx, projectId: string, workflowId: string, id: string): Promise<boolean> {
+export async function deleteTransition(
+  db: DbOrTx,
+  projectId: string,
+  workflowId: string,
+  id: string,
+): Promise<boolean> {
   const rows = await db
     .delete(workflowTransitions)
-    .where(and(eq(workflowTransitions.projectId, projectId), eq(workflowTransitions.workflowId, workflowId), eq(workflowTransitions.id, id)))
+    .where(
+      and(
+        eq(workflowTransitions.projectId, projectId),
+        eq(workflowTransitions.workflowId, workflowId),
+        eq(workflowTransitions.id, id),
+      ),
+    )
     .returning({ id: workflowTransitions.id });
   return rows.length > 0;
 }
@@ -275,21 +392,47 @@ export async function replaceGraph(
   const kept = new Set(steps.map((s) => s.id).filter((id): id is string => id !== undefined));
   const removed = existing.map((s) => s.id).filter((id) => !kept.has(id));
   const deliveries = await exitExecutionsAt(tx, projectId, workflowId, removed);
-  await tx.delete(workflowTransitions).where(and(eq(workflowTransitions.projectId, projectId), eq(workflowTransitions.workflowId, workflowId)));
-  if (removed.length > 0) await tx.delete(workflowSteps).where(and(eq(workflowSteps.projectId, projectId), inArray(workflowSteps.id, removed)));
+  await tx
+    .delete(workflowTransitions)
+    .where(and(eq(workflowTransitions.projectId, projectId), eq(workflowTransitions.workflowId, workflowId)));
+  if (removed.length > 0)
+    await tx
+      .delete(workflowSteps)
+      .where(and(eq(workflowSteps.projectId, projectId), inArray(workflowSteps.id, removed)));
   const ids = new Map<string, string>();
   for (const s of steps) {
     if (s.id) {
-      await updateStep(tx, projectId, workflowId, s.id, { name: s.name, config: s.config, ...(s.position === undefined ? {} : { position: s.position }) });
+      await updateStep(tx, projectId, workflowId, s.id, {
+        name: s.name,
+        config: s.config,
+        ...(s.position === undefined ? {} : { position: s.position }),
+      });
       ids.set(s.key, s.id);
     }
   }
-  const created = steps.filter((s) => !s.id).map((s) => ({ id: newId(), projectId, workflowId, type: s.type, name: s.name, config: s.config, position: s.position ?? null, key: s.key }));
+  const created = steps
+    .filter((s) => !s.id)
+    .map((s) => ({
+      id: newId(),
+      projectId,
+      workflowId,
+      type: s.type,
+      name: s.name,
+      config: s.config,
+      position: s.position ?? null,
+      key: s.key,
+    }));
   if (created.length > 0) await tx.insert(workflowSteps).values(created.map(({ key: _key, ...row }) => row));
   for (const c of created) ids.set(c.key, c.id);
   if (transitions.length > 0) {
     await tx.insert(workflowTransitions).values(
-      transitions.map((t) => ({ projectId, workflowId, fromStepId: t.from === null ? null : ids.get(t.from)!, toStepId: ids.get(t.to)!, branch: t.branch })),
+      transitions.map((t) => ({
+        projectId,
+        workflowId,
+        fromStepId: t.from === null ? null : ids.get(t.from)!,
+        toStepId: ids.get(t.to)!,
+        branch: t.branch,
+      })),
     );
   }
   return { ids, deliveries };

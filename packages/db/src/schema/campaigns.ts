@@ -1,4 +1,16 @@
-import { bigint, boolean, check, index, integer, jsonb, pgTable, smallint, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  boolean,
+  check,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  smallint,
+  text,
+  timestamp,
+  uuid,
+} from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
@@ -88,7 +100,9 @@ export const campaigns = pgTable(
   'campaigns',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     description: text('description'),
     subject: text('subject').notNull(),
@@ -151,14 +165,26 @@ export const campaigns = pgTable(
   (t) => [
     index('campaigns_project_id_idx').on(t.projectId, t.id),
     index('campaigns_project_status_idx').on(t.projectId, t.status, t.id),
-    index('campaigns_segment_idx').on(t.segmentId).where(sql`${t.segmentId} is not null`),
+    index('campaigns_segment_idx')
+      .on(t.segmentId)
+      .where(sql`${t.segmentId} is not null`),
     // The reconciler's scan: campaigns that should have a live campaign job.
-    index('campaigns_active_idx').on(t.id).where(sql`${t.status} in ('SCHEDULED', 'SENDING')`),
+    index('campaigns_active_idx')
+      .on(t.id)
+      .where(sql`${t.status} in ('SCHEDULED', 'SENDING')`),
     // Campaigns waiting for the SES quota to free (the quota watcher resumes them).
-    index('campaigns_paused_idx').on(t.pausedReason, t.id).where(sql`${t.status} = 'PAUSED'`),
+    index('campaigns_paused_idx')
+      .on(t.pausedReason, t.id)
+      .where(sql`${t.status} = 'PAUSED'`),
     check('campaigns_status_check', sql.raw(`status in (${CAMPAIGN_STATUSES.map((s) => `'${s}'`).join(', ')})`)),
-    check('campaigns_pause_reason_check', sql.raw(`paused_reason is null or paused_reason in (${CAMPAIGN_PAUSE_REASONS.map((s) => `'${s}'`).join(', ')})`)),
-    check('campaigns_ab_phase_check', sql.raw(`ab_phase is null or ab_phase in (${AB_PHASES.map((s) => `'${s}'`).join(', ')})`)),
+    check(
+      'campaigns_pause_reason_check',
+      sql.raw(`paused_reason is null or paused_reason in (${CAMPAIGN_PAUSE_REASONS.map((s) => `'${s}'`).join(', ')})`),
+    ),
+    check(
+      'campaigns_ab_phase_check',
+      sql.raw(`ab_phase is null or ab_phase in (${AB_PHASES.map((s) => `'${s}'`).join(', ')})`),
+    ),
     check('campaigns_audience_check', sql`${t.audienceType} in ('ALL', 'SEGMENT', 'FILTERED')`),
   ],
 );

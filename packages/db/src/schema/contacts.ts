@@ -1,4 +1,15 @@
-import { bigint, boolean, index, jsonb, pgTable, pgView, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  boolean,
+  index,
+  jsonb,
+  pgTable,
+  pgView,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
@@ -11,7 +22,9 @@ export const contacts = pgTable(
   'contacts',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     email: text('email').notNull(),
     emailKey: text('email_key').notNull(),
     subscribed: boolean('subscribed').notNull(),
@@ -33,7 +46,9 @@ export const contacts = pgTable(
     index('contacts_email_trgm_idx').using('gin', t.projectId, t.emailKey.op('gin_trgm_ops')),
     // Segment filters on `data.<path> equals` compile to containment (`data @> …`), served by this index.
     // The worker's expiry pass finds snoozes that ended without scanning the contacts that have none.
-    index('contacts_snoozed_until_idx').on(t.snoozedUntil).where(sql`${t.snoozedUntil} is not null`),
+    index('contacts_snoozed_until_idx')
+      .on(t.snoozedUntil)
+      .where(sql`${t.snoozedUntil} is not null`),
     index('contacts_data_idx').using('gin', t.projectId, t.data.op('jsonb_path_ops')),
   ],
 );

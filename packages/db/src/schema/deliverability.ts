@@ -24,7 +24,9 @@ export const MARKETING_NO_CAMPAIGN = '00000000-0000-0000-0000-000000000001';
 export const reputationCounts = pgTable(
   'reputation_counts',
   {
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     /** Start of the UTC hour the outcomes happened in. */
     hour: timestamp('hour', { withTimezone: true, mode: 'date' }).notNull(),
     /** The sending domain: the part of the From address after `@`, lower case. */
@@ -38,7 +40,9 @@ export const reputationCounts = pgTable(
   },
   (t) => [
     primaryKey({ columns: [t.projectId, t.hour, t.domain, t.campaignId] }),
-    index('reputation_counts_campaign_idx').on(t.campaignId).where(sql`${t.campaignId} <> '00000000-0000-0000-0000-000000000000'::uuid`),
+    index('reputation_counts_campaign_idx')
+      .on(t.campaignId)
+      .where(sql`${t.campaignId} <> '00000000-0000-0000-0000-000000000000'::uuid`),
     index('reputation_counts_hour_idx').on(t.hour),
   ],
 );
@@ -52,7 +56,9 @@ export const reputationCounts = pgTable(
 export const reputationTagCounts = pgTable(
   'reputation_tag_counts',
   {
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     tagName: text('tag_name').notNull(),
     tagValue: text('tag_value').notNull(),
     /** Start of the UTC hour the outcomes happened in. */
@@ -65,7 +71,12 @@ export const reputationTagCounts = pgTable(
     softBounces: bigint('soft_bounces', { mode: 'number' }).notNull().default(0),
     complaints: bigint('complaints', { mode: 'number' }).notNull().default(0),
   },
-  (t) => [primaryKey({ name: 'reputation_tag_counts_pkey', columns: [t.projectId, t.tagName, t.tagValue, t.hour, t.domain, t.campaignId] })],
+  (t) => [
+    primaryKey({
+      name: 'reputation_tag_counts_pkey',
+      columns: [t.projectId, t.tagName, t.tagValue, t.hour, t.domain, t.campaignId],
+    }),
+  ],
 );
 
 /** A campaign's timeline: paused (with the reason and figures), resumed, quota waits, retry-failed. */
@@ -73,8 +84,12 @@ export const campaignEvents = pgTable(
   'campaign_events',
   {
     id: idColumn(),
-    campaignId: uuid('campaign_id').notNull().references(() => campaigns.id, { onDelete: 'cascade' }),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    campaignId: uuid('campaign_id')
+      .notNull()
+      .references(() => campaigns.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     type: text('type').notNull(),
     data: jsonb('data').$type<Record<string, unknown>>().notNull().default({}),
     createdAt: createdAt(),
@@ -93,7 +108,9 @@ export const testMessages = pgTable(
     emailId: uuid('email_id')
       .primaryKey()
       .references(() => emails.id, { onDelete: 'cascade' }),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     raw: bytea('raw').notNull(),
     createdAt: createdAt(),
   },

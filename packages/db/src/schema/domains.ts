@@ -16,14 +16,21 @@ export const domains = pgTable(
   'domains',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     domain: text('domain').notNull(),
     /** `status = 'verified'`, kept by Postgres (a generated column): what the sender check reads. */
-    verified: boolean('verified').notNull().generatedAlwaysAs(sql`status = 'verified'`),
+    verified: boolean('verified')
+      .notNull()
+      .generatedAlwaysAs(sql`status = 'verified'`),
     verifiedAt: timestamp('verified_at', { withTimezone: true, mode: 'date' }),
     status: text('status').notNull().$type<DomainStatus>().default('pending'),
     /** Easy DKIM tokens: `<token>._domainkey.<domain>` CNAME `<token>.dkim.amazonses.com`. */
-    dkimTokens: text('dkim_tokens').array().notNull().default(sql`'{}'::text[]`),
+    dkimTokens: text('dkim_tokens')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
     /** The custom MAIL FROM domain (`mail.<domain>`). */
     mailFromDomain: text('mail_from_domain'),
     records: jsonb('records').$type<DomainRecord[]>().notNull().default([]),
@@ -58,9 +65,13 @@ export const domains = pgTable(
     uniqueIndex('domains_domain_idx').on(t.domain),
     index('domains_project_idx').on(t.projectId, t.id),
     // The worker's refresh: pending domains, least recently checked first.
-    index('domains_pending_idx').on(t.checkedAt).where(sql`${t.status} = 'pending'`),
+    index('domains_pending_idx')
+      .on(t.checkedAt)
+      .where(sql`${t.status} = 'pending'`),
     // The worker's refresh: tracking domains not yet ready.
-    index('domains_tracking_pending_idx').on(t.checkedAt).where(sql`${t.trackingDomain} is not null and ${t.trackingReadyAt} is null`),
+    index('domains_tracking_pending_idx')
+      .on(t.checkedAt)
+      .where(sql`${t.trackingDomain} is not null and ${t.trackingReadyAt} is null`),
     check('domains_status_check', sql.raw(`status in (${DOMAIN_STATUSES.map((s) => `'${s}'`).join(', ')})`)),
   ],
 );

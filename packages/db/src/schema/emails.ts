@@ -37,7 +37,9 @@ export const attachments = pgTable(
   'attachments',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     filename: text('filename').notNull(),
     contentType: text('content_type').notNull(),
     /** Content-ID (RFC 2392, without angle brackets): the HTML shows it as `cid:<content id>` (an inline image). */
@@ -48,7 +50,10 @@ export const attachments = pgTable(
     content: bytea('content').notNull(),
     createdAt: createdAt(),
   },
-  (t) => [index('attachments_project_idx').on(t.projectId), index('attachments_retention_idx').on(t.projectId, t.createdAt)],
+  (t) => [
+    index('attachments_project_idx').on(t.projectId),
+    index('attachments_retention_idx').on(t.projectId, t.createdAt),
+  ],
 );
 
 /**
@@ -60,7 +65,9 @@ export const emails = pgTable(
   'emails',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     contactId: uuid('contact_id').references(() => contacts.id, { onDelete: 'set null' }),
     templateId: uuid('template_id').references(() => templates.id, { onDelete: 'set null' }),
     /** The version of the template its content came from (`template_versions.version`); null without a template. */
@@ -73,7 +80,9 @@ export const emails = pgTable(
      */
     variant: smallint('variant'),
     /** Set for a workflow's email: the execution, and the step run that sent it (at most one email per run). */
-    workflowExecutionId: uuid('workflow_execution_id').references(() => workflowExecutions.id, { onDelete: 'set null' }),
+    workflowExecutionId: uuid('workflow_execution_id').references(() => workflowExecutions.id, {
+      onDelete: 'set null',
+    }),
     workflowStepRunId: uuid('workflow_step_run_id').references(() => workflowStepRuns.id, { onDelete: 'set null' }),
     /** Marketing mail (campaigns, MARKETING templates): carries the unsubscribe link and List-Unsubscribe. */
     marketing: boolean('marketing').notNull().default(false),
@@ -105,7 +114,10 @@ export const emails = pgTable(
      * passed to SES as message tags, counted per tag in `reputation_tag_counts`. A campaign's are copied from it.
      */
     tags: jsonb('tags').$type<EmailTag[]>(),
-    attachmentIds: uuid('attachment_ids').array().notNull().default(sql`'{}'::uuid[]`),
+    attachmentIds: uuid('attachment_ids')
+      .array()
+      .notNull()
+      .default(sql`'{}'::uuid[]`),
     status: text('status').notNull().$type<EmailStatus>(),
     renderedSubject: text('rendered_subject'),
     messageId: text('message_id'),
@@ -149,31 +161,47 @@ export const emails = pgTable(
     index('emails_project_id_idx').on(t.projectId, t.id),
     index('emails_contact_idx').on(t.contactId),
     // The reconciler's scan: only rows not yet handed to SES, in creation order.
-    index('emails_pending_idx').on(t.id).where(sql`${t.status} in ('queued', 'sending')`),
+    index('emails_pending_idx')
+      .on(t.id)
+      .where(sql`${t.status} in ('queued', 'sending')`),
     // SES feedback finds its email by SES message id (unique by SES; a partitioned table cannot hold a unique
     // index without the partition key, so this one is plain).
     // The reconciler's look at scheduled emails due before its next pass (`dueScheduledEmails`).
-    index('emails_scheduled_idx').on(t.scheduledAt).where(sql`${t.status} = 'scheduled'`),
-    index('emails_message_id_idx').on(t.messageId).where(sql`${t.messageId} is not null`),
+    index('emails_scheduled_idx')
+      .on(t.scheduledAt)
+      .where(sql`${t.status} = 'scheduled'`),
+    index('emails_message_id_idx')
+      .on(t.messageId)
+      .where(sql`${t.messageId} is not null`),
     // One email per contact per campaign: a unique index on (campaign_id, contact_id) of each month partition,
     // `emails_campaign_contact_key_<partition>` (migration 0024; a partitioned table cannot hold it, so it is made
     // with each partition by `mailroom_month_partition`). A campaign's emails all take the month of its start.
     // One email per SEND_EMAIL step run is the primary key too (the id is derived from the run's id); this index
     // serves the `set null` of a deleted step run.
-    index('emails_workflow_step_run_idx').on(t.workflowStepRunId).where(sql`${t.workflowStepRunId} is not null`),
+    index('emails_workflow_step_run_idx')
+      .on(t.workflowStepRunId)
+      .where(sql`${t.workflowStepRunId} is not null`),
     // Campaign stats (counts by status, the send-rate window of the ETA, delivered/opened/clicked) from the index
     // alone (migration 0023): a read of the campaign's emails only, however many other emails share their month.
     index('emails_campaign_status_idx')
       .on(t.campaignId, t.status, t.sentAt, t.deliveredAt, t.openedAt, t.clickedAt)
       .where(sql`${t.campaignId} is not null`),
     // The campaign feeder's window: a campaign's emails not yet handed to SES, in audience (contact id) order.
-    index('emails_campaign_pending_idx').on(t.campaignId, t.contactId).where(sql`${t.campaignId} is not null and ${t.status} in ('queued', 'sending')`),
+    index('emails_campaign_pending_idx')
+      .on(t.campaignId, t.contactId)
+      .where(sql`${t.campaignId} is not null and ${t.status} in ('queued', 'sending')`),
     // The retention pass: final emails whose content is still kept, per project, oldest first.
-    index('emails_content_retention_idx').on(t.projectId, t.createdAt).where(sql`${t.contentExpiredAt} is null`),
+    index('emails_content_retention_idx')
+      .on(t.projectId, t.createdAt)
+      .where(sql`${t.contentExpiredAt} is null`),
     // The retention pass: emails deleted with their timeline (campaign emails stay while their campaign exists).
-    index('emails_retention_idx').on(t.projectId, t.createdAt).where(sql`${t.campaignId} is null`),
+    index('emails_retention_idx')
+      .on(t.projectId, t.createdAt)
+      .where(sql`${t.campaignId} is null`),
     // The `set null` of a deleted workflow execution finds its emails without a scan.
-    index('emails_workflow_execution_idx').on(t.workflowExecutionId).where(sql`${t.workflowExecutionId} is not null`),
+    index('emails_workflow_execution_idx')
+      .on(t.workflowExecutionId)
+      .where(sql`${t.workflowExecutionId} is not null`),
     check(
       'emails_content_check',
       sql`${t.campaignId} is not null or ${t.contentExpiredAt} is not null or (${t.subject} is not null and ${t.body} is not null and ${t.bodyFormat} is not null)`,
@@ -198,7 +226,9 @@ export const emailEvents = pgTable(
   {
     id: idColumn(),
     emailId: uuid('email_id').notNull(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     type: text('type').notNull(),
     data: jsonb('data').$type<Record<string, unknown>>(),
     createdAt: createdAt(),

@@ -1,4 +1,16 @@
-import { bigint, boolean, date, index, jsonb, pgTable, pgView, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  boolean,
+  date,
+  index,
+  jsonb,
+  pgTable,
+  pgView,
+  primaryKey,
+  text,
+  timestamp,
+  uuid,
+} from 'drizzle-orm/pg-core';
 import { createdAt, idColumn } from './columns';
 import { projects } from './projects';
 import { contacts } from './contacts';
@@ -12,8 +24,12 @@ export const events = pgTable(
   'events',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-    contactId: uuid('contact_id').notNull().references(() => contacts.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    contactId: uuid('contact_id')
+      .notNull()
+      .references(() => contacts.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     data: jsonb('data').$type<Record<string, unknown>>().notNull().default({}),
     /**
@@ -44,7 +60,9 @@ export const events = pgTable(
 export const eventNames = pgTable(
   'event_names',
   {
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     count: bigint('count', { mode: 'number' }).notNull(),
     firstSeenAt: timestamp('first_seen_at', { withTimezone: true, mode: 'date' }).notNull(),
@@ -86,7 +104,9 @@ export const eventNameDeltas = pgTable(
 export const eventNameMonths = pgTable(
   'event_name_months',
   {
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     /** First day of the UTC month. */
     month: date('month', { mode: 'string' }).notNull(),

@@ -19,7 +19,9 @@ export const suppressions = pgTable(
   'suppressions',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     email: text('email').notNull(),
     emailKey: text('email_key').notNull(),
     reason: text('reason').notNull().$type<SuppressionReason>(),
@@ -33,7 +35,9 @@ export const suppressions = pgTable(
     uniqueIndex('suppressions_project_email_key_idx').on(t.projectId, t.emailKey),
     index('suppressions_project_id_idx').on(t.projectId, t.id),
     // The `set null` of a deleted email (retention) finds its suppression without a scan.
-    index('suppressions_source_email_idx').on(t.sourceEmailId).where(sql`${t.sourceEmailId} is not null`),
+    index('suppressions_source_email_idx')
+      .on(t.sourceEmailId)
+      .where(sql`${t.sourceEmailId} is not null`),
     index('suppressions_email_trgm_idx').using('gin', t.projectId, t.emailKey.op('gin_trgm_ops')),
     check('suppressions_reason_check', sql.raw(`reason in (${SUPPRESSION_REASONS.map((s) => `'${s}'`).join(', ')})`)),
   ],

@@ -10,7 +10,9 @@ import { projects } from './projects';
 export const idempotencyKeys = pgTable(
   'idempotency_keys',
   {
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     key: text('key').notNull(),
     /** SHA-256 of method, path and the canonical JSON body. */
     fingerprint: text('fingerprint').notNull(),

@@ -1,4 +1,16 @@
-import { bigint, boolean, check, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid, index } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  boolean,
+  check,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uuid,
+  index,
+} from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { bytea, createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
@@ -17,7 +29,9 @@ export const contactImports = pgTable(
   'contact_imports',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     status: text('status').notNull().$type<ImportStatus>(),
     format: text('format').notNull().$type<ImportFormat>(),
     filename: text('filename'),
@@ -40,7 +54,9 @@ export const contactImports = pgTable(
   },
   (t) => [
     index('contact_imports_project_idx').on(t.projectId, t.id),
-    index('contact_imports_pending_idx').on(t.id).where(sql`${t.status} in ('uploading', 'queued', 'running')`),
+    index('contact_imports_pending_idx')
+      .on(t.id)
+      .where(sql`${t.status} in ('uploading', 'queued', 'running')`),
     check('contact_imports_status_check', sql.raw(`status in (${IMPORT_STATUSES.map((s) => `'${s}'`).join(', ')})`)),
     check('contact_imports_format_check', sql`${t.format} in ('csv', 'ndjson', 'json')`),
   ],
@@ -50,7 +66,9 @@ export const contactImports = pgTable(
 export const contactImportChunks = pgTable(
   'contact_import_chunks',
   {
-    importId: uuid('import_id').notNull().references(() => contactImports.id, { onDelete: 'cascade' }),
+    importId: uuid('import_id')
+      .notNull()
+      .references(() => contactImports.id, { onDelete: 'cascade' }),
     seq: integer('seq').notNull(),
     data: bytea('data').notNull(),
   },
@@ -61,7 +79,9 @@ export const contactImportChunks = pgTable(
 export const contactImportErrors = pgTable(
   'contact_import_errors',
   {
-    importId: uuid('import_id').notNull().references(() => contactImports.id, { onDelete: 'cascade' }),
+    importId: uuid('import_id')
+      .notNull()
+      .references(() => contactImports.id, { onDelete: 'cascade' }),
     /** 1-based record number in the file (the CSV header is not a record). */
     row: integer('row').notNull(),
     email: text('email'),

@@ -35,7 +35,9 @@ export const inboundEmails = pgTable(
   'inbound_emails',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     /** SES's id of the received message (`mail.messageId`; also the S3 object key of the S3 action). */
     sesMessageId: text('ses_message_id').notNull(),
     status: text('status').notNull().$type<InboundStatus>(),
@@ -73,7 +75,9 @@ export const inboundEmails = pgTable(
     // The list (keyset, newest first) and the retention pass (per project, oldest first).
     index('inbound_emails_project_idx').on(t.projectId, t.id),
     index('inbound_emails_retention_idx').on(t.projectId, t.receivedAt),
-    index('inbound_emails_contact_idx').on(t.contactId).where(sql`${t.contactId} is not null`),
+    index('inbound_emails_contact_idx')
+      .on(t.contactId)
+      .where(sql`${t.contactId} is not null`),
     check('inbound_emails_status_check', sql.raw(`status in (${INBOUND_STATUSES.map((s) => `'${s}'`).join(', ')})`)),
   ],
 );

@@ -16,37 +16,11 @@ export {
   type ApiKeyScope,
   type TrackingMode,
 } from './projects';
-export {
-  contacts,
-  contactStats,
-  contactStatDeltas,
-  contactStatsNow,
-} from './contacts';
-export {
-  templates,
-  templateVersions,
-  type TemplateType,
-} from './templates';
-export {
-  DOMAIN_STATUSES,
-  domains,
-  type DomainStatus,
-} from './domains';
-export {
-  EMAIL_STATUSES,
-  attachments,
-  emails,
-  emailEvents,
-  type EmailStatus,
-  type EmailSource,
-} from './emails';
-export {
-  events,
-  eventNames,
-  eventNameDeltas,
-  eventNameMonths,
-  eventNamesNow,
-} from './events';
+export { contacts, contactStats, contactStatDeltas, contactStatsNow } from './contacts';
+export { templates, templateVersions, type TemplateType } from './templates';
+export { DOMAIN_STATUSES, domains, type DomainStatus } from './domains';
+export { EMAIL_STATUSES, attachments, emails, emailEvents, type EmailStatus, type EmailSource } from './emails';
+export { events, eventNames, eventNameDeltas, eventNameMonths, eventNamesNow } from './events';
 export {
   IMPORT_STATUSES,
   contactImports,
@@ -55,9 +29,7 @@ export {
   type ImportStatus,
   type ImportFormat,
 } from './imports';
-export {
-  idempotencyKeys,
-} from './idempotency';
+export { idempotencyKeys } from './idempotency';
 export {
   INBOUND_STATUSES,
   inboundEmails,
@@ -65,11 +37,7 @@ export {
   type InboundVerdicts,
   type InboundAttachmentInfo,
 } from './inbound';
-export {
-  segments,
-  segmentMembers,
-  type SegmentType,
-} from './segments';
+export { segments, segmentMembers, type SegmentType } from './segments';
 export {
   CAMPAIGN_STATUSES,
   CAMPAIGN_PAUSE_REASONS,
@@ -78,12 +46,7 @@ export {
   type CampaignPauseReason,
   type AudienceType,
 } from './campaigns';
-export {
-  SUPPRESSION_REASONS,
-  suppressions,
-  snsMessages,
-  type SuppressionReason,
-} from './feedback';
+export { SUPPRESSION_REASONS, suppressions, snsMessages, type SuppressionReason } from './feedback';
 export {
   webhookEndpoints,
   WEBHOOK_DELIVERY_STATUSES,

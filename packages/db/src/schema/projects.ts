@@ -45,33 +45,42 @@ export const API_KEY_SCOPES = ['full', 'sending'] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
 /** A tenant. Every other row belongs to one project; a disabled project can neither call the API nor send. */
-export const projects = pgTable('projects', {
-  id: idColumn(),
-  name: text('name').notNull(),
-  disabled: boolean('disabled').notNull().default(false),
-  /** HMAC-SHA256 key of the project's unsubscribe tokens (32 random bytes, never shown). */
-  signingKey: bytea('signing_key')
-    .notNull()
-    .default(sql`decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex')`),
-  /** Standard Webhooks secret (`whsec_…`) signing the project's workflow WEBHOOK calls; made on first use. */
-  workflowWebhookSecret: text('workflow_webhook_secret'),
-  /**
-   * Deliverability guardrails of this project's campaigns, each field overriding the service default when set:
-   * `{ minSample?: number, maxHardBounceRate?: number, maxComplaintRate?: number }` (rates are fractions, 0.02 = 2%).
-   */
-  guardrails: jsonb('guardrails').$type<ProjectGuardrails>(),
-  /** Retention overrides (days per kind of record), set by the operator; null: the service defaults apply. */
-  retention: jsonb('retention').$type<ProjectRetention>(),
-  /**
-   * The delivery connection (`SES_CONNECTIONS` name) of this project's domains that have none of their own; null:
-   * the first (`default`). Set by the operator.
-   */
-  sesConnection: text('ses_connection'),
-  /** Open and click tracking of the project's mail ({@link TRACKING_MODES}); `ALL` is the behaviour before the setting. */
-  trackingMode: text('tracking_mode').notNull().$type<TrackingMode>().default('ALL'),
-  createdAt: createdAt(),
-  updatedAt: updatedAt(),
-}, (_t) => [check('projects_tracking_mode_check', sql.raw(`tracking_mode in (${TRACKING_MODES.map((m) => `'${m}'`).join(', ')})`))]);
+export const projects = pgTable(
+  'projects',
+  {
+    id: idColumn(),
+    name: text('name').notNull(),
+    disabled: boolean('disabled').notNull().default(false),
+    /** HMAC-SHA256 key of the project's unsubscribe tokens (32 random bytes, never shown). */
+    signingKey: bytea('signing_key')
+      .notNull()
+      .default(sql`decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex')`),
+    /** Standard Webhooks secret (`whsec_…`) signing the project's workflow WEBHOOK calls; made on first use. */
+    workflowWebhookSecret: text('workflow_webhook_secret'),
+    /**
+     * Deliverability guardrails of this project's campaigns, each field overriding the service default when set:
+     * `{ minSample?: number, maxHardBounceRate?: number, maxComplaintRate?: number }` (rates are fractions, 0.02 = 2%).
+     */
+    guardrails: jsonb('guardrails').$type<ProjectGuardrails>(),
+    /** Retention overrides (days per kind of record), set by the operator; null: the service defaults apply. */
+    retention: jsonb('retention').$type<ProjectRetention>(),
+    /**
+     * The delivery connection (`SES_CONNECTIONS` name) of this project's domains that have none of their own; null:
+     * the first (`default`). Set by the operator.
+     */
+    sesConnection: text('ses_connection'),
+    /** Open and click tracking of the project's mail ({@link TRACKING_MODES}); `ALL` is the behaviour before the setting. */
+    trackingMode: text('tracking_mode').notNull().$type<TrackingMode>().default('ALL'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (_t) => [
+    check(
+      'projects_tracking_mode_check',
+      sql.raw(`tracking_mode in (${TRACKING_MODES.map((m) => `'${m}'`).join(', ')})`),
+    ),
+  ],
+);
 
 /**
  * API keys, stored as SHA-256 hashes. `expiresAt` is set when a key is rotated out (grace period); a key is
@@ -82,7 +91,9 @@ export const apiKeys = pgTable(
   'api_keys',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     kind: text('kind').notNull().$type<'secret' | 'public'>(),
     keyHash: text('key_hash').notNull().unique(),
     keyPrefix: text('key_prefix').notNull(),
@@ -103,6 +114,9 @@ export const apiKeys = pgTable(
     index('api_keys_project_idx').on(t.projectId),
     check('api_keys_kind_check', sql`${t.kind} in ('secret', 'public')`),
     check('api_keys_mode_check', sql`${t.mode} in ('live', 'test')`),
-    check('api_keys_scope_check', sql`${t.scope} in ('full', 'sending') and (${t.scope} = 'sending' or ${t.allowedDomains} is null)`),
+    check(
+      'api_keys_scope_check',
+      sql`${t.scope} in ('full', 'sending') and (${t.scope} = 'sending' or ${t.allowedDomains} is null)`,
+    ),
   ],
 );

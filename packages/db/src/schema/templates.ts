@@ -15,7 +15,9 @@ export const templates = pgTable(
   'templates',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     /** Free text for people (Plunk v2's template `description`); never rendered. */
     description: text('description'),
@@ -48,8 +50,12 @@ export const templateVersions = pgTable(
   'template_versions',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-    templateId: uuid('template_id').notNull().references(() => templates.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    templateId: uuid('template_id')
+      .notNull()
+      .references(() => templates.id, { onDelete: 'cascade' }),
     version: integer('version').notNull(),
     subject: text('subject').notNull(),
     body: text('body').notNull(),
@@ -63,6 +69,8 @@ export const templateVersions = pgTable(
   },
   (t) => [
     uniqueIndex('template_versions_template_version_idx').on(t.templateId, t.version),
-    uniqueIndex('template_versions_one_draft_idx').on(t.templateId).where(sql`${t.publishedAt} is null`),
+    uniqueIndex('template_versions_one_draft_idx')
+      .on(t.templateId)
+      .where(sql`${t.publishedAt} is null`),
   ],
 );

@@ -1,4 +1,15 @@
-import { boolean, check, index, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import {
+  boolean,
+  check,
+  index,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
@@ -23,7 +34,9 @@ export const topics = pgTable(
   'topics',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     description: text('description'),
     defaultSubscription: text('default_subscription').notNull().$type<TopicDefault>(),
@@ -44,13 +57,22 @@ export const topics = pgTable(
 export const contactTopics = pgTable(
   'contact_topics',
   {
-    contactId: uuid('contact_id').notNull().references(() => contacts.id, { onDelete: 'cascade' }),
-    topicId: uuid('topic_id').notNull().references(() => topics.id, { onDelete: 'cascade' }),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    contactId: uuid('contact_id')
+      .notNull()
+      .references(() => contacts.id, { onDelete: 'cascade' }),
+    topicId: uuid('topic_id')
+      .notNull()
+      .references(() => topics.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     subscribed: boolean('subscribed').notNull(),
     updatedAt: updatedAt(),
   },
-  (t) => [primaryKey({ columns: [t.contactId, t.topicId] }), index('contact_topics_topic_idx').on(t.topicId, t.subscribed)],
+  (t) => [
+    primaryKey({ columns: [t.contactId, t.topicId] }),
+    index('contact_topics_topic_idx').on(t.topicId, t.subscribed),
+  ],
 );
 
 /**
@@ -63,8 +85,12 @@ export const contactConfirmations = pgTable(
   'contact_confirmations',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-    contactId: uuid('contact_id').notNull().references(() => contacts.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    contactId: uuid('contact_id')
+      .notNull()
+      .references(() => contacts.id, { onDelete: 'cascade' }),
     topicIds: jsonb('topic_ids').$type<string[]>().notNull().default([]),
     createdContact: boolean('created_contact').notNull().default(false),
     emailId: uuid('email_id'),
@@ -77,6 +103,8 @@ export const contactConfirmations = pgTable(
   (t) => [
     index('contact_confirmations_contact_idx').on(t.contactId, t.id),
     // The expiry pass: pending confirmations, oldest first.
-    index('contact_confirmations_pending_idx').on(t.createdAt).where(sql`${t.confirmedAt} is null and ${t.expiredAt} is null`),
+    index('contact_confirmations_pending_idx')
+      .on(t.createdAt)
+      .where(sql`${t.confirmedAt} is null and ${t.expiredAt} is null`),
   ],
 );

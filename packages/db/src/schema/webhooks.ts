@@ -11,7 +11,9 @@ export const webhookEndpoints = pgTable(
   'webhook_endpoints',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     url: text('url').notNull(),
     description: text('description'),
     /** Event types (`email.bounced`) or family wildcards (`email.*`, `*`). */
@@ -41,8 +43,12 @@ export const webhookDeliveries = pgTable(
   'webhook_deliveries',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-    endpointId: uuid('endpoint_id').notNull().references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    endpointId: uuid('endpoint_id')
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
     eventType: text('event_type').notNull(),
     payload: jsonb('payload').$type<Record<string, unknown>>().notNull(),
     status: text('status').notNull().$type<WebhookDeliveryStatus>().default('pending'),
@@ -58,9 +64,13 @@ export const webhookDeliveries = pgTable(
   (t) => [
     index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.id),
     // The reconciler's scan of deliveries whose job may be lost.
-    index('webhook_deliveries_pending_idx').on(t.id).where(sql`${t.status} = 'pending'`),
+    index('webhook_deliveries_pending_idx')
+      .on(t.id)
+      .where(sql`${t.status} = 'pending'`),
     // The retention pass (RETENTION_WEBHOOK_DAYS): a project's oldest finished deliveries.
-    index('webhook_deliveries_retention_idx').on(t.projectId, t.createdAt).where(sql`${t.status} <> 'pending'`),
+    index('webhook_deliveries_retention_idx')
+      .on(t.projectId, t.createdAt)
+      .where(sql`${t.status} <> 'pending'`),
     check('webhook_deliveries_status_check', sql`${t.status} in ('pending', 'succeeded', 'failed')`),
   ],
 );
@@ -75,7 +85,9 @@ export const webhookAttempts = pgTable(
   {
     id: idColumn(),
     deliveryId: uuid('delivery_id').notNull(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     attempt: integer('attempt').notNull(),
     statusCode: integer('status_code'),
     error: text('error'),

@@ -6,7 +6,15 @@
  */
 
 /** Step types. */
-export const WORKFLOW_STEP_TYPES = ['SEND_EMAIL', 'DELAY', 'WAIT_FOR_EVENT', 'CONDITION', 'WEBHOOK', 'UPDATE_CONTACT', 'EXIT'] as const;
+export const WORKFLOW_STEP_TYPES = [
+  'SEND_EMAIL',
+  'DELAY',
+  'WAIT_FOR_EVENT',
+  'CONDITION',
+  'WEBHOOK',
+  'UPDATE_CONTACT',
+  'EXIT',
+] as const;
 export type WorkflowStepType = (typeof WORKFLOW_STEP_TYPES)[number];
 
 /** Branch names of transitions. */

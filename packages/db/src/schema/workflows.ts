@@ -1,4 +1,15 @@
-import { boolean, check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import {
+  boolean,
+  check,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { createdAt, idColumn, updatedAt } from './columns';
 import { projects } from './projects';
@@ -6,8 +17,8 @@ import { contacts } from './contacts';
 import { EXECUTION_STATUSES, STEP_RUN_STATUSES, WORKFLOW_BRANCHES, WORKFLOW_STEP_TYPES } from './workflow-states';
 import type { ExecutionStatus, StepRunStatus, WorkflowStepType } from './workflow-states';
 
-
-const inList = (column: string, values: readonly string[]) => sql.raw(`${column} in (${values.map((v) => `'${v}'`).join(', ')})`);
+const inList = (column: string, values: readonly string[]) =>
+  sql.raw(`${column} in (${values.map((v) => `'${v}'`).join(', ')})`);
 
 /**
  * A workflow: a trigger (an event name, or MANUAL starts only), steps and transitions. Created disabled; only an
@@ -17,7 +28,9 @@ export const workflows = pgTable(
   'workflows',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     description: text('description'),
     triggerType: text('trigger_type').notNull().$type<'EVENT' | 'MANUAL'>(),
@@ -30,8 +43,13 @@ export const workflows = pgTable(
   (t) => [
     index('workflows_project_id_idx').on(t.projectId, t.id),
     // The events trigger's lookup: which enabled workflows start on this event name.
-    index('workflows_trigger_idx').on(t.projectId, t.triggerEvent).where(sql`${t.enabled}`),
-    check('workflows_trigger_check', sql`(${t.triggerType} = 'EVENT' and ${t.triggerEvent} is not null) or (${t.triggerType} = 'MANUAL' and ${t.triggerEvent} is null)`),
+    index('workflows_trigger_idx')
+      .on(t.projectId, t.triggerEvent)
+      .where(sql`${t.enabled}`),
+    check(
+      'workflows_trigger_check',
+      sql`(${t.triggerType} = 'EVENT' and ${t.triggerEvent} is not null) or (${t.triggerType} = 'MANUAL' and ${t.triggerEvent} is null)`,
+    ),
   ],
 );
 
@@ -40,8 +58,12 @@ export const workflowSteps = pgTable(
   'workflow_steps',
   {
     id: idColumn(),
-    workflowId: uuid('workflow_id').notNull().references(() => workflows.id, { onDelete: 'cascade' }),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    workflowId: uuid('workflow_id')
+      .notNull()
+      .references(() => workflows.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     type: text('type').notNull().$type<WorkflowStepType>(),
     name: text('name').notNull(),
     config: jsonb('config').$type<Record<string, unknown>>().notNull().default({}),
@@ -50,7 +72,10 @@ export const workflowSteps = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index('workflow_steps_workflow_idx').on(t.workflowId, t.id), check('workflow_steps_type_check', inList('type', WORKFLOW_STEP_TYPES))],
+  (t) => [
+    index('workflow_steps_workflow_idx').on(t.workflowId, t.id),
+    check('workflow_steps_type_check', inList('type', WORKFLOW_STEP_TYPES)),
+  ],
 );
 
 /**
@@ -61,16 +86,26 @@ export const workflowTransitions = pgTable(
   'workflow_transitions',
   {
     id: idColumn(),
-    workflowId: uuid('workflow_id').notNull().references(() => workflows.id, { onDelete: 'cascade' }),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    workflowId: uuid('workflow_id')
+      .notNull()
+      .references(() => workflows.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     fromStepId: uuid('from_step_id').references(() => workflowSteps.id, { onDelete: 'cascade' }),
-    toStepId: uuid('to_step_id').notNull().references(() => workflowSteps.id, { onDelete: 'cascade' }),
+    toStepId: uuid('to_step_id')
+      .notNull()
+      .references(() => workflowSteps.id, { onDelete: 'cascade' }),
     branch: text('branch').notNull().default('next'),
     createdAt: createdAt(),
   },
   (t) => [
-    uniqueIndex('workflow_transitions_from_idx').on(t.workflowId, t.fromStepId, t.branch).where(sql`${t.fromStepId} is not null`),
-    uniqueIndex('workflow_transitions_entry_idx').on(t.workflowId).where(sql`${t.fromStepId} is null`),
+    uniqueIndex('workflow_transitions_from_idx')
+      .on(t.workflowId, t.fromStepId, t.branch)
+      .where(sql`${t.fromStepId} is not null`),
+    uniqueIndex('workflow_transitions_entry_idx')
+      .on(t.workflowId)
+      .where(sql`${t.fromStepId} is null`),
     check('workflow_transitions_branch_check', inList('branch', WORKFLOW_BRANCHES)),
   ],
 );
@@ -91,9 +126,15 @@ export const workflowExecutions = pgTable(
   'workflow_executions',
   {
     id: idColumn(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-    workflowId: uuid('workflow_id').notNull().references(() => workflows.id, { onDelete: 'cascade' }),
-    contactId: uuid('contact_id').notNull().references(() => contacts.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    workflowId: uuid('workflow_id')
+      .notNull()
+      .references(() => workflows.id, { onDelete: 'cascade' }),
+    contactId: uuid('contact_id')
+      .notNull()
+      .references(() => contacts.id, { onDelete: 'cascade' }),
     status: text('status').notNull().$type<ExecutionStatus>(),
     currentStepId: uuid('current_step_id').references(() => workflowSteps.id, { onDelete: 'set null' }),
     version: integer('version').notNull().default(0),
@@ -123,11 +164,17 @@ export const workflowExecutions = pgTable(
     index('workflow_executions_status_idx').on(t.workflowId, t.status, t.id),
     index('workflow_executions_contact_idx').on(t.contactId),
     // WAIT_FOR_EVENT: the executions of a contact waiting for an event name.
-    index('workflow_executions_waiting_idx').on(t.projectId, t.contactId, t.waitEvent).where(sql`${t.status} = 'WAITING'`),
+    index('workflow_executions_waiting_idx')
+      .on(t.projectId, t.contactId, t.waitEvent)
+      .where(sql`${t.status} = 'WAITING'`),
     // The reconciler: live executions whose next run is overdue.
-    index('workflow_executions_due_idx').on(t.dueAt).where(sql`${t.status} in ('RUNNING', 'WAITING')`),
+    index('workflow_executions_due_idx')
+      .on(t.dueAt)
+      .where(sql`${t.status} in ('RUNNING', 'WAITING')`),
     // The retention pass (RETENTION_WORKFLOW_EXECUTION_DAYS): a project's executions finished longest ago.
-    index('workflow_executions_retention_idx').on(t.projectId, t.finishedAt).where(sql`${t.status} not in ('RUNNING', 'WAITING')`),
+    index('workflow_executions_retention_idx')
+      .on(t.projectId, t.finishedAt)
+      .where(sql`${t.status} not in ('RUNNING', 'WAITING')`),
     check('workflow_executions_status_check', inList('status', EXECUTION_STATUSES)),
   ],
 );
@@ -142,8 +189,12 @@ export const workflowStepRuns = pgTable(
   'workflow_step_runs',
   {
     id: idColumn(),
-    executionId: uuid('execution_id').notNull().references(() => workflowExecutions.id, { onDelete: 'cascade' }),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    executionId: uuid('execution_id')
+      .notNull()
+      .references(() => workflowExecutions.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     stepId: uuid('step_id').references(() => workflowSteps.id, { onDelete: 'set null' }),
     stepType: text('step_type').notNull().$type<WorkflowStepType>(),
     version: integer('version').notNull(),
@@ -165,12 +216,11 @@ export const workflowStepRuns = pgTable(
  * Events that may start or wake executions, written by a trigger on `events` in the inserting transaction (only
  * for event names an enabled workflow starts on or an execution waits for) and drained by the worker.
  */
-export const workflowInbox = pgTable(
-  'workflow_inbox',
-  {
-    id: idColumn(),
-    eventId: uuid('event_id').notNull(),
-    projectId: uuid('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-    createdAt: createdAt(),
-  },
-);
+export const workflowInbox = pgTable('workflow_inbox', {
+  id: idColumn(),
+  eventId: uuid('event_id').notNull(),
+  projectId: uuid('project_id')
+    .notNull()
+    .references(() => projects.id, { onDelete: 'cascade' }),
+  createdAt: createdAt(),
+});

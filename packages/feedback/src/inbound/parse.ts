@@ -44,14 +44,26 @@ export interface ParsedInbound {
 
 /** A string Postgres stores as text and in jsonb: no U+0000, no lone surrogate. */
 export function storable(s: string): string {
-  return s.replace(/\u0000/g, '').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+  return s
+    .replace(/\u0000/g, '')
+    .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
 
 const addresses = (a: AddressObject | AddressObject[] | undefined): string[] =>
-  (Array.isArray(a) ? a : a ? [a] : []).flatMap((o) => o.value.flatMap((v) => (v.address ? [storable(v.address.toLowerCase())] : (v.group ?? []).flatMap((g) => (g.address ? [storable(g.address.toLowerCase())] : []))))).slice(0, 1000);
+  (Array.isArray(a) ? a : a ? [a] : [])
+    .flatMap((o) =>
+      o.value.flatMap((v) =>
+        v.address
+          ? [storable(v.address.toLowerCase())]
+          : (v.group ?? []).flatMap((g) => (g.address ? [storable(g.address.toLowerCase())] : [])),
+      ),
+    )
+    .slice(0, 1000);
 
 const ids = (v: string | string[] | undefined): string[] =>
-  (Array.isArray(v) ? v : v ? v.split(/\s+/) : []).map((x) => x.trim().replace(/^<|>$/g, '')).filter((x) => x.includes('@'));
+  (Array.isArray(v) ? v : v ? v.split(/\s+/) : [])
+    .map((x) => x.trim().replace(/^<|>$/g, ''))
+    .filter((x) => x.includes('@'));
 
 /**
  * Parses a received message.
@@ -61,20 +73,27 @@ const ids = (v: string | string[] | undefined): string[] =>
  */
 export async function parseInbound(raw: Buffer): Promise<ParsedInbound> {
   const end = raw.indexOf('\r\n\r\n') >= 0 ? raw.indexOf('\r\n\r\n') : raw.indexOf('\n\n');
-  if ((end < 0 ? raw.length : end) > INBOUND_LIMITS.headerBytes) throw new InboundParseError(`header block over ${INBOUND_LIMITS.headerBytes} bytes`);
+  if ((end < 0 ? raw.length : end) > INBOUND_LIMITS.headerBytes)
+    throw new InboundParseError(`header block over ${INBOUND_LIMITS.headerBytes} bytes`);
   const multiparts = raw.toString('latin1').match(/content-type:\s*multipart\//gi)?.length ?? 0;
-  if (multiparts > INBOUND_LIMITS.multiparts) throw new InboundParseError(`more than ${INBOUND_LIMITS.multiparts} multipart containers`);
+  if (multiparts > INBOUND_LIMITS.multiparts)
+    throw new InboundParseError(`more than ${INBOUND_LIMITS.multiparts} multipart containers`);
   let timer: NodeJS.Timeout | undefined;
   let mail: ParsedMail;
   try {
     mail = await Promise.race([
       simpleParser(raw, { skipImageLinks: true, skipTextLinks: true, skipTextToHtml: true }),
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new InboundParseError(`parsing took over ${INBOUND_LIMITS.parseMs} ms`)), INBOUND_LIMITS.parseMs);
+        timer = setTimeout(
+          () => reject(new InboundParseError(`parsing took over ${INBOUND_LIMITS.parseMs} ms`)),
+          INBOUND_LIMITS.parseMs,
+        );
       }),
     ]);
   } catch (err) {
-    throw err instanceof InboundParseError ? err : new InboundParseError(`unparsable message: ${(err as Error).message}`);
+    throw err instanceof InboundParseError
+      ? err
+      : new InboundParseError(`unparsable message: ${(err as Error).message}`);
   } finally {
     clearTimeout(timer);
   }
@@ -92,7 +111,15 @@ export async function parseInbound(raw: Buffer): Promise<ParsedInbound> {
     html: typeof mail.html === 'string' ? storable(mail.html).slice(0, INBOUND_LIMITS.bodyChars) : null,
     headers: mail.headerLines.slice(0, 1000).map((h) => {
       const colon = h.line.indexOf(':');
-      return { name: storable(h.line.slice(0, Math.max(colon, 0))), value: storable(h.line.slice(colon + 1).replace(/\r?\n(?=[ \t])/g, '').trim()) };
+      return {
+        name: storable(h.line.slice(0, Math.max(colon, 0))),
+        value: storable(
+          h.line
+            .slice(colon + 1)
+            .replace(/\r?\n(?=[ \t])/g, '')
+            .trim(),
+        ),
+      };
     }),
     attachments: mail.attachments.slice(0, 1000).map((a) => ({
       filename: a.filename ? storable(a.filename).slice(0, 255) : null,
@@ -109,13 +136,23 @@ export async function parseInbound(raw: Buffer): Promise<ParsedInbound> {
  *
  * @throws {@link InboundParseError} when the message does not parse again (it did when it was stored).
  */
-export async function inboundAttachment(raw: Buffer, n: number): Promise<{ filename: string | null; contentType: string; content: Buffer } | undefined> {
+export async function inboundAttachment(
+  raw: Buffer,
+  n: number,
+): Promise<{ filename: string | null; contentType: string; content: Buffer } | undefined> {
   let mail: ParsedMail;
   try {
-    mail = await simpleParser(raw, { skipImageLinks: true, skipTextLinks: true, skipTextToHtml: true, skipHtmlToText: true });
+    mail = await simpleParser(raw, {
+      skipImageLinks: true,
+      skipTextLinks: true,
+      skipTextToHtml: true,
+      skipHtmlToText: true,
+    });
   } catch (err) {
     throw new InboundParseError(`unparsable message: ${(err as Error).message}`);
   }
   const a = mail.attachments[n];
-  return a ? { filename: a.filename ?? null, contentType: a.contentType || 'application/octet-stream', content: a.content } : undefined;
+  return a
+    ? { filename: a.filename ?? null, contentType: a.contentType || 'application/octet-stream', content: a.content }
+    : undefined;
 }

@@ -11,7 +11,8 @@ import type { InboundVerdicts } from '@mailroom/db/schema/inbound';
 import { SesEventError } from '../ses-events';
 
 /** Where the message's bytes are: inline in the notification, or in S3. */
-export type ReceiptContent = { kind: 'inline'; raw: Buffer } | { kind: 's3'; bucket: string; key: string } | { kind: 'none'; actionType: string };
+export type ReceiptContent =
+  { kind: 'inline'; raw: Buffer } | { kind: 's3'; bucket: string; key: string } | { kind: 'none'; actionType: string };
 
 /** One receipt notification, normalised. */
 export interface SesReceipt {
@@ -48,12 +49,17 @@ export function parseSesReceipt(record: unknown): SesReceipt {
   if (!sesMessageId) throw new SesEventError('SES receipt notification has no mail.messageId');
   const action = obj(receipt.action);
   const type = str(action.type) ?? '';
-  const recipients = (Array.isArray(receipt.recipients) ? receipt.recipients : Array.isArray(mail.destination) ? mail.destination : [])
+  const recipients = (
+    Array.isArray(receipt.recipients) ? receipt.recipients : Array.isArray(mail.destination) ? mail.destination : []
+  )
     .filter((a): a is string => typeof a === 'string')
     .map((a) => a.trim().toLowerCase());
   let content: ReceiptContent;
   if (typeof r.content === 'string') {
-    content = { kind: 'inline', raw: Buffer.from(r.content, str(action.encoding)?.toUpperCase() === 'BASE64' ? 'base64' : 'utf8') };
+    content = {
+      kind: 'inline',
+      raw: Buffer.from(r.content, str(action.encoding)?.toUpperCase() === 'BASE64' ? 'base64' : 'utf8'),
+    };
   } else if (r.content !== undefined) {
     throw new SesEventError('SES receipt notification content is not text');
   } else if (type === 'S3' && str(action.bucketName) && str(action.objectKey)) {

@@ -24,7 +24,14 @@ import type { Db } from '@mailroom/db/client';
 import type { InboundVerdicts } from '@mailroom/db/schema/inbound';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
-import { contactIdByEmailKey, inboundDomainOwners, insertInboundEmail, recordReceivedEvent, repliedEmailId, type NewInboundEmail } from '@mailroom/db/queries/inbound';
+import {
+  contactIdByEmailKey,
+  inboundDomainOwners,
+  insertInboundEmail,
+  recordReceivedEvent,
+  repliedEmailId,
+  type NewInboundEmail,
+} from '@mailroom/db/queries/inbound';
 import type { FeedbackConfig } from '../config';
 import { recordSnsMessage } from '../queries/feedback';
 import { SnsRejection } from '../sns';
@@ -33,7 +40,9 @@ import type { SesReceipt } from './receipt';
 
 /** What receiving needs. */
 export interface InboundDeps {
-  config: FeedbackConfig & Pick<MailConfig, 'sesRegion' | 'awsCredentials'> & Pick<QueueConfig, 'webhookRetryScheduleMs'>;
+  config: FeedbackConfig &
+    Pick<MailConfig, 'sesRegion' | 'awsCredentials'> &
+    Pick<QueueConfig, 'webhookRetryScheduleMs'>;
   db: Db;
   webhookQueue: Queue<WebhookJobPayload>;
 }
@@ -57,7 +66,9 @@ export function triggersWorkflows(verdicts: InboundVerdicts, onSpam: boolean): b
 const S3_GONE = new Set(['NoSuchKey', 'NoSuchBucket', 'AccessDenied', 'InvalidObjectState']);
 
 /** Creates the receiver (one S3 client for its lifetime, made on first use). */
-export function createInboundReceiver(deps: InboundDeps): (receipt: SesReceipt, sns: { messageId: string; topicArn: string }, log: Logger) => Promise<InboundResult> {
+export function createInboundReceiver(
+  deps: InboundDeps,
+): (receipt: SesReceipt, sns: { messageId: string; topicArn: string }, log: Logger) => Promise<InboundResult> {
   const { config, db } = deps;
   let s3: S3Client | undefined;
   const client = () =>
@@ -65,7 +76,9 @@ export function createInboundReceiver(deps: InboundDeps): (receipt: SesReceipt, 
       region: config.sesRegion,
       endpoint: config.inboundS3Endpoint,
       forcePathStyle: config.inboundS3Endpoint !== undefined,
-      credentials: config.awsCredentials ?? (config.inboundS3Endpoint ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined),
+      credentials:
+        config.awsCredentials ??
+        (config.inboundS3Endpoint ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined),
       maxAttempts: 2,
     }));
 
@@ -73,7 +86,10 @@ export function createInboundReceiver(deps: InboundDeps): (receipt: SesReceipt, 
   const content = async (receipt: SesReceipt): Promise<{ raw: Buffer } | { error: string }> => {
     const c = receipt.content;
     if (c.kind === 'inline') return { raw: c.raw };
-    if (c.kind === 'none') return { error: `the receipt action ${c.actionType || '(none)'} carries no message content (use an SNS action with content, or an S3 action)` };
+    if (c.kind === 'none')
+      return {
+        error: `the receipt action ${c.actionType || '(none)'} carries no message content (use an SNS action with content, or an S3 action)`,
+      };
     try {
       const out = await client().send(new GetObjectCommand({ Bucket: c.bucket, Key: c.key }));
       return { raw: Buffer.from(await out.Body!.transformToByteArray()) };
@@ -92,8 +108,15 @@ export function createInboundReceiver(deps: InboundDeps): (receipt: SesReceipt, 
       if (projectId) projects.set(projectId, [...(projects.get(projectId) ?? []), r]);
     }
     if (projects.size === 0) {
-      const fresh = await recordSnsMessage(db, { messageId: sns.messageId, topicArn: sns.topicArn, type: 'Notification' });
-      log.info({ sesMessageId: receipt.sesMessageId }, 'received message ignored: no recipient on an inbound-enabled domain');
+      const fresh = await recordSnsMessage(db, {
+        messageId: sns.messageId,
+        topicArn: sns.topicArn,
+        type: 'Notification',
+      });
+      log.info(
+        { sesMessageId: receipt.sesMessageId },
+        'received message ignored: no recipient on an inbound-enabled domain',
+      );
       return { duplicate: !fresh, inbound: [], ignored: 'no recipient on an inbound-enabled domain' };
     }
 
@@ -113,7 +136,9 @@ export function createInboundReceiver(deps: InboundDeps): (receipt: SesReceipt, 
     // Links are looked up before the transaction (reads only): the sender's contact and the email answered, per project.
     const rows: NewInboundEmail[] = [];
     for (const [projectId, recipients] of projects) {
-      const contactId = parsed?.fromEmail ? await contactIdByEmailKey(db, projectId, emailKey(parsed.fromEmail)) : undefined;
+      const contactId = parsed?.fromEmail
+        ? await contactIdByEmailKey(db, projectId, emailKey(parsed.fromEmail))
+        : undefined;
       const inReplyToEmailId = parsed ? await repliedEmailId(db, projectId, references) : undefined;
       rows.push({
         projectId,
@@ -132,7 +157,8 @@ export function createInboundReceiver(deps: InboundDeps): (receipt: SesReceipt, 
     }
     const starts = triggersWorkflows(receipt.verdicts, config.inboundWorkflowsOnSpam);
     const outcome = await db.transaction(async (tx) => {
-      if (!(await recordSnsMessage(tx, { messageId: sns.messageId, topicArn: sns.topicArn, type: 'Notification' }))) return undefined;
+      if (!(await recordSnsMessage(tx, { messageId: sns.messageId, topicArn: sns.topicArn, type: 'Notification' })))
+        return undefined;
       const stored: InboundResult['inbound'] = [];
       const deliveries: WebhookDeliveryRef[] = [];
       for (const row of rows) {
@@ -140,14 +166,29 @@ export function createInboundReceiver(deps: InboundDeps): (receipt: SesReceipt, 
         if (!id) continue;
         stored.push({ projectId: row.projectId, id, status: row.status });
         const data = webhookData(id, row);
-        if (row.status === 'received' && row.contactId && starts) await recordReceivedEvent(tx, row.projectId, row.contactId, { inboundId: id, from: row.fromEmail, subject: row.subject, inReplyToEmailId: row.inReplyToEmailId }, row.receivedAt);
-        deliveries.push(...(await recordWebhookEvents(tx, row.projectId, [{ type: 'email.received', occurredAt: row.receivedAt, data }])));
+        if (row.status === 'received' && row.contactId && starts)
+          await recordReceivedEvent(
+            tx,
+            row.projectId,
+            row.contactId,
+            { inboundId: id, from: row.fromEmail, subject: row.subject, inReplyToEmailId: row.inReplyToEmailId },
+            row.receivedAt,
+          );
+        deliveries.push(
+          ...(await recordWebhookEvents(tx, row.projectId, [
+            { type: 'email.received', occurredAt: row.receivedAt, data },
+          ])),
+        );
       }
       return { stored, deliveries };
     });
     if (!outcome) return { duplicate: true, inbound: [] };
     await announceWebhookDeliveries(deps.webhookQueue, config, outcome.deliveries, log);
-    for (const s of outcome.stored) log.info({ projectId: s.projectId, inboundId: s.id, status: s.status, sesMessageId: receipt.sesMessageId, error }, 'message received');
+    for (const s of outcome.stored)
+      log.info(
+        { projectId: s.projectId, inboundId: s.id, status: s.status, sesMessageId: receipt.sesMessageId, error },
+        'message received',
+      );
     return { duplicate: false, inbound: outcome.stored };
   };
 }

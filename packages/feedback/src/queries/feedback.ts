@@ -24,7 +24,10 @@ import { recordWebhookEvents, type WebhookEvent } from '@mailroom/db/queries/web
 const STATUS_ORDER = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'failed', 'complained'] as const;
 
 /** The status an event moves to, its timeline entry, and its contact event / webhook type. */
-const EFFECTS: Record<SesFeedback['kind'], { status?: (typeof STATUS_ORDER)[number]; timeline?: string; event?: string } | undefined> = {
+const EFFECTS: Record<
+  SesFeedback['kind'],
+  { status?: (typeof STATUS_ORDER)[number]; timeline?: string; event?: string } | undefined
+> = {
   delivered: { status: 'delivered', timeline: 'delivered', event: 'email.delivered' },
   delivery_delayed: { timeline: 'delivery_delayed', event: 'email.delivery_delayed' },
   bounced: { status: 'bounced', timeline: 'bounced', event: 'email.bounced' },
@@ -38,7 +41,13 @@ const EFFECTS: Record<SesFeedback['kind'], { status?: (typeof STATUS_ORDER)[numb
 };
 
 /** Contact events recorded for segments and workflows (the rest stay on the email's timeline only). */
-const CONTACT_EVENTS = new Set(['email.delivered', 'email.opened', 'email.clicked', 'email.bounced', 'email.complained']);
+const CONTACT_EVENTS = new Set([
+  'email.delivered',
+  'email.opened',
+  'email.clicked',
+  'email.bounced',
+  'email.complained',
+]);
 
 /** Soft-bounce suppression policy. */
 export interface SoftBouncePolicy {
@@ -50,7 +59,15 @@ export interface SoftBouncePolicy {
 /** What applying an event did. */
 export type FeedbackOutcome =
   | { applied: false; reason: 'unknown message' | 'no effect' }
-  | { applied: true; emailId: string; projectId: string; status: string; suppressed: string[]; unsubscribed: boolean; deliveries: WebhookDeliveryRef[] };
+  | {
+      applied: true;
+      emailId: string;
+      projectId: string;
+      status: string;
+      suppressed: string[];
+      unsubscribed: boolean;
+      deliveries: WebhookDeliveryRef[];
+    };
 
 type EmailForFeedback = {
   id: string;
@@ -92,10 +109,14 @@ async function findEmail(db: DbOrTx, fb: SesFeedback): Promise<EmailForFeedback 
   const tagged = fb.tags.email_id;
   const validTag = tagged !== undefined && /^[0-9a-f-]{36}$/i.test(tagged);
   if (validTag) {
-    const byId = await db.execute<EmailForFeedback>(sql`select ${cols} from emails where id = ${tagged}::uuid and message_id = ${fb.messageId} for update`);
+    const byId = await db.execute<EmailForFeedback>(
+      sql`select ${cols} from emails where id = ${tagged}::uuid and message_id = ${fb.messageId} for update`,
+    );
     if (byId.rows[0]) return byId.rows[0];
   }
-  const byMessage = await db.execute<EmailForFeedback>(sql`select ${cols} from emails where message_id = ${fb.messageId} for update`);
+  const byMessage = await db.execute<EmailForFeedback>(
+    sql`select ${cols} from emails where message_id = ${fb.messageId} for update`,
+  );
   if (byMessage.rows[0]) return byMessage.rows[0];
   if (!validTag) return undefined;
   const byTag = await db.execute<EmailForFeedback>(sql`
@@ -138,13 +159,26 @@ export async function applySesFeedback(
   const at = fb.occurredAt.toISOString();
   const order = sql.param([...STATUS_ORDER]);
 
-  const base = { emailId: email.id, contactId: email.contact_id, campaignId: email.campaign_id, messageId: fb.messageId, to: email.to_email, from: email.from_email };
+  const base = {
+    emailId: email.id,
+    contactId: email.contact_id,
+    campaignId: email.campaign_id,
+    messageId: fb.messageId,
+    to: email.to_email,
+    from: email.from_email,
+  };
   const tags = email.tags ?? [];
   const contactEvent = email.contact_id && CONTACT_EVENTS.has(effect.event!) ? effect.event! : null;
   const bounceType = fb.kind === 'bounced' ? (fb.bounceType === 'Permanent' ? 'hard' : 'soft') : null;
   // One statement: the status move and counters, the timeline entry and the contact event; `old` reads the row
   // as it was (the same snapshot), for the reputation counts written last (below).
-  const updated = await db.execute<{ status: string; test: boolean; undelivered: boolean; old_bounce: string | null; uncomplained: boolean }>(sql`
+  const updated = await db.execute<{
+    status: string;
+    test: boolean;
+    undelivered: boolean;
+    old_bounce: string | null;
+    uncomplained: boolean;
+  }>(sql`
     with old as (
       select test, delivered_at is null as undelivered, bounce_type as old_bounce, status <> 'complained' as uncomplained
       from emails where id = ${email.id}::uuid
@@ -202,7 +236,12 @@ export async function applySesFeedback(
     `);
     const n = counted.rows[0].n;
     if (n >= policy.limit) {
-      toSuppress.push({ email: email.to_email, reason: 'soft_bounce', sourceEmailId: email.id, details: { ...source.details, softBounces: n, windowHours: policy.windowHours } });
+      toSuppress.push({
+        email: email.to_email,
+        reason: 'soft_bounce',
+        sourceEmailId: email.id,
+        details: { ...source.details, softBounces: n, windowHours: policy.windowHours },
+      });
     }
   }
   const added = await addSuppressions(db, email.project_id, toSuppress);
@@ -217,11 +256,32 @@ export async function applySesFeedback(
   }
 
   // `status` last: it is the email's status, whatever the event's details carry.
-  const events: WebhookEvent[] = [{ type: effect.event!, occurredAt: fb.occurredAt, data: { ...base, ...fb.details, tags, status } }];
+  const events: WebhookEvent[] = [
+    { type: effect.event!, occurredAt: fb.occurredAt, data: { ...base, ...fb.details, tags, status } },
+  ];
   for (const s of added) {
-    events.push({ type: 'contact.suppressed', data: { email: s.email, contactId: email.contact_id, reason: s.reason, sourceEmailId: email.id, suppressionId: s.id } });
+    events.push({
+      type: 'contact.suppressed',
+      data: {
+        email: s.email,
+        contactId: email.contact_id,
+        reason: s.reason,
+        sourceEmailId: email.id,
+        suppressionId: s.id,
+      },
+    });
   }
-  if (unsubscribed) events.push({ type: 'contact.unsubscribed', data: { contactId: email.contact_id, email: email.to_email, method: 'complaint', emailId: email.id, campaignId: email.campaign_id } });
+  if (unsubscribed)
+    events.push({
+      type: 'contact.unsubscribed',
+      data: {
+        contactId: email.contact_id,
+        email: email.to_email,
+        method: 'complaint',
+        emailId: email.id,
+        campaignId: email.campaign_id,
+      },
+    });
   const deliveries = await recordWebhookEvents(db, email.project_id, events);
   // Reputation counts, each outcome once per email (the first delivery, the first soft bounce, the first hard
   // bounce even after a soft one, the first complaint). Written last, so the shared counts row of a campaign's
@@ -237,13 +297,25 @@ export async function applySesFeedback(
         ${email.marketing}::boolean as marketing, ${tags.length > 0 ? JSON.stringify(tags) : null}::jsonb as tags,
         0 as sent, ${counts.delivered}::int as delivered, ${counts.hard}::int as hard, ${counts.soft}::int as soft, ${counts.complaints}::int as complaints`;
     // Per tag as well, in the same statement, for `GET /reputation?tag=`.
-    await db.execute(tags.length > 0 ? sql`with counted as (${countReputation(outcome)}) ${countTagReputation(outcome)}` : countReputation(outcome));
+    await db.execute(
+      tags.length > 0
+        ? sql`with counted as (${countReputation(outcome)}) ${countTagReputation(outcome)}`
+        : countReputation(outcome),
+    );
   }
   // After the count: an outcome of a campaign email may pause its campaign, in this same transaction.
   if (email.campaign_id && (fb.kind === 'delivered' || fb.kind === 'bounced' || fb.kind === 'complained')) {
     deliveries.push(...(await enforceCampaignGuardrail(db, email.campaign_id, guardrails)).deliveries);
   }
-  return { applied: true, emailId: email.id, projectId: email.project_id, status, suppressed: added.map((s) => s.email), unsubscribed, deliveries };
+  return {
+    applied: true,
+    emailId: email.id,
+    projectId: email.project_id,
+    status,
+    suppressed: added.map((s) => s.email),
+    unsubscribed,
+    deliveries,
+  };
 }
 
 /**
@@ -251,7 +323,10 @@ export async function applySesFeedback(
  *
  * @returns false when it was already recorded: a redelivery, to be acknowledged without effect.
  */
-export async function recordSnsMessage(db: DbOrTx, m: { messageId: string; topicArn: string; type: string }): Promise<boolean> {
+export async function recordSnsMessage(
+  db: DbOrTx,
+  m: { messageId: string; topicArn: string; type: string },
+): Promise<boolean> {
   const rows = await db.execute(sql`
     insert into sns_messages (message_id, topic_arn, type) values (${m.messageId}, ${m.topicArn}, ${m.type})
     on conflict (message_id) do nothing
@@ -261,6 +336,8 @@ export async function recordSnsMessage(db: DbOrTx, m: { messageId: string; topic
 
 /** Forgets SNS message ids older than `days` (SNS stops redelivering long before). @returns rows removed. */
 export async function pruneSnsMessages(db: DbOrTx, days: number): Promise<number> {
-  const rows = await db.execute(sql`delete from sns_messages where received_at < now() - make_interval(days => ${days})`);
+  const rows = await db.execute(
+    sql`delete from sns_messages where received_at < now() - make_interval(days => ${days})`,
+  );
   return rows.rowCount ?? 0;
 }

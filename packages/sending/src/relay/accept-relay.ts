@@ -22,7 +22,13 @@
  */
 import { createHash } from 'node:crypto';
 import { validationError } from '@mailroom/platform/errors';
-import { emailDomain, normalizeEmail, normalizedKey, addressProblem, type NormalizedMailbox } from '@mailroom/platform/address';
+import {
+  emailDomain,
+  normalizeEmail,
+  normalizedKey,
+  addressProblem,
+  type NormalizedMailbox,
+} from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import type { KeyMode } from '@mailroom/platform/keys';
 import { keyDomainRefusal, senderDomainCandidates } from '@mailroom/mail/sender';
@@ -89,13 +95,26 @@ export async function acceptRelay(
   afterCommit: (fn: () => Promise<void>) => void,
 ): Promise<RelayResult> {
   const split = splitMessage(raw);
-  if (!split) throw validationError([{ field: 'message', message: 'has no readable header block (at most 256 KB of RFC 5322 header fields)', code: 'invalid_string' }]);
+  if (!split)
+    throw validationError([
+      {
+        field: 'message',
+        message: 'has no readable header block (at most 256 KB of RFC 5322 header fields)',
+        code: 'invalid_string',
+      },
+    ]);
   // Exactly one From field holding exactly one mailbox (`relayFrom`): the sender check below looks at that one, so
   // a second address (`From: a@ours.example, ceo@another-tenant.example`, or a second From line) would go out
   // unchecked.
   const sender = relayFrom(split);
   if (!sender || addressProblem(sender.address)) {
-    throw validationError([{ field: 'from', message: 'the message needs one From header with exactly one valid address', code: 'invalid_type' }]);
+    throw validationError([
+      {
+        field: 'from',
+        message: 'the message needs one From header with exactly one valid address',
+        code: 'invalid_type',
+      },
+    ]);
   }
   const fromEmail = normalizeEmail(sender.address);
   const refused = keyDomainRefusal(fromEmail, key.allowedDomains);
@@ -136,7 +155,10 @@ export async function acceptRelay(
   // (RFC 5321 §4.5.3.1.10), or a smarthost that splits a long list, sends the same message to the rest in another
   // transaction, which is a new submission, not a conflicting one.
   const idempotencyKey = prepared.clientMessageId
-    ? `smtp:${key.keyId}:${createHash('sha256').update([...recipients.keys()].sort().join(',')).digest('hex').slice(0, 32)}:${prepared.messageId}`.slice(0, 1000)
+    ? `smtp:${key.keyId}:${createHash('sha256')
+        .update([...recipients.keys()].sort().join(','))
+        .digest('hex')
+        .slice(0, 32)}:${prepared.messageId}`.slice(0, 1000)
     : undefined;
   // The recipients are in the key: the fingerprint is the bytes alone. The key is claimed by the write statement itself,
   // which stores the emails' ids as the key's answer: with or without a Message-ID of the client's, the message is

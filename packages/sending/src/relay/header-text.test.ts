@@ -24,10 +24,15 @@ const cases: string[] = [
 test.each(cases)('reads From and Subject as mailparser does: %j', async (head) => {
   const raw = Buffer.from(`${head}\r\nbody\r\n`, 'latin1');
   const split = splitMessage(raw)!;
-  const parsed = await simpleParser(Buffer.concat(split.fields.map((f) => Buffer.from(f.raw, 'latin1'))), { skipHtmlToText: true, skipTextToHtml: true });
+  const parsed = await simpleParser(Buffer.concat(split.fields.map((f) => Buffer.from(f.raw, 'latin1'))), {
+    skipHtmlToText: true,
+    skipTextToHtml: true,
+  });
   const expected = parsed.from?.value.find((a) => a.address);
   const got = relayFrom(split);
-  expect(got ? { address: got.address, name: got.name } : undefined).toEqual(expected ? { address: expected.address, name: expected.name } : undefined);
+  expect(got ? { address: got.address, name: got.name } : undefined).toEqual(
+    expected ? { address: expected.address, name: expected.name } : undefined,
+  );
   expect(relaySubject(split)).toBe(parsed.subject ?? '');
 });
 

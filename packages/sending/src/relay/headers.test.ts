@@ -2,11 +2,26 @@ import { headerValues, platformOwnedRelayHeader, prepareRelayMessage, splitMessa
 
 const msg = (head: string[], body = 'body\r\n') => Buffer.from(head.join('\r\n') + '\r\n\r\n' + body, 'latin1');
 
-test('platform-owned headers: Bcc, X-SES-*, Return-Path, Received, Sender, Feedback-ID, DKIM-Signature, Authentication-Results, ARC-* (any case); the rest are the client\'s', () => {
-  for (const name of ['Bcc', 'BCC', 'X-SES-CONFIGURATION-SET', 'x-ses-message-tags', 'X-SES-SOURCE-ARN', 'Return-Path', 'received', 'Sender', 'Feedback-ID', 'DKIM-Signature', 'authentication-results', 'ARC-Seal', 'arc-message-signature']) {
+test("platform-owned headers: Bcc, X-SES-*, Return-Path, Received, Sender, Feedback-ID, DKIM-Signature, Authentication-Results, ARC-* (any case); the rest are the client's", () => {
+  for (const name of [
+    'Bcc',
+    'BCC',
+    'X-SES-CONFIGURATION-SET',
+    'x-ses-message-tags',
+    'X-SES-SOURCE-ARN',
+    'Return-Path',
+    'received',
+    'Sender',
+    'Feedback-ID',
+    'DKIM-Signature',
+    'authentication-results',
+    'ARC-Seal',
+    'arc-message-signature',
+  ]) {
     expect(platformOwnedRelayHeader(name)).toBe(true);
   }
-  for (const name of ['To', 'Cc', 'From', 'Subject', 'X-Sesame', 'X-Custom', 'List-Unsubscribe', 'Archive']) expect(platformOwnedRelayHeader(name)).toBe(false);
+  for (const name of ['To', 'Cc', 'From', 'Subject', 'X-Sesame', 'X-Custom', 'List-Unsubscribe', 'Archive'])
+    expect(platformOwnedRelayHeader(name)).toBe(false);
 });
 
 test('splitMessage keeps folded fields whole and the body byte for byte; bare LF is read too', () => {
@@ -24,7 +39,9 @@ test('splitMessage refuses a header block over 256 KB or a line that is no field
 });
 
 test('prepareRelayMessage removes the owned headers (folded lines too), adds Message-ID, Date and MIME-Version only when missing', () => {
-  const split = splitMessage(msg(['From: a@x.test', 'Bcc: hidden@x.test,', ' other@x.test', 'X-SES-CONFIGURATION-SET: theirs', 'Subject: s']))!;
+  const split = splitMessage(
+    msg(['From: a@x.test', 'Bcc: hidden@x.test,', ' other@x.test', 'X-SES-CONFIGURATION-SET: theirs', 'Subject: s']),
+  )!;
   const out = prepareRelayMessage(split, 'fallback@x.test', new Date('2026-01-02T03:04:05Z'));
   const text = out.raw.toString('latin1');
   expect(out.removed).toEqual(['Bcc', 'X-SES-CONFIGURATION-SET']);
@@ -35,7 +52,10 @@ test('prepareRelayMessage removes the owned headers (folded lines too), adds Mes
   expect(text.endsWith('\r\n\r\nbody\r\n')).toBe(true);
   expect(out).toMatchObject({ messageId: '<fallback@x.test>', clientMessageId: false });
 
-  const own = prepareRelayMessage(splitMessage(msg(['Message-ID: <mine@x.test>', 'Date: Thu, 01 Jan 2026 00:00:00 +0000', 'MIME-Version: 1.0']))!, 'fallback@x.test');
+  const own = prepareRelayMessage(
+    splitMessage(msg(['Message-ID: <mine@x.test>', 'Date: Thu, 01 Jan 2026 00:00:00 +0000', 'MIME-Version: 1.0']))!,
+    'fallback@x.test',
+  );
   expect(own).toMatchObject({ messageId: '<mine@x.test>', clientMessageId: true, removed: [] });
   expect(own.raw.toString('latin1').match(/Message-ID|Date|MIME-Version/g)).toHaveLength(3);
 });

@@ -58,7 +58,15 @@ export function splitMessage(raw: Buffer): SplitMessage | undefined {
 }
 
 /** The relay's platform-owned header names, lower case (see {@link platformOwnedRelayHeader}). */
-const RELAY_PLATFORM_HEADERS: ReadonlySet<string> = new Set(['bcc', 'return-path', 'received', 'sender', 'feedback-id', 'dkim-signature', 'authentication-results']);
+const RELAY_PLATFORM_HEADERS: ReadonlySet<string> = new Set([
+  'bcc',
+  'return-path',
+  'received',
+  'sender',
+  'feedback-id',
+  'dkim-signature',
+  'authentication-results',
+]);
 
 /**
  * Whether a header of a relayed message belongs to the platform, and is taken out before the message is stored:
@@ -84,7 +92,14 @@ export function platformOwnedRelayHeader(name: string): boolean {
 /** The header fields of `split` with that name (case-insensitive), unfolded, without the name. */
 export function headerValues(split: SplitMessage, name: string): string[] {
   const n = name.toLowerCase();
-  return split.fields.filter((f) => f.name.toLowerCase() === n).map((f) => f.raw.slice(f.raw.indexOf(':') + 1).replace(/\r?\n(?=[ \t])/g, '').trim());
+  return split.fields
+    .filter((f) => f.name.toLowerCase() === n)
+    .map((f) =>
+      f.raw
+        .slice(f.raw.indexOf(':') + 1)
+        .replace(/\r?\n(?=[ \t])/g, '')
+        .trim(),
+    );
 }
 
 /** What {@link prepareRelayMessage} made of a message. */

@@ -25,7 +25,9 @@ export function resultOfEmails(emails: KeyEmail[]): SendResult {
     emails: emails.map((e) => ({
       contact: { id: e.contactId ?? '', email: e.contactEmail },
       email: e.id,
-      ...(e.status === 'suppressed' ? { status: 'suppressed' as const, reason: causeOf(e.error) } : { status: 'queued' as const }),
+      ...(e.status === 'suppressed'
+        ? { status: 'suppressed' as const, reason: causeOf(e.error) }
+        : { status: 'queued' as const }),
     })),
     suppressed: emails.filter((e) => e.status === 'suppressed').map((e) => e.toEmail),
     timestamp: new Date().toISOString(),
@@ -39,13 +41,23 @@ export function resultOfEmails(emails: KeyEmail[]): SendResult {
  * @throws {@link AppError} 422 `IDEMPOTENCY_CONFLICT` for other bytes under the same key; a plain `Error` (a
  *   temporary failure: the client retries) when the key is gone meanwhile; the database's errors.
  */
-export async function replayRelay(db: DbOrTx, projectId: string, key: string, fingerprint: string, messageId: string): Promise<SendResult> {
+export async function replayRelay(
+  db: DbOrTx,
+  projectId: string,
+  key: string,
+  fingerprint: string,
+  messageId: string,
+): Promise<SendResult> {
   const stored = await findIdempotencyKey(db, projectId, key);
   if (!stored) throw new Error(`the idempotency key of ${messageId} was held, then gone`);
   if (stored.fingerprint !== fingerprint) {
-    throw new AppError(ErrorCode.IDEMPOTENCY_CONFLICT, `Message-ID ${messageId} was already submitted with this key for another message`, {
-      suggestion: 'Give each message its own Message-ID; resubmit a message only unchanged.',
-    });
+    throw new AppError(
+      ErrorCode.IDEMPOTENCY_CONFLICT,
+      `Message-ID ${messageId} was already submitted with this key for another message`,
+      {
+        suggestion: 'Give each message its own Message-ID; resubmit a message only unchanged.',
+      },
+    );
   }
   const whole = stored.response as Partial<SendResult> | null;
   if (whole && Array.isArray(whole.emails)) return whole as SendResult;

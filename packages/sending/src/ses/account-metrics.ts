@@ -24,12 +24,17 @@ import type { AccountEstimate, AccountWatcher } from './account';
  *
  * @param watchers - each connection's watcher, by connection name.
  */
-export function registerAccountMetrics(registry: Registry, watchers: ReadonlyMap<string, AccountWatcher>, reserve: number): void {
+export function registerAccountMetrics(
+  registry: Registry,
+  watchers: ReadonlyMap<string, AccountWatcher>,
+  reserve: number,
+): void {
   // One estimate per connection per scrape, shared by the gauges (prom-client collects them concurrently).
   const snapshots = new Map<string, { at: number; value: Promise<AccountEstimate | undefined> }>();
   const current = (name: string, watcher: AccountWatcher) => {
     let snapshot = snapshots.get(name);
-    if (!snapshot || Date.now() - snapshot.at > 500) snapshots.set(name, (snapshot = { at: Date.now(), value: watcher.estimate() }));
+    if (!snapshot || Date.now() - snapshot.at > 500)
+      snapshots.set(name, (snapshot = { at: Date.now(), value: watcher.estimate() }));
     return snapshot.value;
   };
   const labelNames = ['connection'] as const;
@@ -48,7 +53,7 @@ export function registerAccountMetrics(registry: Registry, watchers: ReadonlyMap
     });
   new Gauge({
     name: 'mailroom_send_rate',
-    help: 'the send rate the workers keep per delivery connection (emails/s): the account\'s maximum, capped by SES_MAX_SEND_RATE (or the connection\'s maxSendRate)',
+    help: "the send rate the workers keep per delivery connection (emails/s): the account's maximum, capped by SES_MAX_SEND_RATE (or the connection's maxSendRate)",
     labelNames,
     registers: [registry],
     collect() {
@@ -64,13 +69,29 @@ export function registerAccountMetrics(registry: Registry, watchers: ReadonlyMap
       for (const [connection, watcher] of watchers) this.set({ connection }, watcher.error === undefined ? 1 : 0);
     },
   });
-  gauge('mailroom_ses_max_send_rate', 'the SES account\'s maximum send rate (emails/s)', (a) => a.maxSendRate);
-  gauge('mailroom_ses_max_24h_send', 'the SES account\'s 24-hour quota (emails; -1 = unlimited)', (a) => (Number.isFinite(a.max24HourSend) ? a.max24HourSend : -1));
-  gauge('mailroom_ses_sent_last_24h', 'emails sent in the last 24 hours: the last SES reading plus this deployment\'s sends since', (a) => a.sentLast24Hours);
-  gauge('mailroom_ses_quota_pause_at', 'sent-in-24-hours count at which campaigns pause (the quota less SES_QUOTA_RESERVE; -1 = never)', (a) => {
-    const at = quotaState(a, reserve).pauseAt;
-    return Number.isFinite(at) ? at : -1;
-  });
-  gauge('mailroom_ses_sending_enabled', '1 while SES reports sending enabled for the account', (a) => (a.sendingEnabled ? 1 : 0));
-  gauge('mailroom_ses_account_read_age_seconds', 'time since the last successful SES account reading (s)', (a) => (Date.now() - a.readAt.getTime()) / 1000);
+  gauge('mailroom_ses_max_send_rate', "the SES account's maximum send rate (emails/s)", (a) => a.maxSendRate);
+  gauge('mailroom_ses_max_24h_send', "the SES account's 24-hour quota (emails; -1 = unlimited)", (a) =>
+    Number.isFinite(a.max24HourSend) ? a.max24HourSend : -1,
+  );
+  gauge(
+    'mailroom_ses_sent_last_24h',
+    "emails sent in the last 24 hours: the last SES reading plus this deployment's sends since",
+    (a) => a.sentLast24Hours,
+  );
+  gauge(
+    'mailroom_ses_quota_pause_at',
+    'sent-in-24-hours count at which campaigns pause (the quota less SES_QUOTA_RESERVE; -1 = never)',
+    (a) => {
+      const at = quotaState(a, reserve).pauseAt;
+      return Number.isFinite(at) ? at : -1;
+    },
+  );
+  gauge('mailroom_ses_sending_enabled', '1 while SES reports sending enabled for the account', (a) =>
+    a.sendingEnabled ? 1 : 0,
+  );
+  gauge(
+    'mailroom_ses_account_read_age_seconds',
+    'time since the last successful SES account reading (s)',
+    (a) => (Date.now() - a.readAt.getTime()) / 1000,
+  );
 }

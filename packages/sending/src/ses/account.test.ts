@@ -19,7 +19,14 @@ function fakeProvider(first: Partial<SesAccount> | Error) {
       p.calls++;
       const n = p.next;
       if (n instanceof Error) return Promise.reject(n);
-      return Promise.resolve({ maxSendRate: 14, max24HourSend: 50_000, sentLast24Hours: 0, sendingEnabled: true, readAt: new Date(), ...n });
+      return Promise.resolve({
+        maxSendRate: 14,
+        max24HourSend: 50_000,
+        sentLast24Hours: 0,
+        sendingEnabled: true,
+        readAt: new Date(),
+        ...n,
+      });
     },
   };
   return p satisfies AccountProvider & object;
@@ -27,7 +34,12 @@ function fakeProvider(first: Partial<SesAccount> | Error) {
 
 /** A local count from a given hour on: `sent` moves as the test says. */
 function fakeCount(start: number) {
-  const c = { sent: start, fail: false, sentSinceHour: (hour?: Date) => (c.fail ? Promise.reject(new Error('postgres down')) : Promise.resolve({ hour: hour ?? new Date(), sent: c.sent })) };
+  const c = {
+    sent: start,
+    fail: false,
+    sentSinceHour: (hour?: Date) =>
+      c.fail ? Promise.reject(new Error('postgres down')) : Promise.resolve({ hour: hour ?? new Date(), sent: c.sent }),
+  };
   return c;
 }
 
@@ -36,12 +48,17 @@ afterEach(() => {
   for (const w of watchers.splice(0)) w.stop();
 });
 const watch = (provider: AccountProvider, cap?: number, count?: ReturnType<typeof fakeCount>, refreshMs = 300_000) => {
-  const w = new AccountWatcher({ provider, config: { sesMaxSendRate: cap, sesAccountRefreshMs: refreshMs }, logger, ...(count ? { sentSinceHour: count.sentSinceHour } : {}) });
+  const w = new AccountWatcher({
+    provider,
+    config: { sesMaxSendRate: cap, sesAccountRefreshMs: refreshMs },
+    logger,
+    ...(count ? { sentSinceHour: count.sentSinceHour } : {}),
+  });
   watchers.push(w);
   return w;
 };
 
-test('reads at start: the rate is the account\'s, capped by SES_MAX_SEND_RATE', async () => {
+test("reads at start: the rate is the account's, capped by SES_MAX_SEND_RATE", async () => {
   const uncapped = watch(fakeProvider({ maxSendRate: 200 }));
   await uncapped.start();
   expect(uncapped.rate).toBe(200);
@@ -55,7 +72,9 @@ test('reads at start: the rate is the account\'s, capped by SES_MAX_SEND_RATE', 
 });
 
 test('a failed first read falls back to the cap, else 14/s; never throws; the error is kept for metrics', async () => {
-  const denied = Object.assign(new Error('not authorized to perform: ses:GetAccount'), { name: 'AccessDeniedException' });
+  const denied = Object.assign(new Error('not authorized to perform: ses:GetAccount'), {
+    name: 'AccessDeniedException',
+  });
   const withCap = watch(fakeProvider(denied), 30);
   await withCap.start();
   expect(withCap.rate).toBe(30);
@@ -111,7 +130,7 @@ test('a start that SES does not answer goes on at the fallback rate and applies 
   expect(w.rate).toBe(10);
 }, 15_000);
 
-test('the estimate adds this deployment\'s sends since the reading; without the count, the reading alone', async () => {
+test("the estimate adds this deployment's sends since the reading; without the count, the reading alone", async () => {
   const count = fakeCount(100);
   const w = watch(fakeProvider({ max24HourSend: 60, sentLast24Hours: 40 }), undefined, count);
   await w.start();

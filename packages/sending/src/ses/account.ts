@@ -95,7 +95,11 @@ export class AccountWatcher {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.refresh(), new Promise<void>((r) => (timer = setTimeout(r, FIRST_READ_WAIT_MS)))]);
     clearTimeout(timer);
-    if (!this.last && !this.lastError) this.deps.logger.warn({ waitedMs: FIRST_READ_WAIT_MS, ratePerSecond: this.rate }, 'SES account not read yet; starting at the fallback rate');
+    if (!this.last && !this.lastError)
+      this.deps.logger.warn(
+        { waitedMs: FIRST_READ_WAIT_MS, ratePerSecond: this.rate },
+        'SES account not read yet; starting at the fallback rate',
+      );
   }
 
   /** Stops the refresh timer. */
@@ -118,7 +122,10 @@ export class AccountWatcher {
       const since = Math.max(0, now.sent - baseline.sent);
       return { ...last, sentLast24Hours: last.sentLast24Hours + since, sentSinceRead: since };
     } catch (err) {
-      this.deps.logger.warn({ err: (err as Error).message }, 'local send count unavailable; using the last SES account reading alone');
+      this.deps.logger.warn(
+        { err: (err as Error).message },
+        'local send count unavailable; using the last SES account reading alone',
+      );
       return { ...last, sentSinceRead: 0 };
     }
   }
@@ -147,15 +154,26 @@ export class AccountWatcher {
         capPerSecond: config.sesMaxSendRate ?? null,
       };
       if (!account.sendingEnabled || (account.enforcementStatus && account.enforcementStatus !== 'HEALTHY')) {
-        logger.error(figures, 'SES account: sending paused or under review (sends wait as throttled until it is resolved)');
+        logger.error(
+          figures,
+          'SES account: sending paused or under review (sends wait as throttled until it is resolved)',
+        );
       } else if (first) logger.info(figures, 'SES account read');
       else logger.debug(figures, 'SES account read');
     } catch (err) {
       this.lastError = `${(err as Error).name}: ${(err as Error).message}`.slice(0, 500);
       next = Math.min(next, RETRY_AFTER_FAILURE_MS);
       logger.warn(
-        { err: this.lastError, provider: provider.kind, ratePerSecond: this.rate, keptReadingFrom: this.last?.readAt.toISOString() ?? null, retryInMs: next },
-        this.last ? 'SES account not read; keeping the last figures' : 'SES account not read; sending at SES_MAX_SEND_RATE (or 14/s) until it is',
+        {
+          err: this.lastError,
+          provider: provider.kind,
+          ratePerSecond: this.rate,
+          keptReadingFrom: this.last?.readAt.toISOString() ?? null,
+          retryInMs: next,
+        },
+        this.last
+          ? 'SES account not read; keeping the last figures'
+          : 'SES account not read; sending at SES_MAX_SEND_RATE (or 14/s) until it is',
       );
     }
     if (this.stopped) return;

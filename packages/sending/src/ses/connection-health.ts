@@ -115,7 +115,10 @@ export class ConnectionHealth {
     const v = this.view(name);
     v.failing = true;
     try {
-      const unhealthy = Number(await FAILED.run(this.redis, [this.key(name)], [this.windowMs, Math.max(this.windowMs * 10, 3_600_000)])) === 1;
+      const unhealthy =
+        Number(
+          await FAILED.run(this.redis, [this.key(name)], [this.windowMs, Math.max(this.windowMs * 10, 3_600_000)]),
+        ) === 1;
       v.unhealthy = unhealthy;
       v.readAt = Date.now();
       return unhealthy;

@@ -29,9 +29,29 @@ afterAll(async () => {
 });
 
 /** A connection to `endpoint` whose SES has the domains `verified` says. */
-function connection(name: string, endpoint: string, verified: (domain: string) => boolean = () => true): DeliveryConnection {
-  const transport = new SesTransport({ sesRegion: 'us-east-1', sesEndpoint: endpoint, awsCredentials: undefined, sesConfigurationSet: undefined, sesTimeoutMs: 600 });
-  return { name, transport, verifies: async (d) => verified(d), probe: () => fetch(`${endpoint}/v2/email/account`).then((r) => r.status >= 500 && Promise.reject(Object.assign(new Error('5xx'), { $metadata: { httpStatusCode: r.status } }))) };
+function connection(
+  name: string,
+  endpoint: string,
+  verified: (domain: string) => boolean = () => true,
+): DeliveryConnection {
+  const transport = new SesTransport({
+    sesRegion: 'us-east-1',
+    sesEndpoint: endpoint,
+    awsCredentials: undefined,
+    sesConfigurationSet: undefined,
+    sesTimeoutMs: 600,
+  });
+  return {
+    name,
+    transport,
+    verifies: async (d) => verified(d),
+    probe: () =>
+      fetch(`${endpoint}/v2/email/account`).then(
+        (r) =>
+          r.status >= 500 &&
+          Promise.reject(Object.assign(new Error('5xx'), { $metadata: { httpStatusCode: r.status } })),
+      ),
+  };
 }
 
 function router(connections: DeliveryConnection[], prefix = uniquePrefix()) {
@@ -39,7 +59,12 @@ function router(connections: DeliveryConnection[], prefix = uniquePrefix()) {
   return { health, router: new ConnectionRouter({ connections, health, redis, prefix, logger }) };
 }
 
-const message = (to: string, key?: string) => ({ raw: Buffer.from(`From: a@d.example.com\r\nTo: ${to}\r\nSubject: s\r\n\r\nhi\r\n`), from: 'a@d.example.com', to: [normalizeEmail(to)], ...(key ? { key } : {}) });
+const message = (to: string, key?: string) => ({
+  raw: Buffer.from(`From: a@d.example.com\r\nTo: ${to}\r\nSubject: s\r\n\r\nhi\r\n`),
+  from: 'a@d.example.com',
+  to: [normalizeEmail(to)],
+  ...(key ? { key } : {}),
+});
 const to = () => `r.${Math.random().toString(36).slice(2)}@inbox.test`;
 
 test('domainOf reads the domain of a bare or named address, lower case', () => {
@@ -48,7 +73,12 @@ test('domainOf reads the domain of a bare or named address, lower case', () => {
 });
 
 test('5xx, unreachable and throttled answers count against a connection; a refused message and an enforcement stop do not', () => {
-  const failure = (name: string, status?: number, code?: string) => isConnectionFailure(classifySendError(Object.assign(new Error('x'), { name, ...(code ? { code } : {}), $metadata: { httpStatusCode: status } })));
+  const failure = (name: string, status?: number, code?: string) =>
+    isConnectionFailure(
+      classifySendError(
+        Object.assign(new Error('x'), { name, ...(code ? { code } : {}), $metadata: { httpStatusCode: status } }),
+      ),
+    );
   expect(failure('ServiceUnavailable', 503)).toBe(true);
   expect(failure('TooManyRequestsException', 429)).toBe(true);
   expect(failure('Error', undefined, 'ECONNREFUSED')).toBe(true);
@@ -82,10 +112,14 @@ test('an unhealthy connection fails over only to one whose SES has the domain ve
   try {
     const first = to();
     await expect(r.send(message(first))).rejects.toMatchObject({ name: 'ServiceUnavailable' });
-    await waitFor(async () => {
-      await r.send(message(to())).catch(() => undefined);
-      return !(await health.healthy('primary'));
-    }, 10_000, 'primary unhealthy');
+    await waitFor(
+      async () => {
+        await r.send(message(to())).catch(() => undefined);
+        return !(await health.healthy('primary'));
+      },
+      10_000,
+      'primary unhealthy',
+    );
     const next = to();
     expect(await r.send(message(next))).toMatchObject({ connection: 'backup' });
     expect(await acceptedAt(EMULATOR, [next])).toHaveLength(1);
@@ -114,10 +148,14 @@ test('a message whose SES answer was lost is pinned to that connection: its retr
     const err = await r.send(message(to(), key)).catch((e: unknown) => e);
     expect(classifySendError(err).kind).toBe('unreachable');
     // The primary is marked unhealthy for everything else…
-    await waitFor(async () => {
-      await health.failed('primary');
-      return !(await health.healthy('primary'));
-    }, 10_000, 'primary unhealthy');
+    await waitFor(
+      async () => {
+        await health.failed('primary');
+        return !(await health.healthy('primary'));
+      },
+      10_000,
+      'primary unhealthy',
+    );
     expect((await r.route({ from: 'a@d.example.com', key: 'another' })).name).toBe('backup');
     // …but the pinned message stays with it…
     expect((await r.route({ from: 'a@d.example.com', key })).name).toBe('primary');

@@ -86,9 +86,13 @@ export class ConnectionRouter implements MailTransport {
    * The connection `message` goes through now (see the module notes).
    * @throws nothing: a failed lookup falls back to the bound (or first) connection.
    */
-  async route(message: Pick<OutboundMessage, 'from' | 'connection' | 'projectId' | 'key'>): Promise<DeliveryConnection> {
+  async route(
+    message: Pick<OutboundMessage, 'from' | 'connection' | 'projectId' | 'key'>,
+  ): Promise<DeliveryConnection> {
     const domain = domainOf(message.from);
-    const bound = this.byName.get((message.connection ?? (await this.bound(message.projectId, domain))) ?? '') ?? this.deps.connections[0];
+    const bound =
+      this.byName.get(message.connection ?? (await this.bound(message.projectId, domain)) ?? '') ??
+      this.deps.connections[0];
     if (this.deps.connections.length === 1) return bound;
     const { health } = this.deps;
     const boundHealthy = await health.healthy(bound.name);
@@ -104,7 +108,10 @@ export class ConnectionRouter implements MailTransport {
     for (const c of this.deps.connections) {
       if (c === bound || !(await health.healthy(c.name))) continue;
       if (await this.verifies(c, domain)) {
-        this.deps.logger.debug({ bound: bound.name, connection: c.name, domain }, 'failing over to another delivery connection');
+        this.deps.logger.debug(
+          { bound: bound.name, connection: c.name, domain },
+          'failing over to another delivery connection',
+        );
         return c;
       }
     }
@@ -130,7 +137,11 @@ export class ConnectionRouter implements MailTransport {
       if (isConnectionFailure(kind)) {
         this.incidentAt = Date.now();
         const unhealthy = await this.deps.health.failed(c.name);
-        if (unhealthy) this.deps.logger.warn({ connection: c.name, reason: kind.reason }, 'delivery connection unhealthy: its domains fail over');
+        if (unhealthy)
+          this.deps.logger.warn(
+            { connection: c.name, reason: kind.reason },
+            'delivery connection unhealthy: its domains fail over',
+          );
       }
       const code = (err as { code?: string; name?: string }).code ?? (err as { name?: string }).name ?? '';
       if (kind.kind === 'unreachable' && !NEVER_SENT.has(code) && message.key && this.deps.connections.length > 1) {
@@ -152,7 +163,9 @@ export class ConnectionRouter implements MailTransport {
     const back: string[] = [];
     for (const c of this.deps.connections) {
       if (await this.deps.health.healthy(c.name)) continue;
-      const turn = await this.deps.redis.set(`${this.deps.health.key(c.name)}:probe`, '1', 'PX', Math.max(100, everyMs - 50), 'NX').catch(() => null);
+      const turn = await this.deps.redis
+        .set(`${this.deps.health.key(c.name)}:probe`, '1', 'PX', Math.max(100, everyMs - 50), 'NX')
+        .catch(() => null);
       if (turn !== 'OK') continue;
       let ok: boolean;
       try {
@@ -203,7 +216,10 @@ export class ConnectionRouter implements MailTransport {
       this.bindings.set(k, { name, at: Date.now() });
       return name;
     } catch (err) {
-      this.deps.logger.warn({ err: (err as Error).message, projectId, domain }, 'delivery connection binding not read; using the last known or the first');
+      this.deps.logger.warn(
+        { err: (err as Error).message, projectId, domain },
+        'delivery connection binding not read; using the last known or the first',
+      );
       return hit?.name ?? null;
     }
   }
@@ -216,7 +232,10 @@ export class ConnectionRouter implements MailTransport {
     try {
       ok = await c.verifies(domain);
     } catch (err) {
-      this.deps.logger.warn({ err: (err as Error).message, connection: c.name, domain }, 'identity of a failover connection not read');
+      this.deps.logger.warn(
+        { err: (err as Error).message, connection: c.name, domain },
+        'identity of a failover connection not read',
+      );
       return false;
     }
     if (this.verified.size > 10_000) this.verified.clear();
@@ -232,5 +251,8 @@ export function domainOf(address: string): string {
   const trimmed = address.trimEnd();
   const open = trimmed.endsWith('>') ? trimmed.lastIndexOf('<') : -1;
   const bare = open >= 0 ? trimmed.slice(open + 1, -1) : address;
-  return bare.slice(bare.lastIndexOf('@') + 1).trim().toLowerCase();
+  return bare
+    .slice(bare.lastIndexOf('@') + 1)
+    .trim()
+    .toLowerCase();
 }

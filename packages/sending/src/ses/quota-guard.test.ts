@@ -9,7 +9,14 @@ function account(max24HourSend: number, rate = 10) {
     rate,
     estimate() {
       a.reads++;
-      return Promise.resolve({ maxSendRate: rate, max24HourSend, sentLast24Hours: a.sent, sentSinceRead: 0, sendingEnabled: true, readAt: new Date() });
+      return Promise.resolve({
+        maxSendRate: rate,
+        max24HourSend,
+        sentLast24Hours: a.sent,
+        sentSinceRead: 0,
+        sendingEnabled: true,
+        readAt: new Date(),
+      });
     },
   };
   return a;
@@ -22,7 +29,11 @@ test('near the line: one admission per email of room, counting those admitted an
   const results = await Promise.all(Array.from({ length: 8 }, () => guard.admit()));
   // 5 of room: 5 admitted, the other 3 refused, though none of the 5 is counted yet.
   expect(results.filter((r) => r.ok)).toHaveLength(5);
-  expect(results.filter((r) => !r.ok)).toEqual([{ ok: false, remaining: 0 }, { ok: false, remaining: 0 }, { ok: false, remaining: 0 }]);
+  expect(results.filter((r) => !r.ok)).toEqual([
+    { ok: false, remaining: 0 },
+    { ok: false, remaining: 0 },
+    { ok: false, remaining: 0 },
+  ]);
   // Two of them were sent (now counted), one failed (never counted): one more email of room.
   const admitted = results.filter((r) => r.ok);
   acc.sent = 92;

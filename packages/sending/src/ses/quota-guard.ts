@@ -56,7 +56,8 @@ export class CampaignQuotaGuard {
   private async decide(): Promise<QuotaAdmission> {
     const now = this.now();
     const k = this.known;
-    if (k && k.remaining - Math.ceil(this.account.rate * ((now - k.at) / 1000 + 1)) - this.uncounted > 0) return this.admitted();
+    if (k && k.remaining - Math.ceil(this.account.rate * ((now - k.at) / 1000 + 1)) - this.uncounted > 0)
+      return this.admitted();
     let estimate: AccountEstimate | undefined;
     try {
       estimate = await this.account.estimate();
@@ -67,7 +68,9 @@ export class CampaignQuotaGuard {
     if (!estimate) return this.admitted();
     const { remaining } = quotaState(estimate, this.reserve);
     this.known = { at: now, remaining };
-    return remaining - this.uncounted > 0 ? this.admitted() : { ok: false, remaining: Math.max(0, remaining - this.uncounted) };
+    return remaining - this.uncounted > 0
+      ? this.admitted()
+      : { ok: false, remaining: Math.max(0, remaining - this.uncounted) };
   }
 
   private admitted(): QuotaAdmission {

@@ -33,10 +33,12 @@ test('concurrent callers on separate connections get one grant per interval', as
   const gates = connect(3).map((c) => new SendRateGate(c, key, 50, 10));
   const grants: Array<{ at: number; gate: number }> = [];
   await Promise.all(
-    gates.flatMap((g, gate) => Array.from({ length: 10 }, async () => {
-      await g.acquire();
-      grants.push({ at: performance.now(), gate });
-    })),
+    gates.flatMap((g, gate) =>
+      Array.from({ length: 10 }, async () => {
+        await g.acquire();
+        grants.push({ at: performance.now(), gate });
+      }),
+    ),
   );
   grants.sort((a, b) => a.at - b.at);
   // 30 grants at 50/s take at least 29 intervals of 20.2 ms (the decisions are spaced on the Redis clock;
@@ -53,7 +55,10 @@ test('with a bounded wait, a caller that would wait longer gives up at once (Gat
   const gate = new SendRateGate(c, freshKey(), 2, 50);
   await gate.acquire(5, 200);
   // The next slot is 525 ms away: more than the bound, so the caller gives its slot back instead of waiting.
-  const busy = await gate.acquire(5, 200).then(() => null, (err: unknown) => err);
+  const busy = await gate.acquire(5, 200).then(
+    () => null,
+    (err: unknown) => err,
+  );
   expect(busy).toBeInstanceOf(GateBusyError);
   expect((busy as GateBusyError).retryInMs).toBeGreaterThanOrEqual(200);
   // Without a bound it waits for its slot, as with one connection.
@@ -67,7 +72,12 @@ test('with a bounded wait, callers beyond what the gate grants within the bound 
   const gate = new SendRateGate(c, freshKey(), 4, 50);
   await gate.acquire(10);
   const outcomes = await Promise.all(
-    [10, 10, 10, 10, 1].map((p) => gate.acquire(p, 500).then(() => `granted ${p}`, (err: unknown) => (err instanceof GateBusyError ? `busy ${p}` : `error ${String(err)}`))),
+    [10, 10, 10, 10, 1].map((p) =>
+      gate.acquire(p, 500).then(
+        () => `granted ${p}`,
+        (err: unknown) => (err instanceof GateBusyError ? `busy ${p}` : `error ${String(err)}`),
+      ),
+    ),
   );
   // The third and fourth campaign-like callers give up at once (the first two wait, and give up too once the bound
   // has passed behind the urgent one); the urgent caller is not counted behind them and is granted.
@@ -84,7 +94,10 @@ async function laggingRedisProxy(delayMs: number): Promise<{ url: string; close:
     sockets.add(client).add(upstream);
     client.pipe(upstream);
     upstream.on('data', (chunk) => setTimeout(() => client.write(chunk), delayMs));
-    const end = () => { client.destroy(); upstream.destroy(); };
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
     client.on('close', end).on('error', end);
     upstream.on('close', end).on('error', end);
   });
@@ -162,7 +175,13 @@ test('a grant is confirmed when its SES request has been written, not before: a 
     const granted: number[] = [];
     await gate.acquire();
     granted.push(performance.now());
-    const req = http.request({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, path: SES_SEND_PATH, method: 'POST', agent: false });
+    const req = http.request({
+      host: '127.0.0.1',
+      port: (server.address() as AddressInfo).port,
+      path: SES_SEND_PATH,
+      method: 'POST',
+      agent: false,
+    });
     let written = 0;
     req.on('finish', () => (written = performance.now()));
     const answered = new Promise<void>((resolve, reject) => {

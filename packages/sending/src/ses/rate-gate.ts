@@ -230,7 +230,9 @@ export class SendRateGate {
     if (maxWaitMs !== undefined) {
       const ahead = this.waitingAtOrAbove(priority);
       if (ahead >= Math.max(1, Math.floor((this.emailsPerSecond * maxWaitMs) / 1000))) {
-        throw new GateBusyError(Math.max(maxWaitMs, Math.ceil((ahead * (1000 + this.safetyMs)) / this.emailsPerSecond)));
+        throw new GateBusyError(
+          Math.max(maxWaitMs, Math.ceil((ahead * (1000 + this.safetyMs)) / this.emailsPerSecond)),
+        );
       }
     }
     const token = `${this.id}:${++this.seq}`;
@@ -286,7 +288,14 @@ export class SendRateGate {
       b.reply = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
         if (this.turnAsks.get(priority) === b) this.turnAsks.delete(priority);
         const burstUs = Math.max(this.intervalUs, GRANT_BURST_US);
-        const args = [this.intervalUs, this.windowUs, this.emailsPerSecond, PENDING_TTL_MS * 1000, burstUs, ...b.tokens];
+        const args = [
+          this.intervalUs,
+          this.windowUs,
+          this.emailsPerSecond,
+          PENDING_TTL_MS * 1000,
+          burstUs,
+          ...b.tokens,
+        ];
         const [granted, waitUs] = (await TAKE_SCRIPT.run(this.redis, this.keys, args)) as [number, number];
         return [Number(granted), Number(waitUs)] as [number, number];
       });
@@ -305,7 +314,8 @@ export class SendRateGate {
       maxWaitMs === undefined
         ? undefined
         : (ms: number) => {
-            if (performance.now() - started + ms > maxWaitMs) throw new GateBusyError(Math.max(Math.ceil(ms), Math.min(maxWaitMs, 1000)));
+            if (performance.now() - started + ms > maxWaitMs)
+              throw new GateBusyError(Math.max(Math.ceil(ms), Math.min(maxWaitMs, 1000)));
           };
     for (;;) {
       if (this.outranked(priority)) {

@@ -20,7 +20,11 @@ function clientAnswering(status: number, errorType: string, message: string): SE
       handle: async () => ({
         response: new HttpResponse({
           statusCode: status,
-          headers: { 'content-type': 'application/json', 'x-amzn-errortype': `${errorType}:http://internal.amazon.com/coral/com.amazonaws.sesv2/`, 'x-amzn-requestid': 'r-1' },
+          headers: {
+            'content-type': 'application/json',
+            'x-amzn-errortype': `${errorType}:http://internal.amazon.com/coral/com.amazonaws.sesv2/`,
+            'x-amzn-requestid': 'r-1',
+          },
           body: Readable.from([Buffer.from(JSON.stringify({ message }))]),
         }),
       }),
@@ -31,7 +35,9 @@ function clientAnswering(status: number, errorType: string, message: string): SE
 async function errorFrom(status: number, type: string, message: string): Promise<unknown> {
   const client = clientAnswering(status, type, message);
   try {
-    await client.send(new SendEmailCommand({ FromEmailAddress: 'a@b.test', Content: { Raw: { Data: Buffer.from('x') } } }));
+    await client.send(
+      new SendEmailCommand({ FromEmailAddress: 'a@b.test', Content: { Raw: { Data: Buffer.from('x') } } }),
+    );
   } catch (err) {
     return err;
   } finally {
@@ -59,18 +65,35 @@ test.each([
 });
 
 test('SES not answering at all is "unreachable" (no attempt spent), not a transient failure of the message', () => {
-  expect(classifySendError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })).kind).toBe('unreachable');
+  expect(classifySendError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })).kind).toBe(
+    'unreachable',
+  );
   expect(classifySendError(Object.assign(new Error('timed out'), { name: 'TimeoutError' })).kind).toBe('unreachable');
-  expect(classifySendError(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })).kind).toBe('unreachable');
-  expect(classifySendError(Object.assign(new Error('getaddrinfo EAI_AGAIN email.us-east-1.amazonaws.com'), { code: 'EAI_AGAIN' })).kind).toBe('unreachable');
+  expect(classifySendError(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })).kind).toBe(
+    'unreachable',
+  );
+  expect(
+    classifySendError(
+      Object.assign(new Error('getaddrinfo EAI_AGAIN email.us-east-1.amazonaws.com'), { code: 'EAI_AGAIN' }),
+    ).kind,
+  ).toBe('unreachable');
   // An answer, even a 5xx, is not unreachability: it spends an attempt.
-  expect(classifySendError(Object.assign(new Error('Service unavailable'), { name: 'ServiceUnavailable', $metadata: { httpStatusCode: 503 } })).kind).toBe('transient');
+  expect(
+    classifySendError(
+      Object.assign(new Error('Service unavailable'), {
+        name: 'ServiceUnavailable',
+        $metadata: { httpStatusCode: 503 },
+      }),
+    ).kind,
+  ).toBe('transient');
 });
 
 test('each send asks the rate gate with its own priority (concurrent sends keep theirs)', async () => {
   const server = http.createServer((req, res) => {
     req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ MessageId: 'm-1' })));
+    req.on('end', () =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ MessageId: 'm-1' })),
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const asked: (number | undefined)[] = [];
@@ -83,11 +106,23 @@ test('each send asks the rate gate with its own priority (concurrent sends keep 
     },
   };
   const transport = new SesTransport(
-    { sesRegion: 'us-east-1', sesEndpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, awsCredentials: undefined, sesConfigurationSet: undefined, sesTimeoutMs: 5_000 },
+    {
+      sesRegion: 'us-east-1',
+      sesEndpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      awsCredentials: undefined,
+      sesConfigurationSet: undefined,
+      sesTimeoutMs: 5_000,
+    },
     gate,
   );
   try {
-    const send = (priority?: number) => transport.send({ raw: Buffer.from('x'), from: 'a@b.test', to: [normalizeEmail('c@d.test')], ...(priority === undefined ? {} : { priority }) });
+    const send = (priority?: number) =>
+      transport.send({
+        raw: Buffer.from('x'),
+        from: 'a@b.test',
+        to: [normalizeEmail('c@d.test')],
+        ...(priority === undefined ? {} : { priority }),
+      });
     const results = await Promise.allSettled([send(10), send(1), send(5), send()]);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
     expect(asked).toHaveLength(4);
@@ -100,13 +135,25 @@ test('each send asks the rate gate with its own priority (concurrent sends keep 
 test('every send carries the User-Agent the SDK itself builds, built once and replayed', async () => {
   const seen: Record<string, string | undefined>[] = [];
   const server = http.createServer((req, res) => {
-    seen.push({ 'user-agent': req.headers['user-agent'], 'x-amz-user-agent': req.headers['x-amz-user-agent'] as string | undefined, authorization: req.headers.authorization });
+    seen.push({
+      'user-agent': req.headers['user-agent'],
+      'x-amz-user-agent': req.headers['x-amz-user-agent'] as string | undefined,
+      authorization: req.headers.authorization,
+    });
     req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ MessageId: `m-${seen.length}` })));
+    req.on('end', () =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ MessageId: `m-${seen.length}` })),
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const config = { sesRegion: 'us-east-1', sesEndpoint: endpoint, awsCredentials: undefined, sesConfigurationSet: undefined, sesTimeoutMs: 5_000 };
+  const config = {
+    sesRegion: 'us-east-1',
+    sesEndpoint: endpoint,
+    awsCredentials: undefined,
+    sesConfigurationSet: undefined,
+    sesTimeoutMs: 5_000,
+  };
   const transport = new SesTransport(config);
   // How often the SDK's step builds the value: it asks the default provider each time it runs.
   const clientConfig = (transport as unknown as { client: SESv2Client }).client.config;
@@ -117,9 +164,20 @@ test('every send carries the User-Agent the SDK itself builds, built once and re
     return provider();
   };
   // The same request from a client with the SDK's own step left in place: what the header must be.
-  const plain = new SESv2Client({ region: 'us-east-1', endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
+  const plain = new SESv2Client({
+    region: 'us-east-1',
+    endpoint,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
   try {
-    await plain.send(new SendEmailCommand({ FromEmailAddress: 'a@b.test', Destination: { ToAddresses: ['c@d.test'] }, Content: { Raw: { Data: Buffer.from('x') } } }));
+    await plain.send(
+      new SendEmailCommand({
+        FromEmailAddress: 'a@b.test',
+        Destination: { ToAddresses: ['c@d.test'] },
+        Content: { Raw: { Data: Buffer.from('x') } },
+      }),
+    );
     const send = () => transport.send({ raw: Buffer.from('x'), from: 'a@b.test', to: [normalizeEmail('c@d.test')] });
     // Concurrent first sends (none recorded yet), then sends that replay it.
     const ids = [...(await Promise.all([send(), send(), send()])), await send(), await send()].map((r) => r.messageId);

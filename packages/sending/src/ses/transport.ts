@@ -4,11 +4,22 @@
  *
  * @module
  */
-import { SESv2Client, SendEmailCommand, type SendEmailCommandInput, type ServiceInputTypes, type ServiceOutputTypes } from '@aws-sdk/client-sesv2';
+import {
+  SESv2Client,
+  SendEmailCommand,
+  type SendEmailCommandInput,
+  type ServiceInputTypes,
+  type ServiceOutputTypes,
+} from '@aws-sdk/client-sesv2';
 import { getUserAgentMiddlewareOptions, userAgentMiddleware } from '@aws-sdk/core/client';
 import type { BuildHandlerArguments, BuildMiddleware, FinalizeRequestMiddleware } from '@smithy/types';
 import type { MailConfig } from '@mailroom/mail/config';
-import { configurationSetFor, DEFAULT_CONNECTION, type ConfigurationSets, type MailStream } from '@mailroom/mail/connections';
+import {
+  configurationSetFor,
+  DEFAULT_CONNECTION,
+  type ConfigurationSets,
+  type MailStream,
+} from '@mailroom/mail/connections';
 import { trackingConfigurationSetName } from '@mailroom/mail/tracking';
 import type { NormalizedEmail } from '@mailroom/platform/address';
 
@@ -82,7 +93,18 @@ const THROTTLED: Record<string, number> = {
 };
 
 /** Socket and timeout errors: the request never got an answer from SES. */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'TimeoutError', 'RequestTimeout']);
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'TimeoutError',
+  'RequestTimeout',
+]);
 
 const PERMANENT = new Set([
   'MessageRejected',
@@ -97,7 +119,13 @@ const PERMANENT = new Set([
  * (https://docs.aws.amazon.com/ses/latest/APIReference-V2/API_SendEmail.html#API_SendEmail_Errors).
  */
 export function classifySendError(err: unknown): SendErrorClass {
-  const e = err as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number }; $retryable?: unknown };
+  const e = err as {
+    name?: string;
+    message?: string;
+    code?: string;
+    $metadata?: { httpStatusCode?: number };
+    $retryable?: unknown;
+  };
   const name = e.name ?? 'Error';
   const reason = `${name}: ${e.message ?? 'unknown error'}`.slice(0, 1000);
   const throttledMs = THROTTLED[name];
@@ -106,7 +134,12 @@ export function classifySendError(err: unknown): SendErrorClass {
   if (status === 429) return { kind: 'throttled', retryInMs: 1_000, reason };
   if (PERMANENT.has(name)) return { kind: 'permanent', reason };
   if (status !== undefined && status >= 400 && status < 500) return { kind: 'permanent', reason };
-  if (status === undefined && (UNREACHABLE.has(name) || (e.code !== undefined && UNREACHABLE.has(e.code)) || /socket hang up/i.test(e.message ?? ''))) {
+  if (
+    status === undefined &&
+    (UNREACHABLE.has(name) ||
+      (e.code !== undefined && UNREACHABLE.has(e.code)) ||
+      /socket hang up/i.test(e.message ?? ''))
+  ) {
     return { kind: 'unreachable', reason };
   }
   return { kind: 'transient', reason };
@@ -125,14 +158,19 @@ const USER_AGENT_HEADERS = ['user-agent', 'x-amz-user-agent'] as const;
  *
  * @param config - the client's resolved configuration (`client.config`).
  */
-function replayedUserAgent(config: Parameters<typeof userAgentMiddleware>[0]): BuildMiddleware<ServiceInputTypes, ServiceOutputTypes> {
+function replayedUserAgent(
+  config: Parameters<typeof userAgentMiddleware>[0],
+): BuildMiddleware<ServiceInputTypes, ServiceOutputTypes> {
   const sdkStep = userAgentMiddleware(config);
   let recorded: [string, string][] | undefined;
   return (next, context) => {
     // The SDK's step, with a look at the headers it set on their way to the next step.
     const first = sdkStep(async (args: BuildHandlerArguments<ServiceInputTypes>) => {
       const headers = (args.request as { headers?: Record<string, string> }).headers;
-      if (headers) recorded = USER_AGENT_HEADERS.flatMap((name) => (headers[name] === undefined ? [] : [[name, headers[name]] as [string, string]]));
+      if (headers)
+        recorded = USER_AGENT_HEADERS.flatMap((name) =>
+          headers[name] === undefined ? [] : [[name, headers[name]] as [string, string]],
+        );
       return next(args);
     }, context);
     return async (args) => {
@@ -168,8 +206,16 @@ export class SesTransport implements MailTransport {
    * accepts the connection and never answers held each send for its 300 s socket timeout.
    */
   constructor(
-    private readonly config: Pick<MailConfig, 'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet' | 'sesTimeoutMs'> &
-      Partial<Pick<MailConfig, 'sesConfigurationSetNoTracking' | 'sesConfigurationSetMarketing' | 'sesConfigurationSetMarketingNoTracking'>> & {
+    private readonly config: Pick<
+      MailConfig,
+      'sesRegion' | 'sesEndpoint' | 'awsCredentials' | 'sesConfigurationSet' | 'sesTimeoutMs'
+    > &
+      Partial<
+        Pick<
+          MailConfig,
+          'sesConfigurationSetNoTracking' | 'sesConfigurationSetMarketing' | 'sesConfigurationSetMarketingNoTracking'
+        >
+      > & {
         sesProfile?: string;
         /** The stream × tracking sets (a delivery connection's); unset: read from the `sesConfigurationSet*` fields. */
         sesConfigurationSets?: ConfigurationSets;
@@ -183,7 +229,9 @@ export class SesTransport implements MailTransport {
     this.client = new SESv2Client({
       region: config.sesRegion,
       endpoint: config.sesEndpoint,
-      credentials: config.awsCredentials ?? (config.sesEndpoint && !config.sesProfile ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined),
+      credentials:
+        config.awsCredentials ??
+        (config.sesEndpoint && !config.sesProfile ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined),
       // A delivery connection's named profile of the AWS shared config files (it may assume a role).
       ...(config.sesProfile ? { profile: config.sesProfile } : {}),
       // One attempt per call: retries are the queue's business (backoff, throttling, attempt counting).
@@ -203,7 +251,10 @@ export class SesTransport implements MailTransport {
     // step stays (one attempt: a pass-through), as signing is placed relative to it.
     for (const name of UNUSED_MIDDLEWARE) this.client.middlewareStack.remove(name);
     // The same User-Agent, built once (see replayedUserAgent): in the SDK's step's place, under its name.
-    this.client.middlewareStack.add(replayedUserAgent(this.client.config), { ...getUserAgentMiddlewareOptions, override: true });
+    this.client.middlewareStack.add(replayedUserAgent(this.client.config), {
+      ...getUserAgentMiddlewareOptions,
+      override: true,
+    });
     if (gate) {
       const waitForSlot: FinalizeRequestMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next) => async (args) => {
         await gate.acquire(this.priority.get(args.input));
@@ -217,10 +268,11 @@ export class SesTransport implements MailTransport {
           throw err;
         }
       };
-      this.client.middlewareStack.addRelativeTo(
-        waitForSlot,
-        { name: 'mailroomSendRateGate', relation: 'after', toMiddleware: 'httpSigningMiddleware' },
-      );
+      this.client.middlewareStack.addRelativeTo(waitForSlot, {
+        name: 'mailroomSendRateGate',
+        relation: 'after',
+        toMiddleware: 'httpSigningMiddleware',
+      });
     }
   }
 

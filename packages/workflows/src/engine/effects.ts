@@ -54,7 +54,11 @@ export function workflowEmailRow(a: {
     subject: template.subject,
     body: template.body,
     bodyFormat: 'html',
-    variables: { ...(cfg.data ?? {}), trigger: (x.context.trigger as { data?: unknown } | undefined)?.data ?? {}, event: (x.context.event as { data?: unknown } | undefined)?.data ?? {} },
+    variables: {
+      ...(cfg.data ?? {}),
+      trigger: (x.context.trigger as { data?: unknown } | undefined)?.data ?? {},
+      event: (x.context.event as { data?: unknown } | undefined)?.data ?? {},
+    },
     // A test execution's email is a test email: the send processor delivers it to the sink, never to SES.
     test: x.test,
     tags: storedTags(cfg.tags),
@@ -74,23 +78,63 @@ export type StepWebhookResult =
 export async function callStepWebhook(
   db: DbOrTx,
   config: Pick<WebhookConfig, 'webhookAllowPrivateTargets'>,
-  a: { execution: ExecutionRow; run: StepRunRow; step: WorkflowStepRow; cfg: StepConfig<'WEBHOOK'>; attempt: number; timeoutMs: number },
+  a: {
+    execution: ExecutionRow;
+    run: StepRunRow;
+    step: WorkflowStepRow;
+    cfg: StepConfig<'WEBHOOK'>;
+    attempt: number;
+    timeoutMs: number;
+  },
 ): Promise<StepWebhookResult> {
   const { execution: x, run, step, cfg, attempt, timeoutMs } = a;
-  const [secret, contact] = await Promise.all([workflowWebhookSecret(db, x.projectId, newWebhookSecret), getContact(db, x.projectId, x.contactId)]);
-  const contactView = contact ? { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data } : { id: x.contactId };
+  const [secret, contact] = await Promise.all([
+    workflowWebhookSecret(db, x.projectId, newWebhookSecret),
+    getContact(db, x.projectId, x.contactId),
+  ]);
+  const contactView = contact
+    ? { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data }
+    : { id: x.contactId };
   const method = cfg.method ?? 'POST';
   const withBody = method !== 'GET' && method !== 'DELETE';
   // A test execution still calls the URL (the user's own endpoint), and says it is a test.
-  const ids = { workflowId: x.workflowId, executionId: x.id, stepId: step.id, stepRunId: run.id, ...(x.test ? { test: true } : {}) };
+  const ids = {
+    workflowId: x.workflowId,
+    executionId: x.id,
+    stepId: step.id,
+    stepRunId: run.id,
+    ...(x.test ? { test: true } : {}),
+  };
   const body = !withBody
     ? ''
     : cfg.body !== undefined
-      ? renderJsonTemplate(cfg.body, { ...ids, test: x.test, contact: contactView, trigger: (x.context.trigger as { data?: unknown })?.data ?? {}, event: (x.context.event as { data?: unknown })?.data ?? {}, context: x.context })
+      ? renderJsonTemplate(cfg.body, {
+          ...ids,
+          test: x.test,
+          contact: contactView,
+          trigger: (x.context.trigger as { data?: unknown })?.data ?? {},
+          event: (x.context.event as { data?: unknown })?.data ?? {},
+          context: x.context,
+        })
       : JSON.stringify({ type: 'workflow.webhook', ...ids, contact: contactView, context: x.context });
-  const headers = { ...(cfg.headers ?? {}), 'idempotency-key': run.id, ...signWebhook(secret, run.id, new Date(), body) };
-  const res = await sendHttp(cfg.url, { method, headers, body, timeoutMs, allowPrivate: config.webhookAllowPrivateTargets });
-  const output = { statusCode: res.statusCode ?? null, response: res.body ?? null, durationMs: res.durationMs, attempts: attempt };
+  const headers = {
+    ...(cfg.headers ?? {}),
+    'idempotency-key': run.id,
+    ...signWebhook(secret, run.id, new Date(), body),
+  };
+  const res = await sendHttp(cfg.url, {
+    method,
+    headers,
+    body,
+    timeoutMs,
+    allowPrivate: config.webhookAllowPrivateTargets,
+  });
+  const output = {
+    statusCode: res.statusCode ?? null,
+    response: res.body ?? null,
+    durationMs: res.durationMs,
+    attempts: attempt,
+  };
   if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) {
     let parsed: unknown = res.body ?? null;
     try {
@@ -100,5 +144,10 @@ export async function callStepWebhook(
     }
     return { ok: true, output, webhook: { statusCode: res.statusCode, body: parsed } };
   }
-  return { ok: false, output, error: res.error ?? `HTTP ${res.statusCode}`, refused: res.error?.startsWith('refused') ?? false };
+  return {
+    ok: false,
+    output,
+    error: res.error ?? `HTTP ${res.statusCode}`,
+    refused: res.error?.startsWith('refused') ?? false,
+  };
 }

@@ -48,9 +48,25 @@ async function project() {
   const p = await createProject(db, `wf ${randomBytes(3).toString('hex')}`);
   const domain = `d${randomBytes(5).toString('hex')}.example.com`;
   await addDomain(db, p.id, domain, true);
-  const [contact] = await upsertContacts(db, p.id, [{ email: normalizeEmail(`c.${randomBytes(4).toString('hex')}@inbox.test`), subscribed: true, defaultSubscribed: true }]);
-  const template = await createTemplate(db, p.id, { name: 't', subject: 'Hi', body: '<p>Hi</p>', type: 'TRANSACTIONAL', from: `wf@${domain}` });
-  await createWebhookEndpoint(db, p.id, { url: 'https://hooks.example.com/x', eventTypes: ['workflow.*'], secret: `whsec_${randomBytes(16).toString('base64')}` });
+  const [contact] = await upsertContacts(db, p.id, [
+    {
+      email: normalizeEmail(`c.${randomBytes(4).toString('hex')}@inbox.test`),
+      subscribed: true,
+      defaultSubscribed: true,
+    },
+  ]);
+  const template = await createTemplate(db, p.id, {
+    name: 't',
+    subject: 'Hi',
+    body: '<p>Hi</p>',
+    type: 'TRANSACTIONAL',
+    from: `wf@${domain}`,
+  });
+  await createWebhookEndpoint(db, p.id, {
+    url: 'https://hooks.example.com/x',
+    eventTypes: ['workflow.*'],
+    secret: `whsec_${randomBytes(16).toString('base64')}`,
+  });
   return { id: p.id, contact, template };
 }
 
@@ -61,7 +77,9 @@ async function started(p: P, graph: GraphInput) {
   const w = await newWorkflow(database.db, p.id, { name: 'wf', trigger: { type: 'MANUAL' } });
   await replaceWorkflowGraph(database.db, p.id, w.id, graph, true);
   await editWorkflow(database.db, p.id, w.id, { enabled: true }, true);
-  const { execution } = await database.db.transaction((tx) => startExecution(tx, p.id, w.id, { contactId: p.contact.id, data: { plan: 'pro' } }, false));
+  const { execution } = await database.db.transaction((tx) =>
+    startExecution(tx, p.id, w.id, { contactId: p.contact.id, data: { plan: 'pro' } }, false),
+  );
   return { workflowId: w.id, executionId: execution.id };
 }
 
@@ -80,12 +98,18 @@ async function row(executionId: string) {
 }
 
 async function runs(executionId: string) {
-  return database.db.select().from(workflowStepRuns).where(eq(workflowStepRuns.executionId, executionId)).orderBy(workflowStepRuns.version);
+  return database.db
+    .select()
+    .from(workflowStepRuns)
+    .where(eq(workflowStepRuns.executionId, executionId))
+    .orderBy(workflowStepRuns.version);
 }
 
 /** Moves the execution's due time into the past, as if its wait had lasted. */
 async function elapse(executionId: string) {
-  await database.db.execute(sql`update workflow_executions set due_at = now() - interval '1 second' where id = ${executionId}::uuid`);
+  await database.db.execute(
+    sql`update workflow_executions set due_at = now() - interval '1 second' where id = ${executionId}::uuid`,
+  );
 }
 
 const delayThenSend = (p: P): GraphInput => ({
@@ -123,7 +147,10 @@ describe('the engine', () => {
     expect(waiting.status).toBe('WAITING');
     expect(waiting.dueAt!.getTime()).toBeGreaterThanOrEqual(before + 3_600_000 - 1_000);
     expect(waiting.leaseToken).toBeNull();
-    expect(first.handover.wake).toMatchObject({ execution: { id: executionId, version: waiting.version }, at: waiting.dueAt });
+    expect(first.handover.wake).toMatchObject({
+      execution: { id: executionId, version: waiting.version },
+      at: waiting.dueAt,
+    });
     expect(first.handover.sends).toEqual([]);
 
     const early = await runOnce(p, executionId);
@@ -135,13 +162,21 @@ describe('the engine', () => {
     expect(second.outcome).toMatchObject({ outcome: 'ran', status: 'COMPLETED' });
     expect(second.handover.sends).toHaveLength(1);
     const [email] = await database.db.select().from(emails).where(eq(emails.id, second.handover.sends[0]));
-    expect(email).toMatchObject({ workflowExecutionId: executionId, toEmail: p.contact.email, source: 'workflow', test: false });
+    expect(email).toMatchObject({
+      workflowExecutionId: executionId,
+      toEmail: p.contact.email,
+      source: 'workflow',
+      test: false,
+    });
     expect((await runs(executionId)).map((r) => [r.stepType, r.status])).toEqual([
       ['DELAY', 'COMPLETED'],
       ['SEND_EMAIL', 'COMPLETED'],
     ]);
     // A retried job after the end repeats nothing.
-    expect((await runOnce(p, executionId)).outcome).toEqual({ outcome: 'skipped', reason: 'execution already COMPLETED' });
+    expect((await runOnce(p, executionId)).outcome).toEqual({
+      outcome: 'skipped',
+      reason: 'execution already COMPLETED',
+    });
   });
 
   test('WAIT_FOR_EVENT is woken by the event (through the inbox) and leaves by the event branch', async () => {
@@ -151,7 +186,12 @@ describe('the engine', () => {
     const waiting = await row(executionId);
     expect(waiting).toMatchObject({ status: 'WAITING', waitEvent: 'paid' });
 
-    await trackEvent(database.db, p.id, { email: p.contact.email, name: 'paid', contactData: {}, eventData: { amount: 10 } });
+    await trackEvent(database.db, p.id, {
+      email: p.contact.email,
+      name: 'paid',
+      contactData: {},
+      eventData: { amount: 10 },
+    });
     const batches: InboxBatch[] = [];
     const totals = await drainInboxOnce(database.db, async (b) => {
       batches.push(b);
@@ -206,7 +246,9 @@ describe('the engine', () => {
     expect(handover.sends).toEqual([]);
     expect(await database.db.select().from(emails).where(eq(emails.workflowExecutionId, executionId))).toEqual([]);
     expect(await row(executionId)).toMatchObject({ status: 'CANCELLED', version: cancelled.execution.version });
-    await expect(cancelWorkflowExecution(database.db, p.id, workflowId, executionId)).rejects.toMatchObject({ statusCode: 409 });
+    await expect(cancelWorkflowExecution(database.db, p.id, workflowId, executionId)).rejects.toMatchObject({
+      statusCode: 409,
+    });
   });
 
   test('a final status writes the workflow.* webhook delivery in the same move', async () => {
@@ -218,13 +260,22 @@ describe('the engine', () => {
     const { outcome, handover } = await runOnce(p, executionId);
     expect(outcome).toEqual({ outcome: 'ran', steps: 1, status: 'COMPLETED' });
     expect(handover.deliveries).toHaveLength(1);
-    const [delivery] = await database.db.select().from(webhookDeliveries).where(and(eq(webhookDeliveries.projectId, p.id), eq(webhookDeliveries.eventType, 'workflow.completed')));
+    const [delivery] = await database.db
+      .select()
+      .from(webhookDeliveries)
+      .where(and(eq(webhookDeliveries.projectId, p.id), eq(webhookDeliveries.eventType, 'workflow.completed')));
     expect(delivery.id).toBe(handover.deliveries[0].id);
-    expect(delivery.payload).toMatchObject({ type: 'workflow.completed', data: { workflowId, executionId, contactId: p.contact.id, status: 'COMPLETED' } });
+    expect(delivery.payload).toMatchObject({
+      type: 'workflow.completed',
+      data: { workflowId, executionId, contactId: p.contact.id, status: 'COMPLETED' },
+    });
   });
 
   test('a deleted workflow or execution is skipped', async () => {
     const p = await project();
-    expect((await runOnce(p, randomUUID())).outcome).toEqual({ outcome: 'skipped', reason: 'execution no longer exists' });
+    expect((await runOnce(p, randomUUID())).outcome).toEqual({
+      outcome: 'skipped',
+      reason: 'execution no longer exists',
+    });
   });
 });

@@ -20,7 +20,8 @@ import { GraphCache } from './graph-cache';
 import { ExecutionRun, type EngineDeps, type Handover } from './run';
 
 /** What a run reports (a job's result, shown in the dashboard). */
-export type WorkflowJobResult = { outcome: 'ran'; steps: number; status: ExecutionStatus } | { outcome: 'skipped'; reason: string };
+export type WorkflowJobResult =
+  { outcome: 'ran'; steps: number; status: ExecutionStatus } | { outcome: 'skipped'; reason: string };
 
 /** A run's outcome: {@link WorkflowJobResult}, or `held` when another run leases the execution until `until`. */
 export type WorkflowRunOutcome = WorkflowJobResult | { outcome: 'held'; until: Date };
@@ -34,7 +35,12 @@ export interface WorkflowEngine {
    *
    * @throws what a step's database work threw (the run's committed moves stand; a retry repeats nothing).
    */
-  run(executionId: string, projectId: string, log: Logger, handOver: (h: Handover) => Promise<void>): Promise<WorkflowRunOutcome>;
+  run(
+    executionId: string,
+    projectId: string,
+    log: Logger,
+    handOver: (h: Handover) => Promise<void>,
+  ): Promise<WorkflowRunOutcome>;
 }
 
 /** Creates the engine. */
@@ -46,7 +52,11 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       const lease = randomUUID();
       const claim = await claimExecution(db, executionId, lease, config.workflowLeaseMs);
       if (claim.kind === 'held') return { outcome: 'held', until: claim.until };
-      if (claim.kind !== 'claimed') return { outcome: 'skipped', reason: claim.kind === 'final' ? `execution already ${claim.status}` : 'execution no longer exists' };
+      if (claim.kind !== 'claimed')
+        return {
+          outcome: 'skipped',
+          reason: claim.kind === 'final' ? `execution already ${claim.status}` : 'execution no longer exists',
+        };
       const graph = await graphs.get(projectId, claim.execution.workflowId, claim.workflowVersion);
       if (!graph) {
         await releaseExecution(db, executionId, lease);

@@ -49,7 +49,10 @@ export interface InboxTotals {
  * Drains the inbox until it is empty, one transaction of at most 500 rows at a time; `onBatch` gets each batch
  * after it committed. @returns the totals.
  */
-export async function drainInboxOnce(db: Database['db'], onBatch: (batch: InboxBatch) => Promise<void>): Promise<InboxTotals> {
+export async function drainInboxOnce(
+  db: Database['db'],
+  onBatch: (batch: InboxBatch) => Promise<void>,
+): Promise<InboxTotals> {
   const totals = { events: 0, started: 0, woken: 0 };
   for (;;) {
     const batch = await db.transaction((tx) => drainWorkflowInbox(tx, BATCH));

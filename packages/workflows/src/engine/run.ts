@@ -46,7 +46,12 @@ import { getTemplate } from '@mailroom/db/queries/templates';
 import { pinnedTemplate } from '@mailroom/db/queries/template-versions';
 import { SUPPRESSION_REASONS } from '@mailroom/db/queries/suppression-rule';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
-import { type ExecutionRow, type StepRunRow, type WorkflowGraph, type WorkflowStepRow } from '@mailroom/db/queries/workflows';
+import {
+  type ExecutionRow,
+  type StepRunRow,
+  type WorkflowGraph,
+  type WorkflowStepRow,
+} from '@mailroom/db/queries/workflows';
 import { updateContact } from '@mailroom/db/queries/contacts';
 import { type Database, type DbOrTx } from '@mailroom/db/client';
 import { callStepWebhook, workflowEmailRow } from './effects';
@@ -57,7 +62,8 @@ export const MAX_STEPS_PER_JOB = 50;
 /** What the engine needs: the database, the settings of leases, retries and WEBHOOK targets, a logger. */
 export interface EngineDeps {
   db: Database['db'];
-  config: Pick<WorkflowConfig, 'workflowLeaseMs' | 'workflowRetryBackoffMs'> & Pick<WebhookConfig, 'webhookAllowPrivateTargets'>;
+  config: Pick<WorkflowConfig, 'workflowLeaseMs' | 'workflowRetryBackoffMs'> &
+    Pick<WebhookConfig, 'webhookAllowPrivateTargets'>;
 }
 
 /**
@@ -107,7 +113,12 @@ export class ExecutionRun {
   async run(projectDisabled: boolean): Promise<boolean> {
     if (projectDisabled) {
       // As its queued mail is cancelled, a disabled project's executions are: nothing of theirs runs any more.
-      await this.move(this.db, this.x, { status: 'CANCELLED', error: 'project disabled' }, { endRun: { target: 'open', status: 'CANCELLED', error: 'project disabled' } });
+      await this.move(
+        this.db,
+        this.x,
+        { status: 'CANCELLED', error: 'project disabled' },
+        { endRun: { target: 'open', status: 'CANCELLED', error: 'project disabled' } },
+      );
       return false;
     }
     for (let i = 0; i < MAX_STEPS_PER_JOB; i++) {
@@ -125,11 +136,22 @@ export class ExecutionRun {
   async finish(capped: boolean): Promise<Handover> {
     const live = (s: string) => s === 'RUNNING' || s === 'WAITING';
     const after = live(this.x.status) ? await releaseExecution(this.db, this.x.id, this.lease) : undefined;
-    const handover: Handover = { execution: this.x, sends: this.sends, sendFroms: this.sendFroms, deliveries: this.deliveries };
-    if (this.wake) handover.wake = { execution: { ...this.x, version: this.wake.version }, at: this.wake.at, ...(this.wake.suffix ? { suffix: this.wake.suffix } : {}) };
+    const handover: Handover = {
+      execution: this.x,
+      sends: this.sends,
+      sendFroms: this.sendFroms,
+      deliveries: this.deliveries,
+    };
+    if (this.wake)
+      handover.wake = {
+        execution: { ...this.x, version: this.wake.version },
+        at: this.wake.at,
+        ...(this.wake.suffix ? { suffix: this.wake.suffix } : {}),
+      };
     // Moved by someone else while leased (an event woke it), or stopped by the cap: run it again now.
     const due = after && (!after.dueAt || after.dueAt.getTime() <= Date.now());
-    if (after && live(after.status) && due && (capped || after.version !== this.x.version)) handover.rerun = { execution: after, suffix: this.lease.slice(0, 8) };
+    if (after && live(after.status) && due && (capped || after.version !== this.x.version))
+      handover.rerun = { execution: after, suffix: this.lease.slice(0, 8) };
     return handover;
   }
 
@@ -138,7 +160,9 @@ export class ExecutionRun {
   }
 
   private nextOf(stepId: string, branch: WorkflowBranch): WorkflowStepRow | undefined {
-    return this.step(this.graph.transitions.find((t) => t.fromStepId === stepId && t.branch === branch)?.toStepId ?? null);
+    return this.step(
+      this.graph.transitions.find((t) => t.fromStepId === stepId && t.branch === branch)?.toStepId ?? null,
+    );
   }
 
   /**
@@ -146,10 +170,25 @@ export class ExecutionRun {
    * it began. @returns the moved row, or undefined when another mover won (callers then continue from
    * {@link ExecutionRun.lost}).
    */
-  private async move(db: DbOrTx, x: ExecutionRow, move: ExecutionMove, effects: MoveEffects = {}): Promise<ExecutionRow | undefined> {
+  private async move(
+    db: DbOrTx,
+    x: ExecutionRow,
+    move: ExecutionMove,
+    effects: MoveEffects = {},
+  ): Promise<ExecutionRow | undefined> {
     const final = ['COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'].includes(move.status);
-    const extra = { status: move.status, ...(move.exitReason ? { reason: move.exitReason } : {}), ...(move.error ? { error: move.error } : {}) };
-    const data = { workflowId: x.workflowId, executionId: x.id, contactId: x.contactId, ...extra, ...(x.test ? { test: true } : {}) };
+    const extra = {
+      status: move.status,
+      ...(move.exitReason ? { reason: move.exitReason } : {}),
+      ...(move.error ? { error: move.error } : {}),
+    };
+    const data = {
+      workflowId: x.workflowId,
+      executionId: x.id,
+      contactId: x.contactId,
+      ...extra,
+      ...(x.test ? { test: true } : {}),
+    };
     const hook = final ? { type: `workflow.${move.status.toLowerCase()}`, data } : undefined;
     const r = await moveExecution(db, x, this.lease, move, { ...effects, ...(hook ? { hook } : {}) });
     if (!r.execution) return undefined;
@@ -162,15 +201,23 @@ export class ExecutionRun {
   /** A move lost its compare-and-set: continue with the row as it now is, if it is still ours and live. */
   private async lost(): Promise<ExecutionRow | undefined> {
     const row = await leasedExecution(this.db, this.x.id, this.lease);
-    if (!row || (row.status !== 'RUNNING' && row.status !== 'WAITING') || row.version === this.x.version) return undefined;
+    if (!row || (row.status !== 'RUNNING' && row.status !== 'WAITING') || row.version === this.x.version)
+      return undefined;
     return row;
   }
 
   /** The move that leaves `step` by `branch`: to the next step (its run begun), or COMPLETED when the branch leads nowhere. */
-  private leave(step: WorkflowStepRow, branch: WorkflowBranch, context?: Record<string, unknown>): { move: ExecutionMove; beginRun?: MoveEffects['beginRun'] } {
+  private leave(
+    step: WorkflowStepRow,
+    branch: WorkflowBranch,
+    context?: Record<string, unknown>,
+  ): { move: ExecutionMove; beginRun?: MoveEffects['beginRun'] } {
     const to = this.nextOf(step.id, branch);
     return to
-      ? { move: { status: 'RUNNING', currentStepId: to.id, resumeBranch: null, context }, beginRun: { stepId: to.id, stepType: to.type } }
+      ? {
+          move: { status: 'RUNNING', currentStepId: to.id, resumeBranch: null, context },
+          beginRun: { stepId: to.id, stepType: to.type },
+        }
       : { move: { status: 'COMPLETED', resumeBranch: null, context } };
   }
 
@@ -187,7 +234,10 @@ export class ExecutionRun {
   ): Promise<ExecutionRow | undefined> {
     const x = this.x;
     const { move, beginRun } = this.leave(step, branch, opts.context);
-    const effects: MoveEffects = { endRun: { target: { id: run.id }, status: end.status, branch, output: end.output, error: null }, beginRun };
+    const effects: MoveEffects = {
+      endRun: { target: { id: run.id }, status: end.status, branch, output: end.output, error: null },
+      beginRun,
+    };
     const { effect } = opts;
     if (!effect) {
       const moved = await this.move(this.db, x, move, effects);
@@ -214,7 +264,11 @@ export class ExecutionRun {
   }
 
   /** Ends the execution EXITED or FAILED, closing the step run. */
-  private async end(run: StepRunRow | undefined, status: 'EXITED' | 'FAILED', reason: string): Promise<ExecutionRow | undefined> {
+  private async end(
+    run: StepRunRow | undefined,
+    status: 'EXITED' | 'FAILED',
+    reason: string,
+  ): Promise<ExecutionRow | undefined> {
     const move: ExecutionMove = status === 'EXITED' ? { status, exitReason: reason } : { status, error: reason };
     const endRun: MoveEffects['endRun'] = run
       ? status === 'FAILED'
@@ -253,9 +307,17 @@ export class ExecutionRun {
       const branch = x.resumeBranch as WorkflowBranch;
       const { move, beginRun } = this.leave(step, branch);
       const output = branch === 'event' ? { event: x.context.event } : undefined;
-      return (await this.move(this.db, x, move, { endRun: { target: 'open', status: 'COMPLETED', branch, ...(output ? { output } : {}) }, beginRun })) ?? this.lost();
+      return (
+        (await this.move(this.db, x, move, {
+          endRun: { target: 'open', status: 'COMPLETED', branch, ...(output ? { output } : {}) },
+          beginRun,
+        })) ?? this.lost()
+      );
     }
-    const run = this.begun && this.begun.executionId === x.id && this.begun.version === x.version ? this.begun : await beginStepRun(this.db, x, step);
+    const run =
+      this.begun && this.begun.executionId === x.id && this.begun.version === x.version
+        ? this.begun
+        : await beginStepRun(this.db, x, step);
     switch (step.type) {
       case 'SEND_EMAIL':
         return this.sendEmail(run, step, step.config as StepConfig<'SEND_EMAIL'>);
@@ -266,15 +328,30 @@ export class ExecutionRun {
         return this.wait(run, durationMs(cfg.timeout), cfg.event);
       }
       case 'CONDITION': {
-        const filter = parseSegmentFilter((step.config as StepConfig<'CONDITION'>).filter, 'filter', { allowContext: true });
+        const filter = parseSegmentFilter((step.config as StepConfig<'CONDITION'>).filter, 'filter', {
+          allowContext: true,
+        });
         const result = await conditionMatches(this.db, x, filter);
         return this.done(run, step, result ? 'yes' : 'no', { status: 'COMPLETED', output: { result } });
       }
       case 'UPDATE_CONTACT': {
         const cfg = step.config as StepConfig<'UPDATE_CONTACT'>;
-        return this.done(run, step, 'next', { status: 'COMPLETED', output: { ...cfg } }, {
-          effect: (tx) => updateContact(tx, x.projectId, x.contactId, { data: cfg.data, subscribed: cfg.subscribed }, { test: x.test }),
-        });
+        return this.done(
+          run,
+          step,
+          'next',
+          { status: 'COMPLETED', output: { ...cfg } },
+          {
+            effect: (tx) =>
+              updateContact(
+                tx,
+                x.projectId,
+                x.contactId,
+                { data: cfg.data, subscribed: cfg.subscribed },
+                { test: x.test },
+              ),
+          },
+        );
       }
       case 'WEBHOOK':
         return this.webhook(run, step, step.config as StepConfig<'WEBHOOK'>);
@@ -290,47 +367,83 @@ export class ExecutionRun {
       this.db,
       this.x,
       { status: 'WAITING', dueAt: until, waitEvent: event, resumeBranch: null },
-      { endRun: { target: { id: run.id }, status: 'WAITING', output: { until: until.toISOString(), ...(event ? { event } : {}) } } },
+      {
+        endRun: {
+          target: { id: run.id },
+          status: 'WAITING',
+          output: { until: until.toISOString(), ...(event ? { event } : {}) },
+        },
+      },
     );
     if (!waiting) return this.lost();
     this.x = waiting;
     if (event) {
       // An event committed while the wait was committing reached no inbox: look for it now.
       const early = await eventForWait(this.db, waiting);
-      if (early) return (await this.move(this.db, waiting, { status: 'RUNNING', resumeBranch: 'event', context: { event: eventContext(early) } })) ?? this.lost();
+      if (early)
+        return (
+          (await this.move(this.db, waiting, {
+            status: 'RUNNING',
+            resumeBranch: 'event',
+            context: { event: eventContext(early) },
+          })) ?? this.lost()
+        );
     }
     this.wake = { version: waiting.version, at: until };
     return undefined;
   }
 
-  private async sendEmail(run: StepRunRow, step: WorkflowStepRow, cfg: StepConfig<'SEND_EMAIL'>): Promise<ExecutionRow | undefined> {
+  private async sendEmail(
+    run: StepRunRow,
+    step: WorkflowStepRow,
+    cfg: StepConfig<'SEND_EMAIL'>,
+  ): Promise<ExecutionRow | undefined> {
     const x = this.x;
-    const [live, contact] = await Promise.all([getTemplate(this.db, x.projectId, cfg.templateId), contactForSend(this.db, x, cfg.templateId, cfg.topicId)]);
+    const [live, contact] = await Promise.all([
+      getTemplate(this.db, x.projectId, cfg.templateId),
+      contactForSend(this.db, x, cfg.templateId, cfg.topicId),
+    ]);
     if (!contact) return this.end(run, 'FAILED', 'the contact no longer exists');
     if (!live) return this.end(run, 'FAILED', `template ${cfg.templateId} no longer exists`);
     // A pinned step sends its version; otherwise the live (latest published) one, which the template row holds.
-    const template = cfg.templateVersion === undefined ? live : await pinnedTemplate(this.db, live, cfg.templateVersion);
-    if (!template) return this.end(run, 'FAILED', `template ${cfg.templateId} has no published version ${cfg.templateVersion}`);
+    const template =
+      cfg.templateVersion === undefined ? live : await pinnedTemplate(this.db, live, cfg.templateVersion);
+    if (!template)
+      return this.end(run, 'FAILED', `template ${cfg.templateId} has no published version ${cfg.templateVersion}`);
     // The suppression rule (the list; a MARKETING template to a contact not subscribed, globally or to the step's
     // topic): the step is skipped.
     if (contact.suppression) {
-      return this.done(run, step, 'next', { status: 'SKIPPED', output: { reason: SUPPRESSION_REASONS[contact.suppression], cause: contact.suppression } });
+      return this.done(run, step, 'next', {
+        status: 'SKIPPED',
+        output: { reason: SUPPRESSION_REASONS[contact.suppression], cause: contact.suppression },
+      });
     }
     const from = cfg.from ?? template.from;
     if (!from) return this.end(run, 'FAILED', 'neither the step nor the template has a from address');
     // Derived from the step run: a second write of this step's email (a retried run) conflicts on the primary key.
     // Its time is when the run began (the run's id carries the execution's start), so the email sits in its month.
     const emailId = keyedIdAt(run.startedAt.getTime(), `workflow-email:${run.id}`);
-    return this.done(run, step, 'next', { status: 'COMPLETED', output: { emailId } }, {
-      effect: (tx) => insertQueuedEmails(tx, [workflowEmailRow({ id: emailId, execution: x, run, template, contact, cfg, from })]),
-      committed: () => {
-        this.sends.push(emailId);
-        this.sendFroms.push(from);
+    return this.done(
+      run,
+      step,
+      'next',
+      { status: 'COMPLETED', output: { emailId } },
+      {
+        effect: (tx) =>
+          insertQueuedEmails(tx, [workflowEmailRow({ id: emailId, execution: x, run, template, contact, cfg, from })]),
+        committed: () => {
+          this.sends.push(emailId);
+          this.sendFroms.push(from);
+        },
       },
-    });
+    );
   }
 
-  private async webhook(run: StepRunRow, step: WorkflowStepRow, cfg: StepConfig<'WEBHOOK'>): Promise<ExecutionRow | undefined> {
+  private async webhook(
+    run: StepRunRow,
+    step: WorkflowStepRow,
+    cfg: StepConfig<'WEBHOOK'>,
+  ): Promise<ExecutionRow | undefined> {
     const x = this.x;
     const { config } = this.deps;
     const timeoutMs = cfg.timeoutMs ?? 10_000;
@@ -339,7 +452,14 @@ export class ExecutionRun {
     await extendLease(this.db, x.id, this.lease, timeoutMs + config.workflowLeaseMs);
     await finishStepRun(this.db, run.id, { status: 'RUNNING', attempts: attempt });
     const call = await callStepWebhook(this.db, config, { execution: x, run, step, cfg, attempt, timeoutMs });
-    if (call.ok) return this.done(run, step, 'next', { status: 'COMPLETED', output: call.output }, { context: { webhook: call.webhook } });
+    if (call.ok)
+      return this.done(
+        run,
+        step,
+        'next',
+        { status: 'COMPLETED', output: call.output },
+        { context: { webhook: call.webhook } },
+      );
     const { error, refused, output } = call;
     if (attempt <= retries && !refused) {
       const at = new Date(Date.now() + config.workflowRetryBackoffMs * 2 ** (attempt - 1));

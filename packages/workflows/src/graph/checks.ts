@@ -18,7 +18,10 @@ import { graphProblems, parseStepConfig, type GraphProblem } from '../workflows'
 import { resolveTrigger } from '../workflows-plunk';
 
 /** The stored trigger columns of a request's trigger (ours or Plunk's). @throws 422 naming the field. */
-export function triggerColumns(body: Parameters<typeof resolveTrigger>[0], current?: WorkflowRow): { triggerType: 'EVENT' | 'MANUAL'; triggerEvent: string | null } | undefined {
+export function triggerColumns(
+  body: Parameters<typeof resolveTrigger>[0],
+  current?: WorkflowRow,
+): { triggerType: 'EVENT' | 'MANUAL'; triggerEvent: string | null } | undefined {
   const t = resolveTrigger(body, current && { type: current.triggerType, event: current.triggerEvent });
   return t && { triggerType: t.type, triggerEvent: t.event };
 }
@@ -43,13 +46,26 @@ export async function checkStep(
   }
   if (type === 'SEND_EMAIL') {
     const template = await getTemplate(db, projectId, value.templateId as string);
-    if (!template) throw validationError([{ field: `${field}.templateId`, message: 'no template with this id in this project', code: 'custom' }]);
-    const pinned = value.templateVersion === undefined ? undefined : await getVersion(db, template, value.templateVersion as number);
+    if (!template)
+      throw validationError([
+        { field: `${field}.templateId`, message: 'no template with this id in this project', code: 'custom' },
+      ]);
+    const pinned =
+      value.templateVersion === undefined ? undefined : await getVersion(db, template, value.templateVersion as number);
     if (value.templateVersion !== undefined && !pinned?.publishedAt) {
-      throw validationError([{ field: `${field}.templateVersion`, message: 'no published version with this number (a draft cannot be pinned)', code: 'custom' }]);
+      throw validationError([
+        {
+          field: `${field}.templateVersion`,
+          message: 'no published version with this number (a draft cannot be pinned)',
+          code: 'custom',
+        },
+      ]);
     }
     const from = (value.from as string | undefined) ?? (pinned ?? template).from;
-    if (!from) throw validationError([{ field: `${field}.from`, message: 'is required: the template has no from address', code: 'invalid_type' }]);
+    if (!from)
+      throw validationError([
+        { field: `${field}.from`, message: 'is required: the template has no from address', code: 'invalid_type' },
+      ]);
     const bad = await senderError(db, projectId, from, value.from ? `${field}.from` : `${field}.templateId`);
     if (bad) throw validationError([bad]);
     if (typeof value.topicId === 'string' && (await missingTopics(db, projectId, [value.topicId])).length > 0) {
@@ -60,7 +76,12 @@ export async function checkStep(
 }
 
 /** Graph problems as field errors: `steps.<ref>` / `transitions.<ref>` / `graph`. */
-export function graphErrors(problems: GraphProblem[], stepRef: (i: number) => string, transitionRef: (i: number) => string, whole: string): FieldError[] {
+export function graphErrors(
+  problems: GraphProblem[],
+  stepRef: (i: number) => string,
+  transitionRef: (i: number) => string,
+  whole: string,
+): FieldError[] {
   return problems.map((p) => ({
     field: p.at === null ? whole : 'step' in p.at ? stepRef(p.at.step) : transitionRef(p.at.transition),
     message: p.message,
@@ -74,11 +95,21 @@ export function storedGraphErrors(g: Pick<WorkflowGraph, 'steps' | 'transitions'
     g.steps.map((s) => ({ ref: s.id, type: s.type })),
     g.transitions.map((t) => ({ from: t.fromStepId, to: t.toStepId, branch: t.branch as WorkflowBranch })),
   );
-  return graphErrors(problems, (i) => `steps.${g.steps[i].id}`, (i) => `transitions.${g.transitions[i].id}`, 'graph');
+  return graphErrors(
+    problems,
+    (i) => `steps.${g.steps[i].id}`,
+    (i) => `transitions.${g.transitions[i].id}`,
+    'graph',
+  );
 }
 
 /** Re-checks every step's references (a template may have been deleted or changed since), as errors on `steps.<id>.config…`. */
-export async function stepRefErrors(db: DbOrTx, projectId: string, steps: WorkflowStepRow[], allowPrivate: boolean): Promise<FieldError[]> {
+export async function stepRefErrors(
+  db: DbOrTx,
+  projectId: string,
+  steps: WorkflowStepRow[],
+  allowPrivate: boolean,
+): Promise<FieldError[]> {
   const errors: FieldError[] = [];
   for (const s of steps) {
     try {

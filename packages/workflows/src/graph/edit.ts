@@ -46,16 +46,41 @@ export interface NewStepInput {
  * @throws {@link AppError} 404 for an unknown workflow; 422 for a TRIGGER step, a bad configuration (errors on
  * `config…`), or an unconnected step on an enabled workflow.
  */
-export async function addStep(db: Database['db'], projectId: string, workflowId: string, input: NewStepInput, allowPrivate: boolean): Promise<WorkflowStepRow> {
+export async function addStep(
+  db: Database['db'],
+  projectId: string,
+  workflowId: string,
+  input: NewStepInput,
+  allowPrivate: boolean,
+): Promise<WorkflowStepRow> {
   if (input.type === 'TRIGGER') {
-    throw validationError([{ field: 'type', message: 'the trigger is the workflow\'s own (trigger, or Plunk\'s eventName/triggerType); connect from it with fromStepId null', code: 'custom' }]);
+    throw validationError([
+      {
+        field: 'type',
+        message:
+          "the trigger is the workflow's own (trigger, or Plunk's eventName/triggerType); connect from it with fromStepId null",
+        code: 'custom',
+      },
+    ]);
   }
   const type = input.type;
-  const config = await checkStep(db, projectId, type, fromPlunkStepConfig(type, input.config, 'config', input.templateId), 'config', allowPrivate);
+  const config = await checkStep(
+    db,
+    projectId,
+    type,
+    fromPlunkStepConfig(type, input.config, 'config', input.templateId),
+    'config',
+    allowPrivate,
+  );
   const autoConnect = input.autoConnect ?? input.position !== undefined;
   return changeGraph(db, projectId, workflowId, async (tx) => {
     const g = autoConnect ? (await loadWorkflowGraph(tx, projectId, workflowId))! : undefined;
-    const row = await insertStep(tx, projectId, workflowId, { type, name: input.name ?? type, config, position: input.position });
+    const row = await insertStep(tx, projectId, workflowId, {
+      type,
+      name: input.name ?? type,
+      config,
+      position: input.position,
+    });
     if (g) {
       // Plunk's autoConnect: the last step (in creation order) that leads nowhere, the trigger counting first.
       const open: (WorkflowStepRow | null)[] = g.transitions.some((t) => t.fromStepId === null) ? [] : [null];
@@ -63,7 +88,8 @@ export async function addStep(db: Database['db'], projectId: string, workflowId:
       const from = open[open.length - 1];
       if (from !== undefined) {
         const branches = from === null ? (['next'] as const) : autoConnectBranches(from.type);
-        for (const branch of branches) await insertTransition(tx, projectId, workflowId, { fromStepId: from?.id ?? null, toStepId: row.id, branch });
+        for (const branch of branches)
+          await insertTransition(tx, projectId, workflowId, { fromStepId: from?.id ?? null, toStepId: row.id, branch });
       }
     }
     return row;
@@ -85,16 +111,37 @@ export interface StepPatch {
  *
  * @throws {@link AppError} 404 for an unknown workflow or step; 422 for a bad configuration or `templateId: null` on a SEND_EMAIL.
  */
-export async function editStep(db: Database['db'], projectId: string, workflowId: string, stepId: string, patch: StepPatch, allowPrivate: boolean): Promise<WorkflowStepRow> {
+export async function editStep(
+  db: Database['db'],
+  projectId: string,
+  workflowId: string,
+  stepId: string,
+  patch: StepPatch,
+  allowPrivate: boolean,
+): Promise<WorkflowStepRow> {
   const existing = await getStep(db, projectId, workflowId, stepId);
   if (!existing) throw notFound('Step');
   if (patch.templateId === null && existing.type === 'SEND_EMAIL') {
-    throw validationError([{ field: 'templateId', message: 'a SEND_EMAIL step needs a template', code: 'invalid_type' }]);
+    throw validationError([
+      { field: 'templateId', message: 'a SEND_EMAIL step needs a template', code: 'invalid_type' },
+    ]);
   }
   const templateId = patch.templateId ?? undefined;
   const source = patch.config ?? (templateId !== undefined ? { ...existing.config, templateId: undefined } : undefined);
-  const config = source === undefined ? undefined : await checkStep(db, projectId, existing.type, fromPlunkStepConfig(existing.type, source, 'config', templateId), 'config', allowPrivate);
-  const step = await changeGraph(db, projectId, workflowId, (tx) => updateStep(tx, projectId, workflowId, stepId, { name: patch.name, config, position: patch.position }));
+  const config =
+    source === undefined
+      ? undefined
+      : await checkStep(
+          db,
+          projectId,
+          existing.type,
+          fromPlunkStepConfig(existing.type, source, 'config', templateId),
+          'config',
+          allowPrivate,
+        );
+  const step = await changeGraph(db, projectId, workflowId, (tx) =>
+    updateStep(tx, projectId, workflowId, stepId, { name: patch.name, config, position: patch.position }),
+  );
   if (!step) throw notFound('Step');
   return step;
 }
@@ -105,8 +152,15 @@ export async function editStep(db: Database['db'], projectId: string, workflowId
  * @returns the `workflow.exited` webhook deliveries written (to enqueue).
  * @throws {@link AppError} 404 for an unknown workflow or step; 422 when the workflow is enabled and the graph would break.
  */
-export async function removeStep(db: Database['db'], projectId: string, workflowId: string, stepId: string): Promise<WebhookDeliveryRef[]> {
-  const deliveries = await changeGraph(db, projectId, workflowId, (tx) => deleteStep(tx, projectId, workflowId, stepId));
+export async function removeStep(
+  db: Database['db'],
+  projectId: string,
+  workflowId: string,
+  stepId: string,
+): Promise<WebhookDeliveryRef[]> {
+  const deliveries = await changeGraph(db, projectId, workflowId, (tx) =>
+    deleteStep(tx, projectId, workflowId, stepId),
+  );
   if (!deliveries) throw notFound('Step');
   return deliveries;
 }
@@ -129,7 +183,12 @@ export interface NewTransitionInput {
  * @throws {@link AppError} 404 for an unknown workflow; 422 for unknown steps or a branch the step does not have;
  * 409 `CONFLICT` when the branch is already taken.
  */
-export async function addTransition(db: Database['db'], projectId: string, workflowId: string, input: NewTransitionInput): Promise<WorkflowTransitionRow> {
+export async function addTransition(
+  db: Database['db'],
+  projectId: string,
+  workflowId: string,
+  input: NewTransitionInput,
+): Promise<WorkflowTransitionRow> {
   const fromStepId = input.fromStepId === workflowId ? null : input.fromStepId;
   return changeGraph(db, projectId, workflowId, async (tx) => {
     // One after the other: a transaction is one connection, and pg queues (and deprecates) concurrent queries on it.
@@ -137,19 +196,35 @@ export async function addTransition(db: Database['db'], projectId: string, workf
     const to = await getStep(tx, projectId, workflowId, input.toStepId);
     const g = await loadWorkflowGraph(tx, projectId, workflowId);
     const taken = g!.transitions.filter((e) => e.fromStepId === (fromStepId ?? null)).map((e) => e.branch);
-    const branch = from === undefined ? (input.branch ?? 'next') : resolveBranch({ ...input, waitOutcome: input.waitOutcome ?? undefined }, from ? from.type : null, taken);
-    const branchField = input.branch ? 'branch' : input.waitOutcome ? 'waitOutcome' : input.condition ? 'condition.branch' : 'branch';
+    const branch =
+      from === undefined
+        ? (input.branch ?? 'next')
+        : resolveBranch({ ...input, waitOutcome: input.waitOutcome ?? undefined }, from ? from.type : null, taken);
+    const branchField = input.branch
+      ? 'branch'
+      : input.waitOutcome
+        ? 'waitOutcome'
+        : input.condition
+          ? 'condition.branch'
+          : 'branch';
     const errors: FieldError[] = [];
-    if (from === undefined) errors.push({ field: 'fromStepId', message: 'no such step in this workflow', code: 'custom' });
+    if (from === undefined)
+      errors.push({ field: 'fromStepId', message: 'no such step in this workflow', code: 'custom' });
     if (!to) errors.push({ field: 'toStepId', message: 'no such step in this workflow', code: 'custom' });
     const allowed = from ? branchesOf(from.type) : from === null ? (['next'] as const) : WORKFLOW_BRANCHES;
     if (!allowed.includes(branch)) {
-      const message = allowed.length === 0 ? 'an EXIT step has no outgoing transitions' : `must be one of ${allowed.join(', ')} ${from ? `for a ${from.type} step` : 'from the trigger'}`;
+      const message =
+        allowed.length === 0
+          ? 'an EXIT step has no outgoing transitions'
+          : `must be one of ${allowed.join(', ')} ${from ? `for a ${from.type} step` : 'from the trigger'}`;
       errors.push({ field: branchField, message, code: 'custom' });
     }
     if (errors.length > 0) throw validationError(errors);
     if (taken.includes(branch)) {
-      throw new AppError(ErrorCode.CONFLICT, `There is already a ${branch} transition from ${fromStepId ?? 'the trigger'}; delete it first`);
+      throw new AppError(
+        ErrorCode.CONFLICT,
+        `There is already a ${branch} transition from ${fromStepId ?? 'the trigger'}; delete it first`,
+      );
     }
     return insertTransition(tx, projectId, workflowId, { fromStepId, toStepId: input.toStepId, branch });
   });
@@ -160,7 +235,14 @@ export async function addTransition(db: Database['db'], projectId: string, workf
  *
  * @throws {@link AppError} 404 for an unknown workflow or transition; 422 when the workflow is enabled and the graph would break.
  */
-export async function removeTransition(db: Database['db'], projectId: string, workflowId: string, transitionId: string): Promise<void> {
-  const deleted = await changeGraph(db, projectId, workflowId, (tx) => deleteTransition(tx, projectId, workflowId, transitionId));
+export async function removeTransition(
+  db: Database['db'],
+  projectId: string,
+  workflowId: string,
+  transitionId: string,
+): Promise<void> {
+  const deleted = await changeGraph(db, projectId, workflowId, (tx) =>
+    deleteTransition(tx, projectId, workflowId, transitionId),
+  );
   if (!deleted) throw notFound('Transition');
 }

@@ -37,18 +37,32 @@ export async function startExecution(
   test: boolean,
 ): Promise<{ execution: ExecutionRow; deliveries: WebhookDeliveryRef[] }> {
   if ((input.contactId === undefined) === (input.email === undefined)) {
-    throw validationError([{ field: 'contactId', message: 'give either `contactId` or `email`', code: 'invalid_type' }]);
+    throw validationError([
+      { field: 'contactId', message: 'give either `contactId` or `email`', code: 'invalid_type' },
+    ]);
   }
   if (input.data !== undefined && input.context !== undefined) {
-    throw validationError([{ field: 'context', message: 'give either `data` or Plunk\'s `context`, not both', code: 'custom' }]);
+    throw validationError([
+      { field: 'context', message: "give either `data` or Plunk's `context`, not both", code: 'custom' },
+    ]);
   }
   const w = await getWorkflow(tx, projectId, workflowId);
   if (!w) throw notFound('Workflow');
-  if (!w.enabled) throw new AppError(ErrorCode.INVALID_STATE, 'The workflow is disabled; enable it (PATCH enabled: true) to start executions');
-  const contact = input.contactId ? await getContact(tx, projectId, input.contactId) : await findContactByEmail(tx, projectId, input.email!);
-  if (!contact) throw validationError([{ field: input.contactId ? 'contactId' : 'email', message: 'no such contact in this project', code: 'custom' }]);
+  if (!w.enabled)
+    throw new AppError(
+      ErrorCode.INVALID_STATE,
+      'The workflow is disabled; enable it (PATCH enabled: true) to start executions',
+    );
+  const contact = input.contactId
+    ? await getContact(tx, projectId, input.contactId)
+    : await findContactByEmail(tx, projectId, input.email!);
+  if (!contact)
+    throw validationError([
+      { field: input.contactId ? 'contactId' : 'email', message: 'no such contact in this project', code: 'custom' },
+    ]);
   const started = await startManualExecution(tx, w, contact.id, input.data ?? input.context ?? {}, test);
-  if (!started.ok) throw new AppError(ErrorCode.CONFLICT, 'The contact already entered this workflow and it does not allow re-entry');
+  if (!started.ok)
+    throw new AppError(ErrorCode.CONFLICT, 'The contact already entered this workflow and it does not allow re-entry');
   return { execution: started.execution, deliveries: started.deliveries };
 }
 

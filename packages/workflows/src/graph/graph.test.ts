@@ -16,7 +16,11 @@ import { editWorkflow, newWorkflow } from './workflow';
 let database: Database;
 
 beforeAll(() => {
-  database = createDatabase({ url: process.env.TEST_DATABASE_URL!, poolSize: 3, applicationName: 'test-workflow-graph' });
+  database = createDatabase({
+    url: process.env.TEST_DATABASE_URL!,
+    poolSize: 3,
+    applicationName: 'test-workflow-graph',
+  });
 });
 afterAll(async () => {
   await database.close();
@@ -26,7 +30,13 @@ async function project() {
   const p = await createProject(database.db, `graph ${randomBytes(3).toString('hex')}`);
   const domain = `d${randomBytes(5).toString('hex')}.example.com`;
   await addDomain(database.db, p.id, domain, true);
-  const template = await createTemplate(database.db, p.id, { name: 't', subject: 'Hi', body: '<p>Hi</p>', type: 'TRANSACTIONAL', from: `wf@${domain}` });
+  const template = await createTemplate(database.db, p.id, {
+    name: 't',
+    subject: 'Hi',
+    body: '<p>Hi</p>',
+    type: 'TRANSACTIONAL',
+    from: `wf@${domain}`,
+  });
   return { id: p.id, template };
 }
 
@@ -43,16 +53,24 @@ async function refusal(work: Promise<unknown>): Promise<{ status: number; fields
 }
 
 describe('workflow rules', () => {
-  test('a workflow is created disabled, with a trigger (ours or Plunk\'s)', async () => {
+  test("a workflow is created disabled, with a trigger (ours or Plunk's)", async () => {
     const p = await project();
-    expect(await refusal(newWorkflow(database.db, p.id, { name: 'x', trigger: { type: 'MANUAL' }, enabled: true }))).toMatchObject({ status: 422, fields: ['enabled'] });
-    expect(await refusal(newWorkflow(database.db, p.id, { name: 'x' }))).toMatchObject({ status: 422, fields: ['trigger'] });
-    expect(await refusal(newWorkflow(database.db, p.id, { name: 'x', triggerType: 'SCHEDULE' }))).toMatchObject({ status: 422, fields: ['triggerType'] });
+    expect(
+      await refusal(newWorkflow(database.db, p.id, { name: 'x', trigger: { type: 'MANUAL' }, enabled: true })),
+    ).toMatchObject({ status: 422, fields: ['enabled'] });
+    expect(await refusal(newWorkflow(database.db, p.id, { name: 'x' }))).toMatchObject({
+      status: 422,
+      fields: ['trigger'],
+    });
+    expect(await refusal(newWorkflow(database.db, p.id, { name: 'x', triggerType: 'SCHEDULE' }))).toMatchObject({
+      status: 422,
+      fields: ['triggerType'],
+    });
     const w = await newWorkflow(database.db, p.id, { name: 'x', eventName: 'signup' });
     expect(w).toMatchObject({ enabled: false, triggerType: 'EVENT', triggerEvent: 'signup' });
   });
 
-  test('enabling checks the whole graph and every step\'s references, and changes nothing when refused', async () => {
+  test("enabling checks the whole graph and every step's references, and changes nothing when refused", async () => {
     const p = await project();
     const w = await newWorkflow(database.db, p.id, { name: 'x', trigger: { type: 'MANUAL' } });
     expect(await refusal(editWorkflow(database.db, p.id, w.id, { enabled: true }, false))).toMatchObject({
@@ -60,9 +78,17 @@ describe('workflow rules', () => {
       fields: ['graph'],
       messages: ['the trigger needs a transition to the first step'],
     });
-    const send = await addStep(database.db, p.id, w.id, { type: 'SEND_EMAIL', config: { templateId: p.template.id }, autoConnect: true }, false);
+    const send = await addStep(
+      database.db,
+      p.id,
+      w.id,
+      { type: 'SEND_EMAIL', config: { templateId: p.template.id }, autoConnect: true },
+      false,
+    );
     await deleteTemplate(database.db, p.id, p.template.id);
-    expect(await refusal(editWorkflow(database.db, p.id, w.id, { enabled: true, name: 'renamed' }, false))).toMatchObject({
+    expect(
+      await refusal(editWorkflow(database.db, p.id, w.id, { enabled: true, name: 'renamed' }, false)),
+    ).toMatchObject({
       status: 422,
       fields: [`steps.${send.id}.config.templateId`],
     });
@@ -72,7 +98,13 @@ describe('workflow rules', () => {
   test('autoConnect connects from the last open step; branches are checked; a taken branch conflicts', async () => {
     const p = await project();
     const w = await newWorkflow(database.db, p.id, { name: 'x', trigger: { type: 'MANUAL' } });
-    const wait = await addStep(database.db, p.id, w.id, { type: 'WAIT_FOR_EVENT', config: { eventName: 'paid', timeout: 60 }, position: { x: 0, y: 0 } }, false);
+    const wait = await addStep(
+      database.db,
+      p.id,
+      w.id,
+      { type: 'WAIT_FOR_EVENT', config: { eventName: 'paid', timeout: 60 }, position: { x: 0, y: 0 } },
+      false,
+    );
     const exit = await addStep(database.db, p.id, w.id, { type: 'EXIT', config: {}, position: { x: 0, y: 1 } }, false);
     const g = (await loadWorkflowGraph(database.db, p.id, w.id))!;
     expect(g.transitions.map((t) => [t.fromStepId, t.toStepId, t.branch])).toEqual([
@@ -80,23 +112,41 @@ describe('workflow rules', () => {
       [wait.id, exit.id, 'event'],
       [wait.id, exit.id, 'timeout'],
     ]);
-    expect(await refusal(addTransition(database.db, p.id, w.id, { fromStepId: exit.id, toStepId: wait.id }))).toMatchObject({
+    expect(
+      await refusal(addTransition(database.db, p.id, w.id, { fromStepId: exit.id, toStepId: wait.id })),
+    ).toMatchObject({
       status: 422,
       messages: ['an EXIT step has no outgoing transitions'],
     });
-    expect(await refusal(addTransition(database.db, p.id, w.id, { fromStepId: w.id, toStepId: exit.id }))).toMatchObject({ status: 409 });
-    expect(await refusal(addStep(database.db, p.id, w.id, { type: 'TRIGGER' }, false))).toMatchObject({ status: 422, fields: ['type'] });
+    expect(
+      await refusal(addTransition(database.db, p.id, w.id, { fromStepId: w.id, toStepId: exit.id })),
+    ).toMatchObject({ status: 409 });
+    expect(await refusal(addStep(database.db, p.id, w.id, { type: 'TRIGGER' }, false))).toMatchObject({
+      status: 422,
+      fields: ['type'],
+    });
   });
 
   test('an enabled workflow keeps a graph that can run: a breaking edit is refused and changes nothing', async () => {
     const p = await project();
     const w = await newWorkflow(database.db, p.id, { name: 'x', trigger: { type: 'MANUAL' } });
-    const send = await addStep(database.db, p.id, w.id, { type: 'SEND_EMAIL', templateId: p.template.id, position: null, autoConnect: true }, false);
+    const send = await addStep(
+      database.db,
+      p.id,
+      w.id,
+      { type: 'SEND_EMAIL', templateId: p.template.id, position: null, autoConnect: true },
+      false,
+    );
     await editWorkflow(database.db, p.id, w.id, { enabled: true }, false);
     const before = (await loadWorkflowGraph(database.db, p.id, w.id))!;
     const entry = before.transitions[0];
-    expect(await refusal(removeTransition(database.db, p.id, w.id, entry.id))).toMatchObject({ status: 422, fields: ['graph'] });
-    expect(await refusal(addStep(database.db, p.id, w.id, { type: 'DELAY', config: { amount: 1, unit: 'days' } }, false))).toMatchObject({
+    expect(await refusal(removeTransition(database.db, p.id, w.id, entry.id))).toMatchObject({
+      status: 422,
+      fields: ['graph'],
+    });
+    expect(
+      await refusal(addStep(database.db, p.id, w.id, { type: 'DELAY', config: { amount: 1, unit: 'days' } }, false)),
+    ).toMatchObject({
       status: 422,
       messages: ['is not reachable from the trigger'],
     });
@@ -134,11 +184,23 @@ describe('workflow rules', () => {
     expect((await loadWorkflowGraph(database.db, p.id, w.id))!.steps).toEqual([]);
 
     const foreign = await refusal(
-      replaceWorkflowGraph(database.db, p.id, w.id, { steps: [{ key: 'a', id: randomUUID(), type: 'EXIT' }], transitions: [{ from: null, to: 'a' }] }, false),
+      replaceWorkflowGraph(
+        database.db,
+        p.id,
+        w.id,
+        { steps: [{ key: 'a', id: randomUUID(), type: 'EXIT' }], transitions: [{ from: null, to: 'a' }] },
+        false,
+      ),
     );
     expect(foreign).toMatchObject({ status: 422, fields: ['steps.0.id'] });
 
-    await replaceWorkflowGraph(database.db, p.id, w.id, { steps: [{ key: 'a', type: 'EXIT', config: { reason: 'done' } }], transitions: [{ from: null, to: 'a' }] }, false);
+    await replaceWorkflowGraph(
+      database.db,
+      p.id,
+      w.id,
+      { steps: [{ key: 'a', type: 'EXIT', config: { reason: 'done' } }], transitions: [{ from: null, to: 'a' }] },
+      false,
+    );
     const g = (await loadWorkflowGraph(database.db, p.id, w.id))!;
     expect(g.steps.map((s) => [s.type, s.name, s.config])).toEqual([['EXIT', 'EXIT', { reason: 'done' }]]);
   });

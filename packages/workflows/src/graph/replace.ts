@@ -17,7 +17,14 @@ import { checkStep, graphErrors } from './checks';
 
 /** A whole graph as a request gives it. */
 export interface GraphInput {
-  steps: { key: string; id?: string; type: WorkflowStepType; name?: string; config?: unknown; position?: Record<string, unknown> | null }[];
+  steps: {
+    key: string;
+    id?: string;
+    type: WorkflowStepType;
+    name?: string;
+    config?: unknown;
+    position?: Record<string, unknown> | null;
+  }[];
   transitions: { from: string | null; to: string; branch?: WorkflowBranch }[];
 }
 
@@ -29,7 +36,13 @@ export interface GraphInput {
  * @returns the `workflow.exited` webhook deliveries of executions on deleted steps (to enqueue).
  * @throws {@link AppError} 422 listing every problem (fields `steps.<i>…`, `transitions.<i>`, `transitions`); 404 for an unknown workflow.
  */
-export async function replaceWorkflowGraph(db: Database['db'], projectId: string, workflowId: string, body: GraphInput, allowPrivate: boolean): Promise<WebhookDeliveryRef[]> {
+export async function replaceWorkflowGraph(
+  db: Database['db'],
+  projectId: string,
+  workflowId: string,
+  body: GraphInput,
+  allowPrivate: boolean,
+): Promise<WebhookDeliveryRef[]> {
   const errors: FieldError[] = [];
   const keys = new Set<string>();
   body.steps.forEach((s, i) => {
@@ -39,7 +52,16 @@ export async function replaceWorkflowGraph(db: Database['db'], projectId: string
   const configs: Record<string, unknown>[] = [];
   for (const [i, s] of body.steps.entries()) {
     try {
-      configs.push(await checkStep(db, projectId, s.type, fromPlunkStepConfig(s.type, s.config, `steps.${i}.config`), `steps.${i}.config`, allowPrivate));
+      configs.push(
+        await checkStep(
+          db,
+          projectId,
+          s.type,
+          fromPlunkStepConfig(s.type, s.config, `steps.${i}.config`),
+          `steps.${i}.config`,
+          allowPrivate,
+        ),
+      );
     } catch (err) {
       if (err instanceof AppError && err.options.errors) errors.push(...err.options.errors);
       else throw err;
@@ -49,7 +71,14 @@ export async function replaceWorkflowGraph(db: Database['db'], projectId: string
     body.steps.map((s) => ({ ref: s.key, type: s.type })),
     body.transitions.map((t) => ({ from: t.from, to: t.to, branch: t.branch ?? 'next' })),
   );
-  errors.push(...graphErrors(problems, (i) => `steps.${i}`, (i) => `transitions.${i}`, 'transitions'));
+  errors.push(
+    ...graphErrors(
+      problems,
+      (i) => `steps.${i}`,
+      (i) => `transitions.${i}`,
+      'transitions',
+    ),
+  );
   if (errors.length > 0) throw validationError(errors, 'The graph cannot run; nothing was changed');
   const { deliveries } = await db.transaction(async (tx) => {
     if (!(await lockWorkflow(tx, projectId, workflowId))) throw notFound('Workflow');
@@ -57,9 +86,15 @@ export async function replaceWorkflowGraph(db: Database['db'], projectId: string
     const owned = new Set(g.steps.map((s) => s.id));
     const foreign: FieldError[] = [];
     body.steps.forEach((s, i) => {
-      if (s.id && !owned.has(s.id)) foreign.push({ field: `steps.${i}.id`, message: 'no such step in this workflow', code: 'custom' });
+      if (s.id && !owned.has(s.id))
+        foreign.push({ field: `steps.${i}.id`, message: 'no such step in this workflow', code: 'custom' });
       const kept = s.id ? g.steps.find((x) => x.id === s.id) : undefined;
-      if (kept && kept.type !== s.type) foreign.push({ field: `steps.${i}.type`, message: `step ${s.id} is a ${kept.type}; a step's type cannot change`, code: 'custom' });
+      if (kept && kept.type !== s.type)
+        foreign.push({
+          field: `steps.${i}.type`,
+          message: `step ${s.id} is a ${kept.type}; a step's type cannot change`,
+          code: 'custom',
+        });
     });
     if (foreign.length > 0) throw validationError(foreign);
     await touchWorkflow(tx, projectId, workflowId);
@@ -67,7 +102,14 @@ export async function replaceWorkflowGraph(db: Database['db'], projectId: string
       tx,
       projectId,
       workflowId,
-      body.steps.map((s, i) => ({ key: s.key, id: s.id, type: s.type, name: s.name ?? s.type, config: configs[i], position: s.position })),
+      body.steps.map((s, i) => ({
+        key: s.key,
+        id: s.id,
+        type: s.type,
+        name: s.name ?? s.type,
+        config: configs[i],
+        position: s.position,
+      })),
       body.transitions.map((t) => ({ from: t.from, to: t.to, branch: t.branch ?? 'next' })),
     );
   });

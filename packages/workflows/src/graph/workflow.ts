@@ -32,7 +32,12 @@ import { stepRefErrors, storedGraphErrors, triggerColumns } from './checks';
  * @returns what `change` returned.
  * @throws {@link AppError} 404 for an unknown workflow; 422 when the change would leave an enabled graph unable to run.
  */
-export async function changeGraph<T>(db: Database['db'], projectId: string, workflowId: string, change: (tx: DbOrTx, w: WorkflowRow) => Promise<T>): Promise<T> {
+export async function changeGraph<T>(
+  db: Database['db'],
+  projectId: string,
+  workflowId: string,
+  change: (tx: DbOrTx, w: WorkflowRow) => Promise<T>,
+): Promise<T> {
   return db.transaction(async (tx) => {
     if (!(await lockWorkflow(tx, projectId, workflowId))) throw notFound('Workflow');
     const w = (await getWorkflow(tx, projectId, workflowId))!;
@@ -41,7 +46,11 @@ export async function changeGraph<T>(db: Database['db'], projectId: string, work
     if (w.enabled) {
       const g = (await loadWorkflowGraph(tx, projectId, workflowId))!;
       const errors = storedGraphErrors(g);
-      if (errors.length > 0) throw validationError(errors, 'The workflow is enabled and this change would leave its graph unable to run; disable it first or send the whole graph with PUT /workflows/{id}/graph');
+      if (errors.length > 0)
+        throw validationError(
+          errors,
+          'The workflow is enabled and this change would leave its graph unable to run; disable it first or send the whole graph with PUT /workflows/{id}/graph',
+        );
     }
     return result;
   });
@@ -62,10 +71,29 @@ export interface NewWorkflowInput extends TriggerFields {
  * @throws {@link AppError} 422 for `enabled: true`, a missing trigger, or a trigger Plunk's form cannot map.
  */
 export async function newWorkflow(db: DbOrTx, projectId: string, input: NewWorkflowInput): Promise<WorkflowRow> {
-  if (input.enabled === true) throw validationError([{ field: 'enabled', message: 'a workflow is created disabled: add its steps, then PATCH enabled: true', code: 'custom' }]);
+  if (input.enabled === true)
+    throw validationError([
+      {
+        field: 'enabled',
+        message: 'a workflow is created disabled: add its steps, then PATCH enabled: true',
+        code: 'custom',
+      },
+    ]);
   const trigger = triggerColumns(input);
-  if (!trigger) throw validationError([{ field: 'trigger', message: 'is required (or Plunk\'s eventName, or triggerType with triggerConfig)', code: 'invalid_type' }]);
-  return createWorkflow(db, projectId, { name: input.name, description: input.description, allowReentry: input.allowReentry, ...trigger });
+  if (!trigger)
+    throw validationError([
+      {
+        field: 'trigger',
+        message: "is required (or Plunk's eventName, or triggerType with triggerConfig)",
+        code: 'invalid_type',
+      },
+    ]);
+  return createWorkflow(db, projectId, {
+    name: input.name,
+    description: input.description,
+    allowReentry: input.allowReentry,
+    ...trigger,
+  });
 }
 
 /** A change of a workflow's own fields; fields left out keep their value. */
@@ -82,14 +110,32 @@ export interface WorkflowPatch extends TriggerFields {
  *
  * @throws {@link AppError} 404 for an unknown workflow; 422 listing every problem of a graph that cannot be enabled, or a bad trigger.
  */
-export async function editWorkflow(db: Database['db'], projectId: string, workflowId: string, patch: WorkflowPatch, allowPrivate: boolean): Promise<void> {
+export async function editWorkflow(
+  db: Database['db'],
+  projectId: string,
+  workflowId: string,
+  patch: WorkflowPatch,
+  allowPrivate: boolean,
+): Promise<void> {
   await changeGraph(db, projectId, workflowId, async (tx, w) => {
-    const columns = { name: patch.name, description: patch.description, allowReentry: patch.allowReentry, enabled: patch.enabled, ...triggerColumns(patch, w) };
+    const columns = {
+      name: patch.name,
+      description: patch.description,
+      allowReentry: patch.allowReentry,
+      enabled: patch.enabled,
+      ...triggerColumns(patch, w),
+    };
     if (patch.enabled === true && !w.enabled) {
       const g = (await loadWorkflowGraph(tx, projectId, workflowId))!;
       const errors = [...storedGraphErrors(g), ...(await stepRefErrors(tx, projectId, g.steps, allowPrivate))];
-      if (errors.length > 0) throw validationError(errors, 'The workflow cannot be enabled: its graph or steps have problems');
+      if (errors.length > 0)
+        throw validationError(errors, 'The workflow cannot be enabled: its graph or steps have problems');
     }
-    await updateWorkflow(tx, projectId, workflowId, Object.fromEntries(Object.entries(columns).filter(([, v]) => v !== undefined)));
+    await updateWorkflow(
+      tx,
+      projectId,
+      workflowId,
+      Object.fromEntries(Object.entries(columns).filter(([, v]) => v !== undefined)),
+    );
   });
 }

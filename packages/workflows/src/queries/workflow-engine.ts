@@ -75,7 +75,8 @@ export async function claimExecution(db: DbOrTx, id: string, token: string, leas
     .from(workflowExecutions)
     .where(eq(workflowExecutions.id, id));
   if (!seen) return { kind: 'missing' };
-  if (seen.status === 'RUNNING' || seen.status === 'WAITING') return { kind: 'held', until: seen.leaseUntil ?? new Date() };
+  if (seen.status === 'RUNNING' || seen.status === 'WAITING')
+    return { kind: 'held', until: seen.leaseUntil ?? new Date() };
   return { kind: 'final', status: seen.status };
 }
 
@@ -125,7 +126,13 @@ const FINAL: readonly ExecutionStatus[] = ['COMPLETED', 'EXITED', 'FAILED', 'CAN
 /** What commits with a move, in the move's statement (only if the compare-and-set succeeds). */
 export interface MoveEffects {
   /** Ends a step run: the run `id`, or `open` (the execution's RUNNING or WAITING run). */
-  endRun?: { target: { id: string } | 'open'; status: StepRunStatus; branch?: string | null; output?: Record<string, unknown>; error?: string | null };
+  endRun?: {
+    target: { id: string } | 'open';
+    status: StepRunStatus;
+    branch?: string | null;
+    output?: Record<string, unknown>;
+    error?: string | null;
+  };
   /** Begins the run of the step the move leads to, at the new version (returned as `run`). */
   beginRun?: { stepId: string; stepType: string };
   /** A webhook event, written to the outbox for the project's subscribed endpoints. */
@@ -141,7 +148,15 @@ export interface MoveResult {
   deliveries: WebhookDeliveryRef[];
 }
 
-const EXECUTION_DATES = new Set(['dueAt', 'waitSince', 'leaseUntil', 'createdAt', 'updatedAt', 'finishedAt', 'startedAt']);
+const EXECUTION_DATES = new Set([
+  'dueAt',
+  'waitSince',
+  'leaseUntil',
+  'createdAt',
+  'updatedAt',
+  'finishedAt',
+  'startedAt',
+]);
 
 /** A row read as JSON (`to_jsonb`): camelCase keys, timestamps as Dates. */
 function rowFromJson<T>(j: Record<string, unknown>): T {
@@ -180,7 +195,13 @@ export async function moveExecution(
   // are a year's (docs/decisions/0016-named-statements.md). Two texts, by how the run to end is found: by id, a
   // generic plan still reads one partition (pruned by the parameter when it starts); the open run is looked up by
   // execution in each.
-  const rows = await executeNamed<{ execution: Record<string, unknown> | null; run: Record<string, unknown> | null; deliveries: WebhookDeliveryRef[] }>(db, sql`
+  const rows = await executeNamed<{
+    execution: Record<string, unknown> | null;
+    run: Record<string, unknown> | null;
+    deliveries: WebhookDeliveryRef[];
+  }>(
+    db,
+    sql`
     with moved as (
       update workflow_executions x set
         status = ${move.status},
@@ -229,7 +250,8 @@ export async function moveExecution(
     select (select to_jsonb(m) from moved m) as execution,
       (select to_jsonb(b) from run_begin b) as run,
       coalesce((select json_agg(json_build_object('id', id, 'projectId', project_id, 'generation', generation)) from hooks), '[]'::json) as deliveries
-  `);
+  `,
+  );
   const r = rows.rows[0];
   return {
     execution: r.execution ? rowFromJson<ExecutionRow>(r.execution) : undefined,
@@ -254,7 +276,15 @@ export async function beginStepRun(db: DbOrTx, x: ExecutionRow, step: WorkflowSt
   // One round trip: the new run, or (a retried job) the one already begun at this version.
   const [run] = await db
     .insert(workflowStepRuns)
-    .values({ id: stepRunId(x.id, x.version), executionId: x.id, projectId: x.projectId, stepId: step.id, stepType: step.type, version: x.version, status: 'RUNNING' })
+    .values({
+      id: stepRunId(x.id, x.version),
+      executionId: x.id,
+      projectId: x.projectId,
+      stepId: step.id,
+      stepType: step.type,
+      version: x.version,
+      status: 'RUNNING',
+    })
     .onConflictDoUpdate({ target: workflowStepRuns.id, set: { executionId: sql`excluded.execution_id` } })
     .returning();
   return run;
@@ -264,7 +294,13 @@ export async function beginStepRun(db: DbOrTx, x: ExecutionRow, step: WorkflowSt
 export async function finishStepRun(
   tx: DbOrTx,
   runId: string,
-  end: { status: StepRunStatus; branch?: string | null; output?: Record<string, unknown>; error?: string | null; attempts?: number },
+  end: {
+    status: StepRunStatus;
+    branch?: string | null;
+    output?: Record<string, unknown>;
+    error?: string | null;
+    attempts?: number;
+  },
 ): Promise<void> {
   const waiting = end.status === 'WAITING' || end.status === 'RUNNING';
   await tx
@@ -295,7 +331,12 @@ export interface WaitedEvent {
  */
 export async function eventForWait(db: DbOrTx, x: ExecutionRow, until?: Date): Promise<WaitedEvent | undefined> {
   if (!x.waitEvent || !x.waitSince) return undefined;
-  const rows = await db.execute<{ id: string; name: string; data: Record<string, unknown>; created_at: string | Date }>(sql`
+  const rows = await db.execute<{
+    id: string;
+    name: string;
+    data: Record<string, unknown>;
+    created_at: string | Date;
+  }>(sql`
     select id, name, data, created_at from events
     where project_id = ${x.projectId}::uuid and contact_id = ${x.contactId}::uuid and name = ${x.waitEvent}
       and test = ${x.test}::boolean and created_at >= ${x.waitSince.toISOString()}::timestamptz
@@ -316,7 +357,11 @@ export function eventContext(e: WaitedEvent): Record<string, unknown> {
  * context? Same compiler, hence same semantics, as segments.
  */
 export async function conditionMatches(db: DbOrTx, x: ExecutionRow, filter: SegmentFilter): Promise<boolean> {
-  const predicate = compileAudience(x.projectId, { type: 'FILTERED', filter }, { now: Date.now(), alias: 'c', context: x.context });
+  const predicate = compileAudience(
+    x.projectId,
+    { type: 'FILTERED', filter },
+    { now: Date.now(), alias: 'c', context: x.context },
+  );
   const rows = await db.execute<{ ok: boolean }>(sql`
     select exists (select 1 from contacts c where c.project_id = ${x.projectId}::uuid and c.id = ${x.contactId}::uuid and ${predicate}) as ok
   `);
@@ -336,7 +381,12 @@ export type ContactForSend = {
  * The execution's contact with the suppression rule's answer for an email of template `templateId` (marketing
  * when the template is MARKETING), or `undefined` when the contact was deleted.
  */
-export async function contactForSend(db: DbOrTx, x: ExecutionRow, templateId: string, topicId?: string): Promise<ContactForSend | undefined> {
+export async function contactForSend(
+  db: DbOrTx,
+  x: ExecutionRow,
+  templateId: string,
+  topicId?: string,
+): Promise<ContactForSend | undefined> {
   const marketing = sql`coalesce((select t.type = 'MARKETING' from templates t where t.id = ${templateId}::uuid and t.project_id = c.project_id), false)`;
   const topicSubscribed = topicId ? topicSubscribedSql(sql`c.project_id`, sql`c.id`, sql`${topicId}::uuid`) : undefined;
   const rows = await db.execute<ContactForSend>(sql`
@@ -358,7 +408,11 @@ export interface ExecutionRef {
  * Live executions due more than `olderThanMs` ago and not leased (their job was lost, or never added), oldest due
  * first, for the reconciler.
  */
-export async function overdueExecutions(db: DbOrTx, olderThanMs: number, limit: number): Promise<(ExecutionRef & { dueAt: Date })[]> {
+export async function overdueExecutions(
+  db: DbOrTx,
+  olderThanMs: number,
+  limit: number,
+): Promise<(ExecutionRef & { dueAt: Date })[]> {
   const rows = await db.execute<{ id: string; project_id: string; version: number; due_at: string | Date }>(sql`
     select id, project_id, version, due_at from workflow_executions
     where status in ('RUNNING', 'WAITING') and due_at < now() - make_interval(secs => ${olderThanMs / 1000})

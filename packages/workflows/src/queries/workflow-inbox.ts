@@ -37,7 +37,14 @@ export async function drainWorkflowInbox(
   `);
   if (taken.rows.length === 0) return { taken: 0, started: [], woken: [], deliveries: [] };
   const ids = sql`${sql.param(taken.rows.map((r) => r.event_id))}::uuid[]`;
-  const started = await tx.execute<{ id: string; project_id: string; workflow_id: string; contact_id: string; trigger: string; test: boolean }>(sql`
+  const started = await tx.execute<{
+    id: string;
+    project_id: string;
+    workflow_id: string;
+    contact_id: string;
+    trigger: string;
+    test: boolean;
+  }>(sql`
     insert into workflow_executions (id, project_id, workflow_id, contact_id, status, current_step_id, due_at, entry_key, trigger_event_id, context, test)
     select mailroom_uuid_v7(clock_timestamp()), e.project_id, w.id, e.contact_id, 'RUNNING', ${entryStepSql(sql`w.id`)}, now(),
       case when e.test then 'test:' else '' end || case when w.allow_reentry then 'event:' || e.id::text else 'contact:' || e.contact_id::text end, e.id,
@@ -62,7 +69,14 @@ export async function drainWorkflowInbox(
   const byProject = new Map<string, { type: string; data: Record<string, unknown> }[]>();
   for (const r of started.rows) {
     const list = byProject.get(r.project_id) ?? [];
-    const data = { workflowId: r.workflow_id, executionId: r.id, contactId: r.contact_id, status: 'RUNNING', trigger: r.trigger, ...(r.test ? { test: true } : {}) };
+    const data = {
+      workflowId: r.workflow_id,
+      executionId: r.id,
+      contactId: r.contact_id,
+      status: 'RUNNING',
+      trigger: r.trigger,
+      ...(r.test ? { test: true } : {}),
+    };
     list.push({ type: 'workflow.started', data });
     byProject.set(r.project_id, list);
   }
