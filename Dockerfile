@@ -4,6 +4,7 @@ FROM node:22-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/audiences/package.json packages/audiences/
+COPY packages/campaigns/package.json packages/campaigns/
 COPY packages/config/package.json packages/config/
 COPY packages/contacts/package.json packages/contacts/
 COPY packages/db/package.json packages/db/
@@ -11,7 +12,9 @@ COPY packages/feedback/package.json packages/feedback/
 COPY packages/mail/package.json packages/mail/
 COPY packages/platform/package.json packages/platform/
 COPY packages/plunk-import/package.json packages/plunk-import/
+COPY packages/projects/package.json packages/projects/
 COPY packages/queues/package.json packages/queues/
+COPY packages/retention/package.json packages/retention/
 COPY packages/sending/package.json packages/sending/
 COPY packages/verify/package.json packages/verify/
 COPY packages/webhooks/package.json packages/webhooks/
@@ -32,6 +35,7 @@ ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/audiences/package.json packages/audiences/
+COPY packages/campaigns/package.json packages/campaigns/
 COPY packages/config/package.json packages/config/
 COPY packages/contacts/package.json packages/contacts/
 COPY packages/db/package.json packages/db/
@@ -39,7 +43,9 @@ COPY packages/feedback/package.json packages/feedback/
 COPY packages/mail/package.json packages/mail/
 COPY packages/platform/package.json packages/platform/
 COPY packages/plunk-import/package.json packages/plunk-import/
+COPY packages/projects/package.json packages/projects/
 COPY packages/queues/package.json packages/queues/
+COPY packages/retention/package.json packages/retention/
 COPY packages/sending/package.json packages/sending/
 COPY packages/verify/package.json packages/verify/
 COPY packages/webhooks/package.json packages/webhooks/
@@ -48,6 +54,7 @@ COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
 RUN npm install --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 COPY --from=build /app/packages/audiences/dist packages/audiences/dist
+COPY --from=build /app/packages/campaigns/dist packages/campaigns/dist
 COPY --from=build /app/packages/config/dist packages/config/dist
 COPY --from=build /app/packages/contacts/dist packages/contacts/dist
 COPY --from=build /app/packages/db/dist packages/db/dist
@@ -55,7 +62,9 @@ COPY --from=build /app/packages/feedback/dist packages/feedback/dist
 COPY --from=build /app/packages/mail/dist packages/mail/dist
 COPY --from=build /app/packages/platform/dist packages/platform/dist
 COPY --from=build /app/packages/plunk-import/dist packages/plunk-import/dist
+COPY --from=build /app/packages/projects/dist packages/projects/dist
 COPY --from=build /app/packages/queues/dist packages/queues/dist
+COPY --from=build /app/packages/retention/dist packages/retention/dist
 COPY --from=build /app/packages/sending/dist packages/sending/dist
 COPY --from=build /app/packages/verify/dist packages/verify/dist
 COPY --from=build /app/packages/webhooks/dist packages/webhooks/dist

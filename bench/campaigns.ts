@@ -27,7 +27,7 @@ import { sql } from 'drizzle-orm';
 import { createRedis } from '@mailroom/queues/connection';
 import { createSendQueue } from '@mailroom/queues/create';
 import { type Config } from '@mailroom/config/config';
-import { rotateKeys } from '@mailroom/db/queries/projects';
+import { rotateKeys } from '@mailroom/projects/queries/projects';
 import { parseSegmentFilter } from '@mailroom/audiences/segments';
 import { compileAudience } from '@mailroom/audiences/audience';
 import { COUNT_SETTINGS, matchingCountQuery, matchingPageQuery } from '@mailroom/audiences/queries/segments';

@@ -10,7 +10,7 @@ import autocannon from 'autocannon';
 import type { ChildProcess } from 'node:child_process';
 import { sql } from 'drizzle-orm';
 import type { Config } from '@mailroom/config/config';
-import { createWebhookEndpoint } from '@mailroom/db/queries/webhooks';
+import { createWebhookEndpoint } from '@mailroom/webhooks/queries/webhooks';
 import { type Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
 import { sesEvent, startSnsHarness } from '../test/support/sns';

@@ -20,8 +20,8 @@ import { createDatabase } from '@mailroom/db/client';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { MIGRATIONS_FOLDER } from '@mailroom/db/migrate';
-import { dropMonthPartition, listMonthPartitions, PARTITIONED_TABLES } from '@mailroom/db/queries/partitions';
-import { createProject } from '@mailroom/db/queries/projects';
+import { dropMonthPartition, listMonthPartitions, PARTITIONED_TABLES } from '@mailroom/retention/queries/partitions';
+import { createProject } from '@mailroom/projects/queries/projects';
 import { dropDatabase, freshDatabase } from '../test/support/services';
 import { fillHistory } from '../test/support/history-fill';
 

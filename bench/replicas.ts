@@ -15,7 +15,7 @@
 import autocannon from 'autocannon';
 import type { ChildProcess } from 'node:child_process';
 import { createDatabase } from '@mailroom/db/client';
-import { createProject } from '@mailroom/db/queries/projects';
+import { createProject } from '@mailroom/projects/queries/projects';
 import { freePort, waitForHttp } from '../test/support/services';
 import { startReplicaPair } from '../test/support/pg-replica';
 import { BackendCpu } from './cpu';

@@ -56,7 +56,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'nod
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
-import { addDomain, createProject } from '@mailroom/db/queries/projects';
+import { addDomain, createProject } from '@mailroom/projects/queries/projects';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { migrate } from '@mailroom/db/migrate';
 import { dropDatabase, freshDatabase, startSesStack } from '../test/support/services';

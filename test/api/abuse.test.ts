@@ -10,9 +10,9 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
-import { generateKey, hashKey } from '@mailroom/platform/keys';
+import { generateKey, hashKey } from '@mailroom/projects/keys';
 import { apiKeys, projects } from '@mailroom/db/schema/projects';
-import { createProject } from '@mailroom/db/queries/projects';
+import { createProject } from '@mailroom/projects/queries/projects';
 import { ipKey } from '../../apps/api/src/http/rate-limit';
 import {
   ADMIN_TOKEN,

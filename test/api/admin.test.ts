@@ -5,7 +5,7 @@ import request from 'supertest';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { hashKey } from '@mailroom/platform/keys';
+import { hashKey } from '@mailroom/projects/keys';
 import { loadConfig } from '@mailroom/config/config';
 import { apiKeys } from '@mailroom/db/schema/projects';
 import { runCli } from '../../apps/api/src/cli';

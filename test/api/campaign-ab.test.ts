@@ -4,7 +4,7 @@
  * report, tenant isolation, and the SQL assignment matching its reference.
  */
 import { sql } from 'drizzle-orm';
-import { abBucket, abBucketSql } from '@mailroom/audiences/campaigns/ab-assign';
+import { abBucket, abBucketSql } from '@mailroom/campaigns/ab-assign';
 import { client, createTestProject, useApiWithProject, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject({ CAMPAIGN_AB_MIN_WAIT_SECONDS: '120', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });

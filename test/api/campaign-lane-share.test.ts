@@ -7,9 +7,9 @@
  */
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
-import { addDomain, createProject, type CreatedProject } from '@mailroom/db/queries/projects';
+import { addDomain, createProject, type CreatedProject } from '@mailroom/projects/queries/projects';
 import { campaignLaneShare } from '@mailroom/db/queries/send-quota';
-import { campaignLaneDepth, campaignWindow } from '@mailroom/audiences/campaigns/lane';
+import { campaignLaneDepth, campaignWindow } from '@mailroom/campaigns/lane';
 import { recipient, useIsolatedApi } from '../support/harness';
 
 const ctx = useIsolatedApi();

@@ -6,7 +6,7 @@
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
 import { claimEmail, insertQueuedEmails } from '@mailroom/db/queries/emails';
-import { pauseCampaign } from '@mailroom/audiences/queries/campaign-pause';
+import { pauseCampaign } from '@mailroom/campaigns/queries/campaign-pause';
 import { newId } from '@mailroom/platform/ids';
 import {
   ADMIN_TOKEN,

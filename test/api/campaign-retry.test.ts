@@ -13,8 +13,8 @@ import { newId } from '@mailroom/platform/ids';
 import { campaigns } from '@mailroom/db/schema/campaigns';
 import { emails } from '@mailroom/db/schema/emails';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
-import { pauseCampaign } from '@mailroom/audiences/queries/campaign-pause';
-import { retriedEmailIds } from '@mailroom/audiences/queries/campaign-retry';
+import { pauseCampaign } from '@mailroom/campaigns/queries/campaign-pause';
+import { retriedEmailIds } from '@mailroom/campaigns/queries/campaign-retry';
 import { webhookDeliveries } from '@mailroom/db/schema/webhooks';
 import { client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
 

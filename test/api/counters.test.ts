@@ -6,7 +6,7 @@
 import request from 'supertest';
 import { sql } from 'drizzle-orm';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import { foldAllCounterDeltas, foldCounterDeltas } from '@mailroom/db/queries/counters';
+import { foldAllCounterDeltas, foldCounterDeltas } from '@mailroom/contacts/queries/counters';
 import { createTestProject, recipient, useApiWithProject, waitFor, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();

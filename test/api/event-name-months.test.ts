@@ -5,9 +5,9 @@
  */
 import { sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
-import { ensureMonthPartitions } from '@mailroom/db/queries/partitions';
-import { foldAllCounterDeltas } from '@mailroom/db/queries/counters';
-import { runRetentionPass } from '@mailroom/sending/retention';
+import { ensureMonthPartitions } from '@mailroom/retention/queries/partitions';
+import { foldAllCounterDeltas } from '@mailroom/contacts/queries/counters';
+import { runRetentionPass } from '@mailroom/retention/retention';
 import { createTestProject, recipient, useIsolatedApi } from '../support/harness';
 
 const ctx = useIsolatedApi();

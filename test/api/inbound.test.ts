@@ -10,7 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
 import request from 'supertest';
-import { retentionBatch } from '@mailroom/db/queries/retention';
+import { retentionBatch } from '@mailroom/retention/queries/retention';
 import {
   client,
   createTestProject,

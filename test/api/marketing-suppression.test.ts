@@ -8,7 +8,7 @@
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import { projects } from '@mailroom/db/schema';
-import { createWebhookEndpoint } from '@mailroom/db/queries/webhooks';
+import { createWebhookEndpoint } from '@mailroom/webhooks/queries/webhooks';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { startWorker } from '../../apps/worker/src/main';
 import {

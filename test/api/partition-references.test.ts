@@ -10,8 +10,8 @@
 import { sql } from 'drizzle-orm';
 import type { PoolClient } from 'pg';
 import { createLogger } from '@mailroom/platform/logger';
-import { retentionBatch } from '@mailroom/db/queries/retention';
-import { runPartitionPass } from '@mailroom/sending/partitions';
+import { retentionBatch } from '@mailroom/retention/queries/retention';
+import { runPartitionPass } from '@mailroom/retention/partitions';
 import { createTestProject, useIsolatedApi, waitFor } from '../support/harness';
 
 const ctx = useIsolatedApi();

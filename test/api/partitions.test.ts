@@ -1,5 +1,5 @@
 /**
- * Time partitions at work (migration 0018, `@mailroom/sending/partitions`): the maintenance pass makes months
+ * Time partitions at work (migration 0018, `@mailroom/retention/partitions`): the maintenance pass makes months
  * ahead and handles rows landing in a default partition; retention drops whole months past every project's
  * retention with the derived counts right, and keeps the months something still needs; dedupe guarantees that
  * moved from unique indexes into the primary key still hold.
@@ -7,12 +7,12 @@
 import { sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
 import { idLowerBound, idTimestampMs, keyedIdAt, newId } from '@mailroom/platform/ids';
-import { ensureMonthPartitions, listMonthPartitions, PARTITIONED_TABLES } from '@mailroom/db/queries/partitions';
+import { ensureMonthPartitions, listMonthPartitions, PARTITIONED_TABLES } from '@mailroom/retention/queries/partitions';
 import { claimEmail, finishEmail, insertQueuedEmails } from '@mailroom/db/queries/emails';
-import { foldAllCounterDeltas } from '@mailroom/db/queries/counters';
-import { fanoutBatch } from '@mailroom/audiences/queries/campaigns';
-import { runPartitionPass, PARTITION_MONTHS_AHEAD } from '@mailroom/sending/partitions';
-import { runRetentionPass } from '@mailroom/sending/retention';
+import { foldAllCounterDeltas } from '@mailroom/contacts/queries/counters';
+import { fanoutBatch } from '@mailroom/campaigns/queries/campaigns';
+import { runPartitionPass, PARTITION_MONTHS_AHEAD } from '@mailroom/retention/partitions';
+import { runRetentionPass } from '@mailroom/retention/retention';
 import { beginStepRun, moveExecution, stepRunId } from '@mailroom/workflows/queries/workflow-engine';
 import type { ExecutionRow, WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { partitionsTask, PARTITIONS_INTERVAL_MS } from '../../apps/worker/src/processors/partitions';

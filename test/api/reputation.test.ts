@@ -13,11 +13,11 @@ import { Registry } from 'prom-client';
 import { createLogger } from '@mailroom/platform/logger';
 import { DEFAULT_GUARDRAILS } from '@mailroom/audiences/guardrail-defaults';
 import { loadConfig } from '@mailroom/config/config';
-import { addDomain, createProject } from '@mailroom/db/queries/projects';
+import { addDomain, createProject } from '@mailroom/projects/queries/projects';
 import { sentInLast24Hours, sentSinceHour } from '@mailroom/db/queries/send-quota';
 import { type Db } from '@mailroom/db/client';
 import { registerReputationMetrics } from '../../apps/api/src/http/reputation-metrics';
-import { setDomainConnection, setProjectConnection } from '@mailroom/db/queries/delivery-connections';
+import { setDomainConnection, setProjectConnection } from '@mailroom/projects/queries/delivery-connections';
 import {
   ADMIN_TOKEN,
   client,

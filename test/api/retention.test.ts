@@ -12,10 +12,10 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { createLogger } from '@mailroom/platform/logger';
-import { retentionBatch, RETENTION_KINDS } from '@mailroom/db/queries/retention';
-import { ERASED_ADDRESS } from '@mailroom/db/queries/erase';
-import { runRetentionPass } from '@mailroom/sending/retention';
-import { RETENTION_DEFAULTS } from '@mailroom/sending/retention-settings';
+import { retentionBatch, RETENTION_KINDS } from '@mailroom/retention/queries/retention';
+import { ERASED_ADDRESS } from '@mailroom/contacts/queries/erase';
+import { runRetentionPass } from '@mailroom/retention/retention';
+import { RETENTION_DEFAULTS } from '@mailroom/retention/retention-settings';
 import { retentionTask } from '../../apps/worker/src/processors/retention';
 import { runCli } from '../../apps/api/src/cli';
 import {

@@ -4,7 +4,7 @@
  */
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
-import { addDomain } from '@mailroom/db/queries/projects';
+import { addDomain } from '@mailroom/projects/queries/projects';
 import { runCli } from '../../apps/api/src/cli';
 import { ADMIN_TOKEN, createTestProject, recipient, testEnv, useApiWithProject } from '../support/harness';
 

@@ -6,7 +6,7 @@ import request from 'supertest';
 import { and, eq, sql } from 'drizzle-orm';
 import { contacts } from '@mailroom/db/schema/contacts';
 import { emails } from '@mailroom/db/schema/emails';
-import { setProjectDisabled } from '@mailroom/db/queries/projects';
+import { setProjectDisabled } from '@mailroom/projects/queries/projects';
 import { createTestProject, recipient, useApiWithProject } from '../support/harness';
 
 const ctx = useApiWithProject();

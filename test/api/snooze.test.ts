@@ -11,7 +11,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { projects } from '@mailroom/db/schema/projects';
 import { events } from '@mailroom/db/schema/events';
-import { createWebhookEndpoint } from '@mailroom/db/queries/webhooks';
+import { createWebhookEndpoint } from '@mailroom/webhooks/queries/webhooks';
 import { client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();

@@ -5,7 +5,7 @@
  */
 import request from 'supertest';
 import { sql } from 'drizzle-orm';
-import { createWebhookEndpoint } from '@mailroom/db/queries/webhooks';
+import { createWebhookEndpoint } from '@mailroom/webhooks/queries/webhooks';
 import { client, createTestProject, recipient, useApiWithProject } from '../support/harness';
 
 const ctx = useApiWithProject();

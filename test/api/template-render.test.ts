@@ -4,7 +4,7 @@
  * naming the field, unknown ids 404, body checked), security (public key, other project's ids).
  */
 import request from 'supertest';
-import { createProject } from '@mailroom/db/queries/projects';
+import { createProject } from '@mailroom/projects/queries/projects';
 import { client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';
 
 const ctx = useApiWithProject();

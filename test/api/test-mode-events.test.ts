@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { loadConfig } from '@mailroom/config/config';
-import { addDomain, createProject, type CreatedProject } from '@mailroom/db/queries/projects';
+import { addDomain, createProject, type CreatedProject } from '@mailroom/projects/queries/projects';
 import { projects } from '@mailroom/db/schema/projects';
 import { recipient, startTestApi, testEnv, type TestApi } from '../support/harness';
 

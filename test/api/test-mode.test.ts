@@ -6,14 +6,14 @@
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
-import { generateKey, keyPrefix, parseKeyReference } from '@mailroom/platform/keys';
+import { generateKey, keyPrefix, parseKeyReference } from '@mailroom/projects/keys';
 import { loadConfig } from '@mailroom/config/config';
-import { addDomain, createProject } from '@mailroom/db/queries/projects';
+import { addDomain, createProject } from '@mailroom/projects/queries/projects';
 import { apiKeys } from '@mailroom/db/schema/projects';
 import { campaigns } from '@mailroom/db/schema/campaigns';
 import { emails } from '@mailroom/db/schema/emails';
 import { webhookDeliveries } from '@mailroom/db/schema/webhooks';
-import { storeTestMessage } from '@mailroom/db/queries/test-messages';
+import { storeTestMessage } from '@mailroom/sending/queries/test-messages';
 import { runCli } from '../../apps/api/src/cli';
 import { ADMIN_TOKEN, recipient, startTestApi, testEnv, type TestApi } from '../support/harness';
 

@@ -10,8 +10,8 @@ import type { ChildProcess } from 'node:child_process';
 import { eq, sql } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
-import { pauseCampaign } from '@mailroom/audiences/queries/campaign-pause';
-import { assignVariant } from '@mailroom/audiences/campaigns/ab-assign';
+import { pauseCampaign } from '@mailroom/campaigns/queries/campaign-pause';
+import { assignVariant } from '@mailroom/campaigns/ab-assign';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,

@@ -11,8 +11,8 @@
 import { inArray } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema';
-import { addDomain } from '@mailroom/db/queries/projects';
-import { setDomainConnection, setProjectConnection } from '@mailroom/db/queries/delivery-connections';
+import { addDomain } from '@mailroom/projects/queries/projects';
+import { setDomainConnection, setProjectConnection } from '@mailroom/projects/queries/delivery-connections';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,

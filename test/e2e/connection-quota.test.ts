@@ -7,7 +7,7 @@
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { LocalAccountProvider } from '@mailroom/mail/ses-account';
-import { setProjectConnection } from '@mailroom/db/queries/delivery-connections';
+import { setProjectConnection } from '@mailroom/projects/queries/delivery-connections';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,

@@ -14,7 +14,7 @@
 import { eq, inArray, sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema';
-import { setDomainConnection, setProjectConnection } from '@mailroom/db/queries/delivery-connections';
+import { setDomainConnection, setProjectConnection } from '@mailroom/projects/queries/delivery-connections';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,

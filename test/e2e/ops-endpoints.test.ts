@@ -17,7 +17,7 @@ import request from 'supertest';
 import { loadConfig } from '@mailroom/config/config';
 import { createRedis } from '@mailroom/queues/connection';
 import { createDatabase } from '@mailroom/db/client';
-import { createCampaign } from '@mailroom/audiences/queries/campaigns';
+import { createCampaign } from '@mailroom/campaigns/queries/campaigns';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { oldestWaitingSeconds, WorkerMetrics } from '../../apps/worker/src/metrics';
 import {

@@ -10,7 +10,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/config/config';
-import { pauseCampaign } from '@mailroom/audiences/queries/campaign-pause';
+import { pauseCampaign } from '@mailroom/campaigns/queries/campaign-pause';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,

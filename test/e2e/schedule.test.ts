@@ -10,7 +10,7 @@
  */
 import request from 'supertest';
 import { loadConfig } from '@mailroom/config/config';
-import { rescheduleEmail } from '@mailroom/db/queries/scheduled-emails';
+import { rescheduleEmail } from '@mailroom/sending/queries/scheduled-emails';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   createTestProject,

@@ -9,7 +9,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
-import { createWebhookEndpoint } from '@mailroom/db/queries/webhooks';
+import { createWebhookEndpoint } from '@mailroom/webhooks/queries/webhooks';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,

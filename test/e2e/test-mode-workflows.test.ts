@@ -10,7 +10,7 @@ import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/config/config';
-import { addDomain, createProject, type CreatedProject } from '@mailroom/db/queries/projects';
+import { addDomain, createProject, type CreatedProject } from '@mailroom/projects/queries/projects';
 import { emails } from '@mailroom/db/schema/emails';
 import { testMessages } from '@mailroom/db/schema/deliverability';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { loadConfig, type Config } from '@mailroom/config/config';
-import { addDomain, createProject, type CreatedProject } from '@mailroom/db/queries/projects';
+import { addDomain, createProject, type CreatedProject } from '@mailroom/projects/queries/projects';
 import { emails } from '@mailroom/db/schema/emails';
 import { projects } from '@mailroom/db/schema/projects';
 import { testMessages } from '@mailroom/db/schema/deliverability';

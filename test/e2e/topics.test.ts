@@ -12,7 +12,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
 import { events } from '@mailroom/db/schema/events';
-import { createWebhookEndpoint } from '@mailroom/db/queries/webhooks';
+import { createWebhookEndpoint } from '@mailroom/webhooks/queries/webhooks';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,

@@ -9,7 +9,7 @@ import { createSendQueue } from '@mailroom/queues/create';
 import { loadConfig } from '@mailroom/config/config';
 import { claimEmail } from '@mailroom/db/queries/emails';
 import { emails } from '@mailroom/db/schema/emails';
-import { setProjectDisabled } from '@mailroom/db/queries/projects';
+import { setProjectDisabled } from '@mailroom/projects/queries/projects';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   createTestProject,

@@ -191,3 +191,221 @@ test('the package graph is acyclic and tsconfig references mirror the declared d
     });
   }
 });
+
+// ---------------------------------------------------------------------------------------------------------------
+// Where a query lives (docs/architecture.md#query-ownership). Each table has one owning package, declared in the
+// architecture page's table → package map (parsed here, so the page and the check cannot drift). A module that
+// writes a table is a `queries/` module of the table's owner; when its statement or transaction must also write
+// another package's table (an outbox row, a timeline entry, an erase's cascade), that (table, package) pair is
+// declared in the map's "also written by" column. `packages/db` keeps the schema, the client, migrations and the
+// shared SQL fragments that several owners use.
+
+/**
+ * The modules of `packages/db/src/queries` that stay there: SQL fragments and helpers used by the queries of
+ * several owning packages (checked: imported by modules of at least two owners).
+ */
+const SHARED_FRAGMENTS: Record<string, string> = {
+  'data-patch': 'splitting a contact `data` patch into set and unset parts, for every statement that upserts contacts',
+  keyset: 'keyset pagination over `(created_at, id)` for every list endpoint',
+  like: 'escaping a search term for `LIKE`',
+  named: 'named (prepared) statements on the pool',
+  'reputation-counts': 'counting an outcome into the hourly reputation buckets, from sending, feedback and campaigns',
+  'send-quota': "the SES account's sends in the last 24 hours, for the quota guard and the campaign feeding",
+  'webhook-delivery-ref': 'the reference to a delivery row that every announcing change returns',
+  webhooks: 'the webhook outbox: an event is written as delivery rows in the transaction of the change announcing it',
+};
+
+/**
+ * Moved after the rules refactor lands: these `packages/db/src/queries` modules are being rewritten in place by
+ * another branch (or are imported by path from one that is), so they stay this round; the lead moves each to the
+ * package named here once both branches are merged, then deletes its entry (the check fails on an entry whose
+ * module is gone).
+ */
+const MOVED_AFTER_RULES_REFACTOR: Record<string, string> = {
+  // Rewritten in place by the rules refactor.
+  'batch-upsert': 'contacts',
+  contacts: 'contacts',
+  'email-batches': 'sending',
+  emails: 'sending',
+  events: 'contacts',
+  'suppression-rule': 'feedback',
+  suppressions: 'feedback',
+  'track-batch': 'contacts',
+  transactional: 'sending',
+  'transactional-batch': 'sending',
+  'workflow-executions': 'workflows',
+  workflows: 'workflows',
+  // Imported by path (`./<module>`) from the modules above, so they move with them.
+  idempotency: 'sending',
+  topics: 'contacts',
+  tracking: 'projects',
+};
+
+interface TableOwner {
+  owner: string;
+  alsoWrittenBy: string[];
+}
+
+/** The table → package map of docs/architecture.md: `| \`t1\`, \`t2\` | \`owner\` | \`pkg\`, … |` rows. */
+function ownershipMap(): Map<string, TableOwner> {
+  const page = readFileSync(path.join(ROOT, 'docs', 'architecture.md'), 'utf8');
+  const section = /^### Query ownership\n([\s\S]*?)(?=^#{1,3} )/m.exec(page);
+  if (!section) throw new Error('docs/architecture.md has no "### Query ownership" section');
+  const map = new Map<string, TableOwner>();
+  const names = (cell: string) => [...cell.matchAll(/`([a-z_-]+)`/g)].map((m) => m[1]);
+  for (const line of section[1].split('\n')) {
+    const cells = line.split('|').slice(1, -1);
+    if (cells.length !== 3 || !cells[0].includes('`')) continue;
+    const [owner] = names(cells[1]);
+    for (const table of names(cells[0])) {
+      if (map.has(table)) throw new Error(`docs/architecture.md maps ${table} twice`);
+      map.set(table, { owner, alsoWrittenBy: names(cells[2]) });
+    }
+  }
+  return map;
+}
+
+/** Schema export name → table name, from `export const x = pgTable('name', …)` in packages/db/src/schema. */
+function schemaTables(): Map<string, string> {
+  const tables = new Map<string, string>();
+  for (const file of sourceFiles(path.join(ROOT, 'packages', 'db', 'src', 'schema'))) {
+    for (const m of readFileSync(file, 'utf8').matchAll(/export const (\w+) = pg(Table|View)\(\s*'([a-z_]+)'/g)) {
+      tables.set(m[1], m[3]);
+    }
+  }
+  return tables;
+}
+
+const SCHEMA = schemaTables();
+const TABLE_NAMES = new Set(SCHEMA.values());
+
+/**
+ * The tables a module writes, parsed from its source: Drizzle's `.insert(t)`, `.update(t)`, `.delete(t)` on a
+ * schema table, and in SQL text (string and template literals, comments left out) `insert into t`, `update t`,
+ * `delete from t`, where `t` may also be a schema table interpolated as `${t}`.
+ */
+function writtenTables(file: string): Set<string> {
+  const text = readFileSync(file, 'utf8');
+  const writes = new Set<string>();
+  if (!/\b(insert|update|delete)\b/i.test(text)) return writes;
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const sqlTexts: string[] = [];
+  const tableOf = (e: ts.Expression) => (ts.isIdentifier(e) ? SCHEMA.get(e.text) : undefined);
+  const visit = (node: ts.Node) => {
+    if (
+      ts.isCallExpression(node) &&
+      ts.isPropertyAccessExpression(node.expression) &&
+      ['insert', 'update', 'delete'].includes(node.expression.name.text) &&
+      node.arguments.length === 1
+    ) {
+      const table = tableOf(node.arguments[0]);
+      if (table) writes.add(table);
+    }
+    if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) sqlTexts.push(node.text);
+    if (ts.isTemplateExpression(node)) {
+      sqlTexts.push(
+        node.head.text + node.templateSpans.map((s) => ` ${tableOf(s.expression) ?? '$x'} ${s.literal.text}`).join(''),
+      );
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  for (const text of sqlTexts) {
+    for (const m of text.matchAll(/\b(?:insert\s+into|update|delete\s+from)\s+([a-z_]+)/gi)) {
+      if (TABLE_NAMES.has(m[1])) writes.add(m[1]);
+    }
+  }
+  return writes;
+}
+
+const isQueryModule = (file: string) => path.basename(path.dirname(file)) === 'queries' && !isTest(file);
+const dbQueries = path.join(ROOT, 'packages', 'db', 'src', 'queries');
+const moduleName = (file: string) => path.basename(file, '.ts');
+
+test('the query ownership map names every table once, with an existing owner', () => {
+  const map = ownershipMap();
+  const problems: string[] = [];
+  for (const table of TABLE_NAMES) if (!map.has(table)) problems.push(`${table} has no owner`);
+  for (const [table, { owner, alsoWrittenBy }] of map) {
+    if (!TABLE_NAMES.has(table)) problems.push(`${table} is mapped but is no table of the schema`);
+    for (const p of [owner, ...alsoWrittenBy]) if (!packages.has(p)) problems.push(`${table}: no package ${p}`);
+    if (alsoWrittenBy.includes(owner)) problems.push(`${table}: ${owner} is its owner and listed as another writer`);
+  }
+  expect(problems).toEqual([]);
+});
+
+test("a table is written only by its owner's queries, or by a writer the map declares", () => {
+  const map = ownershipMap();
+  const problems: string[] = [];
+  const used = new Set<string>();
+  for (const w of ws) {
+    for (const file of sourceFiles(path.join(w.dir, 'src')).filter((f) => !isTest(f))) {
+      const writes = writtenTables(file);
+      if (writes.size === 0) continue;
+      // The schema and migrations define tables; db's shared fragments and the modules still to move are checked
+      // by the next test.
+      if (w.name === 'db') continue;
+      if (!isQueryModule(file)) {
+        problems.push(`${rel(file)} writes ${[...writes].join(', ')} outside a queries/ module`);
+        continue;
+      }
+      let home = false;
+      for (const table of writes) {
+        const entry = map.get(table);
+        if (!entry) continue;
+        if (entry.owner === w.name) home = true;
+        else if (entry.alsoWrittenBy.includes(w.name)) used.add(`${table}:${w.name}`);
+        else problems.push(`${rel(file)} writes ${table}, owned by ${entry.owner}`);
+      }
+      // A package owning no table (a cross-cutting pass such as retention) writes only where the map lists it.
+      const ownsTables = [...map.values()].some((e) => e.owner === w.name);
+      if (!home && ownsTables)
+        problems.push(`${rel(file)} writes no table of its own package (${[...writes].join(', ')})`);
+    }
+  }
+  // A declared writer that writes nothing is a stale permission.
+  for (const [table, { alsoWrittenBy }] of map) {
+    for (const p of alsoWrittenBy) {
+      if (!used.has(`${table}:${p}`)) problems.push(`${table}: ${p} is declared as a writer but writes it nowhere`);
+    }
+  }
+  expect(problems).toEqual([]);
+});
+
+test('every module of packages/db/src/queries is a shared fragment used by several owners, or is listed to move', () => {
+  const problems: string[] = [];
+  const modules = sourceFiles(dbQueries).filter((f) => !isTest(f));
+  const names = new Set(modules.map(moduleName));
+  for (const name of names) {
+    if (name in SHARED_FRAGMENTS && name in MOVED_AFTER_RULES_REFACTOR) problems.push(`${name} is listed twice`);
+    if (!(name in SHARED_FRAGMENTS) && !(name in MOVED_AFTER_RULES_REFACTOR))
+      problems.push(`packages/db/src/queries/${name}.ts belongs to the package owning the table it writes`);
+  }
+  for (const name of [...Object.keys(SHARED_FRAGMENTS), ...Object.keys(MOVED_AFTER_RULES_REFACTOR)]) {
+    if (!names.has(name)) problems.push(`${name} is listed but packages/db/src/queries/${name}.ts is gone`);
+  }
+  for (const [name, owner] of Object.entries(MOVED_AFTER_RULES_REFACTOR)) {
+    if (!packages.has(owner)) problems.push(`${name}: no package ${owner}`);
+  }
+  // Who uses each fragment: the package of each importing module (a module still to move counts as its future
+  // package; the other fragments do not count).
+  const owners = new Map<string, Set<string>>();
+  for (const w of ws) {
+    for (const file of sourceFiles(path.join(w.dir, 'src')).filter((f) => !isTest(f))) {
+      let user: string | undefined = w.name;
+      if (w.name === 'db') user = file.startsWith(dbQueries) ? MOVED_AFTER_RULES_REFACTOR[moduleName(file)] : undefined;
+      if (!user) continue;
+      for (const spec of specifiers(file)) {
+        const m =
+          /^@mailroom\/db\/queries\/([a-z-]+)$/.exec(spec) ??
+          (w.name === 'db' && file.startsWith(dbQueries) ? /^\.\/([a-z-]+)$/.exec(spec) : null);
+        if (m && m[1] in SHARED_FRAGMENTS) owners.set(m[1], (owners.get(m[1]) ?? new Set()).add(user));
+      }
+    }
+  }
+  for (const name of Object.keys(SHARED_FRAGMENTS)) {
+    const users = [...(owners.get(name) ?? [])].sort();
+    if (users.length < 2) problems.push(`${name} is used by ${users.join(', ') || 'no package'}: move it to its user`);
+  }
+  expect(problems).toEqual([]);
+});

@@ -12,7 +12,7 @@ import { createRedis } from '@mailroom/queues/connection';
 import { createQueues, type Queues } from '@mailroom/queues/create';
 import { createLogger } from '@mailroom/platform/logger';
 import { loadConfig, type Config } from '@mailroom/config/config';
-import { addDomain, createProject } from '@mailroom/db/queries/projects';
+import { addDomain, createProject } from '@mailroom/projects/queries/projects';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { createApp, type App } from '../../apps/api/src/app';
 import { dropDatabase, freshDatabase } from './services';

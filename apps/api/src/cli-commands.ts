@@ -7,7 +7,7 @@
  */
 import type { Config } from '@mailroom/config/config';
 import type { Database } from '@mailroom/db/client';
-import { domainOwner } from '@mailroom/db/queries/projects';
+import { domainOwner } from '@mailroom/projects/queries/projects';
 import { importFromPlunk } from '@mailroom/plunk-import/run';
 import { adminOps } from './routes/admin';
 import { createKeyOp, importKeysOp } from './routes/admin-keys';

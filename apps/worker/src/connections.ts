@@ -23,12 +23,12 @@ import {
   DEFAULT_CONNECTION,
   type SesConnection,
 } from '@mailroom/mail/connections';
-import { loadCampaign } from '@mailroom/audiences/queries/campaigns';
+import { loadCampaign } from '@mailroom/campaigns/queries/campaigns';
 import type { QuotaDeps } from '@mailroom/sending/quota';
 import { createSesClient, identityVerifiedForSending, probeAccount } from '@mailroom/mail/ses-client';
 import type { Config } from '@mailroom/config/config';
 import type { Database } from '@mailroom/db/client';
-import { boundConnection } from '@mailroom/db/queries/delivery-connections';
+import { boundConnection } from '@mailroom/projects/queries/delivery-connections';
 import { sentInLast24Hours, sentSinceHour } from '@mailroom/db/queries/send-quota';
 import type { Logger } from '@mailroom/platform/logger';
 import { AccountWatcher } from '@mailroom/sending/ses/account';

@@ -29,10 +29,10 @@
  */
 import type { Job, Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { sendingCampaignProgress } from '@mailroom/audiences/queries/campaigns';
+import { sendingCampaignProgress } from '@mailroom/campaigns/queries/campaigns';
 import { type Database } from '@mailroom/db/client';
 import { registerPoolMetrics } from '@mailroom/platform/pool-metrics';
-import { pausedCampaignCounts } from '@mailroom/audiences/queries/campaign-pause';
+import { pausedCampaignCounts } from '@mailroom/campaigns/queries/campaign-pause';
 import { CAMPAIGN_PAUSE_REASONS } from '@mailroom/db/schema';
 import type { EvictionPolicyProbe } from '@mailroom/queues/eviction-policy';
 

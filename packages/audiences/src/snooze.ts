@@ -1,7 +1,7 @@
 /**
  * Snoozes and their webhooks: `contact.snoozed` / `contact.unsnoozed` are announced if and only if the change
  * committed (the deliveries are written in its transaction, then enqueued). The changes themselves are
- * `@mailroom/db/queries/snooze`.
+ * `@mailroom/contacts/queries/snooze`.
  *
  * @module
  */
@@ -11,7 +11,7 @@ import type { QueueConfig } from '@mailroom/queues/config';
 import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { recordWebhookEvents, type WebhookEvent } from '@mailroom/db/queries/webhooks';
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
-import { expireSnoozes, setContactSnooze, type SnoozeChange } from '@mailroom/db/queries/snooze';
+import { expireSnoozes, setContactSnooze, type SnoozeChange } from '@mailroom/contacts/queries/snooze';
 import type { DbOrTx } from '@mailroom/db/client';
 import type { Logger } from '@mailroom/platform/logger';
 

@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { expirePendingConfirmations } from '@mailroom/db/queries/confirmations';
-import { eraseContact } from '@mailroom/db/queries/erase';
+import { expirePendingConfirmations } from './queries/confirmations';
+import { eraseContact } from './queries/erase';
 import type { DbOrTx } from '@mailroom/db/client';
 import type { Logger } from '@mailroom/platform/logger';
 import type { ContactsConfig } from './config';

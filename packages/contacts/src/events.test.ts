@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '@mailroom/platform/errors';
 import { createDatabase, type Database } from '@mailroom/db/client';
-import { createProject } from '@mailroom/db/queries/projects';
+import { createProject } from '@mailroom/projects/queries/projects';
 import { getContact } from '@mailroom/db/queries/contacts';
 import { trackContactEvent, trackPlunkEvent } from './events';
 import { upsertContact } from './contacts';

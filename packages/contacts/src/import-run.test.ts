@@ -7,7 +7,7 @@ import { eq, sql } from 'drizzle-orm';
 import { AppError } from '@mailroom/platform/errors';
 import { createLogger } from '@mailroom/platform/logger';
 import { createDatabase, type Database } from '@mailroom/db/client';
-import { createProject } from '@mailroom/db/queries/projects';
+import { createProject } from '@mailroom/projects/queries/projects';
 import { findContactByEmail } from '@mailroom/db/queries/contacts';
 import { contactImports } from '@mailroom/db/schema';
 import { storeImport, type StoreImportDeps } from './import-upload';

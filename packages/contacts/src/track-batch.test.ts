@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { createDatabase, type Database } from '@mailroom/db/client';
-import { createProject } from '@mailroom/db/queries/projects';
+import { createProject } from '@mailroom/projects/queries/projects';
 import { trackEvent, type TrackInput } from '@mailroom/db/queries/contacts';
 import { DuplicateContactInBatch, trackEvents } from '@mailroom/db/queries/track-batch';
 import { trackBatcher } from './events';

@@ -13,7 +13,7 @@ import {
   type ContactTopicState,
   type TopicChange,
 } from '@mailroom/db/queries/topics';
-import type { UnsubscribeTarget } from '@mailroom/db/queries/unsubscribe';
+import type { UnsubscribeTarget } from '@mailroom/contacts/queries/unsubscribe';
 import { announcedChange, type AnnounceDeps } from '@mailroom/webhooks/announce';
 import { topicWebhookEvents } from '@mailroom/contacts/topics';
 import type { Logger } from '@mailroom/platform/logger';

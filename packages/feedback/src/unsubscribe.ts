@@ -5,7 +5,7 @@
  * @module
  */
 import { parseUnsubscribeToken, verifyUnsubscribeToken } from '@mailroom/mail/unsubscribe';
-import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/db/queries/unsubscribe';
+import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/contacts/queries/unsubscribe';
 import { announcedChange, type AnnounceDeps } from '@mailroom/webhooks/announce';
 import { type Logger } from '@mailroom/platform/logger';
 import { type DbOrTx } from '@mailroom/db/client';

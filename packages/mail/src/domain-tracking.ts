@@ -9,14 +9,14 @@ import type { Resolver } from 'node:dns/promises';
 import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
 import type { Logger } from '@mailroom/platform/logger';
 import type { DomainRecord } from '@mailroom/db/schema/domain-record';
-import { boundConnection } from '@mailroom/db/queries/delivery-connections';
+import { boundConnection } from '@mailroom/projects/queries/delivery-connections';
 import {
   dueTrackingDomains,
   getDomain,
   recordTrackingCheck,
   setDomainTracking,
   type DomainRow,
-} from '@mailroom/db/queries/domains';
+} from './queries/domains';
 import type { DbOrTx } from '@mailroom/db/client';
 import { configurationSetFor, connectionNamed, type SesConnection } from './connections';
 import { identityFailure } from './identities';

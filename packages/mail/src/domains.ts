@@ -21,7 +21,7 @@ import {
   insertDomain,
   recordDomainCheck,
   type DomainRow,
-} from '@mailroom/db/queries/domains';
+} from './queries/domains';
 import { type DbOrTx } from '@mailroom/db/client';
 import { domainRecords, identityFailure, type DomainIdentityProvider } from './identities';
 

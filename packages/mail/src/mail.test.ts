@@ -2,7 +2,7 @@ import { simpleParser } from 'mailparser';
 import { buildMime, type MimeMessage } from './mail';
 import { decodeCursor, encodeCursor, newId } from '@mailroom/platform/ids';
 import { emailKey, normalizeEmail, domainCovers } from '@mailroom/platform/address';
-import { generateKey, hashKey, keyKind } from '@mailroom/platform/keys';
+import { generateKey, hashKey, keyKind } from '@mailroom/projects/keys';
 
 describe('MIME composition', () => {
   test('text and HTML alternatives, attachments, custom headers, RFC 2047 subject, our Message-ID', async () => {

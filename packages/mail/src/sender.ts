@@ -6,7 +6,7 @@
  */
 import { domainCovers, emailDomain } from '@mailroom/platform/address';
 import { AppError, ErrorCode, type FieldError } from '@mailroom/platform/errors';
-import { verifiedDomains } from '@mailroom/db/queries/projects';
+import { verifiedDomains } from '@mailroom/projects/queries/projects';
 import { type DbOrTx } from '@mailroom/db/client';
 
 /**

@@ -5,7 +5,14 @@
  *
  * @module
  */
-import { safeEqual } from './keys';
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+/** Constant-time comparison of two secrets (e.g. the admin token). */
+export function safeEqual(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb);
+}
 
 /**
  * The token of an `Authorization: Bearer <token>` header (scheme matched case-insensitively, RFC 6750 §2.1), or

@@ -11,7 +11,7 @@
  * @module
  */
 import { asciiHostname, emailKey, normalizeEmail, addressLengthProblem } from '@mailroom/platform/address';
-import { keyKind, KEY_PREFIX_LENGTH, hashKey, type KeyKind } from '@mailroom/platform/keys';
+import { keyKind, KEY_PREFIX_LENGTH, hashKey, type KeyKind } from '@mailroom/projects/keys';
 import { parseSegmentFilter } from '@mailroom/audiences/segments';
 import { templateSyntaxErrors } from '@mailroom/mail/templates';
 import { contentLimitErrors } from '@mailroom/mail/content-limits';

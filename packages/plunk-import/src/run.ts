@@ -20,7 +20,7 @@
 import { getTableColumns, getTableName, sql } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import type { Db } from '@mailroom/db/client';
-import { ensureMonthPartitions, monthStartMs, type PartitionedTable } from '@mailroom/db/queries/partitions';
+import { ensureMonthPartitions, monthStartMs, type PartitionedTable } from '@mailroom/retention/queries/partitions';
 import {
   apiKeys,
   campaigns,

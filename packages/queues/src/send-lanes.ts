@@ -7,7 +7,7 @@
  * `SEND_FAIR_SHARE_PER_MINUTE` a project's mail moves one priority step down per tenfold, at most
  * {@link MAX_DEMOTION} steps: transactional 1 → 2 (from 1× the share), 3 (10×), 4 (100×); workflow 5 → 6, 7, 8. It
  * stays ahead of the next lane (workflow 5, campaign 10), and a project within its share always goes first. The
- * campaign lane is shared differently (its depth, `@mailroom/audiences/campaigns/lane`).
+ * campaign lane is shared differently (its depth, `@mailroom/campaigns/lane`).
  *
  * With several delivery connections (`SES_CONNECTIONS`) the share is counted per connection: each connection has
  * its own rate, so a project's mail bound to one connection does not use up its share on another. A request that

@@ -32,9 +32,9 @@ import { type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/ca
 import { splitVariables, templateSyntaxErrors, type BodyFormat } from '@mailroom/mail/templates';
 import type { PlatformConfig } from '@mailroom/platform/config';
 import type { QueueConfig } from '@mailroom/queues/config';
-import { type KeyMode } from '@mailroom/platform/keys';
+import { type KeyMode } from '@mailroom/projects/keys';
 import { type Logger } from '@mailroom/platform/logger';
-import { getTemplate } from '@mailroom/db/queries/templates';
+import { getTemplate } from '@mailroom/mail/queries/templates';
 import { insertAttachments } from '@mailroom/db/queries/emails';
 import { writeAlone, type TransactionalWriter } from './write-batcher';
 import { type SendEnqueuer } from './enqueue-batcher';

@@ -12,7 +12,7 @@ import {
   RETENTION_MAX_DAYS,
   RETENTION_MIN_DAYS,
   type RetentionSettings,
-} from './retention-settings';
+} from '@mailroom/retention/retention-settings';
 
 /**
  * Send lease, send-rate gate, quota and test message settings.

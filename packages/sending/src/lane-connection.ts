@@ -7,7 +7,7 @@
  * @module
  */
 import { connectionNamed, type SesConnection } from '@mailroom/mail/connections';
-import { boundConnection } from '@mailroom/db/queries/delivery-connections';
+import { boundConnection } from '@mailroom/projects/queries/delivery-connections';
 import type { DbOrTx } from '@mailroom/db/client';
 
 /** How long (ms) a binding read from the database is reused (as the worker's router does). */

@@ -32,7 +32,7 @@ import {
   pauseCampaign,
   pausedCampaigns,
   resumeCampaign,
-} from '@mailroom/audiences/queries/campaign-pause';
+} from '@mailroom/campaigns/queries/campaign-pause';
 import { sendingLiveCampaigns } from '@mailroom/db/queries/send-quota';
 import { type Database } from '@mailroom/db/client';
 import type { AccountWatcher } from './ses/account';

@@ -11,7 +11,7 @@ import { createDatabase, type Database } from '@mailroom/db/client';
 import { upsertContacts } from '@mailroom/db/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { claimEmails } from '@mailroom/db/queries/email-batches';
-import { cancelEmail, dueScheduledEmails, rescheduleEmail } from '@mailroom/db/queries/scheduled-emails';
+import { cancelEmail, dueScheduledEmails, rescheduleEmail } from './queries/scheduled-emails';
 import { emails } from '@mailroom/db/schema/emails';
 import { createTestProject, recipient, testConfig, type TestProject } from '../../../test/support/harness';
 import { claimForSending } from './claim';

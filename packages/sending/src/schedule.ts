@@ -17,7 +17,7 @@ import type { Logger } from '@mailroom/platform/logger';
 import { SendPriority, type SendJobPayload } from '@mailroom/queues/catalog';
 import type { QueueConfig } from '@mailroom/queues/config';
 import { scheduleSendJob } from '@mailroom/queues/enqueue';
-import { cancelEmail, rescheduleEmail, type ScheduleMove } from '@mailroom/db/queries/scheduled-emails';
+import { cancelEmail, rescheduleEmail, type ScheduleMove } from './queries/scheduled-emails';
 import type { DbOrTx } from '@mailroom/db/client';
 
 /** How far ahead an email may be scheduled: 30 days (ms). */

@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm';
 import { normalizeEmail, normalizedKey } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { createDatabase, type Database } from '@mailroom/db/client';
-import { addDomain, createProject } from '@mailroom/db/queries/projects';
+import { addDomain, createProject } from '@mailroom/projects/queries/projects';
 import { findIdempotencyKey } from '@mailroom/db/queries/idempotency';
 import {
   SharedContactInBatch,

@@ -12,7 +12,7 @@
  */
 import type { SendingConfig } from './config';
 import type { Logger } from '@mailroom/platform/logger';
-import { pruneTestMessages } from '@mailroom/db/queries/test-messages';
+import { pruneTestMessages } from './queries/test-messages';
 import { type Database } from '@mailroom/db/client';
 
 /** No further delete statement starts after this long in one pass (ms). */

@@ -20,7 +20,7 @@ import {
   deliveryForAttempt,
   disableFailingEndpoint,
   recordWebhookAttempt,
-} from '@mailroom/db/queries/webhooks';
+} from './queries/webhooks';
 import { type DbOrTx } from '@mailroom/db/client';
 import { sendHttp, signWebhook, type HttpAttempt } from './webhooks';
 import { webhookBackoffMs } from '@mailroom/queues/catalog';

@@ -12,7 +12,7 @@ import {
   redeliverWebhook,
   updateWebhookEndpoint,
   type WebhookEndpointRow,
-} from '@mailroom/db/queries/webhooks';
+} from './queries/webhooks';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { type DbOrTx } from '@mailroom/db/client';
 import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';

@@ -23,9 +23,9 @@
  */
 import type { Request, RequestHandler } from 'express';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
-import { bearerToken, matchesToken } from '@mailroom/platform/bearer';
-import { hashKey, keyKind, safeEqual, type KeyKind } from '@mailroom/platform/keys';
-import { findKey, type KeyRecord } from '@mailroom/db/queries/projects';
+import { bearerToken, matchesToken, safeEqual } from '@mailroom/platform/bearer';
+import { hashKey, keyKind, type KeyKind } from '@mailroom/projects/keys';
+import { findKey, type KeyRecord } from '@mailroom/projects/queries/projects';
 import { type Db } from '@mailroom/db/client';
 import { clientIp, type Attempt, type FailureLimiter } from './rate-limit';
 import { toMiddleware, type RequestStep } from './steps';

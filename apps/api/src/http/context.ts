@@ -9,7 +9,7 @@ import type { Logger } from '@mailroom/platform/logger';
 import type { Database, Db } from '@mailroom/db/client';
 import type { ReadReplicas } from '@mailroom/db/replicas';
 import type { Redis } from 'ioredis';
-import type { KeyKind, KeyMode } from '@mailroom/platform/keys';
+import type { KeyKind, KeyMode } from '@mailroom/projects/keys';
 
 /** Everything `createApp` needs; the caller owns (and closes) these. */
 export interface AppDeps {
@@ -44,7 +44,7 @@ export interface AuthContext {
   projectId: string;
   kind: KeyKind;
   /** `test` for a test key (`sk_test_…`, `pk_test_…`): what the request creates is test data
-  /** (`@mailroom/platform/keys`). */
+  /** (`@mailroom/projects/keys`). */
   mode: KeyMode;
   /** The key's id (`api_keys.id`). */
   keyId: string;

@@ -30,14 +30,14 @@
  * @module
  */
 import { Gauge, type Registry } from 'prom-client';
-import { sesRates } from '@mailroom/audiences/guardrails';
+import { sesRates } from '@mailroom/campaigns/guardrails';
 import { type Logger } from '@mailroom/platform/logger';
 import {
   reputationForMetrics,
   type ReputationCounts,
   type ReputationMetricsLimits,
   type ReputationWindow,
-} from '@mailroom/db/queries/reputation';
+} from '@mailroom/feedback/queries/reputation';
 import { type Db } from '@mailroom/db/client';
 
 /** How long a scrape waits for the figures (ms). */

@@ -10,7 +10,7 @@ import { Type } from '@sinclair/typebox';
 import type { Redis } from 'ioredis';
 import type { SesConnection } from '@mailroom/mail/connections';
 import { connectionHealthKey } from '@mailroom/sending/ses/connection-health';
-import { setDomainConnection, setProjectConnection } from '@mailroom/db/queries/delivery-connections';
+import { setDomainConnection, setProjectConnection } from '@mailroom/projects/queries/delivery-connections';
 import type { DbOrTx } from '@mailroom/db/client';
 import { notFound, validationError } from '@mailroom/platform/errors';
 import { route } from '../http/route';

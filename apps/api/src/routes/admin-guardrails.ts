@@ -5,9 +5,9 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { effectiveGuardrails, GUARDRAIL_FIELDS, validGuardrailValue } from '@mailroom/audiences/guardrails';
+import { effectiveGuardrails, GUARDRAIL_FIELDS, validGuardrailValue } from '@mailroom/campaigns/guardrails';
 import { type Guardrails } from '@mailroom/audiences/guardrail-defaults';
-import { getProjectGuardrails, updateProjectGuardrails } from '@mailroom/audiences/queries/guardrails';
+import { getProjectGuardrails, updateProjectGuardrails } from '@mailroom/campaigns/queries/guardrails';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, Nullable } from './common';

@@ -8,10 +8,10 @@
  */
 import { Type } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
-import { keyKind, type KeyKind, type KeyMode } from '@mailroom/platform/keys';
+import { keyKind, type KeyKind, type KeyMode } from '@mailroom/projects/keys';
 import { asciiHostname } from '@mailroom/platform/address';
-import { importProjectKeys } from '@mailroom/db/queries/import-keys';
-import { createScopedKey, projectDomainNames } from '@mailroom/db/queries/projects';
+import { importProjectKeys } from '@mailroom/projects/queries/import-keys';
+import { createScopedKey, projectDomainNames } from '@mailroom/projects/queries/projects';
 import { type Db } from '@mailroom/db/client';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';

@@ -13,8 +13,8 @@ import {
   RETENTION_MIN_DAYS,
   validRetentionDays,
   type RetentionSettings,
-} from '@mailroom/sending/retention-settings';
-import { getProjectRetention, updateProjectRetention } from '@mailroom/db/queries/retention';
+} from '@mailroom/retention/retention-settings';
+import { getProjectRetention, updateProjectRetention } from '@mailroom/retention/queries/retention';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, Nullable } from './common';

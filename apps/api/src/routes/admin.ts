@@ -5,7 +5,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { AppError, ErrorCode, errorCode, notFound, validationError } from '@mailroom/platform/errors';
-import { parseKeyReference, type KeyMode as KeyModeName } from '@mailroom/platform/keys';
+import { parseKeyReference, type KeyMode as KeyModeName } from '@mailroom/projects/keys';
 import {
   addDomain,
   createProject,
@@ -14,7 +14,7 @@ import {
   rotateKeys,
   setProjectDisabled,
   type KeySummary,
-} from '@mailroom/db/queries/projects';
+} from '@mailroom/projects/queries/projects';
 import { emailStatsByProject } from '@mailroom/db/queries/emails';
 import { type Db } from '@mailroom/db/client';
 import { route } from '../http/route';

@@ -6,9 +6,9 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { AB_METRICS, AB_PHASES } from '@mailroom/db/schema/campaigns';
-import type { CampaignRow } from '@mailroom/audiences/queries/campaigns';
-import { AB_MAX_WAIT_SECONDS, AB_VARIANTS, variantName } from '@mailroom/audiences/campaigns/ab-rules';
-import type { VariantStats } from '@mailroom/audiences/campaigns/ab-decide';
+import type { CampaignRow } from '@mailroom/campaigns/queries/campaigns';
+import { AB_MAX_WAIT_SECONDS, AB_VARIANTS, variantName } from '@mailroom/campaigns/ab-rules';
+import type { VariantStats } from '@mailroom/campaigns/ab-decide';
 import { Nullable, StringEnum, Timestamp } from './common';
 
 const Metric = StringEnum(

@@ -7,9 +7,9 @@
  */
 import { Type } from '@sinclair/typebox';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
-import { requireCampaign } from '@mailroom/audiences/campaigns/lifecycle';
-import { pickWinnerNow } from '@mailroom/audiences/campaigns/ab-actions';
-import { variantStats } from '@mailroom/audiences/campaigns/ab-decide';
+import { requireCampaign } from '@mailroom/campaigns/lifecycle';
+import { pickWinnerNow } from '@mailroom/campaigns/ab-actions';
+import { variantStats } from '@mailroom/campaigns/ab-decide';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
 import { Campaign, presentCampaign } from './campaign-shapes';

@@ -10,9 +10,9 @@
  */
 import { Type } from '@sinclair/typebox';
 import { encodeCursor } from '@mailroom/platform/ids';
-import { campaignTimeline } from '@mailroom/audiences/queries/campaign-pause';
-import { requireCampaign } from '@mailroom/audiences/campaigns/lifecycle';
-import { resumeNow } from '@mailroom/audiences/campaigns/recovery';
+import { campaignTimeline } from '@mailroom/campaigns/queries/campaign-pause';
+import { requireCampaign } from '@mailroom/campaigns/lifecycle';
+import { resumeNow } from '@mailroom/campaigns/recovery';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Campaign, presentCampaign } from './campaign-shapes';

@@ -6,7 +6,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { retryFailedNow } from '@mailroom/audiences/campaigns/recovery';
+import { retryFailedNow } from '@mailroom/campaigns/recovery';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { Campaign, presentCampaign } from './campaign-shapes';

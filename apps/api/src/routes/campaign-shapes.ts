@@ -1,7 +1,7 @@
 /**
  * The shapes of the campaign routes (`campaigns.ts`): TypeBox schemas of campaigns, their bodies and stats (ours
  * with Plunk v2's names beside them), the presenter, and Plunk's body forms mapped onto ours. The rules a
- * campaign must pass live in `@mailroom/audiences/campaigns/rules`.
+ * campaign must pass live in `@mailroom/campaigns/rules`.
  *
  * @module
  */
@@ -11,8 +11,8 @@ import { MailboxString } from '@mailroom/platform/validation';
 import { EmailTagSchema, EmailTagsSchema, storedTags } from '@mailroom/platform/email-tags';
 import { normalizeEmail, senderFields } from '@mailroom/platform/address';
 import { CAMPAIGN_PAUSE_REASONS, CAMPAIGN_STATUSES } from '@mailroom/db/schema/campaigns';
-import { type CampaignRow, type NewCampaign } from '@mailroom/audiences/queries/campaigns';
-import type { CampaignStats } from '@mailroom/audiences/campaigns/stats';
+import { type CampaignRow, type NewCampaign } from '@mailroom/campaigns/queries/campaigns';
+import type { CampaignStats } from '@mailroom/campaigns/stats';
 import { FilterField } from './filter-fields';
 import { filterField } from '@mailroom/audiences/filter-schema';
 import { CampaignTemplateFields } from './campaign-template';

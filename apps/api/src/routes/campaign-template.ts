@@ -9,9 +9,9 @@
  */
 import { Type } from '@sinclair/typebox';
 import { validationError, type FieldError } from '@mailroom/platform/errors';
-import { getTemplate } from '@mailroom/db/queries/templates';
-import { pinnedTemplate } from '@mailroom/db/queries/template-versions';
-import { updateCampaign, type CampaignRow, type NewCampaign } from '@mailroom/audiences/queries/campaigns';
+import { getTemplate } from '@mailroom/mail/queries/templates';
+import { pinnedTemplate } from '@mailroom/mail/queries/template-versions';
+import { updateCampaign, type CampaignRow, type NewCampaign } from '@mailroom/campaigns/queries/campaigns';
 import type { DbOrTx } from '@mailroom/db/client';
 import { Nullable } from './common';
 

@@ -2,7 +2,7 @@
  * Campaigns: `GET/POST /campaigns`, `GET/PATCH/DELETE /campaigns/{id}`, `POST /campaigns/{id}/send|cancel|test`,
  * `GET /campaigns/{id}/stats` (spec "Campaign"; docs/api/overview.md, campaign states).
  *
- * The states, their moves and the rules a campaign must pass are `@mailroom/audiences/campaigns` (rules.ts,
+ * The states, their moves and the rules a campaign must pass are `@mailroom/campaigns` (rules.ts,
  * lifecycle.ts); the worker's `campaign` job does the fan-out. This module translates HTTP into those calls and
  * their results back.
  *
@@ -17,7 +17,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { validationError } from '@mailroom/platform/errors';
-import { listCampaigns, type NewCampaign } from '@mailroom/audiences/queries/campaigns';
+import { listCampaigns, type NewCampaign } from '@mailroom/campaigns/queries/campaigns';
 import {
   cancelNow,
   createDraft,
@@ -29,9 +29,9 @@ import {
   sendTestEmails,
   testableCampaign,
   type AbGiven,
-} from '@mailroom/audiences/campaigns/lifecycle';
+} from '@mailroom/campaigns/lifecycle';
 import type { AbTestInput, VariantsInput } from './campaign-ab-shapes';
-import { campaignStats } from '@mailroom/audiences/campaigns/stats';
+import { campaignStats } from '@mailroom/campaigns/stats';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
 import {

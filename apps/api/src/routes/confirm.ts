@@ -19,7 +19,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
 import { confirmDoubleOptIn, confirmationTokenId, verifyConfirmationToken } from '@mailroom/contacts/double-opt-in';
-import { confirmationTarget, type ConfirmationTarget } from '@mailroom/db/queries/confirmations';
+import { confirmationTarget, type ConfirmationTarget } from '@mailroom/contacts/queries/confirmations';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { sql } from 'drizzle-orm';

@@ -13,7 +13,11 @@ import { ContactInput, upsertContact } from '@mailroom/contacts/contacts';
 import { topicWebhookEvents } from '@mailroom/contacts/topics';
 import { resolveConfirmationEmail, startDoubleOptIn } from '@mailroom/contacts/double-opt-in';
 import { setContactTopics } from '@mailroom/db/queries/topics';
-import { projectSigningKey, type ConfirmationRow } from '@mailroom/db/queries/confirmations';
+import {
+  holdTopicsForConfirmation,
+  projectSigningKey,
+  type ConfirmationRow,
+} from '@mailroom/contacts/queries/confirmations';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 import type { DbOrTx } from '@mailroom/db/client';
 import { sql } from 'drizzle-orm';
@@ -166,10 +170,7 @@ export async function upsertWithTopics(
   if (doubleOptIn && email) {
     // The topics to confirm stay unsubscribed until then, unless the contact chose them before.
     if (topicIds.length > 0) {
-      await tx.execute(sql`
-        insert into contact_topics (contact_id, topic_id, project_id, subscribed)
-        select ${c.id}::uuid, t, ${auth.projectId}::uuid, false from unnest(${sql.param(topicIds)}::uuid[]) as t
-        on conflict do nothing`);
+      await holdTopicsForConfirmation(tx, auth.projectId, c.id, topicIds);
     }
     const signingKey = await projectSigningKey(tx, auth.projectId);
     const started = await startDoubleOptIn(tx, {

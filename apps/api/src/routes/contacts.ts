@@ -6,7 +6,7 @@
  * - Upsert (`POST`): 201 with `_meta.isNew` for a new contact, 200 with `_meta.isUpdate` for an existing one.
  * - `data` merges shallowly in SQL (a `null` value removes the key); `subscribed` changes only when stated.
  * - `snoozedUntil` (create and update): marketing mail is held back until then (`contact-snooze.ts`).
- * - Delete: an erasure (`@mailroom/db/queries/erase`): the contact goes with its events and executions, its queued
+ * - Delete: an erasure (`@mailroom/contacts/queries/erase`): the contact goes with its events and executions, its queued
  *   emails are cancelled, its emails stay in the sending log scrubbed of personal data, and webhook deliveries,
  *   import errors and idempotent responses naming it are deleted.
  *
@@ -17,14 +17,14 @@ import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
 import { ContactData } from '@mailroom/contacts/contacts';
 import { topicWebhookEvents } from '@mailroom/contacts/topics';
 import { contactTopicStates, setContactTopics } from '@mailroom/db/queries/topics';
-import { confirmationsOf } from '@mailroom/db/queries/confirmations';
+import { confirmationsOf } from '@mailroom/contacts/queries/confirmations';
 import { withWebhookEvents } from '@mailroom/db/queries/webhooks';
 import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
 import { parseSegmentFilter, type SegmentFilter } from '@mailroom/audiences/segments';
 import { compileAudience } from '@mailroom/audiences/audience';
 import { getContact, listContacts, updateContact, type ContactRow } from '@mailroom/db/queries/contacts';
-import { eraseContact } from '@mailroom/db/queries/erase';
+import { eraseContact } from '@mailroom/contacts/queries/erase';
 import { route } from '../http/route';
 import { SnoozeField, applySnooze, checkSnooze } from './contact-snooze';
 import { readDb, type AppDeps } from '../http/context';

@@ -18,7 +18,7 @@ import { createTrackingSetProvider } from '@mailroom/mail/tracking';
 import { connectionClientConfig } from '@mailroom/mail/connections';
 import { addDomain, checkDomain, removeDomain } from '@mailroom/mail/domains';
 import { createResolver } from '@mailroom/verify/dns';
-import { getDomain, listDomains, type DomainRow } from '@mailroom/db/queries/domains';
+import { getDomain, listDomains, type DomainRow } from '@mailroom/mail/queries/domains';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
 import {

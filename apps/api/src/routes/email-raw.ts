@@ -16,7 +16,7 @@
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
 import { paramValidator } from '@mailroom/platform/validation';
-import { getTestMessage } from '@mailroom/db/queries/test-messages';
+import { getTestMessage } from '@mailroom/sending/queries/test-messages';
 import type { AppDeps } from '../http/context';
 import { IdParams } from './common';
 

@@ -16,8 +16,8 @@ import {
   getInboundRaw,
   listInboundEmails,
   type InboundEmailSummary,
-} from '@mailroom/db/queries/inbound';
-import { setDomainInbound } from '@mailroom/db/queries/domains';
+} from '@mailroom/feedback/queries/inbound';
+import { setDomainInbound } from '@mailroom/mail/queries/domains';
 import { inboundAttachment } from '@mailroom/feedback/inbound/parse';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';

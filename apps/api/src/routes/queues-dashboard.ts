@@ -37,7 +37,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { AppError, ErrorCode, isUnavailableError } from '@mailroom/platform/errors';
 import { queueList } from '@mailroom/queues/create';
-import { safeEqual } from '@mailroom/platform/keys';
+import { safeEqual } from '@mailroom/platform/bearer';
 import { checkAdminBearer, checkAdminToken } from '../http/auth';
 import type { AppDeps } from '../http/context';
 import { clientIp, IpLimiter, type FailureLimiter } from '../http/rate-limit';

@@ -6,19 +6,19 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { effectiveGuardrails, SES_REVIEW_LEVELS, sesRates } from '@mailroom/audiences/guardrails';
-import { getProjectGuardrails } from '@mailroom/audiences/queries/guardrails';
+import { effectiveGuardrails, SES_REVIEW_LEVELS, sesRates } from '@mailroom/campaigns/guardrails';
+import { getProjectGuardrails } from '@mailroom/campaigns/queries/guardrails';
 import {
   projectReputation,
   REPUTATION_STREAMS,
   type ReputationCounts,
   type ReputationWindowCounts,
-} from '@mailroom/db/queries/reputation';
+} from '@mailroom/feedback/queries/reputation';
 import {
   boundConnectionOf,
   connectionBindings,
   type ConnectionBindings,
-} from '@mailroom/db/queries/delivery-connections';
+} from '@mailroom/projects/queries/delivery-connections';
 import { connectionNamed, type SesConnection } from '@mailroom/mail/connections';
 import { route } from '../http/route';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';

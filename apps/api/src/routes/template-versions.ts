@@ -2,20 +2,20 @@
  * Template versions: `GET /templates/{id}/versions` (newest first, keyset on the number), `GET
  * /templates/{id}/versions/{version}`, `POST /templates/{id}/publish` (the draft goes live) and `DELETE
  * /templates/{id}/draft`. Drafts are written by `PATCH /templates/{id}?draft=true` (`templates.ts`); the rules are
- * in `@mailroom/db/queries/template-versions`.
+ * in `@mailroom/mail/queries/template-versions`.
  *
  * @module
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
-import { getTemplate } from '@mailroom/db/queries/templates';
+import { getTemplate } from '@mailroom/mail/queries/templates';
 import {
   discardDraft,
   getVersion,
   listVersions,
   publishDraft,
   type TemplateVersionRow,
-} from '@mailroom/db/queries/template-versions';
+} from '@mailroom/mail/queries/template-versions';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { IdParams, Nullable, PageFields, PageQuery, Timestamp } from './common';

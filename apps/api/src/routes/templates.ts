@@ -26,8 +26,8 @@ import {
   getTemplate,
   listTemplates,
   type TemplateRow,
-} from '@mailroom/db/queries/templates';
-import { draftNumbers, editLive, writeDraft } from '@mailroom/db/queries/template-versions';
+} from '@mailroom/mail/queries/templates';
+import { draftNumbers, editLive, writeDraft } from '@mailroom/mail/queries/template-versions';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
 import { Deleted, IdParams, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';

@@ -10,7 +10,7 @@
  */
 import express, { type Request, type Response, type Router } from 'express';
 import { validationError } from '@mailroom/platform/errors';
-import type { UnsubscribeTarget } from '@mailroom/db/queries/unsubscribe';
+import type { UnsubscribeTarget } from '@mailroom/contacts/queries/unsubscribe';
 import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { PAUSE_CHOICES_DAYS, snoozeInTransaction } from '@mailroom/audiences/snooze';
 import type { AppDeps } from '../http/context';

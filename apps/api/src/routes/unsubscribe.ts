@@ -36,7 +36,7 @@ import { notFound } from '@mailroom/platform/errors';
 import { parseUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { preferencesOf, savePreferences, unsubscribeTopicThroughLink } from '@mailroom/feedback/preferences';
 import { checkedTopics, preferenceCenterBody, savedBody, unsubscribeAction } from './preference-center';
-import { type UnsubscribeTarget } from '@mailroom/db/queries/unsubscribe';
+import { type UnsubscribeTarget } from '@mailroom/contacts/queries/unsubscribe';
 import { unsubscribeTargetOf, unsubscribeThroughLink } from '@mailroom/feedback/unsubscribe';
 import type { AppDeps } from '../http/context';
 import { clientIp, FailureLimiter } from '../http/rate-limit';

@@ -18,7 +18,7 @@ import {
   listWebhookDeliveries,
   listWebhookEndpoints,
   type WebhookEndpointRow,
-} from '@mailroom/db/queries/webhooks';
+} from '@mailroom/webhooks/queries/webhooks';
 import { WEBHOOK_DELIVERY_STATUSES } from '@mailroom/db/schema/webhooks';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';

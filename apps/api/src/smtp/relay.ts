@@ -25,7 +25,7 @@ import { AppError, ErrorCode } from '@mailroom/platform/errors';
 import type { Logger } from '@mailroom/platform/logger';
 import type { Config } from '@mailroom/config/config';
 import type { Database } from '@mailroom/db/client';
-import type { KeyRecord } from '@mailroom/db/queries/projects';
+import type { KeyRecord } from '@mailroom/projects/queries/projects';
 import type { Queues } from '@mailroom/queues/create';
 import { acceptRelay, relayRecipientProblem, RELAY_LIMITS } from '@mailroom/sending/relay/accept-relay';
 import { sendEnqueueBatcher } from '@mailroom/sending/enqueue-batcher';

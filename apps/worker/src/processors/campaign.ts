@@ -1,6 +1,6 @@
 /**
  * The `campaign` job: one per started or scheduled campaign, re-delayed by itself between rounds. What a round
- * does is `@mailroom/audiences/campaigns/fanout` (`runCampaignJob`); this module checks the payload and maps the
+ * does is `@mailroom/campaigns/fanout` (`runCampaignJob`); this module checks the payload and maps the
  * round's waits onto BullMQ (a delayed job, `DelayedError`, lock extension).
  *
  * @module
@@ -10,7 +10,7 @@ import { CampaignJobPayload, type SendJobPayload, type WebhookJobPayload } from 
 import { dataValidator } from '@mailroom/platform/validation';
 import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
-import { runCampaignJob, type CampaignJobControl, type CampaignJobResult } from '@mailroom/audiences/campaigns/fanout';
+import { runCampaignJob, type CampaignJobControl, type CampaignJobResult } from '@mailroom/campaigns/fanout';
 import { type Database } from '@mailroom/db/client';
 
 const validatePayload = dataValidator(CampaignJobPayload);

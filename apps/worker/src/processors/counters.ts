@@ -1,12 +1,12 @@
 /**
- * Folding counter deltas as a maintenance task (`@mailroom/db/queries/counters`): every
+ * Folding counter deltas as a maintenance task (`@mailroom/contacts/queries/counters`): every
  * {@link COUNTER_FOLD_INTERVAL_MS}, one pass per interval across all worker processes. Reads never wait for it
  * (they add pending deltas); the fold keeps the delta tables small so those reads stay cheap.
  *
  * @module
  */
 import type { Database } from '@mailroom/db/client';
-import { foldAllCounterDeltas } from '@mailroom/db/queries/counters';
+import { foldAllCounterDeltas } from '@mailroom/contacts/queries/counters';
 import { oncePerInterval, type MaintenanceTask } from './maintenance';
 
 /** How often deltas are folded (ms). */

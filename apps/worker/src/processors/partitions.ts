@@ -1,11 +1,11 @@
 /**
  * Time partitions as a maintenance task: every {@link PARTITIONS_INTERVAL_MS}, one pass across all processes
- * (`@mailroom/sending/partitions`): the month partitions of the history tables are made ahead and the rows in their
+ * (`@mailroom/retention/partitions`): the month partitions of the history tables are made ahead and the rows in their
  * default partitions are reported. Dropping old months is part of the retention pass.
  *
  * @module
  */
-import { runPartitionPass, type PartitionDeps } from '@mailroom/sending/partitions';
+import { runPartitionPass, type PartitionDeps } from '@mailroom/retention/partitions';
 import { oncePerInterval, type MaintenanceTask } from './maintenance';
 
 /** How often the partition pass runs (ms); a pass is a handful of catalog look-ups, and the months kept ahead leave months of slack. */

@@ -25,14 +25,14 @@ import { SNS_MESSAGE_RETENTION_DAYS } from '@mailroom/feedback/sns';
 import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { oncePerInterval, type MaintenanceTask } from './maintenance';
-import { activeCampaigns } from '@mailroom/audiences/queries/campaigns';
+import { activeCampaigns } from '@mailroom/campaigns/queries/campaigns';
 import { overdueExecutions } from '@mailroom/workflows/queries/workflow-engine';
 import { pendingEmails } from '@mailroom/db/queries/emails';
-import { dueScheduledEmails, type DueScheduledEmail } from '@mailroom/db/queries/scheduled-emails';
+import { dueScheduledEmails, type DueScheduledEmail } from '@mailroom/sending/queries/scheduled-emails';
 import { pendingImports } from '@mailroom/contacts/queries/imports';
 import { pruneSnsMessages } from '@mailroom/feedback/queries/feedback';
 import { purgeIdempotencyKeys } from '@mailroom/db/queries/idempotency';
-import { stalePendingDeliveries } from '@mailroom/db/queries/webhooks';
+import { stalePendingDeliveries } from '@mailroom/webhooks/queries/webhooks';
 import { type Database } from '@mailroom/db/client';
 
 /** An upload not touched for this long (ms) was abandoned by its API process. */

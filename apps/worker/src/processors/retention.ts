@@ -1,11 +1,11 @@
 /**
- * Data retention as a maintenance task: the sending domain's pass (`@mailroom/sending/retention`) every
+ * Data retention as a maintenance task: the sending domain's pass (`@mailroom/retention/retention`) every
  * {@link RETENTION_INTERVAL_MS}, one pass per interval across all processes (the lock expires rather than being
  * released).
  *
  * @module
  */
-import { runRetentionPass, type RetentionDeps } from '@mailroom/sending/retention';
+import { runRetentionPass, type RetentionDeps } from '@mailroom/retention/retention';
 import { oncePerInterval, type MaintenanceTask } from './maintenance';
 
 /** How often the retention pass runs (ms): a record outlives its retention by at most about this long. */

@@ -7,15 +7,15 @@ import { normalizeEmail } from '@mailroom/platform/address';
 import { randomBytes } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { createDatabase, type Database } from '@mailroom/db/client';
-import { createProject } from '@mailroom/db/queries/projects';
+import { createProject } from '@mailroom/projects/queries/projects';
 import { upsertContacts } from '@mailroom/db/queries/contacts';
 import { newId } from '@mailroom/platform/ids';
 import { parseSegmentFilter } from '../segments';
 import { compileAudience, segmentAudience, type Audience } from '../audience';
-import { campaignAudiencePredicate } from '../campaigns/fanout';
+import { campaignAudiencePredicate } from '@mailroom/campaigns/fanout';
 import { audiencePredicate } from './audience';
 import { changeStaticMembers, countMatchingContacts, createSegment, listMatchingContacts } from './segments';
-import type { CampaignRow } from './campaigns';
+import type { CampaignRow } from '@mailroom/campaigns/queries/campaigns';
 
 let database: Database;
 let projectId: string;

@@ -7,10 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { createDatabase, type Database } from '@mailroom/db/client';
-import { createProject } from '@mailroom/db/queries/projects';
+import { createProject } from '@mailroom/projects/queries/projects';
 import { upsertContacts } from '@mailroom/db/queries/contacts';
-import { retentionBatch } from '@mailroom/db/queries/retention';
-import { eraseContact } from '@mailroom/db/queries/erase';
+import { retentionBatch } from '@mailroom/retention/queries/retention';
+import { eraseContact } from '@mailroom/contacts/queries/erase';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { parseSegmentFilter } from '../segments';
 import { compileAudience } from '../audience';

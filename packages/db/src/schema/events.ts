@@ -34,7 +34,7 @@ export const events = pgTable(
     data: jsonb('data').$type<Record<string, unknown>>().notNull().default({}),
     /**
      * Recorded with a test key (or by a test execution, or through a test email's unsubscribe link): it starts
-     * and wakes test workflow executions only, whose email goes to the test sink (`@mailroom/platform/keys`).
+     * and wakes test workflow executions only, whose email goes to the test sink (`@mailroom/projects/keys`).
      */
     test: boolean('test').notNull().default(false),
     createdAt: createdAt(),

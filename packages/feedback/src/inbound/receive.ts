@@ -31,7 +31,7 @@ import {
   recordReceivedEvent,
   repliedEmailId,
   type NewInboundEmail,
-} from '@mailroom/db/queries/inbound';
+} from '../queries/inbound';
 import type { FeedbackConfig } from '../config';
 import { recordSnsMessage } from '../queries/feedback';
 import { SnsRejection } from '../sns';

@@ -10,11 +10,11 @@ import { DEFAULT_GUARDRAILS, type Guardrails } from '@mailroom/audiences/guardra
 import { type SesFeedback } from '../ses-events';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import type { DbOrTx } from '@mailroom/db/client';
-import { enforceCampaignGuardrail } from '@mailroom/audiences/queries/guardrails';
+import { enforceCampaignGuardrail } from '@mailroom/campaigns/queries/guardrails';
 import { countReputation, countTagReputation } from '@mailroom/db/queries/reputation-counts';
 import { addSuppressions, type NewSuppression } from '@mailroom/db/queries/suppressions';
-import { addressScrubber } from '@mailroom/db/queries/erase';
-import { unsubscribeContact } from '@mailroom/db/queries/unsubscribe';
+import { addressScrubber } from '@mailroom/contacts/queries/erase';
+import { unsubscribeContact } from '@mailroom/contacts/queries/unsubscribe';
 import { recordWebhookEvents, type WebhookEvent } from '@mailroom/db/queries/webhooks';
 
 /**

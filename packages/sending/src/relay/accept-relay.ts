@@ -30,7 +30,7 @@ import {
   type NormalizedMailbox,
 } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
-import type { KeyMode } from '@mailroom/platform/keys';
+import type { KeyMode } from '@mailroom/projects/keys';
 import { keyDomainRefusal, senderDomainCandidates } from '@mailroom/mail/sender';
 import type { DbOrTx } from '@mailroom/db/client';
 import { writeAccepted } from '../accept';

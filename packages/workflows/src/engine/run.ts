@@ -42,8 +42,8 @@ import {
   type ExecutionRef,
   type MoveEffects,
 } from '../queries/workflow-engine';
-import { getTemplate } from '@mailroom/db/queries/templates';
-import { pinnedTemplate } from '@mailroom/db/queries/template-versions';
+import { getTemplate } from '@mailroom/mail/queries/templates';
+import { pinnedTemplate } from '@mailroom/mail/queries/template-versions';
 import { SUPPRESSION_REASONS } from '@mailroom/db/queries/suppression-rule';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import {

@@ -6,8 +6,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '@mailroom/platform/errors';
 import { createDatabase, type Database } from '@mailroom/db/client';
-import { addDomain, createProject } from '@mailroom/db/queries/projects';
-import { createTemplate, deleteTemplate } from '@mailroom/db/queries/templates';
+import { addDomain, createProject } from '@mailroom/projects/queries/projects';
+import { createTemplate, deleteTemplate } from '@mailroom/mail/queries/templates';
 import { getWorkflow, loadWorkflowGraph } from '@mailroom/db/queries/workflows';
 import { addStep, addTransition, removeStep, removeTransition } from './edit';
 import { replaceWorkflowGraph } from './replace';
