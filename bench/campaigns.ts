@@ -28,7 +28,7 @@ import { createRedis } from '@mailroom/queues/connection';
 import { createSendQueue } from '@mailroom/queues/create';
 import { type Config } from '@mailroom/config/config';
 import { rotateKeys } from '@mailroom/projects/queries/projects';
-import { parseSegmentFilter } from '@mailroom/audiences/segments';
+import { parseSegmentFilter } from '@mailroom/audiences/filter-parser';
 import { compileAudience } from '@mailroom/audiences/audience';
 import { COUNT_SETTINGS, matchingCountQuery, matchingPageQuery } from '@mailroom/audiences/queries/segments';
 import { createDatabase, type Database } from '@mailroom/db/client';

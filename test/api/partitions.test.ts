@@ -10,7 +10,7 @@ import { idLowerBound, idTimestampMs, keyedIdAt, newId } from '@mailroom/platfor
 import { ensureMonthPartitions, listMonthPartitions, PARTITIONED_TABLES } from '@mailroom/retention/queries/partitions';
 import { claimEmail, finishEmail, insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { foldAllCounterDeltas } from '@mailroom/contacts/queries/counters';
-import { fanoutBatch } from '@mailroom/campaigns/queries/campaigns';
+import { fanoutBatch } from '@mailroom/campaigns/queries/campaign-fanout';
 import { runPartitionPass, PARTITION_MONTHS_AHEAD } from '@mailroom/retention/partitions';
 import { runRetentionPass } from '@mailroom/retention/retention';
 import { beginStepRun, moveExecution, stepRunId } from '@mailroom/workflows/queries/workflow-engine';

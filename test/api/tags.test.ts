@@ -7,7 +7,7 @@
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import { emails } from '@mailroom/db/schema/emails';
-import { fanoutBatch } from '@mailroom/campaigns/queries/campaigns';
+import { fanoutBatch } from '@mailroom/campaigns/queries/campaign-fanout';
 import { client, createTestProject, recipient, useApiWithProject } from '../support/harness';
 
 const ctx = useApiWithProject({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });

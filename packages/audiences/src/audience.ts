@@ -11,7 +11,8 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { segments } from '@mailroom/db/schema';
-import { parseSegmentFilter, type SegmentFilter } from './segments';
+import { type SegmentFilter } from './segments';
+import { parseSegmentFilter } from './filter-parser';
 import { compileFilter } from './queries/segment-filter';
 import { topicSubscribedSql } from '@mailroom/db/queries/topics';
 

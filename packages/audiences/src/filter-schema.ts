@@ -5,7 +5,7 @@
  *
  * The schema holds the structure only. What depends on a condition's field (which operators apply, the type of
  * `value`, units, counts, dates, campaign ids) and the limits of {@link FILTER_LIMITS} are checked by
- * `parseSegmentFilter` (segments.ts), which names every problem's path in one 422. So that those answers stay
+ * `parseSegmentFilter` (filter-parser.ts), which names every problem's path in one 422. So that those answers stay
  * whole, the schema leaves a condition's keys and values to the parser, and every message it can give for the
  * structure is the parser's own for the same place (`must be an object {logic, groups} or an array of conditions`,
  * `is not a recognized field`).

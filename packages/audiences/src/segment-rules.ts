@@ -10,7 +10,7 @@ import type { Logger } from '@mailroom/platform/logger';
 import type { SegmentType } from '@mailroom/db/schema';
 import type { DbOrTx } from '@mailroom/db/client';
 import { announcedChange, type AnnounceDeps } from '@mailroom/webhooks/announce';
-import { parseSegmentFilter } from './segments';
+import { parseSegmentFilter } from './filter-parser';
 import { deleteSegment, getSegment, type SegmentRow } from './queries/segments';
 
 /** A filter as a request gave it, with the name of the field it came in (errors name that field). */

@@ -3,7 +3,7 @@
  * each at its path under the request field's name).
  */
 import { AppError } from '@mailroom/platform/errors';
-import { parseSegmentFilter } from './segments';
+import { parseSegmentFilter } from './filter-parser';
 
 const CAMPAIGN = '0190a3c1-0000-7000-8000-00000000000c';
 

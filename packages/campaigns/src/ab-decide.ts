@@ -21,7 +21,8 @@ import {
   startRemainder,
   type VariantCounts,
 } from './queries/campaign-ab';
-import { loadCampaign, type CampaignRow, type FanoutSelection } from './queries/campaigns';
+import { loadCampaign, type CampaignRow } from './queries/campaigns';
+import { type FanoutSelection } from './queries/campaign-fanout';
 import { abFanoutSql } from './ab-assign';
 import { chooseWinner } from './ab-stats';
 

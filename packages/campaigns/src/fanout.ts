@@ -33,16 +33,14 @@ import { campaignLaneShare } from '@mailroom/db/queries/send-quota';
 import { withWebhookEvents } from '@mailroom/db/queries/webhooks';
 import type { DbOrTx } from '@mailroom/db/client';
 import {
-  advanceEnqueueCursor,
   completeCampaign,
   failCampaign,
-  fanoutBatch,
   loadCampaign,
-  nextCampaignEmails,
   startScheduledCampaign,
   sweepCancelledCampaign,
   type CampaignRow,
 } from './queries/campaigns';
+import { advanceEnqueueCursor, fanoutBatch, nextCampaignEmails } from './queries/campaign-fanout';
 import { audiencePredicate } from '@mailroom/audiences/queries/audience';
 import { campaignAudience } from './rules';
 import { campaignLaneDepth, campaignWindow } from './lane';

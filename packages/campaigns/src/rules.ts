@@ -16,7 +16,7 @@ import { contentLimitErrors } from '@mailroom/mail/content-limits';
 import { senderError } from '@mailroom/mail/sender';
 import type { CampaignStatus } from '@mailroom/db/schema';
 import type { DbOrTx } from '@mailroom/db/client';
-import { parseSegmentFilter } from '@mailroom/audiences/segments';
+import { parseSegmentFilter } from '@mailroom/audiences/filter-parser';
 import type { Audience } from '@mailroom/audiences/audience';
 import { getSegment } from '@mailroom/audiences/queries/segments';
 import { missingTopics } from '@mailroom/db/queries/topics';

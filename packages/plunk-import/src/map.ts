@@ -12,7 +12,7 @@
  */
 import { asciiHostname, emailKey, normalizeEmail, addressLengthProblem } from '@mailroom/platform/address';
 import { keyKind, KEY_PREFIX_LENGTH, hashKey, type KeyKind } from '@mailroom/projects/keys';
-import { parseSegmentFilter } from '@mailroom/audiences/segments';
+import { parseSegmentFilter } from '@mailroom/audiences/filter-parser';
 import { templateSyntaxErrors } from '@mailroom/mail/templates';
 import { contentLimitErrors } from '@mailroom/mail/content-limits';
 import { plunkRowId } from './ids';

@@ -25,7 +25,7 @@
  * @module
  */
 import { validationError, type FieldError } from '@mailroom/platform/errors';
-import { parseSegmentFilter } from '@mailroom/audiences/segments';
+import { parseSegmentFilter } from '@mailroom/audiences/filter-parser';
 import { MAX_WAIT_MS, type WorkflowTriggerType } from './workflows';
 import type { WorkflowBranch, WorkflowStepType } from '@mailroom/db/schema/workflow-states';
 

@@ -17,7 +17,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { EmailAddress } from '@mailroom/contacts/contacts';
 import { validationError, type FieldError } from '@mailroom/platform/errors';
 import { dataValidator } from '@mailroom/platform/validation';
-import { parseSegmentFilter } from '@mailroom/audiences/segments';
+import { parseSegmentFilter } from '@mailroom/audiences/filter-parser';
 import { templateSyntaxErrors } from '@mailroom/mail/templates';
 
 /** Trigger types. */

@@ -15,7 +15,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { notFound, validationError } from '@mailroom/platform/errors';
-import { parseSegmentFilter } from '@mailroom/audiences/segments';
+import { parseSegmentFilter } from '@mailroom/audiences/filter-parser';
 import {
   changeStaticMembers,
   countMatchingContacts,

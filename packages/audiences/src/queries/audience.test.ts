@@ -10,7 +10,7 @@ import { createDatabase, type Database } from '@mailroom/db/client';
 import { createProject } from '@mailroom/projects/queries/projects';
 import { upsertContacts } from '@mailroom/db/queries/contacts';
 import { newId } from '@mailroom/platform/ids';
-import { parseSegmentFilter } from '../segments';
+import { parseSegmentFilter } from '../filter-parser';
 import { compileAudience, segmentAudience, type Audience } from '../audience';
 import { campaignAudiencePredicate } from '@mailroom/campaigns/fanout';
 import { audiencePredicate } from './audience';

@@ -12,7 +12,7 @@ import { upsertContacts } from '@mailroom/db/queries/contacts';
 import { retentionBatch } from '@mailroom/retention/queries/retention';
 import { eraseContact } from '@mailroom/contacts/queries/erase';
 import { normalizeEmail } from '@mailroom/platform/address';
-import { parseSegmentFilter } from '../segments';
+import { parseSegmentFilter } from '../filter-parser';
 import { compileAudience } from '../audience';
 import { countMatchingContacts, listMatchingContacts } from './segments';
 

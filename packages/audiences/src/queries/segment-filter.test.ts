@@ -3,7 +3,7 @@
  * (no database). Values are always parameters; identifiers are fixed.
  */
 import { PgDialect } from 'drizzle-orm/pg-core';
-import { parseSegmentFilter } from '../segments';
+import { parseSegmentFilter } from '../filter-parser';
 import { compileFilter, type FilterContext } from './segment-filter';
 
 const dialect = new PgDialect();

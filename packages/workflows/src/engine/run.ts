@@ -20,7 +20,7 @@
  */
 import { durationMs, type StepConfig } from '../workflows';
 import { keyedIdAt } from '@mailroom/platform/ids';
-import { parseSegmentFilter } from '@mailroom/audiences/segments';
+import { parseSegmentFilter } from '@mailroom/audiences/filter-parser';
 import type { WebhookConfig } from '@mailroom/webhooks/config';
 import type { WorkflowConfig } from '../config';
 import { type WorkflowBranch } from '@mailroom/db/schema/workflow-states';
