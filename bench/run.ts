@@ -26,8 +26,9 @@
  *          events) beside a plain copy of the same rows with the same indexes (bench/partition-migration.ts;
  *          BENCH_PARTITION_ROWS sets the size). Run only when named.
  * smtp   — the SMTP relay beside POST /v1/send in the same run: 1-recipient messages over 50 concurrent sessions
- *          (STARTTLS, and the local plain port) against 50 HTTP connections, emails/s and p99, the ratio to HTTP
- *          (bench/smtp.ts; BENCH_SECONDS, BENCH_ROUNDS). Run only when named.
+ *          (a pipelining client and nodemailer's; STARTTLS, and the local plain port) against 50 HTTP connections,
+ *          emails/s, p99, the ratio to HTTP, client and server CPU per email (bench/smtp.ts; BENCH_SECONDS,
+ *          BENCH_ROUNDS). Run only when named.
  * history — the reads and writes that must stay flat as history grows: contacts page, GET /emails/{id}, campaign
  *          stats, segment previews with event.* filters, /v1/track, and dropping a month of history, at 1M and 10M
  *          emails and events, with the ratio; bytes per row of the history tables and the connections per process
