@@ -7,7 +7,7 @@
  */
 import { trackingSql } from '@mailroom/db/queries/tracking';
 import { and, eq, ilike, inArray, or, sql, type SQL } from 'drizzle-orm';
-import { contactSuppressedSql } from '@mailroom/db/queries/suppressions';
+import { contactSuppressedSql } from '@mailroom/db/queries/suppression-rule';
 import { errorCode } from '@mailroom/platform/errors';
 import type { DbOrTx } from '@mailroom/db/client';
 import { keysetList } from '@mailroom/db/queries/keyset';

@@ -13,7 +13,7 @@ import { endpointWants } from './webhooks';
 import { attachments, campaigns, emailEvents, emails, type EmailSource, type EmailStatus } from '../schema';
 import { countReputation, countTagReputation } from './reputation-counts';
 import { executeNamed } from './named';
-import { suppressionCauseSql, type SuppressionCause } from './suppression-rule';
+import { recipientKeySql, suppressionCauseSql, type SuppressionCause } from './suppression-rule';
 import { topicSubscribedSql } from './topics';
 
 export type EmailRow = typeof emails.$inferSelect;
@@ -58,16 +58,18 @@ export async function loadAttachments(db: DbOrTx, projectId: string, ids: string
 }
 
 /**
- * Inserts new emails and their first timeline entries (two statements, same transaction as the caller): `queued`,
- * or `suppressed` for a row given `suppressed` (an address on the suppression list: stored, never sent).
+ * Inserts new `queued` emails and their first timeline entries (two statements, same transaction as the caller).
+ * A recipient held back by the suppression rule is never written here: the callers decide it with
+ * `suppressionCauseSql` first (a workflow step skips; an accepted send writes its `suppressed` row in
+ * `writeTransactionalBatch`), and the worker's claim re-checks every queued email.
  */
 export async function insertQueuedEmails(
   db: DbOrTx,
-  rows: (Omit<NewEmail, 'tracking'> & { id: string; suppressed?: { reason: string }; tracking?: boolean | null })[],
+  rows: (Omit<NewEmail, 'tracking'> & { id: string; tracking?: boolean | null })[],
 ): Promise<void> {
   if (rows.length === 0) return;
   await db.insert(emails).values(
-    rows.map(({ suppressed, tracking, ...r }) => ({
+    rows.map(({ tracking, ...r }) => ({
       ...r,
       // `tracking` is the email's own override (null: its project's `tracking_mode` decides, in the statement).
       tracking: trackingSql(
@@ -75,16 +77,16 @@ export async function insertQueuedEmails(
         sql`${tracking ?? null}::boolean`,
         sql`${r.marketing ?? false}::boolean`,
       ),
-      status: suppressed ? ('suppressed' as const) : ('queued' as const),
-      error: suppressed ? `suppressed: ${suppressed.reason}` : null,
+      status: 'queued' as const,
+      error: null,
     })),
   );
   await db.insert(emailEvents).values(
     rows.map((r) => ({
       emailId: r.id,
       projectId: r.projectId,
-      type: r.suppressed ? 'suppressed' : 'queued',
-      data: r.suppressed ? { reason: r.suppressed.reason } : null,
+      type: 'queued',
+      data: null,
     })),
   );
 }
@@ -194,7 +196,7 @@ export const CLAIM_RETURNING = sql`returning e.*, p.previous_status,
         from campaigns k where k.id = e.campaign_id) as campaign,
       ${suppressionCauseSql({
         projectId: sql`e.project_id`,
-        emailKey: sql`lower(e.to_email)`,
+        emailKey: recipientKeySql('e'),
         marketing: sql`e.marketing`,
         subscribed: sql`(select c.subscribed from contacts c where c.id = e.contact_id)`,
         topicSubscribed: sql`(case when e.topic_id is not null and e.contact_id is not null then ${topicSubscribedSql(sql`e.project_id`, sql`e.contact_id`, sql`e.topic_id`)} end)`,

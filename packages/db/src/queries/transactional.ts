@@ -27,16 +27,12 @@ import {
 import { endpointWants } from './webhooks';
 import { executeNamed } from './named';
 import {
-  SUPPRESSION_REASONS,
   suppressionCauseSql,
   suppressionDataSql,
   suppressionReasonSql,
   type SuppressionCause,
 } from './suppression-rule';
 import type { WebhookDeliveryRef } from './webhook-delivery-ref';
-
-/** Reason stored on an email to an address on the suppression list (`error`: `suppressed: <reason>`) and on its timeline entry. */
-export const SUPPRESSED_REASON = SUPPRESSION_REASONS.suppression_list;
 
 /** One recipient's email. */
 export interface TransactionalRecipient {
