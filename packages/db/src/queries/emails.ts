@@ -55,8 +55,8 @@ export async function loadAttachments(db: DbOrTx, projectId: string, ids: string
 /**
  * Inserts new `queued` emails and their first timeline entries (two statements, same transaction as the caller).
  * A recipient held back by the suppression rule is never written here: the callers decide it with
- * `suppressionCauseSql` first (a workflow step skips; an accepted send writes its `suppressed` row in
- * `writeTransactionalBatch`), and the worker's claim re-checks every queued email.
+ * `suppressionCauseSql` first (a workflow step skips; an accepted send writes its `suppressed` row in its own
+ * statement, `transactional.ts`), and the worker's claim re-checks every queued email.
  */
 export async function insertQueuedEmails(
   db: DbOrTx,
