@@ -8,7 +8,7 @@
  * @module
  */
 import { and, eq, sql, type SQL } from 'drizzle-orm';
-import { emailKey, normalizeEmail, normalizedKey, type NormalizedEmail } from '@mailroom/platform/address';
+import { emailKey, normalizedKey, type NormalizedEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { isIgnoredDataValue, splitPatch } from './data-patch';
 import { executeNamed } from './named';
@@ -19,7 +19,7 @@ import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT_WITH_SNOOZE } from './batch-ups
 
 /** One contact to create or update. */
 export interface ContactUpsert {
-  /** Normalised by the caller where the address came in ({@link normalizeEmail}). */
+  /** Normalised by the caller where the address came in (`normalizeEmail`). */
   email: NormalizedEmail;
   /** Stated subscription; `undefined` keeps an existing contact's value. */
   subscribed?: boolean;
