@@ -5,7 +5,8 @@
  */
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
-import { claimEmail, insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { claimEmail } from '@mailroom/db/queries/email-batches';
 import { pauseCampaign } from '@mailroom/campaigns/queries/campaign-pause';
 import { newId } from '@mailroom/platform/ids';
 import {

@@ -226,6 +226,7 @@ const MOVED_AFTER_RULES_REFACTOR: Record<string, string> = {
   'batch-upsert': 'contacts',
   contacts: 'contacts',
   'email-batches': 'sending',
+  'email-claim': 'sending',
   emails: 'sending',
   events: 'contacts',
   'suppression-rule': 'feedback',
@@ -234,6 +235,7 @@ const MOVED_AFTER_RULES_REFACTOR: Record<string, string> = {
   transactional: 'sending',
   'transactional-batch': 'sending',
   'workflow-executions': 'workflows',
+  'workflow-stops': 'workflows',
   workflows: 'workflows',
   // Imported by path (`./<module>`) from the modules above, so they move with them.
   idempotency: 'sending',

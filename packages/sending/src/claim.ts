@@ -17,8 +17,14 @@ import type { QueueConfig } from '@mailroom/queues/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
-import { claimEmail, finishEmail, type ClaimedEmail, type ClaimMiss } from '@mailroom/db/queries/emails';
-import { claimEmails, finishEmails, type FinishRequest } from '@mailroom/db/queries/email-batches';
+import { type ClaimedEmail, type ClaimMiss } from '@mailroom/db/queries/email-claim';
+import {
+  claimEmail,
+  claimEmails,
+  finishEmail,
+  finishEmails,
+  type FinishRequest,
+} from '@mailroom/db/queries/email-batches';
 import { type DbOrTx } from '@mailroom/db/client';
 import { Batcher } from '@mailroom/platform/batcher';
 

@@ -20,8 +20,7 @@ import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-r
 import type { DbOrTx } from '@mailroom/db/client';
 import type { CampaignStatus } from '@mailroom/db/schema';
 import { loadCampaign, type CampaignRow } from './campaigns';
-import { contactSuppressedSql } from '@mailroom/db/queries/suppressions';
-import { onSuppressionListSql } from '@mailroom/db/queries/suppression-rule';
+import { contactSuppressedSql, onSuppressionListSql, recipientKeySql } from '@mailroom/db/queries/suppression-rule';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 
 /** Outcome of {@link retryFailedCampaign}. */
@@ -82,7 +81,7 @@ export async function retryFailedCampaign(
         join contacts c on c.id = e.contact_id and c.project_id = e.project_id
         where e.campaign_id = ${campaignId}::uuid and e.status = 'failed' and e.failure_kind = 'transient' and e.retried_at is null
           and c.subscribed and not ${contactSuppressedSql('c')}
-          and not ${onSuppressionListSql(sql`e.project_id`, sql`lower(e.to_email)`)}
+          and not ${onSuppressionListSql(sql`e.project_id`, recipientKeySql('e'))}
         for update of e
       ), retried as (
         update emails e set status = 'queued', retried_at = now(), error = null, failure_kind = null,

@@ -10,6 +10,7 @@ import { importTopicCtes } from './import-topics';
 import { storableText, type ImportRecord, type ImportRowError } from '../imports';
 import type { DbOrTx } from '@mailroom/db/client';
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
+import { mergedDataSqlText, mergedSubscribedSqlText } from '@mailroom/db/queries/batch-upsert';
 import { contactImportChunks, contactImportErrors, contactImports, type ImportFormat } from '@mailroom/db/schema';
 
 export type { ImportRecord, ImportRowError };
@@ -170,6 +171,11 @@ export function importBatchLock(gate: ImportBatchGate, shared: boolean): SQL {
     : sql`pg_advisory_xact_lock(${importKey}::int, ${rowKey}::int)`;
 }
 
+/** The merged `data` of `current` with the patch of the input alias `input` (its `patch` and `removed_keys`). */
+function mergedData(current: string, input: string): SQL {
+  return sql.raw(mergedDataSqlText(current, `${input}.patch`, `${input}.removed_keys`));
+}
+
 /**
  * Applies a batch of records to a project's contacts in one statement with array parameters (no per-row
  * statements): existing contacts are merged in SQL (`data || set - removed`; `subscribed` only when stated, so an
@@ -235,16 +241,16 @@ export async function importContactBatch(
       ),
       changed as (
         select s.id, p.stated, p.subscribed, p.patch, p.removed_keys from seen s join prepared p on p.email_key = s.email_key
-        where (p.stated and s.subscribed <> p.subscribed) or ((s.data || p.patch) - p.removed_keys) <> s.data
+        where (p.stated and s.subscribed <> p.subscribed) or ${mergedData('s.data', 'p')} <> s.data
       ),
       upd as (
         update contacts c set
-          subscribed = case when ch.stated then ch.subscribed else c.subscribed end,
-          data = (c.data || ch.patch) - ch.removed_keys,
+          subscribed = ${sql.raw(mergedSubscribedSqlText('c.subscribed', 'ch.stated', 'ch.subscribed'))},
+          data = ${mergedData('c.data', 'ch')},
           updated_at = now()
         from changed ch
         where c.id = any((select array_agg(id) from changed)::uuid[]) and c.id = ch.id and c.project_id = ${projectId}::uuid
-          and ((ch.stated and c.subscribed <> ch.subscribed) or ((c.data || ch.patch) - ch.removed_keys) <> c.data)
+          and ((ch.stated and c.subscribed <> ch.subscribed) or ${mergedData('c.data', 'ch')} <> c.data)
         returning c.email_key
       ),
       ins as (

@@ -1,24 +1,25 @@
 /**
  * Contact upserts, shared by `/v1/send`, `/v1/track` and `POST /contacts`.
  *
- * Merge rules: `data` is shallow-merged in SQL (never read-modify-write, so concurrent writers lose no key); a key
- * set to `null` is removed, and one set to `""` is ignored (`data-patch.ts`); `subscribed` changes only when the
- * caller states it, and otherwise a new contact gets the caller's default.
+ * Merge rules (one home: `batch-upsert.ts`): `data` is shallow-merged in SQL (never read-modify-write, so
+ * concurrent writers lose no key); a key set to `null` is removed, and one set to `""` is ignored (`data-patch.ts`);
+ * `subscribed` changes only when the caller states it, and otherwise a new contact gets the caller's default.
  *
  * @module
  */
 import { and, eq, sql, type SQL } from 'drizzle-orm';
-import { emailKey, normalizeEmail, normalizedKey, type NormalizedEmail } from '@mailroom/platform/address';
-import { newId, newIdAt } from '@mailroom/platform/ids';
+import { emailKey, normalizedKey, type NormalizedEmail } from '@mailroom/platform/address';
+import { newId } from '@mailroom/platform/ids';
 import { isIgnoredDataValue, splitPatch } from './data-patch';
 import { executeNamed } from './named';
 import { likePattern } from './like';
 import type { DbOrTx } from '../client';
 import { contacts, contactStatsNow } from '../schema';
+import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT_WITH_SNOOZE } from './batch-upsert';
 
 /** One contact to create or update. */
 export interface ContactUpsert {
-  /** Normalised by the caller where the address came in ({@link normalizeEmail}). */
+  /** Normalised by the caller where the address came in (`normalizeEmail`). */
   email: NormalizedEmail;
   /** Stated subscription; `undefined` keeps an existing contact's value. */
   subscribed?: boolean;
@@ -67,64 +68,34 @@ export function mergeInputs(inputs: ContactUpsert[]): UpsertRow[] {
 }
 
 /**
- * The `input` and `upserted` common table expressions of a contact upsert, to follow `WITH`. `upserted` returns
- * `id, email, email_key, subscribed, data, created_at, updated_at, inserted, snoozed_until`. Rows must be distinct by key.
- * `guard`: a condition without which nothing is upserted (and nothing that follows from `upserted` written).
+ * The `input`, `prior` and `upserted` common table expressions of a contact upsert in one project, to follow
+ * `WITH`: the merge rule of `batch-upsert.ts` ({@link BATCH_UPSERT_WITH_SNOOZE}) over these rows. `upserted` returns
+ * `id, project_id, email, email_key, subscribed, data, created_at, updated_at, inserted, snoozed_until`. Rows must
+ * be distinct by key. `guard`: a condition without which nothing is upserted (and nothing that follows from
+ * `upserted` written).
  */
 export function upsertCtes(projectId: string, rows: UpsertRow[], test = false, guard?: SQL): SQL {
   const values = sql.join(
     rows.map((r) => {
       const { set, removed } = splitPatch(r.data);
-      return sql`(${newId()}::uuid, ${r.email}, ${r.key}, ${r.subscribed ?? r.defaultSubscribed}::boolean,
-        ${r.subscribed !== undefined}::boolean, ${JSON.stringify(set)}::jsonb, ${JSON.stringify(removed)}::jsonb)`;
+      return sql`(${newId()}::uuid, ${projectId}::uuid, ${r.email}, ${r.key}, ${r.subscribed ?? r.defaultSubscribed}::boolean,
+        ${r.subscribed !== undefined}::boolean, ${JSON.stringify(set)}::jsonb, ${JSON.stringify(removed)}::jsonb, ${test}::boolean)`;
     }),
     sql`, `,
   );
-  return sql`input (id, email, email_key, subscribed, stated, patch, removed) as (values ${values}),
-    upserted as (
-      insert into contacts (id, project_id, email, email_key, subscribed, data)
-      select id, ${projectId}::uuid, email, email_key, subscribed, patch from input${guard ? sql` where ${guard}` : sql``}
-      on conflict (project_id, email_key) do update set
-        subscribed = case
-          when (select i.stated from input i where i.email_key = excluded.email_key) then excluded.subscribed
-          else contacts.subscribed end,
-        data = (contacts.data || excluded.data) - (
-          select coalesce(array_agg(k), '{}'::text[])
-          from input i, jsonb_array_elements_text(i.removed) k
-          where i.email_key = excluded.email_key),
-        updated_at = now()
-      returning id, email, email_key, subscribed, data, created_at, updated_at, (xmax = 0) as inserted, snoozed_until
-    )${mayChangeSubscription(rows) ? sql`, ${subscriptionEvents(projectId, test)}` : sql``}`;
+  return sql`input (id, project_id, email, email_key, subscribed, stated, patch, removed, test) as (
+      select * from (values ${values}) v${guard ? sql` where ${guard}` : sql``}
+    ),
+    ${sql.raw(BATCH_UPSERT_WITH_SNOOZE)}${mayChangeSubscription(rows) ? sql`, ${sql.raw(BATCH_SUBSCRIPTION_EVENTS)}` : sql``}`;
 }
 
 /**
  * Whether an upsert can change a subscription: a row states `subscribed`, or new contacts default to subscribed.
- * `/v1/send` without `subscribed` cannot, and then skips the subscription CTEs (and the `events` triggers a CTE
+ * `/v1/send` without `subscribed` cannot, and then skips the subscription CTE (and the `events` triggers a CTE
  * inserting into `events` fires even for no rows: measured, 25% of `/v1/send`'s statement).
  */
 function mayChangeSubscription(rows: UpsertRow[]): boolean {
   return rows.some((r) => r.subscribed !== undefined || r.defaultSubscribed);
-}
-
-/**
- * The `prior` and `subscription_events` CTEs, after `upserted`: records `contact.subscribed` for a contact created
- * subscribed or switched on, and `contact.unsubscribed` (method `api`) for one switched off, so workflows and
- * segments see subscription changes made through the API. `prior` reads the statement's snapshot: two
- * concurrent requests switching the same contact may both record the change. `test`: the events are test events
- * (a test key's request: they start and wake test workflow executions only).
- */
-function subscriptionEvents(projectId: string, test: boolean): SQL {
-  return sql`prior as (
-      select c.id, c.subscribed from contacts c
-      where c.project_id = ${projectId}::uuid and c.email_key in (select email_key from input)
-    ),
-    subscription_events as (
-      insert into events (id, project_id, contact_id, name, data, created_at, test)
-      select mailroom_uuid_v7(clock_timestamp()), ${projectId}::uuid, u.id,
-        case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end, '{"method":"api"}'::jsonb, clock_timestamp(), ${test}::boolean
-      from upserted u left join prior p on p.id = u.id
-      where (u.inserted and u.subscribed) or (not u.inserted and p.subscribed is distinct from u.subscribed and p.id is not null)
-    )`;
 }
 
 /** A row of the `upserted` CTE as the driver returns it. */
@@ -194,45 +165,11 @@ export interface TrackInput {
   test?: boolean;
 }
 
-/** Result of {@link trackEvent}. */
+/** Result of a track (`trackEvent` in `track-batch.ts`). */
 export interface TrackResult {
   contact: UpsertedContact;
   eventId: string;
   createdAt: Date;
-}
-
-/**
- * Records a custom event: upserts the contact (new contacts default to subscribed) and inserts the event, in one
- * statement (one round trip; the contact-count and event-name counters follow by trigger). Concurrent calls for
- * one new address create one contact and one event each.
- */
-export async function trackEvent(db: DbOrTx, projectId: string, input: TrackInput): Promise<TrackResult> {
-  const rows = mergeInputs([
-    {
-      email: normalizeEmail(input.email),
-      subscribed: input.subscribed,
-      defaultSubscribed: true,
-      data: input.contactData,
-    },
-  ]);
-  const now = Date.now();
-  const eventId = newIdAt(now);
-  const createdAt = new Date(now);
-  const result = await executeNamed<ContactSqlRow>(
-    db,
-    sql`
-    with ${upsertCtes(projectId, rows, input.test)},
-    ev as (
-      insert into events (id, project_id, contact_id, name, data, created_at, test)
-      select ${eventId}::uuid, ${projectId}::uuid, u.id, ${input.name}, ${JSON.stringify(input.eventData)}::jsonb, ${createdAt.toISOString()}::timestamptz,
-        ${input.test ?? false}::boolean
-      from upserted u
-      returning id
-    )
-    select u.* from upserted u, ev
-  `,
-  );
-  return { contact: fromSql(result.rows[0]), eventId, createdAt };
 }
 
 /** A stored contact. */

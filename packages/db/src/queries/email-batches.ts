@@ -1,17 +1,25 @@
 /**
- * Claims and finishes of several emails in one statement each: the same moves as {@link claimEmail} and
- * {@link finishEmail}, row for row, so that the send worker's concurrent jobs share one round trip, one commit
- * and, for the finishes, one update of each `reputation_counts` row (which every `sent` finish of a project's
+ * The claim and the finish of emails for sending, one implementation each for one email or several: a claim or
+ * finish of one email ({@link claimEmail}, {@link finishEmail}) is a batch of one. Batched, the send worker's
+ * concurrent jobs share one round trip, one commit and, for the finishes, one update of each `reputation_counts` row (which every `sent` finish of a project's
  * hour and domain updates, so single finishes queue on its lock). Rows are locked in id order and counter rows in
  * key order, so two batches cannot deadlock on them. Both run as named statements (one text whatever the batch
  * size: the rows travel as arrays).
  *
  * @module
  */
-import { sql } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
 import type { DbOrTx } from '../client';
-import { CLAIM_RETURNING, finishEvent, toClaimedEmail, type ClaimedEmail, type FinishOutcome } from './emails';
+import { campaigns, emails } from '../schema';
+import {
+  CLAIM_RETURNING,
+  finishEvent,
+  toClaimedEmail,
+  type ClaimedEmail,
+  type ClaimMiss,
+  type FinishOutcome,
+} from './email-claim';
 import { executeNamed } from './named';
 import { countReputation, countTagReputation } from './reputation-counts';
 import { type WebhookDeliveryRef } from './webhook-delivery-ref';
@@ -24,8 +32,21 @@ export interface ClaimRequest {
 }
 
 /**
- * Claims every email of `requests` that {@link claimEmail} would claim (`queued`, `scheduled` and due, or `sending` past its
- * lease `leaseMs`; not a queued email of a PAUSED campaign), each with its own token, in one statement.
+ * Claims every email of `requests` that may be claimed, each with its own token, in one statement: `queued →
+ * sending`, `scheduled → sending` once its `scheduled_at` has passed (by Postgres's clock), or re-takes a `sending`
+ * row whose lease (`leaseMs`) has expired because its worker died. A `cancelled` row is final and never claimed. A
+ * queued email of a PAUSED campaign is not claimed: it waits, queued, for the resume. The claim token must be shown
+ * to finish the row.
+ *
+ * A re-taken `sending` row may or may not have reached SES before its worker died (SES has no idempotency key);
+ * it is sent again with the same Message-ID so receivers can collapse the copy. That window is the time between
+ * SES accepting a message and the `sent` update committing (SES's response time plus one UPDATE), and only a hard
+ * kill can fall into it.
+ *
+ * Named (one text whatever the batch size): parsed once per connection, and planned once where the connection
+ * takes generic plans (the worker's send pool; `named.ts`). `e.id = any(<ids>)` as well as `e.id = p.id`: a
+ * generic plan prunes the updated month partitions only by a parameter (planning the statement on the partitioned
+ * `emails` took ten times its run).
  *
  * @returns the claimed emails by token. A request missing from it was not claimed (missing, final, leased,
  *   paused, or the same email twice in the batch): its caller asks {@link claimEmail} why (which claims it if it
@@ -54,7 +75,7 @@ export async function claimEmails(
     update emails e set status = 'sending', claim_token = one.token, claimed_at = now(),
       attempts = e.attempts + 1, updated_at = now()
     from p join one on one.id = p.id
-    where e.id = p.id and (e.status = 'queued'
+    where e.id = any(${sql.param(sorted.map((r) => r.emailId))}::uuid[]) and e.id = p.id and (e.status = 'queued'
       or (e.status = 'scheduled' and e.scheduled_at <= now())
       or (e.status = 'sending' and e.claimed_at < now() - make_interval(secs => ${leaseMs / 1000}::float8)))
       and not (e.status = 'queued' and exists (select 1 from campaigns k where k.id = e.campaign_id and k.status = 'PAUSED'))
@@ -64,7 +85,7 @@ export async function claimEmails(
   return new Map(result.rows.map((hit) => [hit.claim_token as string, toClaimedEmail(hit)]));
 }
 
-/** One finish of a batch: what {@link finishEmail} takes. */
+/** One finish of a batch. */
 export interface FinishRequest {
   emailId: string;
   token: string;
@@ -73,9 +94,10 @@ export interface FinishRequest {
 }
 
 /**
- * Finishes every claim of `requests` as {@link finishEmail} would, in one statement: each row moves only with its
- * token, gets its timeline entry, its `sent` is counted, and its webhook deliveries are written if and only if it
- * moved.
+ * Finishes every claim of `requests` in one statement: each row moves on to its outcome only with its token, gets
+ * its timeline entry, its `sent` is counted (`reputation_counts`), and its webhook deliveries (`announce`, for the
+ * project's subscribed endpoints) are written if and only if it moved, so the event is announced if and only if
+ * the move committed.
  *
  * @returns per request (in `requests`' order) whether its row moved, and every webhook delivery to enqueue.
  * @throws the database's error (then nothing was written).
@@ -146,4 +168,62 @@ export async function finishEmails(
   const row = result.rows[0];
   const moved = new Set(row.moved ?? []);
   return { finished: requests.map((r) => moved.has(r.token)), deliveries: row.deliveries };
+}
+
+/**
+ * Claims one email ({@link claimEmails} with a batch of one) and, when it was not claimed, says why: `missing`,
+ * `final` (already sent, failed, cancelled, …), `leased` (held by a live claim until `until`), `scheduled` (not due
+ * until `until`), `paused` (its campaign is paused; the row stays queued). The look is a second statement: a row
+ * found `queued` may have been claimable by then (its campaign resumed), and is answered `final` with status
+ * `queued`.
+ *
+ * @throws the database's error.
+ */
+export async function claimEmail(
+  db: DbOrTx,
+  emailId: string,
+  token: string,
+  leaseMs: number,
+): Promise<{ ok: true; email: ClaimedEmail } | ({ ok: false } & ClaimMiss)> {
+  const email = (await claimEmails(db, [{ emailId, token }], leaseMs)).get(token);
+  if (email) return { ok: true, email };
+  const [row] = await db
+    .select({
+      status: emails.status,
+      claimedAt: emails.claimedAt,
+      scheduledAt: emails.scheduledAt,
+      campaignId: emails.campaignId,
+      campaignStatus: campaigns.status,
+    })
+    .from(emails)
+    .leftJoin(campaigns, eq(campaigns.id, emails.campaignId))
+    .where(eq(emails.id, emailId));
+  if (!row) return { ok: false, kind: 'missing' };
+  if (row.status === 'queued' && row.campaignId && row.campaignStatus === 'PAUSED')
+    return { ok: false, kind: 'paused', campaignId: row.campaignId };
+  if (row.status === 'scheduled') return { ok: false, kind: 'scheduled', until: row.scheduledAt ?? new Date() };
+  if (row.status === 'sending' && row.claimedAt) {
+    return { ok: false, kind: 'leased', until: new Date(row.claimedAt.getTime() + leaseMs) };
+  }
+  return { ok: false, kind: 'final', status: row.status };
+}
+
+/**
+ * Finishes one claim ({@link finishEmails} with a batch of one): moves the email on to `outcome` if `token` still
+ * holds it, with its timeline entry and, when `announce` is given, its webhook deliveries.
+ *
+ * @returns whether the row moved (false: the claim was lost), and the webhook deliveries to enqueue.
+ * @throws the database's error (then nothing was written).
+ */
+export async function finishEmail(
+  db: DbOrTx,
+  emailId: string,
+  token: string,
+  outcome: FinishOutcome,
+  announce?: { type: string; data: Record<string, unknown> },
+): Promise<{ finished: boolean; deliveries: WebhookDeliveryRef[] }> {
+  const { finished, deliveries } = await finishEmails(db, [
+    { emailId, token, outcome, ...(announce ? { announce } : {}) },
+  ]);
+  return { finished: finished[0], deliveries };
 }

@@ -65,11 +65,30 @@ export interface SuppressionSubject {
 
 /**
  * SQL condition "this address is on the project's suppression list" (one indexed row of `suppressions`,
- * `(project_id, email_key)`): the only place the list is looked up in SQL; {@link suppressionCauseSql} and the
+ * `(project_id, email_key)`): the home of the rule "a suppressed address is never mailed", the only place the list
+ * is looked up in SQL; {@link suppressionCauseSql} and the
  * audience conditions (`contactSuppressedSql`) are built on it.
  */
 export function onSuppressionListSql(projectId: SQL, emailKey: SQL): SQL {
   return sql`exists (select 1 from suppressions s where s.project_id = ${projectId} and s.email_key = ${emailKey})`;
+}
+
+/**
+ * SQL condition "this contact's address is on the suppression list" for audience queries (campaign fan-out, a
+ * campaign's retry of failed emails): `contactAlias` is the contacts alias in the caller's query. Built on
+ * {@link onSuppressionListSql}.
+ */
+export function contactSuppressedSql(contactAlias: string): SQL {
+  const c = sql.raw(contactAlias);
+  return onSuppressionListSql(sql`${c}.project_id`, sql`${c}.email_key`);
+}
+
+/**
+ * SQL expression: the suppression-list key of an email's recipient (`emails.to_email`, lower-cased as
+ * `suppressions.email_key`), `emailAlias` being the emails alias in the caller's query.
+ */
+export function recipientKeySql(emailAlias: string): SQL {
+  return sql`lower(${sql.raw(emailAlias)}.to_email)`;
 }
 
 /**

@@ -11,7 +11,6 @@ import { likePattern } from './like';
 import type { DbOrTx } from '../client';
 import { keysetList } from './keyset';
 import { suppressions, type SuppressionReason } from '../schema';
-import { onSuppressionListSql } from './suppression-rule';
 
 export type SuppressionRow = typeof suppressions.$inferSelect;
 
@@ -113,13 +112,4 @@ export async function listSuppressions(
     q.reason ? eq(suppressions.reason, q.reason) : undefined,
   );
   return keysetList(db, suppressions, filters, q);
-}
-
-/**
- * SQL condition "this contact's address is suppressed" for audience queries (campaign fan-out, workflows):
- * `contactAlias` is the contacts alias in the caller's query.
- */
-export function contactSuppressedSql(contactAlias: string) {
-  const c = sql.raw(contactAlias);
-  return onSuppressionListSql(sql`${c}.project_id`, sql`${c}.email_key`);
 }

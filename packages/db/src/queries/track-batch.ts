@@ -4,7 +4,7 @@
  * folds concurrent tracks into such batches (`@mailroom/platform/batcher`): under load Postgres, not the API, was
  * half of a track's CPU (`npm run bench -- api`, "Postgres CPU ms/req"), most of it per statement and per commit.
  *
- * Each item has exactly the effect {@link trackEvent} would have given alone, in the batch's order: the same
+ * Each item has exactly the effect it would have given alone ({@link trackEvent}: a batch of one), in the batch's order: the same
  * contact merge rules (docs/api/overview.md: shallow `data` merge, `null` removes a key, `subscribed` changes only when
  * stated, new contacts subscribed), the same `contact.subscribed` / `contact.unsubscribed` events, the same event row.
  * Items of several projects may share a batch; two items for one contact may not (one statement cannot update a row
@@ -105,4 +105,17 @@ export async function trackEvents(db: DbOrTx, items: TrackItem[]): Promise<Track
     if (!found) throw new Error(`track batch: no row for ${contactKey}`);
     return { contact: fromSql(found), eventId, createdAt };
   });
+}
+
+/**
+ * Records one custom event: upserts the contact (new contacts default to subscribed) and inserts the event, in one
+ * statement: {@link trackEvents} for a batch of one (one round trip; the contact-count and event-name counters
+ * follow by trigger). Concurrent calls for one new address create one contact and one event each. Runs in the
+ * caller's transaction when `db` is one.
+ *
+ * @throws what Postgres throws (then nothing is written).
+ */
+export async function trackEvent(db: DbOrTx, projectId: string, input: TrackInput): Promise<TrackResult> {
+  const [result] = await trackEvents(db, [{ projectId, input }]);
+  return result;
 }

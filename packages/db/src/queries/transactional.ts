@@ -9,6 +9,11 @@
  * round trips, each a socket write and a wake-up of Postgres, were most of the request's cost on a 2-core
  * machine). The suppression lookup reads the statement's snapshot, as the separate lookup read its own.
  *
+ * The write of a request alone; `transactional-batch.ts` writes several in one statement with the same effect
+ * each. This single form stays because a batch of one cost more API CPU per request
+ * (docs/decisions/0145-send-write-single-form-kept.md); both embed the one merge rule (`batch-upsert.ts`, through
+ * `upsertCtes`) and the one suppression rule (`suppression-rule.ts`).
+ *
  * @module
  */
 import { trackingSql } from './tracking';
@@ -27,16 +32,12 @@ import {
 import { endpointWants } from './webhooks';
 import { executeNamed } from './named';
 import {
-  SUPPRESSION_REASONS,
   suppressionCauseSql,
   suppressionDataSql,
   suppressionReasonSql,
   type SuppressionCause,
 } from './suppression-rule';
 import type { WebhookDeliveryRef } from './webhook-delivery-ref';
-
-/** Reason stored on an email to an address on the suppression list (`error`: `suppressed: <reason>`) and on its timeline entry. */
-export const SUPPRESSED_REASON = SUPPRESSION_REASONS.suppression_list;
 
 /** One recipient's email. */
 export interface TransactionalRecipient {

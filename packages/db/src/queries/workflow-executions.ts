@@ -12,7 +12,8 @@ import type { DbOrTx } from '../client';
 import { keysetList } from './keyset';
 import { recordWebhookEvents } from './webhooks';
 import { contacts, workflowExecutions, workflowStepRuns, workflowSteps } from '../schema';
-import { stopExecutions, type ExecutionRow, type StepRunRow, type WorkflowRow } from './workflows';
+import { type ExecutionRow, type StepRunRow, type WorkflowRow } from './workflows';
+import { stopExecutions } from './workflow-stops';
 
 /** Executions are counted exactly up to this many; beyond it `total` is this lower bound (`totalExact: false`). */
 export const EXECUTION_COUNT_CAP = 10_000;

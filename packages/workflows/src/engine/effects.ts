@@ -17,7 +17,7 @@ import { type StepConfig } from '../workflows';
 import { getContact } from '@mailroom/db/queries/contacts';
 import { type ExecutionRow, type StepRunRow, type WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { workflowWebhookSecret } from '@mailroom/db/queries/workflow-executions';
-import { type contactForSend } from '../queries/workflow-engine';
+import { type contactForSend } from '../queries/step-reads';
 import { type getTemplate } from '@mailroom/mail/queries/templates';
 import { type DbOrTx } from '@mailroom/db/client';
 import { type NewEmail } from '@mailroom/db/queries/emails';

@@ -9,7 +9,8 @@ import { normalizeEmail } from '@mailroom/platform/address';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { addDomain, createProject } from '@mailroom/projects/queries/projects';
 import { createTemplate } from '@mailroom/mail/queries/templates';
-import { trackEvent, upsertContacts } from '@mailroom/db/queries/contacts';
+import { upsertContacts } from '@mailroom/db/queries/contacts';
+import { trackEvent } from '@mailroom/db/queries/track-batch';
 import { createWebhookEndpoint } from '@mailroom/webhooks/queries/webhooks';
 import { loadWorkflowGraph } from '@mailroom/db/queries/workflows';
 import { emails } from '@mailroom/db/schema/emails';
@@ -23,6 +24,7 @@ import { editWorkflow, newWorkflow } from '../graph/workflow';
 import { createWorkflowEngine, type WorkflowEngine } from './engine';
 import { drainInboxOnce, type InboxBatch } from './inbox';
 import { ExecutionRun, type Handover } from './run';
+import { engineGraph } from './steps';
 
 const ADMIN = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const dbName = `mailroom_test_wfengine_${Date.now()}_${randomBytes(3).toString('hex')}`;
@@ -239,7 +241,7 @@ describe('the engine', () => {
     expect(cancelled.execution.version).toBeGreaterThan(claim.execution.version);
 
     // The run still holds the row it claimed before the cancel.
-    const graph = (await loadWorkflowGraph(database.db, p.id, workflowId))!;
+    const graph = engineGraph((await loadWorkflowGraph(database.db, p.id, workflowId))!);
     const run = new ExecutionRun({ db: database.db, config }, claim.execution, graph, lease, log);
     await run.run(false);
     const handover = await run.finish(false);

@@ -18,6 +18,7 @@ import { loadWorkflowGraph } from '@mailroom/db/queries/workflows';
 import { claimExecution, releaseExecution } from '../queries/workflow-engine';
 import { GraphCache } from './graph-cache';
 import { ExecutionRun, type EngineDeps, type Handover } from './run';
+import { engineGraph } from './steps';
 
 /** What a run reports (a job's result, shown in the dashboard). */
 export type WorkflowJobResult =
@@ -46,7 +47,10 @@ export interface WorkflowEngine {
 /** Creates the engine. */
 export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const { db, config } = deps;
-  const graphs = new GraphCache((projectId, workflowId) => loadWorkflowGraph(db, projectId, workflowId));
+  const graphs = new GraphCache(async (projectId, workflowId) => {
+    const g = await loadWorkflowGraph(db, projectId, workflowId);
+    return g && engineGraph(g);
+  });
   return {
     async run(executionId, projectId, log, handOver) {
       const lease = randomUUID();

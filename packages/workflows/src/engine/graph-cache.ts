@@ -1,9 +1,10 @@
 /**
- * The cache of workflow graphs the engine runs executions with, one per worker process.
+ * The cache of workflow graphs the engine runs executions with, one per worker process, kept with their steps typed
+ * (`./steps`: each config read once per load, not per run).
  *
  * @module
  */
-import { type WorkflowGraph } from '@mailroom/db/queries/workflows';
+import { type EngineGraph } from './steps';
 
 /** Graphs kept in memory per worker process (workflows). */
 const GRAPH_CACHE_SIZE = 500;
@@ -15,12 +16,12 @@ const GRAPH_CACHE_SIZE = 500;
  * At most 500 graphs are kept (the oldest entry goes first).
  */
 export class GraphCache {
-  private readonly graphs = new Map<string, { version: string; graph: WorkflowGraph }>();
+  private readonly graphs = new Map<string, { version: string; graph: EngineGraph }>();
 
-  constructor(private readonly load: (projectId: string, workflowId: string) => Promise<WorkflowGraph | undefined>) {}
+  constructor(private readonly load: (projectId: string, workflowId: string) => Promise<EngineGraph | undefined>) {}
 
   /** The graph of `workflowId` as of `version` (the claim's `updated_at`), or undefined when the workflow is gone. */
-  async get(projectId: string, workflowId: string, version: string): Promise<WorkflowGraph | undefined> {
+  async get(projectId: string, workflowId: string, version: string): Promise<EngineGraph | undefined> {
     const hit = this.graphs.get(workflowId);
     if (hit && hit.version === version) return hit.graph;
     const graph = await this.load(projectId, workflowId);

@@ -13,58 +13,40 @@
  * (Standard Webhooks signature with the project's workflow secret), the same on every attempt, so a call
  * repeated after a crash between the answer and the move can be recognised by the receiver.
  *
+ * Steps come typed from the graph's load (`./steps`); the moves and their effects are `./moves`'s.
+ *
  * Test mode: a test execution (`test`, from a test event or a test key's manual start) writes test emails (the
  * sink, never SES) and test events (UPDATE_CONTACT); its WEBHOOK calls still go out, with `test: true`.
  *
  * @module
  */
-import { durationMs, type StepConfig } from '../workflows';
+import { durationMs } from '../workflows';
 import { keyedIdAt } from '@mailroom/platform/ids';
-import { parseSegmentFilter } from '@mailroom/audiences/filter-parser';
-import type { WebhookConfig } from '@mailroom/webhooks/config';
-import type { WorkflowConfig } from '../config';
 import { type WorkflowBranch } from '@mailroom/db/schema/workflow-states';
-import { type Logger } from '@mailroom/platform/logger';
-import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import {
   beginStepRun,
-  conditionMatches,
-  contactForSend,
   deferExecution,
-  eventContext,
-  eventForWait,
   extendLease,
   finishStepRun,
-  leasedExecution,
-  moveExecution,
   releaseExecution,
-  type ExecutionMove,
   type ExecutionRef,
-  type MoveEffects,
 } from '../queries/workflow-engine';
+import { conditionMatches, contactForSend, eventContext, eventForWait } from '../queries/step-reads';
 import { getTemplate } from '@mailroom/mail/queries/templates';
 import { pinnedTemplate } from '@mailroom/mail/queries/template-versions';
 import { SUPPRESSION_REASONS } from '@mailroom/db/queries/suppression-rule';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
-import {
-  type ExecutionRow,
-  type StepRunRow,
-  type WorkflowGraph,
-  type WorkflowStepRow,
-} from '@mailroom/db/queries/workflows';
+import { type ExecutionRow, type StepRunRow } from '@mailroom/db/queries/workflows';
 import { updateContact } from '@mailroom/db/queries/contacts';
-import { type Database, type DbOrTx } from '@mailroom/db/client';
+import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { callStepWebhook, workflowEmailRow } from './effects';
+import { ExecutionMoves, type EngineDeps } from './moves';
+import { conditionFilter, type StepOf } from './steps';
+
+export type { EngineDeps };
 
 /** Steps one run takes at most before handing the execution to a fresh job (fairness between executions). */
 export const MAX_STEPS_PER_JOB = 50;
-
-/** What the engine needs: the database, the settings of leases, retries and WEBHOOK targets, a logger. */
-export interface EngineDeps {
-  db: Database['db'];
-  config: Pick<WorkflowConfig, 'workflowLeaseMs' | 'workflowRetryBackoffMs'> &
-    Pick<WebhookConfig, 'webhookAllowPrivateTargets'>;
-}
 
 /**
  * What committed during a run, for the caller to hand on once the lease is released (nothing here is enqueued by
@@ -85,29 +67,13 @@ export interface Handover {
   rerun?: { execution: ExecutionRef; suffix: string };
 }
 
-class Rollback extends Error {}
-
-/** One job's run of one leased execution. */
-export class ExecutionRun {
-  private readonly db: Database['db'];
-  private deliveries: WebhookDeliveryRef[] = [];
+/** One job's run of one leased execution: the steps' semantics, over the moves of {@link ExecutionMoves}. */
+export class ExecutionRun extends ExecutionMoves {
   private readonly sends: string[] = [];
   private readonly sendFroms: string[] = [];
   /** A delayed job to add when the run stops: version, due time, id suffix. */
   private wake: { version: number; at: Date; suffix?: string } | undefined;
-  /** The run begun by the last move (the step the execution now stands on). */
-  private begun: StepRunRow | undefined;
   steps = 0;
-
-  constructor(
-    private readonly deps: EngineDeps,
-    public x: ExecutionRow,
-    private readonly graph: WorkflowGraph,
-    private readonly lease: string,
-    private readonly log: Logger,
-  ) {
-    this.db = deps.db;
-  }
 
   /** Runs until the execution waits, ends, or the per-job step cap. @returns whether the cap stopped it. */
   async run(projectDisabled: boolean): Promise<boolean> {
@@ -155,129 +121,6 @@ export class ExecutionRun {
     return handover;
   }
 
-  private step(id: string | null): WorkflowStepRow | undefined {
-    return id ? this.graph.steps.find((s) => s.id === id) : undefined;
-  }
-
-  private nextOf(stepId: string, branch: WorkflowBranch): WorkflowStepRow | undefined {
-    return this.step(
-      this.graph.transitions.find((t) => t.fromStepId === stepId && t.branch === branch)?.toStepId ?? null,
-    );
-  }
-
-  /**
-   * One move with its effects; a final move also announces `workflow.<status>`. Keeps the deliveries and the run
-   * it began. @returns the moved row, or undefined when another mover won (callers then continue from
-   * {@link ExecutionRun.lost}).
-   */
-  private async move(
-    db: DbOrTx,
-    x: ExecutionRow,
-    move: ExecutionMove,
-    effects: MoveEffects = {},
-  ): Promise<ExecutionRow | undefined> {
-    const final = ['COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'].includes(move.status);
-    const extra = {
-      status: move.status,
-      ...(move.exitReason ? { reason: move.exitReason } : {}),
-      ...(move.error ? { error: move.error } : {}),
-    };
-    const data = {
-      workflowId: x.workflowId,
-      executionId: x.id,
-      contactId: x.contactId,
-      ...extra,
-      ...(x.test ? { test: true } : {}),
-    };
-    const hook = final ? { type: `workflow.${move.status.toLowerCase()}`, data } : undefined;
-    const r = await moveExecution(db, x, this.lease, move, { ...effects, ...(hook ? { hook } : {}) });
-    if (!r.execution) return undefined;
-    this.deliveries.push(...r.deliveries);
-    this.begun = r.run;
-    if (final) this.log.info(extra, 'workflow execution ended');
-    return r.execution;
-  }
-
-  /** A move lost its compare-and-set: continue with the row as it now is, if it is still ours and live. */
-  private async lost(): Promise<ExecutionRow | undefined> {
-    const row = await leasedExecution(this.db, this.x.id, this.lease);
-    if (!row || (row.status !== 'RUNNING' && row.status !== 'WAITING') || row.version === this.x.version)
-      return undefined;
-    return row;
-  }
-
-  /** The move that leaves `step` by `branch`: to the next step (its run begun), or COMPLETED when the branch leads nowhere. */
-  private leave(
-    step: WorkflowStepRow,
-    branch: WorkflowBranch,
-    context?: Record<string, unknown>,
-  ): { move: ExecutionMove; beginRun?: MoveEffects['beginRun'] } {
-    const to = this.nextOf(step.id, branch);
-    return to
-      ? {
-          move: { status: 'RUNNING', currentStepId: to.id, resumeBranch: null, context },
-          beginRun: { stepId: to.id, stepType: to.type },
-        }
-      : { move: { status: 'COMPLETED', resumeBranch: null, context } };
-  }
-
-  /**
-   * Ends a step run and moves on by `branch`. `effect` (the step's own write) commits in the same transaction,
-   * after the move's compare-and-set succeeded; without one the move is a single statement.
-   */
-  private async done(
-    run: StepRunRow,
-    step: WorkflowStepRow,
-    branch: WorkflowBranch,
-    end: { status: 'COMPLETED' | 'SKIPPED'; output?: Record<string, unknown> },
-    opts: { effect?: (tx: DbOrTx) => Promise<unknown>; context?: Record<string, unknown>; committed?: () => void } = {},
-  ): Promise<ExecutionRow | undefined> {
-    const x = this.x;
-    const { move, beginRun } = this.leave(step, branch, opts.context);
-    const effects: MoveEffects = {
-      endRun: { target: { id: run.id }, status: end.status, branch, output: end.output, error: null },
-      beginRun,
-    };
-    const { effect } = opts;
-    if (!effect) {
-      const moved = await this.move(this.db, x, move, effects);
-      if (moved) opts.committed?.();
-      return moved ?? this.lost();
-    }
-    const mark = this.deliveries.length;
-    try {
-      const moved = await this.db.transaction(async (tx) => {
-        const m = await this.move(tx, x, move, effects);
-        if (!m) throw new Rollback();
-        await effect(tx);
-        return m;
-      });
-      opts.committed?.();
-      return moved;
-    } catch (err) {
-      // Rolled back: nothing the move wrote exists.
-      this.deliveries.length = mark;
-      this.begun = undefined;
-      if (err instanceof Rollback) return this.lost();
-      throw err;
-    }
-  }
-
-  /** Ends the execution EXITED or FAILED, closing the step run. */
-  private async end(
-    run: StepRunRow | undefined,
-    status: 'EXITED' | 'FAILED',
-    reason: string,
-  ): Promise<ExecutionRow | undefined> {
-    const move: ExecutionMove = status === 'EXITED' ? { status, exitReason: reason } : { status, error: reason };
-    const endRun: MoveEffects['endRun'] = run
-      ? status === 'FAILED'
-        ? { target: { id: run.id }, status: 'FAILED', error: reason }
-        : { target: { id: run.id }, status: 'COMPLETED', output: { reason } }
-      : undefined;
-    return (await this.move(this.db, this.x, move, endRun ? { endRun } : {})) ?? this.lost();
-  }
-
   /** One move. @returns the execution to continue with, or undefined to stop. */
   private async advance(): Promise<ExecutionRow | undefined> {
     const x = this.x;
@@ -320,22 +163,17 @@ export class ExecutionRun {
         : await beginStepRun(this.db, x, step);
     switch (step.type) {
       case 'SEND_EMAIL':
-        return this.sendEmail(run, step, step.config as StepConfig<'SEND_EMAIL'>);
+        return this.sendEmail(run, step);
       case 'DELAY':
-        return this.wait(run, durationMs(step.config as StepConfig<'DELAY'>), null);
-      case 'WAIT_FOR_EVENT': {
-        const cfg = step.config as StepConfig<'WAIT_FOR_EVENT'>;
-        return this.wait(run, durationMs(cfg.timeout), cfg.event);
-      }
+        return this.wait(run, durationMs(step.config), null);
+      case 'WAIT_FOR_EVENT':
+        return this.wait(run, durationMs(step.config.timeout), step.config.event);
       case 'CONDITION': {
-        const filter = parseSegmentFilter((step.config as StepConfig<'CONDITION'>).filter, 'filter', {
-          allowContext: true,
-        });
-        const result = await conditionMatches(this.db, x, filter);
+        const result = await conditionMatches(this.db, x, conditionFilter(step));
         return this.done(run, step, result ? 'yes' : 'no', { status: 'COMPLETED', output: { result } });
       }
       case 'UPDATE_CONTACT': {
-        const cfg = step.config as StepConfig<'UPDATE_CONTACT'>;
+        const cfg = step.config;
         return this.done(
           run,
           step,
@@ -354,9 +192,9 @@ export class ExecutionRun {
         );
       }
       case 'WEBHOOK':
-        return this.webhook(run, step, step.config as StepConfig<'WEBHOOK'>);
+        return this.webhook(run, step);
       case 'EXIT':
-        return this.end(run, 'EXITED', (step.config as StepConfig<'EXIT'>).reason ?? 'exit step');
+        return this.end(run, 'EXITED', step.config.reason ?? 'exit step');
     }
   }
 
@@ -393,12 +231,9 @@ export class ExecutionRun {
     return undefined;
   }
 
-  private async sendEmail(
-    run: StepRunRow,
-    step: WorkflowStepRow,
-    cfg: StepConfig<'SEND_EMAIL'>,
-  ): Promise<ExecutionRow | undefined> {
+  private async sendEmail(run: StepRunRow, step: StepOf<'SEND_EMAIL'>): Promise<ExecutionRow | undefined> {
     const x = this.x;
+    const cfg = step.config;
     const [live, contact] = await Promise.all([
       getTemplate(this.db, x.projectId, cfg.templateId),
       contactForSend(this.db, x, cfg.templateId, cfg.topicId),
@@ -439,12 +274,9 @@ export class ExecutionRun {
     );
   }
 
-  private async webhook(
-    run: StepRunRow,
-    step: WorkflowStepRow,
-    cfg: StepConfig<'WEBHOOK'>,
-  ): Promise<ExecutionRow | undefined> {
+  private async webhook(run: StepRunRow, step: StepOf<'WEBHOOK'>): Promise<ExecutionRow | undefined> {
     const x = this.x;
+    const cfg = step.config;
     const { config } = this.deps;
     const timeoutMs = cfg.timeoutMs ?? 10_000;
     const retries = cfg.retries ?? 3;

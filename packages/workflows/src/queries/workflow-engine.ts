@@ -1,5 +1,6 @@
 /**
- * The workflow engine's state moves, made by the engine (../engine/run.ts).
+ * The workflow engine's state moves, made by the engine (../engine/run.ts); what its steps read of the contact and
+ * its events is `./step-reads`.
  *
  * - A job leases an execution ({@link claimExecution}: a token and a deadline) before running it; another job for
  *   the same execution waits for the lease to end, so two workers never run one execution's step at once.
@@ -14,14 +15,10 @@
 import { and, eq, getTableColumns, inArray, sql } from 'drizzle-orm';
 import { idTimestampMs, keyedIdAt } from '@mailroom/platform/ids';
 import { type ExecutionStatus, type StepRunStatus } from '@mailroom/db/schema/workflow-states';
-import { type SegmentFilter } from '@mailroom/audiences/segments';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import type { DbOrTx } from '@mailroom/db/client';
-import { compileAudience } from '@mailroom/audiences/audience';
 import { endpointWants } from '@mailroom/db/queries/webhooks';
 import { executeNamed } from '@mailroom/db/queries/named';
-import { suppressionCauseSql, type SuppressionCause } from '@mailroom/db/queries/suppression-rule';
-import { topicSubscribedSql } from '@mailroom/db/queries/topics';
 import type { ExecutionRow, StepRunRow, WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { workflowExecutions, workflowStepRuns } from '@mailroom/db/schema';
 
@@ -314,87 +311,6 @@ export async function finishStepRun(
       ...(waiting ? {} : { finishedAt: new Date() }),
     })
     .where(eq(workflowStepRuns.id, runId));
-}
-
-/** A recorded event, as the engine hands it to an execution's context. */
-export interface WaitedEvent {
-  id: string;
-  name: string;
-  data: Record<string, unknown>;
-  createdAt: Date;
-}
-
-/**
- * The first event the WAITING execution waits for that was recorded at or after its wait began (and, with
- * `until`, no later than that), of the execution's mode (`test`). Closes the race of an event committed while the
- * wait itself was committing.
- */
-export async function eventForWait(db: DbOrTx, x: ExecutionRow, until?: Date): Promise<WaitedEvent | undefined> {
-  if (!x.waitEvent || !x.waitSince) return undefined;
-  const rows = await db.execute<{
-    id: string;
-    name: string;
-    data: Record<string, unknown>;
-    created_at: string | Date;
-  }>(sql`
-    select id, name, data, created_at from events
-    where project_id = ${x.projectId}::uuid and contact_id = ${x.contactId}::uuid and name = ${x.waitEvent}
-      and test = ${x.test}::boolean and created_at >= ${x.waitSince.toISOString()}::timestamptz
-      ${until ? sql`and created_at <= ${until.toISOString()}::timestamptz` : sql``}
-    order by created_at, id limit 1
-  `);
-  const r = rows.rows[0];
-  return r && { id: r.id, name: r.name, data: r.data, createdAt: new Date(r.created_at) };
-}
-
-/** The context entry of a received event. */
-export function eventContext(e: WaitedEvent): Record<string, unknown> {
-  return { name: e.name, eventId: e.id, data: e.data, at: e.createdAt.toISOString() };
-}
-
-/**
- * Evaluates a CONDITION: does the contact match `filter` now, with `context.<path>` read from the execution's
- * context? Same compiler, hence same semantics, as segments.
- */
-export async function conditionMatches(db: DbOrTx, x: ExecutionRow, filter: SegmentFilter): Promise<boolean> {
-  const predicate = compileAudience(
-    x.projectId,
-    { type: 'FILTERED', filter },
-    { now: Date.now(), alias: 'c', context: x.context },
-  );
-  const rows = await db.execute<{ ok: boolean }>(sql`
-    select exists (select 1 from contacts c where c.project_id = ${x.projectId}::uuid and c.id = ${x.contactId}::uuid and ${predicate}) as ok
-  `);
-  return rows.rows[0].ok;
-}
-
-/** What SEND_EMAIL needs of the contact now. */
-export type ContactForSend = {
-  email: string;
-  subscribed: boolean;
-  data: Record<string, unknown>;
-  /** Why an email of the step's template to this contact must not be sent (the suppression rule), or `null`. */
-  suppression: SuppressionCause | null;
-};
-
-/**
- * The execution's contact with the suppression rule's answer for an email of template `templateId` (marketing
- * when the template is MARKETING), or `undefined` when the contact was deleted.
- */
-export async function contactForSend(
-  db: DbOrTx,
-  x: ExecutionRow,
-  templateId: string,
-  topicId?: string,
-): Promise<ContactForSend | undefined> {
-  const marketing = sql`coalesce((select t.type = 'MARKETING' from templates t where t.id = ${templateId}::uuid and t.project_id = c.project_id), false)`;
-  const topicSubscribed = topicId ? topicSubscribedSql(sql`c.project_id`, sql`c.id`, sql`${topicId}::uuid`) : undefined;
-  const rows = await db.execute<ContactForSend>(sql`
-    select c.email, c.subscribed, c.data,
-      ${suppressionCauseSql({ projectId: sql`c.project_id`, emailKey: sql`c.email_key`, marketing, subscribed: sql`c.subscribed`, ...(topicSubscribed ? { topicSubscribed } : {}) })} as suppression
-    from contacts c where c.project_id = ${x.projectId}::uuid and c.id = ${x.contactId}::uuid
-  `);
-  return rows.rows[0];
 }
 
 /** An execution a job should run. */
