@@ -227,7 +227,8 @@ export async function resolveKey(
   if (cache.knownGood(hash) || cache.knownBad(hash)) {
     record = await cache.lookup(hash, load);
   } else {
-    // A lookup of this key under way (a parallel request) answers this one too, uncounted if it finds the key.
+    // A lookup of this key under way (a parallel request) answers this one too, uncounted if it finds the key. Its
+    // failure is the leading request's to report; this one then looks the key up itself.
     record = await cache.pending(hash)?.catch(() => undefined);
   }
   if (record === undefined) {

@@ -10,7 +10,7 @@ import { newId } from '@mailroom/platform/ids';
 import { notFound, validationError } from '@mailroom/platform/errors';
 import type { AudienceConfig } from '../config';
 import type { QueueConfig } from '@mailroom/queues/config';
-import type { Logger } from '@mailroom/platform/logger';
+import { type Logger, logged } from '@mailroom/platform/logger';
 import { SendPriority } from '@mailroom/queues/catalog';
 import { enqueueSendJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { type Queues } from '@mailroom/queues/create';
@@ -193,7 +193,7 @@ export async function cancelNow(
   if (!t.ok) throw refused(t, 'cancel');
   // Wake the campaign's job now: it sweeps the emails the queue never received, then ends.
   if (t.campaign.recipients > 0) await scheduleCampaign(deps, t.campaign, log);
-  else await deps.queues.campaign.remove(id).catch(() => undefined);
+  else await logged(deps.queues.campaign.remove(id), log, 'cancelled campaign job removal', 'debug');
   return { campaign: t.campaign, cancelledEmails: t.cancelledEmails ?? 0 };
 }
 
