@@ -49,7 +49,8 @@ export function newMapContext(): MapContext {
   };
 }
 
-type Row = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a foreign dump's row, mapped field by field
+type Row = Record<string, any>;
 
 const fail = (reason: string): { ok: false; reason: string } => ({ ok: false, reason });
 const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v : null);

@@ -18,7 +18,7 @@
  * @module
  */
 import { getTableColumns, getTableName, sql } from 'drizzle-orm';
-import type { PgTable } from 'drizzle-orm/pg-core';
+import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type { Db } from '@mailroom/db/client';
 import { ensureMonthPartitions, monthStartMs, type PartitionedTable } from '@mailroom/db/queries/partitions';
 import {
@@ -38,6 +38,7 @@ import {
 } from '@mailroom/db/schema';
 import { PlunkSource, PLUNK_QUERIES, type PlunkQuery } from './source';
 import * as m from './map';
+import { errorMessage } from '@mailroom/platform/errors';
 
 /** The kinds reported, in import order. */
 export const PLUNK_IMPORT_KINDS = [
@@ -213,7 +214,7 @@ class Run {
           this.note(`${label}: rows of that month were already in the default partition; the month stays there`);
       } catch (err) {
         this.note(
-          `${label}: the month partition could not be made (${(err as Error).message}); its rows went to the default partition`,
+          `${label}: the month partition could not be made (${errorMessage(err)}); its rows went to the default partition`,
         );
       }
       done.add(month);
@@ -279,8 +280,7 @@ const PARTITIONED: Partial<Record<string, PartitionedTable>> = {
 };
 
 const byId = (row: Record<string, unknown>) => row.id as string;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table with an `id` column, whatever its type
-const idsIn = (db: Db, table: PgTable & { id: any }) => async (keys: string[]) => {
+const idsIn = (db: Db, table: PgTable & { id: AnyPgColumn }) => async (keys: string[]) => {
   const rows = await db
     .select({ id: table.id })
     .from(table)
