@@ -15,7 +15,7 @@ import { SendPriority } from '@mailroom/queues/catalog';
 import { enqueueSendJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { type Queues } from '@mailroom/queues/create';
 import { senderError } from '@mailroom/mail/sender';
-import { announcedChange, type AnnounceDeps } from '@mailroom/webhooks/announce';
+import { commitWithOutbox, type OutboxDeps } from '@mailroom/webhooks/outbox';
 import { findContactByEmail } from '@mailroom/db/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import type { DbOrTx } from '@mailroom/db/client';
@@ -40,7 +40,7 @@ export interface AbGiven {
 }
 
 /** What the campaign actions need: the database, the queues they wake, and the settings of the jobs they add. */
-export interface CampaignActionDeps extends AnnounceDeps {
+export interface CampaignActionDeps extends OutboxDeps {
   queues: Pick<Queues, 'webhook' | 'campaign' | 'send'>;
   config: Pick<QueueConfig, 'webhookRetryScheduleMs' | 'sendMaxAttempts' | 'sendBackoffMs'> &
     Pick<AudienceConfig, 'campaignQueueWindow'>;
@@ -155,7 +155,7 @@ export async function sendOrSchedule(
   at: Date | null,
   test: boolean,
 ): Promise<CampaignRow> {
-  const t = await announcedChange(
+  const t = await commitWithOutbox(
     deps,
     log,
     projectId,
@@ -183,7 +183,7 @@ export async function cancelNow(
   projectId: string,
   id: string,
 ): Promise<{ campaign: CampaignRow; cancelledEmails: number }> {
-  const t = await announcedChange(
+  const t = await commitWithOutbox(
     deps,
     log,
     projectId,
