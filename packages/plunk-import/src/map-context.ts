@@ -68,3 +68,14 @@ export function contactRef(ctx: MapContext, r: Row): string | undefined {
   if (!r.contactId || !r.contactCreatedAt || ctx.missingContacts.has(r.contactId)) return undefined;
   return plunkRowId('contact', r.contactId, r.contactCreatedAt);
 }
+
+/**
+ * A row's id field (`id` by default) as the string every mapped and every returned row has there (a UUID).
+ *
+ * @throws Error when the field is not a string (a mapper bug).
+ */
+export function idOf(row: Record<string, unknown>, field = 'id'): string {
+  const v = row[field];
+  if (typeof v !== 'string') throw new Error(`row without a string ${field}`);
+  return v;
+}

@@ -37,12 +37,13 @@ import {
 } from '@mailroom/db/schema';
 import { PlunkSource, PLUNK_QUERIES } from './source';
 import * as m from './map';
+import { idOf } from './map-context';
 import { mapCampaign, mapCampaignEmail } from './map-campaigns';
 import { mapStep, mapTransition, mapWorkflow } from './map-workflows';
 import type { PlunkImportOptions, PlunkImportReport } from './report';
 import { Run, type Item } from './writer';
 
-const byId = (row: Record<string, unknown>) => row.id as string;
+const byId = (row: Record<string, unknown>) => idOf(row);
 const idsIn =
   (db: Db, table: PgTable & { id: AnyPgColumn<{ data: string; notNull: true }> }) => async (keys: string[]) => {
     const rows = await db
@@ -76,7 +77,7 @@ export async function importFromPlunk(
     const { ctx } = run;
     const item = (plunkId: string, mapped: Item['mapped']): Item => ({ plunkId, mapped });
     const remember = (map: Map<string, string>) => (plunkId: string, row: Record<string, unknown>) =>
-      map.set(plunkId, row.id as string);
+      map.set(plunkId, idOf(row));
 
     await run.each('projects', PLUNK_QUERIES.projects, async (batch) => {
       await run.write(
@@ -179,8 +180,8 @@ export async function importFromPlunk(
         ['id'],
         idsIn(db, workflows),
         (plunkId, row) => {
-          ctx.workflow.set(plunkId, row.id as string);
-          run.workflowProject.set(row.id as string, row.projectId as string);
+          ctx.workflow.set(plunkId, idOf(row));
+          run.workflowProject.set(idOf(row), idOf(row, 'projectId'));
         },
       ),
     );

@@ -12,7 +12,7 @@ import { ensureMonthPartitions, monthStartMs, type PartitionedTable } from '@mai
 import { emails, events } from '@mailroom/db/schema';
 import { errorMessage } from '@mailroom/platform/errors';
 import type { PlunkSource, PlunkQuery } from './source';
-import { newMapContext, type Mapped } from './map-context';
+import { idOf, newMapContext, type Mapped } from './map-context';
 import { PLUNK_IMPORT_KINDS, type PlunkImportKind, type PlunkImportOptions, type PlunkImportReport } from './report';
 
 const CONFLICT: Partial<Record<PlunkImportKind, string>> = {
@@ -97,7 +97,7 @@ export class Run {
     if (partitioned)
       await this.ensureMonths(
         partitioned,
-        rows.map((r) => r.row.id as string),
+        rows.map((r) => idOf(r.row)),
       );
     const written = await bulkInsert(
       this.db,

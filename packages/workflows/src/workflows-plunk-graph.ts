@@ -10,7 +10,11 @@
  */
 import type { WorkflowBranch, WorkflowStepType } from '@mailroom/db/schema/workflow-states';
 import { type WorkflowTriggerType } from './workflows';
-import { fail, isObject, type Json } from './workflows-plunk';
+import { fail, isObject } from './workflows-plunk';
+
+/** The branches a Plunk transition's `condition.branch` may name. */
+const PLUNK_BRANCHES: readonly unknown[] = ['yes', 'no', 'event', 'timeout'] satisfies WorkflowBranch[];
+const isPlunkBranch = (v: unknown): v is WorkflowBranch => PLUNK_BRANCHES.includes(v);
 
 /** A trigger as stored: EVENT with its event name, or MANUAL. */
 export interface TriggerSpec {
@@ -56,7 +60,7 @@ export function resolveTrigger(body: TriggerFields, current?: TriggerSpec): Trig
   let configEvent: string | undefined;
   if (body.triggerConfig !== undefined && body.triggerConfig !== null) {
     if (!isObject(body.triggerConfig)) fail('triggerConfig', 'must be an object {eventName}', 'invalid_type');
-    const cfg = body.triggerConfig as Json;
+    const cfg = body.triggerConfig;
     const extra = Object.keys(cfg).find((k) => k !== 'eventName');
     if (extra)
       fail(
@@ -72,15 +76,13 @@ export function resolveTrigger(body: TriggerFields, current?: TriggerSpec): Trig
           'invalid_string',
         );
       }
-      configEvent = cfg.eventName as string;
+      configEvent = cfg.eventName;
     }
   }
   if (body.eventName !== undefined && configEvent !== undefined && body.eventName !== configEvent)
     fail('eventName', 'differs from triggerConfig.eventName');
   const event = body.eventName ?? configEvent;
-  const type =
-    (body.triggerType as WorkflowTriggerType | undefined) ??
-    (event !== undefined ? 'EVENT' : (current?.type ?? 'MANUAL'));
+  const type = body.triggerType ?? (event !== undefined ? 'EVENT' : (current?.type ?? 'MANUAL'));
   if (type === 'MANUAL') {
     if (event !== undefined)
       fail(
@@ -132,20 +134,21 @@ export function resolveBranch(
   }
   if (body.condition !== undefined && body.condition !== null) {
     if (!isObject(body.condition)) fail('condition', 'must be an object {branch}', 'invalid_type');
-    const cond = body.condition as Json;
+    const cond = body.condition;
     if (cond.fallback === true && !('branch' in cond)) {
       named.push({ field: 'condition.fallback', branch: 'timeout' });
     } else {
       const extra = Object.keys(cond).find((k) => k !== 'branch');
       if (extra)
         fail(`condition.${extra}`, 'is not supported: a transition is chosen by its branch', 'unrecognized_keys');
-      if (!['yes', 'no', 'event', 'timeout'].includes(cond.branch as string))
+      const branch = cond.branch;
+      if (!isPlunkBranch(branch))
         fail(
           'condition.branch',
           'must be one of yes, no (CONDITION), event, timeout (WAIT_FOR_EVENT)',
           'invalid_enum_value',
         );
-      named.push({ field: 'condition.branch', branch: cond.branch as WorkflowBranch });
+      named.push({ field: 'condition.branch', branch });
     }
   }
   const first = named[0];

@@ -37,10 +37,13 @@ export type Json = Record<string, unknown>;
 /** Whether a JSON value is an object (not null, not an array). */
 export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Refuses the request: 422 `VALIDATION_ERROR` naming `field`. */
-export const fail = (field: string, message: string, code: FieldError['code'] = 'custom'): never => {
+/**
+ * Refuses the request: 422 `VALIDATION_ERROR` naming `field`. A declared function returning `never`, so a guard
+ * before it (`if (!isObject(v)) fail(…)`) narrows what follows.
+ */
+export function fail(field: string, message: string, code: FieldError['code'] = 'custom'): never {
   throw validationError([{ field, message, code }]);
-};
+}
 
 /** The Plunk operators of a binary CONDITION, all of which our filter language has. */
 export const PLUNK_CONDITION_OPERATORS = [
@@ -130,8 +133,8 @@ function plunkCondition(config: Json, field: string): Json {
   if (typeof operator !== 'string' || !(PLUNK_CONDITION_OPERATORS as readonly string[]).includes(operator)) {
     fail(`${field}.operator`, `must be one of ${PLUNK_CONDITION_OPERATORS.join(', ')}`, 'invalid_enum_value');
   }
-  const target = plunkConditionField(config.field as string);
-  const filter = plunkFilter(target, operator as string, config);
+  const target = plunkConditionField(config.field);
+  const filter = plunkFilter(target, operator, config);
   try {
     parseSegmentFilter(filter, field, { allowContext: true });
   } catch (err) {
