@@ -33,7 +33,7 @@ export function mountConfirm(router: Router, deps: AppDeps): void {
   const failures = new FailureLimiter(deps.redis, deps.config.queuePrefix, {
     name: 'confirm',
     perMinute: deps.config.unsubscribeLimitPerMinute,
-    trickleIntervalS: deps.config.blockedLookupIntervalS,
+    trickleIntervalSeconds: deps.config.blockedLookupIntervalSeconds,
     what: 'unknown confirmation links',
   });
 
