@@ -2,7 +2,7 @@
  * `npm run bench -- worker`: the send worker's drain rate beside a bare ceiling (`bench/worker-ceiling.ts`: one
  * BullMQ job, one SES `SendEmail` of a prebuilt raw message, one `UPDATE` per email), each draining its own
  * `BENCH_EMAILS` (default 3,000) emails accepted through `acceptSend`, against the SES emulator directly (not the
- * tests' recording proxy), with the limiter raised (`SES_MAX_SEND_RATE` 10,000, `WORKER_CONCURRENCY` 32), with 1
+ * tests' recording proxy), with the limiter raised (`SES_MAX_SEND_RATE` 10,000, `SEND_CONCURRENCY` 32), with 1
  * and 2 processes, the ceiling first then the worker, `BENCH_WORKER_ROUNDS` times (default 1). Then the limiter's
  * accuracy at 14/s with 2 worker processes (arrival times at the recording proxy).
  *
@@ -14,12 +14,12 @@
  * emulator.
  *
  * `BENCH_WORKER_PROCESSES=1` drains with that many processes only (default: 1, then 2); `BENCH_WORKER_LIMITER=0`
- * leaves the limiter's row out (quicker rounds while profiling); `BENCH_WORKER_CONCURRENCY` sets the worker's
- * `WORKER_CONCURRENCY` and the ceiling's concurrency (default 32).
+ * leaves the limiter's row out (quicker rounds while profiling); `BENCH_SEND_CONCURRENCY` sets the worker's
+ * `SEND_CONCURRENCY` and the ceiling's concurrency (default 32).
  * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the first worker process of each drain there.
  * `BENCH_WORKER_B_NODE_FLAGS="--max-semi-space-size=64"` also drains with this checkout's worker started with those
  * Node flags, in the same rounds.
- * `BENCH_WORKER_B_CONCURRENCY=64` also drains with this checkout's worker at that `WORKER_CONCURRENCY`, in the same rounds.
+ * `BENCH_WORKER_B_CONCURRENCY=64` also drains with this checkout's worker at that `SEND_CONCURRENCY`, in the same rounds.
  * `BENCH_WORKER_B_DIR=/path/to/other/checkout` also drains with that checkout's worker in the same rounds (before
  * and after a change; the database schema must be the same).
  *
@@ -261,7 +261,7 @@ export async function benchWorker(
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const other = process.env.BENCH_WORKER_B_DIR;
   const onlyProcesses = process.env.BENCH_WORKER_PROCESSES;
-  const concurrency = process.env.BENCH_WORKER_CONCURRENCY ?? '32';
+  const concurrency = process.env.BENCH_SEND_CONCURRENCY ?? '32';
   const concurrencyB = process.env.BENCH_WORKER_B_CONCURRENCY;
   const fmt = (d: Drain) =>
     `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s), ${d.commitsPerEmail.toFixed(2)} Postgres commits/email, ${d.cpuMsPerEmail.toFixed(2)} CPU ms/email (Postgres ${d.servicesCpuMsPerEmail.postgres.toFixed(2)}, Redis ${d.servicesCpuMsPerEmail.redis.toFixed(2)}, emulator ${d.servicesCpuMsPerEmail.emulator.toFixed(2)}), peak RSS ${d.peakRssMiB.toFixed(0)} MiB`;
@@ -274,7 +274,7 @@ export async function benchWorker(
         SES_ENDPOINT: ses.emulator,
         SES_MAX_SEND_RATE: '10000',
         SES_RATE_SAFETY_MS: '0',
-        WORKER_CONCURRENCY: concurrency,
+        SEND_CONCURRENCY: concurrency,
         WORKER_HEALTH_PORT: '0',
         CONCURRENCY: concurrency,
       });
@@ -321,7 +321,7 @@ export async function benchWorker(
         });
       }
       if (concurrencyB) {
-        const kEnv = { ...env('k'), WORKER_CONCURRENCY: concurrencyB };
+        const kEnv = { ...env('k'), SEND_CONCURRENCY: concurrencyB };
         const k = await drain(
           () => Array.from({ length: processes }, () => spawnApp('apps/worker/src/main.ts', kEnv)),
           kEnv,
@@ -331,7 +331,7 @@ export async function benchWorker(
           `k${n++}-`,
         );
         rows.push({
-          measure: `round ${round}, ${label}: worker at WORKER_CONCURRENCY ${concurrencyB}`,
+          measure: `round ${round}, ${label}: worker at SEND_CONCURRENCY ${concurrencyB}`,
           value: `${fmt(k)}; ratio ${(k.steady / ceiling.steady).toFixed(2)}× steady`,
         });
       }

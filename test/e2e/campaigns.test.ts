@@ -320,7 +320,7 @@ describe('with a worker', () => {
     );
     const settled = (await sesSendsTo(to)).length;
     // Only emails already claimed by the worker (at most its concurrency) may still reach SES.
-    expect(settled - afterCancel).toBeLessThanOrEqual(config.workerConcurrency);
+    expect(settled - afterCancel).toBeLessThanOrEqual(config.sendConcurrency);
     // Once the worker holds no send job (the cancelled emails' jobs have run and skipped), still nothing new.
     await queuesSettled(worker, ['send']);
     expect((await sesSendsTo(to)).length).toBe(settled);

@@ -205,5 +205,5 @@ test("a burst of /v1/send from one project does not hold another project's trans
   );
   // X's first 10 this minute keep priority 1; the rest of its burst moved down, so Y's email overtakes it
   // (what goes before it: X's first 10 and what the worker had already claimed).
-  expect(before).toBeLessThanOrEqual(10 + config.workerConcurrency + 2);
+  expect(before).toBeLessThanOrEqual(10 + config.sendConcurrency + 2);
 }, 90_000);

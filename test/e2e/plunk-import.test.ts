@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import request from 'supertest';
 import { plunkRowId } from '@mailroom/plunk-import/ids';
-import { type PlunkImportReport } from '@mailroom/plunk-import/run';
+import { type PlunkImportReport } from '@mailroom/plunk-import/report';
 import { runCli } from '../../apps/api/src/cli';
 import { ADMIN_TOKEN, isolatedDatabase, startTestApi, testConfig, testEnv, type TestApi } from '../support/harness';
 

@@ -43,7 +43,7 @@ interface ToolAnswer {
   isError: boolean;
   text: string;
   /** The text parsed as JSON (the tools answer JSON), read field by field by the assertions. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each tool's own answer shape, checked by the assertions
   json: any;
 }
 

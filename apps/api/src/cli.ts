@@ -7,7 +7,7 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { AppError } from '@mailroom/platform/errors';
+import { AppError, errorMessage } from '@mailroom/platform/errors';
 import { isUuid } from '@mailroom/platform/ids';
 import { loadConfig } from '@mailroom/config/config';
 import { createDatabase } from '@mailroom/db/client';
@@ -73,7 +73,7 @@ if (require.main === module) {
   try {
     help = cliHelp(argv);
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n`);
+    process.stderr.write(`${errorMessage(err)}\n`);
     process.exit(1);
   }
   if (help !== undefined) {

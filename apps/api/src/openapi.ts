@@ -110,7 +110,7 @@ export function buildOpenApi(
     // a backing service that is down.
     const statuses = new Set([...r.errors, ...(r.body ? [415] : []), 500, 503]);
     for (const status of [...statuses].sort()) responses[status] = errors.ref(status, traits, routeCodes(r, status));
-    const body = r.body ? plain(r.body as TSchema) : undefined;
+    const body = r.body ? plain(r.body) : undefined;
     paths[path] ??= {};
     paths[path][r.method] = {
       operationId: r.operationId,
@@ -119,8 +119,8 @@ export function buildOpenApi(
       tags: [r.tag],
       security: r.auth === 'none' ? [] : r.auth === 'admin' ? [{ adminToken: [] }] : [{ apiKey: [] }],
       parameters: [
-        ...parameters(r.params as TSchema | undefined, 'path'),
-        ...parameters(r.query as TSchema | undefined, 'query'),
+        ...parameters(r.params, 'path'),
+        ...parameters(r.query, 'query'),
         ...(r.idempotent ? [IdempotencyKeyParameter] : []),
       ],
       ...(body

@@ -116,7 +116,7 @@ export async function startWorker(
       logger.warn({ err: err.message, pool: 'send' }, 'postgres connection lost; the pool reconnects'),
   });
   const connection = createRedis(config, 'worker');
-  // The kept SES outcomes' SET and DEL (`@mailroom/sending/ses-accepted`), up to WORKER_CONCURRENCY at once:
+  // The kept SES outcomes' SET and DEL (`@mailroom/sending/ses-accepted`), up to SEND_CONCURRENCY at once:
   // auto-pipelined, so those issued together (the DELs of one batch of finishes) share one write. Not the rate
   // gate's: its asks, pipelined together, reach Redis within one interval and all but the first are refused.
   const sendRedis = createRedis(config, 'worker', { autoPipelining: true });
@@ -268,7 +268,7 @@ export async function startWorker(
   }
   logger.info(
     {
-      concurrency: config.workerConcurrency,
+      concurrency: config.sendConcurrency,
       ratePerSecond: connections.totalRate(),
       connections: connections.router.names,
       capPerSecond: config.sesMaxSendRate ?? null,

@@ -9,7 +9,7 @@ import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platfo
 import type { Logger } from '@mailroom/platform/logger';
 import type { SegmentType } from '@mailroom/db/schema';
 import type { DbOrTx } from '@mailroom/db/client';
-import { announcedChange, type AnnounceDeps } from '@mailroom/webhooks/announce';
+import { commitWithOutbox, type OutboxDeps } from '@mailroom/webhooks/outbox';
 import { parseSegmentFilter } from './filter-parser';
 import { deleteSegment, getSegment, type SegmentRow } from './queries/segments';
 
@@ -81,12 +81,12 @@ export function requireStatic(s: Pick<SegmentRow, 'type'>): void {
  * @throws {@link AppError} 404; 409 `CONFLICT` while a campaign still builds its recipient list from it.
  */
 export async function deleteSegmentNow(
-  deps: AnnounceDeps,
+  deps: OutboxDeps,
   log: Logger,
   projectId: string,
   id: string,
 ): Promise<string[]> {
-  const r = await announcedChange(
+  const r = await commitWithOutbox(
     deps,
     log,
     projectId,

@@ -8,7 +8,7 @@
 import type { Queue } from 'bullmq';
 import type { WebhookJobPayload } from '@mailroom/queues/catalog';
 import type { QueueConfig } from '@mailroom/queues/config';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { recordWebhookEvents, type WebhookEvent } from '@mailroom/db/queries/webhooks';
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { expireSnoozes, setContactSnooze, type SnoozeChange } from '@mailroom/contacts/queries/snooze';
@@ -92,7 +92,7 @@ export async function expireSnoozesOnce(deps: SnoozeExpiryDeps): Promise<number>
         deliveries.push(...(await recordWebhookEvents(tx, projectId, events)));
       return { changes, deliveries };
     });
-    await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, deps.logger);
+    await relayWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, deps.logger);
     cleared += changes.length;
     if (changes.length < EXPIRY_BATCH) break;
   }

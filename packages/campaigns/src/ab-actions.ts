@@ -6,7 +6,7 @@
  */
 import type { Logger } from '@mailroom/platform/logger';
 import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
-import { announceWebhookDeliveries, scheduleCampaignJob } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { getCampaign, type CampaignRow } from './queries/campaigns';
 import type { CampaignActionDeps } from './lifecycle';
 import { refuseTestKeyOnLive } from './rules';
@@ -59,7 +59,7 @@ export async function pickWinnerNow(
         'A winner can be picked once, while the campaign is SENDING or PAUSED in its test (abTest.phase TESTING or WAITING).',
     });
   }
-  await announceWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
+  await relayWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
   try {
     await scheduleCampaignJob(deps.queues.campaign, r.campaign, new Date());
   } catch (err) {

@@ -23,7 +23,7 @@
 import type { Queue } from 'bullmq';
 import type { SQL } from 'drizzle-orm';
 import { SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
-import { announceWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { effectiveSendRate } from '@mailroom/mail/ses-account';
 import type { MailConfig } from '@mailroom/mail/config';
 import type { QueueConfig } from '@mailroom/queues/config';
@@ -125,7 +125,7 @@ export async function runCampaignJob(
     const { result, deliveries } = await withWebhookEvents(db, projectId, move, (moved) =>
       moved ? [{ type: `campaign.${event}`, data }] : [],
     );
-    await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log);
+    await relayWebhookDeliveries(deps.webhookQueue, config, deliveries, log);
     return result;
   };
 
@@ -226,7 +226,7 @@ export async function runCampaignJob(
   if (c.abTest) {
     // The A/B test's moves (ab-decide.ts): waiting for the decision, deciding, starting the remainder.
     const next = await advanceAbTest(db, campaignId, (deliveries) =>
-      announceWebhookDeliveries(deps.webhookQueue, config, deliveries, log),
+      relayWebhookDeliveries(deps.webhookQueue, config, deliveries, log),
     );
     if (next) {
       if (next.moved) log.info({ phase: next.moved, at: new Date(next.at).toISOString() }, 'campaign A/B test moved');

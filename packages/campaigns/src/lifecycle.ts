@@ -10,12 +10,12 @@ import { newId } from '@mailroom/platform/ids';
 import { notFound, validationError } from '@mailroom/platform/errors';
 import type { AudienceConfig } from '@mailroom/audiences/config';
 import type { QueueConfig } from '@mailroom/queues/config';
-import type { Logger } from '@mailroom/platform/logger';
+import { type Logger, logged } from '@mailroom/platform/logger';
 import { SendPriority } from '@mailroom/queues/catalog';
 import { enqueueSendJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { type Queues } from '@mailroom/queues/create';
 import { senderError } from '@mailroom/mail/sender';
-import { announcedChange, type AnnounceDeps } from '@mailroom/webhooks/announce';
+import { commitWithOutbox, type OutboxDeps } from '@mailroom/webhooks/outbox';
 import { findContactByEmail } from '@mailroom/db/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import type { DbOrTx } from '@mailroom/db/client';
@@ -40,7 +40,7 @@ export interface AbGiven {
 }
 
 /** What the campaign actions need: the database, the queues they wake, and the settings of the jobs they add. */
-export interface CampaignActionDeps extends AnnounceDeps {
+export interface CampaignActionDeps extends OutboxDeps {
   queues: Pick<Queues, 'webhook' | 'campaign' | 'send'>;
   config: Pick<QueueConfig, 'webhookRetryScheduleMs' | 'sendMaxAttempts' | 'sendBackoffMs'> &
     Pick<AudienceConfig, 'campaignQueueWindow'>;
@@ -155,7 +155,7 @@ export async function sendOrSchedule(
   at: Date | null,
   test: boolean,
 ): Promise<CampaignRow> {
-  const t = await announcedChange(
+  const t = await commitWithOutbox(
     deps,
     log,
     projectId,
@@ -183,7 +183,7 @@ export async function cancelNow(
   projectId: string,
   id: string,
 ): Promise<{ campaign: CampaignRow; cancelledEmails: number }> {
-  const t = await announcedChange(
+  const t = await commitWithOutbox(
     deps,
     log,
     projectId,
@@ -193,7 +193,7 @@ export async function cancelNow(
   if (!t.ok) throw refused(t, 'cancel');
   // Wake the campaign's job now: it sweeps the emails the queue never received, then ends.
   if (t.campaign.recipients > 0) await scheduleCampaign(deps, t.campaign, log);
-  else await deps.queues.campaign.remove(id).catch(() => undefined);
+  else await logged(deps.queues.campaign.remove(id), log, 'cancelled campaign job removal', 'debug');
   return { campaign: t.campaign, cancelledEmails: t.cancelledEmails ?? 0 };
 }
 

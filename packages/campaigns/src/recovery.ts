@@ -7,7 +7,7 @@
  */
 import type { Logger } from '@mailroom/platform/logger';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
-import { announceWebhookDeliveries, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { campaignEmailsInQueue, resumeCampaign } from './queries/campaign-pause';
 import { getCampaign, type CampaignRow } from './queries/campaigns';
 import { retryFailedCampaign } from './queries/campaign-retry';
@@ -42,7 +42,7 @@ export async function resumeNow(
     const c = await getCampaign(db, projectId, id);
     throw refused(c ? { ok: false, reason: 'state', status: c.status } : { ok: false, reason: 'missing' }, 'resume');
   }
-  await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
+  await relayWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
   try {
     // The job feeds the rest of the audience; the emails already in the queue wake at once.
     await scheduleCampaignJob(deps.queues.campaign, campaign, new Date());
@@ -108,7 +108,7 @@ export async function retryFailedNow(
       },
     );
   }
-  await announceWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
+  await relayWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
   if (r.retried > 0) {
     try {
       await scheduleCampaignJob(deps.queues.campaign, r.campaign, new Date());

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { ConfigError, int, optional, trustProxy, type Env } from '@mailroom/platform/config-env';
+import { ConfigError, int, optional, renamed, trustProxy, type Env } from '@mailroom/platform/config-env';
 import type { TrustProxy } from '@mailroom/platform/trust-proxy';
 
 /**
@@ -51,11 +51,13 @@ export interface ApiConfig {
    */
   readonly unsubscribeLimitPerMinute: number;
   /**
-   * `BLOCKED_LOOKUP_INTERVAL_S`: while a client IP is over its failure limit (keys or unsubscribe tokens), one
-   * lookup per this many seconds (per IP) is still made for a credential the process has not seen valid, so a
-   * legitimate client sharing the address gets through within seconds (s, 1–60, default 2).
+   * - `BLOCKED_LOOKUP_INTERVAL_SECONDS`: while a client IP is over its failure limit (keys or unsubscribe tokens),
+   *   one lookup per this many seconds (per IP) is still made for a credential the process has not seen valid, so a
+   *   legitimate client sharing the address gets through within seconds (s, 1–60, default 2).
+   * - `BLOCKED_LOOKUP_INTERVAL_S`: the former name of `BLOCKED_LOOKUP_INTERVAL_SECONDS`, still read when that one is
+   *   not set.
    */
-  readonly blockedLookupIntervalS: number;
+  readonly blockedLookupIntervalSeconds: number;
   /**
    * `TRUST_PROXY`: Express's `trust proxy` setting, which decides the client IP (`req.ip`) that per-IP limits
    * count against. `false` (default: the TCP peer; `X-Forwarded-For` ignored), `true` (the left-most
@@ -135,7 +137,13 @@ export function loadApiConfig(env: Env): ApiConfig {
     authFailureLimitPerMinute: int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 20, 1, 1_000_000),
     adminLoginLimitPerMinute: int(env, 'ADMIN_LOGIN_LIMIT_PER_MINUTE', 10, 1, 1_000_000),
     unsubscribeLimitPerMinute: int(env, 'UNSUBSCRIBE_LIMIT_PER_MINUTE', 300, 1, 1_000_000),
-    blockedLookupIntervalS: int(env, 'BLOCKED_LOOKUP_INTERVAL_S', 2, 1, 60),
+    blockedLookupIntervalSeconds: int(
+      env,
+      renamed(env, 'BLOCKED_LOOKUP_INTERVAL_SECONDS', 'BLOCKED_LOOKUP_INTERVAL_S'),
+      2,
+      1,
+      60,
+    ),
     trustProxy: trustProxy(env),
     reputationMetricsTtlMs: int(env, 'REPUTATION_METRICS_TTL_MS', 60_000, 0, 3_600_000),
     writeBatchSize: int(env, 'API_WRITE_BATCH_SIZE', 50, 1, 500),

@@ -146,8 +146,8 @@ describe('TRUST_PROXY', () => {
   });
 
   test('BLOCKED_LOOKUP_INTERVAL_S: default 2 s, 1..60', () => {
-    expect(loadConfig({}).blockedLookupIntervalS).toBe(2);
-    expect(loadConfig({ BLOCKED_LOOKUP_INTERVAL_S: '5' }).blockedLookupIntervalS).toBe(5);
+    expect(loadConfig({}).blockedLookupIntervalSeconds).toBe(2);
+    expect(loadConfig({ BLOCKED_LOOKUP_INTERVAL_S: '5' }).blockedLookupIntervalSeconds).toBe(5);
     expect(() => loadConfig({ BLOCKED_LOOKUP_INTERVAL_S: '0' })).toThrow(/BLOCKED_LOOKUP_INTERVAL_S/);
   });
 });

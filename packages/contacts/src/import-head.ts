@@ -10,6 +10,7 @@ import { parse as parseCsvSync } from 'csv-parse/sync';
 import type { FieldError } from '@mailroom/platform/errors';
 import { hasNul } from '@mailroom/platform/json-guard';
 import { RESERVED_KEYS } from '@mailroom/platform/reserved-keys';
+import { errorMessage } from '@mailroom/platform/errors';
 
 /**
  * The format of an upload from its media type, then its file name.
@@ -196,7 +197,7 @@ function checkHeadShape(format: ImportFormat, head: Buffer, complete: boolean): 
   try {
     header = parseCsvSync(firstLine, { bom: true, relax_column_count: true })[0] ?? [];
   } catch (err) {
-    return { field: 'file', message: `the CSV header row is malformed: ${(err as Error).message}`, code: 'custom' };
+    return { field: 'file', message: `the CSV header row is malformed: ${errorMessage(err)}`, code: 'custom' };
   }
   const cols = csvColumns(header);
   return cols.ok ? cols.columns : cols.error;

@@ -17,7 +17,7 @@
  * @module
  */
 import { rootMessage } from '@mailroom/platform/errors';
-import { type Logger } from '@mailroom/platform/logger';
+import { type Logger, logged } from '@mailroom/platform/logger';
 import { type Db } from '@mailroom/db/client';
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { ImportFileError, parseImportFile, type ImportRecord, type ImportRowError } from './imports';
@@ -149,7 +149,7 @@ async function applyImportFile(deps: ImportRunDeps, imp: ContactImportRow, log: 
     } catch (commitErr) {
       // A batch that did not commit wins over an unreadable file: the run is retried, and reports the file then.
       if (err instanceof ImportFileError) failure = commitErr;
-      await settleAll().catch(() => undefined);
+      await logged(settleAll(), log, 'import batches settling after a failure', 'debug');
     }
     throw failure;
   }
@@ -190,7 +190,7 @@ export async function runImport(
     }
     if (attempt.attempt >= attempt.attempts) {
       const reason = `stopped after ${attempt.attempts} attempts: ${rootMessage(err)}`;
-      await finishImport(db, importId, { error: reason }).catch(() => undefined);
+      await logged(finishImport(db, importId, { error: reason }), log, 'failed import finish');
       log.error({ reason }, 'import failed');
     }
     throw new Error(rootMessage(err));

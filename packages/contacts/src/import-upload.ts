@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import { AppError, ErrorCode, validationError } from '@mailroom/platform/errors';
 import { hasNul } from '@mailroom/platform/json-guard';
 import { type ImportFormat } from '@mailroom/db/schema/import-format';
-import { type Logger } from '@mailroom/platform/logger';
+import { type Logger, logged } from '@mailroom/platform/logger';
 import { type Db } from '@mailroom/db/client';
 import { topicIdsByName } from '@mailroom/db/queries/topics';
 import { importFormatOf, readImportHead } from './import-head';
@@ -155,7 +155,7 @@ export async function storeImport(
     }
     return queued;
   } catch (err) {
-    if (importId) await deleteImport(deps.db, importId).catch(() => undefined);
+    if (importId) await logged(deleteImport(deps.db, importId), deps.log, 'unfinished upload removal');
     throw err;
   }
 }

@@ -77,6 +77,7 @@ export {
   TOPIC_COLUMN_PREFIX,
   type CsvColumns,
 } from './import-head';
+import { errorMessage } from '@mailroom/platform/errors';
 
 /** Largest CSV record or NDJSON line (bytes); a runaway quote cannot make the parser buffer the file. */
 export const IMPORT_MAX_RECORD_BYTES = 1024 * 1024;
@@ -288,7 +289,7 @@ async function* parseNdjson(source: ByteSource): AsyncGenerator<ImportItem> {
         error: {
           row,
           email: null,
-          errors: [{ field: '(row)', message: `invalid JSON: ${(err as Error).message}`, code: 'invalid_type' }],
+          errors: [{ field: '(row)', message: `invalid JSON: ${errorMessage(err)}`, code: 'invalid_type' }],
         },
       };
       continue;
@@ -299,10 +300,10 @@ async function* parseNdjson(source: ByteSource): AsyncGenerator<ImportItem> {
 
 async function* parseJsonArray(source: ByteSource): AsyncGenerator<ImportItem> {
   // stream-json 1.x (CommonJS): a SAX-style tokenizer plus a streamer that assembles one array element at a time.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- CommonJS, loaded when a JSON file is parsed
   const { parser } = require('stream-json') as typeof import('stream-json');
   const { streamArray } =
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- as above
     require('stream-json/streamers/StreamArray') as typeof import('stream-json/streamers/StreamArray');
   const input = Readable.from(source, { highWaterMark: 1 });
   const tokens = parser();
@@ -330,7 +331,7 @@ async function* parseJsonArray(source: ByteSource): AsyncGenerator<ImportItem> {
     }
   } catch (err) {
     if (sourceError) throw sourceError;
-    throw new ImportFileError(`invalid JSON: ${(err as Error).message}`);
+    throw new ImportFileError(`invalid JSON: ${errorMessage(err)}`);
   }
   if (sourceError) throw sourceError;
   if (syntaxError) throw new ImportFileError(`invalid JSON: ${syntaxError.message}`);

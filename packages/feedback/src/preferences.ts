@@ -14,7 +14,7 @@ import {
   type TopicChange,
 } from '@mailroom/db/queries/topics';
 import type { UnsubscribeTarget } from '@mailroom/contacts/queries/unsubscribe';
-import { announcedChange, type AnnounceDeps } from '@mailroom/webhooks/announce';
+import { commitWithOutbox, type OutboxDeps } from '@mailroom/webhooks/outbox';
 import { topicWebhookEvents } from '@mailroom/contacts/topics';
 import type { Logger } from '@mailroom/platform/logger';
 import type { DbOrTx } from '@mailroom/db/client';
@@ -45,7 +45,7 @@ export async function preferencesOf(db: DbOrTx, target: UnsubscribeTarget): Prom
 }
 
 async function changeTopics(
-  deps: AnnounceDeps,
+  deps: OutboxDeps,
   log: Logger,
   target: UnsubscribeTarget,
   choices: { topicId: string; subscribed: boolean }[],
@@ -53,7 +53,7 @@ async function changeTopics(
 ): Promise<TopicChange[]> {
   const contactId = target.contactId;
   if (!contactId || choices.length === 0) return [];
-  return announcedChange(
+  return commitWithOutbox(
     deps,
     log,
     target.projectId,
@@ -75,7 +75,7 @@ async function changeTopics(
  * "unsubscribe from this topic"). @returns whether this call changed it.
  */
 export async function unsubscribeTopicThroughLink(
-  deps: AnnounceDeps,
+  deps: OutboxDeps,
   log: Logger,
   target: UnsubscribeTarget,
   oneClick: boolean,
@@ -98,7 +98,7 @@ export async function unsubscribeTopicThroughLink(
  * @returns the topics whose standing changed.
  */
 export async function savePreferences(
-  deps: AnnounceDeps,
+  deps: OutboxDeps,
   log: Logger,
   target: UnsubscribeTarget,
   checked: ReadonlySet<string>,

@@ -23,7 +23,7 @@ import type { QueueConfig } from '@mailroom/queues/config';
 import type { FeedbackConfig } from './config';
 import { type Logger } from '@mailroom/platform/logger';
 import { type WebhookJobPayload } from '@mailroom/queues/catalog';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { type Db } from '@mailroom/db/client';
 import { isTrustedSnsUrl, parseSnsMessage, SnsRejection, SnsVerifier, type SnsMessage } from './sns';
 import { parseSesEvent, type BounceType, type FeedbackKind } from './ses-events';
@@ -114,7 +114,7 @@ export function createSesWebhookHandler(
       log.info({ snsMessageId: m.MessageId, reason: outcome.reason }, 'SES event ignored');
       return { type: m.Type, duplicate: false, ignored: outcome.reason, event };
     }
-    await announceWebhookDeliveries(deps.webhookQueue, config, outcome.deliveries, log);
+    await relayWebhookDeliveries(deps.webhookQueue, config, outcome.deliveries, log);
     return {
       type: m.Type,
       duplicate: false,

@@ -6,7 +6,7 @@
  */
 import { parseUnsubscribeToken, verifyUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { unsubscribeContact, unsubscribeTarget, type UnsubscribeTarget } from '@mailroom/contacts/queries/unsubscribe';
-import { announcedChange, type AnnounceDeps } from '@mailroom/webhooks/announce';
+import { commitWithOutbox, type OutboxDeps } from '@mailroom/webhooks/outbox';
 import { type Logger } from '@mailroom/platform/logger';
 import { type DbOrTx } from '@mailroom/db/client';
 
@@ -36,7 +36,7 @@ export async function unsubscribeTargetOf(
  * @returns whether this call changed the contact (false: already unsubscribed, or deleted).
  */
 export async function unsubscribeThroughLink(
-  deps: AnnounceDeps,
+  deps: OutboxDeps,
   log: Logger,
   target: UnsubscribeTarget,
   oneClick: boolean,
@@ -49,7 +49,7 @@ export async function unsubscribeThroughLink(
     emailId: target.emailId,
     campaignId: target.campaignId,
   };
-  return announcedChange(
+  return commitWithOutbox(
     deps,
     log,
     target.projectId,

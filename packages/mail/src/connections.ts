@@ -7,6 +7,7 @@
  * @module
  */
 import { ConfigError, type Env } from '@mailroom/platform/config-env';
+import { errorMessage } from '@mailroom/platform/errors';
 
 /** The name of the connection built from the single-connection variables. */
 export const DEFAULT_CONNECTION = 'default';
@@ -114,7 +115,7 @@ export function parseSesConnections(env: Env, defaults: SesConnection): readonly
   try {
     parsed = JSON.parse(raw);
   } catch (err) {
-    throw new ConfigError('SES_CONNECTIONS', `must be a JSON array of connections: ${(err as Error).message}`);
+    throw new ConfigError('SES_CONNECTIONS', `must be a JSON array of connections: ${errorMessage(err)}`);
   }
   if (!Array.isArray(parsed)) throw new ConfigError('SES_CONNECTIONS', 'must be a JSON array of connections');
   const out: SesConnection[] = [defaults];

@@ -7,7 +7,7 @@
  */
 import type { Resolver } from 'node:dns/promises';
 import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
-import type { Logger } from '@mailroom/platform/logger';
+import { logged, type FailureLevel, type Logger } from '@mailroom/platform/logger';
 import type { DomainRecord } from '@mailroom/db/schema/domain-record';
 import { boundConnection } from '@mailroom/projects/queries/delivery-connections';
 import {
@@ -51,7 +51,7 @@ async function connectionOf(deps: TrackingDeps, d: DomainRow): Promise<SesConnec
  * @throws {@link AppError} 404 (no such domain), 422 on `trackingDomain` (not a subdomain of the domain).
  */
 export async function setTrackingDomain(
-  deps: TrackingDeps,
+  deps: TrackingDeps & { logger: Pick<Logger, FailureLevel> },
   projectId: string,
   id: string,
   input: string | null,
@@ -77,7 +77,11 @@ export async function setTrackingDomain(
     const old = connectionNamed(deps.connections, d.trackingConnection);
     const provider = deps.sets(old);
     for (const base of trackedSets(old))
-      await provider.remove(trackingConfigurationSetName(base, d.trackingDomain)).catch(() => undefined);
+      await logged(
+        provider.remove(trackingConfigurationSetName(base, d.trackingDomain)),
+        deps.logger,
+        'unused tracking configuration set removal',
+      );
   }
   return row;
 }

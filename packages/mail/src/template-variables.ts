@@ -13,6 +13,7 @@
 import Handlebars from 'handlebars';
 import { rewriteFallbacks } from './fallbacks';
 import { TemplateSyntaxError } from './templates';
+import { errorMessage } from '@mailroom/platform/errors';
 
 type Node = hbs.AST.Node;
 type Expression = hbs.AST.Expression;
@@ -59,7 +60,7 @@ export function templateVariables(source: string): TemplateVariable[] {
   try {
     program = Handlebars.parse(rewriteFallbacks(source));
   } catch (err) {
-    throw new TemplateSyntaxError((err as Error).message.split('\n').slice(0, 3).join(' ').trim());
+    throw new TemplateSyntaxError(errorMessage(err).split('\n').slice(0, 3).join(' ').trim());
   }
   const found = new Map<string, TemplateVariable>();
   const use = (path: string[] | undefined, hasDefault: boolean) => {

@@ -18,6 +18,7 @@ import { compile as compileHtmlToText } from 'html-to-text';
 import type { FieldError } from '@mailroom/platform/errors';
 import { rewriteFallbacks } from './fallbacks';
 import { fillTextSlots, newTextSlots, registerTextHelper, routeEscapedOutputs } from './text-slots';
+import { errorMessage } from '@mailroom/platform/errors';
 
 const hbs = Handlebars.create();
 
@@ -67,7 +68,7 @@ function compile(source: string, escape: boolean): Compiled {
     fn = (ctx, options) =>
       tpl(ctx, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, ...options });
   } catch (err) {
-    throw new TemplateSyntaxError((err as Error).message.split('\n').slice(0, 3).join(' ').trim());
+    throw new TemplateSyntaxError(errorMessage(err).split('\n').slice(0, 3).join(' ').trim());
   }
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
   cache.set(key, fn);

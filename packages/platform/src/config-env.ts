@@ -45,6 +45,14 @@ export function int(env: Env, name: string, fallback: number, min: number, max: 
   return n;
 }
 
+/**
+ * The variable that sets a renamed setting: `name`, or its former name when only that one is set (so a deployment
+ * written for the former name keeps working). Both are read, so both count as accepted variables.
+ */
+export function renamed(env: Env, name: string, former: string): string {
+  return env[name]?.trim() || !env[former]?.trim() ? name : former;
+}
+
 /** A fraction from 0 to 1 in plain decimal notation (`0.02`), or `fallback`. */
 export function fraction(env: Env, name: string, fallback: number): number {
   const raw = env[name]?.trim();

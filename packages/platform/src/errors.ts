@@ -260,6 +260,11 @@ export function errorCode(err: unknown): string | undefined {
   return undefined;
 }
 
+/** The message of a thrown value: an `Error`'s `message`, anything else as a string. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 /**
  * The message of the innermost `cause` of an error: the driver's own words ("canceling statement due to lock
  * timeout") rather than a query builder's wrapper, which repeats the whole statement and its parameters.

@@ -32,3 +32,28 @@ export function createLogger(config: Pick<PlatformConfig, 'logLevel' | 'logPrett
     transport,
   });
 }
+
+/** The levels {@link logged} reports a failure at: `debug` where it is expected and harmless, `warn` otherwise. */
+export type FailureLevel = 'debug' | 'warn';
+
+/**
+ * Best-effort work: waits for `work` and never rejects. A failure is logged at `level` as
+ * `{ err }, '<what> failed'` and yields undefined, where `.catch(() => undefined)` would have dropped it unseen.
+ *
+ * @param log - the logger (or child logger) of the caller, whose bound fields the line carries.
+ * @param what - the work that failed, in a few words (`'stale send job removal'`).
+ * @returns what `work` resolved to, or undefined when it rejected.
+ */
+export async function logged<T>(
+  work: PromiseLike<T>,
+  log: Pick<Logger, FailureLevel>,
+  what: string,
+  level: FailureLevel = 'warn',
+): Promise<T | undefined> {
+  try {
+    return await work;
+  } catch (err) {
+    log[level]({ err }, `${what} failed`);
+    return undefined;
+  }
+}

@@ -7,7 +7,7 @@
 import http, { type RequestListener, type Server } from 'node:http';
 import type { PlatformConfig } from './config';
 import type { Env } from './config-env';
-import { isUnavailableError } from './errors';
+import { isUnavailableError, errorMessage } from './errors';
 import { createLogger } from './logger';
 
 /** Why a server could not bind its port, in words an operator acts on. */
@@ -64,7 +64,7 @@ export function runService<C extends Pick<PlatformConfig, 'logLevel' | 'logPrett
   try {
     config = load(process.env);
   } catch (err) {
-    console.error((err as Error).message);
+    console.error(errorMessage(err));
     process.exit(1);
   }
   // Last line of defence: a connection error that some client emits with no listener (a dropped Postgres or

@@ -283,7 +283,7 @@ export const queueCatalog = {
     payload: SendJobPayload,
     jobOptions: sendJobOptions,
     worker: (config, emailsPerSecond) => ({
-      concurrency: config.workerConcurrency,
+      concurrency: config.sendConcurrency,
       limiter: smoothLimiter(emailsPerSecond),
       lockDuration: config.workerLockMs,
       stalledInterval: config.workerLockMs,

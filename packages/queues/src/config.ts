@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { int, intList, type Env } from '@mailroom/platform/config-env';
+import { int, intList, renamed, type Env } from '@mailroom/platform/config-env';
 
 /**
  * Job options, consumer settings and fair share of the queues.
@@ -14,8 +14,12 @@ import { int, intList, type Env } from '@mailroom/platform/config-env';
  * @group tuning
  */
 export interface QueueConfig {
-  /** `WORKER_CONCURRENCY`: jobs processed at once per worker process (1–1000, default 8). */
-  readonly workerConcurrency: number;
+  /**
+   * - `SEND_CONCURRENCY`: `send` jobs processed at once per worker process (1–1000, default 8): the bound on the
+   *   emails a process has in flight to SES.
+   * - `WORKER_CONCURRENCY`: the former name of `SEND_CONCURRENCY`, still read when that one is not set.
+   */
+  readonly sendConcurrency: number;
   /** `WORKER_LOCK_MS`: BullMQ job lock (ms, default 30000); a dead worker's jobs are retried after about this long. */
   readonly workerLockMs: number;
   /**
@@ -67,7 +71,7 @@ export interface QueueConfig {
  */
 export function loadQueueConfig(env: Env): QueueConfig {
   return Object.freeze({
-    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 8, 1, 1000),
+    sendConcurrency: int(env, renamed(env, 'SEND_CONCURRENCY', 'WORKER_CONCURRENCY'), 8, 1, 1000),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000, 600_000),
     sendMaxAttempts: int(env, 'SEND_MAX_ATTEMPTS', 8, 1, 100),
     sendBackoffMs: int(env, 'SEND_BACKOFF_MS', 5_000, 10, 3_600_000),

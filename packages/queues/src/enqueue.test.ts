@@ -8,7 +8,7 @@ import {
   workflowJobOptions,
 } from './catalog';
 import {
-  announceWebhookDeliveries,
+  relayWebhookDeliveries,
   enqueueExecutions,
   enqueueImport,
   enqueueMaintenance,
@@ -81,7 +81,7 @@ test('webhook deliveries: enqueue throws on failure, announce logs it instead', 
     },
   ]);
   await expect(enqueueWebhookDeliveries(recordingQueue(true).queue, config, [ref])).rejects.toThrow('redis down');
-  await announceWebhookDeliveries(recordingQueue(true).queue, config, [ref], log);
+  await relayWebhookDeliveries(recordingQueue(true).queue, config, [ref], log);
   expect(log.warn).toHaveBeenCalledWith(
     expect.objectContaining({ deliveries: 1 }),
     expect.stringContaining('reconciler'),

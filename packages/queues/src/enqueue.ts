@@ -171,10 +171,11 @@ export async function enqueueWebhookDeliveries(
 }
 
 /**
- * {@link enqueueWebhookDeliveries} for code whose own work is already committed: a failure (Redis down) is
- * logged, never thrown; the reconciler enqueues those deliveries later.
+ * The relay of the webhook outbox: {@link enqueueWebhookDeliveries} for code whose own work (and its outbox rows)
+ * is already committed. A failure (Redis down) is logged, never thrown; the reconciler enqueues those deliveries
+ * later.
  */
-export async function announceWebhookDeliveries(
+export async function relayWebhookDeliveries(
   queue: Queue<WebhookJobPayload>,
   config: Pick<QueueConfig, 'webhookRetryScheduleMs'>,
   refs: readonly WebhookDeliveryRef[],

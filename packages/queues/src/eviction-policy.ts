@@ -12,6 +12,7 @@
  * @module
  */
 import type { Cluster, Redis } from 'ioredis';
+import { errorMessage } from '@mailroom/platform/errors';
 
 /** What was found: every node `noeviction` (`ok`), some node evicting (`evicts`), or unreadable (`unknown`). */
 export interface EvictionPolicy {
@@ -39,7 +40,7 @@ export async function readEvictionPolicy(redis: Redis, timeoutMs = 3_000): Promi
     return {
       status: 'unknown',
       policies: [],
-      message: `Redis maxmemory-policy could not be read (${(err as Error).message}); make sure it is noeviction`,
+      message: `Redis maxmemory-policy could not be read (${errorMessage(err)}); make sure it is noeviction`,
     };
   } finally {
     clearTimeout(timer);

@@ -5,7 +5,7 @@
  * @module
  */
 import { SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
-import { announceWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import type { PlatformConfig } from '@mailroom/platform/config';
 import type { QueueConfig } from '@mailroom/queues/config';
 import { type Logger } from '@mailroom/platform/logger';
@@ -69,7 +69,7 @@ export function enqueueAccepted(
 ): void {
   const queued = written.rows.filter((row) => !row.suppressed);
   afterCommit(async () => {
-    await announceWebhookDeliveries(deps.webhookQueue, deps.config, written.deliveries, deps.log);
+    await relayWebhookDeliveries(deps.webhookQueue, deps.config, written.deliveries, deps.log);
     if (queued.length === 0) return;
     const emailIds = queued.map((row) => row.id);
     if (written.scheduledAt) return enqueueScheduled(deps, projectId, emailIds, written.scheduledAt);

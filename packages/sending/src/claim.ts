@@ -16,7 +16,7 @@ import type { NormalizedEmail } from '@mailroom/platform/address';
 import type { QueueConfig } from '@mailroom/queues/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { type WebhookJobPayload } from '@mailroom/queues/catalog';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { type ClaimedEmail, type ClaimMiss } from '@mailroom/db/queries/email-claim';
 import {
   claimEmail,
@@ -104,7 +104,7 @@ export interface FinishDeps {
 export async function finishClaim(deps: FinishDeps, claim: Claim, outcome: SendOutcome, log: Logger): Promise<boolean> {
   const r = finishRequest(claim, outcome);
   const { finished, deliveries } = await finishEmail(deps.db, r.emailId, r.token, r.outcome, r.announce);
-  await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
+  await relayWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
   return finished;
 }
 
@@ -188,12 +188,12 @@ export function createSendBatching(
         claimDb,
         items.map((i) => i.request),
       );
-      await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, items[0].log);
+      await relayWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, items[0].log);
       return finished;
     },
     async ({ request: r, log }) => {
       const { finished, deliveries } = await finishEmail(claimDb, r.emailId, r.token, r.outcome, r.announce);
-      await announceWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
+      await relayWebhookDeliveries(deps.webhookQueue, deps.config, deliveries, log);
       return finished;
     },
     { ...options, observe: observe && ((n) => observe('finish', n)) },

@@ -26,7 +26,7 @@ import type { AudienceConfig } from '@mailroom/audiences/config';
 import type { PlatformConfig } from '@mailroom/platform/config';
 import type { QueueConfig } from '@mailroom/queues/config';
 import type { SendingConfig } from './config';
-import { type Logger } from '@mailroom/platform/logger';
+import { type Logger, logged } from '@mailroom/platform/logger';
 import { loadCampaign } from '@mailroom/campaigns/queries/campaigns';
 import { storeTestMessage } from './queries/test-messages';
 import { ERASED_ADDRESS } from '@mailroom/contacts/queries/erase';
@@ -183,7 +183,7 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
       const accepted = await readAccepted(deps.redis, key);
       if (accepted) {
         await finish({ status: 'sent', ...accepted });
-        await deps.redis.del(key).catch(() => undefined);
+        await logged(deps.redis.del(key), log, 'kept SES outcome removal', 'debug');
         log.warn(
           { messageId: accepted.messageId },
           'recorded a send that SES accepted before Postgres was lost; not sent again',

@@ -21,7 +21,7 @@
  */
 import type { Queue } from 'bullmq';
 import { type CampaignJobPayload, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
-import { announceWebhookDeliveries, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries, promoteDelayedJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { quotaState } from '@mailroom/mail/ses-account';
 import type { AudienceConfig } from '@mailroom/audiences/config';
 import type { QueueConfig } from '@mailroom/queues/config';
@@ -101,7 +101,7 @@ export async function checkQuotaOnce(deps: QuotaDeps): Promise<QuotaPass> {
       const { moved, deliveries } = await db.transaction((tx) => pauseCampaign(tx, c.id, 'quota', details));
       if (!moved) continue;
       paused++;
-      await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, logger);
+      await relayWebhookDeliveries(deps.webhookQueue, config, deliveries, logger);
       logger.warn(
         { campaignId: c.id, projectId: c.projectId, ...figures },
         'campaign paused: SES 24-hour quota nearly spent',
@@ -115,7 +115,7 @@ export async function checkQuotaOnce(deps: QuotaDeps): Promise<QuotaPass> {
       );
       if (!campaign) continue;
       resumed++;
-      await announceWebhookDeliveries(deps.webhookQueue, config, deliveries, logger);
+      await relayWebhookDeliveries(deps.webhookQueue, config, deliveries, logger);
       try {
         await scheduleCampaignJob(deps.campaignQueue, campaign, new Date());
         await promoteDelayedJobs(

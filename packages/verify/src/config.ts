@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { ConfigError, int, list, type Env } from '@mailroom/platform/config-env';
+import { ConfigError, int, list, renamed, type Env } from '@mailroom/platform/config-env';
 
 /**
  * DNS resolver settings.
@@ -18,8 +18,12 @@ export interface VerifyConfig {
   readonly dnsTimeoutMs: number;
   /** `DNS_TRIES`: attempts per DNS query (1–5, default 2). */
   readonly dnsTries: number;
-  /** `DNS_CACHE_TTL_S`: how long a domain's DNS answer is cached in Redis (s, default 3600); nonexistent domains a tenth of it. */
-  readonly dnsCacheTtlS: number;
+  /**
+   * - `DNS_CACHE_TTL_SECONDS`: how long a domain's DNS answer is cached in Redis (s, default 3600); nonexistent
+   *   domains a tenth of it.
+   * - `DNS_CACHE_TTL_S`: the former name of `DNS_CACHE_TTL_SECONDS`, still read when that one is not set.
+   */
+  readonly dnsCacheTtlSeconds: number;
 }
 
 /**
@@ -34,7 +38,7 @@ export function loadVerifyConfig(env: Env): VerifyConfig {
     dnsServers: list(env, 'DNS_SERVERS', []),
     dnsTimeoutMs: int(env, 'DNS_TIMEOUT_MS', 2_000, 50, 30_000),
     dnsTries: int(env, 'DNS_TRIES', 2, 1, 5),
-    dnsCacheTtlS: int(env, 'DNS_CACHE_TTL_S', 3_600, 0, 7 * 86_400),
+    dnsCacheTtlSeconds: int(env, renamed(env, 'DNS_CACHE_TTL_SECONDS', 'DNS_CACHE_TTL_S'), 3_600, 0, 7 * 86_400),
   };
   for (const server of config.dnsServers) {
     if (!/^(\[[0-9a-f:]+\]|[\w.-]+)(:\d{1,5})?$/i.test(server))

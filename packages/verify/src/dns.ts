@@ -1,7 +1,7 @@
 /**
  * DNS for verification and sending domains: Node's resolver (c-ares) with short timeouts, pointed at
  * `DNS_SERVERS` when set (tests run a DNS server of their own on loopback), and a Redis cache of each domain's
- * answer (`DNS_CACHE_TTL_S`; nonexistent domains for a tenth of that; failures are not cached).
+ * answer (`DNS_CACHE_TTL_SECONDS`; nonexistent domains for a tenth of that; failures are not cached).
  *
  * @module
  */
@@ -96,17 +96,17 @@ export function cachedDnsLookup(resolver: Resolver, redis: Redis | undefined, pr
 
 /**
  * The lookup verification uses: {@link createResolver}'s resolver behind the Redis cache of {@link cachedDnsLookup}
- * (keys under `QUEUE_PREFIX`), or no cache when `DNS_CACHE_TTL_S` is 0.
+ * (keys under `QUEUE_PREFIX`), or no cache when `DNS_CACHE_TTL_SECONDS` is 0.
  */
 export function createDnsLookup(
-  config: Pick<VerifyConfig, 'dnsServers' | 'dnsTimeoutMs' | 'dnsTries' | 'dnsCacheTtlS'> &
+  config: Pick<VerifyConfig, 'dnsServers' | 'dnsTimeoutMs' | 'dnsTries' | 'dnsCacheTtlSeconds'> &
     Pick<PlatformConfig, 'queuePrefix'>,
   redis: Redis,
 ): DnsLookup {
   return cachedDnsLookup(
     createResolver(config),
-    config.dnsCacheTtlS > 0 ? redis : undefined,
+    config.dnsCacheTtlSeconds > 0 ? redis : undefined,
     config.queuePrefix,
-    config.dnsCacheTtlS,
+    config.dnsCacheTtlSeconds,
   );
 }

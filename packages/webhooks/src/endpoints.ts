@@ -15,8 +15,8 @@ import {
 } from './queries/webhooks';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { type DbOrTx } from '@mailroom/db/client';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
-import { type AnnounceDeps } from './announce';
+import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { type OutboxDeps } from './outbox';
 import { isWebhookEventPattern, newWebhookSecret, webhookUrlProblem } from './webhooks';
 
 /** An endpoint's fields as a request gives them (all optional for an update). */
@@ -96,7 +96,7 @@ export async function changeEndpoint(
  *   disabled).
  */
 export async function redeliver(
-  deps: AnnounceDeps,
+  deps: OutboxDeps,
   log: Logger,
   projectId: string,
   endpointId: string,
@@ -111,6 +111,6 @@ export async function redeliver(
     );
   const ref = await redeliverWebhook(db, projectId, endpointId, deliveryId);
   if (!ref) throw notFound('Webhook delivery');
-  await announceWebhookDeliveries(deps.queues.webhook, deps.config, [ref], log);
+  await relayWebhookDeliveries(deps.queues.webhook, deps.config, [ref], log);
   return ref;
 }

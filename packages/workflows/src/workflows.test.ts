@@ -9,16 +9,14 @@ import {
   type GraphStep,
   type GraphTransition,
 } from './workflows';
+import { fromPlunkStepConfig, plunkConditionField, plunkWebhookTemplate } from './workflows-plunk';
 import {
   autoConnectBranches,
-  fromPlunkStepConfig,
-  plunkConditionField,
   plunkTransitionFields,
   plunkTriggerConfig,
-  plunkWebhookTemplate,
   resolveBranch,
   resolveTrigger,
-} from './workflows-plunk';
+} from './workflows-plunk-graph';
 
 const steps: GraphStep[] = [
   { ref: 'wait', type: 'WAIT_FOR_EVENT' },

@@ -16,7 +16,7 @@
  * Every database lookup of a key this process has not seen valid is counted against the client IP before it is
  * made (`FailureLimiter.attempt`, atomic in Redis) and given back when the key is valid, so a parallel burst of
  * made-up keys reaches the database at most `AUTH_FAILURE_LIMIT_PER_MINUTE` times a minute (plus the trickle of
- * one lookup per `BLOCKED_LOOKUP_INTERVAL_S` of a blocked address). A key this process has seen valid costs no
+ * one lookup per `BLOCKED_LOOKUP_INTERVAL_SECONDS` of a blocked address). A key this process has seen valid costs no
  * Redis call here.
  *
  * @module
@@ -227,7 +227,8 @@ export async function resolveKey(
   if (cache.knownGood(hash) || cache.knownBad(hash)) {
     record = await cache.lookup(hash, load);
   } else {
-    // A lookup of this key under way (a parallel request) answers this one too, uncounted if it finds the key.
+    // A lookup of this key under way (a parallel request) answers this one too, uncounted if it finds the key. Its
+    // failure is the leading request's to report; this one then looks the key up itself.
     record = await cache.pending(hash)?.catch(() => undefined);
   }
   if (record === undefined) {

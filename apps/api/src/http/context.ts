@@ -55,7 +55,7 @@ export interface AuthContext {
 }
 
 declare global {
-  // eslint-disable-next-line @typescript-eslint/no-namespace
+  // eslint-disable-next-line @typescript-eslint/no-namespace -- Express types `res.locals` through its global namespace
   namespace Express {
     interface Locals {
       requestId: string;

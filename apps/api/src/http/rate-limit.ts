@@ -75,12 +75,12 @@ export function projectRateLimit(
  */
 export function authFailureLimiter(
   redis: Redis,
-  config: { queuePrefix: string; authFailureLimitPerMinute: number; blockedLookupIntervalS: number },
+  config: { queuePrefix: string; authFailureLimitPerMinute: number; blockedLookupIntervalSeconds: number },
 ): FailureLimiter {
   return new FailureLimiter(redis, config.queuePrefix, {
     name: 'authfail',
     perMinute: config.authFailureLimitPerMinute,
-    trickleIntervalS: config.blockedLookupIntervalS,
+    trickleIntervalSeconds: config.blockedLookupIntervalSeconds,
     what: 'failed authentications',
   });
 }
@@ -228,7 +228,7 @@ export interface FailureLimiterOptions {
   /** Failures per client ({@link ipKey}) per 60 s window. */
   perMinute: number;
   /** While a client is over the limit, one lookup per this many seconds is still allowed (s, whole). */
-  trickleIntervalS: number;
+  trickleIntervalSeconds: number;
   /** How 429 messages name what failed ("failed authentications"). */
   what: string;
 }
@@ -241,7 +241,7 @@ export interface FailureLimiterOptions {
  * so N parallel requests cannot all pass a limit of M < N) and given back when the credential turns out valid
  * ({@link Attempt.succeeded}); a failure that costs nothing (a malformed key, one the negative cache answers)
  * is counted after ({@link fail}). Once a client is over `perMinute`, it gets 429 `RATE_LIMITED` with
- * `Retry-After` without a lookup, except for one lookup per `trickleIntervalS` (per client, across processes):
+ * `Retry-After` without a lookup, except for one lookup per `trickleIntervalSeconds` (per client, across processes):
  * a legitimate client sharing the address with an offender still gets through within seconds, and then the
  * caller's own memory of good credentials lets it keep working.
  */
@@ -259,8 +259,8 @@ export class FailureLimiter {
       storeClient: limiterClient(redis),
       keyPrefix: `${keyPrefix}:${options.name}:trickle`,
       points: 1,
-      duration: options.trickleIntervalS,
-      insuranceLimiter: new RateLimiterMemory({ points: 1, duration: options.trickleIntervalS }),
+      duration: options.trickleIntervalSeconds,
+      insuranceLimiter: new RateLimiterMemory({ points: 1, duration: options.trickleIntervalSeconds }),
     });
   }
 
@@ -279,7 +279,7 @@ export class FailureLimiter {
   /**
    * Counts a lookup of `client` before it is made.
    *
-   * @param trickle - whether a client over the limit may still have its one lookup per `trickleIntervalS`
+   * @param trickle - whether a client over the limit may still have its one lookup per `trickleIntervalSeconds`
    *   (false: over the limit is always 429).
    * @returns the {@link Attempt}, to report the outcome to.
    * @throws {@link AppError} 429 `RATE_LIMITED` (with `Retry-After`) when `client` is over the limit (and its

@@ -89,7 +89,9 @@ export interface RouteDef<
   example?: unknown;
   /** OpenAPI `requestBody` of a route that reads a non-JSON body itself (no `body` schema). */
   requestBody?: Record<string, unknown>;
-  handler: (ctx: RouteContext<S<B>, S<Q>, S<P>>) => Promise<RouteResult>;
+  // A method, so a route of any schemas is also a route of `TSchema | undefined` ones ({@link AnyRoute}): the router
+  // hands each handler only what its own schemas validated.
+  handler(ctx: RouteContext<S<B>, S<Q>, S<P>>): Promise<RouteResult>;
 }
 
 type S<T> = T extends TSchema ? Static<T> : undefined;
@@ -103,8 +105,8 @@ export function route<
   return def;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyRoute = RouteDef<any, any, any>;
+/** A route of whatever schemas, as the router and the OpenAPI generator take them. */
+export type AnyRoute = RouteDef<TSchema | undefined, TSchema | undefined, TSchema | undefined>;
 
 /** The steps a route's `auth` maps to (authentication, then the project's rate limit), supplied by the app. */
 export interface AuthSteps {

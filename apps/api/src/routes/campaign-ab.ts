@@ -12,8 +12,8 @@ import { pickWinnerNow } from '@mailroom/campaigns/ab-actions';
 import { variantStats } from '@mailroom/campaigns/ab-decide';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
-import { Campaign, presentCampaign } from './campaign-shapes';
-import { presentVariants, VariantsReport } from './campaign-ab-shapes';
+import { Campaign, presentCampaign } from './campaign-schemas';
+import { presentVariants, VariantsReport } from './campaign-ab-schemas';
 import { IdParams } from './common';
 
 const WinnerBody = Type.Object(

@@ -15,7 +15,7 @@ import { requireCampaign } from '@mailroom/campaigns/lifecycle';
 import { resumeNow } from '@mailroom/campaigns/recovery';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { Campaign, presentCampaign } from './campaign-shapes';
+import { Campaign, presentCampaign } from './campaign-schemas';
 import { cursorId, IdParams, PageQuery, Timestamp } from './common';
 
 const CampaignEvent = Type.Object({

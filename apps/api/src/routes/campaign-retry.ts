@@ -9,7 +9,7 @@ import { Type } from '@sinclair/typebox';
 import { retryFailedNow } from '@mailroom/campaigns/recovery';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
-import { Campaign, presentCampaign } from './campaign-shapes';
+import { Campaign, presentCampaign } from './campaign-schemas';
 import { IdParams } from './common';
 
 const RetryFailedResponse = Type.Intersect([

@@ -30,7 +30,7 @@ import {
   testableCampaign,
   type AbGiven,
 } from '@mailroom/campaigns/lifecycle';
-import type { AbTestInput, VariantsInput } from './campaign-ab-shapes';
+import type { AbTestInput, VariantsInput } from './campaign-ab-schemas';
 import { campaignStats } from '@mailroom/campaigns/stats';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
@@ -58,7 +58,7 @@ import {
   TestBody,
   Stats,
   toColumns,
-} from './campaign-shapes';
+} from './campaign-schemas';
 
 /** Routes of this module. */
 export function campaignRoutes(deps: AppDeps) {

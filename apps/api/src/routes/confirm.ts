@@ -21,7 +21,7 @@ import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
 import { confirmDoubleOptIn, confirmationTokenId, verifyConfirmationToken } from '@mailroom/contacts/double-opt-in';
 import { confirmationTarget, type ConfirmationTarget } from '@mailroom/contacts/queries/confirmations';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { sql } from 'drizzle-orm';
 import type { AppDeps } from '../http/context';
 import { clientIp, FailureLimiter } from '../http/rate-limit';
@@ -33,7 +33,7 @@ export function mountConfirm(router: Router, deps: AppDeps): void {
   const failures = new FailureLimiter(deps.redis, deps.config.queuePrefix, {
     name: 'confirm',
     perMinute: deps.config.unsubscribeLimitPerMinute,
-    trickleIntervalS: deps.config.blockedLookupIntervalS,
+    trickleIntervalSeconds: deps.config.blockedLookupIntervalSeconds,
     what: 'unknown confirmation links',
   });
 
@@ -105,7 +105,7 @@ export function mountConfirm(router: Router, deps: AppDeps): void {
           outcome.status === 'confirmed' ? await recordWebhookEvents(tx, target.projectId, outcome.events) : [];
         return { outcome, deliveries };
       });
-      await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
+      await relayWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
       if (outcome.status === 'expired') throw gone();
       const confirmed = outcome.status === 'confirmed';
       if (req.accepts(['html', 'json']) === 'json') {

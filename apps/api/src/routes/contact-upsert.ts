@@ -21,7 +21,7 @@ import {
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 import type { DbOrTx } from '@mailroom/db/client';
 import { sql } from 'drizzle-orm';
-import { announceWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { SendPriority } from '@mailroom/queues/catalog';
 import type { AppDeps, AuthContext } from '../http/context';
 import { EmailAddress, Nullable, Timestamp } from './common';
@@ -193,7 +193,7 @@ export async function upsertWithTopics(
         { emailId: confirmation.emailId, projectId: auth.projectId, priority: SendPriority.transactional },
       ]).catch((err: unknown) => log.warn({ err }, 'confirmation email not enqueued; the reconciler will enqueue it'));
     }
-    await announceWebhookDeliveries(
+    await relayWebhookDeliveries(
       deps.queues.webhook,
       deps.config,
       [...(snoozed?.deliveries ?? []), ...deliveries],

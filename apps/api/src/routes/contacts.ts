@@ -19,7 +19,7 @@ import { topicWebhookEvents } from '@mailroom/contacts/topics';
 import { contactTopicStates, setContactTopics } from '@mailroom/db/queries/topics';
 import { confirmationsOf } from '@mailroom/contacts/queries/confirmations';
 import { withWebhookEvents } from '@mailroom/db/queries/webhooks';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { decodeCursor, encodeCursor } from '@mailroom/platform/ids';
 import { type SegmentFilter } from '@mailroom/audiences/segments';
 import { parseSegmentFilter } from '@mailroom/audiences/filter-parser';
@@ -305,7 +305,7 @@ export function contactRoutes(deps: AppDeps) {
           },
           ({ updated, changes }) => (updated ? topicWebhookEvents(updated, changes, { method: 'api' }) : []),
         );
-        await announceWebhookDeliveries(deps.queues.webhook, deps.config, [...c.snoozeDeliveries, ...deliveries], log);
+        await relayWebhookDeliveries(deps.queues.webhook, deps.config, [...c.snoozeDeliveries, ...deliveries], log);
         if (!c.updated) throw notFound('Contact');
         return { data: presentContact(c.updated) };
       },

@@ -252,9 +252,9 @@ export function domainRoutes(deps: AppDeps, identities?: DomainIdentityProvider)
       response: Domain,
       status: 200,
       errors: [400, 401, 403, 404, 422, 429],
-      handler: async ({ params, body, auth }) => ({
+      handler: async ({ params, body, auth, log }) => ({
         data: presentDomain(
-          await setTrackingDomain(tracking, auth.projectId, params.id, body.trackingDomain),
+          await setTrackingDomain({ ...tracking, logger: log }, auth.projectId, params.id, body.trackingDomain),
           deps.config.inboundMxHost,
         ),
       }),

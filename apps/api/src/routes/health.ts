@@ -13,6 +13,8 @@ import type { Router } from 'express';
 import { sql } from 'drizzle-orm';
 import { EvictionPolicyProbe } from '@mailroom/queues/eviction-policy';
 import type { AppDeps } from '../http/context';
+import { logged } from '@mailroom/platform/logger';
+import { errorMessage } from '@mailroom/platform/errors';
 
 function within<T>(ms: number, p: Promise<T>): Promise<T> {
   return Promise.race([
@@ -34,10 +36,12 @@ export function mountHealth(router: Router, deps: AppDeps): void {
     ]);
     // Only asked of a Redis that answers (else the ping already says what is wrong).
     const policy =
-      redis.status === 'fulfilled' ? await within(2000, eviction.current()).catch(() => undefined) : undefined;
+      redis.status === 'fulfilled'
+        ? await logged(within(2000, eviction.current()), deps.logger, 'Redis eviction policy check', 'debug')
+        : undefined;
     const checks = {
-      postgres: pg.status === 'fulfilled' ? 'ok' : `error: ${(pg.reason as Error).message}`,
-      redis: redis.status === 'fulfilled' ? 'ok' : `error: ${(redis.reason as Error).message}`,
+      postgres: pg.status === 'fulfilled' ? 'ok' : `error: ${errorMessage(pg.reason)}`,
+      redis: redis.status === 'fulfilled' ? 'ok' : `error: ${errorMessage(redis.reason)}`,
       ...(policy ? { redisEvictionPolicy: policy.status === 'ok' ? 'ok' : `warning: ${policy.message}` } : {}),
     };
     const ok = pg.status === 'fulfilled' && redis.status === 'fulfilled';

@@ -11,7 +11,7 @@
 import type express from 'express';
 import busboy from 'busboy';
 import { Type, type Static } from '@sinclair/typebox';
-import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
+import { AppError, ErrorCode, notFound, validationError, errorMessage } from '@mailroom/platform/errors';
 import { enqueueImport } from '@mailroom/queues/enqueue';
 import { importTooLarge, storeImport, type ImportUpload } from '@mailroom/contacts/import-upload';
 import {
@@ -86,7 +86,7 @@ function openUpload(req: express.Request, max: number): Promise<ImportUpload> {
     try {
       bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: max + 1, fields: 20, parts: 25 } });
     } catch (err) {
-      reject(new AppError(ErrorCode.BAD_REQUEST, `Malformed multipart body: ${(err as Error).message}`));
+      reject(new AppError(ErrorCode.BAD_REQUEST, `Malformed multipart body: ${errorMessage(err)}`));
       return;
     }
     let found = false;
@@ -99,7 +99,7 @@ function openUpload(req: express.Request, max: number): Promise<ImportUpload> {
       resolve({ stream, filename: info.filename ?? null, mediaType: info.mimeType });
     });
     bb.on('error', (err) =>
-      reject(new AppError(ErrorCode.BAD_REQUEST, `Malformed multipart body: ${(err as Error).message}`)),
+      reject(new AppError(ErrorCode.BAD_REQUEST, `Malformed multipart body: ${errorMessage(err)}`)),
     );
     bb.on('close', () => {
       if (!found)

@@ -23,6 +23,7 @@ import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
 import { cursorId, IdParams, keysetPage, Nullable, PageFields, PageQuery, StringEnum, Timestamp } from './common';
 import { presentDomain, DomainSchema } from './domains';
+import { logged } from '@mailroom/platform/logger';
 
 const Verdict = Nullable(
   Type.String({ description: 'PASS, FAIL, GRAY or PROCESSING_FAILED, as SES judged; null when SES gave none' }),
@@ -193,7 +194,12 @@ export function mountInboundRaw(router: Router, deps: AppDeps, auth: RequestHand
   });
   router.get('/inbound/:id/attachments/:n', ...auth, async (req: Request, res: Response) => {
     const { id, n } = validateAttachment({ ...req.params });
-    const a = await inboundAttachment(await rawOf(res, id), n).catch(() => undefined);
+    const a = await logged(
+      inboundAttachment(await rawOf(res, id), n),
+      res.locals.log,
+      'inbound attachment parse',
+      'debug',
+    );
     if (!a) throw notFound('Attachment');
     const name = (a.filename ?? `attachment-${n}`).replace(/[^\w.-]+/g, '_');
     res

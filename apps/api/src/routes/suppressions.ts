@@ -10,7 +10,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { EmailAddress } from '@mailroom/contacts/contacts';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { notFound } from '@mailroom/platform/errors';
 import { TRIM_KEYWORD } from '@mailroom/platform/validation';
 import { suppressManually } from '@mailroom/feedback/suppressions';
@@ -129,7 +129,7 @@ export function suppressionRoutes(deps: AppDeps) {
       idempotent: true,
       handler: async ({ body, auth, db: tx, afterCommit, log }) => {
         const { added, alreadySuppressed, deliveries } = await suppressManually(tx, auth.projectId, body);
-        afterCommit(() => announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log));
+        afterCommit(() => relayWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log));
         return { status: added.length > 0 ? 201 : 200, data: { added: added.map(present), alreadySuppressed } };
       },
     }),

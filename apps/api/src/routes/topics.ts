@@ -30,7 +30,7 @@ import {
 } from '@mailroom/db/queries/topics';
 import { getContact } from '@mailroom/db/queries/contacts';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { topicWebhookEvents } from '@mailroom/contacts/topics';
 import { route } from '../http/route';
 import type { AppDeps } from '../http/context';
@@ -305,7 +305,7 @@ export function topicRoutes(deps: AppDeps) {
           auth.projectId,
           topicWebhookEvents(contact, changes, { method: 'api' }),
         );
-        afterCommit(() => announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log));
+        afterCommit(() => relayWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log));
         return {
           data: { topics: (await contactTopicStates(tx, auth.projectId, contact.id)).map(presentContactTopic) },
         };

@@ -11,7 +11,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { validationError } from '@mailroom/platform/errors';
 import type { UnsubscribeTarget } from '@mailroom/contacts/queries/unsubscribe';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { PAUSE_CHOICES_DAYS, snoozeInTransaction } from '@mailroom/audiences/snooze';
 import type { AppDeps } from '../http/context';
 
@@ -63,7 +63,7 @@ export function mountUnsubscribePause(router: Router, deps: AppDeps, kit: PauseP
           }),
         );
         changed = change !== null;
-        await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, res.locals.log);
+        await relayWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, res.locals.log);
       }
       res.set('Cache-Control', 'no-store');
       if (req.accepts(['html', 'json']) === 'json') {

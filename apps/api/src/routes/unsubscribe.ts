@@ -19,7 +19,7 @@
  * mailbox providers send real one-click POSTs from shared relays, which must never be rationed. A lookup is
  * counted before it is made (atomic in Redis, so a parallel burst cannot pass the limit) and given back when the
  * token resolves, so valid tokens never count. Beyond the limit the address gets 429 `RATE_LIMITED` with
- * `Retry-After` and no lookup, except one lookup per `BLOCKED_LOOKUP_INTERVAL_S` (a valid token then succeeds).
+ * `Retry-After` and no lookup, except one lookup per `BLOCKED_LOOKUP_INTERVAL_SECONDS` (a valid token then succeeds).
  * So a valid token is refused only while its address is over the limit through failures of its own (or, at one
  * instant, more than the limit of lookups in flight).
  *
@@ -84,7 +84,7 @@ export function mountUnsubscribe(router: Router, deps: AppDeps): void {
   const failures = new FailureLimiter(deps.redis, deps.config.queuePrefix, {
     name: 'unsubscribe',
     perMinute: deps.config.unsubscribeLimitPerMinute,
-    trickleIntervalS: deps.config.blockedLookupIntervalS,
+    trickleIntervalSeconds: deps.config.blockedLookupIntervalSeconds,
     what: 'unknown unsubscribe links',
   });
 

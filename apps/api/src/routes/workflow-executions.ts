@@ -9,7 +9,7 @@
 import { Type } from '@sinclair/typebox';
 import { notFound } from '@mailroom/platform/errors';
 import { EmailAddress } from '@mailroom/contacts/contacts';
-import { enqueueExecutions, announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { enqueueExecutions, relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { EXECUTION_STATUSES } from '@mailroom/db/schema/workflow-states';
 import { getWorkflow } from '@mailroom/db/queries/workflows';
 import { getExecution, listExecutions } from '@mailroom/db/queries/workflow-executions';
@@ -36,7 +36,7 @@ import {
   presentRun,
   presentStepExecution,
   ExecutionParams,
-} from './workflow-shapes';
+} from './workflow-schemas';
 
 /** Routes of this module. */
 export function workflowExecutionRoutes(deps: AppDeps) {
@@ -152,7 +152,7 @@ export function workflowExecutionRoutes(deps: AppDeps) {
         const started = await startExecution(tx, auth.projectId, params.id, body, auth.mode === 'test');
         afterCommit(async () => {
           await enqueueExecutions(deps.queues.workflow, [started.execution], log);
-          await announceWebhookDeliveries(deps.queues.webhook, deps.config, started.deliveries, log);
+          await relayWebhookDeliveries(deps.queues.webhook, deps.config, started.deliveries, log);
         });
         return {
           data: presentExecution(
@@ -183,7 +183,7 @@ export function workflowExecutionRoutes(deps: AppDeps) {
         errors: [400, 401, 403, 404, 409, 429],
         handler: async ({ params, auth, log }) => {
           const r = await cancelWorkflowExecution(db, auth.projectId, params.id, params.executionId);
-          await announceWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
+          await relayWebhookDeliveries(deps.queues.webhook, deps.config, r.deliveries, log);
           return {
             data: presentExecution(r.execution, await executionLookups(auth.projectId, params.id, [r.execution], db)),
           };

@@ -8,7 +8,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { WORKFLOW_STEP_TYPES } from '@mailroom/db/schema/workflow-states';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { loadWorkflowGraph } from '@mailroom/db/queries/workflows';
 import { addStep, addTransition, editStep, removeStep, removeTransition } from '@mailroom/workflows/graph/edit';
 import { replaceWorkflowGraph } from '@mailroom/workflows/graph/replace';
@@ -29,7 +29,7 @@ import {
   StepParams,
   TransitionParams,
   StepKey,
-} from './workflow-shapes';
+} from './workflow-schemas';
 
 /** Routes of this module. */
 export function workflowGraphRoutes(deps: AppDeps) {
@@ -120,7 +120,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 422, 429],
       handler: async ({ params, auth, log }) => {
         const deliveries = await removeStep(db, auth.projectId, params.id, params.stepId);
-        await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
+        await relayWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
         return { data: { id: params.stepId, deleted: true as const } };
       },
     }),
@@ -231,7 +231,7 @@ export function workflowGraphRoutes(deps: AppDeps) {
       errors: [400, 401, 403, 404, 413, 422, 429],
       handler: async ({ params, body, auth, log }) => {
         const deliveries = await replaceWorkflowGraph(db, auth.projectId, params.id, body, allowPrivate);
-        await announceWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
+        await relayWebhookDeliveries(deps.queues.webhook, deps.config, deliveries, log);
         return { data: presentGraph((await loadWorkflowGraph(db, auth.projectId, params.id))!) };
       },
     }),

@@ -1,7 +1,7 @@
 /**
  * Workflows: `GET/POST /workflows`, `GET/PATCH/DELETE /workflows/{id}` and the project's signing secret of WEBHOOK
  * steps (`GET /workflows/webhook-secret`). The graph's routes are in `workflow-graph.ts`, the executions' in
- * `workflow-executions.ts`, the shapes all three answer with in `workflow-shapes.ts`.
+ * `workflow-executions.ts`, the shapes all three answer with in `workflow-schemas.ts`.
  *
  * Plunk v2's workflow model is accepted beside ours (docs/api/overview.md, Plunk v2 compatibility; the mapping is in
  * `@mailroom/workflows` workflows-plunk; the rules are in `@mailroom/workflows` graph/*): `eventName` / `triggerType` / `triggerConfig`, steps with `position`,
@@ -47,7 +47,7 @@ import {
   WorkflowDetail,
   presentWorkflow,
   presentGraph,
-} from './workflow-shapes';
+} from './workflow-schemas';
 
 /** Routes of this module. */
 export function workflowRoutes(deps: AppDeps) {

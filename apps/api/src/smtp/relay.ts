@@ -21,7 +21,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import type { Redis } from 'ioredis';
-import { AppError, ErrorCode } from '@mailroom/platform/errors';
+import { AppError, ErrorCode, errorMessage } from '@mailroom/platform/errors';
 import type { Logger } from '@mailroom/platform/logger';
 import type { Config } from '@mailroom/config/config';
 import type { Database } from '@mailroom/db/client';
@@ -183,7 +183,7 @@ function relayHandlers(deps: RelayDeps): Pick<SMTPServerOptions, 'onAuth' | 'onM
           callback(null, { user: record });
         })
         .catch((err: unknown) => {
-          if (!(err instanceof AppError)) logger.warn({ err: (err as Error).message }, 'smtp auth: key lookup failed');
+          if (!(err instanceof AppError)) logger.warn({ err: errorMessage(err) }, 'smtp auth: key lookup failed');
           callback(authReply(err));
         });
     },
@@ -254,7 +254,7 @@ function relayHandlers(deps: RelayDeps): Pick<SMTPServerOptions, 'onAuth' | 'onM
           .catch((err: unknown) => {
             const r = dataReply(err);
             (r.responseCode >= 500 ? log.info.bind(log) : log.warn.bind(log))(
-              { reply: r.responseCode, err: (err as Error).message },
+              { reply: r.responseCode, err: errorMessage(err) },
               'smtp message refused',
             );
             callback(r);

@@ -9,7 +9,7 @@ import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import { CampaignJobPayload, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { dataValidator } from '@mailroom/platform/validation';
 import { type Config } from '@mailroom/config/config';
-import { type Logger } from '@mailroom/platform/logger';
+import { type Logger, logged } from '@mailroom/platform/logger';
 import { runCampaignJob, type CampaignJobControl, type CampaignJobResult } from '@mailroom/campaigns/fanout';
 import { type Database } from '@mailroom/db/client';
 
@@ -36,7 +36,7 @@ export function createCampaignProcessor(deps: CampaignProcessorDeps) {
     const log = deps.logger.child({ jobId: job.id, campaignId, projectId });
     const control: CampaignJobControl = {
       delay: (at) => job.moveToDelayed(at, token),
-      promote: () => job.promote().catch(() => undefined),
+      promote: () => logged(job.promote(), log, 'campaign job promotion', 'debug'),
       stop: () => {
         throw new DelayedError();
       },

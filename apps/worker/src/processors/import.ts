@@ -5,7 +5,7 @@
  * @module
  */
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { dataValidator } from '@mailroom/platform/validation';
 import { IMPORT_ATTEMPTS, ImportJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
@@ -37,7 +37,7 @@ export function createImportProcessor(deps: ImportProcessorDeps) {
     parallel: deps.config.importParallel,
     announce:
       deps.webhookQueue &&
-      ((refs: WebhookDeliveryRef[]) => announceWebhookDeliveries(deps.webhookQueue!, deps.config, refs, deps.logger)),
+      ((refs: WebhookDeliveryRef[]) => relayWebhookDeliveries(deps.webhookQueue!, deps.config, refs, deps.logger)),
   };
   return async (job: Job): Promise<ImportJobResult> => {
     const checked = validatePayload(job.data);

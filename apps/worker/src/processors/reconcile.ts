@@ -23,7 +23,7 @@ import {
 } from '@mailroom/queues/enqueue';
 import { SNS_MESSAGE_RETENTION_DAYS } from '@mailroom/feedback/sns';
 import { type Config } from '@mailroom/config/config';
-import { type Logger } from '@mailroom/platform/logger';
+import { type Logger, logged } from '@mailroom/platform/logger';
 import { oncePerInterval, type MaintenanceTask } from './maintenance';
 import { activeCampaigns } from '@mailroom/campaigns/queries/campaigns';
 import { overdueExecutions } from '@mailroom/workflows/queries/workflow-engine';
@@ -153,7 +153,8 @@ async function reconcileImports(deps: ReconcileDeps): Promise<number> {
   let enqueued = 0;
   for (const imp of pending) {
     const state = await deps.queues.import.getJobState(imp.id);
-    if (state === 'completed' || state === 'failed') await deps.queues.import.remove(imp.id).catch(() => undefined);
+    if (state === 'completed' || state === 'failed')
+      await logged(deps.queues.import.remove(imp.id), deps.logger, 'finished import job removal', 'debug');
     else if (state !== 'unknown') continue;
     await enqueueImport(deps.queues.import, imp);
     enqueued++;
@@ -191,7 +192,7 @@ export async function reconcileOnce(
       if (state === 'unknown') missing.push(batch[i]);
       else if (state === 'completed' || state === 'failed') {
         // A finished job whose row is still pending: drop the stale job so a new one can take its id.
-        await sendQueue.remove(batch[i].id).catch(() => undefined);
+        await logged(sendQueue.remove(batch[i].id), deps.logger, 'stale send job removal', 'debug');
         missing.push(batch[i]);
       }
     }

@@ -22,7 +22,7 @@ import type { Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
 import type { MaintenanceJobPayload } from '@mailroom/queues/catalog';
 import { enqueueMaintenance } from '@mailroom/queues/enqueue';
-import { type Logger } from '@mailroom/platform/logger';
+import { type Logger, logged } from '@mailroom/platform/logger';
 import { type MaintenanceTask } from './maintenance';
 import { reconcileOnce, type ReconcileDeps, type ReconcileResult } from './reconcile';
 
@@ -94,7 +94,7 @@ export function watchRedisLoss(deps: {
         await enqueueMaintenance(deps.queue, RECONCILE_NOW, now + delay, delay);
     } catch (err) {
       // Not added: without the marker, the next check tries again.
-      await deps.redis.del(key).catch(() => undefined);
+      await logged(deps.redis.del(key), deps.logger, 'Redis data marker removal', 'debug');
       throw err;
     }
     return true;

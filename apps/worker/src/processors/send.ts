@@ -9,7 +9,7 @@
 import { DelayedError, UnrecoverableError, type Job, type Worker } from 'bullmq';
 import { dataValidator } from '@mailroom/platform/validation';
 import { SendJobPayload } from '@mailroom/queues/catalog';
-import { type Logger } from '@mailroom/platform/logger';
+import { type Logger, logged } from '@mailroom/platform/logger';
 import { createEmailSender, type EmailSenderDeps, type SendJobResult } from '@mailroom/sending/job';
 
 const validatePayload = dataValidator(SendJobPayload);
@@ -51,7 +51,7 @@ export function createSendProcessor(deps: SendProcessorDeps) {
       case 'campaign-paused':
         // Delayed first, then asked: a resume that promoted the campaign's jobs just before would miss this one.
         await job.moveToDelayed(Date.now() + step.recheckInMs, token);
-        if (await step.resumed()) await job.promote().catch(() => undefined);
+        if (await step.resumed()) await logged(job.promote(), log, 'paused send job promotion', 'debug');
         throw new DelayedError();
       case 'back-off':
         if (step.cause === 'throttled') deps.onThrottled?.();

@@ -7,7 +7,7 @@
  */
 import type { Queue } from 'bullmq';
 import { type WebhookJobPayload, type WorkflowJobPayload } from '@mailroom/queues/catalog';
-import { announceWebhookDeliveries, enqueueExecutions } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries, enqueueExecutions } from '@mailroom/queues/enqueue';
 import { type Config } from '@mailroom/config/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { type Database } from '@mailroom/db/client';
@@ -26,7 +26,7 @@ export interface WorkflowInboxDeps {
 export function drainInboxOnce(deps: WorkflowInboxDeps): Promise<InboxTotals> {
   return drainInbox(deps.database.db, async (batch) => {
     await enqueueExecutions(deps.workflowQueue, [...batch.started, ...batch.woken], deps.logger);
-    await announceWebhookDeliveries(deps.webhookQueue, deps.config, batch.deliveries, deps.logger);
+    await relayWebhookDeliveries(deps.webhookQueue, deps.config, batch.deliveries, deps.logger);
   });
 }
 

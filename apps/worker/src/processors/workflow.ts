@@ -15,7 +15,7 @@ import {
   type SendJobPayload,
   type WebhookJobPayload,
 } from '@mailroom/queues/catalog';
-import { announceWebhookDeliveries, enqueueExecutions, enqueueSendJobs } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries, enqueueExecutions, enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { dataValidator } from '@mailroom/platform/validation';
 import { lanePriorities, lanePrioritiesOf } from '@mailroom/queues/send-lanes';
 import type { LaneConnectionOf } from '@mailroom/sending/lane-connection';
@@ -78,7 +78,7 @@ async function handOver(deps: WorkflowProcessorDeps, h: Handover, log: Logger): 
       log.warn({ err, emails: h.sends.length }, 'send enqueue failed; the reconciler will enqueue these emails');
     }
   }
-  await announceWebhookDeliveries(deps.webhookQueue, deps.config, h.deliveries, log);
+  await relayWebhookDeliveries(deps.webhookQueue, deps.config, h.deliveries, log);
   if (h.wake)
     await enqueueExecutions(
       deps.workflowQueue,

@@ -9,6 +9,7 @@ import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { QUEUE_KEYS, queueCatalog, smoothLimiter, type QueueKey } from '@mailroom/queues/catalog';
 import { queueOptions } from '@mailroom/queues/connection';
+import { setWorkerLimiter } from '@mailroom/queues/worker-limiter';
 import { type Config } from '@mailroom/config/config';
 
 /** What runs a queue's jobs. */
@@ -52,9 +53,9 @@ export function createWorkers(
 }
 
 /**
- * Moves a running `send` worker's limiter to a new rate. BullMQ reads `opts.limiter` on every fetch of a job
- * (its `moveToActive` script gets the limiter as an argument), so the next job start follows the new pace.
+ * Moves a running `send` worker's limiter to a new rate (emails a second); the next job start follows the new pace
+ * (`@mailroom/queues/worker-limiter`).
  */
 export function setSendWorkerRate(worker: Worker, emailsPerSecond: number): void {
-  worker.opts.limiter = smoothLimiter(emailsPerSecond);
+  setWorkerLimiter(worker, smoothLimiter(emailsPerSecond));
 }

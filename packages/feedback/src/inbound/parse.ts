@@ -8,6 +8,7 @@
  */
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import type { InboundAttachmentInfo } from '@mailroom/db/schema/inbound';
+import { errorMessage } from '@mailroom/platform/errors';
 
 /** Bounds of what is parsed. */
 export const INBOUND_LIMITS = {
@@ -91,9 +92,7 @@ export async function parseInbound(raw: Buffer): Promise<ParsedInbound> {
       }),
     ]);
   } catch (err) {
-    throw err instanceof InboundParseError
-      ? err
-      : new InboundParseError(`unparsable message: ${(err as Error).message}`);
+    throw err instanceof InboundParseError ? err : new InboundParseError(`unparsable message: ${errorMessage(err)}`);
   } finally {
     clearTimeout(timer);
   }
@@ -149,7 +148,7 @@ export async function inboundAttachment(
       skipHtmlToText: true,
     });
   } catch (err) {
-    throw new InboundParseError(`unparsable message: ${(err as Error).message}`);
+    throw new InboundParseError(`unparsable message: ${errorMessage(err)}`);
   }
   const a = mail.attachments[n];
   return a

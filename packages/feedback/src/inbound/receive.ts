@@ -19,7 +19,7 @@ import type { Logger } from '@mailroom/platform/logger';
 import type { MailConfig } from '@mailroom/mail/config';
 import type { QueueConfig } from '@mailroom/queues/config';
 import type { WebhookJobPayload } from '@mailroom/queues/catalog';
-import { announceWebhookDeliveries } from '@mailroom/queues/enqueue';
+import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import type { Db } from '@mailroom/db/client';
 import type { InboundVerdicts } from '@mailroom/db/schema/inbound';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
@@ -37,6 +37,7 @@ import { recordSnsMessage } from '../queries/feedback';
 import { SnsRejection } from '../sns';
 import { InboundParseError, parseInbound, type ParsedInbound } from './parse';
 import type { SesReceipt } from './receipt';
+import { errorMessage } from '@mailroom/platform/errors';
 
 /** What receiving needs. */
 export interface InboundDeps {
@@ -96,7 +97,7 @@ export function createInboundReceiver(
     } catch (err) {
       const name = (err as { name?: string }).name ?? 'Error';
       if (S3_GONE.has(name)) return { error: `S3 object s3://${c.bucket}/${c.key}: ${name}` };
-      throw new SnsRejection(503, `cannot fetch s3://${c.bucket}/${c.key}: ${name}: ${(err as Error).message}`);
+      throw new SnsRejection(503, `cannot fetch s3://${c.bucket}/${c.key}: ${name}: ${errorMessage(err)}`);
     }
   };
 
@@ -183,7 +184,7 @@ export function createInboundReceiver(
       return { stored, deliveries };
     });
     if (!outcome) return { duplicate: true, inbound: [] };
-    await announceWebhookDeliveries(deps.webhookQueue, config, outcome.deliveries, log);
+    await relayWebhookDeliveries(deps.webhookQueue, config, outcome.deliveries, log);
     for (const s of outcome.stored)
       log.info(
         { projectId: s.projectId, inboundId: s.id, status: s.status, sesMessageId: receipt.sesMessageId, error },

@@ -13,7 +13,7 @@
  * @module
  */
 import type { Redis, Cluster } from 'ioredis';
-import { type Logger } from '@mailroom/platform/logger';
+import { type Logger, logged } from '@mailroom/platform/logger';
 import { classifySendError, type MailTransport, type OutboundMessage } from './transport';
 import { isConnectionFailure, type ConnectionHealth } from './connection-health';
 import { GateBusyError } from './rate-gate';
@@ -100,7 +100,11 @@ export class ConnectionRouter implements MailTransport {
     // Pins are looked up after an incident this process saw, or one any other process pinned a message in (its
     // retry may come here, or to this process after a restart): otherwise no lookup, no Redis call per send.
     if (message.key && (Date.now() - this.incidentAt < 86_400_000 || (await this.anyPins()))) {
-      const pinned = await this.deps.redis.get(this.pinKey(message.key)).catch(() => null);
+      const pinned = await logged(
+        this.deps.redis.get(this.pinKey(message.key)),
+        this.deps.logger,
+        'connection pin lookup',
+      );
       const to = pinned ? this.byName.get(pinned) : undefined;
       if (to) return to;
     }
@@ -146,8 +150,16 @@ export class ConnectionRouter implements MailTransport {
       const code = (err as { code?: string; name?: string }).code ?? (err as { name?: string }).name ?? '';
       if (kind.kind === 'unreachable' && !NEVER_SENT.has(code) && message.key && this.deps.connections.length > 1) {
         // The answer was lost: SES may have the message. Its retries stay on this connection.
-        await this.deps.redis.set(this.pinKey(message.key), c.name, 'EX', PIN_TTL_S, 'NX').catch(() => undefined);
-        await this.deps.redis.set(this.pinsMarkerKey(), String(Date.now()), 'EX', PIN_TTL_S).catch(() => undefined);
+        await logged(
+          this.deps.redis.set(this.pinKey(message.key), c.name, 'EX', PIN_TTL_S, 'NX'),
+          this.deps.logger,
+          'connection pin',
+        );
+        await logged(
+          this.deps.redis.set(this.pinsMarkerKey(), String(Date.now()), 'EX', PIN_TTL_S),
+          this.deps.logger,
+          'connection pins marker',
+        );
       }
       throw err;
     }
@@ -163,9 +175,12 @@ export class ConnectionRouter implements MailTransport {
     const back: string[] = [];
     for (const c of this.deps.connections) {
       if (await this.deps.health.healthy(c.name)) continue;
-      const turn = await this.deps.redis
-        .set(`${this.deps.health.key(c.name)}:probe`, '1', 'PX', Math.max(100, everyMs - 50), 'NX')
-        .catch(() => null);
+      const turn = await logged(
+        this.deps.redis.set(`${this.deps.health.key(c.name)}:probe`, '1', 'PX', Math.max(100, everyMs - 50), 'NX'),
+        this.deps.logger,
+        'connection probe turn',
+        'debug',
+      );
       if (turn !== 'OK') continue;
       let ok: boolean;
       try {
@@ -199,7 +214,13 @@ export class ConnectionRouter implements MailTransport {
   /** Whether the deployment has written a pin in the last `PIN_TTL_S`, read at most once a second. */
   private async anyPins(): Promise<boolean> {
     if (Date.now() - this.pinsActive.at >= 1_000) {
-      const marker = await this.deps.redis.get(this.pinsMarkerKey()).catch(() => null);
+      const marker =
+        (await logged(
+          this.deps.redis.get(this.pinsMarkerKey()),
+          this.deps.logger,
+          'connection pins marker lookup',
+          'debug',
+        )) ?? null;
       this.pinsActive = { value: marker !== null, at: Date.now() };
     }
     return this.pinsActive.value;

@@ -19,7 +19,7 @@
  * @module
  */
 import { Client } from 'pg';
-import { type Logger } from '@mailroom/platform/logger';
+import { type Logger, logged } from '@mailroom/platform/logger';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { type Database } from '@mailroom/db/client';
 import { drainWorkflowInbox } from '../queries/workflow-inbox';
@@ -113,7 +113,7 @@ export function startInboxListener(deps: InboxListenerDeps): { stop: () => Promi
   /** One reconnection at a time, whatever reported the loss (an 'error', an 'end', a failed connect). */
   const reconnectLater = (c: Client): void => {
     if (client === c) client = undefined;
-    c.end().catch(() => undefined);
+    void logged(c.end(), log, 'workflow inbox connection end', 'debug');
     if (stopped || retry || c !== current) return;
     current = undefined;
     retry = setTimeout(() => {
@@ -144,7 +144,7 @@ export function startInboxListener(deps: InboxListenerDeps): { stop: () => Promi
       await c.connect();
       await c.query(`LISTEN ${INBOX_CHANNEL}`);
       if (stopped) {
-        await c.end().catch(() => undefined);
+        await logged(c.end(), log, 'workflow inbox connection end', 'debug');
         return;
       }
       client = c;
@@ -166,7 +166,7 @@ export function startInboxListener(deps: InboxListenerDeps): { stop: () => Promi
       await running;
       const c = client;
       client = undefined;
-      await c?.end().catch(() => undefined);
+      if (c) await logged(c.end(), log, 'workflow inbox connection end', 'debug');
     },
   };
 }

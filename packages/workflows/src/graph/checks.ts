@@ -15,7 +15,7 @@ import { getVersion } from '@mailroom/mail/queries/template-versions';
 import { type WorkflowGraph, type WorkflowRow, type WorkflowStepRow } from '@mailroom/db/queries/workflows';
 import { type DbOrTx } from '@mailroom/db/client';
 import { graphProblems, parseStepConfig, type GraphProblem } from '../workflows';
-import { resolveTrigger } from '../workflows-plunk';
+import { resolveTrigger } from '../workflows-plunk-graph';
 
 /** The stored trigger columns of a request's trigger (ours or Plunk's). @throws 422 naming the field. */
 export function triggerColumns(

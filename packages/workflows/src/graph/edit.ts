@@ -23,7 +23,8 @@ import {
 } from '@mailroom/db/queries/workflows';
 import { type Database } from '@mailroom/db/client';
 import { branchesOf } from '../workflows';
-import { autoConnectBranches, fromPlunkStepConfig, resolveBranch } from '../workflows-plunk';
+import { fromPlunkStepConfig } from '../workflows-plunk';
+import { autoConnectBranches, resolveBranch } from '../workflows-plunk-graph';
 import { checkStep } from './checks';
 import { changeGraph } from './workflow';
 

@@ -21,7 +21,7 @@ import {
   type WorkflowRow,
 } from '@mailroom/db/queries/workflows';
 import { type Database, type DbOrTx } from '@mailroom/db/client';
-import { type TriggerFields } from '../workflows-plunk';
+import { type TriggerFields } from '../workflows-plunk-graph';
 import { stepRefErrors, storedGraphErrors, triggerColumns } from './checks';
 
 /**

@@ -17,7 +17,7 @@ import { FilterField } from './filter-fields';
 import { filterField } from '@mailroom/audiences/filter-schema';
 import { CampaignTemplateFields } from './campaign-template';
 import { EmailAddress, Nullable, PageQuery, PlunkPageQuery, StringEnum, Timestamp } from './common';
-import { AbFields, CampaignAbFields, presentAb } from './campaign-ab-shapes';
+import { AbFields, CampaignAbFields, presentAb } from './campaign-ab-schemas';
 
 export const Status = StringEnum(CAMPAIGN_STATUSES, 'DRAFT, SCHEDULED, SENDING, PAUSED, SENT, CANCELLED or FAILED');
 export const PauseReason = StringEnum(

@@ -13,7 +13,7 @@ import {
   WORKFLOW_STEP_TYPES,
   type WorkflowBranch,
 } from '@mailroom/db/schema/workflow-states';
-import { plunkTransitionFields, plunkTriggerConfig } from '@mailroom/workflows/workflows-plunk';
+import { plunkTransitionFields, plunkTriggerConfig } from '@mailroom/workflows/workflows-plunk-graph';
 import {
   type ExecutionRow,
   type StepRunRow,
