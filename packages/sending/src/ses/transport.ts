@@ -1,6 +1,8 @@
 /**
  * Delivery to Amazon SES (API v2 `SendEmail` with raw MIME content), behind the {@link MailTransport}
- * interface so the send path does not care whether it talks to AWS or the local emulator (`SES_ENDPOINT`).
+ * interface so the send path does not care whether it talks to AWS or the local emulator (`SES_ENDPOINT`). A
+ * transport's first call goes through the SDK's client; later ones are the lean request of `./lean-send` (the SDK's
+ * first request replayed, signed and sent by the SDK's own signer and request handler, errors read by its protocol).
  *
  * @module
  */
