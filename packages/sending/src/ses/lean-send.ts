@@ -141,7 +141,11 @@ export class LeanSendEmail {
       },
       body,
     });
-    this.signer ??= config.signer();
+    // Made once (a failure is not kept: the next send asks again).
+    this.signer ??= config.signer().catch((err: unknown) => {
+      this.signer = undefined;
+      throw err;
+    });
     const signer = await this.signer;
     const props = {
       config,
