@@ -1,6 +1,8 @@
 /**
  * Delivery to Amazon SES (API v2 `SendEmail` with raw MIME content), behind the {@link MailTransport}
- * interface so the send path does not care whether it talks to AWS or the local emulator (`SES_ENDPOINT`).
+ * interface so the send path does not care whether it talks to AWS or the local emulator (`SES_ENDPOINT`). A
+ * transport's first call goes through the SDK's client; later ones are the lean request of `./lean-send` (the SDK's
+ * first request replayed, signed and sent by the SDK's own signer and request handler, errors read by its protocol).
  *
  * @module
  */
@@ -12,6 +14,7 @@ import {
   type ServiceOutputTypes,
 } from '@aws-sdk/client-sesv2';
 import { getUserAgentMiddlewareOptions, userAgentMiddleware } from '@aws-sdk/core/client';
+import { HttpRequest } from '@smithy/protocol-http';
 import type { BuildHandlerArguments, BuildMiddleware, FinalizeRequestMiddleware } from '@smithy/types';
 import type { MailConfig } from '@mailroom/mail/config';
 import {
@@ -22,6 +25,7 @@ import {
 } from '@mailroom/mail/connections';
 import { trackingConfigurationSetName } from '@mailroom/mail/tracking';
 import type { NormalizedEmail } from '@mailroom/platform/address';
+import { LeanSendEmail, requestTemplate } from './lean-send';
 
 /** One raw message to hand over. */
 export interface OutboundMessage {
@@ -188,12 +192,19 @@ const UNUSED_MIDDLEWARE = ['loggerMiddleware', 'recursionDetectionMiddleware'];
 /** The SES v2 implementation. */
 export class SesTransport implements MailTransport {
   private readonly client: SESv2Client;
+  private readonly gate: { acquire(priority?: number): Promise<unknown> } | undefined;
+  private readonly observe: ((ms: number, ok: boolean) => void) | undefined;
   /**
    * The priority of each send's command input, read by the gate's step from the input it is handed (the gate is
    * asked from inside the middleware stack). Not an `AsyncLocalStorage`: one in use turns on promise hooks for every
    * promise of the process (profiled: about 2% of the worker's CPU in \`npm run bench -- worker\`).
    */
   private readonly priority = new WeakMap<object, number>();
+  /**
+   * Sends after the first: the request the SDK built for the first send, replayed with each message's body, signed
+   * and sent by the SDK's own signer and request handler, errors read by its own protocol ({@link LeanSendEmail}).
+   */
+  private lean: LeanSendEmail | undefined;
 
   /**
    * @param gate - when given, every `SendEmail` waits for a slot after it is signed, immediately before it is
@@ -255,6 +266,20 @@ export class SesTransport implements MailTransport {
       ...getUserAgentMiddlewareOptions,
       override: true,
     });
+    // The first SendEmail request the SDK builds (before signing) is the template of the lean sends.
+    const keepTemplate: FinalizeRequestMiddleware<ServiceInputTypes, ServiceOutputTypes> =
+      (next, context) => (args) => {
+        if (!this.lean && context.commandName === 'SendEmailCommand' && HttpRequest.isInstance(args.request))
+          this.lean = new LeanSendEmail(this.client, requestTemplate(args.request));
+        return next(args);
+      };
+    this.client.middlewareStack.addRelativeTo(keepTemplate, {
+      name: 'mailroomLeanSendTemplate',
+      relation: 'before',
+      toMiddleware: 'httpSigningMiddleware',
+    });
+    this.gate = gate;
+    this.observe = observe;
     if (gate) {
       const waitForSlot: FinalizeRequestMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next) => async (args) => {
         await gate.acquire(this.priority.get(args.input));
@@ -297,6 +322,22 @@ export class SesTransport implements MailTransport {
   }
 
   async send(message: OutboundMessage): Promise<{ messageId: string }> {
+    if (this.lean) {
+      const gate = this.gate;
+      const messageId = await this.lean.send(
+        {
+          FromEmailAddress: message.from,
+          ToAddresses: message.to,
+          raw: message.raw,
+          ConfigurationSetName: this.configurationSetOf(message),
+          EmailTags: Object.entries(message.tags ?? {}).map(([Name, Value]) => ({ Name, Value })),
+        },
+        gate && (() => gate.acquire(message.priority)),
+        gate && this.observe,
+      );
+      if (!messageId) throw Object.assign(new Error('SES returned no MessageId'), { name: 'MissingMessageId' });
+      return { messageId };
+    }
     const input: SendEmailCommandInput = {
       FromEmailAddress: message.from,
       Destination: { ToAddresses: message.to },
