@@ -50,8 +50,8 @@ export interface WrittenEmails {
 
 /**
  * Registers, for after the commit, the webhook deliveries and the send jobs of what `writeAccepted`
- * (`./accept-write`) wrote (suppressed emails get no job). Enqueueing never throws: on failure (Redis down) it logs, and the reconciler
- * enqueues the committed rows later.
+ * (`./accept-write`) wrote (suppressed emails get no job). Enqueueing never throws: on failure (Redis down) it
+ * logs, and the reconciler enqueues the committed rows later.
  */
 export function enqueueAccepted(
   deps: {
