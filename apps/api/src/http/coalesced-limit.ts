@@ -51,32 +51,25 @@ export function coalescedConsume(
       return { res, refused: consumed > perMinute };
     });
   };
-  const batcher = new Batcher<string, Outcome>(
-    async (projects) => {
-      // One call per project, in the order of the requests' arrival; each request takes its place in its call.
-      const places = new Map<string, number[]>();
-      projects.forEach((p, i) => {
-        const list = places.get(p);
-        if (list) list.push(i);
-        else places.set(p, [i]);
-      });
-      const out = new Array<Outcome>(projects.length);
-      await Promise.all(
-        [...places].map(async ([p, indexes]) => {
-          const outcomes = await count(p, indexes.length);
-          indexes.forEach((i, k) => (out[i] = outcomes[k]));
-        }),
+  // One batcher per project: one call at a time per project (the requests arriving during a call go together in
+  // the next), projects never waiting for each other; idle ones are dropped when many are kept. Never a retry one by
+  // one: a failed call is each of its requests' error.
+  const batchers = new Map<string, Batcher<string, Outcome>>();
+  const batcherOf = (projectId: string) => {
+    let b = batchers.get(projectId);
+    if (!b) {
+      if (batchers.size >= 1000) for (const [p, idle] of batchers) if (!idle.busy) batchers.delete(p);
+      b = new Batcher<string, Outcome>(
+        (items) => count(projectId, items.length),
+        async () => (await count(projectId, 1))[0],
+        { maxBatch: 1000, maxInFlight: 1, sameTurn: true },
       );
-      return out;
-    },
-    async (projectId) => (await count(projectId, 1))[0],
-    // One call at a time (Redis runs them one after the other anyway): the requests arriving during a call go
-    // together in the next. Never a retry one by one: the batch function never throws (a failed call is each of its
-    // requests' error).
-    { maxBatch: 1000, maxInFlight: 1, sameTurn: true },
-  );
+      batchers.set(projectId, b);
+    }
+    return b;
+  };
   return async (projectId) => {
-    const outcome = await batcher.run(projectId);
+    const outcome = await batcherOf(projectId).run(projectId);
     if ('error' in outcome) throw outcome.error;
     return outcome;
   };
