@@ -1,9 +1,9 @@
 /**
- * The per-project rate limit's counts of concurrent requests, taken together: the requests that reach the limit in
- * one turn of the event loop (say, those read from many connections at once) count in one Redis call per project
- * (`consume(project, n)`) instead of one each. Under `/v1/send` load the per-request call was the API's largest
- * Redis cost (its socket writes alone about 7% of the process's busy samples, `npm run bench -- api`,
- * `BENCH_PROFILE`); see docs/decisions/0165-rate-limit-counts-coalesced.md.
+ * The per-project rate limit's counts of concurrent requests, taken together: a project's requests that reach the
+ * limit in one turn of the event loop (say, those read from many connections at once), or while its call is out,
+ * count in one Redis call (`consume(project, n)`) instead of one each. Under `/v1/send` load the per-request call
+ * was the API's largest Redis cost (its socket writes alone about 6% of the process's busy samples,
+ * `npm run bench -- api`, `BENCH_PROFILE`); see docs/decisions/0165-rate-limit-counts-coalesced.md.
  *
  * Nothing changes but the number of calls: the k-th of a project's n requests in one call gets the answer it would
  * have got counted one after the other (consumed = the call's total − n + 1 + k; refused beyond the limit, and
