@@ -19,14 +19,8 @@ import type { KeyMode } from '@mailroom/projects/keys';
 import type { DbOrTx } from '@mailroom/db/client';
 import { writeTransactionalBatch } from '@mailroom/db/queries/transactional-batch';
 import { senderRefusal } from '@mailroom/mail/sender';
-import {
-  prepareSend,
-  transactionalRequest,
-  writtenEmails,
-  type AcceptDeps,
-  type AcceptedEmails,
-  type SendRequest,
-} from './accept';
+import { prepareSend, type AcceptDeps, type SendRequest } from './accept';
+import { transactionalRequest, writtenEmails, type AcceptedEmails } from './accept-write';
 import { enqueueAccepted, sendResult, type SendResult } from './accept-enqueue';
 
 /** Most messages in one batch (as Resend). */

@@ -1,6 +1,6 @@
 /**
- * After an accepted send is written (`./accept`): its answer (`SendResult`) and, for after the commit, its webhook
- * deliveries and send jobs (delayed jobs for scheduled emails).
+ * After an accepted send is written (`./accept-write`): its answer (`SendResult`) and, for after the commit, its
+ * webhook deliveries and send jobs (delayed jobs for scheduled emails).
  *
  * @module
  */
@@ -32,7 +32,7 @@ export interface SendResult {
   timestamp: string;
 }
 
-/** What `writeAccepted` (`./accept`) wrote: one row per recipient, and the webhook deliveries to announce. */
+/** What `writeAccepted` (`./accept-write`) wrote: one row per recipient, and the webhook deliveries to announce. */
 export interface WrittenEmails {
   /** `suppressed`: why the email is stored but never sent (undefined: queued). */
   rows: {
@@ -49,9 +49,9 @@ export interface WrittenEmails {
 }
 
 /**
- * Registers, for after the commit, the webhook deliveries and the send jobs of what `writeAccepted` (`./accept`) wrote
- * (suppressed emails get no job). Enqueueing never throws: on failure (Redis down) it logs, and the reconciler
- * enqueues the committed rows later.
+ * Registers, for after the commit, the webhook deliveries and the send jobs of what `writeAccepted`
+ * (`./accept-write`) wrote (suppressed emails get no job). Enqueueing never throws: on failure (Redis down) it
+ * logs, and the reconciler enqueues the committed rows later.
  */
 export function enqueueAccepted(
   deps: {
@@ -95,7 +95,7 @@ async function enqueueScheduled(
   );
 }
 
-/** The spec's Send result of what `writeAccepted` (`./accept`) wrote. */
+/** The spec's Send result of what `writeAccepted` (`./accept-write`) wrote. */
 export function sendResult(written: WrittenEmails): SendResult {
   return {
     emails: written.rows.map((row) => ({

@@ -5,7 +5,7 @@
  * them). At a low rate every request is written alone, at once, exactly as without batching.
  *
  * Only requests written straight to the pool are batched: one written in a transaction (an HTTP `Idempotency-Key`'s,
- * whose effect commits with its stored answer; one with files over `INLINE_FILE_BYTES` of `./accept`, inserted
+ * whose effect commits with its stored answer; one with files over `INLINE_FILE_BYTES` of `./accept-write`, inserted
  * first) is written alone in it. Smaller files (a relayed message's bytes) ride the statement (`files` of the
  * request), and so does an idempotency key whose stored answer is known before the write (`idempotency` of the
  * request: a relayed message's Message-ID), claimed by the statement itself. A batch that fails as a whole (two requests for one contact, a deadlock, one request's data refused)

@@ -17,29 +17,23 @@
  * @module
  */
 import { isIPv4, isIPv6 } from 'node:net';
-import type { RequestHandler } from 'express';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Redis } from 'ioredis';
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
 import type { RequestStep } from './steps';
+import { coalescedConsume } from './coalesced-limit';
 
 /** The per-project limit as a request step (see `steps.ts`), after authentication; `perMinute` requests per project per 60 s window. */
 export function rateLimitStep(redis: Redis, keyPrefix: string, perMinute: number): RequestStep {
-  const limiter = perMinuteLimiter(redis, keyPrefix, 'ratelimit', perMinute);
-  const setHeaders = (res: Parameters<RequestHandler>[1], r: RateLimiterRes) => {
-    res.setHeader('RateLimit-Limit', String(perMinute));
+  // Concurrent requests counted together, one Redis call per project and turn (`./coalesced-limit`).
+  const consume = coalescedConsume(perMinuteLimiter(redis, keyPrefix, 'ratelimit', perMinute), perMinute);
+  const limitText = String(perMinute);
+  return async (_req, res) => {
+    const { res: r, refused } = await consume(res.locals.auth!.projectId);
+    res.setHeader('RateLimit-Limit', limitText);
     res.setHeader('RateLimit-Remaining', String(Math.max(0, r.remainingPoints)));
     res.setHeader('RateLimit-Reset', String(Math.ceil(r.msBeforeNext / 1000)));
-  };
-  return async (_req, res) => {
-    const projectId = res.locals.auth!.projectId;
-    try {
-      setHeaders(res, await limiter.consume(projectId));
-    } catch (err) {
-      if (!(err instanceof RateLimiterRes)) throw err;
-      setHeaders(res, err);
-      throw rateLimited(err, `Rate limit of ${perMinute} requests per minute exceeded`);
-    }
+    if (refused) throw rateLimited(r, `Rate limit of ${perMinute} requests per minute exceeded`);
   };
 }
 
@@ -172,9 +166,19 @@ function ipv6Groups(address: string): number[] {
   return [...l, ...new Array<number>(8 - l.length - r.length).fill(0), ...r];
 }
 
+/** {@link ipKey} of recent addresses: every keyed request asks (authentication), mostly for the same few clients. */
+const recentIpKeys = new Map<string, string>();
+
 /** The limiter key of a request's client: {@link ipKey} of `req.ip` (as `trust proxy` makes it). */
 export function clientIp(req: { ip?: string | undefined }): string {
-  return ipKey(req.ip ?? 'unknown');
+  const address = req.ip ?? 'unknown';
+  let key = recentIpKeys.get(address);
+  if (key === undefined) {
+    if (recentIpKeys.size >= 1000) recentIpKeys.clear();
+    key = ipKey(address);
+    recentIpKeys.set(address, key);
+  }
+  return key;
 }
 
 /** A per-client-IP request limit of one endpoint, shared by every API process. */

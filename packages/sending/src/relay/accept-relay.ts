@@ -33,7 +33,7 @@ import { newId } from '@mailroom/platform/ids';
 import type { KeyMode } from '@mailroom/projects/keys';
 import { keyDomainRefusal, senderDomainCandidates } from '@mailroom/mail/sender';
 import type { DbOrTx } from '@mailroom/db/client';
-import { writeAccepted } from '../accept';
+import { writeAccepted } from '../accept-write';
 import { enqueueAccepted, sendResult, type SendResult } from '../accept-enqueue';
 import type { TransactionalWriter } from '../write-batcher';
 import { headerValues, prepareRelayMessage, splitMessage } from './headers';

@@ -1,8 +1,8 @@
 /**
  * The answer to a relayed message submitted again: its idempotency key (Message-ID, key and recipients, see
  * `./accept-relay`) was claimed by an earlier submission, whose write statement stored as its answer the ids of the
- * emails it made (`StoredEmails` of `../accept`). The earlier answer is rebuilt from those emails as they are now;
- * an answer stored whole (a `SendResult`, as the relay stored before the claim moved into the write statement) is
+ * emails it made (`StoredEmails` of `../accept-write`). The earlier answer is rebuilt from those emails as they are
+ * now; an answer stored whole (a `SendResult`, as the relay stored before the claim moved into the write statement) is
  * replayed as it is.
  *
  * @module
