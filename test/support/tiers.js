@@ -17,6 +17,7 @@ const UNIT = [
   'packages/contacts/src/import-reserved-keys.test.ts',
   'packages/contacts/src/imports.test.ts',
   'packages/db/src/queries/erase-scrub.test.ts',
+  'packages/db/src/queries/like.test.ts',
   'packages/db/src/replicas.test.ts',
   'packages/feedback/src/inbound/receipt.test.ts',
   'packages/feedback/src/sns.test.ts',
