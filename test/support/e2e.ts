@@ -6,6 +6,9 @@
 import { loadConfig, type Config } from '@mailroom/config/config';
 import type { Clock } from '@mailroom/platform/clock';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
+
+/** What `startWorker` takes besides the configuration (its health port: `null` none, `0` a free one; stubs). */
+type WorkerOptions = Parameters<typeof startWorker>[1];
 import { createTestProject, isolatedDatabase, startTestApi, testEnv, type TestApi, type TestProject } from './harness';
 
 /** Environment overrides of a file, fixed or made in its `beforeAll` (say, from a server started there first). */
@@ -20,8 +23,8 @@ export interface E2eOptions {
    * reconciler adopts every pending email of its database, or counts that must see only the file's rows.
    */
   isolated?: boolean;
-  /** The in-process worker started with the API (its health port: `null` none, `0` a free one); `false`: none. */
-  worker?: false | { healthPort: number | null };
+  /** The in-process worker started with the API, with these options (default: no health port); `false`: none. */
+  worker?: false | Partial<WorkerOptions>;
   /** One project with a verified sending domain, created once the API runs. */
   project?: boolean;
   /** What the API's send routes read their fair-share minute from (`TestClock`); omitted, the real clock. */
@@ -41,7 +44,7 @@ export interface E2e {
    * Starts an in-process worker on the file's environment plus `overrides`; it becomes {@link E2e.worker} and is
    * stopped after the file (a worker still running from before is not stopped: {@link E2e.stopWorker} first).
    */
-  startWorker(overrides?: Record<string, string>, healthPort?: number | null): Promise<RunningWorker>;
+  startWorker(overrides?: Record<string, string>, options?: Partial<WorkerOptions>): Promise<RunningWorker>;
   /** Stops {@link E2e.worker}, if one runs. */
   stopWorker(): Promise<void>;
   /** Runs `close` after the file, once the workers and the API are stopped (the last registered first). */
@@ -82,8 +85,8 @@ export function useE2e(options: E2eOptions = {}): E2e {
     get p() {
       return made(project, 'project');
     },
-    async startWorker(overrides = {}, healthPort = null) {
-      worker = await startWorker(loadConfig({ ...fixture.env, ...overrides }), { healthPort });
+    async startWorker(overrides = {}, workerOptions = {}) {
+      worker = await startWorker(loadConfig({ ...fixture.env, ...overrides }), { healthPort: null, ...workerOptions });
       workers.push(worker);
       return worker;
     },
@@ -107,7 +110,7 @@ export function useE2e(options: E2eOptions = {}): E2e {
     env = testEnv(overrides);
     config = loadConfig(env);
     api = await startTestApi(config, { clock: options.clock });
-    if (options.worker !== false) await fixture.startWorker({}, options.worker?.healthPort ?? null);
+    if (options.worker !== false) await fixture.startWorker({}, options.worker);
     if (options.project) project = await createTestProject(api.database);
   });
 
