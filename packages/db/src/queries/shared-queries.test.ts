@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { and, eq, like, sql } from 'drizzle-orm';
+import { normalizeEmail } from '@mailroom/platform/address';
 import { createDatabase, type Database } from '../client';
 import { contacts } from '../schema/contacts';
 import { upsertContacts } from './contacts';
@@ -33,7 +34,7 @@ beforeAll(async () => {
   const made = await upsertContacts(
     database.db,
     projectId,
-    emails.map((email) => ({ email, defaultSubscribed: true })),
+    emails.map((email) => ({ email: normalizeEmail(email), defaultSubscribed: true })),
   );
   ids = made.map((c) => c.id).sort((a, b) => (a < b ? 1 : -1));
 });
