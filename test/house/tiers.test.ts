@@ -46,7 +46,7 @@ test('every test file belongs to exactly one tier', async () => {
   });
   const wrong = [...homes].filter(([, in_]) => in_.length !== 1).map(([f, in_]) => `${f}: ${in_.join(', ') || 'none'}`);
   expect(wrong).toEqual([]);
-  // The unit tier is the one a developer runs all day: it stays a real share of the tests.
+  // The unit tier (the first) is the one a developer runs all day: it stays a real share of the tests.
   expect(byTier[0].length).toBeGreaterThan(20);
 }, 120_000);
 

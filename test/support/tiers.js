@@ -41,7 +41,6 @@ const UNIT = [
   'packages/verify/src/verify.test.ts',
   'packages/webhooks/src/delivery.test.ts',
   'packages/workflows/src/workflows.test.ts',
-  'test/house/tiers.test.ts',
 ];
 
 /** Slow: minutes each, or tools beyond the services (Chromium, initdb, kubectl, promtool, Caddy, Compose). */
