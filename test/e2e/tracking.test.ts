@@ -176,7 +176,7 @@ test('the choice is stored at acceptance: a mode changed before the worker sends
   expect(await setOf(to)).toBe('tx-plain');
 });
 
-test('a custom tracking domain: CNAME found by the e2e.worker, then tracked mail from the domain goes through its own set', async () => {
+test('a custom tracking domain: CNAME found by the worker, then tracked mail from the domain goes through its own set', async () => {
   const p = await project();
   const domain = `trk-${randomBytes(4).toString('hex')}.test`;
   const added = await client(e2e.api.app, p).post('/domains', { domain });
