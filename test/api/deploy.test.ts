@@ -17,6 +17,7 @@ import { parse } from 'yaml';
 import { loadConfig } from '@mailroom/config/config';
 import { composeCommand } from '../support/provision';
 import { acceptedVariables } from '../support/config-variables';
+import { toSummary } from '../support/summary';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
@@ -76,7 +77,7 @@ test('docker compose config accepts the file (the compose plugin, or docker-comp
   // Test setup installs Debian's docker-compose when neither runs (provision.ts); where it could not, say so.
   const compose = composeCommand();
   if (!compose) {
-    console.warn(
+    toSummary(
       'NOT RUN: `docker compose config` — neither `docker compose` (the plugin) nor `docker-compose` is installed, ' +
         'so docker-compose.yml was checked by parsing only. Install one (Debian: apt-get install docker-compose).',
     );
@@ -255,7 +256,7 @@ test('production: every required variable is in deploy/.env.example, every liste
 test('docker compose config accepts docker-compose.yml with deploy/compose.production.yml', () => {
   const compose = composeCommand();
   if (!compose) {
-    console.warn(
+    toSummary(
       'NOT RUN: `docker compose config` on the production overlay: no Compose is installed; it was checked by parsing only.',
     );
     return;
@@ -276,7 +277,7 @@ test('docker compose config accepts docker-compose.yml with deploy/compose.produ
     );
     let overlayFile = OVERLAY;
     if (!tagsKnown) {
-      console.warn(
+      toSummary(
         `PARTLY RUN: Compose ${version} predates !reset/!override (2.24): validated a copy of the overlay without those tags.`,
       );
       overlayFile = path.join(ROOT, 'deploy', `.compose.production.untagged-${process.pid}.yml`);

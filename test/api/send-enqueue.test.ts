@@ -19,6 +19,7 @@ import {
   type TestApi,
   type TestProject,
 } from '../support/harness';
+import { TestClock } from '../support/clock';
 
 const SHARE = 3;
 
@@ -52,12 +53,10 @@ async function sendAtOnce(
 }
 
 describe('concurrent sends from several projects', () => {
-  const ctx = useApiWithProject({ SEND_FAIR_SHARE_PER_MINUTE: String(SHARE) });
+  // The lane count is per minute: every request below shares the clock's one.
+  const ctx = useApiWithProject({ SEND_FAIR_SHARE_PER_MINUTE: String(SHARE) }, { clock: new TestClock() });
 
   test("each project's emails get the priorities of its count, each one job with its email id", async () => {
-    // The lane count is per minute: start clear of a minute boundary so every request below shares one.
-    const left = 60_000 - (Date.now() % 60_000);
-    if (left < 5_000) await new Promise((r) => setTimeout(r, left + 10));
     const projects = [ctx.p, await createTestProject(ctx.api.database), await createTestProject(ctx.api.database)];
     const ids = await sendAtOnce(ctx.api, projects, 6, 2);
     for (const [i, p] of projects.entries()) {

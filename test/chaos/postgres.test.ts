@@ -32,6 +32,7 @@ import {
   waitFor,
 } from '../support/harness';
 import { freePort, waitForHttp } from '../support/services';
+import { toSummary } from '../support/summary';
 
 const ROOT = path.resolve(__dirname, '../..');
 const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -151,7 +152,7 @@ describe('a Postgres connection storm during sends', () => {
     storming = false;
     await storm;
 
-    console.log(
+    toSummary(
       `storm: ${requests} requests, statuses ${JSON.stringify([...statuses])}, ${terminated} terminated, ${accepted.size} accepted`,
     );
     // Both processes lived through it.
@@ -184,7 +185,7 @@ describe('a Postgres connection storm during sends', () => {
     // the client was told to retry. Count them; an Idempotency-Key makes that retry safe.
     const all = await database.db.select({ id: emails.id }).from(emails);
     const unacknowledged = all.length - ids.length;
-    console.log(
+    toSummary(
       `chaos postgres: ${requests} requests, ${statuses.get(202) ?? 0} 202, ${statuses.get(503) ?? 0} 503, ` +
         `${[...statuses].filter(([s]) => s >= 500 && s !== 503).reduce((n, [, c]) => n + c, 0)} other 5xx; ` +
         `${terminated} connections terminated; emails accepted ${ids.length}, delivered ${ids.length - lost.length}, ` +

@@ -37,6 +37,7 @@ import {
 import { which } from '../support/provision';
 import { freePort } from '../support/services';
 import { redisPing, statusCounts, survival } from './survival';
+import { toSummary } from '../support/summary';
 
 /**
  * Longest time (ms) from the restart to the last accepted email at SES: half the reconcile interval (60 s here),
@@ -224,7 +225,7 @@ describe('Redis stopped and started again empty during sends', () => {
     const passStartMs =
       passes.length > 0 ? Math.min(...passes.map((j) => j.processedOn ?? Infinity)) - restartedAt : NaN;
     const otherFive = [...statuses].filter(([st]) => st >= 500 && st !== 503).reduce((n, [, c]) => n + c, 0);
-    console.log(
+    toSummary(
       `chaos redis: ${requests} requests (${during.before} before, ${during.outage} during the ${(outageMs / 1000).toFixed(1)} s outage, ${during.after} after), ` +
         `${statuses.get(202) ?? 0} 202, ${statuses.get(503) ?? 0} 503, ${otherFive} other 5xx; ` +
         `emails accepted ${ids.length} (${acceptedInOutage} during the outage, with no job), delivered ${s.delivered}, lost ${s.lost.length}, duplicated ${s.duplicated.length}; ` +

@@ -35,6 +35,7 @@ import {
   type TestProject,
 } from '../support/harness';
 import { statusCounts, survival } from './survival';
+import { toSummary } from '../support/summary';
 
 const ROOT = path.resolve(__dirname, '../..');
 const SES_TIMEOUT_MS = 2_000;
@@ -321,7 +322,7 @@ describe('SES refusing, then frozen, then healthy again', () => {
     const forwarded = new Set(frozen.filter((f) => f.forwarded).map((f) => f.emailId));
     const c = worker.counts;
     const otherFive = [...statuses].filter(([st]) => st >= 500).reduce((n, [, k]) => n + k, 0);
-    console.log(
+    toSummary(
       `chaos ses: ${requests} requests, ${statuses.get(202) ?? 0} 202, ${otherFive} 5xx; SES answered ${seenIn('5xx')} 5xx and ${seenIn('throttle')} 429, ` +
         `worker saw ${c.refused} refused connections, ${c.timeout} timeouts (${frozen.length} frozen calls, ${forwarded.size} of them processed by SES, ` +
         `given up after ${Math.min(...waits)}-${Math.max(...waits)} ms at a ${SES_TIMEOUT_MS} ms timeout); ` +

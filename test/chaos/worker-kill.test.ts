@@ -27,6 +27,7 @@ import {
   type TestApi,
 } from '../support/harness';
 import { statusCounts, survival } from './survival';
+import { toSummary } from '../support/summary';
 
 const EMAILS = 600;
 const KILLS = 6;
@@ -136,7 +137,7 @@ describe('a worker SIGKILLed in a loop while a batch drains', () => {
     const extraCopies = extra.reduce((sum, e) => sum + e.extra, 0);
     const inFlight = kills.map((k) => k.held.length);
     const resentPerKill = kills.map((k) => k.held.filter((id) => (s.copies.get(id) ?? 0) > 1).length);
-    console.log(
+    toSummary(
       `chaos worker-kill: ${EMAILS} emails, ${KILLS} SIGKILLs of workers running ${CONCURRENCY} sends at once (SES sends before each: ` +
         `${kills.map((k) => k.sentBefore).join(', ')}; sends in flight at each: ${inFlight.join(', ')}, of them sent again: ${resentPerKill.join(', ')}); ` +
         `emails delivered ${s.delivered}, lost ${s.lost.length}, duplicated ${s.duplicated.length} (${extraCopies} extra copies; ` +

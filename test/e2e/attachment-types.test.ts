@@ -8,35 +8,12 @@
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/config/config';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  createTestProject,
-  parseMail,
-  recipient,
-  sesSendsTo,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { parseMail, recipient, sesSendsTo, waitFor } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
-const config = loadConfig(testEnv({ SES_MAX_SEND_RATE: '100' }));
-let api: TestApi;
-let worker: RunningWorker;
-let p: TestProject;
-beforeAll(async () => {
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-  p = await createTestProject(api.database);
-});
-afterAll(async () => {
-  await worker.stop();
-  await api.close();
-});
+const e2e = useE2e({ env: { SES_MAX_SEND_RATE: '100' }, project: true });
 
-const send = (body: object) => request(api.app).post('/v1/send').set('Authorization', p.auth).send(body);
+const send = (body: object) => request(e2e.api.app).post('/v1/send').set('Authorization', e2e.p.auth).send(body);
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
 
 test.each([
@@ -51,7 +28,7 @@ test.each([
   const filename = `f-${randomBytes(4).toString('hex')}.bin`;
   const res = await send({
     to,
-    from: `x@${p.domain}`,
+    from: `x@${e2e.p.domain}`,
     subject: 's',
     body: 'b',
     attachments: [
@@ -64,12 +41,12 @@ test.each([
   expect(res.body.error.errors).toEqual([
     expect.objectContaining({ field: 'attachments.1.contentType', code: 'invalid_string' }),
   ]);
-  const files = await api.database.db.execute<{ n: number }>(
-    sql`select count(*)::int as n from attachments where project_id = ${p.id}::uuid and filename = ${filename}`,
+  const files = await e2e.api.database.db.execute<{ n: number }>(
+    sql`select count(*)::int as n from attachments where project_id = ${e2e.p.id}::uuid and filename = ${filename}`,
   );
   expect(files.rows[0].n).toBe(0);
-  const rows = await api.database.db.execute<{ n: number }>(
-    sql`select count(*)::int as n from emails where project_id = ${p.id}::uuid and to_email = ${to}`,
+  const rows = await e2e.api.database.db.execute<{ n: number }>(
+    sql`select count(*)::int as n from emails where project_id = ${e2e.p.id}::uuid and to_email = ${to}`,
   );
   expect(rows.rows[0].n).toBe(0);
 });
@@ -77,7 +54,7 @@ test.each([
 test('every error is listed: two composite attachments give two errors', async () => {
   const res = await send({
     to: recipient('att'),
-    from: `x@${p.domain}`,
+    from: `x@${e2e.p.domain}`,
     subject: 's',
     body: 'b',
     attachments: [
@@ -133,7 +110,7 @@ test('accepted types arrive at SES as attachments with their bytes, names and ty
   const to = recipient('att');
   const res = await send({
     to,
-    from: `x@${p.domain}`,
+    from: `x@${e2e.p.domain}`,
     subject: 'files',
     body: '<p>see attached</p>',
     attachments: files.map(({ expect: _e, ...f }) => f),

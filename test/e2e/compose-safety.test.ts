@@ -12,51 +12,25 @@
  */
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
 import { newId } from '@mailroom/platform/ids';
 import { sendJobOptions, SendPriority } from '@mailroom/queues/catalog';
 import { createSendQueue } from '@mailroom/queues/create';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  createTestProject,
-  isolatedDatabase,
-  parseMail,
-  recipient,
-  sesSendsTo,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { createTestProject, parseMail, recipient, sesSendsTo, waitFor, type TestProject } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import type { RecordedSend } from '../support/ses-recorder';
 
-let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
-let config: Config;
-let api: TestApi;
-let worker: RunningWorker;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  config = loadConfig(
-    testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '100', SEND_MAX_ATTEMPTS: '8', WORKFLOW_INBOX_POLL_MS: '200' }),
-  );
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-});
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-  await iso?.drop();
+const e2e = useE2e({
+  isolated: true,
+  env: { SES_MAX_SEND_RATE: '100', SEND_MAX_ATTEMPTS: '8', WORKFLOW_INBOX_POLL_MS: '200' },
 });
 
 const as = (p: TestProject) => ({
-  post: (path: string, body: object) => request(api.app).post(path).set('Authorization', p.auth).send(body),
-  put: (path: string, body: object) => request(api.app).put(path).set('Authorization', p.auth).send(body),
-  patch: (path: string, body: object) => request(api.app).patch(path).set('Authorization', p.auth).send(body),
-  get: (path: string) => request(api.app).get(path).set('Authorization', p.auth),
+  post: (path: string, body: object) => request(e2e.api.app).post(path).set('Authorization', p.auth).send(body),
+  put: (path: string, body: object) => request(e2e.api.app).put(path).set('Authorization', p.auth).send(body),
+  patch: (path: string, body: object) => request(e2e.api.app).patch(path).set('Authorization', p.auth).send(body),
+  get: (path: string) => request(e2e.api.app).get(path).set('Authorization', p.auth),
 });
 
 /** The one message SES accepted for `to`. */
@@ -100,7 +74,7 @@ function expectInert(mail: { html?: string | false; text?: string }, value: stri
 describe('/v1/send', () => {
   let p: TestProject;
   beforeAll(async () => {
-    p = await createTestProject(api.database);
+    p = await createTestProject(e2e.api.database);
   });
 
   test.each(['markdown', 'html'] as const)(
@@ -210,7 +184,7 @@ describe('/v1/send', () => {
   test('a row stored before the header rule: platform-owned and SES headers and a second List-Unsubscribe are dropped at compose', async () => {
     const to = recipient('legacy');
     const id = newId();
-    await insertQueuedEmails(api.database.db, [
+    await insertQueuedEmails(e2e.api.database.db, [
       {
         id,
         projectId: p.id,
@@ -230,10 +204,10 @@ describe('/v1/send', () => {
         },
       },
     ]);
-    await createSendQueue(config, api.redis).add(
+    await createSendQueue(e2e.config, e2e.api.redis).add(
       'send',
       { emailId: id, projectId: p.id },
-      sendJobOptions(config, id, SendPriority.transactional),
+      sendJobOptions(e2e.config, id, SendPriority.transactional),
     );
     const raw = (await delivered(to)).raw;
     expect(raw).not.toMatch(/^x-ses-/im);
@@ -256,7 +230,7 @@ describe('/v1/send', () => {
     const id = res.body.data.emails[0].email as string;
     const row = await waitFor(
       async () => {
-        const [r] = await api.database.db.select().from(emails).where(eq(emails.id, id));
+        const [r] = await e2e.api.database.db.select().from(emails).where(eq(emails.id, id));
         return r?.status === 'failed' && r;
       },
       20_000,
@@ -270,7 +244,7 @@ describe('/v1/send', () => {
 
 describe('campaigns', () => {
   test('contact data stays text and a javascript: link variable becomes #; marketing headers once each', async () => {
-    const p = await createTestProject(api.database);
+    const p = await createTestProject(e2e.api.database);
     const addresses: [string, string][] = [];
     for (const value of Object.values(VECTORS)) {
       const email = recipient('camp');
@@ -300,7 +274,7 @@ describe('campaigns', () => {
   });
 
   test('a recipient whose message cannot be composed fails at once; the campaign ends SENT, not stuck SENDING', async () => {
-    const p = await createTestProject(api.database);
+    const p = await createTestProject(e2e.api.database);
     const ok = recipient('ok');
     const deep = recipient('deep');
     await as(p).post('/contacts', { email: ok, subscribed: true, data: { block: '<b>fine</b>' } });
@@ -323,13 +297,13 @@ describe('campaigns', () => {
       'the campaign SENT',
     );
     expect(campaign.status).toBe('SENT');
-    const [row] = await api.database.db.select().from(emails).where(eq(emails.toEmail, deep));
+    const [row] = await e2e.api.database.db.select().from(emails).where(eq(emails.toEmail, deep));
     expect(row).toMatchObject({ status: 'failed', attempts: 1, failureKind: 'permanent' });
   });
 });
 
 test('workflow SEND_EMAIL: contact and trigger data stay text; a javascript: URL from the trigger becomes #', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const t = await as(p).post('/templates', {
     name: 't',
     subject: 'Hi',
@@ -346,7 +320,7 @@ test('workflow SEND_EMAIL: contact and trigger data stay text; a javascript: URL
   expect((await as(p).patch(`/workflows/${wid}`, { enabled: true })).status).toBe(200);
   const to = recipient('wf');
   // A public key may set contact data through /v1/track.
-  const tracked = await request(api.app)
+  const tracked = await request(e2e.api.app)
     .post('/v1/track')
     .set('Authorization', `Bearer ${p.publicKey}`)
     .send({

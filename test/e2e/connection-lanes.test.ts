@@ -9,70 +9,52 @@
  *   connection does not use up its share on the other.
  */
 import { inArray } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema';
 import { addDomain } from '@mailroom/projects/queries/projects';
 import { setDomainConnection, setProjectConnection } from '@mailroom/projects/queries/delivery-connections';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  client,
-  createTestProject,
-  recipient,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { client, createTestProject, recipient, waitFor, type TestProject } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { startSesStack, type SesStack } from '../support/services';
 import { acceptedAt } from '../support/failing-ses';
 
 const BACKUP = process.env.TEST_SES_ENDPOINT!;
 
 let stack: SesStack;
-let api: TestApi;
-let worker: RunningWorker;
-
-beforeAll(async () => {
-  stack = await startSesStack();
-  const env = testEnv({
-    SES_ENDPOINT: stack.endpoint,
-    SES_CONNECTIONS: JSON.stringify([{ name: 'backup', region: 'eu-west-1', endpoint: BACKUP, maxSendRate: 20 }]),
-    // The default connection is the slow one: 2 emails/s.
-    SES_MAX_SEND_RATE: '2',
-    WORKER_CONCURRENCY: '4',
-    SEND_FAIR_SHARE_PER_MINUTE: '5',
-  });
-  const config = loadConfig(env);
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: 0 });
-}, 60_000);
-
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-  stack?.stop();
+const e2e = useE2e({
+  env: async () => {
+    stack = await startSesStack();
+    e2e.onTeardown(() => stack.stop());
+    return {
+      SES_ENDPOINT: stack.endpoint,
+      SES_CONNECTIONS: JSON.stringify([{ name: 'backup', region: 'eu-west-1', endpoint: BACKUP, maxSendRate: 20 }]),
+      // The default connection is the slow one: 2 emails/s.
+      SES_MAX_SEND_RATE: '2',
+      WORKER_CONCURRENCY: '4',
+      SEND_FAIR_SHARE_PER_MINUTE: '5',
+    };
+  },
+  worker: { healthPort: 0 },
 });
 
 /** Sends one email to each of `to` from `from` in one request; @returns the email ids. */
 async function send(p: TestProject, to: string[], from = `hello@${p.domain}`): Promise<string[]> {
-  const res = await client(api.app, p).post('/v1/send', { to, from, subject: 'Hi', body: '<p>hi</p>' });
+  const res = await client(e2e.api.app, p).post('/v1/send', { to, from, subject: 'Hi', body: '<p>hi</p>' });
   expect(res.status).toBe(202);
   return (res.body.data.emails as { email: string }[]).map((e) => e.email);
 }
 
 type Row = { id: string; status: string; toEmail: string; sesConnection: string | null };
 const rows = async (ids: string[]): Promise<Row[]> =>
-  api.database.db
+  e2e.api.database.db
     .select({ id: emails.id, status: emails.status, toEmail: emails.toEmail, sesConnection: emails.sesConnection })
     .from(emails)
     .where(inArray(emails.id, ids));
 const sentCount = async (ids: string[]) => (await rows(ids)).filter((r) => r.status === 'sent').length;
 
 test('mail bound to a healthy connection goes out at its own pace while a slow connection is saturated; each email accepted once', async () => {
-  const slow = await createTestProject(api.database);
-  const fast = await createTestProject(api.database);
-  expect(await setProjectConnection(api.database.db, fast.id, 'backup')).toBe(true);
+  const slow = await createTestProject(e2e.api.database);
+  const fast = await createTestProject(e2e.api.database);
+  expect(await setProjectConnection(e2e.api.database.db, fast.id, 'backup')).toBe(true);
 
   // 30 emails on `default` (15 s of sending at 2/s) enqueued first, at the same priority; then 20 on `backup`.
   const slowTo = Array.from({ length: 30 }, () => recipient('l-slow'));
@@ -119,10 +101,10 @@ test('mail bound to a healthy connection goes out at its own pace while a slow c
 }, 120_000);
 
 test("the fair share is counted per connection: a project's mail on default does not use up its share on backup", async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const second = `b${p.domain}`;
-  await addDomain(api.database.db, p.id, second, true);
-  expect(await setDomainConnection(api.database.db, second, 'backup')).toBe(true);
+  await addDomain(e2e.api.database.db, p.id, second, true);
+  expect(await setDomainConnection(e2e.api.database.db, second, 'backup')).toBe(true);
   // Clear of a minute boundary: the share is counted per minute.
   const left = 60_000 - (Date.now() % 60_000);
   if (left < 5_000) await new Promise((r) => setTimeout(r, left + 10));
@@ -137,10 +119,10 @@ test("the fair share is counted per connection: a project's mail on default does
     Array.from({ length: 4 }, () => recipient('s-backup')),
     `hello@${second}`,
   );
-  const key = `${api.config.queuePrefix}:lane:transactional:${p.id}:${minute}`;
-  await waitFor(async () => (await api.redis.get(`${key}:backup`)) === '4', 10_000, 'the backup count');
+  const key = `${e2e.api.config.queuePrefix}:lane:transactional:${p.id}:${minute}`;
+  await waitFor(async () => (await e2e.api.redis.get(`${key}:backup`)) === '4', 10_000, 'the backup count');
   // Each connection has its own count: 6 on default (over its share of 5), 4 on backup (within its own).
-  expect(await api.redis.get(key)).toBe('6');
+  expect(await e2e.api.redis.get(key)).toBe('6');
   const sent = await waitFor(
     async () => {
       const r = await rows([...onDefault, ...onBackup]);
@@ -153,11 +135,11 @@ test("the fair share is counted per connection: a project's mail on default does
 });
 
 test("workflow mail's fair share is counted per connection too: the From's binding, as for /v1/send", async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const second = `w${p.domain}`;
-  await addDomain(api.database.db, p.id, second, true);
-  expect(await setDomainConnection(api.database.db, second, 'backup')).toBe(true);
-  const c = client(api.app, p);
+  await addDomain(e2e.api.database.db, p.id, second, true);
+  expect(await setDomainConnection(e2e.api.database.db, second, 'backup')).toBe(true);
+  const c = client(e2e.api.app, p);
   const tpl = await c.post('/templates', {
     name: 't',
     subject: 'Hi',
@@ -187,16 +169,16 @@ test("workflow mail's fair share is counted per connection too: the From's bindi
 
   const to = [recipient('wf-a'), recipient('wf-b')];
   for (const email of to) expect((await c.post('/v1/track', { email, event: 'signup' })).status).toBe(200);
-  const key = `${api.config.queuePrefix}:lane:workflow:${p.id}:${minute}`;
+  const key = `${e2e.api.config.queuePrefix}:lane:workflow:${p.id}:${minute}`;
   await waitFor(
-    async () => (await api.redis.get(`${key}:backup`)) === '2',
+    async () => (await e2e.api.redis.get(`${key}:backup`)) === '2',
     15_000,
     'the backup count of the workflow lane',
   );
-  expect(await api.redis.get(key)).toBeNull();
+  expect(await e2e.api.redis.get(key)).toBeNull();
   const sent = await waitFor(
     async () => {
-      const r = await api.database.db
+      const r = await e2e.api.database.db
         .select({ status: emails.status, sesConnection: emails.sesConnection })
         .from(emails)
         .where(inArray(emails.toEmail, to));

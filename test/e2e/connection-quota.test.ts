@@ -5,59 +5,45 @@
  * `connection` label.
  */
 import { sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/config/config';
 import { LocalAccountProvider } from '@mailroom/mail/ses-account';
 import { setProjectConnection } from '@mailroom/projects/queries/delivery-connections';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  client,
-  createTestProject,
-  recipient,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { client, createTestProject, recipient, waitFor, type TestProject } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
-let api: TestApi;
-let worker: RunningWorker;
-let bound: TestProject;
-
-beforeAll(async () => {
-  const env = testEnv({
+const e2e = useE2e({
+  env: {
     SES_CONNECTIONS: JSON.stringify([
       { name: 'client-b', region: 'us-east-1', endpoint: process.env.TEST_SES_ENDPOINT },
     ]),
     SES_MAX_SEND_RATE: '20',
     SES_QUOTA_CHECK_MS: '200',
     CAMPAIGN_TICK_MS: '100',
-  });
-  api = await startTestApi(loadConfig(env));
-  bound = await createTestProject(api.database);
+  },
+  worker: false,
+});
+let bound: TestProject;
+
+beforeAll(async () => {
+  bound = await createTestProject(e2e.api.database);
   // client-b's account: 20 a day, of which this deployment's sends through it count.
   const sentViaB = async () =>
     (
-      await api.database.db.execute<{ n: number }>(
+      await e2e.api.database.db.execute<{ n: number }>(
         sql`select count(*)::int as n from emails where ses_connection = 'client-b' and status = 'sent' and project_id = ${bound.id}::uuid`,
       )
     ).rows[0].n;
-  worker = await startWorker(loadConfig(env), {
-    healthPort: null,
-    accounts: new Map([['client-b', new LocalAccountProvider({ maxSendRate: 20, max24HourSend: 20 }, sentViaB)]]),
-  });
-});
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
+  await e2e.startWorker(
+    {},
+    { accounts: new Map([['client-b', new LocalAccountProvider({ maxSendRate: 20, max24HourSend: 20 }, sentViaB)]]) },
+  );
 });
 
 async function campaignTo(p: TestProject, n: number, tag: string): Promise<string> {
   const to = Array.from({ length: n }, () => recipient(tag));
-  await api.database.db.execute(sql`
+  await e2e.api.database.db.execute(sql`
     insert into contacts (id, project_id, email, email_key, subscribed, data)
     select gen_random_uuid(), ${p.id}::uuid, e, e, true, '{}'::jsonb from unnest(${sql.param(to)}::text[]) as e`);
-  const created = await client(api.app, p).post('/campaigns', {
+  const created = await client(e2e.api.app, p).post('/campaigns', {
     name: tag,
     subject: 'News',
     body: '<p>News</p><a href="{{unsubscribeUrl}}">stop</a>',
@@ -70,7 +56,7 @@ async function campaignTo(p: TestProject, n: number, tag: string): Promise<strin
 
 const campaignRow = async (id: string) =>
   (
-    await api.database.db.execute<{
+    await e2e.api.database.db.execute<{
       status: string;
       paused_reason: string | null;
       pause_details: Record<string, unknown> | null;
@@ -78,21 +64,21 @@ const campaignRow = async (id: string) =>
   ).rows[0];
 const sentBy = async (id: string) =>
   (
-    await api.database.db.execute<{ ses_connection: string; n: number }>(
+    await e2e.api.database.db.execute<{ ses_connection: string; n: number }>(
       sql`select ses_connection, count(*)::int as n from emails where campaign_id = ${id}::uuid and status = 'sent' group by 1`,
     )
   ).rows;
 
 test("a connection's quota pauses only the campaigns bound to it", async () => {
-  await setProjectConnection(api.database.db, bound.id, 'client-b');
-  const other = await createTestProject(api.database);
+  await setProjectConnection(e2e.api.database.db, bound.id, 'client-b');
+  const other = await createTestProject(e2e.api.database);
   const onB = await campaignTo(bound, 40, 'cq-b');
   const onDefault = await campaignTo(other, 10, 'cq-d');
   for (const [p, id] of [
     [bound, onB],
     [other, onDefault],
   ] as const)
-    expect((await client(api.app, p).post(`/campaigns/${id}/send`, {})).status).toBe(200);
+    expect((await client(e2e.api.app, p).post(`/campaigns/${id}/send`, {})).status).toBe(200);
 
   await waitFor(async () => (await campaignRow(onB)).status === 'PAUSED', 30_000, 'the client-b campaign PAUSED');
   expect(await campaignRow(onB)).toMatchObject({
@@ -104,7 +90,7 @@ test("a connection's quota pauses only the campaigns bound to it", async () => {
   await waitFor(
     async () =>
       (
-        await api.database.db.execute<{ n: number }>(
+        await e2e.api.database.db.execute<{ n: number }>(
           sql`select count(*)::int as n from emails where campaign_id = ${onB}::uuid and status = 'sending'`,
         )
       ).rows[0].n === 0,
@@ -117,7 +103,7 @@ test("a connection's quota pauses only the campaigns bound to it", async () => {
   expect(b.n).toBe(19);
   expect((await campaignRow(onB)).status).toBe('PAUSED');
 
-  const metrics = await worker.metrics.registry.metrics();
+  const metrics = await e2e.worker.metrics.registry.metrics();
   expect(metrics).toMatch(/^mailroom_ses_max_24h_send\{connection="client-b"\} 20$/m);
   expect(metrics).toMatch(/^mailroom_ses_max_24h_send\{connection="default"\} 50000$/m);
   expect(metrics).toMatch(/^mailroom_ses_quota_pause_at\{connection="client-b"\} 19$/m);

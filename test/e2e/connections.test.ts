@@ -12,20 +12,10 @@
  * connection.
  */
 import { eq, inArray, sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema';
 import { setDomainConnection, setProjectConnection } from '@mailroom/projects/queries/delivery-connections';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  client,
-  createTestProject,
-  recipient,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { client, createTestProject, recipient, waitFor, type TestProject } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { startSesStack, type SesStack } from '../support/services';
 import { acceptedAt, FailingSes } from '../support/failing-ses';
 
@@ -34,39 +24,31 @@ const WINDOW_MS = 1_000;
 
 let stack: SesStack;
 let primary: FailingSes;
-let api: TestApi;
-let worker: RunningWorker;
-
-beforeAll(async () => {
-  stack = await startSesStack();
-  primary = await new FailingSes(new URL(stack.endpoint)).listen();
-  const env = testEnv({
-    SES_ENDPOINT: primary.url,
-    SES_CONNECTIONS: JSON.stringify([{ name: 'backup', region: 'eu-west-1', endpoint: BACKUP, maxSendRate: 30 }]),
-    SES_FAILOVER_WINDOW_MS: String(WINDOW_MS),
-    SES_FAILOVER_PROBE_MS: '300',
-    SES_TIMEOUT_MS: '3000',
-    SES_MAX_SEND_RATE: '30',
-    SEND_BACKOFF_MS: '100',
-    SEND_MAX_ATTEMPTS: '20',
-  });
-  const config = loadConfig(env);
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: 0 });
-}, 60_000);
-
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-  await primary?.close();
-  stack?.stop();
+const e2e = useE2e({
+  env: async () => {
+    stack = await startSesStack();
+    e2e.onTeardown(() => stack.stop());
+    primary = await new FailingSes(new URL(stack.endpoint)).listen();
+    e2e.onTeardown(() => primary.close());
+    return {
+      SES_ENDPOINT: primary.url,
+      SES_CONNECTIONS: JSON.stringify([{ name: 'backup', region: 'eu-west-1', endpoint: BACKUP, maxSendRate: 30 }]),
+      SES_FAILOVER_WINDOW_MS: String(WINDOW_MS),
+      SES_FAILOVER_PROBE_MS: '300',
+      SES_TIMEOUT_MS: '3000',
+      SES_MAX_SEND_RATE: '30',
+      SEND_BACKOFF_MS: '100',
+      SEND_MAX_ATTEMPTS: '20',
+    };
+  },
+  worker: { healthPort: 0 },
 });
 
 /** Sends one email per recipient from `p`'s domain; @returns the email ids. */
 async function send(p: TestProject, to: string[]): Promise<string[]> {
   const ids: string[] = [];
   for (const t of to) {
-    const res = await client(api.app, p).post('/v1/send', {
+    const res = await client(e2e.api.app, p).post('/v1/send', {
       to: t,
       from: `hello@${p.domain}`,
       subject: 'Hi',
@@ -80,7 +62,7 @@ async function send(p: TestProject, to: string[]): Promise<string[]> {
 
 type Row = { id: string; status: string; toEmail: string; sesConnection: string | null };
 const rows = async (ids: string[]): Promise<Row[]> =>
-  api.database.db
+  e2e.api.database.db
     .select({ id: emails.id, status: emails.status, toEmail: emails.toEmail, sesConnection: emails.sesConnection })
     .from(emails)
     .where(inArray(emails.id, ids));
@@ -94,7 +76,7 @@ const allSent = (ids: string[], what: string) =>
     what,
   );
 
-const scrape = async () => (await fetch(`http://127.0.0.1:${worker.healthPort}/metrics`)).text();
+const scrape = async () => (await fetch(`http://127.0.0.1:${e2e.worker.healthPort}/metrics`)).text();
 const series = (text: string, line: string) =>
   Number(new RegExp(`^${line.replace(/[{}"()+.]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 
@@ -108,11 +90,11 @@ async function acceptedCounts(to: string[]): Promise<Map<string, [number, number
 }
 
 test('a domain or a project bound to a connection sends there; the rest go through the default; the row records which', async () => {
-  const unbound = await createTestProject(api.database);
-  const domainBound = await createTestProject(api.database);
-  const projectBound = await createTestProject(api.database);
-  expect(await setDomainConnection(api.database.db, domainBound.domain, 'backup')).toBe(true);
-  expect(await setProjectConnection(api.database.db, projectBound.id, 'backup')).toBe(true);
+  const unbound = await createTestProject(e2e.api.database);
+  const domainBound = await createTestProject(e2e.api.database);
+  const projectBound = await createTestProject(e2e.api.database);
+  expect(await setDomainConnection(e2e.api.database.db, domainBound.domain, 'backup')).toBe(true);
+  expect(await setProjectConnection(e2e.api.database.db, projectBound.id, 'backup')).toBe(true);
 
   const [u, d, p] = [[recipient('c-unbound')], [recipient('c-domain')], [recipient('c-project')]];
   const ids = [...(await send(unbound, u)), ...(await send(domainBound, d)), ...(await send(projectBound, p))];
@@ -141,8 +123,8 @@ test('a domain or a project bound to a connection sends there; the rest go throu
 });
 
 test('the default failing mid-send fails over to backup after the window, comes back once it recovers, and no email is sent twice', async () => {
-  const p = await createTestProject(api.database);
-  const healthKey = worker.connections.health.key('default');
+  const p = await createTestProject(e2e.api.database);
+  const healthKey = e2e.worker.connections.health.key('default');
 
   // 1. Healthy: mail goes through the default.
   const before = Array.from({ length: 5 }, () => recipient('f-before'));
@@ -160,7 +142,7 @@ test('the default failing mid-send fails over to backup after the window, comes 
     await waitFor(async () => primary.sends('5xx') > 0, 20_000, 'the default failing a send');
   }
   const unhealthyAt = await waitFor(
-    async () => (await api.redis.hget(healthKey, 'unhealthy')) !== null && Date.now(),
+    async () => (await e2e.api.redis.hget(healthKey, 'unhealthy')) !== null && Date.now(),
     20_000,
     'the default marked unhealthy',
   );
@@ -184,7 +166,7 @@ test('the default failing mid-send fails over to backup after the window, comes 
   // 3. The default recovers: the probe marks it healthy and the domain's mail comes back to it.
   primary.mode = 'healthy';
   const healthyFrom = Date.now();
-  await waitFor(async () => (await api.redis.exists(healthKey)) === 0, 20_000, 'the default healthy again');
+  await waitFor(async () => (await e2e.api.redis.exists(healthKey)) === 0, 20_000, 'the default healthy again');
   await waitFor(
     async () => (await scrape()).includes('mailroom_ses_connection_healthy{connection="default"} 1'),
     10_000,
@@ -207,12 +189,12 @@ test('the default failing mid-send fails over to backup after the window, comes 
 });
 
 test('an unknown binding falls back to the default connection', async () => {
-  const p = await createTestProject(api.database);
-  await api.database.db.execute(sql`update projects set ses_connection = 'gone' where id = ${p.id}::uuid`);
+  const p = await createTestProject(e2e.api.database);
+  await e2e.api.database.db.execute(sql`update projects set ses_connection = 'gone' where id = ${p.id}::uuid`);
   const to = [recipient('c-gone')];
   const [row] = await allSent(await send(p, to), 'sent');
   expect(row.sesConnection).toBe('default');
   expect(
-    (await api.database.db.select({ c: emails.sesConnection }).from(emails).where(eq(emails.id, row.id)))[0].c,
+    (await e2e.api.database.db.select({ c: emails.sesConnection }).from(emails).where(eq(emails.id, row.id)))[0].c,
   ).toBe('default');
 });

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { ensureDatabase, migrate } from '@mailroom/db/migrate';
+import { toSummary } from '../support/summary';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const SCRIPT = path.join(ROOT, 'scripts', 'dev-postgres.mjs');
@@ -48,7 +49,7 @@ const owner = postgresUid();
 const root = process.getuid?.() === 0;
 const runnable = Boolean(bin && owner && root);
 if (!runnable) {
-  console.warn(
+  toSummary(
     "NOT RUN: the fresh-Debian-Postgres test needs Debian's server binaries (/usr/lib/postgresql/<version>/bin, " +
       'apt-get install postgresql), a `postgres` OS user and root (to run initdb as that user).',
   );

@@ -3,58 +3,35 @@
  * DNS server, verified by the worker's refresher (no manual check), then mail from it reaches SES.
  */
 import { randomBytes } from 'node:crypto';
-import { loadConfig } from '@mailroom/config/config';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import {
-  client,
-  createTestProject,
-  isolatedDatabase,
-  recipient,
-  sesSendsTo,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-} from '../support/harness';
+import { client, createTestProject, recipient, sesSendsTo, waitFor } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
-let iso: { url: string; drop: () => Promise<void> };
 let dns: TestDnsServer;
-let api: TestApi;
-let worker: RunningWorker;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  dns = await startDnsServer();
-  const config = loadConfig(
-    testEnv({
-      DATABASE_URL: iso.url,
+const e2e = useE2e({
+  isolated: true,
+  env: async () => {
+    dns = await startDnsServer();
+    e2e.onTeardown(() => dns.close());
+    return {
       DNS_SERVERS: dns.server,
       DNS_TIMEOUT_MS: '300',
       DNS_TRIES: '1',
       DOMAIN_IDENTITY_PROVIDER: 'local',
       DOMAIN_REFRESH_MS: '200',
-    }),
-  );
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-});
-afterAll(async () => {
-  await worker.stop();
-  await api.close();
-  await dns.close();
-  await iso.drop();
+    };
+  },
 });
 
 test('pending → verified by the worker once the records appear in DNS; then mail from the domain is delivered', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const domain = `shop-${randomBytes(4).toString('hex')}.test`;
-  const added = await client(api.app, p).post('/domains', { domain });
+  const added = await client(e2e.api.app, p).post('/domains', { domain });
   expect(added.status).toBe(201);
   // The refresher checks it (records not published yet) and leaves it pending: wait on that state, not a sleep.
   const checked = await waitFor(
     async () => {
-      const d = (await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
+      const d = (await client(e2e.api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
       return d.checkedAt ? d : undefined;
     },
     20_000,
@@ -69,7 +46,7 @@ test('pending → verified by the worker once the records appear in DNS; then ma
   }
   const verified = await waitFor(
     async () => {
-      const d = (await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
+      const d = (await client(e2e.api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
       return d.status === 'verified' && d;
     },
     10_000,
@@ -77,7 +54,7 @@ test('pending → verified by the worker once the records appear in DNS; then ma
   );
   expect(verified.verifiedAt).toBeTruthy();
   const to = recipient('dom');
-  const sent = await client(api.app, p).post('/v1/send', {
+  const sent = await client(e2e.api.app, p).post('/v1/send', {
     to,
     from: `orders@${domain}`,
     subject: 'Your order',

@@ -9,61 +9,37 @@
  * Own database: the worker's reconciler and quota watcher read every campaign of their database.
  */
 import { sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/config/config';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  client,
-  createTestProject,
-  isolatedDatabase,
-  recipient,
-  sesSendsTo,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { client, createTestProject, recipient, sesSendsTo, waitFor, type TestProject } from '../support/harness';
+import { useE2e } from '../support/e2e';
+import { TestClock } from '../support/clock';
 
 const RATE = 14;
 const SIZE_A = 600;
 const SIZE_B = 60;
 
-let iso: { url: string; drop: () => Promise<void> };
-let config: Config;
-let api: TestApi;
-let worker: RunningWorker;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
+// Shares are counted per minute: the API's clock stands still, so each burst falls in one.
+const e2e = useE2e({
+  isolated: true,
   // Default lane settings (CAMPAIGN_LANE_SECONDS 3, CAMPAIGN_TICK_MS 1000, CAMPAIGN_QUEUE_WINDOW 5000).
-  config = loadConfig(
-    testEnv({
-      DATABASE_URL: iso.url,
-      SES_MAX_SEND_RATE: String(RATE),
-      SES_RATE_SAFETY_MS: '50',
-      WORKER_CONCURRENCY: '8',
-      SEND_FAIR_SHARE_PER_MINUTE: '10',
-    }),
-  );
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-});
-afterAll(async () => {
-  await worker.stop();
-  await api.close();
-  await iso.drop();
+  env: {
+    SES_MAX_SEND_RATE: String(RATE),
+    SES_RATE_SAFETY_MS: '50',
+    WORKER_CONCURRENCY: '8',
+    SEND_FAIR_SHARE_PER_MINUTE: '10',
+  },
+  clock: new TestClock(),
 });
 
 async function seed(projectId: string, n: number, tag: string): Promise<string[]> {
   const to = Array.from({ length: n }, () => recipient(tag));
-  await api.database.db.execute(sql`
+  await e2e.api.database.db.execute(sql`
     insert into contacts (id, project_id, email, email_key, subscribed, data)
     select gen_random_uuid(), ${projectId}::uuid, e, e, true, '{}'::jsonb from unnest(${sql.param(to)}::text[]) as e`);
   return to;
 }
 
 async function startCampaign(p: TestProject): Promise<string> {
-  const as = client(api.app, p);
+  const as = client(e2e.api.app, p);
   const created = await as.post('/campaigns', {
     name: 'fair',
     subject: 'News',
@@ -81,9 +57,9 @@ const inRange = (ts: number[], from: number, to: number) => ts.filter((t) => t >
 
 test(`two projects' campaigns (${SIZE_A} and ${SIZE_B} at ${RATE}/s) share the rate; transactional mail overtakes both`, async () => {
   const [a, b, c] = [
-    await createTestProject(api.database),
-    await createTestProject(api.database),
-    await createTestProject(api.database),
+    await createTestProject(e2e.api.database),
+    await createTestProject(e2e.api.database),
+    await createTestProject(e2e.api.database),
   ];
   const [toA, toB] = [await seed(a.id, SIZE_A, 'fa'), await seed(b.id, SIZE_B, 'fb')];
 
@@ -101,7 +77,7 @@ test(`two projects' campaigns (${SIZE_A} and ${SIZE_B} at ${RATE}/s) share the r
   // Mid-way through B, a third project sends a transactional email.
   await waitFor(async () => ((await sesSendsTo(toB)).length >= SIZE_B / 2 ? true : undefined), 60_000, 'B half sent');
   const otp = recipient('fotp');
-  const accepted = await client(api.app, c).post('/v1/send', {
+  const accepted = await client(e2e.api.app, c).post('/v1/send', {
     to: otp,
     from: `alerts@${c.domain}`,
     subject: 'Your code',
@@ -119,7 +95,7 @@ test(`two projects' campaigns (${SIZE_A} and ${SIZE_B} at ${RATE}/s) share the r
   );
 
   const sentStatus = async (id: string) =>
-    (await api.database.db.execute<{ status: string }>(sql`select status from campaigns where id = ${id}::uuid`))
+    (await e2e.api.database.db.execute<{ status: string }>(sql`select status from campaigns where id = ${id}::uuid`))
       .rows[0].status === 'SENT';
   await waitFor(async () => ((await sentStatus(idB)) ? true : undefined), 60_000, 'B SENT');
   await waitFor(async () => ((await sentStatus(idA)) ? true : undefined), 90_000, 'A SENT');
@@ -163,13 +139,10 @@ test(`two projects' campaigns (${SIZE_A} and ${SIZE_B} at ${RATE}/s) share the r
 }, 150_000);
 
 test("a burst of /v1/send from one project does not hold another project's transactional email behind it", async () => {
-  const [x, y] = [await createTestProject(api.database), await createTestProject(api.database)];
+  const [x, y] = [await createTestProject(e2e.api.database), await createTestProject(e2e.api.database)];
   const burst = Array.from({ length: 140 }, () => recipient('burst'));
-  // Shares are counted per minute: start clear of a minute boundary so the whole burst falls in one.
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < 5_000) await new Promise((r) => setTimeout(r, left + 10));
   for (let i = 0; i < burst.length; i += 35) {
-    const res = await client(api.app, x).post('/v1/send', {
+    const res = await client(e2e.api.app, x).post('/v1/send', {
       to: burst.slice(i, i + 35),
       from: `bulk@${x.domain}`,
       subject: 'Receipt',
@@ -178,7 +151,7 @@ test("a burst of /v1/send from one project does not hold another project's trans
     expect(res.status).toBe(202);
   }
   const mine = recipient('reset');
-  const accepted = await client(api.app, y).post('/v1/send', {
+  const accepted = await client(e2e.api.app, y).post('/v1/send', {
     to: mine,
     from: `auth@${y.domain}`,
     subject: 'Reset your password',
@@ -205,5 +178,5 @@ test("a burst of /v1/send from one project does not hold another project's trans
   );
   // X's first 10 this minute keep priority 1; the rest of its burst moved down, so Y's email overtakes it
   // (what goes before it: X's first 10 and what the worker had already claimed).
-  expect(before).toBeLessThanOrEqual(10 + config.sendConcurrency + 2);
+  expect(before).toBeLessThanOrEqual(10 + e2e.config.sendConcurrency + 2);
 }, 90_000);

@@ -9,67 +9,45 @@
  */
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  client,
-  createTestProject,
-  isolatedDatabase,
-  recipient,
-  sesSendsTo,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { client, createTestProject, recipient, sesSendsTo, waitFor, type TestProject } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
 import { queuesSettled } from '../support/worker-queues';
 
-let iso: { url: string; drop: () => Promise<void> };
 let sns: SnsHarness;
-let config: Config;
-let api: TestApi;
-let worker: RunningWorker | undefined;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  sns = await startSnsHarness();
-  config = loadConfig(
-    testEnv({
-      DATABASE_URL: iso.url,
+const e2e = useE2e({
+  isolated: true,
+  env: async () => {
+    sns = await startSnsHarness();
+    e2e.onTeardown(() => sns.close());
+    return {
       SES_MAX_SEND_RATE: '50',
       CAMPAIGN_TICK_MS: '100',
       SNS_TOPIC_ARNS: sns.topicArn,
       SNS_CERT_HOSTS: sns.certHost,
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       WEBHOOK_RETRY_SCHEDULE_MS: '150,150,150',
-    }),
-  );
-  api = await startTestApi(config);
-});
-afterAll(async () => {
-  await worker?.stop();
-  await api.close();
-  await sns.close();
-  await iso.drop();
+    };
+  },
+  worker: false,
 });
 
+let workerStarted: Promise<unknown> | undefined;
 const startTheWorker = async () => {
-  worker ??= await startWorker(config, { healthPort: null });
+  await (workerStarted ??= e2e.startWorker());
 };
 
-const emailRow = async (id: string) => (await api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
+const emailRow = async (id: string) => (await e2e.api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
 const waitSent = (id: string) =>
   waitFor(async () => ((await emailRow(id)).status === 'sent' ? emailRow(id) : undefined), 20_000, `email ${id} sent`);
 /** POSTs an SNS message the way SNS does (JSON text as text/plain). */
 const postSns = (m: object) =>
-  request(api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
+  request(e2e.api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
 
 async function send(p: TestProject, to: string) {
-  const res = await client(api.app, p).post('/v1/send', {
+  const res = await client(e2e.api.app, p).post('/v1/send', {
     to,
     from: `n@${p.domain}`,
     subject: 'Hello',
@@ -83,11 +61,11 @@ async function send(p: TestProject, to: string) {
 }
 
 test('an address suppressed after its email was accepted is caught at send time: status suppressed, nothing at SES', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const to = recipient('late');
   const accepted = await send(p, to);
   expect(accepted.emails[0].status).toBe('queued');
-  await client(api.app, p).post('/suppressions', { email: to });
+  await client(e2e.api.app, p).post('/suppressions', { email: to });
   await startTheWorker();
   await waitFor(
     async () => (await emailRow(accepted.emails[0].email)).status === 'suppressed',
@@ -99,7 +77,7 @@ test('an address suppressed after its email was accepted is caught at send time:
 
 test('bounce → suppressed → the next /v1/send is not sent; deleting the suppression lets mail through again', async () => {
   await startTheWorker();
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const to = recipient('bounce');
   const first = await send(p, to);
   const sent = await waitSent(first.emails[0].email);
@@ -121,7 +99,7 @@ test('bounce → suppressed → the next /v1/send is not sent; deleting the supp
   expect(await sesSendsTo([to])).toHaveLength(1);
   expect((await emailRow(second.emails[0].email)).status).toBe('suppressed');
 
-  expect((await client(api.app, p).del(`/suppressions/${to}`)).status).toBe(200);
+  expect((await client(e2e.api.app, p).del(`/suppressions/${to}`)).status).toBe(200);
   const third = await send(p, to);
   expect(third.emails[0].status).toBe('queued');
   await waitSent(third.emails[0].email);
@@ -130,8 +108,8 @@ test('bounce → suppressed → the next /v1/send is not sent; deleting the supp
 
 test('a campaign skips suppressed contacts, and its stats count the SES events that come back', async () => {
   await startTheWorker();
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
+  const p = await createTestProject(e2e.api.database);
+  const as = client(e2e.api.app, p);
   const to = Array.from({ length: 5 }, () => recipient('camp'));
   for (const email of to) await as.post('/contacts', { email, subscribed: true });
   await as.post('/suppressions', { emails: to.slice(0, 2) });
@@ -154,7 +132,7 @@ test('a campaign skips suppressed contacts, and its stats count the SES events t
   expect(done.recipients).toBe(3);
   expect((await sesSendsTo(to)).map((s) => s.to[0]).sort()).toEqual(to.slice(2).sort());
 
-  const rows = await api.database.db.select().from(emails).where(eq(emails.campaignId, created.body.data.id));
+  const rows = await e2e.api.database.db.select().from(emails).where(eq(emails.campaignId, created.body.data.id));
   const [a, b] = rows;
   for (const [row, type] of [
     [a, 'Delivery'],
@@ -192,8 +170,8 @@ describe('outbound webhooks', () => {
   afterAll(() => receiver.close());
 
   test('an endpoint that fails 3 times then succeeds gets the event once, signed, with our ids next to the SES message id', async () => {
-    const p = await createTestProject(api.database);
-    const as = client(api.app, p);
+    const p = await createTestProject(e2e.api.database);
+    const as = client(e2e.api.app, p);
     const endpoint = (await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['email.delivered'] })).body
       .data;
     const to = recipient('hook');
@@ -218,7 +196,7 @@ describe('outbound webhooks', () => {
       20_000,
       'the delivery recorded succeeded',
     );
-    await queuesSettled(worker!, ['webhook']);
+    await queuesSettled(e2e.worker, ['webhook']);
     const all = receiver.received.slice(before);
     expect(all.map((r) => r.status)).toEqual([500, 500, 500, 200]);
     expect(hits.filter((r) => r.status === 200)).toHaveLength(1);
@@ -251,8 +229,8 @@ describe('outbound webhooks', () => {
   });
 
   test('a bounce reaches the endpoint as email.bounced with data.status "bounced" and the bounce code in smtpStatus', async () => {
-    const p = await createTestProject(api.database);
-    const as = client(api.app, p);
+    const p = await createTestProject(e2e.api.database);
+    const as = client(e2e.api.app, p);
     const endpoint = (await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['email.bounced'] })).body
       .data;
     const to = recipient('bounced-hook');
@@ -286,8 +264,8 @@ describe('outbound webhooks', () => {
   });
 
   test('email.sent is announced by the worker; an endpoint that never succeeds is disabled after the whole schedule', async () => {
-    const p = await createTestProject(api.database);
-    const as = client(api.app, p);
+    const p = await createTestProject(e2e.api.database);
+    const as = client(e2e.api.app, p);
     const broken = (
       await as.post('/webhooks/endpoints', { url: 'http://127.0.0.1:9/refused', eventTypes: ['email.sent'] })
     ).body.data;

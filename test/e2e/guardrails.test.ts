@@ -11,64 +11,39 @@
  */
 import request from 'supertest';
 import { sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/config/config';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  ADMIN_TOKEN,
-  client,
-  createTestProject,
-  isolatedDatabase,
-  recipient,
-  sesSendsTo,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-} from '../support/harness';
+import { ADMIN_TOKEN, client, createTestProject, recipient, sesSendsTo, waitFor } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
 import { queuesSettled } from '../support/worker-queues';
 
 const RECIPIENTS = 300;
 
-let iso: { url: string; drop: () => Promise<void> };
 let sns: SnsHarness;
 let receiver: Receiver;
-let config: Config;
-let api: TestApi;
-let worker: RunningWorker;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  sns = await startSnsHarness();
-  receiver = await startReceiver();
-  config = loadConfig(
-    testEnv({
-      DATABASE_URL: iso.url,
+const e2e = useE2e({
+  isolated: true,
+  env: async () => {
+    sns = await startSnsHarness();
+    e2e.onTeardown(() => sns.close());
+    receiver = await startReceiver();
+    e2e.onTeardown(() => receiver.close());
+    return {
       SES_MAX_SEND_RATE: '50',
       CAMPAIGN_TICK_MS: '100',
       SNS_TOPIC_ARNS: sns.topicArn,
       SNS_CERT_HOSTS: sns.certHost,
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       WEBHOOK_RETRY_SCHEDULE_MS: '150,150,150',
-    }),
-  );
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-});
-afterAll(async () => {
-  await worker.stop();
-  await api.close();
-  await receiver.close();
-  await sns.close();
-  await iso.drop();
+    };
+  },
 });
 
 test('a campaign over the bounce threshold pauses, sends nothing while paused, resumes and ends with everyone sent once', async () => {
-  const db = api.database.db;
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
-  await request(api.app)
+  const db = e2e.api.database.db;
+  const p = await createTestProject(e2e.api.database);
+  const as = client(e2e.api.app, p);
+  await request(e2e.api.app)
     .put(`/admin/projects/${p.id}/guardrails`)
     .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
     .send({ minSample: 20, maxHardBounceRate: 0.1 })
@@ -116,7 +91,7 @@ test('a campaign over the bounce threshold pauses, sends nothing while paused, r
       const m = sns.notification(
         sesEvent(kind, { messageId: e.message_id, to: e.to_email }, { bounceType: 'Permanent' }),
       );
-      const res = await request(api.app)
+      const res = await request(e2e.api.app)
         .post('/webhooks/ses')
         .set('Content-Type', 'text/plain; charset=UTF-8')
         .send(JSON.stringify(m));
@@ -171,7 +146,7 @@ test('a campaign over the bounce threshold pauses, sends nothing while paused, r
   // The worker has had its chance once it holds no campaign or send job waiting or active: every send job it was
   // given has met the pause and been put aside (delayed until CAMPAIGN_PAUSE_RECHECK_MS, 60 s), and the campaign's
   // own job waits delayed too. Only then look: nothing moved, nothing reached SES.
-  const parked = await queuesSettled(worker, ['campaign', 'send'], { allowDelayed: true });
+  const parked = await queuesSettled(e2e.worker, ['campaign', 'send'], { allowDelayed: true });
   expect(parked.campaign.delayed).toBe(1);
   expect(await byStatus()).toEqual(held);
   expect((await sesSendsTo(to)).length).toBe(atSes);

@@ -6,38 +6,21 @@
  */
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/config/config';
 import { contactImports } from '@mailroom/db/schema/imports';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { startReceiver, type Receiver } from '../support/receiver';
-import {
-  client,
-  createTestProject,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { client, createTestProject, waitFor, type TestProject } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
-const config = loadConfig(testEnv({ IMPORT_BATCH_SIZE: '3', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }));
-let api: TestApi;
-let worker: RunningWorker;
+const e2e = useE2e({ env: { IMPORT_BATCH_SIZE: '3', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' } });
 let receiver: Receiver;
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-});
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-  await receiver?.close();
+  e2e.onTeardown(() => receiver.close());
 });
 
 const upload = (project: TestProject, content: string, filename = 'contacts.csv') =>
-  request(api.app)
+  request(e2e.api.app)
     .post('/contacts/import')
     .set('Authorization', project.auth)
     .attach('file', Buffer.from(content), filename);
@@ -45,7 +28,7 @@ const upload = (project: TestProject, content: string, filename = 'contacts.csv'
 async function finished(project: TestProject, id: string) {
   return waitFor(
     async () => {
-      const res = await request(api.app).get(`/contacts/import/${id}`).set('Authorization', project.auth);
+      const res = await request(e2e.api.app).get(`/contacts/import/${id}`).set('Authorization', project.auth);
       return ['completed', 'failed'].includes(res.body.data.status) ? res.body.data : undefined;
     },
     30_000,
@@ -54,13 +37,13 @@ async function finished(project: TestProject, id: string) {
 }
 
 async function topic(project: TestProject, name: string, defaultSubscription: 'opt_in' | 'opt_out') {
-  const res = await client(api.app, project).post('/topics', { name, defaultSubscription });
+  const res = await client(e2e.api.app, project).post('/topics', { name, defaultSubscription });
   expect(res.status).toBe(201);
   return res.body.data.id as string;
 }
 
 async function contactId(project: TestProject, email: string): Promise<string> {
-  const rows = await api.database.db.execute<{ id: string }>(
+  const rows = await e2e.api.database.db.execute<{ id: string }>(
     sql`select id from contacts where project_id = ${project.id}::uuid and email = ${email}`,
   );
   return rows.rows[0].id;
@@ -68,7 +51,7 @@ async function contactId(project: TestProject, email: string): Promise<string> {
 
 /** `{ topic name: [subscribed, explicit] }` as GET /contacts/{id}/topics answers. */
 async function standing(project: TestProject, email: string) {
-  const res = await client(api.app, project).get(`/contacts/${await contactId(project, email)}/topics`);
+  const res = await client(e2e.api.app, project).get(`/contacts/${await contactId(project, email)}/topics`);
   expect(res.status).toBe(200);
   return Object.fromEntries(
     res.body.data.topics.map((t: { name: string; subscribed: boolean; explicit: boolean }) => [
@@ -79,15 +62,15 @@ async function standing(project: TestProject, email: string) {
 }
 
 async function topicEvents(projectId: string) {
-  const rows = await api.database.db.execute<{ email: string; name: string; data: Record<string, unknown> }>(sql`
+  const rows = await e2e.api.database.db.execute<{ email: string; name: string; data: Record<string, unknown> }>(sql`
     select c.email, e.name, e.data from events e join contacts c on c.id = e.contact_id
     where e.project_id = ${projectId}::uuid and e.name like 'contact.topic_%' order by c.email, e.name`);
   return rows.rows.map((r) => [r.email, r.name, r.data.topicName, r.data.method]);
 }
 
 test('two topic columns set the subscriptions; events and webhooks only for changed standings; a re-import changes nothing', async () => {
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
+  const p = await createTestProject(e2e.api.database);
+  const as = client(e2e.api.app, p);
   expect(
     (
       await as.post('/webhooks/endpoints', {
@@ -99,16 +82,16 @@ test('two topic columns set the subscriptions; events and webhooks only for chan
   const news = await topic(p, 'Product news', 'opt_out');
   const letter = await topic(p, 'Newsletter', 'opt_in');
   // Another project with a topic of the same name, and a contact of the same address.
-  const other = await createTestProject(api.database);
+  const other = await createTestProject(e2e.api.database);
   const otherLetter = await topic(other, 'Newsletter', 'opt_in');
-  await client(api.app, other).post('/contacts', { email: 'a@x.test' });
+  await client(e2e.api.app, other).post('/contacts', { email: 'a@x.test' });
 
   // Existing contacts: e already chose the newsletter; f only changes a topic.
   const e = (await as.post('/contacts', { email: 'e@x.test', data: { name: 'E' } })).body.data;
   await as.put(`/contacts/${e.id}/topics`, { topics: [{ topicId: letter, subscribed: true }] });
   await as.post('/contacts', { email: 'f@x.test', data: { name: 'F' } });
-  await api.database.db.execute(sql`delete from webhook_deliveries where project_id = ${p.id}::uuid`);
-  await api.database.db.execute(
+  await e2e.api.database.db.execute(sql`delete from webhook_deliveries where project_id = ${p.id}::uuid`);
+  await e2e.api.database.db.execute(
     sql`delete from events where project_id = ${p.id}::uuid and name like 'contact.topic_%'`,
   );
 
@@ -151,7 +134,7 @@ test('two topic columns set the subscriptions; events and webhooks only for chan
     ['f@x.test', 'contact.topic_unsubscribed', 'Product news', 'import'],
   ];
   expect(await topicEvents(p.id)).toEqual(expected);
-  const hooks = await api.database.db.execute<{ event_type: string; payload: { data: Record<string, unknown> } }>(
+  const hooks = await e2e.api.database.db.execute<{ event_type: string; payload: { data: Record<string, unknown> } }>(
     sql`select event_type, payload from webhook_deliveries where project_id = ${p.id}::uuid order by payload->'data'->>'email', event_type`,
   );
   expect(hooks.rows.map((h) => [h.payload.data.email, h.event_type])).toEqual(
@@ -181,11 +164,11 @@ test('two topic columns set the subscriptions; events and webhooks only for chan
   expect(again.counts).toEqual({ created: 0, updated: 0, skipped: 6, failed: 1 });
   expect(await topicEvents(p.id)).toEqual(expected);
   expect(
-    (await api.database.db.execute(sql`select 1 from webhook_deliveries where project_id = ${p.id}::uuid`)).rows,
+    (await e2e.api.database.db.execute(sql`select 1 from webhook_deliveries where project_id = ${p.id}::uuid`)).rows,
   ).toHaveLength(expected.length);
 
   // The other project's topic of the same name is untouched.
-  const otherA = await client(api.app, other).get(`/contacts/${await contactId(other, 'a@x.test')}/topics`);
+  const otherA = await client(e2e.api.app, other).get(`/contacts/${await contactId(other, 'a@x.test')}/topics`);
   expect(otherA.body.data.topics).toEqual([
     { topicId: otherLetter, name: 'Newsletter', subscribed: false, explicit: false },
   ]);
@@ -193,9 +176,9 @@ test('two topic columns set the subscriptions; events and webhooks only for chan
 });
 
 test('an unknown topic column (or one of another project) is refused at upload, naming the column; nothing is stored', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   await topic(p, 'Newsletter', 'opt_in');
-  const other = await createTestProject(api.database);
+  const other = await createTestProject(e2e.api.database);
   await topic(other, 'Deals', 'opt_in');
   const res = await upload(p, 'email,topic:newsletter,topic:Deals,TOPIC:Gone\na@x.test,yes,yes,no\n');
   expect(res.status).toBe(422);
@@ -210,5 +193,5 @@ test('an unknown topic column (or one of another project) is refused at upload, 
     field: 'file',
     message: expect.stringContaining('names no topic'),
   });
-  expect(await api.database.db.select().from(contactImports).where(eq(contactImports.projectId, p.id))).toEqual([]);
+  expect(await e2e.api.database.db.select().from(contactImports).where(eq(contactImports.projectId, p.id))).toEqual([]);
 });

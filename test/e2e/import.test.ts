@@ -14,39 +14,26 @@ import { createImport, getImportErrors, markImportQueued, startImport } from '@m
 import { commitImportBatch, isRowDataError } from '@mailroom/contacts/queries/import-batch';
 import { contactImports } from '@mailroom/db/schema/imports';
 import { createDatabase } from '@mailroom/db/client';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { createImportProcessor } from '../../apps/worker/src/processors/import';
 import { createTestProject, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
 const MAX = 200_000;
-const config = loadConfig(testEnv({ IMPORT_MAX_BYTES: String(MAX), IMPORT_BATCH_SIZE: '40' }));
-let api: TestApi;
-let worker: RunningWorker;
-let p: TestProject;
-
-beforeAll(async () => {
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-  p = await createTestProject(api.database);
-});
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-});
+const e2e = useE2e({ env: { IMPORT_MAX_BYTES: String(MAX), IMPORT_BATCH_SIZE: '40' }, project: true });
 
 const upload = (project: TestProject, content: string | Buffer, filename = 'contacts.csv', query = '') =>
-  request(api.app)
+  request(e2e.api.app)
     .post(`/contacts/import${query}`)
     .set('Authorization', project.auth)
     .attach('file', Buffer.from(content), filename);
 const raw = (project: TestProject, content: string, type: string, query = '') =>
-  request(api.app)
+  request(e2e.api.app)
     .post(`/contacts/import${query}`)
     .set('Authorization', project.auth)
     .set('Content-Type', type)
     .send(content);
 const getImport = (project: TestProject, id: string) =>
-  request(api.app).get(`/contacts/import/${id}`).set('Authorization', project.auth);
+  request(e2e.api.app).get(`/contacts/import/${id}`).set('Authorization', project.auth);
 
 async function finished(project: TestProject, id: string) {
   return waitFor(
@@ -62,7 +49,7 @@ async function finished(project: TestProject, id: string) {
 async function contactsOf(
   project: TestProject,
 ): Promise<Map<string, { subscribed: boolean; data: Record<string, unknown> }>> {
-  const rows = await api.database.db.execute<{ email: string; subscribed: boolean; data: Record<string, unknown> }>(
+  const rows = await e2e.api.database.db.execute<{ email: string; subscribed: boolean; data: Record<string, unknown> }>(
     sql`select email, subscribed, data from contacts where project_id = ${project.id}::uuid`,
   );
   return new Map(rows.rows.map((r) => [r.email, { subscribed: r.subscribed, data: r.data }]));
@@ -70,9 +57,9 @@ async function contactsOf(
 
 describe('happy path', () => {
   test('a CSV upload: created, updated, skipped and failed counts; row errors; subscription rules', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     // Existing contacts: one unsubscribed (must stay so), one unsubscribed that the file re-subscribes, one unchanged.
-    const post = (body: object) => request(api.app).post('/contacts').set('Authorization', q.auth).send(body);
+    const post = (body: object) => request(e2e.api.app).post('/contacts').set('Authorization', q.auth).send(body);
     await post({ email: 'stay@x.test', subscribed: false, data: { first_name: 'Old' } });
     await post({ email: 'back@x.test', subscribed: false });
     await post({ email: 'same@x.test', subscribed: true, data: { First_Name: 'Sam' } });
@@ -112,7 +99,7 @@ describe('happy path', () => {
     expect(all.get('u1@x.test')?.data).toEqual({ First_Name: 'Again' });
     expect(all.get('stay@x.test')).toEqual({ subscribed: false, data: { first_name: 'Old', First_Name: 'New' } });
     expect(all.get('back@x.test')?.subscribed).toBe(true);
-    const list = await request(api.app).get('/contacts').set('Authorization', q.auth);
+    const list = await request(e2e.api.app).get('/contacts').set('Authorization', q.auth);
     expect(list.body.data.total).toBe(103);
 
     // The same file again changes nothing, except u1, which its two rows set in turn.
@@ -121,7 +108,7 @@ describe('happy path', () => {
   });
 
   test('raw bodies: NDJSON and a JSON array, with data merge and null removal; ?subscribed=false', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     const nd = [
       '{"email":"a@x.test","data":{"plan":"pro","tmp":1}}',
       '',
@@ -145,7 +132,7 @@ describe('happy path', () => {
   });
 
   test('a malformed CSV row is reported and the good rows around it are imported', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     const csv = 'email,name\ngood1@x.test,One\n"broken@x.test,"Two"x\ngood2@x.test,Three\n';
     const done = await finished(q, (await raw(q, csv, 'text/csv')).body.data.id);
     expect(done.status).toBe('completed');
@@ -159,7 +146,7 @@ describe('happy path', () => {
   });
 
   test('a JSON array broken mid-file fails the import with the reason; records before it stay', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     const done = await finished(
       q,
       (await raw(q, '[{"email":"ok@x.test"}, {"email": "x@x.test" oops', 'application/json')).body.data.id,
@@ -173,7 +160,7 @@ describe('happy path', () => {
 describe('a bad row is a row error, never fatal', () => {
   /** The BullMQ job of an import: it must have run once, with no failed attempt before it. */
   async function jobOf(id: string) {
-    const queue = createImportQueue(config, api.redis);
+    const queue = createImportQueue(e2e.config, e2e.api.redis);
     try {
       return (await queue.getJob(id))!;
     } finally {
@@ -186,7 +173,7 @@ describe('a bad row is a row error, never fatal', () => {
     Object.fromEntries(errors.map((e) => [e.row, [...new Set(e.errors.map((f) => f.field))]]));
 
   test('JSON array: NUL in a value, NUL in a data key, 5,000-deep data, a lone surrogate, a bad email; the rows around them are imported', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     // Raw JSON text: JSON.stringify would not keep "\ud800" a lone surrogate escape, and a 5,000-deep value is built by hand.
     const rows = [
       '{"email":"g1@x.test","data":{"plan":"pro"}}',
@@ -238,7 +225,7 @@ describe('a bad row is a row error, never fatal', () => {
   });
 
   test('NDJSON: NUL, 5,000- and 50,000-deep rows and a line of raw 0x00 bytes are row errors between good lines', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     const lines = [
       '{"email":"n1@x.test"}',
       '{"email":"n-nul@x.test","data":{"v":"\\u0000"}}',
@@ -268,7 +255,7 @@ describe('a bad row is a row error, never fatal', () => {
   });
 
   test('CSV: a raw 0x00 byte in a data cell and in an email cell are row errors; good rows in the same batch are imported', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     const lines = ['email,name,city'];
     for (let i = 0; i < 30; i++) lines.push(`c${i}@x.test,Name ${i},Paris`);
     lines.push('zero-name@x.test,Bad\u0000Name,Paris');
@@ -305,14 +292,14 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
     removed: [],
   });
   async function runningImport(projectId: string) {
-    const { db } = api.database;
+    const { db } = e2e.api.database;
     const imp = await createImport(db, projectId, { format: 'json', filename: null, defaultSubscribed: true });
     await markImportQueued(db, imp.id, 0, 0);
     return (await startImport(db, imp.id))!;
   }
 
   test('only the refused rows become row errors (22P05, 22021, 22P02); the others are applied; messages are storable', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     const imp = await runningImport(q.id);
     const records = [
       rec(1, 'b1@x.test'),
@@ -330,7 +317,7 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
       email: null,
       errors: [{ field: '(row)', message: 'invalid JSON: \u0000 quoted', code: 'custom' as const }],
     };
-    const counts = await commitImportBatch(api.database.db, imp, {
+    const counts = await commitImportBatch(e2e.api.database.db, imp, {
       records,
       errors: [parserError],
       fromRow: 0,
@@ -338,7 +325,7 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
       bytesProcessed: 0,
     });
     expect(counts).toEqual({ created: 6, updated: 0, skipped: 0, failed: 4 });
-    const errors = await getImportErrors(api.database.db, q.id, imp.id);
+    const errors = await getImportErrors(e2e.api.database.db, q.id, imp.id);
     expect(errors.map((e) => [e.row, e.email, e.errors[0].field])).toEqual([
       [3, 'nul-json@x.test', 'data.note'],
       [5, null, '(row)'],
@@ -357,17 +344,17 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
       'b6@x.test',
       'b8@x.test',
     ]);
-    const [row] = await api.database.db.select().from(contactImports).where(eq(contactImports.id, imp.id));
+    const [row] = await e2e.api.database.db.select().from(contactImports).where(eq(contactImports.id, imp.id));
     expect(row).toMatchObject({ rowsProcessed: 10, created: 6, failed: 4 });
   });
 
   test('an error that is not about the data (lock timeout, lost connection) still fails the batch whole, for a retry', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     const imp = await runningImport(q.id);
-    await request(api.app).post('/contacts').set('Authorization', q.auth).send({ email: 'locked@x.test' });
-    const blocker = await api.database.pool.connect();
+    await request(e2e.api.app).post('/contacts').set('Authorization', q.auth).send({ email: 'locked@x.test' });
+    const blocker = await e2e.api.database.pool.connect();
     const impatient = createDatabase({
-      url: `${config.databaseUrl}?options=-c%20lock_timeout%3D300`,
+      url: `${e2e.config.databaseUrl}?options=-c%20lock_timeout%3D300`,
       poolSize: 1,
       applicationName: 'impatient',
     });
@@ -397,18 +384,18 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
     }
     // Nothing of the batch was kept: no contact, no error, no progress.
     expect((await contactsOf(q)).has('fresh@x.test')).toBe(false);
-    expect(await getImportErrors(api.database.db, q.id, imp.id)).toEqual([]);
-    const [row] = await api.database.db.select().from(contactImports).where(eq(contactImports.id, imp.id));
+    expect(await getImportErrors(e2e.api.database.db, q.id, imp.id)).toEqual([]);
+    const [row] = await e2e.api.database.db.select().from(contactImports).where(eq(contactImports.id, imp.id));
     expect(row).toMatchObject({ rowsProcessed: 0, created: 0, failed: 0 });
   });
 
   test('isRowDataError: a data exception is, a terminated connection is not', async () => {
-    const client = await api.database.pool.connect();
+    const client = await e2e.api.database.pool.connect();
     try {
       const bad = await client.query(`select $1::jsonb`, ['{"a":"\\u0000"}']).catch((e: unknown) => e);
       expect(isRowDataError(bad)).toBe(true);
       const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
-      await api.database.pool.query('select pg_terminate_backend($1)', [rows[0].pid]);
+      await e2e.api.database.pool.query('select pg_terminate_backend($1)', [rows[0].pid]);
       const lost = await waitFor(
         async () =>
           client.query('select 1').then(
@@ -427,7 +414,7 @@ describe('a batch Postgres refuses for its data is split, never failed whole', (
 
 describe('bad input is refused before anything is stored', () => {
   const importCount = async (projectId: string) =>
-    (await api.database.db.select().from(contactImports).where(eq(contactImports.projectId, projectId))).length;
+    (await e2e.api.database.db.select().from(contactImports).where(eq(contactImports.projectId, projectId))).length;
 
   test.each([
     ['a 0-byte file', '', 'empty.csv', 'is empty'],
@@ -437,7 +424,7 @@ describe('bad input is refused before anything is stored', () => {
     ['an NDJSON file whose first line is not an object', '[1,2]\n', 'c.ndjson', 'line 1 is not a JSON object'],
     ['a JSON file that is not an array', '{"email":"a@x.test"}', 'c.json', 'JSON array'],
   ])('422 for %s', async (_label, content, filename, message) => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     const res = await upload(q, content, filename);
     expect(res.status).toBe(422);
     expect(res.body.error.errors[0]).toMatchObject({ field: 'file', message: expect.stringContaining(message) });
@@ -445,7 +432,7 @@ describe('bad input is refused before anything is stored', () => {
   });
 
   test('413 for a file over IMPORT_MAX_BYTES, with nothing stored (multipart and raw)', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     const big = 'email,name\n' + Array.from({ length: 12_000 }, (_, i) => `big${i}@x.test,Name ${i}`).join('\n');
     expect(big.length).toBeGreaterThan(MAX);
     const viaForm = await upload(q, big);
@@ -458,7 +445,7 @@ describe('bad input is refused before anything is stored', () => {
   });
 
   test('4xx for a multipart file name with a NUL byte, raw or percent-encoded (RFC 5987); nothing stored', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     const rawName = await upload(q, 'email\na@x.test\n', 'con\u0000tacts.csv');
     expect(rawName.status).toBe(400);
     const body = [
@@ -470,7 +457,7 @@ describe('bad input is refused before anything is stored', () => {
       '--b0undary--',
       '',
     ].join('\r\n');
-    const encoded = await request(api.app)
+    const encoded = await request(e2e.api.app)
       .post('/contacts/import')
       .set('Authorization', q.auth)
       .set('Content-Type', 'multipart/form-data; boundary=b0undary')
@@ -481,13 +468,13 @@ describe('bad input is refused before anything is stored', () => {
   });
 
   test('422 when the format cannot be told or the file field is missing; ?format= decides', async () => {
-    const q = await createTestProject(api.database);
+    const q = await createTestProject(e2e.api.database);
     const unknown = await upload(q, 'email\na@x.test\n', 'contacts.txt');
     expect(unknown.status).toBe(422);
     expect(unknown.body.error.errors[0].field).toBe('format');
     const told = await upload(q, 'email\na@x.test\n', 'contacts.txt', '?format=csv');
     expect(told.status).toBe(202);
-    const noFile = await request(api.app).post('/contacts/import').set('Authorization', q.auth).field('other', 'x');
+    const noFile = await request(e2e.api.app).post('/contacts/import').set('Authorization', q.auth).field('other', 'x');
     expect(noFile.status).toBe(422);
     expect(noFile.body.error.errors[0].field).toBe('file');
     expect((await raw(q, 'email\n', 'text/plain')).status).toBe(422);
@@ -497,18 +484,18 @@ describe('bad input is refused before anything is stored', () => {
 
 describe('security', () => {
   test('another project’s import is 404; unknown and malformed ids; public key 403', async () => {
-    const res = await upload(p, 'email\nsec@x.test\n');
-    const other = await createTestProject(api.database);
+    const res = await upload(e2e.p, 'email\nsec@x.test\n');
+    const other = await createTestProject(e2e.api.database);
     expect((await getImport(other, res.body.data.id)).status).toBe(404);
-    expect((await getImport(p, '0190a8c0-0000-7000-8000-000000000000')).status).toBe(404);
-    expect((await getImport(p, 'nope')).status).toBe(400);
-    const pk = await request(api.app)
+    expect((await getImport(e2e.p, '0190a8c0-0000-7000-8000-000000000000')).status).toBe(404);
+    expect((await getImport(e2e.p, 'nope')).status).toBe(400);
+    const pk = await request(e2e.api.app)
       .post('/contacts/import')
-      .set('Authorization', `Bearer ${p.publicKey}`)
+      .set('Authorization', `Bearer ${e2e.p.publicKey}`)
       .set('Content-Type', 'text/csv')
       .send('email\na@x.test\n');
     expect(pk.status).toBe(403);
-    await finished(p, res.body.data.id);
+    await finished(e2e.p, res.body.data.id);
     expect((await contactsOf(other)).size).toBe(0);
   });
 });

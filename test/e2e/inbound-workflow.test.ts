@@ -5,45 +5,18 @@
  */
 import request from 'supertest';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { loadConfig } from '@mailroom/config/config';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  client,
-  createTestProject,
-  isolatedDatabase,
-  recipient,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { client, createTestProject, recipient, waitFor, type TestProject } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { startSnsHarness, type SnsHarness } from '../support/sns';
 
-let iso: { url: string; drop: () => Promise<void> };
-let api: TestApi;
-let worker: RunningWorker | undefined;
 let sns: SnsHarness;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  sns = await startSnsHarness();
-  const config = loadConfig(
-    testEnv({
-      DATABASE_URL: iso.url,
-      SNS_TOPIC_ARNS: sns.topicArn,
-      SNS_CERT_HOSTS: sns.certHost,
-      WORKFLOW_INBOX_POLL_MS: '200',
-    }),
-  );
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-});
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-  await sns?.close();
-  await iso?.drop();
+const e2e = useE2e({
+  isolated: true,
+  env: async () => {
+    sns = await startSnsHarness();
+    e2e.onTeardown(() => sns.close());
+    return { SNS_TOPIC_ARNS: sns.topicArn, SNS_CERT_HOSTS: sns.certHost, WORKFLOW_INBOX_POLL_MS: '200' };
+  },
 });
 
 function receipt(p: TestProject, from: string, virus: 'PASS' | 'FAIL'): object {
@@ -63,11 +36,11 @@ function receipt(p: TestProject, from: string, virus: 'PASS' | 'FAIL'): object {
 }
 
 test('a message from a contact starts the workflow triggered by email.received; a virus starts nothing', async () => {
-  const p = await createTestProject(api.database);
-  const c = client(api.app, p);
+  const p = await createTestProject(e2e.api.database);
+  const c = client(e2e.api.app, p);
   const domain = (await c.get('/domains')).body.data.items[0].id as string;
   expect(
-    (await request(api.app).put(`/domains/${domain}/inbound`).set('Authorization', p.auth).send({ enabled: true }))
+    (await request(e2e.api.app).put(`/domains/${domain}/inbound`).set('Authorization', p.auth).send({ enabled: true }))
       .status,
   ).toBe(200);
   const created = await c.post('/workflows', { name: 'on reply', trigger: { type: 'EVENT', event: 'email.received' } });
@@ -88,7 +61,7 @@ test('a message from a contact starts the workflow triggered by email.received; 
     (await c.post('/contacts', { email: infected })).body.data.id as string,
   ];
   const post = (body: object) =>
-    request(api.app)
+    request(e2e.api.app)
       .post('/webhooks/ses')
       .set('Content-Type', 'text/plain')
       .send(JSON.stringify(sns.notification(body)));

@@ -3,38 +3,17 @@
  * outcome, the send-rate gate's waits, queue depths per queue and state, the Postgres pools' connections, and every
  * metric family announced.
  */
-import { loadConfig } from '@mailroom/config/config';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  client,
-  createTestProject,
-  recipient,
-  sesFault,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-} from '../support/harness';
+import { client, createTestProject, recipient, sesFault, waitFor } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
-let api: TestApi;
-let worker: RunningWorker;
+const e2e = useE2e({ env: { SES_MAX_SEND_RATE: '50' }, worker: { healthPort: 0 } });
 
-beforeAll(async () => {
-  const config = loadConfig(testEnv({ SES_MAX_SEND_RATE: '50' }));
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: 0 });
-});
-afterAll(async () => {
-  await worker.stop();
-  await api.close();
-});
-
-const scrape = async () => (await fetch(`http://127.0.0.1:${worker.healthPort}/metrics`)).text();
+const scrape = async () => (await fetch(`http://127.0.0.1:${e2e.worker.healthPort}/metrics`)).text();
 const value = (text: string, series: string) =>
   Number(new RegExp(`^${series.replace(/[{}"()+.]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 
 test('send outcomes, SES latency, gate waits and queue depths are exported', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const [ok, throttled, rejected] = [recipient('m-ok'), recipient('m-throttle'), recipient('m-reject')];
   await sesFault({
     match: throttled,
@@ -52,7 +31,7 @@ test('send outcomes, SES latency, gate waits and queue depths are exported', asy
   });
   for (const to of [ok, throttled, rejected]) {
     expect(
-      (await client(api.app, p).post('/v1/send', { to, from: `m@${p.domain}`, subject: 's', body: 'b' })).status,
+      (await client(e2e.api.app, p).post('/v1/send', { to, from: `m@${p.domain}`, subject: 's', body: 'b' })).status,
     ).toBe(202);
   }
   const text = await waitFor(
@@ -75,7 +54,7 @@ test('send outcomes, SES latency, gate waits and queue depths are exported', asy
   expect(value(text, 'mailroom_queue_jobs{queue="workflow",state="failed"}')).toBe(0);
   // Maintenance passes are jobs too (the segment refresher ticks every second): visible with their results.
   expect(value(text, 'mailroom_queue_jobs{queue="maintenance",state="failed"}')).toBe(0);
-  const maintenance = api.queues.maintenance;
+  const maintenance = e2e.api.queues.maintenance;
   const done = await waitFor(
     async () => {
       const jobs = await maintenance.getCompleted(0, 10);

@@ -308,8 +308,21 @@ test('a campaign stops at the quota line itself, without waiting for the next qu
       20_000,
       'nothing in flight',
     );
-    await new Promise((r) => setTimeout(r, 1_000));
-    const sent = (await sesSendsTo(to)).length;
+    // Settled: the campaign is paused (its queued rows are never claimed) and nothing is in flight, so what SES has is
+    // what the rows say was sent (a row is marked sent after SES took it): wait for the two to agree, not a sleep.
+    const { atSes: sent } = await waitFor(
+      async () => {
+        const atSes = (await sesSendsTo(to)).length;
+        const marked = (
+          await ownApi.database.db.execute<{ n: number }>(
+            sql`select count(*)::int as n from emails where campaign_id = ${id}::uuid and status = 'sent'`,
+          )
+        ).rows[0].n;
+        return atSes === marked ? { atSes } : undefined;
+      },
+      20_000,
+      'the SES record and the sent rows agree',
+    );
     console.log(
       `quota at the send (check every hour): paused ${pausedAfterMs} ms after the start with ${sent} of 100 sent (quota 60, pause at 57)`,
     );

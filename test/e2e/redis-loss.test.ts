@@ -6,55 +6,31 @@
  * redis-server: test/chaos/redis.test.ts.)
  */
 import request from 'supertest';
-import { loadConfig } from '@mailroom/config/config';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { RECONCILE_NOW, RECONCILE_NOW_FOLLOW_UPS_MS, redisEpochKey } from '../../apps/worker/src/processors/redis-loss';
-import {
-  createTestProject,
-  deletePrefix,
-  isolatedDatabase,
-  recipient,
-  sesSendsTo,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { deletePrefix, recipient, sesSendsTo, waitFor } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
 /** Far below the periodic pass (60 s interval, 60 s age), far above the seconds the immediate pass takes. */
 const BOUND_MS = 20_000;
 
-let iso: { url: string; drop: () => Promise<void> };
-let api: TestApi;
-let p: TestProject;
-let worker: RunningWorker | undefined;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  env = testEnv({
-    DATABASE_URL: iso.url,
+const e2e = useE2e({
+  isolated: true,
+  env: {
     RECONCILE_ON_REDIS_LOSS: 'true',
     RECONCILE_INTERVAL_MS: '60000',
     RECONCILE_AFTER_MS: '60000',
     SES_MAX_SEND_RATE: '100',
-  });
-  api = await startTestApi(loadConfig(env));
-  p = await createTestProject(api.database);
-});
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-  await iso?.drop();
+  },
+  worker: false,
+  project: true,
 });
 
 async function send(n: number): Promise<string[]> {
   const to = Array.from({ length: n }, () => recipient('loss'));
-  const res = await request(api.app)
+  const res = await request(e2e.api.app)
     .post('/v1/send')
-    .set('Authorization', p.auth)
-    .send({ to, from: `l@${p.domain}`, subject: 'loss', body: '<p>loss</p>' });
+    .set('Authorization', e2e.p.auth)
+    .send({ to, from: `l@${e2e.p.domain}`, subject: 'loss', body: '<p>loss</p>' });
   expect(res.status).toBe(202);
   return to;
 }
@@ -72,26 +48,26 @@ async function deliveredWithin(to: string[], since: number): Promise<number> {
 
 /** The immediate passes (the follow-ups, added with a delay, are counted apart). */
 const reconcileNowJobs = async () =>
-  (await api.queues.maintenance.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'])).filter(
+  (await e2e.api.queues.maintenance.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'])).filter(
     (j) => j.name === RECONCILE_NOW && !j.opts.delay,
   );
 const followUpJobs = async () =>
-  (await api.queues.maintenance.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'])).filter(
+  (await e2e.api.queues.maintenance.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'])).filter(
     (j) => j.name === RECONCILE_NOW && (j.opts.delay ?? 0) > 0,
   );
 
 test('a worker started on a Redis that lost every job delivers them at once', async () => {
   const to = await send(10);
   // Redis loses everything of this deployment (jobs; no worker has written the marker yet).
-  await deletePrefix(api.redis, api.config.queuePrefix);
-  expect(await api.queues.send.count()).toBe(0);
+  await deletePrefix(e2e.api.redis, e2e.api.config.queuePrefix);
+  expect(await e2e.api.queues.send.count()).toBe(0);
   const started = Date.now();
-  worker = await startWorker(loadConfig(env), { healthPort: null });
+  await e2e.startWorker();
   const ms = await deliveredWithin(to, started);
   console.log(
     `redis-loss: a worker started on an empty Redis delivered 10 stranded emails ${(ms / 1000).toFixed(1)} s after its start`,
   );
-  expect(await api.redis.get(redisEpochKey(api.config.queuePrefix))).toEqual(expect.any(String));
+  expect(await e2e.api.redis.get(redisEpochKey(e2e.api.config.queuePrefix))).toEqual(expect.any(String));
   expect(await reconcileNowJobs()).toHaveLength(1);
   // And the same pass again a few seconds later, for what API processes accepted while reconnecting.
   expect((await followUpJobs()).map((j) => j.opts.delay).sort((a, b) => a! - b!)).toEqual([
@@ -101,18 +77,18 @@ test('a worker started on a Redis that lost every job delivers them at once', as
 
 test('every key of the prefix flushed while the worker runs: the stranded emails are delivered within seconds', async () => {
   // Jobs held back (the queue paused) so that the flush strands them, as a Redis restart strands the waiting ones.
-  await api.queues.send.pause();
+  await e2e.api.queues.send.pause();
   const to = await send(10);
   const flushed = Date.now();
-  await deletePrefix(api.redis, api.config.queuePrefix);
+  await deletePrefix(e2e.api.redis, e2e.api.config.queuePrefix);
   const ms = await deliveredWithin(to, flushed);
   console.log(`redis-loss: 10 emails stranded by a flush delivered ${(ms / 1000).toFixed(1)} s after it`);
   expect(await reconcileNowJobs()).toHaveLength(1); // the flush took the earlier job too: this one is the new pass
 });
 
 test('a worker started on a Redis that kept its data runs no immediate pass', async () => {
-  await worker!.stop();
-  worker = await startWorker(loadConfig(env), { healthPort: null });
+  await e2e.stopWorker();
+  await e2e.startWorker();
   const to = await send(3);
   await deliveredWithin(to, Date.now());
   expect(await reconcileNowJobs()).toHaveLength(1);

@@ -11,65 +11,47 @@
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import { createSendQueue } from '@mailroom/queues/create';
-import { loadConfig, type Config } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,
   createTestProject,
-  isolatedDatabase,
   recipient,
   sesFault,
   sesRecordedTo,
   sesSendsTo,
-  startTestApi,
-  testEnv,
   waitFor,
-  type TestApi,
   type TestProject,
 } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { startReceiver, type Receiver } from '../support/receiver';
 
-let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
-let config: Config;
-let api: TestApi;
-let worker: RunningWorker;
+const e2e = useE2e({
+  isolated: true,
+  env: {
+    // One attempt: a 500 fails the email at once, as `transient`.
+    SEND_MAX_ATTEMPTS: '1',
+    SES_MAX_SEND_RATE: '50',
+    CAMPAIGN_TICK_MS: '100',
+    CAMPAIGN_BATCH_SIZE: '5',
+    // A window smaller than the retried set: the retry is fed over several rounds.
+    CAMPAIGN_QUEUE_WINDOW: '2',
+    // The reconciler must not be what re-enqueues the retried emails: the campaign job's feed has to.
+    RECONCILE_INTERVAL_MS: '600000',
+    RECONCILE_AFTER_MS: '600000',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  },
+});
 let receiver: Receiver;
 const startedAt = Math.floor(Date.now() / 1000) - 1;
-
 beforeAll(async () => {
-  iso = await isolatedDatabase();
-  config = loadConfig(
-    testEnv({
-      DATABASE_URL: iso.url,
-      // One attempt: a 500 fails the email at once, as `transient`.
-      SEND_MAX_ATTEMPTS: '1',
-      SES_MAX_SEND_RATE: '50',
-      CAMPAIGN_TICK_MS: '100',
-      CAMPAIGN_BATCH_SIZE: '5',
-      // A window smaller than the retried set: the retry is fed over several rounds.
-      CAMPAIGN_QUEUE_WINDOW: '2',
-      // The reconciler must not be what re-enqueues the retried emails: the campaign job's feed has to.
-      RECONCILE_INTERVAL_MS: '600000',
-      RECONCILE_AFTER_MS: '600000',
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    }),
-  );
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
   receiver = await startReceiver();
-});
-afterAll(async () => {
-  await worker?.stop();
-  await receiver?.close();
-  await api?.close();
-  await iso?.drop();
+  e2e.onTeardown(() => receiver.close());
 });
 
 /** Inserts subscribed contacts; returns `{ id, email }` in input order. */
 async function seed(p: TestProject, tag: string, n: number): Promise<{ id: string; email: string }[]> {
   const to = Array.from({ length: n }, () => recipient(tag));
-  const rows = await api.database.db.execute<{ id: string; email: string }>(sql`
+  const rows = await e2e.api.database.db.execute<{ id: string; email: string }>(sql`
     insert into contacts (id, project_id, email, email_key, subscribed, data)
     select gen_random_uuid(), ${p.id}::uuid, e, e, true, '{}'::jsonb from unnest(${sql.param(to)}::text[]) as e
     returning id, email`);
@@ -77,12 +59,13 @@ async function seed(p: TestProject, tag: string, n: number): Promise<{ id: strin
   return to.map((email) => ({ id: byEmail.get(email)!, email }));
 }
 
-const rowsOf = (campaignId: string) => api.database.db.select().from(emails).where(eq(emails.campaignId, campaignId));
+const rowsOf = (campaignId: string) =>
+  e2e.api.database.db.select().from(emails).where(eq(emails.campaignId, campaignId));
 
 async function waitCampaign(p: TestProject, id: string, status: string) {
   return waitFor(
     async () => {
-      const c = (await client(api.app, p).get(`/campaigns/${id}`)).body.data;
+      const c = (await client(e2e.api.app, p).get(`/campaigns/${id}`)).body.data;
       return c.status === status ? c : undefined;
     },
     45_000,
@@ -104,9 +87,9 @@ async function storedPerRecipient(addresses: string[]): Promise<Map<string, numb
 }
 
 test('retry-failed re-sends once to the transient failures only (never permanent, suppressed, unsubscribed or deleted), and the campaign ends SENT again', async () => {
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
-  const hook = await request(api.app)
+  const p = await createTestProject(e2e.api.database);
+  const as = client(e2e.api.app, p);
+  const hook = await request(e2e.api.app)
     .post('/webhooks/endpoints')
     .set('Authorization', p.auth)
     .send({ url: receiver.url, eventTypes: ['campaign.*', 'email.sent', 'email.failed'] });
@@ -156,7 +139,7 @@ test('retry-failed re-sends once to the transient failures only (never permanent
     });
 
   // The first try's send jobs are finished and still hold their ids (the email ids) in the queue.
-  const sendQueue = createSendQueue(config, api.redis);
+  const sendQueue = createSendQueue(e2e.config, e2e.api.redis);
   try {
     const states = await Promise.all(transient.map((c) => sendQueue.getJobState(first.get(c.email)!.id)));
     expect(new Set(states)).toEqual(new Set(['completed']));
@@ -287,6 +270,6 @@ test('retry-failed re-sends once to the transient failures only (never permanent
   expect(failedHooks).toHaveLength(retriedIds.length);
   console.log(
     `retry-failed: 14 recipients, 7 transient + 3 permanent failures; retried ${eligible.length} (skipped 3: suppressed, unsubscribed, deleted), ` +
-      `SENT again ${retryMs} ms after the call (window ${config.campaignQueueWindow}); SES accepted each retried recipient once, permanent failures 0`,
+      `SENT again ${retryMs} ms after the call (window ${e2e.config.campaignQueueWindow}); SES accepted each retried recipient once, permanent failures 0`,
   );
 }, 120_000);

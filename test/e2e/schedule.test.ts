@@ -9,67 +9,36 @@
  * Runs on a database of its own: the worker's reconciler adopts every scheduled email of its database.
  */
 import request from 'supertest';
-import { loadConfig } from '@mailroom/config/config';
 import { rescheduleEmail } from '@mailroom/sending/queries/scheduled-emails';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  createTestProject,
-  deletePrefix,
-  isolatedDatabase,
-  parseMail,
-  recipient,
-  sesSendsTo,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { deletePrefix, parseMail, recipient, sesSendsTo, waitFor } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
 /** How late after its time an email may arrive: generous, the machine is small and shared. */
 const LATE_MS = 5_000;
 /** How early an arrival may read against the time (two processes reading one clock). */
 const CLOCK_MS = 20;
 
-let iso: { url: string; drop: () => Promise<void> };
-let api: TestApi;
-let p: TestProject;
-let worker: RunningWorker | undefined;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  // The periodic pass every second: it alone gives a lost scheduled email its job back (no pass on Redis loss here).
-  env = testEnv({
-    DATABASE_URL: iso.url,
-    SES_MAX_SEND_RATE: '100',
-    RECONCILE_INTERVAL_MS: '1000',
-    RECONCILE_ON_REDIS_LOSS: 'false',
-  });
-  api = await startTestApi(loadConfig(env));
-  worker = await startWorker(loadConfig(env), { healthPort: null });
-  p = await createTestProject(api.database);
-});
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-  await iso?.drop();
+// The periodic pass every second: it alone gives a lost scheduled email its job back (no pass on Redis loss here).
+const e2e = useE2e({
+  isolated: true,
+  env: { SES_MAX_SEND_RATE: '100', RECONCILE_INTERVAL_MS: '1000', RECONCILE_ON_REDIS_LOSS: 'false' },
+  project: true,
 });
 
 const inMs = (ms: number) => new Date(Date.now() + ms);
 
 async function send(to: string, body: Record<string, unknown> = {}) {
-  const res = await request(api.app)
+  const res = await request(e2e.api.app)
     .post('/v1/send')
-    .set('Authorization', p.auth)
-    .send({ to, from: `s@${p.domain}`, subject: 'at a time', body: '<p>hi</p>', ...body });
+    .set('Authorization', e2e.p.auth)
+    .send({ to, from: `s@${e2e.p.domain}`, subject: 'at a time', body: '<p>hi</p>', ...body });
   expect(res.status).toBe(202);
   return res.body.data.emails[0].email as string;
 }
 
 const schedule = (to: string, at: Date) => send(to, { scheduledAt: at.toISOString() });
 const getEmail = async (id: string) =>
-  (await request(api.app).get(`/emails/${id}`).set('Authorization', p.auth)).body.data;
+  (await request(e2e.api.app).get(`/emails/${id}`).set('Authorization', e2e.p.auth)).body.data;
 
 /** Waits until `to` has an accepted send, and answers its arrival time (ms). */
 async function arrival(to: string, timeoutMs = 30_000): Promise<number> {
@@ -116,7 +85,7 @@ test('a cancelled email never arrives', async () => {
   const kept = recipient('kept');
   const id = await schedule(cancelled, inMs(2_000));
   await schedule(kept, inMs(3_000));
-  expect((await request(api.app).post(`/emails/${id}/cancel`).set('Authorization', p.auth)).status).toBe(200);
+  expect((await request(e2e.api.app).post(`/emails/${id}/cancel`).set('Authorization', e2e.p.auth)).status).toBe(200);
   await arrival(kept);
   await positiveSign();
   expect(await sesSendsTo([cancelled])).toHaveLength(0);
@@ -133,17 +102,17 @@ test('a rescheduled email arrives at the new time, not the old (later and earlie
   const newEarlier = inMs(3_000);
   expect(
     (
-      await request(api.app)
+      await request(e2e.api.app)
         .patch(`/emails/${laterId}`)
-        .set('Authorization', p.auth)
+        .set('Authorization', e2e.p.auth)
         .send({ scheduledAt: newLater.toISOString() })
     ).status,
   ).toBe(200);
   expect(
     (
-      await request(api.app)
+      await request(e2e.api.app)
         .patch(`/emails/${earlierId}`)
-        .set('Authorization', p.auth)
+        .set('Authorization', e2e.p.auth)
         .send({ scheduledAt: newEarlier.toISOString() })
     ).status,
   ).toBe(200);
@@ -165,7 +134,7 @@ test("a reschedule whose job move was missed: the old time's job finds the email
   const id = await schedule(to, inMs(1_500));
   const newAt = inMs(5_000);
   // The row moves, the delayed job stays at the old time (as when Redis refused the move).
-  expect(await rescheduleEmail(api.database.db, p.id, id, newAt)).toEqual({ moved: true });
+  expect(await rescheduleEmail(e2e.api.database.db, e2e.p.id, id, newAt)).toEqual({ moved: true });
   const arrived = await arrival(to);
   expect(arrived).toBeGreaterThanOrEqual(newAt.getTime() - CLOCK_MS);
   expect(arrived).toBeLessThanOrEqual(newAt.getTime() + LATE_MS);
@@ -178,10 +147,10 @@ test('the worker stopped and Redis flushed between acceptance and the time: sent
   const to = recipient('lost');
   const at = inMs(6_000);
   const id = await schedule(to, at);
-  await worker!.stop();
-  await deletePrefix(api.redis, api.config.queuePrefix);
-  expect(await api.queues.send.getJob(id)).toBeUndefined();
-  worker = await startWorker(loadConfig(env), { healthPort: null });
+  await e2e.stopWorker();
+  await deletePrefix(e2e.api.redis, e2e.api.config.queuePrefix);
+  expect(await e2e.api.queues.send.getJob(id)).toBeUndefined();
+  await e2e.startWorker();
   const arrived = await arrival(to);
   console.log(`schedule: a lost job's email arrived ${arrived - at.getTime()} ms after its time`);
   expect(arrived).toBeGreaterThanOrEqual(at.getTime() - CLOCK_MS);
@@ -200,7 +169,7 @@ test('a cancel at the due second: each email is either cancelled and never sent,
     ids.map(async (id, i) => {
       const fireAt = at.getTime() - 300 + i * 50;
       await waitFor(async () => Date.now() >= fireAt || undefined, 30_000, 'the cancel time');
-      return (await request(api.app).post(`/emails/${id}/cancel`).set('Authorization', p.auth)).status;
+      return (await request(e2e.api.app).post(`/emails/${id}/cancel`).set('Authorization', e2e.p.auth)).status;
     }),
   );
   const final = await Promise.all(

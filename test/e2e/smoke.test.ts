@@ -1,33 +1,13 @@
 import request from 'supertest';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  createTestProject,
-  parseMail,
-  recipient,
-  sesSendsTo,
-  startTestApi,
-  testConfig,
-  waitFor,
-  type TestApi,
-} from '../support/harness';
+import { createTestProject, parseMail, recipient, sesSendsTo, waitFor } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
-let api: TestApi;
-let worker: RunningWorker;
-
-beforeAll(async () => {
-  const config = testConfig();
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-});
-afterAll(async () => {
-  await worker.stop();
-  await api.close();
-});
+const e2e = useE2e();
 
 test('smoke: send one email end to end', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const to = recipient();
-  const res = await request(api.app)
+  const res = await request(e2e.api.app)
     .post('/v1/send')
     .set('Authorization', p.auth)
     .send({

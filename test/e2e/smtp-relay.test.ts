@@ -5,38 +5,19 @@
  */
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  createTestProject,
-  parseMail,
-  recipient,
-  sesRecordedTo,
-  sesSendsTo,
-  startTestApi,
-  testConfig,
-  waitFor,
-  type TestApi,
-} from '../support/harness';
+import { createTestProject, parseMail, recipient, sesRecordedTo, sesSendsTo, waitFor } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { smtpClient, smtpEnv, startTestRelay, type TestRelay } from '../support/smtp';
 
-let api: TestApi;
 let relay: TestRelay;
-let worker: RunningWorker;
-
+const e2e = useE2e({ env: () => smtpEnv() });
 beforeAll(async () => {
-  const config = testConfig(await smtpEnv());
-  api = await startTestApi(config);
-  relay = await startTestRelay(api);
-  worker = await startWorker(config, { healthPort: null });
-});
-afterAll(async () => {
-  await worker?.stop();
-  await relay?.close();
-  await api?.close();
+  relay = await startTestRelay(e2e.api);
+  e2e.onTeardown(() => relay.close());
 });
 
 test('To and Bcc recipients each receive the message as composed; the Bcc recipient is in no header', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const [to, bcc] = [recipient('to'), recipient('bcc')];
   const subject = `Relayed ${randomBytes(3).toString('hex')} — ünïcode`;
   const info = await smtpClient(relay.starttlsPort, p.secretKey).sendMail({
@@ -76,7 +57,7 @@ test('To and Bcc recipients each receive the message as composed; the Bcc recipi
     expect(mail.headers.has('x-ses-configuration-set')).toBe(false);
     expect(mail.headers.has('bcc')).toBe(false);
   }
-  const ids = await api.database.pool.query<{ id: string; status: string }>(
+  const ids = await e2e.api.database.pool.query<{ id: string; status: string }>(
     'select id, status from emails where project_id = $1',
     [p.id],
   );
@@ -85,7 +66,7 @@ test('To and Bcc recipients each receive the message as composed; the Bcc recipi
       const statuses = await Promise.all(
         ids.rows.map(
           async (r) =>
-            (await request(api.app).get(`/emails/${r.id}`).set('Authorization', p.auth)).body.data.status as string,
+            (await request(e2e.api.app).get(`/emails/${r.id}`).set('Authorization', p.auth)).body.data.status as string,
         ),
       );
       return statuses.every((s) => s === 'sent') || undefined;
@@ -96,13 +77,13 @@ test('To and Bcc recipients each receive the message as composed; the Bcc recipi
 });
 
 test("a test key's message goes to the test sink, not SES; a suppressed recipient is not sent to", async () => {
-  const p = await createTestProject(api.database);
-  const created = await request(api.app)
+  const p = await createTestProject(e2e.api.database);
+  const created = await request(e2e.api.app)
     .post('/admin/projects')
     .set('Authorization', 'Bearer test-admin-token-0123456789')
     .send({ name: 'relay-test-mode' });
   const testProject = created.body.data;
-  await request(api.app)
+  await request(e2e.api.app)
     .post(`/admin/projects/${testProject.id}/domains`)
     .set('Authorization', 'Bearer test-admin-token-0123456789')
     .send({ domain: `tm.${p.domain}`, verified: true });
@@ -114,14 +95,14 @@ test("a test key's message goes to the test sink, not SES; a suppressed recipien
     text: 'x',
   });
   const [row] = (
-    await api.database.pool.query<{ id: string }>('select id from emails where project_id = $1 and to_email = $2', [
+    await e2e.api.database.pool.query<{ id: string }>('select id from emails where project_id = $1 and to_email = $2', [
       testProject.id,
       sink,
     ])
   ).rows;
   const raw = await waitFor(
     async () => {
-      const r = await request(api.app)
+      const r = await request(e2e.api.app)
         .get(`/emails/${row.id}/raw`)
         .set('Authorization', `Bearer ${testProject.testSecretKey}`);
       return r.status === 200 ? r.text : undefined;
@@ -134,7 +115,7 @@ test("a test key's message goes to the test sink, not SES; a suppressed recipien
 
   const suppressed = recipient('suppressed');
   expect(
-    (await request(api.app).post('/suppressions').set('Authorization', p.auth).send({ email: suppressed })).status,
+    (await request(e2e.api.app).post('/suppressions').set('Authorization', p.auth).send({ email: suppressed })).status,
   ).toBeLessThan(300);
   const ok = recipient('ok');
   await smtpClient(relay.starttlsPort, p.secretKey).sendMail({
@@ -144,7 +125,7 @@ test("a test key's message goes to the test sink, not SES; a suppressed recipien
     text: 'x',
   });
   await waitFor(async () => ((await sesSendsTo([ok])).length ? true : undefined), 20_000, 'the unsuppressed delivery');
-  const rows = await api.database.pool.query<{ to_email: string; status: string }>(
+  const rows = await e2e.api.database.pool.query<{ to_email: string; status: string }>(
     'select to_email, status from emails where project_id = $1 and to_email = any($2)',
     [p.id, [suppressed, ok]],
   );

@@ -8,39 +8,23 @@
  * The file has its own database: the worker's reconciler and expiry pass act on every project of theirs.
  */
 import { sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/config/config';
 import { createWebhookEndpoint } from '@mailroom/webhooks/queries/webhooks';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,
   createTestProject,
-  isolatedDatabase,
   parseMail,
   recipient,
   sesSendsTo,
-  startTestApi,
-  testEnv,
   waitFor,
-  type TestApi,
   type TestProject,
 } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
-let iso: { url: string; drop: () => Promise<void> };
-let worker: RunningWorker | undefined;
-const ctx = {} as { api: TestApi };
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  const config = loadConfig(
-    testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', WORKFLOW_INBOX_POLL_MS: '200' }),
-  );
-  ctx.api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
+const e2e = useE2e({
+  isolated: true,
+  env: { SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', WORKFLOW_INBOX_POLL_MS: '200' },
 });
-afterAll(async () => {
-  await worker?.stop();
-  await ctx.api?.close();
-  await iso?.drop();
-});
+const ctx = e2e;
 
 const DAY = 86_400_000;
 

@@ -6,58 +6,34 @@
  */
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  client,
-  createTestProject,
-  isolatedDatabase,
-  recipient,
-  sesRecordedTo,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-} from '../support/harness';
+import { client, createTestProject, recipient, sesRecordedTo, waitFor } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { sesEvent, startSnsHarness, type SnsHarness } from '../support/sns';
 import { queuesSettled } from '../support/worker-queues';
 
-let iso: { url: string; drop: () => Promise<void> };
 let sns: SnsHarness;
-let config: Config;
-let api: TestApi;
-let worker: RunningWorker;
 let receiver: Receiver;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  sns = await startSnsHarness();
-  receiver = await startReceiver();
-  config = loadConfig(
-    testEnv({
-      DATABASE_URL: iso.url,
+const e2e = useE2e({
+  isolated: true,
+  env: async () => {
+    sns = await startSnsHarness();
+    e2e.onTeardown(() => sns.close());
+    receiver = await startReceiver();
+    e2e.onTeardown(() => receiver.close());
+    return {
       SES_MAX_SEND_RATE: '50',
       SNS_TOPIC_ARNS: sns.topicArn,
       SNS_CERT_HOSTS: sns.certHost,
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    }),
-  );
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-});
-afterAll(async () => {
-  await worker.stop();
-  await api.close();
-  await receiver.close();
-  await sns.close();
-  await iso.drop();
+    };
+  },
 });
 
-const emailRow = async (id: string) => (await api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
+const emailRow = async (id: string) => (await e2e.api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
 const postSns = (m: object) =>
-  request(api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
+  request(e2e.api.app).post('/webhooks/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(JSON.stringify(m));
 const hooksFor = (emailId: string, type: string) =>
   receiver.received
     .filter((r) => r.status === 200)
@@ -65,8 +41,8 @@ const hooksFor = (emailId: string, type: string) =>
     .filter((b) => b.type === type && b.data.emailId === emailId);
 
 test('a batch: every email sent exactly once, SES message tags carry the tags, and every email.* payload echoes them; /reputation?tag= counts them', async () => {
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
+  const p = await createTestProject(e2e.api.database);
+  const as = client(e2e.api.app, p);
   expect((await as.post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['email.*'] })).status).toBe(201);
 
   const receipt = [
@@ -74,7 +50,7 @@ test('a batch: every email sent exactly once, SES message tags carry the tags, a
     { name: 'order', value: 'A-17' },
   ];
   const to = [recipient('b0'), recipient('b1'), recipient('b2'), recipient('b3')];
-  const res = await request(api.app)
+  const res = await request(e2e.api.app)
     .post('/v1/send/batch')
     .set('Authorization', p.auth)
     .send([
@@ -107,7 +83,7 @@ test('a batch: every email sent exactly once, SES message tags carry the tags, a
     30_000,
     'the batch sent',
   );
-  await queuesSettled(worker, ['send']);
+  await queuesSettled(e2e.worker, ['send']);
   const recorded = await sesRecordedTo(to);
   expect(to.map((t) => recorded.filter((s) => s.to.includes(t) && s.status === 200).length)).toEqual([1, 1, 1, 1]);
 
@@ -175,8 +151,8 @@ test('a batch: every email sent exactly once, SES message tags carry the tags, a
 });
 
 test('a campaign sends its tags to SES with every email', async () => {
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
+  const p = await createTestProject(e2e.api.database);
+  const as = client(e2e.api.app, p);
   const to = recipient('camp');
   expect((await as.post('/contacts', { email: to, subscribed: true })).status).toBeLessThan(300);
   const created = await as.post('/campaigns', {

@@ -7,37 +7,20 @@
  * The file has its own database: the worker's reconciler adopts every SENDING campaign of its database.
  */
 import { sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/config/config';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,
   createTestProject,
-  isolatedDatabase,
   parseMail,
   recipient,
   sesSendsTo,
-  startTestApi,
-  testEnv,
   waitFor,
-  type TestApi,
   type TestProject,
 } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
-let iso: { url: string; drop: () => Promise<void> };
-let worker: RunningWorker | undefined;
-let api: TestApi;
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  const config = loadConfig(
-    testEnv({ DATABASE_URL: iso.url, SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', WORKFLOW_INBOX_POLL_MS: '200' }),
-  );
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-});
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-  await iso?.drop();
+const e2e = useE2e({
+  isolated: true,
+  env: { SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', WORKFLOW_INBOX_POLL_MS: '200' },
 });
 
 /** The subject of the one message SES accepted for `to`. */
@@ -54,7 +37,7 @@ async function subjectAt(to: string): Promise<string | undefined> {
 }
 
 async function templateV1(p: TestProject) {
-  const as = client(api.app, p);
+  const as = client(e2e.api.app, p);
   const id = (
     await as.post('/templates', {
       name: 't',
@@ -68,7 +51,7 @@ async function templateV1(p: TestProject) {
 }
 
 test('a campaign pinned to version 1 sends version 1 after version 2 is published; an unpinned one sends version 2', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const { as, id } = await templateV1(p);
   const [pinnedTo, latestTo] = [recipient('pin'), recipient('latest')];
   const campaign = async (to: string, pin: object) => {
@@ -96,7 +79,7 @@ test('a campaign pinned to version 1 sends version 1 after version 2 is publishe
 
   expect(await subjectAt(pinnedTo)).toBe('Version one');
   expect(await subjectAt(latestTo)).toBe('Version two');
-  const versions = await api.database.db.execute<{
+  const versions = await e2e.api.database.db.execute<{
     campaign_id: string;
     template_id: string;
     template_version: number;
@@ -110,13 +93,13 @@ test('a campaign pinned to version 1 sends version 1 after version 2 is publishe
     ]),
   );
   const [{ id: pinnedEmail }] = (
-    await api.database.db.execute<{ id: string }>(sql`select id from emails where campaign_id = ${pinned}::uuid`)
+    await e2e.api.database.db.execute<{ id: string }>(sql`select id from emails where campaign_id = ${pinned}::uuid`)
   ).rows;
   expect((await as.get(`/emails/${pinnedEmail}`)).body.data).toMatchObject({ templateId: id, templateVersion: 1 });
 });
 
 test('a workflow step following the latest version sends the version published after the workflow was built; a pinned step keeps its own', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const { as, id } = await templateV1(p);
   const workflow = async (config: object) => {
     const wid = (await as.post('/workflows', { name: 'wf', trigger: { type: 'MANUAL' } })).body.data.id as string;
@@ -147,7 +130,7 @@ test('a workflow step following the latest version sends the version published a
   }
   expect(await subjectAt(a)).toBe('Version two');
   expect(await subjectAt(b)).toBe('Version one');
-  const rows = await api.database.db.execute<{ to_email: string; template_version: number }>(
+  const rows = await e2e.api.database.db.execute<{ to_email: string; template_version: number }>(
     sql`select to_email, template_version from emails where project_id = ${p.id}::uuid and source = 'workflow'`,
   );
   expect(Object.fromEntries(rows.rows.map((r) => [r.to_email, r.template_version]))).toEqual({ [a]: 2, [b]: 1 });

@@ -9,65 +9,45 @@
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/config/config';
 import { addDomain, createProject, type CreatedProject } from '@mailroom/projects/queries/projects';
 import { emails } from '@mailroom/db/schema/emails';
 import { testMessages } from '@mailroom/db/schema/deliverability';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  isolatedDatabase,
-  recipient,
-  sesRecordedTo,
-  sesSendsTo,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-} from '../support/harness';
+import { recipient, sesRecordedTo, sesSendsTo, waitFor } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { startReceiver, type Receiver } from '../support/receiver';
 
-let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
-let config: Config;
-let api: TestApi;
-let worker: RunningWorker;
+const e2e = useE2e({
+  isolated: true,
+  env: {
+    SES_MAX_SEND_RATE: '50',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WORKFLOW_INBOX_POLL_MS: '200',
+    WORKFLOW_LEASE_MS: '1500',
+  },
+});
 let receiver: Receiver;
 let p: CreatedProject & { domain: string };
 
 beforeAll(async () => {
-  iso = await isolatedDatabase();
-  config = loadConfig(
-    testEnv({
-      DATABASE_URL: iso.url,
-      SES_MAX_SEND_RATE: '50',
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-      WORKFLOW_INBOX_POLL_MS: '200',
-      WORKFLOW_LEASE_MS: '1500',
-    }),
-  );
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
   receiver = await startReceiver();
-  const created = await createProject(api.database.db, 'test mode workflows e2e');
+  e2e.onTeardown(() => receiver.close());
+  const created = await createProject(e2e.api.database.db, 'test mode workflows e2e');
   const domain = `tw${randomBytes(5).toString('hex')}.example.com`;
-  await addDomain(api.database.db, created.id, domain, true);
+  await addDomain(e2e.api.database.db, created.id, domain, true);
   p = { ...created, domain };
   const hook = await as(p.secretKey).post('/webhooks/endpoints', { url: receiver.url, eventTypes: ['workflow.*'] });
   expect(hook.status).toBe(201);
 });
-afterAll(async () => {
-  await worker?.stop();
-  await receiver?.close();
-  await api?.close();
-  await iso?.drop();
-});
 
 function as(key: string) {
   return {
-    post: (path: string, body: object) => request(api.app).post(path).set('Authorization', `Bearer ${key}`).send(body),
-    get: (path: string) => request(api.app).get(path).set('Authorization', `Bearer ${key}`),
-    put: (path: string, body: object) => request(api.app).put(path).set('Authorization', `Bearer ${key}`).send(body),
+    post: (path: string, body: object) =>
+      request(e2e.api.app).post(path).set('Authorization', `Bearer ${key}`).send(body),
+    get: (path: string) => request(e2e.api.app).get(path).set('Authorization', `Bearer ${key}`),
+    put: (path: string, body: object) =>
+      request(e2e.api.app).put(path).set('Authorization', `Bearer ${key}`).send(body),
     patch: (path: string, body: object) =>
-      request(api.app).patch(path).set('Authorization', `Bearer ${key}`).send(body),
+      request(e2e.api.app).patch(path).set('Authorization', `Bearer ${key}`).send(body),
   };
 }
 
@@ -120,7 +100,7 @@ async function settled(wid: string, contactId: string, test: boolean, statuses: 
   );
 }
 
-const emailRow = async (id: string) => (await api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
+const emailRow = async (id: string) => (await e2e.api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
 const waitSent = (id: string) =>
   waitFor(async () => ((await emailRow(id))?.status === 'sent' ? emailRow(id) : undefined), 30_000, `email ${id} sent`);
 const hooks = (): Hook[] => receiver.received.map((r) => JSON.parse(r.body) as Hook);
@@ -166,7 +146,7 @@ test('a test-key event starts a test execution: its email goes to the sink, its 
     messageId: `test-${testEmailId}`,
     renderedSubject: 'Welcome trial',
   });
-  const [stored] = await api.database.db.select().from(testMessages).where(eq(testMessages.emailId, testEmailId));
+  const [stored] = await e2e.api.database.db.select().from(testMessages).where(eq(testMessages.emailId, testEmailId));
   expect(stored.raw.toString('utf8')).toContain('Subject: Welcome trial');
   const raw = await as(p.testSecretKey).get(`/emails/${testEmailId}/raw`);
   expect(raw.status).toBe(200);

@@ -15,68 +15,44 @@ import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
-import { loadConfig, type Config } from '@mailroom/config/config';
 import { addDomain, createProject, type CreatedProject } from '@mailroom/projects/queries/projects';
 import { emails } from '@mailroom/db/schema/emails';
 import { projects } from '@mailroom/db/schema/projects';
 import { testMessages } from '@mailroom/db/schema/deliverability';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
-import {
-  isolatedDatabase,
-  recipient,
-  sesRecordedTo,
-  sesSendsTo,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-} from '../support/harness';
+import { type RunningWorker } from '../../apps/worker/src/main';
+import { recipient, sesRecordedTo, sesSendsTo, waitFor } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { startReceiver, type Receiver } from '../support/receiver';
 
-let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
-let config: Config;
-let api: TestApi;
-let worker: RunningWorker;
+// A database of its own: the worker's reconciler adopts every pending email of its database.
+const e2e = useE2e({
+  isolated: true,
+  env: { SES_MAX_SEND_RATE: '50', CAMPAIGN_TICK_MS: '100', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' },
+});
 let receiver: Receiver;
 let p: CreatedProject & { domain: string };
 const startedAt = Math.floor(Date.now() / 1000) - 1;
 
 beforeAll(async () => {
-  // A database of its own: the worker's reconciler adopts every pending email of its database.
-  iso = await isolatedDatabase();
-  config = loadConfig(
-    testEnv({
-      DATABASE_URL: iso.url,
-      SES_MAX_SEND_RATE: '50',
-      CAMPAIGN_TICK_MS: '100',
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    }),
-  );
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
   receiver = await startReceiver();
-  const created = await createProject(api.database.db, 'test mode e2e');
+  e2e.onTeardown(() => receiver.close());
+  const created = await createProject(e2e.api.database.db, 'test mode e2e');
   const domain = `tm${randomBytes(5).toString('hex')}.example.com`;
-  await addDomain(api.database.db, created.id, domain, true);
+  await addDomain(e2e.api.database.db, created.id, domain, true);
   p = { ...created, domain };
-  const hook = await request(api.app)
+  const hook = await request(e2e.api.app)
     .post('/webhooks/endpoints')
     .set('Authorization', `Bearer ${p.secretKey}`)
     .send({ url: receiver.url, eventTypes: ['email.*', 'campaign.*'] });
   expect(hook.status).toBe(201);
 });
-afterAll(async () => {
-  await worker?.stop();
-  await receiver?.close();
-  await api?.close();
-  await iso?.drop();
-});
 
 const as = (key: string) => ({
-  post: (path: string, body: object) => request(api.app).post(path).set('Authorization', `Bearer ${key}`).send(body),
-  get: (path: string) => request(api.app).get(path).set('Authorization', `Bearer ${key}`),
+  post: (path: string, body: object) =>
+    request(e2e.api.app).post(path).set('Authorization', `Bearer ${key}`).send(body),
+  get: (path: string) => request(e2e.api.app).get(path).set('Authorization', `Bearer ${key}`),
 });
-const emailRow = async (id: string) => (await api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
+const emailRow = async (id: string) => (await e2e.api.database.db.select().from(emails).where(eq(emails.id, id)))[0];
 const waitSent = (id: string) =>
   waitFor(async () => ((await emailRow(id)).status === 'sent' ? emailRow(id) : undefined), 20_000, `email ${id} sent`);
 /** Observations of a worker histogram (all label values). */
@@ -101,8 +77,8 @@ const hooksFor = (emailId: string) =>
     .filter((h) => h.data.emailId === emailId);
 
 test("a test key's email reaches no SES call and no rate-gate slot, ends sent with test: true, and announces email.sent with test: true", async () => {
-  const gateBefore = await observations(worker.metrics.gateWait);
-  const sesBefore = await observations(worker.metrics.sesSend);
+  const gateBefore = await observations(e2e.worker.metrics.gateWait);
+  const sesBefore = await observations(e2e.worker.metrics.sesSend);
   const to = recipient('sink');
   const res = await as(p.testSecretKey).post('/v1/send', {
     to,
@@ -131,15 +107,15 @@ test("a test key's email reaches no SES call and no rate-gate slot, ends sent wi
   const raw = (await rawOf(id)).toString('utf8');
   expect(raw).toContain(`Message-ID: <${id}@${p.domain}>`);
   expect(raw).toContain('Subject: Test 7');
-  const [stored] = await api.database.db.select().from(testMessages).where(eq(testMessages.emailId, id));
+  const [stored] = await e2e.api.database.db.select().from(testMessages).where(eq(testMessages.emailId, id));
   expect(stored.projectId).toBe(p.id);
 
   // Nothing reached SES: not the recording proxy, not the emulator's store, and no gate slot or SES call here.
   expect(await sesRecordedTo([to])).toEqual([]);
   const store = await (await fetch(`${process.env.TEST_SES_EMULATOR}/store?since=${startedAt}`)).json();
   expect(JSON.stringify(store)).not.toContain(to);
-  expect(await observations(worker.metrics.gateWait)).toBe(gateBefore);
-  expect(await observations(worker.metrics.sesSend)).toBe(sesBefore);
+  expect(await observations(e2e.worker.metrics.gateWait)).toBe(gateBefore);
+  expect(await observations(e2e.worker.metrics.sesSend)).toBe(sesBefore);
 });
 
 /** Replaces what is per message by design (see the module notes) so that two builds of one request compare. */
@@ -213,7 +189,7 @@ test("the stored MIME equals a live send's of the same request, apart from Messa
   expect(testRaw).toContain(`Message-ID: <${testId}@${p.domain}>`);
   expect(testRaw).toContain('List-Unsubscribe-Post: List-Unsubscribe=One-Click');
 
-  const [{ signingKey }] = await api.database.db
+  const [{ signingKey }] = await e2e.api.database.db
     .select({ signingKey: projects.signingKey })
     .from(projects)
     .where(eq(projects.id, p.id));
@@ -288,7 +264,7 @@ test('a campaign sent with a test key fans out test emails, all to the sink, and
     'the test campaign to complete',
   );
   expect(done.test).toBe(true);
-  const rows = await api.database.db.select().from(emails).where(eq(emails.campaignId, draft.body.data.id));
+  const rows = await e2e.api.database.db.select().from(emails).where(eq(emails.campaignId, draft.body.data.id));
   expect(rows.length).toBe(done.recipients);
   expect(rows.length).toBeGreaterThanOrEqual(audience.length);
   for (const row of rows) expect(row).toMatchObject({ test: true, status: 'sent', messageId: `test-${row.id}` });

@@ -9,64 +9,45 @@
  */
 import request from 'supertest';
 import { and, eq, sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
 import { events } from '@mailroom/db/schema/events';
 import { createWebhookEndpoint } from '@mailroom/webhooks/queries/webhooks';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,
   createTestProject,
-  isolatedDatabase,
   parseMail,
   recipient,
   sesSendsTo,
-  startTestApi,
-  testEnv,
   waitFor,
-  type TestApi,
   type TestProject,
 } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
-let iso: { url: string; drop: () => Promise<void> };
-let config: Config;
-let api: TestApi;
-let worker: RunningWorker;
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  config = loadConfig(
-    testEnv({
-      DATABASE_URL: iso.url,
-      SES_MAX_SEND_RATE: '50',
-      CAMPAIGN_TICK_MS: '100',
-      SEND_BACKOFF_MS: '100',
-      DOUBLE_OPT_IN_SWEEP_INTERVAL_MS: '300',
-      DOUBLE_OPT_IN_EXPIRY_HOURS: '48',
-    }),
-  );
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-});
-afterAll(async () => {
-  await worker.stop();
-  await api.close();
-  await iso.drop();
+const e2e = useE2e({
+  isolated: true,
+  env: {
+    SES_MAX_SEND_RATE: '50',
+    CAMPAIGN_TICK_MS: '100',
+    SEND_BACKOFF_MS: '100',
+    DOUBLE_OPT_IN_SWEEP_INTERVAL_MS: '300',
+    DOUBLE_OPT_IN_EXPIRY_HOURS: '48',
+  },
 });
 
 async function topic(p: TestProject, name: string, defaultSubscription: 'opt_in' | 'opt_out'): Promise<string> {
-  const res = await client(api.app, p).post('/topics', { name, defaultSubscription });
+  const res = await client(e2e.api.app, p).post('/topics', { name, defaultSubscription });
   expect(res.status).toBe(201);
   return res.body.data.id as string;
 }
 
 async function contact(p: TestProject, email: string, body: object = {}): Promise<string> {
-  const res = await client(api.app, p).post('/contacts', { email, subscribed: true, ...body });
+  const res = await client(e2e.api.app, p).post('/contacts', { email, subscribed: true, ...body });
   expect(res.status).toBe(201);
   return res.body.data.id as string;
 }
 
 async function sendCampaign(p: TestProject, body: object): Promise<{ id: string; recipients: number }> {
-  const as = client(api.app, p);
+  const as = client(e2e.api.app, p);
   const created = await as.post('/campaigns', {
     name: 'c',
     subject: 'News',
@@ -92,8 +73,8 @@ const acceptedTo = async (addresses: string[]) =>
   (await sesSendsTo(addresses)).map((s) => s.to[0].toLowerCase()).sort();
 
 test('a campaign to a topic reaches exactly its subscribers; its one-click unsubscribe leaves that topic only', async () => {
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
+  const p = await createTestProject(e2e.api.database);
+  const as = client(e2e.api.app, p);
   const news = await topic(p, 'News', 'opt_out');
   const deals = await topic(p, 'Deals', 'opt_in');
   const byDefault = recipient('tdef');
@@ -126,9 +107,9 @@ test('a campaign to a topic reaches exactly its subscribers; its one-click unsub
   const mail = await parseMail(send);
   const header = mail.headerLines.find((h) => h.key === 'list-unsubscribe')?.line ?? '';
   const url = /<(http[^>]+)>/.exec(header)?.[1];
-  expect(url).toMatch(new RegExp(`^${config.publicUrl}/unsubscribe/[A-Za-z0-9_-]{64}$`));
+  expect(url).toMatch(new RegExp(`^${e2e.config.publicUrl}/unsubscribe/[A-Za-z0-9_-]{64}$`));
   const path = new URL(url!).pathname;
-  const oneClick = await request(api.app)
+  const oneClick = await request(e2e.api.app)
     .post(path)
     .set('Accept', 'application/json')
     .type('form')
@@ -143,12 +124,12 @@ test('a campaign to a topic reaches exactly its subscribers; its one-click unsub
     { topicId: news, name: 'News', subscribed: false, explicit: true },
     { topicId: deals, name: 'Deals', subscribed: false, explicit: false },
   ]);
-  const [emailRow] = await api.database.db
+  const [emailRow] = await e2e.api.database.db
     .select({ id: emails.id, topicId: emails.topicId })
     .from(emails)
     .where(and(eq(emails.campaignId, first.id), eq(emails.contactId, optedInId)));
   expect(emailRow.topicId).toBe(news);
-  const evs = await api.database.db
+  const evs = await e2e.api.database.db
     .select()
     .from(events)
     .where(and(eq(events.contactId, optedInId), eq(events.name, 'contact.topic_unsubscribed')));
@@ -156,7 +137,7 @@ test('a campaign to a topic reaches exactly its subscribers; its one-click unsub
     { topicId: news, topicName: 'News', method: 'one-click', emailId: emailRow.id },
   ]);
   expect(
-    await api.database.db
+    await e2e.api.database.db
       .select()
       .from(events)
       .where(and(eq(events.contactId, optedInId), eq(events.name, 'contact.unsubscribed'))),
@@ -170,12 +151,12 @@ test('a campaign to a topic reaches exactly its subscribers; its one-click unsub
 });
 
 test('an email of a topic left between fan-out and sending is held back at send time (suppressed, topic_unsubscribed)', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const news = await topic(p, 'News', 'opt_out');
   const to = recipient('tlate');
   const id = await contact(p, to);
   // A paused campaign holds its fanned-out emails queued; the contact leaves the topic meanwhile.
-  const as = client(api.app, p);
+  const as = client(e2e.api.app, p);
   const created = await as.post('/campaigns', {
     name: 'c',
     subject: 'S',
@@ -185,14 +166,17 @@ test('an email of a topic left between fan-out and sending is held back at send 
     topicId: news,
   });
   const campaignId = created.body.data.id as string;
-  await api.database.db.execute(
+  await e2e.api.database.db.execute(
     sql`insert into contact_topics (contact_id, topic_id, project_id, subscribed) values (${id}::uuid, ${news}::uuid, ${p.id}::uuid, false)`,
   );
-  await api.database.db.execute(sql`
+  await e2e.api.database.db.execute(sql`
     insert into emails (id, project_id, contact_id, campaign_id, marketing, source, to_email, from_email, status, topic_id)
     values (gen_random_uuid(), ${p.id}::uuid, ${id}::uuid, ${campaignId}::uuid, true, 'campaign', ${to}, ${`news@${p.domain}`}, 'queued', ${news}::uuid)`);
-  const [row] = await api.database.db.select({ id: emails.id }).from(emails).where(eq(emails.campaignId, campaignId));
-  await api.queues.send.add('send', { emailId: row.id, projectId: p.id }, { jobId: row.id });
+  const [row] = await e2e.api.database.db
+    .select({ id: emails.id })
+    .from(emails)
+    .where(eq(emails.campaignId, campaignId));
+  await e2e.api.queues.send.add('send', { emailId: row.id, projectId: p.id }, { jobId: row.id });
   const done = await waitFor(
     async () => {
       const e = (await as.get(`/emails/${row.id}`)).body.data;
@@ -206,13 +190,13 @@ test('an email of a topic left between fan-out and sending is held back at send 
 });
 
 test('double opt-in: the confirmation email arrives, its page confirms nothing, the POST confirms with proof, once', async () => {
-  const p = await createTestProject(api.database);
-  await createWebhookEndpoint(api.database.db, p.id, {
+  const p = await createTestProject(e2e.api.database);
+  await createWebhookEndpoint(e2e.api.database.db, p.id, {
     url: 'https://hooks.example.com/c',
     eventTypes: ['contact.*'],
     secret: 'whsec_x',
   });
-  const as = client(api.app, p);
+  const as = client(e2e.api.app, p);
   const news = await topic(p, 'News', 'opt_out');
   const to = recipient('doi');
   const created = await as.post('/contacts', {
@@ -245,28 +229,32 @@ test('double opt-in: the confirmation email arrives, its page confirms nothing, 
   const url = new URL(link!.replace(/&#x3D;/g, '=').replace(/&amp;/g, '&'));
   const token = url.searchParams.get('token')!;
 
-  const pageRes = await request(api.app).get(`${url.pathname}${url.search}`);
+  const pageRes = await request(e2e.api.app).get(`${url.pathname}${url.search}`);
   expect(pageRes.status).toBe(200);
   expect(pageRes.text).toContain('<form method="post"');
   expect(pageRes.headers['content-security-policy']).toContain("default-src 'none'");
   expect((await as.get(`/contacts/${id}`)).body.data.subscribed).toBe(false);
   expect(
     (
-      await request(api.app)
+      await request(e2e.api.app)
         .post('/confirm')
         .type('form')
         .send({ token: `${token.slice(0, 42)}${token[42] === 'A' ? 'B' : 'A'}` })
     ).status,
   ).toBe(404);
 
-  const confirmed = await request(api.app)
+  const confirmed = await request(e2e.api.app)
     .post('/confirm')
     .set('User-Agent', 'ConsentBrowser/1.0')
     .type('form')
     .send({ token });
   expect(confirmed.status).toBe(200);
   expect(confirmed.text).toContain('Subscription confirmed');
-  const again = await request(api.app).post('/confirm').set('Accept', 'application/json').type('form').send({ token });
+  const again = await request(e2e.api.app)
+    .post('/confirm')
+    .set('Accept', 'application/json')
+    .type('form')
+    .send({ token });
   expect(again.body.data).toEqual({ email: to, confirmed: true, changed: false });
 
   const after = (await as.get(`/contacts/${id}`)).body.data;
@@ -283,11 +271,11 @@ test('double opt-in: the confirmation email arrives, its page confirms nothing, 
       confirmedAt: expect.any(String),
     }),
   ]);
-  const names = (await api.database.db.select({ name: events.name }).from(events).where(eq(events.contactId, id))).map(
-    (e) => e.name,
-  );
+  const names = (
+    await e2e.api.database.db.select({ name: events.name }).from(events).where(eq(events.contactId, id))
+  ).map((e) => e.name);
   expect(names.filter((n) => n === 'contact.confirmed')).toHaveLength(1);
-  const hooks = await api.database.db.execute<{ event_type: string; payload: { data: Record<string, unknown> } }>(
+  const hooks = await e2e.api.database.db.execute<{ event_type: string; payload: { data: Record<string, unknown> } }>(
     sql`select event_type, payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type in ('contact.confirmed', 'contact.topic_subscribed') order by id`,
   );
   expect(hooks.rows.map((h) => h.event_type)).toEqual(['contact.confirmed', 'contact.topic_subscribed']);
@@ -303,8 +291,8 @@ test('double opt-in: the confirmation email arrives, its page confirms nothing, 
 });
 
 test("double opt-in expiry: the worker erases an unconfirmed contact it created, and only marks an older contact's confirmation", async () => {
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
+  const p = await createTestProject(e2e.api.database);
+  const as = client(e2e.api.app, p);
   const fresh = await as.post('/contacts', {
     email: recipient('doix'),
     doubleOptIn: true,
@@ -323,7 +311,7 @@ test("double opt-in expiry: the worker erases an unconfirmed contact it created,
     confirmationFrom: `hello@${p.domain}`,
   });
   // Both older than DOUBLE_OPT_IN_EXPIRY_HOURS (48); the third is not.
-  await api.database.db.execute(sql`update contact_confirmations set created_at = now() - interval '49 hours'
+  await e2e.api.database.db.execute(sql`update contact_confirmations set created_at = now() - interval '49 hours'
     where id in (${fresh.body.data._meta.confirmation.id}::uuid, ${existing.body.data._meta.confirmation.id}::uuid)`);
 
   await waitFor(
@@ -344,8 +332,8 @@ test("double opt-in expiry: the worker erases an unconfirmed contact it created,
 });
 
 test('workflow SEND_EMAIL with a topic: a MARKETING template skips a contact outside the topic; a TRANSACTIONAL one ignores it', async () => {
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
+  const p = await createTestProject(e2e.api.database);
+  const as = client(e2e.api.app, p);
   const news = await topic(p, 'News', 'opt_in');
   const tpl = async (type: string) =>
     (
@@ -360,7 +348,7 @@ test('workflow SEND_EMAIL with a topic: a MARKETING template skips a contact out
   const [marketing, transactional] = [await tpl('MARKETING'), await tpl('TRANSACTIONAL')];
   const created = await as.post('/workflows', { name: 'wf', trigger: { type: 'MANUAL' } });
   const wid = created.body.data.id as string;
-  const foreign = await topic(await createTestProject(api.database), 'Theirs', 'opt_out');
+  const foreign = await topic(await createTestProject(e2e.api.database), 'Theirs', 'opt_out');
   const refused = await as.put(`/workflows/${wid}/graph`, {
     steps: [{ key: 'm', type: 'SEND_EMAIL', config: { templateId: marketing, topicId: foreign } }],
     transitions: [{ from: null, to: 'm' }],
@@ -400,7 +388,7 @@ test('workflow SEND_EMAIL with a topic: a MARKETING template skips a contact out
   expect(await run(outsider)).toEqual(['SKIPPED', 'COMPLETED']);
   await waitFor(async () => (await sesSendsTo([member, outsider])).length === 3, 20_000, 'three emails sent');
   expect((await sesSendsTo([outsider])).length).toBe(1);
-  const [row] = await api.database.db
+  const [row] = await e2e.api.database.db
     .select({ topicId: emails.topicId, marketing: emails.marketing })
     .from(emails)
     .where(and(eq(emails.toEmail, member), eq(emails.marketing, true)));

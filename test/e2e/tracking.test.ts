@@ -8,23 +8,18 @@
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/config/config';
 import { trackingConfigurationSetName } from '@mailroom/mail/tracking';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
 import {
   ADMIN_TOKEN,
   client,
   createTestProject,
-  isolatedDatabase,
   recipient,
   sesSendsTo,
-  startTestApi,
-  testEnv,
   waitFor,
-  type TestApi,
   type TestProject,
 } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
 const SETS = {
   SES_CONFIGURATION_SET: 'tx-tracked',
@@ -33,38 +28,26 @@ const SETS = {
   SES_CONFIGURATION_SET_MARKETING_NO_TRACKING: 'mk-plain',
 };
 
-let iso: { url: string; drop: () => Promise<void> };
 let dns: TestDnsServer;
-let api: TestApi;
-let worker: RunningWorker;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  dns = await startDnsServer();
-  const config = loadConfig(
-    testEnv({
+const e2e = useE2e({
+  isolated: true,
+  env: async () => {
+    dns = await startDnsServer();
+    e2e.onTeardown(() => dns.close());
+    return {
       ...SETS,
-      DATABASE_URL: iso.url,
       DNS_SERVERS: dns.server,
       DNS_TIMEOUT_MS: '300',
       DNS_TRIES: '1',
       DOMAIN_IDENTITY_PROVIDER: 'local',
       DOMAIN_REFRESH_MS: '200',
       SES_MAX_SEND_RATE: '100',
-    }),
-  );
-  api = await startTestApi(config);
-  worker = await startWorker(config, { healthPort: null });
-});
-afterAll(async () => {
-  await worker.stop();
-  await api.close();
-  await dns.close();
-  await iso.drop();
+    };
+  },
 });
 
 const admin = (path: string, body: object) =>
-  request(api.app).put(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send(body);
+  request(e2e.api.app).put(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send(body);
 
 /** The configuration set SES was asked to use for the one email to `to`. */
 async function setOf(to: string): Promise<string | undefined> {
@@ -80,13 +63,13 @@ async function setOf(to: string): Promise<string | undefined> {
 }
 
 async function project(mode?: 'ALL' | 'MARKETING_ONLY' | 'NONE'): Promise<TestProject> {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   if (mode) expect((await admin(`/admin/projects/${p.id}/tracking`, { trackingMode: mode })).status).toBe(200);
   return p;
 }
 
 async function template(p: TestProject, type: 'TRANSACTIONAL' | 'MARKETING', tracking?: boolean | null) {
-  const res = await client(api.app, p).post('/templates', {
+  const res = await client(e2e.api.app, p).post('/templates', {
     name: 't',
     subject: 'S',
     body: '<p>Hi <a href="https://example.com/x">x</a></p>',
@@ -100,7 +83,7 @@ async function template(p: TestProject, type: 'TRANSACTIONAL' | 'MARKETING', tra
 
 async function send(p: TestProject, body: object): Promise<string> {
   const to = recipient('trk');
-  const res = await client(api.app, p).post('/v1/send', {
+  const res = await client(e2e.api.app, p).post('/v1/send', {
     to,
     subscribed: true,
     from: `team@${p.domain}`,
@@ -114,8 +97,8 @@ async function send(p: TestProject, body: object): Promise<string> {
 
 async function campaign(p: TestProject, tracking?: boolean): Promise<string> {
   const to = recipient('trkc');
-  expect((await client(api.app, p).post('/contacts', { email: to, subscribed: true })).status).toBeLessThan(300);
-  const created = await client(api.app, p).post('/campaigns', {
+  expect((await client(e2e.api.app, p).post('/contacts', { email: to, subscribed: true })).status).toBeLessThan(300);
+  const created = await client(e2e.api.app, p).post('/campaigns', {
     name: 'c',
     subject: 'News',
     body: '<p>News</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>',
@@ -125,7 +108,7 @@ async function campaign(p: TestProject, tracking?: boolean): Promise<string> {
   });
   expect(created.status).toBe(201);
   expect(created.body.data.tracking).toBe(tracking ?? null);
-  expect((await client(api.app, p).post(`/campaigns/${created.body.data.id}/send`, {})).status).toBeLessThan(300);
+  expect((await client(e2e.api.app, p).post(`/campaigns/${created.body.data.id}/send`, {})).status).toBeLessThan(300);
   // Its fan-out is over once its contact has the email: a contact made later (the next campaign's) is not in it.
   await waitFor(async () => (await sesSendsTo([to])).length > 0, 30_000, `campaign email to ${to}`);
   return to;
@@ -142,7 +125,7 @@ test('project ALL (the default): transactional mail through the tracked set, mar
   expect(await setOf(tx)).toBe('tx-tracked');
   expect(await setOf(mk)).toBe('mk-tracked');
   expect(await setOf(c)).toBe('mk-tracked');
-  const row = await api.database.db.execute<{ tracking: boolean; marketing: boolean }>(
+  const row = await e2e.api.database.db.execute<{ tracking: boolean; marketing: boolean }>(
     sql`select tracking, marketing from emails where to_email = ${tx}`,
   );
   expect(row.rows[0]).toEqual({ tracking: true, marketing: false });
@@ -196,7 +179,7 @@ test('the choice is stored at acceptance: a mode changed before the worker sends
 test('a custom tracking domain: CNAME found by the worker, then tracked mail from the domain goes through its own set', async () => {
   const p = await project();
   const domain = `trk-${randomBytes(4).toString('hex')}.test`;
-  const added = await client(api.app, p).post('/domains', { domain });
+  const added = await client(e2e.api.app, p).post('/domains', { domain });
   expect(added.status).toBe(201);
   for (const r of added.body.data.records as { type: string; name: string; value: string; priority?: number }[]) {
     if (r.type === 'CNAME') dns.zone.set(r.name, { CNAME: r.value });
@@ -204,7 +187,7 @@ test('a custom tracking domain: CNAME found by the worker, then tracked mail fro
       dns.zone.set(r.name, { ...dns.zone.get(r.name), MX: [{ exchange: r.value, priority: r.priority ?? 10 }] });
     if (r.type === 'TXT') dns.zone.set(r.name, { ...dns.zone.get(r.name), TXT: [r.value] });
   }
-  const set = await client(api.app, p).put(`/domains/${added.body.data.id}/tracking`, {
+  const set = await client(e2e.api.app, p).put(`/domains/${added.body.data.id}/tracking`, {
     trackingDomain: `track.${domain}`,
   });
   expect(set.status).toBe(200);
@@ -221,7 +204,7 @@ test('a custom tracking domain: CNAME found by the worker, then tracked mail fro
   dns.zone.set(record.name, { CNAME: record.value });
   const ready = await waitFor(
     async () => {
-      const d = (await client(api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
+      const d = (await client(e2e.api.app, p).get(`/domains/${added.body.data.id}`)).body.data;
       return d.trackingReady && d;
     },
     20_000,
@@ -231,7 +214,7 @@ test('a custom tracking domain: CNAME found by the worker, then tracked mail fro
   expect(ready.records.find((r: { purpose: string }) => r.purpose === 'tracking').status).toBe('found');
 
   const to = recipient('trkd');
-  const tracked = await client(api.app, p).post('/v1/send', {
+  const tracked = await client(e2e.api.app, p).post('/v1/send', {
     to,
     from: `hello@${domain}`,
     subject: 'S',
@@ -243,7 +226,7 @@ test('a custom tracking domain: CNAME found by the worker, then tracked mail fro
   const plain = recipient('trkd');
   expect(
     (
-      await client(api.app, p).post('/v1/send', {
+      await client(e2e.api.app, p).post('/v1/send', {
         to: plain,
         from: `hello@${domain}`,
         subject: 'S',

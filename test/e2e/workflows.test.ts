@@ -8,40 +8,27 @@
  */
 import { randomUUID } from 'node:crypto';
 import { and, eq, sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/config/config';
 import { contacts } from '@mailroom/db/schema/contacts';
 import { emails } from '@mailroom/db/schema/emails';
 import { projects } from '@mailroom/db/schema/projects';
 import { workflowExecutions, workflowInbox } from '@mailroom/db/schema/workflows';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,
   createTestProject,
   deletePrefix,
   exited,
-  isolatedDatabase,
   recipient,
   sesSendsTo,
   spawnWorker,
-  startTestApi,
-  testEnv,
   waitFor,
-  type TestApi,
   type TestProject,
 } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/receiver';
 
-let iso: { url: string; drop: () => Promise<void> };
-let env: Record<string, string>;
-let config: Config;
-let api: TestApi;
-let worker: RunningWorker | undefined;
-let receiver: Receiver;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  env = testEnv({
-    DATABASE_URL: iso.url,
+const e2e = useE2e({
+  isolated: true,
+  env: {
     SES_MAX_SEND_RATE: '50',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     WORKFLOW_LEASE_MS: '1500',
@@ -50,17 +37,12 @@ beforeAll(async () => {
     RECONCILE_INTERVAL_MS: '500',
     RECONCILE_AFTER_MS: '1000',
     SEGMENT_REFRESH_MS: '300',
-  });
-  config = loadConfig(env);
-  api = await startTestApi(config);
-  receiver = await startReceiver();
-  worker = await startWorker(config, { healthPort: null });
+  },
 });
-afterAll(async () => {
-  await worker?.stop();
-  await api.close();
-  await receiver.close();
-  await iso.drop();
+let receiver: Receiver;
+beforeAll(async () => {
+  receiver = await startReceiver();
+  e2e.onTeardown(() => receiver.close());
 });
 
 type Exec = {
@@ -85,7 +67,7 @@ async function setup(
   graph: { steps: object[]; transitions: object[] },
   extra: object = {},
 ) {
-  const c = client(api.app, p);
+  const c = client(e2e.api.app, p);
   const created = await c.post('/workflows', { name: 'wf', trigger, ...extra });
   expect(created.status).toBe(201);
   const id = created.body.data.id as string;
@@ -96,7 +78,7 @@ async function setup(
 }
 
 async function template(p: TestProject, type: 'TRANSACTIONAL' | 'MARKETING' = 'TRANSACTIONAL') {
-  const res = await client(api.app, p).post('/templates', {
+  const res = await client(e2e.api.app, p).post('/templates', {
     name: 't',
     subject: 'Hello {{trigger.plan}}',
     body: '<p>Hi {{email}}</p>',
@@ -107,19 +89,19 @@ async function template(p: TestProject, type: 'TRANSACTIONAL' | 'MARKETING' = 'T
 }
 
 const track = (p: TestProject, email: string, event: string, data: object = {}, subscribed?: boolean) =>
-  client(api.app, p).post('/v1/track', { email, event, data, ...(subscribed === undefined ? {} : { subscribed }) });
+  client(e2e.api.app, p).post('/v1/track', { email, event, data, ...(subscribed === undefined ? {} : { subscribed }) });
 
 async function executions(
   p: TestProject,
   wid: string,
   query = '',
 ): Promise<{ id: string; status: string; contactId: string }[]> {
-  const res = await client(api.app, p).get(`/workflows/${wid}/executions?limit=100${query}`);
+  const res = await client(e2e.api.app, p).get(`/workflows/${wid}/executions?limit=100${query}`);
   return res.body.data.items;
 }
 
 async function execution(p: TestProject, wid: string, eid: string): Promise<Exec> {
-  return (await client(api.app, p).get(`/workflows/${wid}/executions/${eid}`)).body.data;
+  return (await client(e2e.api.app, p).get(`/workflows/${wid}/executions/${eid}`)).body.data;
 }
 
 /**
@@ -130,7 +112,7 @@ async function inboxDrained(p: TestProject): Promise<void> {
   await waitFor(
     async () =>
       (
-        await api.database.db
+        await e2e.api.database.db
           .select({ id: workflowInbox.id })
           .from(workflowInbox)
           .where(eq(workflowInbox.projectId, p.id))
@@ -144,7 +126,7 @@ async function inboxDrained(p: TestProject): Promise<void> {
 async function noJobFor(eid: string): Promise<void> {
   await waitFor(
     async () => {
-      const jobs = await api.queues.workflow.getJobs(['waiting', 'prioritized', 'delayed', 'active']);
+      const jobs = await e2e.api.queues.workflow.getJobs(['waiting', 'prioritized', 'delayed', 'active']);
       return !jobs.some((j) => j?.data.executionId === eid);
     },
     15_000,
@@ -160,7 +142,8 @@ async function settled(
   statuses: string[],
   timeoutMs = 15_000,
 ): Promise<Exec> {
-  const contact = (await client(api.app, p).get(`/contacts?search=${encodeURIComponent(email)}`)).body.data.items[0];
+  const contact = (await client(e2e.api.app, p).get(`/contacts?search=${encodeURIComponent(email)}`)).body.data
+    .items[0];
   return waitFor(
     async () => {
       const list = await executions(p, wid, `&contactId=${contact.id}`);
@@ -173,9 +156,9 @@ async function settled(
 }
 
 test('a tracked event starts the workflow in the worker; SEND_EMAIL sends one email; the history lists each step; workflow.* webhooks', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const tpl = await template(p);
-  const endpoint = await client(api.app, p).post('/webhooks/endpoints', {
+  const endpoint = await client(e2e.api.app, p).post('/webhooks/endpoints', {
     url: `${receiver.url}/events`,
     eventTypes: ['workflow.*'],
   });
@@ -211,7 +194,7 @@ test('a tracked event starts the workflow in the worker; SEND_EMAIL sends one em
   expect(sent).toHaveLength(1);
   // The row is finished after SES answers: wait for it, not just for the SES record.
   const row = await waitFor(async () => {
-    const [r] = await api.database.db.select().from(emails).where(eq(emails.id, emailId));
+    const [r] = await e2e.api.database.db.select().from(emails).where(eq(emails.id, emailId));
     return r?.status === 'sent' && r;
   });
   expect(row).toMatchObject({
@@ -254,23 +237,23 @@ test('a tracked event starts the workflow in the worker; SEND_EMAIL sends one em
 });
 
 test('email.opened, recorded by delivery feedback (not the API), starts a workflow', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const wid = await setup(
     p,
     { type: 'EVENT', event: 'email.opened' },
     { steps: [{ key: 'x', type: 'EXIT', config: { reason: 'opened' } }], transitions: [{ from: null, to: 'x' }] },
   );
   const to = recipient('opened');
-  const c = await client(api.app, p).post('/contacts', { email: to });
+  const c = await client(e2e.api.app, p).post('/contacts', { email: to });
   // The row SES feedback writes for an Open (packages/db feedback.ts), inserted the same way: straight into events.
-  await api.database.db.execute(sql`insert into events (id, project_id, contact_id, name, data, created_at)
+  await e2e.api.database.db.execute(sql`insert into events (id, project_id, contact_id, name, data, created_at)
     values (mailroom_uuid_v7(clock_timestamp()), ${p.id}::uuid, ${c.body.data.id}::uuid, 'email.opened', '{"emailId":"x"}'::jsonb, clock_timestamp())`);
   const x = await settled(p, wid, to, ['EXITED']);
   expect(x.exitReason).toBe('opened');
 });
 
 test('a DELAY of 2 seconds delays the next step by 2 seconds', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const wid = await setup(
     p,
     { type: 'EVENT', event: 'go' },
@@ -293,7 +276,7 @@ test('a DELAY of 2 seconds delays the next step by 2 seconds', async () => {
   const gap = Date.parse(x.steps[1].startedAt) - Date.parse(x.steps[0].startedAt);
   expect(gap).toBeGreaterThanOrEqual(2000);
   expect(gap).toBeLessThan(3000);
-  const contact = (await client(api.app, p).get(`/contacts/${x.contactId}`)).body.data;
+  const contact = (await client(e2e.api.app, p).get(`/contacts/${x.contactId}`)).body.data;
   expect(contact.data.delayed).toBe(true);
 });
 
@@ -312,13 +295,13 @@ describe('WAIT_FOR_EVENT', () => {
   };
 
   test('the event branch, the timeout branch, and a cancelled execution that never resumes', async () => {
-    const p = await createTestProject(api.database);
+    const p = await createTestProject(e2e.api.database);
     const wid = await setup(p, { type: 'EVENT', event: 'cart' }, graph);
     const [buyer, idle, cancelled] = [recipient('buyer'), recipient('idle'), recipient('cancel')];
     await Promise.all([track(p, buyer, 'cart'), track(p, idle, 'cart'), track(p, cancelled, 'cart')]);
     await settled(p, wid, buyer, ['WAITING']);
     const c = await settled(p, wid, cancelled, ['WAITING']);
-    expect((await client(api.app, p).post(`/workflows/${wid}/executions/${c.id}/cancel`, {})).status).toBe(200);
+    expect((await client(e2e.api.app, p).post(`/workflows/${wid}/executions/${c.id}/cancel`, {})).status).toBe(200);
     await track(p, buyer, 'purchase', { amount: 42 });
     await track(p, cancelled, 'purchase');
     const b = await settled(p, wid, buyer, ['COMPLETED']);
@@ -343,7 +326,7 @@ describe('WAIT_FOR_EVENT', () => {
   });
 
   test('an event and the timeout arriving together advance each execution exactly once', async () => {
-    const p = await createTestProject(api.database);
+    const p = await createTestProject(e2e.api.database);
     const wid = await setup(p, { type: 'EVENT', event: 'cart' }, graph);
     const people = Array.from({ length: 12 }, (_, n) => recipient(`race${n}`));
     await Promise.all(people.map((e) => track(p, e, 'cart')));
@@ -364,7 +347,7 @@ describe('WAIT_FOR_EVENT', () => {
       const branch = x.steps[0].branch!;
       branches.push(branch);
       expect(['event', 'timeout']).toContain(branch);
-      const contact = (await client(api.app, p).get(`/contacts/${x.contactId}`)).body.data;
+      const contact = (await client(e2e.api.app, p).get(`/contacts/${x.contactId}`)).body.data;
       expect(contact.data.via).toBe(branch);
     }
     console.log(
@@ -374,7 +357,7 @@ describe('WAIT_FOR_EVENT', () => {
 });
 
 test('20 concurrent identical trigger events for one contact start one execution without re-entry (20 with it)', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const graph = {
     steps: [{ key: 'd', type: 'DELAY', config: { amount: 1, unit: 'hours' } }],
     transitions: [{ from: null, to: 'd' }],
@@ -395,7 +378,7 @@ test('20 concurrent identical trigger events for one contact start one execution
 });
 
 test('duplicate and retried jobs for one execution send one email', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const tpl = await template(p);
   const wid = await setup(
     p,
@@ -403,30 +386,30 @@ test('duplicate and retried jobs for one execution send one email', async () => 
     { steps: [{ key: 's', type: 'SEND_EMAIL', config: { templateId: tpl } }], transitions: [{ from: null, to: 's' }] },
   );
   const to = recipient('dup');
-  await client(api.app, p).post('/contacts', { email: to });
-  const started = await client(api.app, p).post(`/workflows/${wid}/executions`, { email: to });
+  await client(e2e.api.app, p).post('/contacts', { email: to });
+  const started = await client(e2e.api.app, p).post(`/workflows/${wid}/executions`, { email: to });
   const eid = started.body.data.id as string;
   const jobs = Array.from({ length: 6 }, () => ({
     name: 'run',
     data: { executionId: eid, projectId: p.id },
     opts: { jobId: `dup-${randomUUID()}` },
   }));
-  await api.queues.workflow.addBulk(jobs);
+  await e2e.api.queues.workflow.addBulk(jobs);
   const x = await settled(p, wid, to, ['COMPLETED']);
   expect(x.steps).toHaveLength(1);
   // A job for the finished execution changes nothing.
   const late = `late-${randomUUID()}`;
-  await api.queues.workflow.add('run', { executionId: eid, projectId: p.id }, { jobId: late });
+  await e2e.api.queues.workflow.add('run', { executionId: eid, projectId: p.id }, { jobId: late });
   // The late job has run once it has completed or failed (or is gone: the engine's own jobs are removed when done).
   await waitFor(
     async () => {
-      const job = await api.queues.workflow.getJob(late);
+      const job = await e2e.api.queues.workflow.getJob(late);
       return !job || (await job.isCompleted()) || (await job.isFailed());
     },
     15_000,
     'the late job to run',
   );
-  const rows = await api.database.db
+  const rows = await e2e.api.database.db
     .select()
     .from(emails)
     .where(and(eq(emails.projectId, p.id), eq(emails.workflowExecutionId, eid)));
@@ -435,7 +418,7 @@ test('duplicate and retried jobs for one execution send one email', async () => 
 });
 
 test('disabling stops new executions; an execution in flight runs to its end', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const wid = await setup(
     p,
     { type: 'EVENT', event: 'trial' },
@@ -453,7 +436,7 @@ test('disabling stops new executions; an execution in flight runs to its end', a
   const [early, late] = [recipient('early'), recipient('late')];
   await track(p, early, 'trial');
   await settled(p, wid, early, ['WAITING']);
-  expect((await client(api.app, p).patch(`/workflows/${wid}`, { enabled: false })).status).toBe(200);
+  expect((await client(e2e.api.app, p).patch(`/workflows/${wid}`, { enabled: false })).status).toBe(200);
   await track(p, late, 'trial');
   await settled(p, wid, early, ['COMPLETED']);
   await inboxDrained(p);
@@ -461,7 +444,7 @@ test('disabling stops new executions; an execution in flight runs to its end', a
 });
 
 test("a disabled project's executions are cancelled and run no further step", async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const wid = await setup(
     p,
     { type: 'EVENT', event: 'later' },
@@ -479,25 +462,25 @@ test("a disabled project's executions are cancelled and run no further step", as
   const to = recipient('disabled');
   await track(p, to, 'later');
   await settled(p, wid, to, ['WAITING']);
-  await api.database.db.update(projects).set({ disabled: true }).where(eq(projects.id, p.id));
+  await e2e.api.database.db.update(projects).set({ disabled: true }).where(eq(projects.id, p.id));
   try {
     const x = await waitFor(async () => {
-      const [row] = await api.database.db
+      const [row] = await e2e.api.database.db
         .select()
         .from(workflowExecutions)
         .where(eq(workflowExecutions.workflowId, wid));
       return row?.status === 'CANCELLED' && row;
     });
     expect(x.error).toBe('project disabled');
-    const [contact] = await api.database.db.select().from(contacts).where(eq(contacts.id, x.contactId));
+    const [contact] = await e2e.api.database.db.select().from(contacts).where(eq(contacts.id, x.contactId));
     expect(contact.data.ran).toBeUndefined();
   } finally {
-    await api.database.db.update(projects).set({ disabled: false }).where(eq(projects.id, p.id));
+    await e2e.api.database.db.update(projects).set({ disabled: false }).where(eq(projects.id, p.id));
   }
 });
 
 test('CONDITION on the trigger data; a MARKETING template is never sent to an unsubscribed contact', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const tpl = await template(p, 'MARKETING');
   const wid = await setup(
     p,
@@ -537,8 +520,8 @@ test('CONDITION on the trigger data; a MARKETING template is never sent to an un
 });
 
 test('WEBHOOK: signed with the project secret, one idempotency key across retries, JSON-escaped body; the answer lands in the context', async () => {
-  const p = await createTestProject(api.database);
-  const secret = (await client(api.app, p).get('/workflows/webhook-secret')).body.data.secret as string;
+  const p = await createTestProject(e2e.api.database);
+  const secret = (await client(e2e.api.app, p).get('/workflows/webhook-secret')).body.data.secret as string;
   const wid = await setup(
     p,
     { type: 'EVENT', event: 'paid' },
@@ -590,26 +573,26 @@ test('WEBHOOK: signed with the project secret, one idempotency key across retrie
 });
 
 test('contact.subscribed, a system event, starts a workflow', async () => {
-  const p = await createTestProject(api.database);
+  const p = await createTestProject(e2e.api.database);
   const wid = await setup(
     p,
     { type: 'EVENT', event: 'contact.subscribed' },
     { steps: [{ key: 'x', type: 'EXIT', config: { reason: 'hello' } }], transitions: [{ from: null, to: 'x' }] },
   );
   const [joined, quiet] = [recipient('joined'), recipient('quiet')];
-  await client(api.app, p).post('/contacts', { email: joined, subscribed: true });
-  const q = await client(api.app, p).post('/contacts', { email: quiet, subscribed: false });
+  await client(e2e.api.app, p).post('/contacts', { email: joined, subscribed: true });
+  const q = await client(e2e.api.app, p).post('/contacts', { email: quiet, subscribed: false });
   await settled(p, wid, joined, ['EXITED']);
   expect(await executions(p, wid)).toHaveLength(1);
   // Subscribing later (PATCH) is a subscription too; so is /v1/send stating it. /v1/send without it is none.
-  await client(api.app, p).patch(`/contacts/${q.body.data.id}`, { subscribed: true });
+  await client(e2e.api.app, p).patch(`/contacts/${q.body.data.id}`, { subscribed: true });
   await settled(p, wid, quiet, ['EXITED']);
   const [viaSend, plainSend] = [recipient('viasend'), recipient('plainsend')];
   for (const [to, extra] of [
     [viaSend, { subscribed: true }],
     [plainSend, {}],
   ] as const) {
-    const sent = await client(api.app, p).post('/v1/send', {
+    const sent = await client(e2e.api.app, p).post('/v1/send', {
       to,
       from: `n@${p.domain}`,
       subject: 'Hi',
@@ -624,8 +607,8 @@ test('contact.subscribed, a system event, starts a workflow', async () => {
 });
 
 test('segment.<name>.entry, a system event, starts a workflow when a contact enters a tracked segment', async () => {
-  const p = await createTestProject(api.database);
-  const seg = await client(api.app, p).post('/segments', {
+  const p = await createTestProject(e2e.api.database);
+  const seg = await client(e2e.api.app, p).post('/segments', {
     name: 'VIPs',
     filter: [{ field: 'data.vip', operator: 'equals', value: true }],
     trackMembership: true,
@@ -637,17 +620,16 @@ test('segment.<name>.entry, a system event, starts a workflow when a contact ent
     { steps: [{ key: 'x', type: 'EXIT', config: { reason: 'vip' } }], transitions: [{ from: null, to: 'x' }] },
   );
   const [vip, regular] = [recipient('vip'), recipient('regular')];
-  await client(api.app, p).post('/contacts', { email: vip, data: { vip: true } });
-  await client(api.app, p).post('/contacts', { email: regular, data: { vip: false } });
+  await client(e2e.api.app, p).post('/contacts', { email: vip, data: { vip: true } });
+  await client(e2e.api.app, p).post('/contacts', { email: regular, data: { vip: false } });
   const x = await settled(p, wid, vip, ['EXITED'], 20_000);
   expect(x.exitReason).toBe('vip');
   expect(await executions(p, wid)).toHaveLength(1);
 });
 
 test('nothing of a workflow runs in the request: with no worker, a tracked event leaves an inbox row and no execution; a worker then runs it', async () => {
-  await worker?.stop();
-  worker = undefined;
-  const p = await createTestProject(api.database);
+  await e2e.stopWorker();
+  const p = await createTestProject(e2e.api.database);
   const wid = await setup(
     p,
     { type: 'EVENT', event: 'queued' },
@@ -659,21 +641,20 @@ test('nothing of a workflow runs in the request: with no worker, a tracked event
   const to = recipient('noworker');
   const res = await track(p, to, 'queued');
   expect(res.status).toBe(200);
-  const inbox = await api.database.db
+  const inbox = await e2e.api.database.db
     .select()
     .from(workflowInbox)
     .where(eq(workflowInbox.eventId, res.body.data.event));
   expect(inbox).toHaveLength(1);
   expect(await executions(p, wid)).toHaveLength(0);
-  worker = await startWorker(config, { healthPort: null });
+  await e2e.startWorker();
   const x = await settled(p, wid, to, ['COMPLETED']);
-  expect((await client(api.app, p).get(`/contacts/${x.contactId}`)).body.data.data.ran).toBe(true);
+  expect((await client(e2e.api.app, p).get(`/contacts/${x.contactId}`)).body.data.data.ran).toBe(true);
 });
 
 test('an execution whose job was lost (Redis flushed) is found by the reconciler and run', async () => {
-  await worker?.stop();
-  worker = undefined;
-  const p = await createTestProject(api.database);
+  await e2e.stopWorker();
+  const p = await createTestProject(e2e.api.database);
   const wid = await setup(
     p,
     { type: 'MANUAL' },
@@ -683,19 +664,18 @@ test('an execution whose job was lost (Redis flushed) is found by the reconciler
     },
   );
   const to = recipient('lost');
-  await client(api.app, p).post('/contacts', { email: to });
-  const started = await client(api.app, p).post(`/workflows/${wid}/executions`, { email: to });
+  await client(e2e.api.app, p).post('/contacts', { email: to });
+  const started = await client(e2e.api.app, p).post(`/workflows/${wid}/executions`, { email: to });
   expect(started.status).toBe(201);
-  expect(await deletePrefix(api.redis, config.queuePrefix)).toBeGreaterThan(0);
-  worker = await startWorker(config, { healthPort: null });
+  expect(await deletePrefix(e2e.api.redis, e2e.config.queuePrefix)).toBeGreaterThan(0);
+  await e2e.startWorker();
   const x = await settled(p, wid, to, ['COMPLETED'], 20_000);
   expect(x.steps.map((s) => [s.type, s.status])).toEqual([['UPDATE_CONTACT', 'COMPLETED']]);
 });
 
 test('a worker killed during a WEBHOOK call: another resumes the step with the same idempotency key, and the next email is sent once', async () => {
-  await worker?.stop();
-  worker = undefined;
-  const p = await createTestProject(api.database);
+  await e2e.stopWorker();
+  const p = await createTestProject(e2e.api.database);
   const tpl = await template(p);
   const wid = await setup(
     p,
@@ -714,7 +694,7 @@ test('a worker killed during a WEBHOOK call: another resumes the step with the s
   const to = recipient('crash');
   const before = receiver.received.length;
   receiver.hold(true);
-  const child = spawnWorker(env);
+  const child = spawnWorker(e2e.env);
   try {
     await track(p, to, 'crash');
     await waitFor(
@@ -728,7 +708,7 @@ test('a worker killed during a WEBHOOK call: another resumes the step with the s
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
   receiver.hold(false);
-  worker = await startWorker(config, { healthPort: null });
+  await e2e.startWorker();
   const x = await settled(p, wid, to, ['COMPLETED'], 40_000);
   const calls = receiver.received.slice(before).filter((r) => r.body.includes(to));
   expect(calls.length).toBe(2);
@@ -741,7 +721,7 @@ test('a worker killed during a WEBHOOK call: another resumes the step with the s
   // No other send can follow once every email of the execution is final (a final row is never claimed again).
   await waitFor(
     async () => {
-      const rows = await api.database.db
+      const rows = await e2e.api.database.db
         .select({ status: emails.status })
         .from(emails)
         .where(eq(emails.workflowExecutionId, x.id));

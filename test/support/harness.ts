@@ -17,6 +17,7 @@ import { createDatabase, type Database } from '@mailroom/db/client';
 import { createApp, type App } from '../../apps/api/src/app';
 import { dropDatabase, freshDatabase } from './services';
 import type { RecordedSend } from './ses-recorder';
+import type { Clock } from '@mailroom/platform/clock';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -62,8 +63,8 @@ export interface TestApi extends App {
   close(): Promise<void>;
 }
 
-/** Builds the API app for supertest. */
-export async function startTestApi(config: Config): Promise<TestApi> {
+/** Builds the API app for supertest; `clock` is what its send routes' fair-share minute is read from. */
+export async function startTestApi(config: Config, options: { clock?: Clock } = {}): Promise<TestApi> {
   const database = createDatabase({
     url: config.databaseUrl,
     poolSize: config.dbPoolSize,
@@ -73,7 +74,7 @@ export async function startTestApi(config: Config): Promise<TestApi> {
   await waitReady(redis);
   const queues = createQueues(config, redis);
   const logger = createLogger(config, 'api');
-  const app = createApp({ config, database, redis, queues, logger });
+  const app = createApp({ config, database, redis, queues, logger, clock: options.clock });
   return {
     ...app,
     config,
@@ -235,14 +236,17 @@ export function exited(child: ChildProcess): Promise<number | null> {
  * Registers `beforeAll`/`afterAll` that start an in-process API (fresh queue prefix) with one project, and
  * returns accessors for them.
  */
-export function useApiWithProject(envOverrides: Record<string, string> = {}): {
+export function useApiWithProject(
+  envOverrides: Record<string, string> = {},
+  options: { clock?: Clock } = {},
+): {
   readonly api: TestApi;
   readonly p: TestProject;
 } {
   let api: TestApi | undefined;
   let p: TestProject | undefined;
   beforeAll(async () => {
-    api = await startTestApi(testConfig(envOverrides));
+    api = await startTestApi(testConfig(envOverrides), options);
     p = await createTestProject(api.database);
   });
   afterAll(async () => {

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import IORedis from 'ioredis';
 import { demotedPriority, lanePriorities, lanePrioritiesOf } from './send-lanes';
 import { SendPriority } from './catalog';
+import { TestClock } from '../../../test/support/clock';
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -26,35 +27,42 @@ describe('lanePriorities', () => {
   const config = { queuePrefix: `{lanes-${randomBytes(4).toString('hex')}}`, sendFairSharePerMinute: 10 };
 
   test("counts each project apart: a burst is demoted, another project's first emails are not", async () => {
-    // The count is per minute: start clear of a minute boundary so the calls below share one.
-    const left = 60_000 - (Date.now() % 60_000);
-    if (left < 2_000) await new Promise((r) => setTimeout(r, left + 10));
-    const burst = await lanePriorities(redis, config, 'transactional', 'project-a', 120);
+    // The count is per minute: the calls below share the clock's one.
+    const clock = new TestClock();
+    const burst = await lanePriorities(redis, config, 'transactional', 'project-a', 120, clock);
     expect(burst.slice(0, 10).every((p) => p === 1)).toBe(true);
     expect(burst.slice(10, 100).every((p) => p === 2)).toBe(true);
     expect(burst.slice(100).every((p) => p === 3)).toBe(true);
-    expect(await lanePriorities(redis, config, 'transactional', 'project-b', 2)).toEqual([1, 1]);
+    expect(await lanePriorities(redis, config, 'transactional', 'project-b', 2, clock)).toEqual([1, 1]);
     // The same project goes on where its count stands; the workflow lane is counted apart.
-    expect(await lanePriorities(redis, config, 'transactional', 'project-a', 1)).toEqual([3]);
-    expect(await lanePriorities(redis, config, 'workflow', 'project-a', 1)).toEqual([5]);
+    expect(await lanePriorities(redis, config, 'transactional', 'project-a', 1, clock)).toEqual([3]);
+    expect(await lanePriorities(redis, config, 'workflow', 'project-a', 1, clock)).toEqual([5]);
+    // A new minute starts at the lane's own priority again.
+    clock.advance(60_000);
+    expect(await lanePriorities(redis, config, 'transactional', 'project-a', 1, clock)).toEqual([1]);
   });
 
   test("with delivery connections, each connection counts a project's share apart; `default` is the plain count", async () => {
-    const left = 60_000 - (Date.now() % 60_000);
-    if (left < 2_000) await new Promise((r) => setTimeout(r, left + 10));
+    const clock = new TestClock();
     const c = { ...config, queuePrefix: `{lanes-${randomBytes(4).toString('hex')}}` };
     // The project's share spent on `default` (through the plain count, as with one connection)…
-    expect(await lanePriorities(redis, c, 'transactional', 'project-c', 10)).toEqual(Array(10).fill(1));
+    expect(await lanePriorities(redis, c, 'transactional', 'project-c', 10, clock)).toEqual(Array(10).fill(1));
     // …leaves its share on `backup` whole, and `default` named is the same count as unnamed.
-    const [onBackup, onDefault, onBackupAgain] = await lanePrioritiesOf(redis, c, 'transactional', [
-      { projectId: 'project-c', count: 10, connection: 'backup' },
-      { projectId: 'project-c', count: 1, connection: 'default' },
-      { projectId: 'project-c', count: 1, connection: 'backup' },
-    ]);
+    const [onBackup, onDefault, onBackupAgain] = await lanePrioritiesOf(
+      redis,
+      c,
+      'transactional',
+      [
+        { projectId: 'project-c', count: 10, connection: 'backup' },
+        { projectId: 'project-c', count: 1, connection: 'default' },
+        { projectId: 'project-c', count: 1, connection: 'backup' },
+      ],
+      clock,
+    );
     expect(onBackup).toEqual(Array(10).fill(1));
     expect(onDefault).toEqual([2]);
     expect(onBackupAgain).toEqual([2]);
-    const minute = Math.floor(Date.now() / 60_000);
+    const minute = Math.floor(clock.now() / 60_000);
     expect(await redis.get(`${c.queuePrefix}:lane:transactional:project-c:${minute}`)).toBe('11');
     expect(await redis.get(`${c.queuePrefix}:lane:transactional:project-c:${minute}:backup`)).toBe('11');
   });

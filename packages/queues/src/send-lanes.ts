@@ -23,6 +23,7 @@
 import { RedisScript } from './redis-script';
 import type { Cluster, Redis } from 'ioredis';
 import type { PlatformConfig } from '@mailroom/platform/config';
+import { systemClock, type Clock } from '@mailroom/platform/clock';
 import type { QueueConfig } from './config';
 import { SendPriority } from './catalog';
 
@@ -90,6 +91,7 @@ function laneKey(
  * re-enqueues at the lane's priority), every email gets the lane's own priority; this never throws.
  *
  * @param redis - any connection to the queue's Redis.
+ * @param clock - what "this minute" is read from (tests set it).
  */
 export async function lanePriorities(
   redis: Redis | Cluster | undefined,
@@ -97,8 +99,9 @@ export async function lanePriorities(
   lane: SharedLane,
   projectId: string,
   count: number,
+  clock: Clock = systemClock,
 ): Promise<number[]> {
-  const [priorities] = await lanePrioritiesOf(redis, config, lane, [{ projectId, count }]);
+  const [priorities] = await lanePrioritiesOf(redis, config, lane, [{ projectId, count }], clock);
   return priorities;
 }
 
@@ -110,6 +113,7 @@ export async function lanePriorities(
  * All counters of one call are in one Redis Cluster slot: every key starts with the queue prefix, whose hash tag
  * (`{mailroom}`) is required with a cluster.
  *
+ * @param clock - what "this minute" is read from (tests set it).
  * @returns one array per request, `requests[i].count` priorities long (empty for a count ≤ 0).
  */
 export async function lanePrioritiesOf(
@@ -117,9 +121,10 @@ export async function lanePrioritiesOf(
   config: Pick<PlatformConfig, 'queuePrefix'> & Pick<QueueConfig, 'sendFairSharePerMinute'>,
   lane: SharedLane,
   requests: readonly LaneRequest[],
+  clock: Clock = systemClock,
 ): Promise<number[][]> {
   const own = (count: number) => Array.from({ length: Math.max(0, count) }, () => SendPriority[lane]);
-  const minute = Math.floor(Date.now() / 60_000);
+  const minute = Math.floor(clock.now() / 60_000);
   // Emails per counter (project, and connection), summed over its requests, in order of first appearance.
   const perKey = new Map<string, number>();
   const keyOf = (r: LaneRequest) => laneKey(config.queuePrefix, lane, r.projectId, r.connection, minute);

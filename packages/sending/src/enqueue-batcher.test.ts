@@ -11,6 +11,7 @@ import { newId } from '@mailroom/platform/ids';
 import type { SendJobPayload } from '@mailroom/queues/catalog';
 import { createRedis } from '@mailroom/queues/connection';
 import { testConfig } from '../../../test/support/harness';
+import { TestClock } from '../../../test/support/clock';
 import { enqueueSends, sendEnqueueBatcher, type EnqueueDeps, type SendEnqueue } from './enqueue-batcher';
 
 // A share of 3 per minute: the bursts below are demoted, so the priorities say whether the counting matches.
@@ -22,12 +23,15 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-/** Queue settings of their own (a fresh prefix: fresh lane counters and jobs). */
-function deps(): EnqueueDeps & { queue: Queue<SendJobPayload> } {
+/**
+ * Queue settings of their own (a fresh prefix: fresh lane counters and jobs); the lane counts' minute is read from
+ * `clock`.
+ */
+function deps(clock?: TestClock): EnqueueDeps & { queue: Queue<SendJobPayload> } {
   const queuePrefix = `{enq-${randomBytes(4).toString('hex')}}`;
   const queue = new Queue<SendJobPayload>('send', { connection: redis, prefix: queuePrefix });
   queues.push(queue);
-  return { config: { ...config, queuePrefix }, sendQueue: queue, redis, queue };
+  return { config: { ...config, queuePrefix }, sendQueue: queue, redis, queue, clock };
 }
 
 const silent = { warn: () => undefined };
@@ -43,9 +47,8 @@ async function jobsOf(queue: Queue<SendJobPayload>, ids: string[]) {
 }
 
 test('requests of several projects in one turn: one batch, the same jobs and priorities as one by one', async () => {
-  // The lane count is per minute: start clear of a minute boundary so both runs below share one.
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < 3_000) await new Promise((r) => setTimeout(r, left + 10));
+  // The lane count is per minute: both runs below share the clock's one.
+  const clock = new TestClock();
   const projects = [newId(), newId(), newId()];
   const counts = [2, 1, 4, 3, 1, 5, 2, 2, 1];
   const requests: SendEnqueue[] = counts.map((n, i) => ({
@@ -55,10 +58,10 @@ test('requests of several projects in one turn: one batch, the same jobs and pri
   }));
   const ids = requests.flatMap((r) => r.emailIds);
 
-  const oneByOne = deps();
+  const oneByOne = deps(clock);
   for (const r of requests) await enqueueSends(oneByOne, [r]);
 
-  const batched = deps();
+  const batched = deps(clock);
   const sizes: number[] = [];
   const enqueue = sendEnqueueBatcher(batched, { maxBatch: 50, maxInFlight: 4, observe: (n) => sizes.push(n) });
   await Promise.all(requests.map((r) => enqueue(r)));
@@ -73,7 +76,7 @@ test('requests of several projects in one turn: one batch, the same jobs and pri
 });
 
 test('requests beyond maxBatch wait for the next batch; a later request of a project goes on where its count stood', async () => {
-  const d = deps();
+  const d = deps(new TestClock());
   const project = newId();
   const sizes: number[] = [];
   const enqueue = sendEnqueueBatcher(d, { maxBatch: 2, maxInFlight: 1, observe: (n) => sizes.push(n) });

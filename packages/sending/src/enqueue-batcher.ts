@@ -13,6 +13,7 @@
  */
 import { Batcher, type BatcherOptions } from '@mailroom/platform/batcher';
 import type { PlatformConfig } from '@mailroom/platform/config';
+import type { Clock } from '@mailroom/platform/clock';
 import { lanePrioritiesOf } from '@mailroom/queues/send-lanes';
 import { SendPriority, type SendJobPayload } from '@mailroom/queues/catalog';
 import { enqueueSendJobs } from '@mailroom/queues/enqueue';
@@ -44,6 +45,8 @@ export interface EnqueueDeps {
    * connection's fair share is counted apart. Omitted (one connection): one count per project.
    */
   connectionOf?: LaneConnectionOf;
+  /** What the lane counts' minute is read from; omitted, the real clock (tests set it). */
+  clock?: Clock;
 }
 
 /**
@@ -64,6 +67,7 @@ export async function enqueueSends(deps: EnqueueDeps, requests: readonly SendEnq
       deps.config,
       'transactional',
       counted.map((r, i) => ({ projectId: r.projectId, count: r.emailIds.length, connection: connections?.[i] })),
+      deps.clock,
     );
     const jobs = counted.flatMap((r, i) =>
       r.emailIds.map((emailId, j) => ({

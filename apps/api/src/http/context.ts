@@ -6,6 +6,7 @@
 import type { Queues } from '@mailroom/queues/create';
 import type { Config } from '@mailroom/config/config';
 import type { Logger } from '@mailroom/platform/logger';
+import type { Clock } from '@mailroom/platform/clock';
 import type { Database, Db } from '@mailroom/db/client';
 import type { ReadReplicas } from '@mailroom/db/replicas';
 import type { Redis } from 'ioredis';
@@ -28,6 +29,8 @@ export interface AppDeps {
    */
   queues: Queues;
   logger: Logger;
+  /** What the send routes' fair-share minute is read from; omitted, the real clock (tests set it). */
+  clock?: Clock;
 }
 
 /**

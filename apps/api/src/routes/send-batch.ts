@@ -63,6 +63,7 @@ export function sendBatchRoutes(deps: AppDeps) {
       sendQueue: deps.queues.send,
       redis: deps.redis,
       connectionOf: laneConnectionResolver(deps.database.db, deps.config.sesConnections),
+      clock: deps.clock,
     },
     { maxBatch: deps.config.writeBatchSize, maxInFlight: deps.config.writeBatchInFlight },
   );
