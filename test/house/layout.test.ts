@@ -211,6 +211,7 @@ const SHARED_FRAGMENTS: Record<string, string> = {
   named: 'named (prepared) statements on the pool',
   'reputation-counts': 'counting an outcome into the hourly reputation buckets, from sending, feedback and campaigns',
   'send-quota': "the SES account's sends in the last 24 hours, for the quota guard and the campaign feeding",
+  'tracking-rule': "an email's tracking (its override, else its project's mode), for every statement writing emails",
   'webhook-delivery-ref': 'the reference to a delivery row that every announcing change returns',
   webhooks: 'the webhook outbox: an event is written as delivery rows in the transaction of the change announcing it',
 };
@@ -240,7 +241,6 @@ const MOVED_AFTER_RULES_REFACTOR: Record<string, string> = {
   // Imported by path (`./<module>`) from the modules above, so they move with them.
   idempotency: 'sending',
   topics: 'contacts',
-  tracking: 'projects',
 };
 
 interface TableOwner {

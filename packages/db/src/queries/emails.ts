@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { trackingSql } from './tracking';
+import { trackingSql } from './tracking-rule';
 import { and, asc, eq, gte, inArray, sql } from 'drizzle-orm';
 import { idLowerBound, idTimestampMs, isUuidV7, newId } from '@mailroom/platform/ids';
 import type { DbOrTx } from '../client';

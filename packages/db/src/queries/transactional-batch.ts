@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { trackingSql } from './tracking';
+import { trackingSql } from './tracking-rule';
 import { sql } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
 import type { DbOrTx } from '../client';

@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { trackingSql } from './tracking';
+import { trackingSql } from './tracking-rule';
 import { sql, type SQL } from 'drizzle-orm';
 import type { NormalizedEmail } from '@mailroom/platform/address';
 import type { EmailTag } from '@mailroom/platform/email-tags';
