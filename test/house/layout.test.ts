@@ -211,6 +211,8 @@ const SHARED_FRAGMENTS: Record<string, string> = {
   named: 'named (prepared) statements on the pool',
   'reputation-counts': 'counting an outcome into the hourly reputation buckets, from sending, feedback and campaigns',
   'send-quota': "the SES account's sends in the last 24 hours, for the quota guard and the campaign feeding",
+  'suppression-rule':
+    'the suppression rule (who is held back, and why) that accepted sends, claims, fan-outs and workflow steps apply',
   'tracking-rule': "an email's tracking (its override, else its project's mode), for every statement writing emails",
   'webhook-delivery-ref': 'the reference to a delivery row that every announcing change returns',
   webhooks: 'the webhook outbox: an event is written as delivery rows in the transaction of the change announcing it',
@@ -230,8 +232,6 @@ const MOVED_AFTER_RULES_REFACTOR: Record<string, string> = {
   'email-claim': 'sending',
   emails: 'sending',
   events: 'contacts',
-  'suppression-rule': 'feedback',
-  suppressions: 'feedback',
   'track-batch': 'contacts',
   transactional: 'sending',
   'transactional-batch': 'sending',
