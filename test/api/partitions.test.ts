@@ -15,7 +15,7 @@ import { fanoutBatch } from '@mailroom/campaigns/queries/campaign-fanout';
 import { runPartitionPass, PARTITION_MONTHS_AHEAD } from '@mailroom/retention/partitions';
 import { runRetentionPass } from '@mailroom/retention/retention';
 import { beginStepRun, moveExecution, stepRunId } from '@mailroom/workflows/queries/workflow-engine';
-import type { ExecutionRow, WorkflowStepRow } from '@mailroom/db/queries/workflows';
+import type { ExecutionRow, WorkflowStepRow } from '@mailroom/workflows/queries/workflows';
 import { partitionsTask, PARTITIONS_INTERVAL_MS } from '../../apps/worker/src/processors/partitions';
 import { client, createTestProject, recipient, useIsolatedApi } from '../support/harness';
 

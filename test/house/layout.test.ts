@@ -235,9 +235,6 @@ const MOVED_AFTER_RULES_REFACTOR: Record<string, string> = {
   'track-batch': 'contacts',
   transactional: 'sending',
   'transactional-batch': 'sending',
-  'workflow-executions': 'workflows',
-  'workflow-stops': 'workflows',
-  workflows: 'workflows',
   // Imported by path (`./<module>`) from the modules above, so they move with them.
   idempotency: 'sending',
   topics: 'contacts',

@@ -12,7 +12,7 @@ import { createTemplate } from '@mailroom/mail/queries/templates';
 import { upsertContacts } from '@mailroom/db/queries/contacts';
 import { trackEvent } from '@mailroom/db/queries/track-batch';
 import { createWebhookEndpoint } from '@mailroom/webhooks/queries/webhooks';
-import { loadWorkflowGraph } from '@mailroom/db/queries/workflows';
+import { loadWorkflowGraph } from '../queries/workflows';
 import { emails } from '@mailroom/db/schema/emails';
 import { webhookDeliveries } from '@mailroom/db/schema/webhooks';
 import { workflowExecutions, workflowStepRuns } from '@mailroom/db/schema/workflows';

@@ -36,7 +36,7 @@ import { getTemplate } from '@mailroom/mail/queries/templates';
 import { pinnedTemplate } from '@mailroom/mail/queries/template-versions';
 import { SUPPRESSION_REASONS } from '@mailroom/db/queries/suppression-rule';
 import { insertQueuedEmails } from '@mailroom/db/queries/emails';
-import { type ExecutionRow, type StepRunRow } from '@mailroom/db/queries/workflows';
+import { type ExecutionRow, type StepRunRow } from '../queries/workflows';
 import { updateContact } from '@mailroom/db/queries/contacts';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { callStepWebhook, workflowEmailRow } from './effects';

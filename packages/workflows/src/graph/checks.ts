@@ -12,7 +12,7 @@ import { webhookUrlProblem } from '@mailroom/webhooks/webhooks';
 import { senderError } from '@mailroom/mail/sender';
 import { getTemplate } from '@mailroom/mail/queries/templates';
 import { getVersion } from '@mailroom/mail/queries/template-versions';
-import { type WorkflowGraph, type WorkflowRow, type WorkflowStepRow } from '@mailroom/db/queries/workflows';
+import { type WorkflowGraph, type WorkflowRow, type WorkflowStepRow } from '../queries/workflows';
 import { type DbOrTx } from '@mailroom/db/client';
 import { graphProblems, parseStepConfig, type GraphProblem } from '../workflows';
 import { resolveTrigger } from '../workflows-plunk-graph';

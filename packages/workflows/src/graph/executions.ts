@@ -7,8 +7,8 @@
  */
 import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
-import { getWorkflow, type ExecutionRow } from '@mailroom/db/queries/workflows';
-import { cancelExecution, startManualExecution } from '@mailroom/db/queries/workflow-executions';
+import { getWorkflow, type ExecutionRow } from '../queries/workflows';
+import { cancelExecution, startManualExecution } from '../queries/workflow-executions';
 import { findContactByEmail, getContact } from '@mailroom/db/queries/contacts';
 import { type Database, type DbOrTx } from '@mailroom/db/client';
 
