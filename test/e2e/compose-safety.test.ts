@@ -14,7 +14,7 @@ import request from 'supertest';
 import { eq } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { newId } from '@mailroom/platform/ids';
 import { sendJobOptions, SendPriority } from '@mailroom/queues/catalog';
 import { createSendQueue } from '@mailroom/queues/create';

@@ -209,6 +209,8 @@ const SHARED_FRAGMENTS: Record<string, string> = {
   keyset: 'keyset pagination over `(created_at, id)` for every list endpoint',
   like: 'escaping a search term for `LIKE`',
   named: 'named (prepared) statements on the pool',
+  'queued-emails':
+    'queuing an email (row and first timeline entry), for campaign test sends, double opt-ins and workflow sends',
   'reputation-counts': 'counting an outcome into the hourly reputation buckets, from sending, feedback and campaigns',
   'send-quota': "the SES account's sends in the last 24 hours, for the quota guard and the campaign feeding",
   'suppression-rule':
@@ -228,15 +230,9 @@ const MOVED_AFTER_RULES_REFACTOR: Record<string, string> = {
   // Rewritten in place by the rules refactor.
   'batch-upsert': 'contacts',
   contacts: 'contacts',
-  'email-batches': 'sending',
-  'email-claim': 'sending',
-  emails: 'sending',
   events: 'contacts',
   'track-batch': 'contacts',
-  transactional: 'sending',
-  'transactional-batch': 'sending',
   // Imported by path (`./<module>`) from the modules above, so they move with them.
-  idempotency: 'sending',
   topics: 'contacts',
 };
 

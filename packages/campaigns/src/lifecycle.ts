@@ -17,7 +17,7 @@ import { type Queues } from '@mailroom/queues/create';
 import { senderError } from '@mailroom/mail/sender';
 import { commitWithOutbox, type OutboxDeps } from '@mailroom/webhooks/outbox';
 import { findContactByEmail } from '@mailroom/db/queries/contacts';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import type { DbOrTx } from '@mailroom/db/client';
 import {
   cancelCampaign,

@@ -13,7 +13,7 @@ import { keyedIdAt, newId } from '@mailroom/platform/ids';
 import { validationError, type FieldError } from '@mailroom/platform/errors';
 import { senderError } from '@mailroom/mail/sender';
 import { getTemplate } from '@mailroom/mail/queries/templates';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { applyConfirmation, createConfirmation, markConfirmed, type ConfirmationRow } from './queries/confirmations';
 import { setContactTopics, type TopicChange } from '@mailroom/db/queries/topics';
 import type { WebhookEvent } from '@mailroom/db/queries/webhooks';

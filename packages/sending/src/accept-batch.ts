@@ -17,7 +17,7 @@
 import { AppError, validationError, type FieldError } from '@mailroom/platform/errors';
 import type { KeyMode } from '@mailroom/projects/keys';
 import type { DbOrTx } from '@mailroom/db/client';
-import { writeTransactionalBatch } from '@mailroom/db/queries/transactional-batch';
+import { writeTransactionalBatch } from './queries/transactional-batch';
 import { senderRefusal } from '@mailroom/mail/sender';
 import {
   prepareSend,

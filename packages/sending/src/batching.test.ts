@@ -14,7 +14,7 @@ import { createLogger } from '@mailroom/platform/logger';
 import type { WebhookJobPayload } from '@mailroom/queues/catalog';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { upsertContacts } from '@mailroom/db/queries/contacts';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { emails } from '@mailroom/db/schema/emails';
 import { createTestProject, recipient, testConfig, waitFor, type TestProject } from '../../../test/support/harness';
 import { Batcher } from '@mailroom/platform/batcher';

@@ -11,12 +11,12 @@ import { normalizeEmail, normalizedKey } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { addDomain, createProject } from '@mailroom/projects/queries/projects';
-import { findIdempotencyKey } from '@mailroom/db/queries/idempotency';
+import { findIdempotencyKey } from './queries/idempotency';
 import {
   SharedContactInBatch,
   writeTransactionalBatch,
   type TransactionalRequest,
-} from '@mailroom/db/queries/transactional-batch';
+} from './queries/transactional-batch';
 
 let database: Database;
 

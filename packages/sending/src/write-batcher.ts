@@ -17,12 +17,8 @@
 import { Batcher, type BatcherOptions } from '@mailroom/platform/batcher';
 import { isUnavailableError } from '@mailroom/platform/errors';
 import type { DbOrTx } from '@mailroom/db/client';
-import { writeTransactional } from '@mailroom/db/queries/transactional';
-import {
-  writeTransactionalBatch,
-  type BatchWrite,
-  type TransactionalRequest,
-} from '@mailroom/db/queries/transactional-batch';
+import { writeTransactional } from './queries/transactional';
+import { writeTransactionalBatch, type BatchWrite, type TransactionalRequest } from './queries/transactional-batch';
 
 /** Writes one request's emails: alone, or in a batch (see the module notes). */
 export type TransactionalWriter = (tx: DbOrTx, request: TransactionalRequest) => Promise<BatchWrite>;

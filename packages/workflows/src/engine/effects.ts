@@ -20,7 +20,7 @@ import { workflowWebhookSecret } from '../queries/workflow-executions';
 import { type contactForSend } from '../queries/step-reads';
 import { type getTemplate } from '@mailroom/mail/queries/templates';
 import { type DbOrTx } from '@mailroom/db/client';
-import { type NewEmail } from '@mailroom/db/queries/emails';
+import { type NewEmail } from '@mailroom/db/queries/queued-emails';
 
 /** The email row of a SEND_EMAIL step, and what it is made from. */
 export function workflowEmailRow(a: {
