@@ -15,7 +15,7 @@ import { senderError } from '@mailroom/mail/sender';
 import { getTemplate } from '@mailroom/mail/queries/templates';
 import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { applyConfirmation, createConfirmation, markConfirmed, type ConfirmationRow } from './queries/confirmations';
-import { setContactTopics, type TopicChange } from '@mailroom/db/queries/topics';
+import { setContactTopics, type TopicChange } from './queries/topics';
 import type { WebhookEvent } from '@mailroom/db/queries/webhooks';
 import { topicWebhookEvents } from './topics';
 import type { DbOrTx } from '@mailroom/db/client';

@@ -7,8 +7,8 @@
  */
 import { isUnavailableError, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
 import { splitVariables } from '@mailroom/mail/templates';
-import { getContact, type TrackInput, type TrackResult } from '@mailroom/db/queries/contacts';
-import { trackEvent, trackEvents, type TrackItem } from '@mailroom/db/queries/track-batch';
+import { getContact, type TrackInput, type TrackResult } from './queries/contacts';
+import { trackEvent, trackEvents, type TrackItem } from './queries/track-batch';
 import { Batcher, type BatcherOptions } from '@mailroom/platform/batcher';
 import { type DbOrTx } from '@mailroom/db/client';
 import { checkEventName } from './contacts';

@@ -7,8 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { createProject } from '@mailroom/projects/queries/projects';
-import { type TrackInput } from '@mailroom/db/queries/contacts';
-import { DuplicateContactInBatch, trackEvent, trackEvents } from '@mailroom/db/queries/track-batch';
+import { type TrackInput } from './queries/contacts';
+import { DuplicateContactInBatch, trackEvent, trackEvents } from './queries/track-batch';
 import { trackBatcher } from './events';
 
 let database: Database;

@@ -11,7 +11,7 @@ import { newId } from '@mailroom/platform/ids';
 import { createLogger } from '@mailroom/platform/logger';
 import type { WebhookJobPayload } from '@mailroom/queues/catalog';
 import { createDatabase, type Database } from '@mailroom/db/client';
-import { upsertContacts } from '@mailroom/db/queries/contacts';
+import { upsertContacts } from '@mailroom/contacts/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { emails } from '@mailroom/db/schema/emails';
 import { createTestProject, recipient, testConfig, type TestProject } from '../../../test/support/harness';

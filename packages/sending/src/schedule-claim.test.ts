@@ -8,7 +8,7 @@ import { eq, sql } from 'drizzle-orm';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { createDatabase, type Database } from '@mailroom/db/client';
-import { upsertContacts } from '@mailroom/db/queries/contacts';
+import { upsertContacts } from '@mailroom/contacts/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { claimEmails } from './queries/email-batches';
 import { cancelEmail, dueScheduledEmails, rescheduleEmail } from './queries/scheduled-emails';

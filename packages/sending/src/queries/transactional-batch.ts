@@ -20,7 +20,7 @@ import { trackingSql } from '@mailroom/db/queries/tracking-rule';
 import { sql } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
 import type { DbOrTx } from '@mailroom/db/client';
-import { fromSql, mergeInputs, type ContactSqlRow, type ContactUpsert } from '@mailroom/db/queries/contacts';
+import { fromSql, mergeInputs, type ContactSqlRow, type ContactUpsert } from '@mailroom/contacts/queries/contacts';
 import { splitPatch } from '@mailroom/db/queries/data-patch';
 import { executeNamed } from '@mailroom/db/queries/named';
 import {

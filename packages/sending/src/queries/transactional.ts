@@ -28,7 +28,7 @@ import {
   type ContactSqlRow,
   type ContactUpsert,
   type UpsertedContact,
-} from '@mailroom/db/queries/contacts';
+} from '@mailroom/contacts/queries/contacts';
 import { endpointWants } from '@mailroom/db/queries/webhooks';
 import { executeNamed } from '@mailroom/db/queries/named';
 import {

@@ -14,7 +14,7 @@ import { newWebhookSecret, sendHttp, signWebhook } from '@mailroom/webhooks/webh
 import { renderJsonTemplate } from '@mailroom/mail/templates';
 import type { WebhookConfig } from '@mailroom/webhooks/config';
 import { type StepConfig } from '../workflows';
-import { getContact } from '@mailroom/db/queries/contacts';
+import { getContact } from '@mailroom/contacts/queries/contacts';
 import { type ExecutionRow, type StepRunRow, type WorkflowStepRow } from '../queries/workflows';
 import { workflowWebhookSecret } from '../queries/workflow-executions';
 import { type contactForSend } from '../queries/step-reads';

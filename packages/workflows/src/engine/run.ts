@@ -37,7 +37,7 @@ import { pinnedTemplate } from '@mailroom/mail/queries/template-versions';
 import { SUPPRESSION_REASONS } from '@mailroom/db/queries/suppression-rule';
 import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { type ExecutionRow, type StepRunRow } from '../queries/workflows';
-import { updateContact } from '@mailroom/db/queries/contacts';
+import { updateContact } from '@mailroom/contacts/queries/contacts';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { callStepWebhook, workflowEmailRow } from './effects';
 import { ExecutionMoves, type EngineDeps } from './moves';

@@ -6,7 +6,7 @@
  * @module
  */
 import { AppError, validationError, type FieldError } from '@mailroom/platform/errors';
-import { missingTopics } from '@mailroom/db/queries/topics';
+import { missingTopics } from '@mailroom/contacts/queries/topics';
 import { type WorkflowBranch, type WorkflowStepType } from '@mailroom/db/schema/workflow-states';
 import { webhookUrlProblem } from '@mailroom/webhooks/webhooks';
 import { senderError } from '@mailroom/mail/sender';
