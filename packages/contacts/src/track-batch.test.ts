@@ -1,5 +1,5 @@
 /**
- * Batched tracking (`@mailroom/db/queries/track-batch`, `trackBatcher`): a batch has exactly the effect of its
+ * Batched tracking (`@mailroom/contacts/queries/track-batch`, `trackBatcher`): a batch has exactly the effect of its
  * tracks written one by one, across projects; a batch that cannot be one statement writes nothing; concurrent
  * tracks through the batcher are each recorded once, with batches formed under load.
  */

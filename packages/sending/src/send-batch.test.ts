@@ -1,5 +1,5 @@
 /**
- * Batched send writes (`@mailroom/db/queries/transactional-batch`): a batch has exactly the effect of its
+ * Batched send writes (`@mailroom/sending/queries/transactional-batch`): a batch has exactly the effect of its
  * requests written one by one by `writeTransactional` (contacts, subscription events, emails, suppressed emails
  * and their timeline, `email.suppressed` webhook deliveries, a refused sender), across projects; a batch in which
  * two requests share a contact writes nothing.

@@ -18,7 +18,7 @@ export type NewEmail = Omit<typeof emails.$inferInsert, 'createdAt' | 'updatedAt
  * Inserts new `queued` emails and their first timeline entries (two statements, same transaction as the caller).
  * A recipient held back by the suppression rule is never written here: the callers decide it with
  * `suppressionCauseSql` first (a workflow step skips; an accepted send writes its `suppressed` row in its own
- * statement, `transactional.ts`), and the worker's claim re-checks every queued email.
+ * statement, `@mailroom/sending`'s `queries/transactional`), and the worker's claim re-checks every queued email.
  */
 export async function insertQueuedEmails(
   db: DbOrTx,
