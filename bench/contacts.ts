@@ -25,7 +25,7 @@ import { sql } from 'drizzle-orm';
 import { from as copyFrom } from 'pg-copy-streams';
 import { encodeCursor } from '@mailroom/platform/ids';
 import { type Config } from '@mailroom/config/config';
-import { trackEvent } from '@mailroom/db/queries/track-batch';
+import { trackEvent } from '@mailroom/contacts/queries/track-batch';
 import { type Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
 import { memory, processCpuMs } from './cpu';

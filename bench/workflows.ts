@@ -13,7 +13,7 @@ import autocannon from 'autocannon';
 import type { ChildProcess } from 'node:child_process';
 import { sql } from 'drizzle-orm';
 import type { Config } from '@mailroom/config/config';
-import { createWorkflow, insertStep, insertTransition, updateWorkflow } from '@mailroom/db/queries/workflows';
+import { createWorkflow, insertStep, insertTransition, updateWorkflow } from '@mailroom/workflows/queries/workflows';
 import { type Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
 

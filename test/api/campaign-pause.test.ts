@@ -5,8 +5,8 @@
  */
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
-import { claimEmail } from '@mailroom/db/queries/email-batches';
+import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
+import { claimEmail } from '@mailroom/sending/queries/email-batches';
 import { pauseCampaign } from '@mailroom/campaigns/queries/campaign-pause';
 import { newId } from '@mailroom/platform/ids';
 import {

@@ -12,7 +12,7 @@ import { eq, sql } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
 import { campaigns } from '@mailroom/db/schema/campaigns';
 import { emails } from '@mailroom/db/schema/emails';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { pauseCampaign } from '@mailroom/campaigns/queries/campaign-pause';
 import { retriedEmailIds } from '@mailroom/campaigns/queries/campaign-retry';
 import { webhookDeliveries } from '@mailroom/db/schema/webhooks';

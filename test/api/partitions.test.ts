@@ -8,14 +8,14 @@ import { sql } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
 import { idLowerBound, idTimestampMs, keyedIdAt, newId } from '@mailroom/platform/ids';
 import { ensureMonthPartitions, listMonthPartitions, PARTITIONED_TABLES } from '@mailroom/retention/queries/partitions';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
-import { claimEmail, finishEmail } from '@mailroom/db/queries/email-batches';
+import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
+import { claimEmail, finishEmail } from '@mailroom/sending/queries/email-batches';
 import { foldAllCounterDeltas } from '@mailroom/contacts/queries/counters';
 import { fanoutBatch } from '@mailroom/campaigns/queries/campaign-fanout';
 import { runPartitionPass, PARTITION_MONTHS_AHEAD } from '@mailroom/retention/partitions';
 import { runRetentionPass } from '@mailroom/retention/retention';
 import { beginStepRun, moveExecution, stepRunId } from '@mailroom/workflows/queries/workflow-engine';
-import type { ExecutionRow, WorkflowStepRow } from '@mailroom/db/queries/workflows';
+import type { ExecutionRow, WorkflowStepRow } from '@mailroom/workflows/queries/workflows';
 import { partitionsTask, PARTITIONS_INTERVAL_MS } from '../../apps/worker/src/processors/partitions';
 import { client, createTestProject, recipient, useIsolatedApi } from '../support/harness';
 

@@ -12,7 +12,7 @@ import { emails } from '@mailroom/db/schema/emails';
 import { events } from '@mailroom/db/schema/events';
 import { suppressions } from '@mailroom/db/schema/feedback';
 import { projects } from '@mailroom/db/schema';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { newId } from '@mailroom/platform/ids';
 import { client, createTestProject, recipient, useApiWithProject, type TestProject } from '../support/harness';

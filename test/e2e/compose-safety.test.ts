@@ -13,7 +13,7 @@
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
 import { emails } from '@mailroom/db/schema/emails';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { newId } from '@mailroom/platform/ids';
 import { sendJobOptions, SendPriority } from '@mailroom/queues/catalog';
 import { createSendQueue } from '@mailroom/queues/create';

@@ -7,7 +7,7 @@ import { eq } from 'drizzle-orm';
 import { sendJobOptions, SendPriority } from '@mailroom/queues/catalog';
 import { createSendQueue } from '@mailroom/queues/create';
 import { loadConfig } from '@mailroom/config/config';
-import { claimEmail } from '@mailroom/db/queries/email-batches';
+import { claimEmail } from '@mailroom/sending/queries/email-batches';
 import { emails } from '@mailroom/db/schema/emails';
 import { setProjectDisabled } from '@mailroom/projects/queries/projects';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';

@@ -205,42 +205,20 @@ test('the package graph is acyclic and tsconfig references mirror the declared d
  * several owning packages (checked: imported by modules of at least two owners).
  */
 const SHARED_FRAGMENTS: Record<string, string> = {
+  'batch-upsert': 'the contact merge rule (the upsert by address), for contact writes, imports, tracks and sends',
   'data-patch': 'splitting a contact `data` patch into set and unset parts, for every statement that upserts contacts',
   keyset: 'keyset pagination over `(created_at, id)` for every list endpoint',
   like: 'escaping a search term for `LIKE`',
   named: 'named (prepared) statements on the pool',
+  'queued-emails':
+    'queuing an email (row and first timeline entry), for campaign test sends, double opt-ins and workflow sends',
   'reputation-counts': 'counting an outcome into the hourly reputation buckets, from sending, feedback and campaigns',
   'send-quota': "the SES account's sends in the last 24 hours, for the quota guard and the campaign feeding",
+  'suppression-rule':
+    'the suppression rule (who is held back, and why) that accepted sends, claims, fan-outs and workflow steps apply',
+  'tracking-rule': "an email's tracking (its override, else its project's mode), for every statement writing emails",
   'webhook-delivery-ref': 'the reference to a delivery row that every announcing change returns',
   webhooks: 'the webhook outbox: an event is written as delivery rows in the transaction of the change announcing it',
-};
-
-/**
- * Moved after the rules refactor lands: these `packages/db/src/queries` modules are being rewritten in place by
- * another branch (or are imported by path from one that is), so they stay this round; the lead moves each to the
- * package named here once both branches are merged, then deletes its entry (the check fails on an entry whose
- * module is gone).
- */
-const MOVED_AFTER_RULES_REFACTOR: Record<string, string> = {
-  // Rewritten in place by the rules refactor.
-  'batch-upsert': 'contacts',
-  contacts: 'contacts',
-  'email-batches': 'sending',
-  'email-claim': 'sending',
-  emails: 'sending',
-  events: 'contacts',
-  'suppression-rule': 'feedback',
-  suppressions: 'feedback',
-  'track-batch': 'contacts',
-  transactional: 'sending',
-  'transactional-batch': 'sending',
-  'workflow-executions': 'workflows',
-  'workflow-stops': 'workflows',
-  workflows: 'workflows',
-  // Imported by path (`./<module>`) from the modules above, so they move with them.
-  idempotency: 'sending',
-  topics: 'contacts',
-  tracking: 'projects',
 };
 
 interface TableOwner {
@@ -344,8 +322,7 @@ test("a table is written only by its owner's queries, or by a writer the map dec
     for (const file of sourceFiles(path.join(w.dir, 'src')).filter((f) => !isTest(f))) {
       const writes = writtenTables(file);
       if (writes.size === 0) continue;
-      // The schema and migrations define tables; db's shared fragments and the modules still to move are checked
-      // by the next test.
+      // The schema and migrations define tables; db's shared fragments are checked by the next test.
       if (w.name === 'db') continue;
       if (!isQueryModule(file)) {
         problems.push(`${rel(file)} writes ${[...writes].join(', ')} outside a queries/ module`);
@@ -374,34 +351,26 @@ test("a table is written only by its owner's queries, or by a writer the map dec
   expect(problems).toEqual([]);
 });
 
-test('every module of packages/db/src/queries is a shared fragment used by several owners, or is listed to move', () => {
+test('every module of packages/db/src/queries is a shared fragment used by several owners', () => {
   const problems: string[] = [];
   const modules = sourceFiles(dbQueries).filter((f) => !isTest(f));
   const names = new Set(modules.map(moduleName));
   for (const name of names) {
-    if (name in SHARED_FRAGMENTS && name in MOVED_AFTER_RULES_REFACTOR) problems.push(`${name} is listed twice`);
-    if (!(name in SHARED_FRAGMENTS) && !(name in MOVED_AFTER_RULES_REFACTOR))
+    if (!(name in SHARED_FRAGMENTS))
       problems.push(`packages/db/src/queries/${name}.ts belongs to the package owning the table it writes`);
   }
-  for (const name of [...Object.keys(SHARED_FRAGMENTS), ...Object.keys(MOVED_AFTER_RULES_REFACTOR)]) {
+  for (const name of Object.keys(SHARED_FRAGMENTS)) {
     if (!names.has(name)) problems.push(`${name} is listed but packages/db/src/queries/${name}.ts is gone`);
   }
-  for (const [name, owner] of Object.entries(MOVED_AFTER_RULES_REFACTOR)) {
-    if (!packages.has(owner)) problems.push(`${name}: no package ${owner}`);
-  }
-  // Who uses each fragment: the package of each importing module (a module still to move counts as its future
-  // package; the other fragments do not count).
+  // Who uses each fragment: the package of each importing module (db's own modules, the other fragments, do not
+  // count).
   const owners = new Map<string, Set<string>>();
   for (const w of ws) {
+    if (w.name === 'db') continue;
     for (const file of sourceFiles(path.join(w.dir, 'src')).filter((f) => !isTest(f))) {
-      let user: string | undefined = w.name;
-      if (w.name === 'db') user = file.startsWith(dbQueries) ? MOVED_AFTER_RULES_REFACTOR[moduleName(file)] : undefined;
-      if (!user) continue;
       for (const spec of specifiers(file)) {
-        const m =
-          /^@mailroom\/db\/queries\/([a-z-]+)$/.exec(spec) ??
-          (w.name === 'db' && file.startsWith(dbQueries) ? /^\.\/([a-z-]+)$/.exec(spec) : null);
-        if (m && m[1] in SHARED_FRAGMENTS) owners.set(m[1], (owners.get(m[1]) ?? new Set()).add(user));
+        const m = /^@mailroom\/db\/queries\/([a-z-]+)$/.exec(spec);
+        if (m && m[1] in SHARED_FRAGMENTS) owners.set(m[1], (owners.get(m[1]) ?? new Set()).add(w.name));
       }
     }
   }

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { claimEmail, finishEmail } from '@mailroom/db/queries/email-batches';
+import { claimEmail, finishEmail } from '@mailroom/sending/queries/email-batches';
 import { type Db } from '@mailroom/db/client';
 import { recipient } from './harness';
 

@@ -14,7 +14,7 @@ import type { segments } from '@mailroom/db/schema';
 import { type SegmentFilter } from './segments';
 import { parseSegmentFilter } from './filter-parser';
 import { compileFilter } from './queries/segment-filter';
-import { topicSubscribedSql } from '@mailroom/db/queries/topics';
+import { topicSubscribedSql } from '@mailroom/contacts/queries/topics';
 
 /**
  * An audience:

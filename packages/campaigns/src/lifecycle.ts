@@ -16,8 +16,8 @@ import { enqueueSendJobs, scheduleCampaignJob } from '@mailroom/queues/enqueue';
 import { type Queues } from '@mailroom/queues/create';
 import { senderError } from '@mailroom/mail/sender';
 import { commitWithOutbox, type OutboxDeps } from '@mailroom/webhooks/outbox';
-import { findContactByEmail } from '@mailroom/db/queries/contacts';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
+import { findContactByEmail } from '@mailroom/contacts/queries/contacts';
+import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import type { DbOrTx } from '@mailroom/db/client';
 import {
   cancelCampaign,

@@ -19,7 +19,7 @@ import type { DbOrTx } from '@mailroom/db/client';
 import { parseSegmentFilter } from '@mailroom/audiences/filter-parser';
 import type { Audience } from '@mailroom/audiences/audience';
 import { getSegment } from '@mailroom/audiences/queries/segments';
-import { missingTopics } from '@mailroom/db/queries/topics';
+import { missingTopics } from '@mailroom/contacts/queries/topics';
 import type { CampaignRow, NewCampaign, Transition } from './queries/campaigns';
 
 /** States in which a campaign's content and audience may change, and from which it may be sent or scheduled. */

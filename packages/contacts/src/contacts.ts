@@ -8,7 +8,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { addressString } from '@mailroom/platform/validation';
 import type { FieldError } from '@mailroom/platform/errors';
-import { upsertContacts, type UpsertedContact } from '@mailroom/db/queries/contacts';
+import { upsertContacts, type UpsertedContact } from './queries/contacts';
 import { type DbOrTx } from '@mailroom/db/client';
 
 /**

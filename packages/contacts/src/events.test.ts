@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError } from '@mailroom/platform/errors';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { createProject } from '@mailroom/projects/queries/projects';
-import { getContact } from '@mailroom/db/queries/contacts';
+import { getContact } from './queries/contacts';
 import { trackContactEvent, trackPlunkEvent } from './events';
 import { upsertContact } from './contacts';
 

@@ -7,8 +7,8 @@
  */
 import { isUnavailableError, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
 import { splitVariables } from '@mailroom/mail/templates';
-import { getContact, type TrackInput, type TrackResult } from '@mailroom/db/queries/contacts';
-import { trackEvent, trackEvents, type TrackItem } from '@mailroom/db/queries/track-batch';
+import { getContact, type TrackInput, type TrackResult } from './queries/contacts';
+import { trackEvent, trackEvents, type TrackItem } from './queries/track-batch';
 import { Batcher, type BatcherOptions } from '@mailroom/platform/batcher';
 import { type DbOrTx } from '@mailroom/db/client';
 import { checkEventName } from './contacts';
@@ -18,7 +18,7 @@ export type TrackWriter = (tx: DbOrTx, projectId: string, input: TrackInput) => 
 
 /**
  * A {@link TrackWriter} that folds concurrent tracks written straight to `db` into batches
- * (`@mailroom/db/queries/track-batch`, `@mailroom/platform/batcher`): at most `maxInFlight` statements run at
+ * (`@mailroom/contacts/queries/track-batch`, `@mailroom/platform/batcher`): at most `maxInFlight` statements run at
  * once and the tracks that arrive meanwhile go together in the next (at most `maxBatch`). A track written in a
  * transaction of its caller (an `Idempotency-Key` request, whose effect commits with its stored answer) is
  * written alone in that transaction. A batch that fails as a whole (two tracks for one contact, a deadlock, one

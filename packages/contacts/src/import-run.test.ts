@@ -8,12 +8,12 @@ import { AppError } from '@mailroom/platform/errors';
 import { createLogger } from '@mailroom/platform/logger';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { createProject } from '@mailroom/projects/queries/projects';
-import { findContactByEmail } from '@mailroom/db/queries/contacts';
+import { findContactByEmail } from './queries/contacts';
 import { contactImports } from '@mailroom/db/schema';
 import { storeImport, type StoreImportDeps } from './import-upload';
 import { runImport } from './import-run';
 import { getImport, getImportErrors, importContactBatch, type ContactImportRow } from './queries/imports';
-import { createTopic } from '@mailroom/db/queries/topics';
+import { createTopic } from './queries/topics';
 import { importRecord, type ImportRecord } from './imports';
 
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');

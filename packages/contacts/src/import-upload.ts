@@ -13,7 +13,7 @@ import { hasNul } from '@mailroom/platform/json-guard';
 import { type ImportFormat } from '@mailroom/db/schema/import-format';
 import { type Logger, logged } from '@mailroom/platform/logger';
 import { type Db } from '@mailroom/db/client';
-import { topicIdsByName } from '@mailroom/db/queries/topics';
+import { topicIdsByName } from './queries/topics';
 import { importFormatOf, readImportHead } from './import-head';
 import {
   appendImportChunk,

@@ -5,7 +5,7 @@
  * @module
  */
 import type { WebhookEvent } from '@mailroom/db/queries/webhooks';
-import type { TopicChange } from '@mailroom/db/queries/topics';
+import type { TopicChange } from './queries/topics';
 
 /**
  * The webhook events of topic changes (`setContactTopics`' result).

@@ -1,5 +1,5 @@
 /**
- * Batched tracking (`@mailroom/db/queries/track-batch`, `trackBatcher`): a batch has exactly the effect of its
+ * Batched tracking (`@mailroom/contacts/queries/track-batch`, `trackBatcher`): a batch has exactly the effect of its
  * tracks written one by one, across projects; a batch that cannot be one statement writes nothing; concurrent
  * tracks through the batcher are each recorded once, with batches formed under load.
  */
@@ -7,8 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { createProject } from '@mailroom/projects/queries/projects';
-import { type TrackInput } from '@mailroom/db/queries/contacts';
-import { DuplicateContactInBatch, trackEvent, trackEvents } from '@mailroom/db/queries/track-batch';
+import { type TrackInput } from './queries/contacts';
+import { DuplicateContactInBatch, trackEvent, trackEvents } from './queries/track-batch';
 import { trackBatcher } from './events';
 
 let database: Database;

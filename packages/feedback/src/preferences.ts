@@ -12,7 +12,7 @@ import {
   setContactTopics,
   type ContactTopicState,
   type TopicChange,
-} from '@mailroom/db/queries/topics';
+} from '@mailroom/contacts/queries/topics';
 import type { UnsubscribeTarget } from '@mailroom/contacts/queries/unsubscribe';
 import { commitWithOutbox, type OutboxDeps } from '@mailroom/webhooks/outbox';
 import { topicWebhookEvents } from '@mailroom/contacts/topics';

@@ -6,7 +6,7 @@
  */
 import { validationError } from '@mailroom/platform/errors';
 import { emailKey, normalizeEmail } from '@mailroom/platform/address';
-import { addSuppressions, type SuppressionRow } from '@mailroom/db/queries/suppressions';
+import { addSuppressions, type SuppressionRow } from './queries/suppressions';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { type DbOrTx } from '@mailroom/db/client';

@@ -1,6 +1,6 @@
 /**
  * Folds the single-row statements of concurrent callers into one statement per batch: the send jobs' claims and
- * finishes (`@mailroom/sending/claim`), the API's `/v1/track` writes (`@mailroom/db/queries/track-batch`).
+ * finishes (`@mailroom/sending/claim`), the API's `/v1/track` writes (`@mailroom/contacts/queries/track-batch`).
  *
  * Measured with `npm run bench -- worker` (docs/decisions/0001-batched-claims-and-finishes.md): every `sent` finish
  * updates the same `reputation_counts` row (project, hour, domain), so concurrent finishes queued on that row lock one

@@ -6,7 +6,7 @@
  * `<index>.<field>`), so a request that changes nothing always answers an error.
  *
  * The accepted messages are written in one transaction: through the multi-request statement of
- * `@mailroom/db/queries/transactional-batch` (what the API's write batcher uses for concurrent sends), one
+ * `@mailroom/sending/queries/transactional-batch` (what the API's write batcher uses for concurrent sends), one
  * statement per round, where a round holds messages whose recipients are all different contacts (one statement
  * cannot update a contact twice; messages to the same recipient go in the rounds after, in order, with the effect
  * they would have had one after the other). A message whose sender no verified domain covers writes nothing and is
@@ -17,7 +17,7 @@
 import { AppError, validationError, type FieldError } from '@mailroom/platform/errors';
 import type { KeyMode } from '@mailroom/projects/keys';
 import type { DbOrTx } from '@mailroom/db/client';
-import { writeTransactionalBatch } from '@mailroom/db/queries/transactional-batch';
+import { writeTransactionalBatch } from './queries/transactional-batch';
 import { senderRefusal } from '@mailroom/mail/sender';
 import { prepareSend, type AcceptDeps, type SendRequest } from './accept';
 import { transactionalRequest, writtenEmails, type AcceptedEmails } from './accept-write';

@@ -10,10 +10,10 @@
 import { validationError } from '@mailroom/platform/errors';
 import { newId } from '@mailroom/platform/ids';
 import { normalizedKey, type NormalizedMailbox } from '@mailroom/platform/address';
-import { insertAttachments } from '@mailroom/db/queries/emails';
+import { insertAttachments } from './queries/emails';
 import { type DbOrTx } from '@mailroom/db/client';
-import type { TransactionalContent, TransactionalWrite } from '@mailroom/db/queries/transactional';
-import type { TransactionalRequest } from '@mailroom/db/queries/transactional-batch';
+import type { TransactionalContent, TransactionalWrite } from './queries/transactional';
+import type { TransactionalRequest } from './queries/transactional-batch';
 import { senderRefusal } from '@mailroom/mail/sender';
 import { writeAlone, type TransactionalWriter } from './write-batcher';
 import type { WrittenEmails } from './accept-enqueue';

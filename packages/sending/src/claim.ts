@@ -17,14 +17,8 @@ import type { QueueConfig } from '@mailroom/queues/config';
 import { type Logger } from '@mailroom/platform/logger';
 import { type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
-import { type ClaimedEmail, type ClaimMiss } from '@mailroom/db/queries/email-claim';
-import {
-  claimEmail,
-  claimEmails,
-  finishEmail,
-  finishEmails,
-  type FinishRequest,
-} from '@mailroom/db/queries/email-batches';
+import { type ClaimedEmail, type ClaimMiss } from './queries/email-claim';
+import { claimEmail, claimEmails, finishEmail, finishEmails, type FinishRequest } from './queries/email-batches';
 import { type DbOrTx } from '@mailroom/db/client';
 import { Batcher } from '@mailroom/platform/batcher';
 

@@ -16,7 +16,7 @@ import { renderContent, renderContext, type RenderedContent } from '@mailroom/ma
 import { emailDomain } from '@mailroom/platform/address';
 import type { PlatformConfig } from '@mailroom/platform/config';
 import { type Logger } from '@mailroom/platform/logger';
-import { loadAttachments } from '@mailroom/db/queries/emails';
+import { loadAttachments } from './queries/emails';
 import { type DbOrTx } from '@mailroom/db/client';
 import type { SendingEmail } from './claim';
 

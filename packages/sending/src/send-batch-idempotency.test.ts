@@ -1,6 +1,6 @@
 /**
  * Idempotency keys claimed by the batched write statement itself (`idempotency` of
- * `@mailroom/db/queries/transactional-batch`): a key is claimed with its stored answer in the statement that writes
+ * `@mailroom/sending/queries/transactional-batch`): a key is claimed with its stored answer in the statement that writes
  * the request, a held key writes nothing (`keyHeld`) while the batch's other requests write, a refused sender
  * claims nothing, a batch claiming one key twice is refused before writing, an expired key is taken over, and a key
  * held by a transaction still running makes the statement wait for its outcome.
@@ -11,12 +11,12 @@ import { normalizeEmail, normalizedKey } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { addDomain, createProject } from '@mailroom/projects/queries/projects';
-import { findIdempotencyKey } from '@mailroom/db/queries/idempotency';
+import { findIdempotencyKey } from './queries/idempotency';
 import {
   SharedContactInBatch,
   writeTransactionalBatch,
   type TransactionalRequest,
-} from '@mailroom/db/queries/transactional-batch';
+} from './queries/transactional-batch';
 
 let database: Database;
 

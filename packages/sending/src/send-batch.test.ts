@@ -1,5 +1,5 @@
 /**
- * Batched send writes (`@mailroom/db/queries/transactional-batch`): a batch has exactly the effect of its
+ * Batched send writes (`@mailroom/sending/queries/transactional-batch`): a batch has exactly the effect of its
  * requests written one by one by `writeTransactional` (contacts, subscription events, emails, suppressed emails
  * and their timeline, `email.suppressed` webhook deliveries, a refused sender), across projects; a batch in which
  * two requests share a contact writes nothing.
@@ -10,12 +10,12 @@ import { normalizeEmail, normalizedKey } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { addDomain, createProject } from '@mailroom/projects/queries/projects';
-import { writeTransactional, type TransactionalContent } from '@mailroom/db/queries/transactional';
+import { writeTransactional, type TransactionalContent } from './queries/transactional';
 import {
   SharedContactInBatch,
   writeTransactionalBatch,
   type TransactionalRequest,
-} from '@mailroom/db/queries/transactional-batch';
+} from './queries/transactional-batch';
 
 let database: Database;
 

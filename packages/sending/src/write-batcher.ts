@@ -1,7 +1,7 @@
 /**
  * The writes of concurrent `POST /v1/send` requests folded into batches: at most `maxInFlight` statements run at
  * once, and the requests that arrive meanwhile go together in the next (at most `maxBatch`), through
- * `@mailroom/db/queries/transactional-batch` (one statement, one commit, one firing of each trigger for all of
+ * `@mailroom/sending/queries/transactional-batch` (one statement, one commit, one firing of each trigger for all of
  * them). At a low rate every request is written alone, at once, exactly as without batching.
  *
  * Only requests written straight to the pool are batched: one written in a transaction (an HTTP `Idempotency-Key`'s,
@@ -17,12 +17,8 @@
 import { Batcher, type BatcherOptions } from '@mailroom/platform/batcher';
 import { isUnavailableError } from '@mailroom/platform/errors';
 import type { DbOrTx } from '@mailroom/db/client';
-import { writeTransactional } from '@mailroom/db/queries/transactional';
-import {
-  writeTransactionalBatch,
-  type BatchWrite,
-  type TransactionalRequest,
-} from '@mailroom/db/queries/transactional-batch';
+import { writeTransactional } from './queries/transactional';
+import { writeTransactionalBatch, type BatchWrite, type TransactionalRequest } from './queries/transactional-batch';
 
 /** Writes one request's emails: alone, or in a batch (see the module notes). */
 export type TransactionalWriter = (tx: DbOrTx, request: TransactionalRequest) => Promise<BatchWrite>;

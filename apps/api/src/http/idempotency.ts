@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import type express from 'express';
 import { sql } from 'drizzle-orm';
 import { AppError, ErrorCode, errorCode } from '@mailroom/platform/errors';
-import { claimIdempotencyKey, storeIdempotentResponse } from '@mailroom/db/queries/idempotency';
+import { claimIdempotencyKey, storeIdempotentResponse } from '@mailroom/sending/queries/idempotency';
 import { type Database, type DbOrTx } from '@mailroom/db/client';
 import type { RouteResult } from './route-result';
 

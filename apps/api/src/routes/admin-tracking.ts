@@ -7,7 +7,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { TRACKING_MODES, type TrackingMode } from '@mailroom/db/schema';
-import { getTrackingMode, setTrackingMode } from '@mailroom/db/queries/tracking';
+import { getTrackingMode, setTrackingMode } from '@mailroom/projects/queries/tracking';
 import type { DbOrTx } from '@mailroom/db/client';
 import { notFound, validationError } from '@mailroom/platform/errors';
 import { route } from '../http/route';

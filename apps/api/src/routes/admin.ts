@@ -15,7 +15,7 @@ import {
   setProjectDisabled,
   type KeySummary,
 } from '@mailroom/projects/queries/projects';
-import { emailStatsByProject } from '@mailroom/db/queries/emails';
+import { emailStatsByProject } from '@mailroom/sending/queries/emails';
 import { type Db } from '@mailroom/db/client';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';

@@ -12,7 +12,7 @@ import { normalizeEmail } from '@mailroom/platform/address';
 import { ContactInput, upsertContact } from '@mailroom/contacts/contacts';
 import { topicWebhookEvents } from '@mailroom/contacts/topics';
 import { resolveConfirmationEmail, startDoubleOptIn } from '@mailroom/contacts/double-opt-in';
-import { setContactTopics } from '@mailroom/db/queries/topics';
+import { setContactTopics } from '@mailroom/contacts/queries/topics';
 import {
   holdTopicsForConfirmation,
   projectSigningKey,

@@ -7,8 +7,8 @@
 import { Type } from '@sinclair/typebox';
 import { AppError, ErrorCode, notFound } from '@mailroom/platform/errors';
 import { decodeCursor } from '@mailroom/platform/ids';
-import { findContactByEmail } from '@mailroom/db/queries/contacts';
-import { getEmailWithTimeline, type EmailRow } from '@mailroom/db/queries/emails';
+import { findContactByEmail } from '@mailroom/contacts/queries/contacts';
+import { getEmailWithTimeline, type EmailRow } from '@mailroom/sending/queries/emails';
 import { listEmails } from '@mailroom/sending/queries/email-list';
 import { EMAIL_STATUSES } from '@mailroom/db/schema/emails';
 import { route } from '../http/route';

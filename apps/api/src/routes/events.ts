@@ -12,8 +12,8 @@ import { AppError, ErrorCode } from '@mailroom/platform/errors';
 import { EmailAddress } from '@mailroom/contacts/contacts';
 import { trackBatcher, trackContactEvent, trackPlunkEvent } from '@mailroom/contacts/events';
 import { decodeCursor, decodeKeyCursor, encodeCursor, encodeKeyCursor } from '@mailroom/platform/ids';
-import { findContactByEmail } from '@mailroom/db/queries/contacts';
-import { listEventNames, listEvents } from '@mailroom/db/queries/events';
+import { findContactByEmail } from '@mailroom/contacts/queries/contacts';
+import { listEventNames, listEvents } from '@mailroom/contacts/queries/events';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';
 import {

@@ -19,7 +19,7 @@ import {
   getSuppression,
   listSuppressions,
   type SuppressionRow,
-} from '@mailroom/db/queries/suppressions';
+} from '@mailroom/feedback/queries/suppressions';
 import { SUPPRESSION_REASONS } from '@mailroom/db/schema/feedback';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';

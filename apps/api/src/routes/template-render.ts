@@ -25,7 +25,7 @@ import {
 import { contentLimitErrors } from '@mailroom/mail/content-limits';
 import { unsubscribeUrl } from '@mailroom/mail/unsubscribe';
 import { type Config } from '@mailroom/config/config';
-import { getContact } from '@mailroom/db/queries/contacts';
+import { getContact } from '@mailroom/contacts/queries/contacts';
 import { getTemplate } from '@mailroom/mail/queries/templates';
 import { getVersion } from '@mailroom/mail/queries/template-versions';
 import { type DbOrTx } from '@mailroom/db/client';

@@ -27,8 +27,8 @@ import {
   updateTopic,
   type ContactTopicState,
   type TopicRow,
-} from '@mailroom/db/queries/topics';
-import { getContact } from '@mailroom/db/queries/contacts';
+} from '@mailroom/contacts/queries/topics';
+import { getContact } from '@mailroom/contacts/queries/contacts';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
 import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
 import { topicWebhookEvents } from '@mailroom/contacts/topics';

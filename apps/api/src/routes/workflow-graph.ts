@@ -9,7 +9,7 @@
 import { Type } from '@sinclair/typebox';
 import { WORKFLOW_STEP_TYPES } from '@mailroom/db/schema/workflow-states';
 import { relayWebhookDeliveries } from '@mailroom/queues/enqueue';
-import { loadWorkflowGraph } from '@mailroom/db/queries/workflows';
+import { loadWorkflowGraph } from '@mailroom/workflows/queries/workflows';
 import { addStep, addTransition, editStep, removeStep, removeTransition } from '@mailroom/workflows/graph/edit';
 import { replaceWorkflowGraph } from '@mailroom/workflows/graph/replace';
 import { route } from '../http/route';

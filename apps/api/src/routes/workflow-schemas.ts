@@ -21,8 +21,8 @@ import {
   type WorkflowRow,
   type WorkflowStepRow,
   type WorkflowTransitionRow,
-} from '@mailroom/db/queries/workflows';
-import { contactEmails, stepSummaries } from '@mailroom/db/queries/workflow-executions';
+} from '@mailroom/workflows/queries/workflows';
+import { contactEmails, stepSummaries } from '@mailroom/workflows/queries/workflow-executions';
 import { type DbOrTx } from '@mailroom/db/client';
 import { Nullable, StringEnum, Timestamp } from './common';
 

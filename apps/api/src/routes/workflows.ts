@@ -22,8 +22,8 @@
 import { Type } from '@sinclair/typebox';
 import { newWebhookSecret } from '@mailroom/webhooks/webhooks';
 import { notFound } from '@mailroom/platform/errors';
-import { deleteWorkflow, listWorkflows, loadWorkflowGraph } from '@mailroom/db/queries/workflows';
-import { workflowWebhookSecret } from '@mailroom/db/queries/workflow-executions';
+import { deleteWorkflow, listWorkflows, loadWorkflowGraph } from '@mailroom/workflows/queries/workflows';
+import { workflowWebhookSecret } from '@mailroom/workflows/queries/workflow-executions';
 import { editWorkflow, newWorkflow } from '@mailroom/workflows/graph/workflow';
 import { route } from '../http/route';
 import { readDb, type AppDeps } from '../http/context';

@@ -27,11 +27,11 @@ import { type Logger, logged } from '@mailroom/platform/logger';
 import { oncePerInterval, type MaintenanceTask } from './maintenance';
 import { activeCampaigns } from '@mailroom/campaigns/queries/campaigns';
 import { overdueExecutions } from '@mailroom/workflows/queries/workflow-engine';
-import { pendingEmails } from '@mailroom/db/queries/emails';
+import { pendingEmails } from '@mailroom/sending/queries/emails';
 import { dueScheduledEmails, type DueScheduledEmail } from '@mailroom/sending/queries/scheduled-emails';
 import { pendingImports } from '@mailroom/contacts/queries/imports';
 import { pruneSnsMessages } from '@mailroom/feedback/queries/feedback';
-import { purgeIdempotencyKeys } from '@mailroom/db/queries/idempotency';
+import { purgeIdempotencyKeys } from '@mailroom/sending/queries/idempotency';
 import { stalePendingDeliveries } from '@mailroom/webhooks/queries/webhooks';
 import { type Database } from '@mailroom/db/client';
 

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { createProject } from '@mailroom/projects/queries/projects';
-import { upsertContacts } from '@mailroom/db/queries/contacts';
+import { upsertContacts } from '@mailroom/contacts/queries/contacts';
 import { newId } from '@mailroom/platform/ids';
 import { parseSegmentFilter } from '../filter-parser';
 import { compileAudience, segmentAudience, type Audience } from '../audience';

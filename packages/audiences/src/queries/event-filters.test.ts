@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { createProject } from '@mailroom/projects/queries/projects';
-import { upsertContacts } from '@mailroom/db/queries/contacts';
+import { upsertContacts } from '@mailroom/contacts/queries/contacts';
 import { retentionBatch } from '@mailroom/retention/queries/retention';
 import { eraseContact } from '@mailroom/contacts/queries/erase';
 import { normalizeEmail } from '@mailroom/platform/address';

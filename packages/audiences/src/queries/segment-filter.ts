@@ -29,7 +29,7 @@ import {
   type TimestampField,
 } from '../segments';
 import { likePattern } from '@mailroom/db/queries/like';
-import { topicSubscribedSql } from '@mailroom/db/queries/topics';
+import { topicSubscribedSql } from '@mailroom/contacts/queries/topics';
 
 /** Where the compiled predicate runs. */
 export interface FilterContext {

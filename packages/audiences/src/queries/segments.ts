@@ -9,7 +9,7 @@ import type { DbOrTx } from '@mailroom/db/client';
 import { keysetList } from '@mailroom/db/queries/keyset';
 import { campaigns, contacts, segments, type SegmentType } from '@mailroom/db/schema';
 import { compileAudience, segmentAudience } from '../audience';
-import type { ContactRow } from '@mailroom/db/queries/contacts';
+import type { ContactRow } from '@mailroom/contacts/queries/contacts';
 
 export type SegmentRow = typeof segments.$inferSelect;
 

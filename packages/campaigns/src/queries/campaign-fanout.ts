@@ -7,7 +7,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { errorCode } from '@mailroom/platform/errors';
-import { trackingSql } from '@mailroom/db/queries/tracking';
+import { trackingSql } from '@mailroom/db/queries/tracking-rule';
 import { contactSuppressedSql } from '@mailroom/db/queries/suppression-rule';
 import type { DbOrTx } from '@mailroom/db/client';
 import type { CampaignStatus } from '@mailroom/db/schema';

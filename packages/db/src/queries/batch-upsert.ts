@@ -1,7 +1,8 @@
 /**
  * The contact upsert by address (the merge rule), the one implementation every contact write embeds: `/v1/send`
- * (`transactional-batch.ts`, and through {@link upsertCtes} in `contacts.ts` the single request forms),
- * `/v1/track` (`track-batch.ts`), `POST /contacts`, and the import's statement (`@mailroom/contacts`'s
+ * (`@mailroom/sending`'s `queries/transactional-batch`, and through `upsertCtes` in `@mailroom/contacts`'s
+ * `queries/contacts` the single request forms), `/v1/track` (`@mailroom/contacts`'s `queries/track-batch`),
+ * `POST /contacts`, and the import's statement (`@mailroom/contacts`'s
  * `queries/imports`, which looks contacts up first and applies {@link mergedSubscribedSqlText} and
  * {@link mergedDataSqlText}).
  *

@@ -12,7 +12,7 @@ import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-r
 import type { DbOrTx } from '@mailroom/db/client';
 import { enforceCampaignGuardrail } from '@mailroom/campaigns/queries/guardrails';
 import { countReputation, countTagReputation } from '@mailroom/db/queries/reputation-counts';
-import { addSuppressions, type NewSuppression } from '@mailroom/db/queries/suppressions';
+import { addSuppressions, type NewSuppression } from './suppressions';
 import { addressScrubber } from '@mailroom/contacts/queries/erase';
 import { unsubscribeContact } from '@mailroom/contacts/queries/unsubscribe';
 import { recordWebhookEvents, type WebhookEvent } from '@mailroom/db/queries/webhooks';

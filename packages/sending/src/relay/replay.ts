@@ -8,7 +8,7 @@
  * @module
  */
 import { AppError, ErrorCode } from '@mailroom/platform/errors';
-import { findIdempotencyKey, type KeyEmail } from '@mailroom/db/queries/idempotency';
+import { findIdempotencyKey, type KeyEmail } from '../queries/idempotency';
 import { SUPPRESSION_CAUSES, SUPPRESSION_REASONS, type SuppressionCause } from '@mailroom/db/queries/suppression-rule';
 import type { DbOrTx } from '@mailroom/db/client';
 import type { SendResult } from '../accept-enqueue';

@@ -14,13 +14,13 @@ import { newWebhookSecret, sendHttp, signWebhook } from '@mailroom/webhooks/webh
 import { renderJsonTemplate } from '@mailroom/mail/templates';
 import type { WebhookConfig } from '@mailroom/webhooks/config';
 import { type StepConfig } from '../workflows';
-import { getContact } from '@mailroom/db/queries/contacts';
-import { type ExecutionRow, type StepRunRow, type WorkflowStepRow } from '@mailroom/db/queries/workflows';
-import { workflowWebhookSecret } from '@mailroom/db/queries/workflow-executions';
+import { getContact } from '@mailroom/contacts/queries/contacts';
+import { type ExecutionRow, type StepRunRow, type WorkflowStepRow } from '../queries/workflows';
+import { workflowWebhookSecret } from '../queries/workflow-executions';
 import { type contactForSend } from '../queries/step-reads';
 import { type getTemplate } from '@mailroom/mail/queries/templates';
 import { type DbOrTx } from '@mailroom/db/client';
-import { type NewEmail } from '@mailroom/db/queries/emails';
+import { type NewEmail } from '@mailroom/db/queries/queued-emails';
 
 /** The email row of a SEND_EMAIL step, and what it is made from. */
 export function workflowEmailRow(a: {

@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { type ExecutionStatus } from '@mailroom/db/schema/workflow-states';
 import { type Logger } from '@mailroom/platform/logger';
-import { loadWorkflowGraph } from '@mailroom/db/queries/workflows';
+import { loadWorkflowGraph } from '../queries/workflows';
 import { claimExecution, releaseExecution } from '../queries/workflow-engine';
 import { GraphCache } from './graph-cache';
 import { ExecutionRun, type EngineDeps, type Handover } from './run';

@@ -12,7 +12,7 @@ import { type WorkflowBranch } from '@mailroom/db/schema/workflow-states';
 import { type Logger } from '@mailroom/platform/logger';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { leasedExecution, moveExecution, type ExecutionMove, type MoveEffects } from '../queries/workflow-engine';
-import { type ExecutionRow, type StepRunRow } from '@mailroom/db/queries/workflows';
+import { type ExecutionRow, type StepRunRow } from '../queries/workflows';
 import { type Database, type DbOrTx } from '@mailroom/db/client';
 import { type EngineGraph, type EngineStep } from './steps';
 

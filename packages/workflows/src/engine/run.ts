@@ -35,9 +35,9 @@ import { conditionMatches, contactForSend, eventContext, eventForWait } from '..
 import { getTemplate } from '@mailroom/mail/queries/templates';
 import { pinnedTemplate } from '@mailroom/mail/queries/template-versions';
 import { SUPPRESSION_REASONS } from '@mailroom/db/queries/suppression-rule';
-import { insertQueuedEmails } from '@mailroom/db/queries/emails';
-import { type ExecutionRow, type StepRunRow } from '@mailroom/db/queries/workflows';
-import { updateContact } from '@mailroom/db/queries/contacts';
+import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
+import { type ExecutionRow, type StepRunRow } from '../queries/workflows';
+import { updateContact } from '@mailroom/contacts/queries/contacts';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { callStepWebhook, workflowEmailRow } from './effects';
 import { ExecutionMoves, type EngineDeps } from './moves';

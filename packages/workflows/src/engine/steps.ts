@@ -13,7 +13,7 @@
  */
 import { parseSegmentFilter } from '@mailroom/audiences/filter-parser';
 import type { SegmentFilter } from '@mailroom/audiences/segments';
-import { type WorkflowGraph, type WorkflowStepRow } from '@mailroom/db/queries/workflows';
+import { type WorkflowGraph, type WorkflowStepRow } from '../queries/workflows';
 import { type WorkflowStepType } from '@mailroom/db/schema/workflow-states';
 import { type StepConfig } from '../workflows';
 

@@ -6,13 +6,13 @@
  * @module
  */
 import { AppError, validationError, type FieldError } from '@mailroom/platform/errors';
-import { missingTopics } from '@mailroom/db/queries/topics';
+import { missingTopics } from '@mailroom/contacts/queries/topics';
 import { type WorkflowBranch, type WorkflowStepType } from '@mailroom/db/schema/workflow-states';
 import { webhookUrlProblem } from '@mailroom/webhooks/webhooks';
 import { senderError } from '@mailroom/mail/sender';
 import { getTemplate } from '@mailroom/mail/queries/templates';
 import { getVersion } from '@mailroom/mail/queries/template-versions';
-import { type WorkflowGraph, type WorkflowRow, type WorkflowStepRow } from '@mailroom/db/queries/workflows';
+import { type WorkflowGraph, type WorkflowRow, type WorkflowStepRow } from '../queries/workflows';
 import { type DbOrTx } from '@mailroom/db/client';
 import { graphProblems, parseStepConfig, type GraphProblem } from '../workflows';
 import { resolveTrigger } from '../workflows-plunk-graph';

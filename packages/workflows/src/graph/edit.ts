@@ -20,7 +20,7 @@ import {
   updateStep,
   type WorkflowStepRow,
   type WorkflowTransitionRow,
-} from '@mailroom/db/queries/workflows';
+} from '../queries/workflows';
 import { type Database } from '@mailroom/db/client';
 import { branchesOf } from '../workflows';
 import { fromPlunkStepConfig } from '../workflows-plunk';

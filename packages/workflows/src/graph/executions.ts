@@ -7,9 +7,9 @@
  */
 import { AppError, ErrorCode, notFound, validationError } from '@mailroom/platform/errors';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
-import { getWorkflow, type ExecutionRow } from '@mailroom/db/queries/workflows';
-import { cancelExecution, startManualExecution } from '@mailroom/db/queries/workflow-executions';
-import { findContactByEmail, getContact } from '@mailroom/db/queries/contacts';
+import { getWorkflow, type ExecutionRow } from '../queries/workflows';
+import { cancelExecution, startManualExecution } from '../queries/workflow-executions';
+import { findContactByEmail, getContact } from '@mailroom/contacts/queries/contacts';
 import { type Database, type DbOrTx } from '@mailroom/db/client';
 
 /** A manual start as a request gives it: the contact by id or email, and the trigger data (`data`, or Plunk's `context`). */

@@ -8,7 +8,7 @@ import { AppError } from '@mailroom/platform/errors';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { addDomain, createProject } from '@mailroom/projects/queries/projects';
 import { createTemplate, deleteTemplate } from '@mailroom/mail/queries/templates';
-import { getWorkflow, loadWorkflowGraph } from '@mailroom/db/queries/workflows';
+import { getWorkflow, loadWorkflowGraph } from '../queries/workflows';
 import { addStep, addTransition, removeStep, removeTransition } from './edit';
 import { replaceWorkflowGraph } from './replace';
 import { editWorkflow, newWorkflow } from './workflow';

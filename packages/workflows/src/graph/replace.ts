@@ -9,7 +9,7 @@
 import { AppError, notFound, validationError, type FieldError } from '@mailroom/platform/errors';
 import { type WorkflowBranch, type WorkflowStepType } from '@mailroom/db/schema/workflow-states';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
-import { loadWorkflowGraph, lockWorkflow, replaceGraph, touchWorkflow } from '@mailroom/db/queries/workflows';
+import { loadWorkflowGraph, lockWorkflow, replaceGraph, touchWorkflow } from '../queries/workflows';
 import { type Database } from '@mailroom/db/client';
 import { graphProblems } from '../workflows';
 import { fromPlunkStepConfig } from '../workflows-plunk';

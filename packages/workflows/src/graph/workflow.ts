@@ -19,7 +19,7 @@ import {
   touchWorkflow,
   updateWorkflow,
   type WorkflowRow,
-} from '@mailroom/db/queries/workflows';
+} from '../queries/workflows';
 import { type Database, type DbOrTx } from '@mailroom/db/client';
 import { type TriggerFields } from '../workflows-plunk-graph';
 import { stepRefErrors, storedGraphErrors, triggerColumns } from './checks';

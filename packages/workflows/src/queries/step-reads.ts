@@ -9,8 +9,8 @@ import { type SegmentFilter } from '@mailroom/audiences/segments';
 import type { DbOrTx } from '@mailroom/db/client';
 import { compileAudience } from '@mailroom/audiences/audience';
 import { suppressionCauseSql, type SuppressionCause } from '@mailroom/db/queries/suppression-rule';
-import { topicSubscribedSql } from '@mailroom/db/queries/topics';
-import type { ExecutionRow } from '@mailroom/db/queries/workflows';
+import { topicSubscribedSql } from '@mailroom/contacts/queries/topics';
+import type { ExecutionRow } from './workflows';
 
 /** A recorded event, as the engine hands it to an execution's context. */
 export interface WaitedEvent {

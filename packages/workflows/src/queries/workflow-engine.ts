@@ -19,7 +19,7 @@ import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-r
 import type { DbOrTx } from '@mailroom/db/client';
 import { endpointWants } from '@mailroom/db/queries/webhooks';
 import { executeNamed } from '@mailroom/db/queries/named';
-import type { ExecutionRow, StepRunRow, WorkflowStepRow } from '@mailroom/db/queries/workflows';
+import type { ExecutionRow, StepRunRow, WorkflowStepRow } from './workflows';
 import { workflowExecutions, workflowStepRuns } from '@mailroom/db/schema';
 
 /**

@@ -11,7 +11,7 @@ import { sql } from 'drizzle-orm';
 import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import type { DbOrTx } from '@mailroom/db/client';
 import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
-import { entryStepSql } from '@mailroom/db/queries/workflow-executions';
+import { entryStepSql } from './workflow-executions';
 import type { ExecutionRef } from './workflow-engine';
 
 /**

@@ -6,12 +6,12 @@
  */
 import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
-import { type ExecutionStatus, type WorkflowStepType } from '../schema/workflow-states';
-import { type WebhookDeliveryRef } from './webhook-delivery-ref';
-import type { DbOrTx } from '../client';
-import { keysetList } from './keyset';
-import { recordWebhookEvents } from './webhooks';
-import { contacts, workflowExecutions, workflowStepRuns, workflowSteps } from '../schema';
+import { type ExecutionStatus, type WorkflowStepType } from '@mailroom/db/schema/workflow-states';
+import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
+import type { DbOrTx } from '@mailroom/db/client';
+import { keysetList } from '@mailroom/db/queries/keyset';
+import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
+import { contacts, workflowExecutions, workflowStepRuns, workflowSteps } from '@mailroom/db/schema';
 import { type ExecutionRow, type StepRunRow, type WorkflowRow } from './workflows';
 import { stopExecutions } from './workflow-stops';
 

@@ -10,8 +10,8 @@
  */
 import { eq, sql } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
-import type { DbOrTx } from '../client';
-import { campaigns, emails } from '../schema';
+import type { DbOrTx } from '@mailroom/db/client';
+import { campaigns, emails } from '@mailroom/db/schema';
 import {
   CLAIM_RETURNING,
   finishEvent,
@@ -20,10 +20,10 @@ import {
   type ClaimMiss,
   type FinishOutcome,
 } from './email-claim';
-import { executeNamed } from './named';
-import { countReputation, countTagReputation } from './reputation-counts';
-import { type WebhookDeliveryRef } from './webhook-delivery-ref';
-import { endpointWants } from './webhooks';
+import { executeNamed } from '@mailroom/db/queries/named';
+import { countReputation, countTagReputation } from '@mailroom/db/queries/reputation-counts';
+import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
+import { endpointWants } from '@mailroom/db/queries/webhooks';
 
 /** One claim of a batch: the email and the fresh token that will finish it. */
 export interface ClaimRequest {

@@ -5,8 +5,8 @@
  * @module
  */
 import { and, eq, sql } from 'drizzle-orm';
-import type { DbOrTx } from '../client';
-import { idempotencyKeys } from '../schema';
+import type { DbOrTx } from '@mailroom/db/client';
+import { idempotencyKeys } from '@mailroom/db/schema';
 
 /** How long a key's response is replayed (ms): 24 h. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;

@@ -16,11 +16,11 @@
  *
  * @module
  */
-import { trackingSql } from './tracking';
+import { trackingSql } from '@mailroom/db/queries/tracking-rule';
 import { sql, type SQL } from 'drizzle-orm';
 import type { NormalizedEmail } from '@mailroom/platform/address';
 import type { EmailTag } from '@mailroom/platform/email-tags';
-import type { DbOrTx } from '../client';
+import type { DbOrTx } from '@mailroom/db/client';
 import {
   fromSql,
   mergeInputs,
@@ -28,16 +28,16 @@ import {
   type ContactSqlRow,
   type ContactUpsert,
   type UpsertedContact,
-} from './contacts';
-import { endpointWants } from './webhooks';
-import { executeNamed } from './named';
+} from '@mailroom/contacts/queries/contacts';
+import { endpointWants } from '@mailroom/db/queries/webhooks';
+import { executeNamed } from '@mailroom/db/queries/named';
 import {
   suppressionCauseSql,
   suppressionDataSql,
   suppressionReasonSql,
   type SuppressionCause,
-} from './suppression-rule';
-import type { WebhookDeliveryRef } from './webhook-delivery-ref';
+} from '@mailroom/db/queries/suppression-rule';
+import type { WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 
 /** One recipient's email. */
 export interface TransactionalRecipient {

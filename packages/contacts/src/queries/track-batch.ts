@@ -15,11 +15,11 @@
  */
 import { normalizeEmail } from '@mailroom/platform/address';
 import { newId, newIdAt } from '@mailroom/platform/ids';
-import type { DbOrTx } from '../client';
+import type { DbOrTx } from '@mailroom/db/client';
 import { fromSql, mergeInputs, type ContactSqlRow, type TrackInput, type TrackResult } from './contacts';
-import { splitPatch } from './data-patch';
-import { executeNamedText } from './named';
-import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT } from './batch-upsert';
+import { splitPatch } from '@mailroom/db/queries/data-patch';
+import { executeNamedText } from '@mailroom/db/queries/named';
+import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT } from '@mailroom/db/queries/batch-upsert';
 
 /** One `/v1/track` of a batch. */
 export interface TrackItem {

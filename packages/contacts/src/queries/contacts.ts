@@ -10,12 +10,12 @@
 import { and, eq, sql, type SQL } from 'drizzle-orm';
 import { emailKey, normalizedKey, type NormalizedEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
-import { isIgnoredDataValue, splitPatch } from './data-patch';
-import { executeNamed } from './named';
-import { likePattern } from './like';
-import type { DbOrTx } from '../client';
-import { contacts, contactStatsNow } from '../schema';
-import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT_WITH_SNOOZE } from './batch-upsert';
+import { isIgnoredDataValue, splitPatch } from '@mailroom/db/queries/data-patch';
+import { executeNamed } from '@mailroom/db/queries/named';
+import { likePattern } from '@mailroom/db/queries/like';
+import type { DbOrTx } from '@mailroom/db/client';
+import { contacts, contactStatsNow } from '@mailroom/db/schema';
+import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT_WITH_SNOOZE } from '@mailroom/db/queries/batch-upsert';
 
 /** One contact to create or update. */
 export interface ContactUpsert {

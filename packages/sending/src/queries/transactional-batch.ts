@@ -16,13 +16,13 @@
  *
  * @module
  */
-import { trackingSql } from './tracking';
+import { trackingSql } from '@mailroom/db/queries/tracking-rule';
 import { sql } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
-import type { DbOrTx } from '../client';
-import { fromSql, mergeInputs, type ContactSqlRow, type ContactUpsert } from './contacts';
-import { splitPatch } from './data-patch';
-import { executeNamed } from './named';
+import type { DbOrTx } from '@mailroom/db/client';
+import { fromSql, mergeInputs, type ContactSqlRow, type ContactUpsert } from '@mailroom/contacts/queries/contacts';
+import { splitPatch } from '@mailroom/db/queries/data-patch';
+import { executeNamed } from '@mailroom/db/queries/named';
 import {
   emailStatusSql,
   firstEventDataSql,
@@ -35,9 +35,9 @@ import {
   suppressionDataSql,
   suppressionReasonSql,
   type SuppressionCause,
-} from './suppression-rule';
-import { endpointWants } from './webhooks';
-import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT } from './batch-upsert';
+} from '@mailroom/db/queries/suppression-rule';
+import { endpointWants } from '@mailroom/db/queries/webhooks';
+import { BATCH_SUBSCRIPTION_EVENTS, BATCH_UPSERT } from '@mailroom/db/queries/batch-upsert';
 import { IDEMPOTENCY_TTL_MS } from './idempotency';
 
 /** One request's write, as {@link writeTransactional}'s arguments. */

@@ -7,9 +7,9 @@
  * @module
  */
 import { sql } from 'drizzle-orm';
-import { emails, type EmailStatus } from '../schema';
-import { recipientKeySql, suppressionCauseSql, type SuppressionCause } from './suppression-rule';
-import { topicSubscribedSql } from './topics';
+import { emails, type EmailStatus } from '@mailroom/db/schema';
+import { recipientKeySql, suppressionCauseSql, type SuppressionCause } from '@mailroom/db/queries/suppression-rule';
+import { topicSubscribedSql } from '@mailroom/contacts/queries/topics';
 
 type EmailRecord = typeof emails.$inferSelect;
 

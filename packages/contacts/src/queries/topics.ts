@@ -6,9 +6,9 @@
  * @module
  */
 import { and, asc, eq, sql, type SQL } from 'drizzle-orm';
-import type { DbOrTx } from '../client';
-import { keysetList } from './keyset';
-import { topics, type TopicDefault, type TopicVisibility } from '../schema/topics';
+import type { DbOrTx } from '@mailroom/db/client';
+import { keysetList } from '@mailroom/db/queries/keyset';
+import { topics, type TopicDefault, type TopicVisibility } from '@mailroom/db/schema/topics';
 
 export type TopicRow = typeof topics.$inferSelect;
 

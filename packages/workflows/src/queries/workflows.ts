@@ -9,12 +9,18 @@
  */
 import { and, asc, eq, ilike, inArray, or, sql } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
-import { type WorkflowBranch, type WorkflowStepType } from '../schema/workflow-states';
-import { type WebhookDeliveryRef } from './webhook-delivery-ref';
-import type { DbOrTx } from '../client';
-import { keysetList } from './keyset';
+import { type WorkflowBranch, type WorkflowStepType } from '@mailroom/db/schema/workflow-states';
+import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
+import type { DbOrTx } from '@mailroom/db/client';
+import { keysetList } from '@mailroom/db/queries/keyset';
 import { exitExecutionsAt } from './workflow-stops';
-import { workflowExecutions, workflows, workflowStepRuns, workflowSteps, workflowTransitions } from '../schema';
+import {
+  workflowExecutions,
+  workflows,
+  workflowStepRuns,
+  workflowSteps,
+  workflowTransitions,
+} from '@mailroom/db/schema';
 
 export type WorkflowRow = typeof workflows.$inferSelect;
 export type WorkflowStepRow = typeof workflowSteps.$inferSelect;

@@ -5,8 +5,8 @@
  */
 import { and, asc, count, desc, eq, gt, sql, type SQL } from 'drizzle-orm';
 import { idLowerBound } from '@mailroom/platform/ids';
-import type { DbOrTx } from '../client';
-import { contacts, eventNamesNow as eventNames, events } from '../schema';
+import type { DbOrTx } from '@mailroom/db/client';
+import { contacts, eventNamesNow as eventNames, events } from '@mailroom/db/schema';
 
 /** Filters and paging of {@link listEvents}. */
 export interface EventListQuery {

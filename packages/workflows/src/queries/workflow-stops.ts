@@ -6,10 +6,10 @@
  * @module
  */
 import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
-import { type WebhookDeliveryRef } from './webhook-delivery-ref';
-import type { DbOrTx } from '../client';
-import { recordWebhookEvents } from './webhooks';
-import { workflowExecutions, workflowStepRuns } from '../schema';
+import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
+import type { DbOrTx } from '@mailroom/db/client';
+import { recordWebhookEvents } from '@mailroom/db/queries/webhooks';
+import { workflowExecutions, workflowStepRuns } from '@mailroom/db/schema';
 
 /**
  * Stops the live (RUNNING or WAITING) executions of a workflow matching `which`: EXITED (`reason` as exit reason) or

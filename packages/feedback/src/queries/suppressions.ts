@@ -7,10 +7,10 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { emailKey, normalizeEmail, normalizedKey, type NormalizedEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
-import { likePattern } from './like';
-import type { DbOrTx } from '../client';
-import { keysetList } from './keyset';
-import { suppressions, type SuppressionReason } from '../schema';
+import { likePattern } from '@mailroom/db/queries/like';
+import type { DbOrTx } from '@mailroom/db/client';
+import { keysetList } from '@mailroom/db/queries/keyset';
+import { suppressions, type SuppressionReason } from '@mailroom/db/schema';
 
 export type SuppressionRow = typeof suppressions.$inferSelect;
 

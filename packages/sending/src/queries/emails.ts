@@ -5,14 +5,12 @@
  *
  * @module
  */
-import { trackingSql } from './tracking';
 import { and, asc, eq, gte, inArray, sql } from 'drizzle-orm';
 import { idLowerBound, idTimestampMs, isUuidV7, newId } from '@mailroom/platform/ids';
-import type { DbOrTx } from '../client';
-import { attachments, campaigns, emailEvents, emails, type EmailSource } from '../schema';
+import type { DbOrTx } from '@mailroom/db/client';
+import { attachments, campaigns, emailEvents, emails, type EmailSource } from '@mailroom/db/schema';
 
 export type EmailRow = typeof emails.$inferSelect;
-export type NewEmail = Omit<typeof emails.$inferInsert, 'createdAt' | 'updatedAt' | 'status'>;
 
 /** Stores attachments once for all recipients of a request. @returns their ids, in input order. */
 export async function insertAttachments(
@@ -50,40 +48,6 @@ export async function loadAttachments(db: DbOrTx, projectId: string, ids: string
     .where(and(eq(attachments.projectId, projectId), inArray(attachments.id, ids)));
   const byId = new Map(rows.map((r) => [r.id, r]));
   return ids.map((id) => byId.get(id)).filter((r): r is NonNullable<typeof r> => r !== undefined);
-}
-
-/**
- * Inserts new `queued` emails and their first timeline entries (two statements, same transaction as the caller).
- * A recipient held back by the suppression rule is never written here: the callers decide it with
- * `suppressionCauseSql` first (a workflow step skips; an accepted send writes its `suppressed` row in its own
- * statement, `transactional.ts`), and the worker's claim re-checks every queued email.
- */
-export async function insertQueuedEmails(
-  db: DbOrTx,
-  rows: (Omit<NewEmail, 'tracking'> & { id: string; tracking?: boolean | null })[],
-): Promise<void> {
-  if (rows.length === 0) return;
-  await db.insert(emails).values(
-    rows.map(({ tracking, ...r }) => ({
-      ...r,
-      // `tracking` is the email's own override (null: its project's `tracking_mode` decides, in the statement).
-      tracking: trackingSql(
-        sql`${r.projectId}::uuid`,
-        sql`${tracking ?? null}::boolean`,
-        sql`${r.marketing ?? false}::boolean`,
-      ),
-      status: 'queued' as const,
-      error: null,
-    })),
-  );
-  await db.insert(emailEvents).values(
-    rows.map((r) => ({
-      emailId: r.id,
-      projectId: r.projectId,
-      type: 'queued',
-      data: null,
-    })),
-  );
 }
 
 /** How much earlier than its email's id a timeline row's id may be (ms): SES's clock against ours. */
