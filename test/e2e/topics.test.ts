@@ -275,8 +275,9 @@ test('double opt-in: the confirmation email arrives, its page confirms nothing, 
     await e2e.api.database.db.select({ name: events.name }).from(events).where(eq(events.contactId, id))
   ).map((e) => e.name);
   expect(names.filter((n) => n === 'contact.confirmed')).toHaveLength(1);
+  // One statement writes both deliveries: their UUIDv7 ids can share a millisecond, so the order is by type.
   const hooks = await e2e.api.database.db.execute<{ event_type: string; payload: { data: Record<string, unknown> } }>(
-    sql`select event_type, payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type in ('contact.confirmed', 'contact.topic_subscribed') order by id`,
+    sql`select event_type, payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type in ('contact.confirmed', 'contact.topic_subscribed') order by event_type, id`,
   );
   expect(hooks.rows.map((h) => h.event_type)).toEqual(['contact.confirmed', 'contact.topic_subscribed']);
   expect(hooks.rows[1].payload.data).toMatchObject({ contactId: id, topicId: news, method: 'confirmation', emailId });
