@@ -105,17 +105,18 @@ describe("a contact's topics", () => {
       { topicId: out.id, name: 'Product news', subscribed: false, explicit: true },
       { topicId: into.id, name: 'Newsletter', subscribed: true, explicit: true },
     ]);
-    // A repeat changes nothing and records nothing.
+    // A repeat changes nothing and records nothing. (One statement writes a PUT's events, and one its deliveries:
+    // their UUIDv7 ids can share a millisecond, so both are read by name.)
     await as.put(`/contacts/${c.id}/topics`, { topics: [{ topicId: into.id, subscribed: true }] });
     const events = await ctx.api.database.db.execute<{ name: string; data: Record<string, unknown> }>(
-      sql`select name, data from events where contact_id = ${c.id}::uuid and name like 'contact.topic_%' order by id`,
+      sql`select name, data from events where contact_id = ${c.id}::uuid and name like 'contact.topic_%' order by name desc, id`,
     );
     expect(events.rows.map((e) => [e.name, e.data.topicId])).toEqual([
       ['contact.topic_unsubscribed', out.id],
       ['contact.topic_subscribed', into.id],
     ]);
     const hooks = await ctx.api.database.db.execute<{ event_type: string; payload: { data: Record<string, unknown> } }>(
-      sql`select event_type, payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type like 'contact.topic_%' order by id`,
+      sql`select event_type, payload from webhook_deliveries where project_id = ${p.id}::uuid and event_type like 'contact.topic_%' order by event_type desc, id`,
     );
     expect(hooks.rows.map((h) => h.event_type)).toEqual(['contact.topic_unsubscribed', 'contact.topic_subscribed']);
     expect(hooks.rows[0].payload.data).toEqual({
