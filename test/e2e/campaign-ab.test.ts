@@ -8,11 +8,10 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { eq, sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/config/config';
+import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
 import { pauseCampaign } from '@mailroom/campaigns/queries/campaign-pause';
 import { assignVariant } from '@mailroom/campaigns/ab-assign';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,
   createTestProject,
@@ -27,6 +26,7 @@ import {
   type TestApi,
   type TestProject,
 } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import type { RecordedSend } from '../support/ses-recorder';
 
 /** Inserts subscribed contacts; returns their ids and addresses. */
@@ -126,30 +126,20 @@ async function expectOneEach(
 }
 
 describe('with a worker', () => {
-  let iso: { url: string; drop: () => Promise<void> };
-  let config: Config;
-  let api: TestApi;
-  let worker: RunningWorker;
-  beforeAll(async () => {
-    iso = await isolatedDatabase();
-    config = loadConfig(
-      testEnv({
-        DATABASE_URL: iso.url,
-        SES_MAX_SEND_RATE: '50',
-        CAMPAIGN_TICK_MS: '100',
-        CAMPAIGN_BATCH_SIZE: '7',
-        CAMPAIGN_QUEUE_WINDOW: '10',
-        CAMPAIGN_AB_MIN_WAIT_SECONDS: '1',
-        WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-      }),
-    );
-    api = await startTestApi(config);
-    worker = await startWorker(config, { healthPort: null });
+  const e2e = useE2e({
+    isolated: true,
+    env: {
+      SES_MAX_SEND_RATE: '50',
+      CAMPAIGN_TICK_MS: '100',
+      CAMPAIGN_BATCH_SIZE: '7',
+      CAMPAIGN_QUEUE_WINDOW: '10',
+      CAMPAIGN_AB_MIN_WAIT_SECONDS: '1',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    },
   });
-  afterAll(async () => {
-    await worker.stop();
-    await api.close();
-    await iso.drop();
+  let api: TestApi;
+  beforeAll(() => {
+    ({ api } = e2e);
   });
 
   test('the test share gets the variants in disjoint groups; after the wait the best event rate wins and goes to the rest', async () => {

@@ -13,7 +13,7 @@ import { loadConfig, type Config } from '@mailroom/config/config';
 import { newId } from '@mailroom/platform/ids';
 import { emails } from '@mailroom/db/schema/emails';
 import { events } from '@mailroom/db/schema/events';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
+import { type RunningWorker } from '../../apps/worker/src/main';
 import {
   client,
   createTestProject,
@@ -30,6 +30,7 @@ import {
   type TestApi,
   type TestProject,
 } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { queuesSettled } from '../support/worker-queues';
 
 /** Inserts contacts (one per address) with `data` and subscription; returns their addresses. */
@@ -104,29 +105,21 @@ async function waitStatus(api: TestApi, p: TestProject, id: string, status: stri
 }
 
 describe('with a worker', () => {
-  let iso: { url: string; drop: () => Promise<void> };
+  const e2e = useE2e({
+    isolated: true,
+    env: {
+      SES_MAX_SEND_RATE: '50',
+      CAMPAIGN_TICK_MS: '100',
+      CAMPAIGN_BATCH_SIZE: '7',
+      CAMPAIGN_QUEUE_WINDOW: '10',
+      SEND_BACKOFF_MS: '100',
+    },
+  });
   let config: Config;
   let api: TestApi;
   let worker: RunningWorker;
-  beforeAll(async () => {
-    iso = await isolatedDatabase();
-    config = loadConfig(
-      testEnv({
-        DATABASE_URL: iso.url,
-        SES_MAX_SEND_RATE: '50',
-        CAMPAIGN_TICK_MS: '100',
-        CAMPAIGN_BATCH_SIZE: '7',
-        CAMPAIGN_QUEUE_WINDOW: '10',
-        SEND_BACKOFF_MS: '100',
-      }),
-    );
-    api = await startTestApi(config);
-    worker = await startWorker(config, { healthPort: null });
-  });
-  afterAll(async () => {
-    await worker.stop();
-    await api.close();
-    await iso.drop();
+  beforeAll(() => {
+    ({ config, api, worker } = e2e);
   });
 
   test('FILTERED on data.plan equals "pro" reaches exactly the subscribed pro contacts; notEquals reaches all the others, planless included', async () => {
@@ -422,28 +415,18 @@ describe('a worker killed mid-campaign', () => {
 });
 
 describe('lost jobs and marketing templates', () => {
-  let iso: { url: string; drop: () => Promise<void> };
-  let config: Config;
-  let api: TestApi;
-  let worker: RunningWorker;
-  beforeAll(async () => {
-    iso = await isolatedDatabase();
-    config = loadConfig(
-      testEnv({
-        DATABASE_URL: iso.url,
-        SES_MAX_SEND_RATE: '50',
-        CAMPAIGN_TICK_MS: '100',
-        RECONCILE_INTERVAL_MS: '300',
-        RECONCILE_AFTER_MS: '0',
-      }),
-    );
-    api = await startTestApi(config);
-    worker = await startWorker(config, { healthPort: null });
+  const e2e = useE2e({
+    isolated: true,
+    env: {
+      SES_MAX_SEND_RATE: '50',
+      CAMPAIGN_TICK_MS: '100',
+      RECONCILE_INTERVAL_MS: '300',
+      RECONCILE_AFTER_MS: '0',
+    },
   });
-  afterAll(async () => {
-    await worker.stop();
-    await api.close();
-    await iso.drop();
+  let api: TestApi;
+  beforeAll(() => {
+    ({ api } = e2e);
   });
 
   test('a scheduled campaign whose job Redis lost is re-created by the reconciler and still sends', async () => {

@@ -6,11 +6,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { sendJobOptions, SendPriority } from '@mailroom/queues/catalog';
 import { createSendQueue } from '@mailroom/queues/create';
-import { loadConfig } from '@mailroom/config/config';
+import { loadConfig, type Config } from '@mailroom/config/config';
 import { claimEmail } from '@mailroom/sending/queries/email-batches';
 import { emails } from '@mailroom/db/schema/emails';
 import { setProjectDisabled } from '@mailroom/projects/queries/projects';
-import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
+import { startWorker } from '../../apps/worker/src/main';
 import {
   createTestProject,
   parseMail,
@@ -23,6 +23,7 @@ import {
   type TestApi,
   type TestProject,
 } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
 async function emailRow(api: TestApi, id: string) {
   const [row] = await api.database.db.select().from(emails).where(eq(emails.id, id));
@@ -46,18 +47,15 @@ async function timeline(api: TestApi, p: TestProject, id: string): Promise<strin
 }
 
 describe('with a running worker', () => {
-  const config = loadConfig(testEnv({ SES_MAX_SEND_RATE: '100', SEND_MAX_ATTEMPTS: '2', SEND_BACKOFF_MS: '100' }));
-  let api: TestApi;
-  let worker: RunningWorker;
-  let p: TestProject;
-  beforeAll(async () => {
-    api = await startTestApi(config);
-    worker = await startWorker(config, { healthPort: null });
-    p = await createTestProject(api.database);
+  const e2e = useE2e({
+    env: { SES_MAX_SEND_RATE: '100', SEND_MAX_ATTEMPTS: '2', SEND_BACKOFF_MS: '100' },
+    project: true,
   });
-  afterAll(async () => {
-    await worker.stop();
-    await api.close();
+  let config: Config;
+  let api: TestApi;
+  let p: TestProject;
+  beforeAll(() => {
+    ({ config, api, p } = e2e);
   });
 
   const send = (body: object) => request(api.app).post('/v1/send').set('Authorization', p.auth).send(body);

@@ -179,16 +179,21 @@ export async function waitFor<T>(
   }
 }
 
-/** Deletes every Redis key under a queue prefix (what a Redis flush does to this test's queues). */
+/**
+ * Deletes every Redis key under a queue prefix (what a Redis flush does to this test's queues), at one instant: the
+ * keys are collected first (SCAN over the shared server's whole keyspace takes many round trips) and deleted by one
+ * command. Deleting while scanning let a running worker see the prefix half gone, write its data marker and a job,
+ * and have the rest of the scan delete the job but not the marker: a state no real flush leaves.
+ */
 export async function deletePrefix(redis: Redis, prefix: string): Promise<number> {
+  const keys = new Set<string>();
   let cursor = '0';
-  let deleted = 0;
   do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
     cursor = next;
-    if (keys.length) deleted += await redis.del(...keys);
+    for (const k of found) keys.add(k);
   } while (cursor !== '0');
-  return deleted;
+  return keys.size > 0 ? redis.del(...keys) : 0;
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');
