@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
-import { startTestApi, testConfig, type TestApi } from '../support/harness';
+import { type TestApi } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let api: TestApi;
@@ -16,8 +17,9 @@ let server: http.Server;
 let base: string;
 let browser: Browser;
 
+const e2e = useE2e({ worker: false });
 beforeAll(async () => {
-  api = await startTestApi(testConfig());
+  api = e2e.api;
   server = http.createServer(api.app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -26,7 +28,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await new Promise<void>((r) => server.close(() => r()));
-  await api.close();
 });
 
 test('Swagger UI renders the document offline: operations, an error response with retryable, the webhooks', async () => {

@@ -10,13 +10,15 @@ import type { Redis } from 'ioredis';
 import { QueueName } from '@mailroom/queues/catalog';
 import { createRedis, queueOptions } from '@mailroom/queues/connection';
 import { ADMIN_TOKEN, startTestApi, testConfig, waitFor, type TestApi } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
 let api: TestApi;
 let cookie: string;
 let producer: Redis;
 let q: Queue;
+const e2e = useE2e({ env: { PUBLIC_URL: 'http://mail.example.com' }, worker: false });
 beforeAll(async () => {
-  api = await startTestApi(testConfig({ PUBLIC_URL: 'http://mail.example.com' }));
+  api = e2e.api;
   producer = createRedis(api.config, 'producer');
   q = new Queue(QueueName.webhook, queueOptions(api.config, producer));
   const login = await request(api.app)
@@ -30,7 +32,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await q.close();
   producer.disconnect();
-  await api.close();
 });
 
 /** A webhook job failed by a worker of its own (then closed, so a retried job stays waiting). */

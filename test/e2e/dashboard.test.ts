@@ -16,7 +16,8 @@ import { Queue, Worker } from 'bullmq';
 import { chromium, type Browser } from 'playwright-core';
 import { QUEUE_KEYS, QueueName, queueCatalog } from '@mailroom/queues/catalog';
 import { createRedis, queueOptions } from '@mailroom/queues/connection';
-import { ADMIN_TOKEN, startTestApi, testConfig, waitFor, type TestApi } from '../support/harness';
+import { ADMIN_TOKEN, waitFor, type TestApi } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let api: TestApi;
@@ -26,8 +27,9 @@ let browser: Browser;
 /** What the server answered each request: method, path, status and the browser's `Sec-Fetch-Site`. */
 const answered: Array<{ method: string; path: string; status: number; site: string | undefined }> = [];
 
+const e2e = useE2e({ worker: false });
 beforeAll(async () => {
-  api = await startTestApi(testConfig());
+  api = e2e.api;
   server = http.createServer(api.app);
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) =>
     res.on('finish', () =>
@@ -46,7 +48,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await new Promise<void>((r) => server.close(() => r()));
-  await api.close();
 });
 
 test('login in a browser, every queue listed, a failed job with its reason, retried; wrong token refused; offline', async () => {

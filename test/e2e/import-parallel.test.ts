@@ -8,22 +8,23 @@ import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import type { Job } from 'bullmq';
 import { createLogger } from '@mailroom/platform/logger';
-import { loadConfig } from '@mailroom/config/config';
+import type { Config } from '@mailroom/config/config';
 import { type ImportRecord } from '@mailroom/contacts/imports';
 import { createImport, getImportErrors, markImportQueued, startImport } from '@mailroom/contacts/queries/imports';
 import { commitImportBatch } from '@mailroom/contacts/queries/import-batch';
 import { contactImports } from '@mailroom/db/schema/imports';
 import { createDatabase } from '@mailroom/db/client';
 import { createImportProcessor } from '../../apps/worker/src/processors/import';
-import { createTestProject, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
+import { createTestProject, waitFor, type TestApi, type TestProject } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
-const config = loadConfig(testEnv({ IMPORT_BATCH_SIZE: '10', IMPORT_PARALLEL: '2' }));
+const e2e = useE2e({ env: { IMPORT_BATCH_SIZE: '10', IMPORT_PARALLEL: '2' }, worker: false });
+let config: Config;
 let api: TestApi;
 
-beforeAll(async () => {
-  api = await startTestApi(config);
+beforeAll(() => {
+  ({ config, api } = e2e);
 });
-afterAll(async () => api?.close());
 
 const logger = () => createLogger(config, 'worker');
 const job = (importId: string, projectId: string) =>

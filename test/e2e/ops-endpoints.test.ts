@@ -31,6 +31,7 @@ import {
   waitFor,
   type TestApi,
 } from '../support/harness';
+import { useE2e } from '../support/e2e';
 import { which } from '../support/provision';
 import { freePort } from '../support/services';
 import { sesEvent, startSnsHarness } from '../support/sns';
@@ -41,16 +42,11 @@ const REDIS_SERVER =
   which('redis-server') ?? ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p));
 
 describe('METRICS_TOKEN', () => {
+  const e2e = useE2e({ env: { METRICS_TOKEN }, worker: { healthPort: 0 } });
   let api: TestApi;
   let worker: RunningWorker;
-  beforeAll(async () => {
-    const config = loadConfig(testEnv({ METRICS_TOKEN }));
-    api = await startTestApi(config);
-    worker = await startWorker(config, { healthPort: 0 });
-  });
-  afterAll(async () => {
-    await worker.stop();
-    await api.close();
+  beforeAll(() => {
+    ({ api, worker } = e2e);
   });
 
   test("the worker's /metrics requires it; its probes stay open", async () => {

@@ -13,15 +13,8 @@ import { newId } from '@mailroom/platform/ids';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { createConfirmationToken } from '@mailroom/contacts/double-opt-in';
 import { projects } from '@mailroom/db/schema/projects';
-import {
-  client,
-  createTestProject,
-  recipient,
-  startTestApi,
-  testConfig,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { client, createTestProject, recipient, type TestApi, type TestProject } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let api: TestApi;
@@ -29,8 +22,9 @@ let server: http.Server;
 let base: string;
 let browser: Browser;
 
+const e2e = useE2e({ worker: false });
 beforeAll(async () => {
-  api = await startTestApi(testConfig());
+  api = e2e.api;
   server = http.createServer(api.app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -39,7 +33,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await new Promise<void>((r) => server.close(() => r()));
-  await api.close();
 });
 
 /** A sent marketing email to the contact (of `topicId`, if given), and its unsubscribe token. */

@@ -9,7 +9,8 @@ import { eq } from 'drizzle-orm';
 import { chromium, type Browser } from 'playwright-core';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { projects } from '@mailroom/db/schema/projects';
-import { client, createTestProject, recipient, startTestApi, testConfig, type TestApi } from '../support/harness';
+import { client, createTestProject, recipient, type TestApi } from '../support/harness';
+import { useE2e } from '../support/e2e';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DAY = 86_400_000;
@@ -18,8 +19,9 @@ let server: http.Server;
 let base: string;
 let browser: Browser;
 
+const e2e = useE2e({ worker: false });
 beforeAll(async () => {
-  api = await startTestApi(testConfig());
+  api = e2e.api;
   server = http.createServer(api.app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -28,7 +30,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await new Promise<void>((r) => server.close(() => r()));
-  await api.close();
 });
 
 test('without JavaScript, "Pause for 30 days" snoozes the contact for 30 days and keeps it subscribed', async () => {
