@@ -24,6 +24,7 @@ import { createResolver } from '@mailroom/verify/dns';
 import { loadConfig, type Config } from '@mailroom/config/config';
 import { createDatabase } from '@mailroom/db/client';
 import { createSendProcessor } from './processors/send';
+import type { SendBatchResult } from './processors/send-batch';
 import { reconcileTask, type ReconcileResult } from './processors/reconcile';
 import { reconcileNowTask, watchRedisLoss } from './processors/redis-loss';
 import { createImportProcessor } from './processors/import';
@@ -182,6 +183,7 @@ export async function startWorker(
         logger,
         webhookQueue,
         worker: () => workers.send,
+        sendQueue,
         onThrottled: () => metrics.emails.inc({ outcome: 'throttled' }),
         campaignQuota: {
           admit: (name) => quotaGuardOf(name).admit(),
@@ -220,7 +222,10 @@ export async function startWorker(
   const worker = workers.send;
   // The send worker's limiter paces job starts at the connections' rates together (each gate keeps its own).
   connections.onRateChange((total) => setSendWorkerRate(worker, total));
-  worker.on('completed', (_job, result: SendJobResult) => metrics.emails.inc({ outcome: result.outcome }));
+  worker.on('completed', (_job, result: SendJobResult | SendBatchResult) => {
+    if (result.outcome !== 'batch') return metrics.emails.inc({ outcome: result.outcome });
+    for (const [outcome, n] of Object.entries(result.outcomes)) metrics.emails.inc({ outcome }, n);
+  });
   workers.workflow.on('completed', (_job, r: WorkflowJobResult) =>
     metrics.workflowJobs.inc({ status: r.outcome === 'ran' ? r.status : 'skipped' }),
   );

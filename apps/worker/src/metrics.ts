@@ -4,7 +4,7 @@
  *
  * - `mailroom_queue_jobs{queue,state}`: waiting (incl. prioritized), active, delayed, failed jobs per queue, read
  *   from Redis at scrape time;
- * - `mailroom_emails_total{outcome}`: send jobs by outcome (sent, failed, suppressed, cancelled, skipped) and
+ * - `mailroom_emails_total{outcome}`: emails finished by send jobs, by outcome (sent, failed, suppressed, cancelled, skipped), and
  *   SES throttles (`throttled`);
  * - `mailroom_ses_send_duration_seconds{connection,outcome}`: SES `SendEmail` latency (ok, error) per delivery
  *   connection;
@@ -64,7 +64,7 @@ export class WorkerMetrics {
   readonly registry = new Registry();
   readonly emails = new Counter({
     name: 'mailroom_emails_total',
-    help: 'send jobs by outcome, and SES throttles',
+    help: 'emails finished by send jobs, by outcome, and SES throttles',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });

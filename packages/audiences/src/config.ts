@@ -31,6 +31,12 @@ export interface AudienceConfig {
    */
   readonly campaignLaneSeconds: number;
   /**
+   * `CAMPAIGN_JOB_EMAILS`: most emails of a campaign one send job carries (emails, 1–500, default 50; 1 gives each
+   * email a job of its own). The feed puts in one job at most 50 ms of sending at the current send rate (one email
+   * below 40/s), so a worker slot held by such a job frees as often as one-email jobs would free it.
+   */
+  readonly campaignJobEmails: number;
+  /**
    * `CAMPAIGN_PAUSE_RECHECK_MS`: how long a send job of a PAUSED campaign waits before it looks again (ms, default
    * 60000). A resume wakes the campaign's jobs at once; this only bounds a wake-up that was missed.
    */
@@ -73,6 +79,7 @@ export function loadAudienceConfig(env: Env): AudienceConfig {
     campaignQueueWindow: int(env, 'CAMPAIGN_QUEUE_WINDOW', 5_000, 1, 1_000_000),
     campaignTickMs: int(env, 'CAMPAIGN_TICK_MS', 1_000, 10, 60_000),
     campaignLaneSeconds: int(env, 'CAMPAIGN_LANE_SECONDS', 3, 1, 3_600),
+    campaignJobEmails: int(env, 'CAMPAIGN_JOB_EMAILS', 50, 1, 500),
     campaignPauseRecheckMs: int(env, 'CAMPAIGN_PAUSE_RECHECK_MS', 60_000, 100, 3_600_000),
     campaignAbMinWaitSeconds: int(env, 'CAMPAIGN_AB_MIN_WAIT_SECONDS', 300, 1, 86_400),
     segmentRefreshMs: int(env, 'SEGMENT_REFRESH_MS', 300_000, 100, 86_400_000),

@@ -43,7 +43,7 @@ import {
 import { advanceEnqueueCursor, fanoutBatch, nextCampaignEmails } from './queries/campaign-fanout';
 import { audiencePredicate } from '@mailroom/audiences/queries/audience';
 import { campaignAudience } from './rules';
-import { campaignLaneDepth, campaignWindow } from './lane';
+import { campaignJobSize, campaignLaneDepth, campaignWindow } from './lane';
 import { freeRetriedJobIds } from './retry-jobs';
 import { abSelection, advanceAbTest } from './ab-decide';
 
@@ -138,20 +138,20 @@ export async function runCampaignJob(
     );
     const next = await nextCampaignEmails(db, { id: campaignId }, window);
     if (next.length === 0) return 0;
-    for (let i = 0; i < next.length; i += 1000) {
-      const chunk = next.slice(i, i + 1000);
+    // Several emails per send job at a high rate (lane.ts `campaignJobSize`; one per job below 40/s).
+    const perJob = campaignJobSize(sendRate(), config.campaignJobEmails);
+    const chunkSize = Math.max(perJob, Math.floor(1000 / perJob) * perJob);
+    for (let i = 0; i < next.length; i += chunkSize) {
+      const chunk = next.slice(i, i + chunkSize);
+      const ids = chunk.map((e) => e.id);
       // Emails re-queued by retry-failed: their first try's finished job still holds the id.
-      await freeRetriedJobIds(
-        db,
-        deps.sendQueue,
-        campaignId,
-        chunk.map((e) => e.id),
-      );
-      await enqueueSendJobs(
-        deps.sendQueue,
-        config,
-        chunk.map((e) => ({ emailId: e.id, projectId, priority: SendPriority.campaign })),
-      );
+      await freeRetriedJobIds(db, deps.sendQueue, campaignId, ids);
+      const jobs = [];
+      for (let j = 0; j < ids.length; j += perJob) {
+        const emailIds = ids.slice(j, j + perJob);
+        jobs.push({ emailId: emailIds[0], emailIds, projectId, priority: SendPriority.campaign });
+      }
+      await enqueueSendJobs(deps.sendQueue, config, jobs);
       await advanceEnqueueCursor(db, campaignId, chunk[chunk.length - 1].contactId);
     }
     return next.length;

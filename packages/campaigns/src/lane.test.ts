@@ -1,5 +1,5 @@
-/** The campaign lane's depth and each campaign's share of it. */
-import { campaignLaneDepth, campaignWindow, MIN_LANE_DEPTH } from './lane';
+/** The campaign lane's depth, each campaign's share of it, and the emails one campaign send job carries. */
+import { campaignJobSize, campaignLaneDepth, campaignWindow, MIN_LANE_DEPTH } from './lane';
 
 const config = { campaignLaneSeconds: 3, campaignTickMs: 1_000 };
 
@@ -17,4 +17,14 @@ test("window: equal between projects, then between a project's campaigns; at lea
   expect(campaignWindow(42, { projects: 100, campaignsOfProject: 1 }, 5_000)).toBe(1);
   expect(campaignWindow(30_000, { projects: 1, campaignsOfProject: 1 }, 5_000)).toBe(5_000);
   expect(campaignWindow(42, { projects: 0, campaignsOfProject: 0 }, 10)).toBe(10);
+});
+
+test('emails per campaign job: 50 ms of sending at the current rate, one below 40/s, at most CAMPAIGN_JOB_EMAILS', () => {
+  expect(campaignJobSize(14, 50)).toBe(1);
+  expect(campaignJobSize(39, 50)).toBe(1);
+  expect(campaignJobSize(40, 50)).toBe(2);
+  expect(campaignJobSize(200, 50)).toBe(10);
+  expect(campaignJobSize(10_000, 50)).toBe(50);
+  expect(campaignJobSize(10_000, 1)).toBe(1);
+  expect(campaignJobSize(0, 50)).toBe(1);
 });

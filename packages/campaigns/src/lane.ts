@@ -52,3 +52,18 @@ export function campaignWindow(depth: number, share: LaneShare, maxWindow: numbe
     Math.min(maxWindow, Math.floor(depth / Math.max(1, share.projects) / Math.max(1, share.campaignsOfProject))),
   );
 }
+
+/** Sending (ms at the current send rate) one campaign send job carries at most. */
+export const CAMPAIGN_JOB_SENDING_MS = 50;
+
+/**
+ * How many emails one campaign send job carries: {@link CAMPAIGN_JOB_SENDING_MS} of sending at `emailsPerSecond`,
+ * at least 1 and at most `maxEmails` (`CAMPAIGN_JOB_EMAILS`). A worker runs a job's emails one after the other in
+ * one slot, so a slot held by a campaign job frees about every 50 ms however many emails the job carries, and a
+ * transactional job waiting for a slot is not held back longer than behind one-email jobs (decision 0171).
+ *
+ * @returns emails per job: `clamp(floor(rate × 0.05), 1, maxEmails)`; 1 below 40 emails/s.
+ */
+export function campaignJobSize(emailsPerSecond: number, maxEmails: number): number {
+  return Math.max(1, Math.min(maxEmails, Math.floor((emailsPerSecond * CAMPAIGN_JOB_SENDING_MS) / 1000)));
+}

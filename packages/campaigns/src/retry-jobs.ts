@@ -3,11 +3,12 @@
  * through the campaign's bounded window like any others, but each one's send job of the first try may still be
  * in the send queue, finished (kept up to an hour, `sendJobOptions`), under the same job id (the email id). Adding
  * a job with that id would then be a no-op and the email would wait for the reconciler. This frees those ids just
- * before the feed adds the new jobs.
+ * before the feed adds the new jobs (a job that carried several emails is named after its first: freed too).
  *
  * @module
  */
 import type { Queue } from 'bullmq';
+import { sendBatchJobId } from '@mailroom/queues/catalog';
 import { retriedEmailIds } from './queries/campaign-retry';
 import { type DbOrTx } from '@mailroom/db/client';
 
@@ -27,7 +28,8 @@ export async function freeRetriedJobIds(
   campaignId: string,
   emailIds: readonly string[],
 ): Promise<number> {
-  const retried = await retriedEmailIds(db, campaignId, emailIds);
+  // An email's own job (its id), or a job that carried several emails with it first (`sendBatchJobId`).
+  const retried = (await retriedEmailIds(db, campaignId, emailIds)).flatMap((id) => [id, sendBatchJobId([id])]);
   let removed = 0;
   for (let i = 0; i < retried.length; i += 100) {
     const slice = retried.slice(i, i + 100);

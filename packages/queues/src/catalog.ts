@@ -38,34 +38,60 @@ const KEEP_FAILED = { age: 7 * 24 * 3600 };
  */
 export const SendPriority = { transactional: 1, workflow: 5, campaign: 10 } as const;
 
-/** Payload of a `send` job. The email row holds everything else; the job only points at it. */
+/** Most emails one `send` job may carry (`emailIds`). */
+export const MAX_SEND_JOB_EMAILS = 500;
+
+/**
+ * Payload of a `send` job. The email rows hold everything else; the job only points at them.
+ *
+ * A job sends `emailId`; a campaign's job may carry several of the campaign's emails (`emailIds`, `emailId` first:
+ * the feed's `CAMPAIGN_JOB_EMAILS`), sent one after the other in the job's worker slot, so the queue's bookkeeping
+ * is paid per job, not per email. Each email is still claimed, sent and finished on its own row: the row, not the
+ * job, is what makes a send happen once.
+ */
 export const SendJobPayload = Type.Object(
   {
     emailId: Type.String({ format: 'uuid' }),
     projectId: Type.String({ format: 'uuid' }),
+    emailIds: Type.Optional(
+      Type.Array(Type.String({ format: 'uuid' }), { minItems: 1, maxItems: MAX_SEND_JOB_EMAILS }),
+    ),
   },
   { additionalProperties: false },
 );
 export type SendJobPayload = Static<typeof SendJobPayload>;
 
 /**
+ * The job id of a `send` job carrying several emails: `b-<first email id>`, apart from the one-email jobs' ids (the
+ * email id) so an email of the job can be given a job of its own while the job still runs.
+ */
+export function sendBatchJobId(emailIds: readonly string[]): string {
+  return `b-${emailIds[0]}`;
+}
+
+/**
  * Job options of a `send` job.
  *
  * @param config - `sendMaxAttempts` (transient failures) and `sendBackoffMs` (exponential backoff base, ms).
+ * @param jobId - the email id (one email), or {@link sendBatchJobId} (several).
  * @param priority - a {@link SendPriority} lane.
+ * @param delayMs - run the job this many ms from now.
+ * @param attempts - attempts the job may make: `sendMaxAttempts`, or what is left of them for an email whose
+ *   earlier attempt was made in a job carrying several.
  */
 export function sendJobOptions(
   config: Pick<QueueConfig, 'sendMaxAttempts' | 'sendBackoffMs'>,
-  emailId: string,
+  jobId: string,
   priority: number,
   delayMs = 0,
+  attempts = config.sendMaxAttempts,
 ): JobsOptions {
   return {
-    jobId: emailId,
+    jobId,
     priority,
     // A scheduled email's job waits delayed until its time (`scheduleSendJob`).
     ...(delayMs > 0 ? { delay: delayMs } : {}),
-    attempts: config.sendMaxAttempts,
+    attempts,
     backoff: { type: 'exponential', delay: config.sendBackoffMs },
     // Status lives in Postgres; Redis keeps recent history only, for the dashboard.
     removeOnComplete: { age: 3600, count: 10_000 },

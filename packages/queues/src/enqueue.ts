@@ -11,6 +11,7 @@ import {
   campaignJobOptions,
   importJobOptions,
   maintenanceJobOptions,
+  sendBatchJobId,
   sendJobOptions,
   webhookJobOptions,
   workflowJobOptions,
@@ -23,19 +24,38 @@ import {
   type WorkflowJobPayload,
 } from './catalog';
 
-/** One email to send: its row, its project and its priority (a `SendPriority` lane, maybe demoted: send-lanes.ts). */
+/**
+ * One `send` job: its email row (or rows), its project and its priority (a `SendPriority` lane, maybe demoted:
+ * send-lanes.ts).
+ */
 export interface SendJobRef {
   emailId: string;
   projectId: string;
   priority: number;
   /** Run the job this many ms from now (a scheduled email's time), not at once. */
   delayMs?: number;
+  /** Several emails of one campaign in one job, `emailId` first (see `SendJobPayload`); one or none: `emailId` alone. */
+  emailIds?: readonly string[];
+  /** Attempts the job may make, when fewer than `sendMaxAttempts` (an email retried out of a job carrying several). */
+  attempts?: number;
+}
+
+/** The payload and options of one job. */
+function sendJob(config: Pick<QueueConfig, 'sendMaxAttempts' | 'sendBackoffMs'>, e: SendJobRef) {
+  const several = e.emailIds && e.emailIds.length > 1 ? e.emailIds : undefined;
+  return {
+    name: 'send',
+    data: several
+      ? { emailId: several[0], projectId: e.projectId, emailIds: [...several] }
+      : { emailId: e.emailId, projectId: e.projectId },
+    opts: sendJobOptions(config, several ? sendBatchJobId(several) : e.emailId, e.priority, e.delayMs, e.attempts),
+  };
 }
 
 /**
- * Adds the `send` jobs of committed email rows, in one round trip (`jobId` = email id, so a row already queued
- * is not queued twice). Throws when Redis fails: each caller decides whether that fails its work or is left to
- * the reconciler (the rows are the outbox).
+ * Adds the `send` jobs of committed email rows, in one round trip (`jobId` = email id, or `b-<first email id>` for
+ * a job carrying several, so a row already queued is not queued twice). Throws when Redis fails: each caller
+ * decides whether that fails its work or is left to the reconciler (the rows are the outbox).
  */
 export async function enqueueSendJobs(
   queue: Queue<SendJobPayload>,
@@ -45,21 +65,11 @@ export async function enqueueSendJobs(
   if (emails.length === 0) return;
   // One job (most requests): `add`, which skips the pipeline `addBulk` builds (it copies every script on the connection).
   if (emails.length === 1) {
-    const [e] = emails;
-    await queue.add(
-      'send',
-      { emailId: e.emailId, projectId: e.projectId },
-      sendJobOptions(config, e.emailId, e.priority, e.delayMs),
-    );
+    const job = sendJob(config, emails[0]);
+    await queue.add(job.name, job.data, job.opts);
     return;
   }
-  await queue.addBulk(
-    emails.map((e) => ({
-      name: 'send',
-      data: { emailId: e.emailId, projectId: e.projectId },
-      opts: sendJobOptions(config, e.emailId, e.priority, e.delayMs),
-    })),
-  );
+  await queue.addBulk(emails.map((e) => sendJob(config, e)));
 }
 
 /**

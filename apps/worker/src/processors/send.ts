@@ -2,15 +2,17 @@
  * The `send` job in BullMQ terms: the work is the sending domain's (`@mailroom/sending/job`); this processor
  * validates the payload (an invalid one is unrecoverable, never retried), passes the job's attempt count, and
  * does what the domain's answer asks of the queue: complete, fail the attempt, or put the job back (delayed)
- * without spending an attempt, pausing the whole queue while SES throttles or is unreachable.
+ * without spending an attempt, pausing the whole queue while SES throttles or is unreachable. A job carrying
+ * several emails (campaign mail) runs them through `send-batch.ts`.
  *
  * @module
  */
-import { DelayedError, UnrecoverableError, type Job, type Worker } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job, type Queue, type Worker } from 'bullmq';
 import { dataValidator } from '@mailroom/platform/validation';
 import { SendJobPayload } from '@mailroom/queues/catalog';
 import { type Logger, logged } from '@mailroom/platform/logger';
 import { createEmailSender, type EmailSenderDeps, type SendJobResult } from '@mailroom/sending/job';
+import { runSendBatch, type SendBatchResult } from './send-batch';
 
 const validatePayload = dataValidator(SendJobPayload);
 
@@ -21,16 +23,29 @@ export interface SendProcessorDeps extends EmailSenderDeps {
   worker: () => Worker;
   /** Told of each SES throttle (metrics). */
   onThrottled?: () => void;
+  /** The send queue: the emails a job carrying several could not finish get jobs of their own there. */
+  sendQueue: Queue<SendJobPayload>;
 }
 
 /** Creates the BullMQ processor function of the `send` queue. */
 export function createSendProcessor(deps: SendProcessorDeps) {
   const send = createEmailSender(deps);
 
-  return async (job: Job, token?: string): Promise<SendJobResult> => {
+  const batchDeps = {
+    config: deps.config,
+    sendQueue: deps.sendQueue,
+    rateLimit: (ms: number) => deps.worker().rateLimit(ms),
+    onThrottled: deps.onThrottled,
+  };
+
+  return async (job: Job, token?: string): Promise<SendJobResult | SendBatchResult> => {
     const checked = validatePayload(job.data);
     if (!checked.ok) throw new UnrecoverableError(`invalid send payload: ${JSON.stringify(checked.errors)}`);
-    const { emailId } = checked.value;
+    const { emailId, emailIds } = checked.value;
+    if (emailIds && emailIds.length > 0) {
+      const log = deps.logger.child({ jobId: job.id, projectId: checked.value.projectId });
+      return runSendBatch(send, batchDeps, job, { ...checked.value, emailIds }, log);
+    }
     const log = deps.logger.child({ jobId: job.id, emailId, projectId: checked.value.projectId });
 
     const step = await send({

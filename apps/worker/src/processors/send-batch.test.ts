@@ -1,0 +1,190 @@
+/**
+ * A send job carrying several emails, with the real sender, Postgres and a BullMQ queue on Redis, and a transport
+ * the test scripts (SES's answers): every email sent once, an email already final skipped, one held by another
+ * claim given a delayed job of its own, a throttle stopping the job with the rest handed to their own jobs (not
+ * claimed, not sent), a transient failure retried with the attempts it has left, and the job run again after its
+ * worker died (nothing sent twice).
+ */
+import { eq, inArray } from 'drizzle-orm';
+import IORedis from 'ioredis';
+import type { Queue } from 'bullmq';
+import { newId } from '@mailroom/platform/ids';
+import { createLogger } from '@mailroom/platform/logger';
+import { SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { createSendQueue } from '@mailroom/queues/create';
+import { createDatabase, type Database } from '@mailroom/db/client';
+import { upsertContacts } from '@mailroom/contacts/queries/contacts';
+import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
+import { emails } from '@mailroom/db/schema/emails';
+import { createEmailSender } from '@mailroom/sending/job';
+import { claimForSending } from '@mailroom/sending/claim';
+import type { MailTransport, OutboundMessage } from '@mailroom/sending/ses/transport';
+import {
+  createTestProject,
+  deletePrefix,
+  recipient,
+  testConfig,
+  type TestProject,
+} from '../../../../test/support/harness';
+import { runSendBatch, type SendBatchDeps } from './send-batch';
+
+const config = testConfig({ SEND_LEASE_MS: '5000', SEND_BACKOFF_MS: '700', SEND_MAX_ATTEMPTS: '4' });
+const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
+const webhookQueue = {
+  addBulk: () => Promise.resolve([]),
+  add: () => Promise.resolve(undefined),
+} as unknown as Queue<WebhookJobPayload>;
+
+/** SES as scripted: `answers[n]` for the n-th call (an error to throw), else a message id. */
+function scripted() {
+  const t = {
+    answers: new Map<number, Error>(),
+    sent: [] as OutboundMessage[],
+    send(m: OutboundMessage) {
+      const answer = t.answers.get(t.sent.length);
+      t.sent.push(m);
+      return answer ? Promise.reject(answer) : Promise.resolve({ messageId: `ses-${newId()}` });
+    },
+    close() {},
+  };
+  return t satisfies MailTransport;
+}
+
+let database: Database;
+let redis: IORedis;
+let sendQueue: Queue<SendJobPayload>;
+let p: TestProject;
+const transport = scripted();
+let send: ReturnType<typeof createEmailSender>;
+const paused: number[] = [];
+let throttles = 0;
+let deps: SendBatchDeps;
+
+beforeAll(async () => {
+  database = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'test-send-batch' });
+  redis = new IORedis(config.redisUrl, { maxRetriesPerRequest: null });
+  sendQueue = createSendQueue(config, redis);
+  p = await createTestProject(database);
+  send = createEmailSender({ config, database, transport, webhookQueue, redis });
+  deps = {
+    config,
+    sendQueue,
+    rateLimit: async (ms) => void paused.push(ms),
+    onThrottled: () => void throttles++,
+  };
+});
+afterAll(async () => {
+  await sendQueue.close();
+  await deletePrefix(redis, config.queuePrefix);
+  redis.disconnect();
+  await database.close();
+});
+beforeEach(() => {
+  transport.answers.clear();
+  transport.sent = [];
+  paused.length = 0;
+  throttles = 0;
+});
+
+/** `n` queued transactional emails to new contacts, in id order. */
+async function queued(n: number): Promise<string[]> {
+  const to = Array.from({ length: n }, () => recipient('Batch'));
+  const contacts = await upsertContacts(
+    database.db,
+    p.id,
+    to.map((email) => ({ email, defaultSubscribed: false })),
+  );
+  const rows = contacts.map((c) => ({
+    id: newId(),
+    projectId: p.id,
+    contactId: c.id,
+    templateId: null,
+    source: 'transactional' as const,
+    toEmail: c.email,
+    toName: null,
+    fromEmail: `hello@${p.domain}`,
+    fromName: null,
+    replyTo: null,
+    subject: 'Hi',
+    body: '<p>B</p>',
+    bodyFormat: 'html' as const,
+    variables: {},
+    headers: {},
+    attachmentIds: [],
+    test: false,
+  }));
+  await insertQueuedEmails(database.db, rows);
+  return rows.map((r) => r.id);
+}
+
+const statuses = async (ids: string[]) => {
+  const rows = await database.db
+    .select({ id: emails.id, status: emails.status })
+    .from(emails)
+    .where(inArray(emails.id, ids));
+  return ids.map((id) => rows.find((r) => r.id === id)?.status);
+};
+
+const job = (attemptsMade = 0) => ({
+  attemptsMade,
+  opts: { attempts: config.sendMaxAttempts, priority: SendPriority.campaign },
+});
+const run = (ids: string[], attemptsMade = 0) =>
+  runSendBatch(send, deps, job(attemptsMade), { emailId: ids[0], projectId: p.id, emailIds: ids }, log);
+
+test('every email of the job is sent once, in order; run again (its worker died), nothing is sent twice', async () => {
+  const ids = await queued(4);
+  expect(await run(ids)).toEqual({ outcome: 'batch', emails: 4, outcomes: { sent: 4 }, deferred: 0 });
+  expect(transport.sent.map((m) => m.tags.email_id)).toEqual(ids);
+  expect(await statuses(ids)).toEqual(['sent', 'sent', 'sent', 'sent']);
+
+  expect(await run(ids, 1)).toEqual({ outcome: 'batch', emails: 4, outcomes: { skipped: 4 }, deferred: 0 });
+  expect(transport.sent).toHaveLength(4);
+  for (const id of ids) expect(await sendQueue.getJob(id)).toBeUndefined();
+});
+
+test('an email held by another claim gets a delayed job of its own; the others go out', async () => {
+  const ids = await queued(3);
+  await claimForSending(database.db, ids[1], 5_000); // another worker holds it
+  const before = Date.now();
+  expect(await run(ids)).toEqual({ outcome: 'batch', emails: 3, outcomes: { sent: 2 }, deferred: 1 });
+  expect(transport.sent.map((m) => m.tags.email_id)).toEqual([ids[0], ids[2]]);
+  const own = await sendQueue.getJob(ids[1]);
+  expect(own?.data).toEqual({ emailId: ids[1], projectId: p.id });
+  expect(await own?.getState()).toBe('delayed');
+  // Delayed until the other claim's lease ends (5 s), as a one-email job would wait.
+  expect(own!.timestamp + own!.opts.delay!).toBeGreaterThan(before + 4_000);
+  expect(own!.opts.priority).toBe(SendPriority.campaign);
+});
+
+test('SES throttles: the job stops, the queue pauses, the rest wait as their own jobs, unclaimed and unsent', async () => {
+  const ids = await queued(4);
+  transport.answers.set(1, Object.assign(new Error('slow down'), { name: 'TooManyRequestsException' }));
+  expect(await run(ids)).toEqual({ outcome: 'batch', emails: 4, outcomes: { sent: 1 }, deferred: 3 });
+  expect(transport.sent).toHaveLength(2); // the first, and the throttled one; not the last two
+  expect(paused).toEqual([1_000]);
+  expect(throttles).toBe(1);
+  expect(await statuses(ids)).toEqual(['sent', 'queued', 'queued', 'queued']);
+  for (const id of ids.slice(1)) {
+    const own = await sendQueue.getJob(id);
+    expect(await own?.getState()).toBe('delayed');
+    expect(own!.opts.attempts).toBe(config.sendMaxAttempts); // no attempt spent
+  }
+  const [row] = await database.db.select().from(emails).where(eq(emails.id, ids[1]));
+  expect(row.claimToken).toBeNull();
+});
+
+test('a transient failure: that email retries in its own job with the backoff and the attempts it has left', async () => {
+  const ids = await queued(2);
+  transport.answers.set(
+    0,
+    Object.assign(new Error('internal'), { name: 'InternalFailure', $metadata: { httpStatusCode: 500 } }),
+  );
+  expect(await run(ids, 1)).toEqual({ outcome: 'batch', emails: 2, outcomes: { sent: 1 }, deferred: 1 });
+  expect(await statuses(ids)).toEqual(['queued', 'sent']);
+  const own = await sendQueue.getJob(ids[0]);
+  expect(await own?.getState()).toBe('delayed');
+  expect(own!.opts.attempts).toBe(config.sendMaxAttempts - 2); // two made (this job's second attempt)
+  expect(own!.opts.delay).toBeGreaterThan(1_000); // 700 ms × 2^1, less the time taken
+  expect(own!.opts.delay).toBeLessThanOrEqual(1_400);
+});

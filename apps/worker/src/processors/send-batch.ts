@@ -1,0 +1,144 @@
+/**
+ * A `send` job carrying several emails of one campaign (`SendJobPayload.emailIds`, decision 0171): its emails are
+ * sent one after the other in the job's worker slot, each through the same sender as a one-email job (claimed,
+ * checked, sent and finished on its own row), so a batch changes what the queue pays per email, never what happens
+ * to an email.
+ *
+ * An email the sender cannot finish now (its row is held by another worker's claim, its campaign paused, SES
+ * throttled or unreachable, its delivery connection at its rate, a transient failure) is given a `send` job of its
+ * own, delayed as a one-email job would have been (`jobId` = email id, as every other path that wakes or reconciles
+ * an email expects). Throttling, an unreachable SES, a paused campaign and a saturated connection concern the emails
+ * after it too: the job stops there and its remaining emails, not yet claimed, get their own delayed jobs alike.
+ * Those jobs are added before the batch job completes; if that fails (Redis), the batch job's attempt fails and it
+ * runs again: the emails already final are skipped by their claims.
+ *
+ * A worker that dies mid-job leaves the job stalled; BullMQ gives it to another worker, which skips the emails
+ * already final and waits out the claim of the one that was in flight (`claim.ts`): each email is sent once, as
+ * with one-email jobs (a kill during the SES call may re-send that one message, with the same Message-ID).
+ *
+ * @module
+ */
+import type { Job, Queue } from 'bullmq';
+import { SendPriority, type SendJobPayload } from '@mailroom/queues/catalog';
+import type { QueueConfig } from '@mailroom/queues/config';
+import { enqueueSendJobs, promoteDelayedJobs, type SendJobRef } from '@mailroom/queues/enqueue';
+import { type Logger, logged } from '@mailroom/platform/logger';
+import { errorMessage } from '@mailroom/platform/errors';
+import type { EmailSender, SendJobResult, SendStep } from '@mailroom/sending/job';
+
+/** What a job carrying several emails reports: how many ended each way, and how many went to jobs of their own. */
+export interface SendBatchResult {
+  outcome: 'batch';
+  emails: number;
+  /** Emails finished by this job, by outcome (`SendJobResult.outcome`). */
+  outcomes: Partial<Record<SendJobResult['outcome'], number>>;
+  /** Emails handed to jobs of their own (delayed): held by another claim, paused, throttled, retried. */
+  deferred: number;
+}
+
+/** What the batch needs besides the sender. */
+export interface SendBatchDeps {
+  config: Pick<QueueConfig, 'sendMaxAttempts' | 'sendBackoffMs'>;
+  /** The send queue, where the emails not finished here get jobs of their own. */
+  sendQueue: Queue<SendJobPayload>;
+  /** Pauses the whole send queue (every worker) for `ms` (SES throttled or unreachable). */
+  rateLimit: (ms: number) => Promise<void>;
+  /** Told of each SES throttle (metrics). */
+  onThrottled?: () => void;
+}
+
+/**
+ * Runs the emails of `job` (see the module notes).
+ *
+ * @returns the tally of the job's emails.
+ * @throws Redis's error when the emails left over could not be given their jobs (the job runs again).
+ */
+export async function runSendBatch(
+  send: EmailSender,
+  deps: SendBatchDeps,
+  job: Pick<Job, 'attemptsMade' | 'opts'>,
+  payload: SendJobPayload & { emailIds: string[] },
+  log: Logger,
+): Promise<SendBatchResult> {
+  const ids = [...new Set([payload.emailId, ...payload.emailIds])];
+  const max = job.opts.attempts ?? 1;
+  const priority = job.opts.priority ?? SendPriority.campaign;
+  const made = job.attemptsMade;
+  const outcomes: SendBatchResult['outcomes'] = {};
+  const own: SendJobRef[] = [];
+  const ownJob = (emailId: string, at: number, attempts?: number): void => {
+    own.push({
+      emailId,
+      projectId: payload.projectId,
+      priority,
+      delayMs: Math.max(0, at - Date.now()),
+      ...(attempts ? { attempts } : {}),
+    });
+  };
+  /** The step that stopped the job (the emails after it were not tried), if any. */
+  let stop: Extract<SendStep, { kind: 'back-off' | 'campaign-paused' | 'yield' }> | undefined;
+  let stopAt = 0;
+
+  let i = 0;
+  for (; i < ids.length && !stop; i++) {
+    const emailId = ids[i];
+    const elog = log.child({ emailId });
+    let step: SendStep;
+    try {
+      step = await send({ emailId, attempt: { made, max }, priority, log: elog });
+    } catch (err) {
+      // The database failed mid-way (claim or finish): this email's attempt failed, as a one-email job's would.
+      elog.warn({ err: errorMessage(err) }, 'send attempt failed; retried in a job of its own');
+      step = { kind: 'retry', error: err instanceof Error ? err : new Error(String(err)) };
+    }
+    switch (step.kind) {
+      case 'done':
+        outcomes[step.result.outcome] = (outcomes[step.result.outcome] ?? 0) + 1;
+        break;
+      case 'leased':
+        ownJob(emailId, step.until);
+        break;
+      case 'retry':
+        // The queue's backoff for the next attempt, and the attempts this email has left.
+        ownJob(emailId, Date.now() + deps.config.sendBackoffMs * 2 ** made, Math.max(1, max - made - 1));
+        break;
+      case 'yield':
+        stop = step;
+        stopAt = step.until;
+        ownJob(emailId, stopAt);
+        break;
+      case 'back-off':
+        stop = step;
+        stopAt = Date.now() + step.forMs;
+        ownJob(emailId, stopAt);
+        break;
+      case 'campaign-paused':
+        stop = step;
+        stopAt = Date.now() + step.recheckInMs;
+        ownJob(emailId, stopAt);
+        break;
+    }
+  }
+  // The emails after a stop were not claimed: they wait as their jobs of their own, until the same time.
+  for (; i < ids.length; i++) ownJob(ids[i], stopAt);
+
+  if (stop?.kind === 'back-off') {
+    if (stop.cause === 'throttled') deps.onThrottled?.();
+    await deps.rateLimit(stop.forMs);
+  }
+  await enqueueSendJobs(deps.sendQueue, deps.config, own);
+  if (stop?.kind === 'campaign-paused' && (await stop.resumed())) {
+    // Resumed while these jobs were being added: the resume's wake-up may have missed them.
+    await logged(
+      promoteDelayedJobs(
+        deps.sendQueue,
+        own.map((e) => e.emailId),
+      ),
+      log,
+      'paused send jobs promotion',
+      'debug',
+    );
+  }
+  if (own.length > 0) log.debug({ deferred: own.length, stop: stop?.kind }, 'batch emails given jobs of their own');
+  return { outcome: 'batch', emails: ids.length, outcomes, deferred: own.length };
+}
