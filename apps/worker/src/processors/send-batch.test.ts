@@ -8,6 +8,7 @@
 import { eq, inArray } from 'drizzle-orm';
 import IORedis from 'ioredis';
 import type { Queue } from 'bullmq';
+import { normalizeEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { createLogger } from '@mailroom/platform/logger';
 import { SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
@@ -92,7 +93,7 @@ async function queued(n: number): Promise<string[]> {
   const contacts = await upsertContacts(
     database.db,
     p.id,
-    to.map((email) => ({ email, defaultSubscribed: false })),
+    to.map((email) => ({ email: normalizeEmail(email), defaultSubscribed: false })),
   );
   const rows = contacts.map((c) => ({
     id: newId(),
@@ -135,7 +136,7 @@ const run = (ids: string[], attemptsMade = 0) =>
 test('every email of the job is sent once, in order; run again (its worker died), nothing is sent twice', async () => {
   const ids = await queued(4);
   expect(await run(ids)).toEqual({ outcome: 'batch', emails: 4, outcomes: { sent: 4 }, deferred: 0 });
-  expect(transport.sent.map((m) => m.tags.email_id)).toEqual(ids);
+  expect(transport.sent.map((m) => m.tags?.email_id)).toEqual(ids);
   expect(await statuses(ids)).toEqual(['sent', 'sent', 'sent', 'sent']);
 
   expect(await run(ids, 1)).toEqual({ outcome: 'batch', emails: 4, outcomes: { skipped: 4 }, deferred: 0 });
@@ -148,7 +149,7 @@ test('an email held by another claim gets a delayed job of its own; the others g
   await claimForSending(database.db, ids[1], 5_000); // another worker holds it
   const before = Date.now();
   expect(await run(ids)).toEqual({ outcome: 'batch', emails: 3, outcomes: { sent: 2 }, deferred: 1 });
-  expect(transport.sent.map((m) => m.tags.email_id)).toEqual([ids[0], ids[2]]);
+  expect(transport.sent.map((m) => m.tags?.email_id)).toEqual([ids[0], ids[2]]);
   const own = await sendQueue.getJob(ids[1]);
   expect(own?.data).toEqual({ emailId: ids[1], projectId: p.id });
   expect(await own?.getState()).toBe('delayed');

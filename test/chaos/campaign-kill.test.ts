@@ -1,0 +1,152 @@
+/**
+ * Chaos: a worker SIGKILLed again and again while a campaign sends at a rate where each send job carries several of
+ * its emails (400/s: 20 per job). The kills catch jobs mid-way, with some of their emails sent and the rest not; the
+ * campaign job too, mid-feed. After four kills one worker finishes the campaign.
+ *
+ * Survived means: the campaign SENT, every recipient's message accepted by SES, and a message sent again only where
+ * a kill caught its claim in flight (as `worker-kill.test.ts` explains: SES has no idempotency key). A job's emails
+ * go out one after the other, so a killed worker held at most one claim per job it ran (its concurrency), however
+ * many emails its jobs carried: the emails of a job already sent are not sent again when another worker runs it.
+ */
+import { inArray, sql } from 'drizzle-orm';
+import { loadConfig } from '@mailroom/config/config';
+import { emails } from '@mailroom/db/schema/emails';
+import {
+  client,
+  createTestProject,
+  exited,
+  isolatedDatabase,
+  recipient,
+  sesSendsTo,
+  spawnWorker,
+  startTestApi,
+  testEnv,
+  waitFor,
+  type TestApi,
+} from '../support/harness';
+import { survival } from './survival';
+import { toSummary } from '../support/summary';
+
+const RECIPIENTS = 600;
+const KILLS = 4;
+const SENDS_PER_LIFE = 60;
+const CONCURRENCY = 8;
+
+describe('a worker SIGKILLed in a loop while a campaign sends several emails per job', () => {
+  let iso: { url: string; drop: () => Promise<void> };
+  let api: TestApi;
+  const children: Array<ReturnType<typeof spawnWorker>> = [];
+  const env: Record<string, string> = {};
+
+  beforeAll(async () => {
+    iso = await isolatedDatabase();
+    Object.assign(
+      env,
+      testEnv({
+        DATABASE_URL: iso.url,
+        SES_MAX_SEND_RATE: '400',
+        SEND_CONCURRENCY: String(CONCURRENCY),
+        CAMPAIGN_TICK_MS: '100',
+        // A dead worker's jobs are found stalled, and its claims freed, within about 2 s.
+        WORKER_LOCK_MS: '2000',
+        SEND_LEASE_MS: '2000',
+        RECONCILE_INTERVAL_MS: '1000',
+        RECONCILE_AFTER_MS: '3000',
+      }),
+    );
+    api = await startTestApi(loadConfig(env));
+  });
+
+  afterAll(async () => {
+    for (const c of children) c.kill('SIGKILL');
+    await Promise.all(children.map(exited));
+    await api?.close();
+    await iso?.drop();
+  });
+
+  test(`${RECIPIENTS} recipients, ${KILLS} kills: SENT, every recipient reached, re-sends only of claims held at a kill (<= ${CONCURRENCY} each)`, async () => {
+    const p = await createTestProject(api.database);
+    const to = Array.from({ length: RECIPIENTS }, () => recipient('ckill'));
+    await api.database.db.execute(sql`
+      insert into contacts (id, project_id, email, email_key, subscribed, data)
+      select gen_random_uuid(), ${p.id}::uuid, e, e, true, '{}'::jsonb from unnest(${sql.param(to)}::text[]) as e`);
+    const as = client(api.app, p);
+    const created = await as.post('/campaigns', {
+      name: 'kill',
+      subject: 'Hello',
+      body: '<p>Hi</p>',
+      from: `news@${p.domain}`,
+      audienceType: 'ALL',
+    });
+    expect(created.status).toBe(201);
+    const campaignId: string = created.body.data.id;
+    expect((await as.post(`/campaigns/${campaignId}/send`, {})).status).toBe(200);
+    const atSes = async () => (await sesSendsTo(to)).length;
+    const campaignEmails = async () =>
+      api.database.db
+        .select({ id: emails.id, status: emails.status, token: emails.claimToken })
+        .from(emails)
+        .where(inArray(emails.toEmail, to));
+
+    const kills: Array<{ sentBefore: number; held: string[] }> = [];
+    const claimsSeen = new Set<string>();
+    let carried = 0;
+    for (let k = 0; k < KILLS; k++) {
+      const before = await atSes();
+      const worker = spawnWorker(env);
+      children.push(worker);
+      await waitFor(
+        async () => (await atSes()) >= before + SENDS_PER_LIFE || worker.exitCode !== null || undefined,
+        60_000,
+        `worker ${k + 1} to send ${SENDS_PER_LIFE}`,
+      );
+      expect(worker.exitCode).toBeNull();
+      worker.kill('SIGKILL');
+      await exited(worker);
+      const held = (await campaignEmails())
+        .filter((r) => r.status === 'sending' && !claimsSeen.has(`${r.id}:${r.token}`))
+        .map((r) => {
+          claimsSeen.add(`${r.id}:${r.token}`);
+          return r.id;
+        });
+      kills.push({ sentBefore: await atSes(), held });
+      // The jobs the killed worker left behind: campaign mail travels several emails per job.
+      const left = await api.queues.send.getJobs(['active', 'prioritized', 'waiting', 'delayed'], 0, 200);
+      carried = Math.max(carried, ...left.map((j) => j.data.emailIds?.length ?? 1));
+    }
+    expect(kills[kills.length - 1].sentBefore).toBeLessThan(RECIPIENTS);
+    expect(carried).toBeGreaterThan(1);
+
+    const last = spawnWorker(env);
+    children.push(last);
+    await waitFor(
+      async () => (await as.get(`/campaigns/${campaignId}`)).body.data.status === 'SENT' || undefined,
+      90_000,
+      'campaign SENT',
+    ).catch(async (err) => {
+      throw new Error(`${(err as Error).message}\nworker:\n${last.output.slice(-30).join('\n')}`);
+    });
+    const rows = await campaignEmails();
+    expect(rows).toHaveLength(RECIPIENTS);
+    expect(rows.filter((r) => r.status !== 'sent')).toEqual([]);
+
+    const s = await survival(
+      to,
+      rows.map((r) => r.id),
+    );
+    const killsHolding = new Map<string, number>();
+    for (const k of kills) for (const id of k.held) killsHolding.set(id, (killsHolding.get(id) ?? 0) + 1);
+    const extra = [...s.copies.entries()]
+      .filter(([, n]) => n > 1)
+      .map(([id, n]) => ({ id, extra: n - 1, allowed: killsHolding.get(id) ?? 0 }));
+    const inFlight = kills.map((k) => k.held.length);
+    toSummary(
+      `chaos campaign-kill: ${RECIPIENTS} recipients at 400/s (up to ${carried} emails per send job), ${KILLS} SIGKILLs ` +
+        `(SES sends before each: ${kills.map((k) => k.sentBefore).join(', ')}; claims held at each: ${inFlight.join(', ')}); ` +
+        `delivered ${s.delivered}, lost ${s.lost.length}, sent again ${extra.length}`,
+    );
+    expect(s.lost).toEqual([]);
+    for (const n of inFlight) expect(n).toBeLessThanOrEqual(CONCURRENCY);
+    expect(extra.filter((e) => e.extra > e.allowed)).toEqual([]);
+  }, 240_000);
+});
