@@ -11,7 +11,7 @@ import type { Queue } from 'bullmq';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { createLogger } from '@mailroom/platform/logger';
-import { SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { SendPriority, sendBatchJobId, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
 import { createSendQueue } from '@mailroom/queues/create';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { upsertContacts } from '@mailroom/contacts/queries/contacts';
@@ -27,7 +27,7 @@ import {
   testConfig,
   type TestProject,
 } from '../../../../test/support/harness';
-import { runSendBatch, type SendBatchDeps } from './send-batch';
+import { runSendBatch, urgentMailWaiting, type SendBatchDeps } from './send-batch';
 
 const config = testConfig({ SEND_LEASE_MS: '5000', SEND_BACKOFF_MS: '700', SEND_MAX_ATTEMPTS: '4' });
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
@@ -188,4 +188,44 @@ test('a transient failure: that email retries in its own job with the backoff an
   expect(own!.opts.attempts).toBe(config.sendMaxAttempts - 2); // two made (this job's second attempt)
   expect(own!.opts.delay).toBeGreaterThan(1_000); // 700 ms × 2^1, less the time taken
   expect(own!.opts.delay).toBeLessThanOrEqual(1_400);
+});
+
+test('more urgent mail waits while every slot is busy: the job hands its untried emails back as one job', async () => {
+  const ids = await queued(4);
+  let asked = 0;
+  const yielding = { ...deps, yieldSlot: async () => ++asked >= 2 }; // after the second email
+  const result = await runSendBatch(send, yielding, job(), { emailId: ids[0], projectId: p.id, emailIds: ids }, log);
+  expect(result).toEqual({ outcome: 'batch', emails: 4, outcomes: { sent: 2 }, deferred: 0, handedBack: 2 });
+  expect(transport.sent).toHaveLength(2);
+  expect(await statuses(ids)).toEqual(['sent', 'sent', 'queued', 'queued']);
+  const back = await sendQueue.getJob(sendBatchJobId(ids.slice(2)));
+  expect(back?.data).toEqual({ emailId: ids[2], projectId: p.id, emailIds: ids.slice(2) });
+  expect(await back?.getState()).toBe('prioritized');
+  expect(back!.opts.priority).toBe(SendPriority.campaign);
+  await back!.remove();
+});
+
+test('urgentMailWaiting: true once a job of a lane ahead of campaigns waits; one Redis call per interval', async () => {
+  const queue = createSendQueue(testConfig(), redis);
+  try {
+    let calls = 0;
+    const counting = {
+      getCountsPerPriority: (priorities: number[]) => {
+        calls++;
+        return queue.getCountsPerPriority(priorities);
+      },
+    };
+    const urgent = urgentMailWaiting(counting, 60_000);
+    await queue.add('send', { emailId: newId(), projectId: p.id }, { priority: SendPriority.campaign });
+    expect(await urgent()).toBe(false);
+    const fresh = urgentMailWaiting(counting, 0);
+    expect(await fresh()).toBe(false);
+    await queue.add('send', { emailId: newId(), projectId: p.id }, { priority: SendPriority.workflow });
+    expect(await fresh()).toBe(true);
+    expect(await urgent()).toBe(false); // the earlier answer, reused within its interval
+    expect(calls).toBe(3);
+    await queue.obliterate({ force: true });
+  } finally {
+    await queue.close();
+  }
 });

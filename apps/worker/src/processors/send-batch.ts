@@ -12,6 +12,13 @@
  * Those jobs are added before the batch job completes; if that fails (Redis), the batch job's attempt fails and it
  * runs again: the emails already final are skipped by their claims.
  *
+ * A job carries about 50 ms of sending at the configured rate, but a worker slower than that rate (a busy host)
+ * holds its slot longer. So between two emails the job asks whether more urgent mail (transactional, workflow) waits
+ * in the queue while every slot of this process is busy ({@link urgentMailWaiting}, asked of Redis at most every
+ * {@link URGENT_CHECK_MS}); then it hands its remaining emails back as one job (same lane) and ends, so the slot goes
+ * to the urgent job (measured: a transactional email waited 3.6 s behind 104 campaign sends at 400/s on a loaded
+ * host without this).
+ *
  * A worker that dies mid-job leaves the job stalled; BullMQ gives it to another worker, which skips the emails
  * already final and waits out the claim of the one that was in flight (`claim.ts`): each email is sent once, as
  * with one-email jobs (a kill during the SES call may re-send that one message, with the same Message-ID).
@@ -34,6 +41,36 @@ export interface SendBatchResult {
   outcomes: Partial<Record<SendJobResult['outcome'], number>>;
   /** Emails handed to jobs of their own (delayed): held by another claim, paused, throttled, retried. */
   deferred: number;
+  /** Emails handed back in one job (not tried) so that more urgent mail could have the slot. */
+  handedBack?: number;
+}
+
+/** How often (ms) a process asks Redis whether more urgent mail than campaigns waits in the send queue. */
+export const URGENT_CHECK_MS = 50;
+
+/** Priorities of the send queue's lanes ahead of campaigns (transactional 1–4, workflow 5–8 and whatever else). */
+const URGENT_PRIORITIES = Array.from({ length: SendPriority.campaign - 1 }, (_, i) => i + 1);
+
+/**
+ * Whether mail of a lane ahead of campaigns waits in the send queue: one `getCountsPerPriority` call at most every
+ * `everyMs` (ms) for the whole process, the answers in between reused. A Redis error answers false (the job goes on).
+ */
+export function urgentMailWaiting(
+  queue: Pick<Queue, 'getCountsPerPriority'>,
+  everyMs = URGENT_CHECK_MS,
+): () => Promise<boolean> {
+  let last: { at: number; answer: Promise<boolean> } | undefined;
+  return () => {
+    const now = Date.now();
+    if (!last || now - last.at >= everyMs) {
+      const answer = queue.getCountsPerPriority(URGENT_PRIORITIES).then(
+        (counts) => Object.values(counts).some((n) => n > 0),
+        () => false,
+      );
+      last = { at: now, answer };
+    }
+    return last.answer;
+  };
 }
 
 /** What the batch needs besides the sender. */
@@ -45,6 +82,11 @@ export interface SendBatchDeps {
   rateLimit: (ms: number) => Promise<void>;
   /** Told of each SES throttle (metrics). */
   onThrottled?: () => void;
+  /**
+   * Whether the job should give its slot up now: more urgent mail waits and every slot of the process is busy
+   * (asked between two emails). Omitted: never.
+   */
+  yieldSlot?: () => Promise<boolean>;
 }
 
 /**
@@ -80,7 +122,12 @@ export async function runSendBatch(
   let stopAt = 0;
 
   let i = 0;
+  let handedBack: string[] = [];
   for (; i < ids.length && !stop; i++) {
+    if (i > 0 && deps.yieldSlot && (await deps.yieldSlot())) {
+      handedBack = ids.slice(i);
+      break;
+    }
     const emailId = ids[i];
     const elog = log.child({ emailId });
     let step: SendStep;
@@ -120,7 +167,10 @@ export async function runSendBatch(
     }
   }
   // The emails after a stop were not claimed: they wait as their jobs of their own, until the same time.
-  for (; i < ids.length; i++) ownJob(ids[i], stopAt);
+  if (stop) for (; i < ids.length; i++) ownJob(ids[i], stopAt);
+  // Handed back: one job again, behind the urgent mail in the queue.
+  if (handedBack.length > 0)
+    own.push({ emailId: handedBack[0], emailIds: handedBack, projectId: payload.projectId, priority });
 
   if (stop?.kind === 'back-off') {
     if (stop.cause === 'throttled') deps.onThrottled?.();
@@ -139,6 +189,14 @@ export async function runSendBatch(
       'debug',
     );
   }
-  if (own.length > 0) log.debug({ deferred: own.length, stop: stop?.kind }, 'batch emails given jobs of their own');
-  return { outcome: 'batch', emails: ids.length, outcomes, deferred: own.length };
+  const deferred = own.length - (handedBack.length > 0 ? 1 : 0);
+  if (own.length > 0)
+    log.debug({ deferred, handedBack: handedBack.length, stop: stop?.kind }, 'batch emails given jobs of their own');
+  return {
+    outcome: 'batch',
+    emails: ids.length,
+    outcomes,
+    deferred,
+    ...(handedBack.length > 0 ? { handedBack: handedBack.length } : {}),
+  };
 }

@@ -12,7 +12,7 @@ import { dataValidator } from '@mailroom/platform/validation';
 import { SendJobPayload } from '@mailroom/queues/catalog';
 import { type Logger, logged } from '@mailroom/platform/logger';
 import { createEmailSender, type EmailSenderDeps, type SendJobResult } from '@mailroom/sending/job';
-import { runSendBatch, type SendBatchResult } from './send-batch';
+import { runSendBatch, urgentMailWaiting, type SendBatchDeps, type SendBatchResult } from './send-batch';
 
 const validatePayload = dataValidator(SendJobPayload);
 
@@ -31,14 +31,19 @@ export interface SendProcessorDeps extends EmailSenderDeps {
 export function createSendProcessor(deps: SendProcessorDeps) {
   const send = createEmailSender(deps);
 
-  const batchDeps = {
+  /** Send jobs this process runs now (its slots in use: `SEND_CONCURRENCY`). */
+  let running = 0;
+  const urgent = urgentMailWaiting(deps.sendQueue);
+  const batchDeps: SendBatchDeps = {
     config: deps.config,
     sendQueue: deps.sendQueue,
     rateLimit: (ms: number) => deps.worker().rateLimit(ms),
     onThrottled: deps.onThrottled,
+    // A free slot takes the urgent job anyway: only a process with all its slots busy hands a campaign job back.
+    yieldSlot: async () => running >= deps.config.sendConcurrency && (await urgent()),
   };
 
-  return async (job: Job, token?: string): Promise<SendJobResult | SendBatchResult> => {
+  const processor = async (job: Job, token?: string): Promise<SendJobResult | SendBatchResult> => {
     const checked = validatePayload(job.data);
     if (!checked.ok) throw new UnrecoverableError(`invalid send payload: ${JSON.stringify(checked.errors)}`);
     const { emailId, emailIds } = checked.value;
@@ -76,6 +81,15 @@ export function createSendProcessor(deps: SendProcessorDeps) {
         await deps.worker().rateLimit(step.forMs);
         await job.moveToDelayed(Date.now() + step.forMs, token);
         throw new DelayedError();
+    }
+  };
+
+  return async (job: Job, token?: string): Promise<SendJobResult | SendBatchResult> => {
+    running++;
+    try {
+      return await processor(job, token);
+    } finally {
+      running--;
     }
   };
 }
