@@ -35,6 +35,7 @@ import { type Database } from '@mailroom/db/client';
 import { classifySendError, type MailTransport } from './ses/transport';
 import { GateBusyError } from './ses/rate-gate';
 import { createSendBatching, type SendOutcome } from './claim';
+import { createClaimsAhead, type ClaimsAhead } from './claim-ahead';
 import { ComposeError, composeMessage } from './compose';
 import { acceptedKey, readAccepted, recordAccepted } from './ses-accepted';
 import type { QuotaAdmission } from './ses/quota-guard';
@@ -112,8 +113,11 @@ export interface EmailSenderDeps {
   route?: (message: { from: string; projectId: string; key: string }) => Promise<string>;
 }
 
-/** Runs the send job for one email (see the module notes). */
-export type EmailSender = (input: SendJobInput) => Promise<SendStep>;
+/**
+ * Runs the send job for one email (see the module notes). A job carrying several emails may claim its next ones
+ * together and give back those it does not send after all (`claim-ahead.ts`).
+ */
+export type EmailSender = ((input: SendJobInput) => Promise<SendStep>) & Pick<ClaimsAhead, 'claimAhead' | 'release'>;
 
 /** Longest pause (ms) of the send queue while SES is unreachable. */
 const UNREACHABLE_MAX_DELAY_MS = 30_000;
@@ -138,8 +142,10 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
   /** SES calls in a row that found it unreachable (this process); sets the pause before the next try. */
   let unreachableStreak = 0;
 
-  return async ({ emailId, attempt, priority, log }) => {
-    const claimed = await batching.claim(emailId);
+  const ahead = createClaimsAhead(batching);
+
+  const send = async ({ emailId, attempt, priority, log }: SendJobInput): Promise<SendStep> => {
+    const claimed = await (ahead.take(emailId) ?? batching.claim(emailId));
     if (!claimed.ok) {
       if (claimed.kind === 'leased') return { kind: 'leased', until: claimed.until.getTime() + 50 };
       // A scheduled email not yet due (the job of an earlier time, before a reschedule): the job waits for its time.
@@ -356,6 +362,8 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
     log.info({ messageId, connection: sentVia }, 'email sent');
     return done({ outcome: 'sent', messageId });
   };
+
+  return Object.assign(send, { claimAhead: ahead.claimAhead, release: ahead.release });
 }
 
 /** Transient failure: put the row back for the next attempt, or fail it when this was the last one. */

@@ -27,7 +27,7 @@ import {
   testConfig,
   type TestProject,
 } from '../../../../test/support/harness';
-import { runSendBatch, urgentMailWaiting, type SendBatchDeps } from './send-batch';
+import { CLAIM_AHEAD, runSendBatch, urgentMailWaiting, type SendBatchDeps } from './send-batch';
 
 const config = testConfig({ SEND_LEASE_MS: '5000', SEND_BACKOFF_MS: '700', SEND_MAX_ATTEMPTS: '4' });
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
@@ -158,7 +158,7 @@ test('an email held by another claim gets a delayed job of its own; the others g
   expect(own!.opts.priority).toBe(SendPriority.campaign);
 });
 
-test('SES throttles: the job stops, the queue pauses, the rest wait as their own jobs, unclaimed and unsent', async () => {
+test('SES throttles: the job stops, the queue pauses, the rest wait as their own jobs, claims given back, unsent', async () => {
   const ids = await queued(4);
   transport.answers.set(1, Object.assign(new Error('slow down'), { name: 'TooManyRequestsException' }));
   expect(await run(ids)).toEqual({ outcome: 'batch', emails: 4, outcomes: { sent: 1 }, deferred: 3 });
@@ -190,16 +190,24 @@ test('a transient failure: that email retries in its own job with the backoff an
   expect(own!.opts.delay).toBeLessThanOrEqual(1_400);
 });
 
-test('more urgent mail waits while every slot is busy: the job hands its untried emails back as one job', async () => {
-  const ids = await queued(4);
+test('more urgent mail waits while every slot is busy: at its next group the job hands its untried emails back as one job', async () => {
+  const ids = await queued(CLAIM_AHEAD + 2);
   let asked = 0;
-  const yielding = { ...deps, yieldSlot: async () => ++asked >= 2 }; // after the second email
+  const yielding = { ...deps, yieldSlot: async () => ++asked >= 1 }; // asked before the second group
   const result = await runSendBatch(send, yielding, job(), { emailId: ids[0], projectId: p.id, emailIds: ids }, log);
-  expect(result).toEqual({ outcome: 'batch', emails: 4, outcomes: { sent: 2 }, deferred: 0, handedBack: 2 });
-  expect(transport.sent).toHaveLength(2);
-  expect(await statuses(ids)).toEqual(['sent', 'sent', 'queued', 'queued']);
-  const back = await sendQueue.getJob(sendBatchJobId(ids.slice(2)));
-  expect(back?.data).toEqual({ emailId: ids[2], projectId: p.id, emailIds: ids.slice(2) });
+  expect(result).toEqual({
+    outcome: 'batch',
+    emails: CLAIM_AHEAD + 2,
+    outcomes: { sent: CLAIM_AHEAD },
+    deferred: 0,
+    handedBack: 2,
+  });
+  expect(asked).toBe(1);
+  expect(transport.sent).toHaveLength(CLAIM_AHEAD);
+  expect((await statuses(ids)).slice(CLAIM_AHEAD - 1)).toEqual(['sent', 'queued', 'queued']);
+  const rest = ids.slice(CLAIM_AHEAD);
+  const back = await sendQueue.getJob(sendBatchJobId(rest));
+  expect(back?.data).toEqual({ emailId: rest[0], projectId: p.id, emailIds: rest });
   expect(await back?.getState()).toBe('prioritized');
   expect(back!.opts.priority).toBe(SendPriority.campaign);
   await back!.remove();

@@ -2,13 +2,14 @@
  * A `send` job carrying several emails of one campaign (`SendJobPayload.emailIds`, decision 0171): its emails are
  * sent one after the other in the job's worker slot, each through the same sender as a one-email job (claimed,
  * checked, sent and finished on its own row), so a batch changes what the queue pays per email, never what happens
- * to an email.
+ * to an email. The claims are taken {@link CLAIM_AHEAD} at a time, in one statement per group.
  *
  * An email the sender cannot finish now (its row is held by another worker's claim, its campaign paused, SES
  * throttled or unreachable, its delivery connection at its rate, a transient failure) is given a `send` job of its
  * own, delayed as a one-email job would have been (`jobId` = email id, as every other path that wakes or reconciles
  * an email expects). Throttling, an unreachable SES, a paused campaign and a saturated connection concern the emails
- * after it too: the job stops there and its remaining emails, not yet claimed, get their own delayed jobs alike.
+ * after it too: the job stops there, gives back the claims it took ahead (the rows queued again, unsent), and its
+ * remaining emails get their own delayed jobs alike.
  * Those jobs are added before the batch job completes; if that fails (Redis), the batch job's attempt fails and it
  * runs again: the emails already final are skipped by their claims.
  *
@@ -20,8 +21,9 @@
  * host without this).
  *
  * A worker that dies mid-job leaves the job stalled; BullMQ gives it to another worker, which skips the emails
- * already final and waits out the claim of the one that was in flight (`claim.ts`): each email is sent once, as
- * with one-email jobs (a kill during the SES call may re-send that one message, with the same Message-ID).
+ * already final and waits out the claims the dead one held (`claim.ts`, `SEND_LEASE_MS`): each email is sent once,
+ * as with one-email jobs. Only the one email of the job on its way to SES at the kill may reach SES twice (with the
+ * same Message-ID); the others it had claimed ahead were never sent.
  *
  * @module
  */
@@ -44,6 +46,19 @@ export interface SendBatchResult {
   /** Emails handed back in one job (not tried) so that more urgent mail could have the slot. */
   handedBack?: number;
 }
+
+/**
+ * Emails of a job claimed together, ahead of their sends (one statement for the group: `claim-ahead.ts`). A group
+ * is claimed just before its first send, so a claim waits at most the group's other sends (lease: `SEND_LEASE_MS`).
+ */
+export const CLAIM_AHEAD = 8;
+
+/** Why the emails after a stop go back to `queued` unsent (their timeline says so). */
+const STOP_REASON: Record<'back-off' | 'campaign-paused' | 'yield', string> = {
+  'back-off': 'not sent yet: SES throttled or unreachable',
+  'campaign-paused': 'not sent yet: campaign paused',
+  yield: 'not sent yet: delivery connection at its send rate',
+};
 
 /** How often (ms) a process asks Redis whether more urgent mail than campaigns waits in the send queue. */
 export const URGENT_CHECK_MS = 50;
@@ -123,10 +138,16 @@ export async function runSendBatch(
 
   let i = 0;
   let handedBack: string[] = [];
+  /** The emails before this index were claimed ahead (a group at a time, one statement each). */
+  let claimedTo = 0;
   for (; i < ids.length && !stop; i++) {
-    if (i > 0 && deps.yieldSlot && (await deps.yieldSlot())) {
-      handedBack = ids.slice(i);
-      break;
+    if (i === claimedTo) {
+      if (i > 0 && deps.yieldSlot && (await deps.yieldSlot())) {
+        handedBack = ids.slice(i);
+        break;
+      }
+      claimedTo = Math.min(ids.length, i + CLAIM_AHEAD);
+      send.claimAhead(ids.slice(i, claimedTo));
     }
     const emailId = ids[i];
     const elog = log.child({ emailId });
@@ -166,8 +187,12 @@ export async function runSendBatch(
         break;
     }
   }
-  // The emails after a stop were not claimed: they wait as their jobs of their own, until the same time.
-  if (stop) for (; i < ids.length; i++) ownJob(ids[i], stopAt);
+  if (stop) {
+    // The emails after a stop are not tried: the claims taken ahead go back (their rows queued again), and each
+    // waits as a job of its own until the same time.
+    await send.release(ids.slice(i, claimedTo), STOP_REASON[stop.kind], log);
+    for (; i < ids.length; i++) ownJob(ids[i], stopAt);
+  }
   // Handed back: one job again, behind the urgent mail in the queue.
   if (handedBack.length > 0)
     own.push({ emailId: handedBack[0], emailIds: handedBack, projectId: payload.projectId, priority });
