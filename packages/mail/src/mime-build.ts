@@ -136,10 +136,12 @@ function writeNode(node: MimeNode, out: Buffer[]): void {
     }
     partMisses++;
   }
-  // The order of `MimeNode.stream`: the transfer encoding, then the header block (which sets the Content-Type's
-  // boundary and the Content-Transfer-Encoding header), then the body, then the children between boundaries.
-  const transferEncoding = node.getTransferEncoding();
+  // As `MimeNode.stream` writes a node: the header block (which decides the Content-Type's boundary and sets the
+  // Content-Transfer-Encoding header), the body, then the children between boundaries. `stream` asks for the
+  // transfer encoding before the header block; asked after it, the answer is the same (the header it set, or
+  // 7bit again) without scanning the content a second time.
   const head = Buffer.from(node.buildHeaders() + '\r\n\r\n');
+  const transferEncoding = node.getTransferEncoding();
   const body = leafBody(node, transferEncoding);
   if (cacheKey !== undefined) {
     const bytes = Buffer.concat([head, body]);
