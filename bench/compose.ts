@@ -3,7 +3,8 @@
  * email, in one process and without services, with the MIME builder of today (`buildMime`: the synchronous writer
  * and its part cache) beside the reference (`buildMimeStreamed`: nodemailer's streamed build), in alternating
  * rounds. Prints µs of CPU per email and bytes allocated per email (heap and buffers, from batches no GC ran in),
- * for campaign-like and transactional emails, and the ratios. BENCH_COMPOSE_EMAILS sets the emails per round
+ * for campaign-like and transactional emails, and the ratios; then the MIME build alone (µs of CPU per message) on
+ * the messages composeMessage handed to it. BENCH_COMPOSE_EMAILS sets the emails per round
  * (default 1500), BENCH_COMPOSE_ROUNDS the rounds (default 3).
  *
  * Cases: `campaign` (a newsletter body that greets the contact by name and links its unsubscribe URL: HTML and text
@@ -122,6 +123,21 @@ export async function benchCompose(): Promise<Record<string, string | number>[]>
         sums[name].bytes.push(res.bytes);
       }
     }
+    // The MIME build alone, on the messages composeMessage handed to it (captured from one pass).
+    const captured: MimeMessage[] = [];
+    for (let i = 0; i < Math.min(n, 500); i++)
+      await composeMessage(db, config, email(kind, i), undefined, (m) => (captured.push(m), buildMime(m)));
+    const mimeOnly = { reference: [] as number[], sync: [] as number[] };
+    for (let r = 0; r < rounds; r++)
+      for (const [name, build] of [
+        ['reference', buildMimeStreamed],
+        ['sync', buildMime],
+      ] as const) {
+        const cpu = process.cpuUsage();
+        for (const m of captured) await build(m);
+        const used = process.cpuUsage(cpu);
+        mimeOnly[name].push((used.user + used.system) / captured.length);
+      }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const ref = { us: median(sums.reference.us), kb: median(sums.reference.bytes) / 1024 };
     const now = { us: median(sums.sync.us), kb: median(sums.sync.bytes) / 1024 };
@@ -133,6 +149,8 @@ export async function benchCompose(): Promise<Record<string, string | number>[]>
       'CPU ratio': (now.us / ref.us).toFixed(2),
       'reference KB alloc/email': ref.kb.toFixed(0),
       'new KB alloc/email': now.kb.toFixed(0),
+      'MIME only: reference µs': Math.round(median(mimeOnly.reference)),
+      'MIME only: new µs': Math.round(median(mimeOnly.sync)),
       'part cache hits': `${cache.hits}/${cache.hits + cache.misses}`,
     });
   }
