@@ -3,7 +3,7 @@
  * build (`buildMimeStreamed`): byte for byte the same message, for varied content and for the many recipients of
  * one campaign (where the shared parts come from the part cache).
  */
-import { buildMime, buildMimeStreamed, type MimeAttachment, type MimeMessage } from './mail';
+import { buildMime, buildMimeStreamed, mimeBaseBoundary, type MimeAttachment, type MimeMessage } from './mail';
 import { clearPartCache, partCacheStats, PART_CACHE_LIMITS } from './mime-build';
 
 const DATE = new Date('2025-03-04T05:06:07Z');
@@ -162,6 +162,14 @@ describe('buildMime writes the bytes of nodemailer’s streamed build', () => {
     expect(stats.entries).toBeLessThanOrEqual(PART_CACHE_LIMITS.entries);
   });
 
+  test('a part with the message’s own unsubscribe token is neither looked up nor kept', async () => {
+    const token = 'T'.repeat(43);
+    await expectSame(
+      base({ html: `<a href="https://x.test/u/${token}">stop</a>`, text: 'no link here', perMessage: [token] }),
+    );
+    expect(partCacheStats()).toMatchObject({ entries: 1, misses: 1, hits: 0 });
+  });
+
   test('random messages from mixed pieces', async () => {
     let seed = 42;
     const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
@@ -199,5 +207,57 @@ describe('buildMime writes the bytes of nodemailer’s streamed build', () => {
     await expectSame(base({ html: 'y'.repeat(PART_CACHE_LIMITS.partBytes), text: '' }));
     expect(partCacheStats().entries).toBe(0);
     expect(partCacheStats().bytes).toBeLessThanOrEqual(PART_CACHE_LIMITS.bytes);
+  });
+});
+
+describe('mimeBaseBoundary', () => {
+  test('gives the boundaries it gave before the builder was rewritten (golden values)', () => {
+    const tok = 'AZBhx0b7cTCQkUZtkZ3ZQbK9p2Y1iK0c7Xg5B1eW2dI';
+    const messages: MimeMessage[] = [
+      base({
+        from: { email: 'a@example.com' },
+        to: { email: 'b@example.org' },
+        subject: 'S',
+        html: '<p>h</p>',
+        text: 't',
+      }),
+      base({
+        from: { email: 'a@example.com', name: 'Ärger & Co' },
+        to: { email: 'b@example.org', name: 'Zoë' },
+        replyTo: 'r@x.test',
+        // A lone surrogate: hashed as its UTF-8 replacement, as before.
+        subject: 'Grüße ✓ \ud800',
+        html: `<p>ü ${tok} x</p>`,
+        text: `t ${tok}${tok}`,
+        headers: [
+          ['List-Unsubscribe', `<https://x.test/u/${tok}>`],
+          ['X-A', 'é'],
+        ],
+        perMessage: [tok, ''],
+      }),
+      base({
+        from: { email: 'a@example.com' },
+        to: { email: 'b@example.org' },
+        subject: 'S',
+        html: '',
+        text: '',
+        headers: { 'X-B': 'v' },
+        attachments: [
+          { filename: 'f.bin', content: Buffer.from([0, 1, 255]), contentType: 'application/octet-stream' },
+          {
+            filename: 'l.png',
+            content: Buffer.from('png'),
+            contentType: 'image/png',
+            contentId: 'l@x',
+            disposition: 'inline',
+          },
+        ],
+      }),
+    ];
+    expect(messages.map(mimeBaseBoundary)).toEqual([
+      'f37b1e9d3c58109a2c2ca75a',
+      '354f8d1ebc5e1fd073e3c063',
+      '9b028b2458555094f6849734',
+    ]);
   });
 });

@@ -71,13 +71,16 @@ function headerEntries(headers: MimeMessage['headers']): HeaderList {
  * (`perMessage` values aside), which no content can be made to do (2^96 tries per attempt).
  */
 export function mimeBaseBoundary(message: MimeMessage): string {
-  const strip = (v: string | null | undefined): string =>
-    (message.perMessage ?? []).reduce((s, x) => (x ? s.split(x).join('') : s), v ?? '');
+  const perMessage = (message.perMessage ?? []).filter((x) => x);
+  const strip = (v: string): string => perMessage.reduce((s, x) => (s.includes(x) ? s.split(x).join('') : s), v);
   const hash = createHash('sha256');
   const field = (v: string | Buffer) => {
-    const b = typeof v === 'string' ? Buffer.from(strip(v)) : v;
-    // Length-prefixed: no two different field lists hash the same bytes.
-    hash.update(`${b.length}:`).update(b);
+    // Length-prefixed (UTF-8 bytes): no two different field lists hash the same bytes. A string is hashed as its
+    // UTF-8 bytes without being copied into a Buffer first.
+    if (typeof v === 'string') {
+      const s = strip(v);
+      hash.update(`${Buffer.byteLength(s)}:`).update(s);
+    } else hash.update(`${v.length}:`).update(v);
   };
   for (const v of [
     message.from.name ?? '',
@@ -144,7 +147,10 @@ function composerOptions(message: MimeMessage): ComposerOptions {
  */
 export async function buildMime(message: MimeMessage): Promise<Buffer> {
   const options = composerOptions(message);
-  const bytes = serializeTree(new MailComposer(options).compile());
+  const bytes = serializeTree(
+    new MailComposer(options).compile(),
+    (message.perMessage ?? []).filter((x) => x),
+  );
   // A tree only nodemailer's stream can write (none of the trees built here): a fresh one, streamed.
   return bytes ?? new MailComposer(options).compile().build();
 }

@@ -13,8 +13,10 @@
  *
  * The part cache: a leaf whose content is a string and whose only header is its Content-Type (the text and HTML
  * alternatives) is a pure function of that Content-Type and that string, so its bytes (header block and encoded body)
- * are kept under that pair and reused by the next message with the same content. Bounded by {@link PART_CACHE_LIMITS}
- * (entries and bytes, least recently used out first); a part larger than the per-part limit is never kept.
+ * are kept under that pair and reused by the next message with the same content; a part that contains one of the
+ * message's own values (its unsubscribe token) is left out, since no other message can have it. Bounded by
+ * {@link PART_CACHE_LIMITS} (entries and bytes, least recently used out first); a part larger than the per-part
+ * limit is never kept.
  *
  * @module
  */
@@ -112,13 +114,14 @@ function leafBody(node: MimeNode, transferEncoding: string | false): Buffer {
   return bytes;
 }
 
-function writeNode(node: MimeNode, out: Buffer[]): void {
+function writeNode(node: MimeNode, out: Buffer[], unique: readonly string[]): void {
   const internals = node as unknown as NodeInternals;
   if (internals._raw) throw new Unsupported();
   const cacheKey =
     node.childNodes.length === 0 &&
     typeof node.content === 'string' &&
     node.content.length > 0 &&
+    !unique.some((u) => (node.content as string).includes(u)) &&
     !node.filename &&
     node.rootNode !== node &&
     !node.normalizeHeaderKey &&
@@ -151,7 +154,7 @@ function writeNode(node: MimeNode, out: Buffer[]): void {
   if (!node.multipart) return;
   node.childNodes.forEach((child, i) => {
     out.push(Buffer.from(`${i > 0 ? '\r\n' : ''}--${String(node.boundary)}\r\n`));
-    writeNode(child, out);
+    writeNode(child, out, unique);
   });
   out.push(Buffer.from(`\r\n--${String(node.boundary)}--\r\n`));
 }
@@ -160,16 +163,18 @@ function writeNode(node: MimeNode, out: Buffer[]): void {
  * The bytes of a compiled MailComposer tree (`new MailComposer(options).compile()`), the same as its `build()`
  * would give, written synchronously; parts seen before come from the part cache.
  *
+ * @param unique - values that occur in one message only (an unsubscribe token): a part that contains one can never
+ *   be reused, so it is neither looked up nor kept.
  * @returns the message bytes, or `undefined` when the tree holds something only nodemailer's stream can write
  *   (a raw node, stream or file content, transforms, a newline conversion): then build the message with nodemailer
  *   from a freshly compiled tree (this one may have had some of its header blocks built).
  */
-export function serializeTree(root: MimeNode): Buffer | undefined {
+export function serializeTree(root: MimeNode, unique: readonly string[] = []): Buffer | undefined {
   const internals = root as unknown as NodeInternals;
   const out: Buffer[] = [];
   try {
     if (internals._transforms?.length || internals._processFuncs?.length || internals.newline) throw new Unsupported();
-    writeNode(root, out);
+    writeNode(root, out, unique);
   } catch (err) {
     if (!(err instanceof Unsupported)) throw err;
     refused++;
