@@ -1,5 +1,5 @@
 /**
- * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows|verify|history|smtp]`): print numbers,
+ * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows|verify|history|smtp|compose]`): print numbers,
  * assert nothing.
  *
  * api    — POST /v1/send (1 recipient) and POST /v1/track requests/s and p50/p99 latency (autocannon, 50 connections,
@@ -34,6 +34,10 @@
  *          emails and events, with the ratio; bytes per row of the history tables and the connections per process
  *          (bench/history.ts; BENCH_HISTORY_ROWS sets the first size, BENCH_HISTORY_GROWTH the factor). Run only
  *          when named (it fills tens of millions of rows).
+ * compose — the worker's composeMessage (render, headers, MIME) per email in one process, no services: CPU µs and
+ *          bytes allocated per email for campaign-like and transactional emails, the MIME builder beside nodemailer's
+ *          streamed build (the reference) in alternating rounds (bench/compose.ts; BENCH_COMPOSE_EMAILS,
+ *          BENCH_COMPOSE_ROUNDS). Run only when named.
  * replicas — GET /contacts (page, search), POST /segments/preview and GET /reputation requests/s and p50/p99 with no
  *          read replica and with one (a throwaway primary and a streaming replica of it, made for the run), in
  *          alternating rounds, with the share of reads each API process sent to the replica (bench/replicas.ts;
@@ -72,6 +76,7 @@ import { benchPartitionMigration } from './partition-migration';
 import { benchHistory } from './history';
 import { benchSmtp } from './smtp';
 import { benchReplicas } from './replicas';
+import { benchCompose } from './compose';
 
 const ROOT = path.resolve(__dirname, '..');
 const ADMIN_DB_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -166,6 +171,16 @@ async function keptDatabase(name: string): Promise<string> {
 
 async function main(): Promise<void> {
   const which = process.argv[2];
+  // In-process, no services; run only when named.
+  if (which === 'compose') {
+    results.compose = await benchCompose();
+    mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
+    writeFileSync(
+      path.join(ROOT, 'bench/results/compose.json'),
+      JSON.stringify({ at: new Date().toISOString(), results }, null, 2),
+    );
+    return;
+  }
   // On a database of its own on the schema before 0017; run only when named (it fills 2.2M rows).
   if (which === 'partition-migration') {
     results.partitionMigration = await benchPartitionMigration(ADMIN_DB_URL);
@@ -192,7 +207,7 @@ async function main(): Promise<void> {
     ].includes(which)
   ) {
     throw new Error(
-      `unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows, verify, history, smtp, replicas or partition-migration`,
+      `unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows, verify, history, smtp, replicas, compose or partition-migration`,
     );
   }
   const dbName = process.env.BENCH_DATABASE ?? `mailroom_bench_${process.pid}`;

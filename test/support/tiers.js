@@ -26,6 +26,7 @@ const UNIT = [
   'packages/mail/src/fallbacks.test.ts',
   'packages/mail/src/headers.test.ts',
   'packages/mail/src/mail.test.ts',
+  'packages/mail/src/mail-equivalence.test.ts',
   'packages/mail/src/sender.test.ts',
   'packages/mail/src/template-variables.test.ts',
   'packages/mail/src/templates.test.ts',

@@ -160,3 +160,22 @@ describe('renderContext', () => {
     expect(renderContext({ variables: { plunk_id: 'x' }, unsubscribeUrl: 'u' })).toEqual({ unsubscribeUrl: 'u' });
   });
 });
+
+describe('plain-text alternative', () => {
+  test('the same HTML gives the same text again (cached), other HTML its own, an unsubscribe link its own', () => {
+    const body = '<h1>News</h1><p>{{greeting}}, see <a href="https://x.test/a">this</a>.</p>';
+    const render = (greeting: string, unsubscribeUrl = 'https://mail.test/u/t') =>
+      renderContent({ subject: 's', body, format: 'html' }, { greeting, unsubscribeUrl });
+    const first = render('Hello');
+    expect(first.text).toContain('Hello, see this [https://x.test/a].');
+    expect(render('Hello')).toEqual(first);
+    expect(render('Bye').text).toContain('Bye, see this');
+    const linked = (token: string) =>
+      renderContent(
+        { subject: 's', body: '<p>{{greeting}} <a href="{{unsubscribeUrl}}">stop</a></p>', format: 'html' },
+        { greeting: 'Hi', unsubscribeUrl: `https://mail.test/u/${token}` },
+      ).text;
+    expect(linked('one')).toContain('stop [https://mail.test/u/one]');
+    expect(linked('two')).toContain('stop [https://mail.test/u/two]');
+  });
+});

@@ -7,7 +7,8 @@
  *
  * In a body, escaped values stay text in HTML and in Markdown alike, and never put a script or data URL in a link
  * (`./text-slots`). Subjects are rendered without HTML escaping (they are header text; the MIME composer encodes
- * them per RFC 2047). Compiled templates are cached by source, since campaign mail renders one source many times.
+ * them per RFC 2047). Compiled templates are cached by source, since campaign mail renders one source many times, and
+ * the plain-text alternative by the HTML it was made from (bounded; see `textCache`).
  * The context every render uses is built by {@link renderContext}.
  *
  * @module
@@ -47,6 +48,39 @@ export class ContentRenderError extends Error {
     super(message);
     this.name = 'ContentRenderError';
   }
+}
+
+/**
+ * Plain-text alternatives by the HTML they were made from: a campaign whose body renders alike for every recipient
+ * converts it once. html-to-text is a pure function of the HTML (its options are fixed above). At most
+ * `TEXT_CACHE_ENTRIES` entries and `TEXT_CACHE_BYTES` bytes (HTML and text as UTF-16, so 2 bytes a character),
+ * least recently used out first; an HTML over `TEXT_CACHE_BYTES / 16` is never kept, nor one holding its email's own
+ * unsubscribe URL (no other email can render it).
+ */
+const textCache = new Map<string, string>();
+const TEXT_CACHE_ENTRIES = 64;
+const TEXT_CACHE_BYTES = 8 * 1024 * 1024;
+let textCacheBytes = 0;
+
+function plainText(html: string, unique: unknown): string {
+  const cacheable =
+    html.length * 2 <= TEXT_CACHE_BYTES / 16 && !(typeof unique === 'string' && unique && html.includes(unique));
+  if (!cacheable) return htmlToText(html);
+  const hit = textCache.get(html);
+  if (hit !== undefined) {
+    textCache.delete(html);
+    textCache.set(html, hit);
+    return hit;
+  }
+  const text = htmlToText(html);
+  textCache.set(html, text);
+  textCacheBytes += (html.length + text.length) * 2;
+  while (textCache.size > TEXT_CACHE_ENTRIES || textCacheBytes > TEXT_CACHE_BYTES) {
+    const [oldHtml, oldText] = textCache.entries().next().value!;
+    textCache.delete(oldHtml);
+    textCacheBytes -= (oldHtml.length + oldText.length) * 2;
+  }
+  return text;
 }
 
 type Compiled = (context: object, options?: { data?: object }) => string;
@@ -140,7 +174,7 @@ export function renderContent(
   try {
     const markup = content.format === 'markdown' ? marked.parse(rendered, { async: false }) : rendered;
     const html = fillTextSlots(markup, slots);
-    return { subject, html, text: htmlToText(html) };
+    return { subject, html, text: plainText(html, context.unsubscribeUrl) };
   } catch (err) {
     // marked and html-to-text recurse once per nesting level; acceptance limits the sources (content-limits.ts),
     // but a raw `{{{var}}}` value can still nest deeper.
