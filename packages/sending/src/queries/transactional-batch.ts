@@ -103,6 +103,10 @@ type Row = ContactSqlRow & {
 
 const ph = (key: string) => sql.placeholder(key);
 
+/** Empty arrays, one per column name: the array parameters of a batch statement, filled element by element. */
+const columns = <K extends string>(...names: K[]) =>
+  Object.fromEntries(names.map((n) => [n, [] as unknown[]])) as Record<K, unknown[]>;
+
 /** The statement's text for each shape (idempotency keys, files, subscription changes), built once per process. */
 const statements = new Map<string, NamedTemplate>();
 
@@ -252,63 +256,33 @@ export interface BatchWrite extends TransactionalWrite {
  *   written: one statement).
  */
 export async function writeTransactionalBatch(db: DbOrTx, requests: TransactionalRequest[]): Promise<BatchWrite[]> {
-  const q = {
-    req: [] as number[],
-    project: [] as string[],
-    template: [] as (string | null)[],
-    templateVersion: [] as (number | null)[],
-    marketing: [] as boolean[],
-    tracking: [] as (boolean | null)[],
-    fromEmail: [] as string[],
-    fromName: [] as (string | null)[],
-    replyTo: [] as (string | null)[],
-    subject: [] as string[],
-    body: [] as string[],
-    format: [] as string[],
-    variables: [] as string[],
-    headers: [] as string[],
-    attachments: [] as string[],
-    test: [] as boolean[],
-    tags: [] as (string | null)[],
-    timestamp: [] as string[],
-    senders: [] as (string | null)[],
-    scheduledAt: [] as (string | null)[],
-  };
-  const c = {
-    req: [] as number[],
-    id: [] as string[],
-    project: [] as string[],
-    email: [] as string[],
-    key: [] as string[],
-    subscribed: [] as boolean[],
-    stated: [] as boolean[],
-    patch: [] as string[],
-    removed: [] as string[],
-    test: [] as boolean[],
-  };
-  const r = {
-    req: [] as number[],
-    id: [] as string[],
-    key: [] as string[],
-    email: [] as string[],
-    name: [] as (string | null)[],
-  };
-  const k = {
-    req: [] as number[],
-    key: [] as string[],
-    fingerprint: [] as string[],
-    status: [] as number[],
-    response: [] as string[],
-  };
-  const f = {
-    req: [] as number[],
-    id: [] as string[],
-    filename: [] as string[],
-    contentType: [] as string[],
-    content: [] as Buffer[],
-    contentId: [] as (string | null)[],
-    disposition: [] as (string | null)[],
-  };
+  // The statement's array parameters, one element per request (q), contact (c), recipient (r), key (k), file (f).
+  const q = columns(
+    'req',
+    'project',
+    'template',
+    'templateVersion',
+    'marketing',
+    'tracking',
+    'fromEmail',
+    'fromName',
+    'replyTo',
+    'subject',
+    'body',
+    'format',
+    'variables',
+    'headers',
+    'attachments',
+    'test',
+    'tags',
+    'timestamp',
+    'senders',
+    'scheduledAt',
+  );
+  const c = columns('req', 'id', 'project', 'email', 'key', 'subscribed', 'stated', 'patch', 'removed', 'test');
+  const r = columns('req', 'id', 'key', 'email', 'name');
+  const k = columns('req', 'key', 'fingerprint', 'status', 'response');
+  const f = columns('req', 'id', 'filename', 'contentType', 'content', 'contentId', 'disposition');
   const seen = new Set<string>();
   const seenKeys = new Set<string>();
   let mayChangeSubscription = false;
