@@ -75,9 +75,10 @@ export interface ApiConfig {
   readonly reputationMetricsTtlMs: number;
   /**
    * `API_WRITE_BATCH_SIZE`: most `/v1/send` requests, and apart from them most `/v1/track` requests, written in one
-   * statement (1–500, default 50; 1 writes each request on its own). A request waits for a batch only while
-   * `API_WRITE_BATCH_IN_FLIGHT` statements of its kind are already running, so at a low rate every request is
-   * written alone, at once.
+   * statement (1–500, default 50; 1 writes each request on its own). The requests reaching the write in one turn of
+   * the event loop go together; beyond that a request waits for a batch only while `API_WRITE_BATCH_IN_FLIGHT`
+   * statements of its kind are already running, so at a low rate every request is written alone, one turn later at
+   * most.
    */
   readonly writeBatchSize: number;
   /**

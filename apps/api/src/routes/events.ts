@@ -150,10 +150,12 @@ export function eventRoutes(deps: AppDeps) {
   const { db } = deps.database;
   /** Lists, searches and stats: a replica when one is usable (see `@mailroom/db/replicas`). */
   const reads = readDb(deps);
-  // Concurrent tracks without an Idempotency-Key go to Postgres in batches (API_WRITE_BATCH_SIZE, API_WRITE_BATCH_IN_FLIGHT).
+  // Concurrent tracks without an Idempotency-Key go to Postgres in batches (API_WRITE_BATCH_SIZE, API_WRITE_BATCH_IN_FLIGHT),
+  // those reaching the write in one turn of the event loop in one batch (docs/decisions/0174-api-write-batches-fixed-text-per-turn.md).
   const writer = trackBatcher(db, {
     maxBatch: deps.config.writeBatchSize,
     maxInFlight: deps.config.writeBatchInFlight,
+    sameTurn: true,
   });
   return [
     route({

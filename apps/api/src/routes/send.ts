@@ -170,10 +170,12 @@ export const SendResult = Type.Object({
 
 /** Routes of this module. */
 export function sendRoutes(deps: AppDeps) {
-  // Concurrent sends without attachments or an Idempotency-Key go to Postgres in batches (API_WRITE_BATCH_SIZE, API_WRITE_BATCH_IN_FLIGHT).
+  // Concurrent sends without attachments or an Idempotency-Key go to Postgres in batches (API_WRITE_BATCH_SIZE, API_WRITE_BATCH_IN_FLIGHT),
+  // those reaching the write in one turn of the event loop in one batch (docs/decisions/0174-api-write-batches-fixed-text-per-turn.md).
   const writer = transactionalBatcher(deps.database.db, {
     maxBatch: deps.config.writeBatchSize,
     maxInFlight: deps.config.writeBatchInFlight,
+    sameTurn: true,
   });
   // Their send jobs, after the commit, in batches too: one lane count and one add per batch (same settings).
   const enqueuer = sendEnqueueBatcher(

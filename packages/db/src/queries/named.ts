@@ -16,7 +16,7 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import type { SQL } from 'drizzle-orm';
+import { is, Param, Placeholder, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { QueryResult, QueryResultRow } from 'pg';
 import type { DbOrTx } from '../client';
@@ -50,4 +50,52 @@ export async function executeNamedText<T extends QueryResultRow>(
   params: unknown[],
 ): Promise<QueryResult<T>> {
   return db._.session.prepareQuery({ sql: text, params }, undefined, name, false).execute() as Promise<QueryResult<T>>;
+}
+
+/**
+ * A statement whose text is built once (by {@link namedTemplate}) and run many times with other values
+ * ({@link executeTemplate}): for statements whose text does not depend on their values, such as the batched writes
+ * of `POST /v1/send` (the values travel as array parameters, `unnest`ed by the statement). Building the text from
+ * drizzle's `sql` at every call cost the API about 2% of its CPU under `/v1/send` load.
+ */
+export interface NamedTemplate {
+  /** The named statement's name (a digest of the text, as {@link executeNamed}'s). */
+  name: string;
+  text: string;
+  /** Each parameter, in order: a placeholder's name (its value given at each call) or a value fixed in the query. */
+  slots: ({ key: string } | { value: unknown })[];
+}
+
+/**
+ * Builds `query`'s text once: each `sql.placeholder(key)` in it becomes a parameter given at each call; every
+ * other value of `query` is fixed in the template.
+ */
+export function namedTemplate(query: SQL): NamedTemplate {
+  const q = dialect.sqlToQuery(query);
+  const slots = q.params.map((p) =>
+    is(p, Placeholder)
+      ? { key: p.name }
+      : is(p, Param) && is(p.value, Placeholder)
+        ? { key: (p.value as Placeholder).name }
+        : { value: p },
+  );
+  return { name: `mr_${createHash('sha1').update(q.sql).digest('hex').slice(0, 24)}`, text: q.sql, slots };
+}
+
+/**
+ * Runs `template` as its named statement with `values` for its placeholders (a JS array is one array parameter).
+ *
+ * @throws `Error` when a placeholder has no value (before anything is sent); what Postgres throws.
+ */
+export async function executeTemplate<T extends QueryResultRow>(
+  db: DbOrTx,
+  template: NamedTemplate,
+  values: Record<string, unknown>,
+): Promise<QueryResult<T>> {
+  const params = template.slots.map((s) => {
+    if (!('key' in s)) return s.value;
+    if (!(s.key in values)) throw new Error(`no value for the placeholder ${s.key} of ${template.name}`);
+    return values[s.key];
+  });
+  return executeNamedText<T>(db, template.name, template.text, params);
 }

@@ -11,7 +11,7 @@ import { contacts } from '../schema/contacts';
 import { projects } from '../schema/projects';
 import { keysetList } from './keyset';
 import { likePattern } from './like';
-import { executeNamed, executeNamedText } from './named';
+import { executeNamed, executeNamedText, executeTemplate, namedTemplate } from './named';
 
 let database: Database;
 /** One connection: the named statements of `named.ts` are per connection. */
@@ -131,5 +131,20 @@ describe('named statements', () => {
     expect(r.rows).toEqual([{ n: 2 }]);
     await executeNamedText(single.db, name, text, [projectId, []]);
     expect((await prepared()).filter((s) => s.name === name)).toHaveLength(1);
+  });
+
+  test('a template is built once: its placeholders take the values of each call, its other values stay fixed', async () => {
+    const template = namedTemplate(
+      sql`select count(*)::int as n from contacts where project_id = ${sql.placeholder('project')}::uuid
+        and email = any(${sql.placeholder('emails')}::text[]) and ${7} > 0`,
+    );
+    expect(template.name).toMatch(/^mr_[0-9a-f]{24}$/);
+    expect(template.slots).toEqual([{ key: 'project' }, { key: 'emails' }, { value: 7 }]);
+    const run = (emails: string[]) =>
+      executeTemplate<{ n: number }>(single.db, template, { project: projectId, emails });
+    expect((await run(['c0@x.test', 'c1@x.test', 'c2@x.test'])).rows).toEqual([{ n: 3 }]);
+    expect((await run([])).rows).toEqual([{ n: 0 }]);
+    expect((await prepared()).filter((s) => s.name === template.name)).toHaveLength(1);
+    await expect(executeTemplate(single.db, template, { project: projectId })).rejects.toThrow(/emails/);
   });
 });

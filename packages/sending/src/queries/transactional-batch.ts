@@ -17,12 +17,12 @@
  * @module
  */
 import { trackingSql } from '@mailroom/db/queries/tracking-rule';
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
 import type { DbOrTx } from '@mailroom/db/client';
 import { fromSql, mergeInputs, type ContactSqlRow, type ContactUpsert } from '@mailroom/contacts/queries/contacts';
 import { splitPatch } from '@mailroom/db/queries/data-patch';
-import { executeNamed } from '@mailroom/db/queries/named';
+import { executeTemplate, namedTemplate, type NamedTemplate } from '@mailroom/db/queries/named';
 import {
   emailStatusSql,
   firstEventDataSql,
@@ -94,14 +94,153 @@ export class SharedContactInBatch extends Error {
   }
 }
 
-const param = (values: unknown[]) => sql.param(values);
-
 type Row = ContactSqlRow & {
   req: number | null;
   suppression: SuppressionCause | null;
   deliveries: { id: string; generation: number }[] | null;
   held?: number[];
 };
+
+const ph = (key: string) => sql.placeholder(key);
+
+/** Empty arrays, one per column name: the array parameters of a batch statement, filled element by element. */
+const columns = <K extends string>(...names: K[]) =>
+  Object.fromEntries(names.map((n) => [n, [] as unknown[]])) as Record<K, unknown[]>;
+
+/** The statement's text for each shape (idempotency keys, files, subscription changes), built once per process. */
+const statements = new Map<string, NamedTemplate>();
+
+/**
+ * The batch statement of one shape: its values are the array placeholders `q.*` (one element per request), `c.*`
+ * (per contact), `r.*` (per recipient), `k.*` (per idempotency key) and `f.*` (per file) of
+ * {@link writeTransactionalBatch}; built on first use, then reused for every batch of that shape.
+ */
+function batchStatement(keyed: boolean, files: boolean, subscriptions: boolean): NamedTemplate {
+  const shape = `${+keyed}${+files}${+subscriptions}`;
+  const template = statements.get(shape) ?? namedTemplate(batchSql(keyed, files, subscriptions));
+  statements.set(shape, template);
+  return template;
+}
+
+function batchSql(keyed: boolean, files: boolean, subscriptions: boolean): SQL {
+  return sql`
+    with reqs as (
+      select * from unnest(${ph('q.req')}::int[], ${ph('q.project')}::uuid[], ${ph('q.template')}::uuid[], ${ph('q.marketing')}::boolean[], ${ph('q.tracking')}::boolean[],
+        ${ph('q.templateVersion')}::int[], ${ph('q.fromEmail')}::text[], ${ph('q.fromName')}::text[], ${ph('q.replyTo')}::text[], ${ph('q.subject')}::text[], ${ph('q.body')}::text[],
+        ${ph('q.format')}::text[], ${ph('q.variables')}::jsonb[], ${ph('q.headers')}::jsonb[], ${ph('q.attachments')}::text[], ${ph('q.test')}::boolean[],
+        ${ph('q.timestamp')}::text[], ${ph('q.senders')}::jsonb[], ${ph('q.scheduledAt')}::timestamptz[], ${ph('q.tags')}::jsonb[])
+        as t(req, project_id, template_id, marketing, tracking, template_version, from_email, from_name, reply_to, subject, body, body_format, variables, headers, attachment_ids, test, webhook_ts, senders, scheduled_at, tags)
+    ),
+    ${keyed ? sql`checked` : sql`allowed`} as (
+      select q.* from reqs q
+      where q.senders is null or exists (
+        select 1 from domains d
+        where d.project_id = q.project_id and d.verified and lower(d.domain) in (select jsonb_array_elements_text(q.senders)))
+    ),${
+      keyed
+        ? sql`
+    keys as (
+      select * from unnest(${ph('k.req')}::int[], ${ph('k.key')}::text[], ${ph('k.fingerprint')}::text[], ${ph('k.status')}::int[], ${ph('k.response')}::json[])
+        as k(req, key, fingerprint, status_code, response)
+    ),
+    claims as (
+      insert into idempotency_keys (project_id, key, fingerprint, status_code, response, created_at)
+      select q.project_id, k.key, k.fingerprint, k.status_code, k.response, now()
+      from keys k join checked q on q.req = k.req
+      on conflict (project_id, key) do update set
+        fingerprint = excluded.fingerprint, status_code = excluded.status_code, response = excluded.response, created_at = now()
+      where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_MS / 1000})
+      returning project_id, key
+    ),
+    taken as (
+      select k.req from keys k join checked q on q.req = k.req
+      where not exists (select 1 from claims c where c.project_id = q.project_id and c.key = k.key)
+    ),
+    allowed as (
+      select q.* from checked q where q.req not in (select req from taken)
+    ),`
+        : sql``
+    }
+    input as (
+      select i.* from unnest(${ph('c.req')}::int[], ${ph('c.id')}::uuid[], ${ph('c.project')}::uuid[], ${ph('c.email')}::text[], ${ph('c.key')}::text[],
+        ${ph('c.subscribed')}::boolean[], ${ph('c.stated')}::boolean[], ${ph('c.patch')}::jsonb[], ${ph('c.removed')}::jsonb[], ${ph('c.test')}::boolean[])
+        as i(req, id, project_id, email, email_key, subscribed, stated, patch, removed, test)
+      where i.req in (select req from allowed)
+    ),
+    ${sql.raw(BATCH_UPSERT)},${
+      files
+        ? sql`
+    files as (
+      insert into attachments (id, project_id, filename, content_type, size, content, content_id, disposition)
+      select f.id, q.project_id, f.filename, f.content_type, octet_length(f.content), f.content, f.content_id, f.disposition
+      from unnest(${ph('f.req')}::int[], ${ph('f.id')}::uuid[], ${ph('f.filename')}::text[], ${ph('f.contentType')}::text[], ${ph('f.content')}::bytea[],
+        ${ph('f.contentId')}::text[], ${ph('f.disposition')}::text[])
+        as f(req, id, filename, content_type, content, content_id, disposition)
+      join allowed q on q.req = f.req
+    ),`
+        : sql``
+    }${subscriptions ? sql.raw(`\n    ${BATCH_SUBSCRIPTION_EVENTS},`) : sql``}
+    rcpt as (
+      select r.*, q.project_id from unnest(${ph('r.req')}::int[], ${ph('r.id')}::uuid[], ${ph('r.key')}::text[], ${ph('r.email')}::text[], ${ph('r.name')}::text[])
+        as r(req, id, email_key, to_email, to_name)
+      join allowed q on q.req = r.req
+    ),
+    held as (
+      select r.id, r.project_id, r.email_key,
+        ${suppressionCauseSql({ projectId: sql`r.project_id`, emailKey: sql`r.email_key`, marketing: sql`q.marketing`, subscribed: sql`u.subscribed` })} as cause
+      from rcpt r
+      join reqs q on q.req = r.req
+      join upserted u on u.project_id = r.project_id and u.email_key = r.email_key
+    ),
+    em as (
+      insert into emails (id, project_id, contact_id, template_id, template_version, source, marketing, tracking, to_email, to_name, from_email, from_name,
+        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, tags, status, error, scheduled_at)
+      select r.id, q.project_id, u.id, q.template_id, q.template_version, 'transactional', q.marketing, ${trackingSql(sql`q.project_id`, sql`q.tracking`, sql`q.marketing`)}, r.to_email, r.to_name,
+        q.from_email, q.from_name, q.reply_to, q.subject, q.body, q.body_format, q.variables, q.headers, q.attachment_ids::uuid[], q.test, q.tags,
+        ${emailStatusSql(sql`h.cause`, sql`q.scheduled_at`)},
+        'suppressed: ' || ${suppressionReasonSql(sql`h.cause`)}, q.scheduled_at
+      from rcpt r
+      join reqs q on q.req = r.req
+      join upserted u on u.project_id = q.project_id and u.email_key = r.email_key
+      join held h on h.id = r.id
+      returning id, project_id, contact_id, to_email, from_email, status, scheduled_at
+    ),
+    timeline as (
+      insert into email_events (id, email_id, project_id, type, data)
+      select mailroom_uuid_v7(clock_timestamp()), em.id, em.project_id, em.status, ${firstEventDataSql(sql`h.cause`, sql`em`)}
+      from em join held h on h.id = em.id
+    ),
+    wh as (
+      insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload)
+      select mailroom_uuid_v7(clock_timestamp()), em.project_id, w.id, 'email.suppressed',
+        jsonb_build_object('type', 'email.suppressed', 'timestamp', q.webhook_ts, 'data',
+          jsonb_build_object('emailId', em.id, 'contactId', em.contact_id, 'campaignId', null, 'messageId', null,
+            'to', em.to_email, 'from', em.from_email, 'status', 'suppressed', 'tags', coalesce(q.tags, '[]'::jsonb))
+          || ${suppressionDataSql(sql`h.cause`)}
+          || case when q.test then '{"test":true}'::jsonb else '{}'::jsonb end)
+      from em
+      join held h on h.id = em.id
+      join rcpt r on r.id = em.id
+      join reqs q on q.req = r.req
+      join webhook_endpoints w on w.project_id = em.project_id and ${endpointWants(sql`'email.suppressed'`)}
+      where em.status = 'suppressed'
+      returning id, generation, (payload->'data'->>'emailId')::uuid as email_id
+    )
+    ${keyed ? sql`, written as (` : sql``}
+    select u.*, i.req, h.cause as suppression,
+      (select jsonb_agg(jsonb_build_object('id', wh.id, 'generation', wh.generation)) from wh join rcpt r on r.id = wh.email_id where r.req = i.req) as deliveries
+    from upserted u
+    join input i on i.project_id = u.project_id and i.email_key = u.email_key
+    left join held h on h.project_id = u.project_id and h.email_key = u.email_key
+    ${
+      keyed
+        ? sql`)
+    -- At least one row, which names the requests whose key was taken (none of their rows were written).
+    select w.*, (select coalesce(array_agg(req), '{}') from taken) as held
+    from (select 1) as one left join written w on true`
+        : sql``
+    }`;
+}
 
 /** What {@link writeTransactionalBatch} answers for each request. */
 export interface BatchWrite extends TransactionalWrite {
@@ -117,63 +256,33 @@ export interface BatchWrite extends TransactionalWrite {
  *   written: one statement).
  */
 export async function writeTransactionalBatch(db: DbOrTx, requests: TransactionalRequest[]): Promise<BatchWrite[]> {
-  const q = {
-    req: [] as number[],
-    project: [] as string[],
-    template: [] as (string | null)[],
-    templateVersion: [] as (number | null)[],
-    marketing: [] as boolean[],
-    tracking: [] as (boolean | null)[],
-    fromEmail: [] as string[],
-    fromName: [] as (string | null)[],
-    replyTo: [] as (string | null)[],
-    subject: [] as string[],
-    body: [] as string[],
-    format: [] as string[],
-    variables: [] as string[],
-    headers: [] as string[],
-    attachments: [] as string[],
-    test: [] as boolean[],
-    tags: [] as (string | null)[],
-    timestamp: [] as string[],
-    senders: [] as (string | null)[],
-    scheduledAt: [] as (string | null)[],
-  };
-  const c = {
-    req: [] as number[],
-    id: [] as string[],
-    project: [] as string[],
-    email: [] as string[],
-    key: [] as string[],
-    subscribed: [] as boolean[],
-    stated: [] as boolean[],
-    patch: [] as string[],
-    removed: [] as string[],
-    test: [] as boolean[],
-  };
-  const r = {
-    req: [] as number[],
-    id: [] as string[],
-    key: [] as string[],
-    email: [] as string[],
-    name: [] as (string | null)[],
-  };
-  const k = {
-    req: [] as number[],
-    key: [] as string[],
-    fingerprint: [] as string[],
-    status: [] as number[],
-    response: [] as string[],
-  };
-  const f = {
-    req: [] as number[],
-    id: [] as string[],
-    filename: [] as string[],
-    contentType: [] as string[],
-    content: [] as Buffer[],
-    contentId: [] as (string | null)[],
-    disposition: [] as (string | null)[],
-  };
+  // The statement's array parameters, one element per request (q), contact (c), recipient (r), key (k), file (f).
+  const q = columns(
+    'req',
+    'project',
+    'template',
+    'templateVersion',
+    'marketing',
+    'tracking',
+    'fromEmail',
+    'fromName',
+    'replyTo',
+    'subject',
+    'body',
+    'format',
+    'variables',
+    'headers',
+    'attachments',
+    'test',
+    'tags',
+    'timestamp',
+    'senders',
+    'scheduledAt',
+  );
+  const c = columns('req', 'id', 'project', 'email', 'key', 'subscribed', 'stated', 'patch', 'removed', 'test');
+  const r = columns('req', 'id', 'key', 'email', 'name');
+  const k = columns('req', 'key', 'fingerprint', 'status', 'response');
+  const f = columns('req', 'id', 'filename', 'contentType', 'content', 'contentId', 'disposition');
   const seen = new Set<string>();
   const seenKeys = new Set<string>();
   let mayChangeSubscription = false;
@@ -245,127 +354,10 @@ export async function writeTransactionalBatch(db: DbOrTx, requests: Transactiona
     }
   });
   const keyed = k.req.length > 0;
-  const result = await executeNamed<Row>(
-    db,
-    sql`
-    with reqs as (
-      select * from unnest(${param(q.req)}::int[], ${param(q.project)}::uuid[], ${param(q.template)}::uuid[], ${param(q.marketing)}::boolean[], ${param(q.tracking)}::boolean[],
-        ${param(q.templateVersion)}::int[], ${param(q.fromEmail)}::text[], ${param(q.fromName)}::text[], ${param(q.replyTo)}::text[], ${param(q.subject)}::text[], ${param(q.body)}::text[],
-        ${param(q.format)}::text[], ${param(q.variables)}::jsonb[], ${param(q.headers)}::jsonb[], ${param(q.attachments)}::text[], ${param(q.test)}::boolean[],
-        ${param(q.timestamp)}::text[], ${param(q.senders)}::jsonb[], ${param(q.scheduledAt)}::timestamptz[], ${param(q.tags)}::jsonb[])
-        as t(req, project_id, template_id, marketing, tracking, template_version, from_email, from_name, reply_to, subject, body, body_format, variables, headers, attachment_ids, test, webhook_ts, senders, scheduled_at, tags)
-    ),
-    ${keyed ? sql`checked` : sql`allowed`} as (
-      select q.* from reqs q
-      where q.senders is null or exists (
-        select 1 from domains d
-        where d.project_id = q.project_id and d.verified and lower(d.domain) in (select jsonb_array_elements_text(q.senders)))
-    ),${
-      keyed
-        ? sql`
-    keys as (
-      select * from unnest(${param(k.req)}::int[], ${param(k.key)}::text[], ${param(k.fingerprint)}::text[], ${param(k.status)}::int[], ${param(k.response)}::json[])
-        as k(req, key, fingerprint, status_code, response)
-    ),
-    claims as (
-      insert into idempotency_keys (project_id, key, fingerprint, status_code, response, created_at)
-      select q.project_id, k.key, k.fingerprint, k.status_code, k.response, now()
-      from keys k join checked q on q.req = k.req
-      on conflict (project_id, key) do update set
-        fingerprint = excluded.fingerprint, status_code = excluded.status_code, response = excluded.response, created_at = now()
-      where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_MS / 1000})
-      returning project_id, key
-    ),
-    taken as (
-      select k.req from keys k join checked q on q.req = k.req
-      where not exists (select 1 from claims c where c.project_id = q.project_id and c.key = k.key)
-    ),
-    allowed as (
-      select q.* from checked q where q.req not in (select req from taken)
-    ),`
-        : sql``
-    }
-    input as (
-      select i.* from unnest(${param(c.req)}::int[], ${param(c.id)}::uuid[], ${param(c.project)}::uuid[], ${param(c.email)}::text[], ${param(c.key)}::text[],
-        ${param(c.subscribed)}::boolean[], ${param(c.stated)}::boolean[], ${param(c.patch)}::jsonb[], ${param(c.removed)}::jsonb[], ${param(c.test)}::boolean[])
-        as i(req, id, project_id, email, email_key, subscribed, stated, patch, removed, test)
-      where i.req in (select req from allowed)
-    ),
-    ${sql.raw(BATCH_UPSERT)},${
-      f.req.length > 0
-        ? sql`
-    files as (
-      insert into attachments (id, project_id, filename, content_type, size, content, content_id, disposition)
-      select f.id, q.project_id, f.filename, f.content_type, octet_length(f.content), f.content, f.content_id, f.disposition
-      from unnest(${param(f.req)}::int[], ${param(f.id)}::uuid[], ${param(f.filename)}::text[], ${param(f.contentType)}::text[], ${param(f.content)}::bytea[],
-        ${param(f.contentId)}::text[], ${param(f.disposition)}::text[])
-        as f(req, id, filename, content_type, content, content_id, disposition)
-      join allowed q on q.req = f.req
-    ),`
-        : sql``
-    }${mayChangeSubscription ? sql.raw(`\n    ${BATCH_SUBSCRIPTION_EVENTS},`) : sql``}
-    rcpt as (
-      select r.*, q.project_id from unnest(${param(r.req)}::int[], ${param(r.id)}::uuid[], ${param(r.key)}::text[], ${param(r.email)}::text[], ${param(r.name)}::text[])
-        as r(req, id, email_key, to_email, to_name)
-      join allowed q on q.req = r.req
-    ),
-    held as (
-      select r.id, r.project_id, r.email_key,
-        ${suppressionCauseSql({ projectId: sql`r.project_id`, emailKey: sql`r.email_key`, marketing: sql`q.marketing`, subscribed: sql`u.subscribed` })} as cause
-      from rcpt r
-      join reqs q on q.req = r.req
-      join upserted u on u.project_id = r.project_id and u.email_key = r.email_key
-    ),
-    em as (
-      insert into emails (id, project_id, contact_id, template_id, template_version, source, marketing, tracking, to_email, to_name, from_email, from_name,
-        reply_to, subject, body, body_format, variables, headers, attachment_ids, test, tags, status, error, scheduled_at)
-      select r.id, q.project_id, u.id, q.template_id, q.template_version, 'transactional', q.marketing, ${trackingSql(sql`q.project_id`, sql`q.tracking`, sql`q.marketing`)}, r.to_email, r.to_name,
-        q.from_email, q.from_name, q.reply_to, q.subject, q.body, q.body_format, q.variables, q.headers, q.attachment_ids::uuid[], q.test, q.tags,
-        ${emailStatusSql(sql`h.cause`, sql`q.scheduled_at`)},
-        'suppressed: ' || ${suppressionReasonSql(sql`h.cause`)}, q.scheduled_at
-      from rcpt r
-      join reqs q on q.req = r.req
-      join upserted u on u.project_id = q.project_id and u.email_key = r.email_key
-      join held h on h.id = r.id
-      returning id, project_id, contact_id, to_email, from_email, status, scheduled_at
-    ),
-    timeline as (
-      insert into email_events (id, email_id, project_id, type, data)
-      select mailroom_uuid_v7(clock_timestamp()), em.id, em.project_id, em.status, ${firstEventDataSql(sql`h.cause`, sql`em`)}
-      from em join held h on h.id = em.id
-    ),
-    wh as (
-      insert into webhook_deliveries (id, project_id, endpoint_id, event_type, payload)
-      select mailroom_uuid_v7(clock_timestamp()), em.project_id, w.id, 'email.suppressed',
-        jsonb_build_object('type', 'email.suppressed', 'timestamp', q.webhook_ts, 'data',
-          jsonb_build_object('emailId', em.id, 'contactId', em.contact_id, 'campaignId', null, 'messageId', null,
-            'to', em.to_email, 'from', em.from_email, 'status', 'suppressed', 'tags', coalesce(q.tags, '[]'::jsonb))
-          || ${suppressionDataSql(sql`h.cause`)}
-          || case when q.test then '{"test":true}'::jsonb else '{}'::jsonb end)
-      from em
-      join held h on h.id = em.id
-      join rcpt r on r.id = em.id
-      join reqs q on q.req = r.req
-      join webhook_endpoints w on w.project_id = em.project_id and ${endpointWants(sql`'email.suppressed'`)}
-      where em.status = 'suppressed'
-      returning id, generation, (payload->'data'->>'emailId')::uuid as email_id
-    )
-    ${keyed ? sql`, written as (` : sql``}
-    select u.*, i.req, h.cause as suppression,
-      (select jsonb_agg(jsonb_build_object('id', wh.id, 'generation', wh.generation)) from wh join rcpt r on r.id = wh.email_id where r.req = i.req) as deliveries
-    from upserted u
-    join input i on i.project_id = u.project_id and i.email_key = u.email_key
-    left join held h on h.project_id = u.project_id and h.email_key = u.email_key
-    ${
-      keyed
-        ? sql`)
-    -- At least one row, which names the requests whose key was taken (none of their rows were written).
-    select w.*, (select coalesce(array_agg(req), '{}') from taken) as held
-    from (select 1) as one left join written w on true`
-        : sql``
-    }
-  `,
-  );
+  const values: Record<string, unknown> = {};
+  for (const [group, columns] of Object.entries({ q, c, r, k, f }))
+    for (const [column, list] of Object.entries(columns)) values[`${group}.${column}`] = list;
+  const result = await executeTemplate<Row>(db, batchStatement(keyed, f.req.length > 0, mayChangeSubscription), values);
   const out: BatchWrite[] = requests.map((request) => ({
     contacts: new Map(),
     suppressed: new Map(),
