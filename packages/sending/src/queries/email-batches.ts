@@ -1,14 +1,17 @@
 /**
  * The claim and the finish of emails for sending, one implementation each for one email or several: a claim or
  * finish of one email ({@link claimEmail}, {@link finishEmail}) is a batch of one. Batched, the send worker's
- * concurrent jobs share one round trip, one commit and, for the finishes, one update of each `reputation_counts` row (which every `sent` finish of a project's
- * hour and domain updates, so single finishes queue on its lock). Rows are locked in id order and counter rows in
- * key order, so two batches cannot deadlock on them. Both run as named statements (one text whatever the batch
- * size: the rows travel as arrays).
+ * concurrent jobs share one round trip, one commit and, for the finishes, one update of each `reputation_counts` row
+ * (which every `sent` finish of a project's hour and domain updates, so single finishes queue on its lock). Rows are
+ * locked in id order and counter rows in key order, so two batches cannot deadlock on them. Both run as named
+ * statements whose text is built once, at load (`namedTemplate`; one text whatever the batch size: the rows travel
+ * as arrays).
  *
  * @module
  */
 import { eq, sql } from 'drizzle-orm';
+
+const ph = (key: string) => sql.placeholder(key);
 import { newId } from '@mailroom/platform/ids';
 import type { DbOrTx } from '@mailroom/db/client';
 import { campaigns, emails } from '@mailroom/db/schema';
@@ -20,7 +23,7 @@ import {
   type ClaimMiss,
   type FinishOutcome,
 } from './email-claim';
-import { executeNamed } from '@mailroom/db/queries/named';
+import { executeTemplate, namedTemplate } from '@mailroom/db/queries/named';
 import { countReputation, countTagReputation } from '@mailroom/db/queries/reputation-counts';
 import { type WebhookDeliveryRef } from '@mailroom/db/queries/webhook-delivery-ref';
 import { endpointWants } from '@mailroom/db/queries/webhooks';
@@ -30,6 +33,30 @@ export interface ClaimRequest {
   emailId: string;
   token: string;
 }
+
+/** {@link claimEmails}'s statement, its text built once (`namedTemplate`): ids and tokens travel as arrays. */
+const CLAIM = namedTemplate(
+  sql`
+    with want as (
+      select * from unnest(${ph('ids')}::uuid[], ${ph('tokens')}::uuid[]) as w(id, token)
+    ),
+    p as (
+      select id, status as previous_status from emails where id in (select id from want) order by id for update
+    ),
+    one as (
+      -- The same email twice in a batch: only its first request claims.
+      select distinct on (id) id, token from want order by id
+    )
+    update emails e set status = 'sending', claim_token = one.token, claimed_at = now(),
+      attempts = e.attempts + 1, updated_at = now()
+    from p join one on one.id = p.id
+    where e.id = any(${ph('ids')}::uuid[]) and e.id = p.id and (e.status = 'queued'
+      or (e.status = 'scheduled' and e.scheduled_at <= now())
+      or (e.status = 'sending' and e.claimed_at < now() - make_interval(secs => ${ph('leaseSeconds')}::float8)))
+      and not (e.status = 'queued' and exists (select 1 from campaigns k where k.id = e.campaign_id and k.status = 'PAUSED'))
+    ${CLAIM_RETURNING}
+  `,
+);
 
 /**
  * Claims every email of `requests` that may be claimed, each with its own token, in one statement: `queued →
@@ -59,29 +86,11 @@ export async function claimEmails(
   leaseMs: number,
 ): Promise<Map<string, ClaimedEmail>> {
   const sorted = [...requests].sort((a, b) => (a.emailId < b.emailId ? -1 : a.emailId > b.emailId ? 1 : 0));
-  const result = await executeNamed<Record<string, unknown>>(
-    db,
-    sql`
-    with want as (
-      select * from unnest(${sql.param(sorted.map((r) => r.emailId))}::uuid[], ${sql.param(sorted.map((r) => r.token))}::uuid[]) as w(id, token)
-    ),
-    p as (
-      select id, status as previous_status from emails where id in (select id from want) order by id for update
-    ),
-    one as (
-      -- The same email twice in a batch: only its first request claims.
-      select distinct on (id) id, token from want order by id
-    )
-    update emails e set status = 'sending', claim_token = one.token, claimed_at = now(),
-      attempts = e.attempts + 1, updated_at = now()
-    from p join one on one.id = p.id
-    where e.id = any(${sql.param(sorted.map((r) => r.emailId))}::uuid[]) and e.id = p.id and (e.status = 'queued'
-      or (e.status = 'scheduled' and e.scheduled_at <= now())
-      or (e.status = 'sending' and e.claimed_at < now() - make_interval(secs => ${leaseMs / 1000}::float8)))
-      and not (e.status = 'queued' and exists (select 1 from campaigns k where k.id = e.campaign_id and k.status = 'PAUSED'))
-    ${CLAIM_RETURNING}
-  `,
-  );
+  const result = await executeTemplate<Record<string, unknown>>(db, CLAIM, {
+    ids: sorted.map((r) => r.emailId),
+    tokens: sorted.map((r) => r.token),
+    leaseSeconds: leaseMs / 1000,
+  });
   return new Map(result.rows.map((hit) => [hit.claim_token as string, toClaimedEmail(hit)]));
 }
 
@@ -93,37 +102,21 @@ export interface FinishRequest {
   announce?: { type: string; data: Record<string, unknown> };
 }
 
-/**
- * Finishes every claim of `requests` in one statement: each row moves on to its outcome only with its token, gets
- * its timeline entry, its `sent` is counted (`reputation_counts`), and its webhook deliveries (`announce`, for the
- * project's subscribed endpoints) are written if and only if it moved, so the event is announced if and only if
- * the move committed.
- *
- * @returns per request (in `requests`' order) whether its row moved, and every webhook delivery to enqueue.
- * @throws the database's error (then nothing was written).
- */
-export async function finishEmails(
-  db: DbOrTx,
-  requests: readonly FinishRequest[],
-): Promise<{ finished: boolean[]; deliveries: WebhookDeliveryRef[] }> {
-  const sorted = [...requests].sort((a, b) => (a.emailId < b.emailId ? -1 : a.emailId > b.emailId ? 1 : 0));
-  const now = new Date().toISOString();
-  const col = <T>(f: (r: FinishRequest) => T) => sql.param(sorted.map(f));
-  const result = await executeNamed<{ moved: string[] | null; deliveries: WebhookDeliveryRef[] }>(
-    db,
-    sql`
+/** {@link finishEmails}'s statement, its text built once (`namedTemplate`): one array per column of the requests. */
+const FINISH = namedTemplate(
+  sql`
     with input as (
       select * from unnest(
-        ${col((r) => r.emailId)}::uuid[], ${col((r) => r.token)}::uuid[], ${col((r) => r.outcome.status)}::text[],
-        ${col((r) => (r.outcome.status === 'sent' ? r.outcome.messageId : null))}::text[],
-        ${col((r) => (r.outcome.status === 'sent' ? r.outcome.renderedSubject : null))}::text[],
-        ${col((r) => (r.outcome.status === 'sent' ? (r.outcome.connection ?? null) : null))}::text[],
-        ${col((r) => (r.outcome.status === 'sent' || r.outcome.status === 'queued' ? null : r.outcome.reason))}::text[],
-        ${col((r) => ('failureKind' in r.outcome ? r.outcome.failureKind : null))}::text[],
-        ${col(() => newId())}::uuid[], ${col((r) => finishEvent(r.outcome).eventType)}::text[],
-        ${col((r) => JSON.stringify(finishEvent(r.outcome).eventData))}::jsonb[],
-        ${col((r) => r.announce?.type ?? null)}::text[],
-        ${col((r) => (r.announce ? JSON.stringify({ type: r.announce.type, timestamp: now, data: r.announce.data }) : null))}::jsonb[]
+        ${ph('ids')}::uuid[], ${ph('tokens')}::uuid[], ${ph('statuses')}::text[],
+        ${ph('messageIds')}::text[],
+        ${ph('subjects')}::text[],
+        ${ph('connections')}::text[],
+        ${ph('errors')}::text[],
+        ${ph('failureKinds')}::text[],
+        ${ph('eventIds')}::uuid[], ${ph('eventTypes')}::text[],
+        ${ph('eventData')}::jsonb[],
+        ${ph('hookTypes')}::text[],
+        ${ph('hookPayloads')}::jsonb[]
       ) as i(id, token, status, message_id, rendered_subject, ses_connection, error, failure_kind, event_id, event_type, event_data, hook_type, hook_payload)
     ),
     moved as (
@@ -164,7 +157,40 @@ export async function finishEmails(
     select (select array_agg(token::text) from moved) as moved,
       coalesce((select json_agg(json_build_object('id', id, 'projectId', project_id, 'generation', generation)) from hooks), '[]'::json) as deliveries
   `,
-  );
+);
+
+/**
+ * Finishes every claim of `requests` in one statement: each row moves on to its outcome only with its token, gets
+ * its timeline entry, its `sent` is counted (`reputation_counts`), and its webhook deliveries (`announce`, for the
+ * project's subscribed endpoints) are written if and only if it moved, so the event is announced if and only if
+ * the move committed.
+ *
+ * @returns per request (in `requests`' order) whether its row moved, and every webhook delivery to enqueue.
+ * @throws the database's error (then nothing was written).
+ */
+export async function finishEmails(
+  db: DbOrTx,
+  requests: readonly FinishRequest[],
+): Promise<{ finished: boolean[]; deliveries: WebhookDeliveryRef[] }> {
+  const sorted = [...requests].sort((a, b) => (a.emailId < b.emailId ? -1 : a.emailId > b.emailId ? 1 : 0));
+  const now = new Date().toISOString();
+  const result = await executeTemplate<{ moved: string[] | null; deliveries: WebhookDeliveryRef[] }>(db, FINISH, {
+    ids: sorted.map((r) => r.emailId),
+    tokens: sorted.map((r) => r.token),
+    statuses: sorted.map((r) => r.outcome.status),
+    messageIds: sorted.map((r) => (r.outcome.status === 'sent' ? r.outcome.messageId : null)),
+    subjects: sorted.map((r) => (r.outcome.status === 'sent' ? r.outcome.renderedSubject : null)),
+    connections: sorted.map((r) => (r.outcome.status === 'sent' ? (r.outcome.connection ?? null) : null)),
+    errors: sorted.map((r) => (r.outcome.status === 'sent' || r.outcome.status === 'queued' ? null : r.outcome.reason)),
+    failureKinds: sorted.map((r) => ('failureKind' in r.outcome ? r.outcome.failureKind : null)),
+    eventIds: sorted.map(() => newId()),
+    eventTypes: sorted.map((r) => finishEvent(r.outcome).eventType),
+    eventData: sorted.map((r) => JSON.stringify(finishEvent(r.outcome).eventData)),
+    hookTypes: sorted.map((r) => r.announce?.type ?? null),
+    hookPayloads: sorted.map((r) =>
+      r.announce ? JSON.stringify({ type: r.announce.type, timestamp: now, data: r.announce.data }) : null,
+    ),
+  });
   const row = result.rows[0];
   const moved = new Set(row.moved ?? []);
   return { finished: requests.map((r) => moved.has(r.token)), deliveries: row.deliveries };
