@@ -35,7 +35,6 @@
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql, type SQL } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
@@ -45,7 +44,7 @@ import { loadConfig, type Config } from '@mailroom/config/config';
 import { type Database } from '@mailroom/db/client';
 import { acceptSend } from '@mailroom/sending/accept';
 import type { RecordedSend } from '../test/support/ses-recorder';
-import { memory, processCpuMs } from './cpu';
+import { memory, processCpuMs, servicesCpuMs, type Service } from './cpu';
 import { seededProject, startCampaign } from './campaign-mail';
 
 type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => ChildProcess;
@@ -203,45 +202,6 @@ interface Drain {
   servicesCpuMsPerEmail: Record<Service, number>;
   /** The largest peak resident set size (MiB) of the drain's processes, read at its end (`VmHWM`). */
   peakRssMiB: number;
-}
-
-/** The services a drain shares the host with, whose CPU the bench reports per email. */
-type Service = 'postgres' | 'redis' | 'emulator';
-
-/**
- * CPU time (ms) used so far by the host's Postgres processes (every one: backends of every database, the bench's
- * own included, the WAL writer, the checkpointer), its Redis and the SES emulator, read from `/proc` (zeros where
- * there is none; a process that exits between two readings drops out of the difference). The drain's rate is
- * bounded by the whole host's CPU, not only the worker's: these say what else each email costs the machine.
- */
-function servicesCpuMs(): Record<Service, number> {
-  const sums: Record<Service, number> = { postgres: 0, redis: 0, emulator: 0 };
-  let pids: string[] = [];
-  try {
-    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  } catch {
-    return sums;
-  }
-  for (const pid of pids) {
-    let comm = '';
-    let cmdline = '';
-    try {
-      comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-      if (comm === 'node') cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    } catch {
-      continue;
-    }
-    const service: Service | undefined =
-      comm === 'postgres'
-        ? 'postgres'
-        : comm.startsWith('redis-server')
-          ? 'redis'
-          : cmdline.includes('aws-ses-v2-local')
-            ? 'emulator'
-            : undefined;
-    if (service) sums[service] += processCpuMs(Number(pid));
-  }
-  return sums;
 }
 
 /** Transactions committed so far in the current database (counted when a backend reports, at the latest on exit). */
