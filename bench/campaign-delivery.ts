@@ -29,7 +29,7 @@ import { sql } from 'drizzle-orm';
 import type { Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
 import { apiCaller } from './http';
-import { BackendCpu, processCpuMs, servicesCpuMs } from './cpu';
+import { BackendCpu, processCpuMs, servicesCpuSince, servicesCpuSnapshot } from './cpu';
 import { BENCH_CAMPAIGN, seededProject } from './campaign-mail';
 import type { Tally } from './ses-tally';
 
@@ -112,7 +112,7 @@ export async function benchCampaignDelivery(
     });
     const id = created.id as string;
     const cpu = (p: ChildProcess) => (p.pid ? processCpuMs(p.pid) : 0);
-    const before = { workers: workers.map(cpu), api: cpu(api), services: servicesCpuMs() };
+    const before = { workers: workers.map(cpu), api: cpu(api), services: servicesCpuSnapshot() };
     await pg.start();
 
     const t0 = now();
@@ -122,6 +122,7 @@ export async function benchCampaignDelivery(
     let fanoutDoneMs = NaN;
     let sent = 0;
     let progressAt = performance.now();
+    let reportedAt = performance.now();
     for (;;) {
       if (processes.some((p) => p.exitCode !== null)) throw new Error('an app process exited during the campaign');
       const r = await database.db.execute<{ status: string; fanout_done: boolean; sent: number }>(sql`
@@ -133,13 +134,18 @@ export async function benchCampaignDelivery(
       if (row.sent > sent) progressAt = performance.now();
       sent = row.sent;
       if (row.status === 'SENT') break;
+      // A line every 30 s, so a long run shows how it goes (and where it stood if stopped).
+      if (performance.now() - reportedAt > 30_000) {
+        reportedAt = performance.now();
+        console.log(`${((now() - t0) / 1000).toFixed(0)} s: ${sent} of ${count} sent (${row.status})`);
+      }
       if (row.status !== 'SENDING') throw new Error(`the campaign is ${row.status} (${sent} of ${count} sent)`);
       // Nothing sent for 60 s: give up rather than hold the machine.
       if (performance.now() - progressAt > 60_000) throw new Error(`no email sent for 60 s (${sent} of ${count})`);
       await new Promise((r) => setTimeout(r, 500));
     }
     const pgMs = await pg.stop();
-    const services = servicesCpuMs();
+    const services = servicesCpuSince(before.services);
     const workersMs = workers.reduce((sum, w, i) => sum + cpu(w) - before.workers[i], 0);
     const apiMs = cpu(api) - before.api;
     const at = (await (
@@ -173,7 +179,7 @@ export async function benchCampaignDelivery(
       },
       {
         measure: 'CPU ms per email: 2 workers · API · Postgres (this database) · Redis',
-        value: `${perEmail(workersMs)} · ${perEmail(apiMs)} · ${perEmail(pgMs)} · ${perEmail(services.redis - before.services.redis)}`,
+        value: `${perEmail(workersMs)} · ${perEmail(apiMs)} · ${perEmail(pgMs)} · ${perEmail(services.redis)}`,
       },
     ];
   } finally {

@@ -44,7 +44,7 @@ import { loadConfig, type Config } from '@mailroom/config/config';
 import { type Database } from '@mailroom/db/client';
 import { acceptSend } from '@mailroom/sending/accept';
 import type { RecordedSend } from '../test/support/ses-recorder';
-import { memory, processCpuMs, servicesCpuMs, type Service } from './cpu';
+import { memory, processCpuMs, servicesCpuSince, servicesCpuSnapshot, type Service, type ServicesCpu } from './cpu';
 import { seededProject, startCampaign } from './campaign-mail';
 
 type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => ChildProcess;
@@ -227,10 +227,10 @@ async function drain(
   let sent = 0;
   let progressAt = performance.now();
   const cpuNow = () => children.reduce((sum, c) => sum + (c.pid ? processCpuMs(c.pid) : 0), 0);
-  let cpuFrom: { ms: number; sent: number; services: Record<Service, number> } | undefined;
+  let cpuFrom: { ms: number; sent: number; services: ServicesCpu } | undefined;
   for (let last = 0; (sent = await batch.sent()) < total; last = sent) {
     if (children.some((c) => c.exitCode !== null)) throw new Error(`${tag}: a process exited before the drain ended`);
-    if (sent > 0 && !cpuFrom) cpuFrom = { ms: cpuNow(), sent, services: servicesCpuMs() };
+    if (sent > 0 && !cpuFrom) cpuFrom = { ms: cpuNow(), sent, services: servicesCpuSnapshot() };
     if (sent > last) progressAt = performance.now();
     // Nothing sent for 30 s (start-up included): give up rather than hold the machine.
     if (performance.now() - progressAt > 30_000) {
@@ -242,8 +242,8 @@ async function drain(
   const seconds = (performance.now() - started) / 1000;
   await batch.verify();
   const cpuMsPerEmail = cpuFrom ? (cpuNow() - cpuFrom.ms) / (sent - cpuFrom.sent) : NaN;
-  const servicesNow = servicesCpuMs();
-  const perEmail = (k: Service) => (cpuFrom ? (servicesNow[k] - cpuFrom.services[k]) / (sent - cpuFrom.sent) : NaN);
+  const servicesUsed = cpuFrom ? servicesCpuSince(cpuFrom.services) : undefined;
+  const perEmail = (k: Service) => (cpuFrom && servicesUsed ? servicesUsed[k] / (sent - cpuFrom.sent) : NaN);
   const servicesCpuMsPerEmail = {
     postgres: perEmail('postgres'),
     redis: perEmail('redis'),
