@@ -27,6 +27,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import type { Database } from '@mailroom/db/client';
+import { loadConfig } from '@mailroom/config/config';
+import { createRedis } from '@mailroom/queues/connection';
+import { createSendQueue } from '@mailroom/queues/create';
 import { freePort, waitForHttp } from '../test/support/services';
 import { apiCaller } from './http';
 import { BackendCpu, processCpuMs, servicesCpuSince, servicesCpuSnapshot } from './cpu';
@@ -37,7 +40,7 @@ type Spawn = (file: string, env: Record<string, string>) => ChildProcess;
 type Row = Record<string, string | number>;
 
 /** `BENCH_CAMPAIGN_RATE`'s default (emails/s): see the module notes for how it was found. */
-export const DEFAULT_RATE = 200;
+export const DEFAULT_RATE = 100;
 
 /** The bench process's clock as epoch ms with sub-ms resolution, as the proxy stamps arrivals. */
 const now = () => performance.timeOrigin + performance.now();
@@ -88,6 +91,7 @@ export async function benchCampaignDelivery(
     SES_MAX_SEND_RATE: String(rate),
     PORT: String(port),
     RATE_LIMIT_PER_MINUTE: '10000000',
+    ...(process.env.BENCH_SEND_CONCURRENCY ? { SEND_CONCURRENCY: process.env.BENCH_SEND_CONCURRENCY } : {}),
   };
   const api = spawnApp('apps/api/src/server.ts', appEnv);
   const workers = workerPorts.map((p) =>
@@ -98,6 +102,8 @@ export async function benchCampaignDelivery(
   const call = apiCaller(base, project.secretKey);
   const pg = new BackendCpu(env.DATABASE_URL);
   await pg.connect();
+  const redis = createRedis(loadConfig(appEnv), 'producer');
+  const sendQueue = createSendQueue(loadConfig(appEnv), redis);
   try {
     await Promise.all([
       waitForHttp(`${base}/health/ready`, 60_000),
@@ -123,6 +129,9 @@ export async function benchCampaignDelivery(
     let sent = 0;
     let progressAt = performance.now();
     let reportedAt = performance.now();
+    // The send queue's depth at each poll while sending: the lane kept full (the sending side binds) or run dry
+    // (the feeding side does).
+    const depths: number[] = [];
     for (;;) {
       if (processes.some((p) => p.exitCode !== null)) throw new Error('an app process exited during the campaign');
       const r = await database.db.execute<{ status: string; fanout_done: boolean; sent: number }>(sql`
@@ -134,6 +143,10 @@ export async function benchCampaignDelivery(
       if (row.sent > sent) progressAt = performance.now();
       sent = row.sent;
       if (row.status === 'SENT') break;
+      if (sent > 0) {
+        const c = await sendQueue.getJobCounts('waiting', 'prioritized');
+        depths.push(c.waiting + c.prioritized);
+      }
       // A line every 30 s, so a long run shows how it goes (and where it stood if stopped).
       if (performance.now() - reportedAt > 30_000) {
         reportedAt = performance.now();
@@ -145,6 +158,8 @@ export async function benchCampaignDelivery(
       await new Promise((r) => setTimeout(r, 500));
     }
     const pgMs = await pg.stop();
+    depths.sort((a, b) => a - b);
+    const depth = (q: number) => depths[Math.min(depths.length - 1, Math.floor(q * depths.length))] ?? NaN;
     const services = servicesCpuSince(before.services);
     const workersMs = workers.reduce((sum, w, i) => sum + cpu(w) - before.workers[i], 0);
     const apiMs = cpu(api) - before.api;
@@ -174,6 +189,10 @@ export async function benchCampaignDelivery(
         value: at.tenths.map((n) => (n / ((at.last - at.first) / 10_000)).toFixed(0)).join(' '),
       },
       {
+        measure: 'send-queue jobs waiting while sending: min · p10 · median · max (lane depth: 3 s at the rate)',
+        value: `${depth(0)} · ${depth(0.1)} · ${depth(0.5)} · ${depth(1)}`,
+      },
+      {
         measure: 'exactly one message per recipient',
         value: `${once ? 'yes' : 'NO'}: ${at.sends} SendEmail calls, ${at.recipients} distinct recipients of ${count}, ${at.duplicates} twice or more${at.duplicates > 0 ? ` (${at.duplicateSample.join(', ')})` : ''}, ${at.failed} refused; ${sent} emails sent`,
       },
@@ -184,6 +203,8 @@ export async function benchCampaignDelivery(
     ];
   } finally {
     await pg.end();
+    await sendQueue.close();
+    redis.disconnect();
     await Promise.all(processes.map(stop));
     tally.process.kill();
   }
