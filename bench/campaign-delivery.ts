@@ -69,6 +69,24 @@ async function startTally(upstream: string): Promise<{ url: string; process: Chi
   return { url: `http://127.0.0.1:${port}`, process: child };
 }
 
+/**
+ * The rate gate's waits of a worker, from its `/metrics` (`mailroom_send_rate_gate_wait_seconds`, every delivery
+ * connection): sends that waited, their summed wait (s), and how many waited at most 10 ms.
+ */
+async function gateWaits(port: number): Promise<{ count: number; sum: number; under10ms: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const total = (re: RegExp) =>
+    text
+      .split('\n')
+      .filter((l) => re.test(l))
+      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  return {
+    count: total(/^mailroom_send_rate_gate_wait_seconds_count/),
+    sum: total(/^mailroom_send_rate_gate_wait_seconds_sum/),
+    under10ms: total(/^mailroom_send_rate_gate_wait_seconds_bucket\{.*le="0\.01"/),
+  };
+}
+
 /** Runs the bench (see the module notes). @returns the printed rows. */
 export async function benchCampaignDelivery(
   env: Record<string, string>,
@@ -166,6 +184,12 @@ export async function benchCampaignDelivery(
     const services = servicesCpuSince(before.services);
     const workersMs = workers.reduce((sum, w, i) => sum + cpu(w) - before.workers[i], 0);
     const apiMs = cpu(api) - before.api;
+    const waits = await Promise.all(workerPorts.map(gateWaits));
+    const gate = waits.reduce((a, w) => ({
+      count: a.count + w.count,
+      sum: a.sum + w.sum,
+      under10ms: a.under10ms + w.under10ms,
+    }));
     const at = (await (
       await fetch(`${tally.url}/__tally`, { method: 'POST', body: JSON.stringify({ toPrefix: prefix }) })
     ).json()) as Tally;
@@ -194,6 +218,10 @@ export async function benchCampaignDelivery(
       {
         measure: 'send-queue jobs waiting while sending: min · p10 · median · max (lane depth: 3 s at the rate)',
         value: `${depth(0)} · ${depth(0.1)} · ${depth(0.5)} · ${depth(1)}`,
+      },
+      {
+        measure: 'rate-gate wait per send (both workers /metrics): mean · share ≤ 10 ms',
+        value: `${((gate.sum / gate.count) * 1000).toFixed(1)} ms · ${((100 * gate.under10ms) / gate.count).toFixed(0)}%`,
       },
       {
         measure: 'exactly one message per recipient',
