@@ -1,13 +1,14 @@
 /**
  * CPU and memory accounting for the benches: the CPU time a process and the Postgres backends of one database used
  * over an interval, read from `/proc/<pid>/stat` (Linux only; elsewhere every reading is 0), and a process's resident
- * set size (`memory`). The API bench divides the CPU by the requests served, so it can print CPU milliseconds per
+ * set size (`memory`), and the CPU of the host's Postgres, Redis and SES emulator processes (`servicesCpuSince`, the
+ * worker benches' CPU per email of the services). The API bench divides the CPU by the requests served, so it can print CPU milliseconds per
  * request for the server and for Postgres beside req/s: on a machine whose cores are shared, that says which side a
  * gap comes from, where a sampling profile counts time spent waiting for a core as the system call that yielded it.
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { Client } from 'pg';
 
 const TICK_MS = 10; // USER_HZ is 100 on Linux
@@ -21,6 +22,59 @@ export function processCpuMs(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** The services a bench shares the host with, whose CPU the worker benches report per email. */
+export type Service = 'postgres' | 'redis' | 'emulator';
+
+/** A reading of the services' processes: each one's service and CPU time so far (ms), by pid. */
+export type ServicesCpu = Map<number, { service: Service; ms: number }>;
+
+/**
+ * Reads the CPU time (ms) used so far by each of the host's Postgres processes (every one: backends of every
+ * database, the bench's own included, the WAL writer, the checkpointer), its Redis and the SES emulator, from
+ * `/proc` (empty where there is none). The drain's rate is bounded by the whole host's CPU, not only the worker's:
+ * these say what else each email costs the machine. Compare two readings with {@link servicesCpuSince}.
+ */
+export function servicesCpuSnapshot(): ServicesCpu {
+  const reading: ServicesCpu = new Map();
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return reading;
+  }
+  for (const pid of pids) {
+    let comm = '';
+    let cmdline = '';
+    try {
+      comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      if (comm === 'node') cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    const service: Service | undefined =
+      comm === 'postgres'
+        ? 'postgres'
+        : comm.startsWith('redis-server')
+          ? 'redis'
+          : cmdline.includes('aws-ses-v2-local')
+            ? 'emulator'
+            : undefined;
+    if (service) reading.set(Number(pid), { service, ms: processCpuMs(Number(pid)) });
+  }
+  return reading;
+}
+
+/**
+ * CPU time (ms) each service used since `before` ({@link servicesCpuSnapshot}), summed over the processes alive now:
+ * a process started since counts in full, one that exited since drops out (its share is lost, never negative: on a
+ * host where other work opens and closes Postgres connections, a plain difference of sums went below zero).
+ */
+export function servicesCpuSince(before: ServicesCpu): Record<Service, number> {
+  const sums: Record<Service, number> = { postgres: 0, redis: 0, emulator: 0 };
+  for (const [pid, now] of servicesCpuSnapshot()) sums[now.service] += Math.max(0, now.ms - (before.get(pid)?.ms ?? 0));
+  return sums;
 }
 
 /**

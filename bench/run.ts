@@ -1,5 +1,5 @@
 /**
- * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|feedback|workflows|verify|history|smtp|compose]`): print numbers,
+ * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|campaign-delivery|feedback|workflows|verify|history|smtp|compose]`): print numbers,
  * assert nothing.
  *
  * api    — POST /v1/send (1 recipient) and POST /v1/track requests/s and p50/p99 latency (autocannon, 50 connections,
@@ -8,12 +8,18 @@
  *          with 10 recipients (bench/api.ts).
  * worker — emails/s drained against the SES emulator with the limiter raised (1 and 2 worker processes) beside a
  *          bare ceiling (bench/worker-ceiling.ts) drained the same way, the ratios printed, steady and incl. start-up;
- *          the limiter's accuracy at 14/s with 2 worker processes (arrival times at SES) (bench/worker.ts).
+ *          the limiter's accuracy at 14/s with 2 worker processes (arrival times at SES); transactional and
+ *          campaign mail (`BENCH_WORKER_MAIL`: a campaign started as the API starts one, fanned out and fed by the
+ *          workers' campaign job) (bench/worker.ts).
  * contacts — a 1,000,000-row CSV import, /v1/track and contact list/search latency at that size
  *          (bench/contacts.ts; BENCH_CONTACTS sets the size).
  * campaigns — segment preview latency (data.* and event.* filters) and a campaign's fan-out to 1,000,000
  *          contacts: time to all recipients queued, send-queue size, worker peak memory, stats and cancel latency
  *          (bench/campaigns.ts; BENCH_CAMPAIGN_CONTACTS sets the size).
+ * campaign-delivery — a campaign to 100,000 contacts through the API and two worker processes at a send rate of
+ *          BENCH_CAMPAIGN_RATE: time from `POST /campaigns/{id}/send` to the last SendEmail at SES beside the bound
+ *          recipients ÷ rate, and one message per recipient (bench/campaign-delivery.ts;
+ *          BENCH_CAMPAIGN_CONTACTS sets the size). Run only when named.
  *
  * feedback — SNS notifications/s at POST /webhooks/ses, signature check included, fresh and redelivered
  *          (bench/feedback.ts; BENCH_FEEDBACK_EVENTS sets the count).
@@ -69,6 +75,7 @@ import { benchApi } from './api';
 import { benchWorker } from './worker';
 import { benchContacts } from './contacts';
 import { benchCampaigns } from './campaigns';
+import { benchCampaignDelivery } from './campaign-delivery';
 import { benchFeedback } from './feedback';
 import { benchWorkflows } from './workflows';
 import { benchVerify } from './verify';
@@ -198,6 +205,7 @@ async function main(): Promise<void> {
       'worker',
       'contacts',
       'campaigns',
+      'campaign-delivery',
       'feedback',
       'workflows',
       'verify',
@@ -207,7 +215,7 @@ async function main(): Promise<void> {
     ].includes(which)
   ) {
     throw new Error(
-      `unknown benchmark ${which}: api, worker, contacts, campaigns, feedback, workflows, verify, history, smtp, replicas, compose or partition-migration`,
+      `unknown benchmark ${which}: api, worker, contacts, campaigns, campaign-delivery, feedback, workflows, verify, history, smtp, replicas, compose or partition-migration`,
     );
   }
   const dbName = process.env.BENCH_DATABASE ?? `mailroom_bench_${process.pid}`;
@@ -241,6 +249,10 @@ async function main(): Promise<void> {
       results.contacts = await benchContacts(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'campaigns')
       results.campaigns = await benchCampaigns(env, config, database, await project(database), spawnApp, stop);
+    if (which === 'campaign-delivery') {
+      results.campaignDelivery = await benchCampaignDelivery(env, database, ses, spawnApp, stop);
+      table('Campaign delivery', results.campaignDelivery as Record<string, string | number>[]);
+    }
     if (!which || which === 'feedback')
       results.feedback = await benchFeedback(env, config, database, await project(database), spawnApp, stop);
     if (!which || which === 'workflows')

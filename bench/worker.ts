@@ -6,6 +6,15 @@
  * and 2 processes, the ceiling first then the worker, `BENCH_WORKER_ROUNDS` times (default 1). Then the limiter's
  * accuracy at 14/s with 2 worker processes (arrival times at the recording proxy).
  *
+ * Campaign mail (`BENCH_WORKER_MAIL`, default `transactional,campaign`; name one to drain only that): after the
+ * transactional drain, the same worker processes drain a campaign to `BENCH_EMAILS` subscribed contacts of a new
+ * project, started as `POST /campaigns/{id}/send` starts one (bench/campaign-mail.ts) before the processes are
+ * spawned. The workers' own `campaign` job fans it out and feeds the send queue (the campaign lane, fair share and
+ * guardrails at their defaults): the bench enqueues no send job, so the row measures whatever that path does. Its
+ * ratio is to the same round's ceiling (which drains transactional emails: the ceiling has no campaign path). The
+ * fan-out of up to `CAMPAIGN_BATCH_SIZE` (5,000) recipients is one statement before the first send, so it falls in
+ * *incl. start-up*, not in the steady rate or the CPU per email.
+ *
  * Two rates per drain: *steady*, the middle 80% of the emails over the time between the 10th and the 90th
  * percentile of their `sent_at` (start-up and the tail left out), and *incl. start-up*, all emails over the time
  * from spawning the processes to the last `sent` row. Also the Postgres transactions committed per email
@@ -26,9 +35,8 @@
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { createLogger } from '@mailroom/platform/logger';
 import { createRedis } from '@mailroom/queues/connection';
 import { createSendQueue, createWebhookQueue } from '@mailroom/queues/create';
@@ -36,7 +44,8 @@ import { loadConfig, type Config } from '@mailroom/config/config';
 import { type Database } from '@mailroom/db/client';
 import { acceptSend } from '@mailroom/sending/accept';
 import type { RecordedSend } from '../test/support/ses-recorder';
-import { memory, processCpuMs } from './cpu';
+import { memory, processCpuMs, servicesCpuSince, servicesCpuSnapshot, type Service, type ServicesCpu } from './cpu';
+import { seededProject, startCampaign } from './campaign-mail';
 
 type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => ChildProcess;
 type Rows = Record<string, string | number>[];
@@ -98,14 +107,83 @@ async function sentCount(database: Database, range: { lo: string; hi: string }):
   return r.rows[0].n;
 }
 
-/** Emails/s over the middle 80% of the sends (by `sent_at`): start-up and the tail left out. */
-async function steadyRate(database: Database, ids: string[]): Promise<number> {
+/** Emails/s over the middle 80% of the sends (by `sent_at`) of the emails `where` selects: start-up and the tail left out. */
+async function steadyRate(database: Database, where: SQL, total: number): Promise<number> {
   const r = await database.db.execute<{ p10: string; p90: string }>(sql`
     select extract(epoch from percentile_disc(0.1) within group (order by sent_at))::float8 as p10,
       extract(epoch from percentile_disc(0.9) within group (order by sent_at))::float8 as p90
-    from emails where id = any(${idArray(ids)}::uuid[]) and status = 'sent'`);
+    from emails where ${where} and status = 'sent'`);
   const seconds = Number(r.rows[0].p90) - Number(r.rows[0].p10);
-  return (0.8 * ids.length) / seconds;
+  return (0.8 * total) / seconds;
+}
+
+/** What one drain drains: `total` emails waiting for the drain's processes, and how to read their progress. */
+interface Batch {
+  total: number;
+  /** Emails of the batch `sent` so far (polled about 10 times a second, so cheap). */
+  sent(): Promise<number>;
+  /** Checked once after the drain: throws when the emails counted were not exactly the batch's. */
+  verify(): Promise<void>;
+  /** {@link steadyRate} of the batch. */
+  steady(): Promise<number>;
+}
+
+/** `total` transactional emails accepted through `acceptSend` (rows + send jobs) under `env`'s queue prefix. */
+async function transactionalBatch(
+  env: Record<string, string>,
+  database: Database,
+  p: { id: string; domain: string },
+  total: number,
+  tag: string,
+): Promise<Batch> {
+  const ids = await enqueue(loadConfig(env), database, total, p.domain, p.id, tag);
+  const range = idRange(ids);
+  return {
+    total,
+    sent: () => sentCount(database, range),
+    verify: async () => {
+      // The range counted only this drain's emails (see `idRange`): checked once against the id list.
+      const exact = await database.db.execute<{ n: number }>(
+        sql`select count(*)::int as n from emails where id = any(${idArray(ids)}::uuid[]) and status = 'sent'`,
+      );
+      if (exact.rows[0].n !== total)
+        throw new Error(
+          `${tag}: ${exact.rows[0].n} of the drain's ${total} emails sent, but the id range counted more`,
+        );
+    },
+    steady: () => steadyRate(database, sql`id = any(${idArray(ids)}::uuid[])`, total),
+  };
+}
+
+/**
+ * A campaign to `total` subscribed contacts of a new project, started as the API starts one (bench/campaign-mail.ts)
+ * under `env`'s queue prefix: the drain's workers find only the campaign's job, and fan it out and feed the send
+ * queue themselves. Counted by `campaign_id` (the `emails_campaign_status_idx` index).
+ */
+async function campaignBatch(
+  env: Record<string, string>,
+  database: Database,
+  total: number,
+  tag: string,
+): Promise<Batch> {
+  const p = await seededProject(database, `bench-${tag.replace(/-$/, '')}-${Date.now()}`, total, tag);
+  const id = await startCampaign(loadConfig(env), database, p);
+  const ofCampaign = sql`campaign_id = ${id}::uuid`;
+  const count = async (status?: string) =>
+    (
+      await database.db.execute<{ n: number }>(
+        sql`select count(*)::int as n from emails where ${ofCampaign} ${status ? sql`and status = ${status}` : sql``}`,
+      )
+    ).rows[0].n;
+  return {
+    total,
+    sent: () => count('sent'),
+    verify: async () => {
+      const rows = await count();
+      if (rows !== total) throw new Error(`${tag}: the campaign has ${rows} emails, not ${total}`);
+    },
+    steady: () => steadyRate(database, ofCampaign, total),
+  };
 }
 
 interface Drain {
@@ -126,45 +204,6 @@ interface Drain {
   peakRssMiB: number;
 }
 
-/** The services a drain shares the host with, whose CPU the bench reports per email. */
-type Service = 'postgres' | 'redis' | 'emulator';
-
-/**
- * CPU time (ms) used so far by the host's Postgres processes (every one: backends of every database, the bench's
- * own included, the WAL writer, the checkpointer), its Redis and the SES emulator, read from `/proc` (zeros where
- * there is none; a process that exits between two readings drops out of the difference). The drain's rate is
- * bounded by the whole host's CPU, not only the worker's: these say what else each email costs the machine.
- */
-function servicesCpuMs(): Record<Service, number> {
-  const sums: Record<Service, number> = { postgres: 0, redis: 0, emulator: 0 };
-  let pids: string[] = [];
-  try {
-    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  } catch {
-    return sums;
-  }
-  for (const pid of pids) {
-    let comm = '';
-    let cmdline = '';
-    try {
-      comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-      if (comm === 'node') cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    } catch {
-      continue;
-    }
-    const service: Service | undefined =
-      comm === 'postgres'
-        ? 'postgres'
-        : comm.startsWith('redis-server')
-          ? 'redis'
-          : cmdline.includes('aws-ses-v2-local')
-            ? 'emulator'
-            : undefined;
-    if (service) sums[service] += processCpuMs(Number(pid));
-  }
-  return sums;
-}
-
 /** Transactions committed so far in the current database (counted when a backend reports, at the latest on exit). */
 async function commits(database: Database): Promise<number> {
   const r = await database.db.execute<{ n: string }>(
@@ -173,27 +212,25 @@ async function commits(database: Database): Promise<number> {
   return Number(r.rows[0].n);
 }
 
-/** Runs one drain: enqueue, spawn `processes` processes, wait for every row `sent`, stop them. */
+/** Runs one drain: the batch made by `prepare`, drained by the processes `start` spawns; waits for every email `sent`, stops them. */
 async function drain(
   start: () => ChildProcess[],
-  env: Record<string, string>,
+  prepare: (tag: string) => Promise<Batch>,
   database: Database,
-  p: { id: string; domain: string },
-  total: number,
   tag: string,
 ): Promise<Drain> {
-  const ids = await enqueue(loadConfig(env), database, total, p.domain, p.id, tag);
-  const range = idRange(ids);
+  const batch = await prepare(tag);
+  const { total } = batch;
   const committedBefore = await commits(database);
   const started = performance.now();
   const children = start();
   let sent = 0;
   let progressAt = performance.now();
   const cpuNow = () => children.reduce((sum, c) => sum + (c.pid ? processCpuMs(c.pid) : 0), 0);
-  let cpuFrom: { ms: number; sent: number; services: Record<Service, number> } | undefined;
-  for (let last = 0; (sent = await sentCount(database, range)) < total; last = sent) {
+  let cpuFrom: { ms: number; sent: number; services: ServicesCpu } | undefined;
+  for (let last = 0; (sent = await batch.sent()) < total; last = sent) {
     if (children.some((c) => c.exitCode !== null)) throw new Error(`${tag}: a process exited before the drain ended`);
-    if (sent > 0 && !cpuFrom) cpuFrom = { ms: cpuNow(), sent, services: servicesCpuMs() };
+    if (sent > 0 && !cpuFrom) cpuFrom = { ms: cpuNow(), sent, services: servicesCpuSnapshot() };
     if (sent > last) progressAt = performance.now();
     // Nothing sent for 30 s (start-up included): give up rather than hold the machine.
     if (performance.now() - progressAt > 30_000) {
@@ -203,15 +240,10 @@ async function drain(
     await new Promise((r) => setTimeout(r, 100));
   }
   const seconds = (performance.now() - started) / 1000;
-  // The range counted only this drain's emails (see `idRange`): checked once against the id list.
-  const exact = await database.db.execute<{ n: number }>(
-    sql`select count(*)::int as n from emails where id = any(${idArray(ids)}::uuid[]) and status = 'sent'`,
-  );
-  if (exact.rows[0].n !== total)
-    throw new Error(`${tag}: ${exact.rows[0].n} of the drain's ${total} emails sent, but the id range counted ${sent}`);
+  await batch.verify();
   const cpuMsPerEmail = cpuFrom ? (cpuNow() - cpuFrom.ms) / (sent - cpuFrom.sent) : NaN;
-  const servicesNow = servicesCpuMs();
-  const perEmail = (k: Service) => (cpuFrom ? (servicesNow[k] - cpuFrom.services[k]) / (sent - cpuFrom.sent) : NaN);
+  const servicesUsed = cpuFrom ? servicesCpuSince(cpuFrom.services) : undefined;
+  const perEmail = (k: Service) => (cpuFrom && servicesUsed ? servicesUsed[k] / (sent - cpuFrom.sent) : NaN);
   const servicesCpuMsPerEmail = {
     postgres: perEmail('postgres'),
     redis: perEmail('redis'),
@@ -222,7 +254,7 @@ async function drain(
   await database.db.execute(sql`select pg_stat_clear_snapshot()`);
   const commitsPerEmail = ((await commits(database)) - committedBefore) / total;
   return {
-    steady: await steadyRate(database, ids),
+    steady: await batch.steady(),
     withStartUp: sent / seconds,
     seconds,
     commitsPerEmail,
@@ -263,6 +295,10 @@ export async function benchWorker(
   const onlyProcesses = process.env.BENCH_WORKER_PROCESSES;
   const concurrency = process.env.BENCH_SEND_CONCURRENCY ?? '32';
   const concurrencyB = process.env.BENCH_WORKER_B_CONCURRENCY;
+  const mail = (process.env.BENCH_WORKER_MAIL ?? 'transactional,campaign').split(',').map((m) => m.trim());
+  for (const m of mail)
+    if (m !== 'transactional' && m !== 'campaign')
+      throw new Error(`BENCH_WORKER_MAIL: ${m} is neither transactional nor campaign`);
   const fmt = (d: Drain) =>
     `${d.steady.toFixed(0)} emails/s steady, ${d.withStartUp.toFixed(0)} incl. start-up (${d.seconds.toFixed(1)} s), ${d.commitsPerEmail.toFixed(2)} Postgres commits/email, ${d.cpuMsPerEmail.toFixed(2)} CPU ms/email (Postgres ${d.servicesCpuMsPerEmail.postgres.toFixed(2)}, Redis ${d.servicesCpuMsPerEmail.redis.toFixed(2)}, emulator ${d.servicesCpuMsPerEmail.emulator.toFixed(2)}), peak RSS ${d.peakRssMiB.toFixed(0)} MiB`;
   let n = 0;
@@ -282,37 +318,46 @@ export async function benchWorker(
       const ceilingEnv = env('ceiling');
       const ceiling = await drain(
         () => Array.from({ length: processes }, () => spawnApp('bench/worker-ceiling.ts', ceilingEnv)),
-        ceilingEnv,
+        (tag) => transactionalBatch(ceilingEnv, database, p, total, tag),
         database,
-        p,
-        total,
         `c${n++}-`,
       );
-      const workerEnv = env('worker');
-      const worker = await drain(
-        () =>
-          Array.from({ length: processes }, (_, i) =>
-            spawnApp('apps/worker/src/main.ts', workerEnv, i === 0 ? profile : []),
-          ),
-        workerEnv,
-        database,
-        p,
-        total,
-        `w${n++}-`,
-      );
       rows.push({ measure: `round ${round}, ${label}: ceiling`, value: fmt(ceiling) });
-      rows.push({
-        measure: `round ${round}, ${label}: worker`,
-        value: `${fmt(worker)}; ratio ${(worker.steady / ceiling.steady).toFixed(2)}× steady, ${(worker.withStartUp / ceiling.withStartUp).toFixed(2)}× incl. start-up`,
-      });
+      const ratios = (d: Drain) =>
+        `ratio ${(d.steady / ceiling.steady).toFixed(2)}× steady, ${(d.withStartUp / ceiling.withStartUp).toFixed(2)}× incl. start-up`;
+      const spawnWorkers = (workerEnv: Record<string, string>) => () =>
+        Array.from({ length: processes }, (_, i) =>
+          spawnApp('apps/worker/src/main.ts', workerEnv, i === 0 ? profile : []),
+        );
+      if (mail.includes('transactional')) {
+        const workerEnv = env('worker');
+        const worker = await drain(
+          spawnWorkers(workerEnv),
+          (tag) => transactionalBatch(workerEnv, database, p, total, tag),
+          database,
+          `w${n++}-`,
+        );
+        rows.push({ measure: `round ${round}, ${label}: worker`, value: `${fmt(worker)}; ${ratios(worker)}` });
+      }
+      if (mail.includes('campaign')) {
+        const campaignEnv = env('campaign');
+        const campaign = await drain(
+          spawnWorkers(campaignEnv),
+          (tag) => campaignBatch(campaignEnv, database, total, tag),
+          database,
+          `m${n++}-`,
+        );
+        rows.push({
+          measure: `round ${round}, ${label}: worker, campaign mail`,
+          value: `${fmt(campaign)}; ${ratios(campaign)}`,
+        });
+      }
       if (flagsB.length > 0) {
         const fEnv = env('flags');
         const f = await drain(
           () => Array.from({ length: processes }, () => spawnApp('apps/worker/src/main.ts', fEnv, flagsB)),
-          fEnv,
+          (tag) => transactionalBatch(fEnv, database, p, total, tag),
           database,
-          p,
-          total,
           `f${n++}-`,
         );
         rows.push({
@@ -324,10 +369,8 @@ export async function benchWorker(
         const kEnv = { ...env('k'), SEND_CONCURRENCY: concurrencyB };
         const k = await drain(
           () => Array.from({ length: processes }, () => spawnApp('apps/worker/src/main.ts', kEnv)),
-          kEnv,
+          (tag) => transactionalBatch(kEnv, database, p, total, tag),
           database,
-          p,
-          total,
           `k${n++}-`,
         );
         rows.push({
@@ -339,10 +382,8 @@ export async function benchWorker(
         const bEnv = env('b');
         const b = await drain(
           () => Array.from({ length: processes }, () => spawnFrom(other, bEnv)),
-          bEnv,
+          (tag) => transactionalBatch(bEnv, database, p, total, tag),
           database,
-          p,
-          total,
           `b${n++}-`,
         );
         rows.push({
