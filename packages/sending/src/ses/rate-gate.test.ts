@@ -2,7 +2,7 @@ import IORedis from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import { GateBusyError, gateIntervalMicros, SendRateGate, SES_SEND_PATH } from './rate-gate';
+import { CATCH_UP_US, GateBusyError, gateIntervalMicros, SendRateGate, SES_SEND_PATH } from './rate-gate';
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const freshKey = () => `{gate-${randomBytes(4).toString('hex')}}:gate`;
@@ -250,4 +250,34 @@ test('at a high rate, the asks of one turn are granted together, several per scr
   expect(takes).toBeLessThanOrEqual(16);
   // 20 at once from the idle gate, then only the intervals that passed: 64 grants need at least 44 more intervals.
   expect(elapsedMs).toBeGreaterThanOrEqual(44 * 0.1 - 1);
+});
+
+test('a grant asked late takes its slot from the schedule, not from now: the lateness is caught up', async () => {
+  const [c] = connect(1);
+  const key = freshKey();
+  const gate = new SendRateGate(c, key, 2, 5); // one decision per 502.5 ms
+  await gate.acquire();
+  const first = Number(await c.get(key));
+  // The next slot was due 502.5 ms after the first: asked about 20 ms late (less than CATCH_UP_US however busy).
+  await new Promise((r) => setTimeout(r, 520));
+  await gate.acquire();
+  // The decision is recorded at its slot, so the one after it is due 502.5 ms after that slot, not after the ask.
+  expect(Number(await c.get(key)) - first).toBe(gateIntervalMicros(2, 5));
+});
+
+test('a gate idle for longer than CATCH_UP_US starts afresh: no burst of the slots it did not use', async () => {
+  const [c] = connect(1);
+  const key = freshKey();
+  const gate = new SendRateGate(c, key, 20, 0); // one decision per 50 ms
+  await gate.acquire();
+  await new Promise((r) => setTimeout(r, (CATCH_UP_US / 1000) * 3));
+  const grants: number[] = [];
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      await gate.acquire();
+      grants.push(performance.now());
+    }),
+  );
+  // Four grants from an idle gate take three intervals again (150 ms), not the six slots left behind at once.
+  expect(Math.max(...grants) - Math.min(...grants)).toBeGreaterThan(3 * 50 - 5);
 });

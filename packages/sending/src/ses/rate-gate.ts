@@ -75,12 +75,23 @@ export const PENDING_TTL_MS = 5_000;
 export const GRANT_BURST_US = 2_000;
 
 /**
+ * How late (µs) the decisions may run behind their schedule and still catch up: while the slot after the last
+ * decision is at most this far past, the next one is taken from that slot, not from now, so a grant asked late (its
+ * caller's timer or Redis reply late on a busy host) does not push every later slot back by its lateness. Measured
+ * before (`npm run bench -- campaign-delivery`, 100/s, a loaded host): with sends waiting at the gate it granted
+ * 0.65–0.87× its rate. A gate idle for longer starts afresh from now. The window's count bounds every second as
+ * before: catching up only moves sends closer together inside it.
+ */
+export const CATCH_UP_US = 100_000;
+
+/**
  * KEYS: last, pending, sent. ARGV: interval µs, window µs, limit, pending TTL µs, burst µs, token….
  * Grants the first `m` tokens (they are pending) and answers `{m, 0}`, or `{0, µs to wait before asking again}`.
- * `m` is at most the tokens given, the room left in the window, and the intervals elapsed since the last decision
- * counted from no further back than `burst` (≥ interval): with `burst` = interval, one grant per interval as
- * before; with more, the asks of one turn take the intervals that passed while they were being prepared, and the
- * last decision moves on by `m` intervals (never past now), so the decisions stay spaced on average.
+ * `m` is at most the tokens given, the room left in the window, and the intervals elapsed: counted from the last
+ * decision while the slot after it is at most {@link CATCH_UP_US} past (the slots the decisions fell behind are
+ * caught up), else from no further back than `burst` (≥ interval): with `burst` = interval, one grant per
+ * interval; with more, the asks of one turn take the intervals that passed while they were being prepared. The last
+ * decision moves on by `m` intervals (never past now), so the decisions stay spaced on average.
  */
 const TAKE = `
 local t = redis.call('TIME')
@@ -102,7 +113,8 @@ if held >= limit then
   end
   return {0, 2000}
 end
-local from = math.max(last, now - math.max(burst, interval))
+local from = last
+if now - last - interval > ${CATCH_UP_US} then from = now - math.max(burst, interval) end
 local m = math.max(1, math.min(#ARGV - 5, limit - held, math.floor((now - from) / interval)))
 local stamp = string.format('%.0f', now)
 local keep = math.ceil(math.max(window, ttl) / 1000) + 1000
