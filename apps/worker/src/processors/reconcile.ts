@@ -11,7 +11,8 @@
  *
  * @module
  */
-import { SendPriority } from '@mailroom/queues/catalog';
+import type { JobType, Queue } from 'bullmq';
+import { SendPriority, type SendJobPayload } from '@mailroom/queues/catalog';
 import type { Queues } from '@mailroom/queues/create';
 import {
   enqueueImport,
@@ -162,13 +163,33 @@ async function reconcileImports(deps: ReconcileDeps): Promise<number> {
   return enqueued;
 }
 
+/** States of a send job that will still run. */
+const LIVE_STATES: JobType[] = ['prioritized', 'wait', 'active', 'delayed', 'paused'];
+
+/**
+ * The emails carried by the send queue's live jobs of several emails (a campaign's, `b-<first email id>`): a
+ * campaign email has no job under its own id while such a job carries it, and must not be given one (two jobs
+ * would race for its row). Reads the live jobs' ids, then the data of those of several emails (at most a campaign
+ * lane's worth per sending campaign).
+ */
+async function emailsInLiveBatchJobs(sendQueue: Queue<SendJobPayload>): Promise<Set<string>> {
+  const ids = (await sendQueue.getRanges(LIVE_STATES, 0, -1)).filter((id) => id.startsWith('b-'));
+  const carried = new Set<string>();
+  for (let i = 0; i < ids.length; i += 100) {
+    const jobs = await Promise.all(ids.slice(i, i + 100).map((id) => sendQueue.getJob(id)));
+    for (const job of jobs) for (const id of job?.data.emailIds ?? []) carried.add(id);
+  }
+  return carried;
+}
+
 /**
  * One pass: pending emails older than `RECONCILE_AFTER_MS` (in id order, in batches of 500), then pending
  * imports, then expired idempotency keys.
  *
  * @param emailsAfterMs - the age (ms) from which a pending email is looked at, instead of `RECONCILE_AFTER_MS`:
  *   0 after Redis lost its data (`redis-loss.ts`), when every pending email's job is gone. Safe at any age: a job's
- *   id is its email's id (an enqueue racing the pass adds one job) and the claim lets one job send.
+ *   id is its email's id (an enqueue racing the pass adds one job), a campaign email carried by a live job of
+ *   several emails is left to it ({@link emailsInLiveBatchJobs}), and the claim lets one job send.
  * @returns how many email rows were checked and how many email and import jobs were (re-)created.
  */
 export async function reconcileOnce(
@@ -180,6 +201,8 @@ export async function reconcileOnce(
   let afterId: string | null = null;
   let checked = 0;
   let enqueued = 0;
+  /** Campaign emails carried by live jobs of several emails: read once per pass, when a campaign email needs it. */
+  let carried: Promise<Set<string>> | undefined;
   for (;;) {
     const batch = await pendingEmails(deps.database.db, emailsAfterMs, afterId, BATCH);
     if (batch.length === 0) break;
@@ -189,7 +212,10 @@ export async function reconcileOnce(
     const missing = [];
     for (let i = 0; i < batch.length; i++) {
       const state = states[i];
-      if (state === 'unknown') missing.push(batch[i]);
+      if (state === 'unknown' && batch[i].source === 'campaign') {
+        carried ??= emailsInLiveBatchJobs(sendQueue);
+        if (!(await carried).has(batch[i].id)) missing.push(batch[i]);
+      } else if (state === 'unknown') missing.push(batch[i]);
       else if (state === 'completed' || state === 'failed') {
         // A finished job whose row is still pending: drop the stale job so a new one can take its id.
         await logged(sendQueue.remove(batch[i].id), deps.logger, 'stale send job removal', 'debug');

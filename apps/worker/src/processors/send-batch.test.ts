@@ -12,7 +12,8 @@ import { normalizeEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { createLogger } from '@mailroom/platform/logger';
 import { SendPriority, sendBatchJobId, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
-import { createSendQueue } from '@mailroom/queues/create';
+import { createQueues, createSendQueue } from '@mailroom/queues/create';
+import { enqueueSendJobs } from '@mailroom/queues/enqueue';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { upsertContacts } from '@mailroom/contacts/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
@@ -28,6 +29,7 @@ import {
   type TestProject,
 } from '../../../../test/support/harness';
 import { CLAIM_AHEAD, runSendBatch, urgentMailWaiting, type SendBatchDeps } from './send-batch';
+import { reconcileOnce } from './reconcile';
 
 const config = testConfig({ SEND_LEASE_MS: '5000', SEND_BACKOFF_MS: '700', SEND_MAX_ATTEMPTS: '4' });
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
@@ -88,7 +90,7 @@ beforeEach(() => {
 });
 
 /** `n` queued transactional emails to new contacts, in id order. */
-async function queued(n: number): Promise<string[]> {
+async function queued(n: number, source: 'transactional' | 'campaign' = 'transactional'): Promise<string[]> {
   const to = Array.from({ length: n }, () => recipient('Batch'));
   const contacts = await upsertContacts(
     database.db,
@@ -100,7 +102,7 @@ async function queued(n: number): Promise<string[]> {
     projectId: p.id,
     contactId: c.id,
     templateId: null,
-    source: 'transactional' as const,
+    source,
     toEmail: c.email,
     toName: null,
     fromEmail: `hello@${p.domain}`,
@@ -235,5 +237,25 @@ test('urgentMailWaiting: true once a job of a lane ahead of campaigns waits; one
     await queue.obliterate({ force: true });
   } finally {
     await queue.close();
+  }
+});
+
+test('the reconciler leaves a campaign email carried by a live job of several emails to it, and gives the others a job', async () => {
+  const [a, b, c] = await queued(3, 'campaign');
+  await enqueueSendJobs(sendQueue, config, [
+    { emailId: a, emailIds: [a, b], projectId: p.id, priority: SendPriority.campaign },
+  ]);
+  const queues = createQueues(config, redis);
+  try {
+    const pass = await reconcileOnce({ config, database, queues, logger: log }, 0);
+    expect(pass.enqueued).toBeGreaterThanOrEqual(1);
+    // a and b: carried by b-<a>, no job of their own; c: carried by nothing, given its own.
+    expect(await sendQueue.getJob(a)).toBeUndefined();
+    expect(await sendQueue.getJob(b)).toBeUndefined();
+    expect((await sendQueue.getJob(c))?.data).toEqual({ emailId: c, projectId: p.id });
+    await (await sendQueue.getJob(sendBatchJobId([a, b])))!.remove();
+    await (await sendQueue.getJob(c))!.remove();
+  } finally {
+    await queues.closeAll();
   }
 });
