@@ -110,6 +110,9 @@ export async function benchCampaignDelivery(
     QUEUE_PREFIX: `{bench-delivery-${Date.now()}}`,
     SES_ENDPOINT: tally.url,
     SES_MAX_SEND_RATE: String(rate),
+    // The emulated account's 24-hour quota holds the campaign twice over (at the default 50,000 the quota guard
+    // pauses campaigns at 47,500 sent, its reserve).
+    SES_LOCAL_MAX_24H_SEND: String(Math.max(50_000, 2 * count)),
     PORT: String(port),
     RATE_LIMIT_PER_MINUTE: '10000000',
     ...(process.env.BENCH_SEND_CONCURRENCY ? { SEND_CONCURRENCY: process.env.BENCH_SEND_CONCURRENCY } : {}),
