@@ -25,7 +25,7 @@ import {
   waitFor,
   type TestApi,
 } from '../support/harness';
-import { survival } from './survival';
+import { killLoop, resends, survival } from './survival';
 import { CLAIM_AHEAD } from '../../apps/worker/src/processors/send-batch';
 import { toSummary } from '../support/summary';
 
@@ -90,32 +90,20 @@ describe('a worker SIGKILLed in a loop while a campaign sends several emails per
         .from(emails)
         .where(inArray(emails.toEmail, to));
 
-    const kills: Array<{ sentBefore: number; held: string[] }> = [];
-    const claimsSeen = new Set<string>();
     let carried = 0;
-    for (let k = 0; k < KILLS; k++) {
-      const before = await atSes();
-      const worker = spawnWorker(env);
-      children.push(worker);
-      await waitFor(
-        async () => (await atSes()) >= before + SENDS_PER_LIFE || worker.exitCode !== null || undefined,
-        60_000,
-        `worker ${k + 1} to send ${SENDS_PER_LIFE}`,
-      );
-      expect(worker.exitCode).toBeNull();
-      worker.kill('SIGKILL');
-      await exited(worker);
-      const held = (await campaignEmails())
-        .filter((r) => r.status === 'sending' && !claimsSeen.has(`${r.id}:${r.token}`))
-        .map((r) => {
-          claimsSeen.add(`${r.id}:${r.token}`);
-          return r.id;
-        });
-      kills.push({ sentBefore: await atSes(), held });
+    const kills = await killLoop({
+      env,
+      kills: KILLS,
+      sendsPerLife: SENDS_PER_LIFE,
+      atSes,
+      claims: campaignEmails,
+      children,
       // The jobs the killed worker left behind: campaign mail travels several emails per job.
-      const left = await api.queues.send.getJobs(['active', 'prioritized', 'waiting', 'delayed'], 0, 200);
-      carried = Math.max(carried, ...left.map((j) => j.data.emailIds?.length ?? 1));
-    }
+      afterKill: async () => {
+        const left = await api.queues.send.getJobs(['active', 'prioritized', 'waiting', 'delayed'], 0, 200);
+        carried = Math.max(carried, ...left.map((j) => j.data.emailIds?.length ?? 1));
+      },
+    });
     expect(kills[kills.length - 1].sentBefore).toBeLessThan(RECIPIENTS);
     expect(carried).toBeGreaterThan(1);
 
@@ -136,13 +124,7 @@ describe('a worker SIGKILLed in a loop while a campaign sends several emails per
       to,
       rows.map((r) => r.id),
     );
-    const killsHolding = new Map<string, number>();
-    for (const k of kills) for (const id of k.held) killsHolding.set(id, (killsHolding.get(id) ?? 0) + 1);
-    const extra = [...s.copies.entries()]
-      .filter(([, n]) => n > 1)
-      .map(([id, n]) => ({ id, extra: n - 1, allowed: killsHolding.get(id) ?? 0 }));
-    const inFlight = kills.map((k) => k.held.length);
-    const resentPerKill = kills.map((k) => k.held.filter((id) => (s.copies.get(id) ?? 0) > 1).length);
+    const { extra, inFlight, resentPerKill } = resends(kills, s.copies);
     toSummary(
       `chaos campaign-kill: ${RECIPIENTS} recipients at 400/s (up to ${carried} emails per send job), ${KILLS} SIGKILLs ` +
         `(SES sends before each: ${kills.map((k) => k.sentBefore).join(', ')}; claims held at each: ${inFlight.join(', ')}, of them sent again: ${resentPerKill.join(', ')}); ` +

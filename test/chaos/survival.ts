@@ -7,7 +7,8 @@ import net from 'node:net';
 import { inArray } from 'drizzle-orm';
 import { emails } from '@mailroom/db/schema/emails';
 import { type Database } from '@mailroom/db/client';
-import { parseMail, sesSendsTo } from '../support/harness';
+import type { ChildProcess } from 'node:child_process';
+import { exited, parseMail, sesSendsTo, spawnWorker, waitFor } from '../support/harness';
 
 /** Email id → SES copies accepted (status 200) for the given recipients. */
 export async function sesCopies(addresses: string[]): Promise<Map<string, number>> {
@@ -58,4 +59,74 @@ export function redisPing(port: number): Promise<boolean> {
     socket.on('connect', () => socket.write('PING\r\n'));
     socket.on('data', (d) => done(d.toString().startsWith('+PONG')));
   });
+}
+
+/** One kill of {@link killLoop}: when, SES's sends before it, and the claims the killed worker left behind. */
+export interface Kill {
+  at: number;
+  sentBefore: number;
+  held: string[];
+}
+
+/**
+ * `kills` times: starts a worker (`env`), waits until SES has `sendsPerLife` more messages (`atSes`), SIGKILLs it
+ * and records the claims it held: the rows of `claims()` still `sending` with a claim token no earlier kill saw (a
+ * claim an earlier kill left, not yet taken over, is not this worker's). No worker is alive at that moment, so every
+ * row still `sending` is a claim a killed worker left behind. `afterKill` runs after each kill's record.
+ *
+ * @returns the kills in order; the started workers are pushed onto `children` (the caller kills them at the end).
+ */
+export async function killLoop(o: {
+  env: Record<string, string>;
+  kills: number;
+  sendsPerLife: number;
+  atSes: () => Promise<number>;
+  claims: () => Promise<{ id: string; status: string; token: string | null }[]>;
+  children: ChildProcess[];
+  afterKill?: () => Promise<void>;
+}): Promise<Kill[]> {
+  const kills: Kill[] = [];
+  const claimsSeen = new Set<string>();
+  for (let k = 0; k < o.kills; k++) {
+    const before = await o.atSes();
+    const worker = spawnWorker(o.env);
+    o.children.push(worker);
+    await waitFor(
+      async () => (await o.atSes()) >= before + o.sendsPerLife || worker.exitCode !== null || undefined,
+      60_000,
+      `worker ${k + 1} to send ${o.sendsPerLife}`,
+    );
+    expect(worker.exitCode).toBeNull(); // it was running, not crashed, when it was killed
+    const at = Date.now();
+    worker.kill('SIGKILL');
+    await exited(worker);
+    const held = (await o.claims())
+      .filter((r) => r.status === 'sending' && !claimsSeen.has(`${r.id}:${r.token}`))
+      .map((r) => {
+        claimsSeen.add(`${r.id}:${r.token}`);
+        return r.id;
+      });
+    kills.push({ at, sentBefore: await o.atSes(), held });
+    await o.afterKill?.();
+  }
+  return kills;
+}
+
+/**
+ * What the kills cost, per the SES record `copies` (email id → copies): the copies beyond the first of each email,
+ * with how many of the kills held its claim (`allowed`: each such kill may have caught it on the wire), the claims
+ * held at each kill, and how many of those reached SES more than once.
+ */
+export function resends(kills: readonly Kill[], copies: ReadonlyMap<string, number>) {
+  const killsHolding = new Map<string, number>();
+  for (const k of kills) for (const id of k.held) killsHolding.set(id, (killsHolding.get(id) ?? 0) + 1);
+  const extra = [...copies.entries()]
+    .filter(([, n]) => n > 1)
+    .map(([id, n]) => ({ id, extra: n - 1, allowed: killsHolding.get(id) ?? 0 }));
+  return {
+    extra,
+    extraCopies: extra.reduce((sum, e) => sum + e.extra, 0),
+    inFlight: kills.map((k) => k.held.length),
+    resentPerKill: kills.map((k) => k.held.filter((id) => (copies.get(id) ?? 0) > 1).length),
+  };
 }

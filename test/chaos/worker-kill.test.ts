@@ -26,7 +26,7 @@ import {
   waitFor,
   type TestApi,
 } from '../support/harness';
-import { statusCounts, survival } from './survival';
+import { killLoop, resends, statusCounts, survival } from './survival';
 import { toSummary } from '../support/summary';
 
 const EMAILS = 600;
@@ -81,37 +81,12 @@ describe('a worker SIGKILLed in a loop while a batch drains', () => {
     }
     const atSes = async () => (await sesSendsTo(to)).length;
 
-    // At each kill: the claims the killed worker held (`sending` with a claim token no earlier kill saw: a claim an
-    // earlier kill left, not yet taken over, is not this worker's).
-    const kills: Array<{ at: number; sentBefore: number; held: string[] }> = [];
-    const claimsSeen = new Set<string>();
-    for (let k = 0; k < KILLS; k++) {
-      const before = await atSes();
-      const worker = spawnWorker(env);
-      children.push(worker);
-      await waitFor(
-        async () => (await atSes()) >= before + SENDS_PER_LIFE || worker.exitCode !== null || undefined,
-        60_000,
-        `worker ${k + 1} to send ${SENDS_PER_LIFE}`,
-      );
-      expect(worker.exitCode).toBeNull(); // it was running, not crashed, when we killed it
-      const at = Date.now();
-      worker.kill('SIGKILL');
-      await exited(worker);
-      // No worker is alive now: every row still `sending` is a claim a killed worker left behind.
-      const held = (
-        await api.database.db
-          .select({ id: emails.id, status: emails.status, token: emails.claimToken })
-          .from(emails)
-          .where(inArray(emails.id, ids))
-      )
-        .filter((r) => r.status === 'sending' && !claimsSeen.has(`${r.id}:${r.token}`))
-        .map((r) => {
-          claimsSeen.add(`${r.id}:${r.token}`);
-          return r.id;
-        });
-      kills.push({ at, sentBefore: await atSes(), held });
-    }
+    const claims = () =>
+      api.database.db
+        .select({ id: emails.id, status: emails.status, token: emails.claimToken })
+        .from(emails)
+        .where(inArray(emails.id, ids));
+    const kills = await killLoop({ env, kills: KILLS, sendsPerLife: SENDS_PER_LIFE, atSes, claims, children });
     expect(kills[kills.length - 1].sentBefore).toBeLessThan(EMAILS); // the batch was still draining at the last kill
 
     const last = spawnWorker(env);
@@ -129,14 +104,7 @@ describe('a worker SIGKILLed in a loop while a batch drains', () => {
 
     const s = await survival(to, ids);
     // Each copy beyond the first needs a kill that caught the email in flight: per email, at most one per such kill.
-    const killsHolding = new Map<string, number>();
-    for (const k of kills) for (const id of k.held) killsHolding.set(id, (killsHolding.get(id) ?? 0) + 1);
-    const extra = [...s.copies.entries()]
-      .filter(([, n]) => n > 1)
-      .map(([id, n]) => ({ id, extra: n - 1, allowed: killsHolding.get(id) ?? 0 }));
-    const extraCopies = extra.reduce((sum, e) => sum + e.extra, 0);
-    const inFlight = kills.map((k) => k.held.length);
-    const resentPerKill = kills.map((k) => k.held.filter((id) => (s.copies.get(id) ?? 0) > 1).length);
+    const { extra, extraCopies, inFlight, resentPerKill } = resends(kills, s.copies);
     toSummary(
       `chaos worker-kill: ${EMAILS} emails, ${KILLS} SIGKILLs of workers running ${CONCURRENCY} sends at once (SES sends before each: ` +
         `${kills.map((k) => k.sentBefore).join(', ')}; sends in flight at each: ${inFlight.join(', ')}, of them sent again: ${resentPerKill.join(', ')}); ` +

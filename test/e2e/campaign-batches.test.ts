@@ -9,6 +9,7 @@ import { sql } from 'drizzle-orm';
 import { client, createTestProject, recipient, sesSendsTo, waitFor, type TestProject } from '../support/harness';
 import { useE2e } from '../support/e2e';
 import { toSummary } from '../support/summary';
+import { transactionalProbe } from '../support/transactional-probe';
 
 const RATE = 400;
 const SIZE = 800;
@@ -48,23 +49,7 @@ test(`a campaign at ${RATE}/s goes out in jobs of several emails, each once; tra
 
   // A quarter of the way, another project sends a transactional email.
   await waitFor(async () => ((await sesSendsTo(to)).length >= SIZE / 4 ? true : undefined), 60_000, 'a quarter sent');
-  const otp = recipient('cbotp');
-  const accepted = await client(e2e.api.app, q).post('/v1/send', {
-    to: otp,
-    from: `alerts@${q.domain}`,
-    subject: 'Your code',
-    body: '<p>123456</p>',
-  });
-  expect(accepted.status).toBe(202);
-  const acceptedAt = Date.parse(accepted.body.data.timestamp as string);
-  const [otpSend] = await waitFor(
-    async () => {
-      const s = await sesSendsTo([otp]);
-      return s.length ? s : undefined;
-    },
-    20_000,
-    'transactional email at SES',
-  );
+  const { acceptedAt, send: otpSend } = await transactionalProbe(e2e.api.app, q, 'cbotp');
 
   await waitFor(
     async () => ((await as.get(`/campaigns/${campaignId}`)).body.data.status === 'SENT' ? true : undefined),

@@ -11,6 +11,7 @@
 import { sql } from 'drizzle-orm';
 import { client, createTestProject, recipient, sesSendsTo, waitFor, type TestProject } from '../support/harness';
 import { useE2e } from '../support/e2e';
+import { transactionalProbe } from '../support/transactional-probe';
 import { TestClock } from '../support/clock';
 
 const RATE = 14;
@@ -76,23 +77,7 @@ test(`two projects' campaigns (${SIZE_A} and ${SIZE_B} at ${RATE}/s) share the r
 
   // Mid-way through B, a third project sends a transactional email.
   await waitFor(async () => ((await sesSendsTo(toB)).length >= SIZE_B / 2 ? true : undefined), 60_000, 'B half sent');
-  const otp = recipient('fotp');
-  const accepted = await client(e2e.api.app, c).post('/v1/send', {
-    to: otp,
-    from: `alerts@${c.domain}`,
-    subject: 'Your code',
-    body: '<p>123456</p>',
-  });
-  expect(accepted.status).toBe(202);
-  const acceptedAt = Date.parse(accepted.body.data.timestamp as string);
-  const [otpSend] = await waitFor(
-    async () => {
-      const s = await sesSendsTo([otp]);
-      return s.length ? s : undefined;
-    },
-    20_000,
-    'transactional email at SES',
-  );
+  const { acceptedAt, send: otpSend } = await transactionalProbe(e2e.api.app, c, 'fotp');
 
   const sentStatus = async (id: string) =>
     (await e2e.api.database.db.execute<{ status: string }>(sql`select status from campaigns where id = ${id}::uuid`))
