@@ -7,6 +7,7 @@ import {
   TemplateSyntaxError,
 } from './templates';
 import { rewriteFallbacks } from './fallbacks';
+import { newTextSlots } from './text-slots';
 
 const html = (body: string, ctx: Record<string, unknown>) =>
   renderContent({ subject: 's', body, format: 'html' }, ctx).html;
@@ -135,6 +136,29 @@ describe('variables stay text (HTML and Markdown bodies)', () => {
     expect(() =>
       renderContent({ subject: 's', body: '{{{deep}}}', format: 'html' }, { deep: '<div>'.repeat(20_000) }),
     ).toThrow(ContentRenderError);
+  });
+});
+
+describe('text slots', () => {
+  test('every render draws a nonce of its own (64 random bits)', () => {
+    const prefixes = new Set<string>();
+    for (let i = 0; i < 3000; i++) {
+      const { prefix } = newTextSlots();
+      expect(prefix).toMatch(/^mrv[0-9a-f]{16}n$/);
+      prefixes.add(prefix);
+    }
+    expect(prefixes.size).toBe(3000);
+  });
+
+  test('a value shaped like a slot token, or another render’s token, stays as written', () => {
+    const other = `${newTextSlots().prefix}0e`;
+    const lookalike = 'mrv0123456789abcdefn0e';
+    expect(html('<p>{{a}} {{b}} {{c}}</p>', { a: other, b: lookalike, c: '<b>' })).toBe(
+      `<p>${other} ${lookalike} &lt;b&gt;</p>`,
+    );
+    expect(html('<a href="{{u}}">x</a> {{u}}', { u: 'javascript:alert(1)' })).toBe(
+      '<a href="#">x</a> javascript:alert(1)',
+    );
   });
 });
 

@@ -82,9 +82,27 @@ export interface TextSlots {
   values: unknown[];
 }
 
-/** Fresh slots for one render. */
+/**
+ * Random bytes for the renders' nonces, drawn from the system's CSPRNG a pool at a time: one `randomBytes` call per
+ * 512 renders, not one each (a call cost about as much as the rest of a small email's slot filling). Each nonce is
+ * still 64 fresh random bits, used once.
+ */
+const NONCE_BYTES = 8;
+const noncePool = { bytes: Buffer.alloc(0), at: 0 };
+
+function nextNonce(): string {
+  if (noncePool.at + NONCE_BYTES > noncePool.bytes.length) {
+    noncePool.bytes = randomBytes(NONCE_BYTES * 512);
+    noncePool.at = 0;
+  }
+  const nonce = noncePool.bytes.toString('hex', noncePool.at, noncePool.at + NONCE_BYTES);
+  noncePool.at += NONCE_BYTES;
+  return nonce;
+}
+
+/** Fresh slots for one render: a nonce of 64 random bits no other render shares. */
 export function newTextSlots(): TextSlots {
-  return { prefix: `mrv${randomBytes(8).toString('hex')}n`, values: [] };
+  return { prefix: `mrv${nextNonce()}n`, values: [] };
 }
 
 /** Registers {@link TEXT_HELPER} on a Handlebars environment: it stores the value and outputs its token. */
@@ -96,6 +114,9 @@ export function registerTextHelper(env: typeof Handlebars): void {
     return new env.SafeString(`${slots.prefix}${slots.values.length - 1}e`);
   });
 }
+
+/** Any render's slot token: `mrv`, the 16 hex digits of its nonce, `n`, the value's index, `e`. */
+const ANY_TOKEN = /mrv([0-9a-f]{16})n(\d+)e/g;
 
 const DANGEROUS_SCHEME = /^(?:javascript|vbscript|data):/;
 
@@ -125,10 +146,12 @@ function afterEquals(html: string, pos: number): boolean {
  */
 export function fillTextSlots(html: string, slots: TextSlots): string {
   if (slots.values.length === 0) return html;
-  const token = new RegExp(`${slots.prefix}(\\d+)e`, 'g');
   let scanned = 0;
   let inTag = false;
-  return html.replace(token, (_whole, index: string, offset: number) => {
+  // One pattern for every render (a pattern made per render from its prefix was compiled anew each time: as much
+  // CPU as the rest of a small email's composing); a token of another nonce is left as it is, as that pattern would.
+  return html.replace(ANY_TOKEN, (whole: string, nonce: string, index: string, offset: number) => {
+    if (`mrv${nonce}n` !== slots.prefix) return whole;
     // Whether the token is inside a tag: the last `<` or `>` before it. The text between tokens is read once, by
     // the native `lastIndexOf` over it (a loop over its characters in JavaScript cost more than the render).
     const between = html.slice(scanned, offset);
