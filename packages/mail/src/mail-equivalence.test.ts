@@ -4,6 +4,9 @@
  * one campaign (where the shared parts come from the part cache).
  */
 import { buildMime, buildMimeStreamed, mimeBaseBoundary, type MimeAttachment, type MimeMessage } from './mail';
+import crypto from 'node:crypto';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import MimeNode from 'nodemailer/lib/mime-node';
 import { clearPartCache, partCacheStats, PART_CACHE_LIMITS } from './mime-build';
 
 const DATE = new Date('2025-03-04T05:06:07Z');
@@ -259,5 +262,67 @@ describe('mimeBaseBoundary', () => {
       '354f8d1ebc5e1fd073e3c063',
       '9b028b2458555094f6849734',
     ]);
+  });
+});
+
+describe('nodemailer’s own steps the builder keeps cheap', () => {
+  test('header names come out as an untouched nodemailer spells them (answers kept per name)', () => {
+    let Fresh: new (contentType?: string) => { _normalizeHeaderKey(key: unknown): string } = undefined as never;
+    jest.isolateModules(() => {
+      // A MimeNode class loaded apart from this module's: the one nodemailer ships, not sped up.
+      Fresh = require('nodemailer/lib/mime-node');
+    });
+    const fresh = new Fresh('text/plain');
+    const ours = new MimeNode('text/plain') as unknown as { _normalizeHeaderKey(key: unknown): string };
+    expect(ours._normalizeHeaderKey).not.toBe(fresh._normalizeHeaderKey);
+    const keys: unknown[] = [
+      'content-type',
+      'Content-Type',
+      'MIME-VERSION',
+      'x-smtpapi',
+      'dkim-signature',
+      'list-unsubscribe-post',
+      'x-ses-message-id',
+      'content-features',
+      ' X-Weird\r\nName\u0001 ',
+      'return-path',
+      '',
+      undefined,
+      null,
+      42,
+    ];
+    for (let round = 0; round < 2; round++)
+      for (const key of keys) expect(ours._normalizeHeaderKey(key)).toBe(fresh._normalizeHeaderKey(key));
+  });
+
+  test('the parts MailComposer adds share the root’s base boundary: no random bytes drawn per part', async () => {
+    const draws = jest.spyOn(crypto, 'randomBytes');
+    try {
+      const message = base({
+        attachments: [{ filename: 'a.pdf', content: Buffer.from('%PDF'), contentType: 'application/pdf' }],
+      });
+      const root = new MailComposer({
+        from: 'a@example.com',
+        to: 'b@example.org',
+        html: message.html,
+        text: message.text,
+        attachments: [{ filename: 'a.pdf', content: Buffer.from('%PDF') }],
+        baseBoundary: 'b0b0',
+        messageId: '<m@example.com>',
+        date: DATE,
+      } as ConstructorParameters<typeof MailComposer>[0]).compile();
+      const nodes: MimeNode[] = [];
+      const walk = (n: MimeNode) => {
+        nodes.push(n);
+        n.childNodes.forEach(walk);
+      };
+      walk(root);
+      expect(nodes.length).toBeGreaterThan(3);
+      for (const n of nodes) expect((n as unknown as { baseBoundary: string }).baseBoundary).toBe('b0b0');
+      await expectSame(message);
+      expect(draws).not.toHaveBeenCalled();
+    } finally {
+      draws.mockRestore();
+    }
   });
 });
