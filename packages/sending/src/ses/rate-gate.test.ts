@@ -253,6 +253,23 @@ test('at a high rate, the asks of one turn are granted together, several per scr
   expect(elapsedMs).toBeGreaterThanOrEqual(44 * 0.1 - 1);
 });
 
+test('a process sending one after the other makes one gate call per send: each confirmation rides on the next ask', async () => {
+  const [c] = connect(1);
+  const key = freshKey();
+  const gate = new SendRateGate(c, key, 1_000, 0);
+  const calls = jest.spyOn(c, 'evalsha');
+  for (let i = 0; i < 30; i++) await gate.acquire();
+  // The last grant's confirmation has no ask to ride on: it goes alone, in a check phase or two.
+  await new Promise((r) => setTimeout(r, 50));
+  const takes = calls.mock.calls.filter(([, keys]) => keys === 3).length;
+  const confirms = calls.mock.calls.filter(([, keys]) => keys === 2).length;
+  expect(takes).toBeGreaterThanOrEqual(30);
+  expect(confirms).toBeLessThanOrEqual(3);
+  // Every grant was recorded as sent, none is left pending.
+  expect(await c.zcard(`${key}:sent`)).toBe(30);
+  expect(await c.zcard(`${key}:pending`)).toBe(0);
+});
+
 test('a grant asked late takes its slot from the schedule, not from now: the lateness is caught up', async () => {
   const [c] = connect(1);
   const key = freshKey();

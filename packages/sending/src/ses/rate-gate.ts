@@ -14,9 +14,10 @@
  * - So every grant is *confirmed* once its request has been written, and the window counts confirmations: the
  *   SES `SendEmail` request that starts right after a grant (seen on Node's `http.client.request.start`
  *   diagnostics channel, matched by method and path) confirms it on its `finish` event, when its last byte has
- *   been handed to the operating system (or on `close`, if it never gets there). A second script records the
- *   send at the Redis clock's `now`, which is therefore no earlier than the write (one script for the grants of a
- *   process confirmed in the same turn of the event loop). A new grant is given only
+ *   been handed to the operating system (or on `close`, if it never gets there). A script call made after that
+ *   records the send at the Redis clock's `now`, which is therefore no earlier than the write (one call for the
+ *   grants of a process confirmed in the same turn of the event loop, and that call is the process's next ask
+ *   when one is going out in the same turn: a worker sending steadily makes one gate call per turn, not two). A new grant is given only
  *   while fewer than `emailsPerSecond` sends are recorded in the trailing window of `1000 + safetyMs` ms; a
  *   grant not yet confirmed counts as inside the window (until {@link PENDING_TTL_MS}, for a process killed in
  *   between). The decision for a send is taken before its write and every earlier send's record is after its
@@ -85,8 +86,11 @@ export const GRANT_BURST_US = 2_000;
 export const CATCH_UP_US = 100_000;
 
 /**
- * KEYS: last, pending, sent. ARGV: interval µs, window µs, limit, pending TTL µs, burst µs, token….
- * Grants the first `m` tokens (they are pending) and answers `{m, 0}`, or `{0, µs to wait before asking again}`.
+ * KEYS: last, pending, sent. ARGV: interval µs, window µs, limit, pending TTL µs, burst µs, confirmations `c`,
+ * `c` tokens to confirm, then the tokens asking.
+ * First moves the tokens to confirm to `sent` at the Redis clock's now (as {@link CONFIRM} does: the confirmations
+ * of this process due in the turn an ask goes out ride on that call). Then, with no token asking, answers `{0, 0}`;
+ * else grants the first `m` tokens (they are pending) and answers `{m, 0}`, or `{0, µs to wait before asking again}`.
  * `m` is at most the tokens given, the room left in the window, and the intervals elapsed: counted from the last
  * decision while the slot after it is at most {@link CATCH_UP_US} past (the slots the decisions fell behind are
  * caught up), else from no further back than `burst` (≥ interval): with `burst` = interval, one grant per
@@ -97,6 +101,21 @@ const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval, window, limit, ttl, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local c = tonumber(ARGV[6])
+local keep = math.ceil(math.max(window, ttl) / 1000) + 1000
+if c > 0 then
+  local stamp = string.format('%.0f', now)
+  for i = 7, 6 + c do
+    redis.call('ZREM', KEYS[2], ARGV[i])
+    redis.call('ZADD', KEYS[3], stamp, ARGV[i])
+  end
+  redis.call('PEXPIRE', KEYS[3], keep)
+end
+local first = 7 + c
+local asking = #ARGV - first + 1
+if asking < 1 then
+  return {0, 0}
+end
 local last = tonumber(redis.call('GET', KEYS[1]) or '0')
 if now < last + interval then
   return {0, last + interval - now}
@@ -115,12 +134,11 @@ if held >= limit then
 end
 local from = last
 if now - last - interval > ${CATCH_UP_US} then from = now - math.max(burst, interval) end
-local m = math.max(1, math.min(#ARGV - 5, limit - held, math.floor((now - from) / interval)))
+local m = math.max(1, math.min(asking, limit - held, math.floor((now - from) / interval)))
 local stamp = string.format('%.0f', now)
-local keep = math.ceil(math.max(window, ttl) / 1000) + 1000
 redis.call('SET', KEYS[1], string.format('%.0f', math.min(now, from + m * interval)), 'PX', keep)
 for i = 1, m do
-  redis.call('ZADD', KEYS[2], stamp, ARGV[5 + i])
+  redis.call('ZADD', KEYS[2], stamp, ARGV[first - 1 + i])
 end
 redis.call('PEXPIRE', KEYS[2], keep)
 return {m, 0}
@@ -261,13 +279,18 @@ export class SendRateGate {
   /**
    * Confirms `token` in the check phase of this turn of the event loop, in one script with the other grants of
    * this process confirmed in the same turn (requests whose last byte left in one poll): one Redis call instead of
-   * one per send. Recorded a little later than the write, never earlier: the window only counts it longer.
+   * one per send; when an ask of this process is about to go out, on that ask's call instead of one of its own.
+   * Recorded a little later than the write, never earlier: the window only counts it longer.
    */
   private confirmLater(token: string): void {
     this.confirming.push(token);
     if (this.confirming.length > 1) return;
     setImmediate(() => {
+      // An ask of this process not yet sent carries them (its call runs in this check phase or the next), so a
+      // process sending steadily makes one script call per turn, not two.
+      if (this.turnAsks.size > 0) return;
       const tokens = this.confirming.splice(0);
+      if (tokens.length === 0) return;
       CONFIRM_SCRIPT.run(this.redis, [this.keys[1], this.keys[2]], [this.keepMs, ...tokens]).catch(() => undefined);
     });
   }
@@ -300,12 +323,16 @@ export class SendRateGate {
       b.reply = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
         if (this.turnAsks.get(priority) === b) this.turnAsks.delete(priority);
         const burstUs = Math.max(this.intervalUs, GRANT_BURST_US);
+        // The confirmations due (requests already written), recorded by this call before it decides.
+        const confirms = this.confirming.splice(0);
         const args = [
           this.intervalUs,
           this.windowUs,
           this.emailsPerSecond,
           PENDING_TTL_MS * 1000,
           burstUs,
+          confirms.length,
+          ...confirms,
           ...b.tokens,
         ];
         const [granted, waitUs] = (await TAKE_SCRIPT.run(this.redis, this.keys, args)) as [number, number];
