@@ -12,6 +12,8 @@
  * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the API process there. `BENCH_API_B_ENV="K=V,K2=V2"` runs
  * a second API process with these settings added, in the same rounds (to compare a setting in one run);
  * `BENCH_API_B_DIR=/path/to/other/checkout` runs that second API from another checkout (before/after a change).
+ * `BENCH_API_B_NODE_FLAGS="--flag …"` runs a second API process of this checkout started with those Node flags
+ * (a GC setting beside the default in one run).
  *
  * @module
  */
@@ -132,6 +134,8 @@ export async function benchApi(
     if (process.env.BENCH_API_EXPRESS === '1')
       await start('Express floor', 'bench/express-floor-server.ts', { ...env, PROJECT_ID: p.id });
     if (bEnv) await start(`API ${process.env.BENCH_API_B_ENV}`, 'apps/api/src/server.ts', { ...apiEnv, ...bEnv });
+    const bFlags = process.env.BENCH_API_B_NODE_FLAGS?.split(' ').filter(Boolean);
+    if (bFlags?.length) await start(`API ${bFlags.join(' ')}`, 'apps/api/src/server.ts', apiEnv, bFlags);
     if (bDir) {
       const port = await freePort();
       const child = spawn(process.execPath, ['--import', 'tsx', path.join(bDir, 'apps/api/src/server.ts')], {
