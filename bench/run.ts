@@ -66,6 +66,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
+import { Redis } from 'ioredis';
 import { loadConfig } from '@mailroom/config/config';
 import { addDomain, createProject } from '@mailroom/projects/queries/projects';
 import { createDatabase, type Database } from '@mailroom/db/client';
@@ -108,6 +109,30 @@ function startScriptNodeFlags(file: string): string[] {
       return words.slice(1, -1);
   }
   return [];
+}
+
+/**
+ * Deletes the Redis keys of the queue prefixes this run made (`{bench-…<ms>…}`, every bench names its prefix with
+ * `Date.now()` at its start): the jobs the API bench enqueues with no worker, and the finished jobs of the drains,
+ * would otherwise stay in Redis from run to run (hundreds of MiB after a few sessions). A prefix is this run's when
+ * its time is at or after `since` (the run's start): do not run two benches at once.
+ */
+async function dropBenchQueues(url: string, since: number): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', '{bench-*', 'COUNT', 5000);
+      cursor = next;
+      const ours = keys.filter((key) => {
+        const tag = key.slice(1, key.indexOf('}'));
+        return (tag.match(/\d{13}/g) ?? []).some((ms) => Number(ms) >= since);
+      });
+      if (ours.length > 0) await redis.unlink(...ours);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /**
@@ -218,6 +243,7 @@ async function main(): Promise<void> {
       `unknown benchmark ${which}: api, worker, contacts, campaigns, campaign-delivery, feedback, workflows, verify, history, smtp, replicas, compose or partition-migration`,
     );
   }
+  const startedAt = Date.now();
   const dbName = process.env.BENCH_DATABASE ?? `mailroom_bench_${process.pid}`;
   const keep = process.env.BENCH_KEEP_DATABASE === '1' && process.env.BENCH_DATABASE !== undefined;
   const dbUrl = keep ? await keptDatabase(dbName) : await freshDatabase(ADMIN_DB_URL, dbName);
@@ -268,6 +294,7 @@ async function main(): Promise<void> {
     await database.close();
     ses.stop();
     if (!keep) await dropDatabase(ADMIN_DB_URL, dbName).catch(() => undefined);
+    await dropBenchQueues(env.REDIS_URL, startedAt).catch((err: unknown) => console.error('bench queues kept:', err));
   }
   mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
   writeFileSync(
