@@ -24,7 +24,8 @@ const para = (i: number) =>
   `<tr><td style="padding:12px 24px;font-family:Helvetica,Arial,sans-serif;font-size:15px;line-height:22px;color:#333333">` +
   `Paragraph ${i}: our spring collection is here — fresh picks, déjà vu prices and a few surprises. Read more about ` +
   `<a href="https://shop.example.com/p/${i}?utm_source=newsletter&amp;utm_medium=email">item ${i}</a>.</td></tr>\n`;
-const newsletter = (greeting: string, footer: string) =>
+/** The newsletter body (about 5 KB of HTML) with `greeting` at its top and `footer` at its end. */
+export const newsletter = (greeting: string, footer: string) =>
   `<!doctype html><html><head><meta charset="utf-8"><title>News</title></head><body><table width="100%">\n` +
   `<tr><td>${greeting}</td></tr>\n${Array.from({ length: 20 }, (_, i) => para(i)).join('')}` +
   `<tr><td>${footer}</td></tr></table></body></html>`;
@@ -34,9 +35,14 @@ const SHARED_BODY = newsletter('Hi there,', 'You receive this as a customer of S
 const KEY = randomBytes(32);
 const PDF = randomBytes(40_000);
 
-type Case = 'campaign' | 'campaign-shared' | 'transactional' | 'transactional+pdf';
+/** The bench's kinds of email. */
+export type Case = 'campaign' | 'campaign-shared' | 'transactional' | 'transactional+pdf';
 
-function email(kind: Case, i: number): SendingEmail {
+/**
+ * The `i`-th claimed email of kind `kind`, as the worker hands it to `composeMessage` (`campaign`: the newsletter
+ * that greets `contactData.firstName` and links its unsubscribe URL; also used by `bench/ses-bulk.ts`).
+ */
+export function email(kind: Case, i: number): SendingEmail {
   const campaign = kind.startsWith('campaign');
   const id = `01900000-0000-7000-8000-${String(i).padStart(12, '0')}`;
   return {

@@ -1,5 +1,5 @@
 /**
- * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|campaign-delivery|feedback|workflows|verify|history|smtp|compose]`): print numbers,
+ * Benchmarks (`npm run bench [-- api|worker|contacts|campaigns|campaign-delivery|feedback|workflows|verify|history|smtp|compose|ses-bulk]`): print numbers,
  * assert nothing.
  *
  * api    — POST /v1/send (1 recipient) and POST /v1/track requests/s and p50/p99 latency (autocannon, 50 connections,
@@ -44,6 +44,9 @@
  *          bytes allocated per email for campaign-like and transactional emails, the MIME builder beside nodemailer's
  *          streamed build (the reference) in alternating rounds (bench/compose.ts; BENCH_COMPOSE_EMAILS,
  *          BENCH_COMPOSE_ROUNDS). Run only when named.
+ * ses-bulk — campaign mail through SES v2 SendBulkEmail (an SES template, 50 entries a call) beside today's path
+ *          (composeMessage and one raw SendEmail each), against the SES emulator: CPU µs per email of the sending
+ *          process and of the emulator (bench/ses-bulk.ts; BENCH_BULK_EMAILS, BENCH_BULK_ROUNDS). Run only when named.
  * replicas — GET /contacts (page, search), POST /segments/preview and GET /reputation requests/s and p50/p99 with no
  *          read replica and with one (a throwaway primary and a streaming replica of it, made for the run), in
  *          alternating rounds, with the share of reads each API process sent to the replica (bench/replicas.ts;
@@ -85,6 +88,7 @@ import { benchHistory } from './history';
 import { benchSmtp } from './smtp';
 import { benchReplicas } from './replicas';
 import { benchCompose } from './compose';
+import { benchSesBulk } from './ses-bulk';
 
 const ROOT = path.resolve(__dirname, '..');
 const ADMIN_DB_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -203,12 +207,13 @@ async function keptDatabase(name: string): Promise<string> {
 
 async function main(): Promise<void> {
   const which = process.argv[2];
-  // In-process, no services; run only when named.
-  if (which === 'compose') {
-    results.compose = await benchCompose();
+  // In-process, no Postgres or Redis (ses-bulk starts the SES emulator); run only when named.
+  if (which === 'compose' || which === 'ses-bulk') {
+    if (which === 'compose') results.compose = await benchCompose();
+    else results.sesBulk = await benchSesBulk();
     mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
     writeFileSync(
-      path.join(ROOT, 'bench/results/compose.json'),
+      path.join(ROOT, `bench/results/${which}.json`),
       JSON.stringify({ at: new Date().toISOString(), results }, null, 2),
     );
     return;
@@ -240,7 +245,7 @@ async function main(): Promise<void> {
     ].includes(which)
   ) {
     throw new Error(
-      `unknown benchmark ${which}: api, worker, contacts, campaigns, campaign-delivery, feedback, workflows, verify, history, smtp, replicas, compose or partition-migration`,
+      `unknown benchmark ${which}: api, worker, contacts, campaigns, campaign-delivery, feedback, workflows, verify, history, smtp, replicas, compose, ses-bulk or partition-migration`,
     );
   }
   const startedAt = Date.now();
