@@ -270,6 +270,21 @@ test('a process sending one after the other makes one gate call per send: each c
   expect(await c.zcard(`${key}:pending`)).toBe(0);
 });
 
+test('an ask whose call fails does not lose the confirmations it carried', async () => {
+  const [c] = connect(1);
+  const key = freshKey();
+  const gate = new SendRateGate(c, key, 1_000, 0);
+  await gate.acquire();
+  // The next ask carries the first grant's confirmation; its call fails (Redis dropped the connection).
+  jest.spyOn(c, 'evalsha').mockImplementationOnce(() => Promise.reject(new Error('connection lost')));
+  await expect(gate.acquire()).rejects.toThrow('connection lost');
+  // The confirmation goes again on its own: the grant is recorded as sent, not left pending for PENDING_TTL_MS.
+  const deadline = Date.now() + 2_000;
+  while ((await c.zcard(`${key}:sent`)) < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  expect(await c.zcard(`${key}:sent`)).toBe(1);
+  expect(await c.zcard(`${key}:pending`)).toBe(0);
+});
+
 test('a grant asked late takes its slot from the schedule, not from now: the lateness is caught up', async () => {
   const [c] = connect(1);
   const key = freshKey();

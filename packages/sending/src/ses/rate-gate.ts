@@ -335,8 +335,16 @@ export class SendRateGate {
           ...confirms,
           ...b.tokens,
         ];
-        const [granted, waitUs] = (await TAKE_SCRIPT.run(this.redis, this.keys, args)) as [number, number];
-        return [Number(granted), Number(waitUs)] as [number, number];
+        let reply: [number, number];
+        try {
+          reply = (await TAKE_SCRIPT.run(this.redis, this.keys, args)) as [number, number];
+        } catch (err) {
+          // The confirmations are not lost with the ask: they go again (alone, or on the next ask). Recorded twice
+          // if the failed call did run, which only moves their time later.
+          for (const token of confirms) this.confirmLater(token);
+          throw err;
+        }
+        return [Number(reply[0]), Number(reply[1])] as [number, number];
       });
       this.turnAsks.set(priority, b);
       batch = b;
