@@ -300,6 +300,37 @@ describe('nodemailer’s own steps the builder keeps cheap', () => {
       for (const key of keys) expect(ours._normalizeHeaderKey(key)).toBe(fresh._normalizeHeaderKey(key));
   });
 
+  test('a message built with these steps has the bytes an untouched nodemailer builds', async () => {
+    let Fresh: unknown;
+    jest.isolateModules(() => {
+      // MailComposer and its MimeNode loaded apart from this module's: neither step is replaced there.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- a second, isolated load needs require
+      Fresh = require('nodemailer/lib/mail-composer');
+    });
+    expect(Fresh).not.toBe(MailComposer);
+    const pdf = { filename: 'a.pdf', content: Buffer.from('%PDF-1.4 x'), contentType: 'application/pdf' };
+    const variants: ConstructorParameters<typeof MailComposer>[0][] = [
+      { html: '<p>Grüße</p>', text: 'Grüße' },
+      { html: '<p>x</p>', text: 'x', attachments: [pdf] },
+      { html: '<img src="cid:logo">', attachments: [{ ...pdf, filename: 'logo.png', cid: 'logo' }] },
+      { text: 'only text', headers: { 'x-custom-header': 'v', 'list-unsubscribe': '<https://x.test/u>' } },
+    ];
+    for (const variant of variants) {
+      const options = {
+        from: { name: 'Zoë', address: 'a@example.com' },
+        to: 'b@example.org',
+        subject: 'Hello ✓',
+        messageId: '<m@example.com>',
+        date: DATE,
+        baseBoundary: 'b0b0',
+        ...variant,
+      };
+      const untouched = await new (Fresh as typeof MailComposer)(options).compile().build();
+      const ours = await new MailComposer(options).compile().build();
+      expect(ours.toString('latin1')).toBe(untouched.toString('latin1'));
+    }
+  });
+
   test('the parts MailComposer adds share the root’s base boundary: no random bytes drawn per part', async () => {
     const draws = jest.spyOn(crypto, 'randomBytes');
     try {
