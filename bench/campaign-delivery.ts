@@ -38,6 +38,7 @@ import { apiCaller } from './http';
 import { BackendCpu, processCpuMs, servicesCpuSince, servicesCpuSnapshot } from './cpu';
 import { BENCH_CAMPAIGN, seededProject } from './campaign-mail';
 import type { Tally } from './ses-tally';
+import { benchQueuePrefix } from './queue-prefix';
 
 type Spawn = (file: string, env: Record<string, string>) => ChildProcess;
 type Row = Record<string, string | number>;
@@ -107,7 +108,7 @@ export async function benchCampaignDelivery(
   const workerPorts = [await freePort(), await freePort()];
   const appEnv = {
     ...env,
-    QUEUE_PREFIX: `{bench-delivery-${Date.now()}}`,
+    QUEUE_PREFIX: benchQueuePrefix('delivery'),
     SES_ENDPOINT: tally.url,
     SES_MAX_SEND_RATE: String(rate),
     // The emulated account's 24-hour quota holds the campaign twice over (at the default 50,000 the quota guard

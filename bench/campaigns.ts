@@ -37,6 +37,7 @@ import path from 'node:path';
 import { dropDatabase, freePort, waitForHttp } from '../test/support/services';
 import { apiCaller } from './http';
 import { BackendCpu, memory, processCpuMs } from './cpu';
+import { benchQueuePrefix } from './queue-prefix';
 
 type Spawn = (file: string, env: Record<string, string>) => import('node:child_process').ChildProcess;
 type Row = Record<string, string | number>;
@@ -160,7 +161,7 @@ export async function benchCampaigns(
     for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
       const got = await measure(
         side,
-        { ...env, DATABASE_URL: side.dbUrl, QUEUE_PREFIX: `{bench-${Date.now()}-${r}}` },
+        { ...env, DATABASE_URL: side.dbUrl, QUEUE_PREFIX: benchQueuePrefix(`campaigns${r}`) },
         config,
         stop,
       );

@@ -15,6 +15,7 @@ import { sql } from 'drizzle-orm';
 import IORedis from 'ioredis';
 import type { Database } from '@mailroom/db/client';
 import { freePort, waitForHttp } from '../test/support/services';
+import { benchQueuePrefix } from './queue-prefix';
 
 type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => ChildProcess;
 
@@ -58,7 +59,7 @@ export async function countConnections(
     WORKER_HEALTH_PORT: '0',
     SES_MAX_SEND_RATE: '10000',
     SES_RATE_SAFETY_MS: '0',
-    QUEUE_PREFIX: `{bench-conn-${Date.now()}}`,
+    QUEUE_PREFIX: benchQueuePrefix('conn'),
   };
   const api = spawnApp('apps/api/src/server.ts', appEnv);
   const worker = spawnApp('apps/worker/src/main.ts', appEnv);

@@ -89,6 +89,7 @@ import { benchSmtp } from './smtp';
 import { benchReplicas } from './replicas';
 import { benchCompose } from './compose';
 import { benchSesBulk } from './ses-bulk';
+import { benchQueuePrefix, benchQueuePrefixes } from './queue-prefix';
 
 const ROOT = path.resolve(__dirname, '..');
 const ADMIN_DB_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -116,24 +117,23 @@ function startScriptNodeFlags(file: string): string[] {
 }
 
 /**
- * Deletes the Redis keys of the queue prefixes this run made (`{bench-…<ms>…}`, every bench names its prefix with
- * `Date.now()` at its start): the jobs the API bench enqueues with no worker, and the finished jobs of the drains,
- * would otherwise stay in Redis from run to run (hundreds of MiB after a few sessions). A prefix is this run's when
- * its time is at or after `since` (the run's start): do not run two benches at once.
+ * Deletes the Redis keys of the queue prefixes this run made (`benchQueuePrefix`): the jobs the API bench enqueues
+ * with no worker, and the finished jobs of the drains, would otherwise stay in Redis from run to run (hundreds of
+ * MiB after a few sessions). Keys of any other prefix, another run's included, are left alone.
  */
-async function dropBenchQueues(url: string, since: number): Promise<void> {
+async function dropBenchQueues(url: string): Promise<void> {
   const redis = new Redis(url, { maxRetriesPerRequest: 1 });
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', '{bench-*', 'COUNT', 5000);
-      cursor = next;
-      const ours = keys.filter((key) => {
-        const tag = key.slice(1, key.indexOf('}'));
-        return (tag.match(/\d{13}/g) ?? []).some((ms) => Number(ms) >= since);
-      });
-      if (ours.length > 0) await redis.unlink(...ours);
-    } while (cursor !== '0');
+    for (const prefix of benchQueuePrefixes()) {
+      // The prefixes are letters, digits, `-` and the braces of the hash tag: nothing a MATCH pattern reads.
+      if (!/^\{bench-[\w-]+\}$/.test(prefix)) throw new Error(`unexpected bench queue prefix ${prefix}`);
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);
+        cursor = next;
+        if (keys.length > 0) await redis.unlink(...keys);
+      } while (cursor !== '0');
+    }
   } finally {
     redis.disconnect();
   }
@@ -248,7 +248,6 @@ async function main(): Promise<void> {
       `unknown benchmark ${which}: api, worker, contacts, campaigns, campaign-delivery, feedback, workflows, verify, history, smtp, replicas, compose, ses-bulk or partition-migration`,
     );
   }
-  const startedAt = Date.now();
   const dbName = process.env.BENCH_DATABASE ?? `mailroom_bench_${process.pid}`;
   const keep = process.env.BENCH_KEEP_DATABASE === '1' && process.env.BENCH_DATABASE !== undefined;
   const dbUrl = keep ? await keptDatabase(dbName) : await freshDatabase(ADMIN_DB_URL, dbName);
@@ -261,7 +260,7 @@ async function main(): Promise<void> {
     SES_ENDPOINT: ses.endpoint,
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',
-    QUEUE_PREFIX: `{bench-${Date.now()}}`,
+    QUEUE_PREFIX: benchQueuePrefix('run'),
     DB_POOL_SIZE: '20',
   };
   const config = loadConfig(env);
@@ -299,7 +298,7 @@ async function main(): Promise<void> {
     await database.close();
     ses.stop();
     if (!keep) await dropDatabase(ADMIN_DB_URL, dbName).catch(() => undefined);
-    await dropBenchQueues(env.REDIS_URL, startedAt).catch((err: unknown) => console.error('bench queues kept:', err));
+    await dropBenchQueues(env.REDIS_URL).catch((err: unknown) => console.error('bench queues kept:', err));
   }
   mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
   writeFileSync(

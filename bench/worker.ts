@@ -46,6 +46,7 @@ import { acceptSend } from '@mailroom/sending/accept';
 import type { RecordedSend } from '../test/support/ses-recorder';
 import { memory, processCpuMs, servicesCpuSince, servicesCpuSnapshot, type Service, type ServicesCpu } from './cpu';
 import { seededProject, startCampaign } from './campaign-mail';
+import { benchQueuePrefix } from './queue-prefix';
 
 type Spawn = (file: string, env: Record<string, string>, nodeFlags?: string[]) => ChildProcess;
 type Rows = Record<string, string | number>[];
@@ -306,7 +307,7 @@ export async function benchWorker(
     for (const processes of onlyProcesses ? [Number(onlyProcesses)] : [1, 2]) {
       const env = (name: string) => ({
         ...baseEnv,
-        QUEUE_PREFIX: `{bench-${name}${processes}-${Date.now()}}`,
+        QUEUE_PREFIX: benchQueuePrefix(`${name}${processes}`),
         SES_ENDPOINT: ses.emulator,
         SES_MAX_SEND_RATE: '10000',
         SES_RATE_SAFETY_MS: '0',
@@ -399,7 +400,7 @@ export async function benchWorker(
   const count = 140;
   const rateEnv = {
     ...baseEnv,
-    QUEUE_PREFIX: `{bench-rate-${Date.now()}}`,
+    QUEUE_PREFIX: benchQueuePrefix('rate'),
     SES_MAX_SEND_RATE: '14',
     WORKER_HEALTH_PORT: '0',
   };
