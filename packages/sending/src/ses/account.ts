@@ -40,6 +40,8 @@ export interface AccountWatcherDeps {
    * reading. Omitted: readings are taken as they are.
    */
   sentSinceHour?: (hour?: Date) => Promise<{ hour: Date; sent: number }>;
+  /** How long {@link AccountWatcher.start} waits for the first reading (ms; default {@link FIRST_READ_WAIT_MS}). */
+  firstReadWaitMs?: number;
 }
 
 /** Reads and keeps the account's figures; see the module notes. */
@@ -88,16 +90,17 @@ export class AccountWatcher {
   }
 
   /**
-   * The first read, waited for at most {@link FIRST_READ_WAIT_MS} (a frozen SES must not hold the worker's start;
-   * the read goes on and applies when it lands), then one every `SES_ACCOUNT_REFRESH_MS`.
+   * The first read, waited for at most `firstReadWaitMs` (default {@link FIRST_READ_WAIT_MS}: a frozen SES must not
+   * hold the worker's start; the read goes on and applies when it lands), then one every `SES_ACCOUNT_REFRESH_MS`.
    */
   async start(): Promise<void> {
+    const waitMs = this.deps.firstReadWaitMs ?? FIRST_READ_WAIT_MS;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.refresh(), new Promise<void>((r) => (timer = setTimeout(r, FIRST_READ_WAIT_MS)))]);
+    await Promise.race([this.refresh(), new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
     clearTimeout(timer);
     if (!this.last && !this.lastError)
       this.deps.logger.warn(
-        { waitedMs: FIRST_READ_WAIT_MS, ratePerSecond: this.rate },
+        { waitedMs: waitMs, ratePerSecond: this.rate },
         'SES account not read yet; starting at the fallback rate',
       );
   }
