@@ -9,7 +9,7 @@
  */
 import request from 'supertest';
 import { and, eq, sql } from 'drizzle-orm';
-import { emails } from '@mailroom/db/schema/emails';
+import { emailEvents, emails } from '@mailroom/db/schema/emails';
 import { events } from '@mailroom/db/schema/events';
 import { createWebhookEndpoint } from '@mailroom/webhooks/queries/webhooks';
 import {
@@ -142,6 +142,23 @@ test('a campaign to a topic reaches exactly its subscribers; its one-click unsub
       .from(events)
       .where(and(eq(events.contactId, optedInId), eq(events.name, 'contact.unsubscribed'))),
   ).toEqual([]);
+  // Leaving the campaign's topic through its email counts on the campaign, once, and shows on the email's timeline.
+  const unsubscribedOn = async () => (await as.get(`/campaigns/${first.id}/stats`)).body.data.unsubscribed as number;
+  expect(await unsubscribedOn()).toBe(1);
+  const timeline = await e2e.api.database.db
+    .select({ data: emailEvents.data })
+    .from(emailEvents)
+    .where(and(eq(emailEvents.emailId, emailRow.id), eq(emailEvents.type, 'unsubscribed')));
+  expect(timeline.map((t) => t.data)).toEqual([
+    { emailId: emailRow.id, campaignId: first.id, method: 'one-click', topicId: news },
+  ]);
+  const again = await request(e2e.api.app)
+    .post(path)
+    .set('Accept', 'application/json')
+    .type('form')
+    .send('List-Unsubscribe=One-Click');
+  expect(again.body.data).toMatchObject({ topicId: news, changed: false });
+  expect(await unsubscribedOn()).toBe(1);
 
   // The next News campaign skips them; a campaign without a topic still reaches them.
   expect((await sendCampaign(p, { topicId: news })).recipients).toBe(2);

@@ -13,7 +13,7 @@ import {
   type ContactTopicState,
   type TopicChange,
 } from '@mailroom/contacts/queries/topics';
-import type { UnsubscribeTarget } from '@mailroom/contacts/queries/unsubscribe';
+import { countTopicUnsubscribe, type UnsubscribeTarget } from '@mailroom/contacts/queries/unsubscribe';
 import { commitWithOutbox, type OutboxDeps } from '@mailroom/webhooks/outbox';
 import { topicWebhookEvents } from '@mailroom/contacts/topics';
 import type { Logger } from '@mailroom/platform/logger';
@@ -49,7 +49,7 @@ async function changeTopics(
   log: Logger,
   target: UnsubscribeTarget,
   choices: { topicId: string; subscribed: boolean }[],
-  method: string,
+  method: 'link' | 'one-click',
 ): Promise<TopicChange[]> {
   const contactId = target.contactId;
   if (!contactId || choices.length === 0) return [];
@@ -59,11 +59,15 @@ async function changeTopics(
     target.projectId,
     async (tx) => {
       const test = await tx.execute<{ test: boolean }>(sql`select test from emails where id = ${target.emailId}::uuid`);
-      return setContactTopics(tx, target.projectId, contactId, choices, {
+      const changes = await setContactTopics(tx, target.projectId, contactId, choices, {
         method,
         emailId: target.emailId,
         test: test.rows[0]?.test ?? false,
       });
+      // Leaving the email's own topic through it is an unsubscribe from that mail: counted on its campaign.
+      if (changes.some((c) => c.topicId === target.topicId && !c.subscribed))
+        await countTopicUnsubscribe(tx, target, method);
+      return changes;
     },
     (changes) =>
       topicWebhookEvents({ id: contactId, email: target.toEmail }, changes, { method, emailId: target.emailId }),

@@ -107,3 +107,43 @@ export async function unsubscribeContact(
   `);
   return result.rows[0].n > 0;
 }
+
+/**
+ * Counts, once per email, a contact leaving the email's own topic through that email's link (its topic one-click,
+ * or the preference center reached from it) on the email's campaign: the campaign's `unsubscribed` count and an
+ * `unsubscribed` entry on the email's timeline (`data`: email, campaign, method and topic). An email already
+ * counted, for its topic or for all marketing mail, is not counted again; an email of no campaign gets the
+ * timeline entry only. Call it in the transaction that recorded the change.
+ *
+ * @returns whether this call counted it.
+ */
+export async function countTopicUnsubscribe(
+  db: DbOrTx,
+  target: Pick<UnsubscribeTarget, 'emailId' | 'projectId' | 'campaignId' | 'topicId'>,
+  method: Exclude<UnsubscribeMethod, 'complaint'>,
+): Promise<boolean> {
+  if (!target.topicId) return false;
+  const data = JSON.stringify({
+    emailId: target.emailId,
+    campaignId: target.campaignId,
+    method,
+    topicId: target.topicId,
+  });
+  const result = await db.execute<{ n: number }>(sql`
+    with timeline as (
+      insert into email_events (id, email_id, project_id, type, data)
+      select mailroom_uuid_v7(clock_timestamp()), ${target.emailId}::uuid, ${target.projectId}::uuid, 'unsubscribed', ${data}::jsonb
+      where not exists (
+        select 1 from email_events x
+        where x.email_id = ${target.emailId}::uuid and x.type = 'unsubscribed' and coalesce(x.data->>'method', '') <> 'complaint'
+      )
+      returning 1
+    ),
+    counted as (
+      update campaigns set unsubscribed = unsubscribed + 1
+      where id = ${target.campaignId}::uuid and exists (select 1 from timeline)
+    )
+    select count(*)::int as n from timeline
+  `);
+  return result.rows[0].n > 0;
+}
