@@ -1737,7 +1737,7 @@ export interface paths {
         put?: never;
         /**
          * Unsubscribe (RFC 8058 one-click, or the page's button); idempotent
-         * @description Sets the contact's `subscribed` to false, records `contact.unsubscribed` and the email's `unsubscribed` timeline entry, and counts it on the campaign, once. For a topic's email (a 64-character token) a one-click POST, or one without `action`, leaves that topic only (`contact.topic_unsubscribed`). `action=preferences` saves the preference center: each public topic subscribed when its id is among the `topic` fields, unsubscribed otherwise. `action=unsubscribe_all` leaves all marketing email. Answers HTML, or `{success, data: {email, unsubscribed, changed}}` when the client accepts JSON.
+         * @description Sets the contact's `subscribed` to false, records `contact.unsubscribed` and the email's `unsubscribed` timeline entry, and counts it on the campaign, once. For a topic's email (a 64-character token) a one-click POST, or one without `action`, leaves that topic only (`contact.topic_unsubscribed`), counted on the campaign once. `action=preferences` saves the preference center: each public topic subscribed when its id is among the `topic` fields, unsubscribed otherwise. `action=unsubscribe_all` leaves all marketing email. Answers HTML, or `{success, data: {email, unsubscribed, changed}}` when the client accepts JSON.
          */
         post: operations["unsubscribe"];
         delete?: never;

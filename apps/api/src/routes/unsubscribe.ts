@@ -229,7 +229,7 @@ export const unsubscribeOpenApiPaths = {
       description:
         "Sets the contact's `subscribed` to false, records `contact.unsubscribed` and the email's `unsubscribed` timeline " +
         "entry, and counts it on the campaign, once. For a topic's email (a 64-character token) a one-click POST, or one " +
-        'without `action`, leaves that topic only (`contact.topic_unsubscribed`). `action=preferences` saves the preference ' +
+        'without `action`, leaves that topic only (`contact.topic_unsubscribed`), counted on the campaign once. `action=preferences` saves the preference ' +
         'center: each public topic subscribed when its id is among the `topic` fields, unsubscribed otherwise. ' +
         '`action=unsubscribe_all` leaves all marketing email. Answers HTML, or `{success, data: {email, unsubscribed, changed}}` ' +
         'when the client accepts JSON.',
