@@ -533,6 +533,42 @@ describe('campaign counters', () => {
     expect((await c.stats()).unsubscribed).toBe(0);
   });
 
+  test("feedback webhooks of an A/B-tested campaign's email carry its variant; other emails' carry none", async () => {
+    const p = await createTestProject(ctx.api.database);
+    const as = client(ctx.api.app, p);
+    const hook = (
+      await as.post('/webhooks/endpoints', {
+        url: 'https://hooks.example.com/ab',
+        eventTypes: ['email.delivered', 'email.opened', 'email.bounced'],
+      })
+    ).body.data;
+    const { sent } = await campaignWithEmails(p, 2);
+    const [tested, plain] = sent;
+    await ctx.api.database.db.update(emails).set({ variant: 1 }).where(eq(emails.id, tested.id));
+    for (const e of sent) {
+      expect((await post(sns.notification(sesEvent('Delivery', e)))).status).toBe(200);
+      expect((await post(sns.notification(sesEvent('Open', e)))).status).toBe(200);
+    }
+    expect((await post(sns.notification(sesEvent('Bounce', tested, { bounceType: 'Transient' })))).status).toBe(200);
+    const items = (await as.get(`/webhooks/endpoints/${hook.id}/deliveries`)).body.data.items as {
+      eventType: string;
+      payload: { data: Record<string, unknown> };
+    }[];
+    const of = (emailId: string) => items.filter((i) => i.payload.data.emailId === emailId);
+    expect(
+      of(tested.id)
+        .map((i) => i.eventType)
+        .sort(),
+    ).toEqual(['email.bounced', 'email.delivered', 'email.opened']);
+    for (const i of of(tested.id)) expect(i.payload.data.variant).toBe(1);
+    expect(
+      of(plain.id)
+        .map((i) => i.eventType)
+        .sort(),
+    ).toEqual(['email.delivered', 'email.opened']);
+    for (const i of of(plain.id)) expect(i.payload.data).not.toHaveProperty('variant');
+  });
+
   test('an unsubscribe counts once per email, even when the contact re-subscribes and opts out again through it', async () => {
     const p = await createTestProject(ctx.api.database);
     const c = await campaignWithEmails(p, 2);

@@ -74,6 +74,8 @@ type EmailForFeedback = {
   project_id: string;
   contact_id: string | null;
   campaign_id: string | null;
+  /** An A/B-tested campaign's variant (0-based) the email carried, else null. */
+  variant: number | null;
   /** The stream (reputation is counted per stream). */
   marketing: boolean;
   to_email: string;
@@ -105,7 +107,7 @@ function scrubErased(fb: SesFeedback): SesFeedback {
  * back to the message id alone.
  */
 async function findEmail(db: DbOrTx, fb: SesFeedback): Promise<EmailForFeedback | undefined> {
-  const cols = sql`id, project_id, contact_id, campaign_id, marketing, to_email, from_email, message_id, tags, erased_at is not null as erased`;
+  const cols = sql`id, project_id, contact_id, campaign_id, variant, marketing, to_email, from_email, message_id, tags, erased_at is not null as erased`;
   const tagged = fb.tags.email_id;
   const validTag = tagged !== undefined && /^[0-9a-f-]{36}$/i.test(tagged);
   if (validTag) {
@@ -163,6 +165,8 @@ export async function applySesFeedback(
     emailId: email.id,
     contactId: email.contact_id,
     campaignId: email.campaign_id,
+    // As on email.sent: an A/B-tested campaign's email says which variant it carried.
+    ...(email.variant !== null && email.variant !== undefined ? { variant: email.variant } : {}),
     messageId: fb.messageId,
     to: email.to_email,
     from: email.from_email,
