@@ -35,8 +35,7 @@ const emailData = (status: string[], extra: Record<string, Schema> = {}, descrip
     },
     variant: {
       type: 'integer',
-      description:
-        "an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only",
+      description: "an A/B-tested campaign's variant (0-based) the email carried; absent for other emails",
     },
     tags: {
       type: 'array',

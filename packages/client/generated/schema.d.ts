@@ -14271,7 +14271,7 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent";
-                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; absent for other emails */
                         variant?: number;
                         /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
                         tags: {
@@ -14341,7 +14341,7 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
-                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; absent for other emails */
                         variant?: number;
                         /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
                         tags: {
@@ -14414,7 +14414,7 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
-                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; absent for other emails */
                         variant?: number;
                         /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
                         tags: {
@@ -14489,7 +14489,7 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
-                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; absent for other emails */
                         variant?: number;
                         /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
                         tags: {
@@ -14561,7 +14561,7 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
-                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; absent for other emails */
                         variant?: number;
                         /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
                         tags: {
@@ -14635,7 +14635,7 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
-                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; absent for other emails */
                         variant?: number;
                         /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
                         tags: {
@@ -14712,7 +14712,7 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained" | "failed";
-                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; absent for other emails */
                         variant?: number;
                         /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
                         tags: {
@@ -14786,7 +14786,7 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "failed";
-                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; absent for other emails */
                         variant?: number;
                         /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
                         tags: {
@@ -14857,7 +14857,7 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "suppressed";
-                        /** @description an A/B-tested campaign's variant (0-based) the email carried; on email.sent, email.failed and email.suppressed only */
+                        /** @description an A/B-tested campaign's variant (0-based) the email carried; absent for other emails */
                         variant?: number;
                         /** @description the email's { name, value } tags as the sender gave them (a campaign's emails carry the campaign's); [] when none */
                         tags: {
