@@ -16,14 +16,15 @@ import { addDomain, createProject } from '@mailroom/projects/queries/projects';
 import { createDatabase, type Database } from '@mailroom/db/client';
 import { createApp, type App } from '../../apps/api/src/app';
 import { dropDatabase, freshDatabase } from './services';
+import { testQueuePrefix } from './stale-queues';
 import type { RecordedSend } from './ses-recorder';
 import type { Clock } from '@mailroom/platform/clock';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
-/** A unique, hash-tagged queue prefix. */
+/** A unique, hash-tagged queue prefix that names when it was made (swept by a later run: `stale-queues.ts`). */
 export function uniquePrefix(): string {
-  return `{t${randomBytes(5).toString('hex')}}`;
+  return testQueuePrefix();
 }
 
 /** Environment for a process under test (the API, a worker). */
