@@ -31,6 +31,7 @@ import {
   type TestProject,
 } from '../support/harness';
 import { useE2e } from '../support/e2e';
+import { transactionalProbe } from '../support/transactional-probe';
 import { queuesSettled } from '../support/worker-queues';
 
 /** Inserts contacts (one per address) with `data` and subscription; returns their addresses. */
@@ -334,25 +335,10 @@ describe('with a worker', () => {
     const to = await seed(api, p.id, 200, 'bulk', null);
     const id = await startCampaign(api, p, { audienceType: 'ALL' });
     await waitFor(async () => (await sesSendsTo(to)).length >= 20 || undefined, 20_000, '20 campaign sends');
-    const t = recipient('urgent');
-    const res = await client(api.app, p).post('/v1/send', {
-      to: t,
-      from: `alerts@${p.domain}`,
-      subject: 'Your code',
-      body: '<p>123456</p>',
-    });
-    expect(res.status).toBe(202);
-    const [sent] = await waitFor(
-      async () => {
-        const s = await sesSendsTo([t]);
-        return s.length ? s : undefined;
-      },
-      10_000,
-      'transactional send',
-    );
+    const { acceptedAt, send: sent } = await transactionalProbe(api.app, p, 'urgent');
     const campaignBefore = (await sesSendsTo(to)).filter((s) => s.at < sent.at).length;
     console.log(
-      `priority: transactional sent after ${campaignBefore} of 200 campaign emails; accepted-to-SES ${Math.round(sent.at - Date.parse(res.body.data.timestamp))} ms after acceptance`,
+      `priority: transactional sent after ${campaignBefore} of 200 campaign emails; accepted-to-SES ${Math.round(sent.at - acceptedAt)} ms after acceptance`,
     );
     expect(200 - campaignBefore).toBeGreaterThan(100);
     await client(api.app, p).post(`/campaigns/${id}/cancel`, {});

@@ -24,6 +24,7 @@ import {
   type TestApi,
   type TestProject,
 } from '../support/harness';
+import { transactionalProbe } from '../support/transactional-probe';
 
 let iso: { url: string; drop: () => Promise<void> };
 let env: Record<string, string>;
@@ -81,23 +82,7 @@ const campaignRow = async (id: string) =>
 
 /** Sends one transactional email and waits until SES has it; @returns when SES got it. */
 async function transactional(p: TestProject): Promise<number> {
-  const t = recipient('otp');
-  const res = await client(api.app, p).post('/v1/send', {
-    to: t,
-    from: `alerts@${p.domain}`,
-    subject: 'Your code',
-    body: '<p>123456</p>',
-  });
-  expect(res.status).toBe(202);
-  const [sent] = await waitFor(
-    async () => {
-      const s = await sesSendsTo([t]);
-      return s.length ? s : undefined;
-    },
-    20_000,
-    'transactional email at SES',
-  );
-  return sent.at;
+  return (await transactionalProbe(api.app, p, 'otp')).send.at;
 }
 
 test('a campaign pauses for the quota near 57 of 60, transactional mail goes on, and a raised quota resumes it to the end, everyone once', async () => {

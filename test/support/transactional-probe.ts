@@ -7,7 +7,8 @@ import { client, recipient, sesSendsTo, waitFor, type TestProject } from './harn
 import type { RecordedSend } from './ses-recorder';
 
 /**
- * Sends one transactional email from `project` through `POST /v1/send` and waits (at most 20 s) until SES has it.
+ * Sends one transactional email from `project` through `POST /v1/send` and waits (at most `timeoutMs`, default
+ * 20 s) until SES has it.
  *
  * @returns when the API accepted it (its `timestamp`, epoch ms) and its send as SES recorded it.
  */
@@ -15,6 +16,7 @@ export async function transactionalProbe(
   app: Express,
   project: TestProject,
   tag: string,
+  timeoutMs = 20_000,
 ): Promise<{ acceptedAt: number; send: RecordedSend }> {
   const to = recipient(tag);
   const accepted = await client(app, project).post('/v1/send', {
@@ -30,7 +32,7 @@ export async function transactionalProbe(
       const s = await sesSendsTo([to]);
       return s.length ? s : undefined;
     },
-    20_000,
+    timeoutMs,
     'transactional email at SES',
   );
   return { acceptedAt, send };
