@@ -17,9 +17,9 @@
  *   been handed to the operating system (or on `close`, if it never gets there). A script call made after that
  *   records the send at the Redis clock's `now`, which is therefore no earlier than the write (one call for the
  *   grants of a process confirmed in the same turn of the event loop, and that call is the process's next ask
- *   when one is going out in the same turn: a worker sending steadily makes one gate call per turn, not two). A new grant is given only
- *   while fewer than `emailsPerSecond` sends are recorded in the trailing window of `1000 + safetyMs` ms; a
- *   grant not yet confirmed counts as inside the window (until {@link PENDING_TTL_MS}, for a process killed in
+ *   when one is going out in the same turn: a worker sending steadily makes one gate call per turn, not two). A
+ *   new grant is given only while fewer than `emailsPerSecond` sends are recorded in the trailing window of
+ *   `1000 + safetyMs` ms; a grant not yet confirmed counts as inside the window (until {@link PENDING_TTL_MS}, for a process killed in
  *   between). The decision for a send is taken before its write and every earlier send's record is after its
  *   write, so any `emailsPerSecond + 1` requests leave at least `1000 + safetyMs` ms apart however late a worker
  *   runs; `safetyMs` only has to absorb the jitter of the way from the socket to SES. (Confirming in the check
@@ -88,9 +88,9 @@ export const CATCH_UP_US = 100_000;
 /**
  * KEYS: last, pending, sent. ARGV: interval µs, window µs, limit, pending TTL µs, burst µs, confirmations `c`,
  * `c` tokens to confirm, then the tokens asking.
- * First moves the tokens to confirm to `sent` at the Redis clock's now (as {@link CONFIRM} does: the confirmations
- * of this process due in the turn an ask goes out ride on that call). Then, with no token asking, answers `{0, 0}`;
- * else grants the first `m` tokens (they are pending) and answers `{m, 0}`, or `{0, µs to wait before asking again}`.
+ * First moves the tokens to confirm to `sent` at the Redis clock's now (the confirmations of this process due in
+ * the turn an ask goes out ride on that call; with none going out they go alone). Then, with no token asking,
+ * answers `{0, 0}`; else grants the first `m` tokens (they are pending) and answers `{m, 0}`, or `{0, µs to wait before asking again}`.
  * `m` is at most the tokens given, the room left in the window, and the intervals elapsed: counted from the last
  * decision while the slot after it is at most {@link CATCH_UP_US} past (the slots the decisions fell behind are
  * caught up), else from no further back than `burst` (≥ interval): with `burst` = interval, one grant per
@@ -144,20 +144,7 @@ redis.call('PEXPIRE', KEYS[2], keep)
 return {m, 0}
 `;
 
-/** KEYS: pending, sent. ARGV: keep ms, token… Moves the tokens to `sent` at the Redis clock's now. */
-const CONFIRM = `
-local t = redis.call('TIME')
-local stamp = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]))
-for i = 2, #ARGV do
-  redis.call('ZREM', KEYS[1], ARGV[i])
-  redis.call('ZADD', KEYS[2], stamp, ARGV[i])
-end
-redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[1]))
-return 0
-`;
-
 const TAKE_SCRIPT = new RedisScript(TAKE);
-const CONFIRM_SCRIPT = new RedisScript(CONFIRM);
 
 /** The request a grant is for: SES v2 `SendEmail` (`POST /v2/email/outbound-emails`). */
 export const SES_SEND_PATH = '/v2/email/outbound-emails';
@@ -195,7 +182,6 @@ export function gateIntervalMicros(emailsPerSecond: number, safetyMs: number): n
 export class SendRateGate {
   private intervalUs: number;
   private readonly windowUs: number;
-  private readonly keepMs: number;
   private readonly keys: [string, string, string];
   private readonly id = randomBytes(6).toString('hex');
   private seq = 0;
@@ -221,7 +207,6 @@ export class SendRateGate {
   ) {
     this.intervalUs = gateIntervalMicros(emailsPerSecond, safetyMs);
     this.windowUs = (1000 + safetyMs) * 1000;
-    this.keepMs = Math.max(1000 + safetyMs, PENDING_TTL_MS) + 1000;
     this.keys = [key, `${key}:pending`, `${key}:sent`];
     listenForSesRequests();
   }
@@ -291,8 +276,22 @@ export class SendRateGate {
       if (this.turnAsks.size > 0) return;
       const tokens = this.confirming.splice(0);
       if (tokens.length === 0) return;
-      CONFIRM_SCRIPT.run(this.redis, [this.keys[1], this.keys[2]], [this.keepMs, ...tokens]).catch(() => undefined);
+      TAKE_SCRIPT.run(this.redis, this.keys, this.takeArgs(tokens, [])).catch(() => undefined);
     });
+  }
+
+  /** {@link TAKE}'s arguments: the decision's parameters, the tokens to confirm, then the tokens asking. */
+  private takeArgs(confirms: readonly string[], asking: readonly string[]): (string | number)[] {
+    return [
+      this.intervalUs,
+      this.windowUs,
+      this.emailsPerSecond,
+      PENDING_TTL_MS * 1000,
+      Math.max(this.intervalUs, GRANT_BURST_US),
+      confirms.length,
+      ...confirms,
+      ...asking,
+    ];
   }
 
   /** Callers of this process waiting with `priority` or a more urgent one. */
@@ -322,22 +321,11 @@ export class SendRateGate {
       const b = { tokens: [] as string[], reply: Promise.resolve<[number, number]>([0, 0]) };
       b.reply = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
         if (this.turnAsks.get(priority) === b) this.turnAsks.delete(priority);
-        const burstUs = Math.max(this.intervalUs, GRANT_BURST_US);
         // The confirmations due (requests already written), recorded by this call before it decides.
         const confirms = this.confirming.splice(0);
-        const args = [
-          this.intervalUs,
-          this.windowUs,
-          this.emailsPerSecond,
-          PENDING_TTL_MS * 1000,
-          burstUs,
-          confirms.length,
-          ...confirms,
-          ...b.tokens,
-        ];
         let reply: [number, number];
         try {
-          reply = (await TAKE_SCRIPT.run(this.redis, this.keys, args)) as [number, number];
+          reply = (await TAKE_SCRIPT.run(this.redis, this.keys, this.takeArgs(confirms, b.tokens))) as [number, number];
         } catch (err) {
           // The confirmations are not lost with the ask: they go again (alone, or on the next ask). Recorded twice
           // if the failed call did run, which only moves their time later.
