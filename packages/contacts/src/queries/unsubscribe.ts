@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { DbOrTx } from '@mailroom/db/client';
 
 /** What a token's email points at, with the key that verifies the token. */
@@ -56,6 +56,17 @@ export function countsAsUnsubscribe(method: UnsubscribeMethod): boolean {
   return method === 'one-click' || method === 'link';
 }
 
+/**
+ * True while no opt-out through email `emailId` is on its timeline (an `unsubscribed` entry other than a
+ * complaint's): what keeps an email's unsubscribe counted on its campaign once.
+ */
+function notYetUnsubscribedThrough(emailId: string): SQL {
+  return sql`not exists (
+    select 1 from email_events x
+    where x.email_id = ${emailId}::uuid and x.type = 'unsubscribed' and coalesce(x.data->>'method', '') <> 'complaint'
+  )`;
+}
+
 /** How a contact opted out through an email. */
 export type UnsubscribeMethod = 'one-click' | 'link' | 'complaint';
 
@@ -96,12 +107,10 @@ export async function unsubscribeContact(
     ),
     counted as (
       update campaigns set unsubscribed = unsubscribed + 1
-      where id = ${target.campaignId}::uuid and ${countsAsUnsubscribe(method)}::boolean and exists (select 1 from changed)
+      where id = ${target.campaignId}::uuid and project_id = ${target.projectId}::uuid
+        and ${countsAsUnsubscribe(method)}::boolean and exists (select 1 from changed)
         -- Once per email: a contact who re-subscribed and opts out again through the same email is not counted twice.
-        and not exists (
-          select 1 from email_events x
-          where x.email_id = ${target.emailId}::uuid and x.type = 'unsubscribed' and coalesce(x.data->>'method', '') <> 'complaint'
-        )
+        and ${notYetUnsubscribedThrough(target.emailId)}
     )
     select count(*)::int as n from changed
   `);
@@ -133,15 +142,12 @@ export async function countTopicUnsubscribe(
     with timeline as (
       insert into email_events (id, email_id, project_id, type, data)
       select mailroom_uuid_v7(clock_timestamp()), ${target.emailId}::uuid, ${target.projectId}::uuid, 'unsubscribed', ${data}::jsonb
-      where not exists (
-        select 1 from email_events x
-        where x.email_id = ${target.emailId}::uuid and x.type = 'unsubscribed' and coalesce(x.data->>'method', '') <> 'complaint'
-      )
+      where ${notYetUnsubscribedThrough(target.emailId)}
       returning 1
     ),
     counted as (
       update campaigns set unsubscribed = unsubscribed + 1
-      where id = ${target.campaignId}::uuid and exists (select 1 from timeline)
+      where id = ${target.campaignId}::uuid and project_id = ${target.projectId}::uuid and exists (select 1 from timeline)
     )
     select count(*)::int as n from timeline
   `);
