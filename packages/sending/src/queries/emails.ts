@@ -122,6 +122,17 @@ export async function pendingEmails(
   return rows.rows.map((r) => ({ id: r.id, projectId: r.project_id, source: r.source }));
 }
 
+/**
+ * Which of `ids` are still pending (`queued` or `sending`) now: a pass that read them pending a moment ago may have
+ * raced their jobs, which sent them since.
+ */
+export async function stillPendingEmails(db: DbOrTx, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.execute<{ id: string }>(sql`
+    select id from emails where id = any(${sql.param([...ids])}::uuid[]) and status in ('queued', 'sending')`);
+  return new Set(rows.rows.map((r) => r.id));
+}
+
 /** One project's email counts by status over the last hour and the last day. */
 export interface ProjectEmailStats {
   projectId: string;
