@@ -132,10 +132,13 @@ export async function startDeliveryConnections(o: DeliveryConnectionOptions): Pr
     const gate = new SendRateGate(redis, gateKey, account.rate, config.sesRateSafetyMs);
     account.onRateChange((rate) => gate.setRate(rate));
     const timedGate = {
-      acquire: async (priority?: number) => {
-        const waitedMs = await gate.acquire(priority, several ? GATE_WAIT_MS : undefined);
+      acquire: async (priority?: number, count?: number) => {
+        const waitedMs = await gate.acquire(priority, several ? GATE_WAIT_MS : undefined, count);
         metrics.gateWait.observe({ connection: name }, waitedMs / 1000);
         return waitedMs;
+      },
+      get rate() {
+        return gate.rate;
       },
     };
     const transport =

@@ -2,7 +2,14 @@ import IORedis from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import { CATCH_UP_US, GateBusyError, gateIntervalMicros, SendRateGate, SES_SEND_PATH } from './rate-gate';
+import {
+  CATCH_UP_US,
+  GateBusyError,
+  gateIntervalMicros,
+  SendRateGate,
+  SES_BULK_SEND_PATH,
+  SES_SEND_PATH,
+} from './rate-gate';
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const freshKey = () => `{gate-${randomBytes(4).toString('hex')}}:gate`;
@@ -14,12 +21,13 @@ const tightest = (times: number[], n: number) => {
 
 /**
  * The gate's script calls seen by an `evalsha` spy, split into those that ask (they carry tokens asking) and the
- * rest, which only record confirmations. ARGV: five decision parameters, the count `c`, `c` confirmations, the asks.
+ * rest, which only record confirmations. ARGV: five decision parameters, `together`, the count `c`, `c`
+ * confirmations, the asks.
  */
 const gateCalls = (spy: jest.SpyInstance) => {
   const asking = spy.mock.calls.map((call: unknown[]) => {
     const args = call.slice(2 + Number(call[1]));
-    return args.length - 6 - Number(args[5]);
+    return args.length - 7 - Number(args[6]);
   });
   const asks = asking.filter((n) => n > 0).length;
   return { asks, confirmOnly: asking.length - asks };
@@ -325,4 +333,80 @@ test('a gate idle for longer than CATCH_UP_US starts afresh: no burst of the slo
   );
   // Four grants from an idle gate take three intervals again (150 ms), not the six slots left behind at once.
   expect(Math.max(...grants) - Math.min(...grants)).toBeGreaterThan(3 * 50 - 5);
+});
+
+test('a bulk call takes one grant per entry, pending until its one request is written; then all count as sent', async () => {
+  // A receiver that reads nothing for 300 ms, and a body larger than the socket buffers: the write ends late.
+  const server = http.createServer((req, res) => {
+    req.pause();
+    setTimeout(() => {
+      req.resume();
+      req.on('end', () => res.end('{}'));
+    }, 300);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const [conn] = connect(1);
+    const key = freshKey();
+    // 5/s, no margin: five grants fill the window.
+    const gate = new SendRateGate(conn, key, 5, 0);
+    await gate.acquire(0, undefined, 5);
+    const req = http.request({
+      host: '127.0.0.1',
+      port: (server.address() as AddressInfo).port,
+      path: SES_BULK_SEND_PATH,
+      method: 'POST',
+      agent: false,
+    });
+    let written = 0;
+    req.on('finish', () => (written = performance.now()));
+    const answered = new Promise<void>((resolve, reject) => {
+      req.on('response', (res) => res.resume().on('end', resolve));
+      req.on('error', reject);
+    });
+    req.end(Buffer.alloc(32 * 1024 * 1024));
+    // While the call is being written its five grants are pending, none yet sent.
+    expect(await conn.zcard(`${key}:pending`)).toBe(5);
+    expect(await conn.zcard(`${key}:sent`)).toBe(0);
+    await answered;
+    for (let i = 0; i < 100 && (await conn.zcard(`${key}:sent`)) < 5; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(await conn.zcard(`${key}:sent`)).toBe(5);
+    expect(await conn.zcard(`${key}:pending`)).toBe(0);
+    // The window holds the five: the next grant comes a second after the call's write.
+    await gate.acquire();
+    expect(performance.now() - written).toBeGreaterThanOrEqual(1000 - 5);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('a bulk ask beyond what the gate grants within maxWaitMs gives up at once, holding nothing', async () => {
+  const [conn] = connect(1);
+  const key = freshKey();
+  const gate = new SendRateGate(conn, key, 10, 0);
+  // 10/s grants 5 in 500 ms: an ask for 6 would wait longer.
+  await expect(gate.acquire(0, 500, 6)).rejects.toBeInstanceOf(GateBusyError);
+  expect(await conn.zcard(`${key}:pending`)).toBe(0);
+  await gate.acquire(0, 500, 3);
+  expect(await conn.zcard(`${key}:pending`)).toBe(3);
+});
+
+test("a bulk call's grants are decided together, in one script call; the decisions after wait out their intervals", async () => {
+  const [conn] = connect(1);
+  const key = freshKey();
+  // 50/s, no margin: an interval of 20 ms.
+  const gate = new SendRateGate(conn, key, 50, 0);
+  const spy = jest.spyOn(conn, 'evalsha');
+  try {
+    await gate.acquire(0, undefined, 10);
+    expect(gateCalls(spy).asks).toBe(1);
+    expect(await conn.zcard(`${key}:pending`)).toBe(10);
+    // The last decision stands ten intervals on from the first slot (an interval before now, the gate being
+    // fresh): the next ask waits about 180 ms.
+    const [s, us] = await conn.time();
+    const now = Number(s) * 1e6 + Number(us);
+    expect(Number(await conn.get(key)) - now).toBeGreaterThan(150_000);
+  } finally {
+    spy.mockRestore();
+  }
 });

@@ -12,8 +12,8 @@
  *   request reached SES up to 155 ms after its decision. A send decided early and written late bunches up with
  *   the ones after it: 15 sends in one second in 2 of 4 runs at a 25 ms margin.
  * - So every grant is *confirmed* once its request has been written, and the window counts confirmations: the
- *   SES `SendEmail` request that starts right after a grant (seen on Node's `http.client.request.start`
- *   diagnostics channel, matched by method and path) confirms it on its `finish` event, when its last byte has
+ *   SES `SendEmail` request that starts right after a grant (a `SendBulkEmail` call: its grants, one per entry; seen on
+ *   Node's `http.client.request.start` diagnostics channel, matched by method and path) confirms it on its `finish` event, when its last byte has
  *   been handed to the operating system (or on `close`, if it never gets there). A script call made after that
  *   records the send at the Redis clock's `now`, which is therefore no earlier than the write (one call for the
  *   grants of a process confirmed in the same turn of the event loop, and that call is the process's next ask
@@ -31,7 +31,10 @@
  *   asks of a process made in one turn of the event loop go to Redis as one script call; at rates above 500/s that
  *   call may grant several, as many intervals as have passed within the last {@link GRANT_BURST_US} (2 ms), so the
  *   spacing holds on average over 2 ms instead of between every two sends (at 10,000/s, 64 concurrent asks took
- *   280 script calls one by one, and at most 16 so).
+ *   280 script calls one by one, and at most 16 so). A `SendBulkEmail` call's entries leave together, so they are
+ *   granted together and the decisions after wait out their intervals: granted one per interval, the first entry's
+ *   grant would hold its place in the window for the whole wait before the write (measured at 300/s: 268 sent a
+ *   second instead of 282–285).
  * - Within a process, callers go by priority (the send queue's lanes: transactional before workflow before
  *   campaign): while a more urgent caller waits, the less urgent ones stop asking, so it takes the next slot (or
  *   the one after, when a less urgent ask was already on its way to Redis). Without it every job the worker had claimed (up to `WORKER_CONCURRENCY`, almost always campaign
@@ -48,7 +51,9 @@ import { randomBytes } from 'node:crypto';
 import diagnostics from 'node:diagnostics_channel';
 import type { ClientRequest } from 'node:http';
 import type { Redis } from 'ioredis';
-import { RedisScript } from '@mailroom/queues/redis-script';
+import { CATCH_UP_US, TAKE_SCRIPT } from './rate-gate-script';
+
+export { CATCH_UP_US };
 
 /**
  * Thrown by {@link SendRateGate.acquire} given a `maxWaitMs` when the send would wait longer than that for its
@@ -75,79 +80,9 @@ export const PENDING_TTL_MS = 5_000;
  */
 export const GRANT_BURST_US = 2_000;
 
-/**
- * How late (µs) the decisions may run behind their schedule and still catch up: while the slot after the last
- * decision is at most this far past, the next one is taken from that slot, not from now, so a grant asked late (its
- * caller's timer or Redis reply late on a busy host) does not push every later slot back by its lateness. Measured
- * before (`npm run bench -- campaign-delivery`, 100/s, a loaded host): with sends waiting at the gate it granted
- * 0.65–0.87× its rate. A gate idle for longer starts afresh from now. The window's count bounds every second as
- * before: catching up only moves sends closer together inside it.
- */
-export const CATCH_UP_US = 100_000;
-
-/**
- * KEYS: last, pending, sent. ARGV: interval µs, window µs, limit, pending TTL µs, burst µs, confirmations `c`,
- * `c` tokens to confirm, then the tokens asking.
- * First moves the tokens to confirm to `sent` at the Redis clock's now (the confirmations of this process due in
- * the turn an ask goes out ride on that call; with none going out they go alone). Then, with no token asking,
- * answers `{0, 0}`; else grants the first `m` tokens (they are pending) and answers `{m, 0}`, or `{0, µs to wait before asking again}`.
- * `m` is at most the tokens given, the room left in the window, and the intervals elapsed: counted from the last
- * decision while the slot after it is at most {@link CATCH_UP_US} past (the slots the decisions fell behind are
- * caught up), else from no further back than `burst` (≥ interval): with `burst` = interval, one grant per
- * interval; with more, the asks of one turn take the intervals that passed while they were being prepared. The last
- * decision moves on by `m` intervals (never past now), so the decisions stay spaced on average.
- */
-const TAKE = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local interval, window, limit, ttl, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local c = tonumber(ARGV[6])
-local keep = math.ceil(math.max(window, ttl) / 1000) + 1000
-if c > 0 then
-  local stamp = string.format('%.0f', now)
-  for i = 7, 6 + c do
-    redis.call('ZREM', KEYS[2], ARGV[i])
-    redis.call('ZADD', KEYS[3], stamp, ARGV[i])
-  end
-  redis.call('PEXPIRE', KEYS[3], keep)
-end
-local first = 7 + c
-local asking = #ARGV - first + 1
-if asking < 1 then
-  return {0, 0}
-end
-local last = tonumber(redis.call('GET', KEYS[1]) or '0')
-if now < last + interval then
-  return {0, last + interval - now}
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', string.format('%.0f', now - window))
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.0f', now - ttl))
-local sent = redis.call('ZCARD', KEYS[3])
-local held = sent + redis.call('ZCARD', KEYS[2])
-if held >= limit then
-  local k = held - limit
-  if k < sent then
-    local s = redis.call('ZRANGE', KEYS[3], k, k, 'WITHSCORES')
-    return {0, math.max(1000, tonumber(s[2]) + window - now + 1)}
-  end
-  return {0, 2000}
-end
-local from = last
-if now - last - interval > ${CATCH_UP_US} then from = now - math.max(burst, interval) end
-local m = math.max(1, math.min(asking, limit - held, math.floor((now - from) / interval)))
-local stamp = string.format('%.0f', now)
-redis.call('SET', KEYS[1], string.format('%.0f', math.min(now, from + m * interval)), 'PX', keep)
-for i = 1, m do
-  redis.call('ZADD', KEYS[2], stamp, ARGV[first - 1 + i])
-end
-redis.call('PEXPIRE', KEYS[2], keep)
-return {m, 0}
-`;
-
-const TAKE_SCRIPT = new RedisScript(TAKE);
-
-/** The request a grant is for: SES v2 `SendEmail` (`POST /v2/email/outbound-emails`). */
+/** The request a grant is for: SES v2 `SendEmail` (`POST /v2/email/outbound-emails`), or `SendBulkEmail`. */
 export const SES_SEND_PATH = '/v2/email/outbound-emails';
+export const SES_BULK_SEND_PATH = '/v2/email/outbound-bulk-emails';
 
 /** Confirmations of this process's grants whose request has not started yet, oldest first. */
 const awaitingRequest: (() => void)[] = [];
@@ -159,7 +94,8 @@ function listenForSesRequests(): void {
   listening = true;
   diagnostics.subscribe('http.client.request.start', (message) => {
     const request = (message as { request: ClientRequest }).request;
-    if (request.method !== 'POST' || !request.path.startsWith(SES_SEND_PATH)) return;
+    const path = request.path;
+    if (request.method !== 'POST' || !(path.startsWith(SES_SEND_PATH) || path.startsWith(SES_BULK_SEND_PATH))) return;
     const confirm = awaitingRequest.shift();
     if (!confirm) return;
     if (request.writableFinished) confirm();
@@ -189,8 +125,16 @@ export class SendRateGate {
   private readonly confirming: string[] = [];
   /** Callers of this process in {@link acquire}, per priority: only the most urgent ones ask Redis. */
   private readonly asking = new Map<number, number>();
+  /**
+   * The end of the last multi-grant ask's turn: calls of several messages take their grants in turn, so each call
+   * leaves (and frees its worker slot) after its own grants, not all of them after all their grants.
+   */
+  private bulkTurn: Promise<void> = Promise.resolve();
   /** The asks of this turn of the event loop not yet sent, per priority: one script call each ({@link ask}). */
-  private readonly turnAsks = new Map<number, { tokens: string[]; reply: Promise<[number, number]> }>();
+  private readonly turnAsks = new Map<
+    number,
+    { tokens: string[]; together: boolean; reply: Promise<[number, number]> }
+  >();
 
   /**
    * @param redis - any connection (the scripts run atomically on the server, using the server's clock).
@@ -237,28 +181,64 @@ export class SendRateGate {
    *   with {@link GateBusyError}, at once when this process already has as many callers of the same or a more
    *   urgent priority waiting as the gate grants in `maxWaitMs` (at least one), else once `maxWaitMs` has
    *   passed. Omitted (one delivery connection): waits as long as it takes.
+   * @param count - the messages of the request (a `SendBulkEmail` call's entries, default 1): as many grants, each
+   *   counted as one send's, granted together as far as the window has room (the decisions after wait out the
+   *   intervals they took), all confirmed by the one request (those taken before a {@link GateBusyError}: at
+   *   once). Such calls take their grants one call after another ({@link bulkTurn}).
    * @returns the time waited in ms.
    * @throws the Redis error when Redis cannot be asked (the send is then not made); {@link GateBusyError}.
    */
-  async acquire(priority = 0, maxWaitMs?: number): Promise<number> {
+  async acquire(priority = 0, maxWaitMs?: number, count = 1): Promise<number> {
     const started = performance.now();
     if (maxWaitMs !== undefined) {
-      const ahead = this.waitingAtOrAbove(priority);
+      const ahead = this.waitingAtOrAbove(priority) + count - 1;
       if (ahead >= Math.max(1, Math.floor((this.emailsPerSecond * maxWaitMs) / 1000))) {
         throw new GateBusyError(
           Math.max(maxWaitMs, Math.ceil((ahead * (1000 + this.safetyMs)) / this.emailsPerSecond)),
         );
       }
     }
-    const token = `${this.id}:${++this.seq}`;
-    this.asking.set(priority, (this.asking.get(priority) ?? 0) + 1);
+    const tokens = Array.from({ length: Math.max(1, count) }, () => `${this.id}:${++this.seq}`);
+    this.asking.set(priority, (this.asking.get(priority) ?? 0) + tokens.length);
+    let turnDone: (() => void) | undefined;
     try {
-      return await this.take(token, priority, started, maxWaitMs);
+      if (tokens.length > 1) {
+        const before = this.bulkTurn;
+        this.bulkTurn = new Promise<void>((resolve) => (turnDone = resolve));
+        await before;
+      }
+      const granted: string[] = [];
+      try {
+        await this.take(tokens, granted, priority, started, maxWaitMs);
+      } catch (err) {
+        for (const token of granted) this.confirmLater(token);
+        throw err;
+      }
+      this.confirmOnRequest(tokens);
+      return performance.now() - started;
     } finally {
-      const left = (this.asking.get(priority) ?? 1) - 1;
+      turnDone?.();
+      const left = (this.asking.get(priority) ?? tokens.length) - tokens.length;
       if (left > 0) this.asking.set(priority, left);
       else this.asking.delete(priority);
     }
+  }
+
+  /** Confirms `tokens` once the caller's SES request has been written, or now if none starts (see `acquire`). */
+  private confirmOnRequest(tokens: readonly string[]): void {
+    let done = false;
+    const confirm = () => {
+      if (done) return;
+      done = true;
+      for (const token of tokens) this.confirmLater(token);
+    };
+    awaitingRequest.push(confirm);
+    setImmediate(() => {
+      const i = awaitingRequest.indexOf(confirm);
+      if (i === -1) return;
+      awaitingRequest.splice(i, 1);
+      confirm();
+    });
   }
 
   /**
@@ -280,14 +260,15 @@ export class SendRateGate {
     });
   }
 
-  /** {@link TAKE}'s arguments: the decision's parameters, the tokens to confirm, then the tokens asking. */
-  private takeArgs(confirms: readonly string[], asking: readonly string[]): (string | number)[] {
+  /** `TAKE`'s arguments: the decision's parameters, the tokens to confirm, then the tokens asking. */
+  private takeArgs(confirms: readonly string[], asking: readonly string[], together = false): (string | number)[] {
     return [
       this.intervalUs,
       this.windowUs,
       this.emailsPerSecond,
       PENDING_TTL_MS * 1000,
       Math.max(this.intervalUs, GRANT_BURST_US),
+      together ? 1 : 0,
       confirms.length,
       ...confirms,
       ...asking,
@@ -315,17 +296,20 @@ export class SendRateGate {
    *   same call were granted).
    * @throws the Redis error (every ask of the call alike).
    */
-  private async ask(token: string, priority: number): Promise<number> {
+  private async ask(token: string, priority: number, together: boolean): Promise<number> {
     let batch = this.turnAsks.get(priority);
     if (!batch) {
-      const b = { tokens: [] as string[], reply: Promise.resolve<[number, number]>([0, 0]) };
+      const b = { tokens: [] as string[], together, reply: Promise.resolve<[number, number]>([0, 0]) };
       b.reply = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
         if (this.turnAsks.get(priority) === b) this.turnAsks.delete(priority);
         // The confirmations due (requests already written), recorded by this call before it decides.
         const confirms = this.confirming.splice(0);
         let reply: [number, number];
         try {
-          reply = (await TAKE_SCRIPT.run(this.redis, this.keys, this.takeArgs(confirms, b.tokens))) as [number, number];
+          reply = (await TAKE_SCRIPT.run(this.redis, this.keys, this.takeArgs(confirms, b.tokens, b.together))) as [
+            number,
+            number,
+          ];
         } catch (err) {
           // The confirmations are not lost with the ask: they go again (alone, or on the next ask). Recorded twice
           // if the failed call did run, which only moves their time later.
@@ -337,13 +321,23 @@ export class SendRateGate {
       this.turnAsks.set(priority, b);
       batch = b;
     }
+    if (together) batch.together = true;
     const index = batch.tokens.push(token) - 1;
     const [granted, waitUs] = await batch.reply;
     return index < granted ? 0 : Math.max(waitUs, granted > 0 ? this.intervalUs : 1);
   }
 
-  /** Asks Redis until granted, holding back while outranked; see {@link acquire}. */
-  private async take(token: string, priority: number, started: number, maxWaitMs?: number): Promise<number> {
+  /**
+   * Asks Redis until every one of `tokens` is granted (pushed to `granted` as they are), holding back while
+   * outranked; see {@link acquire}. Several tokens (a bulk call's) ask together, in one script call each time.
+   */
+  private async take(
+    tokens: readonly string[],
+    granted: string[],
+    priority: number,
+    started: number,
+    maxWaitMs: number | undefined,
+  ): Promise<void> {
     /** Gives up (see `acquire`'s `maxWaitMs`) when sleeping `ms` more would go past the bound. */
     const bound =
       maxWaitMs === undefined
@@ -352,6 +346,8 @@ export class SendRateGate {
             if (performance.now() - started + ms > maxWaitMs)
               throw new GateBusyError(Math.max(Math.ceil(ms), Math.min(maxWaitMs, 1000)));
           };
+    const together = tokens.length > 1;
+    let left = [...tokens];
     for (;;) {
       if (this.outranked(priority)) {
         // A more urgent send of this process is waiting: the most urgent ask alone until they are granted.
@@ -360,25 +356,11 @@ export class SendRateGate {
         await new Promise((r) => setTimeout(r, ms));
         continue;
       }
-      const waitUs = await this.ask(token, priority);
-      if (waitUs <= 0) {
-        let done = false;
-        const confirm = () => {
-          if (done) return;
-          done = true;
-          this.confirmLater(token);
-        };
-        awaitingRequest.push(confirm);
-        // The caller starts its request in the microtasks that follow this return; if none started, confirm now.
-        setImmediate(() => {
-          const i = awaitingRequest.indexOf(confirm);
-          if (i === -1) return;
-          awaitingRequest.splice(i, 1);
-          confirm();
-        });
-        return performance.now() - started;
-      }
-      const ms = Math.max(1, waitUs / 1000);
+      const waits = await Promise.all(left.map((token) => this.ask(token, priority, together)));
+      granted.push(...left.filter((_, i) => waits[i] <= 0));
+      left = left.filter((_, i) => waits[i] > 0);
+      if (left.length === 0) return;
+      const ms = Math.max(1, Math.max(...waits) / 1000);
       bound?.(ms);
       await new Promise((r) => setTimeout(r, ms));
     }
