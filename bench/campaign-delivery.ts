@@ -2,18 +2,18 @@
  * `npm run bench -- campaign-delivery`: how close a large campaign comes to the send rate's physical bound. One
  * project with `BENCH_CAMPAIGN_CONTACTS` (default 100,000) subscribed contacts, a campaign to ALL of them sent through
  * the API (`POST /campaigns`, then `POST /campaigns/{id}/send`), the API and two worker processes each in a process
- * of its own, every `SendEmail` going through a counting proxy (bench/ses-tally.ts) to the SES emulator, the send
+ * of its own, every `SendEmail` and `SendBulkEmail` going through a counting proxy (bench/ses-tally.ts) to the SES emulator, the send
  * rate capped at `SES_MAX_SEND_RATE` = `BENCH_CAMPAIGN_RATE` (default {@link DEFAULT_RATE}/s). Everything else is at
  * its defaults: the rate gate's safety margin, the campaign lane and its fair share, the guardrails.
  *
- * Timed: from just before `POST /campaigns/{id}/send` to the arrival of the last `SendEmail` at the proxy (the
+ * Timed: from just before `POST /campaigns/{id}/send` to the arrival of the last message at the proxy (the
  * bench and the proxy read the same clock), beside the physical bound `recipients ÷ rate`; the ratio of the two is the
  * figure (target ≤ 1.15). Everything between is in it: the request, the fan-out, the feeding of the send queue,
  * the limiter. Also: the first `SendEmail` after the request, when the fan-out was done, the rate between the first
  * and last sends, the busiest one-second window (never above the rate), and the CPU per email of the workers, the
  * API, the database's Postgres backends and Redis.
  *
- * Checked (printed, not asserted): every recipient got exactly one message: `SendEmail` calls at the proxy ==
+ * Checked (printed, not asserted): every recipient got exactly one message: messages at the proxy ==
  * distinct recipients == contacts, no recipient twice, none refused, every email of the campaign `sent`.
  *
  * The default rate should be one the host's two workers sustain, so that the ratio prices the path and not a starved
@@ -204,19 +204,19 @@ export async function benchCampaignDelivery(
     const once = at.sends === count && at.recipients === count && at.duplicates === 0 && at.failed === 0;
     return [
       { measure: 'recipients · send rate (SES_MAX_SEND_RATE)', value: `${count} · ${rate}/s` },
-      { measure: 'POST /campaigns/{id}/send → last SendEmail at SES', value: `${seconds.toFixed(1)} s` },
+      { measure: 'POST /campaigns/{id}/send → last message at SES', value: `${seconds.toFixed(1)} s` },
       { measure: 'physical bound: recipients ÷ rate', value: `${bound.toFixed(1)} s` },
       { measure: 'ratio (target ≤ 1.15)', value: `${(seconds / bound).toFixed(3)}` },
       {
-        measure: 'send request · first SendEmail · fan-out done (after the request started)',
+        measure: 'send request · first message at SES · fan-out done (after the request started)',
         value: `${sendRequestMs.toFixed(0)} ms · ${((at.first - t0) / 1000).toFixed(2)} s · ${(fanoutDoneMs / 1000).toFixed(1)} s`,
       },
       {
-        measure: 'rate between the first and last SendEmail · busiest one-second window',
+        measure: 'rate between the first and last message · busiest one-second window',
         value: `${((at.sends - 1) / ((at.last - at.first) / 1000)).toFixed(1)}/s · ${at.busiestSecond}`,
       },
       {
-        measure: 'emails/s in each tenth of the time from the first to the last SendEmail',
+        measure: 'emails/s in each tenth of the time from the first to the last message',
         value: at.tenths.map((n) => (n / ((at.last - at.first) / 10_000)).toFixed(0)).join(' '),
       },
       {
@@ -224,12 +224,12 @@ export async function benchCampaignDelivery(
         value: `${depth(0)} · ${depth(0.1)} · ${depth(0.5)} · ${depth(1)}`,
       },
       {
-        measure: 'rate-gate wait per send (both workers /metrics): mean · share ≤ 10 ms',
+        measure: 'rate-gate wait per SES call (both workers /metrics): mean · share ≤ 10 ms',
         value: `${((gate.sum / gate.count) * 1000).toFixed(1)} ms · ${((100 * gate.under10ms) / gate.count).toFixed(0)}%`,
       },
       {
         measure: 'exactly one message per recipient',
-        value: `${once ? 'yes' : 'NO'}: ${at.sends} SendEmail calls, ${at.recipients} distinct recipients of ${count}, ${at.duplicates} twice or more${at.duplicates > 0 ? ` (${at.duplicateSample.join(', ')})` : ''}, ${at.failed} refused; ${sent} emails sent`,
+        value: `${once ? 'yes' : 'NO'}: ${at.sends} messages (SendEmail calls, SendBulkEmail entries), ${at.recipients} distinct recipients of ${count}, ${at.duplicates} twice or more${at.duplicates > 0 ? ` (${at.duplicateSample.join(', ')})` : ''}, ${at.failed} refused; ${sent} emails sent`,
       },
       {
         measure: 'CPU ms per email: 2 workers · API · Postgres (this database) · Redis',

@@ -1,7 +1,8 @@
 /**
  * A counting proxy in front of the SES v2 emulator for `npm run bench -- campaign-delivery`: it forwards every
  * request unchanged (as the tests' recording proxy, test/support/ses-recorder.ts, does) and keeps, per `SendEmail`
- * the emulator accepted, only its arrival time and its recipients. The recording proxy keeps each message's raw MIME
+ * the emulator accepted (and per `SendBulkEmail` entry it accepted: one message each), only its arrival time and its
+ * recipients. The recording proxy keeps each message's raw MIME
  * and answers with all of it, which at 100,000 messages is hundreds of MB held and serialised; this keeps a number
  * and a map entry per message.
  *
@@ -88,24 +89,41 @@ export async function startSesTally(upstream: string, port: number): Promise<htt
         return;
       }
       const isSend = req.method === 'POST' && req.url === '/v2/email/outbound-emails';
-      const to = isSend
-        ? ((JSON.parse(body.toString()) as { Destination?: { ToAddresses?: string[] } }).Destination?.ToAddresses ?? [])
-        : [];
+      const isBulk = req.method === 'POST' && req.url === '/v2/email/outbound-bulk-emails';
+      type Destination = { Destination?: { ToAddresses?: string[] } };
+      /** The recipients of each message of the request: one for `SendEmail`, one per entry for `SendBulkEmail`. */
+      const messages: string[][] = isSend
+        ? [(JSON.parse(body.toString()) as Destination).Destination?.ToAddresses ?? []]
+        : isBulk
+          ? ((JSON.parse(body.toString()) as { BulkEmailEntries?: Destination[] }).BulkEmailEntries ?? []).map(
+              (e) => e.Destination?.ToAddresses ?? [],
+            )
+          : [];
       const upstreamReq = http.request(
         { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers },
         (up) => {
           const out: Buffer[] = [];
           up.on('data', (c: Buffer) => out.push(c));
           up.on('end', () => {
-            for (const address of to) {
-              const key = address.toLowerCase();
-              if (up.statusCode !== 200) failed.push(key);
-              else {
-                const r = byRecipient.get(key);
-                if (r) r.at.push(at);
-                else byRecipient.set(key, { at: [at] });
+            let results: { Status?: string }[] | undefined;
+            if (isBulk && up.statusCode === 200)
+              try {
+                results = (
+                  JSON.parse(Buffer.concat(out).toString()) as { BulkEmailEntryResults?: { Status?: string }[] }
+                ).BulkEmailEntryResults;
+              } catch {
+                results = []; // not JSON: no entry counted as sent
               }
-            }
+            for (const [i, to] of messages.entries())
+              for (const address of to) {
+                const key = address.toLowerCase();
+                if (up.statusCode !== 200 || (results && results[i]?.Status !== 'SUCCESS')) failed.push(key);
+                else {
+                  const r = byRecipient.get(key);
+                  if (r) r.at.push(at);
+                  else byRecipient.set(key, { at: [at] });
+                }
+              }
             res.writeHead(up.statusCode ?? 502, up.headers).end(Buffer.concat(out));
           });
         },

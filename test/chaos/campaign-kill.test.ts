@@ -5,9 +5,9 @@
  *
  * Survived means: the campaign SENT, every recipient's message accepted by SES, and a message sent again only where
  * a kill caught its claim in flight (as `worker-kill.test.ts` explains: SES has no idempotency key). A job claims
- * its emails a group at a time (`CLAIM_AHEAD`) but sends them one after the other, so a killed worker held at most
- * a group of claims per job it ran, and at most one send per job (its concurrency) was on its way to SES: only
- * those can reach SES twice. The emails of a job already sent are not sent again when another worker runs it.
+ * its emails together and sends them in one `SendBulkEmail` call (`job-bulk.ts`), so a killed worker held at most
+ * a job's emails per job it ran (its concurrency), and at most that many were on their way to SES: only those can
+ * reach SES twice. The emails of a job already sent are not sent again when another worker runs it.
  */
 import { inArray, sql } from 'drizzle-orm';
 import { loadConfig } from '@mailroom/config/config';
@@ -26,13 +26,15 @@ import {
   type TestApi,
 } from '../support/harness';
 import { killLoop, resends, survival } from './survival';
-import { CLAIM_AHEAD } from '../../apps/worker/src/processors/send-batch';
+import { campaignJobSize } from '@mailroom/campaigns/lane';
 import { toSummary } from '../support/summary';
 
 const RECIPIENTS = 600;
 const KILLS = 4;
 const SENDS_PER_LIFE = 60;
 const CONCURRENCY = 8;
+/** Emails per campaign send job at 400/s: 50 ms of sending. */
+const JOB_EMAILS = campaignJobSize(400, 50);
 
 describe('a worker SIGKILLed in a loop while a campaign sends several emails per job', () => {
   let iso: { url: string; drop: () => Promise<void> };
@@ -66,7 +68,7 @@ describe('a worker SIGKILLed in a loop while a campaign sends several emails per
     await iso?.drop();
   });
 
-  test(`${RECIPIENTS} recipients, ${KILLS} kills: SENT, every recipient reached, re-sends only of claims held at a kill, at most ${CONCURRENCY} each`, async () => {
+  test(`${RECIPIENTS} recipients, ${KILLS} kills: SENT, every recipient reached, re-sends only of claims held at a kill, at most ${CONCURRENCY} jobs' each`, async () => {
     const p = await createTestProject(api.database);
     const to = Array.from({ length: RECIPIENTS }, () => recipient('ckill'));
     await api.database.db.execute(sql`
@@ -131,8 +133,8 @@ describe('a worker SIGKILLed in a loop while a campaign sends several emails per
         `delivered ${s.delivered}, lost ${s.lost.length}, sent again ${extra.length}`,
     );
     expect(s.lost).toEqual([]);
-    for (const n of inFlight) expect(n).toBeLessThanOrEqual(CONCURRENCY * CLAIM_AHEAD);
-    for (const n of resentPerKill) expect(n).toBeLessThanOrEqual(CONCURRENCY);
+    for (const n of inFlight) expect(n).toBeLessThanOrEqual(CONCURRENCY * JOB_EMAILS);
+    for (const n of resentPerKill) expect(n).toBeLessThanOrEqual(CONCURRENCY * JOB_EMAILS);
     expect(extra.filter((e) => e.extra > e.allowed)).toEqual([]);
   }, 240_000);
 });

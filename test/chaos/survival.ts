@@ -1,6 +1,6 @@
 /**
  * What the chaos tests count: for a set of accepted emails, how many reached SES, how many never did and how
- * many more than once, read from the SES recorder (Message-ID local part = email id), and the final statuses
+ * many more than once, read from the SES recorder (by each send's `email_id` tag), and the final statuses
  * in Postgres.
  */
 import net from 'node:net';
@@ -10,13 +10,16 @@ import { type Database } from '@mailroom/db/client';
 import type { ChildProcess } from 'node:child_process';
 import { exited, parseMail, sesSendsTo, spawnWorker, waitFor } from '../support/harness';
 
-/** Email id → SES copies accepted (status 200) for the given recipients. */
+/**
+ * Email id → SES copies accepted (status 200) for the given recipients: by the `email_id` message tag every send
+ * carries (a bulk entry's message has SES's own Message-ID), else by the Message-ID's local part.
+ */
 export async function sesCopies(addresses: string[]): Promise<Map<string, number>> {
   const sends = await sesSendsTo(addresses);
-  const mails = await Promise.all(sends.map(parseMail));
   const counts = new Map<string, number>();
-  for (const m of mails) {
-    const id = m.messageId!.replace(/^<|@.*$/g, '');
+  for (const send of sends) {
+    const id =
+      send.tags.find((t) => t.Name === 'email_id')?.Value ?? (await parseMail(send)).messageId!.replace(/^<|@.*$/g, '');
     counts.set(id, (counts.get(id) ?? 0) + 1);
   }
   return counts;

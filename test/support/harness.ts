@@ -144,13 +144,17 @@ export function parseMail(send: RecordedSend): Promise<ParsedMail> {
   return simpleParser(send.raw);
 }
 
-/** Makes the proxy answer the next `times` sends whose raw MIME contains `match` with a recorded SES error. */
+/**
+ * Makes the proxy answer the next `times` sends whose raw MIME contains `match` with a recorded SES error. In a
+ * `SendBulkEmail` call the matching entry alone fails (its status), or with `scope: 'call'` the whole call.
+ */
 export async function sesFault(fault: {
   match: string;
   status: number;
   type: string;
   message: string;
   times: number;
+  scope?: 'entry' | 'call';
 }): Promise<void> {
   await fetch(`${process.env.TEST_SES_ENDPOINT}/__faults`, {
     method: 'POST',
@@ -158,6 +162,7 @@ export async function sesFault(fault: {
       match: fault.match,
       status: fault.status,
       times: fault.times,
+      scope: fault.scope,
       // The shape SES v2 (restJson1) returns, as recorded from the service: type header + JSON message.
       headers: { 'x-amzn-errortype': `${fault.type}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` },
       body: JSON.stringify({ message: fault.message }),

@@ -38,6 +38,7 @@ const UNIT = [
   'packages/sending/src/relay/header-text.test.ts',
   'packages/sending/src/relay/headers.test.ts',
   'packages/sending/src/ses/account.test.ts',
+  'packages/sending/src/ses/bulk-send.test.ts',
   'packages/sending/src/ses/quota-guard.test.ts',
   'packages/verify/src/verify.test.ts',
   'packages/webhooks/src/delivery.test.ts',

@@ -60,33 +60,8 @@ export async function composeMessage(
   // A message relayed over SMTP goes out as its client composed it: the stored bytes, nothing rendered or rebuilt
   // (the relay took the platform's headers out and added the missing ones when it accepted them).
   if (email.bodyFormat === 'mime') return relayedMessage(db, email);
-  // Marketing mail links to the one-click unsubscribe page of this very email (signed token, RFC 8058); a topic's
-  // marketing email carries its topic in the token, so the one-click unsubscribe leaves that topic only.
-  const unsubscribeToken = createUnsubscribeToken(email.id, email.signingKey, email.marketing ? email.topicId : null);
-  const unsubscribe = unsubscribeUrl(config.publicUrl, unsubscribeToken);
-  const context = renderContext({
-    contact: { id: email.contactId, email: email.toEmail, data: email.contactData },
-    variables: email.variables ?? {},
-    unsubscribeUrl: unsubscribe,
-  });
-  const source = email.campaign
-    ? { subject: email.campaign.subject, body: email.campaign.body, format: 'html' as const }
-    : { subject: email.subject!, body: email.body!, format: email.bodyFormat! };
-  let content: RenderedContent;
-  try {
-    content = renderContent(source, context);
-  } catch (err) {
-    throw composeError(err);
-  }
+  const { content, headers, unsubscribeToken } = renderEmail(config, email, log);
   const files = await loadAttachments(db, email.projectId, email.attachmentIds);
-  const { headers, dropped } = messageHeaders(email.headers ?? {}, {
-    marketing: email.marketing,
-    unsubscribeUrl: unsubscribe,
-    // A transactional body that links to its unsubscribe URL gets the one-click headers too (unless it has its own).
-    bodyLinksUnsubscribe: content.html.includes(unsubscribeToken),
-  });
-  if (dropped.length > 0)
-    log?.warn({ dropped }, 'custom headers dropped: the platform owns them or they break the header rule');
   try {
     const raw = await build({
       from: { email: email.fromEmail, ...(email.fromName ? { name: email.fromName } : {}) },
@@ -112,6 +87,54 @@ export async function composeMessage(
   } catch (err) {
     throw composeError(err);
   }
+}
+
+/** An email's content rendered, and the headers its message carries (before the MIME build). */
+export interface RenderedEmail {
+  content: RenderedContent;
+  headers: [string, string][];
+  /** The email's signed unsubscribe token (in its unsubscribe URL). */
+  unsubscribeToken: string;
+}
+
+/**
+ * Renders `email`'s subject and body against its render context and decides its headers (see the module notes).
+ *
+ * @throws {@link ComposeError} when the content cannot be rendered (permanent).
+ */
+export function renderEmail(
+  config: Pick<PlatformConfig, 'publicUrl'>,
+  email: SendingEmail,
+  log?: Logger,
+): RenderedEmail {
+  // Marketing mail links to the one-click unsubscribe page of this very email (signed token, RFC 8058); a topic's
+  // marketing email carries its topic in the token, so the one-click unsubscribe leaves that topic only.
+  if (email.bodyFormat === 'mime') throw new ComposeError('a relayed message is sent as stored, never rendered');
+  const unsubscribeToken = createUnsubscribeToken(email.id, email.signingKey, email.marketing ? email.topicId : null);
+  const unsubscribe = unsubscribeUrl(config.publicUrl, unsubscribeToken);
+  const context = renderContext({
+    contact: { id: email.contactId, email: email.toEmail, data: email.contactData },
+    variables: email.variables ?? {},
+    unsubscribeUrl: unsubscribe,
+  });
+  const source = email.campaign
+    ? { subject: email.campaign.subject, body: email.campaign.body, format: 'html' as const }
+    : { subject: email.subject!, body: email.body!, format: email.bodyFormat! };
+  let content: RenderedContent;
+  try {
+    content = renderContent(source, context);
+  } catch (err) {
+    throw composeError(err);
+  }
+  const { headers, dropped } = messageHeaders(email.headers ?? {}, {
+    marketing: email.marketing,
+    unsubscribeUrl: unsubscribe,
+    // A transactional body that links to its unsubscribe URL gets the one-click headers too (unless it has its own).
+    bodyLinksUnsubscribe: content.html.includes(unsubscribeToken),
+  });
+  if (dropped.length > 0)
+    log?.warn({ dropped }, 'custom headers dropped: the platform owns them or they break the header rule');
+  return { content, headers, unsubscribeToken };
 }
 
 /**

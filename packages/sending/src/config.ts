@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { ConfigError, fraction, int, type Env } from '@mailroom/platform/config-env';
+import { bool, ConfigError, fraction, int, type Env } from '@mailroom/platform/config-env';
 import {
   RETENTION_DEFAULTS,
   RETENTION_ENV,
@@ -29,6 +29,11 @@ export interface SendingConfig {
    * statements are already running, so at a low rate each runs alone.
    */
   readonly sendBatchSize: number;
+  /**
+   * `SES_BULK_SEND`: campaign mail goes to SES in `SendBulkEmail` calls, each carrying the emails of one send job
+   * (up to 50) rendered by Mailroom (default true; false sends each email on its own with `SendEmail`).
+   */
+  readonly sesBulkSend: boolean;
   /** `SES_ACCOUNT_REFRESH_MS`: how often each worker re-reads the SES account (send rate, quota) (ms, default 300000). */
   readonly sesAccountRefreshMs: number;
   /**
@@ -105,6 +110,7 @@ export function loadSendingConfig(env: Env): SendingConfig {
   const config: SendingConfig = {
     sendLeaseMs: int(env, 'SEND_LEASE_MS', 60_000, 1000, 3_600_000),
     sendBatchSize: int(env, 'SEND_BATCH_SIZE', 50, 1, 500),
+    sesBulkSend: bool(env, 'SES_BULK_SEND', true),
     sesAccountRefreshMs: int(env, 'SES_ACCOUNT_REFRESH_MS', 300_000, 100, 86_400_000),
     sesQuotaCheckMs: int(env, 'SES_QUOTA_CHECK_MS', 10_000, 100, 3_600_000),
     sesQuotaReserve: fraction(env, 'SES_QUOTA_RESERVE', 0.05),

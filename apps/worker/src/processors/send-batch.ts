@@ -34,6 +34,7 @@ import { enqueueSendJobs, promoteDelayedJobs, type SendJobRef } from '@mailroom/
 import { type Logger, logged } from '@mailroom/platform/logger';
 import { errorMessage } from '@mailroom/platform/errors';
 import type { EmailSender, SendJobResult, SendStep } from '@mailroom/sending/job';
+import { BULK_MAX_ENTRIES } from '@mailroom/sending/ses/bulk-send';
 
 /** What a job carrying several emails reports: how many ended each way, and how many went to jobs of their own. */
 export interface SendBatchResult {
@@ -136,55 +137,69 @@ export async function runSendBatch(
   let stop: Extract<SendStep, { kind: 'back-off' | 'campaign-paused' | 'yield' }> | undefined;
   let stopAt = 0;
 
+  /** Does what `step` asks for `emailId`; the first step that stops the job sets the time of the emails after it. */
+  const handle = (emailId: string, step: SendStep): void => {
+    let at = 0;
+    switch (step.kind) {
+      case 'done':
+        outcomes[step.result.outcome] = (outcomes[step.result.outcome] ?? 0) + 1;
+        return;
+      case 'leased':
+        return ownJob(emailId, step.until);
+      case 'retry':
+        // The queue's backoff for the next attempt, and the attempts this email has left.
+        return ownJob(emailId, Date.now() + deps.config.sendBackoffMs * 2 ** made, Math.max(1, max - made - 1));
+      case 'yield':
+        at = step.until;
+        break;
+      case 'back-off':
+        at = Date.now() + step.forMs;
+        break;
+      case 'campaign-paused':
+        at = Date.now() + step.recheckInMs;
+        break;
+    }
+    // A throttle or an unreachable SES pauses the queue whatever else stopped the job (a bulk call's emails all
+    // have their steps at once): it stands over another stop, the longest pause over a shorter one.
+    if (!stop || (step.kind === 'back-off' && (stop.kind !== 'back-off' || step.forMs > stop.forMs))) stop = step;
+    stopAt = Math.max(stopAt, at);
+    ownJob(emailId, at);
+  };
+
   let i = 0;
   let handedBack: string[] = [];
   /** The emails before this index were claimed ahead (a group at a time, one statement each). */
   let claimedTo = 0;
-  for (; i < ids.length && !stop; i++) {
-    if (i === claimedTo) {
-      if (i > 0 && deps.yieldSlot && (await deps.yieldSlot())) {
-        handedBack = ids.slice(i);
-        break;
+  /** Emails claimed together: a bulk call's worth (`SendBulkEmail`), else {@link CLAIM_AHEAD}. */
+  const group = send.sendMany ? BULK_MAX_ENTRIES : CLAIM_AHEAD;
+  while (i < ids.length && !stop) {
+    if (i > 0 && deps.yieldSlot && (await deps.yieldSlot())) {
+      handedBack = ids.slice(i);
+      break;
+    }
+    claimedTo = Math.min(ids.length, i + group);
+    send.claimAhead(ids.slice(i, claimedTo));
+    if (send.sendMany) {
+      const groupIds = ids.slice(i, claimedTo);
+      const steps = await send.sendMany(
+        groupIds.map((emailId) => ({ emailId, attempt: { made, max }, priority, log: log.child({ emailId }) })),
+      );
+      groupIds.forEach((emailId, k) => handle(emailId, steps[k]));
+      i = claimedTo;
+      continue;
+    }
+    for (; i < claimedTo && !stop; i++) {
+      const emailId = ids[i];
+      const elog = log.child({ emailId });
+      let step: SendStep;
+      try {
+        step = await send({ emailId, attempt: { made, max }, priority, log: elog });
+      } catch (err) {
+        // The database failed mid-way (claim or finish): this email's attempt failed, as a one-email job's would.
+        elog.warn({ err: errorMessage(err) }, 'send attempt failed; retried in a job of its own');
+        step = { kind: 'retry', error: err instanceof Error ? err : new Error(String(err)) };
       }
-      claimedTo = Math.min(ids.length, i + CLAIM_AHEAD);
-      send.claimAhead(ids.slice(i, claimedTo));
-    }
-    const emailId = ids[i];
-    const elog = log.child({ emailId });
-    let step: SendStep;
-    try {
-      step = await send({ emailId, attempt: { made, max }, priority, log: elog });
-    } catch (err) {
-      // The database failed mid-way (claim or finish): this email's attempt failed, as a one-email job's would.
-      elog.warn({ err: errorMessage(err) }, 'send attempt failed; retried in a job of its own');
-      step = { kind: 'retry', error: err instanceof Error ? err : new Error(String(err)) };
-    }
-    switch (step.kind) {
-      case 'done':
-        outcomes[step.result.outcome] = (outcomes[step.result.outcome] ?? 0) + 1;
-        break;
-      case 'leased':
-        ownJob(emailId, step.until);
-        break;
-      case 'retry':
-        // The queue's backoff for the next attempt, and the attempts this email has left.
-        ownJob(emailId, Date.now() + deps.config.sendBackoffMs * 2 ** made, Math.max(1, max - made - 1));
-        break;
-      case 'yield':
-        stop = step;
-        stopAt = step.until;
-        ownJob(emailId, stopAt);
-        break;
-      case 'back-off':
-        stop = step;
-        stopAt = Date.now() + step.forMs;
-        ownJob(emailId, stopAt);
-        break;
-      case 'campaign-paused':
-        stop = step;
-        stopAt = Date.now() + step.recheckInMs;
-        ownJob(emailId, stopAt);
-        break;
+      handle(emailId, step);
     }
   }
   if (stop) {

@@ -17,6 +17,7 @@ import { type Logger, logged } from '@mailroom/platform/logger';
 import { classifySendError, type MailTransport, type OutboundMessage } from './transport';
 import { isConnectionFailure, type ConnectionHealth } from './connection-health';
 import { GateBusyError } from './rate-gate';
+import { wholeCallFailed, type BulkEntryOutcome, type BulkOutbound } from './bulk-send';
 
 /** One connection as the router uses it. */
 export interface DeliveryConnection {
@@ -72,9 +73,22 @@ export class ConnectionRouter implements MailTransport {
   /** Whether any process of the deployment wrote a pin in the last `PIN_TTL_S` (read from Redis once a second). */
   private pinsActive = { value: false, at: 0 };
 
+  /**
+   * Sends a bulk call's entries, each through the connection {@link route} picks for it (the call's entries share
+   * a sender, so one call per connection, almost always one), and records each call's answer in its connection's
+   * health. A call that failed gives each of its entries the call's error, marked `wholeCall` (pinned to the
+   * connection as a `send` whose answer was lost is), so one connection's failure never hides another's accepted
+   * entries. Present when every connection's transport sends bulk calls.
+   * @returns each entry's outcome in entry order, with the connection it went through.
+   * @throws nothing for an SES answer (each entry carries it); the routing's Redis error.
+   */
+  readonly sendBulk?: (call: BulkOutbound) => Promise<{ outcomes: BulkEntryOutcome[] }>;
+
   constructor(private readonly deps: ConnectionRouterDeps) {
     if (deps.connections.length === 0) throw new Error('ConnectionRouter needs at least one connection');
     this.byName = new Map(deps.connections.map((c) => [c.name, c]));
+    const bulk = (t: MailTransport) => typeof (t as { sendBulk?: unknown }).sendBulk === 'function';
+    if (deps.connections.every((c) => bulk(c.transport))) this.sendBulk = (call) => this.bulk(call);
   }
 
   /** The connection names, the default first. */
@@ -137,32 +151,70 @@ export class ConnectionRouter implements MailTransport {
     } catch (err) {
       // Its gate is saturated: nothing reached SES, nothing to learn about the connection's health.
       if (err instanceof GateBusyError) throw err;
-      const kind = classifySendError(err);
-      if (isConnectionFailure(kind)) {
-        this.incidentAt = Date.now();
-        const unhealthy = await this.deps.health.failed(c.name);
-        if (unhealthy)
-          this.deps.logger.warn(
-            { connection: c.name, reason: kind.reason },
-            'delivery connection unhealthy: its domains fail over',
-          );
-      }
-      const code = (err as { code?: string; name?: string }).code ?? (err as { name?: string }).name ?? '';
-      if (kind.kind === 'unreachable' && !NEVER_SENT.has(code) && message.key && this.deps.connections.length > 1) {
-        // The answer was lost: SES may have the message. Its retries stay on this connection.
-        await logged(
-          this.deps.redis.set(this.pinKey(message.key), c.name, 'EX', PIN_TTL_S, 'NX'),
-          this.deps.logger,
-          'connection pin',
-        );
-        await logged(
-          this.deps.redis.set(this.pinsMarkerKey(), String(Date.now()), 'EX', PIN_TTL_S),
-          this.deps.logger,
-          'connection pins marker',
-        );
-      }
+      await this.failed(c, err, message.key ? [message.key] : []);
       throw err;
     }
+  }
+
+  private async bulk(call: BulkOutbound): Promise<{ outcomes: BulkEntryOutcome[] }> {
+    const groups = new Map<DeliveryConnection, number[]>();
+    for (const [i, e] of call.entries.entries()) {
+      const c = await this.route({ ...call, key: e.key });
+      const group = groups.get(c);
+      if (group) group.push(i);
+      else groups.set(c, [i]);
+    }
+    const outcomes = new Array<BulkEntryOutcome>(call.entries.length);
+    for (const [c, indexes] of groups) {
+      const entries = indexes.map((i) => call.entries[i]);
+      let got: BulkEntryOutcome[];
+      try {
+        got = (await c.transport.sendBulk!({ ...call, connection: c.name, entries })).outcomes;
+        for (const o of got) if ('messageId' in o) this.deps.onSent?.(c.name);
+        await this.deps.health.succeeded(c.name);
+      } catch (err) {
+        if (!(err instanceof GateBusyError))
+          await this.failed(
+            c,
+            err,
+            entries.map((e) => e.key),
+          );
+        got = wholeCallFailed(entries, err);
+      }
+      indexes.forEach((i, k) => (outcomes[i] = { ...got[k], connection: c.name }));
+    }
+    return { outcomes };
+  }
+
+  /**
+   * Records a failed call in `c`'s health, and pins `keys` to `c` when the answer was lost (SES may have them).
+   */
+  private async failed(c: DeliveryConnection, err: unknown, keys: readonly string[]): Promise<void> {
+    const kind = classifySendError(err);
+    if (isConnectionFailure(kind)) {
+      this.incidentAt = Date.now();
+      const unhealthy = await this.deps.health.failed(c.name);
+      if (unhealthy)
+        this.deps.logger.warn(
+          { connection: c.name, reason: kind.reason },
+          'delivery connection unhealthy: its domains fail over',
+        );
+    }
+    const code = (err as { code?: string; name?: string }).code ?? (err as { name?: string }).name ?? '';
+    if (kind.kind !== 'unreachable' || NEVER_SENT.has(code) || keys.length === 0 || this.deps.connections.length < 2)
+      return;
+    // The answer was lost: SES may have the messages. Their retries stay on this connection.
+    for (const key of keys)
+      await logged(
+        this.deps.redis.set(this.pinKey(key), c.name, 'EX', PIN_TTL_S, 'NX'),
+        this.deps.logger,
+        'connection pin',
+      );
+    await logged(
+      this.deps.redis.set(this.pinsMarkerKey(), String(Date.now()), 'EX', PIN_TTL_S),
+      this.deps.logger,
+      'connection pins marker',
+    );
   }
 
   /**

@@ -8,6 +8,7 @@
  */
 import {
   SESv2Client,
+  SendBulkEmailCommand,
   SendEmailCommand,
   type SendEmailCommandInput,
   type ServiceInputTypes,
@@ -26,6 +27,16 @@ import {
 import { trackingConfigurationSetName } from '@mailroom/mail/tracking';
 import type { NormalizedEmail } from '@mailroom/platform/address';
 import { LeanSendEmail, requestTemplate } from './lean-send';
+import { classifySendError, type SendErrorClass } from './send-errors';
+
+export { classifySendError, type SendErrorClass };
+import {
+  bulkEmailInput,
+  bulkEntryOutcomes,
+  wholeCallFailed,
+  type BulkEntryOutcome,
+  type BulkOutbound,
+} from './bulk-send';
 
 /** One raw message to hand over. */
 export interface OutboundMessage {
@@ -69,84 +80,15 @@ export interface MailTransport {
    * @throws the provider's error; classify it with {@link classifySendError}.
    */
   send(message: OutboundMessage): Promise<{ messageId: string; connection?: string }>;
-  close(): void;
-}
-
-/** How the worker must treat a failed send. */
-export type SendErrorClass =
-  /** Over the account's rate or quota, or sending paused: try again later without spending an attempt. */
-  | { kind: 'throttled'; retryInMs: number; reason: string }
   /**
-   * SES could not be reached at all (connection refused or reset, DNS, no answer within `SES_TIMEOUT_MS`): an
-   * outage, not this message's fault. Try again later without spending an attempt, however long it lasts.
+   * Sends the entries of `call` in one SES `SendBulkEmail` (`./bulk-send`). Absent: the transport sends one
+   * message at a time.
+   * @returns each entry's outcome in entry order, and the delivery connection that took the call.
+   * @throws the provider's error for the whole call (nothing of it was accepted, or its answer was lost);
+   *   classify it with {@link classifySendError}.
    */
-  | { kind: 'unreachable'; reason: string }
-  /** SES answered with a 5xx (or something unforeseen happened): retry with backoff, spending an attempt. */
-  | { kind: 'transient'; reason: string }
-  /** SES refused the message itself: retrying cannot help. */
-  | { kind: 'permanent'; reason: string };
-
-const THROTTLED: Record<string, number> = {
-  TooManyRequestsException: 1_000,
-  ThrottlingException: 1_000,
-  Throttling: 1_000,
-  LimitExceededException: 60_000,
-  // Account-level stops: the mail waits (it is never dropped) until the operator resolves them.
-  SendingPausedException: 60_000,
-  AccountSuspendedException: 300_000,
-};
-
-/** Socket and timeout errors: the request never got an answer from SES. */
-const UNREACHABLE = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'TimeoutError',
-  'RequestTimeout',
-]);
-
-const PERMANENT = new Set([
-  'MessageRejected',
-  'MailFromDomainNotVerifiedException',
-  'NotFoundException',
-  'BadRequestException',
-  'InvalidParameterValue',
-]);
-
-/**
- * Classifies an error thrown by {@link MailTransport.send}, per the SES v2 `SendEmail` error list
- * (https://docs.aws.amazon.com/ses/latest/APIReference-V2/API_SendEmail.html#API_SendEmail_Errors).
- */
-export function classifySendError(err: unknown): SendErrorClass {
-  const e = err as {
-    name?: string;
-    message?: string;
-    code?: string;
-    $metadata?: { httpStatusCode?: number };
-    $retryable?: unknown;
-  };
-  const name = e.name ?? 'Error';
-  const reason = `${name}: ${e.message ?? 'unknown error'}`.slice(0, 1000);
-  const throttledMs = THROTTLED[name];
-  if (throttledMs !== undefined) return { kind: 'throttled', retryInMs: throttledMs, reason };
-  const status = e.$metadata?.httpStatusCode;
-  if (status === 429) return { kind: 'throttled', retryInMs: 1_000, reason };
-  if (PERMANENT.has(name)) return { kind: 'permanent', reason };
-  if (status !== undefined && status >= 400 && status < 500) return { kind: 'permanent', reason };
-  if (
-    status === undefined &&
-    (UNREACHABLE.has(name) ||
-      (e.code !== undefined && UNREACHABLE.has(e.code)) ||
-      /socket hang up/i.test(e.message ?? ''))
-  ) {
-    return { kind: 'unreachable', reason };
-  }
-  return { kind: 'transient', reason };
+  sendBulk?(call: BulkOutbound): Promise<{ outcomes: BulkEntryOutcome[]; connection?: string }>;
+  close(): void;
 }
 
 /** The User-Agent headers the SDK's step sets (`user-agent`, and `x-amz-user-agent` where it sets one). */
@@ -186,20 +128,31 @@ function replayedUserAgent(
   };
 }
 
+/**
+ * A delivery connection's send-rate gate as the transport asks it (`SendRateGate.acquire`): `count` grants (a bulk
+ * call's entries, default 1) in `priority` order.
+ */
+export interface SendGate {
+  acquire(priority?: number, count?: number): Promise<unknown>;
+  /** The rate in force (emails/s): the most entries one bulk call may carry. Unset: no bound. */
+  readonly rate?: number;
+}
+
 /** SDK middleware the transport removes from its client (see the constructor). */
 const UNUSED_MIDDLEWARE = ['loggerMiddleware', 'recursionDetectionMiddleware'];
 
 /** The SES v2 implementation. */
 export class SesTransport implements MailTransport {
   private readonly client: SESv2Client;
-  private readonly gate: { acquire(priority?: number): Promise<unknown> } | undefined;
+  private readonly gate: SendGate | undefined;
   private readonly observe: ((ms: number, ok: boolean) => void) | undefined;
   /**
-   * The priority of each send's command input, read by the gate's step from the input it is handed (the gate is
-   * asked from inside the middleware stack). Not an `AsyncLocalStorage`: one in use turns on promise hooks for every
-   * promise of the process (profiled: about 2% of the worker's CPU in \`npm run bench -- worker\`).
+   * The priority of each send's command input and the messages it carries, read by the gate's step from the input
+   * it is handed (the gate is asked from inside the middleware stack). Not an `AsyncLocalStorage`: one in use turns
+   * on promise hooks for every promise of the process (profiled: about 2% of the worker's CPU in \`npm run bench --
+   * worker\`).
    */
-  private readonly priority = new WeakMap<object, number>();
+  private readonly asks = new WeakMap<object, { priority?: number; count: number }>();
   /**
    * Sends after the first: the request the SDK built for the first send, replayed with each message's body, signed
    * and sent by the SDK's own signer and request handler, errors read by its own protocol ({@link LeanSendEmail}).
@@ -233,7 +186,7 @@ export class SesTransport implements MailTransport {
         /** The delivery connection this transport is (default `default`). */
         sesConnectionName?: string;
       },
-    gate?: { acquire(priority?: number): Promise<unknown> },
+    gate?: SendGate,
     observe?: (ms: number, ok: boolean) => void,
   ) {
     const timeoutMs = config.sesTimeoutMs;
@@ -282,7 +235,8 @@ export class SesTransport implements MailTransport {
     this.observe = observe;
     if (gate) {
       const waitForSlot: FinalizeRequestMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next) => async (args) => {
-        await gate.acquire(this.priority.get(args.input));
+        const ask = this.asks.get(args.input);
+        await gate.acquire(ask?.priority, ask?.count);
         const started = performance.now();
         try {
           const out = await next(args);
@@ -345,10 +299,39 @@ export class SesTransport implements MailTransport {
       ConfigurationSetName: this.configurationSetOf(message),
       EmailTags: Object.entries(message.tags ?? {}).map(([Name, Value]) => ({ Name, Value })),
     };
-    if (message.priority !== undefined) this.priority.set(input, message.priority);
+    if (message.priority !== undefined) this.asks.set(input, { priority: message.priority, count: 1 });
     const out = await this.client.send(new SendEmailCommand(input));
     if (!out.MessageId) throw Object.assign(new Error('SES returned no MessageId'), { name: 'MissingMessageId' });
     return { messageId: out.MessageId };
+  }
+
+  /**
+   * One `SendBulkEmail` through the SDK's client (its per-call cost is shared by the call's entries), through the
+   * configuration set of the call's stream and tracking; the gate grants one send per entry before the request is
+   * written. A call of more entries than the gate's rate (emails/s) is split into calls of at most that many: one
+   * request is one burst, and no second may see more than the rate. Once one of them was sent, a later one's error
+   * is its entries' (`wholeCall`), not thrown.
+   */
+  async sendBulk(call: BulkOutbound): Promise<{ outcomes: BulkEntryOutcome[] }> {
+    const most = Math.max(1, Math.floor(this.gate?.rate ?? call.entries.length));
+    if (call.entries.length > most) {
+      const outcomes: BulkEntryOutcome[] = [];
+      for (let from = 0; from < call.entries.length; from += most) {
+        const entries = call.entries.slice(from, from + most);
+        try {
+          outcomes.push(...(await this.sendBulk({ ...call, entries })).outcomes);
+        } catch (err) {
+          if (from === 0) throw err;
+          outcomes.push(...wholeCallFailed(call.entries.slice(from), err));
+          break;
+        }
+      }
+      return { outcomes };
+    }
+    const input = bulkEmailInput(call, this.configurationSetOf(call));
+    this.asks.set(input, { priority: call.priority, count: call.entries.length });
+    const out = await this.client.send(new SendBulkEmailCommand(input));
+    return { outcomes: bulkEntryOutcomes(out.BulkEmailEntryResults, call.entries.length) };
   }
 
   close(): void {
