@@ -238,4 +238,6 @@ test('a custom tracking domain: CNAME found by the worker, then tracked mail fro
   expect(await setOf(plain)).toBe('tx-plain');
   const other = await send(p, {});
   expect(await setOf(other)).toBe('tx-tracked');
-});
+  // Longer than its own waits together (20 s, then up to 30 s for each of three sends): on a slow host the step
+  // that is slow fails with its own message, not Jest's timeout.
+}, 120_000);
