@@ -137,8 +137,10 @@ export async function startDeliveryConnections(o: DeliveryConnectionOptions): Pr
         metrics.gateWait.observe({ connection: name }, waitedMs / 1000);
         return waitedMs;
       },
-      get rate() {
-        return gate.rate;
+      // A bulk call's grants are decided together: no more than a second holds, and with several connections no
+      // more than half of what the gate grants within GATE_WAIT_MS, so the calls after it wait within the bound.
+      get maxBulk() {
+        return Math.max(1, Math.floor(several ? (gate.rate * GATE_WAIT_MS) / 2000 : gate.rate));
       },
     };
     const transport =

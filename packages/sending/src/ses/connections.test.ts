@@ -176,3 +176,35 @@ test('a message whose SES answer was lost is pinned to that connection: its retr
     r.close();
   }
 });
+
+test('a bulk call the transport split and that failed in part: the failed part is pinned as a lost answer, the rest sent', async () => {
+  const timeout = Object.assign(new Error('no answer'), { name: 'TimeoutError' });
+  const bulkOnly = (name: string): DeliveryConnection => ({
+    name,
+    transport: {
+      send: () => Promise.reject(new Error('not used')),
+      sendBulk: (call) =>
+        Promise.resolve({
+          outcomes: call.entries.map((e, i) =>
+            i < 2 ? { messageId: `m-${e.key}` } : { error: timeout, wholeCall: true },
+          ),
+        }),
+      close: () => undefined,
+    },
+    verifies: async () => true,
+    probe: async () => undefined,
+  });
+  const prefix = uniquePrefix();
+  const { router: r } = router([bulkOnly('a'), bulkOnly('b')], prefix);
+  const entries = ['k1', 'k2', 'k3', 'k4'].map((key) => ({ to: to(), data: '{}', headers: [], tags: {}, key }));
+  const { outcomes } = await r.sendBulk!({ from: 'n@d.example.com', connection: 'a', entries });
+  expect(outcomes.map((o) => ('messageId' in o ? o.messageId : o.error.name))).toEqual([
+    'm-k1',
+    'm-k2',
+    'TimeoutError',
+    'TimeoutError',
+  ]);
+  expect(outcomes.every((o) => o.connection === 'a')).toBe(true);
+  const pins = await Promise.all(entries.map((e) => redis.get(`${prefix}:ses-pinned:${e.key}`)));
+  expect(pins).toEqual([null, null, 'a', 'a']);
+});

@@ -170,17 +170,19 @@ export class ConnectionRouter implements MailTransport {
       let got: BulkEntryOutcome[];
       try {
         got = (await c.transport.sendBulk!({ ...call, connection: c.name, entries })).outcomes;
-        for (const o of got) if ('messageId' in o) this.deps.onSent?.(c.name);
-        await this.deps.health.succeeded(c.name);
       } catch (err) {
-        if (!(err instanceof GateBusyError))
-          await this.failed(
-            c,
-            err,
-            entries.map((e) => e.key),
-          );
         got = wholeCallFailed(entries, err);
       }
+      // A call split by the transport may have failed in part: each failed part is recorded as a failed call.
+      const failedCalls = new Map<Error, string[]>();
+      got.forEach((o, k) => {
+        if ('messageId' in o) this.deps.onSent?.(c.name);
+        else if (o.wholeCall && !(o.error instanceof GateBusyError))
+          failedCalls.set(o.error, [...(failedCalls.get(o.error) ?? []), entries[k].key]);
+      });
+      // SES answered (each entry's own result, accepted or not): the connection works.
+      if (got.some((o) => !('error' in o && o.wholeCall))) await this.deps.health.succeeded(c.name);
+      for (const [err, keys] of failedCalls) await this.failed(c, err, keys);
       indexes.forEach((i, k) => (outcomes[i] = { ...got[k], connection: c.name }));
     }
     return { outcomes };

@@ -410,3 +410,32 @@ test("a bulk call's grants are decided together, in one script call; the decisio
     spy.mockRestore();
   }
 });
+
+test('a bulk ask never shares a script call with single asks: a single one with room is granted while the call waits for room for all', async () => {
+  const [conn] = connect(1);
+  const key = freshKey();
+  // 10 sends per 3 s window (2 s margin), seven of them already sent now: room for three, for 3 s.
+  const [s, us] = await conn.time();
+  const now = String(Number(s) * 1e6 + Number(us));
+  await conn.zadd(`${key}:sent`, ...Array.from({ length: 7 }, (_, i) => [now, `earlier:${i}`]).flat());
+  const gate = new SendRateGate(conn, key, 10, 2000);
+  let bulkGranted = false;
+  // Asked in the same turn of the event loop as the single one.
+  const bulk = gate.acquire(0, undefined, 5).then(
+    () => (bulkGranted = true),
+    () => undefined, // the connection closes under it when the test ends
+  );
+  await gate.acquire();
+  // The single ask took one of the three places; the call of five, all or none, has none.
+  expect(bulkGranted).toBe(false);
+  const [pending, sent] = await Promise.all([conn.zcard(`${key}:pending`), conn.zcard(`${key}:sent`)]);
+  expect(pending + sent).toBe(8);
+  void bulk;
+});
+
+test('a call of more messages than a second holds is refused at once (the rate fell since it was sized)', async () => {
+  const [conn] = connect(1);
+  const gate = new SendRateGate(conn, freshKey(), 4, 0);
+  await expect(gate.acquire(0, undefined, 5)).rejects.toBeInstanceOf(GateBusyError);
+  await gate.acquire(0, undefined, 4);
+});

@@ -130,11 +130,10 @@ export class SendRateGate {
    * leaves (and frees its worker slot) after its own grants, not all of them after all their grants.
    */
   private bulkTurn: Promise<void> = Promise.resolve();
+  /** Messages of the calls waiting for their turn ({@link bulkTurn}). */
+  private turnWaiting = 0;
   /** The asks of this turn of the event loop not yet sent, per priority: one script call each ({@link ask}). */
-  private readonly turnAsks = new Map<
-    number,
-    { tokens: string[]; together: boolean; reply: Promise<[number, number]> }
-  >();
+  private readonly turnAsks = new Map<string, { tokens: string[]; reply: Promise<[number, number]> }>();
 
   /**
    * @param redis - any connection (the scripts run atomically on the server, using the server's clock).
@@ -190,8 +189,10 @@ export class SendRateGate {
    */
   async acquire(priority = 0, maxWaitMs?: number, count = 1): Promise<number> {
     const started = performance.now();
+    // More messages than a second holds can never leave in one request (the rate fell since the call was sized).
+    if (count > this.emailsPerSecond) throw new GateBusyError(1000);
     if (maxWaitMs !== undefined) {
-      const ahead = this.waitingAtOrAbove(priority) + count - 1;
+      const ahead = this.waitingAtOrAbove(priority) + this.turnWaiting + count - 1;
       if (ahead >= Math.max(1, Math.floor((this.emailsPerSecond * maxWaitMs) / 1000))) {
         throw new GateBusyError(
           Math.max(maxWaitMs, Math.ceil((ahead * (1000 + this.safetyMs)) / this.emailsPerSecond)),
@@ -199,14 +200,16 @@ export class SendRateGate {
       }
     }
     const tokens = Array.from({ length: Math.max(1, count) }, () => `${this.id}:${++this.seq}`);
-    this.asking.set(priority, (this.asking.get(priority) ?? 0) + tokens.length);
     let turnDone: (() => void) | undefined;
+    if (tokens.length > 1) {
+      // Its turn first, counted apart meanwhile: a call waiting for its turn asks nothing, and outranks nobody.
+      const before = this.bulkTurn;
+      this.bulkTurn = new Promise<void>((resolve) => (turnDone = resolve));
+      this.turnWaiting += tokens.length;
+      await before.finally(() => (this.turnWaiting -= tokens.length));
+    }
+    this.asking.set(priority, (this.asking.get(priority) ?? 0) + tokens.length);
     try {
-      if (tokens.length > 1) {
-        const before = this.bulkTurn;
-        this.bulkTurn = new Promise<void>((resolve) => (turnDone = resolve));
-        await before;
-      }
       const granted: string[] = [];
       try {
         await this.take(tokens, granted, priority, started, maxWaitMs);
@@ -297,16 +300,18 @@ export class SendRateGate {
    * @throws the Redis error (every ask of the call alike).
    */
   private async ask(token: string, priority: number, together: boolean): Promise<number> {
-    let batch = this.turnAsks.get(priority);
+    // A bulk call's tokens go in a script call of their own (granted all or none), never with single asks.
+    const key = together ? `${priority}:together` : String(priority);
+    let batch = this.turnAsks.get(key);
     if (!batch) {
-      const b = { tokens: [] as string[], together, reply: Promise.resolve<[number, number]>([0, 0]) };
+      const b = { tokens: [] as string[], reply: Promise.resolve<[number, number]>([0, 0]) };
       b.reply = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-        if (this.turnAsks.get(priority) === b) this.turnAsks.delete(priority);
+        if (this.turnAsks.get(key) === b) this.turnAsks.delete(key);
         // The confirmations due (requests already written), recorded by this call before it decides.
         const confirms = this.confirming.splice(0);
         let reply: [number, number];
         try {
-          reply = (await TAKE_SCRIPT.run(this.redis, this.keys, this.takeArgs(confirms, b.tokens, b.together))) as [
+          reply = (await TAKE_SCRIPT.run(this.redis, this.keys, this.takeArgs(confirms, b.tokens, together))) as [
             number,
             number,
           ];
@@ -318,10 +323,9 @@ export class SendRateGate {
         }
         return [Number(reply[0]), Number(reply[1])] as [number, number];
       });
-      this.turnAsks.set(priority, b);
+      this.turnAsks.set(key, b);
       batch = b;
     }
-    if (together) batch.together = true;
     const index = batch.tokens.push(token) - 1;
     const [granted, waitUs] = await batch.reply;
     return index < granted ? 0 : Math.max(waitUs, granted > 0 ? this.intervalUs : 1);

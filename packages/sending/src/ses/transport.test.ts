@@ -199,3 +199,33 @@ test('every send carries the User-Agent the SDK itself builds, built once and re
     server.close();
   }
 });
+
+test('sendBulk: the gate grants one send per entry; a call larger than the gate takes at once goes as several', async () => {
+  const asked: (number | undefined)[] = [];
+  const gate = { acquire: async (_priority?: number, count?: number) => void asked.push(count), maxBulk: 2 };
+  const transport = new SesTransport(
+    {
+      sesRegion: 'us-east-1',
+      sesEndpoint: process.env.TEST_SES_ENDPOINT!,
+      awsCredentials: undefined,
+      sesConfigurationSet: undefined,
+      sesTimeoutMs: 5_000,
+    },
+    gate,
+  );
+  try {
+    const entries = Array.from({ length: 5 }, (_, i) => ({
+      to: `bulk.${i}.${Date.now()}@inbox.test`,
+      data: JSON.stringify({ subject: `S${i}`, html: `<p>${i}</p>`, text: `${i}` }),
+      headers: [['Precedence', 'bulk']] as [string, string][],
+      tags: { email_id: `e${i}` },
+      key: `e${i}`,
+    }));
+    const { outcomes } = await transport.sendBulk({ from: 'News <n@d.example.com>', entries });
+    expect(asked).toEqual([2, 2, 1]);
+    expect(outcomes).toHaveLength(5);
+    expect(outcomes.every((o) => 'messageId' in o && o.messageId.length > 0)).toBe(true);
+  } finally {
+    transport.close();
+  }
+});

@@ -134,8 +134,11 @@ function replayedUserAgent(
  */
 export interface SendGate {
   acquire(priority?: number, count?: number): Promise<unknown>;
-  /** The rate in force (emails/s): the most entries one bulk call may carry. Unset: no bound. */
-  readonly rate?: number;
+  /**
+   * The most entries one bulk call may carry: no more than a second holds at the rate in force, nor (with a bounded
+   * wait at the gate) than it grants within that wait. Unset: no bound.
+   */
+  readonly maxBulk?: number;
 }
 
 /** SDK middleware the transport removes from its client (see the constructor). */
@@ -308,12 +311,12 @@ export class SesTransport implements MailTransport {
   /**
    * One `SendBulkEmail` through the SDK's client (its per-call cost is shared by the call's entries), through the
    * configuration set of the call's stream and tracking; the gate grants one send per entry before the request is
-   * written. A call of more entries than the gate's rate (emails/s) is split into calls of at most that many: one
-   * request is one burst, and no second may see more than the rate. Once one of them was sent, a later one's error
+   * written. A call of more entries than the gate takes at once (`SendGate.maxBulk`) is split into calls of at most
+   * that many: one request is one burst, and no second may see more than the rate. Once one of them was sent, a later one's error
    * is its entries' (`wholeCall`), not thrown.
    */
   async sendBulk(call: BulkOutbound): Promise<{ outcomes: BulkEntryOutcome[] }> {
-    const most = Math.max(1, Math.floor(this.gate?.rate ?? call.entries.length));
+    const most = Math.max(1, Math.floor(this.gate?.maxBulk ?? call.entries.length));
     if (call.entries.length > most) {
       const outcomes: BulkEntryOutcome[] = [];
       for (let from = 0; from < call.entries.length; from += most) {
