@@ -12,6 +12,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import { loadConfig, type Config } from '@mailroom/config/config';
 import { newId } from '@mailroom/platform/ids';
 import { emails } from '@mailroom/db/schema/emails';
+import { campaignJobSize } from '@mailroom/campaigns/lane';
 import { events } from '@mailroom/db/schema/events';
 import { type RunningWorker } from '../../apps/worker/src/main';
 import {
@@ -313,8 +314,11 @@ describe('with a worker', () => {
       'the campaign job ended, no email queued or in flight',
     );
     const settled = (await sesSendsTo(to)).length;
-    // Only emails already claimed by the worker (at most its concurrency) may still reach SES.
-    expect(settled - afterCancel).toBeLessThanOrEqual(config.sendConcurrency);
+    // Only emails already claimed by the worker may still reach SES: at most its concurrency's send jobs, each one
+    // SendBulkEmail call of its emails (at 50/s, 2 per job).
+    expect(settled - afterCancel).toBeLessThanOrEqual(
+      config.sendConcurrency * campaignJobSize(config.sesMaxSendRate ?? 14, config.campaignJobEmails),
+    );
     // Once the worker holds no send job (the cancelled emails' jobs have run and skipped), still nothing new.
     await queuesSettled(worker, ['send']);
     expect((await sesSendsTo(to)).length).toBe(settled);
