@@ -75,10 +75,11 @@ test(`a campaign at ${RATE}/s goes out in jobs of several emails, each once; tra
     `campaign at ${RATE}/s in ${done.length} send jobs for ${SIZE} emails (up to ${Math.max(...carried)} per job): ` +
       `transactional email at SES ${Math.round(otpSend.at - acceptedAt)} ms after acceptance, ${before} campaign sends in between`,
   );
-  // Behind it: what the rate gate granted before its job had a slot and reached the gate. Every slot busy with a
-  // campaign job, the job that next asks whether urgent mail waits (at most every 50 ms) hands its emails back and
-  // frees its slot. Measured 8 on a loaded host (104, 3.6 s, before jobs handed their slot back); the bound leaves
-  // room for a busier one.
-  expect(before).toBeLessThanOrEqual(40);
+  // Behind it: what the rate gate granted before its job had a slot and reached the gate. A campaign job is one
+  // SendBulkEmail call of its 20 emails (50 ms at the rate), and the calls take their grants in turn, so a slot frees
+  // about every 50 ms; the transactional job then waits out the intervals the call before it took ahead. Measured
+  // 20 in three runs and 60 once in CI on a loaded host (before bulk calls: 8–16 one-email sends; 104, 3.6 s, before
+  // jobs handed their slot back). The bound, four calls, is a tenth of the campaign: it still overtakes the lane.
+  expect(before).toBeLessThanOrEqual(80);
   expect(otpSend.at).toBeLessThan(Math.max(...times));
 }, 150_000);
