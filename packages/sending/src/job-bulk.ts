@@ -26,7 +26,6 @@
 import type { Logger } from '@mailroom/platform/logger';
 import { classifySendError, type MailTransport } from './ses/transport';
 import {
-  BULK_MAX_DATA_CHARS,
   BULK_MAX_ENTRIES,
   bulkEligible,
   mailboxHeader,
@@ -186,9 +185,7 @@ export function createBulkSender(deps: BulkSenderDeps): (inputs: SendJobInput[])
         }
         const { content, headers } = rendered;
         const data = JSON.stringify({ subject: content.subject, html: content.html, text: content.text });
-        const replyAscii = !email.replyTo || /^[ -~]+$/.test(email.replyTo);
-        if (!replyAscii || data.length > BULK_MAX_DATA_CHARS || !bulkEligible(email, headers))
-          return void alone.push(p);
+        if (!bulkEligible(email, headers, data.length)) return void alone.push(p);
         const call: BulkOutbound = {
           from: mailboxHeader(email.fromEmail, email.fromName),
           ...(email.replyTo ? { replyTo: [email.replyTo] } : {}),

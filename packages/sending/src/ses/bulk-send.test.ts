@@ -20,7 +20,7 @@ test('mailboxHeader: a plain name as is, specials quoted, anything outside ASCII
   expect(mailboxHeader('a@x.test', 'Zoë')).toBe('=?UTF-8?Q?Zo=C3=AB?= <a@x.test>');
 });
 
-test('bulkEligible: no attachments, ASCII addresses, at most 15 headers SES takes as they are', () => {
+test('bulkEligible: no attachments, ASCII addresses, at most 15 headers SES takes as they are, data within the limit', () => {
   const email = { attachmentIds: [] as string[], toEmail: 'a@x.test', fromEmail: 'n@y.test' };
   const ok: [string, string][] = [['List-Unsubscribe', '<https://u.test/x>']];
   expect(bulkEligible(email, ok)).toBe(true);
@@ -29,6 +29,10 @@ test('bulkEligible: no attachments, ASCII addresses, at most 15 headers SES take
   expect(bulkEligible(email, [['X-Note', 'café']])).toBe(false);
   expect(bulkEligible(email, [['X-Note', 'x'.repeat(871)]])).toBe(false);
   expect(bulkEligible(email, [['X:Note', 'x']])).toBe(false);
+  expect(bulkEligible({ ...email, replyTo: 'Zoë <r@y.test>' }, ok)).toBe(false);
+  expect(bulkEligible({ ...email, replyTo: 'r@y.test' }, ok)).toBe(true);
+  expect(bulkEligible(email, ok, 262_144)).toBe(true);
+  expect(bulkEligible(email, ok, 262_145)).toBe(false);
   const many = Array.from({ length: BULK_MAX_HEADERS + 1 }, (_, i): [string, string] => [`X-H${i}`, 'v']);
   expect(bulkEligible(email, many.slice(0, BULK_MAX_HEADERS))).toBe(true);
   expect(bulkEligible(email, many)).toBe(false);

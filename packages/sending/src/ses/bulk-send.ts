@@ -97,15 +97,19 @@ export function mailboxHeader(address: string, name?: string | null): string {
 }
 
 /**
- * Whether an email can go in a bulk call as it would go raw: no attachments, ASCII addresses, and headers SES takes
- * as `ReplacementHeaders`.
+ * Whether an email can go in a bulk call as it would go raw: no attachments, ASCII addresses (Reply-To printable
+ * ASCII), headers SES takes as `ReplacementHeaders`, and its entry's data (`dataChars`, its
+ * `ReplacementTemplateData`) within {@link BULK_MAX_DATA_CHARS}.
  */
 export function bulkEligible(
-  email: { attachmentIds: readonly string[]; toEmail: string; fromEmail: string },
+  email: { attachmentIds: readonly string[]; toEmail: string; fromEmail: string; replyTo?: string | null },
   headers: readonly (readonly [string, string])[],
+  dataChars = 0,
 ): boolean {
   if (email.attachmentIds.length > 0 || headers.length > BULK_MAX_HEADERS) return false;
   if (!ASCII.test(email.toEmail) || !ASCII.test(email.fromEmail)) return false;
+  if (email.replyTo && !HEADER_VALUE.test(email.replyTo)) return false;
+  if (dataChars > BULK_MAX_DATA_CHARS) return false;
   return headers.every(
     ([name, value]) => HEADER_NAME.test(name) && value.length <= MAX_HEADER_VALUE && HEADER_VALUE.test(value),
   );
