@@ -137,7 +137,7 @@ export async function runSendBatch(
   let stop: Extract<SendStep, { kind: 'back-off' | 'campaign-paused' | 'yield' }> | undefined;
   let stopAt = 0;
 
-  /** Does what `step` asks for `emailId`; the first step that stops the job sets the time of the emails after it. */
+  /** Does what `step` asks for `emailId`; the steps that stop the job set the time of the emails after it (the latest). */
   const handle = (emailId: string, step: SendStep): void => {
     let at = 0;
     switch (step.kind) {
