@@ -256,7 +256,9 @@ test('double opt-in: the confirmation email arrives, its page confirms nothing, 
       await request(e2e.api.app)
         .post('/confirm')
         .type('form')
-        .send({ token: `${token.slice(0, 42)}${token[42] === 'A' ? 'B' : 'A'}` })
+        // One character changed in the middle: a base64url string's last character may carry
+        // only padding bits, and changing those leaves the decoded token as it was.
+        .send({ token: `${token.slice(0, 30)}${token[30] === 'A' ? 'B' : 'A'}${token.slice(31)}` })
     ).status,
   ).toBe(404);
 
