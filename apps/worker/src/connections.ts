@@ -142,6 +142,9 @@ export async function startDeliveryConnections(o: DeliveryConnectionOptions): Pr
       get maxBulk() {
         return Math.max(1, Math.floor(several ? (gate.rate * GATE_WAIT_MS) / 2000 : gate.rate));
       },
+      get rate() {
+        return gate.rate;
+      },
     };
     const transport =
       o.transport ??

@@ -47,6 +47,8 @@ function composeError(err: unknown): ComposeError {
  * @param log - the job's logger: custom headers dropped by the header rule are logged at warn.
  * @param build - the MIME builder: `buildMime`; the compose benchmark passes the streamed reference
  *   (`buildMimeStreamed`) to time both through this one path.
+ * @param rendered - `renderEmail`'s result for this email when the caller already has it (a bulk path that sends
+ *   the email on its own after all), so it is not rendered twice.
  * @throws {@link ComposeError} when the content cannot be rendered or built (permanent); the database's error
  *   (loading attachments), which is transient.
  */
@@ -56,11 +58,12 @@ export async function composeMessage(
   email: SendingEmail,
   log?: Logger,
   build: (message: MimeMessage) => Promise<Buffer> = buildMime,
+  rendered?: RenderedEmail,
 ): Promise<ComposedMessage> {
   // A message relayed over SMTP goes out as its client composed it: the stored bytes, nothing rendered or rebuilt
   // (the relay took the platform's headers out and added the missing ones when it accepted them).
   if (email.bodyFormat === 'mime') return relayedMessage(db, email);
-  const { content, headers, unsubscribeToken } = renderEmail(config, email, log);
+  const { content, headers, unsubscribeToken } = rendered ?? renderEmail(config, email, log);
   const files = await loadAttachments(db, email.projectId, email.attachmentIds);
   try {
     const raw = await build({

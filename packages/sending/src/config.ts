@@ -34,6 +34,13 @@ export interface SendingConfig {
    * (up to 50) rendered by Mailroom (default true; false sends each email on its own with `SendEmail`).
    */
   readonly sesBulkSend: boolean;
+  /**
+   * `SES_BULK_COALESCE`: one-email send jobs of a worker process (transactional, workflow, campaign mail at a low
+   * rate) whose SES calls are ready in the same turn of the event loop share `SendBulkEmail` calls; an email alone in
+   * its turn goes by `SendEmail`, without waiting (default true; needs `SES_BULK_SEND`; false sends each one-email
+   * job's message with `SendEmail` and keeps Mailroom's own `Message-ID` on all of them).
+   */
+  readonly sesBulkCoalesce: boolean;
   /** `SES_ACCOUNT_REFRESH_MS`: how often each worker re-reads the SES account (send rate, quota) (ms, default 300000). */
   readonly sesAccountRefreshMs: number;
   /**
@@ -111,6 +118,7 @@ export function loadSendingConfig(env: Env): SendingConfig {
     sendLeaseMs: int(env, 'SEND_LEASE_MS', 60_000, 1000, 3_600_000),
     sendBatchSize: int(env, 'SEND_BATCH_SIZE', 50, 1, 500),
     sesBulkSend: bool(env, 'SES_BULK_SEND', true),
+    sesBulkCoalesce: bool(env, 'SES_BULK_COALESCE', true),
     sesAccountRefreshMs: int(env, 'SES_ACCOUNT_REFRESH_MS', 300_000, 100, 86_400_000),
     sesQuotaCheckMs: int(env, 'SES_QUOTA_CHECK_MS', 10_000, 100, 3_600_000),
     sesQuotaReserve: fraction(env, 'SES_QUOTA_RESERVE', 0.05),

@@ -31,10 +31,10 @@ import { type Database } from '@mailroom/db/client';
 import { type MailTransport } from './ses/transport';
 import { createSendBatching } from './claim';
 import { createClaimsAhead, type ClaimsAhead } from './claim-ahead';
-import { composeMessage } from './compose';
+import { composeMessage, type RenderedEmail } from './compose';
 import type { QuotaAdmission } from './ses/quota-guard';
 import { createSendSteps, sesTags, type PreparedSend } from './job-steps';
-import { createBulkSender } from './job-bulk';
+import { createBulkSender, gatheredPerTurn } from './job-bulk';
 
 /** What a finished job reports (shown in the dashboard). */
 export type SendJobResult =
@@ -144,15 +144,18 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
   const ahead = createClaimsAhead(batching);
   const steps = createSendSteps(deps, batching);
 
-  /** Composes the message of `p` and sends it on its own (`SendEmail` with raw content), or to the test sink. */
-  const deliver = async (p: PreparedSend): Promise<SendStep> => {
+  /**
+   * Composes the message of `p` (from `rendered`, when the bulk path rendered it already) and sends it on its own
+   * (`SendEmail` with raw content), or to the test sink.
+   */
+  const deliver = async (p: PreparedSend, rendered?: RenderedEmail): Promise<SendStep> => {
     const { email, connection, input } = p;
     const { log } = input;
 
     let raw: Buffer;
     let subject: string;
     try {
-      ({ raw, subject } = await composeMessage(db, config, email, log));
+      ({ raw, subject } = await composeMessage(db, config, email, log, undefined, rendered));
     } catch (err) {
       return steps.composeFailed(p, err);
     }
@@ -189,21 +192,26 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
     return steps.accepted(p, { ...sent, subject });
   };
 
-  const send = async (input: SendJobInput): Promise<SendStep> => {
-    const prepared = await steps.prepare(input, await (ahead.take(input.emailId) ?? batching.claim(input.emailId)));
-    return 'step' in prepared ? prepared.step : deliver(prepared.ready);
-  };
-
   const sendBulk = config.sesBulkSend ? transport.sendBulk?.bind(transport) : undefined;
-  const sendMany =
+  const bulk =
     sendBulk &&
     createBulkSender({
       config,
-      transport: { sendBulk },
+      transport: { sendBulk, sendRate: transport.sendRate?.bind(transport) },
       steps,
       claim: (id) => ahead.take(id) ?? batching.claim(id),
       deliver,
     });
+  // One-email jobs whose SES calls are ready in the same turn share SendBulkEmail calls (SES_BULK_COALESCE).
+  const together = bulk && config.sesBulkCoalesce ? gatheredPerTurn(bulk.sendTogether) : undefined;
+
+  const send = async (input: SendJobInput): Promise<SendStep> => {
+    const prepared = await steps.prepare(input, await (ahead.take(input.emailId) ?? batching.claim(input.emailId)));
+    if ('step' in prepared) return prepared.step;
+    return together && bulk?.mayShare(prepared.ready) ? together(prepared.ready) : deliver(prepared.ready);
+  };
+
+  const sendMany = bulk?.sendMany;
   return Object.assign(send, {
     claimAhead: ahead.claimAhead,
     release: ahead.release,

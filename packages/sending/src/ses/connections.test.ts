@@ -208,3 +208,22 @@ test('a bulk call the transport split and that failed in part: the failed part i
   const pins = await Promise.all(entries.map((e) => redis.get(`${prefix}:ses-pinned:${e.key}`)));
   expect(pins).toEqual([null, null, 'a', 'a']);
 });
+
+test("sendRate is the named connection's gate's rate (the default's when unnamed); a transport without a gate has none", () => {
+  const withGate = (name: string, rate: number): DeliveryConnection => ({
+    ...connection(name, EMULATOR),
+    transport: new SesTransport(
+      {
+        sesRegion: 'us-east-1',
+        sesEndpoint: EMULATOR,
+        awsCredentials: undefined,
+        sesConfigurationSet: undefined,
+        sesTimeoutMs: 600,
+      },
+      { acquire: () => Promise.resolve(0), rate },
+    ),
+  });
+  const { router: r } = router([withGate('primary', 700), withGate('backup', 14)]);
+  expect([r.sendRate(), r.sendRate('primary'), r.sendRate('backup'), r.sendRate('gone')]).toEqual([700, 700, 14, 700]);
+  expect(router([connection('bare', EMULATOR)]).router.sendRate()).toBeUndefined();
+});

@@ -91,6 +91,12 @@ export class ConnectionRouter implements MailTransport {
     if (deps.connections.every((c) => bulk(c.transport))) this.sendBulk = (call) => this.bulk(call);
   }
 
+  /** The send rate (emails/s) of `connection` (unset or unknown: the default one) now. */
+  sendRate(connection?: string): number | undefined {
+    const c = (connection && this.byName.get(connection)) || this.deps.connections[0];
+    return c.transport.sendRate?.();
+  }
+
   /** The connection names, the default first. */
   get names(): string[] {
     return this.deps.connections.map((c) => c.name);

@@ -88,6 +88,11 @@ export interface MailTransport {
    *   classify it with {@link classifySendError}.
    */
   sendBulk?(call: BulkOutbound): Promise<{ outcomes: BulkEntryOutcome[]; connection?: string }>;
+  /**
+   * The send rate (emails/s) of `connection` (unset: the default) now, as its gate grants it (`SendGate.rate`).
+   * Absent or undefined: not known here.
+   */
+  sendRate?(connection?: string): number | undefined;
   close(): void;
 }
 
@@ -139,6 +144,8 @@ export interface SendGate {
    * wait at the gate) than it grants within that wait. Unset: no bound.
    */
   readonly maxBulk?: number;
+  /** The rate the gate grants now (emails/s). Unset: not known. */
+  readonly rate?: number;
 }
 
 /** SDK middleware the transport removes from its client (see the constructor). */
@@ -335,6 +342,10 @@ export class SesTransport implements MailTransport {
     this.asks.set(input, { priority: call.priority, count: call.entries.length });
     const out = await this.client.send(new SendBulkEmailCommand(input));
     return { outcomes: bulkEntryOutcomes(out.BulkEmailEntryResults, call.entries.length) };
+  }
+
+  sendRate(): number | undefined {
+    return this.gate?.rate;
   }
 
   close(): void {
