@@ -22,9 +22,9 @@ import {
   createTestProject,
   exited,
   isolatedDatabase,
-  parseMail,
   recipient,
   sesSendsTo,
+  sentEmailId,
   spawnWorker,
   startTestApi,
   testConfig,
@@ -175,7 +175,7 @@ describe('a Postgres connection storm during sends', () => {
       throw new Error(`${(err as Error).message}\nworker:\n${worker.output.slice(-40).join('\n')}`);
     });
     const sends = await sesSendsTo([...accepted.keys()]);
-    const atSes = (await Promise.all(sends.map(parseMail))).map((m) => m.messageId!.replace(/^<|@.*$/g, ''));
+    const atSes = await Promise.all(sends.map(sentEmailId));
     const counts = new Map<string, number>();
     for (const id of atSes) counts.set(id, (counts.get(id) ?? 0) + 1);
     const lost = ids.filter((id) => !counts.has(id));

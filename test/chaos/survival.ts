@@ -8,20 +8,12 @@ import { inArray } from 'drizzle-orm';
 import { emails } from '@mailroom/db/schema/emails';
 import { type Database } from '@mailroom/db/client';
 import type { ChildProcess } from 'node:child_process';
-import { exited, parseMail, sesSendsTo, spawnWorker, waitFor } from '../support/harness';
+import { exited, sesEmailIds, spawnWorker, waitFor } from '../support/harness';
 
-/**
- * Email id → SES copies accepted (status 200) for the given recipients: by the `email_id` message tag every send
- * carries (a bulk entry's message has SES's own Message-ID), else by the Message-ID's local part.
- */
+/** Email id → SES copies accepted (status 200) for the given recipients (`sentEmailId`). */
 export async function sesCopies(addresses: string[]): Promise<Map<string, number>> {
-  const sends = await sesSendsTo(addresses);
   const counts = new Map<string, number>();
-  for (const send of sends) {
-    const id =
-      send.tags.find((t) => t.Name === 'email_id')?.Value ?? (await parseMail(send)).messageId!.replace(/^<|@.*$/g, '');
-    counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
+  for (const id of await sesEmailIds(addresses)) counts.set(id, (counts.get(id) ?? 0) + 1);
   return counts;
 }
 

@@ -145,6 +145,20 @@ export function parseMail(send: RecordedSend): Promise<ParsedMail> {
 }
 
 /**
+ * The email id a recorded send carried: its `email_id` message tag, which every send carries (a message sent in a
+ * `SendBulkEmail` call has SES's own Message-ID), else the local part of its Message-ID (`<email id@domain>`).
+ */
+export async function sentEmailId(send: RecordedSend): Promise<string> {
+  const tagged = send.tags.find((t) => t.Name === 'email_id')?.Value;
+  return tagged ?? (await parseMail(send)).messageId!.replace(/^<|@.*$/g, '');
+}
+
+/** The email id of each accepted SES send to `addresses` (an email sent twice is there twice). */
+export async function sesEmailIds(addresses: string[]): Promise<string[]> {
+  return Promise.all((await sesSendsTo(addresses)).map(sentEmailId));
+}
+
+/**
  * Makes the proxy answer the next `times` sends whose raw MIME contains `match` with a recorded SES error. In a
  * `SendBulkEmail` call the matching entry alone fails (its status), or with `scope: 'call'` the whole call.
  */
