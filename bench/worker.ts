@@ -29,6 +29,8 @@
  * `BENCH_WORKER_B_NODE_FLAGS="--max-semi-space-size=64"` also drains with this checkout's worker started with those
  * Node flags, in the same rounds.
  * `BENCH_WORKER_B_CONCURRENCY=64` also drains with this checkout's worker at that `SEND_CONCURRENCY`, in the same rounds.
+ * `BENCH_WORKER_B_ENV="SES_BULK_COALESCE=false"` also drains transactional mail with this checkout's worker under
+ * those settings (space-separated `K=V`), in the same rounds.
  * `BENCH_WORKER_B_DIR=/path/to/other/checkout` also drains with that checkout's worker in the same rounds (before
  * and after a change; the database schema must be the same).
  *
@@ -296,6 +298,12 @@ export async function benchWorker(
   const onlyProcesses = process.env.BENCH_WORKER_PROCESSES;
   const concurrency = process.env.BENCH_SEND_CONCURRENCY ?? '32';
   const concurrencyB = process.env.BENCH_WORKER_B_CONCURRENCY;
+  const envB = Object.fromEntries(
+    (process.env.BENCH_WORKER_B_ENV ?? '')
+      .split(' ')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
   const mail = (process.env.BENCH_WORKER_MAIL ?? 'transactional,campaign').split(',').map((m) => m.trim());
   for (const m of mail)
     if (m !== 'transactional' && m !== 'campaign')
@@ -377,6 +385,19 @@ export async function benchWorker(
         rows.push({
           measure: `round ${round}, ${label}: worker at SEND_CONCURRENCY ${concurrencyB}`,
           value: `${fmt(k)}; ratio ${(k.steady / ceiling.steady).toFixed(2)}× steady`,
+        });
+      }
+      if (Object.keys(envB).length > 0) {
+        const vEnv = { ...env('v'), ...envB };
+        const v = await drain(
+          () => Array.from({ length: processes }, () => spawnApp('apps/worker/src/main.ts', vEnv)),
+          (tag) => transactionalBatch(vEnv, database, p, total, tag),
+          database,
+          `v${n++}-`,
+        );
+        rows.push({
+          measure: `round ${round}, ${label}: worker with ${process.env.BENCH_WORKER_B_ENV}`,
+          value: `${fmt(v)}; ratio ${(v.steady / ceiling.steady).toFixed(2)}× steady`,
         });
       }
       if (other) {

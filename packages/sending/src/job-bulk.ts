@@ -107,8 +107,12 @@ interface Single {
 type SendAlone = (items: readonly Single[]) => Promise<SendStep>[];
 
 /** `step`, or a `retry` step when it rejects (see {@link retryStep}). */
-function orRetry(input: SendJobInput, step: () => Promise<SendStep>): Promise<SendStep> {
-  return step().catch((err: unknown) => retryStep(input, err));
+async function orRetry(input: SendJobInput, step: () => Promise<SendStep>): Promise<SendStep> {
+  try {
+    return await step();
+  } catch (err) {
+    return retryStep(input, err);
+  }
 }
 
 /**
@@ -224,7 +228,8 @@ export function createBulkSender(deps: BulkSenderDeps): BulkSender {
     /** Calls by what their entries share. */
     const calls = new Map<string, { call: BulkOutbound; entries: Entry[] }>();
     const single: { i: number; s: Single }[] = [];
-    ps.forEach((p, i) => {
+    /** Groups `p` into its call, or among the singles; `result[i]` when it is done already. */
+    const place = (p: PreparedSend, i: number) => {
       const { email, input } = p;
       if (!mayShare(p)) return void single.push({ i, s: { p } });
       let rendered: RenderedEmail;
@@ -263,6 +268,14 @@ export function createBulkSender(deps: BulkSenderDeps): BulkSender {
         rendered,
         entry: { to: mailboxHeader(email.toEmail, email.toName), data, headers, tags: sesTags(email), key: email.id },
       });
+    };
+    // An error of one email's own (none is expected here) is its step's, so the others' calls still go.
+    ps.forEach((p, i) => {
+      try {
+        place(p, i);
+      } catch (err) {
+        result[i] = Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      }
     });
     const index = new Map(ps.map((p, i) => [p, i]));
     for (const { call, entries } of calls.values()) {

@@ -1,10 +1,12 @@
 /**
  * One-email send jobs sharing `SendBulkEmail` calls (`SES_BULK_COALESCE`, `job-bulk.ts`: `sendTogether`), with the
  * real sender, Postgres and Redis, and a transport the test scripts: jobs whose claims one statement returned go in
- * one call, each entry its own email's (rendering, tags, row, outcome); an email alone in its turn, one from another
+ * one call, each entry its own email (rendering, tags, row, outcome); an email alone in its turn, one from another
  * sender, one SES could not build as ours and a test email go on their own as before (`SendEmail` with our
- * Message-ID); a shared call carries 50 ms of sending at the connection's rate; a rejected entry fails its email alone; an unreachable SES puts each back without spending an
- * attempt, counted once; jobs run again send nothing twice; the setting off sends every job on its own.
+ * Message-ID); a shared call carries 50 ms of sending at the connection's rate; a rejected entry fails its email
+ * alone; an unreachable SES puts each back without spending an attempt, counted once; a throttle puts each back; a
+ * call refused as a whole sends each on its own; jobs run again send nothing twice; the setting off sends every job
+ * on its own.
  */
 import { eq, inArray } from 'drizzle-orm';
 import IORedis from 'ioredis';
@@ -86,7 +88,11 @@ beforeEach(() => {
 });
 
 /** `n` queued transactional emails from `from` (a local part of the project's domain), each to a new contact. */
-async function queued(n: number, from = 'hello', over: { test?: boolean; headers?: Record<string, string> } = {}) {
+async function queued(
+  n: number,
+  from = 'hello',
+  over: { test?: boolean; headers?: Record<string, string>; n?: number } = {},
+) {
   const to = Array.from({ length: n }, () => normalizeEmail(recipient('Coalesce')));
   const contacts = await upsertContacts(
     database.db,
@@ -108,7 +114,7 @@ async function queued(n: number, from = 'hello', over: { test?: boolean; headers
     subject: 'Receipt {{n}}',
     body: '<p>Order {{n}}</p>',
     bodyFormat: 'html' as const,
-    variables: { n: String(i) },
+    variables: { n: String((over.n ?? 0) + i) },
     headers: over.headers ?? {},
     attachmentIds: [],
     test: over.test ?? false,
@@ -163,7 +169,7 @@ test('alone in its turn, from another sender, with a header SES would not take, 
   transport.sent = [];
   const shared = await queued(2);
   const [other] = await queued(1, 'billing');
-  const [accented] = await queued(1, 'hello', { headers: { 'X-Note': 'café' } });
+  const [accented] = await queued(1, 'hello', { headers: { 'X-Note': 'café' }, n: 7 });
   const [testMail] = await queued(1, 'hello', { test: true });
   const steps = await runAll([shared[0], other, accented, shared[1], testMail]);
   expect(steps).toEqual([
@@ -177,8 +183,9 @@ test('alone in its turn, from another sender, with a header SES would not take, 
   expect(transport.sent.map((m) => m.tags?.email_id).sort()).toEqual([other, accented].sort());
   const accentedRaw = transport.sent.find((m) => m.tags?.email_id === accented)!.raw.toString();
   expect(accentedRaw).toContain(`Message-ID: <${accented}@${p.domain}>`);
-  // Rendered once, for its own message: the variables of its own row.
-  expect(accentedRaw).toContain('Receipt 0');
+  // Its own rendering (its row's variables) went into its own message.
+  expect(accentedRaw).toContain('Receipt 7');
+  expect(accentedRaw).toContain('Order 7');
 });
 
 test('a rejected entry fails its email alone; an unreachable SES puts every email back, no attempt spent, counted once', async () => {
@@ -216,6 +223,26 @@ test('a shared call carries 50 ms of sending at the rate; below 40/s every email
   const slow = await queued(3);
   expect(await runAll(slow)).toEqual(slow.map((id) => sentStep(`ses-one-${id}`)));
   expect(transport.calls).toHaveLength(0);
+});
+
+test('a throttled call puts each of its jobs back, no attempt spent; a call refused as a whole sends each on its own', async () => {
+  const ids = await queued(3);
+  transport.callError = Object.assign(new Error('Maximum sending rate exceeded.'), {
+    name: 'TooManyRequestsException',
+    $metadata: { httpStatusCode: 429 },
+  });
+  const throttled = await runAll(ids);
+  expect(throttled.map((s) => s.kind === 'back-off' && s.cause)).toEqual(ids.map(() => 'throttled'));
+  expect((await rowsOf(ids)).map((r) => r.status)).toEqual(ids.map(() => 'queued'));
+
+  transport.callError = Object.assign(new Error('bad request'), {
+    name: 'BadRequestException',
+    $metadata: { httpStatusCode: 400 },
+  });
+  expect(await runAll(ids)).toEqual(ids.map((id) => sentStep(`ses-one-${id}`)));
+  expect(transport.calls).toHaveLength(2);
+  expect(transport.sent.map((m) => m.tags?.email_id).sort()).toEqual([...ids].sort());
+  expect(transport.sent.map((m) => /Order (\d)/.exec(m.raw.toString())?.[1]).sort()).toEqual(['0', '1', '2']);
 });
 
 test('SES_BULK_COALESCE=false: the jobs of one turn go one SendEmail each', async () => {
