@@ -78,8 +78,10 @@ test(`a campaign at ${RATE}/s goes out in jobs of several emails, each once; tra
   // Behind it: what the rate gate granted before its job had a slot and reached the gate. A campaign job is one
   // SendBulkEmail call of its 20 emails (50 ms at the rate), and the calls take their grants in turn, so a slot frees
   // about every 50 ms; the transactional job then waits out the intervals the call before it took ahead. Measured
-  // 20 in three runs and 60 once in CI on a loaded host (before bulk calls: 8–16 one-email sends; 104, 3.6 s, before
-  // jobs handed their slot back). The bound, four calls, is a tenth of the campaign: it still overtakes the lane.
-  expect(before).toBeLessThanOrEqual(80);
+  // 20 in three runs and 60 once in CI on a loaded host; on a host half as fast, 40–80 (98–234 ms) and 100 in CI
+  // (before bulk calls: 8–16 one-email sends; 104, 3.6 s, before jobs handed their slot back). The counts come in
+  // whole calls of 20. The bound, eight calls, is a fifth of the campaign: without its priority the email would wait
+  // behind the 600 or so campaign sends left, so it still overtakes the lane.
+  expect(before).toBeLessThanOrEqual(160);
   expect(otpSend.at).toBeLessThan(Math.max(...times));
 }, 150_000);
