@@ -433,6 +433,18 @@ test('a bulk ask never shares a script call with single asks: a single one with 
   void bulk;
 });
 
+test('calls of several messages take the turn most urgent first: a transactional call goes before the campaign calls queued before it', async () => {
+  const [conn] = connect(1);
+  // 20/s, no margin: an interval of 50 ms.
+  const gate = new SendRateGate(conn, freshKey(), 20, 0);
+  const order: string[] = [];
+  const call = (name: string, priority: number, count: number) =>
+    gate.acquire(priority, undefined, count).then(() => void order.push(name));
+  // The first campaign call holds the turn; the second waits; the transactional one arrives last.
+  await Promise.all([call('campaign 1', 10, 5), call('campaign 2', 10, 5), call('transactional', 1, 2)]);
+  expect(order).toEqual(['campaign 1', 'transactional', 'campaign 2']);
+});
+
 test('a call of more messages than a second holds is refused at once (the rate fell since it was sized)', async () => {
   const [conn] = connect(1);
   const gate = new SendRateGate(conn, freshKey(), 4, 0);

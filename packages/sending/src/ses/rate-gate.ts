@@ -126,11 +126,15 @@ export class SendRateGate {
   /** Callers of this process in {@link acquire}, per priority: only the most urgent ones ask Redis. */
   private readonly asking = new Map<number, number>();
   /**
-   * The end of the last multi-grant ask's turn: calls of several messages take their grants in turn, so each call
-   * leaves (and frees its worker slot) after its own grants, not all of them after all their grants.
+   * Whether a multi-grant ask holds the turn: calls of several messages take their grants in turn, so each call
+   * leaves (and frees its worker slot) after its own grants, not all of them after all their grants. The calls
+   * waiting ({@link turnQueue}) go most urgent first, in arrival order within a priority: a transactional call
+   * does not wait behind the campaign calls that came before it.
    */
-  private bulkTurn: Promise<void> = Promise.resolve();
-  /** Messages of the calls waiting for their turn ({@link bulkTurn}). */
+  private turnHeld = false;
+  /** The calls waiting for the turn, in the order they get it. */
+  private readonly turnQueue: { priority: number; go: () => void }[] = [];
+  /** Messages of the calls waiting for their turn. */
   private turnWaiting = 0;
   /** The asks of this turn of the event loop not yet sent, per priority: one script call each ({@link ask}). */
   private readonly turnAsks = new Map<string, { tokens: string[]; reply: Promise<[number, number]> }>();
@@ -183,7 +187,8 @@ export class SendRateGate {
    * @param count - the messages of the request (a `SendBulkEmail` call's entries, default 1): as many grants, each
    *   counted as one send's, granted together as far as the window has room (the decisions after wait out the
    *   intervals they took), all confirmed by the one request (those taken before a {@link GateBusyError}: at
-   *   once). Such calls take their grants one call after another ({@link bulkTurn}).
+   *   once). Such calls take their grants one call after another, the most urgent waiting call next
+   *   ({@link turnHeld}).
    * @returns the time waited in ms.
    * @throws the Redis error when Redis cannot be asked (the send is then not made); {@link GateBusyError}.
    */
@@ -200,14 +205,8 @@ export class SendRateGate {
       }
     }
     const tokens = Array.from({ length: Math.max(1, count) }, () => `${this.id}:${++this.seq}`);
-    let turnDone: (() => void) | undefined;
-    if (tokens.length > 1) {
-      // Its turn first, counted apart meanwhile: a call waiting for its turn asks nothing, and outranks nobody.
-      const before = this.bulkTurn;
-      this.bulkTurn = new Promise<void>((resolve) => (turnDone = resolve));
-      this.turnWaiting += tokens.length;
-      await before.finally(() => (this.turnWaiting -= tokens.length));
-    }
+    // Its turn first, counted apart meanwhile: a call waiting for its turn asks nothing, and outranks nobody.
+    const turnDone = tokens.length > 1 ? await this.takeTurn(priority, tokens.length) : undefined;
     this.asking.set(priority, (this.asking.get(priority) ?? 0) + tokens.length);
     try {
       const granted: string[] = [];
@@ -225,6 +224,32 @@ export class SendRateGate {
       if (left > 0) this.asking.set(priority, left);
       else this.asking.delete(priority);
     }
+  }
+
+  /**
+   * Waits for the multi-grant turn ({@link turnHeld}): at once when nobody holds it, else behind the waiting calls
+   * of the same or a more urgent priority.
+   * @returns the release of the turn: it passes to the next waiting call, or frees it.
+   */
+  private async takeTurn(priority: number, count: number): Promise<() => void> {
+    if (this.turnHeld) {
+      this.turnWaiting += count;
+      try {
+        await new Promise<void>((go) => {
+          const at = this.turnQueue.findIndex((w) => w.priority > priority);
+          this.turnQueue.splice(at === -1 ? this.turnQueue.length : at, 0, { priority, go });
+        });
+      } finally {
+        this.turnWaiting -= count;
+      }
+    }
+    // Handed over by the release (still held), or taken free.
+    this.turnHeld = true;
+    return () => {
+      const next = this.turnQueue.shift();
+      if (next) next.go();
+      else this.turnHeld = false;
+    };
   }
 
   /** Confirms `tokens` once the caller's SES request has been written, or now if none starts (see `acquire`). */
