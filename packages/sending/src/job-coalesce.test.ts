@@ -22,8 +22,7 @@ import { emails } from '@mailroom/db/schema/emails';
 import { createTestProject, recipient, testConfig, type TestProject } from '../../../test/support/harness';
 import { createEmailSender, type SendStep } from './job';
 import { gatheredPerTurn } from './job-bulk';
-import type { MailTransport, OutboundMessage } from './ses/transport';
-import type { BulkEntryOutcome, BulkOutbound } from './ses/bulk-send';
+import { resetScriptedSes, scriptedSes } from '../../../test/support/scripted-ses';
 
 const config = testConfig({ SEND_LEASE_MS: '5000', SEND_BACKOFF_MS: '700' });
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
@@ -32,42 +31,10 @@ const webhookQueue = {
   add: () => Promise.resolve(undefined),
 } as unknown as Queue<WebhookJobPayload>;
 
-/** SES as scripted: `callError` fails the next bulk call; `entryStatus` fails an email's entry; one-message sends succeed. */
-function scripted() {
-  const t = {
-    callError: undefined as Error | undefined,
-    /** The connection's send rate (emails/s); unset: not known. */
-    rate: undefined as number | undefined,
-    sendRate: () => t.rate,
-    entryStatus: new Map<string, string>(),
-    calls: [] as BulkOutbound[],
-    sent: [] as OutboundMessage[],
-    send(m: OutboundMessage) {
-      t.sent.push(m);
-      return Promise.resolve({ messageId: `ses-one-${m.tags?.email_id}` });
-    },
-    sendBulk(call: BulkOutbound): Promise<{ outcomes: BulkEntryOutcome[] }> {
-      t.calls.push(call);
-      const error = t.callError;
-      t.callError = undefined;
-      if (error) return Promise.reject(error);
-      return Promise.resolve({
-        outcomes: call.entries.map((e): BulkEntryOutcome => {
-          const status = t.entryStatus.get(e.tags.email_id);
-          if (!status) return { messageId: `ses-bulk-${e.tags.email_id}` };
-          return { error: Object.assign(new Error(`entry ${status}`), { name: status }) };
-        }),
-      });
-    },
-    close() {},
-  };
-  return t satisfies MailTransport;
-}
-
 let database: Database;
 let redis: IORedis;
 let p: TestProject;
-const transport = scripted();
+const transport = scriptedSes();
 let send: ReturnType<typeof createEmailSender>;
 beforeAll(async () => {
   database = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'test-send-coalesce' });
@@ -80,11 +47,7 @@ afterAll(async () => {
   await database.close();
 });
 beforeEach(() => {
-  transport.callError = undefined;
-  transport.rate = undefined;
-  transport.entryStatus.clear();
-  transport.calls = [];
-  transport.sent = [];
+  resetScriptedSes(transport);
 });
 
 /** `n` queued transactional emails from `from` (a local part of the project's domain), each to a new contact. */

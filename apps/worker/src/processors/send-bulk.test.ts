@@ -20,8 +20,6 @@ import { upsertContacts } from '@mailroom/contacts/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { emails } from '@mailroom/db/schema/emails';
 import { createEmailSender } from '@mailroom/sending/job';
-import type { MailTransport, OutboundMessage } from '@mailroom/sending/ses/transport';
-import type { BulkEntryOutcome, BulkOutbound } from '@mailroom/sending/ses/bulk-send';
 import {
   createTestProject,
   deletePrefix,
@@ -29,6 +27,7 @@ import {
   testConfig,
   type TestProject,
 } from '../../../../test/support/harness';
+import { resetScriptedSes, scriptedSes } from '../../../../test/support/scripted-ses';
 import { runSendBatch, type SendBatchDeps } from './send-batch';
 
 const config = testConfig({ SEND_LEASE_MS: '5000', SEND_BACKOFF_MS: '700', SEND_MAX_ATTEMPTS: '4' });
@@ -42,43 +41,11 @@ const webhookQueue = {
 const sesError = (name: string, status?: number) =>
   Object.assign(new Error(name), { name, ...(status ? { $metadata: { httpStatusCode: status } } : {}) });
 
-/**
- * SES as scripted: `callError` thrown by the next bulk call; `entryStatus` answers the entry for an email id with
- * that status (else SUCCESS); one-message sends succeed.
- */
-function scripted() {
-  const t = {
-    callError: undefined as Error | undefined,
-    entryStatus: new Map<string, string>(),
-    calls: [] as BulkOutbound[],
-    sent: [] as OutboundMessage[],
-    send(m: OutboundMessage) {
-      t.sent.push(m);
-      return Promise.resolve({ messageId: `ses-one-${newId()}` });
-    },
-    sendBulk(call: BulkOutbound): Promise<{ outcomes: BulkEntryOutcome[] }> {
-      t.calls.push(call);
-      const error = t.callError;
-      t.callError = undefined;
-      if (error) return Promise.reject(error);
-      return Promise.resolve({
-        outcomes: call.entries.map((e): BulkEntryOutcome => {
-          const status = t.entryStatus.get(e.tags.email_id);
-          if (!status) return { messageId: `ses-bulk-${e.tags.email_id}` };
-          return { error: Object.assign(new Error(`entry ${status}`), { name: status }) };
-        }),
-      });
-    },
-    close() {},
-  };
-  return t satisfies MailTransport;
-}
-
 let database: Database;
 let redis: IORedis;
 let sendQueue: Queue<SendJobPayload>;
 let p: TestProject;
-const transport = scripted();
+const transport = scriptedSes();
 let send: ReturnType<typeof createEmailSender>;
 const paused: number[] = [];
 let deps: SendBatchDeps;
@@ -98,10 +65,7 @@ afterAll(async () => {
   await database.close();
 });
 beforeEach(() => {
-  transport.callError = undefined;
-  transport.entryStatus.clear();
-  transport.calls = [];
-  transport.sent = [];
+  resetScriptedSes(transport);
   paused.length = 0;
 });
 
