@@ -214,8 +214,8 @@ export function createBulkSender(deps: BulkSenderDeps): BulkSender {
   const mayShare = ({ email }: PreparedSend) => !email.test && email.bodyFormat !== 'mime' && Date.now() >= deniedUntil;
 
   /**
-   * Sends `ps` (in order): the emails that share what a call carries once (sender, Reply-To, lane priority,
-   * configuration set, delivery connection) go in calls of up to {@link BULK_MAX_ENTRIES}; an email alone in its
+   * Sends `ps` (in order): the emails that share what a call carries once (project, sender, Reply-To, lane
+   * priority, configuration set, delivery connection) go in calls of up to {@link BULK_MAX_ENTRIES}; an email alone in its
    * call, or one SES could not build as ours, goes through `alone`.
    * @returns one step per email, in order.
    */
@@ -253,6 +253,7 @@ export function createBulkSender(deps: BulkSenderDeps): BulkSender {
         entries: [],
       };
       const key = JSON.stringify([
+        call.projectId,
         call.from,
         call.replyTo,
         call.priority,
