@@ -6,7 +6,9 @@
 import { client, createTestProject, recipient, sesFault, waitFor } from '../support/harness';
 import { useE2e } from '../support/e2e';
 
-const e2e = useE2e({ env: { SES_MAX_SEND_RATE: '50' }, worker: { healthPort: 0 } });
+// One SES call per email (SES_BULK_COALESCE off): at 50/s two of these sends ready in the same turn could share a
+// call, and the per-call series (latency, gate waits) would then count calls, not these emails.
+const e2e = useE2e({ env: { SES_MAX_SEND_RATE: '50', SES_BULK_COALESCE: 'false' }, worker: { healthPort: 0 } });
 
 const scrape = async () => (await fetch(`http://127.0.0.1:${e2e.worker.healthPort}/metrics`)).text();
 const value = (text: string, series: string) =>
