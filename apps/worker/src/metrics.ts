@@ -6,8 +6,8 @@
  *   from Redis at scrape time;
  * - `mailroom_emails_total{outcome}`: emails finished by send jobs, by outcome (sent, failed, suppressed, cancelled, skipped), and
  *   SES throttles (`throttled`);
- * - `mailroom_ses_send_duration_seconds{connection,outcome}`: SES call latency (`SendEmail`, or a campaign job's
- *   `SendBulkEmail`; ok, error) per delivery connection;
+ * - `mailroom_ses_send_duration_seconds{connection,outcome}`: SES call latency (`SendEmail`, or a `SendBulkEmail` of
+ *   a campaign job or of one-email jobs ready together; ok, error) per delivery connection;
  * - `mailroom_send_rate_gate_wait_seconds{connection}`: time an SES call waited for its slots under its connection's
  *   rate;
  * - `mailroom_ses_connection_healthy{connection}` (1, or 0 while failed over) and the SES account gauges per
@@ -71,7 +71,7 @@ export class WorkerMetrics {
   });
   readonly sesSend = new Histogram({
     name: 'mailroom_ses_send_duration_seconds',
-    help: "SES call latency (s): a SendEmail, or a SendBulkEmail carrying a campaign job's emails; per delivery connection",
+    help: "SES call latency (s): a SendEmail, or a SendBulkEmail carrying a campaign job's emails or one-email jobs ready together; per delivery connection",
     labelNames: ['connection', 'outcome'] as const,
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
