@@ -5,6 +5,8 @@
  */
 /** Pure tests: no Postgres, Redis, SES emulator or network; no global setup (`TEST_DATABASE_URL` is unset). */
 const UNIT = [
+  'apps/api/src/http/request-id.test.ts',
+  'apps/api/src/http/server-classes.test.ts',
   'packages/campaigns/src/ab-assign.test.ts',
   'packages/campaigns/src/ab-stats.test.ts',
   'packages/campaigns/src/lane.test.ts',

@@ -13,6 +13,7 @@ import { loadConfig, type Config } from '@mailroom/config/config';
 import { createDatabase } from '@mailroom/db/client';
 import { createReadReplicas } from '@mailroom/db/replicas';
 import { createApp } from './app';
+import { expressServerOptions } from './http/server-classes';
 
 /** Starts the API; resolves once it listens. @returns a `stop()` that shuts it down gracefully. */
 export async function startApi(config: Config): Promise<{ server: Server; stop: () => Promise<void> }> {
@@ -41,7 +42,7 @@ export async function startApi(config: Config): Promise<{ server: Server; stop: 
   const { app } = createApp({ config, database, replicas, redis, queues, logger });
   let server: Server;
   try {
-    server = await listenOn(app, config.port, 'api');
+    server = await listenOn(app, config.port, 'api', expressServerOptions(app));
   } catch (err) {
     await queues.closeAll();
     redis.disconnect();

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import http, { type RequestListener, type Server } from 'node:http';
+import http, { type RequestListener, type Server, type ServerOptions } from 'node:http';
 import type { PlatformConfig } from './config';
 import type { Env } from './config-env';
 import { isUnavailableError, errorMessage } from './errors';
@@ -25,10 +25,16 @@ const LISTEN_HINTS: Record<string, string> = {
  * @param handler - the request listener (an Express app is one).
  * @param port - TCP port; `0` picks a free one.
  * @param what - names the server in the error (`api`, `worker health`).
+ * @param options - `http.createServer`'s options (the API's request and response classes).
  * @throws Error `<what> cannot listen on port <port>: <code> (<hint>)` when the port cannot be bound.
  */
-export function listenOn(handler: RequestListener, port: number, what = 'server'): Promise<Server> {
-  const server = http.createServer(handler);
+export function listenOn(
+  handler: RequestListener,
+  port: number,
+  what = 'server',
+  options: ServerOptions = {},
+): Promise<Server> {
+  const server = http.createServer(options, handler);
   return new Promise<Server>((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
       server.close();
