@@ -24,6 +24,7 @@ import {
   waitFor,
   type TestApi,
 } from '../support/harness';
+import { expressServerOptions } from '../../apps/api/src/http/server-classes';
 
 const started: TestApi[] = [];
 async function apiWith(env: Record<string, string>): Promise<TestApi> {
@@ -39,7 +40,7 @@ afterAll(async () => {
 
 /** One listening server for a burst (supertest would start one per request otherwise). */
 async function listening(api: TestApi): Promise<string> {
-  const srv = createServer(api.app);
+  const srv = createServer(expressServerOptions(api.app), api.app);
   servers.push(srv);
   await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;

@@ -18,6 +18,7 @@ import path from 'node:path';
 import { loadConfig } from '@mailroom/config/config';
 import { listenOn } from '@mailroom/platform/process';
 import { startWorker, type RunningWorker } from '../../apps/worker/src/main';
+import { expressServerOptions } from '../../apps/api/src/http/server-classes';
 import { createTestProject, exited, recipient, sesSendsTo, startTestApi, testEnv, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { which } from '../support/provision';
 import { freePort } from '../support/services';
@@ -70,7 +71,8 @@ describe('Caddy (deploy/caddy/Caddyfile) in front of a running API', () => {
   beforeAll(async () => {
     const config = loadConfig(testEnv({ TRUST_PROXY: 'loopback' }));
     api = await startTestApi(config);
-    server = await listenOn(api.app, 0, 'test api');
+    // Served as `apps/api/src/server.ts` serves it: requests born with the app's prototypes.
+    server = await listenOn(api.app, 0, 'test api', expressServerOptions(api.app));
     worker = await startWorker(config, { healthPort: 0 });
     p = await createTestProject(api.database);
 

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { client, useApiWithProject } from '../support/harness';
 import { ROOT, snippet } from './snippets';
+import { expressServerOptions } from '../../apps/api/src/http/server-classes';
 
 const ctx = useApiWithProject();
 let server: http.Server;
@@ -19,7 +20,7 @@ let url: string;
 let dir: string;
 
 beforeAll(async () => {
-  server = http.createServer(ctx.api.app);
+  server = http.createServer(expressServerOptions(ctx.api.app), ctx.api.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   dir = mkdtempSync(path.join(tmpdir(), 'mailroom-readme-'));

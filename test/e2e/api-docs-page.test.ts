@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
 import { type TestApi } from '../support/harness';
 import { useE2e } from '../support/e2e';
+import { expressServerOptions } from '../../apps/api/src/http/server-classes';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let api: TestApi;
@@ -20,7 +21,7 @@ let browser: Browser;
 const e2e = useE2e({ worker: false });
 beforeAll(async () => {
   api = e2e.api;
-  server = http.createServer(api.app);
+  server = http.createServer(expressServerOptions(api.app), api.app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });

@@ -18,6 +18,7 @@ import { QUEUE_KEYS, QueueName, queueCatalog } from '@mailroom/queues/catalog';
 import { createRedis, queueOptions } from '@mailroom/queues/connection';
 import { ADMIN_TOKEN, waitFor, type TestApi } from '../support/harness';
 import { useE2e } from '../support/e2e';
+import { expressServerOptions } from '../../apps/api/src/http/server-classes';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let api: TestApi;
@@ -30,7 +31,7 @@ const answered: Array<{ method: string; path: string; status: number; site: stri
 const e2e = useE2e({ worker: false });
 beforeAll(async () => {
   api = e2e.api;
-  server = http.createServer(api.app);
+  server = http.createServer(expressServerOptions(api.app), api.app);
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) =>
     res.on('finish', () =>
       answered.push({

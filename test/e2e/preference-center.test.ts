@@ -15,6 +15,7 @@ import { createConfirmationToken } from '@mailroom/contacts/double-opt-in';
 import { projects } from '@mailroom/db/schema/projects';
 import { client, createTestProject, recipient, type TestApi, type TestProject } from '../support/harness';
 import { useE2e } from '../support/e2e';
+import { expressServerOptions } from '../../apps/api/src/http/server-classes';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let api: TestApi;
@@ -25,7 +26,7 @@ let browser: Browser;
 const e2e = useE2e({ worker: false });
 beforeAll(async () => {
   api = e2e.api;
-  server = http.createServer(api.app);
+  server = http.createServer(expressServerOptions(api.app), api.app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });

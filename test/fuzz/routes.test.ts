@@ -28,6 +28,7 @@ import {
 import { fromSchema, type Gen, type Schema } from './schema-arbitrary';
 import { BODY_MUTATIONS, Deep, mutateBody, outOfRange, serialize, type BodyMutation } from './mutations';
 import { changedTables, projectSnapshot, type Snapshot } from './snapshot';
+import { expressServerOptions } from '../../apps/api/src/http/server-classes';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 15_2026);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 50);
@@ -409,7 +410,7 @@ beforeAll(async () => {
   // files create projects in the shared database while this one runs.
   iso = await isolatedDatabase();
   api = await startTestApi(testConfig({ DATABASE_URL: iso.url, RATE_LIMIT_PER_MINUTE: '10000000' }));
-  server = http.createServer(api.app);
+  server = http.createServer(expressServerOptions(api.app), api.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   port = (server.address() as AddressInfo).port;
 });

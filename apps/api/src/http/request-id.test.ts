@@ -2,7 +2,10 @@ import express from 'express';
 import pino from 'pino';
 import request from 'supertest';
 import type { AuthContext } from './context';
+import { Type } from '@sinclair/typebox';
+import type { Database } from '@mailroom/db/client';
 import { requestId } from './request-id';
+import { mountRoutes, route, type AnyRoute } from './route';
 
 /** An app behind `requestId`, its log lines (parsed), and what its routes saw. */
 function harness() {
@@ -69,5 +72,57 @@ describe('requestId', () => {
     ]);
     // One child before authentication, one after: not one per line.
     expect(childrenMade).toHaveBeenCalledTimes(2);
+  });
+});
+
+describe('routed requests', () => {
+  it('make a child logger only when their handler reads `log`, with the request id and the same db handle', async () => {
+    const { app, lines, childrenMade } = harness();
+    const database = { db: { handle: 'db' } } as unknown as Database;
+    const seen: unknown[] = [];
+    const routes = [
+      route({
+        method: 'get',
+        path: '/silent',
+        operationId: 'silent',
+        summary: 'logs nothing',
+        tag: 'test',
+        auth: 'none',
+        response: Type.Object({}),
+        status: 200,
+        errors: [],
+        handler: async ({ db, requestId: id }) => {
+          seen.push(db, id);
+          return { data: {} };
+        },
+      }),
+      route({
+        method: 'post',
+        path: '/noisy',
+        operationId: 'noisy',
+        summary: 'logs one line',
+        tag: 'test',
+        auth: 'none',
+        response: Type.Object({}),
+        status: 201,
+        errors: [],
+        handler: async ({ log }) => {
+          log.warn('from the handler');
+          return { data: {} };
+        },
+      }),
+    ] as unknown as AnyRoute[];
+    const router = express.Router();
+    mountRoutes(router, routes, { secret: [], sending: [], anyKey: [], admin: [] }, database);
+    app.use(router);
+
+    expect((await request(app).get('/silent').set('X-Request-Id', 'rid-silent-1')).status).toBe(200);
+    expect(seen).toEqual([database.db, 'rid-silent-1']);
+    expect(childrenMade).not.toHaveBeenCalled();
+    expect((await request(app).post('/noisy').set('X-Request-Id', 'rid-noisy-1')).status).toBe(201);
+    expect(childrenMade).toHaveBeenCalledTimes(1);
+    expect(lines.filter((l) => l.msg === 'from the handler')).toEqual([
+      expect.objectContaining({ requestId: 'rid-noisy-1', level: 40 }),
+    ]);
   });
 });

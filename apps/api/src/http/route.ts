@@ -133,6 +133,29 @@ function jsonBody(limit: string): RequestStep[] {
 }
 
 /**
+ * What a handler receives ({@link RouteContext}). `log` is the request's own (`res.locals.log`), read when the
+ * handler reads it: a request whose handler logs nothing makes no child logger. A getter of the class, not of each
+ * object (see `RequestLocals` in `./request-id`).
+ */
+class HandlerContext<B, Q, P> implements RouteContext<B, Q, P> {
+  constructor(
+    readonly body: B,
+    readonly query: Q,
+    readonly params: P,
+    readonly auth: AuthContext,
+    readonly requestId: string,
+    readonly req: express.Request,
+    readonly res: express.Response,
+    readonly db: DbOrTx,
+    readonly afterCommit: (fn: () => Promise<void>) => void,
+  ) {}
+
+  get log(): Logger {
+    return (this.res.locals as { log: Logger }).log;
+  }
+}
+
+/**
  * Mounts the routes on a router: each route is one Express handler that runs its steps (auth, rate limit, JSON
  * body) in order, validates, runs the handler and answers the envelope. A GET answer goes through `res.json`
  * (Express's weak ETag, and 304 to a matching `If-None-Match`); any other method's is written directly, without
@@ -155,18 +178,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], auth: AuthSteps,
       const body: unknown = validateBody ? validateBody(req.body) : undefined;
       const locals = res.locals;
       const run = (db: DbOrTx, afterCommit: (fn: () => Promise<void>) => void) =>
-        def.handler({
-          body,
-          query,
-          params,
-          auth: locals.auth!,
-          log: locals.log,
-          requestId: locals.requestId,
-          req,
-          res,
-          db,
-          afterCommit,
-        });
+        def.handler(new HandlerContext(body, query, params, locals.auth!, locals.requestId, req, res, db, afterCommit));
       const out = def.idempotent
         ? await runIdempotent(database, req, locals.auth!, body, run, def.status)
         : await runDirect(database, run, def.status);

@@ -1,7 +1,7 @@
 import http, { type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { expressServerOptions } from './server-classes';
+import { expressServerOptions, type NodeHttpClasses } from './server-classes';
 
 describe('expressServerOptions', () => {
   let server: Server;
@@ -89,5 +89,23 @@ describe('expressServerOptions', () => {
     probe.closeAllConnections();
     await new Promise((resolve) => probe.close(resolve));
     expect(seen).toEqual({ req: true, res: true });
+  });
+});
+
+describe('expressServerOptions on a Node whose constructors are classes', () => {
+  it('warns and gives no options, so the server builds Node’s own objects', () => {
+    class IncomingMessage {}
+    class ServerResponse {}
+    const warned = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      const options = expressServerOptions(express(), {
+        IncomingMessage,
+        ServerResponse,
+      } as unknown as NodeHttpClasses);
+      expect(options).toEqual({});
+      expect(warned).toHaveBeenCalledWith(expect.stringContaining('cannot be called as functions'));
+    } finally {
+      warned.mockRestore();
+    }
   });
 });
