@@ -77,8 +77,9 @@ export interface BulkSender {
    */
   sendMany: (inputs: SendJobInput[]) => Promise<SendStep[]>;
   /**
-   * Whether `p` may share a call at all: not a test email, not a relayed message (`body_format` mime), and SES has
-   * not denied this process `SendBulkEmail` lately.
+   * Whether the email of a one-email job may share a call: not a test email, not a relayed message (`body_format`
+   * mime), SES has not denied this process `SendBulkEmail` lately, and its connection's rate makes calls of more than
+   * one (40/s or more). Otherwise the job sends on its own at once, without waiting for the turn's others.
    */
   mayShare: (p: PreparedSend) => boolean;
   /**
@@ -337,7 +338,7 @@ export function createBulkSender(deps: BulkSenderDeps): BulkSender {
   const sendTogether = (ps: readonly PreparedSend[]): Promise<SendStep>[] =>
     ps.length === 1 ? [deps.deliver(ps[0])] : dispatch(ps, atOnce, sharedCallSize);
 
-  return { sendMany, mayShare, sendTogether };
+  return { sendMany, mayShare: (p) => mayShare(p) && sharedCallSize(p.connection) > 1, sendTogether };
 }
 
 /**
