@@ -83,9 +83,10 @@ export interface ApiConfig {
   readonly writeBatchSize: number;
   /**
    * `API_WRITE_BATCH_IN_FLIGHT`: most send (and, apart, track) statements running at once per API process (1–100,
-   * default 2). Measured with `npm run bench -- api` (`BENCH_API_B_ENV`, same runs): 2 against 4 served 10–20% more
-   * requests per second with 22–33% less Postgres CPU per request (six load rows in two runs; the p99 lower in four,
-   * 5–15% higher in two): fewer statements at once queue less on the project's counter rows and batch more per commit.
+   * default 3). Measured with `npm run bench -- api` (`BENCH_API_B_ENV`, same runs): 3 against 2 kept the send p99
+   * at 0.72–1.04× the ceiling's over four runs (2: 0.76–1.25×), with requests per second within ±6% and 5–10% more
+   * Postgres CPU per request; 4 against 2 had served 10–20% fewer requests per second with 22–33% more Postgres CPU:
+   * more statements at once queue more on the project's counter rows and batch less per commit.
    */
   readonly writeBatchInFlight: number;
 }
@@ -148,6 +149,6 @@ export function loadApiConfig(env: Env): ApiConfig {
     trustProxy: trustProxy(env),
     reputationMetricsTtlMs: int(env, 'REPUTATION_METRICS_TTL_MS', 60_000, 0, 3_600_000),
     writeBatchSize: int(env, 'API_WRITE_BATCH_SIZE', 50, 1, 500),
-    writeBatchInFlight: int(env, 'API_WRITE_BATCH_IN_FLIGHT', 2, 1, 100),
+    writeBatchInFlight: int(env, 'API_WRITE_BATCH_IN_FLIGHT', 3, 1, 100),
   });
 }
