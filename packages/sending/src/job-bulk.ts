@@ -81,7 +81,7 @@ export interface BulkSender {
    * mime), SES has not denied this process `SendBulkEmail` lately, and its connection's rate makes calls of more than
    * one (40/s or more). Otherwise the job sends on its own at once, without waiting for the turn's others.
    */
-  mayShare: (p: PreparedSend) => boolean;
+  mayCoalesce: (p: PreparedSend) => boolean;
   /**
    * Sends the emails of independent one-email jobs that became ready together (`sameTurn`): those that share a
    * call's fields go in one call, every other one on its own, all at once.
@@ -338,7 +338,7 @@ export function createBulkSender(deps: BulkSenderDeps): BulkSender {
   const sendTogether = (ps: readonly PreparedSend[]): Promise<SendStep>[] =>
     ps.length === 1 ? [deps.deliver(ps[0])] : dispatch(ps, atOnce, sharedCallSize);
 
-  return { sendMany, mayShare: (p) => mayShare(p) && sharedCallSize(p.connection) > 1, sendTogether };
+  return { sendMany, mayCoalesce: (p) => mayShare(p) && sharedCallSize(p.connection) > 1, sendTogether };
 }
 
 /**

@@ -208,7 +208,7 @@ export function createEmailSender(deps: EmailSenderDeps): EmailSender {
   const send = async (input: SendJobInput): Promise<SendStep> => {
     const prepared = await steps.prepare(input, await (ahead.take(input.emailId) ?? batching.claim(input.emailId)));
     if ('step' in prepared) return prepared.step;
-    return together && bulk?.mayShare(prepared.ready) ? together(prepared.ready) : deliver(prepared.ready);
+    return together && bulk?.mayCoalesce(prepared.ready) ? together(prepared.ready) : deliver(prepared.ready);
   };
 
   const sendMany = bulk?.sendMany;
