@@ -44,14 +44,15 @@ import type { PlunkImportOptions, PlunkImportReport } from './report';
 import { Run, type Item } from './writer';
 
 const byId = (row: Record<string, unknown>) => idOf(row);
-const idsIn =
-  (db: Db, table: PgTable & { id: AnyPgColumn<{ data: string; notNull: true }> }) => async (keys: string[]) => {
-    const rows = await db
-      .select({ id: table.id })
-      .from(table)
-      .where(sql`${table.id} IN (SELECT jsonb_array_elements_text(${JSON.stringify(keys)}::jsonb)::uuid)`);
-    return new Set(rows.map((r) => r.id));
-  };
+/** A table keyed by a uuid `id`. */
+type IdTable = PgTable & { id: AnyPgColumn<{ data: string; notNull: true }> };
+const idsIn = (db: Db, table: IdTable) => async (keys: string[]) => {
+  const rows = await db
+    .select({ id: table.id })
+    .from(table)
+    .where(sql`${table.id} IN (SELECT jsonb_array_elements_text(${JSON.stringify(keys)}::jsonb)::uuid)`);
+  return new Set(rows.map((r) => r.id));
+};
 
 /**
  * Imports a Plunk v2 database into ours (see the module comment for what and how).
@@ -78,6 +79,25 @@ export async function importFromPlunk(
     const item = (plunkId: string, mapped: Item['mapped']): Item => ({ plunkId, mapped });
     const remember = (map: Map<string, string>) => (plunkId: string, row: Record<string, unknown>) =>
       map.set(plunkId, idOf(row));
+    /** Copies Plunk's rows of `kind` (keyed by their `id`) into `table` through `map`, batch by batch. */
+    const copyById = (
+      kind: keyof typeof PLUNK_QUERIES,
+      table: IdTable,
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- rows reach each kind's typed mapper as read
+      map: (row: Record<string, any>) => Item['mapped'],
+      onPresent?: (plunkId: string, row: Record<string, unknown>) => void,
+    ) =>
+      run.each(kind, PLUNK_QUERIES[kind], (batch) =>
+        run.write(
+          kind,
+          table,
+          batch.map((r) => item(r.id, map(r))),
+          byId,
+          ['id'],
+          idsIn(db, table),
+          onPresent,
+        ),
+      );
 
     await run.each('projects', PLUNK_QUERIES.projects, async (batch) => {
       await run.write(
@@ -97,48 +117,10 @@ export async function importFromPlunk(
       });
       await run.write('keys', apiKeys, keys, byId, ['id'], idsIn(db, apiKeys));
     });
-    await run.each('domains', PLUNK_QUERIES.domains, (batch) =>
-      run.write(
-        'domains',
-        domains,
-        batch.map((r) => item(r.id, m.mapDomain(r, ctx))),
-        byId,
-        ['id'],
-        idsIn(db, domains),
-      ),
-    );
-    await run.each('contacts', PLUNK_QUERIES.contacts, (batch) =>
-      run.write(
-        'contacts',
-        contacts,
-        batch.map((r) => item(r.id, m.mapContact(r, ctx))),
-        byId,
-        ['id'],
-        idsIn(db, contacts),
-      ),
-    );
-    await run.each('templates', PLUNK_QUERIES.templates, (batch) =>
-      run.write(
-        'templates',
-        templates,
-        batch.map((r) => item(r.id, m.mapTemplate(r, ctx))),
-        byId,
-        ['id'],
-        idsIn(db, templates),
-        remember(ctx.template),
-      ),
-    );
-    await run.each('segments', PLUNK_QUERIES.segments, (batch) =>
-      run.write(
-        'segments',
-        segments,
-        batch.map((r) => item(r.id, m.mapSegment(r, ctx))),
-        byId,
-        ['id'],
-        idsIn(db, segments),
-        remember(ctx.segment),
-      ),
-    );
+    await copyById('domains', domains, (r) => m.mapDomain(r, ctx));
+    await copyById('contacts', contacts, (r) => m.mapContact(r, ctx));
+    await copyById('templates', templates, (r) => m.mapTemplate(r, ctx), remember(ctx.template));
+    await copyById('segments', segments, (r) => m.mapSegment(r, ctx), remember(ctx.segment));
     const memberKey = (row: Record<string, unknown>) => `${String(row.segmentId)}:${String(row.contactId)}`;
     await run.each('segmentMembers', PLUNK_QUERIES.segmentMembers, (batch) =>
       run.write(
@@ -150,73 +132,21 @@ export async function importFromPlunk(
         null, // the primary key is the only unique key: a skipped member is already a member
       ),
     );
-    await run.each('campaigns', PLUNK_QUERIES.campaigns, (batch) =>
-      run.write(
-        'campaigns',
-        campaigns,
-        batch.map((r) => item(r.id, mapCampaign(r, ctx))),
-        byId,
-        ['id'],
-        idsIn(db, campaigns),
-        remember(ctx.campaign),
-      ),
-    );
-    await run.each('campaignEmails', PLUNK_QUERIES.campaignEmails, (batch) =>
-      run.write(
-        'campaignEmails',
-        emails,
-        batch.map((r) => item(r.id, mapCampaignEmail(r, ctx))),
-        byId,
-        ['id'],
-        idsIn(db, emails),
-      ),
-    );
-    await run.each('workflows', PLUNK_QUERIES.workflows, (batch) =>
-      run.write(
-        'workflows',
-        workflows,
-        batch.map((r) => item(r.id, mapWorkflow(r, ctx))),
-        byId,
-        ['id'],
-        idsIn(db, workflows),
-        (plunkId, row) => {
-          ctx.workflow.set(plunkId, idOf(row));
-          run.workflowProject.set(idOf(row), idOf(row, 'projectId'));
-        },
-      ),
+    await copyById('campaigns', campaigns, (r) => mapCampaign(r, ctx), remember(ctx.campaign));
+    await copyById('campaignEmails', emails, (r) => mapCampaignEmail(r, ctx));
+    await copyById(
+      'workflows',
+      workflows,
+      (r) => mapWorkflow(r, ctx),
+      (plunkId, row) => {
+        ctx.workflow.set(plunkId, idOf(row));
+        run.workflowProject.set(idOf(row), idOf(row, 'projectId'));
+      },
     );
     const projectOf = (workflowId: string) => run.workflowProject.get(workflowId);
-    await run.each('steps', PLUNK_QUERIES.steps, (batch) =>
-      run.write(
-        'steps',
-        workflowSteps,
-        batch.map((r) => item(r.id, mapStep(r, ctx, projectOf))),
-        byId,
-        ['id'],
-        idsIn(db, workflowSteps),
-        remember(ctx.step),
-      ),
-    );
-    await run.each('transitions', PLUNK_QUERIES.transitions, (batch) =>
-      run.write(
-        'transitions',
-        workflowTransitions,
-        batch.map((r) => item(r.id, mapTransition(r, ctx, projectOf))),
-        byId,
-        ['id'],
-        idsIn(db, workflowTransitions),
-      ),
-    );
-    await run.each('events', PLUNK_QUERIES.events, (batch) =>
-      run.write(
-        'events',
-        events,
-        batch.map((r) => item(r.id, m.mapEvent(r, ctx))),
-        byId,
-        ['id'],
-        idsIn(db, events),
-      ),
-    );
+    await copyById('steps', workflowSteps, (r) => mapStep(r, ctx, projectOf), remember(ctx.step));
+    await copyById('transitions', workflowTransitions, (r) => mapTransition(r, ctx, projectOf));
+    await copyById('events', events, (r) => m.mapEvent(r, ctx));
     return run.finish();
   } finally {
     await source.close();

@@ -84,22 +84,12 @@ export async function scheduleSendJob(
   email: SendJobRef,
   runAt: Date,
 ): Promise<void> {
-  const delay = runAt.getTime() - Date.now();
-  const job = await queue.getJob(email.emailId);
-  if (job) {
-    const state = await job.getState();
-    if (state === 'delayed') {
-      if (delay <= 0) await job.promote();
-      else await job.changeDelay(delay);
-      return;
-    }
-    if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return;
-    await job.remove().catch(() => undefined);
-  }
-  await queue.add(
-    'send',
-    { emailId: email.emailId, projectId: email.projectId },
-    sendJobOptions(config, email.emailId, email.priority, delay),
+  await ensureDueJob(queue, email.emailId, runAt, (delay) =>
+    queue.add(
+      'send',
+      { emailId: email.emailId, projectId: email.projectId },
+      sendJobOptions(config, email.emailId, email.priority, delay),
+    ),
   );
 }
 
@@ -120,8 +110,28 @@ export async function scheduleCampaignJob(
   campaign: { id: string; projectId: string },
   runAt: Date,
 ): Promise<void> {
+  await ensureDueJob(queue, campaign.id, runAt, (delay) =>
+    queue.add(
+      'campaign',
+      { campaignId: campaign.id, projectId: campaign.projectId },
+      campaignJobOptions(campaign.id, delay),
+    ),
+  );
+}
+
+/**
+ * The job `jobId` of `queue`, due at `runAt`: a delayed one is woken (`runAt` has come) or moved to it, a waiting or
+ * running one is left alone, a finished one (or none) is replaced by `add(delay)`, `delay` in ms (≤ 0: at once).
+ * Throws when Redis fails.
+ */
+async function ensureDueJob(
+  queue: Queue,
+  jobId: string,
+  runAt: Date,
+  add: (delay: number) => Promise<unknown>,
+): Promise<void> {
   const delay = runAt.getTime() - Date.now();
-  const job = await queue.getJob(campaign.id);
+  const job = await queue.getJob(jobId);
   if (job) {
     const state = await job.getState();
     if (state === 'delayed') {
@@ -132,11 +142,7 @@ export async function scheduleCampaignJob(
     if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return;
     await job.remove().catch(() => undefined);
   }
-  await queue.add(
-    'campaign',
-    { campaignId: campaign.id, projectId: campaign.projectId },
-    campaignJobOptions(campaign.id, delay),
-  );
+  await add(delay);
 }
 
 /**
