@@ -3,36 +3,14 @@
  * host is refused): Swagger UI renders the generated OpenAPI 3.1 document with its operations, the error responses
  * with their codes, and the outbound webhooks.
  */
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { chromium, type Browser } from 'playwright-core';
-import { type TestApi } from '../support/harness';
-import { useE2e } from '../support/e2e';
-import { expressServerOptions } from '../../apps/api/src/http/server-classes';
+import { useBrowserE2e } from '../support/browser';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-let api: TestApi;
-let server: http.Server;
-let base: string;
-let browser: Browser;
-
-const e2e = useE2e({ worker: false });
-beforeAll(async () => {
-  api = e2e.api;
-  server = http.createServer(expressServerOptions(api.app), api.app);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-});
-afterAll(async () => {
-  await browser?.close();
-  await new Promise<void>((r) => server.close(() => r()));
-});
+const web = useBrowserE2e();
 
 test('Swagger UI renders the document offline: operations, an error response with retryable, the webhooks', async () => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const context = await web.browser.newContext({ viewport: { width: 1280, height: 900 } });
   const offsite: string[] = [];
   await context.route('**/*', (route) => {
     const url = new URL(route.request().url());
@@ -43,7 +21,7 @@ test('Swagger UI renders the document offline: operations, an error response wit
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`${base}/docs`);
+  await page.goto(`${web.base}/docs`);
   await page.locator('.opblock-summary-path', { hasText: '/v1/send' }).first().waitFor({ timeout: 30_000 });
   await page.getByText('Webhooks', { exact: true }).first().waitFor({ timeout: 15_000 });
   await page.locator('.opblock-summary', { hasText: 'email.delivered' }).first().waitFor({ timeout: 15_000 });

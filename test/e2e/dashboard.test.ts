@@ -11,27 +11,16 @@
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { Queue, Worker } from 'bullmq';
-import { chromium, type Browser } from 'playwright-core';
 import { QUEUE_KEYS, QueueName, queueCatalog } from '@mailroom/queues/catalog';
 import { createRedis, queueOptions } from '@mailroom/queues/connection';
-import { ADMIN_TOKEN, waitFor, type TestApi } from '../support/harness';
-import { useE2e } from '../support/e2e';
-import { expressServerOptions } from '../../apps/api/src/http/server-classes';
+import { ADMIN_TOKEN, waitFor } from '../support/harness';
+import { useBrowserE2e } from '../support/browser';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-let api: TestApi;
-let server: http.Server;
-let base: string;
-let browser: Browser;
 /** What the server answered each request: method, path, status and the browser's `Sec-Fetch-Site`. */
 const answered: Array<{ method: string; path: string; status: number; site: string | undefined }> = [];
 
-const e2e = useE2e({ worker: false });
-beforeAll(async () => {
-  api = e2e.api;
-  server = http.createServer(expressServerOptions(api.app), api.app);
+const web = useBrowserE2e((server) =>
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) =>
     res.on('finish', () =>
       answered.push({
@@ -41,29 +30,22 @@ beforeAll(async () => {
         site: req.headers['sec-fetch-site'],
       }),
     ),
-  );
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-});
-afterAll(async () => {
-  await browser?.close();
-  await new Promise<void>((r) => server.close(() => r()));
-});
+  ),
+);
 
 test('login in a browser, every queue listed, a failed job with its reason, retried; wrong token refused; offline', async () => {
   // A job that fails, as an operator would find it.
-  const connection = createRedis(api.config, 'worker');
+  const connection = createRedis(web.api.config, 'worker');
   const failing = new Worker(
     QueueName.webhook,
     async () => {
       throw new Error('endpoint answered 500: upstream exploded');
     },
-    { ...queueOptions(api.config, connection), autorun: true },
+    { ...queueOptions(web.api.config, connection), autorun: true },
   );
   await failing.waitUntilReady();
-  const producer = createRedis(api.config, 'producer');
-  const q = new Queue(QueueName.webhook, queueOptions(api.config, producer));
+  const producer = createRedis(web.api.config, 'producer');
+  const q = new Queue(QueueName.webhook, queueOptions(web.api.config, producer));
   await q.add(
     'webhook',
     {
@@ -77,7 +59,7 @@ test('login in a browser, every queue listed, a failed job with its reason, retr
   await failing.close();
   connection.disconnect();
 
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const context = await web.browser.newContext({ viewport: { width: 1280, height: 800 } });
   const offsite: string[] = [];
   await context.route('**/*', (route) => {
     const url = new URL(route.request().url());
@@ -86,7 +68,7 @@ test('login in a browser, every queue listed, a failed job with its reason, retr
     return route.abort();
   });
   const page = await context.newPage();
-  await page.goto(`${base}/admin/queues`);
+  await page.goto(`${web.base}/admin/queues`);
   expect(new URL(page.url()).pathname).toBe('/admin/login');
 
   await page.fill('#token', 'not-the-token-at-all');
@@ -95,12 +77,12 @@ test('login in a browser, every queue listed, a failed job with its reason, retr
   expect(await page.textContent('.error')).toContain('not right');
 
   await page.fill('#token', ADMIN_TOKEN);
-  await Promise.all([page.waitForURL(`${base}/admin/queues**`), page.click('button[type=submit]')]);
+  await Promise.all([page.waitForURL(`${web.base}/admin/queues**`), page.click('button[type=submit]')]);
   for (const name of QUEUE_KEYS.map((k) => queueCatalog[k].name)) {
     await page.getByText(name, { exact: true }).first().waitFor({ timeout: 15_000 });
   }
 
-  await page.goto(`${base}/admin/queues/queue/webhook?status=failed`);
+  await page.goto(`${web.base}/admin/queues/queue/webhook?status=failed`);
   await page.getByText('upstream exploded').first().waitFor({ timeout: 15_000 });
   await page.screenshot({
     path: process.env.DASHBOARD_SCREENSHOT ?? path.join(os.tmpdir(), 'mailroom-dashboard-failed.png'),
@@ -108,7 +90,7 @@ test('login in a browser, every queue listed, a failed job with its reason, retr
   // From a page of another site, the calls a forged page could make with the browser (a simple POST that adds a
   // job, a PUT retry): refused, the job still failed.
   const other = await context.newPage();
-  await other.goto(`${base.replace('127.0.0.1', 'localhost')}/admin/login`);
+  await other.goto(`${web.base.replace('127.0.0.1', 'localhost')}/admin/login`);
   await other.evaluate(async (url) => {
     await fetch(`${url}/admin/queues/api/queues/webhook/add`, {
       method: 'POST',
@@ -120,7 +102,7 @@ test('login in a browser, every queue listed, a failed job with its reason, retr
       method: 'PUT',
       credentials: 'include',
     }).catch(() => undefined);
-  }, base);
+  }, web.base);
   await other.close();
   const forged = answered.filter(
     (a) => a.path.startsWith('/admin/queues/api/') && a.method !== 'GET' && a.site === 'cross-site',
@@ -134,7 +116,7 @@ test('login in a browser, every queue listed, a failed job with its reason, retr
   // Retry it as the dashboard's retry button does, a fetch from the page with the browser's session: back to waiting.
   const retried = await page.evaluate(
     async (url) => (await fetch(`${url}/admin/queues/api/queues/webhook/wh-demo-0/retry`, { method: 'PUT' })).status,
-    base,
+    web.base,
   );
   expect(retried).toBe(204);
   expect(answered.find((a) => a.method === 'PUT' && a.status === 204)?.site).toBe('same-origin');
@@ -142,20 +124,23 @@ test('login in a browser, every queue listed, a failed job with its reason, retr
   await q.close();
   producer.disconnect();
   // Without the cookie or the token: a browser is sent to the login page, an API client gets 401.
-  const anon = await fetch(`${base}/admin/queues/api/queues`, { redirect: 'manual', headers: { accept: 'text/html' } });
+  const anon = await fetch(`${web.base}/admin/queues/api/queues`, {
+    redirect: 'manual',
+    headers: { accept: 'text/html' },
+  });
   expect(anon.status).toBe(303);
   expect(anon.headers.get('location')).toBe('/admin/login');
-  expect((await fetch(`${base}/admin/queues/api/queues`, { headers: { accept: 'application/json' } })).status).toBe(
+  expect((await fetch(`${web.base}/admin/queues/api/queues`, { headers: { accept: 'application/json' } })).status).toBe(
     401,
   );
-  const withToken = await fetch(`${base}/admin/queues/api/queues`, {
+  const withToken = await fetch(`${web.base}/admin/queues/api/queues`, {
     headers: { accept: 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
   });
   expect(withToken.status).toBe(200);
   // All of that worked offline, and the page asked nothing of the outside (bull-board's web font link is dropped).
   expect(offsite).toEqual([]);
   const html = await (
-    await fetch(`${base}/admin/queues`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    await fetch(`${web.base}/admin/queues`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
   ).text();
   expect(html).toContain('Mailroom queues');
   expect(html).not.toMatch(/googleapis|gstatic/);

@@ -5,44 +5,24 @@
  * a topic email's page leaves that topic with one button; "unsubscribe from all" leaves all marketing email. Every
  * request stays on this host.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { eq, sql } from 'drizzle-orm';
 import { newId } from '@mailroom/platform/ids';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { createConfirmationToken } from '@mailroom/contacts/double-opt-in';
 import { projects } from '@mailroom/db/schema/projects';
-import { client, createTestProject, recipient, type TestApi, type TestProject } from '../support/harness';
-import { useE2e } from '../support/e2e';
-import { expressServerOptions } from '../../apps/api/src/http/server-classes';
+import { client, createTestProject, recipient, type TestProject } from '../support/harness';
+import { useBrowserE2e } from '../support/browser';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-let api: TestApi;
-let server: http.Server;
-let base: string;
-let browser: Browser;
-
-const e2e = useE2e({ worker: false });
-beforeAll(async () => {
-  api = e2e.api;
-  server = http.createServer(expressServerOptions(api.app), api.app);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-});
-afterAll(async () => {
-  await browser?.close();
-  await new Promise<void>((r) => server.close(() => r()));
-});
+const web = useBrowserE2e();
 
 /** A sent marketing email to the contact (of `topicId`, if given), and its unsubscribe token. */
 async function linkFor(p: TestProject, contactId: string, to: string, topicId?: string): Promise<string> {
   const id = newId();
-  await api.database.db.execute(sql`
+  await web.api.database.db.execute(sql`
     insert into emails (id, project_id, contact_id, marketing, source, to_email, from_email, subject, body, body_format, status, topic_id)
     values (${id}::uuid, ${p.id}::uuid, ${contactId}::uuid, true, 'transactional', ${to}, ${`news@${p.domain}`}, 'S', 'B', 'html', 'sent', ${topicId ?? null}::uuid)`);
-  const [{ key }] = await api.database.db
+  const [{ key }] = await web.api.database.db
     .select({ key: projects.signingKey })
     .from(projects)
     .where(eq(projects.id, p.id));
@@ -50,7 +30,7 @@ async function linkFor(p: TestProject, contactId: string, to: string, topicId?: 
 }
 
 async function offlinePage(): Promise<{ page: Page; offsite: string[] }> {
-  const context = await browser.newContext({ javaScriptEnabled: false });
+  const context = await web.browser.newContext({ javaScriptEnabled: false });
   const offsite: string[] = [];
   await context.route('**/*', (route) => {
     const url = new URL(route.request().url());
@@ -64,8 +44,8 @@ async function offlinePage(): Promise<{ page: Page; offsite: string[] }> {
 const box = (page: Page, name: string) => page.getByRole('checkbox', { name });
 
 test('checkboxes per public topic, saved without JavaScript; a topic email leaves its topic; unsubscribe from all', async () => {
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
+  const p = await createTestProject(web.api.database);
+  const as = client(web.api.app, p);
   const mk = async (name: string, defaultSubscription: string, visibility = 'public') =>
     (await as.post('/topics', { name, defaultSubscription, visibility, description: `About ${name}` })).body.data
       .id as string;
@@ -82,7 +62,7 @@ test('checkboxes per public topic, saved without JavaScript; a topic email leave
     );
 
   const { page, offsite } = await offlinePage();
-  await page.goto(`${base}/unsubscribe/${await linkFor(p, contactId, to)}`);
+  await page.goto(`${web.base}/unsubscribe/${await linkFor(p, contactId, to)}`);
   expect(await page.title()).toBe('Email preferences');
   expect(await page.textContent('body')).toContain(to);
   expect(await box(page, 'News').isChecked()).toBe(true);
@@ -105,7 +85,7 @@ test('checkboxes per public topic, saved without JavaScript; a topic email leave
   expect(await box(page, 'Deals').isChecked()).toBe(true);
   await page.getByRole('button', { name: 'Save preferences' }).click();
   await page.waitForSelector('text=Preferences saved');
-  const events = await api.database.db.execute<{ name: string; data: { method: string } }>(
+  const events = await web.api.database.db.execute<{ name: string; data: { method: string } }>(
     sql`select name, data from events where contact_id = ${contactId}::uuid and name like 'contact.topic_%'`,
   );
   expect(events.rows.map((e) => [e.name, e.data.method]).sort()).toEqual([
@@ -114,37 +94,37 @@ test('checkboxes per public topic, saved without JavaScript; a topic email leave
   ]);
 
   // The page of a Deals email offers to leave Deals alone.
-  await page.goto(`${base}/unsubscribe/${await linkFor(p, contactId, to, deals)}`);
+  await page.goto(`${web.base}/unsubscribe/${await linkFor(p, contactId, to, deals)}`);
   await page.getByRole('button', { name: 'Unsubscribe from Deals' }).click();
   await page.waitForSelector('text=no longer receive email about Deals');
   expect(await standing()).toEqual({ [news]: false, [deals]: false, [billing]: true });
   expect((await as.get(`/contacts/${contactId}`)).body.data.subscribed).toBe(true);
 
   // Unsubscribe from all: the global switch.
-  await page.goto(`${base}/unsubscribe/${await linkFor(p, contactId, to)}`);
+  await page.goto(`${web.base}/unsubscribe/${await linkFor(p, contactId, to)}`);
   await page.getByRole('button', { name: 'Unsubscribe from all marketing email' }).click();
   await page.waitForSelector('h1:has-text("Unsubscribed")');
   expect((await as.get(`/contacts/${contactId}`)).body.data.subscribed).toBe(false);
-  await page.goto(`${base}/unsubscribe/${await linkFor(p, contactId, to)}`);
+  await page.goto(`${web.base}/unsubscribe/${await linkFor(p, contactId, to)}`);
   expect(await page.textContent('body')).toContain('You are unsubscribed from all marketing email');
   expect(offsite).toEqual([]);
 });
 
 test("double opt-in: the confirmation page's button confirms in the browser, recording its user agent", async () => {
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
+  const p = await createTestProject(web.api.database);
+  const as = client(web.api.app, p);
   const created = await as.post('/contacts', {
     email: recipient('doib'),
     doubleOptIn: true,
     confirmationFrom: `hello@${p.domain}`,
   });
   const { id: confirmationId } = created.body.data._meta.confirmation;
-  const [{ key }] = await api.database.db
+  const [{ key }] = await web.api.database.db
     .select({ key: projects.signingKey })
     .from(projects)
     .where(eq(projects.id, p.id));
   const { page } = await offlinePage();
-  await page.goto(`${base}/confirm?token=${createConfirmationToken(confirmationId, key)}`);
+  await page.goto(`${web.base}/confirm?token=${createConfirmationToken(confirmationId, key)}`);
   expect((await as.get(`/contacts/${created.body.data.id}`)).body.data.subscribed).toBe(false);
   await page.getByRole('button', { name: 'Confirm' }).click();
   await page.waitForSelector('text=Subscription confirmed');

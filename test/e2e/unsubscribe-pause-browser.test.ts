@@ -3,39 +3,19 @@
  * Content-Security-Policy, the "Pause for 30 days" button posts the plain form with the signed token, and the
  * answer page says the mail is paused; the contact is snoozed for 30 days and stays subscribed.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { eq } from 'drizzle-orm';
-import { chromium, type Browser } from 'playwright-core';
 import { createUnsubscribeToken } from '@mailroom/mail/unsubscribe';
 import { projects } from '@mailroom/db/schema/projects';
-import { client, createTestProject, recipient, type TestApi } from '../support/harness';
-import { useE2e } from '../support/e2e';
-import { expressServerOptions } from '../../apps/api/src/http/server-classes';
+import { client, createTestProject, recipient } from '../support/harness';
+import { useBrowserE2e } from '../support/browser';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DAY = 86_400_000;
-let api: TestApi;
-let server: http.Server;
-let base: string;
-let browser: Browser;
 
-const e2e = useE2e({ worker: false });
-beforeAll(async () => {
-  api = e2e.api;
-  server = http.createServer(expressServerOptions(api.app), api.app);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-});
-afterAll(async () => {
-  await browser?.close();
-  await new Promise<void>((r) => server.close(() => r()));
-});
+const web = useBrowserE2e();
 
 test('without JavaScript, "Pause for 30 days" snoozes the contact for 30 days and keeps it subscribed', async () => {
-  const p = await createTestProject(api.database);
-  const as = client(api.app, p);
+  const p = await createTestProject(web.api.database);
+  const as = client(web.api.app, p);
   const to = recipient('browserpause');
   const sent = await as.post('/v1/send', {
     to,
@@ -45,22 +25,22 @@ test('without JavaScript, "Pause for 30 days" snoozes the contact for 30 days an
     subscribed: true,
   });
   const { email: emailId, contact } = sent.body.data.emails[0] as { email: string; contact: { id: string } };
-  const [{ key }] = await api.database.db
+  const [{ key }] = await web.api.database.db
     .select({ key: projects.signingKey })
     .from(projects)
     .where(eq(projects.id, p.id));
   const token = createUnsubscribeToken(emailId, key);
 
-  const context = await browser.newContext({ javaScriptEnabled: false });
+  const context = await web.browser.newContext({ javaScriptEnabled: false });
   const page = await context.newPage();
   const violations: string[] = [];
   page.on('console', (m) => {
     if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
   });
   const before = Date.now();
-  expect((await page.goto(`${base}/unsubscribe/${token}`))?.status()).toBe(200);
+  expect((await page.goto(`${web.base}/unsubscribe/${token}`))?.status()).toBe(200);
   await page.getByRole('button', { name: 'Pause for 30 days' }).click();
-  await page.waitForURL(`${base}/unsubscribe/${token}/pause`);
+  await page.waitForURL(`${web.base}/unsubscribe/${token}/pause`);
   expect(await page.getByRole('heading').textContent()).toBe('Paused');
   expect(await page.textContent('body')).toContain(to);
   expect(violations).toEqual([]);
