@@ -9,43 +9,23 @@
  * on its own.
  */
 import { eq, inArray } from 'drizzle-orm';
-import IORedis from 'ioredis';
-import type { Queue } from 'bullmq';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { createLogger } from '@mailroom/platform/logger';
-import { SendPriority, type WebhookJobPayload } from '@mailroom/queues/catalog';
-import { createDatabase, type Database } from '@mailroom/db/client';
+import { SendPriority } from '@mailroom/queues/catalog';
 import { upsertContacts } from '@mailroom/contacts/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { emails } from '@mailroom/db/schema/emails';
-import { createTestProject, recipient, testConfig, type TestProject } from '../../../test/support/harness';
+import { recipient, testConfig } from '../../../test/support/harness';
+import { discardingWebhookQueue, useSender } from '../../../test/support/sender';
 import { createEmailSender, type SendStep } from './job';
 import { gatheredPerTurn } from './job-bulk';
 import { resetScriptedSes, scriptedSes } from '../../../test/support/scripted-ses';
 
-const config = testConfig({ SEND_LEASE_MS: '5000', SEND_BACKOFF_MS: '700' });
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
-const webhookQueue = {
-  addBulk: () => Promise.resolve([]),
-  add: () => Promise.resolve(undefined),
-} as unknown as Queue<WebhookJobPayload>;
 
-let database: Database;
-let redis: IORedis;
-let p: TestProject;
 const transport = scriptedSes();
-let send: ReturnType<typeof createEmailSender>;
-beforeAll(async () => {
-  database = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'test-send-coalesce' });
-  redis = new IORedis(config.redisUrl);
-  p = await createTestProject(database);
-  send = createEmailSender({ config, database, transport, webhookQueue, redis });
-});
-afterAll(async () => {
-  redis.disconnect();
-  await database.close();
-});
+const fx = useSender({ name: 'test-send-coalesce', env: { SEND_LEASE_MS: '5000', SEND_BACKOFF_MS: '700' }, transport });
 beforeEach(() => {
   resetScriptedSes(transport);
 });
@@ -58,20 +38,20 @@ async function queued(
 ) {
   const to = Array.from({ length: n }, () => normalizeEmail(recipient('Coalesce')));
   const contacts = await upsertContacts(
-    database.db,
-    p.id,
+    fx.database.db,
+    fx.p.id,
     to.map((email) => ({ email, defaultSubscribed: false })),
     { test: over.test ?? false },
   );
   const rows = contacts.map((c, i) => ({
     id: newId(),
-    projectId: p.id,
+    projectId: fx.p.id,
     contactId: c.id,
     templateId: null,
     source: 'transactional' as const,
     toEmail: c.email,
     toName: null,
-    fromEmail: `${from}@${p.domain}`,
+    fromEmail: `${from}@${fx.p.domain}`,
     fromName: null,
     replyTo: null,
     subject: 'Receipt {{n}}',
@@ -82,12 +62,12 @@ async function queued(
     attachmentIds: [],
     test: over.test ?? false,
   }));
-  await insertQueuedEmails(database.db, rows);
+  await insertQueuedEmails(fx.database.db, rows);
   return rows.map((r) => r.id);
 }
 
 const rowsOf = async (ids: string[]) => {
-  const rows = await database.db
+  const rows = await fx.database.db
     .select({ id: emails.id, status: emails.status, messageId: emails.messageId, error: emails.error })
     .from(emails)
     .where(inArray(emails.id, ids));
@@ -95,7 +75,7 @@ const rowsOf = async (ids: string[]) => {
 };
 
 /** The one-email jobs of `ids`, all started in one turn (as BullMQ starts the jobs of free slots). */
-const runAll = (ids: string[], made = 0, sender = send): Promise<SendStep[]> =>
+const runAll = (ids: string[], made = 0, sender = fx.send): Promise<SendStep[]> =>
   Promise.all(
     ids.map((emailId) => sender({ emailId, attempt: { made, max: 3 }, priority: SendPriority.transactional, log })),
   );
@@ -108,13 +88,13 @@ test('jobs ready in one turn share one SendBulkEmail call, each entry its own em
   expect(transport.sent).toHaveLength(0);
   expect(transport.calls).toHaveLength(1);
   const [call] = transport.calls;
-  expect(call.from).toBe(`hello@${p.domain}`);
+  expect(call.from).toBe(`hello@${fx.p.domain}`);
   expect(call.stream).toBe('transactional');
   expect(call.priority).toBe(SendPriority.transactional);
   expect(call.entries.map((e) => e.tags.email_id)).toEqual(ids);
   call.entries.forEach((e, i) => {
     expect(JSON.parse(e.data)).toMatchObject({ subject: `Receipt ${i}`, html: expect.stringContaining(`Order ${i}`) });
-    expect(e.tags.project_id).toBe(p.id);
+    expect(e.tags.project_id).toBe(fx.p.id);
   });
   expect((await rowsOf(ids)).map((r) => [r.status, r.messageId])).toEqual(ids.map((id) => ['sent', `ses-bulk-${id}`]));
 
@@ -127,7 +107,7 @@ test('alone in its turn, from another sender, with a header SES would not take, 
   const [lone] = await queued(1);
   expect(await runAll([lone])).toEqual([sentStep(`ses-one-${lone}`)]);
   expect(transport.calls).toHaveLength(0);
-  expect(transport.sent[0].raw.toString()).toContain(`Message-ID: <${lone}@${p.domain}>`);
+  expect(transport.sent[0].raw.toString()).toContain(`Message-ID: <${lone}@${fx.p.domain}>`);
 
   transport.sent = [];
   const shared = await queued(2);
@@ -145,7 +125,7 @@ test('alone in its turn, from another sender, with a header SES would not take, 
   expect(transport.calls.map((c) => c.entries.map((e) => e.tags.email_id))).toEqual([shared]);
   expect(transport.sent.map((m) => m.tags?.email_id).sort()).toEqual([other, accented].sort());
   const accentedRaw = transport.sent.find((m) => m.tags?.email_id === accented)!.raw.toString();
-  expect(accentedRaw).toContain(`Message-ID: <${accented}@${p.domain}>`);
+  expect(accentedRaw).toContain(`Message-ID: <${accented}@${fx.p.domain}>`);
   // Its own rendering (its row's variables) went into its own message.
   expect(accentedRaw).toContain('Receipt 7');
   expect(accentedRaw).toContain('Order 7');
@@ -211,15 +191,15 @@ test('a throttled call puts each of its jobs back, no attempt spent; a call refu
 test('SES_BULK_COALESCE=false: the jobs of one turn go one SendEmail each', async () => {
   const off = createEmailSender({
     config: testConfig({ SEND_LEASE_MS: '5000', SES_BULK_COALESCE: 'false' }),
-    database,
+    database: fx.database,
     transport,
-    webhookQueue,
-    redis,
+    webhookQueue: discardingWebhookQueue,
+    redis: fx.redis,
   });
   const ids = await queued(3);
   expect(await runAll(ids, 0, off)).toEqual(ids.map((id) => sentStep(`ses-one-${id}`)));
   expect(transport.calls).toHaveLength(0);
-  const [first] = await database.db.select().from(emails).where(eq(emails.id, ids[0]));
+  const [first] = await fx.database.db.select().from(emails).where(eq(emails.id, ids[0]));
   expect(first.status).toBe('sent');
 });
 

@@ -5,23 +5,21 @@
  * in Redis (recorded, not sent again).
  */
 import { eq } from 'drizzle-orm';
-import IORedis from 'ioredis';
 import type { Queue } from 'bullmq';
 import { normalizeEmail, type NormalizedEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { createLogger } from '@mailroom/platform/logger';
 import type { WebhookJobPayload } from '@mailroom/queues/catalog';
-import { createDatabase, type Database } from '@mailroom/db/client';
 import { upsertContacts } from '@mailroom/contacts/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { emails } from '@mailroom/db/schema/emails';
-import { createTestProject, recipient, testConfig, type TestProject } from '../../../test/support/harness';
-import { createEmailSender, type SendStep } from './job';
+import { recipient } from '../../../test/support/harness';
+import { useSender } from '../../../test/support/sender';
+import type { SendStep } from './job';
 import { claimForSending } from './claim';
 import { acceptedKey } from './ses-accepted';
 import type { MailTransport, OutboundMessage } from './ses/transport';
 
-const config = testConfig({ SEND_LEASE_MS: '5000' });
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
 const webhookQueue = {
   addBulk: () => Promise.reject(new Error('nothing should be enqueued')),
@@ -42,21 +40,9 @@ function scripted() {
   return t satisfies MailTransport;
 }
 
-let database: Database;
-let redis: IORedis;
-let p: TestProject;
 const transport = scripted();
-let send: ReturnType<typeof createEmailSender>;
-beforeAll(async () => {
-  database = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'test-sending-job' });
-  redis = new IORedis(config.redisUrl);
-  p = await createTestProject(database);
-  send = createEmailSender({ config, database, transport, webhookQueue, redis });
-});
-afterAll(async () => {
-  redis.disconnect();
-  await database.close();
-});
+const fx = useSender({ name: 'test-sending-job', env: { SEND_LEASE_MS: '5000' }, transport, webhookQueue });
+const { config } = fx;
 beforeEach(() => {
   transport.answer = undefined;
   transport.sent = [];
@@ -65,18 +51,18 @@ beforeEach(() => {
 /** A queued transactional email to a new contact. */
 async function queuedEmail(test = false): Promise<{ id: string; to: NormalizedEmail }> {
   const to = normalizeEmail(` ${recipient('Job')}`.replace('@inbox.test', '@Inbox.TEST'));
-  const [contact] = await upsertContacts(database.db, p.id, [{ email: to, defaultSubscribed: false }], { test });
+  const [contact] = await upsertContacts(fx.database.db, fx.p.id, [{ email: to, defaultSubscribed: false }], { test });
   const id = newId();
-  await insertQueuedEmails(database.db, [
+  await insertQueuedEmails(fx.database.db, [
     {
       id,
-      projectId: p.id,
+      projectId: fx.p.id,
       contactId: contact.id,
       templateId: null,
       source: 'transactional',
       toEmail: to,
       toName: null,
-      fromEmail: `hello@${p.domain}`,
+      fromEmail: `hello@${fx.p.domain}`,
       fromName: null,
       replyTo: null,
       subject: 'Hi {{name}}',
@@ -91,8 +77,9 @@ async function queuedEmail(test = false): Promise<{ id: string; to: NormalizedEm
   return { id, to };
 }
 
-const row = async (id: string) => (await database.db.select().from(emails).where(eq(emails.id, id)))[0];
-const run = (emailId: string, made = 0, max = 3): Promise<SendStep> => send({ emailId, attempt: { made, max }, log });
+const row = async (id: string) => (await fx.database.db.select().from(emails).where(eq(emails.id, id)))[0];
+const run = (emailId: string, made = 0, max = 3): Promise<SendStep> =>
+  fx.send({ emailId, attempt: { made, max }, log });
 
 test('SES accepts: the stored (normalised) recipient goes to SES as it is, the row is sent', async () => {
   const { id, to } = await queuedEmail();
@@ -101,11 +88,11 @@ test('SES accepts: the stored (normalised) recipient goes to SES as it is, the r
   expect(await run(id)).toEqual({ kind: 'done', result: { outcome: 'sent', messageId: `ses-${id}` } });
   expect(transport.sent).toHaveLength(1);
   expect(transport.sent[0]).toMatchObject({
-    from: `hello@${p.domain}`,
+    from: `hello@${fx.p.domain}`,
     to: [to],
-    tags: { email_id: id, project_id: p.id },
+    tags: { email_id: id, project_id: fx.p.id },
   });
-  expect(transport.sent[0].raw.toString()).toContain(`Message-ID: <${id}@${p.domain}>`);
+  expect(transport.sent[0].raw.toString()).toContain(`Message-ID: <${id}@${fx.p.domain}>`);
   expect(await row(id)).toMatchObject({ status: 'sent', messageId: `ses-${id}`, renderedSubject: 'Hi Ann' });
   // Already final: skipped, SES not called again.
   expect(await run(id)).toEqual({ kind: 'done', result: { outcome: 'skipped', reason: 'already sent' } });
@@ -155,12 +142,12 @@ test('a test email goes to the sink, not to SES', async () => {
 test('a re-claimed email whose SES outcome was kept in Redis is recorded as sent, not sent again', async () => {
   const { id } = await queuedEmail();
   // A worker claimed it, SES accepted, the sent write failed and the outcome was kept; then the lease ran out.
-  await claimForSending(database.db, id, 5_000);
-  await database.db
+  await claimForSending(fx.database.db, id, 5_000);
+  await fx.database.db
     .update(emails)
     .set({ claimedAt: new Date(Date.now() - 60_000) })
     .where(eq(emails.id, id));
-  await redis.set(
+  await fx.redis.set(
     acceptedKey(config, id),
     JSON.stringify({ messageId: `kept-${id}`, renderedSubject: 'Hi Ann' }),
     'EX',
@@ -169,5 +156,5 @@ test('a re-claimed email whose SES outcome was kept in Redis is recorded as sent
   expect(await run(id)).toEqual({ kind: 'done', result: { outcome: 'sent', messageId: `kept-${id}` } });
   expect(transport.sent).toHaveLength(0);
   expect(await row(id)).toMatchObject({ status: 'sent', messageId: `kept-${id}`, attempts: 2 });
-  expect(await redis.exists(acceptedKey(config, id))).toBe(0);
+  expect(await fx.redis.exists(acceptedKey(config, id))).toBe(0);
 });

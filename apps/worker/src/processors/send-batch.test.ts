@@ -6,37 +6,23 @@
  * worker died (nothing sent twice).
  */
 import { eq, inArray } from 'drizzle-orm';
-import IORedis from 'ioredis';
-import type { Queue } from 'bullmq';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { createLogger } from '@mailroom/platform/logger';
-import { SendPriority, sendBatchJobId, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
+import { SendPriority, sendBatchJobId } from '@mailroom/queues/catalog';
 import { createQueues, createSendQueue } from '@mailroom/queues/create';
 import { enqueueSendJobs } from '@mailroom/queues/enqueue';
-import { createDatabase, type Database } from '@mailroom/db/client';
 import { upsertContacts } from '@mailroom/contacts/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { emails } from '@mailroom/db/schema/emails';
-import { createEmailSender } from '@mailroom/sending/job';
 import { claimForSending } from '@mailroom/sending/claim';
 import type { MailTransport, OutboundMessage } from '@mailroom/sending/ses/transport';
-import {
-  createTestProject,
-  deletePrefix,
-  recipient,
-  testConfig,
-  type TestProject,
-} from '../../../../test/support/harness';
+import { recipient, testConfig } from '../../../../test/support/harness';
+import { useSender } from '../../../../test/support/sender';
 import { CLAIM_AHEAD, runSendBatch, urgentMailWaiting, type SendBatchDeps } from './send-batch';
 import { reconcileOnce } from './reconcile';
 
-const config = testConfig({ SEND_LEASE_MS: '5000', SEND_BACKOFF_MS: '700', SEND_MAX_ATTEMPTS: '4' });
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
-const webhookQueue = {
-  addBulk: () => Promise.resolve([]),
-  add: () => Promise.resolve(undefined),
-} as unknown as Queue<WebhookJobPayload>;
 
 /** SES as scripted: `answers[n]` for the n-th call (an error to throw), else a message id. */
 function scripted() {
@@ -53,34 +39,24 @@ function scripted() {
   return t satisfies MailTransport;
 }
 
-let database: Database;
-let redis: IORedis;
-let sendQueue: Queue<SendJobPayload>;
-let p: TestProject;
 const transport = scripted();
-let send: ReturnType<typeof createEmailSender>;
 const paused: number[] = [];
 let throttles = 0;
 let deps: SendBatchDeps;
-
-beforeAll(async () => {
-  database = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'test-send-batch' });
-  redis = new IORedis(config.redisUrl, { maxRetriesPerRequest: null });
-  sendQueue = createSendQueue(config, redis);
-  p = await createTestProject(database);
-  send = createEmailSender({ config, database, transport, webhookQueue, redis });
+const fx = useSender({
+  name: 'test-send-batch',
+  env: { SEND_LEASE_MS: '5000', SEND_BACKOFF_MS: '700', SEND_MAX_ATTEMPTS: '4' },
+  transport,
+  sendQueue: true,
+});
+const { config } = fx;
+beforeAll(() => {
   deps = {
     config,
-    sendQueue,
+    sendQueue: fx.sendQueue,
     rateLimit: async (ms) => void paused.push(ms),
     onThrottled: () => void throttles++,
   };
-});
-afterAll(async () => {
-  await sendQueue.close();
-  await deletePrefix(redis, config.queuePrefix);
-  redis.disconnect();
-  await database.close();
 });
 beforeEach(() => {
   transport.answers.clear();
@@ -93,19 +69,19 @@ beforeEach(() => {
 async function queued(n: number, source: 'transactional' | 'campaign' = 'transactional'): Promise<string[]> {
   const to = Array.from({ length: n }, () => recipient('Batch'));
   const contacts = await upsertContacts(
-    database.db,
-    p.id,
+    fx.database.db,
+    fx.p.id,
     to.map((email) => ({ email: normalizeEmail(email), defaultSubscribed: false })),
   );
   const rows = contacts.map((c) => ({
     id: newId(),
-    projectId: p.id,
+    projectId: fx.p.id,
     contactId: c.id,
     templateId: null,
     source,
     toEmail: c.email,
     toName: null,
-    fromEmail: `hello@${p.domain}`,
+    fromEmail: `hello@${fx.p.domain}`,
     fromName: null,
     replyTo: null,
     subject: 'Hi',
@@ -116,12 +92,12 @@ async function queued(n: number, source: 'transactional' | 'campaign' = 'transac
     attachmentIds: [],
     test: false,
   }));
-  await insertQueuedEmails(database.db, rows);
+  await insertQueuedEmails(fx.database.db, rows);
   return rows.map((r) => r.id);
 }
 
 const statuses = async (ids: string[]) => {
-  const rows = await database.db
+  const rows = await fx.database.db
     .select({ id: emails.id, status: emails.status })
     .from(emails)
     .where(inArray(emails.id, ids));
@@ -133,7 +109,7 @@ const job = (attemptsMade = 0) => ({
   opts: { attempts: config.sendMaxAttempts, priority: SendPriority.campaign },
 });
 const run = (ids: string[], attemptsMade = 0) =>
-  runSendBatch(send, deps, job(attemptsMade), { emailId: ids[0], projectId: p.id, emailIds: ids }, log);
+  runSendBatch(fx.send, deps, job(attemptsMade), { emailId: ids[0], projectId: fx.p.id, emailIds: ids }, log);
 
 test('every email of the job is sent once, in order; run again (its worker died), nothing is sent twice', async () => {
   const ids = await queued(4);
@@ -143,17 +119,17 @@ test('every email of the job is sent once, in order; run again (its worker died)
 
   expect(await run(ids, 1)).toEqual({ outcome: 'batch', emails: 4, outcomes: { skipped: 4 }, deferred: 0 });
   expect(transport.sent).toHaveLength(4);
-  for (const id of ids) expect(await sendQueue.getJob(id)).toBeUndefined();
+  for (const id of ids) expect(await fx.sendQueue.getJob(id)).toBeUndefined();
 });
 
 test('an email held by another claim gets a delayed job of its own; the others go out', async () => {
   const ids = await queued(3);
-  await claimForSending(database.db, ids[1], 5_000); // another worker holds it
+  await claimForSending(fx.database.db, ids[1], 5_000); // another worker holds it
   const before = Date.now();
   expect(await run(ids)).toEqual({ outcome: 'batch', emails: 3, outcomes: { sent: 2 }, deferred: 1 });
   expect(transport.sent.map((m) => m.tags?.email_id)).toEqual([ids[0], ids[2]]);
-  const own = await sendQueue.getJob(ids[1]);
-  expect(own?.data).toEqual({ emailId: ids[1], projectId: p.id });
+  const own = await fx.sendQueue.getJob(ids[1]);
+  expect(own?.data).toEqual({ emailId: ids[1], projectId: fx.p.id });
   expect(await own?.getState()).toBe('delayed');
   // Delayed until the other claim's lease ends (5 s), as a one-email job would wait.
   expect(own!.timestamp + own!.opts.delay!).toBeGreaterThan(before + 4_000);
@@ -169,11 +145,11 @@ test('SES throttles: the job stops, the queue pauses, the rest wait as their own
   expect(throttles).toBe(1);
   expect(await statuses(ids)).toEqual(['sent', 'queued', 'queued', 'queued']);
   for (const id of ids.slice(1)) {
-    const own = await sendQueue.getJob(id);
+    const own = await fx.sendQueue.getJob(id);
     expect(await own?.getState()).toBe('delayed');
     expect(own!.opts.attempts).toBe(config.sendMaxAttempts); // no attempt spent
   }
-  const [row] = await database.db.select().from(emails).where(eq(emails.id, ids[1]));
+  const [row] = await fx.database.db.select().from(emails).where(eq(emails.id, ids[1]));
   expect(row.claimToken).toBeNull();
 });
 
@@ -185,7 +161,7 @@ test('a transient failure: that email retries in its own job with the backoff an
   );
   expect(await run(ids, 1)).toEqual({ outcome: 'batch', emails: 2, outcomes: { sent: 1 }, deferred: 1 });
   expect(await statuses(ids)).toEqual(['queued', 'sent']);
-  const own = await sendQueue.getJob(ids[0]);
+  const own = await fx.sendQueue.getJob(ids[0]);
   expect(await own?.getState()).toBe('delayed');
   expect(own!.opts.attempts).toBe(config.sendMaxAttempts - 2); // two made (this job's second attempt)
   expect(own!.opts.delay).toBeGreaterThan(1_000); // 700 ms × 2^1, less the time taken
@@ -196,7 +172,13 @@ test('more urgent mail waits while every slot is busy: at its next group the job
   const ids = await queued(CLAIM_AHEAD + 2);
   let asked = 0;
   const yielding = { ...deps, yieldSlot: async () => ++asked >= 1 }; // asked before the second group
-  const result = await runSendBatch(send, yielding, job(), { emailId: ids[0], projectId: p.id, emailIds: ids }, log);
+  const result = await runSendBatch(
+    fx.send,
+    yielding,
+    job(),
+    { emailId: ids[0], projectId: fx.p.id, emailIds: ids },
+    log,
+  );
   expect(result).toEqual({
     outcome: 'batch',
     emails: CLAIM_AHEAD + 2,
@@ -208,15 +190,15 @@ test('more urgent mail waits while every slot is busy: at its next group the job
   expect(transport.sent).toHaveLength(CLAIM_AHEAD);
   expect((await statuses(ids)).slice(CLAIM_AHEAD - 1)).toEqual(['sent', 'queued', 'queued']);
   const rest = ids.slice(CLAIM_AHEAD);
-  const back = await sendQueue.getJob(sendBatchJobId(rest));
-  expect(back?.data).toEqual({ emailId: rest[0], projectId: p.id, emailIds: rest });
+  const back = await fx.sendQueue.getJob(sendBatchJobId(rest));
+  expect(back?.data).toEqual({ emailId: rest[0], projectId: fx.p.id, emailIds: rest });
   expect(await back?.getState()).toBe('prioritized');
   expect(back!.opts.priority).toBe(SendPriority.campaign);
   await back!.remove();
 });
 
 test('urgentMailWaiting: true once a job of a lane ahead of campaigns waits; one Redis call per interval', async () => {
-  const queue = createSendQueue(testConfig(), redis);
+  const queue = createSendQueue(testConfig(), fx.redis);
   try {
     let calls = 0;
     const counting = {
@@ -226,11 +208,11 @@ test('urgentMailWaiting: true once a job of a lane ahead of campaigns waits; one
       },
     };
     const urgent = urgentMailWaiting(counting, 60_000);
-    await queue.add('send', { emailId: newId(), projectId: p.id }, { priority: SendPriority.campaign });
+    await queue.add('send', { emailId: newId(), projectId: fx.p.id }, { priority: SendPriority.campaign });
     expect(await urgent()).toBe(false);
     const fresh = urgentMailWaiting(counting, 0);
     expect(await fresh()).toBe(false);
-    await queue.add('send', { emailId: newId(), projectId: p.id }, { priority: SendPriority.workflow });
+    await queue.add('send', { emailId: newId(), projectId: fx.p.id }, { priority: SendPriority.workflow });
     expect(await fresh()).toBe(true);
     expect(await urgent()).toBe(false); // the earlier answer, reused within its interval
     expect(calls).toBe(3);
@@ -242,19 +224,19 @@ test('urgentMailWaiting: true once a job of a lane ahead of campaigns waits; one
 
 test('the reconciler leaves a campaign email carried by a live job of several emails to it, and gives the others a job', async () => {
   const [a, b, c] = await queued(3, 'campaign');
-  await enqueueSendJobs(sendQueue, config, [
-    { emailId: a, emailIds: [a, b], projectId: p.id, priority: SendPriority.campaign },
+  await enqueueSendJobs(fx.sendQueue, config, [
+    { emailId: a, emailIds: [a, b], projectId: fx.p.id, priority: SendPriority.campaign },
   ]);
-  const queues = createQueues(config, redis);
+  const queues = createQueues(config, fx.redis);
   try {
-    const pass = await reconcileOnce({ config, database, queues, logger: log }, 0);
+    const pass = await reconcileOnce({ config, database: fx.database, queues, logger: log }, 0);
     expect(pass.enqueued).toBeGreaterThanOrEqual(1);
     // a and b: carried by b-<a>, no job of their own; c: carried by nothing, given its own.
-    expect(await sendQueue.getJob(a)).toBeUndefined();
-    expect(await sendQueue.getJob(b)).toBeUndefined();
-    expect((await sendQueue.getJob(c))?.data).toEqual({ emailId: c, projectId: p.id });
-    await (await sendQueue.getJob(sendBatchJobId([a, b])))!.remove();
-    await (await sendQueue.getJob(c))!.remove();
+    expect(await fx.sendQueue.getJob(a)).toBeUndefined();
+    expect(await fx.sendQueue.getJob(b)).toBeUndefined();
+    expect((await fx.sendQueue.getJob(c))?.data).toEqual({ emailId: c, projectId: fx.p.id });
+    await (await fx.sendQueue.getJob(sendBatchJobId([a, b])))!.remove();
+    await (await fx.sendQueue.getJob(c))!.remove();
   } finally {
     await queues.closeAll();
   }

@@ -8,61 +8,37 @@
  * the job run again sends nothing twice.
  */
 import { inArray } from 'drizzle-orm';
-import IORedis from 'ioredis';
-import type { Queue } from 'bullmq';
 import { normalizeEmail } from '@mailroom/platform/address';
 import { newId } from '@mailroom/platform/ids';
 import { createLogger } from '@mailroom/platform/logger';
-import { SendPriority, type SendJobPayload, type WebhookJobPayload } from '@mailroom/queues/catalog';
-import { createSendQueue } from '@mailroom/queues/create';
-import { createDatabase, type Database } from '@mailroom/db/client';
+import { SendPriority } from '@mailroom/queues/catalog';
 import { upsertContacts } from '@mailroom/contacts/queries/contacts';
 import { insertQueuedEmails } from '@mailroom/db/queries/queued-emails';
 import { emails } from '@mailroom/db/schema/emails';
 import { createEmailSender } from '@mailroom/sending/job';
-import {
-  createTestProject,
-  deletePrefix,
-  recipient,
-  testConfig,
-  type TestProject,
-} from '../../../../test/support/harness';
+import { recipient, testConfig } from '../../../../test/support/harness';
+import { discardingWebhookQueue, useSender } from '../../../../test/support/sender';
 import { resetScriptedSes, scriptedSes } from '../../../../test/support/scripted-ses';
 import { runSendBatch, type SendBatchDeps } from './send-batch';
 
-const config = testConfig({ SEND_LEASE_MS: '5000', SEND_BACKOFF_MS: '700', SEND_MAX_ATTEMPTS: '4' });
 const log = createLogger({ logLevel: 'silent', logPretty: false }, 'test');
-const webhookQueue = {
-  addBulk: () => Promise.resolve([]),
-  add: () => Promise.resolve(undefined),
-} as unknown as Queue<WebhookJobPayload>;
 
 /** An SES error as the SDK throws it. */
 const sesError = (name: string, status?: number) =>
   Object.assign(new Error(name), { name, ...(status ? { $metadata: { httpStatusCode: status } } : {}) });
 
-let database: Database;
-let redis: IORedis;
-let sendQueue: Queue<SendJobPayload>;
-let p: TestProject;
 const transport = scriptedSes();
-let send: ReturnType<typeof createEmailSender>;
 const paused: number[] = [];
 let deps: SendBatchDeps;
-
-beforeAll(async () => {
-  database = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'test-send-bulk' });
-  redis = new IORedis(config.redisUrl, { maxRetriesPerRequest: null });
-  sendQueue = createSendQueue(config, redis);
-  p = await createTestProject(database);
-  send = createEmailSender({ config, database, transport, webhookQueue, redis });
-  deps = { config, sendQueue, rateLimit: async (ms) => void paused.push(ms) };
+const fx = useSender({
+  name: 'test-send-bulk',
+  env: { SEND_LEASE_MS: '5000', SEND_BACKOFF_MS: '700', SEND_MAX_ATTEMPTS: '4' },
+  transport,
+  sendQueue: true,
 });
-afterAll(async () => {
-  await sendQueue.close();
-  await deletePrefix(redis, config.queuePrefix);
-  redis.disconnect();
-  await database.close();
+const { config } = fx;
+beforeAll(() => {
+  deps = { config, sendQueue: fx.sendQueue, rateLimit: async (ms) => void paused.push(ms) };
 });
 beforeEach(() => {
   resetScriptedSes(transport);
@@ -73,22 +49,22 @@ beforeEach(() => {
 async function queued(n: number): Promise<string[]> {
   const to = Array.from({ length: n }, () => recipient('Bulk'));
   const contacts = await upsertContacts(
-    database.db,
-    p.id,
+    fx.database.db,
+    fx.p.id,
     to.map((email, i) => ({ email: normalizeEmail(email), defaultSubscribed: true, data: { name: `Zoë${i}` } })),
   );
   const rows = contacts.map((c) => ({
     id: newId(),
-    projectId: p.id,
+    projectId: fx.p.id,
     contactId: c.id,
     templateId: null,
     source: 'campaign' as const,
     marketing: true,
     toEmail: c.email,
     toName: null,
-    fromEmail: `news@${p.domain}`,
+    fromEmail: `news@${fx.p.domain}`,
     fromName: 'Zoë’s News',
-    replyTo: `reply@${p.domain}`,
+    replyTo: `reply@${fx.p.domain}`,
     subject: 'Hi {{name}}',
     body: '<p>Hello {{name}} <a href="{{unsubscribeUrl}}">leave</a></p>',
     bodyFormat: 'html' as const,
@@ -97,12 +73,12 @@ async function queued(n: number): Promise<string[]> {
     attachmentIds: [],
     test: false,
   }));
-  await insertQueuedEmails(database.db, rows);
+  await insertQueuedEmails(fx.database.db, rows);
   return rows.map((r) => r.id);
 }
 
 const rowsOf = async (ids: string[]) => {
-  const rows = await database.db
+  const rows = await fx.database.db
     .select({ id: emails.id, status: emails.status, messageId: emails.messageId, error: emails.error })
     .from(emails)
     .where(inArray(emails.id, ids));
@@ -111,10 +87,10 @@ const rowsOf = async (ids: string[]) => {
 
 const run = (ids: string[], attemptsMade = 0) =>
   runSendBatch(
-    send,
+    fx.send,
     deps,
     { attemptsMade, opts: { attempts: config.sendMaxAttempts, priority: SendPriority.campaign } },
-    { emailId: ids[0], projectId: p.id, emailIds: ids },
+    { emailId: ids[0], projectId: fx.p.id, emailIds: ids },
     log,
   );
 
@@ -124,14 +100,14 @@ test('the emails of a job go in one SendBulkEmail, each rendered and tagged as i
   expect(transport.sent).toHaveLength(0);
   expect(transport.calls).toHaveLength(1);
   const [call] = transport.calls;
-  expect(call.from).toBe(`=?UTF-8?Q?Zo=C3=AB=E2=80=99s_News?= <news@${p.domain}>`);
-  expect(call.replyTo).toEqual([`reply@${p.domain}`]);
+  expect(call.from).toBe(`=?UTF-8?Q?Zo=C3=AB=E2=80=99s_News?= <news@${fx.p.domain}>`);
+  expect(call.replyTo).toEqual([`reply@${fx.p.domain}`]);
   expect(call.stream).toBe('marketing');
   expect(call.priority).toBe(SendPriority.campaign);
   expect(call.entries.map((e) => e.tags.email_id)).toEqual(ids);
   const names: string[] = [];
   for (const e of call.entries) {
-    expect(e.tags.project_id).toBe(p.id);
+    expect(e.tags.project_id).toBe(fx.p.id);
     const data = JSON.parse(e.data) as { subject: string; html: string; text: string };
     const name = /^Hi (Zoë\d)$/.exec(data.subject)![1];
     names.push(name);
@@ -169,7 +145,7 @@ test('a rejected entry fails its email alone; a throttled one pauses the queue a
   expect(rows.map((r) => r.status)).toEqual(['sent', 'failed', 'queued', 'sent']);
   expect(rows[1].error).toMatch(/MessageRejected/);
   expect(paused).toEqual([1_000]);
-  const own = await sendQueue.getJob(ids[2]);
+  const own = await fx.sendQueue.getJob(ids[2]);
   expect(await own?.getState()).toBe('delayed');
   expect(own!.opts.attempts).toBe(config.sendMaxAttempts); // no attempt spent
   await own!.remove();
@@ -182,7 +158,7 @@ test('SES unreachable: every entry goes back unsent, no attempt spent, the pause
   expect(paused).toEqual([config.sendBackoffMs]); // the first step of the backoff, not the sixth
   expect((await rowsOf(ids)).map((r) => r.status)).toEqual(ids.map(() => 'queued'));
   for (const id of ids) {
-    const own = await sendQueue.getJob(id);
+    const own = await fx.sendQueue.getJob(id);
     expect(own!.opts.attempts).toBe(config.sendMaxAttempts);
     await own!.remove();
   }
@@ -200,13 +176,19 @@ test('a call SES refuses as a whole (400) is sent again one email at a time, eac
 });
 
 test('SES denies SendBulkEmail (IAM): the call goes one by one, and so does campaign mail after it, without a bulk try', async () => {
-  const denied = createEmailSender({ config, database, transport, webhookQueue, redis });
+  const denied = createEmailSender({
+    config,
+    database: fx.database,
+    transport,
+    webhookQueue: discardingWebhookQueue,
+    redis: fx.redis,
+  });
   const runDenied = (ids: string[]) =>
     runSendBatch(
       denied,
       deps,
       { attemptsMade: 0, opts: { attempts: config.sendMaxAttempts, priority: SendPriority.campaign } },
-      { emailId: ids[0], projectId: p.id, emailIds: ids },
+      { emailId: ids[0], projectId: fx.p.id, emailIds: ids },
       log,
     );
   const first = await queued(3);
@@ -220,7 +202,7 @@ test('SES denies SendBulkEmail (IAM): the call goes one by one, and so does camp
 
 test('an email whose headers SES would not take as ours goes by SendEmail; the others in the call', async () => {
   const ids = await queued(3);
-  await database.db
+  await fx.database.db
     .update(emails)
     .set({ headers: { 'X-Campaign-Note': 'café' } })
     .where(inArray(emails.id, [ids[0]]));
@@ -232,11 +214,11 @@ test('an email whose headers SES would not take as ours goes by SendEmail; the o
 test('SES_BULK_SEND=false: the same job goes one SendEmail per email', async () => {
   const off = createEmailSender({
     config: testConfig({ SES_BULK_SEND: 'false' }),
-    database,
+    database: fx.database,
     transport,
-    webhookQueue,
-    redis,
+    webhookQueue: discardingWebhookQueue,
+    redis: fx.redis,
   });
   expect(off.sendMany).toBeUndefined();
-  expect(send.sendMany).toBeDefined();
+  expect(fx.send.sendMany).toBeDefined();
 });
