@@ -5,10 +5,9 @@
  * bad input, keys; Plunk v2's `GET /domains/{id}/verify` and `dkimTokens`; sending from an internationalised domain.
  */
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
+import { useSesAnswers } from '../support/ses-answers';
 import {
   ADMIN_TOKEN,
   client,
@@ -235,42 +234,27 @@ test('errors: bad domain names (422 on domain), bad id (400), public key (403)',
 });
 
 describe('with SES as the identity provider', () => {
-  let ses: http.Server;
+  const ses = useSesAnswers();
   let sesApi: TestApi;
   let q: TestProject;
-  const answers: { status: number; type: string; message: string }[] = [];
   beforeAll(async () => {
-    ses = http.createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        const a = answers.shift() ?? { status: 500, type: 'InternalFailure', message: 'internal' };
-        res.writeHead(a.status, {
-          'content-type': 'application/json',
-          'x-amzn-errortype': `${a.type}:http://internal.amazon.com/coral/com.amazonaws.sesv2/`,
-        });
-        res.end(JSON.stringify({ message: a.message }));
-      });
-    });
-    await new Promise<void>((r) => ses.listen(0, '127.0.0.1', r));
-    const endpoint = `http://127.0.0.1:${(ses.address() as AddressInfo).port}`;
-    sesApi = await startTestApi(testConfig({ DOMAIN_IDENTITY_PROVIDER: 'ses', SES_ENDPOINT: endpoint }));
+    sesApi = await startTestApi(testConfig({ DOMAIN_IDENTITY_PROVIDER: 'ses', SES_ENDPOINT: ses.endpoint }));
     q = await createTestProject(sesApi.database);
   });
-  afterAll(async () => {
-    await sesApi.close();
-    await new Promise<void>((r) => ses.close(() => r()));
-  });
+  afterAll(() => sesApi.close());
 
   test('a domain SES rejects is 422 on domain; SES not answering is 503; nothing is stored either way', async () => {
     const domain = `ses-${randomBytes(4).toString('hex')}.test`;
-    answers.push({ status: 400, type: 'BadRequestException', message: 'Domain is not allowed.' });
+    ses.next.push({ status: 400, error: 'BadRequestException', body: { message: 'Domain is not allowed.' } });
     const rejected = await client(sesApi.app, q).post('/domains', { domain });
     expect(rejected.status).toBe(422);
     expect(rejected.body.error.errors[0]).toMatchObject({
       field: 'domain',
       message: expect.stringContaining('Domain is not allowed.'),
     });
-    answers.push(...Array.from({ length: 3 }, () => ({ status: 500, type: 'InternalFailure', message: 'internal' })));
+    ses.next.push(
+      ...Array.from({ length: 3 }, () => ({ status: 500, error: 'InternalFailure', body: { message: 'internal' } })),
+    );
     const down = await client(sesApi.app, q).post('/domains', { domain });
     expect(down.status).toBe(503);
     expect(down.body.error.code).toBe('SERVICE_UNAVAILABLE');

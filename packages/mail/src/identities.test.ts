@@ -4,9 +4,8 @@
  * DeleteEmailIdentity, and SES's error form: `x-amzn-errortype` header and `{message}` body), served by a loopback
  * HTTP server that also records the requests.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { domainRecords, identityFailure, SesIdentityProvider } from './identities';
+import { useSesAnswers } from '../../../test/support/ses-answers';
 
 const TOKENS = [
   'ihjtj4nsgb5kdxjfc4kwqwufpmg6ldry',
@@ -37,75 +36,45 @@ const identity = (over: { dkim?: string; mailFrom?: string; verified?: boolean }
   VerificationStatus: over.verified ? 'SUCCESS' : 'PENDING',
 });
 
-type Answer = { status: number; body: object; error?: string };
-let answers: Record<string, Answer[]> = {};
-const seen: { method: string; path: string; body: string }[] = [];
-let server: http.Server;
+const ses = useSesAnswers();
 let provider: SesIdentityProvider;
-
-beforeAll(async () => {
-  server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      const key = `${req.method} ${req.url}`;
-      seen.push({ method: req.method!, path: req.url!, body });
-      const a = answers[key]?.shift() ?? {
-        status: 500,
-        body: { message: `no answer for ${key}` },
-        error: 'InternalFailure',
-      };
-      res.writeHead(a.status, {
-        'content-type': 'application/json',
-        'x-amzn-requestid': 'r-1',
-        ...(a.error ? { 'x-amzn-errortype': `${a.error}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` } : {}),
-      });
-      res.end(JSON.stringify(a.body));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+beforeAll(() => {
   provider = new SesIdentityProvider({
     sesRegion: 'us-east-1',
-    sesEndpoint: endpoint,
+    sesEndpoint: ses.endpoint,
     awsCredentials: { accessKeyId: 'a', secretAccessKey: 'b' },
   });
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
-beforeEach(() => {
-  answers = {};
-  seen.length = 0;
-});
 
 test('create: CreateEmailIdentity (Easy DKIM tokens), then the custom MAIL FROM domain', async () => {
-  answers['POST /v2/email/identities'] = [
+  ses.byRequest['POST /v2/email/identities'] = [
     {
       status: 200,
       body: { DkimAttributes: identity({}).DkimAttributes, IdentityType: 'DOMAIN', VerifiedForSendingStatus: false },
     },
   ];
-  answers['PUT /v2/email/identities/example.com/mail-from'] = [{ status: 200, body: {} }];
+  ses.byRequest['PUT /v2/email/identities/example.com/mail-from'] = [{ status: 200, body: {} }];
   const { dkimTokens } = await provider.create('example.com', 'mail.example.com');
   expect(dkimTokens).toEqual(TOKENS);
-  expect(JSON.parse(seen[0].body)).toEqual({ EmailIdentity: 'example.com' });
-  expect(JSON.parse(seen[1].body)).toEqual({
+  expect(JSON.parse(ses.seen[0].body)).toEqual({ EmailIdentity: 'example.com' });
+  expect(JSON.parse(ses.seen[1].body)).toEqual({
     MailFromDomain: 'mail.example.com',
     BehaviorOnMxFailure: 'USE_DEFAULT_VALUE',
   });
 });
 
 test('create of an identity SES already has reads its tokens (AlreadyExistsException)', async () => {
-  answers['POST /v2/email/identities'] = [
+  ses.byRequest['POST /v2/email/identities'] = [
     { status: 400, body: { message: 'Email identity example.com already exist.' }, error: 'AlreadyExistsException' },
   ];
-  answers['GET /v2/email/identities/example.com'] = [{ status: 200, body: identity({}) }];
-  answers['PUT /v2/email/identities/example.com/mail-from'] = [{ status: 200, body: {} }];
+  ses.byRequest['GET /v2/email/identities/example.com'] = [{ status: 200, body: identity({}) }];
+  ses.byRequest['PUT /v2/email/identities/example.com/mail-from'] = [{ status: 200, body: {} }];
   expect((await provider.create('example.com', 'mail.example.com')).dkimTokens).toEqual(TOKENS);
 });
 
 test('check maps SES states: pending, verified (records found), failed', async () => {
   const records = domainRecords('example.com', 'mail.example.com', TOKENS, 'us-east-1');
-  answers['GET /v2/email/identities/example.com'] = [
+  ses.byRequest['GET /v2/email/identities/example.com'] = [
     { status: 200, body: identity({}) },
     { status: 200, body: identity({ dkim: 'SUCCESS', mailFrom: 'SUCCESS', verified: true }) },
     { status: 200, body: identity({ dkim: 'FAILED', mailFrom: 'FAILED' }) },
@@ -121,7 +90,7 @@ test('check maps SES states: pending, verified (records found), failed', async (
 });
 
 test('delete: DeleteEmailIdentity; an identity SES does not have is fine; other errors are thrown', async () => {
-  answers['DELETE /v2/email/identities/example.com'] = [
+  ses.byRequest['DELETE /v2/email/identities/example.com'] = [
     { status: 200, body: {} },
     { status: 404, body: { message: 'Email identity example.com does not exist.' }, error: 'NotFoundException' },
     { status: 400, body: { message: 'Rate exceeded' }, error: 'BadRequestException' },
@@ -132,7 +101,7 @@ test('delete: DeleteEmailIdentity; an identity SES does not have is fine; other 
 });
 
 test('failures are told apart: a request SES rejects (the caller can fix it) from SES not answering', async () => {
-  answers['POST /v2/email/identities'] = [
+  ses.byRequest['POST /v2/email/identities'] = [
     { status: 400, body: { message: 'Invalid domain name bad_domain.' }, error: 'BadRequestException' },
     { status: 429, body: { message: 'Rate exceeded' }, error: 'TooManyRequestsException' },
     { status: 500, body: { message: 'internal' }, error: 'InternalFailure' },

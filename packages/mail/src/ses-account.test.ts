@@ -4,9 +4,8 @@
  * `EnforcementStatus`; errors as the `x-amzn-errortype` header and a message body), served by a loopback HTTP
  * server that records the requests; the local provider; and the rate and quota decisions.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { effectiveSendRate, LocalAccountProvider, quotaState, SesAccountProvider } from './ses-account';
+import { useSesAnswers } from '../../../test/support/ses-answers';
 
 /** A production account's `GetAccount` answer (as SES sends it: numbers are doubles). */
 const PRODUCTION = {
@@ -36,47 +35,23 @@ const SANDBOX = {
   SuppressionAttributes: { SuppressedReasons: [] },
 };
 
-type Answer = { status: number; body: object; error?: string };
-let answers: Answer[] = [];
-const seen: { method: string; path: string }[] = [];
-let server: http.Server;
+const ses = useSesAnswers();
 let provider: SesAccountProvider;
-
-beforeAll(async () => {
-  server = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      seen.push({ method: req.method!, path: req.url! });
-      const a = answers.shift() ?? { status: 500, body: { message: 'no answer' }, error: 'InternalFailure' };
-      res.writeHead(a.status, {
-        'content-type': 'application/json',
-        'x-amzn-requestid': 'r-1',
-        ...(a.error ? { 'x-amzn-errortype': `${a.error}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` } : {}),
-      });
-      res.end(JSON.stringify(a.body));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+beforeAll(() => {
   provider = new SesAccountProvider({
     sesRegion: 'us-east-1',
-    sesEndpoint: endpoint,
+    sesEndpoint: ses.endpoint,
     awsCredentials: { accessKeyId: 'a', secretAccessKey: 'b' },
     sesTimeoutMs: 2_000,
   });
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
-beforeEach(() => {
-  answers = [];
-  seen.length = 0;
-});
 
 describe('SesAccountProvider (GetAccount)', () => {
   test('a production account: rate, quota, sent, status', async () => {
-    answers.push({ status: 200, body: PRODUCTION });
+    ses.next.push({ status: 200, body: PRODUCTION });
     const before = Date.now();
     const a = await provider.getAccount();
-    expect(seen).toEqual([{ method: 'GET', path: '/v2/email/account' }]);
+    expect(ses.seen).toEqual([{ method: 'GET', path: '/v2/email/account', body: '' }]);
     expect(a).toMatchObject({
       maxSendRate: 14,
       max24HourSend: 50_000,
@@ -89,7 +64,7 @@ describe('SesAccountProvider (GetAccount)', () => {
   });
 
   test('an account in the sandbox: 1/s and 200 a day', async () => {
-    answers.push({ status: 200, body: SANDBOX });
+    ses.next.push({ status: 200, body: SANDBOX });
     expect(await provider.getAccount()).toMatchObject({
       maxSendRate: 1,
       max24HourSend: 200,
@@ -99,7 +74,7 @@ describe('SesAccountProvider (GetAccount)', () => {
   });
 
   test('an unlimited quota (-1) reads as Infinity; a paused account under review says so', async () => {
-    answers.push({
+    ses.next.push({
       status: 200,
       body: {
         ...PRODUCTION,
@@ -119,7 +94,7 @@ describe('SesAccountProvider (GetAccount)', () => {
   });
 
   test('errors are thrown as SES names them: credentials without ses:GetAccount, throttling', async () => {
-    answers.push({
+    ses.next.push({
       status: 403,
       body: { Message: 'User: arn:aws:iam::123456789012:user/mailroom is not authorized to perform: ses:GetAccount' },
       error: 'AccessDeniedException',
@@ -129,7 +104,7 @@ describe('SesAccountProvider (GetAccount)', () => {
       $metadata: { httpStatusCode: 403 },
     });
     // Throttled once, then answered: the provider's one SDK retry rides it out.
-    answers.push(
+    ses.next.push(
       { status: 429, body: { message: 'Rate exceeded' }, error: 'TooManyRequestsException' },
       { status: 200, body: SANDBOX },
     );
@@ -137,7 +112,7 @@ describe('SesAccountProvider (GetAccount)', () => {
   });
 
   test('an answer without SendQuota is an error, not zeros', async () => {
-    answers.push({ status: 200, body: { SendingEnabled: true } });
+    ses.next.push({ status: 200, body: { SendingEnabled: true } });
     await expect(provider.getAccount()).rejects.toThrow('without SendQuota');
   });
 });

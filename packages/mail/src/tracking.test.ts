@@ -5,8 +5,6 @@
  * UpdateConfigurationSetEventDestination and DeleteConfigurationSet, and SES's error form: `x-amzn-errortype` header
  * and `{message}` body), served by a loopback HTTP server that also records the requests; and the pure helpers.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { identityFailure } from './identities';
 import { configurationSetFor } from './connections';
 import {
@@ -15,11 +13,9 @@ import {
   trackingConfigurationSetName,
   trackingDomainRecord,
 } from './tracking';
+import { useSesAnswers } from '../../../test/support/ses-answers';
 
-type Answer = { status: number; body: object; error?: string };
-let answers: Record<string, Answer[]> = {};
-const seen: { method: string; path: string; body: string }[] = [];
-let server: http.Server;
+const ses = useSesAnswers();
 let provider: SesTrackingSetProvider;
 
 /** `GetConfigurationSet` of the tracked base set: a dedicated pool, reputation metrics, TLS required. */
@@ -55,55 +51,31 @@ const DESTINATIONS = {
   ],
 };
 
-beforeAll(async () => {
-  server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      const key = `${req.method} ${req.url}`;
-      seen.push({ method: req.method!, path: req.url!, body });
-      const a = answers[key]?.shift() ?? {
-        status: 500,
-        body: { message: `no answer for ${key}` },
-        error: 'InternalFailure',
-      };
-      res.writeHead(a.status, {
-        'content-type': 'application/json',
-        'x-amzn-requestid': 'r-1',
-        ...(a.error ? { 'x-amzn-errortype': `${a.error}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` } : {}),
-      });
-      res.end(JSON.stringify(a.body));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+beforeAll(() => {
   provider = new SesTrackingSetProvider({
     sesRegion: 'us-east-1',
-    sesEndpoint: endpoint,
+    sesEndpoint: ses.endpoint,
     awsCredentials: { accessKeyId: 'a', secretAccessKey: 'b' },
   });
-});
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
-beforeEach(() => {
-  answers = {};
-  seen.length = 0;
 });
 
 const NAME = trackingConfigurationSetName('tx-tracked', 'track.example.com');
 
 test('ensure: copies the base set (pool, reputation, sending, suppression) with the custom redirect domain, then its event destinations', async () => {
-  answers['GET /v2/email/configuration-sets/tx-tracked'] = [{ status: 200, body: BASE }];
-  answers['POST /v2/email/configuration-sets'] = [{ status: 200, body: {} }];
-  answers['GET /v2/email/configuration-sets/tx-tracked/event-destinations'] = [{ status: 200, body: DESTINATIONS }];
-  answers[`POST /v2/email/configuration-sets/${NAME}/event-destinations`] = [{ status: 200, body: {} }];
+  ses.byRequest['GET /v2/email/configuration-sets/tx-tracked'] = [{ status: 200, body: BASE }];
+  ses.byRequest['POST /v2/email/configuration-sets'] = [{ status: 200, body: {} }];
+  ses.byRequest['GET /v2/email/configuration-sets/tx-tracked/event-destinations'] = [
+    { status: 200, body: DESTINATIONS },
+  ];
+  ses.byRequest[`POST /v2/email/configuration-sets/${NAME}/event-destinations`] = [{ status: 200, body: {} }];
   await provider.ensure(NAME, 'tx-tracked', 'track.example.com');
-  expect(seen.map((s) => `${s.method} ${s.path}`)).toEqual([
+  expect(ses.seen.map((s) => `${s.method} ${s.path}`)).toEqual([
     'GET /v2/email/configuration-sets/tx-tracked',
     'POST /v2/email/configuration-sets',
     'GET /v2/email/configuration-sets/tx-tracked/event-destinations',
     `POST /v2/email/configuration-sets/${NAME}/event-destinations`,
   ]);
-  expect(JSON.parse(seen[1].body)).toEqual({
+  expect(JSON.parse(ses.seen[1].body)).toEqual({
     ConfigurationSetName: NAME,
     TrackingOptions: { CustomRedirectDomain: 'track.example.com', HttpsPolicy: 'OPTIONAL' },
     DeliveryOptions: { SendingPoolName: 'transactional-pool', TlsPolicy: 'REQUIRE' },
@@ -111,7 +83,7 @@ test('ensure: copies the base set (pool, reputation, sending, suppression) with 
     SendingOptions: { SendingEnabled: true },
     SuppressionOptions: { SuppressedReasons: ['BOUNCE', 'COMPLAINT'] },
   });
-  expect(JSON.parse(seen[3].body)).toEqual({
+  expect(JSON.parse(ses.seen[3].body)).toEqual({
     EventDestinationName: 'to-mailroom',
     EventDestination: {
       Enabled: true,
@@ -122,31 +94,35 @@ test('ensure: copies the base set (pool, reputation, sending, suppression) with 
 });
 
 test('ensure of a set SES has already (AlreadyExistsException): its tracking options and destinations are brought up to date', async () => {
-  answers['GET /v2/email/configuration-sets/tx-tracked'] = [{ status: 200, body: BASE }];
-  answers['POST /v2/email/configuration-sets'] = [
+  ses.byRequest['GET /v2/email/configuration-sets/tx-tracked'] = [{ status: 200, body: BASE }];
+  ses.byRequest['POST /v2/email/configuration-sets'] = [
     { status: 400, body: { message: `Configuration set <${NAME}> already exists.` }, error: 'AlreadyExistsException' },
   ];
-  answers[`PUT /v2/email/configuration-sets/${NAME}/tracking-options`] = [{ status: 200, body: {} }];
-  answers['GET /v2/email/configuration-sets/tx-tracked/event-destinations'] = [{ status: 200, body: DESTINATIONS }];
-  answers[`POST /v2/email/configuration-sets/${NAME}/event-destinations`] = [
+  ses.byRequest[`PUT /v2/email/configuration-sets/${NAME}/tracking-options`] = [{ status: 200, body: {} }];
+  ses.byRequest['GET /v2/email/configuration-sets/tx-tracked/event-destinations'] = [
+    { status: 200, body: DESTINATIONS },
+  ];
+  ses.byRequest[`POST /v2/email/configuration-sets/${NAME}/event-destinations`] = [
     {
       status: 400,
       body: { message: 'Event destination to-mailroom already exists.' },
       error: 'AlreadyExistsException',
     },
   ];
-  answers[`PUT /v2/email/configuration-sets/${NAME}/event-destinations/to-mailroom`] = [{ status: 200, body: {} }];
+  ses.byRequest[`PUT /v2/email/configuration-sets/${NAME}/event-destinations/to-mailroom`] = [
+    { status: 200, body: {} },
+  ];
   await provider.ensure(NAME, 'tx-tracked', 'track.example.com');
-  const put = seen.find((s) => s.path.endsWith('/tracking-options'))!;
+  const put = ses.seen.find((s) => s.path.endsWith('/tracking-options'))!;
   expect(JSON.parse(put.body)).toEqual({ CustomRedirectDomain: 'track.example.com', HttpsPolicy: 'OPTIONAL' });
-  const update = seen.find((s) => s.method === 'PUT' && s.path.endsWith('/event-destinations/to-mailroom'))!;
+  const update = ses.seen.find((s) => s.method === 'PUT' && s.path.endsWith('/event-destinations/to-mailroom'))!;
   expect(JSON.parse(update.body).EventDestination.SnsDestination).toEqual(
     DESTINATIONS.EventDestinations[0].SnsDestination,
   );
 });
 
 test('a base set SES does not know is a NotFoundException, rejected (a 400: the operator fixes the configuration); throttling is unavailable', async () => {
-  answers['GET /v2/email/configuration-sets/tx-tracked'] = [
+  ses.byRequest['GET /v2/email/configuration-sets/tx-tracked'] = [
     { status: 404, body: { message: 'Configuration set <tx-tracked> does not exist.' }, error: 'NotFoundException' },
     { status: 429, body: { message: 'Rate exceeded' }, error: 'TooManyRequestsException' },
   ];
@@ -154,12 +130,12 @@ test('a base set SES does not know is a NotFoundException, rejected (a 400: the 
   expect((missing as Error).name).toBe('NotFoundException');
   const throttled = await provider.ensure(NAME, 'tx-tracked', 'track.example.com').catch((e: unknown) => e);
   expect(identityFailure(throttled).kind).toBe('unavailable');
-  expect(seen.filter((s) => s.method === 'POST')).toHaveLength(0);
+  expect(ses.seen.filter((s) => s.method === 'POST')).toHaveLength(0);
 });
 
 test('a custom redirect domain SES refuses (BadRequestException: not under a verified identity) is rejected', async () => {
-  answers['GET /v2/email/configuration-sets/tx-tracked'] = [{ status: 200, body: BASE }];
-  answers['POST /v2/email/configuration-sets'] = [
+  ses.byRequest['GET /v2/email/configuration-sets/tx-tracked'] = [{ status: 200, body: BASE }];
+  ses.byRequest['POST /v2/email/configuration-sets'] = [
     { status: 400, body: { message: 'Domain track.example.com is not verified.' }, error: 'BadRequestException' },
   ];
   const err = await provider.ensure(NAME, 'tx-tracked', 'track.example.com').catch((e: unknown) => e);
@@ -167,13 +143,13 @@ test('a custom redirect domain SES refuses (BadRequestException: not under a ver
 });
 
 test('remove: DeleteConfigurationSet; a missing set is fine', async () => {
-  answers[`DELETE /v2/email/configuration-sets/${NAME}`] = [
+  ses.byRequest[`DELETE /v2/email/configuration-sets/${NAME}`] = [
     { status: 200, body: {} },
     { status: 404, body: { message: 'not found' }, error: 'NotFoundException' },
   ];
   await provider.remove(NAME);
   await provider.remove(NAME);
-  expect(seen).toHaveLength(2);
+  expect(ses.seen).toHaveLength(2);
 });
 
 test('set names: deterministic, within 64 characters, distinct per tracking domain', () => {
