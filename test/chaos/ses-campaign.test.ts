@@ -9,39 +9,23 @@
  * none lost; a message sent twice only when it was in a frozen call SES processed.
  */
 import { sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/config/config';
-import {
-  client,
-  createTestProject,
-  exited,
-  isolatedDatabase,
-  recipient,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { client, recipient, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { statusCounts, survival } from './survival';
-import { ChaosSes, spawnChaosWorker, type Mode } from './chaos-ses';
+import type { ChaosSes, Mode } from './chaos-ses';
+import { startChaosStack, stopChaosStack, type ChaosStack } from './chaos-stack';
 import { toSummary } from '../support/summary';
 
 const RECIPIENTS = 2_000;
 
 describe('SES failing while a campaign goes out in bulk calls', () => {
-  let iso: { url: string; drop: () => Promise<void> };
+  let stack: ChaosStack | undefined;
   let ses: ChaosSes;
   let api: TestApi;
   let p: TestProject;
-  let worker: ReturnType<typeof spawnChaosWorker>;
+  let worker: ChaosStack['worker'];
 
   beforeAll(async () => {
-    iso = await isolatedDatabase();
-    ses = new ChaosSes(new URL(process.env.TEST_SES_ENDPOINT!));
-    await ses.listen();
-    const env = testEnv({
-      DATABASE_URL: iso.url,
-      SES_ENDPOINT: `http://127.0.0.1:${ses.port}`,
+    stack = await startChaosStack({
       SES_MAX_SEND_RATE: '100',
       CAMPAIGN_TICK_MS: '100',
       // Refusals and timeouts spend no attempt (SES unreachable); the 2 s of 5xx answers do (100 ms doubling).
@@ -52,21 +36,11 @@ describe('SES failing while a campaign goes out in bulk calls', () => {
       RECONCILE_INTERVAL_MS: '1000',
       RECONCILE_AFTER_MS: '5000',
     });
-    api = await startTestApi(loadConfig(env));
-    p = await createTestProject(api.database);
-    worker = spawnChaosWorker(env);
-    await waitFor(async () => worker.healthPort > 0 || worker.child.exitCode !== null, 30_000, 'the worker to start');
-    if (worker.child.exitCode !== null) throw new Error(`worker exited at start:\n${worker.tail.join('\n')}`);
+    ({ ses, api, p, worker } = stack);
   }, 60_000);
 
   afterAll(async () => {
-    if (worker) {
-      worker.child.kill('SIGKILL');
-      await exited(worker.child);
-    }
-    await api?.close();
-    await ses?.close();
-    await iso?.drop();
+    if (stack) await stopChaosStack(stack);
   });
 
   test(`${RECIPIENTS} recipients through 5xx, 429, refused and frozen calls: SENT, none failed or lost, re-sent only what SES processed unheard`, async () => {

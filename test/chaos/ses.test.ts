@@ -18,36 +18,21 @@
  * `failed` because of a transient refusal; duplicates only among frozen requests passed on to SES.
  */
 import request from 'supertest';
-import { loadConfig } from '@mailroom/config/config';
-import {
-  createTestProject,
-  exited,
-  isolatedDatabase,
-  recipient,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { recipient, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { statusCounts, survival } from './survival';
-import { ChaosSes, SES_TIMEOUT_MS, spawnChaosWorker, type Mode } from './chaos-ses';
+import { SES_TIMEOUT_MS, type ChaosSes, type Mode } from './chaos-ses';
+import { startChaosStack, stopChaosStack, type ChaosStack } from './chaos-stack';
 import { toSummary } from '../support/summary';
 
 describe('SES refusing, then frozen, then healthy again', () => {
-  let iso: { url: string; drop: () => Promise<void> };
+  let stack: ChaosStack | undefined;
   let ses: ChaosSes;
   let api: TestApi;
   let p: TestProject;
-  let worker: ReturnType<typeof spawnChaosWorker>;
+  let worker: ChaosStack['worker'];
 
   beforeAll(async () => {
-    iso = await isolatedDatabase();
-    ses = new ChaosSes(new URL(process.env.TEST_SES_ENDPOINT!));
-    await ses.listen();
-    const env = testEnv({
-      DATABASE_URL: iso.url,
-      SES_ENDPOINT: `http://127.0.0.1:${ses.port}`,
+    stack = await startChaosStack({
       SES_MAX_SEND_RATE: '50',
       WORKER_CONCURRENCY: '4',
       // Refusals and timeouts spend no attempt (SES unreachable); the 2 s of 5xx answers do (100 ms doubling).
@@ -59,21 +44,11 @@ describe('SES refusing, then frozen, then healthy again', () => {
       RECONCILE_AFTER_MS: '5000',
       RATE_LIMIT_PER_MINUTE: '100000',
     });
-    api = await startTestApi(loadConfig(env));
-    p = await createTestProject(api.database);
-    worker = spawnChaosWorker(env);
-    await waitFor(async () => worker.healthPort > 0 || worker.child.exitCode !== null, 30_000, 'the worker to start');
-    if (worker.child.exitCode !== null) throw new Error(`worker exited at start:\n${worker.tail.join('\n')}`);
+    ({ ses, api, p, worker } = stack);
   }, 60_000);
 
   afterAll(async () => {
-    if (worker) {
-      worker.child.kill('SIGKILL');
-      await exited(worker.child);
-    }
-    await api?.close();
-    await ses?.close();
-    await iso?.drop();
+    if (stack) await stopChaosStack(stack);
   });
 
   test('the worker lives, frozen calls time out, every accepted email is sent once SES is healthy, none failed', async () => {
