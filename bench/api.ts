@@ -7,7 +7,7 @@
  * rounds'. Beside them, CPU milliseconds per request of the server's process and of the bench database's Postgres
  * backends during that server's rounds (`bench/cpu.ts`, from /proc). Then `/v1/send` with 10 recipients on the API alone (`BENCH_API_TEN=0` skips it).
  *
- * `BENCH_API_ROUNDS=1` also prints each round's p99 of each server (is a median's miss one stall or all rounds?).
+ * `BENCH_API_ROUND_P99=1` also prints each round's p99 of each server (is a median's miss one stall or all rounds?).
  * `BENCH_API_LOADS=/v1/track,20 projects` runs only the loads whose names contain one of the comma-separated parts.
  * `BENCH_API_EXPRESS=1` adds the Express floor (`bench/express-floor-server.ts`: the ceiling's work behind Express).
  * `BENCH_PROFILE=dir` writes a `--cpu-prof` profile of the API process there. `BENCH_API_B_ENV="K=V,K2=V2"` runs
@@ -154,10 +154,7 @@ export async function benchApi(
     );
     // Warm-up: JIT, pools and the auth cache of every process, on every path measured (the first round of a path
     // not yet run paid its compilation and first connections: a p99 1.5–2× the later rounds', in either server).
-    for (const s of servers) {
-      await load(s.port, projects, track(many), 1);
-      for (const l of loads) await load(s.port, projects, l, 1);
-    }
+    for (const s of servers) for (const l of loads) await load(s.port, projects, l, 1);
     for (const l of loads) {
       const got = servers.map(() => ({
         requests: 0,
@@ -198,7 +195,7 @@ export async function benchApi(
           'server CPU ms/req': (g.cpu / g.requests).toFixed(2),
           'Postgres CPU ms/req': (g.pg / g.requests).toFixed(2),
         });
-        if (process.env.BENCH_API_ROUNDS === '1') perRound.push(`${l.name}, ${s.name}: p99 ${g.p99.join(' · ')} ms`);
+        if (process.env.BENCH_API_ROUND_P99 === '1') perRound.push(`${l.name}, ${s.name}: p99 ${g.p99.join(' · ')} ms`);
       }
     }
     if (process.env.BENCH_API_TEN !== '0') {

@@ -234,14 +234,14 @@ test('errors: bad domain names (422 on domain), bad id (400), public key (403)',
 });
 
 describe('with SES as the identity provider', () => {
-  const ses = useSesAnswers();
   let sesApi: TestApi;
   let q: TestProject;
+  afterAll(() => sesApi?.close()); // before the SES server closes (afterAll hooks run in the order declared)
+  const ses = useSesAnswers();
   beforeAll(async () => {
     sesApi = await startTestApi(testConfig({ DOMAIN_IDENTITY_PROVIDER: 'ses', SES_ENDPOINT: ses.endpoint }));
     q = await createTestProject(sesApi.database);
   });
-  afterAll(() => sesApi.close());
 
   test('a domain SES rejects is 422 on domain; SES not answering is 503; nothing is stored either way', async () => {
     const domain = `ses-${randomBytes(4).toString('hex')}.test`;

@@ -47,18 +47,29 @@ export async function startChaosStack(overrides: Record<string, string>): Promis
     if (worker.child.exitCode !== null) throw new Error(`worker exited at start:\n${worker.tail.join('\n')}`);
     return { iso, ses, api, p, worker };
   } catch (err) {
-    await stopChaosStack(started);
+    await stopChaosStack(started).catch(() => undefined); // the start's error is the one to see
     throw err;
   }
 }
 
-/** Kills the worker (SIGKILL), closes the API and the proxy, and drops the database: whatever of them started. */
+/**
+ * Kills the worker (SIGKILL), closes the API and the proxy, and drops the database: whatever of them started, each
+ * tried even when one before it failed.
+ *
+ * @throws the first of their errors, once all were tried.
+ */
 export async function stopChaosStack(stack: Partial<ChaosStack>): Promise<void> {
-  if (stack.worker) {
-    stack.worker.child.kill('SIGKILL');
-    await exited(stack.worker.child);
-  }
-  await stack.api?.close();
-  await stack.ses?.close();
-  await stack.iso?.drop();
+  const steps: Array<() => Promise<unknown> | undefined> = [
+    async () => {
+      if (!stack.worker) return;
+      stack.worker.child.kill('SIGKILL');
+      await exited(stack.worker.child);
+    },
+    () => stack.api?.close(),
+    () => stack.ses?.close(),
+    () => stack.iso?.drop(),
+  ];
+  const failed: unknown[] = [];
+  for (const step of steps) await Promise.resolve(step()).catch((err: unknown) => failed.push(err));
+  if (failed.length > 0) throw failed[0];
 }

@@ -47,11 +47,14 @@ export interface SenderOptions {
 /** Registers the `beforeAll` that makes the fixture and the `afterAll` that closes it. */
 export function useSender(options: SenderOptions): SenderFixture {
   const config = testConfig(options.env);
-  let made: Omit<SenderFixture, 'config' | 'sendQueue'> | undefined;
+  let database: Database | undefined;
+  let redis: IORedis | undefined;
   let sendQueue: Queue<SendJobPayload> | undefined;
+  let made: Omit<SenderFixture, 'config' | 'sendQueue'> | undefined;
   beforeAll(async () => {
-    const database = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: options.name });
-    const redis = new IORedis(config.redisUrl, { maxRetriesPerRequest: null });
+    database = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: options.name });
+    // BullMQ's queue needs a connection that retries its commands for ever; the sender alone needs none.
+    redis = new IORedis(config.redisUrl, options.sendQueue ? { maxRetriesPerRequest: null } : {});
     if (options.sendQueue) sendQueue = createSendQueue(config, redis);
     const p = await createTestProject(database);
     const webhookQueue = options.webhookQueue ?? discardingWebhookQueue;
@@ -60,10 +63,9 @@ export function useSender(options: SenderOptions): SenderFixture {
   });
   afterAll(async () => {
     await sendQueue?.close();
-    if (!made) return;
-    if (sendQueue) await deletePrefix(made.redis, config.queuePrefix);
-    made.redis.disconnect();
-    await made.database.close();
+    if (sendQueue && redis) await deletePrefix(redis, config.queuePrefix);
+    redis?.disconnect();
+    await database?.close();
   });
   const ready = () => {
     if (!made) throw new Error('useSender: the fixture is made in beforeAll');

@@ -15,7 +15,7 @@ export interface SesAnswer {
   error?: string;
 }
 
-/** The scripted SES; each accessor but the script's throws when asked before `beforeAll` started the server. */
+/** The scripted SES; {@link SesAnswers.endpoint} throws when asked before `beforeAll` started the server. */
 export interface SesAnswers {
   /** Answers for the requests `METHOD /path` (`POST /v2/email/identities`), taken in order. */
   readonly byRequest: Record<string, SesAnswer[]>;
@@ -46,7 +46,9 @@ export function useSesAnswers(): SesAnswers {
         res.writeHead(a.status, {
           'content-type': 'application/json',
           'x-amzn-requestid': 'r-1',
-          ...(a.error ? { 'x-amzn-errortype': `${a.error}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` } : {}),
+          ...(a.error
+            ? { 'x-amzn-errortype': `${a.error}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` }
+            : {}),
         });
         res.end(JSON.stringify(a.body));
       });
