@@ -10,21 +10,9 @@
  * reach SES twice. The emails of a job already sent are not sent again when another worker runs it.
  */
 import { inArray, sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
-import {
-  client,
-  createTestProject,
-  exited,
-  isolatedDatabase,
-  recipient,
-  sesSendsTo,
-  spawnWorker,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-} from '../support/harness';
+import { client, createTestProject, recipient, sesSendsTo, spawnWorker, waitFor } from '../support/harness';
+import { useWorkerProcesses } from '../support/worker-processes';
 import { killLoop, resends, survival } from './survival';
 import { campaignJobSize } from '@mailroom/campaigns/lane';
 import { toSummary } from '../support/summary';
@@ -37,44 +25,25 @@ const CONCURRENCY = 8;
 const JOB_EMAILS = campaignJobSize(400, 50);
 
 describe('a worker SIGKILLed in a loop while a campaign sends several emails per job', () => {
-  let iso: { url: string; drop: () => Promise<void> };
-  let api: TestApi;
-  const children: Array<ReturnType<typeof spawnWorker>> = [];
-  const env: Record<string, string> = {};
-
-  beforeAll(async () => {
-    iso = await isolatedDatabase();
-    Object.assign(
-      env,
-      testEnv({
-        DATABASE_URL: iso.url,
-        SES_MAX_SEND_RATE: '400',
-        SEND_CONCURRENCY: String(CONCURRENCY),
-        CAMPAIGN_TICK_MS: '100',
-        // A dead worker's jobs are found stalled, and its claims freed, within about 2 s.
-        WORKER_LOCK_MS: '2000',
-        SEND_LEASE_MS: '2000',
-        RECONCILE_INTERVAL_MS: '1000',
-        RECONCILE_AFTER_MS: '3000',
-      }),
-    );
-    api = await startTestApi(loadConfig(env));
+  const workers = useWorkerProcesses({
+    SES_MAX_SEND_RATE: '400',
+    SEND_CONCURRENCY: String(CONCURRENCY),
+    CAMPAIGN_TICK_MS: '100',
+    // A dead worker's jobs are found stalled, and its claims freed, within about 2 s.
+    WORKER_LOCK_MS: '2000',
+    SEND_LEASE_MS: '2000',
+    RECONCILE_INTERVAL_MS: '1000',
+    RECONCILE_AFTER_MS: '3000',
   });
-
-  afterAll(async () => {
-    for (const c of children) c.kill('SIGKILL');
-    await Promise.all(children.map(exited));
-    await api?.close();
-    await iso?.drop();
-  });
+  const { env, children } = workers;
 
   test(`${RECIPIENTS} recipients, ${KILLS} kills: SENT, every recipient reached, re-sends only of claims held at a kill, at most ${CONCURRENCY} jobs' each`, async () => {
-    const p = await createTestProject(api.database);
+    const p = await createTestProject(workers.api.database);
     const to = Array.from({ length: RECIPIENTS }, () => recipient('ckill'));
-    await api.database.db.execute(sql`
+    await workers.api.database.db.execute(sql`
       insert into contacts (id, project_id, email, email_key, subscribed, data)
       select gen_random_uuid(), ${p.id}::uuid, e, e, true, '{}'::jsonb from unnest(${sql.param(to)}::text[]) as e`);
-    const as = client(api.app, p);
+    const as = client(workers.api.app, p);
     const created = await as.post('/campaigns', {
       name: 'kill',
       subject: 'Hello',
@@ -87,7 +56,7 @@ describe('a worker SIGKILLed in a loop while a campaign sends several emails per
     expect((await as.post(`/campaigns/${campaignId}/send`, {})).status).toBe(200);
     const atSes = async () => (await sesSendsTo(to)).length;
     const campaignEmails = async () =>
-      api.database.db
+      workers.api.database.db
         .select({ id: emails.id, status: emails.status, token: emails.claimToken })
         .from(emails)
         .where(inArray(emails.toEmail, to));
@@ -102,7 +71,7 @@ describe('a worker SIGKILLed in a loop while a campaign sends several emails per
       children,
       // The jobs the killed worker left behind: campaign mail travels several emails per job.
       afterKill: async () => {
-        const left = await api.queues.send.getJobs(['active', 'prioritized', 'waiting', 'delayed'], 0, 200);
+        const left = await workers.api.queues.send.getJobs(['active', 'prioritized', 'waiting', 'delayed'], 0, 200);
         carried = Math.max(carried, ...left.map((j) => j.data.emailIds?.length ?? 1));
       },
     });

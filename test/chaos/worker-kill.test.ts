@@ -12,20 +12,9 @@
  */
 import { inArray } from 'drizzle-orm';
 import request from 'supertest';
-import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
-import {
-  createTestProject,
-  exited,
-  isolatedDatabase,
-  recipient,
-  sesSendsTo,
-  spawnWorker,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-} from '../support/harness';
+import { createTestProject, recipient, sesSendsTo, spawnWorker, waitFor } from '../support/harness';
+import { useWorkerProcesses } from '../support/worker-processes';
 import { killLoop, resends, statusCounts, survival } from './survival';
 import { toSummary } from '../support/summary';
 
@@ -36,43 +25,24 @@ const SENDS_PER_LIFE = 40;
 const CONCURRENCY = 8;
 
 describe('a worker SIGKILLed in a loop while a batch drains', () => {
-  let iso: { url: string; drop: () => Promise<void> };
-  let api: TestApi;
-  const children: Array<ReturnType<typeof spawnWorker>> = [];
-  const env: Record<string, string> = {};
-
-  beforeAll(async () => {
-    iso = await isolatedDatabase();
-    Object.assign(
-      env,
-      testEnv({
-        DATABASE_URL: iso.url,
-        // Fast enough that several sends overlap, as in production, where the report saw 2 and 3 re-sent after one kill.
-        SES_MAX_SEND_RATE: '100',
-        WORKER_CONCURRENCY: String(CONCURRENCY),
-        // A dead worker's job is found stalled, and its claim freed, within about 2 s.
-        WORKER_LOCK_MS: '2000',
-        SEND_LEASE_MS: '2000',
-        RECONCILE_INTERVAL_MS: '1000',
-        RECONCILE_AFTER_MS: '3000',
-      }),
-    );
-    api = await startTestApi(loadConfig(env));
+  const workers = useWorkerProcesses({
+    // Fast enough that several sends overlap, as in production, where the report saw 2 and 3 re-sent after one kill.
+    SES_MAX_SEND_RATE: '100',
+    WORKER_CONCURRENCY: String(CONCURRENCY),
+    // A dead worker's job is found stalled, and its claim freed, within about 2 s.
+    WORKER_LOCK_MS: '2000',
+    SEND_LEASE_MS: '2000',
+    RECONCILE_INTERVAL_MS: '1000',
+    RECONCILE_AFTER_MS: '3000',
   });
-
-  afterAll(async () => {
-    for (const c of children) c.kill('SIGKILL');
-    await Promise.all(children.map(exited));
-    await api?.close();
-    await iso?.drop();
-  });
+  const { env, children } = workers;
 
   test(`${EMAILS} emails, ${KILLS} kills: every email delivered, duplicates per kill at most the sends in flight (<= ${CONCURRENCY})`, async () => {
-    const p = await createTestProject(api.database);
+    const p = await createTestProject(workers.api.database);
     const to = Array.from({ length: EMAILS }, () => recipient('wkill'));
     const ids: string[] = [];
     for (let i = 0; i < EMAILS; i += 100) {
-      const res = await request(api.app)
+      const res = await request(workers.api.app)
         .post('/v1/send')
         .set('Authorization', p.auth)
         .send({ to: to.slice(i, i + 100), from: `k@${p.domain}`, subject: 'kill', body: '<p>kill</p>' });
@@ -82,7 +52,7 @@ describe('a worker SIGKILLed in a loop while a batch drains', () => {
     const atSes = async () => (await sesSendsTo(to)).length;
 
     const claims = () =>
-      api.database.db
+      workers.api.database.db
         .select({ id: emails.id, status: emails.status, token: emails.claimToken })
         .from(emails)
         .where(inArray(emails.id, ids));
@@ -92,12 +62,12 @@ describe('a worker SIGKILLed in a loop while a batch drains', () => {
     const last = spawnWorker(env);
     children.push(last);
     await waitFor(
-      async () => (await statusCounts(api.database, ids)).sent === EMAILS || undefined,
+      async () => (await statusCounts(workers.api.database, ids)).sent === EMAILS || undefined,
       60_000,
       `all ${EMAILS} sent`,
     ).catch(async (err) => {
       throw new Error(
-        `${(err as Error).message}: ${JSON.stringify(await statusCounts(api.database, ids))}\nworker:\n${last.output.slice(-30).join('\n')}`,
+        `${(err as Error).message}: ${JSON.stringify(await statusCounts(workers.api.database, ids))}\nworker:\n${last.output.slice(-30).join('\n')}`,
       );
     });
     expect(last.exitCode).toBeNull();

@@ -6,9 +6,7 @@
  *
  * Each describe has its own database: the worker's reconciler adopts every SENDING campaign of its database.
  */
-import type { ChildProcess } from 'node:child_process';
 import { eq, sql } from 'drizzle-orm';
-import { loadConfig } from '@mailroom/config/config';
 import { emails } from '@mailroom/db/schema/emails';
 import { pauseCampaign } from '@mailroom/campaigns/queries/campaign-pause';
 import { assignVariant } from '@mailroom/campaigns/ab-assign';
@@ -16,16 +14,14 @@ import {
   client,
   createTestProject,
   exited,
-  isolatedDatabase,
   recipient,
   sesSendsTo,
   spawnWorker,
-  startTestApi,
-  testEnv,
   waitFor,
   type TestApi,
   type TestProject,
 } from '../support/harness';
+import { useWorkerProcesses } from '../support/worker-processes';
 import { useE2e } from '../support/e2e';
 import type { RecordedSend } from '../support/ses-recorder';
 
@@ -295,33 +291,19 @@ describe('with a worker', () => {
 });
 
 describe('workers killed during an A/B test', () => {
-  let iso: { url: string; drop: () => Promise<void> };
-  let env: Record<string, string>;
-  let api: TestApi;
-  const children: ChildProcess[] = [];
-  beforeAll(async () => {
-    iso = await isolatedDatabase();
-    env = testEnv({
-      DATABASE_URL: iso.url,
-      // As above: the waits poll faster than the default per-project limit allows for a minute.
-      RATE_LIMIT_PER_MINUTE: '100000',
-      SES_MAX_SEND_RATE: '40',
-      WORKER_CONCURRENCY: '4',
-      WORKER_LOCK_MS: '3000',
-      SEND_LEASE_MS: '3000',
-      CAMPAIGN_TICK_MS: '100',
-      CAMPAIGN_BATCH_SIZE: '20',
-      CAMPAIGN_QUEUE_WINDOW: '30',
-      CAMPAIGN_AB_MIN_WAIT_SECONDS: '1',
-    });
-    api = await startTestApi(loadConfig(env));
+  const workers = useWorkerProcesses({
+    // As above: the waits poll faster than the default per-project limit allows for a minute.
+    RATE_LIMIT_PER_MINUTE: '100000',
+    SES_MAX_SEND_RATE: '40',
+    WORKER_CONCURRENCY: '4',
+    WORKER_LOCK_MS: '3000',
+    SEND_LEASE_MS: '3000',
+    CAMPAIGN_TICK_MS: '100',
+    CAMPAIGN_BATCH_SIZE: '20',
+    CAMPAIGN_QUEUE_WINDOW: '30',
+    CAMPAIGN_AB_MIN_WAIT_SECONDS: '1',
   });
-  afterAll(async () => {
-    for (const c of children) c.kill('SIGKILL');
-    await Promise.all(children.map(exited));
-    await api.close();
-    await iso.drop();
-  });
+  const { env, children } = workers;
 
   const spawn = () => {
     const w = spawnWorker(env);
@@ -330,9 +312,9 @@ describe('workers killed during an A/B test', () => {
   };
 
   test('killed while the variants are sending: another worker finishes the test, decides, and sends the rest once', async () => {
-    const p = await createTestProject(api.database);
-    const audience = await seed(api, p.id, 160, 'killtest');
-    const id = await startAb(api, p, 2, { testShare: 50, metric: 'opens', waitSeconds: 2 });
+    const p = await createTestProject(workers.api.database);
+    const audience = await seed(workers.api, p.id, 160, 'killtest');
+    const id = await startAb(workers.api, p, 2, { testShare: 50, metric: 'opens', waitSeconds: 2 });
     const first = spawn();
     await waitFor(
       async () => (await sesSendsTo([...audience.keys()])).length >= 20 || undefined,
@@ -341,12 +323,12 @@ describe('workers killed during an A/B test', () => {
     );
     first.kill('SIGKILL');
     await exited(first);
-    expect((await get(api, p, id)).abTest.phase).toBe('TESTING');
+    expect((await get(workers.api, p, id)).abTest.phase).toBe('TESTING');
     const respawnedAt = Date.now();
     spawn();
-    const done = await waitCampaign(api, p, id, 'SENT', (c) => c.status === 'SENT', 120_000);
+    const done = await waitCampaign(workers.api, p, id, 'SENT', (c) => c.status === 'SENT', 120_000);
     expect(done.abTest).toMatchObject({ phase: 'WINNER', winner: 0, decision: { by: 'auto', withinNoise: true } });
-    const rows = await rowsOf(api, id);
+    const rows = await rowsOf(workers.api, id);
     expect(rows).toHaveLength(160);
     expect(new Set(rows.map((r) => r.contactId)).size).toBe(160);
     expect(rows.every((r) => r.status === 'sent' && r.variant === (assignVariant(id, r.contactId!, 50, 2) ?? 0))).toBe(
@@ -366,22 +348,22 @@ describe('workers killed during an A/B test', () => {
   }, 180_000);
 
   test('killed while waiting, the winner picked with no worker alive: the next worker sends the rest, one email each', async () => {
-    const p = await createTestProject(api.database);
-    const audience = await seed(api, p.id, 80, 'killwait');
-    const id = await startAb(api, p, 2, { testShare: 25, metric: 'clicks', waitSeconds: 3600 });
+    const p = await createTestProject(workers.api.database);
+    const audience = await seed(workers.api, p.id, 80, 'killwait');
+    const id = await startAb(workers.api, p, 2, { testShare: 25, metric: 'clicks', waitSeconds: 3600 });
     const first = spawn();
-    await waitCampaign(api, p, id, 'WAITING', (c) => c.abTest.phase === 'WAITING', 90_000);
+    await waitCampaign(workers.api, p, id, 'WAITING', (c) => c.abTest.phase === 'WAITING', 90_000);
     first.kill('SIGKILL');
     await exited(first);
-    const testSize = (await rowsOf(api, id)).length;
+    const testSize = (await rowsOf(workers.api, id)).length;
     // The decision is committed in Postgres while no worker runs; the phase moves only when a worker takes it up.
-    const picked = await client(api.app, p).post(`/campaigns/${id}/winner`, { variant: 1 });
+    const picked = await client(workers.api.app, p).post(`/campaigns/${id}/winner`, { variant: 1 });
     expect(picked.status).toBe(200);
     expect(picked.body.data.abTest).toMatchObject({ phase: 'WAITING', winner: 1 });
-    expect(await rowsOf(api, id)).toHaveLength(testSize);
+    expect(await rowsOf(workers.api, id)).toHaveLength(testSize);
     spawn();
-    await waitCampaign(api, p, id, 'SENT', (c) => c.status === 'SENT', 120_000);
-    const byAddress = await expectOneEach(api, id, audience, 25, 2, 1);
+    await waitCampaign(workers.api, p, id, 'SENT', (c) => c.status === 'SENT', 120_000);
+    const byAddress = await expectOneEach(workers.api, id, audience, 25, 2, 1);
     // Nothing was in flight at the kill: not a single duplicate.
     expect([...byAddress.values()].every((list) => list.length === 1)).toBe(true);
   }, 180_000);

@@ -7,30 +7,27 @@
  * Each describe has its own database: the worker's reconciler adopts every SENDING campaign of its database.
  */
 import request from 'supertest';
-import type { ChildProcess } from 'node:child_process';
 import { and, eq, sql } from 'drizzle-orm';
-import { loadConfig, type Config } from '@mailroom/config/config';
+import type { Config } from '@mailroom/config/config';
 import { newId } from '@mailroom/platform/ids';
 import { emails } from '@mailroom/db/schema/emails';
 import { campaignJobSize } from '@mailroom/campaigns/lane';
 import { events } from '@mailroom/db/schema/events';
-import { type RunningWorker } from '../../apps/worker/src/main';
+import type { RunningWorker } from '../../apps/worker/src/main';
 import {
   client,
   createTestProject,
   exited,
-  isolatedDatabase,
   parseMail,
   recipient,
   sesFault,
   sesSendsTo,
   spawnWorker,
-  startTestApi,
-  testEnv,
   waitFor,
   type TestApi,
   type TestProject,
 } from '../support/harness';
+import { useWorkerProcesses } from '../support/worker-processes';
 import { useE2e } from '../support/e2e';
 import { transactionalProbe } from '../support/transactional-probe';
 import { queuesSettled } from '../support/worker-queues';
@@ -350,35 +347,21 @@ describe('with a worker', () => {
 });
 
 describe('a worker killed mid-campaign', () => {
-  let iso: { url: string; drop: () => Promise<void> };
-  let env: Record<string, string>;
-  let api: TestApi;
-  const children: ChildProcess[] = [];
-  beforeAll(async () => {
-    iso = await isolatedDatabase();
-    env = testEnv({
-      DATABASE_URL: iso.url,
-      SES_MAX_SEND_RATE: '40',
-      WORKER_CONCURRENCY: '4',
-      WORKER_LOCK_MS: '3000',
-      SEND_LEASE_MS: '3000',
-      CAMPAIGN_TICK_MS: '100',
-      CAMPAIGN_BATCH_SIZE: '20',
-      CAMPAIGN_QUEUE_WINDOW: '30',
-    });
-    api = await startTestApi(loadConfig(env));
+  const workers = useWorkerProcesses({
+    SES_MAX_SEND_RATE: '40',
+    WORKER_CONCURRENCY: '4',
+    WORKER_LOCK_MS: '3000',
+    SEND_LEASE_MS: '3000',
+    CAMPAIGN_TICK_MS: '100',
+    CAMPAIGN_BATCH_SIZE: '20',
+    CAMPAIGN_QUEUE_WINDOW: '30',
   });
-  afterAll(async () => {
-    for (const c of children) c.kill('SIGKILL');
-    await Promise.all(children.map(exited));
-    await api.close();
-    await iso.drop();
-  });
+  const { env, children } = workers;
 
   test('the campaign resumes on another worker and ends SENT with every recipient once', async () => {
-    const p = await createTestProject(api.database);
-    const to = await seed(api, p.id, 160, 'kc', null);
-    const id = await startCampaign(api, p, { audienceType: 'ALL' });
+    const p = await createTestProject(workers.api.database);
+    const to = await seed(workers.api, p.id, 160, 'kc', null);
+    const id = await startCampaign(workers.api, p, { audienceType: 'ALL' });
     const first = spawnWorker(env);
     children.push(first);
     await waitFor(async () => (await sesSendsTo(to)).length >= 40 || undefined, 30_000, '40 sends');
@@ -387,8 +370,8 @@ describe('a worker killed mid-campaign', () => {
     const before = (await sesSendsTo(to)).length;
     const respawnedAt = Date.now();
     children.push(spawnWorker(env));
-    await waitStatus(api, p, id, 'SENT', 60_000);
-    const rows = await recipientsOf(api, id);
+    await waitStatus(workers.api, p, id, 'SENT', 60_000);
+    const rows = await recipientsOf(workers.api, id);
     expect(rows).toHaveLength(160);
     expect(new Set(rows.map((r) => r.contactId)).size).toBe(160);
     expect(rows.every((r) => r.status === 'sent')).toBe(true);
