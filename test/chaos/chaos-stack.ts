@@ -1,75 +1,71 @@
 /**
- * The set-up of the SES chaos tests (`ses.test.ts`, `ses-campaign.test.ts`): on a database of the file's own, the
- * chaos proxy in front of the test SES endpoint ({@link ChaosSes}), the API in-process with one project, and a
- * worker process talking to SES through the proxy ({@link spawnChaosWorker}), started and ready.
+ * The set-up of the SES chaos tests (`ses.test.ts`, `ses-campaign.test.ts`): the file's {@link useE2e} set-up on a
+ * database of its own, with one project and no in-process worker, its SES endpoint the chaos proxy ({@link ChaosSes})
+ * in front of the test SES endpoint; and a worker process talking to SES through the proxy
+ * ({@link spawnChaosWorker}), started and ready. After the file: the worker killed (SIGKILL), the proxy closed, and
+ * the rest as {@link useE2e} stops it.
  *
  * @module
  */
-import { loadConfig } from '@mailroom/config/config';
-import {
-  createTestProject,
-  exited,
-  isolatedDatabase,
-  startTestApi,
-  testEnv,
-  waitFor,
-  type TestApi,
-  type TestProject,
-} from '../support/harness';
+import { useE2e } from '../support/e2e';
+import { exited, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { ChaosSes, spawnChaosWorker } from './chaos-ses';
 
-/** What {@link startChaosStack} started. */
+/** What {@link useChaosStack} runs; each accessor throws when asked before `beforeAll` made it. */
 export interface ChaosStack {
-  iso: { url: string; drop: () => Promise<void> };
-  ses: ChaosSes;
-  api: TestApi;
-  p: TestProject;
-  worker: ReturnType<typeof spawnChaosWorker>;
+  readonly ses: ChaosSes;
+  readonly api: TestApi;
+  readonly p: TestProject;
+  readonly worker: ReturnType<typeof spawnChaosWorker>;
 }
 
 /**
- * Starts the stack; what started before a failure is stopped again before the error is thrown.
+ * Registers the hooks that start and stop the stack.
  *
  * @param overrides - the environment besides `DATABASE_URL` and `SES_ENDPOINT`, which this sets.
- * @throws Error when the worker exits at start (with its last log lines) or is not ready within 30 s.
+ * @throws Error (from `beforeAll`) when the worker exits at start, with its last log lines, or is not ready in 30 s.
  */
-export async function startChaosStack(overrides: Record<string, string>): Promise<ChaosStack> {
-  const started: Partial<ChaosStack> = {};
-  try {
-    const iso = (started.iso = await isolatedDatabase());
-    const ses = (started.ses = new ChaosSes(new URL(process.env.TEST_SES_ENDPOINT!)));
-    await ses.listen();
-    const env = testEnv({ ...overrides, DATABASE_URL: iso.url, SES_ENDPOINT: `http://127.0.0.1:${ses.port}` });
-    const api = (started.api = await startTestApi(loadConfig(env)));
-    const p = (started.p = await createTestProject(api.database));
-    const worker = (started.worker = spawnChaosWorker(env));
-    await waitFor(async () => worker.healthPort > 0 || worker.child.exitCode !== null, 30_000, 'the worker to start');
-    if (worker.child.exitCode !== null) throw new Error(`worker exited at start:\n${worker.tail.join('\n')}`);
-    return { iso, ses, api, p, worker };
-  } catch (err) {
-    await stopChaosStack(started).catch(() => undefined); // the start's error is the one to see
-    throw err;
-  }
-}
-
-/**
- * Kills the worker (SIGKILL), closes the API and the proxy, and drops the database: whatever of them started, each
- * tried even when one before it failed.
- *
- * @throws the first of their errors, once all were tried.
- */
-export async function stopChaosStack(stack: Partial<ChaosStack>): Promise<void> {
-  const steps: Array<() => Promise<unknown> | undefined> = [
-    async () => {
-      if (!stack.worker) return;
-      stack.worker.child.kill('SIGKILL');
-      await exited(stack.worker.child);
+export function useChaosStack(overrides: Record<string, string>): ChaosStack {
+  let ses: ChaosSes | undefined;
+  let worker: ChaosStack['worker'] | undefined;
+  const e2e = useE2e({
+    isolated: true,
+    worker: false,
+    project: true,
+    env: async () => {
+      ses = new ChaosSes(new URL(process.env.TEST_SES_ENDPOINT!));
+      await ses.listen();
+      return { ...overrides, SES_ENDPOINT: `http://127.0.0.1:${ses.port}` };
     },
-    () => stack.api?.close(),
-    () => stack.ses?.close(),
-    () => stack.iso?.drop(),
-  ];
-  const failed: unknown[] = [];
-  for (const step of steps) await Promise.resolve(step()).catch((err: unknown) => failed.push(err));
-  if (failed.length > 0) throw failed[0];
+  });
+  beforeAll(async () => {
+    const w = (worker = spawnChaosWorker(e2e.env));
+    await waitFor(async () => w.healthPort > 0 || w.child.exitCode !== null, 30_000, 'the worker to start');
+    if (w.child.exitCode !== null) throw new Error(`worker exited at start:\n${w.tail.join('\n')}`);
+  }, 60_000);
+  e2e.onTeardown(async () => {
+    if (worker) {
+      worker.child.kill('SIGKILL');
+      await exited(worker.child);
+    }
+    await ses?.close();
+  });
+  const made = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`useChaosStack: the ${what} starts in beforeAll`);
+    return value;
+  };
+  return {
+    get ses() {
+      return made(ses, 'SES proxy');
+    },
+    get api() {
+      return e2e.api;
+    },
+    get p() {
+      return e2e.p;
+    },
+    get worker() {
+      return made(worker, 'worker');
+    },
+  };
 }

@@ -12,36 +12,28 @@ import { sql } from 'drizzle-orm';
 import { client, recipient, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { statusCounts, survival } from './survival';
 import type { ChaosSes, Mode } from './chaos-ses';
-import { startChaosStack, stopChaosStack, type ChaosStack } from './chaos-stack';
+import { useChaosStack, type ChaosStack } from './chaos-stack';
 import { toSummary } from '../support/summary';
 
 const RECIPIENTS = 2_000;
 
 describe('SES failing while a campaign goes out in bulk calls', () => {
-  let stack: ChaosStack | undefined;
+  const stack = useChaosStack({
+    SES_MAX_SEND_RATE: '100',
+    CAMPAIGN_TICK_MS: '100',
+    // Refusals and timeouts spend no attempt (SES unreachable); the 2 s of 5xx answers do (100 ms doubling).
+    SEND_BACKOFF_MS: '100',
+    SEND_MAX_ATTEMPTS: '20',
+    // Longer than the SES timeout: a frozen call ends while the claims are still this worker's.
+    SEND_LEASE_MS: '8000',
+    RECONCILE_INTERVAL_MS: '1000',
+    RECONCILE_AFTER_MS: '5000',
+  });
   let ses: ChaosSes;
   let api: TestApi;
   let p: TestProject;
   let worker: ChaosStack['worker'];
-
-  beforeAll(async () => {
-    stack = await startChaosStack({
-      SES_MAX_SEND_RATE: '100',
-      CAMPAIGN_TICK_MS: '100',
-      // Refusals and timeouts spend no attempt (SES unreachable); the 2 s of 5xx answers do (100 ms doubling).
-      SEND_BACKOFF_MS: '100',
-      SEND_MAX_ATTEMPTS: '20',
-      // Longer than the SES timeout: a frozen call ends while the claims are still this worker's.
-      SEND_LEASE_MS: '8000',
-      RECONCILE_INTERVAL_MS: '1000',
-      RECONCILE_AFTER_MS: '5000',
-    });
-    ({ ses, api, p, worker } = stack);
-  }, 60_000);
-
-  afterAll(async () => {
-    if (stack) await stopChaosStack(stack);
-  });
+  beforeAll(() => void ({ ses, api, p, worker } = stack));
 
   test(`${RECIPIENTS} recipients through 5xx, 429, refused and frozen calls: SENT, none failed or lost, re-sent only what SES processed unheard`, async () => {
     const to = Array.from({ length: RECIPIENTS }, () => recipient('sesc'));

@@ -21,35 +21,27 @@ import request from 'supertest';
 import { recipient, waitFor, type TestApi, type TestProject } from '../support/harness';
 import { statusCounts, survival } from './survival';
 import { SES_TIMEOUT_MS, type ChaosSes, type Mode } from './chaos-ses';
-import { startChaosStack, stopChaosStack, type ChaosStack } from './chaos-stack';
+import { useChaosStack, type ChaosStack } from './chaos-stack';
 import { toSummary } from '../support/summary';
 
 describe('SES refusing, then frozen, then healthy again', () => {
-  let stack: ChaosStack | undefined;
+  const stack = useChaosStack({
+    SES_MAX_SEND_RATE: '50',
+    WORKER_CONCURRENCY: '4',
+    // Refusals and timeouts spend no attempt (SES unreachable); the 2 s of 5xx answers do (100 ms doubling).
+    SEND_BACKOFF_MS: '100',
+    SEND_MAX_ATTEMPTS: '20',
+    // Longer than the SES timeout: a frozen call ends while the claim is still this worker's.
+    SEND_LEASE_MS: '8000',
+    RECONCILE_INTERVAL_MS: '1000',
+    RECONCILE_AFTER_MS: '5000',
+    RATE_LIMIT_PER_MINUTE: '100000',
+  });
   let ses: ChaosSes;
   let api: TestApi;
   let p: TestProject;
   let worker: ChaosStack['worker'];
-
-  beforeAll(async () => {
-    stack = await startChaosStack({
-      SES_MAX_SEND_RATE: '50',
-      WORKER_CONCURRENCY: '4',
-      // Refusals and timeouts spend no attempt (SES unreachable); the 2 s of 5xx answers do (100 ms doubling).
-      SEND_BACKOFF_MS: '100',
-      SEND_MAX_ATTEMPTS: '20',
-      // Longer than the SES timeout: a frozen call ends while the claim is still this worker's.
-      SEND_LEASE_MS: '8000',
-      RECONCILE_INTERVAL_MS: '1000',
-      RECONCILE_AFTER_MS: '5000',
-      RATE_LIMIT_PER_MINUTE: '100000',
-    });
-    ({ ses, api, p, worker } = stack);
-  }, 60_000);
-
-  afterAll(async () => {
-    if (stack) await stopChaosStack(stack);
-  });
+  beforeAll(() => void ({ ses, api, p, worker } = stack));
 
   test('the worker lives, frozen calls time out, every accepted email is sent once SES is healthy, none failed', async () => {
     const accepted = new Map<string, string>(); // address → email id

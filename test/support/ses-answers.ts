@@ -27,7 +27,10 @@ export interface SesAnswers {
   readonly endpoint: string;
 }
 
-/** Registers the `beforeAll` that starts the server, the `beforeEach` that clears the script, the closing `afterAll`. */
+/**
+ * Registers the `beforeAll` that starts the server, the `beforeEach` that clears the script, and the closing
+ * `afterAll`.
+ */
 export function useSesAnswers(): SesAnswers {
   const byRequest: Record<string, SesAnswer[]> = {};
   const next: SesAnswer[] = [];

@@ -1,10 +1,10 @@
 /**
- * The set-up of tests that run workers as processes of their own, to kill them (SIGKILL) mid-work: a database of the
- * file's own ({@link isolatedDatabase}), its environment, an in-process API on it, and the worker processes the test
- * starts ({@link spawnWorker}), every one killed after the file. {@link useWorkerProcesses} registers the hooks.
+ * The set-up of tests that run workers as processes of their own, to kill them (SIGKILL) mid-work: the file's
+ * {@link useE2e} set-up on a database of its own, without an in-process worker, and the worker processes the test
+ * starts ({@link spawnWorker}), every one killed after the file, before its database is dropped.
  */
-import { loadConfig } from '@mailroom/config/config';
-import { exited, isolatedDatabase, spawnWorker, startTestApi, testEnv, type TestApi } from './harness';
+import { useE2e } from './e2e';
+import { exited, type spawnWorker, type TestApi } from './harness';
 
 /** What {@link useWorkerProcesses} makes; `api` throws when asked before `beforeAll` made it. */
 export interface WorkerProcesses {
@@ -16,33 +16,26 @@ export interface WorkerProcesses {
 }
 
 /**
- * Registers the `beforeAll` that makes the database, the environment and the API, and the `afterAll` that kills
- * every worker in {@link WorkerProcesses.children}, waits for each to exit, closes the API and drops the database.
+ * Registers the file's set-up ({@link useE2e}: `isolated`, no worker), a `beforeAll` that copies its environment
+ * into {@link WorkerProcesses.env}, and a teardown that kills every worker in {@link WorkerProcesses.children} and
+ * waits for each to exit.
  *
- * @param overrides - the environment besides `DATABASE_URL`, which this sets.
+ * @param overrides - the environment besides `DATABASE_URL`, which the set-up sets.
  */
 export function useWorkerProcesses(overrides: Record<string, string>): WorkerProcesses {
+  const e2e = useE2e({ env: overrides, isolated: true, worker: false });
   const env: Record<string, string> = {};
   const children: Array<ReturnType<typeof spawnWorker>> = [];
-  let iso: { url: string; drop: () => Promise<void> } | undefined;
-  let api: TestApi | undefined;
-  beforeAll(async () => {
-    iso = await isolatedDatabase();
-    Object.assign(env, testEnv({ ...overrides, DATABASE_URL: iso.url }));
-    api = await startTestApi(loadConfig(env));
-  });
-  afterAll(async () => {
+  beforeAll(() => void Object.assign(env, e2e.env));
+  e2e.onTeardown(async () => {
     for (const c of children) c.kill('SIGKILL');
     await Promise.all(children.map(exited));
-    await api?.close();
-    await iso?.drop();
   });
   return {
     env,
     children,
     get api() {
-      if (!api) throw new Error('useWorkerProcesses: the API starts in beforeAll');
-      return api;
+      return e2e.api;
     },
   };
 }

@@ -6,7 +6,8 @@
  * measured on Node 20 under 50 concurrent connections, about a quarter of all the bytes a small Express server
  * allocates then survives the young-generation collections and is promoted, most of every request's objects, against
  * about 1% surviving and nothing promoted for the same handler on plain `node:http`; each scavenge pauses about
- * 4.5 ms instead of under 1.5 ms, and the old generation fills every few seconds. The handler behind Express with the prototypes already right at birth promotes nothing
+ * 4.5 ms instead of under 1.5 ms, and the old generation fills every few seconds. The handler behind Express with
+ * the prototypes already right at birth promotes nothing
  * (docs/decisions/0180-requests-born-with-express-prototypes.md).
  *
  * So the server builds its requests and responses with these constructors: Node's own `IncomingMessage` and
